@@ -1,0 +1,144 @@
+"""The `marketplace` command line."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from datetime import datetime
+from pathlib import Path
+
+from marketplace import __version__
+
+EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_RUN_FAILED = 0, 1, 2, 3
+
+DESCRIPTION = """\
+A privacy-preserving AI data marketplace. A curator, K data owners and a consumer run as separate
+processes that talk msgpack over ZeroMQ; a scenario file (YAML) says what to run.
+
+Start here:
+  marketplace run scenarios/quickstart.yaml            run every party as its own process
+  marketplace run scenarios/quickstart.yaml --driver inprocess --set parties.owners=8
+  marketplace validate scenarios/quickstart.yaml       check a scenario without running it
+
+One party at a time (what each container runs):
+  marketplace curator  --scenario S.yaml --endpoint tcp://0.0.0.0:5555
+  marketplace owner    --scenario S.yaml --endpoint tcp://curator:5555 --id owner-1
+  marketplace consumer --scenario S.yaml --endpoint tcp://curator:5555
+
+Exit status: 0 completed, 2 bad scenario or arguments (nothing started), 3 the run failed, 1 internal error.
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="marketplace", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"marketplace {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    run = sub.add_parser("run", help="run a scenario end to end and write its report",
+                         description="Validate SCENARIO, start every party, wait for the run, print a summary and write "
+                                     "DIR/report.json, DIR/messages.csv, DIR/scenario.resolved.yaml and DIR/logs/.")
+    run.add_argument("scenario", help="scenario file (YAML)")
+    run.add_argument("--out", metavar="DIR", help="output folder (default: runs/<scenario>-<timestamp>)")
+    run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
+                     help="override one scenario value, e.g. --set summarize.rounds=20 (repeatable)")
+    run.add_argument("--driver", choices=("processes", "inprocess"), default="processes",
+                     help="processes: every party its own OS process over ZeroMQ (default); inprocess: one process, a deterministic queue")
+    run.add_argument("--quiet", action="store_true", help="no progress and no table; just the report path")
+
+    val = sub.add_parser("validate", help="check a scenario file and print it fully resolved")
+    val.add_argument("scenario")
+    val.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
+
+    for role, text in (("curator", "run the curator (binds a ROUTER at --endpoint)"),
+                       ("owner", "run one data owner (connects to the curator)"),
+                       ("consumer", "run the consumer (connects to the curator)")):
+        p = sub.add_parser(role, help=text, description=text + ". The party builds its own data share from the scenario and seed.")
+        p.add_argument("--scenario", required=True, help="scenario file (YAML); the same file for every party")
+        p.add_argument("--endpoint", required=True, help="ZeroMQ endpoint, e.g. tcp://127.0.0.1:5555 (curator: port 0 picks one)")
+        p.add_argument("--report", metavar="FILE", help="write this party's part of the report as JSON")
+        p.add_argument("--run-id", help="run id shared by all parties (default: <scenario name>-seed<seed>)")
+        p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
+        p.add_argument("--log-level", default=os.environ.get("MARKETPLACE_LOG_LEVEL", "INFO"))
+        if role == "owner":
+            p.add_argument("--id", required=True, help="owner id: owner-1 ... owner-K")
+            p.add_argument("--data", metavar="FILE.npz", help="use this file (arrays X and y) instead of the generated share")
+        if role == "curator":
+            p.add_argument("--endpoint-file", help="write the bound endpoint here once listening")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    from marketplace.scenario import ScenarioError, load_scenario
+
+    try:
+        scenario = load_scenario(args.scenario, args.overrides)
+    except ScenarioError as err:
+        print(f"marketplace: bad scenario: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.command == "validate":
+        print(scenario.dump_yaml(), end="")
+        return EXIT_OK
+    if args.command == "run":
+        return _run(args, scenario)
+    return _party(args, scenario)
+
+
+def _run(args: argparse.Namespace, scenario) -> int:
+    from rich.console import Console
+
+    from marketplace.runner.display import print_summary, round_progress
+    from marketplace.runner.run import run_scenario
+    from marketplace.scenario import ScenarioError
+
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    out = args.out or f"runs/{scenario.config.name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    console = Console(stderr=False)
+    try:
+        if args.quiet:
+            report = run_scenario(scenario, out, driver=args.driver)
+        else:
+            with round_progress(console, scenario.config.name) as on_round:
+                report = run_scenario(scenario, out, driver=args.driver, on_round=on_round)
+    except ScenarioError as err:
+        print(f"marketplace: bad scenario: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("marketplace: interrupted; every party process was stopped", file=sys.stderr)
+        return 130
+    if args.quiet:
+        print(f"{out}/report.json")
+    else:
+        print_summary(console, report, out)
+    if report["status"] != "completed":
+        for failure in report["failures"]:
+            print(f"marketplace: run failed: {failure}", file=sys.stderr)
+        return EXIT_RUN_FAILED
+    return EXIT_OK
+
+
+def _party(args: argparse.Namespace, scenario) -> int:
+    from marketplace.parties import party_ids
+    from marketplace.runner.party_process import run_party
+
+    party = {"curator": "curator", "consumer": "consumer"}.get(args.command) or args.id
+    logging.basicConfig(level=args.log_level.upper(), format=f"%(asctime)s {party} %(levelname)s %(message)s", stream=sys.stderr)
+    if party not in party_ids(scenario.config):
+        print(f"marketplace: unknown party {party!r}: this scenario has {', '.join(party_ids(scenario.config))}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        return run_party(scenario, party=party, endpoint=args.endpoint, report_path=args.report, run_id=args.run_id,
+                         endpoint_file=getattr(args, "endpoint_file", None), data_file=getattr(args, "data", None))
+    except (ValueError, OSError) as err:
+        print(f"marketplace {party}: cannot start: {err}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The curator: the trusted, parsimonious coordinator (one state machine per protocol)."""

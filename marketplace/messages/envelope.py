@@ -1,0 +1,27 @@
+"""The envelope every message travels in."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+PROTOCOL_VERSION = 1
+ENVELOPE_KEYS = ("version", "run_id", "msg_id", "sender", "receiver", "kind", "reply_to", "body")
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """Who sent what to whom: version, run id, the sender's message number, kind, reply-to, body.
+
+    ``msg_id`` counts up from 1 per sender, so a receiver can spot replays and duplicates;
+    ``reply_to`` names the ``msg_id`` this message answers, if any.
+    """
+
+    version: int
+    run_id: str
+    msg_id: int
+    sender: str
+    receiver: str
+    kind: str
+    reply_to: int | None
+    body: Any

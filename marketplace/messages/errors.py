@@ -1,0 +1,31 @@
+"""The one error type for anything wrong with a received message."""
+
+from __future__ import annotations
+
+
+class MessageError(ValueError):
+    """A frame that cannot be accepted: it says which party, which kind, which field, what was expected.
+
+    ``party`` is the sending party as far as it is known (the transport identity, or the envelope's
+    claimed sender); ``kind`` is the message kind if it could be read. The receiving role answers the
+    sender with an ``error`` message built from these fields and keeps serving.
+    """
+
+    def __init__(self, *, party: str, kind: str | None, field: str, expected: str, got: str) -> None:
+        self.party = party
+        self.kind = kind
+        self.field = field
+        self.expected = expected
+        self.got = got
+        kind_text = f"kind {kind!r}" if kind else "unknown kind"
+        super().__init__(f"bad message from {party} ({kind_text}): field {field!r} expected {expected}, got {got}")
+
+
+class ProtocolError(RuntimeError):
+    """A well-formed message that the receiving role cannot accept in its current state."""
+
+    def __init__(self, *, party: str, kind: str, reason: str) -> None:
+        self.party = party
+        self.kind = kind
+        self.reason = reason
+        super().__init__(f"unexpected {kind!r} from {party}: {reason}")

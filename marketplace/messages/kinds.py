@@ -1,0 +1,160 @@
+"""Every message kind, declared once: its name, its fields, their types, dtypes and shapes.
+
+A kind is a frozen dataclass registered with :func:`kind`. Array fields are
+``Annotated[np.ndarray, Array, ArraySpec(...)]``; named dimensions (``"dim"``, ``"d"``) must agree
+within a message, and receivers check them against their own configuration.
+
+Summarize flow (non-private): every party says ``hello``; the consumer sends ``validation_set``;
+the curator sends ``target_embedding`` to the owners, then each round ``round_open``; every owner
+answers with a ``bid``; the curator sends ``request`` to the best bidder only, which answers with a
+``point``. After the last round the consumer gets the ``summary``; everyone gets ``shutdown`` and
+answers ``bye``. ``heartbeat`` keeps liveness both ways; ``error`` answers a message that could not
+be accepted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+import numpy as np
+
+from marketplace.messages.arrays import Array, ArraySpec
+from marketplace.schema import Length, Range
+
+KINDS: dict[str, type] = {}
+
+PartyName = Annotated[str, Length(min=1, max=64)]
+RoundNo = Annotated[int, Range(min=1)]
+Count = Annotated[int, Range(min=0)]
+Text = Annotated[str, Length(max=2000)]
+
+
+def kind(name: str):
+    """Register a body class under the wire name ``name`` (one declaration per kind)."""
+
+    def register(cls: type) -> type:
+        if name in KINDS:
+            raise RuntimeError(f"message kind {name!r} declared twice")
+        cls.KIND = name
+        KINDS[name] = cls
+        return cls
+
+    return register
+
+
+def vector(name: str) -> object:
+    return Annotated[np.ndarray, Array, ArraySpec(("<f8",), (name,))]
+
+
+# --- runtime --------------------------------------------------------------------------------
+
+
+@kind("hello")
+@dataclass(frozen=True)
+class Hello:
+    """A party announces itself to the curator; the curator checks role and protocol."""
+
+    role: Literal["owner", "consumer"]
+    protocol: Annotated[str, Length(min=1, max=64)]
+    scenario: Annotated[str, Length(max=200)]
+
+
+@kind("heartbeat")
+@dataclass(frozen=True)
+class Heartbeat:
+    """Liveness, both ways; carries no protocol content and is counted apart."""
+
+
+@kind("error")
+@dataclass(frozen=True)
+class Error:
+    """The answer to a message that could not be accepted; the receiver keeps serving."""
+
+    code: Literal["bad_message", "protocol", "refused"]
+    detail: Text
+    about_kind: Annotated[str, Length(max=64)] | None = None
+    about_msg_id: int | None = None
+
+
+@kind("shutdown")
+@dataclass(frozen=True)
+class Shutdown:
+    """The curator ends the run for this party; the party answers ``bye`` and stops."""
+
+    reason: Text
+    status: Literal["completed", "failed"] = "completed"
+
+
+@kind("bye")
+@dataclass(frozen=True)
+class Bye:
+    """A party acknowledges ``shutdown``: nothing more will come from it."""
+
+
+# --- summarize ------------------------------------------------------------------------------
+
+
+@kind("validation_set")
+@dataclass(frozen=True)
+class ValidationSet:
+    """The consumer's D_v, features only (the labels stay with the consumer)."""
+
+    X: Annotated[np.ndarray, Array, ArraySpec(("<f8",), ("m", "dim"))]
+
+
+@kind("target_embedding")
+@dataclass(frozen=True)
+class TargetEmbedding:
+    """g~: the mean h1-embedding of D_v, broadcast once to every owner."""
+
+    mean: vector("d")
+
+
+@kind("round_open")
+@dataclass(frozen=True)
+class RoundOpen:
+    """Round l: the mean h1-embedding g_l of the current summary, which holds q points."""
+
+    round: RoundNo
+    summary_mean: vector("d")
+    q: Annotated[int, Range(min=0)]
+
+
+@kind("bid")
+@dataclass(frozen=True)
+class Bid:
+    """An owner's best value (g~ - q/(q+1) g_l) . h1(x) over its unsent points, for one round."""
+
+    round: RoundNo
+    value: float
+    available: bool
+
+
+@kind("request")
+@dataclass(frozen=True)
+class Request:
+    """The curator asks an owner for the point behind its bid in this round."""
+
+    round: RoundNo
+
+
+@kind("point")
+@dataclass(frozen=True)
+class Point:
+    """An owner's point for a round: features, label and the owner's own row index."""
+
+    round: RoundNo
+    x: vector("dim")
+    y: int
+    row: Count
+
+
+@kind("summary")
+@dataclass(frozen=True)
+class Summary:
+    """The finished summary D_s (seed set excluded), with the owners' labels, for the consumer."""
+
+    X: Annotated[np.ndarray, Array, ArraySpec(("<f8",), ("p", "dim"))]
+    y: Annotated[np.ndarray, Array, ArraySpec(("<i8",), ("p",))]
+    rounds: Count

@@ -1,0 +1,87 @@
+"""The owner's side of `summarize`: compute its bid each round, send a point only when asked.
+
+The owner embeds its data once with the public h1 map. Each round it offers the best of its
+*unsent* points for the direction g~ - q/(q+1) g_l (DESIGN.md §3), remembers which point that was,
+and hands it over only if the curator asks for it in that round. A point once sent is never offered
+again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from marketplace.data.dataset import Dataset
+from marketplace.messages import Envelope, ProtocolError
+from marketplace.messages.kinds import Bid, Bye, Hello, Point, RoundOpen
+from marketplace.protocols.summarize import RandomFourierFeatures, best_offer, bid_direction
+from marketplace.roles import Role, Send
+
+
+class SummarizeOwner(Role):
+    role_name = "owner"
+
+    def __init__(self, *, party_id: str, scenario_name: str, data: Dataset, features: RandomFourierFeatures) -> None:
+        super().__init__()
+        self.party_id = party_id
+        self.scenario_name = scenario_name
+        self.data = data
+        self.phi = features.transform(data.X)
+        self.available = np.ones(len(data), dtype=bool)
+        self.target_mean: np.ndarray | None = None
+        self.offer: tuple[int, int, float] | None = None  # (round, row, value) of the current bid
+        self.sent_rows: list[int] = []
+        self.rounds_seen = 0
+        self.end_status = ""
+
+    def start(self) -> list[Send]:
+        return [Send("curator", Hello(role="owner", protocol="summarize", scenario=self.scenario_name))]
+
+    def handle(self, message: Envelope) -> list[Send]:
+        kind = message.kind
+        if kind == "target_embedding":
+            if message.body.mean.shape != (self.phi.shape[1],):
+                raise ProtocolError(party=message.sender, kind=kind, reason=f"expected {self.phi.shape[1]} features, got {list(message.body.mean.shape)}")
+            self.target_mean = message.body.mean
+            return []
+        if kind == "round_open":
+            return self._bid(message)
+        if kind == "request":
+            return self._send_point(message)
+        if kind == "shutdown":
+            self.end_status = message.body.status
+            self.done = True
+            return [Send(message.sender, Bye(), reply_to=message.msg_id)]
+        raise ProtocolError(party=message.sender, kind=kind, reason="an owner does not accept this kind")
+
+    def _bid(self, message: Envelope) -> list[Send]:
+        body: RoundOpen = message.body
+        if self.target_mean is None:
+            raise ProtocolError(party=message.sender, kind="round_open", reason="round opened before the target embedding arrived")
+        if body.summary_mean.shape != self.target_mean.shape:
+            raise ProtocolError(party=message.sender, kind="round_open", reason=f"summary mean has shape {list(body.summary_mean.shape)}, expected {list(self.target_mean.shape)}")
+        self.rounds_seen += 1
+        direction = bid_direction(self.target_mean, body.summary_mean, body.q)
+        best = best_offer(self.phi, direction, self.available)
+        if best is None:
+            self.offer = None
+            return [Send(message.sender, Bid(round=body.round, value=0.0, available=False), reply_to=message.msg_id)]
+        row, value = best
+        self.offer = (body.round, row, value)
+        return [Send(message.sender, Bid(round=body.round, value=float(value), available=True), reply_to=message.msg_id)]
+
+    def _send_point(self, message: Envelope) -> list[Send]:
+        round_no = message.body.round
+        if self.offer is None or self.offer[0] != round_no:
+            raise ProtocolError(party=message.sender, kind="request", reason=f"no offer is open for round {round_no}")
+        _, row, _ = self.offer
+        self.offer = None
+        self.available[row] = False
+        self.sent_rows.append(row)
+        point = Point(round=round_no, x=self.data.X[row], y=int(self.data.y[row]), row=row)
+        return [Send(message.sender, point, reply_to=message.msg_id)]
+
+    def result(self) -> dict[str, Any]:
+        return {"rows": len(self.data), "points_sent": len(self.sent_rows), "sent_rows": self.sent_rows,
+                "rounds_seen": self.rounds_seen, "end_status": self.end_status}

@@ -1,0 +1,74 @@
+"""Building each party's role from the scenario alone, so any process (or container) can start one.
+
+Every party rebuilds the same world from the scenario and seed and keeps only its share; public
+randomness (the h1 map) comes from the run seed too, so all parties agree on it without a message.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from marketplace import seeds
+from marketplace.consumer.summarize import SummarizeConsumer
+from marketplace.curator.summarize import SummarizeCurator
+from marketplace.data.dataset import Dataset
+from marketplace.data.world import World, build_world
+from marketplace.owner.summarize import SummarizeOwner
+from marketplace.protocols.summarize import RandomFourierFeatures
+from marketplace.roles import CONSUMER, CURATOR, Role, owner_id
+from marketplace.scenario import ScenarioConfig
+
+
+def party_ids(config: ScenarioConfig) -> list[str]:
+    """Every party of a run, in the fixed start order: curator, owners, consumer."""
+    return [CURATOR, *(owner_id(i) for i in range(config.parties.owners)), CONSUMER]
+
+
+def public_features(config: ScenarioConfig, dim: int) -> RandomFourierFeatures:
+    """h1, drawn from the run seed: public randomness every party derives identically."""
+    s = config.summarize
+    return RandomFourierFeatures.draw(dim, s.features, s.gamma, seeds.derive(config.seed, "summarize.h1"))
+
+
+def make_world(config: ScenarioConfig) -> World:
+    return build_world(config.data, config.parties.owners, config.seed)
+
+
+def build_role(config: ScenarioConfig, party: str, *, world: World | None = None, owner_data: Dataset | None = None) -> Role:
+    """The role of ``party`` for this scenario. ``owner_data`` replaces an owner's generated share
+    (an owner that reads its own data file)."""
+    ids = party_ids(config)
+    if party not in ids:
+        raise ValueError(f"unknown party {party!r}: this scenario has {', '.join(ids)}")
+    world = world if world is not None else make_world(config)
+    features = public_features(config, world.dim)
+    s = config.summarize
+    if party == CURATOR:
+        return SummarizeCurator(
+            scenario_name=config.name, owners=tuple(ids[1:-1]), features=features, seed_set=world.seed_set.X,
+            dim=world.dim, rounds=s.rounds, verify_tolerance=s.verify_tolerance,
+        )
+    if party == CONSUMER:
+        return SummarizeConsumer(
+            scenario_name=config.name, validation=world.validation, test=world.test, gamma=s.gamma,
+            svm_c=s.svm_c, svm_seed=seeds.derive_int(config.seed, "summarize.svm"),
+        )
+    index = ids.index(party) - 1
+    data = owner_data if owner_data is not None else world.owners[index]
+    if data.X.shape[1] != world.dim:
+        raise ValueError(f"{party}: data file has {data.X.shape[1]} features, the scenario's data has {world.dim}")
+    return SummarizeOwner(party_id=party, scenario_name=config.name, data=data, features=features)
+
+
+def load_owner_file(path: str) -> Dataset:
+    """An owner's own data: ``.npz`` with arrays X (n, dim) and y (n,)."""
+    with np.load(path, allow_pickle=False) as f:
+        if "X" not in f or "y" not in f:
+            raise ValueError(f"{path}: expected arrays 'X' and 'y', found {sorted(f.files)}")
+        X = np.asarray(f["X"], dtype=np.float64)
+        y = np.asarray(f["y"]).astype(np.int64)
+    if X.ndim != 2 or y.shape != (len(X),) or not np.isfinite(X).all():
+        raise ValueError(f"{path}: X must be a finite (n, dim) array and y an (n,) array; got {X.shape} and {y.shape}")
+    names = tuple(f"f{i}" for i in range(X.shape[1]))
+    return Dataset(X=np.ascontiguousarray(X), y=y, group=np.zeros(len(X), dtype=np.int64), feature_names=names,
+                   group_names=("all",), name=path)

@@ -1,0 +1,78 @@
+"""What every role is: a sans-I/O state machine that takes a message and returns messages.
+
+A role never touches a socket, a clock or a file. A driver (ZeroMQ across processes, or an
+in-process queue) feeds it envelopes and sends what it returns, so the same role, seed and inputs
+give the same messages whichever driver moved them.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any
+
+from marketplace.messages import Envelope
+
+CURATOR = "curator"
+CONSUMER = "consumer"
+
+
+def owner_id(index: int) -> str:
+    """The party id of owner ``index`` (0-based): ``owner-1`` ... ``owner-K``."""
+    return f"owner-{index + 1}"
+
+
+@dataclass(frozen=True)
+class Send:
+    """An outgoing message: receiver, body (a registered kind) and the msg_id it answers."""
+
+    to: str
+    body: Any
+    reply_to: int | None = None
+
+
+class Role(ABC):
+    """Base of the curator, owner and consumer state machines.
+
+    Subclasses set ``party_id`` and implement ``start`` and ``handle``. ``done`` turns true when the
+    party has nothing more to do; ``failure`` holds a reason when it ended badly.
+    """
+
+    party_id: str
+    role_name: str
+
+    def __init__(self) -> None:
+        self.done = False
+        self.failure: str | None = None
+        self.errors_received: list[dict[str, Any]] = []
+
+    @abstractmethod
+    def start(self) -> list[Send]:
+        """Messages to send as soon as the party is connected."""
+
+    @abstractmethod
+    def handle(self, message: Envelope) -> list[Send]:
+        """React to one validated message (never ``heartbeat``: drivers keep liveness)."""
+
+    def expected_peers(self) -> tuple[str, ...]:
+        """Parties this role must hear from; a driver declares them lost if they stay silent."""
+        return (CURATOR,)
+
+    def peer_lost(self, peer: str) -> list[Send]:
+        """A peer stopped answering (crash, hang, never connected). Default: fail and stop."""
+        self.fail(f"lost contact with {peer}")
+        return []
+
+    def on_error(self, message: Envelope) -> list[Send]:
+        """Another party refused one of our messages: remember it for the report."""
+        body = message.body
+        self.errors_received.append({"from": message.sender, "code": body.code, "detail": body.detail})
+        return []
+
+    def fail(self, reason: str) -> None:
+        self.failure = self.failure or reason
+        self.done = True
+
+    def result(self) -> dict[str, Any]:
+        """What this party contributes to the run report."""
+        return {}

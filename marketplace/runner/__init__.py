@@ -1,0 +1,1 @@
+"""Running a scenario: party processes, the in-process reference driver, reports."""

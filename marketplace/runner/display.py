@@ -1,0 +1,96 @@
+"""The human side of a run: live round progress and the summary table at the end."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+
+@contextmanager
+def round_progress(console: Console, label: str) -> Iterator[Callable[[int, int], None]]:
+    """A callback ``(done, total)`` that draws a live bar on a terminal, or prints plain log lines
+    (about every tenth of the run) when the output is a pipe or a file."""
+    if console.is_terminal:
+        with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=console, transient=True) as progress:
+            task = progress.add_task(label, total=None)
+
+            def update(done: int, total: int) -> None:
+                progress.update(task, completed=done, total=total)
+
+            yield update
+        return
+    state = {"next": 0}
+
+    def plain(done: int, total: int) -> None:
+        if done >= state["next"] or done == total:
+            print(f"{label}: round {done}/{total}", file=sys.stderr, flush=True)
+            state["next"] = done + max(1, total // 10)
+
+    yield plain
+
+
+def _fmt(value: Any, digits: int = 4) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}g}"
+    return str(value)
+
+
+def summary_tables(report: dict[str, Any]) -> list[Table]:
+    """Run overview, quality against the references, and traffic per party."""
+    status = report["status"]
+    head = Table(title=f"{report['scenario']} ({report['protocol']}, seed {report['seed']}, driver {report['driver']})",
+                 show_header=False, title_justify="left")
+    head.add_column(style="bold")
+    head.add_column()
+    head.add_row("status", f"[green]{status}[/]" if status == "completed" else f"[red]{status}[/]")
+    for failure in report.get("failures", []):
+        head.add_row("failure", failure)
+    pars = report.get("parsimony") or {}
+    head.add_row("rounds", f"{len(report.get('selection', []))} ({report.get('end_reason') or '-'})")
+    head.add_row("parsimony", f"rho = {_fmt(pars.get('rho'))}  (curator saw {pars.get('points_seen', '-')} points; "
+                 f"|D_s| = {pars.get('summary_size', '-')}, |D_v| = {pars.get('validation_size', '-')})")
+    msgs = report["messages"]
+    head.add_row("messages", f"{msgs['total']} ({msgs['bytes'] / 1024:.1f} KiB), heartbeats {msgs['heartbeats']['sent']}, "
+                 f"sent/received agree: {msgs['consistency']['agree']}")
+    t = report["timing"]
+    head.add_row("time", f"wall {t['wall_s']:.2f} s; compute {t['compute_s']:.2f} s, transport {t['transport_s']:.3f} s (summed over parties)")
+    replay = report.get("checks", {}).get("central_replay", {})
+    head.add_row("check", f"selection equals the central replay of the protocol rule: {replay.get('matches')}")
+    if report.get("dropouts"):
+        head.add_row("dropouts", ", ".join(f"{k} (round {v['round']})" for k, v in report["dropouts"].items()))
+    if report.get("flagged"):
+        head.add_row("flagged", ", ".join(report["flagged"]))
+
+    quality = Table(title="summary quality (consumer's view)", title_justify="left")
+    quality.add_column("summary")
+    quality.add_column("MMD^2 to D_v (exact kernel)", justify="right")
+    quality.add_column("linear-SVM accuracy", justify="right")
+    m = report["metrics"]
+    quality.add_row("protocol (non-private greedy)", _fmt(m.get("mmd2")), _fmt(m.get("accuracy")))
+    for name, b in m.get("baselines", {}).items():
+        quality.add_row(name.replace("_", " "), _fmt(b.get("mmd2")), _fmt(b.get("accuracy")))
+
+    parties = Table(title="parties", title_justify="left")
+    for col in ("party", "pid", "status", "sent", "received", "KiB sent", "value"):
+        parties.add_column(col, justify="right" if col not in ("party", "status") else "left")
+    value = report.get("value") or {}
+    for p in report["parties"]:
+        bp = msgs["by_party"].get(p["id"], {})
+        parties.add_row(p["id"], _fmt(p.get("pid")), p.get("status") or "-", _fmt(bp.get("sent", 0)), _fmt(bp.get("received", 0)),
+                        f"{bp.get('bytes_sent', 0) / 1024:.1f}", _fmt(value.get(p["id"])))
+    return [head, quality, parties]
+
+
+def print_summary(console: Console, report: dict[str, Any], out_dir: str) -> None:
+    for table in summary_tables(report):
+        console.print(table)
+    console.print(f"report: {out_dir}/report.json  (messages.csv, scenario.resolved.yaml, logs/)")

@@ -1,0 +1,63 @@
+"""What the runner computes with the whole world in view, for evaluation only: the references of the
+same run (uniform sampling, exact-kernel centralized greedy) and a central replay of the protocol's
+decision rule, which the distributed selection must match exactly."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from marketplace import seeds
+from marketplace.consumer.summarize import evaluate_summary
+from marketplace.data.world import World
+from marketplace.parties import public_features
+from marketplace.protocols.summarize import exact_kernel_greedy, protocol_greedy, uniform_selection
+from marketplace.roles import owner_id
+from marketplace.scenario import ScenarioConfig
+
+
+def _rows(world: World, picks: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+    if not picks:
+        return np.zeros((0, world.dim)), np.zeros(0, dtype=np.int64)
+    X = np.stack([world.owners[o].X[r] for o, r in picks])
+    y = np.array([world.owners[o].y[r] for o, r in picks], dtype=np.int64)
+    return X, y
+
+
+def _score(config: ScenarioConfig, world: World, picks: list[tuple[int, int]]) -> dict[str, Any]:
+    X, y = _rows(world, picks)
+    s = config.summarize
+    return evaluate_summary(X, y, world.validation, world.test, gamma=s.gamma, svm_c=s.svm_c,
+                            svm_seed=seeds.derive_int(config.seed, "summarize.svm")) | {"size": len(picks)}
+
+
+def baselines(config: ScenarioConfig, world: World) -> dict[str, dict[str, Any]]:
+    """Metrics of each configured reference summary of p points."""
+    s = config.summarize
+    total = sum(len(o) for o in world.owners)
+    p = min(s.rounds, total)
+    out: dict[str, dict[str, Any]] = {}
+    if "uniform" in s.baselines:
+        picks = uniform_selection([len(o) for o in world.owners], p, seeds.rng(config.seed, "baseline.uniform"))
+        out["uniform"] = _score(config, world, picks)
+    if "exact_greedy" in s.baselines:
+        pool = np.concatenate([o.X for o in world.owners])
+        where = [(k, r) for k, o in enumerate(world.owners) for r in range(len(o))]
+        chosen = exact_kernel_greedy(pool, world.validation.X, world.seed_set.X, p, s.gamma)
+        out["exact_greedy"] = _score(config, world, [where[i] for i in chosen])
+    return out
+
+
+def central_replay(config: ScenarioConfig, world: World, selection: list[list[Any]]) -> dict[str, Any]:
+    """Replay the protocol's rule in one place and compare with the distributed selection."""
+    features = public_features(config, world.dim)
+    owner_phi = [features.transform(o.X) for o in world.owners]
+    target_mean = features.transform(world.validation.X).mean(axis=0)
+    seed_phi = features.transform(world.seed_set.X)
+    rounds = len(selection)
+    expected = protocol_greedy(owner_phi, target_mean, seed_phi, rounds) if rounds else []
+    got = [(str(o), int(r)) for o, r in selection]
+    want = [(owner_id(o), r) for o, r in expected]
+    first_diff = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), None)
+    return {"rounds": rounds, "matches": got == want, "first_difference": first_diff}

@@ -1,0 +1,114 @@
+"""One party as its own OS process: build its role from the scenario, serve it over ZeroMQ, write
+its part of the report. This is what `marketplace curator|owner|consumer` runs (and what each
+container runs under docker-compose).
+
+Exit status: 0 the party finished its part; 3 the run failed for it (a peer was lost, the curator
+ended the run as failed, a timeout); 2 bad arguments or scenario; 1 an internal error.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from marketplace.parties import build_role, load_owner_file, make_world
+from marketplace.roles import CURATOR
+from marketplace.scenario import Scenario
+from marketplace.transport.node import Node
+from marketplace.transport.zmq_driver import LinkSettings, serve_curator, serve_party
+
+log = logging.getLogger(__name__)
+
+EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_RUN_FAILED = 0, 1, 2, 3
+
+
+def default_run_id(scenario: Scenario) -> str:
+    return f"{scenario.config.name}-seed{scenario.config.seed}"
+
+
+def link_settings(scenario: Scenario) -> LinkSettings:
+    t = scenario.config.transport
+    return LinkSettings(
+        heartbeat_interval_s=t.heartbeat_interval_s, heartbeat_timeout_s=t.heartbeat_timeout_s,
+        start_timeout_s=t.start_timeout_s, run_timeout_s=t.run_timeout_s, max_message_bytes=t.max_message_bytes,
+        high_water_mark=t.high_water_mark, send_timeout_s=t.send_timeout_s,
+    )
+
+
+def party_report(node: Node, *, role_name: str, wall_s: float, driver: dict[str, Any]) -> dict[str, Any]:
+    role = node.role
+    timing = node.timing() | {"io_s": driver.get("io_s", 0.0), "idle_s": driver.get("idle_s", 0.0), "wall_s": wall_s}
+    return {
+        "id": node.party_id,
+        "role": role_name,
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "status": "failed" if role.failure else "completed",
+        "failure": role.failure,
+        "result": role.result(),
+        "counters": node.counters.to_dict(),
+        "timing": timing,
+        "driver": driver,
+        "errors": node.errors[:100],
+        "errors_received": role.errors_received[:100],
+    }
+
+
+def write_json(path: str | Path, data: Any) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=_json_default))
+    os.replace(tmp, path)
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"cannot write {type(value).__name__} to JSON")
+
+
+def run_party(scenario: Scenario, *, party: str, endpoint: str, report_path: str | None, run_id: str | None,
+              endpoint_file: str | None = None, data_file: str | None = None) -> int:
+    """Build ``party``'s role and serve it until the run ends; returns the process exit status."""
+    started = time.perf_counter()
+    config = scenario.config
+    owner_data = load_owner_file(data_file) if data_file else None
+    world = make_world(config)
+    role = build_role(config, party, world=world, owner_data=owner_data)
+    node = Node(role, run_id=run_id or default_run_id(scenario), max_message_bytes=config.transport.max_message_bytes)
+    settings = link_settings(scenario)
+    log.info("%s (pid %d) starting: %s", party, os.getpid(), endpoint)
+    try:
+        if party == CURATOR:
+            stats = serve_curator(node, endpoint, settings, on_bound=lambda ep: _announce(ep, endpoint_file))
+        else:
+            stats = serve_party(node, endpoint, settings)
+    except Exception:  # report the crash, then exit with a clear status
+        role.fail("internal error: " + traceback.format_exc(limit=5))
+        log.exception("%s crashed", party)
+        if report_path:
+            write_json(report_path, party_report(node, role_name=role.role_name, wall_s=time.perf_counter() - started, driver={}))
+        return EXIT_INTERNAL
+    report = party_report(node, role_name=role.role_name, wall_s=time.perf_counter() - started, driver=stats.to_dict())
+    if report_path:
+        write_json(report_path, report)
+    if role.failure:
+        log.error("%s: run failed: %s", party, role.failure)
+        return EXIT_RUN_FAILED
+    log.info("%s finished", party)
+    return EXIT_OK
+
+
+def _announce(endpoint: str, endpoint_file: str | None) -> None:
+    log.info("curator bound at %s", endpoint)
+    if endpoint_file:
+        tmp = Path(endpoint_file + ".tmp")
+        tmp.write_text(endpoint)
+        os.replace(tmp, endpoint_file)

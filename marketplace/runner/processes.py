@@ -1,0 +1,160 @@
+"""Launching every party as its own OS process and watching them until the run ends.
+
+The runner starts the curator first (it binds a free port and writes the endpoint to a file), then
+the owners and the consumer. Children get SIGKILL if the runner itself dies (Linux parent-death
+signal) and are killed on every exit path of the runner, so a run never leaves orphans. A run that
+overstays its timeout is killed and reported as failed; a curator that dies takes the run with it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from marketplace.parties import party_ids
+from marketplace.roles import CONSUMER, CURATOR
+from marketplace.scenario import Scenario
+
+log = logging.getLogger(__name__)
+ROUND_RE = re.compile(rb"round (\d+)/(\d+) done")
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except OSError:  # not Linux: the runner's own cleanup still applies
+        pass
+
+
+@dataclass
+class Child:
+    party: str
+    proc: subprocess.Popen
+    log_path: Path
+    exit_code: int | None = None
+
+
+@dataclass
+class ProcessRun:
+    children: list[Child] = field(default_factory=list)
+    failure: str | None = None
+    killed: list[str] = field(default_factory=list)
+
+
+def _command(role: str, party: str, scenario_path: Path, endpoint: str, report: Path, run_id: str) -> list[str]:
+    cmd = [sys.executable, "-m", "marketplace", role, "--scenario", str(scenario_path), "--endpoint", endpoint,
+           "--report", str(report), "--run-id", run_id]
+    if role == "owner":
+        cmd += ["--id", party]
+    return cmd
+
+
+def _spawn(cmd: list[str], party: str, log_dir: Path) -> Child:
+    log_path = log_dir / f"{party}.log"
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    with log_path.open("wb") as out:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
+                                preexec_fn=_die_with_parent, close_fds=True)
+    return Child(party, proc, log_path)
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return ""
+    return lines[-1] if lines else ""
+
+
+def run_processes(scenario: Scenario, scenario_path: Path, out_dir: Path, run_id: str,
+                  on_round: Callable[[int, int], None] | None = None) -> ProcessRun:
+    """Start every party, wait for all of them (with timeouts), and return how each one ended."""
+    config = scenario.config
+    t = config.transport
+    log_dir, report_dir = out_dir / "logs", out_dir / "parties"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    report_dir.mkdir(parents=True, exist_ok=True)
+    run = ProcessRun()
+    endpoint_file = out_dir / "curator.endpoint"
+    endpoint_file.unlink(missing_ok=True)
+    try:
+        cmd = _command("curator", CURATOR, scenario_path, t.endpoint, report_dir / "curator.json", run_id)
+        curator = _spawn(cmd + ["--endpoint-file", str(endpoint_file)], CURATOR, log_dir)
+        run.children.append(curator)
+        endpoint = _wait_for_endpoint(curator, endpoint_file, t.start_timeout_s)
+        if endpoint is None:
+            run.failure = f"the curator did not bind within start_timeout_s={t.start_timeout_s:g} s: {_last_line(curator.log_path)}"
+            return run
+        for party in party_ids(config)[1:]:
+            role = "consumer" if party == CONSUMER else "owner"
+            run.children.append(_spawn(_command(role, party, scenario_path, endpoint, report_dir / f"{party}.json", run_id), party, log_dir))
+        _watch(run, curator, deadline=time.monotonic() + t.run_timeout_s + t.start_timeout_s,
+               grace_s=t.heartbeat_timeout_s + 5.0, on_round=on_round)
+    finally:
+        for child in run.children:
+            if child.proc.poll() is None:
+                child.proc.kill()
+                run.killed.append(child.party)
+            child.exit_code = child.proc.wait()
+    return run
+
+
+def _wait_for_endpoint(curator: Child, endpoint_file: Path, timeout_s: float) -> str | None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if endpoint_file.exists():
+            return endpoint_file.read_text().strip()
+        if curator.proc.poll() is not None:
+            return None
+        time.sleep(0.02)
+    return None
+
+
+def _watch(run: ProcessRun, curator: Child, *, deadline: float, grace_s: float,
+           on_round: Callable[[int, int], None] | None) -> None:
+    """Wait until every child exits. After the curator exits, the others get ``grace_s`` to follow."""
+    curator_exit_at: float | None = None
+    offset = 0
+    last_round = 0
+    while True:
+        if on_round is not None:
+            offset, last_round = _read_progress(curator.log_path, offset, last_round, on_round)
+        alive = [c for c in run.children if c.proc.poll() is None]
+        if not alive:
+            return
+        now = time.monotonic()
+        if curator.proc.poll() is not None and curator_exit_at is None:
+            curator_exit_at = now
+        if curator_exit_at is not None and now - curator_exit_at > grace_s:
+            run.failure = run.failure or f"{', '.join(c.party for c in alive)} still running {grace_s:g} s after the curator exited; killed"
+            return
+        if now > deadline:
+            run.failure = f"run timed out (transport.run_timeout_s); killed {', '.join(c.party for c in alive)}"
+            return
+        time.sleep(0.05)
+
+
+def _read_progress(path: Path, offset: int, last: int, on_round: Callable[[int, int], None]) -> tuple[int, int]:
+    try:
+        with path.open("rb") as f:
+            f.seek(offset)
+            chunk = f.read()
+    except OSError:
+        return offset, last
+    end = chunk.rfind(b"\n") + 1
+    for m in ROUND_RE.finditer(chunk[:end]):
+        done, total = int(m.group(1)), int(m.group(2))
+        if done > last:
+            last = done
+            on_round(done, total)
+    return offset + end, last

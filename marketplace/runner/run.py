@@ -1,0 +1,169 @@
+"""`marketplace run`: validate a scenario, run it with one driver, assemble and write the report."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+from marketplace import __version__
+from marketplace.messages import PROTOCOL_VERSION
+from marketplace.parties import build_role, make_world, party_ids
+from marketplace.roles import CONSUMER, CURATOR
+from marketplace.runner.evaluate import baselines, central_replay
+from marketplace.runner.party_process import default_run_id, party_report, write_json
+from marketplace.runner.processes import run_processes
+from marketplace.runner.report import message_summary, timing_summary, write_messages_csv
+from marketplace.scenario import Scenario, ScenarioError
+from marketplace.transport.inprocess import StalledRun, run_inprocess
+from marketplace.transport.node import Node
+
+log = logging.getLogger(__name__)
+Driver = Literal["processes", "inprocess"]
+
+
+def run_scenario(scenario: Scenario, out_dir: str | Path, *, driver: Driver = "processes",
+                 on_round: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Run ``scenario`` and write ``out_dir/report.json``, ``messages.csv`` and the resolved scenario.
+
+    Raises :class:`ScenarioError` (before anything starts) if the data cannot be built as described.
+    Returns the report; its ``status`` says whether the run completed.
+    """
+    config = scenario.config
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        world = make_world(config)
+    except (ValueError, OSError) as err:
+        raise ScenarioError(scenario.source, "data", str(err)) from None
+    resolved = out / "scenario.resolved.yaml"
+    resolved.write_text(scenario.dump_yaml())
+    run_id = default_run_id(scenario)
+    started = time.perf_counter()
+    if driver == "inprocess":
+        parties, failure, extra_transport = _run_inprocess(scenario, world, run_id, on_round)
+    elif driver == "processes":
+        parties, failure = _run_processes(scenario, resolved, out, run_id, on_round)
+        extra_transport = 0.0
+    else:
+        raise ValueError(f"unknown driver {driver!r}: use 'processes' or 'inprocess'")
+    wall_s = time.perf_counter() - started
+    report = assemble_report(scenario, world, driver, parties, failure, wall_s, extra_transport, run_id)
+    write_json(out / "report.json", report)
+    write_messages_csv(report, out / "messages.csv")
+    return report
+
+
+def _run_inprocess(scenario: Scenario, world, run_id: str, on_round) -> tuple[list[dict[str, Any]], str | None, float]:
+    config = scenario.config
+    nodes = [Node(build_role(config, p, world=world), run_id=run_id, max_message_bytes=config.transport.max_message_bytes)
+             for p in party_ids(config)]
+    handler = _ProgressHandler(on_round) if on_round else None
+    if handler:
+        logging.getLogger("marketplace.curator.summarize").addHandler(handler)
+    failure = None
+    t0 = time.perf_counter()
+    try:
+        stats = run_inprocess(nodes)
+        transport_s = stats.transport_s
+    except StalledRun as err:
+        failure, transport_s = str(err), 0.0
+    finally:
+        if handler:
+            logging.getLogger("marketplace.curator.summarize").removeHandler(handler)
+    wall = time.perf_counter() - t0
+    reports = [party_report(n, role_name=n.role.role_name, wall_s=wall, driver={}) for n in nodes]
+    return reports, failure, transport_s
+
+
+class _ProgressHandler(logging.Handler):
+    def __init__(self, on_round: Callable[[int, int], None]) -> None:
+        super().__init__(logging.INFO)
+        self.on_round = on_round
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.msg == "round %d/%d done":
+            self.on_round(*record.args)
+
+
+def _run_processes(scenario: Scenario, resolved: Path, out: Path, run_id: str, on_round) -> tuple[list[dict[str, Any]], str | None]:
+    run = run_processes(scenario, resolved, out, run_id, on_round=on_round)
+    parties = []
+    failures = [run.failure] if run.failure else []
+    for child in run.children:
+        path = out / "parties" / f"{child.party}.json"
+        try:
+            rep = json.loads(path.read_text())
+        except (OSError, ValueError):
+            rep = {"id": child.party, "role": _role_of(child.party), "pid": child.proc.pid, "host": socket.gethostname(),
+                   "status": "failed", "failure": f"no report (exit status {child.exit_code}); last log line: {_tail(child.log_path)}"}
+        rep["exit_code"] = child.exit_code
+        rep["log"] = str(child.log_path)
+        if child.exit_code != 0:
+            failures.append(f"{child.party} exited with status {child.exit_code}: {rep.get('failure') or _tail(child.log_path)}")
+        parties.append(rep)
+    return parties, "; ".join(failures) or None
+
+
+def _role_of(party: str) -> str:
+    return "curator" if party == CURATOR else "consumer" if party == CONSUMER else "owner"
+
+
+def _tail(path: Path) -> str:
+    try:
+        lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return ""
+    return lines[-1][-300:] if lines else ""
+
+
+def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[str, Any]], failure: str | None,
+                    wall_s: float, extra_transport_s: float, run_id: str) -> dict[str, Any]:
+    config = scenario.config
+    by_id = {p["id"]: p for p in parties}
+    curator = (by_id.get(CURATOR) or {}).get("result") or {}
+    consumer = (by_id.get(CONSUMER) or {}).get("result") or {}
+    failures = [failure] if failure else []
+    failures += [f"{p['id']}: {p['failure']}" for p in parties if p.get("failure") and (not failure or p["id"] not in failure)]
+    status = "failed" if failures else "completed"
+    selection = curator.get("selection", [])
+    metrics = dict(consumer.get("metrics") or {"mmd2": None, "accuracy": None})
+    metrics["baselines"] = baselines(config, world)
+    report: dict[str, Any] = {
+        "scenario": config.name,
+        "protocol": config.protocol,
+        "seed": config.seed,
+        "driver": driver,
+        "status": status,
+        "failures": failures,
+        "run_id": run_id,
+        "versions": {"marketplace": __version__, "wire_protocol": PROTOCOL_VERSION},
+        "parties": [
+            {"id": p["id"], "role": p.get("role"), "pid": p.get("pid"), "host": p.get("host"), "status": p.get("status"),
+             **({"exit_code": p["exit_code"]} if "exit_code" in p else {})}
+            for p in parties
+        ],
+        "messages": message_summary(parties),
+        "privacy": {p: {"guarantee": "none", "note": "non-private protocol: points and exact embeddings are revealed"}
+                    for p in party_ids(config) if p != CURATOR},
+        "timing": timing_summary(parties, wall_s, extra_transport_s),
+        "parsimony": curator.get("parsimony"),
+        "selection": selection,
+        "value": curator.get("value"),
+        "metrics": metrics,
+        "dropouts": curator.get("dropouts", {}),
+        "flagged": curator.get("flagged", {}),
+        "end_reason": curator.get("end_reason"),
+        "checks": {"central_replay": central_replay(config, world, selection)},
+        "data": {"dim": world.dim, "owners": [len(o) for o in world.owners], "validation": len(world.validation),
+                 "test": len(world.test), "seed_set": len(world.seed_set)},
+        "config": scenario.raw,
+        "party_details": {p["id"]: {k: p.get(k) for k in ("result", "timing", "driver", "errors", "errors_received", "log")} for p in parties},
+        "pid_of_runner": os.getpid(),
+    }
+    return report

@@ -1,0 +1,229 @@
+"""Declarative validation of plain data against typed, frozen dataclasses.
+
+One small mechanism serves both the scenario files (YAML) and the wire contract (msgpack): a
+dataclass is the schema, its type hints say what each field holds, and ``typing.Annotated``
+metadata adds constraints. ``build(cls, data)`` turns a plain mapping into an instance or raises
+:class:`SchemaError` naming the path of the offending field, what was expected and what came.
+
+Supported hints: ``bool``, ``int``, ``float`` (ints accepted, NaN/inf refused unless
+``AllowNonFinite``), ``str``, ``bytes``, ``Literal[...]``, ``X | None``, ``tuple[T, ...]``,
+``dict[str, T]``, nested dataclasses, and any type with a ``__schema_build__(value, path)``
+classmethod, given as the hint or as ``Annotated`` metadata (numpy arrays use that, see
+:mod:`marketplace.messages.arrays`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
+
+T = TypeVar("T")
+
+
+class SchemaError(ValueError):
+    """A value does not fit its schema. ``path`` is dotted (``data.partition.alpha``)."""
+
+    def __init__(self, path: str, expected: str, got: str) -> None:
+        self.path = path or "<root>"
+        self.expected = expected
+        self.got = got
+        super().__init__(f"{self.path}: expected {expected}, got {got}")
+
+
+@dataclass(frozen=True)
+class Range:
+    """Numeric bounds; ``None`` means unbounded on that side."""
+
+    min: float | None = None
+    max: float | None = None
+    min_open: bool = False
+    max_open: bool = False
+
+    def check(self, value: float, path: str) -> None:
+        low_bad = self.min is not None and (value <= self.min if self.min_open else value < self.min)
+        high_bad = self.max is not None and (value >= self.max if self.max_open else value > self.max)
+        if low_bad or high_bad:
+            raise SchemaError(path, f"a number in {self.describe()}", describe_value(value))
+
+    def describe(self) -> str:
+        lo = "(-inf" if self.min is None else ("(" if self.min_open else "[") + f"{self.min:g}"
+        hi = "inf)" if self.max is None else f"{self.max:g}" + (")" if self.max_open else "]")
+        return f"{lo}, {hi}"
+
+
+@dataclass(frozen=True)
+class Length:
+    """Bounds on the length of a string, bytes or tuple."""
+
+    min: int = 0
+    max: int | None = None
+
+    def check(self, value: Any, path: str) -> None:
+        n = len(value)
+        if n < self.min or (self.max is not None and n > self.max):
+            hi = "" if self.max is None else f" and at most {self.max}"
+            raise SchemaError(path, f"a length of at least {self.min}{hi}", f"length {n}")
+
+
+@dataclass(frozen=True)
+class AllowNonFinite:
+    """Marks a float field that may hold NaN or infinity (most may not)."""
+
+
+def describe_value(value: Any) -> str:
+    """A short, safe description of a received value for error messages."""
+    if isinstance(value, (bool, int, float)) or value is None:
+        return repr(value)
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        return repr(shown)
+    if isinstance(value, (bytes, bytearray)):
+        return f"{len(value)} bytes"
+    if isinstance(value, dict):
+        return f"a mapping with keys {sorted(map(str, value))[:8]}"
+    if isinstance(value, (list, tuple)):
+        return f"a list of {len(value)} items"
+    return f"a value of type {type(value).__name__}"
+
+
+def _join(path: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
+
+
+def _type_name(hint: Any) -> str:
+    names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", bytes: "bytes"}
+    if hint in names:
+        return names[hint]
+    if get_origin(hint) is Literal:
+        return f"one of {list(get_args(hint))}"
+    return getattr(hint, "__name__", str(hint))
+
+
+def build_value(hint: Any, value: Any, path: str) -> Any:
+    """Validate ``value`` against the type hint ``hint``; return the built value."""
+    constraints: tuple[Any, ...] = ()
+    if get_origin(hint) is typing.Annotated:
+        hint, *meta = get_args(hint)
+        constraints = tuple(meta)
+    builder = next((c for c in constraints if hasattr(c, "__schema_build__")), None)
+    if builder is not None:  # e.g. Annotated[np.ndarray, Array, ArraySpec(...)]
+        out = builder.__schema_build__(value, path)
+    else:
+        out = _build_plain(hint, value, path, allow_nonfinite=any(isinstance(c, AllowNonFinite) for c in constraints))
+    for c in constraints:
+        if hasattr(c, "check"):
+            c.check(out, path)
+    return out
+
+
+def _build_plain(hint: Any, value: Any, path: str, *, allow_nonfinite: bool = False) -> Any:
+    origin = get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        options = get_args(hint)
+        if value is None and type(None) in options:
+            return None
+        non_none = [o for o in options if o is not type(None)]
+        errors = []
+        for option in non_none:
+            try:
+                return build_value(option, value, path)
+            except SchemaError as err:
+                errors.append(err)
+        if len(errors) == 1:
+            raise errors[0]
+        raise SchemaError(path, " or ".join(_type_name(o) for o in options), describe_value(value))
+    if origin is Literal:
+        allowed = get_args(hint)
+        if value not in allowed or isinstance(value, bool) != any(isinstance(a, bool) for a in allowed if a == value):
+            raise SchemaError(path, f"one of {list(allowed)}", describe_value(value))
+        return value
+    if origin is tuple:
+        args = get_args(hint)
+        if not isinstance(value, (list, tuple)):
+            raise SchemaError(path, "a list", describe_value(value))
+        item = args[0]
+        return tuple(build_value(item, v, _join(path, i)) for i, v in enumerate(value))
+    if origin is dict:
+        key_t, val_t = get_args(hint)
+        if not isinstance(value, dict):
+            raise SchemaError(path, "a mapping", describe_value(value))
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise SchemaError(path, "string keys", describe_value(k))
+            out[k] = build_value(val_t, v, _join(path, k))
+        return out
+    if hint is Any:
+        return value
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise SchemaError(path, "a boolean", describe_value(value))
+        return value
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise SchemaError(path, "an integer", describe_value(value))
+        return value
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise SchemaError(path, "a number", describe_value(value))
+        value = float(value)
+        if not allow_nonfinite and not math.isfinite(value):
+            raise SchemaError(path, "a finite number", describe_value(value))
+        return value
+    if hint is str:
+        if not isinstance(value, str):
+            raise SchemaError(path, "a string", describe_value(value))
+        return value
+    if hint is bytes:
+        if not isinstance(value, (bytes, bytearray)):
+            raise SchemaError(path, "bytes", describe_value(value))
+        return bytes(value)
+    if dataclasses.is_dataclass(hint):
+        return build(hint, value, path)
+    if hasattr(hint, "__schema_build__"):
+        return hint.__schema_build__(value, path)
+    raise TypeError(f"schema: unsupported type hint {hint!r} at {path}")
+
+
+def build(cls: type[T], data: Any, path: str = "") -> T:
+    """Build the frozen dataclass ``cls`` from a mapping, refusing unknown and missing keys.
+
+    Fields with defaults may be omitted. Raises :class:`SchemaError` at the first problem.
+    """
+    if not isinstance(data, dict):
+        raise SchemaError(path, f"a mapping for {cls.__name__}", describe_value(data))
+    hints = get_type_hints(cls, include_extras=True)
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    unknown = [k for k in data if k not in fields]
+    if unknown:
+        key = str(unknown[0])
+        raise SchemaError(_join(path, key), f"one of the known keys {sorted(fields)}", f"unknown key {key!r}")
+    kwargs = {}
+    for name, field in fields.items():
+        if name in data:
+            kwargs[name] = build_value(hints[name], data[name], _join(path, name))
+        elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
+            raise SchemaError(_join(path, name), f"{_type_name(hints[name])} (required)", "nothing")
+    try:
+        return cls(**kwargs)
+    except SchemaError:
+        raise
+    except (ValueError, TypeError) as err:  # cross-field checks in __post_init__
+        raise SchemaError(path, f"a consistent {cls.__name__}", str(err)) from err
+
+
+def to_plain(obj: Any) -> Any:
+    """Turn a built dataclass (recursively) back into plain dicts/lists, for reports and YAML."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, (list, tuple)):
+        return [to_plain(v) for v in obj]
+    if isinstance(obj, dict):
+        return {k: to_plain(v) for k, v in obj.items()}
+    return obj

@@ -1,0 +1,239 @@
+"""The ZeroMQ driver: one party per OS process, a ROUTER at the curator and DEALERs elsewhere.
+
+* The curator binds a ROUTER (``ROUTER_MANDATORY``, so sending to a vanished peer is an error, not a
+  silent drop); owners and the consumer connect DEALERs whose identity is their party id. The ROUTER
+  identity is the authority on who sent a frame: an envelope claiming another sender is refused.
+* No REQ/REP lockstep: either side may send at any time. Every poll has a timeout.
+* Application heartbeats flow both ways every ``heartbeat_interval_s``; a peer silent for longer
+  than ``heartbeat_timeout_s`` (crashed, hung, partitioned) is declared lost and the role decides.
+  An expected peer that never shows up within ``start_timeout_s`` is lost too.
+* ``LINGER`` is 0 so that no error path can hang on exit; a clean exit closes with a short, bounded
+  linger so the last message (``bye``) still leaves. ``MAXMSGSIZE`` caps every frame at the socket,
+  and the decoder caps it again; high-water marks bound memory under a flood.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import zmq
+
+from marketplace.roles import CURATOR
+from marketplace.transport.node import Node, Outgoing
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LinkSettings:
+    """Timeouts and limits of the ZeroMQ driver (all scenario settings under ``transport``)."""
+
+    heartbeat_interval_s: float = 0.5
+    heartbeat_timeout_s: float = 5.0
+    start_timeout_s: float = 30.0
+    run_timeout_s: float = 600.0
+    max_message_bytes: int = 64 * 1024 * 1024
+    high_water_mark: int = 10_000
+    send_timeout_s: float = 5.0
+    close_linger_s: float = 1.0
+
+
+@dataclass
+class DriverStats:
+    io_s: float = 0.0
+    idle_s: float = 0.0
+    lost_peers: dict[str, str] = field(default_factory=dict)
+    endpoint: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        return {"io_s": self.io_s, "idle_s": self.idle_s, "lost_peers": dict(self.lost_peers), "endpoint": self.endpoint}
+
+
+def _configure(sock: zmq.Socket, settings: LinkSettings) -> None:
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.setsockopt(zmq.MAXMSGSIZE, settings.max_message_bytes)
+    sock.setsockopt(zmq.SNDHWM, settings.high_water_mark)
+    sock.setsockopt(zmq.RCVHWM, settings.high_water_mark)
+    sock.setsockopt(zmq.SNDTIMEO, int(settings.send_timeout_s * 1000))
+
+
+class _Loop:
+    """The event loop shared by both socket types; subclasses say how frames are framed."""
+
+    def __init__(self, node: Node, sock: zmq.Socket, settings: LinkSettings) -> None:
+        self.node = node
+        self.sock = sock
+        self.settings = settings
+        self.stats = DriverStats()
+        self.started = time.monotonic()
+        self.last_heard: dict[str, float] = {}
+        self.lost: set[str] = set()
+        self.poller = zmq.Poller()
+        self.poller.register(sock, zmq.POLLIN)
+
+    # framing, per socket type
+    def _recv(self) -> tuple[str | None, bytes | None]:
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def _send_frame(self, out: Outgoing) -> None:
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def _heartbeat_targets(self) -> list[str]:
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def run(self) -> DriverStats:
+        self._dispatch(self.node.start())
+        next_beat = time.monotonic()
+        while not self.node.done:
+            now = time.monotonic()
+            if now >= next_beat:
+                for peer in self._heartbeat_targets():
+                    self._dispatch([self.node.heartbeat(peer)])
+                next_beat = now + self.settings.heartbeat_interval_s
+            self._check_liveness(now)
+            if self.node.done:
+                break
+            timeout_ms = max(1, int(1000 * min(next_beat - time.monotonic(), self.settings.heartbeat_interval_s)))
+            t0 = time.perf_counter()
+            ready = dict(self.poller.poll(timeout_ms))
+            self.stats.idle_s += time.perf_counter() - t0
+            while self.sock in ready and not self.node.done:
+                peer, frame = self._recv()
+                if frame is None:
+                    break
+                if peer is None:
+                    continue
+                self.last_heard[peer] = time.monotonic()
+                self._dispatch(self.node.receive(frame, peer=peer))
+        return self.stats
+
+    def _check_liveness(self, now: float) -> None:
+        if now - self.started > self.settings.run_timeout_s:
+            self.node.role.fail(f"run timeout: {self.settings.run_timeout_s:g} s elapsed")
+            return
+        for peer in self.node.role.expected_peers():
+            if peer in self.lost or peer in self.node.finished_peers:
+                continue
+            heard = self.last_heard.get(peer)
+            if heard is None and now - self.started > self.settings.start_timeout_s:
+                self._lose(peer, f"never connected within start_timeout_s={self.settings.start_timeout_s:g}")
+            elif heard is not None and now - heard > self.settings.heartbeat_timeout_s:
+                self._lose(peer, f"silent for more than heartbeat_timeout_s={self.settings.heartbeat_timeout_s:g}")
+
+    def _lose(self, peer: str, reason: str) -> None:
+        if peer in self.lost:
+            return
+        self.lost.add(peer)
+        self.stats.lost_peers[peer] = reason
+        log.warning("%s: peer %s lost: %s", self.node.party_id, peer, reason)
+        self._dispatch(self.node.peer_lost(peer))
+
+    def _dispatch(self, outgoing: list[Outgoing]) -> None:
+        pending = list(outgoing)
+        while pending:
+            out = pending.pop(0)
+            if out.receiver in self.lost:
+                continue
+            t0 = time.perf_counter()
+            try:
+                self._send_frame(out)
+            except zmq.Again:
+                self.stats.io_s += time.perf_counter() - t0
+                self._lose(out.receiver, f"send of {out.kind} blocked for send_timeout_s={self.settings.send_timeout_s:g}")
+                continue
+            except zmq.ZMQError as err:
+                self.stats.io_s += time.perf_counter() - t0
+                if err.errno != errno.EHOSTUNREACH:
+                    raise
+                self._lose(out.receiver, f"unreachable when sending {out.kind}")
+                continue
+            self.stats.io_s += time.perf_counter() - t0
+
+    def close(self) -> None:
+        linger = int(self.settings.close_linger_s * 1000) if self.node.done else 0
+        self.sock.close(linger=linger)
+
+
+class _RouterLoop(_Loop):
+    def _recv(self) -> tuple[str | None, bytes | None]:
+        t0 = time.perf_counter()
+        try:
+            parts = self.sock.recv_multipart(zmq.NOBLOCK, copy=True)
+        except zmq.Again:
+            return None, None
+        finally:
+            self.stats.io_s += time.perf_counter() - t0
+        identity = parts[0].decode("utf-8", errors="replace")[:64]
+        if len(parts) != 2:
+            self.node.counters.record_rejected("bad_framing")
+            log.warning("%s: %d-part message from %s refused (expected exactly one frame)", self.node.party_id, len(parts) - 1, identity)
+            return None, b""
+        return identity, parts[1]
+
+    def _send_frame(self, out: Outgoing) -> None:
+        self.sock.send_multipart([out.receiver.encode(), out.frame])
+
+    def _heartbeat_targets(self) -> list[str]:
+        return [p for p in self.last_heard if p not in self.lost and p not in self.node.finished_peers]
+
+
+class _DealerLoop(_Loop):
+    def _recv(self) -> tuple[str | None, bytes | None]:
+        t0 = time.perf_counter()
+        try:
+            parts = self.sock.recv_multipart(zmq.NOBLOCK, copy=True)
+        except zmq.Again:
+            return None, None
+        finally:
+            self.stats.io_s += time.perf_counter() - t0
+        if len(parts) != 1:
+            self.node.counters.record_rejected("bad_framing")
+            return None, b""
+        return CURATOR, parts[0]
+
+    def _send_frame(self, out: Outgoing) -> None:
+        self.sock.send(out.frame)
+
+    def _heartbeat_targets(self) -> list[str]:
+        return [] if CURATOR in self.lost else [CURATOR]
+
+
+def serve_curator(node: Node, endpoint: str, settings: LinkSettings, *, on_bound: Callable[[str], None] | None = None) -> DriverStats:
+    """Bind a ROUTER at ``endpoint`` (port 0 or ``*`` picks a free port) and run ``node`` to the end."""
+    ctx = zmq.Context.instance()
+    sock = ctx.socket(zmq.ROUTER)
+    _configure(sock, settings)
+    sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
+    base, _, port = endpoint.rpartition(":")
+    if port in ("0", "*"):
+        port_no = sock.bind_to_random_port(base)
+        endpoint = f"{base}:{port_no}"
+    else:
+        sock.bind(endpoint)
+    if on_bound is not None:
+        on_bound(endpoint)
+    loop = _RouterLoop(node, sock, settings)
+    loop.stats.endpoint = endpoint
+    try:
+        return loop.run()
+    finally:
+        loop.close()
+
+
+def serve_party(node: Node, endpoint: str, settings: LinkSettings) -> DriverStats:
+    """Connect a DEALER (identity = party id) to the curator at ``endpoint`` and run ``node``."""
+    ctx = zmq.Context.instance()
+    sock = ctx.socket(zmq.DEALER)
+    _configure(sock, settings)
+    sock.setsockopt(zmq.IDENTITY, node.party_id.encode())
+    sock.connect(endpoint)
+    loop = _DealerLoop(node, sock, settings)
+    loop.stats.endpoint = endpoint
+    try:
+        return loop.run()
+    finally:
+        loop.close()
