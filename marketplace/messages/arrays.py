@@ -55,7 +55,10 @@ class Array:
         expected = math.prod(shape) * ALLOWED_DTYPES[dtype].itemsize
         if len(data) != expected:
             raise SchemaError(f"{path}.data", f"{expected} bytes for shape {list(shape)} of {dtype}", f"{len(data)} bytes")
-        return np.frombuffer(data, dtype=ALLOWED_DTYPES[dtype]).reshape(shape)
+        try:
+            return np.frombuffer(data, dtype=ALLOWED_DTYPES[dtype]).reshape(shape)
+        except (ValueError, OverflowError):  # e.g. [0, 2**63]: zero bytes, but too big for numpy
+            raise SchemaError(f"{path}.shape", "a shape numpy can hold", describe_value(shape)) from None
 
 
 @dataclass(frozen=True)

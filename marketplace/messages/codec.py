@@ -90,19 +90,21 @@ def decode(frame: bytes, *, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, peer: st
         raise MessageError(party=party, kind=None, field="<frame>", expected="one msgpack map", got=f"undecodable bytes ({type(err).__name__}{': ' + str(err) if str(err) else ''})") from None
     if not isinstance(wire, dict):
         raise MessageError(party=party, kind=None, field="<frame>", expected="a msgpack map (the envelope)", got=describe_value(wire))
-    kind = wire.get("kind") if isinstance(wire.get("kind"), str) else None
+    raw_kind = wire.get("kind")
+    kind = raw_kind if isinstance(raw_kind, str) and raw_kind in KINDS else None  # never echo junk
     if isinstance(wire.get("sender"), str) and peer is None:
         party = wire["sender"][:64]
     unknown = sorted(str(k) for k in wire if k not in ENVELOPE_KEYS)
     if unknown:
         raise MessageError(party=party, kind=kind, field=unknown[0], expected=f"only the envelope keys {list(ENVELOPE_KEYS)}", got=f"unknown key {unknown[0]!r}")
+    missing = [k for k in ENVELOPE_KEYS if k not in wire]
+    if missing:
+        raise MessageError(party=party, kind=kind, field=missing[0], expected=f"all the envelope keys {list(ENVELOPE_KEYS)}", got="nothing")
     version = _envelope_field(wire, "version", (int,), "an integer protocol version", party, kind)
     if version != PROTOCOL_VERSION:
         raise MessageError(party=party, kind=kind, field="version", expected=f"protocol version {PROTOCOL_VERSION}", got=repr(version))
     if kind is None:
-        raise MessageError(party=party, kind=None, field="kind", expected="a message kind (string)", got=describe_value(wire.get("kind")))
-    if kind not in KINDS:
-        raise MessageError(party=party, kind=kind, field="kind", expected=f"one of the known kinds {sorted(KINDS)}", got=repr(kind))
+        raise MessageError(party=party, kind=None, field="kind", expected=f"one of the known kinds {sorted(KINDS)}", got=describe_value(raw_kind))
     run_id = _envelope_field(wire, "run_id", (str,), "a run id (string)", party, kind)
     msg_id = _envelope_field(wire, "msg_id", (int,), "a positive integer message id", party, kind)
     if msg_id < 1:

@@ -63,38 +63,30 @@ def _run_inprocess(scenario: Scenario, world, run_id: str, on_round) -> tuple[li
     config = scenario.config
     nodes = [Node(build_role(config, p, world=world), run_id=run_id, max_message_bytes=config.transport.max_message_bytes)
              for p in party_ids(config)]
-    handler = _ProgressHandler(on_round) if on_round else None
-    if handler:
-        logging.getLogger("marketplace.curator.summarize").addHandler(handler)
+    curator = nodes[0].role
+    shown = {"rounds": 0}
+
+    def progress() -> None:
+        done = len(getattr(curator, "selection", ()))
+        if on_round is not None and done > shown["rounds"]:
+            shown["rounds"] = done
+            on_round(done, config.summarize.rounds)
+
     failure = None
     t0 = time.perf_counter()
     try:
-        stats = run_inprocess(nodes)
+        stats = run_inprocess(nodes, after_delivery=progress if on_round else None)
         transport_s = stats.transport_s
     except StalledRun as err:
         failure, transport_s = str(err), 0.0
-    finally:
-        if handler:
-            logging.getLogger("marketplace.curator.summarize").removeHandler(handler)
     wall = time.perf_counter() - t0
     reports = [party_report(n, role_name=n.role.role_name, wall_s=wall, driver={}) for n in nodes]
     return reports, failure, transport_s
 
 
-class _ProgressHandler(logging.Handler):
-    def __init__(self, on_round: Callable[[int, int], None]) -> None:
-        super().__init__(logging.INFO)
-        self.on_round = on_round
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if record.msg == "round %d/%d done":
-            self.on_round(*record.args)
-
-
 def _run_processes(scenario: Scenario, resolved: Path, out: Path, run_id: str, on_round) -> tuple[list[dict[str, Any]], str | None]:
     run = run_processes(scenario, resolved, out, run_id, on_round=on_round)
     parties = []
-    failures = [run.failure] if run.failure else []
     for child in run.children:
         path = out / "parties" / f"{child.party}.json"
         try:
@@ -104,10 +96,20 @@ def _run_processes(scenario: Scenario, resolved: Path, out: Path, run_id: str, o
                    "status": "failed", "failure": f"no report (exit status {child.exit_code}); last log line: {_tail(child.log_path)}"}
         rep["exit_code"] = child.exit_code
         rep["log"] = str(child.log_path)
-        if child.exit_code != 0:
-            failures.append(f"{child.party} exited with status {child.exit_code}: {rep.get('failure') or _tail(child.log_path)}")
         parties.append(rep)
-    return parties, "; ".join(failures) or None
+    return parties, _process_failures(run, parties)
+
+
+def _process_failures(run, parties: list[dict[str, Any]]) -> str | None:
+    """Why the run failed, if it did. An owner the curator excluded as a dropout (crashed, hung) does
+    not fail the run: the protocol completed with the others, and the report lists the dropout."""
+    failures = [run.failure] if run.failure else []
+    curator = next((p for p in parties if p["id"] == CURATOR), {})
+    dropouts = set(((curator.get("result") or {}).get("dropouts") or {}))
+    for rep in parties:
+        if rep["exit_code"] != 0 and rep["id"] not in dropouts:
+            failures.append(f"{rep['id']} exited with status {rep['exit_code']}: {rep.get('failure') or _tail(Path(rep['log']))}")
+    return "; ".join(failures) or None
 
 
 def _role_of(party: str) -> str:
@@ -129,7 +131,9 @@ def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[s
     curator = (by_id.get(CURATOR) or {}).get("result") or {}
     consumer = (by_id.get(CONSUMER) or {}).get("result") or {}
     failures = [failure] if failure else []
-    failures += [f"{p['id']}: {p['failure']}" for p in parties if p.get("failure") and (not failure or p["id"] not in failure)]
+    dropped = set(curator.get("dropouts") or {})
+    failures += [f"{p['id']}: {p['failure']}" for p in parties
+                 if p.get("failure") and p["id"] not in dropped and (not failure or p["id"] not in failure)]
     status = "failed" if failures else "completed"
     selection = curator.get("selection", [])
     metrics = dict(consumer.get("metrics") or {"mmd2": None, "accuracy": None})

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from marketplace.transport.node import Node, Outgoing
@@ -25,8 +26,10 @@ class InProcessStats:
     undeliverable: list[str] = field(default_factory=list)
 
 
-def run_inprocess(nodes: list[Node], *, max_steps: int = 50_000_000) -> InProcessStats:
+def run_inprocess(nodes: list[Node], *, max_steps: int = 50_000_000, after_delivery: Callable[[], None] | None = None) -> InProcessStats:
     """Start every node in list order and deliver frames until the queue is empty.
+
+    ``after_delivery`` is called after each delivered frame (the runner uses it for progress).
 
     Raises :class:`StalledRun` if some node is not done when nothing is left to deliver.
     """
@@ -47,6 +50,8 @@ def run_inprocess(nodes: list[Node], *, max_steps: int = 50_000_000) -> InProces
             continue
         stats.delivered += 1
         queue.extend((receiver.party_id, reply) for reply in receiver.receive(out.frame, peer=sender))
+        if after_delivery is not None:
+            after_delivery()
     waiting = [n.party_id for n in nodes if not n.done]
     if waiting:
         raise StalledRun(f"in-process run stalled: {', '.join(waiting)} still waiting and no message left to deliver")

@@ -1,0 +1,142 @@
+"""The runtime end to end: real processes, both drivers, the same seed, the brute-force reference."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from conftest import QUICKSTART, run_cli
+from marketplace.parties import make_world, public_features
+from marketplace.protocols.summarize import rff_greedy_bruteforce
+from marketplace.roles import owner_id
+from marketplace.runner.run import run_scenario
+from marketplace.scenario import load_scenario, parse_scenario
+
+DETERMINISTIC_KEYS = ("selection", "metrics", "value", "parsimony", "end_reason")
+
+
+@pytest.fixture(scope="module")
+def quickstart_processes(tmp_path_factory) -> tuple[dict, int]:
+    """The quickstart exactly as a new user runs it: the CLI, every party its own process."""
+    out = tmp_path_factory.mktemp("quickstart") / "run"
+    result = run_cli("run", str(QUICKSTART), "--out", str(out), "--quiet")
+    assert result.returncode == 0, result.stderr
+    return json.loads((out / "report.json").read_text()), result.returncode
+
+
+@pytest.mark.slow
+def test_quickstart_runs_every_party_in_its_own_process(quickstart_processes):
+    report, _ = quickstart_processes
+    pids = [p["pid"] for p in report["parties"]]
+    assert report["status"] == "completed"
+    assert [p["id"] for p in report["parties"]] == ["curator", "owner-1", "owner-2", "owner-3", "owner-4", "consumer"]
+    assert len(set(pids)) == len(pids)
+    assert report["pid_of_runner"] not in pids
+    assert all(p["exit_code"] == 0 for p in report["parties"])
+
+
+@pytest.mark.slow
+def test_quickstart_sender_and_receiver_counters_agree(quickstart_processes):
+    report, _ = quickstart_processes
+    consistency = report["messages"]["consistency"]
+    assert consistency["agree"], consistency["mismatches"]
+    assert consistency["sent"] == consistency["received"] == report["messages"]["total"]
+    assert report["messages"]["heartbeats"]["sent"] > 0
+
+
+@pytest.mark.slow
+def test_quickstart_report_has_the_promised_fields(quickstart_processes):
+    report, _ = quickstart_processes
+    for key in ("scenario", "protocol", "seed", "driver", "status", "parties", "messages", "privacy", "timing",
+                "parsimony", "selection", "value", "metrics"):
+        assert key in report, key
+    assert set(report["messages"]) >= {"total", "bytes", "by_kind", "by_party"}
+    assert set(report["timing"]) >= {"wall_s", "compute_s", "transport_s"}
+    assert set(report["parsimony"]) >= {"points_seen", "summary_size", "validation_size", "rho"}
+    assert len(report["selection"]) == report["parsimony"]["summary_size"] == 40
+    assert set(report["metrics"]["baselines"]) == {"uniform", "exact_greedy"}
+    assert set(report["metrics"]) >= {"mmd2", "accuracy"}
+    # non-private greedy: the curator sees D_v and exactly the points it keeps
+    assert report["parsimony"]["rho"] == 1.0
+    assert report["checks"]["central_replay"]["matches"]
+
+
+@pytest.mark.slow
+def test_same_seed_same_report_with_either_driver(quickstart_processes, tmp_path):
+    processes, _ = quickstart_processes
+    inprocess = run_scenario(load_scenario(QUICKSTART), tmp_path / "a", driver="inprocess")
+    for key in DETERMINISTIC_KEYS:
+        assert inprocess[key] == processes[key], key
+    assert inprocess["messages"]["by_kind"] == processes["messages"]["by_kind"]
+
+
+def test_same_seed_same_report_across_two_runs(tiny_scenario, tmp_path):
+    scenario = parse_scenario(tiny_scenario, source="tiny", base_dir=tmp_path)
+    first = run_scenario(scenario, tmp_path / "a", driver="inprocess")
+    second = run_scenario(scenario, tmp_path / "b", driver="inprocess")
+    for key in DETERMINISTIC_KEYS:
+        assert first[key] == second[key], key
+
+
+def test_another_seed_gives_another_selection(tiny_scenario, tmp_path):
+    a = run_scenario(parse_scenario(tiny_scenario, source="tiny", base_dir=tmp_path), tmp_path / "a", driver="inprocess")
+    tiny_scenario["seed"] = 12
+    b = run_scenario(parse_scenario(tiny_scenario, source="tiny", base_dir=tmp_path), tmp_path / "b", driver="inprocess")
+    assert a["selection"] != b["selection"]
+
+
+def _bruteforce_selection(scenario) -> list[list]:
+    config = scenario.config
+    world = make_world(config)
+    h1 = public_features(config, world.dim)
+    picks = rff_greedy_bruteforce([h1.transform(o.X) for o in world.owners], h1.transform(world.validation.X),
+                                  h1.transform(world.seed_set.X), config.summarize.rounds)
+    return [[owner_id(o), r] for o, r in picks]
+
+
+def test_protocol_selection_equals_bruteforce_greedy_on_a_small_case(tiny_scenario, tmp_path):
+    scenario = parse_scenario(tiny_scenario, source="tiny", base_dir=tmp_path)
+    report = run_scenario(scenario, tmp_path / "run", driver="inprocess")
+    assert report["selection"] == _bruteforce_selection(scenario)
+
+
+@pytest.mark.slow
+def test_processes_selection_equals_bruteforce_greedy_on_a_small_case(tiny_scenario, tmp_path):
+    scenario = parse_scenario(tiny_scenario, source="tiny", base_dir=tmp_path)
+    report = run_scenario(scenario, tmp_path / "run", driver="processes")
+    assert report["status"] == "completed", report["failures"]
+    assert report["selection"] == _bruteforce_selection(scenario)
+
+
+def test_owners_never_offer_a_point_twice_and_nothing_is_counted_twice(tiny_scenario, tmp_path):
+    tiny_scenario["summarize"]["rounds"] = 20
+    report = run_scenario(parse_scenario(tiny_scenario, source="tiny", base_dir=tmp_path), tmp_path / "run", driver="inprocess")
+    selection = [tuple(s) for s in report["selection"]]
+    assert len(selection) == len(set(selection)) == 20
+    for owner, details in report["party_details"].items():
+        if owner.startswith("owner-"):
+            sent = details["result"]["sent_rows"]
+            assert len(sent) == len(set(sent))
+            assert sorted(sent) == sorted(r for o, r in selection if o == owner)
+
+
+def test_value_adds_up_to_the_objective_gain(tiny_scenario, tmp_path):
+    report = run_scenario(parse_scenario(tiny_scenario, source="tiny", base_dir=tmp_path), tmp_path / "run", driver="inprocess")
+    values = report["value"]
+    chosen_owners = {o for o, _ in report["selection"]}
+    assert set(values) == {"owner-1", "owner-2", "owner-3"}
+    assert all(values[o] == 0.0 for o in values if o not in chosen_owners)
+
+
+def test_run_writes_report_csv_and_resolved_scenario(tiny_scenario, tmp_path):
+    scenario = parse_scenario(tiny_scenario, source="tiny", base_dir=tmp_path)
+    run_scenario(scenario, tmp_path / "run", driver="inprocess")
+    assert json.loads((tmp_path / "run" / "report.json").read_text())["scenario"] == "tiny"
+    assert (tmp_path / "run" / "messages.csv").read_text().startswith("scope,name,count,bytes")
+    resolved = yaml.safe_load((tmp_path / "run" / "scenario.resolved.yaml").read_text())
+    assert resolved["summarize"]["rounds"] == 6 and resolved["seed"] == 11

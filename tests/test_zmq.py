@@ -1,0 +1,165 @@
+"""Real sockets: a live curator under bad input, and parties that crash in the middle of a run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import msgpack
+import numpy as np
+import pytest
+import yaml
+import zmq
+
+from conftest import ROOT
+from marketplace.messages import PROTOCOL_VERSION, Envelope, encode
+from marketplace.messages.kinds import Bid, Hello
+
+pytestmark = pytest.mark.slow
+
+
+def _frame(sender: str, kind_body, msg_id: int, run_id: str = "tiny-seed11", receiver: str = "curator") -> bytes:
+    return encode(Envelope(PROTOCOL_VERSION, run_id, msg_id, sender, receiver, type(kind_body).KIND, None, kind_body))
+
+
+def _recv_non_heartbeat(sock: zmq.Socket, timeout_s: float = 10.0) -> dict:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if sock.poll(200):
+            msg = msgpack.unpackb(sock.recv())
+            if msg["kind"] != "heartbeat":
+                return msg
+    raise AssertionError("no reply from the curator")
+
+
+@pytest.fixture
+def live_curator(tiny_scenario, tmp_path):
+    tiny_scenario["transport"]["start_timeout_s"] = 60.0
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(tiny_scenario))
+    endpoint_file = tmp_path / "endpoint"
+    proc = subprocess.Popen([sys.executable, "-m", "marketplace", "curator", "--scenario", str(path), "--endpoint",
+                             "tcp://127.0.0.1:0", "--endpoint-file", str(endpoint_file)], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while not endpoint_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    ctx = zmq.Context()
+    sock = ctx.socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.setsockopt(zmq.IDENTITY, b"owner-1")
+    sock.connect(endpoint_file.read_text())
+    yield proc, sock
+    sock.close()
+    ctx.term()
+    proc.kill()
+    proc.wait()
+
+
+def test_live_curator_answers_bad_frames_with_errors_and_keeps_serving(live_curator):
+    proc, sock = live_curator
+    sock.send(b"\x00garbage that is not msgpack")
+    reply = _recv_non_heartbeat(sock)
+    assert reply["kind"] == "error" and reply["body"]["code"] == "bad_message"
+    assert "<frame>" in reply["body"]["detail"]
+
+    sock.send(_frame("owner-2", Hello(role="owner", protocol="summarize", scenario="tiny"), 1))  # spoofed sender
+    reply = _recv_non_heartbeat(sock)
+    assert reply["kind"] == "error" and "'sender'" in reply["body"]["detail"]
+
+    wire = msgpack.unpackb(_frame("owner-1", Bid(round=1, value=0.5, available=True), 2))
+    wire["body"]["value"] = float("nan")
+    sock.send(msgpack.packb(wire))
+    reply = _recv_non_heartbeat(sock)
+    assert reply["kind"] == "error" and "body.value" in reply["body"]["detail"]
+
+    sock.send(_frame("owner-1", Bid(round=1, value=0.5, available=True), 3))  # well formed, wrong time
+    reply = _recv_non_heartbeat(sock)
+    assert reply["kind"] == "error" and reply["body"]["code"] == "protocol"
+
+    sock.send(_frame("owner-1", Hello(role="owner", protocol="summarize", scenario="tiny"), 4))  # valid: accepted silently
+    assert not any(msgpack.unpackb(sock.recv())["kind"] == "error" for _ in range(3) if sock.poll(300))
+    assert proc.poll() is None  # still serving
+
+
+def _children_of(out: Path, role_arg: str) -> list[int]:
+    """PIDs of party processes of the run writing to ``out`` whose command line holds ``role_arg``."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        text = [c.decode(errors="replace") for c in cmd]
+        if any(str(out) in c for c in text) and role_arg in text and "run" not in text[2:4]:
+            pids.append(int(entry.name))
+    return pids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _long_run(tiny_scenario, tmp_path) -> tuple[subprocess.Popen, Path]:
+    tiny_scenario["data"]["source"]["covariate_shift"]["rows_per_component"] = 600
+    tiny_scenario["summarize"]["rounds"] = 1000  # the owners hold ~2,100 rows
+    tiny_scenario["transport"].update(heartbeat_interval_s=0.1, heartbeat_timeout_s=1.0)
+    path = tmp_path / "long.yaml"
+    path.write_text(yaml.safe_dump(tiny_scenario))
+    out = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "marketplace", "run", str(path), "--out", str(out), "--quiet"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return proc, out
+
+
+def _wait_for_round(out: Path, round_no: int, timeout_s: float = 60) -> None:
+    log = out / "logs" / "curator.log"
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if log.exists() and f"round {round_no}/" in log.read_text(errors="replace"):
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"the run never reached round {round_no}")
+
+
+def test_an_owner_killed_mid_run_is_dropped_and_the_run_completes(tiny_scenario, tmp_path):
+    proc, out = _long_run(tiny_scenario, tmp_path)
+    _wait_for_round(out, 20)
+    (victim,) = _children_of(out, "owner-2")
+    os.kill(victim, signal.SIGKILL)
+    stdout, stderr = proc.communicate(timeout=120)
+    report = json.loads((out / "report.json").read_text())
+    assert proc.returncode == 0, stderr
+    assert report["status"] == "completed"
+    assert report["dropouts"]["owner-2"]["round"] >= 20
+    selection = [tuple(s) for s in report["selection"]]
+    assert len(selection) == len(set(selection)) == 1000  # nothing lost or counted twice
+    assert report["parsimony"]["points_seen"] == 1000 + report["parsimony"]["validation_size"]
+    owner2_rounds = [i for i, (o, _) in enumerate(selection, start=1) if o == "owner-2"]
+    assert not owner2_rounds or max(owner2_rounds) <= report["dropouts"]["owner-2"]["round"]
+
+
+def test_the_curator_dying_fails_the_run_clearly_and_leaves_no_orphans(tiny_scenario, tmp_path):
+    proc, out = _long_run(tiny_scenario, tmp_path)
+    _wait_for_round(out, 20)
+    parties = [pid for role in ("owner-1", "owner-2", "owner-3") for pid in _children_of(out, role)]
+    parties += _children_of(out, "consumer")
+    (curator,) = _children_of(out, "curator")
+    os.kill(curator, signal.SIGKILL)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 3
+    assert "curator exited with status -9" in stderr
+    assert len(parties) == 4 and not any(_alive(pid) for pid in parties + [curator])
+    report = json.loads((out / "report.json").read_text())
+    assert report["status"] == "failed"
