@@ -15,6 +15,7 @@ classmethod, given as the hint or as ``Annotated`` metadata (numpy arrays use th
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import types
 import typing
@@ -191,6 +192,19 @@ def _build_plain(hint: Any, value: Any, path: str, *, allow_nonfinite: bool = Fa
     raise TypeError(f"schema: unsupported type hint {hint!r} at {path}")
 
 
+@functools.cache
+def _plan(cls: type) -> tuple[dict[str, Any], frozenset[str]]:
+    """The init fields of ``cls`` with their resolved hints, and which are required (computed once:
+    resolving type hints is far slower than validating a message)."""
+    all_hints = get_type_hints(cls, include_extras=True)
+    fields = [f for f in dataclasses.fields(cls) if f.init]
+    hints = {f.name: all_hints[f.name] for f in fields}
+    required = frozenset(
+        f.name for f in fields if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    )
+    return hints, required
+
+
 def build(cls: type[T], data: Any, path: str = "") -> T:
     """Build the frozen dataclass ``cls`` from a mapping, refusing unknown and missing keys.
 
@@ -198,18 +212,16 @@ def build(cls: type[T], data: Any, path: str = "") -> T:
     """
     if not isinstance(data, dict):
         raise SchemaError(path, f"a mapping for {cls.__name__}", describe_value(data))
-    hints = get_type_hints(cls, include_extras=True)
-    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
-    unknown = [k for k in data if k not in fields]
-    if unknown:
-        key = str(unknown[0])
-        raise SchemaError(_join(path, key), f"one of the known keys {sorted(fields)}", f"unknown key {key!r}")
+    hints, required = _plan(cls)
+    for key in data:
+        if key not in hints:
+            raise SchemaError(_join(path, str(key)), f"one of the known keys {sorted(hints)}", f"unknown key {str(key)!r}")
     kwargs = {}
-    for name, field in fields.items():
+    for name, hint in hints.items():
         if name in data:
-            kwargs[name] = build_value(hints[name], data[name], _join(path, name))
-        elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
-            raise SchemaError(_join(path, name), f"{_type_name(hints[name])} (required)", "nothing")
+            kwargs[name] = build_value(hint, data[name], _join(path, name))
+        elif name in required:
+            raise SchemaError(_join(path, name), f"{_type_name(hint)} (required)", "nothing")
     try:
         return cls(**kwargs)
     except SchemaError:

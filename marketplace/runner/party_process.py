@@ -17,6 +17,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from threadpoolctl import threadpool_limits
+
 from marketplace.parties import build_role, load_owner_file, make_world
 from marketplace.roles import CURATOR
 from marketplace.scenario import Scenario
@@ -26,6 +28,13 @@ from marketplace.transport.zmq_driver import LinkSettings, serve_curator, serve_
 log = logging.getLogger(__name__)
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_RUN_FAILED = 0, 1, 2, 3
+
+
+def single_threaded_blas():
+    """One BLAS thread per party. The marketplace's parallelism is one process per party; BLAS
+    threads on top of that fight over the cores, and an owner's bid (one matrix-vector product over
+    its rows) measured 10-40x slower with two OpenBLAS threads than with one on a 2-core machine."""
+    return threadpool_limits(limits=1)
 
 
 def default_run_id(scenario: Scenario) -> str:
@@ -86,10 +95,11 @@ def run_party(scenario: Scenario, *, party: str, endpoint: str, report_path: str
     settings = link_settings(scenario)
     log.info("%s (pid %d) starting: %s", party, os.getpid(), endpoint)
     try:
-        if party == CURATOR:
-            stats = serve_curator(node, endpoint, settings, on_bound=lambda ep: _announce(ep, endpoint_file))
-        else:
-            stats = serve_party(node, endpoint, settings)
+        with single_threaded_blas():
+            if party == CURATOR:
+                stats = serve_curator(node, endpoint, settings, on_bound=lambda ep: _announce(ep, endpoint_file))
+            else:
+                stats = serve_party(node, endpoint, settings)
     except Exception:  # report the crash, then exit with a clear status
         role.fail("internal error: " + traceback.format_exc(limit=5))
         log.exception("%s crashed", party)

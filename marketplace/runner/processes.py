@@ -62,6 +62,8 @@ def _command(role: str, party: str, scenario_path: Path, endpoint: str, report: 
 def _spawn(cmd: list[str], party: str, log_dir: Path) -> Child:
     log_path = log_dir / f"{party}.log"
     env = dict(os.environ, PYTHONUNBUFFERED="1")
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        env.setdefault(var, "1")  # one process per party is the parallelism (see single_threaded_blas)
     with log_path.open("wb") as out:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
                                 preexec_fn=_die_with_parent, close_fds=True)

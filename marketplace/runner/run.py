@@ -16,7 +16,7 @@ from marketplace.messages import PROTOCOL_VERSION
 from marketplace.parties import build_role, make_world, party_ids
 from marketplace.roles import CONSUMER, CURATOR
 from marketplace.runner.evaluate import baselines, central_replay
-from marketplace.runner.party_process import default_run_id, party_report, write_json
+from marketplace.runner.party_process import default_run_id, party_report, single_threaded_blas, write_json
 from marketplace.runner.processes import run_processes
 from marketplace.runner.report import message_summary, timing_summary, write_messages_csv
 from marketplace.scenario import Scenario, ScenarioError
@@ -75,7 +75,8 @@ def _run_inprocess(scenario: Scenario, world, run_id: str, on_round) -> tuple[li
     failure = None
     t0 = time.perf_counter()
     try:
-        stats = run_inprocess(nodes, after_delivery=progress if on_round else None)
+        with single_threaded_blas():  # the same setting as each party process, for a fair comparison
+            stats = run_inprocess(nodes, after_delivery=progress if on_round else None)
         transport_s = stats.transport_s
     except StalledRun as err:
         failure, transport_s = str(err), 0.0
