@@ -117,9 +117,10 @@ def build_value(hint: Any, value: Any, path: str) -> Any:
         out = builder.__schema_build__(value, path)
     else:
         out = _build_plain(hint, value, path, allow_nonfinite=any(isinstance(c, AllowNonFinite) for c in constraints))
-    for c in constraints:
-        if hasattr(c, "check"):
-            c.check(out, path)
+    if out is not None:  # an optional field left empty has nothing to constrain
+        for c in constraints:
+            if hasattr(c, "check"):
+                c.check(out, path)
     return out
 
 

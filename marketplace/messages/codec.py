@@ -90,13 +90,25 @@ def decode(frame: bytes, *, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, peer: st
         raise MessageError(party=party, kind=None, field="<frame>", expected="one msgpack map", got=f"undecodable bytes ({type(err).__name__}{': ' + str(err) if str(err) else ''})") from None
     if not isinstance(wire, dict):
         raise MessageError(party=party, kind=None, field="<frame>", expected="a msgpack map (the envelope)", got=describe_value(wire))
+    try:
+        return _validate(wire, party, peer, max_bytes)
+    except MessageError as err:
+        readable_id = wire.get("msg_id")
+        if isinstance(readable_id, int) and not isinstance(readable_id, bool) and 0 < readable_id < 2**63:
+            err.msg_id = readable_id
+        raise
+
+
+def _validate(wire: dict[Any, Any], party: str, peer: str | None, max_bytes: int) -> Envelope:
+    """Check a parsed envelope map field by field (see :func:`decode`)."""
     raw_kind = wire.get("kind")
     kind = raw_kind if isinstance(raw_kind, str) and raw_kind in KINDS else None  # never echo junk
     if isinstance(wire.get("sender"), str) and peer is None:
         party = wire["sender"][:64]
     unknown = sorted(str(k) for k in wire if k not in ENVELOPE_KEYS)
     if unknown:
-        raise MessageError(party=party, kind=kind, field=unknown[0], expected=f"only the envelope keys {list(ENVELOPE_KEYS)}", got=f"unknown key {unknown[0]!r}")
+        raise MessageError(party=party, kind=kind, field=unknown[0][:64], expected=f"only the envelope keys {list(ENVELOPE_KEYS)}",
+                           got=f"unknown key {describe_value(unknown[0])}")
     missing = [k for k in ENVELOPE_KEYS if k not in wire]
     if missing:
         raise MessageError(party=party, kind=kind, field=missing[0], expected=f"all the envelope keys {list(ENVELOPE_KEYS)}", got="nothing")

@@ -11,8 +11,10 @@ class MessageError(ValueError):
     sender with an ``error`` message built from these fields and keeps serving.
     """
 
-    def __init__(self, *, party: str, kind: str | None, field: str, expected: str, got: str) -> None:
+    def __init__(self, *, party: str, kind: str | None, field: str, expected: str, got: str, msg_id: int | None = None) -> None:
         self.party = party
+        self.msg_id = msg_id
+        """The refused message's id, when it could be read (error replies point at it)."""
         self.kind = kind
         self.field = field
         self.expected = expected

@@ -70,7 +70,7 @@ class Node:
             self._check_routing(message)
         except MessageError as err:
             self.codec_s += time.perf_counter() - t0
-            return self._reject(err, peer, about_kind=err.kind, about_id=None)
+            return self._reject(err, peer, about_kind=err.kind, about_id=err.msg_id)
         self.codec_s += time.perf_counter() - t0
         if message.kind == HEARTBEAT:
             self.counters.record_received(message.sender, self.party_id, HEARTBEAT, len(frame))
@@ -92,7 +92,8 @@ class Node:
             self.counters.record_rejected("protocol")
             self.errors.append(str(err))
             log.warning("%s: %s", self.party_id, err)
-            return self._encode_all([Send(peer, Error(code="protocol", detail=str(err)[:2000], about_kind=message.kind, about_msg_id=message.msg_id))])
+            error = Error(code="protocol", detail=str(err)[:2000], about_kind=message.kind, about_msg_id=message.msg_id)
+            return self._encode_all([Send(peer, error, reply_to=message.msg_id)])
         self.compute_s += time.perf_counter() - t1
         return self._encode_all(sends)
 
@@ -114,7 +115,8 @@ class Node:
         log.warning("%s: %s", self.party_id, err)
         if about_kind == "error":
             return []
-        return self._encode_all([Send(peer, Error(code="bad_message", detail=str(err)[:2000], about_kind=about_kind, about_msg_id=about_id))])
+        error = Error(code="bad_message", detail=str(err)[:2000], about_kind=about_kind, about_msg_id=about_id)
+        return self._encode_all([Send(peer, error, reply_to=about_id)])
 
     def _encode_all(self, sends: list[Send]) -> list[Outgoing]:
         return [self._encode(s) for s in sends]
