@@ -105,9 +105,9 @@ class Node:
 
     def _check_routing(self, message: Envelope) -> None:
         if message.receiver != self.party_id:
-            raise MessageError(party=message.sender, kind=message.kind, field="receiver", expected=repr(self.party_id), got=repr(message.receiver))
+            raise MessageError(party=message.sender, kind=message.kind, field="receiver", expected=repr(self.party_id), got=repr(message.receiver), msg_id=message.msg_id)
         if message.run_id != self.run_id:
-            raise MessageError(party=message.sender, kind=message.kind, field="run_id", expected=repr(self.run_id), got=repr(message.run_id))
+            raise MessageError(party=message.sender, kind=message.kind, field="run_id", expected=repr(self.run_id), got=repr(message.run_id), msg_id=message.msg_id)
 
     def _reject(self, err: MessageError, peer: str, *, about_kind: str | None, about_id: int | None) -> list[Outgoing]:
         self.counters.record_rejected("bad_message")
