@@ -75,8 +75,20 @@ class _Loop:
         self.poller = zmq.Poller()
         self.poller.register(sock, zmq.POLLIN)
 
-    # framing, per socket type
     def _recv(self) -> tuple[str | None, bytes | None]:
+        """One waiting message as (peer, frame); (None, None) when none is waiting, and
+        (None, b"") for a message with the wrong framing (counted and dropped)."""
+        t0 = time.perf_counter()
+        try:
+            parts = self.sock.recv_multipart(zmq.NOBLOCK, copy=True)
+        except zmq.Again:
+            return None, None
+        finally:
+            self.stats.io_s += time.perf_counter() - t0
+        return self._unframe(parts)
+
+    # framing, per socket type
+    def _unframe(self, parts: list[bytes]) -> tuple[str | None, bytes]:
         raise NotImplementedError  # pragma: no cover - abstract
 
     def _send_frame(self, out: Outgoing) -> None:
@@ -159,14 +171,7 @@ class _Loop:
 
 
 class _RouterLoop(_Loop):
-    def _recv(self) -> tuple[str | None, bytes | None]:
-        t0 = time.perf_counter()
-        try:
-            parts = self.sock.recv_multipart(zmq.NOBLOCK, copy=True)
-        except zmq.Again:
-            return None, None
-        finally:
-            self.stats.io_s += time.perf_counter() - t0
+    def _unframe(self, parts: list[bytes]) -> tuple[str | None, bytes]:
         identity = parts[0].decode("utf-8", errors="replace")[:64]
         if len(parts) != 2:
             self.node.counters.record_rejected("bad_framing")
@@ -182,14 +187,7 @@ class _RouterLoop(_Loop):
 
 
 class _DealerLoop(_Loop):
-    def _recv(self) -> tuple[str | None, bytes | None]:
-        t0 = time.perf_counter()
-        try:
-            parts = self.sock.recv_multipart(zmq.NOBLOCK, copy=True)
-        except zmq.Again:
-            return None, None
-        finally:
-            self.stats.io_s += time.perf_counter() - t0
+    def _unframe(self, parts: list[bytes]) -> tuple[str | None, bytes]:
         if len(parts) != 1:
             self.node.counters.record_rejected("bad_framing")
             return None, b""
