@@ -45,6 +45,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="override one scenario value, e.g. --set summarize.rounds=20 (repeatable)")
     run.add_argument("--driver", choices=("processes", "inprocess"), default="processes",
                      help="processes: every party its own OS process over ZeroMQ (default); inprocess: one process, a deterministic queue")
+    run.add_argument("--launch", choices=("forkserver", "exec"), default="forkserver",
+                     help="how the processes driver starts parties: forked from a preloaded server and handed their own data "
+                          "share (default, fast), or as `python -m marketplace <role>` exactly like a container (exec)")
     run.add_argument("--quiet", action="store_true", help="no progress and no table; just the report path")
 
     val = sub.add_parser("validate", help="check a scenario file and print it fully resolved")
@@ -102,10 +105,10 @@ def _run(args: argparse.Namespace, scenario) -> int:
     console = Console(stderr=False)
     try:
         if args.quiet:
-            report = run_scenario(scenario, out, driver=args.driver)
+            report = run_scenario(scenario, out, driver=args.driver, launch=args.launch)
         else:
             with round_progress(console, scenario.config.name) as on_round:
-                report = run_scenario(scenario, out, driver=args.driver, on_round=on_round)
+                report = run_scenario(scenario, out, driver=args.driver, launch=args.launch, on_round=on_round)
     except ScenarioError as err:
         print(f"marketplace: bad scenario: {err}", file=sys.stderr)
         return EXIT_USAGE

@@ -34,6 +34,20 @@ def make_world(config: ScenarioConfig) -> World:
     return build_world(config.data, config.parties.owners, config.seed)
 
 
+def share_of(world: World, party: str) -> World:
+    """The part of the world ``party`` may hold: an owner its own rows, the consumer D_v and its test
+    set, the curator the public seed set; every other part is replaced by an empty dataset. A party
+    process is given (or keeps) only this, so no process holds another party's private rows."""
+    empty = world.seed_set.take([])
+    if party == CURATOR:
+        return World(owners=tuple(empty for _ in world.owners), validation=empty, test=empty, seed_set=world.seed_set)
+    if party == CONSUMER:
+        return World(owners=tuple(empty for _ in world.owners), validation=world.validation, test=world.test, seed_set=empty)
+    index = [owner_id(i) for i in range(len(world.owners))].index(party)
+    owners = tuple(o if i == index else empty for i, o in enumerate(world.owners))
+    return World(owners=owners, validation=empty, test=empty, seed_set=empty)
+
+
 def build_role(config: ScenarioConfig, party: str, *, world: World | None = None, owner_data: Dataset | None = None) -> Role:
     """The role of ``party`` for this scenario. ``owner_data`` replaces an owner's generated share
     (an owner that reads its own data file)."""

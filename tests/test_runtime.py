@@ -140,3 +140,16 @@ def test_run_writes_report_csv_and_resolved_scenario(tiny_scenario, tmp_path):
     assert (tmp_path / "run" / "messages.csv").read_text().startswith("scope,name,count,bytes")
     resolved = yaml.safe_load((tmp_path / "run" / "scenario.resolved.yaml").read_text())
     assert resolved["summarize"]["rounds"] == 6 and resolved["seed"] == 11
+
+
+@pytest.mark.slow
+def test_exec_launched_parties_give_the_same_report_as_inprocess(tiny_scenario, tmp_path):
+    """Parties started as `python -m marketplace <role>` (as in a container) rebuild the world from
+    the scenario file alone, and still reach the same result."""
+    scenario = parse_scenario(tiny_scenario, source="tiny", base_dir=tmp_path)
+    execd = run_scenario(scenario, tmp_path / "exec", driver="processes", launch="exec")
+    inprocess = run_scenario(scenario, tmp_path / "inproc", driver="inprocess")
+    assert execd["status"] == "completed", execd["failures"]
+    assert execd["launch"] == "exec"
+    for key in DETERMINISTIC_KEYS:
+        assert execd[key] == inprocess[key], key

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -87,20 +88,17 @@ def test_live_curator_answers_bad_frames_with_errors_and_keeps_serving(live_cura
     assert proc.poll() is None  # still serving
 
 
-def _children_of(out: Path, role_arg: str) -> list[int]:
-    """PIDs of party processes of the run writing to ``out`` whose command line holds ``role_arg``."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmd = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        text = [c.decode(errors="replace") for c in cmd]
-        if any(str(out) in c for c in text) and role_arg in text and "run" not in text[2:4]:
-            pids.append(int(entry.name))
-    return pids
+def _pid_of(out: Path, party: str, timeout_s: float = 30) -> int:
+    """A party's PID, from the first line its process writes to its log (works for either launch)."""
+    log = out / "logs" / f"{party}.log"
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if log.exists():
+            match = re.search(rf"{party} \(pid (\d+)\) starting", log.read_text(errors="replace"))
+            if match:
+                return int(match.group(1))
+        time.sleep(0.02)
+    raise AssertionError(f"{party} never started")
 
 
 def _alive(pid: int) -> bool:
@@ -111,14 +109,14 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def _long_run(tiny_scenario, tmp_path) -> tuple[subprocess.Popen, Path]:
+def _long_run(tiny_scenario, tmp_path, launch: str = "forkserver") -> tuple[subprocess.Popen, Path]:
     tiny_scenario["data"]["source"]["covariate_shift"]["rows_per_component"] = 600
     tiny_scenario["summarize"]["rounds"] = 1000  # the owners hold ~2,100 rows
     tiny_scenario["transport"].update(heartbeat_interval_s=0.1, heartbeat_timeout_s=1.0)
     path = tmp_path / "long.yaml"
     path.write_text(yaml.safe_dump(tiny_scenario))
     out = tmp_path / "run"
-    proc = subprocess.Popen([sys.executable, "-m", "marketplace", "run", str(path), "--out", str(out), "--quiet"], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-m", "marketplace", "run", str(path), "--out", str(out), "--quiet", "--launch", launch], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     return proc, out
 
@@ -133,11 +131,11 @@ def _wait_for_round(out: Path, round_no: int, timeout_s: float = 60) -> None:
     raise AssertionError(f"the run never reached round {round_no}")
 
 
-def test_an_owner_killed_mid_run_is_dropped_and_the_run_completes(tiny_scenario, tmp_path):
-    proc, out = _long_run(tiny_scenario, tmp_path)
+@pytest.mark.parametrize("launch", ["forkserver", "exec"])
+def test_an_owner_killed_mid_run_is_dropped_and_the_run_completes(tiny_scenario, tmp_path, launch):
+    proc, out = _long_run(tiny_scenario, tmp_path, launch)
     _wait_for_round(out, 20)
-    (victim,) = _children_of(out, "owner-2")
-    os.kill(victim, signal.SIGKILL)
+    os.kill(_pid_of(out, "owner-2"), signal.SIGKILL)
     stdout, stderr = proc.communicate(timeout=120)
     report = json.loads((out / "report.json").read_text())
     assert proc.returncode == 0, stderr
@@ -150,12 +148,12 @@ def test_an_owner_killed_mid_run_is_dropped_and_the_run_completes(tiny_scenario,
     assert not owner2_rounds or max(owner2_rounds) <= report["dropouts"]["owner-2"]["round"]
 
 
-def test_the_curator_dying_fails_the_run_clearly_and_leaves_no_orphans(tiny_scenario, tmp_path):
-    proc, out = _long_run(tiny_scenario, tmp_path)
+@pytest.mark.parametrize("launch", ["forkserver", "exec"])
+def test_the_curator_dying_fails_the_run_clearly_and_leaves_no_orphans(tiny_scenario, tmp_path, launch):
+    proc, out = _long_run(tiny_scenario, tmp_path, launch)
     _wait_for_round(out, 20)
-    parties = [pid for role in ("owner-1", "owner-2", "owner-3") for pid in _children_of(out, role)]
-    parties += _children_of(out, "consumer")
-    (curator,) = _children_of(out, "curator")
+    parties = [_pid_of(out, p) for p in ("owner-1", "owner-2", "owner-3", "consumer")]
+    curator = _pid_of(out, "curator")
     os.kill(curator, signal.SIGKILL)
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 3
@@ -163,3 +161,16 @@ def test_the_curator_dying_fails_the_run_clearly_and_leaves_no_orphans(tiny_scen
     assert len(parties) == 4 and not any(_alive(pid) for pid in parties + [curator])
     report = json.loads((out / "report.json").read_text())
     assert report["status"] == "failed"
+
+
+@pytest.mark.parametrize("launch", ["forkserver", "exec"])
+def test_killing_the_runner_itself_leaves_no_orphans(tiny_scenario, tmp_path, launch):
+    proc, out = _long_run(tiny_scenario, tmp_path, launch)
+    _wait_for_round(out, 20)
+    parties = [_pid_of(out, p) for p in ("curator", "owner-1", "owner-2", "owner-3", "consumer")]
+    proc.kill()  # SIGKILL: the runner gets no chance to clean up
+    proc.communicate(timeout=30)
+    deadline = time.monotonic() + 15
+    while any(_alive(pid) for pid in parties) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(pid) for pid in parties)

@@ -37,6 +37,7 @@ class SummarizeCurator(Role):
         self.tolerance = verify_tolerance
         self.phase = "gathering"
         self.present: set[str] = set()
+        self.rank = {o: i for i, o in enumerate(owners)}  # the public tie-break order
         self.active: list[str] = list(owners)  # in id order; dropped when lost or caught cheating
         self.dropouts: dict[str, dict[str, Any]] = {}
         self.flagged: dict[str, str] = {}
@@ -59,6 +60,7 @@ class SummarizeCurator(Role):
         self.summary_y: list[int] = []
         self.value: dict[str, float] = {o: 0.0 for o in owners}
         self.lost: set[str] = set()
+        self._phi_cache: tuple[Point, np.ndarray] | None = None
         self.waiting_bye: set[str] = set()
         self.end_reason = ""
 
@@ -90,6 +92,7 @@ class SummarizeCurator(Role):
             return self._close(status="failed", reason="the consumer was lost")
         if peer in self.active:
             self.active.remove(peer)
+            self.bids.pop(peer, None)
             self.dropouts[peer] = {"round": self.round, "phase": self.phase}
             log.warning("owner %s dropped out in round %d (%s)", peer, self.round, self.phase)
         return self._progress_after_loss(peer)
@@ -154,13 +157,13 @@ class SummarizeCurator(Role):
         return self._maybe_choose()
 
     def _maybe_choose(self) -> list[Send]:
-        if self.phase != "bidding" or any(o not in self.bids for o in self.active):
+        if self.phase != "bidding" or len(self.bids) < len(self.active):
             return []
-        offers = [(b.value, o) for o, b in self.bids.items() if b.available and o in self.active]
+        offers = [(b.value, o) for o, b in self.bids.items() if b.available]
         if not offers:
             return self._finish("every owner has run out of points")
         # best bid first; equal bids go to the lower owner id (a fixed, public rule)
-        self.candidates = [o for _, o in sorted(offers, key=lambda t: (-t[0], self.owners.index(t[1])))]
+        self.candidates = [o for _, o in sorted(offers, key=lambda t: (-t[0], self.rank[t[1]]))]
         return self._ask_next()
 
     def _ask_next(self) -> list[Send]:
@@ -186,6 +189,7 @@ class SummarizeCurator(Role):
         if problem:
             self.flagged[sender] = problem
             self.active.remove(sender)
+            self.bids.pop(sender, None)
             log.warning("owner %s flagged and excluded: %s", sender, problem)
             return self._ask_next()
         self._accept(sender, point)
@@ -197,13 +201,19 @@ class SummarizeCurator(Role):
         if (owner, point.row) in self.received:
             return f"row {point.row} was already sent in an earlier round"
         claimed = self.bids[owner].value
-        actual = bid_value(self.features.transform(point.x[None, :])[0], self.direction)
+        actual = bid_value(self._phi(point), self.direction)
         if abs(actual - claimed) > self.tolerance * max(1.0, abs(claimed)):
             return f"round {self.round}: point's bid value {actual:.12g} does not match the claimed bid {claimed:.12g}"
         return None
 
+    def _phi(self, point: Point) -> np.ndarray:
+        """h1 of a received point, computed once per point (verification and acceptance share it)."""
+        if self._phi_cache is None or self._phi_cache[0] is not point:
+            self._phi_cache = (point, self.features.transform(point.x[None, :])[0])
+        return self._phi_cache[1]
+
     def _accept(self, owner: str, point: Point) -> None:
-        phi = self.features.transform(point.x[None, :])[0]
+        phi = self._phi(point)
         gain = rff_objective_gain(self.target_mean, self.summary_sum, self.diag_excess, self.q, phi)
         self.value[owner] += gain
         self.summary_sum = self.summary_sum + phi

@@ -19,7 +19,8 @@ from typing import Any
 
 from threadpoolctl import threadpool_limits
 
-from marketplace.parties import build_role, load_owner_file, make_world
+from marketplace.data.dataset import World
+from marketplace.parties import build_role, load_owner_file, make_world, share_of
 from marketplace.roles import CURATOR
 from marketplace.scenario import Scenario
 from marketplace.transport.node import Node
@@ -84,13 +85,18 @@ def _json_default(value: Any) -> Any:
 
 
 def run_party(scenario: Scenario, *, party: str, endpoint: str, report_path: str | None, run_id: str | None,
-              endpoint_file: str | None = None, data_file: str | None = None) -> int:
-    """Build ``party``'s role and serve it until the run ends; returns the process exit status."""
+              endpoint_file: str | None = None, data_file: str | None = None, share: World | None = None) -> int:
+    """Build ``party``'s role and serve it until the run ends; returns the process exit status.
+
+    ``share`` is the party's part of the world when the launcher already has it; otherwise the
+    party rebuilds the world from the scenario and keeps only its own share.
+    """
     started = time.perf_counter()
     config = scenario.config
     owner_data = load_owner_file(data_file) if data_file else None
-    world = make_world(config)
-    role = build_role(config, party, world=world, owner_data=owner_data)
+    if share is None:
+        share = share_of(make_world(config), party)
+    role = build_role(config, party, world=share, owner_data=owner_data)
     node = Node(role, run_id=run_id or default_run_id(scenario), max_message_bytes=config.transport.max_message_bytes)
     settings = link_settings(scenario)
     log.info("%s (pid %d) starting: %s", party, os.getpid(), endpoint)
@@ -122,3 +128,24 @@ def _announce(endpoint: str, endpoint_file: str | None) -> None:
         tmp = Path(endpoint_file + ".tmp")
         tmp.write_text(endpoint)
         os.replace(tmp, endpoint_file)
+
+
+def forked_party_main(scenario: Scenario, party: str, share: World, endpoint: str, report_path: str, run_id: str,
+                      endpoint_file: str | None, log_path: str) -> None:
+    """Entry point of a party forked by the runner's forkserver (modules already imported, the
+    party's share handed over): the same party as `marketplace <role>`, minus the start-up cost."""
+    import ctypes
+    import signal
+    import sys
+
+    try:  # the forkserver is our parent: die with it (it exits when the runner does)
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
+    except OSError:
+        pass
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {party} %(levelname)s %(message)s", stream=sys.stderr, force=True)
+    sys.exit(run_party(scenario, party=party, endpoint=endpoint, report_path=report_path, run_id=run_id,
+                       endpoint_file=endpoint_file, share=share))

@@ -17,7 +17,7 @@ from marketplace.parties import build_role, make_world, party_ids
 from marketplace.roles import CONSUMER, CURATOR
 from marketplace.runner.evaluate import baselines, central_replay
 from marketplace.runner.party_process import default_run_id, party_report, single_threaded_blas, write_json
-from marketplace.runner.processes import run_processes
+from marketplace.runner.processes import Launch, forkserver_context, run_processes
 from marketplace.runner.report import message_summary, timing_summary, write_messages_csv
 from marketplace.scenario import Scenario, ScenarioError
 from marketplace.transport.inprocess import StalledRun, run_inprocess
@@ -27,20 +27,25 @@ log = logging.getLogger(__name__)
 Driver = Literal["processes", "inprocess"]
 
 
-def run_scenario(scenario: Scenario, out_dir: str | Path, *, driver: Driver = "processes",
+def run_scenario(scenario: Scenario, out_dir: str | Path, *, driver: Driver = "processes", launch: Launch = "forkserver",
                  on_round: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Run ``scenario`` and write ``out_dir/report.json``, ``messages.csv`` and the resolved scenario.
+
+    ``launch`` says how the processes driver starts parties: forked from a preloaded server and
+    handed their share (``forkserver``), or as ``python -m marketplace <role>`` (``exec``).
 
     Raises :class:`ScenarioError` (before anything starts) if the data cannot be built as described.
     Returns the report; its ``status`` says whether the run completed.
     """
     config = scenario.config
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    if driver == "processes" and launch == "forkserver":
+        forkserver_context()  # imports its libraries while we build the world
     try:
         world = make_world(config)
     except (ValueError, OSError) as err:
         raise ScenarioError(scenario.source, "data", str(err)) from None
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
     resolved = out / "scenario.resolved.yaml"
     resolved.write_text(scenario.dump_yaml())
     run_id = default_run_id(scenario)
@@ -48,12 +53,14 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, driver: Driver = "p
     if driver == "inprocess":
         parties, failure, extra_transport = _run_inprocess(scenario, world, run_id, on_round)
     elif driver == "processes":
-        parties, failure = _run_processes(scenario, resolved, out, run_id, on_round)
+        parties, failure = _run_processes(scenario, resolved, out, run_id, on_round, launch, world)
         extra_transport = 0.0
     else:
         raise ValueError(f"unknown driver {driver!r}: use 'processes' or 'inprocess'")
     wall_s = time.perf_counter() - started
     report = assemble_report(scenario, world, driver, parties, failure, wall_s, extra_transport, run_id)
+    if driver == "processes":
+        report["launch"] = launch
     write_json(out / "report.json", report)
     write_messages_csv(report, out / "messages.csv")
     return report
@@ -85,8 +92,9 @@ def _run_inprocess(scenario: Scenario, world, run_id: str, on_round) -> tuple[li
     return reports, failure, transport_s
 
 
-def _run_processes(scenario: Scenario, resolved: Path, out: Path, run_id: str, on_round) -> tuple[list[dict[str, Any]], str | None]:
-    run = run_processes(scenario, resolved, out, run_id, on_round=on_round)
+def _run_processes(scenario: Scenario, resolved: Path, out: Path, run_id: str, on_round, launch: Launch,
+                   world) -> tuple[list[dict[str, Any]], str | None]:
+    run = run_processes(scenario, resolved, out, run_id, on_round=on_round, launch=launch, world=world)
     parties = []
     for child in run.children:
         path = out / "parties" / f"{child.party}.json"

@@ -8,7 +8,8 @@
   than ``heartbeat_timeout_s`` (crashed, hung, partitioned) is declared lost and the role decides.
   An expected peer that never shows up within ``start_timeout_s`` is lost too.
 * ``LINGER`` is 0 so that no error path can hang on exit; a clean exit closes with a short, bounded
-  linger so the last message (``bye``) still leaves. ``MAXMSGSIZE`` caps every frame at the socket,
+  linger and terminates its own context, which waits for that linger, so the last message
+  (``bye``) still leaves even from a forked process that ends with ``os._exit``. ``MAXMSGSIZE`` caps every frame at the socket,
   and the decoder caps it again; high-water marks bound memory under a flood.
 """
 
@@ -202,7 +203,7 @@ class _DealerLoop(_Loop):
 
 def serve_curator(node: Node, endpoint: str, settings: LinkSettings, *, on_bound: Callable[[str], None] | None = None) -> DriverStats:
     """Bind a ROUTER at ``endpoint`` (port 0 or ``*`` picks a free port) and run ``node`` to the end."""
-    ctx = zmq.Context.instance()
+    ctx = zmq.Context()
     sock = ctx.socket(zmq.ROUTER)
     _configure(sock, settings)
     sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
@@ -220,11 +221,12 @@ def serve_curator(node: Node, endpoint: str, settings: LinkSettings, *, on_bound
         return loop.run()
     finally:
         loop.close()
+        ctx.term()
 
 
 def serve_party(node: Node, endpoint: str, settings: LinkSettings) -> DriverStats:
     """Connect a DEALER (identity = party id) to the curator at ``endpoint`` and run ``node``."""
-    ctx = zmq.Context.instance()
+    ctx = zmq.Context()
     sock = ctx.socket(zmq.DEALER)
     _configure(sock, settings)
     sock.setsockopt(zmq.IDENTITY, node.party_id.encode())
@@ -235,3 +237,4 @@ def serve_party(node: Node, endpoint: str, settings: LinkSettings) -> DriverStat
         return loop.run()
     finally:
         loop.close()
+        ctx.term()

@@ -1,0 +1,117 @@
+"""The summarize roles on their own: bids, verification, flags, dropouts, and refusals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from marketplace.messages import PROTOCOL_VERSION, Envelope, ProtocolError
+from marketplace.messages.kinds import Bid, Hello, Point, Request, RoundOpen, TargetEmbedding
+from marketplace.owner.summarize import SummarizeOwner
+from marketplace.parties import build_role, make_world, party_ids
+from marketplace.roles import Send
+from marketplace.scenario import parse_scenario
+from marketplace.transport.inprocess import run_inprocess
+from marketplace.transport.node import Node
+
+
+class CheatingOwner(SummarizeOwner):
+    """Bids honestly, then hands over a different row than the one it bid for."""
+
+    def _send_point(self, message):
+        sends = super()._send_point(message)
+        point = sends[0].body
+        other = (point.row + 1) % len(self.data)
+        return [Send(sends[0].to, Point(round=point.round, x=self.data.X[other], y=int(self.data.y[other]), row=other),
+                     reply_to=sends[0].reply_to)]
+
+
+@pytest.fixture
+def config(tiny_scenario, tmp_path):
+    tiny_scenario["summarize"]["rounds"] = 10
+    return parse_scenario(tiny_scenario, source="tiny", base_dir=tmp_path).config
+
+
+def run_with(config, replace: dict[str, type] | None = None):
+    world = make_world(config)
+    roles = []
+    for party in party_ids(config):
+        role = build_role(config, party, world=world)
+        if replace and party in replace:
+            honest = role
+            role = replace[party](party_id=party, scenario_name=config.name, data=honest.data, features=build_role(config, "curator", world=world).features)
+        roles.append(role)
+    nodes = [Node(r, run_id="t", max_message_bytes=1 << 24) for r in roles]
+    run_inprocess(nodes)
+    return {r.party_id: r for r in roles}
+
+
+def envelope(body, sender="owner-1", receiver="curator", msg_id=1):
+    return Envelope(PROTOCOL_VERSION, "t", msg_id, sender, receiver, type(body).KIND, None, body)
+
+
+def test_an_owner_whose_point_does_not_match_its_bid_is_flagged_and_excluded(config):
+    honest = run_with(config)["curator"]
+    cheat_target = honest.selection[0][0]  # the owner that wins round 1 honestly
+    roles = run_with(config, {cheat_target: CheatingOwner})
+    curator = roles["curator"]
+    assert cheat_target in curator.flagged and "does not match the claimed bid" in curator.flagged[cheat_target]
+    assert all(owner != cheat_target for owner, _ in curator.selection)
+    assert len(curator.selection) == 10  # the run went on with the others
+    assert curator.ledger.points_seen == 10 + curator.validation_size + 1  # the rejected point was seen too
+    assert curator.result()["parsimony"]["rho"] > 1.0
+
+
+def test_the_curator_asks_only_the_best_bidder(config):
+    roles = run_with(config)
+    requests = {p: roles[p].result()["points_sent"] for p in roles if p.startswith("owner-")}
+    assert sum(requests.values()) == len(roles["curator"].selection) == 10
+
+
+def test_an_owner_bids_its_best_unsent_point_and_never_offers_it_again(config):
+    world = make_world(config)
+    owner = build_role(config, "owner-1", world=world)
+    d = owner.phi.shape[1]
+    owner.handle(envelope(TargetEmbedding(mean=np.full(d, 0.05)), sender="curator", receiver="owner-1"))
+    seen = []
+    for round_no in range(1, 6):
+        (bid,) = owner.handle(envelope(RoundOpen(round=round_no, summary_mean=np.zeros(d), q=0), sender="curator", receiver="owner-1", msg_id=2 * round_no))
+        expected = owner.phi[owner.available] @ np.full(d, 0.05)
+        assert bid.body.value == pytest.approx(expected.max(), rel=1e-12)
+        (point,) = owner.handle(envelope(Request(round=round_no), sender="curator", receiver="owner-1", msg_id=2 * round_no + 1))
+        seen.append(point.body.row)
+    assert len(set(seen)) == 5 and not owner.available[seen].any()
+
+
+def test_an_owner_refuses_a_request_for_a_round_it_did_not_bid_in(config):
+    owner = build_role(config, "owner-1", world=make_world(config))
+    with pytest.raises(ProtocolError, match="no offer is open for round 3"):
+        owner.handle(envelope(Request(round=3), sender="curator", receiver="owner-1"))
+
+
+def test_the_curator_refuses_a_stranger_a_duplicate_bid_and_an_unrequested_point(config):
+    curator = build_role(config, "curator", world=make_world(config))
+    with pytest.raises(ProtocolError, match="not a party of this run"):
+        curator.handle(envelope(Hello(role="owner", protocol="summarize", scenario="tiny"), sender="owner-9"))
+    with pytest.raises(ProtocolError, match="expected role 'owner'"):
+        curator.handle(envelope(Hello(role="consumer", protocol="summarize", scenario="tiny"), sender="owner-1"))
+    with pytest.raises(ProtocolError, match="no bid expected"):
+        curator.handle(envelope(Bid(round=1, value=0.1, available=True)))
+    with pytest.raises(ProtocolError, match="no point was requested"):
+        curator.handle(envelope(Point(round=1, x=np.zeros(3), y=0, row=0)))
+
+
+def test_an_owner_lost_while_bidding_is_dropped_and_the_round_goes_on(config):
+    world = make_world(config)
+    curator = build_role(config, "curator", world=world)
+    for party in party_ids(config)[1:]:
+        role = "consumer" if party == "consumer" else "owner"
+        curator.handle(envelope(Hello(role=role, protocol="summarize", scenario="tiny"), sender=party))
+    from marketplace.messages.kinds import ValidationSet
+    sends = curator.handle(envelope(ValidationSet(X=world.validation.X), sender="consumer"))
+    assert {s.to for s in sends if isinstance(s.body, RoundOpen)} == {"owner-1", "owner-2", "owner-3"}
+    curator.handle(envelope(Bid(round=1, value=0.2, available=True), sender="owner-1", msg_id=2))
+    curator.handle(envelope(Bid(round=1, value=0.3, available=True), sender="owner-2", msg_id=2))
+    (request,) = curator.peer_lost("owner-3")
+    assert request.to == "owner-2" and isinstance(request.body, Request)
+    assert curator.dropouts["owner-3"] == {"round": 1, "phase": "bidding"}
