@@ -106,104 +106,151 @@ def _type_name(hint: Any) -> str:
     return getattr(hint, "__name__", str(hint))
 
 
+Checker = typing.Callable[[Any, str], Any]
+
+
 def build_value(hint: Any, value: Any, path: str) -> Any:
     """Validate ``value`` against the type hint ``hint``; return the built value."""
+    return compile_hint(hint)(value, path)
+
+
+@functools.cache
+def compile_hint(hint: Any) -> Checker:
+    """A checker ``(value, path) -> built value`` for ``hint``, worked out once per hint.
+
+    Inspecting a type hint (origins, arguments, metadata) costs far more than checking a value,
+    and a message kind's hints never change, so each one is turned into a small closure once.
+    """
     constraints: tuple[Any, ...] = ()
     if get_origin(hint) is typing.Annotated:
         hint, *meta = get_args(hint)
         constraints = tuple(meta)
     builder = next((c for c in constraints if hasattr(c, "__schema_build__")), None)
     if builder is not None:  # e.g. Annotated[np.ndarray, Array, ArraySpec(...)]
-        out = builder.__schema_build__(value, path)
+        base: Checker = builder.__schema_build__
     else:
-        out = _build_plain(hint, value, path, allow_nonfinite=any(isinstance(c, AllowNonFinite) for c in constraints))
-    if out is not None:  # an optional field left empty has nothing to constrain
-        for c in constraints:
-            if hasattr(c, "check"):
-                c.check(out, path)
-    return out
+        base = _compile_plain(hint, allow_nonfinite=any(isinstance(c, AllowNonFinite) for c in constraints))
+    checks = tuple(c.check for c in constraints if hasattr(c, "check"))
+    if not checks:
+        return base
+
+    def constrained(value: Any, path: str) -> Any:
+        out = base(value, path)
+        if out is not None:  # an optional field left empty has nothing to constrain
+            for check in checks:
+                check(out, path)
+        return out
+
+    return constrained
 
 
-def _build_plain(hint: Any, value: Any, path: str, *, allow_nonfinite: bool = False) -> Any:
+def _simple(types_: tuple[type, ...], expected: str, convert: typing.Callable[[Any], Any] | None = None,
+            reject_bool: bool = False) -> Checker:
+    def check(value: Any, path: str) -> Any:
+        if not isinstance(value, types_) or (reject_bool and isinstance(value, bool)):
+            raise SchemaError(path, expected, describe_value(value))
+        return convert(value) if convert else value
+
+    return check
+
+
+def _compile_plain(hint: Any, *, allow_nonfinite: bool = False) -> Checker:
     origin = get_origin(hint)
     if origin in (typing.Union, types.UnionType):
-        options = get_args(hint)
-        if value is None and type(None) in options:
+        return _compile_union(get_args(hint))
+    if origin is Literal:
+        allowed = get_args(hint)
+
+        def literal(value: Any, path: str) -> Any:
+            if value not in allowed or isinstance(value, bool) != any(isinstance(a, bool) for a in allowed if a == value):
+                raise SchemaError(path, f"one of {list(allowed)}", describe_value(value))
+            return value
+
+        return literal
+    if origin is tuple:
+        item = compile_hint(get_args(hint)[0])
+
+        def sequence(value: Any, path: str) -> Any:
+            if not isinstance(value, (list, tuple)):
+                raise SchemaError(path, "a list", describe_value(value))
+            return tuple(item(v, _join(path, i)) for i, v in enumerate(value))
+
+        return sequence
+    if origin is dict:
+        item = compile_hint(get_args(hint)[1])
+
+        def mapping(value: Any, path: str) -> Any:
+            if not isinstance(value, dict):
+                raise SchemaError(path, "a mapping", describe_value(value))
+            out = {}
+            for k, v in value.items():
+                if not isinstance(k, str):
+                    raise SchemaError(path, "string keys", describe_value(k))
+                out[k] = item(v, _join(path, k))
+            return out
+
+        return mapping
+    if hint is Any:
+        return lambda value, path: value
+    if hint is bool:
+        return _simple((bool,), "a boolean")
+    if hint is int:
+        return _simple((int,), "an integer", reject_bool=True)
+    if hint is str:
+        return _simple((str,), "a string")
+    if hint is bytes:
+        return _simple((bytes, bytearray), "bytes", convert=bytes)
+    if hint is float:
+
+        def number(value: Any, path: str) -> float:
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise SchemaError(path, "a number", describe_value(value))
+            value = float(value)
+            if not allow_nonfinite and not math.isfinite(value):
+                raise SchemaError(path, "a finite number", describe_value(value))
+            return value
+
+        return number
+    if dataclasses.is_dataclass(hint):
+        return lambda value, path: build(hint, value, path)
+    if hasattr(hint, "__schema_build__"):
+        return hint.__schema_build__
+    raise TypeError(f"schema: unsupported type hint {hint!r}")
+
+
+def _compile_union(options: tuple[Any, ...]) -> Checker:
+    allows_none = type(None) in options
+    checkers = [compile_hint(o) for o in options if o is not type(None)]
+    expected = " or ".join(_type_name(o) for o in options)
+
+    def union(value: Any, path: str) -> Any:
+        if value is None and allows_none:
             return None
-        non_none = [o for o in options if o is not type(None)]
         errors = []
-        for option in non_none:
+        for checker in checkers:
             try:
-                return build_value(option, value, path)
+                return checker(value, path)
             except SchemaError as err:
                 errors.append(err)
         if len(errors) == 1:
             raise errors[0]
-        raise SchemaError(path, " or ".join(_type_name(o) for o in options), describe_value(value))
-    if origin is Literal:
-        allowed = get_args(hint)
-        if value not in allowed or isinstance(value, bool) != any(isinstance(a, bool) for a in allowed if a == value):
-            raise SchemaError(path, f"one of {list(allowed)}", describe_value(value))
-        return value
-    if origin is tuple:
-        args = get_args(hint)
-        if not isinstance(value, (list, tuple)):
-            raise SchemaError(path, "a list", describe_value(value))
-        item = args[0]
-        return tuple(build_value(item, v, _join(path, i)) for i, v in enumerate(value))
-    if origin is dict:
-        key_t, val_t = get_args(hint)
-        if not isinstance(value, dict):
-            raise SchemaError(path, "a mapping", describe_value(value))
-        out = {}
-        for k, v in value.items():
-            if not isinstance(k, str):
-                raise SchemaError(path, "string keys", describe_value(k))
-            out[k] = build_value(val_t, v, _join(path, k))
-        return out
-    if hint is Any:
-        return value
-    if hint is bool:
-        if not isinstance(value, bool):
-            raise SchemaError(path, "a boolean", describe_value(value))
-        return value
-    if hint is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise SchemaError(path, "an integer", describe_value(value))
-        return value
-    if hint is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise SchemaError(path, "a number", describe_value(value))
-        value = float(value)
-        if not allow_nonfinite and not math.isfinite(value):
-            raise SchemaError(path, "a finite number", describe_value(value))
-        return value
-    if hint is str:
-        if not isinstance(value, str):
-            raise SchemaError(path, "a string", describe_value(value))
-        return value
-    if hint is bytes:
-        if not isinstance(value, (bytes, bytearray)):
-            raise SchemaError(path, "bytes", describe_value(value))
-        return bytes(value)
-    if dataclasses.is_dataclass(hint):
-        return build(hint, value, path)
-    if hasattr(hint, "__schema_build__"):
-        return hint.__schema_build__(value, path)
-    raise TypeError(f"schema: unsupported type hint {hint!r} at {path}")
+        raise SchemaError(path, expected, describe_value(value))
+
+    return union
 
 
 @functools.cache
-def _plan(cls: type) -> tuple[dict[str, Any], frozenset[str]]:
-    """The init fields of ``cls`` with their resolved hints, and which are required (computed once:
-    resolving type hints is far slower than validating a message)."""
+def _plan(cls: type) -> tuple[dict[str, Any], dict[str, Checker], frozenset[str]]:
+    """The init fields of ``cls``: their resolved hints, compiled checkers, and which are required
+    (computed once: resolving type hints is far slower than validating a message)."""
     all_hints = get_type_hints(cls, include_extras=True)
     fields = [f for f in dataclasses.fields(cls) if f.init]
     hints = {f.name: all_hints[f.name] for f in fields}
+    checkers = {name: compile_hint(hint) for name, hint in hints.items()}
     required = frozenset(
         f.name for f in fields if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
     )
-    return hints, required
+    return hints, checkers, required
 
 
 def build(cls: type[T], data: Any, path: str = "") -> T:
@@ -213,15 +260,16 @@ def build(cls: type[T], data: Any, path: str = "") -> T:
     """
     if not isinstance(data, dict):
         raise SchemaError(path, f"a mapping for {cls.__name__}", describe_value(data))
-    hints, required = _plan(cls)
+    hints, checkers, required = _plan(cls)
     for key in data:
         if key not in hints:
             raise SchemaError(_join(path, str(key)), f"one of the known keys {sorted(hints)}", f"unknown key {str(key)!r}")
     kwargs = {}
-    for name, hint in hints.items():
+    for name, checker in checkers.items():
         if name in data:
-            kwargs[name] = build_value(hint, data[name], _join(path, name))
+            kwargs[name] = checker(data[name], f"{path}.{name}" if path else name)
         elif name in required:
+            hint = hints[name]
             raise SchemaError(_join(path, name), f"{_type_name(hint)} (required)", "nothing")
     try:
         return cls(**kwargs)

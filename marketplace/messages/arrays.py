@@ -70,8 +70,11 @@ class ArraySpec:
     shape: tuple[int | str | None, ...]
     finite: bool = True
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_allowed", tuple(np.dtype(d).str for d in self.dtypes))
+
     def check(self, value: np.ndarray, path: str) -> None:
-        allowed = [np.dtype(d).str for d in self.dtypes]
+        allowed = list(self._allowed)
         if value.dtype.str not in allowed:
             raise SchemaError(f"{path}.dtype", f"one of {allowed}", repr(value.dtype.str))
         if value.ndim != len(self.shape):

@@ -8,10 +8,12 @@ ended the run as failed, a timeout); 2 bad arguments or scenario; 1 an internal 
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import os
 import socket
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -21,7 +23,7 @@ from threadpoolctl import threadpool_limits
 
 from marketplace.data.dataset import World
 from marketplace.parties import build_role, load_owner_file, make_world, share_of
-from marketplace.roles import CURATOR
+from marketplace.roles import CONSUMER, CURATOR
 from marketplace.scenario import Scenario
 from marketplace.transport.node import Node
 from marketplace.transport.zmq_driver import LinkSettings, serve_curator, serve_party
@@ -29,6 +31,23 @@ from marketplace.transport.zmq_driver import LinkSettings, serve_curator, serve_
 log = logging.getLogger(__name__)
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_RUN_FAILED = 0, 1, 2, 3
+
+
+EVALUATION_MODULES = ("sklearn.svm", "sklearn.pipeline", "sklearn.preprocessing", "sklearn.metrics.pairwise")
+
+
+def warm_up_in_background(modules: tuple[str, ...]) -> threading.Thread:
+    """Import ``modules`` on a daemon thread. The consumer needs scikit-learn only when the summary
+    arrives, and importing it then costs 1-2 s on the critical path; the consumer is idle during
+    the rounds, so it loads it meanwhile (an import in progress is simply waited for later)."""
+
+    def load() -> None:
+        for name in modules:
+            importlib.import_module(name)
+
+    thread = threading.Thread(target=load, name="warm-imports", daemon=True)
+    thread.start()
+    return thread
 
 
 def single_threaded_blas():
@@ -94,6 +113,8 @@ def run_party(scenario: Scenario, *, party: str, endpoint: str, report_path: str
     started = time.perf_counter()
     config = scenario.config
     owner_data = load_owner_file(data_file) if data_file else None
+    if party == CONSUMER:
+        warm_up_in_background(EVALUATION_MODULES)
     if share is None:
         share = share_of(make_world(config), party)
     role = build_role(config, party, world=share, owner_data=owner_data)

@@ -38,9 +38,9 @@ from marketplace.scenario import Scenario
 
 Launch = Literal["forkserver", "exec"]
 BLAS_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-# what a forked party would otherwise import on its own (scikit-learn: the consumer's metrics)
-FORKSERVER_PRELOAD = ["marketplace.runner.party_process", "sklearn.svm", "sklearn.pipeline", "sklearn.preprocessing",
-                      "sklearn.metrics.pairwise"]
+# what every forked party would otherwise import on its own (scikit-learn is left out: only the
+# consumer needs it, and it loads it in the background while the rounds run)
+FORKSERVER_PRELOAD = ["marketplace.runner.party_process"]
 
 log = logging.getLogger(__name__)
 ROUND_RE = re.compile(rb"round (\d+)/(\d+) done")
