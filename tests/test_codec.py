@@ -475,7 +475,10 @@ SCALARS = st.none() | st.booleans() | st.integers(-(2**63), UINT64_MAX) | st.flo
 JUNK = SCALARS | st.lists(SCALARS, max_size=3)
 MSGPACK_VALUES = st.recursive(
     SCALARS,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(ENVELOPE_KEYS) | st.text(max_size=4), inner, max_size=8),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.one_of(st.sampled_from(ENVELOPE_KEYS), st.text(max_size=4)), inner, max_size=8),
+    ),
     max_leaves=20,
 )
 
