@@ -64,9 +64,13 @@ class Role(ABC):
         return []
 
     def on_error(self, message: Envelope) -> list[Send]:
-        """Another party refused one of our messages: remember it for the report."""
+        """Another party refused one of our messages: remember it for the report. A refused
+        ``hello`` ends this party (wrong scenario, role or identity): it would never be admitted, and
+        by exiting it lets the curator see it as lost instead of waiting for it."""
         body = message.body
         self.errors_received.append({"from": message.sender, "code": body.code, "detail": body.detail})
+        if body.about_kind == "hello":
+            self.fail(f"{message.sender} refused our hello: {body.detail}")
         return []
 
     def fail(self, reason: str) -> None:

@@ -115,3 +115,26 @@ def test_an_owner_lost_while_bidding_is_dropped_and_the_round_goes_on(config):
     (request,) = curator.peer_lost("owner-3")
     assert request.to == "owner-2" and isinstance(request.body, Request)
     assert curator.dropouts["owner-3"] == {"round": 1, "phase": "bidding"}
+
+
+def test_a_party_whose_hello_is_refused_stops_with_the_reason(config):
+    from marketplace.messages.kinds import Error
+
+    owner = build_role(config, "owner-1", world=make_world(config))
+    refusal = Error(code="protocol", detail="expected scenario 'tiny', got 'other'", about_kind="hello", about_msg_id=1)
+    owner.on_error(envelope(refusal, sender="curator", receiver="owner-1"))
+    assert owner.done and "refused our hello" in owner.failure and "'other'" in owner.failure
+
+
+def test_a_party_with_another_scenario_is_refused_end_to_end(config, tiny_scenario, tmp_path):
+    """Over the in-process driver: the curator refuses owner-2's hello, owner-2 stops; with no
+    liveness in-process the run cannot complete, and says so."""
+    from marketplace.transport.inprocess import StalledRun
+
+    world = make_world(config)
+    roles = [build_role(config, p, world=world) for p in party_ids(config)]
+    roles[2].scenario_name = "another-scenario"
+    nodes = [Node(r, run_id="t", max_message_bytes=1 << 24) for r in roles]
+    with pytest.raises(StalledRun, match="curator"):
+        run_inprocess(nodes)
+    assert roles[2].done and "refused our hello" in roles[2].failure
