@@ -153,3 +153,16 @@ def test_exec_launched_parties_give_the_same_report_as_inprocess(tiny_scenario, 
     assert execd["launch"] == "exec"
     for key in DETERMINISTIC_KEYS:
         assert execd[key] == inprocess[key], key
+
+
+def test_mmd2_with_seed_set_is_the_objective_of_the_whole_summary(tiny_scenario, tmp_path):
+    from marketplace.protocols.summarize import mmd2
+
+    scenario = parse_scenario(tiny_scenario, source="tiny", base_dir=tmp_path)
+    report = run_scenario(scenario, tmp_path / "run", driver="inprocess")
+    world = make_world(scenario.config)
+    chosen = np.stack([world.owners[int(o.split("-")[1]) - 1].X[r] for o, r in report["selection"]])
+    gamma = scenario.config.summarize.gamma
+    assert report["metrics"]["mmd2"] == pytest.approx(mmd2(chosen, world.validation.X, gamma), rel=1e-12)
+    assert report["metrics"]["mmd2_with_seed_set"] == pytest.approx(
+        mmd2(np.vstack([world.seed_set.X, chosen]), world.validation.X, gamma), rel=1e-12)

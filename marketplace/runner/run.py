@@ -15,7 +15,7 @@ from marketplace import __version__
 from marketplace.messages import PROTOCOL_VERSION
 from marketplace.parties import build_role, make_world, party_ids
 from marketplace.roles import CONSUMER, CURATOR
-from marketplace.runner.evaluate import baselines, central_replay
+from marketplace.runner.evaluate import baselines, central_replay, mmd2_with_seed_set, owner_picks
 from marketplace.runner.party_process import default_run_id, party_report, single_threaded_blas, write_json
 from marketplace.runner.processes import Launch, forkserver_context, run_processes
 from marketplace.runner.report import message_summary, timing_summary, write_messages_csv
@@ -146,6 +146,7 @@ def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[s
     status = "failed" if failures else "completed"
     selection = curator.get("selection", [])
     metrics = dict(consumer.get("metrics") or {"mmd2": None, "accuracy": None})
+    metrics["mmd2_with_seed_set"] = mmd2_with_seed_set(config, world, owner_picks(selection))
     metrics["baselines"] = baselines(config, world)
     report: dict[str, Any] = {
         "scenario": config.name,
