@@ -137,11 +137,3 @@ def _validate(wire: dict[Any, Any], party: str, peer: str | None, max_bytes: int
     except SchemaError as err:
         raise MessageError(party=party, kind=kind, field=err.path, expected=err.expected, got=err.got) from None
     return Envelope(version, run_id, msg_id, sender, receiver, kind, reply_to, body)
-
-
-def array_size(body: Any, name: str) -> dict[str, int]:
-    """Sizes of the named dimensions of ``body``'s arrays (for receivers that check them)."""
-    sizes: dict[str, tuple[int, str]] = {}
-    for field_name, spec in _array_fields(type(body)):
-        spec.bind(getattr(body, field_name), field_name, sizes)
-    return {k: v[0] for k, v in sizes.items()}

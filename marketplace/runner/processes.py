@@ -134,12 +134,13 @@ def _fork(scenario: Scenario, party: str, share: World, endpoint: str, report: P
     return Child(party, _ForkedProcess(process), log_path)
 
 
-def _last_line(path: Path) -> str:
+def last_line(path: Path) -> str:
+    """The last non-empty line of a party's log (the best one-line account of how it ended)."""
     try:
         lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
     except OSError:
         return ""
-    return lines[-1] if lines else ""
+    return lines[-1][-300:] if lines else ""
 
 
 def run_processes(scenario: Scenario, scenario_path: Path, out_dir: Path, run_id: str,
@@ -174,7 +175,7 @@ def run_processes(scenario: Scenario, scenario_path: Path, out_dir: Path, run_id
         run.children.append(curator)
         endpoint = _wait_for_endpoint(curator, endpoint_file, t.start_timeout_s)
         if endpoint is None:
-            run.failure = f"the curator did not bind within start_timeout_s={t.start_timeout_s:g} s: {_last_line(curator.log_path)}"
+            run.failure = f"the curator did not bind within start_timeout_s={t.start_timeout_s:g} s: {last_line(curator.log_path)}"
             return run
         for party in party_ids(config)[1:]:
             run.children.append(start(party, endpoint))

@@ -17,7 +17,8 @@ from marketplace.parties import build_role, make_world, party_ids
 from marketplace.roles import CONSUMER, CURATOR
 from marketplace.runner.evaluate import baselines, central_replay, mmd2_with_seed_set, owner_picks
 from marketplace.runner.party_process import default_run_id, party_report, single_threaded_blas, write_json
-from marketplace.runner.processes import Launch, forkserver_context, run_processes
+from marketplace.data import world_summary
+from marketplace.runner.processes import Launch, forkserver_context, last_line, run_processes
 from marketplace.runner.report import message_summary, timing_summary, write_messages_csv
 from marketplace.scenario import Scenario, ScenarioError
 from marketplace.transport.inprocess import StalledRun, run_inprocess
@@ -102,7 +103,7 @@ def _run_processes(scenario: Scenario, resolved: Path, out: Path, run_id: str, o
             rep = json.loads(path.read_text())
         except (OSError, ValueError):
             rep = {"id": child.party, "role": _role_of(child.party), "pid": child.proc.pid, "host": socket.gethostname(),
-                   "status": "failed", "failure": f"no report (exit status {child.exit_code}); last log line: {_tail(child.log_path)}"}
+                   "status": "failed", "failure": f"no report (exit status {child.exit_code}); last log line: {last_line(child.log_path)}"}
         rep["exit_code"] = child.exit_code
         rep["log"] = str(child.log_path)
         parties.append(rep)
@@ -117,20 +118,12 @@ def _process_failures(run, parties: list[dict[str, Any]]) -> str | None:
     dropouts = set(((curator.get("result") or {}).get("dropouts") or {}))
     for rep in parties:
         if rep["exit_code"] != 0 and rep["id"] not in dropouts:
-            failures.append(f"{rep['id']} exited with status {rep['exit_code']}: {rep.get('failure') or _tail(Path(rep['log']))}")
+            failures.append(f"{rep['id']} exited with status {rep['exit_code']}: {rep.get('failure') or last_line(Path(rep['log']))}")
     return "; ".join(failures) or None
 
 
 def _role_of(party: str) -> str:
     return "curator" if party == CURATOR else "consumer" if party == CONSUMER else "owner"
-
-
-def _tail(path: Path) -> str:
-    try:
-        lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
-    except OSError:
-        return ""
-    return lines[-1][-300:] if lines else ""
 
 
 def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[str, Any]], failure: str | None,
@@ -174,8 +167,7 @@ def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[s
         "flagged": curator.get("flagged", {}),
         "end_reason": curator.get("end_reason"),
         "checks": {"central_replay": central_replay(config, world, selection)},
-        "data": {"dim": world.dim, "owners": [len(o) for o in world.owners], "validation": len(world.validation),
-                 "test": len(world.test), "seed_set": len(world.seed_set)},
+        "data": world_summary(world),
         "config": scenario.raw,
         "party_details": {p["id"]: {k: p.get(k) for k in ("result", "timing", "driver", "errors", "errors_received", "log")} for p in parties},
         "pid_of_runner": os.getpid(),

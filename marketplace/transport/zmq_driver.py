@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import errno
 import logging
+from abc import ABC, abstractmethod
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -63,7 +64,7 @@ def _configure(sock: zmq.Socket, settings: LinkSettings) -> None:
     sock.setsockopt(zmq.SNDTIMEO, int(settings.send_timeout_s * 1000))
 
 
-class _Loop:
+class _Loop(ABC):
     """The event loop shared by both socket types; subclasses say how frames are framed."""
 
     def __init__(self, node: Node, sock: zmq.Socket, settings: LinkSettings) -> None:
@@ -90,14 +91,17 @@ class _Loop:
         return self._unframe(parts)
 
     # framing, per socket type
+    @abstractmethod
     def _unframe(self, parts: list[bytes]) -> tuple[str | None, bytes]:
-        raise NotImplementedError  # pragma: no cover - abstract
+        """(peer, frame) from a received multipart message."""
 
+    @abstractmethod
     def _send_frame(self, out: Outgoing) -> None:
-        raise NotImplementedError  # pragma: no cover - abstract
+        """Send one frame to ``out.receiver``."""
 
+    @abstractmethod
     def _heartbeat_targets(self) -> list[str]:
-        raise NotImplementedError  # pragma: no cover - abstract
+        """Peers to send a heartbeat to now."""
 
     def run(self) -> DriverStats:
         self._dispatch(self.node.start())
