@@ -21,6 +21,7 @@ Start here:
   marketplace run scenarios/quickstart.yaml            run every party as its own process
   marketplace run scenarios/quickstart.yaml --driver inprocess --set parties.owners=8
   marketplace validate scenarios/quickstart.yaml       check a scenario without running it
+  marketplace privacy compose --epsilon 0.01 --count 1656 --delta 0.01 --theorem advanced
 
 One party at a time (what each container runs):
   marketplace curator  --scenario S.yaml --endpoint tcp://0.0.0.0:5555
@@ -54,6 +55,10 @@ def _parser() -> argparse.ArgumentParser:
     val.add_argument("scenario")
     val.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
 
+    from marketplace.privacy import compose_cli
+
+    compose_cli.add_parser(sub)
+
     for role, text in (("curator", "run the curator (binds a ROUTER at --endpoint)"),
                        ("owner", "run one data owner (connects to the curator)"),
                        ("consumer", "run the consumer (connects to the curator)")):
@@ -78,6 +83,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
+    if args.command == "privacy":
+        if not hasattr(args, "func"):
+            parser.parse_args(["privacy", "--help"])
+        return args.func(args)
     from marketplace.scenario import ScenarioError, load_scenario
 
     try:

@@ -113,3 +113,15 @@ def test_party_with_unknown_owner_id_exits_2():
     result = run_cli("owner", "--scenario", str(QUICKSTART), "--endpoint", "tcp://127.0.0.1:1", "--id", "owner-9")
     assert result.returncode == 2
     assert "owner-9" in result.stderr and "owner-4" in result.stderr
+
+
+def test_privacy_compose_prints_the_papers_figures():
+    result = run_cli("privacy", "compose", "--epsilon", "0.01", "--count", "1656", "--delta", "0.01", "--theorem", "advanced")
+    assert result.returncode == 0 and result.stdout.startswith("epsilon = 1.40 ")
+    result = run_cli("privacy", "compose", "--epsilon", "0.01/sqrt(5*200)", "--count", "5*200", "--delta", "1e-4", "--theorem", "advanced")
+    assert result.returncode == 0 and result.stdout.startswith("epsilon = 0.043")
+
+
+def test_privacy_compose_refuses_bad_input_with_exit_2():
+    result = run_cli("privacy", "compose", "--epsilon", "-1", "--count", "3", "--delta", "0.1")
+    assert result.returncode == 2 and "--epsilon" in result.stderr

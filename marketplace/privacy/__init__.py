@@ -1,0 +1,1 @@
+"""Differential privacy: noise mechanisms, the RNG policy, and the privacy accountant."""
