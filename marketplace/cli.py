@@ -124,6 +124,10 @@ def _run(args: argparse.Namespace, scenario) -> int:
     except KeyboardInterrupt:
         print("marketplace: interrupted; every party process was stopped", file=sys.stderr)
         return 130
+    finally:
+        from marketplace.runner.processes import stop_forkserver
+
+        stop_forkserver()
     if args.quiet:
         print(f"{out}/report.json")
     else:

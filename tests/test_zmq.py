@@ -174,3 +174,24 @@ def test_killing_the_runner_itself_leaves_no_orphans(tiny_scenario, tmp_path, la
     while any(_alive(pid) for pid in parties) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(_alive(pid) for pid in parties)
+
+
+def test_a_finished_run_leaves_no_process_behind(tmp_path):
+    """Not the parties, not the forkserver, not multiprocessing's resource tracker: after
+    `marketplace run` exits, its session holds no live process."""
+    proc = subprocess.Popen([sys.executable, "-m", "marketplace", "run", str(ROOT / "scenarios" / "quickstart.yaml"),
+                             "--set", "summarize.rounds=5", "--out", str(tmp_path / "run"), "--quiet"],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    session = proc.pid  # start_new_session: the runner leads its own session
+    left = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[3]) == session and fields[0] != "Z":  # field 6 of stat: session id
+                left.append(int(entry.name))
+    assert left == []

@@ -121,6 +121,24 @@ def forkserver_context() -> multiprocessing.context.BaseContext:
     return ctx
 
 
+def stop_forkserver() -> None:
+    """Stop the forkserver (and multiprocessing's resource tracker) and wait for them, so a command
+    that ran a scenario leaves no process behind, not even for the moment they would take to notice
+    their parent is gone. Library users running many scenarios may keep the server instead.
+
+    These are the interpreter's own stop hooks (private, used by CPython's tests), hence the guards.
+    """
+    from multiprocessing import forkserver, resource_tracker
+
+    for helper in (getattr(forkserver, "_forkserver", None), getattr(resource_tracker, "_resource_tracker", None)):
+        stop = getattr(helper, "_stop", None)
+        if stop is not None:
+            try:
+                stop()
+            except (OSError, ChildProcessError):  # already gone
+                pass
+
+
 def _fork(scenario: Scenario, party: str, share: World, endpoint: str, report: Path, run_id: str,
           log_dir: Path, endpoint_file: Path | None = None) -> Child:
     from marketplace.runner.party_process import forked_party_main
