@@ -1,0 +1,304 @@
+"""PRIVAUCTION (DESIGN.md §3, Algorithm 3 steps 11-16 of the paper): whom the curator asks for a point,
+and the pool it picks the summary's next point from. A pure decision core: no I/O, no messages.
+
+One round, as the curator role drives it::
+
+    asked = auction.decide({owner: bid_value_or_None, ...})   # send a Request to each of these
+    for each Point that comes back:                           # (curator role)
+        if verify(phi, claimed_bid, direction_of_this_round, tol): pool.add(PoolEntry(...))
+        else: flag the owner
+    winner = pool.best(direction_of_the_round)                # internal: nobody is told
+    pool.remove(winner); D_s <- D_s + winner
+
+**Who is asked.** Owners with a bid are ranked best first; equal bids go to the lower owner index
+(the order of ``owners``, a fixed public rule). The owner at rank r is asked, independently, with
+probability exp(-eps_auc (r - 1)) (:func:`request_probabilities`): rank 1 always. On top of the coins,
+the *tau rule* below may ask an owner. Owners without a bid (``None``: exhausted or gone) are skipped.
+
+**The tau rule, and why this one.** The paper (step 14) says, in short: once a data point has been an
+owner's chosen bid tau times, the aggregator asks for it. The curator cannot apply that literally: a
+bid is a number, and the curator never learns *which* point is behind it until it asks. What it does
+know is when it last asked each owner, and an owner's unsent points change only when it is asked (the
+point behind the bid leaves). So the rule implemented is:
+
+    an owner is asked when this round is its tau-th bid since the curator last asked it
+    (its ``unasked`` count reaches tau); every request, by coin or by this rule, resets the count.
+
+Compared with the paper's per-point count:
+
+* when the point behind the bid stayed the same over those rounds (the usual case: one more point in
+  D_s moves the direction by O(1/q), so the owner's argmax rarely changes), both rules fire in the
+  same round;
+* when the bid's point changed inside the window, ours fires no later than the paper's would for any
+  point bid within it (that point was bid at most ``unasked`` times since the last request). The one
+  case where ours is later: a point bid some times, displaced by another that was then sent, and
+  bid again; the paper counts its earlier bids, ours starts again from zero (at most tau rounds
+  later).
+* the cost is the same bound: at most floor(R / tau) tau-requests per owner over R rounds (the
+  paper's rule also spends tau bids of an owner per tau-request).
+* it needs no new message field and cannot be gamed: an owner cannot make itself asked more (to be
+  paid more), nor avoid it, by what it reports. The exact per-point rule would need the owner to
+  declare "this point has been my bid tau times", which it could misreport.
+
+``tau = 1`` asks every bidder every round: the paper's "collect from everybody" scheme (private, not
+parsimonious).
+
+**What is differentially private here, and what is not.** The protected data, towards owner i, is
+the union of the other owners' data (and D_v). From the auction, owner i observes one bit per round:
+whether it received a Request. (No message names a winner, and the request carries only the round.)
+
+* The coin sees ranks only, never bid values. A neighbouring dataset changes one point of one
+  other owner j, hence j's bid only, so i's rank moves by at most one place; P[asked | rank r] =
+  exp(-eps_auc (r-1)) changes by a factor of at most exp(eps_auc). So the event "asked" satisfies
+  P[asked | D] <= exp(eps_auc) P[asked | D'] for every owner, every round. This is the designed
+  signal and what ``tests/test_auction.py`` checks statistically.
+* The complementary event "not asked" is **not** bounded by exp(eps_auc): at rank 1 an owner is never
+  left out, at rank 2 it is left out with probability 1 - exp(-eps_auc). So "I was not asked" tells
+  an owner it was not ranked first; as a two-sided guarantee the round's bit is only
+  (eps_auc, 1 - exp(-eps_auc))-DP when rank 1 is involved. Between ranks r and r + 1 >= 3 the ratio
+  for "not asked" is (1 - e^{-eps r}) / (1 - e^{-eps (r-1)}) <= 1 + e^{-eps} (about 2 for small
+  eps), which exceeds exp(eps_auc) for eps_auc < ln(golden ratio) = 0.48. The paper's claim covers
+  the "asked" event; report it as such.
+* The tau rule adds nothing: whether it fires for owner i is a function of i's own bids and of the
+  requests i has already received, i.e. of what i already observed.
+* The curator's choice from the pool, verification and flagging are internal to the (trusted)
+  curator. They reach an owner only through D_s, i.e. through the h2 releases of the next rounds,
+  which are accounted separately (MWEM's own eps).
+* Over R rounds the per-round "asked" bits compose (basic: R eps_auc; or
+  :func:`marketplace.privacy.accountant.compose`).
+* The coins come from the given generator (seeded in simulation, OS entropy in ``secure`` mode via
+  ``make_rng``). Comparing a uniform float with the probability is exact up to 2^-53; a coin outputs
+  one bit, so there is no low-order-bit leak of the kind that affects floating-point Laplace.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .bid import bid_value
+
+__all__ = ["AuctionRound", "Pool", "PoolEntry", "PrivAuction", "request_probabilities", "verify"]
+
+
+def _fail(kind: type[Exception], name: str, where: str, expected: str, value: object) -> Exception:
+    got = f"{value!r} ({type(value).__name__})" if kind is TypeError else repr(value)
+    return kind(f"The {name!r} parameter of {where} must be {expected}. Got {got} instead.")
+
+
+def _eps(value: object, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise _fail(TypeError, "eps_auc", where, "a real number", value)
+    if not (math.isfinite(value) and value >= 0):
+        raise _fail(ValueError, "eps_auc", where, "a finite number >= 0", value)
+    return float(value)
+
+
+def _count(value: object, name: str, where: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise _fail(TypeError, name, where, "an int", value)
+    if value < minimum:
+        raise _fail(ValueError, name, where, f"an int >= {minimum}", value)
+    return int(value)
+
+
+def request_probabilities(n_ranked: int, eps_auc: float) -> np.ndarray:
+    """P[the owner at rank r is asked] = exp(-eps_auc (r - 1)) for r = 1..n_ranked (rank 1: 1).
+
+    >>> request_probabilities(3, math.log(2)).round(6).tolist()
+    [1.0, 0.5, 0.25]
+    """
+    n = _count(n_ranked, "n_ranked", "request_probabilities", 0)
+    eps = _eps(eps_auc, "request_probabilities")
+    return np.exp(-eps * np.arange(n, dtype=np.float64))
+
+
+# --- who is asked ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AuctionRound:
+    """What :meth:`PrivAuction.decide` decided in one round (for reports and tests; never sent)."""
+
+    round: int
+    ranking: tuple[str, ...]  # owners with a bid, best first
+    by_coin: frozenset[str]  # asked by the rank coins (rank 1 always)
+    by_tau: frozenset[str]  # due under the tau rule this round (may overlap by_coin)
+
+    @property
+    def asked(self) -> frozenset[str]:
+        return self.by_coin | self.by_tau
+
+
+class PrivAuction:
+    """The request decisions of PRIVAUCTION across rounds (rank coins + the tau rule, see module doc).
+
+    >>> auction = PrivAuction(owners=("a", "b", "c"), eps_auc=50.0, tau=2, rng=np.random.default_rng(0))
+    >>> sorted(auction.decide({"a": 0.1, "b": 0.3, "c": None}))   # b ranks first; c has no bid
+    ['b']
+    >>> sorted(auction.decide({"a": 0.1, "b": 0.3, "c": None}))   # a's second bid unasked: tau = 2
+    ['a', 'b']
+    """
+
+    def __init__(self, *, owners: tuple[str, ...], eps_auc: float, tau: int, rng: np.random.Generator) -> None:
+        where = "PrivAuction"
+        owners = tuple(owners)
+        if not owners or not all(isinstance(o, str) and o for o in owners) or len(set(owners)) != len(owners):
+            raise _fail(ValueError, "owners", where, "a non-empty tuple of distinct, non-empty owner ids", owners)
+        if not isinstance(rng, np.random.Generator):
+            raise _fail(TypeError, "rng", where, "a numpy.random.Generator (see marketplace.privacy.rng.make_rng)", rng)
+        self.owners = owners
+        self.eps_auc = _eps(eps_auc, where)
+        self.tau = _count(tau, "tau", where, 1)
+        self.rng = rng
+        self.index = {o: i for i, o in enumerate(owners)}  # the public tie-break order
+        self.round = 0
+        self._unasked = {o: 0 for o in owners}  # bids since this owner was last asked
+        self.last: AuctionRound | None = None
+
+    @property
+    def unasked(self) -> dict[str, int]:
+        """Per owner, how many bids it has made since the curator last asked it (a copy)."""
+        return dict(self._unasked)
+
+    def ranking(self, bids: Mapping[str, float | None]) -> tuple[str, ...]:
+        """Owners with a bid, best first; equal bids go to the lower owner index."""
+        offers = self._checked(bids)
+        return tuple(sorted(offers, key=lambda o: (-offers[o], self.index[o])))
+
+    def decide(self, bids: Mapping[str, float | None]) -> set[str]:
+        """The owners to ask for their current point this round.
+
+        ``bids`` maps owner ids to bid values, ``None`` (or a missing key) for an owner without a
+        bid. One uniform draw per ranked owner, in rank order, so a seeded run is reproducible.
+        """
+        ranking = self.ranking(bids)
+        self.round += 1
+        coins = self.rng.random(len(ranking)) < request_probabilities(len(ranking), self.eps_auc)
+        by_coin = frozenset(o for o, heads in zip(ranking, coins) if heads)
+        by_tau = frozenset(o for o in ranking if self._unasked[o] + 1 >= self.tau)
+        asked = by_coin | by_tau
+        for o in ranking:
+            self._unasked[o] = 0 if o in asked else self._unasked[o] + 1
+        self.last = AuctionRound(round=self.round, ranking=ranking, by_coin=by_coin, by_tau=by_tau)
+        return set(asked)
+
+    def _checked(self, bids: Mapping[str, float | None]) -> dict[str, float]:
+        if not isinstance(bids, Mapping):
+            raise _fail(TypeError, "bids", "PrivAuction.decide", "a mapping owner -> bid value or None", bids)
+        offers: dict[str, float] = {}
+        for owner, value in bids.items():
+            if owner not in self.index:
+                raise _fail(ValueError, f"bids[{owner!r}]", "PrivAuction.decide", f"keyed by one of the owners {self.owners}", owner)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+                raise _fail(ValueError, f"bids[{owner!r}]", "PrivAuction.decide", "a finite real number or None", value)
+            offers[owner] = float(value)
+        return offers
+
+
+# --- the pool ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class PoolEntry:
+    """A point the curator received: whose, which row, the point, its h1 features, the bid it was
+    sent for and the round of that bid. Identified by (owner, row)."""
+
+    owner: str
+    row: int
+    x: np.ndarray
+    phi: np.ndarray
+    claimed: float
+    round: int
+    y: int | None = None  # the owner's label, carried into D_s
+    key: tuple[str, int] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", (self.owner, int(self.row)))
+
+
+class Pool:
+    """Every verified point received and not yet in D_s, kept across rounds (step 15).
+
+    :meth:`best` ranks the pool under the *current* round's direction (phi . direction, recomputed),
+    not by the bids the points were sent for. A point, once added, can never be added again, even
+    after it left the pool (owners never offer a point twice; a repeat is a protocol error).
+    """
+
+    def __init__(self, owners: Iterable[str]) -> None:
+        self.index = {o: i for i, o in enumerate(owners)}
+        self._entries: dict[tuple[str, int], PoolEntry] = {}
+        self._seen: set[tuple[str, int]] = set()
+        self._stack: tuple[list[PoolEntry], np.ndarray] | None = None  # sorted entries, their phi
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, entry: PoolEntry) -> bool:
+        return self._entries.get(entry.key) is entry
+
+    def __iter__(self):
+        return iter(self._sorted()[0])
+
+    def seen(self, owner: str, row: int) -> bool:
+        """True when (owner, row) was ever added (it may have left the pool since)."""
+        return (owner, int(row)) in self._seen
+
+    def add(self, entry: PoolEntry) -> None:
+        if entry.owner not in self.index:
+            raise ValueError(f"pool entry from {entry.owner!r}, which is not one of the owners {tuple(self.index)}")
+        if entry.key in self._seen:
+            raise ValueError(f"{entry.owner!r} row {entry.row} was already received; a point is never offered twice")
+        phi = np.asarray(entry.phi)
+        if phi.ndim != 1 or (self._entries and phi.shape != next(iter(self._entries.values())).phi.shape):
+            raise ValueError(f"pool entry phi must be 1-D like the pool's; got shape {phi.shape}")
+        self._seen.add(entry.key)
+        self._entries[entry.key] = entry
+        self._stack = None
+
+    def remove(self, entry: PoolEntry) -> None:
+        """Take a point out of the pool (it enters D_s, or its owner's points are discarded)."""
+        if entry not in self:
+            raise KeyError(f"{entry.owner!r} row {entry.row} is not in the pool")
+        del self._entries[entry.key]
+        self._stack = None
+
+    def best(self, direction: np.ndarray) -> PoolEntry | None:
+        """The point with the highest phi . direction; ties go to (owner index, row). None if empty."""
+        entries, phis = self._sorted()
+        if not entries:
+            return None
+        direction = np.asarray(direction, dtype=np.float64)
+        if direction.shape != phis.shape[1:] or not np.isfinite(direction).all():
+            raise ValueError(f"direction must be a finite vector of shape {phis.shape[1:]}; got shape {direction.shape}")
+        return entries[int(np.argmax(phis @ direction))]  # argmax: first maximum, i.e. the tie-break
+
+    def _sorted(self) -> tuple[list[PoolEntry], np.ndarray]:
+        if self._stack is None:
+            entries = sorted(self._entries.values(), key=lambda e: (self.index[e.owner], e.row))
+            phis = np.array([np.asarray(e.phi, dtype=np.float64) for e in entries]) if entries else np.zeros((0, 0))
+            self._stack = (entries, phis)
+        return self._stack
+
+
+def verify(entry_phi: np.ndarray, claimed: float, direction: np.ndarray, tol: float) -> bool:
+    """Does the point's bid, recomputed under the direction of the round it was bid in, match the
+    claim? Relative tolerance ``tol`` (absolute below 1), as in the non-private curator.
+
+    >>> verify(np.array([1.0, 2.0]), 5.0, np.array([1.0, 2.0]), 1e-9)
+    True
+    >>> verify(np.array([1.0, 2.0]), 5.1, np.array([1.0, 2.0]), 1e-9)
+    False
+    """
+    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not (math.isfinite(tol) and tol >= 0):
+        raise _fail(ValueError, "tol", "verify", "a finite number >= 0", tol)
+    if isinstance(claimed, bool) or not isinstance(claimed, numbers.Real) or not math.isfinite(claimed):
+        return False
+    actual = bid_value(entry_phi, direction)
+    return math.isfinite(actual) and abs(actual - claimed) <= tol * max(1.0, abs(claimed))
