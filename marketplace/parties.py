@@ -10,6 +10,7 @@ import numpy as np
 
 from marketplace import seeds
 from marketplace.consumer.summarize import SummarizeConsumer
+from marketplace.curator.private_summarize import PrivateSchedule, PrivateSummarizeCurator
 from marketplace.curator.summarize import SummarizeCurator
 from marketplace.data.dataset import Dataset
 from marketplace.data.world import World, build_world
@@ -58,10 +59,12 @@ def build_role(config: ScenarioConfig, party: str, *, world: World | None = None
     features = public_features(config, world.dim)
     s = config.summarize
     if party == CURATOR:
-        return SummarizeCurator(
-            scenario_name=config.name, owners=tuple(ids[1:-1]), features=features, seed_set=world.seed_set.X,
-            dim=world.dim, rounds=s.rounds, verify_tolerance=s.verify_tolerance,
-        )
+        common = dict(scenario_name=config.name, owners=tuple(ids[1:-1]), features=features, seed_set=world.seed_set.X,
+                      dim=world.dim, rounds=s.rounds, verify_tolerance=s.verify_tolerance)
+        if s.privacy.enabled:
+            schedule = PrivateSchedule.resolve(s.privacy, features=s.features, rounds=s.rounds)
+            return PrivateSummarizeCurator(schedule=schedule, seed=seeds.derive(config.seed, "summarize.curator.noise"), **common)
+        return SummarizeCurator(**common)
     if party == CONSUMER:
         return SummarizeConsumer(
             scenario_name=config.name, validation=world.validation, test=world.test, gamma=s.gamma,

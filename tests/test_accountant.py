@@ -402,3 +402,9 @@ def test_spend_is_keyword_only_after_delta():
 def test_docstring_examples_hold():
     result = doctest.testmod(accountant, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 10
+
+
+def test_advanced_composition_of_huge_steps_is_infinite_not_an_error():
+    from marketplace.privacy.accountant import advanced
+
+    assert advanced(1e6, 3, 1e-5).eps == float("inf")

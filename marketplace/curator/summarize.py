@@ -213,16 +213,19 @@ class SummarizeCurator(Role):
         return self._phi_cache[1]
 
     def _accept(self, owner: str, point: Point) -> None:
-        phi = self._phi(point)
+        self._add_to_summary(owner, point.row, point.x, int(point.y), self._phi(point))
+
+    def _add_to_summary(self, owner: str, row: int, x: np.ndarray, y: int, phi: np.ndarray) -> None:
+        """Grow D_s by one verified point and credit its owner with the point's marginal gain."""
         gain = rff_objective_gain(self.target_mean, self.summary_sum, self.diag_excess, self.q, phi)
         self.value[owner] += gain
         self.summary_sum = self.summary_sum + phi
         self.diag_excess += 1.0 - float(phi @ phi)
         self.q += 1
-        self.received.add((owner, point.row))
-        self.selection.append((owner, point.row))
-        self.summary_X.append(np.array(point.x, dtype=np.float64))
-        self.summary_y.append(int(point.y))
+        self.received.add((owner, row))
+        self.selection.append((owner, row))
+        self.summary_X.append(np.array(x, dtype=np.float64))
+        self.summary_y.append(int(y))
         log.info("round %d/%d done", self.round, self.rounds)
 
     def _progress_after_loss(self, peer: str) -> list[Send]:

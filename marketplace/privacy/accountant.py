@@ -139,7 +139,10 @@ def advanced(eps0: float, k: int, delta: float, *, delta0: float = 0.0) -> Guara
     delta0 = _delta(delta0, "delta0", "advanced")
     if k == 0:
         return ZERO
-    eps = eps0 * math.sqrt(2 * k * math.log(1 / delta)) + k * eps0 * math.expm1(eps0)
+    try:
+        eps = eps0 * math.sqrt(2 * k * math.log(1 / delta)) + k * eps0 * math.expm1(eps0)
+    except OverflowError:  # e^eps0 past the float range: the theorem gives no useful bound
+        eps = math.inf
     return Guarantee(eps, k * delta0 + delta)
 
 

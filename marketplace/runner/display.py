@@ -64,7 +64,13 @@ def summary_tables(report: dict[str, Any]) -> list[Table]:
     t = report["timing"]
     head.add_row("time", f"wall {t['wall_s']:.2f} s; compute {t['compute_s']:.2f} s, transport {t['transport_s']:.3f} s (summed over parties)")
     replay = report.get("checks", {}).get("central_replay", {})
-    head.add_row("check", f"selection equals the central replay of the protocol rule: {replay.get('matches')}")
+    if replay.get("applicable", True):
+        head.add_row("check", f"selection equals the central replay of the protocol rule: {replay.get('matches')}")
+    private = report.get("config", {}).get("summarize", {}).get("privacy", {}).get("enabled", False)
+    if private:
+        for name, ledger in report.get("privacy", {}).items():
+            if isinstance(ledger, dict) and "eps" in ledger:
+                head.add_row("privacy", f"{name}: eps = {_fmt(ledger['eps'])}, delta = {_fmt(ledger['delta'])} ({ledger.get('theorem')})")
     if report.get("dropouts"):
         head.add_row("dropouts", ", ".join(f"{k} (round {v['round']})" for k, v in report["dropouts"].items()))
     if report.get("flagged"):
@@ -77,7 +83,8 @@ def summary_tables(report: dict[str, Any]) -> list[Table]:
     quality.add_column("with seed set", justify="right")
     quality.add_column("linear-SVM accuracy", justify="right")
     m = report["metrics"]
-    quality.add_row("protocol (non-private greedy)", _fmt(m.get("mmd2")), _fmt(m.get("mmd2_with_seed_set")), _fmt(m.get("accuracy")))
+    label = "protocol (private)" if private else "protocol (non-private greedy)"
+    quality.add_row(label, _fmt(m.get("mmd2")), _fmt(m.get("mmd2_with_seed_set")), _fmt(m.get("accuracy")))
     for name, b in m.get("baselines", {}).items():
         quality.add_row(name.replace("_", " "), _fmt(b.get("mmd2")), _fmt(b.get("mmd2_with_seed_set")), _fmt(b.get("accuracy")))
 

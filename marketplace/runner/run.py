@@ -15,7 +15,7 @@ from marketplace import __version__
 from marketplace.messages import PROTOCOL_VERSION
 from marketplace.parties import build_role, make_world, party_ids
 from marketplace.roles import CONSUMER, CURATOR
-from marketplace.runner.evaluate import baselines, central_replay, mmd2_with_seed_set, owner_picks
+from marketplace.runner.evaluate import baselines, central_replay, mmd2_with_seed_set, non_private_greedy, owner_picks
 from marketplace.runner.party_process import default_run_id, party_report, single_threaded_blas, write_json
 from marketplace.data import world_summary
 from marketplace.runner.processes import Launch, forkserver_context, last_line, run_processes
@@ -141,6 +141,9 @@ def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[s
     metrics = dict(consumer.get("metrics") or {"mmd2": None, "accuracy": None})
     metrics["mmd2_with_seed_set"] = mmd2_with_seed_set(config, world, owner_picks(selection))
     metrics["baselines"] = baselines(config, world)
+    private = config.summarize.privacy.enabled
+    if private:
+        metrics["baselines"]["non_private_greedy"] = non_private_greedy(config, world)
     report: dict[str, Any] = {
         "scenario": config.name,
         "protocol": config.protocol,
@@ -156,7 +159,8 @@ def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[s
             for p in parties
         ],
         "messages": message_summary(parties),
-        "privacy": {p: {"guarantee": "none", "note": "non-private protocol: points and exact embeddings are revealed"}
+        "privacy": curator.get("privacy", {}) if private else
+                   {p: {"guarantee": "none", "note": "non-private protocol: points and exact embeddings are revealed"}
                     for p in party_ids(config) if p != CURATOR},
         "timing": timing_summary(parties, wall_s, extra_transport_s),
         "parsimony": curator.get("parsimony"),
@@ -167,6 +171,7 @@ def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[s
         "flagged": curator.get("flagged", {}),
         "end_reason": curator.get("end_reason"),
         "checks": {"central_replay": central_replay(config, world, selection)},
+        "auction": curator.get("auction"),
         "data": world_summary(world),
         "config": scenario.raw,
         "party_details": {p["id"]: {k: p.get(k) for k in ("result", "timing", "driver", "errors", "errors_received", "log")} for p in parties},

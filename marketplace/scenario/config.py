@@ -39,6 +39,41 @@ class TransportConfig:
 
 
 @dataclass(frozen=True)
+class SummarizePrivacy:
+    """The private form of `summarize` (DESIGN.md §3): h2 releases and PRIVAUCTION.
+
+    Defaults are the paper's settings. Every eps here is *per MWEM iteration* as the project's h2
+    implements it (an iteration costs exactly eps: eps/2 selection, eps/2 measurement, sensitivity
+    2), or per auction round for ``eps_auction``.
+    """
+
+    enabled: bool = False
+    eps_validation: PositiveFloat = 0.01
+    """eps_v: per iteration of the one-off release of g~ = h2(h1(D_v)), T_init iterations."""
+    eps_first_round: PositiveFloat = 0.05
+    """eps_{l=1}: per iteration of round 1's release of g_1 (T_init iterations on D_init)."""
+    eps_later_rounds: PositiveFloat | None = None
+    """eps_{l>1} per iteration (T_sub per round); default 0.01 / sqrt(p * T_sub)."""
+    t_init: Annotated[int, Range(min=1)] | None = None
+    """Iterations of the first release of each embedding; default floor(d^1.5) (1656 for d = 140)."""
+    t_sub: Annotated[int, Range(min=1)] = 5
+    """Iterations per later round (warm start from the previous state)."""
+    eps_auction: Annotated[float, Range(min=0.0)] = 0.1
+    """eps_auc: the rank-r owner is asked with probability exp(-eps_auc (r - 1))."""
+    tau: Annotated[int, Range(min=1)] = 5
+    """An owner is asked at its tau-th bid since it was last asked."""
+    theorem: Literal["basic", "advanced", "optimal", "zcdp"] = "advanced"
+    delta_validation: Annotated[float, Range(min=0.0, max=1.0, min_open=True, max_open=True)] = 0.01
+    delta_summary: Annotated[float, Range(min=0.0, max=1.0, min_open=True, max_open=True)] = 1e-4
+    budget_validation: PositiveFloat | None = None
+    """Refuse to start if D_v's planned total eps (by ``theorem``) exceeds this."""
+    budget_summary: PositiveFloat | None = None
+    """Refuse to start if the owners' points in D_s would get a planned total eps above this."""
+    secure: bool = False
+    """Draw noise from OS entropy with OpenDP's exact samplers (not reproducible from the seed)."""
+
+
+@dataclass(frozen=True)
 class SummarizeConfig:
     """The summarization protocol (DESIGN.md §3), non-private form."""
 
@@ -53,6 +88,7 @@ class SummarizeConfig:
     svm_c: PositiveFloat = 1.0
     """C of the linear SVM trained on each summary to measure downstream accuracy."""
     baselines: tuple[Literal["uniform", "exact_greedy"], ...] = ("uniform", "exact_greedy")
+    privacy: SummarizePrivacy = field(default_factory=SummarizePrivacy)
 
 
 @dataclass(frozen=True)

@@ -72,6 +72,23 @@ def _resolve_paths(raw: dict[str, Any], base: Path) -> None:
             node[keys[-1]] = str(p if p.is_absolute() else (base / p).resolve())
 
 
+def check_privacy_plan(config: ScenarioConfig) -> None:
+    """Refuse a private run whose planned spend exceeds a configured budget, before anything starts."""
+    privacy = config.summarize.privacy
+    if not privacy.enabled:
+        return
+    from marketplace.curator.private_summarize import PrivateSchedule
+    from marketplace.privacy.accountant import BudgetExceeded
+
+    schedule = PrivateSchedule.resolve(privacy, features=config.summarize.features, rounds=config.summarize.rounds)
+    ledgers = schedule.ledgers(budget_validation=privacy.budget_validation, budget_summary=privacy.budget_summary)
+    try:
+        schedule.plan(ledgers, config.summarize.rounds, seed_set_size=config.data.seed_set.size)
+    except BudgetExceeded as err:
+        key = "budget_validation" if str(err).startswith("consumer:D_v") else "budget_summary"
+        raise SchemaError(f"summarize.privacy.{key}", "a budget that covers the planned spend", str(err)) from None
+
+
 def parse_scenario(raw: Any, *, source: str, base_dir: Path, overrides: list[str] | tuple[str, ...] = ()) -> Scenario:
     """Validate an already-parsed mapping (from YAML or Python) into a :class:`Scenario`."""
     if not isinstance(raw, dict):
@@ -83,6 +100,7 @@ def parse_scenario(raw: Any, *, source: str, base_dir: Path, overrides: list[str
     try:
         config = build(ScenarioConfig, raw)
         check_source_available(config.data.source, "data.source")
+        check_privacy_plan(config)
     except SchemaError as err:
         raise ScenarioError(source, err.path, f"expected {err.expected}, got {err.got}") from None
     return Scenario(config=config, raw=to_plain(config), source=source)

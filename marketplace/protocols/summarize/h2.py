@@ -360,6 +360,12 @@ def _record(ledger: PrivacyLedger | None, cost: IterationCost, T: int) -> None:
     ledger.spend(measure.eps, mechanism=measure.mechanism, count=T)
 
 
+def record_h2(ledger: PrivacyLedger, *, eps: float, T: int, split: tuple[float, float] | str = DEFAULT_SPLIT) -> None:
+    """Record on ``ledger`` exactly what a T-iteration h2 call at ``eps`` records, without running
+    it: how a planned run is checked against its budget before it starts."""
+    _record(ledger, _iteration_cost(eps, split, "record_h2"), T)
+
+
 # ---------------------------------------------------------------------------------------------
 # MWEM.
 

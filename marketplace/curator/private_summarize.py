@@ -1,0 +1,232 @@
+"""The curator's side of private `summarize`: h2 releases instead of exact means, PRIVAUCTION
+instead of asking the best bidder only.
+
+What changes against :class:`~marketplace.curator.summarize.SummarizeCurator`:
+
+* g~ is h2(h1(D_v)) (T_init iterations at eps_v), recorded on the ``consumer:D_v`` ledger.
+* Each round's g_l is h2(h1(D_s)): the first release runs T_init iterations, later ones continue
+  the same MWEM state for T_sub iterations (warm start). A release computed while D_s holds only
+  the public seed set protects no private row and is recorded on no ledger; later ones are
+  recorded on the ``D_s`` ledger (the owners' points in the summary).
+* Owners are asked by the auction's rank coins and tau rule; every point received goes into the
+  pool (verified against the direction of the round it was bid in); the pool's best point under
+  the current direction enters D_s. Nobody is told who won. Each round's coins are recorded on the
+  ``auction`` ledger (eps_auc per round, the bound on what an owner learns from being asked).
+
+Owners and the consumer run unchanged: the protocol differs only in what the curator releases
+and whom it asks.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from marketplace.curator.summarize import SummarizeCurator
+from marketplace.messages import Envelope, ProtocolError
+from marketplace.messages.kinds import Point, Request, RoundOpen
+from marketplace.privacy.accountant import PrivacyLedger
+from marketplace.privacy.rng import make_rng
+from marketplace.protocols.summarize import Pool, PoolEntry, PrivAuction, bid_direction, h2_release, verify
+from marketplace.protocols.summarize.h2 import record_h2
+from marketplace.roles import Send
+from marketplace.scenario.config import SummarizePrivacy
+
+log = logging.getLogger("marketplace.curator.summarize")  # same logger: the runner reads round progress from it
+
+VALIDATION, SUMMARY, AUCTION = "consumer:D_v", "D_s", "auction"
+
+
+@dataclass(frozen=True)
+class PrivateSchedule:
+    """The resolved privacy settings of a run (defaults filled in from d and p)."""
+
+    eps_validation: float
+    eps_first_round: float
+    eps_later_rounds: float
+    t_init: int
+    t_sub: int
+    eps_auction: float
+    tau: int
+    theorem: str
+    delta_validation: float
+    delta_summary: float
+    secure: bool
+
+    @classmethod
+    def resolve(cls, privacy: SummarizePrivacy, *, features: int, rounds: int) -> "PrivateSchedule":
+        t_sub = privacy.t_sub
+        return cls(
+            eps_validation=privacy.eps_validation,
+            eps_first_round=privacy.eps_first_round,
+            eps_later_rounds=privacy.eps_later_rounds or 0.01 / math.sqrt(rounds * t_sub),
+            t_init=privacy.t_init or math.floor(features ** 1.5),  # 140 -> 1656, as in the paper
+            t_sub=t_sub,
+            eps_auction=privacy.eps_auction,
+            tau=privacy.tau,
+            theorem=privacy.theorem,
+            delta_validation=privacy.delta_validation,
+            delta_summary=privacy.delta_summary,
+            secure=privacy.secure,
+        )
+
+    def ledgers(self, *, budget_validation: float | None = None, budget_summary: float | None = None) -> dict[str, PrivacyLedger]:
+        """Empty ledgers, one per protected dataset, with the configured budgets."""
+        return {
+            VALIDATION: PrivacyLedger(VALIDATION, theorem=self.theorem, delta=self.delta_validation,
+                                      budget=None if budget_validation is None else (budget_validation, self.delta_validation)),
+            SUMMARY: PrivacyLedger(SUMMARY, theorem=self.theorem, delta=self.delta_summary,
+                                   budget=None if budget_summary is None else (budget_summary, self.delta_summary)),
+            AUCTION: PrivacyLedger(AUCTION, theorem="basic"),
+        }
+
+    def plan(self, ledgers: dict[str, PrivacyLedger], rounds: int, *, seed_set_size: int) -> None:
+        """Spend the whole planned run on ``ledgers``: raises ``BudgetExceeded`` if it cannot fit.
+
+        Rounds whose D_s holds only public seed points cost nothing; with an empty seed set the
+        first round has no release at all. The worst case is assumed: every later round releases.
+        """
+        record_h2(ledgers[VALIDATION], eps=self.eps_validation, T=self.t_init)
+        private_rounds = rounds - 1
+        if private_rounds > 0:
+            record_h2(ledgers[SUMMARY], eps=self.eps_later_rounds, T=private_rounds * self.t_sub)
+        if self.eps_auction > 0:
+            ledgers[AUCTION].spend(self.eps_auction, mechanism="auction coins (per round)", count=rounds)
+
+
+class PrivateSummarizeCurator(SummarizeCurator):
+    role_name = "curator"
+
+    def __init__(self, *, schedule: PrivateSchedule, seed: int | np.random.SeedSequence, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.schedule = schedule
+        self.rng = make_rng(seed=seed, secure=schedule.secure)
+        self.ledgers = schedule.ledgers()
+        self.auction = PrivAuction(owners=self.owners, eps_auc=schedule.eps_auction, tau=schedule.tau, rng=self.rng)
+        self.pool = Pool(self.owners)
+        seed_set = kwargs["seed_set"]
+        self.summary_rows_phi: list[np.ndarray] = list(self.features.transform(seed_set)) if len(seed_set) else []
+        self.private_rows = 0  # rows of D_s that came from owners
+        self.mwem_state = None
+        self.awaiting: set[str] = set()
+        self.asked_per_round: list[int] = []
+
+    # --- releases --------------------------------------------------------------------------
+    def _release_target(self, phi: np.ndarray) -> np.ndarray:
+        s = self.schedule
+        _, release = h2_release(phi, T=s.t_init, eps=s.eps_validation, rng=self.rng, secure=s.secure,
+                                ledger=self.ledgers[VALIDATION])
+        return release
+
+    def _release_summary(self) -> np.ndarray:
+        s = self.schedule
+        if not self.summary_rows_phi:
+            return np.zeros(self.features.n_features)
+        first = self.mwem_state is None
+        ledger = self.ledgers[SUMMARY] if self.private_rows else None  # the seed set alone is public
+        self.mwem_state, release = h2_release(
+            np.asarray(self.summary_rows_phi), state=self.mwem_state, T=s.t_init if first else s.t_sub,
+            eps=s.eps_first_round if first else s.eps_later_rounds, rng=self.rng, secure=s.secure, ledger=ledger)
+        return release
+
+    def _on_validation_set(self, message: Envelope) -> list[Send]:
+        if message.sender != "consumer" or self.target_mean is not None:
+            raise ProtocolError(party=message.sender, kind="validation_set", reason="only the consumer sends D_v, once")
+        X = message.body.X
+        if X.shape[1] != self.dim or len(X) == 0:
+            raise ProtocolError(party=message.sender, kind="validation_set", reason=f"expected a non-empty (m, {self.dim}) array, got {list(X.shape)}")
+        self.ledger.see("consumer", len(X))
+        self.validation_size = len(X)
+        self.target_mean = self._release_target(self.features.transform(X))
+        return self._maybe_begin()
+
+    def _open_round(self) -> list[Send]:
+        if self.round >= self.rounds:
+            return self._finish("all rounds done")
+        if not self.active:
+            return self._finish("no owner left")
+        self.round += 1
+        self.phase = "bidding"
+        self.bids = {}
+        released = self._release_summary()
+        self.direction = bid_direction(self.target_mean, released, self.q)
+        body = RoundOpen(round=self.round, summary_mean=released, q=self.q)
+        return [Send(o, body) for o in self.active]
+
+    # --- auction -----------------------------------------------------------------------------
+    def _maybe_choose(self) -> list[Send]:
+        if self.phase != "bidding" or len(self.bids) < len(self.active):
+            return []
+        offers = {o: (b.value if b.available else None) for o, b in self.bids.items()}
+        if all(v is None for v in offers.values()) and not len(self.pool):
+            return self._finish("every owner has run out of points")
+        asked = self.auction.decide(offers) if any(v is not None for v in offers.values()) else set()
+        if self.schedule.eps_auction > 0:
+            self.ledgers[AUCTION].spend(self.schedule.eps_auction, mechanism="auction coins (per round)")
+        self.asked_per_round.append(len(asked))
+        self.awaiting = set(asked)
+        self.phase = "acquiring"
+        if not self.awaiting:
+            return self._select_from_pool()
+        return [Send(o, Request(round=self.round)) for o in sorted(asked, key=self.rank.__getitem__)]
+
+    def _on_point(self, message: Envelope) -> list[Send]:
+        point: Point = message.body
+        sender = message.sender
+        if self.phase != "acquiring" or sender not in self.awaiting or point.round != self.round:
+            raise ProtocolError(party=sender, kind="point", reason="no point was requested from this owner for this round")
+        self.ledger.see(sender)
+        self.awaiting.discard(sender)
+        problem = self._verify_private(sender, point)
+        if problem:
+            self.flagged[sender] = problem
+            if sender in self.active:
+                self.active.remove(sender)
+            log.warning("owner %s flagged and excluded: %s", sender, problem)
+        else:
+            phi = self._phi(point)
+            self.pool.add(PoolEntry(owner=sender, row=point.row, x=np.array(point.x), phi=phi,
+                                    claimed=self.bids[sender].value, round=self.round, y=int(point.y)))
+        return self._select_from_pool() if not self.awaiting else []
+
+    def _verify_private(self, owner: str, point: Point) -> str | None:
+        if point.x.shape != (self.dim,):
+            return f"point has shape {list(point.x.shape)}, expected [{self.dim}]"
+        if self.pool.seen(owner, point.row):
+            return f"row {point.row} was already sent in an earlier round"
+        claimed = self.bids[owner].value
+        if not verify(self._phi(point), claimed, self.direction, self.tolerance):
+            return f"round {self.round}: the point's bid value does not match the claimed bid {claimed:.12g}"
+        return None
+
+    def _select_from_pool(self) -> list[Send]:
+        entry = self.pool.best(self.direction)
+        if entry is None:
+            return self._open_round_again()
+        self.pool.remove(entry)
+        self.summary_rows_phi.append(entry.phi)
+        self.private_rows += 1
+        self._add_to_summary(entry.owner, entry.row, entry.x, int(entry.y), entry.phi)
+        return self._open_round()
+
+    def _progress_after_loss(self, peer: str) -> list[Send]:
+        if self.phase == "acquiring":
+            self.awaiting.discard(peer)
+            return self._select_from_pool() if not self.awaiting else []
+        return super()._progress_after_loss(peer)
+
+    def result(self) -> dict[str, Any]:
+        out = super().result()
+        out["privacy"] = {name: ledger.to_dict() for name, ledger in self.ledgers.items()}
+        out["auction"] = {
+            "asked_per_round_mean": float(np.mean(self.asked_per_round)) if self.asked_per_round else 0.0,
+            "pool_left": len(self.pool),
+            "eps_auction": self.schedule.eps_auction,
+            "tau": self.schedule.tau,
+        }
+        out["schedule"] = self.schedule.__dict__.copy()
+        return out

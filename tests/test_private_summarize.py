@@ -1,0 +1,94 @@
+"""Private summarize end to end: ledgers in the report, budgets refused before start, huge eps
+behaves like the non-private protocol, the same seed gives the same run with either driver."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from marketplace.runner.run import run_scenario
+from marketplace.scenario import ScenarioError, parse_scenario
+
+
+@pytest.fixture
+def private_scenario(tiny_scenario):
+    scenario = copy.deepcopy(tiny_scenario)
+    scenario["data"]["source"]["covariate_shift"]["rows_per_component"] = 120
+    scenario["data"]["consumer"].update(validation_size=30, test_size=20)
+    scenario["summarize"].update(rounds=8, features=40,
+                                 privacy={"enabled": True, "t_init": 200, "t_sub": 5, "eps_auction": 0.5, "tau": 3})
+    return scenario
+
+
+def run(raw, tmp_path, name="run", driver="inprocess"):
+    return run_scenario(parse_scenario(raw, source="private", base_dir=tmp_path), tmp_path / name, driver=driver)
+
+
+def test_a_private_run_reports_a_ledger_per_protected_dataset(private_scenario, tmp_path):
+    report = run(private_scenario, tmp_path)
+    assert report["status"] == "completed"
+    privacy = report["privacy"]
+    assert set(privacy) == {"consumer:D_v", "D_s", "auction"}
+    assert sum(s["count"] for s in privacy["consumer:D_v"]["steps"]) == 200 * 2  # T_init x (select + measure)
+    # round 1's release is on the public seed set alone: only the 7 later rounds are charged
+    assert sum(s["count"] for s in privacy["D_s"]["steps"]) == 7 * 5 * 2
+    assert sum(s["count"] for s in privacy["auction"]["steps"]) == 8
+    assert 0 < privacy["consumer:D_v"]["eps"] and privacy["consumer:D_v"]["delta"] <= 0.01
+
+
+def test_a_private_run_is_reproducible_from_its_seed(private_scenario, tmp_path):
+    a, b = run(private_scenario, tmp_path, "a"), run(private_scenario, tmp_path, "b")
+    assert a["selection"] == b["selection"] and a["metrics"] == b["metrics"]
+
+
+@pytest.mark.slow
+def test_a_private_run_gives_the_same_report_with_either_driver(private_scenario, tmp_path):
+    inprocess = run(private_scenario, tmp_path, "inproc")
+    processes = run(private_scenario, tmp_path, "proc", driver="processes")
+    assert processes["status"] == "completed", processes["failures"]
+    for key in ("selection", "metrics", "value", "parsimony", "privacy"):
+        assert processes[key] == inprocess[key], key
+
+
+def test_with_huge_eps_the_private_run_selects_what_the_non_private_one_does(private_scenario, tmp_path):
+    huge = copy.deepcopy(private_scenario)
+    huge["summarize"]["privacy"].update(eps_validation=1e6, eps_first_round=1e6, eps_later_rounds=1e6,
+                                        eps_auction=50.0, tau=1000, t_init=3000, t_sub=400)
+    private = run(huge, tmp_path, "private")
+    plain = copy.deepcopy(huge)
+    plain["summarize"]["privacy"] = {"enabled": False}
+    public = run(plain, tmp_path, "public")
+    same = len(set(map(tuple, private["selection"])) & set(map(tuple, public["selection"])))
+    # h2 keeps its quantization noise at any eps, so "nearly": most picks shared, quality within 10%
+    assert same >= 4, (private["selection"], public["selection"])
+    assert private["metrics"]["mmd2"] == pytest.approx(public["metrics"]["mmd2"], rel=0.10)
+    assert private["parsimony"]["rho"] == pytest.approx(1.0)  # eps_auc huge: only rank 1 is asked
+
+
+def test_owners_learn_only_whether_they_were_asked(private_scenario, tmp_path):
+    report = run(private_scenario, tmp_path)
+    for party, details in report["party_details"].items():
+        if party.startswith("owner-"):
+            assert details["result"]["rounds_seen"] == 8
+    kinds_to_owners = {k for k in report["messages"]["by_kind"]} - {"hello", "validation_set", "bid", "point", "summary", "bye"}
+    assert kinds_to_owners == {"target_embedding", "round_open", "request", "shutdown"}
+
+
+def test_a_budget_smaller_than_the_plan_is_refused_before_anything_starts(private_scenario, tmp_path):
+    private_scenario["summarize"]["privacy"]["budget_validation"] = 0.05
+    with pytest.raises(ScenarioError, match="summarize.privacy.budget_validation") as err:
+        parse_scenario(private_scenario, source="private", base_dir=tmp_path)
+    assert "planned total" in str(err.value)
+
+
+def test_the_plan_checked_before_start_is_what_the_run_spends(private_scenario, tmp_path):
+    from marketplace.curator.private_summarize import PrivateSchedule
+
+    config = parse_scenario(private_scenario, source="private", base_dir=tmp_path).config
+    schedule = PrivateSchedule.resolve(config.summarize.privacy, features=config.summarize.features, rounds=config.summarize.rounds)
+    planned = schedule.ledgers()
+    schedule.plan(planned, config.summarize.rounds, seed_set_size=config.data.seed_set.size)
+    report = run(private_scenario, tmp_path)
+    for name, ledger in planned.items():
+        assert report["privacy"][name]["eps"] == pytest.approx(ledger.to_dict()["eps"], rel=1e-12), name
