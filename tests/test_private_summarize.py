@@ -92,3 +92,34 @@ def test_the_plan_checked_before_start_is_what_the_run_spends(private_scenario, 
     report = run(private_scenario, tmp_path)
     for name, ledger in planned.items():
         assert report["privacy"][name]["eps"] == pytest.approx(ledger.to_dict()["eps"], rel=1e-12), name
+
+
+def test_a_lying_owner_is_caught_in_the_private_auction(private_scenario, tmp_path):
+    from marketplace.parties import build_role, make_world, party_ids
+    from marketplace.transport.inprocess import run_inprocess
+    from marketplace.transport.node import Node
+    from test_roles import CheatingOwner
+
+    config = parse_scenario(private_scenario, source="private", base_dir=tmp_path).config
+    world = make_world(config)
+    roles = [build_role(config, p, world=world) for p in party_ids(config)]
+    honest = roles[1]
+    roles[1] = CheatingOwner(party_id="owner-1", scenario_name=config.name, data=honest.data, features=roles[0].features)
+    run_inprocess([Node(r, run_id="t", max_message_bytes=1 << 24) for r in roles])
+    curator = roles[0]
+    asked_owner_1 = roles[1].result()["points_sent"] > 0
+    assert asked_owner_1  # eps_auc = 0.5 and tau = 3 over 8 rounds: owner-1 is asked at some point
+    assert "owner-1" in curator.flagged and all(o != "owner-1" for o, _ in curator.selection)
+
+
+def test_the_private_summary_has_no_duplicate_and_owners_never_resend(private_scenario, tmp_path):
+    private_scenario["summarize"]["rounds"] = 20
+    private_scenario["summarize"]["privacy"].update(eps_auction=0.05, tau=2)  # many requests: a big pool
+    report = run(private_scenario, tmp_path)
+    selection = [tuple(s) for s in report["selection"]]
+    assert len(selection) == len(set(selection)) == 20
+    for party, details in report["party_details"].items():
+        if party.startswith("owner-"):
+            sent = details["result"]["sent_rows"]
+            assert len(sent) == len(set(sent))
+    assert report["parsimony"]["points_seen"] > 20 + report["parsimony"]["validation_size"]  # the pool kept extras
