@@ -28,10 +28,10 @@ import numpy as np
 
 from marketplace.curator.summarize import SummarizeCurator
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.messages.kinds import Point, Request, RoundOpen
+from marketplace.messages.kinds import Point, Request
 from marketplace.privacy.accountant import PrivacyLedger
 from marketplace.privacy.rng import make_rng
-from marketplace.protocols.summarize import Pool, PoolEntry, PrivAuction, bid_direction, h2_release, verify
+from marketplace.protocols.summarize import Pool, PoolEntry, PrivAuction, h2_release, verify
 from marketplace.protocols.summarize.h2 import record_h2
 from marketplace.roles import Send
 from marketplace.scenario.config import SummarizePrivacy
@@ -132,30 +132,6 @@ class PrivateSummarizeCurator(SummarizeCurator):
             np.asarray(self.summary_rows_phi), state=self.mwem_state, T=s.t_init if first else s.t_sub,
             eps=s.eps_first_round if first else s.eps_later_rounds, rng=self.rng, secure=s.secure, ledger=ledger)
         return release
-
-    def _on_validation_set(self, message: Envelope) -> list[Send]:
-        if message.sender != "consumer" or self.target_mean is not None:
-            raise ProtocolError(party=message.sender, kind="validation_set", reason="only the consumer sends D_v, once")
-        X = message.body.X
-        if X.shape[1] != self.dim or len(X) == 0:
-            raise ProtocolError(party=message.sender, kind="validation_set", reason=f"expected a non-empty (m, {self.dim}) array, got {list(X.shape)}")
-        self.ledger.see("consumer", len(X))
-        self.validation_size = len(X)
-        self.target_mean = self._release_target(self.features.transform(X))
-        return self._maybe_begin()
-
-    def _open_round(self) -> list[Send]:
-        if self.round >= self.rounds:
-            return self._finish("all rounds done")
-        if not self.active:
-            return self._finish("no owner left")
-        self.round += 1
-        self.phase = "bidding"
-        self.bids = {}
-        released = self._release_summary()
-        self.direction = bid_direction(self.target_mean, released, self.q)
-        body = RoundOpen(round=self.round, summary_mean=released, q=self.q)
-        return [Send(o, body) for o in self.active]
 
     # --- auction -----------------------------------------------------------------------------
     def _maybe_choose(self) -> list[Send]:

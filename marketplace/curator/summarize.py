@@ -121,8 +121,16 @@ class SummarizeCurator(Role):
             raise ProtocolError(party=message.sender, kind="validation_set", reason=f"expected a non-empty (m, {self.dim}) array, got {list(X.shape)}")
         self.ledger.see(CONSUMER, len(X))
         self.validation_size = len(X)
-        self.target_mean = self.features.transform(X).mean(axis=0)
+        self.target_mean = self._release_target(self.features.transform(X))
         return self._maybe_begin()
+
+    def _release_target(self, phi: np.ndarray) -> np.ndarray:
+        """g~ from h1(D_v): here the exact mean (the private curator releases h2 of it instead)."""
+        return phi.mean(axis=0)
+
+    def _release_summary(self) -> np.ndarray:
+        """g_l from D_s: here the exact mean (the private curator releases h2 of it instead)."""
+        return self.summary_sum / self.q if self.q else np.zeros_like(self.summary_sum)
 
     def _maybe_begin(self) -> list[Send]:
         everyone = set(self.active) | {CONSUMER}
@@ -141,7 +149,7 @@ class SummarizeCurator(Role):
         self.round += 1
         self.phase = "bidding"
         self.bids = {}
-        summary_mean = self.summary_sum / self.q if self.q else np.zeros_like(self.summary_sum)
+        summary_mean = self._release_summary()
         self.direction = bid_direction(self.target_mean, summary_mean, self.q)
         body = RoundOpen(round=self.round, summary_mean=summary_mean, q=self.q)
         return [Send(o, body) for o in self.active]

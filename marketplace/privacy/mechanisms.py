@@ -265,7 +265,28 @@ class Mechanism:
         return f"{type(self).__name__}({cost})"
 
 
-class Laplace(Mechanism):
+class _AdditiveNoise(Mechanism):
+    """value + noise: seeded draws in simulation, the OpenDP measurement in secure mode."""
+
+    def _noise(self, shape: tuple[int, ...]) -> np.ndarray:
+        raise TypeError(f"{type(self).__name__} must define _noise")
+
+    def measurement(self, size: int):
+        raise TypeError(f"{type(self).__name__} must define measurement")
+
+    def randomise(self, value):
+        """The noisy value: a float for a scalar, an array of the same shape for an array."""
+        values = _as_values(type(self).__name__, value)
+        noisy = self._secure(values) if self.secure else values + self._noise(values.shape)
+        return float(noisy) if np.ndim(value) == 0 else noisy
+
+    def _secure(self, values: np.ndarray) -> np.ndarray:
+        if values.size == 0:
+            return values.copy()
+        return _run_on_vector(self.measurement(values.size), values)
+
+
+class Laplace(_AdditiveNoise):
     """``value + Lap(sensitivity / epsilon)``, element-wise: epsilon-DP for L1 sensitivity."""
 
     name = "laplace"
@@ -291,16 +312,8 @@ class Laplace(Mechanism):
         sensitivity = _check_positive(cls.__name__, "sensitivity", sensitivity)
         return cls(epsilon=sensitivity / scale, sensitivity=sensitivity, rng=rng, secure=secure)
 
-    def randomise(self, value):
-        """The noisy value: a float for a scalar, an array of the same shape for an array."""
-        values = _as_values(type(self).__name__, value)
-        noisy = self._secure(values) if self.secure else values + self.rng.laplace(0.0, self.scale, size=values.shape)
-        return float(noisy) if np.ndim(value) == 0 else noisy
-
-    def _secure(self, values: np.ndarray) -> np.ndarray:
-        if values.size == 0:
-            return values.copy()
-        return _run_on_vector(self.measurement(values.size), values)
+    def _noise(self, shape: tuple[int, ...]) -> np.ndarray:
+        return self.rng.laplace(0.0, self.scale, size=shape)
 
     def measurement(self, size: int):
         """Secure mode's OpenDP measurement for ``size`` values, whose privacy map certifies the cost."""
@@ -315,7 +328,7 @@ class Laplace(Mechanism):
         return self._certified[size]
 
 
-class GaussianZCDP(Mechanism):
+class GaussianZCDP(_AdditiveNoise):
     """``value + N(0, sigma^2)``, sigma = sensitivity / sqrt(2 rho): rho-zCDP for L2 sensitivity."""
 
     name = "gaussian_zcdp"
@@ -336,16 +349,8 @@ class GaussianZCDP(Mechanism):
         if self.secure:
             _opendp()
 
-    def randomise(self, value):
-        """The noisy value: a float for a scalar, an array of the same shape for an array."""
-        values = _as_values(type(self).__name__, value)
-        noisy = self._secure(values) if self.secure else values + self.rng.normal(0.0, self.sigma, size=values.shape)
-        return float(noisy) if np.ndim(value) == 0 else noisy
-
-    def _secure(self, values: np.ndarray) -> np.ndarray:
-        if values.size == 0:
-            return values.copy()
-        return _run_on_vector(self.measurement(values.size), values)
+    def _noise(self, shape: tuple[int, ...]) -> np.ndarray:
+        return self.rng.normal(0.0, self.sigma, size=shape)
 
     def measurement(self, size: int):
         """Secure mode's OpenDP measurement for ``size`` values, whose privacy map certifies the cost."""
