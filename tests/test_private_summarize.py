@@ -35,6 +35,9 @@ def test_a_private_run_reports_a_ledger_per_protected_dataset(private_scenario, 
     assert sum(s["count"] for s in privacy["D_s"]["steps"]) == 7 * 5 * 2
     assert sum(s["count"] for s in privacy["auction"]["steps"]) == 8
     assert 0 < privacy["consumer:D_v"]["eps"] and privacy["consumer:D_v"]["delta"] <= 0.01
+    m = report["metrics"]
+    assert m["mmd2_increase_over_greedy_pct"] == pytest.approx(
+        100 * (m["mmd2"] / m["baselines"]["non_private_greedy"]["mmd2"] - 1), rel=1e-12)
 
 
 def test_a_private_run_is_reproducible_from_its_seed(private_scenario, tmp_path):

@@ -87,6 +87,8 @@ def summary_tables(report: dict[str, Any]) -> list[Table]:
     quality.add_row(label, _fmt(m.get("mmd2")), _fmt(m.get("mmd2_with_seed_set")), _fmt(m.get("accuracy")))
     for name, b in m.get("baselines", {}).items():
         quality.add_row(name.replace("_", " "), _fmt(b.get("mmd2")), _fmt(b.get("mmd2_with_seed_set")), _fmt(b.get("accuracy")))
+    if m.get("mmd2_increase_over_greedy_pct") is not None:
+        quality.caption = f"private MMD^2 is {m['mmd2_increase_over_greedy_pct']:+.1f}% against the non-private greedy"
 
     parties = Table(title="parties", title_justify="left")
     for col in ("party", "pid", "status", "sent", "received", "KiB sent", "value"):

@@ -143,7 +143,10 @@ def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[s
     metrics["baselines"] = baselines(config, world)
     private = config.summarize.privacy.enabled
     if private:
-        metrics["baselines"]["non_private_greedy"] = non_private_greedy(config, world)
+        reference = metrics["baselines"]["non_private_greedy"] = non_private_greedy(config, world)
+        if metrics.get("mmd2") is not None and reference.get("mmd2"):
+            # the paper's headline comparison: how much MMD^2 privacy costs against the greedy it protects
+            metrics["mmd2_increase_over_greedy_pct"] = 100.0 * (metrics["mmd2"] / reference["mmd2"] - 1.0)
     report: dict[str, Any] = {
         "scenario": config.name,
         "protocol": config.protocol,
