@@ -11,34 +11,17 @@ Run: python benchmarks/bench_h2.py [--secure]
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
-from collections.abc import Callable
 
 import numpy as np
 
 from marketplace.privacy.rng import make_rng
 from marketplace.protocols.summarize import RandomFourierFeatures
 from marketplace.protocols.summarize.h2 import MwemState, coordinate_sums, h2_release, mwem, quantize
+from timing import median_seconds, report  # benchmarks/timing.py: a script's own folder is on sys.path
 
 D, T_INIT, T_SUB = 140, 1656, 5
 EPS_V, EPS_SUB = 0.01, 0.01 / (5 * 200) ** 0.5  # the paper's eps_v and eps_{l>1} for p = 200
-
-
-def median_seconds(fn: Callable[[], object], repeats: int) -> float:
-    """Median wall time of ``repeats`` calls of fn (after one warm-up call)."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
-def report(name: str, seconds: float, repeats: int) -> None:
-    unit, scale = ("ms", 1e3) if seconds >= 1e-3 else ("us", 1e6)
-    print(f"{name:<62} {seconds * scale:10.2f} {unit}   (median of {repeats})")
 
 
 def main() -> None:

@@ -8,29 +8,11 @@ Run: python benchmarks/bench_summarize_core.py
 
 from __future__ import annotations
 
-import statistics
-import time
-from collections.abc import Callable
 
 import numpy as np
 
 from marketplace.protocols.summarize import RandomFourierFeatures, best_offer, exact_kernel_greedy
-
-
-def median_seconds(fn: Callable[[], object], repeats: int) -> float:
-    """Median wall time of ``repeats`` calls of fn (after one warm-up call)."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
-def report(name: str, seconds: float, repeats: int) -> None:
-    unit, scale = ("ms", 1e3) if seconds >= 1e-3 else ("us", 1e6)
-    print(f"{name:<58} {seconds * scale:10.1f} {unit}   (median of {repeats})")
+from timing import median_seconds, report  # benchmarks/timing.py: a script's own folder is on sys.path
 
 
 def main() -> None:
