@@ -260,6 +260,15 @@ class Mechanism:
         return {"mechanism": self.name, "epsilon": self.epsilon, "delta": self.delta, "rho": self.rho,
                 "sensitivity": self.sensitivity, "secure": self.secure}
 
+    def _check_pure(self, *, epsilon: float, sensitivity: float, rng: np.random.Generator | None, secure: bool) -> None:
+        """Check and set what every pure epsilon-DP mechanism takes (delta is 0)."""
+        owner = type(self).__name__
+        self.epsilon = _check_positive(owner, "epsilon", epsilon)
+        self.sensitivity = _check_positive(owner, "sensitivity", sensitivity)
+        self.secure = _check_secure(owner, secure)
+        self.rng = _check_rng(owner, rng, self.secure)
+        self.delta = 0.0
+
     def __repr__(self) -> str:
         cost = ", ".join(f"{k}={v!r}" for k, v in self.privacy_cost().items() if k != "mechanism")
         return f"{type(self).__name__}({cost})"
@@ -292,12 +301,7 @@ class Laplace(_AdditiveNoise):
     name = "laplace"
 
     def __init__(self, *, epsilon: float, sensitivity: float, rng: np.random.Generator | None, secure: bool = False):
-        owner = type(self).__name__
-        self.epsilon = _check_positive(owner, "epsilon", epsilon)
-        self.sensitivity = _check_positive(owner, "sensitivity", sensitivity)
-        self.secure = _check_secure(owner, secure)
-        self.rng = _check_rng(owner, rng, self.secure)
-        self.delta = 0.0
+        self._check_pure(epsilon=epsilon, sensitivity=sensitivity, rng=rng, secure=secure)
         self.rho = self.epsilon**2 / 2
         self.scale = self.sensitivity / self.epsilon
         self.grid = 2.0 ** _grid_exponent(self.scale) if self.secure else None
@@ -395,6 +399,16 @@ class Gaussian(GaussianZCDP):
         self._setup_secure()
 
 
+def _secure_noisy_max(divergence: str, scale: float, sensitivity: float, bound: float):
+    """OpenDP's noisy-max over float utilities, with ``scale`` raised until its privacy map
+    certifies ``bound`` (rho under zCDP, epsilon under the max divergence)."""
+    dp = _opendp()
+    space = dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.linf_distance(T=float)
+    build = lambda s: dp.m.make_noisy_max(*space, getattr(dp, divergence)(), scale=s)  # noqa: E731
+    _, measurement = _certify(build, scale, sensitivity, bound)
+    return measurement
+
+
 class Exponential(Mechanism):
     """Pick index i with probability ∝ exp(epsilon u_i / (2 sensitivity)): epsilon-DP when no
     utility moves by more than ``sensitivity`` between neighbouring datasets (McSherry & Talwar
@@ -404,20 +418,12 @@ class Exponential(Mechanism):
     name = "exponential"
 
     def __init__(self, *, epsilon: float, sensitivity: float, rng: np.random.Generator | None, secure: bool = False):
-        owner = type(self).__name__
-        self.epsilon = _check_positive(owner, "epsilon", epsilon)
-        self.sensitivity = _check_positive(owner, "sensitivity", sensitivity)
-        self.secure = _check_secure(owner, secure)
-        self.rng = _check_rng(owner, rng, self.secure)
-        self.delta = 0.0
+        self._check_pure(epsilon=epsilon, sensitivity=sensitivity, rng=rng, secure=secure)
         self.rho = self.epsilon**2 / 8
         self.gumbel_scale = 2 * self.sensitivity / self.epsilon
         self._certified = None
-        if self.secure:
-            dp = _opendp()
-            space = dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.linf_distance(T=float)
-            build = lambda s: dp.m.make_noisy_max(*space, dp.zero_concentrated_divergence(), scale=s)  # noqa: E731
-            _, self._certified = _certify(build, self.gumbel_scale, self.sensitivity, self.rho)
+        if self.secure:  # OpenDP's exact Gumbel noisy-max, certified in zCDP
+            self._certified = _secure_noisy_max("zero_concentrated_divergence", self.gumbel_scale, self.sensitivity, self.rho)
 
     @classmethod
     def from_weight(cls, *, beta: float, sensitivity: float, rng: np.random.Generator | None, secure: bool = False) -> "Exponential":
@@ -448,20 +454,12 @@ class ReportNoisyMax(Mechanism):
     name = "report_noisy_max"
 
     def __init__(self, *, epsilon: float, sensitivity: float, rng: np.random.Generator | None, secure: bool = False):
-        owner = type(self).__name__
-        self.epsilon = _check_positive(owner, "epsilon", epsilon)
-        self.sensitivity = _check_positive(owner, "sensitivity", sensitivity)
-        self.secure = _check_secure(owner, secure)
-        self.rng = _check_rng(owner, rng, self.secure)
-        self.delta = 0.0
+        self._check_pure(epsilon=epsilon, sensitivity=sensitivity, rng=rng, secure=secure)
         self.rho = self.epsilon**2 / 2
         self.noise_scale = 2 * self.sensitivity / self.epsilon
         self._certified = None
-        if self.secure:
-            dp = _opendp()
-            space = dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.linf_distance(T=float)
-            build = lambda s: dp.m.make_noisy_max(*space, dp.max_divergence(), scale=s)  # noqa: E731
-            _, self._certified = _certify(build, self.noise_scale, self.sensitivity, self.epsilon)
+        if self.secure:  # OpenDP's exponential-noise noisy-max, certified in pure DP
+            self._certified = _secure_noisy_max("max_divergence", self.noise_scale, self.sensitivity, self.epsilon)
 
     def randomise(self, utilities) -> int:
         """The selected index."""
