@@ -7,7 +7,6 @@ import logging
 import os
 import sys
 from datetime import datetime
-from pathlib import Path
 
 from marketplace import __version__
 

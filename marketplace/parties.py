@@ -20,6 +20,11 @@ from marketplace.roles import CONSUMER, CURATOR, Role, owner_id
 from marketplace.scenario import ScenarioConfig
 
 
+def role_of(party: str) -> str:
+    """The role name of a party id: curator, consumer or owner."""
+    return "curator" if party == CURATOR else "consumer" if party == CONSUMER else "owner"
+
+
 def party_ids(config: ScenarioConfig) -> list[str]:
     """Every party of a run, in the fixed start order: curator, owners, consumer."""
     return [CURATOR, *(owner_id(i) for i in range(config.parties.owners)), CONSUMER]

@@ -31,7 +31,7 @@ from marketplace.messages import Envelope, ProtocolError
 from marketplace.messages.kinds import Point, Request
 from marketplace.privacy.accountant import PrivacyLedger
 from marketplace.privacy.rng import make_rng
-from marketplace.protocols.summarize import Pool, PoolEntry, PrivAuction, h2_release, verify
+from marketplace.protocols.summarize import Pool, PoolEntry, PrivAuction, h2_release
 from marketplace.protocols.summarize.h2 import record_h2
 from marketplace.roles import Send
 from marketplace.scenario.config import SummarizePrivacy
@@ -157,7 +157,7 @@ class PrivateSummarizeCurator(SummarizeCurator):
             raise ProtocolError(party=sender, kind="point", reason="no point was requested from this owner for this round")
         self.ledger.see(sender)
         self.awaiting.discard(sender)
-        problem = self._verify_private(sender, point)
+        problem = self._verify(sender, point)
         if problem:
             self.flagged[sender] = problem
             if sender in self.active:
@@ -169,15 +169,9 @@ class PrivateSummarizeCurator(SummarizeCurator):
                                     claimed=self.bids[sender].value, round=self.round, y=int(point.y)))
         return self._select_from_pool() if not self.awaiting else []
 
-    def _verify_private(self, owner: str, point: Point) -> str | None:
-        if point.x.shape != (self.dim,):
-            return f"point has shape {list(point.x.shape)}, expected [{self.dim}]"
-        if self.pool.seen(owner, point.row):
-            return f"row {point.row} was already sent in an earlier round"
-        claimed = self.bids[owner].value
-        if not verify(self._phi(point), claimed, self.direction, self.tolerance):
-            return f"round {self.round}: the point's bid value does not match the claimed bid {claimed:.12g}"
-        return None
+    def _sent_before(self, owner: str, row: int) -> bool:
+        """Every received point is pooled, so the pool remembers all of them (kept or not)."""
+        return self.pool.seen(owner, row)
 
     def _select_from_pool(self) -> list[Send]:
         entry = self.pool.best(self.direction)

@@ -15,7 +15,7 @@ import numpy as np
 
 from marketplace.curator.ledger import ParsimonyLedger
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.messages.kinds import Bid, Bye, Hello, Point, Request, RoundOpen, Shutdown, Summary, TargetEmbedding, ValidationSet
+from marketplace.messages.kinds import Bid, Hello, Point, Request, RoundOpen, Shutdown, Summary, TargetEmbedding
 from marketplace.protocols.summarize import RandomFourierFeatures, bid_direction, bid_value, rff_objective_gain
 from marketplace.roles import CONSUMER, CURATOR, Role, Send
 
@@ -203,10 +203,16 @@ class SummarizeCurator(Role):
         self._accept(sender, point)
         return self._open_round()
 
+    def _sent_before(self, owner: str, row: int) -> bool:
+        """Whether ``owner`` already sent this row (here: a row in the summary)."""
+        return (owner, row) in self.received
+
     def _verify(self, owner: str, point: Point) -> str | None:
+        """Why a received point cannot be accepted, or None: wrong shape, sent before, or a bid
+        value (recomputed for this round's direction) that differs from the claimed one."""
         if point.x.shape != (self.dim,):
             return f"point has shape {list(point.x.shape)}, expected [{self.dim}]"
-        if (owner, point.row) in self.received:
+        if self._sent_before(owner, point.row):
             return f"row {point.row} was already sent in an earlier round"
         claimed = self.bids[owner].value
         actual = bid_value(self._phi(point), self.direction)

@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Literal
 
 from marketplace.data.dataset import World
-from marketplace.parties import party_ids, share_of
-from marketplace.roles import CONSUMER, CURATOR
+from marketplace.parties import party_ids, role_of, share_of
+from marketplace.roles import CURATOR
 from marketplace.scenario import Scenario
 
 Launch = Literal["forkserver", "exec"]
@@ -181,8 +181,7 @@ def run_processes(scenario: Scenario, scenario_path: Path, out_dir: Path, run_id
             report = report_dir / f"{party}.json"
             if launch == "forkserver":
                 return _fork(scenario, party, share_of(world, party), endpoint, report, run_id, log_dir, **extra)
-            role = "curator" if party == CURATOR else "consumer" if party == CONSUMER else "owner"
-            cmd = _command(role, party, scenario_path, endpoint, report, run_id)
+            cmd = _command(role_of(party), party, scenario_path, endpoint, report, run_id)
             if extra.get("endpoint_file"):
                 cmd += ["--endpoint-file", str(extra["endpoint_file"])]
             return _spawn(cmd, party, log_dir)

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from marketplace import __version__
 from marketplace.messages import PROTOCOL_VERSION
-from marketplace.parties import build_role, make_world, party_ids
+from marketplace.parties import build_role, make_world, party_ids, role_of
 from marketplace.roles import CONSUMER, CURATOR
 from marketplace.runner.evaluate import baselines, central_replay, mmd2_with_seed_set, non_private_greedy, owner_picks
 from marketplace.runner.party_process import default_run_id, party_report, single_threaded_blas, write_json
@@ -102,7 +102,7 @@ def _run_processes(scenario: Scenario, resolved: Path, out: Path, run_id: str, o
         try:
             rep = json.loads(path.read_text())
         except (OSError, ValueError):
-            rep = {"id": child.party, "role": _role_of(child.party), "pid": child.proc.pid, "host": socket.gethostname(),
+            rep = {"id": child.party, "role": role_of(child.party), "pid": child.proc.pid, "host": socket.gethostname(),
                    "status": "failed", "failure": f"no report (exit status {child.exit_code}); last log line: {last_line(child.log_path)}"}
         rep["exit_code"] = child.exit_code
         rep["log"] = str(child.log_path)
@@ -120,10 +120,6 @@ def _process_failures(run, parties: list[dict[str, Any]]) -> str | None:
         if rep["exit_code"] != 0 and rep["id"] not in dropouts:
             failures.append(f"{rep['id']} exited with status {rep['exit_code']}: {rep.get('failure') or last_line(Path(rep['log']))}")
     return "; ".join(failures) or None
-
-
-def _role_of(party: str) -> str:
-    return "curator" if party == CURATOR else "consumer" if party == CONSUMER else "owner"
 
 
 def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[str, Any]], failure: str | None,
