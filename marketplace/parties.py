@@ -65,7 +65,7 @@ def build_role(config: ScenarioConfig, party: str, *, world: World | None = None
     s = config.summarize
     if party == CURATOR:
         common = dict(scenario_name=config.name, owners=tuple(ids[1:-1]), features=features, seed_set=world.seed_set.X,
-                      dim=world.dim, rounds=s.rounds, verify_tolerance=s.verify_tolerance)
+                      dim=world.dim, rounds=s.rounds, verify_tolerance=s.verify_tolerance, trust=s.curator)
         if s.privacy.enabled:
             schedule = PrivateSchedule.resolve(s.privacy, features=s.features, rounds=s.rounds)
             return PrivateSummarizeCurator(schedule=schedule, seed=seeds.derive(config.seed, "summarize.curator.noise"), **common)
@@ -73,13 +73,13 @@ def build_role(config: ScenarioConfig, party: str, *, world: World | None = None
     if party == CONSUMER:
         return SummarizeConsumer(
             scenario_name=config.name, validation=world.validation, test=world.test, gamma=s.gamma,
-            svm_c=s.svm_c, svm_seed=seeds.derive_int(config.seed, "summarize.svm"),
+            svm_c=s.svm_c, svm_seed=seeds.derive_int(config.seed, "summarize.svm"), features=features, trust=s.curator,
         )
     index = ids.index(party) - 1
     data = owner_data if owner_data is not None else world.owners[index]
     if data.X.shape[1] != world.dim:
         raise ValueError(f"{party}: data file has {data.X.shape[1]} features, the scenario's data has {world.dim}")
-    return SummarizeOwner(party_id=party, scenario_name=config.name, data=data, features=features)
+    return SummarizeOwner(party_id=party, scenario_name=config.name, data=data, features=features, trust=s.curator)
 
 
 def load_owner_file(path: str) -> Dataset:

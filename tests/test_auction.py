@@ -22,7 +22,7 @@ def auction(*, eps_auc: float = 0.5, tau: int = NEVER, seed: int = 1, owners: tu
 
 def entry(owner: str, row: int, phi, *, claimed: float = 0.0, round: int = 1) -> PoolEntry:
     phi = np.asarray(phi, dtype=np.float64)
-    return PoolEntry(owner=owner, row=row, x=np.zeros(2), phi=phi, claimed=claimed, round=round, y=0)
+    return PoolEntry(owner=owner, row=row, phi=phi, claimed=claimed, round=round, content=(np.zeros(2), 0))
 
 
 # --- request probabilities -----------------------------------------------------------------------

@@ -25,9 +25,12 @@ from marketplace.messages.kinds import (
     Point,
     Request,
     RoundOpen,
+    SealedPoint,
+    SealedSummary,
     Shutdown,
     Summary,
     TargetEmbedding,
+    ValidationEmbedding,
     ValidationSet,
 )
 
@@ -75,6 +78,16 @@ def summaries(draw: st.DrawFn) -> Summary:
     )
 
 
+KEYS = st.binary(min_size=32, max_size=32)
+SEALED = st.binary(min_size=1, max_size=64)
+
+
+@st.composite
+def sealed_summaries(draw: st.DrawFn) -> SealedSummary:
+    p, d = draw(SIZES), draw(SIZES)
+    return SealedSummary(phi=draw(float_arrays((p, d))), sealed=tuple(draw(SEALED) for _ in range(p)), rounds=draw(COUNTS))
+
+
 BODIES: dict[str, st.SearchStrategy[Any]] = {
     "hello": st.builds(Hello, role=st.sampled_from(["owner", "consumer"]), protocol=texts(1, 64), scenario=texts(0, 200)),
     "heartbeat": st.just(Heartbeat()),
@@ -88,12 +101,15 @@ BODIES: dict[str, st.SearchStrategy[Any]] = {
     "shutdown": st.builds(Shutdown, reason=texts(0, 100), status=st.sampled_from(["completed", "failed"])),
     "bye": st.just(Bye()),
     "validation_set": validation_sets(),
-    "target_embedding": st.builds(TargetEmbedding, mean=SIZES.flatmap(lambda d: float_arrays((d,)))),
+    "target_embedding": st.builds(TargetEmbedding, mean=SIZES.flatmap(lambda d: float_arrays((d,))), consumer_key=st.none() | KEYS),
+    "validation_embedding": st.builds(ValidationEmbedding, phi=st.tuples(SIZES, SIZES).flatmap(float_arrays), consumer_key=KEYS),
     "round_open": round_opens(),
     "bid": st.builds(Bid, round=ROUNDS, value=FINITE, available=st.booleans()),
     "request": st.builds(Request, round=ROUNDS),
     "point": points(),
     "summary": summaries(),
+    "sealed_point": st.builds(SealedPoint, round=ROUNDS, phi=SIZES.flatmap(lambda d: float_arrays((d,))), row=COUNTS, sealed=SEALED),
+    "sealed_summary": sealed_summaries(),
 }
 
 

@@ -1,21 +1,34 @@
 """The consumer's side of `summarize`: hand D_v (features only) to the curator, receive the summary,
-and measure it against its own data: exact-kernel MMD^2 to D_v and linear-SVM accuracy on its test set."""
+and measure it against its own data: exact-kernel MMD^2 to D_v and linear-SVM accuracy on its test set.
+
+With a less-trusted curator the consumer sends h1 of each D_v row and a fresh public key instead of
+D_v, and receives the summary as sealed points with the embeddings the curator verified. It opens
+each one and keeps it only if h1 of the opened point matches that embedding: an owner cannot get a
+point into the summary by showing the curator one embedding and sealing another point.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from marketplace.data.dataset import Dataset
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.messages.kinds import Bye, Hello, ValidationSet
-from marketplace.protocols.summarize import mmd2, svm_accuracy
+from marketplace.messages.kinds import Bye, Hello, SealedSummary, ValidationEmbedding, ValidationSet
+from marketplace.protocols.summarize import RandomFourierFeatures, mmd2, svm_accuracy
+from marketplace.protocols.summarize.sealing import ConsumerKey, SealingError
 from marketplace.roles import CONSUMER, Role, Send
+
+EMBEDDING_TOLERANCE = 1e-9
+"""Largest |h1(x)_i - phi_i| accepted between an opened point and the embedding the curator verified."""
 
 
 class SummarizeConsumer(Role):
     role_name = "consumer"
 
-    def __init__(self, *, scenario_name: str, validation: Dataset, test: Dataset, gamma: float, svm_c: float, svm_seed: int) -> None:
+    def __init__(self, *, scenario_name: str, validation: Dataset, test: Dataset, gamma: float, svm_c: float, svm_seed: int,
+                 features: RandomFourierFeatures | None = None, trust: str = "trusted") -> None:
         super().__init__()
         self.party_id = CONSUMER
         self.scenario_name = scenario_name
@@ -24,25 +37,35 @@ class SummarizeConsumer(Role):
         self.gamma = gamma
         self.svm_c = svm_c
         self.svm_seed = svm_seed
+        self.less_trusted = trust == "less_trusted"
+        if self.less_trusted and features is None:
+            raise ValueError("The 'features' parameter of SummarizeConsumer must be the public h1 map when trust is 'less_trusted'. Got None instead.")
+        self.features = features
+        self.key = ConsumerKey.generate() if self.less_trusted else None
         self.metrics: dict[str, float] | None = None
         self.summary_size = 0
+        self.rejected: list[dict[str, Any]] = []
         self.end_status = ""
 
     def start(self) -> list[Send]:
-        return [
-            Send("curator", Hello(role="consumer", protocol="summarize", scenario=self.scenario_name)),
-            Send("curator", ValidationSet(X=self.validation.X)),
-        ]
+        hello = Send("curator", Hello(role="consumer", protocol="summarize", scenario=self.scenario_name))
+        if self.less_trusted:
+            phi = self.features.transform(self.validation.X)
+            return [hello, Send("curator", ValidationEmbedding(phi=phi, consumer_key=self.key.public))]
+        return [hello, Send("curator", ValidationSet(X=self.validation.X))]
 
     def handle(self, message: Envelope) -> list[Send]:
-        if message.kind == "summary":
+        if message.kind in ("summary", "sealed_summary"):
+            wanted = "sealed_summary" if self.less_trusted else "summary"
+            if message.kind != wanted:
+                raise ProtocolError(party=message.sender, kind=message.kind, reason=f"this run's summary comes as {wanted!r}")
             if self.metrics is not None:
-                raise ProtocolError(party=message.sender, kind="summary", reason="the summary already arrived")
-            body = message.body
-            if body.X.shape[0] and body.X.shape[1] != self.validation.X.shape[1]:
-                raise ProtocolError(party=message.sender, kind="summary", reason=f"expected {self.validation.X.shape[1]} features, got {body.X.shape[1]}")
-            self.summary_size = len(body.X)
-            self.metrics = evaluate_summary(body.X, body.y, self.validation, self.test, gamma=self.gamma, svm_c=self.svm_c, svm_seed=self.svm_seed)
+                raise ProtocolError(party=message.sender, kind=message.kind, reason="the summary already arrived")
+            X, y = self._open(message) if self.less_trusted else (message.body.X, message.body.y)
+            if X.shape[0] and X.shape[1] != self.validation.X.shape[1]:
+                raise ProtocolError(party=message.sender, kind=message.kind, reason=f"expected {self.validation.X.shape[1]} features, got {X.shape[1]}")
+            self.summary_size = len(X)
+            self.metrics = evaluate_summary(X, y, self.validation, self.test, gamma=self.gamma, svm_c=self.svm_c, svm_seed=self.svm_seed)
             return []
         if message.kind == "shutdown":
             self.end_status = message.body.status
@@ -52,8 +75,32 @@ class SummarizeConsumer(Role):
             return [Send(message.sender, Bye(), reply_to=message.msg_id)]
         raise ProtocolError(party=message.sender, kind=message.kind, reason="the consumer does not accept this kind")
 
+    def _open(self, message: Envelope) -> tuple[np.ndarray, np.ndarray]:
+        """Open every sealed point; keep those whose h1 matches the embedding the curator verified."""
+        body: SealedSummary = message.body
+        if len(body.sealed) != len(body.phi):
+            raise ProtocolError(party=message.sender, kind=message.kind, reason=f"{len(body.sealed)} sealed points for {len(body.phi)} embeddings")
+        dim = self.validation.X.shape[1]
+        kept_x, kept_y = [], []
+        for i, (blob, phi) in enumerate(zip(body.sealed, body.phi)):
+            try:
+                x, y = self.key.open_point(blob, dim=dim)
+            except SealingError as exc:
+                self.rejected.append({"position": i, "reason": str(exc)})
+                continue
+            gap = float(np.abs(self.features.transform(x[None, :])[0] - phi).max()) if np.isfinite(x).all() else float("inf")
+            if gap > EMBEDDING_TOLERANCE:
+                self.rejected.append({"position": i, "reason": f"h1 of the opened point differs from the verified embedding by {gap:.3g}"})
+                continue
+            kept_x.append(x)
+            kept_y.append(y)
+        return np.array(kept_x, dtype=np.float64).reshape(len(kept_x), dim), np.array(kept_y, dtype=np.int64)
+
     def result(self) -> dict[str, Any]:
-        return {"metrics": self.metrics, "summary_size": self.summary_size, "end_status": self.end_status}
+        out = {"metrics": self.metrics, "summary_size": self.summary_size, "end_status": self.end_status}
+        if self.less_trusted:
+            out["rejected_points"] = self.rejected
+        return out
 
 
 def evaluate_summary(X, y, validation: Dataset, test: Dataset, *, gamma: float, svm_c: float, svm_seed: int) -> dict[str, float | None]:

@@ -1,4 +1,5 @@
-"""The curator's parsimony ledger: every raw data point it has seen, by where it came from."""
+"""The curator's parsimony ledger: every raw data point it has seen, by where it came from (and,
+apart, every h1 embedding a less-trusted curator saw instead of a point)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,15 @@ class ParsimonyLedger:
     """Counts raw points the curator has seen (the consumer's D_v included; rejected points too).
 
     rho = points seen / (|D_s| + |D_v|): 1 means the curator saw nothing beyond what it had to.
+    A less-trusted curator sees embeddings instead; ``rho_embeddings`` is the same ratio for them.
     """
 
     def __init__(self) -> None:
         self.by_party: dict[str, int] = defaultdict(int)
+        self.embeddings_by_party: dict[str, int] = defaultdict(int)
 
-    def see(self, party: str, count: int = 1) -> None:
-        self.by_party[party] += count
+    def see(self, party: str, count: int = 1, *, raw: bool = True) -> None:
+        (self.by_party if raw else self.embeddings_by_party)[party] += count
 
     @property
     def points_seen(self) -> int:
@@ -29,4 +32,6 @@ class ParsimonyLedger:
             "validation_size": validation_size,
             "rho": self.points_seen / denom if denom else None,
             "by_party": dict(sorted(self.by_party.items())),
+            "embeddings_seen": sum(self.embeddings_by_party.values()),
+            "rho_embeddings": sum(self.embeddings_by_party.values()) / denom if denom else None,
         }

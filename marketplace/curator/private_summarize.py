@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from marketplace.curator.summarize import SummarizeCurator
+from marketplace.curator.summarize import SummarizeCurator, payload
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.messages.kinds import Point, Request
+from marketplace.messages.kinds import Point, Request, SealedPoint
 from marketplace.privacy.accountant import PrivacyLedger
 from marketplace.privacy.rng import make_rng
 from marketplace.protocols.summarize import Pool, PoolEntry, PrivAuction, h2_release
@@ -151,11 +151,11 @@ class PrivateSummarizeCurator(SummarizeCurator):
         return [Send(o, Request(round=self.round)) for o in sorted(asked, key=self.rank.__getitem__)]
 
     def _on_point(self, message: Envelope) -> list[Send]:
-        point: Point = message.body
+        point: Point | SealedPoint = message.body
         sender = message.sender
         if self.phase != "acquiring" or sender not in self.awaiting or point.round != self.round:
-            raise ProtocolError(party=sender, kind="point", reason="no point was requested from this owner for this round")
-        self.ledger.see(sender)
+            raise ProtocolError(party=sender, kind=message.kind, reason="no point was requested from this owner for this round")
+        self.ledger.see(sender, raw=isinstance(point, Point))
         self.awaiting.discard(sender)
         problem = self._verify(sender, point)
         if problem:
@@ -165,8 +165,8 @@ class PrivateSummarizeCurator(SummarizeCurator):
             log.warning("owner %s flagged and excluded: %s", sender, problem)
         else:
             phi = self._phi(point)
-            self.pool.add(PoolEntry(owner=sender, row=point.row, x=np.array(point.x), phi=phi,
-                                    claimed=self.bids[sender].value, round=self.round, y=int(point.y)))
+            self.pool.add(PoolEntry(owner=sender, row=point.row, phi=phi, claimed=self.bids[sender].value,
+                                    round=self.round, content=payload(point)))
         return self._select_from_pool() if not self.awaiting else []
 
     def _sent_before(self, owner: str, row: int) -> bool:
@@ -180,7 +180,7 @@ class PrivateSummarizeCurator(SummarizeCurator):
         self.pool.remove(entry)
         self.summary_rows_phi.append(entry.phi)
         self.private_rows += 1
-        self._add_to_summary(entry.owner, entry.row, entry.x, int(entry.y), entry.phi)
+        self._add_to_summary(entry.owner, entry.row, entry.phi, entry.content)
         return self._open_round()
 
     def _progress_after_loss(self, peer: str) -> list[Send]:

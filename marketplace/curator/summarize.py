@@ -4,6 +4,11 @@ bidder only, verify its point, grow the summary.
 Phases: ``gathering`` (hellos and D_v) -> per round ``bidding`` -> ``acquiring`` -> ... ->
 ``closing`` (summary sent, waiting for every ``bye``). No message tells an owner who won: an owner
 learns only whether it was itself asked for a point.
+
+``trust="less_trusted"``: the curator never holds a raw point. It gets h1 of D_v's rows and of
+each requested point, verifies bids on those embeddings, and relays the points sealed for the
+consumer (:mod:`~marketplace.protocols.summarize.sealing`); only the consumer can open them and check
+them against the embeddings the curator verified.
 """
 
 from __future__ import annotations
@@ -15,19 +20,28 @@ import numpy as np
 
 from marketplace.curator.ledger import ParsimonyLedger
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.messages.kinds import Bid, Hello, Point, Request, RoundOpen, Shutdown, Summary, TargetEmbedding
+from marketplace.messages.kinds import (Bid, Hello, Point, Request, RoundOpen, SealedPoint, SealedSummary, Shutdown,
+                                        Summary, TargetEmbedding)
 from marketplace.protocols.summarize import RandomFourierFeatures, bid_direction, bid_value, rff_objective_gain
+from marketplace.protocols.summarize.sealing import sealed_size
 from marketplace.roles import CONSUMER, CURATOR, Role, Send
 
 log = logging.getLogger(__name__)
+
+TRUST_LEVELS = ("trusted", "less_trusted")
+_EMBEDDING_SLACK = 1e-9  # relative slack on |h1(x)_i| <= sqrt(2/d) for received embeddings
 
 
 class SummarizeCurator(Role):
     role_name = "curator"
 
     def __init__(self, *, scenario_name: str, owners: tuple[str, ...], features: RandomFourierFeatures,
-                 seed_set: np.ndarray, dim: int, rounds: int, verify_tolerance: float) -> None:
+                 seed_set: np.ndarray, dim: int, rounds: int, verify_tolerance: float, trust: str = "trusted") -> None:
         super().__init__()
+        if trust not in TRUST_LEVELS:
+            raise ValueError(f"The 'trust' parameter of {type(self).__name__} must be one of {list(TRUST_LEVELS)}. Got {trust!r} instead.")
+        self.less_trusted = trust == "less_trusted"
+        self.consumer_key: bytes | None = None
         self.party_id = CURATOR
         self.scenario_name = scenario_name
         self.owners = owners
@@ -58,9 +72,11 @@ class SummarizeCurator(Role):
         self.selection: list[tuple[str, int]] = []
         self.summary_X: list[np.ndarray] = []
         self.summary_y: list[int] = []
+        self.summary_phi: list[np.ndarray] = []  # less-trusted: what the consumer checks the sealed points against
+        self.summary_sealed: list[bytes] = []
         self.value: dict[str, float] = {o: 0.0 for o in owners}
         self.lost: set[str] = set()
-        self._phi_cache: tuple[Point, np.ndarray] | None = None
+        self._phi_cache: tuple[Point | SealedPoint, np.ndarray] | None = None
         self.waiting_bye: set[str] = set()
         self.end_reason = ""
 
@@ -75,8 +91,9 @@ class SummarizeCurator(Role):
 
     def handle(self, message: Envelope) -> list[Send]:
         handler = {
-            "hello": self._on_hello, "validation_set": self._on_validation_set, "bid": self._on_bid,
-            "point": self._on_point, "bye": self._on_bye,
+            "hello": self._on_hello, "validation_set": self._on_validation_set,
+            "validation_embedding": self._on_validation_embedding, "bid": self._on_bid,
+            "point": self._on_point, "sealed_point": self._on_point, "bye": self._on_bye,
         }.get(message.kind)
         if handler is None:
             raise ProtocolError(party=message.sender, kind=message.kind, reason="the curator does not accept this kind")
@@ -114,8 +131,7 @@ class SummarizeCurator(Role):
         return self._maybe_begin()
 
     def _on_validation_set(self, message: Envelope) -> list[Send]:
-        if message.sender != CONSUMER or self.target_mean is not None:
-            raise ProtocolError(party=message.sender, kind="validation_set", reason="only the consumer sends D_v, once")
+        self._check_first_validation(message, "validation_embedding")
         X = message.body.X
         if X.shape[1] != self.dim or len(X) == 0:
             raise ProtocolError(party=message.sender, kind="validation_set", reason=f"expected a non-empty (m, {self.dim}) array, got {list(X.shape)}")
@@ -123,6 +139,40 @@ class SummarizeCurator(Role):
         self.validation_size = len(X)
         self.target_mean = self._release_target(self.features.transform(X))
         return self._maybe_begin()
+
+    def _on_validation_embedding(self, message: Envelope) -> list[Send]:
+        self._check_first_validation(message, "validation_set")
+        phi = message.body.phi
+        problem = self._embedding_problem(phi, rows=True)
+        if problem or len(phi) == 0:
+            raise ProtocolError(party=message.sender, kind="validation_embedding", reason=problem or "expected at least one row")
+        self.ledger.see(CONSUMER, len(phi), raw=False)
+        self.validation_size = len(phi)
+        self.consumer_key = bytes(message.body.consumer_key)
+        self.target_mean = self._release_target(phi)
+        return self._maybe_begin()
+
+    def _check_first_validation(self, message: Envelope, other_kind: str) -> None:
+        """D_v comes from the consumer, once, in the form this curator's trust level calls for."""
+        kind = message.kind
+        if message.sender != CONSUMER or self.target_mean is not None:
+            raise ProtocolError(party=message.sender, kind=kind, reason="only the consumer sends D_v, once")
+        wanted = "validation_embedding" if self.less_trusted else "validation_set"
+        if kind != wanted:
+            trust = "less-trusted" if self.less_trusted else "trusted"
+            raise ProtocolError(party=message.sender, kind=kind, reason=f"a {trust} curator takes D_v as {wanted!r}, not {kind!r}")
+
+    def _embedding_problem(self, phi: np.ndarray, *, rows: bool) -> str | None:
+        """Why ``phi`` cannot be h1 of anything (wrong width, not finite, outside +-sqrt(2/d)), or None."""
+        d = self.features.n_features
+        shape = list(phi.shape)
+        if (rows and (phi.ndim != 2 or shape[1] != d)) or (not rows and shape != [d]):
+            return f"expected h1 embeddings of width {d}, got shape {shape}"
+        if not np.isfinite(phi).all():
+            return "the embedding has a non-finite value"
+        if phi.size and float(np.abs(phi).max()) > self.features.bound * (1 + _EMBEDDING_SLACK):
+            return f"an embedding coordinate exceeds sqrt(2/d) = {self.features.bound:.6g} (not an h1 embedding)"
+        return None
 
     def _release_target(self, phi: np.ndarray) -> np.ndarray:
         """g~ from h1(D_v): here the exact mean (the private curator releases h2 of it instead)."""
@@ -137,7 +187,8 @@ class SummarizeCurator(Role):
         if self.phase != "gathering" or self.target_mean is None or not everyone <= self.present:
             return []
         log.info("all %d owners and the consumer are present; |D_v| = %d", len(self.active), self.validation_size)
-        sends = [Send(o, TargetEmbedding(mean=self.target_mean)) for o in self.active]
+        body = TargetEmbedding(mean=self.target_mean, consumer_key=self.consumer_key)
+        sends = [Send(o, body) for o in self.active]
         return sends + self._open_round()
 
     # --- rounds --------------------------------------------------------------------------
@@ -188,11 +239,11 @@ class SummarizeCurator(Role):
         return self._open_round()
 
     def _on_point(self, message: Envelope) -> list[Send]:
-        point: Point = message.body
+        point: Point | SealedPoint = message.body
         sender = message.sender
         if self.phase != "acquiring" or sender != self.asked or point.round != self.round:
-            raise ProtocolError(party=sender, kind="point", reason="no point was requested from this owner for this round")
-        self.ledger.see(sender)
+            raise ProtocolError(party=sender, kind=message.kind, reason="no point was requested from this owner for this round")
+        self.ledger.see(sender, raw=isinstance(point, Point))
         problem = self._verify(sender, point)
         if problem:
             self.flagged[sender] = problem
@@ -207,11 +258,20 @@ class SummarizeCurator(Role):
         """Whether ``owner`` already sent this row (here: a row in the summary)."""
         return (owner, row) in self.received
 
-    def _verify(self, owner: str, point: Point) -> str | None:
-        """Why a received point cannot be accepted, or None: wrong shape, sent before, or a bid
-        value (recomputed for this round's direction) that differs from the claimed one."""
-        if point.x.shape != (self.dim,):
+    def _verify(self, owner: str, point: Point | SealedPoint) -> str | None:
+        """Why a received point cannot be accepted, or None: the wrong form for this curator, wrong
+        shape, sent before, or a bid value (recomputed for this round's direction) that differs from
+        the claimed one."""
+        if self.less_trusted != isinstance(point, SealedPoint):
+            return "sent a raw point to a less-trusted curator" if self.less_trusted else "sent a sealed point to a trusted curator"
+        if isinstance(point, Point) and point.x.shape != (self.dim,):
             return f"point has shape {list(point.x.shape)}, expected [{self.dim}]"
+        if isinstance(point, SealedPoint):
+            problem = self._embedding_problem(point.phi, rows=False)
+            if problem:
+                return problem
+            if len(point.sealed) != sealed_size(self.dim):
+                return f"sealed point has {len(point.sealed)} bytes, expected {sealed_size(self.dim)}"
         if self._sent_before(owner, point.row):
             return f"row {point.row} was already sent in an earlier round"
         claimed = self.bids[owner].value
@@ -220,17 +280,21 @@ class SummarizeCurator(Role):
             return f"round {self.round}: point's bid value {actual:.12g} does not match the claimed bid {claimed:.12g}"
         return None
 
-    def _phi(self, point: Point) -> np.ndarray:
-        """h1 of a received point, computed once per point (verification and acceptance share it)."""
+    def _phi(self, point: Point | SealedPoint) -> np.ndarray:
+        """h1 of a received point, computed once per point (verification and acceptance share it);
+        a sealed point brings its own (checked by the consumer when it opens the point)."""
+        if isinstance(point, SealedPoint):
+            return point.phi
         if self._phi_cache is None or self._phi_cache[0] is not point:
             self._phi_cache = (point, self.features.transform(point.x[None, :])[0])
         return self._phi_cache[1]
 
-    def _accept(self, owner: str, point: Point) -> None:
-        self._add_to_summary(owner, point.row, point.x, int(point.y), self._phi(point))
+    def _accept(self, owner: str, point: Point | SealedPoint) -> None:
+        self._add_to_summary(owner, point.row, self._phi(point), payload(point))
 
-    def _add_to_summary(self, owner: str, row: int, x: np.ndarray, y: int, phi: np.ndarray) -> None:
-        """Grow D_s by one verified point and credit its owner with the point's marginal gain."""
+    def _add_to_summary(self, owner: str, row: int, phi: np.ndarray, content: tuple[np.ndarray, int] | bytes) -> None:
+        """Grow D_s by one verified point and credit its owner with the point's marginal gain.
+        ``content`` is the point as (x, y), or sealed bytes with a less-trusted curator."""
         gain = rff_objective_gain(self.target_mean, self.summary_sum, self.diag_excess, self.q, phi)
         self.value[owner] += gain
         self.summary_sum = self.summary_sum + phi
@@ -238,8 +302,13 @@ class SummarizeCurator(Role):
         self.q += 1
         self.received.add((owner, row))
         self.selection.append((owner, row))
-        self.summary_X.append(np.array(x, dtype=np.float64))
-        self.summary_y.append(int(y))
+        if isinstance(content, bytes):
+            self.summary_phi.append(np.array(phi, dtype=np.float64))
+            self.summary_sealed.append(content)
+        else:
+            x, y = content
+            self.summary_X.append(np.array(x, dtype=np.float64))
+            self.summary_y.append(int(y))
         log.info("round %d/%d done", self.round, self.rounds)
 
     def _progress_after_loss(self, peer: str) -> list[Send]:
@@ -253,6 +322,11 @@ class SummarizeCurator(Role):
 
     # --- ending ----------------------------------------------------------------------------
     def _finish(self, reason: str) -> list[Send]:
+        if self.less_trusted:
+            d = self.features.n_features
+            sealed = SealedSummary(phi=np.array(self.summary_phi, dtype=np.float64).reshape(len(self.summary_phi), d),
+                                   sealed=tuple(self.summary_sealed), rounds=len(self.selection))
+            return [Send(CONSUMER, sealed)] + self._close(status="completed", reason=reason)
         summary = Summary(
             X=np.array(self.summary_X, dtype=np.float64).reshape(len(self.summary_X), self.dim),
             y=np.array(self.summary_y, dtype=np.int64),
@@ -287,4 +361,10 @@ class SummarizeCurator(Role):
             "flagged": dict(self.flagged),
             "dropouts": dict(self.dropouts),
             "seed_set_size": self.seed_size,
+            "curator_trust": "less_trusted" if self.less_trusted else "trusted",
         }
+
+
+def payload(point: Point | SealedPoint) -> tuple[np.ndarray, int] | bytes:
+    """What of a received point goes into D_s: (x, y), or the sealed bytes the curator cannot read."""
+    return bytes(point.sealed) if isinstance(point, SealedPoint) else (point.x, int(point.y))

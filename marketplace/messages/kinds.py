@@ -8,7 +8,12 @@ Summarize flow (non-private): every party says ``hello``; the consumer sends ``v
 the curator sends ``target_embedding`` to the owners, then each round ``round_open``; every owner
 answers with a ``bid``; the curator sends ``request`` to the best bidder only, which answers with a
 ``point``. After the last round the consumer gets the ``summary``; everyone gets ``shutdown`` and
-answers ``bye``. ``heartbeat`` keeps liveness both ways; ``error`` answers a message that could not
+answers ``bye``.
+
+Less-trusted curator: the consumer sends ``validation_embedding`` (h1 of each D_v row and its public
+key) instead of ``validation_set``; ``target_embedding`` carries that key to the owners; a requested
+owner answers with a ``sealed_point`` (the point's h1 embedding, and the point sealed for the
+consumer); the consumer gets a ``sealed_summary``. The curator never holds a raw point. ``heartbeat`` keeps liveness both ways; ``error`` answers a message that could not
 be accepted.
 """
 
@@ -25,6 +30,8 @@ from marketplace.schema import Length, Range
 KINDS: dict[str, type] = {}
 
 PartyName = Annotated[str, Length(min=1, max=64)]
+PublicKey = Annotated[bytes, Length(min=32, max=32)]
+SealedBytes = Annotated[bytes, Length(min=1, max=1 << 20)]
 RoundNo = Annotated[int, Range(min=1)]
 Count = Annotated[int, Range(min=0)]
 Text = Annotated[str, Length(max=2000)]
@@ -103,12 +110,23 @@ class ValidationSet:
     X: Annotated[np.ndarray, Array, ArraySpec(("<f8",), ("m", "dim"))]
 
 
+@kind("validation_embedding")
+@dataclass(frozen=True)
+class ValidationEmbedding:
+    """Less-trusted curator: h1 of each row of D_v (never the rows), and the consumer's public key."""
+
+    phi: Annotated[np.ndarray, Array, ArraySpec(("<f8",), ("m", "d"))]
+    consumer_key: PublicKey
+
+
 @kind("target_embedding")
 @dataclass(frozen=True)
 class TargetEmbedding:
-    """g~: the mean h1-embedding of D_v, broadcast once to every owner."""
+    """g~: the mean h1-embedding of D_v, broadcast once to every owner; with a less-trusted curator
+    also the consumer's public key, to which owners seal the points they send."""
 
     mean: vector("d")
+    consumer_key: PublicKey | None = None
 
 
 @kind("round_open")
@@ -157,4 +175,27 @@ class Summary:
 
     X: Annotated[np.ndarray, Array, ArraySpec(("<f8",), ("p", "dim"))]
     y: Annotated[np.ndarray, Array, ArraySpec(("<i8",), ("p",))]
+    rounds: Count
+
+
+@kind("sealed_point")
+@dataclass(frozen=True)
+class SealedPoint:
+    """Less-trusted curator: the requested point's h1 embedding (checked against the bid) and the
+    point itself sealed for the consumer (fixed length, unreadable by the curator)."""
+
+    round: RoundNo
+    phi: vector("d")
+    row: Count
+    sealed: SealedBytes
+
+
+@kind("sealed_summary")
+@dataclass(frozen=True)
+class SealedSummary:
+    """Less-trusted curator: D_s as the embeddings the curator verified and the sealed points, in
+    summary order; the consumer opens each and checks it against its embedding."""
+
+    phi: Annotated[np.ndarray, Array, ArraySpec(("<f8",), ("p", "d"))]
+    sealed: tuple[SealedBytes, ...]
     rounds: Count

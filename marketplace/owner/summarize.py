@@ -3,7 +3,8 @@
 The owner embeds its data once with the public h1 map. Each round it offers the best of its
 *unsent* points for the direction g~ - q/(q+1) g_l (DESIGN.md §3), remembers which point that was,
 and hands it over only if the curator asks for it in that round. A point once sent is never offered
-again.
+again. With a less-trusted curator the owner sends the point's h1 embedding and the point sealed
+for the consumer (whose key came with g~) instead of the point.
 """
 
 from __future__ import annotations
@@ -14,16 +15,20 @@ import numpy as np
 
 from marketplace.data.dataset import Dataset
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.messages.kinds import Bid, Bye, Hello, Point, RoundOpen
+from marketplace.messages.kinds import Bid, Bye, Hello, Point, RoundOpen, SealedPoint
 from marketplace.protocols.summarize import RandomFourierFeatures, best_offer, bid_direction
+from marketplace.protocols.summarize.sealing import seal_point
 from marketplace.roles import Role, Send
 
 
 class SummarizeOwner(Role):
     role_name = "owner"
 
-    def __init__(self, *, party_id: str, scenario_name: str, data: Dataset, features: RandomFourierFeatures) -> None:
+    def __init__(self, *, party_id: str, scenario_name: str, data: Dataset, features: RandomFourierFeatures,
+                 trust: str = "trusted") -> None:
         super().__init__()
+        self.less_trusted = trust == "less_trusted"
+        self.consumer_key: bytes | None = None
         self.party_id = party_id
         self.scenario_name = scenario_name
         self.data = data
@@ -43,7 +48,11 @@ class SummarizeOwner(Role):
         if kind == "target_embedding":
             if message.body.mean.shape != (self.phi.shape[1],):
                 raise ProtocolError(party=message.sender, kind=kind, reason=f"expected {self.phi.shape[1]} features, got {list(message.body.mean.shape)}")
+            key = message.body.consumer_key
+            if self.less_trusted and key is None:
+                raise ProtocolError(party=message.sender, kind=kind, reason="a less-trusted run needs the consumer's key with g~ (consumer_key is missing)")
             self.target_mean = message.body.mean
+            self.consumer_key = bytes(key) if key is not None else None
             return []
         if kind == "round_open":
             return self._bid(message)
@@ -79,8 +88,12 @@ class SummarizeOwner(Role):
         self.offer = None
         self.available[row] = False
         self.sent_rows.append(row)
-        point = Point(round=round_no, x=self.data.X[row], y=int(self.data.y[row]), row=row)
-        return [Send(message.sender, point, reply_to=message.msg_id)]
+        x, y = self.data.X[row], int(self.data.y[row])
+        if self.less_trusted:
+            body = SealedPoint(round=round_no, phi=self.phi[row], row=row, sealed=seal_point(x, y, self.consumer_key))
+        else:
+            body = Point(round=round_no, x=x, y=y, row=row)
+        return [Send(message.sender, body, reply_to=message.msg_id)]
 
     def result(self) -> dict[str, Any]:
         return {"rows": len(self.data), "points_sent": len(self.sent_rows), "sent_rows": self.sent_rows,

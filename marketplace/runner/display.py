@@ -56,8 +56,13 @@ def summary_tables(report: dict[str, Any]) -> list[Table]:
         head.add_row("failure", failure)
     pars = report.get("parsimony") or {}
     head.add_row("rounds", f"{len(report.get('selection', []))} ({report.get('end_reason') or '-'})")
-    head.add_row("parsimony", f"rho = {_fmt(pars.get('rho'))}  (curator saw {pars.get('points_seen', '-')} points; "
-                 f"|D_s| = {pars.get('summary_size', '-')}, |D_v| = {pars.get('validation_size', '-')})")
+    sizes = f"|D_s| = {pars.get('summary_size', '-')}, |D_v| = {pars.get('validation_size', '-')}"
+    if pars.get("embeddings_seen"):  # a less-trusted curator: embeddings instead of points
+        head.add_row("parsimony", f"rho = {_fmt(pars.get('rho'))}, over embeddings {_fmt(pars.get('rho_embeddings'))}  "
+                     f"(less-trusted curator saw {pars.get('points_seen', '-')} raw points and "
+                     f"{pars['embeddings_seen']} h1 embeddings; {sizes})")
+    else:
+        head.add_row("parsimony", f"rho = {_fmt(pars.get('rho'))}  (curator saw {pars.get('points_seen', '-')} points; {sizes})")
     msgs = report["messages"]
     head.add_row("messages", f"{msgs['total']} ({msgs['bytes'] / 1024:.1f} KiB), heartbeats {msgs['heartbeats']['sent']}, "
                  f"sent/received agree: {msgs['consistency']['agree']}")

@@ -88,6 +88,8 @@ class SummarizeConfig:
     svm_c: PositiveFloat = 1.0
     """C of the linear SVM trained on each summary to measure downstream accuracy."""
     baselines: tuple[Literal["uniform", "exact_greedy"], ...] = ("uniform", "exact_greedy")
+    curator: Literal["trusted", "less_trusted"] = "trusted"
+    """``less_trusted``: the curator sees h1 embeddings only; points reach the consumer sealed."""
     privacy: SummarizePrivacy = field(default_factory=SummarizePrivacy)
 
 

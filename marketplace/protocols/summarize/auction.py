@@ -207,16 +207,16 @@ class PrivAuction:
 
 @dataclass(frozen=True, eq=False)
 class PoolEntry:
-    """A point the curator received: whose, which row, the point, its h1 features, the bid it was
-    sent for and the round of that bid. Identified by (owner, row)."""
+    """A point the curator received: whose, which row, its h1 features, the bid it was sent for,
+    the round of that bid, and its content for D_s: (x, y), or the point sealed for the consumer
+    when the curator is less trusted. Identified by (owner, row)."""
 
     owner: str
     row: int
-    x: np.ndarray
     phi: np.ndarray
     claimed: float
     round: int
-    y: int | None = None  # the owner's label, carried into D_s
+    content: tuple[np.ndarray, int] | bytes
     key: tuple[str, int] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
