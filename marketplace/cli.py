@@ -7,6 +7,7 @@ import logging
 import os
 import sys
 from datetime import datetime
+from pathlib import Path
 
 from marketplace import __version__
 
@@ -19,6 +20,7 @@ processes that talk msgpack over ZeroMQ; a scenario file (YAML) says what to run
 Start here:
   marketplace run scenarios/quickstart.yaml            run every party as its own process
   marketplace run scenarios/quickstart.yaml --driver inprocess --set parties.owners=8
+  marketplace run scenarios/quickstart-private.yaml --driver inprocess --sweep summarize.rounds=20,40 --repeats 3
   marketplace validate scenarios/quickstart.yaml       check a scenario without running it
   marketplace privacy compose --epsilon 0.01 --count 1656 --delta 0.01 --theorem advanced
 
@@ -49,6 +51,11 @@ def _parser() -> argparse.ArgumentParser:
                      help="how the processes driver starts parties: forked from a preloaded server and handed their own data "
                           "share (default, fast), or as `python -m marketplace <role>` exactly like a container (exec)")
     run.add_argument("--quiet", action="store_true", help="no progress and no table; just the report path")
+    run.add_argument("--sweep", dest="sweeps", action="append", default=[], metavar="KEY.PATH=V1,V2,...",
+                     help="run the scenario once per value (repeatable: every combination); writes runs.csv, "
+                          "summary.csv and sweep.png (also from the scenario's sweep: section)")
+    run.add_argument("--repeats", type=int, metavar="N",
+                     help="runs per sweep point, with seeds seed, seed+1, ... (default: sweep.repeats, 1)")
 
     val = sub.add_parser("validate", help="check a scenario file and print it fully resolved")
     val.add_argument("scenario")
@@ -97,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
         print(scenario.dump_yaml(), end="")
         return EXIT_OK
     if args.command == "run":
+        if args.sweeps or scenario.config.sweep.vary or args.repeats:
+            return _sweep(args, scenario)
         return _run(args, scenario)
     return _party(args, scenario)
 
@@ -134,6 +143,56 @@ def _run(args: argparse.Namespace, scenario) -> int:
     if report["status"] != "completed":
         for failure in report["failures"]:
             print(f"marketplace: run failed: {failure}", file=sys.stderr)
+        return EXIT_RUN_FAILED
+    return EXIT_OK
+
+
+def _sweep(args: argparse.Namespace, scenario) -> int:
+    from rich.console import Console
+
+    from marketplace.runner.display import sweep_table
+    from marketplace.runner.sweep import parse_axis, plan_sweep, run_sweep, summarize_rows
+    from marketplace.scenario import ScenarioError
+
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    console = Console(stderr=False)
+    if not console.is_terminal:
+        console = Console(stderr=False, width=140)  # a file or pipe: keep the sweep table on one line per point
+    try:
+        axes = {key: list(values) for key, values in scenario.config.sweep.vary.items()}
+        axes.update(parse_axis(text) for text in args.sweeps)
+        repeats = args.repeats if args.repeats is not None else scenario.config.sweep.repeats
+        points = plan_sweep(scenario, axes, repeats)
+    except ScenarioError as err:
+        print(f"marketplace: bad scenario: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    out = args.out or f"runs/{scenario.config.name}-sweep-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    total = len(points)
+
+    def on_run(point, row) -> None:
+        if not args.quiet:
+            shown = ", ".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in point.values.items())
+            console.print(f"[{point.index + 1}/{total}] {shown or 'base'} seed {point.seed}: {row['status']}, "
+                          f"MMD^2 {row['mmd2'] if row['mmd2'] is None else format(row['mmd2'], '.4g')}, "
+                          f"accuracy {row['accuracy']}, {row['wall_s']:.1f} s")
+
+    try:
+        rows = run_sweep(points, out, driver=args.driver, launch=args.launch, on_run=on_run)
+    except KeyboardInterrupt:
+        print(f"marketplace: interrupted; finished runs are in {out}/runs.csv", file=sys.stderr)
+        return 130
+    finally:
+        from marketplace.runner.processes import stop_forkserver
+
+        stop_forkserver()
+    keys = list(axes)
+    if not args.quiet:
+        console.print(sweep_table(summarize_rows(rows, keys), keys, f"{scenario.config.name}: {total} runs (mean ± sd over repeats)"))
+    plot = " and sweep.png" if (Path(out) / "sweep.png").exists() else ""
+    print(f"{out}/runs.csv, {out}/summary.csv{plot}")
+    failed = [r for r in rows if r["status"] != "completed"]
+    if failed:
+        print(f"marketplace: {len(failed)} of {total} runs failed (see runs.csv)", file=sys.stderr)
         return EXIT_RUN_FAILED
     return EXIT_OK
 

@@ -7,7 +7,12 @@ What changes against :class:`~marketplace.curator.summarize.SummarizeCurator`:
 * Each round's g_l is h2(h1(D_s)): the first release runs T_init iterations, later ones continue
   the same MWEM state for T_sub iterations (warm start). A release computed while D_s holds only
   the public seed set protects no private row and is recorded on no ledger; later ones are
-  recorded on the ``D_s`` ledger (the owners' points in the summary).
+  recorded on the ``D_s`` ledger (the owners' points in the summary). A round reopened with D_s
+  unchanged reuses the last release (post-processing, no new cost).
+* With ``release="gaussian"`` both are Gaussian-mechanism releases instead
+  (:mod:`~marketplace.protocols.summarize.gaussian_release`), zCDP-calibrated so that each
+  protected dataset ends at the total the MWEM schedule would have spent (budgets only check);
+  a D_s of public seed points only is released exactly.
 * Owners are asked by the auction's rank coins and tau rule; every point received goes into the
   pool (verified against the direction of the round it was bid in); the pool's best point under
   the current direction enters D_s. Nobody is told who won. Each round's coins are recorded on the
@@ -19,6 +24,7 @@ and whom it asks.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 from dataclasses import dataclass
@@ -29,9 +35,10 @@ import numpy as np
 from marketplace.curator.summarize import SummarizeCurator, payload
 from marketplace.messages import Envelope, ProtocolError
 from marketplace.messages.kinds import Point, Request, SealedPoint
-from marketplace.privacy.accountant import PrivacyLedger
+from marketplace.privacy.accountant import Guarantee, PrivacyLedger, calibrate_zcdp
 from marketplace.privacy.rng import make_rng
 from marketplace.protocols.summarize import Pool, PoolEntry, PrivAuction, h2_release
+from marketplace.protocols.summarize.gaussian_release import gaussian_mean_release
 from marketplace.protocols.summarize.h2 import record_h2
 from marketplace.roles import Send
 from marketplace.scenario.config import SummarizePrivacy
@@ -39,6 +46,10 @@ from marketplace.scenario.config import SummarizePrivacy
 log = logging.getLogger("marketplace.curator.summarize")  # same logger: the runner reads round progress from it
 
 VALIDATION, SUMMARY, AUCTION = "consumer:D_v", "D_s", "auction"
+
+MWEM_RELEASES = {"mwem_paper": "average", "mwem_call_average": "call_average", "mwem_last": "last"}
+"""Scenario name of each MWEM release -> h2's own name for it."""
+GAUSSIAN_MECHANISM = "gaussian mean embedding"
 
 
 @dataclass(frozen=True)
@@ -56,11 +67,16 @@ class PrivateSchedule:
     delta_validation: float
     delta_summary: float
     secure: bool
+    release: str = "mwem_call_average"
+    rho_validation: float | None = None
+    """gaussian: the zCDP cost of the release of g~."""
+    rho_per_round: float | None = None
+    """gaussian: the zCDP cost of each private release of g_l (rounds 2..p)."""
 
     @classmethod
     def resolve(cls, privacy: SummarizePrivacy, *, features: int, rounds: int) -> "PrivateSchedule":
         t_sub = privacy.t_sub
-        return cls(
+        mwem = cls(
             eps_validation=privacy.eps_validation,
             eps_first_round=privacy.eps_first_round,
             eps_later_rounds=privacy.eps_later_rounds or 0.01 / math.sqrt(rounds * t_sub),
@@ -72,7 +88,21 @@ class PrivateSchedule:
             delta_validation=privacy.delta_validation,
             delta_summary=privacy.delta_summary,
             secure=privacy.secure,
+            release=privacy.release,
         )
+        if privacy.release != "gaussian":
+            return mwem
+        target_v, target_s = mwem.mwem_totals(rounds)  # the same guarantee as the MWEM releases
+        rho_round = calibrate_zcdp(target_s.eps, privacy.delta_summary) / (rounds - 1) if rounds > 1 else None
+        return dataclasses.replace(mwem, rho_validation=calibrate_zcdp(target_v.eps, privacy.delta_validation),
+                                   rho_per_round=rho_round)
+
+    def mwem_totals(self, rounds: int) -> tuple[Guarantee, Guarantee]:
+        """What the MWEM schedule spends on D_v and on D_s over a whole run (no budget applied)."""
+        mwem = dataclasses.replace(self, release="mwem_call_average")
+        ledgers = mwem.ledgers()
+        mwem.plan(ledgers, rounds, seed_set_size=0)
+        return ledgers[VALIDATION].total(), ledgers[SUMMARY].total()
 
     def ledgers(self, *, budget_validation: float | None = None, budget_summary: float | None = None) -> dict[str, PrivacyLedger]:
         """Empty ledgers, one per protected dataset, with the configured budgets."""
@@ -90,10 +120,15 @@ class PrivateSchedule:
         Rounds whose D_s holds only public seed points cost nothing; with an empty seed set the
         first round has no release at all. The worst case is assumed: every later round releases.
         """
-        record_h2(ledgers[VALIDATION], eps=self.eps_validation, T=self.t_init)
         private_rounds = rounds - 1
-        if private_rounds > 0:
-            record_h2(ledgers[SUMMARY], eps=self.eps_later_rounds, T=private_rounds * self.t_sub)
+        if self.release == "gaussian":
+            ledgers[VALIDATION].spend_zcdp(self.rho_validation, mechanism=GAUSSIAN_MECHANISM)
+            if private_rounds > 0:
+                ledgers[SUMMARY].spend_zcdp(self.rho_per_round, mechanism=GAUSSIAN_MECHANISM, count=private_rounds)
+        else:
+            record_h2(ledgers[VALIDATION], eps=self.eps_validation, T=self.t_init)
+            if private_rounds > 0:
+                record_h2(ledgers[SUMMARY], eps=self.eps_later_rounds, T=private_rounds * self.t_sub)
         if self.eps_auction > 0:
             ledgers[AUCTION].spend(self.eps_auction, mechanism="auction coins (per round)", count=rounds)
 
@@ -112,25 +147,43 @@ class PrivateSummarizeCurator(SummarizeCurator):
         self.summary_rows_phi: list[np.ndarray] = list(self.features.transform(seed_set)) if len(seed_set) else []
         self.private_rows = 0  # rows of D_s that came from owners
         self.mwem_state = None
+        self.last_release: tuple[int, np.ndarray] | None = None  # (q, g_l): reused while D_s is unchanged
         self.awaiting: set[str] = set()
         self.asked_per_round: list[int] = []
 
     # --- releases --------------------------------------------------------------------------
     def _release_target(self, phi: np.ndarray) -> np.ndarray:
         s = self.schedule
+        if s.release == "gaussian":
+            return gaussian_mean_release(phi, rho=s.rho_validation, rng=self.rng, secure=s.secure,
+                                         ledger=self.ledgers[VALIDATION], mechanism=GAUSSIAN_MECHANISM)
         _, release = h2_release(phi, T=s.t_init, eps=s.eps_validation, rng=self.rng, secure=s.secure,
-                                ledger=self.ledgers[VALIDATION])
+                                ledger=self.ledgers[VALIDATION], release=MWEM_RELEASES[s.release])
         return release
 
     def _release_summary(self) -> np.ndarray:
+        if self.last_release is not None and self.last_release[0] == len(self.summary_rows_phi):
+            return self.last_release[1]  # a reopened round: D_s is unchanged, so is its release
+        release = self._new_summary_release()
+        self.last_release = (len(self.summary_rows_phi), release)
+        return release
+
+    def _new_summary_release(self) -> np.ndarray:
         s = self.schedule
         if not self.summary_rows_phi:
             return np.zeros(self.features.n_features)
-        first = self.mwem_state is None
+        rows = np.asarray(self.summary_rows_phi)
         ledger = self.ledgers[SUMMARY] if self.private_rows else None  # the seed set alone is public
+        if s.release == "gaussian":
+            if ledger is None:
+                return rows.mean(axis=0)
+            return gaussian_mean_release(rows, rho=s.rho_per_round, rng=self.rng, secure=s.secure, ledger=ledger,
+                                         mechanism=GAUSSIAN_MECHANISM)
+        first = self.mwem_state is None
         self.mwem_state, release = h2_release(
-            np.asarray(self.summary_rows_phi), state=self.mwem_state, T=s.t_init if first else s.t_sub,
-            eps=s.eps_first_round if first else s.eps_later_rounds, rng=self.rng, secure=s.secure, ledger=ledger)
+            rows, state=self.mwem_state, T=s.t_init if first else s.t_sub,
+            eps=s.eps_first_round if first else s.eps_later_rounds, rng=self.rng, secure=s.secure, ledger=ledger,
+            release=MWEM_RELEASES[s.release])
         return release
 
     # --- auction -----------------------------------------------------------------------------

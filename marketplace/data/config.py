@@ -94,11 +94,18 @@ class PartitionConfig:
     * ``attribute_distance``: the rule of DESIGN.md §4 on numeric feature `attribute`: each owner
       draws a_i uniform in that feature's range and a row goes to owner i with probability
       proportional to 1/|x_a - a_i|.
+    * ``target_to_one``: the paper's experiment: every owners'-pool row of the consumer's target
+      groups goes to owner-1, every other row is split evenly among all owners. With
+      ``data.consumer.target_share: 0.3`` owner-1 holds 70% of the target population.
+
+    ``groups`` restricts the owners' pool to rows of those groups (empty: every group), e.g. one
+    base population plus the target groups.
     """
 
-    scheme: Literal["even", "by_group", "attribute_distance"] = "by_group"
+    scheme: Literal["even", "by_group", "attribute_distance", "target_to_one"] = "by_group"
     skew: Probability = 0.8
     attribute: Annotated[int, Range(min=0)] = 0
+    groups: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,19 @@ def partition_even(n: int, k: int, rng: np.random.Generator) -> list[np.ndarray]
     return [np.sort(share).astype(np.int64) for share in shares]
 
 
+def partition_target_to_one(is_target: ArrayLike, k: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """Every row flagged ``is_target`` to owner 0; the other rows split evenly (at random) among
+    all ``k`` owners (the shape of the paper's experiment)."""
+    _check_k(k)
+    flags = np.asarray(is_target, dtype=bool)
+    if flags.ndim != 1:
+        raise ValueError(f"is_target must be one flag per row, got shape {flags.shape}")
+    owner = np.zeros(flags.size, dtype=np.int64)
+    others = np.flatnonzero(~flags)
+    owner[others[rng.permutation(others.size)]] = np.arange(others.size) % k
+    return _split_by_owner(owner, k)
+
+
 def partition_by_group(groups: ArrayLike, k: int, skew: float, rng: np.random.Generator) -> list[np.ndarray]:
     """A split skewed by group: owner i favours the groups g with g % k == i.
 

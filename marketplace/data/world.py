@@ -14,7 +14,8 @@ import numpy as np
 
 from marketplace.data.config import DataConfig, PartitionConfig
 from marketplace.data.dataset import Dataset, World
-from marketplace.data.partition import partition_attribute_distance, partition_by_group, partition_even
+from marketplace.data.partition import (partition_attribute_distance, partition_by_group, partition_even,
+                                        partition_target_to_one)
 from marketplace.data.sources import load_source
 
 _SOURCE, _TARGET, _SEED_SET, _PARTITION = range(4)
@@ -42,7 +43,10 @@ def build_world(config: DataConfig, n_owners: int, seed: int) -> World:
     taken[pool] = True
     taken[seed_rows] = True
     owners_rows = np.flatnonzero(~taken)
-    shares = _partition(data, owners_rows, n_owners, config.partition, streams[_PARTITION])
+    if config.partition.groups:
+        _check_groups(data, config.partition.groups, "data.partition.groups")
+        owners_rows = owners_rows[np.isin(data.group[owners_rows], config.partition.groups)]
+    shares = _partition(data, owners_rows, n_owners, config.partition, streams[_PARTITION], targets)
     return World(
         owners=tuple(data.take(owners_rows[share], name=f"{data.name}/owner-{i}") for i, share in enumerate(shares)),
         validation=data.take(pool[:n_split], name=f"{data.name}/validation"),
@@ -118,11 +122,13 @@ def _seed_rows(
 
 
 def _partition(
-    data: Dataset, rows: np.ndarray, k: int, cfg: PartitionConfig, rng: np.random.Generator
+    data: Dataset, rows: np.ndarray, k: int, cfg: PartitionConfig, rng: np.random.Generator, targets: np.ndarray
 ) -> list[np.ndarray]:
     """Positions into ``rows`` of each owner's share; ValueError when an owner would get nothing."""
     if cfg.scheme == "even":
         shares = partition_even(rows.size, k, rng)
+    elif cfg.scheme == "target_to_one":
+        shares = partition_target_to_one(np.isin(data.group[rows], targets), k, rng)
     elif cfg.scheme == "by_group":
         shares = partition_by_group(data.group[rows], k, cfg.skew, rng)
     elif cfg.scheme == "attribute_distance":

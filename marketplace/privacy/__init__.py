@@ -18,6 +18,7 @@ from marketplace.privacy.accountant import (
     advanced,
     basic,
     calibrate,
+    calibrate_zcdp,
     compose,
     optimal,
     zcdp_of_gaussian,
@@ -29,6 +30,6 @@ from marketplace.privacy.rng import SecureGenerator, is_secure, make_rng
 
 __all__ = [
     "THEOREMS", "BudgetExceeded", "Exponential", "Gaussian", "GaussianZCDP", "Guarantee", "Laplace", "Mechanism",
-    "PrivacyLedger", "ReportNoisyMax", "SecureGenerator", "Step", "advanced", "basic", "calibrate", "compose",
+    "PrivacyLedger", "ReportNoisyMax", "SecureGenerator", "Step", "advanced", "basic", "calibrate", "calibrate_zcdp", "compose",
     "is_secure", "make_rng", "optimal", "zcdp_of_gaussian", "zcdp_of_pure", "zcdp_to_dp",
 ]

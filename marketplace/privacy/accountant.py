@@ -327,6 +327,25 @@ def calibrate(total_eps: float, k: int, delta: float = 0.0, theorem: str = "adva
     return _bisect(lambda eps0: cost(eps0).eps <= total_eps, lo, hi)
 
 
+def calibrate_zcdp(total_eps: float, delta: float) -> float:
+    """The largest total rho whose (eps, delta) conversion (Canonne–Kamath–Steinke, as the ledger
+    uses) stays within total_eps: how much zCDP budget a target (eps, delta) allows.
+
+    >>> rho = calibrate_zcdp(1.0, 1e-5); round(rho, 5), zcdp_to_dp(rho, 1e-5, method="cks") <= 1.0
+    (0.03056, True)
+    """
+    total_eps = _positive(total_eps, "total_eps", "calibrate_zcdp")
+    delta = _delta(delta, "delta", "calibrate_zcdp", positive=True)
+
+    def fits(rho: float) -> bool:
+        return zcdp_to_dp(rho, delta, method="cks") <= total_eps
+
+    lo, hi = 0.0, total_eps
+    while fits(hi):
+        lo, hi = hi, 2 * hi
+    return _bisect(fits, lo, hi)
+
+
 def _calibrate_optimal(total_eps: float, k: int, delta: float) -> float:
     """delta(total_eps) of k-fold randomized response increases with eps0: bisect on it."""
     if k > MAX_OPTIMAL_STEPS:

@@ -110,3 +110,28 @@ def print_summary(console: Console, report: dict[str, Any], out_dir: str) -> Non
     for table in summary_tables(report):
         console.print(table)
     console.print(f"report: {out_dir}/report.json  (messages.csv, scenario.resolved.yaml, logs/)")
+
+
+def _mean_sd(row: dict[str, Any], column: str, fmt: str) -> str:
+    mean, sd = row.get(f"{column}_mean"), row.get(f"{column}_sd")
+    if mean is None:
+        return "-"
+    return f"{mean:{fmt}}±{sd:{fmt}}" if sd else f"{mean:{fmt}}"
+
+
+def sweep_table(summary: list[dict[str, Any]], keys: list[str], title: str) -> Table:
+    """One row per sweep point: the protocol's MMD^2 (as % over greedy) and accuracy, mean±sd over
+    repeats, next to the means of greedy and uniform (runs.csv / summary.csv have everything)."""
+    table = Table(title=title, title_justify="left", caption="protocol: mean±sd over repeats; baselines: means; "
+                  "% = MMD^2 increase over greedy", caption_justify="left")
+    for key in keys:
+        table.add_column(key.rsplit(".", 1)[-1], no_wrap=True)
+    for name in ("ok", "%", "accuracy", "greedy acc", "uniform %", "uniform acc", "rho"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for row in summary:
+        mean = lambda column, fmt: "-" if row.get(f"{column}_mean") is None else f"{row[f'{column}_mean']:{fmt}}"  # noqa: E731
+        table.add_row(*(_fmt(row.get(k)) for k in keys), f"{row['completed']}/{row['runs']}",
+                      _mean_sd(row, "mmd2_increase_over_greedy_pct", ".0f"), _mean_sd(row, "accuracy", ".3f"),
+                      mean("greedy_accuracy", ".3f"), mean("uniform_mmd2_increase_over_greedy_pct", ".0f"),
+                      mean("uniform_accuracy", ".3f"), mean("rho", ".2f"))
+    return table

@@ -62,6 +62,11 @@ class SummarizePrivacy:
     """eps_auc: the rank-r owner is asked with probability exp(-eps_auc (r - 1))."""
     tau: Annotated[int, Range(min=1)] = 5
     """An owner is asked at its tau-th bid since it was last asked."""
+    release: Literal["gaussian", "mwem_last", "mwem_call_average", "mwem_paper"] = "mwem_call_average"
+    """How g~ and g_l are released (all at the same (eps, delta) per protected dataset):
+    ``mwem_paper`` averages every MWEM iterate since the start (the paper's h2); ``mwem_call_average``
+    averages each call's iterates; ``mwem_last`` takes the last iterate; ``gaussian`` adds Gaussian
+    noise to the mean embedding (zCDP), calibrated to the total the MWEM schedule spends. See docs/experiments.md for how they compare."""
     theorem: Literal["basic", "advanced", "optimal", "zcdp"] = "advanced"
     delta_validation: Annotated[float, Range(min=0.0, max=1.0, min_open=True, max_open=True)] = 0.01
     delta_summary: Annotated[float, Range(min=0.0, max=1.0, min_open=True, max_open=True)] = 1e-4
@@ -94,6 +99,16 @@ class SummarizeConfig:
 
 
 @dataclass(frozen=True)
+class SweepConfig:
+    """Run the scenario over a grid: every combination of the ``vary`` values, ``repeats`` times each
+    (seeds seed, seed + 1, ...). ``marketplace run`` sweeps when this has keys (or with --sweep)."""
+
+    vary: dict[str, Annotated[tuple[bool | int | float | str, ...], Length(min=1)]] = field(default_factory=dict)
+    """Dotted scenario key -> the values it takes, e.g. {summarize.rounds: [50, 100, 150]}."""
+    repeats: Annotated[int, Range(min=1, max=10_000)] = 1
+
+
+@dataclass(frozen=True)
 class ScenarioConfig:
     name: Annotated[str, Length(min=1, max=200)]
     protocol: Literal["summarize"]
@@ -103,3 +118,4 @@ class ScenarioConfig:
     data: DataConfig = field(default_factory=DataConfig)
     summarize: SummarizeConfig = field(default_factory=SummarizeConfig)
     transport: TransportConfig = field(default_factory=TransportConfig)
+    sweep: SweepConfig = field(default_factory=SweepConfig)

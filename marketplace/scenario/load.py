@@ -46,11 +46,16 @@ def apply_override(raw: dict[str, Any], assignment: str, source: str = "--set") 
     key, sep, text = assignment.partition("=")
     if not sep or not key.strip():
         raise ScenarioError(source, "", f"override {assignment!r} must look like key.path=value")
-    parts = key.strip().split(".")
     try:
         value = yaml.safe_load(text) if text.strip() else ""
     except yaml.YAMLError as err:
         raise ScenarioError(source, key, f"value {text!r} is not valid YAML ({err})") from None
+    set_path(raw, key, value, source)
+
+
+def set_path(raw: dict[str, Any], key: str, value: Any, source: str = "--set") -> None:
+    """Set ``raw[a][b][c] = value`` for ``key = "a.b.c"``, creating mappings on the way."""
+    parts = key.strip().split(".")
     node = raw
     for i, part in enumerate(parts[:-1]):
         nxt = node.get(part)

@@ -1,0 +1,247 @@
+"""Sweeps: one scenario run over a grid of values and repeats, written as CSV and plotted.
+
+A sweep varies scenario keys (``summarize.rounds=50,100,150``), takes every combination, and runs
+each ``repeats`` times with seeds ``seed, seed + 1, ...`` (so any single point can be rerun with
+``marketplace run S --set seed=N --set key=value``). It comes from the command line
+(``--sweep KEY=V1,V2``, ``--repeats N``) or from the scenario's ``sweep:`` section.
+
+Every point is validated before the first run starts. Results:
+
+* ``runs.csv``: one row per run (the swept values, repeat, seed, status, the protocol's and the
+  baselines' MMD^2 and accuracy, % MMD^2 increase over greedy, parsimony, eps per ledger, wall time);
+* ``summary.csv``: mean and standard deviation over repeats, per point;
+* ``sweep.png``: the paper's Figure 1 layout against the first swept key (when numeric): % MMD^2
+  increase over greedy, and linear-SVM accuracy, for the protocol, greedy and uniform;
+* ``runs/NNN-.../``: every run's own report.
+
+"Greedy" is the non-private protocol rule: in a private run the runner's ``non_private_greedy``
+baseline, in a non-private run the protocol itself.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import itertools
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from marketplace.scenario import Scenario, ScenarioError, parse_scenario
+from marketplace.scenario.load import set_path
+
+__all__ = ["SweepPoint", "parse_axis", "plan_sweep", "run_sweep", "summarize_rows", "write_csv", "plot_sweep"]
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One run of a sweep: the swept values, the repeat index, the seed and the validated scenario."""
+
+    index: int
+    values: dict[str, Any]
+    repeat: int
+    seed: int
+    scenario: Scenario
+
+    @property
+    def label(self) -> str:
+        parts = [f"{key.rsplit('.', 1)[-1]}={value}" for key, value in self.values.items()]
+        return re.sub(r"[^A-Za-z0-9_.=-]+", "_", "-".join(parts + [f"r{self.repeat}"]))
+
+
+def parse_axis(text: str) -> tuple[str, list[Any]]:
+    """``key.path=v1,v2,...`` -> (key, [values parsed as YAML scalars])."""
+    key, sep, values = text.partition("=")
+    key = key.strip()
+    if not sep or not key or not values.strip():
+        raise ScenarioError("--sweep", "", f"{text!r} must look like key.path=value1,value2,...")
+    parsed = []
+    for item in values.split(","):
+        try:
+            parsed.append(yaml.safe_load(item.strip()))
+        except yaml.YAMLError as err:
+            raise ScenarioError("--sweep", key, f"value {item!r} is not valid YAML ({err})") from None
+    return key, parsed
+
+
+def plan_sweep(scenario: Scenario, axes: dict[str, list[Any]], repeats: int) -> list[SweepPoint]:
+    """Every combination of ``axes`` x ``repeats``, each validated as a full scenario (raises
+    :class:`ScenarioError` naming the sweep value at fault before anything runs)."""
+    if repeats < 1:
+        raise ScenarioError(scenario.source, "sweep.repeats", f"expected an integer >= 1, got {repeats}")
+    base = copy.deepcopy(scenario.raw)
+    base.pop("sweep", None)
+    base_seed = int(base.get("seed", 0))
+    keys = list(axes)
+    points = []
+    for combo in itertools.product(*(axes[k] for k in keys)) if keys else [()]:
+        values = dict(zip(keys, combo))
+        for repeat in range(repeats):
+            raw = copy.deepcopy(base)
+            for key, value in values.items():
+                set_path(raw, key, value, source="sweep")
+            raw["seed"] = base_seed + repeat
+            where = ", ".join(f"{k}={v}" for k, v in values.items()) or "base point"
+            checked = parse_scenario(raw, source=f"{scenario.source} [sweep {where}]", base_dir=Path.cwd())
+            points.append(SweepPoint(len(points), values, repeat, base_seed + repeat, checked))
+    return points
+
+
+def _ledger_eps(report: dict[str, Any]) -> dict[str, Any]:
+    privacy = report.get("privacy")
+    if not isinstance(privacy, dict):
+        return {}
+    return {f"eps[{name}]": entry.get("eps") for name, entry in privacy.items() if isinstance(entry, dict)}
+
+
+def _pct(value: float | None, reference: float | None) -> float | None:
+    if value is None or reference is None or reference == 0:
+        return None
+    return 100.0 * (value / reference - 1.0)
+
+
+def row_of(point: SweepPoint, report: dict[str, Any]) -> dict[str, Any]:
+    """The CSV row of one finished run."""
+    metrics = report.get("metrics") or {}
+    baselines = metrics.get("baselines") or {}
+    private = "non_private_greedy" in baselines
+    greedy = baselines.get("non_private_greedy") if private else {"mmd2": metrics.get("mmd2"), "accuracy": metrics.get("accuracy")}
+    uniform = baselines.get("uniform") or {}
+    exact = baselines.get("exact_greedy") or {}
+    parsimony = report.get("parsimony") or {}
+    row: dict[str, Any] = {"point": point.index, **point.values, "repeat": point.repeat, "seed": point.seed,
+                           "status": report.get("status"), "rounds": len(report.get("selection") or []),
+                           "mmd2": metrics.get("mmd2"), "accuracy": metrics.get("accuracy"),
+                           "mmd2_increase_over_greedy_pct": _pct(metrics.get("mmd2"), greedy.get("mmd2")),
+                           "greedy_mmd2": greedy.get("mmd2"), "greedy_accuracy": greedy.get("accuracy"),
+                           "uniform_mmd2": uniform.get("mmd2"), "uniform_accuracy": uniform.get("accuracy"),
+                           "uniform_mmd2_increase_over_greedy_pct": _pct(uniform.get("mmd2"), greedy.get("mmd2")),
+                           "exact_greedy_mmd2": exact.get("mmd2"), "exact_greedy_accuracy": exact.get("accuracy"),
+                           "rho": parsimony.get("rho"), "rho_embeddings": parsimony.get("rho_embeddings")}
+    row.update(_ledger_eps(report))
+    row["wall_s"] = (report.get("timing") or {}).get("wall_s")
+    return row
+
+
+def run_sweep(points: list[SweepPoint], out: str | Path, *, driver: str = "inprocess", launch: str = "forkserver",
+              on_run: Callable[[SweepPoint, dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+    """Run every point (in order), write ``runs.csv`` and ``summary.csv`` (and ``sweep.png`` when a
+    numeric key is swept) under ``out``; returns the per-run rows."""
+    from marketplace.runner.run import run_scenario
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for point in points:
+        report = run_scenario(point.scenario, out / "runs" / f"{point.index:03d}-{point.label}", driver=driver, launch=launch)
+        rows.append(row_of(point, report))
+        write_csv(out / "runs.csv", rows)  # rewritten after every run: an interrupted sweep keeps what it did
+        if on_run is not None:
+            on_run(point, rows[-1])
+    keys = list(points[0].values) if points else []
+    summary = summarize_rows(rows, keys)
+    write_csv(out / "summary.csv", summary)
+    numeric = [k for k in keys if all(isinstance(p.values[k], (int, float)) and not isinstance(p.values[k], bool) for p in points)]
+    if numeric:  # x: the first numeric key; one protocol line per value of the first other key
+        plot_sweep(summary, [numeric[0], *[k for k in keys if k != numeric[0]][:1]], out / "sweep.png",
+                   title=points[0].scenario.config.name)
+    return rows
+
+
+_NUMERIC = ("mmd2", "accuracy", "mmd2_increase_over_greedy_pct", "greedy_mmd2", "greedy_accuracy", "uniform_mmd2",
+            "uniform_accuracy", "uniform_mmd2_increase_over_greedy_pct", "exact_greedy_mmd2", "exact_greedy_accuracy",
+            "rho", "rho_embeddings", "wall_s")
+
+
+def _mean_sd(values: list[float]) -> tuple[float | None, float | None]:
+    values = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    if not values:
+        return None, None
+    mean = sum(values) / len(values)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1)) if len(values) > 1 else 0.0
+    return mean, sd
+
+
+def summarize_rows(rows: list[dict[str, Any]], keys: list[str]) -> list[dict[str, Any]]:
+    """Mean and sample standard deviation over repeats, one row per combination of swept values."""
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(tuple(repr(row.get(k)) for k in keys), []).append(row)
+    numeric = [c for c in _NUMERIC] + sorted({c for r in rows for c in r if c.startswith("eps[")})
+    out = []
+    for members in groups.values():
+        summary: dict[str, Any] = {k: members[0].get(k) for k in keys}
+        summary["runs"] = len(members)
+        summary["completed"] = sum(1 for m in members if m.get("status") == "completed")
+        for column in numeric:
+            mean, sd = _mean_sd([m.get(column) for m in members])
+            summary[f"{column}_mean"], summary[f"{column}_sd"] = mean, sd
+        out.append(summary)
+    return out
+
+
+def write_csv(path: str | Path, rows: list[dict[str, Any]]) -> None:
+    columns: list[str] = []
+    for row in rows:
+        columns += [c for c in row if c not in columns]
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def plot_sweep(summary: list[dict[str, Any]], keys: list[str], path: str | Path, *, title: str) -> None:
+    """Figure 1's layout: % MMD^2 increase over greedy (left) and accuracy (right) against the first
+    swept key, one line per method (and per value of a second swept key, if any), with +-1 sd bars."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    x_key = keys[0]
+    series_key = keys[1] if len(keys) > 1 else None
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    lines = {}
+    for row in summary:
+        lines.setdefault(row.get(series_key) if series_key else None, []).append(row)
+    methods = [("protocol", "mmd2_increase_over_greedy_pct", "accuracy", "o-"),
+               ("greedy", None, "greedy_accuracy", "s--"),
+               ("uniform", "uniform_mmd2_increase_over_greedy_pct", "uniform_accuracy", "^:")]
+    for series, rows in lines.items():
+        rows = sorted(rows, key=lambda r: r[x_key])
+        xs = [r[x_key] for r in rows]
+        suffix = f" ({series_key.rsplit('.', 1)[-1]}={series})" if series_key else ""
+        for name, mmd_col, acc_col, style in methods:
+            if series_key and name != "protocol" and series != next(iter(lines)):
+                continue  # baselines do not depend on the second key's value: draw them once
+            label = name + (suffix if name == "protocol" else "")
+            if mmd_col is None:
+                left.plot(xs, [0.0] * len(xs), style, label=label)
+            else:
+                _errorbar(left, xs, rows, mmd_col, style, label)
+            _errorbar(right, xs, rows, acc_col, style, label)
+    left.set_xlabel(x_key)
+    left.set_ylabel("% MMD$^2$ increase over greedy")
+    right.set_xlabel(x_key)
+    right.set_ylabel("linear-SVM accuracy (target test set)")
+    for axis in (left, right):
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _errorbar(axis, xs, rows, column, style, label) -> None:
+    means = [r.get(f"{column}_mean") for r in rows]
+    sds = [r.get(f"{column}_sd") or 0.0 for r in rows]
+    pairs = [(x, m, s) for x, m, s in zip(xs, means, sds) if m is not None]
+    if pairs:
+        x, m, s = zip(*pairs)
+        axis.errorbar(x, m, yerr=s, fmt=style, capsize=3, label=label)
