@@ -79,7 +79,8 @@ def build_role(config: ScenarioConfig, party: str, *, world: World | None = None
     data = owner_data if owner_data is not None else world.owners[index]
     if data.X.shape[1] != world.dim:
         raise ValueError(f"{party}: data file has {data.X.shape[1]} features, the scenario's data has {world.dim}")
-    return SummarizeOwner(party_id=party, scenario_name=config.name, data=data, features=features, trust=s.curator)
+    return SummarizeOwner(party_id=party, scenario_name=config.name, data=data, features=features, trust=s.curator,
+                          feature_dtype=s.owner_features)
 
 
 def load_owner_file(path: str) -> Dataset:

@@ -34,6 +34,7 @@ from marketplace.data import (
     partition_attribute_distance,
     partition_by_group,
     partition_even,
+    partition_target_to_one,
     world_summary,
 )
 from marketplace.schema import SchemaError
@@ -452,3 +453,32 @@ def test_world_summary_reports_sizes_and_group_histograms():
     assert sum(summary["validation"]["labels"].values()) == 40
     assert [o["rows"] for o in summary["owners"]] == [len(o) for o in world.owners]
     assert sum(summary["owners"][0]["groups"].values()) == len(world.owners[0])
+
+
+def test_target_to_one_gives_every_target_row_to_the_first_owner_and_splits_the_rest_evenly():
+    flags = np.array([True, False] * 10 + [False] * 5)
+    shares = partition_target_to_one(flags, 4, np.random.default_rng(3))
+    assert set(np.flatnonzero(flags)) <= set(shares[0].tolist())
+    others = [np.setdiff1d(share, np.flatnonzero(flags)).size for share in shares]
+    assert sorted(others) == [3, 4, 4, 4] and sum(others) == 15
+    assert sorted(np.concatenate(shares).tolist()) == list(range(flags.size))
+
+
+def test_the_papers_shape_gives_owner_1_seventy_percent_of_the_target_and_only_the_listed_groups():
+    config = replace(small_config(validation_size=30, test_size=90),
+                     partition=PartitionConfig(scheme="target_to_one", groups=(1, 0)),
+                     consumer=ConsumerConfig(target_groups=(0,), target_share=0.3, validation_size=30, test_size=90),
+                     seed_set=SeedSetConfig(groups=(2,), size=20))
+    world = build_world(config, 4, 3)
+    target_rows = [int((owner.group == 0).sum()) for owner in world.owners]
+    assert target_rows == [280, 0, 0, 0]  # 70% of the 400 target rows
+    assert all(set(owner.group.tolist()) <= {0, 1} for owner in world.owners)
+    base_rows = [int((owner.group == 1).sum()) for owner in world.owners]
+    assert base_rows == [100, 100, 100, 100]
+    assert len(world.validation) == 30 and len(world.test) == 90
+
+
+def test_partition_groups_must_exist():
+    config = replace(small_config(), partition=PartitionConfig(scheme="even", groups=(9,)))
+    with pytest.raises(ValueError, match=r"data.partition.groups: group\(s\) \[9\] hold no rows"):
+        build_world(config, 2, 1)

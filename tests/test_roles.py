@@ -138,3 +138,17 @@ def test_a_party_with_another_scenario_is_refused_end_to_end(config, tiny_scenar
     with pytest.raises(StalledRun, match="curator"):
         run_inprocess(nodes)
     assert roles[2].done and "refused our hello" in roles[2].failure
+
+
+def test_owners_with_float32_features_bid_exactly_what_the_curator_recomputes(tiny_scenario, tmp_path):
+    from marketplace.runner.run import run_scenario
+
+    reports = {}
+    for dtype in ("float64", "float32"):
+        tiny_scenario["summarize"]["owner_features"] = dtype
+        scenario = parse_scenario(tiny_scenario, source=dtype, base_dir=tmp_path)
+        reports[dtype] = run_scenario(scenario, tmp_path / dtype, driver="inprocess")
+    assert reports["float32"]["flagged"] == {}  # every float32 bid passed the curator's float64 check
+    assert reports["float32"]["selection"] == reports["float64"]["selection"]
+    owner = build_role(parse_scenario(tiny_scenario, source="t", base_dir=tmp_path).config, "owner-1")
+    assert owner.phi.dtype == np.float32

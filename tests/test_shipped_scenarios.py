@@ -11,7 +11,7 @@ from marketplace.runner.run import run_scenario
 from marketplace.scenario import load_scenario
 
 SHIPPED = sorted((ROOT / "scenarios").glob("*.yaml"))
-NEEDS_SHARED_DATA = {"adult.yaml", "mnist.yaml"}
+NEEDS_SHARED_DATA = {"adult.yaml", "mnist.yaml", "paper-adult.yaml"}
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])

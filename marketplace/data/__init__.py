@@ -24,6 +24,7 @@ from marketplace.data.partition import (
     partition_attribute_distance,
     partition_by_group,
     partition_even,
+    partition_target_to_one,
 )
 from marketplace.data.sources import check_source_available, load_source
 from marketplace.data.world import build_world, world_summary
@@ -50,5 +51,6 @@ __all__ = [
     "partition_attribute_distance",
     "partition_by_group",
     "partition_even",
+    "partition_target_to_one",
     "world_summary",
 ]

@@ -16,7 +16,7 @@ import numpy as np
 from marketplace.data.dataset import Dataset
 from marketplace.messages import Envelope, ProtocolError
 from marketplace.messages.kinds import Bid, Bye, Hello, Point, RoundOpen, SealedPoint
-from marketplace.protocols.summarize import RandomFourierFeatures, best_offer, bid_direction
+from marketplace.protocols.summarize import RandomFourierFeatures, best_offer, bid_direction, bid_value
 from marketplace.protocols.summarize.sealing import seal_point
 from marketplace.roles import Role, Send
 
@@ -25,14 +25,17 @@ class SummarizeOwner(Role):
     role_name = "owner"
 
     def __init__(self, *, party_id: str, scenario_name: str, data: Dataset, features: RandomFourierFeatures,
-                 trust: str = "trusted") -> None:
+                 trust: str = "trusted", feature_dtype: str = "float64") -> None:
         super().__init__()
+        if feature_dtype not in ("float64", "float32"):
+            raise ValueError(f"The 'feature_dtype' parameter of SummarizeOwner must be 'float64' or 'float32'. Got {feature_dtype!r} instead.")
+        self.features = features
         self.less_trusted = trust == "less_trusted"
         self.consumer_key: bytes | None = None
         self.party_id = party_id
         self.scenario_name = scenario_name
         self.data = data
-        self.phi = features.transform(data.X)
+        self.phi = features.transform(data.X).astype(feature_dtype, copy=False)
         self.available = np.ones(len(data), dtype=bool)
         self.target_mean: np.ndarray | None = None
         self.offer: tuple[int, int, float] | None = None  # (round, row, value) of the current bid
@@ -77,6 +80,8 @@ class SummarizeOwner(Role):
             self.offer = None
             return [Send(message.sender, Bid(round=body.round, value=0.0, available=False), reply_to=message.msg_id)]
         row, value = best
+        if self.phi.dtype != np.float64:  # bid exactly what the curator will recompute from the point
+            value = bid_value(self._phi64(row), direction)
         self.offer = (body.round, row, value)
         return [Send(message.sender, Bid(round=body.round, value=float(value), available=True), reply_to=message.msg_id)]
 
@@ -90,10 +95,14 @@ class SummarizeOwner(Role):
         self.sent_rows.append(row)
         x, y = self.data.X[row], int(self.data.y[row])
         if self.less_trusted:
-            body = SealedPoint(round=round_no, phi=self.phi[row], row=row, sealed=seal_point(x, y, self.consumer_key))
+            body = SealedPoint(round=round_no, phi=self._phi64(row), row=row, sealed=seal_point(x, y, self.consumer_key))
         else:
             body = Point(round=round_no, x=x, y=y, row=row)
         return [Send(message.sender, body, reply_to=message.msg_id)]
+
+    def _phi64(self, row: int) -> np.ndarray:
+        """h1 of one row in float64, computed exactly as the curator and the consumer compute it."""
+        return self.phi[row] if self.phi.dtype == np.float64 else self.features.transform(self.data.X[row][None, :])[0]
 
     def result(self) -> dict[str, Any]:
         return {"rows": len(self.data), "points_sent": len(self.sent_rows), "sent_rows": self.sent_rows,

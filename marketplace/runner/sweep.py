@@ -30,10 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from marketplace.scenario import Scenario, ScenarioError, parse_scenario
-from marketplace.scenario.load import set_path
+from marketplace.scenario.load import parse_value, set_path
 
 __all__ = ["SweepPoint", "parse_axis", "plan_sweep", "run_sweep", "summarize_rows", "write_csv", "plot_sweep"]
 
@@ -60,13 +58,7 @@ def parse_axis(text: str) -> tuple[str, list[Any]]:
     key = key.strip()
     if not sep or not key or not values.strip():
         raise ScenarioError("--sweep", "", f"{text!r} must look like key.path=value1,value2,...")
-    parsed = []
-    for item in values.split(","):
-        try:
-            parsed.append(yaml.safe_load(item.strip()))
-        except yaml.YAMLError as err:
-            raise ScenarioError("--sweep", key, f"value {item!r} is not valid YAML ({err})") from None
-    return key, parsed
+    return key, [parse_value(item.strip(), key, "--sweep") for item in values.split(",")]
 
 
 def plan_sweep(scenario: Scenario, axes: dict[str, list[Any]], repeats: int) -> list[SweepPoint]:
@@ -225,6 +217,10 @@ def plot_sweep(summary: list[dict[str, Any]], keys: list[str], path: str | Path,
             else:
                 _errorbar(left, xs, rows, mmd_col, style, label)
             _errorbar(right, xs, rows, acc_col, style, label)
+    xs_all = [r[x_key] for r in summary]
+    if min(xs_all) > 0 and max(xs_all) / min(xs_all) >= 100:  # values spanning decades (an eps sweep)
+        left.set_xscale("log")
+        right.set_xscale("log")
     left.set_xlabel(x_key)
     left.set_ylabel("% MMD$^2$ increase over greedy")
     right.set_xlabel(x_key)

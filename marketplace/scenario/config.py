@@ -93,6 +93,9 @@ class SummarizeConfig:
     svm_c: PositiveFloat = 1.0
     """C of the linear SVM trained on each summary to measure downstream accuracy."""
     baselines: tuple[Literal["uniform", "exact_greedy"], ...] = ("uniform", "exact_greedy")
+    owner_features: Literal["float64", "float32"] = "float64"
+    """How owners store h1 of their rows: float32 halves memory and bid time on large owners; the
+    bid sent is still recomputed in float64 from the chosen row, so the curator's check is exact."""
     curator: Literal["trusted", "less_trusted"] = "trusted"
     """``less_trusted``: the curator sees h1 embeddings only; points reach the consumer sealed."""
     privacy: SummarizePrivacy = field(default_factory=SummarizePrivacy)

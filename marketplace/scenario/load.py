@@ -46,11 +46,21 @@ def apply_override(raw: dict[str, Any], assignment: str, source: str = "--set") 
     key, sep, text = assignment.partition("=")
     if not sep or not key.strip():
         raise ScenarioError(source, "", f"override {assignment!r} must look like key.path=value")
+    set_path(raw, key, parse_value(text, key, source), source)
+
+
+def parse_value(text: str, key: str = "", source: str = "--set") -> Any:
+    """A command-line value parsed as YAML; numbers YAML 1.1 leaves as strings (``1e-3``) become floats."""
     try:
         value = yaml.safe_load(text) if text.strip() else ""
     except yaml.YAMLError as err:
         raise ScenarioError(source, key, f"value {text!r} is not valid YAML ({err})") from None
-    set_path(raw, key, value, source)
+    if isinstance(value, str):
+        try:
+            return float(value) if value.strip().lower() not in ("nan", "inf", "-inf", "+inf", "infinity") else value
+        except ValueError:
+            return value
+    return value
 
 
 def set_path(raw: dict[str, Any], key: str, value: Any, source: str = "--set") -> None:
