@@ -26,6 +26,7 @@ def run(raw, tmp_path, name="run", driver="inprocess"):
 
 
 def test_a_private_run_reports_a_ledger_per_protected_dataset(private_scenario, tmp_path):
+    private_scenario["summarize"]["privacy"]["release"] = "mwem_paper"  # MWEM: counts per iteration
     report = run(private_scenario, tmp_path)
     assert report["status"] == "completed"
     privacy = report["privacy"]

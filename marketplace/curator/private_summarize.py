@@ -67,7 +67,7 @@ class PrivateSchedule:
     delta_validation: float
     delta_summary: float
     secure: bool
-    release: str = "mwem_call_average"
+    release: str = "gaussian"
     rho_validation: float | None = None
     """gaussian: the zCDP cost of the release of g~."""
     rho_per_round: float | None = None

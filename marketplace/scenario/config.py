@@ -62,7 +62,7 @@ class SummarizePrivacy:
     """eps_auc: the rank-r owner is asked with probability exp(-eps_auc (r - 1))."""
     tau: Annotated[int, Range(min=1)] = 5
     """An owner is asked at its tau-th bid since it was last asked."""
-    release: Literal["gaussian", "mwem_last", "mwem_call_average", "mwem_paper"] = "mwem_call_average"
+    release: Literal["gaussian", "mwem_last", "mwem_call_average", "mwem_paper"] = "gaussian"
     """How g~ and g_l are released (all at the same (eps, delta) per protected dataset):
     ``mwem_paper`` averages every MWEM iterate since the start (the paper's h2); ``mwem_call_average``
     averages each call's iterates; ``mwem_last`` takes the last iterate; ``gaussian`` adds Gaussian
