@@ -1,0 +1,62 @@
+"""Pure core of the `stc` protocol, private source-target clustering (DESIGN.md §6): numpy arrays
+in and out, no I/O.
+
+The pieces, in the order a run uses them:
+
+* :mod:`.scaling` – the public map into the ball of radius 1/2 that the privacy proofs need;
+* :mod:`.coreset` – an optional kd-tree coreset of the public target set (cells of diameter <= C);
+* :mod:`.release` – the source owner's private releases S': NAS and NNA (Laplace for pure DP,
+  Gaussian for zCDP), each a frozen record of what it cost;
+* :mod:`.solver` – the consumer's choice of k target points given S' (k-medoids with free
+  centres: greedy start + FasterPAM-style swaps), the Cost objective, and the baselines' cores
+  (ClusterT, non-private STC);
+* :mod:`.synthetic` – the paper's three 2-D synthetic source/target sets.
+
+Not here: the paper's PrivateKmeans and DP-GAN baselines. PrivateKmeans would come from
+diffprivlib's KMeans, but diffprivlib 0.6.6 (the latest) does not import with scikit-learn 1.9
+(it imports ``DOUBLE`` from ``sklearn.tree._tree``, which is gone).
+"""
+
+from .coreset import DEFAULT_C, Coreset, kdtree_coreset
+from .release import (
+    DEFAULT_GAMMA,
+    NNA_L2_SENSITIVITY,
+    NasRelease,
+    NnaRelease,
+    nas_release,
+    nna_partition,
+    nna_release,
+    nna_threshold,
+    t_nearest_means,
+)
+from .scaling import RADIUS, PublicScaling, public_scaling
+from .solver import StcSolution, cluster_t, nearest_distances, nonprivate_stc, selection_cost, solve_stc, stc_cost
+from .synthetic import SYNTHETIC_NAMES, SyntheticSet, synthetic_dataset
+
+__all__ = [
+    "DEFAULT_C",
+    "DEFAULT_GAMMA",
+    "NNA_L2_SENSITIVITY",
+    "RADIUS",
+    "SYNTHETIC_NAMES",
+    "Coreset",
+    "NasRelease",
+    "NnaRelease",
+    "PublicScaling",
+    "StcSolution",
+    "SyntheticSet",
+    "cluster_t",
+    "kdtree_coreset",
+    "nas_release",
+    "nearest_distances",
+    "nna_partition",
+    "nna_release",
+    "nna_threshold",
+    "nonprivate_stc",
+    "public_scaling",
+    "selection_cost",
+    "solve_stc",
+    "stc_cost",
+    "synthetic_dataset",
+    "t_nearest_means",
+]

@@ -1,0 +1,102 @@
+"""Parameter checks shared by the stc modules, in one message format:
+"The 'x' parameter of f must be ... Got ... instead." (as in :mod:`marketplace.privacy.mechanisms`).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import numpy as np
+
+
+def fail(kind: type[Exception], name: str, where: str, expected: str, value: Any) -> Exception:
+    got = type(value).__name__ if kind is TypeError else repr(value)
+    return kind(f"The '{name}' parameter of {where} must be {expected}. Got {got} instead.")
+
+
+def is_real(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def positive_real(value: Any, name: str, where: str) -> float:
+    if not is_real(value):
+        raise fail(TypeError, name, where, "a real number", value)
+    if not (math.isfinite(value) and value > 0):
+        raise fail(ValueError, name, where, "a positive finite real number", value)
+    return float(value)
+
+
+def probability(value: Any, name: str, where: str) -> float:
+    """A real number in the open interval (0, 1)."""
+    if not is_real(value):
+        raise fail(TypeError, name, where, "a real number", value)
+    if not 0 < value < 1:
+        raise fail(ValueError, name, where, "in the open interval (0, 1)", value)
+    return float(value)
+
+
+def positive_int(value: Any, name: str, where: str) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise fail(TypeError, name, where, "an integer", value)
+    if value < 1:
+        raise fail(ValueError, name, where, "an integer >= 1", value)
+    return int(value)
+
+
+def points(value: Any, name: str, where: str, *, d: int | None = None, allow_empty: bool = False) -> np.ndarray:
+    """``value`` as a finite float64 (rows, d) matrix. With ``allow_empty``, None or an empty array
+    becomes a (0, d) matrix (d must then be known)."""
+    if value is None and allow_empty and d is not None:
+        return np.empty((0, d))
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise fail(TypeError, name, where, "an array of real numbers", value) from None
+    if allow_empty and array.size == 0 and d is not None and array.ndim <= 2:
+        return np.empty((0, d))
+    if array.ndim != 2 or array.shape[1] < 1 or (array.shape[0] < 1 and not allow_empty):
+        raise ValueError(f"The '{name}' parameter of {where} must be a non-empty 2-D array (rows x d). "
+                         f"Got shape {array.shape} instead.")
+    if d is not None and array.shape[1] != d:
+        raise ValueError(f"The '{name}' parameter of {where} must have d = {d} columns (the width of the other "
+                         f"point sets). Got shape {array.shape} instead.")
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"The '{name}' parameter of {where} must be finite. Got NaN or infinity.")
+    return array
+
+
+def weights(value: Any, n: int, where: str) -> np.ndarray:
+    """Non-negative finite point weights of shape (n,) with a positive sum; None means all ones."""
+    if value is None:
+        return np.ones(n)
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise fail(TypeError, "weights", where, "an array of real numbers", value) from None
+    if array.shape != (n,):
+        raise ValueError(f"The 'weights' parameter of {where} must have shape ({n},) (one per target point). "
+                         f"Got shape {array.shape} instead.")
+    if not np.all(np.isfinite(array)) or array.min() < 0 or array.sum() <= 0:
+        raise ValueError(f"The 'weights' parameter of {where} must be finite, non-negative and not all zero.")
+    return array
+
+
+def generator(value: Any, name: str, where: str, *, optional: bool = False) -> np.random.Generator | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, np.random.Generator):
+        raise fail(TypeError, name, where, "a numpy.random.Generator (marketplace.privacy.rng.make_rng)"
+                   + (" or None" if optional else ""), value)
+    return value
+
+
+def one_budget(eps: Any, rho: Any, where: str) -> tuple[float | None, float | None]:
+    """Exactly one of eps (pure DP, Laplace noise) and rho (zCDP, Gaussian noise), checked."""
+    if (eps is None) == (rho is None):
+        raise ValueError(f"{where} needs exactly one of 'eps' (pure DP, Laplace noise) and 'rho' (zCDP, "
+                         f"Gaussian noise). Got eps={eps!r}, rho={rho!r} instead.")
+    if eps is not None:
+        return positive_real(eps, "eps", where), None
+    return None, positive_real(rho, "rho", where)
