@@ -1,0 +1,592 @@
+"""The sharer's differentially private decision tree (the paper's Algorithm 3, makeTree).
+
+**Growth.** The tree grows level by level from the root (level 1) to the leaves (level h_max).
+
+* Each level picks a random attribute among those still available (a fair coin, no data read):
+  one attribute for the whole level by default (``attribute_choice="level"``, as DESIGN.md §4 and
+  the issue say), or one per node (``"node"``, as the paper's Algorithm 3 calls selectAttribute at
+  every node). A categorical attribute is used at most once on a path; numeric ones may repeat.
+* A **numeric** split draws t candidate thresholds uniformly inside the node's public interval (the
+  attribute's [lo, hi] narrowed by the splits above it) and picks one with the exponential mechanism
+  on the **Max operator** u(v) = max_l |D_{a<v, y=l}| + max_l |D_{a>=v, y=l}| (Friedman & Schuster
+  2010), whose sensitivity is 1. The candidates come from the public interval, not from the node's
+  rows: drawing them from the values present in the data, one reading of the paper's "active
+  domain", would reveal those values.
+* A **categorical** attribute branches on every value of its public list, so the branch reads no row.
+* A **leaf** holds Laplace-noised counts of each label code; its label is the code with the largest
+  noisy count.
+
+**Privacy.** Every level costs epsilon/h_max (``grow_tree``'s ``epsilon`` is what the whole tree may
+spend: the paper's eps/2, so that a level costs eps/(2 h_max)). A level's nodes hold disjoint rows,
+so the selections of one level together cost that once; a level that only branches on categorical
+attributes costs nothing; the leaf counts form one more level. The tree records a
+:class:`~marketplace.protocols.pfds.budget.Spend` per level that read data, and ``tree.epsilon`` is
+their sum. Neighbouring datasets differ by one row added or removed (the paper's reading: a count
+and the Max operator both have sensitivity 1). With ``neighbours="replace"`` a replaced row can leave
+one node and join another of the same level, so both the leaf counts (L1 sensitivity 2) and the
+level's split selections (two nodes' utilities move by 1 each) are calibrated with sensitivity 2,
+which keeps the cost of a level at epsilon/h_max.
+
+**Size.** Branching on every public value multiplies the number of leaves quickly (Adult's
+native-country has 41 values). ``max_leaves`` is a public cap: a node may only take an attribute
+whose branching keeps the tree within it (the choice depends on public quantities only), and a
+level where no attribute fits ends the growth, its nodes becoming leaves.
+
+**Wire form.** :meth:`PrivateTree.to_plain` gives msgpack-ready dicts and lists: nodes in
+breadth-first order as parallel lists (attribute, threshold, number of children; node i's children
+follow one another, right after those of node i - 1), the leaves' noisy counts as one flat list, the
+public schema and the spends. :meth:`PrivateTree.from_plain` checks all of it and raises
+:class:`~marketplace.protocols.pfds._checks.MalformedPlain` naming the first bad field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from marketplace.privacy.mechanisms import Exponential, Laplace
+
+from ._checks import (
+    NEIGHBOURS,
+    MalformedPlain,
+    choice,
+    count_sensitivity,
+    int_at_least,
+    is_int,
+    is_real,
+    noise_generator,
+    positive_real,
+)
+from .budget import Spend, total_epsilon
+from .schema import PublicSchema
+
+__all__ = [
+    "ATTRIBUTE_CHOICES",
+    "DEFAULT_MAX_LEAVES",
+    "MAX_OPERATOR_SENSITIVITY",
+    "PLAIN_FORMAT",
+    "PrivateTree",
+    "grow_tree",
+    "max_operator_utilities",
+    "select_split",
+]
+
+ATTRIBUTE_CHOICES = ("level", "node")
+DEFAULT_MAX_LEAVES = 65_536
+MAX_OPERATOR_SENSITIVITY = 1.0
+PLAIN_FORMAT, PLAIN_VERSION = "pfds.tree", 1
+_PLAIN_KEYS = {"format", "version", "schema", "h_max", "t", "neighbours", "spends", "attribute", "threshold",
+               "n_children", "counts"}
+
+
+# ---------------------------------------------------------------------------------------------
+# The split selection: Max operator utilities and the exponential mechanism.
+
+
+def _utilities(values: np.ndarray, labels: np.ndarray, node: np.ndarray, candidates: np.ndarray,
+               n_classes: int) -> np.ndarray:
+    """Max-operator utilities of k nodes at once: rows carry their node (0..k-1), candidates is k x t."""
+    k, t = candidates.shape
+    rows, column = np.nonzero(values[:, None] < candidates[node])
+    left = np.bincount((node[rows] * t + column) * n_classes + labels[rows], minlength=k * t * n_classes)
+    left = left.reshape(k, t, n_classes)
+    total = np.bincount(node * n_classes + labels, minlength=k * n_classes).reshape(k, 1, n_classes)
+    return (left.max(axis=2) + (total - left).max(axis=2)).astype(np.float64)
+
+
+def _node_inputs(values: Any, labels: Any, candidates: Any, n_classes: Any, where: str):
+    n_classes = int_at_least(n_classes, 1, "n_classes", where)
+    values = np.asarray(values, dtype=np.float64)
+    labels = np.asarray(labels)
+    candidates = np.asarray(candidates, dtype=np.float64)
+    if values.ndim != 1 or not np.isfinite(values).all():
+        raise ValueError(f"The 'values' parameter of {where} must be a 1-D array of finite numbers. "
+                         f"Got shape {values.shape} instead.")
+    if labels.shape != values.shape or (labels.size and (labels.dtype.kind not in "iu" or labels.min() < 0
+                                                          or labels.max() >= n_classes)):
+        raise ValueError(f"The 'labels' parameter of {where} must be integer codes in [0, {n_classes}), one per value. "
+                         f"Got dtype {labels.dtype}, shape {labels.shape} instead.")
+    if candidates.ndim != 1 or candidates.size == 0 or not np.isfinite(candidates).all():
+        raise ValueError(f"The 'candidates' parameter of {where} must be a non-empty 1-D array of finite numbers. "
+                         f"Got shape {candidates.shape} instead.")
+    return values, labels.astype(np.int64), candidates, n_classes
+
+
+def max_operator_utilities(values: Any, labels: Any, candidates: Any, *, n_classes: int) -> np.ndarray:
+    """The Max operator of each candidate threshold v for one node's rows:
+    max_l #{a < v, y = l} + max_l #{a >= v, y = l}. Sensitivity 1."""
+    values, labels, candidates, n_classes = _node_inputs(values, labels, candidates, n_classes, "max_operator_utilities")
+    return _utilities(values, labels, np.zeros(values.size, dtype=np.int64), candidates[None, :], n_classes)[0]
+
+
+def select_split(values: Any, labels: Any, candidates: Any, *, n_classes: int, epsilon: float,
+                 rng: np.random.Generator, secure: bool = False) -> int:
+    """The index of the candidate chosen by the exponential mechanism on the Max operator:
+    P(v) ∝ exp(epsilon u(v) / 2). Costs epsilon (for this node; a level's nodes compose in parallel)."""
+    utilities = max_operator_utilities(values, labels, candidates, n_classes=n_classes)
+    mechanism = Exponential(epsilon=epsilon, sensitivity=MAX_OPERATOR_SENSITIVITY, rng=rng, secure=secure)
+    return mechanism.randomise(utilities)
+
+
+# ---------------------------------------------------------------------------------------------
+# The tree.
+
+
+def _array(value: Any, dtype, name: str) -> np.ndarray:
+    """A read-only copy; integers must be whole numbers (no silent truncation)."""
+    try:
+        array = np.array(value, dtype=np.float64, copy=True)
+    except (TypeError, ValueError):
+        raise MalformedPlain(f"$.{name}", "an array of numbers", value) from None
+    if dtype is np.int64:
+        if not np.array_equal(array, np.floor(array)):  # also refuses NaN
+            raise MalformedPlain(f"$.{name}", "an array of integers", value)
+        array = array.astype(np.int64)
+    array.setflags(write=False)
+    return array
+
+
+@dataclass(frozen=True, eq=False)
+class PrivateTree:
+    """A grown tree: nodes in breadth-first order (parallel arrays) and the leaves' noisy counts.
+
+    ``attribute[i]`` is the column node i splits on (-1 at a leaf), ``threshold[i]`` its numeric
+    threshold (NaN otherwise: a categorical node has one child per public value, in the order of the
+    value list), ``n_children[i]`` its number of children. ``counts[j, c]`` is the noisy count of
+    label code c in the j-th leaf (leaves in breadth-first order). ``spends`` say what growing it cost.
+    Every construction is checked (:class:`MalformedPlain` names the first bad field).
+    """
+
+    schema: PublicSchema
+    attribute: np.ndarray
+    threshold: np.ndarray
+    n_children: np.ndarray
+    counts: np.ndarray
+    h_max: int
+    t: int
+    spends: tuple[Spend, ...]
+    neighbours: str = "add_remove"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.schema, PublicSchema):
+            raise MalformedPlain("$.schema", "a PublicSchema", self.schema)
+        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
+        if not is_int(self.h_max) or self.h_max < 1:
+            raise MalformedPlain("$.h_max", "an integer >= 1", self.h_max)
+        if not is_int(self.t) or self.t < 1:
+            raise MalformedPlain("$.t", "an integer >= 1", self.t)
+        if self.neighbours not in NEIGHBOURS:
+            raise MalformedPlain("$.neighbours", " or ".join(map(repr, NEIGHBOURS)), self.neighbours)
+        spends = tuple(self.spends) if isinstance(self.spends, (tuple, list)) else None
+        if spends is None:
+            raise MalformedPlain("$.spends", "a tuple of Spend", self.spends)
+        for i, spend in enumerate(spends):
+            if not isinstance(spend, Spend) or not spend.purpose.startswith("tree."):
+                raise MalformedPlain(f"$.spends[{i}]", "a tree spend (tree.split or tree.leaves)", spend)
+        set_("spends", spends)
+        set_("h_max", int(self.h_max))
+        set_("t", int(self.t))
+        attribute = _array(self.attribute, np.int64, "attribute")
+        threshold = _array(self.threshold, np.float64, "threshold")
+        n_children = _array(self.n_children, np.int64, "n_children")
+        counts = _array(self.counts, np.float64, "counts")
+        set_("attribute", attribute)
+        set_("threshold", threshold)
+        set_("n_children", n_children)
+        set_("counts", counts)
+        self._check_structure()
+
+    # --- checks and derived structure
+
+    def _check_structure(self) -> None:
+        schema, attribute, threshold, n_children = self.schema, self.attribute, self.threshold, self.n_children
+        size = attribute.shape[0] if attribute.ndim == 1 else -1
+        for name, array in (("attribute", attribute), ("threshold", threshold), ("n_children", n_children)):
+            if array.ndim != 1 or array.shape[0] != size or size < 1:
+                raise MalformedPlain(f"$.{name}", "a non-empty list with one entry per node (as many as attribute)",
+                                     f"shape {array.shape}")
+        _first_bad("n_children", n_children < 0, n_children, "a non-negative number of children")
+        if 1 + int(n_children.sum()) != size:
+            raise MalformedPlain("$.n_children", f"numbers of children adding up to {size - 1} (nodes - 1)",
+                                 int(n_children.sum()))
+        leaf = n_children == 0
+        _first_bad("attribute", leaf & (attribute != -1), attribute, "-1 at a leaf (a node with no children)")
+        _first_bad("attribute", ~leaf & ((attribute < 0) | (attribute >= schema.d)), attribute,
+                   f"the column (0..{schema.d - 1}) of a public attribute")
+        column = np.where(leaf, 0, attribute)
+        categorical = ~leaf & schema.is_categorical[column]
+        numeric = ~leaf & ~categorical
+        _first_bad("threshold", ~numeric & ~np.isnan(threshold), threshold, "null (no threshold) off numeric splits")
+        _first_bad("threshold", numeric & ~np.isfinite(threshold), threshold, "a finite threshold at a numeric split")
+        _first_bad("n_children", numeric & (n_children != 2), n_children, "2 children at a numeric split")
+        _first_bad("n_children", categorical & (n_children != schema.branching[column]), n_children,
+                   "one child per public value at a categorical split")
+        first_child = np.where(leaf, -1, 1 + np.cumsum(n_children) - n_children)
+
+        # Walk the levels: node i's children follow those of node i - 1, so levels are contiguous.
+        levels, start, end = [], 0, 1
+        while start < end:
+            levels.append((start, end))
+            start, end = end, end + int(n_children[start:end].sum())
+        if end != size or start != size:
+            raise MalformedPlain("$.n_children", "a tree in which every node is reachable from the root", "unreachable nodes")
+        if len(levels) > self.h_max:
+            raise MalformedPlain("$.h_max", f"at least the depth of the tree ({len(levels)})", self.h_max)
+
+        # Public regions: a numeric interval per attribute, a fixed value code per categorical one.
+        lo, hi = schema.lower[None, :].copy(), schema.upper[None, :].copy()
+        fixed = np.full((1, schema.d), -1, dtype=np.int64)
+        leaf_parts = []
+        for (start, end) in levels:
+            nodes = np.arange(start, end)
+            a = column[nodes]
+            rows = np.arange(nodes.size)
+            inside = (lo[rows, a] < threshold[nodes]) & (threshold[nodes] < hi[rows, a])
+            _first_bad("threshold", _scatter(size, nodes, numeric[nodes] & ~inside), threshold,
+                       "a threshold strictly inside the node's public interval")
+            _first_bad("attribute", _scatter(size, nodes, categorical[nodes] & (fixed[rows, a] >= 0)), attribute,
+                       "a categorical attribute not already used above this node")
+            leaf_parts.append((lo[leaf[nodes]], hi[leaf[nodes]], fixed[leaf[nodes]]))
+            parent = np.repeat(rows, n_children[nodes])
+            if parent.size == 0:
+                break
+            offset = np.arange(parent.size) - np.repeat(np.cumsum(n_children[nodes]) - n_children[nodes], n_children[nodes])
+            lo, hi, fixed = lo[parent], hi[parent], fixed[parent]
+            pa, child = a[parent], np.arange(parent.size)
+            is_num = numeric[nodes][parent]
+            cut = threshold[nodes][parent]
+            left, right = is_num & (offset == 0), is_num & (offset == 1)
+            hi[child[left], pa[left]] = cut[left]
+            lo[child[right], pa[right]] = cut[right]
+            is_cat = categorical[nodes][parent]
+            fixed[child[is_cat], pa[is_cat]] = offset[is_cat]
+
+        leaves = np.flatnonzero(leaf)
+        counts = self.counts
+        if counts.ndim != 2 or counts.shape != (leaves.size, schema.n_codes):
+            raise MalformedPlain("$.counts", f"{leaves.size} x {schema.n_codes} noisy counts (leaves x label codes)",
+                                 f"shape {counts.shape}")
+        if not np.isfinite(counts).all():
+            raise MalformedPlain("$.counts", "finite counts", "NaN or infinity")
+        leaf_index = np.full(size, -1, dtype=np.int64)
+        leaf_index[leaves] = np.arange(leaves.size)
+        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
+        set_("_first_child", first_child)
+        set_("_levels", tuple(levels))
+        set_("_leaves", leaves)
+        set_("_leaf_index", leaf_index)
+        set_("_leaf_lo", np.vstack([part[0] for part in leaf_parts]))
+        set_("_leaf_hi", np.vstack([part[1] for part in leaf_parts]))
+        set_("_leaf_fixed", np.vstack([part[2] for part in leaf_parts]))
+
+    # --- shape
+
+    @property
+    def n_nodes(self) -> int:
+        return int(self.attribute.shape[0])
+
+    @property
+    def n_leaves(self) -> int:
+        return int(self._leaves.size)
+
+    @property
+    def depth(self) -> int:
+        """The number of levels (the root is level 1)."""
+        return len(self._levels)
+
+    @property
+    def epsilon(self) -> float:
+        """What growing the tree spent (sequential composition of its spends)."""
+        return total_epsilon(self.spends)
+
+    @property
+    def leaves(self) -> np.ndarray:
+        """Node ids of the leaves, in breadth-first order (row j of ``counts`` is leaf ``leaves[j]``)."""
+        return self._leaves
+
+    @property
+    def parent(self) -> np.ndarray:
+        """The parent of every node (-1 for the root)."""
+        return np.concatenate([[-1], np.repeat(np.arange(self.n_nodes), self.n_children)])
+
+    @property
+    def leaf_labels(self) -> np.ndarray:
+        """The label code of each leaf: the largest noisy count (the first one on a tie)."""
+        return np.argmax(self.counts, axis=1)
+
+    def level_nodes(self, level: int) -> np.ndarray:
+        """Node ids on ``level`` (1 = root)."""
+        level = int_at_least(level, 1, "level", "PrivateTree.level_nodes")
+        if level > self.depth:
+            return np.empty(0, dtype=np.int64)
+        start, end = self._levels[level - 1]
+        return np.arange(start, end)
+
+    def node_level(self) -> np.ndarray:
+        """The level of every node."""
+        out = np.empty(self.n_nodes, dtype=np.int64)
+        for level, (start, end) in enumerate(self._levels, start=1):
+            out[start:end] = level
+        return out
+
+    def leaf_regions(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each leaf's public region: numeric intervals [lo, hi) (lo, hi: leaves x d) and the fixed
+        value code of each categorical attribute (-1 where it is free)."""
+        return self._leaf_lo, self._leaf_hi, self._leaf_fixed
+
+    # --- use
+
+    def route(self, X: Any) -> np.ndarray:
+        """The node id of the leaf each row of X falls into."""
+        rows = self.schema.check_rows(X, "X", "PrivateTree.route", allow_empty=True)
+        return self._route(rows)
+
+    def _route(self, rows: np.ndarray) -> np.ndarray:
+        node = np.zeros(rows.shape[0], dtype=np.int64)
+        is_cat = self.schema.is_categorical
+        for _ in range(self.depth - 1):
+            inner = np.flatnonzero(self._first_child[node] >= 0)
+            if inner.size == 0:
+                break
+            at = node[inner]
+            a = self.attribute[at]
+            value = rows[inner, a]
+            offset = np.where(is_cat[a], value, value >= self.threshold[at]).astype(np.int64)
+            node[inner] = self._first_child[at] + offset
+        return node
+
+    def _predict_rows(self, rows: np.ndarray) -> np.ndarray:
+        return self.leaf_labels[self._leaf_index[self._route(rows)]]
+
+    def leaf_of(self, X: Any) -> np.ndarray:
+        """The leaf index (row of ``counts``) of each row of X."""
+        return self._leaf_index[self.route(X)]
+
+    def predict_codes(self, X: Any) -> np.ndarray:
+        """The label code the tree predicts for each row of X (its leaf's label)."""
+        return self.leaf_labels[self.leaf_of(X)]
+
+    # --- plain form
+
+    def to_plain(self) -> dict[str, Any]:
+        """The tree as msgpack-ready dicts and lists (see the module docstring)."""
+        return {
+            "format": PLAIN_FORMAT,
+            "version": PLAIN_VERSION,
+            "schema": self.schema.to_plain(),
+            "h_max": self.h_max,
+            "t": self.t,
+            "neighbours": self.neighbours,
+            "spends": [spend.to_plain() for spend in self.spends],
+            "attribute": self.attribute.tolist(),
+            "threshold": [None if np.isnan(v) else v for v in self.threshold.tolist()],
+            "n_children": self.n_children.tolist(),
+            "counts": self.counts.ravel().tolist(),
+        }
+
+    @classmethod
+    def from_plain(cls, plain: Any, *, schema: PublicSchema | None = None) -> "PrivateTree":
+        """Read back :meth:`to_plain`'s output, checking every field. With ``schema``, the tree must
+        have been grown on that public schema."""
+        if not isinstance(plain, dict):
+            raise MalformedPlain("$", "a map (a plain pfds tree)", plain)
+        if set(plain) != _PLAIN_KEYS:
+            extra, missing = sorted(set(plain) - _PLAIN_KEYS, key=str), sorted(_PLAIN_KEYS - set(plain))
+            raise MalformedPlain("$", f"a map with keys {', '.join(sorted(_PLAIN_KEYS))}",
+                                 f"unknown key {extra[0]!r}" if extra else f"missing key {missing[0]!r}")
+        if plain["format"] != PLAIN_FORMAT:
+            raise MalformedPlain("$.format", repr(PLAIN_FORMAT), plain["format"])
+        if plain["version"] != PLAIN_VERSION or not is_int(plain["version"]):
+            raise MalformedPlain("$.version", f"{PLAIN_VERSION}", plain["version"])
+        own = PublicSchema.from_plain(plain["schema"], "$.schema")
+        if schema is not None and own != schema:
+            raise MalformedPlain("$.schema", "the receiver's public schema (the tree was grown on another one)",
+                                 "a different schema")
+        spends = plain["spends"]
+        if not isinstance(spends, list):
+            raise MalformedPlain("$.spends", "a list", spends)
+        spends = tuple(Spend.from_plain(item, f"$.spends[{i}]") for i, item in enumerate(spends))
+        attribute = _int_list(plain["attribute"], "$.attribute")
+        n_children = _int_list(plain["n_children"], "$.n_children")
+        threshold = _threshold_list(plain["threshold"], "$.threshold")
+        counts = _real_list(plain["counts"], "$.counts")
+        leaves = sum(1 for n in n_children if n == 0)
+        if counts.size != leaves * own.n_codes:
+            raise MalformedPlain("$.counts", f"{leaves} x {own.n_codes} = {leaves * own.n_codes} counts "
+                                 "(leaves x label codes, row by row)", f"{counts.size} values")
+        return cls(schema=own, attribute=attribute, threshold=threshold, n_children=n_children,
+                   counts=counts.reshape(leaves, own.n_codes), h_max=plain["h_max"], t=plain["t"],
+                   spends=spends, neighbours=plain["neighbours"])
+
+
+def _scatter(size: int, nodes: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    out = np.zeros(size, dtype=bool)
+    out[nodes[mask]] = True
+    return out
+
+
+def _first_bad(name: str, bad: np.ndarray, values: np.ndarray, expected: str) -> None:
+    if bad.any():
+        i = int(np.argmax(bad))
+        value = values[i].item()
+        raise MalformedPlain(f"$.{name}[{i}]", expected, None if isinstance(value, float) and np.isnan(value) else value)
+
+
+def _int_list(value: Any, path: str) -> np.ndarray:
+    if not isinstance(value, list):
+        raise MalformedPlain(path, "a list of integers", value)
+    for i, item in enumerate(value):
+        if not is_int(item):
+            raise MalformedPlain(f"{path}[{i}]", "an integer", item)
+    return np.array(value, dtype=np.int64)
+
+
+def _threshold_list(value: Any, path: str) -> np.ndarray:
+    if not isinstance(value, list):
+        raise MalformedPlain(path, "a list of numbers and nulls", value)
+    out = np.empty(len(value), dtype=np.float64)
+    for i, item in enumerate(value):
+        if item is None:
+            out[i] = np.nan
+        elif is_real(item) and np.isfinite(item):
+            out[i] = item
+        else:
+            raise MalformedPlain(f"{path}[{i}]", "a finite number or null", item)
+    return out
+
+
+def _real_list(value: Any, path: str) -> np.ndarray:
+    if not isinstance(value, list):
+        raise MalformedPlain(path, "a list of numbers", value)
+    for i, item in enumerate(value):
+        if not is_real(item) or not np.isfinite(item):
+            raise MalformedPlain(f"{path}[{i}]", "a finite number", item)
+    return np.array(value, dtype=np.float64)
+
+
+# ---------------------------------------------------------------------------------------------
+# Growing a tree.
+
+
+def _choose_attributes(allowed: np.ndarray, per_level: bool, rng: np.random.Generator) -> np.ndarray:
+    """One allowed attribute per node, uniformly (-1 where none is allowed); the same one for every
+    node with ``per_level``."""
+    if per_level:
+        options = np.flatnonzero(allowed[0])
+        return np.full(allowed.shape[0], options[rng.integers(options.size)] if options.size else -1)
+    count = allowed.sum(axis=1)
+    pick = np.floor(rng.random(allowed.shape[0]) * count).astype(np.int64)
+    chosen = np.argmax(np.cumsum(allowed, axis=1) > pick[:, None], axis=1)
+    return np.where(count > 0, chosen, -1)
+
+
+def _candidates(lo: np.ndarray, hi: np.ndarray, t: int, rng: np.random.Generator) -> np.ndarray:
+    """t thresholds per node, uniform strictly inside (lo, hi)."""
+    drawn = rng.uniform(lo[:, None], hi[:, None], size=(lo.size, t))
+    return np.clip(drawn, np.nextafter(lo, hi)[:, None], np.nextafter(hi, lo)[:, None])
+
+
+def grow_tree(X: Any, y: Any, schema: PublicSchema, *, epsilon: float, rng: np.random.Generator, h_max: int = 8,
+              t: int = 10, max_leaves: int = DEFAULT_MAX_LEAVES, attribute_choice: str = "level",
+              neighbours: str = "add_remove", secure: bool = False) -> PrivateTree:
+    """Grow a private tree on rows ``X`` (checked against ``schema``) and labels ``y`` (classes or
+    real values, as the schema's label says), spending at most ``epsilon``: epsilon/h_max per level.
+
+    In pfds, ``epsilon`` is half the sharer's budget (see :func:`~marketplace.protocols.pfds.budget.split_budget`).
+    """
+    where = "grow_tree"
+    if not isinstance(schema, PublicSchema):
+        raise TypeError(f"The 'schema' parameter of {where} must be a PublicSchema. Got {type(schema).__name__} instead.")
+    epsilon = positive_real(epsilon, "epsilon", where)
+    h_max = int_at_least(h_max, 1, "h_max", where)
+    t = int_at_least(t, 1, "t", where)
+    max_leaves = int_at_least(max_leaves, 1, "max_leaves", where)
+    per_level = choice(attribute_choice, ATTRIBUTE_CHOICES, "attribute_choice", where) == "level"
+    sensitivity = count_sensitivity(neighbours, where)  # 1 (add/remove) or 2 (replace): see the module docstring
+    rng, secure = noise_generator(rng, secure, where)
+    rows = schema.check_rows(X, "X", where)
+    codes = schema.encode_labels(y)
+    if codes.shape[0] != rows.shape[0]:
+        raise ValueError(f"The 'y' parameter of {where} must have one label per row of X ({rows.shape[0]}). "
+                         f"Got {codes.shape[0]} instead.")
+
+    level_epsilon = epsilon / h_max
+    n_classes, is_cat, branching = schema.n_codes, schema.is_categorical, schema.branching
+    attribute, threshold, n_children, spends = [], [], [], []
+    lo, hi = schema.lower[None, :].copy(), schema.upper[None, :].copy()  # the frontier's regions
+    available = np.ones((1, schema.d), dtype=bool)
+    node = np.zeros(rows.shape[0], dtype=np.int64)  # global node id of each row
+    active = np.ones(rows.shape[0], dtype=bool)  # rows whose node is on the frontier
+    start, finished = 0, 0  # first node id of the frontier; leaves closed on earlier levels
+    level = 1
+    while level < h_max:
+        frontier = lo.shape[0]
+        room = (max_leaves - finished) // frontier
+        chosen = _choose_attributes(available & (branching[None, :] <= room), per_level, rng)
+        split = chosen >= 0
+        if not split.any():
+            break
+        column = np.where(split, chosen, 0)
+        cuts = np.full(frontier, np.nan)
+        live = np.flatnonzero(active)
+        local = node[live] - start
+        numeric_columns = np.unique(chosen[split & ~is_cat[column]])
+        if numeric_columns.size:
+            mechanism = Exponential(epsilon=level_epsilon, sensitivity=MAX_OPERATOR_SENSITIVITY * sensitivity,
+                                    rng=rng, secure=secure)
+            for a in numeric_columns:
+                nodes = np.flatnonzero(chosen == a)
+                candidates = _candidates(lo[nodes, a], hi[nodes, a], t, rng)
+                position = np.full(frontier, -1, dtype=np.int64)
+                position[nodes] = np.arange(nodes.size)
+                inside = position[local] >= 0
+                utilities = _utilities(rows[live[inside], a], codes[live[inside]], position[local[inside]],
+                                       candidates, n_classes)
+                for i, at in enumerate(nodes):
+                    cuts[at] = candidates[i, mechanism.randomise(utilities[i])]
+            spends.append(Spend("tree.split", level, level_epsilon, "exponential"))
+        children = np.where(split, branching[column], 0)
+        attribute.append(np.where(split, chosen, -1))
+        threshold.append(cuts)
+        n_children.append(children)
+        finished += int((~split).sum())
+
+        # The next frontier: every child inherits its parent's region, narrowed by the split.
+        parent = np.repeat(np.arange(frontier), children)
+        first = np.cumsum(children) - children
+        offset = np.arange(parent.size) - first[parent]
+        lo, hi, available = lo[parent], hi[parent], available[parent]
+        a, child = column[parent], np.arange(parent.size)
+        numeric_child = ~is_cat[a]
+        left, right = numeric_child & (offset == 0), numeric_child & (offset == 1)
+        hi[child[left], a[left]] = cuts[parent[left]]
+        lo[child[right], a[right]] = cuts[parent[right]]
+        available[child[~numeric_child], a[~numeric_child]] = False
+
+        # Rows follow their node's split; rows of a node that stopped stay in that leaf.
+        next_start = start + frontier
+        moving = split[local]
+        at, where_rows = local[moving], live[moving]
+        value = rows[where_rows, column[at]]
+        step = np.where(is_cat[column[at]], value, value >= cuts[at]).astype(np.int64)
+        node[where_rows] = next_start + first[at] + step
+        active[live[~moving]] = False
+        start = next_start
+        level += 1
+
+    frontier = lo.shape[0]
+    attribute.append(np.full(frontier, -1))
+    threshold.append(np.full(frontier, np.nan))
+    n_children.append(np.zeros(frontier, dtype=np.int64))
+    n_children_all = np.concatenate(n_children)
+    leaf_index = np.cumsum(n_children_all == 0) - 1
+    true_counts = np.bincount(leaf_index[node] * n_classes + codes,
+                              minlength=int((n_children_all == 0).sum()) * n_classes)
+    laplace = Laplace(epsilon=level_epsilon, sensitivity=sensitivity, rng=rng, secure=secure)
+    noisy = laplace.randomise(true_counts.astype(np.float64)).reshape(-1, n_classes)
+    spends.append(Spend("tree.leaves", level, level_epsilon, "laplace"))
+    return PrivateTree(schema=schema, attribute=np.concatenate(attribute), threshold=np.concatenate(threshold),
+                       n_children=n_children_all, counts=noisy, h_max=h_max, t=t, spends=tuple(spends),
+                       neighbours=neighbours)
