@@ -150,7 +150,7 @@ def _run(args: argparse.Namespace, scenario) -> int:
 def _sweep(args: argparse.Namespace, scenario) -> int:
     from rich.console import Console
 
-    from marketplace.runner.display import sweep_table
+    from marketplace.exchanges import exchange
     from marketplace.runner.sweep import parse_axis, plan_sweep, run_sweep, summarize_rows
     from marketplace.scenario import ScenarioError
 
@@ -187,7 +187,7 @@ def _sweep(args: argparse.Namespace, scenario) -> int:
         stop_forkserver()
     keys = list(axes)
     if not args.quiet:
-        console.print(sweep_table(summarize_rows(rows, keys), keys, f"{scenario.config.name}: {total} runs (mean ± sd over repeats)"))
+        console.print(exchange(scenario.config.protocol).sweep_table(summarize_rows(rows, keys), keys, f"{scenario.config.name}: {total} runs (mean ± sd over repeats)"))
     plot = " and sweep.png" if (Path(out) / "sweep.png").exists() else ""
     print(f"{out}/runs.csv, {out}/summary.csv{plot}")
     failed = [r for r in rows if r["status"] != "completed"]

@@ -9,12 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from marketplace import seeds
-from marketplace.consumer.summarize import SummarizeConsumer
-from marketplace.curator.private_summarize import PrivateSchedule, PrivateSummarizeCurator
-from marketplace.curator.summarize import SummarizeCurator
 from marketplace.data.dataset import Dataset
 from marketplace.data.world import World, build_world
-from marketplace.owner.summarize import SummarizeOwner
 from marketplace.protocols.summarize import RandomFourierFeatures
 from marketplace.roles import CONSUMER, CURATOR, Role, owner_id
 from marketplace.scenario import ScenarioConfig
@@ -61,26 +57,9 @@ def build_role(config: ScenarioConfig, party: str, *, world: World | None = None
     if party not in ids:
         raise ValueError(f"unknown party {party!r}: this scenario has {', '.join(ids)}")
     world = world if world is not None else make_world(config)
-    features = public_features(config, world.dim)
-    s = config.summarize
-    if party == CURATOR:
-        common = dict(scenario_name=config.name, owners=tuple(ids[1:-1]), features=features, seed_set=world.seed_set.X,
-                      dim=world.dim, rounds=s.rounds, verify_tolerance=s.verify_tolerance, trust=s.curator)
-        if s.privacy.enabled:
-            schedule = PrivateSchedule.resolve(s.privacy, features=s.features, rounds=s.rounds)
-            return PrivateSummarizeCurator(schedule=schedule, seed=seeds.derive(config.seed, "summarize.curator.noise"), **common)
-        return SummarizeCurator(**common)
-    if party == CONSUMER:
-        return SummarizeConsumer(
-            scenario_name=config.name, validation=world.validation, test=world.test, gamma=s.gamma,
-            svm_c=s.svm_c, svm_seed=seeds.derive_int(config.seed, "summarize.svm"), features=features, trust=s.curator,
-        )
-    index = ids.index(party) - 1
-    data = owner_data if owner_data is not None else world.owners[index]
-    if data.X.shape[1] != world.dim:
-        raise ValueError(f"{party}: data file has {data.X.shape[1]} features, the scenario's data has {world.dim}")
-    return SummarizeOwner(party_id=party, scenario_name=config.name, data=data, features=features, trust=s.curator,
-                          feature_dtype=s.owner_features)
+    from marketplace.exchanges import exchange
+
+    return exchange(config.protocol).build_role(config, party, world, owner_data)
 
 
 def load_owner_file(path: str) -> Dataset:

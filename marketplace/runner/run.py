@@ -15,7 +15,6 @@ from marketplace import __version__
 from marketplace.messages import PROTOCOL_VERSION
 from marketplace.parties import build_role, make_world, party_ids, role_of
 from marketplace.roles import CONSUMER, CURATOR
-from marketplace.runner.evaluate import baselines, central_replay, mmd2_with_seed_set, non_private_greedy, owner_picks
 from marketplace.runner.party_process import default_run_id, party_report, single_threaded_blas, write_json
 from marketplace.data import world_summary
 from marketplace.runner.processes import Launch, forkserver_context, last_line, run_processes
@@ -23,6 +22,7 @@ from marketplace.runner.report import message_summary, timing_summary, write_mes
 from marketplace.scenario import Scenario, ScenarioError
 from marketplace.transport.inprocess import StalledRun, run_inprocess
 from marketplace.transport.node import Node
+from marketplace.exchanges import exchange
 
 log = logging.getLogger(__name__)
 Driver = Literal["processes", "inprocess"]
@@ -73,12 +73,13 @@ def _run_inprocess(scenario: Scenario, world, run_id: str, on_round) -> tuple[li
              for p in party_ids(config)]
     curator = nodes[0].role
     shown = {"rounds": 0}
+    protocol = exchange(config.protocol)
 
     def progress() -> None:
-        done = len(getattr(curator, "selection", ()))
+        done, total = protocol.progress(config, curator)
         if on_round is not None and done > shown["rounds"]:
             shown["rounds"] = done
-            on_round(done, config.summarize.rounds)
+            on_round(done, total)
 
     failure = None
     t0 = time.perf_counter()
@@ -127,22 +128,13 @@ def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[s
     config = scenario.config
     by_id = {p["id"]: p for p in parties}
     curator = (by_id.get(CURATOR) or {}).get("result") or {}
-    consumer = (by_id.get(CONSUMER) or {}).get("result") or {}
     failures = [failure] if failure else []
     dropped = set(curator.get("dropouts") or {})
     failures += [f"{p['id']}: {p['failure']}" for p in parties
                  if p.get("failure") and p["id"] not in dropped and (not failure or p["id"] not in failure)]
     status = "failed" if failures else "completed"
-    selection = curator.get("selection", [])
-    metrics = dict(consumer.get("metrics") or {"mmd2": None, "accuracy": None})
-    metrics["mmd2_with_seed_set"] = mmd2_with_seed_set(config, world, owner_picks(selection))
-    metrics["baselines"] = baselines(config, world)
-    private = config.summarize.privacy.enabled
-    if private:
-        reference = metrics["baselines"]["non_private_greedy"] = non_private_greedy(config, world)
-        if metrics.get("mmd2") is not None and reference.get("mmd2"):
-            # the paper's headline comparison: how much MMD^2 privacy costs against the greedy it protects
-            metrics["mmd2_increase_over_greedy_pct"] = 100.0 * (metrics["mmd2"] / reference["mmd2"] - 1.0)
+    results = {p["id"]: p.get("result") or {} for p in parties}
+    sections = exchange(config.protocol).report(config, world, results)
     report: dict[str, Any] = {
         "scenario": config.name,
         "protocol": config.protocol,
@@ -158,19 +150,9 @@ def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[s
             for p in parties
         ],
         "messages": message_summary(parties),
-        "privacy": curator.get("privacy", {}) if private else
-                   {p: {"guarantee": "none", "note": "non-private protocol: points and exact embeddings are revealed"}
-                    for p in party_ids(config) if p != CURATOR},
         "timing": timing_summary(parties, wall_s, extra_transport_s),
-        "parsimony": curator.get("parsimony"),
-        "selection": selection,
-        "value": curator.get("value"),
-        "metrics": metrics,
         "dropouts": curator.get("dropouts", {}),
-        "flagged": curator.get("flagged", {}),
-        "end_reason": curator.get("end_reason"),
-        "checks": {"central_replay": central_replay(config, world, selection)},
-        "auction": curator.get("auction"),
+        **sections,
         "data": world_summary(world),
         "config": scenario.raw,
         "party_details": {p["id"]: {k: p.get(k) for k in ("result", "timing", "driver", "errors", "errors_received", "log")} for p in parties},

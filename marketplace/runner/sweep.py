@@ -7,15 +7,12 @@ each ``repeats`` times with seeds ``seed, seed + 1, ...`` (so any single point c
 
 Every point is validated before the first run starts. Results:
 
-* ``runs.csv``: one row per run (the swept values, repeat, seed, status, the protocol's and the
-  baselines' MMD^2 and accuracy, % MMD^2 increase over greedy, parsimony, eps per ledger, wall time);
-* ``summary.csv``: mean and standard deviation over repeats, per point;
-* ``sweep.png``: the paper's Figure 1 layout against the first swept key (when numeric): % MMD^2
-  increase over greedy, and linear-SVM accuracy, for the protocol, greedy and uniform;
+* ``runs.csv``: one row per run (the swept values, repeat, seed, status, the protocol's own columns
+  from its exchange's ``sweep_row``, wall time);
+* ``summary.csv``: mean and standard deviation over repeats of every numeric column, per point;
+* ``sweep.png``: the exchange's plot against the first numeric swept key (for `summarize`, the
+  paper's Figure 1 layout);
 * ``runs/NNN-.../``: every run's own report.
-
-"Greedy" is the non-private protocol rule: in a private run the runner's ``non_private_greedy``
-baseline, in a non-private run the protocol itself.
 """
 
 from __future__ import annotations
@@ -33,7 +30,7 @@ from typing import Any
 from marketplace.scenario import Scenario, ScenarioError, parse_scenario
 from marketplace.scenario.load import parse_value, set_path
 
-__all__ = ["SweepPoint", "parse_axis", "plan_sweep", "run_sweep", "summarize_rows", "write_csv", "plot_sweep"]
+__all__ = ["SweepPoint", "parse_axis", "plan_sweep", "row_of", "run_sweep", "summarize_rows", "write_csv"]
 
 
 @dataclass(frozen=True)
@@ -84,40 +81,13 @@ def plan_sweep(scenario: Scenario, axes: dict[str, list[Any]], repeats: int) -> 
     return points
 
 
-def _ledger_eps(report: dict[str, Any]) -> dict[str, Any]:
-    privacy = report.get("privacy")
-    if not isinstance(privacy, dict):
-        return {}
-    return {f"eps[{name}]": entry.get("eps") for name, entry in privacy.items() if isinstance(entry, dict)}
-
-
-def _pct(value: float | None, reference: float | None) -> float | None:
-    if value is None or reference is None or reference == 0:
-        return None
-    return 100.0 * (value / reference - 1.0)
-
-
 def row_of(point: SweepPoint, report: dict[str, Any]) -> dict[str, Any]:
-    """The CSV row of one finished run."""
-    metrics = report.get("metrics") or {}
-    baselines = metrics.get("baselines") or {}
-    private = "non_private_greedy" in baselines
-    greedy = baselines.get("non_private_greedy") if private else metrics
-    uniform = baselines.get("uniform") or {}
-    exact = baselines.get("exact_greedy") or {}
-    parsimony = report.get("parsimony") or {}
+    """The CSV row of one finished run: the swept values, then the protocol's own columns."""
+    from marketplace.exchanges import exchange
+
     row: dict[str, Any] = {"point": point.index, **point.values, "repeat": point.repeat, "seed": point.seed,
-                           "status": report.get("status"), "rounds": len(report.get("selection") or []),
-                           "mmd2": metrics.get("mmd2"), "accuracy": metrics.get("accuracy"),
-                           "mmd2_with_seed_set": metrics.get("mmd2_with_seed_set"),
-                           "greedy_mmd2_with_seed_set": greedy.get("mmd2_with_seed_set"),
-                           "mmd2_increase_over_greedy_pct": _pct(metrics.get("mmd2"), greedy.get("mmd2")),
-                           "greedy_mmd2": greedy.get("mmd2"), "greedy_accuracy": greedy.get("accuracy"),
-                           "uniform_mmd2": uniform.get("mmd2"), "uniform_accuracy": uniform.get("accuracy"),
-                           "uniform_mmd2_increase_over_greedy_pct": _pct(uniform.get("mmd2"), greedy.get("mmd2")),
-                           "exact_greedy_mmd2": exact.get("mmd2"), "exact_greedy_accuracy": exact.get("accuracy"),
-                           "rho": parsimony.get("rho"), "rho_embeddings": parsimony.get("rho_embeddings")}
-    row.update(_ledger_eps(report))
+                           "status": report.get("status")}
+    row.update(exchange(point.scenario.config.protocol).sweep_row(report))
     row["wall_s"] = (report.get("timing") or {}).get("wall_s")
     return row
 
@@ -142,14 +112,11 @@ def run_sweep(points: list[SweepPoint], out: str | Path, *, driver: str = "inpro
     write_csv(out / "summary.csv", summary)
     numeric = [k for k in keys if all(isinstance(p.values[k], (int, float)) and not isinstance(p.values[k], bool) for p in points)]
     if numeric:  # x: the first numeric key; one protocol line per value of the first other key
-        plot_sweep(summary, [numeric[0], *[k for k in keys if k != numeric[0]][:1]], out / "sweep.png",
-                   title=points[0].scenario.config.name)
+        from marketplace.exchanges import exchange
+
+        exchange(points[0].scenario.config.protocol).plot_sweep(
+            summary, [numeric[0], *[k for k in keys if k != numeric[0]][:1]], out / "sweep.png", title=points[0].scenario.config.name)
     return rows
-
-
-_NUMERIC = ("mmd2", "accuracy", "mmd2_with_seed_set", "greedy_mmd2_with_seed_set", "mmd2_increase_over_greedy_pct", "greedy_mmd2", "greedy_accuracy", "uniform_mmd2",
-            "uniform_accuracy", "uniform_mmd2_increase_over_greedy_pct", "exact_greedy_mmd2", "exact_greedy_accuracy",
-            "rho", "rho_embeddings", "wall_s")
 
 
 def _mean_sd(values: list[float]) -> tuple[float | None, float | None]:
@@ -166,7 +133,9 @@ def summarize_rows(rows: list[dict[str, Any]], keys: list[str]) -> list[dict[str
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for row in rows:
         groups.setdefault(tuple(repr(row.get(k)) for k in keys), []).append(row)
-    numeric = [c for c in _NUMERIC] + sorted({c for r in rows for c in r if c.startswith("eps[")})
+    skip = {"point", "repeat", "seed", "status", *keys}
+    numeric = [c for c in dict.fromkeys(c for r in rows for c in r)
+               if c not in skip and all(isinstance(r.get(c), (int, float, type(None))) and not isinstance(r.get(c), bool) for r in rows)]
     out = []
     for members in groups.values():
         summary: dict[str, Any] = {k: members[0].get(k) for k in keys}
@@ -187,59 +156,3 @@ def write_csv(path: str | Path, rows: list[dict[str, Any]]) -> None:
         writer = csv.DictWriter(f, fieldnames=columns)
         writer.writeheader()
         writer.writerows(rows)
-
-
-def plot_sweep(summary: list[dict[str, Any]], keys: list[str], path: str | Path, *, title: str) -> None:
-    """Figure 1's layout: % MMD^2 increase over greedy (left) and accuracy (right) against the first
-    swept key, one line per method (and per value of a second swept key, if any), with +-1 sd bars."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    x_key = keys[0]
-    series_key = keys[1] if len(keys) > 1 else None
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
-    lines = {}
-    for row in summary:
-        lines.setdefault(row.get(series_key) if series_key else None, []).append(row)
-    methods = [("protocol", "mmd2_increase_over_greedy_pct", "accuracy", "o-"),
-               ("greedy", None, "greedy_accuracy", "s--"),
-               ("uniform", "uniform_mmd2_increase_over_greedy_pct", "uniform_accuracy", "^:")]
-    for series, rows in lines.items():
-        rows = sorted(rows, key=lambda r: r[x_key])
-        xs = [r[x_key] for r in rows]
-        suffix = f" ({series_key.rsplit('.', 1)[-1]}={series})" if series_key else ""
-        for name, mmd_col, acc_col, style in methods:
-            if series_key and name != "protocol" and series != next(iter(lines)):
-                continue  # baselines do not depend on the second key's value: draw them once
-            label = name + (suffix if name == "protocol" else "")
-            if mmd_col is None:
-                left.plot(xs, [0.0] * len(xs), style, label=label)
-            else:
-                _errorbar(left, xs, rows, mmd_col, style, label)
-            _errorbar(right, xs, rows, acc_col, style, label)
-    xs_all = [r[x_key] for r in summary]
-    if min(xs_all) > 0 and max(xs_all) / min(xs_all) >= 100:  # values spanning decades (an eps sweep)
-        left.set_xscale("log")
-        right.set_xscale("log")
-    left.set_xlabel(x_key)
-    left.set_ylabel("% MMD$^2$ increase over greedy")
-    right.set_xlabel(x_key)
-    right.set_ylabel("linear-SVM accuracy (target test set)")
-    for axis in (left, right):
-        axis.grid(alpha=0.3)
-        axis.legend(fontsize=8)
-    fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
-def _errorbar(axis, xs, rows, column, style, label) -> None:
-    means = [r.get(f"{column}_mean") for r in rows]
-    sds = [r.get(f"{column}_sd") or 0.0 for r in rows]
-    pairs = [(x, m, s) for x, m, s in zip(xs, means, sds) if m is not None]
-    if pairs:
-        x, m, s = zip(*pairs)
-        axis.errorbar(x, m, yerr=s, fmt=style, capsize=3, label=label)

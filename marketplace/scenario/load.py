@@ -88,20 +88,10 @@ def _resolve_paths(raw: dict[str, Any], base: Path) -> None:
 
 
 def check_privacy_plan(config: ScenarioConfig) -> None:
-    """Refuse a private run whose planned spend exceeds a configured budget, before anything starts."""
-    privacy = config.summarize.privacy
-    if not privacy.enabled:
-        return
-    from marketplace.curator.private_summarize import PrivateSchedule
-    from marketplace.privacy.accountant import BudgetExceeded
+    """Refuse a run whose planned privacy spend exceeds a configured budget, before anything starts."""
+    from marketplace.exchanges import exchange
 
-    schedule = PrivateSchedule.resolve(privacy, features=config.summarize.features, rounds=config.summarize.rounds)
-    ledgers = schedule.ledgers(budget_validation=privacy.budget_validation, budget_summary=privacy.budget_summary)
-    try:
-        schedule.plan(ledgers, config.summarize.rounds, seed_set_size=config.data.seed_set.size)
-    except BudgetExceeded as err:
-        key = "budget_validation" if str(err).startswith("consumer:D_v") else "budget_summary"
-        raise SchemaError(f"summarize.privacy.{key}", "a budget that covers the planned spend", str(err)) from None
+    exchange(config.protocol).check_plan(config)
 
 
 def parse_scenario(raw: Any, *, source: str, base_dir: Path, overrides: list[str] | tuple[str, ...] = ()) -> Scenario:

@@ -1,0 +1,36 @@
+"""One module per exchange (protocol) of the marketplace: what turns a scenario into roles, and a
+finished run into its report sections, tables and sweep columns.
+
+The runtime (drivers, nodes, launcher, report skeleton, sweeps) is the same for every protocol; an
+exchange module supplies the protocol-specific parts through these functions:
+
+* ``build_role(config, party, world, owner_data) -> Role``: the party's sans-I/O role;
+* ``check_plan(config)``: refuse, before anything starts, a run whose privacy plan exceeds a budget
+  (raises :class:`~marketplace.schema.SchemaError` naming the key);
+* ``progress(config, curator_role) -> (done, total)``: for the in-process progress bar (the
+  processes driver reads "round i/N done" lines from the curator's log instead);
+* ``report(config, world, results) -> dict``: the protocol's report sections (``results`` maps
+  party id -> that party's ``Role.result()``); must include ``privacy``;
+* ``head_rows(report)`` and ``tables(report)``: the terminal summary;
+* ``sweep_row(report)``, ``sweep_table(summary, keys, title)``, ``plot_sweep(summary, keys, path,
+  title)``: what a sweep records and shows.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+EXCHANGES = {
+    "summarize": "marketplace.exchanges.summarize",
+    "stc": "marketplace.exchanges.stc",
+}
+"""Protocol name (the scenario's ``protocol:``) -> its exchange module."""
+
+
+def exchange(protocol: str) -> ModuleType:
+    """The exchange module of ``protocol`` (imported on first use)."""
+    try:
+        return importlib.import_module(EXCHANGES[protocol])
+    except KeyError:
+        raise ValueError(f"unknown protocol {protocol!r}: use one of {sorted(EXCHANGES)}") from None

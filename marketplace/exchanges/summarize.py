@@ -1,0 +1,209 @@
+"""The `summarize` exchange (DESIGN.md §3): roles from the scenario, and the report, tables and
+sweep columns of a finished run. The protocol itself lives in ``curator/``, ``owner/``,
+``consumer/`` (roles) and ``protocols/summarize/`` (pure cores)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+
+from marketplace import seeds
+from marketplace.data.dataset import Dataset
+from marketplace.data.world import World
+from marketplace.parties import party_ids, public_features
+from marketplace.roles import CONSUMER, CURATOR, Role
+from marketplace.runner.format import fmt, mean_sd
+from marketplace.scenario.config import ScenarioConfig
+from marketplace.schema import SchemaError
+
+
+def build_role(config: ScenarioConfig, party: str, world: World, owner_data: Dataset | None) -> Role:
+    from marketplace.consumer.summarize import SummarizeConsumer
+    from marketplace.curator.private_summarize import PrivateSchedule, PrivateSummarizeCurator
+    from marketplace.curator.summarize import SummarizeCurator
+    from marketplace.owner.summarize import SummarizeOwner
+
+    ids = party_ids(config)
+    features = public_features(config, world.dim)
+    s = config.summarize
+    if party == CURATOR:
+        common = dict(scenario_name=config.name, owners=tuple(ids[1:-1]), features=features, seed_set=world.seed_set.X,
+                      dim=world.dim, rounds=s.rounds, verify_tolerance=s.verify_tolerance, trust=s.curator)
+        if s.privacy.enabled:
+            schedule = PrivateSchedule.resolve(s.privacy, features=s.features, rounds=s.rounds)
+            return PrivateSummarizeCurator(schedule=schedule, seed=seeds.derive(config.seed, "summarize.curator.noise"), **common)
+        return SummarizeCurator(**common)
+    if party == CONSUMER:
+        return SummarizeConsumer(
+            scenario_name=config.name, validation=world.validation, test=world.test, gamma=s.gamma,
+            svm_c=s.svm_c, svm_seed=seeds.derive_int(config.seed, "summarize.svm"), features=features, trust=s.curator,
+        )
+    index = ids.index(party) - 1
+    data = owner_data if owner_data is not None else world.owners[index]
+    if data.X.shape[1] != world.dim:
+        raise ValueError(f"{party}: data file has {data.X.shape[1]} features, the scenario's data has {world.dim}")
+    return SummarizeOwner(party_id=party, scenario_name=config.name, data=data, features=features, trust=s.curator,
+                          feature_dtype=s.owner_features)
+
+
+def check_plan(config: ScenarioConfig) -> None:
+    """Refuse a private run whose planned spend exceeds a configured budget, before anything starts."""
+    privacy = config.summarize.privacy
+    if not privacy.enabled:
+        return
+    from marketplace.curator.private_summarize import PrivateSchedule
+    from marketplace.privacy.accountant import BudgetExceeded
+
+    schedule = PrivateSchedule.resolve(privacy, features=config.summarize.features, rounds=config.summarize.rounds)
+    ledgers = schedule.ledgers(budget_validation=privacy.budget_validation, budget_summary=privacy.budget_summary)
+    try:
+        schedule.plan(ledgers, config.summarize.rounds, seed_set_size=config.data.seed_set.size)
+    except BudgetExceeded as err:
+        key = "budget_validation" if str(err).startswith("consumer:D_v") else "budget_summary"
+        raise SchemaError(f"summarize.privacy.{key}", "a budget that covers the planned spend", str(err)) from None
+
+
+def progress(config: ScenarioConfig, curator: Role) -> tuple[int, int]:
+    return len(getattr(curator, "selection", ())), config.summarize.rounds
+
+
+# --- the report --------------------------------------------------------------------------------
+
+
+def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    from marketplace.runner.evaluate import baselines, central_replay, mmd2_with_seed_set, non_private_greedy, owner_picks
+
+    curator = results.get(CURATOR) or {}
+    consumer = results.get(CONSUMER) or {}
+    selection = curator.get("selection", [])
+    metrics = dict(consumer.get("metrics") or {"mmd2": None, "accuracy": None})
+    metrics["mmd2_with_seed_set"] = mmd2_with_seed_set(config, world, owner_picks(selection))
+    metrics["baselines"] = baselines(config, world)
+    private = config.summarize.privacy.enabled
+    if private:
+        reference = metrics["baselines"]["non_private_greedy"] = non_private_greedy(config, world)
+        if metrics.get("mmd2") is not None and reference.get("mmd2"):
+            # the paper's headline comparison: how much MMD^2 privacy costs against the greedy it protects
+            metrics["mmd2_increase_over_greedy_pct"] = 100.0 * (metrics["mmd2"] / reference["mmd2"] - 1.0)
+    return {
+        "privacy": curator.get("privacy", {}) if private else
+                   {p: {"guarantee": "none", "note": "non-private protocol: points and exact embeddings are revealed"}
+                    for p in party_ids(config) if p != CURATOR},
+        "parsimony": curator.get("parsimony"),
+        "selection": selection,
+        "value": curator.get("value"),
+        "metrics": metrics,
+        "flagged": curator.get("flagged", {}),
+        "end_reason": curator.get("end_reason"),
+        "checks": {"central_replay": central_replay(config, world, selection)},
+        "auction": curator.get("auction"),
+    }
+
+
+def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
+    rows = [("rounds", f"{len(report.get('selection', []))} ({report.get('end_reason') or '-'})")]
+    pars = report.get("parsimony") or {}
+    sizes = f"|D_s| = {pars.get('summary_size', '-')}, |D_v| = {pars.get('validation_size', '-')}"
+    if pars.get("embeddings_seen"):  # a less-trusted curator: embeddings instead of points
+        rows.append(("parsimony", f"rho = {fmt(pars.get('rho'))}, over embeddings {fmt(pars.get('rho_embeddings'))}  "
+                     f"(less-trusted curator saw {pars.get('points_seen', '-')} raw points and "
+                     f"{pars['embeddings_seen']} h1 embeddings; {sizes})"))
+    else:
+        rows.append(("parsimony", f"rho = {fmt(pars.get('rho'))}  (curator saw {pars.get('points_seen', '-')} points; {sizes})"))
+    replay = report.get("checks", {}).get("central_replay", {})
+    if replay.get("applicable", True):
+        rows.append(("check", f"selection equals the central replay of the protocol rule: {replay.get('matches')}"))
+    if _private(report):
+        for name, ledger in report.get("privacy", {}).items():
+            if isinstance(ledger, dict) and "eps" in ledger:
+                rows.append(("privacy", f"{name}: eps = {fmt(ledger['eps'])}, delta = {fmt(ledger['delta'])} ({ledger.get('theorem')})"))
+    if report.get("flagged"):
+        rows.append(("flagged", ", ".join(report["flagged"])))
+    return rows
+
+
+def _private(report: dict[str, Any]) -> bool:
+    return bool(report.get("config", {}).get("summarize", {}).get("privacy", {}).get("enabled", False))
+
+
+def tables(report: dict[str, Any]) -> list[Table]:
+    quality = Table(title="summary quality: exact-kernel MMD^2 to D_v of the summary alone and with the public seed set "
+                          "(what the greedy rules minimize); accuracy on the consumer's test set", title_justify="left")
+    quality.add_column("summary")
+    quality.add_column("MMD^2 to D_v", justify="right")
+    quality.add_column("with seed set", justify="right")
+    quality.add_column("linear-SVM accuracy", justify="right")
+    m = report["metrics"]
+    label = "protocol (private)" if _private(report) else "protocol (non-private greedy)"
+    quality.add_row(label, fmt(m.get("mmd2")), fmt(m.get("mmd2_with_seed_set")), fmt(m.get("accuracy")))
+    for name, b in m.get("baselines", {}).items():
+        quality.add_row(name.replace("_", " "), fmt(b.get("mmd2")), fmt(b.get("mmd2_with_seed_set")), fmt(b.get("accuracy")))
+    if m.get("mmd2_increase_over_greedy_pct") is not None:
+        quality.caption = f"private MMD^2 is {m['mmd2_increase_over_greedy_pct']:+.1f}% against the non-private greedy"
+    return [quality]
+
+
+# --- sweeps ------------------------------------------------------------------------------------
+
+
+def _pct(value: float | None, reference: float | None) -> float | None:
+    if value is None or reference is None or reference == 0:
+        return None
+    return 100.0 * (value / reference - 1.0)
+
+
+def sweep_row(report: dict[str, Any]) -> dict[str, Any]:
+    """The metric columns of one run. "Greedy" is the non-private protocol rule: in a private run the
+    runner's ``non_private_greedy`` baseline, in a non-private run the protocol itself."""
+    metrics = report.get("metrics") or {}
+    baselines = metrics.get("baselines") or {}
+    greedy = baselines.get("non_private_greedy") if "non_private_greedy" in baselines else metrics
+    uniform = baselines.get("uniform") or {}
+    exact = baselines.get("exact_greedy") or {}
+    parsimony = report.get("parsimony") or {}
+    row = {"rounds": len(report.get("selection") or []),
+           "mmd2": metrics.get("mmd2"), "accuracy": metrics.get("accuracy"),
+           "mmd2_with_seed_set": metrics.get("mmd2_with_seed_set"),
+           "greedy_mmd2_with_seed_set": greedy.get("mmd2_with_seed_set"),
+           "mmd2_increase_over_greedy_pct": _pct(metrics.get("mmd2"), greedy.get("mmd2")),
+           "greedy_mmd2": greedy.get("mmd2"), "greedy_accuracy": greedy.get("accuracy"),
+           "uniform_mmd2": uniform.get("mmd2"), "uniform_accuracy": uniform.get("accuracy"),
+           "uniform_mmd2_increase_over_greedy_pct": _pct(uniform.get("mmd2"), greedy.get("mmd2")),
+           "exact_greedy_mmd2": exact.get("mmd2"), "exact_greedy_accuracy": exact.get("accuracy"),
+           "rho": parsimony.get("rho"), "rho_embeddings": parsimony.get("rho_embeddings")}
+    privacy = report.get("privacy") or {}
+    row.update({f"eps[{name}]": entry.get("eps") for name, entry in privacy.items() if isinstance(entry, dict) and "eps" in entry})
+    return row
+
+
+def sweep_table(summary: list[dict[str, Any]], keys: list[str], title: str) -> Table:
+    """One row per sweep point: the protocol's MMD^2 (as % over greedy) and accuracy, mean±sd over
+    repeats, next to the means of greedy and uniform (runs.csv / summary.csv have everything)."""
+    table = Table(title=title, title_justify="left", caption="protocol: mean±sd over repeats; baselines: means; "
+                  "% = MMD^2 increase over greedy", caption_justify="left")
+    for key in keys:
+        table.add_column(key.rsplit(".", 1)[-1], no_wrap=True)
+    for name in ("ok", "%", "accuracy", "greedy acc", "uniform %", "uniform acc", "rho"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for row in summary:
+        table.add_row(*(fmt(row.get(k)) for k in keys), f"{row['completed']}/{row['runs']}",
+                      mean_sd(row, "mmd2_increase_over_greedy_pct", ".0f"), mean_sd(row, "accuracy", ".3f"),
+                      mean_sd(row, "greedy_accuracy", ".3f", sd=False),
+                      mean_sd(row, "uniform_mmd2_increase_over_greedy_pct", ".0f", sd=False),
+                      mean_sd(row, "uniform_accuracy", ".3f", sd=False), mean_sd(row, "rho", ".2f", sd=False))
+    return table
+
+
+def plot_sweep(summary: list[dict[str, Any]], keys: list[str], path, *, title: str) -> None:
+    """Figure 1's layout: % MMD^2 increase over greedy (left) and accuracy (right) against the first
+    swept key, one line per method (and per value of a second swept key, if any), with ±1 sd bars."""
+    from marketplace.runner.plots import sweep_figure
+
+    sweep_figure(summary, keys, path, title=title, panels=[
+        ("% MMD$^2$ increase over greedy", [("protocol", "mmd2_increase_over_greedy_pct", True),
+                                            ("greedy", None, False),
+                                            ("uniform", "uniform_mmd2_increase_over_greedy_pct", False)]),
+        ("linear-SVM accuracy (target test set)", [("protocol", "accuracy", True), ("greedy", "greedy_accuracy", False),
+                                                   ("uniform", "uniform_accuracy", False)]),
+    ])

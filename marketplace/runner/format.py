@@ -1,0 +1,22 @@
+"""Number formatting shared by the terminal tables."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def fmt(value: Any, digits: int = 4) -> str:
+    """A value for a table cell: '-' for None, 4 significant digits for floats."""
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}g}"
+    return str(value)
+
+
+def mean_sd(row: dict[str, Any], column: str, spec: str, *, sd: bool = True) -> str:
+    """``mean±sd`` of a sweep summary column (``column_mean``, ``column_sd``); '-' when missing."""
+    mean, spread = row.get(f"{column}_mean"), row.get(f"{column}_sd")
+    if mean is None:
+        return "-"
+    return f"{mean:{spec}}±{spread:{spec}}" if sd and spread else f"{mean:{spec}}"
