@@ -1,0 +1,81 @@
+"""The consumer's side of `stc`: send its target points T, receive the owners' private releases
+S', and choose the k points of T to label by minimizing Cost(T, S' ∪ T_k) itself.
+
+With ``stc.coreset`` set, the consumer sends the points of a kd-tree coreset of T (cells of
+diameter <= C in scaled units) instead of T, so each owner's release has fewer, fuller cells; the
+choice of T_k is still made over the whole of T.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from marketplace.data.dataset import Dataset
+from marketplace.messages import Envelope, ProtocolError
+from marketplace.messages.kinds import Bye, Hello
+from marketplace.messages.kinds_stc import StcReleases, StcTarget
+from marketplace.protocols.stc import PublicScaling, kdtree_coreset, solve_stc
+from marketplace.roles import CONSUMER, Role, Send
+from marketplace.scenario.stc import StcConfig
+
+
+class StcConsumer(Role):
+    role_name = "consumer"
+
+    def __init__(self, *, scenario_name: str, target: Dataset, scaling: PublicScaling, settings: StcConfig,
+                 solver_seed: int) -> None:
+        super().__init__()
+        self.party_id = CONSUMER
+        self.scenario_name = scenario_name
+        self.raw_target = target.X
+        self.target = scaling.apply(target.X, clip=True)
+        self.settings = settings
+        self.solver_seed = solver_seed
+        self.sent_rows = np.arange(len(self.target))
+        if settings.coreset is not None:
+            self.sent_rows = np.asarray(kdtree_coreset(self.target, settings.coreset).indices, dtype=np.int64)
+        self.choice: dict[str, Any] | None = None
+        self.end_status = ""
+
+    def start(self) -> list[Send]:
+        return [Send("curator", Hello(role="consumer", protocol="stc", scenario=self.scenario_name)),
+                Send("curator", StcTarget(points=self.raw_target[self.sent_rows]))]
+
+    def handle(self, message: Envelope) -> list[Send]:
+        if message.kind == "stc_releases":
+            if self.choice is not None:
+                raise ProtocolError(party=message.sender, kind="stc_releases", reason="the releases already arrived")
+            self._choose(message)
+            return []
+        if message.kind == "shutdown":
+            self.end_status = message.body.status
+            if self.choice is None:
+                self.failure = f"run ended before the releases arrived: {message.body.reason}"
+            self.done = True
+            return [Send(message.sender, Bye(), reply_to=message.msg_id)]
+        raise ProtocolError(party=message.sender, kind=message.kind, reason="the stc consumer does not accept this kind")
+
+    def _choose(self, message: Envelope) -> None:
+        body: StcReleases = message.body
+        d = self.target.shape[1]
+        if (len(body.centers) and body.centers.shape[1] != d) or int(body.counts.sum()) != len(body.centers) \
+                or len(body.counts) != len(body.owners):
+            raise ProtocolError(party=message.sender, kind="stc_releases",
+                                reason=f"expected (c, {d}) centres split by counts over owners; got centres {list(body.centers.shape)}, "
+                                       f"counts summing to {int(body.counts.sum())} for {len(body.owners)} owners")
+        k = min(self.settings.k, len(self.target))
+        solution = solve_stc(self.target, body.centers, k, max_candidates=self.settings.max_candidates,
+                             rng=np.random.default_rng(self.solver_seed))
+        self.choice = {
+            "indices": [int(i) for i in solution.indices],
+            "estimated_cost": float(solution.cost),  # Cost(T, S' ∪ T_k): what the consumer can compute
+            "released_centers": int(len(body.centers)),
+            "owners": list(body.owners),
+            "method": solution.method,
+        }
+
+    def result(self) -> dict[str, Any]:
+        return {"choice": self.choice, "target_size": int(len(self.target)), "sent_points": int(len(self.sent_rows)),
+                "end_status": self.end_status}

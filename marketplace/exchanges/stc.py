@@ -1,0 +1,191 @@
+"""The `stc` exchange (DESIGN.md §6): roles from the scenario, and the report, tables and sweep
+columns of a finished run. Roles: ``curator/stc.py``, ``owner/stc.py``, ``consumer/stc.py``;
+pure cores: ``protocols/stc/``.
+
+The report scores the consumer's choice T_k with the *true* sources (the runner sees every
+owner's rows, for evaluation only): Cost(T, S ∪ T_k), the mean distance of T to its nearest
+centre, in the public scaled space (radius 1/2). References in the same run: ClusterT (k-medoids
+on T, ignoring S), non-private STC (the same solver given the true S), and S alone (k = 0).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from rich.table import Table
+
+from marketplace import seeds
+from marketplace.data.dataset import Dataset
+from marketplace.data.world import World
+from marketplace.parties import party_ids
+from marketplace.roles import CONSUMER, CURATOR, Role
+from marketplace.runner.format import fmt, mean_sd
+from marketplace.scenario.config import ScenarioConfig
+from marketplace.schema import SchemaError
+
+
+def scaling_of(config: ScenarioConfig, dim: int):
+    """The public map into the ball of radius 1/2, from the scenario's box ``stc.domain``."""
+    from marketplace.protocols.stc import PublicScaling
+
+    domain = config.stc.domain
+    if domain is None:
+        raise ValueError("stc.domain: expected the public box {low, high} of the data (it is never taken from the data)")
+    low, high = (np.broadcast_to(np.asarray(v, dtype=np.float64), (dim,)) if len(v) in (1, dim) else None
+                 for v in (domain.low, domain.high))
+    if low is None or high is None:
+        raise ValueError(f"stc.domain: low and high must have 1 or {dim} values (the data has {dim} features), "
+                         f"got {len(domain.low)} and {len(domain.high)}")
+    if not np.all(high > low):
+        raise ValueError("stc.domain: every high must exceed its low")
+    return PublicScaling.for_box(low, high)
+
+
+def check_world(config: ScenarioConfig, world: World) -> None:
+    """The box must fit the data's width (raises ValueError "stc.domain: ...")."""
+    scaling_of(config, world.dim)
+
+
+def build_role(config: ScenarioConfig, party: str, world: World, owner_data: Dataset | None) -> Role:
+    from marketplace.consumer.stc import StcConsumer
+    from marketplace.curator.stc import StcCurator
+    from marketplace.owner.stc import StcOwner
+
+    ids = party_ids(config)
+    if party == CURATOR:
+        return StcCurator(scenario_name=config.name, owners=tuple(ids[1:-1]), dim=world.dim, settings=config.stc)
+    scaling = scaling_of(config, world.dim)
+    if party == CONSUMER:
+        return StcConsumer(scenario_name=config.name, target=world.validation, scaling=scaling, settings=config.stc,
+                           solver_seed=seeds.derive_int(config.seed, "stc.solver"))
+    data = owner_data if owner_data is not None else world.owners[ids.index(party) - 1]
+    if data.X.shape[1] != world.dim:
+        raise ValueError(f"{party}: data file has {data.X.shape[1]} features, the scenario's data has {world.dim}")
+    return StcOwner(party_id=party, scenario_name=config.name, data=data, scaling=scaling, settings=config.stc,
+                    seed=seeds.derive(config.seed, f"stc.noise.{party}"))
+
+
+def check_plan(config: ScenarioConfig) -> None:
+    """The box must be given, and one release must fit each owner's budget."""
+    s = config.stc
+    if config.protocol != "stc":
+        return
+    if s.domain is None:
+        raise SchemaError("stc.domain", "the public box {low: [...], high: [...]} of the data", "nothing")
+    privacy = s.privacy
+    cost = privacy.epsilon if privacy.notion == "dp" else privacy.rho
+    if privacy.budget is not None and cost > privacy.budget:
+        name = "epsilon" if privacy.notion == "dp" else "rho"
+        raise SchemaError("stc.privacy.budget", f"a budget of at least the release's {name} = {cost:g}",
+                          f"{privacy.budget:g}: each owner's one release would exceed it")
+
+
+def progress(config: ScenarioConfig, curator: Role) -> tuple[int, int]:
+    return len(getattr(curator, "releases", {})), config.parties.owners
+
+
+# --- the report --------------------------------------------------------------------------------
+
+
+def _scaled(config: ScenarioConfig, world: World) -> tuple[np.ndarray, np.ndarray]:
+    scaling = scaling_of(config, world.dim)
+    T = scaling.apply(world.validation.X, clip=True)
+    S = scaling.apply(np.concatenate([o.X for o in world.owners]), clip=True)
+    return T, S
+
+
+def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    from marketplace.protocols.stc import cluster_t, nonprivate_stc, selection_cost, stc_cost
+
+    s = config.stc
+    T, S = _scaled(config, world)
+    k = min(s.k, len(T))
+    choice = (results.get(CONSUMER) or {}).get("choice")
+    options = {"max_candidates": s.max_candidates}
+    metrics: dict[str, Any] = {"k": k, "target_size": len(T), "source_size": len(S),
+                               "cost": None if choice is None else float(selection_cost(T, S, np.array(choice["indices"]))),
+                               "estimated_cost": None if choice is None else choice["estimated_cost"],
+                               "released_centers": None if choice is None else choice["released_centers"]}
+    refs: dict[str, Any] = {"source_only": {"cost": float(stc_cost(T, S))}}
+    if "cluster_t" in s.baselines:
+        picked = cluster_t(T, k, rng=seeds.rng(config.seed, "stc.baseline.cluster_t"), **options).indices
+        refs["cluster_t"] = {"cost": float(selection_cost(T, S, picked))}
+    if "nonprivate_stc" in s.baselines:
+        solution = nonprivate_stc(S, T, k, rng=seeds.rng(config.seed, "stc.baseline.nonprivate"), **options)
+        refs["nonprivate_stc"] = {"cost": float(solution.cost)}
+    metrics["baselines"] = refs
+    curator = results.get(CURATOR) or {}
+    privacy = {p: (results.get(p) or {}).get("privacy") or {"note": "no release recorded (dropped out or failed)"}
+               for p in party_ids(config)[1:-1]}
+    privacy[CONSUMER] = {"guarantee": "none", "note": "T is sent to the owners by design (it is what the consumer wants labelled)"}
+    return {"privacy": privacy, "parsimony": curator.get("parsimony"), "metrics": metrics,
+            "choice": None if choice is None else choice["indices"], "end_reason": curator.get("end_reason")}
+
+
+def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
+    m = report.get("metrics") or {}
+    rows = [("task", f"choose k = {m.get('k')} of |T| = {m.get('target_size')} target points; "
+                     f"{fmt(m.get('released_centers'))} released centres from {m.get('source_size')} source rows"),
+            ("parsimony", "the curator saw no source row (T and private releases only)")]
+    for party, ledger in (report.get("privacy") or {}).items():
+        if isinstance(ledger, dict) and "eps" in ledger:
+            steps = ledger.get("steps") or []
+            rho = sum(st.get("rho", 0) * st.get("count", 1) for st in steps if "rho" in st)
+            cost = f"rho = {fmt(rho)} (eps = {fmt(ledger['eps'])} at delta = {fmt(ledger['delta'])})" if rho else f"eps = {fmt(ledger['eps'])}"
+            rows.append(("privacy", f"{party}: {cost}"))
+    return rows
+
+
+def tables(report: dict[str, Any]) -> list[Table]:
+    m = report.get("metrics") or {}
+    table = Table(title="choice of T_k, scored with the true sources: Cost(T, S ∪ T_k), mean distance to the nearest "
+                        "centre (scaled space, radius 1/2); lower is better", title_justify="left")
+    table.add_column("method")
+    table.add_column("cost", justify="right")
+    table.add_row("protocol (private S')", fmt(m.get("cost")))
+    names = {"cluster_t": "ClusterT (ignores S)", "nonprivate_stc": "non-private STC (true S)", "source_only": "S alone (k = 0)"}
+    for name, ref in (m.get("baselines") or {}).items():
+        table.add_row(names.get(name, name), fmt(ref.get("cost")))
+    if m.get("estimated_cost") is not None:
+        table.caption = f"the consumer's own estimate with S': {fmt(m['estimated_cost'])}"
+    return [table]
+
+
+# --- sweeps ------------------------------------------------------------------------------------
+
+
+def sweep_row(report: dict[str, Any]) -> dict[str, Any]:
+    m = report.get("metrics") or {}
+    refs = m.get("baselines") or {}
+    row = {"k": m.get("k"), "cost": m.get("cost"), "estimated_cost": m.get("estimated_cost"),
+           "cluster_t_cost": (refs.get("cluster_t") or {}).get("cost"),
+           "nonprivate_stc_cost": (refs.get("nonprivate_stc") or {}).get("cost"),
+           "source_only_cost": (refs.get("source_only") or {}).get("cost"),
+           "released_centers": m.get("released_centers")}
+    for party, ledger in (report.get("privacy") or {}).items():
+        if isinstance(ledger, dict) and "eps" in ledger:
+            row[f"eps[{party}]"] = ledger["eps"]
+    return row
+
+
+def sweep_table(summary: list[dict[str, Any]], keys: list[str], title: str) -> Table:
+    table = Table(title=title, title_justify="left", caption="cost: mean±sd over repeats (lower is better)", caption_justify="left")
+    for key in keys:
+        table.add_column(key.rsplit(".", 1)[-1], no_wrap=True)
+    for name in ("ok", "protocol", "ClusterT", "non-private STC", "S alone"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for row in summary:
+        table.add_row(*(fmt(row.get(k)) for k in keys), f"{row['completed']}/{row['runs']}",
+                      mean_sd(row, "cost", ".4f"), mean_sd(row, "cluster_t_cost", ".4f"),
+                      mean_sd(row, "nonprivate_stc_cost", ".4f"), mean_sd(row, "source_only_cost", ".4f", sd=False))
+    return table
+
+
+def plot_sweep(summary: list[dict[str, Any]], keys: list[str], path, *, title: str) -> None:
+    from marketplace.runner.plots import sweep_figure
+
+    sweep_figure(summary, keys, path, title=title, panels=[
+        ("Cost(T, S ∪ T_k) (scaled)", [("protocol", "cost", True), ("ClusterT", "cluster_t_cost", False),
+                                       ("non-private STC", "nonprivate_stc_cost", False)]),
+    ])

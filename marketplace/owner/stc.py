@@ -1,0 +1,97 @@
+"""The owner's side of `stc`: answer the curator's request once with a private release S' of its
+source data against the consumer's target points, and record what it cost on its own ledger.
+
+The owner scales its rows and the target with the scenario's public box (clipping onto the ball
+of radius 1/2 that the noise is calibrated for), then releases NAS or NNA (Laplace for eps-DP,
+Gaussian for rho-zCDP). A second request is refused: the budget covers one release.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from marketplace.data.dataset import Dataset
+from marketplace.messages import Envelope, ProtocolError
+from marketplace.messages.kinds import Bye, Hello
+from marketplace.messages.kinds_stc import StcRelease
+from marketplace.privacy.accountant import BudgetExceeded, PrivacyLedger
+from marketplace.privacy.rng import make_rng
+from marketplace.protocols.stc import PublicScaling, nas_release, nna_release
+from marketplace.roles import Role, Send
+from marketplace.scenario.stc import StcConfig
+
+REPORT_DELTA = 1e-6
+"""delta at which a zCDP ledger states its (eps, delta) equivalent (rho itself is the guarantee)."""
+
+
+def owner_ledger(party: str, settings: StcConfig) -> PrivacyLedger:
+    """The owner's ledger: one release, pure DP (basic composition) or zCDP, with the budget if set."""
+    privacy = settings.privacy
+    if privacy.notion == "dp":
+        budget = None if privacy.budget is None else (privacy.budget, 0.0)
+        return PrivacyLedger(party, theorem="basic", budget=budget)
+    return PrivacyLedger(party, theorem="zcdp", delta=REPORT_DELTA)
+
+
+class StcOwner(Role):
+    role_name = "owner"
+
+    def __init__(self, *, party_id: str, scenario_name: str, data: Dataset, scaling: PublicScaling, settings: StcConfig,
+                 seed: int | np.random.SeedSequence) -> None:
+        super().__init__()
+        self.party_id = party_id
+        self.scenario_name = scenario_name
+        self.scaling = scaling
+        self.settings = settings
+        self.source = scaling.apply(data.X, clip=True) if len(data) else np.zeros((0, data.X.shape[1]))
+        self.rng = make_rng(seed=seed, secure=settings.privacy.secure)
+        self.ledger = owner_ledger(party_id, settings)
+        self.released: dict[str, Any] | None = None
+        self.end_status = ""
+
+    def start(self) -> list[Send]:
+        return [Send("curator", Hello(role="owner", protocol="stc", scenario=self.scenario_name))]
+
+    def handle(self, message: Envelope) -> list[Send]:
+        if message.kind == "stc_request":
+            return self._release(message)
+        if message.kind == "shutdown":
+            self.end_status = message.body.status
+            self.done = True
+            return [Send(message.sender, Bye(), reply_to=message.msg_id)]
+        raise ProtocolError(party=message.sender, kind=message.kind, reason="an stc owner does not accept this kind")
+
+    def _release(self, message: Envelope) -> list[Send]:
+        if self.released is not None:
+            raise ProtocolError(party=message.sender, kind="stc_request", reason="this owner has already released S' (one release per budget)")
+        points = message.body.points
+        dim = self.source.shape[1]
+        if points.ndim != 2 or points.shape[1] != dim or len(points) == 0:
+            raise ProtocolError(party=message.sender, kind="stc_request", reason=f"expected a non-empty (m, {dim}) array of target points, got {list(points.shape)}")
+        target = self.scaling.apply(points, clip=True)
+        s, privacy = self.settings, self.settings.privacy
+        if s.release == "nas" and s.t > len(self.source):
+            self.fail(f"stc.t = {s.t} exceeds this owner's number of source rows; lower stc.t")
+            return []
+        try:  # recorded before any noise is drawn: a refused spend releases nothing
+            if privacy.notion == "dp":
+                self.ledger.spend(privacy.epsilon, mechanism=f"stc.{s.release}")
+            else:
+                self.ledger.spend_zcdp(privacy.rho, mechanism=f"stc.{s.release}")
+        except BudgetExceeded as err:
+            self.fail(str(err))
+            return []
+        budget = {"eps": privacy.epsilon} if privacy.notion == "dp" else {"rho": privacy.rho}
+        if s.release == "nas":
+            release = nas_release(self.source, target, t=s.t, rng=self.rng, secure=privacy.secure, **budget)
+        else:
+            release = nna_release(self.source, target, gamma=s.gamma, rng=self.rng, secure=privacy.secure, **budget)
+        cost = privacy.epsilon if privacy.notion == "dp" else privacy.rho
+        self.released = {"centers": len(release.centers), "targets": len(target)}
+        body = StcRelease(centers=np.asarray(release.centers, dtype=np.float64), method=s.release, notion=privacy.notion, cost=cost)
+        return [Send(message.sender, body, reply_to=message.msg_id)]
+
+    def result(self) -> dict[str, Any]:
+        return {"rows": len(self.source), "release": self.released, "privacy": self.ledger.to_dict(), "end_status": self.end_status}

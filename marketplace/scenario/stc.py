@@ -1,0 +1,57 @@
+"""The `stc:` section of a scenario: private source-target clustering (DESIGN.md §6)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated, Literal
+
+from marketplace.schema import Length, Range
+
+PositiveFloat = Annotated[float, Range(min=0.0, min_open=True)]
+
+
+@dataclass(frozen=True)
+class StcPrivacy:
+    """Each owner's release of S' under its own budget: pure eps-DP (Laplace) or rho-zCDP (Gaussian)."""
+
+    notion: Literal["dp", "zcdp"] = "dp"
+    epsilon: PositiveFloat = 3.0
+    """eps of each owner's release when ``notion`` is dp (the paper: 3)."""
+    rho: PositiveFloat = 3.0
+    """rho of each owner's release when ``notion`` is zcdp (the paper: 3)."""
+    budget: PositiveFloat | None = None
+    """Refuse to start if one release would cost an owner more than this (eps, or rho under zcdp)."""
+    secure: bool = False
+    """Draw noise from OS entropy with OpenDP's exact samplers (not reproducible from the seed)."""
+
+
+@dataclass(frozen=True)
+class StcDomain:
+    """The public box the points live in (one value per feature, or one value for all). Every party
+    maps it to the ball of radius 1/2 the noise is calibrated for; points outside are clipped onto
+    it (a per-record map, so it costs no privacy). Never computed from the data."""
+
+    low: Annotated[tuple[float, ...], Length(min=1)]
+    high: Annotated[tuple[float, ...], Length(min=1)]
+
+
+@dataclass(frozen=True)
+class StcConfig:
+    """The consumer's target T (its unlabelled data) goes to the owners; each answers with a private
+    release S'; the consumer picks k points of T to label, minimizing Cost(T, S' ∪ T_k)."""
+
+    release: Literal["nna", "nas"] = "nna"
+    k: Annotated[int, Range(min=1)] = 10
+    """Points of T the consumer can afford to label."""
+    t: Annotated[int, Range(min=1)] = 150
+    """NAS: source neighbours averaged per target point (the paper: 150)."""
+    gamma: Annotated[float, Range(min=0.0, max=1.0, min_open=True, max_open=True)] = 0.05
+    """NNA: chance that an empty cell passes the noisy-count threshold."""
+    coreset: PositiveFloat | None = None
+    """C: release for a kd-tree coreset of T (cells of diameter <= C in scaled units) instead of T."""
+    domain: StcDomain | None = None
+    """The public box of the data (required)."""
+    max_candidates: Annotated[int, Range(min=1)] | None = None
+    """Solver: target points considered as centres (default: all); a cap trades cost for time."""
+    baselines: tuple[Literal["cluster_t", "nonprivate_stc"], ...] = ("cluster_t", "nonprivate_stc")
+    privacy: StcPrivacy = field(default_factory=StcPrivacy)
