@@ -1,0 +1,193 @@
+"""The consumer's side of `sketch`: receive the owners' sketches and their merge, fit M²M once, answer
+every configured query, and rank the owners by how close their data are to its own.
+
+Everything here after the publication arrives is post-processing of DP releases: it costs no
+privacy and sends no message, however many queries are asked (:func:`answer_queries` is the same
+function the ``marketplace sketch query`` command runs on a saved sketch file).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from marketplace.messages import Envelope, ProtocolError
+from marketplace.messages.kinds import Bye, Hello
+from marketplace.messages.kinds_sketch import SketchPublication
+from marketplace.protocols.sketch import (FeatureMap, M2MDesign, M2MFit, Prior, SketchRelease, mean_embedding,
+                                          merge_sketches, rank_owners)
+from marketplace.roles import CONSUMER, Role, Send
+
+MERGE_TOLERANCE = 1e-9
+"""Largest relative gap accepted between the published merge and the sum of the published parts."""
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    """What to estimate from one sketch (unit-box coordinates). ``count_boxes`` is a list of
+    (lower, upper) pairs of length-d arrays (-inf/inf for an unconstrained attribute)."""
+
+    moments: int = 1
+    cdf_points: tuple[float, ...] = ()
+    covariance: bool = False
+    count_boxes: tuple[tuple[np.ndarray, np.ndarray], ...] = ()
+    logistic_label: int | None = None
+    logistic_l2: float = 1e-3
+
+    @property
+    def size(self) -> int:
+        """How many statistics the plan asks for (for the report)."""
+        return (self.moments + (len(self.cdf_points) > 0) + self.covariance + len(self.count_boxes)
+                + (self.logistic_label is not None))
+
+
+def answer_queries(fit: M2MFit, plan: QueryPlan) -> dict[str, Any]:
+    """Every estimate of ``plan`` from one M²M fit, as plain lists (JSON-ready)."""
+    out: dict[str, Any] = {"n_estimate": fit.n_estimate, "lambda": fit.lam}
+    if plan.moments:
+        out["moments"] = {str(k): fit.moments(k).tolist() for k in range(1, plan.moments + 1)}
+    if plan.cdf_points:
+        out["cdf"] = {"points": list(plan.cdf_points), "values": fit.cdf(np.array(plan.cdf_points)).tolist()}
+    if plan.covariance:
+        out["covariance"] = fit.covariance().tolist()
+    if plan.count_boxes:
+        lower = np.array([b[0] for b in plan.count_boxes])
+        upper = np.array([b[1] for b in plan.count_boxes])
+        fractions = np.atleast_1d(fit.fraction(lower, upper))
+        out["counts"] = {"fractions": fractions.tolist(), "counts": (fractions * fit.n_estimate).tolist()}
+    if plan.logistic_label is not None:
+        model = fit.logistic_regression(plan.logistic_label, l2=plan.logistic_l2)
+        out["logistic_regression"] = {"coef": model.coef.tolist(), "intercept": model.intercept,
+                                      "converged": model.converged, "label": plan.logistic_label}
+    return out
+
+
+def release_dict(release: SketchRelease) -> dict[str, Any]:
+    """A release as plain data (JSON keeps every float exactly); :func:`release_from_dict` reads it."""
+    return {"numerator": release.numerator.tolist(), "count": release.count,
+            "numerator_variance": release.numerator_variance, "count_variance": release.count_variance,
+            "map_fingerprint": release.map_fingerprint, "epsilon": release.epsilon if release.is_private else None,
+            "delta": release.delta, "mechanism": release.mechanism, "parts": release.parts}
+
+
+def release_from_dict(data: dict[str, Any]) -> SketchRelease:
+    fields = dict(data)
+    fields["epsilon"] = math.inf if fields.get("epsilon") is None else fields["epsilon"]
+    return SketchRelease(**fields)
+
+
+class SketchConsumer(Role):
+    role_name = "consumer"
+
+    def __init__(self, *, scenario_name: str, feature_map: FeatureMap, target: np.ndarray, plan: QueryPlan,
+                 test_X: np.ndarray | None, test_y: np.ndarray | None, design_seed: np.random.SeedSequence,
+                 samples: int, regularization: str, intercept: bool, rank: bool) -> None:
+        super().__init__()
+        self.party_id = CONSUMER
+        self.scenario_name = scenario_name
+        self.feature_map = feature_map
+        self.target = feature_map.check(target, owner="the consumer's records")
+        self.plan = plan
+        self.test_X, self.test_y = test_X, test_y
+        self.design_seed = design_seed
+        self.samples = samples
+        self.regularization = regularization
+        self.intercept = intercept
+        self.rank = rank
+        self.fit: M2MFit | None = None
+        self.releases: dict[str, SketchRelease] = {}
+        self.merged: SketchRelease | None = None
+        self.estimates: dict[str, Any] | None = None
+        self.ranking: dict[str, Any] | None = None
+        self.auc: float | None = None
+        self.end_status = ""
+
+    def start(self) -> list[Send]:
+        return [Send("curator", Hello(role="consumer", protocol="sketch", scenario=self.scenario_name))]
+
+    def handle(self, message: Envelope) -> list[Send]:
+        if message.kind == "sketch_publication":
+            if self.merged is not None:
+                raise ProtocolError(party=message.sender, kind=message.kind, reason="the sketches were already published")
+            self._receive(message)
+            self.estimates = self.answer(self.plan)
+            self._rank_and_score()
+            return []
+        if message.kind == "shutdown":
+            self.end_status = message.body.status
+            if self.merged is None and message.body.status == "completed":
+                self.failure = f"run ended before the sketches arrived: {message.body.reason}"
+            self.done = True
+            return [Send(message.sender, Bye(), reply_to=message.msg_id)]
+        raise ProtocolError(party=message.sender, kind=message.kind, reason="the sketch consumer does not accept this kind")
+
+    def _receive(self, message: Envelope) -> None:
+        body: SketchPublication = message.body
+        fmap = self.feature_map
+        k = len(body.owners)
+
+        def refuse(reason: str) -> ProtocolError:
+            return ProtocolError(party=message.sender, kind=message.kind, reason=reason)
+
+        if body.map_fingerprint != fmap.fingerprint or body.numerators.shape[1] != fmap.n_features:
+            raise refuse(f"field 'map_fingerprint' expected the public map {fmap.fingerprint[:12]}... with {fmap.n_features} "
+                         f"features, got {body.map_fingerprint[:12]}... with {body.numerators.shape[1]}")
+        if body.numerators.shape[0] != k or not len(body.epsilons) == len(body.deltas) == len(body.mechanisms) == k:
+            raise refuse(f"expected one numerator, count, variance, epsilon, delta and mechanism per owner ({k} owners)")
+        try:
+            parts = [SketchRelease(numerator=body.numerators[i], count=float(body.counts[i]),
+                                   numerator_variance=float(body.numerator_variances[i]),
+                                   count_variance=float(body.count_variances[i]), map_fingerprint=body.map_fingerprint,
+                                   epsilon=math.inf if body.epsilons[i] is None else body.epsilons[i],
+                                   delta=body.deltas[i], mechanism=body.mechanisms[i]) for i in range(k)]
+        except (TypeError, ValueError) as err:
+            raise refuse(f"a published release is invalid: {err}") from None
+        merged = merge_sketches(parts)
+        scale = max(1.0, float(np.abs(merged.numerator).max()))
+        if (float(np.abs(merged.numerator - body.merged_numerator).max()) > MERGE_TOLERANCE * scale
+                or abs(merged.count - body.merged_count) > MERGE_TOLERANCE * max(1.0, abs(merged.count))):
+            raise refuse("field 'merged_numerator'/'merged_count' expected the sum of the published parts, got something else")
+        self.releases = dict(zip(body.owners, parts))
+        self.merged = merged
+
+    def _design(self) -> M2MDesign:
+        discrete = {self.plan.logistic_label: (0.0, 1.0)} if self.plan.logistic_label is not None else {}
+        prior = Prior(self.feature_map.box, discrete=discrete)
+        return M2MDesign.build(self.feature_map, rng=np.random.default_rng(self.design_seed), n_samples=self.samples,
+                               prior=prior)
+
+    def answer(self, plan: QueryPlan) -> dict[str, Any]:
+        """Estimates of ``plan`` from the merged sketch (fitting M²M on first use). Post-processing
+        only: any number of calls sends nothing and spends nothing."""
+        if self.merged is None:
+            raise RuntimeError("The sketch consumer has no sketch yet: answer() needs the curator's publication first.")
+        if self.fit is None:
+            self.fit = self._design().fit(self.merged, regularization=self.regularization, intercept=self.intercept)
+        return answer_queries(self.fit, plan)
+
+    def _rank_and_score(self) -> None:
+        if self.rank and self.releases:
+            owners = list(self.releases)
+            target = mean_embedding(self.feature_map, self.target)
+            ranking = rank_owners(target, [self.releases[o] for o in owners], self.feature_map)
+            self.ranking = {"owners": owners, "mmd2": ranking.mmd2.tolist(), "order": [owners[i] for i in ranking.order]}
+        lr = (self.estimates or {}).get("logistic_regression")
+        if lr is not None and self.test_X is not None and len(np.unique(self.test_y)) == 2:
+            from sklearn.metrics import roc_auc_score
+
+            scores = self.test_X @ np.array(lr["coef"]) + lr["intercept"]
+            self.auc = float(roc_auc_score(self.test_y, scores))
+
+    def result(self) -> dict[str, Any]:
+        return {
+            "estimates": self.estimates,
+            "queries": self.plan.size,
+            "ranking": self.ranking,
+            "logistic_auc": self.auc,
+            "sketches": ({"merged": release_dict(self.merged), "owners": {o: release_dict(r) for o, r in self.releases.items()}}
+                         if self.merged is not None else None),
+            "end_status": self.end_status,
+        }

@@ -1,0 +1,211 @@
+"""The curator's side of `sketch`: ask every owner for its one release, check it, merge, publish.
+
+Phases: ``gathering`` (hellos) -> ``collecting`` (one ``sketch_request`` per owner, waiting for
+each ``sketch_release``) -> ``closing`` (publication sent, waiting for every ``bye``).
+
+The curator sees no raw record: only noisy sums and counts. A release that cannot be an honest
+sketch of the public map (another map's fingerprint, a numerator of the wrong length, a privacy
+claim other than the scenario's, a count or variance out of range) gets its owner flagged and
+excluded; a second release from the same owner is refused with an error. An owner lost before
+it released is a dropout: the run goes on with the others.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any
+
+import numpy as np
+
+from marketplace.messages import Envelope, ProtocolError
+from marketplace.messages.kinds import Hello, Shutdown
+from marketplace.messages.kinds_sketch import SketchPublication, SketchReleaseBody, SketchRequest
+from marketplace.owner.sketch import release_of
+from marketplace.protocols.sketch import FeatureMap, SketchRelease, merge_sketches
+from marketplace.roles import CONSUMER, CURATOR, Role, Send
+
+log = logging.getLogger(__name__)
+
+
+class SketchCurator(Role):
+    role_name = "curator"
+
+    def __init__(self, *, scenario_name: str, owners: tuple[str, ...], feature_map: FeatureMap,
+                 epsilon: float | None, mechanism: str, delta: float) -> None:
+        super().__init__()
+        self.party_id = CURATOR
+        self.scenario_name = scenario_name
+        self.owners = owners
+        self.feature_map = feature_map
+        self.epsilon = epsilon
+        self.mechanism = mechanism if epsilon is not None else "none"
+        self.delta = (delta if mechanism == "gaussian" else 0.0) if epsilon is not None else 0.0
+        self.phase = "gathering"
+        self.present: set[str] = set()
+        self.active: list[str] = list(owners)
+        self.releases: dict[str, SketchRelease] = {}
+        self.dropouts: dict[str, dict[str, Any]] = {}
+        self.flagged: dict[str, str] = {}
+        self.lost: set[str] = set()
+        self.waiting_bye: set[str] = set()
+        self.end_reason = ""
+
+    # --- role interface ------------------------------------------------------------------
+    def start(self) -> list[Send]:
+        return []
+
+    def expected_peers(self) -> tuple[str, ...]:
+        if self.phase == "closing":
+            return tuple(sorted(self.waiting_bye))
+        return (*self.active, CONSUMER)
+
+    def handle(self, message: Envelope) -> list[Send]:
+        handler = {"hello": self._on_hello, "sketch_release": self._on_release, "bye": self._on_bye}.get(message.kind)
+        if handler is None:
+            raise ProtocolError(party=message.sender, kind=message.kind, reason="the sketch curator does not accept this kind")
+        return handler(message)
+
+    def peer_lost(self, peer: str) -> list[Send]:
+        self.lost.add(peer)
+        if self.phase == "closing":
+            self.waiting_bye.discard(peer)
+            self.done = not self.waiting_bye
+            return []
+        if peer == CONSUMER:
+            return self._close(status="failed", reason="the consumer was lost")
+        if peer in self.active:
+            self.active.remove(peer)
+            self.dropouts[peer] = {"phase": self.phase, "released": peer in self.releases}
+            self.releases.pop(peer, None)  # a release from a party that then vanished is dropped too
+            log.warning("owner %s dropped out (%s)", peer, self.phase)
+        return self._maybe_begin() if self.phase == "gathering" else self._maybe_publish()
+
+    # --- gathering -----------------------------------------------------------------------
+    def _on_hello(self, message: Envelope) -> list[Send]:
+        hello: Hello = message.body
+        sender = message.sender
+        expected_role = "consumer" if sender == CONSUMER else "owner" if sender in self.owners else None
+        if expected_role is None:
+            raise ProtocolError(party=sender, kind="hello", reason=f"not a party of this run (owners: {', '.join(self.owners)}, consumer)")
+        if hello.role != expected_role or hello.protocol != "sketch" or hello.scenario != self.scenario_name:
+            raise ProtocolError(party=sender, kind="hello", reason=(
+                f"expected role {expected_role!r}, protocol 'sketch', scenario {self.scenario_name!r}; "
+                f"got role {hello.role!r}, protocol {hello.protocol!r}, scenario {hello.scenario!r}"))
+        if self.phase != "gathering" or sender in self.present:
+            raise ProtocolError(party=sender, kind="hello", reason="already said hello")
+        self.present.add(sender)
+        return self._maybe_begin()
+
+    def _maybe_begin(self) -> list[Send]:
+        if self.phase != "gathering" or not (set(self.active) | {CONSUMER}) <= self.present:
+            return []
+        if not self.active:
+            return self._close(status="failed", reason="no owner left")
+        log.info("all %d owners and the consumer are present; asking for sketches", len(self.active))
+        self.phase = "collecting"
+        request = SketchRequest(map_fingerprint=self.feature_map.fingerprint, n_features=self.feature_map.n_features)
+        return [Send(o, request) for o in self.active]
+
+    # --- collecting ----------------------------------------------------------------------
+    def _on_release(self, message: Envelope) -> list[Send]:
+        sender = message.sender
+        if sender in self.releases:
+            raise ProtocolError(party=sender, kind="sketch_release", reason="this owner's sketch was already received (one release per owner)")
+        if self.phase != "collecting" or sender not in self.active:
+            raise ProtocolError(party=sender, kind="sketch_release", reason="no sketch was requested from this party")
+        problem = self._problem(message.body)
+        release = None
+        if problem is None:
+            try:
+                release = release_of(message.body)
+            except (TypeError, ValueError) as err:
+                problem = str(err)
+        if release is None:
+            self.flagged[sender] = problem
+            self.active.remove(sender)
+            log.warning("owner %s flagged and excluded: %s", sender, problem)
+            return self._maybe_publish()
+        self.releases[sender] = release
+        log.info("round %d/%d done: sketch received from %s", len(self.releases), len(self.owners), sender)
+        return self._maybe_publish()
+
+    def awaits_from(self, peer: str) -> bool:
+        return self.phase == "collecting" and peer in self.active and peer not in self.releases
+
+    def frame_refused(self, peer: str, about_kind: str | None) -> list[Send]:
+        """An owner whose release cannot even be decoded (NaN, wrong types) is flagged and excluded,
+        like one whose release breaks the public plan, instead of being waited for."""
+        if not self.awaits_from(peer) or about_kind not in ("sketch_release", None):
+            return []
+        self.flagged[peer] = "sent a sketch release that could not be read"
+        self.active.remove(peer)
+        log.warning("owner %s flagged and excluded: its release could not be read", peer)
+        return self._maybe_publish()
+
+    def _problem(self, body: SketchReleaseBody) -> str | None:
+        """Why ``body`` cannot be an honest release under this run's public map and privacy plan."""
+        fmap = self.feature_map
+        if body.map_fingerprint != fmap.fingerprint:
+            return f"field 'map_fingerprint' expected {fmap.fingerprint[:12]}... (the public map), got {body.map_fingerprint[:12]}..."
+        if body.numerator.shape != (fmap.n_features,):
+            return f"field 'numerator' expected shape [{fmap.n_features}], got {list(body.numerator.shape)}"
+        if body.mechanism != self.mechanism or body.epsilon != self.epsilon or body.delta != self.delta:
+            return (f"fields 'mechanism', 'epsilon', 'delta' expected the scenario's ({self.mechanism}, {self.epsilon}, {self.delta}), "
+                    f"got ({body.mechanism}, {body.epsilon}, {body.delta})")
+        if self.epsilon is None and (body.numerator_variance or body.count_variance):
+            return "an exact release must have zero noise variances"
+        if not math.isfinite(body.count):
+            return f"field 'count' expected a finite number, got {body.count!r}"
+        return None
+
+    def _maybe_publish(self) -> list[Send]:
+        if self.phase != "collecting" or any(o not in self.releases for o in self.active):
+            return []
+        if not self.releases:
+            return self._close(status="failed", reason="no owner released a sketch")
+        owners = tuple(o for o in self.owners if o in self.releases)
+        parts = [self.releases[o] for o in owners]
+        merged = merge_sketches(parts)
+        body = SketchPublication(
+            owners=owners,
+            numerators=np.array([p.numerator for p in parts]),
+            counts=np.array([p.count for p in parts]),
+            numerator_variances=np.array([p.numerator_variance for p in parts]),
+            count_variances=np.array([p.count_variance for p in parts]),
+            epsilons=tuple(p.epsilon if p.is_private else None for p in parts),
+            deltas=tuple(p.delta for p in parts),
+            mechanisms=tuple(p.mechanism for p in parts),
+            map_fingerprint=self.feature_map.fingerprint,
+            merged_numerator=np.array(merged.numerator),
+            merged_count=merged.count,
+        )
+        return [Send(CONSUMER, body)] + self._close(status="completed", reason=f"published {len(parts)} sketches")
+
+    # --- ending ----------------------------------------------------------------------------
+    def _close(self, *, status: str, reason: str) -> list[Send]:
+        self.phase = "closing"
+        self.end_reason = reason
+        if status == "failed":
+            self.failure = reason
+        targets = [p for p in (*self.owners, CONSUMER) if p not in self.lost]
+        self.waiting_bye = set(targets)
+        self.done = not self.waiting_bye
+        return [Send(p, Shutdown(reason=reason, status=status)) for p in targets]
+
+    def _on_bye(self, message: Envelope) -> list[Send]:
+        if self.phase != "closing" or message.sender not in self.waiting_bye:
+            raise ProtocolError(party=message.sender, kind="bye", reason="no shutdown was sent to this party")
+        self.waiting_bye.discard(message.sender)
+        self.done = not self.waiting_bye
+        return []
+
+    def result(self) -> dict[str, Any]:
+        return {
+            "end_reason": self.end_reason,
+            "released": sorted(self.releases),
+            "flagged": dict(self.flagged),
+            "dropouts": dict(self.dropouts),
+            "parsimony": {"points_seen": 0, "sketches_received": len(self.releases),
+                          "note": "the curator receives noisy sums of features and noisy counts, never a record"},
+        }

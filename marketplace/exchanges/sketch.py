@@ -1,0 +1,465 @@
+"""The `sketch` exchange (DESIGN.md §5, M²M): roles from the scenario, and the report, tables, sweep
+columns and files of a finished run. The roles live in ``curator/sketch.py``, ``owner/sketch.py``
+and ``consumer/sketch.py``; the pure core in ``protocols/sketch/``.
+
+Public pieces every party derives from the scenario alone (no message needed): the unit-box map
+of the records (:func:`unit_records`), the feature map (:func:`public_map`, randomness from the run
+seed) and the consumer's query plan (:func:`query_plan`, random counting queries from the seed).
+
+The report's truth (what the estimates are compared with) is computed by the runner, which may see
+all data: the statistics of the union of the owners that released, and the MMD^2 of each owner's
+data to the consumer's under the map's own kernel (from exact, noise-free features).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.table import Table
+
+from marketplace import seeds
+from marketplace.data.dataset import Dataset
+from marketplace.data.world import World
+from marketplace.parties import party_ids
+from marketplace.roles import CONSUMER, CURATOR, Role
+from marketplace.runner.format import fmt, mean_sd
+from marketplace.scenario.config import ScenarioConfig
+from marketplace.schema import SchemaError
+
+SKETCH_FILES = "sketches"
+"""Folder of a run directory where the consumer's sketches are saved (merged.npz, owner-K.npz)."""
+
+
+# --- public pieces -----------------------------------------------------------------------------
+
+
+def record_dim(config: ScenarioConfig) -> int:
+    """d of the sketched records: the box's attributes, plus one for the label if it is sketched."""
+    return len(config.sketch.lower) + int(config.sketch.include_label)
+
+
+def unit_records(config: ScenarioConfig, data: Dataset, *, party: str = "a party") -> np.ndarray:
+    """``data``'s rows mapped to the unit box with the public bounds (clipped when ``sketch.clip``),
+    with the 0/1 label appended when ``sketch.include_label``."""
+    s = config.sketch
+    lower, upper = np.array(s.lower, dtype=np.float64), np.array(s.upper, dtype=np.float64)
+    if data.X.shape[1] != lower.size:
+        raise ValueError(f"{party}: sketch.lower/sketch.upper give {lower.size} bounds but the data have "
+                         f"{data.X.shape[1]} attributes ({', '.join(data.feature_names)})")
+    U = (data.X - lower) / (upper - lower)
+    if s.clip:
+        U = np.clip(U, 0.0, 1.0)
+    if s.include_label:
+        if len(data.y) and not np.isin(data.y, (0, 1)).all():
+            raise ValueError(f"{party}: sketch.include_label needs 0/1 labels, got {np.unique(data.y)[:5].tolist()}")
+        U = np.column_stack([U, data.y.astype(np.float64)])
+    return np.ascontiguousarray(U)
+
+
+def public_map(config: ScenarioConfig):
+    """The public feature map on the unit box, its randomness drawn from the run seed."""
+    from marketplace.protocols.sketch import RACE, RFF, Box, Histogram
+
+    m = config.sketch.map
+    box = Box.unit(record_dim(config))
+    seed = seeds.derive(config.seed, "sketch.map")
+    if m.kind == "rff":
+        return RFF.draw(box, n_features=m.features, sigma=m.sigma, seed=seed)
+    if m.kind == "race":
+        return RACE.draw(box, repetitions=m.repetitions, buckets=m.buckets, bandwidth=m.bandwidth, seed=seed)
+    return Histogram(box=box, bins=m.bins)
+
+
+def query_plan(config: ScenarioConfig):
+    """The consumer's queries, with the random counting queries drawn from the run seed."""
+    from marketplace.consumer.sketch import QueryPlan
+
+    q, d = config.sketch.queries, record_dim(config)
+    attributes = len(config.sketch.lower)  # counting queries constrain the data's attributes, not the label
+    boxes = []
+    for c in q.counts:
+        if max(c.attributes) >= d:
+            raise ValueError(f"sketch.queries.counts: attribute {max(c.attributes)} does not exist (d = {d})")
+        lo, hi = np.full(d, -np.inf), np.full(d, np.inf)
+        lo[list(c.attributes)], hi[list(c.attributes)] = c.lower, c.upper
+        boxes.append((lo, hi))
+    rng = seeds.rng(config.seed, "sketch.count_queries")
+    for _ in range(q.random_counts):
+        chosen = rng.choice(attributes, size=min(q.count_attributes, attributes), replace=False)
+        ends = np.sort(rng.random((chosen.size, 2)), axis=1)
+        lo, hi = np.full(d, -np.inf), np.full(d, np.inf)
+        lo[chosen], hi[chosen] = ends[:, 0], ends[:, 1]
+        boxes.append((lo, hi))
+    return QueryPlan(moments=q.moments, cdf_points=tuple(q.cdf_points), covariance=q.covariance,
+                     count_boxes=tuple(boxes), logistic_label=d - 1 if q.logistic_regression else None,
+                     logistic_l2=q.logistic_l2)
+
+
+def _ledger(config: ScenarioConfig, owner: str):
+    from marketplace.privacy.accountant import PrivacyLedger
+
+    s = config.sketch
+    budget = (s.budget_epsilon, s.budget_delta) if s.budget_epsilon is not None else None
+    return PrivacyLedger(owner, budget=budget, theorem="basic")
+
+
+# --- exchange interface ------------------------------------------------------------------------
+
+
+def build_role(config: ScenarioConfig, party: str, world: World, owner_data: Dataset | None) -> Role:
+    from marketplace.consumer.sketch import SketchConsumer
+    from marketplace.curator.sketch import SketchCurator
+    from marketplace.owner.sketch import SketchOwner
+
+    ids = party_ids(config)
+    s = config.sketch
+    fmap = public_map(config)
+    if party == CURATOR:
+        return SketchCurator(scenario_name=config.name, owners=tuple(ids[1:-1]), feature_map=fmap,
+                             epsilon=s.epsilon, mechanism=s.mechanism, delta=s.delta)
+    if party == CONSUMER:
+        plan = query_plan(config)
+        test_X = test_y = None
+        if plan.logistic_label is not None and len(world.test):
+            test_X, test_y = unit_records(config, world.test, party=party)[:, :-1], world.test.y
+        return SketchConsumer(scenario_name=config.name, feature_map=fmap,
+                              target=unit_records(config, world.validation, party=party), plan=plan,
+                              test_X=test_X, test_y=test_y, design_seed=seeds.derive(config.seed, "sketch.m2m"),
+                              samples=s.samples, regularization=s.regularization, intercept=s.intercept,
+                              rank=s.queries.rank_owners)
+    index = ids.index(party) - 1
+    data = owner_data if owner_data is not None else world.owners[index]
+    rng = None if s.secure else seeds.rng(config.seed, f"sketch.noise.{party}")
+    return SketchOwner(party_id=party, scenario_name=config.name, records=unit_records(config, data, party=party),
+                       feature_map=fmap, epsilon=s.epsilon, mechanism=s.mechanism, delta=s.delta,
+                       numerator_share=s.numerator_share, secure=s.secure, precision=s.precision,
+                       ledger=_ledger(config, party), rng=rng)
+
+
+def check_plan(config: ScenarioConfig) -> None:
+    """Refuse, before anything starts, a scenario without a public box, or whose one release per
+    owner would pass the per-owner budget."""
+    from marketplace.owner.sketch import planned_steps
+    from marketplace.privacy.accountant import BudgetExceeded
+
+    s = config.sketch
+    if not s.lower:
+        raise SchemaError("sketch.lower", "the public box of the records: one lower bound per attribute "
+                          "(and sketch.upper), never fitted on the data", "nothing")
+    if s.queries.logistic_regression and not s.include_label:
+        raise SchemaError("sketch.queries.logistic_regression", "sketch.include_label: true (the label must be sketched)", "include_label false")
+    if s.epsilon is None or s.budget_epsilon is None:
+        return
+    try:
+        _ledger(config, "owner").check_plan(planned_steps(s.epsilon, s.mechanism, s.delta, s.numerator_share))
+    except BudgetExceeded as err:
+        key = "budget_delta" if err.planned.eps <= s.budget_epsilon * (1 + 1e-9) else "budget_epsilon"
+        raise SchemaError(f"sketch.{key}", "a per-owner budget that covers one release (sketch.epsilon"
+                          + (", sketch.delta" if s.mechanism == "gaussian" else "") + ")", str(err)) from None
+
+
+def check_world(config: ScenarioConfig, world: World) -> None:
+    """The box must have one bound per attribute of the data; the label must be 0/1 if sketched;
+    without clipping, every record must lie in the box."""
+    s = config.sketch
+    if world.dim != len(s.lower):
+        raise ValueError(f"sketch.lower: expected {world.dim} bounds (one per attribute of the data), got {len(s.lower)}")
+    parts = [*world.owners, world.validation, world.test]
+    if s.include_label and any(len(p) and not np.isin(p.y, (0, 1)).all() for p in parts):
+        raise ValueError("sketch.include_label: the data's labels are not all 0/1")
+    if not s.clip:
+        lower, upper = np.array(s.lower), np.array(s.upper)
+        for p in parts:
+            outside = ~np.all((p.X >= lower) & (p.X <= upper), axis=1)
+            if outside.any():
+                raise ValueError(f"sketch.clip: false, but {int(outside.sum())} rows of {p.name} lie outside the box "
+                                 f"sketch.lower/sketch.upper; widen the box or set sketch.clip: true")
+
+
+def progress(config: ScenarioConfig, curator: Role) -> tuple[int, int]:
+    return len(getattr(curator, "releases", {})), config.parties.owners
+
+
+# --- the report --------------------------------------------------------------------------------
+
+
+def _relative(est: np.ndarray, true: np.ndarray) -> float:
+    """Mean relative error over the entries (absolute error where the truth is 0)."""
+    scale = np.where(np.abs(true) > 0, np.abs(true), 1.0)
+    return float(np.mean(np.abs(est - true) / scale))
+
+
+def truth(config: ScenarioConfig, world: World, owners: list[str]) -> dict[str, Any]:
+    """The exact statistics of the union of ``owners``' data (unit coordinates), as the consumer's
+    plan asks for them."""
+    ids = party_ids(config)[1:-1]
+    parts = [unit_records(config, world.owners[ids.index(o)]) for o in owners]
+    U = np.vstack(parts) if parts else np.zeros((0, record_dim(config)))
+    plan = query_plan(config)
+    out: dict[str, Any] = {"n": int(len(U))}
+    if not len(U):
+        return out
+    if plan.moments:
+        out["moments"] = {str(k): (U**k).mean(axis=0).tolist() for k in range(1, plan.moments + 1)}
+    if plan.cdf_points:
+        out["cdf"] = {"points": list(plan.cdf_points),
+                      "values": [[float(np.mean(U[:, j] <= t)) for t in plan.cdf_points] for j in range(U.shape[1])]}
+    if plan.covariance:
+        out["covariance"] = np.cov(U.T, bias=True).reshape(U.shape[1], U.shape[1]).tolist()
+    if plan.count_boxes:
+        fractions = [float(np.mean(np.all((U >= lo) & (U <= hi), axis=1))) for lo, hi in plan.count_boxes]
+        out["counts"] = {"fractions": fractions, "counts": [f * len(U) for f in fractions]}
+    return out
+
+
+def _errors(estimates: dict[str, Any], true: dict[str, Any]) -> dict[str, Any]:
+    errors: dict[str, Any] = {}
+    for k, est in (estimates.get("moments") or {}).items():
+        errors[f"moment{k}_mre"] = _relative(np.array(est), np.array(true["moments"][k]))
+    if "cdf" in estimates:
+        errors["cdf_mae"] = float(np.mean(np.abs(np.array(estimates["cdf"]["values"]) - np.array(true["cdf"]["values"]))))
+    if "covariance" in estimates:
+        est, ref = np.array(estimates["covariance"]), np.array(true["covariance"])
+        errors["covariance_rel_fro"] = float(np.linalg.norm(est - ref) / np.linalg.norm(ref))
+    if "counts" in estimates:
+        est, ref = np.array(estimates["counts"]["fractions"]), np.array(true["counts"]["fractions"])
+        errors["count_fraction_mae"] = float(np.mean(np.abs(est - ref)))
+        nonzero = ref > 0
+        errors["count_mre"] = float(np.mean(np.abs(est[nonzero] - ref[nonzero]) / ref[nonzero])) if nonzero.any() else None
+    if "n_estimate" in estimates and true.get("n"):
+        errors["count_total_rel"] = abs(estimates["n_estimate"] - true["n"]) / true["n"]
+    return errors
+
+
+def _ranking_check(config: ScenarioConfig, world: World, ranking: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The sketch ranking against the true MMD^2 (the map's kernel, exact features) of each owner's
+    data to the consumer's D_v."""
+    if not ranking:
+        return None
+    from marketplace.protocols.sketch import mean_embedding, spearman_agreement
+
+    fmap = public_map(config)
+    ids = party_ids(config)[1:-1]
+    target = mean_embedding(fmap, unit_records(config, world.validation))
+    true = []
+    for o in ranking["owners"]:
+        records = unit_records(config, world.owners[ids.index(o)])
+        true.append(float(np.sum((mean_embedding(fmap, records) - target) ** 2)) / fmap.squared_norm)
+    order = [ranking["owners"][i] for i in np.argsort(true, kind="stable")]
+    spearman = spearman_agreement(ranking["mmd2"], true) if len(true) >= 2 else None
+    return {"true_mmd2": true, "true_order": order, "spearman": None if spearman is None or math.isnan(spearman) else spearman,
+            "same_best": bool(order[0] == ranking["order"][0]),
+            "note": "true MMD^2: the map's kernel, from exact (noise-free) features of each owner's data"}
+
+
+def _logistic_baselines(config: ScenarioConfig, world: World, owners: list[str]) -> dict[str, Any] | None:
+    """Centralized references on the union of the owners' data, scored on the consumer's test set:
+    non-private logistic regression (scikit-learn, nearly unregularised), the same regularised ERM
+    that DP-ERM perturbs, and DP-ERM (objective perturbation) at the owners' eps."""
+    s = config.sketch
+    if not s.queries.logistic_regression or not len(world.test) or not owners:
+        return None
+    from sklearn.metrics import roc_auc_score
+
+    from marketplace.protocols.pfds.baselines import erm_classifier, objective_perturbation
+
+    ids = party_ids(config)[1:-1]
+    U = np.vstack([unit_records(config, world.owners[ids.index(o)]) for o in owners])
+    X, y = U[:, :-1], np.where(U[:, -1] > 0.5, 1.0, -1.0)
+    T = unit_records(config, world.test)
+    Xt, yt = T[:, :-1], T[:, -1]
+    if len(np.unique(yt)) < 2 or len(np.unique(y)) < 2:
+        return None
+    bound = math.sqrt(X.shape[1])  # unit box: every row has norm <= sqrt(d)
+    lam = s.queries.logistic_l2
+    from sklearn.linear_model import LogisticRegression
+
+    plain = LogisticRegression(C=1e4, max_iter=2000).fit(X, y)
+    out = {"non_private_auc": float(roc_auc_score(yt, plain.decision_function(Xt))),
+           "non_private_erm_auc": float(roc_auc_score(yt, erm_classifier(X, y, loss="logistic", regularization=lam,
+                                                                      norm_bound=bound).decision_function(Xt)))}
+    if s.epsilon is not None:
+        model = objective_perturbation(X, y, loss="logistic", epsilon=s.epsilon, regularization=lam,
+                                       rng=seeds.rng(config.seed, "sketch.dp_erm"), norm_bound=bound)
+        out["dp_erm_auc"] = float(roc_auc_score(yt, model.decision_function(Xt)))
+        out["dp_erm_note"] = "objective perturbation (Chaudhuri et al. 2011) on the union of the owners' data, centralized"
+    return out
+
+
+def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    curator = results.get(CURATOR) or {}
+    consumer = results.get(CONSUMER) or {}
+    owners = list(curator.get("released") or [])
+    estimates = consumer.get("estimates") or {}
+    true = truth(config, world, owners)
+    privacy = {}
+    for owner in party_ids(config)[1:-1]:
+        if config.sketch.epsilon is None:
+            privacy[owner] = {"guarantee": "none", "note": "sketch.epsilon is null: exact sums were released (not private)"}
+            continue
+        ledger = (results.get(owner) or {}).get("privacy") or {}
+        privacy[owner] = {"eps": ledger.get("eps"), "delta": ledger.get("delta"), "mechanism": config.sketch.mechanism,
+                          "numerator_share": config.sketch.numerator_share, "theorem": ledger.get("theorem"),
+                          "budget": ledger.get("budget"), "released": owner in owners, "steps": ledger.get("steps")}
+    privacy[CONSUMER] = {"guarantee": "none", "note": "the consumer's data never leave it (used for its own ranking and AUC)"}
+    logistic = _logistic_baselines(config, world, owners)
+    metrics: dict[str, Any] = {"errors": _errors(estimates, true) if estimates else {},
+                               "logistic_auc": consumer.get("logistic_auc"), "logistic_baselines": logistic}
+    return {
+        "privacy": privacy,
+        "parsimony": {**(curator.get("parsimony") or {"points_seen": 0}), "rho": 0.0},
+        "map": {"kind": config.sketch.map.kind, "n_features": public_map(config).n_features, "dim": record_dim(config),
+                "coordinates": "unit box: (x - sketch.lower) / (sketch.upper - sketch.lower)"},
+        "estimates": estimates,
+        "truth": true,
+        "metrics": metrics,
+        "queries": consumer.get("queries"),
+        "ranking": {**(consumer.get("ranking") or {}), "check": _ranking_check(config, world, consumer.get("ranking"))}
+        if consumer.get("ranking") else None,
+        "released": owners,
+        "flagged": curator.get("flagged", {}),
+        "end_reason": curator.get("end_reason"),
+    }
+
+
+def artifacts(report: dict[str, Any], out: Path) -> None:
+    """Save the consumer's sketches as .npz files in ``out/sketches/`` (merged.npz and one per owner),
+    for ``marketplace sketch query``; their paths go into ``report["files"]``."""
+    from marketplace.consumer.sketch import release_from_dict
+
+    sketches = (((report.get("party_details") or {}).get(CONSUMER) or {}).get("result") or {}).get("sketches")
+    if not sketches:
+        return
+    folder = Path(out) / SKETCH_FILES
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {"merged": str(release_from_dict(sketches["merged"]).save(folder / "merged.npz"))}
+    for owner, data in sketches["owners"].items():
+        files[owner] = str(release_from_dict(data).save(folder / f"{owner}.npz"))
+    report["files"] = {"sketches": files}
+
+
+def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
+    m = report.get("map") or {}
+    rows = [("sketch", f"{m.get('kind')} map, m = {m.get('n_features')}, d = {m.get('dim')}; "
+                       f"{len(report.get('released') or [])} owners released ({report.get('end_reason') or '-'})")]
+    pars = report.get("parsimony") or {}
+    rows.append(("parsimony", f"curator saw {pars.get('points_seen', 0)} raw points ({pars.get('sketches_received', 0)} sketches)"))
+    for name, entry in (report.get("privacy") or {}).items():
+        if isinstance(entry, dict) and entry.get("eps") is not None:
+            rows.append(("privacy", f"{name}: eps = {fmt(entry['eps'])}, delta = {fmt(entry['delta'])} ({entry['mechanism']})"))
+    ranking = report.get("ranking") or {}
+    check = ranking.get("check") or {}
+    if ranking:
+        rows.append(("ranking", f"by sketch MMD^2: {', '.join(ranking.get('order', []))}; true: {', '.join(check.get('true_order', []))}; "
+                                f"Spearman {fmt(check.get('spearman'))}"))
+    if report.get("flagged"):
+        rows.append(("flagged", ", ".join(f"{k}: {v}" for k, v in report["flagged"].items())))
+    if report.get("files"):
+        rows.append(("sketch file", report["files"]["sketches"]["merged"]))
+    return rows
+
+
+def tables(report: dict[str, Any]) -> list[Table]:
+    table = Table(title="M²M estimates from the merged sketch against the truth (union of the owners' data, unit box)",
+                  title_justify="left")
+    table.add_column("query")
+    table.add_column("error", justify="right")
+    for name, value in ((report.get("metrics") or {}).get("errors") or {}).items():
+        table.add_row(name, fmt(value))
+    metrics = report.get("metrics") or {}
+    if metrics.get("logistic_auc") is not None:
+        table.add_row("logistic regression AUC (M²M)", fmt(metrics["logistic_auc"]))
+        for key, value in (metrics.get("logistic_baselines") or {}).items():
+            if not key.endswith("note"):
+                table.add_row(key.replace("_", " "), fmt(value))
+    return [table]
+
+
+# --- sweeps ------------------------------------------------------------------------------------
+
+SWEEP_COLUMNS = ("moment1_mre", "moment2_mre", "cdf_mae", "covariance_rel_fro", "count_fraction_mae", "count_mre")
+
+
+def sweep_row(report: dict[str, Any]) -> dict[str, Any]:
+    metrics = report.get("metrics") or {}
+    errors = metrics.get("errors") or {}
+    baselines = metrics.get("logistic_baselines") or {}
+    check = (report.get("ranking") or {}).get("check") or {}
+    privacy = report.get("privacy") or {}
+    eps = [e.get("eps") for e in privacy.values() if isinstance(e, dict) and e.get("eps") is not None]
+    row = {column: errors.get(column) for column in SWEEP_COLUMNS}
+    row.update({"logistic_auc": metrics.get("logistic_auc"), "dp_erm_auc": baselines.get("dp_erm_auc"),
+                "non_private_auc": baselines.get("non_private_auc"), "ranking_spearman": check.get("spearman"),
+                "lambda": (report.get("estimates") or {}).get("lambda"), "owner_eps": max(eps) if eps else None,
+                "released": len(report.get("released") or [])})
+    return row
+
+
+def sweep_table(summary: list[dict[str, Any]], keys: list[str], title: str) -> Table:
+    table = Table(title=title, title_justify="left", caption="mean±sd over repeats; errors in unit-box coordinates",
+                  caption_justify="left")
+    for key in keys:
+        table.add_column(key.rsplit(".", 1)[-1], no_wrap=True)
+    shown = [("ok", None), ("mom1 MRE", "moment1_mre"), ("CDF MAE", "cdf_mae"), ("cov rel", "covariance_rel_fro"),
+             ("count MAE", "count_fraction_mae"), ("AUC", "logistic_auc"), ("DP-ERM AUC", "dp_erm_auc"),
+             ("rank rho", "ranking_spearman")]
+    for name, _ in shown:
+        table.add_column(name, justify="right", no_wrap=True)
+    for row in summary:
+        cells = [f"{row['completed']}/{row['runs']}"] + [mean_sd(row, column, ".3g") for _, column in shown[1:]]
+        table.add_row(*(fmt(row.get(k)) for k in keys), *cells)
+    return table
+
+
+def plot_sweep(summary: list[dict[str, Any]], keys: list[str], path, *, title: str) -> None:
+    """One panel per task (error against the first swept key, log-log when it spans decades), one
+    line per value of the second swept key (e.g. the map kind); plus AUC when it was measured."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [("first moment MRE", "moment1_mre"), ("second moment MRE", "moment2_mre"), ("CDF MAE", "cdf_mae"),
+              ("covariance rel. error (Frobenius)", "covariance_rel_fro"), ("count fraction MAE", "count_fraction_mae")]
+    if any(r.get("logistic_auc_mean") is not None for r in summary):
+        panels.append(("logistic regression AUC", "logistic_auc"))
+    panels = [p for p in panels if any(r.get(f"{p[1]}_mean") is not None for r in summary)]
+    x_key, series_key = keys[0], (keys[1] if len(keys) > 1 else None)
+    groups: dict[Any, list[dict[str, Any]]] = {}
+    for row in summary:
+        groups.setdefault(row.get(series_key) if series_key else None, []).append(row)
+    xs_all = [r[x_key] for r in summary]
+    log_x = min(xs_all) > 0 and max(xs_all) / min(xs_all) >= 100
+    cols = min(3, max(1, len(panels)))
+    rows_n = -(-max(1, len(panels)) // cols)
+    fig, axes = plt.subplots(rows_n, cols, figsize=(4.4 * cols, 3.6 * rows_n), squeeze=False)
+    for axis in axes.flat[len(panels):]:
+        axis.set_visible(False)
+    for axis, (label, column) in zip(axes.flat, panels):
+        for series, rows in groups.items():
+            rows = sorted(rows, key=lambda r: r[x_key])
+            pts = [(r[x_key], r.get(f"{column}_mean"), r.get(f"{column}_sd") or 0.0) for r in rows if r.get(f"{column}_mean") is not None]
+            if pts:
+                x, m, sd = zip(*pts)
+                axis.errorbar(x, m, yerr=sd, fmt="o-", capsize=3, label=str(series) if series_key else "M²M")
+        if column == "logistic_auc":
+            for name, style in (("dp_erm_auc", "s--"), ("non_private_auc", "k:")):
+                rows = sorted(next(iter(groups.values())), key=lambda r: r[x_key])
+                pts = [(r[x_key], r.get(f"{name}_mean")) for r in rows if r.get(f"{name}_mean") is not None]
+                if pts:
+                    axis.plot(*zip(*pts), style, label=name.replace("_auc", "").replace("_", " "))
+        elif all(r.get(f"{column}_mean") is None or r[f"{column}_mean"] > 0 for r in summary):
+            axis.set_yscale("log")
+        if log_x:
+            axis.set_xscale("log")
+        axis.set_xlabel(x_key)
+        axis.set_title(label, fontsize=9)
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=7)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,354 @@
+"""The `sketch` protocol over the marketplace: one DP sketch per owner, merged by the curator, queried
+by the consumer at no further cost; what the report measures; what the curator refuses."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from conftest import ROOT, run_cli
+from marketplace.messages import PROTOCOL_VERSION, Envelope, ProtocolError, encode
+from marketplace.messages.kinds_sketch import SketchPublication, SketchReleaseBody, SketchRequest
+from marketplace.parties import build_role, make_world, party_ids
+from marketplace.protocols.sketch import SketchRelease, exact_sketch
+from marketplace.runner.run import run_scenario
+from marketplace.scenario import ScenarioError, parse_scenario
+from marketplace.transport.inprocess import run_inprocess
+from marketplace.transport.node import Node
+
+
+@pytest.fixture
+def sketch_scenario() -> dict:
+    return {
+        "name": "sketch-tiny",
+        "protocol": "sketch",
+        "seed": 3,
+        "parties": {"owners": 3},
+        "data": {
+            "source": {"kind": "covariate_shift", "covariate_shift": {"dim": 3, "components": 4, "rows_per_component": 300}},
+            "partition": {"scheme": "by_group", "skew": 0.8},
+            "consumer": {"target_groups": [0], "validation_size": 50, "test_size": 30},
+            "seed_set": {"size": 0},
+        },
+        "sketch": {"lower": [-10, -10, -10], "upper": [10, 10, 10], "map": {"kind": "rff", "features": 60, "sigma": 0.5},
+                   "epsilon": 2.0, "samples": 3000, "queries": {"moments": 2, "random_counts": 4}},
+        "transport": {"heartbeat_interval_s": 0.2, "heartbeat_timeout_s": 5.0, "start_timeout_s": 30.0},
+    }
+
+
+def run(raw, tmp_path, name="run", driver="inprocess"):
+    return run_scenario(parse_scenario(raw, source=name, base_dir=tmp_path), tmp_path / name, driver=driver)
+
+
+def without_timing(report: dict) -> dict:
+    drop = {"timing", "parties", "party_details", "pid_of_runner", "driver", "launch", "files", "config", "run_id", "transport_security"}
+    return {k: v for k, v in report.items() if k not in drop}
+
+
+# --- end to end -------------------------------------------------------------------------------------
+
+
+def test_a_run_publishes_every_sketch_and_the_consumer_answers_every_query(sketch_scenario, tmp_path):
+    report = run(sketch_scenario, tmp_path)
+    assert report["status"] == "completed", report["failures"]
+    assert report["released"] == ["owner-1", "owner-2", "owner-3"]
+    est, true = report["estimates"], report["truth"]
+    assert set(est) >= {"moments", "cdf", "covariance", "counts"} and len(est["counts"]["fractions"]) == 4
+    assert len(est["moments"]["1"]) == 3 and np.array(est["cdf"]["values"]).shape == (3, 10)
+    assert true["n"] == sum(o["rows"] for o in report["data"]["owners"])
+    assert report["metrics"]["errors"]["moment1_mre"] < 0.5
+    by_kind = report["messages"]["by_kind"]
+    assert by_kind["sketch_request"]["count"] == by_kind["sketch_release"]["count"] == 3
+    assert by_kind["sketch_publication"]["count"] == 1
+    assert report["parsimony"]["points_seen"] == 0
+
+
+def test_without_noise_the_estimates_match_the_truth_closely(sketch_scenario, tmp_path):
+    sketch_scenario["sketch"].update(epsilon=None, map={"kind": "rff", "features": 100, "sigma": 1.0})
+    report = run(sketch_scenario, tmp_path)
+    assert report["metrics"]["errors"]["moment1_mre"] < 1e-2
+    assert report["metrics"]["errors"]["count_total_rel"] == 0.0
+    assert report["privacy"]["owner-1"]["guarantee"] == "none"
+
+
+def test_each_owner_records_its_one_release_on_its_own_ledger(sketch_scenario, tmp_path):
+    sketch_scenario["sketch"].update(mechanism="gaussian", delta=1e-6, numerator_share=0.9)
+    report = run(sketch_scenario, tmp_path)
+    for owner in ("owner-1", "owner-2", "owner-3"):
+        entry = report["privacy"][owner]
+        assert entry["eps"] == pytest.approx(2.0) and entry["delta"] == pytest.approx(1e-6)
+        assert entry["mechanism"] == "gaussian"
+        assert {s["mechanism"] for s in entry["steps"]} == {"gaussian sum of features", "laplace count"}
+        assert sum(s["eps"] * s["count"] for s in entry["steps"]) == pytest.approx(2.0)
+
+
+def test_more_queries_send_no_more_messages(sketch_scenario, tmp_path):
+    few = run(sketch_scenario, tmp_path, "few")
+    sketch_scenario["sketch"]["queries"] = {"moments": 4, "random_counts": 50, "cdf_points": [0.1, 0.2, 0.3, 0.9]}
+    many = run(sketch_scenario, tmp_path, "many")
+    assert many["queries"] > few["queries"]
+    assert many["messages"]["by_kind"] == few["messages"]["by_kind"]
+    # and asking the consumer role directly afterwards sends nothing either
+    config = parse_scenario(sketch_scenario, source="t", base_dir=tmp_path).config
+    world = make_world(config)
+    nodes = [Node(build_role(config, p, world=world), run_id="t", max_message_bytes=1 << 24) for p in party_ids(config)]
+    run_inprocess(nodes)
+    consumer = nodes[-1]
+    sent_before = (consumer.next_msg_id, consumer.counters.to_dict())
+    from marketplace.consumer.sketch import QueryPlan
+
+    consumer.role.answer(QueryPlan(moments=3, covariance=True, cdf_points=(0.5,)))
+    after = (consumer.next_msg_id, consumer.counters.to_dict())
+    assert after == sent_before
+
+
+def test_the_consumer_ranks_owners_and_the_report_checks_the_ranking(sketch_scenario, tmp_path):
+    sketch_scenario["sketch"]["epsilon"] = 50.0
+    report = run(sketch_scenario, tmp_path)
+    ranking = report["ranking"]
+    assert sorted(ranking["order"]) == ["owner-1", "owner-2", "owner-3"]
+    check = ranking["check"]
+    assert len(check["true_mmd2"]) == 3 and check["spearman"] is not None and check["spearman"] > 0
+
+
+def test_the_run_saves_sketch_files_that_the_cli_answers_from(sketch_scenario, tmp_path):
+    report = run(sketch_scenario, tmp_path)
+    merged = Path(report["files"]["sketches"]["merged"])
+    assert merged.is_file() and SketchRelease.load(merged).parts == 3
+    result = run_cli("sketch", "query", str(merged), "--scenario", str(tmp_path / "run" / "scenario.resolved.yaml"), "--json")
+    assert result.returncode == 0, result.stderr
+    answers = json.loads(result.stdout)
+    assert answers["moments"]["1"] == pytest.approx(report["estimates"]["moments"]["1"], rel=1e-9, abs=1e-12)
+    assert answers["counts"]["fractions"] == pytest.approx(report["estimates"]["counts"]["fractions"], rel=1e-9, abs=1e-12)
+    custom = run_cli("sketch", "query", str(merged), "--scenario", str(tmp_path / "run" / "scenario.resolved.yaml"),
+                     "--moments", "1", "--count", "0:0:0.5,2:0.1:0.9")
+    assert custom.returncode == 0 and "count query 1" in custom.stdout
+    wrong = run_cli("sketch", "query", str(merged), "--scenario", str(tmp_path / "run" / "scenario.resolved.yaml"), "--set", "seed=4")
+    assert wrong.returncode == 2 and "map" in wrong.stderr
+
+
+@pytest.mark.slow
+def test_processes_and_in_process_give_the_same_report(sketch_scenario, tmp_path):
+    a = run(sketch_scenario, tmp_path, "a")
+    b = run(sketch_scenario, tmp_path, "b", driver="processes")
+    assert b["status"] == "completed", b["failures"]
+    left, right = without_timing(a), without_timing(b)
+    assert left["messages"]["by_kind"] == right["messages"]["by_kind"]
+    left["messages"].pop("heartbeats"), right["messages"].pop("heartbeats")
+    assert left == right
+
+
+@pytest.mark.slow
+def test_an_owner_that_never_shows_up_is_a_dropout_over_real_processes(sketch_scenario, tmp_path):
+    sketch_scenario["transport"].update(start_timeout_s=10.0, heartbeat_interval_s=0.2, heartbeat_timeout_s=1.0)
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(sketch_scenario))
+    endpoint_file = tmp_path / "endpoint"
+    base = [sys.executable, "-m", "marketplace"]
+    insecure = ["--insecure"]  # no CURVE keys for this loopback test
+    curator = subprocess.Popen(base + ["curator", "--scenario", str(path), "--endpoint", "tcp://127.0.0.1:0", "--endpoint-file",
+                                       str(endpoint_file), "--report", str(tmp_path / "curator.json")] + insecure, cwd=ROOT,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    others = []
+    try:
+        deadline = time.monotonic() + 60
+        while not endpoint_file.exists() or not endpoint_file.read_text().strip():
+            assert time.monotonic() < deadline and curator.poll() is None, "the curator never listened"
+            time.sleep(0.05)
+        endpoint = endpoint_file.read_text().strip()
+        for party in ("owner-1", "owner-3", "consumer"):  # owner-2 never starts
+            role = ["owner", "--id", party] if party.startswith("owner") else ["consumer"]
+            others.append(subprocess.Popen(base + role + ["--scenario", str(path), "--endpoint", endpoint, "--report",
+                                                          str(tmp_path / f"{party}.json")] + insecure, cwd=ROOT,
+                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        assert curator.wait(timeout=120) == 0, curator.stderr.read()
+        assert all(p.wait(timeout=60) == 0 for p in others)
+    finally:
+        for p in [curator, *others]:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    result = json.loads((tmp_path / "curator.json").read_text())["result"]
+    assert "owner-2" in result["dropouts"] and result["released"] == ["owner-1", "owner-3"]
+    consumer = json.loads((tmp_path / "consumer.json").read_text())["result"]
+    assert sorted(consumer["sketches"]["owners"]) == ["owner-1", "owner-3"]
+    assert consumer["estimates"]["moments"]["1"]
+
+
+# --- refusals ----------------------------------------------------------------------------------------
+
+
+def test_a_scenario_without_a_public_box_is_refused(sketch_scenario, tmp_path):
+    del sketch_scenario["sketch"]["lower"], sketch_scenario["sketch"]["upper"]
+    with pytest.raises(ScenarioError, match="sketch.lower"):
+        parse_scenario(sketch_scenario, source="t", base_dir=tmp_path)
+
+
+def test_a_box_of_the_wrong_width_is_named(sketch_scenario, tmp_path):
+    sketch_scenario["sketch"].update(lower=[0, 0], upper=[1, 1])
+    with pytest.raises(ScenarioError, match=r"sketch.lower: expected 3 bounds"):
+        run(sketch_scenario, tmp_path)
+
+
+def test_a_budget_below_one_release_is_refused_before_start_from_the_cli(sketch_scenario, tmp_path):
+    sketch_scenario["sketch"].update(epsilon=2.0, budget_epsilon=1.0)
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(sketch_scenario))
+    result = run_cli("run", str(path), "--driver", "inprocess", "--out", str(tmp_path / "out"))
+    assert result.returncode == 2
+    assert "sketch.budget_epsilon" in result.stderr and not (tmp_path / "out").exists()
+
+
+def envelope(body, sender, receiver="curator", msg_id=1):
+    return Envelope(PROTOCOL_VERSION, "t", msg_id, sender, receiver, type(body).KIND, None, body)
+
+
+@pytest.fixture
+def started(sketch_scenario, tmp_path):
+    """A curator that has every hello and has sent its requests, and the owners' honest releases."""
+    config = parse_scenario(sketch_scenario, source="t", base_dir=tmp_path).config
+    world = make_world(config)
+    curator = build_role(config, "curator", world=world)
+    roles = {p: build_role(config, p, world=world) for p in party_ids(config)[1:]}
+    requests = []
+    for party, role in roles.items():
+        for send in role.start():
+            requests += curator.handle(envelope(send.body, party))
+    assert curator.phase == "collecting" and len(requests) == 3
+    releases = {s.to: roles[s.to].handle(envelope(s.body, "curator", s.to))[0].body for s in requests}
+    return curator, roles, releases
+
+
+def replace(body: SketchReleaseBody, **changes) -> SketchReleaseBody:
+    import dataclasses
+
+    return dataclasses.replace(body, **changes)
+
+
+def test_the_curator_flags_a_release_of_another_map_or_shape_or_privacy(started):
+    curator, _, releases = started
+    good = releases["owner-1"]
+    curator.handle(envelope(replace(good, map_fingerprint="0" * 64), "owner-1"))
+    curator.handle(envelope(replace(good, numerator=good.numerator[:-2]), "owner-2"))
+    curator.handle(envelope(replace(releases["owner-3"], epsilon=100.0), "owner-3"))
+    flagged = curator.result()["flagged"]
+    assert "map_fingerprint" in flagged["owner-1"] and "numerator" in flagged["owner-2"] and "epsilon" in flagged["owner-3"]
+    assert curator.phase == "closing" and curator.failure == "no owner released a sketch"
+
+
+def test_a_sketch_sent_twice_is_refused_and_the_first_stands(started):
+    curator, _, releases = started
+    curator.handle(envelope(releases["owner-1"], "owner-1"))
+    with pytest.raises(ProtocolError, match="already received"):
+        curator.handle(envelope(releases["owner-1"], "owner-1", msg_id=2))
+    assert "owner-1" in curator.releases and not curator.flagged
+
+
+def test_a_nan_in_a_sketch_is_refused_by_the_decoder_naming_the_field(started, sketch_scenario, tmp_path):
+    _, _, releases = started
+    config = parse_scenario(sketch_scenario, source="t", base_dir=tmp_path).config
+    node = Node(build_role(config, "curator", world=make_world(config)), run_id="t", max_message_bytes=1 << 24)
+    bad = replace(releases["owner-1"], numerator=np.full_like(releases["owner-1"].numerator, np.nan))
+    frame = encode(envelope(bad, "owner-1"))
+    (reply,) = node.receive(frame, peer="owner-1")
+    assert node.errors and "body.numerator" in node.errors[0] and "finite" in node.errors[0]
+    assert reply.kind == "error"
+
+
+def test_an_owner_lost_before_releasing_is_a_dropout_and_the_others_are_published(started):
+    curator, _, releases = started
+    curator.handle(envelope(releases["owner-1"], "owner-1"))
+    curator.handle(envelope(releases["owner-3"], "owner-3"))
+    sends = curator.peer_lost("owner-2")
+    (publication,) = [s.body for s in sends if isinstance(s.body, SketchPublication)]
+    assert publication.owners == ("owner-1", "owner-3")
+    assert np.allclose(publication.merged_numerator, releases["owner-1"].numerator + releases["owner-3"].numerator)
+    assert curator.result()["dropouts"] == {"owner-2": {"phase": "collecting", "released": False}}
+
+
+def test_an_owner_releases_once_and_only_for_its_own_map(started):
+    _, roles, _ = started
+    owner = roles["owner-1"]
+    with pytest.raises(ProtocolError, match="already released"):
+        owner.handle(envelope(SketchRequest(map_fingerprint=owner.feature_map.fingerprint, n_features=60), "curator", "owner-1", 2))
+    other = roles["owner-2"]
+    other.released = None
+    with pytest.raises(ProtocolError, match="map_fingerprint"):
+        other.handle(envelope(SketchRequest(map_fingerprint="f" * 64, n_features=60), "curator", "owner-2", 3))
+
+
+def test_the_consumer_refuses_a_merge_that_is_not_the_sum_of_the_parts(started, sketch_scenario, tmp_path):
+    curator, roles, releases = started
+    sends = []
+    for owner, body in releases.items():
+        sends += curator.handle(envelope(body, owner))
+    (publication,) = [s.body for s in sends if isinstance(s.body, SketchPublication)]
+    import dataclasses
+
+    forged = dataclasses.replace(publication, merged_numerator=publication.merged_numerator + 1.0)
+    consumer = roles["consumer"]
+    with pytest.raises(ProtocolError, match="merged_numerator"):
+        consumer.handle(envelope(forged, "curator", "consumer"))
+    consumer.handle(envelope(publication, "curator", "consumer", msg_id=2))
+    assert consumer.estimates is not None and consumer.ranking is not None
+
+
+def test_merging_the_published_sketches_equals_sketching_the_union(started, sketch_scenario, tmp_path):
+    sketch_scenario["sketch"]["epsilon"] = None
+    config = parse_scenario(sketch_scenario, source="t", base_dir=tmp_path).config
+    world = make_world(config)
+    from marketplace.exchanges.sketch import public_map, unit_records
+    from marketplace.protocols.sketch import merge_sketches
+
+    fmap = public_map(config)
+    parts = [exact_sketch(unit_records(config, o), fmap) for o in world.owners]
+    union = exact_sketch(np.vstack([unit_records(config, o) for o in world.owners]), fmap)
+    merged = merge_sketches(parts)
+    assert merged.count == union.count and np.allclose(merged.numerator, union.numerator, rtol=1e-12, atol=1e-9)
+    assert not math.isfinite(merged.epsilon)
+
+
+# --- the experiments' data sources ----------------------------------------------------------------
+
+SHARED_DATA = ROOT.parent / "shared" / "data"
+needs_shared_data = pytest.mark.skipif(not SHARED_DATA.is_dir(), reason=f"needs {SHARED_DATA}")
+
+
+def test_the_uniform_source_gives_the_owners_exactly_their_rows(tmp_path):
+    from marketplace.scenario import load_scenario
+
+    config = load_scenario(ROOT / "scenarios" / "sketch-uniform.yaml").config
+    world = make_world(config)
+    assert sum(len(o) for o in world.owners) == 27_000 and world.dim == 10
+    assert 0.0 <= world.owners[0].X.min() and world.owners[0].X.max() <= 1.0
+
+
+@pytest.mark.data
+@needs_shared_data
+def test_lifesci_and_occupancy_load_with_the_papers_shapes():
+    from marketplace.data.sources_sketch import LifeSciSource, OccupancySource, lifesci, occupancy
+
+    life = lifesci(LifeSciSource(root=str(SHARED_DATA / "lifesci_ds1.10"), consumer_rows=1000), np.random.default_rng(0))
+    assert life.X.shape == (26_733, 10) and int(life.y.sum()) == 804 and int((life.group == 0).sum()) == 1000
+    occ = occupancy(OccupancySource(root=str(SHARED_DATA / "occupancy")))
+    assert occ.X.shape == (8143 + 2665 + 9752, 5) and int((occ.group == 1).sum()) == 8143
+    assert set(np.unique(occ.y)) == {0, 1}
+
+
+@pytest.mark.data
+@needs_shared_data
+def test_the_shipped_data_scenarios_fit_their_public_boxes():
+    from marketplace.exchanges.sketch import check_world
+    from marketplace.scenario import load_scenario
+
+    for name in ("sketch-lifesci.yaml", "sketch-occupancy.yaml"):
+        config = load_scenario(ROOT / "scenarios" / name, ["sketch.clip=false"]).config
+        check_world(config, make_world(config))  # no row outside the box
