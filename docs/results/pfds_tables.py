@@ -1,0 +1,56 @@
+"""Markdown tables of the pfds experiments from the sweeps' summary.csv (used for the pfds section of docs/experiments.md)."""
+import csv, sys, shutil
+from pathlib import Path
+
+O = Path("/work/main/runs/pfds-exp")
+DOCS = Path("/work/main/docs")
+M = ["np_agt", "dp_pred", "pfds_s", "pfds_minus", "pfds", "np_pred"]
+L = {"pfds": "PFDS", "np_agt": "NP-Agt", "dp_pred": "DP-Pred", "pfds_s": "PFDS(s)", "pfds_minus": "PFDS^-", "np_pred": "NP-Pred"}
+
+
+def f(row, key):
+    m, s = row.get(f"{key}_mean"), row.get(f"{key}_sd")
+    if not m:
+        return "-"
+    return f"{float(m):.3f}" + (f" ± {float(s):.3f}" if s and float(s) > 0 else "")
+
+
+def copy(name, out):
+    d = O / name
+    if not (d / "summary.csv").exists():
+        return None
+    shutil.copy(d / "summary.csv", DOCS / "results" / f"pfds-{out}-summary.csv")
+    shutil.copy(d / "runs.csv", DOCS / "results" / f"pfds-{out}-runs.csv")
+    if (d / "sweep.png").exists():
+        shutil.copy(d / "sweep.png", DOCS / "figures" / f"pfds-{out}.png")
+    return list(csv.DictReader(open(d / "summary.csv")))
+
+
+for name in ("adult", "bank", "diabetes", "bike"):
+    rows = copy(f"table2-{name}", f"table2-{name}")
+    if not rows:
+        print(f"\n({name}: not run)\n")
+        continue
+    print(f"\n{name}:\n")
+    print("| model | eps | runs | " + " | ".join(L[m] for m in M) + " | PFDS (consumer) |")
+    print("|---|---|---|" + "---|" * (len(M) + 1))
+    for r in rows:
+        print(f"| {r.get('pfds.model', 'linear')} | {r['pfds.epsilon']} | {r['completed']}/{r['runs']} | "
+              + " | ".join(f(r, f"{m}_error") for m in M) + f" | {f(r, 'pfds_consumer_error')} |")
+
+rows = copy("fig4-adult", "fig4-adult")
+if rows:
+    print("\nfigure 4 (adult, logistic, eps = 1):\n")
+    print("| sharers | " + " | ".join(L[m] for m in M) + " |")
+    print("|---|" + "---|" * len(M))
+    for r in rows:
+        print(f"| {r['parties.owners']} | " + " | ".join(f(r, f"{m}_error") for m in M) + " |")
+
+rows = copy("fidelity", "fidelity-adult")
+if rows:
+    print("\nfidelity (adult, eps = 1, 20 sharers):\n")
+    print("| h_max | runs | PFDS mean abs size error (rows) | PFDS rel. | PFDS^- mean abs size error | PFDS^- rel. |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['pfds.h_max']} | {r['completed']}/{r['runs']} | {f(r, 'pfds_size_error')} | {f(r, 'pfds_rel_size_error')} | "
+              f"{f(r, 'pfds_minus_size_error')} | {f(r, 'pfds_minus_rel_size_error')} |")

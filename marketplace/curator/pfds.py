@@ -1,0 +1,205 @@
+"""The curator's side of `pfds`: collect each sharer's private releases and route them to every agent.
+
+Phases: ``trees`` (hellos and one tree per sharer) -> ``data`` (one labelled synthetic dataset per
+sharer) -> ``closing`` (``shutdown`` sent, waiting for every ``bye``).
+
+* A tree is checked (rebuilt against the public schema) as it arrives; a malformed one gets its
+  sharer flagged and excluded, as does a dataset that does not fit the schema. A second tree or
+  dataset from the same sharer is refused and the first one kept.
+* Once every live sharer's tree is in and the consumer is present, each tree goes to every other
+  agent (``pfds_shared_tree``), followed by ``pfds_phase(label)`` naming the trees of the vote.
+* Once every live sharer's dataset is in, each goes to every other agent, followed by
+  ``pfds_phase(train)``; then the run closes.
+* A sharer lost at any point is a dropout: the run goes on with the others (a tree already
+  forwarded stays in the vote). Losing the consumer fails the run.
+
+The curator reads no raw record: it sees trees and synthetic records, which are private releases.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from marketplace.messages import Envelope, ProtocolError
+from marketplace.messages.kinds import Error, Hello, Shutdown
+from marketplace.messages.kinds_pfds import PfdsData, PfdsPhase, PfdsSharedData, PfdsSharedTree
+from marketplace.owner.pfds import check_records, tree_fields, tree_from_body
+from marketplace.protocols.pfds import MalformedPlain, PrivateTree, PublicSchema
+from marketplace.roles import CONSUMER, CURATOR, Role, Send
+
+log = logging.getLogger(__name__)
+
+
+class PfdsCurator(Role):
+    role_name = "curator"
+
+    def __init__(self, *, scenario_name: str, sharers: tuple[str, ...], schema: PublicSchema) -> None:
+        super().__init__()
+        self.party_id = CURATOR
+        self.scenario_name = scenario_name
+        self.sharers = sharers
+        self.schema = schema
+        self.phase = "trees"
+        self.present: set[str] = set()
+        self.active: list[str] = list(sharers)
+        self.trees: dict[str, PrivateTree] = {}
+        self.datasets: dict[str, PfdsData] = {}
+        self.voters: list[str] = []
+        self.dropouts: dict[str, dict[str, Any]] = {}
+        self.flagged: dict[str, str] = {}
+        self.lost: set[str] = set()
+        self.waiting_bye: set[str] = set()
+        self.end_reason = ""
+
+    # --- role interface ------------------------------------------------------------------
+    def start(self) -> list[Send]:
+        return []
+
+    def expected_peers(self) -> tuple[str, ...]:
+        if self.phase == "closing":
+            return tuple(sorted(self.waiting_bye))
+        return (*self.active, CONSUMER)
+
+    def handle(self, message: Envelope) -> list[Send]:
+        handler = {"hello": self._on_hello, "pfds_tree": self._on_tree, "pfds_data": self._on_data,
+                   "bye": self._on_bye}.get(message.kind)
+        if handler is None:
+            raise ProtocolError(party=message.sender, kind=message.kind, reason="the pfds curator does not accept this kind")
+        return handler(message)
+
+    def peer_lost(self, peer: str) -> list[Send]:
+        self.lost.add(peer)
+        if self.phase == "closing":
+            self.waiting_bye.discard(peer)
+            self.done = not self.waiting_bye
+            return []
+        if peer == CONSUMER:
+            return self._close(status="failed", reason="the consumer was lost")
+        if peer in self.active:
+            self.active.remove(peer)
+            self.dropouts[peer] = {"round": 1 if self.phase == "trees" else 2, "phase": self.phase}
+            log.warning("sharer %s dropped out (phase %s)", peer, self.phase)
+        return self._advance()
+
+    # --- messages ------------------------------------------------------------------------
+    def _on_hello(self, message: Envelope) -> list[Send]:
+        hello: Hello = message.body
+        sender = message.sender
+        expected = "consumer" if sender == CONSUMER else "owner" if sender in self.sharers else None
+        if expected is None:
+            raise ProtocolError(party=sender, kind="hello", reason=f"not a party of this run (sharers: {', '.join(self.sharers)}, consumer)")
+        if hello.role != expected or hello.protocol != "pfds" or hello.scenario != self.scenario_name:
+            raise ProtocolError(party=sender, kind="hello", reason=(
+                f"expected role {expected!r}, protocol 'pfds', scenario {self.scenario_name!r}; "
+                f"got role {hello.role!r}, protocol {hello.protocol!r}, scenario {hello.scenario!r}"))
+        if sender in self.present:
+            raise ProtocolError(party=sender, kind="hello", reason="already said hello")
+        self.present.add(sender)
+        return self._advance()
+
+    def _check_sender(self, message: Envelope, phase: str, have: dict) -> None:
+        sender = message.sender
+        if sender not in self.present or sender not in self.sharers:
+            raise ProtocolError(party=sender, kind=message.kind, reason="only a sharer that said hello sends a release")
+        if sender in have:
+            raise ProtocolError(party=sender, kind=message.kind, reason="this sharer's release already arrived (one per sharer)")
+        if sender not in self.active:
+            raise ProtocolError(party=sender, kind=message.kind, reason="this sharer was excluded from the run")
+        if self.phase != phase:
+            raise ProtocolError(party=sender, kind=message.kind, reason=f"not expected in phase {self.phase!r}")
+
+    def _on_tree(self, message: Envelope) -> list[Send]:
+        self._check_sender(message, "trees", self.trees)
+        try:
+            self.trees[message.sender] = tree_from_body(message.body, self.schema)
+        except MalformedPlain as err:
+            return self._flag(message, f"malformed tree: {err}")
+        return self._advance()
+
+    def _on_data(self, message: Envelope) -> list[Send]:
+        self._check_sender(message, "data", self.datasets)
+        body: PfdsData = message.body
+        problem = check_records(body.X, body.y, self.schema, message.sender)
+        if problem:
+            return self._flag(message, f"records outside the public schema: {problem}")
+        self.datasets[message.sender] = body
+        return self._advance()
+
+    def _flag(self, message: Envelope, problem: str) -> list[Send]:
+        """Exclude a sharer whose release cannot be used, tell it why, and go on without it."""
+        sender = message.sender
+        self.flagged[sender] = problem
+        self.active.remove(sender)
+        log.warning("sharer %s flagged and excluded: %s", sender, problem)
+        refusal = Error(code="refused", detail=f"{sender} excluded: {problem}"[:2000], about_kind=message.kind,
+                        about_msg_id=message.msg_id)
+        return [Send(sender, refusal, reply_to=message.msg_id)] + self._advance()
+
+    # --- routing ---------------------------------------------------------------------------
+    def _agents(self) -> list[str]:
+        return [*self.active, CONSUMER]
+
+    def _advance(self) -> list[Send]:
+        if self.phase == "trees":
+            everyone = set(self.active) | {CONSUMER}
+            if not everyone <= self.present or not set(self.active) <= set(self.trees):
+                return []
+            if not self.active:
+                return self._close(status="completed", reason="no sharer left")
+            return self._forward_trees()
+        if self.phase == "data" and set(self.active) <= set(self.datasets):
+            return self._forward_data()
+        return []
+
+    def _forward_trees(self) -> list[Send]:
+        self.voters = list(self.active)
+        log.info("round 1/2 done: %d trees in; forwarding them to %d agents", len(self.voters), len(self.voters) + 1)
+        bodies = {s: PfdsSharedTree(sharer=s, **tree_fields(self.trees[s])) for s in self.voters}
+        sends = []
+        for agent in self._agents():
+            sends += [Send(agent, bodies[s]) for s in self.voters if s != agent]
+            sends.append(Send(agent, PfdsPhase(phase="label", sharers=tuple(self.voters))))
+        self.phase = "data"
+        return sends
+
+    def _forward_data(self) -> list[Send]:
+        sources = list(self.active)
+        log.info("round 2/2 done: %d labelled datasets in; forwarding them", len(sources))
+        bodies = {s: PfdsSharedData(sharer=s, X=self.datasets[s].X, y=self.datasets[s].y, epsilon=self.datasets[s].epsilon)
+                  for s in sources}
+        sends = []
+        for agent in self._agents():
+            sends += [Send(agent, bodies[s]) for s in sources if s != agent]
+            sends.append(Send(agent, PfdsPhase(phase="train", sharers=tuple(sources))))
+        return sends + self._close(status="completed", reason="every live sharer's release was forwarded")
+
+    # --- ending ----------------------------------------------------------------------------
+    def _close(self, *, status: str, reason: str) -> list[Send]:
+        self.phase = "closing"
+        self.end_reason = reason
+        if status == "failed":
+            self.failure = reason
+        targets = [p for p in (*self.sharers, CONSUMER) if p not in self.lost]
+        self.waiting_bye = set(targets)
+        self.done = not self.waiting_bye
+        return [Send(p, Shutdown(reason=reason, status=status)) for p in targets]
+
+    def _on_bye(self, message: Envelope) -> list[Send]:
+        if self.phase != "closing" or message.sender not in self.waiting_bye:
+            raise ProtocolError(party=message.sender, kind="bye", reason="no shutdown was sent to this party")
+        self.waiting_bye.discard(message.sender)
+        self.done = not self.waiting_bye
+        return []
+
+    def result(self) -> dict[str, Any]:
+        return {
+            "end_reason": self.end_reason,
+            "voters": list(self.voters),
+            "data_sources": sorted(self.datasets, key=self.sharers.index),
+            "tree_leaves": {s: self.trees[s].n_leaves for s in self.sharers if s in self.trees},
+            "synthetic_rows": {s: int(self.datasets[s].X.shape[0]) for s in self.sharers if s in self.datasets},
+            "dropouts": dict(self.dropouts),
+            "flagged": dict(self.flagged),
+            "parsimony": {"points_seen": 0, "note": "the curator holds trees and synthetic records only"},
+        }
