@@ -66,11 +66,23 @@ class Role(ABC):
     def on_error(self, message: Envelope) -> list[Send]:
         """Another party refused one of our messages: remember it for the report. A refused
         ``hello`` ends this party (wrong scenario, role or identity): it would never be admitted, and
-        by exiting it lets the curator see it as lost instead of waiting for it."""
+        by exiting it lets the curator see it as lost instead of waiting for it. Only the curator can
+        refuse a hello: an ``error`` about a hello from anyone else changes nothing."""
         body = message.body
         self.errors_received.append({"from": message.sender, "code": body.code, "detail": body.detail})
-        if body.about_kind == "hello":
+        if body.about_kind == "hello" and message.sender == CURATOR and self.party_id != CURATOR:
             self.fail(f"{message.sender} refused our hello: {body.detail}")
+        return []
+
+    def awaits_from(self, peer: str) -> bool:
+        """Whether the protocol is waiting for a message from ``peer`` right now (a point, a
+        release): what :meth:`frame_refused` acts on. Default: no."""
+        return False
+
+    def frame_refused(self, peer: str, about_kind: str | None) -> list[Send]:
+        """A frame from ``peer`` (of kind ``about_kind``, if it could be read) failed validation and
+        never reached :meth:`handle`. Default: nothing (the sender got an ``error``). A role that is
+        waiting for that frame decides whether the peer should still be waited for."""
         return []
 
     def fail(self, reason: str) -> None:

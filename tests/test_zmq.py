@@ -45,7 +45,7 @@ def live_curator(tiny_scenario, tmp_path):
     path.write_text(yaml.safe_dump(tiny_scenario))
     endpoint_file = tmp_path / "endpoint"
     proc = subprocess.Popen([sys.executable, "-m", "marketplace", "curator", "--scenario", str(path), "--endpoint",
-                             "tcp://127.0.0.1:0", "--endpoint-file", str(endpoint_file)], cwd=ROOT,
+                             "tcp://127.0.0.1:0", "--endpoint-file", str(endpoint_file), "--insecure"], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 30
     while not endpoint_file.exists() and time.monotonic() < deadline:

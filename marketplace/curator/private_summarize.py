@@ -222,6 +222,18 @@ class PrivateSummarizeCurator(SummarizeCurator):
                                     round=self.round, content=payload(point)))
         return self._select_from_pool() if not self.awaiting else []
 
+    def awaits_from(self, peer: str) -> bool:
+        return self.phase == "acquiring" and peer in self.awaiting
+
+    def _exclude_unreadable(self, peer: str) -> list[Send]:
+        self.ledger.see(peer, raw=not self.less_trusted)
+        self.awaiting.discard(peer)
+        self.flagged[peer] = f"round {self.round}: sent a point that could not be read"
+        if peer in self.active:
+            self.active.remove(peer)
+        log.warning("owner %s flagged and excluded: its point could not be read", peer)
+        return self._select_from_pool() if not self.awaiting else []
+
     def _sent_before(self, owner: str, row: int) -> bool:
         """Every received point is pooled, so the pool remembers all of them (kept or not)."""
         return self.pool.seen(owner, row)

@@ -254,6 +254,26 @@ class SummarizeCurator(Role):
         self._accept(sender, point)
         return self._open_round()
 
+    def frame_refused(self, peer: str, about_kind: str | None) -> list[Send]:
+        """An owner asked for a point answered with a frame that cannot be read (NaN coordinates, a
+        wrong shape...): it is flagged and excluded like an owner whose point does not match its
+        bid, and the round goes on without it, instead of waiting for a point that will not come."""
+        if self.phase != "acquiring" or about_kind not in ("point", "sealed_point", None) or not self.awaits_from(peer):
+            return []
+        return self._exclude_unreadable(peer)
+
+    def awaits_from(self, peer: str) -> bool:
+        return self.phase == "acquiring" and peer == self.asked
+
+    def _exclude_unreadable(self, peer: str) -> list[Send]:
+        self.ledger.see(peer, raw=not self.less_trusted)
+        self.flagged[peer] = f"round {self.round}: sent a point that could not be read"
+        if peer in self.active:
+            self.active.remove(peer)
+        self.bids.pop(peer, None)
+        log.warning("owner %s flagged and excluded: its point could not be read", peer)
+        return self._ask_next()
+
     def _sent_before(self, owner: str, row: int) -> bool:
         """Whether ``owner`` already sent this row (here: a row in the summary)."""
         return (owner, row) in self.received

@@ -22,6 +22,10 @@ from marketplace.messages.kinds import KINDS
 from marketplace.schema import SchemaError, build, describe_value
 
 DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+INT64_RANGE = (-(2**63), 2**63 - 1)
+"""Every integer in a body fits a signed 64-bit integer (what roles store them in, e.g. numpy int64),
+except a reference to a message id, which keeps the envelope's own range (msgpack's uint64)."""
+MESSAGE_ID_FIELDS = frozenset({"about_msg_id"})
 
 
 def body_to_wire(body: Any) -> dict[str, Any]:
@@ -103,7 +107,7 @@ def _validate(wire: dict[Any, Any], party: str, peer: str | None, max_bytes: int
     """Check a parsed envelope map field by field (see :func:`decode`)."""
     raw_kind = wire.get("kind")
     kind = raw_kind if isinstance(raw_kind, str) and raw_kind in KINDS else None  # never echo junk
-    if isinstance(wire.get("sender"), str) and peer is None:
+    if isinstance(wire.get("sender"), str) and wire["sender"] and peer is None:  # never an empty name
         party = wire["sender"][:64]
     unknown = sorted(str(k) for k in wire if k not in ENVELOPE_KEYS)
     if unknown:
@@ -116,7 +120,7 @@ def _validate(wire: dict[Any, Any], party: str, peer: str | None, max_bytes: int
     if version != PROTOCOL_VERSION:
         raise MessageError(party=party, kind=kind, field="version", expected=f"protocol version {PROTOCOL_VERSION}", got=repr(version))
     if kind is None:
-        raise MessageError(party=party, kind=None, field="kind", expected=f"one of the known kinds {sorted(KINDS)}", got=describe_value(raw_kind))
+        raise MessageError(party=party, kind=None, field="kind", expected="one of the known kinds (" + ", ".join(sorted(KINDS)) + ")", got=describe_value(raw_kind))
     run_id = _envelope_field(wire, "run_id", (str,), "a run id (string)", party, kind)
     msg_id = _envelope_field(wire, "msg_id", (int,), "a positive integer message id", party, kind)
     if msg_id < 1:
@@ -134,6 +138,21 @@ def _validate(wire: dict[Any, Any], party: str, peer: str | None, max_bytes: int
         sizes: dict[str, tuple[int, str]] = {}
         for name, spec in _array_fields(cls):
             spec.bind(getattr(body, name), f"body.{name}", sizes)
+        _check_int64({f.name: getattr(body, f.name) for f in dataclasses.fields(body)}, "body")
     except SchemaError as err:
         raise MessageError(party=party, kind=kind, field=err.path, expected=err.expected, got=err.got) from None
     return Envelope(version, run_id, msg_id, sender, receiver, kind, reply_to, body)
+
+
+def _check_int64(value: Any, path: str) -> None:
+    """Refuse an integer outside int64 anywhere in a built body (msgpack also carries uint64: a point's
+    label of 2**63 would pass ``int`` and only fail later, when a role packs it into an int64 array)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if not INT64_RANGE[0] <= value <= INT64_RANGE[1] and path.rpartition(".")[2] not in MESSAGE_ID_FIELDS:
+            raise SchemaError(path, "an integer that fits in 64 signed bits", describe_value(value))
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_int64(item, f"{path}.{key}")
+    elif isinstance(value, (tuple, list)):
+        for i, item in enumerate(value):
+            _check_int64(item, f"{path}[{i}]")

@@ -25,6 +25,7 @@ from marketplace.data.dataset import World
 from marketplace.parties import build_role, load_owner_file, make_world, share_of
 from marketplace.roles import CONSUMER, CURATOR
 from marketplace.scenario import Scenario
+from marketplace.transport.curve import CurveKeys
 from marketplace.transport.node import Node
 from marketplace.transport.zmq_driver import LinkSettings, serve_curator, serve_party
 
@@ -67,6 +68,7 @@ def link_settings(scenario: Scenario) -> LinkSettings:
         heartbeat_interval_s=t.heartbeat_interval_s, heartbeat_timeout_s=t.heartbeat_timeout_s,
         start_timeout_s=t.start_timeout_s, run_timeout_s=t.run_timeout_s, max_message_bytes=t.max_message_bytes,
         high_water_mark=t.high_water_mark, send_timeout_s=t.send_timeout_s,
+        curve_keys=t.curve_keys if t.security == "curve" else None,
     )
 
 
@@ -112,6 +114,12 @@ def run_party(scenario: Scenario, *, party: str, endpoint: str, report_path: str
     """
     started = time.perf_counter()
     config = scenario.config
+    settings = link_settings(scenario)
+    if config.transport.security == "curve":
+        if settings.curve_keys is None:
+            raise ValueError("CURVE is on (transport.security) but no key folder was given: pass --keys DIR "
+                             "(made by `marketplace keys generate DIR --owners K`) or --insecure for development")
+        CurveKeys(Path(settings.curve_keys), party).own()  # a missing or bad key file fails here, before any work
     owner_data = load_owner_file(data_file) if data_file else None
     if party == CONSUMER:
         warm_up_in_background(EVALUATION_MODULES)
@@ -119,7 +127,6 @@ def run_party(scenario: Scenario, *, party: str, endpoint: str, report_path: str
         share = share_of(make_world(config), party)
     role = build_role(config, party, world=share, owner_data=owner_data)
     node = Node(role, run_id=run_id or default_run_id(scenario), max_message_bytes=config.transport.max_message_bytes)
-    settings = link_settings(scenario)
     log.info("%s (pid %d) starting: %s", party, os.getpid(), endpoint)
     try:
         with single_threaded_blas():
@@ -147,6 +154,7 @@ def _announce(endpoint: str, endpoint_file: str | None) -> None:
     log.info("curator bound at %s", endpoint)
     if endpoint_file:
         tmp = Path(endpoint_file + ".tmp")
+        tmp.parent.mkdir(parents=True, exist_ok=True)
         tmp.write_text(endpoint)
         os.replace(tmp, endpoint_file)
 

@@ -40,7 +40,9 @@ Launch = Literal["forkserver", "exec"]
 BLAS_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 # what every forked party would otherwise import on its own (scikit-learn is left out: only the
 # consumer needs it, and it loads it in the background while the rounds run)
-FORKSERVER_PRELOAD = ["marketplace.runner.party_process"]
+FORKSERVER_PRELOAD = ["marketplace.runner.forkserver_guard", "marketplace.runner.party_process"]
+"""Imported once by the forkserver: the guard ties the server's life to the runner's, then the
+libraries every party needs."""
 
 log = logging.getLogger(__name__)
 ROUND_RE = re.compile(rb"round (\d+)/(\d+) done")
@@ -85,6 +87,9 @@ class ProcessRun:
     children: list[Child] = field(default_factory=list)
     failure: str | None = None
     killed: list[str] = field(default_factory=list)
+    stragglers: list[str] = field(default_factory=list)
+    """Parties still running ``grace_s`` after the curator exited (killed then). A straggler the
+    curator had already excluded as a dropout (a hung owner) does not fail the run."""
 
 
 def _command(role: str, party: str, scenario_path: Path, endpoint: str, report: Path, run_id: str) -> list[str]:
@@ -222,6 +227,7 @@ def _watch(run: ProcessRun, curator: Child, *, deadline: float, grace_s: float,
            on_round: Callable[[int, int], None] | None) -> None:
     """Wait until every child exits. After the curator exits, the others get ``grace_s`` to follow."""
     curator_exit_at: float | None = None
+    others_done_at: float | None = None
     offset = 0
     last_round = 0
     while True:
@@ -234,8 +240,15 @@ def _watch(run: ProcessRun, curator: Child, *, deadline: float, grace_s: float,
         if curator.proc.poll() is not None and curator_exit_at is None:
             curator_exit_at = now
         if curator_exit_at is not None and now - curator_exit_at > grace_s:
-            run.failure = run.failure or f"{', '.join(c.party for c in alive)} still running {grace_s:g} s after the curator exited; killed"
+            run.stragglers = [c.party for c in alive]
             return
+        others_alive = [c for c in alive if c is not curator]
+        if curator_exit_at is None and not others_alive:
+            others_done_at = others_done_at if others_done_at is not None else now
+            if now - others_done_at > grace_s:  # everyone else left (lost contact with a hung curator)
+                run.failure = run.failure or (f"the curator was still running {grace_s:g} s after every other party had "
+                                              f"ended (hung?); killed: {last_line(curator.log_path)}")
+                return
         if now > deadline:
             run.failure = f"run timed out (transport.run_timeout_s); killed {', '.join(c.party for c in alive)}"
             return

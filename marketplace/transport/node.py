@@ -27,6 +27,10 @@ class Outgoing:
 class Node:
     """Runs one role: decodes and checks incoming frames, calls the role, encodes its answers.
 
+    Message ids count per receiver (1, 2, 3, ... for each peer), so the ids a party sees depend only
+    on the messages it received itself: a global counter would tell an owner how many messages the
+    curator sent to others in between (how many owners were asked, for instance).
+
     A frame that fails validation, repeats an earlier ``msg_id`` or is addressed to someone else
     never reaches the role; it is counted, logged, and answered with an ``error`` message (except
     an ``error`` itself, so two parties never argue in a loop). A :class:`ProtocolError` raised by
@@ -39,7 +43,8 @@ class Node:
         self.run_id = run_id
         self.max_message_bytes = max_message_bytes
         self.counters = Counters()
-        self.next_msg_id = 1
+        self.next_msg_id: dict[str, int] = {}
+        """Per receiver: the msg_id the next protocol message to it takes."""
         self.last_seen_id: dict[str, int] = {}
         self.compute_s = 0.0
         self.codec_s = 0.0
@@ -60,7 +65,7 @@ class Node:
     def heartbeat(self, receiver: str) -> Outgoing:
         """A heartbeat frame. It reuses the last protocol msg_id instead of taking a new one, so the
         protocol's ids (and so its byte counts) do not depend on how many heartbeats timing allowed."""
-        return self._encode(Send(receiver, Heartbeat()), msg_id=max(1, self.next_msg_id - 1))
+        return self._encode(Send(receiver, Heartbeat()), msg_id=max(1, self.next_msg_id.get(receiver, 1) - 1))
 
     def receive(self, frame: bytes, peer: str) -> list[Outgoing]:
         """Handle one frame that arrived from the transport identity ``peer``."""
@@ -116,7 +121,10 @@ class Node:
         if about_kind == "error":
             return []
         error = Error(code="bad_message", detail=str(err)[:2000], about_kind=about_kind, about_msg_id=about_id)
-        return self._encode_all([Send(peer, error, reply_to=about_id)])
+        t0 = time.perf_counter()
+        follow_up = self.role.frame_refused(peer, about_kind)
+        self.compute_s += time.perf_counter() - t0
+        return self._encode_all([Send(peer, error, reply_to=about_id), *follow_up])
 
     def _encode_all(self, sends: list[Send]) -> list[Outgoing]:
         return [self._encode(s) for s in sends]
@@ -125,8 +133,8 @@ class Node:
         t0 = time.perf_counter()
         kind = type(send.body).KIND
         if msg_id is None:
-            msg_id = self.next_msg_id
-            self.next_msg_id += 1
+            msg_id = self.next_msg_id.get(send.to, 1)
+            self.next_msg_id[send.to] = msg_id + 1
         envelope = Envelope(PROTOCOL_VERSION, self.run_id, msg_id, self.party_id, send.to, kind, send.reply_to, send.body)
         frame = encode(envelope)
         self.counters.record_sent(self.party_id, send.to, kind, len(frame))

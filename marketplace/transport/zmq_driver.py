@@ -21,10 +21,12 @@ from abc import ABC, abstractmethod
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import zmq
 
 from marketplace.roles import CURATOR
+from marketplace.transport.curve import CurveKeys, PartyAuthenticator
 from marketplace.transport.node import Node, Outgoing
 
 log = logging.getLogger(__name__)
@@ -43,6 +45,8 @@ class LinkSettings:
     high_water_mark: int = 10_000
     send_timeout_s: float = 5.0
     close_linger_s: float = 1.0
+    curve_keys: str | None = None
+    """Key folder: CURVE on (see :mod:`marketplace.transport.curve`); None: plaintext."""
 
 
 @dataclass
@@ -51,9 +55,11 @@ class DriverStats:
     idle_s: float = 0.0
     lost_peers: dict[str, str] = field(default_factory=dict)
     endpoint: str = ""
+    dropped_connections: int = 0
 
     def to_dict(self) -> dict[str, object]:
-        return {"io_s": self.io_s, "idle_s": self.idle_s, "lost_peers": dict(self.lost_peers), "endpoint": self.endpoint}
+        return {"io_s": self.io_s, "idle_s": self.idle_s, "lost_peers": dict(self.lost_peers), "endpoint": self.endpoint,
+                "dropped_connections": self.dropped_connections}
 
 
 def _configure(sock: zmq.Socket, settings: LinkSettings) -> None:
@@ -77,6 +83,7 @@ class _Loop(ABC):
         self.lost: set[str] = set()
         self.poller = zmq.Poller()
         self.poller.register(sock, zmq.POLLIN)
+        self.monitor: zmq.Socket | None = None
 
     def _recv(self) -> tuple[str | None, bytes | None]:
         """One waiting message as (peer, frame); (None, None) when none is waiting, and
@@ -122,6 +129,8 @@ class _Loop(ABC):
             t0 = time.perf_counter()
             ready = dict(self.poller.poll(timeout_ms))
             self.stats.idle_s += time.perf_counter() - t0
+            if self.monitor is not None and self.monitor in ready:
+                self._drain_monitor()
             while self.sock in ready and not self.node.done:
                 peer, frame = self._recv()
                 if frame is None:
@@ -131,6 +140,28 @@ class _Loop(ABC):
                 self.last_heard[peer] = time.monotonic()
                 self._dispatch(self.node.receive(frame, peer=peer))
         return self.stats
+
+    def watch_connections(self) -> None:
+        """Log connections the socket drops mid-run: a peer that vanished, a frame over
+        ``max_message_bytes`` (ZeroMQ closes such a connection without delivering anything), or a
+        failed CURVE handshake. Each is counted in ``stats.dropped_connections``."""
+        events = (zmq.EVENT_DISCONNECTED | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+                  | zmq.EVENT_HANDSHAKE_FAILED_AUTH)
+        self.monitor = self.sock.get_monitor_socket(events)
+        self.poller.register(self.monitor, zmq.POLLIN)
+
+    def _drain_monitor(self) -> None:
+        from zmq.utils.monitor import recv_monitor_message
+
+        while self.monitor.poll(0):
+            event = recv_monitor_message(self.monitor)
+            if self.node.done:
+                continue
+            self.stats.dropped_connections += 1
+            what = "dropped" if event["event"] == zmq.EVENT_DISCONNECTED else "refused at the handshake"
+            log.warning("%s: a connection was %s (a peer that vanished, a frame over max_message_bytes = %d, "
+                        "or a failed CURVE handshake; zmq event %d)", self.node.party_id, what,
+                        self.settings.max_message_bytes, event["event"])
 
     def _check_liveness(self, now: float) -> None:
         if now - self.started > self.settings.run_timeout_s:
@@ -175,11 +206,33 @@ class _Loop(ABC):
             self.stats.io_s += time.perf_counter() - t0
 
     def close(self) -> None:
+        if self.monitor is not None:
+            self.sock.disable_monitor()
+            self.monitor.close(linger=0)
         linger = int(self.settings.close_linger_s * 1000) if self.node.done else 0
         self.sock.close(linger=linger)
 
 
 class _RouterLoop(_Loop):
+    def _recv(self) -> tuple[str | None, bytes | None]:
+        if self.settings.curve_keys is None:
+            return super()._recv()
+        t0 = time.perf_counter()
+        try:  # as frames, to read the User-Id the authenticator bound to the sender's key
+            frames = self.sock.recv_multipart(zmq.NOBLOCK, copy=False)
+        except zmq.Again:
+            return None, None
+        finally:
+            self.stats.io_s += time.perf_counter() - t0
+        peer, frame = self._unframe([f.bytes for f in frames])
+        if peer is not None:
+            key_owner = frames[-1].get("User-Id")
+            if key_owner != peer:
+                self.node.counters.record_rejected("identity_mismatch")
+                log.warning("%s: refused a message from identity %r sent with %r's key", self.node.party_id, peer, key_owner)
+                return None, b""
+        return peer, frame
+
     def _unframe(self, parts: list[bytes]) -> tuple[str | None, bytes]:
         identity = parts[0].decode("utf-8", errors="replace")[:64]
         if len(parts) != 2:
@@ -212,9 +265,15 @@ class _DealerLoop(_Loop):
 def serve_curator(node: Node, endpoint: str, settings: LinkSettings, *, on_bound: Callable[[str], None] | None = None) -> DriverStats:
     """Bind a ROUTER at ``endpoint`` (port 0 or ``*`` picks a free port) and run ``node`` to the end."""
     ctx = zmq.Context()
+    auth = None
     sock = ctx.socket(zmq.ROUTER)
     _configure(sock, settings)
     sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
+    if settings.curve_keys is not None:
+        keys = CurveKeys(Path(settings.curve_keys), node.party_id)
+        auth = PartyAuthenticator(ctx, keys.allowlist())
+        auth.start()
+        keys.configure_server(sock)
     base, _, port = endpoint.rpartition(":")
     if port in ("0", "*"):
         port_no = sock.bind_to_random_port(base)
@@ -225,10 +284,15 @@ def serve_curator(node: Node, endpoint: str, settings: LinkSettings, *, on_bound
         on_bound(endpoint)
     loop = _RouterLoop(node, sock, settings)
     loop.stats.endpoint = endpoint
+    loop.watch_connections()
     try:
         return loop.run()
     finally:
         loop.close()
+        if auth is not None:
+            if auth.refused:
+                log.warning("%s: refused %d connection(s) with unknown keys", node.party_id, len(auth.refused))
+            auth.stop()
         ctx.term()
 
 
@@ -238,6 +302,8 @@ def serve_party(node: Node, endpoint: str, settings: LinkSettings) -> DriverStat
     sock = ctx.socket(zmq.DEALER)
     _configure(sock, settings)
     sock.setsockopt(zmq.IDENTITY, node.party_id.encode())
+    if settings.curve_keys is not None:
+        CurveKeys(Path(settings.curve_keys), node.party_id).configure_client(sock)
     sock.connect(endpoint)
     loop = _DealerLoop(node, sock, settings)
     loop.stats.endpoint = endpoint

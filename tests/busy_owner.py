@@ -1,0 +1,64 @@
+"""A test-only owner process whose role hangs in a Python busy loop from a given round on.
+
+    python tests/busy_owner.py --scenario S.yaml --endpoint tcp://127.0.0.1:PORT --id owner-2 --busy-from 5
+
+It is the real owner (built from the scenario like ``marketplace owner``, served by the real ZeroMQ
+driver), except that ``handle`` never returns once round ``--busy-from`` opens. ZeroMQ's I/O thread
+keeps running meanwhile, but the application's heartbeats come from the role's own loop, so they
+stop: the curator must see this owner as lost within ``transport.heartbeat_timeout_s``.
+It logs "busy from round N" (with a timestamp) just before it starts spinning.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+from marketplace.messages import Envelope
+from marketplace.owner.summarize import SummarizeOwner
+from marketplace.parties import build_role, make_world, share_of
+from marketplace.runner.party_process import default_run_id, link_settings
+from marketplace.scenario import load_scenario
+from marketplace.transport.node import Node
+from marketplace.transport.zmq_driver import serve_party
+
+log = logging.getLogger("busy_owner")
+
+
+class BusyOwner(SummarizeOwner):
+    """An honest owner until round ``busy_from`` opens; then its handler spins forever."""
+
+    busy_from: int
+
+    def handle(self, message: Envelope):
+        if message.kind == "round_open" and message.body.round >= self.busy_from:
+            log.warning("busy from round %d", message.body.round)
+            for handler in logging.getLogger().handlers:
+                handler.flush()
+            while True:  # a pure-Python hang: no I/O, no sleep, the GIL mostly held
+                pass
+        return super().handle(message)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenario", required=True)
+    parser.add_argument("--endpoint", required=True)
+    parser.add_argument("--id", required=True)
+    parser.add_argument("--busy-from", type=int, required=True)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {args.id} %(levelname)s %(message)s", stream=sys.stderr)
+    scenario = load_scenario(args.scenario)
+    role = build_role(scenario.config, args.id, world=share_of(make_world(scenario.config), args.id))
+    role.__class__ = BusyOwner  # the same state, the hanging handler
+    role.busy_from = args.busy_from
+    node = Node(role, run_id=default_run_id(scenario), max_message_bytes=scenario.config.transport.max_message_bytes)
+    log.info("%s (pid %d) starting: %s", args.id, os.getpid(), args.endpoint)
+    serve_party(node, args.endpoint, link_settings(scenario))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
