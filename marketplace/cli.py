@@ -23,6 +23,7 @@ Start here:
   marketplace run scenarios/quickstart-private.yaml --driver inprocess --sweep summarize.rounds=20,40 --repeats 3
   marketplace validate scenarios/quickstart.yaml       check a scenario without running it
   marketplace privacy compose --epsilon 0.01 --count 1656 --delta 0.01 --theorem advanced
+  marketplace sketch query RUN/sketches/merged.npz --scenario RUN/scenario.resolved.yaml --moments 2
 
 One party at a time (what each container runs):
   marketplace curator  --scenario S.yaml --endpoint tcp://0.0.0.0:5555
@@ -51,6 +52,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="how the processes driver starts parties: forked from a preloaded server and handed their own data "
                           "share (default, fast), or as `python -m marketplace <role>` exactly like a container (exec)")
     run.add_argument("--quiet", action="store_true", help="no progress and no table; just the report path")
+    run.add_argument("--insecure", action="store_true",
+                     help="plaintext links (development only); by default every link uses CURVE with fresh keys for the run")
     run.add_argument("--sweep", dest="sweeps", action="append", default=[], metavar="KEY.PATH=V1,V2,...",
                      help="run the scenario once per value (repeatable: every combination); writes runs.csv, "
                           "summary.csv and sweep.png (also from the scenario's sweep: section)")
@@ -65,16 +68,45 @@ def _parser() -> argparse.ArgumentParser:
 
     compose_cli.add_parser(sub)
 
+    assemble = sub.add_parser("assemble", help="build the run report from the parties' own reports (after a compose run)",
+                              description="Read DIR/<party>.json written by each party (--report), rebuild the world from the "
+                                          "scenario for the evaluation, and write OUT/report.json and OUT/messages.csv.")
+    assemble.add_argument("parties", metavar="DIR", help="folder holding curator.json, owner-*.json, consumer.json")
+    assemble.add_argument("--scenario", default=os.environ.get("MARKETPLACE_SCENARIO"), help="scenario file (default: $MARKETPLACE_SCENARIO)")
+    assemble.add_argument("--out", required=True, metavar="OUT")
+    assemble.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
+
+    probe = sub.add_parser("probe", help="exit 0 if a TCP endpoint accepts connections (a container healthcheck)")
+    probe.add_argument("endpoint", help="tcp://HOST:PORT")
+    probe.add_argument("--timeout", type=float, default=2.0)
+
+    keys = sub.add_parser("keys", help="CURVE certificates for the parties of a run",
+                          description="Write one CURVE certificate pair per party (curator, owner-1..K, consumer) into DIR. "
+                                      "The curator admits only these keys and binds each party id to its key.")
+    keys_sub = keys.add_subparsers(dest="keys_command", metavar="ACTION")
+    generate = keys_sub.add_parser("generate", help="write DIR/<party>.key and DIR/<party>.key_secret for every party")
+    generate.add_argument("directory", metavar="DIR")
+    generate.add_argument("--owners", type=int, required=True, help="K, the number of owners")
+    generate.add_argument("--force", action="store_true", help="overwrite existing keys")
+    from marketplace.consumer import sketch_cli
+
+    sketch_cli.add_parser(sub)
+
     for role, text in (("curator", "run the curator (binds a ROUTER at --endpoint)"),
                        ("owner", "run one data owner (connects to the curator)"),
                        ("consumer", "run the consumer (connects to the curator)")):
         p = sub.add_parser(role, help=text, description=text + ". The party builds its own data share from the scenario and seed.")
-        p.add_argument("--scenario", required=True, help="scenario file (YAML); the same file for every party")
-        p.add_argument("--endpoint", required=True, help="ZeroMQ endpoint, e.g. tcp://127.0.0.1:5555 (curator: port 0 picks one)")
+        p.add_argument("--scenario", default=os.environ.get("MARKETPLACE_SCENARIO"),
+                       help="scenario file (YAML); the same file for every party (default: $MARKETPLACE_SCENARIO)")
+        p.add_argument("--endpoint", default=os.environ.get("MARKETPLACE_ENDPOINT"),
+                       help="ZeroMQ endpoint, e.g. tcp://127.0.0.1:5555 (curator: port 0 picks one; default: $MARKETPLACE_ENDPOINT)")
         p.add_argument("--report", metavar="FILE", help="write this party's part of the report as JSON")
-        p.add_argument("--run-id", help="run id shared by all parties (default: <scenario name>-seed<seed>)")
+        p.add_argument("--run-id", default=os.environ.get("MARKETPLACE_RUN_ID"),
+                       help="run id shared by all parties (default: $MARKETPLACE_RUN_ID, else <scenario name>-seed<seed>)")
         p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
         p.add_argument("--log-level", default=os.environ.get("MARKETPLACE_LOG_LEVEL", "INFO"))
+        p.add_argument("--keys", metavar="DIR", help="CURVE key folder made by `marketplace keys generate` (or transport.curve_keys)")
+        p.add_argument("--insecure", action="store_true", help="plaintext link, for development only (no --keys needed)")
         if role == "owner":
             p.add_argument("--id", required=True, help="owner id: owner-1 ... owner-K")
             p.add_argument("--data", metavar="FILE.npz", help="use this file (arrays X and y) instead of the generated share")
@@ -89,10 +121,26 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
+    if args.command == "sketch":
+        return args.func(args)
     if args.command == "privacy":
         if not hasattr(args, "func"):
             parser.parse_args(["privacy", "--help"])
         return args.func(args)
+    if args.command == "keys":
+        return _keys(args, parser)
+    if args.command == "probe":
+        return _probe(args)
+    if getattr(args, "scenario", None) is None:
+        print(f"marketplace {args.command}: no scenario: pass --scenario FILE or set MARKETPLACE_SCENARIO", file=sys.stderr)
+        return EXIT_USAGE
+    if args.command in ("curator", "owner", "consumer") and not args.endpoint:
+        print(f"marketplace {args.command}: no endpoint: pass --endpoint tcp://HOST:PORT or set MARKETPLACE_ENDPOINT", file=sys.stderr)
+        return EXIT_USAGE
+    if getattr(args, "insecure", False):
+        args.overrides.append("transport.security=none")
+    if getattr(args, "keys", None):
+        args.overrides.append(f"transport.curve_keys={Path(args.keys).resolve()}")
     from marketplace.scenario import ScenarioError, load_scenario
 
     try:
@@ -103,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "validate":
         print(scenario.dump_yaml(), end="")
         return EXIT_OK
+    if args.command == "assemble":
+        return _assemble(args, scenario)
     if args.command == "run":
         if args.sweeps or scenario.config.sweep.vary or args.repeats:
             return _sweep(args, scenario)
@@ -147,6 +197,47 @@ def _run(args: argparse.Namespace, scenario) -> int:
     return EXIT_OK
 
 
+def _probe(args: argparse.Namespace) -> int:
+    import socket
+
+    host, _, port = args.endpoint.removeprefix("tcp://").rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=args.timeout):
+            return EXIT_OK
+    except (OSError, ValueError) as err:
+        print(f"marketplace probe: {args.endpoint}: {err}", file=sys.stderr)
+        return EXIT_RUN_FAILED
+
+
+def _assemble(args: argparse.Namespace, scenario) -> int:
+    from marketplace.runner.run import assemble_from_party_reports
+
+    try:
+        report = assemble_from_party_reports(scenario, Path(args.parties), Path(args.out))
+    except (OSError, ValueError) as err:
+        print(f"marketplace assemble: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"{args.out}/report.json: {report['status']}")
+    return EXIT_OK if report["status"] == "completed" else EXIT_RUN_FAILED
+
+
+def _keys(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from marketplace.transport.curve import CurveError, generate_keys
+
+    if args.keys_command != "generate":
+        parser.parse_args(["keys", "--help"])
+    if args.owners < 1:
+        print("marketplace keys: --owners must be at least 1", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        written = generate_keys(args.directory, owners=args.owners, overwrite=args.force)
+    except (CurveError, OSError) as err:
+        print(f"marketplace keys: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"wrote {len(written) // 2} certificate pairs to {args.directory} (secret files are readable by you only)")
+    return EXIT_OK
+
+
 def _sweep(args: argparse.Namespace, scenario) -> int:
     from rich.console import Console
 
@@ -172,9 +263,11 @@ def _sweep(args: argparse.Namespace, scenario) -> int:
     def on_run(point, row) -> None:
         if not args.quiet:
             shown = ", ".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in point.values.items())
+            columns = list(row)
+            figures = [f"{c} {row[c]:.4g}" if isinstance(row[c], float) else f"{c} {row[c]}"
+                       for c in columns[columns.index("status") + 1:][:3] if row[c] is not None]
             console.print(f"[{point.index + 1}/{total}] {shown or 'base'} seed {point.seed}: {row['status']}, "
-                          f"MMD^2 {row['mmd2'] if row['mmd2'] is None else format(row['mmd2'], '.4g')}, "
-                          f"accuracy {row['accuracy']}, {row['wall_s']:.1f} s")
+                          f"{', '.join(figures)}, {row['wall_s']:.1f} s")
 
     try:
         rows = run_sweep(points, out, driver=args.driver, launch=args.launch, on_run=on_run)

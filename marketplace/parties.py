@@ -33,6 +33,12 @@ def public_features(config: ScenarioConfig, dim: int) -> RandomFourierFeatures:
 
 
 def make_world(config: ScenarioConfig) -> World:
+    """The world of the run: the exchange's own (``make_world`` in its module) or :func:`build_world`."""
+    from marketplace.exchanges import exchange
+
+    own = getattr(exchange(config.protocol), "make_world", None)
+    if own is not None:
+        return own(config)
     return build_world(config.data, config.parties.owners, config.seed)
 
 

@@ -16,6 +16,8 @@ from hypothesis.extra import numpy as hnp
 
 from marketplace.messages import KINDS, PROTOCOL_VERSION, Envelope, MessageError, decode, encode
 from marketplace.messages.envelope import ENVELOPE_KEYS
+from marketplace.messages.kinds_stc import StcRelease, StcReleases, StcRequest, StcTarget
+from marketplace.messages.kinds_sketch import SketchPublication, SketchReleaseBody, SketchRequest
 from marketplace.messages.kinds import (
     Bid,
     Bye,
@@ -88,6 +90,47 @@ def sealed_summaries(draw: st.DrawFn) -> SealedSummary:
     return SealedSummary(phi=draw(float_arrays((p, d))), sealed=tuple(draw(SEALED) for _ in range(p)), rounds=draw(COUNTS))
 
 
+FINGERPRINTS = st.text(alphabet="0123456789abcdef", min_size=64, max_size=64)
+SKETCH_EPS = st.none() | st.floats(min_value=1e-6, max_value=1e6)
+DELTAS = st.floats(min_value=0.0, max_value=0.999)
+MECHANISMS = st.sampled_from(["laplace", "gaussian", "none"])
+VARIANCES = st.floats(min_value=0.0, max_value=1e12)
+
+
+@st.composite
+def sketch_publications(draw: st.DrawFn) -> SketchPublication:
+    k, m = draw(st.integers(1, 4)), draw(SIZES)
+    return SketchPublication(
+        owners=tuple(f"owner-{i + 1}" for i in range(k)), numerators=draw(float_arrays((k, m))),
+        counts=draw(float_arrays((k,))), numerator_variances=draw(float_arrays((k,))),
+        count_variances=draw(float_arrays((k,))), epsilons=tuple(draw(SKETCH_EPS) for _ in range(k)),
+        deltas=tuple(draw(DELTAS) for _ in range(k)), mechanisms=tuple(draw(MECHANISMS) for _ in range(k)),
+        map_fingerprint=draw(FINGERPRINTS), merged_numerator=draw(float_arrays((m,))), merged_count=draw(FINITE))
+
+
+@st.composite
+def pfds_trees(draw: st.DrawFn, shared: bool = False) -> Any:
+    from marketplace.messages.kinds_pfds import PfdsSharedTree, PfdsTree
+
+    nodes, leaves, codes = draw(SIZES), draw(SIZES), draw(SIZES)
+    spend = st.fixed_dictionaries({"purpose": texts(1, 12), "level": st.integers(1, 8), "epsilon": FINITE})
+    fields = dict(attribute=draw(hnp.arrays(np.int64, (nodes,))),
+                  threshold=draw(float_arrays((nodes,))),  # NaN (non-numeric node) round trips too: see test_pfds_protocol
+                  n_children=draw(hnp.arrays(np.int64, (nodes,))), counts=draw(float_arrays((leaves, codes))),
+                  h_max=draw(st.integers(1, 64)), t=draw(st.integers(1, 2**31)),
+                  neighbours=draw(st.sampled_from(["add_remove", "replace"])), spends=tuple(draw(st.lists(spend, max_size=3))))
+    return PfdsSharedTree(sharer=draw(texts(1, 64)), **fields) if shared else PfdsTree(**fields)
+
+
+@st.composite
+def pfds_datasets(draw: st.DrawFn, shared: bool = False) -> Any:
+    from marketplace.messages.kinds_pfds import PfdsData, PfdsSharedData
+
+    n, d = draw(SIZES), draw(SIZES)
+    fields = dict(X=draw(float_arrays((n, d))), y=draw(float_arrays((n,))), epsilon=draw(st.floats(0, 1e6)))
+    return PfdsSharedData(sharer=draw(texts(1, 64)), **fields) if shared else PfdsData(**fields)
+
+
 BODIES: dict[str, st.SearchStrategy[Any]] = {
     "hello": st.builds(Hello, role=st.sampled_from(["owner", "consumer"]), protocol=texts(1, 64), scenario=texts(0, 200)),
     "heartbeat": st.just(Heartbeat()),
@@ -110,6 +153,25 @@ BODIES: dict[str, st.SearchStrategy[Any]] = {
     "summary": summaries(),
     "sealed_point": st.builds(SealedPoint, round=ROUNDS, phi=SIZES.flatmap(lambda d: float_arrays((d,))), row=COUNTS, sealed=SEALED),
     "sealed_summary": sealed_summaries(),
+    "pfds_tree": pfds_trees(),
+    "pfds_shared_tree": pfds_trees(shared=True),
+    "pfds_data": pfds_datasets(),
+    "pfds_shared_data": pfds_datasets(shared=True),
+    "pfds_phase": st.builds(lambda phase, sharers: __import__("marketplace.messages.kinds_pfds", fromlist=["PfdsPhase"]).PfdsPhase(
+        phase=phase, sharers=tuple(sharers)), st.sampled_from(["label", "train"]), st.lists(texts(1, 64), max_size=4)),
+    "sketch_request": st.builds(SketchRequest, map_fingerprint=FINGERPRINTS, n_features=st.integers(1, 2**31)),
+    "sketch_release": st.builds(SketchReleaseBody, numerator=SIZES.flatmap(lambda m: float_arrays((m,))), count=FINITE,
+                                numerator_variance=VARIANCES, count_variance=VARIANCES, map_fingerprint=FINGERPRINTS,
+                                epsilon=SKETCH_EPS, delta=DELTAS, mechanism=MECHANISMS),
+    "sketch_publication": sketch_publications(),
+    "stc_target": st.tuples(SIZES, SIZES).flatmap(float_arrays).map(lambda a: StcTarget(points=a)),
+    "stc_request": st.tuples(SIZES, SIZES).flatmap(float_arrays).map(lambda a: StcRequest(points=a)),
+    "stc_release": st.builds(StcRelease, centers=st.tuples(SIZES, SIZES).flatmap(float_arrays),
+                             method=st.sampled_from(["nna", "nas"]), notion=st.sampled_from(["dp", "zcdp"]),
+                             cost=st.floats(min_value=1e-6, max_value=1e6)),
+    "stc_releases": SIZES.flatmap(lambda k: st.builds(
+        StcReleases, centers=st.tuples(SIZES, SIZES).flatmap(float_arrays),
+        counts=hnp.arrays(np.int64, (k,)), owners=st.lists(texts(1, 64), min_size=k, max_size=k).map(tuple))),
 }
 
 

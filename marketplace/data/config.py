@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
+from marketplace.data.tables import TableSource  # noqa: E402  (the raw-table source of pfds)
+from marketplace.data.sources_sketch import LifeSciSource, OccupancySource, UniformSource  # the sketch sources
 from marketplace.schema import Length, Range
 
 Positive = Annotated[int, Range(min=1)]
@@ -66,21 +68,37 @@ class MnistSource:
 
 
 @dataclass(frozen=True)
+class StcSyntheticSource:
+    """One of the STC paper's three 2-D source/target sets (1 gaussians, 2 grid, 3 random): group 0
+    is the source population, group 1 the target; the generator's public box is in
+    ``marketplace.protocols.stc.synthetic``."""
+
+    which: Literal[1, 2, 3] = 2
+    n_source: Annotated[int, Range(min=1)] = 1000
+    n_target: Annotated[int, Range(min=1)] = 1000
+
+
+@dataclass(frozen=True)
 class DigitsSource:
     """scikit-learn's bundled 8x8 digits (1,797 x 64, scaled to [0, 1]); groups are the digits."""
 
 
 @dataclass(frozen=True)
 class SourceConfig:
-    kind: Literal["covariate_shift", "digits", "csv", "adult", "mnist"] = "covariate_shift"
+    kind: Literal["covariate_shift", "digits", "csv", "adult", "mnist", "stc_synthetic", "table", "uniform", "lifesci", "occupancy"] = "covariate_shift"
     covariate_shift: CovariateShiftSource = field(default_factory=CovariateShiftSource)
     digits: DigitsSource = field(default_factory=DigitsSource)
+    stc_synthetic: StcSyntheticSource = field(default_factory=StcSyntheticSource)
     csv: CsvSource | None = None
     adult: AdultSource | None = None
     mnist: MnistSource | None = None
+    table: TableSource | None = None
+    uniform: UniformSource = field(default_factory=UniformSource)
+    lifesci: LifeSciSource | None = None
+    occupancy: OccupancySource | None = None
 
     def __post_init__(self) -> None:
-        if self.kind in ("csv", "adult", "mnist") and getattr(self, self.kind) is None:
+        if self.kind in ("csv", "adult", "mnist", "table") and getattr(self, self.kind) is None:
             raise ValueError(f"source.kind is {self.kind!r} but the source.{self.kind} section is missing")
 
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from marketplace.data.config import AdultSource, CovariateShiftSource, CsvSource, MnistSource, SourceConfig
 from marketplace.data.dataset import Dataset
+from marketplace.data.tables import check_table_available, load_table
 from marketplace.schema import SchemaError
 
 MISSING_VALUES = frozenset({"", "?"})
@@ -49,6 +50,8 @@ def load_source(cfg: SourceConfig, rng: np.random.Generator) -> Dataset:
         return covariate_shift(cfg.covariate_shift, rng)
     if cfg.kind == "digits":
         return digits()
+    if cfg.kind == "stc_synthetic":
+        return stc_synthetic(cfg.stc_synthetic, rng)
     if cfg.kind == "csv":
         assert cfg.csv is not None
         return csv_source(cfg.csv)
@@ -58,6 +61,13 @@ def load_source(cfg: SourceConfig, rng: np.random.Generator) -> Dataset:
     if cfg.kind == "mnist":
         assert cfg.mnist is not None
         return mnist(cfg.mnist, rng)
+    if cfg.kind == "table":
+        assert cfg.table is not None
+        return load_table(cfg.table, rng)
+    if cfg.kind in ("uniform", "lifesci", "occupancy"):
+        from marketplace.data import sources_sketch
+
+        return sources_sketch.load(cfg.kind, getattr(cfg, cfg.kind), rng)
     raise ValueError(f"unknown data source kind {cfg.kind!r}")
 
 
@@ -67,12 +77,18 @@ def check_source_available(cfg: SourceConfig, path: str = "data.source") -> None
     Cheap (no file is read), so the scenario validator can call it before any process starts.
     Relative paths are taken relative to the current working directory.
     """
+    if cfg.kind in ("lifesci", "occupancy"):
+        from marketplace.data import sources_sketch
+
+        sources_sketch.check_available(cfg.kind, getattr(cfg, cfg.kind), path)
     if cfg.kind == "csv" and cfg.csv is not None:
         if not Path(cfg.csv.path).is_file():
             raise SchemaError(f"{path}.csv.path", "an existing file", repr(cfg.csv.path))
     elif cfg.kind == "adult" and cfg.adult is not None:
         _require_folder(cfg.adult.root, ADULT_FILES, f"{path}.adult.root")
         _check_adult_group(cfg.adult.group, f"{path}.adult.group")
+    elif cfg.kind == "table" and cfg.table is not None:
+        check_table_available(cfg.table, f"{path}.table")
     elif cfg.kind == "mnist" and cfg.mnist is not None:
         _require_folder(cfg.mnist.root, (MNIST_IMAGES, MNIST_LABELS), f"{path}.mnist.root")
         if cfg.mnist.project_dim > MNIST_PIXELS:
@@ -171,6 +187,19 @@ def covariate_shift(cfg: CovariateShiftSource, rng: np.random.Generator) -> Data
         group_names=tuple(f"component-{c}" for c in range(k)),
         name="covariate_shift",
     )
+
+
+def stc_synthetic(cfg, rng: np.random.Generator) -> Dataset:
+    """The STC paper's synthetic set ``cfg.which`` as one dataset: group 0 source, group 1 target
+    (labels: the cluster each point was drawn from)."""
+    from marketplace.protocols.stc.synthetic import synthetic_dataset
+
+    data = synthetic_dataset(cfg.which, seed=int(rng.integers(2**63 - 1)), n_source=cfg.n_source, n_target=cfg.n_target)
+    X = np.vstack([data.source, data.target])
+    y = np.concatenate([data.source_clusters, data.target_clusters]).astype(np.int64)
+    group = np.repeat([0, 1], [len(data.source), len(data.target)])
+    return Dataset(X=X, y=y, group=group, feature_names=("x0", "x1"), group_names=("source", "target"),
+                   name=f"stc_synthetic/{data.name}")
 
 
 def digits() -> Dataset:

@@ -7,6 +7,8 @@ exchange module supplies the protocol-specific parts through these functions:
 * ``build_role(config, party, world, owner_data) -> Role``: the party's sans-I/O role;
 * ``check_plan(config)``: refuse, before anything starts, a run whose privacy plan exceeds a budget
   (raises :class:`~marketplace.schema.SchemaError` naming the key);
+* ``check_world(config, world)`` (optional): settings that need the data's shape; raises
+  ValueError("key.path: what is wrong"), which the runner reports as a bad scenario;
 * ``progress(config, curator_role) -> (done, total)``: for the in-process progress bar (the
   processes driver reads "round i/N done" lines from the curator's log instead);
 * ``report(config, world, results) -> dict``: the protocol's report sections (``results`` maps
@@ -14,6 +16,8 @@ exchange module supplies the protocol-specific parts through these functions:
 * ``head_rows(report)`` and ``tables(report)``: the terminal summary;
 * ``sweep_row(report)``, ``sweep_table(summary, keys, title)``, ``plot_sweep(summary, keys, path,
   title)``: what a sweep records and shows.
+* optional ``artifacts(report, out_dir)``: write protocol files into the run folder (and say so
+  in ``report``) before report.json is written.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from types import ModuleType
 EXCHANGES = {
     "summarize": "marketplace.exchanges.summarize",
     "stc": "marketplace.exchanges.stc",
+    "sketch": "marketplace.exchanges.sketch",
+    "pfds": "marketplace.exchanges.pfds",
 }
 """Protocol name (the scenario's ``protocol:``) -> its exchange module."""
 

@@ -199,3 +199,8 @@ class SealedSummary:
     phi: Annotated[np.ndarray, Array, ArraySpec(("<f8",), ("p", "d"))]
     sealed: tuple[SealedBytes, ...]
     rounds: Count
+
+
+from marketplace.messages import kinds_stc  # noqa: E402,F401  (registers the stc kinds)
+from marketplace.messages import kinds_sketch  # noqa: E402,F401  (registers the sketch kinds)
+from marketplace.messages import kinds_pfds  # noqa: E402,F401  (registers the pfds kinds)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
 import logging
 import os
@@ -45,8 +47,17 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, driver: Driver = "p
         world = make_world(config)
     except (ValueError, OSError) as err:
         raise ScenarioError(scenario.source, "data", str(err)) from None
+    check_world = getattr(exchange(config.protocol), "check_world", None)
+    if check_world is not None:  # settings that can only be checked against the data's shape
+        try:
+            check_world(config, world)
+        except ValueError as err:
+            key, _, text = str(err).partition(": ")
+            raise ScenarioError(scenario.source, key, text) from None
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    if driver == "processes":
+        scenario = with_run_keys(scenario, out)
     resolved = out / "scenario.resolved.yaml"
     resolved.write_text(scenario.dump_yaml())
     run_id = default_run_id(scenario)
@@ -62,9 +73,28 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, driver: Driver = "p
     report = assemble_report(scenario, world, driver, parties, failure, wall_s, extra_transport, run_id)
     if driver == "processes":
         report["launch"] = launch
+    files = getattr(exchange(scenario.config.protocol), "artifacts", None)
+    if files is not None:  # an exchange that saves files of its own in the run folder
+        files(report, out)
     write_json(out / "report.json", report)
     write_messages_csv(report, out / "messages.csv")
     return report
+
+
+def with_run_keys(scenario: Scenario, out: Path) -> Scenario:
+    """A CURVE run without a key folder gets fresh keys in ``out/keys`` (one pair per party, made
+    for this run only); the returned scenario points every party at them."""
+    t = scenario.config.transport
+    if t.security != "curve" or t.curve_keys is not None:
+        return scenario
+    from marketplace.transport.curve import generate_keys
+
+    folder = out / "keys"
+    generate_keys(folder, owners=scenario.config.parties.owners, overwrite=True)
+    config = dataclasses.replace(scenario.config, transport=dataclasses.replace(t, curve_keys=str(folder.resolve())))
+    raw = copy.deepcopy(scenario.raw)
+    raw.setdefault("transport", {})["curve_keys"] = str(folder.resolve())
+    return Scenario(config=config, raw=raw, source=scenario.source)
 
 
 def _run_inprocess(scenario: Scenario, world, run_id: str, on_round) -> tuple[list[dict[str, Any]], str | None, float]:
@@ -117,6 +147,9 @@ def _process_failures(run, parties: list[dict[str, Any]]) -> str | None:
     failures = [run.failure] if run.failure else []
     curator = next((p for p in parties if p["id"] == CURATOR), {})
     dropouts = set(((curator.get("result") or {}).get("dropouts") or {}))
+    stragglers = [p for p in run.stragglers if p not in dropouts]
+    if stragglers:
+        failures.append(f"{', '.join(stragglers)} still running after the curator exited; killed")
     for rep in parties:
         if rep["exit_code"] != 0 and rep["id"] not in dropouts:
             failures.append(f"{rep['id']} exited with status {rep['exit_code']}: {rep.get('failure') or last_line(Path(rep['log']))}")
@@ -149,6 +182,8 @@ def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[s
              **({"exit_code": p["exit_code"]} if "exit_code" in p else {})}
             for p in parties
         ],
+        "transport_security": ("in-process (no sockets)" if driver == "inprocess" else
+                               "curve (authenticated, encrypted)" if config.transport.security == "curve" else "none (plaintext)"),
         "messages": message_summary(parties),
         "timing": timing_summary(parties, wall_s, extra_transport_s),
         "dropouts": curator.get("dropouts", {}),
@@ -158,4 +193,32 @@ def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[s
         "party_details": {p["id"]: {k: p.get(k) for k in ("result", "timing", "driver", "errors", "errors_received", "log")} for p in parties},
         "pid_of_runner": os.getpid(),
     }
+    return report
+
+
+def assemble_from_party_reports(scenario: Scenario, parties_dir: Path, out: Path) -> dict[str, Any]:
+    """The run report of parties that ran on their own (containers under docker-compose): read each
+    party's ``--report`` file from ``parties_dir``, rebuild the world from the scenario for the
+    evaluation, and write ``out/report.json`` and ``out/messages.csv``. A missing party report
+    makes the run failed, naming the party."""
+    config = scenario.config
+    parties, failures = [], []
+    for party in party_ids(config):
+        path = parties_dir / f"{party}.json"
+        try:
+            rep = json.loads(path.read_text())
+        except FileNotFoundError:
+            rep = {"id": party, "role": role_of(party), "status": "failed", "failure": f"no report at {path}"}
+        except ValueError as err:
+            rep = {"id": party, "role": role_of(party), "status": "failed", "failure": f"{path}: not JSON ({err})"}
+        parties.append(rep)
+        if rep.get("status") == "failed" and rep.get("failure", "").startswith("no report"):
+            failures.append(rep["failure"])
+    world = make_world(config)
+    wall_s = max(((p.get("timing") or {}).get("wall_s") or 0.0) for p in parties)
+    run_id = next((p.get("run_id") for p in parties if p.get("run_id")), default_run_id(scenario))
+    report = assemble_report(scenario, world, "compose", parties, "; ".join(failures) or None, wall_s, 0.0, run_id)
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / "report.json", report)
+    write_messages_csv(report, out / "messages.csv")
     return report

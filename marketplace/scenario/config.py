@@ -6,6 +6,9 @@ from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
 from marketplace.data.config import DataConfig
+from marketplace.scenario.stc import StcConfig
+from marketplace.scenario.sketch import SketchConfig
+from marketplace.scenario.pfds import PfdsConfig
 from marketplace.schema import Length, Range
 
 PositiveFloat = Annotated[float, Range(min=0.0, min_open=True)]
@@ -30,6 +33,12 @@ class TransportConfig:
     max_message_bytes: Annotated[int, Range(min=1024)] = 64 * 1024 * 1024
     high_water_mark: Annotated[int, Range(min=1)] = 10_000
     send_timeout_s: PositiveFloat = 10.0
+    security: Literal["curve", "none"] = "curve"
+    """``curve``: every link authenticated and encrypted with CURVE, each party bound to its key;
+    ``none`` (or ``--insecure``): plaintext, for development only."""
+    curve_keys: str | None = None
+    """Folder of the run's certificates (``marketplace keys generate``); relative to the scenario
+    file. ``marketplace run`` makes fresh ones in its output folder when this is not set."""
 
     def __post_init__(self) -> None:
         if self.heartbeat_timeout_s <= 2 * self.heartbeat_interval_s:
@@ -114,11 +123,14 @@ class SweepConfig:
 @dataclass(frozen=True)
 class ScenarioConfig:
     name: Annotated[str, Length(min=1, max=200)]
-    protocol: Literal["summarize"]
+    protocol: Literal["summarize", "stc", "sketch", "pfds"]
     seed: Annotated[int, Range(min=0, max=2**63 - 1)] = 0
     description: str = ""
     parties: PartiesConfig = field(default_factory=PartiesConfig)
     data: DataConfig = field(default_factory=DataConfig)
     summarize: SummarizeConfig = field(default_factory=SummarizeConfig)
+    stc: StcConfig = field(default_factory=StcConfig)
+    sketch: SketchConfig = field(default_factory=SketchConfig)
+    pfds: PfdsConfig = field(default_factory=PfdsConfig)
     transport: TransportConfig = field(default_factory=TransportConfig)
     sweep: SweepConfig = field(default_factory=SweepConfig)

@@ -17,7 +17,9 @@ from marketplace.data.sources import check_source_available
 from marketplace.scenario.config import ScenarioConfig
 from marketplace.schema import SchemaError, build, to_plain
 
-PATH_KEYS = (("data", "source", "csv", "path"), ("data", "source", "adult", "root"), ("data", "source", "mnist", "root"))
+PATH_KEYS = (("data", "source", "csv", "path"), ("data", "source", "adult", "root"), ("data", "source", "mnist", "root"),
+             ("data", "source", "lifesci", "root"), ("data", "source", "occupancy", "root"),
+             ("data", "source", "table", "root"), ("transport", "curve_keys"))
 
 
 class ScenarioError(ValueError):
