@@ -21,18 +21,22 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from marketplace.curator.common import CuratorBase
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.messages.kinds import Error, Hello, Shutdown
+from marketplace.messages.kinds import Error
 from marketplace.messages.kinds_pfds import PfdsData, PfdsPhase, PfdsSharedData, PfdsSharedTree
 from marketplace.owner.pfds import check_records, tree_fields, tree_from_body
 from marketplace.protocols.pfds import MalformedPlain, PrivateTree, PublicSchema
-from marketplace.roles import CONSUMER, CURATOR, Role, Send
+from marketplace.roles import CONSUMER, CURATOR, Send
 
 log = logging.getLogger(__name__)
 
 
-class PfdsCurator(Role):
-    role_name = "curator"
+class PfdsCurator(CuratorBase):
+    protocol = "pfds"
+
+    def members(self) -> tuple[str, ...]:
+        return tuple(self.sharers)
 
     def __init__(self, *, scenario_name: str, sharers: tuple[str, ...], schema: PublicSchema) -> None:
         super().__init__()
@@ -41,16 +45,12 @@ class PfdsCurator(Role):
         self.sharers = sharers
         self.schema = schema
         self.phase = "trees"
-        self.present: set[str] = set()
         self.active: list[str] = list(sharers)
         self.trees: dict[str, PrivateTree] = {}
         self.datasets: dict[str, PfdsData] = {}
         self.voters: list[str] = []
         self.dropouts: dict[str, dict[str, Any]] = {}
         self.flagged: dict[str, str] = {}
-        self.lost: set[str] = set()
-        self.waiting_bye: set[str] = set()
-        self.end_reason = ""
 
     # --- role interface ------------------------------------------------------------------
     def start(self) -> list[Send]:
@@ -69,10 +69,7 @@ class PfdsCurator(Role):
         return handler(message)
 
     def peer_lost(self, peer: str) -> list[Send]:
-        self.lost.add(peer)
-        if self.phase == "closing":
-            self.waiting_bye.discard(peer)
-            self.done = not self.waiting_bye
+        if self._lost_while_closing(peer):
             return []
         if peer == CONSUMER:
             return self._close(status="failed", reason="the consumer was lost")
@@ -84,18 +81,7 @@ class PfdsCurator(Role):
 
     # --- messages ------------------------------------------------------------------------
     def _on_hello(self, message: Envelope) -> list[Send]:
-        hello: Hello = message.body
-        sender = message.sender
-        expected = "consumer" if sender == CONSUMER else "owner" if sender in self.sharers else None
-        if expected is None:
-            raise ProtocolError(party=sender, kind="hello", reason=f"not a party of this run (sharers: {', '.join(self.sharers)}, consumer)")
-        if hello.role != expected or hello.protocol != "pfds" or hello.scenario != self.scenario_name:
-            raise ProtocolError(party=sender, kind="hello", reason=(
-                f"expected role {expected!r}, protocol 'pfds', scenario {self.scenario_name!r}; "
-                f"got role {hello.role!r}, protocol {hello.protocol!r}, scenario {hello.scenario!r}"))
-        if sender in self.present:
-            raise ProtocolError(party=sender, kind="hello", reason="already said hello")
-        self.present.add(sender)
+        self.admit(message)
         return self._advance()
 
     def _check_sender(self, message: Envelope, phase: str, have: dict) -> None:
@@ -175,23 +161,6 @@ class PfdsCurator(Role):
         return sends + self._close(status="completed", reason="every live sharer's release was forwarded")
 
     # --- ending ----------------------------------------------------------------------------
-    def _close(self, *, status: str, reason: str) -> list[Send]:
-        self.phase = "closing"
-        self.end_reason = reason
-        if status == "failed":
-            self.failure = reason
-        targets = [p for p in (*self.sharers, CONSUMER) if p not in self.lost]
-        self.waiting_bye = set(targets)
-        self.done = not self.waiting_bye
-        return [Send(p, Shutdown(reason=reason, status=status)) for p in targets]
-
-    def _on_bye(self, message: Envelope) -> list[Send]:
-        if self.phase != "closing" or message.sender not in self.waiting_bye:
-            raise ProtocolError(party=message.sender, kind="bye", reason="no shutdown was sent to this party")
-        self.waiting_bye.discard(message.sender)
-        self.done = not self.waiting_bye
-        return []
-
     def result(self) -> dict[str, Any]:
         return {
             "end_reason": self.end_reason,

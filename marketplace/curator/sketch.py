@@ -18,18 +18,18 @@ from typing import Any
 
 import numpy as np
 
+from marketplace.curator.common import CuratorBase
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.messages.kinds import Hello, Shutdown
 from marketplace.messages.kinds_sketch import SketchPublication, SketchReleaseBody, SketchRequest
 from marketplace.owner.sketch import release_of
 from marketplace.protocols.sketch import FeatureMap, SketchRelease, merge_sketches
-from marketplace.roles import CONSUMER, CURATOR, Role, Send
+from marketplace.roles import CONSUMER, CURATOR, Send
 
 log = logging.getLogger(__name__)
 
 
-class SketchCurator(Role):
-    role_name = "curator"
+class SketchCurator(CuratorBase):
+    protocol = "sketch"
 
     def __init__(self, *, scenario_name: str, owners: tuple[str, ...], feature_map: FeatureMap,
                  epsilon: float | None, mechanism: str, delta: float) -> None:
@@ -42,14 +42,10 @@ class SketchCurator(Role):
         self.mechanism = mechanism if epsilon is not None else "none"
         self.delta = (delta if mechanism == "gaussian" else 0.0) if epsilon is not None else 0.0
         self.phase = "gathering"
-        self.present: set[str] = set()
         self.active: list[str] = list(owners)
         self.releases: dict[str, SketchRelease] = {}
         self.dropouts: dict[str, dict[str, Any]] = {}
         self.flagged: dict[str, str] = {}
-        self.lost: set[str] = set()
-        self.waiting_bye: set[str] = set()
-        self.end_reason = ""
 
     # --- role interface ------------------------------------------------------------------
     def start(self) -> list[Send]:
@@ -67,10 +63,7 @@ class SketchCurator(Role):
         return handler(message)
 
     def peer_lost(self, peer: str) -> list[Send]:
-        self.lost.add(peer)
-        if self.phase == "closing":
-            self.waiting_bye.discard(peer)
-            self.done = not self.waiting_bye
+        if self._lost_while_closing(peer):
             return []
         if peer == CONSUMER:
             return self._close(status="failed", reason="the consumer was lost")
@@ -83,18 +76,7 @@ class SketchCurator(Role):
 
     # --- gathering -----------------------------------------------------------------------
     def _on_hello(self, message: Envelope) -> list[Send]:
-        hello: Hello = message.body
-        sender = message.sender
-        expected_role = "consumer" if sender == CONSUMER else "owner" if sender in self.owners else None
-        if expected_role is None:
-            raise ProtocolError(party=sender, kind="hello", reason=f"not a party of this run (owners: {', '.join(self.owners)}, consumer)")
-        if hello.role != expected_role or hello.protocol != "sketch" or hello.scenario != self.scenario_name:
-            raise ProtocolError(party=sender, kind="hello", reason=(
-                f"expected role {expected_role!r}, protocol 'sketch', scenario {self.scenario_name!r}; "
-                f"got role {hello.role!r}, protocol {hello.protocol!r}, scenario {hello.scenario!r}"))
-        if self.phase != "gathering" or sender in self.present:
-            raise ProtocolError(party=sender, kind="hello", reason="already said hello")
-        self.present.add(sender)
+        self.admit(message, open_=self.phase == "gathering")
         return self._maybe_begin()
 
     def _maybe_begin(self) -> list[Send]:
@@ -183,23 +165,6 @@ class SketchCurator(Role):
         return [Send(CONSUMER, body)] + self._close(status="completed", reason=f"published {len(parts)} sketches")
 
     # --- ending ----------------------------------------------------------------------------
-    def _close(self, *, status: str, reason: str) -> list[Send]:
-        self.phase = "closing"
-        self.end_reason = reason
-        if status == "failed":
-            self.failure = reason
-        targets = [p for p in (*self.owners, CONSUMER) if p not in self.lost]
-        self.waiting_bye = set(targets)
-        self.done = not self.waiting_bye
-        return [Send(p, Shutdown(reason=reason, status=status)) for p in targets]
-
-    def _on_bye(self, message: Envelope) -> list[Send]:
-        if self.phase != "closing" or message.sender not in self.waiting_bye:
-            raise ProtocolError(party=message.sender, kind="bye", reason="no shutdown was sent to this party")
-        self.waiting_bye.discard(message.sender)
-        self.done = not self.waiting_bye
-        return []
-
     def result(self) -> dict[str, Any]:
         return {
             "end_reason": self.end_reason,

@@ -16,18 +16,18 @@ from typing import Any
 
 import numpy as np
 
+from marketplace.curator.common import CuratorBase
 from marketplace.curator.ledger import ParsimonyLedger
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.messages.kinds import Hello, Shutdown
 from marketplace.messages.kinds_stc import StcRelease, StcReleases, StcRequest
-from marketplace.roles import CONSUMER, CURATOR, Role, Send
+from marketplace.roles import CONSUMER, CURATOR, Send
 from marketplace.scenario.stc import StcConfig
 
 log = logging.getLogger("marketplace.curator.stc")
 
 
-class StcCurator(Role):
-    role_name = "curator"
+class StcCurator(CuratorBase):
+    protocol = "stc"
 
     def __init__(self, *, scenario_name: str, owners: tuple[str, ...], dim: int, settings: StcConfig) -> None:
         super().__init__()
@@ -37,15 +37,11 @@ class StcCurator(Role):
         self.dim = dim
         self.settings = settings
         self.phase = "gathering"
-        self.present: set[str] = set()
         self.active: list[str] = list(owners)
         self.target: np.ndarray | None = None
         self.releases: dict[str, np.ndarray] = {}
         self.dropouts: dict[str, dict[str, Any]] = {}
-        self.lost: set[str] = set()
         self.ledger = ParsimonyLedger()
-        self.waiting_bye: set[str] = set()
-        self.end_reason = ""
 
     def start(self) -> list[Send]:
         return []
@@ -63,10 +59,7 @@ class StcCurator(Role):
         return handler(message)
 
     def peer_lost(self, peer: str) -> list[Send]:
-        self.lost.add(peer)
-        if self.phase == "closing":
-            self.waiting_bye.discard(peer)
-            self.done = not self.waiting_bye
+        if self._lost_while_closing(peer):
             return []
         if peer == CONSUMER:
             return self._close(status="failed", reason="the consumer was lost")
@@ -78,18 +71,7 @@ class StcCurator(Role):
 
     # --- gathering -------------------------------------------------------------------------
     def _on_hello(self, message: Envelope) -> list[Send]:
-        hello: Hello = message.body
-        sender = message.sender
-        expected_role = "consumer" if sender == CONSUMER else "owner" if sender in self.owners else None
-        if expected_role is None:
-            raise ProtocolError(party=sender, kind="hello", reason=f"not a party of this run (owners: {', '.join(self.owners)}, consumer)")
-        if hello.role != expected_role or hello.protocol != "stc" or hello.scenario != self.scenario_name:
-            raise ProtocolError(party=sender, kind="hello", reason=(
-                f"expected role {expected_role!r}, protocol 'stc', scenario {self.scenario_name!r}; "
-                f"got role {hello.role!r}, protocol {hello.protocol!r}, scenario {hello.scenario!r}"))
-        if self.phase != "gathering" or sender in self.present:
-            raise ProtocolError(party=sender, kind="hello", reason="already said hello")
-        self.present.add(sender)
+        self.admit(message, open_=self.phase == "gathering")
         return self._maybe_begin()
 
     def _on_target(self, message: Envelope) -> list[Send]:
@@ -154,23 +136,6 @@ class StcCurator(Role):
         return [Send(CONSUMER, StcReleases(centers=centers, counts=counts, owners=owners))] + self._close(status="completed", reason=reason)
 
     # --- ending ------------------------------------------------------------------------------
-    def _close(self, *, status: str, reason: str) -> list[Send]:
-        self.phase = "closing"
-        self.end_reason = reason
-        if status == "failed":
-            self.failure = reason
-        targets = [p for p in (*self.owners, CONSUMER) if p not in self.lost]
-        self.waiting_bye = set(targets)
-        self.done = not self.waiting_bye
-        return [Send(p, Shutdown(reason=reason, status=status)) for p in targets]
-
-    def _on_bye(self, message: Envelope) -> list[Send]:
-        if self.phase != "closing" or message.sender not in self.waiting_bye:
-            raise ProtocolError(party=message.sender, kind="bye", reason="no shutdown was sent to this party")
-        self.waiting_bye.discard(message.sender)
-        self.done = not self.waiting_bye
-        return []
-
     def result(self) -> dict[str, Any]:
         return {
             "end_reason": self.end_reason,

@@ -18,13 +18,14 @@ from typing import Any
 
 import numpy as np
 
+from marketplace.curator.common import CuratorBase
 from marketplace.curator.ledger import ParsimonyLedger
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.messages.kinds import (Bid, Hello, Point, Request, RoundOpen, SealedPoint, SealedSummary, Shutdown,
+from marketplace.messages.kinds import (Bid, Point, Request, RoundOpen, SealedPoint, SealedSummary,
                                         Summary, TargetEmbedding)
 from marketplace.protocols.summarize import RandomFourierFeatures, bid_direction, bid_value, rff_objective_gain
 from marketplace.protocols.summarize.sealing import sealed_size
-from marketplace.roles import CONSUMER, CURATOR, Role, Send
+from marketplace.roles import CONSUMER, CURATOR, Send
 
 log = logging.getLogger(__name__)
 
@@ -32,8 +33,8 @@ TRUST_LEVELS = ("trusted", "less_trusted")
 _EMBEDDING_SLACK = 1e-9  # relative slack on |h1(x)_i| <= sqrt(2/d) for received embeddings
 
 
-class SummarizeCurator(Role):
-    role_name = "curator"
+class SummarizeCurator(CuratorBase):
+    protocol = "summarize"
 
     def __init__(self, *, scenario_name: str, owners: tuple[str, ...], features: RandomFourierFeatures,
                  seed_set: np.ndarray, dim: int, rounds: int, verify_tolerance: float, trust: str = "trusted") -> None:
@@ -50,7 +51,6 @@ class SummarizeCurator(Role):
         self.rounds = rounds
         self.tolerance = verify_tolerance
         self.phase = "gathering"
-        self.present: set[str] = set()
         self.rank = {o: i for i, o in enumerate(owners)}  # the public tie-break order
         self.active: list[str] = list(owners)  # in id order; dropped when lost or caught cheating
         self.dropouts: dict[str, dict[str, Any]] = {}
@@ -75,10 +75,7 @@ class SummarizeCurator(Role):
         self.summary_phi: list[np.ndarray] = []  # less-trusted: what the consumer checks the sealed points against
         self.summary_sealed: list[bytes] = []
         self.value: dict[str, float] = {o: 0.0 for o in owners}
-        self.lost: set[str] = set()
         self._phi_cache: tuple[Point | SealedPoint, np.ndarray] | None = None
-        self.waiting_bye: set[str] = set()
-        self.end_reason = ""
 
     # --- role interface ------------------------------------------------------------------
     def start(self) -> list[Send]:
@@ -100,10 +97,7 @@ class SummarizeCurator(Role):
         return handler(message)
 
     def peer_lost(self, peer: str) -> list[Send]:
-        self.lost.add(peer)
-        if self.phase == "closing":
-            self.waiting_bye.discard(peer)
-            self.done = not self.waiting_bye
+        if self._lost_while_closing(peer):
             return []
         if peer == CONSUMER:
             return self._close(status="failed", reason="the consumer was lost")
@@ -116,18 +110,7 @@ class SummarizeCurator(Role):
 
     # --- gathering -----------------------------------------------------------------------
     def _on_hello(self, message: Envelope) -> list[Send]:
-        hello: Hello = message.body
-        sender = message.sender
-        expected_role = "consumer" if sender == CONSUMER else "owner" if sender in self.owners else None
-        if expected_role is None:
-            raise ProtocolError(party=sender, kind="hello", reason=f"not a party of this run (owners: {', '.join(self.owners)}, consumer)")
-        if hello.role != expected_role or hello.protocol != "summarize" or hello.scenario != self.scenario_name:
-            raise ProtocolError(party=sender, kind="hello", reason=(
-                f"expected role {expected_role!r}, protocol 'summarize', scenario {self.scenario_name!r}; "
-                f"got role {hello.role!r}, protocol {hello.protocol!r}, scenario {hello.scenario!r}"))
-        if self.phase != "gathering" or sender in self.present:
-            raise ProtocolError(party=sender, kind="hello", reason="already said hello")
-        self.present.add(sender)
+        self.admit(message, open_=self.phase == "gathering")
         return self._maybe_begin()
 
     def _on_validation_set(self, message: Envelope) -> list[Send]:
@@ -353,23 +336,6 @@ class SummarizeCurator(Role):
             rounds=len(self.selection),
         )
         return [Send(CONSUMER, summary)] + self._close(status="completed", reason=reason)
-
-    def _close(self, *, status: str, reason: str) -> list[Send]:
-        self.phase = "closing"
-        self.end_reason = reason
-        if status == "failed":
-            self.failure = reason
-        targets = [p for p in (*self.owners, CONSUMER) if p not in self.lost]
-        self.waiting_bye = set(targets)
-        self.done = not self.waiting_bye
-        return [Send(p, Shutdown(reason=reason, status=status)) for p in targets]
-
-    def _on_bye(self, message: Envelope) -> list[Send]:
-        if self.phase != "closing" or message.sender not in self.waiting_bye:
-            raise ProtocolError(party=message.sender, kind="bye", reason="no shutdown was sent to this party")
-        self.waiting_bye.discard(message.sender)
-        self.done = not self.waiting_bye
-        return []
 
     def result(self) -> dict[str, Any]:
         return {

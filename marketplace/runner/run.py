@@ -16,7 +16,7 @@ from typing import Any, Literal
 from marketplace import __version__
 from marketplace.messages import PROTOCOL_VERSION
 from marketplace.parties import build_role, make_world, party_ids, role_of
-from marketplace.roles import CONSUMER, CURATOR
+from marketplace.roles import CURATOR
 from marketplace.runner.party_process import default_run_id, party_report, single_threaded_blas, write_json
 from marketplace.data import world_summary
 from marketplace.runner.processes import Launch, forkserver_context, last_line, run_processes
