@@ -216,10 +216,11 @@ def kill_all(pids: list[int]) -> None:
 
 def hang_the_curator(tiny_scenario, tmp_path) -> tuple[subprocess.Popen, Path, dict[str, int], list[int]]:
     out = tmp_path / "run"
-    proc = marketplace_run(long_scenario(tiny_scenario, tmp_path, run_timeout_s=600.0), out)
+    proc = marketplace_run(long_scenario(tiny_scenario, tmp_path, rounds=3000, run_timeout_s=600.0), out)
     wait_for(out / "logs" / "curator.log", r"round 20/")
     pids = dict(zip(PARTIES, (_pid_of(out, p) for p in PARTIES)))
     below = descendants(proc.pid)  # the forkserver and multiprocessing's resource tracker too
+    time.sleep(0.5)  # > 2 heartbeat intervals: every party has heard the curator before it stops
     os.kill(pids["curator"], signal.SIGSTOP)
     return proc, out, pids, below
 

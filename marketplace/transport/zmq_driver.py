@@ -137,7 +137,12 @@ class _Loop(ABC):
                     break
                 if peer is None:
                     continue
+                first_contact = peer not in self.last_heard
                 self.last_heard[peer] = time.monotonic()
+                if first_contact and isinstance(self, _RouterLoop):
+                    # answer a new peer at once, so it hears from the curator even if the curator
+                    # hangs before its next heartbeat tick (else it could only time out at start_timeout_s)
+                    self._dispatch([self.node.heartbeat(peer)])
                 self._dispatch(self.node.receive(frame, peer=peer))
         return self.stats
 
