@@ -1,16 +1,24 @@
-"""What every curator does the same way, whatever the protocol: admit parties by their hello, and
-end the run (shutdown to every party still reachable, then one bye from each)."""
+"""What every curator does the same way, whatever the protocol: admit parties by their hello, drop
+an owner that goes silent, and end the run (shutdown to every party still reachable, then one bye
+from each)."""
 
 from __future__ import annotations
+
+import logging
+from typing import Any
 
 from marketplace.messages import Envelope, ProtocolError
 from marketplace.messages.kinds import Hello, Shutdown
 from marketplace.roles import CONSUMER, Role, Send
 
+log = logging.getLogger("marketplace.curator")
+
 
 class CuratorBase(Role):
     """Subclasses set ``protocol`` and ``scenario_name``, keep their owners (or sharers) in the
-    order given by :meth:`members`, and set ``phase``; this base keeps ``present``, ``lost``,
+    order given by :meth:`members`, the ones still taking part in ``active`` and the lost ones in
+    ``dropouts``, set ``phase``, and say what a dropout means for them (:meth:`_drop`) and how the
+    run goes on without it (:meth:`_progress_after_loss`). This base keeps ``present``, ``lost``,
     ``waiting_bye`` and ``end_reason``."""
 
     role_name = "curator"
@@ -26,6 +34,32 @@ class CuratorBase(Role):
     def members(self) -> tuple[str, ...]:
         """The data-holding parties of the run (owners; pfds calls them sharers)."""
         return tuple(self.owners)
+
+    def expected_peers(self) -> tuple[str, ...]:
+        if self.phase == "closing":
+            return tuple(sorted(self.waiting_bye))
+        return (*self.active, CONSUMER)
+
+    def peer_lost(self, peer: str) -> list[Send]:
+        """A lost consumer fails the run; a lost owner becomes a dropout and the run goes on."""
+        if self._lost_while_closing(peer):
+            return []
+        if peer == CONSUMER:
+            return self._close(status="failed", reason="the consumer was lost")
+        if peer in self.active:
+            self.active.remove(peer)
+            record = self.dropouts[peer] = self._drop(peer)
+            where = f" in round {record['round']}" if "round" in record else ""
+            log.warning("owner %s dropped out%s (%s)", peer, where, self.phase)
+        return self._progress_after_loss(peer)
+
+    def _drop(self, peer: str) -> dict[str, Any]:
+        """Forget what ``peer`` had in flight; return its dropout record for the report."""
+        return {"phase": self.phase}
+
+    def _progress_after_loss(self, peer: str) -> list[Send]:
+        """The messages that let the run go on without ``peer``."""
+        return []
 
     def admit(self, message: Envelope, *, open_: bool = True) -> None:
         """Check a ``hello`` (a party of this run, the right role, protocol and scenario, once) and

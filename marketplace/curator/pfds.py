@@ -56,11 +56,6 @@ class PfdsCurator(CuratorBase):
     def start(self) -> list[Send]:
         return []
 
-    def expected_peers(self) -> tuple[str, ...]:
-        if self.phase == "closing":
-            return tuple(sorted(self.waiting_bye))
-        return (*self.active, CONSUMER)
-
     def handle(self, message: Envelope) -> list[Send]:
         handler = {"hello": self._on_hello, "pfds_tree": self._on_tree, "pfds_data": self._on_data,
                    "bye": self._on_bye}.get(message.kind)
@@ -68,15 +63,10 @@ class PfdsCurator(CuratorBase):
             raise ProtocolError(party=message.sender, kind=message.kind, reason="the pfds curator does not accept this kind")
         return handler(message)
 
-    def peer_lost(self, peer: str) -> list[Send]:
-        if self._lost_while_closing(peer):
-            return []
-        if peer == CONSUMER:
-            return self._close(status="failed", reason="the consumer was lost")
-        if peer in self.active:
-            self.active.remove(peer)
-            self.dropouts[peer] = {"round": 1 if self.phase == "trees" else 2, "phase": self.phase}
-            log.warning("sharer %s dropped out (phase %s)", peer, self.phase)
+    def _drop(self, peer: str) -> dict[str, Any]:
+        return {"round": 1 if self.phase == "trees" else 2, "phase": self.phase}
+
+    def _progress_after_loss(self, peer: str) -> list[Send]:
         return self._advance()
 
     # --- messages ------------------------------------------------------------------------

@@ -51,27 +51,18 @@ class SketchCurator(CuratorBase):
     def start(self) -> list[Send]:
         return []
 
-    def expected_peers(self) -> tuple[str, ...]:
-        if self.phase == "closing":
-            return tuple(sorted(self.waiting_bye))
-        return (*self.active, CONSUMER)
-
     def handle(self, message: Envelope) -> list[Send]:
         handler = {"hello": self._on_hello, "sketch_release": self._on_release, "bye": self._on_bye}.get(message.kind)
         if handler is None:
             raise ProtocolError(party=message.sender, kind=message.kind, reason="the sketch curator does not accept this kind")
         return handler(message)
 
-    def peer_lost(self, peer: str) -> list[Send]:
-        if self._lost_while_closing(peer):
-            return []
-        if peer == CONSUMER:
-            return self._close(status="failed", reason="the consumer was lost")
-        if peer in self.active:
-            self.active.remove(peer)
-            self.dropouts[peer] = {"phase": self.phase, "released": peer in self.releases}
-            self.releases.pop(peer, None)  # a release from a party that then vanished is dropped too
-            log.warning("owner %s dropped out (%s)", peer, self.phase)
+    def _drop(self, peer: str) -> dict[str, Any]:
+        record = {"phase": self.phase, "released": peer in self.releases}
+        self.releases.pop(peer, None)  # a release from a party that then vanished is dropped too
+        return record
+
+    def _progress_after_loss(self, peer: str) -> list[Send]:
         return self._maybe_begin() if self.phase == "gathering" else self._maybe_publish()
 
     # --- gathering -----------------------------------------------------------------------

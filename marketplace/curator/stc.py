@@ -46,11 +46,6 @@ class StcCurator(CuratorBase):
     def start(self) -> list[Send]:
         return []
 
-    def expected_peers(self) -> tuple[str, ...]:
-        if self.phase == "closing":
-            return tuple(sorted(self.waiting_bye))
-        return (*self.active, CONSUMER)
-
     def handle(self, message: Envelope) -> list[Send]:
         handler = {"hello": self._on_hello, "stc_target": self._on_target, "stc_release": self._on_release,
                    "bye": self._on_bye}.get(message.kind)
@@ -58,15 +53,10 @@ class StcCurator(CuratorBase):
             raise ProtocolError(party=message.sender, kind=message.kind, reason="the stc curator does not accept this kind")
         return handler(message)
 
-    def peer_lost(self, peer: str) -> list[Send]:
-        if self._lost_while_closing(peer):
-            return []
-        if peer == CONSUMER:
-            return self._close(status="failed", reason="the consumer was lost")
-        if peer in self.active:
-            self.active.remove(peer)
-            self.dropouts[peer] = {"round": 0, "phase": self.phase}
-            log.warning("owner %s dropped out (%s)", peer, self.phase)
+    def _drop(self, peer: str) -> dict[str, Any]:
+        return {"round": 0, "phase": self.phase}
+
+    def _progress_after_loss(self, peer: str) -> list[Send]:
         return self._maybe_begin() if self.phase == "gathering" else self._maybe_finish()
 
     # --- gathering -------------------------------------------------------------------------

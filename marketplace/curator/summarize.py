@@ -81,11 +81,6 @@ class SummarizeCurator(CuratorBase):
     def start(self) -> list[Send]:
         return []
 
-    def expected_peers(self) -> tuple[str, ...]:
-        if self.phase == "closing":
-            return tuple(sorted(self.waiting_bye))
-        return (*self.active, CONSUMER)
-
     def handle(self, message: Envelope) -> list[Send]:
         handler = {
             "hello": self._on_hello, "validation_set": self._on_validation_set,
@@ -96,17 +91,9 @@ class SummarizeCurator(CuratorBase):
             raise ProtocolError(party=message.sender, kind=message.kind, reason="the curator does not accept this kind")
         return handler(message)
 
-    def peer_lost(self, peer: str) -> list[Send]:
-        if self._lost_while_closing(peer):
-            return []
-        if peer == CONSUMER:
-            return self._close(status="failed", reason="the consumer was lost")
-        if peer in self.active:
-            self.active.remove(peer)
-            self.bids.pop(peer, None)
-            self.dropouts[peer] = {"round": self.round, "phase": self.phase}
-            log.warning("owner %s dropped out in round %d (%s)", peer, self.round, self.phase)
-        return self._progress_after_loss(peer)
+    def _drop(self, peer: str) -> dict[str, Any]:
+        self.bids.pop(peer, None)
+        return {"round": self.round, "phase": self.phase}
 
     # --- gathering -----------------------------------------------------------------------
     def _on_hello(self, message: Envelope) -> list[Send]:
