@@ -85,6 +85,11 @@ class Role(ABC):
         waiting for that frame decides whether the peer should still be waited for."""
         return []
 
+    def finish(self) -> None:
+        """Local work once the party is done and its last messages (its ``bye``) are sent: nothing
+        more will be received. A pfds agent fits its model here, so a long fit on a busy machine is
+        never mistaken by the curator for a hang. Default: nothing."""
+
     def fail(self, reason: str) -> None:
         self.failure = self.failure or reason
         self.done = True

@@ -1,8 +1,8 @@
 """The agents of `pfds`: a sharer (an owner) and, in :mod:`marketplace.consumer.pfds`, the consumer.
 
 Every agent receives the other sharers' trees and labelled synthetic records from the curator,
-checks each against the public schema, and, when told to train, fits its model on its own rows
-plus every synthetic record it received. A **sharer** also releases: its private tree as soon as
+checks each against the public schema, and, once told to train and shut down, fits its model on
+its own rows plus every synthetic record it received (after its ``bye``: :meth:`PfdsAgent.finish`). A **sharer** also releases: its private tree as soon as
 it starts (half its budget), then, once it holds every tree, its synthetic records (the other
 half) labelled by the majority of all trees, its own included. Both releases are recorded on the
 sharer's :class:`~marketplace.privacy.accountant.PrivacyLedger`.
@@ -81,6 +81,7 @@ class PfdsAgent(Role):
         self.trees: dict[str, PrivateTree] = {}
         self.datasets: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self.fitted: Fitted | None = None
+        self.to_train: list[tuple[np.ndarray, np.ndarray]] | None = None
         self.phase = "trees"
         self.end_status = ""
 
@@ -143,10 +144,17 @@ class PfdsAgent(Role):
             self.phase = "data"
             return self.label([self.trees[s] for s in self.sharers if s in announced])
         if self.phase == "done":
-            raise ProtocolError(party=message.sender, kind=message.kind, reason="training already happened")
+            raise ProtocolError(party=message.sender, kind=message.kind, reason="training was already announced")
         self.phase = "done"
-        self.train([self.datasets[s] for s in self.sharers if s in announced])
+        self.to_train = [self.datasets[s] for s in self.sharers if s in announced]
         return []
+
+    def finish(self) -> None:
+        """Train once the run is over for this agent (after its ``bye``): the fit needs no message,
+        and with 20+ agents fitting at once on a few cores it can outlast the heartbeat timeout."""
+        if self.to_train is not None and not self.failure:
+            self.train(self.to_train)
+            self.to_train = None
 
     def label(self, trees: list[PrivateTree]) -> list[Send]:
         """The label phase: nothing to do for an agent that does not share."""
@@ -165,6 +173,20 @@ class PfdsAgent(Role):
         return {"rows": int(self.X.shape[0]), "trees_received": sorted(self.trees), "datasets_received": sorted(self.datasets),
                 "shared_rows": getattr(self, "shared_rows", 0), "model": self.fitted.to_plain() if self.fitted else None,
                 "end_status": self.end_status}
+
+
+class PfdsReceiver(PfdsAgent):
+    """An owner of `pfds` that does not share (``pfds.sharers`` below the number of owners): like
+    the consumer, it receives every sharer's releases and trains on them with its own rows, and it
+    releases nothing, so it spends no privacy."""
+
+    role_name = "owner"
+
+    def start(self) -> list[Send]:
+        return [self.hello()]
+
+    def result(self) -> dict[str, Any]:
+        return super().result() | {"shares": False}
 
 
 class PfdsSharer(PfdsAgent):

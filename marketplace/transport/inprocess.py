@@ -55,4 +55,6 @@ def run_inprocess(nodes: list[Node], *, max_steps: int = 50_000_000, after_deliv
     waiting = [n.party_id for n in nodes if not n.done]
     if waiting:
         raise StalledRun(f"in-process run stalled: {', '.join(waiting)} still waiting and no message left to deliver")
+    for node in nodes:
+        node.finish()
     return stats

@@ -62,6 +62,12 @@ class Node:
         self.compute_s += time.perf_counter() - t0
         return self._encode_all(sends)
 
+    def finish(self) -> None:
+        """Run the role's local work after its last message (:meth:`Role.finish`), timed as compute."""
+        t0 = time.perf_counter()
+        self.role.finish()
+        self.compute_s += time.perf_counter() - t0
+
     def heartbeat(self, receiver: str) -> Outgoing:
         """A heartbeat frame. It reuses the last protocol msg_id instead of taking a new one, so the
         protocol's ids (and so its byte counts) do not depend on how many heartbeats timing allowed."""

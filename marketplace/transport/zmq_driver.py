@@ -291,7 +291,7 @@ def serve_curator(node: Node, endpoint: str, settings: LinkSettings, *, on_bound
     loop.stats.endpoint = endpoint
     loop.watch_connections()
     try:
-        return loop.run()
+        stats = loop.run()
     finally:
         loop.close()
         if auth is not None:
@@ -299,6 +299,8 @@ def serve_curator(node: Node, endpoint: str, settings: LinkSettings, *, on_bound
                 log.warning("%s: refused %d connection(s) with unknown keys", node.party_id, len(auth.refused))
             auth.stop()
         ctx.term()
+    node.finish()
+    return stats
 
 
 def serve_party(node: Node, endpoint: str, settings: LinkSettings) -> DriverStats:
@@ -313,7 +315,9 @@ def serve_party(node: Node, endpoint: str, settings: LinkSettings) -> DriverStat
     loop = _DealerLoop(node, sock, settings)
     loop.stats.endpoint = endpoint
     try:
-        return loop.run()
+        stats = loop.run()
     finally:
-        loop.close()
+        loop.close()  # flushes the last messages (the bye) before the role's local work
         ctx.term()
+    node.finish()
+    return stats
