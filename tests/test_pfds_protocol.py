@@ -226,6 +226,47 @@ def test_records_of_the_wrong_width_or_outside_the_schema_get_the_sharer_flagged
     assert "public domain" in curator.flagged["owner-2"]
 
 
+def test_owners_beyond_pfds_sharers_receive_and_train_but_release_nothing(pfds_scenario, tmp_path):
+    raw = copy.deepcopy(pfds_scenario)
+    raw["parties"]["owners"] = 4
+    raw["pfds"]["sharers"] = 2
+    report = run(raw, tmp_path)
+    assert report["status"] == "completed", report["failures"]
+    assert report["trees"]["voters"] == ["owner-3", "owner-4"]  # the last two owners share
+    assert report["agents"]["sharers"] == 2 and report["agents"]["receivers"] == 2
+    kinds = report["messages"]["by_kind"]
+    assert kinds["pfds_tree"]["count"] == 2 and kinds["pfds_data"]["count"] == 2
+    # each tree (and dataset) to the other sharer, the two receivers and the consumer
+    assert kinds["pfds_shared_tree"]["count"] == 2 * 4 and kinds["pfds_shared_data"]["count"] == 2 * 4
+    for receiver in ("owner-1", "owner-2"):
+        assert report["privacy"][receiver]["guarantee"] == "none"
+        assert report["party_details"][receiver]["result"]["datasets_received"] == ["owner-3", "owner-4"]
+    assert all(0.0 <= e <= 1.0 for e in report["metrics"]["pfds"]["agents"].values())
+    assert 0 < report["privacy"]["owner-3"]["eps"] <= 1.0 + 1e-12
+
+
+def test_more_sharers_than_owners_is_refused_naming_the_key(pfds_scenario, tmp_path):
+    raw = copy.deepcopy(pfds_scenario)
+    raw["pfds"]["sharers"] = 4
+    with pytest.raises(ScenarioError, match="pfds.sharers"):
+        config_of(raw, tmp_path)
+
+
+def test_an_agent_trains_after_its_bye_not_before(pfds_scenario, tmp_path):
+    """A long fit must not delay the bye (the curator would take the agent for hung)."""
+    roles, _ = roles_of(config_of(pfds_scenario, tmp_path))
+    consumer = roles["consumer"]
+    consumer.handle(envelope("curator", "consumer", PfdsPhase(phase="label", sharers=())))
+    consumer.handle(envelope("curator", "consumer", PfdsPhase(phase="train", sharers=()), 2))
+    assert consumer.fitted is None
+    from marketplace.messages.kinds import Shutdown
+
+    replies = consumer.handle(envelope("curator", "consumer", Shutdown(reason="done", status="completed"), 3))
+    assert [r.body.KIND for r in replies] == ["bye"] and consumer.fitted is None
+    consumer.finish()
+    assert consumer.fitted is not None and consumer.error is not None
+
+
 def test_a_sharer_that_never_answers_is_a_dropout_and_the_run_completes(pfds_scenario, tmp_path):
     curator, roles, firsts, _ = started_curator(config_of(pfds_scenario, tmp_path))
     for p in ("owner-1", "owner-3"):

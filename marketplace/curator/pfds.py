@@ -6,12 +6,14 @@ sharer) -> ``closing`` (``shutdown`` sent, waiting for every ``bye``).
 * A tree is checked (rebuilt against the public schema) as it arrives; a malformed one gets its
   sharer flagged and excluded, as does a dataset that does not fit the schema. A second tree or
   dataset from the same sharer is refused and the first one kept.
-* Once every live sharer's tree is in and the consumer is present, each tree goes to every other
+* Once every live sharer's tree is in and every agent is present, each tree goes to every other
   agent (``pfds_shared_tree``), followed by ``pfds_phase(label)`` naming the trees of the vote.
+  The agents are the sharers, the *receivers* (owners that share nothing: ``pfds.sharers`` below
+  the number of owners) and the consumer.
 * Once every live sharer's dataset is in, each goes to every other agent, followed by
   ``pfds_phase(train)``; then the run closes.
-* A sharer lost at any point is a dropout: the run goes on with the others (a tree already
-  forwarded stays in the vote). Losing the consumer fails the run.
+* A sharer or receiver lost at any point is a dropout: the run goes on with the others (a tree
+  already forwarded stays in the vote). Losing the consumer fails the run.
 
 The curator reads no raw record: it sees trees and synthetic records, which are private releases.
 """
@@ -36,16 +38,19 @@ class PfdsCurator(CuratorBase):
     protocol = "pfds"
 
     def members(self) -> tuple[str, ...]:
-        return tuple(self.sharers)
+        return self.owners
 
-    def __init__(self, *, scenario_name: str, sharers: tuple[str, ...], schema: PublicSchema) -> None:
+    def __init__(self, *, scenario_name: str, sharers: tuple[str, ...], schema: PublicSchema,
+                 receivers: tuple[str, ...] = ()) -> None:
         super().__init__()
         self.party_id = CURATOR
         self.scenario_name = scenario_name
         self.sharers = sharers
+        self.receivers = receivers
+        self.owners = (*receivers, *sharers)  # the order of the owners' ids: the sharers are the last ones
         self.schema = schema
         self.phase = "trees"
-        self.active: list[str] = list(sharers)
+        self.active: list[str] = list(self.owners)
         self.trees: dict[str, PrivateTree] = {}
         self.datasets: dict[str, PfdsData] = {}
         self.voters: list[str] = []
@@ -116,20 +121,23 @@ class PfdsCurator(CuratorBase):
     def _agents(self) -> list[str]:
         return [*self.active, CONSUMER]
 
+    def _live_sharers(self) -> list[str]:
+        return [s for s in self.active if s in self.sharers]
+
     def _advance(self) -> list[Send]:
         if self.phase == "trees":
             everyone = set(self.active) | {CONSUMER}
-            if not everyone <= self.present or not set(self.active) <= set(self.trees):
+            if not everyone <= self.present or not set(self._live_sharers()) <= set(self.trees):
                 return []
-            if not self.active:
+            if not self._live_sharers():
                 return self._close(status="completed", reason="no sharer left")
             return self._forward_trees()
-        if self.phase == "data" and set(self.active) <= set(self.datasets):
+        if self.phase == "data" and set(self._live_sharers()) <= set(self.datasets):
             return self._forward_data()
         return []
 
     def _forward_trees(self) -> list[Send]:
-        self.voters = list(self.active)
+        self.voters = self._live_sharers()
         log.info("round 1/2 done: %d trees in; forwarding them to %d agents", len(self.voters), len(self.voters) + 1)
         bodies = {s: PfdsSharedTree(sharer=s, **tree_fields(self.trees[s])) for s in self.voters}
         sends = []
@@ -140,7 +148,7 @@ class PfdsCurator(CuratorBase):
         return sends
 
     def _forward_data(self) -> list[Send]:
-        sources = list(self.active)
+        sources = self._live_sharers()
         log.info("round 2/2 done: %d labelled datasets in; forwarding them", len(sources))
         bodies = {s: PfdsSharedData(sharer=s, X=self.datasets[s].X, y=self.datasets[s].y, epsilon=self.datasets[s].epsilon)
                   for s in sources}
@@ -155,6 +163,7 @@ class PfdsCurator(CuratorBase):
         return {
             "end_reason": self.end_reason,
             "voters": list(self.voters),
+            "receivers": list(self.receivers),
             "data_sources": sorted(self.datasets, key=self.sharers.index),
             "tree_leaves": {s: self.trees[s].n_leaves for s in self.sharers if s in self.trees},
             "synthetic_rows": {s: int(self.datasets[s].X.shape[0]) for s in self.sharers if s in self.datasets},
@@ -162,3 +171,4 @@ class PfdsCurator(CuratorBase):
             "flagged": dict(self.flagged),
             "parsimony": {"points_seen": 0, "note": "the curator holds trees and synthetic records only"},
         }
+

@@ -2,8 +2,9 @@
 
 **World.** The table of ``data.source.table`` is cut into ``pfds.folds`` stratified folds (by the
 run seed); fold ``pfds.fold`` is the test set every agent is scored on, and the rest is split among
-the K sharers and the consumer (K + 1 agents) by the attribute-distance rule on
-``pfds.partition_attribute``. The consumer's share is ``world.validation``, the test fold
+the K owners and the consumer (K + 1 agents) by the attribute-distance rule on
+``pfds.partition_attribute``. The last ``pfds.sharers`` owners share (default: all); the others
+only receive, like the consumer. The consumer's share is ``world.validation``, the test fold
 ``world.test``. ``data.partition`` and ``data.consumer`` do not apply to this protocol.
 
 **Report.** Each agent's model is scored on the test fold (``metrics.pfds``). The runner, which
@@ -100,17 +101,24 @@ def labels_of(schema, dataset: Dataset) -> np.ndarray:
 # --- roles ---------------------------------------------------------------------------------
 
 
+def sharers_of(config: ScenarioConfig) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(sharers, receivers): the last ``pfds.sharers`` owners share (default: every owner)."""
+    owners = tuple(party_ids(config)[1:-1])
+    n = len(owners) if config.pfds.sharers is None else min(config.pfds.sharers, len(owners))
+    return owners[len(owners) - n:], owners[:len(owners) - n]
+
+
 def build_role(config: ScenarioConfig, party: str, world: World, owner_data: Dataset | None) -> Role:
     from marketplace.consumer.pfds import PfdsConsumer
     from marketplace.curator.pfds import PfdsCurator
-    from marketplace.owner.pfds import PfdsSharer
+    from marketplace.owner.pfds import PfdsReceiver, PfdsSharer
 
     ids = party_ids(config)
-    sharers = tuple(ids[1:-1])
+    sharers, receivers = sharers_of(config)
     schema = schema_of(config)
     c = config.pfds
     if party == CURATOR:
-        return PfdsCurator(scenario_name=config.name, sharers=sharers, schema=schema)
+        return PfdsCurator(scenario_name=config.name, sharers=sharers, receivers=receivers, schema=schema)
     common = dict(scenario_name=config.name, schema=schema, sharers=sharers, model=c.model,
                   model_seed=seeds.derive_int(config.seed, f"pfds.model.{party}"))
     if party == CONSUMER:
@@ -119,6 +127,8 @@ def build_role(config: ScenarioConfig, party: str, world: World, owner_data: Dat
     data = owner_data if owner_data is not None else world.owners[ids.index(party) - 1]
     if data.X.shape[1] != schema.d:
         raise ValueError(f"{party}: data has {data.X.shape[1]} columns, the public schema has {schema.d} attributes")
+    if party in receivers:
+        return PfdsReceiver(party_id=party, X=data.X, y=labels_of(schema, data), **common)
     return PfdsSharer(party_id=party, X=data.X, y=labels_of(schema, data), epsilon=c.epsilon, h_max=c.h_max, t=c.t, p=c.p,
                       max_leaves=c.max_leaves, attribute_choice=c.attribute_choice, consistency=c.consistency,
                       neighbours=c.neighbours, secure=c.secure, budget=c.budget, **tree_seeds(config, party), **common)
@@ -143,6 +153,9 @@ def check_plan(config: ScenarioConfig) -> None:
         task = "classification" if classification else "regression"
         wanted = "'logistic' or 'svm'" if classification else "'linear'"
         raise SchemaError("pfds.model", f"{wanted} for the {task} table {config.data.source.table.dataset!r}", repr(c.model))
+    if c.sharers is not None and c.sharers > config.parties.owners:
+        raise SchemaError("pfds.sharers", f"at most parties.owners = {config.parties.owners} (the sharers are owners)",
+                          str(c.sharers))
     attribute = partition_attribute(config)
     numeric = [a.name for a in schema.attributes if a.kind == "numeric"]
     if attribute not in numeric:
@@ -167,27 +180,29 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
     from marketplace.protocols.pfds.models import Fitted, model_error
 
     schema = schema_of(config)
-    sharers = party_ids(config)[1:-1]
+    owners = party_ids(config)[1:-1]
+    sharers, receivers = (list(group) for group in sharers_of(config))
     curator = results.get(CURATOR) or {}
     test_X, test_y = world.test.X, labels_of(schema, world.test)
-    own = {s: world.owners[i] for i, s in enumerate(sharers)} | {CONSUMER: world.validation}
-    limit = config.pfds.baseline_agents or len(sharers)
-    evaluated = [CONSUMER, *sharers[:limit]]
+    own = {s: world.owners[i] for i, s in enumerate(owners)} | {CONSUMER: world.validation}
+    limit = config.pfds.baseline_agents or len(owners)
+    evaluated = [CONSUMER, *owners[:limit]]
 
     pfds = {}
-    for agent in [CONSUMER, *sharers]:
+    for agent in [CONSUMER, *owners]:
         model = (results.get(agent) or {}).get("model")
         pfds[agent] = model_error(Fitted.from_plain(model), schema, test_X, test_y) if model else None
     metrics: dict[str, Any] = {"pfds": _summary(pfds, evaluated)}
     baselines = Baselines(config, world, schema, sharers, own, evaluated)
     for name in config.pfds.baselines:
         metrics[name] = getattr(baselines, name)()
-    sizes = {s: len(world.owners[i]) for i, s in enumerate(sharers)}
+    sizes = {s: len(own[s]) for s in sharers}
     fidelity = {"pfds": _size_error(curator.get("synthetic_rows") or {}, sizes)}
     if baselines.minus_sizes:
         fidelity["pfds_minus"] = _size_error(baselines.minus_sizes, sizes)
     privacy = {s: (results.get(s) or {}).get("privacy") or {"eps": None, "note": "no report from this sharer (dropped out?)"}
                for s in sharers}
+    privacy |= {r: {"guarantee": "none", "note": "this owner receives only (pfds.sharers)"} for r in receivers}
     privacy[CONSUMER] = {"guarantee": "none", "note": "the consumer shares nothing"}
     return {
         "privacy": privacy,
@@ -195,7 +210,7 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
         "fidelity": fidelity,
         "task": "classification" if config.pfds.model != "linear" else "regression",
         "error_measure": "misclassification rate" if config.pfds.model != "linear" else "MSE of the label scaled to [0, 1]",
-        "agents": {"sharers": len(sharers), "evaluated": evaluated, "rows": {a: len(d) for a, d in own.items()},
+        "agents": {"sharers": len(sharers), "receivers": len(receivers), "evaluated": evaluated, "rows": {a: len(d) for a, d in own.items()},
                    "test_rows": len(world.test)},
         "trees": {"leaves": curator.get("tree_leaves"), "voters": curator.get("voters"), "data_sources": curator.get("data_sources")},
         "flagged": curator.get("flagged", {}),
@@ -330,7 +345,8 @@ class Baselines:
 
 def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     agents = report.get("agents") or {}
-    rows = [("agents", f"{agents.get('sharers', '-')} sharers + the consumer; test fold of {agents.get('test_rows', '-')} rows; "
+    receivers = f" + {agents['receivers']} receiving owners" if agents.get("receivers") else ""
+    rows = [("agents", f"{agents.get('sharers', '-')} sharers{receivers} + the consumer; test fold of {agents.get('test_rows', '-')} rows; "
              f"error = {report.get('error_measure', '-')}")]
     eps = [p["eps"] for p in (report.get("privacy") or {}).values() if isinstance(p, dict) and p.get("eps") is not None]
     if eps:

@@ -1,6 +1,6 @@
 """The `pfds:` section of a scenario: private federated data sharing (DESIGN.md §4).
 
-The owners are the *sharers*: each grows a private tree and later releases labelled synthetic
+The owners are the *sharers* (by default all of them; see ``sharers``): each grows a private tree and later releases labelled synthetic
 data, spending ``epsilon`` in all. The consumer is one more agent, with its own rows, that shares
 nothing. The public schema is the built-in one of ``data.source.table`` (a ``table`` source is
 required). Each run evaluates one fold of a stratified ``folds``-fold split: the fold is every
@@ -54,6 +54,12 @@ class PfdsConfig:
     """Computed by the runner in the same run (it sees the whole world; for evaluation only)."""
     baseline_agents: Annotated[int, Range(min=0)] = 0
     """Evaluate the baselines on the consumer and the first this-many sharers (0: every agent)."""
+    sharers: Annotated[int, Range(min=1)] | None = None
+    """How many owners share (the last this-many, owner-(K-n+1)..owner-K; default: all). The
+    others receive the sharers' releases and train on them like the consumer, releasing nothing:
+    the paper's Figure 4 varies this with the agents fixed. Sharers last keeps the agents the
+    baselines evaluate (the consumer and the first ``baseline_agents`` owners) the same across a
+    sweep of this key."""
     budget: PositiveFloat | None = None
     """Refuse to start if a sharer's planned spend exceeds this eps."""
     secure: bool = False
