@@ -1,6 +1,6 @@
 #!/bin/bash
-# The experiments of docs/experiments-pfds.md, one after the other (quick setting).
-cd /work/main
+# The experiments of docs/experiments.md (pfds section), one after the other (quick setting).
+cd "$(dirname "$0")/../.." || exit 1
 O=runs/pfds-exp
 Q="--driver inprocess --quiet"
 set -x
@@ -11,5 +11,6 @@ time marketplace run scenarios/pfds-adult.yaml $Q --out $O/table2-adult --set pa
 time marketplace run scenarios/pfds-bank.yaml $Q --out $O/table2-bank --set parties.owners=20 --set data.source.table.rows=10000 --set pfds.baseline_agents=5 --sweep pfds.epsilon=0.1,0.5,1.0 --sweep pfds.model=logistic,svm
 time marketplace run scenarios/pfds-bike.yaml $Q --out $O/table2-bike --set parties.owners=20 --set data.source.table.rows=10000 --set pfds.baseline_agents=5 --sweep pfds.epsilon=0.1,0.5,1.0
 time marketplace run scenarios/pfds-adult.yaml $Q --out $O/fig4-adult --set data.source.table.rows=10000 --set pfds.baseline_agents=5 --sweep parties.owners=5,10,20,50
+time marketplace run scenarios/pfds-adult.yaml $Q --out $O/fig4-sharers-adult --set parties.owners=99 --set pfds.baseline_agents=5 --sweep pfds.sharers=10,25,50,75,99
 time marketplace run scenarios/pfds-adult.yaml --quiet --out $O/processes-20 --set parties.owners=20 --set data.source.table.rows=10000 --set pfds.baseline_agents=5
 date

@@ -2,8 +2,9 @@
 import csv, sys, shutil
 from pathlib import Path
 
-O = Path("/work/main/runs/pfds-exp")
-DOCS = Path("/work/main/docs")
+ROOT = Path(__file__).resolve().parents[2]  # the project root
+O = ROOT / "runs" / "pfds-exp"
+DOCS = ROOT / "docs"
 M = ["np_agt", "dp_pred", "pfds_s", "pfds_minus", "pfds", "np_pred"]
 L = {"pfds": "PFDS", "np_agt": "NP-Agt", "dp_pred": "DP-Pred", "pfds_s": "PFDS(s)", "pfds_minus": "PFDS^-", "np_pred": "NP-Pred"}
 
@@ -45,6 +46,15 @@ if rows:
     print("|---|" + "---|" * len(M))
     for r in rows:
         print(f"| {r['parties.owners']} | " + " | ".join(f(r, f"{m}_error") for m in M) + " |")
+
+rows = copy("fig4-sharers-adult", "fig4-sharers-adult")
+if rows:
+    print("\nfigure 4, the paper's variant (adult, logistic, eps = 1, 100 agents, n of them share):\n")
+    print("| sharers | runs | " + " | ".join(L[m] for m in M) + " | PFDS (consumer) |")
+    print("|---|---|" + "---|" * (len(M) + 1))
+    for r in rows:
+        print(f"| {r['pfds.sharers']} | {r['completed']}/{r['runs']} | " + " | ".join(f(r, f"{m}_error") for m in M)
+              + f" | {f(r, 'pfds_consumer_error')} |")
 
 rows = copy("fidelity", "fidelity-adult")
 if rows:
