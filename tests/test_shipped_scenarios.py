@@ -11,7 +11,7 @@ from marketplace.runner.run import run_scenario
 from marketplace.scenario import load_scenario
 
 SHIPPED = sorted((ROOT / "scenarios").glob("*.yaml"))
-NEEDS_SHARED_DATA = {"sketch-lifesci.yaml", "sketch-occupancy.yaml", "adult.yaml", "mnist.yaml", "paper-adult.yaml", "stc-mnist.yaml", "pfds-adult.yaml", "pfds-bank.yaml", "pfds-diabetes.yaml", "pfds-bike.yaml"}
+NEEDS_SHARED_DATA = {"sketch-lifesci.yaml", "sketch-occupancy.yaml", "adult.yaml", "mnist.yaml", "paper-adult.yaml", "stc-mnist.yaml", "stc-office.yaml", "stc-superconductivity.yaml", "pfds-adult.yaml", "pfds-bank.yaml", "pfds-diabetes.yaml", "pfds-bike.yaml"}
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])

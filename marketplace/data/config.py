@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 
 from marketplace.data.tables import TableSource  # noqa: E402  (the raw-table source of pfds)
 from marketplace.data.sources_sketch import LifeSciSource, OccupancySource, UniformSource  # the sketch sources
+from marketplace.data.sources_stc import OfficeCaltechSource, SuperconductivitySource  # the stc sources
 from marketplace.schema import Length, Range
 
 Positive = Annotated[int, Range(min=1)]
@@ -85,7 +86,8 @@ class DigitsSource:
 
 @dataclass(frozen=True)
 class SourceConfig:
-    kind: Literal["covariate_shift", "digits", "csv", "adult", "mnist", "stc_synthetic", "table", "uniform", "lifesci", "occupancy"] = "covariate_shift"
+    kind: Literal["covariate_shift", "digits", "csv", "adult", "mnist", "stc_synthetic", "table", "uniform", "lifesci", "occupancy",
+                  "office_caltech", "superconductivity"] = "covariate_shift"
     covariate_shift: CovariateShiftSource = field(default_factory=CovariateShiftSource)
     digits: DigitsSource = field(default_factory=DigitsSource)
     stc_synthetic: StcSyntheticSource = field(default_factory=StcSyntheticSource)
@@ -96,9 +98,11 @@ class SourceConfig:
     uniform: UniformSource = field(default_factory=UniformSource)
     lifesci: LifeSciSource | None = None
     occupancy: OccupancySource | None = None
+    office_caltech: OfficeCaltechSource | None = None
+    superconductivity: SuperconductivitySource | None = None
 
     def __post_init__(self) -> None:
-        if self.kind in ("csv", "adult", "mnist", "table") and getattr(self, self.kind) is None:
+        if self.kind in ("csv", "adult", "mnist", "table", "office_caltech", "superconductivity") and getattr(self, self.kind) is None:
             raise ValueError(f"source.kind is {self.kind!r} but the source.{self.kind} section is missing")
 
 

@@ -1,10 +1,14 @@
 """Loaders that turn the scenario's ``data.source`` section into a :class:`Dataset`.
 
-Five kinds: a synthetic Gaussian mixture with per-component labelling hyperplanes (covariate shift
-that matters to a linear model), scikit-learn's bundled digits, any CSV file, UCI Adult and the
-MNIST test set. File-based loaders check that their files exist (:func:`check_source_available`,
-also used by the scenario validator before any process starts) and, when a ``MANIFEST.txt`` sits
-next to the dataset folder, that every file read has the recorded sha256.
+Kinds: a synthetic Gaussian mixture with per-component labelling hyperplanes (covariate shift
+that matters to a linear model, ``covariate_shift``), scikit-learn's bundled digits (``digits``),
+any CSV file (``csv``), UCI Adult (``adult``), the MNIST test set (``mnist``) and the STC paper's
+2-D sets (``stc_synthetic``); the pfds tables (``table``, in :mod:`marketplace.data.tables`); the
+sketch sources ``uniform``, ``lifesci`` and ``occupancy`` (:mod:`marketplace.data.sources_sketch`);
+and the stc sources ``office_caltech`` and ``superconductivity`` (:mod:`marketplace.data.sources_stc`).
+File-based loaders check that their files exist (:func:`check_source_available`, also used by the
+scenario validator before any process starts) and, when a ``MANIFEST.txt`` sits in a folder above
+the file (the nearest within three levels), that every file read has the recorded sha256.
 """
 
 from __future__ import annotations
@@ -68,6 +72,10 @@ def load_source(cfg: SourceConfig, rng: np.random.Generator) -> Dataset:
         from marketplace.data import sources_sketch
 
         return sources_sketch.load(cfg.kind, getattr(cfg, cfg.kind), rng)
+    if cfg.kind in ("office_caltech", "superconductivity"):
+        from marketplace.data import sources_stc
+
+        return sources_stc.load(cfg.kind, getattr(cfg, cfg.kind), rng)
     raise ValueError(f"unknown data source kind {cfg.kind!r}")
 
 
@@ -81,6 +89,10 @@ def check_source_available(cfg: SourceConfig, path: str = "data.source") -> None
         from marketplace.data import sources_sketch
 
         sources_sketch.check_available(cfg.kind, getattr(cfg, cfg.kind), path)
+    if cfg.kind in ("office_caltech", "superconductivity"):
+        from marketplace.data import sources_stc
+
+        sources_stc.check_available(cfg.kind, getattr(cfg, cfg.kind), path)
     if cfg.kind == "csv" and cfg.csv is not None:
         if not Path(cfg.csv.path).is_file():
             raise SchemaError(f"{path}.csv.path", "an existing file", repr(cfg.csv.path))
@@ -113,15 +125,17 @@ def _check_adult_group(group: str, path: str) -> None:
 
 
 def read_verified(file: str | os.PathLike[str]) -> bytes:
-    """The bytes of ``file``, checked against ``MANIFEST.txt`` in the parent of its dataset folder.
+    """The bytes of ``file``, checked against the nearest ``MANIFEST.txt`` above it.
 
-    The manifest (lines ``size  sha256  relative/path``) lives one level above the folder holding
-    the file, as in the shared data folder. No manifest, or a file it does not list: no check.
+    The manifest (lines ``size  sha256  relative/path``) is looked for in the file's folder and up
+    to two folders above it, nearest first: in the shared data folder it sits one level above a
+    dataset folder (``mnist/t10k-labels-idx1-ubyte.gz``), two levels above a file of a nested one
+    (``office_caltech10_features/surf/amazon.mat``). No manifest, or a file it does not list: no check.
     """
     path = Path(os.path.abspath(file))
     data = path.read_bytes()
-    manifest = path.parent.parent / "MANIFEST.txt"
-    if manifest.is_file():
+    manifest = next((folder / "MANIFEST.txt" for folder in path.parents[:3] if (folder / "MANIFEST.txt").is_file()), None)
+    if manifest is not None:
         expected = _manifest_entries(manifest).get(path.relative_to(manifest.parent).as_posix())
         if expected is not None:
             _verify(path, data, *expected, manifest)

@@ -19,7 +19,8 @@ from marketplace.schema import SchemaError, build, to_plain
 
 PATH_KEYS = (("data", "source", "csv", "path"), ("data", "source", "adult", "root"), ("data", "source", "mnist", "root"),
              ("data", "source", "lifesci", "root"), ("data", "source", "occupancy", "root"),
-             ("data", "source", "table", "root"), ("transport", "curve_keys"))
+             ("data", "source", "table", "root"), ("data", "source", "office_caltech", "root"),
+             ("data", "source", "superconductivity", "root"), ("transport", "curve_keys"))
 
 
 class ScenarioError(ValueError):

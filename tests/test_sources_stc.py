@@ -1,0 +1,236 @@
+"""The stc data sources: Office-Caltech10 (domains as groups) and Superconductivity (a public
+reference sample fixes the standardisation and the temperature groups), their config errors, the
+nested-manifest checksum and a small end-to-end stc run."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.io
+
+from marketplace.data import SourceConfig, build_world, check_source_available, load_source
+from marketplace.data.sources_stc import (
+    OFFICE_DOMAINS,
+    TEMPERATURE_GROUPS,
+    OfficeCaltechSource,
+    SuperconductivitySource,
+    reference_statistics,
+    superconductivity_tables,
+)
+from marketplace.runner.run import run_scenario
+from marketplace.scenario import load_scenario, parse_scenario
+from marketplace.schema import SchemaError
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+needs_shared_data = pytest.mark.skipif(
+    not SHARED_DATA.is_dir(), reason=f"the public datasets folder {SHARED_DATA} is absent"
+)
+OFFICE = SHARED_DATA / "office_caltech10_features"
+SUPERCONDUCTIVITY = SHARED_DATA / "superconductivity_subsample"
+SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
+
+
+def rng(seed: int = 0) -> np.random.Generator:
+    return np.random.default_rng(seed)
+
+
+def office(**options) -> SourceConfig:
+    return SourceConfig(kind="office_caltech", office_caltech=OfficeCaltechSource(root=str(options.pop("root", OFFICE)), **options))
+
+
+def superconductivity(**options) -> SourceConfig:
+    root = str(options.pop("root", SUPERCONDUCTIVITY))
+    return SourceConfig(kind="superconductivity", superconductivity=SuperconductivitySource(root=root, **options))
+
+
+# --------------------------------------------------------------------------- Office-Caltech10
+
+
+@pytest.mark.data
+@needs_shared_data
+def test_office_surf_rows_are_unit_norm_with_fixed_domain_groups():
+    data = load_source(office(project_dim=0), rng())
+    assert data.X.shape == (958 + 295 + 157 + 1123, 800)
+    assert data.group_names == OFFICE_DOMAINS == ("amazon", "webcam", "dslr", "caltech10")
+    assert data.group_counts().tolist() == [958, 295, 157, 1123]
+    assert sorted(np.unique(data.y).tolist()) == list(range(1, 11))
+    assert np.allclose(np.linalg.norm(data.X, axis=1), 1.0)
+    assert data.name == "office_caltech/surf"
+
+
+@pytest.mark.data
+@needs_shared_data
+def test_office_group_ids_stay_fixed_whatever_domains_are_listed():
+    data = load_source(office(domains=("dslr", "amazon"), project_dim=0), rng())
+    assert data.group_counts().tolist() == [958, 0, 157, 0]
+    assert data.group[0] == 0 and data.group[-1] == 2  # loaded in the fixed order, amazon first
+
+
+@pytest.mark.data
+@needs_shared_data
+def test_office_googlenet_labels_of_shape_1_by_n_are_read():
+    data = load_source(office(features="googlenet", domains=("webcam", "dslr"), project_dim=0), rng())
+    assert data.X.shape == (295 + 157, 1024)
+    assert data.group_counts().tolist() == [0, 295, 157, 0]
+    assert np.bincount(data.y[data.group == 2]).tolist() == [0, 12, 21, 12, 13, 10, 24, 22, 12, 8, 23]
+    assert np.allclose(np.linalg.norm(data.X, axis=1), 1.0)
+
+
+@pytest.mark.data
+@needs_shared_data
+def test_office_projection_is_fixed_by_the_rng():
+    cfg = office(domains=("amazon", "webcam"))
+    first, again, other = (load_source(cfg, rng(s)) for s in (1, 1, 2))
+    assert first.X.shape == (958 + 295, 8) and first.feature_names == tuple(f"proj{j}" for j in range(8))
+    assert np.array_equal(first.X, again.X) and not np.allclose(first.X, other.X)
+    # the projection does not depend on which domains are loaded: webcam's rows are the same alone
+    alone = load_source(office(domains=("webcam",)), rng(1))
+    assert np.allclose(alone.X, first.X[first.group == 1])
+
+
+# --------------------------------------------------------------------------- Superconductivity
+
+
+@pytest.mark.data
+@needs_shared_data
+def test_superconductivity_experiment_rows_are_the_n1000_rows_not_in_the_reference():
+    tables = superconductivity_tables(SUPERCONDUCTIVITY)
+    assert tables.reference.shape == (500, 81) and tables.experiment.shape == (972, 81)  # 1000 - 28 shared rows
+    reference = {tuple(r) for r in np.column_stack([tables.reference, tables.reference_temp])}
+    experiment = np.column_stack([tables.experiment, tables.experiment_temp])
+    assert not any(tuple(r) in reference for r in experiment)
+
+
+@pytest.mark.data
+@needs_shared_data
+def test_superconductivity_statistics_and_groups_come_from_the_reference_file():
+    tables = superconductivity_tables(SUPERCONDUCTIVITY)
+    stats = reference_statistics(tables)
+    assert stats.cuts.tolist() == pytest.approx([4.18, 14.45, 53.0])  # quartiles of the n500 temperatures
+    counts = np.bincount(stats.groups(tables.reference_temp), minlength=4)
+    assert counts.sum() == 500 and np.all(np.abs(counts - 125) <= 3)  # balanced quartiles (ties at the cuts)
+    data = load_source(superconductivity(project_dim=0), rng())
+    assert data.X.shape == (972, 81) and data.group_names == TEMPERATURE_GROUPS == ("low", "middle-low", "middle-high", "high")
+    assert np.allclose(data.X, (tables.experiment - tables.reference.mean(axis=0)) / stats.sd)
+    assert not np.allclose(data.X.mean(axis=0), 0.0, atol=0.05)  # not the experiment's own z-scores
+    temp = tables.experiment_temp
+    expected = np.select([temp < 4.18, temp < 14.45, temp < 53.0], [0, 1, 2], default=3)
+    assert np.array_equal(data.group, expected)
+    assert data.group_counts().tolist() == [175, 216, 285, 296]
+    assert np.array_equal(data.y, np.rint(temp).astype(np.int64))
+
+
+@pytest.mark.data
+@needs_shared_data
+def test_superconductivity_projection_is_fixed_by_the_rng():
+    first, again, other = (load_source(superconductivity(), rng(s)) for s in (3, 3, 4))
+    assert first.X.shape == (972, 8)
+    assert np.array_equal(first.X, again.X) and not np.allclose(first.X, other.X)
+
+
+# --------------------------------------------------------------------------- config errors
+
+
+def test_missing_folders_are_reported_at_their_config_path(tmp_path):
+    with pytest.raises(SchemaError) as err:
+        check_source_available(office(root=tmp_path))
+    assert err.value.path == "data.source.office_caltech.root" and "surf/amazon.mat" in err.value.expected
+    with pytest.raises(SchemaError) as err:
+        check_source_available(superconductivity(root=tmp_path / "absent"))
+    assert err.value.path == "data.source.superconductivity.root"
+    assert "subsampled_superconduct_n500.csv" in err.value.expected
+
+
+def test_googlenet_has_no_caltech10(tmp_path):
+    with pytest.raises(SchemaError, match="no googlenet file for \\['caltech10'\\]") as err:
+        check_source_available(office(root=tmp_path, features="googlenet"))
+    assert err.value.path == "data.source.office_caltech.domains"
+
+
+def test_unknown_or_repeated_domains_and_bad_widths_are_named(tmp_path):
+    for domains in (("amazon", "clipart"), (), ("webcam", "webcam")):
+        with pytest.raises(SchemaError) as err:
+            check_source_available(office(root=tmp_path, domains=domains))
+        assert err.value.path == "data.source.office_caltech.domains"
+    with pytest.raises(SchemaError) as err:
+        check_source_available(office(root=tmp_path, project_dim=801))
+    assert err.value.path == "data.source.office_caltech.project_dim"
+    with pytest.raises(SchemaError) as err:
+        check_source_available(superconductivity(root=tmp_path, project_dim=82))
+    assert err.value.path == "data.source.superconductivity.project_dim"
+
+
+def test_the_section_is_required_for_its_kind():
+    for kind in ("office_caltech", "superconductivity"):
+        with pytest.raises(ValueError, match=f"the source.{kind} section is missing"):
+            SourceConfig(kind=kind)
+
+
+def test_a_scenario_names_the_bad_key(tmp_path):
+    raw = {"name": "x", "protocol": "stc", "data": {"source": {"kind": "office_caltech",
+           "office_caltech": {"root": str(tmp_path), "features": "vgg"}}}, "stc": {"domain": {"low": [-1], "high": [1]}}}
+    with pytest.raises(ValueError, match="data.source.office_caltech.features"):
+        parse_scenario(raw, source="t", base_dir=tmp_path)
+
+
+# --------------------------------------------------------------------------- checksums of nested files
+
+
+def test_a_corrupted_nested_office_file_is_refused_by_the_manifest_above_it(tmp_path):
+    surf = tmp_path / "office_caltech10_features" / "surf"
+    surf.mkdir(parents=True)
+    rows = np.random.default_rng(0).integers(0, 5, size=(12, 800)).astype(np.uint8)
+    scipy.io.savemat(surf / "webcam.mat", {"fts": rows, "labels": np.arange(1, 13).reshape(-1, 1) % 10 + 1})
+    good = (surf / "webcam.mat").read_bytes()
+    (tmp_path / "MANIFEST.txt").write_text(
+        f"{len(good)}  {hashlib.sha256(good).hexdigest()}  office_caltech10_features/surf/webcam.mat\n")
+    cfg = office(root=tmp_path / "office_caltech10_features", domains=("webcam",), project_dim=0)
+    assert load_source(cfg, rng()).X.shape == (12, 800)
+    corrupt = bytearray(good)
+    corrupt[-1] ^= 0xFF
+    (surf / "webcam.mat").write_bytes(bytes(corrupt))
+    with pytest.raises(ValueError, match=r"webcam\.mat: checksum mismatch"):
+        load_source(cfg, rng())
+
+
+# --------------------------------------------------------------------------- scenarios and a run
+
+
+@pytest.mark.data
+@needs_shared_data
+def test_the_office_scenario_takes_nearly_all_of_webcam_or_dslr_as_t():
+    config = load_scenario(SCENARIOS / "stc-office.yaml").config
+    world = build_world(config.data, 1, config.seed)
+    assert len(world.validation) == 294 and set(world.validation.group.tolist()) == {1}
+    assert len(world.owners[0]) == 958 and set(world.owners[0].group.tolist()) == {0}
+    dslr = load_scenario(SCENARIOS / "stc-office.yaml", ["data.consumer.target_groups=[2]",
+                                                          "data.consumer.validation_size=156"]).config
+    assert len(build_world(dslr.data, 1, dslr.seed).validation) == 156
+
+
+@pytest.mark.data
+@needs_shared_data
+def test_a_small_office_stc_run_completes_in_process(tmp_path):
+    raw = {
+        "name": "stc-office-tiny", "protocol": "stc", "seed": 2, "parties": {"owners": 1},
+        "data": {
+            "source": {"kind": "office_caltech",
+                       "office_caltech": {"root": str(OFFICE), "domains": ["webcam", "dslr"], "project_dim": 8}},
+            "partition": {"scheme": "even", "groups": [2]},
+            "consumer": {"target_groups": [1], "target_share": 0.999, "validation_size": 294, "test_size": 1},
+            "seed_set": {"size": 0},
+        },
+        "stc": {"release": "nna", "k": 5, "domain": {"low": [-0.5], "high": [0.5]}},
+    }
+    report = run_scenario(parse_scenario(raw, source="t", base_dir=tmp_path), tmp_path / "run", driver="inprocess")
+    assert report["status"] == "completed", report.get("failures")
+    metrics = report["metrics"]
+    assert metrics["k"] == 5 and metrics["target_size"] == 294 and metrics["source_size"] == 157
+    assert len(set(report["choice"])) == 5
+    refs = metrics["baselines"]
+    assert {"source_only", "cluster_t", "nonprivate_stc"} <= set(refs)
+    assert refs["nonprivate_stc"]["cost"] <= refs["cluster_t"]["cost"] and np.isfinite(metrics["cost"])
+    assert report["privacy"]["owner-1"]["eps"] == pytest.approx(3.0)
