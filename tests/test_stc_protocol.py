@@ -242,3 +242,104 @@ def test_an_owner_whose_release_cannot_be_read_is_excluded_not_waited_for(stc_sc
     assert forwarded and forwarded[0].body.owners == ("owner-2",)
     assert curator.result()["dropouts"]["owner-1"]["reason"] == "sent a release that could not be read"
     assert curator.frame_refused("consumer", None) == []  # nothing awaited from the consumer now
+
+
+# --- the PrivateKmeans baseline ---------------------------------------------------------------------
+
+
+ALL_BASELINES = ["cluster_t", "nonprivate_stc", "private_kmeans"]
+
+
+@pytest.mark.parametrize("privacy", [{"notion": "dp", "epsilon": 3.0}, {"notion": "zcdp", "rho": 0.5}])
+def test_private_kmeans_is_reported_when_asked_and_scored_with_the_true_sources(stc_scenario, tmp_path, privacy):
+    from marketplace import seeds
+    from marketplace.protocols.stc import private_kmeans, solve_stc
+
+    stc_scenario["stc"]["baselines"] = ALL_BASELINES
+    stc_scenario["stc"]["privacy"] = privacy
+    stc_scenario["stc"]["kmeans_iterations"] = 3
+    stc_scenario["stc"]["kmeans_clusters"] = None  # k clusters (the default is the paper's 100)
+    report = run(stc_scenario, tmp_path)
+    assert report["status"] == "completed", report["failures"]
+    refs = report["metrics"]["baselines"]
+    assert set(refs) == {"source_only", "cluster_t", "nonprivate_stc", "private_kmeans"}
+    cost = refs["private_kmeans"]["cost"]
+    # adding k target centres to S can only lower Cost(T, S ∪ T_k) below Cost(T, S)
+    assert np.isfinite(cost) and 0 < cost <= refs["source_only"]["cost"]
+    assert 1 <= refs["private_kmeans"]["centers"] <= 6
+    # the same computation by hand: k clusters on the pooled S at one owner's budget, seeded from the run
+    _, _, T, S = scaled_world(stc_scenario, tmp_path)
+    budget = {"eps": 3.0} if privacy["notion"] == "dp" else {"rho": 0.5}
+    release = private_kmeans(S, 6, iterations=3, rng=seeds.rng(5, "stc.baseline.private_kmeans"), **budget)
+    picked = solve_stc(T, release.centers, 6, rng=seeds.rng(5, "stc.baseline.private_kmeans.solver")).indices
+    assert cost == pytest.approx(selection_cost(T, S, picked), rel=1e-12)
+
+
+def test_private_kmeans_is_reproducible_from_the_seed_and_depends_on_it(stc_scenario, tmp_path):
+    from marketplace.exchanges.stc import report as stc_report
+
+    stc_scenario["stc"]["baselines"] = ["private_kmeans"]
+    costs = []
+    for seed in (5, 5, 6):
+        stc_scenario["seed"] = seed
+        config = parse_scenario(stc_scenario, source="t", base_dir=tmp_path).config
+        refs = stc_report(config, make_world(config), {})["metrics"]["baselines"]
+        assert set(refs) == {"source_only", "private_kmeans"}
+        costs.append(refs["private_kmeans"]["cost"])
+    assert costs[0] == costs[1] and costs[2] != costs[0]
+
+
+def rendered(table) -> str:
+    import io
+
+    from rich.console import Console
+
+    out = io.StringIO()
+    Console(file=out, width=200).print(table)
+    return out.getvalue()
+
+
+def test_private_kmeans_is_absent_unless_asked_and_in_the_table_when_asked(stc_scenario, tmp_path):
+    from marketplace.exchanges.stc import sweep_row, tables
+
+    report = run(stc_scenario, tmp_path, "default")
+    assert "private_kmeans" not in report["metrics"]["baselines"]
+    assert "private_kmeans_cost" not in sweep_row(report)
+    assert "PrivateKmeans" not in rendered(tables(report)[0])
+    stc_scenario["stc"]["baselines"] = ALL_BASELINES
+    report = run(stc_scenario, tmp_path, "asked")
+    assert sweep_row(report)["private_kmeans_cost"] == report["metrics"]["baselines"]["private_kmeans"]["cost"]
+    assert "PrivateKmeans (DP k-means of S as S')" in rendered(tables(report)[0])
+
+
+def test_private_kmeans_options_are_checked(stc_scenario, tmp_path):
+    stc_scenario["stc"]["kmeans_iterations"] = 0
+    with pytest.raises(ScenarioError, match="stc.kmeans_iterations"):
+        parse_scenario(stc_scenario, source="t", base_dir=tmp_path)
+    stc_scenario["stc"]["kmeans_iterations"] = 2
+    stc_scenario["stc"]["baselines"] = ["private_kmean"]
+    with pytest.raises(ScenarioError, match="stc.baselines"):
+        parse_scenario(stc_scenario, source="t", base_dir=tmp_path)
+
+
+def test_an_stc_sweep_with_private_kmeans_writes_its_column_table_and_plot(stc_scenario, tmp_path):
+    import csv
+
+    from marketplace.exchanges.stc import sweep_table
+
+    raw = copy.deepcopy(stc_scenario)
+    raw["stc"]["baselines"] = ALL_BASELINES
+    raw["sweep"] = {"vary": {"stc.k": [2, 4]}, "repeats": 1}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    result = run_cli("run", str(path), "--driver", "inprocess", "--quiet", "--out", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    rows = list(csv.DictReader(open(tmp_path / "out" / "runs.csv")))
+    assert all(0 < float(r["private_kmeans_cost"]) <= float(r["source_only_cost"]) for r in rows)
+    summary = list(csv.DictReader(open(tmp_path / "out" / "summary.csv")))
+    assert all(r["private_kmeans_cost_mean"] for r in summary)
+    assert (tmp_path / "out" / "sweep.png").exists()
+    table = sweep_table([{"stc.k": 2, "runs": 1, "completed": 1, "cost_mean": 0.2, "private_kmeans_cost_mean": 0.25}],
+                        ["stc.k"], "t")
+    assert [c.header for c in table.columns][-2:] == ["PrivateKmeans", "S alone"]
+    assert "PrivateKmeans" not in [c.header for c in sweep_table([{"stc.k": 2, "runs": 1, "completed": 1}], ["stc.k"], "t").columns]

@@ -5,7 +5,14 @@ pure cores: ``protocols/stc/``.
 The report scores the consumer's choice T_k with the *true* sources (the runner sees every
 owner's rows, for evaluation only): Cost(T, S ∪ T_k), the mean distance of T to its nearest
 centre, in the public scaled space (radius 1/2). References in the same run: ClusterT (k-medoids
-on T, ignoring S), non-private STC (the same solver given the true S), and S alone (k = 0).
+on T, ignoring S), non-private STC (the same solver given the true S), S alone (k = 0), and, when
+asked, PrivateKmeans (the paper's baseline: the solver given DP k-means centres of S in place of S').
+
+Several owners: the non-private references and PrivateKmeans see the owners' rows pooled into one
+S. PrivateKmeans runs once on that pool at one owner's release budget (eps, or rho under zcdp), so
+it is a reference at the budget each owner spends, not a release any owner made. Its noise is
+numpy's, seeded from the run seed (the runner's reference, never sent), even when the owners'
+releases are ``secure``.
 """
 
 from __future__ import annotations
@@ -114,6 +121,8 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
     if "nonprivate_stc" in s.baselines:
         solution = nonprivate_stc(S, T, k, rng=seeds.rng(config.seed, "stc.baseline.nonprivate"), **options)
         refs["nonprivate_stc"] = {"cost": float(solution.cost)}
+    if "private_kmeans" in s.baselines:
+        refs["private_kmeans"] = _private_kmeans_reference(config, T, S, k, options)
     metrics["baselines"] = refs
     curator = results.get(CURATOR) or {}
     privacy = {p: (results.get(p) or {}).get("privacy") or {"note": "no release recorded (dropped out or failed)"}
@@ -121,6 +130,22 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
     privacy[CONSUMER] = {"guarantee": "none", "note": "T is sent to the owners by design (it is what the consumer wants labelled)"}
     return {"privacy": privacy, "parsimony": curator.get("parsimony"), "metrics": metrics,
             "choice": None if choice is None else choice["indices"], "end_reason": curator.get("end_reason")}
+
+
+def _private_kmeans_reference(config: ScenarioConfig, T: np.ndarray, S: np.ndarray, k: int,
+                              options: dict[str, Any]) -> dict[str, Any]:
+    """The PrivateKmeans baseline: DP k-means with ``stc.kmeans_clusters`` clusters (default k) on
+    the pooled S, at one owner's budget; the solver takes its centres as the free set, and the
+    choice is scored with the true S."""
+    from marketplace.protocols.stc import private_kmeans, selection_cost, solve_stc
+
+    s = config.stc
+    budget = {"eps": s.privacy.epsilon} if s.privacy.notion == "dp" else {"rho": s.privacy.rho}
+    release = private_kmeans(S, s.kmeans_clusters or k, iterations=s.kmeans_iterations,
+                             rng=seeds.rng(config.seed, "stc.baseline.private_kmeans"), **budget)
+    picked = solve_stc(T, release.centers, k, rng=seeds.rng(config.seed, "stc.baseline.private_kmeans.solver"),
+                       **options).indices
+    return {"cost": float(selection_cost(T, S, picked)), "centers": int(release.centers.shape[0])}
 
 
 def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
@@ -144,7 +169,8 @@ def tables(report: dict[str, Any]) -> list[Table]:
     table.add_column("method")
     table.add_column("cost", justify="right")
     table.add_row("protocol (private S')", fmt(m.get("cost")))
-    names = {"cluster_t": "ClusterT (ignores S)", "nonprivate_stc": "non-private STC (true S)", "source_only": "S alone (k = 0)"}
+    names = {"cluster_t": "ClusterT (ignores S)", "nonprivate_stc": "non-private STC (true S)", "source_only": "S alone (k = 0)",
+             "private_kmeans": "PrivateKmeans (DP k-means of S as S')"}
     for name, ref in (m.get("baselines") or {}).items():
         table.add_row(names.get(name, name), fmt(ref.get("cost")))
     if m.get("estimated_cost") is not None:
@@ -163,6 +189,8 @@ def sweep_row(report: dict[str, Any]) -> dict[str, Any]:
            "nonprivate_stc_cost": (refs.get("nonprivate_stc") or {}).get("cost"),
            "source_only_cost": (refs.get("source_only") or {}).get("cost"),
            "released_centers": m.get("released_centers")}
+    if "private_kmeans" in refs:  # only when asked, so that other sweeps keep their columns
+        row["private_kmeans_cost"] = refs["private_kmeans"].get("cost")
     for party, ledger in (report.get("privacy") or {}).items():
         if isinstance(ledger, dict) and "eps" in ledger:
             row[f"eps[{party}]"] = ledger["eps"]
@@ -173,12 +201,15 @@ def sweep_table(summary: list[dict[str, Any]], keys: list[str], title: str) -> T
     table = Table(title=title, title_justify="left", caption="cost: mean±sd over repeats (lower is better)", caption_justify="left")
     for key in keys:
         table.add_column(key.rsplit(".", 1)[-1], no_wrap=True)
-    for name in ("ok", "protocol", "ClusterT", "non-private STC", "S alone"):
+    kmeans = any(row.get("private_kmeans_cost_mean") is not None for row in summary)
+    for name in ("ok", "protocol", "ClusterT", "non-private STC", *(["PrivateKmeans"] if kmeans else []), "S alone"):
         table.add_column(name, justify="right", no_wrap=True)
     for row in summary:
         table.add_row(*(fmt(row.get(k)) for k in keys), f"{row['completed']}/{row['runs']}",
                       mean_sd(row, "cost", ".4f"), mean_sd(row, "cluster_t_cost", ".4f"),
-                      mean_sd(row, "nonprivate_stc_cost", ".4f"), mean_sd(row, "source_only_cost", ".4f", sd=False))
+                      mean_sd(row, "nonprivate_stc_cost", ".4f"),
+                      *([mean_sd(row, "private_kmeans_cost", ".4f")] if kmeans else []),
+                      mean_sd(row, "source_only_cost", ".4f", sd=False))
     return table
 
 
@@ -187,5 +218,6 @@ def plot_sweep(summary: list[dict[str, Any]], keys: list[str], path, *, title: s
 
     sweep_figure(summary, keys, path, title=title, panels=[
         ("Cost(T, S ∪ T_k) (scaled)", [("protocol", "cost", True), ("ClusterT", "cluster_t_cost", False),
-                                       ("non-private STC", "nonprivate_stc_cost", False)]),
+                                       ("non-private STC", "nonprivate_stc_cost", False),
+                                       ("PrivateKmeans", "private_kmeans_cost", False)]),
     ])

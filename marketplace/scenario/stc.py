@@ -53,5 +53,14 @@ class StcConfig:
     """The public box of the data (required)."""
     max_candidates: Annotated[int, Range(min=1)] | None = None
     """Solver: target points considered as centres (default: all); a cap trades cost for time."""
-    baselines: tuple[Literal["cluster_t", "nonprivate_stc"], ...] = ("cluster_t", "nonprivate_stc")
+    baselines: tuple[Literal["cluster_t", "nonprivate_stc", "private_kmeans"], ...] = ("cluster_t", "nonprivate_stc")
+    """References the report computes in the same run, each scored against the true S: ``cluster_t``
+    (k-medoids on T, ignoring S), ``nonprivate_stc`` (the solver given the true S), and, only when
+    listed, ``private_kmeans`` (the paper's PrivateKmeans: DP Lloyd's algorithm with
+    ``kmeans_clusters`` clusters on the pooled scaled S, at one owner's release budget, its centres
+    given to the solver as S')."""
+    kmeans_clusters: Annotated[int, Range(min=1)] | None = 100
+    """private_kmeans baseline: clusters of S (the paper: 100; null: k)."""
+    kmeans_iterations: Annotated[int, Range(min=1)] = 5
+    """private_kmeans baseline: Lloyd rounds, the budget split evenly over them."""
     privacy: StcPrivacy = field(default_factory=StcPrivacy)

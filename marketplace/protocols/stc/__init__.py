@@ -10,11 +10,13 @@ The pieces, in the order a run uses them:
 * :mod:`.solver` – the consumer's choice of k target points given S' (k-medoids with free
   centres: greedy start + FasterPAM-style swaps), the Cost objective, and the baselines' cores
   (ClusterT, non-private STC);
+* :mod:`.private_kmeans` – the paper's PrivateKmeans baseline: DP Lloyd's algorithm on S (Su et
+  al. 2016, as diffprivlib's KMeans, which does not import with scikit-learn 1.9), calibrated like NNA;
 * :mod:`.synthetic` – the paper's three 2-D synthetic source/target sets.
 
-Not here: the paper's PrivateKmeans and DP-GAN baselines. PrivateKmeans would come from
-diffprivlib's KMeans, but diffprivlib 0.6.6 (the latest) does not import with scikit-learn 1.9
-(it imports ``DOUBLE`` from ``sklearn.tree._tree``, which is gone).
+Not here: the paper's DP-GAN baseline. (The function :func:`private_kmeans` shadows its module's
+name on this package; ``importlib.import_module("marketplace.protocols.stc.private_kmeans")``
+gives the module.)
 """
 
 from .coreset import DEFAULT_C, Coreset, kdtree_coreset
@@ -29,6 +31,7 @@ from .release import (
     nna_threshold,
     t_nearest_means,
 )
+from .private_kmeans import PrivateKmeansRelease, private_kmeans
 from .scaling import RADIUS, PublicScaling, public_scaling
 from .solver import StcSolution, cluster_t, nearest_distances, nonprivate_stc, selection_cost, solve_stc, stc_cost
 from .synthetic import SYNTHETIC_NAMES, SyntheticSet, synthetic_dataset
@@ -42,6 +45,7 @@ __all__ = [
     "Coreset",
     "NasRelease",
     "NnaRelease",
+    "PrivateKmeansRelease",
     "PublicScaling",
     "StcSolution",
     "SyntheticSet",
@@ -53,6 +57,7 @@ __all__ = [
     "nna_release",
     "nna_threshold",
     "nonprivate_stc",
+    "private_kmeans",
     "public_scaling",
     "selection_cost",
     "solve_stc",
