@@ -11,6 +11,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
 QUICKSTART = ROOT / "scenarios" / "quickstart.yaml"
+needs_shared_data = pytest.mark.skipif(not SHARED_DATA.is_dir(), reason=f"the public datasets folder {SHARED_DATA} is absent")
+"""Marks a test that reads ../shared/data (skipped, saying why, when the folder is absent)."""
 
 
 def run_cli(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:

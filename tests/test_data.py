@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import SHARED_DATA, needs_shared_data
 from marketplace.data import (
     AdultSource,
     ConsumerConfig,
@@ -39,10 +40,6 @@ from marketplace.data import (
 )
 from marketplace.schema import SchemaError
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-needs_shared_data = pytest.mark.skipif(
-    not SHARED_DATA.is_dir(), reason=f"the public datasets folder {SHARED_DATA} is absent"
-)
 
 
 def rng(seed: int = 0) -> np.random.Generator:

@@ -318,8 +318,7 @@ def test_merging_the_published_sketches_equals_sketching_the_union(started, sket
 
 # --- the experiments' data sources ----------------------------------------------------------------
 
-SHARED_DATA = ROOT.parent / "shared" / "data"
-needs_shared_data = pytest.mark.skipif(not SHARED_DATA.is_dir(), reason=f"needs {SHARED_DATA}")
+from conftest import SHARED_DATA, needs_shared_data  # noqa: E402
 
 
 def test_the_uniform_source_gives_the_owners_exactly_their_rows(tmp_path):

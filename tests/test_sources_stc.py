@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import scipy.io
 
+from conftest import SHARED_DATA, needs_shared_data
 from marketplace.data import SourceConfig, build_world, check_source_available, load_source
 from marketplace.data.sources_stc import (
     OFFICE_DOMAINS,
@@ -24,10 +25,6 @@ from marketplace.runner.run import run_scenario
 from marketplace.scenario import load_scenario, parse_scenario
 from marketplace.schema import SchemaError
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-needs_shared_data = pytest.mark.skipif(
-    not SHARED_DATA.is_dir(), reason=f"the public datasets folder {SHARED_DATA} is absent"
-)
 OFFICE = SHARED_DATA / "office_caltech10_features"
 SUPERCONDUCTIVITY = SHARED_DATA / "superconductivity_subsample"
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"

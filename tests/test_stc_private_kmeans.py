@@ -15,21 +15,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from test_stc_core import in_ball, seeded
+
 from marketplace.privacy.rng import make_rng
 from marketplace.protocols import stc
 
 pk_module = importlib.import_module("marketplace.protocols.stc.private_kmeans")  # the function shadows the name
 
 
-def seeded(seed: int = 0) -> np.random.Generator:
-    return make_rng(seed=seed, secure=False)
-
-
-def in_ball(rows: int, d: int, seed: int = 0, radius: float = 0.5) -> np.ndarray:
-    data = np.random.default_rng(seed)
-    X = data.normal(size=(rows, d))
-    X /= np.linalg.norm(X, axis=1, keepdims=True)
-    return X * radius * data.uniform(0, 1, size=(rows, 1)) ** (1 / d)
 
 
 def lloyd(S: np.ndarray, centers: np.ndarray, iterations: int) -> tuple[np.ndarray, np.ndarray]:
