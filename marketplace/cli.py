@@ -271,6 +271,11 @@ def _sweep(args: argparse.Namespace, scenario) -> int:
 
     try:
         rows = run_sweep(points, out, driver=args.driver, launch=args.launch, on_run=on_run)
+    except ScenarioError as err:  # a point whose world cannot be built (e.g. a size only its data can refuse)
+        print(f"marketplace: bad scenario: {err}", file=sys.stderr)
+        if (Path(out) / "runs.csv").exists():
+            print(f"marketplace: the runs before it are in {out}/runs.csv", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"marketplace: interrupted; finished runs are in {out}/runs.csv", file=sys.stderr)
         return 130

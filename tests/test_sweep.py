@@ -92,3 +92,13 @@ def test_a_bad_cli_sweep_exits_2_and_runs_nothing(tiny_scenario, tmp_path):
                      "--out", str(out))
     assert result.returncode == 2
     assert "summarize.rounds" in result.stderr and not out.exists()
+
+
+def test_a_point_whose_world_cannot_be_built_ends_the_sweep_with_a_clear_error_and_keeps_the_runs_before(tiny_scenario, tmp_path):
+    out = tmp_path / "out"
+    size = tiny_scenario["data"]["consumer"]["validation_size"]
+    result = run_cli("run", write_scenario(tmp_path, tiny_scenario), "--driver", "inprocess", "--quiet",
+                     "--sweep", f"data.consumer.validation_size={size},10000000", "--out", str(out))
+    assert result.returncode == 2
+    assert "bad scenario" in result.stderr and "validation_size" in result.stderr and "Traceback" not in result.stderr
+    assert [r["status"] for r in read_csv(out / "runs.csv")] == ["completed"]
