@@ -343,3 +343,23 @@ def test_an_stc_sweep_with_private_kmeans_writes_its_column_table_and_plot(stc_s
                         ["stc.k"], "t")
     assert [c.header for c in table.columns][-2:] == ["PrivateKmeans", "S alone"]
     assert "PrivateKmeans" not in [c.header for c in sweep_table([{"stc.k": 2, "runs": 1, "completed": 1}], ["stc.k"], "t").columns]
+
+
+def test_the_non_private_references_are_computed_once_per_world_and_k_and_equal_a_fresh_computation(
+        stc_scenario, tmp_path, monkeypatch):
+    import marketplace.exchanges.stc as exchange_stc
+    import marketplace.protocols.stc as stc_core
+
+    calls = []
+    real = stc_core.cluster_t
+    monkeypatch.setattr(stc_core, "cluster_t", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    exchange_stc._REFERENCES.clear()
+    dp = run(stc_scenario, tmp_path, "dp")
+    stc_scenario["stc"]["privacy"] = {"notion": "zcdp", "rho": 0.5}
+    zcdp = run(stc_scenario, tmp_path, "zcdp")
+    assert len(calls) == 1  # the privacy setting does not change the world, k or the seed
+    exchange_stc._REFERENCES.clear()
+    fresh = run(stc_scenario, tmp_path, "fresh")
+    assert len(calls) == 2
+    for name in ("cluster_t", "nonprivate_stc"):
+        assert dp["metrics"]["baselines"][name] == zcdp["metrics"]["baselines"][name] == fresh["metrics"]["baselines"][name]
