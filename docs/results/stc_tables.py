@@ -43,14 +43,14 @@ def load(name):
     return list(csv.DictReader(open(folder / "summary.csv")))
 
 
-def paired(name, key):
+def paired(name, key, by=("stc.k", "stc.privacy.notion")):
     """Per run: 1 - cost / ClusterT's cost of the same run (same T, projection and seed), grouped by
     the (k, notion) cell: mean, standard error, and the runs where the protocol is strictly cheaper."""
     runs = list(csv.DictReader(open(RUNS / name / "runs.csv")))
     cells = {}
     for r in runs:
         if r["status"] == "completed" and r.get(key) not in (None, ""):
-            cells.setdefault((r["stc.k"], r["stc.privacy.notion"]), []).append(
+            cells.setdefault(tuple(r[b] for b in by), []).append(
                 (1 - float(r[key]) / float(r["cluster_t_cost"]), float(r[key]) < float(r["cluster_t_cost"])))
     out = {}
     for cell, values in cells.items():
@@ -80,14 +80,16 @@ def cost_table(name, rows):
 
 
 def keyed_table(name, key, label, rows):
-    print(f"\n**{name}**: {label} ({rows[0]['runs']} repeats)\n")
     extra = [k for k in ("stc.k", "stc.privacy.notion") if k in rows[0]]
+    gain = paired(name, "cost", by=(key, *extra))
+    print(f"\n**{name}**: {label} ({rows[0]['runs']} repeats)\n")
     print(f"| {label} | " + " | ".join(k.rsplit('.', 1)[-1] for k in extra)
-          + " | protocol | ClusterT | non-private STC | released centres | wall s |")
-    print("|---|" + "---|" * (len(extra) + 5))
+          + " | protocol | ClusterT | non-private STC | protocol vs ClusterT, paired (wins) | released centres | wall s |")
+    print("|---|" + "---|" * (len(extra) + 6))
     for r in rows:
+        cell = tuple(r[k] for k in (key, *extra))
         print(f"| {r[key]} | " + " | ".join(r[k] for k in extra) + f" | {ms(r, 'cost')} | {ms(r, 'cluster_t_cost')} | "
-              f"{ms(r, 'nonprivate_stc_cost')} | {ms(r, 'released_centers', 0)} | {ms(r, 'wall_s', 2)} |")
+              f"{ms(r, 'nonprivate_stc_cost')} | {gain.get(cell, '-')} | {ms(r, 'released_centers', 0)} | {ms(r, 'wall_s', 2)} |")
 
 
 for name in NAMES:
