@@ -64,3 +64,26 @@ if rows:
     for r in rows:
         print(f"| {r['pfds.h_max']} | {r['completed']}/{r['runs']} | {f(r, 'pfds_size_error')} | {f(r, 'pfds_rel_size_error')} | "
               f"{f(r, 'pfds_minus_size_error')} | {f(r, 'pfds_minus_rel_size_error')} |")
+
+# The paper's protocol for one cell: 10 repeats of stratified 10-fold cross-validation (each seed
+# its own split), averaged over all 100 runs; sd over runs, se = sd / sqrt(runs).
+cv = O / "table2-diabetes-cv" / "runs.csv"
+if cv.exists():
+    shutil.copy(cv, DOCS / "results" / "pfds-table2-diabetes-cv-runs.csv")
+    runs = [r for r in csv.DictReader(open(cv)) if r["status"] == "completed"]
+    print("\ndiabetes, 10 x 10-fold cross-validation (eps = 1):\n")
+    print("| model | runs | " + " | ".join(L[m] for m in M) + " | PFDS (consumer) |")
+    print("|---|---|" + "---|" * (len(M) + 1))
+    for model in sorted({r["pfds.model"] for r in runs}):
+        rows = [r for r in runs if r["pfds.model"] == model]
+
+        def agg(key):
+            values = [float(r[key]) for r in rows if r.get(key)]
+            if not values:
+                return "-"
+            mean = sum(values) / len(values)
+            sd = (sum((v - mean) ** 2 for v in values) / max(1, len(values) - 1)) ** 0.5
+            return f"{mean:.3f} ± {sd / len(values) ** 0.5:.3f}"
+
+        print(f"| {model} | {len(rows)} | " + " | ".join(agg(f"{m}_error") for m in M) + f" | {agg('pfds_consumer_error')} |")
+    print("\n(mean ± standard error over the runs)")

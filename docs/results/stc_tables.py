@@ -38,9 +38,25 @@ def load(name):
         return None
     shutil.copy(folder / "summary.csv", DOCS / "results" / f"stc-{name}-summary.csv")
     shutil.copy(folder / "runs.csv", DOCS / "results" / f"stc-{name}-runs.csv")
-    if (folder / "sweep.png").exists():
-        shutil.copy(folder / "sweep.png", DOCS / "figures" / f"stc-{name}-k.png")
-    return list(csv.DictReader(open(folder / "summary.csv")))
+    rows = list(csv.DictReader(open(folder / "summary.csv")))
+    replot(rows, DOCS / "figures" / f"stc-{name}-k.png", title=NAMES.get(name, name))
+    return rows
+
+
+def replot(rows, path, title):
+    """Draw the sweep's plot again from its summary (with the current plot code)."""
+    from marketplace.exchanges.stc import plot_sweep
+
+    def value(text):
+        if text in (None, ""):
+            return None
+        try:
+            return float(text)
+        except ValueError:
+            return text
+
+    keys = [k for k in ("stc.t", "stc.coreset", "stc.k", "stc.privacy.notion") if k in rows[0]][:2]
+    plot_sweep([{k: value(v) for k, v in row.items()} for row in rows], keys, path, title=title)
 
 
 def paired(name, key, by=("stc.k", "stc.privacy.notion")):
@@ -104,3 +120,20 @@ for name in ("coreset-syn2", "coreset-mnist96"):
     rows = load(name)
     if rows:
         keyed_table(name, "stc.coreset", "C", rows)
+
+
+def compact(names, k="10"):
+    """One row per (source, target) pair at one k: paired gains over ClusterT of every method."""
+    print(f"\n**Every pair at k = {k}**: paired gain over ClusterT, mean ± se (runs where cheaper)\n")
+    print("| pair | repeats | NNA, eps = 3 | NNA, rho = 3 | PrivateKmeans, eps = 3 | non-private STC |")
+    print("|---|---|---|---|---|---|")
+    for name in names:
+        if not (RUNS / name / "runs.csv").exists():
+            continue
+        nna, pk, room = paired(name, "cost"), paired(name, "private_kmeans_cost"), paired(name, "nonprivate_stc_cost")
+        runs = sum(1 for r in csv.DictReader(open(RUNS / name / "runs.csv")) if r["stc.k"] == k and r["stc.privacy.notion"] == "dp")
+        print(f"| {NAMES[name]} | {runs} | {nna.get((k, 'dp'), '-')} | {nna.get((k, 'zcdp'), '-')} | {pk.get((k, 'dp'), '-')} | "
+              f"{room.get((k, 'dp'), '-').split(' (')[0]} |")
+
+
+compact([n for n in NAMES if (RUNS / n).exists()])

@@ -244,5 +244,5 @@ def plot_sweep(summary: list[dict[str, Any]], keys: list[str], path, *, title: s
     sweep_figure(summary, keys, path, title=title, panels=[
         ("Cost(T, S ∪ T_k) (scaled)", [("protocol", "cost", True), ("ClusterT", "cluster_t_cost", False),
                                        ("non-private STC", "nonprivate_stc_cost", False),
-                                       ("PrivateKmeans", "private_kmeans_cost", False)]),
+                                       ("PrivateKmeans", "private_kmeans_cost", True)]),  # it spends the budget too
     ])
