@@ -189,8 +189,9 @@ def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
 
 def tables(report: dict[str, Any]) -> list[Table]:
     m = report.get("metrics") or {}
-    table = Table(title="choice of T_k, scored with the true sources: Cost(T, S ∪ T_k), mean distance to the nearest "
-                        "centre (scaled space, radius 1/2); lower is better", title_justify="left")
+    table = Table(title=f"choosing k = {m.get('k', '-')} of T, scored with the true S", title_justify="left",
+                  caption="cost: Cost(T, S ∪ T_k), the mean distance of a target point to its nearest centre "
+                          "(scaled space, radius 1/2); lower is better", caption_justify="left")
     table.add_column("method")
     table.add_column("cost", justify="right")
     table.add_row("protocol (private S')", fmt(m.get("cost")))
@@ -199,7 +200,7 @@ def tables(report: dict[str, Any]) -> list[Table]:
     for name, ref in (m.get("baselines") or {}).items():
         table.add_row(names.get(name, name), fmt(ref.get("cost")))
     if m.get("estimated_cost") is not None:
-        table.caption = f"the consumer's own estimate with S': {fmt(m['estimated_cost'])}"
+        table.add_row("  (the consumer's own estimate, with S')", fmt(m["estimated_cost"]), style="dim")
     return [table]
 
 
