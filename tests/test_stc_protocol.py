@@ -132,6 +132,14 @@ def test_a_scenario_without_a_public_box_is_refused(stc_scenario, tmp_path):
         parse_scenario(stc_scenario, source="t", base_dir=tmp_path)
 
 
+def test_nas_with_t_above_an_owners_rows_is_refused_before_start_naming_the_owner(stc_scenario, tmp_path):
+    stc_scenario["stc"]["release"] = "nas"
+    stc_scenario["stc"]["t"] = 100_000
+    with pytest.raises(ScenarioError, match=r"stc.t: .*owner-1 \(\d+\)") as err:
+        run(stc_scenario, tmp_path)
+    assert not (tmp_path / "run" / "report.json").exists(), err.value
+
+
 def test_a_budget_below_one_release_is_refused_before_start_from_the_cli(stc_scenario, tmp_path):
     stc_scenario["stc"]["privacy"] = {"epsilon": 3.0, "budget": 1.0}
     path = tmp_path / "s.yaml"

@@ -42,7 +42,7 @@ for part in $parts; do
       --set "data.consumer.target_groups=[6]" --set data.consumer.validation_size=850 --sweep stc.t=75,150,300 $K --repeats 10
     marketplace run scenarios/stc-office.yaml $Q --out $O/nas-office01 --set stc.release=nas --sweep stc.t=75,150,300 $K --repeats 10
     marketplace run scenarios/stc-superconductivity.yaml $Q --out $O/nas-super32 --set stc.release=nas \
-      --set "data.partition.groups=[3]" --set "data.consumer.target_groups=[2]" --set data.consumer.validation_size=284 --sweep stc.t=75,150,300 $K --repeats 10 ;;
+      --set "data.partition.groups=[3]" --set "data.consumer.target_groups=[2]" --set data.consumer.validation_size=284 --sweep stc.t=75,150,250 $K --repeats 10 ;;  # S: 296 rows, so t <= 296
   coreset)  # NNA against a kd-tree coreset of T (cells of diameter <= C, scaled units)
     marketplace run scenarios/stc-synthetic.yaml $Q --out $O/coreset-syn2 --sweep stc.coreset=0.005,0.01,0.02,0.05 \
       --sweep stc.k=10,20 --repeats 10

@@ -52,8 +52,14 @@ def scaling_of(config: ScenarioConfig, dim: int):
 
 
 def check_world(config: ScenarioConfig, world: World) -> None:
-    """The box must fit the data's width (raises ValueError "stc.domain: ...")."""
+    """The box must fit the data's width (raises ValueError "stc.domain: ..."), and NAS needs t
+    source points at every owner (else that owner would refuse its release mid-run)."""
     scaling_of(config, world.dim)
+    if config.stc.release == "nas":
+        short = [f"owner-{i + 1} ({len(o)})" for i, o in enumerate(world.owners) if len(o) < config.stc.t]
+        if short:
+            raise ValueError(f"stc.t: NAS averages t = {config.stc.t} source points per target point, but "
+                             f"{', '.join(short)} hold fewer rows; lower stc.t")
 
 
 def build_role(config: ScenarioConfig, party: str, world: World, owner_data: Dataset | None) -> Role:
