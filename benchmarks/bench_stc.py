@@ -57,6 +57,8 @@ def main() -> None:
         if not args.quick:
             report(f"nas_release {N:,} x {N:,} d={D} t={T_NEIGHBOURS}", median_seconds(
                 lambda: stc.nas_release(S, T, t=T_NEIGHBOURS, eps=EPS, rng=rng), 3), 3)
+        report(f"private_kmeans {N:,} x d={D}, 100 clusters, 5 rounds (the PrivateKmeans baseline)", median_seconds(
+            lambda: stc.private_kmeans(S, 100, eps=EPS, iterations=5, rng=rng), 5), 5)
 
         released = stc.nna_release(S, T, eps=EPS, rng=rng)
         bench_solver(f"solve_stc k={K} n={N:,} d={D}, S' from NNA ({released.centers.shape[0]:,} centres)",
