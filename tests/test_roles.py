@@ -127,17 +127,31 @@ def test_a_party_whose_hello_is_refused_stops_with_the_reason(config):
 
 
 def test_a_party_with_another_scenario_is_refused_end_to_end(config, tiny_scenario, tmp_path):
-    """Over the in-process driver: the curator refuses owner-2's hello, owner-2 stops; with no
-    liveness in-process the run cannot complete, and says so."""
-    from marketplace.transport.inprocess import StalledRun
-
+    """Over the in-process driver: the curator refuses owner-2's hello and owner-2 stops; the
+    driver's liveness emulation then tells the curator owner-2 is lost (as heartbeats would over
+    ZeroMQ), and the run completes without it."""
     world = make_world(config)
     roles = [build_role(config, p, world=world) for p in party_ids(config)]
     roles[2].scenario_name = "another-scenario"
     nodes = [Node(r, run_id="t", max_message_bytes=1 << 24) for r in roles]
-    with pytest.raises(StalledRun, match="curator"):
-        run_inprocess(nodes)
+    stats = run_inprocess(nodes)
     assert roles[2].done and "refused our hello" in roles[2].failure
+    assert stats.lost_peers == ["curator: owner-2"]
+    assert "owner-2" in roles[0].dropouts and roles[0].failure is None
+    assert all(r.done for r in roles)
+
+
+def test_the_in_process_driver_still_reports_a_true_stall(config):
+    """Every party alive and waiting, nothing to deliver: a deadlock, not a loss."""
+    from marketplace.transport.inprocess import StalledRun
+
+    world = make_world(config)
+    roles = [build_role(config, p, world=world) for p in party_ids(config)]
+    nodes = [Node(r, run_id="t", max_message_bytes=1 << 24) for r in roles]
+    for node in nodes[1:]:  # the owners and the consumer never start (no hello): all stay alive
+        node.start = lambda: []
+    with pytest.raises(StalledRun, match="still waiting"):
+        run_inprocess(nodes)
 
 
 def test_owners_with_float32_features_bid_exactly_what_the_curator_recomputes(tiny_scenario, tmp_path):

@@ -3,6 +3,11 @@
 It is the reference run: deterministic by construction (parties start in a fixed order, frames are
 delivered first-in first-out), and it moves the same encoded frames as the ZeroMQ driver, so message
 and byte counts are comparable one to one.
+
+Liveness is emulated: when the queue runs dry while a party still expects a peer that has ended
+without saying ``bye`` (it failed, or was refused), that party is told the peer is lost, as the
+ZeroMQ driver would tell it once the ended process stops sending heartbeats. So a run where an
+owner fails goes on without it under both drivers instead of stalling here.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ class InProcessStats:
     delivered: int = 0
     transport_s: float = 0.0
     undeliverable: list[str] = field(default_factory=list)
+    lost_peers: list[str] = field(default_factory=list)
+    """"waiter: peer" for every peer declared lost by the liveness emulation, in order."""
 
 
 def run_inprocess(nodes: list[Node], *, max_steps: int = 50_000_000, after_delivery: Callable[[], None] | None = None) -> InProcessStats:
@@ -36,25 +43,49 @@ def run_inprocess(nodes: list[Node], *, max_steps: int = 50_000_000, after_deliv
     by_id = {n.party_id: n for n in nodes}
     queue: deque[tuple[str, Outgoing]] = deque()
     stats = InProcessStats()
+    lost: dict[str, set[str]] = {n.party_id: set() for n in nodes}
     for node in nodes:
         queue.extend((node.party_id, out) for out in node.start())
-    while queue:
-        if stats.delivered >= max_steps:
-            raise StalledRun(f"in-process run exceeded {max_steps} deliveries")
-        t0 = time.perf_counter()
-        sender, out = queue.popleft()
-        receiver = by_id.get(out.receiver)
-        stats.transport_s += time.perf_counter() - t0
-        if receiver is None or receiver.done:
-            stats.undeliverable.append(f"{out.kind} from {sender} to {out.receiver}")
-            continue
-        stats.delivered += 1
-        queue.extend((receiver.party_id, reply) for reply in receiver.receive(out.frame, peer=sender))
-        if after_delivery is not None:
-            after_delivery()
+    while True:
+        while queue:
+            if stats.delivered >= max_steps:
+                raise StalledRun(f"in-process run exceeded {max_steps} deliveries")
+            t0 = time.perf_counter()
+            sender, out = queue.popleft()
+            receiver = by_id.get(out.receiver)
+            stats.transport_s += time.perf_counter() - t0
+            if receiver is None or receiver.done or sender in lost[receiver.party_id]:
+                stats.undeliverable.append(f"{out.kind} from {sender} to {out.receiver}")
+                continue
+            stats.delivered += 1
+            queue.extend((receiver.party_id, reply) for reply in receiver.receive(out.frame, peer=sender))
+            if after_delivery is not None:
+                after_delivery()
+        silent = _ended_peers(nodes, by_id, lost)
+        if not silent:
+            break
+        for waiter, peer in silent:
+            lost[waiter.party_id].add(peer)
+            stats.lost_peers.append(f"{waiter.party_id}: {peer}")
+            if not waiter.done:
+                queue.extend((waiter.party_id, out) for out in waiter.peer_lost(peer))
     waiting = [n.party_id for n in nodes if not n.done]
     if waiting:
         raise StalledRun(f"in-process run stalled: {', '.join(waiting)} still waiting and no message left to deliver")
     for node in nodes:
         node.finish()
     return stats
+
+
+def _ended_peers(nodes: list[Node], by_id: dict[str, Node], lost: dict[str, set[str]]) -> list[tuple[Node, str]]:
+    """(waiter, peer) for every party still running that expects a peer which has ended (or does
+    not exist) without saying bye to it: what heartbeats would reveal over ZeroMQ."""
+    found = []
+    for waiter in nodes:
+        if waiter.done:
+            continue
+        for peer in waiter.role.expected_peers():
+            node = by_id.get(peer)
+            if (node is None or node.done) and peer not in waiter.finished_peers and peer not in lost[waiter.party_id]:
+                found.append((waiter, peer))
+    return found
