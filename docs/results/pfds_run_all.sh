@@ -12,6 +12,8 @@ time marketplace run scenarios/pfds-bank.yaml $Q --out $O/table2-bank --set part
 time marketplace run scenarios/pfds-bike.yaml $Q --out $O/table2-bike --set parties.owners=20 --set data.source.table.rows=10000 --set pfds.baseline_agents=5 --sweep pfds.epsilon=0.1,0.5,1.0
 time marketplace run scenarios/pfds-adult.yaml $Q --out $O/fig4-adult --set data.source.table.rows=10000 --set pfds.baseline_agents=5 --sweep parties.owners=5,10,20,50
 time marketplace run scenarios/pfds-adult.yaml $Q --out $O/fig4-sharers-adult --set parties.owners=99 --set pfds.baseline_agents=5 --sweep pfds.sharers=10,25,50,75,99
+time marketplace run scenarios/pfds-adult.yaml $Q --out $O/fig4-sharers-adult-svm --set parties.owners=99 --set pfds.baseline_agents=5 --set pfds.model=svm --sweep pfds.sharers=10,25,50,75,99
+time marketplace run scenarios/pfds-bike.yaml $Q --out $O/fig4-sharers-bike --set parties.owners=99 --set pfds.baseline_agents=5 --sweep pfds.sharers=10,25,50,75,99
 time marketplace run scenarios/pfds-diabetes.yaml $Q --out $O/table2-diabetes-cv --set pfds.epsilon=1.0 --sweep pfds.model=logistic,svm --sweep pfds.fold=0,1,2,3,4,5,6,7,8,9 --repeats 10
 time marketplace run scenarios/pfds-adult.yaml --quiet --out $O/processes-20 --set parties.owners=20 --set data.source.table.rows=10000 --set pfds.baseline_agents=5
 date

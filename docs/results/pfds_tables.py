@@ -47,9 +47,12 @@ if rows:
     for r in rows:
         print(f"| {r['parties.owners']} | " + " | ".join(f(r, f"{m}_error") for m in M) + " |")
 
-rows = copy("fig4-sharers-adult", "fig4-sharers-adult")
-if rows:
-    print("\nfigure 4, the paper's variant (adult, logistic, eps = 1, 100 agents, n of them share):\n")
+for name, what in (("fig4-sharers-adult", "adult, logistic"), ("fig4-sharers-adult-svm", "adult, svm"),
+                   ("fig4-sharers-bike", "bike, linear regression")):
+    rows = copy(name, name)
+    if not rows:
+        continue
+    print(f"\nfigure 4, the paper's variant ({what}, eps = 1, 100 agents, n of them share):\n")
     print("| sharers | runs | " + " | ".join(L[m] for m in M) + " | PFDS (consumer) |")
     print("|---|---|" + "---|" * (len(M) + 1))
     for r in rows:
