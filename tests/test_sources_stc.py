@@ -143,8 +143,16 @@ def test_missing_folders_are_reported_at_their_config_path(tmp_path):
 
 def test_googlenet_has_no_caltech10(tmp_path):
     with pytest.raises(SchemaError, match="no googlenet file for \\['caltech10'\\]") as err:
-        check_source_available(office(root=tmp_path, features="googlenet"))
+        check_source_available(office(root=tmp_path, features="googlenet", domains=("amazon", "caltech10")))
     assert err.value.path == "data.source.office_caltech.domains"
+
+
+@needs_shared_data
+def test_by_default_every_domain_with_a_file_for_the_features_is_loaded():
+    surf = load_source(office(project_dim=0), rng())
+    googlenet = load_source(office(features="googlenet", project_dim=0), rng())
+    assert sorted(set(surf.group.tolist())) == [0, 1, 2, 3]
+    assert sorted(set(googlenet.group.tolist())) == [0, 1, 2]  # no caltech10 file for googlenet
 
 
 def test_unknown_or_repeated_domains_and_bad_widths_are_named(tmp_path):

@@ -58,8 +58,9 @@ class OfficeCaltechSource:
 
     root: str
     features: Literal["surf", "googlenet"] = "surf"
-    domains: tuple[str, ...] = OFFICE_DOMAINS
-    """Domains to load (googlenet has no caltech10); group ids stay fixed whatever is listed."""
+    domains: tuple[str, ...] | None = None
+    """Domains to load (default: every domain with a file for ``features``; googlenet has no
+    caltech10); group ids stay fixed whatever is listed."""
     project_dim: Annotated[int, Range(min=0)] = 8
     """Gaussian random projection of the unit-norm rows to this many dimensions (0 keeps all features)."""
 
@@ -94,7 +95,7 @@ def _check_office(cfg: OfficeCaltechSource, path: str) -> None:
     if cfg.features not in OFFICE_FEATURES:
         raise SchemaError(f"{path}.features", f"one of {list(OFFICE_FEATURES)}", repr(cfg.features))
     folder, width, available = OFFICE_FEATURES[cfg.features]
-    domains = tuple(cfg.domains)
+    domains = office_domains(cfg)
     unknown = [d for d in domains if d not in OFFICE_DOMAINS]
     if not domains or unknown:
         raise SchemaError(f"{path}.domains", f"a non-empty list of domains from {list(OFFICE_DOMAINS)}",
@@ -139,6 +140,11 @@ def load(kind: str, cfg, rng: np.random.Generator) -> Dataset:
 # --------------------------------------------------------------------------- Office-Caltech10
 
 
+def office_domains(cfg: OfficeCaltechSource) -> tuple[str, ...]:
+    """The domains to load: the listed ones, or every domain that has a file for ``cfg.features``."""
+    return tuple(cfg.domains) if cfg.domains is not None else OFFICE_FEATURES[cfg.features][2]
+
+
 def office_caltech(cfg: OfficeCaltechSource, rng: np.random.Generator) -> Dataset:
     """The rows of the listed domains (in the fixed order amazon, webcam, dslr, caltech10), each
     scaled to unit norm, then projected to ``project_dim`` dimensions with one public projection."""
@@ -146,7 +152,7 @@ def office_caltech(cfg: OfficeCaltechSource, rng: np.random.Generator) -> Datase
     folder, width, _ = OFFICE_FEATURES[cfg.features]
     blocks, labels, groups = [], [], []
     for group, domain in enumerate(OFFICE_DOMAINS):
-        if domain not in cfg.domains:
+        if domain not in office_domains(cfg):
             continue
         X, y = _read_office(Path(cfg.root) / folder / f"{domain}.mat", width)
         blocks.append(X)
