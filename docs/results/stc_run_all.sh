@@ -29,7 +29,9 @@ for part in $parts; do
       set -- $pair
       marketplace run scenarios/stc-office.yaml $Q --out $O/office$1$2 --set "data.partition.groups=[$1]" \
         --set "data.consumer.target_groups=[$2]" --set data.consumer.validation_size=${size[$2]} $K --repeats $RS
-    done ;;
+    done
+    marketplace run scenarios/stc-office.yaml $Q --out $O/office01-googlenet --set data.source.office_caltech.features=googlenet \
+      $K --repeats $RS ;;
   super)  # critical-temperature quartiles low (0) .. high (3)
     size=(174 215 284 295)  # T: the whole target quartile but one row (175, 216, 285, 296 rows)
     for pair in "0 3" "3 0" "3 2" "2 3" "0 1" "1 0"; do

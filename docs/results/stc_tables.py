@@ -19,6 +19,7 @@ QUARTILES = ("low", "middle-low", "middle-high", "high")
 for s in range(3):
     for t in range(3):
         NAMES[f"office{s}{t}"] = f"Office-Caltech (SURF) {DOMAINS[s]} -> {DOMAINS[t]}"
+NAMES["office01-googlenet"] = "Office-Caltech (GoogLeNet) amazon -> webcam"
 for s in range(4):
     for t in range(4):
         NAMES[f"super{s}{t}"] = f"Superconductivity {QUARTILES[s]} -> {QUARTILES[t]}"
