@@ -228,16 +228,21 @@ def test_the_shipped_synthetic_scenario_beats_ignoring_the_source(tmp_path):
     assert report["metrics"]["cost"] < report["metrics"]["baselines"]["cluster_t"]["cost"]
 
 
-def test_an_stc_sweep_writes_its_columns(stc_scenario, tmp_path):
+def sweep_k(raw: dict, tmp_path) -> list[dict]:
+    """Run a sweep of stc.k over 2 and 4 from the CLI; the rows of its runs.csv."""
     import csv
 
-    raw = copy.deepcopy(stc_scenario)
+    raw = copy.deepcopy(raw)
     raw["sweep"] = {"vary": {"stc.k": [2, 4]}, "repeats": 1}
     path = tmp_path / "s.yaml"
     path.write_text(yaml.safe_dump(raw))
     result = run_cli("run", str(path), "--driver", "inprocess", "--quiet", "--out", str(tmp_path / "out"))
     assert result.returncode == 0, result.stderr
-    rows = list(csv.DictReader(open(tmp_path / "out" / "runs.csv")))
+    return list(csv.DictReader(open(tmp_path / "out" / "runs.csv")))
+
+
+def test_an_stc_sweep_writes_its_columns(stc_scenario, tmp_path):
+    rows = sweep_k(stc_scenario, tmp_path)
     assert [r["stc.k"] for r in rows] == ["2", "4"] and all(float(r["cost"]) > 0 for r in rows)
     assert (tmp_path / "out" / "sweep.png").exists()
 
@@ -337,12 +342,7 @@ def test_an_stc_sweep_with_private_kmeans_writes_its_column_table_and_plot(stc_s
 
     raw = copy.deepcopy(stc_scenario)
     raw["stc"]["baselines"] = ALL_BASELINES
-    raw["sweep"] = {"vary": {"stc.k": [2, 4]}, "repeats": 1}
-    path = tmp_path / "s.yaml"
-    path.write_text(yaml.safe_dump(raw))
-    result = run_cli("run", str(path), "--driver", "inprocess", "--quiet", "--out", str(tmp_path / "out"))
-    assert result.returncode == 0, result.stderr
-    rows = list(csv.DictReader(open(tmp_path / "out" / "runs.csv")))
+    rows = sweep_k(raw, tmp_path)
     assert all(0 < float(r["private_kmeans_cost"]) <= float(r["source_only_cost"]) for r in rows)
     summary = list(csv.DictReader(open(tmp_path / "out" / "summary.csv")))
     assert all(r["private_kmeans_cost_mean"] for r in summary)

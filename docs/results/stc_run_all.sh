@@ -1,14 +1,14 @@
 #!/bin/bash
 # The stc experiments of docs/experiments.md, one after the other. Writes runs/stc-exp/<name>/
 # (runs.csv, summary.csv, sweep.png); docs/results/stc_tables.py turns them into the tables.
-# Usage: bash docs/results/stc_run_all.sh [synthetic|mnist|office|super|nas|coreset ...] (default: all)
+# Usage: bash docs/results/stc_run_all.sh [synthetic|mnist|office|super|headline30|nas|coreset ...] (default: all)
 cd "$(dirname "$0")/../.." || exit 1
 O=runs/stc-exp
 Q="--driver inprocess --quiet"
 K="--sweep stc.k=5,10,20,40 --sweep stc.privacy.notion=dp,zcdp --set stc.baselines=[cluster_t,nonprivate_stc,private_kmeans]"
 R=${REPEATS:-30}  # the paper's 30 for synthetic and MNIST
 RS=${REPEATS_SMALL:-10}  # Office and Superconductivity (small sets; 30 would do too, given the time)
-parts=${*:-synthetic mnist office super nas coreset}
+parts=${*:-synthetic mnist office super headline30 nas coreset}
 set -x
 date
 for part in $parts; do
@@ -39,6 +39,13 @@ for part in $parts; do
       marketplace run scenarios/stc-superconductivity.yaml $Q --out $O/super$1$2 --set "data.partition.groups=[$1]" \
         --set "data.consumer.target_groups=[$2]" --set data.consumer.validation_size=${size[$2]} $K --repeats $RS
     done ;;
+  headline30)  # the paper's Figure 3 real-data pairs (and the issue's low -> high) at the paper's 30 repeats
+    marketplace run scenarios/stc-office.yaml $Q --out $O/office01 --set "data.partition.groups=[0]" \
+      --set "data.consumer.target_groups=[1]" --set data.consumer.validation_size=294 $K --repeats 30
+    marketplace run scenarios/stc-superconductivity.yaml $Q --out $O/super32 --set "data.partition.groups=[3]" \
+      --set "data.consumer.target_groups=[2]" --set data.consumer.validation_size=284 $K --repeats 30
+    marketplace run scenarios/stc-superconductivity.yaml $Q --out $O/super03 --set "data.partition.groups=[0]" \
+      --set "data.consumer.target_groups=[3]" --set data.consumer.validation_size=295 $K --repeats 30 ;;
   nas)  # NAS with t in {75, 150, 300} on the paper's headline pairs
     marketplace run scenarios/stc-mnist.yaml $Q --out $O/nas-mnist96 --set stc.release=nas --set "data.partition.groups=[9]" \
       --set "data.consumer.target_groups=[6]" --set data.consumer.validation_size=850 --sweep stc.t=75,150,300 $K --repeats 10
