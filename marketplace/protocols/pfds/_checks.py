@@ -7,12 +7,11 @@ of the bad field (``$.nodes.threshold[4]``) and what was expected there.
 
 from __future__ import annotations
 
-import math
-import numbers
 from typing import Any
 
 import numpy as np
 
+from marketplace.checks import describe, fail, is_int, is_real, positive_real  # noqa: F401 (re-exported)
 from marketplace.privacy.rng import SecureGenerator
 
 NEIGHBOURS = ("add_remove", "replace")
@@ -25,35 +24,6 @@ class MalformedPlain(ValueError):
     def __init__(self, path: str, expected: str, got: Any) -> None:
         self.path, self.expected = path, expected
         super().__init__(f"Malformed plain input at {path}: expected {expected}. Got {describe(got)} instead.")
-
-
-def describe(value: Any) -> str:
-    """A short description of a value for an error message (its repr, cut, or its type)."""
-    if isinstance(value, (str, bytes, numbers.Number, type(None))):
-        text = repr(value)
-        return text if len(text) <= 60 else text[:57] + "..."
-    return type(value).__name__
-
-
-def fail(kind: type[Exception], name: str, where: str, expected: str, value: Any) -> Exception:
-    got = type(value).__name__ if kind is TypeError else describe(value)
-    return kind(f"The '{name}' parameter of {where} must be {expected}. Got {got} instead.")
-
-
-def is_real(value: Any) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
-
-
-def is_int(value: Any) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
-
-
-def positive_real(value: Any, name: str, where: str) -> float:
-    if not is_real(value):
-        raise fail(TypeError, name, where, "a real number", value)
-    if not (math.isfinite(value) and value > 0):
-        raise fail(ValueError, name, where, "a positive finite real number", value)
-    return float(value)
 
 
 def int_at_least(value: Any, minimum: int, name: str, where: str) -> int:

@@ -10,11 +10,9 @@ from typing import Any
 
 import numpy as np
 
+from marketplace.checks import is_real
+
 PRECISIONS = ("float64", "float32")
-
-
-def is_real(value: Any) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
 
 
 def check_positive(owner: str, name: str, value: Any) -> float:

@@ -4,28 +4,11 @@
 
 from __future__ import annotations
 
-import math
-import numbers
 from typing import Any
 
 import numpy as np
 
-
-def fail(kind: type[Exception], name: str, where: str, expected: str, value: Any) -> Exception:
-    got = type(value).__name__ if kind is TypeError else repr(value)
-    return kind(f"The '{name}' parameter of {where} must be {expected}. Got {got} instead.")
-
-
-def is_real(value: Any) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
-
-
-def positive_real(value: Any, name: str, where: str) -> float:
-    if not is_real(value):
-        raise fail(TypeError, name, where, "a real number", value)
-    if not (math.isfinite(value) and value > 0):
-        raise fail(ValueError, name, where, "a positive finite real number", value)
-    return float(value)
+from marketplace.checks import fail, is_real, positive_int, positive_real  # noqa: F401 (re-exported)
 
 
 def probability(value: Any, name: str, where: str) -> float:
@@ -35,14 +18,6 @@ def probability(value: Any, name: str, where: str) -> float:
     if not 0 < value < 1:
         raise fail(ValueError, name, where, "in the open interval (0, 1)", value)
     return float(value)
-
-
-def positive_int(value: Any, name: str, where: str) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise fail(TypeError, name, where, "an integer", value)
-    if value < 1:
-        raise fail(ValueError, name, where, "an integer >= 1", value)
-    return int(value)
 
 
 def points(value: Any, name: str, where: str, *, d: int | None = None, allow_empty: bool = False) -> np.ndarray:

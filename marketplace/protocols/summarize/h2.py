@@ -57,6 +57,9 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from marketplace.checks import fail as _fail
+from marketplace.checks import positive_int as _positive_int
+from marketplace.checks import positive_real as _positive_real
 from marketplace.privacy.accountant import PrivacyLedger, Step
 from marketplace.privacy.mechanisms import Exponential, Laplace
 
@@ -89,27 +92,6 @@ _GRID_TOLERANCE = 1e-9  # |2/eta - round(2/eta)| allowed, and the relative slack
 
 # ---------------------------------------------------------------------------------------------
 # Parameter checks: one message format, "The 'x' parameter of f must be ... Got ... instead."
-
-
-def _fail(kind: type[Exception], name: str, where: str, expected: str, value: Any) -> Exception:
-    got = f"{type(value).__name__}" if kind is TypeError else repr(value)
-    return kind(f"The '{name}' parameter of {where} must be {expected}. Got {got} instead.")
-
-
-def _positive_real(value: Any, name: str, where: str) -> float:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise _fail(TypeError, name, where, "a real number", value)
-    if not (math.isfinite(value) and value > 0):
-        raise _fail(ValueError, name, where, "a positive finite real number", value)
-    return float(value)
-
-
-def _positive_int(value: Any, name: str, where: str) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise _fail(TypeError, name, where, "an integer", value)
-    if value < 1:
-        raise _fail(ValueError, name, where, "an integer >= 1", value)
-    return int(value)
 
 
 def _steps(eta: Any, where: str) -> int:
