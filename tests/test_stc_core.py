@@ -89,6 +89,21 @@ def test_scaling_refuses_points_beyond_the_bound_unless_told_to_clip():
     assert np.allclose(Y, [[0.25, 0.0], [0.3, 0.4]])  # the far point lands on the sphere, same direction
 
 
+def test_clipping_a_point_far_beyond_float_range_keeps_its_direction_without_overflow():
+    """Squaring 1e200 overflows: a naive norm is inf, and the point used to land on the centre."""
+    import warnings
+
+    scaling = stc.public_scaling(bound=1e-3)  # factor 500: 1e306 * 500 overflows too
+    X = np.array([[1e200, 1e200], [-1e306, 0.0], [3e-4, 4e-4], [0.0, 0.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Y = scaling.apply(X, clip=True)
+    half = 0.5 / np.sqrt(2)
+    assert np.allclose(Y, [[half, half], [-0.5, 0.0], [0.15, 0.2], [0.0, 0.0]])
+    with pytest.raises(ValueError, match="2 of the 4 points"):
+        scaling.apply(X)
+
+
 def test_releases_refuse_a_source_that_was_not_scaled():
     S, T = np.array([[0.6, 0.0], [0.0, 0.1]]), np.zeros((2, 2))
     with pytest.raises(ValueError, match="'source' parameter of nna_release must have every row of norm <= 0.5"):

@@ -81,15 +81,16 @@ class PublicScaling:
                              f"columns (the center's). Got shape {X.shape} instead.")
         if not isinstance(clip, bool):
             raise _checks.fail(TypeError, "clip", "PublicScaling.apply", "a bool", clip)
-        Y = (X - self.center) * self.factor
-        norms = np.linalg.norm(Y, axis=1)
+        with np.errstate(over="ignore"):  # a far-out point may scale to inf; it is clipped like any other
+            Y = (X - self.center) * self.factor
+        norms, unit = _norms_and_directions(Y)
         over = norms > RADIUS
         if np.any(norms > RADIUS * (1 + _SLACK)) and not clip:
             raise ValueError(f"{int(over.sum())} of the {X.shape[0]} points given to PublicScaling.apply lie "
                              f"outside the public bound (||x - center|| <= {self.bound:g}); their largest distance "
                              f"to the center is {norms.max() / self.factor:g}. Widen the bound or pass clip=True "
                              "to project them onto it.")
-        Y[over] *= (RADIUS / norms[over])[:, None]
+        Y[over] = RADIUS * unit[over]
         return Y
 
     def invert(self, points: np.ndarray) -> np.ndarray:
@@ -102,6 +103,24 @@ class PublicScaling:
 def public_scaling(bound: float, center: Any = 0.0) -> PublicScaling:
     """The scaling x -> (x - center) * (1/2) / bound, for a public bound on ||x - center||."""
     return PublicScaling(center=center, bound=bound)
+
+
+def _norms_and_directions(Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows' Euclidean norms and unit directions, without overflow: each row is divided by its
+    largest entry before squaring (a row of 1e200s has norm 1.4e200, not inf, and keeps its
+    direction). A norm too large for a float is inf, and its direction is still right."""
+    with np.errstate(invalid="ignore"):
+        scale = np.abs(Y).max(axis=1) if Y.shape[1] else np.zeros(Y.shape[0])
+        finite = np.isfinite(scale)
+        safe = np.where((scale > 0) & finite, scale, 1.0)
+        Z = Y / safe[:, None]
+        # rows holding an inf entry: the direction of their infinite coordinates
+        Z[~finite] = np.where(np.isinf(Y[~finite]), np.sign(Y[~finite]), 0.0)
+        lengths = np.linalg.norm(Z, axis=1)
+    with np.errstate(over="ignore"):
+        norms = np.where(finite, scale * lengths, np.inf)
+    unit = Z / np.where(lengths > 0, lengths, 1.0)[:, None]
+    return norms, unit
 
 
 def check_in_ball(points: np.ndarray, name: str, where: str) -> np.ndarray:
