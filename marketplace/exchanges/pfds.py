@@ -28,7 +28,7 @@ from marketplace import seeds
 from marketplace.data.dataset import Dataset, World
 from marketplace.parties import party_ids
 from marketplace.roles import CONSUMER, CURATOR, Role
-from marketplace.runner.format import fmt, mean_sd
+from marketplace.runner.format import fmt, mean_sd, sweep_table_head
 from marketplace.scenario.config import ScenarioConfig
 from marketplace.schema import SchemaError
 
@@ -394,10 +394,7 @@ def sweep_row(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def sweep_table(summary: list[dict[str, Any]], keys: list[str], title: str) -> Table:
-    table = Table(title=title, title_justify="left", caption="mean±sd over repeats of the mean error over evaluated agents",
-                  caption_justify="left")
-    for key in keys:
-        table.add_column(key.rsplit(".", 1)[-1], no_wrap=True)
+    table = sweep_table_head(title, "mean±sd over repeats of the mean error over evaluated agents", keys)
     table.add_column("ok", justify="right")
     for name in METHODS:
         table.add_column(LABELS[name], justify="right", no_wrap=True)

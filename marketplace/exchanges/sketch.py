@@ -25,7 +25,7 @@ from marketplace.data.dataset import Dataset
 from marketplace.data.world import World
 from marketplace.parties import party_ids
 from marketplace.roles import CONSUMER, CURATOR, Role
-from marketplace.runner.format import fmt, mean_sd
+from marketplace.runner.format import fmt, mean_sd, sweep_table_head
 from marketplace.scenario.config import ScenarioConfig
 from marketplace.schema import SchemaError
 
@@ -399,10 +399,7 @@ def sweep_row(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def sweep_table(summary: list[dict[str, Any]], keys: list[str], title: str) -> Table:
-    table = Table(title=title, title_justify="left", caption="mean±sd over repeats; errors in unit-box coordinates",
-                  caption_justify="left")
-    for key in keys:
-        table.add_column(key.rsplit(".", 1)[-1], no_wrap=True)
+    table = sweep_table_head(title, "mean±sd over repeats; errors in unit-box coordinates", keys)
     shown = [("ok", None), ("mom1 MRE", "moment1_mre"), ("CDF MAE", "cdf_mae"), ("cov rel", "covariance_rel_fro"),
              ("count MAE", "count_fraction_mae"), ("AUC", "logistic_auc"), ("DP-ERM AUC", "dp_erm_auc"),
              ("rank rho", "ranking_spearman")]

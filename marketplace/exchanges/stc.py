@@ -29,7 +29,7 @@ from marketplace.data.dataset import Dataset
 from marketplace.data.world import World
 from marketplace.parties import party_ids
 from marketplace.roles import CONSUMER, CURATOR, Role
-from marketplace.runner.format import fmt, mean_sd
+from marketplace.runner.format import fmt, mean_sd, sweep_table_head
 from marketplace.scenario.config import ScenarioConfig
 from marketplace.schema import SchemaError
 
@@ -230,9 +230,7 @@ def sweep_row(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def sweep_table(summary: list[dict[str, Any]], keys: list[str], title: str) -> Table:
-    table = Table(title=title, title_justify="left", caption="cost: mean±sd over repeats (lower is better)", caption_justify="left")
-    for key in keys:
-        table.add_column(key.rsplit(".", 1)[-1], no_wrap=True)
+    table = sweep_table_head(title, "cost: mean±sd over repeats (lower is better)", keys)
     kmeans = any(row.get("private_kmeans_cost_mean") is not None for row in summary)
     for name in ("ok", "protocol", "ClusterT", "non-private STC", *(["PrivateKmeans"] if kmeans else []), "S alone"):
         table.add_column(name, justify="right", no_wrap=True)

@@ -13,7 +13,7 @@ from marketplace.data.dataset import Dataset
 from marketplace.data.world import World
 from marketplace.parties import party_ids, public_features
 from marketplace.roles import CONSUMER, CURATOR, Role
-from marketplace.runner.format import fmt, mean_sd
+from marketplace.runner.format import fmt, mean_sd, sweep_table_head
 from marketplace.scenario.config import ScenarioConfig
 from marketplace.schema import SchemaError
 
@@ -180,10 +180,7 @@ def sweep_row(report: dict[str, Any]) -> dict[str, Any]:
 def sweep_table(summary: list[dict[str, Any]], keys: list[str], title: str) -> Table:
     """One row per sweep point: the protocol's MMD^2 (as % over greedy) and accuracy, mean±sd over
     repeats, next to the means of greedy and uniform (runs.csv / summary.csv have everything)."""
-    table = Table(title=title, title_justify="left", caption="protocol: mean±sd over repeats; baselines: means; "
-                  "% = MMD^2 increase over greedy", caption_justify="left")
-    for key in keys:
-        table.add_column(key.rsplit(".", 1)[-1], no_wrap=True)
+    table = sweep_table_head(title, "protocol: mean±sd over repeats; baselines: means; % = MMD^2 increase over greedy", keys)
     for name in ("ok", "%", "accuracy", "greedy acc", "uniform %", "uniform acc", "rho"):
         table.add_column(name, justify="right", no_wrap=True)
     for row in summary:

@@ -1,4 +1,4 @@
-"""Number formatting shared by the terminal tables."""
+"""Number formatting and the sweep table header shared by the terminal tables."""
 
 from __future__ import annotations
 
@@ -20,3 +20,14 @@ def mean_sd(row: dict[str, Any], column: str, spec: str, *, sd: bool = True) -> 
     if mean is None:
         return "-"
     return f"{mean:{spec}}±{spread:{spec}}" if sd and spread else f"{mean:{spec}}"
+
+
+def sweep_table_head(title: str, caption: str, keys: list[str]):
+    """A sweep's summary table with one column per swept key (its last dotted part); each protocol
+    adds its own columns and rows."""
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
+    for key in keys:
+        table.add_column(key.rsplit(".", 1)[-1], no_wrap=True)
+    return table
