@@ -35,25 +35,13 @@ sys.path.insert(0, str(ROOT / "tests"))
 from test_faults import HEARTBEAT_TIMEOUT_S, descendants, dropout, kill_all, long_scenario, marketplace_run, wait_for  # noqa: E402
 from test_zmq import _alive, _pid_of  # noqa: E402
 
-
-def tiny() -> dict:
-    return {
-        "name": "tiny", "protocol": "summarize", "seed": 11, "parties": {"owners": 3},
-        "data": {
-            "source": {"kind": "covariate_shift", "covariate_shift": {"dim": 3, "components": 4, "rows_per_component": 40}},
-            "partition": {"scheme": "by_group", "skew": 0.7},
-            "consumer": {"target_groups": [0], "target_share": 0.5, "validation_size": 8, "test_size": 10},
-            "seed_set": {"groups": [3], "size": 4},
-        },
-        "summarize": {"rounds": 6, "gamma": 0.5, "features": 30, "baselines": []},
-        "transport": {"heartbeat_interval_s": 0.2, "heartbeat_timeout_s": 5.0, "start_timeout_s": 30.0},
-    }
+from conftest import tiny_raw  # noqa: E402
 
 
 def trial(workdir: Path, rounds: int, owner: str, sig: signal.Signals, at_round: int) -> dict:
     workdir.mkdir(parents=True)
     out = workdir / "run"
-    proc = marketplace_run(long_scenario(tiny(), workdir, rounds=rounds), out)
+    proc = marketplace_run(long_scenario(tiny_raw(), workdir, rounds=rounds), out)
     below: list[int] = []
     try:
         wait_for(out / "logs" / "curator.log", rf"round {at_round}/")

@@ -23,7 +23,13 @@ def run_cli(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
 @pytest.fixture
 def tiny_scenario() -> dict:
     """A scenario small enough for brute force: 3 owners, 2-D mixture, few rows."""
-    return {
+    return tiny_raw()
+
+
+def tiny_raw(**summarize) -> dict:
+    """The tiny scenario as a fresh dict (``summarize`` options override its section); for code
+    outside fixtures (the fuzz harness, the fault benchmark)."""
+    raw = {
         "name": "tiny",
         "protocol": "summarize",
         "seed": 11,
@@ -34,6 +40,7 @@ def tiny_scenario() -> dict:
             "consumer": {"target_groups": [0], "target_share": 0.5, "validation_size": 8, "test_size": 10},
             "seed_set": {"groups": [3], "size": 4},
         },
-        "summarize": {"rounds": 6, "gamma": 0.5, "features": 30, "baselines": []},
+        "summarize": {"rounds": 6, "gamma": 0.5, "features": 30, "baselines": [], **summarize},
         "transport": {"heartbeat_interval_s": 0.2, "heartbeat_timeout_s": 5.0, "start_timeout_s": 30.0},
     }
+    return raw

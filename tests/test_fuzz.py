@@ -24,11 +24,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fuzzing
+from conftest import tiny_raw
 from marketplace.messages import PROTOCOL_VERSION, Envelope, MessageError, decode, encode
 from marketplace.messages.kinds import Error, Hello, Point
 from marketplace.parties import make_world
 from marketplace.scenario import parse_scenario
-from marketplace.transport.inprocess import StalledRun, run_inprocess
+from marketplace.transport.inprocess import run_inprocess
 from marketplace.transport.node import Node
 
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -42,20 +43,6 @@ def quiet_nodes():
     logging.disable(logging.NOTSET)
 
 
-def tiny(**summarize) -> dict:
-    raw = {
-        "name": "tiny", "protocol": "summarize", "seed": 11, "parties": {"owners": 3},
-        "data": {
-            "source": {"kind": "covariate_shift", "covariate_shift": {"dim": 3, "components": 4, "rows_per_component": 40}},
-            "partition": {"scheme": "by_group", "skew": 0.7},
-            "consumer": {"target_groups": [0], "target_share": 0.5, "validation_size": 8, "test_size": 10},
-            "seed_set": {"groups": [3], "size": 4},
-        },
-        "summarize": {"rounds": 6, "gamma": 0.5, "features": 30, "baselines": [], **summarize},
-    }
-    return raw
-
-
 STC = {
     "name": "stc-tiny", "protocol": "stc", "seed": 5, "parties": {"owners": 2},
     "data": {
@@ -66,7 +53,7 @@ STC = {
     },
     "stc": {"release": "nna", "k": 4, "domain": {"low": [0.0], "high": [1.0]}},
 }
-SCENARIOS = {"summarize": tiny(), "summarize-less-trusted": tiny(curator="less_trusted"), "stc": STC}
+SCENARIOS = {"summarize": tiny_raw(), "summarize-less-trusted": tiny_raw(curator="less_trusted"), "stc": STC}
 
 
 @functools.cache
