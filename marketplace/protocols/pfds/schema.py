@@ -88,6 +88,19 @@ def _value_list(values: Any, name: str, where: str, minimum: int) -> tuple:
     return tuple(out)
 
 
+def _codes(values: tuple, column: np.ndarray, rule: str) -> np.ndarray:
+    """The code (index in ``values``) of each entry of ``column``; ValueError "{rule}. Got ... at row
+    r instead." for the first entry outside ``values`` (a bool never matches, though True == 1)."""
+    codes = {value: code for code, value in enumerate(values)}
+    out = np.empty(column.shape[0], dtype=np.int64)
+    for row, value in enumerate(column.tolist()):
+        code = codes.get(value)
+        if code is None or isinstance(value, bool):
+            raise ValueError(f"{rule}. Got {describe(value)} at row {row} instead.")
+        out[row] = code
+    return out
+
+
 def _label_vector(y: Any) -> np.ndarray:
     array = np.asarray(y)
     if array.ndim != 1:
@@ -157,16 +170,7 @@ class ClassLabels:
 
     def encode(self, y: Any) -> np.ndarray:
         """The code (index in ``values``) of each label."""
-        array = _label_vector(y)
-        codes = {value: code for code, value in enumerate(self.values)}
-        out = np.empty(array.shape[0], dtype=np.int64)
-        for row, value in enumerate(array.tolist()):
-            code = codes.get(value)
-            if code is None or isinstance(value, bool):
-                raise ValueError(f"Labels must be one of the public classes {list(self.values)!r}. "
-                                 f"Got {describe(value)} at row {row} instead.")
-            out[row] = code
-        return out
+        return _codes(self.values, _label_vector(y), f"Labels must be one of the public classes {list(self.values)!r}")
 
     def decode(self, codes: Any, *, rng: np.random.Generator | None = None) -> np.ndarray:
         """The class of each code (``rng`` is not used)."""
@@ -329,15 +333,8 @@ class PublicSchema:
 
     @staticmethod
     def _lookup(attribute: CategoricalAttribute, column: np.ndarray) -> np.ndarray:
-        codes = {value: code for code, value in enumerate(attribute.values)}
-        out = np.empty(column.shape[0], dtype=np.int64)
-        for row, value in enumerate(column.tolist()):
-            code = codes.get(value)
-            if code is None or isinstance(value, bool):
-                raise ValueError(f"Attribute {attribute.name!r} must take a value of its public domain "
-                                 f"{list(attribute.values)!r}. Got {describe(value)} at row {row} instead.")
-            out[row] = code
-        return out
+        return _codes(attribute.values, column, f"Attribute {attribute.name!r} must take a value of its public "
+                                                f"domain {list(attribute.values)!r}")
 
     def check_rows(self, X: Any, name: str, where: str, *, allow_empty: bool = False) -> np.ndarray:
         """``X`` as a checked n x d float64 matrix: finite, numeric values in [lo, hi], categorical
