@@ -349,3 +349,14 @@ def test_the_shared_tables_load_inside_their_public_schema(dataset, folder, rows
     assert len(table) == rows and table.X.shape[1] == schema.d
     schema.check_rows(table.X, "X", "test")
     schema.encode_labels(table.y if dataset != "bike" else table.y.astype(float))
+
+
+def test_pfds_ledgers_follow_the_configured_relation(pfds_scenario, tmp_path):
+    for neighbours, relation in (("add_remove", "add/remove-one"), ("replace", "replace-one")):
+        raw = copy.deepcopy(pfds_scenario)
+        raw["pfds"]["neighbours"] = neighbours
+        report = run(raw, tmp_path, neighbours)
+        found = {n: e for n, e in report["privacy"].items() if isinstance(e, dict) and e.get("eps") is not None}
+        assert found
+        for name, entry in found.items():
+            assert entry["neighbouring"]["relation"] == relation, name

@@ -31,3 +31,18 @@ def sweep_table_head(title: str, caption: str, keys: list[str]):
     for key in keys:
         table.add_column(key.rsplit(".", 1)[-1], no_wrap=True)
     return table
+
+
+def relation_text(entry: dict[str, Any]) -> str:
+    """"replace-one: a row of D_v" from a ledger's ``neighbouring`` (or says that none is stated)."""
+    relation = entry.get("neighbouring") or {}
+    if not relation:
+        return "neighbouring relation not stated"
+    return f"{relation.get('relation')}: {relation.get('record')}"
+
+
+def ledger_text(name: str, entry: dict[str, Any], how: str | None = None) -> str:
+    """One privacy row: "D_s: eps = 0.025, delta = 0.0001 (exact Gaussian; replace-one: a point of D_s)"."""
+    if how is None:
+        how = "exact Gaussian" if entry.get("gaussian_accountant") == "exact" else f"{entry.get('theorem')} composition"
+    return f"{name}: eps = {fmt(entry.get('eps'))}, delta = {fmt(entry.get('delta'))} ({how}; {relation_text(entry)})"
