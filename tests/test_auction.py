@@ -258,3 +258,13 @@ def test_verify_uses_the_direction_of_the_round_the_point_was_bid_in():
     claimed = bid_value(phi, bid_round)
     assert verify(phi, claimed, bid_round, 1e-9)
     assert not verify(phi, claimed, now, 1e-9)
+
+
+def test_in_secure_mode_the_auction_draws_from_the_operating_system():
+    bids = dict(zip(OWNERS, (5.0, 4.0, 3.0, 2.0, 1.0)))
+    runs = []
+    for _ in range(2):
+        a = PrivAuction(owners=OWNERS, eps_auc=0.5, tau=NEVER, rng=make_rng(seed=1, secure=True), requests=2)
+        runs.append([tuple(a.decide(bids)) for _ in range(50)])
+        assert all(len(r) == 2 for r in runs[-1])
+    assert runs[0] != runs[1]  # the same seed does not repeat: the seed is ignored

@@ -35,7 +35,7 @@ def clopper_pearson(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[flo
     return lo, hi
 
 
-def times_asked(bids: dict[str, float], owner: str, *, rule: str, eps: float, seed: int, requests: int | str = "auto") -> int:
+def times_asked(bids: dict[str, float], owner: str, *, rule: str, eps: float, seed: int, requests: int | str = 1) -> int:
     auction = PrivAuction(owners=OWNERS, eps_auc=eps, tau=NEVER, rng=np.random.default_rng(seed), rule=rule, requests=requests)
     return sum(owner in auction.decide(bids) for _ in range(DRAWS))
 

@@ -38,7 +38,7 @@ def test_the_auction_ledger_is_the_audited_per_round_guarantee_composed(quicksta
     assert privacy["auction"] == "two_sided"
     eps = privacy["eps_auction"]
     # the schedule the audit checks: pure eps per round, both outcomes
-    schedule = two_sided_schedule(report["config"]["parties"]["owners"], eps, 3)
+    schedule = two_sided_schedule(report["config"]["parties"]["owners"], eps, privacy["requests_per_round"])
     assert (schedule.eps, schedule.delta) == (eps, 0.0)
     assert report["auction"]["per_round"] == {"eps": eps, "delta": 0.0}
     assert ledger["eps"] == pytest.approx(rounds * eps, rel=1e-12) and ledger["delta"] == 0.0
@@ -159,3 +159,11 @@ def test_the_table_shows_each_ledgers_relation(tmp_path):
     assert out.returncode == 0, out.stderr
     for fragment in ("replace-one: a row of D_v", "replace-one: a point of D_s", "exact Gaussian"):
         assert fragment in text, fragment
+
+
+def test_the_private_shift_scenario_beats_uniform_sampling_at_its_stated_budget(tmp_path):
+    report = run_scenario(load_scenario(ROOT / "scenarios" / "private-shift.yaml", []), tmp_path / "run", driver="inprocess")
+    privacy = report["privacy"]
+    assert privacy["consumer:D_v"]["eps"] <= 1.5 and privacy["D_s"]["eps"] <= 1.0 and privacy["auction"]["eps"] <= 2.0
+    assert privacy["consumer:D_v"]["delta"] <= 1e-5 and privacy["D_s"]["delta"] <= 1e-5 and privacy["auction"]["delta"] == 0
+    assert report["metrics"]["mmd2"] < 0.6 * report["metrics"]["baselines"]["uniform"]["mmd2"]

@@ -84,7 +84,7 @@ class PrivateSchedule:
     secure: bool
     release: str = "gaussian"
     auction: str = "two_sided"
-    requests_per_round: int | str = "auto"
+    requests_per_round: int | str = 1
     gaussian_accountant: str = "exact"
     rho_validation: float | None = None
     """gaussian: the zCDP cost of the release of g~."""

@@ -75,9 +75,9 @@ class SummarizePrivacy:
     (pure eps_auc-DP per round). ``paper``: the paper's coins, rank r asked with probability
     exp(-eps_auc (r - 1)), rank 1 always; only (eps_auc, 1 - e^-eps_auc)-DP per round (opt-in, the
     run's table warns)."""
-    requests_per_round: Annotated[int, Range(min=1)] | Literal["auto"] = "auto"
-    """``two_sided`` only: how many owners are asked each round besides those due under tau.
-    ``auto``: as many as the paper's coins ask on average (at least 1)."""
+    requests_per_round: Annotated[int, Range(min=1)] | Literal["auto"] = 1
+    """``two_sided`` only: how many owners are asked each round besides those due under tau (the
+    most parsimonious, 1, is the default). ``auto``: as many as the paper's coins ask on average."""
     tau: Annotated[int, Range(min=1)] = 5
     """An owner is asked at its tau-th bid since it was last asked."""
     release: Literal["gaussian", "mwem_last", "mwem_call_average", "mwem_paper"] = "gaussian"

@@ -17,8 +17,8 @@ are skipped. First the *tau rule* (below) names the owners that are due; they ar
 ranked owners are asked by the round's request schedule
 (:mod:`~marketplace.protocols.summarize.request_schedule`):
 
-* ``rule="two_sided"`` (the default): exactly ``requests`` of them (``"auto"``: as many as the
-  paper's coins ask on average, at least 1), rank r with probability a_r, where both "asked" and
+* ``rule="two_sided"`` (the default): exactly ``requests`` of them (default 1; ``"auto"``: as many
+  as the paper's coins ask on average), rank r with probability a_r, where both "asked" and
   "not asked" stay within e^eps_auc between adjacent ranks. Every round asks somebody, and the
   number asked is fixed, so it tells nobody anything.
 * ``rule="paper"``: independent coins, rank r asked with probability exp(-eps_auc (r - 1)), rank 1
@@ -63,7 +63,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .bid import bid_value
-from .request_schedule import RequestSchedule, paper_requests, paper_schedule, two_sided_schedule
+from .request_schedule import RequestSchedule, paper_requests, paper_schedule, permutation, two_sided_schedule
 
 __all__ = ["RULES", "AuctionRound", "Pool", "PoolEntry", "PrivAuction", "paper_expected_requests", "request_probabilities", "verify"]
 
@@ -145,7 +145,7 @@ class PrivAuction:
     """
 
     def __init__(self, *, owners: tuple[str, ...], eps_auc: float, tau: int, rng: np.random.Generator,
-                 rule: str = "two_sided", requests: int | str = "auto") -> None:
+                 rule: str = "two_sided", requests: int | str = 1) -> None:
         where = "PrivAuction"
         owners = tuple(owners)
         if not owners or not all(isinstance(o, str) and o for o in owners) or len(set(owners)) != len(owners):
@@ -201,7 +201,7 @@ class PrivAuction:
         for o in ranking:
             self._unasked[o] = 0 if o in asked else self._unasked[o] + 1
         order = sorted(asked, key=self.index.__getitem__)
-        order = [order[i] for i in self.rng.permutation(len(order))] if len(order) > 1 else order
+        order = [order[i] for i in permutation(self.rng, len(order))] if len(order) > 1 else order
         self.last = AuctionRound(round=self.round, ranking=ranking, by_coin=by_coin, by_tau=due, order=tuple(order),
                                  schedule=schedule)
         return order

@@ -45,6 +45,7 @@ from __future__ import annotations
 import bisect
 import functools
 import math
+import secrets
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
@@ -52,6 +53,7 @@ from typing import Literal
 import numpy as np
 
 from marketplace.checks import fail
+from marketplace.privacy.rng import is_secure
 
 __all__ = ["MAX_EPS", "MIN_EPS", "RequestSchedule", "paper_requests", "paper_schedule", "two_sided_schedule"]
 
@@ -96,18 +98,43 @@ class RequestSchedule:
         if self.rule == "everyone":
             return [list(range(self.n)) for _ in range(draws)]
         if self.rule == "uniform":
-            return [sorted(int(i) for i in rng.permutation(self.n)[: self.requests]) for _ in range(draws)]
+            return [sorted(permutation(rng, self.n)[: self.requests]) for _ in range(draws)]
         if self.rule == "paper":
-            heads = rng.random((draws, self.n)) < np.asarray(self.coin_probabilities)
+            heads = uniforms(rng, (draws, self.n)) < np.asarray(self.coin_probabilities)
             return [np.flatnonzero(row).tolist() for row in heads]
         width = self.bits // 8
-        raw = rng.bytes(width * draws)
+        raw = random_bytes(rng, width * draws)
         one = 1 << self.bits
         out = []
         for i in range(draws):
             u = int.from_bytes(raw[i * width:(i + 1) * width], "little")
             out.append([bisect.bisect_right(self.thresholds, u + k * one) for k in range(self.requests)])
         return out
+
+
+# --- randomness: the run's generator in simulation, the OS in secure mode -------------------------
+
+
+def random_bytes(rng: np.random.Generator, n: int) -> bytes:
+    """n uniform bytes: from the OS (``secrets``) when ``rng`` is a secure generator, else from ``rng``."""
+    return secrets.token_bytes(n) if is_secure(rng) else rng.bytes(n)
+
+
+def permutation(rng: np.random.Generator, n: int) -> list[int]:
+    """A uniform permutation of range(n) (exact: integer Fisher–Yates, OS entropy in secure mode)."""
+    if is_secure(rng):
+        order = list(range(n))
+        secrets.SystemRandom().shuffle(order)
+        return order
+    return [int(i) for i in rng.permutation(n)]
+
+
+def uniforms(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    """Uniform floats on the 2^-53 grid (OS entropy in secure mode)."""
+    if is_secure(rng):
+        words = np.frombuffer(secrets.token_bytes(8 * math.prod(shape)), dtype="<u8").reshape(shape)
+        return (words >> np.uint64(11)).astype(np.float64) * 2.0**-53
+    return rng.random(shape)
 
 
 # --- the two-sided schedule --------------------------------------------------------------------
