@@ -13,10 +13,12 @@ What changes against :class:`~marketplace.curator.summarize.SummarizeCurator`:
   (:mod:`~marketplace.protocols.summarize.gaussian_release`), zCDP-calibrated so that each
   protected dataset ends at the total the MWEM schedule would have spent (budgets only check);
   a D_s of public seed points only is released exactly.
-* Owners are asked by the auction's rank coins and tau rule; every point received goes into the
-  pool (verified against the direction of the round it was bid in); the pool's best point under
-  the current direction enters D_s. Nobody is told who won. Each round's coins are recorded on the
-  ``auction`` ledger (eps_auc per round, the bound on what an owner learns from being asked).
+* Owners are asked by the private auction (two-sided schedule by default, the paper's coins as an
+  option) and the tau rule; every point received goes into the pool (verified against the
+  direction of the round it was bid in); the pool's best point under the current direction enters
+  D_s. Nobody is told who won. Each round is recorded on the ``auction`` ledger at the schedule's
+  per-round guarantee for what an owner observes (eps_auc and delta 0 by default; eps_auc and
+  1 - e^-eps_auc for the paper's coins). See ``docs/privacy.md``.
 
 Owners and the consumer run unchanged: the protocol differs only in what the curator releases
 and whom it asks.
