@@ -89,8 +89,10 @@ def _parser() -> argparse.ArgumentParser:
     generate.add_argument("--owners", type=int, required=True, help="K, the number of owners")
     generate.add_argument("--force", action="store_true", help="overwrite existing keys")
     from marketplace.consumer import sketch_cli
+    from marketplace.datasets import cli as data_cli
 
     sketch_cli.add_parser(sub)
+    data_cli.add_parser(sub)
 
     for role, text in (("curator", "run the curator (binds a ROUTER at --endpoint)"),
                        ("owner", "run one data owner (connects to the curator)"),
@@ -121,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
-    if args.command == "sketch":
+    if args.command in ("sketch", "data"):
         return args.func(args)
     if args.command == "privacy":
         if not hasattr(args, "func"):
