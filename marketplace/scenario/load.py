@@ -57,8 +57,27 @@ class Scenario:
     raw: dict[str, Any]
     source: str
 
-    def dump_yaml(self) -> str:
-        return yaml.safe_dump(self.raw, sort_keys=False)
+    def dump_yaml(self, *, protocol_only: bool = False) -> str:
+        """The resolved scenario as YAML; ``protocol_only`` leaves out the sections of the other
+        protocols and of the data sources not chosen (reading it back gives the same config)."""
+        return yaml.safe_dump(protocol_sections(self.raw) if protocol_only else self.raw, sort_keys=False)
+
+
+PROTOCOL_SECTIONS = ("summarize", "stc", "sketch", "pfds")
+
+
+def protocol_sections(raw: dict[str, Any]) -> dict[str, Any]:
+    """``raw`` without the other protocols' sections, the unchosen data sources' options and an
+    empty sweep: what matters to this scenario. Every key left out holds its default."""
+    protocol = raw.get("protocol")
+    out = {k: copy.deepcopy(v) for k, v in raw.items() if k not in PROTOCOL_SECTIONS or k == protocol}
+    source = (out.get("data") or {}).get("source")
+    if isinstance(source, dict) and "kind" in source:
+        out["data"]["source"] = {k: v for k, v in source.items() if k in ("kind", source["kind"])}
+    sweep = out.get("sweep")
+    if isinstance(sweep, dict) and not sweep.get("vary"):
+        out.pop("sweep")
+    return out
 
 
 def apply_override(raw: dict[str, Any], assignment: str, source: str = "--set") -> None:
