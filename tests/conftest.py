@@ -61,3 +61,25 @@ def tiny_raw(**summarize) -> dict:
         "transport": {"heartbeat_interval_s": 0.2, "heartbeat_timeout_s": 5.0, "start_timeout_s": 30.0},
     }
     return raw
+
+
+@pytest.fixture(scope="session", autouse=True)
+def every_report_follows_the_schema(tmp_path_factory):
+    """After the whole session, check every report.json the suite wrote (in-process runs, CLI
+    subprocesses, sweeps, assembled compose runs) against marketplace/report.schema.json."""
+    yield
+    from marketplace.runner.report_schema import report_problems
+
+    import json
+
+    checked, bad = 0, []
+    for path in sorted(tmp_path_factory.getbasetemp().rglob("report.json")):
+        try:
+            report = json.loads(path.read_text())
+        except ValueError as err:
+            bad.append(f"{path}: not JSON ({err})")
+            continue
+        checked += 1
+        bad += [f"{path}: {problem}" for problem in report_problems(report)[:5]]
+    if bad:
+        pytest.fail(f"{len(bad)} schema problem(s) in the {checked} report.json files the suite wrote:\n" + "\n".join(bad[:40]))
