@@ -21,6 +21,7 @@ Start here:
   marketplace run scenarios/quickstart.yaml --driver inprocess --set parties.owners=8
   marketplace run scenarios/quickstart-private.yaml --driver inprocess --sweep summarize.rounds=20,40 --repeats 3
   marketplace validate scenarios/quickstart.yaml       check a scenario without running it
+  marketplace data fetch adult                         download a public dataset (checked) for the scenarios that use it
   marketplace privacy compose --epsilon 0.01 --count 1656 --delta 0.01 --theorem advanced
   marketplace sketch query RUN/sketches/merged.npz --scenario RUN/scenario.resolved.yaml --moments 2
 

@@ -40,7 +40,7 @@ for part in $parts; do
       marketplace run scenarios/stc-superconductivity.yaml $Q --out "$(fresh $O/super$1$2)" --set "data.partition.groups=[$1]" \
         --set "data.consumer.target_groups=[$2]" --set data.consumer.validation_size=${size[$2]} $K --repeats $RS
     done ;;
-  headline30)  # the paper's Figure 3 real-data pairs (and the low -> high) at the paper's 30 repeats
+  headline30)  # the paper's Figure 3 real-data pairs (and low -> high) at the paper's 30 repeats
     marketplace run scenarios/stc-office.yaml $Q --out "$(fresh $O/office01)" --set "data.partition.groups=[0]" \
       --set "data.consumer.target_groups=[1]" --set data.consumer.validation_size=294 $K --repeats 30
     marketplace run scenarios/stc-superconductivity.yaml $Q --out "$(fresh $O/super32)" --set "data.partition.groups=[3]" \
