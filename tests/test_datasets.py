@@ -287,3 +287,19 @@ def test_data_path_of_a_dataset_not_fetched_prints_where_it_goes_and_exits_3(tmp
     result = cli("data", "path", "mnist", cache=tmp_path)
     assert result.returncode == 3 and result.stdout.strip() == str(tmp_path / "mnist")
     assert "marketplace data fetch mnist" in result.stderr
+
+
+@needs_mirror
+def test_large_files_report_progress_in_poochs_protocol(tmp_path):
+    from marketplace.datasets.fetch import LARGE_FILE, RichBar, terminal_progress
+
+    bars = []
+
+    def progress(label: str, total: int) -> RichBar:
+        bars.append(RichBar(label, total))
+        return bars[-1]
+
+    fetch_dataset(DATASETS["mnist"], mirror=mirror_url(str(SHARED_DATA)), home=tmp_path, progress=progress)
+    assert [b.total for b in bars] == [f.size for f in DATASETS["mnist"].files]
+    assert all(b._progress.tasks[0].completed == b.total for b in bars)
+    assert terminal_progress("x", LARGE_FILE) is None  # stderr is not a terminal under pytest
