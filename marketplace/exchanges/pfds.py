@@ -28,7 +28,7 @@ from marketplace import seeds
 from marketplace.data.dataset import Dataset, World
 from marketplace.parties import party_ids
 from marketplace.roles import CONSUMER, CURATOR, Role
-from marketplace.runner.format import fmt, mean_sd, relation_text, sweep_table_head
+from marketplace.runner.format import fmt, mean_sd, plural, relation_text, sweep_table_head
 from marketplace.scenario.config import ScenarioConfig
 from marketplace.schema import SchemaError
 
@@ -347,8 +347,9 @@ class Baselines:
 
 def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     agents = report.get("agents") or {}
-    receivers = f" + {agents['receivers']} receiving owners" if agents.get("receivers") else ""
-    rows = [("agents", f"{agents.get('sharers', '-')} sharers{receivers} + the consumer; test fold of {agents.get('test_rows', '-')} rows; "
+    receivers = f" + {plural(agents['receivers'], 'receiving owner')}" if agents.get("receivers") else ""
+    sharers = plural(agents["sharers"], "sharer") if isinstance(agents.get("sharers"), int) else "- sharers"
+    rows = [("agents", f"{sharers}{receivers} + the consumer; test fold of {agents.get('test_rows', '-')} rows; "
              f"error = {report.get('error_measure', '-')}")]
     ledgers = [p for p in (report.get("privacy") or {}).values() if isinstance(p, dict) and p.get("eps") is not None]
     if ledgers:

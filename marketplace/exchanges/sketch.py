@@ -25,7 +25,7 @@ from marketplace.data.dataset import Dataset
 from marketplace.data.world import World
 from marketplace.parties import party_ids
 from marketplace.roles import CONSUMER, CURATOR, Role
-from marketplace.runner.format import fmt, ledger_text, mean_sd, sweep_table_head
+from marketplace.runner.format import fmt, ledger_text, mean_sd, plural, sweep_table_head
 from marketplace.scenario.config import ScenarioConfig
 from marketplace.schema import SchemaError
 
@@ -346,7 +346,7 @@ def artifacts(report: dict[str, Any], out: Path) -> None:
 def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     m = report.get("map") or {}
     rows = [("sketch", f"{m.get('kind')} map, m = {m.get('n_features')}, d = {m.get('dim')}; "
-                       f"{len(report.get('released') or [])} owners released ({report.get('end_reason') or '-'})")]
+                       f"{plural(len(report.get('released') or []), 'owner')} released ({report.get('end_reason') or '-'})")]
     pars = report.get("parsimony") or {}
     rows.append(("parsimony", f"curator saw {pars.get('points_seen', 0)} raw points ({pars.get('sketches_received', 0)} sketches)"))
     for name, entry in (report.get("privacy") or {}).items():

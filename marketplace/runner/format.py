@@ -14,6 +14,20 @@ def fmt(value: Any, digits: int = 4) -> str:
     return str(value)
 
 
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """``1 owner``, ``2 owners`` (``many`` for irregular plurals)."""
+    return f"{count:,} {word if count == 1 else many or word + 's'}"
+
+
+def shorten(text: str, limit: int = 240) -> str:
+    """``text`` cut to about ``limit`` characters for a table cell or a terminal line, saying how
+    long it was (the full text stays in report.json)."""
+    text = " ".join(str(text).split())
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit - 1].rstrip()}… ({len(text)} characters; the full text is in report.json)"
+
+
 def mean_sd(row: dict[str, Any], column: str, spec: str, *, sd: bool = True) -> str:
     """``mean±sd`` of a sweep summary column (``column_mean``, ``column_sd``); '-' when missing."""
     mean, spread = row.get(f"{column}_mean"), row.get(f"{column}_sd")
