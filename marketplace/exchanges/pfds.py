@@ -1,4 +1,4 @@
-"""The `pfds` exchange (DESIGN.md §4): the world of a run, roles from the scenario, and the report.
+"""The `pfds` exchange (docs/design.md §4): the world of a run, roles from the scenario, and the report.
 
 **World.** The table of ``data.source.table`` is cut into ``pfds.folds`` stratified folds (by the
 run seed); fold ``pfds.fold`` is the test set every agent is scored on, and the rest is split among

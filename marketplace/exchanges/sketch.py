@@ -1,4 +1,4 @@
-"""The `sketch` exchange (DESIGN.md §5, M²M): roles from the scenario, and the report, tables, sweep
+"""The `sketch` exchange (docs/design.md §5, M²M): roles from the scenario, and the report, tables, sweep
 columns and files of a finished run. The roles live in ``curator/sketch.py``, ``owner/sketch.py``
 and ``consumer/sketch.py``; the pure core in ``protocols/sketch/``.
 

@@ -1,4 +1,4 @@
-"""The `stc` exchange (DESIGN.md §6): roles from the scenario, and the report, tables and sweep
+"""The `stc` exchange (docs/design.md §6): roles from the scenario, and the report, tables and sweep
 columns of a finished run. Roles: ``curator/stc.py``, ``owner/stc.py``, ``consumer/stc.py``;
 pure cores: ``protocols/stc/``.
 

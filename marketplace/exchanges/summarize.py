@@ -1,4 +1,4 @@
-"""The `summarize` exchange (DESIGN.md §3): roles from the scenario, and the report, tables and
+"""The `summarize` exchange (docs/design.md §3): roles from the scenario, and the report, tables and
 sweep columns of a finished run. The protocol itself lives in ``curator/``, ``owner/``,
 ``consumer/`` (roles) and ``protocols/summarize/`` (pure cores)."""
 

@@ -49,7 +49,7 @@ class TransportConfig:
 
 @dataclass(frozen=True)
 class SummarizePrivacy:
-    """The private form of `summarize` (DESIGN.md §3): h2 releases and PRIVAUCTION.
+    """The private form of `summarize` (docs/design.md §3): h2 releases and PRIVAUCTION.
 
     Defaults are the paper's settings. Every eps here is *per MWEM iteration* as the project's h2
     implements it (an iteration costs exactly eps: eps/2 selection, eps/2 measurement, sensitivity
@@ -104,7 +104,7 @@ class SummarizePrivacy:
 
 @dataclass(frozen=True)
 class SummarizeConfig:
-    """The summarization protocol (DESIGN.md §3), non-private form."""
+    """The summarization protocol (docs/design.md §3), non-private form."""
 
     rounds: Annotated[int, Range(min=1)] = 50
     """p: points added to the summary, one per round."""

@@ -1,4 +1,4 @@
-"""The `stc:` section of a scenario: private source-target clustering (DESIGN.md §6)."""
+"""The `stc:` section of a scenario: private source-target clustering (docs/design.md §6)."""
 
 from __future__ import annotations
 
