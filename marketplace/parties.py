@@ -44,13 +44,15 @@ def make_world(config: ScenarioConfig) -> World:
 
 def share_of(world: World, party: str) -> World:
     """The part of the world ``party`` may hold: an owner its own rows, the consumer D_v and its test
-    set, the curator the public seed set; every other part is replaced by an empty dataset. A party
+    set (and the public seed set), the curator the public seed set; every other part is replaced by an
+    empty dataset. A party
     process is given (or keeps) only this, so no process holds another party's private rows."""
     empty = world.seed_set.take([])
     if party == CURATOR:
         return World(owners=tuple(empty for _ in world.owners), validation=empty, test=empty, seed_set=world.seed_set)
-    if party == CONSUMER:
-        return World(owners=tuple(empty for _ in world.owners), validation=world.validation, test=world.test, seed_set=empty)
+    if party == CONSUMER:  # the seed set is public: the consumer scores the summary with it too
+        return World(owners=tuple(empty for _ in world.owners), validation=world.validation, test=world.test,
+                     seed_set=world.seed_set)
     index = [owner_id(i) for i in range(len(world.owners))].index(party)
     owners = tuple(o if i == index else empty for i, o in enumerate(world.owners))
     return World(owners=owners, validation=empty, test=empty, seed_set=empty)
@@ -64,8 +66,11 @@ def build_role(config: ScenarioConfig, party: str, *, world: World | None = None
         raise ValueError(f"unknown party {party!r}: this scenario has {', '.join(ids)}")
     world = world if world is not None else make_world(config)
     from marketplace.exchanges import exchange
+    from marketplace.scenario.fingerprint import fingerprint
 
-    return exchange(config.protocol).build_role(config, party, world, owner_data)
+    role = exchange(config.protocol).build_role(config, party, world, owner_data)
+    role.config_fingerprint = fingerprint(config)
+    return role
 
 
 def load_owner_file(path: str) -> Dataset:

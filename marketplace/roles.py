@@ -12,9 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from marketplace.messages import Envelope
+from marketplace.messages.kinds import Bye, Hello
 
 CURATOR = "curator"
 CONSUMER = "consumer"
+MAX_ERRORS_KEPT = 100
+"""Error messages a role keeps from its peers; past that only ``errors_received_dropped`` grows."""
 
 
 def owner_id(index: int) -> str:
@@ -40,11 +43,21 @@ class Role(ABC):
 
     party_id: str
     role_name: str
+    scenario_name: str = ""
+    config_fingerprint: dict[str, str] = {}
+    """What this party's scenario says about the parts every party must agree on (set by
+    :func:`marketplace.parties.build_role`); sent in ``hello`` and checked by the curator."""
 
     def __init__(self) -> None:
         self.done = False
         self.failure: str | None = None
         self.errors_received: list[dict[str, Any]] = []
+        self.errors_received_dropped = 0
+
+    def hello(self, protocol: str) -> Send:
+        """This party's ``hello`` to the curator: its role, protocol, scenario and configuration fingerprint."""
+        return Send(CURATOR, Hello(role=self.role_name, protocol=protocol, scenario=self.scenario_name,
+                                   config=dict(self.config_fingerprint)))
 
     @abstractmethod
     def start(self) -> list[Send]:
@@ -58,10 +71,16 @@ class Role(ABC):
         """Parties this role must hear from; a driver declares them lost if they stay silent."""
         return (CURATOR,)
 
-    def peer_lost(self, peer: str) -> list[Send]:
-        """A peer stopped answering (crash, hang, never connected). Default: fail and stop."""
-        self.fail(f"lost contact with {peer}")
+    def peer_lost(self, peer: str, reason: str = "") -> list[Send]:
+        """A peer stopped answering (crash, hang, never connected, no progress: ``reason``).
+        Default: fail and stop."""
+        self.fail(f"lost contact with {peer}" + (f" ({reason})" if reason else ""))
         return []
+
+    def awaited(self) -> dict[str, str]:
+        """Peer -> what this role is waiting for from it right now ("bid for round 3"). A driver
+        drops a peer that stays connected but does not deliver within ``progress_timeout_s``."""
+        return {}
 
     def on_error(self, message: Envelope) -> list[Send]:
         """Another party refused one of our messages: remember it for the report. A refused
@@ -69,17 +88,30 @@ class Role(ABC):
         by exiting it lets the curator see it as lost instead of waiting for it. Only the curator can
         refuse a hello: an ``error`` about a hello from anyone else changes nothing."""
         body = message.body
-        self.errors_received.append({"from": message.sender, "code": body.code, "detail": body.detail})
+        if len(self.errors_received) < MAX_ERRORS_KEPT:
+            self.errors_received.append({"from": message.sender, "code": body.code, "detail": body.detail})
+        else:
+            self.errors_received_dropped += 1
         if body.about_kind == "hello" and message.sender == CURATOR and self.party_id != CURATOR:
             self.fail(f"{message.sender} refused our hello: {body.detail}")
         return []
+
+    def acknowledge_shutdown(self, message: Envelope) -> list[Send]:
+        """The curator ended the run: remember how, stop, and answer ``bye``. A run the curator
+        ended as failed is failed for this party too (its exit status says so)."""
+        body = message.body
+        self.end_status = body.status
+        if body.status == "failed" and self.failure is None:
+            self.failure = f"the curator ended the run as failed: {body.reason}"
+        self.done = True
+        return [Send(message.sender, Bye(), reply_to=message.msg_id)]
 
     def awaits_from(self, peer: str) -> bool:
         """Whether the protocol is waiting for a message from ``peer`` right now (a point, a
         release): what :meth:`frame_refused` acts on. Default: no."""
         return False
 
-    def frame_refused(self, peer: str, about_kind: str | None) -> list[Send]:
+    def frame_refused(self, peer: str, about_kind: str | None, detail: str = "") -> list[Send]:
         """A frame from ``peer`` (of kind ``about_kind``, if it could be read) failed validation and
         never reached :meth:`handle`. Default: nothing (the sender got an ``error``). A role that is
         waiting for that frame decides whether the peer should still be waited for."""

@@ -530,9 +530,9 @@ def deliver_hostile(node: Node, frame: bytes, peer: str, names: tuple[str, ...],
     """Feed one hostile frame, check the contract, and leave the node as it was before (a frame
     the role accepted is undone, so the honest run goes on; a refused one must leave no trace)."""
     reaches = _reaches_role(node, frame, peer)
-    # a curator waiting for this peer's point or release excludes it when its frame cannot be read:
-    # undo that too
-    awaited = node.role.awaits_from(peer)
+    # a curator waiting for this peer's bid, point or release excludes it when its frame cannot be
+    # read: undo that too
+    awaited = node.role.awaits_from(peer) or peer in node.role.awaited()
     saved = snapshot(node) if reaches or awaited else None
     before = role_state(node) if reaches else None
     last_seen = dict(node.last_seen_id)

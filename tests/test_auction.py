@@ -226,7 +226,7 @@ def test_a_point_is_never_accepted_twice():
     pool.remove(first)
     with pytest.raises(ValueError, match="never offered twice"):
         pool.add(entry("o1", 3, [1.0, 0.0], round=7))
-    assert pool.seen("o1", 3)
+    assert pool.seen("o1", "row 3")
 
 
 def test_an_empty_pool_has_no_best():

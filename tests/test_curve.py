@@ -116,7 +116,8 @@ def test_a_known_key_claiming_another_identity_is_refused(key_dir):
     thread.join(10)
     ctx.destroy(0)
     assert role.seen == []
-    assert node.counters.rejected.get("identity_mismatch") == 1
+    assert node.counters.rejected.get("bad_message") == 1  # refused: the key makes it owner-2, the frame says owner-1
+    assert "expected the connection's own identity 'owner-2', got 'owner-1'" in node.errors[0]
 
 
 class Tap:

@@ -84,7 +84,7 @@ def assert_nothing_lost_or_counted_twice(result: dict, rounds: int, party: str, 
     selection = [tuple(s) for s in result["selection"]]
     assert len(selection) == len(set(selection)) == rounds  # every round got a point, none twice
     assert result["parsimony"]["points_seen"] == rounds + result["parsimony"]["validation_size"]  # none lost in flight
-    dropped_rounds = [r for r, (owner, _) in enumerate(selection, start=1) if owner == party]
+    dropped_rounds = [r for r, (owner, *_) in enumerate(selection, start=1) if owner == party]
     assert all(r <= dropout_round for r in dropped_rounds)  # accepted only while it was active
 
 
@@ -162,7 +162,8 @@ def test_a_busy_hung_owner_is_detected_by_its_silence_and_the_run_completes(tiny
     assert exits == {"curator": 0, "owner-1": 0, "owner-3": 0, "consumer": 0}
     curator = json.loads((tmp_path / "curator.json").read_text())
     assert curator["status"] == "completed"
-    assert curator["result"]["dropouts"] == {"owner-2": {"round": busy_from, "phase": "bidding"}}
+    assert curator["result"]["dropouts"] == {"owner-2": {"round": busy_from, "phase": "bidding",
+                                                         "reason": f"silent for more than heartbeat_timeout_s={HEARTBEAT_TIMEOUT_S:g}"}}
     assert_nothing_lost_or_counted_twice(curator["result"], rounds, "owner-2", round_no)
 
 

@@ -160,6 +160,13 @@ def owner_frame(body, msg_id: int, sender: str = "owner-1") -> bytes:
     return encode(Envelope(PROTOCOL_VERSION, fuzzing.RUN_ID, msg_id, sender, "curator", type(body).KIND, None, body))
 
 
+def FINGERPRINT() -> dict[str, str]:  # noqa: N802 - reads like the constant it is
+    """The summarize scenario's configuration fingerprint, as every honest party sends it in hello."""
+    from marketplace.scenario.fingerprint import fingerprint
+
+    return fingerprint(prepared("summarize")[0])
+
+
 def gathering_curator() -> Node:
     config, world, _, _ = prepared("summarize")
     node = Node(fuzzing.nodes_for(config, world)[0].role, run_id=fuzzing.RUN_ID, max_message_bytes=4096)
@@ -169,7 +176,7 @@ def gathering_curator() -> Node:
 
 def test_a_frame_over_max_message_bytes_is_refused_before_parsing_and_counted() -> None:
     node = gathering_curator()
-    hello = owner_frame(Hello(role="owner", protocol="summarize", scenario="tiny"), 1)
+    hello = owner_frame(Hello(role="owner", protocol="summarize", scenario="tiny", config=FINGERPRINT()), 1)
     wire = msgpack.unpackb(hello)
     wire["body"]["scenario"] = "t" * 5000  # a well-formed frame, only too big
     big = msgpack.packb(wire)
@@ -190,12 +197,12 @@ def test_a_frame_whose_header_claims_more_than_max_message_bytes_is_refused() ->
 
 def test_replayed_and_duplicate_message_ids_are_ignored_and_counted() -> None:
     node = gathering_curator()
-    hello = owner_frame(Hello(role="owner", protocol="summarize", scenario="tiny"), 5)
+    hello = owner_frame(Hello(role="owner", protocol="summarize", scenario="tiny", config=FINGERPRINT()), 5)
 
     assert fuzzing.feed(node, hello, "owner-1") == "accepted"
     assert fuzzing.feed(node, hello, "owner-1") == "duplicate"  # the same frame again
-    assert fuzzing.feed(node, owner_frame(Hello(role="owner", protocol="summarize", scenario="tiny"), 3), "owner-1") == "duplicate"
-    assert fuzzing.feed(node, owner_frame(Hello(role="owner", protocol="summarize", scenario="tiny"), 5, "owner-2"), "owner-2") == "accepted"
+    assert fuzzing.feed(node, owner_frame(Hello(role="owner", protocol="summarize", scenario="tiny", config=FINGERPRINT()), 3), "owner-1") == "duplicate"
+    assert fuzzing.feed(node, owner_frame(Hello(role="owner", protocol="summarize", scenario="tiny", config=FINGERPRINT()), 5, "owner-2"), "owner-2") == "accepted"
 
     assert node.counters.rejected["duplicate"] == 2
     assert node.role.present == {"owner-1", "owner-2"}  # each hello handled once
@@ -231,8 +238,8 @@ def test_an_owner_that_answers_a_request_with_a_malformed_point_is_excluded() ->
     owner = next(n for n in nodes if n.party_id == first_winner)
     honest_encode = owner._encode
 
-    def corrupt(send, msg_id=None):  # every point this owner sends leaves with NaN coordinates
-        out = honest_encode(send, msg_id)
+    def corrupt(send, msg_id=None, **kwargs):  # every point this owner sends leaves with NaN coordinates
+        out = honest_encode(send, msg_id, **kwargs)
         if out.kind != "point":
             return out
         wire = msgpack.unpackb(out.frame)

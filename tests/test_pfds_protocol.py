@@ -272,7 +272,7 @@ def test_a_sharer_that_never_answers_is_a_dropout_and_the_run_completes(pfds_sce
     for p in ("owner-1", "owner-3"):
         curator.handle(envelope(p, "curator", firsts[p][1].body))
     sends = curator.peer_lost("owner-2")
-    assert curator.dropouts == {"owner-2": {"round": 1, "phase": "trees"}}
+    assert curator.dropouts == {"owner-2": {"round": 1, "phase": "trees", "reason": "lost"}}
     assert [s.body.sharers for s in sends if isinstance(s.body, PfdsPhase)][0] == ("owner-1", "owner-3")
     assert all(s.to != "owner-2" for s in sends)
 
@@ -293,8 +293,9 @@ def test_an_agent_refuses_a_tree_from_an_unknown_sharer_or_a_second_one(pfds_sce
 
 def test_the_curator_refuses_a_hello_for_another_protocol(pfds_scenario, tmp_path):
     roles, _ = roles_of(config_of(pfds_scenario, tmp_path))
-    with pytest.raises(ProtocolError, match="protocol 'pfds'"):
-        roles["curator"].handle(envelope("owner-1", "curator", Hello(role="owner", protocol="summarize", scenario="pfds-tiny")))
+    (refusal, *_) = roles["curator"].handle(envelope("owner-1", "curator", Hello(role="owner", protocol="summarize", scenario="pfds-tiny")))
+    assert refusal.body.code == "refused" and "protocol 'pfds'" in refusal.body.detail
+    assert "refused at hello" in roles["curator"].dropouts["owner-1"]["reason"]
 
 
 # --- refused before start --------------------------------------------------------------------

@@ -109,11 +109,12 @@ def test_a_lying_owner_is_caught_in_the_private_auction(private_scenario, tmp_pa
     roles = [build_role(config, p, world=world) for p in party_ids(config)]
     honest = roles[1]
     roles[1] = CheatingOwner(party_id="owner-1", scenario_name=config.name, data=honest.data, features=roles[0].features)
+    roles[1].config_fingerprint = honest.config_fingerprint
     run_inprocess([Node(r, run_id="t", max_message_bytes=1 << 24) for r in roles])
     curator = roles[0]
     asked_owner_1 = roles[1].result()["points_sent"] > 0
     assert asked_owner_1  # eps_auc = 0.5 and tau = 3 over 8 rounds: owner-1 is asked at some point
-    assert "owner-1" in curator.flagged and all(o != "owner-1" for o, _ in curator.selection)
+    assert "owner-1" in curator.flagged and all(o != "owner-1" for o, *_ in curator.selection)
 
 
 def test_the_private_summary_has_no_duplicate_and_owners_never_resend(private_scenario, tmp_path):

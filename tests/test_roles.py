@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
+
+from marketplace.scenario.fingerprint import fingerprint
 
 from marketplace.messages import PROTOCOL_VERSION, Envelope, ProtocolError
 from marketplace.messages.kinds import Bid, Hello, Point, Request, RoundOpen, TargetEmbedding
 from marketplace.owner.summarize import SummarizeOwner
 from marketplace.parties import build_role, make_world, party_ids
-from marketplace.roles import Send
+from marketplace.roles import Role, Send
 from marketplace.scenario import parse_scenario
 from marketplace.transport.inprocess import run_inprocess
 from marketplace.transport.node import Node
@@ -40,6 +44,7 @@ def run_with(config, replace: dict[str, type] | None = None):
         if replace and party in replace:
             honest = role
             role = replace[party](party_id=party, scenario_name=config.name, data=honest.data, features=build_role(config, "curator", world=world).features)
+            role.config_fingerprint = honest.config_fingerprint
         roles.append(role)
     nodes = [Node(r, run_id="t", max_message_bytes=1 << 24) for r in roles]
     run_inprocess(nodes)
@@ -56,7 +61,7 @@ def test_an_owner_whose_point_does_not_match_its_bid_is_flagged_and_excluded(con
     roles = run_with(config, {cheat_target: CheatingOwner})
     curator = roles["curator"]
     assert cheat_target in curator.flagged and "does not match the claimed bid" in curator.flagged[cheat_target]
-    assert all(owner != cheat_target for owner, _ in curator.selection)
+    assert all(owner != cheat_target for owner, *_ in curator.selection)
     assert len(curator.selection) == 10  # the run went on with the others
     assert curator.ledger.points_seen == 10 + curator.validation_size + 1  # the rejected point was seen too
     assert curator.result()["parsimony"]["rho"] > 1.0
@@ -93,12 +98,23 @@ def test_the_curator_refuses_a_stranger_a_duplicate_bid_and_an_unrequested_point
     curator = build_role(config, "curator", world=make_world(config))
     with pytest.raises(ProtocolError, match="not a party of this run"):
         curator.handle(envelope(Hello(role="owner", protocol="summarize", scenario="tiny"), sender="owner-9"))
-    with pytest.raises(ProtocolError, match="expected role 'owner'"):
-        curator.handle(envelope(Hello(role="consumer", protocol="summarize", scenario="tiny"), sender="owner-1"))
     with pytest.raises(ProtocolError, match="no bid expected"):
         curator.handle(envelope(Bid(round=1, value=0.1, available=True)))
     with pytest.raises(ProtocolError, match="no point was requested"):
         curator.handle(envelope(Point(round=1, x=np.zeros(3), y=0, row=0)))
+
+
+def test_a_party_of_the_run_whose_hello_is_wrong_is_refused_and_dropped_at_once(config):
+    curator = build_role(config, "curator", world=make_world(config))
+    (refusal, *_) = curator.handle(envelope(Hello(role="consumer", protocol="summarize", scenario="tiny",
+                                                  config=fingerprint(config)), sender="owner-1"))
+    assert refusal.body.code == "refused" and "expected role 'owner'" in refusal.body.detail
+    assert "owner-1" in curator.dropouts and "refused at hello" in curator.dropouts["owner-1"]["reason"]
+    other_seed = fingerprint(dataclasses.replace(config, seed=config.seed + 1))
+    (refusal, *_) = curator.handle(envelope(Hello(role="owner", protocol="summarize", scenario="tiny", config=other_seed),
+                                            sender="owner-2"))
+    assert "seed (curator: 11, this party: 12)" in refusal.body.detail
+    assert "owner-2" not in curator.active
 
 
 def test_an_owner_lost_while_bidding_is_dropped_and_the_round_goes_on(config):
@@ -106,7 +122,7 @@ def test_an_owner_lost_while_bidding_is_dropped_and_the_round_goes_on(config):
     curator = build_role(config, "curator", world=world)
     for party in party_ids(config)[1:]:
         role = "consumer" if party == "consumer" else "owner"
-        curator.handle(envelope(Hello(role=role, protocol="summarize", scenario="tiny"), sender=party))
+        curator.handle(envelope(Hello(role=role, protocol="summarize", scenario="tiny", config=fingerprint(config)), sender=party))
     from marketplace.messages.kinds import ValidationSet
     sends = curator.handle(envelope(ValidationSet(X=world.validation.X), sender="consumer"))
     assert {s.to for s in sends if isinstance(s.body, RoundOpen)} == {"owner-1", "owner-2", "owner-3"}
@@ -114,7 +130,7 @@ def test_an_owner_lost_while_bidding_is_dropped_and_the_round_goes_on(config):
     curator.handle(envelope(Bid(round=1, value=0.3, available=True), sender="owner-2", msg_id=2))
     (request,) = curator.peer_lost("owner-3")
     assert request.to == "owner-2" and isinstance(request.body, Request)
-    assert curator.dropouts["owner-3"] == {"round": 1, "phase": "bidding"}
+    assert curator.dropouts["owner-3"] == {"round": 1, "phase": "bidding", "reason": "lost"}
 
 
 def test_a_party_whose_hello_is_refused_stops_with_the_reason(config):
@@ -141,17 +157,38 @@ def test_a_party_with_another_scenario_is_refused_end_to_end(config, tiny_scenar
     assert all(r.done for r in roles)
 
 
-def test_the_in_process_driver_still_reports_a_true_stall(config):
-    """Every party alive and waiting, nothing to deliver: a deadlock, not a loss."""
-    from marketplace.transport.inprocess import StalledRun
-
+def test_parties_that_never_say_hello_are_dropped_when_nothing_is_left_to_deliver(config):
+    """In process, the progress deadline has no clock: a connected party the curator still waits for
+    when nothing is left to deliver would never deliver, and is dropped, as over ZeroMQ."""
     world = make_world(config)
     roles = [build_role(config, p, world=world) for p in party_ids(config)]
     nodes = [Node(r, run_id="t", max_message_bytes=1 << 24) for r in roles]
     for node in nodes[1:]:  # the owners and the consumer never start (no hello): all stay alive
         node.start = lambda: []
+    run_inprocess(nodes)
+    curator = roles[0]
+    assert curator.failure and "the consumer was lost" in curator.failure and "no hello" in curator.failure
+    assert all("no hello" in curator.dropouts[o]["reason"] for o in ("owner-1", "owner-2", "owner-3"))
+
+
+def test_the_in_process_driver_still_reports_a_true_stall():
+    """A party that waits without saying for what (a bug), nothing to deliver: a deadlock."""
+    from marketplace.transport.inprocess import StalledRun
+
+    class Waiter(Role):
+        party_id, role_name = "curator", "curator"
+
+        def start(self):
+            return []
+
+        def handle(self, message):
+            return []
+
+        def expected_peers(self):
+            return ()
+
     with pytest.raises(StalledRun, match="still waiting"):
-        run_inprocess(nodes)
+        run_inprocess([Node(Waiter(), run_id="t", max_message_bytes=1 << 10)])
 
 
 def test_owners_with_float32_features_bid_exactly_what_the_curator_recomputes(tiny_scenario, tmp_path):

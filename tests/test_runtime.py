@@ -102,7 +102,7 @@ def _bruteforce_selection(scenario) -> list[list]:
 def test_protocol_selection_equals_bruteforce_greedy_on_a_small_case(tiny_scenario, tmp_path):
     scenario = parse_scenario(tiny_scenario, source="tiny", base_dir=tmp_path)
     report = run_scenario(scenario, tmp_path / "run", driver="inprocess")
-    assert report["selection"] == _bruteforce_selection(scenario)
+    assert [s[:2] for s in report["selection"]] == _bruteforce_selection(scenario)
 
 
 @pytest.mark.slow
@@ -110,7 +110,7 @@ def test_processes_selection_equals_bruteforce_greedy_on_a_small_case(tiny_scena
     scenario = parse_scenario(tiny_scenario, source="tiny", base_dir=tmp_path)
     report = run_scenario(scenario, tmp_path / "run", driver="processes")
     assert report["status"] == "completed", report["failures"]
-    assert report["selection"] == _bruteforce_selection(scenario)
+    assert [s[:2] for s in report["selection"]] == _bruteforce_selection(scenario)
 
 
 def test_owners_never_offer_a_point_twice_and_nothing_is_counted_twice(tiny_scenario, tmp_path):
@@ -122,13 +122,13 @@ def test_owners_never_offer_a_point_twice_and_nothing_is_counted_twice(tiny_scen
         if owner.startswith("owner-"):
             sent = details["result"]["sent_rows"]
             assert len(sent) == len(set(sent))
-            assert sorted(sent) == sorted(r for o, r in selection if o == owner)
+            assert sorted(sent) == sorted(r for o, r, _ in selection if o == owner)
 
 
 def test_value_adds_up_to_the_objective_gain(tiny_scenario, tmp_path):
     report = run_scenario(parse_scenario(tiny_scenario, source="tiny", base_dir=tmp_path), tmp_path / "run", driver="inprocess")
     values = report["value"]
-    chosen_owners = {o for o, _ in report["selection"]}
+    chosen_owners = {o for o, *_ in report["selection"]}
     assert set(values) == {"owner-1", "owner-2", "owner-3"}
     assert all(values[o] == 0.0 for o in values if o not in chosen_owners)
 
@@ -161,7 +161,7 @@ def test_mmd2_with_seed_set_is_the_objective_of_the_whole_summary(tiny_scenario,
     scenario = parse_scenario(tiny_scenario, source="tiny", base_dir=tmp_path)
     report = run_scenario(scenario, tmp_path / "run", driver="inprocess")
     world = make_world(scenario.config)
-    chosen = np.stack([world.owners[int(o.split("-")[1]) - 1].X[r] for o, r in report["selection"]])
+    chosen = np.stack([world.owners[int(o.split("-")[1]) - 1].X[r] for o, r, _ in report["selection"]])
     gamma = scenario.config.summarize.gamma
     assert report["metrics"]["mmd2"] == pytest.approx(mmd2(chosen, world.validation.X, gamma), rel=1e-12)
     assert report["metrics"]["mmd2_with_seed_set"] == pytest.approx(

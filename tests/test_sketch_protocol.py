@@ -271,7 +271,7 @@ def test_an_owner_lost_before_releasing_is_a_dropout_and_the_others_are_publishe
     (publication,) = [s.body for s in sends if isinstance(s.body, SketchPublication)]
     assert publication.owners == ("owner-1", "owner-3")
     assert np.allclose(publication.merged_numerator, releases["owner-1"].numerator + releases["owner-3"].numerator)
-    assert curator.result()["dropouts"] == {"owner-2": {"phase": "collecting", "released": False}}
+    assert curator.result()["dropouts"] == {"owner-2": {"phase": "collecting", "released": False, "reason": "lost"}}
 
 
 def test_an_owner_releases_once_and_only_for_its_own_map(started):

@@ -197,7 +197,7 @@ def test_an_owner_lost_before_releasing_is_a_dropout_and_the_consumer_gets_the_o
     sends = curator.peer_lost("owner-2")
     forwarded = [s for s in sends if s.to == "consumer" and type(s.body).KIND == "stc_releases"]
     assert len(forwarded) == 1 and forwarded[0].body.owners == ("owner-1",) and forwarded[0].body.counts.tolist() == [3]
-    assert curator.result()["dropouts"] == {"owner-2": {"round": 0, "phase": "collecting"}}
+    assert curator.result()["dropouts"] == {"owner-2": {"round": 0, "phase": "collecting", "reason": "lost"}}
     assert curator.end_reason == "1 of 2 owners released"
 
 

@@ -58,7 +58,7 @@ def views(config, swap: bool, curator_class=None) -> dict[str, list[tuple[str, i
 
         node.receive = receive
     run_inprocess(nodes)
-    winners = [owner for owner, _ in roles[0].selection]
+    winners = [owner for owner, *_ in roles[0].selection]
     return {p: v for p, v in seen.items() if p.startswith("owner-")} | {"winners": winners}
 
 

@@ -20,6 +20,8 @@ import zmq
 from conftest import ROOT
 from marketplace.messages import PROTOCOL_VERSION, Envelope, encode
 from marketplace.messages.kinds import Bid, Hello
+from marketplace.scenario import load_scenario
+from marketplace.scenario.fingerprint import fingerprint
 
 pytestmark = pytest.mark.slow
 
@@ -55,7 +57,7 @@ def live_curator(tiny_scenario, tmp_path):
     sock.setsockopt(zmq.LINGER, 0)
     sock.setsockopt(zmq.IDENTITY, b"owner-1")
     sock.connect(endpoint_file.read_text())
-    yield proc, sock
+    yield proc, sock, fingerprint(load_scenario(path).config)
     sock.close()
     ctx.term()
     proc.kill()
@@ -63,13 +65,13 @@ def live_curator(tiny_scenario, tmp_path):
 
 
 def test_live_curator_answers_bad_frames_with_errors_and_keeps_serving(live_curator):
-    proc, sock = live_curator
+    proc, sock, fp = live_curator
     sock.send(b"\x00garbage that is not msgpack")
     reply = _recv_non_heartbeat(sock)
     assert reply["kind"] == "error" and reply["body"]["code"] == "bad_message"
     assert "<frame>" in reply["body"]["detail"]
 
-    sock.send(_frame("owner-2", Hello(role="owner", protocol="summarize", scenario="tiny"), 1))  # spoofed sender
+    sock.send(_frame("owner-2", Hello(role="owner", protocol="summarize", scenario="tiny", config=fp), 1))  # spoofed sender
     reply = _recv_non_heartbeat(sock)
     assert reply["kind"] == "error" and "'sender'" in reply["body"]["detail"]
 
@@ -83,7 +85,7 @@ def test_live_curator_answers_bad_frames_with_errors_and_keeps_serving(live_cura
     reply = _recv_non_heartbeat(sock)
     assert reply["kind"] == "error" and reply["body"]["code"] == "protocol"
 
-    sock.send(_frame("owner-1", Hello(role="owner", protocol="summarize", scenario="tiny"), 4))  # valid: accepted silently
+    sock.send(_frame("owner-1", Hello(role="owner", protocol="summarize", scenario="tiny", config=fp), 4))  # valid: accepted silently
     assert not any(msgpack.unpackb(sock.recv())["kind"] == "error" for _ in range(3) if sock.poll(300))
     assert proc.poll() is None  # still serving
 
@@ -144,7 +146,7 @@ def test_an_owner_killed_mid_run_is_dropped_and_the_run_completes(tiny_scenario,
     selection = [tuple(s) for s in report["selection"]]
     assert len(selection) == len(set(selection)) == 1000  # nothing lost or counted twice
     assert report["parsimony"]["points_seen"] == 1000 + report["parsimony"]["validation_size"]
-    owner2_rounds = [i for i, (o, _) in enumerate(selection, start=1) if o == "owner-2"]
+    owner2_rounds = [i for i, (o, *_) in enumerate(selection, start=1) if o == "owner-2"]
     assert not owner2_rounds or max(owner2_rounds) <= report["dropouts"]["owner-2"]["round"]
 
 

@@ -25,7 +25,7 @@ class PfdsConsumer(PfdsAgent):
         self.error: float | None = None
 
     def start(self) -> list[Send]:
-        return [self.hello()]
+        return [self.hello("pfds")]
 
     def train(self, shared: list[tuple[np.ndarray, np.ndarray]]) -> None:
         super().train(shared)

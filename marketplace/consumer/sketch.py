@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.messages.kinds import Bye, Hello
 from marketplace.messages.kinds_sketch import SketchPublication
 from marketplace.protocols.sketch import (FeatureMap, M2MDesign, M2MFit, Prior, SketchRelease, mean_embedding,
                                           merge_sketches, rank_owners)
@@ -115,7 +114,7 @@ class SketchConsumer(Role):
         self.end_status = ""
 
     def start(self) -> list[Send]:
-        return [Send("curator", Hello(role="consumer", protocol="sketch", scenario=self.scenario_name))]
+        return [self.hello("sketch")]
 
     def handle(self, message: Envelope) -> list[Send]:
         if message.kind == "sketch_publication":
@@ -126,11 +125,9 @@ class SketchConsumer(Role):
             self._rank_and_score()
             return []
         if message.kind == "shutdown":
-            self.end_status = message.body.status
             if self.merged is None and message.body.status == "completed":
                 self.failure = f"run ended before the sketches arrived: {message.body.reason}"
-            self.done = True
-            return [Send(message.sender, Bye(), reply_to=message.msg_id)]
+            return self.acknowledge_shutdown(message)
         raise ProtocolError(party=message.sender, kind=message.kind, reason="the sketch consumer does not accept this kind")
 
     def _receive(self, message: Envelope) -> None:

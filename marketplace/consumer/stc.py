@@ -14,7 +14,6 @@ import numpy as np
 
 from marketplace.data.dataset import Dataset
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.messages.kinds import Bye, Hello
 from marketplace.messages.kinds_stc import StcReleases, StcTarget
 from marketplace.protocols.stc import PublicScaling, kdtree_coreset, solve_stc
 from marketplace.roles import CONSUMER, Role, Send
@@ -40,7 +39,7 @@ class StcConsumer(Role):
         self.end_status = ""
 
     def start(self) -> list[Send]:
-        return [Send("curator", Hello(role="consumer", protocol="stc", scenario=self.scenario_name)),
+        return [self.hello("stc"),
                 Send("curator", StcTarget(points=self.raw_target[self.sent_rows]))]
 
     def handle(self, message: Envelope) -> list[Send]:
@@ -50,11 +49,9 @@ class StcConsumer(Role):
             self._choose(message)
             return []
         if message.kind == "shutdown":
-            self.end_status = message.body.status
             if self.choice is None:
                 self.failure = f"run ended before the releases arrived: {message.body.reason}"
-            self.done = True
-            return [Send(message.sender, Bye(), reply_to=message.msg_id)]
+            return self.acknowledge_shutdown(message)
         raise ProtocolError(party=message.sender, kind=message.kind, reason="the stc consumer does not accept this kind")
 
     def _choose(self, message: Envelope) -> None:

@@ -15,7 +15,7 @@ import numpy as np
 
 from marketplace.data.dataset import Dataset
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.messages.kinds import Bye, Hello, SealedSummary, ValidationEmbedding, ValidationSet
+from marketplace.messages.kinds import SealedSummary, ValidationEmbedding, ValidationSet
 from marketplace.protocols.summarize import RandomFourierFeatures, mmd2, svm_accuracy
 from marketplace.protocols.summarize.sealing import ConsumerKey, SealingError
 from marketplace.roles import CONSUMER, Role, Send
@@ -28,10 +28,12 @@ class SummarizeConsumer(Role):
     role_name = "consumer"
 
     def __init__(self, *, scenario_name: str, validation: Dataset, test: Dataset, gamma: float, svm_c: float, svm_seed: int,
-                 features: RandomFourierFeatures | None = None, trust: str = "trusted") -> None:
+                 features: RandomFourierFeatures | None = None, trust: str = "trusted", seed_set: np.ndarray | None = None) -> None:
         super().__init__()
         self.party_id = CONSUMER
         self.scenario_name = scenario_name
+        self.seed_set = np.zeros((0, validation.X.shape[1])) if seed_set is None else np.asarray(seed_set, dtype=np.float64)
+        """The public seed set D_init: the summary with it is what every greedy rule minimizes."""
         self.validation = validation
         self.test = test
         self.gamma = gamma
@@ -48,7 +50,7 @@ class SummarizeConsumer(Role):
         self.end_status = ""
 
     def start(self) -> list[Send]:
-        hello = Send("curator", Hello(role="consumer", protocol="summarize", scenario=self.scenario_name))
+        hello = self.hello("summarize")
         if self.less_trusted:
             phi = self.features.transform(self.validation.X)
             return [hello, Send("curator", ValidationEmbedding(phi=phi, consumer_key=self.key.public))]
@@ -66,13 +68,13 @@ class SummarizeConsumer(Role):
                 raise ProtocolError(party=message.sender, kind=message.kind, reason=f"expected {self.validation.X.shape[1]} features, got {X.shape[1]}")
             self.summary_size = len(X)
             self.metrics = evaluate_summary(X, y, self.validation, self.test, gamma=self.gamma, svm_c=self.svm_c, svm_seed=self.svm_seed)
+            both = np.vstack([self.seed_set, X]) if len(self.seed_set) else X
+            self.metrics["mmd2_with_seed_set"] = float(mmd2(both, self.validation.X, self.gamma)) if len(both) else None
             return []
         if message.kind == "shutdown":
-            self.end_status = message.body.status
             if self.metrics is None:
                 self.failure = f"run ended before a summary arrived: {message.body.reason}"
-            self.done = True
-            return [Send(message.sender, Bye(), reply_to=message.msg_id)]
+            return self.acknowledge_shutdown(message)
         raise ProtocolError(party=message.sender, kind=message.kind, reason="the consumer does not accept this kind")
 
     def _open(self, message: Envelope) -> tuple[np.ndarray, np.ndarray]:

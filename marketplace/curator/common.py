@@ -1,6 +1,6 @@
 """What every curator does the same way, whatever the protocol: admit parties by their hello, drop
-an owner that goes silent, and end the run (shutdown to every party still reachable, then one bye
-from each)."""
+an owner that goes silent, stops progressing or refuses the run's messages, and end the run
+(shutdown to every party still reachable, then one bye from each)."""
 
 from __future__ import annotations
 
@@ -8,18 +8,30 @@ import logging
 from typing import Any
 
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.messages.kinds import Hello, Shutdown
+from marketplace.messages.errors import cut
+from marketplace.messages.kinds import Error, Hello, Shutdown
 from marketplace.roles import CONSUMER, Role, Send
+from marketplace.scenario.fingerprint import differences
 
 log = logging.getLogger("marketplace.curator")
+
+NOT_REFUSALS = frozenset({None, "error", "heartbeat", "shutdown", "bye"})
+"""Kinds whose refusal by a party says nothing about whether it can take part."""
 
 
 class CuratorBase(Role):
     """Subclasses set ``protocol`` and ``scenario_name``, keep their owners (or sharers) in the
     order given by :meth:`members`, the ones still taking part in ``active`` and the lost ones in
-    ``dropouts``, set ``phase``, and say what a dropout means for them (:meth:`_drop`) and how the
-    run goes on without it (:meth:`_progress_after_loss`). This base keeps ``present``, ``lost``,
-    ``waiting_bye`` and ``end_reason``."""
+    ``dropouts``, set ``phase``, say what a dropout means for them (:meth:`_drop`), how the run goes
+    on without it (:meth:`_progress_after_loss`) and what they wait for in their own phases
+    (:meth:`_awaited_in_phase`). This base keeps ``present``, ``lost``, ``waiting_bye``,
+    ``end_reason`` and the consumer's confirmation.
+
+    **An honest end.** A run the curator ends as ``completed`` is completed only once the consumer
+    has confirmed, with its ``bye``, that it received the results (they travel before the
+    shutdown, on the same ordered link). A consumer lost before that, or a run that lost every owner
+    before it could finish, ends ``failed``, and the curator's exit status says so.
+    """
 
     role_name = "curator"
     protocol: str = ""
@@ -30,6 +42,8 @@ class CuratorBase(Role):
         self.lost: set[str] = set()
         self.waiting_bye: set[str] = set()
         self.end_reason = ""
+        self.closing_status = ""
+        self.late_byes: list[str] = []
 
     def members(self) -> tuple[str, ...]:
         """The data-holding parties of the run (owners; pfds calls them sharers)."""
@@ -40,17 +54,35 @@ class CuratorBase(Role):
             return tuple(sorted(self.waiting_bye))
         return (*self.active, CONSUMER)
 
-    def peer_lost(self, peer: str) -> list[Send]:
+    # --- waiting, and what happens when a party does not deliver ---------------------------
+
+    def awaited(self) -> dict[str, str]:
+        if self.phase == "closing":
+            return {p: "bye" for p in self.waiting_bye}
+        out = {p: "hello" for p in (*self.active, CONSUMER) if p not in self.present}
+        out.update(self._awaited_in_phase())
+        return out
+
+    def _awaited_in_phase(self) -> dict[str, str]:
+        """What the protocol waits for besides hellos (subclasses)."""
+        return {}
+
+    def peer_lost(self, peer: str, reason: str = "") -> list[Send]:
         """A lost consumer fails the run; a lost owner becomes a dropout and the run goes on."""
         if self._lost_while_closing(peer):
             return []
         if peer == CONSUMER:
-            return self._close(status="failed", reason="the consumer was lost")
-        if peer in self.active:
-            self.active.remove(peer)
-            record = self.dropouts[peer] = self._drop(peer)
-            where = f" in round {record['round']}" if "round" in record else ""
-            log.warning("owner %s dropped out%s (%s)", peer, where, self.phase)
+            return self._close(status="failed", reason="the consumer was lost" + (f" ({reason})" if reason else ""))
+        return self.exclude(peer, reason or "lost")
+
+    def exclude(self, peer: str, reason: str) -> list[Send]:
+        """Take ``peer`` out of the run as a dropout, with ``reason`` in the report, and go on."""
+        if peer not in self.active:
+            return []
+        self.active.remove(peer)
+        record = self.dropouts[peer] = {**self._drop(peer), "reason": cut(reason, 300)}
+        where = f" in round {record['round']}" if "round" in record else ""
+        log.warning("owner %s dropped out%s (%s): %s", peer, where, self.phase, cut(reason, 300))
         return self._progress_after_loss(peer)
 
     def _drop(self, peer: str) -> dict[str, Any]:
@@ -61,46 +93,94 @@ class CuratorBase(Role):
         """The messages that let the run go on without ``peer``."""
         return []
 
-    def admit(self, message: Envelope, *, open_: bool = True) -> None:
-        """Check a ``hello`` (a party of this run, the right role, protocol and scenario, once) and
-        record the sender as present. ``open_``: whether hellos are still accepted."""
+    def on_error(self, message: Envelope) -> list[Send]:
+        """A party refused one of the run's messages. An owner that cannot take a message of the
+        protocol (another configuration, a broken build) will not take part: it becomes a dropout
+        at once, instead of being waited for. A consumer that refuses its results fails the run."""
+        super().on_error(message)
+        body: Error = message.body
+        sender = message.sender
+        if body.about_kind in NOT_REFUSALS or self.phase == "closing":
+            return []
+        reason = f"refused the curator's {body.about_kind!r}: {cut(body.detail, 200)}"
+        if sender == CONSUMER:
+            return self._close(status="failed", reason=f"the consumer {reason}")
+        return self.exclude(sender, reason)
+
+    # --- admission ----------------------------------------------------------------------------
+
+    def admit(self, message: Envelope, *, open_: bool = True) -> list[Send] | None:
+        """Check a ``hello``: a party of this run, the right role, protocol, scenario and
+        configuration fingerprint, once. Records the sender as present and returns None; for a
+        party of the run whose hello is wrong, returns the refusal (an ``error`` that ends that
+        party) and takes it out of the run at once. Raises ProtocolError for a stranger or a repeat."""
         hello: Hello = message.body
         sender = message.sender
         members = self.members()
         expected_role = "consumer" if sender == CONSUMER else "owner" if sender in members else None
         if expected_role is None:
-            raise ProtocolError(party=sender, kind="hello", reason=f"not a party of this run (owners: {', '.join(members)}, consumer)")
-        if hello.role != expected_role or hello.protocol != self.protocol or hello.scenario != self.scenario_name:
-            raise ProtocolError(party=sender, kind="hello", reason=(
-                f"expected role {expected_role!r}, protocol {self.protocol!r}, scenario {self.scenario_name!r}; "
-                f"got role {hello.role!r}, protocol {hello.protocol!r}, scenario {hello.scenario!r}"))
+            raise ProtocolError(party=sender, kind="hello", reason=f"not a party of this run (owners: {', '.join(members[:5])}"
+                                                                   f"{', ...' if len(members) > 5 else ''}, consumer)")
         if not open_ or sender in self.present:
-            raise ProtocolError(party=sender, kind="hello", reason="already said hello")
-        self.present.add(sender)
+            raise ProtocolError(party=sender, kind="hello", reason="already said hello" if sender in self.present
+                                else "hellos are closed: the run has started")
+        problem = None
+        if hello.role != expected_role or hello.protocol != self.protocol or hello.scenario != self.scenario_name:
+            problem = (f"expected role {expected_role!r}, protocol {self.protocol!r}, scenario {self.scenario_name!r}; "
+                       f"got role {hello.role!r}, protocol {hello.protocol!r}, scenario {hello.scenario!r}")
+        elif self.config_fingerprint:
+            problem = differences(self.config_fingerprint, hello.config)
+        if problem is None:
+            self.present.add(sender)
+            return None
+        refusal = Send(sender, Error(code="refused", detail=cut(f"refused at hello: {problem}", 2000), about_kind="hello",
+                                     about_msg_id=message.msg_id), reply_to=message.msg_id)
+        log.warning("refused the hello of %s: %s", sender, problem)
+        if sender == CONSUMER:
+            return [refusal, *self._close(status="failed", reason=f"the consumer was refused at hello: {problem}")]
+        return [refusal, *self.exclude(sender, f"refused at hello: {problem}")]
+
+    # --- the end --------------------------------------------------------------------------------
 
     def _close(self, *, status: str, reason: str) -> list[Send]:
-        """End the run: ``shutdown`` to every party not lost, then wait for their ``bye``."""
+        """End the run: ``shutdown`` to every party not lost, then wait for their ``bye``. A
+        ``completed`` run becomes final only with the consumer's bye (see the class doc)."""
         self.phase = "closing"
         self.end_reason = reason
+        self.closing_status = status
         if status == "failed":
             self.failure = reason
+        elif CONSUMER in self.lost:
+            self.failure = f"{reason}, but the consumer was lost before it could receive the results"
         targets = [p for p in (*self.members(), CONSUMER) if p not in self.lost]
         self.waiting_bye = set(targets)
         self.done = not self.waiting_bye
         return [Send(p, Shutdown(reason=reason, status=status)) for p in targets]
 
     def _on_bye(self, message: Envelope) -> list[Send]:
-        if self.phase != "closing" or message.sender not in self.waiting_bye:
-            raise ProtocolError(party=message.sender, kind="bye", reason="no shutdown was sent to this party")
-        self.waiting_bye.discard(message.sender)
+        sender = message.sender
+        if self.phase == "closing" and sender in self.lost and sender not in self.waiting_bye:
+            self.late_byes.append(sender)  # given up on while its bye was on the way: no harm done
+            return []
+        if self.phase != "closing" or sender not in self.waiting_bye:
+            raise ProtocolError(party=sender, kind="bye", reason="no shutdown was sent to this party")
+        self.waiting_bye.discard(sender)
         self.done = not self.waiting_bye
         return []
 
     def _lost_while_closing(self, peer: str) -> bool:
-        """Record a lost peer; True when the run is already closing (then it is simply not waited for)."""
+        """Record a lost peer; True when the run is already closing (then it is simply not waited for).
+        Losing the consumer before its bye turns a completed run into a failed one."""
         self.lost.add(peer)
         if self.phase != "closing":
             return False
+        if peer == CONSUMER and peer in self.waiting_bye and self.closing_status == "completed":
+            self.failure = self.failure or (f"{self.end_reason}, but the consumer never confirmed it received the "
+                                            f"results (lost while closing)")
         self.waiting_bye.discard(peer)
         self.done = not self.waiting_bye
         return True
+
+    def no_owner_left(self, done: int, total: int) -> bool:
+        """Whether losing every owner ends the run as failed: it did not finish (``done`` of ``total``)."""
+        return not self.active and done < total

@@ -76,8 +76,8 @@ class PfdsCurator(CuratorBase):
 
     # --- messages ------------------------------------------------------------------------
     def _on_hello(self, message: Envelope) -> list[Send]:
-        self.admit(message)
-        return self._advance()
+        refused = self.admit(message)
+        return refused if refused is not None else self._advance()
 
     def _check_sender(self, message: Envelope, phase: str, have: dict) -> None:
         sender = message.sender
@@ -117,6 +117,13 @@ class PfdsCurator(CuratorBase):
                         about_msg_id=message.msg_id)
         return [Send(sender, refusal, reply_to=message.msg_id)] + self._advance()
 
+    def _awaited_in_phase(self) -> dict[str, str]:
+        if self.phase == "trees":
+            return {s: "its tree (pfds_tree)" for s in self._live_sharers() if s in self.present and s not in self.trees}
+        if self.phase == "data":
+            return {s: "its labelled records (pfds_data)" for s in self._live_sharers() if s not in self.datasets}
+        return {}
+
     # --- routing ---------------------------------------------------------------------------
     def _agents(self) -> list[str]:
         return [*self.active, CONSUMER]
@@ -130,7 +137,7 @@ class PfdsCurator(CuratorBase):
             if not everyone <= self.present or not set(self._live_sharers()) <= set(self.trees):
                 return []
             if not self._live_sharers():
-                return self._close(status="completed", reason="no sharer left")
+                return self._close(status="failed", reason="no sharer left")
             return self._forward_trees()
         if self.phase == "data" and set(self._live_sharers()) <= set(self.datasets):
             return self._forward_data()

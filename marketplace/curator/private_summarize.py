@@ -269,7 +269,7 @@ class PrivateSummarizeCurator(SummarizeCurator):
         else:
             phi = self._phi(point)
             self.pool.add(PoolEntry(owner=sender, row=point.row, phi=phi, claimed=self.bids[sender].value,
-                                    round=self.round, content=payload(point)))
+                                    round=self.round, content=payload(point), ident=self.content_key(point)))
         return self._select_from_pool() if not self.awaiting else []
 
     def awaits_from(self, peer: str) -> bool:
@@ -284,9 +284,6 @@ class PrivateSummarizeCurator(SummarizeCurator):
         log.warning("owner %s flagged and excluded: its point could not be read", peer)
         return self._select_from_pool() if not self.awaiting else []
 
-    def _sent_before(self, owner: str, row: int) -> bool:
-        """Every received point is pooled, so the pool remembers all of them (kept or not)."""
-        return self.pool.seen(owner, row)
 
     def _select_from_pool(self) -> list[Send]:
         entry = self.pool.best(self.direction)
@@ -295,7 +292,7 @@ class PrivateSummarizeCurator(SummarizeCurator):
         self.pool.remove(entry)
         self.summary_rows_phi.append(entry.phi)
         self.private_rows += 1
-        self._add_to_summary(entry.owner, entry.row, entry.phi, entry.content)
+        self._add_to_summary(entry.owner, entry.row, entry.phi, entry.content, entry.ident)
         return self._open_round()
 
     def _progress_after_loss(self, peer: str) -> list[Send]:

@@ -67,8 +67,8 @@ class SketchCurator(CuratorBase):
 
     # --- gathering -----------------------------------------------------------------------
     def _on_hello(self, message: Envelope) -> list[Send]:
-        self.admit(message, open_=self.phase == "gathering")
-        return self._maybe_begin()
+        refused = self.admit(message, open_=self.phase == "gathering")
+        return refused if refused is not None else self._maybe_begin()
 
     def _maybe_begin(self) -> list[Send]:
         if self.phase != "gathering" or not (set(self.active) | {CONSUMER}) <= self.present:
@@ -106,7 +106,7 @@ class SketchCurator(CuratorBase):
     def awaits_from(self, peer: str) -> bool:
         return self.phase == "collecting" and peer in self.active and peer not in self.releases
 
-    def frame_refused(self, peer: str, about_kind: str | None) -> list[Send]:
+    def frame_refused(self, peer: str, about_kind: str | None, detail: str = "") -> list[Send]:
         """An owner whose release cannot even be decoded (NaN, wrong types) is flagged and excluded,
         like one whose release breaks the public plan, instead of being waited for."""
         if not self.awaits_from(peer) or about_kind not in ("sketch_release", None):
@@ -115,6 +115,11 @@ class SketchCurator(CuratorBase):
         self.active.remove(peer)
         log.warning("owner %s flagged and excluded: its release could not be read", peer)
         return self._maybe_publish()
+
+    def _awaited_in_phase(self) -> dict[str, str]:
+        if self.phase == "collecting":
+            return {o: "its sketch (sketch_release)" for o in self.active if o not in self.releases}
+        return {}
 
     def _problem(self, body: SketchReleaseBody) -> str | None:
         """Why ``body`` cannot be an honest release under this run's public map and privacy plan."""

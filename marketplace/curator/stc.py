@@ -61,8 +61,8 @@ class StcCurator(CuratorBase):
 
     # --- gathering -------------------------------------------------------------------------
     def _on_hello(self, message: Envelope) -> list[Send]:
-        self.admit(message, open_=self.phase == "gathering")
-        return self._maybe_begin()
+        refused = self.admit(message, open_=self.phase == "gathering")
+        return refused if refused is not None else self._maybe_begin()
 
     def _on_target(self, message: Envelope) -> list[Send]:
         if message.sender != CONSUMER or self.target is not None:
@@ -107,14 +107,18 @@ class StcCurator(CuratorBase):
     def awaits_from(self, peer: str) -> bool:
         return self.phase == "collecting" and peer in self.active and peer not in self.releases
 
-    def frame_refused(self, peer: str, about_kind: str | None) -> list[Send]:
+    def frame_refused(self, peer: str, about_kind: str | None, detail: str = "") -> list[Send]:
         """An owner whose release cannot even be decoded is excluded instead of being waited for."""
         if not self.awaits_from(peer) or about_kind not in ("stc_release", None):
             return []
-        self.active.remove(peer)
-        self.dropouts[peer] = {"round": 0, "phase": "collecting", "reason": "sent a release that could not be read"}
-        log.warning("owner %s excluded: its release could not be read", peer)
-        return self._maybe_finish()
+        return self.exclude(peer, "sent a release that could not be read" + (f": {detail}" if detail else ""))
+
+    def _awaited_in_phase(self) -> dict[str, str]:
+        if self.phase == "gathering" and CONSUMER in self.present and self.target is None:
+            return {CONSUMER: "its target points (stc_target)"}
+        if self.phase == "collecting":
+            return {o: "its release (stc_release)" for o in self.active if o not in self.releases}
+        return {}
 
     def _maybe_finish(self) -> list[Send]:
         if self.phase != "collecting" or any(o not in self.releases for o in self.active):
@@ -123,7 +127,8 @@ class StcCurator(CuratorBase):
         centers = np.concatenate([self.releases[o] for o in owners]) if owners else np.zeros((0, self.dim))
         counts = np.array([len(self.releases[o]) for o in owners], dtype=np.int64)
         reason = "every owner released" if len(owners) == len(self.owners) else f"{len(owners)} of {len(self.owners)} owners released"
-        return [Send(CONSUMER, StcReleases(centers=centers, counts=counts, owners=owners))] + self._close(status="completed", reason=reason)
+        status = "completed" if owners else "failed"
+        return [Send(CONSUMER, StcReleases(centers=centers, counts=counts, owners=owners))] + self._close(status=status, reason=reason)
 
     # --- ending ------------------------------------------------------------------------------
     def result(self) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from marketplace.messages import Envelope, ProtocolError
 from marketplace.messages.kinds import (Bid, Point, Request, RoundOpen, SealedPoint, SealedSummary,
                                         Summary, TargetEmbedding)
 from marketplace.protocols.summarize import RandomFourierFeatures, bid_direction, bid_value, rff_objective_gain
+from marketplace.protocols.summarize.identity import embedding_key, point_key
 from marketplace.protocols.summarize.sealing import sealed_size
 from marketplace.roles import CONSUMER, CURATOR, Send
 
@@ -68,8 +69,9 @@ class SummarizeCurator(CuratorBase):
         self.candidates: list[str] = []
         self.asked: str | None = None
         self.direction: np.ndarray | None = None
-        self.received: set[tuple[str, int]] = set()
-        self.selection: list[tuple[str, int]] = []
+        self.received: dict[str, dict[str, int]] = {o: {} for o in owners}
+        """Per owner, the content key of every point it sent (and the row it named it by)."""
+        self.selection: list[tuple[str, int, str]] = []
         self.summary_X: list[np.ndarray] = []
         self.summary_y: list[int] = []
         self.summary_phi: list[np.ndarray] = []  # less-trusted: what the consumer checks the sealed points against
@@ -97,8 +99,8 @@ class SummarizeCurator(CuratorBase):
 
     # --- gathering -----------------------------------------------------------------------
     def _on_hello(self, message: Envelope) -> list[Send]:
-        self.admit(message, open_=self.phase == "gathering")
-        return self._maybe_begin()
+        refused = self.admit(message, open_=self.phase == "gathering")
+        return refused if refused is not None else self._maybe_begin()
 
     def _on_validation_set(self, message: Envelope) -> list[Send]:
         self._check_first_validation(message, "validation_embedding")
@@ -166,7 +168,7 @@ class SummarizeCurator(CuratorBase):
         if self.round >= self.rounds:
             return self._finish("all rounds done")
         if not self.active:
-            return self._finish("no owner left")
+            return self._finish(f"no owner left after {len(self.selection)} of {self.rounds} rounds", status="failed")
         self.round += 1
         self.phase = "bidding"
         self.bids = {}
@@ -224,13 +226,26 @@ class SummarizeCurator(CuratorBase):
         self._accept(sender, point)
         return self._open_round()
 
-    def frame_refused(self, peer: str, about_kind: str | None) -> list[Send]:
+    def frame_refused(self, peer: str, about_kind: str | None, detail: str = "") -> list[Send]:
         """An owner asked for a point answered with a frame that cannot be read (NaN coordinates, a
         wrong shape...): it is flagged and excluded like an owner whose point does not match its
-        bid, and the round goes on without it, instead of waiting for a point that will not come."""
+        bid, and the round goes on without it, instead of waiting for a point that will not come.
+        An owner whose bid cannot be read (a NaN bid from data holding 1e308) is dropped at once too:
+        it would never bid in this round."""
+        if self.phase == "bidding" and about_kind == "bid" and peer in self.active and peer not in self.bids:
+            return self.exclude(peer, f"round {self.round}: sent a bid that could not be read" + (f": {detail}" if detail else ""))
         if self.phase != "acquiring" or about_kind not in ("point", "sealed_point", None) or not self.awaits_from(peer):
             return []
         return self._exclude_unreadable(peer)
+
+    def _awaited_in_phase(self) -> dict[str, str]:
+        if self.phase == "gathering" and CONSUMER in self.present and self.target_mean is None:
+            return {CONSUMER: "D_v (validation_set)"}
+        if self.phase == "bidding":
+            return {o: f"a bid for round {self.round}" for o in self.active if o not in self.bids}
+        if self.phase == "acquiring":
+            return {o: f"the point requested in round {self.round}" for o in self.active if self.awaits_from(o)}
+        return {}
 
     def awaits_from(self, peer: str) -> bool:
         return self.phase == "acquiring" and peer == self.asked
@@ -244,9 +259,9 @@ class SummarizeCurator(CuratorBase):
         log.warning("owner %s flagged and excluded: its point could not be read", peer)
         return self._ask_next()
 
-    def _sent_before(self, owner: str, row: int) -> bool:
-        """Whether ``owner`` already sent this row (here: a row in the summary)."""
-        return (owner, row) in self.received
+    def content_key(self, point: Point | SealedPoint) -> str:
+        """A received point's identity: its bytes (its h1 embedding for a less-trusted curator)."""
+        return embedding_key(point.phi) if isinstance(point, SealedPoint) else point_key(point.x, point.y)
 
     def _verify(self, owner: str, point: Point | SealedPoint) -> str | None:
         """Why a received point cannot be accepted, or None: the wrong form for this curator, wrong
@@ -262,8 +277,11 @@ class SummarizeCurator(CuratorBase):
                 return problem
             if len(point.sealed) != sealed_size(self.dim):
                 return f"sealed point has {len(point.sealed)} bytes, expected {sealed_size(self.dim)}"
-        if self._sent_before(owner, point.row):
-            return f"row {point.row} was already sent in an earlier round"
+        key = self.content_key(point)
+        if key in self.received[owner]:
+            return (f"sent the same point again (first as row {self.received[owner][key]}, now as row {point.row}); "
+                    f"a point is sold once")
+        self.received[owner][key] = point.row
         claimed = self.bids[owner].value
         actual = bid_value(self._phi(point), self.direction)
         if abs(actual - claimed) > self.tolerance * max(1.0, abs(claimed)):
@@ -280,9 +298,9 @@ class SummarizeCurator(CuratorBase):
         return self._phi_cache[1]
 
     def _accept(self, owner: str, point: Point | SealedPoint) -> None:
-        self._add_to_summary(owner, point.row, self._phi(point), payload(point))
+        self._add_to_summary(owner, point.row, self._phi(point), payload(point), self.content_key(point))
 
-    def _add_to_summary(self, owner: str, row: int, phi: np.ndarray, content: tuple[np.ndarray, int] | bytes) -> None:
+    def _add_to_summary(self, owner: str, row: int, phi: np.ndarray, content: tuple[np.ndarray, int] | bytes, key: str) -> None:
         """Grow D_s by one verified point and credit its owner with the point's marginal gain.
         ``content`` is the point as (x, y), or sealed bytes with a less-trusted curator."""
         gain = rff_objective_gain(self.target_mean, self.summary_sum, self.diag_excess, self.q, phi)
@@ -290,8 +308,7 @@ class SummarizeCurator(CuratorBase):
         self.summary_sum = self.summary_sum + phi
         self.diag_excess += 1.0 - float(phi @ phi)
         self.q += 1
-        self.received.add((owner, row))
-        self.selection.append((owner, row))
+        self.selection.append((owner, row, key))
         if isinstance(content, bytes):
             self.summary_phi.append(np.array(phi, dtype=np.float64))
             self.summary_sealed.append(content)
@@ -311,28 +328,29 @@ class SummarizeCurator(CuratorBase):
         return []
 
     # --- ending ----------------------------------------------------------------------------
-    def _finish(self, reason: str) -> list[Send]:
+    def _finish(self, reason: str, status: str = "completed") -> list[Send]:
         if self.less_trusted:
             d = self.features.n_features
             sealed = SealedSummary(phi=np.array(self.summary_phi, dtype=np.float64).reshape(len(self.summary_phi), d),
                                    sealed=tuple(self.summary_sealed), rounds=len(self.selection))
-            return [Send(CONSUMER, sealed)] + self._close(status="completed", reason=reason)
+            return [Send(CONSUMER, sealed)] + self._close(status=status, reason=reason)
         summary = Summary(
             X=np.array(self.summary_X, dtype=np.float64).reshape(len(self.summary_X), self.dim),
             y=np.array(self.summary_y, dtype=np.int64),
             rounds=len(self.selection),
         )
-        return [Send(CONSUMER, summary)] + self._close(status="completed", reason=reason)
+        return [Send(CONSUMER, summary)] + self._close(status=status, reason=reason)
 
     def result(self) -> dict[str, Any]:
         return {
             "end_reason": self.end_reason,
             "rounds_completed": len(self.selection),
             "parsimony": self.ledger.report(len(self.selection), self.validation_size),
-            "selection": [[o, r] for o, r in self.selection],
+            "selection": [[o, r, k] for o, r, k in self.selection],
             "value": {o: self.value[o] for o in self.owners},
             "flagged": dict(self.flagged),
             "dropouts": dict(self.dropouts),
+            "late_byes": list(self.late_byes),
             "seed_set_size": self.seed_size,
             "curator_trust": "less_trusted" if self.less_trusted else "trusted",
         }

@@ -19,6 +19,7 @@ from marketplace.messages.arrays import ArraySpec, encode_array
 from marketplace.messages.envelope import ENVELOPE_KEYS, PROTOCOL_VERSION, Envelope
 from marketplace.messages.errors import MessageError
 from marketplace.messages.kinds import KINDS
+from marketplace.messages.limits import MAX_DEPTH, MAX_TOKENS, SCAN_ABOVE, check_structure
 from marketplace.schema import SchemaError, build, describe_value
 
 DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -85,6 +86,12 @@ def decode(frame: bytes, *, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, peer: st
     party = peer or "unknown party"
     if len(frame) > max_bytes:
         raise MessageError(party=party, kind=None, field="<frame>", expected=f"at most {max_bytes} bytes", got=f"{len(frame)} bytes")
+    if len(frame) > SCAN_ABOVE:  # a large frame's structure is checked before anything is built from it
+        problem = check_structure(frame)
+        if problem is not None:
+            raise MessageError(party=party, kind=None, field="<frame>",
+                               expected=f"one msgpack map of at most {MAX_TOKENS} objects, nested at most {MAX_DEPTH} deep",
+                               got=problem)
     try:
         wire = msgpack.unpackb(
             frame, raw=False, strict_map_key=True, use_list=True,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 ENVELOPE_KEYS = ("version", "run_id", "msg_id", "sender", "receiver", "kind", "reply_to", "body")
 
 

@@ -2,6 +2,17 @@
 
 from __future__ import annotations
 
+ECHO_LIMIT = 200
+"""The most characters of a received value an error message repeats (a run_id of 8 MiB is not echoed)."""
+
+
+def cut(text: str, limit: int = ECHO_LIMIT) -> str:
+    """``text`` cut to at most ``limit`` characters, saying how long it was when it is cut."""
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text)} characters)"
+
 
 class MessageError(ValueError):
     """A frame that cannot be accepted: it says which party, which kind, which field, what was expected.
@@ -12,6 +23,7 @@ class MessageError(ValueError):
     """
 
     def __init__(self, *, party: str, kind: str | None, field: str, expected: str, got: str, msg_id: int | None = None) -> None:
+        party, got, expected = cut(party, 64), cut(got), cut(expected, 400)
         self.party = party
         self.msg_id = msg_id
         """The refused message's id, when it could be read (error replies point at it)."""

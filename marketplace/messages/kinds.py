@@ -19,7 +19,7 @@ be accepted.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
 import numpy as np
@@ -57,14 +57,20 @@ def vector(name: str) -> object:
 # --- runtime --------------------------------------------------------------------------------
 
 
+ConfigParts = Annotated[dict[str, Annotated[str, Length(max=200)]], Length(max=32)]
+
+
 @kind("hello")
 @dataclass(frozen=True)
 class Hello:
-    """A party announces itself to the curator; the curator checks role and protocol."""
+    """A party announces itself to the curator; the curator checks role, protocol, scenario and
+    ``config``: the party's fingerprint of the scenario parts every party must agree on (seed,
+    owners, data, the protocol's settings; :mod:`marketplace.scenario.fingerprint`)."""
 
     role: Literal["owner", "consumer"]
     protocol: Annotated[str, Length(min=1, max=64)]
     scenario: Annotated[str, Length(max=200)]
+    config: ConfigParts = field(default_factory=dict)
 
 
 @kind("heartbeat")

@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.messages.kinds import Bye, Hello
 from marketplace.messages.kinds_pfds import PfdsData, PfdsPhase, PfdsSharedData, PfdsSharedTree, PfdsTree
 from marketplace.privacy.accountant import PrivacyLedger
 from marketplace.privacy.neighbouring import Neighbouring, add_remove_one, replace_one
@@ -91,9 +90,6 @@ class PfdsAgent(Role):
         self.phase = "trees"
         self.end_status = ""
 
-    def hello(self) -> Send:
-        return Send(CURATOR, Hello(role=self.role_name, protocol="pfds", scenario=self.scenario_name))
-
     def handle(self, message: Envelope) -> list[Send]:
         kind = message.kind
         if message.sender != CURATOR:
@@ -105,9 +101,7 @@ class PfdsAgent(Role):
         if kind == "pfds_phase":
             return self._on_phase(message)
         if kind == "shutdown":
-            self.end_status = message.body.status
-            self.done = True
-            return [Send(message.sender, Bye(), reply_to=message.msg_id)]
+            return self.acknowledge_shutdown(message)
         raise ProtocolError(party=message.sender, kind=kind, reason=f"a pfds {self.role_name} does not accept this kind")
 
     def _origin(self, message: Envelope, sharer: str, have: dict) -> None:
@@ -189,7 +183,7 @@ class PfdsReceiver(PfdsAgent):
     role_name = "owner"
 
     def start(self) -> list[Send]:
-        return [self.hello()]
+        return [self.hello("pfds")]
 
     def result(self) -> dict[str, Any]:
         return super().result() | {"shares": False}
@@ -221,7 +215,7 @@ class PfdsSharer(PfdsAgent):
         self.tree = share_predictor(self.X, self.y, self.schema, epsilon=self.epsilon, rng=self.tree_rng, **self.params)
         for step in ledger_steps(self.tree.spends):
             self.ledger.spend(step.eps, mechanism=step.mechanism)
-        return [self.hello(), Send(CURATOR, PfdsTree(**tree_fields(self.tree)))]
+        return [self.hello("pfds"), Send(CURATOR, PfdsTree(**tree_fields(self.tree)))]
 
     def label(self, trees: list[PrivateTree]) -> list[Send]:
         labelled = share_data(self.tree, self.X, [self.tree, *trees], epsilon=self.epsilon, rng=self.data_rng, p=self.p,

@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.messages.kinds import Bye, Hello
 from marketplace.messages.kinds_sketch import SketchReleaseBody
 from marketplace.privacy.accountant import PrivacyLedger
 from marketplace.protocols.sketch import FeatureMap, SketchRelease, exact_sketch, private_sketch
@@ -43,15 +42,13 @@ class SketchOwner(Role):
         self.end_status = ""
 
     def start(self) -> list[Send]:
-        return [Send("curator", Hello(role="owner", protocol="sketch", scenario=self.scenario_name))]
+        return [self.hello("sketch")]
 
     def handle(self, message: Envelope) -> list[Send]:
         if message.kind == "sketch_request":
             return self._release(message)
         if message.kind == "shutdown":
-            self.end_status = message.body.status
-            self.done = True
-            return [Send(message.sender, Bye(), reply_to=message.msg_id)]
+            return self.acknowledge_shutdown(message)
         raise ProtocolError(party=message.sender, kind=message.kind, reason="an owner of the sketch protocol does not accept this kind")
 
     def _release(self, message: Envelope) -> list[Send]:

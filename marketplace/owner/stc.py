@@ -14,7 +14,6 @@ import numpy as np
 
 from marketplace.data.dataset import Dataset
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.messages.kinds import Bye, Hello
 from marketplace.messages.kinds_stc import StcRelease
 from marketplace.privacy.accountant import BudgetExceeded, PrivacyLedger
 from marketplace.privacy.neighbouring import add_remove_one
@@ -55,15 +54,13 @@ class StcOwner(Role):
         self.end_status = ""
 
     def start(self) -> list[Send]:
-        return [Send("curator", Hello(role="owner", protocol="stc", scenario=self.scenario_name))]
+        return [self.hello("stc")]
 
     def handle(self, message: Envelope) -> list[Send]:
         if message.kind == "stc_request":
             return self._release(message)
         if message.kind == "shutdown":
-            self.end_status = message.body.status
-            self.done = True
-            return [Send(message.sender, Bye(), reply_to=message.msg_id)]
+            return self.acknowledge_shutdown(message)
         raise ProtocolError(party=message.sender, kind=message.kind, reason="an stc owner does not accept this kind")
 
     def _release(self, message: Envelope) -> list[Send]:

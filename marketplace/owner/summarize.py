@@ -15,8 +15,9 @@ import numpy as np
 
 from marketplace.data.dataset import Dataset
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.messages.kinds import Bid, Bye, Hello, Point, RoundOpen, SealedPoint
+from marketplace.messages.kinds import Bid, Point, RoundOpen, SealedPoint
 from marketplace.protocols.summarize import RandomFourierFeatures, best_offer, bid_direction, bid_value
+from marketplace.protocols.summarize.identity import duplicate_groups
 from marketplace.protocols.summarize.sealing import seal_point
 from marketplace.roles import Role, Send
 
@@ -37,6 +38,8 @@ class SummarizeOwner(Role):
         self.data = data
         self.phi = features.transform(data.X).astype(feature_dtype, copy=False)
         self.available = np.ones(len(data), dtype=bool)
+        self.same_content = duplicate_groups(data.X, data.y)
+        """Row -> group of identical rows, when the data hold duplicates: a point is offered once."""
         self.target_mean: np.ndarray | None = None
         self.offer: tuple[int, int, float] | None = None  # (round, row, value) of the current bid
         self.sent_rows: list[int] = []
@@ -44,7 +47,7 @@ class SummarizeOwner(Role):
         self.end_status = ""
 
     def start(self) -> list[Send]:
-        return [Send("curator", Hello(role="owner", protocol="summarize", scenario=self.scenario_name))]
+        return [self.hello("summarize")]
 
     def handle(self, message: Envelope) -> list[Send]:
         kind = message.kind
@@ -62,9 +65,7 @@ class SummarizeOwner(Role):
         if kind == "request":
             return self._send_point(message)
         if kind == "shutdown":
-            self.end_status = message.body.status
-            self.done = True
-            return [Send(message.sender, Bye(), reply_to=message.msg_id)]
+            return self.acknowledge_shutdown(message)
         raise ProtocolError(party=message.sender, kind=kind, reason="an owner does not accept this kind")
 
     def _bid(self, message: Envelope) -> list[Send]:
@@ -92,6 +93,8 @@ class SummarizeOwner(Role):
         _, row, _ = self.offer
         self.offer = None
         self.available[row] = False
+        if self.same_content is not None:  # the same record elsewhere in the data is the same point: sold once
+            self.available[self.same_content == self.same_content[row]] = False
         self.sent_rows.append(row)
         x, y = self.data.X[row], int(self.data.y[row])
         if self.less_trusted:

@@ -13,6 +13,7 @@ from marketplace.consumer.summarize import evaluate_summary
 from marketplace.data.world import World
 from marketplace.parties import public_features
 from marketplace.protocols.summarize import exact_kernel_greedy, mmd2, protocol_greedy, uniform_selection
+from marketplace.protocols.summarize.identity import embedding_key, point_key
 from marketplace.roles import owner_id
 from marketplace.scenario import ScenarioConfig
 
@@ -59,9 +60,15 @@ def baselines(config: ScenarioConfig, world: World) -> dict[str, dict[str, Any]]
     return out
 
 
-def owner_picks(selection: list[list[Any]]) -> list[tuple[int, int]]:
-    """Report selection pairs ``[owner-i, row]`` as (0-based owner index, row)."""
-    return [(int(str(o).rsplit("-", 1)[1]) - 1, int(r)) for o, r in selection]
+def _owner_keys(config: ScenarioConfig, world: World, index: int) -> list[str]:
+    """The content key of every row of owner ``index``'s generated share, as the curator computes
+    keys for the run's trust level."""
+    data = world.owners[index]
+    if config.summarize.curator == "less_trusted":  # the embedding as the owner sends it (batched, or one row)
+        features = public_features(config, world.dim)
+        return ([embedding_key(phi) for phi in features.transform(data.X)]
+                + [embedding_key(features.transform(x[None, :])[0]) for x in data.X])
+    return [point_key(x, int(y)) for x, y in zip(data.X, data.y)]
 
 
 def _non_private_rule(config: ScenarioConfig, world: World, rounds: int) -> list[tuple[int, int]]:
@@ -80,12 +87,25 @@ def non_private_greedy(config: ScenarioConfig, world: World) -> dict[str, Any]:
 
 
 def central_replay(config: ScenarioConfig, world: World, selection: list[list[Any]]) -> dict[str, Any]:
-    """Replay the protocol's rule in one place and compare with the distributed selection."""
+    """Replay the protocol's rule in one place and compare with the distributed selection, point by
+    point by content (an owner's row numbers are its own claims). Not applicable when an owner's
+    points are not the scenario's generated rows (an owner that read its own data file)."""
     if config.summarize.privacy.enabled:
         return {"applicable": False, "reason": "a private run's releases are noisy; see baselines.non_private_greedy"}
     rounds = len(selection)
+    ids = [owner_id(i) for i in range(len(world.owners))]
+    keys: dict[str, set[str]] = {}
+    for entry in selection:
+        owner = str(entry[0])
+        if owner not in keys:
+            keys[owner] = set(_owner_keys(config, world, ids.index(owner))) if owner in ids else set()
+    foreign = sorted(owner for owner in keys if any(str(e[2]) not in keys[owner] for e in selection if e[0] == owner))
+    if foreign:
+        return {"applicable": False, "reason": f"{', '.join(foreign)} sent points that are not the scenario's rows "
+                                               f"(their own data files?)"}
     expected = _non_private_rule(config, world, rounds)
-    got = [(str(o), int(r)) for o, r in selection]
-    want = [(owner_id(o), r) for o, r in expected]
+    got = [(str(e[0]), str(e[2])) for e in selection]
+    key_lists = {o: _owner_keys(config, world, o) for o in {o for o, _ in expected}}
+    want = [(owner_id(o), key_lists[o][r]) for o, r in expected]
     first_diff = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), None)
     return {"rounds": rounds, "matches": got == want, "first_difference": first_diff}

@@ -22,7 +22,7 @@ from typing import Any
 from threadpoolctl import threadpool_limits
 
 from marketplace.data.dataset import World
-from marketplace.parties import build_role, load_owner_file, make_world, share_of
+from marketplace.parties import build_role, load_owner_file, make_world, party_ids, share_of
 from marketplace.roles import CONSUMER, CURATOR
 from marketplace.scenario import Scenario
 from marketplace.transport.curve import CurveKeys
@@ -66,7 +66,8 @@ def link_settings(scenario: Scenario) -> LinkSettings:
     t = scenario.config.transport
     return LinkSettings(
         heartbeat_interval_s=t.heartbeat_interval_s, heartbeat_timeout_s=t.heartbeat_timeout_s,
-        start_timeout_s=t.start_timeout_s, run_timeout_s=t.run_timeout_s, max_message_bytes=t.max_message_bytes,
+        start_timeout_s=t.start_timeout_s, run_timeout_s=t.run_timeout_s, progress_timeout_s=t.progress_timeout_s,
+        max_message_bytes=t.max_message_bytes,
         high_water_mark=t.high_water_mark, send_timeout_s=t.send_timeout_s,
         curve_keys=t.curve_keys if t.security == "curve" else None,
     )
@@ -87,7 +88,10 @@ def party_report(node: Node, *, role_name: str, wall_s: float, driver: dict[str,
         "timing": timing,
         "driver": driver,
         "errors": node.errors[:100],
+        "errors_dropped": node.errors_dropped,
+        "refused_by_peer": node.error_summary()["by_peer"],
         "errors_received": role.errors_received[:100],
+        "errors_received_dropped": role.errors_received_dropped,
     }
 
 
@@ -126,7 +130,8 @@ def run_party(scenario: Scenario, *, party: str, endpoint: str, report_path: str
     if share is None:
         share = share_of(make_world(config), party)
     role = build_role(config, party, world=share, owner_data=owner_data)
-    node = Node(role, run_id=run_id or default_run_id(scenario), max_message_bytes=config.transport.max_message_bytes)
+    node = Node(role, run_id=run_id or default_run_id(scenario), max_message_bytes=config.transport.max_message_bytes,
+                parties=frozenset(party_ids(config)))
     log.info("%s (pid %d) starting: %s", party, os.getpid(), endpoint)
     try:
         with single_threaded_blas():

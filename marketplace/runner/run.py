@@ -164,8 +164,9 @@ def with_run_keys(scenario: Scenario, out: Path) -> Scenario:
 
 def _run_inprocess(scenario: Scenario, world, run_id: str, on_round) -> tuple[list[dict[str, Any]], str | None, float]:
     config = scenario.config
-    nodes = [Node(build_role(config, p, world=world), run_id=run_id, max_message_bytes=config.transport.max_message_bytes)
-             for p in party_ids(config)]
+    parties = frozenset(party_ids(config))
+    nodes = [Node(build_role(config, p, world=world), run_id=run_id, max_message_bytes=config.transport.max_message_bytes,
+                  parties=parties) for p in party_ids(config)]
     curator = nodes[0].role
     shown = {"rounds": 0}
     protocol = exchange(config.protocol)
@@ -206,7 +207,7 @@ def _run_processes(scenario: Scenario, resolved: Path, out: Path, run_id: str, o
     return parties, _process_failures(run, parties)
 
 
-def _process_failures(run, parties: list[dict[str, Any]]) -> str | None:
+def _process_failures(run, parties: list[dict[str, Any]]) -> list[str]:
     """Why the run failed, if it did. An owner the curator excluded as a dropout (crashed, hung) does
     not fail the run: the protocol completed with the others, and the report lists the dropout."""
     failures = [run.failure] if run.failure else []
@@ -218,15 +219,16 @@ def _process_failures(run, parties: list[dict[str, Any]]) -> str | None:
     for rep in parties:
         if rep["exit_code"] != 0 and rep["id"] not in dropouts:
             failures.append(f"{rep['id']} exited with status {rep['exit_code']}: {rep.get('failure') or last_line(Path(rep['log']))}")
-    return "; ".join(failures) or None
+    return failures
 
 
-def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[str, Any]], failure: str | None,
+def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[str, Any]], failure: str | list[str] | None,
                     wall_s: float, extra_transport_s: float, run_id: str) -> dict[str, Any]:
     config = scenario.config
     by_id = {p["id"]: p for p in parties}
     curator = (by_id.get(CURATOR) or {}).get("result") or {}
-    failures = [failure] if failure else []
+    failures = ([failure] if isinstance(failure, str) else list(failure)) if failure else []
+    failure = "; ".join(failures)
     dropped = set(curator.get("dropouts") or {})
     failures += [f"{p['id']}: {p['failure']}" for p in parties
                  if p.get("failure") and p["id"] not in dropped and (not failure or p["id"] not in failure)]

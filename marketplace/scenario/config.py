@@ -30,9 +30,13 @@ class TransportConfig:
     heartbeat_timeout_s: PositiveFloat = 10.0
     start_timeout_s: PositiveFloat = 60.0
     run_timeout_s: PositiveFloat = 1800.0
+    progress_timeout_s: PositiveFloat = 30.0
+    """A connected party the curator is waiting for (a hello, a bid, a point, a release, a bye)
+    that does not deliver within this many seconds is dropped, with the reason in the report."""
     max_message_bytes: Annotated[int, Range(min=1024)] = 64 * 1024 * 1024
     high_water_mark: Annotated[int, Range(min=1)] = 10_000
     send_timeout_s: PositiveFloat = 10.0
+    """A peer that does not read what is sent to it for this long is dropped (sends never block)."""
     security: Literal["curve", "none"] = "curve"
     """``curve``: every link authenticated and encrypted with CURVE, each party bound to its key;
     ``none`` (or ``--insecure``): plaintext, for development only."""

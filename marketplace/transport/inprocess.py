@@ -4,10 +4,13 @@ It is the reference run: deterministic by construction (parties start in a fixed
 delivered first-in first-out), and it moves the same encoded frames as the ZeroMQ driver, so message
 and byte counts are comparable one to one.
 
-Liveness is emulated: when the queue runs dry while a party still expects a peer that has ended
-without saying ``bye`` (it failed, or was refused), that party is told the peer is lost, as the
-ZeroMQ driver would tell it once the ended process stops sending heartbeats. So a run where an
-owner fails goes on without it under both drivers instead of stalling here.
+Liveness and progress are emulated: when the queue runs dry while a party still expects a peer
+that has ended without saying ``bye`` (it failed, or was refused), that party is told the peer is
+lost, as the ZeroMQ driver would tell it once the ended process stops sending heartbeats. And when
+the queue runs dry while a party still waits for something from a peer that is alive (a bid that
+will never come), the peer is lost too: with nothing left to deliver it can never arrive, which is
+what the ZeroMQ driver's progress deadline finds out with a clock. So a run where an owner fails or
+stops progressing goes on without it under both drivers instead of stalling here.
 """
 
 from __future__ import annotations
@@ -44,8 +47,13 @@ def run_inprocess(nodes: list[Node], *, max_steps: int = 50_000_000, after_deliv
     queue: deque[tuple[str, Outgoing]] = deque()
     stats = InProcessStats()
     lost: dict[str, set[str]] = {n.party_id: set() for n in nodes}
+    def post(sender: Node, outgoing) -> None:
+        for out in outgoing:
+            sender.record_sent(out)
+            queue.append((sender.party_id, out))
+
     for node in nodes:
-        queue.extend((node.party_id, out) for out in node.start())
+        post(node, node.start())
     while True:
         while queue:
             if stats.delivered >= max_steps:
@@ -58,17 +66,17 @@ def run_inprocess(nodes: list[Node], *, max_steps: int = 50_000_000, after_deliv
                 stats.undeliverable.append(f"{out.kind} from {sender} to {out.receiver}")
                 continue
             stats.delivered += 1
-            queue.extend((receiver.party_id, reply) for reply in receiver.receive(out.frame, peer=sender))
+            post(receiver, receiver.receive(out.frame, peer=sender).outgoing)
             if after_delivery is not None:
                 after_delivery()
-        silent = _ended_peers(nodes, by_id, lost)
+        silent = _ended_peers(nodes, by_id, lost) or _stuck_peers(nodes, lost)
         if not silent:
             break
-        for waiter, peer in silent:
+        for waiter, peer, reason in silent:
             lost[waiter.party_id].add(peer)
             stats.lost_peers.append(f"{waiter.party_id}: {peer}")
             if not waiter.done:
-                queue.extend((waiter.party_id, out) for out in waiter.peer_lost(peer))
+                post(waiter, waiter.peer_lost(peer, reason))
     waiting = [n.party_id for n in nodes if not n.done]
     if waiting:
         raise StalledRun(f"in-process run stalled: {', '.join(waiting)} still waiting and no message left to deliver")
@@ -77,9 +85,9 @@ def run_inprocess(nodes: list[Node], *, max_steps: int = 50_000_000, after_deliv
     return stats
 
 
-def _ended_peers(nodes: list[Node], by_id: dict[str, Node], lost: dict[str, set[str]]) -> list[tuple[Node, str]]:
-    """(waiter, peer) for every party still running that expects a peer which has ended (or does
-    not exist) without saying bye to it: what heartbeats would reveal over ZeroMQ."""
+def _ended_peers(nodes: list[Node], by_id: dict[str, Node], lost: dict[str, set[str]]) -> list[tuple[Node, str, str]]:
+    """(waiter, peer, reason) for every party still running that expects a peer which has ended (or
+    does not exist) without saying bye to it: what heartbeats would reveal over ZeroMQ."""
     found = []
     for waiter in nodes:
         if waiter.done:
@@ -87,5 +95,19 @@ def _ended_peers(nodes: list[Node], by_id: dict[str, Node], lost: dict[str, set[
         for peer in waiter.role.expected_peers():
             node = by_id.get(peer)
             if (node is None or node.done) and peer not in waiter.finished_peers and peer not in lost[waiter.party_id]:
-                found.append((waiter, peer))
+                found.append((waiter, peer, "ended without saying bye"))
+    return found
+
+
+def _stuck_peers(nodes: list[Node], lost: dict[str, set[str]]) -> list[tuple[Node, str, str]]:
+    """(waiter, peer, reason) for every running party that waits for something from a peer while
+    nothing is left to deliver: it will never come (the progress deadline, without a clock)."""
+    found = []
+    for waiter in nodes:
+        if waiter.done:
+            continue
+        for peer, what in waiter.role.awaited().items():
+            if peer not in lost[waiter.party_id]:
+                why = waiter.last_refusal.get(peer)
+                found.append((waiter, peer, f"no {what} (nothing left to deliver)" + (f"; its last refused frame: {why}" if why else "")))
     return found

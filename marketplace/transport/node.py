@@ -5,23 +5,53 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from dataclasses import dataclass
 
 from marketplace.messages import PROTOCOL_VERSION, Envelope, MessageError, ProtocolError, decode, encode
+from marketplace.messages.errors import cut
 from marketplace.messages.kinds import Error, Heartbeat
 from marketplace.roles import Role, Send
 from marketplace.transport.counters import HEARTBEAT, Counters
 
 log = logging.getLogger(__name__)
 
+MAX_KEPT_ERRORS = 100
+"""Refusal texts kept for the report; past that only the count grows (bounded memory under a flood)."""
+LOGGED_REFUSALS_PER_PEER = 20
+"""Refusals logged one by one per peer; after that one line every :data:`LOG_EVERY` refusals."""
+LOG_EVERY = 1000
+MAX_TRACKED_PEERS = 1000
+"""Per-peer refusal counts kept for this many peers; the rest are counted together."""
+UNKNOWN = "unknown party"
+"""The name refusals go to when the sender's identity is not established (its claim is not echoed)."""
+
 
 @dataclass(frozen=True)
 class Outgoing:
-    """An encoded frame ready for a driver to move."""
+    """An encoded frame ready for a driver to move. ``best_effort`` frames (error replies) are
+    dropped rather than queued when the receiver is not reading; ``droppable`` says the driver may
+    lose them without losing the protocol's state."""
 
     receiver: str
     kind: str
     frame: bytes
+    best_effort: bool = False
+
+
+class Delivery(list):
+    """What :meth:`Node.receive` did with one frame: the frames to send (it is that list), whether
+    the frame was ``accepted`` (a valid message of this run from the party it claims to be, not a
+    replay; liveness counts only these), and if not, the ``refusal`` in one short line."""
+
+    def __init__(self, outgoing: list[Outgoing], accepted: bool, refusal: str | None = None) -> None:
+        super().__init__(outgoing)
+        self.accepted = accepted
+        self.refusal = refusal
+
+    @property
+    def outgoing(self) -> list[Outgoing]:
+        return list(self)
 
 
 class Node:
@@ -32,13 +62,21 @@ class Node:
     curator sent to others in between (how many owners were asked, for instance).
 
     A frame that fails validation, repeats an earlier ``msg_id`` or is addressed to someone else
-    never reaches the role; it is counted, logged, and answered with an ``error`` message (except
-    an ``error`` itself, so two parties never argue in a loop). A :class:`ProtocolError` raised by
-    the role is answered the same way. The role keeps serving in every case.
+    never reaches the role; it is counted, logged (a few per peer, then in summary) and answered with
+    an ``error`` message (except an ``error`` itself, so two parties never argue in a loop). A
+    :class:`ProtocolError` raised by the role is answered the same way. The role keeps serving in
+    every case. Memory for refusals is bounded: the first :data:`MAX_KEPT_ERRORS` texts are kept.
+
+    Counting: a frame counts as *sent* when the driver hands it to the transport
+    (:meth:`record_sent`), so frames a driver drops on purpose (to a lost peer, an error reply to
+    a peer that does not read) are not counted as sent.
     """
 
-    def __init__(self, role: Role, *, run_id: str, max_message_bytes: int) -> None:
+    def __init__(self, role: Role, *, run_id: str, max_message_bytes: int, parties: frozenset[str] | None = None) -> None:
         self.role = role
+        self.parties = parties
+        """The run's party ids, when known: a frame from anyone else is refused before the role sees it
+        (and leaves no per-sender state behind)."""
         self.party_id = role.party_id
         self.run_id = run_id
         self.max_message_bytes = max_message_bytes
@@ -49,8 +87,11 @@ class Node:
         self.compute_s = 0.0
         self.codec_s = 0.0
         self.errors: list[str] = []
+        self.errors_dropped = 0
+        self.refusals_by_peer: Counter[str] = Counter()
+        self.last_refusal: dict[str, str] = {}
         self.finished_peers: set[str] = set()
-        """Peers that said ``bye``: no more heartbeats to them, and their silence is expected."""
+        """Peers whose ``bye`` the role accepted: no more heartbeats to them, and their silence is expected."""
 
     @property
     def done(self) -> bool:
@@ -73,69 +114,99 @@ class Node:
         protocol's ids (and so its byte counts) do not depend on how many heartbeats timing allowed."""
         return self._encode(Send(receiver, Heartbeat()), msg_id=max(1, self.next_msg_id.get(receiver, 1) - 1))
 
-    def receive(self, frame: bytes, peer: str) -> list[Outgoing]:
-        """Handle one frame that arrived from the transport identity ``peer``."""
+    def record_sent(self, out: Outgoing) -> None:
+        """The driver handed ``out`` to the transport."""
+        self.counters.record_sent(self.party_id, out.receiver, out.kind, len(out.frame))
+
+    def receive(self, frame: bytes, peer: str | None) -> Delivery:
+        """Handle one frame that arrived from the transport identity ``peer`` (None: not known yet;
+        then the envelope's own claim names the sender)."""
         t0 = time.perf_counter()
         try:
             message = decode(frame, max_bytes=self.max_message_bytes, peer=peer)
             self._check_routing(message)
         except MessageError as err:
             self.codec_s += time.perf_counter() - t0
-            return self._reject(err, peer, about_kind=err.kind, about_id=err.msg_id)
+            return self._reject(err, peer or UNKNOWN, about_kind=err.kind, about_id=err.msg_id)
         self.codec_s += time.perf_counter() - t0
+        sender = message.sender
         if message.kind == HEARTBEAT:
-            self.counters.record_received(message.sender, self.party_id, HEARTBEAT, len(frame))
-            return []
-        last = self.last_seen_id.get(peer, 0)
+            self.counters.record_received(sender, self.party_id, HEARTBEAT, len(frame))
+            return Delivery([], True)
+        last = self.last_seen_id.get(sender, 0)
         if message.msg_id <= last:
             self.counters.record_rejected("duplicate")
-            log.warning("%s: ignored replayed or duplicate msg_id %d from %s (last %d)", self.party_id, message.msg_id, peer, last)
-            return []
-        self.last_seen_id[peer] = message.msg_id
-        if message.kind == "bye":
-            self.finished_peers.add(peer)
-        self.counters.record_received(message.sender, self.party_id, message.kind, len(frame))
+            self._note(sender, f"replayed or duplicate msg_id {message.msg_id} (last {last})")
+            return Delivery([], False, "duplicate msg_id")
+        self.last_seen_id[sender] = message.msg_id
+        self.counters.record_received(sender, self.party_id, message.kind, len(frame))
         t1 = time.perf_counter()
         try:
             sends = self.role.on_error(message) if message.kind == "error" else self.role.handle(message)
         except ProtocolError as err:
             self.compute_s += time.perf_counter() - t1
             self.counters.record_rejected("protocol")
-            self.errors.append(str(err))
-            log.warning("%s: %s", self.party_id, err)
-            error = Error(code="protocol", detail=str(err)[:2000], about_kind=message.kind, about_msg_id=message.msg_id)
-            return self._encode_all([Send(peer, error, reply_to=message.msg_id)])
+            text = str(err)
+            self._note(sender, text)
+            error = Error(code="protocol", detail=cut(text, 2000), about_kind=message.kind, about_msg_id=message.msg_id)
+            return Delivery(self._encode_all([Send(sender, error, reply_to=message.msg_id)], best_effort=True), True,
+                            cut(text, 200))
         self.compute_s += time.perf_counter() - t1
-        return self._encode_all(sends)
+        if message.kind == "bye":  # only once the role took it: a refused bye changes nothing
+            self.finished_peers.add(sender)
+        return Delivery(self._encode_all(sends), True)
 
-    def peer_lost(self, peer: str) -> list[Outgoing]:
+    def peer_lost(self, peer: str, reason: str = "") -> list[Outgoing]:
         t0 = time.perf_counter()
-        sends = self.role.peer_lost(peer)
+        sends = self.role.peer_lost(peer, reason)
         self.compute_s += time.perf_counter() - t0
         return self._encode_all(sends)
 
     def _check_routing(self, message: Envelope) -> None:
+        if self.parties is not None and message.sender not in self.parties:
+            raise MessageError(party=UNKNOWN, kind=message.kind, field="sender", expected="a party of this run",
+                               got=repr(message.sender), msg_id=message.msg_id)
         if message.receiver != self.party_id:
-            raise MessageError(party=message.sender, kind=message.kind, field="receiver", expected=repr(self.party_id), got=repr(message.receiver), msg_id=message.msg_id)
+            raise MessageError(party=message.sender, kind=message.kind, field="receiver", expected=repr(self.party_id),
+                               got=repr(message.receiver), msg_id=message.msg_id)
         if message.run_id != self.run_id:
-            raise MessageError(party=message.sender, kind=message.kind, field="run_id", expected=repr(self.run_id), got=repr(message.run_id), msg_id=message.msg_id)
+            raise MessageError(party=message.sender, kind=message.kind, field="run_id",
+                               expected=f"{self.run_id!r} (this run; another seed, scenario or --run-id?)",
+                               got=repr(message.run_id), msg_id=message.msg_id)
 
-    def _reject(self, err: MessageError, peer: str, *, about_kind: str | None, about_id: int | None) -> list[Outgoing]:
+    def _note(self, peer: str, text: str) -> None:
+        """Keep (boundedly) and log (a few per peer) why a frame from ``peer`` was refused."""
+        short = cut(text, 1000)
+        if peer not in self.refusals_by_peer and len(self.refusals_by_peer) >= MAX_TRACKED_PEERS:
+            peer = "others"
+        self.last_refusal[peer] = short
+        count = self.refusals_by_peer[peer] = self.refusals_by_peer[peer] + 1
+        if len(self.errors) < MAX_KEPT_ERRORS:
+            self.errors.append(short)
+        else:
+            self.errors_dropped += 1
+        if count <= LOGGED_REFUSALS_PER_PEER:
+            log.warning("%s: %s", self.party_id, short)
+        elif count % LOG_EVERY == 0:
+            log.warning("%s: %d frames refused from %s so far; the last: %s", self.party_id, count, cut(peer, 64), short)
+
+    def _reject(self, err: MessageError, peer: str, *, about_kind: str | None, about_id: int | None) -> Delivery:
         self.counters.record_rejected("bad_message")
-        self.errors.append(str(err))
-        log.warning("%s: %s", self.party_id, err)
+        text = str(err)
+        self._note(peer, text)
         if about_kind == "error":
-            return []
-        error = Error(code="bad_message", detail=str(err)[:2000], about_kind=about_kind, about_msg_id=about_id)
+            return Delivery([], False, cut(text, 200))
+        error = Error(code="bad_message", detail=cut(text, 2000), about_kind=about_kind, about_msg_id=about_id)
         t0 = time.perf_counter()
-        follow_up = self.role.frame_refused(peer, about_kind)
+        follow_up = self.role.frame_refused(peer, about_kind, cut(text, 200)) if peer != UNKNOWN else []
         self.compute_s += time.perf_counter() - t0
-        return self._encode_all([Send(peer, error, reply_to=about_id), *follow_up])
+        return Delivery([*self._encode_all([Send(peer, error, reply_to=about_id)], best_effort=True),
+                         *self._encode_all(follow_up)], False, cut(text, 200))
 
-    def _encode_all(self, sends: list[Send]) -> list[Outgoing]:
-        return [self._encode(s) for s in sends]
+    def _encode_all(self, sends: list[Send], *, best_effort: bool = False) -> list[Outgoing]:
+        return [self._encode(s, best_effort=best_effort) for s in sends]
 
-    def _encode(self, send: Send, msg_id: int | None = None) -> Outgoing:
+    def _encode(self, send: Send, msg_id: int | None = None, *, best_effort: bool = False) -> Outgoing:
         t0 = time.perf_counter()
         kind = type(send.body).KIND
         if msg_id is None:
@@ -143,9 +214,13 @@ class Node:
             self.next_msg_id[send.to] = msg_id + 1
         envelope = Envelope(PROTOCOL_VERSION, self.run_id, msg_id, self.party_id, send.to, kind, send.reply_to, send.body)
         frame = encode(envelope)
-        self.counters.record_sent(self.party_id, send.to, kind, len(frame))
         self.codec_s += time.perf_counter() - t0
-        return Outgoing(send.to, kind, frame)
+        return Outgoing(send.to, kind, frame, best_effort)
 
     def timing(self) -> dict[str, float]:
         return {"compute_s": self.compute_s, "codec_s": self.codec_s}
+
+    def error_summary(self) -> dict[str, object]:
+        """For the party's report: the kept refusal texts, how many more there were, and per peer."""
+        return {"kept": list(self.errors), "dropped": self.errors_dropped,
+                "by_peer": {cut(p, 64): n for p, n in self.refusals_by_peer.most_common(20)}}

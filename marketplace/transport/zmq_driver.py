@@ -1,36 +1,60 @@
 """The ZeroMQ driver: one party per OS process, a ROUTER at the curator and DEALERs elsewhere.
 
-* The curator binds a ROUTER (``ROUTER_MANDATORY``, so sending to a vanished peer is an error, not a
-  silent drop); owners and the consumer connect DEALERs whose identity is their party id. The ROUTER
-  identity is the authority on who sent a frame: an envelope claiming another sender is refused.
-* No REQ/REP lockstep: either side may send at any time. Every poll has a timeout.
-* Application heartbeats flow both ways every ``heartbeat_interval_s``; a peer silent for longer
-  than ``heartbeat_timeout_s`` (crashed, hung, partitioned) is declared lost and the role decides.
-  An expected peer that never shows up within ``start_timeout_s`` is lost too.
-* ``LINGER`` is 0 so that no error path can hang on exit; a clean exit closes with a short, bounded
-  linger and terminates its own context, which waits for that linger, so the last message
-  (``bye``) still leaves even from a forked process that ends with ``os._exit``. ``MAXMSGSIZE`` caps every frame at the socket,
-  and the decoder caps it again; high-water marks bound memory under a flood.
+The loop is built so that no single peer, hostile or broken, can stop the others:
+
+* **Fair and timed.** Each wake-up reads a bounded batch of frames (ZeroMQ queues each connection
+  apart and reads them in turn), and every timer (heartbeats, liveness, progress deadlines, the run
+  timeout) is checked on every iteration, so a steady stream of frames cannot starve them.
+* **Liveness from accepted frames only.** A peer counts as heard when one of its frames is accepted
+  (a valid message of this run, from the party it is): frames that are refused, or that belong to
+  another run, keep nobody alive. A peer is declared silent only after the socket has been drained
+  past its deadline, so a party whose ``bye`` is still queued is never mistaken for a lost one.
+* **Never blocked by a reader.** Sends are non-blocking. Frames a peer is not reading wait in that
+  peer's own bounded queue; a peer whose queue stays stuck for ``send_timeout_s`` is dropped.
+  Error replies are best effort: never queued, dropped if the peer does not read.
+* **Progress deadlines.** A party the role is waiting for (a bid, a point, a ``bye``; see
+  :meth:`Role.awaited`) that stays connected but does not deliver within ``progress_timeout_s`` is
+  dropped, and the reason, with its last refused frame, goes into the report.
+* **Quarantine.** A peer that sends more than ``refusal_budget`` refused frames within a second
+  has its frames dropped unread for ``quarantine_s``: a flood of junk costs a read, not a decode.
+* **Identity from keys.** Under CURVE the curator's ZAP handler stamps each connection with the
+  party id its key belongs to (ZMQ User-Id), and that is the sender's identity; DEALERs set no
+  routing id, so the ROUTER picks a fresh one per connection and no one can squat another party's
+  name. Without CURVE (development only) a DEALER's routing id is its party id, and anyone can
+  claim any name.
+
+Every poll has a timeout; ``LINGER`` is 0 so that no error path can hang on exit; a clean exit
+closes with a short, bounded linger so the last message (``bye``) still leaves. ``MAXMSGSIZE`` caps
+every frame at the socket, and the decoder bounds what a frame may expand to.
 """
 
 from __future__ import annotations
 
 import errno
 import logging
-from abc import ABC, abstractmethod
 import time
+from abc import ABC, abstractmethod
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import zmq
 
+from marketplace.messages.errors import cut
 from marketplace.roles import CURATOR
 from marketplace.transport.curve import CurveKeys, PartyAuthenticator
-from marketplace.transport.node import Node, Outgoing
+from marketplace.transport.node import UNKNOWN, Node, Outgoing
 
 log = logging.getLogger(__name__)
 LIVENESS_CHECK_S = 0.05
+MIN_BATCH = 64
+"""Frames read per wake-up at least; more with many peers (two per known peer), so every
+connection with data waiting is read from on every wake-up."""
+BATCH_TIME_S = 0.05
+"""A wake-up stops reading after this long, so the timers run at least this often."""
+MAX_STRANGERS = 1024
+"""Connections of unknown identity tracked for quarantine; the oldest are forgotten first."""
 
 
 @dataclass(frozen=True)
@@ -41,9 +65,13 @@ class LinkSettings:
     heartbeat_timeout_s: float = 5.0
     start_timeout_s: float = 30.0
     run_timeout_s: float = 600.0
+    progress_timeout_s: float = 30.0
     max_message_bytes: int = 64 * 1024 * 1024
     high_water_mark: int = 10_000
     send_timeout_s: float = 5.0
+    max_queued_frames: int = 10_000
+    refusal_budget: int = 50
+    quarantine_s: float = 5.0
     close_linger_s: float = 1.0
     curve_keys: str | None = None
     """Key folder: CURVE on (see :mod:`marketplace.transport.curve`); None: plaintext."""
@@ -56,10 +84,31 @@ class DriverStats:
     lost_peers: dict[str, str] = field(default_factory=dict)
     endpoint: str = ""
     dropped_connections: int = 0
+    quarantined: dict[str, int] = field(default_factory=dict)
+    """Peer (or stranger) -> frames dropped unread while it was in quarantine."""
+    replies_dropped: int = 0
+    """Best-effort replies (errors) dropped because their receiver was not reading."""
+    max_batch: int = 0
 
     def to_dict(self) -> dict[str, object]:
         return {"io_s": self.io_s, "idle_s": self.idle_s, "lost_peers": dict(self.lost_peers), "endpoint": self.endpoint,
-                "dropped_connections": self.dropped_connections}
+                "dropped_connections": self.dropped_connections, "quarantined": dict(self.quarantined),
+                "replies_dropped": self.replies_dropped, "max_batch": self.max_batch}
+
+
+@dataclass
+class _Peer:
+    """What the loop knows about one connection (its route) or party."""
+
+    name: str
+    route: bytes | None = None
+    heard: float | None = None  # last accepted frame
+    contact: float | None = None  # first frame of any kind
+    queue: deque = field(default_factory=deque)
+    stuck_since: float | None = None
+    window_start: float = 0.0
+    window_refusals: int = 0
+    quarantine_until: float = 0.0
 
 
 def _configure(sock: zmq.Socket, settings: LinkSettings) -> None:
@@ -67,11 +116,10 @@ def _configure(sock: zmq.Socket, settings: LinkSettings) -> None:
     sock.setsockopt(zmq.MAXMSGSIZE, settings.max_message_bytes)
     sock.setsockopt(zmq.SNDHWM, settings.high_water_mark)
     sock.setsockopt(zmq.RCVHWM, settings.high_water_mark)
-    sock.setsockopt(zmq.SNDTIMEO, int(settings.send_timeout_s * 1000))
 
 
 class _Loop(ABC):
-    """The event loop shared by both socket types; subclasses say how frames are framed."""
+    """The event loop shared by both socket types; subclasses say how frames are framed and routed."""
 
     def __init__(self, node: Node, sock: zmq.Socket, settings: LinkSettings) -> None:
         self.node = node
@@ -79,37 +127,34 @@ class _Loop(ABC):
         self.settings = settings
         self.stats = DriverStats()
         self.started = time.monotonic()
-        self.last_heard: dict[str, float] = {}
+        self.peers: dict[str, _Peer] = {}  # by party id
+        self.strangers: OrderedDict[bytes, _Peer] = OrderedDict()  # by route, identity unknown
         self.lost: set[str] = set()
+        self.drained_at = 0.0
+        self.awaiting: dict[str, tuple[str, float]] = {}  # party -> (what, since)
         self.poller = zmq.Poller()
         self.poller.register(sock, zmq.POLLIN)
         self.monitor: zmq.Socket | None = None
 
-    def _recv(self) -> tuple[str | None, bytes | None]:
-        """One waiting message as (peer, frame); (None, None) when none is waiting, and
-        (None, b"") for a message with the wrong framing (counted and dropped)."""
-        t0 = time.perf_counter()
-        try:
-            parts = self.sock.recv_multipart(zmq.NOBLOCK, copy=True)
-        except zmq.Again:
-            return None, None
-        finally:
-            self.stats.io_s += time.perf_counter() - t0
-        return self._unframe(parts)
-
-    # framing, per socket type
+    # --- per socket type --------------------------------------------------------------------
     @abstractmethod
-    def _unframe(self, parts: list[bytes]) -> tuple[str | None, bytes]:
-        """(peer, frame) from a received multipart message."""
+    def _read(self) -> tuple[bytes | None, str | None, bytes | None]:
+        """One waiting message as (route, party, frame): party None when its identity is unknown;
+        (None, None, None) when nothing is waiting; frame None for a message with the wrong framing."""
 
     @abstractmethod
-    def _send_frame(self, out: Outgoing) -> None:
-        """Send one frame to ``out.receiver``."""
+    def _send_raw(self, route: bytes | None, frame: bytes) -> None:
+        """Send one frame without blocking (raises zmq.Again when it would block)."""
+
+    @abstractmethod
+    def _route_of(self, party: str) -> bytes | None:
+        """Where frames to ``party`` go (None: the only peer)."""
 
     @abstractmethod
     def _heartbeat_targets(self) -> list[str]:
-        """Peers to send a heartbeat to now."""
+        """Parties to send a heartbeat to now."""
 
+    # --- the loop -----------------------------------------------------------------------------
     def run(self) -> DriverStats:
         self._dispatch(self.node.start())
         next_beat = next_check = time.monotonic()
@@ -117,35 +162,216 @@ class _Loop(ABC):
         while not self.node.done:
             now = time.monotonic()
             if now >= next_beat:
-                for peer in self._heartbeat_targets():
-                    self._dispatch([self.node.heartbeat(peer)])
+                for party in self._heartbeat_targets():
+                    self._dispatch([self.node.heartbeat(party)])
                 next_beat = now + self.settings.heartbeat_interval_s
-            if now >= next_check:  # O(K) per check: not on every wake-up, which is once per message burst
+            if now >= next_check:  # O(K) per check, not per frame
                 self._check_liveness(now)
+                self._check_progress(now)
                 next_check = now + check_every
+            self._flush_queues(now)
             if self.node.done:
                 break
-            timeout_ms = max(1, int(1000 * min(next_beat - time.monotonic(), self.settings.heartbeat_interval_s)))
+            wait = min(next_beat, next_check) - time.monotonic()
+            if any(p.queue for p in self.peers.values()):
+                wait = min(wait, 0.005)  # retry stuck sends soon
             t0 = time.perf_counter()
-            ready = dict(self.poller.poll(timeout_ms))
+            ready = dict(self.poller.poll(max(0, int(1000 * wait))))
             self.stats.idle_s += time.perf_counter() - t0
             if self.monitor is not None and self.monitor in ready:
                 self._drain_monitor()
-            while self.sock in ready and not self.node.done:
-                peer, frame = self._recv()
-                if frame is None:
-                    break
-                if peer is None:
-                    continue
-                first_contact = peer not in self.last_heard
-                self.last_heard[peer] = time.monotonic()
-                if first_contact and isinstance(self, _RouterLoop):
-                    # answer a new peer at once, so it hears from the curator even if the curator
-                    # hangs before its next heartbeat tick (else it could only time out at start_timeout_s)
-                    self._dispatch([self.node.heartbeat(peer)])
-                self._dispatch(self.node.receive(frame, peer=peer))
+            if self.sock in ready:
+                self._read_batch()
+            else:
+                self.drained_at = time.monotonic()  # nothing waiting: no frame of anyone is queued
         return self.stats
 
+    def _read_batch(self) -> None:
+        """Read at most a batch of frames (and for at most BATCH_TIME_S), handling each."""
+        budget = max(MIN_BATCH, 2 * len(self.peers))
+        deadline = time.perf_counter() + BATCH_TIME_S
+        count = 0
+        while count < budget and not self.node.done:
+            route, party, frame = self._read()
+            if route is None and frame is None:
+                self.drained_at = time.monotonic()
+                break
+            count += 1
+            self._handle(route, party, frame)
+            if time.perf_counter() > deadline:
+                break
+        self.stats.max_batch = max(self.stats.max_batch, count)
+
+    def _handle(self, route: bytes | None, party: str | None, frame: bytes | None) -> None:
+        now = time.monotonic()
+        peer = self._peer_for(route, party)
+        if peer.contact is None:
+            peer.contact = now
+            self._first_contact(peer)
+        if peer.quarantine_until > now:
+            self.stats.quarantined[cut(peer.name, 64)] = self.stats.quarantined.get(cut(peer.name, 64), 0) + 1
+            return
+        if frame is None:  # wrong framing: refused unread
+            self._refused(peer, now)
+            return
+        # a connection of unknown identity can speak only as "unknown party", which no role accepts
+        delivery = self.node.receive(frame, peer=party if party is not None else UNKNOWN)
+        if delivery.accepted and party is not None:
+            peer.heard = now
+        elif not delivery.accepted:
+            self._refused(peer, now)
+        self._dispatch(delivery.outgoing, reply_route=peer.route)
+
+    def _peer_for(self, route: bytes | None, party: str | None) -> _Peer:
+        if party is not None:
+            peer = self.peers.get(party)
+            if peer is None:
+                peer = self.peers[party] = _Peer(party, route)
+            if route is not None and peer.route != route:
+                peer.route = route  # the latest connection authenticated as this party
+            return peer
+        peer = self.strangers.get(route)
+        if peer is None:
+            peer = self.strangers[route] = _Peer(f"unidentified connection {route!r:.24}", route)
+            while len(self.strangers) > MAX_STRANGERS:
+                self.strangers.popitem(last=False)
+        return peer
+
+    def _first_contact(self, peer: _Peer) -> None:
+        """A connection spoke for the first time (the curator answers at once)."""
+
+    def _refused(self, peer: _Peer, now: float) -> None:
+        if now - peer.window_start > 1.0:
+            peer.window_start, peer.window_refusals = now, 0
+        peer.window_refusals += 1
+        if peer.window_refusals > self.settings.refusal_budget and peer.quarantine_until <= now:
+            peer.quarantine_until = now + self.settings.quarantine_s
+            log.warning("%s: %s sent more than %d refused frames in a second: its frames are dropped unread for %g s",
+                        self.node.party_id, cut(peer.name, 64), self.settings.refusal_budget, self.settings.quarantine_s)
+
+    # --- timers -------------------------------------------------------------------------------
+    def _check_liveness(self, now: float) -> None:
+        if now - self.started > self.settings.run_timeout_s:
+            self.node.role.fail(f"run timeout: {self.settings.run_timeout_s:g} s elapsed")
+            return
+        timeout = self.settings.heartbeat_timeout_s
+        for party in self.node.role.expected_peers():
+            if party in self.lost or party in self.node.finished_peers:
+                continue
+            peer = self.peers.get(party)
+            heard = peer.heard if peer else None
+            if heard is None:
+                if now - self.started > self.settings.start_timeout_s:
+                    why = self._last_refusal(party)
+                    self._lose(party, f"never connected within start_timeout_s={self.settings.start_timeout_s:g}"
+                                      + (f"; it sent only refused frames (the last: {why})" if why else ""))
+                continue
+            silent = now - heard
+            # declared silent only once the socket was drained past its deadline (nothing of it is
+            # still queued), or, under a flood that never lets the socket drain, at twice the timeout
+            if silent > timeout and (self.drained_at > heard + timeout or silent > 2 * timeout):
+                self._lose(party, f"silent for more than heartbeat_timeout_s={timeout:g}")
+
+    def _check_progress(self, now: float) -> None:
+        """Drop a connected party that does not deliver what the role waits for in time."""
+        limit = self.settings.progress_timeout_s
+        wanted = self.node.role.awaited()
+        for party in list(self.awaiting):
+            if party not in wanted or self.awaiting[party][0] != wanted[party]:
+                del self.awaiting[party]
+        for party, what in wanted.items():
+            if party in self.lost:
+                continue
+            peer = self.peers.get(party)
+            if peer is None or peer.contact is None:
+                continue  # not connected yet: start_timeout_s applies
+            since = self.awaiting.setdefault(party, (what, now))[1]
+            if now - since > limit:
+                why = self._last_refusal(party)
+                self._lose(party, f"no {what} within progress_timeout_s={limit:g}" + (f" (its last refused frame: {why})" if why else ""))
+
+    def _last_refusal(self, party: str) -> str | None:
+        return self.node.last_refusal.get(party)
+
+    def _lose(self, party: str, reason: str) -> None:
+        if party in self.lost:
+            return
+        self.lost.add(party)
+        self.awaiting.pop(party, None)
+        peer = self.peers.get(party)
+        if peer is not None:
+            peer.queue.clear()
+        self.stats.lost_peers[party] = reason
+        log.warning("%s: peer %s lost: %s", self.node.party_id, party, reason)
+        self._dispatch(self.node.peer_lost(party, reason))
+
+    # --- sending ------------------------------------------------------------------------------
+    def _dispatch(self, outgoing: list[Outgoing], *, reply_route: bytes | None = None) -> None:
+        for out in outgoing:
+            if out.receiver in self.lost:
+                continue
+            if out.best_effort:  # an error reply, to the connection the refused frame came from
+                self._try_send(reply_route if reply_route is not None else self._route_of(out.receiver), out)
+                continue
+            peer = self.peers.get(out.receiver)
+            if peer is None:
+                peer = self.peers[out.receiver] = _Peer(out.receiver, self._route_of(out.receiver))
+            if peer.queue:
+                self._enqueue(peer, out)
+            elif not self._try_send(self._route_of(out.receiver), out, party=out.receiver):
+                self._enqueue(peer, out)
+
+    def _try_send(self, route: bytes | None, out: Outgoing, *, party: str | None = None) -> bool:
+        """Send without blocking; True when sent or definitely undeliverable, False to queue."""
+        t0 = time.perf_counter()
+        try:
+            self._send_raw(route, out.frame)
+        except zmq.Again:
+            self.stats.io_s += time.perf_counter() - t0
+            if out.best_effort:
+                self.stats.replies_dropped += 1
+                return True
+            return False
+        except zmq.ZMQError as err:
+            self.stats.io_s += time.perf_counter() - t0
+            if err.errno != errno.EHOSTUNREACH:
+                raise
+            if party is not None and not out.best_effort:
+                self._lose(party, f"unreachable when sending {out.kind}")
+            else:
+                self.stats.replies_dropped += 1
+            return True
+        self.stats.io_s += time.perf_counter() - t0
+        self.node.record_sent(out)
+        return True
+
+    def _enqueue(self, peer: _Peer, out: Outgoing) -> None:
+        if len(peer.queue) >= self.settings.max_queued_frames:
+            self._lose(peer.name, f"more than {self.settings.max_queued_frames} frames waiting to be read")
+            return
+        peer.queue.append(out)
+        if peer.stuck_since is None:
+            peer.stuck_since = time.monotonic()
+
+    def _flush_queues(self, now: float) -> None:
+        for peer in list(self.peers.values()):
+            while peer.queue and peer.name not in self.lost:
+                if not self._try_send(self._route_of(peer.name), peer.queue[0], party=peer.name):
+                    if now - (peer.stuck_since or now) > self.settings.send_timeout_s:
+                        self._lose(peer.name, f"did not read for send_timeout_s={self.settings.send_timeout_s:g} "
+                                              f"({len(peer.queue)} frames waiting)")
+                    break
+                peer.queue.popleft()
+                peer.stuck_since = now if peer.queue else None
+
+    def flush_before_close(self, budget_s: float) -> None:
+        """Give frames still queued (the last ``bye``) a bounded chance to leave."""
+        deadline = time.monotonic() + budget_s
+        while any(p.queue for p in self.peers.values()) and time.monotonic() < deadline:
+            self._flush_queues(time.monotonic())
+            time.sleep(0.005)
+
+    # --- connections --------------------------------------------------------------------------
     def watch_connections(self) -> None:
         """Log connections the socket drops mid-run: a peer that vanished, a frame over
         ``max_message_bytes`` (ZeroMQ closes such a connection without delivering anything), or a
@@ -158,7 +384,9 @@ class _Loop(ABC):
     def _drain_monitor(self) -> None:
         from zmq.utils.monitor import recv_monitor_message
 
-        while self.monitor.poll(0):
+        for _ in range(MIN_BATCH):
+            if not self.monitor.poll(0):
+                break
             event = recv_monitor_message(self.monitor)
             if self.node.done:
                 continue
@@ -168,49 +396,9 @@ class _Loop(ABC):
                         "or a failed CURVE handshake; zmq event %d)", self.node.party_id, what,
                         self.settings.max_message_bytes, event["event"])
 
-    def _check_liveness(self, now: float) -> None:
-        if now - self.started > self.settings.run_timeout_s:
-            self.node.role.fail(f"run timeout: {self.settings.run_timeout_s:g} s elapsed")
-            return
-        for peer in self.node.role.expected_peers():
-            if peer in self.lost or peer in self.node.finished_peers:
-                continue
-            heard = self.last_heard.get(peer)
-            if heard is None and now - self.started > self.settings.start_timeout_s:
-                self._lose(peer, f"never connected within start_timeout_s={self.settings.start_timeout_s:g}")
-            elif heard is not None and now - heard > self.settings.heartbeat_timeout_s:
-                self._lose(peer, f"silent for more than heartbeat_timeout_s={self.settings.heartbeat_timeout_s:g}")
-
-    def _lose(self, peer: str, reason: str) -> None:
-        if peer in self.lost:
-            return
-        self.lost.add(peer)
-        self.stats.lost_peers[peer] = reason
-        log.warning("%s: peer %s lost: %s", self.node.party_id, peer, reason)
-        self._dispatch(self.node.peer_lost(peer))
-
-    def _dispatch(self, outgoing: list[Outgoing]) -> None:
-        pending = list(outgoing)
-        while pending:
-            out = pending.pop(0)
-            if out.receiver in self.lost:
-                continue
-            t0 = time.perf_counter()
-            try:
-                self._send_frame(out)
-            except zmq.Again:
-                self.stats.io_s += time.perf_counter() - t0
-                self._lose(out.receiver, f"send of {out.kind} blocked for send_timeout_s={self.settings.send_timeout_s:g}")
-                continue
-            except zmq.ZMQError as err:
-                self.stats.io_s += time.perf_counter() - t0
-                if err.errno != errno.EHOSTUNREACH:
-                    raise
-                self._lose(out.receiver, f"unreachable when sending {out.kind}")
-                continue
-            self.stats.io_s += time.perf_counter() - t0
-
     def close(self) -> None:
+        if self.node.done:
+            self.flush_before_close(self.settings.close_linger_s)
         if self.monitor is not None:
             self.sock.disable_monitor()
             self.monitor.close(linger=0)
@@ -219,49 +407,76 @@ class _Loop(ABC):
 
 
 class _RouterLoop(_Loop):
-    def _recv(self) -> tuple[str | None, bytes | None]:
-        if self.settings.curve_keys is None:
-            return super()._recv()
+    """The curator's side. Under CURVE a frame's sender is the party its key belongs to (User-Id);
+    in plaintext mode, the DEALER's routing id, which is its party id."""
+
+    def __init__(self, node: Node, sock: zmq.Socket, settings: LinkSettings) -> None:
+        super().__init__(node, sock, settings)
+        self.curve = settings.curve_keys is not None
+
+    def _read(self) -> tuple[bytes | None, str | None, bytes | None]:
         t0 = time.perf_counter()
-        try:  # as frames, to read the User-Id the authenticator bound to the sender's key
+        try:
             frames = self.sock.recv_multipart(zmq.NOBLOCK, copy=False)
         except zmq.Again:
-            return None, None
+            return None, None, None
         finally:
             self.stats.io_s += time.perf_counter() - t0
-        peer, frame = self._unframe([f.bytes for f in frames])
-        if peer is not None:
-            key_owner = frames[-1].get("User-Id")
-            if key_owner != peer:
-                self.node.counters.record_rejected("identity_mismatch")
-                log.warning("%s: refused a message from identity %r sent with %r's key", self.node.party_id, peer, key_owner)
-                return None, b""
-        return peer, frame
-
-    def _unframe(self, parts: list[bytes]) -> tuple[str | None, bytes]:
-        identity = parts[0].decode("utf-8", errors="replace")[:64]
-        if len(parts) != 2:
+        route = frames[0].bytes
+        if self.curve:
+            party = frames[-1].get("User-Id") or None
+        else:
+            party = route.decode("utf-8", errors="replace") if route and not route.startswith(b"\x00") else None
+            if party is not None and self.node.parties is not None and party not in self.node.parties:
+                party = None  # a name that is no party of the run: an unidentified connection
+        if len(frames) != 2:
             self.node.counters.record_rejected("bad_framing")
-            log.warning("%s: %d-part message from %s refused (expected exactly one frame)", self.node.party_id, len(parts) - 1, identity)
-            return None, b""
-        return identity, parts[1]
+            return route, party, None
+        return route, party, frames[1].bytes
 
-    def _send_frame(self, out: Outgoing) -> None:
-        self.sock.send_multipart([out.receiver.encode(), out.frame])
+    def _send_raw(self, route: bytes | None, frame: bytes) -> None:
+        if route is None:
+            raise zmq.ZMQError(errno.EHOSTUNREACH)
+        self.sock.send_multipart([route, frame], zmq.NOBLOCK)
+
+    def _route_of(self, party: str) -> bytes | None:
+        peer = self.peers.get(party)
+        if peer is not None and peer.route is not None:
+            return peer.route
+        return None if self.curve else party.encode()
+
+    def _first_contact(self, peer: _Peer) -> None:
+        # answer a party at once, so it hears from the curator even if the curator then hangs
+        # before its next heartbeat tick (else it could only time out at start_timeout_s)
+        if peer.route is not None and peer.name in self.peers and peer.name not in self.lost:
+            self._dispatch([self.node.heartbeat(peer.name)])
 
     def _heartbeat_targets(self) -> list[str]:
-        return [p for p in self.last_heard if p not in self.lost and p not in self.node.finished_peers]
+        return [p for p, peer in self.peers.items()
+                if peer.contact is not None and p not in self.lost and p not in self.node.finished_peers]
 
 
 class _DealerLoop(_Loop):
-    def _unframe(self, parts: list[bytes]) -> tuple[str | None, bytes]:
+    """An owner's or the consumer's side: one connection, to the curator."""
+
+    def _read(self) -> tuple[bytes | None, str | None, bytes | None]:
+        t0 = time.perf_counter()
+        try:
+            parts = self.sock.recv_multipart(zmq.NOBLOCK, copy=True)
+        except zmq.Again:
+            return None, None, None
+        finally:
+            self.stats.io_s += time.perf_counter() - t0
         if len(parts) != 1:
             self.node.counters.record_rejected("bad_framing")
-            return None, b""
-        return CURATOR, parts[0]
+            return b"", CURATOR, None
+        return b"", CURATOR, parts[0]
 
-    def _send_frame(self, out: Outgoing) -> None:
-        self.sock.send(out.frame)
+    def _send_raw(self, route: bytes | None, frame: bytes) -> None:
+        self.sock.send(frame, zmq.NOBLOCK)
+
+    def _route_of(self, party: str) -> bytes | None:
+        return b""
 
     def _heartbeat_targets(self) -> list[str]:
         return [] if CURATOR in self.lost else [CURATOR]
@@ -304,13 +519,15 @@ def serve_curator(node: Node, endpoint: str, settings: LinkSettings, *, on_bound
 
 
 def serve_party(node: Node, endpoint: str, settings: LinkSettings) -> DriverStats:
-    """Connect a DEALER (identity = party id) to the curator at ``endpoint`` and run ``node``."""
+    """Connect a DEALER to the curator at ``endpoint`` and run ``node``. Under CURVE it sets no
+    routing id (the curator names it by its key); in plaintext mode its routing id is its party id."""
     ctx = zmq.Context()
     sock = ctx.socket(zmq.DEALER)
     _configure(sock, settings)
-    sock.setsockopt(zmq.IDENTITY, node.party_id.encode())
     if settings.curve_keys is not None:
         CurveKeys(Path(settings.curve_keys), node.party_id).configure_client(sock)
+    else:
+        sock.setsockopt(zmq.IDENTITY, node.party_id.encode())
     sock.connect(endpoint)
     loop = _DealerLoop(node, sock, settings)
     loop.stats.endpoint = endpoint

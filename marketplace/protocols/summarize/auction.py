@@ -226,9 +226,11 @@ class PrivAuction:
 
 @dataclass(frozen=True, eq=False)
 class PoolEntry:
-    """A point the curator received: whose, which row, its h1 features, the bid it was sent for,
-    the round of that bid, and its content for D_s: (x, y), or the point sealed for the consumer
-    when the curator is less trusted. Identified by (owner, row)."""
+    """A point the curator received: whose, the row its owner names it by, its h1 features, the bid
+    it was sent for, the round of that bid, its content for D_s ((x, y), or the point sealed for the
+    consumer when the curator is less trusted) and ``ident``, its content key
+    (:mod:`~marketplace.protocols.summarize.identity`). Identified by (owner, ident): the row is the
+    owner's own label, used only to break ties in a fixed order."""
 
     owner: str
     row: int
@@ -236,10 +238,11 @@ class PoolEntry:
     claimed: float
     round: int
     content: tuple[np.ndarray, int] | bytes
-    key: tuple[str, int] = field(init=False, repr=False)
+    ident: str = ""
+    key: tuple[str, str] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "key", (self.owner, int(self.row)))
+        object.__setattr__(self, "key", (self.owner, self.ident or f"row {int(self.row)}"))
 
 
 class Pool:
@@ -265,15 +268,15 @@ class Pool:
     def __iter__(self):
         return iter(self._sorted()[0])
 
-    def seen(self, owner: str, row: int) -> bool:
-        """True when (owner, row) was ever added (it may have left the pool since)."""
-        return (owner, int(row)) in self._seen
+    def seen(self, owner: str, ident: str) -> bool:
+        """True when (owner, ident) was ever added (it may have left the pool since)."""
+        return (owner, ident) in self._seen
 
     def add(self, entry: PoolEntry) -> None:
         if entry.owner not in self.index:
             raise ValueError(f"pool entry from {entry.owner!r}, which is not one of the owners {tuple(self.index)}")
         if entry.key in self._seen:
-            raise ValueError(f"{entry.owner!r} row {entry.row} was already received; a point is never offered twice")
+            raise ValueError(f"{entry.owner!r}'s point {entry.key[1]} was already received; a point is never offered twice")
         phi = np.asarray(entry.phi)
         if phi.ndim != 1 or (self._entries and phi.shape != next(iter(self._entries.values())).phi.shape):
             raise ValueError(f"pool entry phi must be 1-D like the pool's; got shape {phi.shape}")
