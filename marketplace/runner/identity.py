@@ -1,0 +1,74 @@
+"""Which run and which scenario a party report belongs to, so that reports of different runs are
+never assembled into one.
+
+Parties that run on their own (containers, other machines) each write a report; ``marketplace
+assemble`` joins them. Every report carries the run id and the scenario's identity: its name, seed,
+protocol and a fingerprint of everything in it that shapes the run. ``transport`` (timeouts, key
+folder) and file locations may differ from party to party and are left out, so the owner at another
+site with its data under another path still matches.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from marketplace.scenario import Scenario
+
+LOCAL_SECTIONS = ("transport", "sweep")
+"""Scenario sections each party may set for itself: not part of the fingerprint."""
+
+
+class ReportMismatch(ValueError):
+    """Party reports that do not belong together, or to the scenario given (exit status 2)."""
+
+
+def scenario_fingerprint(scenario: Scenario) -> str:
+    """SHA-256 (hex, first 16 digits) of the resolved scenario without its local sections and with
+    every file location blanked: equal for every party of one run, wherever its files live."""
+    from marketplace.scenario.load import PATH_KEYS
+
+    raw = copy.deepcopy(scenario.raw)
+    for section in LOCAL_SECTIONS:
+        raw.pop(section, None)
+    for keys in PATH_KEYS:
+        node: Any = raw
+        for key in keys[:-1]:
+            node = node.get(key) if isinstance(node, dict) else None
+        if isinstance(node, dict) and keys[-1] in node:
+            node[keys[-1]] = None
+    text = json.dumps(raw, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def scenario_identity(scenario: Scenario) -> dict[str, Any]:
+    """What a party report and a kit record about the scenario they were made for."""
+    config = scenario.config
+    return {"name": config.name, "seed": config.seed, "protocol": config.protocol, "fingerprint": scenario_fingerprint(scenario)}
+
+
+def check_reports(scenario: Scenario, reports: dict[str, dict[str, Any]], paths: dict[str, Path]) -> None:
+    """Refuse party reports that were written for another scenario, that name another party than
+    their file, or whose run ids differ. ``reports`` maps party id -> report (only those read)."""
+    expected = scenario_identity(scenario)
+    for party, rep in reports.items():
+        path = paths[party]
+        if rep.get("id") != party:
+            raise ReportMismatch(f"{path}: the report of party {rep.get('id')!r}, expected {party!r}")
+        got = rep.get("scenario")
+        if not isinstance(got, dict) or "fingerprint" not in got:
+            raise ReportMismatch(f"{path}: names no scenario (a report from an older marketplace version?): "
+                                 f"expected scenario {expected['name']!r} with fingerprint {expected['fingerprint']}")
+        if got.get("fingerprint") != expected["fingerprint"]:
+            raise ReportMismatch(
+                f"{path}: written for scenario {got.get('name')!r} (seed {got.get('seed')}, protocol {got.get('protocol')}, "
+                f"fingerprint {got.get('fingerprint')}), but the scenario given is {expected['name']!r} (seed {expected['seed']}, "
+                f"protocol {expected['protocol']}, fingerprint {expected['fingerprint']}): pass the scenario the parties ran "
+                f"(--scenario), with the same --set overrides")
+    run_ids = {party: rep.get("run_id") for party, rep in reports.items()}
+    if len(set(run_ids.values())) > 1:
+        shown = ", ".join(f"{party} {rid!r}" for party, rid in run_ids.items())
+        raise ReportMismatch(f"the party reports come from different runs (run ids: {shown}): assemble the reports of one run only")
