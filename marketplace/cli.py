@@ -27,9 +27,9 @@ Start here:
 
 One party at a time (what each container runs; each writes its report to parties/<party>.json):
   marketplace provision S.yaml --out kits --endpoint tcp://HOST:5555   one kit per party: its key, the keys it needs, start.sh
-  marketplace curator  --scenario S.yaml --endpoint tcp://0.0.0.0:5555 --keys kits/curator/keys
-  marketplace owner    --scenario S.yaml --endpoint tcp://HOST:5555 --keys kits/owner-1/keys --id owner-1
-  marketplace consumer --scenario S.yaml --endpoint tcp://HOST:5555 --keys kits/consumer/keys
+  marketplace curator  --scenario S.yaml --endpoint tcp://0.0.0.0:5555 --keys kits/curator
+  marketplace owner    --scenario S.yaml --endpoint tcp://HOST:5555 --keys kits/owner-1 --id owner-1
+  marketplace consumer --scenario S.yaml --endpoint tcp://HOST:5555 --keys kits/consumer
   marketplace assemble parties --scenario S.yaml --out run          the run report from the parties' reports
 
 Exit status: 0 completed, 2 bad scenario or arguments (nothing started), 3 the run failed, 1 internal error.

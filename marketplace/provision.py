@@ -4,11 +4,14 @@
 the scenario and writes one folder per party::
 
     kits/owner-1/
-      keys/owner-1.key_secret   its own certificate (secret and public key): keep it private
-      keys/curator.key          the public key of the curator it connects to
-      scenario.yaml             the scenario, resolved (the same in every kit)
-      start.sh                  its start command
-      kit.json                  who it is for, the run id, the scenario's fingerprint, the command
+      owner-1.key_secret   its own certificate (secret and public key): keep it private
+      curator.key          the public key of the curator it connects to
+      scenario.yaml        the scenario, resolved (the same in every kit)
+      start.sh             its start command
+      kit.json             who it is for, the run id, the scenario's fingerprint, the command
+
+The folder is flat, so that it is also the party's key folder (``--keys kits/owner-1``) and maps
+one to one onto a Kubernetes Secret.
 
 The curator's kit holds its own certificate and the *public* keys of every other party (its
 allowlist); an owner's or the consumer's kit holds its own certificate and the curator's public key.
@@ -25,7 +28,6 @@ import json
 import os
 import secrets
 import shlex
-import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,11 +113,10 @@ def provision(scenario: Scenario, out: str | Path, *, endpoint: str = DEFAULT_EN
         for party in parties:
             known = [p for p in parties if p != party] if party == CURATOR else [CURATOR]
             folder = out / party
-            keys = folder / "keys"
-            _prepare(folder, keys)
-            _install(Path(certificates[party][1]), keys / f"{party}.key_secret", 0o600)
+            _prepare(folder)
+            _install(Path(certificates[party][1]), folder / f"{party}.key_secret", 0o600)
             for other in known:
-                _install(Path(certificates[other][0]), keys / f"{other}.key", 0o644)
+                _install(Path(certificates[other][0]), folder / f"{other}.key", 0o644)
             command = _command(party, bind if party == CURATOR else endpoint, run_id)
             _write(folder / "scenario.yaml", text, 0o644)
             _write(folder / "start.sh", _start_script(party, command), 0o755)
@@ -154,14 +155,14 @@ def _command(party: str, endpoint: str, run_id: str) -> list[str]:
     command = ["marketplace", role]
     if role == "owner":
         command += ["--id", party]
-    return command + ["--scenario", "scenario.yaml", "--keys", "keys", "--endpoint", endpoint, "--run-id", run_id]
+    return command + ["--scenario", "scenario.yaml", "--keys", ".", "--endpoint", endpoint, "--run-id", run_id]
 
 
 def _start_script(party: str, command: list[str]) -> str:
     """A POSIX shell script that runs ``command`` with the kit's paths made absolute, from any folder.
     ``MARKETPLACE_ENDPOINT`` overrides the curator's address (not the curator's own bind address);
     extra arguments are passed on (e.g. --report)."""
-    kit = {"scenario.yaml": '"$kit/scenario.yaml"', "keys": '"$kit/keys"'}
+    kit = {"scenario.yaml": '"$kit/scenario.yaml"', ".": '"$kit"'}
     endpoint = command[command.index("--endpoint") + 1]
     words = []
     for word in command:
@@ -193,8 +194,8 @@ def _manifest(party: str, run_id: str, identity: dict[str, Any], command: list[s
         "own_public_key": publics[party],
         "public_keys": {p: publics[p] for p in known},
         "files": {
-            f"keys/{party}.key_secret": "this party's certificate, with its SECRET key: give it to no one",
-            **{f"keys/{p}.key": f"{p}'s public key" for p in known},
+            f"{party}.key_secret": "this party's certificate, with its SECRET key: give it to no one",
+            **{f"{p}.key": f"{p}'s public key" for p in known},
             "scenario.yaml": "the run's scenario",
             "start.sh": "the start command",
         },
@@ -205,21 +206,18 @@ def _manifest(party: str, run_id: str, identity: dict[str, Any], command: list[s
 def _check_free(folder: Path, overwrite: bool) -> None:
     if folder.exists() and not folder.is_dir():
         raise ProvisionError(f"{folder}: exists and is not a folder")
-    existing = [name for name in (*KIT_FILES, "keys") if (folder / name).exists()]
+    existing = [name for name in KIT_FILES if (folder / name).exists()] + sorted(p.name for p in folder.glob("*.key_secret"))
     if existing and not overwrite:
         raise ProvisionError(f"{folder}: already holds a kit ({', '.join(existing)}): refusing to overwrite it (pass --force)")
 
 
-def _prepare(folder: Path, keys: Path) -> None:
-    """Create the kit folders (0700); clear an old kit's files but keep the folders, which may be
-    mount points (a container volume)."""
+def _prepare(folder: Path) -> None:
+    """Create the kit folder (0700); clear an old kit's keys but keep the folder, which may be a
+    mount point (a container volume)."""
     folder.mkdir(parents=True, exist_ok=True)
     os.chmod(folder, 0o700)
-    if keys.is_dir():
-        for old in keys.iterdir():
-            shutil.rmtree(old) if old.is_dir() and not old.is_symlink() else old.unlink()
-    keys.mkdir(exist_ok=True)
-    os.chmod(keys, 0o700)
+    for old in [*folder.glob("*.key"), *folder.glob("*.key_secret")]:
+        old.unlink()
 
 
 def _install(source: Path, target: Path, mode: int) -> None:
@@ -238,7 +236,8 @@ def _write(path: Path, text: str, mode: int) -> None:
 
 
 def _chown_tree(folder: Path, owner: tuple[int, int]) -> None:
-    for path in [folder, *folder.rglob("*")]:
+    os.chown(folder, *owner)
+    for path in folder.rglob("*"):
         os.chown(path, *owner, follow_symlinks=False)
 
 

@@ -53,6 +53,6 @@ def run(args: argparse.Namespace) -> int:
     run_id = kits[0].command[kits[0].command.index("--run-id") + 1]
     print(f"wrote {len(kits)} kits to {args.out} (run id {run_id}):")
     for kit in kits:
-        secret = f"keys/{kit.party}.key_secret"
+        secret = f"{kit.party}.key_secret"
         print(f"  {kit.folder}/  {secret} is secret: give this folder to {kit.party} only; start: sh {kit.folder}/start.sh")
     return EXIT_OK

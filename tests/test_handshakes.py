@@ -70,7 +70,7 @@ def test_an_owner_holding_another_provisionings_kit_stops_within_seconds_and_bot
     assert owner.returncode == 3, owner.stderr
     assert elapsed < 10, f"took {elapsed:.1f} s: the refusal should not wait for start_timeout_s"
     assert "refused the CURVE handshake" in owner.stderr and "Check the keys folder" in owner.stderr
-    assert str(stranger / "owner-1" / "keys") in owner.stderr
+    assert str(stranger / "owner-1") in owner.stderr
     curator_log = (tmp_path / "curator.log").read_text()
     assert "does not hold this curator's public key" in curator_log
     assert curator_log.count("failed the CURVE handshake") == 1, "one line, not one per retry"
@@ -79,7 +79,7 @@ def test_an_owner_holding_another_provisionings_kit_stops_within_seconds_and_bot
 def test_an_owner_whose_key_is_unknown_is_refused_and_the_curator_names_its_address(raw, tmp_path):
     kits = kits_for(tmp_path, "kits", raw, "tcp://127.0.0.1:1")
     stranger = kits_for(tmp_path, "other", raw, "tcp://127.0.0.1:1")
-    shutil.copy(kits / "owner-1" / "keys" / "curator.key", stranger / "owner-1" / "keys" / "curator.key")  # the right curator
+    shutil.copy(kits / "owner-1" / "curator.key", stranger / "owner-1" / "curator.key")  # the right curator
     curator, endpoint = start_curator(kits, tmp_path)
     try:
         t0 = time.monotonic()

@@ -31,21 +31,21 @@ def files(folder) -> list[str]:
 def test_every_party_gets_a_kit_with_its_own_secret_key_only(kits):
     assert sorted(p.name for p in kits.iterdir()) == sorted(PARTIES)
     for party in PARTIES:
-        secrets = [p.name for p in (kits / party / "keys").iterdir() if p.name.endswith(".key_secret")]
+        secrets = [p.name for p in (kits / party).iterdir() if p.name.endswith(".key_secret")]
         assert secrets == [f"{party}.key_secret"], party
-        assert stat.S_IMODE((kits / party / "keys" / f"{party}.key_secret").stat().st_mode) == 0o600
+        assert stat.S_IMODE((kits / party / f"{party}.key_secret").stat().st_mode) == 0o600
         assert stat.S_IMODE((kits / party).stat().st_mode) == 0o700
 
 
 def test_the_curators_kit_holds_every_other_partys_public_key_and_the_others_only_the_curators(kits):
-    assert files(kits / "curator") == ["keys/consumer.key", "keys/curator.key_secret", "keys/owner-1.key", "keys/owner-2.key",
-                                       "keys/owner-3.key", "keys/owner-4.key", "kit.json", "scenario.yaml", "start.sh"]
-    assert files(kits / "owner-2") == ["keys/curator.key", "keys/owner-2.key_secret", "kit.json", "scenario.yaml", "start.sh"]
-    curator_public, _ = zmq.auth.load_certificate(str(kits / "curator" / "keys" / "curator.key_secret"))
+    assert files(kits / "curator") == ["consumer.key", "curator.key_secret", "kit.json", "owner-1.key", "owner-2.key",
+                                       "owner-3.key", "owner-4.key", "scenario.yaml", "start.sh"]
+    assert files(kits / "owner-2") == ["curator.key", "kit.json", "owner-2.key_secret", "scenario.yaml", "start.sh"]
+    curator_public, _ = zmq.auth.load_certificate(str(kits / "curator" / "curator.key_secret"))
     for party in PARTIES[1:]:
-        assert zmq.auth.load_certificate(str(kits / party / "keys" / "curator.key"))[0] == curator_public
-        own, _ = zmq.auth.load_certificate(str(kits / party / "keys" / f"{party}.key_secret"))
-        assert zmq.auth.load_certificate(str(kits / "curator" / "keys" / f"{party}.key"))[0] == own
+        assert zmq.auth.load_certificate(str(kits / party / "curator.key"))[0] == curator_public
+        own, _ = zmq.auth.load_certificate(str(kits / party / f"{party}.key_secret"))
+        assert zmq.auth.load_certificate(str(kits / "curator" / f"{party}.key"))[0] == own
 
 
 def test_each_kit_names_the_run_the_scenario_and_its_start_command(kits):
@@ -65,16 +65,16 @@ def test_two_provisionings_draw_different_keys_and_run_ids(tmp_path):
     scenario = load_scenario(QUICKSTART)
     a, b = provision(scenario, tmp_path / "a"), provision(scenario, tmp_path / "b")
     assert a[1].command[-1] != b[1].command[-1]
-    assert (tmp_path / "a/owner-1/keys/curator.key").read_text() != (tmp_path / "b/owner-1/keys/curator.key").read_text()
+    assert (tmp_path / "a/owner-1/curator.key").read_text() != (tmp_path / "b/owner-1/curator.key").read_text()
 
 
 def test_an_existing_kit_is_refused_and_force_replaces_it_without_stale_keys(tmp_path, kits):
     again = run_cli("provision", str(QUICKSTART), "--out", str(kits))
     assert again.returncode == 2 and "already holds a kit" in again.stderr and "--force" in again.stderr
-    (kits / "curator" / "keys" / "owner-9.key").write_text("an old provisioning's key")
+    (kits / "curator" / "owner-9.key").write_text("an old provisioning's key")
     forced = run_cli("provision", str(QUICKSTART), "--out", str(kits), "--force")
     assert forced.returncode == 0, forced.stderr
-    assert not (kits / "curator" / "keys" / "owner-9.key").exists(), "a stale key would stay allowlisted"
+    assert not (kits / "curator" / "owner-9.key").exists(), "a stale key would stay allowlisted"
 
 
 @pytest.mark.parametrize("args, message", [
@@ -117,7 +117,7 @@ def test_a_kit_given_to_the_container_user_is_readable_by_that_user_only():
     try:
         os.chmod(top, 0o755)
         provision(load_scenario(QUICKSTART), top / "k", chown=(1000, 1000))
-        secret = top / "k" / "owner-1" / "keys" / "owner-1.key_secret"
+        secret = top / "k" / "owner-1" / "owner-1.key_secret"
         assert readable_as(1000, secret) and not readable_as(4242, secret)
     finally:
         shutil.rmtree(top)
