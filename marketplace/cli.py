@@ -70,7 +70,7 @@ def _parser() -> argparse.ArgumentParser:
 
     compose_cli.add_parser(sub)
 
-    assemble = sub.add_parser("assemble", help="build the run report from the parties' own reports (after a compose run)",
+    assemble = sub.add_parser("assemble", help="build the run report from the reports of parties that ran on their own (by hand, compose, Kubernetes)",
                               description="Read DIR/<party>.json written by each party (--report), rebuild the world from the "
                                           "scenario for the evaluation, and write OUT/report.json and OUT/messages.csv.")
     assemble.add_argument("parties", metavar="DIR", help="folder holding curator.json, owner-*.json, consumer.json")

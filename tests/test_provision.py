@@ -140,3 +140,17 @@ def readable_as(uid: int, path) -> bool:
 def test_provision_from_python_refuses_a_bad_endpoint(tmp_path):
     with pytest.raises(ProvisionError, match="--endpoint"):
         provision(load_scenario(QUICKSTART), tmp_path, endpoint="tcp://:5555")
+
+
+def test_the_help_examples_of_party_commands_carry_keys_and_parse():
+    import re
+    import shlex
+
+    from marketplace.cli import DESCRIPTION, _parser
+
+    lines = [line.strip() for line in DESCRIPTION.splitlines() if line.strip().startswith("marketplace ")]
+    party = [line for line in lines if line.split()[1] in ("curator", "owner", "consumer")]
+    assert len(party) == 3 and all("--keys" in line for line in party)
+    for line in lines:
+        argv = shlex.split(re.sub(r"\s{3,}(?!-)\S.*$", "", line))[1:]  # the command, without the comment after it
+        _parser().parse_args(argv)  # exits (SystemExit) on an example that does not parse
