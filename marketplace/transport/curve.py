@@ -28,6 +28,7 @@ from marketplace.roles import CURATOR
 __all__ = ["CurveKeys", "CurveError", "PartyAuthenticator", "generate_keys", "party_names"]
 
 log = logging.getLogger("marketplace.transport.zmq_driver")
+LOGGED_REFUSALS = 1000
 
 
 class CurveError(ValueError):
@@ -113,12 +114,14 @@ class PartyAuthenticator(ThreadAuthenticator):
     connection after the party that owns the key (its ZMQ User-Id).
 
     A refused key is logged at once with the address that offered it, once per (address, key):
-    a party retries its connection every 100 ms or so, and one line says all there is to say."""
+    a party retries its connection every 100 ms or so, and one line says all there is to say. At
+    most :data:`LOGGED_REFUSALS` distinct pairs are remembered, so a flood of keys cannot grow
+    memory; later ones are only counted (``refused``)."""
 
     def __init__(self, context: zmq.Context, allowlist: dict[bytes, str], *, name: str = CURATOR) -> None:
         super().__init__(context)
         self.parties = dict(allowlist)
-        self.refused: list[str] = []
+        self.refused = 0
         self.name = name
         self._address = "?"
         self._logged: set[tuple[str, str]] = set()
@@ -137,8 +140,8 @@ class PartyAuthenticator(ThreadAuthenticator):
         allowed = z85_key in self.parties
         if not allowed:
             key = z85_key.decode("ascii", errors="replace")
-            self.refused.append(key)
-            if (self._address, key) not in self._logged:
+            self.refused += 1
+            if (self._address, key) not in self._logged and len(self._logged) < LOGGED_REFUSALS:
                 self._logged.add((self._address, key))
                 log.warning("%s: refused a CURVE handshake from %s: its public key %s is in no kit of this run "
                             "(keys from another `marketplace provision` or `keys generate`?)", self.name, self._address, key)
