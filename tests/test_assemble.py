@@ -41,7 +41,7 @@ def test_the_parties_reports_assemble_into_the_runs_report(finished, tmp_path):
     assert result.returncode == 0, result.stderr
     assembled = json.loads((tmp_path / "out" / "report.json").read_text())
     original = finished[1]
-    assert assembled["status"] == "completed" and assembled["driver"] == "assembled"
+    assert assembled["status"] == "completed" and assembled["driver"] == "compose"
     assert assembled["selection"] == original["selection"] and assembled["metrics"] == original["metrics"]
     assert assembled["messages"]["by_kind"] == original["messages"]["by_kind"]
 

@@ -227,7 +227,7 @@ def assemble_from_party_reports(scenario: Scenario, parties_dir: Path, out: Path
     world = make_world(config)
     wall_s = max(((p.get("timing") or {}).get("wall_s") or 0.0) for p in parties)
     run_id = next((p.get("run_id") for p in parties if p.get("run_id")), default_run_id(scenario))
-    report = assemble_report(scenario, world, "assembled", parties, "; ".join(failures) or None, wall_s, 0.0, run_id)
+    report = assemble_report(scenario, world, "compose", parties, "; ".join(failures) or None, wall_s, 0.0, run_id)
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "report.json", report)
     write_messages_csv(report, out / "messages.csv")
