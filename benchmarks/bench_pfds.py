@@ -2,9 +2,9 @@
 
 Run: python benchmarks/bench_pfds.py [--rows N] [--h-max H] [--repeats R]
 
-One sharer holding all ~45k complete rows of UCI Adult (adult.data + adult.test from
-../shared/data/adult, 6 numeric and 8 categorical attributes; the categorical domains are the
-public lists of adult.names), eps = 1, h_max = 8, t = 10, p = 4:
+One sharer holding all ~45k complete rows of UCI Adult (adult.data + adult.test from the data
+cache: `marketplace data fetch adult`; 6 numeric and 8 categorical attributes; the categorical
+domains are the public lists of adult.names), eps = 1, h_max = 8, t = 10, p = 4:
 
 * grow_tree (eps/2: the exponential mechanism on every numeric split, Laplace leaf counts);
 * optPrivateGen: noisy node counts of levels 1..3, the consistency step (dual Newton solver) and
@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -40,7 +39,6 @@ from marketplace.protocols.pfds import (
 )
 from timing import median_seconds, report  # benchmarks/timing.py: a script's own folder is on sys.path
 
-ADULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult"
 EPSILON, H_MAX, T, P = 1.0, 8, 10, 4
 # Public ranges of the numeric attributes (wide round bounds, not the data's min and max).
 NUMERIC = {"age": (0.0, 100.0), "fnlwgt": (0.0, 1.5e6), "education-num": (1.0, 16.0),
@@ -51,8 +49,10 @@ COLUMNS = ("age", "workclass", "fnlwgt", "education", "education-num", "marital-
 
 def adult_schema() -> PublicSchema:
     """Adult's public schema: categorical domains as listed in adult.names."""
+    from marketplace.datasets import read_bytes  # checked against the registry's SHA-256
+
     domains = {}
-    for line in (ADULT / "adult.names").read_text(encoding="utf-8").splitlines():
+    for line in read_bytes("adult", "adult.names").decode("utf-8").splitlines():
         name, _, rest = line.partition(":")
         if name in COLUMNS and name not in NUMERIC and rest.strip():
             domains[name] = tuple(v.strip() for v in rest.strip().rstrip(".").split(","))
@@ -62,12 +62,12 @@ def adult_schema() -> PublicSchema:
 
 
 def adult_rows(schema: PublicSchema) -> tuple[np.ndarray, np.ndarray]:
-    from marketplace.data.sources import read_verified  # checks the files against MANIFEST.txt
+    from marketplace.datasets import read_bytes  # checked against the registry's SHA-256
 
     columns: dict[str, list] = {c: [] for c in COLUMNS}
     labels = []
     for name in ("adult.data", "adult.test"):
-        for line in read_verified(ADULT / name).decode("utf-8").splitlines():
+        for line in read_bytes("adult", name).decode("utf-8").splitlines():
             fields = [f.strip() for f in line.split(",")]
             if len(fields) != 15 or "?" in fields or line.startswith("|"):
                 continue
@@ -98,12 +98,16 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
 
-    if (ADULT / "adult.data").is_file():
+    from marketplace.datasets import DATASETS
+    from marketplace.datasets.cache import data_home, missing_files
+
+    if not missing_files(DATASETS["adult"]):
         schema = adult_schema()
         X, y = adult_rows(schema)
         source = "Adult"
     else:
-        print(f"{ADULT} not found: timing a synthetic table of Adult's shape instead", file=sys.stderr)
+        print(f"the adult dataset is not in {data_home()} (marketplace data fetch adult): timing a synthetic "
+              "table of Adult's shape instead", file=sys.stderr)
         schema, X, y = synthetic_rows(45_222)
         source = "synthetic"
     if args.rows:

@@ -6,7 +6,6 @@ import argparse
 import logging
 import os
 import sys
-from datetime import datetime
 from pathlib import Path
 
 from marketplace import __version__
@@ -22,6 +21,7 @@ Start here:
   marketplace run scenarios/quickstart.yaml --driver inprocess --set parties.owners=8
   marketplace run scenarios/quickstart-private.yaml --driver inprocess --sweep summarize.rounds=20,40 --repeats 3
   marketplace validate scenarios/quickstart.yaml       check a scenario without running it
+  marketplace data fetch adult                         download a public dataset (checked) for the scenarios that use it
   marketplace privacy compose --epsilon 0.01 --count 1656 --delta 0.01 --theorem advanced
   marketplace sketch query RUN/sketches/merged.npz --scenario RUN/scenario.resolved.yaml --moments 2
 
@@ -45,7 +45,7 @@ def _parser() -> argparse.ArgumentParser:
                          description="Validate SCENARIO, start every party, wait for the run, print a summary and write "
                                      "DIR/report.json, DIR/messages.csv, DIR/scenario.resolved.yaml and DIR/logs/.")
     run.add_argument("scenario", help="scenario file (YAML)")
-    run.add_argument("--out", metavar="DIR", help="output folder (default: runs/<scenario>-<timestamp>)")
+    run.add_argument("--out", metavar="DIR", help="output folder, new or empty (default: runs/<scenario>-<timestamp>)")
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
                      help="override one scenario value, e.g. --set summarize.rounds=20 (repeatable)")
     run.add_argument("--driver", choices=("processes", "inprocess"), default="processes",
@@ -59,10 +59,14 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--sweep", dest="sweeps", action="append", default=[], metavar="KEY.PATH=V1,V2,...",
                      help="run the scenario once per value (repeatable: every combination); writes runs.csv, "
                           "summary.csv and sweep.png (also from the scenario's sweep: section)")
-    run.add_argument("--repeats", type=int, metavar="N",
+    run.add_argument("--repeats", type=_positive_int, metavar="N",
                      help="runs per sweep point, with seeds seed, seed+1, ... (default: sweep.repeats, 1)")
 
-    val = sub.add_parser("validate", help="check a scenario file and print it fully resolved")
+    val = sub.add_parser("validate", help="check a scenario (and its data) without running it; print it resolved",
+                         description="Check SCENARIO as `run` would before starting anything: the file, every value, "
+                                     "the privacy plan, and the data (the dataset is in the cache, the world builds and "
+                                     "splits among the parties). Print the protocol's own sections, every default "
+                                     "filled in.")
     val.add_argument("scenario")
     val.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
 
@@ -100,8 +104,10 @@ def _parser() -> argparse.ArgumentParser:
     generate.add_argument("--owners", type=int, required=True, help="K, the number of owners")
     generate.add_argument("--force", action="store_true", help="overwrite existing keys")
     from marketplace.consumer import sketch_cli
+    from marketplace.datasets import cli as data_cli
 
     sketch_cli.add_parser(sub)
+    data_cli.add_parser(sub)
 
     for role, text in (("curator", "run the curator (binds a ROUTER at --endpoint)"),
                        ("owner", "run one data owner (connects to the curator)"),
@@ -129,13 +135,24 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _positive_int(text: str) -> int:
+    """argparse type: a whole number >= 1 (``--repeats 0`` would run nothing and say it did)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
-    if args.command == "sketch":
+    if args.command in ("sketch", "data"):
         return args.func(args)
     if args.command == "privacy":
         if not hasattr(args, "func"):
@@ -165,8 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"marketplace: bad scenario: {err}", file=sys.stderr)
         return EXIT_USAGE
     if args.command == "validate":
-        print(scenario.dump_yaml(), end="")
-        return EXIT_OK
+        return _validate(args, scenario)
     if args.command == "assemble":
         return _assemble(args, scenario)
     if args.command == "run":
@@ -176,22 +192,60 @@ def main(argv: list[str] | None = None) -> int:
     return _party(args, scenario)
 
 
+def _validate(args: argparse.Namespace, scenario) -> int:
+    """Build the world as `run` would (the data-dependent checks), then print the scenario's own
+    sections resolved; a summary of the parties' shares goes to stderr."""
+    from marketplace.runner.format import plural
+    from marketplace.runner.run import prepare_world
+    from marketplace.scenario import ScenarioError
+
+    try:
+        world = prepare_world(scenario)
+    except ScenarioError as err:
+        print(f"marketplace: bad scenario: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    print(scenario.dump_yaml(protocol_only=True), end="")
+    rows = sum(len(owner) for owner in world.owners)
+    print(f"{scenario.source}: valid ({scenario.config.protocol}; {plural(len(world.owners), 'owner')} holding "
+          f"{plural(rows, 'row')} of {plural(world.dim, 'feature')}; the consumer {len(world.validation)} + "
+          f"{len(world.test)} rows; seed set {len(world.seed_set)})", file=sys.stderr)
+    return EXIT_OK
+
+
+def _run_folder(args: argparse.Namespace, scenario, kind: str = "") -> Path | None:
+    """The run's output folder: --out if it is new or empty, else a fresh default; None (after
+    saying why) when --out names a file or an earlier run's folder."""
+    from marketplace.runner.run import RunFolderError, check_run_folder, default_run_folder
+
+    if not args.out:
+        return default_run_folder(scenario.config.name, kind)
+    try:
+        return check_run_folder(args.out)
+    except RunFolderError as err:
+        print(f"marketplace {args.command}: --out: {err}", file=sys.stderr)
+        return None
+
+
 def _run(args: argparse.Namespace, scenario) -> int:
     from rich.console import Console
 
     from marketplace.runner.display import print_summary, round_progress
+    from marketplace.runner.format import shorten
     from marketplace.runner.run import run_scenario
     from marketplace.scenario import ScenarioError
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    out = args.out or f"runs/{scenario.config.name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    out = _run_folder(args, scenario)
+    if out is None:
+        return EXIT_USAGE
     console = Console(stderr=False)
     try:
         if args.quiet:
             report = run_scenario(scenario, out, driver=args.driver, launch=args.launch)
         else:
-            with round_progress(console, scenario.config.name) as on_round:
-                report = run_scenario(scenario, out, driver=args.driver, launch=args.launch, on_round=on_round)
+            with round_progress(console, scenario.config.name) as progress:
+                report = run_scenario(scenario, out, driver=args.driver, launch=args.launch, on_round=progress,
+                                      on_phase=progress.phase)
     except ScenarioError as err:
         print(f"marketplace: bad scenario: {err}", file=sys.stderr)
         return EXIT_USAGE
@@ -208,7 +262,7 @@ def _run(args: argparse.Namespace, scenario) -> int:
         print_summary(console, report, out)
     if report["status"] != "completed":
         for failure in report["failures"]:
-            print(f"marketplace: run failed: {failure}", file=sys.stderr)
+            print(f"marketplace: run failed: {shorten(failure, 400)}", file=sys.stderr)
         return EXIT_RUN_FAILED
     return EXIT_OK
 
@@ -268,6 +322,7 @@ def _sweep(args: argparse.Namespace, scenario) -> int:
     from rich.console import Console
 
     from marketplace.exchanges import exchange
+    from marketplace.runner.format import plural
     from marketplace.runner.sweep import parse_axis, plan_sweep, run_sweep, summarize_rows
     from marketplace.scenario import ScenarioError
 
@@ -283,7 +338,9 @@ def _sweep(args: argparse.Namespace, scenario) -> int:
     except ScenarioError as err:
         print(f"marketplace: bad scenario: {err}", file=sys.stderr)
         return EXIT_USAGE
-    out = args.out or f"runs/{scenario.config.name}-sweep-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    out = _run_folder(args, scenario, "sweep")
+    if out is None:
+        return EXIT_USAGE
     total = len(points)
 
     def on_run(point, row) -> None:
@@ -311,12 +368,12 @@ def _sweep(args: argparse.Namespace, scenario) -> int:
         stop_forkserver()
     keys = list(axes)
     if not args.quiet:
-        console.print(exchange(scenario.config.protocol).sweep_table(summarize_rows(rows, keys), keys, f"{scenario.config.name}: {total} runs (mean ± sd over repeats)"))
+        console.print(exchange(scenario.config.protocol).sweep_table(summarize_rows(rows, keys), keys, f"{scenario.config.name}: {plural(total, 'run')} (mean ± sd over repeats)"))
     plot = " and sweep.png" if (Path(out) / "sweep.png").exists() else ""
     print(f"{out}/runs.csv, {out}/summary.csv{plot}")
     failed = [r for r in rows if r["status"] != "completed"]
     if failed:
-        print(f"marketplace: {len(failed)} of {total} runs failed (see runs.csv)", file=sys.stderr)
+        print(f"marketplace: {len(failed)} of {plural(total, 'run')} failed (see runs.csv)", file=sys.stderr)
         return EXIT_RUN_FAILED
     return EXIT_OK
 

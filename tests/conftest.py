@@ -1,7 +1,8 @@
-"""Shared fixtures: small scenarios, the shared data folder, a runner for the CLI as a subprocess."""
+"""Shared fixtures: small scenarios, the data cache, a runner for the CLI as a subprocess."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -9,10 +10,26 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = ROOT.parent / "shared" / "data"
 QUICKSTART = ROOT / "scenarios" / "quickstart.yaml"
-needs_shared_data = pytest.mark.skipif(not SHARED_DATA.is_dir(), reason=f"the public datasets folder {SHARED_DATA} is absent")
-"""Marks a test that reads ../shared/data (skipped, saying why, when the folder is absent)."""
+SHARED_DATA = ROOT.parent / "shared" / "data"
+"""The team's mirror of the public datasets, laid out as the data cache (NAME/FILE), present on
+development machines and in CI. Tests use it as a read-only, pre-filled cache (the registry
+verifies every file in place before use) and, served on 127.0.0.1, as a download mirror."""
+
+os.environ.pop("MARKETPLACE_DATA_MIRROR", None)  # tests name their mirrors explicitly
+if not os.environ.get("MARKETPLACE_DATA") and SHARED_DATA.is_dir():
+    os.environ["MARKETPLACE_DATA"] = str(SHARED_DATA)  # inherited by every CLI subprocess too
+
+
+def needs_data(*names: str) -> pytest.MarkDecorator:
+    """Mark a test that reads the named public datasets: skipped, with the fetch command, when
+    they are not (completely) in the data cache."""
+    from marketplace.datasets.cache import data_home, fetch_command, missing_files
+    from marketplace.datasets.registry import dataset
+
+    absent = [name for name in names if missing_files(dataset(name))]
+    reason = f"dataset(s) {absent} not in the data cache {data_home()}: {fetch_command(absent)}" if absent else ""
+    return pytest.mark.skipif(bool(absent), reason=reason)
 
 
 def run_cli(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
@@ -44,3 +61,25 @@ def tiny_raw(**summarize) -> dict:
         "transport": {"heartbeat_interval_s": 0.2, "heartbeat_timeout_s": 5.0, "start_timeout_s": 30.0},
     }
     return raw
+
+
+@pytest.fixture(scope="session", autouse=True)
+def every_report_follows_the_schema(tmp_path_factory):
+    """After the whole session, check every report.json the suite wrote (in-process runs, CLI
+    subprocesses, sweeps, assembled compose runs) against marketplace/report.schema.json."""
+    yield
+    from marketplace.runner.report_schema import report_problems
+
+    import json
+
+    checked, bad = 0, []
+    for path in sorted(tmp_path_factory.getbasetemp().rglob("report.json")):
+        try:
+            report = json.loads(path.read_text())
+        except ValueError as err:
+            bad.append(f"{path}: not JSON ({err})")
+            continue
+        checked += 1
+        bad += [f"{path}: {problem}" for problem in report_problems(report)[:5]]
+    if bad:
+        pytest.fail(f"{len(bad)} schema problem(s) in the {checked} report.json files the suite wrote:\n" + "\n".join(bad[:40]))

@@ -25,6 +25,9 @@ from marketplace.privacy.accountant import (
     zcdp_of_pure,
     zcdp_to_dp,
 )
+from marketplace.privacy.neighbouring import replace_one
+
+ROW = replace_one("a row")
 
 
 def summary_step_epsilon(p: int) -> float:
@@ -127,11 +130,13 @@ def test_cli_without_a_privacy_command_exits_2(capsys):
 @pytest.mark.parametrize("theorem", accountant.THEOREMS)
 def test_composition_of_zero_steps_is_zero(theorem):
     assert compose(0.5, 0, theorem=theorem, delta=1e-5) == Guarantee(0.0, 0.0)
-    assert PrivacyLedger("owner-1", theorem=theorem, delta=1e-5).total() == (0.0, 0.0)
+    assert PrivacyLedger("owner-1", neighbouring=ROW, theorem=theorem, delta=1e-5).total() == (0.0, 0.0)
 
 
-def test_basic_composition_adds_epsilons_and_deltas():
-    assert basic(0.25, 4, 1e-6) == pytest.approx((1.0, 4e-6))
+def test_basic_composition_adds_epsilons_and_composes_deltas_as_a_product():
+    assert basic(0.25, 4, 1e-6) == pytest.approx((1.0, 1 - (1 - 1e-6) ** 4), rel=1e-12)
+    assert basic(0.25, 4, 1e-6).delta <= 4e-6  # never looser than the union bound
+    assert basic(0.1, 10, 0.5).delta == pytest.approx(1 - 0.5**10)  # where the union bound says 5
 
 
 def test_optimal_matches_the_issue_example_and_beats_advanced():
@@ -270,7 +275,7 @@ def test_cks_conversion_is_tighter_and_agrees_with_dp_accounting(rho, delta):
 
 
 def test_zcdp_composition_adds_rho():
-    ledger = PrivacyLedger("owner-1", theorem="zcdp", delta=1e-6)
+    ledger = PrivacyLedger("owner-1", neighbouring=ROW, theorem="zcdp", delta=1e-6)
     ledger.spend(0.1, mechanism="laplace", count=10)
     ledger.spend_zcdp(zcdp_of_gaussian(1.0, 5.0), mechanism="gaussian", count=4)
 
@@ -282,7 +287,7 @@ def test_zcdp_composition_adds_rho():
 
 
 def test_ledger_total_of_one_homogeneous_group_is_the_theorem():
-    ledger = PrivacyLedger("consumer:D_v", theorem="advanced", delta=0.01)
+    ledger = PrivacyLedger("consumer:D_v", neighbouring=ROW, theorem="advanced", delta=0.01)
     ledger.spend(0.01, mechanism="mwem", count=1000)
     ledger.spend(0.01, mechanism="mwem", count=656)
 
@@ -292,7 +297,7 @@ def test_ledger_total_of_one_homogeneous_group_is_the_theorem():
 
 
 def test_ledger_adds_heterogeneous_groups_by_basic_composition_with_a_shared_slack():
-    ledger = PrivacyLedger("owner-1", theorem="advanced", delta=1e-4)
+    ledger = PrivacyLedger("owner-1", neighbouring=ROW, theorem="advanced", delta=1e-4)
     ledger.spend(0.05, mechanism="mwem round 1", count=1656)
     ledger.spend(summary_step_epsilon(200), mechanism="mwem", count=1000)
     ledger.spend(0.1, mechanism="auction", count=1)  # basic is smaller for a single step
@@ -302,7 +307,7 @@ def test_ledger_adds_heterogeneous_groups_by_basic_composition_with_a_shared_sla
 
 
 def test_ledger_refuses_an_overspend_naming_dataset_budget_and_plan():
-    ledger = PrivacyLedger("consumer:D_v", budget=(1.41, 0.01), theorem="advanced")
+    ledger = PrivacyLedger("consumer:D_v", neighbouring=ROW, budget=(1.41, 0.01), theorem="advanced")
     ledger.spend(0.01, mechanism="mwem", count=1656)
 
     with pytest.raises(BudgetExceeded) as refused:
@@ -317,7 +322,7 @@ def test_ledger_refuses_an_overspend_naming_dataset_budget_and_plan():
 
 
 def test_check_plan_refuses_a_run_before_it_starts_and_records_nothing():
-    ledger = PrivacyLedger("owner-2", budget=(0.043, 1e-4), theorem="advanced")
+    ledger = PrivacyLedger("owner-2", neighbouring=ROW, budget=(0.043, 1e-4), theorem="advanced")
     plan = [Step(mechanism="mwem", eps=0.01 / math.sqrt(1000), count=1000)]
 
     with pytest.raises(BudgetExceeded, match="owner-2: refused"):
@@ -328,7 +333,7 @@ def test_check_plan_refuses_a_run_before_it_starts_and_records_nothing():
 
 
 def test_ledger_slack_defaults_to_the_budget_delta_left_by_approximate_steps():
-    ledger = PrivacyLedger("owner-3", budget=(10.0, 1e-5), theorem="advanced")
+    ledger = PrivacyLedger("owner-3", neighbouring=ROW, budget=(10.0, 1e-5), theorem="advanced")
     ledger.spend(0.1, 1e-7, mechanism="gaussian", count=50)
 
     assert ledger.total() == pytest.approx(advanced(0.1, 50, 1e-5 - 50e-7, delta0=1e-7))
@@ -336,14 +341,14 @@ def test_ledger_slack_defaults_to_the_budget_delta_left_by_approximate_steps():
 
 
 def test_ledger_refuses_a_spend_over_the_delta_budget():
-    ledger = PrivacyLedger("owner-4", budget=(10.0, 1e-6), theorem="basic")
+    ledger = PrivacyLedger("owner-4", neighbouring=ROW, budget=(10.0, 1e-6), theorem="basic")
 
     with pytest.raises(BudgetExceeded, match="delta=1e-06"):
         ledger.spend(0.1, 1e-7, mechanism="gaussian", count=11)
 
 
 def test_ledger_to_dict_is_a_plain_report():
-    ledger = PrivacyLedger("consumer:D_v", theorem="advanced", delta=0.01)
+    ledger = PrivacyLedger("consumer:D_v", neighbouring=ROW, theorem="advanced", delta=0.01)
     ledger.spend(0.01, mechanism="mwem", count=1000)
     for _ in range(656):
         ledger.spend(0.01, mechanism="mwem")
@@ -351,6 +356,7 @@ def test_ledger_to_dict_is_a_plain_report():
     assert ledger.to_dict() == {
         "dataset": "consumer:D_v", "eps": pytest.approx(1.401434, abs=1e-6), "delta": 0.01,
         "theorem": "advanced", "slack_delta": 0.01, "budget": None,
+        "neighbouring": {"relation": "replace-one", "record": "a row"},
         "steps": [{"mechanism": "mwem", "eps": 0.01, "delta": 0.0, "count": 1656}],
     }
 
@@ -378,14 +384,14 @@ def test_ledger_to_dict_is_a_plain_report():
     (lambda: zcdp_to_dp(-0.1, 1e-5), ValueError, "'rho' parameter of zcdp_to_dp must be a finite number >= 0"),
     (lambda: zcdp_to_dp(0.1, 1e-5, method="rdp"), ValueError, "'method' parameter of zcdp_to_dp must be one of"),
     (lambda: zcdp_of_gaussian(1.0, 0.0), ValueError, "'sigma' parameter of zcdp_of_gaussian must be a finite number > 0"),
-    (lambda: PrivacyLedger("", delta=1e-5), ValueError, "'dataset' parameter of PrivacyLedger must be a non-empty string"),
-    (lambda: PrivacyLedger("owner-1"), ValueError, "theorem 'advanced' needs the composition slack 'delta' or a budget"),
-    (lambda: PrivacyLedger("owner-1", budget=1.0), TypeError, "'budget' parameter of PrivacyLedger must be a pair (eps, delta)"),
-    (lambda: PrivacyLedger("owner-1", budget=(1.0, 2.0)), ValueError, "'budget[1] (delta)' parameter of PrivacyLedger must be in [0, 1)"),
-    (lambda: PrivacyLedger("o", delta=1e-5).spend(0.1, mechanism=""), ValueError, "'mechanism' parameter of Step must be a non-empty string"),
-    (lambda: PrivacyLedger("o", delta=1e-5).spend(0.1, mechanism="m", count=-1), ValueError, "'count' parameter of Step must be an integer >= 0"),
-    (lambda: PrivacyLedger("o", delta=1e-5).spend(-0.1, mechanism="m"), ValueError, "'eps' parameter of Step must be a finite number > 0"),
-    (lambda: PrivacyLedger("o", delta=1e-5).check_plan([(0.1, 0)]), TypeError, "'steps' parameter of check_plan must be an iterable of Step"),
+    (lambda: PrivacyLedger("", neighbouring=ROW, delta=1e-5), ValueError, "'dataset' parameter of PrivacyLedger must be a non-empty string"),
+    (lambda: PrivacyLedger("owner-1", neighbouring=ROW), ValueError, "theorem 'advanced' needs the composition slack 'delta' or a budget"),
+    (lambda: PrivacyLedger("owner-1", neighbouring=ROW, budget=1.0), TypeError, "'budget' parameter of PrivacyLedger must be a pair (eps, delta)"),
+    (lambda: PrivacyLedger("owner-1", neighbouring=ROW, budget=(1.0, 2.0)), ValueError, "'budget[1] (delta)' parameter of PrivacyLedger must be in [0, 1)"),
+    (lambda: PrivacyLedger("o", neighbouring=ROW, delta=1e-5).spend(0.1, mechanism=""), ValueError, "'mechanism' parameter of Step must be a non-empty string"),
+    (lambda: PrivacyLedger("o", neighbouring=ROW, delta=1e-5).spend(0.1, mechanism="m", count=-1), ValueError, "'count' parameter of Step must be an integer >= 0"),
+    (lambda: PrivacyLedger("o", neighbouring=ROW, delta=1e-5).spend(-0.1, mechanism="m"), ValueError, "'eps' parameter of Step must be a finite number > 0"),
+    (lambda: PrivacyLedger("o", neighbouring=ROW, delta=1e-5).check_plan([(0.1, 0)]), TypeError, "'steps' parameter of check_plan must be an iterable of Step"),
     (lambda: Step(mechanism="m", eps=0.1, rho=0.1), ValueError, "give exactly one of eps (pure or approximate DP) and rho (zCDP)"),
 ])
 def test_bad_parameters_raise_precise_errors(call, error, message):
@@ -396,7 +402,7 @@ def test_bad_parameters_raise_precise_errors(call, error, message):
 
 def test_spend_is_keyword_only_after_delta():
     with pytest.raises(TypeError):
-        PrivacyLedger("o", delta=1e-5).spend(0.1, 0.0, "mwem")
+        PrivacyLedger("o", neighbouring=ROW, delta=1e-5).spend(0.1, 0.0, "mwem")
 
 
 def test_docstring_examples_hold():

@@ -1,4 +1,5 @@
-"""Behaviour of PRIVAUCTION's pure core: request coins, the tau rule, the pool and verification."""
+"""Behaviour of PRIVAUCTION's pure core: whom it asks, the tau rule, the pool and verification (the
+statistical two-sided audit is in ``test_auction_audit.py``)."""
 
 from __future__ import annotations
 
@@ -6,18 +7,20 @@ import math
 
 import numpy as np
 import pytest
-from scipy.stats import beta
 
 from marketplace.privacy.rng import make_rng
 from marketplace.protocols.summarize import bid_value
-from marketplace.protocols.summarize.auction import Pool, PoolEntry, PrivAuction, request_probabilities, verify
+from marketplace.protocols.summarize.auction import (Pool, PoolEntry, PrivAuction, paper_expected_requests,
+                                                     request_probabilities, verify)
 
 OWNERS = ("o1", "o2", "o3", "o4", "o5")
 NEVER = 10**9  # a tau that never fires within a test
 
 
-def auction(*, eps_auc: float = 0.5, tau: int = NEVER, seed: int = 1, owners: tuple[str, ...] = OWNERS) -> PrivAuction:
-    return PrivAuction(owners=owners, eps_auc=eps_auc, tau=tau, rng=make_rng(seed=seed, secure=False))
+def auction(*, eps_auc: float = 0.5, tau: int = NEVER, seed: int = 1, owners: tuple[str, ...] = OWNERS,
+            rule: str = "two_sided", requests: int | str = "auto") -> PrivAuction:
+    return PrivAuction(owners=owners, eps_auc=eps_auc, tau=tau, rng=make_rng(seed=seed, secure=False), rule=rule,
+                       requests=requests)
 
 
 def entry(owner: str, row: int, phi, *, claimed: float = 0.0, round: int = 1) -> PoolEntry:
@@ -29,7 +32,7 @@ def entry(owner: str, row: int, phi, *, claimed: float = 0.0, round: int = 1) ->
 
 
 @pytest.mark.parametrize("eps", [0.0, 0.01, 0.5, 3.0])
-def test_request_probabilities_follow_the_formula(eps):
+def test_the_papers_request_probabilities_follow_the_formula(eps):
     probs = request_probabilities(6, eps)
     assert probs.shape == (6,)
     np.testing.assert_allclose(probs, [math.exp(-eps * (r - 1)) for r in range(1, 7)], rtol=1e-15)
@@ -49,6 +52,7 @@ def test_request_probabilities_refuse_a_bad_eps(bad):
 @pytest.mark.parametrize("kwargs, error", [
     ({"tau": 0}, ValueError), ({"tau": 1.5}, TypeError), ({"eps_auc": -1.0}, ValueError),
     ({"owners": ()}, ValueError), ({"owners": ("a", "a")}, ValueError), ({"rng": 7}, TypeError),
+    ({"rule": "greedy"}, ValueError), ({"requests": 0}, ValueError), ({"requests": "many"}, TypeError),
 ])
 def test_auction_parameters_are_checked(kwargs, error):
     args = {"owners": OWNERS, "eps_auc": 0.5, "tau": 3, "rng": np.random.default_rng(0)} | kwargs
@@ -67,8 +71,8 @@ def test_bids_from_unknown_owners_or_not_finite_are_refused():
 # --- who is asked ---------------------------------------------------------------------------------
 
 
-def test_rank_one_is_always_asked():
-    a = auction(eps_auc=5.0, seed=3)
+def test_the_papers_rule_always_asks_rank_one():
+    a = auction(eps_auc=5.0, seed=3, rule="paper")
     rng = np.random.default_rng(4)
     for _ in range(2000):
         bids = dict(zip(OWNERS, rng.normal(size=len(OWNERS))))
@@ -76,143 +80,108 @@ def test_rank_one_is_always_asked():
         assert best in a.decide(bids)
 
 
+@pytest.mark.parametrize("requests", [1, 2, 4])
+def test_the_two_sided_rule_asks_exactly_the_requested_number_every_round(requests):
+    a = auction(eps_auc=0.5, seed=3, requests=requests)
+    rng = np.random.default_rng(4)
+    for _ in range(500):
+        assert len(a.decide(dict(zip(OWNERS, rng.normal(size=len(OWNERS)))))) == requests
+
+
+def test_the_two_sided_rule_leaves_rank_one_out_sometimes():
+    a = auction(eps_auc=1.0, seed=3, requests=1)
+    bids = dict(zip(OWNERS, (5.0, 4.0, 3.0, 2.0, 1.0)))
+    asked = [a.decide(bids)[0] for _ in range(4000)]
+    share = asked.count("o1") / len(asked)
+    assert 0.55 < share < 0.72  # 1 - 1/e = 0.632 with 5 owners and one request per round
+
+
+def test_auto_asks_as_many_as_the_papers_coins_do_on_average():
+    for n, eps in ((4, 0.1), (16, 0.1), (64, 0.1), (64, 1.0)):
+        assert paper_expected_requests(n, eps) == max(1, round(float(request_probabilities(n, eps).sum())))
+    assert paper_expected_requests(5, 50.0) == 1
+
+
+def test_requests_go_out_in_a_random_order_not_by_rank():
+    a = auction(eps_auc=30.0, requests=3, seed=8)
+    bids = dict(zip(OWNERS, (5.0, 4.0, 3.0, 2.0, 1.0)))
+    orders = {tuple(a.decide(bids)) for _ in range(200)}
+    assert {frozenset(o) for o in orders} == {frozenset({"o1", "o2", "o3"})}  # the top three, always
+    assert len(orders) == 6  # in every order
+
+
 def test_owners_without_a_bid_are_never_asked_nor_ranked():
-    a = auction(eps_auc=0.0, tau=1)  # eps 0 and tau 1 ask every bidder
+    a = auction(eps_auc=0.0, tau=1)  # tau 1 asks every bidder
     asked = a.decide({"o1": 0.2, "o2": None, "o3": 0.1})
-    assert asked == {"o1", "o3"}
+    assert set(asked) == {"o1", "o3"}
     assert a.last.ranking == ("o1", "o3")
     assert a.unasked["o2"] == 0
 
 
 def test_equal_bids_go_to_the_lower_owner_index():
-    a = auction(eps_auc=60.0)  # ranks >= 2 are asked with probability e^-60: never
+    a = auction(eps_auc=30.0, requests=1)  # ranks >= 2 are asked with probability ~e^-30: never
     bids = {"o4": 1.0, "o2": 1.0, "o5": 1.0, "o1": 0.5}
     assert a.ranking(bids) == ("o2", "o4", "o5", "o1")
-    assert a.decide(bids) == {"o2"}
+    assert a.decide(bids) == ["o2"]
 
 
-def test_tau_rule_fires_exactly_at_the_tau_th_unasked_bid():
+@pytest.mark.parametrize("rule", ["two_sided", "paper"])
+def test_tau_rule_fires_exactly_at_the_tau_th_unasked_bid(rule):
     tau = 4
-    a = auction(eps_auc=60.0, tau=tau, owners=("top", "low"))
+    a = auction(eps_auc=30.0, tau=tau, owners=("top", "low"), rule=rule, requests=1)
     asked_low = [r for r in range(1, 13) if "low" in a.decide({"top": 1.0, "low": 0.0})]
     assert asked_low == [4, 8, 12]
     assert a.last.by_tau == frozenset({"low"}) and a.last.by_coin == frozenset({"top"})
 
 
+def test_owners_due_under_tau_are_asked_on_top_of_the_requested_number():
+    a = auction(eps_auc=30.0, tau=2, requests=1, owners=("a", "b", "c"))
+    assert a.decide({"a": 3.0, "b": 2.0, "c": 1.0}) == ["a"]
+    assert sorted(a.decide({"a": 3.0, "b": 2.0, "c": 1.0})) == ["a", "b", "c"]  # b, c due; a by schedule
+    assert a.last.by_tau == frozenset({"b", "c"}) and a.last.by_coin == frozenset({"a"})
+
+
 def test_tau_one_asks_every_bidder_every_round():
-    a = auction(eps_auc=60.0, tau=1)
+    a = auction(eps_auc=30.0, tau=1)
     for _ in range(5):
-        assert a.decide(dict(zip(OWNERS, range(5)))) == set(OWNERS)
+        assert set(a.decide(dict(zip(OWNERS, range(5))))) == set(OWNERS)
 
 
-def test_a_coin_request_resets_the_tau_count():
-    a = auction(eps_auc=60.0, tau=3, owners=("a", "b"))
+def test_a_schedule_request_resets_the_tau_count():
+    a = auction(eps_auc=30.0, tau=3, owners=("a", "b"), requests=1)
     a.decide({"a": 0.0, "b": 1.0})                          # b asked (rank 1), a: 1 unasked bid
-    assert a.decide({"a": 1.0, "b": 0.0}) == {"a"}          # a ranks first: asked, count reset
+    assert a.decide({"a": 1.0, "b": 0.0}) == ["a"]          # a ranks first: asked, count reset
     assert a.unasked == {"a": 0, "b": 1}
-    assert a.decide({"a": 1.0, "b": 0.0}) == {"a"}          # b: 2 unasked bids, not yet tau
-    assert a.decide({"a": 1.0, "b": 0.0}) == {"a", "b"}     # b's third unasked bid: tau
+    assert a.decide({"a": 1.0, "b": 0.0}) == ["a"]          # b: 2 unasked bids, not yet tau
+    assert set(a.decide({"a": 1.0, "b": 0.0})) == {"a", "b"}  # b's third unasked bid: tau
 
 
 def test_rounds_without_a_bid_do_not_count_towards_tau():
-    a = auction(eps_auc=60.0, tau=2, owners=("a", "b"))
+    a = auction(eps_auc=30.0, tau=2, owners=("a", "b"), requests=1)
     a.decide({"a": 1.0, "b": 0.0})
     a.decide({"a": 1.0, "b": None})
     assert a.unasked["b"] == 1
-    assert a.decide({"a": 1.0, "b": 0.0}) == {"a", "b"}
+    assert set(a.decide({"a": 1.0, "b": 0.0})) == {"a", "b"}
 
 
-def test_same_seed_same_decisions():
+@pytest.mark.parametrize("rule", ["two_sided", "paper"])
+def test_same_seed_same_decisions(rule):
     rng = np.random.default_rng(9)
     rounds = [dict(zip(OWNERS, rng.normal(size=5))) for _ in range(300)]
-    first, second = auction(seed=42, tau=3), auction(seed=42, tau=3)
+    first, second = auction(seed=42, tau=3, rule=rule), auction(seed=42, tau=3, rule=rule)
     assert [first.decide(b) for b in rounds] == [second.decide(b) for b in rounds]
-    other = auction(seed=43, tau=3)
+    other = auction(seed=43, tau=3, rule=rule)
     assert [first.decide(b) for b in rounds] != [other.decide(b) for b in rounds]
 
 
-# --- neighbouring bids: the "asked" event changes by at most exp(eps_auc) --------------------------
-
-TRIALS = 40_000
-CONFIDENCE = 0.999  # each Clopper–Pearson interval; 2 per owner per comparison
-
-
-def clopper_pearson(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
-    alpha = 1.0 - confidence
-    lo = 0.0 if k == 0 else float(beta.ppf(alpha / 2, k, n - k + 1))
-    hi = 1.0 if k == n else float(beta.ppf(1 - alpha / 2, k + 1, n - k))
-    return lo, hi
-
-
-def asked_counts(bids: dict[str, float], *, eps_auc: float, seed: int, probs=None) -> dict[str, int]:
-    """How often each owner is asked over TRIALS independent rounds (tau never fires)."""
-    a = auction(eps_auc=eps_auc, seed=seed)
-    counts = dict.fromkeys(OWNERS, 0)
-    if probs is not None:  # a deliberately broken mechanism, to show the check has power
-        ranking = a.ranking(bids)
-        heads = a.rng.random((TRIALS, len(ranking))) < probs(len(ranking))
-        return {o: int(heads[:, r].sum()) for r, o in enumerate(ranking)}
-    for _ in range(TRIALS):
-        for o in a.decide(bids):
-            counts[o] += 1
-    return counts
-
-
-def ratio_excess(counts_a: dict[str, int], counts_b: dict[str, int], eps_auc: float) -> dict[str, float]:
-    """Per owner, by how much the *smallest ratio the data allow* exceeds exp(eps_auc) (<= 0: fine).
-
-    The ratio P_a/P_b is at least lo_a/hi_b with the intervals' confidence; if even that lower bound
-    is above exp(eps_auc), the bound is violated (either direction).
-    """
-    bound = math.exp(eps_auc)
-    excess = {}
-    for o in counts_a:
-        lo_a, hi_a = clopper_pearson(counts_a[o], TRIALS)
-        lo_b, hi_b = clopper_pearson(counts_b[o], TRIALS)
-        excess[o] = max(lo_a / hi_b, lo_b / hi_a) - bound
-    return excess
-
-
-EPS = 0.5
-ADJACENT = {"o1": 0.9, "o2": 0.7, "o3": 0.5, "o4": 0.3, "o5": 0.1}
-SWAPPED = ADJACENT | {"o3": 0.8}  # o3 moved across o2: ranks 2 and 3 swap, the others stay
-
-
-def test_asked_frequencies_stay_within_exp_eps_when_one_bid_moves_across_another():
-    a, b = asked_counts(ADJACENT, eps_auc=EPS, seed=11), asked_counts(SWAPPED, eps_auc=EPS, seed=12)
-    excess = ratio_excess(a, b, EPS)
-    assert all(e <= 0 for e in excess.values()), excess
-    # and the swapped pair sits right at the bound: the frequencies are the formula's
-    for counts, ranking in ((a, ("o1", "o2", "o3", "o4", "o5")), (b, ("o1", "o3", "o2", "o4", "o5"))):
-        expected = request_probabilities(5, EPS)
-        for r, o in enumerate(ranking):
-            lo, hi = clopper_pearson(counts[o], TRIALS)
-            assert lo <= expected[r] <= hi, (o, counts[o] / TRIALS, expected[r])
-
-
-def test_when_one_owner_jumps_from_first_to_last_every_other_owner_stays_within_exp_eps():
-    # o1's data changed a lot: its own frequency may change arbitrarily (o1 knows its own data), but
-    # every other owner's rank moves by one place only.
-    jumped = ADJACENT | {"o1": -1.0}
-    a, b = asked_counts(ADJACENT, eps_auc=EPS, seed=21), asked_counts(jumped, eps_auc=EPS, seed=22)
-    excess = ratio_excess(a, b, EPS)
-    assert all(excess[o] <= 0 for o in OWNERS if o != "o1"), excess
-
-
-def test_the_neighbour_check_catches_a_mechanism_with_twice_the_eps():
-    broken = lambda n: np.exp(-2 * EPS * np.arange(n))  # noqa: E731
-    a = asked_counts(ADJACENT, eps_auc=EPS, seed=31, probs=broken)
-    b = asked_counts(SWAPPED, eps_auc=EPS, seed=32, probs=broken)
-    excess = ratio_excess(a, b, EPS)
-    assert excess["o2"] > 0 and excess["o3"] > 0
-
-
-def test_not_being_asked_is_not_bounded_by_exp_eps():
-    """A documented limit (module docstring): the complement event is only one-sidedly protected."""
-    p = request_probabilities(3, EPS)
-    not_asked = 1.0 - p
-    assert not_asked[0] == 0.0 and not_asked[1] > 0  # rank 1 vs 2: an unbounded ratio
-    assert not_asked[2] / not_asked[1] == pytest.approx(1 + math.exp(-EPS))
+def test_each_round_states_its_guarantee():
+    a = auction(eps_auc=0.5, requests=1)
+    a.decide(dict(zip(OWNERS, range(5))))
+    assert a.last.guarantee == (0.5, 0.0)
+    p = auction(eps_auc=0.5, rule="paper")
+    p.decide(dict(zip(OWNERS, range(5))))
+    assert p.last.guarantee == (0.5, pytest.approx(1 - math.exp(-0.5)))
+    assert a.decide({}) == [] and a.last.guarantee == (0.0, 0.0)  # nobody ranked: nothing observed
 
 
 # --- the pool ---------------------------------------------------------------------------------------
@@ -289,3 +258,13 @@ def test_verify_uses_the_direction_of_the_round_the_point_was_bid_in():
     claimed = bid_value(phi, bid_round)
     assert verify(phi, claimed, bid_round, 1e-9)
     assert not verify(phi, claimed, now, 1e-9)
+
+
+def test_in_secure_mode_the_auction_draws_from_the_operating_system():
+    bids = dict(zip(OWNERS, (5.0, 4.0, 3.0, 2.0, 1.0)))
+    runs = []
+    for _ in range(2):
+        a = PrivAuction(owners=OWNERS, eps_auc=0.5, tau=NEVER, rng=make_rng(seed=1, secure=True), requests=2)
+        runs.append([tuple(a.decide(bids)) for _ in range(50)])
+        assert all(len(r) == 2 for r in runs[-1])
+    assert runs[0] != runs[1]  # the same seed does not repeat: the seed is ignored

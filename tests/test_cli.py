@@ -125,3 +125,170 @@ def test_privacy_compose_prints_the_papers_figures():
 def test_privacy_compose_refuses_bad_input_with_exit_2():
     result = run_cli("privacy", "compose", "--epsilon", "-1", "--count", "3", "--delta", "0.1")
     assert result.returncode == 2 and "--epsilon" in result.stderr
+
+
+# --------------------------------------------------------------------------- what a new user runs into
+
+
+def test_scientific_notation_in_a_scenario_file_is_a_number(tmp_path, capsys):
+    text = QUICKSTART.read_text() + "\n"
+    data = yaml.safe_load(text)
+    data["summarize"]["privacy"] = {"enabled": True}
+    body = yaml.safe_dump(data).replace("privacy:\n    enabled: true", "privacy:\n    enabled: true\n    delta_summary: 1e-5\n"
+                                                                       "    delta_validation: 2E-3")
+    assert "1e-5" in body
+    assert main(["validate", str(write(tmp_path, body))]) == 0
+    resolved = yaml.safe_load(capsys.readouterr().out)
+    assert resolved["summarize"]["privacy"]["delta_summary"] == 1e-5
+    assert resolved["summarize"]["privacy"]["delta_validation"] == 2e-3
+
+
+@pytest.mark.parametrize("text", ["", "# only a comment\n", "\n\n"])
+def test_an_empty_scenario_file_says_it_is_empty(tmp_path, text):
+    result = run_cli("validate", str(write(tmp_path, text)))
+    assert result.returncode == 2
+    assert "the file is empty" in result.stderr and "NoneType" not in result.stderr
+
+
+def test_a_scenario_that_is_not_a_mapping_says_what_came(tmp_path):
+    result = run_cli("validate", str(write(tmp_path, "- a\n- b\n")))
+    assert result.returncode == 2 and "a list of 2 items" in result.stderr
+
+
+def test_validate_refuses_a_non_numeric_csv_feature_as_run_does(tmp_path):
+    (tmp_path / "t.csv").write_text("a,b,label\n1,x,0\n2,y,1\n3,z,0\n4,w,1\n")
+    data = quickstart_dict()
+    data["data"]["source"] = {"kind": "csv", "csv": {"path": "t.csv", "label": "label", "features": ["a", "b"]}}
+    path = write(tmp_path, data)
+    validated = run_cli("validate", str(path))
+    assert validated.returncode == 2 and "column 'b', line 2: 'x' is not a finite number" in validated.stderr
+    ran = run_cli("run", str(path), "--out", str(tmp_path / "out"), "--driver", "inprocess")
+    assert ran.returncode == 2 and "column 'b'" in ran.stderr and not (tmp_path / "out").exists()
+
+
+def test_validate_refuses_owners_left_without_rows_naming_them():
+    result = run_cli("validate", str(QUICKSTART), "--set", "parties.owners=500")
+    assert result.returncode == 2
+    assert "parties.owners: owner-142, owner-230, owner-380 would receive no rows" in result.stderr
+
+
+def test_validate_prints_only_the_protocols_own_sections_and_they_read_back_the_same(tmp_path, capsys):
+    from marketplace.scenario import load_scenario
+
+    assert main(["validate", str(QUICKSTART)]) == 0
+    captured = capsys.readouterr()
+    printed = yaml.safe_load(captured.out)
+    assert {"summarize", "data", "transport"} <= set(printed) and not {"stc", "sketch", "pfds", "sweep"} & set(printed)
+    assert set(printed["data"]["source"]) == {"kind", "covariate_shift"}
+    assert len(captured.out.splitlines()) < 100
+    assert "valid (summarize; 4 owners holding" in captured.err
+    again = load_scenario(write(tmp_path, captured.out))
+    assert again.raw == load_scenario(QUICKSTART).raw
+
+
+def test_run_refuses_an_out_that_is_a_file(tmp_path):
+    target = tmp_path / "report.txt"
+    target.write_text("keep me")
+    result = run_cli("run", str(QUICKSTART), "--out", str(target), "--driver", "inprocess")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"--out: {target} is a file" in result.stderr and target.read_text() == "keep me"
+
+
+def test_run_refuses_an_earlier_runs_folder_and_leaves_it_as_it_was(tmp_path):
+    out = tmp_path / "run"
+    first = run_cli("run", str(QUICKSTART), "--out", str(out), "--driver", "inprocess", "--set", "summarize.rounds=3",
+                    "--set", "summarize.baselines=[]", "--quiet")
+    assert first.returncode == 0, first.stderr
+    before = {p: p.stat().st_mtime_ns for p in out.rglob("*")}
+    second = run_cli("run", str(QUICKSTART), "--out", str(out), "--driver", "inprocess", "--set", "summarize.rounds=4")
+    assert second.returncode == 2
+    assert "already holds files (messages.csv, report.json, scenario.resolved.yaml)" in second.stderr
+    assert {p: p.stat().st_mtime_ns for p in out.rglob("*")} == before
+    sweep = run_cli("run", str(QUICKSTART), "--out", str(out), "--sweep", "summarize.rounds=3,4")
+    assert sweep.returncode == 2 and "already holds files" in sweep.stderr
+
+
+def test_an_empty_out_folder_is_used(tmp_path):
+    out = tmp_path / "empty"
+    out.mkdir()
+    assert main(["run", str(QUICKSTART), "--out", str(out), "--driver", "inprocess", "--set", "summarize.rounds=2",
+                 "--set", "summarize.baselines=[]", "--quiet"]) == 0
+    assert (out / "report.json").is_file()
+
+
+def test_default_run_folders_never_collide(tmp_path, monkeypatch):
+    from marketplace.runner.run import default_run_folder
+
+    monkeypatch.chdir(tmp_path)
+    first = default_run_folder("qs")
+    first.mkdir(parents=True)
+    second = default_run_folder("qs")
+    assert second != first and second.name.startswith(first.name)
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "two"])
+def test_repeats_must_be_at_least_one(value):
+    result = run_cli("run", str(QUICKSTART), "--repeats", value)
+    assert result.returncode == 2
+    assert f"--repeats: expected a whole number of at least 1, got '{value}'" in result.stderr
+
+
+def test_keys_generate_twice_points_at_the_force_flag(tmp_path):
+    assert run_cli("keys", "generate", str(tmp_path / "k"), "--owners", "1").returncode == 0
+    again = run_cli("keys", "generate", str(tmp_path / "k"), "--owners", "1")
+    assert again.returncode == 2
+    assert "--force" in again.stderr and "overwrite=True" not in again.stderr
+    assert run_cli("keys", "generate", str(tmp_path / "k"), "--owners", "1", "--force").returncode == 0
+
+
+def test_progress_is_shown_while_the_baselines_compute(tmp_path):
+    result = run_cli("run", str(QUICKSTART), "--driver", "inprocess", "--out", str(tmp_path / "run"),
+                     "--set", "summarize.rounds=4")
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.splitlines()
+    phase = next(i for i, line in enumerate(lines) if "computing the baselines (uniform, exact_greedy)" in line)
+    assert "round 4/4" in lines[phase - 1] and lines[-1].startswith("quickstart: done (")
+
+
+def test_a_long_phase_without_a_terminal_says_it_is_still_working(monkeypatch, capsys):
+    import time
+
+    from rich.console import Console
+
+    from marketplace.runner import display
+
+    monkeypatch.setattr(display, "QUIET_NOTE_S", 0.05)
+    with display.round_progress(Console(file=open("/dev/null", "w")), "run") as progress:
+        progress(1, 1)
+        progress.phase("computing the baselines (a, b)")
+        time.sleep(0.3)
+    err = capsys.readouterr().err
+    assert "run: computing the baselines (a, b)..." in err and "run: still computing the baselines (a, b) (" in err
+    assert err.rstrip().splitlines()[-1].startswith("run: done (")
+
+
+def test_a_failure_cell_is_cut_short_and_the_report_keeps_it_whole(tmp_path):
+    from marketplace.runner.display import summary_tables
+    from marketplace.runner.run import run_scenario
+    from marketplace.scenario import load_scenario
+
+    report = run_scenario(load_scenario(QUICKSTART, ["summarize.rounds=2", "summarize.baselines=[]"]), tmp_path / "r",
+                          driver="inprocess")
+    long = "; ".join(f"owner-{i} exited with status 1: no bye before the deadline" for i in range(1, 101))
+    report.update(status="failed", failures=[long])
+    head = summary_tables(report)[0]
+    cells = [str(c) for column in head.columns for c in column._cells]
+    failure = next(c for c in cells if c.startswith("owner-1 exited"))
+    assert len(failure) < 320 and f"({len(long)} characters; the full text is in report.json)" in failure
+    assert report["failures"][0] == long
+
+
+def test_counts_of_one_are_singular():
+    from marketplace.exchanges import pfds, sketch
+    from marketplace.runner.format import plural
+
+    assert (plural(1, "owner"), plural(2, "owner"), plural(1234, "row")) == ("1 owner", "2 owners", "1,234 rows")
+    rows = dict(sketch.head_rows({"map": {"kind": "rff"}, "released": ["owner-1"], "end_reason": "done"}))
+    assert "1 owner released" in rows["sketch"]
+    rows = dict(pfds.head_rows({"agents": {"sharers": 1, "receivers": 1, "test_rows": 9}}))
+    assert rows["agents"].startswith("1 sharer + 1 receiving owner + the consumer")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import hashlib
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -13,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import SHARED_DATA, needs_shared_data
+from conftest import needs_data
 from marketplace.data import (
     AdultSource,
     ConsumerConfig,
@@ -38,6 +37,7 @@ from marketplace.data import (
     partition_target_to_one,
     world_summary,
 )
+from marketplace.datasets import ChecksumMismatch, DatasetMissing, data_home
 from marketplace.schema import SchemaError
 
 
@@ -283,52 +283,37 @@ def test_csv_unknown_column_is_named(tmp_path):
         load_source(SourceConfig(kind="csv", csv=CsvSource(path=str(path), label="label", group="nope")), rng())
 
 
-def test_missing_files_are_reported_at_their_config_path(tmp_path):
+def test_missing_files_are_reported_at_their_config_path(tmp_path, monkeypatch):
     missing = str(tmp_path / "absent.csv")
     with pytest.raises(SchemaError) as err:
         check_source_available(SourceConfig(kind="csv", csv=CsvSource(path=missing, label="y")))
     assert err.value.path == "data.source.csv.path" and err.value.got == repr(missing)
-    with pytest.raises(SchemaError) as err:
-        check_source_available(SourceConfig(kind="adult", adult=AdultSource(root=str(tmp_path))), path="x.source")
-    assert err.value.path == "x.source.adult.root"
-    with pytest.raises(SchemaError) as err:
-        check_source_available(SourceConfig(kind="mnist", mnist=MnistSource(root=str(tmp_path))))
-    assert err.value.path == "data.source.mnist.root"
+    monkeypatch.setenv("MARKETPLACE_DATA", str(tmp_path))
+    with pytest.raises(DatasetMissing, match=r"dataset 'adult' is not in the data cache .*marketplace data fetch adult"):
+        check_source_available(SourceConfig(kind="adult"))
+    with pytest.raises(DatasetMissing, match="marketplace data fetch mnist"):
+        check_source_available(SourceConfig(kind="mnist"))
     check_source_available(SourceConfig())  # generated and bundled sources need no files
 
 
-def test_checksum_mismatch_names_the_file(tmp_path):
-    folder = tmp_path / "toy"
-    folder.mkdir()
-    path = write_csv(folder / "toy.csv", "a,label\n1,0\n2,1\n")
-    sha = hashlib.sha256(path.read_bytes()).hexdigest()
-    manifest = tmp_path / "MANIFEST.txt"
-    cfg = SourceConfig(kind="csv", csv=CsvSource(path=str(path), label="label"))
-    manifest.write_text(f"{path.stat().st_size}  {sha}  toy/toy.csv\n")
-    assert len(load_source(cfg, rng())) == 2
-    manifest.write_text(f"{path.stat().st_size}  {'0' * 64}  toy/toy.csv\n")
-    with pytest.raises(ValueError, match=r"toy\.csv: checksum mismatch"):
-        load_source(cfg, rng())
+@pytest.mark.data
+@needs_data("mnist")
+def test_a_tampered_cached_file_is_refused_before_use(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    shutil.copytree(data_home() / "mnist", cache / "mnist")
+    labels = cache / "mnist" / "t10k-labels-idx1-ubyte.gz"
+    tampered = bytearray(labels.read_bytes())
+    tampered[-1] ^= 0x01
+    labels.write_bytes(bytes(tampered))
+    monkeypatch.setenv("MARKETPLACE_DATA", str(cache))
+    with pytest.raises(ChecksumMismatch, match=r"t10k-labels-idx1-ubyte.gz: expected 4542 bytes with SHA-256 fc607395"):
+        load_source(SourceConfig(kind="mnist"), rng())
 
 
 @pytest.mark.data
-@needs_shared_data
-def test_checksum_mismatch_on_a_copy_of_shared_mnist_labels(tmp_path):
-    mnist = tmp_path / "mnist"
-    mnist.mkdir()
-    for name in ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"):
-        shutil.copy(SHARED_DATA / "mnist" / name, mnist / name)
-    lines = (SHARED_DATA / "MANIFEST.txt").read_text().splitlines()
-    tampered = [line.replace("fc607395", "00000000") for line in lines]
-    (tmp_path / "MANIFEST.txt").write_text("\n".join(tampered) + "\n")
-    with pytest.raises(ValueError, match="t10k-labels-idx1-ubyte.gz: checksum mismatch"):
-        load_source(SourceConfig(kind="mnist", mnist=MnistSource(root=str(mnist))), rng())
-
-
-@pytest.mark.data
-@needs_shared_data
+@needs_data("adult")
 def test_adult_loads_complete_rows_one_hot_and_standardised():
-    data = load_source(SourceConfig(kind="adult", adult=AdultSource(root=str(SHARED_DATA / "adult"))), rng())
+    data = load_source(SourceConfig(kind="adult"), rng())
     assert data.X.shape == (45_222, 104)  # 30,162 + 15,060 rows without '?'
     assert data.group_names == ("Amer-Indian-Eskimo", "Asian-Pac-Islander", "Black", "Other", "White")
     assert 0.24 < data.y.mean() < 0.25
@@ -338,28 +323,26 @@ def test_adult_loads_complete_rows_one_hot_and_standardised():
     assert np.all(data.X[:, sex].sum(axis=1) == 1)
 
 
-def test_adult_group_must_be_categorical(tmp_path):
-    for name in ("adult.data", "adult.test"):
-        (tmp_path / name).write_text("")
-    cfg = SourceConfig(kind="adult", adult=AdultSource(root=str(tmp_path), group="age"))
+def test_adult_group_must_be_categorical():
+    cfg = SourceConfig(kind="adult", adult=AdultSource(group="age"))
     with pytest.raises(SchemaError, match="race") as err:
-        load_source(cfg, rng())
+        check_source_available(cfg)
     assert err.value.path == "data.source.adult.group"
 
 
 @pytest.mark.data
-@needs_shared_data
+@needs_data("mnist")
 def test_mnist_loads_the_standard_test_set():
-    data = load_source(SourceConfig(kind="mnist", mnist=MnistSource(root=str(SHARED_DATA / "mnist"))), rng())
+    data = load_source(SourceConfig(kind="mnist"), rng())
     assert data.X.shape == (10_000, 784)
     assert data.group_counts().tolist() == [980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009]
     assert abs(data.X.mean() * 255 - 33.79) < 0.01
 
 
 @pytest.mark.data
-@needs_shared_data
+@needs_data("mnist")
 def test_mnist_projection_is_fixed_by_the_rng():
-    cfg = SourceConfig(kind="mnist", mnist=MnistSource(root=str(SHARED_DATA / "mnist"), project_dim=8))
+    cfg = SourceConfig(kind="mnist", mnist=MnistSource(project_dim=8))
     first, again, other = (load_source(cfg, rng(s)) for s in (1, 1, 2))
     assert first.X.shape == (10_000, 8)
     assert np.array_equal(first.X, again.X) and not np.allclose(first.X, other.X)
@@ -438,7 +421,7 @@ def test_seed_groups_must_avoid_the_target():
 
 def test_an_owner_left_without_rows_is_an_error():
     config = replace(small_config(), partition=PartitionConfig(scheme="by_group", skew=1.0))
-    with pytest.raises(ValueError, match=r"owner\(s\) \[5, 6\] receive no rows"):
+    with pytest.raises(ValueError, match=r"parties.owners: owner-6, owner-7 would receive no rows"):
         build_world(config, 7, 0)
 
 

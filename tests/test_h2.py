@@ -24,6 +24,9 @@ from marketplace.protocols.summarize.h2 import (
 )
 
 HUGE_EPS = 1e9  # noise scales of ~1e-9: MWEM becomes its deterministic greedy limit
+from marketplace.privacy.neighbouring import replace_one
+
+ROW = replace_one("a row")
 
 
 def rng(seed: int = 0) -> np.random.Generator:
@@ -198,7 +201,7 @@ def test_selection_and_measurement_follow_the_stated_mechanisms():
 
 
 def test_the_ledger_records_T_select_and_T_measure_steps_of_half_the_eps_each():
-    ledger = PrivacyLedger("consumer:D_v", theorem="basic")
+    ledger = PrivacyLedger("consumer:D_v", neighbouring=ROW, theorem="basic")
     h2_release(h1_features(30, 10), T=40, eps=0.01, rng=rng(), ledger=ledger)
     assert ledger.steps == (Step(mechanism="h2.select", eps=0.005, count=40),
                             Step(mechanism="h2.measure", eps=0.005, count=40))
@@ -208,7 +211,7 @@ def test_the_ledger_records_T_select_and_T_measure_steps_of_half_the_eps_each():
 def test_the_papers_literal_noise_is_recorded_at_its_honest_cost():
     """Weights exp(eps psi) and Lap(1/eps) with sensitivity 2 cost 4 eps and 2 eps."""
     assert IterationCost.of(0.01, "paper") == IterationCost(select=0.04, measure=0.02)
-    ledger = PrivacyLedger("consumer:D_v", theorem="basic")
+    ledger = PrivacyLedger("consumer:D_v", neighbouring=ROW, theorem="basic")
     h2_release(h1_features(30, 10), T=7, eps=0.01, rng=rng(), ledger=ledger, split="paper")
     assert [(s.mechanism, s.eps, s.count) for s in ledger.steps] == [("h2.select", 0.04, 7), ("h2.measure", 0.02, 7)]
 
@@ -219,13 +222,13 @@ def test_a_custom_split_shares_the_per_iteration_eps():
 
 
 def test_the_papers_D_v_setting_stays_within_its_stated_1_40_under_honest_accounting():
-    ledger = PrivacyLedger("consumer:D_v", theorem="advanced", delta=0.01)
+    ledger = PrivacyLedger("consumer:D_v", neighbouring=ROW, theorem="advanced", delta=0.01)
     h2_release(h1_features(100, 140), T=1656, eps=0.01, rng=rng(), ledger=ledger)
     assert ledger.total().eps <= 1.40  # 2 x 1656 steps of 0.005 compose to about 0.96
 
 
 def test_a_spend_over_budget_is_refused_before_anything_runs():
-    ledger = PrivacyLedger("owner-1", budget=(0.5, 0.0), theorem="basic")
+    ledger = PrivacyLedger("owner-1", neighbouring=ROW, budget=(0.5, 0.0), theorem="basic")
     with pytest.raises(BudgetExceeded, match="h2.select"):
         h2_release(h1_features(30, 10), T=100, eps=0.01, rng=rng(), ledger=ledger)
     assert ledger.steps == ()
@@ -238,7 +241,7 @@ def test_every_release_option_is_computed_from_the_same_measurements():
 
 
 def test_secure_mode_draws_from_opendp_and_records_the_same_cost():
-    ledger = PrivacyLedger("consumer:D_v", theorem="basic")
+    ledger = PrivacyLedger("consumer:D_v", neighbouring=ROW, theorem="basic")
     state, release = h2_release(h1_features(20, 6), T=3, eps=1.0, rng=make_rng(seed=None, secure=True),
                                 secure=True, ledger=ledger)
     assert state.iterations == 3 and release.shape == (6,) and np.all(np.isfinite(release))

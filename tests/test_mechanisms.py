@@ -183,12 +183,12 @@ def test_laplace_cost_is_pure_epsilon():
 
 
 def test_laplace_from_scale_states_sensitivity_over_scale():
-    # DESIGN.md §3's Lap(1/eps) measurement of a count of sensitivity 2 costs 2 eps, not eps.
+    # docs/design.md §3's Lap(1/eps) measurement of a count of sensitivity 2 costs 2 eps, not eps.
     assert Laplace.from_scale(scale=1 / 0.01, sensitivity=2.0, rng=seeded()).epsilon == pytest.approx(0.02)
 
 
 def test_exponential_from_weight_states_twice_beta_sensitivity():
-    # DESIGN.md §3's weights exp(eps psi) with psi of sensitivity 1 cost 2 eps, not eps.
+    # docs/design.md §3's weights exp(eps psi) with psi of sensitivity 1 cost 2 eps, not eps.
     mech = Exponential.from_weight(beta=0.01, sensitivity=1.0, rng=seeded())
     assert mech.epsilon == pytest.approx(0.02)
     assert mech.probabilities([0.0, 1.0])[1] / mech.probabilities([0.0, 1.0])[0] == pytest.approx(math.exp(0.01))

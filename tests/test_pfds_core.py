@@ -48,6 +48,9 @@ from marketplace.protocols.pfds import (
     average_regressors,
 )
 from marketplace.protocols.pfds.synth import weighted_distance
+from marketplace.privacy.neighbouring import replace_one
+
+ROW = replace_one("a row")
 
 HUGE_EPS = 1e7
 
@@ -114,7 +117,7 @@ def test_whole_sharer_spends_exactly_its_eps_and_the_ledger_agrees():
     assert tree.epsilon == pytest.approx(0.5)
     assert sum(s.epsilon for s in shared.spends if s.purpose == "synth.counts") == pytest.approx(0.5)
     assert shared.epsilon == pytest.approx(1.0)
-    ledger = PrivacyLedger("sharer", budget=(1.0 + 1e-12, 0.0), theorem="basic")
+    ledger = PrivacyLedger("sharer", neighbouring=ROW, budget=(1.0 + 1e-12, 0.0), theorem="basic")
     for step in ledger_steps(shared.spends):
         ledger.spend(step.eps, mechanism=step.mechanism)
     assert ledger.total().eps == pytest.approx(1.0)

@@ -337,15 +337,27 @@ def test_the_world_holds_a_stratified_test_fold_and_disjoint_shares(pfds_scenari
 @pytest.mark.parametrize("dataset,folder,rows", [("adult", "adult", 45222), ("bank", "bank_marketing", 45211),
                                                  ("diabetes", "diabetic_retinopathy_debrecen", 1151),
                                                  ("bike", "bike_sharing", 17379)])
-def test_the_shared_tables_load_inside_their_public_schema(dataset, folder, rows):
-    from conftest import SHARED_DATA
+def test_the_public_tables_load_inside_their_public_schema(dataset, folder, rows):
     from marketplace.data.tables import TableSource, load_table, public_schema
+    from marketplace.datasets.cache import fetch_command, missing_files
+    from marketplace.datasets.registry import dataset as registered
 
-    if not SHARED_DATA.is_dir():
-        pytest.skip(f"needs {SHARED_DATA}")
-    source = TableSource(dataset=dataset, root=str(SHARED_DATA / folder))
+    if missing_files(registered(folder)):
+        pytest.skip(f"needs the {folder} dataset: {fetch_command([folder])}")
+    source = TableSource(dataset=dataset)
     table = load_table(source, np.random.default_rng(0))
     schema = public_schema(source)
     assert len(table) == rows and table.X.shape[1] == schema.d
     schema.check_rows(table.X, "X", "test")
     schema.encode_labels(table.y if dataset != "bike" else table.y.astype(float))
+
+
+def test_pfds_ledgers_follow_the_configured_relation(pfds_scenario, tmp_path):
+    for neighbours, relation in (("add_remove", "add/remove-one"), ("replace", "replace-one")):
+        raw = copy.deepcopy(pfds_scenario)
+        raw["pfds"]["neighbours"] = neighbours
+        report = run(raw, tmp_path, neighbours)
+        found = {n: e for n, e in report["privacy"].items() if isinstance(e, dict) and e.get("eps") is not None}
+        assert found
+        for name, entry in found.items():
+            assert entry["neighbouring"]["relation"] == relation, name

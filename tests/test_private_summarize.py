@@ -92,7 +92,7 @@ def test_the_plan_checked_before_start_is_what_the_run_spends(private_scenario, 
     config = parse_scenario(private_scenario, source="private", base_dir=tmp_path).config
     schedule = PrivateSchedule.resolve(config.summarize.privacy, features=config.summarize.features, rounds=config.summarize.rounds)
     planned = schedule.ledgers()
-    schedule.plan(planned, config.summarize.rounds, seed_set_size=config.data.seed_set.size)
+    schedule.plan(planned, config.summarize.rounds, seed_set_size=config.data.seed_set.size, owners=config.parties.owners)
     report = run(private_scenario, tmp_path)
     for name, ledger in planned.items():
         assert report["privacy"][name]["eps"] == pytest.approx(ledger.to_dict()["eps"], rel=1e-12), name

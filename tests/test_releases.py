@@ -4,6 +4,7 @@ zCDP against MWEM's variants, and how a run accounts for each."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 
 import numpy as np
@@ -16,6 +17,10 @@ from marketplace.protocols.summarize.features import RandomFourierFeatures
 from marketplace.protocols.summarize.gaussian_release import SUM_L2_SENSITIVITY, gaussian_mean_release, james_stein
 from marketplace.runner.run import run_scenario
 from marketplace.scenario import parse_scenario
+from marketplace.privacy.gdp import calibrate_mu, gaussian_eps
+from marketplace.privacy.neighbouring import replace_one
+
+ROW = replace_one("a row")
 
 
 def test_the_sum_of_h1_rows_moves_by_at_most_its_stated_l2_sensitivity():
@@ -70,10 +75,13 @@ def test_the_gaussian_release_stays_in_the_box_of_h1_means_and_refuses_what_is_n
 
 
 def test_the_gaussian_release_records_its_rho_on_the_ledger():
-    ledger = PrivacyLedger("D", theorem="advanced", delta=1e-5)
+    ledger = PrivacyLedger("D", neighbouring=ROW, theorem="advanced", delta=1e-5)
     gaussian_mean_release(np.zeros((4, 8)), rho=0.02, rng=make_rng(seed=0, secure=False), ledger=ledger)
-    assert ledger.to_dict()["steps"] == [{"mechanism": "gaussian mean embedding", "rho": 0.02, "count": 1}]
-    assert ledger.total().eps == pytest.approx(zcdp_to_dp(0.02, 1e-5, method="cks"))
+    assert ledger.to_dict()["steps"] == [{"mechanism": "gaussian mean embedding", "rho": 0.02, "mu": pytest.approx(0.2), "count": 1}]
+    assert ledger.to_dict()["gaussian_accountant"] == "exact"
+    assert ledger.total().eps == pytest.approx(gaussian_eps(mu=0.2, delta=1e-5))  # the exact conversion
+    assert ledger.total().eps < zcdp_to_dp(0.02, 1e-5, method="cks")  # tighter than the zCDP one
+    assert ledger.total(gaussian="zcdp").eps == pytest.approx(zcdp_to_dp(0.02, 1e-5, method="cks"))
 
 
 @pytest.mark.parametrize("eps, delta", [(1.40, 0.01), (0.043, 1e-4), (5.0, 1e-6)])
@@ -123,8 +131,12 @@ def test_the_gaussian_schedule_is_calibrated_from_the_mwem_totals(private_scenar
     config = parse_scenario(with_release(private_scenario, "gaussian"), source="g", base_dir=tmp_path).config
     schedule = PrivateSchedule.resolve(config.summarize.privacy, features=40, rounds=8)
     total_v, total_s = schedule.mwem_totals(8)
-    assert schedule.rho_validation == pytest.approx(calibrate_zcdp(total_v.eps, total_v.delta))
-    assert schedule.rho_per_round * 7 == pytest.approx(calibrate_zcdp(total_s.eps, total_s.delta))
+    assert schedule.rho_validation == pytest.approx(calibrate_mu(total_v.eps, total_v.delta) ** 2 / 2)
+    assert schedule.rho_per_round * 7 == pytest.approx(calibrate_mu(total_s.eps, total_s.delta) ** 2 / 2)
+    conservative = PrivateSchedule.resolve(dataclasses.replace(config.summarize.privacy, gaussian_accountant="zcdp"),
+                                           features=40, rounds=8)
+    assert conservative.rho_validation == pytest.approx(calibrate_zcdp(total_v.eps, total_v.delta))
+    assert conservative.rho_validation < schedule.rho_validation  # more noise for the same stated guarantee
 
 
 def test_with_huge_eps_the_gaussian_run_selects_what_the_non_private_one_does(private_scenario, tmp_path):

@@ -6,20 +6,36 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, SHARED_DATA
-from marketplace.runner.run import run_scenario
+from conftest import ROOT, needs_data
+from marketplace.runner.run import prepare_world, run_scenario
 from marketplace.scenario import load_scenario
 
 SHIPPED = sorted((ROOT / "scenarios").glob("*.yaml"))
-NEEDS_SHARED_DATA = {"sketch-lifesci.yaml", "sketch-occupancy.yaml", "adult.yaml", "mnist.yaml", "paper-adult.yaml", "stc-mnist.yaml", "stc-office.yaml", "stc-superconductivity.yaml", "pfds-adult.yaml", "pfds-bank.yaml", "pfds-diabetes.yaml", "pfds-bike.yaml"}
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])
 def test_shipped_scenario_validates(path: Path):
-    if path.name in NEEDS_SHARED_DATA and not SHARED_DATA.is_dir():
-        pytest.skip(f"{path.name} needs {SHARED_DATA}")
+    from marketplace.data.sources import datasets_of
+    from marketplace.datasets.cache import fetch_command, missing_files
+    from marketplace.datasets.registry import dataset
+    from marketplace.scenario.load import read_yaml
+    from marketplace.schema import build
+    from marketplace.data.config import SourceConfig
+
+    source = build(SourceConfig, (read_yaml(path.read_text()).get("data") or {}).get("source") or {})
+    absent = [name for name in datasets_of(source) if missing_files(dataset(name))]
+    if absent:
+        pytest.skip(f"{path.name} needs {absent}: {fetch_command(absent)}")
     scenario = load_scenario(path)
     assert scenario.config.name == path.stem
+    world = prepare_world(scenario)  # what `marketplace validate` and `run` check before starting
+    assert len(world.owners) == scenario.config.parties.owners and all(len(owner) for owner in world.owners)
+
+
+def test_no_shipped_scenario_names_a_data_folder():
+    for path in SHIPPED:
+        text = path.read_text()
+        assert "root:" not in text and "shared" not in text, path.name
 
 
 def test_digits_scenario_runs_and_beats_uniform_sampling(tmp_path):
@@ -29,7 +45,7 @@ def test_digits_scenario_runs_and_beats_uniform_sampling(tmp_path):
 
 
 @pytest.mark.data
-@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="needs ../shared/data")
+@needs_data("mnist")
 def test_mnist_scenario_runs_on_real_data(tmp_path):
     report = run_scenario(load_scenario(ROOT / "scenarios" / "mnist.yaml", ["summarize.rounds=20", "summarize.baselines=[]"]),
                           tmp_path, driver="inprocess")

@@ -318,7 +318,7 @@ def test_merging_the_published_sketches_equals_sketching_the_union(started, sket
 
 # --- the experiments' data sources ----------------------------------------------------------------
 
-from conftest import SHARED_DATA, needs_shared_data  # noqa: E402
+from conftest import needs_data  # noqa: E402
 
 
 def test_the_uniform_source_gives_the_owners_exactly_their_rows(tmp_path):
@@ -331,19 +331,20 @@ def test_the_uniform_source_gives_the_owners_exactly_their_rows(tmp_path):
 
 
 @pytest.mark.data
-@needs_shared_data
+@needs_data("lifesci_ds1.10", "occupancy")
 def test_lifesci_and_occupancy_load_with_the_papers_shapes():
-    from marketplace.data.sources_sketch import LifeSciSource, OccupancySource, lifesci, occupancy
+    from marketplace.data.sources.lifesci import LifeSciSource, lifesci
+    from marketplace.data.sources.occupancy import OccupancySource, occupancy
 
-    life = lifesci(LifeSciSource(root=str(SHARED_DATA / "lifesci_ds1.10"), consumer_rows=1000), np.random.default_rng(0))
+    life = lifesci(LifeSciSource(consumer_rows=1000), np.random.default_rng(0))
     assert life.X.shape == (26_733, 10) and int(life.y.sum()) == 804 and int((life.group == 0).sum()) == 1000
-    occ = occupancy(OccupancySource(root=str(SHARED_DATA / "occupancy")))
+    occ = occupancy(OccupancySource())
     assert occ.X.shape == (8143 + 2665 + 9752, 5) and int((occ.group == 1).sum()) == 8143
     assert set(np.unique(occ.y)) == {0, 1}
 
 
 @pytest.mark.data
-@needs_shared_data
+@needs_data("lifesci_ds1.10", "occupancy")
 def test_the_shipped_data_scenarios_fit_their_public_boxes():
     from marketplace.exchanges.sketch import check_world
     from marketplace.scenario import load_scenario

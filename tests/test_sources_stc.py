@@ -1,33 +1,32 @@
 """The stc data sources: Office-Caltech10 (domains as groups) and Superconductivity (a public
 reference sample fixes the standardisation and the temperature groups), their config errors, the
-nested-manifest checksum and a small end-to-end stc run."""
+checksum of a nested file and a small end-to-end stc run."""
 
 from __future__ import annotations
 
-import hashlib
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
-import scipy.io
 
-from conftest import SHARED_DATA, needs_shared_data
+from conftest import needs_data
 from marketplace.data import SourceConfig, build_world, check_source_available, load_source
-from marketplace.data.sources_stc import (
-    OFFICE_DOMAINS,
+from marketplace.data.sources.office_caltech import OFFICE_DOMAINS, OfficeCaltechSource
+from marketplace.data.sources.superconductivity import (
     TEMPERATURE_GROUPS,
-    OfficeCaltechSource,
     SuperconductivitySource,
     reference_statistics,
     superconductivity_tables,
 )
+from marketplace.datasets import ChecksumMismatch, DatasetMissing, data_home
 from marketplace.runner.run import run_scenario
 from marketplace.scenario import load_scenario, parse_scenario
 from marketplace.schema import SchemaError
 
-OFFICE = SHARED_DATA / "office_caltech10_features"
-SUPERCONDUCTIVITY = SHARED_DATA / "superconductivity_subsample"
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
+needs_office = needs_data("office_caltech10_features")
+needs_superconductivity = needs_data("superconductivity_subsample")
 
 
 def rng(seed: int = 0) -> np.random.Generator:
@@ -35,19 +34,18 @@ def rng(seed: int = 0) -> np.random.Generator:
 
 
 def office(**options) -> SourceConfig:
-    return SourceConfig(kind="office_caltech", office_caltech=OfficeCaltechSource(root=str(options.pop("root", OFFICE)), **options))
+    return SourceConfig(kind="office_caltech", office_caltech=OfficeCaltechSource(**options))
 
 
 def superconductivity(**options) -> SourceConfig:
-    root = str(options.pop("root", SUPERCONDUCTIVITY))
-    return SourceConfig(kind="superconductivity", superconductivity=SuperconductivitySource(root=root, **options))
+    return SourceConfig(kind="superconductivity", superconductivity=SuperconductivitySource(**options))
 
 
 # --------------------------------------------------------------------------- Office-Caltech10
 
 
 @pytest.mark.data
-@needs_shared_data
+@needs_office
 def test_office_surf_rows_are_unit_norm_with_fixed_domain_groups():
     data = load_source(office(project_dim=0), rng())
     assert data.X.shape == (958 + 295 + 157 + 1123, 800)
@@ -59,7 +57,7 @@ def test_office_surf_rows_are_unit_norm_with_fixed_domain_groups():
 
 
 @pytest.mark.data
-@needs_shared_data
+@needs_office
 def test_office_group_ids_stay_fixed_whatever_domains_are_listed():
     data = load_source(office(domains=("dslr", "amazon"), project_dim=0), rng())
     assert data.group_counts().tolist() == [958, 0, 157, 0]
@@ -67,7 +65,7 @@ def test_office_group_ids_stay_fixed_whatever_domains_are_listed():
 
 
 @pytest.mark.data
-@needs_shared_data
+@needs_office
 def test_office_googlenet_labels_of_shape_1_by_n_are_read():
     data = load_source(office(features="googlenet", domains=("webcam", "dslr"), project_dim=0), rng())
     assert data.X.shape == (295 + 157, 1024)
@@ -77,7 +75,7 @@ def test_office_googlenet_labels_of_shape_1_by_n_are_read():
 
 
 @pytest.mark.data
-@needs_shared_data
+@needs_office
 def test_office_projection_is_fixed_by_the_rng():
     cfg = office(domains=("amazon", "webcam"))
     first, again, other = (load_source(cfg, rng(s)) for s in (1, 1, 2))
@@ -92,9 +90,9 @@ def test_office_projection_is_fixed_by_the_rng():
 
 
 @pytest.mark.data
-@needs_shared_data
+@needs_superconductivity
 def test_superconductivity_experiment_rows_are_the_n1000_rows_not_in_the_reference():
-    tables = superconductivity_tables(SUPERCONDUCTIVITY)
+    tables = superconductivity_tables()
     assert tables.reference.shape == (500, 81) and tables.experiment.shape == (972, 81)  # 1000 - 28 shared rows
     reference = {tuple(r) for r in np.column_stack([tables.reference, tables.reference_temp])}
     experiment = np.column_stack([tables.experiment, tables.experiment_temp])
@@ -102,9 +100,9 @@ def test_superconductivity_experiment_rows_are_the_n1000_rows_not_in_the_referen
 
 
 @pytest.mark.data
-@needs_shared_data
+@needs_superconductivity
 def test_superconductivity_statistics_and_groups_come_from_the_reference_file():
-    tables = superconductivity_tables(SUPERCONDUCTIVITY)
+    tables = superconductivity_tables()
     stats = reference_statistics(tables)
     assert stats.cuts.tolist() == pytest.approx([4.18, 14.45, 53.0])  # quartiles of the n500 temperatures
     counts = np.bincount(stats.groups(tables.reference_temp), minlength=4)
@@ -121,7 +119,7 @@ def test_superconductivity_statistics_and_groups_come_from_the_reference_file():
 
 
 @pytest.mark.data
-@needs_shared_data
+@needs_superconductivity
 def test_superconductivity_projection_is_fixed_by_the_rng():
     first, again, other = (load_source(superconductivity(), rng(s)) for s in (3, 3, 4))
     assert first.X.shape == (972, 8)
@@ -131,23 +129,22 @@ def test_superconductivity_projection_is_fixed_by_the_rng():
 # --------------------------------------------------------------------------- config errors
 
 
-def test_missing_folders_are_reported_at_their_config_path(tmp_path):
-    with pytest.raises(SchemaError) as err:
-        check_source_available(office(root=tmp_path))
-    assert err.value.path == "data.source.office_caltech.root" and "surf/amazon.mat" in err.value.expected
-    with pytest.raises(SchemaError) as err:
-        check_source_available(superconductivity(root=tmp_path / "absent"))
-    assert err.value.path == "data.source.superconductivity.root"
-    assert "subsampled_superconduct_n500.csv" in err.value.expected
+def test_a_dataset_missing_from_the_cache_names_it_and_the_fetch_command(tmp_path, monkeypatch):
+    monkeypatch.setenv("MARKETPLACE_DATA", str(tmp_path))
+    with pytest.raises(DatasetMissing, match="marketplace data fetch office_caltech10_features") as err:
+        check_source_available(office())
+    assert "surf/amazon.mat" in str(err.value) and str(tmp_path) in str(err.value)
+    with pytest.raises(DatasetMissing, match="subsampled_superconduct_n1000.csv.*marketplace data fetch superconductivity_subsample"):
+        check_source_available(superconductivity())
 
 
-def test_googlenet_has_no_caltech10(tmp_path):
+def test_googlenet_has_no_caltech10():
     with pytest.raises(SchemaError, match="no googlenet file for \\['caltech10'\\]") as err:
-        check_source_available(office(root=tmp_path, features="googlenet", domains=("amazon", "caltech10")))
+        check_source_available(office(features="googlenet", domains=("amazon", "caltech10")))
     assert err.value.path == "data.source.office_caltech.domains"
 
 
-@needs_shared_data
+@needs_office
 def test_by_default_every_domain_with_a_file_for_the_features_is_loaded():
     surf = load_source(office(project_dim=0), rng())
     googlenet = load_source(office(features="googlenet", project_dim=0), rng())
@@ -155,28 +152,27 @@ def test_by_default_every_domain_with_a_file_for_the_features_is_loaded():
     assert sorted(set(googlenet.group.tolist())) == [0, 1, 2]  # no caltech10 file for googlenet
 
 
-def test_unknown_or_repeated_domains_and_bad_widths_are_named(tmp_path):
+def test_unknown_or_repeated_domains_and_bad_widths_are_named():
     for domains in (("amazon", "clipart"), (), ("webcam", "webcam")):
         with pytest.raises(SchemaError) as err:
-            check_source_available(office(root=tmp_path, domains=domains))
+            check_source_available(office(domains=domains))
         assert err.value.path == "data.source.office_caltech.domains"
     with pytest.raises(SchemaError) as err:
-        check_source_available(office(root=tmp_path, project_dim=801))
+        check_source_available(office(project_dim=801))
     assert err.value.path == "data.source.office_caltech.project_dim"
     with pytest.raises(SchemaError) as err:
-        check_source_available(superconductivity(root=tmp_path, project_dim=82))
+        check_source_available(superconductivity(project_dim=82))
     assert err.value.path == "data.source.superconductivity.project_dim"
 
 
-def test_the_section_is_required_for_its_kind():
+def test_a_source_whose_options_all_have_defaults_needs_no_section():
     for kind in ("office_caltech", "superconductivity"):
-        with pytest.raises(ValueError, match=f"the source.{kind} section is missing"):
-            SourceConfig(kind=kind)
+        assert getattr(SourceConfig(kind=kind), kind) is not None
 
 
 def test_a_scenario_names_the_bad_key(tmp_path):
     raw = {"name": "x", "protocol": "stc", "data": {"source": {"kind": "office_caltech",
-           "office_caltech": {"root": str(tmp_path), "features": "vgg"}}}, "stc": {"domain": {"low": [-1], "high": [1]}}}
+           "office_caltech": {"features": "vgg"}}}, "stc": {"domain": {"low": [-1], "high": [1]}}}
     with pytest.raises(ValueError, match="data.source.office_caltech.features"):
         parse_scenario(raw, source="t", base_dir=tmp_path)
 
@@ -184,20 +180,19 @@ def test_a_scenario_names_the_bad_key(tmp_path):
 # --------------------------------------------------------------------------- checksums of nested files
 
 
-def test_a_corrupted_nested_office_file_is_refused_by_the_manifest_above_it(tmp_path):
-    surf = tmp_path / "office_caltech10_features" / "surf"
-    surf.mkdir(parents=True)
-    rows = np.random.default_rng(0).integers(0, 5, size=(12, 800)).astype(np.uint8)
-    scipy.io.savemat(surf / "webcam.mat", {"fts": rows, "labels": np.arange(1, 13).reshape(-1, 1) % 10 + 1})
-    good = (surf / "webcam.mat").read_bytes()
-    (tmp_path / "MANIFEST.txt").write_text(
-        f"{len(good)}  {hashlib.sha256(good).hexdigest()}  office_caltech10_features/surf/webcam.mat\n")
-    cfg = office(root=tmp_path / "office_caltech10_features", domains=("webcam",), project_dim=0)
-    assert load_source(cfg, rng()).X.shape == (12, 800)
-    corrupt = bytearray(good)
-    corrupt[-1] ^= 0xFF
-    (surf / "webcam.mat").write_bytes(bytes(corrupt))
-    with pytest.raises(ValueError, match=r"webcam\.mat: checksum mismatch"):
+@needs_office
+def test_a_corrupted_nested_office_file_is_refused_before_use(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    shutil.copytree(data_home() / "office_caltech10_features", cache / "office_caltech10_features")
+    monkeypatch.setenv("MARKETPLACE_DATA", str(cache))
+    cfg = office(domains=("webcam",), project_dim=0)
+    assert load_source(cfg, rng()).X.shape == (295, 800)
+    webcam = cache / "office_caltech10_features" / "surf" / "webcam.mat"
+    corrupt = bytearray(webcam.read_bytes())
+    corrupt[-1] ^= 0xFF  # same size: only the checksum can tell
+    webcam.write_bytes(bytes(corrupt))
+    with pytest.raises(ChecksumMismatch, match=r"surf/webcam\.mat: expected 32406 bytes with SHA-256 a6a9c78b.*"
+                                               r"marketplace data fetch office_caltech10_features"):
         load_source(cfg, rng())
 
 
@@ -205,7 +200,7 @@ def test_a_corrupted_nested_office_file_is_refused_by_the_manifest_above_it(tmp_
 
 
 @pytest.mark.data
-@needs_shared_data
+@needs_office
 def test_the_office_scenario_takes_nearly_all_of_webcam_or_dslr_as_t():
     config = load_scenario(SCENARIOS / "stc-office.yaml").config
     world = build_world(config.data, 1, config.seed)
@@ -217,13 +212,13 @@ def test_the_office_scenario_takes_nearly_all_of_webcam_or_dslr_as_t():
 
 
 @pytest.mark.data
-@needs_shared_data
+@needs_office
 def test_a_small_office_stc_run_completes_in_process(tmp_path):
     raw = {
         "name": "stc-office-tiny", "protocol": "stc", "seed": 2, "parties": {"owners": 1},
         "data": {
             "source": {"kind": "office_caltech",
-                       "office_caltech": {"root": str(OFFICE), "domains": ["webcam", "dslr"], "project_dim": 8}},
+                       "office_caltech": {"domains": ["webcam", "dslr"], "project_dim": 8}},
             "partition": {"scheme": "even", "groups": [2]},
             "consumer": {"target_groups": [1], "target_share": 0.999, "validation_size": 294, "test_size": 1},
             "seed_set": {"size": 0},

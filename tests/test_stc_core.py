@@ -23,6 +23,9 @@ from marketplace.protocols.stc import release as release_module
 from marketplace.protocols.stc import scaling as scaling_module
 from marketplace.protocols.stc import solver as solver_module
 from marketplace.protocols.stc import synthetic as synthetic_module
+from marketplace.privacy.neighbouring import replace_one
+
+ROW = replace_one("a row")
 
 
 def seeded(seed: int = 0) -> np.random.Generator:
@@ -290,7 +293,7 @@ def test_releases_are_frozen_records_of_their_privacy_cost():
         nas.centers[0, 0] = 1.0  # read-only
     assert nna.privacy_step().to_dict() == {"mechanism": "stc.nna", "eps": 0.5, "delta": 0.0, "count": 1}
     assert nas.privacy_step().to_dict() == {"mechanism": "stc.nas", "rho": 0.25, "count": 1}
-    ledger = PrivacyLedger("owner-1", theorem="basic")
+    ledger = PrivacyLedger("owner-1", neighbouring=ROW, theorem="basic")
     assert ledger.spend(nna.epsilon, mechanism="stc.nna").eps == 0.5
     assert nna.privacy_cost()["epsilon"] == 0.5 and nas.privacy_cost()["rho"] == 0.25
 

@@ -13,6 +13,7 @@ from conftest import run_cli
 from marketplace.messages import PROTOCOL_VERSION, Envelope, ProtocolError
 from marketplace.messages.kinds_stc import StcRelease, StcTarget
 from marketplace.parties import build_role, make_world, party_ids
+from marketplace.privacy.gdp import gaussian_eps
 from marketplace.protocols.stc import selection_cost
 from marketplace.runner.run import run_scenario
 from marketplace.scenario import ScenarioError, parse_scenario
@@ -80,7 +81,11 @@ def test_zcdp_releases_are_recorded_as_rho(stc_scenario, tmp_path):
     stc_scenario["stc"]["t"] = 20
     report = run(stc_scenario, tmp_path)
     assert report["status"] == "completed"
-    assert report["privacy"]["owner-1"]["steps"] == [{"mechanism": "stc.nas", "rho": 0.5, "count": 1}]
+    ledger = report["privacy"]["owner-1"]
+    assert ledger["steps"] == [{"mechanism": "stc.nas", "rho": 0.5, "mu": 1.0, "count": 1}]
+    assert ledger["gaussian_accountant"] == "exact" and ledger["delta"] == 1e-6
+    assert ledger["eps"] == pytest.approx(gaussian_eps(mu=1.0, delta=1e-6))  # a Gaussian: its exact (eps, delta)
+    assert ledger["neighbouring"]["relation"] == "add/remove-one"
 
 
 def test_no_source_row_travels_in_any_message(stc_scenario, tmp_path):

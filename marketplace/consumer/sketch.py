@@ -19,6 +19,7 @@ from marketplace.messages.kinds import Bye, Hello
 from marketplace.messages.kinds_sketch import SketchPublication
 from marketplace.protocols.sketch import (FeatureMap, M2MDesign, M2MFit, Prior, SketchRelease, mean_embedding,
                                           merge_sketches, rank_owners)
+from marketplace.protocols.sketch.valid import project_cdf, project_counts, project_covariance, project_moments
 from marketplace.roles import CONSUMER, Role, Send
 
 MERGE_TOLERANCE = 1e-9
@@ -45,19 +46,27 @@ class QueryPlan:
 
 
 def answer_queries(fit: M2MFit, plan: QueryPlan) -> dict[str, Any]:
-    """Every estimate of ``plan`` from one M²M fit, as plain lists (JSON-ready)."""
-    out: dict[str, Any] = {"n_estimate": fit.n_estimate, "lambda": fit.lam}
+    """Every estimate of ``plan`` from one M²M fit, as plain lists (JSON-ready), each projected onto
+    the values a real dataset could give (:mod:`~marketplace.protocols.sketch.valid`: free under DP).
+    ``projections`` says, per statistic, how far its projection moved it (0: already valid)."""
+    out: dict[str, Any] = {"n_estimate": max(fit.n_estimate, 0.0), "lambda": fit.lam}
+    moved: dict[str, float] = {}
     if plan.moments:
-        out["moments"] = {str(k): fit.moments(k).tolist() for k in range(1, plan.moments + 1)}
+        raw = {str(k): fit.moments(k).tolist() for k in range(1, plan.moments + 1)}
+        out["moments"], moved["moments"] = project_moments(raw)
     if plan.cdf_points:
-        out["cdf"] = {"points": list(plan.cdf_points), "values": fit.cdf(np.array(plan.cdf_points)).tolist()}
+        points = np.array(plan.cdf_points)
+        values, moved["cdf"] = project_cdf(fit.cdf(points), points)
+        out["cdf"] = {"points": list(plan.cdf_points), "values": values.tolist()}
     if plan.covariance:
-        out["covariance"] = fit.covariance().tolist()
+        matrix, moved["covariance"] = project_covariance(fit.covariance())
+        out["covariance"] = matrix.tolist()
     if plan.count_boxes:
         lower = np.array([b[0] for b in plan.count_boxes])
         upper = np.array([b[1] for b in plan.count_boxes])
-        fractions = np.atleast_1d(fit.fraction(lower, upper))
-        out["counts"] = {"fractions": fractions.tolist(), "counts": (fractions * fit.n_estimate).tolist()}
+        fractions, counts, moved["counts"] = project_counts(np.atleast_1d(fit.fraction(lower, upper)), out["n_estimate"])
+        out["counts"] = {"fractions": fractions.tolist(), "counts": counts.tolist()}
+    out["projections"] = {name: {"changed": change > 0, "max_change": change} for name, change in moved.items()}
     if plan.logistic_label is not None:
         model = fit.logistic_regression(plan.logistic_label, l2=plan.logistic_l2)
         out["logistic_regression"] = {"coef": model.coef.tolist(), "intercept": model.intercept,

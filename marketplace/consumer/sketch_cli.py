@@ -25,6 +25,10 @@ examples:
       --moments 3 --cdf 0.25,0.5,0.75 --covariance --count 0:0:0.5 --count 0:0.2:0.6,3:0.5:1 --json
 
 Every value is in unit-box coordinates: x -> (x - sketch.lower) / (sketch.upper - sketch.lower).
+Every answer is valid: a CDF never decreases and stays in [0, 1], moments lie in [0, 1] and do not
+grow with the order, a covariance is positive semi-definite, counts are >= 0. Raw M²M estimates
+from a noisy sketch need not be; the nearest valid value is printed instead (post-processing, so
+it costs no privacy), with a note saying how far the projection moved it.
 """
 
 
@@ -180,6 +184,10 @@ def _print(answers: dict[str, Any], as_json: bool) -> None:
     if "counts" in answers:
         for i, (f, c) in enumerate(zip(answers["counts"]["fractions"], answers["counts"]["counts"])):
             print(f"count query {i + 1}: {c:.6g} records ({f:.4f} of them)")
+    for name, moved in (answers.get("projections") or {}).items():
+        if moved["changed"]:
+            print(f"note: the {name} estimate was projected onto the valid set (largest change {moved['max_change']:.4g}); "
+                  f"see 'marketplace sketch query --help'")
     if "logistic_regression" in answers:
         lr = answers["logistic_regression"]
         print(f"logistic regression: coef {[round(c, 4) for c in lr['coef']]}, intercept {lr['intercept']:.4f}, "

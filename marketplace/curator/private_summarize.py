@@ -13,10 +13,12 @@ What changes against :class:`~marketplace.curator.summarize.SummarizeCurator`:
   (:mod:`~marketplace.protocols.summarize.gaussian_release`), zCDP-calibrated so that each
   protected dataset ends at the total the MWEM schedule would have spent (budgets only check);
   a D_s of public seed points only is released exactly.
-* Owners are asked by the auction's rank coins and tau rule; every point received goes into the
-  pool (verified against the direction of the round it was bid in); the pool's best point under
-  the current direction enters D_s. Nobody is told who won. Each round's coins are recorded on the
-  ``auction`` ledger (eps_auc per round, the bound on what an owner learns from being asked).
+* Owners are asked by the private auction (two-sided schedule by default, the paper's coins as an
+  option) and the tau rule; every point received goes into the pool (verified against the
+  direction of the round it was bid in); the pool's best point under the current direction enters
+  D_s. Nobody is told who won. Each round is recorded on the ``auction`` ledger at the schedule's
+  per-round guarantee for what an owner observes (eps_auc and delta 0 by default; eps_auc and
+  1 - e^-eps_auc for the paper's coins). See ``docs/privacy.md``.
 
 Owners and the consumer run unchanged: the protocol differs only in what the curator releases
 and whom it asks.
@@ -36,6 +38,8 @@ from marketplace.curator.summarize import SummarizeCurator, payload
 from marketplace.messages import Envelope, ProtocolError
 from marketplace.messages.kinds import Point, Request, SealedPoint
 from marketplace.privacy.accountant import Guarantee, PrivacyLedger, calibrate_zcdp
+from marketplace.privacy.gdp import calibrate_mu
+from marketplace.privacy.neighbouring import replace_one
 from marketplace.privacy.rng import make_rng
 from marketplace.protocols.summarize import Pool, PoolEntry, PrivAuction, h2_release
 from marketplace.protocols.summarize.gaussian_release import gaussian_mean_release
@@ -50,6 +54,19 @@ VALIDATION, SUMMARY, AUCTION = "consumer:D_v", "D_s", "auction"
 MWEM_RELEASES = {"mwem_paper": "average", "mwem_call_average": "call_average", "mwem_last": "last"}
 """Scenario name of each MWEM release -> h2's own name for it."""
 GAUSSIAN_MECHANISM = "gaussian mean embedding"
+AUCTION_MECHANISM = {"two_sided": "auction: two-sided requests (per round)", "paper": "auction: the paper's coins (per round)"}
+PAPER_AUCTION_WARNING = ("the paper's auction: 'not asked' is not eps_auc-DP (rank 1 is always asked), so each round is "
+                         "only (eps_auc, 1 - e^-eps_auc)-DP and the delta composes; use the default two-sided auction")
+
+VALIDATION_RELATION = replace_one("a row of D_v", scope="g~, the release of D_v's mean embedding, as every owner receives it")
+SUMMARY_RELATION = replace_one(
+    "a point of D_s", scope="each g_l release given D_s. Which points enter D_s depends on every owner's data (the "
+    "selection is not private), so this is not an end-to-end bound towards an owner's points; D_s itself goes to the "
+    "consumer in the clear")
+AUCTION_RELATION = replace_one(
+    "a point of another owner", scope="each round, given the curator's state: whether an owner is asked, and how many "
+    "owners are, changes by at most e^eps (plus delta) when one other owner's bid changes, which moves the owner's rank "
+    "by at most one place; rounds compose")
 
 
 @dataclass(frozen=True)
@@ -68,6 +85,9 @@ class PrivateSchedule:
     delta_summary: float
     secure: bool
     release: str = "gaussian"
+    auction: str = "two_sided"
+    requests_per_round: int | str = 1
+    gaussian_accountant: str = "exact"
     rho_validation: float | None = None
     """gaussian: the zCDP cost of the release of g~."""
     rho_per_round: float | None = None
@@ -89,13 +109,23 @@ class PrivateSchedule:
             delta_summary=privacy.delta_summary,
             secure=privacy.secure,
             release=privacy.release,
+            auction=privacy.auction,
+            requests_per_round=privacy.requests_per_round,
+            gaussian_accountant="zcdp" if privacy.secure else privacy.gaussian_accountant,
         )
         if privacy.release != "gaussian":
             return mwem
         target_v, target_s = mwem.mwem_totals(rounds)  # the same guarantee as the MWEM releases
-        rho_round = calibrate_zcdp(target_s.eps, privacy.delta_summary) / (rounds - 1) if rounds > 1 else None
-        return dataclasses.replace(mwem, rho_validation=calibrate_zcdp(target_v.eps, privacy.delta_validation),
-                                   rho_per_round=rho_round)
+        rho_total_s = mwem.calibrate_rho(target_s.eps, privacy.delta_summary)
+        return dataclasses.replace(mwem, rho_validation=mwem.calibrate_rho(target_v.eps, privacy.delta_validation),
+                                   rho_per_round=rho_total_s / (rounds - 1) if rounds > 1 else None)
+
+    def calibrate_rho(self, total_eps: float, delta: float) -> float:
+        """The total rho of Gaussian releases that costs ``total_eps`` at ``delta``, by the ledgers'
+        own accountant: exact (the largest mu with eps(mu, delta) <= total_eps; rho = mu^2 / 2) or zCDP."""
+        if self.gaussian_accountant == "exact":
+            return calibrate_mu(total_eps, delta) ** 2 / 2
+        return calibrate_zcdp(total_eps, delta)
 
     def mwem_totals(self, rounds: int) -> tuple[Guarantee, Guarantee]:
         """What the MWEM schedule spends on D_v and on D_s over a whole run (no budget applied)."""
@@ -107,30 +137,44 @@ class PrivateSchedule:
     def ledgers(self, *, budget_validation: float | None = None, budget_summary: float | None = None) -> dict[str, PrivacyLedger]:
         """Empty ledgers, one per protected dataset, with the configured budgets."""
         return {
-            VALIDATION: PrivacyLedger(VALIDATION, theorem=self.theorem, delta=self.delta_validation,
+            VALIDATION: PrivacyLedger(VALIDATION, neighbouring=VALIDATION_RELATION, theorem=self.theorem,
+                                      delta=self.delta_validation, gaussian=self.gaussian_accountant,
                                       budget=None if budget_validation is None else (budget_validation, self.delta_validation)),
-            SUMMARY: PrivacyLedger(SUMMARY, theorem=self.theorem, delta=self.delta_summary,
+            SUMMARY: PrivacyLedger(SUMMARY, neighbouring=SUMMARY_RELATION, theorem=self.theorem, delta=self.delta_summary,
+                                   gaussian=self.gaussian_accountant,
                                    budget=None if budget_summary is None else (budget_summary, self.delta_summary)),
-            AUCTION: PrivacyLedger(AUCTION, theorem="basic"),
+            AUCTION: PrivacyLedger(AUCTION, neighbouring=AUCTION_RELATION, theorem="basic"),
         }
 
-    def plan(self, ledgers: dict[str, PrivacyLedger], rounds: int, *, seed_set_size: int) -> None:
+    def auction_round(self, n_ranked: int) -> tuple[float, float]:
+        """The per-round guarantee of the auction for ``n_ranked`` ranked owners (what one round of
+        :class:`PrivAuction` records), without drawing anything."""
+        probe = PrivAuction(owners=("probe",), eps_auc=self.eps_auction, tau=self.tau, rng=np.random.default_rng(0),
+                            rule=self.auction, requests=self.requests_per_round)
+        schedule = probe.schedule(n_ranked)
+        return schedule.eps, schedule.delta
+
+    def plan(self, ledgers: dict[str, PrivacyLedger], rounds: int, *, seed_set_size: int, owners: int = 1) -> None:
         """Spend the whole planned run on ``ledgers``: raises ``BudgetExceeded`` if it cannot fit.
 
         Rounds whose D_s holds only public seed points cost nothing; with an empty seed set the
-        first round has no release at all. The worst case is assumed: every later round releases.
+        first round has no release at all. The worst case is assumed: every later round releases,
+        and every auction round ranks all ``owners``.
         """
         private_rounds = rounds - 1
         if self.release == "gaussian":
-            ledgers[VALIDATION].spend_zcdp(self.rho_validation, mechanism=GAUSSIAN_MECHANISM)
+            spend = ledgers[VALIDATION].spend_zcdp if self.secure else ledgers[VALIDATION].spend_gaussian
+            spend(self.rho_validation, mechanism=GAUSSIAN_MECHANISM)
             if private_rounds > 0:
-                ledgers[SUMMARY].spend_zcdp(self.rho_per_round, mechanism=GAUSSIAN_MECHANISM, count=private_rounds)
+                spend = ledgers[SUMMARY].spend_zcdp if self.secure else ledgers[SUMMARY].spend_gaussian
+                spend(self.rho_per_round, mechanism=GAUSSIAN_MECHANISM, count=private_rounds)
         else:
             record_h2(ledgers[VALIDATION], eps=self.eps_validation, T=self.t_init)
             if private_rounds > 0:
                 record_h2(ledgers[SUMMARY], eps=self.eps_later_rounds, T=private_rounds * self.t_sub)
-        if self.eps_auction > 0:
-            ledgers[AUCTION].spend(self.eps_auction, mechanism="auction coins (per round)", count=rounds)
+        eps, delta = self.auction_round(owners)
+        if eps > 0:
+            ledgers[AUCTION].spend(eps, delta, mechanism=AUCTION_MECHANISM[self.auction], count=rounds)
 
 
 class PrivateSummarizeCurator(SummarizeCurator):
@@ -141,7 +185,8 @@ class PrivateSummarizeCurator(SummarizeCurator):
         self.schedule = schedule
         self.rng = make_rng(seed=seed, secure=schedule.secure)
         self.ledgers = schedule.ledgers()
-        self.auction = PrivAuction(owners=self.owners, eps_auc=schedule.eps_auction, tau=schedule.tau, rng=self.rng)
+        self.auction = PrivAuction(owners=self.owners, eps_auc=schedule.eps_auction, tau=schedule.tau, rng=self.rng,
+                                   rule=schedule.auction, requests=schedule.requests_per_round)
         self.pool = Pool(self.owners)
         seed_set = kwargs["seed_set"]
         self.summary_rows_phi: list[np.ndarray] = list(self.features.transform(seed_set)) if len(seed_set) else []
@@ -193,15 +238,20 @@ class PrivateSummarizeCurator(SummarizeCurator):
         offers = {o: (b.value if b.available else None) for o, b in self.bids.items()}
         if all(v is None for v in offers.values()) and not len(self.pool):
             return self._finish("every owner has run out of points")
-        asked = self.auction.decide(offers) if any(v is not None for v in offers.values()) else set()
-        if self.schedule.eps_auction > 0:
-            self.ledgers[AUCTION].spend(self.schedule.eps_auction, mechanism="auction coins (per round)")
+        ranked = any(v is not None for v in offers.values())
+        asked = self.auction.decide(offers) if ranked else []
+        if ranked:
+            # every round that ranked anybody is charged the run's per-round guarantee (the schedule
+            # for all K owners, what the plan assumed); a round with fewer owners ranked is no worse
+            eps, delta = self.schedule.auction_round(len(self.owners))
+            if eps > 0:
+                self.ledgers[AUCTION].spend(eps, delta, mechanism=AUCTION_MECHANISM[self.schedule.auction])
         self.asked_per_round.append(len(asked))
         self.awaiting = set(asked)
         self.phase = "acquiring"
         if not self.awaiting:
             return self._select_from_pool()
-        return [Send(o, Request(round=self.round)) for o in sorted(asked, key=self.rank.__getitem__)]
+        return [Send(o, Request(round=self.round)) for o in asked]  # in the auction's random order
 
     def _on_point(self, message: Envelope) -> list[Send]:
         point: Point | SealedPoint = message.body
@@ -257,11 +307,17 @@ class PrivateSummarizeCurator(SummarizeCurator):
     def result(self) -> dict[str, Any]:
         out = super().result()
         out["privacy"] = {name: ledger.to_dict() for name, ledger in self.ledgers.items()}
+        eps, delta = self.schedule.auction_round(len(self.owners))
         out["auction"] = {
+            "rule": self.schedule.auction,
+            "requests_per_round": self.schedule.requests_per_round,
             "asked_per_round_mean": float(np.mean(self.asked_per_round)) if self.asked_per_round else 0.0,
             "pool_left": len(self.pool),
             "eps_auction": self.schedule.eps_auction,
+            "per_round": {"eps": eps, "delta": delta},
             "tau": self.schedule.tau,
         }
+        if self.schedule.auction == "paper":
+            out["auction"]["warning"] = PAPER_AUCTION_WARNING
         out["schedule"] = self.schedule.__dict__.copy()
         return out

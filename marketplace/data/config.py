@@ -6,104 +6,39 @@ share, so a container needs nothing but the scenario file (see :func:`marketplac
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Annotated, Literal
+from dataclasses import dataclass, field, make_dataclass
+from typing import Annotated, Any, Literal
 
-from marketplace.data.tables import TableSource  # noqa: E402  (the raw-table source of pfds)
-from marketplace.data.sources_sketch import LifeSciSource, OccupancySource, UniformSource  # the sketch sources
-from marketplace.data.sources_stc import OfficeCaltechSource, SuperconductivitySource  # the stc sources
+from marketplace.data.sources import DEFAULT_KIND, SOURCES
 from marketplace.schema import Length, Range
 
 Positive = Annotated[int, Range(min=1)]
 Probability = Annotated[float, Range(min=0.0, max=1.0)]
 
 
-@dataclass(frozen=True)
-class CovariateShiftSource:
-    """A Gaussian mixture in `dim` dimensions with `components` components.
-
-    Labels come from a random hyperplane through each component's centre, so a linear model fitted
-    on the wrong components does badly on the target: the covariate shift matters downstream.
-    """
-
-    dim: Positive = 10
-    components: Annotated[int, Range(min=3)] = 6
-    rows_per_component: Positive = 2500
-    """Rows per component; the default leaves room for the consumer defaults (0.3 x 2500 = 750 >= 200 + 500)."""
-    spread: Annotated[float, Range(min=0.0, min_open=True)] = 3.0
-    """Scale of the component centres (standard normal times `spread`)."""
-    noise: Annotated[float, Range(min=0.0, min_open=True)] = 1.0
-    """Standard deviation of each component around its centre."""
-    label_noise: Probability = 0.05
+def _source_fields() -> list[tuple[str, Any, Any]]:
+    """``kind`` plus one optional section per registered source kind: defaulted when every option
+    has a default, else None (the scenario must give it when it picks that kind)."""
+    fields: list[tuple[str, Any, Any]] = [("kind", Literal[tuple(SOURCES)], field(default=DEFAULT_KIND))]
+    for kind, source in SOURCES.items():
+        try:
+            source.options()
+        except TypeError:  # a required option (e.g. csv.path): no default section
+            fields.append((kind, source.options | None, field(default=None)))
+        else:
+            fields.append((kind, source.options, field(default_factory=source.options)))
+    return fields
 
 
-@dataclass(frozen=True)
-class CsvSource:
-    """A CSV file with a header row: feature columns, a label column, optionally a group column."""
-
-    path: str
-    label: str
-    features: tuple[str, ...] = ()
-    """Columns to use as features; empty means every numeric column except label and group."""
-    group: str | None = None
-    """Column whose values define the groups (components) used by partition and target; absent: the label."""
-    delimiter: str = ","
+def _check_section(self: Any) -> None:
+    if getattr(self, self.kind) is None:
+        raise ValueError(f"source.kind is {self.kind!r} but the source.{self.kind} section is missing")
 
 
-@dataclass(frozen=True)
-class AdultSource:
-    """UCI Adult (census income): one-hot categoricals, standardised numerics, label income > 50K."""
-
-    root: str
-    group: str = "race"
-    """Categorical column that defines the groups (e.g. race, sex, relationship, workclass)."""
-
-
-@dataclass(frozen=True)
-class MnistSource:
-    """MNIST test images (10k x 784, scaled to [0, 1]); groups are the digits (label shift)."""
-
-    root: str
-    project_dim: Annotated[int, Range(min=0)] = 0
-    """Gaussian random projection to this many dimensions (0 keeps all 784 pixels)."""
-
-
-@dataclass(frozen=True)
-class StcSyntheticSource:
-    """One of the STC paper's three 2-D source/target sets (1 gaussians, 2 grid, 3 random): group 0
-    is the source population, group 1 the target; the generator's public box is in
-    ``marketplace.protocols.stc.synthetic``."""
-
-    which: Literal[1, 2, 3] = 2
-    n_source: Annotated[int, Range(min=1)] = 1000
-    n_target: Annotated[int, Range(min=1)] = 1000
-
-
-@dataclass(frozen=True)
-class DigitsSource:
-    """scikit-learn's bundled 8x8 digits (1,797 x 64, scaled to [0, 1]); groups are the digits."""
-
-
-@dataclass(frozen=True)
-class SourceConfig:
-    kind: Literal["covariate_shift", "digits", "csv", "adult", "mnist", "stc_synthetic", "table", "uniform", "lifesci", "occupancy",
-                  "office_caltech", "superconductivity"] = "covariate_shift"
-    covariate_shift: CovariateShiftSource = field(default_factory=CovariateShiftSource)
-    digits: DigitsSource = field(default_factory=DigitsSource)
-    stc_synthetic: StcSyntheticSource = field(default_factory=StcSyntheticSource)
-    csv: CsvSource | None = None
-    adult: AdultSource | None = None
-    mnist: MnistSource | None = None
-    table: TableSource | None = None
-    uniform: UniformSource = field(default_factory=UniformSource)
-    lifesci: LifeSciSource | None = None
-    occupancy: OccupancySource | None = None
-    office_caltech: OfficeCaltechSource | None = None
-    superconductivity: SuperconductivitySource | None = None
-
-    def __post_init__(self) -> None:
-        if self.kind in ("csv", "adult", "mnist", "table", "office_caltech", "superconductivity") and getattr(self, self.kind) is None:
-            raise ValueError(f"source.kind is {self.kind!r} but the source.{self.kind} section is missing")
+SourceConfig = make_dataclass("SourceConfig", _source_fields(), frozen=True,
+                              namespace={"__post_init__": _check_section, "__module__": __name__})
+SourceConfig.__doc__ = """Where the rows come from: ``kind`` picks a source (one module per kind in
+:mod:`marketplace.data.sources`), and the section named after it holds that source's options."""
 
 
 @dataclass(frozen=True)
@@ -113,7 +48,7 @@ class PartitionConfig:
     * ``even``: a random even split.
     * ``by_group``: skewed by group; owner i favours groups i, i+K, ...: a row of a favoured group
       goes to that owner with probability `skew`, otherwise to a uniformly random owner.
-    * ``attribute_distance``: the rule of DESIGN.md §4 on numeric feature `attribute`: each owner
+    * ``attribute_distance``: the rule of docs/design.md §4 on numeric feature `attribute`: each owner
       draws a_i uniform in that feature's range and a row goes to owner i with probability
       proportional to 1/|x_a - a_i|.
     * ``target_to_one``: the paper's experiment: every owners'-pool row of the consumer's target

@@ -64,7 +64,7 @@ def partition_by_group(groups: ArrayLike, k: int, skew: float, rng: np.random.Ge
 
 
 def partition_attribute_distance(values: ArrayLike, k: int, rng: np.random.Generator) -> list[np.ndarray]:
-    """The PFDS split (DESIGN.md §4): rows go to owners whose anchor is close to the row's value.
+    """The PFDS split (docs/design.md §4): rows go to owners whose anchor is close to the row's value.
 
     Each owner i draws an anchor a_i uniformly in [min, max] of ``values``; a row with value x goes
     to owner i with probability proportional to 1/|x - a_i|. A row equal to an anchor goes to that

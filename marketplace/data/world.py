@@ -140,11 +140,12 @@ def _partition(
         shares = partition_attribute_distance(data.X[rows, cfg.attribute], k, rng)
     else:
         raise ValueError(f"data.partition.scheme: unknown scheme {cfg.scheme!r}")
-    empty = [i for i, share in enumerate(shares) if share.size == 0]
+    empty = [f"owner-{i + 1}" for i, share in enumerate(shares) if share.size == 0]
     if empty:
+        shown = ", ".join(empty[:10]) + (f" and {len(empty) - 10} more" if len(empty) > 10 else "")
         raise ValueError(
-            f"owner(s) {empty} receive no rows of the {rows.size}-row owners' pool with data.partition.scheme = "
-            f"{cfg.scheme!r}; use fewer owners, more data or another scheme"
+            f"parties.owners: {shown} would receive no rows of the {rows.size}-row owners' pool with "
+            f"data.partition.scheme = {cfg.scheme!r}; use fewer owners, more data or another scheme"
         )
     return shares
 

@@ -1,4 +1,4 @@
-"""The `pfds` exchange (DESIGN.md §4): the world of a run, roles from the scenario, and the report.
+"""The `pfds` exchange (docs/design.md §4): the world of a run, roles from the scenario, and the report.
 
 **World.** The table of ``data.source.table`` is cut into ``pfds.folds`` stratified folds (by the
 run seed); fold ``pfds.fold`` is the test set every agent is scored on, and the rest is split among
@@ -28,7 +28,7 @@ from marketplace import seeds
 from marketplace.data.dataset import Dataset, World
 from marketplace.parties import party_ids
 from marketplace.roles import CONSUMER, CURATOR, Role
-from marketplace.runner.format import fmt, mean_sd, sweep_table_head
+from marketplace.runner.format import fmt, mean_sd, plural, relation_text, sweep_table_head
 from marketplace.scenario.config import ScenarioConfig
 from marketplace.schema import SchemaError
 
@@ -143,6 +143,7 @@ def tree_seeds(config: ScenarioConfig, party: str) -> dict[str, np.random.SeedSe
 def check_plan(config: ScenarioConfig) -> None:
     """Refuse, before anything starts, a run that cannot work or whose planned spend per sharer
     exceeds ``pfds.budget``."""
+    from marketplace.owner.pfds import pfds_relation
     from marketplace.privacy.accountant import BudgetExceeded, PrivacyLedger, Step
     from marketplace.protocols.pfds import ClassLabels
 
@@ -163,7 +164,8 @@ def check_plan(config: ScenarioConfig) -> None:
     if c.budget is not None:
         plan = [Step(mechanism="pfds.tree", eps=c.epsilon / 2)] + ([Step(mechanism="pfds.synth.counts", eps=c.epsilon / 2)] if c.consistency else [])
         try:
-            PrivacyLedger("each sharer", budget=(c.budget, 0.0), theorem="basic").check_plan(plan)
+            PrivacyLedger("each sharer", neighbouring=pfds_relation(c.neighbours, "a row of a sharer's data"),
+                          budget=(c.budget, 0.0), theorem="basic").check_plan(plan)
         except BudgetExceeded as err:
             raise SchemaError("pfds.budget", "a budget that covers each sharer's planned spend "
                               f"(pfds.epsilon = {c.epsilon:g})", str(err)) from None
@@ -345,12 +347,15 @@ class Baselines:
 
 def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     agents = report.get("agents") or {}
-    receivers = f" + {agents['receivers']} receiving owners" if agents.get("receivers") else ""
-    rows = [("agents", f"{agents.get('sharers', '-')} sharers{receivers} + the consumer; test fold of {agents.get('test_rows', '-')} rows; "
+    receivers = f" + {plural(agents['receivers'], 'receiving owner')}" if agents.get("receivers") else ""
+    sharers = plural(agents["sharers"], "sharer") if isinstance(agents.get("sharers"), int) else "- sharers"
+    rows = [("agents", f"{sharers}{receivers} + the consumer; test fold of {agents.get('test_rows', '-')} rows; "
              f"error = {report.get('error_measure', '-')}")]
-    eps = [p["eps"] for p in (report.get("privacy") or {}).values() if isinstance(p, dict) and p.get("eps") is not None]
-    if eps:
-        rows.append(("privacy", f"each sharer: eps spent in [{fmt(min(eps))}, {fmt(max(eps))}] (basic composition, pure DP)"))
+    ledgers = [p for p in (report.get("privacy") or {}).values() if isinstance(p, dict) and p.get("eps") is not None]
+    if ledgers:
+        eps = [p["eps"] for p in ledgers]
+        rows.append(("privacy", f"each sharer: eps spent in [{fmt(min(eps))}, {fmt(max(eps))}] (basic composition, pure DP; "
+                                f"{relation_text(ledgers[0])})"))
     fidelity = report.get("fidelity") or {}
     for name, f in fidelity.items():
         if f.get("mean_abs_size_error") is not None:

@@ -1,4 +1,4 @@
-"""The `sketch` exchange (DESIGN.md §5, M²M): roles from the scenario, and the report, tables, sweep
+"""The `sketch` exchange (docs/design.md §5, M²M): roles from the scenario, and the report, tables, sweep
 columns and files of a finished run. The roles live in ``curator/sketch.py``, ``owner/sketch.py``
 and ``consumer/sketch.py``; the pure core in ``protocols/sketch/``.
 
@@ -25,7 +25,7 @@ from marketplace.data.dataset import Dataset
 from marketplace.data.world import World
 from marketplace.parties import party_ids
 from marketplace.roles import CONSUMER, CURATOR, Role
-from marketplace.runner.format import fmt, mean_sd, sweep_table_head
+from marketplace.runner.format import fmt, ledger_text, mean_sd, plural, sweep_table_head
 from marketplace.scenario.config import ScenarioConfig
 from marketplace.schema import SchemaError
 
@@ -100,10 +100,11 @@ def query_plan(config: ScenarioConfig):
 
 def _ledger(config: ScenarioConfig, owner: str):
     from marketplace.privacy.accountant import PrivacyLedger
+    from marketplace.privacy.neighbouring import add_remove_one
 
     s = config.sketch
     budget = (s.budget_epsilon, s.budget_delta) if s.budget_epsilon is not None else None
-    return PrivacyLedger(owner, budget=budget, theorem="basic")
+    return PrivacyLedger(owner, neighbouring=add_remove_one(f"a row of {owner}'s data"), budget=budget, theorem="basic")
 
 
 # --- exchange interface ------------------------------------------------------------------------
@@ -303,7 +304,8 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
         ledger = (results.get(owner) or {}).get("privacy") or {}
         privacy[owner] = {"eps": ledger.get("eps"), "delta": ledger.get("delta"), "mechanism": config.sketch.mechanism,
                           "numerator_share": config.sketch.numerator_share, "theorem": ledger.get("theorem"),
-                          "budget": ledger.get("budget"), "released": owner in owners, "steps": ledger.get("steps")}
+                          "budget": ledger.get("budget"), "released": owner in owners, "steps": ledger.get("steps"),
+                          "neighbouring": ledger.get("neighbouring")}
     privacy[CONSUMER] = {"guarantee": "none", "note": "the consumer's data never leave it (used for its own ranking and AUC)"}
     logistic = _logistic_baselines(config, world, owners)
     metrics: dict[str, Any] = {"errors": _errors(estimates, true) if estimates else {},
@@ -344,12 +346,12 @@ def artifacts(report: dict[str, Any], out: Path) -> None:
 def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     m = report.get("map") or {}
     rows = [("sketch", f"{m.get('kind')} map, m = {m.get('n_features')}, d = {m.get('dim')}; "
-                       f"{len(report.get('released') or [])} owners released ({report.get('end_reason') or '-'})")]
+                       f"{plural(len(report.get('released') or []), 'owner')} released ({report.get('end_reason') or '-'})")]
     pars = report.get("parsimony") or {}
     rows.append(("parsimony", f"curator saw {pars.get('points_seen', 0)} raw points ({pars.get('sketches_received', 0)} sketches)"))
     for name, entry in (report.get("privacy") or {}).items():
         if isinstance(entry, dict) and entry.get("eps") is not None:
-            rows.append(("privacy", f"{name}: eps = {fmt(entry['eps'])}, delta = {fmt(entry['delta'])} ({entry['mechanism']})"))
+            rows.append(("privacy", ledger_text(name, entry, how=entry["mechanism"])))
     ranking = report.get("ranking") or {}
     check = ranking.get("check") or {}
     if ranking:
@@ -362,20 +364,44 @@ def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
+ERROR_METRICS = {
+    "moment": "mean over attributes of |estimate - truth| / |truth| of the raw moment (absolute where the truth is 0)",
+    "cdf_mae": "mean absolute error of the CDF values, over attributes and points",
+    "covariance_rel_fro": "||estimate - truth||_F / ||truth||_F of the covariance matrix",
+    "count_fraction_mae": "mean absolute error of the share of records inside each count box",
+    "count_mre": "mean relative error of those shares, over boxes that hold at least one record",
+    "count_total_rel": "|estimated size - size| / size, from the sketch's noisy count",
+}
+"""What each error metric of the report measures (the table shows it next to the value)."""
+
+
+def error_meaning(name: str) -> str:
+    if name.startswith("moment") and name.endswith("_mre"):
+        return f"order {name[len('moment'):-len('_mre')]}: " + ERROR_METRICS["moment"]
+    return ERROR_METRICS.get(name, "")
+
+
 def tables(report: dict[str, Any]) -> list[Table]:
-    table = Table(title="M²M estimates from the merged sketch against the truth (union of the owners' data, unit box)",
-                  title_justify="left")
-    table.add_column("query")
+    table = Table(title="M²M estimates from the merged sketch against the truth (union of the owners' data, unit box); "
+                        "lower is better", title_justify="left")
+    table.add_column("statistic")
     table.add_column("error", justify="right")
+    table.add_column("what the error is")
     for name, value in ((report.get("metrics") or {}).get("errors") or {}).items():
-        table.add_row(name, fmt(value))
+        table.add_row(name, fmt(value), error_meaning(name))
+    out = [table]
     metrics = report.get("metrics") or {}
     if metrics.get("logistic_auc") is not None:
-        table.add_row("logistic regression AUC (M²M)", fmt(metrics["logistic_auc"]))
+        auc = Table(title="logistic regression of the label: AUC on the consumer's test set (higher is better)",
+                    title_justify="left")
+        auc.add_column("model")
+        auc.add_column("AUC", justify="right")
+        auc.add_row("from the sketch (M²M)", fmt(metrics["logistic_auc"]))
         for key, value in (metrics.get("logistic_baselines") or {}).items():
             if not key.endswith("note"):
-                table.add_row(key.replace("_", " "), fmt(value))
-    return [table]
+                auc.add_row(key.replace("_auc", "").replace("_", " "), fmt(value))
+        out.append(auc)
+    return out
 
 
 # --- sweeps ------------------------------------------------------------------------------------

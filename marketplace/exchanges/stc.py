@@ -1,4 +1,4 @@
-"""The `stc` exchange (DESIGN.md §6): roles from the scenario, and the report, tables and sweep
+"""The `stc` exchange (docs/design.md §6): roles from the scenario, and the report, tables and sweep
 columns of a finished run. Roles: ``curator/stc.py``, ``owner/stc.py``, ``consumer/stc.py``;
 pure cores: ``protocols/stc/``.
 
@@ -29,7 +29,7 @@ from marketplace.data.dataset import Dataset
 from marketplace.data.world import World
 from marketplace.parties import party_ids
 from marketplace.roles import CONSUMER, CURATOR, Role
-from marketplace.runner.format import fmt, mean_sd, sweep_table_head
+from marketplace.runner.format import fmt, mean_sd, relation_text, sweep_table_head
 from marketplace.scenario.config import ScenarioConfig
 from marketplace.schema import SchemaError
 
@@ -188,8 +188,10 @@ def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
         if isinstance(ledger, dict) and "eps" in ledger:
             steps = ledger.get("steps") or []
             rho = sum(st.get("rho", 0) * st.get("count", 1) for st in steps if "rho" in st)
-            cost = f"rho = {fmt(rho)} (eps = {fmt(ledger['eps'])} at delta = {fmt(ledger['delta'])})" if rho else f"eps = {fmt(ledger['eps'])}"
-            rows.append(("privacy", f"{party}: {cost}"))
+            how = "exact Gaussian" if ledger.get("gaussian_accountant") == "exact" else "zCDP conversion"
+            cost = (f"rho = {fmt(rho)} (eps = {fmt(ledger['eps'])} at delta = {fmt(ledger['delta'])}, {how})" if rho
+                    else f"eps = {fmt(ledger['eps'])}")
+            rows.append(("privacy", f"{party}: {cost}; {relation_text(ledger)}"))
     return rows
 
 

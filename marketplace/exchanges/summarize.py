@@ -1,4 +1,4 @@
-"""The `summarize` exchange (DESIGN.md §3): roles from the scenario, and the report, tables and
+"""The `summarize` exchange (docs/design.md §3): roles from the scenario, and the report, tables and
 sweep columns of a finished run. The protocol itself lives in ``curator/``, ``owner/``,
 ``consumer/`` (roles) and ``protocols/summarize/`` (pure cores)."""
 
@@ -13,7 +13,7 @@ from marketplace.data.dataset import Dataset
 from marketplace.data.world import World
 from marketplace.parties import party_ids, public_features
 from marketplace.roles import CONSUMER, CURATOR, Role
-from marketplace.runner.format import fmt, mean_sd, sweep_table_head
+from marketplace.runner.format import fmt, ledger_text, mean_sd, sweep_table_head
 from marketplace.scenario.config import ScenarioConfig
 from marketplace.schema import SchemaError
 
@@ -58,7 +58,7 @@ def check_plan(config: ScenarioConfig) -> None:
     schedule = PrivateSchedule.resolve(privacy, features=config.summarize.features, rounds=config.summarize.rounds)
     ledgers = schedule.ledgers(budget_validation=privacy.budget_validation, budget_summary=privacy.budget_summary)
     try:
-        schedule.plan(ledgers, config.summarize.rounds, seed_set_size=config.data.seed_set.size)
+        schedule.plan(ledgers, config.summarize.rounds, seed_set_size=config.data.seed_set.size, owners=config.parties.owners)
     except BudgetExceeded as err:
         key = "budget_validation" if str(err).startswith("consumer:D_v") else "budget_summary"
         raise SchemaError(f"summarize.privacy.{key}", "a budget that covers the planned spend", str(err)) from None
@@ -117,7 +117,10 @@ def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     if _private(report):
         for name, ledger in report.get("privacy", {}).items():
             if isinstance(ledger, dict) and "eps" in ledger:
-                rows.append(("privacy", f"{name}: eps = {fmt(ledger['eps'])}, delta = {fmt(ledger['delta'])} ({ledger.get('theorem')})"))
+                rows.append(("privacy", ledger_text(name, ledger)))
+        auction = report.get("auction") or {}
+        if auction.get("warning"):
+            rows.append(("[bold red]warning[/]", f"[red]{auction['warning']}[/]"))
     if report.get("flagged"):
         rows.append(("flagged", ", ".join(report["flagged"])))
     return rows

@@ -1,4 +1,4 @@
-"""Message kinds of the `pfds` protocol (private federated data sharing, DESIGN.md §4).
+"""Message kinds of the `pfds` protocol (private federated data sharing, docs/design.md §4).
 
 Flow: every party says ``hello``; each sharer (owner) sends its private tree (``pfds_tree``); once
 every live sharer's tree is in, the curator forwards each tree to every agent, the consumer and

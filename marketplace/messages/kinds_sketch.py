@@ -1,4 +1,4 @@
-"""The message kinds of the `sketch` protocol (DESIGN.md §5), registered in :mod:`.kinds`.
+"""The message kinds of the `sketch` protocol (docs/design.md §5), registered in :mod:`.kinds`.
 
 Flow: every party says ``hello``; once all are present the curator sends ``sketch_request`` (the
 public map's fingerprint) to every owner; each owner answers once with its ``sketch_release`` (the

@@ -1,4 +1,4 @@
-"""Message kinds of the `stc` protocol (private source-target clustering, DESIGN.md §6).
+"""Message kinds of the `stc` protocol (private source-target clustering, docs/design.md §6).
 
 Flow: every party says ``hello``; the consumer sends its target set T (``stc_target``: public by
 the protocol's design, it is what the consumer wants labelled); the curator forwards it to every

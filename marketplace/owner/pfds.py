@@ -21,6 +21,7 @@ from marketplace.messages import Envelope, ProtocolError
 from marketplace.messages.kinds import Bye, Hello
 from marketplace.messages.kinds_pfds import PfdsData, PfdsPhase, PfdsSharedData, PfdsSharedTree, PfdsTree
 from marketplace.privacy.accountant import PrivacyLedger
+from marketplace.privacy.neighbouring import Neighbouring, add_remove_one, replace_one
 from marketplace.protocols.pfds import ClassLabels, MalformedPlain, PrivateTree, PublicSchema, ledger_steps, share_data, share_predictor
 from marketplace.protocols.pfds.models import Fitted, fit_model
 from marketplace.protocols.pfds.tree import PLAIN_FORMAT, PLAIN_VERSION
@@ -63,6 +64,11 @@ def check_records(X: np.ndarray, y: np.ndarray, schema: PublicSchema, who: str) 
         return str(err)
     return None
 
+
+
+def pfds_relation(neighbours: str, record: str) -> Neighbouring:
+    """The ledger's relation for ``pfds.neighbours``: add_remove (the paper's) or replace."""
+    return add_remove_one(record) if neighbours == "add_remove" else replace_one(record)
 
 class PfdsAgent(Role):
     """What every agent does: collect the forwarded trees and datasets, then train and keep its model."""
@@ -206,7 +212,8 @@ class PfdsSharer(PfdsAgent):
         self.secure = secure
         self.tree_rng = np.random.default_rng(tree_seed)
         self.data_rng = np.random.default_rng(data_seed)
-        self.ledger = PrivacyLedger(self.party_id, budget=None if budget is None else (budget, 0.0), theorem="basic")
+        self.ledger = PrivacyLedger(self.party_id, neighbouring=pfds_relation(neighbours, f"a row of {self.party_id}'s data"),
+                                    budget=None if budget is None else (budget, 0.0), theorem="basic")
         self.tree: PrivateTree | None = None
         self.released_rows = 0
 

@@ -17,6 +17,7 @@ from marketplace.messages import Envelope, ProtocolError
 from marketplace.messages.kinds import Bye, Hello
 from marketplace.messages.kinds_stc import StcRelease
 from marketplace.privacy.accountant import BudgetExceeded, PrivacyLedger
+from marketplace.privacy.neighbouring import add_remove_one
 from marketplace.privacy.rng import make_rng
 from marketplace.protocols.stc import PublicScaling, nas_release, nna_release
 from marketplace.roles import Role, Send
@@ -29,10 +30,12 @@ REPORT_DELTA = 1e-6
 def owner_ledger(party: str, settings: StcConfig) -> PrivacyLedger:
     """The owner's ledger: one release, pure DP (basic composition) or zCDP, with the budget if set."""
     privacy = settings.privacy
+    relation = add_remove_one(f"a row of {party}'s source set S")
     if privacy.notion == "dp":
         budget = None if privacy.budget is None else (privacy.budget, 0.0)
-        return PrivacyLedger(party, theorem="basic", budget=budget)
-    return PrivacyLedger(party, theorem="zcdp", delta=REPORT_DELTA)
+        return PrivacyLedger(party, neighbouring=relation, theorem="basic", budget=budget)
+    return PrivacyLedger(party, neighbouring=relation, theorem="zcdp", delta=REPORT_DELTA,
+                         gaussian=privacy.gaussian_accountant)
 
 
 class StcOwner(Role):
@@ -79,7 +82,9 @@ class StcOwner(Role):
             if privacy.notion == "dp":
                 self.ledger.spend(privacy.epsilon, mechanism=f"stc.{s.release}")
             else:
-                self.ledger.spend_zcdp(privacy.rho, mechanism=f"stc.{s.release}")
+                # continuous Gaussian noise: accounted exactly; secure mode's discrete Gaussian: as zCDP
+                spend = self.ledger.spend_zcdp if privacy.secure else self.ledger.spend_gaussian
+                spend(privacy.rho, mechanism=f"stc.{s.release}")
         except BudgetExceeded as err:
             self.fail(str(err))
             return []

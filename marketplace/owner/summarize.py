@@ -1,7 +1,7 @@
 """The owner's side of `summarize`: compute its bid each round, send a point only when asked.
 
 The owner embeds its data once with the public h1 map. Each round it offers the best of its
-*unsent* points for the direction g~ - q/(q+1) g_l (DESIGN.md §3), remembers which point that was,
+*unsent* points for the direction g~ - q/(q+1) g_l (docs/design.md §3), remembers which point that was,
 and hands it over only if the curator asks for it in that round. A point once sent is never offered
 again. With a less-trusted curator the owner sends the point's h1 embedding and the point sealed
 for the consumer (whose key came with g~) instead of the point.

@@ -26,7 +26,8 @@ True
 A :class:`PrivacyLedger` records what has been spent on one protected dataset and refuses a spend
 that would exceed its budget:
 
->>> ledger = PrivacyLedger("consumer:D_v", budget=(1.41, 0.01), theorem="advanced")
+>>> from marketplace.privacy.neighbouring import replace_one
+>>> ledger = PrivacyLedger("consumer:D_v", neighbouring=replace_one("a row of D_v"), budget=(1.41, 0.01), theorem="advanced")
 >>> ledger.spend(0.01, mechanism="mwem", count=1656)
 Guarantee(eps=1.4014..., delta=0.01)
 >>> ledger.spend(0.01, mechanism="mwem", count=100)
@@ -47,7 +48,11 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy.special import gammaln
 
+from marketplace.privacy.gdp import gaussian_eps
+from marketplace.privacy.neighbouring import Neighbouring
+
 THEOREMS = ("basic", "advanced", "optimal", "zcdp")
+GAUSSIAN_ACCOUNTANTS = ("exact", "zcdp")
 ZCDP_CONVERSIONS = ("bun-steinke", "cks")
 MAX_OPTIMAL_STEPS = 10**7  # optimal() holds O(k) floats; beyond this use advanced or zcdp
 BUDGET_TOLERANCE = 1e-9  # relative slack when comparing a planned total with a budget (rounding)
@@ -117,14 +122,22 @@ def _theorem(value: Any, where: str) -> str:
 
 
 def basic(eps0: float, k: int, delta0: float = 0.0) -> Guarantee:
-    """k steps of (eps0, delta0)-DP are (k eps0, k delta0)-DP.
+    """k steps of (eps0, delta0)-DP are (k eps0, 1 - (1 - delta0)^k)-DP (Kairouz–Oh–Viswanath 2015,
+    Theorem 3.3 at eps = k eps0; never more than the union bound k delta0, and always below 1).
 
     >>> basic(0.5, 4, 1e-6)
-    Guarantee(eps=2.0, delta=4e-06)
+    Guarantee(eps=2.0, delta=3.99999...e-06)
+    >>> round(basic(0.1, 40, 1 - math.exp(-0.1)).delta, 4)   # the paper's auction over 40 rounds
+    0.9817
     """
     eps0, k = _positive(eps0, "eps0", "basic"), _count(k, "k", "basic")
     delta0 = _delta(delta0, "delta0", "basic")
-    return ZERO if k == 0 else Guarantee(k * eps0, k * delta0)
+    return ZERO if k == 0 else Guarantee(k * eps0, _compose_delta(delta0, k))
+
+
+def _compose_delta(delta0: float, k: int) -> float:
+    """1 - (1 - delta0)^k, computed without cancellation."""
+    return -math.expm1(k * math.log1p(-delta0)) if delta0 > 0 else 0.0
 
 
 def advanced(eps0: float, k: int, delta: float, *, delta0: float = 0.0) -> Guarantee:
@@ -385,6 +398,8 @@ class Step:
     delta: float = 0.0
     rho: float | None = None
     count: int = 1
+    gaussian: bool = False
+    """A rho step that is a Gaussian mechanism (mu = sqrt(2 rho)): composed exactly (see :mod:`.gdp`)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.mechanism, str) or not self.mechanism:
@@ -401,9 +416,13 @@ class Step:
             set_("rho", _positive(self.rho, "rho", "Step"))
             if self.delta != 0:
                 raise _fail(ValueError, "delta", "Step", "0 for a zCDP step", self.delta)
+        if self.gaussian not in (True, False) or (self.gaussian and self.rho is None):
+            raise _fail(ValueError, "gaussian", "Step", "True only for a rho step (a Gaussian mechanism)", self.gaussian)
         set_("count", _count(self.count, "count", "Step"))
 
     def to_dict(self) -> dict[str, Any]:
+        if self.gaussian:
+            return {"mechanism": self.mechanism, "rho": self.rho, "mu": math.sqrt(2 * self.rho), "count": self.count}
         if self.rho is not None:
             return {"mechanism": self.mechanism, "rho": self.rho, "count": self.count}
         return {"mechanism": self.mechanism, "eps": self.eps, "delta": self.delta, "count": self.count}
@@ -445,10 +464,14 @@ def _describe_step(step: Step) -> str:
 class PrivacyLedger:
     """What has been spent on one protected dataset (``"consumer:D_v"``, ``"owner-1"``).
 
-    ``budget``: an optional (eps, delta) that no spend may take the total past (compared with a
-    relative tolerance of ``BUDGET_TOLERANCE``). ``theorem``: how :meth:`total` composes. ``delta``:
-    the composition slack of advanced / optimal / zcdp; by default, with a budget, the budget's delta
-    minus the steps' own deltas.
+    ``neighbouring``: the relation the guarantee is stated for (required: an eps means nothing
+    without it; see :mod:`.neighbouring`). ``budget``: an optional (eps, delta) that no spend may take
+    the total past (compared with a relative tolerance of ``BUDGET_TOLERANCE``). ``theorem``: how
+    :meth:`total` composes. ``delta``: the composition slack of advanced / optimal / zcdp; by default,
+    with a budget, the budget's delta minus the steps' own deltas. ``gaussian``: how Gaussian-mechanism
+    steps (:meth:`spend_gaussian`) are accounted: ``exact`` (their privacy-loss distribution, the
+    tightest valid figure, :mod:`.gdp`) or ``zcdp`` (as rho-zCDP with the Canonne–Kamath–Steinke
+    conversion, a looser bound kept as an option).
 
     How the total is composed. Steps with the same (eps, delta) form a homogeneous group; each group
     is composed by the theorem, or by basic composition when that is smaller, and the groups are
@@ -456,15 +479,25 @@ class PrivacyLedger:
     share for the zCDP steps, which are composed together in zCDP and converted). The reported delta
     is the steps' own deltas plus the shares actually used. Under ``theorem="zcdp"`` every pure step
     and zCDP step is composed in zCDP and converted once with the whole slack; approximate-DP steps
-    are added by basic composition.
+    are added by basic composition. Gaussian steps under ``gaussian="exact"``: alone, they compose
+    exactly to one mu and convert exactly with the whole slack; next to other steps they get half
+    the slack, the rest the other half, and the two add up, whenever that beats treating them as
+    zCDP (the smaller valid figure is reported).
     """
 
-    def __init__(self, dataset: str, *, budget: tuple[float, float] | None = None,
-                 theorem: str = "advanced", delta: float | None = None) -> None:
+    def __init__(self, dataset: str, *, neighbouring: Neighbouring, budget: tuple[float, float] | None = None,
+                 theorem: str = "advanced", delta: float | None = None, gaussian: str = "exact") -> None:
         if not isinstance(dataset, str) or not dataset:
             raise _fail(TypeError if not isinstance(dataset, str) else ValueError, "dataset",
                         "PrivacyLedger", "a non-empty string", dataset)
+        if not isinstance(neighbouring, Neighbouring):
+            raise _fail(TypeError, "neighbouring", "PrivacyLedger",
+                        "a Neighbouring (marketplace.privacy.neighbouring.replace_one / add_remove_one)", neighbouring)
+        if gaussian not in GAUSSIAN_ACCOUNTANTS:
+            raise _fail(ValueError, "gaussian", "PrivacyLedger", f"one of {list(GAUSSIAN_ACCOUNTANTS)}", gaussian)
         self.dataset = dataset
+        self.neighbouring = neighbouring
+        self.gaussian = gaussian
         self.theorem = _theorem(theorem, "PrivacyLedger")
         self.budget = None if budget is None else _budget(budget)
         self.delta = None if delta is None else _delta(delta, "delta", "PrivacyLedger")
@@ -484,8 +517,13 @@ class PrivacyLedger:
         return self._record(Step(mechanism=mechanism, eps=eps, delta=delta, count=count))
 
     def spend_zcdp(self, rho: float, *, mechanism: str, count: int = 1) -> Guarantee:
-        """Record ``count`` releases of a rho-zCDP ``mechanism`` (e.g. :func:`zcdp_of_gaussian`)."""
+        """Record ``count`` releases of a rho-zCDP ``mechanism`` that is not a plain Gaussian."""
         return self._record(Step(mechanism=mechanism, rho=rho, count=count))
+
+    def spend_gaussian(self, rho: float, *, mechanism: str, count: int = 1) -> Guarantee:
+        """Record ``count`` Gaussian mechanisms, each sensitivity^2 / (2 sigma^2) = ``rho`` (mu =
+        sqrt(2 rho)): accounted exactly, or as rho-zCDP when the ledger says ``gaussian="zcdp"``."""
+        return self._record(Step(mechanism=mechanism, rho=rho, count=count, gaussian=True))
 
     def check_plan(self, steps: Iterable[Step]) -> Guarantee:
         """The total if ``steps`` were spent too; :class:`BudgetExceeded` if it passes the budget.
@@ -495,25 +533,29 @@ class PrivacyLedger:
             if not isinstance(step, Step):
                 raise _fail(TypeError, "steps", "check_plan", "an iterable of Step", step)
         spent = self._spent.plus(planned)
-        total = spent.compose(self.theorem, self._slack(spent, self.delta))
+        total = spent.compose(self.theorem, self._slack(spent, self.delta), self.gaussian)
         if self.budget is not None and not _within(total, self.budget):
             raise BudgetExceeded(self.dataset, self.budget, total, self.theorem, planned)
         return total
 
-    def total(self, *, theorem: str | None = None, delta: float | None = None) -> Guarantee:
+    def total(self, *, theorem: str | None = None, delta: float | None = None, gaussian: str | None = None) -> Guarantee:
         """Everything spent, composed by ``theorem`` (default: the ledger's) with slack ``delta``."""
         theorem = self.theorem if theorem is None else _theorem(theorem, "PrivacyLedger.total")
         delta = self.delta if delta is None else _delta(delta, "delta", "PrivacyLedger.total")
-        return self._spent.compose(theorem, self._slack(self._spent, delta))
+        gaussian = self.gaussian if gaussian is None else gaussian
+        return self._spent.compose(theorem, self._slack(self._spent, delta), gaussian)
 
     def to_dict(self) -> dict[str, Any]:
-        """``{dataset, eps, delta, theorem, slack_delta, budget, steps}`` for a report (identical
-        steps merged, counts added)."""
+        """``{dataset, eps, delta, theorem, neighbouring, slack_delta, budget, steps}`` for a report
+        (identical steps merged, counts added; ``gaussian_accountant`` when a Gaussian step exists)."""
         total = self.total()
         budget = None if self.budget is None else {"eps": self.budget.eps, "delta": self.budget.delta}
-        return {"dataset": self.dataset, "eps": total.eps, "delta": total.delta, "theorem": self.theorem,
-                "slack_delta": self._slack(self._spent, self.delta), "budget": budget,
-                "steps": _merged(self._steps)}
+        out = {"dataset": self.dataset, "eps": total.eps, "delta": total.delta, "theorem": self.theorem,
+               "neighbouring": self.neighbouring.to_dict(), "slack_delta": self._slack(self._spent, self.delta),
+               "budget": budget, "steps": _merged(self._steps)}
+        if self._spent.gauss_rho > 0:
+            out["gaussian_accountant"] = self.gaussian
+        return out
 
     def __repr__(self) -> str:
         return f"PrivacyLedger({self.dataset!r}, theorem={self.theorem!r}, total={tuple(self.total())})"
@@ -534,27 +576,42 @@ class PrivacyLedger:
 
 @dataclass(frozen=True)
 class _Groups:
-    """Steps aggregated: counts per (eps, delta) and the summed rho of zCDP steps."""
+    """Steps aggregated: counts per (eps, delta), the summed rho of zCDP steps, and the summed rho
+    of Gaussian steps (kept apart: they compose exactly)."""
 
     counts: tuple[tuple[tuple[float, float], int], ...] = ()
     rho: float = 0.0
+    gauss_rho: float = 0.0
 
     def plus(self, steps: Iterable[Step]) -> _Groups:
-        counts, rho = dict(self.counts), self.rho
+        counts, rho, gauss_rho = dict(self.counts), self.rho, self.gauss_rho
         for s in steps:
             if s.count == 0:
                 continue
-            if s.rho is not None:
+            if s.gaussian:
+                gauss_rho += s.count * s.rho
+            elif s.rho is not None:
                 rho += s.count * s.rho
             else:
                 counts[(s.eps, s.delta)] = counts.get((s.eps, s.delta), 0) + s.count
-        return _Groups(tuple(counts.items()), rho)
+        return _Groups(tuple(counts.items()), rho, gauss_rho)
 
     def own_delta(self) -> float:
         return sum(k * delta0 for (_, delta0), k in self.counts)
 
-    def compose(self, theorem: str, slack: float) -> Guarantee:
-        return _compose_groups(dict(self.counts), self.rho, theorem, slack)
+    def compose(self, theorem: str, slack: float, gaussian: str = "exact") -> Guarantee:
+        counts = dict(self.counts)
+        conservative = _compose_groups(counts, self.rho + self.gauss_rho, theorem, slack)
+        if self.gauss_rho == 0 or gaussian == "zcdp":
+            return conservative
+        if slack <= 0:
+            return conservative  # a Gaussian has no (eps, 0) guarantee: infinite either way
+        mu = math.sqrt(2 * self.gauss_rho)
+        if not counts and self.rho == 0:
+            return Guarantee(gaussian_eps(mu=mu, delta=slack), slack)
+        rest = _compose_groups(counts, self.rho, theorem, slack / 2)
+        exact = Guarantee(rest.eps + gaussian_eps(mu=mu, delta=slack / 2), rest.delta + slack / 2)
+        return exact if exact.eps <= conservative.eps and exact.delta <= conservative.delta else conservative
 
 
 def _budget(value: Any) -> Guarantee:
@@ -578,7 +635,7 @@ def _compose_groups(groups: dict[tuple[float, float], int], rho: float, theorem:
     share = slack / n_shares if n_shares else 0.0
     eps = delta = 0.0
     for (eps0, delta0), k in groups.items():
-        best = Guarantee(k * eps0, k * delta0)
+        best = Guarantee(k * eps0, _compose_delta(delta0, k))
         if theorem == "advanced" and share > 0:
             best = min(best, advanced(eps0, k, share, delta0=delta0))
         elif theorem == "optimal" and k * delta0 + share > 0 and k <= MAX_OPTIMAL_STEPS:
@@ -595,7 +652,7 @@ def _compose_groups_zcdp(groups: dict[tuple[float, float], int], rho_steps: floa
     rho = rho_steps
     for (eps0, delta0), k in groups.items():
         if delta0 > 0:
-            eps, delta = eps + k * eps0, delta + k * delta0
+            eps, delta = eps + k * eps0, delta + _compose_delta(delta0, k)
         else:
             rho += k * zcdp_of_pure(eps0)
             pure_basic += k * eps0

@@ -21,7 +21,7 @@ the Gaussians the L2 norm; selection uses the largest change of any one utility 
 **Reading a formula as a mechanism.** ``exp(beta * u)`` weights are the exponential mechanism with
 epsilon = 2 beta Delta (:meth:`Exponential.from_weight`), and ``Lap(b)`` noise on a value of L1
 sensitivity Delta costs epsilon = Delta / b (:meth:`Laplace.from_scale`). So MWEM as written in
-DESIGN.md §3 (weights exp(eps psi), measurement + Lap(1/eps)) costs 2 eps Delta_psi for the
+docs/design.md §3 (weights exp(eps psi), measurement + Lap(1/eps)) costs 2 eps Delta_psi for the
 selection and eps Delta_w for the measurement, not eps each.
 
 **Two modes** (see :mod:`marketplace.privacy.rng` for the policy):

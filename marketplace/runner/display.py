@@ -3,39 +3,85 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+import threading
+import time
 from contextlib import contextmanager
 from typing import Any, Iterator
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from marketplace.runner.format import fmt
+from marketplace.runner.format import fmt, shorten
+
+QUIET_NOTE_S = 15.0
+"""Without a terminal, a long phase (the baselines) prints a line this often, so it never looks stuck."""
+
+
+class RunProgress:
+    """What a person sees while a run goes on: call it with ``(done, total)`` for each round, and
+    ``phase(text)`` when the run moves on to work without rounds (the evaluation and baselines).
+
+    On a terminal: a live bar, then a spinner with the phase and the elapsed time. Otherwise (a
+    pipe, a file): plain lines on stderr, about every tenth of the rounds, and for a phase a line
+    when it starts and one every ``QUIET_NOTE_S`` seconds until the run ends.
+    """
+
+    def __init__(self, console: Console, label: str, progress: Progress | None) -> None:
+        self.label = label
+        self._progress = progress
+        self._task = progress.add_task(label, total=None) if progress is not None else None
+        self._next_round = 0
+        self._phase_started: float | None = None
+        self._stop = threading.Event()
+        self._ticker: threading.Thread | None = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self._progress is not None:
+            self._progress.update(self._task, completed=done, total=total)
+        elif done >= self._next_round or done == total:
+            print(f"{self.label}: round {done}/{total}", file=sys.stderr, flush=True)
+            self._next_round = done + max(1, total // 10)
+
+    def phase(self, text: str) -> None:
+        self._phase_started = time.monotonic()
+        if self._progress is not None:
+            self._progress.update(self._task, description=f"{self.label}: {text}", total=None, completed=0)
+            return
+        print(f"{self.label}: {text}...", file=sys.stderr, flush=True)
+        self._ticker = threading.Thread(target=self._tick, args=(text,), name="progress-note", daemon=True)
+        self._ticker.start()
+
+    def _tick(self, text: str) -> None:
+        while not self._stop.wait(QUIET_NOTE_S):
+            elapsed = time.monotonic() - (self._phase_started or time.monotonic())
+            print(f"{self.label}: still {text} ({elapsed:.0f} s)", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._ticker is not None:
+            self._ticker.join(timeout=1.0)
+        if self._phase_started is not None and self._progress is None:
+            print(f"{self.label}: done ({time.monotonic() - self._phase_started:.0f} s)", file=sys.stderr, flush=True)
 
 
 @contextmanager
-def round_progress(console: Console, label: str) -> Iterator[Callable[[int, int], None]]:
-    """A callback ``(done, total)`` that draws a live bar on a terminal, or prints plain log lines
-    (about every tenth of the run) when the output is a pipe or a file."""
+def round_progress(console: Console, label: str) -> Iterator[RunProgress]:
+    """A :class:`RunProgress` for one run: a live display on a terminal, plain lines otherwise."""
     if console.is_terminal:
-        with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=console, transient=True) as progress:
-            task = progress.add_task(label, total=None)
-
-            def update(done: int, total: int) -> None:
-                progress.update(task, completed=done, total=total)
-
-            yield update
+        with Progress(SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), console=console, transient=True) as progress:
+            shown = RunProgress(console, label, progress)
+            try:
+                yield shown
+            finally:
+                shown.close()
         return
-    state = {"next": 0}
-
-    def plain(done: int, total: int) -> None:
-        if done >= state["next"] or done == total:
-            print(f"{label}: round {done}/{total}", file=sys.stderr, flush=True)
-            state["next"] = done + max(1, total // 10)
-
-    yield plain
+    shown = RunProgress(console, label, None)
+    try:
+        yield shown
+    finally:
+        shown.close()
 
 
 def summary_tables(report: dict[str, Any]) -> list[Table]:
@@ -50,7 +96,7 @@ def summary_tables(report: dict[str, Any]) -> list[Table]:
     head.add_column()
     head.add_row("status", f"[green]{status}[/]" if status == "completed" else f"[red]{status}[/]")
     for failure in report.get("failures", []):
-        head.add_row("failure", failure)
+        head.add_row("failure", shorten(failure))
     rows = protocol.head_rows(report)
     for name, text in rows[:2]:
         head.add_row(name, text)
@@ -62,7 +108,7 @@ def summary_tables(report: dict[str, Any]) -> list[Table]:
     for name, text in rows[2:]:
         head.add_row(name, text)
     if report.get("dropouts"):
-        head.add_row("dropouts", ", ".join(f"{k} (round {v.get('round', '-')})" for k, v in report["dropouts"].items()))
+        head.add_row("dropouts", shorten(", ".join(f"{k} (round {v.get('round', '-')})" for k, v in report["dropouts"].items())))
 
     parties = Table(title="parties", title_justify="left")
     for col in ("party", "pid", "status", "sent", "received", "KiB sent", "value"):

@@ -14,6 +14,20 @@ def fmt(value: Any, digits: int = 4) -> str:
     return str(value)
 
 
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """``1 owner``, ``2 owners`` (``many`` for irregular plurals)."""
+    return f"{count:,} {word if count == 1 else many or word + 's'}"
+
+
+def shorten(text: str, limit: int = 240) -> str:
+    """``text`` cut to about ``limit`` characters for a table cell or a terminal line, saying how
+    long it was (the full text stays in report.json)."""
+    text = " ".join(str(text).split())
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit - 1].rstrip()}… ({len(text)} characters; the full text is in report.json)"
+
+
 def mean_sd(row: dict[str, Any], column: str, spec: str, *, sd: bool = True) -> str:
     """``mean±sd`` of a sweep summary column (``column_mean``, ``column_sd``); '-' when missing."""
     mean, spread = row.get(f"{column}_mean"), row.get(f"{column}_sd")
@@ -31,3 +45,18 @@ def sweep_table_head(title: str, caption: str, keys: list[str]):
     for key in keys:
         table.add_column(key.rsplit(".", 1)[-1], no_wrap=True)
     return table
+
+
+def relation_text(entry: dict[str, Any]) -> str:
+    """"replace-one: a row of D_v" from a ledger's ``neighbouring`` (or says that none is stated)."""
+    relation = entry.get("neighbouring") or {}
+    if not relation:
+        return "neighbouring relation not stated"
+    return f"{relation.get('relation')}: {relation.get('record')}"
+
+
+def ledger_text(name: str, entry: dict[str, Any], how: str | None = None) -> str:
+    """One privacy row: "D_s: eps = 0.025, delta = 0.0001 (exact Gaussian; replace-one: a point of D_s)"."""
+    if how is None:
+        how = "exact Gaussian" if entry.get("gaussian_accountant") == "exact" else f"{entry.get('theorem')} composition"
+    return f"{name}: eps = {fmt(entry.get('eps'))}, delta = {fmt(entry.get('delta'))} ({how}; {relation_text(entry)})"

@@ -31,22 +31,51 @@ log = logging.getLogger(__name__)
 Driver = Literal["processes", "inprocess"]
 
 
-def run_scenario(scenario: Scenario, out_dir: str | Path, *, driver: Driver = "processes", launch: Launch = "forkserver",
-                 on_round: Callable[[int, int], None] | None = None) -> dict[str, Any]:
-    """Run ``scenario`` and write ``out_dir/report.json``, ``messages.csv`` and the resolved scenario.
+class RunFolderError(ValueError):
+    """The output folder is a file, or already holds files (an earlier run's): nothing was started."""
 
-    ``launch`` says how the processes driver starts parties: forked from a preloaded server and
-    handed their share (``forkserver``), or as ``python -m marketplace <role>`` (``exec``).
 
-    Raises :class:`ScenarioError` (before anything starts) if the data cannot be built as described.
-    Returns the report; its ``status`` says whether the run completed.
+def check_run_folder(out_dir: str | Path) -> Path:
+    """``out_dir`` as a Path if a run may write there: a new folder or an empty one.
+
+    A file, or a folder that already holds files (say, an earlier run's), is refused with
+    :class:`RunFolderError`: two runs' reports, logs and keys would otherwise mix.
     """
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise RunFolderError(f"{out} is a file; a run writes a folder (give a new or an empty one)")
+    if out.is_dir():
+        held = sorted(p.name + ("/" if p.is_dir() else "") for p in out.iterdir())
+        if held:
+            shown = ", ".join(held[:5]) + (", ..." if len(held) > 5 else "")
+            raise RunFolderError(f"{out} already holds files ({shown}), perhaps from an earlier run; give a new "
+                                 "folder, or remove this one, so that two runs' files do not mix")
+    return out
+
+
+def default_run_folder(name: str, kind: str = "") -> Path:
+    """``runs/<name>[-kind]-<timestamp>``, with ``-2``, ``-3``, ... when that folder already exists."""
+    from datetime import datetime
+
+    base = Path("runs") / f"{name}{'-' + kind if kind else ''}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    candidate, n = base, 1
+    while candidate.exists():
+        n += 1
+        candidate = base.with_name(f"{base.name}-{n}")
+    return candidate
+
+
+def prepare_world(scenario: Scenario):
+    """Build the world of ``scenario`` and run the checks that need the data (what ``run`` does
+    before it starts anything, and ``validate`` too). Raises :class:`ScenarioError` naming the
+    key when the data cannot be built or split as described."""
     config = scenario.config
-    if driver == "processes" and launch == "forkserver":
-        forkserver_context()  # imports its libraries while we build the world
     try:
         world = make_world(config)
     except (ValueError, OSError) as err:
+        key, sep, text = str(err).partition(": ")
+        if sep and _is_key_path(key):
+            raise ScenarioError(scenario.source, key, text) from None
         raise ScenarioError(scenario.source, "data", str(err)) from None
     check_world = getattr(exchange(config.protocol), "check_world", None)
     if check_world is not None:  # settings that can only be checked against the data's shape
@@ -55,7 +84,34 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, driver: Driver = "p
         except ValueError as err:
             key, _, text = str(err).partition(": ")
             raise ScenarioError(scenario.source, key, text) from None
-    out = Path(out_dir)
+    return world
+
+
+def _is_key_path(text: str) -> bool:
+    """Whether ``text`` looks like a scenario key path (``data.consumer.validation_size``)."""
+    return bool(text) and "." in text and all(part.isidentifier() for part in text.split("."))
+
+
+def run_scenario(scenario: Scenario, out_dir: str | Path, *, driver: Driver = "processes", launch: Launch = "forkserver",
+                 on_round: Callable[[int, int], None] | None = None,
+                 on_phase: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run ``scenario`` and write ``out_dir/report.json``, ``messages.csv`` and the resolved scenario.
+
+    ``launch`` says how the processes driver starts parties: forked from a preloaded server and
+    handed their share (``forkserver``), or as ``python -m marketplace <role>`` (``exec``).
+    ``on_round(done, total)`` follows the protocol's rounds; ``on_phase(text)`` is told when the
+    run moves on to work that has no rounds (the evaluation and the baselines, which can take a
+    minute after the last round).
+
+    Raises :class:`RunFolderError` if ``out_dir`` is a file or already holds files, and
+    :class:`ScenarioError` if the data cannot be built as described (both before anything starts).
+    Returns the report; its ``status`` says whether the run completed.
+    """
+    config = scenario.config
+    out = check_run_folder(out_dir)
+    if driver == "processes" and launch == "forkserver":
+        forkserver_context()  # imports its libraries while we build the world
+    world = prepare_world(scenario)
     out.mkdir(parents=True, exist_ok=True)
     if driver == "processes":
         scenario = with_run_keys(scenario, out)
@@ -71,6 +127,8 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, driver: Driver = "p
     else:
         raise ValueError(f"unknown driver {driver!r}: use 'processes' or 'inprocess'")
     wall_s = time.perf_counter() - started
+    if on_phase is not None:
+        on_phase(evaluation_phase(config))
     report = assemble_report(scenario, world, driver, parties, failure, wall_s, extra_transport, run_id)
     if driver == "processes":
         report["launch"] = launch
@@ -80,6 +138,13 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, driver: Driver = "p
     write_json(out / "report.json", report)
     write_messages_csv(report, out / "messages.csv")
     return report
+
+
+def evaluation_phase(config) -> str:
+    """What the runner does after the protocol's rounds, for progress displays."""
+    section = getattr(config, config.protocol, None)
+    baselines = [str(b) for b in (getattr(section, "baselines", None) or ())]
+    return "evaluating the run" + (f" and computing the baselines ({', '.join(baselines)})" if baselines else "")
 
 
 def with_run_keys(scenario: Scenario, out: Path) -> Scenario:

@@ -96,9 +96,9 @@ def run_sweep(points: list[SweepPoint], out: str | Path, *, driver: str = "inpro
               on_run: Callable[[SweepPoint, dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
     """Run every point (in order), write ``runs.csv`` and ``summary.csv`` (and ``sweep.png`` when a
     numeric key is swept) under ``out``; returns the per-run rows."""
-    from marketplace.runner.run import run_scenario
+    from marketplace.runner.run import check_run_folder, run_scenario
 
-    out = Path(out)
+    out = check_run_folder(out)
     out.mkdir(parents=True, exist_ok=True)
     rows = []
     for point in points:

@@ -49,7 +49,7 @@ class TransportConfig:
 
 @dataclass(frozen=True)
 class SummarizePrivacy:
-    """The private form of `summarize` (DESIGN.md §3): h2 releases and PRIVAUCTION.
+    """The private form of `summarize` (docs/design.md §3): h2 releases and PRIVAUCTION.
 
     Defaults are the paper's settings. Every eps here is *per MWEM iteration* as the project's h2
     implements it (an iteration costs exactly eps: eps/2 selection, eps/2 measurement, sensitivity
@@ -68,7 +68,16 @@ class SummarizePrivacy:
     t_sub: Annotated[int, Range(min=1)] = 5
     """Iterations per later round (warm start from the previous state)."""
     eps_auction: Annotated[float, Range(min=0.0)] = 0.1
-    """eps_auc: the rank-r owner is asked with probability exp(-eps_auc (r - 1))."""
+    """eps_auc: per round, whether an owner is asked (and whether not) changes by at most e^eps_auc
+    when one point of one other owner is replaced."""
+    auction: Literal["two_sided", "paper"] = "two_sided"
+    """``two_sided``: the request schedule that bounds both "asked" and "not asked" by e^eps_auc
+    (pure eps_auc-DP per round). ``paper``: the paper's coins, rank r asked with probability
+    exp(-eps_auc (r - 1)), rank 1 always; only (eps_auc, 1 - e^-eps_auc)-DP per round (opt-in, the
+    run's table warns)."""
+    requests_per_round: Annotated[int, Range(min=1)] | Literal["auto"] = 1
+    """``two_sided`` only: how many owners are asked each round besides those due under tau (the
+    most parsimonious, 1, is the default). ``auto``: as many as the paper's coins ask on average."""
     tau: Annotated[int, Range(min=1)] = 5
     """An owner is asked at its tau-th bid since it was last asked."""
     release: Literal["gaussian", "mwem_last", "mwem_call_average", "mwem_paper"] = "gaussian"
@@ -77,6 +86,12 @@ class SummarizePrivacy:
     averages each call's iterates; ``mwem_last`` takes the last iterate; ``gaussian`` adds Gaussian
     noise to the mean embedding (zCDP), calibrated to the total the MWEM schedule spends. See docs/experiments.md for how they compare."""
     theorem: Literal["basic", "advanced", "optimal", "zcdp"] = "advanced"
+    """How the MWEM releases' steps compose."""
+    gaussian_accountant: Literal["exact", "zcdp"] = "exact"
+    """``gaussian`` release: how its noise is calibrated and its ledgers state (eps, delta).
+    ``exact``: the Gaussian mechanism's own privacy-loss distribution (the tightest valid figure);
+    ``zcdp``: as rho-zCDP converted by Canonne–Kamath–Steinke (looser: more noise for the same
+    budget). ``secure`` mode always uses ``zcdp`` (OpenDP certifies its discrete Gaussian in zCDP)."""
     delta_validation: Annotated[float, Range(min=0.0, max=1.0, min_open=True, max_open=True)] = 0.01
     delta_summary: Annotated[float, Range(min=0.0, max=1.0, min_open=True, max_open=True)] = 1e-4
     budget_validation: PositiveFloat | None = None
@@ -89,7 +104,7 @@ class SummarizePrivacy:
 
 @dataclass(frozen=True)
 class SummarizeConfig:
-    """The summarization protocol (DESIGN.md §3), non-private form."""
+    """The summarization protocol (docs/design.md §3), non-private form."""
 
     rounds: Annotated[int, Range(min=1)] = 50
     """p: points added to the summary, one per round."""

@@ -7,20 +7,37 @@ Everything is checked before anything starts, and every problem is reported as a
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from marketplace.data.sources import check_source_available
+from marketplace.data.sources import check_source_available, path_keys
+from marketplace.datasets import DatasetMissing
 from marketplace.scenario.config import ScenarioConfig
-from marketplace.schema import SchemaError, build, to_plain
+from marketplace.schema import SchemaError, build, describe_value, to_plain
 
-PATH_KEYS = (("data", "source", "csv", "path"), ("data", "source", "adult", "root"), ("data", "source", "mnist", "root"),
-             ("data", "source", "lifesci", "root"), ("data", "source", "occupancy", "root"),
-             ("data", "source", "table", "root"), ("data", "source", "office_caltech", "root"),
-             ("data", "source", "superconductivity", "root"), ("transport", "curve_keys"))
+PATH_KEYS = (*path_keys(), ("transport", "curve_keys"))
+"""Keys holding file paths, resolved relative to the scenario file."""
+
+
+class ScenarioLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, plus the YAML 1.2 reading of numbers in scientific notation: ``1e-5``
+    and ``2E+3`` are floats (YAML 1.1, which PyYAML follows, wants a dot: ``1.0e-5``)."""
+
+
+ScenarioLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."),
+)
+
+
+def read_yaml(text: str) -> Any:
+    """Parse YAML text with :class:`ScenarioLoader` (safe: plain data only)."""
+    return yaml.load(text, Loader=ScenarioLoader)  # noqa: S506 - a SafeLoader subclass
 
 
 class ScenarioError(ValueError):
@@ -40,8 +57,27 @@ class Scenario:
     raw: dict[str, Any]
     source: str
 
-    def dump_yaml(self) -> str:
-        return yaml.safe_dump(self.raw, sort_keys=False)
+    def dump_yaml(self, *, protocol_only: bool = False) -> str:
+        """The resolved scenario as YAML; ``protocol_only`` leaves out the sections of the other
+        protocols and of the data sources not chosen (reading it back gives the same config)."""
+        return yaml.safe_dump(protocol_sections(self.raw) if protocol_only else self.raw, sort_keys=False)
+
+
+PROTOCOL_SECTIONS = ("summarize", "stc", "sketch", "pfds")
+
+
+def protocol_sections(raw: dict[str, Any]) -> dict[str, Any]:
+    """``raw`` without the other protocols' sections, the unchosen data sources' options and an
+    empty sweep: what matters to this scenario. Every key left out holds its default."""
+    protocol = raw.get("protocol")
+    out = {k: copy.deepcopy(v) for k, v in raw.items() if k not in PROTOCOL_SECTIONS or k == protocol}
+    source = (out.get("data") or {}).get("source")
+    if isinstance(source, dict) and "kind" in source:
+        out["data"]["source"] = {k: v for k, v in source.items() if k in ("kind", source["kind"])}
+    sweep = out.get("sweep")
+    if isinstance(sweep, dict) and not sweep.get("vary"):
+        out.pop("sweep")
+    return out
 
 
 def apply_override(raw: dict[str, Any], assignment: str, source: str = "--set") -> None:
@@ -53,9 +89,10 @@ def apply_override(raw: dict[str, Any], assignment: str, source: str = "--set") 
 
 
 def parse_value(text: str, key: str = "", source: str = "--set") -> Any:
-    """A command-line value parsed as YAML; numbers YAML 1.1 leaves as strings (``1e-3``) become floats."""
+    """A command-line value parsed as YAML (scientific notation such as ``1e-3`` is a number, as in
+    scenario files); any other text that reads as a finite float (``1_000.5``) becomes one too."""
     try:
-        value = yaml.safe_load(text) if text.strip() else ""
+        value = read_yaml(text) if text.strip() else ""
     except yaml.YAMLError as err:
         raise ScenarioError(source, key, f"value {text!r} is not valid YAML ({err})") from None
     if isinstance(value, str):
@@ -90,6 +127,19 @@ def _resolve_paths(raw: dict[str, Any], base: Path) -> None:
             node[keys[-1]] = str(p if p.is_absolute() else (base / p).resolve())
 
 
+def _refuse_folder_paths(raw: dict[str, Any], source: str) -> None:
+    """A clear message for the data folder paths (``root:``) that scenarios used to carry: public
+    datasets are now found by name in the data cache."""
+    section = ((raw.get("data") or {}).get("source") or {}) if isinstance(raw.get("data"), dict) else {}
+    if not isinstance(section, dict):
+        return
+    for kind, options in section.items():
+        if isinstance(options, dict) and "root" in options:
+            raise ScenarioError(source, f"data.source.{kind}.root", "datasets are found by name in the data cache "
+                                "(`marketplace data path`), not in a folder given here: remove `root:` and fetch the "
+                                "data once with `marketplace data fetch NAME` (`marketplace data list` names them)")
+
+
 def check_privacy_plan(config: ScenarioConfig) -> None:
     """Refuse a run whose planned privacy spend exceeds a configured budget, before anything starts."""
     from marketplace.exchanges import exchange
@@ -99,11 +149,15 @@ def check_privacy_plan(config: ScenarioConfig) -> None:
 
 def parse_scenario(raw: Any, *, source: str, base_dir: Path, overrides: list[str] | tuple[str, ...] = ()) -> Scenario:
     """Validate an already-parsed mapping (from YAML or Python) into a :class:`Scenario`."""
+    if raw is None:
+        raise ScenarioError(source, "", "the file is empty; a scenario is a mapping with at least `name:` and "
+                                        "`protocol:` (see scenarios/quickstart.yaml)")
     if not isinstance(raw, dict):
-        raise ScenarioError(source, "", f"expected a mapping at the top level, got {type(raw).__name__}")
+        raise ScenarioError(source, "", f"expected a mapping (key: value lines) at the top level, got {describe_value(raw)}")
     raw = copy.deepcopy(raw)
     for assignment in overrides:
         apply_override(raw, assignment)
+    _refuse_folder_paths(raw, source)
     _resolve_paths(raw, base_dir)
     try:
         config = build(ScenarioConfig, raw)
@@ -111,6 +165,8 @@ def parse_scenario(raw: Any, *, source: str, base_dir: Path, overrides: list[str
         check_privacy_plan(config)
     except SchemaError as err:
         raise ScenarioError(source, err.path, f"expected {err.expected}, got {err.got}") from None
+    except DatasetMissing as err:
+        raise ScenarioError(source, "data.source", str(err)) from None
     return Scenario(config=config, raw=to_plain(config), source=source)
 
 
@@ -120,7 +176,7 @@ def load_scenario(path: str | Path, overrides: list[str] | tuple[str, ...] = ())
     if not p.is_file():
         raise ScenarioError(str(p), "", "scenario file not found" if not p.exists() else "not a regular file")
     try:
-        raw = yaml.safe_load(p.read_text(encoding="utf-8"))
+        raw = read_yaml(p.read_text(encoding="utf-8"))
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -1,4 +1,4 @@
-"""The `pfds:` section of a scenario: private federated data sharing (DESIGN.md §4).
+"""The `pfds:` section of a scenario: private federated data sharing (docs/design.md §4).
 
 The owners are the *sharers* (by default all of them; see ``sharers``): each grows a private tree and later releases labelled synthetic
 data, spending ``epsilon`` in all. The consumer is one more agent, with its own rows, that shares
@@ -35,7 +35,7 @@ class PfdsConfig:
     max_leaves: Annotated[int, Range(min=1)] = 65_536
     """Public cap on a tree's leaves (a categorical split that would exceed it is not taken)."""
     attribute_choice: Literal["level", "node"] = "level"
-    """One random attribute per level (DESIGN.md) or per node (the paper's Algorithm 3)."""
+    """One random attribute per level (docs/design.md) or per node (the paper's Algorithm 3)."""
     consistency: bool = True
     """The consistency step of optPrivateGen; false runs PFDS^- as the protocol."""
     neighbours: Literal["add_remove", "replace"] = "add_remove"

@@ -1,4 +1,4 @@
-"""The `sketch:` section of a scenario: DP sketch release and M²M (DESIGN.md §5).
+"""The `sketch:` section of a scenario: DP sketch release and M²M (docs/design.md §5).
 
 Every owner releases one DP sketch of its records under its own budget; the curator merges the
 sketches and publishes them; the consumer estimates statistics and models from them by M²M

@@ -1,4 +1,4 @@
-"""The `stc:` section of a scenario: private source-target clustering (DESIGN.md §6)."""
+"""The `stc:` section of a scenario: private source-target clustering (docs/design.md §6)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,10 @@ class StcPrivacy:
     """Refuse to start if one release would cost an owner more than this (eps, or rho under zcdp)."""
     secure: bool = False
     """Draw noise from OS entropy with OpenDP's exact samplers (not reproducible from the seed)."""
+    gaussian_accountant: Literal["exact", "zcdp"] = "exact"
+    """How a zcdp release's (eps, delta) equivalent is stated: ``exact`` (the Gaussian mechanism's
+    own privacy-loss distribution, the tightest valid figure) or ``zcdp`` (the looser conversion of
+    rho). rho itself is the same either way; ``secure`` mode always uses ``zcdp``."""
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ def generate_keys(directory: str | Path, *, owners: int, overwrite: bool = False
     for party in party_names(owners):
         public, secret = folder / f"{party}.key", folder / f"{party}.key_secret"
         if not overwrite and (public.exists() or secret.exists()):
-            raise CurveError(f"{public} already exists: refusing to overwrite keys (pass overwrite=True / --force)")
+            raise CurveError(f"{public} already exists: refusing to overwrite keys (marketplace keys generate --force replaces them)")
         public_path, secret_path = zmq.auth.create_certificates(str(folder), party)
         os.chmod(secret_path, 0o600)
         written += [Path(public_path), Path(secret_path)]

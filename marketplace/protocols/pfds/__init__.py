@@ -1,4 +1,4 @@
-"""Pure core of the `pfds` protocol (DESIGN.md §4; Fioretto & Van Hentenryck, AAMAS 2019).
+"""Pure core of the `pfds` protocol (docs/design.md §4; Fioretto & Van Hentenryck, AAMAS 2019).
 
 Private federated data sharing: every sharer grows a differentially private decision tree and shares
 it (:mod:`.tree`), builds a consistent synthetic version of its rows from the tree (:mod:`.synth`),

@@ -4,7 +4,7 @@
 :func:`share_data` builds its synthetic records with the other half and labels them with every
 shared tree. Between the two calls the runtime exchanges the trees (``PrivateTree.to_plain`` /
 ``from_plain``). :func:`partition_agents` splits a dataset among agents by the attribute-distance
-rule of DESIGN.md §4, reusing :mod:`marketplace.data.partition`.
+rule of docs/design.md §4, reusing :mod:`marketplace.data.partition`.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def share_data(tree: PrivateTree, X: Any, trees: Sequence[PrivateTree], *, epsil
 def partition_agents(X: Any, schema: PublicSchema, *, attribute: str, agents: int,
                      rng: np.random.Generator) -> list[np.ndarray]:
     """Row indices of each agent: agent i draws an anchor a_i uniformly in the public range of the
-    numeric ``attribute`` and gets each row with probability ∝ 1/|x_a - a_i| (DESIGN.md §4)."""
+    numeric ``attribute`` and gets each row with probability ∝ 1/|x_a - a_i| (docs/design.md §4)."""
     where = "partition_agents"
     rows = schema.check_rows(X, "X", where)
     column = schema.index(attribute)

@@ -3,7 +3,7 @@
 **Growth.** The tree grows level by level from the root (level 1) to the leaves (level h_max).
 
 * Each level picks a random attribute among those still available (a fair coin, no data read):
-  one attribute for the whole level by default (``attribute_choice="level"``, as DESIGN.md §4 and
+  one attribute for the whole level by default (``attribute_choice="level"``, as docs/design.md §4 and
   the issue say), or one per node (``"node"``, as the paper's Algorithm 3 calls selectAttribute at
   every node). A categorical attribute is used at most once on a path; numeric ones may repeat.
 * A **numeric** split draws t candidate thresholds uniformly inside the node's public interval (the

@@ -1,4 +1,4 @@
-"""Pure core of the `sketch` protocol (DESIGN.md §5, M²M): numpy arrays in and out, no I/O.
+"""Pure core of the `sketch` protocol (docs/design.md §5, M²M): numpy arrays in and out, no I/O.
 
 * :mod:`.domain`: the public box of the records and the M²M prior on it.
 * :mod:`.feature_maps`: RFF, RACE and HIST feature maps with their L1/L2 sensitivities.

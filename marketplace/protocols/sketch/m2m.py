@@ -19,7 +19,7 @@ rules, all expressed as the lambda of the averaged loss above:
 rule           lambda                        where it comes from
 =============  ============================  ==================================================
 ``summed``     sigma^2 / ((n + zeta) n_s)     eq. (5) applied to the *summed* squared error
-                                             (DESIGN.md's calibration; the default)
+                                             (docs/design.md's calibration; the default)
 ``averaged``   sigma^2 / (n + zeta)           eq. (5) applied to the averaged loss, literally
 ``theorem``    sigma^2 / (n + zeta)^2         Theorem 1 (the MSE bound); same order as
                                              ``summed`` when n_s ~ n

@@ -1,4 +1,4 @@
-"""Pure core of the `stc` protocol, private source-target clustering (DESIGN.md §6): numpy arrays
+"""Pure core of the `stc` protocol, private source-target clustering (docs/design.md §6): numpy arrays
 in and out, no I/O.
 
 The pieces, in the order a run uses them:

@@ -1,4 +1,4 @@
-"""An optional coreset of the target set: kd-tree cells of diameter <= C (DESIGN.md §6, paper §6).
+"""An optional coreset of the target set: kd-tree cells of diameter <= C (docs/design.md §6, paper §6).
 
 NAS adds noise that grows with n = |T| (its scale is n sqrt(d) / (t eps)), so the paper releases
 S' against a smaller set T' in which every target point has a representative at most C away

@@ -1,4 +1,4 @@
-"""The source owner's private releases of stc: NAS and NNA (DESIGN.md §6, paper §5).
+"""The source owner's private releases of stc: NAS and NNA (docs/design.md §6, paper §5).
 
 Both turn the private source S (m x d) into a set S' of noisy centres that the consumer may use in
 place of S; everything the consumer does with S' afterwards is post-processing. Points must be
@@ -13,9 +13,9 @@ all n = |T| averages may move, so the whole n x d release has L1 sensitivity n s
 sensitivity sqrt(n)/t. Hence
 
 * pure DP: ``Laplace(epsilon=eps, sensitivity=n sqrt(d)/t)``, b = n sqrt(d)/(t eps) per value
-  (Theorem 5.9 and DESIGN.md agree);
+  (Theorem 5.9 and docs/design.md agree);
 * zCDP: ``GaussianZCDP(rho=rho, sensitivity=sqrt(n)/t)``, sigma = (1/t) sqrt(n/(2 rho))
-  (Theorem 5.11 and DESIGN.md agree).
+  (Theorem 5.11 and docs/design.md agree).
 
 Ties at the t-th distance are broken by a fixed total order (distance, then the coordinates,
 lexicographically), which the one-point argument needs: left to the KD-tree, the choice among tied
@@ -27,19 +27,19 @@ point is x: the h_x partition S, and which h_x a point joins depends only on tha
 public T. For every x the count n_x = |h_x| and the sum r_x are released with noise; the noisy
 mean r_x/n_x is kept when the noisy count reaches a threshold. One point changes one (count, sum)
 pair: by 1 and by the point itself, so by 1 + ||s||_1 <= 1 + sqrt(d)/2 in L1 and
-sqrt(1 + ||s||^2) <= sqrt(5)/2 in L2 at norm <= 1/2. The paper (and DESIGN.md) budget for points
+sqrt(1 + ||s||^2) <= sqrt(5)/2 in L2 at norm <= 1/2. The paper (and docs/design.md) budget for points
 of norm up to 1 and the triangle inequality: L1 sensitivity sqrt(d) + 1 and L2 sensitivity 2,
 hence
 
 * pure DP: ``Laplace(epsilon=eps, sensitivity=sqrt(d) + 1)``, b = (sqrt(d) + 1)/eps;
 * zCDP: ``GaussianZCDP(rho=rho, sensitivity=2)``, sigma = sqrt(2/rho).
 
-These are the calibrations implemented, as DESIGN.md fixes them. They are upper bounds, so the
+These are the calibrations implemented, as docs/design.md fixes them. They are upper bounds, so the
 release is eps-DP (rho-zCDP) as recorded; at norm <= 1/2 it is in fact (1 + sqrt(d)/2)/(1 + sqrt(d))
 eps-DP (0.71 eps at d = 2, 0.63 eps at d = 8) and 5 rho/16-zCDP. The recorded cost is the stated
 one, so nothing is under-counted.
 
-Threshold (post-processing: it costs nothing whatever its value). Pure DP: DESIGN.md's
+Threshold (post-processing: it costs nothing whatever its value). Pure DP: docs/design.md's
 1 + ln((sqrt(d) + 1)/gamma)/eps. The paper justifies it by the Laplace tail, but the count's noise
 has scale b = (sqrt(d) + 1)/eps, and an empty h_x passes with probability exp(-threshold/b)/2,
 which is not bounded by gamma: 2.9% at d = 2 but 7.4% at d = 8 (eps = 3, gamma = 0.05). The
@@ -90,7 +90,7 @@ DEFAULT_GAMMA = 0.05
 _TIE_SLACK = 1e-9  # distances this close (relative) to the t-th count as tied with it
 
 NNA_L2_SENSITIVITY = 2.0
-"""The L2 sensitivity the paper (Theorem 5.12) and DESIGN.md use for NNA's (count, sum)."""
+"""The L2 sensitivity the paper (Theorem 5.12) and docs/design.md use for NNA's (count, sum)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -258,7 +258,7 @@ def nna_partition(source: np.ndarray, target: np.ndarray) -> np.ndarray:
 def nna_threshold(*, d: int, gamma: float = DEFAULT_GAMMA, eps: float | None = None,
                   rho: float | None = None) -> float:
     """The noisy count a mean needs to be kept: 1 + ln((sqrt(d) + 1)/gamma)/eps under pure DP
-    (DESIGN.md), 1 + sqrt(2/rho) sqrt(2 ln(1/gamma)) under zCDP (see the module docstring)."""
+    (docs/design.md), 1 + sqrt(2/rho) sqrt(2 ln(1/gamma)) under zCDP (see the module docstring)."""
     where = "nna_threshold"
     d = _checks.positive_int(d, "d", where)
     gamma = _checks.probability(gamma, "gamma", where)

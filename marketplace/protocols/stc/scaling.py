@@ -1,4 +1,4 @@
-"""The public scaling that puts every point in the ball of radius 1/2 (DESIGN.md §6).
+"""The public scaling that puts every point in the ball of radius 1/2 (docs/design.md §6).
 
 Both privacy proofs of the paper need a bound on the points: with norm <= 1/2 any two points are
 at most 1 apart, so replacing one point of an average of t moves it by at most 1/t (NAS), and one

@@ -1,4 +1,4 @@
-"""Pure core of the `summarize` protocol (DESIGN.md §3): h1 features, the derived bid, greedy rules,
+"""Pure core of the `summarize` protocol (docs/design.md §3): h1 features, the derived bid, greedy rules,
 baselines and scores. numpy arrays in and out, no I/O.
 """
 

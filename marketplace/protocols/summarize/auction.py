@@ -1,5 +1,6 @@
-"""PRIVAUCTION (DESIGN.md §3, Algorithm 3 steps 11-16 of the paper): whom the curator asks for a point,
-and the pool it picks the summary's next point from. A pure decision core: no I/O, no messages.
+"""PRIVAUCTION (Algorithm 3, steps 11-16 of the paper; see ``docs/privacy.md``): whom the curator
+asks for a point, and the pool it picks the summary's next point from. A pure decision core: no I/O,
+no messages.
 
 One round, as the curator role drives it::
 
@@ -11,9 +12,21 @@ One round, as the curator role drives it::
     pool.remove(winner); D_s <- D_s + winner
 
 **Who is asked.** Owners with a bid are ranked best first; equal bids go to the lower owner index
-(the order of ``owners``, a fixed public rule). The owner at rank r is asked, independently, with
-probability exp(-eps_auc (r - 1)) (:func:`request_probabilities`): rank 1 always. On top of the coins,
-the *tau rule* below may ask an owner. Owners without a bid (``None``: exhausted or gone) are skipped.
+(the order of ``owners``, a fixed public rule). Owners without a bid (``None``: exhausted or gone)
+are skipped. First the *tau rule* (below) names the owners that are due; they are asked. The other
+ranked owners are asked by the round's request schedule
+(:mod:`~marketplace.protocols.summarize.request_schedule`):
+
+* ``rule="two_sided"`` (the default): exactly ``requests`` of them (default 1; ``"auto"``: as many
+  as the paper's coins ask on average), rank r with probability a_r, where both "asked" and
+  "not asked" stay within e^eps_auc between adjacent ranks. Every round asks somebody, and the
+  number asked is fixed, so it tells nobody anything.
+* ``rule="paper"``: independent coins, rank r asked with probability exp(-eps_auc (r - 1)), rank 1
+  always. Only "asked" is within e^eps_auc; the honest per-round guarantee is (eps_auc,
+  1 - e^-eps_auc).
+
+:attr:`PrivAuction.last` keeps each round's decision and its per-round guarantee, which the
+curator records on the ``auction`` ledger.
 
 **The tau rule, and why this one.** The paper (step 14) says, in short: once a data point has been an
 owner's chosen bid tau times, the aggregator asks for it. The curator cannot apply that literally: a
@@ -22,57 +35,26 @@ know is when it last asked each owner, and an owner's unsent points change only 
 point behind the bid leaves). So the rule implemented is:
 
     an owner is asked when this round is its tau-th bid since the curator last asked it
-    (its ``unasked`` count reaches tau); every request, by coin or by this rule, resets the count.
+    (its ``unasked`` count reaches tau); every request, by the schedule or by this rule, resets it.
 
-Compared with the paper's per-point count:
+Compared with the paper's per-point count: when the point behind the bid stayed the same (the usual
+case) both fire in the same round; otherwise ours fires no later for any point bid within the
+window, except for a point displaced and bid again (ours restarts its count). The cost bound is the
+same (at most floor(R / tau) tau-requests per owner over R rounds). It needs no message field and
+cannot be gamed: an owner cannot make itself asked more, nor avoid it, by what it reports.
+``tau = 1`` asks every bidder every round (private, not parsimonious).
 
-* when the point behind the bid stayed the same over those rounds (the usual case: one more point in
-  D_s moves the direction by O(1/q), so the owner's argmax rarely changes), both rules fire in the
-  same round;
-* when the bid's point changed inside the window, ours fires no later than the paper's would for any
-  point bid within it (that point was bid at most ``unasked`` times since the last request). The one
-  case where ours is later: a point bid some times, displaced by another that was then sent, and
-  bid again; the paper counts its earlier bids, ours starts again from zero (at most tau rounds
-  later).
-* the cost is the same bound: at most floor(R / tau) tau-requests per owner over R rounds (the
-  paper's rule also spends tau bids of an owner per tau-request).
-* it needs no new message field and cannot be gamed: an owner cannot make itself asked more (to be
-  paid more), nor avoid it, by what it reports. The exact per-point rule would need the owner to
-  declare "this point has been my bid tau times", which it could misreport.
-
-``tau = 1`` asks every bidder every round: the paper's "collect from everybody" scheme (private, not
-parsimonious).
-
-**What is differentially private here, and what is not.** The protected data, towards owner i, is
-the union of the other owners' data (and D_v). From the auction, owner i observes one bit per round:
-whether it received a Request. (No message names a winner, and the request carries only the round.)
-
-* The coin sees ranks only, never bid values. A neighbouring dataset changes one point of one
-  other owner j, hence j's bid only, so i's rank moves by at most one place; P[asked | rank r] =
-  exp(-eps_auc (r-1)) changes by a factor of at most exp(eps_auc). So the event "asked" satisfies
-  P[asked | D] <= exp(eps_auc) P[asked | D'] for every owner, every round. This is the designed
-  signal and what ``tests/test_auction.py`` checks statistically.
-* The complementary event "not asked" is **not** bounded by exp(eps_auc): at rank 1 an owner is never
-  left out, at rank 2 it is left out with probability 1 - exp(-eps_auc). So "I was not asked" tells
-  an owner it was not ranked first; as a two-sided guarantee the round's bit is only
-  (eps_auc, 1 - exp(-eps_auc))-DP when rank 1 is involved. Between ranks r and r + 1 >= 3 the ratio
-  for "not asked" is (1 - e^{-eps r}) / (1 - e^{-eps (r-1)}) <= 1 + e^{-eps} (about 2 for small
-  eps), which exceeds exp(eps_auc) for eps_auc < ln(golden ratio) = 0.48. The paper's claim covers
-  the "asked" event; report it as such.
-* The tau rule adds nothing: whether it fires for owner i is a function of i's own bids and of the
-  requests i has already received, i.e. of what i already observed.
-* The curator's choice from the pool, verification and flagging are internal to the (trusted)
-  curator. They reach an owner only through D_s, i.e. through the h2 releases of the next rounds,
-  which are accounted separately (MWEM's own eps).
-* Over R rounds the per-round "asked" bits compose (basic: R eps_auc; or
-  :func:`marketplace.privacy.accountant.compose`).
-* The coins come from the given generator (seeded in simulation, OS entropy in ``secure`` mode via
-  ``make_rng``). Comparing a uniform float with the probability is exact up to 2^-53; a coin outputs
-  one bit, so there is no low-order-bit leak of the kind that affects floating-point Laplace.
+**Privacy of the rule.** Whether the rule fires for owner i is a function of i's own bids and of
+the requests i has received: i can compute it itself, so it adds nothing to what i learns. Under
+``two_sided`` the due owners are taken out *before* ranking the rest, so the number asked is
+(due owners) + ``requests``, again a function of the curator's state and not of this round's bids.
+The coins never see bid values, only ranks. The coins and the uniform draws come from the given
+generator (seeded in simulation, OS entropy in ``secure`` mode via ``make_rng``).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from collections.abc import Iterable, Mapping
@@ -81,8 +63,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .bid import bid_value
+from .request_schedule import RequestSchedule, paper_requests, paper_schedule, permutation, two_sided_schedule
 
-__all__ = ["AuctionRound", "Pool", "PoolEntry", "PrivAuction", "request_probabilities", "verify"]
+__all__ = ["RULES", "AuctionRound", "Pool", "PoolEntry", "PrivAuction", "paper_expected_requests", "request_probabilities", "verify"]
 
 
 def _fail(kind: type[Exception], name: str, where: str, expected: str, value: object) -> Exception:
@@ -107,17 +90,27 @@ def _count(value: object, name: str, where: str, minimum: int) -> int:
 
 
 def request_probabilities(n_ranked: int, eps_auc: float) -> np.ndarray:
-    """P[the owner at rank r is asked] = exp(-eps_auc (r - 1)) for r = 1..n_ranked (rank 1: 1).
+    """The paper's P[the owner at rank r is asked] = exp(-eps_auc (r - 1)) for r = 1..n_ranked.
 
     >>> request_probabilities(3, math.log(2)).round(6).tolist()
     [1.0, 0.5, 0.25]
     """
     n = _count(n_ranked, "n_ranked", "request_probabilities", 0)
-    eps = _eps(eps_auc, "request_probabilities")
-    return np.exp(-eps * np.arange(n, dtype=np.float64))
+    return paper_requests(n, _eps(eps_auc, "request_probabilities"))
+
+
+@functools.lru_cache(maxsize=4096)
+def paper_expected_requests(n_ranked: int, eps_auc: float) -> int:
+    """How many of ``n_ranked`` owners the paper's coins ask on average, rounded, at least 1 (at
+    most n_ranked): what ``requests_per_round="auto"`` asks, so both rules are equally parsimonious."""
+    if n_ranked <= 0:
+        return 1
+    return int(min(n_ranked, max(1, round(float(request_probabilities(n_ranked, eps_auc).sum())))))
 
 
 # --- who is asked ----------------------------------------------------------------------------
+
+RULES = ("two_sided", "paper")
 
 
 @dataclass(frozen=True)
@@ -126,35 +119,49 @@ class AuctionRound:
 
     round: int
     ranking: tuple[str, ...]  # owners with a bid, best first
-    by_coin: frozenset[str]  # asked by the rank coins (rank 1 always)
-    by_tau: frozenset[str]  # due under the tau rule this round (may overlap by_coin)
+    by_coin: frozenset[str]  # asked by the request schedule
+    by_tau: frozenset[str]  # due under the tau rule this round (under "paper" it may overlap by_coin)
+    order: tuple[str, ...] = ()  # the asked owners in the order their requests go out (random)
+    schedule: RequestSchedule | None = None  # None when nobody was ranked (no schedule ran)
 
     @property
     def asked(self) -> frozenset[str]:
         return self.by_coin | self.by_tau
 
+    @property
+    def guarantee(self) -> tuple[float, float]:
+        """(eps, delta) of this round for every owner's observation (0, 0 without a schedule)."""
+        return (0.0, 0.0) if self.schedule is None else (self.schedule.eps, self.schedule.delta)
+
 
 class PrivAuction:
-    """The request decisions of PRIVAUCTION across rounds (rank coins + the tau rule, see module doc).
+    """The request decisions of PRIVAUCTION across rounds (schedule + tau rule, see module doc).
 
-    >>> auction = PrivAuction(owners=("a", "b", "c"), eps_auc=50.0, tau=2, rng=np.random.default_rng(0))
-    >>> sorted(auction.decide({"a": 0.1, "b": 0.3, "c": None}))   # b ranks first; c has no bid
+    >>> auction = PrivAuction(owners=("a", "b", "c"), eps_auc=30.0, tau=2, rng=np.random.default_rng(0))
+    >>> auction.decide({"a": 0.1, "b": 0.3, "c": None})   # b ranks first; c has no bid
     ['b']
     >>> sorted(auction.decide({"a": 0.1, "b": 0.3, "c": None}))   # a's second bid unasked: tau = 2
     ['a', 'b']
     """
 
-    def __init__(self, *, owners: tuple[str, ...], eps_auc: float, tau: int, rng: np.random.Generator) -> None:
+    def __init__(self, *, owners: tuple[str, ...], eps_auc: float, tau: int, rng: np.random.Generator,
+                 rule: str = "two_sided", requests: int | str = 1) -> None:
         where = "PrivAuction"
         owners = tuple(owners)
         if not owners or not all(isinstance(o, str) and o for o in owners) or len(set(owners)) != len(owners):
             raise _fail(ValueError, "owners", where, "a non-empty tuple of distinct, non-empty owner ids", owners)
         if not isinstance(rng, np.random.Generator):
             raise _fail(TypeError, "rng", where, "a numpy.random.Generator (see marketplace.privacy.rng.make_rng)", rng)
+        if rule not in RULES:
+            raise _fail(ValueError, "rule", where, f"one of {list(RULES)}", rule)
+        if requests != "auto":
+            requests = _count(requests, "requests", where, 1)
         self.owners = owners
         self.eps_auc = _eps(eps_auc, where)
         self.tau = _count(tau, "tau", where, 1)
         self.rng = rng
+        self.rule = rule
+        self.requests = requests
         self.index = {o: i for i, o in enumerate(owners)}  # the public tie-break order
         self.round = 0
         self._unasked = {o: 0 for o in owners}  # bids since this owner was last asked
@@ -170,22 +177,34 @@ class PrivAuction:
         offers = self._checked(bids)
         return tuple(sorted(offers, key=lambda o: (-offers[o], self.index[o])))
 
-    def decide(self, bids: Mapping[str, float | None]) -> set[str]:
-        """The owners to ask for their current point this round.
+    def schedule(self, n_ranked: int) -> RequestSchedule:
+        """The request schedule for ``n_ranked`` owners under this auction's rule."""
+        if self.rule == "paper":
+            return paper_schedule(n_ranked, self.eps_auc)
+        m = paper_expected_requests(n_ranked, self.eps_auc) if self.requests == "auto" else self.requests
+        return two_sided_schedule(n_ranked, self.eps_auc, m)
+
+    def decide(self, bids: Mapping[str, float | None]) -> list[str]:
+        """The owners to ask for their current point this round, in the (random) order the requests
+        should go out, so that the order says nothing about ranks.
 
         ``bids`` maps owner ids to bid values, ``None`` (or a missing key) for an owner without a
-        bid. One uniform draw per ranked owner, in rank order, so a seeded run is reproducible.
+        bid. A seeded generator makes the decisions reproducible.
         """
         ranking = self.ranking(bids)
         self.round += 1
-        coins = self.rng.random(len(ranking)) < request_probabilities(len(ranking), self.eps_auc)
-        by_coin = frozenset(o for o, heads in zip(ranking, coins) if heads)
-        by_tau = frozenset(o for o in ranking if self._unasked[o] + 1 >= self.tau)
-        asked = by_coin | by_tau
+        due = frozenset(o for o in ranking if self._unasked[o] + 1 >= self.tau)
+        ranked = ranking if self.rule == "paper" else tuple(o for o in ranking if o not in due)
+        schedule = self.schedule(len(ranked)) if ranked else None
+        by_coin = frozenset(ranked[r] for r in schedule.sample(self.rng)) if schedule else frozenset()
+        asked = by_coin | due
         for o in ranking:
             self._unasked[o] = 0 if o in asked else self._unasked[o] + 1
-        self.last = AuctionRound(round=self.round, ranking=ranking, by_coin=by_coin, by_tau=by_tau)
-        return set(asked)
+        order = sorted(asked, key=self.index.__getitem__)
+        order = [order[i] for i in permutation(self.rng, len(order))] if len(order) > 1 else order
+        self.last = AuctionRound(round=self.round, ranking=ranking, by_coin=by_coin, by_tau=due, order=tuple(order),
+                                 schedule=schedule)
+        return order
 
     def _checked(self, bids: Mapping[str, float | None]) -> dict[str, float]:
         if not isinstance(bids, Mapping):

@@ -1,6 +1,6 @@
 """The owner's bid and the curator's check of it, in RFF space.
 
-Derivation (DESIGN.md §3). With |D_s| = q and
+Derivation (docs/design.md §3). With |D_s| = q and
 J(S) = 2/(m|S|) sum_{v,s} k(v,s) - 1/|S|^2 sum_{s,s'} k(s,s')   (= const - MMD^2(S, D_v)),
 adding a point y changes J by
     (2/(q+1)) * [ mean_v k(v,y) - (q/(q+1)) mean_s k(s,y) ] - k(y,y)/(q+1)^2 + (terms free of y).

@@ -61,8 +61,8 @@ def gaussian_mean_release(phi: np.ndarray, *, rho: float, rng: np.random.Generat
         raise ValueError(f"The 'phi' parameter of gaussian_mean_release must lie in [-sqrt(2/d), sqrt(2/d)] = "
                          f"[-{bound:.6g}, {bound:.6g}] (h1 rows). Got {np.abs(values).max()!r} instead.")
     mech = GaussianZCDP(rho=rho, sensitivity=SUM_L2_SENSITIVITY, rng=rng, secure=secure)
-    if ledger is not None:
-        ledger.spend_zcdp(rho, mechanism=mechanism)
+    if ledger is not None:  # the continuous Gaussian is accounted exactly; secure mode's discrete one in zCDP
+        (ledger.spend_zcdp if secure else ledger.spend_gaussian)(rho, mechanism=mechanism)
     noisy_mean = np.asarray(mech.randomise(values.sum(axis=0)), dtype=np.float64) / n
     shrunk = james_stein(noisy_mean, mech.sigma / n)
     return np.clip(shrunk, -bound, bound)

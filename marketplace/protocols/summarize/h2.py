@@ -1,4 +1,4 @@
-"""h2: the curator's differentially private release of a mean embedding (DESIGN.md §3).
+"""h2: the curator's differentially private release of a mean embedding (docs/design.md §3).
 
 Input: q vectors h1(x) in [-sqrt(2/d), sqrt(2/d)]^d. Output: a DP estimate of their mean. Steps:
 
@@ -23,10 +23,10 @@ Laplace measurement of one coordinate sum (``Laplace``, cost ``eps_measure``), a
 ``eps_select + eps_measure``. Both are built from :mod:`marketplace.privacy.mechanisms`, which
 states their exact cost; the optional ledger records T ``h2.select`` and T ``h2.measure`` steps.
 
-``eps`` is the cost of one iteration, as DESIGN.md counts it ("eps per MWEM iteration", composed
+``eps`` is the cost of one iteration, as docs/design.md counts it ("eps per MWEM iteration", composed
 once per iteration to reach 1.40 for D_v). ``split`` shares it: the default (0.5, 0.5) gives
 eps/2 to each step, as in Hardt et al.'s MWEM. ``split="paper"`` instead reproduces the noise as
-DESIGN.md writes it literally: weights exp(eps psi) and Lap(1/eps). With sensitivity 2 those cost
+docs/design.md writes it literally: weights exp(eps psi) and Lap(1/eps). With sensitivity 2 those cost
 2 * eps * 2 = 4 eps (selection) and 2 eps (measurement), 6 eps per iteration, which is what the
 ledger then records.
 
@@ -403,7 +403,7 @@ def mwem(state: MwemState, sums: np.ndarray, *, q: int, T: int, eps: float, rng:
 
     ``secure=True`` takes the noise from OpenDP (see :mod:`marketplace.privacy.mechanisms`).
     ``release``: one of ``RELEASES`` (same cost); the default averages this call's T iterates, as
-    DESIGN.md §3 step 4 does. The running average over every call lags once rounds go by: it stays
+    docs/design.md §3 step 4 does. The running average over every call lags once rounds go by: it stays
     dominated by round 1's T_init iterates, computed on the seed set alone. ``state`` is not modified.
     """
     if not isinstance(state, MwemState):

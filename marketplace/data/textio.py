@@ -1,0 +1,58 @@
+"""Small helpers the file-based sources share: decompression, value codes, random projection."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+
+import numpy as np
+
+MISSING_VALUES = frozenset({"", "?"})
+"""Text values read as missing."""
+
+
+def decompress(name: str, data: bytes) -> bytes:
+    """Undo gzip or bzip2 compression, chosen by the file name's suffix (``.gz``, ``.bz2``)."""
+    if name.endswith(".gz"):
+        return gzip.decompress(data)
+    if name.endswith(".bz2"):
+        return bz2.decompress(data)
+    return data
+
+
+def is_number(text: str) -> bool:
+    """Whether ``text`` parses as a float."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def codes(values: list[str]) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Codes 0..G-1 of the distinct values, sorted numerically when all are numbers, else as text."""
+    distinct = set(values)
+    key = float if all(is_number(v) for v in distinct) else str
+    names = tuple(sorted(distinct, key=key))
+    lookup = {name: code for code, name in enumerate(names)}
+    return np.array([lookup[v] for v in values], dtype=np.int64), names
+
+
+def label_codes(values: list[str]) -> np.ndarray:
+    """Integer labels as they are; anything else as codes of the sorted distinct values."""
+    try:
+        numbers = np.array([float(v) for v in values], dtype=np.float64)
+    except ValueError:
+        numbers = None
+    if numbers is not None and np.all(numbers == np.round(numbers)):
+        return numbers.astype(np.int64)
+    return codes(values)[0]
+
+
+def project(X: np.ndarray, dim: int, rng: np.random.Generator) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Gaussian random projection of the rows to ``dim`` dimensions, seeded from ``rng`` (public
+    randomness: every party building the same world draws the same projection)."""
+    from sklearn.random_projection import GaussianRandomProjection
+
+    projection = GaussianRandomProjection(n_components=dim, random_state=int(rng.integers(2**31 - 1)))
+    return projection.fit_transform(X), tuple(f"proj{j}" for j in range(dim))

@@ -1,0 +1,59 @@
+"""Neighbouring relations: what "one record's difference" means for a privacy ledger.
+
+An (eps, delta) figure is only meaningful next to the pair of datasets it compares. The protocols
+here use two relations, and their eps values are not comparable across them (a replace-one change
+is an add and a remove, so a mechanism that is eps-DP under add/remove-one is 2 eps-DP under
+replace-one in general):
+
+* ``replace-one``: the datasets have the same size and differ in one record (summarize: D_v, D_s,
+  and the auction, where one point of another owner is replaced);
+* ``add/remove-one``: one dataset is the other with one record added (sketch, stc, pfds).
+
+Every :class:`~marketplace.privacy.accountant.PrivacyLedger` carries one, and reports show it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = ["ADD_REMOVE_ONE", "REPLACE_ONE", "RELATIONS", "Neighbouring", "add_remove_one", "replace_one"]
+
+REPLACE_ONE = "replace-one"
+ADD_REMOVE_ONE = "add/remove-one"
+RELATIONS = (REPLACE_ONE, ADD_REMOVE_ONE)
+
+
+@dataclass(frozen=True)
+class Neighbouring:
+    """A neighbouring relation: ``relation`` (one of :data:`RELATIONS`), ``record`` (what one record
+    is, e.g. "a row of D_v"), and ``scope`` (what the guarantee covers, and what it does not)."""
+
+    relation: Literal["replace-one", "add/remove-one"]
+    record: str
+    scope: str = ""
+
+    def __post_init__(self) -> None:
+        if self.relation not in RELATIONS:
+            raise ValueError(f"The 'relation' parameter of Neighbouring must be one of {list(RELATIONS)}. "
+                             f"Got {self.relation!r} instead.")
+        if not isinstance(self.record, str) or not self.record:
+            raise ValueError(f"The 'record' parameter of Neighbouring must be a non-empty string. Got {self.record!r} instead.")
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"relation": self.relation, "record": self.record}
+        if self.scope:
+            out["scope"] = self.scope
+        return out
+
+    def short(self) -> str:
+        """For tables: "replace-one (a row of D_v)"."""
+        return f"{self.relation} ({self.record})"
+
+
+def replace_one(record: str, scope: str = "") -> Neighbouring:
+    return Neighbouring(REPLACE_ONE, record, scope)
+
+
+def add_remove_one(record: str, scope: str = "") -> Neighbouring:
+    return Neighbouring(ADD_REMOVE_ONE, record, scope)

@@ -1,0 +1,169 @@
+"""What the reports state about privacy: each ledger's (eps, delta) is what the mechanisms really
+give, with its neighbouring relation, and the Gaussian ledgers are exact.
+
+* The auction ledger of the private quickstart equals the per-round guarantee the two-sided audit
+  (``test_auction_audit.py``) checks, composed over the rounds; the paper's auction carries its delta.
+* The Gaussian ledgers agree with an independent exact accountant (dp-accounting's privacy-loss
+  distributions) to 1e-3 and are never below the exact value (computed with mpmath at 50 digits).
+* Every ledger of every protocol names its neighbouring relation, in report.json and in the table.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import mpmath
+import pytest
+from dp_accounting import dp_event, pld
+
+from conftest import ROOT, run_cli
+from marketplace.privacy.gdp import calibrate_mu, gaussian_delta, gaussian_eps
+from marketplace.protocols.summarize.request_schedule import two_sided_schedule
+from marketplace.runner.run import run_scenario
+from marketplace.scenario import load_scenario
+
+
+@pytest.fixture(scope="module")
+def quickstart_private(tmp_path_factory):
+    loaded = load_scenario(ROOT / "scenarios" / "quickstart-private.yaml", [])
+    return run_scenario(loaded, tmp_path_factory.mktemp("qsp") / "run", driver="inprocess")
+
+
+def test_the_auction_ledger_is_the_audited_per_round_guarantee_composed(quickstart_private):
+    report = quickstart_private
+    ledger = report["privacy"]["auction"]
+    rounds = len(report["selection"])
+    privacy = report["config"]["summarize"]["privacy"]
+    assert privacy["auction"] == "two_sided"
+    eps = privacy["eps_auction"]
+    # the schedule the audit checks: pure eps per round, both outcomes
+    schedule = two_sided_schedule(report["config"]["parties"]["owners"], eps, privacy["requests_per_round"])
+    assert (schedule.eps, schedule.delta) == (eps, 0.0)
+    assert report["auction"]["per_round"] == {"eps": eps, "delta": 0.0}
+    assert ledger["eps"] == pytest.approx(rounds * eps, rel=1e-12) and ledger["delta"] == 0.0
+    assert ledger["steps"] == [{"mechanism": "auction: two-sided requests (per round)", "eps": eps, "delta": 0.0,
+                                "count": rounds}]
+    assert ledger["neighbouring"]["relation"] == "replace-one"
+    assert "warning" not in report["auction"]
+
+
+def test_the_papers_auction_ledger_carries_its_delta(tmp_path):
+    loaded = load_scenario(ROOT / "scenarios" / "quickstart-private.yaml", ["summarize.privacy.auction=paper"])
+    report = run_scenario(loaded, tmp_path / "run", driver="inprocess")
+    ledger = report["privacy"]["auction"]
+    eps, rounds = 0.1, len(report["selection"])
+    delta0 = 1 - math.exp(-eps)
+    assert report["auction"]["per_round"]["delta"] == pytest.approx(delta0, rel=1e-12)
+    assert ledger["steps"][0]["delta"] == pytest.approx(delta0, rel=1e-12)
+    assert ledger["eps"] == pytest.approx(rounds * eps)
+    assert ledger["delta"] == pytest.approx(1 - (1 - delta0) ** rounds, rel=1e-9)  # about 0.98: nearly vacuous
+    assert "not eps_auc-DP" in report["auction"]["warning"]
+
+
+def test_the_run_table_warns_when_the_papers_auction_is_used(tmp_path):
+    out = run_cli("run", str(ROOT / "scenarios" / "quickstart-private.yaml"), "--driver", "inprocess",
+                  "--set", "summarize.privacy.auction=paper", "--set", "summarize.rounds=5", "--out", str(tmp_path / "p"))
+    assert out.returncode == 0, out.stderr
+    assert "warning" in out.stdout and "not eps_auc-DP" in " ".join(out.stdout.split())
+
+
+# --- exact Gaussian accounting ---------------------------------------------------------------------
+
+
+def exact_eps(mu: float, delta: float) -> float:
+    """The exact eps of mu-GDP at delta, with 50-digit arithmetic (an independent computation)."""
+    mpmath.mp.dps = 50
+    mu, delta = mpmath.mpf(mu), mpmath.mpf(delta)
+
+    def excess(eps):
+        return mpmath.ncdf(mu / 2 - eps / mu) - mpmath.exp(eps) * mpmath.ncdf(-mu / 2 - eps / mu) - delta
+
+    return float(mpmath.findroot(excess, (mpmath.mpf(0), mu * mu + 50), solver="bisect", tol=mpmath.mpf(10) ** -30))
+
+
+def pld_eps(noise_multiplier: float, count: int, delta: float) -> float:
+    accountant = pld.PLDAccountant(value_discretization_interval=1e-5)
+    accountant.compose(dp_event.GaussianDpEvent(noise_multiplier), count)
+    return accountant.get_epsilon(delta)
+
+
+def test_the_gaussian_ledgers_of_a_run_are_exact(quickstart_private):
+    for name in ("consumer:D_v", "D_s"):
+        ledger = quickstart_private["privacy"][name]
+        assert ledger["gaussian_accountant"] == "exact"
+        [step] = ledger["steps"]
+        mu = math.sqrt(step["count"]) * step["mu"]
+        exact = exact_eps(mu, ledger["delta"])
+        independent = pld_eps(1 / step["mu"], step["count"], ledger["delta"])
+        assert ledger["eps"] >= exact, name  # never below the exact value
+        assert ledger["eps"] - exact < 1e-6, name
+        assert abs(ledger["eps"] - independent) < 1e-3, (name, ledger["eps"], independent)
+
+
+@pytest.mark.parametrize("mu, delta", [(0.05, 1e-4), (0.44, 0.01), (1.0, 1e-5), (3.0, 1e-6), (10.0, 1e-3)])
+def test_gaussian_eps_is_never_below_the_exact_value_and_within_1e_9(mu, delta):
+    exact = exact_eps(mu, delta)
+    assert exact <= gaussian_eps(mu=mu, delta=delta) <= exact * (1 + 2e-9) + 1e-12
+    assert gaussian_delta(mu=mu, eps=gaussian_eps(mu=mu, delta=delta)) <= delta
+
+
+def test_calibration_spends_the_target_exactly_and_never_more():
+    for target, delta in ((0.9563, 0.01), (0.03, 1e-4), (1.0, 1e-5)):
+        mu = calibrate_mu(target, delta)
+        assert gaussian_eps(mu=mu, delta=delta) <= target
+        assert gaussian_eps(mu=mu * (1 + 1e-9), delta=delta) > target * (1 - 1e-6)
+
+
+def test_the_conservative_zcdp_accounting_stays_available(tmp_path):
+    loaded = load_scenario(ROOT / "scenarios" / "quickstart-private.yaml",
+                           ["summarize.privacy.gaussian_accountant=zcdp", "summarize.rounds=5"])
+    report = run_scenario(loaded, tmp_path / "run", driver="inprocess")
+    exact = load_scenario(ROOT / "scenarios" / "quickstart-private.yaml", ["summarize.rounds=5"])
+    tight = run_scenario(exact, tmp_path / "tight", driver="inprocess")
+    for name in ("consumer:D_v", "D_s"):
+        # the same stated guarantee (each is calibrated to the schedule's total)...
+        assert report["privacy"][name]["eps"] == pytest.approx(tight["privacy"][name]["eps"], rel=1e-6)
+        # ...bought with more noise under zCDP
+        assert report["privacy"][name]["steps"][0]["rho"] < tight["privacy"][name]["steps"][0]["rho"]
+
+
+# --- every ledger states its neighbouring relation ------------------------------------------------
+
+
+def ledgers(report):
+    return {name: entry for name, entry in (report.get("privacy") or {}).items() if isinstance(entry, dict) and "eps" in entry}
+
+
+@pytest.mark.parametrize("scenario, relations", [
+    ("quickstart-private.yaml", {"consumer:D_v": "replace-one", "D_s": "replace-one", "auction": "replace-one"}),
+    ("sketch-quickstart.yaml", {"owner-1": "add/remove-one"}),
+    ("stc-synthetic.yaml", {"owner-1": "add/remove-one"}),
+])
+def test_every_ledger_names_its_neighbouring_relation(scenario, relations, tmp_path):
+    overrides = ["summarize.rounds=5"] if scenario.startswith("quickstart") else []
+    report = run_scenario(load_scenario(ROOT / "scenarios" / scenario, overrides), tmp_path / "run", driver="inprocess")
+    found = ledgers(report)
+    assert found, scenario
+    for name, entry in found.items():
+        assert entry["neighbouring"]["relation"] in ("replace-one", "add/remove-one"), name
+        assert entry["neighbouring"]["record"], name
+    for name, relation in relations.items():
+        assert found[name]["neighbouring"]["relation"] == relation
+
+
+def test_the_table_shows_each_ledgers_relation(tmp_path):
+    out = run_cli("run", str(ROOT / "scenarios" / "quickstart-private.yaml"), "--driver", "inprocess",
+                  "--set", "summarize.rounds=5", "--out", str(tmp_path / "t"))
+    text = " ".join(re.sub("[│┃]", " ", out.stdout).split())  # the table wraps long cells
+    assert out.returncode == 0, out.stderr
+    for fragment in ("replace-one: a row of D_v", "replace-one: a point of D_s", "exact Gaussian"):
+        assert fragment in text, fragment
+
+
+def test_the_private_shift_scenario_beats_uniform_sampling_at_its_stated_budget(tmp_path):
+    report = run_scenario(load_scenario(ROOT / "scenarios" / "private-shift.yaml", []), tmp_path / "run", driver="inprocess")
+    privacy = report["privacy"]
+    assert privacy["consumer:D_v"]["eps"] <= 1.5 and privacy["D_s"]["eps"] <= 1.0 and privacy["auction"]["eps"] <= 2.0
+    assert privacy["consumer:D_v"]["delta"] <= 1e-5 and privacy["D_s"]["delta"] <= 1e-5 and privacy["auction"]["delta"] == 0
+    assert report["metrics"]["mmd2"] < 0.6 * report["metrics"]["baselines"]["uniform"]["mmd2"]

@@ -1,0 +1,106 @@
+"""Answers from a DP sketch are projected onto what a real dataset could give: CDFs, moments,
+covariances and counts, each tested against its definition, and end to end through the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from conftest import ROOT, run_cli
+from marketplace.protocols.sketch.valid import project_cdf, project_counts, project_covariance, project_moments
+
+finite = st.floats(-2.0, 3.0, allow_nan=False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(arrays(np.float64, (3, 6), elements=finite), st.permutations(list(range(6))))
+def test_a_projected_cdf_never_decreases_and_stays_in_0_1(values, order):
+    points = np.linspace(0.05, 0.95, 6)[order]  # points in any order
+    projected, change = project_cdf(values, points)
+    by_point = projected[:, np.argsort(points)]
+    assert (np.diff(by_point, axis=1) >= -1e-12).all()
+    assert projected.min() >= 0 and projected.max() <= 1
+    assert change == pytest.approx(np.abs(projected - values).max())
+    again, second = project_cdf(projected, points)  # a projection: idempotent
+    assert np.allclose(again, projected) and second < 1e-12
+
+
+def test_a_valid_cdf_is_left_alone():
+    values = np.array([[0.0, 0.2, 0.2, 0.9, 1.0]])
+    projected, change = project_cdf(values, np.array([0.1, 0.2, 0.3, 0.4, 0.5]))
+    assert change == 0.0 and (projected == values).all()
+
+
+def test_the_cdf_projection_is_the_least_squares_one():
+    """Pool adjacent violators on a hand example: (0.5, 0.3) is pooled to 0.4 each."""
+    projected, _ = project_cdf(np.array([[0.1, 0.5, 0.3, 1.2]]), np.array([0.1, 0.2, 0.3, 0.4]))
+    assert np.allclose(projected, [[0.1, 0.4, 0.4, 1.0]])
+
+
+@settings(max_examples=200, deadline=None)
+@given(arrays(np.float64, (4, 4), elements=finite))
+def test_a_projected_covariance_is_symmetric_psd_and_nearest(matrix):
+    projected, change = project_covariance(matrix)
+    assert np.allclose(projected, projected.T)
+    assert np.linalg.eigvalsh(projected).min() >= -1e-10
+    symmetric = (matrix + matrix.T) / 2
+    distance = np.linalg.norm(projected - symmetric)
+    rng = np.random.default_rng(0)
+    for _ in range(20):  # no other PSD matrix is closer to the symmetric part
+        a = rng.normal(size=(4, 4))
+        candidate = projected + 0.1 * (a @ a.T)
+        assert np.linalg.norm(candidate - symmetric) >= distance - 1e-9
+
+
+def test_a_psd_covariance_is_left_alone():
+    a = np.random.default_rng(1).normal(size=(5, 5))
+    matrix = a @ a.T
+    projected, change = project_covariance(matrix)
+    assert change < 1e-12 and np.allclose(projected, matrix)
+
+
+def test_a_negative_variance_is_clipped_away():
+    projected, change = project_covariance(np.array([[0.01, 0.0], [0.0, -0.002845]]))
+    assert projected[1, 1] == pytest.approx(0.0, abs=1e-15) and change == pytest.approx(0.002845)
+
+
+def test_moments_of_unit_box_values_lie_in_0_1_and_do_not_grow_with_the_order():
+    moments, change = project_moments({"1": [0.5, -0.1, 1.3], "2": [0.6, 0.2, 0.9], "3": [0.1, 0.1, 0.95]})
+    table = np.array([moments["1"], moments["2"], moments["3"]])
+    assert table.min() >= 0 and table.max() <= 1
+    assert (np.diff(table, axis=0) <= 1e-12).all()
+    assert change > 0
+    same, none = project_moments({"1": [0.5, 0.2], "2": [0.3, 0.1]})
+    assert none == 0.0 and same == {"1": [0.5, 0.2], "2": [0.3, 0.1]}
+
+
+def test_counts_are_never_negative():
+    fractions, counts, change = project_counts(np.array([-0.05, 0.3, 1.2]), 1000.0)
+    assert fractions.tolist() == [0.0, 0.3, 1.0] and counts.tolist() == [0.0, 300.0, 1000.0]
+    assert change == pytest.approx(0.2)
+
+
+@pytest.mark.slow
+def test_sketch_query_returns_only_valid_answers_and_says_what_it_projected(tmp_path):
+    """A very noisy sketch (eps = 0.05) gives raw estimates that are not valid; the CLI's are."""
+    out = tmp_path / "run"
+    done = run_cli("run", str(ROOT / "scenarios" / "sketch-quickstart.yaml"), "--driver", "inprocess", "--quiet",
+                   "--set", "sketch.epsilon=0.05", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    answer = run_cli("sketch", "query", str(out / "sketches" / "merged.npz"), "--scenario", str(out / "scenario.resolved.yaml"),
+                     "--cdf", "0.05,0.3,0.5,0.7,0.95", "--covariance", "--moments", "3", "--count", "0:0.9:1", "--json")
+    assert answer.returncode == 0, answer.stderr
+    data = json.loads(answer.stdout)
+    cdf = np.array(data["cdf"]["values"])
+    assert (np.diff(cdf, axis=1) >= -1e-12).all() and cdf.min() >= 0 and cdf.max() <= 1
+    assert np.linalg.eigvalsh(np.array(data["covariance"])).min() >= -1e-12
+    assert min(data["counts"]["counts"]) >= 0
+    assert any(p["changed"] for p in data["projections"].values())  # this noisy sketch needed it
+    text = run_cli("sketch", "query", str(out / "sketches" / "merged.npz"), "--scenario", str(out / "scenario.resolved.yaml"),
+                   "--cdf", "0.05,0.3,0.5,0.7,0.95", "--covariance")
+    assert "projected onto the valid set" in text.stdout
