@@ -4,7 +4,7 @@ WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY marketplace ./marketplace
 COPY scenarios ./scenarios
-RUN pip install --no-cache-dir . \
+RUN pip install --no-cache-dir --root-user-action=ignore . \
  && useradd --create-home --uid 1000 market
 USER market
 ENV PYTHONUNBUFFERED=1 MARKETPLACE_LOG_LEVEL=INFO

@@ -25,10 +25,12 @@ Start here:
   marketplace privacy compose --epsilon 0.01 --count 1656 --delta 0.01 --theorem advanced
   marketplace sketch query RUN/sketches/merged.npz --scenario RUN/scenario.resolved.yaml --moments 2
 
-One party at a time (what each container runs):
-  marketplace curator  --scenario S.yaml --endpoint tcp://0.0.0.0:5555
-  marketplace owner    --scenario S.yaml --endpoint tcp://curator:5555 --id owner-1
-  marketplace consumer --scenario S.yaml --endpoint tcp://curator:5555
+One party at a time (what each container runs; each writes its report to parties/<party>.json):
+  marketplace provision S.yaml --out kits --endpoint tcp://HOST:5555   one kit per party: its key, the keys it needs, start.sh
+  marketplace curator  --scenario S.yaml --endpoint tcp://0.0.0.0:5555 --keys kits/curator
+  marketplace owner    --scenario S.yaml --endpoint tcp://HOST:5555 --keys kits/owner-1 --id owner-1
+  marketplace consumer --scenario S.yaml --endpoint tcp://HOST:5555 --keys kits/consumer
+  marketplace assemble parties --scenario S.yaml --out run          the run report from the parties' reports
 
 Exit status: 0 completed, 2 bad scenario or arguments (nothing started), 3 the run failed, 1 internal error.
 """
@@ -72,13 +74,22 @@ def _parser() -> argparse.ArgumentParser:
 
     compose_cli.add_parser(sub)
 
-    assemble = sub.add_parser("assemble", help="build the run report from the parties' own reports (after a compose run)",
+    assemble = sub.add_parser("assemble", help="build the run report from the reports of parties that ran on their own (by hand, compose, Kubernetes)",
                               description="Read DIR/<party>.json written by each party (--report), rebuild the world from the "
                                           "scenario for the evaluation, and write OUT/report.json and OUT/messages.csv.")
     assemble.add_argument("parties", metavar="DIR", help="folder holding curator.json, owner-*.json, consumer.json")
     assemble.add_argument("--scenario", default=os.environ.get("MARKETPLACE_SCENARIO"), help="scenario file (default: $MARKETPLACE_SCENARIO)")
     assemble.add_argument("--out", required=True, metavar="OUT")
     assemble.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
+    assemble.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+                          help="wait up to SECONDS for every party's report to appear (a report step started with the parties)")
+    assemble.add_argument("--chown-like", metavar="PATH",
+                          help="give OUT, its parent folder and the files written to the owner of PATH (for a container "
+                               "that writes into a host folder, e.g. the owner of ./scenarios)")
+
+    from marketplace import provision_cli
+
+    provision_cli.add_parser(sub)
 
     probe = sub.add_parser("probe", help="exit 0 if a TCP endpoint accepts connections (a container healthcheck)")
     probe.add_argument("endpoint", help="tcp://HOST:PORT")
@@ -106,7 +117,10 @@ def _parser() -> argparse.ArgumentParser:
                        help="scenario file (YAML); the same file for every party (default: $MARKETPLACE_SCENARIO)")
         p.add_argument("--endpoint", default=os.environ.get("MARKETPLACE_ENDPOINT"),
                        help="ZeroMQ endpoint, e.g. tcp://127.0.0.1:5555 (curator: port 0 picks one; default: $MARKETPLACE_ENDPOINT)")
-        p.add_argument("--report", metavar="FILE", help="write this party's part of the report as JSON")
+        p.add_argument("--report", metavar="FILE",
+                       help="write this party's part of the report here as JSON (default: parties/<party>.json); "
+                            "`marketplace assemble` joins them")
+        p.add_argument("--no-report", action="store_true", help="write no report")
         p.add_argument("--run-id", default=os.environ.get("MARKETPLACE_RUN_ID"),
                        help="run id shared by all parties (default: $MARKETPLACE_RUN_ID, else <scenario name>-seed<seed>)")
         p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
@@ -148,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
         return _keys(args, parser)
     if args.command == "probe":
         return _probe(args)
+    if args.command == "provision":
+        return args.func(args)
     if getattr(args, "scenario", None) is None:
         print(f"marketplace {args.command}: no scenario: pass --scenario FILE or set MARKETPLACE_SCENARIO", file=sys.stderr)
         return EXIT_USAGE
@@ -266,12 +282,22 @@ def _probe(args: argparse.Namespace) -> int:
 def _assemble(args: argparse.Namespace, scenario) -> int:
     from marketplace.runner.run import assemble_from_party_reports
 
+    if not Path(args.parties).is_dir() and args.wait <= 0:
+        print(f"marketplace assemble: {args.parties}: no such folder (it should hold the parties' reports, "
+              f"curator.json, owner-1.json, ...)", file=sys.stderr)
+        return EXIT_USAGE
     try:
-        report = assemble_from_party_reports(scenario, Path(args.parties), Path(args.out))
+        report = assemble_from_party_reports(scenario, Path(args.parties), Path(args.out), wait_s=args.wait)
+        if args.chown_like:
+            from marketplace.provision import chown_like
+
+            chown_like(Path(args.out), Path(args.chown_like))
     except (OSError, ValueError) as err:
         print(f"marketplace assemble: {err}", file=sys.stderr)
         return EXIT_USAGE
     print(f"{args.out}/report.json: {report['status']}")
+    for failure in report["failures"]:
+        print(f"marketplace assemble: run failed: {failure}", file=sys.stderr)
     return EXIT_OK if report["status"] == "completed" else EXIT_RUN_FAILED
 
 
@@ -361,8 +387,9 @@ def _party(args: argparse.Namespace, scenario) -> int:
     if party not in party_ids(scenario.config):
         print(f"marketplace: unknown party {party!r}: this scenario has {', '.join(party_ids(scenario.config))}", file=sys.stderr)
         return EXIT_USAGE
+    report = None if args.no_report else (args.report or f"parties/{party}.json")
     try:
-        return run_party(scenario, party=party, endpoint=args.endpoint, report_path=args.report, run_id=args.run_id,
+        return run_party(scenario, party=party, endpoint=args.endpoint, report_path=report, run_id=args.run_id,
                          endpoint_file=getattr(args, "endpoint_file", None), data_file=getattr(args, "data", None))
     except (ValueError, OSError) as err:
         print(f"marketplace {party}: cannot start: {err}", file=sys.stderr)

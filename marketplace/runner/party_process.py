@@ -24,6 +24,7 @@ from threadpoolctl import threadpool_limits
 from marketplace.data.dataset import World
 from marketplace.parties import build_role, load_owner_file, make_world, party_ids, share_of
 from marketplace.roles import CONSUMER, CURATOR
+from marketplace.runner.identity import scenario_identity
 from marketplace.scenario import Scenario
 from marketplace.transport.curve import CurveKeys
 from marketplace.transport.node import Node
@@ -73,11 +74,16 @@ def link_settings(scenario: Scenario) -> LinkSettings:
     )
 
 
-def party_report(node: Node, *, role_name: str, wall_s: float, driver: dict[str, Any]) -> dict[str, Any]:
+def party_report(node: Node, *, role_name: str, wall_s: float, driver: dict[str, Any],
+                 scenario: Scenario | None = None) -> dict[str, Any]:
+    """This party's part of the run report. It names the run and the scenario (``scenario``), so
+    that ``marketplace assemble`` can refuse reports of another run."""
     role = node.role
     timing = node.timing() | {"io_s": driver.get("io_s", 0.0), "idle_s": driver.get("idle_s", 0.0), "wall_s": wall_s}
     return {
         "id": node.party_id,
+        "run_id": node.run_id,
+        **({"scenario": scenario_identity(scenario)} if scenario is not None else {}),
         "role": role_name,
         "pid": os.getpid(),
         "host": socket.gethostname(),
@@ -143,11 +149,14 @@ def run_party(scenario: Scenario, *, party: str, endpoint: str, report_path: str
         role.fail("internal error: " + traceback.format_exc(limit=5))
         log.exception("%s crashed", party)
         if report_path:
-            write_json(report_path, party_report(node, role_name=role.role_name, wall_s=time.perf_counter() - started, driver={}))
+            write_json(report_path, party_report(node, role_name=role.role_name, wall_s=time.perf_counter() - started, driver={},
+                                                  scenario=scenario))
         return EXIT_INTERNAL
-    report = party_report(node, role_name=role.role_name, wall_s=time.perf_counter() - started, driver=stats.to_dict())
+    report = party_report(node, role_name=role.role_name, wall_s=time.perf_counter() - started, driver=stats.to_dict(),
+                          scenario=scenario)
     if report_path:
         write_json(report_path, report)
+        log.info("%s: report written to %s", party, report_path)
     if role.failure:
         log.error("%s: run failed: %s", party, role.failure)
         return EXIT_RUN_FAILED

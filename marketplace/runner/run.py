@@ -17,6 +17,7 @@ from marketplace import __version__
 from marketplace.messages import PROTOCOL_VERSION
 from marketplace.parties import build_role, make_world, party_ids, role_of
 from marketplace.roles import CURATOR
+from marketplace.runner.identity import check_reports
 from marketplace.runner.party_process import default_run_id, party_report, single_threaded_blas, write_json
 from marketplace.data import world_summary
 from marketplace.runner.processes import Launch, forkserver_context, last_line, run_processes
@@ -186,7 +187,7 @@ def _run_inprocess(scenario: Scenario, world, run_id: str, on_round) -> tuple[li
     except StalledRun as err:
         failure, transport_s = str(err), 0.0
     wall = time.perf_counter() - t0
-    reports = [party_report(n, role_name=n.role.role_name, wall_s=wall, driver={}) for n in nodes]
+    reports = [party_report(n, role_name=n.role.role_name, wall_s=wall, driver={}, scenario=scenario) for n in nodes]
     return reports, failure, transport_s
 
 
@@ -263,24 +264,33 @@ def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[s
     return report
 
 
-def assemble_from_party_reports(scenario: Scenario, parties_dir: Path, out: Path) -> dict[str, Any]:
-    """The run report of parties that ran on their own (containers under docker-compose): read each
-    party's ``--report`` file from ``parties_dir``, rebuild the world from the scenario for the
-    evaluation, and write ``out/report.json`` and ``out/messages.csv``. A missing party report
-    makes the run failed, naming the party."""
+def assemble_from_party_reports(scenario: Scenario, parties_dir: Path, out: Path, *, wait_s: float = 0.0) -> dict[str, Any]:
+    """The run report of parties that ran on their own (containers, other machines): read each
+    party's report from ``parties_dir``, rebuild the world from the scenario for the evaluation, and
+    write ``out/report.json`` and ``out/messages.csv``.
+
+    ``wait_s`` waits that long for every report to appear (a report step started alongside the
+    parties, as a Kubernetes Job is). A report still missing then makes the run failed, naming the
+    party. Reports written for another scenario or run raise :class:`ReportMismatch` (nothing is
+    written): they would mix two runs into one report.
+    """
     config = scenario.config
-    parties, failures = [], []
-    for party in party_ids(config):
-        path = parties_dir / f"{party}.json"
+    paths = {party: parties_dir / f"{party}.json" for party in party_ids(config)}
+    deadline = time.monotonic() + wait_s
+    while not all(p.exists() for p in paths.values()) and time.monotonic() < deadline:
+        time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+    parties, failures, read = [], [], {}
+    for party, path in paths.items():
         try:
             rep = json.loads(path.read_text())
+            read[party] = rep
         except FileNotFoundError:
             rep = {"id": party, "role": role_of(party), "status": "failed", "failure": f"no report at {path}"}
+            failures.append(rep["failure"])
         except ValueError as err:
             rep = {"id": party, "role": role_of(party), "status": "failed", "failure": f"{path}: not JSON ({err})"}
         parties.append(rep)
-        if rep.get("status") == "failed" and rep.get("failure", "").startswith("no report"):
-            failures.append(rep["failure"])
+    check_reports(scenario, read, paths)
     world = make_world(config)
     wall_s = max(((p.get("timing") or {}).get("wall_s") or 0.0) for p in parties)
     run_id = next((p.get("run_id") for p in parties if p.get("run_id")), default_run_id(scenario))

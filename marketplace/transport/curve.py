@@ -14,6 +14,7 @@ User-Id: an owner holding owner-2's key cannot speak as owner-1. Traffic is encr
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,9 @@ from zmq.auth.thread import ThreadAuthenticator
 from marketplace.roles import CURATOR
 
 __all__ = ["CurveKeys", "CurveError", "PartyAuthenticator", "generate_keys", "party_names"]
+
+log = logging.getLogger("marketplace.transport.zmq_driver")
+LOGGED_REFUSALS = 1000
 
 
 class CurveError(ValueError):
@@ -107,21 +111,40 @@ class CurveKeys:
 
 class PartyAuthenticator(ThreadAuthenticator):
     """ZAP handler of the curator's context: admits allowlisted client keys and names each
-    connection after the party that owns the key (its ZMQ User-Id)."""
+    connection after the party that owns the key (its ZMQ User-Id).
 
-    def __init__(self, context: zmq.Context, allowlist: dict[bytes, str]) -> None:
+    A refused key is logged at once with the address that offered it, once per (address, key):
+    a party retries its connection every 100 ms or so, and one line says all there is to say. At
+    most :data:`LOGGED_REFUSALS` distinct pairs are remembered, so a flood of keys cannot grow
+    memory; later ones are only counted (``refused``)."""
+
+    def __init__(self, context: zmq.Context, allowlist: dict[bytes, str], *, name: str = CURATOR) -> None:
         super().__init__(context)
         self.parties = dict(allowlist)
-        self.refused: list[str] = []
+        self.refused = 0
+        self.name = name
+        self._address = "?"
+        self._logged: set[tuple[str, str]] = set()
 
     def start(self) -> None:
         super().start()
         self.configure_curve_callback(domain="*", credentials_provider=self)
 
+    def handle_zap_message(self, msg: list[bytes]):  # noqa: ANN201 (a coroutine in pyzmq >= 26, None before)
+        """Note the peer address of the request (ZAP frame 3), then let pyzmq handle it."""
+        if len(msg) >= 6:
+            self._address = msg[3].decode("utf-8", errors="replace") or "?"
+        return super().handle_zap_message(msg)
+
     def callback(self, domain: str, z85_key: bytes) -> bool:  # the credentials provider's hook
         allowed = z85_key in self.parties
         if not allowed:
-            self.refused.append(z85_key.decode("ascii", errors="replace"))
+            key = z85_key.decode("ascii", errors="replace")
+            self.refused += 1
+            if (self._address, key) not in self._logged and len(self._logged) < LOGGED_REFUSALS:
+                self._logged.add((self._address, key))
+                log.warning("%s: refused a CURVE handshake from %s: its public key %s is in no kit of this run "
+                            "(keys from another `marketplace provision` or `keys generate`?)", self.name, self._address, key)
         return allowed
 
     def curve_user_id(self, client_public_key: bytes) -> str:

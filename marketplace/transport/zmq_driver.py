@@ -44,6 +44,7 @@ import zmq
 from marketplace.messages.errors import cut
 from marketplace.roles import CURATOR
 from marketplace.transport.curve import CurveKeys, PartyAuthenticator
+from marketplace.transport.monitor import ConnectionWatch, open_monitor, read_events
 from marketplace.transport.node import UNKNOWN, Node, Outgoing
 
 log = logging.getLogger(__name__)
@@ -168,6 +169,8 @@ class _Loop(ABC):
             if now >= next_check:  # O(K) per check, not per frame
                 self._check_liveness(now)
                 self._check_progress(now)
+                if self.monitor is not None:
+                    self._drain_monitor()
                 next_check = now + check_every
             self._flush_queues(now)
             if self.node.done:
@@ -372,34 +375,29 @@ class _Loop(ABC):
             time.sleep(0.005)
 
     # --- connections --------------------------------------------------------------------------
-    def watch_connections(self) -> None:
-        """Log connections the socket drops mid-run: a peer that vanished, a frame over
-        ``max_message_bytes`` (ZeroMQ closes such a connection without delivering anything), or a
-        failed CURVE handshake. Each is counted in ``stats.dropped_connections``."""
-        events = (zmq.EVENT_DISCONNECTED | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
-                  | zmq.EVENT_HANDSHAKE_FAILED_AUTH)
-        self.monitor = self.sock.get_monitor_socket(events)
-        self.poller.register(self.monitor, zmq.POLLIN)
+    def watch_connections(self, side: str) -> None:
+        """Read the socket's connection events (:mod:`marketplace.transport.monitor`): refused
+        handshakes are reported at once (a connecting party stops), probes and drops after ``bye``
+        stay quiet, and drops nothing explains are warnings, counted in ``stats.dropped_connections``."""
+        self.watch = ConnectionWatch(self.node.party_id, side, self.stats.endpoint, self.settings.max_message_bytes,
+                                     keys_dir=self.settings.curve_keys)
+        self.monitor = open_monitor(self.sock, self.poller)
 
-    def _drain_monitor(self) -> None:
-        from zmq.utils.monitor import recv_monitor_message
-
-        for _ in range(MIN_BATCH):
-            if not self.monitor.poll(0):
-                break
-            event = recv_monitor_message(self.monitor)
-            if self.node.done:
-                continue
-            self.stats.dropped_connections += 1
-            what = "dropped" if event["event"] == zmq.EVENT_DISCONNECTED else "refused at the handshake"
-            log.warning("%s: a connection was %s (a peer that vanished, a frame over max_message_bytes = %d, "
-                        "or a failed CURVE handshake; zmq event %d)", self.node.party_id, what,
-                        self.settings.max_message_bytes, event["event"])
+    def _drain_monitor(self, *, final: bool = False) -> None:
+        for event, value in read_events(self.monitor):
+            refused = self.watch.on_event(event, value)
+            if refused and not self.node.done:
+                self.node.role.fail(refused)
+        if not self.node.done or final:
+            self.watch.check_drops(len(self.node.finished_peers | self.lost), final=final)
+        self.stats.dropped_connections = self.watch.warned_drops
 
     def close(self) -> None:
         if self.node.done:
             self.flush_before_close(self.settings.close_linger_s)
         if self.monitor is not None:
+            self._drain_monitor(final=True)
+            self.watch.summary()
             self.sock.disable_monitor()
             self.monitor.close(linger=0)
         linger = int(self.settings.close_linger_s * 1000) if self.node.done else 0
@@ -504,14 +502,12 @@ def serve_curator(node: Node, endpoint: str, settings: LinkSettings, *, on_bound
         on_bound(endpoint)
     loop = _RouterLoop(node, sock, settings)
     loop.stats.endpoint = endpoint
-    loop.watch_connections()
+    loop.watch_connections("server")
     try:
         stats = loop.run()
     finally:
         loop.close()
         if auth is not None:
-            if auth.refused:
-                log.warning("%s: refused %d connection(s) with unknown keys", node.party_id, len(auth.refused))
             auth.stop()
         ctx.term()
     node.finish()
@@ -531,6 +527,7 @@ def serve_party(node: Node, endpoint: str, settings: LinkSettings) -> DriverStat
     sock.connect(endpoint)
     loop = _DealerLoop(node, sock, settings)
     loop.stats.endpoint = endpoint
+    loop.watch_connections("client")
     try:
         stats = loop.run()
     finally:

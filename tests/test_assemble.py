@@ -1,0 +1,103 @@
+"""`marketplace assemble`: the run report from the parties' own reports, and refusals (exit 2) of
+reports that belong to another scenario or another run."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+import time
+
+import pytest
+import yaml
+
+from conftest import ROOT, run_cli, tiny_raw
+from marketplace.runner.run import run_scenario
+from marketplace.scenario import parse_scenario
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """One tiny run whose parties wrote their own reports (parties/<party>.json), and its scenario file."""
+    folder = tmp_path_factory.mktemp("assemble")
+    raw = tiny_raw()
+    (folder / "tiny.yaml").write_text(yaml.safe_dump(raw))
+    report = run_scenario(parse_scenario(raw, source="tiny", base_dir=folder), folder / "run", driver="processes", launch="exec")
+    assert report["status"] == "completed", report["failures"]
+    return folder, report
+
+
+def copy_parties(finished, tmp_path):
+    folder, _ = finished
+    shutil.copytree(folder / "run" / "parties", tmp_path / "parties")
+    return folder / "tiny.yaml", tmp_path / "parties"
+
+
+def test_the_parties_reports_assemble_into_the_runs_report(finished, tmp_path):
+    scenario, parties = copy_parties(finished, tmp_path)
+    result = run_cli("assemble", str(parties), "--scenario", str(scenario), "--out", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    assembled = json.loads((tmp_path / "out" / "report.json").read_text())
+    original = finished[1]
+    assert assembled["status"] == "completed" and assembled["driver"] == "compose"
+    assert assembled["selection"] == original["selection"] and assembled["metrics"] == original["metrics"]
+    assert assembled["messages"]["by_kind"] == original["messages"]["by_kind"]
+
+
+def test_another_scenario_is_refused_with_exit_2_naming_both(finished, tmp_path):
+    _, parties = copy_parties(finished, tmp_path)
+    result = run_cli("assemble", str(parties), "--scenario", str(ROOT / "scenarios" / "quickstart.yaml"), "--out", str(tmp_path / "out"))
+    assert result.returncode == 2, result.stderr
+    assert "written for scenario 'tiny'" in result.stderr and "the scenario given is 'quickstart'" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_same_scenario_with_another_seed_is_refused(finished, tmp_path):
+    scenario, parties = copy_parties(finished, tmp_path)
+    result = run_cli("assemble", str(parties), "--scenario", str(scenario), "--set", "seed=12", "--out", str(tmp_path / "out"))
+    assert result.returncode == 2 and "seed 11" in result.stderr and "seed 12" in result.stderr
+
+
+def test_reports_of_two_runs_are_refused(finished, tmp_path):
+    scenario, parties = copy_parties(finished, tmp_path)
+    report = json.loads((parties / "owner-2.json").read_text())
+    report["run_id"] = "tiny-seed11-another"
+    (parties / "owner-2.json").write_text(json.dumps(report))
+    result = run_cli("assemble", str(parties), "--scenario", str(scenario), "--out", str(tmp_path / "out"))
+    assert result.returncode == 2 and "different runs" in result.stderr and "owner-2 'tiny-seed11-another'" in result.stderr
+
+
+def test_a_report_filed_under_another_partys_name_is_refused(finished, tmp_path):
+    scenario, parties = copy_parties(finished, tmp_path)
+    shutil.copy(parties / "owner-1.json", parties / "owner-2.json")
+    result = run_cli("assemble", str(parties), "--scenario", str(scenario), "--out", str(tmp_path / "out"))
+    assert result.returncode == 2 and "owner-2.json: the report of party 'owner-1', expected 'owner-2'" in result.stderr
+
+
+def test_a_missing_report_fails_the_run_with_exit_3_naming_the_party(finished, tmp_path):
+    scenario, parties = copy_parties(finished, tmp_path)
+    (parties / "owner-3.json").unlink()
+    result = run_cli("assemble", str(parties), "--scenario", str(scenario), "--out", str(tmp_path / "out"))
+    assert result.returncode == 3 and "owner-3.json" in result.stderr
+    assert json.loads((tmp_path / "out" / "report.json").read_text())["status"] == "failed"
+
+
+def test_a_missing_folder_exits_2(finished, tmp_path):
+    scenario, _ = copy_parties(finished, tmp_path)
+    result = run_cli("assemble", str(tmp_path / "nowhere"), "--scenario", str(scenario), "--out", str(tmp_path / "out"))
+    assert result.returncode == 2 and "no such folder" in result.stderr
+
+
+def test_wait_takes_reports_that_arrive_later(finished, tmp_path):
+    from marketplace.runner.run import assemble_from_party_reports
+
+    scenario_file, parties = copy_parties(finished, tmp_path)
+    late = (parties / "consumer.json").read_text()
+    (parties / "consumer.json").unlink()
+    threading.Timer(1.0, lambda: (parties / "consumer.json").write_text(late)).start()
+    scenario = parse_scenario(yaml.safe_load(scenario_file.read_text()), source="tiny", base_dir=tmp_path)
+    t0 = time.monotonic()
+    report = assemble_from_party_reports(scenario, parties, tmp_path / "out", wait_s=30)
+    assert report["status"] == "completed" and 0.9 < time.monotonic() - t0 < 10

@@ -1,0 +1,196 @@
+"""docker-compose.yml on a real Docker engine: the image built from the Dockerfile users build, the
+compose file run as it ships, by a host user whose uid is neither root nor the containers' 1000.
+
+The test starts its own engine (tests/docker_engine.py) and skips, naming the reason, only when no
+engine can be started. When the public base image cannot be pulled (no Docker Hub here), it builds
+a stand-in under the same tag from Debian packages (deploy/standin-python-base.sh), so the
+Dockerfile stays the one users use. It removes its containers, networks, volumes and images, and
+the engine with everything it stored.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import ROOT
+from docker_engine import DockerEngine, EngineUnavailable, compose_command
+
+pytestmark = pytest.mark.slow
+
+HOST_UID = 4242
+"""The host user who runs compose: neither root nor the image's user (1000)."""
+PARTIES = ["curator", "owner-1", "owner-2", "owner-3", "owner-4", "consumer"]
+PROJECT_FILES = ("Dockerfile", ".dockerignore", "docker-compose.yml", "pyproject.toml", "README.md", "marketplace", "scenarios")
+
+
+@pytest.fixture(scope="module")
+def engine():
+    engine = DockerEngine()
+    try:
+        t0 = time.monotonic()
+        engine.start()
+        engine.started_s = time.monotonic() - t0
+    except EngineUnavailable as err:
+        engine.stop()
+        pytest.skip(f"no Docker engine could be started: {err}")
+    try:
+        yield engine
+    finally:
+        engine.stop()
+
+
+def project_owned_by(uid: int, folder: Path) -> Path:
+    """A copy of the project as a user with uid ``uid`` and umask 077 would have it: every file and
+    folder theirs and private (0600 / 0700)."""
+    project = folder / "project"
+    project.mkdir()
+    for name in PROJECT_FILES:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, project / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            shutil.copy2(source, project / name)
+    for path in [project, *project.rglob("*")]:
+        os.chown(path, uid, uid)
+        os.chmod(path, 0o700 if path.is_dir() else 0o600)
+    os.chmod(folder, 0o755)
+    return project
+
+
+def as_host_user(engine: DockerEngine, home: Path) -> tuple[list[str], dict[str, str]]:
+    """The command prefix and environment that run a client as uid HOST_UID with access to the engine."""
+    os.chmod(engine.root, 0o711)  # the socket's folder: passable, not listable
+    os.chown(engine.socket, 0, HOST_UID)
+    os.chmod(engine.socket, 0o660)
+    home.mkdir(exist_ok=True)
+    os.chown(home, HOST_UID, HOST_UID)
+    env = dict(engine.env, HOME=str(home), DOCKER_CONFIG=str(home / ".docker"))
+    return ["setpriv", f"--reuid={HOST_UID}", f"--regid={HOST_UID}", "--clear-groups"], env
+
+
+def ensure_base_image(engine: DockerEngine) -> str:
+    """python:3.11-slim, pulled, or else built from Debian packages under the same tag."""
+    pulled = engine.docker("pull", "python:3.11-slim", check=False, timeout=300)
+    if pulled.returncode == 0:
+        return "pulled"
+    assert shutil.which("mmdebstrap"), ("python:3.11-slim cannot be pulled here and mmdebstrap, which builds the stand-in, "
+                                        "is missing (Debian: apt-get install mmdebstrap; .ci/run installs it)")
+    engine.run(["sh", str(ROOT / "deploy" / "standin-python-base.sh"), "python:3.11-slim"], timeout=900)
+    return "stand-in from Debian packages"
+
+
+@pytest.fixture
+def host_folder():
+    """A folder the host user can reach (pytest's tmp_path sits under a root-only folder)."""
+    folder = Path(tempfile.mkdtemp(prefix="mkt-compose-", dir="/tmp"))
+    os.chmod(folder, 0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.timeout(1800)  # the stand-in base and the image build download packages: minutes, not seconds
+def test_compose_runs_the_quickstart_on_a_real_engine_as_any_host_user(engine, host_folder, tmp_path):
+    times = {"engine start": engine.started_s}
+    compose = compose_command()
+    project = project_owned_by(HOST_UID, host_folder)
+    prefix, env = as_host_user(engine, host_folder / "home")
+    name = f"mkt{os.getpid()}"
+    up = [*prefix, *compose, "--project-name", name, "--project-directory", str(project), "-f", str(project / "docker-compose.yml")]
+
+    def timed(label: str, fn):
+        t0 = time.monotonic()
+        result = fn()
+        times[label] = time.monotonic() - t0
+        return result
+
+    base = timed("base image", lambda: ensure_base_image(engine))
+    try:
+        timed("image build", lambda: engine.run([*up, "build", "provision"], env=env, cwd=project, timeout=1800))
+        result = timed("compose up", lambda: engine.run([*up, "up", "--no-color"], env=env, cwd=project, timeout=900, check=False))
+        logs = engine.run([*up, "logs", "--no-color"], env=env, cwd=project, check=False).stdout
+        containers = inspect_containers(engine, name)
+        first = read_report(project, result)
+        # the same file again, now as root: fresh kits into the existing volumes, a new run id
+        again = timed("compose up as root", lambda: engine.run(up[len(prefix):] + ["up", "--no-color"], cwd=project, timeout=900, check=False))
+        second = read_report(project, again)
+    finally:
+        timed("clean up", lambda: engine.run([*up, "down", "--volumes", "--rmi", "all"], env=env, cwd=project, check=False))
+        engine.docker("rmi", "python:3.11-slim", check=False)
+    print(f"\nreal engine ({engine.driver} storage, {base} base): " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items()))
+
+    for report in (first, second):
+        assert report["status"] == "completed", report["failures"]
+    assert first["run_id"] != second["run_id"], "each up provisions anew"
+    report = first
+    assert report["transport_security"].startswith("curve")
+    assert [p["id"] for p in report["parties"]] == PARTIES
+    assert len({p["host"] for p in report["parties"]}) == len(PARTIES), "one container per party"
+    reference = marketplace_run(tmp_path)
+    assert report["selection"] == reference["selection"]
+    assert report["metrics"] == reference["metrics"]
+    assert counts(report) == counts(reference)
+    assert report["messages"]["consistency"]["agree"] and report["checks"]["central_replay"]["matches"]
+
+    assert " INFO curator finished" in logs
+    assert not [line for line in logs.splitlines() if " WARNING " in line or " ERROR " in line], "a healthy run logs no warning"
+
+    for party in PARTIES:  # each party mounts its own kit (read-only) and the reports volume, nothing else
+        mounts = containers[party]
+        assert sorted(m["Name"].removeprefix(f"{name}_") for m in mounts) == sorted([f"kit-{party}", "reports"]), mounts
+        assert [m["RW"] for m in mounts if m["Destination"] == "/kit"] == [False]
+        assert containers[party + ":networks"] == [f"{name}_market"]
+
+
+def read_report(project: Path, up: subprocess.CompletedProcess) -> dict:
+    """runs/compose/report.json, which must belong to the host user (as must ./runs), whoever ran compose."""
+    report_file = project / "runs" / "compose" / "report.json"
+    assert report_file.exists(), f"compose up exited {up.returncode}; no report.\n{up.stdout[-4000:]}\n{up.stderr[-2000:]}"
+    assert (report_file.stat().st_uid, (project / "runs").stat().st_uid) == (HOST_UID, HOST_UID), "the host user's files"
+    report = json.loads(report_file.read_text())
+    report_file.unlink()
+    return report
+
+
+def inspect_containers(engine: DockerEngine, project: str) -> dict[str, list]:
+    ids = engine.docker("ps", "-aq", "--filter", f"label=com.docker.compose.project={project}").stdout.split()
+    found = {}
+    for item in json.loads(engine.docker("inspect", *ids).stdout):
+        service = item["Config"]["Labels"]["com.docker.compose.service"]
+        found[service] = item["Mounts"]
+        found[service + ":networks"] = sorted(item["NetworkSettings"]["Networks"])
+    return found
+
+
+def marketplace_run(tmp_path: Path) -> dict:
+    """`marketplace run` of the same scenario and seed, for comparison."""
+    out = tmp_path / "reference"
+    result = subprocess.run([sys.executable, "-m", "marketplace", "run", str(ROOT / "scenarios" / "quickstart.yaml"),
+                             "--driver", "inprocess", "--quiet", "--out", str(out)], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    return json.loads((out / "report.json").read_text())
+
+
+def counts(report: dict) -> dict:
+    """Message counts per kind (bytes differ: each provisioning draws its own run id, which every envelope carries)."""
+    return {kind: row["count"] for kind, row in report["messages"]["by_kind"].items()}
+
+
+def test_the_compose_file_is_read_the_same_by_compose_clients():
+    """The file stays within what both the v2 plugin and docker-compose 1.29 read: no top-level
+    `name`, conditions from the compose specification, build options both accept."""
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    assert "name" not in compose and "version" not in compose
+    for service in compose["services"].values():
+        for condition in (service.get("depends_on") or {}).values():
+            assert condition["condition"] in ("service_started", "service_healthy", "service_completed_successfully")
+        assert set(service.get("build", {})) <= {"context", "network"}
