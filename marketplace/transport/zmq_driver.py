@@ -54,8 +54,8 @@ MIN_BATCH = 64
 connection with data waiting is read from on every wake-up."""
 BATCH_TIME_S = 0.05
 """A wake-up stops reading after this long, so the timers run at least this often."""
-MAX_STRANGERS = 1024
-"""Connections of unknown identity tracked for quarantine; the oldest are forgotten first."""
+MAX_CONNECTIONS = 4096
+"""Connections tracked for quarantine; the least recently heard are forgotten first."""
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,8 @@ class DriverStats:
 
 @dataclass
 class _Peer:
-    """What the loop knows about one connection (its route) or party."""
+    """What the loop knows about one party: the connection its frames are accepted from (where
+    frames to it go), when it was last heard, when it first made contact, and its send queue."""
 
     name: str
     route: bytes | None = None
@@ -107,6 +108,15 @@ class _Peer:
     contact: float | None = None  # first frame of any kind
     queue: deque = field(default_factory=deque)
     stuck_since: float | None = None
+
+
+@dataclass
+class _Connection:
+    """What the loop knows about one connection: its refusals in the current second, and until
+    when its frames are dropped unread. Kept per connection, not per party, so that a second
+    connection holding a party's key cannot get that party's own connection quarantined."""
+
+    name: str
     window_start: float = 0.0
     window_refusals: int = 0
     quarantine_until: float = 0.0
@@ -129,7 +139,7 @@ class _Loop(ABC):
         self.stats = DriverStats()
         self.started = time.monotonic()
         self.peers: dict[str, _Peer] = {}  # by party id
-        self.strangers: OrderedDict[bytes, _Peer] = OrderedDict()  # by route, identity unknown
+        self.connections: OrderedDict[bytes, _Connection] = OrderedDict()  # by route (most recent last)
         self.lost: set[str] = set()
         self.drained_at = 0.0
         self.awaiting: dict[str, tuple[str, float]] = {}  # party -> (what, since)
@@ -205,52 +215,57 @@ class _Loop(ABC):
                 break
         self.stats.max_batch = max(self.stats.max_batch, count)
 
-    def _handle(self, route: bytes | None, party: str | None, frame: bytes | None) -> None:
+    def _handle(self, route: bytes, party: str | None, frame: bytes | None) -> None:
         now = time.monotonic()
-        peer = self._peer_for(route, party)
-        if peer.contact is None:
-            peer.contact = now
-            self._first_contact(peer)
-        if peer.quarantine_until > now:
-            self.stats.quarantined[cut(peer.name, 64)] = self.stats.quarantined.get(cut(peer.name, 64), 0) + 1
+        conn = self._connection(route, party)
+        if conn.quarantine_until > now:
+            self.stats.quarantined[conn.name] = self.stats.quarantined.get(conn.name, 0) + 1
             return
-        if frame is None:  # wrong framing: refused unread
-            self._refused(peer, now)
-            return
-        # a connection of unknown identity can speak only as "unknown party", which no role accepts
-        delivery = self.node.receive(frame, peer=party if party is not None else UNKNOWN)
-        if delivery.accepted and party is not None:
-            peer.heard = now
-        elif not delivery.accepted:
-            self._refused(peer, now)
-        self._dispatch(delivery.outgoing, reply_route=peer.route)
-
-    def _peer_for(self, route: bytes | None, party: str | None) -> _Peer:
+        peer = None
         if party is not None:
             peer = self.peers.get(party)
             if peer is None:
-                peer = self.peers[party] = _Peer(party, route)
-            if route is not None and peer.route != route:
-                peer.route = route  # the latest connection authenticated as this party
-            return peer
-        peer = self.strangers.get(route)
-        if peer is None:
-            peer = self.strangers[route] = _Peer(f"unidentified connection {route!r:.24}", route)
-            while len(self.strangers) > MAX_STRANGERS:
-                self.strangers.popitem(last=False)
-        return peer
+                peer = self.peers[party] = _Peer(party)
+            if peer.contact is None:
+                peer.contact = now
+        if frame is None:  # wrong framing: refused unread
+            self._refused(conn, now)
+            return
+        # a connection of unknown identity can speak only as "unknown party", which no role accepts
+        delivery = self.node.receive(frame, peer=party if party is not None else UNKNOWN)
+        if delivery.accepted and peer is not None:
+            peer.heard = now
+            if peer.route != route:  # frames to a party go where its accepted frames come from
+                first = peer.route is None
+                peer.route = route
+                if first:
+                    self._first_contact(peer)
+        elif not delivery.accepted:
+            self._refused(conn, now)
+        self._dispatch(delivery.outgoing, reply_route=route)
+
+    def _connection(self, route: bytes, party: str | None) -> _Connection:
+        conn = self.connections.get(route)
+        if conn is None:
+            label = party if party is not None else f"unidentified connection {route!r:.24}"
+            conn = self.connections[route] = _Connection(cut(label, 64))
+            while len(self.connections) > MAX_CONNECTIONS:
+                self.connections.popitem(last=False)
+        else:
+            self.connections.move_to_end(route)
+        return conn
 
     def _first_contact(self, peer: _Peer) -> None:
-        """A connection spoke for the first time (the curator answers at once)."""
+        """A party's first accepted frame (the curator answers at once)."""
 
-    def _refused(self, peer: _Peer, now: float) -> None:
-        if now - peer.window_start > 1.0:
-            peer.window_start, peer.window_refusals = now, 0
-        peer.window_refusals += 1
-        if peer.window_refusals > self.settings.refusal_budget and peer.quarantine_until <= now:
-            peer.quarantine_until = now + self.settings.quarantine_s
-            log.warning("%s: %s sent more than %d refused frames in a second: its frames are dropped unread for %g s",
-                        self.node.party_id, cut(peer.name, 64), self.settings.refusal_budget, self.settings.quarantine_s)
+    def _refused(self, conn: _Connection, now: float) -> None:
+        if now - conn.window_start > 1.0:
+            conn.window_start, conn.window_refusals = now, 0
+        conn.window_refusals += 1
+        if conn.window_refusals > self.settings.refusal_budget and conn.quarantine_until <= now:
+            conn.quarantine_until = now + self.settings.quarantine_s
+            log.warning("%s: a connection of %s sent more than %d refused frames in a second: its frames are dropped "
+                        "unread for %g s", self.node.party_id, conn.name, self.settings.refusal_budget, self.settings.quarantine_s)
 
     # --- timers -------------------------------------------------------------------------------
     def _check_liveness(self, now: float) -> None:
@@ -446,12 +461,12 @@ class _RouterLoop(_Loop):
     def _first_contact(self, peer: _Peer) -> None:
         # answer a party at once, so it hears from the curator even if the curator then hangs
         # before its next heartbeat tick (else it could only time out at start_timeout_s)
-        if peer.route is not None and peer.name in self.peers and peer.name not in self.lost:
+        if peer.name not in self.lost:
             self._dispatch([self.node.heartbeat(peer.name)])
 
     def _heartbeat_targets(self) -> list[str]:
         return [p for p, peer in self.peers.items()
-                if peer.contact is not None and p not in self.lost and p not in self.node.finished_peers]
+                if peer.route is not None and p not in self.lost and p not in self.node.finished_peers]
 
 
 class _DealerLoop(_Loop):
