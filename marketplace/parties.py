@@ -6,6 +6,8 @@ randomness (the h1 map) comes from the run seed too, so all parties agree on it 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from marketplace import seeds
@@ -74,14 +76,51 @@ def build_role(config: ScenarioConfig, party: str, *, world: World | None = None
 
 
 def load_owner_file(path: str) -> Dataset:
-    """An owner's own data: ``.npz`` with arrays X (n, dim) and y (n,)."""
-    with np.load(path, allow_pickle=False) as f:
+    """An owner's own data: a ``.npz`` archive (``numpy.savez``) with arrays X (n, dim), finite
+    numbers, and y (n,), integer class labels. Anything else is refused with a ValueError that
+    names the file and the problem (the party then exits with status 2)."""
+    import zipfile
+
+    try:
+        archive = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no such file") from None
+    except (EOFError, OSError, zipfile.BadZipFile, ValueError) as err:
+        size = Path(path).stat().st_size if Path(path).exists() else 0
+        what = "an empty file" if size == 0 else f"not a .npz archive written by numpy.savez ({type(err).__name__})"
+        raise ValueError(f"{path}: expected a .npz archive with arrays X and y, got {what}") from None
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        raise ValueError(f"{path}: expected a .npz archive with arrays X and y, got a single .npy array")
+    with archive as f:
         if "X" not in f or "y" not in f:
             raise ValueError(f"{path}: expected arrays 'X' and 'y', found {sorted(f.files)}")
-        X = np.asarray(f["X"], dtype=np.float64)
-        y = np.asarray(f["y"]).astype(np.int64)
-    if X.ndim != 2 or y.shape != (len(X),) or not np.isfinite(X).all():
-        raise ValueError(f"{path}: X must be a finite (n, dim) array and y an (n,) array; got {X.shape} and {y.shape}")
+        try:
+            X_raw, y_raw = f["X"], f["y"]
+        except ValueError as err:  # object arrays: refused, they could carry code
+            raise ValueError(f"{path}: arrays must be plain numbers, not Python objects ({err})") from None
+    if X_raw.dtype.kind not in "biuf":
+        raise ValueError(f"{path}: X must hold numbers, got dtype {X_raw.dtype} (text? convert the features to numbers first)")
+    X = np.asarray(X_raw, dtype=np.float64)
+    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"{path}: X must be an (n, dim) array with at least one row and one column, got shape {X.shape}")
+    bad = np.flatnonzero(~np.isfinite(X).all(axis=1))
+    if bad.size:
+        raise ValueError(f"{path}: X must be finite; row {bad[0]} holds {float(X[bad[0]][~np.isfinite(X[bad[0]])][0])}")
+    if y_raw.shape != (len(X),):
+        raise ValueError(f"{path}: y must be an ({len(X)},) array, one label per row of X, got shape {y_raw.shape}")
+    if y_raw.dtype.kind not in "biuf":
+        raise ValueError(f"{path}: y must hold integer class labels, got dtype {y_raw.dtype} (string labels? "
+                         f"map them to 0, 1, ...)")
+    if y_raw.dtype.kind == "f":
+        nan = np.flatnonzero(~np.isfinite(y_raw))
+        if nan.size:
+            raise ValueError(f"{path}: y must hold integer class labels; row {nan[0]} holds {float(y_raw[nan[0]])}")
+        fractional = np.flatnonzero(y_raw != np.round(y_raw))
+        if fractional.size:
+            raise ValueError(f"{path}: y must hold integer class labels; row {fractional[0]} holds {float(y_raw[fractional[0]])}")
+        if np.abs(y_raw).max() >= 2**62:
+            raise ValueError(f"{path}: y must hold integer class labels that fit in 64 bits")
+    y = y_raw.astype(np.int64)
     names = tuple(f"f{i}" for i in range(X.shape[1]))
     return Dataset(X=np.ascontiguousarray(X), y=y, group=np.zeros(len(X), dtype=np.int64), feature_names=names,
                    group_names=("all",), name=path)

@@ -38,8 +38,8 @@ def test_an_owner_can_read_its_own_npz_file(tiny_scenario, tmp_path):
 
 @pytest.mark.parametrize(("arrays", "message"), [
     ({"X": np.zeros((4, 3))}, "expected arrays 'X' and 'y'"),
-    ({"X": np.zeros((4, 3)), "y": np.zeros(3)}, "must be a finite (n, dim) array"),
-    ({"X": np.full((4, 3), np.nan), "y": np.zeros(4)}, "must be a finite (n, dim) array"),
+    ({"X": np.zeros((4, 3)), "y": np.zeros(3)}, "y must be an (4,) array, one label per row of X"),
+    ({"X": np.full((4, 3), np.nan), "y": np.zeros(4)}, "X must be finite; row 0 holds nan"),
 ])
 def test_a_bad_owner_file_is_refused_with_a_clear_error(tmp_path, arrays, message):
     np.savez(tmp_path / "bad.npz", **arrays)

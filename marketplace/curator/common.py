@@ -43,6 +43,7 @@ class CuratorBase(Role):
         self.waiting_bye: set[str] = set()
         self.end_reason = ""
         self.closing_status = ""
+        self.owners_told = True
         self.late_byes: list[str] = []
 
     def members(self) -> tuple[str, ...]:
@@ -70,7 +71,7 @@ class CuratorBase(Role):
     def peer_lost(self, peer: str, reason: str = "") -> list[Send]:
         """A lost consumer fails the run; a lost owner becomes a dropout and the run goes on."""
         if self._lost_while_closing(peer):
-            return []
+            return self._tell_owners() if peer == CONSUMER and not self.owners_told else []
         if peer == CONSUMER:
             return self._close(status="failed", reason="the consumer was lost" + (f" ({reason})" if reason else ""))
         return self.exclude(peer, reason or "lost")
@@ -144,7 +145,9 @@ class CuratorBase(Role):
 
     def _close(self, *, status: str, reason: str) -> list[Send]:
         """End the run: ``shutdown`` to every party not lost, then wait for their ``bye``. A
-        ``completed`` run becomes final only with the consumer's bye (see the class doc)."""
+        ``completed`` run becomes final only with the consumer's bye (see the class doc): the
+        consumer is shut down first, and the owners are told how the run ended once it has confirmed
+        (or been lost), so every party's exit status tells the same story."""
         self.phase = "closing"
         self.end_reason = reason
         self.closing_status = status
@@ -152,8 +155,24 @@ class CuratorBase(Role):
             self.failure = reason
         elif CONSUMER in self.lost:
             self.failure = f"{reason}, but the consumer was lost before it could receive the results"
+            status = self.closing_status = "failed"
+        if status == "completed":
+            self.owners_told = False
+            self.waiting_bye = {CONSUMER}
+            return [Send(CONSUMER, Shutdown(reason=reason, status=status))]
+        self.owners_told = True
         targets = [p for p in (*self.members(), CONSUMER) if p not in self.lost]
         self.waiting_bye = set(targets)
+        self.done = not self.waiting_bye
+        return [Send(p, Shutdown(reason=reason, status=status)) for p in targets]
+
+    def _tell_owners(self) -> list[Send]:
+        """The consumer confirmed (or was lost): shut the owners down with the run's final status."""
+        self.owners_told = True
+        status = "failed" if self.failure else "completed"
+        reason = self.failure or self.end_reason
+        targets = [p for p in self.members() if p not in self.lost]
+        self.waiting_bye |= set(targets)
         self.done = not self.waiting_bye
         return [Send(p, Shutdown(reason=reason, status=status)) for p in targets]
 
@@ -165,6 +184,8 @@ class CuratorBase(Role):
         if self.phase != "closing" or sender not in self.waiting_bye:
             raise ProtocolError(party=sender, kind="bye", reason="no shutdown was sent to this party")
         self.waiting_bye.discard(sender)
+        if sender == CONSUMER and not self.owners_told:
+            return self._tell_owners()
         self.done = not self.waiting_bye
         return []
 

@@ -69,7 +69,8 @@ def link_settings(scenario: Scenario) -> LinkSettings:
         heartbeat_interval_s=t.heartbeat_interval_s, heartbeat_timeout_s=t.heartbeat_timeout_s,
         start_timeout_s=t.start_timeout_s, run_timeout_s=t.run_timeout_s, progress_timeout_s=t.progress_timeout_s,
         max_message_bytes=t.max_message_bytes,
-        high_water_mark=t.high_water_mark, send_timeout_s=t.send_timeout_s,
+        high_water_mark=t.high_water_mark, send_timeout_s=t.send_timeout_s, max_queued_frames=t.max_queued_frames,
+        refusal_budget=t.refusal_budget, quarantine_s=t.quarantine_s,
         curve_keys=t.curve_keys if t.security == "curve" else None,
     )
 

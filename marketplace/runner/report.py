@@ -10,10 +10,15 @@ from typing import Any
 from marketplace.transport.counters import HEARTBEAT
 
 
-def message_summary(parties: list[dict[str, Any]]) -> dict[str, Any]:
+def message_summary(parties: list[dict[str, Any]], *, dropped: set[str] | frozenset[str] = frozenset()) -> dict[str, Any]:
     """Totals per kind and per party from the senders' counters, checked against the receivers'.
 
-    Heartbeats are counted apart: their number depends on timing, protocol messages do not.
+    Heartbeats are counted apart: their number depends on timing, protocol messages do not. Frames
+    to or from a connection that is no party of the run (error replies to an unidentified sender)
+    are counted under ``strangers``, not in the totals. A difference between what a party sent and
+    what its receiver counted is *explained* when either is a party the curator dropped (a crashed
+    owner does not count what was in flight to it): those are listed apart, and ``agree`` says
+    whether every other count matches.
     """
     by_kind: dict[str, dict[str, int]] = defaultdict(lambda: {"count": 0, "bytes": 0})
     by_party: dict[str, dict[str, int]] = defaultdict(lambda: {"sent": 0, "received": 0, "bytes_sent": 0, "bytes_received": 0})
@@ -21,9 +26,14 @@ def message_summary(parties: list[dict[str, Any]]) -> dict[str, Any]:
     sent_keys: dict[tuple[str, str, str], int] = defaultdict(int)
     recv_keys: dict[tuple[str, str, str], int] = defaultdict(int)
     rejected: dict[str, dict[str, int]] = {}
+    ids = {party.get("id") for party in parties}
+    strangers = {"sent": 0, "received": 0}
     for party in parties:
         counters = party.get("counters") or {}
         for row in counters.get("sent", []):
+            if row["receiver"] not in ids:
+                strangers["sent"] += row["count"]
+                continue
             if row["kind"] == HEARTBEAT:
                 heartbeats["sent"] += row["count"]
                 heartbeats["bytes"] += row["bytes"]
@@ -34,6 +44,9 @@ def message_summary(parties: list[dict[str, Any]]) -> dict[str, Any]:
             by_party[row["sender"]]["bytes_sent"] += row["bytes"]
             sent_keys[(row["sender"], row["receiver"], row["kind"])] += row["count"]
         for row in counters.get("received", []):
+            if row["sender"] not in ids:
+                strangers["received"] += row["count"]
+                continue
             if row["kind"] == HEARTBEAT:
                 heartbeats["received"] += row["count"]
                 continue
@@ -42,11 +55,13 @@ def message_summary(parties: list[dict[str, Any]]) -> dict[str, Any]:
             recv_keys[(row["sender"], row["receiver"], row["kind"])] += row["count"]
         if counters.get("rejected"):
             rejected[party["id"]] = counters["rejected"]
-    mismatches = [
+    differences = [
         {"sender": s, "receiver": r, "kind": k, "sent": sent_keys.get((s, r, k), 0), "received": recv_keys.get((s, r, k), 0)}
         for (s, r, k) in sorted(set(sent_keys) | set(recv_keys))
         if sent_keys.get((s, r, k), 0) != recv_keys.get((s, r, k), 0)
     ]
+    mismatches = [d for d in differences if d["sender"] not in dropped and d["receiver"] not in dropped]
+    explained = [d for d in differences if d["sender"] in dropped or d["receiver"] in dropped]
     return {
         "total": sum(v["count"] for v in by_kind.values()),
         "bytes": sum(v["bytes"] for v in by_kind.values()),
@@ -54,9 +69,10 @@ def message_summary(parties: list[dict[str, Any]]) -> dict[str, Any]:
         "by_party": dict(sorted(by_party.items())),
         "heartbeats": heartbeats,
         "rejected": rejected,
+        "strangers": strangers,
         "consistency": {
             "sent": sum(sent_keys.values()), "received": sum(recv_keys.values()),
-            "agree": not mismatches, "mismatches": mismatches,
+            "agree": not mismatches, "mismatches": mismatches, "explained_by_dropouts": explained,
         },
     }
 

@@ -252,7 +252,7 @@ def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[s
         ],
         "transport_security": ("in-process (no sockets)" if driver == "inprocess" else
                                "curve (authenticated, encrypted)" if config.transport.security == "curve" else "none (plaintext)"),
-        "messages": message_summary(parties),
+        "messages": message_summary(parties, dropped=dropped),
         "timing": timing_summary(parties, wall_s, extra_transport_s),
         "dropouts": curator.get("dropouts", {}),
         **sections,
@@ -272,25 +272,29 @@ def assemble_from_party_reports(scenario: Scenario, parties_dir: Path, out: Path
     ``wait_s`` waits that long for every report to appear (a report step started alongside the
     parties, as a Kubernetes Job is). A report still missing then makes the run failed, naming the
     party. Reports written for another scenario or run raise :class:`ReportMismatch` (nothing is
-    written): they would mix two runs into one report.
+    written): they would mix two runs into one report. A party the curator dropped is the exception:
+    it may have run another configuration (that is often why it was dropped) or written no report at
+    all, and neither fails the run; the curator's report says why it was dropped.
     """
     config = scenario.config
     paths = {party: parties_dir / f"{party}.json" for party in party_ids(config)}
     deadline = time.monotonic() + wait_s
     while not all(p.exists() for p in paths.values()) and time.monotonic() < deadline:
         time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
-    parties, failures, read = [], [], {}
+    parties, missing, read = [], {}, {}
     for party, path in paths.items():
         try:
             rep = json.loads(path.read_text())
             read[party] = rep
         except FileNotFoundError:
             rep = {"id": party, "role": role_of(party), "status": "failed", "failure": f"no report at {path}"}
-            failures.append(rep["failure"])
+            missing[party] = rep["failure"]
         except ValueError as err:
             rep = {"id": party, "role": role_of(party), "status": "failed", "failure": f"{path}: not JSON ({err})"}
         parties.append(rep)
-    check_reports(scenario, read, paths)
+    dropped = set((((read.get(CURATOR) or {}).get("result") or {}).get("dropouts") or {}))
+    check_reports(scenario, {p: r for p, r in read.items() if p not in dropped}, paths)
+    failures = [text for party, text in missing.items() if party not in dropped]
     world = make_world(config)
     wall_s = max(((p.get("timing") or {}).get("wall_s") or 0.0) for p in parties)
     run_id = next((p.get("run_id") for p in parties if p.get("run_id")), default_run_id(scenario))

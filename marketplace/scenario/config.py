@@ -37,6 +37,12 @@ class TransportConfig:
     high_water_mark: Annotated[int, Range(min=1)] = 10_000
     send_timeout_s: PositiveFloat = 10.0
     """A peer that does not read what is sent to it for this long is dropped (sends never block)."""
+    max_queued_frames: Annotated[int, Range(min=1)] = 10_000
+    """Frames that may wait for one peer that is not reading; more, and the peer is dropped."""
+    refusal_budget: Annotated[int, Range(min=1)] = 50
+    """Refused frames one connection may send in a second; past that its frames are dropped unread
+    for ``quarantine_s`` (a flood of junk then costs a read, not a decode)."""
+    quarantine_s: PositiveFloat = 5.0
     security: Literal["curve", "none"] = "curve"
     """``curve``: every link authenticated and encrypted with CURVE, each party bound to its key;
     ``none`` (or ``--insecure``): plaintext, for development only."""

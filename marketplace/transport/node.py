@@ -90,6 +90,8 @@ class Node:
         self.errors_dropped = 0
         self.refusals_by_peer: Counter[str] = Counter()
         self.last_refusal: dict[str, str] = {}
+        self.foreign_run: dict[str, str] = {}
+        """Peer -> the run id its frames carried, when they carried another run's (cut short)."""
         self.finished_peers: set[str] = set()
         """Peers whose ``bye`` the role accepted: no more heartbeats to them, and their silence is expected."""
 
@@ -170,6 +172,8 @@ class Node:
             raise MessageError(party=message.sender, kind=message.kind, field="receiver", expected=repr(self.party_id),
                                got=repr(message.receiver), msg_id=message.msg_id)
         if message.run_id != self.run_id:
+            if message.sender in (self.parties or ()) or self.parties is None:
+                self.foreign_run[message.sender] = cut(message.run_id, 64)
             raise MessageError(party=message.sender, kind=message.kind, field="run_id",
                                expected=f"{self.run_id!r} (this run; another seed, scenario or --run-id?)",
                                got=repr(message.run_id), msg_id=message.msg_id)

@@ -42,9 +42,11 @@ from pathlib import Path
 import zmq
 
 from marketplace.messages.errors import cut
+from marketplace.messages.limits import SCAN_ABOVE
 from marketplace.roles import CURATOR
 from marketplace.transport.curve import CurveKeys, PartyAuthenticator
 from marketplace.transport.monitor import ConnectionWatch, open_monitor, read_events
+from marketplace.transport.counters import HEARTBEAT
 from marketplace.transport.node import UNKNOWN, Node, Outgoing
 
 log = logging.getLogger(__name__)
@@ -354,7 +356,13 @@ class _Loop(ABC):
             self.stats.io_s += time.perf_counter() - t0
             if err.errno != errno.EHOSTUNREACH:
                 raise
-            if party is not None and not out.best_effort:
+            if out.kind == HEARTBEAT:
+                # its connection is gone, but what it sent before may still be waiting to be read (a
+                # bye): no more heartbeats to it; the liveness check decides once the socket is drained
+                peer = self.peers.get(out.receiver)
+                if peer is not None and peer.route == route:
+                    peer.route = None
+            elif party is not None and not out.best_effort:
                 self._lose(party, f"unreachable when sending {out.kind}")
             else:
                 self.stats.replies_dropped += 1
@@ -445,7 +453,9 @@ class _RouterLoop(_Loop):
         if len(frames) != 2:
             self.node.counters.record_rejected("bad_framing")
             return route, party, None
-        return route, party, frames[1].bytes
+        body = frames[1]
+        # a large frame is read in place (no copy): a hostile one then costs its own size once
+        return route, party, (body.buffer if len(body) > SCAN_ABOVE else body.bytes)
 
     def _send_raw(self, route: bytes | None, frame: bytes) -> None:
         if route is None:
@@ -471,6 +481,15 @@ class _RouterLoop(_Loop):
 
 class _DealerLoop(_Loop):
     """An owner's or the consumer's side: one connection, to the curator."""
+
+    def _handle(self, route: bytes, party: str | None, frame: bytes | None) -> None:
+        super()._handle(route, party, frame)
+        curator = self.peers.get(CURATOR)
+        theirs = self.node.foreign_run.get(CURATOR)
+        if theirs is not None and (curator is None or curator.heard is None) and not self.node.done:
+            # the curator speaks for another run: nothing it sends will ever be accepted here
+            self.node.role.fail(f"the curator runs another run: its run id is {theirs!r}, ours {self.node.run_id!r} "
+                                f"(another seed, scenario or --run-id?)")
 
     def _read(self) -> tuple[bytes | None, str | None, bytes | None]:
         t0 = time.perf_counter()

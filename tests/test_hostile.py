@@ -1,0 +1,433 @@
+"""Availability under hostile and broken peers: one connected peer, hostile or broken, must never stop
+or freeze the others.
+
+Each test starts a real run (every party its own process, on 127.0.0.1, CURVE unless said) and
+attacks it from one peer. The legitimate run must complete, with the selection of a clean run (or,
+where the hostile party is dropped, of the in-process run of the same hostile role: the in-process
+driver drops a party that cannot progress when nothing is left to deliver), within a bound of the
+clean run's wall time: clean + 2 x heartbeat timeout, plus the progress deadline where a party has
+to be dropped, plus a little for process start-up on a busy 2-core machine. Heartbeats are short
+(timeout 2 s) and so is the progress deadline (4 s), so every test takes seconds.
+
+The numbered sections follow the list of failures these tests guard against (docs/reliability.md).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import msgpack
+import numpy as np
+import pytest
+
+from conftest import ROOT, run_cli, tiny_raw
+from hostile import HEARTBEAT_TIMEOUT_S, PROGRESS_TIMEOUT_S, Attacker, LocalRun, hostile_scenario, rss_kib
+from hostile_roles import data_with_huge_values, make_hostile
+from marketplace.messages import PROTOCOL_VERSION, Envelope, encode
+from marketplace.messages.kinds import Error, Heartbeat, Hello
+from marketplace.parties import build_role, make_world, party_ids
+from marketplace.runner.run import run_scenario
+from marketplace.scenario import parse_scenario
+from marketplace.transport.curve import CurveKeys
+from marketplace.transport.inprocess import run_inprocess
+from marketplace.transport.node import Node
+
+pytestmark = pytest.mark.slow
+
+ROUNDS = 400
+SLACK_S = 3.0
+"""Allowed beyond the protocol's own bound: starting five Python processes on a loaded machine."""
+
+
+def scenario(**changes) -> dict:
+    raw = hostile_scenario(tiny_raw(), rounds=ROUNDS)
+    for key, value in changes.items():
+        raw[key] = value
+    return raw
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory) -> dict:
+    """The clean run: its wall time (started by hand, CURVE) and its selection."""
+    run = LocalRun(tmp_path_factory.mktemp("clean"), scenario())
+    run.everyone()
+    codes = run.wait()
+    assert set(codes.values()) == {0}, codes
+    report = run.assemble()
+    assert report["status"] == "completed"
+    return {"wall_s": run.wall_s, "selection": report["selection"], "metrics": report["metrics"]}
+
+
+def reference(raw: dict, tmp_path: Path, hostile: dict[str, object] | None = None) -> dict:
+    """The in-process run of ``raw`` with the same hostile roles (callables that change a role)."""
+    config = parse_scenario(copy.deepcopy(raw), source="ref", base_dir=tmp_path).config
+    world = make_world(config)
+    roles = [build_role(config, p, world=world) for p in party_ids(config)]
+    for i, role in enumerate(roles):
+        if hostile and role.party_id in hostile:
+            roles[i] = hostile[role.party_id](role)
+    nodes = [Node(r, run_id="ref", max_message_bytes=1 << 26) for r in roles]
+    run_inprocess(nodes)
+    return roles[0].result()
+
+
+def bound(clean: dict, *, dropped: bool = False) -> float:
+    return clean["wall_s"] + 2 * HEARTBEAT_TIMEOUT_S + (PROGRESS_TIMEOUT_S if dropped else 0.0) + SLACK_S
+
+
+def completed(run: LocalRun, codes: dict, *, owners_ok: bool = True, consistent: bool = True) -> dict:
+    report = run.assemble()
+    assert report["status"] == "completed", (report["failures"], run.log("curator")[-3000:])
+    assert codes["curator"] == 0 and codes["consumer"] == 0, codes
+    if owners_ok:
+        assert all(code == 0 for party, code in codes.items() if party.startswith("owner-")), codes
+    if consistent:
+        assert report["messages"]["consistency"]["agree"], report["messages"]["consistency"]["mismatches"]
+    return report
+
+
+def frame(sender: str, body, msg_id: int, *, run_id: str = "hostile", receiver: str = "curator") -> bytes:
+    return encode(Envelope(PROTOCOL_VERSION, run_id, msg_id, sender, receiver, type(body).KIND, None, body))
+
+
+# --- 1. heartbeat starvation, and 2. a reader that never reads -------------------------------------
+
+
+def flooded_run(tmp_path: Path, clean: dict, *, curve: bool, attacker, transport: dict | None = None) -> tuple[LocalRun, dict, int]:
+    raw = scenario()
+    raw["transport"].update(transport or {})
+    run = LocalRun(tmp_path / "run", raw, curve=curve)
+    run.curator()
+    attack = attacker(run)
+    try:
+        run.everyone()
+        codes = run.wait()
+    finally:
+        attack.close()
+    return run, codes, attack.sent
+
+
+def test_a_flood_of_refused_frames_from_a_stranger_does_not_starve_the_run(tmp_path, clean):
+    garbage = b"\x00not msgpack at all"
+    run, codes, sent = flooded_run(tmp_path, clean, curve=False, attacker=lambda run: Attacker(
+        run.endpoint, identity=b"mallory").flood(lambda i: garbage, seconds=120))
+    report = completed(run, codes)
+    assert report["selection"] == clean["selection"] and run.wall_s <= bound(clean), (run.wall_s, clean["wall_s"])
+    assert sent > 10_000  # a flood indeed
+    curator = run.curator_report()
+    assert sum(curator["driver"]["quarantined"].values()) > 0  # most of it dropped unread
+
+
+def test_a_key_holder_flooding_under_another_partys_identity_does_not_starve_the_run(tmp_path, clean):
+    """Under CURVE: owner-3's key, frames claiming to be owner-2, all refused; owner-3 itself, on its
+    own connection, is not harmed (quarantine is per connection)."""
+    def attacker(run):
+        impostor = frame("owner-2", Hello(role="owner", protocol="summarize", scenario="tiny"), 1)
+        return Attacker(run.endpoint, keys=CurveKeys(run.keys, "owner-3")).flood(lambda i: impostor, seconds=120)
+
+    run, codes, sent = flooded_run(tmp_path, clean, curve=True, attacker=attacker)
+    report = completed(run, codes, consistent=False)
+    assert report["selection"] == clean["selection"] and run.wall_s <= bound(clean), (run.wall_s, clean["wall_s"])
+    assert sent > 10_000 and not report["dropouts"]
+    # the curator's error replies went to the connection holding owner-3's key, not to the real
+    # owner-3: the counts show that someone else speaks with owner-3's key
+    mismatches = report["messages"]["consistency"]["mismatches"]
+    assert mismatches and all((m["receiver"], m["kind"], m["received"]) == ("owner-3", "error", 0) for m in mismatches)
+
+
+def test_valid_heartbeats_from_a_stranger_keep_nobody_alive_and_starve_nothing(tmp_path, clean):
+    beat = frame("mallory", Heartbeat(), 1)
+    run, codes, sent = flooded_run(tmp_path, clean, curve=False, attacker=lambda run: Attacker(
+        run.endpoint, identity=b"mallory").flood(lambda i: beat, seconds=120))
+    report = completed(run, codes)
+    assert report["selection"] == clean["selection"] and run.wall_s <= bound(clean)
+    assert sent > 10_000
+
+
+def test_a_peer_that_never_reads_its_error_replies_blocks_nobody(tmp_path, clean):
+    """Small high-water marks, so that the curator's queue to the attacker fills within the run."""
+    garbage = b"\xc1"
+    run, codes, sent = flooded_run(tmp_path, clean, curve=False, attacker=lambda run: Attacker(
+        run.endpoint, identity=b"mallory", read=False).flood(lambda i: garbage, seconds=120),
+        transport={"high_water_mark": 20, "refusal_budget": 100_000})
+    report = completed(run, codes)
+    assert report["selection"] == clean["selection"] and run.wall_s <= bound(clean)
+    assert run.curator_report()["driver"]["replies_dropped"] > 0  # never queued, never waited for
+
+
+# --- 3. decode amplification -------------------------------------------------------------------------
+
+
+def test_a_63_mib_frame_of_nested_arrays_costs_the_curator_no_more_than_twice_its_size(tmp_path, clean):
+    run = LocalRun(tmp_path / "run", scenario(), curve=False)
+    run.curator()
+    time.sleep(1.0)  # let the curator settle before measuring
+    pid = run.procs["curator"].pid
+    before = rss_kib(pid)
+    size = 63 * 2**20
+    attacker = Attacker(run.endpoint, identity=b"mallory")
+    try:
+        attacker.send(b"\xdd" + size.to_bytes(4, "big") + b"\x90" * size)
+        run.everyone()
+        time.sleep(2.0)
+        peak = rss_kib(pid, "VmHWM")
+        codes = run.wait()
+    finally:
+        attacker.close()
+    report = completed(run, codes)
+    assert report["selection"] == clean["selection"] and run.wall_s <= bound(clean)
+    assert (peak - before) * 1024 <= 2 * size, f"the curator grew by {(peak - before) / 1024:.0f} MiB for a 63 MiB frame"
+    assert "more than 262144 msgpack objects" in run.log("curator")
+
+
+# --- 4. no progress deadline, and 5. a bye in mid-round -------------------------------------------------
+
+
+@pytest.mark.parametrize("behaviour", ["never_bids", "refuses_target", "bye_mid_round", "nan_bids"])
+def test_a_party_that_stops_progressing_is_dropped_with_the_reason_and_the_run_completes(tmp_path, clean, behaviour):
+    raw = scenario()
+    run = LocalRun(tmp_path / "run", raw)
+    run.everyone(hostile={"owner-2": behaviour})
+    codes = run.wait()
+    report = completed(run, codes, owners_ok=False)
+    change = data_with_huge_values if behaviour == "nan_bids" else (lambda role: make_hostile(role, behaviour))
+    expected = reference(raw, tmp_path, {"owner-2": change})
+    assert report["selection"] == expected["selection"] and run.wall_s <= bound(clean, dropped=True), run.wall_s
+    reason = report["dropouts"]["owner-2"]["reason"]
+    assert {"never_bids": "no a bid for round", "refuses_target": "refused the curator's 'target_embedding'",
+            "bye_mid_round": "no a bid for round", "nan_bids": "sent a bid that could not be read"}[behaviour] in reason
+    if behaviour == "bye_mid_round":
+        assert "no shutdown was sent to this party" in (report["party_details"]["curator"]["errors"] or [""])[0]
+
+
+@pytest.mark.parametrize("mismatch", ["seed", "features", "run_id"])
+def test_an_owner_of_another_configuration_is_dropped_at_once_naming_what_differs(tmp_path, clean, mismatch):
+    raw = scenario()
+    run = LocalRun(tmp_path / "run", raw)
+    args = {"seed": ("--set", "seed=12"), "features": ("--set", "summarize.features=31"),
+            "run_id": ("--run-id", "another-run")}[mismatch]
+    started = time.monotonic()
+    run.everyone(args={"owner-2": args})
+    codes = run.wait()
+    report = completed(run, codes, owners_ok=False)
+    reason = report["dropouts"]["owner-2"]["reason"]
+    expected = {"seed": "seed (curator: 11, this party: 12)", "features": "summarize section",
+                "run_id": "no hello within progress_timeout_s"}[mismatch]
+    assert expected in reason, reason
+    assert codes["owner-2"] != 0  # it was told, and says so
+    assert time.monotonic() - started <= bound(clean, dropped=True)
+    if mismatch == "run_id":
+        assert "another seed, scenario or --run-id" in reason
+
+
+def test_a_consumer_of_another_configuration_fails_the_run_fast_naming_what_differs(tmp_path, clean):
+    run = LocalRun(tmp_path / "run", scenario())
+    run.everyone(args={"consumer": ("--set", "seed=12")})
+    run.procs["curator"].wait(timeout=60)
+    curator_done = time.monotonic() - run.started
+    for owner in ("owner-1", "owner-2", "owner-3"):  # an owner that connects after the curator left waits in vain
+        run.procs[owner].kill()
+    codes = run.wait()
+    assert codes["curator"] == 3 and codes["consumer"] == 3
+    assert curator_done <= bound(clean)
+    failure = run.curator_report()["failure"]
+    assert "the consumer was refused at hello" in failure and "seed (curator: 11, this party: 12)" in failure
+
+
+# --- 6. CURVE name squatting ---------------------------------------------------------------------------
+
+
+def test_a_key_holder_that_connects_first_under_other_names_locks_nobody_out(tmp_path, clean):
+    run = LocalRun(tmp_path / "run", scenario())
+    run.curator()
+    keys = CurveKeys(run.keys, "owner-1")
+    squatters = [Attacker(run.endpoint, identity=name, keys=keys) for name in (b"owner-2", b"consumer")]
+    try:
+        for squatter, name in zip(squatters, ("owner-2", "consumer")):
+            role = "consumer" if name == "consumer" else "owner"
+            squatter.send(frame(name, Hello(role=role, protocol="summarize", scenario="tiny"), 1))
+        time.sleep(0.5)  # the squatters are connected and have spoken before the real parties start
+        run.everyone()
+        codes = run.wait()
+    finally:
+        for squatter in squatters:
+            squatter.close()
+    report = completed(run, codes, consistent=False)
+    assert report["selection"] == clean["selection"] and not report["dropouts"]
+    # the refusals went to the connections holding owner-1's key, not to the real owner-1
+    mismatches = report["messages"]["consistency"]["mismatches"]
+    assert all((m["receiver"], m["kind"], m["received"]) == ("owner-1", "error", 0) for m in mismatches)
+
+
+# --- 7. unbounded memory and logs ---------------------------------------------------------------------
+
+
+def test_sixty_thousand_long_error_frames_cost_bounded_memory(tmp_path, clean):
+    """An owner that is honest but sends 200 errors of 2,000 characters with every bid (80,000 in all)."""
+    raw = scenario()
+    run = LocalRun(tmp_path / "run", raw)
+    run.curator()
+    time.sleep(1.0)
+    before = rss_kib(run.procs["curator"].pid)
+    run.everyone(hostile={"owner-2": "spams_errors"})
+    peaks = []
+    while run.procs["curator"].poll() is None:
+        peaks.append(rss_kib(run.procs["curator"].pid))
+        time.sleep(0.1)
+    codes = run.wait()
+    report = completed(run, codes)
+    assert report["selection"] == clean["selection"]
+    curator = report["party_details"]["curator"]
+    assert len(curator["errors_received"]) <= 100
+    assert (max(peaks) - before) < 40 * 1024, f"grew by {(max(peaks) - before) / 1024:.0f} MiB"
+
+
+def test_a_huge_run_id_is_not_echoed_into_logs_or_replies(tmp_path, clean):
+    run = LocalRun(tmp_path / "run", scenario(), curve=False)
+    run.curator()
+    attacker = Attacker(run.endpoint, identity=b"owner-1")
+    replies = []
+    try:
+        for i in range(20):
+            attacker.send(frame("owner-1", Hello(role="owner", protocol="summarize", scenario="tiny"), i + 1,
+                                run_id="r" * (8 * 2**20)))
+        deadline = time.monotonic() + 10
+        while len(replies) < 20 and time.monotonic() < deadline:
+            if attacker.sock.poll(100):
+                message = msgpack.unpackb(attacker.sock.recv())
+                if message["kind"] == "error":
+                    replies.append(message)
+    finally:
+        attacker.close()
+    run.procs["curator"].kill()
+    run.wait(10)
+    assert replies and all(len(r["body"]["detail"]) < 1000 for r in replies)
+    assert len(run.log("curator")) < 200_000
+
+
+# --- 8. owners' row numbers ------------------------------------------------------------------------------
+
+
+def test_row_numbers_are_an_owners_labels_and_evaluation_uses_the_points_received(tmp_path, clean):
+    run = LocalRun(tmp_path / "run", scenario())
+    run.everyone(hostile={"owner-1": "lies_about_rows"})
+    codes = run.wait()
+    report = completed(run, codes)  # assembling used to crash with an IndexError here
+    assert [s[2] for s in report["selection"]] == [s[2] for s in clean["selection"]]  # the same points
+    assert report["metrics"]["mmd2"] == clean["metrics"]["mmd2"]
+    assert any(row >= 10**12 for owner, row, _ in report["selection"] if owner == "owner-1")
+    assert report["checks"]["central_replay"]["matches"]
+
+
+def test_an_owner_with_its_own_data_file_is_evaluated_on_what_it_sold(tmp_path, clean):
+    raw = scenario()
+    config = parse_scenario(copy.deepcopy(raw), source="s", base_dir=tmp_path).config
+    own = make_world(config).owners[0]
+    rng = np.random.default_rng(0)
+    order = rng.permutation(len(own))
+    np.savez(tmp_path / "own.npz", X=own.X[order] + 0.01, y=own.y[order])
+    run = LocalRun(tmp_path / "run", raw)
+    run.everyone(args={"owner-1": ("--data", str(tmp_path / "own.npz"))})
+    codes = run.wait()
+    report = completed(run, codes)
+    assert report["metrics"]["mmd2"] is not None
+    replay = report["checks"]["central_replay"]
+    assert replay["applicable"] is False and "owner-1" in replay["reason"]
+
+
+def test_a_point_sold_twice_under_another_row_number_is_refused(tmp_path, clean):
+    raw = scenario()
+    run = LocalRun(tmp_path / "run", raw)
+    run.everyone(hostile={"owner-1": "resells"})
+    codes = run.wait()
+    report = completed(run, codes)
+    assert "sent the same point again" in report["flagged"]["owner-1"]
+    expected = reference(raw, tmp_path, {"owner-1": lambda role: make_hostile(role, "resells")})
+    assert report["selection"] == expected["selection"]
+    assert len({s[2] for s in report["selection"]}) == len(report["selection"])  # no point twice
+
+
+# --- 9. an honest exit status ---------------------------------------------------------------------------
+
+
+def test_a_summary_never_confirmed_by_the_consumer_fails_the_run(tmp_path, clean):
+    run = LocalRun(tmp_path / "run", scenario())
+    run.everyone()
+    deadline = time.monotonic() + 60
+    while "round 350/" not in run.log("curator") and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.kill(run.procs["consumer"].pid, signal.SIGSTOP)  # alive, then silent: it never confirms
+    try:
+        run.procs["curator"].wait(timeout=30)
+    finally:
+        run.procs["consumer"].kill()  # a stopped process is killed, never resumed
+        codes = run.wait(30)
+    curator = run.curator_report()
+    assert codes["curator"] == 3 and curator["status"] == "failed", curator["failure"]
+    assert "consumer" in curator["failure"]
+
+
+def test_a_run_that_loses_every_owner_fails(tmp_path, clean):
+    run = LocalRun(tmp_path / "run", scenario())
+    run.everyone()
+    deadline = time.monotonic() + 60
+    while "round 20/" not in run.log("curator") and time.monotonic() < deadline:
+        time.sleep(0.02)
+    for owner in ("owner-1", "owner-2", "owner-3"):
+        run.procs[owner].kill()
+    codes = run.wait(60)
+    curator = run.curator_report()
+    assert codes["curator"] == 3 and curator["status"] == "failed"
+    assert "no owner left" in curator["failure"]
+    assert codes["consumer"] == 3  # the run failed for it too
+
+
+# --- 12. bad input files -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"", "got an empty file"),
+    (b"x,y\n1,2\n", "not a .npz archive"),
+    ({"X": np.ones((3, 3)), "y": np.array([0.0, np.nan, 1.0])}, "y must hold integer class labels; row 1 holds nan"),
+    ({"X": np.ones((3, 3)), "y": np.array(["a", "b", "c"])}, "y must hold integer class labels, got dtype <U1"),
+    ({"X": np.array([["a", "b", "c"]]), "y": np.array([0])}, "X must hold numbers"),
+    ({"X": np.ones((3, 2)), "y": np.array([0, 1, 1])}, "2 features, the scenario's data has 3"),
+])
+def test_a_bad_data_file_is_refused_before_start_naming_the_problem(tmp_path, content, message):
+    path = tmp_path / "own.npz"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        np.savez(path, **content)
+    scenario_path = tmp_path / "s.yaml"
+    scenario_path.write_text(json.dumps(tiny_raw()))
+    out = run_cli("owner", "--scenario", str(scenario_path), "--endpoint", "tcp://127.0.0.1:1", "--id", "owner-1",
+                  "--insecure", "--data", str(path), "--no-report")
+    assert out.returncode == 2, out.stderr
+    assert message in out.stderr and "Traceback" not in out.stderr
+
+
+# --- 10. the closing race at large K ------------------------------------------------------------------
+
+
+def test_two_hundred_owners_close_with_every_bye_accepted_and_the_counts_agreeing(tmp_path):
+    """200 owner processes: their byes reach a busy curator late, but nobody is declared lost while
+    its bye is still queued, and the sent and received counts agree."""
+    raw = tiny_raw()
+    raw["parties"]["owners"] = 200
+    raw["data"] = {"source": {"kind": "covariate_shift", "covariate_shift": {"dim": 5, "components": 4, "rows_per_component": 1000}},
+                   "partition": {"scheme": "even"},
+                   "consumer": {"target_groups": [0], "target_share": 0.3, "validation_size": 50, "test_size": 50},
+                   "seed_set": {"groups": [3], "size": 10}}
+    raw["summarize"].update(rounds=20, features=40)
+    report = run_scenario(parse_scenario(raw, source="k200", base_dir=tmp_path), tmp_path / "run", driver="processes")
+    assert report["status"] == "completed", report["failures"]
+    assert report["messages"]["consistency"]["agree"], report["messages"]["consistency"]["mismatches"][:5]
+    assert not report["dropouts"]
+    curator_log = (tmp_path / "run" / "logs" / "curator.log").read_text()
+    assert "no shutdown was sent" not in curator_log and " lost:" not in curator_log
