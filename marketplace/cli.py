@@ -29,6 +29,7 @@ One party at a time (what each container runs; each writes its report to parties
   marketplace provision S.yaml --out kits --endpoint tcp://HOST:5555   one kit per party: its key, the keys it needs, start.sh
   marketplace curator  --scenario S.yaml --endpoint tcp://0.0.0.0:5555 --keys kits/curator
   marketplace owner    --scenario S.yaml --endpoint tcp://HOST:5555 --keys kits/owner-1 --id owner-1
+  marketplace owners   --scenario S.yaml --endpoint tcp://HOST:5555 --keys KEYS --ids owner-1..owner-250   many owners, one process
   marketplace consumer --scenario S.yaml --endpoint tcp://HOST:5555 --keys kits/consumer
   marketplace assemble parties --scenario S.yaml --out run          the run report from the parties' reports
 
@@ -132,6 +133,27 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument("--data", metavar="FILE.npz", help="use this file (arrays X and y) instead of the generated share")
         if role == "curator":
             p.add_argument("--endpoint-file", help="write the bound endpoint here once listening")
+    hosts = sub.add_parser("owners", help="run many data owners in one process (an owner host)",
+                           description="Run several data owners in this one process: each is still a party of its own "
+                                       "(its own socket and connection to the curator, its own CURVE key, data share, "
+                                       "counters and report), but they share the process, so they are not isolated from "
+                                       "each other. The owners build their data shares from the scenario and seed.")
+    hosts.add_argument("--ids", required=True, help="the owners to serve: owner-1..owner-250, or a comma list "
+                                                     "(owner-1,owner-7,owner-10..owner-20)")
+    hosts.add_argument("--scenario", default=os.environ.get("MARKETPLACE_SCENARIO"),
+                       help="scenario file (YAML); the same file for every party (default: $MARKETPLACE_SCENARIO)")
+    hosts.add_argument("--endpoint", default=os.environ.get("MARKETPLACE_ENDPOINT"),
+                       help="the curator's ZeroMQ endpoint, e.g. tcp://127.0.0.1:5555 (default: $MARKETPLACE_ENDPOINT)")
+    hosts.add_argument("--report-dir", metavar="DIR", default="parties",
+                       help="write each owner's report to DIR/<owner>.json (default: parties)")
+    hosts.add_argument("--no-report", action="store_true", help="write no reports")
+    hosts.add_argument("--run-id", default=os.environ.get("MARKETPLACE_RUN_ID"),
+                       help="run id shared by all parties (default: $MARKETPLACE_RUN_ID, else <scenario name>-seed<seed>)")
+    hosts.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
+    hosts.add_argument("--log-level", default=os.environ.get("MARKETPLACE_LOG_LEVEL", "INFO"))
+    hosts.add_argument("--keys", metavar="DIR", help="CURVE key folder holding every served owner's secret key and the "
+                                                      "curator's public key (`marketplace keys generate` writes one)")
+    hosts.add_argument("--insecure", action="store_true", help="plaintext link, for development only (no --keys needed)")
     return parser
 
 
@@ -167,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "scenario", None) is None:
         print(f"marketplace {args.command}: no scenario: pass --scenario FILE or set MARKETPLACE_SCENARIO", file=sys.stderr)
         return EXIT_USAGE
-    if args.command in ("curator", "owner", "consumer") and not args.endpoint:
+    if args.command in ("curator", "owner", "owners", "consumer") and not args.endpoint:
         print(f"marketplace {args.command}: no endpoint: pass --endpoint tcp://HOST:PORT or set MARKETPLACE_ENDPOINT", file=sys.stderr)
         return EXIT_USAGE
     if getattr(args, "insecure", False):
@@ -189,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.sweeps or scenario.config.sweep.vary or args.repeats:
             return _sweep(args, scenario)
         return _run(args, scenario)
+    if args.command == "owners":
+        return _owner_host(args, scenario)
     return _party(args, scenario)
 
 
@@ -393,6 +417,25 @@ def _party(args: argparse.Namespace, scenario) -> int:
                          endpoint_file=getattr(args, "endpoint_file", None), data_file=getattr(args, "data", None))
     except (ValueError, OSError) as err:
         print(f"marketplace {party}: cannot start: {err}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _owner_host(args: argparse.Namespace, scenario) -> int:
+    from marketplace.parties import parse_owner_ids
+    from marketplace.runner.party_process import run_owner_host
+
+    try:
+        owners = parse_owner_ids(args.ids, scenario.config.parties.owners)
+    except ValueError as err:
+        print(f"marketplace owners: --ids: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    label = owners[0] if len(owners) == 1 else f"{owners[0]}..{owners[-1]}"
+    logging.basicConfig(level=args.log_level.upper(), format=f"%(asctime)s {label} %(levelname)s %(message)s", stream=sys.stderr)
+    try:
+        return run_owner_host(scenario, owners=owners, endpoint=args.endpoint, run_id=args.run_id,
+                              report_dir=None if args.no_report else args.report_dir)
+    except (ValueError, OSError) as err:
+        print(f"marketplace owners: cannot start: {err}", file=sys.stderr)
         return EXIT_USAGE
 
 

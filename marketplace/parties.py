@@ -6,6 +6,8 @@ randomness (the h1 map) comes from the run seed too, so all parties agree on it 
 
 from __future__ import annotations
 
+from collections import Counter
+
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +23,33 @@ from marketplace.scenario import ScenarioConfig
 def role_of(party: str) -> str:
     """The role name of a party id: curator, consumer or owner."""
     return "curator" if party == CURATOR else "consumer" if party == CONSUMER else "owner"
+
+
+def parse_owner_ids(text: str, owners: int) -> list[str]:
+    """Owner ids from a list such as ``owner-1..owner-250`` or ``owner-1,owner-7,owner-10..owner-20``,
+    in order, each once; every id must be one of the scenario's ``owners`` owners."""
+    chosen: list[int] = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        first, sep, last = item.partition("..")
+        lo = _owner_index(first, owners, item)
+        hi = _owner_index(last, owners, item) if sep else lo
+        if hi < lo:
+            raise ValueError(f"{item!r}: a range runs from the lower owner to the higher (owner-1..owner-{owners})")
+        chosen.extend(range(lo, hi + 1))
+    if not chosen:
+        raise ValueError(f"expected owner ids such as owner-1..owner-{owners}, got {text!r}")
+    repeated = sorted(i for i, n in Counter(chosen).items() if n > 1)
+    if repeated:
+        raise ValueError(f"owner ids given more than once: {', '.join(f'owner-{i}' for i in repeated[:5])}")
+    return [f"owner-{i}" for i in chosen]
+
+
+def _owner_index(name: str, owners: int, item: str) -> int:
+    prefix, _, number = name.strip().rpartition("-")
+    if prefix != "owner" or not number.isdigit() or not 1 <= int(number) <= owners:
+        raise ValueError(f"{item!r}: expected owner ids owner-1 ... owner-{owners} (this scenario has {owners} owners), "
+                         f"got {name.strip()!r}")
+    return int(number)
 
 
 def party_ids(config: ScenarioConfig) -> list[str]:

@@ -37,6 +37,7 @@ def long_scenario(tiny_scenario: dict, tmp_path: Path, *, rounds: int = 1000, **
     """The tiny scenario with ~2,100 owner rows and many short rounds, and short heartbeats."""
     tiny_scenario["data"]["source"]["covariate_shift"]["rows_per_component"] = 600
     tiny_scenario["summarize"]["rounds"] = rounds
+    tiny_scenario["parties"]["owners_per_process"] = 1  # a fault of one owner's process is a fault of that owner only
     tiny_scenario["transport"].update(heartbeat_interval_s=0.2, heartbeat_timeout_s=HEARTBEAT_TIMEOUT_S, start_timeout_s=60.0,
                                       **transport)
     path = tmp_path / "long.yaml"

@@ -30,13 +30,19 @@ def quickstart_processes(tmp_path_factory) -> tuple[dict, int]:
 
 
 @pytest.mark.slow
-def test_quickstart_runs_every_party_in_its_own_process(quickstart_processes):
+def test_quickstart_runs_the_parties_in_processes_of_their_own(quickstart_processes):
+    """The curator and the consumer each in a process of its own; the owners in owner hosts (by
+    default one per core, at most one per owner), apart from the others."""
+    from marketplace.runner.processes import available_cores, owner_hosts
+
     report, _ = quickstart_processes
-    pids = [p["pid"] for p in report["parties"]]
+    pid = {p["id"]: p["pid"] for p in report["parties"]}
     assert report["status"] == "completed"
-    assert [p["id"] for p in report["parties"]] == ["curator", "owner-1", "owner-2", "owner-3", "owner-4", "consumer"]
-    assert len(set(pids)) == len(pids)
-    assert report["pid_of_runner"] not in pids
+    assert list(pid) == ["curator", "owner-1", "owner-2", "owner-3", "owner-4", "consumer"]
+    owners = [pid[f"owner-{i}"] for i in range(1, 5)]
+    assert len(set(owners)) == len(owner_hosts(["owner-1", "owner-2", "owner-3", "owner-4"], "auto")) == min(4, available_cores())
+    assert len({pid["curator"], pid["consumer"], *owners}) == 2 + len(set(owners))
+    assert report["pid_of_runner"] not in pid.values()
     assert all(p["exit_code"] == 0 for p in report["parties"])
 
 

@@ -111,7 +111,19 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def _long_run(tiny_scenario, tmp_path, launch: str = "forkserver") -> tuple[subprocess.Popen, Path]:
+def _pids_in_logs(out: Path, expected: int, timeout_s: float = 30) -> list[int]:
+    """The PIDs every process of a run announced in its log (parties, and owner hosts)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        pids = [int(m) for log in (out / "logs").glob("*.log") for m in re.findall(r"\(pid (\d+)\)", log.read_text(errors="replace"))]
+        if len(pids) >= expected:
+            return pids
+        time.sleep(0.02)
+    raise AssertionError(f"fewer than {expected} processes started")
+
+
+def _long_run(tiny_scenario, tmp_path, launch: str = "forkserver", owners_per_process: int | str = 1) -> tuple[subprocess.Popen, Path]:
+    tiny_scenario["parties"]["owners_per_process"] = owners_per_process
     tiny_scenario["data"]["source"]["covariate_shift"]["rows_per_component"] = 600
     tiny_scenario["summarize"]["rounds"] = 1000  # the owners hold ~2,100 rows
     tiny_scenario["transport"].update(heartbeat_interval_s=0.1, heartbeat_timeout_s=1.0)
@@ -150,26 +162,26 @@ def test_an_owner_killed_mid_run_is_dropped_and_the_run_completes(tiny_scenario,
     assert not owner2_rounds or max(owner2_rounds) <= report["dropouts"]["owner-2"]["round"]
 
 
-@pytest.mark.parametrize("launch", ["forkserver", "exec"])
-def test_the_curator_dying_fails_the_run_clearly_and_leaves_no_orphans(tiny_scenario, tmp_path, launch):
-    proc, out = _long_run(tiny_scenario, tmp_path, launch)
+@pytest.mark.parametrize(("launch", "per_process"), [("forkserver", 1), ("exec", 1), ("forkserver", 2), ("exec", 3)])
+def test_the_curator_dying_fails_the_run_clearly_and_leaves_no_orphans(tiny_scenario, tmp_path, launch, per_process):
+    proc, out = _long_run(tiny_scenario, tmp_path, launch, per_process)
     _wait_for_round(out, 20)
-    parties = [_pid_of(out, p) for p in ("owner-1", "owner-2", "owner-3", "consumer")]
     curator = _pid_of(out, "curator")
+    parties = [pid for pid in _pids_in_logs(out, 2 + -(-3 // per_process)) if pid != curator]
     os.kill(curator, signal.SIGKILL)
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 3
     assert "curator exited with status -9" in stderr
-    assert len(parties) == 4 and not any(_alive(pid) for pid in parties + [curator])
+    assert len(parties) == 1 + -(-3 // per_process) and not any(_alive(pid) for pid in parties + [curator])
     report = json.loads((out / "report.json").read_text())
     assert report["status"] == "failed"
 
 
-@pytest.mark.parametrize("launch", ["forkserver", "exec"])
-def test_killing_the_runner_itself_leaves_no_orphans(tiny_scenario, tmp_path, launch):
-    proc, out = _long_run(tiny_scenario, tmp_path, launch)
+@pytest.mark.parametrize(("launch", "per_process"), [("forkserver", 1), ("exec", 1), ("forkserver", 3), ("exec", 2)])
+def test_killing_the_runner_itself_leaves_no_orphans(tiny_scenario, tmp_path, launch, per_process):
+    proc, out = _long_run(tiny_scenario, tmp_path, launch, per_process)
     _wait_for_round(out, 20)
-    parties = [_pid_of(out, p) for p in ("curator", "owner-1", "owner-2", "owner-3", "consumer")]
+    parties = _pids_in_logs(out, 2 + -(-3 // per_process))
     proc.kill()  # SIGKILL: the runner gets no chance to clean up
     proc.communicate(timeout=30)
     deadline = time.monotonic() + 15

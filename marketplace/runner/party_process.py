@@ -28,6 +28,7 @@ from marketplace.runner.identity import scenario_identity
 from marketplace.scenario import Scenario
 from marketplace.transport.curve import CurveKeys
 from marketplace.transport.node import Node
+from marketplace.transport.host import serve_owners
 from marketplace.transport.zmq_driver import LinkSettings, serve_curator, serve_party
 
 log = logging.getLogger(__name__)
@@ -165,6 +166,65 @@ def run_party(scenario: Scenario, *, party: str, endpoint: str, report_path: str
     return EXIT_OK
 
 
+def run_owner_host(scenario: Scenario, *, owners: list[str], endpoint: str, report_dir: str | Path | None,
+                   run_id: str | None, shares: dict[str, World] | None = None) -> int:
+    """Serve ``owners`` from this one process (an owner host, :mod:`marketplace.transport.host`)
+    until the run ends; each owner writes its own report, ``report_dir/<owner>.json``.
+
+    Exit status: 0 when every hosted owner finished its part, 3 when the run failed for any of
+    them (each owner's report says which), 1 an internal error.
+    """
+    started = time.perf_counter()
+    config = scenario.config
+    settings = link_settings(scenario)
+    keys = None
+    if config.transport.security == "curve":
+        if settings.curve_keys is None:
+            raise ValueError("CURVE is on (transport.security) but no key folder was given: pass --keys DIR "
+                             "(made by `marketplace keys generate DIR --owners K`) or --insecure for development")
+        folder = Path(settings.curve_keys)
+        for owner in owners:  # a missing or bad key file fails here, before any work
+            CurveKeys(folder, owner).own()
+        keys = lambda party: CurveKeys(folder, party)  # noqa: E731
+    if shares is None:
+        world = make_world(config)
+        shares = {owner: share_of(world, owner) for owner in owners}
+        del world
+    parties = frozenset(party_ids(config))  # one set for every hosted node
+    rid = run_id or default_run_id(scenario)
+    nodes = [Node(build_role(config, owner, world=shares[owner]), run_id=rid,
+                  max_message_bytes=config.transport.max_message_bytes, parties=parties) for owner in owners]
+    log.info("owner host (pid %d) serving %d owners (%s..%s): %s", os.getpid(), len(owners), owners[0], owners[-1], endpoint)
+    try:
+        with single_threaded_blas():
+            stats = serve_owners(nodes, endpoint, settings, keys)
+    except Exception:
+        trace = traceback.format_exc(limit=5)
+        log.exception("owner host crashed")
+        for node in nodes:
+            if not node.role.failure:
+                node.role.fail("internal error in its owner host: " + trace)
+            if report_dir is not None:
+                write_json(Path(report_dir) / f"{node.party_id}.json",
+                           party_report(node, role_name=node.role.role_name, wall_s=time.perf_counter() - started,
+                                        driver={}, scenario=scenario))
+        return EXIT_INTERNAL
+    wall = time.perf_counter() - started
+    failed = []
+    for node in nodes:
+        if node.role.failure:
+            failed.append(node.party_id)
+        if report_dir is not None:
+            write_json(Path(report_dir) / f"{node.party_id}.json",
+                       party_report(node, role_name=node.role.role_name, wall_s=wall,
+                                    driver=stats[node.party_id].to_dict() | {"hosted_with": len(nodes)}, scenario=scenario))
+    if failed:
+        log.error("run failed for %d of %d hosted owners (%s)", len(failed), len(nodes), ", ".join(failed[:10]))
+        return EXIT_RUN_FAILED
+    log.info("owner host finished: %d owners", len(nodes))
+    return EXIT_OK
+
+
 def _announce(endpoint: str, endpoint_file: str | None) -> None:
     log.info("curator bound at %s", endpoint)
     if endpoint_file:
@@ -178,6 +238,25 @@ def forked_party_main(scenario: Scenario, party: str, share: World, endpoint: st
                       endpoint_file: str | None, log_path: str) -> None:
     """Entry point of a party forked by the runner's forkserver (modules already imported, the
     party's share handed over): the same party as `marketplace <role>`, minus the start-up cost."""
+    import sys
+
+    _child_setup(log_path, party)
+    sys.exit(run_party(scenario, party=party, endpoint=endpoint, report_path=report_path, run_id=run_id,
+                       endpoint_file=endpoint_file, share=share))
+
+
+def forked_host_main(scenario: Scenario, owners: list[str], shares: dict[str, World], endpoint: str, report_dir: str,
+                     run_id: str, log_path: str) -> None:
+    """Entry point of an owner host forked by the runner's forkserver (see :func:`forked_party_main`)."""
+    import sys
+
+    _child_setup(log_path, f"{owners[0]}..{owners[-1]}")
+    sys.exit(run_owner_host(scenario, owners=owners, endpoint=endpoint, report_dir=report_dir, run_id=run_id,
+                            shares=shares))
+
+
+def _child_setup(log_path: str, label: str) -> None:
+    """A forked child: die with the forkserver, log to ``log_path``."""
     import ctypes
     import signal
     import sys
@@ -190,6 +269,4 @@ def forked_party_main(scenario: Scenario, party: str, share: World, endpoint: st
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
-    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {party} %(levelname)s %(message)s", stream=sys.stderr, force=True)
-    sys.exit(run_party(scenario, party=party, endpoint=endpoint, report_path=report_path, run_id=run_id,
-                       endpoint_file=endpoint_file, share=share))
+    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {label} %(levelname)s %(message)s", stream=sys.stderr, force=True)

@@ -18,6 +18,7 @@ run with it.
 from __future__ import annotations
 
 import ctypes
+import json
 import logging
 import multiprocessing
 import os
@@ -77,9 +78,46 @@ class _ForkedProcess:
 @dataclass
 class Child:
     party: str
+    """The party it runs, or for an owner host a label (``owner-1..owner-8``)."""
     proc: subprocess.Popen | _ForkedProcess
     log_path: Path
     exit_code: int | None = None
+    parties: list[str] = field(default_factory=list)
+    """Every party it serves (one, or an owner host's owners)."""
+
+    def __post_init__(self) -> None:
+        if not self.parties:
+            self.parties = [self.party]
+
+
+def available_cores() -> int:
+    """Cores this process may run on (its CPU affinity, else the machine's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def owner_hosts(owners: list[str], per_process: int | str, cores: int | None = None) -> list[list[str]]:
+    """Split the owners into the groups one OS process each serves, in order. ``auto``: one group
+    per core (at most one per owner), as even as possible (sizes differ by at most one)."""
+    if per_process == "auto":
+        hosts = min(len(owners), cores if cores is not None else available_cores())
+    else:
+        hosts = -(-len(owners) // int(per_process))
+    hosts = max(1, hosts)
+    size, extra = divmod(len(owners), hosts)
+    groups, start = [], 0
+    for i in range(hosts):
+        end = start + size + (1 if i < extra else 0)
+        groups.append(owners[start:end])
+        start = end
+    return [g for g in groups if g]
+
+
+def host_label(owners: list[str]) -> str:
+    """The name of an owner host's log: its first and last owner."""
+    return owners[0] if len(owners) == 1 else f"{owners[0]}..{owners[-1]}"
 
 
 @dataclass
@@ -98,6 +136,11 @@ def _command(role: str, party: str, scenario_path: Path, endpoint: str, report: 
     if role == "owner":
         cmd += ["--id", party]
     return cmd
+
+
+def _host_command(owners: list[str], scenario_path: Path, endpoint: str, report_dir: Path, run_id: str) -> list[str]:
+    return [sys.executable, "-m", "marketplace", "owners", "--ids", ",".join(owners), "--scenario", str(scenario_path),
+            "--endpoint", endpoint, "--report-dir", str(report_dir), "--run-id", run_id]
 
 
 def _spawn(cmd: list[str], party: str, log_dir: Path) -> Child:
@@ -157,6 +200,20 @@ def _fork(scenario: Scenario, party: str, share: World, endpoint: str, report: P
     return Child(party, _ForkedProcess(process), log_path)
 
 
+def _fork_host(scenario: Scenario, owners: list[str], shares: dict[str, World], endpoint: str, report_dir: Path,
+               run_id: str, log_dir: Path) -> Child:
+    from marketplace.runner.party_process import forked_host_main
+
+    label = host_label(owners)
+    log_path = log_dir / f"{label}.log"
+    process = forkserver_context().Process(
+        target=forked_host_main, name=label,
+        args=(scenario, owners, shares, endpoint, str(report_dir), run_id, str(log_path)),
+    )
+    process.start()
+    return Child(label, _ForkedProcess(process), log_path, parties=list(owners))
+
+
 def last_line(path: Path) -> str:
     """The last non-empty line of a party's log (the best one-line account of how it ended)."""
     try:
@@ -199,17 +256,48 @@ def run_processes(scenario: Scenario, scenario_path: Path, out_dir: Path, run_id
         if endpoint is None:
             run.failure = f"the curator did not bind within start_timeout_s={t.start_timeout_s:g} s: {last_line(curator.log_path)}"
             return run
-        for party in party_ids(config)[1:]:
-            run.children.append(start(party, endpoint))
+        *owners, consumer = party_ids(config)[1:]
+        for group in owner_hosts(owners, config.parties.owners_per_process):
+            if len(group) == 1:
+                run.children.append(start(group[0], endpoint))
+            elif launch == "forkserver":
+                run.children.append(_fork_host(scenario, group, {o: share_of(world, o) for o in group}, endpoint,
+                                               report_dir, run_id, log_dir))
+            else:
+                label = host_label(group)
+                child = _spawn(_host_command(group, scenario_path, endpoint, report_dir, run_id), label, log_dir)
+                child.parties = list(group)
+                run.children.append(child)
+        run.children.append(start(consumer, endpoint))
         _watch(run, curator, deadline=time.monotonic() + t.run_timeout_s + t.start_timeout_s,
-               grace_s=t.heartbeat_timeout_s + 5.0, on_round=on_round)
+               grace_s=t.heartbeat_timeout_s + 5.0, finish_s=t.finish_timeout_s,
+               dropouts=lambda: _dropouts(report_dir / f"{CURATOR}.json"), on_round=on_round)
     finally:
         for child in run.children:
             if child.proc.poll() is None:
                 child.proc.kill()
-                run.killed.append(child.party)
+                run.killed.extend(child.parties)
             child.exit_code = child.proc.wait()
     return run
+
+
+def _dropouts(curator_report: Path) -> set[str]:
+    """The parties the curator dropped, from its report (empty if it wrote none)."""
+    try:
+        result = json.loads(curator_report.read_text()).get("result") or {}
+    except (OSError, ValueError):
+        return set()
+    return set(result.get("dropouts") or {})
+
+
+def cpu_ticks(pid: int) -> int | None:
+    """CPU time (user + system, in clock ticks) a process has used so far; None where /proc cannot
+    tell (the process is gone, or not Linux)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return int(fields[11]) + int(fields[12])
 
 
 def _wait_for_endpoint(curator: Child, endpoint_file: Path, timeout_s: float) -> str | None:
@@ -223,13 +311,16 @@ def _wait_for_endpoint(curator: Child, endpoint_file: Path, timeout_s: float) ->
     return None
 
 
-def _watch(run: ProcessRun, curator: Child, *, deadline: float, grace_s: float,
-           on_round: Callable[[int, int], None] | None) -> None:
-    """Wait until every child exits. After the curator exits, the others get ``grace_s`` to follow."""
+def _watch(run: ProcessRun, curator: Child, *, deadline: float, grace_s: float, on_round: Callable[[int, int], None] | None,
+           finish_s: float = 0.0, dropouts: Callable[[], set[str]] = set) -> None:
+    """Wait until every child exits. After the curator exits, the others get ``grace_s`` to follow;
+    past that, a child still computing (CPU time still growing: an owner fitting its model after
+    its ``bye``) that serves no dropped party gets up to ``finish_s`` from the curator's exit."""
     curator_exit_at: float | None = None
     others_done_at: float | None = None
     offset = 0
     last_round = 0
+    ticks: dict[int, tuple[int, float]] = {}  # pid -> (cpu ticks, when they last grew)
     while True:
         if on_round is not None:
             offset, last_round = _read_progress(curator.log_path, offset, last_round, on_round)
@@ -239,9 +330,14 @@ def _watch(run: ProcessRun, curator: Child, *, deadline: float, grace_s: float,
         now = time.monotonic()
         if curator.proc.poll() is not None and curator_exit_at is None:
             curator_exit_at = now
+        if curator_exit_at is not None:
+            computing = [c for c in alive if _still_computing(c, ticks, now)]
         if curator_exit_at is not None and now - curator_exit_at > grace_s:
-            run.stragglers = [c.party for c in alive]
-            return
+            dropped = dropouts()
+            busy = [c for c in computing if not dropped.intersection(c.parties)]
+            if not busy or now - curator_exit_at > max(grace_s, finish_s):
+                run.stragglers = [p for c in alive for p in c.parties]
+                return
         others_alive = [c for c in alive if c is not curator]
         if curator_exit_at is None and not others_alive:
             others_done_at = others_done_at if others_done_at is not None else now
@@ -250,9 +346,21 @@ def _watch(run: ProcessRun, curator: Child, *, deadline: float, grace_s: float,
                                               f"ended (hung?); killed: {last_line(curator.log_path)}")
                 return
         if now > deadline:
-            run.failure = f"run timed out (transport.run_timeout_s); killed {', '.join(c.party for c in alive)}"
+            run.failure = f"run timed out (transport.run_timeout_s); killed {', '.join(p for c in alive for p in c.parties)}"
             return
         time.sleep(0.05)
+
+
+def _still_computing(child: Child, ticks: dict[int, tuple[int, float]], now: float, window_s: float = 2.0) -> bool:
+    """Whether ``child`` used CPU within the last ``window_s`` (a stopped or blocked one does not)."""
+    used = cpu_ticks(child.proc.pid)
+    if used is None:
+        return False
+    last = ticks.get(child.proc.pid)
+    if last is None or used > last[0]:
+        ticks[child.proc.pid] = (used, now)
+        return True
+    return now - last[1] <= window_s
 
 
 def _read_progress(path: Path, offset: int, last: int, on_round: Callable[[int, int], None]) -> tuple[int, int]:

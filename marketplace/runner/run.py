@@ -18,7 +18,7 @@ from marketplace.messages import PROTOCOL_VERSION
 from marketplace.parties import build_role, make_world, party_ids, role_of
 from marketplace.roles import CURATOR
 from marketplace.runner.identity import check_reports
-from marketplace.runner.party_process import default_run_id, party_report, single_threaded_blas, write_json
+from marketplace.runner.party_process import EXIT_OK, EXIT_RUN_FAILED, default_run_id, party_report, single_threaded_blas, write_json
 from marketplace.data import world_summary
 from marketplace.runner.processes import Launch, forkserver_context, last_line, run_processes
 from marketplace.runner.report import message_summary, timing_summary, write_messages_csv
@@ -196,16 +196,30 @@ def _run_processes(scenario: Scenario, resolved: Path, out: Path, run_id: str, o
     run = run_processes(scenario, resolved, out, run_id, on_round=on_round, launch=launch, world=world)
     parties = []
     for child in run.children:
-        path = out / "parties" / f"{child.party}.json"
-        try:
-            rep = json.loads(path.read_text())
-        except (OSError, ValueError):
-            rep = {"id": child.party, "role": role_of(child.party), "pid": child.proc.pid, "host": socket.gethostname(),
-                   "status": "failed", "failure": f"no report (exit status {child.exit_code}); last log line: {last_line(child.log_path)}"}
-        rep["exit_code"] = child.exit_code
-        rep["log"] = str(child.log_path)
-        parties.append(rep)
+        for party in child.parties:
+            path = out / "parties" / f"{party}.json"
+            try:
+                rep = json.loads(path.read_text())
+            except (OSError, ValueError):
+                rep = {"id": party, "role": role_of(party), "pid": child.proc.pid, "host": socket.gethostname(),
+                       "status": "failed", "failure": f"no report (exit status {child.exit_code}); last log line: {last_line(child.log_path)}"}
+            rep["exit_code"] = _exit_code_of(rep, child)
+            rep["log"] = str(child.log_path)
+            if len(child.parties) > 1:
+                rep["process"] = child.party
+            parties.append(rep)
+    order = {p: i for i, p in enumerate(party_ids(scenario.config))}
+    parties.sort(key=lambda rep: order.get(rep["id"], len(order)))
     return parties, _process_failures(run, parties)
+
+
+def _exit_code_of(rep: dict[str, Any], child) -> int | None:
+    """A party's exit status. An owner host exits 3 when the run failed for any of its owners; each
+    hosted owner's own status then comes from its report (0 completed, 3 failed). Any other status
+    of the host (an internal error, killed) is every hosted owner's."""
+    if len(child.parties) == 1 or child.exit_code not in (EXIT_OK, EXIT_RUN_FAILED):
+        return child.exit_code
+    return EXIT_OK if rep.get("status") == "completed" else EXIT_RUN_FAILED
 
 
 def _process_failures(run, parties: list[dict[str, Any]]) -> list[str]:
@@ -247,7 +261,8 @@ def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[s
         "versions": {"marketplace": __version__, "wire_protocol": PROTOCOL_VERSION},
         "parties": [
             {"id": p["id"], "role": p.get("role"), "pid": p.get("pid"), "host": p.get("host"), "status": p.get("status"),
-             **({"exit_code": p["exit_code"]} if "exit_code" in p else {})}
+             **({"exit_code": p["exit_code"]} if "exit_code" in p else {}),
+             **({"process": p["process"]} if "process" in p else {})}
             for p in parties
         ],
         "transport_security": ("in-process (no sockets)" if driver == "inprocess" else

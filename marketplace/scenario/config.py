@@ -16,8 +16,15 @@ PositiveFloat = Annotated[float, Range(min=0.0, min_open=True)]
 
 @dataclass(frozen=True)
 class PartiesConfig:
-    owners: Annotated[int, Range(min=1, max=1024)] = 4
+    owners: Annotated[int, Range(min=1, max=100_000)] = 4
     """K, the number of data owners (party ids owner-1 ... owner-K)."""
+    owners_per_process: Annotated[int, Range(min=1)] | Literal["auto"] = "auto"
+    """How many owners one OS process serves under the processes driver (an *owner host*). Each
+    hosted owner stays a party of its own: its own id, socket, CURVE key, data share and counters;
+    what hosted owners share is the process (so they are not isolated from each other's memory, and
+    a fault of the process is a fault of all of them). ``1``: one process per owner. ``auto``: one
+    host per core (at most K), owners split evenly. The selection, metrics and message counts do
+    not depend on it."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +50,10 @@ class TransportConfig:
     """Refused frames one connection may send in a second; past that its frames are dropped unread
     for ``quarantine_s`` (a flood of junk then costs a read, not a decode)."""
     quarantine_s: PositiveFloat = 5.0
+    finish_timeout_s: PositiveFloat = 600.0
+    """After the curator exits, a party still running gets ``heartbeat_timeout_s + 5`` s to follow;
+    one that is still computing then (an owner fitting its model after its ``bye``) gets up to this
+    long. A party that uses no CPU, or one the curator dropped, is killed at the first limit."""
     security: Literal["curve", "none"] = "curve"
     """``curve``: every link authenticated and encrypted with CURVE, each party bound to its key;
     ``none`` (or ``--insecure``): plaintext, for development only."""

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import resource
 import time
 from abc import ABC, abstractmethod
 from collections import OrderedDict, deque
@@ -110,6 +111,7 @@ class _Peer:
     contact: float | None = None  # first frame of any kind
     queue: deque = field(default_factory=deque)
     stuck_since: float | None = None
+    last_sent: float = float("-inf")  # last frame handed to the transport for it
 
 
 @dataclass
@@ -124,7 +126,25 @@ class _Connection:
     quarantine_until: float = 0.0
 
 
-def _configure(sock: zmq.Socket, settings: LinkSettings) -> None:
+def raise_open_files_limit(needed: int) -> int:
+    """Raise this process's soft limit on open files to at least ``needed`` (up to the hard limit);
+    returns the limit now in force. A host of many owners, or a curator of many, needs one file per
+    connection."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        soft = target
+    return soft
+
+
+def plaintext_identity(sock: zmq.Socket, party: str) -> None:
+    """Without CURVE (development only) a DEALER's routing id is its party id: its claim, unchecked."""
+    sock.setsockopt(zmq.IDENTITY, party.encode())
+
+
+def configure_socket(sock: zmq.Socket, settings: LinkSettings) -> None:
+    """Every socket of the driver: no linger on error paths, the frame cap, the high-water marks."""
     sock.setsockopt(zmq.LINGER, 0)
     sock.setsockopt(zmq.MAXMSGSIZE, settings.max_message_bytes)
     sock.setsockopt(zmq.SNDHWM, settings.high_water_mark)
@@ -134,7 +154,7 @@ def _configure(sock: zmq.Socket, settings: LinkSettings) -> None:
 class _Loop(ABC):
     """The event loop shared by both socket types; subclasses say how frames are framed and routed."""
 
-    def __init__(self, node: Node, sock: zmq.Socket, settings: LinkSettings) -> None:
+    def __init__(self, node: Node, sock: zmq.Socket, settings: LinkSettings, *, poller: zmq.Poller | None = None) -> None:
         self.node = node
         self.sock = sock
         self.settings = settings
@@ -145,9 +165,13 @@ class _Loop(ABC):
         self.lost: set[str] = set()
         self.drained_at = 0.0
         self.awaiting: dict[str, tuple[str, float]] = {}  # party -> (what, since)
-        self.poller = zmq.Poller()
+        self.backlog: dict[str, _Peer] = {}
+        """Peers with frames waiting in their queue (so a flush costs O(waiting), not O(K))."""
+        self.next_beat = self.next_check = 0.0
+        self.poller = poller if poller is not None else zmq.Poller()  # an owner host shares one among its owners
         self.poller.register(sock, zmq.POLLIN)
         self.monitor: zmq.Socket | None = None
+        self.closed = False
 
     # --- per socket type --------------------------------------------------------------------
     @abstractmethod
@@ -168,27 +192,41 @@ class _Loop(ABC):
         """Parties to send a heartbeat to now."""
 
     # --- the loop -----------------------------------------------------------------------------
-    def run(self) -> DriverStats:
+    def begin(self) -> None:
+        """Start the role (its first messages go out) and arm the timers."""
         self._dispatch(self.node.start())
-        next_beat = next_check = time.monotonic()
-        check_every = min(LIVENESS_CHECK_S, self.settings.heartbeat_interval_s)
-        while not self.node.done:
-            now = time.monotonic()
-            if now >= next_beat:
-                for party in self._heartbeat_targets():
-                    self._dispatch([self.node.heartbeat(party)])
-                next_beat = now + self.settings.heartbeat_interval_s
-            if now >= next_check:  # O(K) per check, not per frame
-                self._check_liveness(now)
-                self._check_progress(now)
-                if self.monitor is not None:
-                    self._drain_monitor()
-                next_check = now + check_every
+        self.next_beat = self.next_check = time.monotonic()
+
+    def tick(self, now: float, *, check_every: float | None = None) -> float:
+        """Run every timer that is due (heartbeats, liveness, progress, queued sends); return the
+        time of the next one. Called on every iteration, so no stream of frames can starve them."""
+        if now >= self.next_beat:
+            for party in self._heartbeat_targets():
+                peer = self.peers.get(party)
+                if peer is not None and now - peer.last_sent < self.settings.heartbeat_interval_s:
+                    continue  # it had a frame from us lately: that says we are alive
+                self._dispatch([self.node.heartbeat(party)])
+            self.next_beat = now + self.settings.heartbeat_interval_s
+        if now >= self.next_check:  # O(K) per check, not per frame
+            self._check_liveness(now)
+            self._check_progress(now)
+            if self.monitor is not None:
+                self._drain_monitor()
+            if check_every is None:
+                check_every = min(LIVENESS_CHECK_S, self.settings.heartbeat_interval_s)
+            self.next_check = now + check_every
+        if self.backlog:
             self._flush_queues(now)
+        return min(self.next_beat, self.next_check)
+
+    def run(self) -> DriverStats:
+        self.begin()
+        while not self.node.done:
+            wake = self.tick(time.monotonic())
             if self.node.done:
                 break
-            wait = min(next_beat, next_check) - time.monotonic()
-            if any(p.queue for p in self.peers.values()):
+            wait = wake - time.monotonic()
+            if self.backlog:
                 wait = min(wait, 0.005)  # retry stuck sends soon
             t0 = time.perf_counter()
             ready = dict(self.poller.poll(max(0, int(1000 * wait))))
@@ -321,6 +359,7 @@ class _Loop(ABC):
         peer = self.peers.get(party)
         if peer is not None:
             peer.queue.clear()
+        self.backlog.pop(party, None)
         self.stats.lost_peers[party] = reason
         log.warning("%s: peer %s lost: %s", self.node.party_id, party, reason)
         self._dispatch(self.node.peer_lost(party, reason))
@@ -369,6 +408,10 @@ class _Loop(ABC):
             return True
         self.stats.io_s += time.perf_counter() - t0
         self.node.record_sent(out)
+        if party is not None:
+            peer = self.peers.get(party)
+            if peer is not None:
+                peer.last_sent = time.monotonic()
         return True
 
     def _enqueue(self, peer: _Peer, out: Outgoing) -> None:
@@ -376,11 +419,12 @@ class _Loop(ABC):
             self._lose(peer.name, f"more than {self.settings.max_queued_frames} frames waiting to be read")
             return
         peer.queue.append(out)
+        self.backlog[peer.name] = peer
         if peer.stuck_since is None:
             peer.stuck_since = time.monotonic()
 
     def _flush_queues(self, now: float) -> None:
-        for peer in list(self.peers.values()):
+        for peer in list(self.backlog.values()):
             while peer.queue and peer.name not in self.lost:
                 if not self._try_send(self._route_of(peer.name), peer.queue[0], party=peer.name):
                     if now - (peer.stuck_since or now) > self.settings.send_timeout_s:
@@ -389,11 +433,13 @@ class _Loop(ABC):
                     break
                 peer.queue.popleft()
                 peer.stuck_since = now if peer.queue else None
+            if not peer.queue:
+                self.backlog.pop(peer.name, None)
 
     def flush_before_close(self, budget_s: float) -> None:
         """Give frames still queued (the last ``bye``) a bounded chance to leave."""
         deadline = time.monotonic() + budget_s
-        while any(p.queue for p in self.peers.values()) and time.monotonic() < deadline:
+        while self.backlog and time.monotonic() < deadline:
             self._flush_queues(time.monotonic())
             time.sleep(0.005)
 
@@ -421,10 +467,13 @@ class _Loop(ABC):
         if self.monitor is not None:
             self._drain_monitor(final=True)
             self.watch.summary()
+            self.poller.unregister(self.monitor)
             self.sock.disable_monitor()
             self.monitor.close(linger=0)
+        self.poller.unregister(self.sock)
         linger = int(self.settings.close_linger_s * 1000) if self.node.done else 0
         self.sock.close(linger=linger)
+        self.closed = True
 
 
 class _RouterLoop(_Loop):
@@ -479,7 +528,7 @@ class _RouterLoop(_Loop):
                 if peer.route is not None and p not in self.lost and p not in self.node.finished_peers]
 
 
-class _DealerLoop(_Loop):
+class DealerLoop(_Loop):
     """An owner's or the consumer's side: one connection, to the curator."""
 
     def _handle(self, route: bytes, party: str | None, frame: bytes | None) -> None:
@@ -516,10 +565,11 @@ class _DealerLoop(_Loop):
 
 def serve_curator(node: Node, endpoint: str, settings: LinkSettings, *, on_bound: Callable[[str], None] | None = None) -> DriverStats:
     """Bind a ROUTER at ``endpoint`` (port 0 or ``*`` picks a free port) and run ``node`` to the end."""
+    raise_open_files_limit(2 * len(node.parties or ()) + 256)  # one connection per party, and spares
     ctx = zmq.Context()
     auth = None
     sock = ctx.socket(zmq.ROUTER)
-    _configure(sock, settings)
+    configure_socket(sock, settings)
     sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
     if settings.curve_keys is not None:
         keys = CurveKeys(Path(settings.curve_keys), node.party_id)
@@ -553,13 +603,13 @@ def serve_party(node: Node, endpoint: str, settings: LinkSettings) -> DriverStat
     routing id (the curator names it by its key); in plaintext mode its routing id is its party id."""
     ctx = zmq.Context()
     sock = ctx.socket(zmq.DEALER)
-    _configure(sock, settings)
+    configure_socket(sock, settings)
     if settings.curve_keys is not None:
         CurveKeys(Path(settings.curve_keys), node.party_id).configure_client(sock)
     else:
-        sock.setsockopt(zmq.IDENTITY, node.party_id.encode())
+        plaintext_identity(sock, node.party_id)
     sock.connect(endpoint)
-    loop = _DealerLoop(node, sock, settings)
+    loop = DealerLoop(node, sock, settings)
     loop.stats.endpoint = endpoint
     loop.watch_connections("client")
     try:

@@ -1,0 +1,135 @@
+"""An owner host: one OS process serving many owners, each still a party of its own on the wire.
+
+Every hosted owner keeps what makes it a party: its own party id, its own DEALER socket and TCP
+connection to the curator, its own CURVE key (so the curator's ZAP handler names the connection
+after that owner's key, exactly as for an owner in a process of its own), its own message ids,
+counters, timers and send queue. What the owners of a host share is the process: one ZeroMQ
+context (one I/O thread), one poller and one thread running all of their loops.
+
+Why one socket per owner rather than one connection per host carrying many owners: CURVE
+authenticates a *connection*, and the curator takes a frame's sender from the key of the connection
+it came on. One connection per host would need a second, application-level authentication per owner
+inside it, and the curator would have to trust the host to keep its owners apart. With one socket
+per owner, the curator cannot tell a hosted owner from one in its own process, and the wire, the
+message counts and the security model do not depend on how owners are packed into processes. The
+ZeroMQ guide's advice fits this layout: one context per process, sockets used only by the thread
+that made them, and one ``zmq_poll`` over many sockets in one thread. Its cost is one TCP connection
+and one file descriptor per owner (plus one for the socket's mailbox); the host raises its open-files
+limit and the context's socket cap (``MAX_SOCKETS``, 1,023 by default) to what it needs.
+
+The loop is fair the same way a single party's is: each wake-up reads a bounded batch from every
+socket that has frames, and every owner's timers run on every pass. Owners' local work after their
+last message (:meth:`Role.finish`, e.g. fitting a model) runs once every hosted owner's exchange is
+over, so one owner's fitting never silences the others' heartbeats.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+import zmq
+
+from marketplace.transport.node import Node
+from marketplace.transport.zmq_driver import (DealerLoop, DriverStats, LinkSettings, configure_socket, plaintext_identity,
+                                              raise_open_files_limit)
+
+log = logging.getLogger(__name__)
+
+SOCKETS_PER_OWNER = 3
+"""The owner's DEALER and its monitor's two PAIR ends."""
+FILES_PER_OWNER = 4
+"""Its TCP connection and three socket mailboxes."""
+HOST_CHECK_S = 0.1
+"""How often each hosted owner's liveness and progress are checked (a single party: every 50 ms)."""
+
+
+def serve_owners(nodes: list[Node], endpoint: str, settings: LinkSettings,
+                 keys: Callable[[str], object] | None = None) -> dict[str, DriverStats]:
+    """Connect one DEALER per node to the curator at ``endpoint`` and run them all to the end in this
+    thread; returns each owner's driver statistics by party id.
+
+    ``keys(party)`` gives the :class:`~marketplace.transport.curve.CurveKeys` of a hosted owner when
+    CURVE is on (None: plaintext, development only).
+    """
+    limit = raise_open_files_limit(FILES_PER_OWNER * len(nodes) + 64)
+    if limit < FILES_PER_OWNER * len(nodes) + 64:
+        log.warning("open-files limit %d may be too low for %d owners in one process (ulimit -n)", limit, len(nodes))
+    ctx = zmq.Context()
+    ctx.set(zmq.MAX_SOCKETS, max(ctx.get(zmq.MAX_SOCKETS), SOCKETS_PER_OWNER * len(nodes) + 16))
+    poller = zmq.Poller()
+    loops: list[DealerLoop] = []
+    try:
+        for node in nodes:
+            sock = ctx.socket(zmq.DEALER)
+            configure_socket(sock, settings)
+            if keys is not None:
+                keys(node.party_id).configure_client(sock)
+            else:
+                plaintext_identity(sock, node.party_id)
+            sock.connect(endpoint)
+            loop = DealerLoop(node, sock, settings, poller=poller)
+            loop.stats.endpoint = endpoint
+            loop.watch_connections("client")
+            loops.append(loop)
+        _run_all(loops, poller)
+    finally:
+        for loop in loops:
+            if not loop.closed:
+                loop.close()
+        ctx.term()
+    for node in nodes:  # local work after the exchange (e.g. fitting a model), owner by owner
+        node.finish()
+    return {loop.node.party_id: loop.stats for loop in loops}
+
+
+def _run_all(loops: list[DealerLoop], poller: zmq.Poller) -> None:
+    """Run every loop until its role is done: one poll over all sockets, each loop's timers on
+    every pass (cheap when none is due), a bounded read from each socket with frames."""
+    by_socket: dict[zmq.Socket, DealerLoop] = {}
+    for loop in loops:
+        by_socket[loop.sock] = loop
+        if loop.monitor is not None:
+            by_socket[loop.monitor] = loop
+        loop.begin()
+    active = loops
+    check_every = max(HOST_CHECK_S, min(loop.settings.heartbeat_interval_s for loop in loops) / 4) if loops else HOST_CHECK_S
+    next_drain_mark = 0.0
+    idle = 0.0
+    while True:
+        now = time.monotonic()
+        if now >= next_drain_mark:  # before the liveness checks: whose socket has nothing waiting
+            for loop in active:
+                if not loop.sock.get(zmq.EVENTS) & zmq.POLLIN:
+                    loop.drained_at = now
+            next_drain_mark = now + check_every
+        wake = next_drain_mark
+        backlog = False
+        for loop in active:
+            if not loop.node.done:
+                wake = min(wake, loop.tick(now, check_every=check_every))
+                backlog = backlog or bool(loop.backlog)
+        if any(loop.node.done for loop in active):
+            for loop in active:
+                if loop.node.done:
+                    loop.close()  # its bye leaves; its socket leaves the poller
+            active = [loop for loop in active if not loop.closed]
+            if not active:
+                break
+        wait = wake - time.monotonic()
+        if backlog:
+            wait = min(wait, 0.005)  # retry stuck sends soon
+        t0 = time.perf_counter()
+        ready = poller.poll(max(0, int(1000 * wait)))
+        idle += time.perf_counter() - t0
+        for sock, _ in ready:
+            loop = by_socket[sock]
+            if loop.closed or loop.node.done:
+                continue
+            if sock is loop.sock:
+                loop._read_batch()
+            else:
+                loop._drain_monitor()
+    for loop in loops:
+        loop.stats.idle_s += idle / len(loops)
