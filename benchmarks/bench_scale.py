@@ -1,0 +1,175 @@
+"""Scale: summarize with K = 16 ... 1,000 owners, owner hosts against the in-process driver.
+
+Run (the defaults take about ten minutes on a 2-core machine):
+
+    python benchmarks/bench_scale.py --json scale.json
+    python benchmarks/bench_scale.py --owners 1000 --drivers processes     # only the K = 1,000 run
+
+Each point is one `marketplace run` command, started fresh (cold imports, as a user runs it), on
+the quickstart scenario with K owners (quickstart-sized data: 2,000 rows per component, so the
+owners' rows shrink as K grows; even partition), 100 rounds, the baselines off. The processes
+driver uses owner hosts (``parties.owners_per_process``, default ``auto``: one host per core) and
+CURVE, exactly as ``marketplace run`` does by default.
+
+Reported per point:
+
+* ``wall_s``: the command's wall time (start to exit: world, parties, rounds, evaluation, report);
+* ``run_wall_s``: the report's ``timing.wall_s`` (from starting the parties to the driver's return);
+* ``rounds_per_s``: rounds / run_wall_s;
+* ``cpu_s``: user + system CPU of the whole process tree (the command and every descendant it reaped);
+* ``peak_rss_mb``: the largest sum of RSS over the process tree, sampled every 20 ms from /proc. A sum
+  of RSS counts pages shared between forked processes once per process, so it is an upper bound;
+  ``peak_pss_mb`` (proportional set size, shared pages split between their users) is the honest
+  total, and ``owner_host_pss_mb`` / ``per_hosted_owner_mb`` its owners' part;
+* ``ratio``: processes wall / in-process wall at the same K (both ``wall_s`` and ``run_wall_s``).
+
+``--smoke`` runs K = 4 with 5 rounds under both drivers (seconds), for the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+QUICKSTART = ROOT / "scenarios" / "quickstart.yaml"
+
+
+def _tree(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(children.get(pid, []))
+    return out
+
+
+def _memory_kb(pid: int) -> tuple[int, int]:
+    """(RSS, PSS) of one process in KiB, from /proc/PID/smaps_rollup; (0, 0) if it is gone."""
+    rss = pss = 0
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Rss:"):
+                    rss = int(line.split()[1])
+                elif line.startswith("Pss:"):
+                    pss = int(line.split()[1])
+    except OSError:
+        pass
+    return rss, pss
+
+
+class TreeSampler(threading.Thread):
+    """Samples the memory of a process tree until stopped: peak sums, and each process's peak PSS."""
+
+    def __init__(self, root: int, every_s: float = 0.02) -> None:
+        super().__init__(daemon=True)
+        self.root, self.every_s = root, every_s
+        self.peak_rss_kb = self.peak_pss_kb = 0
+        self.peak_by_pid: dict[int, int] = {}
+        self.stop_event = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop_event.is_set():
+            rss_sum = pss_sum = 0
+            for pid in _tree(self.root):
+                rss, pss = _memory_kb(pid)
+                rss_sum += rss
+                pss_sum += pss
+                if pss > self.peak_by_pid.get(pid, 0):
+                    self.peak_by_pid[pid] = pss
+            self.peak_rss_kb = max(self.peak_rss_kb, rss_sum)
+            self.peak_pss_kb = max(self.peak_pss_kb, pss_sum)
+            self.stop_event.wait(self.every_s)
+
+
+def run_point(owners: int, driver: str, rounds: int, extra: list[str], workdir: Path) -> dict:
+    out = workdir / f"{driver}-k{owners}"
+    cmd = [sys.executable, "-m", "marketplace", "run", str(QUICKSTART), "--out", str(out), "--quiet", "--driver", driver,
+           "--set", f"parties.owners={owners}", "--set", f"summarize.rounds={rounds}", "--set", "summarize.baselines=[]",
+           "--set", "data.partition.scheme=even"]
+    for item in extra:
+        cmd += ["--set", item]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    sampler = TreeSampler(proc.pid)
+    sampler.start()
+    _, stderr = proc.communicate()
+    wall = time.perf_counter() - started
+    sampler.stop_event.set()
+    sampler.join()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    report = json.loads((out / "report.json").read_text()) if (out / "report.json").exists() else {}
+    row = {"owners": owners, "driver": driver, "rounds": rounds, "exit": proc.returncode, "status": report.get("status"),
+           "wall_s": round(wall, 3), "run_wall_s": round(report.get("timing", {}).get("wall_s", float("nan")), 3),
+           "cpu_s": round(cpu, 2), "peak_rss_mb": round(sampler.peak_rss_kb / 1024, 1),
+           "peak_pss_mb": round(sampler.peak_pss_kb / 1024, 1)}
+    row["rounds_per_s"] = round(rounds / row["run_wall_s"], 2) if row["run_wall_s"] == row["run_wall_s"] else None
+    if driver == "processes" and report:
+        owner_pids = {p["pid"] for p in report["parties"] if p.get("role") == "owner"}
+        host_pss = sum(sampler.peak_by_pid.get(pid, 0) for pid in owner_pids) / 1024
+        row.update(processes=len(owner_pids) + 2, owner_host_pss_mb=round(host_pss, 1),
+                   per_hosted_owner_mb=round(host_pss / owners, 3),
+                   consistency=report["messages"]["consistency"]["agree"])
+    if proc.returncode != 0:
+        row["stderr"] = stderr[-2000:]
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--owners", type=int, nargs="+", default=[16, 64, 256, 1000])
+    parser.add_argument("--drivers", nargs="+", default=["inprocess", "processes"], choices=["inprocess", "processes"])
+    parser.add_argument("--rounds", type=int, default=100)
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
+    parser.add_argument("--json", help="also write the rows here")
+    parser.add_argument("--keep", help="keep the run folders here (default: a temporary folder)")
+    parser.add_argument("--smoke", action="store_true", help="K = 4, 5 rounds, both drivers (seconds)")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.owners, args.rounds, args.drivers = [4], 5, ["inprocess", "processes"]
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
+        workdir = Path(args.keep) if args.keep else Path(tmp)
+        workdir.mkdir(parents=True, exist_ok=True)
+        for owners in args.owners:
+            by_driver = {}
+            for driver in args.drivers:
+                row = run_point(owners, driver, args.rounds, args.overrides, workdir)
+                by_driver[driver] = row
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+            if len(by_driver) == 2:
+                a, b = by_driver["processes"], by_driver["inprocess"]
+                ratio = {"owners": owners, "ratio_wall": round(a["wall_s"] / b["wall_s"], 2),
+                         "ratio_run_wall": round(a["run_wall_s"] / b["run_wall_s"], 2),
+                         "transport_ms_per_round": round(1000 * (a["run_wall_s"] - b["run_wall_s"]) / args.rounds, 2)}
+                rows.append(ratio)
+                print(json.dumps(ratio), flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+    failed = [r for r in rows if r.get("exit") not in (None, 0)]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
