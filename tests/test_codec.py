@@ -3,11 +3,11 @@ frame is refused with one MessageError that names the party, the kind and the fi
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Any
 
 import msgpack
+import msgspec
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -196,7 +196,7 @@ ANY_ENVELOPE = st.one_of(*(envelopes(s) for s in BODIES.values()))
 
 def assert_bodies_equal(got: Any, want: Any) -> None:
     assert type(got) is type(want)
-    for f in dataclasses.fields(want):
+    for f in msgspec.structs.fields(want):
         a, b = getattr(got, f.name), getattr(want, f.name)
         if isinstance(b, np.ndarray):
             assert isinstance(a, np.ndarray), f.name
@@ -239,8 +239,8 @@ def test_plain_msgpack_reads_a_frame_as_a_map_with_arrays_as_dtype_shape_data(ki
     assert isinstance(wire, dict)
     assert set(wire) == set(ENVELOPE_KEYS)
     assert wire["kind"] == kind
-    assert set(wire["body"]) == {f.name for f in dataclasses.fields(sent.body)}
-    for f in dataclasses.fields(sent.body):
+    assert set(wire["body"]) == {f.name for f in msgspec.structs.fields(sent.body)}
+    for f in msgspec.structs.fields(sent.body):
         value = getattr(sent.body, f.name)
         if isinstance(value, np.ndarray):
             assert wire["body"][f.name] == {"dtype": value.dtype.str, "shape": list(value.shape), "data": value.tobytes()}
@@ -251,7 +251,7 @@ def test_plain_msgpack_reads_a_frame_as_a_map_with_arrays_as_dtype_shape_data(ki
 
 def bid_envelope(**changes: Any) -> Envelope:
     envelope = Envelope(PROTOCOL_VERSION, "run-1", 7, "owner-1", "curator", "bid", None, Bid(round=2, value=0.5, available=True))
-    return dataclasses.replace(envelope, **changes)
+    return msgspec.structs.replace(envelope, **changes)
 
 
 def wire_of(envelope: Envelope) -> dict[str, Any]:
