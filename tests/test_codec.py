@@ -750,3 +750,23 @@ def test_a_map_longer_than_plain_msgpack_reads_is_refused_by_both_paths() -> Non
 
     assert refusal(frame).field == "<frame>"
     assert decode_fast(frame) is None
+
+
+def test_a_broadcast_body_encoded_once_frames_to_the_same_bytes_as_a_whole_encode():
+    """encode_framed wraps an already encoded body: byte for byte what encode gives, for every kind
+    a broadcast may carry, and plain msgpack reads it back."""
+    import msgpack
+    import numpy as np
+
+    from marketplace.messages import encode_body, encode_framed
+    from marketplace.messages.kinds import Heartbeat, RoundOpen
+
+    for body in (RoundOpen(round=3, summary_mean=np.linspace(0, 1, 140), q=0.25), Heartbeat()):
+        for receiver, msg_id, reply in (("owner-1", 1, None), ("owner-250", 2**40, 7)):
+            envelope = Envelope(PROTOCOL_VERSION, "run", msg_id, "curator", receiver, type(body).KIND, reply, body)
+            bare = Envelope(PROTOCOL_VERSION, "run", msg_id, "curator", receiver, type(body).KIND, reply, None)
+            frame = encode_framed(bare, encode_body(body))
+            assert frame == encode(envelope)
+            assert msgpack.unpackb(frame, raw=False)["receiver"] == receiver
+    with pytest.raises(TypeError):
+        encode_framed(envelope, encode_body(Heartbeat()))  # a body given twice

@@ -63,6 +63,23 @@ def encode(envelope: Envelope) -> bytes:
     return _ENCODER.encode(envelope)
 
 
+def encode_body(body: Any) -> bytes:
+    """The encoded body alone, to be framed for many receivers by :func:`encode_framed`."""
+    if getattr(type(body), "KIND", None) is None:
+        raise TypeError(f"{type(body).__name__} is not a message body")
+    return _ENCODER.encode(body)
+
+
+def encode_framed(envelope: Envelope, body: bytes) -> bytes:
+    """The frame of ``envelope`` (whose ``body`` is None) with the already encoded ``body``: the
+    same bytes :func:`encode` gives for the envelope holding that body, since the body is the
+    envelope's last field. A broadcast encodes its body once, not once per receiver."""
+    if envelope.body is not None:
+        raise TypeError("encode_framed: the envelope's body must be None (the encoded body is passed apart)")
+    head = _ENCODER.encode(envelope)
+    return head[:-1] + body  # drop the nil that stood for the body
+
+
 def _check_arrays(body: Any) -> None:
     """Each array field of ``body`` against its spec (dtype, rank, fixed sizes, finite), and named
     dimensions agreeing across the fields; raises SchemaError."""
