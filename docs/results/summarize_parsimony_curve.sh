@@ -7,9 +7,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 owners=4,8,16,32,64,128,256,512,1000
+pids=()
 for tau in 5 grow; do
   rm -f "docs/results/summarize-parsimony-tau-$tau-runs.csv"
   python3 benchmarks/bench_parsimony.py --owners "$owners" --rounds 100 --seeds 1-10 --tau "$tau" \
       --csv "docs/results/summarize-parsimony-tau-$tau-runs.csv" &
+  pids+=($!)
 done
-wait
+for pid in "${pids[@]}"; do wait "$pid"; done  # fails (set -e) if either did
