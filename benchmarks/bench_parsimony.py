@@ -39,7 +39,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = ROOT / "scenarios" / "quickstart-private.yaml"
-FIELDS = ("owners", "tau_rule", "tau", "seed", "status", "rounds", "summary_size", "validation_size", "points_seen",
+FIELDS = ("owners", "auction", "tau_rule", "tau", "seed", "status", "rounds", "summary_size", "validation_size", "points_seen",
           "owner_points", "owner_points_per_summary_point", "rho", "rho_over_k13", "owner_ratio_over_k13",
           "asked_per_round_mean", "mmd2", "accuracy", "uniform_mmd2", "uniform_accuracy", "rows_per_owner", "wall_s")
 
@@ -51,8 +51,8 @@ def tau_for(owners: int, rule: str) -> int:
     return int(rule)
 
 
-def scenario(owners: int, rounds: int, seed: int, tau: int) -> dict[str, Any]:
-    """The private quickstart, even partition, ``rounds`` rounds, the given K, seed and tau."""
+def scenario(owners: int, rounds: int, seed: int, tau: int, auction: str = "two_sided") -> dict[str, Any]:
+    """The private quickstart, even partition, ``rounds`` rounds, the given K, seed, tau and auction."""
     raw = yaml.safe_load(BASE.read_text())
     raw["name"] = f"parsimony-k{owners}-tau{tau}"
     raw["seed"] = seed
@@ -61,10 +61,11 @@ def scenario(owners: int, rounds: int, seed: int, tau: int) -> dict[str, Any]:
     raw["summarize"]["rounds"] = rounds
     raw["summarize"]["baselines"] = ["uniform"]
     raw["summarize"]["privacy"]["tau"] = tau
+    raw["summarize"]["privacy"]["auction"] = auction
     return raw
 
 
-def run_one(owners: int, rounds: int, seed: int, rule: str) -> dict[str, Any]:
+def run_one(owners: int, rounds: int, seed: int, rule: str, auction: str = "two_sided") -> dict[str, Any]:
     """One in-process run; the row of the CSV."""
     from marketplace.runner.run import run_scenario
     from marketplace.scenario import parse_scenario
@@ -72,7 +73,7 @@ def run_one(owners: int, rounds: int, seed: int, rule: str) -> dict[str, Any]:
     tau = tau_for(owners, rule)
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
-        report = run_scenario(parse_scenario(scenario(owners, rounds, seed, tau), source="bench_parsimony", base_dir=ROOT),
+        report = run_scenario(parse_scenario(scenario(owners, rounds, seed, tau, auction), source="bench_parsimony", base_dir=ROOT),
                               Path(tmp) / "run", driver="inprocess")
         wall = time.perf_counter() - start
     pars = report["parsimony"]
@@ -83,7 +84,7 @@ def run_one(owners: int, rounds: int, seed: int, rule: str) -> dict[str, Any]:
     uniform = report["metrics"]["baselines"].get("uniform") or {}
     rows = [part["rows"] for part in report["data"]["owners"]]
     return {
-        "owners": owners, "tau_rule": rule, "tau": tau, "seed": seed, "status": report["status"], "rounds": rounds,
+        "owners": owners, "auction": auction, "tau_rule": rule, "tau": tau, "seed": seed, "status": report["status"], "rounds": rounds,
         "summary_size": summary, "validation_size": validation, "points_seen": pars["points_seen"],
         "owner_points": owner_points, "owner_points_per_summary_point": per_point, "rho": pars["rho"],
         "rho_over_k13": pars["rho"] / k13, "owner_ratio_over_k13": per_point / k13,
@@ -113,10 +114,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=100, help="p, the summary size")
     parser.add_argument("--seeds", default="1-3", help="seeds: a range 1-5 or a list 1,2,3")
     parser.add_argument("--tau", type=_tau_rule, default="5", help="a fixed tau, or 'grow' for tau = ceil(K^(2/3))")
+    parser.add_argument("--auction", choices=("two_sided", "paper"), default="two_sided",
+                        help="the request schedule: two-sided, one request per round (default), or the paper's coins")
     parser.add_argument("--csv", metavar="PATH", help="write every run here (appending if it exists)")
     args = parser.parse_args(argv)
     seeds = _seeds(args.seeds)
-    print(f"private summarize (two-sided auction, 1 request/round), in-process, p = {args.rounds}, quickstart data, even "
+    auction = "two-sided auction, 1 request/round" if args.auction == "two_sided" else "the paper's auction"
+    print(f"private summarize ({auction}, eps_auc 0.1), in-process, p = {args.rounds}, quickstart data, even "
           f"partition, tau {'= ceil(K^(2/3))' if args.tau == 'grow' else '= ' + args.tau}; median over seeds {seeds}")
     print(f"{'K':>5} {'tau':>4} {'rho':>7} {'rho/K^(1/3)':>12} {'owner pts/pt':>13} {'/K^(1/3)':>9} {'asked/round':>12} "
           f"{'MMD2':>8} {'uniform':>8} {'accuracy':>9}")
@@ -134,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         for k in (int(x) for x in args.owners.split(",") if x):
             runs = []
             for seed in seeds:
-                run = run_one(k, args.rounds, seed, args.tau)
+                run = run_one(k, args.rounds, seed, args.tau, args.auction)
                 failed |= run["status"] != "completed"
                 runs.append(run)
                 if writer:

@@ -32,7 +32,7 @@ def load() -> dict[str, dict[int, list[dict[str, float]]]]:
         for row in csv.DictReader(open(HERE / f"summarize-parsimony-tau-{setting}-runs.csv")):
             if row["status"] != "completed":
                 raise SystemExit(f"tau {setting}, K = {row['owners']}, seed {row['seed']}: status {row['status']}")
-            runs[setting][int(row["owners"])].append({k: float(v) for k, v in row.items() if k not in ("tau_rule", "status")})
+            runs[setting][int(row["owners"])].append({k: float(v) for k, v in row.items() if k not in ("auction", "tau_rule", "status")})
     return runs
 
 
