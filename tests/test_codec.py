@@ -3,11 +3,11 @@ frame is refused with one MessageError that names the party, the kind and the fi
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Any
 
 import msgpack
+import msgspec
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from marketplace.messages import KINDS, PROTOCOL_VERSION, Envelope, MessageError, decode, encode
+from marketplace.messages.codec import decode_fast, decode_precise
 from marketplace.messages.envelope import ENVELOPE_KEYS
 from marketplace.messages.kinds_stc import StcRelease, StcReleases, StcRequest, StcTarget
 from marketplace.messages.kinds_sketch import SketchPublication, SketchReleaseBody, SketchRequest
@@ -196,7 +197,7 @@ ANY_ENVELOPE = st.one_of(*(envelopes(s) for s in BODIES.values()))
 
 def assert_bodies_equal(got: Any, want: Any) -> None:
     assert type(got) is type(want)
-    for f in dataclasses.fields(want):
+    for f in msgspec.structs.fields(want):
         a, b = getattr(got, f.name), getattr(want, f.name)
         if isinstance(b, np.ndarray):
             assert isinstance(a, np.ndarray), f.name
@@ -239,8 +240,8 @@ def test_plain_msgpack_reads_a_frame_as_a_map_with_arrays_as_dtype_shape_data(ki
     assert isinstance(wire, dict)
     assert set(wire) == set(ENVELOPE_KEYS)
     assert wire["kind"] == kind
-    assert set(wire["body"]) == {f.name for f in dataclasses.fields(sent.body)}
-    for f in dataclasses.fields(sent.body):
+    assert set(wire["body"]) == {f.name for f in msgspec.structs.fields(sent.body)}
+    for f in msgspec.structs.fields(sent.body):
         value = getattr(sent.body, f.name)
         if isinstance(value, np.ndarray):
             assert wire["body"][f.name] == {"dtype": value.dtype.str, "shape": list(value.shape), "data": value.tobytes()}
@@ -251,7 +252,7 @@ def test_plain_msgpack_reads_a_frame_as_a_map_with_arrays_as_dtype_shape_data(ki
 
 def bid_envelope(**changes: Any) -> Envelope:
     envelope = Envelope(PROTOCOL_VERSION, "run-1", 7, "owner-1", "curator", "bid", None, Bid(round=2, value=0.5, available=True))
-    return dataclasses.replace(envelope, **changes)
+    return msgspec.structs.replace(envelope, **changes)
 
 
 def wire_of(envelope: Envelope) -> dict[str, Any]:
@@ -645,3 +646,127 @@ def test_large_legitimate_frames_pass_the_structural_scan():
     frame = encode(Envelope(PROTOCOL_VERSION, "r", 1, "consumer", "curator", "validation_set", None, ValidationSet(X=X)))
     assert len(frame) > 64 * 1024
     assert np.array_equal(decode(frame, peer="consumer").body.X, X)
+
+
+# --- the fast path and the precise path agree ------------------------------------------------------
+
+
+def assert_same_message(got: Envelope, want: Envelope) -> None:
+    for name in ("version", "run_id", "msg_id", "sender", "receiver", "kind", "reply_to"):
+        assert getattr(got, name) == getattr(want, name), name
+    assert type(got.body) is type(want.body)
+    for f in msgspec.structs.fields(want.body):
+        a, b = getattr(got.body, f.name), getattr(want.body, f.name)
+        if isinstance(b, np.ndarray):
+            assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), f.name
+        else:
+            assert type(a) is type(b) and a == b, f.name
+
+
+def verdicts_agree(frame: bytes, peer: str | None = None) -> None:
+    """Whatever the fast path accepts, the precise path accepts as the same message; a frame the
+    fast path refuses gets the precise path's verdict (so decode never lets through more)."""
+    fast = decode_fast(frame, peer)
+    try:
+        precise = decode_precise(frame, peer=peer)
+    except MessageError:
+        assert fast is None, "the fast path accepted a frame the precise path refuses"
+        return
+    if fast is not None:
+        assert_same_message(fast, precise)
+
+
+@pytest.mark.parametrize("kind", sorted(BODIES))
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_every_valid_frame_takes_the_fast_path_and_decodes_as_the_precise_path_does(kind: str, data: st.DataObject) -> None:
+    sent = data.draw(envelopes(BODIES[kind]))
+    frame = encode(sent)
+
+    fast = decode_fast(frame, sent.sender)
+
+    assert fast is not None
+    assert_same_message(fast, decode_precise(frame, peer=sent.sender))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(envelope=ANY_ENVELOPE, mutations=st.lists(MUTATIONS, min_size=1, max_size=4))
+def test_mutated_frames_get_the_same_verdict_from_both_paths(envelope: Envelope, mutations: list[tuple[str, int, int]]) -> None:
+    verdicts_agree(mutate(encode(envelope), mutations))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(envelope=ANY_ENVELOPE, data=st.data())
+def test_frames_with_one_value_replaced_by_junk_get_the_same_verdict_from_both_paths(envelope: Envelope, data: st.DataObject) -> None:
+    wire = msgpack.unpackb(encode(envelope))
+    arrays = [v for v in wire["body"].values() if isinstance(v, dict)]
+    target = data.draw(st.sampled_from(["envelope", "body", "array"]))
+    if target == "envelope":
+        wire[data.draw(st.sampled_from(ENVELOPE_KEYS))] = data.draw(JUNK)
+    elif target == "body" and wire["body"]:
+        wire["body"][data.draw(st.sampled_from(sorted(wire["body"])))] = data.draw(JUNK)
+    elif target == "array" and arrays:
+        array = data.draw(st.sampled_from(arrays))
+        array[data.draw(st.sampled_from(["dtype", "shape", "data"]))] = data.draw(JUNK)
+
+    verdicts_agree(frame_of(wire), peer=envelope.sender if data.draw(st.booleans()) else None)
+
+
+def packed_map(items: list[tuple[Any, Any]]) -> bytes:
+    packer = msgpack.Packer(use_bin_type=True)
+    return packer.pack_map_header(len(items)) + b"".join(packer.pack(k) + packer.pack(v) for k, v in items)
+
+
+def test_a_second_kind_key_that_disagrees_with_the_first_is_refused() -> None:
+    items = list(wire_of(bid_envelope()).items()) + [("kind", "request")]
+
+    err = refusal(packed_map(items))
+
+    assert (err.kind, err.field) == ("request", "body.value")  # plain msgpack keeps the last value
+    assert decode_fast(packed_map(items)) is None
+
+
+def tree_with_spends(spends: tuple[dict[str, Any], ...]) -> bytes:
+    from marketplace.messages.kinds_pfds import PfdsTree
+
+    body = PfdsTree(attribute=np.zeros(1, dtype=np.int64), threshold=np.zeros(1), n_children=np.zeros(1, dtype=np.int64),
+                    counts=np.zeros((1, 2)), h_max=2, t=1, neighbours="replace", spends=spends)
+    return encode(Envelope(PROTOCOL_VERSION, "run-1", 4, "owner-1", "curator", "pfds_tree", None, body))
+
+
+def test_an_integer_outside_int64_inside_a_nested_map_is_refused_by_both_paths() -> None:
+    frame = tree_with_spends(({"purpose": "split", "level": 2**63},))
+
+    err = refusal(frame)
+
+    assert err.field == "body.spends[0].level"
+    assert decode_fast(frame) is None
+
+
+def test_a_map_longer_than_plain_msgpack_reads_is_refused_by_both_paths() -> None:
+    from marketplace.messages.limits import MAX_MAP_LEN
+
+    frame = tree_with_spends(({f"k{i}": i for i in range(MAX_MAP_LEN + 1)},))
+
+    assert refusal(frame).field == "<frame>"
+    assert decode_fast(frame) is None
+
+
+def test_a_broadcast_body_encoded_once_frames_to_the_same_bytes_as_a_whole_encode():
+    """encode_framed wraps an already encoded body: byte for byte what encode gives, for every kind
+    a broadcast may carry, and plain msgpack reads it back."""
+    import msgpack
+    import numpy as np
+
+    from marketplace.messages import encode_body, encode_framed
+    from marketplace.messages.kinds import Heartbeat, RoundOpen
+
+    for body in (RoundOpen(round=3, summary_mean=np.linspace(0, 1, 140), q=0.25), Heartbeat()):
+        for receiver, msg_id, reply in (("owner-1", 1, None), ("owner-250", 2**40, 7)):
+            envelope = Envelope(PROTOCOL_VERSION, "run", msg_id, "curator", receiver, type(body).KIND, reply, body)
+            bare = Envelope(PROTOCOL_VERSION, "run", msg_id, "curator", receiver, type(body).KIND, reply, None)
+            frame = encode_framed(bare, encode_body(body))
+            assert frame == encode(envelope)
+            assert msgpack.unpackb(frame, raw=False)["receiver"] == receiver
+    with pytest.raises(TypeError):
+        encode_framed(envelope, encode_body(Heartbeat()))  # a body given twice

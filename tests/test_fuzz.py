@@ -115,6 +115,28 @@ def test_every_mutator_yields_frames_the_decoder_refuses_or_accepts(mutator: str
         assert refused > 0  # the mutator really damages frames
 
 
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), names=st.lists(st.sampled_from(sorted(fuzzing.MUTATORS)), min_size=1, max_size=3),
+       rng=st.randoms(use_true_random=False))
+def test_the_fast_decoder_accepts_no_mutated_frame_the_precise_checks_refuse(data, names: list[str], rng: random.Random) -> None:
+    """decode's fast path (msgspec) must never let through what the field-by-field checks refuse."""
+    from marketplace.messages.codec import decode_fast, decode_precise
+
+    pool = all_frames()
+    frame = fuzzing.mutate(rng, data.draw(st.sampled_from(pool)), pool, names)
+    if len(frame) > fuzzing.MAX_BYTES:
+        return
+    fast = decode_fast(frame)
+    try:
+        precise = decode_precise(frame, max_bytes=fuzzing.MAX_BYTES)
+    except MessageError:
+        assert fast is None, names
+        return
+    if fast is not None:
+        assert (fast.kind, fast.msg_id, fast.sender, fast.reply_to) == (precise.kind, precise.msg_id, precise.sender, precise.reply_to)
+        assert repr(fast.body) == repr(precise.body)
+
+
 # --- (b) every role, in every state of a run ----------------------------------------------------
 
 ROLES = [(name, party) for name in ("summarize", "summarize-less-trusted") for party in ("curator", "owner-1", "owner-3", "consumer")]

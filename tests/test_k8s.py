@@ -79,15 +79,22 @@ def test_one_secret_per_party_kit_each_with_only_its_own_secret_key(rendered):
     assert "scenario.yaml" in rendered[("ConfigMap", "marketplace-scenario")]["data"]
 
 
-def test_the_owners_statefulset_runs_one_owner_per_pod_and_the_owner_sees_only_its_kit(rendered):
+def env_of(container: dict) -> dict[str, str]:
+    return {e["name"]: e["value"] for e in container.get("env", [])}
+
+
+def test_the_owners_statefulset_runs_one_owner_host_per_pod_and_the_host_sees_only_its_owners_kits(rendered):
     owners = rendered[("StatefulSet", "marketplace-owner")]
-    assert owners["spec"]["replicas"] == len(OWNERS)
     spec = pod_spec(owners)
+    env = env_of(spec["containers"][0])
+    assert env == env_of(spec["initContainers"][0]) and int(env["OWNERS"]) == len(OWNERS)
+    assert owners["spec"]["replicas"] == -(-len(OWNERS) // int(env["OWNERS_PER_POD"])) == 2
+    assert "marketplace owners --ids $ids" in spec["containers"][0]["command"][-1]
     secrets = sorted(v["secret"]["secretName"] for v in spec["volumes"] if "secret" in v)
     assert secrets == [f"kit-{o}" for o in OWNERS]
     (owner,) = spec["containers"]
     mounted = {m["name"] for m in owner["volumeMounts"]}
-    assert mounted == {"kit", "runs"} and {"name": "kit", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}} in spec["volumes"]
+    assert mounted == {"kit", "runs"} and {"name": "kit", "emptyDir": {"medium": "Memory", "sizeLimit": "16Mi"}} in spec["volumes"]
     curator = pod_spec(rendered[("Deployment", "marketplace-curator")])
     assert [v["secret"]["secretName"] for v in curator["volumes"] if "secret" in v] == ["kit-curator"]
     consumer = pod_spec(rendered[("Job", "marketplace-consumer")])
@@ -152,7 +159,7 @@ class Kubelet:
         command = [pattern.sub(lambda m: f"{self.root(pod)}{m.group(1)}", word).replace("exec sleep infinity", "true")
                    for word in container["command"]]
         env = dict(os.environ, HOSTNAME=pod, PYTHONPATH=str(ROOT), PATH=f"{self.folder / 'bin'}:{os.environ['PATH']}",
-                   MARKETPLACE_ENDPOINT=f"tcp://127.0.0.1:{self.port}")
+                   MARKETPLACE_ENDPOINT=f"tcp://127.0.0.1:{self.port}", **env_of(container))
         log = open(self.folder / f"{pod}-{container['name']}.log", "w")
         return subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=self.folder)
 
@@ -174,12 +181,14 @@ def test_the_pods_commands_run_the_quickstart_to_a_completed_report(rendered, tm
         report_spec = pod_spec(rendered[("Job", "marketplace-report")])
         procs["report"] = kubelet.start(report_spec, "marketplace-report-fghij", report_spec["containers"][0])
         procs["curator"] = kubelet.start(curator_spec, curator_pod, curator_spec["containers"][0])
-        owners = pod_spec(rendered[("StatefulSet", "marketplace-owner")])
-        for ordinal in range(len(OWNERS)):
+        statefulset = rendered[("StatefulSet", "marketplace-owner")]
+        owners = pod_spec(statefulset)
+        for ordinal in range(statefulset["spec"]["replicas"]):
             pod = f"marketplace-owner-{ordinal}"
             init = kubelet.start(owners, pod, owners["initContainers"][0])
-            assert init.wait(30) == 0, (tmp_path / f"{pod}-own-kit.log").read_text()
-            assert f"{pod} holds owner-{ordinal + 1}'s kit" in (tmp_path / f"{pod}-own-kit.log").read_text()
+            assert init.wait(30) == 0, (tmp_path / f"{pod}-own-kits.log").read_text()
+            served = f"owner-{2 * ordinal + 1}..owner-{2 * ordinal + 2}"
+            assert f"{pod} holds the kits of {served}" in (tmp_path / f"{pod}-own-kits.log").read_text()
             procs[pod] = kubelet.start(owners, pod, owners["containers"][0])
         consumer = pod_spec(rendered[("Job", "marketplace-consumer")])
         procs["consumer"] = kubelet.start(consumer, "marketplace-consumer-abcde", consumer["containers"][0])

@@ -4,8 +4,8 @@ agent, the baselines of the same run, privacy per sharer, and what the curator a
 from __future__ import annotations
 
 import copy
-import dataclasses
 
+import msgspec
 import numpy as np
 import pytest
 
@@ -154,7 +154,7 @@ def test_no_agent_ever_receives_another_agents_raw_record(pfds_scenario, tmp_pat
         others = np.vstack([X for who, X in rows.items() if who != agent])
         others_values = set(others[:, :4].ravel().tolist())  # the numeric attributes: continuous values
         for message in messages:
-            for f in dataclasses.fields(message.body):
+            for f in msgspec.structs.fields(message.body):
                 value = getattr(message.body, f.name)
                 if isinstance(value, np.ndarray) and value.ndim == 2 and f.name == "X":
                     assert not set(value[:, :4].ravel().tolist()) & others_values, (agent, message.kind)
@@ -167,7 +167,7 @@ def test_no_agent_ever_receives_another_agents_raw_record(pfds_scenario, tmp_pat
 def test_a_malformed_tree_gets_its_sharer_flagged_and_the_run_goes_on(pfds_scenario, tmp_path):
     curator, roles, firsts, _ = started_curator(config_of(pfds_scenario, tmp_path))
     good = firsts["owner-1"][1].body
-    broken = dataclasses.replace(good, n_children=np.full_like(good.n_children, 5))
+    broken = msgspec.structs.replace(good, n_children=np.full_like(good.n_children, 5))
     sends = curator.handle(envelope("owner-1", "curator", broken))
     assert "owner-1" in curator.flagged and "malformed tree" in curator.flagged["owner-1"]
     assert sends[0].to == "owner-1" and sends[0].body.code == "refused"
@@ -181,7 +181,7 @@ def test_a_malformed_tree_gets_its_sharer_flagged_and_the_run_goes_on(pfds_scena
 def test_a_tree_with_the_wrong_number_of_counts_is_refused_with_the_field_named(pfds_scenario, tmp_path):
     curator, _, firsts, _ = started_curator(config_of(pfds_scenario, tmp_path))
     good = firsts["owner-2"][1].body
-    wrong = dataclasses.replace(good, counts=np.zeros((good.counts.shape[0] + 1, 2)))
+    wrong = msgspec.structs.replace(good, counts=np.zeros((good.counts.shape[0] + 1, 2)))
     curator.handle(envelope("owner-2", "curator", wrong))
     assert "$.counts" in curator.flagged["owner-2"]
 
@@ -204,7 +204,7 @@ def test_a_nan_in_a_count_never_reaches_the_curator(pfds_scenario, tmp_path):
     counts = body.counts.copy()
     counts[0, 0] = np.nan
     with pytest.raises(MessageError, match="body.counts"):
-        decode(encode(envelope("owner-1", "curator", dataclasses.replace(body, counts=counts))))
+        decode(encode(envelope("owner-1", "curator", msgspec.structs.replace(body, counts=counts))))
 
 
 def test_a_nan_threshold_at_a_non_numeric_node_travels_and_rebuilds(pfds_scenario, tmp_path):
@@ -286,7 +286,7 @@ def test_an_agent_refuses_a_tree_from_an_unknown_sharer_or_a_second_one(pfds_sce
     with pytest.raises(ProtocolError, match="already arrived"):
         consumer.handle(envelope("curator", "consumer", body, 2))
     with pytest.raises(ProtocolError, match="field 'sharer'"):
-        consumer.handle(envelope("curator", "consumer", dataclasses.replace(body, sharer="owner-9"), 3))
+        consumer.handle(envelope("curator", "consumer", msgspec.structs.replace(body, sharer="owner-9"), 3))
     with pytest.raises(ProtocolError, match="curator only"):
         consumer.handle(envelope("owner-2", "consumer", body, 4))
 

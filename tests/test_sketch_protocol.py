@@ -228,9 +228,9 @@ def started(sketch_scenario, tmp_path):
 
 
 def replace(body: SketchReleaseBody, **changes) -> SketchReleaseBody:
-    import dataclasses
+    import msgspec
 
-    return dataclasses.replace(body, **changes)
+    return msgspec.structs.replace(body, **changes)
 
 
 def test_the_curator_flags_a_release_of_another_map_or_shape_or_privacy(started):
@@ -291,9 +291,9 @@ def test_the_consumer_refuses_a_merge_that_is_not_the_sum_of_the_parts(started, 
     for owner, body in releases.items():
         sends += curator.handle(envelope(body, owner))
     (publication,) = [s.body for s in sends if isinstance(s.body, SketchPublication)]
-    import dataclasses
+    import msgspec
 
-    forged = dataclasses.replace(publication, merged_numerator=publication.merged_numerator + 1.0)
+    forged = msgspec.structs.replace(publication, merged_numerator=publication.merged_numerator + 1.0)
     consumer = roles["consumer"]
     with pytest.raises(ProtocolError, match="merged_numerator"):
         consumer.handle(envelope(forged, "curator", "consumer"))

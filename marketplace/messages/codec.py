@@ -1,88 +1,153 @@
 """msgpack codec: envelope + body to one frame, and back with full validation.
 
-Decoding never trusts the frame: its size is capped before parsing, msgpack's own length limits are
-set, the envelope and the body are checked field by field, and anything wrong raises
-:class:`MessageError` naming the party, the kind, the field, what was expected and what came.
+Decoding never trusts the frame: its size is capped before parsing, a large frame's structure is
+scanned before anything is built from it (:mod:`marketplace.messages.limits`), and the envelope and
+the body are checked field by field. Anything wrong raises :class:`MessageError` naming the party,
+the kind, the field, what was expected and what came.
+
+Two validators hold the same rules, both made from each kind's one declaration
+(:mod:`marketplace.messages.structs`):
+
+* the **fast path**: msgspec decodes the frame straight into the kind's Struct, dispatching on the
+  envelope's ``kind`` (a tagged union), checking types, bounds, lengths, literals, finite floats and
+  int64 ranges in C; arrays are built by a hook and checked against their field's spec;
+* the **precise path**: plain msgpack and :func:`marketplace.schema.build`, field by field. It runs
+  only when the fast path refuses a frame, and it is what names the field, the expectation and the
+  value in the error. Because the fast path accepts nothing the precise path would refuse, every
+  frame gets the same verdict either way; only the time differs.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-import typing
-from typing import Any
+from typing import Annotated, Any, Literal, Optional, Union
 
 import msgpack
+import msgspec
 import numpy as np
 
-from marketplace.messages.arrays import ArraySpec, encode_array
+from marketplace.messages.arrays import Array, ArraySpec, encode_array
 from marketplace.messages.envelope import ENVELOPE_KEYS, PROTOCOL_VERSION, Envelope
 from marketplace.messages.errors import MessageError
 from marketplace.messages.kinds import KINDS
-from marketplace.messages.limits import MAX_DEPTH, MAX_TOKENS, SCAN_ABOVE, check_structure
+from marketplace.messages.limits import MAX_ARRAY_LEN, MAX_DEPTH, MAX_MAP_LEN, MAX_TOKENS, SCAN_ABOVE, check_structure
+from marketplace.messages.structs import MESSAGE_ID_FIELDS
 from marketplace.schema import SchemaError, build, describe_value
 
 DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 INT64_RANGE = (-(2**63), 2**63 - 1)
 """Every integer in a body fits a signed 64-bit integer (what roles store them in, e.g. numpy int64),
 except a reference to a message id, which keeps the envelope's own range (msgpack's uint64)."""
-MESSAGE_ID_FIELDS = frozenset({"about_msg_id"})
+
+
+def _wire_value(value: Any) -> Any:
+    """msgspec's hook for the values it does not encode itself: numpy arrays and scalars."""
+    if isinstance(value, np.ndarray):
+        return encode_array(value)
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"a value of type {type(value).__name__} cannot travel in a message")
+
+
+_ENCODER = msgspec.msgpack.Encoder(enc_hook=_wire_value)
 
 
 def body_to_wire(body: Any) -> dict[str, Any]:
-    """A body dataclass as a plain msgpack-ready map (arrays as dtype/shape/bytes maps)."""
-    out: dict[str, Any] = {}
-    for f in dataclasses.fields(body):
-        value = getattr(body, f.name)
-        if isinstance(value, np.ndarray):
-            value = encode_array(value)
-        elif isinstance(value, np.generic):
-            value = value.item()
-        elif isinstance(value, tuple):
-            value = list(value)
-        out[f.name] = value
-    return out
+    """A body as a plain msgpack-ready map (arrays as dtype/shape/bytes maps)."""
+    return msgpack.unpackb(_ENCODER.encode(body), raw=False)
 
 
 def encode(envelope: Envelope) -> bytes:
     """One frame for ``envelope``; a plain ``msgpack.unpackb`` reads it back as a map."""
-    body = envelope.body
-    if getattr(type(body), "KIND", None) != envelope.kind:
-        raise TypeError(f"body of type {type(body).__name__} does not match kind {envelope.kind!r}")
-    wire = {
-        "version": envelope.version,
-        "run_id": envelope.run_id,
-        "msg_id": envelope.msg_id,
-        "sender": envelope.sender,
-        "receiver": envelope.receiver,
-        "kind": envelope.kind,
-        "reply_to": envelope.reply_to,
-        "body": body_to_wire(body),
-    }
-    return msgpack.packb(wire, use_bin_type=True)
+    if getattr(type(envelope.body), "KIND", None) != envelope.kind:
+        raise TypeError(f"body of type {type(envelope.body).__name__} does not match kind {envelope.kind!r}")
+    return _ENCODER.encode(envelope)
 
 
-@functools.cache
-def _array_fields(cls: type) -> tuple[tuple[str, ArraySpec], ...]:
-    hints = typing.get_type_hints(cls, include_extras=True)
-    out = []
-    for name, hint in hints.items():
-        for meta in getattr(hint, "__metadata__", ()):
-            if isinstance(meta, ArraySpec):
-                out.append((name, meta))
-    return tuple(out)
+def encode_body(body: Any) -> bytes:
+    """The encoded body alone, to be framed for many receivers by :func:`encode_framed`."""
+    if getattr(type(body), "KIND", None) is None:
+        raise TypeError(f"{type(body).__name__} is not a message body")
+    return _ENCODER.encode(body)
 
 
-def _envelope_field(wire: dict[str, Any], key: str, types: tuple[type, ...], expected: str, party: str, kind: str | None) -> Any:
-    value = wire.get(key)
-    if not isinstance(value, types) or isinstance(value, bool) and bool not in types:
-        raise MessageError(party=party, kind=kind, field=key, expected=expected, got=describe_value(value))
-    return value
+def encode_framed(envelope: Envelope, body: bytes) -> bytes:
+    """The frame of ``envelope`` (whose ``body`` is None) with the already encoded ``body``: the
+    same bytes :func:`encode` gives for the envelope holding that body, since the body is the
+    envelope's last field. A broadcast encodes its body once, not once per receiver."""
+    if envelope.body is not None:
+        raise TypeError("encode_framed: the envelope's body must be None (the encoded body is passed apart)")
+    head = _ENCODER.encode(envelope)
+    return head[:-1] + body  # drop the nil that stood for the body
+
+
+def _check_arrays(body: Any) -> None:
+    """Each array field of ``body`` against its spec (dtype, rank, fixed sizes, finite), and named
+    dimensions agreeing across the fields; raises SchemaError."""
+    sizes: dict[str, tuple[int, str]] = {}
+    for name, path, spec in body.ARRAYS:
+        value = getattr(body, name)
+        spec.check(value, path)
+        spec.bind(value, path, sizes)
+
+
+# --- the fast path ---------------------------------------------------------------------------------
+
+
+def _array_from_wire(type_: type, value: Any) -> Any:
+    """msgspec's hook for array fields: the wire map checked and viewed as an array (SchemaError,
+    a ValueError, becomes msgspec's ValidationError)."""
+    if type_ is np.ndarray:
+        return Array.__schema_build__(value, "")
+    raise TypeError(f"no wire form for {type_!r}")
+
+
+def _frame_decoder() -> msgspec.msgpack.Decoder:
+    """One typed decoder for every frame: a union of one envelope Struct per kind, told apart by
+    the envelope's ``kind``."""
+    frames = tuple(
+        msgspec.defstruct(
+            f"{cls.__name__}Frame",
+            [("version", Literal[PROTOCOL_VERSION]), ("run_id", str), ("msg_id", Annotated[int, msgspec.Meta(ge=1)]),
+             ("sender", str), ("receiver", str), ("reply_to", Optional[int]), ("body", cls)],  # noqa: UP007
+            tag_field="kind", tag=name, forbid_unknown_fields=True, frozen=True, gc=False, module=__name__,
+        )  # gc=False: a frame Struct lives for one call and holds no container that could form a cycle
+        for name, cls in KINDS.items()
+    )
+    return msgspec.msgpack.Decoder(Union[frames], dec_hook=_array_from_wire)  # noqa: UP007
+
+
+_DECODER = _frame_decoder()
+
+
+def decode_fast(frame: bytes, peer: str | None = None) -> Envelope | None:
+    """The envelope in ``frame`` if it passes every check, else None (then :func:`decode_precise`
+    says why). Never raises. Call it on a frame that passed :func:`_check_size`."""
+    try:
+        wire = _DECODER.decode(frame)
+        if peer is not None and wire.sender != peer:
+            return None
+        body = wire.body
+        if body.ARRAYS:
+            _check_arrays(body)
+    except Exception:  # noqa: BLE001 - any refusal (msgspec, UTF-8, recursion, a spec) goes to the precise path
+        return None
+    return Envelope(wire.version, wire.run_id, wire.msg_id, wire.sender, wire.receiver, body.KIND, wire.reply_to, body)
+
+
+# --- the precise path ------------------------------------------------------------------------------
 
 
 def decode(frame: bytes, *, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, peer: str | None = None) -> Envelope:
     """Parse and validate one frame. ``peer`` is the transport-level identity of the sender, if known:
     a frame whose envelope claims another sender is refused."""
+    if len(frame) > SCAN_ABOVE or len(frame) > max_bytes:
+        _check_size(frame, max_bytes, peer)
+    envelope = decode_fast(frame, peer)
+    return envelope if envelope is not None else decode_precise(frame, max_bytes=max_bytes, peer=peer)
+
+
+def _check_size(frame: bytes, max_bytes: int, peer: str | None) -> None:
+    """Refuse a frame above ``max_bytes``, or a large one whose structure would expand (limits)."""
     party = peer or "unknown party"
     if len(frame) > max_bytes:
         raise MessageError(party=party, kind=None, field="<frame>", expected=f"at most {max_bytes} bytes", got=f"{len(frame)} bytes")
@@ -92,10 +157,17 @@ def decode(frame: bytes, *, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, peer: st
             raise MessageError(party=party, kind=None, field="<frame>",
                                expected=f"one msgpack map of at most {MAX_TOKENS} objects, nested at most {MAX_DEPTH} deep",
                                got=problem)
+
+
+def decode_precise(frame: bytes, *, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, peer: str | None = None) -> Envelope:
+    """:func:`decode` by the precise path alone (plain msgpack and the schema, check by check): the
+    frame's envelope, or the MessageError for the first thing wrong in it. Call it on a frame that
+    passed :func:`_check_size`."""
+    party = peer or "unknown party"
     try:
         wire = msgpack.unpackb(
             frame, raw=False, strict_map_key=True, use_list=True,
-            max_bin_len=max_bytes, max_str_len=max_bytes, max_array_len=1 << 20, max_map_len=1 << 16,
+            max_bin_len=max_bytes, max_str_len=max_bytes, max_array_len=MAX_ARRAY_LEN, max_map_len=MAX_MAP_LEN,
         )
     except Exception as err:  # msgpack raises several unrelated types for garbage
         raise MessageError(party=party, kind=None, field="<frame>", expected="one msgpack map", got=f"undecodable bytes ({type(err).__name__}{': ' + str(err) if str(err) else ''})") from None
@@ -108,6 +180,13 @@ def decode(frame: bytes, *, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, peer: st
         if isinstance(readable_id, int) and not isinstance(readable_id, bool) and 0 < readable_id < 2**63:
             err.msg_id = readable_id
         raise
+
+
+def _envelope_field(wire: dict[str, Any], key: str, types: tuple[type, ...], expected: str, party: str, kind: str | None) -> Any:
+    value = wire.get(key)
+    if not isinstance(value, types) or isinstance(value, bool) and bool not in types:
+        raise MessageError(party=party, kind=kind, field=key, expected=expected, got=describe_value(value))
+    return value
 
 
 def _validate(wire: dict[Any, Any], party: str, peer: str | None, max_bytes: int) -> Envelope:
@@ -141,11 +220,11 @@ def _validate(wire: dict[Any, Any], party: str, peer: str | None, max_bytes: int
         raise MessageError(party=party, kind=kind, field="reply_to", expected="null or an integer message id", got=describe_value(reply_to))
     cls = KINDS[kind]
     try:
-        body = build(cls, wire.get("body"), "body")
-        sizes: dict[str, tuple[int, str]] = {}
-        for name, spec in _array_fields(cls):
-            spec.bind(getattr(body, name), f"body.{name}", sizes)
-        _check_int64({f.name: getattr(body, f.name) for f in dataclasses.fields(body)}, "body")
+        checked = build(cls.SCHEMA, wire.get("body"), "body")  # each array is checked against its spec here
+        fields = {name: getattr(checked, name) for name in cls.__struct_fields__}
+        body = cls(**fields)
+        _check_arrays(body)  # named dimensions across fields (each array was checked by build)
+        _check_int64(fields, "body")
     except SchemaError as err:
         raise MessageError(party=party, kind=kind, field=err.path, expected=err.expected, got=err.got) from None
     return Envelope(version, run_id, msg_id, sender, receiver, kind, reply_to, body)

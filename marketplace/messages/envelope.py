@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 PROTOCOL_VERSION = 2
 ENVELOPE_KEYS = ("version", "run_id", "msg_id", "sender", "receiver", "kind", "reply_to", "body")
 
 
-@dataclass(frozen=True, slots=True)
-class Envelope:
+class Envelope(msgspec.Struct, frozen=True):
     """Who sent what to whom: version, run id, the sender's message number, kind, reply-to, body.
 
     ``msg_id`` counts up from 1 per sender, so a receiver can spot replays and duplicates;
-    ``reply_to`` names the ``msg_id`` this message answers, if any.
+    ``reply_to`` names the ``msg_id`` this message answers, if any. A frozen msgspec Struct: built
+    positionally or by keyword, and encoded as the map of these keys in this order.
     """
 
     version: int

@@ -1,6 +1,7 @@
 """Every message kind, declared once: its name, its fields, their types, dtypes and shapes.
 
-A kind is a frozen dataclass registered with :func:`kind`. Array fields are
+A kind is a class of annotated fields registered with :func:`kind`, which makes it a frozen
+msgspec Struct (:mod:`marketplace.messages.structs`). Array fields are
 ``Annotated[np.ndarray, Array, ArraySpec(...)]``; named dimensions (``"dim"``, ``"d"``) must agree
 within a message, and receivers check them against their own configuration.
 
@@ -19,12 +20,13 @@ be accepted.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import typing
 from typing import Annotated, Literal
 
 import numpy as np
 
 from marketplace.messages.arrays import Array, ArraySpec
+from marketplace.messages.structs import make_body
 from marketplace.schema import Length, Range
 
 KINDS: dict[str, type] = {}
@@ -37,13 +39,15 @@ Count = Annotated[int, Range(min=0)]
 Text = Annotated[str, Length(max=2000)]
 
 
-def kind(name: str):
-    """Register a body class under the wire name ``name`` (one declaration per kind)."""
+def kind(name: str) -> typing.Callable[[type], type]:
+    """Register the declared fields of a class as the body of the wire kind ``name`` (one declaration
+    per kind); the class becomes a frozen msgspec Struct of those fields (see
+    :func:`marketplace.messages.structs.make_body`), built by keyword as before."""
 
-    def register(cls: type) -> type:
+    def register(spec: type) -> type:
         if name in KINDS:
             raise RuntimeError(f"message kind {name!r} declared twice")
-        cls.KIND = name
+        cls = make_body(spec, name)
         KINDS[name] = cls
         return cls
 
@@ -61,7 +65,6 @@ ConfigParts = Annotated[dict[str, Annotated[str, Length(max=200)]], Length(max=3
 
 
 @kind("hello")
-@dataclass(frozen=True)
 class Hello:
     """A party announces itself to the curator; the curator checks role, protocol, scenario and
     ``config``: the party's fingerprint of the scenario parts every party must agree on (seed,
@@ -70,17 +73,15 @@ class Hello:
     role: Literal["owner", "consumer"]
     protocol: Annotated[str, Length(min=1, max=64)]
     scenario: Annotated[str, Length(max=200)]
-    config: ConfigParts = field(default_factory=dict)
+    config: ConfigParts = {}
 
 
 @kind("heartbeat")
-@dataclass(frozen=True)
 class Heartbeat:
     """Liveness, both ways; carries no protocol content and is counted apart."""
 
 
 @kind("error")
-@dataclass(frozen=True)
 class Error:
     """The answer to a message that could not be accepted; the receiver keeps serving."""
 
@@ -91,7 +92,6 @@ class Error:
 
 
 @kind("shutdown")
-@dataclass(frozen=True)
 class Shutdown:
     """The curator ends the run for this party; the party answers ``bye`` and stops."""
 
@@ -100,7 +100,6 @@ class Shutdown:
 
 
 @kind("bye")
-@dataclass(frozen=True)
 class Bye:
     """A party acknowledges ``shutdown``: nothing more will come from it."""
 
@@ -109,7 +108,6 @@ class Bye:
 
 
 @kind("validation_set")
-@dataclass(frozen=True)
 class ValidationSet:
     """The consumer's D_v, features only (the labels stay with the consumer)."""
 
@@ -117,7 +115,6 @@ class ValidationSet:
 
 
 @kind("validation_embedding")
-@dataclass(frozen=True)
 class ValidationEmbedding:
     """Less-trusted curator: h1 of each row of D_v (never the rows), and the consumer's public key."""
 
@@ -126,7 +123,6 @@ class ValidationEmbedding:
 
 
 @kind("target_embedding")
-@dataclass(frozen=True)
 class TargetEmbedding:
     """g~: the mean h1-embedding of D_v, broadcast once to every owner; with a less-trusted curator
     also the consumer's public key, to which owners seal the points they send."""
@@ -136,7 +132,6 @@ class TargetEmbedding:
 
 
 @kind("round_open")
-@dataclass(frozen=True)
 class RoundOpen:
     """Round l: the mean h1-embedding g_l of the current summary, which holds q points."""
 
@@ -146,7 +141,6 @@ class RoundOpen:
 
 
 @kind("bid")
-@dataclass(frozen=True)
 class Bid:
     """An owner's best value (g~ - q/(q+1) g_l) . h1(x) over its unsent points, for one round."""
 
@@ -156,7 +150,6 @@ class Bid:
 
 
 @kind("request")
-@dataclass(frozen=True)
 class Request:
     """The curator asks an owner for the point behind its bid in this round."""
 
@@ -164,7 +157,6 @@ class Request:
 
 
 @kind("point")
-@dataclass(frozen=True)
 class Point:
     """An owner's point for a round: features, label and the owner's own row index."""
 
@@ -175,7 +167,6 @@ class Point:
 
 
 @kind("summary")
-@dataclass(frozen=True)
 class Summary:
     """The finished summary D_s (seed set excluded), with the owners' labels, for the consumer."""
 
@@ -185,7 +176,6 @@ class Summary:
 
 
 @kind("sealed_point")
-@dataclass(frozen=True)
 class SealedPoint:
     """Less-trusted curator: the requested point's h1 embedding (checked against the bid) and the
     point itself sealed for the consumer (fixed length, unreadable by the curator)."""
@@ -197,7 +187,6 @@ class SealedPoint:
 
 
 @kind("sealed_summary")
-@dataclass(frozen=True)
 class SealedSummary:
     """Less-trusted curator: D_s as the embeddings the curator verified and the sealed points, in
     summary order; the consumer opens each and checks it against its embedding."""

@@ -16,7 +16,6 @@ public schema, which checks the structure.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated, Literal
 
 import numpy as np
@@ -33,7 +32,6 @@ Sharers = Annotated[tuple[PartyName, ...], Length(max=4096)]
 
 
 @kind("pfds_tree")
-@dataclass(frozen=True)
 class PfdsTree:
     """A sharer's private tree: node arrays, the leaves' noisy class counts, its parameters, and
     what growing it spent (one map per level: purpose, level, epsilon, mechanism)."""
@@ -49,7 +47,6 @@ class PfdsTree:
 
 
 @kind("pfds_shared_tree")
-@dataclass(frozen=True)
 class PfdsSharedTree:
     """The curator forwards one sharer's tree to an agent (fields as in ``pfds_tree``)."""
 
@@ -65,7 +62,6 @@ class PfdsSharedTree:
 
 
 @kind("pfds_phase")
-@dataclass(frozen=True)
 class PfdsPhase:
     """What comes next, and from which sharers the forwarded trees (``label``) or datasets
     (``train``) came: the receiver checks that it holds exactly those."""
@@ -75,7 +71,6 @@ class PfdsPhase:
 
 
 @kind("pfds_data")
-@dataclass(frozen=True)
 class PfdsData:
     """A sharer's labelled synthetic records (schema order, categorical codes) and labels (class
     values or real values), and the total eps of the releases behind them."""
@@ -86,7 +81,6 @@ class PfdsData:
 
 
 @kind("pfds_shared_data")
-@dataclass(frozen=True)
 class PfdsSharedData:
     """The curator forwards one sharer's labelled synthetic records to an agent."""
 

@@ -10,7 +10,6 @@ post-processing: they send nothing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated, Literal
 
 import numpy as np
@@ -33,7 +32,6 @@ def _array(*dims: str) -> object:
 
 
 @kind("sketch_request")
-@dataclass(frozen=True)
 class SketchRequest:
     """The curator asks an owner for its one release, naming the public map it must use."""
 
@@ -42,7 +40,6 @@ class SketchRequest:
 
 
 @kind("sketch_release")
-@dataclass(frozen=True)
 class SketchReleaseBody:
     """An owner's DP sketch: sum_i Phi(x_i) + xi and n + zeta, the variances of one coordinate of
     xi and of zeta, and the guarantee it was released under."""
@@ -58,7 +55,6 @@ class SketchReleaseBody:
 
 
 @kind("sketch_publication")
-@dataclass(frozen=True)
 class SketchPublication:
     """The curator's publication to the consumer: every accepted release (row i is ``owners[i]``'s)
     and their merge (numerators and counts added; ``merged_*`` must equal those sums)."""

@@ -9,7 +9,6 @@ chooses its k points alone. No owner's raw point travels.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated, Literal
 
 import numpy as np
@@ -22,7 +21,6 @@ Points = Annotated[np.ndarray, Array, ArraySpec(("<f8",), ("m", "dim"))]
 
 
 @kind("stc_target")
-@dataclass(frozen=True)
 class StcTarget:
     """The consumer's target points T (or their coreset), in the data's own units."""
 
@@ -30,7 +28,6 @@ class StcTarget:
 
 
 @kind("stc_request")
-@dataclass(frozen=True)
 class StcRequest:
     """The curator asks an owner for its release S' computed against these target points."""
 
@@ -38,7 +35,6 @@ class StcRequest:
 
 
 @kind("stc_release")
-@dataclass(frozen=True)
 class StcRelease:
     """An owner's private release S' (points in the public scaled space, radius 1/2) and its cost."""
 
@@ -50,7 +46,6 @@ class StcRelease:
 
 
 @kind("stc_releases")
-@dataclass(frozen=True)
 class StcReleases:
     """Every release the curator received, stacked: ``counts[i]`` rows of ``centers`` came from
     ``owners[i]``, in that order."""

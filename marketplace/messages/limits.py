@@ -16,11 +16,15 @@ few MiB, and msgpack's own limits (array, map, string lengths, nesting) still ap
 
 from __future__ import annotations
 
-__all__ = ["MAX_DEPTH", "MAX_TOKENS", "SCAN_ABOVE", "check_structure"]
+__all__ = ["MAX_ARRAY_LEN", "MAX_DEPTH", "MAX_MAP_LEN", "MAX_TOKENS", "SCAN_ABOVE", "check_structure"]
 
 SCAN_ABOVE = 64 * 1024
 MAX_TOKENS = 1 << 18
 MAX_DEPTH = 32
+MAX_ARRAY_LEN = 1 << 20
+"""The most items any one msgpack array of a frame may hold (a list field with no tighter bound)."""
+MAX_MAP_LEN = 1 << 16
+"""The most entries any one msgpack map of a frame may hold (a mapping field with no tighter bound)."""
 
 # first byte -> (header bytes after the first, payload-length bytes, fixed payload bytes)
 _FIXED = {0xC0: 0, 0xC2: 0, 0xC3: 0, 0xCA: 4, 0xCB: 8, 0xCC: 1, 0xCD: 2, 0xCE: 4, 0xCF: 8,

@@ -26,6 +26,7 @@ over, so one owner's fitting never silences the others' heartbeats.
 from __future__ import annotations
 
 import logging
+import select
 import time
 from collections.abc import Callable
 
@@ -58,7 +59,7 @@ def serve_owners(nodes: list[Node], endpoint: str, settings: LinkSettings,
         log.warning("open-files limit %d may be too low for %d owners in one process (ulimit -n)", limit, len(nodes))
     ctx = zmq.Context()
     ctx.set(zmq.MAX_SOCKETS, max(ctx.get(zmq.MAX_SOCKETS), SOCKETS_PER_OWNER * len(nodes) + 16))
-    poller = zmq.Poller()
+    poller = zmq.Poller()  # the loops register here, but the host waits on epoll (see _run_all)
     loops: list[DealerLoop] = []
     try:
         for node in nodes:
@@ -73,7 +74,7 @@ def serve_owners(nodes: list[Node], endpoint: str, settings: LinkSettings,
             loop.stats.endpoint = endpoint
             loop.watch_connections("client")
             loops.append(loop)
-        _run_all(loops, poller)
+        _run_all(loops)
     finally:
         for loop in loops:
             if not loop.closed:
@@ -84,52 +85,74 @@ def serve_owners(nodes: list[Node], endpoint: str, settings: LinkSettings,
     return {loop.node.party_id: loop.stats for loop in loops}
 
 
-def _run_all(loops: list[DealerLoop], poller: zmq.Poller) -> None:
-    """Run every loop until its role is done: one poll over all sockets, each loop's timers on
-    every pass (cheap when none is due), a bounded read from each socket with frames."""
-    by_socket: dict[zmq.Socket, DealerLoop] = {}
+def _run_all(loops: list[DealerLoop]) -> None:
+    """Run every loop until its role is done, in this thread.
+
+    Readiness comes from epoll over the sockets' ZMQ_FD, so a wake-up costs O(sockets with news),
+    not O(sockets) as a ``zmq_poll`` over hundreds of them would. ZMQ_FD only says that a socket's
+    state *may* have changed, and an operation on a socket can consume that signal, so a socket is
+    re-checked (``ZMQ_EVENTS``) after every read or send on it, and stays on the ``pending`` list
+    while it still has frames waiting (a read takes a bounded batch at a time). Each loop's timers
+    run on every pass (cheap when none is due); connection events are read at each liveness check.
+    """
+    epoll = select.epoll()
+    by_fd: dict[int, DealerLoop] = {}
     for loop in loops:
-        by_socket[loop.sock] = loop
-        if loop.monitor is not None:
-            by_socket[loop.monitor] = loop
+        fd = loop.sock.get(zmq.FD)
+        by_fd[fd] = loop
+        epoll.register(fd, select.EPOLLIN)
         loop.begin()
-    active = loops
+    pending: set[DealerLoop] = set(loops)
+    active = list(loops)
     check_every = max(HOST_CHECK_S, min(loop.settings.heartbeat_interval_s for loop in loops) / 4) if loops else HOST_CHECK_S
     next_drain_mark = 0.0
     idle = 0.0
-    while True:
-        now = time.monotonic()
-        if now >= next_drain_mark:  # before the liveness checks: whose socket has nothing waiting
+    try:
+        while True:
+            now = time.monotonic()
+            if now >= next_drain_mark:  # before the liveness checks: whose socket has nothing waiting
+                for loop in active:
+                    if loop.sock.get(zmq.EVENTS) & zmq.POLLIN:
+                        pending.add(loop)
+                    else:
+                        loop.drained_at = now
+                next_drain_mark = now + check_every
+            wake = next_drain_mark
+            backlog = False
             for loop in active:
-                if not loop.sock.get(zmq.EVENTS) & zmq.POLLIN:
-                    loop.drained_at = now
-            next_drain_mark = now + check_every
-        wake = next_drain_mark
-        backlog = False
-        for loop in active:
-            if not loop.node.done:
-                wake = min(wake, loop.tick(now, check_every=check_every))
-                backlog = backlog or bool(loop.backlog)
-        if any(loop.node.done for loop in active):
-            for loop in active:
-                if loop.node.done:
-                    loop.close()  # its bye leaves; its socket leaves the poller
-            active = [loop for loop in active if not loop.closed]
-            if not active:
-                break
-        wait = wake - time.monotonic()
-        if backlog:
-            wait = min(wait, 0.005)  # retry stuck sends soon
-        t0 = time.perf_counter()
-        ready = poller.poll(max(0, int(1000 * wait)))
-        idle += time.perf_counter() - t0
-        for sock, _ in ready:
-            loop = by_socket[sock]
-            if loop.closed or loop.node.done:
-                continue
-            if sock is loop.sock:
+                if not loop.node.done:
+                    sent = loop.frames_sent
+                    wake = min(wake, loop.tick(now, check_every=check_every))
+                    if loop.frames_sent != sent:
+                        pending.add(loop)  # a send may have taken the socket's read signal
+                    backlog = backlog or bool(loop.backlog)
+            if any(loop.node.done for loop in active):
+                for loop in active:
+                    if loop.node.done:
+                        epoll.unregister(loop.sock.get(zmq.FD))
+                        pending.discard(loop)
+                        loop.close()  # its bye leaves
+                active = [loop for loop in active if not loop.closed]
+                if not active:
+                    break
+            for loop in list(pending):
+                if loop.closed or loop.node.done or not loop.sock.get(zmq.EVENTS) & zmq.POLLIN:
+                    pending.discard(loop)
+                    continue
                 loop._read_batch()
-            else:
-                loop._drain_monitor()
+            wait = wake - time.monotonic()
+            if backlog:
+                wait = min(wait, 0.005)  # retry stuck sends soon
+            if pending:
+                wait = 0.0  # frames still waiting somewhere: check the timers, then read on
+            t0 = time.perf_counter()
+            events = epoll.poll(max(0.0, wait))
+            idle += time.perf_counter() - t0
+            for fd, _ in events:
+                loop = by_fd.get(fd)
+                if loop is not None and not loop.closed:
+                    pending.add(loop)
+    finally:
+        epoll.close()
     for loop in loops:
         loop.stats.idle_s += idle / len(loops)

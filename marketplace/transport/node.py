@@ -8,7 +8,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 
-from marketplace.messages import PROTOCOL_VERSION, Envelope, MessageError, ProtocolError, decode, encode
+from marketplace.messages import PROTOCOL_VERSION, Envelope, MessageError, ProtocolError, decode, encode, encode_body, encode_framed
 from marketplace.messages.errors import cut
 from marketplace.messages.kinds import Error, Heartbeat
 from marketplace.roles import Role, Send
@@ -208,16 +208,32 @@ class Node:
                          *self._encode_all(follow_up)], False, cut(text, 200))
 
     def _encode_all(self, sends: list[Send], *, best_effort: bool = False) -> list[Outgoing]:
-        return [self._encode(s, best_effort=best_effort) for s in sends]
+        if len(sends) < 2:
+            return [self._encode(s, best_effort=best_effort) for s in sends]
+        # a broadcast (one body object to many receivers, a round_open to every owner): its body is
+        # encoded once, and each receiver's frame wraps those bytes in its own envelope
+        shared: dict[int, bytes] = {}
+        seen: set[int] = set()
+        for send in sends:
+            key = id(send.body)
+            if key in seen and key not in shared:
+                t0 = time.perf_counter()
+                shared[key] = encode_body(send.body)
+                self.codec_s += time.perf_counter() - t0
+            seen.add(key)
+        return [self._encode(s, best_effort=best_effort, body=shared.get(id(s.body))) for s in sends]
 
-    def _encode(self, send: Send, msg_id: int | None = None, *, best_effort: bool = False) -> Outgoing:
+    def _encode(self, send: Send, msg_id: int | None = None, *, best_effort: bool = False,
+                body: bytes | None = None) -> Outgoing:
         t0 = time.perf_counter()
         kind = type(send.body).KIND
         if msg_id is None:
             msg_id = self.next_msg_id.get(send.to, 1)
             self.next_msg_id[send.to] = msg_id + 1
-        envelope = Envelope(PROTOCOL_VERSION, self.run_id, msg_id, self.party_id, send.to, kind, send.reply_to, send.body)
-        frame = encode(envelope)
+        if body is None:
+            frame = encode(Envelope(PROTOCOL_VERSION, self.run_id, msg_id, self.party_id, send.to, kind, send.reply_to, send.body))
+        else:
+            frame = encode_framed(Envelope(PROTOCOL_VERSION, self.run_id, msg_id, self.party_id, send.to, kind, send.reply_to, None), body)
         self.codec_s += time.perf_counter() - t0
         return Outgoing(send.to, kind, frame, best_effort)
 

@@ -172,6 +172,7 @@ class _Loop(ABC):
         self.poller.register(sock, zmq.POLLIN)
         self.monitor: zmq.Socket | None = None
         self.closed = False
+        self.frames_sent = 0
 
     # --- per socket type --------------------------------------------------------------------
     @abstractmethod
@@ -408,6 +409,7 @@ class _Loop(ABC):
             return True
         self.stats.io_s += time.perf_counter() - t0
         self.node.record_sent(out)
+        self.frames_sent += 1
         if party is not None:
             peer = self.peers.get(party)
             if peer is not None:
