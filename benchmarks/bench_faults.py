@@ -59,7 +59,7 @@ def trial(workdir: Path, rounds: int, owner: str, sig: signal.Signals, at_round:
     curator = report["party_details"]["curator"]["result"]
     selection = [tuple(s) for s in report["selection"]]
     seen = report["parsimony"]["points_seen"] - report["parsimony"]["validation_size"]
-    late = [r for r, (o, _) in enumerate(selection, start=1) if o == owner and r > dropout_round]
+    late = [r for r, (o, *_) in enumerate(selection, start=1) if o == owner and r > dropout_round]
     return {
         "signal": sig.name, "owner": owner, "at_round": at_round, "dropout_round": dropout_round,
         "latency_s": detected_at - signalled_at,

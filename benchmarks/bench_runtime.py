@@ -304,7 +304,7 @@ def worker(spec_path: str) -> int:
     result: dict[str, Any] = {
         "driver": driver, "launch": report.get("launch"), "owners": scenario.config.parties.owners, "rounds": rounds_planned,
         "status": report["status"], "failures": report["failures"][:3], "wall_s": wall_s,
-        "worker_call_s": t_return - t_call, "owner_rows": report["data"]["owners"],
+        "worker_call_s": t_return - t_call, "owner_rows": [part["rows"] for part in report["data"]["owners"]],
         "messages": {"total": report["messages"]["total"], "bytes": report["messages"]["bytes"],
                      "heartbeats": report["messages"]["heartbeats"]["sent"]},
         "timing": {k: timing[k] for k in ("compute_s", "transport_s")},

@@ -67,14 +67,14 @@ def bench_pycle(rows: int) -> None:
     print(f"{'  max |ours - pycle| (mean features, float64)':<62} {max(np.abs(ours[:M // 2] - theirs.real).max(), np.abs(ours[M // 2:] - theirs.imag).max()):10.1e}")
 
 
-def bench_m2m(repeats: int) -> None:
+def bench_m2m(repeats: int, n_samples: int = N_SAMPLES) -> None:
     box = Box.unit(D)
     rff = RFF.draw(box, n_features=M, sigma=1.0, seed=0)
     X = np.random.default_rng(1).random((27_000, D))
     release = private_sketch(X, rff, epsilon=1.0, rng=make_rng(seed=2, secure=False))
-    report(f"fit_m2m n_s={N_SAMPLES:,} m={M} (design + Cholesky + weights)", median_seconds(
-        lambda: fit_m2m(rff, release, rng=make_rng(seed=3, secure=False), n_samples=N_SAMPLES), repeats), repeats)
-    design = M2MDesign.build(rff, rng=make_rng(seed=3, secure=False), n_samples=N_SAMPLES)
+    report(f"fit_m2m n_s={n_samples:,} m={M} (design + Cholesky + weights)", median_seconds(
+        lambda: fit_m2m(rff, release, rng=make_rng(seed=3, secure=False), n_samples=n_samples), repeats), repeats)
+    design = M2MDesign.build(rff, rng=make_rng(seed=3, secure=False), n_samples=n_samples)
     report(f"M2MDesign.fit alone (lambda, Cholesky, weights) m={M}", median_seconds(
         lambda: design.fit(release), repeats * 5), repeats * 5)
     fit = design.fit(release)
@@ -88,7 +88,7 @@ def mre(estimate: np.ndarray, truth: np.ndarray) -> float:
     return float(np.mean(np.abs(estimate - truth) / truth))
 
 
-def bench_accuracy(trials: int) -> None:
+def bench_accuracy(trials: int, n_samples: int = N_SAMPLES) -> None:
     """Table 1 of the paper (Random10), the same on data shifted away from the prior, both readings
     of lambda (and Theorem 1's), with and without an intercept; then the RFF noise-free floor."""
     box = Box.unit(D)
@@ -96,11 +96,11 @@ def bench_accuracy(trials: int) -> None:
     datasets = {"Random10 (uniform = the prior)": data.random((27_000, D)),
                 "Beta(2, 5) (mean 0.29, prior's 0.5)": data.beta(2.0, 5.0, size=(27_000, D))}
     maps = {"RFF m=200 sigma=1": RFF.draw(box, n_features=M, sigma=1.0, seed=5), "HIST 100 bins": Histogram(box, bins=100)}
-    designs = {name: M2MDesign.build(fmap, rng=make_rng(seed=6, secure=False), n_samples=N_SAMPLES)
+    designs = {name: M2MDesign.build(fmap, rng=make_rng(seed=6, secure=False), n_samples=n_samples)
                for name, fmap in maps.items()}
     for title, X in datasets.items():
         truth = X.mean(axis=0)
-        print(f"\nMRE of the first moment, {title}, n = 27,000, d = {D}, n_s = {N_SAMPLES:,}, "
+        print(f"\nMRE of the first moment, {title}, n = 27,000, d = {D}, n_s = {n_samples:,}, "
               f"eps = 1 averaged over {trials} sketches")
         print(f"{'map':<22} {'lambda rule':<11} {'intercept':<9} {'eps = inf':>10} {'eps = 1':>10}   lambda at eps = 1")
         for name, fmap in maps.items():
@@ -123,7 +123,7 @@ def bench_accuracy(trials: int) -> None:
     exact_rule = 0.0  # the floor 1e-9 * mean diagonal
     for sigma, m in ((1.0, 200), (2.0, 200), (4.0, 200), (4.0, 1000)):
         fmap = RFF.draw(box, n_features=m, sigma=sigma, seed=5)
-        design = M2MDesign.build(fmap, rng=make_rng(seed=6, secure=False), n_samples=N_SAMPLES)
+        design = M2MDesign.build(fmap, rng=make_rng(seed=6, secure=False), n_samples=n_samples)
         fit = design.fit(exact_sketch(X, fmap), regularization=exact_rule)
         a, _ = fit.coefficients(lambda Z: Z)
         residual = design.features_times(a) - design.samples
@@ -131,23 +131,24 @@ def bench_accuracy(trials: int) -> None:
         print(f"{sigma:6.1f} {m:6d} {sd:20.2e} {sd / math.sqrt(X.shape[0]) / 0.5:18.2e} {mre(fit.moments(1), truth):14.2e}")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", default="1000000,2000000,5000000", help="comma-separated dataset sizes for sketching")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--accuracy", action="store_true", help="also measure the MRE of Table 1 (a few minutes)")
     parser.add_argument("--trials", type=int, default=20, help="private sketches per configuration with --accuracy")
     parser.add_argument("--blas-threads", type=int, default=1)
-    args = parser.parse_args()
+    parser.add_argument("--samples", type=int, default=N_SAMPLES, help="n_s, M2M's synthetic points (the paper's 1e5)")
+    args = parser.parse_args(argv)
     rows_list = [int(r) for r in args.rows.split(",") if r]
 
     with threadpool_limits(limits=args.blas_threads):
         start = time.perf_counter()
         bench_sketching(rows_list, args.repeats)
         bench_pycle(min(rows_list))
-        bench_m2m(args.repeats)
+        bench_m2m(args.repeats, args.samples)
         if args.accuracy:
-            bench_accuracy(args.trials)
+            bench_accuracy(args.trials, args.samples)
         print(f"\n(total {time.perf_counter() - start:.0f} s)")
 
 

@@ -29,7 +29,7 @@ from marketplace.privacy.rng import make_rng
 from marketplace.protocols import stc
 from timing import median_seconds, report  # benchmarks/timing.py: a script's own folder is on sys.path
 
-N, D, K, T_NEIGHBOURS, EPS = 10_000, 8, 50, 150, 3.0
+N_POINTS, D, K_CENTRES, T_NEIGHBOURS, EPS = 10_000, 8, 50, 150, 3.0
 
 
 def blobs(rows: int, d: int, shift: float, seed: int) -> np.ndarray:
@@ -40,11 +40,16 @@ def blobs(rows: int, d: int, shift: float, seed: int) -> np.ndarray:
     return stc.public_scaling(bound=4.0 * np.sqrt(d)).apply(points, clip=True)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--blas-threads", type=int, default=1, help="BLAS threads (0: leave as is); default 1")
     parser.add_argument("--quick", action="store_true", help="one solver run per case, no NAS")
-    args = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true", help="1,000 points, k = 10, one run of each (implies --quick): "
+                                                              "checks the script runs (the test suite's smoke run)")
+    args = parser.parse_args(argv)
+    args.quick = args.quick or args.smoke
+    N, K = (1_000, 10) if args.smoke else (N_POINTS, K_CENTRES)
+    r = (lambda repeats: 1) if args.smoke else (lambda repeats: repeats)
     limit = (threadpool_limits(limits=args.blas_threads, user_api="blas") if args.blas_threads
              else contextlib.nullcontext())
     repeats = 1 if args.quick else 3
@@ -53,12 +58,12 @@ def main() -> None:
         rng = make_rng(seed=3, secure=False)
 
         report(f"nna_release {N:,} x {N:,} d={D} eps={EPS}", median_seconds(
-            lambda: stc.nna_release(S, T, eps=EPS, rng=rng), 5), 5)
+            lambda: stc.nna_release(S, T, eps=EPS, rng=rng), r(5)), r(5))
         if not args.quick:
             report(f"nas_release {N:,} x {N:,} d={D} t={T_NEIGHBOURS}", median_seconds(
-                lambda: stc.nas_release(S, T, t=T_NEIGHBOURS, eps=EPS, rng=rng), 3), 3)
-        report(f"private_kmeans {N:,} x d={D}, 100 clusters, 5 rounds (the PrivateKmeans baseline)", median_seconds(
-            lambda: stc.private_kmeans(S, 100, eps=EPS, iterations=5, rng=rng), 5), 5)
+                lambda: stc.nas_release(S, T, t=T_NEIGHBOURS, eps=EPS, rng=rng), r(3)), r(3))
+        report(f"private_kmeans {N:,} x d={D}, {min(100, N // 10)} clusters, 5 rounds (the PrivateKmeans baseline)", median_seconds(
+            lambda: stc.private_kmeans(S, min(100, N // 10), eps=EPS, iterations=5, rng=rng), r(5)), r(5))
 
         released = stc.nna_release(S, T, eps=EPS, rng=rng)
         bench_solver(f"solve_stc k={K} n={N:,} d={D}, S' from NNA ({released.centers.shape[0]:,} centres)",
@@ -71,9 +76,9 @@ def main() -> None:
         bench_solver(f"nonprivate_stc k={K} n={N:,} d=2 (synthetic set 3)", lambda: stc.nonprivate_stc(S2, T2, K),
                      repeats)
         bench_solver(f"cluster_t k={K} n={N:,} d=2 (synthetic set 3)", lambda: stc.cluster_t(T2, K), repeats)
-        bench_solver(f"cluster_t k={K} n={N:,} d=2, max_candidates=2,000", lambda: stc.cluster_t(
-            T2, K, max_candidates=2000, rng=make_rng(seed=4, secure=False)), repeats)
-        report(f"kdtree_coreset n={N:,} d=2 C={stc.DEFAULT_C}", median_seconds(lambda: stc.kdtree_coreset(T2), 5), 5)
+        bench_solver(f"cluster_t k={K} n={N:,} d=2, max_candidates={min(2000, N // 5):,}", lambda: stc.cluster_t(
+            T2, K, max_candidates=min(2000, N // 5), rng=make_rng(seed=4, secure=False)), repeats)
+        report(f"kdtree_coreset n={N:,} d=2 C={stc.DEFAULT_C}", median_seconds(lambda: stc.kdtree_coreset(T2), r(5)), r(5))
 
 
 def bench_solver(name: str, solve, repeats: int) -> None:

@@ -6,6 +6,7 @@ randomness (the h1 map) comes from the run seed too, so all parties agree on it 
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 
 from pathlib import Path
@@ -57,10 +58,32 @@ def party_ids(config: ScenarioConfig) -> list[str]:
     return [CURATOR, *(owner_id(i) for i in range(config.parties.owners)), CONSUMER]
 
 
+def party_index(config: ScenarioConfig, party: str) -> int | None:
+    """Where ``party`` stands in :func:`party_ids` (curator 0, owner-i at i, consumer K + 1), or None
+    for an id that is not a party of the run; O(1), where ``party_ids(config).index(party)`` is O(K)
+    (building every role that way costs O(K^2): minutes at K = 10,000)."""
+    owners = config.parties.owners
+    if party == CURATOR:
+        return 0
+    if party == CONSUMER:
+        return owners + 1
+    prefix, _, number = party.partition("-")
+    if prefix != "owner" or not number.isdigit() or number.startswith("0") or not 1 <= int(number) <= owners:
+        return None
+    return int(number)
+
+
 def public_features(config: ScenarioConfig, dim: int) -> RandomFourierFeatures:
     """h1, drawn from the run seed: public randomness every party derives identically."""
     s = config.summarize
-    return RandomFourierFeatures.draw(dim, s.features, s.gamma, seeds.derive(config.seed, "summarize.h1"))
+    return _draw_features(dim, s.features, s.gamma, config.seed)
+
+
+@functools.lru_cache(maxsize=4)
+def _draw_features(dim: int, features: int, gamma: float, seed: int) -> RandomFourierFeatures:
+    """One draw per map (the value is frozen): K owners built in one process share it instead of
+    drawing it K times."""
+    return RandomFourierFeatures.draw(dim, features, gamma, seeds.derive(seed, "summarize.h1"))
 
 
 def make_world(config: ScenarioConfig) -> World:
@@ -84,7 +107,10 @@ def share_of(world: World, party: str) -> World:
     if party == CONSUMER:  # the seed set is public: the consumer scores the summary with it too
         return World(owners=tuple(empty for _ in world.owners), validation=world.validation, test=world.test,
                      seed_set=world.seed_set)
-    index = [owner_id(i) for i in range(len(world.owners))].index(party)
+    prefix, _, number = party.partition("-")
+    index = int(number) - 1 if prefix == "owner" and number.isdigit() and not number.startswith("0") else -1
+    if not 0 <= index < len(world.owners):
+        raise ValueError(f"unknown party {party!r}: expected curator, consumer or owner-1 ... owner-{len(world.owners)}")
     owners = tuple(o if i == index else empty for i, o in enumerate(world.owners))
     return World(owners=owners, validation=empty, test=empty, seed_set=empty)
 
@@ -92,16 +118,26 @@ def share_of(world: World, party: str) -> World:
 def build_role(config: ScenarioConfig, party: str, *, world: World | None = None, owner_data: Dataset | None = None) -> Role:
     """The role of ``party`` for this scenario. ``owner_data`` replaces an owner's generated share
     (an owner that reads its own data file)."""
-    ids = party_ids(config)
-    if party not in ids:
-        raise ValueError(f"unknown party {party!r}: this scenario has {', '.join(ids)}")
+    if party_index(config, party) is None:
+        raise ValueError(f"unknown party {party!r}: this scenario has curator, owner-1 ... owner-{config.parties.owners}, consumer")
     world = world if world is not None else make_world(config)
     from marketplace.exchanges import exchange
     from marketplace.scenario.fingerprint import fingerprint
 
     role = exchange(config.protocol).build_role(config, party, world, owner_data)
-    role.config_fingerprint = fingerprint(config)
+    role.config_fingerprint = _fingerprint_of(config, fingerprint)
     return role
+
+
+_last_fingerprint: list[tuple[ScenarioConfig, dict[str, str]]] = []
+
+
+def _fingerprint_of(config: ScenarioConfig, fingerprint) -> dict[str, str]:
+    """The configuration fingerprint, computed once per config object (it serialises the whole data
+    and protocol sections: about 0.5 ms, which every one of K roles built in one process would pay)."""
+    if not _last_fingerprint or _last_fingerprint[0][0] is not config:
+        _last_fingerprint[:] = [(config, fingerprint(config))]
+    return dict(_last_fingerprint[0][1])
 
 
 def load_owner_file(path: str) -> Dataset:

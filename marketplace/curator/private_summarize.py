@@ -275,6 +275,9 @@ class PrivateSummarizeCurator(SummarizeCurator):
     def awaits_from(self, peer: str) -> bool:
         return self.phase == "acquiring" and peer in self.awaiting
 
+    def _asked_now(self) -> tuple[str, ...]:
+        return tuple(self.awaiting) if self.phase == "acquiring" else ()
+
     def _exclude_unreadable(self, peer: str) -> list[Send]:
         self.ledger.see(peer, raw=not self.less_trusted)
         self.awaiting.discard(peer)

@@ -14,12 +14,14 @@ them against the embeddings the curator verified.
 from __future__ import annotations
 
 import logging
+from collections import deque
 from typing import Any
 
 import numpy as np
 
 from marketplace.curator.common import CuratorBase
 from marketplace.curator.ledger import ParsimonyLedger
+from marketplace.curator.members import ActiveOwners
 from marketplace.messages import Envelope, ProtocolError
 from marketplace.messages.kinds import (Bid, Point, Request, RoundOpen, SealedPoint, SealedSummary,
                                         Summary, TargetEmbedding)
@@ -53,7 +55,7 @@ class SummarizeCurator(CuratorBase):
         self.tolerance = verify_tolerance
         self.phase = "gathering"
         self.rank = {o: i for i, o in enumerate(owners)}  # the public tie-break order
-        self.active: list[str] = list(owners)  # in id order; dropped when lost or caught cheating
+        self.active = ActiveOwners(owners)  # in id order; dropped when lost or caught cheating
         self.dropouts: dict[str, dict[str, Any]] = {}
         self.flagged: dict[str, str] = {}
         self.ledger = ParsimonyLedger()
@@ -66,7 +68,7 @@ class SummarizeCurator(CuratorBase):
         self.validation_size = 0
         self.round = 0
         self.bids: dict[str, Bid] = {}
-        self.candidates: list[str] = []
+        self.candidates: deque[str] = deque()
         self.asked: str | None = None
         self.direction: np.ndarray | None = None
         self.received: dict[str, dict[str, int]] = {o: {} for o in owners}
@@ -155,8 +157,9 @@ class SummarizeCurator(CuratorBase):
         return self.summary_sum / self.q if self.q else np.zeros_like(self.summary_sum)
 
     def _maybe_begin(self) -> list[Send]:
-        everyone = set(self.active) | {CONSUMER}
-        if self.phase != "gathering" or self.target_mean is None or not everyone <= self.present:
+        if self.phase != "gathering" or self.target_mean is None or len(self.present) <= len(self.active):
+            return []  # O(1) for every hello but the last ones: not everybody can be present yet
+        if CONSUMER not in self.present or any(o not in self.present for o in self.active):
             return []
         log.info("all %d owners and the consumer are present; |D_v| = %d", len(self.active), self.validation_size)
         body = TargetEmbedding(mean=self.target_mean, consumer_key=self.consumer_key)
@@ -194,14 +197,17 @@ class SummarizeCurator(CuratorBase):
         if not offers:
             return self._finish("every owner has run out of points")
         # best bid first; equal bids go to the lower owner id (a fixed, public rule)
-        self.candidates = [o for _, o in sorted(offers, key=lambda t: (-t[0], self.rank[t[1]]))]
+        self.candidates = deque(o for _, o in sorted(offers, key=lambda t: (-t[0], self.rank[t[1]])))
         return self._ask_next()
 
     def _ask_next(self) -> list[Send]:
-        self.candidates = [o for o in self.candidates if o in self.active]
+        """Ask the best remaining candidate still active (O(1) per candidate skipped, so excluding
+        many owners in one round stays O(K))."""
+        while self.candidates and self.candidates[0] not in self.active:
+            self.candidates.popleft()
         if not self.candidates:
             return self._open_round_again()
-        self.asked = self.candidates.pop(0)
+        self.asked = self.candidates.popleft()
         self.phase = "acquiring"
         return [Send(self.asked, Request(round=self.round))]
 
@@ -244,8 +250,13 @@ class SummarizeCurator(CuratorBase):
         if self.phase == "bidding":
             return {o: f"a bid for round {self.round}" for o in self.active if o not in self.bids}
         if self.phase == "acquiring":
-            return {o: f"the point requested in round {self.round}" for o in self.active if self.awaits_from(o)}
+            asked = sorted((o for o in self._asked_now() if o in self.active), key=self.rank.__getitem__)
+            return {o: f"the point requested in round {self.round}" for o in asked}
         return {}
+
+    def _asked_now(self) -> tuple[str, ...]:
+        """The owners asked for a point in this round and not yet heard from (O(asked), not O(K))."""
+        return (self.asked,) if self.asked is not None and self.awaits_from(self.asked) else ()
 
     def awaits_from(self, peer: str) -> bool:
         return self.phase == "acquiring" and peer == self.asked

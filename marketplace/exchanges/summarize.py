@@ -11,7 +11,7 @@ from rich.table import Table
 from marketplace import seeds
 from marketplace.data.dataset import Dataset
 from marketplace.data.world import World
-from marketplace.parties import party_ids, public_features
+from marketplace.parties import party_ids, party_index, public_features
 from marketplace.roles import CONSUMER, CURATOR, Role
 from marketplace.runner.format import fmt, ledger_text, mean_sd, sweep_table_head
 from marketplace.scenario.config import ScenarioConfig
@@ -24,11 +24,10 @@ def build_role(config: ScenarioConfig, party: str, world: World, owner_data: Dat
     from marketplace.curator.summarize import SummarizeCurator
     from marketplace.owner.summarize import SummarizeOwner
 
-    ids = party_ids(config)
     features = public_features(config, world.dim)
     s = config.summarize
     if party == CURATOR:
-        common = dict(scenario_name=config.name, owners=tuple(ids[1:-1]), features=features, seed_set=world.seed_set.X,
+        common = dict(scenario_name=config.name, owners=tuple(party_ids(config)[1:-1]), features=features, seed_set=world.seed_set.X,
                       dim=world.dim, rounds=s.rounds, verify_tolerance=s.verify_tolerance, trust=s.curator)
         if s.privacy.enabled:
             schedule = PrivateSchedule.resolve(s.privacy, features=s.features, rounds=s.rounds)
@@ -39,7 +38,10 @@ def build_role(config: ScenarioConfig, party: str, world: World, owner_data: Dat
             scenario_name=config.name, validation=world.validation, test=world.test, seed_set=world.seed_set.X, gamma=s.gamma,
             svm_c=s.svm_c, svm_seed=seeds.derive_int(config.seed, "summarize.svm"), features=features, trust=s.curator,
         )
-    index = ids.index(party) - 1
+    position = party_index(config, party)  # O(1): building K owners stays O(K)
+    if position is None:
+        raise ValueError(f"unknown party {party!r}: expected curator, consumer or owner-1 ... owner-{config.parties.owners}")
+    index = position - 1
     data = owner_data if owner_data is not None else world.owners[index]
     if data.X.shape[1] != world.dim:
         raise ValueError(f"{party}: data file has {data.X.shape[1]} features, the scenario's data has {world.dim}")

@@ -1,0 +1,128 @@
+"""Every script in benchmarks/ runs, at a size that takes seconds, and reports what it promises.
+
+A benchmark nobody runs rots: a changed report format or API breaks it silently (bench_runtime.py
+once crashed on the report's new per-owner parts). Each test runs one script as a user would
+(``python benchmarks/NAME.py ...``, its own process, this checkout on the path) with tiny sizes,
+then checks the exit status and the figures it prints or writes. The figures of a smoke run mean
+nothing; that the script still produces them is the point. ``test_every_benchmark_has_a_smoke_run``
+fails when a new script lands without one (here or in another test file: bench_scale.py and
+bench_hostile.py have theirs in test_bench_smoke.py, bench_codec.py in test_bench_codec.py).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, needs_data
+
+BENCHMARKS = ROOT / "benchmarks"
+HELPERS = {"timing.py"}  # imported by the scripts, not a benchmark itself
+
+
+def run_benchmark(script: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, str(BENCHMARKS / script), *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT, env=env)
+    assert done.returncode == 0, f"{script} exited {done.returncode}\nstdout:\n{done.stdout[-3000:]}\nstderr:\n{done.stderr[-3000:]}"
+    return done
+
+
+def test_every_benchmark_has_a_smoke_run():
+    """Every script in benchmarks/ is named, as a string, by some test file that runs it."""
+    scripts = {p.name for p in BENCHMARKS.glob("*.py")} - HELPERS
+    tests = "\n".join(p.read_text() for p in (ROOT / "tests").glob("test_*.py"))
+    unrun = sorted(name for name in scripts if f'"{name}"' not in tests)
+    assert unrun == [], f"benchmarks without a smoke run in tests/: {unrun}"
+
+
+def test_bench_summarize_core_smoke():
+    out = run_benchmark("bench_summarize_core.py", "--smoke").stdout
+    for name in ("h1.transform", "best_offer", "exact_kernel_greedy"):
+        assert name in out
+
+
+def test_bench_h2_smoke():
+    out = run_benchmark("bench_h2.py", "--smoke").stdout
+    assert "h2_release q=150" in out and "warm start" in out and "(D_v)" in out
+
+
+def test_bench_owner_bid_smoke():
+    out = run_benchmark("bench_owner_bid.py", "--rows", "2000", "--repeats", "1").stdout
+    assert "ratio owner bid / bare matvec" in out
+
+
+def test_bench_stc_smoke():
+    out = run_benchmark("bench_stc.py", "--smoke").stdout
+    assert "nna_release 1,000" in out and "kdtree_coreset" in out and "swaps" in out
+
+
+def test_bench_sketch_smoke():
+    out = run_benchmark("bench_sketch.py", "--rows", "20000", "--repeats", "1", "--samples", "2000",
+                        "--accuracy", "--trials", "1").stdout
+    assert "RFF.sum_features" in out and "fit_m2m n_s=2,000" in out and "MRE of the first moment" in out
+
+
+@needs_data("adult")
+def test_bench_pfds_smoke():
+    out = run_benchmark("bench_pfds.py", "--rows", "3000", "--h-max", "4", "--repeats", "1").stdout
+    assert "Adult n=3,000" in out
+
+
+def test_bench_fuzz_smoke():
+    out = run_benchmark("bench_fuzz.py", "--frames", "300", "--per-run", "100").stdout
+    assert "crashes                0" in out
+
+
+def test_bench_parsimony_smoke(tmp_path):
+    path = tmp_path / "runs.csv"
+    out = run_benchmark("bench_parsimony.py", "--owners", "2,3", "--rounds", "4", "--seeds", "1", "--tau", "grow",
+                        "--csv", str(path)).stdout
+    assert "rho/K^(1/3)" in out
+    rows = list(csv.DictReader(path.open()))
+    assert [(r["owners"], r["tau"], r["status"]) for r in rows] == [("2", "2", "completed"), ("3", "3", "completed")]
+    for row in rows:  # the owners' points: one request per round plus the tau requests, at most floor(p / tau) per owner
+        assert 4 <= int(row["owner_points"]) <= 4 + int(row["owners"]) * (4 // int(row["tau"]))
+        assert float(row["mmd2"]) >= 0 and 0 <= float(row["accuracy"]) <= 1
+
+
+def test_bench_parsimony_refuses_a_bad_tau():
+    done = subprocess.run([sys.executable, str(BENCHMARKS / "bench_parsimony.py"), "--tau", "0"], capture_output=True,
+                          text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 2 and "expected an integer >= 1 or 'grow', got '0'" in done.stderr
+
+
+def test_bench_inprocess_scale_smoke(tmp_path):
+    path = tmp_path / "scale.json"
+    out = run_benchmark("bench_inprocess_scale.py", "--owners", "8,40", "--rounds", "4", "--private",
+                        "--json", str(path)).stdout
+    assert "us/owner/round" in out
+    runs = json.loads(path.read_text())["runs"]
+    assert [(r["owners"], r["status"], r["rounds_done"]) for r in runs] == [(8, "completed", 4), (40, "completed", 4)]
+    assert all(r["peak_rss_mb"] > 0 and r["ms_per_round"] > 0 for r in runs)
+
+
+@pytest.mark.slow
+def test_bench_runtime_smoke(tmp_path):
+    path = tmp_path / "runtime.json"
+    out = run_benchmark("bench_runtime.py", "--parts", "1,2,3", "--owners", "2", "--rounds", "5", "--repeats", "1",
+                        "--rows-per-owner", "100", "--overhead-owners", "2", "--floor-rows", "50", "--ratio-owners", "2",
+                        "--ratio-rows", "100", "--ratio-rounds", "5", "--json", str(path)).stdout
+    assert "1. Per-round latency" in out and "2. Transport overhead" in out and "3. Wall time" in out
+    figures = json.loads(path.read_text())
+    assert {r["driver"] for r in figures["rounds"]} == {"processes-forkserver", "inprocess"}
+    assert all(r["completed"] == 1 for r in figures["rounds"])
+
+
+@pytest.mark.slow
+def test_bench_faults_smoke(tmp_path):
+    path = tmp_path / "faults.json"
+    run_benchmark("bench_faults.py", "--trials", "1", "--rounds", "40", "--json", str(path))
+    (trial,) = json.loads(path.read_text())
+    assert trial["protocol_completed"] and trial["duplicates"] == 0 and trial["missing_rounds"] == 0
