@@ -4,6 +4,7 @@ reports that belong to another scenario or another run."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import threading
 import time
@@ -96,7 +97,11 @@ def test_wait_takes_reports_that_arrive_later(finished, tmp_path):
     scenario_file, parties = copy_parties(finished, tmp_path)
     late = (parties / "consumer.json").read_text()
     (parties / "consumer.json").unlink()
-    threading.Timer(1.0, lambda: (parties / "consumer.json").write_text(late)).start()
+    def arrive() -> None:  # as a party writes its report: whole, then renamed into place
+        (parties / "consumer.json.tmp").write_text(late)
+        os.replace(parties / "consumer.json.tmp", parties / "consumer.json")
+
+    threading.Timer(1.0, arrive).start()
     scenario = parse_scenario(yaml.safe_load(scenario_file.read_text()), source="tiny", base_dir=tmp_path)
     t0 = time.monotonic()
     report = assemble_from_party_reports(scenario, parties, tmp_path / "out", wait_s=30)
