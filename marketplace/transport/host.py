@@ -42,6 +42,7 @@ SOCKETS_PER_OWNER = 3
 """The owner's DEALER and its monitor's two PAIR ends."""
 FILES_PER_OWNER = 4
 """Its TCP connection and three socket mailboxes."""
+EVENTS, POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)  # plain ints: pyzmq's flag enums cost a microsecond a test
 HOST_CHECK_S = 0.1
 """How often each hosted owner's liveness and progress are checked (a single party: every 50 ms)."""
 
@@ -102,46 +103,69 @@ def _run_all(loops: list[DealerLoop]) -> None:
         by_fd[fd] = loop
         epoll.register(fd, select.EPOLLIN)
         loop.begin()
-    pending: set[DealerLoop] = set(loops)
+    pending: set[DealerLoop] = set(loops)  # sockets that may have frames waiting
+    backlogged: set[DealerLoop] = set()  # loops with frames waiting to be sent
+    finished: set[DealerLoop] = set()
     active = list(loops)
     check_every = max(HOST_CHECK_S, min(loop.settings.heartbeat_interval_s for loop in loops) / 4) if loops else HOST_CHECK_S
     next_drain_mark = 0.0
+    next_timer = 0.0  # the earliest timer of any loop: before it, only loops with a backlog are ticked
     idle = 0.0
+
+    def after(loop: DealerLoop, sent: int) -> None:
+        """Note what an operation on ``loop`` changed: a send, a backlog, the end of its role."""
+        if loop.frames_sent != sent:
+            pending.add(loop)  # a send may have taken the socket's read signal
+        if loop.backlog:
+            backlogged.add(loop)
+        else:
+            backlogged.discard(loop)
+        if loop.node.done:
+            finished.add(loop)
+
     try:
         while True:
             now = time.monotonic()
             if now >= next_drain_mark:  # before the liveness checks: whose socket has nothing waiting
                 for loop in active:
-                    if loop.sock.get(zmq.EVENTS) & zmq.POLLIN:
+                    if loop.sock.get(EVENTS) & POLLIN:
                         pending.add(loop)
                     else:
                         loop.drained_at = now
                 next_drain_mark = now + check_every
-            wake = next_drain_mark
-            backlog = False
-            for loop in active:
-                if not loop.node.done:
-                    sent = loop.frames_sent
-                    wake = min(wake, loop.tick(now, check_every=check_every))
-                    if loop.frames_sent != sent:
-                        pending.add(loop)  # a send may have taken the socket's read signal
-                    backlog = backlog or bool(loop.backlog)
-            if any(loop.node.done for loop in active):
+            if now >= next_timer:
+                next_timer = next_drain_mark
                 for loop in active:
-                    if loop.node.done:
+                    if not loop.node.done:
+                        sent = loop.frames_sent
+                        next_timer = min(next_timer, loop.tick(now, check_every=check_every))
+                        after(loop, sent)
+            else:
+                for loop in list(backlogged):
+                    if not loop.node.done:
+                        sent = loop.frames_sent
+                        loop.tick(now, check_every=check_every)
+                        after(loop, sent)
+            for loop in list(pending):
+                if loop.closed or loop.node.done or not loop.sock.get(EVENTS) & POLLIN:
+                    pending.discard(loop)
+                    continue
+                sent = loop.frames_sent
+                loop._read_batch()
+                after(loop, sent)
+            if finished:
+                for loop in finished:
+                    if not loop.closed:
                         epoll.unregister(loop.sock.get(zmq.FD))
                         pending.discard(loop)
+                        backlogged.discard(loop)
                         loop.close()  # its bye leaves
+                finished.clear()
                 active = [loop for loop in active if not loop.closed]
                 if not active:
                     break
-            for loop in list(pending):
-                if loop.closed or loop.node.done or not loop.sock.get(zmq.EVENTS) & zmq.POLLIN:
-                    pending.discard(loop)
-                    continue
-                loop._read_batch()
-            wait = wake - time.monotonic()
-            if backlog:
+            wait = next_timer - time.monotonic()
+            if backlogged:
                 wait = min(wait, 0.005)  # retry stuck sends soon
             if pending:
                 wait = 0.0  # frames still waiting somewhere: check the timers, then read on
