@@ -421,7 +421,7 @@ def _party(args: argparse.Namespace, scenario) -> int:
 
 
 def _owner_host(args: argparse.Namespace, scenario) -> int:
-    from marketplace.parties import parse_owner_ids
+    from marketplace.parties import host_label, parse_owner_ids
     from marketplace.runner.party_process import run_owner_host
 
     try:
@@ -429,7 +429,7 @@ def _owner_host(args: argparse.Namespace, scenario) -> int:
     except ValueError as err:
         print(f"marketplace owners: --ids: {err}", file=sys.stderr)
         return EXIT_USAGE
-    label = owners[0] if len(owners) == 1 else f"{owners[0]}..{owners[-1]}"
+    label = host_label(owners)
     logging.basicConfig(level=args.log_level.upper(), format=f"%(asctime)s {label} %(levelname)s %(message)s", stream=sys.stderr)
     try:
         return run_owner_host(scenario, owners=owners, endpoint=args.endpoint, run_id=args.run_id,

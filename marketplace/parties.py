@@ -45,6 +45,11 @@ def parse_owner_ids(text: str, owners: int) -> list[str]:
     return [f"owner-{i}" for i in chosen]
 
 
+def host_label(owners: list[str]) -> str:
+    """The name of an owner host (its log, its process in the report): its first and last owner."""
+    return owners[0] if len(owners) == 1 else f"{owners[0]}..{owners[-1]}"
+
+
 def _owner_index(name: str, owners: int, item: str) -> int:
     prefix, _, number = name.strip().rpartition("-")
     if prefix != "owner" or not number.isdigit() or not 1 <= int(number) <= owners:

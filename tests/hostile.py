@@ -134,6 +134,12 @@ class LocalRun:
         path = self.folder / "logs" / f"{party}.log"
         return path.read_text(errors="replace") if path.exists() else ""
 
+    def wait_for_log(self, party: str, text: str, timeout_s: float = 60) -> None:
+        """Wait (at most ``timeout_s``) until ``party``'s log shows ``text``."""
+        deadline = time.monotonic() + timeout_s
+        while text not in self.log(party) and time.monotonic() < deadline:
+            time.sleep(0.02)
+
     def curator_report(self) -> dict:
         return json.loads(self.report_path("curator").read_text())
 

@@ -591,9 +591,8 @@ def test_mutated_valid_frames_never_raise_anything_but_message_error(envelope: E
     decode_or_refuse(mutate(encode(envelope), mutations))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(envelope=ANY_ENVELOPE, data=st.data())
-def test_valid_frames_with_one_value_replaced_by_junk_never_raise_anything_but_message_error(envelope: Envelope, data: st.DataObject) -> None:
+def frame_with_one_value_replaced_by_junk(envelope: Envelope, data: st.DataObject) -> bytes:
+    """``envelope``'s frame with one envelope field, body field or array part replaced by junk."""
     wire = msgpack.unpackb(encode(envelope))
     arrays = [v for v in wire["body"].values() if isinstance(v, dict)]
     target = data.draw(st.sampled_from(["envelope", "body", "array"]))
@@ -604,8 +603,13 @@ def test_valid_frames_with_one_value_replaced_by_junk_never_raise_anything_but_m
     elif target == "array" and arrays:
         array = data.draw(st.sampled_from(arrays))
         array[data.draw(st.sampled_from(["dtype", "shape", "data"]))] = data.draw(JUNK)
+    return frame_of(wire)
 
-    decode_or_refuse(frame_of(wire))
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(envelope=ANY_ENVELOPE, data=st.data())
+def test_valid_frames_with_one_value_replaced_by_junk_never_raise_anything_but_message_error(envelope: Envelope, data: st.DataObject) -> None:
+    decode_or_refuse(frame_with_one_value_replaced_by_junk(envelope, data))
 
 
 # --- what a hostile frame may cost -----------------------------------------------------------------
@@ -698,18 +702,7 @@ def test_mutated_frames_get_the_same_verdict_from_both_paths(envelope: Envelope,
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(envelope=ANY_ENVELOPE, data=st.data())
 def test_frames_with_one_value_replaced_by_junk_get_the_same_verdict_from_both_paths(envelope: Envelope, data: st.DataObject) -> None:
-    wire = msgpack.unpackb(encode(envelope))
-    arrays = [v for v in wire["body"].values() if isinstance(v, dict)]
-    target = data.draw(st.sampled_from(["envelope", "body", "array"]))
-    if target == "envelope":
-        wire[data.draw(st.sampled_from(ENVELOPE_KEYS))] = data.draw(JUNK)
-    elif target == "body" and wire["body"]:
-        wire["body"][data.draw(st.sampled_from(sorted(wire["body"])))] = data.draw(JUNK)
-    elif target == "array" and arrays:
-        array = data.draw(st.sampled_from(arrays))
-        array[data.draw(st.sampled_from(["dtype", "shape", "data"]))] = data.draw(JUNK)
-
-    verdicts_agree(frame_of(wire), peer=envelope.sender if data.draw(st.booleans()) else None)
+    verdicts_agree(frame_with_one_value_replaced_by_junk(envelope, data), peer=envelope.sender if data.draw(st.booleans()) else None)
 
 
 def packed_map(items: list[tuple[Any, Any]]) -> bytes:

@@ -364,9 +364,7 @@ def test_a_point_sold_twice_under_another_row_number_is_refused(tmp_path, clean)
 def test_a_summary_never_confirmed_by_the_consumer_fails_the_run(tmp_path, clean):
     run = LocalRun(tmp_path / "run", scenario())
     run.everyone()
-    deadline = time.monotonic() + 60
-    while "round 350/" not in run.log("curator") and time.monotonic() < deadline:
-        time.sleep(0.02)
+    run.wait_for_log("curator", "round 350/")
     os.kill(run.procs["consumer"].pid, signal.SIGSTOP)  # alive, then silent: it never confirms
     try:
         run.procs["curator"].wait(timeout=30)
@@ -381,9 +379,7 @@ def test_a_summary_never_confirmed_by_the_consumer_fails_the_run(tmp_path, clean
 def test_a_run_that_loses_every_owner_fails(tmp_path, clean):
     run = LocalRun(tmp_path / "run", scenario())
     run.everyone()
-    deadline = time.monotonic() + 60
-    while "round 20/" not in run.log("curator") and time.monotonic() < deadline:
-        time.sleep(0.02)
+    run.wait_for_log("curator", "round 20/")
     for owner in ("owner-1", "owner-2", "owner-3"):
         run.procs[owner].kill()
     codes = run.wait(60)

@@ -22,7 +22,7 @@ from typing import Any
 from threadpoolctl import threadpool_limits
 
 from marketplace.data.dataset import World
-from marketplace.parties import build_role, load_owner_file, make_world, party_ids, share_of
+from marketplace.parties import build_role, host_label, load_owner_file, make_world, party_ids, share_of
 from marketplace.roles import CONSUMER, CURATOR
 from marketplace.runner.identity import scenario_identity
 from marketplace.scenario import Scenario
@@ -76,6 +76,18 @@ def link_settings(scenario: Scenario) -> LinkSettings:
     )
 
 
+def check_own_keys(scenario: Scenario, settings: LinkSettings, parties: list[str]) -> None:
+    """Under CURVE, each of ``parties`` must find its own key pair in the key folder: a missing
+    folder or key file fails here, before any work (ValueError, naming what to pass)."""
+    if scenario.config.transport.security != "curve":
+        return
+    if settings.curve_keys is None:
+        raise ValueError("CURVE is on (transport.security) but no key folder was given: pass --keys DIR "
+                         "(made by `marketplace keys generate DIR --owners K`) or --insecure for development")
+    for party in parties:
+        CurveKeys(Path(settings.curve_keys), party).own()
+
+
 def party_report(node: Node, *, role_name: str, wall_s: float, driver: dict[str, Any],
                  scenario: Scenario | None = None) -> dict[str, Any]:
     """This party's part of the run report. It names the run and the scenario (``scenario``), so
@@ -127,11 +139,7 @@ def run_party(scenario: Scenario, *, party: str, endpoint: str, report_path: str
     started = time.perf_counter()
     config = scenario.config
     settings = link_settings(scenario)
-    if config.transport.security == "curve":
-        if settings.curve_keys is None:
-            raise ValueError("CURVE is on (transport.security) but no key folder was given: pass --keys DIR "
-                             "(made by `marketplace keys generate DIR --owners K`) or --insecure for development")
-        CurveKeys(Path(settings.curve_keys), party).own()  # a missing or bad key file fails here, before any work
+    check_own_keys(scenario, settings, [party])
     owner_data = load_owner_file(data_file) if data_file else None
     if party == CONSUMER:
         warm_up_in_background(EVALUATION_MODULES)
@@ -177,15 +185,7 @@ def run_owner_host(scenario: Scenario, *, owners: list[str], endpoint: str, repo
     started = time.perf_counter()
     config = scenario.config
     settings = link_settings(scenario)
-    keys = None
-    if config.transport.security == "curve":
-        if settings.curve_keys is None:
-            raise ValueError("CURVE is on (transport.security) but no key folder was given: pass --keys DIR "
-                             "(made by `marketplace keys generate DIR --owners K`) or --insecure for development")
-        folder = Path(settings.curve_keys)
-        for owner in owners:  # a missing or bad key file fails here, before any work
-            CurveKeys(folder, owner).own()
-        keys = lambda party: CurveKeys(folder, party)  # noqa: E731
+    check_own_keys(scenario, settings, owners)
     if shares is None:
         world = make_world(config)
         shares = {owner: share_of(world, owner) for owner in owners}
@@ -197,7 +197,7 @@ def run_owner_host(scenario: Scenario, *, owners: list[str], endpoint: str, repo
     log.info("owner host (pid %d) serving %d owners (%s..%s): %s", os.getpid(), len(owners), owners[0], owners[-1], endpoint)
     try:
         with single_threaded_blas():
-            stats = serve_owners(nodes, endpoint, settings, keys)
+            stats = serve_owners(nodes, endpoint, settings)
     except Exception:
         trace = traceback.format_exc(limit=5)
         log.exception("owner host crashed")
@@ -250,7 +250,7 @@ def forked_host_main(scenario: Scenario, owners: list[str], shares: dict[str, Wo
     """Entry point of an owner host forked by the runner's forkserver (see :func:`forked_party_main`)."""
     import sys
 
-    _child_setup(log_path, f"{owners[0]}..{owners[-1]}")
+    _child_setup(log_path, host_label(owners))
     sys.exit(run_owner_host(scenario, owners=owners, endpoint=endpoint, report_dir=report_dir, run_id=run_id,
                             shares=shares))
 

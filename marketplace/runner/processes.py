@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Literal
 
 from marketplace.data.dataset import World
-from marketplace.parties import party_ids, role_of, share_of
+from marketplace.parties import host_label, party_ids, role_of, share_of
 from marketplace.roles import CURATOR
 from marketplace.scenario import Scenario
 
@@ -113,11 +113,6 @@ def owner_hosts(owners: list[str], per_process: int | str, cores: int | None = N
         groups.append(owners[start:end])
         start = end
     return [g for g in groups if g]
-
-
-def host_label(owners: list[str]) -> str:
-    """The name of an owner host's log: its first and last owner."""
-    return owners[0] if len(owners) == 1 else f"{owners[0]}..{owners[-1]}"
 
 
 @dataclass
@@ -321,6 +316,7 @@ def _watch(run: ProcessRun, curator: Child, *, deadline: float, grace_s: float, 
     offset = 0
     last_round = 0
     ticks: dict[int, tuple[int, float]] = {}  # pid -> (cpu ticks, when they last grew)
+    dropped: set[str] | None = None
     while True:
         if on_round is not None:
             offset, last_round = _read_progress(curator.log_path, offset, last_round, on_round)
@@ -333,7 +329,8 @@ def _watch(run: ProcessRun, curator: Child, *, deadline: float, grace_s: float, 
         if curator_exit_at is not None:
             computing = [c for c in alive if _still_computing(c, ticks, now)]
         if curator_exit_at is not None and now - curator_exit_at > grace_s:
-            dropped = dropouts()
+            if dropped is None:  # the curator wrote its report before it exited: read it once
+                dropped = dropouts()
             busy = [c for c in computing if not dropped.intersection(c.parties)]
             if not busy or now - curator_exit_at > max(grace_s, finish_s):
                 run.stragglers = [p for c in alive for p in c.parties]

@@ -28,13 +28,11 @@ from __future__ import annotations
 import logging
 import select
 import time
-from collections.abc import Callable
 
 import zmq
 
 from marketplace.transport.node import Node
-from marketplace.transport.zmq_driver import (DealerLoop, DriverStats, LinkSettings, configure_socket, plaintext_identity,
-                                              raise_open_files_limit)
+from marketplace.transport.zmq_driver import DealerLoop, DriverStats, LinkSettings, connect_dealer, raise_open_files_limit
 
 log = logging.getLogger(__name__)
 
@@ -47,31 +45,19 @@ HOST_CHECK_S = 0.1
 """How often each hosted owner's liveness and progress are checked (a single party: every 50 ms)."""
 
 
-def serve_owners(nodes: list[Node], endpoint: str, settings: LinkSettings,
-                 keys: Callable[[str], object] | None = None) -> dict[str, DriverStats]:
-    """Connect one DEALER per node to the curator at ``endpoint`` and run them all to the end in this
-    thread; returns each owner's driver statistics by party id.
-
-    ``keys(party)`` gives the :class:`~marketplace.transport.curve.CurveKeys` of a hosted owner when
-    CURVE is on (None: plaintext, development only).
-    """
+def serve_owners(nodes: list[Node], endpoint: str, settings: LinkSettings) -> dict[str, DriverStats]:
+    """Connect one DEALER per node to the curator at ``endpoint`` (each under its own key from
+    ``settings.curve_keys``, as :func:`serve_party` does for one) and run them all to the end in this
+    thread; returns each owner's driver statistics by party id."""
     limit = raise_open_files_limit(FILES_PER_OWNER * len(nodes) + 64)
     if limit < FILES_PER_OWNER * len(nodes) + 64:
         log.warning("open-files limit %d may be too low for %d owners in one process (ulimit -n)", limit, len(nodes))
     ctx = zmq.Context()
     ctx.set(zmq.MAX_SOCKETS, max(ctx.get(zmq.MAX_SOCKETS), SOCKETS_PER_OWNER * len(nodes) + 16))
-    poller = zmq.Poller()  # the loops register here, but the host waits on epoll (see _run_all)
     loops: list[DealerLoop] = []
     try:
         for node in nodes:
-            sock = ctx.socket(zmq.DEALER)
-            configure_socket(sock, settings)
-            if keys is not None:
-                keys(node.party_id).configure_client(sock)
-            else:
-                plaintext_identity(sock, node.party_id)
-            sock.connect(endpoint)
-            loop = DealerLoop(node, sock, settings, poller=poller)
+            loop = DealerLoop(node, connect_dealer(ctx, node, endpoint, settings), settings, own_poller=False)
             loop.stats.endpoint = endpoint
             loop.watch_connections("client")
             loops.append(loop)

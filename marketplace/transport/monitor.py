@@ -43,11 +43,13 @@ DROP_GRACE_S = 1.0
 """How long an unexplained drop waits for the ``bye`` or loss that may explain it before it is a warning."""
 
 
-def open_monitor(sock: zmq.Socket, poller: zmq.Poller) -> zmq.Socket:
+def open_monitor(sock: zmq.Socket, poller: zmq.Poller | None) -> zmq.Socket:
     """Start monitoring ``sock`` for the events a :class:`ConnectionWatch` reads; the monitor socket
-    is registered with ``poller`` so the driver's loop wakes for it."""
+    is registered with ``poller`` so the driver's loop wakes for it (None: the caller reads it on
+    its own schedule)."""
     monitor = sock.get_monitor_socket(WATCHED)
-    poller.register(monitor, zmq.POLLIN)
+    if poller is not None:
+        poller.register(monitor, zmq.POLLIN)
     return monitor
 
 

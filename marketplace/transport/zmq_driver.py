@@ -156,7 +156,7 @@ def configure_socket(sock: zmq.Socket, settings: LinkSettings) -> None:
 class _Loop(ABC):
     """The event loop shared by both socket types; subclasses say how frames are framed and routed."""
 
-    def __init__(self, node: Node, sock: zmq.Socket, settings: LinkSettings, *, poller: zmq.Poller | None = None) -> None:
+    def __init__(self, node: Node, sock: zmq.Socket, settings: LinkSettings, *, own_poller: bool = True) -> None:
         self.node = node
         self.sock = sock
         self.settings = settings
@@ -170,8 +170,10 @@ class _Loop(ABC):
         self.backlog: dict[str, _Peer] = {}
         """Peers with frames waiting in their queue (so a flush costs O(waiting), not O(K))."""
         self.next_beat = self.next_check = 0.0
-        self.poller = poller if poller is not None else zmq.Poller()  # an owner host shares one among its owners
-        self.poller.register(sock, zmq.POLLIN)
+        self.poller: zmq.Poller | None = None  # None: an owner host waits for this loop's socket (epoll)
+        if own_poller:
+            self.poller = zmq.Poller()
+            self.poller.register(sock, zmq.POLLIN)
         self.monitor: zmq.Socket | None = None
         self.closed = False
         self.frames_sent = 0
@@ -471,10 +473,8 @@ class _Loop(ABC):
         if self.monitor is not None:
             self._drain_monitor(final=True)
             self.watch.summary()
-            self.poller.unregister(self.monitor)
             self.sock.disable_monitor()
             self.monitor.close(linger=0)
-        self.poller.unregister(self.sock)
         linger = int(self.settings.close_linger_s * 1000) if self.node.done else 0
         self.sock.close(linger=linger)
         self.closed = True
@@ -609,10 +609,10 @@ def serve_curator(node: Node, endpoint: str, settings: LinkSettings, *, on_bound
     return stats
 
 
-def serve_party(node: Node, endpoint: str, settings: LinkSettings) -> DriverStats:
-    """Connect a DEALER to the curator at ``endpoint`` and run ``node``. Under CURVE it sets no
-    routing id (the curator names it by its key); in plaintext mode its routing id is its party id."""
-    ctx = zmq.Context()
+def connect_dealer(ctx: zmq.Context, node: Node, endpoint: str, settings: LinkSettings) -> zmq.Socket:
+    """A configured DEALER for ``node``, connected to the curator at ``endpoint``. Under CURVE it
+    sets no routing id (the curator names it by its key); in plaintext mode its routing id is its
+    party id."""
     sock = ctx.socket(zmq.DEALER)
     configure_socket(sock, settings)
     if settings.curve_keys is not None:
@@ -620,7 +620,13 @@ def serve_party(node: Node, endpoint: str, settings: LinkSettings) -> DriverStat
     else:
         plaintext_identity(sock, node.party_id)
     sock.connect(endpoint)
-    loop = DealerLoop(node, sock, settings)
+    return sock
+
+
+def serve_party(node: Node, endpoint: str, settings: LinkSettings) -> DriverStats:
+    """Connect a DEALER to the curator at ``endpoint`` and run ``node``."""
+    ctx = zmq.Context()
+    loop = DealerLoop(node, connect_dealer(ctx, node, endpoint, settings), settings)
     loop.stats.endpoint = endpoint
     loop.watch_connections("client")
     try:
