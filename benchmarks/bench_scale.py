@@ -21,6 +21,10 @@ Reported per point:
   of RSS counts pages shared between forked processes once per process, so it is an upper bound;
   ``peak_pss_mb`` (proportional set size, shared pages split between their users) is the honest
   total, and ``owner_host_pss_mb`` / ``per_hosted_owner_mb`` its owners' part;
+* ``connect_s`` (processes driver): from the curator's start to every party being present (the
+  owner hosts' start, every owner's TCP connection, CURVE handshake and hello), from the
+  millisecond timestamps of the curator's log; ``round_ms``: the mean time of a round from there on
+  (first to last "round i/P done" line);
 * ``ratio``: processes wall / in-process wall at the same K (both ``wall_s`` and ``run_wall_s``).
 
 ``--smoke`` runs K = 4 with 5 rounds under both drivers (seconds), for the test suite.
@@ -29,8 +33,10 @@ Reported per point:
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -100,6 +106,30 @@ class TreeSampler(threading.Thread):
             self.stop_event.wait(self.every_s)
 
 
+LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) ")
+
+
+def curator_phases(log: Path) -> dict[str, float]:
+    """``connect_s`` and ``round_ms`` from the curator's log (see the module docstring); {} if the
+    log lacks the lines (a failed run)."""
+    start = present = None
+    rounds: list[float] = []
+    for line in log.read_text(errors="replace").splitlines():
+        m = LOG_TIME.match(line)
+        if m is None:
+            continue
+        t = datetime.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S").timestamp() + int(m.group(2)) / 1000
+        if start is None and " starting" in line:
+            start = t
+        elif present is None and "are present" in line:
+            present = t
+        elif re.search(r"round \d+/\d+ done", line):
+            rounds.append(t)
+    if start is None or present is None or len(rounds) < 2:
+        return {}
+    return {"connect_s": round(present - start, 3), "round_ms": round(1000 * (rounds[-1] - rounds[0]) / (len(rounds) - 1), 2)}
+
+
 def run_point(owners: int, driver: str, rounds: int, extra: list[str], workdir: Path) -> dict:
     out = workdir / f"{driver}-k{owners}"
     cmd = [sys.executable, "-m", "marketplace", "run", str(QUICKSTART), "--out", str(out), "--quiet", "--driver", driver,
@@ -130,6 +160,7 @@ def run_point(owners: int, driver: str, rounds: int, extra: list[str], workdir: 
         row.update(processes=len(owner_pids) + 2, owner_host_pss_mb=round(host_pss, 1),
                    per_hosted_owner_mb=round(host_pss / owners, 3),
                    consistency=report["messages"]["consistency"]["agree"])
+        row.update(curator_phases(out / "logs" / "curator.log") if (out / "logs" / "curator.log").exists() else {})
     if proc.returncode != 0:
         row["stderr"] = stderr[-2000:]
     return row

@@ -186,6 +186,12 @@ def main(argv: list[str] | None = None) -> int:
         return _probe(args)
     if args.command == "provision":
         return args.func(args)
+    if args.command == "run" and args.driver == "processes" and args.launch == "forkserver" and args.scenario:
+        # the server imports the parties' libraries while this process reads the scenario and builds
+        # the world (run_scenario and run_sweep reuse it; _run and _sweep stop it)
+        from marketplace.runner.forkserver import forkserver_context
+
+        forkserver_context()
     if getattr(args, "scenario", None) is None:
         print(f"marketplace {args.command}: no scenario: pass --scenario FILE or set MARKETPLACE_SCENARIO", file=sys.stderr)
         return EXIT_USAGE
@@ -202,6 +208,10 @@ def main(argv: list[str] | None = None) -> int:
         scenario = load_scenario(args.scenario, args.overrides)
     except ScenarioError as err:
         print(f"marketplace: bad scenario: {err}", file=sys.stderr)
+        if args.command == "run":
+            from marketplace.runner.forkserver import stop_forkserver
+
+            stop_forkserver()
         return EXIT_USAGE
     if args.command == "validate":
         return _validate(args, scenario)
@@ -277,7 +287,7 @@ def _run(args: argparse.Namespace, scenario) -> int:
         print("marketplace: interrupted; every party process was stopped", file=sys.stderr)
         return 130
     finally:
-        from marketplace.runner.processes import stop_forkserver
+        from marketplace.runner.forkserver import stop_forkserver
 
         stop_forkserver()
     if args.quiet:
@@ -387,7 +397,7 @@ def _sweep(args: argparse.Namespace, scenario) -> int:
         print(f"marketplace: interrupted; finished runs are in {out}/runs.csv", file=sys.stderr)
         return 130
     finally:
-        from marketplace.runner.processes import stop_forkserver
+        from marketplace.runner.forkserver import stop_forkserver
 
         stop_forkserver()
     keys = list(axes)

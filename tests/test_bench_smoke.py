@@ -29,6 +29,7 @@ def test_bench_scale_smoke(tmp_path):
     for row in runs.values():
         assert row["status"] == "completed" and row["wall_s"] > 0 and row["cpu_s"] > 0 and row["peak_pss_mb"] > 0
     assert runs["processes"]["consistency"] and runs["processes"]["per_hosted_owner_mb"] > 0
+    assert 0 < runs["processes"]["connect_s"] < runs["processes"]["run_wall_s"] and runs["processes"]["round_ms"] > 0
     assert [r for r in rows if "ratio_wall" in r][0]["ratio_wall"] > 0
 
 

@@ -190,14 +190,18 @@ def test_killing_the_runner_itself_leaves_no_orphans(tiny_scenario, tmp_path, la
     assert not any(_alive(pid) for pid in parties)
 
 
-def test_a_finished_run_leaves_no_process_behind(tmp_path):
+@pytest.mark.parametrize(("setting", "status"), [("summarize.rounds=5", 0), ("summarize.rounds=-1", 2)])
+def test_a_finished_run_leaves_no_process_behind(tmp_path, setting, status):
     """Not the parties, not the forkserver, not multiprocessing's resource tracker: after
-    `marketplace run` exits, its session holds no live process."""
+    `marketplace run` exits, its session holds no live process. The forkserver starts before the
+    scenario is read (so that it imports meanwhile): a scenario refused then stops it too."""
     proc = subprocess.Popen([sys.executable, "-m", "marketplace", "run", str(ROOT / "scenarios" / "quickstart.yaml"),
-                             "--set", "summarize.rounds=5", "--out", str(tmp_path / "run"), "--quiet"],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+                             "--set", setting, "--out", str(tmp_path / "run"), "--quiet"],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True, text=True)
     _, stderr = proc.communicate(timeout=120)
-    assert proc.returncode == 0, stderr
+    assert proc.returncode == status, stderr
+    if status:
+        assert "bad scenario" in stderr and "rounds" in stderr
     session = proc.pid  # start_new_session: the runner leads its own session
     left = []
     for entry in Path("/proc").iterdir():

@@ -42,9 +42,17 @@ EVALUATION_MODULES = ("sklearn.svm", "sklearn.pipeline", "sklearn.preprocessing"
 def warm_up_in_background(modules: tuple[str, ...]) -> threading.Thread:
     """Import ``modules`` on a daemon thread. The consumer needs scikit-learn only when the summary
     arrives, and importing it then costs 1-2 s on the critical path; the consumer is idle during
-    the rounds, so it loads it meanwhile (an import in progress is simply waited for later)."""
+    the rounds, so it loads it meanwhile (an import in progress is simply waited for later).
+
+    The thread runs at the lowest CPU priority (nice 19, Linux sets it per thread): the import
+    should use cycles the rounds leave idle, not take them from the curator and the owners on a
+    machine with fewer cores than busy parties."""
 
     def load() -> None:
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        except (AttributeError, OSError):  # not Linux, or not allowed: import at normal priority
+            pass
         for name in modules:
             importlib.import_module(name)
 

@@ -35,16 +35,10 @@ from typing import Literal
 from marketplace.data.dataset import World
 from marketplace.parties import host_label, party_ids, role_of, share_of
 from marketplace.roles import CURATOR
+from marketplace.runner.forkserver import BLAS_ENV, forkserver_context
 from marketplace.scenario import Scenario
 
 Launch = Literal["forkserver", "exec"]
-BLAS_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-# what every forked party would otherwise import on its own (scikit-learn is left out: only the
-# consumer needs it, and it loads it in the background while the rounds run)
-FORKSERVER_PRELOAD = ["marketplace.runner.forkserver_guard", "marketplace.runner.party_process"]
-"""Imported once by the forkserver: the guard ties the server's life to the runner's, then the
-libraries every party needs."""
-
 log = logging.getLogger(__name__)
 ROUND_RE = re.compile(rb"round (\d+)/(\d+) done")
 PR_SET_PDEATHSIG = 1
@@ -147,39 +141,6 @@ def _spawn(cmd: list[str], party: str, log_dir: Path) -> Child:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
                                 preexec_fn=_die_with_parent, close_fds=True)
     return Child(party, proc, log_path)
-
-
-def forkserver_context() -> multiprocessing.context.BaseContext:
-    """The runner's forkserver, started once per runner process with the libraries preloaded.
-
-    Call it early (before building the world): the server imports in parallel with the runner.
-    """
-    ctx = multiprocessing.get_context("forkserver")
-    for var in BLAS_ENV:  # the server's numpy must start single-threaded, like exec'd parties
-        os.environ.setdefault(var, "1")
-    ctx.set_forkserver_preload(FORKSERVER_PRELOAD)
-    from multiprocessing import forkserver
-
-    forkserver.ensure_running()
-    return ctx
-
-
-def stop_forkserver() -> None:
-    """Stop the forkserver (and multiprocessing's resource tracker) and wait for them, so a command
-    that ran a scenario leaves no process behind, not even for the moment they would take to notice
-    their parent is gone. Library users running many scenarios may keep the server instead.
-
-    These are the interpreter's own stop hooks (private, used by CPython's tests), hence the guards.
-    """
-    from multiprocessing import forkserver, resource_tracker
-
-    for helper in (getattr(forkserver, "_forkserver", None), getattr(resource_tracker, "_resource_tracker", None)):
-        stop = getattr(helper, "_stop", None)
-        if stop is not None:
-            try:
-                stop()
-            except (OSError, ChildProcessError):  # already gone
-                pass
 
 
 def _fork(scenario: Scenario, party: str, share: World, endpoint: str, report: Path, run_id: str,

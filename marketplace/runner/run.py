@@ -20,7 +20,8 @@ from marketplace.roles import CURATOR
 from marketplace.runner.identity import check_reports
 from marketplace.runner.party_process import EXIT_OK, EXIT_RUN_FAILED, default_run_id, party_report, single_threaded_blas, write_json
 from marketplace.data import world_summary
-from marketplace.runner.processes import Launch, forkserver_context, last_line, run_processes
+from marketplace.runner.forkserver import forkserver_context
+from marketplace.runner.processes import Launch, last_line, run_processes
 from marketplace.runner.report import message_summary, timing_summary, write_messages_csv
 from marketplace.scenario import Scenario, ScenarioError
 from marketplace.transport.inprocess import StalledRun, run_inprocess

@@ -1,0 +1,71 @@
+"""What keeps the processes driver fast at scale without changing what it does: the curator's
+listen backlog, how often a loop scans its peers, and the consumer's background imports yielding
+the CPU. (Their speed-ups are measured in benchmarks/bench_scale.py, not timed here.)"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from conftest import QUICKSTART, ROOT
+from marketplace.runner.party_process import warm_up_in_background
+from marketplace.transport.zmq_driver import LIVENESS_CHECK_S, check_interval, listen_backlog
+
+
+def test_the_curator_listens_with_room_for_every_party_to_connect_at_once(tmp_path):
+    """ZeroMQ's default backlog (100) drops SYNs when hundreds of owners connect at once under
+    CURVE; each dropped owner then waits a second for TCP to retry. The curator's listening socket
+    must hold every party. `ss` shows a listening socket's backlog in its Send-Q column."""
+    owners = 300
+    endpoint_file = tmp_path / "endpoint"
+    proc = subprocess.Popen([sys.executable, "-m", "marketplace", "curator", "--scenario", str(QUICKSTART), "--endpoint",
+                             "tcp://127.0.0.1:0", "--endpoint-file", str(endpoint_file), "--insecure",
+                             "--set", f"parties.owners={owners}"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not endpoint_file.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert endpoint_file.exists(), proc.stderr.read() if proc.poll() is not None else "no endpoint within 60 s"
+        port = endpoint_file.read_text().rsplit(":", 1)[1]
+        lines = subprocess.run(["ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True, check=True).stdout.split()
+        backlog = int(lines[2])  # State Recv-Q Send-Q ...: Send-Q of a listening socket is its backlog
+        somaxconn = int(open("/proc/sys/net/core/somaxconn").read())
+        assert backlog == min(listen_backlog(owners + 2), somaxconn) >= owners + 2
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_listen_backlog_never_goes_below_zeromqs_default():
+    assert listen_backlog(3) == 100
+    assert listen_backlog(1000) == 1064
+
+
+@pytest.mark.parametrize("interval", [0.02, 0.05, 0.5, 2.0])
+def test_peer_checks_run_often_for_few_peers_and_stay_within_half_a_heartbeat_for_many(interval):
+    assert check_interval(3, interval) == min(LIVENESS_CHECK_S, interval)
+    for peers in (1, 16, 256, 1000, 100_000):
+        every = check_interval(peers, interval)
+        assert min(LIVENESS_CHECK_S, interval) <= every <= max(min(LIVENESS_CHECK_S, interval), interval / 2)
+    assert check_interval(100_000, interval) == max(min(LIVENESS_CHECK_S, interval), interval / 2)
+    assert check_interval(1000, 0.5) > check_interval(256, 0.5) > check_interval(16, 0.5)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice values are Linux's")
+def test_background_imports_run_at_the_lowest_priority_and_leave_the_caller_alone(tmp_path, monkeypatch):
+    (tmp_path / "priority_probe.py").write_text(
+        "import os, threading\nNICE = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    before = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    thread = warm_up_in_background(("priority_probe",))
+    thread.join(30)
+    import priority_probe
+
+    assert priority_probe.NICE == 19
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == before
+    sys.modules.pop("priority_probe", None)
