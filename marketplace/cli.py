@@ -169,6 +169,13 @@ def _positive_int(text: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if _runs_forked_parties(sys.argv[1:] if argv is None else argv):
+        # the server imports the parties' libraries (half a second or more) while this process
+        # builds its parser, reads the scenario and builds the world; run_scenario and run_sweep use
+        # it, and every way out of `run` stops it (a parse error kills it: it dies with its parent)
+        from marketplace.runner.forkserver import forkserver_context
+
+        forkserver_context()
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -186,12 +193,6 @@ def main(argv: list[str] | None = None) -> int:
         return _probe(args)
     if args.command == "provision":
         return args.func(args)
-    if args.command == "run" and args.driver == "processes" and args.launch == "forkserver" and args.scenario:
-        # the server imports the parties' libraries while this process reads the scenario and builds
-        # the world (run_scenario and run_sweep reuse it; _run and _sweep stop it)
-        from marketplace.runner.forkserver import forkserver_context
-
-        forkserver_context()
     if getattr(args, "scenario", None) is None:
         print(f"marketplace {args.command}: no scenario: pass --scenario FILE or set MARKETPLACE_SCENARIO", file=sys.stderr)
         return EXIT_USAGE
@@ -224,6 +225,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "owners":
         return _owner_host(args, scenario)
     return _party(args, scenario)
+
+
+def _runs_forked_parties(argv: list[str]) -> bool:
+    """Whether ``argv`` is a `marketplace run` that will fork its parties from the forkserver (the
+    default), read before the parser is built, which imports half the libraries itself."""
+    if not argv or argv[0] != "run" or any(a in ("-h", "--help") for a in argv):
+        return False
+    words = " ".join(argv[1:]).replace("=", " ").split()
+    for option, default in (("--driver", "processes"), ("--launch", "forkserver")):
+        given = [words[i + 1] for i, w in enumerate(words[:-1]) if w == option]
+        if (given[-1] if given else default) != default:
+            return False
+    return True
 
 
 def _validate(args: argparse.Namespace, scenario) -> int:

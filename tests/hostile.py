@@ -152,11 +152,19 @@ class LocalRun:
         return json.loads((self.folder / "report" / "report.json").read_text())
 
 
-def rss_kib(pid: int, field: str = "VmRSS") -> int:
-    """A process's resident memory (VmRSS) or its peak (VmHWM), in KiB."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+def rss_kib(pid: int, field: str = "VmRSS", *, missing_ok: bool = False) -> int | None:
+    """A process's resident memory (VmRSS) or its peak (VmHWM), in KiB. A process that has exited
+    (a zombie has no memory lines, a reaped one no /proc entry) raises, or with ``missing_ok``
+    gives None."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
         if line.startswith(field + ":"):
             return int(line.split()[1])
+    if missing_ok:
+        return None
     raise AssertionError(f"no {field} for pid {pid}")
 
 

@@ -69,3 +69,25 @@ def test_background_imports_run_at_the_lowest_priority_and_leave_the_caller_alon
     assert priority_probe.NICE == 19
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == before
     sys.modules.pop("priority_probe", None)
+
+
+def test_a_broadcast_reaches_every_block_of_owners_early_and_keeps_each_owners_order():
+    """The curator sends a round to owner-1..owner-256 so that owners served by different hosts
+    (contiguous blocks) are reached in turn, never reordering two frames to the same owner."""
+    from marketplace.transport.node import Outgoing
+    from marketplace.transport.zmq_driver import spread_order, spread_receivers
+
+    for n in (1, 2, 7, 8, 10, 256, 1000):
+        assert sorted(spread_order(n)) == list(range(n))
+    owners = [f"owner-{i}" for i in range(1, 257)]
+    frames = [Outgoing(o, "target_embedding", b"t" + o.encode()) for o in owners]
+    frames += [Outgoing(o, "round_open", b"r" + o.encode()) for o in owners]
+    sent = spread_receivers(frames)
+    assert sorted(sent) == sorted(frames)
+    for owner in owners:  # each owner's frames in their order
+        assert [f.kind for f in sent if f.receiver == owner] == ["target_embedding", "round_open"]
+    first = [int(f.receiver.split("-")[1]) for f in sent[::2][:8]]
+    for hosts in (2, 4, 8):  # the first `hosts` receivers lie in `hosts` different blocks
+        assert len({(i - 1) * hosts // 256 for i in first[:hosts]}) == hosts
+    few = frames[:3]
+    assert spread_receivers(few) == few

@@ -97,15 +97,18 @@ def check_own_keys(scenario: Scenario, settings: LinkSettings, parties: list[str
 
 
 def party_report(node: Node, *, role_name: str, wall_s: float, driver: dict[str, Any],
-                 scenario: Scenario | None = None) -> dict[str, Any]:
-    """This party's part of the run report. It names the run and the scenario (``scenario``), so
-    that ``marketplace assemble`` can refuse reports of another run."""
+                 scenario: Scenario | None = None, identity: dict[str, Any] | None = None) -> dict[str, Any]:
+    """This party's part of the run report. It names the run and the scenario (``scenario``, or its
+    :func:`scenario_identity` already computed: an owner host writes hundreds of reports), so that
+    ``marketplace assemble`` can refuse reports of another run."""
     role = node.role
     timing = node.timing() | {"io_s": driver.get("io_s", 0.0), "idle_s": driver.get("idle_s", 0.0), "wall_s": wall_s}
+    if identity is None and scenario is not None:
+        identity = scenario_identity(scenario)
     return {
         "id": node.party_id,
         "run_id": node.run_id,
-        **({"scenario": scenario_identity(scenario)} if scenario is not None else {}),
+        **({"scenario": identity} if identity is not None else {}),
         "role": role_name,
         "pid": os.getpid(),
         "host": socket.gethostname(),
@@ -219,13 +222,14 @@ def run_owner_host(scenario: Scenario, *, owners: list[str], endpoint: str, repo
         return EXIT_INTERNAL
     wall = time.perf_counter() - started
     failed = []
+    identity = scenario_identity(scenario)
     for node in nodes:
         if node.role.failure:
             failed.append(node.party_id)
         if report_dir is not None:
             write_json(Path(report_dir) / f"{node.party_id}.json",
                        party_report(node, role_name=node.role.role_name, wall_s=wall,
-                                    driver=stats[node.party_id].to_dict() | {"hosted_with": len(nodes)}, scenario=scenario))
+                                    driver=stats[node.party_id].to_dict() | {"hosted_with": len(nodes)}, identity=identity))
     if failed:
         log.error("run failed for %d of %d hosted owners (%s)", len(failed), len(nodes), ", ".join(failed[:10]))
         return EXIT_RUN_FAILED

@@ -21,6 +21,7 @@ import ctypes
 import json
 import logging
 import multiprocessing
+import multiprocessing.connection
 import os
 import re
 import signal
@@ -40,6 +41,8 @@ from marketplace.scenario import Scenario
 
 Launch = Literal["forkserver", "exec"]
 log = logging.getLogger(__name__)
+WATCH_EVERY_S = 0.05
+"""How often the runner checks its children (progress, deadlines) while none of them exits."""
 ROUND_RE = re.compile(rb"round (\d+)/(\d+) done")
 PR_SET_PDEATHSIG = 1
 
@@ -67,6 +70,11 @@ class _ForkedProcess:
     def wait(self) -> int | None:
         self.process.join()
         return self.process.exitcode
+
+    @property
+    def sentinel(self) -> int:
+        """A file descriptor that becomes readable when the process ends."""
+        return self.process.sentinel
 
 
 @dataclass
@@ -306,7 +314,17 @@ def _watch(run: ProcessRun, curator: Child, *, deadline: float, grace_s: float, 
         if now > deadline:
             run.failure = f"run timed out (transport.run_timeout_s); killed {', '.join(p for c in alive for p in c.parties)}"
             return
-        time.sleep(0.05)
+        _wait_for_an_exit(alive, WATCH_EVERY_S)
+
+
+def _wait_for_an_exit(alive: list[Child], timeout_s: float) -> None:
+    """Sleep ``timeout_s``, or less if a forked child ends meanwhile (its sentinel): the run is
+    over the moment its last party exits, not up to a polling period later."""
+    sentinels = [c.proc.sentinel for c in alive if isinstance(c.proc, _ForkedProcess)]
+    if sentinels:
+        multiprocessing.connection.wait(sentinels, timeout=timeout_s)
+    else:
+        time.sleep(timeout_s)
 
 
 def _still_computing(child: Child, ticks: dict[int, tuple[int, float]], now: float, window_s: float = 2.0) -> bool:
