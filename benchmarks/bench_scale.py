@@ -25,7 +25,9 @@ Reported per point:
   owner hosts' start, every owner's TCP connection, CURVE handshake and hello), from the
   millisecond timestamps of the curator's log; ``round_ms``: the mean time of a round from there on
   (first to last "round i/P done" line);
-* ``ratio``: processes wall / in-process wall at the same K (both ``wall_s`` and ``run_wall_s``).
+* ``ratio``: processes wall / in-process wall at the same K (both ``wall_s`` and ``run_wall_s``);
+  with ``--repeats N`` the two drivers take turns N times and the ratio row gives the median of the
+  N pairwise ratios (and their range).
 
 ``--smoke`` runs K = 4 with 5 rounds under both drivers (seconds), for the test suite.
 """
@@ -38,6 +40,7 @@ import json
 import os
 import re
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -130,8 +133,8 @@ def curator_phases(log: Path) -> dict[str, float]:
     return {"connect_s": round(present - start, 3), "round_ms": round(1000 * (rounds[-1] - rounds[0]) / (len(rounds) - 1), 2)}
 
 
-def run_point(owners: int, driver: str, rounds: int, extra: list[str], workdir: Path) -> dict:
-    out = workdir / f"{driver}-k{owners}"
+def run_point(owners: int, driver: str, rounds: int, extra: list[str], workdir: Path, repeat: int = 0) -> dict:
+    out = workdir / f"{driver}-k{owners}-r{repeat}"
     cmd = [sys.executable, "-m", "marketplace", "run", str(QUICKSTART), "--out", str(out), "--quiet", "--driver", driver,
            "--set", f"parties.owners={owners}", "--set", f"summarize.rounds={rounds}", "--set", "summarize.baselines=[]",
            "--set", "data.partition.scheme=even"]
@@ -149,7 +152,7 @@ def run_point(owners: int, driver: str, rounds: int, extra: list[str], workdir: 
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     report = json.loads((out / "report.json").read_text()) if (out / "report.json").exists() else {}
-    row = {"owners": owners, "driver": driver, "rounds": rounds, "exit": proc.returncode, "status": report.get("status"),
+    row = {"owners": owners, "driver": driver, "repeat": repeat, "rounds": rounds, "exit": proc.returncode, "status": report.get("status"),
            "wall_s": round(wall, 3), "run_wall_s": round(report.get("timing", {}).get("wall_s", float("nan")), 3),
            "cpu_s": round(cpu, 2), "peak_rss_mb": round(sampler.peak_rss_kb / 1024, 1),
            "peak_pss_mb": round(sampler.peak_pss_kb / 1024, 1)}
@@ -166,6 +169,31 @@ def run_point(owners: int, driver: str, rounds: int, extra: list[str], workdir: 
     return row
 
 
+def ratio_row(owners: int, rounds: int, pairs: list[tuple[dict, dict]]) -> dict:
+    """Processes against in-process at one K: each figure is the median over the (processes,
+    in-process) pairs run back to back (with its range when there are several), so that a drift in
+    the machine's speed moves both sides of a ratio alike."""
+
+    def median(values: list[float]) -> float:
+        return statistics.median(values)
+
+    wall = [a["wall_s"] / b["wall_s"] for a, b in pairs]
+    run = [a["run_wall_s"] / b["run_wall_s"] for a, b in pairs]
+    transport = [1000 * (a["run_wall_s"] - b["run_wall_s"]) / rounds for a, b in pairs]
+    row = {"owners": owners, "pairs": len(pairs), "ratio_wall": round(median(wall), 2), "ratio_run_wall": round(median(run), 2),
+           "transport_ms_per_round": round(median(transport), 2),
+           "processes_run_wall_s": round(median([a["run_wall_s"] for a, _ in pairs]), 3),
+           "inprocess_run_wall_s": round(median([b["run_wall_s"] for _, b in pairs]), 3)}
+    if len(pairs) > 1:
+        row.update(ratio_wall_range=[round(min(wall), 2), round(max(wall), 2)],
+                   ratio_run_wall_range=[round(min(run), 2), round(max(run), 2)])
+    connect = [a["connect_s"] for a, _ in pairs if "connect_s" in a]
+    round_ms = [a["round_ms"] for a, _ in pairs if "round_ms" in a]
+    if connect:
+        row.update(connect_s=round(median(connect), 3), round_ms=round(median(round_ms), 2))
+    return row
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--owners", type=int, nargs="+", default=[16, 64, 256, 1000])
@@ -174,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
     parser.add_argument("--json", help="also write the rows here")
     parser.add_argument("--keep", help="keep the run folders here (default: a temporary folder)")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="runs per (K, driver), the drivers taking turns; the ratio row gives medians over the pairs")
     parser.add_argument("--smoke", action="store_true", help="K = 4, 5 rounds, both drivers (seconds)")
     args = parser.parse_args(argv)
     if args.smoke:
@@ -183,17 +213,18 @@ def main(argv: list[str] | None = None) -> int:
         workdir = Path(args.keep) if args.keep else Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
         for owners in args.owners:
-            by_driver = {}
-            for driver in args.drivers:
-                row = run_point(owners, driver, args.rounds, args.overrides, workdir)
-                by_driver[driver] = row
-                rows.append(row)
-                print(json.dumps(row), flush=True)
-            if len(by_driver) == 2:
-                a, b = by_driver["processes"], by_driver["inprocess"]
-                ratio = {"owners": owners, "ratio_wall": round(a["wall_s"] / b["wall_s"], 2),
-                         "ratio_run_wall": round(a["run_wall_s"] / b["run_wall_s"], 2),
-                         "transport_ms_per_round": round(1000 * (a["run_wall_s"] - b["run_wall_s"]) / args.rounds, 2)}
+            pairs = []
+            for repeat in range(args.repeats):
+                by_driver = {}
+                for driver in args.drivers:
+                    row = run_point(owners, driver, args.rounds, args.overrides, workdir, repeat)
+                    by_driver[driver] = row
+                    rows.append(row)
+                    print(json.dumps(row), flush=True)
+                if len(by_driver) == 2:
+                    pairs.append((by_driver["processes"], by_driver["inprocess"]))
+            if pairs:
+                ratio = ratio_row(owners, args.rounds, pairs)
                 rows.append(ratio)
                 print(json.dumps(ratio), flush=True)
     if args.json:

@@ -15,7 +15,7 @@ from conftest import run_cli
 from marketplace.messages import PROTOCOL_VERSION, Envelope, encode
 from marketplace.messages.kinds import Hello, Point
 from marketplace.roles import CURATOR, Role
-from marketplace.transport.curve import CurveError, CurveKeys, generate_keys
+from marketplace.transport.curve import CurveError, CurveKeys, PartyAuthenticator, generate_keys
 from marketplace.transport.node import Node
 from marketplace.transport.zmq_driver import LinkSettings, serve_curator
 
@@ -248,3 +248,57 @@ def test_a_flooding_sender_is_held_back_by_the_high_water_marks():
     assert accepted < 10_000
     # 50 + 50 queued frames, plus what the kernel's loopback buffers hold (a few MiB of 64 KiB frames)
     assert accepted <= 2 * 50 + 200, accepted
+
+
+# --- the ZAP handler, request by request (ZeroMQ RFC 27) -------------------------------------------
+
+def zap_request(key: bytes, *, mechanism: bytes = b"CURVE", version: bytes = b"1.0", address: bytes = b"127.0.0.1") -> list[bytes]:
+    return [version, b"7", b"", address, b"", mechanism, key]
+
+
+@pytest.fixture
+def zap(key_dir):
+    ctx = zmq.Context()
+    auth = PartyAuthenticator(ctx, CurveKeys(key_dir, CURATOR).allowlist())
+    yield auth
+    ctx.term()
+
+
+def test_zap_admits_an_allowlisted_curve_key_and_names_its_party(zap, key_dir):
+    public, _ = CurveKeys(key_dir, "owner-2").own()
+    assert zap.answer(zap_request(zmq.utils.z85.decode(public))) == [b"1.0", b"7", b"200", b"OK", b"owner-2", b""]
+    assert zap.refused == 0
+
+
+def test_zap_refuses_unknown_keys_other_mechanisms_versions_and_malformed_requests(zap, key_dir, caplog):
+    public, _ = CurveKeys(key_dir, "owner-1").own()
+    known = zmq.utils.z85.decode(public)
+    stranger = zmq.utils.z85.decode(zmq.curve_keypair()[0])
+    for request in (zap_request(stranger), zap_request(stranger),  # the second is counted, not logged again
+                    zap_request(known, mechanism=b"NULL"), zap_request(known, mechanism=b"PLAIN"),
+                    zap_request(known, version=b"2.0"), zap_request(known[:31]), zap_request(known) + [b"extra"],
+                    [b"1.0", b"7", b"", b""]):
+        reply = zap.answer(request)
+        assert reply[:3] == [b"1.0", b"7", b"400"] and reply[4] == b"", (request, reply)
+    assert zap.answer([b"1.0"]) is None  # nothing names the request: no reply can be addressed
+    assert zap.refused == 2
+    warnings = [r.getMessage() for r in caplog.records if "refused a CURVE handshake" in r.getMessage()]
+    assert len(warnings) == 1 and "127.0.0.1" in warnings[0]
+
+
+def test_zap_handler_answers_on_the_wire_and_stops(zap, key_dir):
+    """The handler serves the context's ZAP endpoint: a request sent there as libzmq sends it
+    (REQ envelope) gets its reply; after stop() the endpoint is free again."""
+    zap.start()
+    req = zap.context.socket(zmq.REQ)
+    req.setsockopt(zmq.LINGER, 0)
+    req.connect("inproc://zeromq.zap.01")
+    public, _ = CurveKeys(key_dir, "consumer").own()
+    req.send_multipart(zap_request(zmq.utils.z85.decode(public)))
+    assert req.poll(5000)
+    assert req.recv_multipart()[2:5] == [b"200", b"OK", b"consumer"]
+    req.close()
+    zap.stop()
+    again = zap.context.socket(zmq.ROUTER)
+    again.bind("inproc://zeromq.zap.01")
+    again.close(linger=0)
