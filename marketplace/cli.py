@@ -230,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
 def _runs_forked_parties(argv: list[str]) -> bool:
     """Whether ``argv`` is a `marketplace run` that will fork its parties from the forkserver (the
     default), read before the parser is built, which imports half the libraries itself."""
-    if not argv or argv[0] != "run" or any(a in ("-h", "--help") for a in argv):
+    if len(argv) < 2 or argv[0] != "run" or any(a in ("-h", "--help") for a in argv):
         return False
     words = " ".join(argv[1:]).replace("=", " ").split()
     for option, default in (("--driver", "processes"), ("--launch", "forkserver")):

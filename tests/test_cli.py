@@ -292,3 +292,23 @@ def test_counts_of_one_are_singular():
     assert "1 owner released" in rows["sketch"]
     rows = dict(pfds.head_rows({"agents": {"sharers": 1, "receivers": 1, "test_rows": 9}}))
     assert rows["agents"].startswith("1 sharer + 1 receiving owner + the consumer")
+
+
+@pytest.mark.parametrize(("argv", "forks"), [
+    (["run", "s.yaml"], True),
+    (["run", "s.yaml", "--driver", "processes", "--launch", "forkserver"], True),
+    (["run", "s.yaml", "--set", "name=--driver"], True),
+    (["run", "s.yaml", "--driver", "inprocess"], False),
+    (["run", "s.yaml", "--driver=inprocess"], False),
+    (["run", "s.yaml", "--launch", "exec"], False),
+    (["run", "s.yaml", "--help"], False),
+    (["run"], False),
+    (["validate", "s.yaml"], False),
+    ([], False),
+])
+def test_the_forkserver_starts_early_only_for_a_run_that_forks_its_parties(argv, forks):
+    """`marketplace run` starts the forkserver before its parser (so the server's imports overlap
+    the runner's); only a run whose parties will be forked from it may start it."""
+    from marketplace.cli import _runs_forked_parties
+
+    assert _runs_forked_parties(argv) is forks
