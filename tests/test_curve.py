@@ -15,7 +15,7 @@ from conftest import run_cli
 from marketplace.messages import PROTOCOL_VERSION, Envelope, encode
 from marketplace.messages.kinds import Hello, Point
 from marketplace.roles import CURATOR, Role
-from marketplace.transport.curve import CurveError, CurveKeys, PartyAuthenticator, generate_keys
+from marketplace.transport.curve import ZAP_POLL_MS, CurveError, CurveKeys, PartyAuthenticator, generate_keys
 from marketplace.transport.node import Node
 from marketplace.transport.zmq_driver import LinkSettings, serve_curator
 
@@ -298,7 +298,9 @@ def test_zap_handler_answers_on_the_wire_and_stops(zap, key_dir):
     assert req.poll(5000)
     assert req.recv_multipart()[2:5] == [b"200", b"OK", b"consumer"]
     req.close()
-    zap.stop()
+    started = time.monotonic()
+    zap.stop()  # woken at once, not at its next poll (ZAP_POLL_MS): a curator's exit waits for it
+    assert not zap._thread.is_alive() and time.monotonic() - started < ZAP_POLL_MS / 2000
     again = zap.context.socket(zmq.ROUTER)
     again.bind("inproc://zeromq.zap.01")
     again.close(linger=0)

@@ -113,7 +113,8 @@ class CurveKeys:
 ZAP_ENDPOINT = "inproc://zeromq.zap.01"
 """Where libzmq sends a context's authentication requests (ZeroMQ RFC 27, ZAP)."""
 ZAP_VERSION = b"1.0"
-ZAP_POLL_MS = 100
+ZAP_POLL_MS = 1000
+"""The handler's longest wait between checks of its stop flag (stop() wakes it at once anyway)."""
 
 
 class PartyAuthenticator:
@@ -151,22 +152,40 @@ class PartyAuthenticator:
             raise RuntimeError(f"{self.name}: the ZAP handler did not start: {self._error or 'timed out'}")
 
     def stop(self) -> None:
+        """Stop serving, at once (the thread is woken, not left to notice at its next poll)."""
         self._stop.set()
-        self._thread.join(timeout=5.0)
+        if self._thread.is_alive():
+            wake = self.context.socket(zmq.PAIR)
+            wake.setsockopt(zmq.LINGER, 0)
+            wake.connect(self._wake_endpoint)
+            wake.send(b"", zmq.NOBLOCK)
+            self._thread.join(timeout=5.0)
+            wake.close(linger=0)
+
+    @property
+    def _wake_endpoint(self) -> str:
+        return f"inproc://marketplace-zap-stop-{id(self)}"
 
     def _serve(self) -> None:
         try:
             sock = self.context.socket(zmq.ROUTER)
             sock.setsockopt(zmq.LINGER, 0)
             sock.bind(ZAP_ENDPOINT)
+            wake = self.context.socket(zmq.PAIR)
+            wake.setsockopt(zmq.LINGER, 0)
+            wake.bind(self._wake_endpoint)
         except zmq.ZMQError as err:
             self._error = err
             self._ready.set()
             return
+        poller = zmq.Poller()
+        poller.register(sock, zmq.POLLIN)
+        poller.register(wake, zmq.POLLIN)
         self._ready.set()
         try:
             while not self._stop.is_set():
-                if not sock.poll(ZAP_POLL_MS):
+                ready = dict(poller.poll(ZAP_POLL_MS))
+                if wake in ready or sock not in ready:
                     continue
                 frames = sock.recv_multipart()
                 reply = self.answer(frames[2:]) if len(frames) > 2 and frames[1] == b"" else None
@@ -174,6 +193,7 @@ class PartyAuthenticator:
                     sock.send_multipart([frames[0], b"", *reply])
         finally:
             sock.close(linger=0)
+            wake.close(linger=0)
 
     def answer(self, request: list[bytes]) -> list[bytes] | None:
         """The reply frames to one ZAP request (version, request id, domain, address, identity,
