@@ -72,6 +72,11 @@ def party_index(config: ScenarioConfig, party: str) -> int | None:
         return 0
     if party == CONSUMER:
         return owners + 1
+    return owner_number(party, owners)
+
+
+def owner_number(party: str, owners: int) -> int | None:
+    """``i`` for the id ``owner-i`` of a run with ``owners`` owners (1 ... owners), else None."""
     prefix, _, number = party.partition("-")
     if prefix != "owner" or not number.isdigit() or number.startswith("0") or not 1 <= int(number) <= owners:
         return None
@@ -112,11 +117,10 @@ def share_of(world: World, party: str) -> World:
     if party == CONSUMER:  # the seed set is public: the consumer scores the summary with it too
         return World(owners=tuple(empty for _ in world.owners), validation=world.validation, test=world.test,
                      seed_set=world.seed_set)
-    prefix, _, number = party.partition("-")
-    index = int(number) - 1 if prefix == "owner" and number.isdigit() and not number.startswith("0") else -1
-    if not 0 <= index < len(world.owners):
+    number = owner_number(party, len(world.owners))
+    if number is None:
         raise ValueError(f"unknown party {party!r}: expected curator, consumer or owner-1 ... owner-{len(world.owners)}")
-    owners = tuple(o if i == index else empty for i, o in enumerate(world.owners))
+    owners = tuple(o if i == number - 1 else empty for i, o in enumerate(world.owners))
     return World(owners=owners, validation=empty, test=empty, seed_set=empty)
 
 

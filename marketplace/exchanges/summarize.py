@@ -38,10 +38,7 @@ def build_role(config: ScenarioConfig, party: str, world: World, owner_data: Dat
             scenario_name=config.name, validation=world.validation, test=world.test, seed_set=world.seed_set.X, gamma=s.gamma,
             svm_c=s.svm_c, svm_seed=seeds.derive_int(config.seed, "summarize.svm"), features=features, trust=s.curator,
         )
-    position = party_index(config, party)  # O(1): building K owners stays O(K)
-    if position is None:
-        raise ValueError(f"unknown party {party!r}: expected curator, consumer or owner-1 ... owner-{config.parties.owners}")
-    index = position - 1
+    index = party_index(config, party) - 1  # O(1), so building K owners stays O(K); parties.build_role checked the id
     data = owner_data if owner_data is not None else world.owners[index]
     if data.X.shape[1] != world.dim:
         raise ValueError(f"{party}: data file has {data.X.shape[1]} features, the scenario's data has {world.dim}")

@@ -202,6 +202,7 @@ def run_owner_host(scenario: Scenario, *, owners: list[str], endpoint: str, repo
         shares = {owner: share_of(world, owner) for owner in owners}
         del world
     parties = frozenset(party_ids(config))  # one set for every hosted node
+    identity = scenario_identity(scenario)  # one for every hosted owner's report
     rid = run_id or default_run_id(scenario)
     nodes = [Node(build_role(config, owner, world=shares[owner]), run_id=rid,
                   max_message_bytes=config.transport.max_message_bytes, parties=parties) for owner in owners]
@@ -218,11 +219,10 @@ def run_owner_host(scenario: Scenario, *, owners: list[str], endpoint: str, repo
             if report_dir is not None:
                 write_json(Path(report_dir) / f"{node.party_id}.json",
                            party_report(node, role_name=node.role.role_name, wall_s=time.perf_counter() - started,
-                                        driver={}, scenario=scenario))
+                                        driver={}, identity=identity))
         return EXIT_INTERNAL
     wall = time.perf_counter() - started
     failed = []
-    identity = scenario_identity(scenario)
     for node in nodes:
         if node.role.failure:
             failed.append(node.party_id)

@@ -140,7 +140,7 @@ def _host_command(owners: list[str], scenario_path: Path, endpoint: str, report_
             "--endpoint", endpoint, "--report-dir", str(report_dir), "--run-id", run_id]
 
 
-def _spawn(cmd: list[str], party: str, log_dir: Path) -> Child:
+def _spawn(cmd: list[str], party: str, log_dir: Path, parties: list[str] | None = None) -> Child:
     log_path = log_dir / f"{party}.log"
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     for var in BLAS_ENV:
@@ -148,7 +148,7 @@ def _spawn(cmd: list[str], party: str, log_dir: Path) -> Child:
     with log_path.open("wb") as out:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
                                 preexec_fn=_die_with_parent, close_fds=True)
-    return Child(party, proc, log_path)
+    return Child(party, proc, log_path, parties=list(parties or ()))
 
 
 def _fork(scenario: Scenario, party: str, share: World, endpoint: str, report: Path, run_id: str,
@@ -228,10 +228,8 @@ def run_processes(scenario: Scenario, scenario_path: Path, out_dir: Path, run_id
                 run.children.append(_fork_host(scenario, group, {o: share_of(world, o) for o in group}, endpoint,
                                                report_dir, run_id, log_dir))
             else:
-                label = host_label(group)
-                child = _spawn(_host_command(group, scenario_path, endpoint, report_dir, run_id), label, log_dir)
-                child.parties = list(group)
-                run.children.append(child)
+                run.children.append(_spawn(_host_command(group, scenario_path, endpoint, report_dir, run_id), host_label(group),
+                                           log_dir, parties=group))
         run.children.append(start(consumer, endpoint))
         _watch(run, curator, deadline=time.monotonic() + t.run_timeout_s + t.start_timeout_s,
                grace_s=t.heartbeat_timeout_s + 5.0, finish_s=t.finish_timeout_s,

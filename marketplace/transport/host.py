@@ -32,7 +32,8 @@ import time
 import zmq
 
 from marketplace.transport.node import Node
-from marketplace.transport.zmq_driver import CHECK_S_PER_PEER, EVENTS, POLLIN, DealerLoop, DriverStats, LinkSettings, connect_dealer, raise_open_files_limit
+from marketplace.transport.zmq_driver import (EVENTS, POLLIN, DealerLoop, DriverStats, LinkSettings, check_interval, connect_dealer,
+                                              raise_open_files_limit)
 
 log = logging.getLogger(__name__)
 
@@ -96,8 +97,7 @@ def _run_all(loops: list[DealerLoop]) -> None:
     active = list(loops)
     interval = min(loop.settings.heartbeat_interval_s for loop in loops) if loops else 1.0
     # every owner's checks run in one burst: like the curator's, they come less often as owners grow
-    # (0.5 ms per owner), but at least twice a heartbeat interval
-    check_every = max(HOST_CHECK_S, interval / 4, min(CHECK_S_PER_PEER * len(loops), interval / 2))
+    check_every = max(HOST_CHECK_S, interval / 4, check_interval(len(loops), interval))
     next_drain_mark = 0.0
     next_timer = 0.0  # the earliest timer of any loop: before it, only loops with a backlog are ticked
     idle = 0.0

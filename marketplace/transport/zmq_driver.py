@@ -63,10 +63,10 @@ BATCH_TIME_S = 0.05
 """A wake-up stops reading after this long, so the timers run at least this often."""
 NOBLOCK, NOBLOCK_MORE, RCVMORE = int(zmq.NOBLOCK), int(zmq.NOBLOCK | zmq.SNDMORE), int(zmq.RCVMORE)
 EVENTS, POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)
+"""Plain ints: pyzmq's flag enums cost about a microsecond per operation, per frame."""
 _SEND = getattr(zmq.backend, "Socket", zmq.Socket).send
 """pyzmq's own socket send, under its Python wrapper (which handles routing ids, groups and
 zero-copy thresholds the driver never uses): a microsecond or more saved per frame."""
-"""Plain ints: pyzmq's flag enums cost about a microsecond per operation, per frame."""
 MAX_CONNECTIONS = 4096
 """Connections tracked for quarantine; the least recently heard are forgotten first."""
 
@@ -172,6 +172,8 @@ def spread_order(n: int) -> list[int]:
 def spread_receivers(outgoing: list[Outgoing]) -> list[Outgoing]:
     """``outgoing`` with its receivers taken in :func:`spread_order` (of their first appearance),
     each receiver's own frames still in their order (a target embedding before the first round)."""
+    if len(outgoing) < SPREAD_ABOVE:  # the usual reply of one or two frames: nothing to spread
+        return outgoing
     receivers = list(dict.fromkeys(out.receiver for out in outgoing))
     if len(receivers) < SPREAD_ABOVE:
         return outgoing
@@ -561,9 +563,8 @@ class _RouterLoop(_Loop):
         try:
             route = self.sock.recv(NOBLOCK)
         except zmq.Again:
-            return None, None, None
-        finally:
             self.stats.io_s += time.perf_counter() - t0
+            return None, None, None
         parts = []
         while self.sock.get(RCVMORE):  # the rest of this message (a ROUTER gives it whole)
             parts.append(self.sock.recv(NOBLOCK, copy=False))
@@ -586,9 +587,7 @@ class _RouterLoop(_Loop):
         """A broadcast (a round opened to every owner) leaves in :func:`spread_order`: owners that
         share an owner host are usually numbered in one block, and sent block by block the last
         host would start its round only once every other host's frames had left."""
-        if len(outgoing) >= SPREAD_ABOVE:
-            outgoing = spread_receivers(outgoing)
-        super()._dispatch(outgoing, reply_route=reply_route)
+        super()._dispatch(spread_receivers(outgoing), reply_route=reply_route)
 
     def _send_raw(self, route: bytes | None, frame: bytes) -> None:
         if route is None:
