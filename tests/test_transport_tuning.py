@@ -1,18 +1,15 @@
 """What keeps the processes driver fast at scale without changing what it does: the curator's
-listen backlog, how often a loop scans its peers, and the consumer's background imports yielding
-the CPU. (Their speed-ups are measured in benchmarks/bench_scale.py, not timed here.)"""
+listen backlog, how often a loop scans its peers, and the order a broadcast leaves in. (Their
+speed-ups are measured in benchmarks/bench_scale.py, not timed here.)"""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
 from conftest import QUICKSTART, ROOT
-from marketplace.runner.party_process import warm_up_in_background
 from marketplace.transport.zmq_driver import LIVENESS_CHECK_S, check_interval, listen_backlog
 
 
@@ -54,21 +51,6 @@ def test_peer_checks_run_often_for_few_peers_and_stay_within_half_a_heartbeat_fo
         assert min(LIVENESS_CHECK_S, interval) <= every <= max(min(LIVENESS_CHECK_S, interval), interval / 2)
     assert check_interval(100_000, interval) == max(min(LIVENESS_CHECK_S, interval), interval / 2)
     assert check_interval(1000, 0.5) > check_interval(256, 0.5) > check_interval(16, 0.5)
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice values are Linux's")
-def test_background_imports_run_at_the_lowest_priority_and_leave_the_caller_alone(tmp_path, monkeypatch):
-    (tmp_path / "priority_probe.py").write_text(
-        "import os, threading\nNICE = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    before = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-    thread = warm_up_in_background(("priority_probe",))
-    thread.join(30)
-    import priority_probe
-
-    assert priority_probe.NICE == 19
-    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == before
-    sys.modules.pop("priority_probe", None)
 
 
 def test_a_broadcast_reaches_every_block_of_owners_early_and_keeps_each_owners_order():

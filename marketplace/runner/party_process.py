@@ -44,15 +44,13 @@ def warm_up_in_background(modules: tuple[str, ...]) -> threading.Thread:
     arrives, and importing it then costs 1-2 s on the critical path; the consumer is idle during
     the rounds, so it loads it meanwhile (an import in progress is simply waited for later).
 
-    The thread runs at the lowest CPU priority (nice 19, Linux sets it per thread): the import
-    should use cycles the rounds leave idle, not take them from the curator and the owners on a
-    machine with fewer cores than busy parties."""
+    Start it only once the role is built: a role that imports scikit-learn itself (the stc
+    consumer's KD-tree) while this thread is halfway through the same package can get a partially
+    initialised module (scikit-learn's modules import each other). It runs at normal priority: a
+    lower one made it finish later, widening that window, and would leave a main thread that waits
+    for it behind every busy party."""
 
     def load() -> None:
-        try:
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
-        except (AttributeError, OSError):  # not Linux, or not allowed: import at normal priority
-            pass
         for name in modules:
             importlib.import_module(name)
 
@@ -152,11 +150,11 @@ def run_party(scenario: Scenario, *, party: str, endpoint: str, report_path: str
     settings = link_settings(scenario)
     check_own_keys(scenario, settings, [party])
     owner_data = load_owner_file(data_file) if data_file else None
-    if party == CONSUMER:
-        warm_up_in_background(EVALUATION_MODULES)
     if share is None:
         share = share_of(make_world(config), party)
     role = build_role(config, party, world=share, owner_data=owner_data)
+    if party == CONSUMER:  # after the role is built: two threads importing scikit-learn at once can fail
+        warm_up_in_background(EVALUATION_MODULES)
     node = Node(role, run_id=run_id or default_run_id(scenario), max_message_bytes=config.transport.max_message_bytes,
                 parties=frozenset(party_ids(config)))
     log.info("%s (pid %d) starting: %s", party, os.getpid(), endpoint)
