@@ -158,7 +158,10 @@ class PartyAuthenticator:
             wake = self.context.socket(zmq.PAIR)
             wake.setsockopt(zmq.LINGER, 0)
             wake.connect(self._wake_endpoint)
-            wake.send(b"", zmq.NOBLOCK)
+            try:
+                wake.send(b"", zmq.NOBLOCK)
+            except zmq.Again:  # not attached yet: the stop flag is seen at the next poll instead
+                pass
             self._thread.join(timeout=5.0)
             wake.close(linger=0)
 
