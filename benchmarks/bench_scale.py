@@ -17,10 +17,17 @@ Reported per point:
 * ``run_wall_s``: the report's ``timing.wall_s`` (from starting the parties to the driver's return);
 * ``rounds_per_s``: rounds / run_wall_s;
 * ``cpu_s``: user + system CPU of the whole process tree (the command and every descendant it reaped);
-* ``peak_rss_mb``: the largest sum of RSS over the process tree, sampled every 20 ms from /proc. A sum
-  of RSS counts pages shared between forked processes once per process, so it is an upper bound;
-  ``peak_pss_mb`` (proportional set size, shared pages split between their users) is the honest
-  total, and ``owner_host_pss_mb`` / ``per_hosted_owner_mb`` its owners' part;
+* ``peak_rss_mb``: the largest sum of RSS over the process tree, sampled every ``--memory-every``
+  seconds (0.25) from /proc. A sum of RSS counts pages shared between forked processes once per
+  process, so it is an upper bound; ``peak_pss_mb`` (proportional set size, shared pages split
+  between their users) is the honest total, and ``owner_host_pss_mb`` / ``per_hosted_owner_mb``
+  its owners' part;
+* ``sampler_cpu_s``: the CPU the memory sampler itself used. Reading ``smaps_rollup`` makes the
+  kernel walk a process's page tables: at K = 1,000 one sample of the tree costs about 10 ms of
+  CPU. Sampled every 20 ms (this benchmark's first setting) it took a quarter of a core from the
+  processes driver, whose parties use both cores, and nothing from the in-process driver, which
+  leaves one core idle for it: the ratios came out 10-20 % too high. ``--memory-every 0`` times
+  a run with no sampler at all;
 * ``connect_s`` (processes driver): from the curator's start to every party being present (the
   owner hosts' start, every owner's TCP connection, CURVE handshake and hello), from the
   millisecond timestamps of the curator's log; ``round_ms``: the mean time of a round from there on
@@ -88,14 +95,17 @@ def _memory_kb(pid: int) -> tuple[int, int]:
 class TreeSampler(threading.Thread):
     """Samples the memory of a process tree until stopped: peak sums, and each process's peak PSS."""
 
-    def __init__(self, root: int, every_s: float = 0.02) -> None:
+    def __init__(self, root: int, every_s: float = 0.25) -> None:
         super().__init__(daemon=True)
         self.root, self.every_s = root, every_s
         self.peak_rss_kb = self.peak_pss_kb = 0
+        self.cpu_s = 0.0
+        """CPU time this sampler used (its share of the machine, taken from the run it measures)."""
         self.peak_by_pid: dict[int, int] = {}
         self.stop_event = threading.Event()
 
     def run(self) -> None:
+        started = time.thread_time()
         while not self.stop_event.is_set():
             rss_sum = pss_sum = 0
             for pid in _tree(self.root):
@@ -106,6 +116,7 @@ class TreeSampler(threading.Thread):
                     self.peak_by_pid[pid] = pss
             self.peak_rss_kb = max(self.peak_rss_kb, rss_sum)
             self.peak_pss_kb = max(self.peak_pss_kb, pss_sum)
+            self.cpu_s = time.thread_time() - started
             self.stop_event.wait(self.every_s)
 
 
@@ -133,7 +144,8 @@ def curator_phases(log: Path) -> dict[str, float]:
     return {"connect_s": round(present - start, 3), "round_ms": round(1000 * (rounds[-1] - rounds[0]) / (len(rounds) - 1), 2)}
 
 
-def run_point(owners: int, driver: str, rounds: int, extra: list[str], workdir: Path, repeat: int = 0) -> dict:
+def run_point(owners: int, driver: str, rounds: int, extra: list[str], workdir: Path, repeat: int = 0,
+              memory_every_s: float = 0.25) -> dict:
     out = workdir / f"{driver}-k{owners}-r{repeat}"
     cmd = [sys.executable, "-m", "marketplace", "run", str(QUICKSTART), "--out", str(out), "--quiet", "--driver", driver,
            "--set", f"parties.owners={owners}", "--set", f"summarize.rounds={rounds}", "--set", "summarize.baselines=[]",
@@ -143,26 +155,30 @@ def run_point(owners: int, driver: str, rounds: int, extra: list[str], workdir: 
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    sampler = TreeSampler(proc.pid)
-    sampler.start()
+    sampler = TreeSampler(proc.pid, memory_every_s)
+    if memory_every_s > 0:
+        sampler.start()
     _, stderr = proc.communicate()
     wall = time.perf_counter() - started
-    sampler.stop_event.set()
-    sampler.join()
+    if memory_every_s > 0:
+        sampler.stop_event.set()
+        sampler.join()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     report = json.loads((out / "report.json").read_text()) if (out / "report.json").exists() else {}
     row = {"owners": owners, "driver": driver, "repeat": repeat, "rounds": rounds, "exit": proc.returncode, "status": report.get("status"),
            "wall_s": round(wall, 3), "run_wall_s": round(report.get("timing", {}).get("wall_s", float("nan")), 3),
            "cpu_s": round(cpu, 2), "peak_rss_mb": round(sampler.peak_rss_kb / 1024, 1),
-           "peak_pss_mb": round(sampler.peak_pss_kb / 1024, 1)}
+           "peak_pss_mb": round(sampler.peak_pss_kb / 1024, 1), "sampler_cpu_s": round(sampler.cpu_s, 3)}
+    if memory_every_s <= 0:
+        row.update(peak_rss_mb=None, peak_pss_mb=None)
     row["rounds_per_s"] = round(rounds / row["run_wall_s"], 2) if row["run_wall_s"] == row["run_wall_s"] else None
     if driver == "processes" and report:
         owner_pids = {p["pid"] for p in report["parties"] if p.get("role") == "owner"}
         host_pss = sum(sampler.peak_by_pid.get(pid, 0) for pid in owner_pids) / 1024
-        row.update(processes=len(owner_pids) + 2, owner_host_pss_mb=round(host_pss, 1),
-                   per_hosted_owner_mb=round(host_pss / owners, 3),
-                   consistency=report["messages"]["consistency"]["agree"])
+        row.update(processes=len(owner_pids) + 2, consistency=report["messages"]["consistency"]["agree"])
+        if memory_every_s > 0:
+            row.update(owner_host_pss_mb=round(host_pss, 1), per_hosted_owner_mb=round(host_pss / owners, 3))
         row.update(curator_phases(out / "logs" / "curator.log") if (out / "logs" / "curator.log").exists() else {})
     if proc.returncode != 0:
         row["stderr"] = stderr[-2000:]
@@ -204,6 +220,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", help="keep the run folders here (default: a temporary folder)")
     parser.add_argument("--repeats", type=int, default=1,
                         help="runs per (K, driver), the drivers taking turns; the ratio row gives medians over the pairs")
+    parser.add_argument("--memory-every", type=float, default=0.25, metavar="S",
+                        help="seconds between memory samples of the process tree (0: no sampling, timing only)")
     parser.add_argument("--smoke", action="store_true", help="K = 4, 5 rounds, both drivers (seconds)")
     args = parser.parse_args(argv)
     if args.smoke:
@@ -217,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
             for repeat in range(args.repeats):
                 by_driver = {}
                 for driver in args.drivers:
-                    row = run_point(owners, driver, args.rounds, args.overrides, workdir, repeat)
+                    row = run_point(owners, driver, args.rounds, args.overrides, workdir, repeat, args.memory_every)
                     by_driver[driver] = row
                     rows.append(row)
                     print(json.dumps(row), flush=True)
