@@ -78,7 +78,8 @@ def _parser() -> argparse.ArgumentParser:
     assemble = sub.add_parser("assemble", help="build the run report from the reports of parties that ran on their own (by hand, compose, Kubernetes)",
                               description="Read DIR/<party>.json written by each party (--report), rebuild the world from the "
                                           "scenario for the evaluation, and write OUT/report.json and OUT/messages.csv.")
-    assemble.add_argument("parties", metavar="DIR", help="folder holding curator.json, owner-*.json, consumer.json")
+    assemble.add_argument("parties", metavar="DIR", help="folder holding the parties' reports: curator.json, consumer.json, owner-N.json, and "
+                                                        "owner hosts' files (owner-1..owner-250.json)")
     assemble.add_argument("--scenario", default=os.environ.get("MARKETPLACE_SCENARIO"), help="scenario file (default: $MARKETPLACE_SCENARIO)")
     assemble.add_argument("--out", required=True, metavar="OUT")
     assemble.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
@@ -145,7 +146,8 @@ def _parser() -> argparse.ArgumentParser:
     hosts.add_argument("--endpoint", default=os.environ.get("MARKETPLACE_ENDPOINT"),
                        help="the curator's ZeroMQ endpoint, e.g. tcp://127.0.0.1:5555 (default: $MARKETPLACE_ENDPOINT)")
     hosts.add_argument("--report-dir", metavar="DIR", default="parties",
-                       help="write each owner's report to DIR/<owner>.json (default: parties)")
+                       help="write the owners' reports to DIR, in one file named after the host, e.g. "
+                            "DIR/owner-1..owner-250.json (default: parties)")
     hosts.add_argument("--no-report", action="store_true", help="write no reports")
     hosts.add_argument("--run-id", default=os.environ.get("MARKETPLACE_RUN_ID"),
                        help="run id shared by all parties (default: $MARKETPLACE_RUN_ID, else <scenario name>-seed<seed>)")

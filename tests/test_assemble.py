@@ -21,9 +21,11 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
-    """One tiny run whose parties wrote their own reports (parties/<party>.json), and its scenario file."""
+    """One tiny run whose parties wrote their own reports (parties/<party>.json: one process per
+    owner, as under docker compose), and its scenario file."""
     folder = tmp_path_factory.mktemp("assemble")
     raw = tiny_raw()
+    raw["parties"]["owners_per_process"] = 1
     (folder / "tiny.yaml").write_text(yaml.safe_dump(raw))
     report = run_scenario(parse_scenario(raw, source="tiny", base_dir=folder), folder / "run", driver="processes", launch="exec")
     assert report["status"] == "completed", report["failures"]
@@ -106,3 +108,50 @@ def test_wait_takes_reports_that_arrive_later(finished, tmp_path):
     t0 = time.monotonic()
     report = assemble_from_party_reports(scenario, parties, tmp_path / "out", wait_s=30)
     assert report["status"] == "completed" and 0.9 < time.monotonic() - t0 < 10
+
+
+@pytest.fixture(scope="module")
+def hosted(tmp_path_factory):
+    """The same tiny run with its three owners served by one owner host: their reports come in one
+    file, parties/owner-1..owner-3.json."""
+    folder = tmp_path_factory.mktemp("assemble-hosted")
+    raw = tiny_raw()
+    raw["parties"]["owners_per_process"] = 3
+    (folder / "tiny.yaml").write_text(yaml.safe_dump(raw))
+    report = run_scenario(parse_scenario(raw, source="tiny", base_dir=folder), folder / "run", driver="processes")
+    assert report["status"] == "completed", report["failures"]
+    return folder, report
+
+
+def test_an_owner_hosts_file_holds_each_owners_report_and_assembles(hosted, tmp_path):
+    scenario, parties = copy_parties(hosted, tmp_path)
+    assert sorted(p.name for p in parties.glob("*.json")) == ["consumer.json", "curator.json", "owner-1..owner-3.json"]
+    bundle = json.loads((parties / "owner-1..owner-3.json").read_text())
+    assert bundle["owner_host"] == "owner-1..owner-3"
+    assert [rep["id"] for rep in bundle["reports"]] == ["owner-1", "owner-2", "owner-3"]
+    result = run_cli("assemble", str(parties), "--scenario", str(scenario), "--out", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    assembled = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert assembled["status"] == "completed"
+    assert assembled["selection"] == hosted[1]["selection"] and assembled["messages"]["by_kind"] == hosted[1]["messages"]["by_kind"]
+
+
+def test_a_party_reported_in_two_files_is_refused(hosted, finished, tmp_path):
+    """A host's file left from an earlier grouping next to an owner's own file: one of the two
+    reports would be counted twice, so neither is chosen silently."""
+    scenario, parties = copy_parties(hosted, tmp_path)
+    shutil.copy(finished[0] / "run" / "parties" / "owner-2.json", parties / "owner-2.json")
+    result = run_cli("assemble", str(parties), "--scenario", str(scenario), "--out", str(tmp_path / "out"))
+    assert result.returncode == 2, result.stderr
+    assert "two reports of owner-2" in result.stderr and "owner-1..owner-3.json" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_missing_hosted_owner_names_the_party_and_unreadable_files(hosted, tmp_path):
+    scenario, parties = copy_parties(hosted, tmp_path)
+    (parties / "owner-1..owner-3.json").write_text("{ half a file")
+    result = run_cli("assemble", str(parties), "--scenario", str(scenario), "--out", str(tmp_path / "out"))
+    assert result.returncode == 3, result.stderr
+    failures = json.loads((tmp_path / "out" / "report.json").read_text())["failures"]
+    text = " ".join(failures) if isinstance(failures, list) else str(failures)
+    assert "owner-2.json" in text and "owner-1..owner-3.json: not JSON" in text

@@ -25,6 +25,7 @@ from marketplace.data.dataset import World
 from marketplace.parties import build_role, host_label, load_owner_file, make_world, party_ids, share_of
 from marketplace.roles import CONSUMER, CURATOR
 from marketplace.runner.identity import scenario_identity
+from marketplace.runner.party_reports import host_bundle, host_reports_path
 from marketplace.scenario import Scenario
 from marketplace.transport.curve import CurveKeys
 from marketplace.transport.node import Node
@@ -124,11 +125,14 @@ def party_report(node: Node, *, role_name: str, wall_s: float, driver: dict[str,
     }
 
 
-def write_json(path: str | Path, data: Any) -> None:
+def write_json(path: str | Path, data: Any, *, indent: int | None = 2) -> None:
+    """Write ``data`` as JSON, whole: to a temporary file first, then renamed into place, so that a
+    reader waiting for the file never sees half of it. (``indent=None`` for large files read by
+    programs: the compact form is written by the C encoder, several times faster.)"""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=_json_default))
+    tmp.write_text(json.dumps(data, indent=indent, default=_json_default))
     os.replace(tmp, path)
 
 
@@ -186,7 +190,8 @@ def run_party(scenario: Scenario, *, party: str, endpoint: str, report_path: str
 def run_owner_host(scenario: Scenario, *, owners: list[str], endpoint: str, report_dir: str | Path | None,
                    run_id: str | None, shares: dict[str, World] | None = None) -> int:
     """Serve ``owners`` from this one process (an owner host, :mod:`marketplace.transport.host`)
-    until the run ends; each owner writes its own report, ``report_dir/<owner>.json``.
+    until the run ends; the owners' reports go to one file, ``report_dir/<first>..<last>.json``
+    (:mod:`marketplace.runner.party_reports`).
 
     Exit status: 0 when every hosted owner finished its part, 3 when the run failed for any of
     them (each owner's report says which), 1 an internal error.
@@ -214,20 +219,19 @@ def run_owner_host(scenario: Scenario, *, owners: list[str], endpoint: str, repo
         for node in nodes:
             if not node.role.failure:
                 node.role.fail("internal error in its owner host: " + trace)
-            if report_dir is not None:
-                write_json(Path(report_dir) / f"{node.party_id}.json",
-                           party_report(node, role_name=node.role.role_name, wall_s=time.perf_counter() - started,
-                                        driver={}, identity=identity))
+        if report_dir is not None:
+            wall = time.perf_counter() - started
+            write_json(host_reports_path(report_dir, owners),
+                       host_bundle(owners, [party_report(node, role_name=node.role.role_name, wall_s=wall, driver={}, identity=identity)
+                                            for node in nodes]), indent=None)
         return EXIT_INTERNAL
     wall = time.perf_counter() - started
-    failed = []
-    for node in nodes:
-        if node.role.failure:
-            failed.append(node.party_id)
-        if report_dir is not None:
-            write_json(Path(report_dir) / f"{node.party_id}.json",
-                       party_report(node, role_name=node.role.role_name, wall_s=wall,
-                                    driver=stats[node.party_id].to_dict() | {"hosted_with": len(nodes)}, identity=identity))
+    failed = [node.party_id for node in nodes if node.role.failure]
+    if report_dir is not None:  # one file for every hosted owner (see marketplace.runner.party_reports)
+        write_json(host_reports_path(report_dir, owners),
+                   host_bundle(owners, [party_report(node, role_name=node.role.role_name, wall_s=wall, identity=identity,
+                                                     driver=stats[node.party_id].to_dict() | {"hosted_with": len(nodes)})
+                                        for node in nodes]), indent=None)
     if failed:
         log.error("run failed for %d of %d hosted owners (%s)", len(failed), len(nodes), ", ".join(failed[:10]))
         return EXIT_RUN_FAILED

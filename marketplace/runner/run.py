@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import json
 import logging
 import os
 import socket
@@ -19,6 +18,7 @@ from marketplace.parties import build_role, make_world, party_ids, role_of
 from marketplace.roles import CURATOR
 from marketplace.runner.identity import check_reports
 from marketplace.runner.party_process import EXIT_OK, EXIT_RUN_FAILED, default_run_id, party_report, single_threaded_blas, write_json
+from marketplace.runner.party_reports import find_party_reports, read_reports
 from marketplace.data import world_summary
 from marketplace.runner.forkserver import forkserver_context
 from marketplace.runner.processes import Launch, last_line, run_processes
@@ -197,11 +197,14 @@ def _run_processes(scenario: Scenario, resolved: Path, out: Path, run_id: str, o
     run = run_processes(scenario, resolved, out, run_id, on_round=on_round, launch=launch, world=world)
     parties = []
     for child in run.children:
+        path = out / "parties" / f"{child.party}.json"  # a party's own file, or an owner host's
+        try:
+            written = {rep.get("id"): rep for rep in read_reports(path)}
+        except (OSError, ValueError):
+            written = {}
         for party in child.parties:
-            path = out / "parties" / f"{party}.json"
-            try:
-                rep = json.loads(path.read_text())
-            except (OSError, ValueError):
+            rep = written.get(party)
+            if rep is None:
                 rep = {"id": party, "role": role_of(party), "pid": child.proc.pid, "host": socket.gethostname(),
                        "status": "failed", "failure": f"no report (exit status {child.exit_code}); last log line: {last_line(child.log_path)}"}
             rep["exit_code"] = _exit_code_of(rep, child)
@@ -293,20 +296,13 @@ def assemble_from_party_reports(scenario: Scenario, parties_dir: Path, out: Path
     all, and neither fails the run; the curator's report says why it was dropped.
     """
     config = scenario.config
-    paths = {party: parties_dir / f"{party}.json" for party in party_ids(config)}
-    deadline = time.monotonic() + wait_s
-    while not all(p.exists() for p in paths.values()) and time.monotonic() < deadline:
-        time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
-    parties, missing, read = [], {}, {}
-    for party, path in paths.items():
-        try:
-            rep = json.loads(path.read_text())
-            read[party] = rep
-        except FileNotFoundError:
-            rep = {"id": party, "role": role_of(party), "status": "failed", "failure": f"no report at {path}"}
+    read, paths, problems = find_party_reports(parties_dir, party_ids(config), wait_s=wait_s)
+    parties, missing = [], {}
+    for party in party_ids(config):
+        rep = read.get(party)
+        if rep is None:
+            rep = {"id": party, "role": role_of(party), "status": "failed", "failure": problems[party]}
             missing[party] = rep["failure"]
-        except ValueError as err:
-            rep = {"id": party, "role": role_of(party), "status": "failed", "failure": f"{path}: not JSON ({err})"}
         parties.append(rep)
     dropped = set((((read.get(CURATOR) or {}).get("result") or {}).get("dropouts") or {}))
     check_reports(scenario, {p: r for p, r in read.items() if p not in dropped}, paths)
