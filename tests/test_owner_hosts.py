@@ -111,6 +111,8 @@ def test_a_host_started_by_hand_serves_its_owners_under_their_own_keys(tmp_path)
         assert report[key] == reference[key], key
     pids = {p["id"]: p["pid"] for p in report["parties"]}
     assert pids["owner-1"] == pids["owner-2"] != pids["owner-3"]
+    # started by hand, not by `marketplace run`: every party keeps the default scheduling policy
+    assert {p: d["driver"]["scheduling"] for p, d in report["party_details"].items()} == dict.fromkeys(pids, "normal")
     # the curator heard each hosted owner under its own name: its bids are counted per owner
     by_party = report["messages"]["by_party"]
     assert by_party["owner-1"]["sent"] > 0 and by_party["owner-2"]["sent"] > 0

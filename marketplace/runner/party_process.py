@@ -26,6 +26,7 @@ from marketplace.parties import build_role, host_label, load_owner_file, make_wo
 from marketplace.roles import CONSUMER, CURATOR
 from marketplace.runner.identity import scenario_identity
 from marketplace.runner.party_reports import host_bundle, host_reports_path
+from marketplace.runner.scheduling import batch_scheduling, scheduling_policy
 from marketplace.scenario import Scenario
 from marketplace.transport.curve import CurveKeys
 from marketplace.transport.node import Node
@@ -175,8 +176,8 @@ def run_party(scenario: Scenario, *, party: str, endpoint: str, report_path: str
             write_json(report_path, party_report(node, role_name=role.role_name, wall_s=time.perf_counter() - started, driver={},
                                                   scenario=scenario))
         return EXIT_INTERNAL
-    report = party_report(node, role_name=role.role_name, wall_s=time.perf_counter() - started, driver=stats.to_dict(),
-                          scenario=scenario)
+    report = party_report(node, role_name=role.role_name, wall_s=time.perf_counter() - started,
+                          driver=stats.to_dict() | {"scheduling": scheduling_policy()}, scenario=scenario)
     if report_path:
         write_json(report_path, report)
         log.info("%s: report written to %s", party, report_path)
@@ -227,10 +228,11 @@ def run_owner_host(scenario: Scenario, *, owners: list[str], endpoint: str, repo
         return EXIT_INTERNAL
     wall = time.perf_counter() - started
     failed = [node.party_id for node in nodes if node.role.failure]
+    policy = scheduling_policy()
     if report_dir is not None:  # one file for every hosted owner (see marketplace.runner.party_reports)
         write_json(host_reports_path(report_dir, owners),
                    host_bundle(owners, [party_report(node, role_name=node.role.role_name, wall_s=wall, identity=identity,
-                                                     driver=stats[node.party_id].to_dict() | {"hosted_with": len(nodes)})
+                                                     driver=stats[node.party_id].to_dict() | {"hosted_with": len(nodes), "scheduling": policy})
                                         for node in nodes]), indent=None)
     if failed:
         log.error("run failed for %d of %d hosted owners (%s)", len(failed), len(nodes), ", ".join(failed[:10]))
@@ -270,10 +272,14 @@ def forked_host_main(scenario: Scenario, owners: list[str], shares: dict[str, Wo
 
 
 def _child_setup(log_path: str, label: str) -> None:
-    """A forked child: die with the forkserver, log to ``log_path``."""
+    """A forked child: die with the forkserver, run as a batch job (before any thread of its own
+    starts, so that ZeroMQ's I/O thread is one too: :mod:`marketplace.runner.scheduling`), log to
+    ``log_path``."""
     import ctypes
     import signal
     import sys
+
+    batch_scheduling()
 
     try:  # the forkserver is our parent: die with it (it exits when the runner does)
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)

@@ -37,6 +37,7 @@ from marketplace.data.dataset import World
 from marketplace.parties import host_label, party_ids, role_of, share_of
 from marketplace.roles import CURATOR
 from marketplace.runner.forkserver import BLAS_ENV, forkserver_context
+from marketplace.runner.scheduling import batch_scheduling
 from marketplace.scenario import Scenario
 
 Launch = Literal["forkserver", "exec"]
@@ -52,6 +53,7 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     except OSError:  # not Linux: the runner's own cleanup still applies
         pass
+    batch_scheduling()  # as every party the runner starts (see marketplace.runner.scheduling)
 
 
 class _ForkedProcess:
