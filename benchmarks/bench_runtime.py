@@ -20,7 +20,11 @@ Three measurements, each repeated ``--repeats`` times (median / min / max):
    / rounds). Reported next to the in-process latency, the codec time summed over parties, the
    socket I/O time, the same estimate with *uncontended* compute (from the in-process runs), the
    CPU-time demand per round, and a "floor" run (same K, ~200 rows per owner, so compute ~ 0).
-   Target: <= 2 ms per round.
+   Target: <= 2 ms per round. The verdict is the floor run's latency, which measures transport (it
+   is an upper bound: what else a round holds is near zero); both subtractions are printed next to
+   it. The one with the processes run's own compute over-counts on a small machine: two hosts, the
+   curator and their I/O threads share the cores and slow each other's compute, and the
+   subtraction books that slowdown as transport.
 3. Wall-time ratio processes / in-process: K = 8, 10,000 rows per owner, dim 20, d = 140, p = 200,
    from the report's ``timing.wall_s``. Target: <= 1.3.
 
@@ -562,8 +566,19 @@ def part_overhead(args: argparse.Namespace, workdir: Path, out: dict[str, Any]) 
     result["launch"] = launch
     result["floor_owner_rows"] = floor[0]["owner_rows"][0] if floor else None
     result["target_ms"] = TARGET_TRANSPORT_MS
-    est = result["transport_estimate"]
-    result["target_met"] = bool(est and est["median"] <= TARGET_TRANSPORT_MS)
+    # three estimates of the same quantity: the floor run measures it (a round with compute ~ 0 is
+    # transport, plus a little codec); the subtractions derive it from a run with compute, where two
+    # hosts, the curator and their I/O threads share two cores and slow each other's compute, which
+    # the subtraction with the processes run's own (contended) compute books as transport
+    verdicts = {}
+    for name, key in (("measured (floor run, compute ~ 0)", "floor_proc_latency"),
+                      ("by subtraction, contended compute", "transport_estimate"),
+                      ("by subtraction, uncontended compute", "transport_estimate_uncontended")):
+        est = result.get(key)
+        verdicts[name] = None if not est else {"median": est["median"], "met": est["median"] <= TARGET_TRANSPORT_MS}
+    result["target_by_estimate"] = verdicts
+    floor_est = verdicts["measured (floor run, compute ~ 0)"]
+    result["target_met"] = bool(floor_est and floor_est["met"])
     out["overhead"] = result
 
 
@@ -655,8 +670,10 @@ def print_tables(out: dict[str, Any]) -> None:
         ]
         for text, key in lines:
             print(f"  {text:<62} {fmt(o.get(key)):>26}")
-        verdict = "MET" if o["target_met"] else "NOT MET"
-        print(f"  target: transport overhead <= {o['target_ms']:g} ms per round -> {verdict}")
+        print(f"  target: transport overhead <= {o['target_ms']:g} ms per round (verdict from the measured one):")
+        for name, est in o.get("target_by_estimate", {}).items():
+            shown = "n/a" if est is None else f"{est['median']:.2f} ms -> {'MET' if est['met'] else 'NOT MET'}"
+            print(f"    {name:<60} {shown:>28}")
     r = out.get("ratio")
     if r and r.get("drivers"):
         print(f"\n3. Wall time processes / in-process, K = {r['owners']}, {r['rows_per_owner']} rows/owner, p = {r['rounds']} (seconds)")

@@ -118,6 +118,12 @@ def test_bench_runtime_smoke(tmp_path):
     figures = json.loads(path.read_text())
     assert {r["driver"] for r in figures["rounds"]} == {"processes-forkserver", "inprocess"}
     assert all(r["completed"] == 1 for r in figures["rounds"])
+    # the K = 16 target is judged on the measured floor run, with both subtractions shown beside it
+    verdicts = figures["overhead"]["target_by_estimate"]
+    assert set(verdicts) == {"measured (floor run, compute ~ 0)", "by subtraction, contended compute",
+                             "by subtraction, uncontended compute"}
+    assert figures["overhead"]["target_met"] == verdicts["measured (floor run, compute ~ 0)"]["met"]
+    assert "measured (floor run, compute ~ 0)" in out
 
 
 @pytest.mark.slow
