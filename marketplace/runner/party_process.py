@@ -16,6 +16,7 @@ import socket
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from marketplace.parties import build_role, host_label, load_owner_file, make_wo
 from marketplace.roles import CONSUMER, CURATOR
 from marketplace.runner.identity import scenario_identity
 from marketplace.runner.party_reports import host_bundle, host_reports_path
-from marketplace.runner.scheduling import batch_scheduling, scheduling_policy
+from marketplace.runner.scheduling import scheduling_policy
 from marketplace.scenario import Scenario
 from marketplace.transport.curve import CurveKeys
 from marketplace.transport.node import Node
@@ -210,6 +211,14 @@ def run_owner_host(scenario: Scenario, *, owners: list[str], endpoint: str, repo
     rid = run_id or default_run_id(scenario)
     nodes = [Node(build_role(config, owner, world=shares[owner]), run_id=rid,
                   max_message_bytes=config.transport.max_message_bytes, parties=parties) for owner in owners]
+
+    def file_reports(wall_s: float, driver_of: Callable[[Node], dict[str, Any]]) -> None:
+        """Every hosted owner's report, in the host's one file (:mod:`marketplace.runner.party_reports`)."""
+        if report_dir is not None:
+            reports = [party_report(node, role_name=node.role.role_name, wall_s=wall_s, driver=driver_of(node), identity=identity)
+                       for node in nodes]
+            write_json(host_reports_path(report_dir, owners), host_bundle(owners, reports), indent=None)
+
     log.info("owner host (pid %d) serving %d owners (%s..%s): %s", os.getpid(), len(owners), owners[0], owners[-1], endpoint)
     try:
         with single_threaded_blas():
@@ -220,20 +229,12 @@ def run_owner_host(scenario: Scenario, *, owners: list[str], endpoint: str, repo
         for node in nodes:
             if not node.role.failure:
                 node.role.fail("internal error in its owner host: " + trace)
-        if report_dir is not None:
-            wall = time.perf_counter() - started
-            write_json(host_reports_path(report_dir, owners),
-                       host_bundle(owners, [party_report(node, role_name=node.role.role_name, wall_s=wall, driver={}, identity=identity)
-                                            for node in nodes]), indent=None)
+        file_reports(time.perf_counter() - started, lambda node: {})
         return EXIT_INTERNAL
     wall = time.perf_counter() - started
     failed = [node.party_id for node in nodes if node.role.failure]
     policy = scheduling_policy()
-    if report_dir is not None:  # one file for every hosted owner (see marketplace.runner.party_reports)
-        write_json(host_reports_path(report_dir, owners),
-                   host_bundle(owners, [party_report(node, role_name=node.role.role_name, wall_s=wall, identity=identity,
-                                                     driver=stats[node.party_id].to_dict() | {"hosted_with": len(nodes), "scheduling": policy})
-                                        for node in nodes]), indent=None)
+    file_reports(wall, lambda node: stats[node.party_id].to_dict() | {"hosted_with": len(nodes), "scheduling": policy})
     if failed:
         log.error("run failed for %d of %d hosted owners (%s)", len(failed), len(nodes), ", ".join(failed[:10]))
         return EXIT_RUN_FAILED
@@ -272,19 +273,12 @@ def forked_host_main(scenario: Scenario, owners: list[str], shares: dict[str, Wo
 
 
 def _child_setup(log_path: str, label: str) -> None:
-    """A forked child: die with the forkserver, run as a batch job (before any thread of its own
-    starts, so that ZeroMQ's I/O thread is one too: :mod:`marketplace.runner.scheduling`), log to
-    ``log_path``."""
-    import ctypes
-    import signal
+    """A forked child: set up as every party the runner starts, then log to ``log_path``."""
     import sys
 
-    batch_scheduling()
+    from marketplace.runner.processes import start_as_party
 
-    try:  # the forkserver is our parent: die with it (it exits when the runner does)
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
-    except OSError:
-        pass
+    start_as_party()
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     os.dup2(fd, 1)
     os.dup2(fd, 2)

@@ -48,12 +48,15 @@ ROUND_RE = re.compile(rb"round (\d+)/(\d+) done")
 PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
+def start_as_party() -> None:
+    """The first act of every party the runner starts, exec'd (between fork and exec) or forked from
+    the forkserver: die with its parent (the runner, or the forkserver, which exits with the runner),
+    and run as a batch job before any thread of its own starts (:mod:`marketplace.runner.scheduling`)."""
     try:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     except OSError:  # not Linux: the runner's own cleanup still applies
         pass
-    batch_scheduling()  # as every party the runner starts (see marketplace.runner.scheduling)
+    batch_scheduling()
 
 
 class _ForkedProcess:
@@ -149,7 +152,7 @@ def _spawn(cmd: list[str], party: str, log_dir: Path, parties: list[str] | None 
         env.setdefault(var, "1")  # one process per party is the parallelism (see single_threaded_blas)
     with log_path.open("wb") as out:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
-                                preexec_fn=_die_with_parent, close_fds=True)
+                                preexec_fn=start_as_party, close_fds=True)
     return Child(party, proc, log_path, parties=list(parties or ()))
 
 

@@ -7,7 +7,7 @@ running, so a host sending the bids of its owners switched to its I/O thread aft
 send. SCHED_BATCH tells the kernel that a thread is throughput-bound: a woken batch thread waits
 for the running one to block or use up its slice, instead of preempting it. Threads keep working
 through what they have, and the I/O thread then moves several messages per wake-up. At 1,000 owners
-on two cores this cut the CPU of a run by a tenth and its wall time by 8-13 % (paired runs).
+on two cores this cut the CPU of a run by about 9 % and its wall time by 8-15 % (paired runs).
 
 It changes only when threads run, never what they compute: selection, metrics and message counts
 are the same. Parties started by hand (``marketplace curator|owner|owners|consumer``), in containers
