@@ -47,6 +47,9 @@ class Role(ABC):
     config_fingerprint: dict[str, str] = {}
     """What this party's scenario says about the parts every party must agree on (set by
     :func:`marketplace.parties.build_role`); sent in ``hello`` and checked by the curator."""
+    warm_imports: tuple[str, ...] = ()
+    """Modules this role imports only near its end; a party process loads them in the background
+    during the rounds, and the role waits for that before importing them (:mod:`marketplace.warm_imports`)."""
 
     def __init__(self) -> None:
         self.done = False

@@ -19,6 +19,7 @@ from marketplace.messages.kinds import SealedSummary, ValidationEmbedding, Valid
 from marketplace.protocols.summarize import RandomFourierFeatures, mmd2, svm_accuracy
 from marketplace.protocols.summarize.sealing import ConsumerKey, SealingError
 from marketplace.roles import CONSUMER, Role, Send
+from marketplace.warm_imports import wait_for_background_imports
 
 EMBEDDING_TOLERANCE = 1e-9
 """Largest |h1(x)_i - phi_i| accepted between an opened point and the embedding the curator verified."""
@@ -26,6 +27,8 @@ EMBEDDING_TOLERANCE = 1e-9
 
 class SummarizeConsumer(Role):
     role_name = "consumer"
+    warm_imports = ("sklearn.svm", "sklearn.pipeline", "sklearn.preprocessing", "sklearn.metrics.pairwise")
+    """What the summary's evaluation imports (summarize.metrics and kernel), loaded during the rounds."""
 
     def __init__(self, *, scenario_name: str, validation: Dataset, test: Dataset, gamma: float, svm_c: float, svm_seed: int,
                  features: RandomFourierFeatures | None = None, trust: str = "trusted", seed_set: np.ndarray | None = None) -> None:
@@ -67,6 +70,7 @@ class SummarizeConsumer(Role):
             if X.shape[0] and X.shape[1] != self.validation.X.shape[1]:
                 raise ProtocolError(party=message.sender, kind=message.kind, reason=f"expected {self.validation.X.shape[1]} features, got {X.shape[1]}")
             self.summary_size = len(X)
+            wait_for_background_imports()  # never import scikit-learn beside the loading thread
             self.metrics = evaluate_summary(X, y, self.validation, self.test, gamma=self.gamma, svm_c=self.svm_c, svm_seed=self.svm_seed)
             both = np.vstack([self.seed_set, X]) if len(self.seed_set) else X
             self.metrics["mmd2_with_seed_set"] = float(mmd2(both, self.validation.X, self.gamma)) if len(both) else None

@@ -8,12 +8,10 @@ ended the run as failed, a timeout); 2 bad arguments or scenario; 1 an internal 
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import os
 import socket
-import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -24,11 +22,12 @@ from threadpoolctl import threadpool_limits
 
 from marketplace.data.dataset import World
 from marketplace.parties import build_role, host_label, load_owner_file, make_world, party_ids, share_of
-from marketplace.roles import CONSUMER, CURATOR
+from marketplace.roles import CURATOR
 from marketplace.runner.identity import scenario_identity
 from marketplace.runner.party_reports import host_bundle, host_reports_path
 from marketplace.runner.scheduling import scheduling_policy
 from marketplace.scenario import Scenario
+from marketplace.warm_imports import load_in_background
 from marketplace.transport.curve import CurveKeys
 from marketplace.transport.node import Node
 from marketplace.transport.host import serve_owners
@@ -37,29 +36,6 @@ from marketplace.transport.zmq_driver import LinkSettings, serve_curator, serve_
 log = logging.getLogger(__name__)
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_RUN_FAILED = 0, 1, 2, 3
-
-
-EVALUATION_MODULES = ("sklearn.svm", "sklearn.pipeline", "sklearn.preprocessing", "sklearn.metrics.pairwise")
-
-
-def warm_up_in_background(modules: tuple[str, ...]) -> threading.Thread:
-    """Import ``modules`` on a daemon thread. The consumer needs scikit-learn only when the summary
-    arrives, and importing it then costs 1-2 s on the critical path; the consumer is idle during
-    the rounds, so it loads it meanwhile (an import in progress is simply waited for later).
-
-    Start it only once the role is built: a role that imports scikit-learn itself (the stc
-    consumer's KD-tree) while this thread is halfway through the same package can get a partially
-    initialised module (scikit-learn's modules import each other). It runs at normal priority: a
-    lower one made it finish later, widening that window, and would leave a main thread that waits
-    for it behind every busy party."""
-
-    def load() -> None:
-        for name in modules:
-            importlib.import_module(name)
-
-    thread = threading.Thread(target=load, name="warm-imports", daemon=True)
-    thread.start()
-    return thread
 
 
 def single_threaded_blas():
@@ -159,8 +135,7 @@ def run_party(scenario: Scenario, *, party: str, endpoint: str, report_path: str
     if share is None:
         share = share_of(make_world(config), party)
     role = build_role(config, party, world=share, owner_data=owner_data)
-    if party == CONSUMER:  # after the role is built: two threads importing scikit-learn at once can fail
-        warm_up_in_background(EVALUATION_MODULES)
+    load_in_background(role.warm_imports)  # after the role is built (see marketplace.warm_imports)
     node = Node(role, run_id=run_id or default_run_id(scenario), max_message_bytes=config.transport.max_message_bytes,
                 parties=frozenset(party_ids(config)))
     log.info("%s (pid %d) starting: %s", party, os.getpid(), endpoint)
