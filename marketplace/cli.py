@@ -101,7 +101,8 @@ def _parser() -> argparse.ArgumentParser:
                           description="Write one CURVE certificate pair per party (curator, owner-1..K, consumer) into DIR. "
                                       "The curator admits only these keys and binds each party id to its key.")
     keys_sub = keys.add_subparsers(dest="keys_command", metavar="ACTION")
-    generate = keys_sub.add_parser("generate", help="write DIR/<party>.key and DIR/<party>.key_secret for every party")
+    generate = keys_sub.add_parser("generate", help="write DIR/<party>.key, DIR/<party>.key_secret and DIR/<party>.noise_key "
+                                                    "(the party's secret noise key) for every party")
     generate.add_argument("directory", metavar="DIR")
     generate.add_argument("--owners", type=int, required=True, help="K, the number of owners")
     generate.add_argument("--force", action="store_true", help="overwrite existing keys")
@@ -359,12 +360,17 @@ def _keys(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.owners < 1:
         print("marketplace keys: --owners must be at least 1", file=sys.stderr)
         return EXIT_USAGE
+    from marketplace.privacy import noise
+
     try:
         written = generate_keys(args.directory, owners=args.owners, overwrite=args.force)
+        parties = ["curator", *(f"owner-{i}" for i in range(1, args.owners + 1)), "consumer"]
+        noise.write_keys(args.directory, parties)
     except (CurveError, OSError) as err:
         print(f"marketplace keys: {err}", file=sys.stderr)
         return EXIT_USAGE
-    print(f"wrote {len(written) // 2} certificate pairs to {args.directory} (secret files are readable by you only)")
+    print(f"wrote {len(written) // 2} certificate pairs and noise keys to {args.directory} "
+          "(secret files are readable by you only)")
     return EXIT_OK
 
 

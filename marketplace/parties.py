@@ -16,6 +16,9 @@ import numpy as np
 from marketplace import seeds
 from marketplace.data.dataset import Dataset
 from marketplace.data.world import World, build_world
+from marketplace.privacy.accountant import PrivacyLedger
+from marketplace.privacy.noise import NoiseOrigin
+from marketplace.privacy.noise import describe as describe_noise
 from marketplace.protocols.summarize import RandomFourierFeatures
 from marketplace.roles import CONSUMER, CURATOR, Role, owner_id
 from marketplace.scenario import ScenarioConfig
@@ -124,18 +127,42 @@ def share_of(world: World, party: str) -> World:
     return World(owners=owners, validation=empty, test=empty, seed_set=empty)
 
 
-def build_role(config: ScenarioConfig, party: str, *, world: World | None = None, owner_data: Dataset | None = None) -> Role:
+def build_role(config: ScenarioConfig, party: str, *, world: World | None = None, owner_data: Dataset | None = None,
+               noise: NoiseOrigin | None = None) -> Role:
     """The role of ``party`` for this scenario. ``owner_data`` replaces an owner's generated share
-    (an owner that reads its own data file)."""
+    (an owner that reads its own data file). ``noise`` is where the party's privacy noise comes from
+    (:mod:`marketplace.privacy.noise`; None: the run seed); every ledger the role keeps says so."""
     if party_index(config, party) is None:
         raise ValueError(f"unknown party {party!r}: this scenario has curator, owner-1 ... owner-{config.parties.owners}, consumer")
     world = world if world is not None else make_world(config)
     from marketplace.exchanges import exchange
     from marketplace.scenario.fingerprint import fingerprint
 
-    role = exchange(config.protocol).build_role(config, party, world, owner_data)
+    noise = noise or NoiseOrigin.seed()
+    role = exchange(config.protocol).build_role(config, party, world, owner_data, noise)
     role.config_fingerprint = _fingerprint_of(config, fingerprint)
+    role.noise = describe_noise(noise, party, secure=secure_noise(config))
+    for ledger in ledgers_of(role):
+        ledger.noise = role.noise
     return role
+
+
+def secure_noise(config: ScenarioConfig) -> bool:
+    """Whether the scenario's protocol draws its noise in ``secure`` mode (OpenDP, OS entropy)."""
+    section = getattr(config, config.protocol)
+    privacy = getattr(section, "privacy", None)
+    return bool(getattr(section, "secure", False) or getattr(privacy, "secure", False))
+
+
+def ledgers_of(role: Role) -> list[PrivacyLedger]:
+    """The privacy ledgers a role keeps (attributes holding a ledger, or a dict of them)."""
+    found = []
+    for value in vars(role).values():
+        if isinstance(value, PrivacyLedger):
+            found.append(value)
+        elif isinstance(value, dict):
+            found.extend(v for v in value.values() if isinstance(v, PrivacyLedger))
+    return found
 
 
 _last_fingerprint: list[tuple[ScenarioConfig, dict[str, str]]] = []

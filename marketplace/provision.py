@@ -5,6 +5,8 @@ the scenario and writes one folder per party::
 
     kits/owner-1/
       owner-1.key_secret   its own certificate (secret and public key): keep it private
+      owner-1.noise_key    its own noise key: every noise stream of the party derives from it and the
+                           run seed, so no other party can recompute (and strip) its noise
       curator.key          the public key of the curator it connects to
       scenario.yaml        the scenario, resolved (the same in every kit)
       start.sh             its start command
@@ -15,8 +17,11 @@ one to one onto a Kubernetes Secret.
 
 The curator's kit holds its own certificate and the *public* keys of every other party (its
 allowlist); an owner's or the consumer's kit holds its own certificate and the curator's public key.
-No kit holds another party's secret key, so each kit can be handed to its party alone (another
-site, a container volume, a Kubernetes Secret). Each provisioning draws a new run id, so reports
+No kit holds another party's secret key or noise key, so each kit can be handed to its party alone
+(another site, a container volume, a Kubernetes Secret). ``shared_noise=True`` (``--shared-noise``)
+writes no noise keys and sets ``noise.source: seed`` in the kits' scenario instead: every party can
+then recompute every other party's noise from the run seed, which each kit's ``kit.json`` and every
+report of the run say. Each provisioning draws a new run id, so reports
 of parties holding kits of different provisionings are refused by ``marketplace assemble``.
 
 FLARE's and Flower's provisioning work the same way: one identity kit per participant.
@@ -38,12 +43,15 @@ import zmq.auth
 
 from marketplace import __version__
 from marketplace.parties import party_ids, role_of
+from marketplace.privacy import noise as noise_keys
 from marketplace.roles import CURATOR
 from marketplace.runner.identity import scenario_identity
 from marketplace.scenario import Scenario
 
 DEFAULT_ENDPOINT = "tcp://curator:5555"
 KIT_FILES = ("kit.json", "scenario.yaml", "start.sh")
+SHARED_NOISE_WARNING = ("shared noise: this kit has no noise key of its own; every party's noise derives from the run "
+                        "seed alone, which every kit holds, so any party can recompute and strip any other party's noise")
 
 
 class ProvisionError(ValueError):
@@ -87,7 +95,8 @@ def bind_endpoint(endpoint: str) -> str:
 
 
 def provision(scenario: Scenario, out: str | Path, *, endpoint: str = DEFAULT_ENDPOINT, bind: str | None = None,
-              run_id: str | None = None, overwrite: bool = False, chown: tuple[int, int] | None = None) -> list[Kit]:
+              run_id: str | None = None, overwrite: bool = False, chown: tuple[int, int] | None = None,
+              shared_noise: bool = False) -> list[Kit]:
     """Write one kit per party of ``scenario`` under ``out`` (see the module docstring).
 
     ``endpoint`` is where owners and the consumer reach the curator; ``bind`` where the curator
@@ -95,6 +104,7 @@ def provision(scenario: Scenario, out: str | Path, *, endpoint: str = DEFAULT_EN
     name and seed plus a random suffix. An existing kit is refused unless ``overwrite``; its old keys
     are then removed, so a curator never keeps allowlisting a key of an earlier provisioning.
     ``chown`` gives every file to that (uid, gid), e.g. the user a container runs as (needs root).
+    Each kit gets a fresh noise key of its own, unless ``shared_noise`` (see the module docstring).
     """
     bind = check_endpoint(bind, "--bind", any_port=True) if bind else bind_endpoint(endpoint)
     check_endpoint(endpoint, "--endpoint")
@@ -104,7 +114,7 @@ def provision(scenario: Scenario, out: str | Path, *, endpoint: str = DEFAULT_EN
     parties = party_ids(config)
     for party in parties:
         _check_free(out / party, overwrite)
-    text = _kit_scenario(scenario)
+    text = _kit_scenario(scenario, shared_noise)
     identity = scenario_identity(scenario)
     kits = []
     with tempfile.TemporaryDirectory(prefix="marketplace-keys-") as tmp:  # 0700: made by mkdtemp
@@ -115,12 +125,15 @@ def provision(scenario: Scenario, out: str | Path, *, endpoint: str = DEFAULT_EN
             folder = out / party
             _prepare(folder)
             _install(Path(certificates[party][1]), folder / f"{party}.key_secret", 0o600)
+            if not shared_noise:
+                noise_keys.write_key(folder, party)
             for other in known:
                 _install(Path(certificates[other][0]), folder / f"{other}.key", 0o644)
             command = _command(party, bind if party == CURATOR else endpoint, run_id)
             _write(folder / "scenario.yaml", text, 0o644)
             _write(folder / "start.sh", _start_script(party, command), 0o755)
-            manifest = _manifest(party, run_id, identity, command, known, publics, bind if party == CURATOR else endpoint)
+            manifest = _manifest(party, run_id, identity, command, known, publics, bind if party == CURATOR else endpoint,
+                                 shared_noise)
             _write(folder / "kit.json", json.dumps(manifest, indent=2) + "\n", 0o644)
             if chown is not None:
                 _chown_tree(folder, chown)
@@ -140,12 +153,14 @@ def prepare_reports(folder: str | Path, scenario: Scenario, chown: tuple[int, in
     return folder
 
 
-def _kit_scenario(scenario: Scenario) -> str:
-    """The scenario as each kit carries it: resolved, without the provisioning machine's key folder."""
+def _kit_scenario(scenario: Scenario, shared_noise: bool) -> str:
+    """The scenario as each kit carries it: resolved, without the provisioning machine's key folders,
+    with ``noise.source`` set to ``keys`` (each party's own key file), or ``seed`` when asked for."""
     raw = json.loads(json.dumps(scenario.raw))
     transport = raw.get("transport")
     if isinstance(transport, dict):
         transport.pop("curve_keys", None)
+    raw["noise"] = {"source": "seed" if shared_noise else "keys", "keys": None}
     return "# written by `marketplace provision`: the same scenario in every kit of this run\n" + yaml.safe_dump(raw, sort_keys=False)
 
 
@@ -182,7 +197,11 @@ def _start_script(party: str, command: list[str]) -> str:
 
 
 def _manifest(party: str, run_id: str, identity: dict[str, Any], command: list[str], known: list[str],
-              publics: dict[str, str], endpoint: str) -> dict[str, Any]:
+              publics: dict[str, str], endpoint: str, shared_noise: bool) -> dict[str, Any]:
+    noise = ({"source": "the run seed (shared by every kit)", "warning": SHARED_NOISE_WARNING} if shared_noise else
+             {"source": f"the run seed and {party}.noise_key", "who_can_strip": f"only whoever holds {party}.noise_key"})
+    own_noise = {} if shared_noise else {f"{party}.noise_key": "this party's noise key, SECRET: whoever reads it can strip "
+                                                                 "this party's privacy noise"}
     return {
         "party": party,
         "role": role_of(party),
@@ -193,8 +212,10 @@ def _manifest(party: str, run_id: str, identity: dict[str, Any], command: list[s
         "command_runs_in": "this kit's folder (start.sh runs it from anywhere)",
         "own_public_key": publics[party],
         "public_keys": {p: publics[p] for p in known},
+        "noise": noise,
         "files": {
             f"{party}.key_secret": "this party's certificate, with its SECRET key: give it to no one",
+            **own_noise,
             **{f"{p}.key": f"{p}'s public key" for p in known},
             "scenario.yaml": "the run's scenario",
             "start.sh": "the start command",
@@ -206,7 +227,8 @@ def _manifest(party: str, run_id: str, identity: dict[str, Any], command: list[s
 def _check_free(folder: Path, overwrite: bool) -> None:
     if folder.exists() and not folder.is_dir():
         raise ProvisionError(f"{folder}: exists and is not a folder")
-    existing = [name for name in KIT_FILES if (folder / name).exists()] + sorted(p.name for p in folder.glob("*.key_secret"))
+    existing = [name for name in KIT_FILES if (folder / name).exists()] + sorted(
+        p.name for pattern in ("*.key_secret", "*" + noise_keys.SUFFIX) for p in folder.glob(pattern))
     if existing and not overwrite:
         raise ProvisionError(f"{folder}: already holds a kit ({', '.join(existing)}): refusing to overwrite it (pass --force)")
 
@@ -216,7 +238,7 @@ def _prepare(folder: Path) -> None:
     mount point (a container volume)."""
     folder.mkdir(parents=True, exist_ok=True)
     os.chmod(folder, 0o700)
-    for old in [*folder.glob("*.key"), *folder.glob("*.key_secret")]:
+    for old in [*folder.glob("*.key"), *folder.glob("*.key_secret"), *folder.glob("*" + noise_keys.SUFFIX)]:
         old.unlink()
 
 

@@ -27,6 +27,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
                    help="override one scenario value in every kit (repeatable)")
     p.add_argument("--force", action="store_true", help="replace existing kits (their old keys are removed)")
+    p.add_argument("--shared-noise", action="store_true",
+                   help="write no noise keys: every party's noise then derives from the run seed alone, so ANY party can "
+                        "recompute and strip ANY other party's noise (for reproducing a simulation; kit.json and every "
+                        "report say so). Default: a secret noise key in each kit")
     p.add_argument("--chown", metavar="UID[:GID]", help="give every kit file to this user, e.g. 1000 for the containers' user (needs root)")
     p.add_argument("--reports", metavar="DIR",
                    help="also make DIR ready for the parties' reports: created, cleared of an earlier run's, given to --chown")
@@ -41,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         scenario = load_scenario(args.scenario, args.overrides)
         owner = parse_owner(args.chown) if args.chown else None
         kits = provision(scenario, args.out, endpoint=args.endpoint, bind=args.bind, run_id=args.run_id,
-                         overwrite=args.force, chown=owner)
+                         overwrite=args.force, chown=owner, shared_noise=args.shared_noise)
         if args.reports:
             prepare_reports(args.reports, scenario, owner)
     except ScenarioError as err:
@@ -53,6 +57,10 @@ def run(args: argparse.Namespace) -> int:
     run_id = kits[0].command[kits[0].command.index("--run-id") + 1]
     print(f"wrote {len(kits)} kits to {args.out} (run id {run_id}):")
     for kit in kits:
-        secret = f"{kit.party}.key_secret"
-        print(f"  {kit.folder}/  {secret} is secret: give this folder to {kit.party} only; start: sh {kit.folder}/start.sh")
+        secret = f"{kit.party}.key_secret" + ("" if args.shared_noise else f" and {kit.party}.noise_key are")
+        secret += " is" if args.shared_noise else ""
+        print(f"  {kit.folder}/  {secret} secret: give this folder to {kit.party} only; start: sh {kit.folder}/start.sh")
+    if args.shared_noise:
+        print("warning: --shared-noise: the kits hold no noise keys; any party can recompute and strip any other "
+              "party's noise from the run seed", file=sys.stderr)
     return EXIT_OK

@@ -48,6 +48,9 @@ class Role(ABC):
     """What this party's scenario says about the parts every party must agree on (set by
     :func:`marketplace.parties.build_role`); sent in ``hello`` and checked by the curator."""
     warm_imports: tuple[str, ...] = ()
+    noise: dict[str, Any] | None = None
+    """Where this party's privacy noise comes from and who could strip it (set when the role is
+    built, :func:`marketplace.privacy.noise.describe`); reported with the party."""
     """Modules this role imports only near its end; a party process loads them in the background
     during the rounds, and the role waits for that before importing them (:mod:`marketplace.warm_imports`)."""
 

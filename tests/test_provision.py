@@ -38,9 +38,10 @@ def test_every_party_gets_a_kit_with_its_own_secret_key_only(kits):
 
 
 def test_the_curators_kit_holds_every_other_partys_public_key_and_the_others_only_the_curators(kits):
-    assert files(kits / "curator") == ["consumer.key", "curator.key_secret", "kit.json", "owner-1.key", "owner-2.key",
-                                       "owner-3.key", "owner-4.key", "scenario.yaml", "start.sh"]
-    assert files(kits / "owner-2") == ["curator.key", "kit.json", "owner-2.key_secret", "scenario.yaml", "start.sh"]
+    assert files(kits / "curator") == ["consumer.key", "curator.key_secret", "curator.noise_key", "kit.json", "owner-1.key",
+                                       "owner-2.key", "owner-3.key", "owner-4.key", "scenario.yaml", "start.sh"]
+    assert files(kits / "owner-2") == ["curator.key", "kit.json", "owner-2.key_secret", "owner-2.noise_key", "scenario.yaml",
+                                       "start.sh"]
     curator_public, _ = zmq.auth.load_certificate(str(kits / "curator" / "curator.key_secret"))
     for party in PARTIES[1:]:
         assert zmq.auth.load_certificate(str(kits / party / "curator.key"))[0] == curator_public

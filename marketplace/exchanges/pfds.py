@@ -25,6 +25,8 @@ import numpy as np
 from rich.table import Table
 
 from marketplace import seeds
+from marketplace.privacy import noise as noise_streams
+from marketplace.privacy.noise import NoiseOrigin
 from marketplace.data.dataset import Dataset, World
 from marketplace.parties import party_ids
 from marketplace.roles import CONSUMER, CURATOR, Role
@@ -108,7 +110,8 @@ def sharers_of(config: ScenarioConfig) -> tuple[tuple[str, ...], tuple[str, ...]
     return owners[len(owners) - n:], owners[:len(owners) - n]
 
 
-def build_role(config: ScenarioConfig, party: str, world: World, owner_data: Dataset | None) -> Role:
+def build_role(config: ScenarioConfig, party: str, world: World, owner_data: Dataset | None,
+               noise: NoiseOrigin | None = None) -> Role:
     from marketplace.consumer.pfds import PfdsConsumer
     from marketplace.curator.pfds import PfdsCurator
     from marketplace.owner.pfds import PfdsReceiver, PfdsSharer
@@ -131,13 +134,15 @@ def build_role(config: ScenarioConfig, party: str, world: World, owner_data: Dat
         return PfdsReceiver(party_id=party, X=data.X, y=labels_of(schema, data), **common)
     return PfdsSharer(party_id=party, X=data.X, y=labels_of(schema, data), epsilon=c.epsilon, h_max=c.h_max, t=c.t, p=c.p,
                       max_leaves=c.max_leaves, attribute_choice=c.attribute_choice, consistency=c.consistency,
-                      neighbours=c.neighbours, secure=c.secure, budget=c.budget, **tree_seeds(config, party), **common)
+                      neighbours=c.neighbours, secure=c.secure, budget=c.budget, **tree_seeds(config, party, noise), **common)
 
 
-def tree_seeds(config: ScenarioConfig, party: str) -> dict[str, np.random.SeedSequence]:
-    """The sharer's streams: one for its tree, one for its synthetic data (the runner reuses the first)."""
-    return {"tree_seed": seeds.derive(config.seed, f"pfds.tree.{party}"),
-            "data_seed": seeds.derive(config.seed, f"pfds.data.{party}")}
+def tree_seeds(config: ScenarioConfig, party: str, noise: NoiseOrigin | None = None) -> dict[str, np.random.SeedSequence]:
+    """The sharer's streams: one for its tree, one for its synthetic data, both from its noise origin
+    (:mod:`marketplace.privacy.noise`). The runner's baselines regrow trees from the seed-derived
+    stream, which is the sharer's own only when its noise comes from the seed."""
+    return {"tree_seed": noise_streams.derive(config.seed, f"pfds.tree.{party}", noise),
+            "data_seed": noise_streams.derive(config.seed, f"pfds.data.{party}", noise)}
 
 
 def check_plan(config: ScenarioConfig) -> None:

@@ -21,6 +21,8 @@ import numpy as np
 from rich.table import Table
 
 from marketplace import seeds
+from marketplace.privacy import noise as noise_streams
+from marketplace.privacy.noise import NoiseOrigin
 from marketplace.data.dataset import Dataset
 from marketplace.data.world import World
 from marketplace.parties import party_ids
@@ -110,7 +112,8 @@ def _ledger(config: ScenarioConfig, owner: str):
 # --- exchange interface ------------------------------------------------------------------------
 
 
-def build_role(config: ScenarioConfig, party: str, world: World, owner_data: Dataset | None) -> Role:
+def build_role(config: ScenarioConfig, party: str, world: World, owner_data: Dataset | None,
+               noise: NoiseOrigin | None = None) -> Role:
     from marketplace.consumer.sketch import SketchConsumer
     from marketplace.curator.sketch import SketchCurator
     from marketplace.owner.sketch import SketchOwner
@@ -133,7 +136,7 @@ def build_role(config: ScenarioConfig, party: str, world: World, owner_data: Dat
                               rank=s.queries.rank_owners)
     index = ids.index(party) - 1
     data = owner_data if owner_data is not None else world.owners[index]
-    rng = None if s.secure else seeds.rng(config.seed, f"sketch.noise.{party}")
+    rng = None if s.secure else np.random.default_rng(noise_streams.derive(config.seed, f"sketch.noise.{party}", noise))
     return SketchOwner(party_id=party, scenario_name=config.name, records=unit_records(config, data, party=party),
                        feature_map=fmap, epsilon=s.epsilon, mechanism=s.mechanism, delta=s.delta,
                        numerator_share=s.numerator_share, secure=s.secure, precision=s.precision,
@@ -305,7 +308,8 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
         privacy[owner] = {"eps": ledger.get("eps"), "delta": ledger.get("delta"), "mechanism": config.sketch.mechanism,
                           "numerator_share": config.sketch.numerator_share, "theorem": ledger.get("theorem"),
                           "budget": ledger.get("budget"), "released": owner in owners, "steps": ledger.get("steps"),
-                          "neighbouring": ledger.get("neighbouring")}
+                          "neighbouring": ledger.get("neighbouring"),
+                          **({"noise": ledger["noise"]} if "noise" in ledger else {})}
     privacy[CONSUMER] = {"guarantee": "none", "note": "the consumer's data never leave it (used for its own ranking and AUC)"}
     logistic = _logistic_baselines(config, world, owners)
     metrics: dict[str, Any] = {"errors": _errors(estimates, true) if estimates else {},

@@ -25,6 +25,8 @@ import numpy as np
 from rich.table import Table
 
 from marketplace import seeds
+from marketplace.privacy import noise as noise_streams
+from marketplace.privacy.noise import NoiseOrigin
 from marketplace.data.dataset import Dataset
 from marketplace.data.world import World
 from marketplace.parties import party_ids
@@ -62,7 +64,8 @@ def check_world(config: ScenarioConfig, world: World) -> None:
                              f"{', '.join(short)} hold fewer rows; lower stc.t")
 
 
-def build_role(config: ScenarioConfig, party: str, world: World, owner_data: Dataset | None) -> Role:
+def build_role(config: ScenarioConfig, party: str, world: World, owner_data: Dataset | None,
+               noise: NoiseOrigin | None = None) -> Role:
     from marketplace.consumer.stc import StcConsumer
     from marketplace.curator.stc import StcCurator
     from marketplace.owner.stc import StcOwner
@@ -78,7 +81,7 @@ def build_role(config: ScenarioConfig, party: str, world: World, owner_data: Dat
     if data.X.shape[1] != world.dim:
         raise ValueError(f"{party}: data file has {data.X.shape[1]} features, the scenario's data has {world.dim}")
     return StcOwner(party_id=party, scenario_name=config.name, data=data, scaling=scaling, settings=config.stc,
-                    seed=seeds.derive(config.seed, f"stc.noise.{party}"))
+                    seed=noise_streams.derive(config.seed, f"stc.noise.{party}", noise))
 
 
 def check_plan(config: ScenarioConfig) -> None:

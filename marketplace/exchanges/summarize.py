@@ -9,6 +9,8 @@ from typing import Any
 from rich.table import Table
 
 from marketplace import seeds
+from marketplace.privacy import noise as noise_streams
+from marketplace.privacy.noise import NoiseOrigin
 from marketplace.data.dataset import Dataset
 from marketplace.data.world import World
 from marketplace.parties import party_ids, party_index, public_features
@@ -18,7 +20,8 @@ from marketplace.scenario.config import ScenarioConfig
 from marketplace.schema import SchemaError
 
 
-def build_role(config: ScenarioConfig, party: str, world: World, owner_data: Dataset | None) -> Role:
+def build_role(config: ScenarioConfig, party: str, world: World, owner_data: Dataset | None,
+               noise: NoiseOrigin | None = None) -> Role:
     from marketplace.consumer.summarize import SummarizeConsumer
     from marketplace.curator.private_summarize import PrivateSchedule, PrivateSummarizeCurator
     from marketplace.curator.summarize import SummarizeCurator
@@ -31,7 +34,7 @@ def build_role(config: ScenarioConfig, party: str, world: World, owner_data: Dat
                       dim=world.dim, rounds=s.rounds, verify_tolerance=s.verify_tolerance, trust=s.curator)
         if s.privacy.enabled:
             schedule = PrivateSchedule.resolve(s.privacy, features=s.features, rounds=s.rounds)
-            return PrivateSummarizeCurator(schedule=schedule, seed=seeds.derive(config.seed, "summarize.curator.noise"), **common)
+            return PrivateSummarizeCurator(schedule=schedule, seed=noise_streams.derive(config.seed, "summarize.curator.noise", noise), **common)
         return SummarizeCurator(**common)
     if party == CONSUMER:
         return SummarizeConsumer(

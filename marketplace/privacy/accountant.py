@@ -499,6 +499,7 @@ class PrivacyLedger:
         self.neighbouring = neighbouring
         self.gaussian = gaussian
         self.theorem = _theorem(theorem, "PrivacyLedger")
+        self.noise: dict[str, Any] | None = None  # where the noise of its releases comes from (set by the party)
         self.budget = None if budget is None else _budget(budget)
         self.delta = None if delta is None else _delta(delta, "delta", "PrivacyLedger")
         if self.theorem != "basic" and self.delta is None and self.budget is None:
@@ -555,6 +556,8 @@ class PrivacyLedger:
                "budget": budget, "steps": _merged(self._steps)}
         if self._spent.gauss_rho > 0:
             out["gaussian_accountant"] = self.gaussian
+        if self.noise is not None:
+            out["noise"] = dict(self.noise)
         return out
 
     def __repr__(self) -> str:

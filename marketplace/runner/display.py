@@ -107,6 +107,8 @@ def summary_tables(report: dict[str, Any]) -> list[Table]:
     head.add_row("time", f"wall {t['wall_s']:.2f} s; compute {t['compute_s']:.2f} s, transport {t['transport_s']:.3f} s (summed over parties)")
     for name, text in rows[2:]:
         head.add_row(name, text)
+    if (report.get("noise") or {}).get("summary"):
+        head.add_row("noise", report["noise"]["summary"])
     if report.get("dropouts"):
         head.add_row("dropouts", shorten(", ".join(f"{k} (round {v.get('round', '-')})" for k, v in report["dropouts"].items())))
 

@@ -26,7 +26,8 @@ from marketplace.roles import CURATOR
 from marketplace.runner.identity import scenario_identity
 from marketplace.runner.party_reports import host_bundle, host_reports_path
 from marketplace.runner.scheduling import scheduling_policy
-from marketplace.scenario import Scenario
+from marketplace.privacy import noise as noise_keys
+from marketplace.scenario import Scenario, ScenarioConfig
 from marketplace.warm_imports import load_in_background
 from marketplace.transport.curve import CurveKeys
 from marketplace.transport.node import Node
@@ -73,6 +74,14 @@ def check_own_keys(scenario: Scenario, settings: LinkSettings, parties: list[str
         CurveKeys(Path(settings.curve_keys), party).own()
 
 
+def noise_origin(config: ScenarioConfig, party: str) -> noise_keys.NoiseOrigin:
+    """Where ``party``'s noise comes from under ``config.noise``, for a party started alone or by
+    the runner (which has resolved ``auto``): its key file in ``noise.keys`` or its CURVE key folder,
+    else a fresh key."""
+    folders = [config.noise.keys, config.transport.curve_keys]
+    return noise_keys.resolve(config.noise.source, party, folders, started_alone=True)
+
+
 def party_report(node: Node, *, role_name: str, wall_s: float, driver: dict[str, Any],
                  scenario: Scenario | None = None, identity: dict[str, Any] | None = None) -> dict[str, Any]:
     """This party's part of the run report. It names the run and the scenario (``scenario``, or its
@@ -92,6 +101,7 @@ def party_report(node: Node, *, role_name: str, wall_s: float, driver: dict[str,
         "status": "failed" if role.failure else "completed",
         "failure": role.failure,
         "result": role.result(),
+        **({"noise": role.noise} if role.noise is not None else {}),
         "counters": node.counters.to_dict(),
         "timing": timing,
         "driver": driver,
@@ -134,7 +144,7 @@ def run_party(scenario: Scenario, *, party: str, endpoint: str, report_path: str
     owner_data = load_owner_file(data_file) if data_file else None
     if share is None:
         share = share_of(make_world(config), party)
-    role = build_role(config, party, world=share, owner_data=owner_data)
+    role = build_role(config, party, world=share, owner_data=owner_data, noise=noise_origin(config, party))
     load_in_background(role.warm_imports)  # after the role is built (see marketplace.warm_imports)
     node = Node(role, run_id=run_id or default_run_id(scenario), max_message_bytes=config.transport.max_message_bytes,
                 parties=frozenset(party_ids(config)))
@@ -184,7 +194,7 @@ def run_owner_host(scenario: Scenario, *, owners: list[str], endpoint: str, repo
     parties = frozenset(party_ids(config))  # one set for every hosted node
     identity = scenario_identity(scenario)  # one for every hosted owner's report
     rid = run_id or default_run_id(scenario)
-    nodes = [Node(build_role(config, owner, world=shares[owner]), run_id=rid,
+    nodes = [Node(build_role(config, owner, world=shares[owner], noise=noise_origin(config, owner)), run_id=rid,
                   max_message_bytes=config.transport.max_message_bytes, parties=parties) for owner in owners]
 
     def file_reports(wall_s: float, driver_of: Callable[[Node], dict[str, Any]]) -> None:

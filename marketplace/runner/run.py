@@ -15,9 +15,11 @@ from typing import Any, Literal
 from marketplace import __version__
 from marketplace.messages import PROTOCOL_VERSION
 from marketplace.parties import build_role, make_world, party_ids, role_of
+from marketplace.privacy import noise as noise_keys
 from marketplace.roles import CURATOR
 from marketplace.runner.identity import check_reports
-from marketplace.runner.party_process import EXIT_OK, EXIT_RUN_FAILED, default_run_id, party_report, single_threaded_blas, write_json
+from marketplace.runner.party_process import (EXIT_OK, EXIT_RUN_FAILED, default_run_id, noise_origin, party_report,
+                                              single_threaded_blas, write_json)
 from marketplace.runner.party_reports import find_party_reports, read_reports
 from marketplace.data import world_summary
 from marketplace.runner.forkserver import forkserver_context
@@ -114,6 +116,7 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, driver: Driver = "p
         forkserver_context()  # imports its libraries while we build the world
     world = prepare_world(scenario)
     out.mkdir(parents=True, exist_ok=True)
+    scenario = with_noise_keys(scenario, out)
     if driver == "processes":
         scenario = with_run_keys(scenario, out)
     resolved = out / "scenario.resolved.yaml"
@@ -164,11 +167,30 @@ def with_run_keys(scenario: Scenario, out: Path) -> Scenario:
     return Scenario(config=config, raw=raw, source=scenario.source)
 
 
+def with_noise_keys(scenario: Scenario, out: Path) -> Scenario:
+    """The scenario as this run's parties get it, with ``noise.source`` resolved: ``auto`` becomes
+    ``seed`` (a simulation: the report says every party could strip every other's noise); ``keys``
+    without a folder gets a fresh key per party in ``out/keys`` (the runner holds them all, so a
+    rerun with ``--set noise.keys=OUT/keys`` reproduces the noise)."""
+    n = scenario.config.noise
+    if n.source == "auto":
+        noise = dataclasses.replace(n, source="seed")
+    elif n.source == "keys" and n.keys is None:
+        folder = (out / "keys").resolve()
+        noise_keys.write_keys(folder, party_ids(scenario.config))
+        noise = dataclasses.replace(n, keys=str(folder))
+    else:
+        return scenario
+    raw = copy.deepcopy(scenario.raw)
+    raw["noise"] = {"source": noise.source, "keys": noise.keys}
+    return Scenario(config=dataclasses.replace(scenario.config, noise=noise), raw=raw, source=scenario.source)
+
+
 def _run_inprocess(scenario: Scenario, world, run_id: str, on_round) -> tuple[list[dict[str, Any]], str | None, float]:
     config = scenario.config
     parties = frozenset(party_ids(config))
-    nodes = [Node(build_role(config, p, world=world), run_id=run_id, max_message_bytes=config.transport.max_message_bytes,
-                  parties=parties) for p in party_ids(config)]
+    nodes = [Node(build_role(config, p, world=world, noise=noise_origin(config, p)), run_id=run_id,
+                  max_message_bytes=config.transport.max_message_bytes, parties=parties) for p in party_ids(config)]
     curator = nodes[0].role
     shown = {"rounds": 0}
     protocol = exchange(config.protocol)
@@ -274,6 +296,7 @@ def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[s
         "messages": message_summary(parties, dropped=dropped),
         "timing": timing_summary(parties, wall_s, extra_transport_s),
         "dropouts": curator.get("dropouts", {}),
+        "noise": noise_summary(config, parties, sections.get("privacy") or {}),
         **sections,
         "data": world_summary(world),
         "config": scenario.raw,
@@ -281,6 +304,31 @@ def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[s
         "pid_of_runner": os.getpid(),
     }
     return report
+
+
+def noise_summary(config, parties: list[dict[str, Any]], privacy: dict[str, Any]) -> dict[str, Any]:
+    """Who could strip each party's privacy noise (from each party's own report), and one line
+    that says it for the whole run: the report's ``noise`` section. A run none of whose ledgers
+    records a noisy release has no noise to strip, and says that instead."""
+    by_party = {p["id"]: p["noise"] for p in parties if isinstance(p.get("noise"), dict)}
+    if not any(isinstance(ledger, dict) and "noise" in ledger for ledger in privacy.values()):
+        return {"source": config.noise.source, "parties": {},
+                "summary": "no privacy noise: nothing in this run was released with noise (see privacy)"}
+    strippers = {d.get("who_can_strip") for d in by_party.values()}
+    seeded = sorted(p for p, d in by_party.items() if d.get("source") == "the run seed")
+    if not by_party:
+        text = "unknown (no party reported where its noise came from)"
+    elif seeded and len(seeded) == len(by_party):
+        text = ("from the run seed: any party of this run (and any reader of this report) can recompute and strip "
+                "every party's noise; a simulation's choice (noise.source: keys gives each party a secret key)")
+    elif seeded:
+        text = f"{len(seeded)} of {len(by_party)} parties draw noise from the run seed alone: anyone with the seed can strip theirs"
+    elif strippers == {"nobody"}:
+        text = "secret to each party: nobody else can recompute it (OS entropy, or keys never written down)"
+    else:
+        text = "each party's own noise key: only whoever can read a party's key file can strip that party's noise"
+    return {"source": config.noise.source, "summary": text,
+            "parties": {p: {k: d[k] for k in ("source", "who_can_strip", "reproducible") if k in d} for p, d in by_party.items()}}
 
 
 def assemble_from_party_reports(scenario: Scenario, parties_dir: Path, out: Path, *, wait_s: float = 0.0) -> dict[str, Any]:

@@ -69,6 +69,23 @@ class TransportConfig:
 
 
 @dataclass(frozen=True)
+class NoiseConfig:
+    """Where each party's privacy noise comes from, and so who else could recompute (and strip) it
+    (docs/privacy.md, "Who can strip the noise"; :mod:`marketplace.privacy.noise`)."""
+
+    source: Literal["auto", "seed", "keys"] = "auto"
+    """``seed``: from the run seed alone, so every party of the run could strip every other party's
+    noise (a simulation's choice, and the report says so). ``keys``: from the run seed and the party's
+    own noise key (``<party>.noise_key``: in ``keys``, in the party's key folder or kit; a party with
+    no key file draws a fresh key that nobody else ever holds). ``auto``: ``seed`` under ``marketplace
+    run``, ``keys`` for a party started on its own (``marketplace owner|owners|curator|consumer``)."""
+    keys: str | None = None
+    """Folder of noise key files (``<party>.noise_key``, or ``<party>/<party>.noise_key`` as in a
+    folder of kits); relative to the scenario file. ``marketplace run`` with ``source: keys`` and no
+    folder makes fresh keys in its output folder's ``keys/``."""
+
+
+@dataclass(frozen=True)
 class SummarizePrivacy:
     """The private form of `summarize` (docs/design.md §3): h2 releases and PRIVAUCTION.
 
@@ -169,4 +186,5 @@ class ScenarioConfig:
     sketch: SketchConfig = field(default_factory=SketchConfig)
     pfds: PfdsConfig = field(default_factory=PfdsConfig)
     transport: TransportConfig = field(default_factory=TransportConfig)
+    noise: NoiseConfig = field(default_factory=NoiseConfig)
     sweep: SweepConfig = field(default_factory=SweepConfig)

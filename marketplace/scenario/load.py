@@ -19,7 +19,7 @@ from marketplace.datasets import DatasetMissing
 from marketplace.scenario.config import ScenarioConfig
 from marketplace.schema import SchemaError, build, describe_value, to_plain
 
-PATH_KEYS = (*path_keys(), ("transport", "curve_keys"))
+PATH_KEYS = (*path_keys(), ("transport", "curve_keys"), ("noise", "keys"))
 """Keys holding file paths, resolved relative to the scenario file."""
 
 
