@@ -28,7 +28,7 @@ from marketplace import seeds
 from marketplace.data.dataset import Dataset, World
 from marketplace.parties import party_ids
 from marketplace.roles import CONSUMER, CURATOR, Role
-from marketplace.runner.format import fmt, mean_sd, plural, relation_text, sweep_table_head
+from marketplace.runner.format import accountant_text, fmt, mean_sd, plural, relation_text, sweep_table_head
 from marketplace.scenario.config import ScenarioConfig
 from marketplace.schema import SchemaError
 
@@ -354,8 +354,10 @@ def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     ledgers = [p for p in (report.get("privacy") or {}).values() if isinstance(p, dict) and p.get("eps") is not None]
     if ledgers:
         eps = [p["eps"] for p in ledgers]
-        rows.append(("privacy", f"each sharer: eps spent in [{fmt(min(eps))}, {fmt(max(eps))}] (basic composition, pure DP; "
-                                f"{relation_text(ledgers[0])})"))
+        delta = max((p.get("delta") or 0.0) for p in ledgers)
+        how = "; ".join(dict.fromkeys(accountant_text(p) for p in ledgers))
+        rows.append(("privacy", f"each sharer: eps spent in [{fmt(min(eps))}, {fmt(max(eps))}], delta "
+                                f"{'= 0 (pure DP)' if delta == 0 else f'up to {fmt(delta)}'} ({how}; {relation_text(ledgers[0])})"))
     fidelity = report.get("fidelity") or {}
     for name, f in fidelity.items():
         if f.get("mean_abs_size_error") is not None:

@@ -303,7 +303,8 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
             continue
         ledger = (results.get(owner) or {}).get("privacy") or {}
         privacy[owner] = {"eps": ledger.get("eps"), "delta": ledger.get("delta"), "mechanism": config.sketch.mechanism,
-                          "numerator_share": config.sketch.numerator_share, "theorem": ledger.get("theorem"),
+                          "numerator_share": config.sketch.numerator_share, "accountant": ledger.get("accountant"),
+                          "configured_theorem": ledger.get("configured_theorem"),
                           "budget": ledger.get("budget"), "released": owner in owners, "steps": ledger.get("steps"),
                           "neighbouring": ledger.get("neighbouring")}
     privacy[CONSUMER] = {"guarantee": "none", "note": "the consumer's data never leave it (used for its own ranking and AUC)"}
@@ -351,7 +352,7 @@ def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     rows.append(("parsimony", f"curator saw {pars.get('points_seen', 0)} raw points ({pars.get('sketches_received', 0)} sketches)"))
     for name, entry in (report.get("privacy") or {}).items():
         if isinstance(entry, dict) and entry.get("eps") is not None:
-            rows.append(("privacy", ledger_text(name, entry, how=entry["mechanism"])))
+            rows.append(("privacy", ledger_text(name, entry, mechanism=entry.get("mechanism"))))
     ranking = report.get("ranking") or {}
     check = ranking.get("check") or {}
     if ranking:

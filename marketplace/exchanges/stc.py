@@ -29,7 +29,7 @@ from marketplace.data.dataset import Dataset
 from marketplace.data.world import World
 from marketplace.parties import party_ids
 from marketplace.roles import CONSUMER, CURATOR, Role
-from marketplace.runner.format import fmt, mean_sd, relation_text, sweep_table_head
+from marketplace.runner.format import accountant_text, fmt, mean_sd, relation_text, sweep_table_head
 from marketplace.scenario.config import ScenarioConfig
 from marketplace.schema import SchemaError
 
@@ -188,9 +188,9 @@ def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
         if isinstance(ledger, dict) and "eps" in ledger:
             steps = ledger.get("steps") or []
             rho = sum(st.get("rho", 0) * st.get("count", 1) for st in steps if "rho" in st)
-            how = "exact Gaussian" if ledger.get("gaussian_accountant") == "exact" else "zCDP conversion"
+            how = accountant_text(ledger)
             cost = (f"rho = {fmt(rho)} (eps = {fmt(ledger['eps'])} at delta = {fmt(ledger['delta'])}, {how})" if rho
-                    else f"eps = {fmt(ledger['eps'])}")
+                    else f"eps = {fmt(ledger['eps'])} ({how})")
             rows.append(("privacy", f"{party}: {cost}; {relation_text(ledger)}"))
     return rows
 
