@@ -422,3 +422,22 @@ def plot_sweep(summary: list[dict[str, Any]], keys: list[str], path, *, title: s
         ("error on the test fold", [(LABELS[n], f"{n}_error", n not in ("np_agt", "np_pred")) for n in METHODS]),
         ("mean |synthetic size - true size| (rows)", [("PFDS", "pfds_size_error", True), ("PFDS^-", "pfds_minus_size_error", True)]),
     ])
+
+
+# --- what each owner gives up (docs/privacy.md, "pfds") ------------------------------------------
+
+
+def owner_exposure(config: ScenarioConfig, report: dict[str, Any]) -> dict[str, list]:
+    """Per owner: a sharer's tree and synthetic records go through the curator to every other
+    agent (the consumer and every other owner), all bounded by the sharer's own ledger
+    (``privacy.<owner>``); a receiving owner sends nothing derived from its rows."""
+    from marketplace.runner.per_owner import Exposure
+
+    sharers, receivers = sharers_of(config)
+    release = "this sharer's DP decision tree and noisy node counts, and the synthetic records drawn from them"
+    out = {owner: [Exposure(observer, release, (owner,)) for observer in ("consumer", "curator", "other owners")]
+           for owner in sharers}
+    nothing = "nothing derived from this owner's rows: it receives only (pfds.sharers)"
+    out |= {owner: [Exposure(observer, nothing) for observer in ("consumer", "curator", "other owners")]
+            for owner in receivers}
+    return out

@@ -487,3 +487,19 @@ def plot_sweep(summary: list[dict[str, Any]], keys: list[str], path, *, title: s
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+# --- what each owner gives up (docs/privacy.md, "sketch") ----------------------------------------
+
+
+def owner_exposure(config: ScenarioConfig, report: dict[str, Any]) -> dict[str, list]:
+    """Per owner: its one release goes to the curator, which merges it and sends it on to the
+    consumer; the other owners receive only the curator's request. Both observers of the release
+    are bounded by the owner's own ledger (``privacy.<owner>``)."""
+    from marketplace.runner.per_owner import Exposure
+
+    release = "this owner's sketch: noisy feature sums and a noisy count (and every answer computed from them)"
+    return {owner: [Exposure("consumer", release, (owner,)),
+                    Exposure("curator", release, (owner,)),
+                    Exposure("other owners", "nothing derived from this owner's rows (they receive only the curator's request)")]
+            for owner in party_ids(config)[1:-1]}

@@ -253,3 +253,19 @@ def plot_sweep(summary: list[dict[str, Any]], keys: list[str], path, *, title: s
                                        ("non-private STC", "nonprivate_stc_cost", False),
                                        ("PrivateKmeans", "private_kmeans_cost", True)]),  # it spends the budget too
     ])
+
+
+# --- what each owner gives up (docs/privacy.md, "stc") -------------------------------------------
+
+
+def owner_exposure(config: ScenarioConfig, report: dict[str, Any]) -> dict[str, list]:
+    """Per owner: its one private summary S' goes to the curator, which checks it and forwards it
+    to the consumer; the other owners receive only T. Both observers of S' are bounded by the
+    owner's own ledger (``privacy.<owner>``)."""
+    from marketplace.runner.per_owner import Exposure
+
+    release = "this owner's private summary S' of its source set for the consumer's target points"
+    return {owner: [Exposure("consumer", release, (owner,)),
+                    Exposure("curator", release + " (it checks and forwards it)", (owner,)),
+                    Exposure("other owners", "nothing derived from this owner's rows (they receive only the target points T)")]
+            for owner in party_ids(config)[1:-1]}
