@@ -162,6 +162,16 @@ def test_an_owner_in_another_position_gets_its_own_row():
     assert groups[1]["observers"][0]["ledgers"][0]["neighbouring"]["record"] == "a row of <owner>'s data"
 
 
+def test_the_table_shows_a_bounded_number_of_groups():
+    owners = [f"owner-{i}" for i in range(1, 41)]
+    privacy = {o: own_ledger(o, eps=float(i + 1)) for i, o in enumerate(owners)}  # every owner its own row
+    section = per_owner_section(owners, sketch_like(owners), privacy)
+    assert len(section["groups"]) == 40
+    text = words(per_owner_table(section))
+    assert "owner-12 consumer" in text and "owner-13 consumer" not in text
+    assert "28 more groups (28 owners) in report.json (privacy_per_owner)" in text
+
+
 def test_owner_ranges():
     assert owner_ranges(["owner-3", "owner-1", "owner-2", "owner-7", "owner-9", "owner-10"]) == \
         "owner-1..owner-3, owner-7, owner-9..owner-10"

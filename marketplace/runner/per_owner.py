@@ -28,6 +28,9 @@ OWNER = "<owner>"
 
 OTHER_OWNERS = "other owners"
 
+TABLE_GROUPS = 12
+"""The terminal shows at most this many groups of owners (report.json has them all)."""
+
 LEDGER_FIELDS = ("eps", "delta", "accountant", "neighbouring", "noise")
 """What a row copies from a ledger (those it has)."""
 
@@ -116,7 +119,7 @@ def per_owner_table(section: Any) -> Table:
         table.add_column(name, overflow="fold")
     try:
         groups = section["groups"]
-        for group in groups:
+        for group in groups[:TABLE_GROUPS]:
             first = True
             for obs in group["observers"]:
                 table.add_row(str(group.get("label", "-")) if first else "", str(obs.get("observer", "-")),
@@ -124,6 +127,10 @@ def per_owner_table(section: Any) -> Table:
                               "\n".join(f"• {shorten(t, 200)}" for t in obs.get("not_protected") or []) or "-")
                 first = False
             table.add_section()
+        if len(groups) > TABLE_GROUPS:
+            rest = sum(len(g.get("owners") or ()) for g in groups[TABLE_GROUPS:])
+            table.add_row(f"{len(groups) - TABLE_GROUPS} more groups ({rest} owners)", "", "",
+                          "in report.json (privacy_per_owner)", "")
         if section.get("unavailable"):
             table.add_row("-", "-", "-", f"not available: {shorten(str(section['unavailable']), 200)}", "-")
         elif not groups:
