@@ -55,7 +55,7 @@ def test_summarize_private_run_says_what_each_observer_gets(summarize_private):
         ledger = report["privacy"][name]
         assert (entry["eps"], entry["delta"], entry["accountant"]) == (ledger["eps"], ledger["delta"], ledger["accountant"])
         assert entry["neighbouring"] == ledger["neighbouring"]
-    assert any("end-to-end" in t for t in seen["other owners"]["not_protected"])
+    assert any("end to end" in t for t in seen["other owners"]["not_protected"])
 
     text = words(*summary_tables(report))
     assert "what each owner gave up, and to whom" in text and "owner-1..owner-4" in text

@@ -232,8 +232,8 @@ def owner_exposure(config: ScenarioConfig, report: dict[str, Any]) -> dict[str, 
             others = Exposure(
                 "other owners", "each round's g_l (a DP release of D_s's mean embedding) and q = |D_s|, whether a request "
                 "reaches them, and the timing of those messages", ledgers, (
-                    "an end-to-end bound towards this owner's points: which points enter D_s, and so later states, bids "
-                    "and g_l, depend on every owner's data; each ledger holds within the scope it states",
+                    "this owner's points end to end: which points enter D_s, and so later states, bids and g_l, depend "
+                    "on every owner's data; each ledger holds only within the scope it states",
                     "the curator's computation time and network timing beyond the count of requests"))
         else:
             others = Exposure("other owners", "each round's exact mean embedding of D_s and q = |D_s|, and whether a "

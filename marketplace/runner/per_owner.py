@@ -123,8 +123,8 @@ def per_owner_table(section: Any) -> Table:
             first = True
             for obs in group["observers"]:
                 table.add_row(str(group.get("label", "-")) if first else "", str(obs.get("observer", "-")),
-                              shorten(obs.get("sees", "-"), 200), _bounds(obs.get("ledgers") or []),
-                              "\n".join(f"• {shorten(t, 200)}" for t in obs.get("not_protected") or []) or "-")
+                              shorten(obs.get("sees", "-"), 320), _bounds(obs.get("ledgers") or []),
+                              "\n".join(f"• {shorten(t, 320)}" for t in obs.get("not_protected") or []) or "-")
                 first = False
             table.add_section()
         if len(groups) > TABLE_GROUPS:
@@ -157,7 +157,7 @@ def _ledger_line(entry: Any) -> str:
             f"({entry.get('accountant') or 'accountant not stated'}; "
             f"{relation.get('relation', 'relation not stated')}: {relation.get('record', '-')})")
     if relation.get("scope"):
-        text += f"; scope: {shorten(relation['scope'], 200)}"
+        text += f"; scope: {shorten(relation['scope'], 320)}"
     noise = entry.get("noise")
     if isinstance(noise, dict) and noise:
         text += "; noise: " + ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in noise.items())
