@@ -25,6 +25,7 @@ from marketplace.privacy.accountant import (
     zcdp_of_pure,
     zcdp_to_dp,
 )
+from marketplace.privacy.gdp import gaussian_eps
 from marketplace.privacy.neighbouring import replace_one
 
 ROW = replace_one("a row")
@@ -355,10 +356,109 @@ def test_ledger_to_dict_is_a_plain_report():
 
     assert ledger.to_dict() == {
         "dataset": "consumer:D_v", "eps": pytest.approx(1.401434, abs=1e-6), "delta": 0.01,
-        "theorem": "advanced", "slack_delta": 0.01, "budget": None,
+        "accountant": accountant.ADVANCED, "configured_theorem": "advanced", "slack_delta": 0.01, "budget": None,
         "neighbouring": {"relation": "replace-one", "record": "a row"},
         "steps": [{"mechanism": "mwem", "eps": 0.01, "delta": 0.0, "count": 1656}],
     }
+
+
+# --- the accountant a ledger names
+
+
+def test_a_ledger_of_gaussian_steps_names_the_exact_gaussian_accountant_and_no_theorem():
+    ledger = PrivacyLedger("D_s", neighbouring=ROW, theorem="advanced", delta=1e-4)
+    ledger.spend_gaussian(0.01, mechanism="gaussian mean embedding", count=39)
+
+    entry = ledger.to_dict()
+    assert entry["accountant"] == accountant.EXACT_GAUSSIAN
+    assert entry["configured_theorem"] is None  # 'advanced' composed nothing here
+    assert entry["eps"] == pytest.approx(gaussian_eps(mu=math.sqrt(2 * 0.39), delta=1e-4))
+
+
+def test_a_gaussian_ledger_accounted_as_zcdp_names_the_conversion():
+    ledger = PrivacyLedger("D_s", neighbouring=ROW, theorem="advanced", delta=1e-4, gaussian="zcdp")
+    ledger.spend_gaussian(0.01, mechanism="gaussian mean embedding", count=39)
+
+    assert ledger.accountant() == accountant.ZCDP
+    assert ledger.total() == pytest.approx((zcdp_to_dp(0.39, 1e-4, method="cks"), 1e-4))
+
+
+@pytest.mark.parametrize("theorem, label", [("advanced", accountant.ADVANCED), ("optimal", accountant.OPTIMAL),
+                                            ("zcdp", accountant.ZCDP), ("basic", accountant.BASIC)])
+def test_many_small_pure_steps_name_the_configured_theorem(theorem, label):
+    ledger = PrivacyLedger("consumer:D_v", neighbouring=ROW, theorem=theorem, delta=0.01)
+    ledger.spend(0.01, mechanism="h2.select", count=1656)
+    ledger.spend(0.01, mechanism="h2.measure", count=1656)
+
+    assert ledger.accountant() == label
+    assert ledger.to_dict()["configured_theorem"] == theorem
+
+
+@pytest.mark.parametrize("theorem", ["advanced", "zcdp"])
+def test_a_single_step_is_basic_under_the_bounds_that_cost_more_for_one_step(theorem):
+    ledger = PrivacyLedger("owner-1", neighbouring=ROW, theorem=theorem, delta=1e-6)
+    ledger.spend(0.5, mechanism="laplace")
+
+    assert ledger.accountant() == accountant.BASIC  # the theorem's bound is larger for one step
+    assert ledger.total() == (0.5, 0.0)
+
+
+def test_optimal_composition_of_a_single_step_trades_delta_for_eps_and_says_so():
+    ledger = PrivacyLedger("owner-1", neighbouring=ROW, theorem="optimal", delta=1e-6)
+    ledger.spend(0.5, mechanism="laplace")
+
+    assert ledger.accountant() == accountant.OPTIMAL
+    assert ledger.total() == optimal(0.5, 1, 1e-6) and ledger.total().eps < 0.5
+
+
+def test_a_mixed_ledger_names_each_part_with_its_steps():
+    ledger = PrivacyLedger("owner-1", neighbouring=ROW, theorem="advanced", delta=1e-4)
+    ledger.spend(summary_step_epsilon(200), mechanism="mwem", count=1000)
+    ledger.spend(0.1, mechanism="auction", count=1)
+    ledger.spend_zcdp(0.05, mechanism="zcdp release")
+
+    text = ledger.accountant()
+    assert text == (f"{accountant.ADVANCED} for 1000 x mwem; {accountant.BASIC} for 1 x auction; "
+                    f"{accountant.ZCDP} for 1 x zcdp release; the parts added by basic composition")
+    share = 1e-4 / 3
+    expected = (advanced(summary_step_epsilon(200), 1000, share).eps + 0.1 + zcdp_to_dp(0.05, share, method="cks"))
+    assert ledger.total() == pytest.approx((expected, 2 * share))  # what the words say is what was computed
+
+
+def test_a_gaussian_next_to_pure_steps_names_the_route_that_won():
+    ledger = PrivacyLedger("D", neighbouring=ROW, theorem="basic", delta=1e-5)
+    ledger.spend_gaussian(2.0, mechanism="gaussian")
+    ledger.spend(0.1, mechanism="laplace")
+
+    # exact: the Gaussian at half the slack plus the Laplace step; or both as zCDP at half the slack
+    exact = 0.1 + gaussian_eps(mu=2.0, delta=5e-6)
+    assert exact < 0.1 + zcdp_to_dp(2.0, 5e-6, method="cks")
+    assert ledger.total() == pytest.approx((exact, 5e-6))
+    assert ledger.accountant() == (f"{accountant.BASIC} for 1 x laplace; {accountant.EXACT_GAUSSIAN} for 1 x gaussian; "
+                                   "the parts added by basic composition")
+
+    mixed = PrivacyLedger("D", neighbouring=ROW, theorem="advanced", delta=0.01)
+    mixed.spend_gaussian(0.1, mechanism="gaussian")
+    mixed.spend(0.01, mechanism="mwem", count=200)
+    mixed.spend(0.1, mechanism="auction")
+    # the exact route would state a larger delta (3/4 of the slack against 2/3), so the Gaussian is
+    # treated as zCDP with a third of the slack, as are the other parts
+    zcdp_route = advanced(0.01, 200, 0.01 / 3).eps + 0.1 + zcdp_to_dp(0.1, 0.01 / 3, method="cks")
+    assert mixed.total() == pytest.approx((zcdp_route, 0.02 / 3))
+    assert mixed.accountant() == (f"{accountant.ADVANCED} for 200 x mwem; {accountant.BASIC} for 1 x auction; "
+                                  f"{accountant.ZCDP} for 1 x gaussian; the parts added by basic composition")
+
+
+def test_an_empty_ledger_says_nothing_was_spent():
+    assert PrivacyLedger("auction", neighbouring=ROW, theorem="basic").accountant() == accountant.NOTHING_SPENT
+
+
+def test_a_refusal_names_the_accountant():
+    ledger = PrivacyLedger("D_s", neighbouring=ROW, budget=(0.5, 1e-5), theorem="advanced")
+    with pytest.raises(BudgetExceeded) as refused:
+        ledger.spend_gaussian(1.0, mechanism="gaussian mean embedding")
+    assert f"by {accountant.EXACT_GAUSSIAN} after adding" in str(refused.value)
+    assert refused.value.accountant == accountant.EXACT_GAUSSIAN
 
 
 # --- parameter checks

@@ -30,7 +30,7 @@ from marketplace.privacy.noise import NoiseOrigin
 from marketplace.data.dataset import Dataset, World
 from marketplace.parties import party_ids
 from marketplace.roles import CONSUMER, CURATOR, Role
-from marketplace.runner.format import fmt, mean_sd, plural, relation_text, sweep_table_head
+from marketplace.runner.format import accountant_text, fmt, mean_sd, plural, relation_text, sweep_table_head
 from marketplace.scenario.config import ScenarioConfig
 from marketplace.schema import SchemaError
 
@@ -359,8 +359,10 @@ def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     ledgers = [p for p in (report.get("privacy") or {}).values() if isinstance(p, dict) and p.get("eps") is not None]
     if ledgers:
         eps = [p["eps"] for p in ledgers]
-        rows.append(("privacy", f"each sharer: eps spent in [{fmt(min(eps))}, {fmt(max(eps))}] (basic composition, pure DP; "
-                                f"{relation_text(ledgers[0])})"))
+        delta = max((p.get("delta") or 0.0) for p in ledgers)
+        how = "; ".join(dict.fromkeys(accountant_text(p) for p in ledgers))
+        rows.append(("privacy", f"each sharer: eps spent in [{fmt(min(eps))}, {fmt(max(eps))}], delta "
+                                f"{'= 0 (pure DP)' if delta == 0 else f'up to {fmt(delta)}'} ({how}; {relation_text(ledgers[0])})"))
     fidelity = report.get("fidelity") or {}
     for name, f in fidelity.items():
         if f.get("mean_abs_size_error") is not None:
@@ -425,3 +427,22 @@ def plot_sweep(summary: list[dict[str, Any]], keys: list[str], path, *, title: s
         ("error on the test fold", [(LABELS[n], f"{n}_error", n not in ("np_agt", "np_pred")) for n in METHODS]),
         ("mean |synthetic size - true size| (rows)", [("PFDS", "pfds_size_error", True), ("PFDS^-", "pfds_minus_size_error", True)]),
     ])
+
+
+# --- what each owner gives up (docs/privacy.md, "pfds") ------------------------------------------
+
+
+def owner_exposure(config: ScenarioConfig, report: dict[str, Any]) -> dict[str, list]:
+    """Per owner: a sharer's tree and synthetic records go through the curator to every other
+    agent (the consumer and every other owner), all bounded by the sharer's own ledger
+    (``privacy.<owner>``); a receiving owner sends nothing derived from its rows."""
+    from marketplace.runner.per_owner import Exposure
+
+    sharers, receivers = sharers_of(config)
+    release = "this sharer's DP decision tree and noisy node counts, and the synthetic records drawn from them"
+    out = {owner: [Exposure(observer, release, (owner,)) for observer in ("consumer", "curator", "other owners")]
+           for owner in sharers}
+    nothing = "nothing derived from this owner's rows: it receives only (pfds.sharers)"
+    out |= {owner: [Exposure(observer, nothing) for observer in ("consumer", "curator", "other owners")]
+            for owner in receivers}
+    return out

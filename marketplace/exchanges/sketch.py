@@ -306,7 +306,8 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
             continue
         ledger = (results.get(owner) or {}).get("privacy") or {}
         privacy[owner] = {"eps": ledger.get("eps"), "delta": ledger.get("delta"), "mechanism": config.sketch.mechanism,
-                          "numerator_share": config.sketch.numerator_share, "theorem": ledger.get("theorem"),
+                          "numerator_share": config.sketch.numerator_share, "accountant": ledger.get("accountant"),
+                          "configured_theorem": ledger.get("configured_theorem"),
                           "budget": ledger.get("budget"), "released": owner in owners, "steps": ledger.get("steps"),
                           "neighbouring": ledger.get("neighbouring"),
                           **({"noise": ledger["noise"]} if "noise" in ledger else {})}
@@ -355,7 +356,7 @@ def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     rows.append(("parsimony", f"curator saw {pars.get('points_seen', 0)} raw points ({pars.get('sketches_received', 0)} sketches)"))
     for name, entry in (report.get("privacy") or {}).items():
         if isinstance(entry, dict) and entry.get("eps") is not None:
-            rows.append(("privacy", ledger_text(name, entry, how=entry["mechanism"])))
+            rows.append(("privacy", ledger_text(name, entry, mechanism=entry.get("mechanism"))))
     ranking = report.get("ranking") or {}
     check = ranking.get("check") or {}
     if ranking:
@@ -490,3 +491,19 @@ def plot_sweep(summary: list[dict[str, Any]], keys: list[str], path, *, title: s
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+# --- what each owner gives up (docs/privacy.md, "sketch") ----------------------------------------
+
+
+def owner_exposure(config: ScenarioConfig, report: dict[str, Any]) -> dict[str, list]:
+    """Per owner: its one release goes to the curator, which merges it and sends it on to the
+    consumer; the other owners receive only the curator's request. Both observers of the release
+    are bounded by the owner's own ledger (``privacy.<owner>``)."""
+    from marketplace.runner.per_owner import Exposure
+
+    release = "this owner's sketch: noisy feature sums and a noisy count (and every answer computed from them)"
+    return {owner: [Exposure("consumer", release, (owner,)),
+                    Exposure("curator", release, (owner,)),
+                    Exposure("other owners", "nothing derived from this owner's rows (they receive only the curator's request)")]
+            for owner in party_ids(config)[1:-1]}

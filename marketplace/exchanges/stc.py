@@ -31,7 +31,7 @@ from marketplace.data.dataset import Dataset
 from marketplace.data.world import World
 from marketplace.parties import party_ids
 from marketplace.roles import CONSUMER, CURATOR, Role
-from marketplace.runner.format import fmt, mean_sd, relation_text, sweep_table_head
+from marketplace.runner.format import accountant_text, fmt, mean_sd, relation_text, sweep_table_head
 from marketplace.scenario.config import ScenarioConfig
 from marketplace.schema import SchemaError
 
@@ -191,9 +191,9 @@ def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
         if isinstance(ledger, dict) and "eps" in ledger:
             steps = ledger.get("steps") or []
             rho = sum(st.get("rho", 0) * st.get("count", 1) for st in steps if "rho" in st)
-            how = "exact Gaussian" if ledger.get("gaussian_accountant") == "exact" else "zCDP conversion"
+            how = accountant_text(ledger)
             cost = (f"rho = {fmt(rho)} (eps = {fmt(ledger['eps'])} at delta = {fmt(ledger['delta'])}, {how})" if rho
-                    else f"eps = {fmt(ledger['eps'])}")
+                    else f"eps = {fmt(ledger['eps'])} ({how})")
             rows.append(("privacy", f"{party}: {cost}; {relation_text(ledger)}"))
     return rows
 
@@ -256,3 +256,19 @@ def plot_sweep(summary: list[dict[str, Any]], keys: list[str], path, *, title: s
                                        ("non-private STC", "nonprivate_stc_cost", False),
                                        ("PrivateKmeans", "private_kmeans_cost", True)]),  # it spends the budget too
     ])
+
+
+# --- what each owner gives up (docs/privacy.md, "stc") -------------------------------------------
+
+
+def owner_exposure(config: ScenarioConfig, report: dict[str, Any]) -> dict[str, list]:
+    """Per owner: its one private summary S' goes to the curator, which checks it and forwards it
+    to the consumer; the other owners receive only T. Both observers of S' are bounded by the
+    owner's own ledger (``privacy.<owner>``)."""
+    from marketplace.runner.per_owner import Exposure
+
+    release = "this owner's private summary S' of its source set for the consumer's target points"
+    return {owner: [Exposure("consumer", release, (owner,)),
+                    Exposure("curator", release + " (it checks and forwards it)", (owner,)),
+                    Exposure("other owners", "nothing derived from this owner's rows (they receive only the target points T)")]
+            for owner in party_ids(config)[1:-1]}

@@ -208,3 +208,38 @@ def plot_sweep(summary: list[dict[str, Any]], keys: list[str], path, *, title: s
         ("linear-SVM accuracy (target test set)", [("protocol", "accuracy", True), ("greedy", "greedy_accuracy", False),
                                                    ("uniform", "uniform_accuracy", False)]),
     ])
+
+
+# --- what each owner gives up (docs/privacy.md, "Who observes what") ----------------------------
+
+
+def owner_exposure(config: ScenarioConfig, report: dict[str, Any]) -> dict[str, list]:
+    """Per owner: what the consumer, the curator and the other owners receive of its data, and
+    which ledgers bound it. Towards the other owners: every ledger of the run but the consumer's
+    ``consumer:D_v`` (read generically, each with the scope it states)."""
+    from marketplace.curator.private_summarize import VALIDATION
+    from marketplace.runner.per_owner import Exposure
+
+    private = config.summarize.privacy.enabled
+    privacy = report.get("privacy") or {}
+    consumer = Exposure("consumer", "the points of this owner that enter D_s, in the clear", (), (
+        "those points: handing them to the consumer is the sale",
+        "which of its points enter D_s: the selection depends on every owner's data and is not private"))
+    curator = Exposure("curator", "every bid of this owner and every point it asks this owner for", (), (
+        "all of it: the curator is trusted; how many points it saw is reported (parsimony), which is not a DP guarantee",))
+    out = {}
+    for owner in (p for p in party_ids(config) if p.startswith("owner-")):
+        if private:
+            ledgers = tuple(name for name, entry in privacy.items()
+                            if name != VALIDATION and isinstance(entry, dict) and "eps" in entry)
+            others = Exposure(
+                "other owners", "each round's g_l (a DP release of D_s's mean embedding) and q = |D_s|, whether a request "
+                "reaches them, and the timing of those messages", ledgers, (
+                    "this owner's points end to end: which points enter D_s, and so later states, bids and g_l, depend "
+                    "on every owner's data; each ledger holds only within the scope it states",
+                    "the curator's computation time and network timing beyond the count of requests"))
+        else:
+            others = Exposure("other owners", "each round's exact mean embedding of D_s and q = |D_s|, and whether a "
+                              "request reaches them", (owner,))
+        out[owner] = [consumer, curator, others]
+    return out

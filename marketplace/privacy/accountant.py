@@ -57,6 +57,16 @@ ZCDP_CONVERSIONS = ("bun-steinke", "cks")
 MAX_OPTIMAL_STEPS = 10**7  # optimal() holds O(k) floats; beyond this use advanced or zcdp
 BUDGET_TOLERANCE = 1e-9  # relative slack when comparing a planned total with a budget (rounding)
 
+EXACT_GAUSSIAN = "exact Gaussian (privacy-loss distribution of the composed Gaussian mechanism)"
+BASIC = "basic composition"
+ADVANCED = "advanced composition (Dwork-Rothblum-Vadhan)"
+OPTIMAL = "optimal composition (Kairouz-Oh-Viswanath)"
+ZCDP = "zCDP -> (eps, delta) by Canonne-Kamath-Steinke"
+NO_BOUND = "no finite bound (no slack delta left for its zCDP or Gaussian steps)"
+NOTHING_SPENT = "nothing spent"
+ACCOUNTANTS = (EXACT_GAUSSIAN, BASIC, ADVANCED, OPTIMAL, ZCDP, NO_BOUND, NOTHING_SPENT)
+"""What :meth:`PrivacyLedger.accountant` says produced a figure (one of these, or several joined)."""
+
 
 class Guarantee(NamedTuple):
     """An (eps, delta)-DP guarantee."""
@@ -445,13 +455,14 @@ class BudgetExceeded(ValueError):
     """A planned spend would take a dataset past its privacy budget (nothing was recorded)."""
 
     def __init__(self, dataset: str, budget: Guarantee, planned: Guarantee, theorem: str,
-                 steps: tuple[Step, ...]) -> None:
+                 steps: tuple[Step, ...], accountant: str) -> None:
         self.dataset, self.budget, self.planned, self.theorem, self.steps = dataset, budget, planned, theorem, steps
+        self.accountant = accountant
         plan = ", ".join(_describe_step(s) for s in steps) or "nothing"
         super().__init__(
             f"{dataset}: refused, the planned spend exceeds the privacy budget: "
             f"budget (eps={budget.eps:g}, delta={budget.delta:g}), "
-            f"planned total (eps={planned.eps:.6g}, delta={planned.delta:.6g}) by {theorem} composition "
+            f"planned total (eps={planned.eps:.6g}, delta={planned.delta:.6g}) by {accountant} "
             f"after adding {plan}")
 
 
@@ -482,7 +493,8 @@ class PrivacyLedger:
     are added by basic composition. Gaussian steps under ``gaussian="exact"``: alone, they compose
     exactly to one mu and convert exactly with the whole slack; next to other steps they get half
     the slack, the rest the other half, and the two add up, whenever that beats treating them as
-    zCDP (the smaller valid figure is reported).
+    zCDP (the smaller valid figure is reported). :meth:`accountant` says which of these routes
+    produced the total, part by part, so that a report never names a theorem that was not used.
     """
 
     def __init__(self, dataset: str, *, neighbouring: Neighbouring, budget: tuple[float, float] | None = None,
@@ -534,9 +546,10 @@ class PrivacyLedger:
             if not isinstance(step, Step):
                 raise _fail(TypeError, "steps", "check_plan", "an iterable of Step", step)
         spent = self._spent.plus(planned)
-        total = spent.compose(self.theorem, self._slack(spent, self.delta), self.gaussian)
+        total, parts = spent.compose_parts(self.theorem, self._slack(spent, self.delta), self.gaussian)
         if self.budget is not None and not _within(total, self.budget):
-            raise BudgetExceeded(self.dataset, self.budget, total, self.theorem, planned)
+            raise BudgetExceeded(self.dataset, self.budget, total, self.theorem, planned,
+                                 _accountant_text(parts, [*self._steps, *planned]))
         return total
 
     def total(self, *, theorem: str | None = None, delta: float | None = None, gaussian: str | None = None) -> Guarantee:
@@ -544,14 +557,28 @@ class PrivacyLedger:
         theorem = self.theorem if theorem is None else _theorem(theorem, "PrivacyLedger.total")
         delta = self.delta if delta is None else _delta(delta, "delta", "PrivacyLedger.total")
         gaussian = self.gaussian if gaussian is None else gaussian
-        return self._spent.compose(theorem, self._slack(self._spent, delta), gaussian)
+        return self._spent.compose_parts(theorem, self._slack(self._spent, delta), gaussian)[0]
+
+    def accountant(self) -> str:
+        """How :meth:`total` obtained its (eps, delta), in words: one of ``ACCOUNTANTS`` when one
+        accountant covers every step, else each part with the steps it covers (``"advanced
+        composition (...) for 1656 x h2.select, 1656 x h2.measure; basic composition for 1 x
+        auction; the parts added by basic composition"``)."""
+        _, parts = self._spent.compose_parts(self.theorem, self._slack(self._spent, self.delta), self.gaussian)
+        return _accountant_text(parts, self._steps)
 
     def to_dict(self) -> dict[str, Any]:
-        """``{dataset, eps, delta, theorem, neighbouring, slack_delta, budget, steps}`` for a report
-        (identical steps merged, counts added; ``gaussian_accountant`` when a Gaussian step exists)."""
-        total = self.total()
+        """``{dataset, eps, delta, accountant, configured_theorem, neighbouring, slack_delta, budget,
+        steps}`` for a report (identical steps merged, counts added; ``gaussian_accountant`` when a
+        Gaussian step exists). ``accountant`` says what produced (eps, delta);
+        ``configured_theorem`` is the composition theorem set for the (eps, delta) steps, null when
+        the ledger holds none (Gaussian and zCDP steps never use it)."""
+        total, parts = self._spent.compose_parts(self.theorem, self._slack(self._spent, self.delta), self.gaussian)
         budget = None if self.budget is None else {"eps": self.budget.eps, "delta": self.budget.delta}
-        out = {"dataset": self.dataset, "eps": total.eps, "delta": total.delta, "theorem": self.theorem,
+        has_dp_steps = bool(self._spent.counts)
+        out = {"dataset": self.dataset, "eps": total.eps, "delta": total.delta,
+               "accountant": _accountant_text(parts, self._steps),
+               "configured_theorem": self.theorem if has_dp_steps else None,
                "neighbouring": self.neighbouring.to_dict(), "slack_delta": self._slack(self._spent, self.delta),
                "budget": budget, "steps": _merged(self._steps)}
         if self._spent.gauss_rho > 0:
@@ -602,19 +629,54 @@ class _Groups:
     def own_delta(self) -> float:
         return sum(k * delta0 for (_, delta0), k in self.counts)
 
-    def compose(self, theorem: str, slack: float, gaussian: str = "exact") -> Guarantee:
+    def compose_parts(self, theorem: str, slack: float, gaussian: str = "exact") -> tuple[Guarantee, _Parts]:
+        """The total, and which accountant produced each part of it (see :class:`PrivacyLedger`)."""
         counts = dict(self.counts)
-        conservative = _compose_groups(counts, self.rho + self.gauss_rho, theorem, slack)
+        rho_cover = (("zcdp",) if self.rho > 0 else ()) + (("gaussian",) if self.gauss_rho > 0 else ())
+        conservative = _compose_groups(counts, self.rho + self.gauss_rho, theorem, slack, rho_cover)
         if self.gauss_rho == 0 or gaussian == "zcdp":
             return conservative
         if slack <= 0:
             return conservative  # a Gaussian has no (eps, 0) guarantee: infinite either way
         mu = math.sqrt(2 * self.gauss_rho)
         if not counts and self.rho == 0:
-            return Guarantee(gaussian_eps(mu=mu, delta=slack), slack)
-        rest = _compose_groups(counts, self.rho, theorem, slack / 2)
+            return Guarantee(gaussian_eps(mu=mu, delta=slack), slack), ((EXACT_GAUSSIAN, ("gaussian",)),)
+        rest, parts = _compose_groups(counts, self.rho, theorem, slack / 2, ("zcdp",) if self.rho > 0 else ())
         exact = Guarantee(rest.eps + gaussian_eps(mu=mu, delta=slack / 2), rest.delta + slack / 2)
-        return exact if exact.eps <= conservative.eps and exact.delta <= conservative.delta else conservative
+        if exact.eps <= conservative[0].eps and exact.delta <= conservative[0].delta:
+            return exact, (*parts, (EXACT_GAUSSIAN, ("gaussian",)))
+        return conservative
+
+
+_Parts = tuple[tuple[str, tuple], ...]
+"""(accountant label, the steps it covers) per part of a total: a cover holds ``("eps", (eps0,
+delta0))`` for a group of identical (eps, delta) steps, ``"zcdp"`` and ``"gaussian"``."""
+
+
+def _covers(step: Step, cover: tuple) -> bool:
+    if step.gaussian:
+        return "gaussian" in cover
+    if step.rho is not None:
+        return "zcdp" in cover
+    return ("eps", (step.eps, step.delta)) in cover
+
+
+def _accountant_text(parts: _Parts, steps: Iterable[Step]) -> str:
+    """The accountant of a total in words: the one label when a single kind covers everything,
+    else each part with the steps it covers, and how the parts were added."""
+    if not parts:
+        return NOTHING_SPENT
+    if len(parts) == 1 or all(label == BASIC for label, _ in parts):
+        return parts[0][0]  # basic composition of parts composed by basic composition is basic composition
+    steps = [s for s in steps if s.count > 0]
+    described = []
+    for label, cover in parts:
+        counts: dict[str, int] = {}
+        for step in steps:
+            if _covers(step, cover):
+                counts[step.mechanism] = counts.get(step.mechanism, 0) + step.count
+        described.append(f"{label} for " + ", ".join(f"{n} x {m}" for m, n in counts.items()))
+    return "; ".join(described) + "; the parts added by basic composition"
 
 
 def _budget(value: Any) -> Guarantee:
@@ -630,38 +692,52 @@ def _within(total: Guarantee, budget: Guarantee) -> bool:
 
 
 def _compose_groups(groups: dict[tuple[float, float], int], rho: float, theorem: str,
-                    slack: float) -> Guarantee:
-    """See :class:`PrivacyLedger`: groups by the theorem (or basic), then basic across groups."""
+                    slack: float, rho_cover: tuple = ("zcdp",)) -> tuple[Guarantee, _Parts]:
+    """See :class:`PrivacyLedger`: groups by the theorem (or basic), then basic across groups.
+    ``rho_cover``: the steps the summed ``rho`` stands for (zCDP and/or Gaussian steps)."""
     if theorem == "zcdp":
-        return _compose_groups_zcdp(groups, rho, slack)
+        return _compose_groups_zcdp(groups, rho, slack, rho_cover)
     n_shares = len(groups) + (rho > 0)
     share = slack / n_shares if n_shares else 0.0
     eps = delta = 0.0
+    parts: list[tuple[str, tuple]] = []
     for (eps0, delta0), k in groups.items():
-        best = Guarantee(k * eps0, _compose_delta(delta0, k))
+        best, label = Guarantee(k * eps0, _compose_delta(delta0, k)), BASIC
         if theorem == "advanced" and share > 0:
-            best = min(best, advanced(eps0, k, share, delta0=delta0))
+            candidate = advanced(eps0, k, share, delta0=delta0)
+            if candidate < best:
+                best, label = candidate, ADVANCED
         elif theorem == "optimal" and k * delta0 + share > 0 and k <= MAX_OPTIMAL_STEPS:
-            best = min(best, Guarantee(*optimal(eps0, k, min(k * delta0 + share, 1 - 1e-16), delta0=delta0)))
+            candidate = Guarantee(*optimal(eps0, k, min(k * delta0 + share, 1 - 1e-16), delta0=delta0))
+            if candidate < best:
+                best, label = candidate, OPTIMAL
         eps, delta = eps + best.eps, delta + best.delta
+        parts.append((label, (("eps", (eps0, delta0)),)))
     if rho > 0:
         eps += zcdp_to_dp(rho, share, method="cks") if share > 0 else math.inf
         delta += share
-    return Guarantee(eps, delta)
+        parts.append((ZCDP if share > 0 else NO_BOUND, rho_cover))
+    return Guarantee(eps, delta), tuple(parts)
 
 
-def _compose_groups_zcdp(groups: dict[tuple[float, float], int], rho_steps: float, slack: float) -> Guarantee:
+def _compose_groups_zcdp(groups: dict[tuple[float, float], int], rho_steps: float, slack: float,
+                         rho_cover: tuple) -> tuple[Guarantee, _Parts]:
     eps = delta = pure_basic = 0.0
     rho = rho_steps
+    approximate: list[tuple[str, tuple]] = []
+    pure: list[tuple] = []
     for (eps0, delta0), k in groups.items():
         if delta0 > 0:
             eps, delta = eps + k * eps0, delta + _compose_delta(delta0, k)
+            approximate.append((BASIC, (("eps", (eps0, delta0)),)))
         else:
             rho += k * zcdp_of_pure(eps0)
             pure_basic += k * eps0
+            pure.append(("eps", (eps0, delta0)))
     if rho == 0:
-        return Guarantee(eps, delta)
+        return Guarantee(eps, delta), tuple(approximate)
     converted = zcdp_to_dp(rho, slack, method="cks") if slack > 0 else math.inf
     if rho_steps == 0 and pure_basic <= converted:
-        return Guarantee(eps + pure_basic, delta)
-    return Guarantee(eps + converted, delta + slack)
+        return Guarantee(eps + pure_basic, delta), (*approximate, (BASIC, tuple(pure)))
+    cover = (*pure, *(rho_cover if rho_steps > 0 else ()))
+    return Guarantee(eps + converted, delta + slack), (*approximate, (ZCDP if slack > 0 else NO_BOUND, cover))

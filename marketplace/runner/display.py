@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from rich.table import Table
 
 from marketplace.runner.format import fmt, shorten
+from marketplace.runner.per_owner import per_owner_table
 
 QUIET_NOTE_S = 15.0
 """Without a terminal, a long phase (the baselines) prints a line this often, so it never looks stuck."""
@@ -120,7 +121,8 @@ def summary_tables(report: dict[str, Any]) -> list[Table]:
         bp = msgs["by_party"].get(p["id"], {})
         parties.add_row(p["id"], fmt(p.get("pid")), p.get("status") or "-", fmt(bp.get("sent", 0)), fmt(bp.get("received", 0)),
                         f"{bp.get('bytes_sent', 0) / 1024:.1f}", fmt(value.get(p["id"])))
-    return [head, *protocol.tables(report), parties]
+    per_owner = [per_owner_table(report["privacy_per_owner"])] if "privacy_per_owner" in report else []
+    return [head, *protocol.tables(report), *per_owner, parties]
 
 
 def print_summary(console: Console, report: dict[str, Any], out_dir: str) -> None:

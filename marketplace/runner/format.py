@@ -55,8 +55,15 @@ def relation_text(entry: dict[str, Any]) -> str:
     return f"{relation.get('relation')}: {relation.get('record')}"
 
 
-def ledger_text(name: str, entry: dict[str, Any], how: str | None = None) -> str:
-    """One privacy row: "D_s: eps = 0.025, delta = 0.0001 (exact Gaussian; replace-one: a point of D_s)"."""
-    if how is None:
-        how = "exact Gaussian" if entry.get("gaussian_accountant") == "exact" else f"{entry.get('theorem')} composition"
+def accountant_text(entry: dict[str, Any]) -> str:
+    """What produced a ledger's (eps, delta), as the ledger states it in ``accountant`` (or says
+    that it does not)."""
+    accountant = entry.get("accountant")
+    return accountant if isinstance(accountant, str) and accountant else "accountant not stated"
+
+
+def ledger_text(name: str, entry: dict[str, Any], mechanism: str | None = None) -> str:
+    """One privacy row: "D_s: eps = 0.025, delta = 0.0001 (exact Gaussian (...); replace-one: a
+    point of D_s)", with the ledger's own ``accountant``; ``mechanism`` (the noise) goes first when given."""
+    how = accountant_text(entry) if mechanism is None else f"{mechanism}, {accountant_text(entry)}"
     return f"{name}: eps = {fmt(entry.get('eps'))}, delta = {fmt(entry.get('delta'))} ({how}; {relation_text(entry)})"

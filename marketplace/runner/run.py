@@ -24,6 +24,7 @@ from marketplace.runner.party_reports import find_party_reports, read_reports
 from marketplace.data import world_summary
 from marketplace.runner.forkserver import forkserver_context
 from marketplace.runner.processes import Launch, last_line, run_processes
+from marketplace.runner.per_owner import owner_section
 from marketplace.runner.report import message_summary, timing_summary, write_messages_csv
 from marketplace.scenario import Scenario, ScenarioError
 from marketplace.transport.inprocess import StalledRun, run_inprocess
@@ -303,6 +304,9 @@ def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[s
         "party_details": {p["id"]: {k: p.get(k) for k in ("result", "timing", "driver", "errors", "errors_received", "log")} for p in parties},
         "pid_of_runner": os.getpid(),
     }
+    per_owner = owner_section(config, report)
+    if per_owner is not None:
+        report["privacy_per_owner"] = per_owner
     return report
 
 
