@@ -146,6 +146,16 @@ def _bounds(ledgers: list[Any]) -> str:
     return "\n".join(_ledger_line(entry) for entry in ledgers)
 
 
+def noise_text(noise: dict[str, Any]) -> str:
+    """A ledger's ``noise`` field in a few words: who could strip it (the report holds the rest)."""
+    who = str(noise.get("who_can_strip", "unknown"))
+    if who.startswith("anyone who knows the run seed"):
+        who = "every party of the run (seed-derived)"
+    elif who.startswith("only whoever can read"):
+        who = "only the holder of " + who.rsplit("(", 1)[-1].rstrip(")").rsplit("/", 1)[-1]
+    return f"noise strippable by: {who}"
+
+
 def _ledger_line(entry: Any) -> str:
     if not isinstance(entry, dict):
         return f"unreadable ledger entry: {shorten(repr(entry), 80)}"
@@ -160,7 +170,7 @@ def _ledger_line(entry: Any) -> str:
         text += f"; scope: {shorten(relation['scope'], 320)}"
     noise = entry.get("noise")
     if isinstance(noise, dict) and noise:
-        text += "; noise: " + ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in noise.items())
+        text += "; " + noise_text(noise)
     elif noise is not None:
         text += f"; noise: {noise}"
     return text
