@@ -199,3 +199,12 @@ def test_a_bad_noise_key_file_is_refused_naming_the_party_and_the_file(tmp_path,
 def test_a_bad_noise_source_is_a_scenario_error_naming_the_key():
     result = run_cli("validate", str(SKETCH), "--set", "noise.source=random")
     assert result.returncode == 2 and "noise.source" in result.stderr
+
+
+def test_keys_generate_writes_a_secret_noise_key_per_party(tmp_path):
+    result = run_cli("keys", "generate", str(tmp_path / "keys"), "--owners", "2")
+    assert result.returncode == 0, result.stderr
+    parties = ["curator", "owner-1", "owner-2", "consumer"]
+    keys = [noise.read_key(tmp_path / "keys" / f"{p}.noise_key", p) for p in parties]
+    assert len(set(keys)) == 4
+    assert all(stat.S_IMODE((tmp_path / "keys" / f"{p}.noise_key").stat().st_mode) == 0o600 for p in parties)
