@@ -57,8 +57,9 @@ def answer_queries(fit: M2MFit, plan: QueryPlan) -> dict[str, Any]:
         box = fit.design.feature_map.box
         mean = fit.moments(1)
         raw = {str(k): (mean if k == 1 else fit.moments(k)).tolist() for k in range(1, plan.moments + 1)}
+        second = fit.moments(2) if plan.covariance and plan.moments < 2 else None  # another estimate of the variances
         answers, moved = project_moment_answers(raw, fit.covariance() if plan.covariance else None, mean,
-                                                lower=box.lower, upper=box.upper)
+                                                lower=box.lower, upper=box.upper, second=second)
         out.update(answers)
     if plan.cdf_points:
         points = np.array(plan.cdf_points)

@@ -20,26 +20,27 @@ coordinates (m, m2, C) it is not (m2 = v + m^2 is curved), which is why we proje
     ||m - m_hat||^2 + ||v - v_hat||^2 + ||C - C_hat||_F^2,   v_hat = m2_hat - m_hat^2
 
 (Euclidean in the mean, the variance the raw moments imply and the covariance's entries; the
-Frobenius norm counts each off-diagonal pair twice; the term in v is dropped when no second moment is
-asked, the one in C when no covariance is). Where both are given, the variance thus weighs the two
-estimates of it (v_hat and diag C_hat) equally. It is not the nearest point in the raw moments
-(m, m2, C): that set is not convex. We compute it by Dykstra's alternating projections (Boyle and
-Dykstra, "A method for finding projections onto the intersection of convex sets in Hilbert spaces",
-1986) between two convex sets whose own projections are exact:
+Frobenius norm counts each off-diagonal pair twice). Where both are given, the variance thus weighs
+its two estimates (v_hat and diag C_hat) equally; without second moments v_hat = diag C_hat (the
+diagonal counts twice), without a covariance the last term goes. It is not the nearest point in the
+raw moments (m, m2, C): that set is not convex. Since the set is convex and contains the true
+answers, the projection can only bring the estimates closer to them in this metric (not
+necessarily in every coordinate).
 
-* K1 = {C positive semi-definite}: clip the negative eigenvalues of C at 0 (Higham, "Computing a
-  nearest symmetric positive semidefinite matrix", 1988);
-* K2 = {lo <= m <= hi, v = diag C, 0 <= v <= u(m)}: per attribute, the nearest point of the planar
-  region {(m, s): lo <= m <= hi, 0 <= s <= u(m)} to (m, mean of the variance copies), weighted by
-  the number of copies; it lies on the segment s = 0 or on the parabola s = u(m), whose stationary
-  points are the roots of a cubic.
-
-Without a covariance K1 is the whole space and one projection onto K2 is exact. Dykstra converges to
-the nearest point; it stops when an iteration moves nothing by more than ``tolerance``. The last
-iterate is then made exactly feasible by a step that cannot break the constraints: clip C's
-negative eigenvalues, scale row and column j by sqrt(u_j / C_jj) where C_jj > u_j (a congruence,
+Without a covariance the problem splits by attribute: the nearest point of the planar region
+{(m, s): lo <= m <= hi, 0 <= s <= u(m)} to (m_hat, v_hat), which lies on the segment s = 0 or on the
+parabola s = u(m), whose stationary points are the roots of a cubic: exact. With a covariance we
+dualise the constraint v = diag C (Malick, "A dual approach to semidefinite least-squares problems",
+2004; Boyd and Xiao, "Least-squares covariance matrix adjustment", 2005): for multipliers y, C(y) is
+the positive semi-definite part of C_hat + Diag(y)/2 (negative eigenvalues clipped, Higham,
+"Computing a nearest symmetric positive semidefinite matrix", 1988) and (m, v)(y) the planar
+projection of (m_hat, v_hat - y/2); the dual is smooth and concave in the d multipliers, its gradient
+is v(y) - diag C(y), and at its maximum (m, v, C)(y) is the nearest point. We maximise it by BFGS,
+then solve gradient = 0 by Powell's hybrid method where BFGS stalls, until |v - diag C| <=
+``tolerance``. The last step makes the answer exactly consistent whatever the solver reached: clip
+C's negative eigenvalues, scale row and column j by sqrt(u_j / C_jj) where C_jj > u_j (a congruence,
 which keeps C positive semi-definite), and set v = diag C, m2 = v + m^2. ``converged`` says whether
-Dykstra met its tolerance before ``max_iterations``; either way the answer is consistent.
+the solver met its tolerance before that step; either way the answer is consistent.
 
 Answers already consistent (within :data:`FEASIBILITY_TOLERANCE`) are returned unchanged.
 """
@@ -50,6 +51,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy import optimize
 
 __all__ = ["FEASIBILITY_TOLERANCE", "JointProjection", "consistency_gaps", "project_jointly"]
 
@@ -60,8 +62,8 @@ FEASIBILITY_TOLERANCE = 1e-10
 @dataclass(frozen=True)
 class JointProjection:
     """Consistent answers: ``mean`` (d,), ``second`` (d,) or None, ``variance`` (d,) (the covariance's
-    diagonal, or second - mean^2; None with neither), ``covariance`` (d, d) or None; ``iterations`` of Dykstra's
-    algorithm (0 when the answers were already consistent) and whether it ``converged``."""
+    diagonal, or second - mean^2; None with neither), ``covariance`` (d, d) or None; ``iterations`` of the
+    solver (0 when the answers were already consistent) and whether it ``converged``."""
 
     mean: np.ndarray
     second: np.ndarray | None
@@ -141,23 +143,12 @@ def _nearest_in_region(a: np.ndarray, beta: np.ndarray, k: int, lo: np.ndarray, 
     companion[:, 0, 2], companion[:, 1, 2] = -q, -p
     roots = np.clip(np.linalg.eigvals(companion).real, -radius[:, None], radius[:, None]) if a.size else np.zeros((0, 3))
     for t in roots.T:
-        m, s = centre + t, radius**2 - t**2
+        m = np.clip(centre + t, lo, hi)
+        s = np.maximum((hi - m) * (m - lo), 0.0)
         distance = (m - a) ** 2 + k * (s - beta) ** 2
         better = distance < best
         best_m, best_s, best = np.where(better, m, best_m), np.where(better, s, best_s), np.where(better, distance, best)
     return np.where(inside, a, best_m), np.where(inside, beta, best_s)
-
-
-def _onto_k2(m, v, C, lo, hi):
-    """Exact projection onto K2 = {lo <= m <= hi, v = diag C, 0 <= v <= u(m)} (off-diagonals kept)."""
-    copies = [x for x in (v, None if C is None else np.diag(C)) if x is not None]
-    if not copies:
-        return np.clip(m, lo, hi), v, C
-    m, s = _nearest_in_region(m, sum(copies) / len(copies), len(copies), lo, hi)
-    if C is not None:
-        C = C.copy()
-        np.fill_diagonal(C, s)
-    return m, (None if v is None else s), C
 
 
 def _psd(C: np.ndarray) -> np.ndarray:
@@ -180,50 +171,57 @@ def _feasible_covariance(C: np.ndarray, bound: np.ndarray) -> np.ndarray:
     return C
 
 
+def _dual(C_hat: np.ndarray, a: np.ndarray, b: np.ndarray, lo: np.ndarray, hi: np.ndarray):
+    """The Lagrange dual of the constraint v = diag C, as a function of its multipliers y, to be
+    minimised (its negative): value, gradient and the inner minimisers (m, v, C)."""
+    squared = float(np.sum(C_hat**2))
+
+    def evaluate(y: np.ndarray):
+        C = _psd(C_hat + np.diag(y / 2))
+        m, v = _nearest_in_region(a, b - y / 2, 1, lo, hi)
+        value = squared - float(np.sum(C**2)) + float(np.sum((m - a) ** 2 + (v - b) ** 2 + y * v))
+        return -value, -(v - np.diag(C)), (m, v, C)
+
+    return evaluate
+
+
 def project_jointly(mean: ArrayLike, second: ArrayLike | None = None, covariance: ArrayLike | None = None, *,
-                    lower: ArrayLike = 0.0, upper: ArrayLike = 1.0, tolerance: float = 1e-12,
-                    max_iterations: int = 20_000) -> JointProjection:
+                    lower: ArrayLike = 0.0, upper: ArrayLike = 1.0, tolerance: float = 1e-10,
+                    max_iterations: int = 1000) -> JointProjection:
     """The answers (means, second moments, covariance) some dataset in [lower, upper]^d could give,
     nearest to the estimates in the metric of the module docstring. ``second`` and ``covariance``
-    are optional; the mean is needed by both (a covariance's variances are bounded by its mean)."""
+    are optional; the mean is needed by both (a covariance's variances are bounded by its mean).
+    ``tolerance`` bounds the gap |v - diag C| left by the dual solver before the final step."""
     m_hat, m2_hat, C_hat, lo, hi = _inputs(mean, second, covariance, lower, upper)
     scale = _scale(lo, hi)
     gaps = consistency_gaps(m_hat, m2_hat, C_hat, lower=lo, upper=hi)
     if max(gaps.values()) <= FEASIBILITY_TOLERANCE * scale:
         variance = np.diag(C_hat).copy() if C_hat is not None else (None if m2_hat is None else m2_hat - m_hat**2)
         return JointProjection(m_hat, m2_hat, variance, C_hat, 0, True)
-    v_hat = None if m2_hat is None else m2_hat - m_hat**2
-    C_sym = None if C_hat is None else (C_hat + C_hat.T) / 2
-    if C_sym is None:
-        m, v, _ = _onto_k2(m_hat, v_hat, None, lo, hi)
-        iterations, converged = 1, True
-    else:
-        # Dykstra: x in K2, y in K1, with the correction terms p (for K1) and q (for K2).
-        m, v, C = m_hat, v_hat, C_sym
-        p = np.zeros_like(C)
-        q_m, q_v, q_C = np.zeros_like(m), None if v is None else np.zeros_like(v), np.zeros_like(C)
-        converged, iterations = False, 0
-        while iterations < max_iterations:
-            iterations += 1
-            y_C = _psd(C + p)
-            p = C + p - y_C
-            new_m, new_v, new_C = _onto_k2(m + q_m, None if v is None else v + q_v, y_C + q_C, lo, hi)
-            q_m, q_C = m + q_m - new_m, y_C + q_C - new_C
-            if v is not None:
-                q_v = v + q_v - new_v
-            moved = max(np.abs(new_m - m).max(initial=0.0), np.abs(new_C - C).max(initial=0.0),
-                        np.abs(new_C - y_C).max(initial=0.0),
-                        0.0 if v is None else np.abs(new_v - v).max(initial=0.0))
-            m, v, C = new_m, new_v, new_C
-            if moved <= tolerance * scale:
-                converged = True
-                break
-    bound = np.maximum((hi - m) * (m - lo), 0.0)
-    if C_sym is None:
-        variance = None if v is None else np.clip(v, 0.0, bound)
-        covariance_out = None
-    else:
-        covariance_out = _feasible_covariance(C, bound)
-        variance = np.diag(covariance_out).copy()
+    if C_hat is None:
+        if m2_hat is None:
+            return JointProjection(np.clip(m_hat, lo, hi), None, None, None, 1, True)
+        m, v = _nearest_in_region(m_hat, m2_hat - m_hat**2, 1, lo, hi)
+        variance = np.clip(v, 0.0, np.maximum((hi - m) * (m - lo), 0.0))
+        return JointProjection(m, variance + m**2, variance, None, 1, True)
+    C_sym = (C_hat + C_hat.T) / 2
+    b = m2_hat - m_hat**2 if m2_hat is not None else np.diag(C_sym).copy()
+    evaluate = _dual(C_sym, m_hat, b, lo, hi)
+    solution = optimize.minimize(lambda y: evaluate(y)[:2], np.zeros(m_hat.size), jac=True, method="BFGS",
+                                 options={"gtol": tolerance * scale, "maxiter": max_iterations})
+    y, iterations = solution.x, int(solution.nit)
+    gap = np.abs(evaluate(y)[1]).max(initial=0.0)
+    if gap > tolerance * scale:
+        # the dual's value loses digits to cancellation, which stalls the line search near the
+        # optimum; its gradient does not: polish by solving gradient = 0 (Powell's hybrid method)
+        polished = optimize.root(lambda z: evaluate(z)[1], y, method="hybr", options={"xtol": 1e-15})
+        polished_gap = np.abs(evaluate(polished.x)[1]).max(initial=0.0)
+        iterations += int(polished.nfev)
+        if polished_gap < gap:
+            y, gap = polished.x, polished_gap
+    _, _, (m, _, C) = evaluate(y)
+    converged = bool(gap <= tolerance * scale)
+    covariance_out = _feasible_covariance(C, np.maximum((hi - m) * (m - lo), 0.0))
+    variance = np.diag(covariance_out).copy()
     second_out = None if m2_hat is None else variance + m**2
-    return JointProjection(m, second_out, variance, covariance_out, iterations, converged)
+    return JointProjection(m, second_out, variance, covariance_out, int(solution.nit), converged)

@@ -76,23 +76,30 @@ def change(raw: np.ndarray, projected: np.ndarray, *, axis_name: str = "attribut
 
 
 def project_moment_answers(moments: dict[str, list[float]], covariance: np.ndarray | None, mean: np.ndarray, *,
-                           lower: np.ndarray, upper: np.ndarray) -> tuple[dict[str, Any], dict[str, Any]]:
+                           lower: np.ndarray, upper: np.ndarray,
+                           second: np.ndarray | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """Raw moments by order (``{"1": [...], "2": [...], ...}``, possibly empty), the raw covariance
     (or None) and the raw mean it was centred on -> the consistent answers (``moments``,
     ``variances``, ``covariance``, each present when it can be given) and their ``projections``
     entries. Orders 1 and 2 and the covariance are projected together (:mod:`.joint`), higher
-    orders then below the second moment (:func:`project_higher_moments`, unit box only)."""
+    orders then below the second moment (:func:`project_higher_moments`, unit box only).
+    ``second``, the raw second moment, is used when ``moments`` stops before order 2: it joins the
+    covariance's projection as a second estimate of the variances, and is not reported."""
     if sorted(moments, key=int) != [str(k) for k in range(1, len(moments) + 1)]:
         raise ValueError(f"The 'moments' parameter of project_moment_answers must hold the orders 1..K. "
                          f"Got the orders {sorted(moments, key=int)} instead.")
     mean = np.asarray(mean, dtype=np.float64)
-    second = np.asarray(moments["2"], dtype=np.float64) if "2" in moments else None
+    asked_second = "2" in moments
+    if asked_second:
+        second = np.asarray(moments["2"], dtype=np.float64)
+    elif covariance is None:
+        second = None
     joint = project_jointly(mean, second, covariance, lower=lower, upper=upper)
     answers: dict[str, Any] = {}
     moved: dict[str, Any] = {}
     if moments:
         projected = {"1": joint.mean.tolist()}
-        if joint.second is not None:
+        if asked_second:
             projected["2"] = joint.second.tolist()
         higher = {k: v for k, v in moments.items() if int(k) > 2}
         if higher:
@@ -108,7 +115,7 @@ def project_moment_answers(moments: dict[str, list[float]], covariance: np.ndarr
                             "orders": orders}
     if joint.variance is not None:
         answers["variances"] = joint.variance.tolist()
-        raw_variance = np.diag(covariance) if covariance is not None else second - mean**2
+        raw_variance = np.diag(covariance) if covariance is not None else np.asarray(second) - mean**2
         moved["variances"] = change(raw_variance, joint.variance)
     if covariance is not None:
         answers["covariance"] = joint.covariance.tolist()
