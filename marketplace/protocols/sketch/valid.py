@@ -19,9 +19,9 @@ included. Records live in the unit box, so:
   keeps the eigenvectors and clips negative eigenvalues at 0 (Higham 1988);
 * a count fraction lies in [0, 1], and a count is that fraction of a non-negative size.
 
-Each function returns the projected value and how far the projection moved it (0 when the estimate
-was already valid), so a user sees when a projection changed something; :func:`change` describes a
-move (``changed``, ``max_change``, the attributes it touched) as the answers' ``projections`` report it.
+A user must see when a projection changed something: :func:`change` describes a move (``changed``,
+``max_change``, the attributes or queries it touched) as the answers' ``projections`` report it, and
+:func:`project_moment_answers` gives those entries for the moments, variances and covariance.
 """
 
 from __future__ import annotations
