@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from conftest import ROOT, run_cli
-from marketplace.protocols.sketch.valid import project_cdf, project_counts, project_covariance, project_moments
+from marketplace.protocols.sketch.valid import project_cdf, project_counts, project_covariance, project_higher_moments
 
 finite = st.floats(-2.0, 3.0, allow_nan=False)
 
@@ -69,14 +69,14 @@ def test_a_negative_variance_is_clipped_away():
     assert projected[1, 1] == pytest.approx(0.0, abs=1e-15) and change == pytest.approx(0.002845)
 
 
-def test_moments_of_unit_box_values_lie_in_0_1_and_do_not_grow_with_the_order():
-    moments, change = project_moments({"1": [0.5, -0.1, 1.3], "2": [0.6, 0.2, 0.9], "3": [0.1, 0.1, 0.95]})
-    table = np.array([moments["1"], moments["2"], moments["3"]])
-    assert table.min() >= 0 and table.max() <= 1
-    assert (np.diff(table, axis=0) <= 1e-12).all()
-    assert change > 0
-    same, none = project_moments({"1": [0.5, 0.2], "2": [0.3, 0.1]})
-    assert none == 0.0 and same == {"1": [0.5, 0.2], "2": [0.3, 0.1]}
+def test_higher_moments_of_unit_box_values_lie_below_the_second_and_do_not_grow_with_the_order():
+    second = np.array([0.6, 0.2, 0.9])
+    moments = project_higher_moments(second, {"3": [0.7, -0.1, 0.95], "4": [0.1, 0.1, 0.97]})
+    table = np.array([second, moments["3"], moments["4"]])
+    assert table.min() >= 0 and (np.diff(table, axis=0) <= 1e-12).all()
+    assert moments["3"] == [0.6, 0.0, 0.9] and moments["4"][0] == 0.1
+    same = project_higher_moments(np.array([0.3, 0.1]), {"3": [0.2, 0.05], "4": [0.1, 0.05]})
+    assert same == {"3": [0.2, 0.05], "4": [0.1, 0.05]}
 
 
 def test_counts_are_never_negative():
@@ -100,7 +100,11 @@ def test_sketch_query_returns_only_valid_answers_and_says_what_it_projected(tmp_
     assert (np.diff(cdf, axis=1) >= -1e-12).all() and cdf.min() >= 0 and cdf.max() <= 1
     assert np.linalg.eigvalsh(np.array(data["covariance"])).min() >= -1e-12
     assert min(data["counts"]["counts"]) >= 0
+    moments, covariance = data["moments"], np.array(data["covariance"])
+    assert np.allclose(np.diag(covariance), np.array(moments["2"]) - np.array(moments["1"]) ** 2, atol=1e-12)
+    assert np.allclose(data["variances"], np.diag(covariance), atol=0)
     assert any(p["changed"] for p in data["projections"].values())  # this noisy sketch needed it
     text = run_cli("sketch", "query", str(out / "sketches" / "merged.npz"), "--scenario", str(out / "scenario.resolved.yaml"),
                    "--cdf", "0.05,0.3,0.5,0.7,0.95", "--covariance")
-    assert "projected onto the valid set" in text.stdout
+    assert "note: projected onto the answers a dataset in the box could give" in text.stdout
+    assert "covariance in x" in text.stdout

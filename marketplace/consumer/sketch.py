@@ -18,7 +18,7 @@ from marketplace.messages import Envelope, ProtocolError
 from marketplace.messages.kinds_sketch import SketchPublication
 from marketplace.protocols.sketch import (FeatureMap, M2MDesign, M2MFit, Prior, SketchRelease, mean_embedding,
                                           merge_sketches, rank_owners)
-from marketplace.protocols.sketch.valid import project_cdf, project_counts, project_covariance, project_moments
+from marketplace.protocols.sketch.valid import change, project_cdf, project_counts, project_moment_answers
 from marketplace.roles import CONSUMER, Role, Send
 
 MERGE_TOLERANCE = 1e-9
@@ -45,27 +45,36 @@ class QueryPlan:
 
 
 def answer_queries(fit: M2MFit, plan: QueryPlan) -> dict[str, Any]:
-    """Every estimate of ``plan`` from one M²M fit, as plain lists (JSON-ready), each projected onto
-    the values a real dataset could give (:mod:`~marketplace.protocols.sketch.valid`: free under DP).
-    ``projections`` says, per statistic, how far its projection moved it (0: already valid)."""
+    """Every estimate of ``plan`` from one M²M fit, as plain lists (JSON-ready), projected onto the
+    values a real dataset could give (:mod:`~marketplace.protocols.sketch.valid`: free under DP).
+    Moments, variances and the covariance are projected together, so that they agree with each
+    other (``variances`` is given whenever the second moments or the covariance are asked).
+    ``projections`` says, per statistic, whether its projection moved it, by how much at most and
+    which attributes (count queries, for counts) it moved."""
     out: dict[str, Any] = {"n_estimate": max(fit.n_estimate, 0.0), "lambda": fit.lam}
-    moved: dict[str, float] = {}
-    if plan.moments:
-        raw = {str(k): fit.moments(k).tolist() for k in range(1, plan.moments + 1)}
-        out["moments"], moved["moments"] = project_moments(raw)
+    moved: dict[str, Any] = {}
+    if plan.moments or plan.covariance:
+        box = fit.design.feature_map.box
+        mean = fit.moments(1)
+        raw = {str(k): (mean if k == 1 else fit.moments(k)).tolist() for k in range(1, plan.moments + 1)}
+        second = fit.moments(2) if plan.covariance and plan.moments < 2 else None  # another estimate of the variances
+        answers, moved = project_moment_answers(raw, fit.covariance() if plan.covariance else None, mean,
+                                                lower=box.lower, upper=box.upper, second=second)
+        out.update(answers)
     if plan.cdf_points:
         points = np.array(plan.cdf_points)
-        values, moved["cdf"] = project_cdf(fit.cdf(points), points)
+        raw_cdf = fit.cdf(points)
+        values, _ = project_cdf(raw_cdf, points)
+        moved["cdf"] = change(raw_cdf, values)
         out["cdf"] = {"points": list(plan.cdf_points), "values": values.tolist()}
-    if plan.covariance:
-        matrix, moved["covariance"] = project_covariance(fit.covariance())
-        out["covariance"] = matrix.tolist()
     if plan.count_boxes:
         lower = np.array([b[0] for b in plan.count_boxes])
         upper = np.array([b[1] for b in plan.count_boxes])
-        fractions, counts, moved["counts"] = project_counts(np.atleast_1d(fit.fraction(lower, upper)), out["n_estimate"])
+        raw_fractions = np.atleast_1d(fit.fraction(lower, upper))
+        fractions, counts, _ = project_counts(raw_fractions, out["n_estimate"])
+        moved["counts"] = change(raw_fractions, fractions, axis_name="queries")
         out["counts"] = {"fractions": fractions.tolist(), "counts": counts.tolist()}
-    out["projections"] = {name: {"changed": change > 0, "max_change": change} for name, change in moved.items()}
+    out["projections"] = moved
     if plan.logistic_label is not None:
         model = fit.logistic_regression(plan.logistic_label, l2=plan.logistic_l2)
         out["logistic_regression"] = {"coef": model.coef.tolist(), "intercept": model.intercept,

@@ -25,10 +25,12 @@ examples:
       --moments 3 --cdf 0.25,0.5,0.75 --covariance --count 0:0:0.5 --count 0:0.2:0.6,3:0.5:1 --json
 
 Every value is in unit-box coordinates: x -> (x - sketch.lower) / (sketch.upper - sketch.lower).
-Every answer is valid: a CDF never decreases and stays in [0, 1], moments lie in [0, 1] and do not
-grow with the order, a covariance is positive semi-definite, counts are >= 0. Raw M²M estimates
-from a noisy sketch need not be; the nearest valid value is printed instead (post-processing, so
-it costs no privacy), with a note saying how far the projection moved it.
+Every answer is one a dataset in the box could give: a CDF never decreases and stays in [0, 1];
+means, second moments, variances and the covariance agree with each other (covariance positive
+semi-definite, its diagonal = second moment - mean^2 = the variances, 0 <= variance <=
+mean (1 - mean)); higher moments do not grow with the order; counts are >= 0. Raw M²M estimates
+from a noisy sketch need not be; the projected values are printed instead (post-processing, so
+it costs no privacy), with a note per statistic saying which attributes moved and by how much.
 """
 
 
@@ -166,6 +168,23 @@ def _query(args: argparse.Namespace, release) -> dict[str, Any]:
     return {"file": args.file, "map": fmap.describe(), **answer_queries(fit, plan)}
 
 
+def projection_notes(projections: dict[str, Any]) -> list[str]:
+    """One line per statistic that a projection moved: the orders (moments), the attributes (or
+    count queries) it moved and the largest change."""
+    lines = []
+    for name, moved in projections.items():
+        if not moved.get("changed"):
+            continue
+        orders = [k for k, o in (moved.get("orders") or {}).items() if o["changed"]]
+        what = name + (f" of order{'s' if len(orders) > 1 else ''} {', '.join(orders)}" if orders else "")
+        if moved.get("attributes"):
+            what += " in " + ", ".join(f"x{j}" for j in moved["attributes"])
+        elif moved.get("queries"):
+            what += " of count quer" + ("ies " if len(moved["queries"]) > 1 else "y ") + ", ".join(str(q + 1) for q in moved["queries"])
+        lines.append(f"{what}: largest change {moved['max_change']:.4g}")
+    return lines
+
+
 def _print(answers: dict[str, Any], as_json: bool) -> None:
     if as_json:
         print(json.dumps(answers, indent=2))
@@ -177,6 +196,8 @@ def _print(answers: dict[str, Any], as_json: bool) -> None:
         print("CDF at " + ", ".join(f"{t:g}" for t in answers["cdf"]["points"]) + " (one row per attribute):")
         for j, row in enumerate(answers["cdf"]["values"]):
             print(f"  x{j}: " + " ".join(f"{v:.4f}" for v in row))
+    if "variances" in answers:
+        print("variances: " + " ".join(f"{v:.4g}" for v in answers["variances"]))
     if "covariance" in answers:
         print("covariance:")
         for row in answers["covariance"]:
@@ -184,10 +205,11 @@ def _print(answers: dict[str, Any], as_json: bool) -> None:
     if "counts" in answers:
         for i, (f, c) in enumerate(zip(answers["counts"]["fractions"], answers["counts"]["counts"])):
             print(f"count query {i + 1}: {c:.6g} records ({f:.4f} of them)")
-    for name, moved in (answers.get("projections") or {}).items():
-        if moved["changed"]:
-            print(f"note: the {name} estimate was projected onto the valid set (largest change {moved['max_change']:.4g}); "
-                  f"see 'marketplace sketch query --help'")
+    notes = projection_notes(answers.get("projections") or {})
+    if notes:
+        print("note: projected onto the answers a dataset in the box could give (see 'marketplace sketch query --help'):")
+        for line in notes:
+            print(f"  {line}")
     if "logistic_regression" in answers:
         lr = answers["logistic_regression"]
         print(f"logistic regression: coef {[round(c, 4) for c in lr['coef']]}, intercept {lr['intercept']:.4f}, "

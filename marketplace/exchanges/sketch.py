@@ -362,6 +362,10 @@ def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     if ranking:
         rows.append(("ranking", f"by sketch MMD^2: {', '.join(ranking.get('order', []))}; true: {', '.join(check.get('true_order', []))}; "
                                 f"Spearman {fmt(check.get('spearman'))}"))
+    from marketplace.consumer.sketch_cli import projection_notes
+
+    for line in projection_notes((report.get("estimates") or {}).get("projections") or {}):
+        rows.append(("projected", line))
     if report.get("flagged"):
         rows.append(("flagged", ", ".join(f"{k}: {v}" for k, v in report["flagged"].items())))
     if report.get("files"):

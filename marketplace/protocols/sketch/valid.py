@@ -9,22 +9,32 @@ included. Records live in the unit box, so:
 
 * a CDF, for each attribute, is non-decreasing in t and lies in [0, 1]: the least-squares
   projection is isotonic regression bounded to [0, 1] (scikit-learn's ``IsotonicRegression``);
-* raw moments of a value in [0, 1] lie in [0, 1] and do not increase with the order
-  (x^(k+1) <= x^k): isotonic regression over the orders, bounded to [0, 1];
-* a covariance matrix is symmetric positive semi-definite: the Frobenius-nearest such matrix keeps
-  the eigenvectors and clips negative eigenvalues at 0 (Higham 1988);
+* means, second moments, variances and the covariance are projected together
+  (:mod:`.joint`): mean in the box, covariance positive semi-definite, its diagonal equal to
+  second moment - mean^2, and 0 <= variance <= (hi - mean)(mean - lo);
+* raw moments of higher orders (3, 4, ...) of a value in [0, 1] lie in [0, second moment] and do
+  not increase with the order (x^(k+1) <= x^k): isotonic regression over the orders, bounded by the
+  projected second moment (a necessary condition, not the whole moment problem);
+* a covariance matrix alone is symmetric positive semi-definite: the Frobenius-nearest such matrix
+  keeps the eigenvectors and clips negative eigenvalues at 0 (Higham 1988);
 * a count fraction lies in [0, 1], and a count is that fraction of a non-negative size.
 
-Each function returns the projected value and how far the projection moved it (0 when the estimate
-was already valid), so a user sees when a projection changed something.
+A user must see when a projection changed something: :func:`change` describes a move (``changed``,
+``max_change``, the attributes or queries it touched) as the answers' ``projections`` report it, and
+:func:`project_moment_answers` gives those entries for the moments, variances and covariance.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from sklearn.isotonic import IsotonicRegression
 
-__all__ = ["project_cdf", "project_counts", "project_covariance", "project_moments"]
+from .joint import project_jointly
+
+__all__ = ["change", "project_cdf", "project_counts", "project_covariance", "project_higher_moments",
+           "project_moment_answers"]
 
 
 def _isotonic(y: np.ndarray, x: np.ndarray, *, increasing: bool) -> np.ndarray:
@@ -39,16 +49,81 @@ def project_cdf(values: np.ndarray, points: np.ndarray) -> tuple[np.ndarray, flo
     return out, float(np.abs(out - values).max()) if values.size else 0.0
 
 
-def project_moments(moments: dict[str, list[float]]) -> tuple[dict[str, list[float]], float]:
-    """Raw moments by order ``{"1": [...], "2": [...]}`` of unit-box attributes -> per attribute
-    non-increasing in the order and in [0, 1]; and the largest change."""
-    if not moments:
-        return {}, 0.0
-    orders = sorted(moments, key=int)
-    table = np.array([moments[k] for k in orders], dtype=np.float64)  # (orders, d)
+def project_higher_moments(second: np.ndarray, higher: dict[str, list[float]]) -> dict[str, list[float]]:
+    """Raw moments of orders 3, 4, ... (``{"3": [...], ...}``) of attributes in [0, 1], given their
+    (already consistent) second moments: per attribute, the nearest values with
+    second >= m3 >= m4 >= ... >= 0 (bounded isotonic regression over the orders)."""
+    if not higher:
+        return {}
+    orders = sorted(higher, key=int)
+    table = np.array([higher[k] for k in orders], dtype=np.float64)  # (orders, d)
     x = np.array([int(k) for k in orders], dtype=np.float64)
-    projected = np.column_stack([_isotonic(table[:, j], x, increasing=False) for j in range(table.shape[1])])
-    return {k: projected[i].tolist() for i, k in enumerate(orders)}, float(np.abs(projected - table).max())
+    projected = np.column_stack([
+        IsotonicRegression(y_min=0.0, y_max=float(max(top, 0.0)), increasing=False).fit_transform(x, table[:, j])
+        for j, top in enumerate(np.asarray(second, dtype=np.float64))])
+    return {k: projected[i].tolist() for i, k in enumerate(orders)}
+
+
+def change(raw: np.ndarray, projected: np.ndarray, *, axis_name: str = "attributes") -> dict[str, Any]:
+    """How a projection moved an answer: ``changed`` (any value moved at all), ``max_change`` (the
+    largest absolute move) and ``axis_name`` (the rows that moved: attributes, or count queries),
+    rows being the first axis of ``raw``."""
+    raw, projected = np.asarray(raw, dtype=np.float64), np.asarray(projected, dtype=np.float64)
+    moved = np.abs(projected - raw)
+    rows = moved.reshape(moved.shape[0], -1).max(axis=1) if moved.ndim else moved.reshape(1)
+    return {"changed": bool((rows > 0).any()), "max_change": float(rows.max(initial=0.0)),
+            axis_name: [int(j) for j in np.flatnonzero(rows > 0)]}
+
+
+def project_moment_answers(moments: dict[str, list[float]], covariance: np.ndarray | None, mean: np.ndarray, *,
+                           lower: np.ndarray, upper: np.ndarray,
+                           second: np.ndarray | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Raw moments by order (``{"1": [...], "2": [...], ...}``, possibly empty), the raw covariance
+    (or None) and the raw mean it was centred on -> the consistent answers (``moments``,
+    ``variances``, ``covariance``, each present when it can be given) and their ``projections``
+    entries. Orders 1 and 2 and the covariance are projected together (:mod:`.joint`), higher
+    orders then below the second moment (:func:`project_higher_moments`, unit box only).
+    ``second``, the raw second moment, is used when ``moments`` stops before order 2: it joins the
+    covariance's projection as a second estimate of the variances, and is not reported."""
+    if sorted(moments, key=int) != [str(k) for k in range(1, len(moments) + 1)]:
+        raise ValueError(f"The 'moments' parameter of project_moment_answers must hold the orders 1..K. "
+                         f"Got the orders {sorted(moments, key=int)} instead.")
+    mean = np.asarray(mean, dtype=np.float64)
+    asked_second = "2" in moments
+    if asked_second:
+        second = np.asarray(moments["2"], dtype=np.float64)
+    elif covariance is None:
+        second = None
+    joint = project_jointly(mean, second, covariance, lower=lower, upper=upper)
+    answers: dict[str, Any] = {}
+    moved: dict[str, Any] = {}
+    if moments:
+        projected = {"1": joint.mean.tolist()}
+        if asked_second:
+            projected["2"] = joint.second.tolist()
+        higher = {k: v for k, v in moments.items() if int(k) > 2}
+        if higher:
+            if np.any(np.asarray(lower) < 0) or np.any(np.asarray(upper) > 1):
+                raise ValueError("project_moment_answers: moments of order 3 and more are projected for attributes in "
+                                 f"[0, 1] only; got the box lower={np.asarray(lower).tolist()}, upper={np.asarray(upper).tolist()}")
+            projected.update(project_higher_moments(joint.second, higher))
+        answers["moments"] = {k: projected[k] for k in sorted(moments, key=int)}
+        orders = {k: change(moments[k], answers["moments"][k]) for k in answers["moments"]}
+        moved["moments"] = {"changed": any(o["changed"] for o in orders.values()),
+                            "max_change": max(o["max_change"] for o in orders.values()),
+                            "attributes": sorted({j for o in orders.values() for j in o["attributes"]}),
+                            "orders": orders}
+    if joint.variance is not None:
+        answers["variances"] = joint.variance.tolist()
+        raw_variance = np.diag(covariance) if covariance is not None else np.asarray(second) - mean**2
+        moved["variances"] = change(raw_variance, joint.variance)
+    if covariance is not None:
+        answers["covariance"] = joint.covariance.tolist()
+        symmetric = (np.asarray(covariance) + np.asarray(covariance).T) / 2
+        moved["covariance"] = {**change(covariance, joint.covariance),
+                               "raw_min_eigenvalue": float(np.linalg.eigvalsh(symmetric).min()),
+                               "iterations": joint.iterations, "converged": joint.converged}
+    return answers, moved
 
 
 def project_covariance(matrix: np.ndarray) -> tuple[np.ndarray, float]:
