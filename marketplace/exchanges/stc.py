@@ -141,6 +141,13 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
             "choice": None if choice is None else choice["indices"], "end_reason": curator.get("end_reason")}
 
 
+def nothing_released(config: ScenarioConfig, results: dict[str, dict[str, Any]]) -> str | None:
+    """Why no owner's private release reached the consumer, or None."""
+    if not (results.get(CURATOR) or {}).get("released"):
+        return "no owner released its centres (stc_release)"
+    return None
+
+
 _REFERENCES: dict[tuple, dict[str, float]] = {}
 """Memo of the non-private references: they depend only on the data, k, the seed and the solver
 options, not on the privacy settings, so a sweep over eps, rho or the release computes each once."""

@@ -102,6 +102,14 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
     }
 
 
+def nothing_released(config: ScenarioConfig, results: dict[str, dict[str, Any]]) -> str | None:
+    """Why the run's summary holds nothing from the owners (no round selected a point), or None."""
+    selection = (results.get(CURATOR) or {}).get("selection") or []
+    if config.summarize.rounds > 0 and not selection:
+        return f"the summary is empty (0 of {config.summarize.rounds} rounds selected a point)"
+    return None
+
+
 def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     rows = [("rounds", f"{len(report.get('selection', []))} ({report.get('end_reason') or '-'})")]
     pars = report.get("parsimony") or {}
