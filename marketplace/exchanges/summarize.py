@@ -74,7 +74,7 @@ def progress(config: ScenarioConfig, curator: Role) -> tuple[int, int]:
 
 
 def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    from marketplace.runner.evaluate import baselines, central_replay, non_private_greedy
+    from marketplace.runner.evaluate import baselines, central_replay, exclusion_rounds, non_private_greedy
 
     curator = results.get(CURATOR) or {}
     consumer = results.get(CONSUMER) or {}
@@ -97,7 +97,7 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
         "metrics": metrics,
         "flagged": curator.get("flagged", {}),
         "end_reason": curator.get("end_reason"),
-        "checks": {"central_replay": central_replay(config, world, selection)},
+        "checks": {"central_replay": central_replay(config, world, selection, exclusion_rounds(curator))},
         "auction": curator.get("auction"),
     }
 
