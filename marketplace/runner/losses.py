@@ -42,7 +42,7 @@ def loss_failures(lost: dict[str, Any], nothing_released: str | None) -> list[st
     """Why the run failed because of what it lost: every owner lost, or (``nothing_released``, the
     protocol's own check) nothing of the owners in the result. Empty when the run kept something."""
     if lost["owners"] and lost["count"] >= lost["owners"]:
-        return [f"every owner was lost ({lost['summary']}); nothing in this run's result comes from an owner"]
+        return [f"every owner was lost ({lost['summary']}): the protocol could not finish with its owners"]
     if nothing_released:
         return [f"nothing from the owners reached the result: {nothing_released}"]
     return []

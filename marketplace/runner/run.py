@@ -368,7 +368,7 @@ def assemble_from_party_reports(scenario: Scenario, parties_dir: Path, out: Path
             rep = {"id": party, "role": role_of(party), "status": "failed", "failure": problems[party]}
             missing[party] = rep["failure"]
         parties.append(rep)
-    dropped = set((((read.get(CURATOR) or {}).get("result") or {}).get("dropouts") or {}))
+    dropped = set(excluded_owners((read.get(CURATOR) or {}).get("result") or {}))
     check_reports(scenario, {p: r for p, r in read.items() if p not in dropped}, paths)
     failures = [text for party, text in missing.items() if party not in dropped]
     world = make_world(config)
