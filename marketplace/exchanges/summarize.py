@@ -122,7 +122,10 @@ def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append(("parsimony", f"rho = {fmt(pars.get('rho'))}  (curator saw {pars.get('points_seen', '-')} points; {sizes})"))
     replay = report.get("checks", {}).get("central_replay", {})
     if replay.get("applicable", True):
-        rows.append(("check", f"selection equals the central replay of the protocol rule: {replay.get('matches')}"))
+        replayed = replay.get("dropouts_replayed") or {}
+        without = (f" (replayed without {', '.join(f'{o} from round {r}' for o, r in list(replayed.items())[:5])}"
+                   f"{', ...' if len(replayed) > 5 else ''})") if replayed else ""
+        rows.append(("check", f"selection equals the central replay of the protocol rule: {replay.get('matches')}{without}"))
     if _private(report):
         for name, ledger in report.get("privacy", {}).items():
             if isinstance(ledger, dict) and "eps" in ledger:
