@@ -189,3 +189,21 @@ def refuses_from_round(first: int):
         role.handle = handle
         return role
     return change
+
+
+def test_an_stc_run_without_any_release_fails_and_reports_no_protocol_cost(monkeypatch, tmp_path):
+    raw = {"name": "stc-tiny", "protocol": "stc", "seed": 5, "parties": {"owners": 2},
+           "data": {"source": {"kind": "stc_synthetic", "stc_synthetic": {"which": 2, "n_source": 400, "n_target": 300}},
+                    "partition": {"scheme": "even", "groups": [0]},
+                    "consumer": {"target_groups": [1], "target_share": 0.99, "validation_size": 280, "test_size": 5},
+                    "seed_set": {"size": 0}},
+           "stc": {"release": "nna", "k": 6, "domain": {"low": [0.0], "high": [1.0]}, "baselines": []}}
+    with_hostile_owners(monkeypatch, {"owner-1", "owner-2"}, refuses("stc_request"))
+    report = run_scenario(parse_scenario(raw, source="t", base_dir=tmp_path), tmp_path / "run", driver="inprocess")
+    assert report["status"] == "failed"
+    assert any(f.startswith("every owner was lost (2 of 2") for f in report["failures"]), report["failures"]
+    metrics = report["metrics"]
+    assert report["choice"] is not None  # the consumer chose from T alone: kept aside, not the protocol's cost
+    assert metrics["cost"] is None and "not the protocol's result" in metrics["note"]
+    assert metrics["without_owner_releases"]["cost"] is not None
+    assert owner_statuses(report) == {"owner-1": "failed", "owner-2": "failed"}
