@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from marketplace import seeds
+from marketplace.data.bounds import check_rows
 from marketplace.data.dataset import Dataset
 from marketplace.data.world import World, build_world
 from marketplace.privacy.accountant import PrivacyLedger
@@ -178,8 +179,10 @@ def _fingerprint_of(config: ScenarioConfig, fingerprint) -> dict[str, str]:
 
 def load_owner_file(path: str) -> Dataset:
     """An owner's own data: a ``.npz`` archive (``numpy.savez``) with arrays X (n, dim), finite
-    numbers, and y (n,), integer class labels. Anything else is refused with a ValueError that
-    names the file and the problem (the party then exits with status 2)."""
+    numbers small enough that the bids computed from them stay finite
+    (:func:`marketplace.data.bounds.check_rows`), and y (n,), integer class labels. Anything else
+    is refused with a ValueError that names the file, and the row and column of a bad value (the
+    party then exits with status 2)."""
     import zipfile
 
     try:
@@ -204,9 +207,7 @@ def load_owner_file(path: str) -> Dataset:
     X = np.asarray(X_raw, dtype=np.float64)
     if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"{path}: X must be an (n, dim) array with at least one row and one column, got shape {X.shape}")
-    bad = np.flatnonzero(~np.isfinite(X).all(axis=1))
-    if bad.size:
-        raise ValueError(f"{path}: X must be finite; row {bad[0]} holds {float(X[bad[0]][~np.isfinite(X[bad[0]])][0])}")
+    check_rows(X, f"{path}: X")
     if y_raw.shape != (len(X),):
         raise ValueError(f"{path}: y must be an ({len(X)},) array, one label per row of X, got shape {y_raw.shape}")
     if y_raw.dtype.kind not in "biuf":

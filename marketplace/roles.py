@@ -104,11 +104,12 @@ class Role(ABC):
 
     def acknowledge_shutdown(self, message: Envelope) -> list[Send]:
         """The curator ended the run: remember how, stop, and answer ``bye``. A run the curator
-        ended as failed is failed for this party too (its exit status says so)."""
+        ended as failed, or ended as failed for this party (an owner it excluded: the reason says
+        why), is failed for this party too (its exit status says so)."""
         body = message.body
         self.end_status = body.status
         if body.status == "failed" and self.failure is None:
-            self.failure = f"the curator ended the run as failed: {body.reason}"
+            self.failure = f"the curator ended the run as failed for this party: {body.reason}"
         self.done = True
         return [Send(message.sender, Bye(), reply_to=message.msg_id)]
 

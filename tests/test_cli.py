@@ -166,6 +166,21 @@ def test_validate_refuses_a_non_numeric_csv_feature_as_run_does(tmp_path):
     assert ran.returncode == 2 and "column 'b'" in ran.stderr and not (tmp_path / "out").exists()
 
 
+def test_validate_refuses_a_csv_with_a_missing_cell_instead_of_dropping_its_column_or_row(tmp_path):
+    """An `NA` used to drop its whole column (validate said 2 features instead of 3), an empty cell
+    or a missing label its row; both now stop validate and run with the line and the column."""
+    data = quickstart_dict()
+    data["data"]["source"] = {"kind": "csv", "csv": {"path": "t.csv", "label": "label"}}
+    path = write(tmp_path, data)
+    for cell, column in (("NA", "b"), ("", "b"), ("", "label")):
+        rows = [[str(i), str(i % 5), str(i % 7), str(i % 2)] for i in range(200)]
+        rows[40][["a", "b", "c", "label"].index(column)] = cell  # row 40 is line 42 (after the header)
+        (tmp_path / "t.csv").write_text("a,b,c,label\n" + "".join(",".join(r) + "\n" for r in rows))
+        validated = run_cli("validate", str(path))
+        assert validated.returncode == 2, validated.stderr
+        assert f"t.csv: line 42, column '{column}': missing value {cell!r}" in validated.stderr
+
+
 def test_validate_refuses_owners_left_without_rows_naming_them():
     result = run_cli("validate", str(QUICKSTART), "--set", "parties.owners=500")
     assert result.returncode == 2

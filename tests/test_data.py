@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import gzip
 import shutil
 from dataclasses import replace
@@ -238,16 +240,60 @@ def test_digits_loads_scaled_with_digit_groups():
     assert np.array_equal(data.group, data.y) and len(data.group_names) == 10
 
 
-def test_csv_maps_string_labels_and_groups_and_drops_missing_rows(tmp_path):
+def test_csv_maps_string_labels_and_groups(tmp_path):
     path = write_csv(
         tmp_path / "people.csv",
-        "age,height,city,label\n30,1.8,paris,yes\n40,?,rome,no\n,1.6,oslo,no\n50,1.7,rome,yes\n25,1.5,paris,no\n",
+        "age,height,city,label\n30,1.8,paris,yes\n40,1.9,rome,no\n50,1.7,rome,yes\n25,1.5,paris,no\n",
     )
     data = load_source(SourceConfig(kind="csv", csv=CsvSource(path=str(path), label="label", group="city")), rng())
-    assert data.feature_names == ("age", "height")  # the non-numeric column city is not a feature
-    assert data.X.tolist() == [[30, 1.8], [50, 1.7], [25, 1.5]]
-    assert data.y.tolist() == [1, 1, 0]  # sorted labels: no -> 0, yes -> 1
-    assert data.group_names == ("paris", "rome") and data.group.tolist() == [0, 1, 0]
+    assert data.feature_names == ("age", "height")  # the text column city is not a feature
+    assert data.X.tolist() == [[30, 1.8], [40, 1.9], [50, 1.7], [25, 1.5]]
+    assert data.y.tolist() == [1, 0, 1, 0]  # sorted labels: no -> 0, yes -> 1
+    assert data.group_names == ("paris", "rome") and data.group.tolist() == [0, 1, 1, 0]
+
+
+PEOPLE = "age,height,weight,label\n30,1.8,70,yes\n40,1.9,80,no\n50,1.7,60,yes\n"
+
+
+@pytest.mark.parametrize("line, column, cell", [
+    (3, "height", "NA"), (3, "height", ""), (4, "age", "?"), (2, "weight", "n/a"), (2, "weight", "NULL"),
+    (4, "label", ""),  # a missing label
+])
+def test_csv_a_missing_cell_is_refused_naming_file_line_and_column(tmp_path, line, column, cell):
+    """No row and no column is lost without a word: an `NA` cell used to drop its whole feature
+    column, an empty cell or a missing label its row."""
+    lines = PEOPLE.splitlines()
+    header = lines[0].split(",")
+    fields = lines[line - 1].split(",")
+    fields[header.index(column)] = cell
+    lines[line - 1] = ",".join(fields)
+    path = write_csv(tmp_path / "people.csv", "\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match=rf"people\.csv: line {line}, column '{column}': missing value '{re.escape(cell)}'"):
+        load_source(SourceConfig(kind="csv", csv=CsvSource(path=str(path), label="label")), rng())
+
+
+def test_csv_counts_every_missing_cell_in_its_error(tmp_path):
+    path = write_csv(tmp_path / "d.csv", "a,b,label\n1,NA,0\n,2,1\n3,4,\n")
+    with pytest.raises(ValueError, match=r"line 2, column 'b': missing value 'NA' \(3 missing cells in the columns used\)"):
+        load_source(SourceConfig(kind="csv", csv=CsvSource(path=str(path), label="label")), rng())
+
+
+def test_csv_a_missing_cell_in_an_unused_column_is_no_problem(tmp_path):
+    path = write_csv(tmp_path / "d.csv", "a,b,note,label\n1,2,,0\n3,4,NA,1\n")
+    data = load_source(SourceConfig(kind="csv", csv=CsvSource(path=str(path), label="label", features=("a", "b"))), rng())
+    assert data.X.tolist() == [[1, 2], [3, 4]]
+
+
+def test_csv_a_column_mixing_numbers_and_text_is_refused_not_dropped(tmp_path):
+    path = write_csv(tmp_path / "d.csv", "a,b,label\n1,2,0\n3,abc,1\n5,6,0\n")
+    with pytest.raises(ValueError, match=r"d\.csv: line 3, column 'b': 'abc' is not a number, but the column's other values are"):
+        load_source(SourceConfig(kind="csv", csv=CsvSource(path=str(path), label="label")), rng())
+
+
+def test_csv_a_value_too_large_for_the_protocols_is_refused(tmp_path):
+    path = write_csv(tmp_path / "d.csv", "a,b,label\n1,2,0\n3,-1e300,1\n")
+    with pytest.raises(ValueError, match=r"d\.csv: line 3, column 'b' holds -1e\+300: too large"):
+        load_source(SourceConfig(kind="csv", csv=CsvSource(path=str(path), label="label")), rng())
 
 
 def test_csv_without_group_column_groups_by_label_and_keeps_integer_labels(tmp_path):

@@ -110,6 +110,7 @@ def test_a_stopped_owner_is_detected_within_the_heartbeat_timeout_and_the_protoc
     assert curator["end_reason"] == "all rounds done"
     assert report["party_details"]["consumer"]["result"]["metrics"]["mmd2"] is not None  # the consumer got its summary
     assert_nothing_lost_or_counted_twice(report, 1000, "owner-2", round_no)
+    assert report["checks"]["central_replay"]["matches"] is True  # the dropout replayed
     assert not any(_alive(pid) for pid in pids)  # the stopped owner too
 
 

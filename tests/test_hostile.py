@@ -209,6 +209,9 @@ def test_a_party_that_stops_progressing_is_dropped_with_the_reason_and_the_run_c
             "bye_mid_round": "no a bid for round", "nan_bids": "sent a bid that could not be read"}[behaviour] in reason
     if behaviour == "bye_mid_round":
         assert "no shutdown was sent to this party" in (report["party_details"]["curator"]["errors"] or [""])[0]
+    else:  # still connected when the run ended: told it was dropped, so its own status says so
+        assert codes["owner-2"] == 3 and next(p for p in report["parties"] if p["id"] == "owner-2")["status"] == "failed"
+    assert report["checks"]["central_replay"]["matches"], report["checks"]["central_replay"]
 
 
 @pytest.mark.parametrize("mismatch", ["seed", "features", "run_id"])
@@ -353,8 +356,10 @@ def test_a_point_sold_twice_under_another_row_number_is_refused(tmp_path, clean)
     run = LocalRun(tmp_path / "run", raw)
     run.everyone(hostile={"owner-1": "resells"})
     codes = run.wait()
-    report = completed(run, codes)
+    report = completed(run, codes, owners_ok=False)
     assert "sent the same point again" in report["flagged"]["owner-1"]
+    assert codes["owner-1"] == 3 and codes["owner-2"] == codes["owner-3"] == 0  # the flagged owner was told
+    assert report["owners_lost"]["count"] == 1 and report["checks"]["central_replay"]["matches"]
     expected = reference(raw, tmp_path, {"owner-1": lambda role: make_hostile(role, "resells")})
     assert report["selection"] == expected["selection"]
     assert len({s[2] for s in report["selection"]}) == len(report["selection"])  # no point twice

@@ -160,6 +160,9 @@ def test_an_owner_killed_mid_run_is_dropped_and_the_run_completes(tiny_scenario,
     assert report["parsimony"]["points_seen"] == 1000 + report["parsimony"]["validation_size"]
     owner2_rounds = [i for i, (o, *_) in enumerate(selection, start=1) if o == "owner-2"]
     assert not owner2_rounds or max(owner2_rounds) <= report["dropouts"]["owner-2"]["round"]
+    replay = report["checks"]["central_replay"]  # the dropout replayed: the protocol did what it should
+    assert replay["matches"] is True and replay["dropouts_replayed"] == {"owner-2": report["dropouts"]["owner-2"]["round"]}
+    assert report["owners_lost"]["summary"].startswith("1 of 3 owners lost: owner-2 (round ")
 
 
 @pytest.mark.parametrize(("launch", "per_process"), [("forkserver", 1), ("exec", 1), ("forkserver", 2), ("exec", 3)])

@@ -172,7 +172,7 @@ class CuratorBase(Role):
         targets = [p for p in (*self.members(), CONSUMER) if p not in self.lost]
         self.waiting_bye = set(targets)
         self.done = not self.waiting_bye
-        return [Send(p, Shutdown(reason=reason, status=status)) for p in targets]
+        return [self._shutdown(p, status, reason) for p in targets]
 
     def _tell_owners(self) -> list[Send]:
         """The consumer confirmed (or was lost): shut the owners down with the run's final status."""
@@ -182,7 +182,28 @@ class CuratorBase(Role):
         targets = [p for p in self.members() if p not in self.lost]
         self.waiting_bye |= set(targets)
         self.done = not self.waiting_bye
-        return [Send(p, Shutdown(reason=reason, status=status)) for p in targets]
+        return [self._shutdown(p, status, reason) for p in targets]
+
+    def excluded_reason(self, party: str) -> str | None:
+        """Why ``party`` was taken out of the run (a dropout, or flagged for a release that could
+        not be used), or None if it took part to the end."""
+        record = (getattr(self, "dropouts", None) or {}).get(party)
+        if record is not None:
+            where = f" in round {record['round']}" if "round" in record else ""
+            return f"dropped from the run{where}: {record.get('reason') or 'lost'}"
+        flagged = (getattr(self, "flagged", None) or {}).get(party)
+        if flagged is not None:
+            return f"flagged and excluded from the run: {flagged}"
+        return None
+
+    def _shutdown(self, party: str, status: str, reason: str) -> Send:
+        """The ``shutdown`` that ends ``party``'s session. An owner the run went on without is told
+        so, as ``failed`` with the reason it was excluded, whatever became of the others: its own
+        report and exit status must not say it completed its part."""
+        excluded = self.excluded_reason(party) if party != CONSUMER else None
+        if excluded is not None:
+            return Send(party, Shutdown(reason=cut(f"{excluded} (the run: {status}, {reason})", 2000), status="failed"))
+        return Send(party, Shutdown(reason=reason, status=status))
 
     def _on_bye(self, message: Envelope) -> list[Send]:
         sender = message.sender

@@ -13,7 +13,8 @@ sharer) -> ``closing`` (``shutdown`` sent, waiting for every ``bye``).
 * Once every live sharer's dataset is in, each goes to every other agent, followed by
   ``pfds_phase(train)``; then the run closes.
 * A sharer or receiver lost at any point is a dropout: the run goes on with the others (a tree
-  already forwarded stays in the vote). Losing the consumer fails the run.
+  already forwarded stays in the vote). Losing the consumer fails the run, and so does losing
+  every sharer before its records came: the agents would train on their own rows alone.
 
 The curator reads no raw record: it sees trees and synthetic records, which are private releases.
 """
@@ -140,6 +141,9 @@ class PfdsCurator(CuratorBase):
                 return self._close(status="failed", reason="no sharer left")
             return self._forward_trees()
         if self.phase == "data" and set(self._live_sharers()) <= set(self.datasets):
+            if not self._live_sharers():  # every sharer was lost before its records came: nothing to train on
+                return self._close(status="failed", reason=f"no sharer left: all {len(self.voters)} voters of round 1 "
+                                                           f"were lost before releasing their records (round 2)")
             return self._forward_data()
         return []
 

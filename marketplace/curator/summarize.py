@@ -58,6 +58,7 @@ class SummarizeCurator(CuratorBase):
         self.active = ActiveOwners(owners)  # in id order; dropped when lost or caught cheating
         self.dropouts: dict[str, dict[str, Any]] = {}
         self.flagged: dict[str, str] = {}
+        self.flagged_rounds: dict[str, int] = {}
         self.ledger = ParsimonyLedger()
         seed_phi = features.transform(seed_set) if len(seed_set) else np.zeros((0, features.n_features))
         self.summary_sum = seed_phi.sum(axis=0)
@@ -225,6 +226,7 @@ class SummarizeCurator(CuratorBase):
         problem = self._verify(sender, point)
         if problem:
             self.flagged[sender] = problem
+            self.flagged_rounds[sender] = self.round
             self.active.remove(sender)
             self.bids.pop(sender, None)
             log.warning("owner %s flagged and excluded: %s", sender, problem)
@@ -264,6 +266,7 @@ class SummarizeCurator(CuratorBase):
     def _exclude_unreadable(self, peer: str) -> list[Send]:
         self.ledger.see(peer, raw=not self.less_trusted)
         self.flagged[peer] = f"round {self.round}: sent a point that could not be read"
+        self.flagged_rounds[peer] = self.round
         if peer in self.active:
             self.active.remove(peer)
         self.bids.pop(peer, None)
@@ -360,6 +363,7 @@ class SummarizeCurator(CuratorBase):
             "selection": [[o, r, k] for o, r, k in self.selection],
             "value": {o: self.value[o] for o in self.owners},
             "flagged": dict(self.flagged),
+            "flagged_rounds": dict(self.flagged_rounds),
             "dropouts": dict(self.dropouts),
             "late_byes": list(self.late_byes),
             "seed_set_size": self.seed_size,

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from marketplace.data.bounds import check_rows
 from marketplace.data.config import DataConfig, PartitionConfig
 from marketplace.data.dataset import Dataset, World
 from marketplace.data.partition import (partition_attribute_distance, partition_by_group, partition_even,
@@ -34,6 +35,7 @@ def build_world(config: DataConfig, n_owners: int, seed: int) -> World:
         raise ValueError(f"n_owners must be a positive integer, got {n_owners!r}")
     streams = [np.random.default_rng(child) for child in np.random.SeedSequence(seed).spawn(4)]
     data = load_source(config.source, streams[_SOURCE])
+    check_rows(data.X, f"data.source: {data.name}", columns=data.feature_names)
     targets = _target_groups(data, config)
     pool = _target_pool(data, targets, config, streams[_TARGET])
     seed_rows = _seed_rows(data, targets, pool, config, streams[_SEED_SET])

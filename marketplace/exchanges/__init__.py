@@ -16,6 +16,9 @@ exchange module supplies the protocol-specific parts through these functions:
 * ``head_rows(report)`` and ``tables(report)``: the terminal summary;
 * ``sweep_row(report)``, ``sweep_table(summary, keys, title)``, ``plot_sweep(summary, keys, path,
   title)``: what a sweep records and shows.
+* optional ``nothing_released(config, results) -> str | None``: why the run ended with nothing
+  from the owners (no point selected, no sketch, no release, no synthetic record), or None; the
+  runner then reports the run ``failed`` (its metrics would be the consumer's alone);
 * optional ``artifacts(report, out_dir)``: write protocol files into the run folder (and say so
   in ``report``) before report.json is written.
 """

@@ -200,6 +200,8 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
         model = (results.get(agent) or {}).get("model")
         pfds[agent] = model_error(Fitted.from_plain(model), schema, test_X, test_y) if model else None
     metrics: dict[str, Any] = {"pfds": _summary(pfds, evaluated)}
+    if not sum((curator.get("synthetic_rows") or {}).values()):
+        metrics["pfds"] = _not_the_protocols(metrics["pfds"])
     baselines = Baselines(config, world, schema, sharers, own, evaluated)
     for name in config.pfds.baselines:
         metrics[name] = getattr(baselines, name)()
@@ -225,6 +227,23 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
         "parsimony": curator.get("parsimony"),
         "checks": {"consumer_error_matches_report": _consumer_check(results.get(CONSUMER) or {}, pfds.get(CONSUMER))},
     }
+
+
+def nothing_released(config: ScenarioConfig, results: dict[str, dict[str, Any]]) -> str | None:
+    """Why no sharer's synthetic records reached the agents, or None."""
+    if not sum(((results.get(CURATOR) or {}).get("synthetic_rows") or {}).values()):
+        return "no synthetic rows: no sharer's labelled records reached the agents (synthetic_rows: 0)"
+    return None
+
+
+def _not_the_protocols(summary: dict[str, Any]) -> dict[str, Any]:
+    """The pfds errors of a run in which no synthetic record reached the agents: each agent trained
+    on its own rows alone, so these are not the protocol's result. The headline figures are nulled;
+    what the agents' models scored is kept aside, labelled."""
+    return {"mean": None, "consumer": None, "mean_all_agents": None, "agents": {a: None for a in summary["agents"]},
+            "note": "not the protocol's result: no synthetic record reached the agents, so each trained on its own "
+                    "rows alone (see without_shared_records)",
+            "without_shared_records": summary}
 
 
 def _summary(errors: dict[str, float | None], evaluated: list[str]) -> dict[str, Any]:
@@ -383,6 +402,8 @@ def tables(report: dict[str, Any]) -> list[Table]:
         m = (report.get("metrics") or {}).get(name)
         if m:
             table.add_row(LABELS[name], fmt(m.get("mean")), fmt(m.get("consumer")))
+            if m.get("note"):
+                table.caption = f"{LABELS[name]}: {m['note']}"
     return [table]
 
 

@@ -332,6 +332,13 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
     }
 
 
+def nothing_released(config: ScenarioConfig, results: dict[str, dict[str, Any]]) -> str | None:
+    """Why no owner's sketch reached the consumer, or None."""
+    if not (results.get(CURATOR) or {}).get("released"):
+        return "no owner released a sketch"
+    return None
+
+
 def artifacts(report: dict[str, Any], out: Path) -> None:
     """Save the consumer's sketches as .npz files in ``out/sketches/`` (merged.npz and one per owner),
     for ``marketplace sketch query``; their paths go into ``report["files"]``."""

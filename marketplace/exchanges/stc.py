@@ -134,11 +134,23 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
         refs["private_kmeans"] = _private_kmeans_reference(config, T, S, k, options)
     metrics["baselines"] = refs
     curator = results.get(CURATOR) or {}
+    if choice is not None and not curator.get("released"):  # chosen from T alone: not the protocol's result
+        aside = {k: metrics[k] for k in ("cost", "estimated_cost", "released_centers")}
+        metrics.update(cost=None, estimated_cost=None, released_centers=None, without_owner_releases=aside,
+                       note="not the protocol's result: no owner's release reached the consumer, so its choice "
+                            "used T alone (see without_owner_releases)")
     privacy = {p: (results.get(p) or {}).get("privacy") or {"note": "no release recorded (dropped out or failed)"}
                for p in party_ids(config)[1:-1]}
     privacy[CONSUMER] = {"guarantee": "none", "note": "T is sent to the owners by design (it is what the consumer wants labelled)"}
     return {"privacy": privacy, "parsimony": curator.get("parsimony"), "metrics": metrics,
             "choice": None if choice is None else choice["indices"], "end_reason": curator.get("end_reason")}
+
+
+def nothing_released(config: ScenarioConfig, results: dict[str, dict[str, Any]]) -> str | None:
+    """Why no owner's private release reached the consumer, or None."""
+    if not (results.get(CURATOR) or {}).get("released"):
+        return "no owner released its centres (stc_release)"
+    return None
 
 
 _REFERENCES: dict[tuple, dict[str, float]] = {}

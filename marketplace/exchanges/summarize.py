@@ -74,7 +74,7 @@ def progress(config: ScenarioConfig, curator: Role) -> tuple[int, int]:
 
 
 def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    from marketplace.runner.evaluate import baselines, central_replay, non_private_greedy
+    from marketplace.runner.evaluate import baselines, central_replay, exclusion_rounds, non_private_greedy
 
     curator = results.get(CURATOR) or {}
     consumer = results.get(CONSUMER) or {}
@@ -97,9 +97,17 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
         "metrics": metrics,
         "flagged": curator.get("flagged", {}),
         "end_reason": curator.get("end_reason"),
-        "checks": {"central_replay": central_replay(config, world, selection)},
+        "checks": {"central_replay": central_replay(config, world, selection, exclusion_rounds(curator))},
         "auction": curator.get("auction"),
     }
+
+
+def nothing_released(config: ScenarioConfig, results: dict[str, dict[str, Any]]) -> str | None:
+    """Why the run's summary holds nothing from the owners (no round selected a point), or None."""
+    selection = (results.get(CURATOR) or {}).get("selection") or []
+    if config.summarize.rounds > 0 and not selection:
+        return f"the summary is empty (0 of {config.summarize.rounds} rounds selected a point)"
+    return None
 
 
 def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
@@ -114,7 +122,10 @@ def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append(("parsimony", f"rho = {fmt(pars.get('rho'))}  (curator saw {pars.get('points_seen', '-')} points; {sizes})"))
     replay = report.get("checks", {}).get("central_replay", {})
     if replay.get("applicable", True):
-        rows.append(("check", f"selection equals the central replay of the protocol rule: {replay.get('matches')}"))
+        replayed = replay.get("dropouts_replayed") or {}
+        without = (f" (replayed without {', '.join(f'{o} from round {r}' for o, r in list(replayed.items())[:5])}"
+                   f"{', ...' if len(replayed) > 5 else ''})") if replayed else ""
+        rows.append(("check", f"selection equals the central replay of the protocol rule: {replay.get('matches')}{without}"))
     if _private(report):
         for name, ledger in report.get("privacy", {}).items():
             if isinstance(ledger, dict) and "eps" in ledger:

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -98,6 +99,9 @@ def summary_tables(report: dict[str, Any]) -> list[Table]:
     head.add_row("status", f"[green]{status}[/]" if status == "completed" else f"[red]{status}[/]")
     for failure in report.get("failures", []):
         head.add_row("failure", shorten(failure))
+    lost = report.get("owners_lost") or {}
+    if lost.get("count"):
+        head.add_row("[bold red]owners lost[/]", f"[red]{escape(shorten(lost['summary'], 600))}[/]")
     rows = protocol.head_rows(report)
     for name, text in rows[:2]:
         head.add_row(name, text)
@@ -110,7 +114,7 @@ def summary_tables(report: dict[str, Any]) -> list[Table]:
         head.add_row(name, text)
     if (report.get("noise") or {}).get("summary"):
         head.add_row("noise", report["noise"]["summary"])
-    if report.get("dropouts"):
+    if report.get("dropouts") and not lost:  # a report written before owners_lost existed
         head.add_row("dropouts", shorten(", ".join(f"{k} (round {v.get('round', '-')})" for k, v in report["dropouts"].items())))
 
     parties = Table(title="parties", title_justify="left")

@@ -71,13 +71,27 @@ def _owner_keys(config: ScenarioConfig, world: World, index: int) -> list[str]:
     return [point_key(x, int(y)) for x, y in zip(data.X, data.y)]
 
 
-def _non_private_rule(config: ScenarioConfig, world: World, rounds: int) -> list[tuple[int, int]]:
-    """The non-private protocol's selection, computed centrally."""
+def _non_private_rule(config: ScenarioConfig, world: World, rounds: int,
+                      excluded_from: dict[int, int] | None = None) -> list[tuple[int, int]]:
+    """The non-private protocol's selection, computed centrally; ``excluded_from`` maps an owner's
+    index to the round from which the curator went on without it."""
     features = public_features(config, world.dim)
     owner_phi = [features.transform(o.X) for o in world.owners]
     target_mean = features.transform(world.validation.X).mean(axis=0)
     seed_phi = features.transform(world.seed_set.X)
-    return protocol_greedy(owner_phi, target_mean, seed_phi, rounds) if rounds else []
+    return protocol_greedy(owner_phi, target_mean, seed_phi, rounds, excluded_from) if rounds else []
+
+
+def exclusion_rounds(curator: dict[str, Any]) -> dict[str, int]:
+    """Owner id -> the first round the curator ran without it, from its result: a dropout's
+    recorded round (0, before the first round, counts as round 1) and a flagged owner's round
+    (``flagged_rounds``). The round an owner was dropped in is already run without it: its bid,
+    or the point it was asked for, did not count."""
+    out = {str(o): max(1, int(r["round"])) for o, r in (curator.get("dropouts") or {}).items()
+           if isinstance(r, dict) and isinstance(r.get("round"), int)}
+    for owner, round_ in (curator.get("flagged_rounds") or {}).items():
+        out[str(owner)] = min(out.get(str(owner), round_), max(1, int(round_)))
+    return out
 
 
 def non_private_greedy(config: ScenarioConfig, world: World) -> dict[str, Any]:
@@ -86,10 +100,13 @@ def non_private_greedy(config: ScenarioConfig, world: World) -> dict[str, Any]:
     return _score(config, world, _non_private_rule(config, world, rounds))
 
 
-def central_replay(config: ScenarioConfig, world: World, selection: list[list[Any]]) -> dict[str, Any]:
+def central_replay(config: ScenarioConfig, world: World, selection: list[list[Any]],
+                   excluded: dict[str, int] | None = None) -> dict[str, Any]:
     """Replay the protocol's rule in one place and compare with the distributed selection, point by
-    point by content (an owner's row numbers are its own claims). Not applicable when an owner's
-    points are not the scenario's generated rows (an owner that read its own data file)."""
+    point by content (an owner's row numbers are its own claims). ``excluded`` (owner id -> round,
+    :func:`exclusion_rounds`) replays the dropouts: an owner takes no part from the round the
+    curator went on without it. Not applicable when an owner's points are not the scenario's
+    generated rows (an owner that read its own data file)."""
     if config.summarize.privacy.enabled:
         return {"applicable": False, "reason": "a private run's releases are noisy; see baselines.non_private_greedy"}
     rounds = len(selection)
@@ -103,9 +120,13 @@ def central_replay(config: ScenarioConfig, world: World, selection: list[list[An
     if foreign:
         return {"applicable": False, "reason": f"{', '.join(foreign)} sent points that are not the scenario's rows "
                                                f"(their own data files?)"}
-    expected = _non_private_rule(config, world, rounds)
+    excluded_from = {ids.index(o): r for o, r in (excluded or {}).items() if o in ids}
+    expected = _non_private_rule(config, world, rounds, excluded_from)
     got = [(str(e[0]), str(e[2])) for e in selection]
     key_lists = {o: _owner_keys(config, world, o) for o in {o for o, _ in expected}}
     want = [(owner_id(o), key_lists[o][r]) for o, r in expected]
     first_diff = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), None)
-    return {"rounds": rounds, "matches": got == want, "first_difference": first_diff}
+    if first_diff is None and len(got) != len(want):
+        first_diff = min(len(got), len(want))
+    return {"rounds": rounds, "matches": got == want, "first_difference": first_diff,
+            "dropouts_replayed": {o: r for o, r in sorted((excluded or {}).items())}}

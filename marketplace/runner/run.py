@@ -23,6 +23,7 @@ from marketplace.runner.party_process import (EXIT_OK, EXIT_RUN_FAILED, default_
 from marketplace.runner.party_reports import find_party_reports, read_reports
 from marketplace.data import world_summary
 from marketplace.runner.forkserver import forkserver_context
+from marketplace.runner.losses import excluded_owners, loss_failures, owners_lost
 from marketplace.runner.processes import Launch, last_line, run_processes
 from marketplace.runner.per_owner import owner_section
 from marketplace.runner.report import message_summary, timing_summary, write_messages_csv
@@ -250,11 +251,13 @@ def _exit_code_of(rep: dict[str, Any], child) -> int | None:
 
 
 def _process_failures(run, parties: list[dict[str, Any]]) -> list[str]:
-    """Why the run failed, if it did. An owner the curator excluded as a dropout (crashed, hung) does
-    not fail the run: the protocol completed with the others, and the report lists the dropout."""
+    """Why a party process failed the run, if one did. An owner the curator excluded (a dropout:
+    crashed, hung; or flagged) does not by itself: the protocol went on with the others, the
+    report lists the loss (``owners_lost``), and :func:`assemble_report` fails a run that lost
+    every owner or kept nothing of theirs."""
     failures = [run.failure] if run.failure else []
     curator = next((p for p in parties if p["id"] == CURATOR), {})
-    dropouts = set(((curator.get("result") or {}).get("dropouts") or {}))
+    dropouts = set(excluded_owners(curator.get("result") or {}))
     stragglers = [p for p in run.stragglers if p not in dropouts]
     if stragglers:
         failures.append(f"{', '.join(stragglers)} still running after the curator exited; killed")
@@ -266,17 +269,25 @@ def _process_failures(run, parties: list[dict[str, Any]]) -> list[str]:
 
 def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[str, Any]], failure: str | list[str] | None,
                     wall_s: float, extra_transport_s: float, run_id: str) -> dict[str, Any]:
+    """The run report from every party's own report (``parties``) and what the driver saw go
+    wrong (``failure``). The run is ``failed`` when a party that was not excluded failed, when it
+    lost every owner, or when nothing of the owners reached its result (the exchange's
+    ``nothing_released``): ``failures`` then says why, and ``owners_lost`` names every lost owner."""
     config = scenario.config
     by_id = {p["id"]: p for p in parties}
     curator = (by_id.get(CURATOR) or {}).get("result") or {}
     failures = ([failure] if isinstance(failure, str) else list(failure)) if failure else []
     failure = "; ".join(failures)
-    dropped = set(curator.get("dropouts") or {})
+    dropped = set(excluded_owners(curator))
     failures += [f"{p['id']}: {p['failure']}" for p in parties
                  if p.get("failure") and p["id"] not in dropped and (not failure or p["id"] not in failure)]
-    status = "failed" if failures else "completed"
     results = {p["id"]: p.get("result") or {} for p in parties}
-    sections = exchange(config.protocol).report(config, world, results)
+    protocol = exchange(config.protocol)
+    lost = owners_lost(config.parties.owners, curator)
+    empty = getattr(protocol, "nothing_released", None)
+    failures += loss_failures(lost, empty(config, results) if empty is not None and by_id.get(CURATOR) else None)
+    status = "failed" if failures else "completed"
+    sections = protocol.report(config, world, results)
     report: dict[str, Any] = {
         "scenario": config.name,
         "protocol": config.protocol,
@@ -297,6 +308,7 @@ def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[s
         "messages": message_summary(parties, dropped=dropped),
         "timing": timing_summary(parties, wall_s, extra_transport_s),
         "dropouts": curator.get("dropouts", {}),
+        "owners_lost": lost,
         "noise": noise_summary(config, parties, sections.get("privacy") or {}),
         **sections,
         "data": world_summary(world),
@@ -356,7 +368,7 @@ def assemble_from_party_reports(scenario: Scenario, parties_dir: Path, out: Path
             rep = {"id": party, "role": role_of(party), "status": "failed", "failure": problems[party]}
             missing[party] = rep["failure"]
         parties.append(rep)
-    dropped = set((((read.get(CURATOR) or {}).get("result") or {}).get("dropouts") or {}))
+    dropped = set(excluded_owners((read.get(CURATOR) or {}).get("result") or {}))
     check_reports(scenario, {p: r for p, r in read.items() if p not in dropped}, paths)
     failures = [text for party, text in missing.items() if party not in dropped]
     world = make_world(config)

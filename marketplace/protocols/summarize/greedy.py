@@ -11,7 +11,7 @@ constant, so maximizing it greedily is greedy MMD minimization.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -137,12 +137,17 @@ def protocol_greedy(
     target_mean: np.ndarray,
     seed_features: np.ndarray,
     p: int,
+    excluded_from: Mapping[int, int] | None = None,
 ) -> list[tuple[int, int]]:
     """The non-private protocol's decision rule, run centrally.
 
     Each round every owner offers its best unsent point for the direction
     bid_direction(g~, mean h1(D_s), q); the highest bid wins (ties: lowest owner id, and within an
     owner the lowest row). Returns the (owner, row) winners in order.
+
+    ``excluded_from`` maps an owner's index to the round (1-based) from which it no longer takes
+    part, as a curator that dropped it in that round goes on without it. Fewer than ``p`` winners
+    come back when every remaining owner has run out of points.
     """
     target_mean = np.asarray(target_mean, dtype=np.float64)
     if target_mean.ndim != 1:
@@ -151,20 +156,24 @@ def protocol_greedy(
     owners = [_as_matrix(f"owner_features[{i}]", F, d) for i, F in enumerate(owner_features)]
     seed = _as_matrix("seed_features", seed_features, d)
     _check_p(p, sum(F.shape[0] for F in owners))
+    excluded_from = dict(excluded_from or {})
 
     available = [np.ones(F.shape[0], dtype=bool) for F in owners]
     summary_sum = seed.sum(axis=0)
     q = seed.shape[0]
     order: list[tuple[int, int]] = []
-    for _ in range(p):
+    for round_ in range(1, p + 1):
         summary_mean = summary_sum / q if q else np.zeros(d)
         direction = bid_direction(target_mean, summary_mean, q)
         winner: tuple[float, int, int] | None = None
         for owner, F in enumerate(owners):
+            if excluded_from.get(owner, p + 1) <= round_:
+                continue
             offer = best_offer(F, direction, available[owner])
             if offer is not None and (winner is None or offer[1] > winner[0]):
                 winner = (offer[1], owner, offer[0])
-        assert winner is not None  # guaranteed by _check_p
+        if winner is None:  # only with exclusions: _check_p guarantees p points in all
+            break
         _, owner, row = winner
         available[owner][row] = False
         summary_sum = summary_sum + owners[owner][row]
