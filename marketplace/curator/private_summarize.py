@@ -60,7 +60,8 @@ AUCTION_MECHANISM = {"composed": "auction: composed selection (per round)",
                      "paper": "auction: the paper's coins (per round, given the state)"}
 NOT_COMPOSED = ("the per-round figure holds only given the curator's state, which depends on other owners' data, so "
                 "the rounds do not compose: the ledger's total does not bound what an owner learns over the run "
-                "(an exact audit finds ln 226 = 5.4 over 4 rounds at eps_auc = 1); use the default composed auction")
+                "(an exact audit finds a loss of 5.6 over 4 rounds at eps_auc = 1, against the ledger's 4); use the default "
+                "composed auction")
 TWO_SIDED_AUCTION_WARNING = "the two-sided auction: " + NOT_COMPOSED
 PAPER_AUCTION_WARNING = ("the paper's auction: 'not asked' is not eps_auc-DP (rank 1 is always asked), so each round is "
                          "only (eps_auc, 1 - e^-eps_auc)-DP and the delta composes; moreover " + NOT_COMPOSED)
