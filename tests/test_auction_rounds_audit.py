@@ -149,3 +149,25 @@ def test_the_composed_rule_passes_the_same_audit():
     for view in (the_audits_view, own_view("o0"), transcript):
         law, law2 = laws("composed", view)
         assert ratio_bounded(law, law2, bound) and max_loss(law, law2) <= stated
+
+
+@pytest.mark.parametrize("n, m", [(5, 1), (5, 2), (6, 3)])
+def test_the_two_sided_set_law_has_the_schedules_marginals(n, m):
+    """The audit's law for the two-sided rule (one set per interval of U between the thresholds'
+    breakpoints) sums to 1, asks m owners, gives every rank exactly its share a_r, and fits the
+    sampler's frequencies."""
+    from scipy.stats import chisquare
+
+    from marketplace.protocols.summarize.request_schedule import two_sided_schedule
+
+    s = two_sided_schedule(n, 1.0, m)
+    law = s.set_distribution()
+    one = 1 << s.bits
+    shares = [Fraction(b - a, one) for a, b in zip((0, *s.thresholds), s.thresholds)]
+    assert sum(law.values()) == 1 and all(len(S) == m for S in law)
+    assert [sum((p for S, p in law.items() if r in S), Fraction(0)) for r in range(n)] == shares
+    sets = sorted(law)
+    counts = dict.fromkeys(sets, 0)
+    for d in s.sample_many(np.random.default_rng(5), 20_000):
+        counts[tuple(d)] += 1
+    assert chisquare([counts[S] for S in sets], [float(law[S]) * 20_000 for S in sets]).pvalue > 1e-3

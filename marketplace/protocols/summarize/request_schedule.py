@@ -6,9 +6,10 @@ bits, but it can time the round: the next ``round_open`` comes once every asked 
 in, so the *number* of owners asked is observable too. A schedule gives P[the owner at rank r is
 asked] = a_r for the owners ranked best first.
 
-**The two-sided schedule (the default).** Under the summarize protocol's neighbouring relation (one
-point of one other owner is replaced, so that owner's bid moves and every other owner's rank moves
-by at most one place), both outcomes of the bit must stay within e^eps between adjacent ranks:
+**The two-sided schedule (opt-in; one round, given the curator's state).** Under the summarize
+protocol's neighbouring relation (one point of one other owner is replaced, so that owner's bid
+moves and every other owner's rank moves by at most one place), both outcomes of the bit must stay
+within e^eps between adjacent ranks:
 
     a_r <= e^eps a_{r+1}   and   (1 - a_{r+1}) <= e^eps (1 - a_r)     for r = 1 .. n-1,
 
@@ -287,7 +288,7 @@ def _capacity(a: list[int], r: int, E: int, one: int) -> int:
 
 @functools.lru_cache(maxsize=4096)
 def two_sided_schedule(n: int, eps: float, requests: int) -> RequestSchedule:
-    """The default schedule for ``n`` ranked owners, exactly ``requests`` asked per round (see the
+    """The two-sided schedule for ``n`` ranked owners, exactly ``requests`` asked per round (see the
     module doc). Per-round guarantee: (min(eps, MAX_EPS), 0), or (0, 0) below ``MIN_EPS``."""
     where = "two_sided_schedule"
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
