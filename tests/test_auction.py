@@ -80,9 +80,10 @@ def test_the_papers_rule_always_asks_rank_one():
         assert best in a.decide(bids)
 
 
+@pytest.mark.parametrize("rule", ["composed", "two_sided"])
 @pytest.mark.parametrize("requests", [1, 2, 4])
-def test_the_two_sided_rule_asks_exactly_the_requested_number_every_round(requests):
-    a = auction(eps_auc=0.5, seed=3, requests=requests)
+def test_the_rule_asks_exactly_the_requested_number_every_round(requests, rule):
+    a = auction(eps_auc=0.5, seed=3, requests=requests, rule=rule)
     rng = np.random.default_rng(4)
     for _ in range(500):
         assert len(a.decide(dict(zip(OWNERS, rng.normal(size=len(OWNERS)))))) == requests
@@ -125,7 +126,7 @@ def test_equal_bids_go_to_the_lower_owner_index():
     assert a.decide(bids) == ["o2"]
 
 
-@pytest.mark.parametrize("rule", ["two_sided", "paper"])
+@pytest.mark.parametrize("rule", ["composed", "two_sided", "paper"])
 def test_tau_rule_fires_exactly_at_the_tau_th_unasked_bid(rule):
     tau = 4
     a = auction(eps_auc=30.0, tau=tau, owners=("top", "low"), rule=rule, requests=1)
@@ -164,7 +165,7 @@ def test_rounds_without_a_bid_do_not_count_towards_tau():
     assert set(a.decide({"a": 1.0, "b": 0.0})) == {"a", "b"}
 
 
-@pytest.mark.parametrize("rule", ["two_sided", "paper"])
+@pytest.mark.parametrize("rule", ["composed", "two_sided", "paper"])
 def test_same_seed_same_decisions(rule):
     rng = np.random.default_rng(9)
     rounds = [dict(zip(OWNERS, rng.normal(size=5))) for _ in range(300)]
@@ -174,7 +175,15 @@ def test_same_seed_same_decisions(rule):
     assert [first.decide(b) for b in rounds] != [other.decide(b) for b in rounds]
 
 
+def test_the_default_rule_is_composed():
+    a = PrivAuction(owners=OWNERS, eps_auc=0.5, tau=3, rng=np.random.default_rng(0))
+    assert a.rule == "composed" and a.schedule(5).rule == "composed"
+
+
 def test_each_round_states_its_guarantee():
+    c = auction(eps_auc=0.5, requests=1, rule="composed")
+    c.decide(dict(zip(OWNERS, range(5))))
+    assert c.last.guarantee == (0.5, 0.0)
     a = auction(eps_auc=0.5, requests=1)
     a.decide(dict(zip(OWNERS, range(5))))
     assert a.last.guarantee == (0.5, 0.0)

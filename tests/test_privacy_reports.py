@@ -1,8 +1,10 @@
 """What the reports state about privacy: each ledger's (eps, delta) is what the mechanisms really
 give, with its neighbouring relation, and the Gaussian ledgers are exact.
 
-* The auction ledger of the private quickstart equals the per-round guarantee the two-sided audit
-  (``test_auction_audit.py``) checks, composed over the rounds; the paper's auction carries its delta.
+* The auction ledger of the private quickstart equals the per-round guarantee of the composed rule,
+  added over the rounds, which the exact multi-round audit (``test_auction_rounds_audit.py``)
+  checks; the older rules' ledgers say their total does not bound an owner's view, the paper's
+  carries its delta, and the run's table warns for both.
 * The Gaussian ledgers agree with an independent exact accountant (dp-accounting's privacy-loss
   distributions) to 1e-3 and are never below the exact value (computed with mpmath at 50 digits).
 * Every ledger of every protocol names its neighbouring relation, in report.json and in the table.
@@ -19,7 +21,7 @@ from dp_accounting import dp_event, pld
 
 from conftest import ROOT, run_cli
 from marketplace.privacy.gdp import calibrate_mu, gaussian_delta, gaussian_eps
-from marketplace.protocols.summarize.request_schedule import two_sided_schedule
+from marketplace.protocols.summarize.request_schedule import composed_schedule
 from marketplace.runner.run import run_scenario
 from marketplace.scenario import load_scenario
 
@@ -35,17 +37,29 @@ def test_the_auction_ledger_is_the_audited_per_round_guarantee_composed(quicksta
     ledger = report["privacy"]["auction"]
     rounds = len(report["selection"])
     privacy = report["config"]["summarize"]["privacy"]
-    assert privacy["auction"] == "two_sided"
+    assert privacy["auction"] == "composed"
     eps = privacy["eps_auction"]
-    # the schedule the audit checks: pure eps per round, both outcomes
-    schedule = two_sided_schedule(report["config"]["parties"]["owners"], eps, privacy["requests_per_round"])
-    assert (schedule.eps, schedule.delta) == (eps, 0.0)
+    # the rule the audit checks: the whole selection of a round is pure eps-DP given the earlier ones
+    schedule = composed_schedule(report["config"]["parties"]["owners"], eps, privacy["requests_per_round"])
+    assert (schedule.rule, schedule.eps, schedule.delta) == ("composed", eps, 0.0)
     assert report["auction"]["per_round"] == {"eps": eps, "delta": 0.0}
     assert ledger["eps"] == pytest.approx(rounds * eps, rel=1e-12) and ledger["delta"] == 0.0
-    assert ledger["steps"] == [{"mechanism": "auction: two-sided requests (per round)", "eps": eps, "delta": 0.0,
+    assert ledger["steps"] == [{"mechanism": "auction: composed selection (per round)", "eps": eps, "delta": 0.0,
                                 "count": rounds}]
     assert ledger["neighbouring"]["relation"] == "replace-one"
+    assert "whole selection of every round" in ledger["neighbouring"]["scope"]
     assert "warning" not in report["auction"]
+
+
+def test_the_two_sided_auction_ledger_says_its_rounds_do_not_compose(tmp_path):
+    loaded = load_scenario(ROOT / "scenarios" / "quickstart-private.yaml",
+                           ["summarize.privacy.auction=two_sided", "summarize.rounds=5"])
+    report = run_scenario(loaded, tmp_path / "run", driver="inprocess")
+    ledger = report["privacy"]["auction"]
+    assert report["auction"]["per_round"] == {"eps": 0.1, "delta": 0.0}  # the per-round figure is kept
+    assert "do NOT compose" in ledger["neighbouring"]["scope"]
+    assert ledger["steps"][0]["mechanism"] == "auction: two-sided requests (per round, given the state)"
+    assert "do not compose" in report["auction"]["warning"]
 
 
 def test_the_papers_auction_ledger_carries_its_delta(tmp_path):
@@ -58,14 +72,16 @@ def test_the_papers_auction_ledger_carries_its_delta(tmp_path):
     assert ledger["steps"][0]["delta"] == pytest.approx(delta0, rel=1e-12)
     assert ledger["eps"] == pytest.approx(rounds * eps)
     assert ledger["delta"] == pytest.approx(1 - (1 - delta0) ** rounds, rel=1e-9)  # about 0.98: nearly vacuous
-    assert "not eps_auc-DP" in report["auction"]["warning"]
+    assert "not eps_auc-DP" in report["auction"]["warning"] and "do not compose" in report["auction"]["warning"]
+    assert "do NOT compose" in ledger["neighbouring"]["scope"]
 
 
-def test_the_run_table_warns_when_the_papers_auction_is_used(tmp_path):
+@pytest.mark.parametrize("rule, phrase", [("paper", "not eps_auc-DP"), ("two_sided", "do not compose")])
+def test_the_run_table_warns_when_an_older_auction_is_used(tmp_path, rule, phrase):
     out = run_cli("run", str(ROOT / "scenarios" / "quickstart-private.yaml"), "--driver", "inprocess",
-                  "--set", "summarize.privacy.auction=paper", "--set", "summarize.rounds=5", "--out", str(tmp_path / "p"))
+                  "--set", f"summarize.privacy.auction={rule}", "--set", "summarize.rounds=5", "--out", str(tmp_path / "p"))
     assert out.returncode == 0, out.stderr
-    assert "warning" in out.stdout and "not eps_auc-DP" in " ".join(out.stdout.split())
+    assert "warning" in out.stdout and phrase in " ".join(out.stdout.split())
 
 
 # --- exact Gaussian accounting ---------------------------------------------------------------------

@@ -106,16 +106,22 @@ class SummarizePrivacy:
     t_sub: Annotated[int, Range(min=1)] = 5
     """Iterations per later round (warm start from the previous state)."""
     eps_auction: Annotated[float, Range(min=0.0)] = 0.1
-    """eps_auc: per round, whether an owner is asked (and whether not) changes by at most e^eps_auc
-    when one point of one other owner is replaced."""
-    auction: Literal["two_sided", "paper"] = "two_sided"
-    """``two_sided``: the request schedule that bounds both "asked" and "not asked" by e^eps_auc
-    (pure eps_auc-DP per round). ``paper``: the paper's coins, rank r asked with probability
-    exp(-eps_auc (r - 1)), rank 1 always; only (eps_auc, 1 - e^-eps_auc)-DP per round (opt-in, the
-    run's table warns)."""
+    """eps_auc: per round. Under ``composed``, the round's whole selection of owners to ask changes by
+    at most e^eps_auc when one owner's points change, given the earlier rounds' selections (rounds
+    compose); under the older rules, one owner's request bit given the curator's state."""
+    auction: Literal["composed", "two_sided", "paper"] = "composed"
+    """``composed``: a set of ``requests_per_round`` owners with probability proportional to
+    e^{eps_auc x (how many of them are among the best ranks)}; every round's whole selection is
+    eps_auc-DP given the earlier ones, so R rounds are R eps_auc-DP for everything an owner sees
+    of the auction. ``two_sided``: the request schedule that bounds both "asked" and "not asked"
+    by e^eps_auc *given the curator's state*; the rounds do not compose (the state depends on
+    other owners' data), so R eps_auc does not bound an owner's view (the run warns). ``paper``:
+    the paper's coins, rank r asked with probability exp(-eps_auc (r - 1)), rank 1 always; only
+    (eps_auc, 1 - e^-eps_auc)-DP per round given the state (opt-in, the run warns)."""
     requests_per_round: Annotated[int, Range(min=1)] | Literal["auto"] = 1
-    """``two_sided`` only: how many owners are asked each round besides those due under tau (the
-    most parsimonious, 1, is the default). ``auto``: as many as the paper's coins ask on average."""
+    """``composed`` and ``two_sided``: how many owners are asked each round besides those due under
+    tau (the most parsimonious, 1, is the default). ``auto``: as many as the paper's coins ask on
+    average."""
     tau: Annotated[int, Range(min=1)] = 5
     """An owner is asked at its tau-th bid since it was last asked."""
     release: Literal["gaussian", "mwem_last", "mwem_call_average", "mwem_paper"] = "gaussian"

@@ -17,13 +17,18 @@ are skipped. First the *tau rule* (below) names the owners that are due; they ar
 ranked owners are asked by the round's request schedule
 (:mod:`~marketplace.protocols.summarize.request_schedule`):
 
-* ``rule="two_sided"`` (the default): exactly ``requests`` of them (default 1; ``"auto"``: as many
-  as the paper's coins ask on average), rank r with probability a_r, where both "asked" and
-  "not asked" stay within e^eps_auc between adjacent ranks. Every round asks somebody, and the
-  number asked is fixed, so it tells nobody anything.
+* ``rule="composed"`` (the default): exactly ``requests`` of them (default 1; ``"auto"``: as many
+  as the paper's coins ask on average), a set S with probability proportional to
+  E^{|S & Top_m|}, Top_m the m best ranks, E <= e^eps_auc. The round's *whole* selection (who,
+  how many, the order) is eps_auc-DP given the earlier rounds' selections, so rounds compose: the
+  ``auction`` ledger's R eps_auc covers an owner's whole view of the auction (``docs/privacy.md``).
+* ``rule="two_sided"``: exactly ``requests`` of them, rank r with probability a_r, where both
+  "asked" and "not asked" stay within e^eps_auc between adjacent ranks. This bounds one owner's
+  bit *given the curator's state* only; the state depends on the other owners' data, so the rounds
+  do not compose and an owner's view over several rounds is not bounded by R eps_auc.
 * ``rule="paper"``: independent coins, rank r asked with probability exp(-eps_auc (r - 1)), rank 1
-  always. Only "asked" is within e^eps_auc; the honest per-round guarantee is (eps_auc,
-  1 - e^-eps_auc).
+  always. Only "asked" is within e^eps_auc; the honest per-round guarantee, again given the state,
+  is (eps_auc, 1 - e^-eps_auc).
 
 :attr:`PrivAuction.last` keeps each round's decision and its per-round guarantee, which the
 curator records on the ``auction`` ledger.
@@ -44,18 +49,24 @@ same (at most floor(R / tau) tau-requests per owner over R rounds). It needs no 
 cannot be gamed: an owner cannot make itself asked more, nor avoid it, by what it reports.
 ``tau = 1`` asks every bidder every round (private, not parsimonious).
 
-**Privacy of the rule.** Whether the rule fires for owner i is a function of i's own bids and of
-the requests i has received: i can compute it itself, so it adds nothing to what i learns. Under
-``two_sided`` the due owners are taken out *before* ranking the rest, so the number asked is
-(due owners) + ``requests``, again a function of the curator's state and not of this round's bids.
-The coins never see bid values, only ranks. The coins and the uniform draws come from the given
-generator (seeded in simulation, OS entropy in ``secure`` mode via ``make_rng``).
+**Privacy of the rule.** Whether the rule fires for owner i is a function of the rounds' earlier
+selections (who was asked when) and of which owners still have a bid, which, under a change of one
+owner's points that keeps its number of distinct points, is itself a function of those selections.
+The due owners are taken out *before* ranking the rest (except under ``paper``), so the number
+asked is (due owners) + ``requests``. The draws never see bid values, only ranks. The coins and the
+uniform draws come from the given generator (seeded in simulation, OS entropy in ``secure`` mode
+via ``make_rng``).
+
+For audits, :meth:`PrivAuction.outcomes` gives the exact law of a round's asked set without
+drawing, and :meth:`PrivAuction.advance` applies a chosen outcome as :meth:`~PrivAuction.decide`
+would have.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+from fractions import Fraction
 import numbers
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -63,7 +74,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .bid import bid_value
-from .request_schedule import RequestSchedule, paper_requests, paper_schedule, permutation, two_sided_schedule
+from .request_schedule import RequestSchedule, composed_schedule, paper_requests, paper_schedule, permutation, two_sided_schedule
 
 __all__ = ["RULES", "AuctionRound", "Pool", "PoolEntry", "PrivAuction", "paper_expected_requests", "request_probabilities", "verify"]
 
@@ -110,7 +121,8 @@ def paper_expected_requests(n_ranked: int, eps_auc: float) -> int:
 
 # --- who is asked ----------------------------------------------------------------------------
 
-RULES = ("two_sided", "paper")
+RULES = ("composed", "two_sided", "paper")
+"""The request rules; the first is the default."""
 
 
 @dataclass(frozen=True)
@@ -145,7 +157,7 @@ class PrivAuction:
     """
 
     def __init__(self, *, owners: tuple[str, ...], eps_auc: float, tau: int, rng: np.random.Generator,
-                 rule: str = "two_sided", requests: int | str = 1) -> None:
+                 rule: str = "composed", requests: int | str = 1) -> None:
         where = "PrivAuction"
         owners = tuple(owners)
         if not owners or not all(isinstance(o, str) and o for o in owners) or len(set(owners)) != len(owners):
@@ -182,7 +194,16 @@ class PrivAuction:
         if self.rule == "paper":
             return paper_schedule(n_ranked, self.eps_auc)
         m = paper_expected_requests(n_ranked, self.eps_auc) if self.requests == "auto" else self.requests
+        if self.rule == "composed":
+            return composed_schedule(n_ranked, self.eps_auc, m)
         return two_sided_schedule(n_ranked, self.eps_auc, m)
+
+    def _plan(self, bids: Mapping[str, float | None]) -> tuple[tuple[str, ...], frozenset[str], tuple[str, ...], RequestSchedule | None]:
+        """(ranking, owners due under tau, the owners the schedule draws from, best first, the schedule)."""
+        ranking = self.ranking(bids)
+        due = frozenset(o for o in ranking if self._unasked[o] + 1 >= self.tau)
+        ranked = ranking if self.rule == "paper" else tuple(o for o in ranking if o not in due)
+        return ranking, due, ranked, (self.schedule(len(ranked)) if ranked else None)
 
     def decide(self, bids: Mapping[str, float | None]) -> list[str]:
         """The owners to ask for their current point this round, in the (random) order the requests
@@ -191,20 +212,47 @@ class PrivAuction:
         ``bids`` maps owner ids to bid values, ``None`` (or a missing key) for an owner without a
         bid. A seeded generator makes the decisions reproducible.
         """
-        ranking = self.ranking(bids)
-        self.round += 1
-        due = frozenset(o for o in ranking if self._unasked[o] + 1 >= self.tau)
-        ranked = ranking if self.rule == "paper" else tuple(o for o in ranking if o not in due)
-        schedule = self.schedule(len(ranked)) if ranked else None
+        ranking, due, ranked, schedule = self._plan(bids)
         by_coin = frozenset(ranked[r] for r in schedule.sample(self.rng)) if schedule else frozenset()
         asked = by_coin | due
-        for o in ranking:
-            self._unasked[o] = 0 if o in asked else self._unasked[o] + 1
         order = sorted(asked, key=self.index.__getitem__)
         order = [order[i] for i in permutation(self.rng, len(order))] if len(order) > 1 else order
-        self.last = AuctionRound(round=self.round, ranking=ranking, by_coin=by_coin, by_tau=due, order=tuple(order),
-                                 schedule=schedule)
+        self._commit(ranking, due, by_coin, tuple(order), schedule)
         return order
+
+    def outcomes(self, bids: Mapping[str, float | None]) -> dict[frozenset[str], Fraction]:
+        """The exact law of this round's asked set (due owners included) under ``bids``, given the
+        auction's state, without drawing or changing anything. The request order is a uniform
+        permutation of the asked set, independent of everything else, so it is left out.
+        Enumerates sets: meant for audits with few owners."""
+        _, due, ranked, schedule = self._plan(bids)
+        if schedule is None:
+            return {due: Fraction(1)}
+        law: dict[frozenset[str], Fraction] = {}
+        for ranks, p in schedule.set_distribution().items():
+            asked = due | frozenset(ranked[r] for r in ranks)
+            law[asked] = law.get(asked, Fraction(0)) + p
+        return law
+
+    def advance(self, bids: Mapping[str, float | None], asked: Iterable[str]) -> None:
+        """Move to the next round as if :meth:`decide` had drawn ``asked`` under ``bids`` (for
+        audits that follow every outcome of :meth:`outcomes`)."""
+        ranking, due, ranked, schedule = self._plan(bids)
+        asked = frozenset(asked)
+        if not due <= asked or not asked <= frozenset(ranking):
+            raise _fail(ValueError, "asked", "PrivAuction.advance",
+                        f"the owners due under tau {sorted(due)} and only owners with a bid {sorted(ranking)}", sorted(asked))
+        self._commit(ranking, due, asked - due if self.rule != "paper" else asked & frozenset(ranked),
+                     tuple(sorted(asked, key=self.index.__getitem__)), schedule)
+
+    def _commit(self, ranking: tuple[str, ...], due: frozenset[str], by_coin: frozenset[str], order: tuple[str, ...],
+                schedule: RequestSchedule | None) -> None:
+        asked = by_coin | due
+        self.round += 1
+        for o in ranking:
+            self._unasked[o] = 0 if o in asked else self._unasked[o] + 1
+        self.last = AuctionRound(round=self.round, ranking=ranking, by_coin=by_coin, by_tau=due, order=order,
+                                 schedule=schedule)
 
     def _checked(self, bids: Mapping[str, float | None]) -> dict[str, float]:
         if not isinstance(bids, Mapping):

@@ -6,9 +6,10 @@ bits, but it can time the round: the next ``round_open`` comes once every asked 
 in, so the *number* of owners asked is observable too. A schedule gives P[the owner at rank r is
 asked] = a_r for the owners ranked best first.
 
-**The two-sided schedule (the default).** Under the summarize protocol's neighbouring relation (one
-point of one other owner is replaced, so that owner's bid moves and every other owner's rank moves
-by at most one place), both outcomes of the bit must stay within e^eps between adjacent ranks:
+**The two-sided schedule (opt-in; one round, given the curator's state).** Under the summarize
+protocol's neighbouring relation (one point of one other owner is replaced, so that owner's bid
+moves and every other owner's rank moves by at most one place), both outcomes of the bit must stay
+within e^eps between adjacent ranks:
 
     a_r <= e^eps a_{r+1}   and   (1 - a_{r+1}) <= e^eps (1 - a_r)     for r = 1 .. n-1,
 
@@ -37,6 +38,16 @@ coin ``u < p`` with u on the 2^-53 grid has probability ceil(p 2^53) / 2^53). Th
 asked is random here, and its joint law with the bit gives the same delta (checked in the tests
 without the tau rule).
 
+**The composed rule (the default).** Both schedules above bound one owner's bit *given the
+curator's state*; the state (who was asked before, hence the tau counters, the unsent points and the
+number asked) depends on the other owners' data, so their rounds do not compose. The composed rule
+makes the whole selection of a round private instead: among the n ranked owners it asks a set S of
+exactly m, with P[S] proportional to E^{|S & Top_c|}, where Top_c are the c best ranks (c = m) and
+E <= e^eps is dyadic. The normaliser depends on (n, c, m) only, and a change of one owner's bid
+swaps at most one owner in or out of Top_c, so every set's probability moves by at most a factor E:
+the round's whole selection is eps-DP given the earlier ones, and the rounds compose
+(``docs/privacy.md`` has the theorem). :func:`composed_schedule` samples it exactly with integers.
+
 The uniform schedule (eps below :data:`MIN_EPS`) asks m owners uniformly at random: 0-DP.
 """
 
@@ -44,8 +55,10 @@ from __future__ import annotations
 
 import bisect
 import functools
+import itertools
 import math
 import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
@@ -55,7 +68,8 @@ import numpy as np
 from marketplace.checks import fail
 from marketplace.privacy.rng import is_secure
 
-__all__ = ["MAX_EPS", "MIN_EPS", "RequestSchedule", "paper_requests", "paper_schedule", "two_sided_schedule"]
+__all__ = ["MAX_EPS", "MIN_EPS", "RequestSchedule", "composed_schedule", "dyadic_exp", "paper_requests", "paper_schedule",
+           "two_sided_schedule", "uniform_below"]
 
 MIN_EPS = 1e-6
 """Below this the two-sided schedule is the uniform one (every owner equally likely, 0-DP)."""
@@ -72,14 +86,18 @@ FLOAT_GRID = 2**53
 class RequestSchedule:
     """The request law of one round for ``n`` ranked owners (best first).
 
-    ``rule``: ``two_sided`` (exactly ``requests`` asked, systematic sampling on ``thresholds``),
-    ``uniform`` (exactly ``requests`` asked uniformly), ``everyone`` (n <= requests), ``paper``
-    (independent coins with ``coin_probabilities``). ``probabilities`` are the marginals
-    P[rank r asked] as floats, for reports. ``eps`` and ``delta`` are the per-round guarantee of an
-    owner's observation (its request bit, and how many owners were asked), checked exactly.
+    ``rule``: ``composed`` (exactly ``requests`` asked, a set S with probability proportional to
+    E^{|S & top ranks|}: ``top`` ranks, ``multiplier`` = E in units of 2^-64 and ``weights`` the
+    integer weight of each k = |S & top ranks|), ``two_sided`` (exactly ``requests`` asked,
+    systematic sampling on ``thresholds``), ``uniform`` (exactly ``requests`` asked uniformly),
+    ``everyone`` (n <= requests), ``paper`` (independent coins with ``coin_probabilities``).
+    ``probabilities`` are the marginals P[rank r asked] as floats, for reports. ``eps`` and
+    ``delta``: for ``composed``, the guarantee of the round's whole selection given the earlier
+    ones; for the others, of one owner's observation given the curator's state (its request bit,
+    and how many owners were asked), checked exactly.
     """
 
-    rule: Literal["two_sided", "uniform", "everyone", "paper"]
+    rule: Literal["composed", "two_sided", "uniform", "everyone", "paper"]
     n: int
     requests: int | None
     eps: float
@@ -88,6 +106,9 @@ class RequestSchedule:
     thresholds: tuple[int, ...] = ()
     bits: int = 0
     coin_probabilities: tuple[float, ...] = ()
+    top: int = 0
+    multiplier: int = 0
+    weights: tuple[int, ...] = ()
 
     def sample(self, rng: np.random.Generator) -> list[int]:
         """The ranks (0-based, ascending) asked in one round."""
@@ -102,6 +123,8 @@ class RequestSchedule:
         if self.rule == "paper":
             heads = uniforms(rng, (draws, self.n)) < np.asarray(self.coin_probabilities)
             return [np.flatnonzero(row).tolist() for row in heads]
+        if self.rule == "composed":
+            return [self._composed_draw(rng) for _ in range(draws)]
         width = self.bits // 8
         raw = random_bytes(rng, width * draws)
         one = 1 << self.bits
@@ -110,6 +133,62 @@ class RequestSchedule:
             u = int.from_bytes(raw[i * width:(i + 1) * width], "little")
             out.append([bisect.bisect_right(self.thresholds, u + k * one) for k in range(self.requests)])
         return out
+
+
+    def _composed_draw(self, rng: np.random.Generator) -> list[int]:
+        """k from its integer weights, then a uniform k-subset of the top ranks and a uniform
+        (m - k)-subset of the others: every draw is an exact uniform integer or permutation."""
+        u = uniform_below(rng, sum(self.weights))
+        k = 0
+        while u >= self.weights[k]:
+            u -= self.weights[k]
+            k += 1
+        c, m = self.top, self.requests
+        top = permutation(rng, c)[:k]
+        rest = [c + r for r in permutation(rng, self.n - c)[: m - k]]
+        return sorted(top + rest)
+
+    def set_probability(self, ranks: Iterable[int]) -> Fraction:
+        """The exact probability that the ranks asked (0-based) are exactly ``ranks``."""
+        chosen = sorted(set(int(r) for r in ranks))
+        if any(r < 0 or r >= self.n for r in chosen):
+            raise fail(ValueError, "ranks", "RequestSchedule.set_probability", f"ranks in [0, {self.n})", chosen)
+        if self.rule == "paper":
+            coins = [_realized_coin(p) for p in self.coin_probabilities]
+            return math.prod((coins[r] if r in chosen else 1 - coins[r] for r in range(self.n)), start=Fraction(1))
+        if len(chosen) != self.requests:
+            return Fraction(0)
+        if self.rule == "everyone":
+            return Fraction(1)
+        if self.rule == "uniform":
+            return Fraction(1, math.comb(self.n, self.requests))
+        if self.rule == "composed":
+            k = sum(r < self.top for r in chosen)
+            return Fraction(self.multiplier ** k << (MULT_BITS * (self.requests - k)), sum(self.weights))
+        return self.set_distribution().get(tuple(chosen), Fraction(0))
+
+    def set_distribution(self) -> dict[tuple[int, ...], Fraction]:
+        """The exact law of the set of ranks asked (0-based, ascending), every set of positive
+        probability. Enumerates sets, so meant for small n (audits and tests); the two-sided
+        schedule's law comes from the thresholds: one set per interval of U between breakpoints."""
+        if self.rule == "two_sided":
+            one = 1 << self.bits
+            cuts = sorted({0, *(t % one for t in self.thresholds)})
+            law: dict[tuple[int, ...], Fraction] = {}
+            for lo, hi in zip(cuts, [*cuts[1:], one]):
+                chosen = tuple(bisect.bisect_right(self.thresholds, lo + k * one) for k in range(self.requests))
+                law[chosen] = law.get(chosen, Fraction(0)) + Fraction(hi - lo, one)
+            return law
+        if self.n > 20:
+            raise fail(ValueError, "n", "RequestSchedule.set_distribution", "at most 20 ranked owners (it enumerates sets)", self.n)
+        sizes = range(self.n + 1) if self.rule == "paper" else (self.requests,)
+        law = {}
+        for size in sizes:
+            for chosen in itertools.combinations(range(self.n), size):
+                p = self.set_probability(chosen)
+                if p:
+                    law[chosen] = p
+        return law
 
 
 # --- randomness: the run's generator in simulation, the OS in secure mode -------------------------
@@ -127,6 +206,25 @@ def permutation(rng: np.random.Generator, n: int) -> list[int]:
         secrets.SystemRandom().shuffle(order)
         return order
     return [int(i) for i in rng.permutation(n)]
+
+
+def uniform_below(rng: np.random.Generator, n: int) -> int:
+    """A uniform integer in [0, n), exactly: uniform bits, rejecting values >= n (OS entropy in
+    secure mode)."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise fail(ValueError, "n", "uniform_below", "an int >= 1", n)
+    bits = (n - 1).bit_length()
+    width = (bits + 7) // 8
+    while True:
+        u = int.from_bytes(random_bytes(rng, width), "little") & ((1 << bits) - 1) if bits else 0
+        if u < n:
+            return u
+
+
+def dyadic_exp(eps: float) -> int:
+    """E in units of 2^-64 with E <= e^eps (math.exp rounded down by a margin of 2^-50, then
+    floored): the multiplier that keeps every ratio a hair inside e^eps."""
+    return math.floor(math.exp(eps) * (1 - 2.0**-50) * (1 << MULT_BITS))
 
 
 def uniforms(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
@@ -168,7 +266,7 @@ def _chain(a1: int, n: int, C: int, c: int, one: int) -> list[int]:
 def _check_two_sided(a: list[int], eps: float, one: int) -> bool:
     """Exact check of both bounds (and both directions) between adjacent ranks, against a
     dyadic E <= e^eps: a_r <= E a_{r+1}, a_{r+1} <= E a_r, and the same for 1 - a."""
-    E = math.floor(math.exp(eps) * (1 - 2.0**-50) * (1 << MULT_BITS))
+    E = dyadic_exp(eps)
     if any(x < 1 or x > one for x in a):
         return False
     for x, y in zip(a, a[1:]):
@@ -190,7 +288,7 @@ def _capacity(a: list[int], r: int, E: int, one: int) -> int:
 
 @functools.lru_cache(maxsize=4096)
 def two_sided_schedule(n: int, eps: float, requests: int) -> RequestSchedule:
-    """The default schedule for ``n`` ranked owners, exactly ``requests`` asked per round (see the
+    """The two-sided schedule for ``n`` ranked owners, exactly ``requests`` asked per round (see the
     module doc). Per-round guarantee: (min(eps, MAX_EPS), 0), or (0, 0) below ``MIN_EPS``."""
     where = "two_sided_schedule"
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
@@ -206,7 +304,7 @@ def two_sided_schedule(n: int, eps: float, requests: int) -> RequestSchedule:
         return RequestSchedule("uniform", n, m, 0.0, 0.0, (m / n,) * n)
     eps = min(float(eps), MAX_EPS)
     C, c = _multipliers(eps)
-    E = math.floor(math.exp(eps) * (1 - 2.0**-50) * (1 << MULT_BITS))
+    E = dyadic_exp(eps)
     bits = UNIT_BITS
     while True:
         one = 1 << bits
@@ -234,6 +332,50 @@ def two_sided_schedule(n: int, eps: float, requests: int) -> RequestSchedule:
     thresholds = tuple(np.cumsum(np.array(a, dtype=object)).tolist())
     probabilities = tuple(float(Fraction(x, one)) for x in a)
     return RequestSchedule("two_sided", n, m, eps, 0.0, probabilities, thresholds=thresholds, bits=bits)
+
+
+# --- the composed rule ---------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=4096)
+def composed_schedule(n: int, eps: float, requests: int, top: int | None = None) -> RequestSchedule:
+    """The default rule for ``n`` ranked owners: exactly m = min(``requests``, n) asked, the set S
+    with probability E^{|S & Top_c|} / Z, Top_c the ``top`` best ranks (default c = m) and E the
+    dyadic number <= e^eps of :func:`dyadic_exp`. Z = sum_k C(c, k) C(n - c, m - k) E^k depends on
+    (n, c, m) only, never on bids. Guarantee of the round's whole selection, given the earlier
+    ones: (min(eps, MAX_EPS), 0), or (0, 0) below ``MIN_EPS`` (uniform) and when n <= m (everyone).
+
+    >>> s = composed_schedule(3, math.log(2), 1)
+    >>> [round(p, 6) for p in s.probabilities]   # rank 1 with weight ~2, the others 1 each
+    [0.5, 0.25, 0.25]
+    """
+    where = "composed_schedule"
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise fail(ValueError, "n", where, "an int >= 0", n)
+    if isinstance(requests, bool) or not isinstance(requests, int) or requests < 1:
+        raise fail(ValueError, "requests", where, "an int >= 1", requests)
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not (math.isfinite(eps) and eps >= 0):
+        raise fail(ValueError, "eps", where, "a finite number >= 0", eps)
+    m = min(requests, n)
+    if top is None:
+        top = m
+    if isinstance(top, bool) or not isinstance(top, int) or not 1 <= top <= max(n, 1):
+        raise fail(ValueError, "top", where, f"an int in [1, n = {n}]", top)
+    if m == n:
+        return RequestSchedule("everyone", n, m, 0.0, 0.0, (1.0,) * n)
+    if eps < MIN_EPS:
+        return RequestSchedule("uniform", n, m, 0.0, 0.0, (m / n,) * n)
+    eps = min(float(eps), MAX_EPS)
+    E = dyadic_exp(eps)
+    c = top
+    weights = tuple(math.comb(c, k) * math.comb(n - c, m - k) * E**k << (MULT_BITS * (m - k))  # 0 where k is impossible
+                    for k in range(min(c, m) + 1))
+    total = sum(weights)
+    # marginals: a top rank is in S with P = sum_k w_k k / (c total); another rank, sum_k w_k (m - k) / ((n - c) total)
+    in_top = Fraction(sum(w * k for k, w in enumerate(weights)), c * total)
+    in_rest = Fraction(sum(w * (m - k) for k, w in enumerate(weights)), (n - c) * total) if n > c else Fraction(0)
+    probabilities = tuple(float(in_top) if r < c else float(in_rest) for r in range(n))
+    return RequestSchedule("composed", n, m, eps, 0.0, probabilities, top=c, multiplier=E, weights=weights)
 
 
 # --- the paper's schedule ----------------------------------------------------------------------
