@@ -181,7 +181,8 @@ def test_keys_generate_writes_one_pair_per_party_and_refuses_to_overwrite(tmp_pa
     result = run_cli("keys", "generate", str(tmp_path / "k"), "--owners", "3")
     assert result.returncode == 0, result.stderr
     names = sorted(p.name for p in (tmp_path / "k").iterdir())
-    assert names == sorted(f"{p}.{ext}" for p in ("curator", "owner-1", "owner-2", "owner-3", "consumer") for ext in ("key", "key_secret"))
+    assert names == sorted(f"{p}.{ext}" for p in ("curator", "owner-1", "owner-2", "owner-3", "consumer")
+                           for ext in ("key", "key_secret", "noise_key"))
     assert oct((tmp_path / "k" / "owner-1.key_secret").stat().st_mode & 0o777) == "0o600"
     again = run_cli("keys", "generate", str(tmp_path / "k"), "--owners", "3")
     assert again.returncode == 2 and "refusing to overwrite" in again.stderr
