@@ -135,6 +135,15 @@ def test_a_closed_connection_loses_the_peer_once_the_socket_was_drained_after_it
     assert loop.node.role.lost[0][1].startswith("its connection closed: no answer to ZeroMQ heartbeats within heartbeat_timeout_s=0.5")
 
 
+def test_frames_read_after_the_connection_closed_do_not_bring_the_peer_back(loop):
+    """The monitor's event can come before the frames queued ahead of it (here: the very first)."""
+    loop._links_closed(1.0)
+    heard_from_curator(loop, at=1.05)  # sent before the close, read after it
+    loop.drained_at = 1.1
+    loop._check_liveness(1.1)
+    assert [peer for peer, _ in loop.node.role.lost] == [CURATOR]
+
+
 def test_a_missed_progress_deadline_counts_only_once_the_socket_was_drained_past_it(loop):
     """A party busy for longer than the deadline reads its queue before it drops anyone."""
     heard_from_curator(loop, at=1.0)

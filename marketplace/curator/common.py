@@ -1,5 +1,5 @@
 """What every curator does the same way, whatever the protocol: admit parties by their hello, drop
-an owner that goes silent, stops progressing or refuses the run's messages, and end the run
+an owner whose connection closes, stops progressing or refuses the run's messages, and end the run
 (shutdown to every party still reachable, then one bye from each)."""
 
 from __future__ import annotations

@@ -133,6 +133,7 @@ class _Peer:
     stuck_since: float | None = None
     last_sent: float = float("-inf")  # last frame handed to the transport for it
     closed_at: float | None = None  # when its connection was seen closed (None: open, or never)
+    closed_route: bytes | None = None  # the route that closed: frames still queued from it change nothing
 
 
 @dataclass
@@ -162,7 +163,7 @@ def raise_open_files_limit(needed: int) -> int:
 def check_interval(peers: int, heartbeat_interval_s: float) -> float:
     """Seconds between a loop's liveness and progress checks: every 50 ms (or every heartbeat
     interval, if shorter), and with many peers every :data:`CHECK_S_PER_PEER` per peer, up to half a
-    heartbeat interval (so a silent peer is still noticed well within its heartbeat timeout)."""
+    heartbeat interval (so a closed connection is still acted on well within a heartbeat timeout)."""
     return max(min(LIVENESS_CHECK_S, heartbeat_interval_s), min(CHECK_S_PER_PEER * peers, heartbeat_interval_s / 2))
 
 
@@ -381,7 +382,8 @@ class _Loop(ABC):
             if peer.route != route:  # frames to a party go where its accepted frames come from
                 first = peer.route is None and peer.closed_at is None
                 peer.route = route
-                peer.closed_at = None
+                if peer.closed_at is not None and route != peer.closed_route:
+                    peer.closed_at = None  # it came back on a new connection
                 if first:
                     self._first_contact(peer)
         elif not delivery.accepted:
@@ -428,27 +430,31 @@ class _Loop(ABC):
             if party in self.lost or party in self.node.finished_peers:
                 continue
             peer = self.peers.get(party)
-            heard = peer.heard if peer else None
-            if heard is None:
+            closed = peer.closed_at if peer else None
+            # lost only once the socket was drained after its connection closed (nothing of it, a
+            # bye say, is still queued), or, under a flood that never lets the socket drain, after
+            # a further heartbeat timeout
+            if closed is not None:
+                if self.drained_at > closed or now - closed > self.settings.heartbeat_timeout_s:
+                    self._lose(party, f"its connection closed: no answer to ZeroMQ heartbeats within heartbeat_timeout_s="
+                                      f"{self.settings.heartbeat_timeout_s:g} (a stopped or dead process, or a broken network)")
+                continue
+            if peer is None or peer.heard is None:
                 if now - self.started > self.settings.start_timeout_s:
                     why = self._last_refusal(party)
                     self._lose(party, f"never connected within start_timeout_s={self.settings.start_timeout_s:g}"
                                       + (f"; it sent only refused frames (the last: {why})" if why else ""))
-                continue
-            closed = peer.closed_at
-            # lost only once the socket was drained after its connection closed (nothing of it, a
-            # bye say, is still queued), or, under a flood that never lets the socket drain, after
-            # a further heartbeat timeout
-            if closed is not None and (self.drained_at > closed or now - closed > self.settings.heartbeat_timeout_s):
-                self._lose(party, f"its connection closed: no answer to ZeroMQ heartbeats within heartbeat_timeout_s="
-                                  f"{self.settings.heartbeat_timeout_s:g} (a stopped or dead process, or a broken network)")
 
-    def _connection_closed(self, party: str, now: float) -> None:
-        """``party``'s connection is gone: the liveness check loses it once the socket is drained."""
+    def _connection_closed(self, party: str, now: float, route: bytes | None) -> None:
+        """``party``'s connection (``route``) is gone: the liveness check loses it once the socket
+        is drained, unless an accepted frame comes on another connection first."""
         peer = self.peers.get(party)
-        if peer is not None and peer.heard is not None and peer.closed_at is None:
+        if peer is None:
+            peer = self.peers[party] = _Peer(party)
+        if peer.closed_at is None:
             peer.closed_at = now
-            peer.route = None
+            peer.closed_route = route
+        peer.route = None
 
     def _check_progress(self, now: float) -> None:
         """Drop a connected party that does not deliver what the role waits for in time."""
@@ -526,7 +532,7 @@ class _Loop(ABC):
                 # bye): no more heartbeats to it; the liveness check decides once the socket is drained
                 peer = self.peers.get(out.receiver)
                 if peer is not None and peer.route == route:
-                    self._connection_closed(out.receiver, time.monotonic())
+                    self._connection_closed(out.receiver, time.monotonic(), route)
             elif party is not None and not out.best_effort:
                 self._lose(party, f"unreachable when sending {out.kind}")
             else:
@@ -701,7 +707,7 @@ class DealerLoop(_Loop):
         return b""
 
     def _links_closed(self, now: float) -> None:
-        self._connection_closed(CURATOR, now)
+        self._connection_closed(CURATOR, now, b"")  # its only connection; every frame comes on route b""
 
     def _heartbeat_targets(self) -> list[str]:
         return [] if CURATOR in self.lost else [CURATOR]
