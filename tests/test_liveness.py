@@ -190,6 +190,7 @@ def serve(behaviour: str, seconds: float = 0.0) -> tuple[AskingCurator, dict[str
     return role, stats.lost_peers, status
 
 
+@pytest.mark.slow
 def test_a_party_computing_for_eight_heartbeat_timeouts_is_not_lost():
     role, lost, status = serve("compute", seconds=8 * TIMEOUT_S)
     assert lost == {} and role.lost == {}
@@ -197,6 +198,7 @@ def test_a_party_computing_for_eight_heartbeat_timeouts_is_not_lost():
     assert status == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("behaviour", ["stop", "kill"])
 def test_a_stopped_or_killed_party_is_lost_because_its_connection_closes(behaviour):
     """A stopped process's ZeroMQ I/O thread is stopped too: it answers no ZMTP heartbeat, so it is lost
