@@ -290,7 +290,7 @@ class _Loop(ABC):
         """Run every timer that is due (heartbeats, liveness, progress, queued sends); return the
         time of the next one. Called on every iteration, so no stream of frames can starve them."""
         if self.monitor is not None and now >= self.next_check:
-            self._drain_monitor()  # first: a closed connection found now is probed at once
+            self._drain_monitor()  # first, so that the checks below see a connection closed by now
         if now >= self.next_beat:
             probe, self.probe = self.probe, False
             for party in self._heartbeat_targets():
