@@ -74,7 +74,8 @@ class Role(ABC):
         """React to one validated message (never ``heartbeat``: drivers keep liveness)."""
 
     def expected_peers(self) -> tuple[str, ...]:
-        """Parties this role must hear from; a driver declares them lost if they stay silent."""
+        """Parties this role must hear from; a driver declares them lost when their connection closes (a
+        party computing for long stays connected: see :mod:`marketplace.transport.zmq_driver`)."""
         return (CURATOR,)
 
     def peer_lost(self, peer: str, reason: str = "") -> list[Send]:

@@ -1,5 +1,5 @@
-"""Faults with real processes: an owner stopped (SIGSTOP) or busy-hung, a consumer killed, a curator
-hung. Short heartbeats (interval 0.2 s, timeout 2 s) keep every test to seconds; every wait is bounded.
+"""Faults with real processes: an owner stopped (SIGSTOP), computing for long or forever, a consumer
+killed, a curator hung. Short heartbeats (interval 0.2 s, timeout 2 s) keep every test to seconds; every wait is bounded.
 
 An owner killed with SIGKILL and a curator killed with SIGKILL are in tests/test_zmq.py; the
 20-trial random-round version of both owner faults is benchmarks/bench_faults.py.
@@ -129,43 +129,74 @@ def test_a_run_whose_owner_is_stopped_completes_with_exit_status_0(tiny_scenario
     assert (proc.returncode, report["status"]) == (0, "completed"), stderr
 
 
-def test_a_busy_hung_owner_is_detected_by_its_silence_and_the_run_completes(tiny_scenario, tmp_path):
-    """The owner's process is alive and its ZeroMQ I/O thread runs, but its role spins in Python:
-    the application heartbeats stop, so the curator loses it within the heartbeat timeout."""
-    busy_from, rounds = 5, 200
+def run_with_a_busy_owner(tiny_scenario, tmp_path, *, busy_from: int, rounds: int, busy_for: float | None,
+                          **transport) -> tuple[float, dict[str, int | None], bool]:
+    """The curator, owner-1, owner-3 and the consumer as `marketplace` parties, and owner-2 from
+    tests/busy_owner.py, which spins in its ``handle`` once round ``busy_from`` opens (for
+    ``busy_for`` seconds, or forever). Returns when it started spinning, every exit status (owner-2's
+    None if it was still spinning and had to be killed), and whether it was still spinning."""
     tiny_scenario["transport"]["security"] = "none"  # parties started one by one, without a key folder
-    scenario = long_scenario(tiny_scenario, tmp_path, rounds=rounds)
+    scenario = long_scenario(tiny_scenario, tmp_path, rounds=rounds, **transport)
     logs = tmp_path / "logs"
     logs.mkdir()
     party = [sys.executable, "-m", "marketplace"]
     endpoint_file = tmp_path / "endpoint"
     procs = {"curator": start(party + ["curator", "--scenario", str(scenario), "--endpoint", "tcp://127.0.0.1:0", "--endpoint-file",
                                        str(endpoint_file), "--report", str(tmp_path / "curator.json")], logs / "curator.log")}
+    busy = ["--busy-from", str(busy_from)] + (["--busy-for", str(busy_for)] if busy_for is not None else [])
     try:
         endpoint = wait_for(endpoint_file, r"tcp://\S+", timeout_s=60).group(0)
         for owner in ("owner-1", "owner-3"):
             procs[owner] = start(party + ["owner", "--scenario", str(scenario), "--endpoint", endpoint, "--id", owner], logs / f"{owner}.log")
         procs["consumer"] = start(party + ["consumer", "--scenario", str(scenario), "--endpoint", endpoint], logs / "consumer.log")
         procs["owner-2"] = start([sys.executable, str(ROOT / "tests" / "busy_owner.py"), "--scenario", str(scenario), "--endpoint",
-                                  endpoint, "--id", "owner-2", "--busy-from", str(busy_from)], logs / "owner-2.log")
+                                  endpoint, "--id", "owner-2", *busy], logs / "owner-2.log")
 
-        hung_at = log_time(wait_for(logs / "owner-2.log", rf"(?m)^.{{23}} owner-2 WARNING busy from round {busy_from}").group(0))
-        detected_at, round_no = dropout(logs / "curator.log", "owner-2")
-        exits = {p: procs[p].wait(timeout=90) for p in ("curator", "owner-1", "owner-3", "consumer")}
+        busy_at = log_time(wait_for(logs / "owner-2.log", rf"(?m)^.{{23}} owner-2 WARNING busy from round {busy_from}").group(0))
+        exits: dict[str, int | None] = {p: procs[p].wait(timeout=120) for p in ("curator", "owner-1", "owner-3", "consumer")}
+        if busy_for is not None:
+            exits["owner-2"] = procs["owner-2"].wait(timeout=60)
         still_spinning = procs["owner-2"].poll() is None
+        exits.setdefault("owner-2", procs["owner-2"].poll())
     finally:
         for proc in procs.values():
             proc.kill()
             proc.wait()
+    return busy_at, exits, still_spinning
 
-    assert still_spinning  # alive all along: only its silence gave it away
-    assert 0 <= detected_at - hung_at <= HEARTBEAT_TIMEOUT_S + DETECTION_SLACK_S
+
+def test_an_owner_computing_for_several_heartbeat_timeouts_is_not_lost_and_the_run_completes(tiny_scenario, tmp_path):
+    """owner-2's role computes in Python for three heartbeat timeouts, its loop sending nothing: the
+    ZMTP heartbeats its I/O thread answers keep it connected, and its bid, late, still counts."""
+    busy_from, rounds, busy_for = 5, 60, 3 * HEARTBEAT_TIMEOUT_S
+    _, exits, _ = run_with_a_busy_owner(tiny_scenario, tmp_path, busy_from=busy_from, rounds=rounds, busy_for=busy_for)
+    assert "busy for 6 s done" in (tmp_path / "logs" / "owner-2.log").read_text()
+    assert exits == {"curator": 0, "owner-1": 0, "owner-3": 0, "consumer": 0, "owner-2": 0}
+    curator = json.loads((tmp_path / "curator.json").read_text())
+    assert curator["status"] == "completed"
+    assert curator["result"]["dropouts"] == {}
+    assert "lost" not in (tmp_path / "logs" / "curator.log").read_text()
+    assert_nothing_lost_or_counted_twice(curator["result"], rounds, "owner-2", rounds)
+
+
+def test_an_owner_that_never_returns_from_its_computation_is_dropped_by_the_progress_deadline(tiny_scenario, tmp_path):
+    """owner-2 spins forever: alive (its connection answers), so liveness never drops it; the curator
+    waits for its bid for ``progress_timeout_s``, drops it as stuck, and the run completes."""
+    busy_from, rounds, progress_s = 5, 200, 3 * HEARTBEAT_TIMEOUT_S
+    busy_at, exits, still_spinning = run_with_a_busy_owner(tiny_scenario, tmp_path, busy_from=busy_from, rounds=rounds,
+                                                           busy_for=None, progress_timeout_s=progress_s)
+    detected_at, round_no = dropout(tmp_path / "logs" / "curator.log", "owner-2")
+    assert still_spinning  # alive all along
+    assert progress_s <= detected_at - busy_at + 0.01  # not before its deadline: never lost for its silence
+    assert detected_at - busy_at <= progress_s + DETECTION_SLACK_S
     assert round_no == busy_from
-    assert exits == {"curator": 0, "owner-1": 0, "owner-3": 0, "consumer": 0}
+    assert {p: exits[p] for p in ("curator", "owner-1", "owner-3", "consumer")} == {"curator": 0, "owner-1": 0, "owner-3": 0,
+                                                                                    "consumer": 0}
     curator = json.loads((tmp_path / "curator.json").read_text())
     assert curator["status"] == "completed"
     assert curator["result"]["dropouts"] == {"owner-2": {"round": busy_from, "phase": "bidding",
-                                                         "reason": f"silent for more than heartbeat_timeout_s={HEARTBEAT_TIMEOUT_S:g}"}}
+                                                         "reason": f"no a bid for round {busy_from} within "
+                                                                   f"progress_timeout_s={progress_s:g}"}}
     assert_nothing_lost_or_counted_twice(curator["result"], rounds, "owner-2", round_no)
 
 
@@ -235,7 +266,7 @@ def test_a_hung_curator_is_detected_by_every_party_within_the_heartbeat_timeout(
     proc, out, pids, below = hang_the_curator(tiny_scenario, tmp_path)
     try:
         hung_at = time.time()
-        lost_at = {party: log_time(wait_for(out / "logs" / f"{party}.log", r"(?m)^.{23} \S+ WARNING \S+ peer curator lost: silent",
+        lost_at = {party: log_time(wait_for(out / "logs" / f"{party}.log", r"(?m)^.{23} \S+ WARNING \S+ peer curator lost: its connection closed",
                                             timeout_s=HEARTBEAT_TIMEOUT_S + 28).group(0)) for party in PARTIES[1:]}
         deadline = time.monotonic() + 15
         while any(_alive(pids[p]) for p in PARTIES[1:]) and time.monotonic() < deadline:

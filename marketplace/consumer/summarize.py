@@ -5,6 +5,11 @@ With a less-trusted curator the consumer sends h1 of each D_v row and a fresh pu
 D_v, and receives the summary as sealed points with the embeddings the curator verified. It opens
 each one and keeps it only if h1 of the opened point matches that embedding: an owner cannot get a
 point into the summary by showing the curator one embedding and sealing another point.
+
+The consumer confirms receipt before it evaluates: ``handle`` only checks and keeps the summary,
+the ``bye`` that answers the curator's ``shutdown`` says it arrived, and the evaluation (an SVM fit,
+exact kernels) runs in :meth:`SummarizeConsumer.finish`, once that ``bye`` has left. The curator's
+confirmation of an honest end then never waits on the consumer's computing.
 """
 
 from __future__ import annotations
@@ -48,6 +53,8 @@ class SummarizeConsumer(Role):
         self.features = features
         self.key = ConsumerKey.generate() if self.less_trusted else None
         self.metrics: dict[str, float] | None = None
+        self.received: tuple[np.ndarray, np.ndarray] | None = None
+        """The summary as received and checked (X, y), evaluated in :meth:`finish`."""
         self.summary_size = 0
         self.rejected: list[dict[str, Any]] = []
         self.end_status = ""
@@ -64,22 +71,29 @@ class SummarizeConsumer(Role):
             wanted = "sealed_summary" if self.less_trusted else "summary"
             if message.kind != wanted:
                 raise ProtocolError(party=message.sender, kind=message.kind, reason=f"this run's summary comes as {wanted!r}")
-            if self.metrics is not None:
+            if self.received is not None:
                 raise ProtocolError(party=message.sender, kind=message.kind, reason="the summary already arrived")
             X, y = self._open(message) if self.less_trusted else (message.body.X, message.body.y)
             if X.shape[0] and X.shape[1] != self.validation.X.shape[1]:
                 raise ProtocolError(party=message.sender, kind=message.kind, reason=f"expected {self.validation.X.shape[1]} features, got {X.shape[1]}")
             self.summary_size = len(X)
-            wait_for_background_imports()  # never import scikit-learn beside the loading thread
-            self.metrics = evaluate_summary(X, y, self.validation, self.test, gamma=self.gamma, svm_c=self.svm_c, svm_seed=self.svm_seed)
-            both = np.vstack([self.seed_set, X]) if len(self.seed_set) else X
-            self.metrics["mmd2_with_seed_set"] = float(mmd2(both, self.validation.X, self.gamma)) if len(both) else None
+            self.received = (X, y)
             return []
         if message.kind == "shutdown":
-            if self.metrics is None:
+            if self.received is None:
                 self.failure = f"run ended before a summary arrived: {message.body.reason}"
             return self.acknowledge_shutdown(message)
         raise ProtocolError(party=message.sender, kind=message.kind, reason="the consumer does not accept this kind")
+
+    def finish(self) -> None:
+        """Evaluate the summary received (after the ``bye`` that confirmed it has left)."""
+        if self.received is None:
+            return
+        X, y = self.received
+        wait_for_background_imports()  # never import scikit-learn beside the loading thread
+        self.metrics = evaluate_summary(X, y, self.validation, self.test, gamma=self.gamma, svm_c=self.svm_c, svm_seed=self.svm_seed)
+        both = np.vstack([self.seed_set, X]) if len(self.seed_set) else X
+        self.metrics["mmd2_with_seed_set"] = float(mmd2(both, self.validation.X, self.gamma)) if len(both) else None
 
     def _open(self, message: Envelope) -> tuple[np.ndarray, np.ndarray]:
         """Open every sealed point; keep those whose h1 matches the embedding the curator verified."""

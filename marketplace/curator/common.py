@@ -1,5 +1,5 @@
 """What every curator does the same way, whatever the protocol: admit parties by their hello, drop
-an owner that goes silent, stops progressing or refuses the run's messages, and end the run
+an owner whose connection closes, stops progressing or refuses the run's messages, and end the run
 (shutdown to every party still reachable, then one bye from each)."""
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ class CuratorBase(Role):
 
     def peer_lost(self, peer: str, reason: str = "") -> list[Send]:
         """A lost consumer fails the run; a lost owner becomes a dropout and the run goes on."""
-        if self._lost_while_closing(peer):
+        if self._lost_while_closing(peer, reason):
             return self._tell_owners() if peer == CONSUMER and not self.owners_told else []
         if peer == CONSUMER:
             return self._close(status="failed", reason="the consumer was lost" + (f" ({reason})" if reason else ""))
@@ -218,7 +218,7 @@ class CuratorBase(Role):
         self.done = not self.waiting_bye
         return []
 
-    def _lost_while_closing(self, peer: str) -> bool:
+    def _lost_while_closing(self, peer: str, reason: str = "") -> bool:
         """Record a lost peer; True when the run is already closing (then it is simply not waited for).
         Losing the consumer before its bye turns a completed run into a failed one."""
         self.lost.add(peer)
@@ -226,7 +226,7 @@ class CuratorBase(Role):
             return False
         if peer == CONSUMER and peer in self.waiting_bye and self.closing_status == "completed":
             self.failure = self.failure or (f"{self.end_reason}, but the consumer never confirmed it received the "
-                                            f"results (lost while closing)")
+                                            f"results (lost while closing" + (f": {reason})" if reason else ")"))
         self.waiting_bye.discard(peer)
         self.done = not self.waiting_bye
         return True

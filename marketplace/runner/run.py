@@ -17,6 +17,7 @@ from marketplace.messages import PROTOCOL_VERSION
 from marketplace.parties import build_role, make_world, party_ids, role_of
 from marketplace.privacy import noise as noise_keys
 from marketplace.roles import CURATOR
+from marketplace.runner.blame import failure_lines
 from marketplace.runner.identity import check_reports
 from marketplace.runner.party_process import (EXIT_OK, EXIT_RUN_FAILED, default_run_id, noise_origin, party_report,
                                               single_threaded_blas, write_json)
@@ -261,10 +262,9 @@ def _process_failures(run, parties: list[dict[str, Any]]) -> list[str]:
     stragglers = [p for p in run.stragglers if p not in dropouts]
     if stragglers:
         failures.append(f"{', '.join(stragglers)} still running after the curator exited; killed")
-    for rep in parties:
-        if rep["exit_code"] != 0 and rep["id"] not in dropouts:
-            failures.append(f"{rep['id']} exited with status {rep['exit_code']}: {rep.get('failure') or last_line(Path(rep['log']))}")
-    return failures
+    failed = [(rep["id"], rep["exit_code"], rep.get("failure") or last_line(Path(rep["log"])))
+              for rep in parties if rep["exit_code"] != 0 and rep["id"] not in dropouts]
+    return failures + failure_lines(failed)  # the party at fault first (marketplace.runner.blame)
 
 
 def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[str, Any]], failure: str | list[str] | None,

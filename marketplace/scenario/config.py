@@ -34,12 +34,19 @@ class TransportConfig:
     endpoint: str = "tcp://127.0.0.1:0"
     """Where the curator binds and the others connect; port 0 lets the runner pick a free port."""
     heartbeat_interval_s: PositiveFloat = 0.5
+    """How often ZeroMQ's I/O thread pings each connection (ZMTP heartbeats), and how often the
+    curator sends an application ``heartbeat`` to a party it sent nothing else to."""
     heartbeat_timeout_s: PositiveFloat = 10.0
+    """A connection whose peer answers no ZMTP heartbeat for this long is closed, and the peer is
+    lost. The peer's I/O thread answers, not its role: a party busy computing is never lost for
+    it; a stopped, dead or unreachable one is."""
     start_timeout_s: PositiveFloat = 60.0
     run_timeout_s: PositiveFloat = 1800.0
     progress_timeout_s: PositiveFloat = 30.0
     """A connected party the curator is waiting for (a hello, a bid, a point, a release, a bye)
-    that does not deliver within this many seconds is dropped, with the reason in the report."""
+    that does not deliver within this many seconds is dropped, with the reason in the report. It
+    bounds each step a party computes before it answers (an endless computation cannot be told
+    from a long one); heavy local work runs after the party's ``bye``, where nobody waits."""
     max_message_bytes: Annotated[int, Range(min=1024)] = 64 * 1024 * 1024
     high_water_mark: Annotated[int, Range(min=1)] = 10_000
     send_timeout_s: PositiveFloat = 10.0

@@ -20,7 +20,8 @@ limit and the context's socket cap (``MAX_SOCKETS``, 1,023 by default) to what i
 The loop is fair the same way a single party's is: each wake-up reads a bounded batch from every
 socket that has frames, and every owner's timers run on every pass. Owners' local work after their
 last message (:meth:`Role.finish`, e.g. fitting a model) runs once every hosted owner's exchange is
-over, so one owner's fitting never silences the others' heartbeats.
+over, so one owner's fitting never holds up the others' exchanges (their connections stay up
+meanwhile regardless: ZeroMQ's I/O thread answers their ZMTP heartbeats).
 """
 
 from __future__ import annotations

@@ -87,7 +87,7 @@ def run_inprocess(nodes: list[Node], *, max_steps: int = 50_000_000, after_deliv
 
 def _ended_peers(nodes: list[Node], by_id: dict[str, Node], lost: dict[str, set[str]]) -> list[tuple[Node, str, str]]:
     """(waiter, peer, reason) for every party still running that expects a peer which has ended (or
-    does not exist) without saying bye to it: what heartbeats would reveal over ZeroMQ."""
+    does not exist) without saying bye to it: what a closed connection reveals over ZeroMQ."""
     found = []
     for waiter in nodes:
         if waiter.done:

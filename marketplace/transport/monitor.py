@@ -84,6 +84,10 @@ class ConnectionWatch:
     probes: int = 0
     warned_drops: int = 0
     first_unexplained_at: float | None = None
+    links_closed: int = 0
+    """Closed connections that may have been a peer's: on the client side, drops of a connection
+    whose handshake succeeded; on the server side, every drop (ZeroMQ's events do not say which)."""
+    linked: bool = False
     reported: set[str] = field(default_factory=set)
 
     def on_event(self, event: int, value: int) -> str | None:
@@ -92,12 +96,16 @@ class ConnectionWatch:
         if event == zmq.EVENT_HANDSHAKE_SUCCEEDED:
             self.handshakes += 1
             self.consecutive_failures = 0
+            self.linked = True
         elif event in FAILED_HANDSHAKE:
             self.failed_handshakes += 1
             self.consecutive_failures += 1
             return self._client_failure(event, value) if self.side == "client" else self._server_failure(event, value)
         elif event == zmq.EVENT_DISCONNECTED:
             self.disconnects += 1
+            if self.linked or self.side == "server":
+                self.links_closed += 1
+            self.linked = False
         return None
 
     def _server_failure(self, event: int, value: int) -> None:
@@ -141,7 +149,7 @@ class ConnectionWatch:
 
     def check_drops(self, explained: int, *, now: float | None = None, final: bool = False) -> None:
         """Warn about drops nothing explains, after :data:`DROP_GRACE_S` (at once when ``final``).
-        Server side only: a connecting party learns that the curator is gone from its heartbeats."""
+        Server side only: a connecting party learns that the curator is gone from ``links_closed``."""
         if self.side != "server":
             return
         new = self.unexplained_drops(explained)

@@ -5,16 +5,26 @@ The loop is built so that no single peer, hostile or broken, can stop the others
 * **Fair and timed.** Each wake-up reads a bounded batch of frames (ZeroMQ queues each connection
   apart and reads them in turn), and every timer (heartbeats, liveness, progress deadlines, the run
   timeout) is checked on every iteration, so a steady stream of frames cannot starve them.
-* **Liveness from accepted frames only.** A peer counts as heard when one of its frames is accepted
-  (a valid message of this run, from the party it is): frames that are refused, or that belong to
-  another run, keep nobody alive. A peer is declared silent only after the socket has been drained
-  past its deadline, so a party whose ``bye`` is still queued is never mistaken for a lost one.
+* **Liveness from the connection, not from the party's loop.** Every socket runs ZeroMQ's own
+  ZMTP heartbeats (``ZMQ_HEARTBEAT_IVL``/``_TIMEOUT``/``_TTL``), which libzmq's I/O thread sends and
+  answers without the Python interpreter: a party busy computing inside its role still answers
+  them, a stopped or dead process does not, and ZeroMQ then closes the connection. A peer is lost
+  when its connection closes (the socket monitor's disconnect event; on the curator's ROUTER, which
+  the event does not name, the next frame to that peer's route fails with ``EHOSTUNREACH``), and
+  only after the socket has been drained past that moment, so a party whose ``bye`` is still queued
+  is never mistaken for a lost one. Application ``heartbeat`` messages still go out (the curator's
+  are how it finds which route closed, and all are counted), but their absence loses nobody.
+* **A peer is known by accepted frames only.** A peer counts as connected when one of its frames is
+  accepted (a valid message of this run, from the party it is): frames that are refused, or that
+  belong to another run, connect nobody.
 * **Never blocked by a reader.** Sends are non-blocking. Frames a peer is not reading wait in that
   peer's own bounded queue; a peer whose queue stays stuck for ``send_timeout_s`` is dropped.
   Error replies are best effort: never queued, dropped if the peer does not read.
 * **Progress deadlines.** A party the role is waiting for (a bid, a point, a ``bye``; see
   :meth:`Role.awaited`) that stays connected but does not deliver within ``progress_timeout_s`` is
-  dropped, and the reason, with its last refused frame, goes into the report.
+  dropped, and the reason, with its last refused frame, goes into the report. Like a lost
+  connection, a missed deadline counts only once the socket was drained past it: a waiting party
+  that was itself busy does not drop a peer whose answer sits unread in its own queue.
 * **Quarantine.** A peer that sends more than ``refusal_budget`` refused frames within a second
   has its frames dropped unread for ``quarantine_s``: a flood of junk costs a read, not a decode.
 * **Identity from keys.** Under CURVE the curator's ZAP handler stamps each connection with the
@@ -122,6 +132,8 @@ class _Peer:
     queue: deque = field(default_factory=deque)
     stuck_since: float | None = None
     last_sent: float = float("-inf")  # last frame handed to the transport for it
+    closed_at: float | None = None  # when its connection was seen closed (None: open, or never)
+    closed_route: bytes | None = None  # the route that closed: frames still queued from it change nothing
 
 
 @dataclass
@@ -151,7 +163,7 @@ def raise_open_files_limit(needed: int) -> int:
 def check_interval(peers: int, heartbeat_interval_s: float) -> float:
     """Seconds between a loop's liveness and progress checks: every 50 ms (or every heartbeat
     interval, if shorter), and with many peers every :data:`CHECK_S_PER_PEER` per peer, up to half a
-    heartbeat interval (so a silent peer is still noticed well within its heartbeat timeout)."""
+    heartbeat interval (so a closed connection is still acted on well within a heartbeat timeout)."""
     return max(min(LIVENESS_CHECK_S, heartbeat_interval_s), min(CHECK_S_PER_PEER * peers, heartbeat_interval_s / 2))
 
 
@@ -195,9 +207,28 @@ def plaintext_identity(sock: zmq.Socket, party: str) -> None:
     sock.setsockopt(zmq.IDENTITY, party.encode())
 
 
+MAX_TTL_MS = 6_553_500
+"""The largest ZMTP heartbeat TTL ZeroMQ can send (a 16-bit count of deciseconds)."""
+
+
+def zmtp_heartbeats(settings: LinkSettings) -> dict[int, int]:
+    """ZeroMQ's own heartbeat options for ``settings``, in milliseconds: a PING every
+    ``heartbeat_interval_s``, the connection closed when no traffic came back within
+    ``heartbeat_timeout_s`` (``HEARTBEAT_TIMEOUT``), and the same timeout asked of the peer
+    (``HEARTBEAT_TTL``). libzmq's I/O thread does all of it, so a party computing in Python keeps
+    its connections; a stopped or dead one loses them."""
+    ivl = max(1, round(1000 * settings.heartbeat_interval_s))
+    timeout = max(1, round(1000 * settings.heartbeat_timeout_s))
+    return {int(zmq.HEARTBEAT_IVL): ivl, int(zmq.HEARTBEAT_TIMEOUT): timeout,
+            int(zmq.HEARTBEAT_TTL): min(MAX_TTL_MS, max(100, timeout))}
+
+
 def configure_socket(sock: zmq.Socket, settings: LinkSettings) -> None:
-    """Every socket of the driver: no linger on error paths, the frame cap, the high-water marks."""
+    """Every socket of the driver: no linger on error paths, the frame cap, the high-water marks,
+    ZMTP heartbeats (:func:`zmtp_heartbeats`)."""
     sock.setsockopt(zmq.LINGER, 0)
+    for option, value in zmtp_heartbeats(settings).items():
+        sock.setsockopt(option, value)
     sock.setsockopt(zmq.MAXMSGSIZE, settings.max_message_bytes)
     sock.setsockopt(zmq.SNDHWM, settings.high_water_mark)
     sock.setsockopt(zmq.RCVHWM, settings.high_water_mark)
@@ -227,6 +258,9 @@ class _Loop(ABC):
         self.monitor: zmq.Socket | None = None
         self.closed = False
         self.frames_sent = 0
+        self.probe = False
+        """A connection closed and the monitor cannot say whose: the next heartbeat round goes to every
+        connected peer, even one that had a frame from us lately (it may have gone into the closing pipe)."""
 
     # --- per socket type --------------------------------------------------------------------
     @abstractmethod
@@ -255,18 +289,19 @@ class _Loop(ABC):
     def tick(self, now: float, *, check_every: float | None = None) -> float:
         """Run every timer that is due (heartbeats, liveness, progress, queued sends); return the
         time of the next one. Called on every iteration, so no stream of frames can starve them."""
+        if self.monitor is not None and now >= self.next_check:
+            self._drain_monitor()  # first, so that the checks below see a connection closed by now
         if now >= self.next_beat:
+            probe, self.probe = self.probe, False
             for party in self._heartbeat_targets():
                 peer = self.peers.get(party)
-                if peer is not None and now - peer.last_sent < self.settings.heartbeat_interval_s:
+                if not probe and peer is not None and now - peer.last_sent < self.settings.heartbeat_interval_s:
                     continue  # it had a frame from us lately: that says we are alive
                 self._dispatch([self.node.heartbeat(party)])
             self.next_beat = now + self.settings.heartbeat_interval_s
         if now >= self.next_check:  # O(K) per check, not per frame
             self._check_liveness(now)
             self._check_progress(now)
-            if self.monitor is not None:
-                self._drain_monitor()
             if check_every is None:
                 check_every = check_interval(len(self.peers), self.settings.heartbeat_interval_s)
             self.next_check = now + check_every
@@ -345,8 +380,10 @@ class _Loop(ABC):
         if delivery.accepted and peer is not None:
             peer.heard = now
             if peer.route != route:  # frames to a party go where its accepted frames come from
-                first = peer.route is None
+                first = peer.route is None and peer.closed_at is None
                 peer.route = route
+                if peer.closed_at is not None and route != peer.closed_route:
+                    peer.closed_at = None  # it came back on a new connection
                 if first:
                     self._first_contact(peer)
         elif not delivery.accepted:
@@ -368,6 +405,13 @@ class _Loop(ABC):
     def _first_contact(self, peer: _Peer) -> None:
         """A party's first accepted frame (the curator answers at once)."""
 
+    def _links_closed(self, now: float) -> None:
+        """The monitor saw a connection close. A ROUTER cannot tell whose: its next heartbeat round
+        (at its usual time, so that strangers opening and closing connections cannot make it send
+        more often) goes to every connected peer, and the closed route answers ``EHOSTUNREACH``. A
+        DEALER's only connection is to the curator (:class:`DealerLoop`)."""
+        self.probe = True
+
     def _refused(self, conn: _Connection, now: float) -> None:
         if now - conn.window_start > 1.0:
             conn.window_start, conn.window_refusals = now, 0
@@ -382,23 +426,35 @@ class _Loop(ABC):
         if now - self.started > self.settings.run_timeout_s:
             self.node.role.fail(f"run timeout: {self.settings.run_timeout_s:g} s elapsed")
             return
-        timeout = self.settings.heartbeat_timeout_s
         for party in self.node.role.expected_peers():
             if party in self.lost or party in self.node.finished_peers:
                 continue
             peer = self.peers.get(party)
-            heard = peer.heard if peer else None
-            if heard is None:
+            closed = peer.closed_at if peer else None
+            # lost only once the socket was drained after its connection closed (nothing of it, a
+            # bye say, is still queued), or, under a flood that never lets the socket drain, after
+            # a further heartbeat timeout
+            if closed is not None:
+                if self.drained_at > closed or now - closed > self.settings.heartbeat_timeout_s:
+                    self._lose(party, f"its connection closed: no answer to ZeroMQ heartbeats within heartbeat_timeout_s="
+                                      f"{self.settings.heartbeat_timeout_s:g} (a stopped or dead process, or a broken network)")
+                continue
+            if peer is None or peer.heard is None:
                 if now - self.started > self.settings.start_timeout_s:
                     why = self._last_refusal(party)
                     self._lose(party, f"never connected within start_timeout_s={self.settings.start_timeout_s:g}"
                                       + (f"; it sent only refused frames (the last: {why})" if why else ""))
-                continue
-            silent = now - heard
-            # declared silent only once the socket was drained past its deadline (nothing of it is
-            # still queued), or, under a flood that never lets the socket drain, at twice the timeout
-            if silent > timeout and (self.drained_at > heard + timeout or silent > 2 * timeout):
-                self._lose(party, f"silent for more than heartbeat_timeout_s={timeout:g}")
+
+    def _connection_closed(self, party: str, now: float, route: bytes | None) -> None:
+        """``party``'s connection (``route``) is gone: the liveness check loses it once the socket
+        is drained, unless an accepted frame comes on another connection first."""
+        peer = self.peers.get(party)
+        if peer is None:
+            peer = self.peers[party] = _Peer(party)
+        if peer.closed_at is None:
+            peer.closed_at = now
+            peer.closed_route = route
+        peer.route = None
 
     def _check_progress(self, now: float) -> None:
         """Drop a connected party that does not deliver what the role waits for in time."""
@@ -414,7 +470,9 @@ class _Loop(ABC):
             if peer is None or peer.contact is None:
                 continue  # not connected yet: start_timeout_s applies
             since = self.awaiting.setdefault(party, (what, now))[1]
-            if now - since > limit:
+            # as for a lost connection: only once the socket was drained past the deadline, so that
+            # an answer queued while this party was busy is read before anyone is dropped
+            if now - since > limit and (self.drained_at > since + limit or now - since > 2 * limit):
                 why = self._last_refusal(party)
                 self._lose(party, f"no {what} within progress_timeout_s={limit:g}" + (f" (its last refused frame: {why})" if why else ""))
 
@@ -474,7 +532,7 @@ class _Loop(ABC):
                 # bye): no more heartbeats to it; the liveness check decides once the socket is drained
                 peer = self.peers.get(out.receiver)
                 if peer is not None and peer.route == route:
-                    peer.route = None
+                    self._connection_closed(out.receiver, time.monotonic(), route)
             elif party is not None and not out.best_effort:
                 self._lose(party, f"unreachable when sending {out.kind}")
             else:
@@ -529,10 +587,13 @@ class _Loop(ABC):
         self.monitor = open_monitor(self.sock, self.poller)
 
     def _drain_monitor(self, *, final: bool = False) -> None:
+        closed = self.watch.links_closed
         for event, value in read_events(self.monitor):
             refused = self.watch.on_event(event, value)
             if refused and not self.node.done:
                 self.node.role.fail(refused)
+        if self.watch.links_closed != closed and not self.node.done:
+            self._links_closed(time.monotonic())
         if not self.node.done or final:
             self.watch.check_drops(len(self.node.finished_peers | self.lost), final=final)
         self.stats.dropped_connections = self.watch.warned_drops
@@ -644,6 +705,9 @@ class DealerLoop(_Loop):
 
     def _route_of(self, party: str) -> bytes | None:
         return b""
+
+    def _links_closed(self, now: float) -> None:
+        self._connection_closed(CURATOR, now, b"")  # its only connection; every frame comes on route b""
 
     def _heartbeat_targets(self) -> list[str]:
         return [] if CURATOR in self.lost else [CURATOR]
