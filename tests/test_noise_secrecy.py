@@ -79,13 +79,14 @@ def test_the_runner_holds_every_key_so_a_keyed_run_reproduces_exactly(tmp_path):
     assert release["a"].count != release["c"].count  # fresh keys: other noise
 
 
+@pytest.mark.slow
 def test_two_deployments_provisioned_from_one_scenario_release_different_noise(tmp_path):
     scenario = load_scenario(SKETCH)
     counts = []
-    for name in ("kits-a", "kits-b"):
+    for name, driver in (("kits-a", "inprocess"), ("kits-b", "processes")):
         provision(scenario, tmp_path / name, endpoint="tcp://127.0.0.1:1")
         out = tmp_path / f"run-{name}"
-        report = run(out, f"noise.keys={tmp_path / name}", "noise.source=keys")
+        report = run(out, f"noise.keys={tmp_path / name}", "noise.source=keys", driver=driver)
         assert not any(stripped(out, owner) for owner in OWNERS)
         assert report["privacy"]["owner-1"]["noise"]["key_file"] == str((tmp_path / name / "owner-1" / "owner-1.noise_key").resolve())
         assert stripped(out, "owner-1", own_key(tmp_path / name / "owner-1" / "owner-1.noise_key", "owner-1"))
