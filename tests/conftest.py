@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICKSTART = ROOT / "scenarios" / "quickstart.yaml"
@@ -17,6 +18,12 @@ Tests read datasets from the data cache ($MARKETPLACE_DATA, else this folder, el
 cache), read-only (the registry verifies every file in place before use), and serve it on 127.0.0.1
 as a download mirror. A test whose datasets are not in the cache skips, naming the cache and the
 `marketplace data fetch NAME` command (``needs_data``)."""
+
+# Hypothesis times each example (deadline, 200 ms) and its data generation (the too_slow health
+# check): wall-clock bounds that load on the machine breaks. Every property test here runs without
+# them; a test that sets its own settings inherits this (docs/reliability.md).
+settings.register_profile("any-machine", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("any-machine")
 
 os.environ.pop("MARKETPLACE_DATA_MIRROR", None)  # tests name their mirrors explicitly
 if not os.environ.get("MARKETPLACE_DATA") and PREFILLED_DATA.is_dir():
