@@ -288,3 +288,71 @@ def to_plain(obj: Any) -> Any:
     if isinstance(obj, dict):
         return {k: to_plain(v) for k, v in obj.items()}
     return obj
+
+
+# --- the key paths a schema accepts (for suggestions on a mistyped key) ---------------------------
+
+
+def _inner(hint: Any) -> Any:
+    """``hint`` without ``Annotated`` metadata and ``None``/``Literal`` options: the dataclass or
+    ``dict[str, T]`` a key path can go into, else a leaf hint."""
+    if get_origin(hint) is typing.Annotated:
+        return _inner(get_args(hint)[0])
+    if get_origin(hint) in (typing.Union, types.UnionType):
+        options = [_inner(option) for option in get_args(hint)]
+        for option in options:
+            if dataclasses.is_dataclass(option) or get_origin(option) is dict:
+                return option
+        return options[0]
+    return hint
+
+
+def key_is_known(cls: type, key: str) -> bool:
+    """Whether the dotted ``key`` (``summarize.privacy.eps_validation``) names a field of the
+    dataclass ``cls`` or of the dataclasses nested in it; any key is accepted inside a
+    ``dict[str, T]`` field (``sweep.vary.<any key>``)."""
+    hint: Any = cls
+    for part in key.split("."):
+        hint = _inner(hint)
+        if dataclasses.is_dataclass(hint):
+            hints = _plan(hint)[0]
+            if part not in hints:
+                return False
+            hint = hints[part]
+        elif get_origin(hint) is dict:
+            hint = get_args(hint)[1]
+        else:
+            return False  # a key below a value that is not a mapping
+    return True
+
+
+def dotted_keys(cls: type, prefix: str = "") -> list[str]:
+    """Every dotted key path into the dataclass ``cls``: each field, and the fields of nested
+    dataclasses (a ``dict[str, T]`` field is listed itself; its keys are free)."""
+    out = []
+    for name, hint in _plan(cls)[0].items():
+        path = _join(prefix, name)
+        out.append(path)
+        inner = _inner(hint)
+        if dataclasses.is_dataclass(inner):
+            out.extend(dotted_keys(inner, path))
+    return out
+
+
+def closest_keys(cls: type, key: str, n: int = 3) -> list[str]:
+    """The valid dotted keys of ``cls`` closest to the unknown ``key``: close spellings of its last
+    part among the fields beside it (``summarize.round`` -> ``summarize.rounds``), else of the
+    whole path (difflib), else keys ending with the same field name (``rounds`` -> ``summarize.rounds``)."""
+    import difflib
+
+    keys = dotted_keys(cls)
+    parent, _, last = key.rpartition(".")
+    siblings = {k.rpartition(".")[2]: k for k in keys if k.rpartition(".")[0] == parent}
+    close = [siblings[name] for name in difflib.get_close_matches(last, list(siblings), n=n, cutoff=0.6)]
+    if close:
+        return close
+    depth = key.count(".")
+    close = difflib.get_close_matches(key, [k for k in keys if k.count(".") == depth], n=n, cutoff=0.6) \
+        or difflib.get_close_matches(key, keys, n=n, cutoff=0.6)  # a key as deep as the one given first
+    same_leaf = [k for k in keys if k.rpartition(".")[2] == last and k not in close]
+    return (close + same_leaf)[:n]

@@ -8,17 +8,26 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICKSTART = ROOT / "scenarios" / "quickstart.yaml"
-SHARED_DATA = ROOT.parent / "shared" / "data"
-"""The team's mirror of the public datasets, laid out as the data cache (NAME/FILE), present on
-development machines and in CI. Tests use it as a read-only, pre-filled cache (the registry
-verifies every file in place before use) and, served on 127.0.0.1, as a download mirror."""
+PREFILLED_DATA = ROOT.parent / "shared" / "data"
+"""A pre-filled data cache beside the checkout, used when MARKETPLACE_DATA is unset and it exists.
+Tests read datasets from the data cache ($MARKETPLACE_DATA, else this folder, else the per-user
+cache), read-only (the registry verifies every file in place before use), and serve it on 127.0.0.1
+as a download mirror. A test whose datasets are not in the cache skips, naming the cache and the
+`marketplace data fetch NAME` command (``needs_data``)."""
+
+# Hypothesis times each example (deadline, 200 ms) and its data generation (the too_slow health
+# check): wall-clock bounds that load on the machine breaks. Every property test here runs without
+# them; a test that sets its own settings inherits this (docs/reliability.md).
+settings.register_profile("any-machine", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("any-machine")
 
 os.environ.pop("MARKETPLACE_DATA_MIRROR", None)  # tests name their mirrors explicitly
-if not os.environ.get("MARKETPLACE_DATA") and SHARED_DATA.is_dir():
-    os.environ["MARKETPLACE_DATA"] = str(SHARED_DATA)  # inherited by every CLI subprocess too
+if not os.environ.get("MARKETPLACE_DATA") and PREFILLED_DATA.is_dir():
+    os.environ["MARKETPLACE_DATA"] = str(PREFILLED_DATA)  # inherited by every CLI subprocess too
 
 
 def needs_data(*names: str) -> pytest.MarkDecorator:
@@ -28,7 +37,8 @@ def needs_data(*names: str) -> pytest.MarkDecorator:
     from marketplace.datasets.registry import dataset
 
     absent = [name for name in names if missing_files(dataset(name))]
-    reason = f"dataset(s) {absent} not in the data cache {data_home()}: {fetch_command(absent)}" if absent else ""
+    reason = (f"dataset(s) {absent} not in the data cache {data_home()} (set MARKETPLACE_DATA to choose it): "
+              f"{fetch_command(absent)}") if absent else ""
     return pytest.mark.skipif(bool(absent), reason=reason)
 
 

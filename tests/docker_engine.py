@@ -18,6 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from system_tools import missing_tools
+
 
 class EngineUnavailable(RuntimeError):
     """No Docker engine could be started here; the message says exactly why (the test skips)."""
@@ -35,9 +37,9 @@ class DockerEngine:
     def start(self, timeout_s: float = 60.0) -> None:
         if os.geteuid() != 0:
             raise EngineUnavailable(f"starting a Docker engine needs root; this test runs as uid {os.geteuid()}")
-        for tool in ("dockerd", "docker"):
-            if shutil.which(tool) is None:
-                raise EngineUnavailable(f"no {tool} on PATH (Debian: apt-get install docker.io; .ci/run installs it)")
+        missing = missing_tools("dockerd", "docker")
+        if missing is not None:
+            raise EngineUnavailable(missing)
         failures = []
         chosen = os.environ.get("MARKETPLACE_TEST_DOCKER_STORAGE")  # e.g. vfs, to measure the slow path
         for driver in [chosen] if chosen else ["overlay2", "vfs"]:
@@ -112,5 +114,5 @@ def compose_command() -> list[str]:
         return ["docker", "compose"]
     if shutil.which("docker-compose"):
         return ["docker-compose"]
-    raise EngineUnavailable("neither the compose v2 plugin (`docker compose`) nor docker-compose is installed "
+    raise EngineUnavailable("needs the compose v2 plugin (`docker compose`) or docker-compose, neither installed "
                             "(Debian: apt-get install docker-compose; .ci/run installs it)")

@@ -99,6 +99,30 @@ def test_bad_override_exits_2(override, named, capsys):
     assert named in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("override", "said"), [
+    ("nosuch.key=1", "--set nosuch.key=1: no scenario key 'nosuch.key'; did you mean noise.keys?"),
+    ("summarize.round=5", "--set summarize.round=5: no scenario key 'summarize.round'; did you mean summarize.rounds"),
+    ("rounds=5", "--set rounds=5: no scenario key 'rounds'; did you mean summarize.rounds?"),
+    ("summarize.privacy.eps_validaton=1", "did you mean summarize.privacy.eps_validation"),
+    ("parties.owners.x=1", "--set parties.owners.x=1: no scenario key 'parties.owners.x'; did you mean parties.owners"),
+    ("zzz=1", "--set zzz=1: no scenario key 'zzz'; the top-level keys are name, protocol, seed,"),
+    ("summarize.rounds=abc", "--set summarize.rounds=abc: summarize.rounds: expected an integer, got 'abc'"),
+    ("=3", "--set =3: expected key.path=value"),
+])
+def test_a_bad_set_names_the_option_and_the_assignment_and_suggests_the_closest_key(override, said, capsys):
+    assert main(["validate", str(QUICKSTART), "--set", override]) == 2
+    err = capsys.readouterr().err
+    assert said in err and "quickstart.yaml" not in err  # the file is fine: --set is what is wrong
+
+
+def test_run_with_a_mistyped_set_key_stops_before_anything_starts_and_says_so(tmp_path):
+    out = tmp_path / "run"
+    result = run_cli("run", str(QUICKSTART), "--driver", "inprocess", "--out", str(out), "--set", "summarize.rounds=3",
+                     "--set", "summarize.baseline=[]")
+    assert result.returncode == 2 and not out.exists()
+    assert "--set summarize.baseline=[]: no scenario key 'summarize.baseline'; did you mean summarize.baselines?" in result.stderr
+
+
 def test_run_inprocess_from_the_cli_writes_a_report(tmp_path):
     out = tmp_path / "run"
     result = run_cli("run", str(QUICKSTART), "--driver", "inprocess", "--out", str(out), "--set", "summarize.rounds=5")

@@ -1,11 +1,12 @@
 """docker-compose.yml on a real Docker engine: the image built from the Dockerfile users build, the
 compose file run as it ships, by a host user whose uid is neither root nor the containers' 1000.
 
-The test starts its own engine (tests/docker_engine.py) and skips, naming the reason, only when no
-engine can be started. When the public base image cannot be pulled (no Docker Hub here), it builds
-a stand-in under the same tag from Debian packages (deploy/standin-python-base.sh), so the
-Dockerfile stays the one users use. It removes its containers, networks, volumes and images, and
-the engine with everything it stored.
+The test starts its own engine (tests/docker_engine.py) and skips, naming the reason, when no
+engine can be started or when any tool it needs is missing (dockerd, docker, a compose client,
+setpriv; mmdebstrap when the base image cannot be pulled), with the command that installs it. When
+the public base image cannot be pulled (no Docker Hub here), it builds a stand-in under the same tag
+from Debian packages (deploy/standin-python-base.sh), so the Dockerfile stays the one users use.
+It removes its containers, networks, volumes and images, and the engine with everything it stored.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import yaml
 
 from conftest import ROOT
 from docker_engine import DockerEngine, EngineUnavailable, compose_command
+from system_tools import skip_unless_tools
 
 pytestmark = pytest.mark.slow
 
@@ -35,6 +37,11 @@ PROJECT_FILES = ("Dockerfile", ".dockerignore", "docker-compose.yml", "pyproject
 
 @pytest.fixture(scope="module")
 def engine():
+    skip_unless_tools("dockerd", "docker", "setpriv", why="a compose run on a real Docker engine")
+    try:
+        compose_command()
+    except EngineUnavailable as err:
+        pytest.skip(str(err))
     engine = DockerEngine()
     try:
         t0 = time.monotonic()
@@ -83,8 +90,7 @@ def ensure_base_image(engine: DockerEngine) -> str:
     pulled = engine.docker("pull", "python:3.11-slim", check=False, timeout=300)
     if pulled.returncode == 0:
         return "pulled"
-    assert shutil.which("mmdebstrap"), ("python:3.11-slim cannot be pulled here and mmdebstrap, which builds the stand-in, "
-                                        "is missing (Debian: apt-get install mmdebstrap; .ci/run installs it)")
+    skip_unless_tools("mmdebstrap", why="python:3.11-slim cannot be pulled here, and the stand-in base image is built with mmdebstrap")
     engine.run(["sh", str(ROOT / "deploy" / "standin-python-base.sh"), "python:3.11-slim"], timeout=900)
     return "stand-in from Debian packages"
 
@@ -194,3 +200,15 @@ def test_the_compose_file_is_read_the_same_by_compose_clients():
         for condition in (service.get("depends_on") or {}).values():
             assert condition["condition"] in ("service_started", "service_healthy", "service_completed_successfully")
         assert set(service.get("build", {})) <= {"context", "network"}
+
+
+def test_a_missing_tool_skips_naming_it_and_its_install_command(monkeypatch):
+    """Whichever of a test's tools is missing, the test skips (never fails), naming each missing one."""
+    import system_tools
+
+    present = {"docker": "/usr/bin/docker"}
+    monkeypatch.setattr(system_tools.shutil, "which", lambda tool: present.get(tool))
+    with pytest.raises(pytest.skip.Exception, match=r"base image.*needs dockerd, mmdebstrap, not on PATH "
+                                                    r"\(Debian: dockerd: apt-get install docker.io; mmdebstrap: apt-get install mmdebstrap"):
+        skip_unless_tools("docker", "dockerd", "mmdebstrap", why="base image")
+    assert system_tools.missing_tools("docker") is None

@@ -1,5 +1,5 @@
 """The dataset registry, the data cache and fetching: a local HTTP server on 127.0.0.1 serves the
-team's copy of the public datasets as a mirror; corrupted, interrupted and unreachable downloads
+data cache ($MARKETPLACE_DATA, filled by `marketplace data fetch NAME`) as a mirror; corrupted, interrupted and unreachable downloads
 leave nothing half-written; `marketplace data ...` from the command line."""
 
 from __future__ import annotations
@@ -14,13 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, SHARED_DATA, needs_data, run_cli
+from conftest import ROOT, needs_data, run_cli
 from marketplace.datasets import DATASETS, ChecksumMismatch, DatasetMissing, read_bytes, require
-from marketplace.datasets.cache import file_states, missing_files
+from marketplace.datasets.cache import data_home, file_states, missing_files
 from marketplace.datasets.fetch import FetchError, fetch_dataset, mirror_url
 
-needs_mirror = pytest.mark.skipif(not (SHARED_DATA / "MANIFEST.txt").is_file(),
-                                  reason=f"the datasets mirror {SHARED_DATA} is absent")
+MIRROR = data_home()
+"""The folder served as a mirror: the data cache, laid out as a mirror is (NAME/FILE). A test that
+serves a dataset from it needs that dataset in the cache (``needs_data``; the skip names the fetch
+command and the cache, which ``MARKETPLACE_DATA`` chooses)."""
 SMALL = "diabetic_retinopathy_debrecen"  # one 117 KB file
 SMALL_FILE = "messidor_features.arff"
 
@@ -39,7 +41,7 @@ class MirrorHandler(http.server.SimpleHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 - the http.server name
         path = self.path.lstrip("/")
         type(self).requests.append(path)
-        file = SHARED_DATA / path
+        file = MIRROR / path
         if path in self.corrupt or path in self.interrupt:
             data = bytearray(file.read_bytes())
             self.send_response(200)
@@ -60,10 +62,10 @@ class MirrorHandler(http.server.SimpleHTTPRequestHandler):
 
 @pytest.fixture
 def mirror():
-    """A threaded HTTP server on 127.0.0.1 serving the datasets mirror; yields its base URL."""
+    """A threaded HTTP server on 127.0.0.1 serving the data cache as a mirror; yields its base URL."""
     handler = type("Handler", (MirrorHandler,), {"corrupt": set(), "interrupt": set(), "requests": []})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
-                                             lambda *a, **k: handler(*a, directory=str(SHARED_DATA), **k))
+                                             lambda *a, **k: handler(*a, directory=str(MIRROR), **k))
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
@@ -82,10 +84,12 @@ def leftovers(folder: Path) -> list[str]:
 # --------------------------------------------------------------------------- the registry
 
 
-@needs_mirror
+@pytest.mark.skipif(not (MIRROR / "MANIFEST.txt").is_file(),
+                    reason=f"needs a mirror's MANIFEST.txt (size, sha256, NAME/FILE per line) in the data cache {MIRROR}; "
+                           "set MARKETPLACE_DATA to a mirror folder that has one")
 def test_the_registry_matches_the_mirror_manifest():
     manifest = {}
-    for line in (SHARED_DATA / "MANIFEST.txt").read_text().splitlines():
+    for line in (MIRROR / "MANIFEST.txt").read_text().splitlines():
         size, sha, path = line.split(None, 2)
         manifest[path] = (int(size), sha)
     for spec in DATASETS.values():
@@ -107,7 +111,7 @@ def test_every_dataset_has_provenance_licence_citation_and_a_way_to_get_each_fil
 # --------------------------------------------------------------------------- fetching
 
 
-@needs_mirror
+@needs_data("mnist")
 def test_a_normal_fetch_from_the_http_mirror_caches_verified_files(tmp_path, mirror):
     base, handler = mirror
     fetched = fetch_dataset(DATASETS["mnist"], mirror=base, home=tmp_path, retries=0, timeout=10)
@@ -118,7 +122,7 @@ def test_a_normal_fetch_from_the_http_mirror_caches_verified_files(tmp_path, mir
     assert [f.downloaded for f in again] == [False, False] and len(handler.requests) == 2  # intact files are kept
 
 
-@needs_mirror
+@needs_data(SMALL)
 def test_a_corrupted_download_is_rejected_and_never_cached(tmp_path, mirror):
     base, handler = mirror
     handler.corrupt.add(f"{SMALL}/{SMALL_FILE}")
@@ -128,7 +132,7 @@ def test_a_corrupted_download_is_rejected_and_never_cached(tmp_path, mirror):
     assert leftovers(tmp_path) == [] and not (tmp_path / SMALL).exists()
 
 
-@needs_mirror
+@needs_data(SMALL)
 def test_an_interrupted_download_is_retried(tmp_path, mirror):
     base, handler = mirror
     handler.interrupt.add(f"{SMALL}/{SMALL_FILE}")
@@ -147,10 +151,10 @@ def test_an_unreachable_mirror_gives_a_clear_error_and_leaves_nothing(tmp_path):
     assert leftovers(tmp_path) == [] and not (tmp_path / SMALL).exists()
 
 
-@needs_mirror
+@needs_data(SMALL)
 def test_a_file_url_or_folder_works_as_a_mirror(tmp_path):
-    fetch_dataset(DATASETS[SMALL], mirror=mirror_url(str(SHARED_DATA)), home=tmp_path / "a")
-    fetch_dataset(DATASETS[SMALL], mirror=SHARED_DATA.as_uri() + "/", home=tmp_path / "b")
+    fetch_dataset(DATASETS[SMALL], mirror=mirror_url(str(MIRROR)), home=tmp_path / "a")
+    fetch_dataset(DATASETS[SMALL], mirror=MIRROR.as_uri() + "/", home=tmp_path / "b")
     assert leftovers(tmp_path / "a") == leftovers(tmp_path / "b") == [f"{SMALL}/{SMALL_FILE}"]
 
 
@@ -212,7 +216,7 @@ def cli(*args: str, cache: Path, **env: str):
                           cwd=ROOT, env=environment)
 
 
-@needs_mirror
+@needs_data("adult")
 def test_data_fetch_from_the_mirror_then_run_the_adult_scenario(tmp_path, mirror):
     """The path of a new user: the run refuses without data and prints the fetch command; after the
     fetch the shipped scenario runs (every party its own process)."""
@@ -289,7 +293,7 @@ def test_data_path_of_a_dataset_not_fetched_prints_where_it_goes_and_exits_3(tmp
     assert "marketplace data fetch mnist" in result.stderr
 
 
-@needs_mirror
+@needs_data("mnist")
 def test_large_files_report_progress_in_poochs_protocol(tmp_path):
     from marketplace.datasets.fetch import LARGE_FILE, RichBar, terminal_progress
 
@@ -299,7 +303,7 @@ def test_large_files_report_progress_in_poochs_protocol(tmp_path):
         bars.append(RichBar(label, total))
         return bars[-1]
 
-    fetch_dataset(DATASETS["mnist"], mirror=mirror_url(str(SHARED_DATA)), home=tmp_path, progress=progress)
+    fetch_dataset(DATASETS["mnist"], mirror=mirror_url(str(MIRROR)), home=tmp_path, progress=progress)
     assert [b.total for b in bars] == [f.size for f in DATASETS["mnist"].files]
     assert all(b._progress.tasks[0].completed == b.total for b in bars)
     assert terminal_progress("x", LARGE_FILE) is None  # stderr is not a terminal under pytest

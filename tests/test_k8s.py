@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from conftest import QUICKSTART, ROOT
+from system_tools import skip_unless_tools
 
 BASE = ROOT / "deploy" / "k8s"
 KUBERNETES_VERSION = "1.30.0"
@@ -26,8 +27,7 @@ OWNERS = ["owner-1", "owner-2", "owner-3", "owner-4"]
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory) -> dict[tuple[str, str], dict]:
     """The base with freshly provisioned kits, rendered by `kubectl kustomize`: (kind, name) -> object."""
-    if shutil.which("kubectl") is None:
-        pytest.fail("kubectl is not installed (Debian: apt-get install kubernetes-client; .ci/run installs it)")
+    skip_unless_tools("kubectl", why="rendering deploy/k8s with `kubectl kustomize`")
     folder = tmp_path_factory.mktemp("k8s") / "k8s"
     shutil.copytree(BASE, folder, ignore=shutil.ignore_patterns("kits"))
     made = subprocess.run([sys.executable, "-m", "marketplace", "provision", str(QUICKSTART), "--out", str(folder / "kits"),

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from conftest import QUICKSTART, ROOT
+from system_tools import skip_unless_tools
 
 pytestmark = pytest.mark.slow
 
@@ -69,8 +70,7 @@ class Hosts:
 def hosts():
     if os.geteuid() != 0:
         pytest.skip(f"network namespaces need root; this test runs as uid {os.geteuid()}")
-    if shutil.which("ip") is None:
-        pytest.skip("no `ip` command (Debian: apt-get install iproute2; .ci/run installs it)")
+    skip_unless_tools("ip", why="network namespaces with veth links")
     made = Hosts(str(os.getpid()))
     try:
         made.create()

@@ -102,3 +102,27 @@ def test_a_point_whose_world_cannot_be_built_ends_the_sweep_with_a_clear_error_a
     assert result.returncode == 2
     assert "bad scenario" in result.stderr and "validation_size" in result.stderr and "Traceback" not in result.stderr
     assert [r["status"] for r in read_csv(out / "runs.csv")] == ["completed"]
+
+
+def test_a_percentage_against_greedy_compares_like_with_like_and_its_label_says_so():
+    """Greedy minimizes MMD^2 of seed set + summary; its summary alone can be worse than a method
+    that ignores the seed set. The headline % compares seed set + summary on both sides."""
+    from rich.console import Console
+
+    from marketplace.exchanges.summarize import sweep_row, sweep_table
+
+    report = {"selection": [[0, 1]], "metrics": {
+        "mmd2": 0.036, "mmd2_with_seed_set": 0.030, "accuracy": 0.8,
+        "baselines": {"non_private_greedy": {"mmd2": 0.100, "mmd2_with_seed_set": 0.020, "accuracy": 0.85},
+                      "uniform": {"mmd2": 0.050, "mmd2_with_seed_set": 0.040, "accuracy": 0.7}}}}
+    row = sweep_row(report)
+    assert row["mmd2_with_seed_set_increase_over_greedy_pct"] == pytest.approx(50.0)  # 0.030 against 0.020
+    assert row["mmd2_alone_increase_over_greedy_pct"] == pytest.approx(-64.0)  # 0.036 against 0.100: not "beats greedy"
+    assert row["uniform_mmd2_with_seed_set_increase_over_greedy_pct"] == pytest.approx(100.0)
+    assert "mmd2_increase_over_greedy_pct" not in row
+    summary = [{"summarize.rounds": 25, "runs": 1, "completed": 1, **{f"{k}_mean": v for k, v in row.items()}}]
+    console = Console(width=250, record=True)
+    console.print(sweep_table(summary, ["summarize.rounds"], "t"))
+    text = " ".join(console.export_text().split())
+    assert "% = increase in MMD^2 of seed set + summary over greedy's seed set + summary" in text
+    assert "│ 25 │ 1/1 │ 50 │" in text and "-64" not in text

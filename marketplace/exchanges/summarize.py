@@ -84,9 +84,14 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
     private = config.summarize.privacy.enabled
     if private:
         reference = metrics["baselines"]["non_private_greedy"] = non_private_greedy(config, world)
-        if metrics.get("mmd2") is not None and reference.get("mmd2"):
-            # the paper's headline comparison: how much MMD^2 privacy costs against the greedy it protects
-            metrics["mmd2_increase_over_greedy_pct"] = 100.0 * (metrics["mmd2"] / reference["mmd2"] - 1.0)
+        # what privacy costs against the greedy it protects, like with like: both with the public seed
+        # set (the objective greedy minimizes, the paper's MMD^2), and both summaries alone
+        increase = _pct(metrics.get("mmd2_with_seed_set"), reference.get("mmd2_with_seed_set"))
+        if increase is not None:
+            metrics["mmd2_with_seed_set_increase_over_greedy_pct"] = increase
+        increase = _pct(metrics.get("mmd2"), reference.get("mmd2"))
+        if increase is not None:
+            metrics["mmd2_alone_increase_over_greedy_pct"] = increase
     return {
         "privacy": curator.get("privacy", {}) if private else
                    {p: {"guarantee": "none", "note": "non-private protocol: points and exact embeddings are revealed"}
@@ -154,8 +159,11 @@ def tables(report: dict[str, Any]) -> list[Table]:
     quality.add_row(label, fmt(m.get("mmd2")), fmt(m.get("mmd2_with_seed_set")), fmt(m.get("accuracy")))
     for name, b in m.get("baselines", {}).items():
         quality.add_row(name.replace("_", " "), fmt(b.get("mmd2")), fmt(b.get("mmd2_with_seed_set")), fmt(b.get("accuracy")))
-    if m.get("mmd2_increase_over_greedy_pct") is not None:
-        quality.caption = f"private MMD^2 is {m['mmd2_increase_over_greedy_pct']:+.1f}% against the non-private greedy"
+    caption = [f"{what} {m[key]:+.1f}% against the non-private greedy's" for key, what in (
+        ("mmd2_with_seed_set_increase_over_greedy_pct", "private MMD^2 with the seed set (the objective):"),
+        ("mmd2_alone_increase_over_greedy_pct", "private MMD^2 of the summary alone:")) if m.get(key) is not None]
+    if caption:
+        quality.caption = "; ".join(caption)
     return [quality]
 
 
@@ -170,7 +178,11 @@ def _pct(value: float | None, reference: float | None) -> float | None:
 
 def sweep_row(report: dict[str, Any]) -> dict[str, Any]:
     """The metric columns of one run. "Greedy" is the non-private protocol rule: in a private run the
-    runner's ``non_private_greedy`` baseline, in a non-private run the protocol itself."""
+    runner's ``non_private_greedy`` baseline, in a non-private run the protocol itself. Each
+    percentage compares like with like: ``*_with_seed_set_increase_over_greedy_pct`` the MMD^2 of
+    the seed set plus the summary against greedy's (the objective greedy minimizes),
+    ``*_alone_increase_over_greedy_pct`` the summaries alone (greedy's summary alone need not be
+    good: it balances the seed set, so a method may beat it there without beating greedy)."""
     metrics = report.get("metrics") or {}
     baselines = metrics.get("baselines") or {}
     greedy = baselines.get("non_private_greedy") if "non_private_greedy" in baselines else metrics
@@ -181,10 +193,14 @@ def sweep_row(report: dict[str, Any]) -> dict[str, Any]:
            "mmd2": metrics.get("mmd2"), "accuracy": metrics.get("accuracy"),
            "mmd2_with_seed_set": metrics.get("mmd2_with_seed_set"),
            "greedy_mmd2_with_seed_set": greedy.get("mmd2_with_seed_set"),
-           "mmd2_increase_over_greedy_pct": _pct(metrics.get("mmd2"), greedy.get("mmd2")),
+           "mmd2_with_seed_set_increase_over_greedy_pct": _pct(metrics.get("mmd2_with_seed_set"), greedy.get("mmd2_with_seed_set")),
+           "mmd2_alone_increase_over_greedy_pct": _pct(metrics.get("mmd2"), greedy.get("mmd2")),
            "greedy_mmd2": greedy.get("mmd2"), "greedy_accuracy": greedy.get("accuracy"),
            "uniform_mmd2": uniform.get("mmd2"), "uniform_accuracy": uniform.get("accuracy"),
-           "uniform_mmd2_increase_over_greedy_pct": _pct(uniform.get("mmd2"), greedy.get("mmd2")),
+           "uniform_mmd2_with_seed_set": uniform.get("mmd2_with_seed_set"),
+           "uniform_mmd2_with_seed_set_increase_over_greedy_pct": _pct(uniform.get("mmd2_with_seed_set"),
+                                                                       greedy.get("mmd2_with_seed_set")),
+           "uniform_mmd2_alone_increase_over_greedy_pct": _pct(uniform.get("mmd2"), greedy.get("mmd2")),
            "exact_greedy_mmd2": exact.get("mmd2"), "exact_greedy_accuracy": exact.get("accuracy"),
            "rho": parsimony.get("rho"), "rho_embeddings": parsimony.get("rho_embeddings")}
     privacy = report.get("privacy") or {}
@@ -193,29 +209,32 @@ def sweep_row(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def sweep_table(summary: list[dict[str, Any]], keys: list[str], title: str) -> Table:
-    """One row per sweep point: the protocol's MMD^2 (as % over greedy) and accuracy, mean±sd over
-    repeats, next to the means of greedy and uniform (runs.csv / summary.csv have everything)."""
-    table = sweep_table_head(title, "protocol: mean±sd over repeats; baselines: means; % = MMD^2 increase over greedy", keys)
-    for name in ("ok", "%", "accuracy", "greedy acc", "uniform %", "uniform acc", "rho"):
+    """One row per sweep point: the protocol's MMD^2 with the seed set (as % over greedy's MMD^2
+    with the seed set) and accuracy, mean±sd over repeats, next to the means of greedy and uniform
+    (runs.csv / summary.csv have everything, the summaries-alone percentages too)."""
+    table = sweep_table_head(title, "protocol: mean±sd over repeats; baselines: means; % = increase in MMD^2 of "
+                                    "seed set + summary over greedy's seed set + summary (the objective greedy minimizes)", keys)
+    for name in ("ok", "% (with seed)", "accuracy", "greedy acc", "uniform % (with seed)", "uniform acc", "rho"):
         table.add_column(name, justify="right", no_wrap=True)
     for row in summary:
         table.add_row(*(fmt(row.get(k)) for k in keys), f"{row['completed']}/{row['runs']}",
-                      mean_sd(row, "mmd2_increase_over_greedy_pct", ".0f"), mean_sd(row, "accuracy", ".3f"),
+                      mean_sd(row, "mmd2_with_seed_set_increase_over_greedy_pct", ".0f"), mean_sd(row, "accuracy", ".3f"),
                       mean_sd(row, "greedy_accuracy", ".3f", sd=False),
-                      mean_sd(row, "uniform_mmd2_increase_over_greedy_pct", ".0f", sd=False),
+                      mean_sd(row, "uniform_mmd2_with_seed_set_increase_over_greedy_pct", ".0f", sd=False),
                       mean_sd(row, "uniform_accuracy", ".3f", sd=False), mean_sd(row, "rho", ".2f", sd=False))
     return table
 
 
 def plot_sweep(summary: list[dict[str, Any]], keys: list[str], path, *, title: str) -> None:
-    """Figure 1's layout: % MMD^2 increase over greedy (left) and accuracy (right) against the first
+    """Figure 1's layout: % increase in MMD^2 of seed set + summary over greedy's seed set + summary
+    (left; the objective greedy minimizes, like with like) and accuracy (right) against the first
     swept key, one line per method (and per value of a second swept key, if any), with ±1 sd bars."""
     from marketplace.runner.plots import sweep_figure
 
     sweep_figure(summary, keys, path, title=title, panels=[
-        ("% MMD$^2$ increase over greedy", [("protocol", "mmd2_increase_over_greedy_pct", True),
-                                            ("greedy", None, False),
-                                            ("uniform", "uniform_mmd2_increase_over_greedy_pct", False)]),
+        ("% increase in MMD$^2$(seed set + summary)\nover greedy's seed set + summary",
+         [("protocol", "mmd2_with_seed_set_increase_over_greedy_pct", True), ("greedy", None, False),
+          ("uniform", "uniform_mmd2_with_seed_set_increase_over_greedy_pct", False)]),
         ("linear-SVM accuracy (target test set)", [("protocol", "accuracy", True), ("greedy", "greedy_accuracy", False),
                                                    ("uniform", "uniform_accuracy", False)]),
     ])

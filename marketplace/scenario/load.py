@@ -17,7 +17,7 @@ import yaml
 from marketplace.data.sources import check_source_available, path_keys
 from marketplace.datasets import DatasetMissing
 from marketplace.scenario.config import ScenarioConfig
-from marketplace.schema import SchemaError, build, describe_value, to_plain
+from marketplace.schema import SchemaError, build, closest_keys, describe_value, dotted_keys, key_is_known, to_plain
 
 PATH_KEYS = (*path_keys(), ("transport", "curve_keys"), ("noise", "keys"))
 """Keys holding file paths, resolved relative to the scenario file."""
@@ -81,11 +81,37 @@ def protocol_sections(raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def apply_override(raw: dict[str, Any], assignment: str, source: str = "--set") -> None:
-    """Apply one ``key.path=value`` override in place; the value is parsed as a YAML scalar/list."""
+    """Apply one ``key.path=value`` override in place; the value is parsed as a YAML scalar/list.
+    An error names the option and the assignment given (``--set nosuch.key=1``) and, for a key the
+    scenario schema does not have, the closest valid keys."""
     key, sep, text = assignment.partition("=")
+    given = f"{source} {assignment}"
     if not sep or not key.strip():
-        raise ScenarioError(source, "", f"override {assignment!r} must look like key.path=value")
-    set_path(raw, key, parse_value(text, key, source), source)
+        raise ScenarioError(given, "", "expected key.path=value (e.g. --set summarize.rounds=20)")
+    key = key.strip()
+    if not key_is_known(ScenarioConfig, key):
+        raise ScenarioError(given, "", unknown_key_message(key))
+    set_path(raw, key, parse_value(text, key, given), given)
+
+
+def unknown_key_message(key: str) -> str:
+    """Why ``key`` is refused: no scenario has it, and the closest keys it may have meant."""
+    close = closest_keys(ScenarioConfig, key)
+    if close:
+        hint = f"did you mean {' or '.join(close)}?"
+    else:
+        hint = f"the top-level keys are {', '.join(k for k in dotted_keys(ScenarioConfig) if '.' not in k)}"
+    return f"no scenario key {key!r}; {hint}"
+
+
+def override_for(path: str, overrides: list[str] | tuple[str, ...]) -> str | None:
+    """The last ``--set`` assignment in ``overrides`` that set the value at ``path`` (or a mapping
+    holding it), if any: a value refused there is reported against that assignment."""
+    for assignment in reversed(overrides):
+        key = assignment.partition("=")[0].strip()
+        if key and (path == key or path.startswith((key + ".", key + "["))):
+            return assignment
+    return None
 
 
 def parse_value(text: str, key: str = "", source: str = "--set") -> Any:
@@ -164,7 +190,9 @@ def parse_scenario(raw: Any, *, source: str, base_dir: Path, overrides: list[str
         check_source_available(config.data.source, "data.source")
         check_privacy_plan(config)
     except SchemaError as err:
-        raise ScenarioError(source, err.path, f"expected {err.expected}, got {err.got}") from None
+        assignment = override_for(err.path, overrides)
+        where = f"--set {assignment}" if assignment is not None else source
+        raise ScenarioError(where, err.path, f"expected {err.expected}, got {err.got}") from None
     except DatasetMissing as err:
         raise ScenarioError(source, "data.source", str(err)) from None
     return Scenario(config=config, raw=to_plain(config), source=source)
