@@ -89,6 +89,13 @@ class Role(ABC):
         drops a peer that stays connected but does not deliver within ``progress_timeout_s``."""
         return {}
 
+    def progress_scale(self, peer: str) -> float:
+        """How many reference steps of work what this role awaits from ``peer`` amounts to, as the
+        scenario declares it (never as the peer claims it): the driver gives ``peer``
+        ``progress_timeout_s`` times this, at most ``run_timeout_s``
+        (:mod:`marketplace.transport.deadlines`). Asked once, when the wait starts. Default: 1."""
+        return 1.0
+
     def on_error(self, message: Envelope) -> list[Send]:
         """Another party refused one of our messages: remember it for the report. A refused
         ``hello`` ends this party (wrong scenario, role or identity): it would never be admitted, and

@@ -34,6 +34,11 @@ from marketplace.roles import CONSUMER, CURATOR, Send
 
 log = logging.getLogger(__name__)
 
+RELEASES_PER_STEP = 10
+"""Releases (trees or synthetic datasets) an agent reads in a reference step, one that
+``transport.progress_timeout_s`` covers; with more sharers, round 2 and the closing get longer in
+proportion (:meth:`PfdsCurator.progress_scale`)."""
+
 
 class PfdsCurator(CuratorBase):
     protocol = "pfds"
@@ -117,6 +122,18 @@ class PfdsCurator(CuratorBase):
         refusal = Error(code="refused", detail=f"{sender} excluded: {problem}"[:2000], about_kind=message.kind,
                         about_msg_id=message.msg_id)
         return [Send(sender, refusal, reply_to=message.msg_id)] + self._advance()
+
+    def progress_scale(self, peer: str) -> float:
+        """Round 2 and the closing grow with the number of sharers: before its records (or its
+        ``bye``) an agent reads one release per other sharer (a tree; a synthetic dataset) and labels
+        with every tree, and the agents of one owner host do so one after the other. The reference
+        step reads :data:`RELEASES_PER_STEP` releases; a step that reads more gets proportionally
+        longer. The count is the scenario's (the sharers the curator forwarded), not the agent's."""
+        if self.phase == "data":
+            return max(1.0, len(self.voters) / RELEASES_PER_STEP)
+        if self.phase == "closing":
+            return max(1.0, len(self.datasets) / RELEASES_PER_STEP)
+        return 1.0
 
     def _awaited_in_phase(self) -> dict[str, str]:
         if self.phase == "trees":

@@ -21,7 +21,8 @@ The loop is built so that no single peer, hostile or broken, can stop the others
   peer's own bounded queue; a peer whose queue stays stuck for ``send_timeout_s`` is dropped.
   Error replies are best effort: never queued, dropped if the peer does not read.
 * **Progress deadlines.** A party the role is waiting for (a bid, a point, a ``bye``; see
-  :meth:`Role.awaited`) that stays connected but does not deliver within ``progress_timeout_s`` is
+  :meth:`Role.awaited`) that stays connected but does not deliver within ``progress_timeout_s`` (times
+  the scale the role declares for that step, :meth:`Role.progress_scale`, at most ``run_timeout_s``) is
   dropped, and the reason, with its last refused frame, goes into the report. Like a lost
   connection, a missed deadline counts only once the socket was drained past it: a waiting party
   that was itself busy does not drop a peer whose answer sits unread in its own queue.
@@ -58,6 +59,7 @@ from marketplace.roles import CURATOR
 from marketplace.transport.curve import CurveKeys, PartyAuthenticator
 from marketplace.transport.monitor import ConnectionWatch, open_monitor, read_events
 from marketplace.transport.counters import HEARTBEAT
+from marketplace.transport.deadlines import missed_text, step_deadline
 from marketplace.transport.node import UNKNOWN, Node, Outgoing
 
 log = logging.getLogger(__name__)
@@ -247,7 +249,7 @@ class _Loop(ABC):
         self.connections: OrderedDict[bytes, _Connection] = OrderedDict()  # by route (most recent last)
         self.lost: set[str] = set()
         self.drained_at = 0.0
-        self.awaiting: dict[str, tuple[str, float]] = {}  # party -> (what, since)
+        self.awaiting: dict[str, tuple[str, float, float, float]] = {}  # party -> (what, since, scale, deadline)
         self.backlog: dict[str, _Peer] = {}
         """Peers with frames waiting in their queue (so a flush costs O(waiting), not O(K))."""
         self.next_beat = self.next_check = 0.0
@@ -458,8 +460,9 @@ class _Loop(ABC):
 
     def _check_progress(self, now: float) -> None:
         """Drop a connected party that does not deliver what the role waits for in time."""
-        limit = self.settings.progress_timeout_s
-        wanted = self.node.role.awaited()
+        base = self.settings.progress_timeout_s
+        role = self.node.role
+        wanted = role.awaited()
         for party in list(self.awaiting):
             if party not in wanted or self.awaiting[party][0] != wanted[party]:
                 del self.awaiting[party]
@@ -469,12 +472,16 @@ class _Loop(ABC):
             peer = self.peers.get(party)
             if peer is None or peer.contact is None:
                 continue  # not connected yet: start_timeout_s applies
-            since = self.awaiting.setdefault(party, (what, now))[1]
+            entry = self.awaiting.get(party)
+            if entry is None:  # the step's deadline is fixed when the wait starts (see deadlines.py)
+                scale = role.progress_scale(party)
+                entry = self.awaiting[party] = (what, now, scale, step_deadline(base, scale, self.settings.run_timeout_s))
+            _, since, scale, limit = entry
             # as for a lost connection: only once the socket was drained past the deadline, so that
             # an answer queued while this party was busy is read before anyone is dropped
             if now - since > limit and (self.drained_at > since + limit or now - since > 2 * limit):
                 why = self._last_refusal(party)
-                self._lose(party, f"no {what} within progress_timeout_s={limit:g}" + (f" (its last refused frame: {why})" if why else ""))
+                self._lose(party, missed_text(what, base, scale, limit) + (f" (its last refused frame: {why})" if why else ""))
 
     def _last_refusal(self, party: str) -> str | None:
         return self.node.last_refusal.get(party)
