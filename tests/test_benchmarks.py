@@ -132,3 +132,46 @@ def test_bench_faults_smoke(tmp_path):
     run_benchmark("bench_faults.py", "--trials", "1", "--rounds", "40", "--json", str(path))
     (trial,) = json.loads(path.read_text())
     assert trial["protocol_completed"] and trial["duplicates"] == 0 and trial["missing_rounds"] == 0
+
+
+def _busy_loops_of(pid: int) -> list[int]:
+    """Processes still running bench_load.py's busy loops for the benchmark process ``pid``."""
+    left = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if len(argv) > 3 and argv[1] == b"-c" and b"watched, limit" in argv[2] and argv[3] == str(pid).encode():
+            left.append(int(proc.name))
+    return left
+
+
+def test_bench_load_smoke(tmp_path):
+    """One quickstart beside one busy loop: completed, reported, and the loop is gone afterwards."""
+    path = tmp_path / "load.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.Popen([sys.executable, str(BENCHMARKS / "bench_load.py"), "--smoke", "--json", str(path)], cwd=ROOT,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = proc.communicate(timeout=600)  # a hang guard only
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, out[-3000:] + err[-3000:]
+    assert "1 busy loop(s) beside 1 run(s) of each of: quickstart.yaml" in out and "quickstart" in out
+    figures = json.loads(path.read_text())
+    assert figures["busy_loops"] == 1
+    assert [(r["scenario"], r["completed"], r["total"]) for r in figures["summary"]] == [("quickstart", 1, 1)]
+    (run,) = figures["runs"]
+    assert run["exit"] == 0 and run["status"] == "completed" and run["owners_lost"] == 0 and run["reasons"] == []
+    assert _busy_loops_of(proc.pid) == []
+
+
+@pytest.mark.parametrize(("option", "value", "expected"), [("--runs", "0", "--runs: expected an integer >= 1, got 0"),
+                                                           ("--busy", "-1", "--busy: expected an integer >= 0, got -1")])
+def test_bench_load_refuses_bad_counts(option, value, expected):
+    done = subprocess.run([sys.executable, str(BENCHMARKS / "bench_load.py"), option, value], capture_output=True,
+                          text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 2 and expected in done.stderr

@@ -46,7 +46,9 @@ class TransportConfig:
     """A connected party the curator is waiting for (a hello, a bid, a point, a release, a bye)
     that does not deliver within this many seconds is dropped, with the reason in the report. It
     bounds each step a party computes before it answers (an endless computation cannot be told
-    from a long one); heavy local work runs after the party's ``bye``, where nobody waits."""
+    from a long one); heavy local work runs after the party's ``bye``, where nobody waits. A step
+    the protocol declares larger than the reference gets this times its scale, at most
+    ``run_timeout_s`` (pfds: round 2 and the closing get this times sharers / 10 with more than ten sharers)."""
     max_message_bytes: Annotated[int, Range(min=1024)] = 64 * 1024 * 1024
     high_water_mark: Annotated[int, Range(min=1)] = 10_000
     send_timeout_s: PositiveFloat = 10.0
