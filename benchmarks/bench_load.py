@@ -2,6 +2,7 @@
 
     python benchmarks/bench_load.py [--runs 10] [--busy 4] [--json load.json]
     python benchmarks/bench_load.py --smoke          # 1 run of the quickstart beside 1 busy loop
+    python benchmarks/bench_load.py --scenario scenarios/pfds-adult.yaml --runs 1   # other scenarios
 
 Runs `marketplace run` (the default processes driver and settings, `--quiet`) of the quickstart,
 the private quickstart and one pfds scenario (pfds-bank when its dataset is in the data cache,
@@ -148,6 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--busy-limit-s", type=float, default=4 * 3600.0, help="the loops stop on their own after this long")
     parser.add_argument("--pfds", type=Path, default=None, help="the pfds scenario (default: pfds-bank if its data are cached, "
                                                                 "else pfds-synthetic)")
+    parser.add_argument("--scenario", type=Path, action="append", default=None,
+                        help="run this scenario instead of the three (repeatable)")
     parser.add_argument("--smoke", action="store_true", help="1 run of the quickstart beside 1 busy loop (seconds)")
     parser.add_argument("--timeout-s", type=float, default=RUN_TIMEOUT_S, help="hang guard per run")
     parser.add_argument("--json", type=Path, default=None, help="write every run and the summary here")
@@ -159,8 +162,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.smoke:
         scenarios, runs_each, busy = [SCENARIOS / "quickstart.yaml"], 1, 1
     else:
-        scenarios = [SCENARIOS / "quickstart.yaml", SCENARIOS / "quickstart-private.yaml", args.pfds or pfds_scenario()]
+        scenarios = args.scenario or [SCENARIOS / "quickstart.yaml", SCENARIOS / "quickstart-private.yaml",
+                                      args.pfds or pfds_scenario()]
         runs_each, busy = args.runs, args.busy
+    for scenario in scenarios:
+        if not scenario.is_file():
+            parser.error(f"--scenario: expected a scenario file, got {str(scenario)!r} (no such file)")
     print(f"{busy} busy loop(s) beside {runs_each} run(s) of each of: {', '.join(s.name for s in scenarios)} "
           f"({os.cpu_count()} CPUs)", flush=True)
     runs: list[dict] = []

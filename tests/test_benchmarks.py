@@ -170,7 +170,9 @@ def test_bench_load_smoke(tmp_path):
 
 
 @pytest.mark.parametrize(("option", "value", "expected"), [("--runs", "0", "--runs: expected an integer >= 1, got 0"),
-                                                           ("--busy", "-1", "--busy: expected an integer >= 0, got -1")])
+                                                           ("--busy", "-1", "--busy: expected an integer >= 0, got -1"),
+                                                           ("--scenario", "no-such.yaml",
+                                                            "--scenario: expected a scenario file, got 'no-such.yaml'")])
 def test_bench_load_refuses_bad_counts(option, value, expected):
     done = subprocess.run([sys.executable, str(BENCHMARKS / "bench_load.py"), option, value], capture_output=True,
                           text=True, timeout=60, cwd=ROOT)
