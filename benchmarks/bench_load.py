@@ -154,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--smoke", action="store_true", help="1 run of the quickstart beside 1 busy loop (seconds)")
     parser.add_argument("--timeout-s", type=float, default=RUN_TIMEOUT_S, help="hang guard per run")
     parser.add_argument("--json", type=Path, default=None, help="write every run and the summary here")
+    parser.add_argument("--keep", type=Path, default=None, help="keep every run's output folder (logs, report) under this folder")
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error(f"--runs: expected an integer >= 1, got {args.runs}")
@@ -172,10 +173,13 @@ def main(argv: list[str] | None = None) -> int:
           f"({os.cpu_count()} CPUs)", flush=True)
     runs: list[dict] = []
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that the loops are killed on the way out
+    if args.keep is not None:
+        args.keep.mkdir(parents=True, exist_ok=True)
     with BusyLoops(busy, args.busy_limit_s), tempfile.TemporaryDirectory(prefix="bench_load_") as tmp:
+        where = args.keep if args.keep is not None else Path(tmp)
         for i in range(runs_each):
             for scenario in scenarios:
-                result = one_run(scenario, Path(tmp) / f"{scenario.stem}-{i + 1}", args.timeout_s)
+                result = one_run(scenario, where / f"{scenario.stem}-{i + 1}", args.timeout_s)
                 runs.append(result)
                 verdict = "completed" if result["completed"] else "NOT completed: " + "; ".join(result["reasons"])[:500]
                 print(f"{scenario.stem:<20} run {i + 1:>2}  {result['wall_s']:7.1f} s  exit {result['exit']}  {verdict}", flush=True)
