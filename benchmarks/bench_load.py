@@ -182,7 +182,8 @@ def main(argv: list[str] | None = None) -> int:
                 result = one_run(scenario, where / f"{scenario.stem}-{i + 1}", args.timeout_s)
                 runs.append(result)
                 verdict = "completed" if result["completed"] else "NOT completed: " + "; ".join(result["reasons"])[:500]
-                print(f"{scenario.stem:<20} run {i + 1:>2}  {result['wall_s']:7.1f} s  exit {result['exit']}  {verdict}", flush=True)
+                print(f"{scenario.stem:<20} run {i + 1:>2}  {result['wall_s']:7.1f} s  exit {result['exit']}  {verdict}",
+                      flush=True)
     rows = summarize(runs, [s.stem for s in scenarios])
     print()
     print(f"{'scenario':<20} {'completed':>9}  {'owners lost':>11}  wall s (min / median / max)")
