@@ -58,9 +58,10 @@ def serve_owners(nodes: list[Node], endpoint: str, settings: LinkSettings) -> di
     loops: list[DealerLoop] = []
     try:
         for node in nodes:
-            loop = DealerLoop(node, connect_dealer(ctx, node, endpoint, settings), settings, own_poller=False)
+            loop = DealerLoop(node, connect_dealer(ctx, node, endpoint, settings, connect=False), settings, own_poller=False)
             loop.stats.endpoint = endpoint
-            loop.watch_connections("client")
+            loop.watch_connections("client")  # before connecting, so that no handshake goes unseen
+            loop.sock.connect(endpoint)
             loops.append(loop)
         _run_all(loops)
     finally:

@@ -756,8 +756,10 @@ def serve_curator(node: Node, endpoint: str, settings: LinkSettings, *, on_bound
     return stats
 
 
-def connect_dealer(ctx: zmq.Context, node: Node, endpoint: str, settings: LinkSettings) -> zmq.Socket:
-    """A configured DEALER for ``node``, connected to the curator at ``endpoint``. Under CURVE it
+def connect_dealer(ctx: zmq.Context, node: Node, endpoint: str, settings: LinkSettings, *,
+                   connect: bool = True) -> zmq.Socket:
+    """A configured DEALER for ``node``, connected to the curator at ``endpoint`` (unless
+    ``connect`` is false: the caller attaches its monitor first, then connects). Under CURVE it
     sets no routing id (the curator names it by its key); in plaintext mode its routing id is its
     party id."""
     sock = ctx.socket(zmq.DEALER)
@@ -766,16 +768,18 @@ def connect_dealer(ctx: zmq.Context, node: Node, endpoint: str, settings: LinkSe
         CurveKeys(Path(settings.curve_keys), node.party_id).configure_client(sock)
     else:
         plaintext_identity(sock, node.party_id)
-    sock.connect(endpoint)
+    if connect:
+        sock.connect(endpoint)
     return sock
 
 
 def serve_party(node: Node, endpoint: str, settings: LinkSettings) -> DriverStats:
     """Connect a DEALER to the curator at ``endpoint`` and run ``node``."""
     ctx = zmq.Context()
-    loop = DealerLoop(node, connect_dealer(ctx, node, endpoint, settings), settings)
+    loop = DealerLoop(node, connect_dealer(ctx, node, endpoint, settings, connect=False), settings)
     loop.stats.endpoint = endpoint
-    loop.watch_connections("client")
+    loop.watch_connections("client")  # before connecting: a handshake the monitor missed would hide the
+    loop.sock.connect(endpoint)       # later close of that connection (the curator would never be lost)
     try:
         stats = loop.run()
     finally:
