@@ -286,17 +286,22 @@ def _capacity(a: list[int], r: int, E: int, one: int) -> int:
     return max(cap, 0)
 
 
-@functools.lru_cache(maxsize=4096)
-def two_sided_schedule(n: int, eps: float, requests: int) -> RequestSchedule:
-    """The two-sided schedule for ``n`` ranked owners, exactly ``requests`` asked per round (see the
-    module doc). Per-round guarantee: (min(eps, MAX_EPS), 0), or (0, 0) below ``MIN_EPS``."""
-    where = "two_sided_schedule"
+def _check_arguments(n: object, eps: object, requests: object, where: str) -> None:
+    """The checks every exactly-m schedule makes of its arguments (the error names ``where``)."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
         raise fail(ValueError, "n", where, "an int >= 0", n)
     if isinstance(requests, bool) or not isinstance(requests, int) or requests < 1:
         raise fail(ValueError, "requests", where, "an int >= 1", requests)
     if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not (math.isfinite(eps) and eps >= 0):
         raise fail(ValueError, "eps", where, "a finite number >= 0", eps)
+
+
+@functools.lru_cache(maxsize=4096)
+def two_sided_schedule(n: int, eps: float, requests: int) -> RequestSchedule:
+    """The two-sided schedule for ``n`` ranked owners, exactly ``requests`` asked per round (see the
+    module doc). Per-round guarantee: (min(eps, MAX_EPS), 0), or (0, 0) below ``MIN_EPS``."""
+    where = "two_sided_schedule"
+    _check_arguments(n, eps, requests, where)
     m = min(requests, n)
     if m == n:
         return RequestSchedule("everyone", n, m, 0.0, 0.0, (1.0,) * n)
@@ -350,12 +355,7 @@ def composed_schedule(n: int, eps: float, requests: int, top: int | None = None)
     [0.5, 0.25, 0.25]
     """
     where = "composed_schedule"
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise fail(ValueError, "n", where, "an int >= 0", n)
-    if isinstance(requests, bool) or not isinstance(requests, int) or requests < 1:
-        raise fail(ValueError, "requests", where, "an int >= 1", requests)
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not (math.isfinite(eps) and eps >= 0):
-        raise fail(ValueError, "eps", where, "a finite number >= 0", eps)
+    _check_arguments(n, eps, requests, where)
     m = min(requests, n)
     if top is None:
         top = m
