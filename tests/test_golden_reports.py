@@ -104,3 +104,26 @@ def test_differences_names_the_first_differing_key_path():
         ".metrics.mmd2: got 0.12500000000000003, golden 0.125",
     ]
     assert differences({"a": 1}, {"a": 1.0}) == [".a: got 1, golden 1.0"]
+
+
+def test_golden_view_leaves_out_what_differs_between_runs_and_keeps_the_rest():
+    report = {
+        "status": "completed", "driver": "processes", "launch": "forkserver", "pid_of_runner": 41,
+        "timing": {"wall_s": 1.5}, "transport_security": "curve", "metrics": {"mmd2": 0.1},
+        "versions": {"marketplace": "0.1.0", "wire_protocol": 2},
+        "config": {"seed": 3, "transport": {"curve_keys": "/tmp/x/run/keys", "heartbeat_interval_s": 0.5}},
+        "messages": {"total": 9, "heartbeats": {"sent": 4}, "by_kind": {"bid": {"count": 4, "bytes": 528}}},
+        "parties": [{"id": "owner-1", "role": "owner", "status": "completed", "pid": 77, "host": "vm", "exit_code": 0}],
+        "party_details": {"owner-1": {"result": {"end_status": "completed"}, "driver": {"io_s": 0.1}, "log": "/tmp/a.log", "timing": {}}},
+        "files": {"sketches": {"merged": "/tmp/golden-abc/run/sketches/merged.npz"}},
+    }
+    kept = json.loads(json.dumps(report))
+    assert golden_view(report) == {
+        "status": "completed", "metrics": {"mmd2": 0.1}, "versions": {"wire_protocol": 2},
+        "config": {"seed": 3, "transport": {"heartbeat_interval_s": 0.5}},
+        "messages": {"total": 9, "by_kind": {"bid": {"count": 4, "bytes": 528}}},
+        "parties": [{"id": "owner-1", "role": "owner", "status": "completed"}],
+        "party_details": {"owner-1": {"result": {"end_status": "completed"}}},
+        "files": {"sketches": {"merged": "sketches/merged.npz"}},
+    }
+    assert report == kept  # the report itself is not changed

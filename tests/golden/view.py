@@ -67,6 +67,8 @@ def golden_view(report: dict[str, Any]) -> dict[str, Any]:
     transport = (view.get("config") or {}).get("transport")
     if isinstance(transport, dict):
         transport.pop("curve_keys", None)  # the run folder's key folder under the processes driver
+    if isinstance(view.get("versions"), dict):
+        view["versions"].pop("marketplace", None)  # the package's release number; the wire protocol's stays
     messages = view.get("messages")
     if isinstance(messages, dict):
         messages.pop("heartbeats", None)  # ZeroMQ heartbeats: one per interval of wall time
