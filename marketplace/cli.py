@@ -37,6 +37,11 @@ Exit status: 0 completed, 2 bad scenario or arguments (nothing started), 3 the r
 """
 
 
+RUNTIME_COMMANDS = frozenset({"run", "validate", "assemble", "probe", "keys", "curator", "owner", "consumer", "owners",
+                              "privacy", "provision"})
+"""The commands of the runtime itself; every other command (``data``, a protocol's own) runs its ``func``."""
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="marketplace", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"marketplace {__version__}")
@@ -106,10 +111,10 @@ def _parser() -> argparse.ArgumentParser:
     generate.add_argument("directory", metavar="DIR")
     generate.add_argument("--owners", type=int, required=True, help="K, the number of owners")
     generate.add_argument("--force", action="store_true", help="overwrite existing keys")
-    from marketplace.consumer import sketch_cli
+    from marketplace import plugins
     from marketplace.datasets import cli as data_cli
 
-    sketch_cli.add_parser(sub)
+    plugins.add_commands(sub)
     data_cli.add_parser(sub)
 
     for role, text in (("curator", "run the curator (binds a ROUTER at --endpoint)"),
@@ -184,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
-    if args.command in ("sketch", "data"):
+    if args.command not in RUNTIME_COMMANDS:  # "data", or a protocol's own command (marketplace.plugins)
         return args.func(args)
     if args.command == "privacy":
         if not hasattr(args, "func"):
@@ -377,7 +382,7 @@ def _keys(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 def _sweep(args: argparse.Namespace, scenario) -> int:
     from rich.console import Console
 
-    from marketplace.exchanges import exchange
+    from marketplace.plugins import exchange
     from marketplace.runner.format import plural
     from marketplace.runner.sweep import parse_axis, plan_sweep, run_sweep, summarize_rows
     from marketplace.scenario import ScenarioError

@@ -102,7 +102,7 @@ def _draw_features(dim: int, features: int, gamma: float, seed: int) -> RandomFo
 
 def make_world(config: ScenarioConfig) -> World:
     """The world of the run: the exchange's own (``make_world`` in its module) or :func:`build_world`."""
-    from marketplace.exchanges import exchange
+    from marketplace.plugins import exchange
 
     own = getattr(exchange(config.protocol), "make_world", None)
     if own is not None:
@@ -136,7 +136,7 @@ def build_role(config: ScenarioConfig, party: str, *, world: World | None = None
     if party_index(config, party) is None:
         raise ValueError(f"unknown party {party!r}: this scenario has curator, owner-1 ... owner-{config.parties.owners}, consumer")
     world = world if world is not None else make_world(config)
-    from marketplace.exchanges import exchange
+    from marketplace.plugins import exchange
     from marketplace.scenario.fingerprint import fingerprint
 
     noise = noise or NoiseOrigin.seed()

@@ -25,6 +25,7 @@ from typing import Any
 
 import msgpack
 
+from marketplace import plugins
 from marketplace.messages import KINDS, decode
 from marketplace.parties import build_role, make_world, party_ids
 from marketplace.scenario import ScenarioConfig
@@ -173,6 +174,7 @@ def snapshot(node: Node) -> Node:
 EXTREME_INTS = (0, -1, 1, 2**31, -(2**31) - 1, 2**53 + 1, 2**63 - 1, 2**63, -(2**63), 2**64 - 1)
 EXTREME_FLOATS = (math.nan, math.inf, -math.inf, 1e308, -1e308, 5e-324, -0.0)
 BAD_DTYPES = (">f8", "<f2", "|O", "<c16", "float64", "<U8", "|V8", "<M8[s]", "", "<f8 ", "f" * 300, "<i2", "|u1", "|b1", "<f4")
+plugins.load_all()  # the fuzzer picks among every protocol's kinds
 WIRE_KINDS = tuple(sorted(KINDS))
 
 

@@ -26,7 +26,7 @@ from auction_paths import max_loss, own_view, ratio_bounded, transcript, view_la
 from marketplace.curator.private_summarize import AUCTION, PrivateSchedule
 from marketplace.protocols.summarize.auction import PrivAuction
 from marketplace.protocols.summarize.request_schedule import MULT_BITS, dyadic_exp
-from marketplace.scenario.config import SummarizePrivacy
+from marketplace.protocols.summarize.config import SummarizePrivacy
 
 
 def ledger_eps(*, rule: str, eps: float, tau: int, requests: int, owners: int, rounds: int) -> float:

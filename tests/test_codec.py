@@ -14,7 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from marketplace import plugins
 from marketplace.messages import KINDS, PROTOCOL_VERSION, Envelope, MessageError, decode, encode
+
+plugins.load_all()  # every protocol's kinds: this file checks them all
 from marketplace.messages.codec import decode_fast, decode_precise
 from marketplace.messages.envelope import ENVELOPE_KEYS
 from marketplace.messages.kinds_stc import StcRelease, StcReleases, StcRequest, StcTarget

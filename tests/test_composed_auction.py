@@ -17,7 +17,7 @@ from marketplace.curator.private_summarize import PrivateSchedule
 from marketplace.protocols.summarize.auction import PrivAuction
 from marketplace.protocols.summarize.request_schedule import (MULT_BITS, composed_schedule, dyadic_exp,
                                                               uniform_below)
-from marketplace.scenario.config import SummarizePrivacy
+from marketplace.protocols.summarize.config import SummarizePrivacy
 
 NEVER = 10**9
 

@@ -10,7 +10,7 @@ from conftest import ROOT
 
 import marketplace.exchanges.summarize as summarize_exchange
 import marketplace.parties as parties
-from marketplace.curator.members import ActiveOwners
+from marketplace.roles.members import ActiveOwners
 from marketplace.parties import build_role, make_world, party_ids, party_index
 from marketplace.runner.run import run_scenario
 from marketplace.scenario import parse_scenario

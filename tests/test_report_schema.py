@@ -25,7 +25,10 @@ def report(tmp_path_factory) -> dict:
 def test_the_schema_is_a_valid_draft_2020_12_schema_inside_the_package():
     jsonschema.Draft202012Validator.check_schema(report_schema())
     assert (ROOT / "marketplace" / "report.schema.json").is_file()
-    assert 'marketplace = ["report.schema.json"]' in (ROOT / "pyproject.toml").read_text()  # shipped as package data
+    assert 'marketplace = ["report.schema.json", "protocols/*/report.schema.json"]' in (ROOT / "pyproject.toml").read_text()  # package data
+    for name in ("pfds", "sketch", "stc", "summarize"):  # each shipped protocol's fragment joins the schema
+        assert (ROOT / "marketplace" / "protocols" / name / "report.schema.json").is_file()
+        assert any(branch["if"]["properties"]["protocol"]["const"] == name for branch in report_schema()["allOf"])
 
 
 def test_a_report_follows_the_schema_after_a_json_round_trip(report):

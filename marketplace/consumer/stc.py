@@ -17,7 +17,7 @@ from marketplace.messages import Envelope, ProtocolError
 from marketplace.messages.kinds_stc import StcReleases, StcTarget
 from marketplace.protocols.stc import PublicScaling, kdtree_coreset, solve_stc
 from marketplace.roles import CONSUMER, Role, Send
-from marketplace.scenario.stc import StcConfig
+from marketplace.protocols.stc.config import StcConfig
 
 
 class StcConsumer(Role):

@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from marketplace.curator.common import CuratorBase
+from marketplace.roles.curator import CuratorBase
 from marketplace.messages import Envelope, ProtocolError
 from marketplace.messages.kinds import Error
 from marketplace.messages.kinds_pfds import PfdsData, PfdsPhase, PfdsSharedData, PfdsSharedTree

@@ -46,7 +46,7 @@ from marketplace.protocols.summarize import Pool, PoolEntry, PrivAuction, h2_rel
 from marketplace.protocols.summarize.gaussian_release import gaussian_mean_release
 from marketplace.protocols.summarize.h2 import record_h2
 from marketplace.roles import Send
-from marketplace.scenario.config import SummarizePrivacy
+from marketplace.protocols.summarize.config import SummarizePrivacy
 
 log = logging.getLogger("marketplace.curator.summarize")  # same logger: the runner reads round progress from it
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from marketplace.curator.common import CuratorBase
+from marketplace.roles.curator import CuratorBase
 from marketplace.messages import Envelope, ProtocolError
 from marketplace.messages.kinds_sketch import SketchPublication, SketchReleaseBody, SketchRequest
 from marketplace.owner.sketch import release_of

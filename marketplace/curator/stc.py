@@ -16,12 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from marketplace.curator.common import CuratorBase
-from marketplace.curator.ledger import ParsimonyLedger
+from marketplace.roles.curator import CuratorBase
+from marketplace.roles.parsimony import ParsimonyLedger
 from marketplace.messages import Envelope, ProtocolError
 from marketplace.messages.kinds_stc import StcRelease, StcReleases, StcRequest
 from marketplace.roles import CONSUMER, CURATOR, Send
-from marketplace.scenario.stc import StcConfig
+from marketplace.protocols.stc.config import StcConfig
 
 log = logging.getLogger("marketplace.curator.stc")
 

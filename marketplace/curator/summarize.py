@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from marketplace.curator.common import CuratorBase
-from marketplace.curator.ledger import ParsimonyLedger
-from marketplace.curator.members import ActiveOwners
+from marketplace.roles.curator import CuratorBase
+from marketplace.roles.parsimony import ParsimonyLedger
+from marketplace.roles.members import ActiveOwners
 from marketplace.messages import Envelope, ProtocolError
 from marketplace.messages.kinds import (Bid, Point, Request, RoundOpen, SealedPoint, SealedSummary,
                                         Summary, TargetEmbedding)

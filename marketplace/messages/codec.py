@@ -116,14 +116,25 @@ def _frame_decoder() -> msgspec.msgpack.Decoder:
     return msgspec.msgpack.Decoder(Union[frames], dec_hook=_array_from_wire)  # noqa: UP007
 
 
-_DECODER = _frame_decoder()
+_DECODER: tuple[int, msgspec.msgpack.Decoder] | None = None
+"""The frame decoder and how many kinds it knows. Kinds are registered as protocols are loaded
+(:func:`marketplace.plugins.exchange`), never removed, so a count that changed means new kinds."""
+
+
+def _decoder() -> msgspec.msgpack.Decoder:
+    """The frame decoder for every kind registered so far (rebuilt, once, after a protocol's kinds
+    join: a frame of a kind the decoder did not know would otherwise always take the slow path)."""
+    global _DECODER
+    if _DECODER is None or _DECODER[0] != len(KINDS):
+        _DECODER = (len(KINDS), _frame_decoder())
+    return _DECODER[1]
 
 
 def decode_fast(frame: bytes, peer: str | None = None) -> Envelope | None:
     """The envelope in ``frame`` if it passes every check, else None (then :func:`decode_precise`
     says why). Never raises. Call it on a frame that passed :func:`_check_size`."""
     try:
-        wire = _DECODER.decode(frame)
+        wire = _decoder().decode(frame)
         if peer is not None and wire.sender != peer:
             return None
         body = wire.body

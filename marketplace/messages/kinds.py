@@ -195,7 +195,3 @@ class SealedSummary:
     sealed: tuple[SealedBytes, ...]
     rounds: Count
 
-
-from marketplace.messages import kinds_stc  # noqa: E402,F401  (registers the stc kinds)
-from marketplace.messages import kinds_sketch  # noqa: E402,F401  (registers the sketch kinds)
-from marketplace.messages import kinds_pfds  # noqa: E402,F401  (registers the pfds kinds)

@@ -20,7 +20,7 @@ from marketplace.privacy.neighbouring import add_remove_one
 from marketplace.privacy.rng import make_rng
 from marketplace.protocols.stc import PublicScaling, nas_release, nna_release
 from marketplace.roles import Role, Send
-from marketplace.scenario.stc import StcConfig
+from marketplace.protocols.stc.config import StcConfig
 
 REPORT_DELTA = 1e-6
 """delta at which a zCDP ledger states its (eps, delta) equivalent (rho itself is the guarantee)."""

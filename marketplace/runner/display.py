@@ -88,7 +88,7 @@ def round_progress(console: Console, label: str) -> Iterator[RunProgress]:
 
 def summary_tables(report: dict[str, Any]) -> list[Table]:
     """Run overview, the protocol's own tables, and traffic per party."""
-    from marketplace.exchanges import exchange
+    from marketplace.plugins import exchange
 
     protocol = exchange(report["protocol"])
     status = report["status"]

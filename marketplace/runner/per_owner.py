@@ -180,7 +180,7 @@ def owner_section(config: Any, report: dict[str, Any]) -> dict[str, Any] | None:
     """The ``privacy_per_owner`` section of a run of ``config`` whose protocol sections are in
     ``report`` (``None`` if the protocol states no per-owner model). A model that cannot be read
     from a broken run's sections says so in ``unavailable`` instead of losing the report."""
-    from marketplace.exchanges import exchange
+    from marketplace.plugins import exchange
     from marketplace.parties import party_ids
 
     model = getattr(exchange(config.protocol), "owner_exposure", None)

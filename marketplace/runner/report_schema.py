@@ -1,8 +1,10 @@
 """The JSON Schema of report.json, shipped in the package, and the reference page made from it.
 
 ``marketplace/report.schema.json`` says what every report holds: the keys common to every
-protocol (strict: no other top-level key may appear), and each protocol's own sections, inside
-which fields may be added. ``docs/report.md`` is generated from it (``python -m
+protocol. Each registered protocol ships a fragment for its own sections
+(:func:`marketplace.plugins.report_fragment`), and :func:`report_schema` joins them: a report may
+hold the common keys and its protocol's sections, and no other top-level key; inside the sections
+fields may be added. A fragment may refer to the common definitions (``#/$defs/party_id``, ...). ``docs/report.md`` is generated from it (``python -m
 marketplace.runner.report_schema > docs/report.md``); a test keeps the two in step.
 """
 
@@ -13,13 +15,28 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from marketplace import plugins
+
 SCHEMA_FILE = "report.schema.json"
 
 
 @cache
 def report_schema() -> dict[str, Any]:
-    """The schema (draft 2020-12), read from the installed package."""
-    return json.loads(resources.files("marketplace").joinpath(SCHEMA_FILE).read_text(encoding="utf-8"))
+    """The schema (draft 2020-12): the common keys read from the installed package, and one
+    ``if protocol == name then its sections`` branch per registered protocol with a fragment."""
+    schema = json.loads(resources.files("marketplace").joinpath(SCHEMA_FILE).read_text(encoding="utf-8"))
+    branches = []
+    for name in plugins.names():
+        fragment = plugins.report_fragment(name)
+        if fragment is None:
+            continue
+        for key in fragment["properties"]:
+            schema["properties"].setdefault(key, {"description": "A protocol section; see the protocol's entry."})
+        branches.append({"if": {"properties": {"protocol": {"const": name}}, "required": ["protocol"]},
+                         "then": fragment})
+    if branches:
+        schema["allOf"] = branches
+    return schema
 
 
 def report_problems(report: Any) -> list[str]:
@@ -81,13 +98,13 @@ def markdown() -> str:
     """docs/report.md: every field of report.json, generated from the schema."""
     schema = report_schema()
     defs = schema["$defs"]
-    sections = {branch["if"]["properties"]["protocol"]["const"]: branch["then"] for branch in schema["allOf"]}
+    sections = {branch["if"]["properties"]["protocol"]["const"]: branch["then"] for branch in schema.get("allOf", ())}
     protocol_keys = {key for then in sections.values() for key in then["properties"]}
     common = {k: v for k, v in schema["properties"].items() if k not in protocol_keys}
     parts = [
         "# report.json, field by field",
         "",
-        "<!-- Generated from marketplace/report.schema.json by "
+        "<!-- Generated from marketplace/report.schema.json and each protocol's report.schema.json by "
         "`python -m marketplace.runner.report_schema > docs/report.md`; edit the schema, not this page. -->",
         "",
         "Every run writes `report.json` in its run folder (see the README for the folder's other files). "

@@ -31,7 +31,7 @@ from marketplace.runner.report import message_summary, timing_summary, write_mes
 from marketplace.scenario import Scenario, ScenarioError
 from marketplace.transport.inprocess import StalledRun, run_inprocess
 from marketplace.transport.node import Node
-from marketplace.exchanges import exchange
+from marketplace.plugins import exchange
 
 log = logging.getLogger(__name__)
 Driver = Literal["processes", "inprocess"]

@@ -83,7 +83,7 @@ def plan_sweep(scenario: Scenario, axes: dict[str, list[Any]], repeats: int) -> 
 
 def row_of(point: SweepPoint, report: dict[str, Any]) -> dict[str, Any]:
     """The CSV row of one finished run: the swept values, then the protocol's own columns."""
-    from marketplace.exchanges import exchange
+    from marketplace.plugins import exchange
 
     row: dict[str, Any] = {"point": point.index, **point.values, "repeat": point.repeat, "seed": point.seed,
                            "status": report.get("status")}
@@ -112,7 +112,7 @@ def run_sweep(points: list[SweepPoint], out: str | Path, *, driver: str = "inpro
     write_csv(out / "summary.csv", summary)
     numeric = [k for k in keys if all(isinstance(p.values[k], (int, float)) and not isinstance(p.values[k], bool) for p in points)]
     if numeric:  # x: the first numeric key; one protocol line per value of the first other key
-        from marketplace.exchanges import exchange
+        from marketplace.plugins import exchange
 
         exchange(points[0].scenario.config.protocol).plot_sweep(
             summary, [numeric[0], *[k for k in keys if k != numeric[0]][:1]], out / "sweep.png", title=points[0].scenario.config.name)

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from marketplace import plugins
 from marketplace.data.sources import check_source_available, path_keys
 from marketplace.datasets import DatasetMissing
 from marketplace.scenario.config import ScenarioConfig
@@ -63,14 +64,12 @@ class Scenario:
         return yaml.safe_dump(protocol_sections(self.raw) if protocol_only else self.raw, sort_keys=False)
 
 
-PROTOCOL_SECTIONS = ("summarize", "stc", "sketch", "pfds")
-
-
 def protocol_sections(raw: dict[str, Any]) -> dict[str, Any]:
     """``raw`` without the other protocols' sections, the unchosen data sources' options and an
     empty sweep: what matters to this scenario. Every key left out holds its default."""
     protocol = raw.get("protocol")
-    out = {k: copy.deepcopy(v) for k, v in raw.items() if k not in PROTOCOL_SECTIONS or k == protocol}
+    sections = plugins.names()
+    out = {k: copy.deepcopy(v) for k, v in raw.items() if k not in sections or k == protocol}
     source = (out.get("data") or {}).get("source")
     if isinstance(source, dict) and "kind" in source:
         out["data"]["source"] = {k: v for k, v in source.items() if k in ("kind", source["kind"])}
@@ -168,9 +167,7 @@ def _refuse_folder_paths(raw: dict[str, Any], source: str) -> None:
 
 def check_privacy_plan(config: ScenarioConfig) -> None:
     """Refuse a run whose planned privacy spend exceeds a configured budget, before anything starts."""
-    from marketplace.exchanges import exchange
-
-    exchange(config.protocol).check_plan(config)
+    plugins.exchange(config.protocol).check_plan(config)
 
 
 def parse_scenario(raw: Any, *, source: str, base_dir: Path, overrides: list[str] | tuple[str, ...] = ()) -> Scenario:

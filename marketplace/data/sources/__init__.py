@@ -2,7 +2,8 @@
 
 Each kind lives in its own module of this package and declares itself once, as a module-level
 ``SOURCE = Source(...)`` (:class:`~marketplace.data.sources.base.Source`: its options, ``check``
-and ``load``). The package finds every such module when it is imported, and the scenario schema
+and ``load``); a protocol may declare sources of its own the same way, in its package. The
+package finds every such module when it is imported, and the scenario schema
 (:class:`marketplace.data.config.SourceConfig`) is built from what it found, so adding a source
 is adding one file here. Sources that read a public dataset name it; its files come from the data
 cache (:mod:`marketplace.datasets`), checked against the registry before use.
@@ -24,11 +25,16 @@ DEFAULT_KIND = "covariate_shift"
 
 
 def _discover() -> dict[str, Source]:
+    """The sources of this package's modules, then those the registered protocols declare
+    (:attr:`marketplace.plugins.ProtocolSpec.data_sources`), each kind once."""
+    from marketplace import plugins
+
+    modules = [f"{__name__}.{info.name}" for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name)
+               if not info.name.startswith("_") and info.name != "base"]
+    modules += [path for spec in plugins.protocols().values() for path in spec.data_sources]
     found: dict[str, Source] = {}
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        if info.name.startswith("_") or info.name == "base":
-            continue
-        source = getattr(importlib.import_module(f"{__name__}.{info.name}"), "SOURCE", None)
+    for path in modules:
+        source = getattr(importlib.import_module(path), "SOURCE", None)
         if not isinstance(source, Source):
             continue
         if source.kind in found:

@@ -1,0 +1,95 @@
+"""The `summarize:` section of a scenario: the summarization protocol's settings, non-private and
+private (PRIVAUCTION and the h2 releases)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated, Literal
+
+from marketplace.schema import Range
+
+PositiveFloat = Annotated[float, Range(min=0.0, min_open=True)]
+
+
+@dataclass(frozen=True)
+class SummarizePrivacy:
+    """The private form of `summarize` (docs/design.md §3): h2 releases and PRIVAUCTION.
+
+    Defaults are the paper's settings. Every eps here is *per MWEM iteration* as the project's h2
+    implements it (an iteration costs exactly eps: eps/2 selection, eps/2 measurement, sensitivity
+    2), or per auction round for ``eps_auction``.
+    """
+
+    enabled: bool = False
+    eps_validation: PositiveFloat = 0.01
+    """eps_v: per iteration of the one-off release of g~ = h2(h1(D_v)), T_init iterations."""
+    eps_first_round: PositiveFloat = 0.05
+    """eps_{l=1}: per iteration of round 1's release of g_1 (T_init iterations on D_init)."""
+    eps_later_rounds: PositiveFloat | None = None
+    """eps_{l>1} per iteration (T_sub per round); default 0.01 / sqrt(p * T_sub)."""
+    t_init: Annotated[int, Range(min=1)] | None = None
+    """Iterations of the first release of each embedding; default floor(d^1.5) (1656 for d = 140)."""
+    t_sub: Annotated[int, Range(min=1)] = 5
+    """Iterations per later round (warm start from the previous state)."""
+    eps_auction: Annotated[float, Range(min=0.0)] = 0.1
+    """eps_auc: per round. Under ``composed``, the round's whole selection of owners to ask changes by
+    at most e^eps_auc when one owner's points change, given the earlier rounds' selections (rounds
+    compose); under the older rules, one owner's request bit given the curator's state."""
+    auction: Literal["composed", "two_sided", "paper"] = "composed"
+    """``composed``: a set of ``requests_per_round`` owners with probability proportional to
+    e^{eps_auc x (how many of them are among the best ranks)}; every round's whole selection is
+    eps_auc-DP given the earlier ones, so R rounds are R eps_auc-DP for everything an owner sees
+    of the auction. ``two_sided``: the request schedule that bounds both "asked" and "not asked"
+    by e^eps_auc *given the curator's state*; the rounds do not compose (the state depends on
+    other owners' data), so R eps_auc does not bound an owner's view (the run warns). ``paper``:
+    the paper's coins, rank r asked with probability exp(-eps_auc (r - 1)), rank 1 always; only
+    (eps_auc, 1 - e^-eps_auc)-DP per round given the state (opt-in, the run warns)."""
+    requests_per_round: Annotated[int, Range(min=1)] | Literal["auto"] = 1
+    """``composed`` and ``two_sided``: how many owners are asked each round besides those due under
+    tau (the most parsimonious, 1, is the default). ``auto``: as many as the paper's coins ask on
+    average."""
+    tau: Annotated[int, Range(min=1)] = 5
+    """An owner is asked at its tau-th bid since it was last asked."""
+    release: Literal["gaussian", "mwem_last", "mwem_call_average", "mwem_paper"] = "gaussian"
+    """How g~ and g_l are released (all at the same (eps, delta) per protected dataset):
+    ``mwem_paper`` averages every MWEM iterate since the start (the paper's h2); ``mwem_call_average``
+    averages each call's iterates; ``mwem_last`` takes the last iterate; ``gaussian`` adds Gaussian
+    noise to the mean embedding (zCDP), calibrated to the total the MWEM schedule spends. See docs/experiments.md for how they compare."""
+    theorem: Literal["basic", "advanced", "optimal", "zcdp"] = "advanced"
+    """How the MWEM releases' steps compose."""
+    gaussian_accountant: Literal["exact", "zcdp"] = "exact"
+    """``gaussian`` release: how its noise is calibrated and its ledgers state (eps, delta).
+    ``exact``: the Gaussian mechanism's own privacy-loss distribution (the tightest valid figure);
+    ``zcdp``: as rho-zCDP converted by Canonne–Kamath–Steinke (looser: more noise for the same
+    budget). ``secure`` mode always uses ``zcdp`` (OpenDP certifies its discrete Gaussian in zCDP)."""
+    delta_validation: Annotated[float, Range(min=0.0, max=1.0, min_open=True, max_open=True)] = 0.01
+    delta_summary: Annotated[float, Range(min=0.0, max=1.0, min_open=True, max_open=True)] = 1e-4
+    budget_validation: PositiveFloat | None = None
+    """Refuse to start if D_v's planned total eps (by ``theorem``) exceeds this."""
+    budget_summary: PositiveFloat | None = None
+    """Refuse to start if the owners' points in D_s would get a planned total eps above this."""
+    secure: bool = False
+    """Draw noise from OS entropy with OpenDP's exact samplers (not reproducible from the seed)."""
+
+
+@dataclass(frozen=True)
+class SummarizeConfig:
+    """The summarization protocol (docs/design.md §3), non-private form."""
+
+    rounds: Annotated[int, Range(min=1)] = 50
+    """p: points added to the summary, one per round."""
+    gamma: PositiveFloat = 0.1
+    """RBF kernel exp(-gamma ||x - y||^2)."""
+    features: Annotated[int, Range(min=2)] = 140
+    """d: random Fourier features in h1."""
+    verify_tolerance: Annotated[float, Range(min=0.0)] = 1e-9
+    """Relative tolerance when the curator recomputes a received point's bid."""
+    svm_c: PositiveFloat = 1.0
+    """C of the linear SVM trained on each summary to measure downstream accuracy."""
+    baselines: tuple[Literal["uniform", "exact_greedy"], ...] = ("uniform", "exact_greedy")
+    owner_features: Literal["float64", "float32"] = "float64"
+    """How owners store h1 of their rows: float32 halves memory and bid time on large owners; the
+    bid sent is still recomputed in float64 from the chosen row, so the curator's check is exact."""
+    curator: Literal["trusted", "less_trusted"] = "trusted"
+    """``less_trusted``: the curator sees h1 embeddings only; points reach the consumer sealed."""
+    privacy: SummarizePrivacy = field(default_factory=SummarizePrivacy)

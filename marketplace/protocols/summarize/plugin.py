@@ -1,0 +1,13 @@
+"""The `summarize` protocol's registration (entry point ``summarize`` of the ``marketplace.protocols`` group)."""
+
+from marketplace.plugins import ProtocolSpec
+from marketplace.protocols.summarize.config import SummarizeConfig
+
+PROTOCOL = ProtocolSpec(
+    name="summarize",
+    config=SummarizeConfig,
+    exchange="marketplace.exchanges.summarize",
+    messages="marketplace.messages.kinds",
+    report_schema="marketplace.protocols.summarize:report.schema.json",
+    summary="Summarize: a private summary of the owners' data that matches the consumer's target, point by point",
+)
