@@ -39,7 +39,7 @@ import numpy as np
 def frames(large_rows: int) -> dict[str, bytes]:
     """One frame per case, built with the imported package's public API (seed 0)."""
     from marketplace.messages import PROTOCOL_VERSION, Envelope, encode
-    from marketplace.messages.kinds import Bid, Point, RoundOpen, ValidationSet
+    from marketplace.protocols.summarize.messages import Bid, Point, RoundOpen, ValidationSet
 
     rng = np.random.default_rng(0)
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-CURATOR_LOGGER = "marketplace.curator.summarize"
+CURATOR_LOGGER = "marketplace.protocols.summarize.curator"
 VALIDATION, TEST, SEED_SET, COMPONENTS = 200, 500, 50, 6
 
 

@@ -11,7 +11,7 @@ Three measurements, each repeated ``--repeats`` times (median / min / max):
    d = 140 features, p = 100 rounds. Rounds are timed by the protocol itself, from "round 1/P done"
    to "round P/P done" (P - 1 rounds): for the processes driver from the millisecond timestamps of
    DIR/logs/curator.log, for the in-process driver with a logging handler on
-   ``marketplace.curator.summarize`` (time.perf_counter at emit). Start-up, data building and the
+   ``marketplace.protocols.summarize.curator`` (time.perf_counter at emit). Start-up, data building and the
    consumer's final evaluation are therefore excluded (they are reported apart as phases).
 2. Transport overhead per round at K = 16:
    processes latency - (curator compute per round + max owner compute per round), where owners
@@ -66,7 +66,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-CURATOR_LOGGER = "marketplace.curator.summarize"
+CURATOR_LOGGER = "marketplace.protocols.summarize.curator"
 LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) curator \w+ (.*)$")
 ROUND_MSG = re.compile(r"round (\d+)/(\d+) done")
 PRESENT_MSG = re.compile(r"all \d+ owners and the consumer are present")

@@ -6,21 +6,18 @@ randomness (the h1 map) comes from the run seed too, so all parties agree on it 
 
 from __future__ import annotations
 
-import functools
 from collections import Counter
 
 from pathlib import Path
 
 import numpy as np
 
-from marketplace import seeds
 from marketplace.data.bounds import check_rows
 from marketplace.data.dataset import Dataset
 from marketplace.data.world import World, build_world
 from marketplace.privacy.accountant import PrivacyLedger
 from marketplace.privacy.noise import NoiseOrigin
 from marketplace.privacy.noise import describe as describe_noise
-from marketplace.protocols.summarize import RandomFourierFeatures
 from marketplace.roles import CONSUMER, CURATOR, Role, owner_id
 from marketplace.scenario import ScenarioConfig
 
@@ -85,19 +82,6 @@ def owner_number(party: str, owners: int) -> int | None:
     if prefix != "owner" or not number.isdigit() or number.startswith("0") or not 1 <= int(number) <= owners:
         return None
     return int(number)
-
-
-def public_features(config: ScenarioConfig, dim: int) -> RandomFourierFeatures:
-    """h1, drawn from the run seed: public randomness every party derives identically."""
-    s = config.summarize
-    return _draw_features(dim, s.features, s.gamma, config.seed)
-
-
-@functools.lru_cache(maxsize=4)
-def _draw_features(dim: int, features: int, gamma: float, seed: int) -> RandomFourierFeatures:
-    """One draw per map (the value is frozen): K owners built in one process share it instead of
-    drawing it K times."""
-    return RandomFourierFeatures.draw(dim, features, gamma, seeds.derive(seed, "summarize.h1"))
 
 
 def make_world(config: ScenarioConfig) -> World:

@@ -21,7 +21,7 @@ import sys
 import time
 
 from marketplace.messages import Envelope
-from marketplace.owner.summarize import SummarizeOwner
+from marketplace.protocols.summarize.owner import SummarizeOwner
 from marketplace.parties import build_role, make_world, share_of
 from marketplace.runner.party_process import default_run_id, link_settings
 from marketplace.scenario import load_scenario

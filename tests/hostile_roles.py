@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.messages.kinds import Bye, Error, Point
+from marketplace.messages.kinds import Bye, Error
+from marketplace.protocols.summarize.messages import Point
 from marketplace.roles import Role, Send
 
 BEHAVIOURS = ("never_bids", "refuses_target", "bye_mid_round", "lies_about_rows", "resells", "spams_errors")

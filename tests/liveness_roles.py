@@ -14,7 +14,8 @@ import sys
 import time
 
 from marketplace.messages import Envelope
-from marketplace.messages.kinds import Bid, Bye, Hello, Request, Shutdown
+from marketplace.messages.kinds import Bye, Hello, Shutdown
+from marketplace.protocols.summarize.messages import Bid, Request
 from marketplace.roles import CURATOR, Role, Send
 
 PARTY = "owner-1"

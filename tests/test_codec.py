@@ -22,23 +22,8 @@ from marketplace.messages.codec import decode_fast, decode_precise
 from marketplace.messages.envelope import ENVELOPE_KEYS
 from marketplace.messages.kinds_stc import StcRelease, StcReleases, StcRequest, StcTarget
 from marketplace.messages.kinds_sketch import SketchPublication, SketchReleaseBody, SketchRequest
-from marketplace.messages.kinds import (
-    Bid,
-    Bye,
-    Error,
-    Heartbeat,
-    Hello,
-    Point,
-    Request,
-    RoundOpen,
-    SealedPoint,
-    SealedSummary,
-    Shutdown,
-    Summary,
-    TargetEmbedding,
-    ValidationEmbedding,
-    ValidationSet,
-)
+from marketplace.messages.kinds import Bye, Error, Heartbeat, Hello, Shutdown
+from marketplace.protocols.summarize.messages import Bid, Point, Request, RoundOpen, SealedPoint, SealedSummary, Summary, TargetEmbedding, ValidationEmbedding, ValidationSet
 
 # --- strategies: one per kind ------------------------------------------------------------------
 
@@ -638,7 +623,7 @@ def test_a_63_mib_frame_of_nested_empty_arrays_is_refused_before_decoding_cheapl
     import tracemalloc
 
     from marketplace.messages import codec
-    from marketplace.messages.kinds import ValidationSet
+    from marketplace.protocols.summarize.messages import ValidationSet
 
     limit = 64 * 2**20
     frame = b"\xdd" + (63 * 2**20).to_bytes(4, "big") + b"\x90" * (63 * 2**20)
@@ -680,7 +665,7 @@ def test_large_frames_with_a_suspicious_structure_are_refused_naming_why(frame, 
 
 
 def test_large_legitimate_frames_pass_the_structural_scan():
-    from marketplace.messages.kinds import ValidationSet
+    from marketplace.protocols.summarize.messages import ValidationSet
 
     X = np.random.default_rng(0).normal(size=(20_000, 20))  # 3.2 MB of array payload, a handful of tokens
     frame = encode(Envelope(PROTOCOL_VERSION, "r", 1, "consumer", "curator", "validation_set", None, ValidationSet(X=X)))
@@ -788,7 +773,8 @@ def test_a_broadcast_body_encoded_once_frames_to_the_same_bytes_as_a_whole_encod
     import numpy as np
 
     from marketplace.messages import encode_body, encode_framed
-    from marketplace.messages.kinds import Heartbeat, RoundOpen
+    from marketplace.messages.kinds import Heartbeat
+    from marketplace.protocols.summarize.messages import RoundOpen
 
     for body in (RoundOpen(round=3, summary_mean=np.linspace(0, 1, 140), q=0.25), Heartbeat()):
         for receiver, msg_id, reply in (("owner-1", 1, None), ("owner-250", 2**40, 7)):

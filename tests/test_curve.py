@@ -13,7 +13,8 @@ import zmq
 
 from conftest import run_cli
 from marketplace.messages import PROTOCOL_VERSION, Envelope, encode
-from marketplace.messages.kinds import Hello, Point
+from marketplace.messages.kinds import Hello
+from marketplace.protocols.summarize.messages import Point
 from marketplace.roles import CURATOR, Role
 from marketplace.transport.curve import CurveError, CurveKeys, PartyAuthenticator, generate_keys
 from marketplace.transport.node import Node

@@ -26,7 +26,8 @@ from hypothesis import strategies as st
 import fuzzing
 from conftest import tiny_raw
 from marketplace.messages import PROTOCOL_VERSION, Envelope, MessageError, decode, encode
-from marketplace.messages.kinds import Error, Hello, Point
+from marketplace.messages.kinds import Error, Hello
+from marketplace.protocols.summarize.messages import Point
 from marketplace.parties import make_world
 from marketplace.scenario import parse_scenario
 from marketplace.transport.inprocess import run_inprocess

@@ -18,7 +18,8 @@ import zmq
 from conftest import ROOT
 from liveness_roles import PARTIES, PARTY, RUN, AskingCurator
 from marketplace.messages import PROTOCOL_VERSION, Envelope
-from marketplace.messages.kinds import Shutdown, Summary
+from marketplace.messages.kinds import Shutdown
+from marketplace.protocols.summarize.messages import Summary
 from marketplace.roles import CURATOR, Role, Send
 from marketplace.runner.blame import at_fault, failure_lines
 from marketplace.transport.monitor import ConnectionWatch

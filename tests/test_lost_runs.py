@@ -166,7 +166,7 @@ def test_the_central_replay_replays_a_dropout(monkeypatch, tiny_scenario, tmp_pa
 def test_the_central_replay_still_catches_a_selection_that_ignores_a_dropout(tiny_scenario, tmp_path):
     """The replay is not made to agree: without the owner's exclusion the same selection differs."""
     from marketplace.parties import make_world
-    from marketplace.runner.evaluate import central_replay
+    from marketplace.protocols.summarize.evaluate import central_replay
 
     config = parse_scenario(tiny_scenario, source="t", base_dir=tmp_path).config
     world = make_world(config)

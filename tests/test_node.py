@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from marketplace.messages import PROTOCOL_VERSION, Envelope, ProtocolError, decode, encode
-from marketplace.messages.kinds import Bid, Bye, Error, Heartbeat, Point, Request
+from marketplace.messages.kinds import Bye, Error, Heartbeat
+from marketplace.protocols.summarize.messages import Bid, Point, Request
 from marketplace.roles import Role, Send
 from marketplace.transport.node import Node, Outgoing
 

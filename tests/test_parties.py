@@ -10,7 +10,8 @@ import yaml
 
 from conftest import run_cli
 
-from marketplace.parties import build_role, load_owner_file, make_world, party_ids, public_features
+from marketplace.parties import build_role, load_owner_file, make_world, party_ids
+from marketplace.protocols.summarize.public import public_features
 from marketplace.scenario import parse_scenario
 
 

@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from conftest import QUICKSTART, run_cli
-from marketplace.parties import make_world, public_features
+from marketplace.parties import make_world
+from marketplace.protocols.summarize.public import public_features
 from marketplace.protocols.summarize import rff_greedy_bruteforce
 from marketplace.roles import owner_id
 from marketplace.runner.run import run_scenario

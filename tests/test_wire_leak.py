@@ -10,7 +10,7 @@ import copy
 
 import pytest
 
-from marketplace.curator.summarize import SummarizeCurator
+from marketplace.protocols.summarize.curator import SummarizeCurator
 from marketplace.messages.kinds import Error
 from marketplace.messages import decode
 from marketplace.parties import build_role, make_world, party_ids

@@ -19,7 +19,8 @@ import zmq
 
 from conftest import ROOT
 from marketplace.messages import PROTOCOL_VERSION, Envelope, encode
-from marketplace.messages.kinds import Bid, Hello
+from marketplace.messages.kinds import Hello
+from marketplace.protocols.summarize.messages import Bid
 from marketplace.scenario import load_scenario
 from marketplace.scenario.fingerprint import fingerprint
 

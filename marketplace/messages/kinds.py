@@ -1,21 +1,15 @@
-"""Every message kind, declared once: its name, its fields, their types, dtypes and shapes.
+"""The wire's common message kinds, and :func:`kind`, which declares a kind: its name, its fields, their
+types, dtypes and shapes.
 
 A kind is a class of annotated fields registered with :func:`kind`, which makes it a frozen
 msgspec Struct (:mod:`marketplace.messages.structs`). Array fields are
 ``Annotated[np.ndarray, Array, ArraySpec(...)]``; named dimensions (``"dim"``, ``"d"``) must agree
 within a message, and receivers check them against their own configuration.
 
-Summarize flow (non-private): every party says ``hello``; the consumer sends ``validation_set``;
-the curator sends ``target_embedding`` to the owners, then each round ``round_open``; every owner
-answers with a ``bid``; the curator sends ``request`` to the best bidder only, which answers with a
-``point``. After the last round the consumer gets the ``summary``; everyone gets ``shutdown`` and
-answers ``bye``.
-
-Less-trusted curator: the consumer sends ``validation_embedding`` (h1 of each D_v row and its public
-key) instead of ``validation_set``; ``target_embedding`` carries that key to the owners; a requested
-owner answers with a ``sealed_point`` (the point's h1 embedding, and the point sealed for the
-consumer); the consumer gets a ``sealed_summary``. The curator never holds a raw point. ``heartbeat`` keeps liveness both ways; ``error`` answers a message that could not
-be accepted.
+The kinds here are every protocol's: ``hello`` (a party announces itself), ``heartbeat`` (liveness,
+both ways), ``error`` (the answer to a message that could not be accepted), ``shutdown`` and ``bye``
+(the end of a run). Each protocol declares its own kinds in its package's ``messages.py``, loaded
+with the protocol (:func:`marketplace.plugins.exchange`).
 """
 
 from __future__ import annotations
@@ -102,96 +96,3 @@ class Shutdown:
 @kind("bye")
 class Bye:
     """A party acknowledges ``shutdown``: nothing more will come from it."""
-
-
-# --- summarize ------------------------------------------------------------------------------
-
-
-@kind("validation_set")
-class ValidationSet:
-    """The consumer's D_v, features only (the labels stay with the consumer)."""
-
-    X: Annotated[np.ndarray, Array, ArraySpec(("<f8",), ("m", "dim"))]
-
-
-@kind("validation_embedding")
-class ValidationEmbedding:
-    """Less-trusted curator: h1 of each row of D_v (never the rows), and the consumer's public key."""
-
-    phi: Annotated[np.ndarray, Array, ArraySpec(("<f8",), ("m", "d"))]
-    consumer_key: PublicKey
-
-
-@kind("target_embedding")
-class TargetEmbedding:
-    """g~: the mean h1-embedding of D_v, broadcast once to every owner; with a less-trusted curator
-    also the consumer's public key, to which owners seal the points they send."""
-
-    mean: vector("d")
-    consumer_key: PublicKey | None = None
-
-
-@kind("round_open")
-class RoundOpen:
-    """Round l: the mean h1-embedding g_l of the current summary, which holds q points."""
-
-    round: RoundNo
-    summary_mean: vector("d")
-    q: Annotated[int, Range(min=0)]
-
-
-@kind("bid")
-class Bid:
-    """An owner's best value (g~ - q/(q+1) g_l) . h1(x) over its unsent points, for one round."""
-
-    round: RoundNo
-    value: float
-    available: bool
-
-
-@kind("request")
-class Request:
-    """The curator asks an owner for the point behind its bid in this round."""
-
-    round: RoundNo
-
-
-@kind("point")
-class Point:
-    """An owner's point for a round: features, label and the owner's own row index."""
-
-    round: RoundNo
-    x: vector("dim")
-    y: int
-    row: Count
-
-
-@kind("summary")
-class Summary:
-    """The finished summary D_s (seed set excluded), with the owners' labels, for the consumer."""
-
-    X: Annotated[np.ndarray, Array, ArraySpec(("<f8",), ("p", "dim"))]
-    y: Annotated[np.ndarray, Array, ArraySpec(("<i8",), ("p",))]
-    rounds: Count
-
-
-@kind("sealed_point")
-class SealedPoint:
-    """Less-trusted curator: the requested point's h1 embedding (checked against the bid) and the
-    point itself sealed for the consumer (fixed length, unreadable by the curator)."""
-
-    round: RoundNo
-    phi: vector("d")
-    row: Count
-    sealed: SealedBytes
-
-
-@kind("sealed_summary")
-class SealedSummary:
-    """Less-trusted curator: D_s as the embeddings the curator verified and the sealed points, in
-    summary order; the consumer opens each and checks it against its embedding."""
-
-    phi: Annotated[np.ndarray, Array, ArraySpec(("<f8",), ("p", "d"))]
-    sealed: tuple[SealedBytes, ...]
-    rounds: Count
-

@@ -6,8 +6,8 @@ from marketplace.protocols.summarize.config import SummarizeConfig
 PROTOCOL = ProtocolSpec(
     name="summarize",
     config=SummarizeConfig,
-    exchange="marketplace.exchanges.summarize",
-    messages="marketplace.messages.kinds",
+    exchange="marketplace.protocols.summarize.exchange",
+    messages="marketplace.protocols.summarize.messages",
     report_schema="marketplace.protocols.summarize:report.schema.json",
     summary="Summarize: a private summary of the owners' data that matches the consumer's target, point by point",
 )

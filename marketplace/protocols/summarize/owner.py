@@ -15,7 +15,7 @@ import numpy as np
 
 from marketplace.data.dataset import Dataset
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.messages.kinds import Bid, Point, RoundOpen, SealedPoint
+from marketplace.protocols.summarize.messages import Bid, Point, RoundOpen, SealedPoint
 from marketplace.protocols.summarize import RandomFourierFeatures, best_offer, bid_direction, bid_value
 from marketplace.protocols.summarize.identity import duplicate_groups
 from marketplace.protocols.summarize.sealing import seal_point

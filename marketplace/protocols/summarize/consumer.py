@@ -20,7 +20,7 @@ import numpy as np
 
 from marketplace.data.dataset import Dataset
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.messages.kinds import SealedSummary, ValidationEmbedding, ValidationSet
+from marketplace.protocols.summarize.messages import SealedSummary, ValidationEmbedding, ValidationSet
 from marketplace.protocols.summarize import RandomFourierFeatures, mmd2, svm_accuracy
 from marketplace.protocols.summarize.sealing import ConsumerKey, SealingError
 from marketplace.roles import CONSUMER, Role, Send

@@ -1,7 +1,7 @@
 """The curator's side of private `summarize`: h2 releases instead of exact means, PRIVAUCTION
 instead of asking the best bidder only.
 
-What changes against :class:`~marketplace.curator.summarize.SummarizeCurator`:
+What changes against :class:`~marketplace.protocols.summarize.curator.SummarizeCurator`:
 
 * g~ is h2(h1(D_v)) (T_init iterations at eps_v), recorded on the ``consumer:D_v`` ledger.
 * Each round's g_l is h2(h1(D_s)): the first release runs T_init iterations, later ones continue
@@ -35,9 +35,9 @@ from typing import Any
 
 import numpy as np
 
-from marketplace.curator.summarize import SummarizeCurator, payload
+from marketplace.protocols.summarize.curator import SummarizeCurator, payload
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.messages.kinds import Point, Request, SealedPoint
+from marketplace.protocols.summarize.messages import Point, Request, SealedPoint
 from marketplace.privacy.accountant import Guarantee, PrivacyLedger, calibrate_zcdp
 from marketplace.privacy.gdp import calibrate_mu
 from marketplace.privacy.neighbouring import replace_one
@@ -48,7 +48,7 @@ from marketplace.protocols.summarize.h2 import record_h2
 from marketplace.roles import Send
 from marketplace.protocols.summarize.config import SummarizePrivacy
 
-log = logging.getLogger("marketplace.curator.summarize")  # same logger: the runner reads round progress from it
+log = logging.getLogger("marketplace.protocols.summarize.curator")  # same logger: the runner reads round progress from it
 
 VALIDATION, SUMMARY, AUCTION = "consumer:D_v", "D_s", "auction"
 

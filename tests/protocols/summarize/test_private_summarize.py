@@ -90,7 +90,7 @@ def test_a_budget_smaller_than_the_plan_is_refused_before_anything_starts(privat
 
 
 def test_the_plan_checked_before_start_is_what_the_run_spends(private_scenario, tmp_path):
-    from marketplace.curator.private_summarize import PrivateSchedule
+    from marketplace.protocols.summarize.private_curator import PrivateSchedule
 
     config = parse_scenario(private_scenario, source="private", base_dir=tmp_path).config
     schedule = PrivateSchedule.resolve(config.summarize.privacy, features=config.summarize.features, rounds=config.summarize.rounds)

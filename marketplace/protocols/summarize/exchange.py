@@ -1,6 +1,6 @@
 """The `summarize` exchange (docs/design.md §3): roles from the scenario, and the report, tables and
-sweep columns of a finished run. The protocol itself lives in ``curator/``, ``owner/``,
-``consumer/`` (roles) and ``protocols/summarize/`` (pure cores)."""
+sweep columns of a finished run. The roles are this package's ``curator.py`` (and
+``private_curator.py``), ``owner.py`` and ``consumer.py``; the pure cores are its other modules."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from marketplace.privacy import noise as noise_streams
 from marketplace.privacy.noise import NoiseOrigin
 from marketplace.data.dataset import Dataset
 from marketplace.data.world import World
-from marketplace.parties import party_ids, party_index, public_features
+from marketplace.parties import party_ids, party_index
+from marketplace.protocols.summarize.public import public_features
 from marketplace.roles import CONSUMER, CURATOR, Role
 from marketplace.runner.format import fmt, ledger_text, mean_sd, sweep_table_head
 from marketplace.scenario.config import ScenarioConfig
@@ -22,10 +23,10 @@ from marketplace.schema import SchemaError
 
 def build_role(config: ScenarioConfig, party: str, world: World, owner_data: Dataset | None,
                noise: NoiseOrigin | None = None) -> Role:
-    from marketplace.consumer.summarize import SummarizeConsumer
-    from marketplace.curator.private_summarize import PrivateSchedule, PrivateSummarizeCurator
-    from marketplace.curator.summarize import SummarizeCurator
-    from marketplace.owner.summarize import SummarizeOwner
+    from marketplace.protocols.summarize.consumer import SummarizeConsumer
+    from marketplace.protocols.summarize.private_curator import PrivateSchedule, PrivateSummarizeCurator
+    from marketplace.protocols.summarize.curator import SummarizeCurator
+    from marketplace.protocols.summarize.owner import SummarizeOwner
 
     features = public_features(config, world.dim)
     s = config.summarize
@@ -54,7 +55,7 @@ def check_plan(config: ScenarioConfig) -> None:
     privacy = config.summarize.privacy
     if not privacy.enabled:
         return
-    from marketplace.curator.private_summarize import PrivateSchedule
+    from marketplace.protocols.summarize.private_curator import PrivateSchedule
     from marketplace.privacy.accountant import BudgetExceeded
 
     schedule = PrivateSchedule.resolve(privacy, features=config.summarize.features, rounds=config.summarize.rounds)
@@ -74,7 +75,7 @@ def progress(config: ScenarioConfig, curator: Role) -> tuple[int, int]:
 
 
 def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    from marketplace.runner.evaluate import baselines, central_replay, exclusion_rounds, non_private_greedy
+    from marketplace.protocols.summarize.evaluate import baselines, central_replay, exclusion_rounds, non_private_greedy
 
     curator = results.get(CURATOR) or {}
     consumer = results.get(CONSUMER) or {}
@@ -247,7 +248,7 @@ def owner_exposure(config: ScenarioConfig, report: dict[str, Any]) -> dict[str, 
     """Per owner: what the consumer, the curator and the other owners receive of its data, and
     which ledgers bound it. Towards the other owners: every ledger of the run but the consumer's
     ``consumer:D_v`` (read generically, each with the scope it states)."""
-    from marketplace.curator.private_summarize import VALIDATION
+    from marketplace.protocols.summarize.private_curator import VALIDATION
     from marketplace.runner.per_owner import Exposure
 
     private = config.summarize.privacy.enabled

@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 
 from marketplace import seeds
-from marketplace.consumer.summarize import evaluate_summary
+from marketplace.protocols.summarize.consumer import evaluate_summary
 from marketplace.data.world import World
-from marketplace.parties import public_features
+from marketplace.protocols.summarize.public import public_features
 from marketplace.protocols.summarize import exact_kernel_greedy, mmd2, protocol_greedy, uniform_selection
 from marketplace.protocols.summarize.identity import embedding_key, point_key
 from marketplace.roles import owner_id

@@ -10,8 +10,9 @@ import pytest
 from marketplace.scenario.fingerprint import fingerprint
 
 from marketplace.messages import PROTOCOL_VERSION, Envelope, ProtocolError
-from marketplace.messages.kinds import Bid, Hello, Point, Request, RoundOpen, TargetEmbedding
-from marketplace.owner.summarize import SummarizeOwner
+from marketplace.messages.kinds import Hello
+from marketplace.protocols.summarize.messages import Bid, Point, Request, RoundOpen, TargetEmbedding
+from marketplace.protocols.summarize.owner import SummarizeOwner
 from marketplace.parties import build_role, make_world, party_ids
 from marketplace.roles import Role, Send
 from marketplace.scenario import parse_scenario
@@ -123,7 +124,7 @@ def test_an_owner_lost_while_bidding_is_dropped_and_the_round_goes_on(config):
     for party in party_ids(config)[1:]:
         role = "consumer" if party == "consumer" else "owner"
         curator.handle(envelope(Hello(role=role, protocol="summarize", scenario="tiny", config=fingerprint(config)), sender=party))
-    from marketplace.messages.kinds import ValidationSet
+    from marketplace.protocols.summarize.messages import ValidationSet
     sends = curator.handle(envelope(ValidationSet(X=world.validation.X), sender="consumer"))
     assert {s.to for s in sends if isinstance(s.body, RoundOpen)} == {"owner-1", "owner-2", "owner-3"}
     curator.handle(envelope(Bid(round=1, value=0.2, available=True), sender="owner-1", msg_id=2))

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy.stats import chisquare
 
-from marketplace.curator.private_summarize import PrivateSchedule
+from marketplace.protocols.summarize.private_curator import PrivateSchedule
 from marketplace.protocols.summarize.auction import PrivAuction
 from marketplace.protocols.summarize.request_schedule import (MULT_BITS, composed_schedule, dyadic_exp,
                                                               uniform_below)

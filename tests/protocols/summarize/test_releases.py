@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from marketplace.curator.private_summarize import GAUSSIAN_MECHANISM, PrivateSchedule
+from marketplace.protocols.summarize.private_curator import GAUSSIAN_MECHANISM, PrivateSchedule
 from marketplace.privacy.accountant import PrivacyLedger, calibrate_zcdp, zcdp_to_dp
 from marketplace.privacy.rng import make_rng
 from marketplace.protocols.summarize.features import RandomFourierFeatures

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import ROOT
 
-import marketplace.exchanges.summarize as summarize_exchange
+import marketplace.protocols.summarize.exchange as summarize_exchange
 import marketplace.parties as parties
 from marketplace.roles.members import ActiveOwners
 from marketplace.parties import build_role, make_world, party_ids, party_index

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from auction_paths import max_loss, own_view, ratio_bounded, transcript, view_law, world
-from marketplace.curator.private_summarize import AUCTION, PrivateSchedule
+from marketplace.protocols.summarize.private_curator import AUCTION, PrivateSchedule
 from marketplace.protocols.summarize.auction import PrivAuction
 from marketplace.protocols.summarize.request_schedule import MULT_BITS, dyadic_exp
 from marketplace.protocols.summarize.config import SummarizePrivacy

@@ -23,8 +23,7 @@ from marketplace.roles.curator import CuratorBase
 from marketplace.roles.parsimony import ParsimonyLedger
 from marketplace.roles.members import ActiveOwners
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.messages.kinds import (Bid, Point, Request, RoundOpen, SealedPoint, SealedSummary,
-                                        Summary, TargetEmbedding)
+from marketplace.protocols.summarize.messages import Bid, Point, Request, RoundOpen, SealedPoint, SealedSummary, Summary, TargetEmbedding
 from marketplace.protocols.summarize import RandomFourierFeatures, bid_direction, bid_value, rff_objective_gain
 from marketplace.protocols.summarize.identity import embedding_key, point_key
 from marketplace.protocols.summarize.sealing import sealed_size

@@ -11,8 +11,8 @@ import pytest
 from marketplace.scenario.fingerprint import fingerprint
 
 from marketplace.messages import PROTOCOL_VERSION, Envelope, ProtocolError
-from marketplace.messages.kinds import Point, SealedPoint, ValidationEmbedding, ValidationSet
-from marketplace.owner.summarize import SummarizeOwner
+from marketplace.protocols.summarize.messages import Point, SealedPoint, ValidationEmbedding, ValidationSet
+from marketplace.protocols.summarize.owner import SummarizeOwner
 from marketplace.parties import build_role, make_world, party_ids
 from marketplace.protocols.summarize.sealing import ConsumerKey, SealingError, seal_point, sealed_size
 from marketplace.roles import Send
@@ -212,7 +212,7 @@ def test_a_less_trusted_curator_refuses_embeddings_that_cannot_be_h1(scenario, t
 
 
 def test_a_less_trusted_owner_refuses_g_tilde_without_the_consumers_key(scenario, tmp_path):
-    from marketplace.messages.kinds import TargetEmbedding
+    from marketplace.protocols.summarize.messages import TargetEmbedding
 
     config = parse_scenario(with_trust(scenario, "less_trusted"), source="t", base_dir=tmp_path).config
     owner = build_role(config, "owner-1", world=make_world(config))
@@ -222,7 +222,7 @@ def test_a_less_trusted_owner_refuses_g_tilde_without_the_consumers_key(scenario
 
 
 def test_the_sealed_summary_is_only_accepted_by_a_less_trusted_consumer(scenario, tmp_path):
-    from marketplace.messages.kinds import SealedSummary
+    from marketplace.protocols.summarize.messages import SealedSummary
 
     config = parse_scenario(with_trust(scenario, "trusted"), source="t", base_dir=tmp_path).config
     consumer = build_role(config, "consumer", world=make_world(config))
