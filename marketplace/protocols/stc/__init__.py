@@ -1,7 +1,11 @@
-"""Pure core of the `stc` protocol, private source-target clustering (docs/design.md §6): numpy arrays
-in and out, no I/O.
+"""The `stc` protocol, private source-target clustering (docs/design.md §6).
 
-The pieces, in the order a run uses them:
+The runtime side: :mod:`.plugin` (its registration), :mod:`.config` (the scenario section),
+:mod:`.messages` (the wire kinds), :mod:`.curator`, :mod:`.owner` and :mod:`.consumer` (the roles),
+:mod:`.exchange` (roles from a scenario; the report, tables and sweep columns) and :mod:`.source`
+(the ``stc_synthetic`` data source). They are imported on demand, not by this package.
+
+The pure core, re-exported here (numpy arrays in and out, no I/O), in the order a run uses it:
 
 * :mod:`.scaling` – the public map into the ball of radius 1/2 that the privacy proofs need;
 * :mod:`.coreset` – an optional kd-tree coreset of the public target set (cells of diameter <= C);

@@ -6,8 +6,9 @@ from marketplace.protocols.stc.config import StcConfig
 PROTOCOL = ProtocolSpec(
     name="stc",
     config=StcConfig,
-    exchange="marketplace.exchanges.stc",
-    messages="marketplace.messages.kinds_stc",
+    exchange="marketplace.protocols.stc.exchange",
+    messages="marketplace.protocols.stc.messages",
     report_schema="marketplace.protocols.stc:report.schema.json",
+    data_sources=("marketplace.protocols.stc.source",),
     summary="Source-target clustering: owners release private summaries, the consumer picks k target points to label",
 )

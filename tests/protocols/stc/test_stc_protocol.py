@@ -11,7 +11,7 @@ import yaml
 
 from conftest import run_cli
 from marketplace.messages import PROTOCOL_VERSION, Envelope, ProtocolError
-from marketplace.messages.kinds_stc import StcRelease, StcTarget
+from marketplace.protocols.stc.messages import StcRelease, StcTarget
 from marketplace.parties import build_role, make_world, party_ids
 from marketplace.privacy.gdp import gaussian_eps
 from marketplace.protocols.stc import selection_cost
@@ -44,7 +44,7 @@ def run(raw, tmp_path, name="run", driver="inprocess"):
 
 
 def scaled_world(raw, tmp_path):
-    from marketplace.exchanges.stc import scaling_of
+    from marketplace.protocols.stc.exchange import scaling_of
 
     config = parse_scenario(raw, source="t", base_dir=tmp_path).config
     world = make_world(config)
@@ -202,7 +202,7 @@ def test_an_owner_lost_before_releasing_is_a_dropout_and_the_consumer_gets_the_o
 
 
 def test_an_owner_releases_once(stc_scenario, tmp_path):
-    from marketplace.messages.kinds_stc import StcRequest
+    from marketplace.protocols.stc.messages import StcRequest
 
     config = parse_scenario(stc_scenario, source="t", base_dir=tmp_path).config
     owner = build_role(config, "owner-1", world=make_world(config))
@@ -294,7 +294,7 @@ def test_private_kmeans_is_reported_when_asked_and_scored_with_the_true_sources(
 
 
 def test_private_kmeans_is_reproducible_from_the_seed_and_depends_on_it(stc_scenario, tmp_path):
-    from marketplace.exchanges.stc import report as stc_report
+    from marketplace.protocols.stc.exchange import report as stc_report
 
     stc_scenario["stc"]["baselines"] = ["private_kmeans"]
     costs = []
@@ -318,7 +318,7 @@ def rendered(table) -> str:
 
 
 def test_private_kmeans_is_absent_unless_asked_and_in_the_table_when_asked(stc_scenario, tmp_path):
-    from marketplace.exchanges.stc import sweep_row, tables
+    from marketplace.protocols.stc.exchange import sweep_row, tables
 
     report = run(stc_scenario, tmp_path, "default")
     assert "private_kmeans" not in report["metrics"]["baselines"]
@@ -343,7 +343,7 @@ def test_private_kmeans_options_are_checked(stc_scenario, tmp_path):
 def test_an_stc_sweep_with_private_kmeans_writes_its_column_table_and_plot(stc_scenario, tmp_path):
     import csv
 
-    from marketplace.exchanges.stc import sweep_table
+    from marketplace.protocols.stc.exchange import sweep_table
 
     raw = copy.deepcopy(stc_scenario)
     raw["stc"]["baselines"] = ALL_BASELINES
@@ -360,7 +360,7 @@ def test_an_stc_sweep_with_private_kmeans_writes_its_column_table_and_plot(stc_s
 
 def test_the_non_private_references_are_computed_once_per_world_and_k_and_equal_a_fresh_computation(
         stc_scenario, tmp_path, monkeypatch):
-    import marketplace.exchanges.stc as exchange_stc
+    import marketplace.protocols.stc.exchange as exchange_stc
     import marketplace.protocols.stc as stc_core
 
     calls = []

@@ -1,6 +1,6 @@
 """The `stc` exchange (docs/design.md §6): roles from the scenario, and the report, tables and sweep
-columns of a finished run. Roles: ``curator/stc.py``, ``owner/stc.py``, ``consumer/stc.py``;
-pure cores: ``protocols/stc/``.
+columns of a finished run. Roles: :mod:`.curator`, :mod:`.owner`, :mod:`.consumer` (message kinds
+in :mod:`.messages`); pure cores: the other modules of this package.
 
 The report scores the consumer's choice T_k with the *true* sources (the runner sees every
 owner's rows, for evaluation only): Cost(T, S ∪ T_k), the mean distance of T to its nearest
@@ -66,9 +66,9 @@ def check_world(config: ScenarioConfig, world: World) -> None:
 
 def build_role(config: ScenarioConfig, party: str, world: World, owner_data: Dataset | None,
                noise: NoiseOrigin | None = None) -> Role:
-    from marketplace.consumer.stc import StcConsumer
-    from marketplace.curator.stc import StcCurator
-    from marketplace.owner.stc import StcOwner
+    from marketplace.protocols.stc.consumer import StcConsumer
+    from marketplace.protocols.stc.curator import StcCurator
+    from marketplace.protocols.stc.owner import StcOwner
 
     ids = party_ids(config)
     if party == CURATOR:

@@ -14,7 +14,7 @@ import numpy as np
 
 from marketplace.data.dataset import Dataset
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.messages.kinds_stc import StcReleases, StcTarget
+from marketplace.protocols.stc.messages import StcReleases, StcTarget
 from marketplace.protocols.stc import PublicScaling, kdtree_coreset, solve_stc
 from marketplace.roles import CONSUMER, Role, Send
 from marketplace.protocols.stc.config import StcConfig

@@ -19,11 +19,11 @@ import numpy as np
 from marketplace.roles.curator import CuratorBase
 from marketplace.roles.parsimony import ParsimonyLedger
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.messages.kinds_stc import StcRelease, StcReleases, StcRequest
+from marketplace.protocols.stc.messages import StcRelease, StcReleases, StcRequest
 from marketplace.roles import CONSUMER, CURATOR, Send
 from marketplace.protocols.stc.config import StcConfig
 
-log = logging.getLogger("marketplace.curator.stc")
+log = logging.getLogger("marketplace.protocols.stc.curator")
 
 
 class StcCurator(CuratorBase):

@@ -5,12 +5,11 @@ checksum of a nested file and a small end-to-end stc run."""
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conftest import needs_data
+from conftest import ROOT, needs_data
 from marketplace.data import SourceConfig, build_world, check_source_available, load_source
 from marketplace.data.sources.office_caltech import OFFICE_DOMAINS, OfficeCaltechSource
 from marketplace.data.sources.superconductivity import (
@@ -24,7 +23,7 @@ from marketplace.runner.run import run_scenario
 from marketplace.scenario import load_scenario, parse_scenario
 from marketplace.schema import SchemaError
 
-SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
+SCENARIOS = ROOT / "scenarios"
 needs_office = needs_data("office_caltech10_features")
 needs_superconductivity = needs_data("superconductivity_subsample")
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from marketplace.data.dataset import Dataset
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.messages.kinds_stc import StcRelease
+from marketplace.protocols.stc.messages import StcRelease
 from marketplace.privacy.accountant import BudgetExceeded, PrivacyLedger
 from marketplace.privacy.neighbouring import add_remove_one
 from marketplace.privacy.rng import make_rng

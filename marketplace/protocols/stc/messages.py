@@ -53,3 +53,10 @@ class StcReleases:
     centers: Annotated[np.ndarray, Array, ArraySpec(("<f8",), ("c", "dim"))]
     counts: Annotated[np.ndarray, Array, ArraySpec(("<i8",), ("k",))]
     owners: Annotated[tuple[PartyName, ...], Length(max=4096)]
+
+
+MESSAGES = (StcTarget, StcRequest, StcRelease, StcReleases)
+"""Every kind of the protocol, in the order a run sends them."""
+
+StcMessage = StcTarget | StcRequest | StcRelease | StcReleases
+"""A body of the `stc` protocol: a tagged union, told apart on the wire by the envelope's ``kind``."""
