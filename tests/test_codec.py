@@ -21,7 +21,7 @@ plugins.load_all()  # every protocol's kinds: this file checks them all
 from marketplace.messages.codec import decode_fast, decode_precise
 from marketplace.messages.envelope import ENVELOPE_KEYS
 from marketplace.messages.kinds_stc import StcRelease, StcReleases, StcRequest, StcTarget
-from marketplace.messages.kinds_sketch import SketchPublication, SketchReleaseBody, SketchRequest
+from marketplace.protocols.sketch.messages import SketchPublication, SketchReleaseBody, SketchRequest
 from marketplace.messages.kinds import (
     Bid,
     Bye,
