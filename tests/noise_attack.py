@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from marketplace.exchanges.sketch import public_map, unit_records
+from marketplace.protocols.sketch.exchange import public_map, unit_records
 from marketplace.parties import make_world, party_ids
 from marketplace.privacy import noise
 from marketplace.protocols.sketch.release import SketchRelease, private_sketch

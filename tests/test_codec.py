@@ -21,9 +21,10 @@ plugins.load_all()  # every protocol's kinds: this file checks them all
 from marketplace.messages.codec import decode_fast, decode_precise
 from marketplace.messages.envelope import ENVELOPE_KEYS
 from marketplace.protocols.stc.messages import StcRelease, StcReleases, StcRequest, StcTarget
-from marketplace.messages.kinds_sketch import SketchPublication, SketchReleaseBody, SketchRequest
+from marketplace.protocols.sketch.messages import SketchPublication, SketchReleaseBody, SketchRequest
 from marketplace.messages.kinds import Bye, Error, Heartbeat, Hello, Shutdown
-from marketplace.protocols.summarize.messages import Bid, Point, Request, RoundOpen, SealedPoint, SealedSummary, Summary, TargetEmbedding, ValidationEmbedding, ValidationSet
+from marketplace.protocols.summarize.messages import (Bid, Point, Request, RoundOpen, SealedPoint, SealedSummary, Summary,
+                                                      TargetEmbedding, ValidationEmbedding, ValidationSet)
 
 # --- strategies: one per kind ------------------------------------------------------------------
 

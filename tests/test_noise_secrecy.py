@@ -145,7 +145,7 @@ def test_parties_started_by_hand_from_their_kits_keep_their_noise_secret(tmp_pat
     out = tmp_path / "as-the-consumer-holds-it"
     (out / "sketches").mkdir(parents=True)
     (out / "scenario.resolved.yaml").write_text((kits / "consumer" / "scenario.yaml").read_text())
-    from marketplace.consumer.sketch import release_from_dict
+    from marketplace.protocols.sketch.consumer import release_from_dict
 
     for owner, data in consumer["result"]["sketches"]["owners"].items():
         release_from_dict(data).save(out / "sketches" / f"{owner}.npz")

@@ -17,7 +17,7 @@ import numpy as np
 import yaml
 from sklearn.isotonic import IsotonicRegression
 
-from marketplace.exchanges.sketch import public_map
+from marketplace.protocols.sketch.exchange import public_map
 from marketplace.protocols.sketch import M2MDesign, Prior, SketchRelease
 from marketplace.protocols.sketch.joint import project_jointly
 from marketplace.protocols.sketch.valid import project_covariance

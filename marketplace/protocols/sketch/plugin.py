@@ -6,9 +6,9 @@ from marketplace.protocols.sketch.config import SketchConfig
 PROTOCOL = ProtocolSpec(
     name="sketch",
     config=SketchConfig,
-    exchange="marketplace.exchanges.sketch",
-    messages="marketplace.messages.kinds_sketch",
+    exchange="marketplace.protocols.sketch.exchange",
+    messages="marketplace.protocols.sketch.messages",
     report_schema="marketplace.protocols.sketch:report.schema.json",
-    commands="marketplace.consumer.sketch_cli:add_parser",
+    commands="marketplace.protocols.sketch.commands:add_parser",
     summary="Sketches: owners release private sketches of their data, the consumer answers statistical queries",
 )

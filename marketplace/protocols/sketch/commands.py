@@ -127,9 +127,9 @@ def _count_box(text: str, d: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _query(args: argparse.Namespace, release) -> dict[str, Any]:
     from marketplace import seeds
-    from marketplace.consumer.sketch import QueryPlan, answer_queries
-    from marketplace.exchanges.sketch import public_map, query_plan
     from marketplace.protocols.sketch import M2MDesign, Prior
+    from marketplace.protocols.sketch.consumer import QueryPlan, answer_queries
+    from marketplace.protocols.sketch.exchange import public_map, query_plan
     from marketplace.scenario import ScenarioError, load_scenario
 
     try:
@@ -168,24 +168,9 @@ def _query(args: argparse.Namespace, release) -> dict[str, Any]:
     return {"file": args.file, "map": fmap.describe(), **answer_queries(fit, plan)}
 
 
-def projection_notes(projections: dict[str, Any]) -> list[str]:
-    """One line per statistic that a projection moved: the orders (moments), the attributes (or
-    count queries) it moved and the largest change."""
-    lines = []
-    for name, moved in projections.items():
-        if not moved.get("changed"):
-            continue
-        orders = [k for k, o in (moved.get("orders") or {}).items() if o["changed"]]
-        what = name + (f" of order{'s' if len(orders) > 1 else ''} {', '.join(orders)}" if orders else "")
-        if moved.get("attributes"):
-            what += " in " + ", ".join(f"x{j}" for j in moved["attributes"])
-        elif moved.get("queries"):
-            what += " of count quer" + ("ies " if len(moved["queries"]) > 1 else "y ") + ", ".join(str(q + 1) for q in moved["queries"])
-        lines.append(f"{what}: largest change {moved['max_change']:.4g}")
-    return lines
-
-
 def _print(answers: dict[str, Any], as_json: bool) -> None:
+    from marketplace.protocols.sketch.consumer import projection_notes
+
     if as_json:
         print(json.dumps(answers, indent=2))
         return

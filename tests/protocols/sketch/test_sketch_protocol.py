@@ -16,9 +16,9 @@ import yaml
 
 from conftest import ROOT, run_cli
 from marketplace.messages import PROTOCOL_VERSION, Envelope, ProtocolError, encode
-from marketplace.messages.kinds_sketch import SketchPublication, SketchReleaseBody, SketchRequest
 from marketplace.parties import build_role, make_world, party_ids
 from marketplace.protocols.sketch import SketchRelease, exact_sketch
+from marketplace.protocols.sketch.messages import SketchPublication, SketchReleaseBody, SketchRequest
 from marketplace.runner.run import run_scenario
 from marketplace.scenario import ScenarioError, parse_scenario
 from marketplace.transport.inprocess import run_inprocess
@@ -103,7 +103,7 @@ def test_more_queries_send_no_more_messages(sketch_scenario, tmp_path):
     run_inprocess(nodes)
     consumer = nodes[-1]
     sent_before = (consumer.next_msg_id, consumer.counters.to_dict())
-    from marketplace.consumer.sketch import QueryPlan
+    from marketplace.protocols.sketch.consumer import QueryPlan
 
     consumer.role.answer(QueryPlan(moments=3, covariance=True, cdf_points=(0.5,)))
     after = (consumer.next_msg_id, consumer.counters.to_dict())
@@ -305,7 +305,7 @@ def test_merging_the_published_sketches_equals_sketching_the_union(started, sket
     sketch_scenario["sketch"]["epsilon"] = None
     config = parse_scenario(sketch_scenario, source="t", base_dir=tmp_path).config
     world = make_world(config)
-    from marketplace.exchanges.sketch import public_map, unit_records
+    from marketplace.protocols.sketch.exchange import public_map, unit_records
     from marketplace.protocols.sketch import merge_sketches
 
     fmap = public_map(config)
@@ -346,7 +346,7 @@ def test_lifesci_and_occupancy_load_with_the_papers_shapes():
 @pytest.mark.data
 @needs_data("lifesci_ds1.10", "occupancy")
 def test_the_shipped_data_scenarios_fit_their_public_boxes():
-    from marketplace.exchanges.sketch import check_world
+    from marketplace.protocols.sketch.exchange import check_world
     from marketplace.scenario import load_scenario
 
     for name in ("sketch-lifesci.yaml", "sketch-occupancy.yaml"):

@@ -1,6 +1,6 @@
 """The `sketch` exchange (docs/design.md §5, M²M): roles from the scenario, and the report, tables, sweep
-columns and files of a finished run. The roles live in ``curator/sketch.py``, ``owner/sketch.py``
-and ``consumer/sketch.py``; the pure core in ``protocols/sketch/``.
+columns and files of a finished run. The roles live in ``curator.py``, ``owner.py`` and
+``consumer.py`` next to this module; the pure core in the other modules of ``protocols/sketch/``.
 
 Public pieces every party derives from the scenario alone (no message needed): the unit-box map
 of the records (:func:`unit_records`), the feature map (:func:`public_map`, randomness from the run
@@ -77,7 +77,7 @@ def public_map(config: ScenarioConfig):
 
 def query_plan(config: ScenarioConfig):
     """The consumer's queries, with the random counting queries drawn from the run seed."""
-    from marketplace.consumer.sketch import QueryPlan
+    from marketplace.protocols.sketch.consumer import QueryPlan
 
     q, d = config.sketch.queries, record_dim(config)
     attributes = len(config.sketch.lower)  # counting queries constrain the data's attributes, not the label
@@ -114,9 +114,9 @@ def _ledger(config: ScenarioConfig, owner: str):
 
 def build_role(config: ScenarioConfig, party: str, world: World, owner_data: Dataset | None,
                noise: NoiseOrigin | None = None) -> Role:
-    from marketplace.consumer.sketch import SketchConsumer
-    from marketplace.curator.sketch import SketchCurator
-    from marketplace.owner.sketch import SketchOwner
+    from marketplace.protocols.sketch.consumer import SketchConsumer
+    from marketplace.protocols.sketch.curator import SketchCurator
+    from marketplace.protocols.sketch.owner import SketchOwner
 
     ids = party_ids(config)
     s = config.sketch
@@ -146,7 +146,7 @@ def build_role(config: ScenarioConfig, party: str, world: World, owner_data: Dat
 def check_plan(config: ScenarioConfig) -> None:
     """Refuse, before anything starts, a scenario without a public box, or whose one release per
     owner would pass the per-owner budget."""
-    from marketplace.owner.sketch import planned_steps
+    from marketplace.protocols.sketch.owner import planned_steps
     from marketplace.privacy.accountant import BudgetExceeded
 
     s = config.sketch
@@ -342,7 +342,7 @@ def nothing_released(config: ScenarioConfig, results: dict[str, dict[str, Any]])
 def artifacts(report: dict[str, Any], out: Path) -> None:
     """Save the consumer's sketches as .npz files in ``out/sketches/`` (merged.npz and one per owner),
     for ``marketplace sketch query``; their paths go into ``report["files"]``."""
-    from marketplace.consumer.sketch import release_from_dict
+    from marketplace.protocols.sketch.consumer import release_from_dict
 
     sketches = (((report.get("party_details") or {}).get(CONSUMER) or {}).get("result") or {}).get("sketches")
     if not sketches:
@@ -369,7 +369,7 @@ def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     if ranking:
         rows.append(("ranking", f"by sketch MMD^2: {', '.join(ranking.get('order', []))}; true: {', '.join(check.get('true_order', []))}; "
                                 f"Spearman {fmt(check.get('spearman'))}"))
-    from marketplace.consumer.sketch_cli import projection_notes
+    from marketplace.protocols.sketch.consumer import projection_notes
 
     for line in projection_notes((report.get("estimates") or {}).get("projections") or {}):
         rows.append(("projected", line))

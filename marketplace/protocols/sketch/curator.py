@@ -20,9 +20,9 @@ import numpy as np
 
 from marketplace.roles.curator import CuratorBase
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.messages.kinds_sketch import SketchPublication, SketchReleaseBody, SketchRequest
-from marketplace.owner.sketch import release_of
 from marketplace.protocols.sketch import FeatureMap, SketchRelease, merge_sketches
+from marketplace.protocols.sketch.messages import SketchPublication, SketchReleaseBody, SketchRequest
+from marketplace.protocols.sketch.wire import release_of
 from marketplace.roles import CONSUMER, CURATOR, Send
 
 log = logging.getLogger(__name__)

@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.messages.kinds_sketch import SketchPublication
 from marketplace.protocols.sketch import (FeatureMap, M2MDesign, M2MFit, Prior, SketchRelease, mean_embedding,
                                           merge_sketches, rank_owners)
+from marketplace.protocols.sketch.messages import SketchPublication
 from marketplace.protocols.sketch.valid import change, project_cdf, project_counts, project_moment_answers
 from marketplace.roles import CONSUMER, Role, Send
 
@@ -80,6 +80,23 @@ def answer_queries(fit: M2MFit, plan: QueryPlan) -> dict[str, Any]:
         out["logistic_regression"] = {"coef": model.coef.tolist(), "intercept": model.intercept,
                                       "converged": model.converged, "label": plan.logistic_label}
     return out
+
+
+def projection_notes(projections: dict[str, Any]) -> list[str]:
+    """One line per statistic that a projection moved: the orders (moments), the attributes (or
+    count queries) it moved and the largest change."""
+    lines = []
+    for name, moved in projections.items():
+        if not moved.get("changed"):
+            continue
+        orders = [k for k, o in (moved.get("orders") or {}).items() if o["changed"]]
+        what = name + (f" of order{'s' if len(orders) > 1 else ''} {', '.join(orders)}" if orders else "")
+        if moved.get("attributes"):
+            what += " in " + ", ".join(f"x{j}" for j in moved["attributes"])
+        elif moved.get("queries"):
+            what += " of count quer" + ("ies " if len(moved["queries"]) > 1 else "y ") + ", ".join(str(q + 1) for q in moved["queries"])
+        lines.append(f"{what}: largest change {moved['max_change']:.4g}")
+    return lines
 
 
 def release_dict(release: SketchRelease) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""The message kinds of the `sketch` protocol (docs/design.md §5), registered in :mod:`.kinds`.
+"""The message kinds of the `sketch` protocol (docs/design.md §5), registered with
+:func:`marketplace.messages.kinds.kind`.
 
 Flow: every party says ``hello``; once all are present the curator sends ``sketch_request`` (the
 public map's fingerprint) to every owner; each owner answers once with its ``sketch_release`` (the
@@ -70,3 +71,10 @@ class SketchPublication:
     map_fingerprint: Fingerprint
     merged_numerator: _array("m")
     merged_count: float
+
+
+MESSAGES = (SketchRequest, SketchReleaseBody, SketchPublication)
+"""Every kind of the protocol, in the order of the flow."""
+
+SketchMessage = SketchRequest | SketchReleaseBody | SketchPublication
+"""A body of the protocol: told apart on the wire by the envelope's ``kind``."""

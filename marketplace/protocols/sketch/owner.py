@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.messages.kinds_sketch import SketchReleaseBody
 from marketplace.privacy.accountant import PrivacyLedger
 from marketplace.protocols.sketch import FeatureMap, SketchRelease, exact_sketch, private_sketch
+from marketplace.protocols.sketch.wire import release_body
 from marketplace.roles import Role, Send
 
 
@@ -89,19 +89,3 @@ def planned_steps(epsilon: float, mechanism: str, delta: float, numerator_share:
     return [Step(mechanism=f"{mechanism} sum of features", eps=eps_num, delta=delta if mechanism == "gaussian" else 0.0),
             Step(mechanism="laplace count", eps=epsilon - eps_num)]
 
-
-def release_body(release: SketchRelease) -> SketchReleaseBody:
-    """The wire form of a release."""
-    return SketchReleaseBody(numerator=np.asarray(release.numerator, dtype=np.float64), count=float(release.count),
-                             numerator_variance=release.numerator_variance, count_variance=release.count_variance,
-                             map_fingerprint=release.map_fingerprint,
-                             epsilon=release.epsilon if release.is_private else None, delta=release.delta,
-                             mechanism=release.mechanism)
-
-
-def release_of(body: SketchReleaseBody) -> SketchRelease:
-    """A release from its wire form (raises ValueError if it is not a valid release)."""
-    return SketchRelease(numerator=body.numerator, count=body.count, numerator_variance=body.numerator_variance,
-                         count_variance=body.count_variance, map_fingerprint=body.map_fingerprint,
-                         epsilon=float("inf") if body.epsilon is None else body.epsilon, delta=body.delta,
-                         mechanism=body.mechanism)
