@@ -323,7 +323,8 @@ def test_a_failure_cell_is_cut_short_and_the_report_keeps_it_whole(tmp_path):
 
 
 def test_counts_of_one_are_singular():
-    from marketplace.exchanges import pfds, sketch
+    from marketplace.exchanges import sketch
+    from marketplace.protocols.pfds import exchange as pfds
     from marketplace.runner.format import plural
 
     assert (plural(1, "owner"), plural(2, "owner"), plural(1234, "row")) == ("1 owner", "2 owners", "1,234 rows")
