@@ -51,3 +51,49 @@ def positive_int(value: Any, name: str, where: str) -> int:
     if value < 1:
         raise fail(ValueError, name, where, "an integer >= 1", value)
     return int(value)
+
+
+def choice(value: Any, options: tuple[str, ...], name: str, where: str) -> str:
+    """``value``, if it is one of ``options``."""
+    if value not in options:
+        raise fail(ValueError, name, where, "one of " + ", ".join(repr(o) for o in options), value)
+    return value
+
+
+def generator(rng: Any, where: str) -> np.random.Generator:
+    """A numpy Generator, for the randomness that is not privacy noise (coins, candidates, draws)."""
+    if not isinstance(rng, np.random.Generator):
+        raise fail(TypeError, "rng", where, "a numpy.random.Generator (marketplace.privacy.rng.make_rng)", rng)
+    return rng
+
+
+def real_matrix(value: Any, name: str, where: str, *, columns: int | None = None, allow_empty: bool = False) -> np.ndarray:
+    """A finite float64 2-D array (rows x columns)."""
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise fail(TypeError, name, where, "an array of real numbers", value) from None
+    if array.ndim != 2 or (not allow_empty and array.shape[0] == 0) or (columns is not None and array.shape[1] != columns):
+        shape = f"(rows, {columns})" if columns is not None else "(rows, columns)"
+        raise ValueError(f"The '{name}' parameter of {where} must be a {'' if allow_empty else 'non-empty '}2-D array "
+                         f"of shape {shape}. Got shape {array.shape} instead.")
+    if not np.isfinite(array).all():
+        row, col = np.argwhere(~np.isfinite(array))[0]
+        raise ValueError(f"The '{name}' parameter of {where} must be finite. Got {float(array[row, col])!r} at row {row}, "
+                         f"column {col} instead.")
+    return array
+
+
+def real_vector(value: Any, name: str, where: str, *, size: int | None = None) -> np.ndarray:
+    """A finite float64 1-D array."""
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise fail(TypeError, name, where, "an array of real numbers", value) from None
+    if array.ndim != 1 or (size is not None and array.size != size):
+        expected = f"a 1-D array of {size} values" if size is not None else "a 1-D array"
+        raise ValueError(f"The '{name}' parameter of {where} must be {expected}. Got shape {array.shape} instead.")
+    if not np.isfinite(array).all():
+        index = int(np.argmax(~np.isfinite(array)))
+        raise ValueError(f"The '{name}' parameter of {where} must be finite. Got {float(array[index])!r} at index {index} instead.")
+    return array

@@ -100,7 +100,7 @@ def sketch_publications(draw: st.DrawFn) -> SketchPublication:
 
 @st.composite
 def pfds_trees(draw: st.DrawFn, shared: bool = False) -> Any:
-    from marketplace.messages.kinds_pfds import PfdsSharedTree, PfdsTree
+    from marketplace.protocols.pfds.messages import PfdsSharedTree, PfdsTree
 
     nodes, leaves, codes = draw(SIZES), draw(SIZES), draw(SIZES)
     spend = st.fixed_dictionaries({"purpose": texts(1, 12), "level": st.integers(1, 8), "epsilon": FINITE})
@@ -114,7 +114,7 @@ def pfds_trees(draw: st.DrawFn, shared: bool = False) -> Any:
 
 @st.composite
 def pfds_datasets(draw: st.DrawFn, shared: bool = False) -> Any:
-    from marketplace.messages.kinds_pfds import PfdsData, PfdsSharedData
+    from marketplace.protocols.pfds.messages import PfdsData, PfdsSharedData
 
     n, d = draw(SIZES), draw(SIZES)
     fields = dict(X=draw(float_arrays((n, d))), y=draw(float_arrays((n,))), epsilon=draw(st.floats(0, 1e6)))
@@ -147,7 +147,7 @@ BODIES: dict[str, st.SearchStrategy[Any]] = {
     "pfds_shared_tree": pfds_trees(shared=True),
     "pfds_data": pfds_datasets(),
     "pfds_shared_data": pfds_datasets(shared=True),
-    "pfds_phase": st.builds(lambda phase, sharers: __import__("marketplace.messages.kinds_pfds", fromlist=["PfdsPhase"]).PfdsPhase(
+    "pfds_phase": st.builds(lambda phase, sharers: __import__("marketplace.protocols.pfds.messages", fromlist=["PfdsPhase"]).PfdsPhase(
         phase=phase, sharers=tuple(sharers)), st.sampled_from(["label", "train"]), st.lists(texts(1, 64), max_size=4)),
     "sketch_request": st.builds(SketchRequest, map_fingerprint=FINGERPRINTS, n_features=st.integers(1, 2**31)),
     "sketch_release": st.builds(SketchReleaseBody, numerator=SIZES.flatmap(lambda m: float_arrays((m,))), count=FINITE,
@@ -742,7 +742,7 @@ def test_a_second_kind_key_that_disagrees_with_the_first_is_refused() -> None:
 
 
 def tree_with_spends(spends: tuple[dict[str, Any], ...]) -> bytes:
-    from marketplace.messages.kinds_pfds import PfdsTree
+    from marketplace.protocols.pfds.messages import PfdsTree
 
     body = PfdsTree(attribute=np.zeros(1, dtype=np.int64), threshold=np.zeros(1), n_children=np.zeros(1, dtype=np.int64),
                     counts=np.zeros((1, 2)), h_max=2, t=1, neighbours="replace", spends=spends)

@@ -13,7 +13,7 @@ import zmq
 
 from conftest import ROOT
 from liveness_roles import RUN, AskingCurator
-from marketplace.curator.pfds import RELEASES_PER_STEP, PfdsCurator
+from marketplace.protocols.pfds.curator import RELEASES_PER_STEP, PfdsCurator
 from marketplace.messages import Envelope
 from marketplace.roles import CURATOR, Role, Send, owner_id
 from marketplace.scenario import ScenarioError, load_scenario

@@ -14,7 +14,7 @@ from rich.console import Console
 import marketplace.runner.run as runner
 from hostile_roles import make_hostile
 from marketplace.cli import main
-from marketplace.curator.pfds import PfdsCurator
+from marketplace.protocols.pfds.curator import PfdsCurator
 from marketplace.messages import ProtocolError
 from marketplace.messages.kinds import Shutdown
 from marketplace.runner.display import summary_tables

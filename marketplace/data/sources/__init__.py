@@ -25,8 +25,9 @@ DEFAULT_KIND = "covariate_shift"
 
 
 def _discover() -> dict[str, Source]:
-    """The sources of this package's modules, then those the registered protocols declare
-    (:attr:`marketplace.plugins.ProtocolSpec.data_sources`), each kind once."""
+    """The sources of this package's modules and those the registered protocols declare
+    (:attr:`marketplace.plugins.ProtocolSpec.data_sources`), each kind once, in kind order (so
+    where a source lives does not change the scenario schema or the resolved scenario)."""
     from marketplace import plugins
 
     modules = [f"{__name__}.{info.name}" for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name)
@@ -40,7 +41,7 @@ def _discover() -> dict[str, Source]:
         if source.kind in found:
             raise RuntimeError(f"two data source modules declare kind {source.kind!r}")
         found[source.kind] = source
-    return found
+    return dict(sorted(found.items()))
 
 
 SOURCES: dict[str, Source] = _discover()

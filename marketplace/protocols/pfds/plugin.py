@@ -6,8 +6,9 @@ from marketplace.protocols.pfds.config import PfdsConfig
 PROTOCOL = ProtocolSpec(
     name="pfds",
     config=PfdsConfig,
-    exchange="marketplace.exchanges.pfds",
-    messages="marketplace.messages.kinds_pfds",
+    exchange="marketplace.protocols.pfds.exchange",
+    messages="marketplace.protocols.pfds.messages",
     report_schema="marketplace.protocols.pfds:report.schema.json",
+    data_sources=("marketplace.protocols.pfds.source",),
     summary="Private federated data sharing: owners share private trees and synthetic records for model training",
 )

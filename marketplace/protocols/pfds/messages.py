@@ -88,3 +88,10 @@ class PfdsSharedData:
     X: Annotated[np.ndarray, Array, ArraySpec(("<f8",), ("n", "d"))]
     y: Annotated[np.ndarray, Array, ArraySpec(("<f8",), ("n",))]
     epsilon: Annotated[float, Range(min=0.0)]
+
+
+MESSAGES = (PfdsTree, PfdsSharedTree, PfdsPhase, PfdsData, PfdsSharedData)
+"""Every kind of the protocol, in the order of a run."""
+
+PfdsMessage = PfdsTree | PfdsSharedTree | PfdsPhase | PfdsData | PfdsSharedData
+"""The protocol's messages: a tagged union, told apart on the wire by the envelope's ``kind``."""

@@ -27,9 +27,9 @@ from typing import Any
 from marketplace.roles.curator import CuratorBase
 from marketplace.messages import Envelope, ProtocolError
 from marketplace.messages.kinds import Error
-from marketplace.messages.kinds_pfds import PfdsData, PfdsPhase, PfdsSharedData, PfdsSharedTree
-from marketplace.owner.pfds import check_records, tree_fields, tree_from_body
+from marketplace.protocols.pfds.messages import PfdsData, PfdsPhase, PfdsSharedData, PfdsSharedTree
 from marketplace.protocols.pfds import MalformedPlain, PrivateTree, PublicSchema
+from marketplace.protocols.pfds.wire import check_records, tree_fields, tree_from_body
 from marketplace.roles import CONSUMER, CURATOR, Send
 
 log = logging.getLogger(__name__)

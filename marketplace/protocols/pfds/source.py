@@ -1,8 +1,8 @@
-"""``table``: a raw table with a built-in public schema, for pfds (see :mod:`marketplace.data.tables`)."""
+"""``table``: a raw table with a built-in public schema, for pfds (see :mod:`marketplace.protocols.pfds.tables`)."""
 
 from __future__ import annotations
 
-from marketplace.data import tables
+from marketplace.protocols.pfds import tables
 from marketplace.data.sources.base import Source
 
 SOURCE = Source(kind="table", options=tables.TableSource, load=tables.load_table,

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import numpy as np
 
-from marketplace.data.tables.base import Table
-from marketplace.data.tables.synthetic import SyntheticTable
+from marketplace.protocols.pfds.tables.base import Table
+from marketplace.protocols.pfds.tables.synthetic import SyntheticTable
 from marketplace.schema import Range
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -58,7 +58,7 @@ PARTITION_ATTRIBUTE = {name: table.partition_attribute for name, table in REGIST
 
 @dataclass(frozen=True)
 class TableSource:
-    """A raw table with a built-in public schema (see :mod:`marketplace.data.tables`)."""
+    """A raw table with a built-in public schema (see :mod:`marketplace.protocols.pfds.tables`)."""
 
     dataset: Literal[TABLES] = "synthetic"  # type: ignore[valid-type]
     rows: Annotated[int, Range(min=0)] = 0

@@ -12,8 +12,8 @@ import pytest
 from conftest import run_cli
 from marketplace.messages import PROTOCOL_VERSION, Envelope, ProtocolError, decode, encode
 from marketplace.messages.kinds import Hello
-from marketplace.messages.kinds_pfds import PfdsData, PfdsPhase, PfdsSharedTree
-from marketplace.owner.pfds import tree_fields
+from marketplace.protocols.pfds.messages import PfdsData, PfdsPhase, PfdsSharedTree
+from marketplace.protocols.pfds.wire import tree_fields
 from marketplace.parties import build_role, make_world, party_ids
 from marketplace.runner.run import run_scenario
 from marketplace.scenario import ScenarioError, parse_scenario
@@ -120,7 +120,7 @@ def test_a_regression_table_runs_with_linear_regression(pfds_scenario, tmp_path)
 
 
 def test_a_sweep_over_folds_writes_the_pfds_columns(pfds_scenario, tmp_path):
-    from marketplace.exchanges import pfds as exchange
+    from marketplace.protocols.pfds import exchange
 
     pfds_scenario["pfds"]["baselines"] = ["pfds_minus"]
     scenario = parse_scenario(pfds_scenario, source="t", base_dir=tmp_path)
@@ -339,7 +339,7 @@ def test_the_world_holds_a_stratified_test_fold_and_disjoint_shares(pfds_scenari
                                                  ("diabetes", "diabetic_retinopathy_debrecen", 1151),
                                                  ("bike", "bike_sharing", 17379)])
 def test_the_public_tables_load_inside_their_public_schema(dataset, folder, rows):
-    from marketplace.data.tables import TableSource, load_table, public_schema
+    from marketplace.protocols.pfds.tables import TableSource, load_table, public_schema
     from marketplace.datasets.cache import fetch_command, missing_files
     from marketplace.datasets.registry import dataset as registered
 

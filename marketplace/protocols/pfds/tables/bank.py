@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from marketplace.data.tables.base import Table, encode, schema_from_layout, text
+from marketplace.protocols.pfds.tables.base import Table, encode, schema_from_layout, text
 
 DATASET = "bank_marketing"
 BANK_CATEGORIES = {

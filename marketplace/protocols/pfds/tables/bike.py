@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from marketplace.data.tables.base import Table, encode, text
+from marketplace.protocols.pfds.tables.base import Table, encode, text
 
 DATASET = "bike_sharing"
 BIKE_LAYOUT = (  # hour.csv (Readme.txt): categorical codes as documented, normalised weather in [0, 1]

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from marketplace.data.tables.base import Table, encode, text
+from marketplace.protocols.pfds.tables.base import Table, encode, text
 
 DATASET = "diabetic_retinopathy_debrecen"
 DIABETES_LAYOUT = (  # messidor_features.arff, attribute i (UCI documentation)

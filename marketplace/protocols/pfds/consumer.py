@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from marketplace.owner.pfds import PfdsAgent
+from marketplace.protocols.pfds.agent import PfdsAgent
 from marketplace.protocols.pfds.models import model_error
 from marketplace.roles import CONSUMER, Send
 

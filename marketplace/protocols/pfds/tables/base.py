@@ -1,4 +1,4 @@
-"""The one interface every pfds table implements (see :mod:`marketplace.data.tables`)."""
+"""The one interface every pfds table implements (see :mod:`marketplace.protocols.pfds.tables`)."""
 
 from __future__ import annotations
 

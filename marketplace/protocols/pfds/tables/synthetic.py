@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 
-from marketplace.data.tables.base import Table
+from marketplace.protocols.pfds.tables.base import Table
 from marketplace.schema import Range
 
 

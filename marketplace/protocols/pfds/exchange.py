@@ -44,7 +44,7 @@ LABELS = {"pfds": "PFDS", "np_agt": "NP-Agt", "dp_pred": "DP-Pred", "pfds_s": "P
 
 def schema_of(config: ScenarioConfig):
     """The public schema of the run: the built-in one of the table source."""
-    from marketplace.data.tables import public_schema
+    from marketplace.protocols.pfds.tables import public_schema
 
     source = config.data.source
     if source.kind != "table" or source.table is None:
@@ -53,7 +53,7 @@ def schema_of(config: ScenarioConfig):
 
 
 def partition_attribute(config: ScenarioConfig) -> str:
-    from marketplace.data.tables import PARTITION_ATTRIBUTE
+    from marketplace.protocols.pfds.tables import PARTITION_ATTRIBUTE
 
     return config.pfds.partition_attribute or PARTITION_ATTRIBUTE[config.data.source.table.dataset]
 
@@ -112,9 +112,9 @@ def sharers_of(config: ScenarioConfig) -> tuple[tuple[str, ...], tuple[str, ...]
 
 def build_role(config: ScenarioConfig, party: str, world: World, owner_data: Dataset | None,
                noise: NoiseOrigin | None = None) -> Role:
-    from marketplace.consumer.pfds import PfdsConsumer
-    from marketplace.curator.pfds import PfdsCurator
-    from marketplace.owner.pfds import PfdsReceiver, PfdsSharer
+    from marketplace.protocols.pfds.consumer import PfdsConsumer
+    from marketplace.protocols.pfds.curator import PfdsCurator
+    from marketplace.protocols.pfds.owner import PfdsReceiver, PfdsSharer
 
     ids = party_ids(config)
     sharers, receivers = sharers_of(config)
@@ -148,7 +148,7 @@ def tree_seeds(config: ScenarioConfig, party: str, noise: NoiseOrigin | None = N
 def check_plan(config: ScenarioConfig) -> None:
     """Refuse, before anything starts, a run that cannot work or whose planned spend per sharer
     exceeds ``pfds.budget``."""
-    from marketplace.owner.pfds import pfds_relation
+    from marketplace.protocols.pfds.owner import pfds_relation
     from marketplace.privacy.accountant import BudgetExceeded, PrivacyLedger, Step
     from marketplace.protocols.pfds import ClassLabels
 

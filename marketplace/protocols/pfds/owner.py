@@ -1,0 +1,91 @@
+"""The owners of `pfds`: a sharer, and a receiver that shares nothing (the consumer is in
+:mod:`marketplace.protocols.pfds.consumer`).
+
+Every agent receives the other sharers' trees and labelled synthetic records from the curator,
+checks each against the public schema, and, once told to train and shut down, fits its model on
+its own rows plus every synthetic record it received (after its ``bye``:
+:meth:`~marketplace.protocols.pfds.agent.PfdsAgent.finish`). A **sharer** also releases: its private tree as soon as
+it starts (half its budget), then, once it holds every tree, its synthetic records (the other
+half) labelled by the majority of all trees, its own included. Both releases are recorded on the
+sharer's :class:`~marketplace.privacy.accountant.PrivacyLedger`.
+
+Only private releases leave a sharer: its rows never appear in a message.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from marketplace.privacy.accountant import PrivacyLedger
+from marketplace.privacy.neighbouring import Neighbouring, add_remove_one, replace_one
+from marketplace.protocols.pfds import PrivateTree, ledger_steps, share_data, share_predictor
+from marketplace.protocols.pfds.agent import PfdsAgent
+from marketplace.protocols.pfds.messages import PfdsData, PfdsTree
+from marketplace.protocols.pfds.wire import tree_fields
+from marketplace.roles import CURATOR, Send
+
+
+def pfds_relation(neighbours: str, record: str) -> Neighbouring:
+    """The ledger's relation for ``pfds.neighbours``: add_remove (the paper's) or replace."""
+    return add_remove_one(record) if neighbours == "add_remove" else replace_one(record)
+
+
+class PfdsReceiver(PfdsAgent):
+    """An owner of `pfds` that does not share (``pfds.sharers`` below the number of owners): like
+    the consumer, it receives every sharer's releases and trains on them with its own rows, and it
+    releases nothing, so it spends no privacy."""
+
+    role_name = "owner"
+
+    def start(self) -> list[Send]:
+        return [self.hello("pfds")]
+
+    def result(self) -> dict[str, Any]:
+        return super().result() | {"shares": False}
+
+
+class PfdsSharer(PfdsAgent):
+    """An owner of `pfds`: an agent that also releases a private tree and labelled synthetic records."""
+
+    role_name = "owner"
+
+    def __init__(self, *, epsilon: float, h_max: int, t: int, p: int, max_leaves: int, attribute_choice: str,
+                 consistency: bool, neighbours: str, secure: bool, tree_seed: np.random.SeedSequence,
+                 data_seed: np.random.SeedSequence, budget: float | None = None, **common: Any) -> None:
+        super().__init__(**common)
+        self.epsilon = epsilon
+        self.params = dict(h_max=h_max, t=t, max_leaves=max_leaves, attribute_choice=attribute_choice,
+                           neighbours=neighbours, secure=secure)
+        self.p = p
+        self.consistency = consistency
+        self.secure = secure
+        self.tree_rng = np.random.default_rng(tree_seed)
+        self.data_rng = np.random.default_rng(data_seed)
+        self.ledger = PrivacyLedger(self.party_id, neighbouring=pfds_relation(neighbours, f"a row of {self.party_id}'s data"),
+                                    budget=None if budget is None else (budget, 0.0), theorem="basic")
+        self.tree: PrivateTree | None = None
+        self.released_rows = 0
+
+    def start(self) -> list[Send]:
+        self.tree = share_predictor(self.X, self.y, self.schema, epsilon=self.epsilon, rng=self.tree_rng, **self.params)
+        for step in ledger_steps(self.tree.spends):
+            self.ledger.spend(step.eps, mechanism=step.mechanism)
+        return [self.hello("pfds"), Send(CURATOR, PfdsTree(**tree_fields(self.tree)))]
+
+    def label(self, trees: list[PrivateTree]) -> list[Send]:
+        labelled = share_data(self.tree, self.X, [self.tree, *trees], epsilon=self.epsilon, rng=self.data_rng, p=self.p,
+                              consistency=self.consistency, secure=self.secure)
+        for spend in labelled.spends[len(self.tree.spends):]:
+            step = spend.to_step()
+            self.ledger.spend(step.eps, mechanism=step.mechanism)
+        self.released_rows = int(labelled.X.shape[0])
+        y = np.asarray(labelled.y, dtype=np.float64)
+        return [Send(CURATOR, PfdsData(X=labelled.X, y=y, epsilon=float(labelled.epsilon)))]
+
+    def result(self) -> dict[str, Any]:
+        out = super().result()
+        out.update({"privacy": self.ledger.to_dict(), "synthetic_rows": self.released_rows,
+                    "tree_leaves": self.tree.n_leaves if self.tree is not None else None})
+        return out
