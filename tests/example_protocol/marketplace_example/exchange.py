@@ -51,7 +51,7 @@ def build_role(config: Any, party: str, world: World, owner_data: Dataset | None
 def check_plan(config: Any) -> None:
     """Refuse, before anything starts, a release that would cost an owner more than its budget."""
     s = config.noisy_count
-    if config.protocol == NAME and s.budget is not None and s.epsilon > s.budget:
+    if s.budget is not None and s.epsilon > s.budget:
         raise SchemaError(f"{NAME}.budget", f"a budget of at least the release's epsilon = {s.epsilon:g}",
                           f"{s.budget:g}: each owner's one release would exceed it")
 
