@@ -61,9 +61,9 @@ class Installed:
         return path
 
 
-def _pip_install(target: Path, *extra: str) -> subprocess.CompletedProcess:
+def _pip_install(source: Path, target: Path, *extra: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--quiet", "--disable-pip-version-check",
-                           *extra, "--target", str(target), str(EXAMPLE)], capture_output=True, text=True, timeout=600)
+                           *extra, "--target", str(target), str(source)], capture_output=True, text=True, timeout=600)
 
 
 @pytest.fixture(scope="session")
@@ -73,12 +73,14 @@ def example():
     wheel; when it is missing the install is retried with pip's build isolation, which fetches the
     build backend from the package index, and the tests say so in their output."""
     with tempfile.TemporaryDirectory(prefix="marketplace-example-") as tmp:
-        site = Path(tmp) / "site"
-        first = _pip_install(site, "--no-build-isolation")
+        site, source = Path(tmp) / "site", Path(tmp) / "source"
+        # built from a copy: setuptools leaves build/ and *.egg-info beside the sources it builds
+        shutil.copytree(EXAMPLE, source, ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info"))
+        first = _pip_install(source, site, "--no-build-isolation")
         how = "pip install --no-build-isolation"
         if first.returncode != 0:
             shutil.rmtree(site, ignore_errors=True)
-            second = _pip_install(site)
+            second = _pip_install(source, site)
             if second.returncode != 0:
                 pytest.fail(f"could not install {EXAMPLE}:\n--no-build-isolation: {first.stderr[-1500:]}\n"
                             f"with build isolation: {second.stderr[-1500:]}")
