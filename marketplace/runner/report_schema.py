@@ -22,9 +22,11 @@ SCHEMA_FILE = "report.schema.json"
 
 @cache
 def report_schema() -> dict[str, Any]:
-    """The schema (draft 2020-12): the common keys read from the installed package, and one
-    ``if protocol == name then its sections`` branch per registered protocol with a fragment."""
+    """The schema (draft 2020-12): the common keys read from the installed package, ``protocol``
+    restricted to the registered protocols, and one ``if protocol == name then its sections``
+    branch per registered protocol with a fragment."""
     schema = json.loads(resources.files("marketplace").joinpath(SCHEMA_FILE).read_text(encoding="utf-8"))
+    schema["properties"]["protocol"]["enum"] = list(plugins.names())  # the file names no protocol
     branches = []
     for name in plugins.names():
         fragment = plugins.report_fragment(name)

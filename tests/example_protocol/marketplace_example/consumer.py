@@ -1,0 +1,40 @@
+"""The consumer of ``noisy_count``: say hello, then keep the total the curator sends."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from marketplace.messages import Envelope, ProtocolError
+from marketplace.roles import CONSUMER, Role, Send
+
+
+class NoisyCountConsumer(Role):
+    """Receives ``count_total``; sends nothing of its own data."""
+
+    role_name = "consumer"
+
+    def __init__(self, *, scenario_name: str) -> None:
+        super().__init__()
+        self.party_id = CONSUMER
+        self.scenario_name = scenario_name
+        self.total: float | None = None
+        self.owners: list[str] = []
+        self.end_status = ""
+
+    def start(self) -> list[Send]:
+        return [self.hello("noisy_count")]
+
+    def handle(self, message: Envelope) -> list[Send]:
+        if message.kind == "count_total":
+            if self.total is not None:
+                raise ProtocolError(party=message.sender, kind="count_total", reason="the total already arrived")
+            self.total, self.owners = message.body.total, list(message.body.owners)
+            return []
+        if message.kind == "shutdown":
+            if self.total is None:
+                self.failure = f"run ended before the total arrived: {message.body.reason}"
+            return self.acknowledge_shutdown(message)
+        raise ProtocolError(party=message.sender, kind=message.kind, reason="the noisy_count consumer does not accept this kind")
+
+    def result(self) -> dict[str, Any]:
+        return {"total": self.total, "owners": self.owners, "end_status": self.end_status}

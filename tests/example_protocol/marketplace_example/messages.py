@@ -1,0 +1,37 @@
+"""The message kinds of ``noisy_count``, named with the protocol's prefix ``count_``.
+
+Flow: every party says ``hello``; once all are there the curator sends ``count_request`` to every
+owner; each owner answers once with ``count_release`` (its noisy count and what it cost); the
+curator sends the sum to the consumer in ``count_total``, then ends the run (``shutdown``/``bye``).
+The codec checks every field against these declarations before a role sees the message.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from marketplace.messages.kinds import PartyName, kind
+from marketplace.schema import Length, Range
+
+
+@kind("count_request")
+class CountRequest:
+    """The curator asks an owner for its noisy count of rows of class ``label``."""
+
+    label: Annotated[int, Range(min=0)]
+
+
+@kind("count_release")
+class CountRelease:
+    """An owner's count plus Laplace noise, and the epsilon the release cost it."""
+
+    value: float
+    epsilon: Annotated[float, Range(min=0.0, min_open=True)]
+
+
+@kind("count_total")
+class CountTotal:
+    """The sum of the owners' noisy counts, and which owners it adds up."""
+
+    total: float
+    owners: Annotated[tuple[PartyName, ...], Length(max=4096)]
