@@ -268,7 +268,7 @@ def _logistic_baselines(config: ScenarioConfig, world: World, owners: list[str])
         return None
     from sklearn.metrics import roc_auc_score
 
-    from marketplace.protocols.pfds.baselines import erm_classifier, objective_perturbation
+    from marketplace.privacy.erm import erm_classifier, objective_perturbation
 
     ids = party_ids(config)[1:-1]
     U = np.vstack([unit_records(config, world.owners[ids.index(o)]) for o in owners])

@@ -1,1 +1,0 @@
-"""The curator: the trusted, parsimonious coordinator (one state machine per protocol)."""

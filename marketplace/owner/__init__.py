@@ -1,1 +1,0 @@
-"""A data owner: holds a private dataset and reveals points only through the protocol."""
