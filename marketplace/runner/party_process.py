@@ -261,7 +261,7 @@ def _child_setup(log_path: str, label: str) -> None:
     """A forked child: set up as every party the runner starts, then log to ``log_path``."""
     import sys
 
-    from marketplace.runner.processes import start_as_party
+    from marketplace.runner.scheduling import start_as_party
 
     start_as_party()
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)

@@ -17,14 +17,12 @@ run with it.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import logging
 import multiprocessing
 import multiprocessing.connection
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -37,7 +35,7 @@ from marketplace.data.dataset import World
 from marketplace.parties import host_label, party_ids, role_of, share_of
 from marketplace.roles import CURATOR
 from marketplace.runner.forkserver import BLAS_ENV, forkserver_context
-from marketplace.runner.scheduling import batch_scheduling
+from marketplace.runner.scheduling import start_as_party
 from marketplace.scenario import Scenario
 
 Launch = Literal["forkserver", "exec"]
@@ -45,18 +43,6 @@ log = logging.getLogger(__name__)
 WATCH_EVERY_S = 0.05
 """How often the runner checks its children (progress, deadlines) while none of them exits."""
 ROUND_RE = re.compile(rb"round (\d+)/(\d+) done")
-PR_SET_PDEATHSIG = 1
-
-
-def start_as_party() -> None:
-    """The first act of every party the runner starts, exec'd (between fork and exec) or forked from
-    the forkserver: die with its parent (the runner, or the forkserver, which exits with the runner),
-    and run as a batch job before any thread of its own starts (:mod:`marketplace.runner.scheduling`)."""
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    except OSError:  # not Linux: the runner's own cleanup still applies
-        pass
-    batch_scheduling()
 
 
 class _ForkedProcess:

@@ -16,7 +16,9 @@ or by Kubernetes keep the default policy: they usually have cores of their own.
 
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
 
 
 def batch_scheduling() -> bool:
@@ -39,3 +41,18 @@ def scheduling_policy() -> str:
     if policy == getattr(os, "SCHED_BATCH", None):
         return "batch"
     return "normal" if policy == os.SCHED_OTHER else "other"
+
+
+PR_SET_PDEATHSIG = 1
+"""prctl(2): the signal a process gets when its parent dies."""
+
+
+def start_as_party() -> None:
+    """The first act of every party the runner starts, exec'd (between fork and exec) or forked from
+    the forkserver: die with its parent (the runner, or the forkserver, which exits with the runner),
+    and run as a batch job before any thread of its own starts (:mod:`marketplace.runner.scheduling`)."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except OSError:  # not Linux: the runner's own cleanup still applies
+        pass
+    batch_scheduling()

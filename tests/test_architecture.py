@@ -1,0 +1,85 @@
+"""The package's architecture rules (import-linter contracts in pyproject.toml) hold, and can fail.
+
+The rules: no import cycles between sibling packages or modules; the runtime (runner, transport,
+wire, scenario, roles, data, privacy, CLI) names no protocol; protocol packages are independent of
+each other; a protocol's pure cores import no transport, wire, roles, runner or scenario.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+LINT = "import sys; from importlinter.cli import lint_imports; sys.exit(lint_imports(no_cache=True, no_logo=True))"
+ROLE_MODULES = {"__init__", "plugin", "config", "messages", "wire", "curator", "private_curator", "owner", "consumer",
+                "agent", "exchange", "evaluate", "public", "commands", "source"}
+"""A protocol package's modules that are not pure cores: its registration, section, wire, roles,
+exchange and data source. Every other module of the package is a core, and must be in the contract."""
+
+
+def _lint(root: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", LINT], cwd=root, capture_output=True, text=True, timeout=600,
+                          env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin", "HOME": str(root),
+                               "COLUMNS": "200", "NO_COLOR": "1"})
+
+
+def _contracts() -> dict[str, dict]:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    return {contract["id"]: contract for contract in config["contracts"]}
+
+
+def test_the_architecture_contracts_are_kept():
+    result = _lint(ROOT)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert "4 kept, 0 broken" in result.stdout
+
+
+def test_the_contracts_are_the_four_rules():
+    contracts = _contracts()
+    assert set(contracts) == {"acyclic", "runtime", "independent", "cores"}
+    assert contracts["acyclic"]["type"] == "acyclic_siblings" and contracts["acyclic"]["ancestors"] == ["marketplace"]
+    runtime = set(contracts["runtime"]["source_modules"])
+    assert {"marketplace.runner", "marketplace.transport", "marketplace.messages", "marketplace.scenario"} <= runtime
+    assert contracts["runtime"]["forbidden_modules"] == ["marketplace.protocols"]
+
+
+def test_every_core_module_of_a_shipped_protocol_is_under_the_cores_contract():
+    cores = set(_contracts()["cores"]["source_modules"])
+    independent = set(_contracts()["independent"]["modules"])
+    for package in sorted((ROOT / "marketplace" / "protocols").iterdir()):
+        if not (package / "plugin.py").is_file():
+            continue
+        assert f"marketplace.protocols.{package.name}" in independent, package.name
+        for module in sorted(package.glob("*.py")):
+            dotted = f"marketplace.protocols.{package.name}.{module.stem}"
+            if module.stem not in ROLE_MODULES:
+                assert dotted in cores, f"{dotted} is a pure core (not a role, wire or plug-in module) but the cores contract does not list it"
+
+
+def _broken_copy(tmp_path: Path, module: str, line: str) -> Path:
+    """A copy of the package and its contracts with one import added to ``module``."""
+    shutil.copytree(ROOT / "marketplace", tmp_path / "marketplace", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    target = tmp_path / module
+    target.write_text(target.read_text() + f"\n{line}\n")
+    return tmp_path
+
+
+@pytest.mark.parametrize("module, line, broken", [
+    ("marketplace/runner/report.py", "import marketplace.protocols.stc.exchange  # noqa", "The runtime names no protocol"),
+    ("marketplace/protocols/stc/exchange.py", "import marketplace.protocols.pfds.tree  # noqa", "independent of each other"),
+    ("marketplace/protocols/sketch/m2m.py", "import marketplace.transport.node  # noqa", "Pure cores import no transport"),
+    ("marketplace/transport/counters.py", "import marketplace.runner.report  # noqa", "No import cycles"),
+], ids=["runtime-imports-a-protocol", "protocols-import-each-other", "core-imports-transport", "cycle"])
+def test_a_broken_rule_fails_the_check(tmp_path, module, line, broken):
+    result = _lint(_broken_copy(tmp_path, module, line))
+    assert result.returncode != 0
+    broken_section = result.stdout.split("Broken contracts", 1)[-1]
+    assert broken in broken_section, result.stdout[-3000:]
