@@ -7,11 +7,13 @@ randomness (the h1 map) comes from the run seed too, so all parties agree on it 
 from __future__ import annotations
 
 from collections import Counter
+from types import ModuleType
 
 from pathlib import Path
 
 import numpy as np
 
+from marketplace import plugins
 from marketplace.data.bounds import check_rows
 from marketplace.data.dataset import Dataset
 from marketplace.data.world import World, build_world
@@ -84,11 +86,10 @@ def owner_number(party: str, owners: int) -> int | None:
     return int(number)
 
 
-def make_world(config: ScenarioConfig) -> World:
-    """The world of the run: the exchange's own (``make_world`` in its module) or :func:`build_world`."""
-    from marketplace.plugins import exchange
-
-    own = getattr(exchange(config.protocol), "make_world", None)
+def make_world(config: ScenarioConfig, exchange: ModuleType | None = None) -> World:
+    """The world of the run: the exchange's own (``make_world`` in its module) or :func:`build_world`.
+    ``exchange`` is the scenario's exchange module, when the caller resolved it already."""
+    own = getattr(exchange or plugins.exchange(config.protocol), "make_world", None)
     if own is not None:
         return own(config)
     return build_world(config.data, config.parties.owners, config.seed)
@@ -113,18 +114,18 @@ def share_of(world: World, party: str) -> World:
 
 
 def build_role(config: ScenarioConfig, party: str, *, world: World | None = None, owner_data: Dataset | None = None,
-               noise: NoiseOrigin | None = None) -> Role:
+               noise: NoiseOrigin | None = None, exchange: ModuleType | None = None) -> Role:
     """The role of ``party`` for this scenario. ``owner_data`` replaces an owner's generated share
     (an owner that reads its own data file). ``noise`` is where the party's privacy noise comes from
     (:mod:`marketplace.privacy.noise`; None: the run seed); every ledger the role keeps says so."""
     if party_index(config, party) is None:
         raise ValueError(f"unknown party {party!r}: this scenario has curator, owner-1 ... owner-{config.parties.owners}, consumer")
-    world = world if world is not None else make_world(config)
-    from marketplace.plugins import exchange
+    exchange = exchange or plugins.exchange(config.protocol)
+    world = world if world is not None else make_world(config, exchange)
     from marketplace.scenario.fingerprint import fingerprint
 
     noise = noise or NoiseOrigin.seed()
-    role = exchange(config.protocol).build_role(config, party, world, owner_data, noise)
+    role = exchange.build_role(config, party, world, owner_data, noise)
     role.config_fingerprint = _fingerprint_of(config, fingerprint)
     role.noise = describe_noise(noise, party, secure=secure_noise(config))
     for ledger in ledgers_of(role):

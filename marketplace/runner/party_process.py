@@ -20,6 +20,7 @@ from typing import Any
 
 from threadpoolctl import threadpool_limits
 
+from marketplace import plugins
 from marketplace.data.dataset import World
 from marketplace.parties import build_role, host_label, load_owner_file, make_world, party_ids, share_of
 from marketplace.roles import CURATOR
@@ -142,9 +143,11 @@ def run_party(scenario: Scenario, *, party: str, endpoint: str, report_path: str
     settings = link_settings(scenario)
     check_own_keys(scenario, settings, [party])
     owner_data = load_owner_file(data_file) if data_file else None
+    protocol = plugins.exchange(config.protocol)  # resolved once for this party, and passed along
     if share is None:
-        share = share_of(make_world(config), party)
-    role = build_role(config, party, world=share, owner_data=owner_data, noise=noise_origin(config, party))
+        share = share_of(make_world(config, protocol), party)
+    role = build_role(config, party, world=share, owner_data=owner_data, noise=noise_origin(config, party),
+                      exchange=protocol)
     load_in_background(role.warm_imports)  # after the role is built (see marketplace.warm_imports)
     node = Node(role, run_id=run_id or default_run_id(scenario), max_message_bytes=config.transport.max_message_bytes,
                 parties=frozenset(party_ids(config)))
@@ -187,14 +190,15 @@ def run_owner_host(scenario: Scenario, *, owners: list[str], endpoint: str, repo
     config = scenario.config
     settings = link_settings(scenario)
     check_own_keys(scenario, settings, owners)
+    protocol = plugins.exchange(config.protocol)  # resolved once for the host's owners, and passed along
     if shares is None:
-        world = make_world(config)
+        world = make_world(config, protocol)
         shares = {owner: share_of(world, owner) for owner in owners}
         del world
     parties = frozenset(party_ids(config))  # one set for every hosted node
     identity = scenario_identity(scenario)  # one for every hosted owner's report
     rid = run_id or default_run_id(scenario)
-    nodes = [Node(build_role(config, owner, world=shares[owner], noise=noise_origin(config, owner)), run_id=rid,
+    nodes = [Node(build_role(config, owner, world=shares[owner], noise=noise_origin(config, owner), exchange=protocol), run_id=rid,
                   max_message_bytes=config.transport.max_message_bytes, parties=parties) for owner in owners]
 
     def file_reports(wall_s: float, driver_of: Callable[[Node], dict[str, Any]]) -> None:

@@ -176,14 +176,15 @@ def _ledger_line(entry: Any) -> str:
     return text
 
 
-def owner_section(config: Any, report: dict[str, Any]) -> dict[str, Any] | None:
+def owner_section(config: Any, report: dict[str, Any], protocol: Any = None) -> dict[str, Any] | None:
     """The ``privacy_per_owner`` section of a run of ``config`` whose protocol sections are in
     ``report`` (``None`` if the protocol states no per-owner model). A model that cannot be read
-    from a broken run's sections says so in ``unavailable`` instead of losing the report."""
+    from a broken run's sections says so in ``unavailable`` instead of losing the report.
+    ``protocol`` is the run's exchange, when the caller resolved it already."""
     from marketplace.plugins import exchange
     from marketplace.parties import party_ids
 
-    model = getattr(exchange(config.protocol), "owner_exposure", None)
+    model = getattr(protocol or exchange(config.protocol), "owner_exposure", None)
     if model is None:
         return None
     owners = [p for p in party_ids(config) if p.startswith("owner-")]

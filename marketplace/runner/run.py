@@ -10,6 +10,7 @@ import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Literal
 
 from marketplace import __version__
@@ -71,19 +72,21 @@ def default_run_folder(name: str, kind: str = "") -> Path:
     return candidate
 
 
-def prepare_world(scenario: Scenario):
+def prepare_world(scenario: Scenario, protocol: ModuleType | None = None):
     """Build the world of ``scenario`` and run the checks that need the data (what ``run`` does
-    before it starts anything, and ``validate`` too). Raises :class:`ScenarioError` naming the
-    key when the data cannot be built or split as described."""
+    before it starts anything, and ``validate`` too). ``protocol`` is the scenario's exchange, when
+    the caller resolved it already. Raises :class:`ScenarioError` naming the key when the data
+    cannot be built or split as described."""
     config = scenario.config
+    protocol = protocol or exchange(config.protocol)
     try:
-        world = make_world(config)
+        world = make_world(config, protocol)
     except (ValueError, OSError) as err:
         key, sep, text = str(err).partition(": ")
         if sep and _is_key_path(key):
             raise ScenarioError(scenario.source, key, text) from None
         raise ScenarioError(scenario.source, "data", str(err)) from None
-    check_world = getattr(exchange(config.protocol), "check_world", None)
+    check_world = getattr(protocol, "check_world", None)
     if check_world is not None:  # settings that can only be checked against the data's shape
         try:
             check_world(config, world)
@@ -115,9 +118,10 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, driver: Driver = "p
     """
     config = scenario.config
     out = check_run_folder(out_dir)
+    protocol = exchange(config.protocol)  # resolved once for the run, and passed along
     if driver == "processes" and launch == "forkserver":
         forkserver_context()  # imports its libraries while we build the world
-    world = prepare_world(scenario)
+    world = prepare_world(scenario, protocol)
     out.mkdir(parents=True, exist_ok=True)
     scenario = with_noise_keys(scenario, out)
     if driver == "processes":
@@ -127,7 +131,7 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, driver: Driver = "p
     run_id = default_run_id(scenario)
     started = time.perf_counter()
     if driver == "inprocess":
-        parties, failure, extra_transport = _run_inprocess(scenario, world, run_id, on_round)
+        parties, failure, extra_transport = _run_inprocess(scenario, world, run_id, on_round, protocol)
     elif driver == "processes":
         parties, failure = _run_processes(scenario, resolved, out, run_id, on_round, launch, world)
         extra_transport = 0.0
@@ -136,10 +140,10 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, driver: Driver = "p
     wall_s = time.perf_counter() - started
     if on_phase is not None:
         on_phase(evaluation_phase(config))
-    report = assemble_report(scenario, world, driver, parties, failure, wall_s, extra_transport, run_id)
+    report = assemble_report(scenario, world, driver, parties, failure, wall_s, extra_transport, run_id, protocol)
     if driver == "processes":
         report["launch"] = launch
-    files = getattr(exchange(scenario.config.protocol), "artifacts", None)
+    files = getattr(protocol, "artifacts", None)
     if files is not None:  # an exchange that saves files of its own in the run folder
         files(report, out)
     write_json(out / "report.json", report)
@@ -189,14 +193,14 @@ def with_noise_keys(scenario: Scenario, out: Path) -> Scenario:
     return Scenario(config=dataclasses.replace(scenario.config, noise=noise), raw=raw, source=scenario.source)
 
 
-def _run_inprocess(scenario: Scenario, world, run_id: str, on_round) -> tuple[list[dict[str, Any]], str | None, float]:
+def _run_inprocess(scenario: Scenario, world, run_id: str, on_round,
+                   protocol: ModuleType) -> tuple[list[dict[str, Any]], str | None, float]:
     config = scenario.config
     parties = frozenset(party_ids(config))
-    nodes = [Node(build_role(config, p, world=world, noise=noise_origin(config, p)), run_id=run_id,
+    nodes = [Node(build_role(config, p, world=world, noise=noise_origin(config, p), exchange=protocol), run_id=run_id,
                   max_message_bytes=config.transport.max_message_bytes, parties=parties) for p in party_ids(config)]
     curator = nodes[0].role
     shown = {"rounds": 0}
-    protocol = exchange(config.protocol)
 
     def progress() -> None:
         done, total = protocol.progress(config, curator)
@@ -268,12 +272,15 @@ def _process_failures(run, parties: list[dict[str, Any]]) -> list[str]:
 
 
 def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[str, Any]], failure: str | list[str] | None,
-                    wall_s: float, extra_transport_s: float, run_id: str) -> dict[str, Any]:
+                    wall_s: float, extra_transport_s: float, run_id: str,
+                    protocol: ModuleType | None = None) -> dict[str, Any]:
     """The run report from every party's own report (``parties``) and what the driver saw go
     wrong (``failure``). The run is ``failed`` when a party that was not excluded failed, when it
     lost every owner, or when nothing of the owners reached its result (the exchange's
-    ``nothing_released``): ``failures`` then says why, and ``owners_lost`` names every lost owner."""
+    ``nothing_released``): ``failures`` then says why, and ``owners_lost`` names every lost owner.
+    ``protocol`` is the scenario's exchange, when the caller resolved it already."""
     config = scenario.config
+    protocol = protocol or exchange(config.protocol)
     by_id = {p["id"]: p for p in parties}
     curator = (by_id.get(CURATOR) or {}).get("result") or {}
     failures = ([failure] if isinstance(failure, str) else list(failure)) if failure else []
@@ -282,7 +289,6 @@ def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[s
     failures += [f"{p['id']}: {p['failure']}" for p in parties
                  if p.get("failure") and p["id"] not in dropped and (not failure or p["id"] not in failure)]
     results = {p["id"]: p.get("result") or {} for p in parties}
-    protocol = exchange(config.protocol)
     lost = owners_lost(config.parties.owners, curator)
     empty = getattr(protocol, "nothing_released", None)
     failures += loss_failures(lost, empty(config, results) if empty is not None and by_id.get(CURATOR) else None)
@@ -316,7 +322,7 @@ def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[s
         "party_details": {p["id"]: {k: p.get(k) for k in ("result", "timing", "driver", "errors", "errors_received", "log")} for p in parties},
         "pid_of_runner": os.getpid(),
     }
-    per_owner = owner_section(config, report)
+    per_owner = owner_section(config, report, protocol)
     if per_owner is not None:
         report["privacy_per_owner"] = per_owner
     return report
@@ -371,10 +377,12 @@ def assemble_from_party_reports(scenario: Scenario, parties_dir: Path, out: Path
     dropped = set(excluded_owners((read.get(CURATOR) or {}).get("result") or {}))
     check_reports(scenario, {p: r for p, r in read.items() if p not in dropped}, paths)
     failures = [text for party, text in missing.items() if party not in dropped]
-    world = make_world(config)
+    protocol = exchange(config.protocol)  # resolved once, and passed along
+    world = make_world(config, protocol)
     wall_s = max(((p.get("timing") or {}).get("wall_s") or 0.0) for p in parties)
     run_id = next((p.get("run_id") for p in parties if p.get("run_id")), default_run_id(scenario))
-    report = assemble_report(scenario, world, "compose", parties, "; ".join(failures) or None, wall_s, 0.0, run_id)
+    report = assemble_report(scenario, world, "compose", parties, "; ".join(failures) or None, wall_s, 0.0, run_id,
+                             protocol)
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "report.json", report)
     write_messages_csv(report, out / "messages.csv")
