@@ -37,7 +37,7 @@ Exit status: 0 completed, 2 bad scenario or arguments (nothing started), 3 the r
 """
 
 
-RUNTIME_COMMANDS = frozenset({"run", "validate", "assemble", "probe", "keys", "curator", "owner", "consumer", "owners",
+RUNTIME_COMMANDS = frozenset({"run", "validate", "assemble", "probe", "protocols", "keys", "curator", "owner", "consumer", "owners",
                               "privacy", "provision"})
 """The commands of the runtime itself; every other command (``data``, a protocol's own) runs its ``func``."""
 
@@ -97,6 +97,10 @@ def _parser() -> argparse.ArgumentParser:
     from marketplace import provision_cli
 
     provision_cli.add_parser(sub)
+    protocols = sub.add_parser("protocols", help="list the registered protocols (entry-point group marketplace.protocols)",
+                               description="List every protocol a scenario can name: the four shipped ones and any "
+                                           "installed package's (docs/extending.md).")
+    protocols.add_argument("--json", action="store_true", help="print JSON instead of text")
 
     probe = sub.add_parser("probe", help="exit 0 if a TCP endpoint accepts connections (a container healthcheck)")
     probe.add_argument("endpoint", help="tcp://HOST:PORT")
@@ -199,6 +203,8 @@ def main(argv: list[str] | None = None) -> int:
         return _keys(args, parser)
     if args.command == "probe":
         return _probe(args)
+    if args.command == "protocols":
+        return _protocols(args)
     if args.command == "provision":
         return args.func(args)
     if getattr(args, "scenario", None) is None:
@@ -321,6 +327,27 @@ def _run(args: argparse.Namespace, scenario) -> int:
             print(f"marketplace: run failed: {shorten(failure, 400)}", file=sys.stderr)
         return EXIT_RUN_FAILED
     return EXIT_OK
+
+
+def _protocols(args: argparse.Namespace) -> int:
+    """``marketplace protocols``: each registered protocol's name, one-line summary and where it comes from."""
+    import json
+
+    from marketplace import plugins
+
+    try:
+        specs = plugins.protocols()
+    except plugins.PluginError as err:
+        print(f"marketplace protocols: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    rows = [{"name": name, "summary": spec.summary, "exchange": spec.exchange} for name, spec in specs.items()]
+    if args.json:
+        print(json.dumps(rows, indent=1))
+    else:
+        width = max(len(row["name"]) for row in rows)
+        for row in rows:
+            print(f"{row['name']:<{width}}  {row['summary'] or '-'}  ({row['exchange']})")
+    return 0
 
 
 def _probe(args: argparse.Namespace) -> int:

@@ -53,7 +53,7 @@ class ProtocolSpec:
     """Dotted path of the module declaring the protocol's message kinds (:func:`marketplace.messages.kinds.kind`);
     imported with the exchange, so every kind a run uses is known before its first frame is decoded."""
     summary: str = ""
-    """One line for ``marketplace protocols`` and error messages."""
+    """One line that ``marketplace protocols`` shows."""
     report_schema: str | None = None
     """Where the JSON-schema fragment of the protocol's own report keys is, as ``package:file``
     (a package resource, e.g. ``"my_protocol:report.schema.json"``): an object with ``properties``

@@ -282,3 +282,9 @@ def test_nothing_in_the_marketplace_package_names_the_example():
              for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
              if words.search(line)]
     assert found == []
+
+
+def test_marketplace_protocols_lists_it(example):
+    result = example.cli("protocols")
+    assert result.returncode == 0, result.stderr
+    assert [line.split()[0] for line in result.stdout.splitlines()] == sorted((NAME, *SHIPPED))

@@ -108,3 +108,19 @@ def test_a_run_resolves_its_exchange_once(monkeypatch, tmp_path: Path):
     report = run_scenario(scenario, tmp_path / "run", driver="inprocess")
     assert report["status"] == "completed"
     assert calls == ["summarize"]
+
+
+def test_marketplace_protocols_lists_every_registered_protocol():
+    import json
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", "marketplace", "protocols", "--json"], capture_output=True, text=True,
+                            timeout=120, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)
+    assert [row["name"] for row in rows] == ["pfds", "sketch", "stc", "summarize"]
+    assert all(row["summary"] and row["exchange"] == f"marketplace.protocols.{row['name']}.exchange" for row in rows)
+    text = subprocess.run([sys.executable, "-m", "marketplace", "protocols"], capture_output=True, text=True, timeout=120,
+                          cwd=ROOT).stdout
+    assert text.splitlines()[0].startswith("pfds ") and "marketplace.protocols.summarize.exchange" in text

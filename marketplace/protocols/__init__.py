@@ -1,6 +1,10 @@
-"""Pure algorithm cores of the marketplace protocols: plain functions on numpy arrays, no I/O.
+"""The protocols shipped with the marketplace, one package each: ``summarize``, ``stc``, ``sketch`` and
+``pfds``.
 
-Each protocol lives in its own subpackage (``summarize``, ``pfds``, ``sketch``, ``stc``). The roles
-(curator, owner, consumer) call these cores; the cores never call the roles or touch a socket, so
-every rule can be tested on its own and reused from a notebook.
+A protocol package holds everything of its protocol: its pure cores (plain functions on numpy
+arrays, no I/O, testable on their own), its scenario section (``config.py``), its wire kinds
+(``messages.py``), its curator, owner and consumer roles, its exchange (scenario to roles, report,
+tables, sweeps) and its report-schema fragment. Each registers a
+:class:`~marketplace.plugins.ProtocolSpec` in the ``marketplace.protocols`` entry-point group; the
+runtime finds them there and never imports this package by name. Packages do not import each other.
 """

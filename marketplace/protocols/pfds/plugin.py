@@ -10,5 +10,5 @@ PROTOCOL = ProtocolSpec(
     messages="marketplace.protocols.pfds.messages",
     report_schema="marketplace.protocols.pfds:report.schema.json",
     data_sources=("marketplace.protocols.pfds.source",),
-    summary="Private federated data sharing: owners share private trees and synthetic records for model training",
+    summary="DP trees and DP synthetic labelled records from every sharer, and models trained on them",
 )

@@ -10,5 +10,5 @@ PROTOCOL = ProtocolSpec(
     messages="marketplace.protocols.sketch.messages",
     report_schema="marketplace.protocols.sketch:report.schema.json",
     commands="marketplace.protocols.sketch.commands:add_parser",
-    summary="Sketches: owners release private sketches of their data, the consumer answers statistical queries",
+    summary="one mergeable DP sketch per owner; statistics estimated from it by M²M at no extra privacy cost",
 )

@@ -10,5 +10,5 @@ PROTOCOL = ProtocolSpec(
     messages="marketplace.protocols.stc.messages",
     report_schema="marketplace.protocols.stc:report.schema.json",
     data_sources=("marketplace.protocols.stc.source",),
-    summary="Source-target clustering: owners release private summaries, the consumer picks k target points to label",
+    summary="k points of the consumer's target set to label, chosen with the owners' private source releases",
 )

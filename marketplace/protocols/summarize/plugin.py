@@ -9,5 +9,5 @@ PROTOCOL = ProtocolSpec(
     exchange="marketplace.protocols.summarize.exchange",
     messages="marketplace.protocols.summarize.messages",
     report_schema="marketplace.protocols.summarize:report.schema.json",
-    summary="Summarize: a private summary of the owners' data that matches the consumer's target, point by point",
+    summary="a summary of real points from the owners matched to the consumer's target in MMD, optionally DP towards every owner",
 )
