@@ -15,7 +15,7 @@ _STYLES = {"protocol": "o-", "greedy": "s--", "uniform": "^:"}
 EPS_SPENT = "eps_spent"
 """The sweep column every protocol fills with the eps an owner's data actually got in the run (the
 bound its ledger in the run's report states), as ``sweep_row`` records it."""
-EPS_SPENT_LABEL = "eps spent per owner (as the run's ledgers state it)"
+EPS_SPENT_LABEL = "eps spent (as the run's ledgers state it)"
 
 
 def eps_spent(ledgers: list[dict[str, Any]]) -> dict[str, float | None]:
