@@ -83,7 +83,8 @@ class SummarizePrivacy:
     def __post_init__(self) -> None:
         if self.total_epsilon is not None and self.eps_later_rounds is not None:
             raise SchemaError("summarize.privacy.total_epsilon", "either total_epsilon or eps_later_rounds (the total "
-                              "budget derives the per-iteration eps)", f"both: total_epsilon = {self.total_epsilon}, "
+                              "budget derives the per-iteration eps; drop the other, e.g. with --set "
+                              "summarize.privacy.eps_later_rounds=null)", f"both: total_epsilon = {self.total_epsilon}, "
                               f"eps_later_rounds = {self.eps_later_rounds}")
 
 

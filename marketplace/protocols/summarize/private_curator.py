@@ -193,10 +193,12 @@ class PrivateSchedule:
         return calibrate_zcdp(total_eps, delta)
 
     def mwem_totals(self, rounds: int) -> tuple[Guarantee, Guarantee]:
-        """What the MWEM schedule spends on D_v and on D_s over a whole run (no budget applied)."""
+        """What the MWEM schedule spends on D_v and on D_s over a whole run (no budget applied),
+        round 1's release being of the public seed set (p - 1 later rounds of T_sub iterations on D_s):
+        what the Gaussian release is calibrated to."""
         mwem = dataclasses.replace(self, release="mwem_call_average")
         ledgers = mwem.ledgers()
-        mwem.plan(ledgers, rounds, seed_set_size=0)
+        mwem.plan(ledgers, rounds, seed_set_size=1)
         return ledgers[VALIDATION].total(), ledgers[SUMMARY].total()
 
     def ledgers(self, *, budget_validation: float | None = None, budget_summary: float | None = None) -> dict[str, PrivacyLedger]:
@@ -223,7 +225,8 @@ class PrivateSchedule:
         """Spend the whole planned run on ``ledgers``: raises ``BudgetExceeded`` if it cannot fit.
 
         Rounds whose D_s holds only public seed points cost nothing; with an empty seed set the
-        first round has no release at all. The worst case is assumed: every later round releases,
+        first round has no release at all, and round 2's first private MWEM release runs T_init
+        iterations at ``eps_first_round`` (``summary_calls``). The worst case is assumed: every later round releases,
         and every auction round ranks all ``owners``.
         """
         private_rounds = rounds - 1
@@ -235,8 +238,8 @@ class PrivateSchedule:
                 spend(self.rho_per_round, mechanism=GAUSSIAN_MECHANISM, count=private_rounds)
         else:
             record_h2(ledgers[VALIDATION], eps=self.eps_validation, T=self.t_init)
-            if private_rounds > 0:
-                record_h2(ledgers[SUMMARY], eps=self.eps_later_rounds, T=private_rounds * self.t_sub)
+            for eps, iterations in self.summary_calls(rounds, seed_set_size=seed_set_size):
+                record_h2(ledgers[SUMMARY], eps=eps, T=iterations)
         eps, delta = self.auction_round(owners)
         if eps > 0:
             ledgers[AUCTION].spend(eps, delta, mechanism=AUCTION_MECHANISM[self.auction], count=rounds)

@@ -96,9 +96,21 @@ def test_a_one_round_run_cannot_spend_a_total_and_is_refused(tmp_path):
         parse_scenario(raw, source="t", base_dir=tmp_path)
 
 
-def test_a_total_above_budget_summary_is_refused_before_start(tmp_path):
+@pytest.mark.parametrize("release, seed_set", [("gaussian", 4), ("mwem_last", 4), ("mwem_last", 0)])
+def test_a_total_above_budget_summary_is_refused_before_start(release, seed_set, tmp_path):
     with pytest.raises(ScenarioError, match="summarize.privacy.budget_summary"):
-        parse_scenario(private_raw(total_epsilon=2.0, budget_summary=1.0), source="t", base_dir=tmp_path)
+        parse_scenario(private_raw(seed_set, release=release, total_epsilon=2.0, budget_summary=1.9), source="t", base_dir=tmp_path)
+    parse_scenario(private_raw(seed_set, release=release, total_epsilon=2.0, budget_summary=2.0), source="t", base_dir=tmp_path)
+
+
+def test_the_plan_counts_the_first_private_mwem_release_when_the_seed_set_is_empty():
+    """With no seed set, round 2's release is the first on D_s and runs T_init iterations at eps_1:
+    the budget check must plan exactly what the run's D_s ledger will state."""
+    schedule = PrivateSchedule.resolve(SummarizePrivacy(enabled=True, release="mwem_last", t_init=20), features=30, rounds=6)
+    ledgers = schedule.ledgers()
+    schedule.plan(ledgers, 6, seed_set_size=0)
+    assert ledgers["D_s"].total().eps == pytest.approx(schedule.summary_total(6, seed_set_size=0).eps, rel=1e-12)
+    assert ledgers["D_s"].total().eps > schedule.summary_total(6, seed_set_size=4).eps
 
 
 def test_the_cli_refuses_a_bad_total_with_exit_2(tmp_path):
