@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -11,23 +12,52 @@ Panel = tuple[str, list[tuple[str, str | None, bool]]]
 _STYLES = {"protocol": "o-", "greedy": "s--", "uniform": "^:"}
 
 
-def sweep_figure(summary: list[dict[str, Any]], keys: list[str], path: str | Path, *, title: str, panels: list[Panel]) -> None:
-    """One panel per entry of ``panels``, x = ``keys[0]``. Methods marked per-series get one line per
+EPS_SPENT = "eps_spent"
+"""The sweep column every protocol fills with the eps an owner's data actually got in the run (the
+bound its ledger in the run's report states), as ``sweep_row`` records it."""
+EPS_SPENT_LABEL = "eps spent (as the run's ledgers state it)"
+
+
+def eps_spent(ledgers: list[dict[str, Any]]) -> dict[str, float | None]:
+    """``eps_spent`` and ``delta_spent`` of one run from the report's ledgers that bound an owner's
+    data: the largest eps any of them states, and the delta it holds at (None when none does)."""
+    stated = [entry for entry in ledgers if isinstance(entry, dict) and entry.get("eps") is not None]
+    if not stated:
+        return {EPS_SPENT: None, "delta_spent": None}
+    worst = max(stated, key=lambda entry: (entry["eps"], entry.get("delta") or 0.0))
+    return {EPS_SPENT: worst["eps"], "delta_spent": worst.get("delta") or 0.0}
+
+
+def spent_axis(keys: list[str], is_privacy_key: Callable[[str], bool]) -> str | None:
+    """``EPS_SPENT`` when the sweep's x key (``keys[0]``) sets privacy (then quality is plotted
+    against the eps actually spent, not against the knob), else None (x = the key itself)."""
+    return EPS_SPENT if keys and is_privacy_key(keys[0]) else None
+
+
+def sweep_figure(summary: list[dict[str, Any]], keys: list[str], path: str | Path, *, title: str, panels: list[Panel],
+                 x_column: str | None = None) -> None:
+    """One panel per entry of ``panels``, x = ``keys[0]``, or the summary column ``x_column`` (its
+    mean over repeats; e.g. ``EPS_SPENT``) when given. Methods marked per-series get one line per
     value of ``keys[1]`` (if swept); the others (baselines that do not depend on it) are drawn once."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    x_key = keys[0]
     series_key = keys[1] if len(keys) > 1 else None
+    if x_column is not None:
+        x_key = f"{x_column}_mean"
+        summary = [row for row in summary if row.get(x_key) is not None]  # runs that stated no spend have no x
+        x_label = f"{EPS_SPENT_LABEL if x_column == EPS_SPENT else x_column}\n(swept: {keys[0]})"
+    else:
+        x_key = x_label = keys[0]
     groups: dict[Any, list[dict[str, Any]]] = {}
     for row in summary:
         groups.setdefault(row.get(series_key) if series_key else None, []).append(row)
     fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2), squeeze=False)
-    xs_all = [r[x_key] for r in summary]
+    xs_all = [r[x_key] for r in summary] or [1.0]
     log_x = min(xs_all) > 0 and max(xs_all) / min(xs_all) >= 100  # values spanning decades (an eps sweep)
-    first = next(iter(groups))
+    first = next(iter(groups), None)
     for axis, (ylabel, methods) in zip(axes[0], panels):
         for series, rows in groups.items():
             rows = sorted(rows, key=lambda r: r[x_key])
@@ -47,7 +77,7 @@ def sweep_figure(summary: list[dict[str, Any]], keys: list[str], path: str | Pat
                     axis.errorbar(x, m, yerr=s, fmt=style, capsize=3, label=label)
         if log_x:
             axis.set_xscale("log")
-        axis.set_xlabel(x_key)
+        axis.set_xlabel(x_label)
         axis.set_ylabel(ylabel)
         axis.grid(alpha=0.3)
         axis.legend(fontsize=8)

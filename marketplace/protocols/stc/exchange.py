@@ -32,6 +32,7 @@ from marketplace.data.world import World
 from marketplace.parties import party_ids
 from marketplace.roles import CONSUMER, CURATOR, Role
 from marketplace.runner.format import accountant_text, fmt, mean_sd, relation_text, sweep_table_head
+from marketplace.runner.plots import eps_spent
 from marketplace.scenario.config import ScenarioConfig
 from marketplace.schema import SchemaError
 
@@ -231,6 +232,9 @@ def tables(report: dict[str, Any]) -> list[Table]:
 
 
 def sweep_row(report: dict[str, Any]) -> dict[str, Any]:
+    """The metric columns of one run: the costs, and ``eps_spent`` (with ``delta_spent``), the
+    largest eps an owner's ledger states for its one release (under ``zcdp``, the (eps, delta)
+    equivalent of its rho), next to every ledger's own ``eps[...]``."""
     m = report.get("metrics") or {}
     refs = m.get("baselines") or {}
     row = {"k": m.get("k"), "cost": m.get("cost"), "estimated_cost": m.get("estimated_cost"),
@@ -240,20 +244,25 @@ def sweep_row(report: dict[str, Any]) -> dict[str, Any]:
            "released_centers": m.get("released_centers")}
     if "private_kmeans" in refs:  # only when asked, so that other sweeps keep their columns
         row["private_kmeans_cost"] = refs["private_kmeans"].get("cost")
-    for party, ledger in (report.get("privacy") or {}).items():
+    privacy = report.get("privacy") or {}
+    row.update(eps_spent([ledger for party, ledger in privacy.items() if party.startswith("owner-")]))
+    for party, ledger in privacy.items():
         if isinstance(ledger, dict) and "eps" in ledger:
             row[f"eps[{party}]"] = ledger["eps"]
     return row
 
 
 def sweep_table(summary: list[dict[str, Any]], keys: list[str], title: str) -> Table:
-    table = sweep_table_head(title, "cost: mean±sd over repeats (lower is better)", keys)
+    """One row per sweep point: the eps an owner's release actually cost (its ledger) and the
+    costs, mean±sd over repeats."""
+    table = sweep_table_head(title, "cost: mean±sd over repeats (lower is better); eps spent: the largest an owner's "
+                                    "ledger states for its release", keys)
     kmeans = any(row.get("private_kmeans_cost_mean") is not None for row in summary)
-    for name in ("ok", "protocol", "ClusterT", "non-private STC", *(["PrivateKmeans"] if kmeans else []), "S alone"):
+    for name in ("ok", "eps spent", "protocol", "ClusterT", "non-private STC", *(["PrivateKmeans"] if kmeans else []), "S alone"):
         table.add_column(name, justify="right", no_wrap=True)
     for row in summary:
         table.add_row(*(fmt(row.get(k)) for k in keys), f"{row['completed']}/{row['runs']}",
-                      mean_sd(row, "cost", ".4f"), mean_sd(row, "cluster_t_cost", ".4f"),
+                      mean_sd(row, "eps_spent", ".4g"), mean_sd(row, "cost", ".4f"), mean_sd(row, "cluster_t_cost", ".4f"),
                       mean_sd(row, "nonprivate_stc_cost", ".4f"),
                       *([mean_sd(row, "private_kmeans_cost", ".4f")] if kmeans else []),
                       mean_sd(row, "source_only_cost", ".4f", sd=False))
@@ -261,9 +270,11 @@ def sweep_table(summary: list[dict[str, Any]], keys: list[str], title: str) -> T
 
 
 def plot_sweep(summary: list[dict[str, Any]], keys: list[str], path, *, title: str) -> None:
-    from marketplace.runner.plots import sweep_figure
+    """The protocol's cost and the references' against the first swept key, or against the eps an
+    owner's release actually cost when that key is a privacy setting (``stc.privacy.*``)."""
+    from marketplace.runner.plots import spent_axis, sweep_figure
 
-    sweep_figure(summary, keys, path, title=title, panels=[
+    sweep_figure(summary, keys, path, title=title, x_column=spent_axis(keys, lambda key: key.startswith("stc.privacy.")), panels=[
         ("Cost(T, S ∪ T_k) (scaled)", [("protocol", "cost", True), ("ClusterT", "cluster_t_cost", False),
                                        ("non-private STC", "nonprivate_stc_cost", False),
                                        ("PrivateKmeans", "private_kmeans_cost", True)]),  # it spends the budget too

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
-from marketplace.schema import Range
+from marketplace.schema import Range, SchemaError
 
 PositiveFloat = Annotated[float, Range(min=0.0, min_open=True)]
 
@@ -27,6 +27,15 @@ class SummarizePrivacy:
     """eps_{l=1}: per iteration of round 1's release of g_1 (T_init iterations on D_init)."""
     eps_later_rounds: PositiveFloat | None = None
     """eps_{l>1} per iteration (T_sub per round); default 0.01 / sqrt(p * T_sub)."""
+    total_epsilon: PositiveFloat | None = None
+    """The eps that the owners' points in D_s get over the whole run, as the ``D_s`` ledger states
+    it (by ``theorem``, or by ``gaussian_accountant`` for the ``gaussian`` release, at
+    ``delta_summary``); the per-iteration values are derived from it. ``gaussian``: the rounds'
+    releases are calibrated so that all p - 1 of them compose to exactly this. MWEM releases:
+    ``eps_first_round`` and ``eps_later_rounds`` (at its default) are scaled by one common factor,
+    keeping their ratio, so that the whole planned schedule composes to exactly this. Default
+    (null): the per-iteration values as given. Covers neither ``consumer:D_v`` nor the ``auction``
+    ledger (``eps_auction`` per round); cannot be set together with ``eps_later_rounds``."""
     t_init: Annotated[int, Range(min=1)] | None = None
     """Iterations of the first release of each embedding; default floor(d^1.5) (1656 for d = 140)."""
     t_sub: Annotated[int, Range(min=1)] = 5
@@ -71,6 +80,13 @@ class SummarizePrivacy:
     secure: bool = False
     """Draw noise from OS entropy with OpenDP's exact samplers (not reproducible from the seed)."""
 
+    def __post_init__(self) -> None:
+        if self.total_epsilon is not None and self.eps_later_rounds is not None:
+            raise SchemaError("summarize.privacy.total_epsilon", "either total_epsilon or eps_later_rounds (the total "
+                              "budget derives the per-iteration eps; drop the other, e.g. with --set "
+                              "summarize.privacy.eps_later_rounds=null)", f"both: total_epsilon = {self.total_epsilon}, "
+                              f"eps_later_rounds = {self.eps_later_rounds}")
+
 
 @dataclass(frozen=True)
 class SummarizeConfig:
@@ -93,3 +109,12 @@ class SummarizeConfig:
     curator: Literal["trusted", "less_trusted"] = "trusted"
     """``less_trusted``: the curator sees h1 embeddings only; points reach the consumer sealed."""
     privacy: SummarizePrivacy = field(default_factory=SummarizePrivacy)
+
+    def __post_init__(self) -> None:
+        total = self.privacy.total_epsilon
+        if total is not None and not self.privacy.enabled:
+            raise SchemaError("summarize.privacy.total_epsilon", "a private run (summarize.privacy.enabled: true)",
+                              f"total_epsilon = {total} with the non-private protocol, which would ignore it")
+        if total is not None and self.rounds < 2:
+            raise SchemaError("summarize.privacy.total_epsilon", "summarize.rounds >= 2 (round 1's release holds no "
+                              "owner's point, so a one-round run spends nothing on D_s)", f"rounds = {self.rounds}")

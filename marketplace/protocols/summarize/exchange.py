@@ -17,6 +17,7 @@ from marketplace.parties import party_ids, party_index
 from marketplace.protocols.summarize.public import public_features
 from marketplace.roles import CONSUMER, CURATOR, Role
 from marketplace.runner.format import fmt, ledger_text, mean_sd, sweep_table_head
+from marketplace.runner.plots import eps_spent
 from marketplace.scenario.config import ScenarioConfig
 from marketplace.schema import SchemaError
 
@@ -34,7 +35,8 @@ def build_role(config: ScenarioConfig, party: str, world: World, owner_data: Dat
         common = dict(scenario_name=config.name, owners=tuple(party_ids(config)[1:-1]), features=features, seed_set=world.seed_set.X,
                       dim=world.dim, rounds=s.rounds, verify_tolerance=s.verify_tolerance, trust=s.curator)
         if s.privacy.enabled:
-            schedule = PrivateSchedule.resolve(s.privacy, features=s.features, rounds=s.rounds)
+            schedule = PrivateSchedule.resolve(s.privacy, features=s.features, rounds=s.rounds,
+                                                seed_set_size=config.data.seed_set.size)
             return PrivateSummarizeCurator(schedule=schedule, seed=noise_streams.derive(config.seed, "summarize.curator.noise", noise), **common)
         return SummarizeCurator(**common)
     if party == CONSUMER:
@@ -58,7 +60,8 @@ def check_plan(config: ScenarioConfig) -> None:
     from marketplace.protocols.summarize.private_curator import PrivateSchedule
     from marketplace.privacy.accountant import BudgetExceeded
 
-    schedule = PrivateSchedule.resolve(privacy, features=config.summarize.features, rounds=config.summarize.rounds)
+    schedule = PrivateSchedule.resolve(privacy, features=config.summarize.features, rounds=config.summarize.rounds,
+                                       seed_set_size=config.data.seed_set.size)
     ledgers = schedule.ledgers(budget_validation=privacy.budget_validation, budget_summary=privacy.budget_summary)
     try:
         schedule.plan(ledgers, config.summarize.rounds, seed_set_size=config.data.seed_set.size, owners=config.parties.owners)
@@ -183,7 +186,9 @@ def sweep_row(report: dict[str, Any]) -> dict[str, Any]:
     percentage compares like with like: ``*_with_seed_set_increase_over_greedy_pct`` the MMD^2 of
     the seed set plus the summary against greedy's (the objective greedy minimizes),
     ``*_alone_increase_over_greedy_pct`` the summaries alone (greedy's summary alone need not be
-    good: it balances the seed set, so a method may beat it there without beating greedy)."""
+    good: it balances the seed set, so a method may beat it there without beating greedy).
+    ``eps_spent`` (and ``delta_spent``) is what the ``D_s`` ledger states for the owners' points in
+    the summary over the run (None in a non-private run); ``eps[...]`` are every ledger's totals."""
     metrics = report.get("metrics") or {}
     baselines = metrics.get("baselines") or {}
     greedy = baselines.get("non_private_greedy") if "non_private_greedy" in baselines else metrics
@@ -205,34 +210,39 @@ def sweep_row(report: dict[str, Any]) -> dict[str, Any]:
            "exact_greedy_mmd2": exact.get("mmd2"), "exact_greedy_accuracy": exact.get("accuracy"),
            "rho": parsimony.get("rho"), "rho_embeddings": parsimony.get("rho_embeddings")}
     privacy = report.get("privacy") or {}
+    row.update(eps_spent([privacy.get("D_s") or {}] if _private(report) else []))  # what D_s's ledger states
     row.update({f"eps[{name}]": entry.get("eps") for name, entry in privacy.items() if isinstance(entry, dict) and "eps" in entry})
     return row
 
 
 def sweep_table(summary: list[dict[str, Any]], keys: list[str], title: str) -> Table:
-    """One row per sweep point: the protocol's MMD^2 with the seed set (as % over greedy's MMD^2
-    with the seed set) and accuracy, mean±sd over repeats, next to the means of greedy and uniform
-    (runs.csv / summary.csv have everything, the summaries-alone percentages too)."""
+    """One row per sweep point: the eps the owners' points in D_s actually got (the ``D_s`` ledger),
+    the protocol's MMD^2 with the seed set (as % over greedy's MMD^2 with the seed set) and
+    accuracy, mean±sd over repeats, next to the means of greedy and uniform (runs.csv /
+    summary.csv have everything, the summaries-alone percentages too)."""
     table = sweep_table_head(title, "protocol: mean±sd over repeats; baselines: means; % = increase in MMD^2 of "
                                     "seed set + summary over greedy's seed set + summary (the objective greedy minimizes)", keys)
-    for name in ("ok", "% (with seed)", "accuracy", "greedy acc", "uniform % (with seed)", "uniform acc", "rho"):
+    for name in ("ok", "% (with seed)", "accuracy", "greedy acc", "uniform % (with seed)", "uniform acc", "rho", "eps spent (D_s)"):
         table.add_column(name, justify="right", no_wrap=True)
     for row in summary:
         table.add_row(*(fmt(row.get(k)) for k in keys), f"{row['completed']}/{row['runs']}",
                       mean_sd(row, "mmd2_with_seed_set_increase_over_greedy_pct", ".0f"), mean_sd(row, "accuracy", ".3f"),
                       mean_sd(row, "greedy_accuracy", ".3f", sd=False),
                       mean_sd(row, "uniform_mmd2_with_seed_set_increase_over_greedy_pct", ".0f", sd=False),
-                      mean_sd(row, "uniform_accuracy", ".3f", sd=False), mean_sd(row, "rho", ".2f", sd=False))
+                      mean_sd(row, "uniform_accuracy", ".3f", sd=False), mean_sd(row, "rho", ".2f", sd=False),
+                      mean_sd(row, "eps_spent", ".4g"))
     return table
 
 
 def plot_sweep(summary: list[dict[str, Any]], keys: list[str], path, *, title: str) -> None:
     """Figure 1's layout: % increase in MMD^2 of seed set + summary over greedy's seed set + summary
     (left; the objective greedy minimizes, like with like) and accuracy (right) against the first
-    swept key, one line per method (and per value of a second swept key, if any), with ±1 sd bars."""
-    from marketplace.runner.plots import sweep_figure
+    swept key, or against the eps D_s's ledger states when that key is a privacy setting
+    (``summarize.privacy.*``), one line per method (and per value of a second swept key, if any),
+    with ±1 sd bars."""
+    from marketplace.runner.plots import spent_axis, sweep_figure
 
-    sweep_figure(summary, keys, path, title=title, panels=[
+    sweep_figure(summary, keys, path, title=title, x_column=spent_axis(keys, lambda key: key.startswith("summarize.privacy.")), panels=[
         ("% increase in MMD$^2$(seed set + summary)\nover greedy's seed set + summary",
          [("protocol", "mmd2_with_seed_set_increase_over_greedy_pct", True), ("greedy", None, False),
           ("uniform", "uniform_mmd2_with_seed_set_increase_over_greedy_pct", False)]),

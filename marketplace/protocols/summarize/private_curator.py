@@ -116,7 +116,10 @@ class PrivateSchedule:
     """gaussian: the zCDP cost of each private release of g_l (rounds 2..p)."""
 
     @classmethod
-    def resolve(cls, privacy: SummarizePrivacy, *, features: int, rounds: int) -> "PrivateSchedule":
+    def resolve(cls, privacy: SummarizePrivacy, *, features: int, rounds: int, seed_set_size: int = 1) -> "PrivateSchedule":
+        """The run's schedule: defaults filled in from d (``features``) and p (``rounds``), and, with
+        ``privacy.total_epsilon``, the per-iteration eps (MWEM) or per-round rho (``gaussian``)
+        derived from it. ``seed_set_size`` decides whether D_s's first release is public (MWEM)."""
         t_sub = privacy.t_sub
         mwem = cls(
             eps_validation=privacy.eps_validation,
@@ -136,11 +139,51 @@ class PrivateSchedule:
             gaussian_accountant="zcdp" if privacy.secure else privacy.gaussian_accountant,
         )
         if privacy.release != "gaussian":
+            if privacy.total_epsilon is not None:
+                return mwem.scaled_to(privacy.total_epsilon, rounds, seed_set_size=seed_set_size)
             return mwem
         target_v, target_s = mwem.mwem_totals(rounds)  # the same guarantee as the MWEM releases
-        rho_total_s = mwem.calibrate_rho(target_s.eps, privacy.delta_summary)
+        total_s = target_s.eps if privacy.total_epsilon is None else privacy.total_epsilon
+        rho_total_s = mwem.calibrate_rho(total_s, privacy.delta_summary)
         return dataclasses.replace(mwem, rho_validation=mwem.calibrate_rho(target_v.eps, privacy.delta_validation),
                                    rho_per_round=rho_total_s / (rounds - 1) if rounds > 1 else None)
+
+    def summary_calls(self, rounds: int, *, seed_set_size: int) -> list[tuple[float, int]]:
+        """The MWEM calls that a whole run records on the ``D_s`` ledger, as (eps per iteration,
+        iterations), every later round releasing (the worst case). With a public seed set, the first
+        release (T_init at ``eps_first_round``) holds no owner's point and is on no ledger; with an
+        empty seed set, round 1 releases nothing and round 2's first private release runs T_init."""
+        if seed_set_size > 0:
+            return [(self.eps_later_rounds, (rounds - 1) * self.t_sub)] if rounds > 1 else []
+        calls = [(self.eps_first_round, self.t_init)] if rounds > 1 else []
+        return calls + ([(self.eps_later_rounds, (rounds - 2) * self.t_sub)] if rounds > 2 else [])
+
+    def summary_total(self, rounds: int, *, seed_set_size: int) -> Guarantee:
+        """What the ``D_s`` ledger states after a whole run of the MWEM schedule (every later round
+        releasing), by the ledger's own accountant."""
+        ledger = self.ledgers()[SUMMARY]
+        for eps, iterations in self.summary_calls(rounds, seed_set_size=seed_set_size):
+            record_h2(ledger, eps=eps, T=iterations)
+        return ledger.total()
+
+    def scaled_to(self, total_eps: float, rounds: int, *, seed_set_size: int) -> "PrivateSchedule":
+        """This MWEM schedule with ``eps_first_round`` and ``eps_later_rounds`` multiplied by one
+        common factor c (their ratio kept), c the largest for which the ``D_s`` ledger's total after
+        a whole run is at most ``total_eps`` (found by bisection to a relative 1e-13; the total is
+        increasing in c under every theorem), so the ledger states ``total_eps`` up to rounding."""
+        def total(c: float) -> float:
+            scaled = dataclasses.replace(self, eps_first_round=c * self.eps_first_round, eps_later_rounds=c * self.eps_later_rounds)
+            return scaled.summary_total(rounds, seed_set_size=seed_set_size).eps
+
+        lo, hi = 0.0, 1.0
+        while total(hi) <= total_eps:
+            lo, hi = hi, 2 * hi
+        for _ in range(400):
+            mid = 0.5 * (lo + hi)
+            if not lo < mid < hi or hi - lo <= 1e-13 * hi:
+                break
+            lo, hi = (mid, hi) if total(mid) <= total_eps else (lo, mid)
+        return dataclasses.replace(self, eps_first_round=lo * self.eps_first_round, eps_later_rounds=lo * self.eps_later_rounds)
 
     def calibrate_rho(self, total_eps: float, delta: float) -> float:
         """The total rho of Gaussian releases that costs ``total_eps`` at ``delta``, by the ledgers'
@@ -150,10 +193,12 @@ class PrivateSchedule:
         return calibrate_zcdp(total_eps, delta)
 
     def mwem_totals(self, rounds: int) -> tuple[Guarantee, Guarantee]:
-        """What the MWEM schedule spends on D_v and on D_s over a whole run (no budget applied)."""
+        """What the MWEM schedule spends on D_v and on D_s over a whole run (no budget applied),
+        round 1's release being of the public seed set (p - 1 later rounds of T_sub iterations on D_s):
+        what the Gaussian release is calibrated to."""
         mwem = dataclasses.replace(self, release="mwem_call_average")
         ledgers = mwem.ledgers()
-        mwem.plan(ledgers, rounds, seed_set_size=0)
+        mwem.plan(ledgers, rounds, seed_set_size=1)
         return ledgers[VALIDATION].total(), ledgers[SUMMARY].total()
 
     def ledgers(self, *, budget_validation: float | None = None, budget_summary: float | None = None) -> dict[str, PrivacyLedger]:
@@ -180,7 +225,8 @@ class PrivateSchedule:
         """Spend the whole planned run on ``ledgers``: raises ``BudgetExceeded`` if it cannot fit.
 
         Rounds whose D_s holds only public seed points cost nothing; with an empty seed set the
-        first round has no release at all. The worst case is assumed: every later round releases,
+        first round has no release at all, and round 2's first private MWEM release runs T_init
+        iterations at ``eps_first_round`` (``summary_calls``). The worst case is assumed: every later round releases,
         and every auction round ranks all ``owners``.
         """
         private_rounds = rounds - 1
@@ -192,8 +238,8 @@ class PrivateSchedule:
                 spend(self.rho_per_round, mechanism=GAUSSIAN_MECHANISM, count=private_rounds)
         else:
             record_h2(ledgers[VALIDATION], eps=self.eps_validation, T=self.t_init)
-            if private_rounds > 0:
-                record_h2(ledgers[SUMMARY], eps=self.eps_later_rounds, T=private_rounds * self.t_sub)
+            for eps, iterations in self.summary_calls(rounds, seed_set_size=seed_set_size):
+                record_h2(ledgers[SUMMARY], eps=eps, T=iterations)
         eps, delta = self.auction_round(owners)
         if eps > 0:
             ledgers[AUCTION].spend(eps, delta, mechanism=AUCTION_MECHANISM[self.auction], count=rounds)
