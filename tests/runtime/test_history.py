@@ -134,7 +134,7 @@ def test_release_histories_accumulate_in_owner_order(inprocess_runs):
     sketch, _ = inprocess_runs["sketch"]
     assert _column(sketch["history"], "release") == [1, 2, 3]
     counts = _column(sketch["history"], "count")
-    assert _column(sketch["history"], "count_total") == [math.fsum(counts[:i]) for i in range(1, 4)]
+    assert _column(sketch["history"], "merged_count") == [math.fsum(counts[:i]) for i in range(1, 4)]
     assert _column(sketch["history"], "epsilon") == [sketch["config"]["sketch"]["epsilon"]] * 3
 
 

@@ -170,7 +170,7 @@ class SketchCurator(CuratorBase):
         for index, owner in enumerate(owners, start=1):
             release = self.releases[owner]
             counts.append(float(release.count))
-            self.history.append({"release": index, "owner": owner, "count": counts[-1], "count_total": math.fsum(counts),
+            self.history.append({"release": index, "owner": owner, "count": counts[-1], "merged_count": math.fsum(counts),
                                  "epsilon": release.epsilon if release.is_private else None})
 
     # --- ending ----------------------------------------------------------------------------

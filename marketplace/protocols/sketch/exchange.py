@@ -338,13 +338,13 @@ def history(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     one round: every owner releases once)."""
     from marketplace.runner.history import history_section
 
-    return history_section(rounds, x="release", columns=["release", "owner", "count", "count_total", "epsilon"],
-                           plot=["count", "count_total"], about={
+    return history_section(rounds, x="release", columns=["release", "owner", "count", "merged_count", "epsilon"],
+                           plot=["count", "merged_count"], about={
         "release": "sketches merged so far (one record per sketch, in owner order: the order they arrived in follows "
                    "timing and is not recorded)",
         "owner": "the owner whose sketch this record merges",
         "count": "that sketch's released record count (noisy in a private run)",
-        "count_total": "the merged count so far (the publication's merged_count at the last record)",
+        "merged_count": "the merged count so far (the publication's merged_count at the last record)",
         "epsilon": "that sketch's eps (each owner's guarantee for its own records; null: an exact release)"})
 
 
