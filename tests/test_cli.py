@@ -241,7 +241,7 @@ def test_run_refuses_an_earlier_runs_folder_and_leaves_it_as_it_was(tmp_path):
     before = {p: p.stat().st_mtime_ns for p in out.rglob("*")}
     second = run_cli("run", str(QUICKSTART), "--out", str(out), "--driver", "inprocess", "--set", "summarize.rounds=4")
     assert second.returncode == 2
-    assert "already holds files (messages.csv, report.json, scenario.resolved.yaml)" in second.stderr
+    assert "already holds files (messages.csv, report.json, rounds.csv, rounds.png, scenario.resolved.yaml)" in second.stderr
     assert {p: p.stat().st_mtime_ns for p in out.rglob("*")} == before
     sweep = run_cli("run", str(QUICKSTART), "--out", str(out), "--sweep", "summarize.rounds=3,4")
     assert sweep.returncode == 2 and "already holds files" in sweep.stderr

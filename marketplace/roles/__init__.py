@@ -53,6 +53,13 @@ class Role(ABC):
     built, :func:`marketplace.privacy.noise.describe`); reported with the party."""
     """Modules this role imports only near its end; a party process loads them in the background
     during the rounds, and the role waits for that before importing them (:mod:`marketplace.warm_imports`)."""
+    messages_sent: int = 0
+    """Protocol messages sent so far on this role's behalf (every frame its driver's node encoded
+    for it but heartbeats, whose number follows the wall clock): kept by
+    :class:`marketplace.transport.node.Node`, read by a role that records them (a curator's
+    per-round history). During a call to the role it counts what was sent before that call."""
+    bytes_sent: int = 0
+    """The bytes of those frames, envelope included (what :attr:`messages_sent` counts)."""
 
     def __init__(self) -> None:
         self.done = False

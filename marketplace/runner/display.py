@@ -132,4 +132,4 @@ def summary_tables(report: dict[str, Any]) -> list[Table]:
 def print_summary(console: Console, report: dict[str, Any], out_dir: str) -> None:
     for table in summary_tables(report):
         console.print(table)
-    console.print(f"report: {out_dir}/report.json  (messages.csv, scenario.resolved.yaml, logs/)")
+    console.print(f"report: {out_dir}/report.json  (messages.csv, rounds.csv, rounds.png, scenario.resolved.yaml, logs/)")

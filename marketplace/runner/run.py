@@ -25,6 +25,7 @@ from marketplace.runner.party_process import (EXIT_OK, EXIT_RUN_FAILED, default_
 from marketplace.runner.party_reports import find_party_reports, read_reports
 from marketplace.data import world_summary
 from marketplace.runner.forkserver import forkserver_context
+from marketplace.runner.history import empty_history, history_section, write_history_files
 from marketplace.runner.losses import excluded_owners, loss_failures, owners_lost
 from marketplace.runner.processes import Launch, last_line, run_processes
 from marketplace.runner.per_owner import owner_section
@@ -148,6 +149,7 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, driver: Driver = "p
         files(report, out)
     write_json(out / "report.json", report)
     write_messages_csv(report, out / "messages.csv")
+    write_history_files(report, out)
     return report
 
 
@@ -294,6 +296,7 @@ def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[s
     failures += loss_failures(lost, empty(config, results) if empty is not None and by_id.get(CURATOR) else None)
     status = "failed" if failures else "completed"
     sections = protocol.report(config, world, results)
+    history = _history(sections.pop("history", None))
     report: dict[str, Any] = {
         "scenario": config.name,
         "protocol": config.protocol,
@@ -317,6 +320,7 @@ def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[s
         "owners_lost": lost,
         "noise": noise_summary(config, parties, sections.get("privacy") or {}),
         **sections,
+        "history": history,
         "data": world_summary(world),
         "config": scenario.raw,
         "party_details": {p["id"]: {k: p.get(k) for k in ("result", "timing", "driver", "errors", "errors_received", "log")} for p in parties},
@@ -386,4 +390,16 @@ def assemble_from_party_reports(scenario: Scenario, parties_dir: Path, out: Path
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "report.json", report)
     write_messages_csv(report, out / "messages.csv")
+    write_history_files(report, out)
     return report
+
+
+def _history(section: dict[str, Any] | None) -> dict[str, Any]:
+    """The report's ``history`` from the exchange's section (re-checked: columns, ``x`` and
+    ``plot`` agree), or an empty one from an exchange that records none."""
+    if section is None:
+        return empty_history()
+    checked = history_section(section.get("rounds") or [], x=section.get("x", "round"),
+                              columns=section.get("columns") or [], plot=section.get("plot") or (),
+                              about=section.get("about"))
+    return checked | ({"note": section["note"]} if section.get("note") else {})

@@ -62,6 +62,8 @@ class PfdsCurator(CuratorBase):
         self.voters: list[str] = []
         self.dropouts: dict[str, dict[str, Any]] = {}
         self.flagged: dict[str, str] = {}
+        self.history: list[dict[str, Any]] = []
+        """One record per phase whose releases the curator forwarded (trees, then records)."""
 
     # --- role interface ------------------------------------------------------------------
     def start(self) -> list[Send]:
@@ -166,6 +168,8 @@ class PfdsCurator(CuratorBase):
 
     def _forward_trees(self) -> list[Send]:
         self.voters = self._live_sharers()
+        self.history.append({"phase": 1, "step": "trees", "sharers": len(self.voters),
+                             "tree_leaves": sum(self.trees[s].n_leaves for s in self.voters), "synthetic_rows": None})
         log.info("round 1/2 done: %d trees in; forwarding them to %d agents", len(self.voters), len(self.voters) + 1)
         bodies = {s: PfdsSharedTree(sharer=s, **tree_fields(self.trees[s])) for s in self.voters}
         sends = []
@@ -177,6 +181,8 @@ class PfdsCurator(CuratorBase):
 
     def _forward_data(self) -> list[Send]:
         sources = self._live_sharers()
+        self.history.append({"phase": 2, "step": "records", "sharers": len(sources), "tree_leaves": None,
+                             "synthetic_rows": sum(int(self.datasets[s].X.shape[0]) for s in sources)})
         log.info("round 2/2 done: %d labelled datasets in; forwarding them", len(sources))
         bodies = {s: PfdsSharedData(sharer=s, X=self.datasets[s].X, y=self.datasets[s].y, epsilon=self.datasets[s].epsilon)
                   for s in sources}
@@ -197,6 +203,7 @@ class PfdsCurator(CuratorBase):
             "synthetic_rows": {s: int(self.datasets[s].X.shape[0]) for s in self.sharers if s in self.datasets},
             "dropouts": dict(self.dropouts),
             "flagged": dict(self.flagged),
+            "rounds": list(self.history),
             "parsimony": {"points_seen": 0, "note": "the curator holds trees and synthetic records only"},
         }
 

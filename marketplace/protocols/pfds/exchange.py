@@ -227,7 +227,46 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
         "end_reason": curator.get("end_reason"),
         "parsimony": curator.get("parsimony"),
         "checks": {"consumer_error_matches_report": _consumer_check(results.get(CONSUMER) or {}, pfds.get(CONSUMER))},
+        "history": history(curator.get("rounds") or [], [privacy[s] for s in sharers]),
     }
+
+
+TREE_STEPS = "pfds.tree."
+"""The prefix of the mechanisms a sharer spends on its tree (phase 1); the rest is its records'."""
+
+
+def _eps_by_phase(ledger: dict[str, Any], phase: int) -> float | None:
+    """What a sharer's ledger had spent by the end of ``phase``: its tree steps (phase 1), or its
+    whole total (phase 2). Only for a ledger that composes by basic composition (then the phase's
+    part is the sum of its steps); None otherwise, or when the sharer reported no ledger."""
+    if not isinstance(ledger.get("eps"), (int, float)):
+        return None
+    if phase == 2:
+        return float(ledger["eps"])
+    if ledger.get("accountant") != "basic composition":
+        return None
+    return float(sum(step["eps"] * step.get("count", 1) for step in ledger.get("steps") or ()
+                     if str(step.get("mechanism", "")).startswith(TREE_STEPS)))
+
+
+def history(rounds: list[dict[str, Any]], ledgers: list[dict[str, Any]]) -> dict[str, Any]:
+    """The report's history: one record per phase the curator forwarded (1: the trees of the vote,
+    2: the labelled synthetic records), with the largest eps any sharer had spent by its end."""
+    from marketplace.runner.history import history_section
+
+    records = []
+    for record in rounds:
+        spent = [e for e in (_eps_by_phase(ledger, int(record["phase"])) for ledger in ledgers) if e is not None]
+        records.append(dict(record, eps_max=max(spent) if spent else None))
+    return history_section(records, x="phase", columns=["phase", "step", "sharers", "tree_leaves", "synthetic_rows", "eps_max"],
+                           plot=["sharers", "eps_max"], about={
+        "phase": "1: the sharers' private trees are forwarded to every agent; 2: their labelled synthetic records are",
+        "step": "what the phase forwarded (trees, records)",
+        "sharers": "sharers whose release the curator forwarded in this phase",
+        "tree_leaves": "leaves of the trees forwarded (phase 1)",
+        "synthetic_rows": "synthetic records forwarded (phase 2)",
+        "eps_max": "the largest eps any sharer had spent by the end of the phase (its tree steps; then its whole "
+                   "ledger), each sharer's guarantee for its own rows"})
 
 
 def nothing_released(config: ScenarioConfig, results: dict[str, dict[str, Any]]) -> str | None:

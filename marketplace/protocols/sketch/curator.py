@@ -46,6 +46,8 @@ class SketchCurator(CuratorBase):
         self.releases: dict[str, SketchRelease] = {}
         self.dropouts: dict[str, dict[str, Any]] = {}
         self.flagged: dict[str, str] = {}
+        self.history: list[dict[str, Any]] = []
+        """One record per sketch merged, in the order the curator merges them (owner order)."""
 
     # --- role interface ------------------------------------------------------------------
     def start(self) -> list[Send]:
@@ -145,6 +147,7 @@ class SketchCurator(CuratorBase):
         owners = tuple(o for o in self.owners if o in self.releases)
         parts = [self.releases[o] for o in owners]
         merged = merge_sketches(parts)
+        self._record_merge(owners)
         body = SketchPublication(
             owners=owners,
             numerators=np.array([p.numerator for p in parts]),
@@ -160,6 +163,16 @@ class SketchCurator(CuratorBase):
         )
         return [Send(CONSUMER, body)] + self._close(status="completed", reason=f"published {len(parts)} sketches")
 
+    def _record_merge(self, owners: tuple[str, ...]) -> None:
+        """The history: one record per sketch merged, in owner order (the order they arrived in
+        follows timing, so it is not recorded), with the merged noisy count so far."""
+        counts: list[float] = []
+        for index, owner in enumerate(owners, start=1):
+            release = self.releases[owner]
+            counts.append(float(release.count))
+            self.history.append({"release": index, "owner": owner, "count": counts[-1], "merged_count": math.fsum(counts),
+                                 "epsilon": release.epsilon if release.is_private else None})
+
     # --- ending ----------------------------------------------------------------------------
     def result(self) -> dict[str, Any]:
         return {
@@ -167,6 +180,7 @@ class SketchCurator(CuratorBase):
             "released": sorted(self.releases),
             "flagged": dict(self.flagged),
             "dropouts": dict(self.dropouts),
+            "rounds": list(self.history),
             "parsimony": {"points_seen": 0, "sketches_received": len(self.releases),
                           "note": "the curator receives noisy sums of features and noisy counts, never a record"},
         }

@@ -330,7 +330,23 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
         "released": owners,
         "flagged": curator.get("flagged", {}),
         "end_reason": curator.get("end_reason"),
+        "history": history(curator.get("rounds") or []),
     }
+
+
+def history(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """The report's history: one record per sketch the curator merged, in owner order (sketch has
+    one round: every owner releases once)."""
+    from marketplace.runner.history import history_section
+
+    return history_section(rounds, x="release", columns=["release", "owner", "count", "merged_count", "epsilon"],
+                           plot=["count", "merged_count"], about={
+        "release": "sketches merged so far (one record per sketch, in owner order: the order they arrived in follows "
+                   "timing and is not recorded)",
+        "owner": "the owner whose sketch this record merges",
+        "count": "that sketch's released record count (noisy in a private run)",
+        "merged_count": "the merged count so far (the publication's merged_count at the last record)",
+        "epsilon": "that sketch's eps (each owner's guarantee for its own records; null: an exact release)"})
 
 
 def nothing_released(config: ScenarioConfig, results: dict[str, dict[str, Any]]) -> str | None:

@@ -40,6 +40,9 @@ class StcCurator(CuratorBase):
         self.active: list[str] = list(owners)
         self.target: np.ndarray | None = None
         self.releases: dict[str, np.ndarray] = {}
+        self.costs: dict[str, float] = {}
+        self.history: list[dict[str, Any]] = []
+        """One record per release handed to the consumer, in the order the curator joins them (owner order)."""
         self.dropouts: dict[str, dict[str, Any]] = {}
         self.ledger = ParsimonyLedger()
 
@@ -101,6 +104,7 @@ class StcCurator(CuratorBase):
         if problem:
             raise ProtocolError(party=sender, kind="stc_release", reason=problem)
         self.releases[sender] = np.asarray(body.centers, dtype=np.float64)
+        self.costs[sender] = float(body.cost)
         log.info("round %d/%d done", len(self.releases), len(self.owners))
         return self._maybe_finish()
 
@@ -126,9 +130,19 @@ class StcCurator(CuratorBase):
         owners = tuple(o for o in self.owners if o in self.releases)
         centers = np.concatenate([self.releases[o] for o in owners]) if owners else np.zeros((0, self.dim))
         counts = np.array([len(self.releases[o]) for o in owners], dtype=np.int64)
+        self._record_releases(owners)
         reason = "every owner released" if len(owners) == len(self.owners) else f"{len(owners)} of {len(self.owners)} owners released"
         status = "completed" if owners else "failed"
         return [Send(CONSUMER, StcReleases(centers=centers, counts=counts, owners=owners))] + self._close(status=status, reason=reason)
+
+    def _record_releases(self, owners: tuple[str, ...]) -> None:
+        """The history: one record per release joined, in owner order (the order the consumer gets
+        them in; the order they arrived in follows timing, so it is not recorded)."""
+        total = 0
+        for index, owner in enumerate(owners, start=1):
+            total += len(self.releases[owner])
+            self.history.append({"release": index, "owner": owner, "centers": int(len(self.releases[owner])),
+                                 "centers_total": total, "cost": self.costs[owner]})
 
     # --- ending ------------------------------------------------------------------------------
     def result(self) -> dict[str, Any]:
@@ -137,6 +151,7 @@ class StcCurator(CuratorBase):
             "released": sorted(self.releases),
             "centers_per_owner": {o: int(len(c)) for o, c in sorted(self.releases.items())},
             "dropouts": dict(self.dropouts),
+            "rounds": list(self.history),
             "parsimony": {"points_seen": 0, "note": "the curator sees T (the consumer's, public by design) and private releases only",
                           "target_size": 0 if self.target is None else int(len(self.target))},
         }

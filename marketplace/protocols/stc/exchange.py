@@ -144,7 +144,24 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
                for p in party_ids(config)[1:-1]}
     privacy[CONSUMER] = {"guarantee": "none", "note": "T is sent to the owners by design (it is what the consumer wants labelled)"}
     return {"privacy": privacy, "parsimony": curator.get("parsimony"), "metrics": metrics,
-            "choice": None if choice is None else choice["indices"], "end_reason": curator.get("end_reason")}
+            "choice": None if choice is None else choice["indices"], "end_reason": curator.get("end_reason"),
+            "history": history(config, curator.get("rounds") or [])}
+
+
+def history(config: ScenarioConfig, rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """The report's history: one record per owner's release handed to the consumer, in owner order
+    (stc has one round: every owner releases once)."""
+    from marketplace.runner.history import history_section
+
+    cost = "eps" if config.stc.privacy.notion == "dp" else "rho"
+    return history_section(rounds, x="release", columns=["release", "owner", "centers", "centers_total", "cost"],
+                           plot=["centers", "centers_total"], about={
+        "release": "releases joined so far (one record per owner's release, in owner order: the order they arrived "
+                   "in follows timing and is not recorded)",
+        "owner": "the owner whose release this record joins",
+        "centers": "private centres in that release",
+        "centers_total": "private centres the consumer gets so far",
+        "cost": f"that release's privacy cost ({cost}, each owner's guarantee for its own points)"})
 
 
 def nothing_released(config: ScenarioConfig, results: dict[str, dict[str, Any]]) -> str | None:

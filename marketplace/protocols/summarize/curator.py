@@ -80,6 +80,9 @@ class SummarizeCurator(CuratorBase):
         self.summary_sealed: list[bytes] = []
         self.value: dict[str, float] = {o: 0.0 for o in owners}
         self._phi_cache: tuple[Point | SealedPoint, np.ndarray] | None = None
+        self.history: list[dict[str, Any]] = []
+        """One record per round that grew D_s (:meth:`_record_round`), for the report's history."""
+        self.requests_since_record = 0
 
     # --- role interface ------------------------------------------------------------------
     def start(self) -> list[Send]:
@@ -209,6 +212,7 @@ class SummarizeCurator(CuratorBase):
             return self._open_round_again()
         self.asked = self.candidates.popleft()
         self.phase = "acquiring"
+        self.requests_since_record += 1
         return [Send(self.asked, Request(round=self.round))]
 
     def _open_round_again(self) -> list[Send]:
@@ -329,7 +333,23 @@ class SummarizeCurator(CuratorBase):
             x, y = content
             self.summary_X.append(np.array(x, dtype=np.float64))
             self.summary_y.append(int(y))
+        self._record_round()
         log.info("round %d/%d done", self.round, self.rounds)
+
+    def _record_round(self) -> None:
+        """Record the round that just grew D_s: the owners asked for a point since the last record
+        (a reopened round's requests included), |D_s|, the owners still active, the messages and
+        bytes the curator had sent by then (this round's opening and requests included, heartbeats
+        not) and, in a private run, each ledger's eps so far."""
+        self.history.append({"round": self.round, "requests": self.requests_since_record,
+                             "summary_size": len(self.selection), "owners_active": len(self.active),
+                             **self._round_privacy(),
+                             "messages_sent": self.messages_sent, "bytes_sent": self.bytes_sent})
+        self.requests_since_record = 0
+
+    def _round_privacy(self) -> dict[str, float]:
+        """The privacy spent so far, per ledger (``eps[<ledger>]``): none in a non-private run."""
+        return {}
 
     def _progress_after_loss(self, peer: str) -> list[Send]:
         if self.phase == "gathering":
@@ -367,6 +387,7 @@ class SummarizeCurator(CuratorBase):
             "late_byes": list(self.late_byes),
             "seed_set_size": self.seed_size,
             "curator_trust": "less_trusted" if self.less_trusted else "trusted",
+            "rounds": list(self.history),
         }
 
 

@@ -13,6 +13,7 @@ from marketplace.protocols.summarize.consumer import evaluate_summary
 from marketplace.data.world import World
 from marketplace.protocols.summarize.public import public_features
 from marketplace.protocols.summarize import exact_kernel_greedy, mmd2, protocol_greedy, uniform_selection
+from marketplace.protocols.summarize.kernel import prefix_mmd2
 from marketplace.protocols.summarize.identity import embedding_key, point_key
 from marketplace.roles import owner_id
 from marketplace.scenario import ScenarioConfig
@@ -130,3 +131,23 @@ def central_replay(config: ScenarioConfig, world: World, selection: list[list[An
         first_diff = min(len(got), len(want))
     return {"rounds": rounds, "matches": got == want, "first_difference": first_diff,
             "dropouts_replayed": {o: r for o, r in sorted((excluded or {}).items())}}
+
+
+def mmd2_by_round(config: ScenarioConfig, world: World, selection: list[list[Any]]) -> tuple[list[float | None], str | None]:
+    """MMD^2 (exact kernel, the summary alone, against the consumer's D_v: the report's
+    ``metrics.mmd2``) of the summary after each round, from the selection order, with the world's
+    rows: ``(values, None)``. When a selected point is not the scenario's row it names (an owner
+    that read its own data file), the values are unknown: ``([None, ...], why)``."""
+    ids = [owner_id(i) for i in range(len(world.owners))]
+    keys: dict[str, set[str]] = {}
+    picks = []
+    for entry in selection:
+        owner, row, key = str(entry[0]), int(entry[1]), str(entry[2])
+        index = ids.index(owner) if owner in ids else None
+        if index is not None and owner not in keys:
+            keys[owner] = set(_owner_keys(config, world, index))
+        if index is None or not 0 <= row < len(world.owners[index]) or key not in keys[owner]:
+            return [None] * len(selection), f"{owner} sent points that are not the scenario's rows (its own data file?)"
+        picks.append((index, row))
+    X, _ = _rows(world, picks)
+    return [float(v) for v in prefix_mmd2(X, world.validation.X, config.summarize.gamma)], None

@@ -78,7 +78,8 @@ def progress(config: ScenarioConfig, curator: Role) -> tuple[int, int]:
 
 
 def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    from marketplace.protocols.summarize.evaluate import baselines, central_replay, exclusion_rounds, non_private_greedy
+    from marketplace.protocols.summarize.evaluate import (baselines, central_replay, exclusion_rounds, mmd2_by_round,
+                                                          non_private_greedy)
 
     curator = results.get(CURATOR) or {}
     consumer = results.get(CONSUMER) or {}
@@ -108,7 +109,37 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
         "end_reason": curator.get("end_reason"),
         "checks": {"central_replay": central_replay(config, world, selection, exclusion_rounds(curator))},
         "auction": curator.get("auction"),
+        "history": history(curator.get("rounds") or [], *mmd2_by_round(config, world, selection)),
     }
+
+
+HISTORY_ABOUT = {
+    "round": "the round (one record per round that added a point to D_s)",
+    "mmd2": "exact-kernel MMD^2 of the summary so far (without the seed set) to the consumer's D_v, computed by the "
+            "runner from the selection order and the world's rows; the last round's is metrics.mmd2",
+    "requests": "owners asked for a point since the previous round's record (requests sent)",
+    "summary_size": "points in the summary so far, |D_s| (the public seed set not counted)",
+    "owners_active": "owners still taking part (not dropped out, not flagged)",
+    "messages_sent": "protocol messages the curator had sent by the end of the round (this round's opening and "
+                     "requests included; heartbeats not)",
+    "bytes_sent": "the bytes of those messages (whole frames)",
+}
+
+
+def history(rounds: list[dict[str, Any]], mmd2: list[float | None], why_unknown: str | None = None) -> dict[str, Any]:
+    """The report's per-round history: the curator's records (:meth:`SummarizeCurator._record_round`)
+    with the runner's MMD^2 of the summary after each round. A private run adds one column per
+    privacy ledger, ``eps[<ledger>]``: the ledger's eps after the round."""
+    from marketplace.runner.history import history_section
+
+    records = [dict(r, mmd2=mmd2[i] if i < len(mmd2) else None) for i, r in enumerate(rounds)]
+    eps = list(dict.fromkeys(k for r in rounds for k in r if k.startswith("eps[")))
+    about = HISTORY_ABOUT | {k: f"eps spent so far on the {k[4:-1]} ledger (as the ledger composes it)" for k in eps}
+    if why_unknown:
+        about["mmd2"] += f"; unknown in this run: {why_unknown}"
+    columns = ["round", "mmd2", "requests", "summary_size", "owners_active", *eps, "messages_sent", "bytes_sent"]
+    return history_section(records, x="round", columns=columns, about=about,
+                           plot=["mmd2", "requests", *eps, "bytes_sent"])
 
 
 def nothing_released(config: ScenarioConfig, results: dict[str, dict[str, Any]]) -> str | None:

@@ -64,3 +64,27 @@ def mmd2(X: np.ndarray, Y: np.ndarray, gamma: float) -> float:
     """
     value = mean_kernel(X, X, gamma) + mean_kernel(Y, Y, gamma) - 2.0 * mean_kernel(X, Y, gamma)
     return max(value, 0.0)
+
+
+def prefix_mmd2(X: np.ndarray, Y: np.ndarray, gamma: float) -> np.ndarray:
+    """``out[l - 1]`` = :func:`mmd2` of the first ``l`` rows of X against Y, for every l (the MMD^2
+    of a summary after each round, from its selection order). Exact kernel, computed in blocks of
+    rows (O(len(X)^2 + len(X) len(Y)) kernel entries, bounded memory); equal to :func:`mmd2` of each
+    prefix up to rounding, clipped at 0 like it."""
+    X, Y = _as_points("X", X), _as_points("Y", Y)
+    n = X.shape[0]
+    if n == 0:
+        return np.zeros(0)
+    if Y.shape[0] == 0:
+        raise ValueError("prefix_mmd2 needs at least one point in Y")
+    within = np.empty(n)  # within[i] = 2 sum_{j < i} k(x_i, x_j) + k(x_i, x_i)
+    rows = max(1, KERNEL_BLOCK_ELEMENTS // max(1, n))
+    for start in range(0, n, rows):
+        stop = min(n, start + rows)
+        block = rbf_kernel(X[start:stop], X[:stop], gamma)
+        lower = np.tril(block, k=start - 1)  # columns j < i for row i = start + r
+        within[start:stop] = 2.0 * lower.sum(axis=1) + block[np.arange(stop - start), np.arange(start, stop)]
+    sizes = np.arange(1, n + 1, dtype=np.float64)
+    cross = np.cumsum(kernel_row_sums(X, Y, gamma)) / (sizes * Y.shape[0])
+    values = np.cumsum(within) / sizes**2 + mean_kernel(Y, Y, gamma) - 2.0 * cross
+    return np.maximum(values, 0.0)

@@ -315,6 +315,7 @@ class PrivateSummarizeCurator(SummarizeCurator):
             if eps > 0:
                 self.ledgers[AUCTION].spend(eps, delta, mechanism=AUCTION_MECHANISM[self.schedule.auction])
         self.asked_per_round.append(len(asked))
+        self.requests_since_record += len(asked)
         self.awaiting = set(asked)
         self.phase = "acquiring"
         if not self.awaiting:
@@ -365,6 +366,10 @@ class PrivateSummarizeCurator(SummarizeCurator):
         self.private_rows += 1
         self._add_to_summary(entry.owner, entry.row, entry.phi, entry.content, entry.ident)
         return self._open_round()
+
+    def _round_privacy(self) -> dict[str, float]:
+        """Each ledger's eps after this round (its releases included), as the ledger composes it."""
+        return {f"eps[{name}]": float(ledger.total().eps) for name, ledger in self.ledgers.items()}
 
     def _progress_after_loss(self, peer: str) -> list[Send]:
         if self.phase == "acquiring":
