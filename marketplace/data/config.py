@@ -39,9 +39,9 @@ def _schema_check(values: dict[str, Any], path: str) -> None:
     """While a scenario is read: a chosen kind whose options have required keys needs its section;
     the error lists every required key of it by key path (not one per attempt)."""
     kind = values.get("kind", DEFAULT_KIND)
-    if values.get(kind) is None:
+    keys = required_keys(SOURCES[kind].options)
+    if keys and values.get(kind) is None:
         section = f"{path}.{kind}" if path else kind
-        keys = required_keys(SOURCES[kind].options)
         raise MissingKeys(section, [f"{section}.{name}" for name, _ in keys], [what for _, what in keys],
                           section=f"a {kind} section ({path or 'source'}.kind is {kind!r})")
 

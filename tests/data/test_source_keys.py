@@ -43,3 +43,9 @@ def test_with_both_keys_the_section_is_accepted(tmp_path):
     raw = scenario({"kind": "csv", "csv": {"path": "d.csv", "label": "y"}})
     config = parse_scenario(raw, source="s.yaml", base_dir=tmp_path).config
     assert Path(config.data.source.csv.path) == tmp_path / "d.csv"
+
+
+@pytest.mark.parametrize("source", [{"kind": "digits"}, {}, {"kind": "uniform", "uniform": {"rows": 5}}])
+def test_a_kind_without_required_keys_needs_no_section(source, tmp_path):
+    config = parse_scenario(scenario(source), source="s.yaml", base_dir=tmp_path).config
+    assert config.data.source.kind == source.get("kind", "covariate_shift")
