@@ -313,8 +313,9 @@ def build(cls: type[T], data: Any, path: str = "") -> T:
     for key in data:
         if key not in hints:
             raise SchemaError(_join(path, str(key)), f"one of the known keys {sorted(hints)}", f"unknown key {str(key)!r}")
-    if any(name not in data for name in required):
-        raise missing_keys(cls, data, path)  # type: ignore[misc]  # not None: a key is absent
+    absent = missing_keys(cls, data, path) if any(name not in data for name in required) else None
+    if absent is not None:
+        raise absent
     kwargs = {}
     for name, checker in checkers.items():
         if name in data:
