@@ -35,6 +35,47 @@ class SchemaError(ValueError):
         super().__init__(f"{self.path}: expected {expected}, got {got}")
 
 
+class MissingKeys(SchemaError):
+    """Required keys absent from one section, every one of them at once (not one per attempt).
+
+    ``keys`` holds their dotted paths. With one key missing the message reads as for any field
+    (``a.b.c: expected an integer (required), got nothing``); with several, ``path`` is the section
+    and the message lists each key path with what it holds. ``section`` (say ``a csv section``)
+    says what the section is when the whole section was left out.
+    """
+
+    def __init__(self, path: str, keys: typing.Sequence[str], holds: typing.Sequence[str], section: str = "") -> None:
+        self.keys = tuple(keys)
+        listed = [f"{key} ({what})" for key, what in zip(keys, holds)]
+        if section:
+            super().__init__(path, f"{section} with the required key{'s' if len(listed) > 1 else ''} "
+                                   f"{_and(listed)}", "nothing")
+        elif len(listed) == 1:
+            super().__init__(keys[0], f"{holds[0]} (required)", "nothing")
+        else:
+            super().__init__(path, f"the required keys {_and(listed)}", "nothing for any of them")
+
+
+def _and(items: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def required_keys(cls: type) -> list[tuple[str, str]]:
+    """The required (no default) keys of the dataclass ``cls``, in field order, each with a short
+    description of what it holds (``("path", "a string")``)."""
+    hints, _, required = _plan(cls)
+    return [(name, _type_name(hints[name])) for name in required]
+
+
+def missing_keys(cls: type, data: dict[str, Any], path: str) -> MissingKeys | None:
+    """A :class:`MissingKeys` naming every required key of ``cls`` absent from ``data``, or None."""
+    absent = [(name, what) for name, what in required_keys(cls) if name not in data]
+    if not absent:
+        return None
+    return MissingKeys(path, [_join(path, name) for name, _ in absent], [what for _, what in absent])
+
+
 @dataclass(frozen=True)
 class Range:
     """Numeric bounds; ``None`` means unbounded on that side."""
@@ -103,6 +144,10 @@ def _type_name(hint: Any) -> str:
         return names[hint]
     if get_origin(hint) is Literal:
         return f"one of {list(get_args(hint))}"
+    if get_origin(hint) is typing.Annotated:
+        return _type_name(get_args(hint)[0])
+    if get_origin(hint) is tuple:
+        return f"a list of {_type_name(get_args(hint)[0])}"
     return getattr(hint, "__name__", str(hint))
 
 
@@ -240,14 +285,14 @@ def _compile_union(options: tuple[Any, ...]) -> Checker:
 
 
 @functools.cache
-def _plan(cls: type) -> tuple[dict[str, Any], dict[str, Checker], frozenset[str]]:
-    """The init fields of ``cls``: their resolved hints, compiled checkers, and which are required
-    (computed once: resolving type hints is far slower than validating a message)."""
+def _plan(cls: type) -> tuple[dict[str, Any], dict[str, Checker], tuple[str, ...]]:
+    """The init fields of ``cls``: their resolved hints, compiled checkers, and which are required,
+    in field order (computed once: resolving type hints is far slower than validating a message)."""
     all_hints = get_type_hints(cls, include_extras=True)
     fields = [f for f in dataclasses.fields(cls) if f.init]
     hints = {f.name: all_hints[f.name] for f in fields}
     checkers = {name: compile_hint(hint) for name, hint in hints.items()}
-    required = frozenset(
+    required = tuple(
         f.name for f in fields if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
     )
     return hints, checkers, required
@@ -256,7 +301,11 @@ def _plan(cls: type) -> tuple[dict[str, Any], dict[str, Checker], frozenset[str]
 def build(cls: type[T], data: Any, path: str = "") -> T:
     """Build the frozen dataclass ``cls`` from a mapping, refusing unknown and missing keys.
 
-    Fields with defaults may be omitted. Raises :class:`SchemaError` at the first problem.
+    Fields with defaults may be omitted. Raises :class:`SchemaError` at the first problem, except
+    that the required keys a section lacks are reported together, as one :class:`MissingKeys`.
+    A dataclass may define ``__schema_check__(values, path)`` (a classmethod or staticmethod): it
+    sees the built field values before the instance is made, and raises :class:`SchemaError` with
+    paths below ``path`` for checks that span fields.
     """
     if not isinstance(data, dict):
         raise SchemaError(path, f"a mapping for {cls.__name__}", describe_value(data))
@@ -264,13 +313,16 @@ def build(cls: type[T], data: Any, path: str = "") -> T:
     for key in data:
         if key not in hints:
             raise SchemaError(_join(path, str(key)), f"one of the known keys {sorted(hints)}", f"unknown key {str(key)!r}")
+    absent = missing_keys(cls, data, path) if any(name not in data for name in required) else None
+    if absent is not None:
+        raise absent
     kwargs = {}
     for name, checker in checkers.items():
         if name in data:
             kwargs[name] = checker(data[name], f"{path}.{name}" if path else name)
-        elif name in required:
-            hint = hints[name]
-            raise SchemaError(_join(path, name), f"{_type_name(hint)} (required)", "nothing")
+    check = getattr(cls, "__schema_check__", None)
+    if check is not None:
+        check(kwargs, path)
     try:
         return cls(**kwargs)
     except SchemaError:

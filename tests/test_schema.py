@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 import pytest
 
-from marketplace.schema import AllowNonFinite, Length, Range, SchemaError, build, to_plain
+from marketplace.schema import AllowNonFinite, Length, MissingKeys, Range, SchemaError, build, to_plain
 
 
 @dataclass(frozen=True)
@@ -117,6 +117,23 @@ def test_missing_required_key_is_rejected_with_its_path() -> None:
     assert err.path == "a.b.c"
     assert err.expected == "an integer (required)"
     assert err.got == "nothing"
+
+
+def test_every_missing_required_key_of_a_section_comes_in_one_error() -> None:
+    assert build(Scalars, {"flag": True, "count": 2, "ratio": 0.5, "name": "n"}, "section").count == 2
+    with pytest.raises(MissingKeys) as caught:
+        build(Scalars, {"count": 2}, "section")
+    err = caught.value
+    assert err.keys == ("section.flag", "section.ratio", "section.name")
+    assert err.path == "section"
+    assert str(err) == ("section: expected the required keys section.flag (a boolean), section.ratio (a number) "
+                        "and section.name (a string), got nothing for any of them")
+
+
+def test_missing_required_keys_are_reported_before_a_bad_value_beside_them() -> None:
+    with pytest.raises(MissingKeys) as caught:
+        build(Scalars, {"flag": "yes", "count": 2})
+    assert caught.value.keys == ("ratio", "name")
 
 
 def test_keys_with_defaults_may_be_omitted() -> None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, make_dataclass
 from typing import Annotated, Any, Literal
 
 from marketplace.data.sources import DEFAULT_KIND, SOURCES
-from marketplace.schema import Length, Range
+from marketplace.schema import Length, MissingKeys, Range, required_keys
 
 Positive = Annotated[int, Range(min=1)]
 Probability = Annotated[float, Range(min=0.0, max=1.0)]
@@ -35,8 +35,20 @@ def _check_section(self: Any) -> None:
         raise ValueError(f"source.kind is {self.kind!r} but the source.{self.kind} section is missing")
 
 
+def _schema_check(values: dict[str, Any], path: str) -> None:
+    """While a scenario is read: a chosen kind whose options have required keys needs its section;
+    the error lists every required key of it by key path (not one per attempt)."""
+    kind = values.get("kind", DEFAULT_KIND)
+    keys = required_keys(SOURCES[kind].options)
+    if keys and values.get(kind) is None:
+        section = f"{path}.{kind}" if path else kind
+        raise MissingKeys(section, [f"{section}.{name}" for name, _ in keys], [what for _, what in keys],
+                          section=f"a {kind} section ({path or 'source'}.kind is {kind!r})")
+
+
 SourceConfig = make_dataclass("SourceConfig", _source_fields(), frozen=True,
-                              namespace={"__post_init__": _check_section, "__module__": __name__})
+                              namespace={"__post_init__": _check_section, "__schema_check__": staticmethod(_schema_check),
+                                         "__module__": __name__})
 SourceConfig.__doc__ = """Where the rows come from: ``kind`` picks a source (one module per kind in
 :mod:`marketplace.data.sources`), and the section named after it holds that source's options."""
 
