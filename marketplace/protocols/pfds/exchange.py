@@ -410,6 +410,10 @@ def tables(report: dict[str, Any]) -> list[Table]:
 # --- sweeps --------------------------------------------------------------------------------
 
 
+sweep_headline = ("pfds_error",)
+"""The columns of :func:`sweep_row` a sweep prints for each finished run: PFDS's mean error over the evaluated agents."""
+
+
 def sweep_row(report: dict[str, Any]) -> dict[str, Any]:
     metrics = report.get("metrics") or {}
     row: dict[str, Any] = {}

@@ -230,6 +230,10 @@ def tables(report: dict[str, Any]) -> list[Table]:
 # --- sweeps ------------------------------------------------------------------------------------
 
 
+sweep_headline = ("cost",)
+"""The columns of :func:`sweep_row` a sweep prints for each finished run: the clustering cost on the target."""
+
+
 def sweep_row(report: dict[str, Any]) -> dict[str, Any]:
     m = report.get("metrics") or {}
     refs = m.get("baselines") or {}
