@@ -96,13 +96,7 @@ class Scenario:
     def from_yaml(cls, text: str, overrides: Mapping[str, Any] | None = None, /, *, source: str = "<yaml>",
                   base_dir: str | Path | None = None, **fields: Any) -> Scenario:
         """Validate a scenario given as YAML text (what a scenario file holds)."""
-        try:
-            raw = read_yaml(text)
-        except yaml.YAMLError as err:
-            mark = getattr(err, "problem_mark", None)
-            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-            raise ScenarioError(source, "", f"not valid YAML{where}: {getattr(err, 'problem', err)}") from None
-        return parse_scenario(raw, source=source, base_dir=Path(base_dir or Path.cwd()), values=_values(overrides, fields))
+        return parse_scenario(read_scenario_text(text, source), source=source, base_dir=Path(base_dir or Path.cwd()), values=_values(overrides, fields))
 
     def with_overrides(self, overrides: Mapping[str, Any] | None = None, /, **fields: Any) -> Scenario:
         """A new validated scenario with some values changed (this one is left as it is).
@@ -166,13 +160,27 @@ def apply_value(raw: dict[str, Any], key: str, value: Any, source: str) -> None:
     key = key.strip() if isinstance(key, str) else key
     if not isinstance(key, str) or not key:
         raise ScenarioError(source, "", f"expected a key path such as 'summarize.rounds', got {key!r}")
-    if not key_is_known(ScenarioConfig, key):
-        raise ScenarioError(source, "", unknown_key_message(key))
+    for path in (key, *_nested_keys(key, value)):
+        if not key_is_known(ScenarioConfig, path):
+            raise ScenarioError(source, "", unknown_key_message(path))
     current: Any = raw
     for part in key.split("."):
         current = current.get(part) if isinstance(current, dict) else None
     value = _plain_value(value)
     set_path(raw, key, _merged(current, value) if isinstance(current, dict) and isinstance(value, dict) else value, source)
+
+
+def _nested_keys(key: str, value: Any) -> list[str]:
+    """The dotted keys a mapping ``value`` at ``key`` sets (``summarize={"rounds": 3}`` sets
+    ``summarize.rounds``), down to a key that holds a dot itself (a free mapping's, as
+    ``sweep.vary``'s ``summarize.rounds``: it is checked as the file would be)."""
+    if not isinstance(value, Mapping):
+        return []
+    out = []
+    for k, v in value.items():
+        if isinstance(k, str) and "." not in k:
+            out += [f"{key}.{k}", *_nested_keys(f"{key}.{k}", v)]
+    return out
 
 
 def _plain_value(value: Any) -> Any:
@@ -306,17 +314,24 @@ def parse_scenario(raw: Any, *, source: str, base_dir: Path, overrides: list[str
     return Scenario(config=config, raw=to_plain(config), source=source)
 
 
+def read_scenario_text(text: str, source: str) -> Any:
+    """The YAML ``text`` of a scenario, parsed; :class:`ScenarioError` with the line and column
+    when it is not valid YAML."""
+    try:
+        return read_yaml(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ScenarioError(source, "", f"not valid YAML{where}: {getattr(err, 'problem', err)}") from None
+
+
 def load_scenario(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> Scenario:
     """Read and validate the scenario file at ``path``, applying ``key.path=value`` overrides."""
     p = Path(path)
     if not p.is_file():
         raise ScenarioError(str(p), "", "scenario file not found" if not p.exists() else "not a regular file")
     try:
-        raw = read_yaml(p.read_text(encoding="utf-8"))
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ScenarioError(str(p), "", f"not valid YAML{where}: {getattr(err, 'problem', err)}") from None
+        text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError as err:
         raise ScenarioError(str(p), "", f"not UTF-8 text ({err})") from None
-    return parse_scenario(raw, source=str(p), base_dir=p.resolve().parent, overrides=overrides)
+    return parse_scenario(read_scenario_text(text, str(p)), source=str(p), base_dir=p.resolve().parent, overrides=overrides)
