@@ -358,3 +358,29 @@ def test_without_the_runners_main_module_adopted_the_forked_party_would_rerun_th
     guard = subprocess.run([sys.executable, "-c", "import marketplace.runner.forkserver_guard, __main__; print(__main__.__file__)"],
                            capture_output=True, text=True, timeout=60, env=dict(env, **{forkserver.MAIN_ENV: json.dumps({"path": "/x/y.py"})}))
     assert guard.stdout.strip() == "/x/y.py", guard.stderr
+
+
+def test_on_a_terminal_a_sweep_shows_a_bar_below_its_lines_and_prefers_a_spent_eps_column():
+    import io
+
+    from rich.console import Console
+
+    from marketplace.runner.display import sweep_progress
+    from marketplace.runner.sweep import result_line
+
+    points = marketplace.plan(tiny(), {"summarize.rounds": [2, 3]})
+    row = {"point": 0, "summarize.rounds": 2, "repeat": 0, "seed": 11, "status": "completed", "rounds": 2, "mmd2": 0.125,
+           "accuracy": 0.5, "eps[curator]": 0.25, "eps[owner-1]": 0.75, "wall_s": 0.25}
+    assert result_line(points[0], row, 2) == "[1/2] rounds=2 seed 11: completed, mmd2 0.125, accuracy 0.5, eps spent 0.75, 0.2 s"
+    spent = {**row, "eps_spent": 1.5}
+    assert result_line(points[0], spent, 2).endswith("accuracy 0.5, eps_spent 1.5, 0.2 s")
+    screen = io.StringIO()
+    console = Console(file=screen, force_terminal=True, width=120)
+    with sweep_progress(console, 2) as show:
+        show(points[0], row)
+    shown = screen.getvalue()
+    assert "[1/2] rounds=2 seed 11: completed" in shown and "━" in shown and "1/2" in shown.split("completed", 1)[1]
+    piped = io.StringIO()
+    with sweep_progress(Console(file=piped, force_terminal=False, width=120), 2) as show:
+        show(points[0], row)
+    assert piped.getvalue() == result_line(points[0], row, 2) + "\n"
