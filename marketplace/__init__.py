@@ -1,3 +1,44 @@
-"""marketplace: a privacy-preserving AI data marketplace."""
+"""marketplace: a privacy-preserving AI data marketplace.
+
+The Python API (:mod:`marketplace.api`) is importable from here: ``load``, ``validate``, ``run``,
+``start``, ``plan``, ``sweep``; the types ``Scenario``, ``Report``, ``SweepResult``, ``RunHandle``,
+``Validation``; the errors ``ScenarioError``, ``RunFailed``, ``RunFolderError``, ``DatasetMissing``.
+They are imported when first used, so ``import marketplace`` stays light (the command line's start).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+_LAZY = {
+    "load": "marketplace.api", "validate": "marketplace.api", "run": "marketplace.api", "start": "marketplace.api",
+    "plan": "marketplace.api", "sweep": "marketplace.api", "RunFailed": "marketplace.api",
+    "RunHandle": "marketplace.api", "Validation": "marketplace.api",
+    "Report": "marketplace.runner.results", "SweepResult": "marketplace.runner.results",
+    "Scenario": "marketplace.scenario", "ScenarioError": "marketplace.scenario",
+    "RunFolderError": "marketplace.runner.run", "DatasetMissing": "marketplace.datasets",
+}
+__all__ = ["__version__", *_LAZY]
+
+if TYPE_CHECKING:
+    from marketplace.api import RunFailed, RunHandle, Validation, load, plan, run, start, sweep, validate
+    from marketplace.datasets import DatasetMissing
+    from marketplace.runner.results import Report, SweepResult
+    from marketplace.runner.run import RunFolderError
+    from marketplace.scenario import Scenario, ScenarioError
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'marketplace' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

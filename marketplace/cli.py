@@ -67,6 +67,7 @@ def _parser() -> argparse.ArgumentParser:
                           "summary.csv and sweep.png (also from the scenario's sweep: section)")
     run.add_argument("--repeats", type=_positive_int, metavar="N",
                      help="runs per sweep point, with seeds seed, seed+1, ... (default: sweep.repeats, 1)")
+    run.add_argument("--seed", type=int, metavar="N", help="the run seed (replaces the scenario's seed:; a sweep's first seed)")
 
     val = sub.add_parser("validate", help="check a scenario (and its data) without running it; print it resolved",
                          description="Check SCENARIO as `run` would before starting anything: the file, every value, "
@@ -75,6 +76,7 @@ def _parser() -> argparse.ArgumentParser:
                                      "filled in.")
     val.add_argument("scenario")
     val.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
+    val.add_argument("--seed", type=int, metavar="N", help="the run seed (replaces the scenario's seed:)")
 
     from marketplace.privacy import compose_cli
 
@@ -217,10 +219,11 @@ def main(argv: list[str] | None = None) -> int:
         args.overrides.append("transport.security=none")
     if getattr(args, "keys", None):
         args.overrides.append(f"transport.curve_keys={Path(args.keys).resolve()}")
-    from marketplace.scenario import ScenarioError, load_scenario
+    from marketplace.api import load
+    from marketplace.scenario import ScenarioError
 
     try:
-        scenario = load_scenario(args.scenario, args.overrides)
+        scenario = load(args.scenario, sets=args.overrides)
     except ScenarioError as err:
         print(f"marketplace: bad scenario: {err}", file=sys.stderr)
         if args.command == "run":
@@ -257,20 +260,16 @@ def _runs_forked_parties(argv: list[str]) -> bool:
 def _validate(args: argparse.Namespace, scenario) -> int:
     """Build the world as `run` would (the data-dependent checks), then print the scenario's own
     sections resolved; a summary of the parties' shares goes to stderr."""
-    from marketplace.runner.format import plural
-    from marketplace.runner.run import prepare_world
+    from marketplace.api import validate
     from marketplace.scenario import ScenarioError
 
     try:
-        world = prepare_world(scenario)
+        checked = validate(scenario, seed=args.seed)
     except ScenarioError as err:
         print(f"marketplace: bad scenario: {err}", file=sys.stderr)
         return EXIT_USAGE
-    print(scenario.dump_yaml(protocol_only=True), end="")
-    rows = sum(len(owner) for owner in world.owners)
-    print(f"{scenario.source}: valid ({scenario.config.protocol}; {plural(len(world.owners), 'owner')} holding "
-          f"{plural(rows, 'row')} of {plural(world.dim, 'feature')}; the consumer {len(world.validation)} + "
-          f"{len(world.test)} rows; seed set {len(world.seed_set)})", file=sys.stderr)
+    print(checked.scenario.dump_yaml(protocol_only=True), end="")
+    print(checked, file=sys.stderr)
     return EXIT_OK
 
 
@@ -291,9 +290,9 @@ def _run_folder(args: argparse.Namespace, scenario, kind: str = "") -> Path | No
 def _run(args: argparse.Namespace, scenario) -> int:
     from rich.console import Console
 
+    from marketplace.api import RunFailed, run
     from marketplace.runner.display import print_summary, round_progress
     from marketplace.runner.format import shorten
-    from marketplace.runner.run import run_scenario
     from marketplace.scenario import ScenarioError
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -303,11 +302,12 @@ def _run(args: argparse.Namespace, scenario) -> int:
     console = Console(stderr=False)
     try:
         if args.quiet:
-            report = run_scenario(scenario, out, driver=args.driver, launch=args.launch)
+            report = run(scenario, out, driver=args.driver, launch=args.launch, seed=args.seed)
         else:
             with round_progress(console, scenario.config.name) as progress:
-                report = run_scenario(scenario, out, driver=args.driver, launch=args.launch, on_round=progress,
-                                      on_phase=progress.phase)
+                report = run(scenario, out, driver=args.driver, launch=args.launch, seed=args.seed, progress=progress)
+    except RunFailed as err:
+        report = err.report
     except ScenarioError as err:
         print(f"marketplace: bad scenario: {err}", file=sys.stderr)
         return EXIT_USAGE
@@ -321,9 +321,9 @@ def _run(args: argparse.Namespace, scenario) -> int:
     if args.quiet:
         print(f"{out}/report.json")
     else:
-        print_summary(console, report, out)
-    if report["status"] != "completed":
-        for failure in report["failures"]:
+        print_summary(console, report.raw, out)
+    if not report.completed:
+        for failure in report.failures:
             print(f"marketplace: run failed: {shorten(failure, 400)}", file=sys.stderr)
         return EXIT_RUN_FAILED
     return EXIT_OK
@@ -409,42 +409,27 @@ def _keys(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 def _sweep(args: argparse.Namespace, scenario) -> int:
     from rich.console import Console
 
+    from marketplace.api import sweep
     from marketplace.plugins import exchange
     from marketplace.runner.format import plural
-    from marketplace.runner.sweep import parse_axis, plan_sweep, run_sweep, summarize_rows
+    from marketplace.runner.sweep import parse_axis
     from marketplace.scenario import ScenarioError
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     console = Console(stderr=False)
     if not console.is_terminal:
         console = Console(stderr=False, width=140)  # a file or pipe: keep the sweep table on one line per point
+    out = None
     try:
-        axes = {key: list(values) for key, values in scenario.config.sweep.vary.items()}
-        axes.update(parse_axis(text) for text in args.sweeps)
-        repeats = args.repeats if args.repeats is not None else scenario.config.sweep.repeats
-        points = plan_sweep(scenario, axes, repeats)
-    except ScenarioError as err:
+        vary = dict(parse_axis(text) for text in args.sweeps)
+        out = _run_folder(args, scenario, "sweep")
+        if out is None:
+            return EXIT_USAGE
+        result = sweep(scenario, vary, repeats=args.repeats, out=out, driver=args.driver, launch=args.launch,
+                       seed=args.seed, progress=not args.quiet)
+    except ScenarioError as err:  # a bad sweep value, or a point whose world cannot be built (a size only its data can refuse)
         print(f"marketplace: bad scenario: {err}", file=sys.stderr)
-        return EXIT_USAGE
-    out = _run_folder(args, scenario, "sweep")
-    if out is None:
-        return EXIT_USAGE
-    total = len(points)
-
-    def on_run(point, row) -> None:
-        if not args.quiet:
-            shown = ", ".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in point.values.items())
-            columns = list(row)
-            figures = [f"{c} {row[c]:.4g}" if isinstance(row[c], float) else f"{c} {row[c]}"
-                       for c in columns[columns.index("status") + 1:][:3] if row[c] is not None]
-            console.print(f"[{point.index + 1}/{total}] {shown or 'base'} seed {point.seed}: {row['status']}, "
-                          f"{', '.join(figures)}, {row['wall_s']:.1f} s")
-
-    try:
-        rows = run_sweep(points, out, driver=args.driver, launch=args.launch, on_run=on_run)
-    except ScenarioError as err:  # a point whose world cannot be built (e.g. a size only its data can refuse)
-        print(f"marketplace: bad scenario: {err}", file=sys.stderr)
-        if (Path(out) / "runs.csv").exists():
+        if out is not None and (Path(out) / "runs.csv").exists():
             print(f"marketplace: the runs before it are in {out}/runs.csv", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
@@ -454,14 +439,14 @@ def _sweep(args: argparse.Namespace, scenario) -> int:
         from marketplace.runner.forkserver import stop_forkserver
 
         stop_forkserver()
-    keys = list(axes)
+    total = len(result.rows)
     if not args.quiet:
-        console.print(exchange(scenario.config.protocol).sweep_table(summarize_rows(rows, keys), keys, f"{scenario.config.name}: {plural(total, 'run')} (mean ± sd over repeats)"))
+        console.print(exchange(scenario.config.protocol).sweep_table(result.summary, result.keys,
+                                                                     f"{scenario.config.name}: {plural(total, 'run')} (mean ± sd over repeats)"))
     plot = " and sweep.png" if (Path(out) / "sweep.png").exists() else ""
     print(f"{out}/runs.csv, {out}/summary.csv{plot}")
-    failed = [r for r in rows if r["status"] != "completed"]
-    if failed:
-        print(f"marketplace: {len(failed)} of {plural(total, 'run')} failed (see runs.csv)", file=sys.stderr)
+    if result.failed:
+        print(f"marketplace: {len(result.failed)} of {plural(total, 'run')} failed (see runs.csv)", file=sys.stderr)
         return EXIT_RUN_FAILED
     return EXIT_OK
 

@@ -35,6 +35,11 @@ class DatasetMissing(LookupError):
     def __str__(self) -> str:
         return str(self.args[0])
 
+    @property
+    def fetch_command(self) -> str:
+        """The command that puts the dataset in the cache (``marketplace data fetch NAME``)."""
+        return fetch_command([self.name])
+
 
 class ChecksumMismatch(ValueError):
     """A cached file whose bytes differ from the registry's size or SHA-256."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from typing import Any, Iterator
 
@@ -133,3 +134,27 @@ def print_summary(console: Console, report: dict[str, Any], out_dir: str) -> Non
     for table in summary_tables(report):
         console.print(table)
     console.print(f"report: {out_dir}/report.json  (messages.csv, rounds.csv, rounds.png, scenario.resolved.yaml, logs/)")
+
+
+@contextmanager
+def sweep_progress(console: Console, total: int) -> Iterator[Callable[[Any, dict[str, Any]], None]]:
+    """A sweep's live account, as ``on_run(point, row)``: one line per finished run (place, swept
+    values, status, headline figures, eps spent; :func:`marketplace.runner.sweep.result_line`) and,
+    on a terminal, a progress bar over the runs below the lines. Lines only on a pipe or file."""
+    from marketplace.runner.sweep import result_line
+
+    def line(point: Any, row: dict[str, Any]) -> None:
+        console.print(result_line(point, row, total), markup=False, highlight=False, soft_wrap=True)
+
+    if not console.is_terminal:
+        yield line
+        return
+    with Progress(SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console, transient=True) as progress:
+        task = progress.add_task("sweep", total=total)
+
+        def show(point: Any, row: dict[str, Any]) -> None:
+            line(point, row)
+            progress.advance(task)
+
+        yield show

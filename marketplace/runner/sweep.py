@@ -28,9 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from marketplace.scenario import Scenario, ScenarioError, parse_scenario
-from marketplace.scenario.load import parse_value, set_path
+from marketplace.scenario.config import ScenarioConfig
+from marketplace.scenario.load import parse_value, set_path, unknown_key_message
+from marketplace.schema import key_is_known
 
-__all__ = ["SweepPoint", "parse_axis", "plan_sweep", "row_of", "run_sweep", "summarize_rows", "write_csv"]
+__all__ = ["SweepPoint", "parse_axis", "plan_sweep", "result_line", "row_of", "run_folder", "run_sweep", "summarize_rows",
+           "write_csv"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,9 @@ def plan_sweep(scenario: Scenario, axes: dict[str, list[Any]], repeats: int) -> 
     :class:`ScenarioError` naming the sweep value at fault before anything runs)."""
     if repeats < 1:
         raise ScenarioError(scenario.source, "sweep.repeats", f"expected an integer >= 1, got {repeats}")
+    for key in axes:
+        if not isinstance(key, str) or not key_is_known(ScenarioConfig, key):
+            raise ScenarioError("sweep", "", unknown_key_message(str(key)))
     base = copy.deepcopy(scenario.raw)
     base.pop("sweep", None)
     base_seed = int(base.get("seed", 0))
@@ -92,6 +98,43 @@ def row_of(point: SweepPoint, report: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+def run_folder(out: str | Path, point: SweepPoint) -> Path:
+    """The folder of ``point``'s run inside the sweep folder ``out``."""
+    return Path(out) / "runs" / f"{point.index:03d}-{point.label}"
+
+
+EPS_COLUMN = re.compile(r"(^|_)eps($|_|\[)")
+"""Sweep columns holding an eps a run spent (``eps_spent``, ``eps[curator]``, ``owner_eps``, ``eps_max``)."""
+
+
+def result_line(point: SweepPoint, row: dict[str, Any], total: int) -> str:
+    """One finished run of a sweep, for a person watching: its place, the swept values, the seed,
+    the status, the protocol's headline figures (its exchange's ``sweep_headline`` columns, else
+    the first figures of its row), the eps spent when the row has it, and the wall time."""
+    from marketplace.plugins import exchange
+
+    shown = ", ".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in point.values.items()) or "base"
+    columns = list(row)
+    own = columns[columns.index("status") + 1:] if "status" in columns else []
+    headline = getattr(exchange(point.scenario.config.protocol), "sweep_headline", None)
+    chosen = [c for c in headline if c in row] if headline else [c for c in own if not EPS_COLUMN.search(c)][:3]
+    figures = [f"{c} {_figure(row[c])}" for c in chosen if row.get(c) is not None]
+    spent = [c for c in own if "spent" in c and EPS_COLUMN.search(c) and row.get(c) is not None]
+    eps = [row[c] for c in own if EPS_COLUMN.search(c) and isinstance(row.get(c), (int, float))]
+    if spent:
+        figures += [f"{c} {_figure(row[c])}" for c in spent]
+    elif eps:
+        figures.append(f"eps spent {_figure(max(eps))}")
+    wall = row.get("wall_s")
+    tail = f", {wall:.1f} s" if isinstance(wall, (int, float)) else ""
+    return f"[{point.index + 1}/{total}] {shown} seed {point.seed}: {row.get('status')}" + \
+        (f", {', '.join(figures)}" if figures else "") + tail
+
+
+def _figure(value: Any) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
 def run_sweep(points: list[SweepPoint], out: str | Path, *, driver: str = "inprocess", launch: str = "forkserver",
               on_run: Callable[[SweepPoint, dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
     """Run every point (in order), write ``runs.csv`` and ``summary.csv`` (and ``sweep.png`` when a
@@ -102,7 +145,7 @@ def run_sweep(points: list[SweepPoint], out: str | Path, *, driver: str = "inpro
     out.mkdir(parents=True, exist_ok=True)
     rows = []
     for point in points:
-        report = run_scenario(point.scenario, out / "runs" / f"{point.index:03d}-{point.label}", driver=driver, launch=launch)
+        report = run_scenario(point.scenario, run_folder(out, point), driver=driver, launch=launch)
         rows.append(row_of(point, report))
         write_csv(out / "runs.csv", rows)  # rewritten after every run: an interrupted sweep keeps what it did
         if on_run is not None:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import copy
 import re
+import reprlib
+from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 import yaml
@@ -50,6 +52,19 @@ class ScenarioError(ValueError):
         super().__init__(f"{source}: {path}: {message}" if path else f"{source}: {message}")
 
 
+class ScenarioDataMissing(ScenarioError, DatasetMissing):
+    """A scenario whose dataset is not in the data cache: a :class:`ScenarioError` (the command
+    line's "bad scenario", naming the file and ``data.source``) and a
+    :class:`~marketplace.datasets.DatasetMissing` (``name``, ``missing``, ``fetch_command``)."""
+
+    def __init__(self, source: str, path: str, missing: DatasetMissing) -> None:
+        ScenarioError.__init__(self, source, path, str(missing))
+        self.name, self.missing, self.home = missing.name, missing.missing, missing.home
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
 @dataclass(frozen=True)
 class Scenario:
     """A validated scenario: the typed config, its plain form (for reports) and where it came from."""
@@ -58,10 +73,54 @@ class Scenario:
     raw: dict[str, Any]
     source: str
 
+    @classmethod
+    def from_file(cls, path: str | Path, overrides: Mapping[str, Any] | None = None, /, *, sets: list[str] | tuple[str, ...] = (),
+                  **fields: Any) -> Scenario:
+        """Read and validate the scenario file at ``path``. Relative paths in it are read from the
+        file's folder. ``overrides``, ``sets`` and ``fields`` as in :meth:`with_overrides`, except
+        that ``sets`` are the command line's ``key.path=value`` texts (parsed as YAML)."""
+        scenario = load_scenario(path, sets)
+        return scenario.with_overrides(overrides, **fields) if overrides or fields else scenario
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], overrides: Mapping[str, Any] | None = None, /, *, source: str = "<dict>",
+                  base_dir: str | Path | None = None, **fields: Any) -> Scenario:
+        """Validate a scenario given as a mapping (what a scenario file holds). Relative paths in it
+        are read from ``base_dir`` (default: the working folder); ``source`` names it in errors."""
+        if not isinstance(data, Mapping):
+            raise ScenarioError(source, "", f"expected a mapping of scenario keys, got {describe_value(data)}")
+        return parse_scenario(_plain_value(data), source=source, base_dir=Path(base_dir or Path.cwd()),
+                              values=_values(overrides, fields))
+
+    @classmethod
+    def from_yaml(cls, text: str, overrides: Mapping[str, Any] | None = None, /, *, source: str = "<yaml>",
+                  base_dir: str | Path | None = None, **fields: Any) -> Scenario:
+        """Validate a scenario given as YAML text (what a scenario file holds)."""
+        return parse_scenario(read_scenario_text(text, source), source=source, base_dir=Path(base_dir or Path.cwd()), values=_values(overrides, fields))
+
+    def with_overrides(self, overrides: Mapping[str, Any] | None = None, /, **fields: Any) -> Scenario:
+        """A new validated scenario with some values changed (this one is left as it is).
+
+        ``overrides`` maps dotted key paths to values: ``{"summarize.rounds": 20, "parties.owners": 8}``.
+        ``fields`` are top-level keys: ``seed=3``, ``summarize={"rounds": 20}``. A mapping value
+        updates the mapping at its key, key by key (``summarize={"rounds": 20}`` keeps every other
+        ``summarize`` setting); any other value replaces. Raises :class:`ScenarioError` naming the
+        override, with the closest valid keys for a key no scenario has.
+        """
+        return parse_scenario(self.raw, source=self.source, base_dir=Path.cwd(), values=_values(overrides, fields))
+
     def dump_yaml(self, *, protocol_only: bool = False) -> str:
         """The resolved scenario as YAML; ``protocol_only`` leaves out the sections of the other
         protocols and of the data sources not chosen (reading it back gives the same config)."""
         return yaml.safe_dump(protocol_sections(self.raw) if protocol_only else self.raw, sort_keys=False)
+
+
+def _values(overrides: Mapping[str, Any] | None, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """Dotted-path overrides, then keyword ones (``seed=3``), as one ordered mapping."""
+    if overrides is not None and not isinstance(overrides, Mapping):
+        raise ScenarioError("overrides", "", f"expected a mapping of key paths to values such as "
+                                             f"{{'summarize.rounds': 20}}, got {describe_value(overrides)}")
+    return {**(overrides or {}), **fields}
 
 
 def protocol_sections(raw: dict[str, Any]) -> dict[str, Any]:
@@ -91,6 +150,55 @@ def apply_override(raw: dict[str, Any], assignment: str, source: str = "--set") 
     if not key_is_known(ScenarioConfig, key):
         raise ScenarioError(given, "", unknown_key_message(key))
     set_path(raw, key, parse_value(text, key, given), given)
+
+
+def apply_value(raw: dict[str, Any], key: str, value: Any, source: str) -> None:
+    """Set the Python ``value`` at the dotted ``key`` of ``raw`` in place (the Python API's
+    overrides). A mapping updates the mapping already there key by key, at any depth; any other
+    value replaces what was there. A key no scenario has is refused as ``--set`` refuses it, with
+    the closest valid keys."""
+    key = key.strip() if isinstance(key, str) else key
+    if not isinstance(key, str) or not key:
+        raise ScenarioError(source, "", f"expected a key path such as 'summarize.rounds', got {key!r}")
+    for path in (key, *_nested_keys(key, value)):
+        if not key_is_known(ScenarioConfig, path):
+            raise ScenarioError(source, "", unknown_key_message(path))
+    current: Any = raw
+    for part in key.split("."):
+        current = current.get(part) if isinstance(current, dict) else None
+    value = _plain_value(value)
+    set_path(raw, key, _merged(current, value) if isinstance(current, dict) and isinstance(value, dict) else value, source)
+
+
+def _nested_keys(key: str, value: Any) -> list[str]:
+    """The dotted keys a mapping ``value`` at ``key`` sets (``summarize={"rounds": 3}`` sets
+    ``summarize.rounds``), down to a key that holds a dot itself (a free mapping's, as
+    ``sweep.vary``'s ``summarize.rounds``: it is checked as the file would be)."""
+    if not isinstance(value, Mapping):
+        return []
+    out = []
+    for k, v in value.items():
+        if isinstance(k, str) and "." not in k:
+            out += [f"{key}.{k}", *_nested_keys(f"{key}.{k}", v)]
+    return out
+
+
+def _plain_value(value: Any) -> Any:
+    """``value`` as YAML would give it: mappings as dicts, tuples as lists, paths as text (a copy)."""
+    if isinstance(value, Mapping):
+        return {k: _plain_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain_value(v) for v in value]
+    if isinstance(value, PurePath):
+        return str(value)
+    return copy.deepcopy(value)
+
+
+def _merged(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(old)
+    for k, v in new.items():
+        out[k] = _merged(out[k], v) if isinstance(out.get(k), dict) and isinstance(v, dict) else v
+    return out
 
 
 def unknown_key_message(key: str) -> str:
@@ -170,8 +278,13 @@ def check_privacy_plan(config: ScenarioConfig) -> None:
     plugins.exchange(config.protocol).check_plan(config)
 
 
-def parse_scenario(raw: Any, *, source: str, base_dir: Path, overrides: list[str] | tuple[str, ...] = ()) -> Scenario:
-    """Validate an already-parsed mapping (from YAML or Python) into a :class:`Scenario`."""
+def parse_scenario(raw: Any, *, source: str, base_dir: Path, overrides: list[str] | tuple[str, ...] = (),
+                   values: Mapping[str, Any] | None = None) -> Scenario:
+    """Validate an already-parsed mapping (from YAML or Python) into a :class:`Scenario`.
+
+    ``overrides`` are ``key.path=value`` texts (the command line's ``--set``), applied first;
+    ``values`` maps key paths to Python values (see :func:`apply_value`), applied next. An error in
+    a value either set names the override, as ``--set`` does."""
     if raw is None:
         raise ScenarioError(source, "", "the file is empty; a scenario is a mapping with at least `name:` and "
                                         "`protocol:` (see scenarios/quickstart.yaml)")
@@ -180,6 +293,9 @@ def parse_scenario(raw: Any, *, source: str, base_dir: Path, overrides: list[str
     raw = copy.deepcopy(raw)
     for assignment in overrides:
         apply_override(raw, assignment)
+    given = [f"{key}={reprlib.repr(value)}" for key, value in (values or {}).items()]
+    for (key, value), assignment in zip((values or {}).items(), given):
+        apply_value(raw, key, value, f"override {assignment}")
     _refuse_folder_paths(raw, source)
     _resolve_paths(raw, base_dir)
     try:
@@ -187,12 +303,26 @@ def parse_scenario(raw: Any, *, source: str, base_dir: Path, overrides: list[str
         check_source_available(config.data.source, "data.source")
         check_privacy_plan(config)
     except SchemaError as err:
-        assignment = override_for(err.path, overrides)
-        where = f"--set {assignment}" if assignment is not None else source
+        assignment = override_for(err.path, given)
+        where = f"override {assignment}" if assignment is not None else None
+        if where is None:
+            assignment = override_for(err.path, overrides)
+            where = f"--set {assignment}" if assignment is not None else source
         raise ScenarioError(where, err.path, f"expected {err.expected}, got {err.got}") from None
     except DatasetMissing as err:
-        raise ScenarioError(source, "data.source", str(err)) from None
+        raise ScenarioDataMissing(source, "data.source", err) from None
     return Scenario(config=config, raw=to_plain(config), source=source)
+
+
+def read_scenario_text(text: str, source: str) -> Any:
+    """The YAML ``text`` of a scenario, parsed; :class:`ScenarioError` with the line and column
+    when it is not valid YAML."""
+    try:
+        return read_yaml(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ScenarioError(source, "", f"not valid YAML{where}: {getattr(err, 'problem', err)}") from None
 
 
 def load_scenario(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> Scenario:
@@ -201,11 +331,7 @@ def load_scenario(path: str | Path, overrides: list[str] | tuple[str, ...] = ())
     if not p.is_file():
         raise ScenarioError(str(p), "", "scenario file not found" if not p.exists() else "not a regular file")
     try:
-        raw = read_yaml(p.read_text(encoding="utf-8"))
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ScenarioError(str(p), "", f"not valid YAML{where}: {getattr(err, 'problem', err)}") from None
+        text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError as err:
         raise ScenarioError(str(p), "", f"not UTF-8 text ({err})") from None
-    return parse_scenario(raw, source=str(p), base_dir=p.resolve().parent, overrides=overrides)
+    return parse_scenario(read_scenario_text(text, str(p)), source=str(p), base_dir=p.resolve().parent, overrides=overrides)

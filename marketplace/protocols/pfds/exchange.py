@@ -450,6 +450,10 @@ def tables(report: dict[str, Any]) -> list[Table]:
 # --- sweeps --------------------------------------------------------------------------------
 
 
+sweep_headline = ("pfds_error",)
+"""The columns of :func:`sweep_row` a sweep prints for each finished run: PFDS's mean error over the evaluated agents."""
+
+
 def sweep_row(report: dict[str, Any]) -> dict[str, Any]:
     """The error and fidelity columns of one run, and ``eps_spent`` (with ``delta_spent``): the
     largest eps a sharer's ledger states (at most ``pfds.epsilon``: levels that read no data cost

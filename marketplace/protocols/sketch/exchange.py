@@ -445,6 +445,10 @@ PRIVACY_KEYS = frozenset({"sketch.epsilon", "sketch.mechanism", "sketch.delta", 
 SWEEP_COLUMNS = ("moment1_mre", "moment2_mre", "cdf_mae", "covariance_rel_fro", "count_fraction_mae", "count_mre")
 
 
+sweep_headline = ("moment1_mre", "logistic_auc")
+"""The columns of :func:`sweep_row` a sweep prints for each finished run: the first-moment error and the logistic model's AUC."""
+
+
 def sweep_row(report: dict[str, Any]) -> dict[str, Any]:
     """The error columns of one run, and ``eps_spent`` (with ``delta_spent``): the largest eps an
     owner's ledger states for its one release (``owner_eps``: the largest of every ledger's)."""

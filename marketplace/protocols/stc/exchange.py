@@ -248,6 +248,10 @@ def tables(report: dict[str, Any]) -> list[Table]:
 # --- sweeps ------------------------------------------------------------------------------------
 
 
+sweep_headline = ("cost",)
+"""The columns of :func:`sweep_row` a sweep prints for each finished run: the clustering cost on the target."""
+
+
 def sweep_row(report: dict[str, Any]) -> dict[str, Any]:
     """The metric columns of one run: the costs, and ``eps_spent`` (with ``delta_spent``), the
     largest eps an owner's ledger states for its one release (under ``zcdp``, the (eps, delta)

@@ -211,6 +211,10 @@ def _pct(value: float | None, reference: float | None) -> float | None:
     return 100.0 * (value / reference - 1.0)
 
 
+sweep_headline = ("mmd2", "accuracy")
+"""The columns of :func:`sweep_row` a sweep prints for each finished run: MMD^2 of the summary and the consumer's accuracy."""
+
+
 def sweep_row(report: dict[str, Any]) -> dict[str, Any]:
     """The metric columns of one run. "Greedy" is the non-private protocol rule: in a private run the
     runner's ``non_private_greedy`` baseline, in a non-private run the protocol itself. Each
