@@ -30,10 +30,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "runtime")]  # helpers, and test_faults
 
+from process_probes import alive, pid_of  # noqa: E402
 from test_faults import HEARTBEAT_TIMEOUT_S, descendants, dropout, kill_all, long_scenario, marketplace_run, wait_for  # noqa: E402
-from test_zmq import _alive, _pid_of  # noqa: E402
 
 from conftest import tiny_raw  # noqa: E402
 
@@ -45,7 +45,7 @@ def trial(workdir: Path, rounds: int, owner: str, sig: signal.Signals, at_round:
     below: list[int] = []
     try:
         wait_for(out / "logs" / "curator.log", rf"round {at_round}/")
-        pid = _pid_of(out, owner)
+        pid = pid_of(out, owner)
         below = descendants(proc.pid)
         signalled_at = time.time()
         os.kill(pid, sig)
@@ -70,7 +70,7 @@ def trial(workdir: Path, rounds: int, owner: str, sig: signal.Signals, at_round:
         "missing_rounds": rounds - len(set(selection)),
         "seen_not_selected": seen - len(set(selection)),
         "accepted_after_dropout": len(late),
-        "orphans": [p for p in below if _alive(p)],
+        "orphans": [p for p in below if alive(p)],
         "failures": report["failures"],
     }
 

@@ -28,7 +28,7 @@ import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "transport")]  # fuzzing, and test_fuzz
 
 import fuzzing  # noqa: E402
 from test_fuzz import SCENARIOS, outcome, prepared  # noqa: E402

@@ -1,4 +1,4 @@
-"""Frame fuzzing shared by tests/test_fuzz.py and benchmarks/bench_fuzz.py.
+"""Frame fuzzing shared by tests/transport/test_fuzz.py and benchmarks/bench_fuzz.py.
 
 * :func:`record` runs a scenario in-process and keeps every frame in delivery order: the honest
   traffic each party receives, which the mutators start from.

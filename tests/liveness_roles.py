@@ -1,4 +1,4 @@
-"""Two tiny roles for tests/test_liveness.py: a curator that asks one party for a bid, and a party
+"""Two tiny roles for tests/runtime/test_liveness.py: a curator that asks one party for a bid, and a party
 that, before it answers, computes in Python, stops itself (SIGSTOP) or dies (SIGKILL).
 
     python tests/liveness_roles.py ENDPOINT BEHAVIOUR SECONDS HEARTBEAT_INTERVAL_S HEARTBEAT_TIMEOUT_S

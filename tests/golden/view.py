@@ -2,7 +2,7 @@
 
 Before code moves between modules, every shipped scenario is run under both drivers with the
 overrides in ``OVERRIDES`` (small enough to take seconds) and ``golden_view`` of its report is
-stored as ``tests/golden/<scenario>.<driver>.json`` (``record.py``). ``tests/test_golden_reports.py``
+stored as ``tests/golden/<scenario>.<driver>.json`` (``record.py``). ``tests/runtime/test_golden_reports.py``
 runs them again and compares: the same seed must give the same view, bit for bit.
 
 The view is the whole report except what differs from run to run or from driver to driver:

@@ -1,7 +1,7 @@
 """Faults with real processes: an owner stopped (SIGSTOP), computing for long or forever, a consumer
 killed, a curator hung. Short heartbeats (interval 0.2 s, timeout 2 s) keep every test to seconds; every wait is bounded.
 
-An owner killed with SIGKILL and a curator killed with SIGKILL are in tests/test_zmq.py; the
+An owner killed with SIGKILL and a curator killed with SIGKILL are in tests/transport/test_zmq.py; the
 20-trial random-round version of both owner faults is benchmarks/bench_faults.py.
 """
 
@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from test_zmq import _alive, _pid_of
+from process_probes import alive, pid_of
 
 pytestmark = pytest.mark.slow
 
@@ -94,7 +94,7 @@ def test_a_stopped_owner_is_detected_within_the_heartbeat_timeout_and_the_protoc
     proc = marketplace_run(long_scenario(tiny_scenario, tmp_path), out)
     try:
         wait_for(out / "logs" / "curator.log", r"round 20/")
-        pids = [_pid_of(out, p) for p in PARTIES]
+        pids = [pid_of(out, p) for p in PARTIES]
         stopped_at = time.time()
         os.kill(pids[2], signal.SIGSTOP)  # owner-2
 
@@ -111,7 +111,7 @@ def test_a_stopped_owner_is_detected_within_the_heartbeat_timeout_and_the_protoc
     assert report["party_details"]["consumer"]["result"]["metrics"]["mmd2"] is not None  # the consumer got its summary
     assert_nothing_lost_or_counted_twice(report, 1000, "owner-2", round_no)
     assert report["checks"]["central_replay"]["matches"] is True  # the dropout replayed
-    assert not any(_alive(pid) for pid in pids)  # the stopped owner too
+    assert not any(alive(pid) for pid in pids)  # the stopped owner too
 
 
 def test_a_run_whose_owner_is_stopped_completes_with_exit_status_0(tiny_scenario, tmp_path):
@@ -119,7 +119,7 @@ def test_a_run_whose_owner_is_stopped_completes_with_exit_status_0(tiny_scenario
     proc = marketplace_run(long_scenario(tiny_scenario, tmp_path, rounds=300), out)
     try:
         wait_for(out / "logs" / "curator.log", r"round 20/")
-        os.kill(_pid_of(out, "owner-2"), signal.SIGSTOP)
+        os.kill(pid_of(out, "owner-2"), signal.SIGSTOP)
         _, stderr = proc.communicate(timeout=120)
     finally:
         proc.kill()
@@ -205,7 +205,7 @@ def test_a_killed_consumer_fails_the_run_clearly_and_leaves_no_orphans(tiny_scen
     proc = marketplace_run(long_scenario(tiny_scenario, tmp_path), out)
     try:
         wait_for(out / "logs" / "curator.log", r"round 20/")
-        pids = [_pid_of(out, p) for p in PARTIES]
+        pids = [pid_of(out, p) for p in PARTIES]
         killed_at = time.monotonic()
         os.kill(pids[-1], signal.SIGKILL)
         _, stderr = proc.communicate(timeout=120)
@@ -218,7 +218,7 @@ def test_a_killed_consumer_fails_the_run_clearly_and_leaves_no_orphans(tiny_scen
     assert ("the consumer was lost" in stderr or "the consumer never confirmed" in stderr), stderr
     assert "consumer exited with status -9" in stderr
     assert took <= HEARTBEAT_TIMEOUT_S + 10
-    assert not any(_alive(pid) for pid in pids)
+    assert not any(alive(pid) for pid in pids)
     report = json.loads((out / "report.json").read_text())
     assert report["status"] == "failed"
     assert all(report["party_details"][o]["result"]["end_status"] == "failed" for o in ("owner-1", "owner-2", "owner-3"))
@@ -254,7 +254,7 @@ def hang_the_curator(tiny_scenario, tmp_path) -> tuple[subprocess.Popen, Path, d
     out = tmp_path / "run"
     proc = marketplace_run(long_scenario(tiny_scenario, tmp_path, rounds=3000, run_timeout_s=600.0), out)
     wait_for(out / "logs" / "curator.log", r"round 20/")
-    pids = dict(zip(PARTIES, (_pid_of(out, p) for p in PARTIES)))
+    pids = dict(zip(PARTIES, (pid_of(out, p) for p in PARTIES)))
     below = descendants(proc.pid)  # the forkserver and multiprocessing's resource tracker too
     time.sleep(0.5)  # > 2 heartbeat intervals: every party has heard the curator before it stops
     os.kill(pids["curator"], signal.SIGSTOP)
@@ -269,9 +269,9 @@ def test_a_hung_curator_is_detected_by_every_party_within_the_heartbeat_timeout(
         lost_at = {party: log_time(wait_for(out / "logs" / f"{party}.log", r"(?m)^.{23} \S+ WARNING \S+ peer curator lost: its connection closed",
                                             timeout_s=HEARTBEAT_TIMEOUT_S + 28).group(0)) for party in PARTIES[1:]}
         deadline = time.monotonic() + 15
-        while any(_alive(pids[p]) for p in PARTIES[1:]) and time.monotonic() < deadline:
+        while any(alive(pids[p]) for p in PARTIES[1:]) and time.monotonic() < deadline:
             time.sleep(0.05)
-        others_alive = [p for p in PARTIES[1:] if _alive(pids[p])]
+        others_alive = [p for p in PARTIES[1:] if alive(pids[p])]
     finally:
         proc.kill()
         kill_all(below)
@@ -302,9 +302,9 @@ def test_killing_the_runner_while_the_curator_hangs_leaves_no_orphans(tiny_scena
         proc.kill()
         proc.wait(timeout=30)
         deadline = time.monotonic() + 15
-        while any(_alive(pid) for pid in below) and time.monotonic() < deadline:
+        while any(alive(pid) for pid in below) and time.monotonic() < deadline:
             time.sleep(0.1)
-        left = [pid for pid in below if _alive(pid)]
+        left = [pid for pid in below if alive(pid)]
     finally:
         kill_all(below)
     assert left == []

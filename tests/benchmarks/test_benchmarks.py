@@ -37,7 +37,7 @@ def run_benchmark(script: str, *args: str, timeout: float = 300) -> subprocess.C
 def test_every_benchmark_has_a_smoke_run():
     """Every script in benchmarks/ is named, as a string, by some test file that runs it."""
     scripts = {p.name for p in BENCHMARKS.glob("*.py")} - HELPERS
-    tests = "\n".join(p.read_text() for p in (ROOT / "tests").glob("test_*.py"))
+    tests = "\n".join(p.read_text() for p in (ROOT / "tests").rglob("test_*.py"))
     unrun = sorted(name for name in scripts if f'"{name}"' not in tests)
     assert unrun == [], f"benchmarks without a smoke run in tests/: {unrun}"
 

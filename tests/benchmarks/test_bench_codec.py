@@ -9,7 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from conftest import ROOT
+
 SCRIPT = ROOT / "benchmarks" / "bench_codec.py"
 
 

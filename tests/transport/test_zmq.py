@@ -23,6 +23,7 @@ from marketplace.messages.kinds import Hello
 from marketplace.protocols.summarize.messages import Bid
 from marketplace.scenario import load_scenario
 from marketplace.scenario.fingerprint import fingerprint
+from process_probes import alive, pid_of
 
 pytestmark = pytest.mark.slow
 
@@ -91,27 +92,6 @@ def test_live_curator_answers_bad_frames_with_errors_and_keeps_serving(live_cura
     assert proc.poll() is None  # still serving
 
 
-def _pid_of(out: Path, party: str, timeout_s: float = 30) -> int:
-    """A party's PID, from the first line its process writes to its log (works for either launch)."""
-    log = out / "logs" / f"{party}.log"
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if log.exists():
-            match = re.search(rf"{party} \(pid (\d+)\) starting", log.read_text(errors="replace"))
-            if match:
-                return int(match.group(1))
-        time.sleep(0.02)
-    raise AssertionError(f"{party} never started")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 def _pids_in_logs(out: Path, expected: int, timeout_s: float = 30) -> list[int]:
     """The PIDs every process of a run announced in its log (parties, and owner hosts)."""
     deadline = time.monotonic() + timeout_s
@@ -150,7 +130,7 @@ def _wait_for_round(out: Path, round_no: int, timeout_s: float = 60) -> None:
 def test_an_owner_killed_mid_run_is_dropped_and_the_run_completes(tiny_scenario, tmp_path, launch):
     proc, out = _long_run(tiny_scenario, tmp_path, launch)
     _wait_for_round(out, 20)
-    os.kill(_pid_of(out, "owner-2"), signal.SIGKILL)
+    os.kill(pid_of(out, "owner-2"), signal.SIGKILL)
     stdout, stderr = proc.communicate(timeout=120)
     report = json.loads((out / "report.json").read_text())
     assert proc.returncode == 0, stderr
@@ -170,13 +150,13 @@ def test_an_owner_killed_mid_run_is_dropped_and_the_run_completes(tiny_scenario,
 def test_the_curator_dying_fails_the_run_clearly_and_leaves_no_orphans(tiny_scenario, tmp_path, launch, per_process):
     proc, out = _long_run(tiny_scenario, tmp_path, launch, per_process)
     _wait_for_round(out, 20)
-    curator = _pid_of(out, "curator")
+    curator = pid_of(out, "curator")
     parties = [pid for pid in _pids_in_logs(out, 2 + -(-3 // per_process)) if pid != curator]
     os.kill(curator, signal.SIGKILL)
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 3
     assert "curator exited with status -9" in stderr
-    assert len(parties) == 1 + -(-3 // per_process) and not any(_alive(pid) for pid in parties + [curator])
+    assert len(parties) == 1 + -(-3 // per_process) and not any(alive(pid) for pid in parties + [curator])
     report = json.loads((out / "report.json").read_text())
     assert report["status"] == "failed"
 
@@ -189,9 +169,9 @@ def test_killing_the_runner_itself_leaves_no_orphans(tiny_scenario, tmp_path, la
     proc.kill()  # SIGKILL: the runner gets no chance to clean up
     proc.communicate(timeout=30)
     deadline = time.monotonic() + 15
-    while any(_alive(pid) for pid in parties) and time.monotonic() < deadline:
+    while any(alive(pid) for pid in parties) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not any(_alive(pid) for pid in parties)
+    assert not any(alive(pid) for pid in parties)
 
 
 @pytest.mark.parametrize(("setting", "status"), [("summarize.rounds=5", 0), ("summarize.rounds=-1", 2)])

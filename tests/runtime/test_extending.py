@@ -25,9 +25,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import ROOT
 from marketplace import plugins
 
-ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "tests" / "example_protocol"
 SCENARIO = EXAMPLE / "scenario.yaml"
 NAME = "noisy_count"
