@@ -23,6 +23,7 @@ Start here:
   marketplace validate scenarios/quickstart.yaml       check a scenario without running it
   marketplace data fetch adult                         download a public dataset (checked) for the scenarios that use it
   marketplace privacy compose --epsilon 0.01 --count 1656 --delta 0.01 --theorem advanced
+  marketplace ledger show kits/owner-1                 an owner's lifetime privacy ledger: spent, remaining, history
   marketplace sketch query RUN/sketches/merged.npz --scenario RUN/scenario.resolved.yaml --moments 2
 
 One party at a time (what each container runs; each writes its report to parties/<party>.json):
@@ -38,7 +39,7 @@ Exit status: 0 completed, 2 bad scenario or arguments (nothing started), 3 the r
 
 
 RUNTIME_COMMANDS = frozenset({"run", "validate", "assemble", "probe", "protocols", "keys", "curator", "owner", "consumer", "owners",
-                              "privacy", "provision"})
+                              "privacy", "provision", "ledger"})
 """The commands of the runtime itself; every other command (``data``, a protocol's own) runs its ``func``."""
 
 
@@ -78,9 +79,10 @@ def _parser() -> argparse.ArgumentParser:
     val.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
     val.add_argument("--seed", type=int, metavar="N", help="the run seed (replaces the scenario's seed:)")
 
-    from marketplace.privacy import compose_cli
+    from marketplace.privacy import compose_cli, ledger_cli
 
     compose_cli.add_parser(sub)
+    ledger_cli.add_parser(sub)
 
     assemble = sub.add_parser("assemble", help="build the run report from the reports of parties that ran on their own (by hand, compose, Kubernetes)",
                               description="Read DIR/<party>.json written by each party (--report), rebuild the world from the "
@@ -207,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
         return _probe(args)
     if args.command == "protocols":
         return _protocols(args)
-    if args.command == "provision":
+    if args.command in ("provision", "ledger"):
         return args.func(args)
     if getattr(args, "scenario", None) is None:
         print(f"marketplace {args.command}: no scenario: pass --scenario FILE or set MARKETPLACE_SCENARIO", file=sys.stderr)

@@ -1,0 +1,134 @@
+"""`marketplace ledger show DB_OR_KIT`: an owner's lifetime ledger, as it stands on disk.
+
+Reads the file without changing it (a running owner may keep charging meanwhile: WAL readers do not
+block it). A kit folder is found by its ``kit.json`` (``<party>.ledger.sqlite``), or by the one
+``*.ledger.sqlite`` file it holds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+EXIT_OK, EXIT_USAGE = 0, 2
+
+EXAMPLES = """\
+examples:
+  marketplace ledger show kits/owner-1                    the ledger in owner-1's kit folder
+  marketplace ledger show kits/owner-1/owner-1.ledger.sqlite --json
+"""
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add ``ledger`` (with ``show``) to ``subparsers``; each sets ``func``."""
+    ledger = subparsers.add_parser(
+        "ledger", help="an owner's lifetime privacy ledger: spent, remaining, history",
+        description="Read an owner's lifetime ledger (a SQLite file, kept in its kit folder as "
+                    "<party>.ledger.sqlite) and print its budget, filter, neighbouring relation, what is "
+                    "spent and left, and every request it charged or declined.",
+        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ledger.set_defaults(func=_usage(ledger))
+    commands = ledger.add_subparsers(dest="ledger_command", metavar="COMMAND")
+    show = commands.add_parser("show", help="print a ledger: spent, remaining, the filter, the relation, the history",
+                               epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    show.add_argument("path", metavar="DB_OR_KIT_FOLDER", help="a ledger file, or a kit folder holding <party>.ledger.sqlite")
+    show.add_argument("--json", action="store_true", help="print JSON instead of text")
+    show.set_defaults(func=show_command)
+    return ledger
+
+
+def _usage(parser: argparse.ArgumentParser):
+    def run(args: argparse.Namespace) -> int:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    return run
+
+
+def find_ledger(path: str | Path) -> Path:
+    """The ledger file named by ``path``: the file itself, or the one in a kit folder."""
+    from marketplace.privacy.lifetime import LEDGER_SUFFIX, ledger_file
+
+    path = Path(path)
+    if not path.is_dir():
+        return path
+    manifest = path / "kit.json"
+    if manifest.is_file():
+        party = json.loads(manifest.read_text(encoding="utf-8")).get("party")
+        if isinstance(party, str) and ledger_file(path, party).is_file():
+            return ledger_file(path, party)
+    found = sorted(path.glob(f"*{LEDGER_SUFFIX}"))
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise FileNotFoundError(f"{path}: no lifetime ledger in this folder (expected <party>{LEDGER_SUFFIX})")
+    raise FileNotFoundError(f"{path}: several ledgers ({', '.join(p.name for p in found)}): name the file")
+
+
+def describe(ledger: Any) -> dict[str, Any]:
+    """Everything ``show`` prints, as a JSON-ready dict."""
+    spent, left = ledger.spent(), ledger.remaining()
+    eps, delta = ledger.guarantee()
+    history = ledger.history()
+    budget = {"eps": ledger.budget[0], "delta": ledger.budget[1]}
+    if ledger.limits.rho is not None:
+        budget["rho"] = ledger.limits.rho
+    return {
+        "path": str(ledger.path), "owner": ledger.owner, "filter": ledger.filter, "filter_description": ledger.limits.describe(),
+        "relation": ledger.relation, "created": ledger.created, "budget": budget,
+        "spent": {k: v for k, v in spent._asdict().items() if v is not None},
+        "guarantee": {"eps": eps, "delta": delta},
+        "remaining": {k: v for k, v in left._asdict().items() if v is not None},
+        "counts": {state: sum(r.state == state for r in history) for state in ("committed", "reserved", "aborted", "declined")},
+        "history": [r.to_dict() for r in history],
+    }
+
+
+def render(info: dict[str, Any]) -> str:
+    """The text form of :func:`describe`."""
+    from marketplace.privacy.lifetime.filters import amount
+    from marketplace.privacy.lifetime import Charge
+
+    def as_amount(d: dict[str, float]) -> str:
+        return amount(Charge(d.get("eps"), d.get("delta"), d.get("rho")))
+
+    counts = info["counts"]
+    lines = [
+        f"{info['owner']}: lifetime ledger {info['path']}",
+        f"relation:  {info['relation']}",
+        f"filter:    {info['filter_description']}",
+        f"budget:    eps={info['budget']['eps']:g}, delta={info['budget']['delta']:g}"
+        + (f" (rho={info['budget']['rho']:.6g})" if "rho" in info["budget"] else ""),
+        f"spent:     {as_amount(info['spent'])}  (guarantee so far: eps={info['guarantee']['eps']:.6g}, "
+        f"delta={info['guarantee']['delta']:g})",
+        f"remaining: {as_amount(info['remaining'])}",
+        f"requests:  {counts['committed']} committed, {counts['reserved']} reserved and not settled (counted as spent), "
+        f"{counts['aborted']} aborted, {counts['declined']} declined",
+    ]
+    if info["history"]:
+        rows = [("time", "request", "consumer", "what", "cost", "state")]
+        for r in info["history"]:
+            cost = ", ".join(f"{k}={v:g}" for k, v in r["cost"].items() if v is not None and not (k == "delta" and v == 0))
+            rows.append((r["time"], r["request_id"], r["consumer"], r["what"], cost, r["state"]))
+        widths = [max(len(row[i]) for row in rows) for i in range(5)]
+        lines.append("history:")
+        lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(row, widths)) + "  " + row[5] for row in rows]
+    else:
+        lines.append("history:   empty")
+    return "\n".join(lines)
+
+
+def show_command(args: argparse.Namespace) -> int:
+    """``marketplace ledger show``: print the ledger; exit 2 if it cannot be read."""
+    from marketplace.privacy.lifetime import LedgerInputError, LifetimeLedger
+
+    try:
+        with LifetimeLedger.read(find_ledger(args.path)) as ledger:
+            info = describe(ledger)
+    except (OSError, LedgerInputError, ValueError) as err:
+        print(f"marketplace ledger show: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    print(json.dumps(info, indent=2) if args.json else render(info))
+    return EXIT_OK

@@ -1,0 +1,41 @@
+"""An owner's lifetime privacy budget: a durable ledger, charged before every release.
+
+* :mod:`.cost`: what a release costs (:class:`Cost`: pure eps, (eps, delta), rho-zCDP, a Gaussian,
+  or a mechanism of :mod:`marketplace.privacy.mechanisms`), and what each filter charges for it;
+* :mod:`.filters`: the two privacy filters, ``basic`` and ``zcdp``, with their references;
+* :mod:`.ledger`: :class:`LifetimeLedger`, one SQLite file per owner (reserve, commit, abort).
+
+>>> import tempfile, pathlib
+>>> folder = pathlib.Path(tempfile.mkdtemp())
+>>> ledger = LifetimeLedger.open(ledger_file(folder, "owner-1"), owner="owner-1", budget=(1.0, 0.0),
+...                              relation="add/remove-one (a row of owner-1's data)")
+>>> ledger.reserve("req-1", Cost.pure(0.75), consumer="consumer-a", what="sketch").state
+'reserved'
+>>> ledger.commit("req-1").state
+'committed'
+>>> ledger.reserve("req-2", Cost.pure(0.5), consumer="consumer-b", what="sketch")
+Traceback (most recent call last):
+  ...
+marketplace.privacy.lifetime.ledger.BudgetDeclined: owner-1: declined request 'req-2' (sketch, for consumer-b): it costs eps=0.5, ...
+>>> ledger.remaining()
+Charge(eps=0.25, delta=0.0, rho=None)
+>>> ledger.close()
+"""
+
+from marketplace.privacy.lifetime.cost import FILTERS, Charge, Cost, LedgerInputError
+from marketplace.privacy.lifetime.filters import bun_steinke_eps, zcdp_budget
+from marketplace.privacy.lifetime.ledger import (
+    COUNTED,
+    LEDGER_SUFFIX,
+    STATES,
+    BudgetDeclined,
+    LedgerMismatch,
+    LifetimeLedger,
+    Reservation,
+    ledger_file,
+)
+
+__all__ = [
+    "COUNTED", "FILTERS", "LEDGER_SUFFIX", "STATES", "BudgetDeclined", "Charge", "Cost", "LedgerInputError",
+    "LedgerMismatch", "LifetimeLedger", "Reservation", "bun_steinke_eps", "ledger_file", "zcdp_budget",
+]

@@ -1,0 +1,366 @@
+"""An owner's lifetime ledger: every release it ever charged, in one SQLite file of its own.
+
+The file (WAL mode, ``synchronous=FULL``) holds the owner's budget, the neighbouring relation the
+budget is stated under, the filter, and one row per request. A release goes through three steps:
+
+1. :meth:`LifetimeLedger.reserve` checks the declared cost against the filter and, in the same
+   write transaction, records a ``reserved`` row; it returns only once that row is on disk. A cost
+   that does not fit raises :class:`BudgetDeclined` (the decline is recorded too).
+2. the caller releases;
+3. :meth:`LifetimeLedger.commit` marks the row ``committed``, or :meth:`LifetimeLedger.abort`
+   marks it ``aborted`` when nothing left.
+
+A ``reserved`` row counts as spent, exactly like a committed one: after a crash between reserve and
+commit the release may have left. Request ids are unique: reserving an id again returns its
+reservation and charges nothing more. Every decision reads only the declared cost and the rows of
+the ledger; the owner's data never reaches this module.
+
+Several processes may share one file: each reserve runs in a ``BEGIN IMMEDIATE`` transaction, so
+two reservations are serialised and the filter sees every earlier one.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from marketplace.privacy.lifetime.cost import Charge, Cost, LedgerInputError, check_filter, fail, positive, probability
+from marketplace.privacy.lifetime.filters import Limits, amount
+
+LEDGER_SUFFIX = ".ledger.sqlite"
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_S = 60.0
+STATES = ("reserved", "committed", "aborted", "declined")
+COUNTED = ("reserved", "committed")
+"""The states that count as spent: a reservation neither committed nor aborted may have left."""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS ledger (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    schema_version INTEGER NOT NULL,
+    owner TEXT NOT NULL,
+    filter TEXT NOT NULL CHECK (filter IN ('basic', 'zcdp')),
+    budget_eps REAL NOT NULL,
+    budget_delta REAL NOT NULL,
+    relation TEXT NOT NULL,
+    created TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS charges (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    request_id TEXT NOT NULL UNIQUE,
+    consumer TEXT NOT NULL,
+    what TEXT NOT NULL,
+    eps REAL, delta REAL NOT NULL, rho REAL,
+    charged_eps REAL, charged_delta REAL, charged_rho REAL,
+    state TEXT NOT NULL CHECK (state IN ('reserved', 'committed', 'aborted', 'declined')),
+    reserved_at TEXT NOT NULL,
+    settled_at TEXT
+);
+"""
+
+
+def ledger_file(folder: str | os.PathLike, party: str) -> Path:
+    """Where a party's kit folder keeps its lifetime ledger: ``<folder>/<party>.ledger.sqlite``."""
+    return Path(folder) / f"{party}{LEDGER_SUFFIX}"
+
+
+class BudgetDeclined(Exception):
+    """A release was declined: its declared cost does not fit in what the owner has left.
+    ``reason`` names the owner, the request, the cost, what is left and the filter."""
+
+    def __init__(self, reason: str, *, owner: str, request_id: str, cost: Cost, remaining: Charge, filter: str) -> None:
+        super().__init__(reason)
+        self.reason, self.owner, self.request_id = reason, owner, request_id
+        self.cost, self.remaining, self.filter = cost, remaining, filter
+
+
+class LedgerMismatch(ValueError):
+    """An existing ledger was opened with an owner, budget, relation or filter other than its own."""
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """One request's row: its id, who asked, for what, its declared cost, what the filter charged,
+    its state (one of :data:`STATES`) and when it was reserved and settled (UTC, ISO 8601)."""
+
+    seq: int
+    request_id: str
+    consumer: str
+    what: str
+    cost: Cost
+    charged: Charge
+    state: str
+    reserved_at: str
+    settled_at: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (for ``marketplace ledger show --json``)."""
+        return {"seq": self.seq, "time": self.reserved_at, "settled": self.settled_at, "request_id": self.request_id,
+                "consumer": self.consumer, "what": self.what,
+                "cost": {"eps": self.cost.eps, "delta": self.cost.delta, "rho": self.cost.rho},
+                "charged": {k: v for k, v in self.charged._asdict().items() if v is not None}, "state": self.state}
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _text(value: Any, name: str, where: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise fail(name, where, "a non-empty string", value)
+    return value
+
+
+def _relation(value: Any, where: str) -> str:
+    short = getattr(value, "short", None)  # a marketplace.privacy.neighbouring.Neighbouring
+    return _text(short() if callable(short) else value, "relation", where)
+
+
+class LifetimeLedger:
+    """An owner's durable lifetime ledger (see the module docstring). Make one with :meth:`open`
+    (creates or reopens) or :meth:`read` (an existing file only)."""
+
+    def __init__(self, path: Path, connection: sqlite3.Connection, meta: tuple) -> None:
+        self.path = path
+        self._db = connection
+        _, _, self.owner, self.filter, eps, delta, self.relation, self.created = meta
+        self.budget = (eps, delta)
+        self.limits = Limits(self.filter, eps, delta)
+
+    # --- opening
+
+    @classmethod
+    def open(cls, path: str | os.PathLike, *, owner: str, budget: tuple[float, float] | None = None,
+             relation: Any = None, filter: str | None = None) -> LifetimeLedger:
+        """Open the ledger at ``path``, creating it if it does not exist yet.
+
+        Creating needs ``budget`` (eps, delta) and ``relation`` (text, or a
+        :class:`~marketplace.privacy.neighbouring.Neighbouring`); ``filter`` is ``"basic"`` (the
+        default) or ``"zcdp"``. Reopening checks whatever is given against what is stored and raises
+        :class:`LedgerMismatch`, naming both, if it differs: a ledger keeps one owner, budget,
+        relation and filter for life."""
+        where = "LifetimeLedger.open"
+        owner = _text(owner, "owner", where)
+        if budget is not None:
+            if not isinstance(budget, (tuple, list)) or len(budget) != 2:
+                raise fail("budget", where, "a pair (eps, delta)", budget)
+            budget = (positive(budget[0], "budget[0] (eps)", where), probability(budget[1], "budget[1] (delta)", where))
+        relation = None if relation is None else _relation(relation, where)
+        filter = None if filter is None else check_filter(filter, where)
+        if budget is not None and filter == "zcdp":
+            Limits("zcdp", *budget)  # a zcdp filter needs delta > 0: say so before touching the disk
+        path = Path(path)
+        new = not path.exists()
+        db = cls._connect(path, create=True)
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            meta = db.execute("SELECT * FROM ledger").fetchone()
+            if meta is None:
+                if budget is None or relation is None:
+                    missing = " and ".join(n for n, v in (("budget", budget), ("relation", relation)) if v is None)
+                    raise LedgerInputError(f"{path}: no lifetime ledger there yet; creating one for {owner!r} needs its {missing}.")
+                meta = (1, SCHEMA_VERSION, owner, filter or "basic", budget[0], budget[1], relation, _now())
+                db.execute("INSERT INTO ledger VALUES (?, ?, ?, ?, ?, ?, ?, ?)", meta)
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            db.close()
+            raise
+        if new:
+            _sync_folder(path.parent)
+        ledger = cls(path, db, meta)
+        try:
+            ledger._check_same(owner=owner, budget=budget, relation=relation, filter=filter)
+        except BaseException:
+            db.close()
+            raise
+        return ledger
+
+    @classmethod
+    def read(cls, path: str | os.PathLike) -> LifetimeLedger:
+        """Open an existing ledger as it is (for ``marketplace ledger show``); never creates one."""
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: no such ledger file")
+        db = None
+        try:
+            db = cls._connect(path, create=False)
+            meta = db.execute("SELECT * FROM ledger").fetchone()
+        except sqlite3.DatabaseError as err:
+            if db is not None:
+                db.close()
+            raise LedgerInputError(f"{path}: not a lifetime ledger ({err})") from None
+        if meta is None:
+            db.close()
+            raise LedgerInputError(f"{path}: not a lifetime ledger (it holds no budget)")
+        return cls(path, db, meta)
+
+    @staticmethod
+    def _connect(path: Path, *, create: bool) -> sqlite3.Connection:
+        uri = f"{path.resolve().as_uri()}?mode={'rwc' if create else 'rw'}"
+        db = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if mode.lower() != "wal":
+            db.close()
+            raise OSError(f"{path}: SQLite refused WAL mode (journal_mode is {mode!r}); put the ledger on a local disk")
+        db.execute("PRAGMA synchronous=FULL")
+        return db
+
+    def _check_same(self, *, owner: str, budget: tuple[float, float] | None, relation: str | None, filter: str | None) -> None:
+        differs = []
+        if owner != self.owner:
+            differs.append(f"owner {owner!r} (the ledger's is {self.owner!r})")
+        if budget is not None and tuple(budget) != tuple(self.budget):
+            differs.append(f"budget (eps={budget[0]!r}, delta={budget[1]!r}) (the ledger's is "
+                           f"(eps={self.budget[0]!r}, delta={self.budget[1]!r}))")
+        if relation is not None and relation != self.relation:
+            differs.append(f"relation {relation!r} (the ledger's is {self.relation!r})")
+        if filter is not None and filter != self.filter:
+            differs.append(f"filter {filter!r} (the ledger's is {self.filter!r})")
+        if differs:
+            raise LedgerMismatch(f"{self.path}: refusing to reopen the lifetime ledger with " + "; ".join(differs)
+                                 + ". A ledger keeps one owner, budget, neighbouring relation and filter for its whole life.")
+
+    def close(self) -> None:
+        """Close the file (everything is already on disk)."""
+        self._db.close()
+
+    def __enter__(self) -> LifetimeLedger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- charging
+
+    def reserve(self, request_id: str, cost: Cost, *, consumer: str, what: str) -> Reservation:
+        """Charge ``cost`` for request ``request_id`` before anything is released, and return the
+        reservation once it is on disk. Idempotent: an id already reserved or committed returns its
+        reservation unchanged (the same cost must be declared); an id that was aborted or declined is
+        checked again. Raises :class:`BudgetDeclined` if the cost does not fit (nothing is charged)."""
+        where = "LifetimeLedger.reserve"
+        request_id = _text(request_id, "request_id", where)
+        consumer, what = _text(consumer, "consumer", where), _text(what, "what", where)
+        if not isinstance(cost, Cost):
+            raise fail("cost", where, "a Cost (Cost.pure, Cost.zcdp, Cost.gaussian, Cost.of)", cost)
+        charge = cost.charge(self.filter)
+        declined = None
+        with self._write():
+            row = self._row(request_id)
+            if row is not None and row.state in COUNTED:
+                if row.cost != cost or row.consumer != consumer:
+                    raise LedgerInputError(
+                        f"{self.owner}: request {request_id!r} was reserved for {row.consumer!r} at {row.cost.describe()}; "
+                        f"a retry must declare the same, got {consumer!r} at {cost.describe()}")
+                return row
+            counted = [r.charged for r in self._rows() if r.state in COUNTED]
+            state = "reserved" if self.limits.fits(counted, charge) else "declined"
+            values = (consumer, what, cost.eps, cost.delta, cost.rho, *charge, state, _now())
+            if row is None:
+                self._db.execute("INSERT INTO charges (consumer, what, eps, delta, rho, charged_eps, charged_delta, "
+                                 "charged_rho, state, reserved_at, request_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                 (*values, request_id))
+            else:
+                self._db.execute("UPDATE charges SET consumer = ?, what = ?, eps = ?, delta = ?, rho = ?, charged_eps = ?, "
+                                 "charged_delta = ?, charged_rho = ?, state = ?, reserved_at = ?, settled_at = NULL "
+                                 "WHERE request_id = ?", (*values, request_id))
+            if state == "declined":
+                left = self.limits.remaining(self.limits.spent(counted))
+                declined = BudgetDeclined(
+                    f"{self.owner}: declined request {request_id!r} ({what}, for {consumer}): it costs {cost.describe()}, "
+                    f"charged as {amount(charge)}, and {amount(left)} is left of the budget "
+                    f"(eps={self.budget[0]:g}, delta={self.budget[1]:g}) under the filter {self.limits.describe()}",
+                    owner=self.owner, request_id=request_id, cost=cost, remaining=left, filter=self.filter)
+        if declined is not None:
+            raise declined
+        return self._row(request_id)
+
+    def commit(self, request_id: str) -> Reservation:
+        """Mark a reservation committed: its release left. Committing twice is a no-op."""
+        return self._settle(request_id, "committed", "LifetimeLedger.commit")
+
+    def abort(self, request_id: str) -> Reservation:
+        """Roll back a reservation whose release never left: its cost no longer counts. Aborting
+        twice is a no-op; a committed release cannot be aborted."""
+        return self._settle(request_id, "aborted", "LifetimeLedger.abort")
+
+    def _settle(self, request_id: str, state: str, where: str) -> Reservation:
+        request_id = _text(request_id, "request_id", where)
+        with self._write():
+            row = self._row(request_id)
+            if row is None:
+                raise LedgerInputError(f"{self.owner}: {where}: no request {request_id!r} in the ledger")
+            if row.state == state:
+                return row
+            if row.state != "reserved":
+                raise LedgerInputError(f"{self.owner}: {where}: request {request_id!r} is {row.state}, not reserved")
+            self._db.execute("UPDATE charges SET state = ?, settled_at = ? WHERE request_id = ?", (state, _now(), request_id))
+        return self._row(request_id)
+
+    # --- reading
+
+    def history(self) -> list[Reservation]:
+        """Every request, in the order it was first reserved (declined and aborted ones too)."""
+        return self._rows()
+
+    def spent(self) -> Charge:
+        """What the filter has charged so far: (eps, delta) under ``basic``, rho under ``zcdp``.
+        Reserved releases count (they may have left)."""
+        return self.limits.spent(r.charged for r in self._rows() if r.state in COUNTED)
+
+    def remaining(self) -> Charge:
+        """What a further release may still be charged, in the filter's terms."""
+        return self.limits.remaining(self.spent())
+
+    def guarantee(self) -> tuple[float, float]:
+        """The (eps, delta)-DP guarantee everything charged so far has, under the ledger's relation."""
+        return self.limits.guarantee(self.spent())
+
+    def _rows(self) -> list[Reservation]:
+        return [_reservation(r) for r in self._db.execute("SELECT * FROM charges ORDER BY seq")]
+
+    def _row(self, request_id: str) -> Reservation | None:
+        found = self._db.execute("SELECT * FROM charges WHERE request_id = ?", (request_id,)).fetchone()
+        return None if found is None else _reservation(found)
+
+    def _write(self) -> _Transaction:
+        return _Transaction(self._db)
+
+    def __repr__(self) -> str:
+        return f"LifetimeLedger({str(self.path)!r}, owner={self.owner!r}, filter={self.filter!r}, spent={amount(self.spent())})"
+
+
+class _Transaction:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (durable when it returns), or ``ROLLBACK`` on an error."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def __enter__(self) -> None:
+        self.db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, kind: type | None, *exc: object) -> None:
+        self.db.execute("COMMIT" if kind is None else "ROLLBACK")
+
+
+def _reservation(row: tuple) -> Reservation:
+    seq, request_id, consumer, what, eps, delta, rho, c_eps, c_delta, c_rho, state, reserved_at, settled_at = row
+    return Reservation(seq, request_id, consumer, what, Cost(eps=eps, delta=delta, rho=rho),
+                       Charge(c_eps, c_delta, c_rho), state, reserved_at, settled_at)
+
+
+def _sync_folder(folder: Path) -> None:
+    """fsync a folder, so that a file just created in it survives a power loss."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
