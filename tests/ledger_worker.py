@@ -6,7 +6,7 @@ same request id again: the ledger must not charge it twice), then loop: reserve 
 open and ``pending N`` for the reservations it found unsettled. Exits 0 when the budget declines or
 after N new iterations.
 
-``race DB PREFIX N START_FILE``: wait for START_FILE, then try N reservations req-PREFIX-i of
+``race DB PREFIX N START_FILE``: open (or create) the ledger, wait for START_FILE, then try N reservations req-PREFIX-i of
 RACE_COST each, a random pause of up to 0.5 ms before each; print how many were reserved.
 """
 
@@ -64,7 +64,7 @@ def crash(db: str, log: str, iterations: int | None) -> int:
 
 
 def race(db: str, prefix: str, n: int, start_file: str) -> int:
-    ledger = LifetimeLedger.open(db, owner=OWNER)
+    ledger = LifetimeLedger.open(db, owner=OWNER, budget=RACE_BUDGET, relation=RELATION)  # creates it if none yet
     while not os.path.exists(start_file):
         time.sleep(0.001)
     reserved, pause = 0, random.Random(prefix)

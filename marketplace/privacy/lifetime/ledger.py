@@ -154,7 +154,9 @@ class LifetimeLedger:
         if budget is not None and filter == "zcdp":
             Limits("zcdp", *budget)  # a zcdp filter needs delta > 0: say so before touching the disk
         path = Path(path)
-        new = not path.exists()
+        if not path.exists() and (budget is None or relation is None):
+            _refuse_incomplete(path, owner, budget, relation)
+        new = _create_private(path)
         db = cls._connect(path, create=True)
         try:
             db.execute("BEGIN IMMEDIATE")
@@ -163,9 +165,8 @@ class LifetimeLedger:
                     db.execute(statement)
             meta = db.execute("SELECT * FROM ledger").fetchone()
             if meta is None:
-                if budget is None or relation is None:
-                    missing = " and ".join(n for n, v in (("budget", budget), ("relation", relation)) if v is None)
-                    raise LedgerInputError(f"{path}: no lifetime ledger there yet; creating one for {owner!r} needs its {missing}.")
+                if budget is None or relation is None:  # a file left by a process killed while creating it
+                    _refuse_incomplete(path, owner, budget, relation)
                 meta = (1, SCHEMA_VERSION, owner, filter or "basic", budget[0], budget[1], relation, _now())
                 db.execute("INSERT INTO ledger VALUES (?, ?, ?, ?, ?, ?, ?, ?)", meta)
             db.execute("COMMIT")
@@ -348,13 +349,37 @@ class _Transaction:
         self.db.execute("BEGIN IMMEDIATE")
 
     def __exit__(self, kind: type | None, *exc: object) -> None:
-        self.db.execute("COMMIT" if kind is None else "ROLLBACK")
+        if kind is None:
+            try:
+                self.db.execute("COMMIT")
+                return
+            except BaseException:
+                if self.db.in_transaction:
+                    self.db.execute("ROLLBACK")
+                raise
+        if self.db.in_transaction:
+            self.db.execute("ROLLBACK")
 
 
 def _reservation(row: tuple) -> Reservation:
     seq, request_id, consumer, what, eps, delta, rho, c_eps, c_delta, c_rho, state, reserved_at, settled_at = row
     return Reservation(seq, request_id, consumer, what, Cost(eps=eps, delta=delta, rho=rho),
                        Charge(c_eps, c_delta, c_rho), state, reserved_at, settled_at)
+
+
+def _refuse_incomplete(path: Path, owner: str, budget: Any, relation: Any) -> None:
+    missing = " and ".join(n for n, v in (("budget", budget), ("relation", relation)) if v is None)
+    raise LedgerInputError(f"{path}: no lifetime ledger there yet; creating one for {owner!r} needs its {missing}.")
+
+
+def _create_private(path: Path) -> bool:
+    """Create an empty ledger file readable by its owner only (SQLite gives its -wal and -shm files
+    the same mode); False if it already exists."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        return False
+    return True
 
 
 def _sync_folder(folder: Path) -> None:
