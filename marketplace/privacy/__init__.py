@@ -7,6 +7,8 @@
   secure mode.
 * :mod:`~marketplace.privacy.accountant`: basic, advanced, optimal (Kairouz-Oh-Viswanath) and zCDP
   composition, calibration of per-step budgets, and a per-dataset ledger that refuses overspending.
+* :mod:`~marketplace.privacy.lifetime`: an owner's lifetime budget, a durable SQLite ledger charged
+  before every release, with a basic-composition or zCDP privacy filter.
 * :mod:`~marketplace.privacy.erm`: private linear classifiers by objective perturbation
   (Chaudhuri, Monteleoni and Sarwate, 2011), with their non-private reference fit.
 """

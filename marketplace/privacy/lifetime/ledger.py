@@ -125,6 +125,10 @@ class LifetimeLedger:
     (creates or reopens) or :meth:`read` (an existing file only)."""
 
     def __init__(self, path: Path, connection: sqlite3.Connection, meta: tuple) -> None:
+        if meta[1] != SCHEMA_VERSION:
+            connection.close()
+            raise LedgerInputError(f"{path}: a lifetime ledger of schema version {meta[1]!r}; this marketplace "
+                                   f"reads version {SCHEMA_VERSION}")
         self.path = path
         self._db = connection
         _, _, self.owner, self.filter, eps, delta, self.relation, self.created = meta
@@ -157,7 +161,10 @@ class LifetimeLedger:
         if not path.exists() and (budget is None or relation is None):
             _refuse_incomplete(path, owner, budget, relation)
         new = _create_private(path)
-        db = cls._connect(path, create=True)
+        try:
+            db = cls._connect(path, create=True)
+        except sqlite3.DatabaseError as err:
+            raise LedgerInputError(f"{path}: not a lifetime ledger ({err})") from None
         try:
             db.execute("BEGIN IMMEDIATE")
             for statement in _SCHEMA.split(";"):
