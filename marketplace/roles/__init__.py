@@ -55,7 +55,8 @@ class Role(ABC):
     during the rounds, and the role waits for that before importing them (:mod:`marketplace.warm_imports`)."""
     messages_sent: int = 0
     """Protocol messages sent so far on this role's behalf (every frame its driver's node encoded
-    for it but heartbeats, whose number follows the wall clock): kept by
+    for it but heartbeats, whose number follows the wall clock, and ``error`` answers to frames it
+    refused, whose number follows what others send): kept by
     :class:`marketplace.transport.node.Node`, read by a role that records them (a curator's
     per-round history). During a call to the role it counts what was sent before that call."""
     bytes_sent: int = 0

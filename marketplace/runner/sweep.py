@@ -110,7 +110,8 @@ EPS_COLUMN = re.compile(r"(^|_)eps($|_|\[)")
 def result_line(point: SweepPoint, row: dict[str, Any], total: int) -> str:
     """One finished run of a sweep, for a person watching: its place, the swept values, the seed,
     the status, the protocol's headline figures (its exchange's ``sweep_headline`` columns, else
-    the first figures of its row), the eps spent when the row has it, and the wall time."""
+    the first figures of its row), the eps spent (the row's ``eps_spent``, the bound the protocol
+states per owner; else the largest eps column), and the wall time."""
     from marketplace.plugins import exchange
 
     shown = ", ".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in point.values.items()) or "base"
@@ -119,10 +120,9 @@ def result_line(point: SweepPoint, row: dict[str, Any], total: int) -> str:
     headline = getattr(exchange(point.scenario.config.protocol), "sweep_headline", None)
     chosen = [c for c in headline if c in row] if headline else [c for c in own if not EPS_COLUMN.search(c)][:3]
     figures = [f"{c} {_figure(row[c])}" for c in chosen if row.get(c) is not None]
-    spent = [c for c in own if "spent" in c and EPS_COLUMN.search(c) and row.get(c) is not None]
     eps = [row[c] for c in own if EPS_COLUMN.search(c) and isinstance(row.get(c), (int, float))]
-    if spent:
-        figures += [f"{c} {_figure(row[c])}" for c in spent]
+    if isinstance(row.get("eps_spent"), (int, float)):  # the protocol's own figure (its exchange's sweep_row)
+        figures.append(f"eps spent {_figure(row['eps_spent'])}")
     elif eps:
         figures.append(f"eps spent {_figure(max(eps))}")
     wall = row.get("wall_s")

@@ -234,8 +234,8 @@ class Node:
         else:
             frame = encode_framed(Envelope(PROTOCOL_VERSION, self.run_id, msg_id, self.party_id, send.to, kind, send.reply_to, None), body)
         self.codec_s += time.perf_counter() - t0
-        if kind != HEARTBEAT:  # what the role sent so far, for a history that must not follow the clock
-            self.role.messages_sent += 1
+        if kind != HEARTBEAT and kind != "error":  # what the role sent so far in the protocol, for its history: not
+            self.role.messages_sent += 1   # heartbeats (they follow the clock) nor answers to refused frames
             self.role.bytes_sent += len(frame)
         return Outgoing(send.to, kind, frame, best_effort)
 
