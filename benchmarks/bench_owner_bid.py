@@ -2,7 +2,7 @@
 
 Run: python benchmarks/bench_owner_bid.py [--rows 1000000] [--features 140] [--repeats 15]
 
-Issue 3's target: the bid of an owner with 1M x 140 float32 features within 1.5x of the bare
+The target: the bid of an owner with 1M x 140 float32 features within 1.5x of the bare
 matvec ``features @ direction`` (the floor any bid must pay). What a round costs an owner with
 ``summarize.owner_features: float32`` is measured in full: ``best_offer`` (float32 matvec, the
 unsent-row mask, argmax) plus the float64 recomputation of the chosen row's h1 and bid, which is

@@ -3,8 +3,8 @@
 **Growth.** The tree grows level by level from the root (level 1) to the leaves (level h_max).
 
 * Each level picks a random attribute among those still available (a fair coin, no data read):
-  one attribute for the whole level by default (``attribute_choice="level"``, as docs/design.md §4 and
-  the issue say), or one per node (``"node"``, as the paper's Algorithm 3 calls selectAttribute at
+  one attribute for the whole level by default (``attribute_choice="level"``, as docs/design.md §4
+  says), or one per node (``"node"``, as the paper's Algorithm 3 calls selectAttribute at
   every node). A categorical attribute is used at most once on a path; numeric ones may repeat.
 * A **numeric** split draws t candidate thresholds uniformly inside the node's public interval (the
   attribute's [lo, hi] narrowed by the splits above it) and picks one with the exponential mechanism

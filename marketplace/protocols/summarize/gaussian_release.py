@@ -1,7 +1,7 @@
 """A second private release of a mean h1 embedding: the Gaussian mechanism, accounted in zCDP.
 
-h2 (MWEM, :mod:`.h2`) is the paper's release. This is the plain alternative the issue asks us to
-measure at the same privacy guarantee: add N(0, sigma^2 I) to the sum of the rows' embeddings,
+h2 (MWEM, :mod:`.h2`) is the paper's release. This is the plain alternative we measure beside it,
+at the same privacy guarantee: add N(0, sigma^2 I) to the sum of the rows' embeddings,
 divide by the (public) row count, then clean the result up by post-processing only:
 
 1. **positive-part James–Stein shrinkage towards 0** with the known sigma: when the noise swamps
