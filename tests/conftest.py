@@ -26,6 +26,8 @@ settings.register_profile("any-machine", deadline=None, suppress_health_check=[H
 settings.load_profile("any-machine")
 
 os.environ.pop("MARKETPLACE_DATA_MIRROR", None)  # tests name their mirrors explicitly
+os.environ["MARKETPLACE_ROUND_PLOTS"] = "off"  # no rounds.png per run (0.15-0.5 s each, hundreds of runs); the
+# tests of the per-round history and of the run folder's files turn it back on (fixture round_plots)
 if not os.environ.get("MARKETPLACE_DATA") and PREFILLED_DATA.is_dir():
     os.environ["MARKETPLACE_DATA"] = str(PREFILLED_DATA)  # inherited by every CLI subprocess too
 
@@ -45,6 +47,12 @@ def needs_data(*names: str) -> pytest.MarkDecorator:
 def run_cli(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
     """`marketplace ARGS...` as a new user would run it, in its own process."""
     return subprocess.run([sys.executable, "-m", "marketplace", *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+
+
+@pytest.fixture
+def round_plots(monkeypatch):
+    """Runs in this test (and the CLI processes it starts) draw rounds.png, as for any user."""
+    monkeypatch.setenv("MARKETPLACE_ROUND_PLOTS", "on")
 
 
 @pytest.fixture

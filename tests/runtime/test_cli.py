@@ -233,7 +233,7 @@ def test_run_refuses_an_out_that_is_a_file(tmp_path):
     assert f"--out: {target} is a file" in result.stderr and target.read_text() == "keep me"
 
 
-def test_run_refuses_an_earlier_runs_folder_and_leaves_it_as_it_was(tmp_path):
+def test_run_refuses_an_earlier_runs_folder_and_leaves_it_as_it_was(tmp_path, round_plots):
     out = tmp_path / "run"
     first = run_cli("run", str(QUICKSTART), "--out", str(out), "--driver", "inprocess", "--set", "summarize.rounds=3",
                     "--set", "summarize.baselines=[]", "--quiet")

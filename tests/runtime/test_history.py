@@ -18,7 +18,8 @@ from golden.view import golden_view
 from marketplace.parties import make_world
 from marketplace.plugins import exchange
 from marketplace.protocols.summarize.kernel import mmd2, prefix_mmd2
-from marketplace.runner.history import CSV_FILE, PLOT_FILE, empty_history, history_section, write_rounds_csv
+from marketplace.runner.history import (CSV_FILE, PLOT_FILE, PLOTS_ENV, empty_history, history_section, write_history_files,
+                                        write_rounds_csv)
 from marketplace.runner.report_schema import report_problems
 from marketplace.runner.run import run_scenario
 from marketplace.scenario import load_scenario
@@ -46,9 +47,11 @@ def _as_stored(value: Any) -> Any:
 @pytest.fixture(scope="module")
 def inprocess_runs(tmp_path_factory) -> dict[str, tuple[dict[str, Any], Path]]:
     runs = {}
-    for case in SMALL:
-        out = tmp_path_factory.mktemp(case) / "run"
-        runs[case] = (_run(case, out), out)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(PLOTS_ENV, "on")  # as for any user (the suite turns the per-run plots off elsewhere)
+        for case in SMALL:
+            out = tmp_path_factory.mktemp(case) / "run"
+            runs[case] = (_run(case, out), out)
     return runs
 
 
@@ -220,3 +223,11 @@ def test_golden_view_leaves_the_history_out():
     assert golden_view(report) == {"status": "completed", "parties": [],
                                    "party_details": {"curator": {"result": {"end_reason": "done"}}}}
     assert report["party_details"]["curator"]["result"]["rounds"]  # the report itself is not changed
+
+
+@pytest.mark.parametrize("setting, drawn", [("on", True), ("off", False), ("0", False), ("No", False), ("", True)])
+def test_round_plots_can_be_turned_off_and_the_csv_stays(inprocess_runs, tmp_path, monkeypatch, setting, drawn):
+    report, _ = inprocess_runs["summarize"]
+    monkeypatch.setenv(PLOTS_ENV, setting)
+    written = write_history_files(report, tmp_path)
+    assert (tmp_path / CSV_FILE).is_file() and (PLOT_FILE in written) == drawn == (tmp_path / PLOT_FILE).is_file()
