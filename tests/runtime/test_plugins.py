@@ -124,3 +124,16 @@ def test_marketplace_protocols_lists_every_registered_protocol():
     text = subprocess.run([sys.executable, "-m", "marketplace", "protocols"], capture_output=True, text=True, timeout=120,
                           cwd=ROOT).stdout
     assert text.splitlines()[0].startswith("pfds ") and "marketplace.protocols.summarize.exchange" in text
+
+
+def test_reading_a_scenario_loads_the_protocol_specs_not_their_libraries():
+    """Every process that reads a scenario (each party, each command) loads every protocol's spec: a
+    spec that pulled its protocol's cores would cost each of them scikit-learn's and SciPy's imports."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from marketplace.scenario import load_scenario; load_scenario('scenarios/quickstart.yaml'); "
+            "print(sorted(m for m in ('sklearn', 'scipy.stats', 'scipy.optimize', 'matplotlib') if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

@@ -18,27 +18,45 @@ The pure core, re-exported here (numpy arrays in and out, no I/O), in the order 
   al. 2016, as diffprivlib's KMeans, which does not import with scikit-learn 1.9), calibrated like NNA;
 * :mod:`.synthetic` – the paper's three 2-D synthetic source/target sets.
 
-Not here: the paper's DP-GAN baseline. (The function :func:`private_kmeans` shadows its module's
-name on this package; ``importlib.import_module("marketplace.protocols.stc.private_kmeans")``
-gives the module.)
+Not here: the paper's DP-GAN baseline. (The function :func:`private_kmeans` has its module's name:
+``from marketplace.protocols.stc.private_kmeans import private_kmeans`` names the function whatever
+was imported before; on this package, the name is the function until the module is imported.)
 """
 
-from .coreset import DEFAULT_C, Coreset, kdtree_coreset
-from .release import (
-    DEFAULT_GAMMA,
-    NNA_L2_SENSITIVITY,
-    NasRelease,
-    NnaRelease,
-    nas_release,
-    nna_partition,
-    nna_release,
-    nna_threshold,
-    t_nearest_means,
-)
-from .private_kmeans import PrivateKmeansRelease, private_kmeans
-from .scaling import RADIUS, PublicScaling, public_scaling
-from .solver import StcSolution, cluster_t, nearest_distances, nonprivate_stc, selection_cost, solve_stc, stc_cost
-from .synthetic import SYNTHETIC_NAMES, SyntheticSet, synthetic_dataset
+import importlib
+
+_EXPORTS = {
+    'private_kmeans': '.private_kmeans',
+    'DEFAULT_C': '.coreset',
+    'Coreset': '.coreset',
+    'kdtree_coreset': '.coreset',
+    'DEFAULT_GAMMA': '.release',
+    'NNA_L2_SENSITIVITY': '.release',
+    'NasRelease': '.release',
+    'NnaRelease': '.release',
+    'nas_release': '.release',
+    'nna_partition': '.release',
+    'nna_release': '.release',
+    'nna_threshold': '.release',
+    't_nearest_means': '.release',
+    'PrivateKmeansRelease': '.private_kmeans',
+    'RADIUS': '.scaling',
+    'PublicScaling': '.scaling',
+    'public_scaling': '.scaling',
+    'StcSolution': '.solver',
+    'cluster_t': '.solver',
+    'nearest_distances': '.solver',
+    'nonprivate_stc': '.solver',
+    'selection_cost': '.solver',
+    'solve_stc': '.solver',
+    'stc_cost': '.solver',
+    'SYNTHETIC_NAMES': '.synthetic',
+    'SyntheticSet': '.synthetic',
+    'synthetic_dataset': '.synthetic',
+}
+"""Each public name and the module it comes from: imported on first use (PEP 562), so that loading
+the protocol's registration (and with it this package) does not import every core and its
+libraries into every process that reads a scenario."""
 
 __all__ = [
     "DEFAULT_C",
@@ -69,3 +87,19 @@ __all__ = [
     "synthetic_dataset",
     "t_nearest_means",
 ]
+
+
+def __getattr__(name: str):
+    """The public name ``name``, imported from its module on first use."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    imported = importlib.import_module(module, __name__)
+    for other, home in _EXPORTS.items():  # every name of that module (and one that has the module's own name)
+        if home == module:
+            globals()[other] = getattr(imported, other)
+    return globals()[name]
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -201,7 +201,8 @@ def _private_kmeans_reference(config: ScenarioConfig, T: np.ndarray, S: np.ndarr
     """The PrivateKmeans baseline: DP k-means with ``stc.kmeans_clusters`` clusters (default k) on
     the pooled S, at one owner's budget; the solver takes its centres as the free set, and the
     choice is scored with the true S."""
-    from marketplace.protocols.stc import private_kmeans, selection_cost, solve_stc
+    from marketplace.protocols.stc import selection_cost, solve_stc
+    from marketplace.protocols.stc.private_kmeans import private_kmeans
 
     s = config.stc
     budget = {"eps": s.privacy.epsilon} if s.privacy.notion == "dp" else {"rho": s.privacy.rho}

@@ -61,7 +61,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.neighbors import KDTree
 
 from marketplace.privacy.accountant import Step
 from marketplace.privacy.mechanisms import GaussianZCDP, Laplace
@@ -133,6 +132,8 @@ def _counts_and_sums(S: np.ndarray, centers: np.ndarray) -> np.ndarray:
     """(count, coordinate sum) of every centre's cluster, k x (d + 1); a point joins its nearest
     centre (a KD-tree on the centres: the choice depends on the point and the centres alone)."""
     k, d = centers.shape
+    from sklearn.neighbors import KDTree  # here, not at import: reading a scenario loads this package
+
     labels = KDTree(centers).query(S, k=1, return_distance=False)[:, 0]
     exact = np.empty((k, d + 1))
     exact[:, 0] = np.bincount(labels, minlength=k)

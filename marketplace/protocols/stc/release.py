@@ -64,7 +64,6 @@ from typing import Any
 
 import numpy as np
 from scipy import sparse
-from sklearn.neighbors import KDTree
 
 from marketplace.privacy.accountant import Step
 from marketplace.privacy.mechanisms import GaussianZCDP, Laplace
@@ -194,6 +193,8 @@ def _check_t(t: Any, m: int, where: str) -> int:
 
 def _t_nearest_means(S: np.ndarray, T: np.ndarray, t: int) -> np.ndarray:
     m, n = S.shape[0], T.shape[0]
+    from sklearn.neighbors import KDTree  # here, not at import: reading a scenario loads this package
+
     tree = KDTree(S)
     distances, neighbours = tree.query(T, k=min(t + 1, m))
     neighbours = neighbours[:, :t].copy()
@@ -206,7 +207,7 @@ def _t_nearest_means(S: np.ndarray, T: np.ndarray, t: int) -> np.ndarray:
     return np.asarray(average @ S)
 
 
-def _tie_broken(S: np.ndarray, tree: KDTree, x: np.ndarray, radius: float, t: int) -> np.ndarray:
+def _tie_broken(S: np.ndarray, tree: Any, x: np.ndarray, radius: float, t: int) -> np.ndarray:
     """The t smallest source points for the order (distance to x, coordinates), when several sit
     at about the t-th distance: the tree gathers every point within ``radius`` (a little beyond
     the t-th distance, as its own rounding differs), and the distances that order them are
@@ -252,6 +253,8 @@ def nna_partition(source: np.ndarray, target: np.ndarray) -> np.ndarray:
     KD-tree built on the public target alone, so a point's label never depends on other sources."""
     S = _checks.points(source, "source", "nna_partition")
     T = _checks.points(target, "target", "nna_partition", d=S.shape[1])
+    from sklearn.neighbors import KDTree
+
     return KDTree(T).query(S, k=1, return_distance=False)[:, 0]
 
 

@@ -2,13 +2,41 @@
 baselines and scores. numpy arrays in and out, no I/O.
 """
 
-from .bid import best_offer, bid_direction, bid_value, rff_mmd2_gain, rff_objective, rff_objective_gain
-from .auction import Pool, PoolEntry, PrivAuction, request_probabilities, verify
-from .features import RandomFourierFeatures
-from .h2 import MwemState, coordinate_sums, grid_size, grid_values, h2_release, mwem, quantize
-from .greedy import exact_kernel_greedy, protocol_greedy, rff_greedy_bruteforce, uniform_selection
-from .kernel import mean_kernel, mmd2, rbf_kernel
-from .metrics import svm_accuracy
+import importlib
+
+
+_EXPORTS = {
+    'best_offer': '.bid',
+    'bid_direction': '.bid',
+    'bid_value': '.bid',
+    'rff_mmd2_gain': '.bid',
+    'rff_objective': '.bid',
+    'rff_objective_gain': '.bid',
+    'Pool': '.auction',
+    'PoolEntry': '.auction',
+    'PrivAuction': '.auction',
+    'request_probabilities': '.auction',
+    'verify': '.auction',
+    'RandomFourierFeatures': '.features',
+    'MwemState': '.h2',
+    'coordinate_sums': '.h2',
+    'grid_size': '.h2',
+    'grid_values': '.h2',
+    'h2_release': '.h2',
+    'mwem': '.h2',
+    'quantize': '.h2',
+    'exact_kernel_greedy': '.greedy',
+    'protocol_greedy': '.greedy',
+    'rff_greedy_bruteforce': '.greedy',
+    'uniform_selection': '.greedy',
+    'mean_kernel': '.kernel',
+    'mmd2': '.kernel',
+    'rbf_kernel': '.kernel',
+    'svm_accuracy': '.metrics',
+}
+"""Each public name and the module it comes from: imported on first use (PEP 562), so that loading
+the protocol's registration (and with it this package) does not import every core and its
+libraries into every process that reads a scenario."""
 
 __all__ = [
     "MwemState",
@@ -39,3 +67,19 @@ __all__ = [
     "svm_accuracy",
     "uniform_selection",
 ]
+
+
+def __getattr__(name: str):
+    """The public name ``name``, imported from its module on first use."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    imported = importlib.import_module(module, __name__)
+    for other, home in _EXPORTS.items():  # every name of that module (and one that has the module's own name)
+        if home == module:
+            globals()[other] = getattr(imported, other)
+    return globals()[name]
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

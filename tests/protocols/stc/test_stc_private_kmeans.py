@@ -20,7 +20,7 @@ from test_stc_core import in_ball, seeded
 from marketplace.privacy.rng import make_rng
 from marketplace.protocols import stc
 
-pk_module = importlib.import_module("marketplace.protocols.stc.private_kmeans")  # the function shadows the name
+pk_module = importlib.import_module("marketplace.protocols.stc.private_kmeans")  # the module: the function has its name
 
 
 
@@ -54,14 +54,14 @@ def test_docstring_examples_hold():
 
 
 def test_laplace_scale_is_iterations_times_sqrt_d_plus_1_over_eps():
-    release = stc.private_kmeans(in_ball(200, 3, seed=1), 4, eps=3.0, iterations=6, rng=seeded())
+    release = pk_module.private_kmeans(in_ball(200, 3, seed=1), 4, eps=3.0, iterations=6, rng=seeded())
     assert release.scale == pytest.approx(6 * (math.sqrt(3) + 1) / 3.0)
     assert release.sensitivity == pytest.approx(math.sqrt(3) + 1) and release.mechanism == "laplace"
     assert release.epsilon == 3.0 and release.round_epsilon == pytest.approx(0.5) and release.rho is None
 
 
 def test_gaussian_sigma_is_sqrt_2_iterations_over_rho():
-    release = stc.private_kmeans(in_ball(200, 8, seed=2), 4, rho=3.0, iterations=5, rng=seeded())
+    release = pk_module.private_kmeans(in_ball(200, 8, seed=2), 4, rho=3.0, iterations=5, rng=seeded())
     assert release.scale == pytest.approx(math.sqrt(2 * 5 / 3.0))
     assert release.sensitivity == 2.0 and release.mechanism == "gaussian_zcdp"
     assert release.rho == 3.0 and release.round_rho == pytest.approx(0.6) and release.epsilon is None
@@ -70,7 +70,7 @@ def test_gaussian_sigma_is_sqrt_2_iterations_over_rho():
 def test_laplace_noise_on_the_counts_has_the_split_budgets_scale():
     m, k, eps, iterations = 1000, 10, 2.0, 4
     S = np.tile([[0.1, -0.2]], (m, 1))
-    noise = np.concatenate([count_noise(stc.private_kmeans(S, k, eps=eps, iterations=iterations, rng=seeded(s)), m)
+    noise = np.concatenate([count_noise(pk_module.private_kmeans(S, k, eps=eps, iterations=iterations, rng=seeded(s)), m)
                             for s in range(300)])
     b = iterations * (math.sqrt(2) + 1) / eps
     assert stats.kstest(noise / b, "laplace").pvalue > 1e-3
@@ -81,7 +81,7 @@ def test_laplace_noise_on_the_counts_has_the_split_budgets_scale():
 def test_gaussian_noise_on_the_counts_has_the_split_budgets_sigma():
     m, k, rho, iterations = 1000, 10, 1.0, 4
     S = np.tile([[0.1, -0.2]], (m, 1))
-    noise = np.concatenate([count_noise(stc.private_kmeans(S, k, rho=rho, iterations=iterations, rng=seeded(s)), m)
+    noise = np.concatenate([count_noise(pk_module.private_kmeans(S, k, rho=rho, iterations=iterations, rng=seeded(s)), m)
                             for s in range(300)])
     sigma = math.sqrt(2 * iterations / rho)
     assert stats.kstest(noise / sigma, "norm").pvalue > 1e-3
@@ -105,7 +105,7 @@ def test_one_point_changes_one_clusters_count_and_sum_within_the_calibrated_sens
 
 
 def test_the_start_is_uniform_in_the_ball_and_drawn_from_the_rng_before_any_noise():
-    release = stc.private_kmeans(in_ball(50, 2, seed=5), 6, eps=1.0, rng=seeded(9))
+    release = pk_module.private_kmeans(in_ball(50, 2, seed=5), 6, eps=1.0, rng=seeded(9))
     assert np.array_equal(release.initial_centers, pk_module.uniform_in_ball(6, 2, seeded(9)))
     start = pk_module.uniform_in_ball(20000, 2, seeded(10))
     radii = np.linalg.norm(start, axis=1)
@@ -117,7 +117,7 @@ def test_the_start_is_uniform_in_the_ball_and_drawn_from_the_rng_before_any_nois
 
 def test_at_huge_eps_it_is_lloyds_algorithm_from_the_same_start():
     S = np.vstack([in_ball(15, 2, seed=6, radius=0.1) + c for c in ([0.3, 0.2], [-0.3, 0.1], [0.0, -0.35])])
-    release = stc.private_kmeans(S, 4, eps=1e9, iterations=6, rng=seeded(11))
+    release = pk_module.private_kmeans(S, 4, eps=1e9, iterations=6, rng=seeded(11))
     expected, nonempty = lloyd(S, release.initial_centers, 6)
     assert np.allclose(release.all_centers, expected, atol=1e-6)
     assert np.array_equal(release.kept, np.flatnonzero(nonempty))
@@ -125,7 +125,7 @@ def test_at_huge_eps_it_is_lloyds_algorithm_from_the_same_start():
 
 
 def test_only_centres_whose_last_noisy_count_reached_1_are_kept_and_all_lie_in_the_ball():
-    release = stc.private_kmeans(in_ball(300, 2, seed=7), 12, eps=0.5, iterations=5, rng=seeded(12))
+    release = pk_module.private_kmeans(in_ball(300, 2, seed=7), 12, eps=0.5, iterations=5, rng=seeded(12))
     passed = release.noisy_counts >= 1
     assert 0 < passed.sum() < 12  # the noise is large enough that some centres are dropped
     assert np.array_equal(release.kept, np.flatnonzero(passed))
@@ -135,16 +135,16 @@ def test_only_centres_whose_last_noisy_count_reached_1_are_kept_and_all_lie_in_t
 
 def test_same_seed_gives_the_same_centres_and_another_seed_others():
     S = in_ball(100, 2, seed=8)
-    first = stc.private_kmeans(S, 5, rho=0.5, rng=seeded(3))
-    again = stc.private_kmeans(S, 5, rho=0.5, rng=seeded(3))
-    other = stc.private_kmeans(S, 5, rho=0.5, rng=seeded(4))
+    first = pk_module.private_kmeans(S, 5, rho=0.5, rng=seeded(3))
+    again = pk_module.private_kmeans(S, 5, rho=0.5, rng=seeded(3))
+    other = pk_module.private_kmeans(S, 5, rho=0.5, rng=seeded(4))
     assert np.array_equal(first.all_centers, again.all_centers)
     assert np.array_equal(first.noisy_counts, again.noisy_counts)
     assert not np.array_equal(first.all_centers, other.all_centers)
 
 
 def test_the_release_is_a_frozen_record_of_its_cost():
-    release = stc.private_kmeans(in_ball(40, 2, seed=9), 3, eps=0.5, rng=seeded())
+    release = pk_module.private_kmeans(in_ball(40, 2, seed=9), 3, eps=0.5, rng=seeded())
     with pytest.raises(dataclasses.FrozenInstanceError):
         release.epsilon = 10.0
     with pytest.raises(ValueError):
@@ -154,7 +154,7 @@ def test_the_release_is_a_frozen_record_of_its_cost():
 
 
 def test_secure_mode_takes_the_noise_from_opendp_and_records_it():
-    release = stc.private_kmeans(in_ball(40, 2, seed=10), 3, eps=3.0, iterations=2,
+    release = pk_module.private_kmeans(in_ball(40, 2, seed=10), 3, eps=3.0, iterations=2,
                                  rng=make_rng(seed=None, secure=True), secure=True)
     assert release.secure and release.privacy_cost()["secure"] and release.all_centers.shape == (3, 2)
 
@@ -165,20 +165,20 @@ def test_secure_mode_takes_the_noise_from_opendp_and_records_it():
 def test_bad_input_is_refused_with_what_was_expected():
     S = in_ball(20, 2, seed=11)
     with pytest.raises(ValueError, match="private_kmeans needs exactly one of 'eps'.* and 'rho'"):
-        stc.private_kmeans(S, 3, eps=1.0, rho=1.0, rng=seeded())
+        pk_module.private_kmeans(S, 3, eps=1.0, rho=1.0, rng=seeded())
     with pytest.raises(ValueError, match="private_kmeans needs exactly one of 'eps'"):
-        stc.private_kmeans(S, 3, rng=seeded())
+        pk_module.private_kmeans(S, 3, rng=seeded())
     with pytest.raises(ValueError, match="The 'k' parameter of private_kmeans must be an integer >= 1. Got 0 instead."):
-        stc.private_kmeans(S, 0, eps=1.0, rng=seeded())
+        pk_module.private_kmeans(S, 0, eps=1.0, rng=seeded())
     with pytest.raises(ValueError, match="The 'iterations' parameter of private_kmeans must be an integer >= 1"):
-        stc.private_kmeans(S, 3, eps=1.0, iterations=0, rng=seeded())
+        pk_module.private_kmeans(S, 3, eps=1.0, iterations=0, rng=seeded())
     with pytest.raises(ValueError, match="The 'eps' parameter of private_kmeans must be a positive finite real"):
-        stc.private_kmeans(S, 3, eps=-1.0, rng=seeded())
+        pk_module.private_kmeans(S, 3, eps=-1.0, rng=seeded())
     with pytest.raises(ValueError, match="'source' parameter of private_kmeans must have every row of norm <= 0.5"):
-        stc.private_kmeans(S * 3, 3, eps=1.0, rng=seeded())
+        pk_module.private_kmeans(S * 3, 3, eps=1.0, rng=seeded())
     bad = S.copy()
     bad[4, 0] = np.nan
     with pytest.raises(ValueError, match="'source' parameter of private_kmeans must be finite. Got NaN"):
-        stc.private_kmeans(bad, 3, eps=1.0, rng=seeded())
+        pk_module.private_kmeans(bad, 3, eps=1.0, rng=seeded())
     with pytest.raises(TypeError, match="The 'rng' parameter of private_kmeans must be a numpy.random.Generator"):
-        stc.private_kmeans(S, 3, eps=1.0, rng=None)
+        pk_module.private_kmeans(S, 3, eps=1.0, rng=None)

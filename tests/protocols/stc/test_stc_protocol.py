@@ -271,7 +271,8 @@ ALL_BASELINES = ["cluster_t", "nonprivate_stc", "private_kmeans"]
 @pytest.mark.parametrize("privacy", [{"notion": "dp", "epsilon": 3.0}, {"notion": "zcdp", "rho": 0.5}])
 def test_private_kmeans_is_reported_when_asked_and_scored_with_the_true_sources(stc_scenario, tmp_path, privacy):
     from marketplace import seeds
-    from marketplace.protocols.stc import private_kmeans, solve_stc
+    from marketplace.protocols.stc import solve_stc
+    from marketplace.protocols.stc.private_kmeans import private_kmeans
 
     stc_scenario["stc"]["baselines"] = ALL_BASELINES
     stc_scenario["stc"]["privacy"] = privacy
