@@ -8,8 +8,7 @@ public attribute domains live in :mod:`.schema`, the budget split and spend reco
 split of rows among agents in :mod:`.sharer`. numpy arrays in and out, no I/O.
 """
 
-import importlib
-
+from marketplace.lazy_exports import lazy_exports
 
 _EXPORTS = {
     'NEIGHBOURS': '._checks',
@@ -55,9 +54,7 @@ _EXPORTS = {
     'max_operator_utilities': '.tree',
     'select_split': '.tree',
 }
-"""Each public name and the module it comes from: imported on first use (PEP 562), so that loading
-the protocol's registration (and with it this package) does not import every core and its
-libraries into every process that reads a scenario."""
+"""Each public name and the module it comes from, imported on first use (:mod:`marketplace.lazy_exports`)."""
 
 __all__ = [
     "NEIGHBOURS",
@@ -104,18 +101,4 @@ __all__ = [
     "select_split",
 ]
 
-
-def __getattr__(name: str):
-    """The public name ``name``, imported from its module on first use."""
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    imported = importlib.import_module(module, __name__)
-    for other, home in _EXPORTS.items():  # every name of that module (and one that has the module's own name)
-        if home == module:
-            globals()[other] = getattr(imported, other)
-    return globals()[name]
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

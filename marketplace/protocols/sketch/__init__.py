@@ -8,8 +8,7 @@
 * :mod:`.ranking`: MMD^2 between a target and each owner's sketch, ranking, Spearman agreement.
 """
 
-import importlib
-
+from marketplace.lazy_exports import lazy_exports
 
 _EXPORTS = {
     'Box': '.domain',
@@ -36,9 +35,7 @@ _EXPORTS = {
     'merge_sketches': '.release',
     'private_sketch': '.release',
 }
-"""Each public name and the module it comes from: imported on first use (PEP 562), so that loading
-the protocol's registration (and with it this package) does not import every core and its
-libraries into every process that reads a scenario."""
+"""Each public name and the module it comes from, imported on first use (:mod:`marketplace.lazy_exports`)."""
 
 __all__ = [
     "Box",
@@ -66,18 +63,4 @@ __all__ = [
     "weighted_logistic_regression",
 ]
 
-
-def __getattr__(name: str):
-    """The public name ``name``, imported from its module on first use."""
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    imported = importlib.import_module(module, __name__)
-    for other, home in _EXPORTS.items():  # every name of that module (and one that has the module's own name)
-        if home == module:
-            globals()[other] = getattr(imported, other)
-    return globals()[name]
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

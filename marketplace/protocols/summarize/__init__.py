@@ -2,8 +2,7 @@
 baselines and scores. numpy arrays in and out, no I/O.
 """
 
-import importlib
-
+from marketplace.lazy_exports import lazy_exports
 
 _EXPORTS = {
     'best_offer': '.bid',
@@ -34,9 +33,7 @@ _EXPORTS = {
     'rbf_kernel': '.kernel',
     'svm_accuracy': '.metrics',
 }
-"""Each public name and the module it comes from: imported on first use (PEP 562), so that loading
-the protocol's registration (and with it this package) does not import every core and its
-libraries into every process that reads a scenario."""
+"""Each public name and the module it comes from, imported on first use (:mod:`marketplace.lazy_exports`)."""
 
 __all__ = [
     "MwemState",
@@ -68,18 +65,4 @@ __all__ = [
     "uniform_selection",
 ]
 
-
-def __getattr__(name: str):
-    """The public name ``name``, imported from its module on first use."""
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    imported = importlib.import_module(module, __name__)
-    for other, home in _EXPORTS.items():  # every name of that module (and one that has the module's own name)
-        if home == module:
-            globals()[other] = getattr(imported, other)
-    return globals()[name]
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
