@@ -140,7 +140,9 @@ def _check_driver(driver: str, launch: str) -> None:
         raise ValueError(f"launch: expected 'forkserver' or 'exec', got {launch!r}")
 
 
-def _run_folder(scenario: Scenario, out: str | Path | None, kind: str = "") -> Path:
+def output_folder(scenario: Scenario, out: str | Path | None, kind: str = "") -> Path:
+    """``out`` if it is new or empty (:class:`RunFolderError` otherwise), else a fresh default
+    folder ``runs/<name>[-kind]-<timestamp>``."""
     from marketplace.runner.run import check_run_folder, default_run_folder
 
     return check_run_folder(out) if out is not None else default_run_folder(scenario.config.name, kind)
@@ -165,7 +167,7 @@ def run(scenario: Scenario | str | Path | Mapping[str, Any], out: str | Path | N
 
     _check_driver(driver, launch)
     scenario = _scenario(scenario, seed)
-    folder = _run_folder(scenario, out)
+    folder = output_folder(scenario, out)
     if progress is True:
         from rich.console import Console
 
@@ -219,7 +221,7 @@ def start(scenario: Scenario | str | Path | Mapping[str, Any], out: str | Path |
     everything after that is raised by ``handle.result()``."""
     _check_driver(driver, launch)
     scenario = _scenario(scenario, seed)
-    folder = _run_folder(scenario, out)
+    folder = output_folder(scenario, out)
     handle = RunHandle(scenario, folder)
 
     def follow(done: int, total: int) -> None:
@@ -272,7 +274,7 @@ def sweep(scenario: Scenario | str | Path | Mapping[str, Any], vary: Mapping[str
 
     _check_driver(driver, launch)
     points = plan(scenario, vary, repeats=repeats, seed=seed)
-    folder = _run_folder(points[0].scenario, out, "sweep")
+    folder = output_folder(points[0].scenario, out, "sweep")
     keys = list(points[0].values) if points else []
     if progress:
         from rich.console import Console

@@ -278,12 +278,11 @@ def _validate(args: argparse.Namespace, scenario) -> int:
 def _run_folder(args: argparse.Namespace, scenario, kind: str = "") -> Path | None:
     """The run's output folder: --out if it is new or empty, else a fresh default; None (after
     saying why) when --out names a file or an earlier run's folder."""
-    from marketplace.runner.run import RunFolderError, check_run_folder, default_run_folder
+    from marketplace.api import output_folder
+    from marketplace.runner.run import RunFolderError
 
-    if not args.out:
-        return default_run_folder(scenario.config.name, kind)
     try:
-        return check_run_folder(args.out)
+        return output_folder(scenario, args.out or None, kind)
     except RunFolderError as err:
         print(f"marketplace {args.command}: --out: {err}", file=sys.stderr)
         return None
