@@ -18,6 +18,7 @@ before anything of its data is released.
 
 from __future__ import annotations
 
+import os
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,10 +80,18 @@ def request_id_of(config: Any) -> str:
     return config.lifetime.request_id or f"req-{uuid.uuid4().hex[:16]}"
 
 
+LEDGERS_ENV = "MARKETPLACE_LEDGERS"
+"""Environment variable naming where this party keeps its lifetime ledger, instead of the scenario's
+folder (a pod whose kit is read-only keeps it on a volume of its own)."""
+
+
 def ledger_folder(config: Any) -> Path | None:
-    """Where the parties' lifetime ledgers are (``lifetime.ledgers``), or None when there are none."""
+    """Where this party's lifetime ledger is: ``$MARKETPLACE_LEDGERS`` when set, else
+    ``lifetime.ledgers``; None when the scenario keeps no lifetime ledgers."""
     folder = config.lifetime.ledgers
-    return None if folder is None else Path(folder)
+    if folder is None:
+        return None
+    return Path(os.environ.get(LEDGERS_ENV) or folder)
 
 
 def admit(config: Any, party: str, protocol: ModuleType, *, request_id: str | None = None) -> Admission | None:

@@ -14,6 +14,7 @@ session. It leaves when the server says it stops (after the session it is in), o
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import signal
 import subprocess
@@ -39,9 +40,16 @@ SESSION_LIMIT_S = 4 * 3600.0
 class OwnerAgent:
     """The agent (module docstring): ``run()`` serves until the server stops or :meth:`stop`."""
 
-    def __init__(self, market: str, keys: Path, owners: list[str], *, work: Path, ledgers: Path | None = None) -> None:
+    def __init__(self, market: str, keys: Path, owners: list[str], *, work: Path, ledgers: Path | None = None,
+                 data: Path | None = None, exit_with: int | None = None) -> None:
+        if data is not None and len(owners) != 1:
+            raise ValueError(f"--data gives one owner's own rows; this agent hosts {len(owners)} owners")
+        if data is not None and not Path(data).is_file():
+            raise ValueError(f"--data: {data}: no such file (an .npz file with arrays X and y)")
         self.market, self.keys, self.owners = market, Path(keys), owners
+        self.data = Path(data).resolve() if data is not None else None
         self.work = Path(work)
+        self.exit_with = exit_with
         self.ledgers = Path(ledgers) if ledgers is not None else self.keys
         self._stop = threading.Event()
         self.sessions_done = 0
@@ -107,7 +115,7 @@ class OwnerAgent:
                         self._send_reports(session, ids, socks)
                         self.sessions_done += 1
                         child = None
-                if child is None and (stopping or self._stop.is_set()):
+                if child is None and (stopping or self._stop.is_set() or not self._parent_alive()):
                     return 0
         finally:
             if child is not None and child[1].poll() is None:
@@ -119,6 +127,18 @@ class OwnerAgent:
             for sock in socks.values():
                 sock.close()
             ctx.term()
+
+    def _parent_alive(self) -> bool:
+        """False once the process this agent was told to exit with (the ``serve`` that started it) is gone."""
+        if self.exit_with is None:
+            return True
+        try:
+            os.kill(self.exit_with, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
 
     def _start(self, invites: dict[str, control.SessionInvite]) -> tuple[str, subprocess.Popen, list[str], float]:
         first = next(iter(invites.values()))
@@ -134,12 +154,15 @@ class OwnerAgent:
         write_public(keys / "curator.key", first.curator_key)
         self.ledgers.mkdir(parents=True, exist_ok=True, mode=0o700)
         log_file = open(folder / "owners.log", "w")  # noqa: SIM115 - the child writes it
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "marketplace", "owners", "--scenario", str(folder / "scenario.yaml"),
-             "--endpoint", first.endpoint, "--keys", str(keys), "--ids", ",".join(ids),
-             "--report-dir", str(folder / "parties"), "--run-id", session,
-             "--set", f"lifetime.ledgers={self.ledgers.resolve()}"],
-            stdout=log_file, stderr=subprocess.STDOUT, cwd=folder)
+        common = ["--scenario", str(folder / "scenario.yaml"), "--endpoint", first.endpoint, "--keys", str(keys),
+                  "--run-id", session, "--set", f"lifetime.ledgers={self.ledgers.resolve()}"]
+        if self.data is not None:  # one owner with rows of its own
+            command = ["owner", *common, "--id", ids[0], "--data", str(self.data),
+                       "--report", str(folder / "parties" / f"{ids[0]}.json")]
+        else:
+            command = ["owners", *common, "--ids", ",".join(ids), "--report-dir", str(folder / "parties")]
+        proc = subprocess.Popen([sys.executable, "-m", "marketplace", *command], stdout=log_file,
+                                stderr=subprocess.STDOUT, cwd=folder)
         log_file.close()
         log.info("session %s: %d owners joining", session, len(ids))
         return session, proc, ids, time.monotonic()
@@ -161,9 +184,11 @@ class OwnerAgent:
                                                                      report=json.dumps(report).encode())))
 
 
-def serve_agent(market: str, keys: Path, owners: list[str], *, work: Path, ledgers: Path | None = None) -> int:
-    """Run an agent in this process until the server stops it or SIGTERM/SIGINT arrives."""
-    agent = OwnerAgent(market, keys, owners, work=work, ledgers=ledgers)
+def serve_agent(market: str, keys: Path, owners: list[str], *, work: Path, ledgers: Path | None = None,
+                data: Path | None = None, exit_with: int | None = None) -> int:
+    """Run an agent in this process until the server stops it, SIGTERM/SIGINT arrives, or the
+    process ``exit_with`` is gone."""
+    agent = OwnerAgent(market, keys, owners, work=work, ledgers=ledgers, data=data, exit_with=exit_with)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: agent.stop())
     return agent.run()

@@ -38,6 +38,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                        help="comma-separated consumer names to make keys and kits for (STATE/consumers/<name>/), when missing")
     serve.add_argument("--no-owners", action="store_true", help="start no owner agents: owners connect with `marketplace agent`")
     serve.add_argument("--owners-per-process", type=int, metavar="N", help="owners per agent process (default: two agents)")
+    serve.add_argument("--init", action="store_true",
+                       help="make the marketplace's missing keys and kits, then exit (never replaces a key)")
+    serve.add_argument("--kits", metavar="DIR",
+                       help="with --init: write each owner's kit to DIR/<owner>/ and each consumer's to DIR/consumers/<name>/ "
+                            "(one volume each, in a container deployment); the state keeps only their public keys")
+    serve.add_argument("--chown", metavar="UID[:GID]", help="with --init: give the state and kits to this user (needs root)")
     serve.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
     serve.add_argument("--log-level", default="INFO")
     serve.set_defaults(func=serve_command)
@@ -53,6 +59,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     agent.add_argument("--ids", required=True, help="the owners to host: owner-1..owner-8, or a comma list")
     agent.add_argument("--ledgers", metavar="DIR", help="where the owners' lifetime ledgers are kept (default: --keys)")
     agent.add_argument("--work", metavar="DIR", help="session folders (default: --keys/sessions)")
+    agent.add_argument("--exit-with", type=int, metavar="PID", help="leave when process PID is gone (what serve passes "
+                                                                       "to the agents it starts)")
+    agent.add_argument("--data", metavar="FILE.npz", help="the owner's own rows (arrays X and y) instead of its generated "
+                                                          "share (an agent of one owner)")
     agent.add_argument("--log-level", default="INFO")
     agent.set_defaults(func=agent_command)
 
@@ -69,6 +79,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     req.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
     req.add_argument("--wait", type=float, default=3600.0, metavar="SECONDS", help="give up after this long (queue included)")
     req.add_argument("--quiet", action="store_true", help="print only the report's path and status")
+    req.add_argument("--chown-like", metavar="PATH", help="give the output folder and its files to the owner of PATH "
+                                                          "(a container writing into a host folder)")
     req.set_defaults(func=request_command)
 
 
@@ -89,6 +101,8 @@ def serve_command(args: argparse.Namespace) -> int:
     except (ScenarioError, ValueError) as err:
         print(f"marketplace serve: {err}", file=sys.stderr)
         return EXIT_USAGE
+    if args.init:
+        return _init(args, market, consumers)
     options = ServeOptions(state=Path(args.state), endpoint=args.endpoint, session_port=args.session_port,
                            advertise=args.advertise, consumers=consumers, start_owners=not args.no_owners,
                            owners_per_process=args.owners_per_process)
@@ -102,6 +116,30 @@ def serve_command(args: argparse.Namespace) -> int:
         return EXIT_INTERNAL
 
 
+def _init(args: argparse.Namespace, market, consumers: tuple[str, ...]) -> int:
+    import os
+
+    from marketplace.provision import parse_owner
+    from marketplace.service.keys import init_keys
+
+    state, kits = Path(args.state), Path(args.kits) if args.kits else None
+    try:
+        owner = parse_owner(args.chown) if args.chown else None
+        init_keys(state, owners=market.config.parties.owners, consumers=list(consumers), kits=kits)
+    except (OSError, ValueError) as err:
+        print(f"marketplace serve --init: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    if owner is not None:
+        for root in (state, kits):
+            if root is None:
+                continue
+            for path in [root, *root.rglob("*")]:
+                os.chown(path, *owner)
+    print(f"marketplace serve --init: keys of {market.config.parties.owners} owners and {len(consumers)} consumers "
+          f"in {state}" + (f", kits in {kits}" if kits else ""))
+    return EXIT_OK
+
+
 def agent_command(args: argparse.Namespace) -> int:
     from marketplace.parties import parse_owner_ids
     from marketplace.service.agent import serve_agent
@@ -113,8 +151,13 @@ def agent_command(args: argparse.Namespace) -> int:
         print(f"marketplace agent: --ids: {err}", file=sys.stderr)
         return EXIT_USAGE
     keys = Path(args.keys)
-    return serve_agent(args.market, keys, owners, work=Path(args.work) if args.work else keys / "sessions",
-                       ledgers=Path(args.ledgers) if args.ledgers else None)
+    try:
+        return serve_agent(args.market, keys, owners, work=Path(args.work) if args.work else keys / "sessions",
+                           ledgers=Path(args.ledgers) if args.ledgers else None,
+                           data=Path(args.data) if args.data else None, exit_with=args.exit_with)
+    except ValueError as err:
+        print(f"marketplace agent: {err}", file=sys.stderr)
+        return EXIT_USAGE
 
 
 def request_command(args: argparse.Namespace) -> int:
@@ -141,6 +184,10 @@ def request_command(args: argparse.Namespace) -> int:
         print(f"marketplace request: {err}", file=sys.stderr)
         return EXIT_RUN_FAILED
     report = result.report
+    if args.chown_like:
+        from marketplace.provision import chown_like
+
+        chown_like(out, Path(args.chown_like))
     if not args.quiet and "messages" in report:
         from rich.console import Console
 

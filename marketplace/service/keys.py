@@ -52,19 +52,25 @@ def _copy(source: Path, target: Path) -> None:
         shutil.copyfile(source, target)
 
 
-def init_keys(state: Path, *, owners: int, consumers: list[str]) -> None:
-    """Make the keys of a marketplace with ``owners`` owners and the named consumers, where missing."""
+def init_keys(state: Path, *, owners: int, consumers: list[str], kits: Path | None = None) -> None:
+    """Make the keys of a marketplace with ``owners`` owners and the named consumers, where missing.
+
+    Without ``kits`` every owner's key pair goes into ``STATE/owners/`` (for the agents ``serve``
+    starts itself) and each consumer's kit into ``STATE/consumers/<name>/``. With ``kits``, each
+    owner gets a kit folder of its own, ``KITS/<owner>/`` (its key pair and ``server.key``: what
+    ``marketplace agent --keys`` reads, and where its ledger goes), each consumer
+    ``KITS/consumers/<name>/``, and the server's state keeps only their public keys."""
     keys = state / "keys"
     _pair(keys, SERVER)
-    agents = state / "owners"
     for i in range(1, owners + 1):
         party = f"owner-{i}"
-        _pair(agents, party)
-        _copy(agents / f"{party}.key", keys / "owners" / f"{party}.key")
-    _copy(keys / f"{SERVER}.key", agents / f"{SERVER}.key")
+        folder = kits / party if kits is not None else state / "owners"
+        _pair(folder, party)
+        _copy(folder / f"{party}.key", keys / "owners" / f"{party}.key")
+        _copy(keys / f"{SERVER}.key", folder / f"{SERVER}.key")
     for name in consumers:
         check_consumer_name(name)
-        kit = state / "consumers" / name
+        kit = (kits / "consumers" if kits is not None else state / "consumers") / name
         _pair(kit, name)
         _copy(keys / f"{SERVER}.key", kit / f"{SERVER}.key")
         _copy(kit / f"{name}.key", keys / "consumers" / f"{name}.key")

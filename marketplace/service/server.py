@@ -200,6 +200,8 @@ class MarketServer:
                 self._send(sock, routing, control.SessionRefused(reason=cut(f"refused a control frame: {err}", 1900)))
             return
         if who.startswith("owner-"):
+            if who not in self.present:
+                log.info("owner %s present", who)
             self.present[who] = (routing, time.monotonic())
             if isinstance(message, control.PartyReport):
                 self._on_report(who, message)
@@ -361,7 +363,8 @@ class MarketServer:
             log_file = open(work / "agent.log", "a")  # noqa: SIM115 - the child writes it
             self.agents.append(subprocess.Popen(
                 [sys.executable, "-m", "marketplace", "agent", "--market", self._control_for_agents(),
-                 "--keys", str(self.state / "owners"), "--ids", ",".join(ids), "--work", str(work)],
+                 "--keys", str(self.state / "owners"), "--ids", ",".join(ids), "--work", str(work),
+                 "--exit-with", str(os.getpid())],
                 stdout=log_file, stderr=subprocess.STDOUT))
             log_file.close()
 

@@ -1,4 +1,4 @@
-"""docker-compose.yml, emulated: the fast path (the real engine is tests/deploy/test_compose_engine.py).
+"""docker-compose.run.yml (one scenario, one run), emulated: the fast path (the real engine is tests/deploy/test_compose_engine.py).
 
 Each service's command runs as a local process with the service's environment, its volumes mapped
 to local folders (one folder per named volume) and the service host names mapped to 127.0.0.1, in
@@ -30,7 +30,7 @@ import yaml
 
 from conftest import ROOT
 
-COMPOSE = ROOT / "docker-compose.yml"
+COMPOSE = ROOT / "docker-compose.run.yml"
 IMAGE_UID = 1000  # the Dockerfile's `useradd --uid 1000 market`
 HOST_UID = 4242
 PARTIES = ["curator", "owner-1", "owner-2", "owner-3", "owner-4", "consumer"]

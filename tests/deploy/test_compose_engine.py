@@ -1,5 +1,6 @@
-"""docker-compose.yml on a real Docker engine: the image built from the Dockerfile users build, the
-compose file run as it ships, by a host user whose uid is neither root nor the containers' 1000.
+"""The compose files on a real Docker engine: the image built from the Dockerfile users build, each
+compose file run as it ships (docker-compose.run.yml: one scenario; docker-compose.yml: a marketplace
+that stays up), by a host user whose uid is neither root nor the containers' 1000.
 
 The test starts its own engine (tests/docker_engine.py) and skips, naming the reason, when no
 engine can be started or when any tool it needs is missing (dockerd, docker, a compose client,
@@ -32,7 +33,8 @@ pytestmark = pytest.mark.slow
 HOST_UID = 4242
 """The host user who runs compose: neither root nor the image's user (1000)."""
 PARTIES = ["curator", "owner-1", "owner-2", "owner-3", "owner-4", "consumer"]
-PROJECT_FILES = ("Dockerfile", ".dockerignore", "docker-compose.yml", "pyproject.toml", "README.md", "marketplace", "scenarios")
+PROJECT_FILES = ("Dockerfile", ".dockerignore", "docker-compose.yml", "docker-compose.run.yml", "pyproject.toml", "README.md",
+                 "marketplace", "scenarios", "data-cache")
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +88,9 @@ def as_host_user(engine: DockerEngine, home: Path) -> tuple[list[str], dict[str,
 
 
 def ensure_base_image(engine: DockerEngine) -> str:
-    """python:3.11-slim, pulled, or else built from Debian packages under the same tag."""
+    """python:3.11-slim, pulled, or else built from Debian packages under the same tag (once per engine)."""
+    if engine.docker("image", "inspect", "python:3.11-slim", check=False).returncode == 0:
+        return "already here"
     pulled = engine.docker("pull", "python:3.11-slim", check=False, timeout=300)
     if pulled.returncode == 0:
         return "pulled"
@@ -111,7 +115,7 @@ def test_compose_runs_the_quickstart_on_a_real_engine_as_any_host_user(engine, h
     project = project_owned_by(HOST_UID, host_folder)
     prefix, env = as_host_user(engine, host_folder / "home")
     name = f"mkt{os.getpid()}"
-    up = [*prefix, *compose, "--project-name", name, "--project-directory", str(project), "-f", str(project / "docker-compose.yml")]
+    up = [*prefix, *compose, "--project-name", name, "--project-directory", str(project), "-f", str(project / "docker-compose.run.yml")]
 
     def timed(label: str, fn):
         t0 = time.monotonic()
@@ -130,8 +134,8 @@ def test_compose_runs_the_quickstart_on_a_real_engine_as_any_host_user(engine, h
         again = timed("compose up as root", lambda: engine.run(up[len(prefix):] + ["up", "--no-color"], cwd=project, timeout=900, check=False))
         second = read_report(project, again)
     finally:
-        timed("clean up", lambda: engine.run([*up, "down", "--volumes", "--rmi", "all"], env=env, cwd=project, check=False))
-        engine.docker("rmi", "python:3.11-slim", check=False)
+        # the images stay for the next test of this module; the engine's teardown removes everything it stored
+        timed("clean up", lambda: engine.run([*up, "down", "--volumes"], env=env, cwd=project, check=False))
     print(f"\nreal engine ({engine.driver} storage, {base} base): " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items()))
 
     for report in (first, second):
@@ -194,12 +198,13 @@ def counts(report: dict) -> dict:
 def test_the_compose_file_is_read_the_same_by_compose_clients():
     """The file stays within what both the v2 plugin and docker-compose 1.29 read: no top-level
     `name`, conditions from the compose specification, build options both accept."""
-    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
-    assert "name" not in compose and "version" not in compose
-    for service in compose["services"].values():
-        for condition in (service.get("depends_on") or {}).values():
-            assert condition["condition"] in ("service_started", "service_healthy", "service_completed_successfully")
-        assert set(service.get("build", {})) <= {"context", "network"}
+    for file in ("docker-compose.yml", "docker-compose.run.yml"):
+        compose = yaml.safe_load((ROOT / file).read_text())
+        assert "name" not in compose and "version" not in compose
+        for service in compose["services"].values():
+            for condition in (service.get("depends_on") or {}).values():
+                assert condition["condition"] in ("service_started", "service_healthy", "service_completed_successfully")
+            assert set(service.get("build", {})) <= {"context", "network"}
 
 
 def test_a_missing_tool_skips_naming_it_and_its_install_command(monkeypatch):
@@ -212,3 +217,61 @@ def test_a_missing_tool_skips_naming_it_and_its_install_command(monkeypatch):
                                                     r"\(Debian: dockerd: apt-get install docker.io; mmdebstrap: apt-get install mmdebstrap"):
         skip_unless_tools("docker", "dockerd", "mmdebstrap", why="base image")
     assert system_tools.missing_tools("docker") is None
+
+
+MARKET_OWNERS = ["owner-1", "owner-2", "owner-3", "owner-4"]
+
+
+@pytest.mark.timeout(1800)
+def test_compose_keeps_a_marketplace_up_and_its_ledgers_across_a_restart(engine, host_folder):
+    """docker-compose.yml: `up -d` starts the server and four owner agents and they stay; three
+    consumers' requests arrive with `compose run --rm consumer`; owner-3's small budget runs out;
+    `compose restart` keeps every key and ledger, and a fourth request is charged on top."""
+    compose = compose_command()
+    project = project_owned_by(0, host_folder)
+    name = f"mktup{os.getpid()}"
+    up = [*compose, "--project-name", name, "--project-directory", str(project), "-f", str(project / "docker-compose.yml")]
+    ensure_base_image(engine)
+
+    def request(consumer: str) -> subprocess.CompletedProcess:
+        return engine.run([*up, "run", "--rm", "-T", "consumer", "/scenario/sketch-quickstart.yaml",
+                           "--set", "sketch.epsilon=0.4", "--keys", f"/kits/{consumer}", "--quiet",
+                           "--out", f"runs/{consumer}-{time.monotonic_ns()}"], cwd=project, timeout=600, check=False)
+
+    def wait_for_owners(since: int) -> None:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            logs = engine.run([*up, "logs", "--no-color", "server"], cwd=project, check=False).stdout
+            if sum(f"owner {o} present" in line for line in logs.splitlines()[since:] for o in MARKET_OWNERS) >= 4:
+                return
+            time.sleep(1.0)
+        raise AssertionError("the owners did not join the marketplace:\n" + logs[-3000:])
+
+    try:
+        engine.run([*up, "build", "server"], cwd=project, timeout=1800)
+        engine.run([*up, "up", "-d", "--no-color"], cwd=project, timeout=600)
+        wait_for_owners(0)
+        results = {c: request(c) for c in ("alice", "bob", "carol")}
+        for consumer, result in results.items():
+            assert result.returncode == 0, (consumer, result.stdout[-3000:], result.stderr[-3000:])
+        reports = {c: json.loads(next((project / "runs").glob(f"{c}-*/report.json")).read_text()) for c in results}
+        for consumer, report in reports.items():
+            assert report["status"] == "completed" and report["driver"] == "market"
+            assert report["lifetime"]["consumer"] == consumer
+            assert len({p["host"] for p in report["parties"] if p["id"] != "consumer"}) == 5  # server's curator + 4 owners
+        assert sorted(len(r["lifetime"]["declined"]) for r in reports.values()) == [0, 1, 1]  # owner-3: eps 0.5
+        lines = len(engine.run([*up, "logs", "--no-color", "server"], cwd=project, check=False).stdout.splitlines())
+        engine.run([*up, "restart"], cwd=project, timeout=600)
+        wait_for_owners(lines)
+        again = request("alice")
+        assert again.returncode == 0, again.stderr[-3000:]
+        shown = engine.run([*up, "exec", "-T", "owner-1", "marketplace", "ledger", "show", "/kit/owner-1.ledger.sqlite",
+                            "--json"], cwd=project, check=False)
+        assert shown.returncode == 0, shown.stderr
+        ledger = json.loads(shown.stdout)
+        assert [r["state"] for r in ledger["history"]] == ["committed"] * 4  # three before the restart, one after
+        containers = inspect_containers(engine, name)
+        for owner in MARKET_OWNERS:  # each owner's kit and ledger on a volume of its own
+            assert [m["Name"].removeprefix(f"{name}_") for m in containers[owner] if m["Destination"] == "/kit"] == [owner]
+    finally:
+        engine.run([*up, "--profile", "request", "down", "--volumes"], cwd=project, timeout=600, check=False)

@@ -87,14 +87,19 @@ def test_the_owners_statefulset_runs_one_owner_host_per_pod_and_the_host_sees_on
     owners = rendered[("StatefulSet", "marketplace-owner")]
     spec = pod_spec(owners)
     env = env_of(spec["containers"][0])
-    assert env == env_of(spec["initContainers"][0]) and int(env["OWNERS"]) == len(OWNERS)
+    init_env = env_of(spec["initContainers"][0])
+    assert {k: env[k] for k in init_env} == init_env and int(env["OWNERS"]) == len(OWNERS)
     assert owners["spec"]["replicas"] == -(-len(OWNERS) // int(env["OWNERS_PER_POD"])) == 2
     assert "marketplace owners --ids $ids" in spec["containers"][0]["command"][-1]
     secrets = sorted(v["secret"]["secretName"] for v in spec["volumes"] if "secret" in v)
     assert secrets == [f"kit-{o}" for o in OWNERS]
     (owner,) = spec["containers"]
     mounted = {m["name"] for m in owner["volumeMounts"]}
-    assert mounted == {"kit", "runs"} and {"name": "kit", "emptyDir": {"medium": "Memory", "sizeLimit": "16Mi"}} in spec["volumes"]
+    assert mounted == {"kit", "runs", "ledgers"} and {"name": "kit", "emptyDir": {"medium": "Memory", "sizeLimit": "16Mi"}} in spec["volumes"]
+    # each owner pod's lifetime ledgers on a claim of its own, named by the environment the owners read
+    (claim,) = owners["spec"]["volumeClaimTemplates"]
+    assert claim["metadata"]["name"] == "ledgers" and claim["spec"]["accessModes"] == ["ReadWriteOnce"]
+    assert env["MARKETPLACE_LEDGERS"] == next(m["mountPath"] for m in owner["volumeMounts"] if m["name"] == "ledgers")
     curator = pod_spec(rendered[("Deployment", "marketplace-curator")])
     assert [v["secret"]["secretName"] for v in curator["volumes"] if "secret" in v] == ["kit-curator"]
     consumer = pod_spec(rendered[("Job", "marketplace-consumer")])
@@ -145,6 +150,7 @@ class Kubelet:
     def mount(self, spec: dict, pod: str, container: dict) -> None:
         volumes = {v["name"]: v for v in spec["volumes"]}
         for m in container["volumeMounts"]:
+            volumes.setdefault(m["name"], {"name": m["name"], "emptyDir": {}})  # a StatefulSet's per-pod claim: a folder of the pod's
             link = self.root(pod) / m["mountPath"].lstrip("/")
             if not link.is_symlink():
                 link.parent.mkdir(parents=True, exist_ok=True)

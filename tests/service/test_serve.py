@@ -43,10 +43,30 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+STARTED: list[subprocess.Popen] = []
+
+
+@pytest.fixture(autouse=True)
+def no_process_left():
+    """Whatever a test leaves running (a failed assertion before its stop) is killed, with its children."""
+    yield
+    while STARTED:
+        proc = STARTED.pop()
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+
+
 def cli(*args: str, **kwargs) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, "-m", "marketplace", *args], env=env, stdout=subprocess.PIPE,
+    kwargs.setdefault("start_new_session", True)  # a process group of its own: killed whole if left over
+    proc = subprocess.Popen([sys.executable, "-m", "marketplace", *args], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, **kwargs)
+    STARTED.append(proc)
+    return proc
 
 
 class Market:
@@ -138,7 +158,7 @@ def test_strangers_bad_requests_and_a_vanishing_consumer_end_only_their_own_requ
         out, err = proc.communicate(timeout=120)
         assert proc.returncode == 2 and "sketch.epsilon" in err, err
         # alice vanishes mid-session (its whole process group killed): only its session fails
-        alice = market.request("alice", "out-alice", "sketch.samples=2000000", start_new_session=True)
+        alice = market.request("alice", "out-alice", "sketch.samples=2000000")
         deadline = time.monotonic() + 120
         while not (tmp_path / "out-alice" / "consumer.log").exists():
             assert time.monotonic() < deadline
