@@ -119,8 +119,10 @@ def admit(config: Any, party: str, protocol: ModuleType, *, request_id: str | No
         try:
             if declared.cost is None:
                 ledger.decline(request_id, consumer=life.consumer, what=declared.what, reason=declared.unbounded)
+            quota = life.consumer_quota if party != CONSUMER else None
             ledger.reserve(request_id, declared.cost, consumer=life.consumer, what=declared.what,
-                           relation=declared.relation, fresh=True)
+                           relation=declared.relation, fresh=True,
+                           quota=None if quota is None else (quota.epsilon, quota.delta))
             admission.state = "reserved"
         except BudgetDeclined as err:
             admission.state, admission.reason = "declined", err.reason

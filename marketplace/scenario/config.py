@@ -125,6 +125,9 @@ class LifetimeConfig:
     never charged twice (and never released twice). None: ``marketplace run`` draws a fresh one."""
     consumer: Annotated[str, Length(min=1, max=64)] = "consumer"
     """Who is asking: the name every charge is recorded under."""
+    consumer_quota: BudgetConfig | None = None
+    """An owner's cap on what one consumer's requests may be charged together (on top of the owner's
+    global budget, which bounds every consumer together). None: no per-consumer cap."""
     consumer_budget: BudgetConfig | None = None
     """The consumer's own lifetime budget for what the run releases about its target data (D_v),
     charged to ``<consumer>.ledger.sqlite`` in ``ledgers``. None: the consumer keeps no ledger."""
@@ -132,7 +135,8 @@ class LifetimeConfig:
     def __post_init__(self) -> None:
         if self.filter == "zcdp":
             budgets = {"budget": self.budget, **{f"owner_budgets.{k}": v for k, v in self.owner_budgets.items()},
-                       **({"consumer_budget": self.consumer_budget} if self.consumer_budget is not None else {})}
+                       **({"consumer_budget": self.consumer_budget} if self.consumer_budget is not None else {}),
+                       **({"consumer_quota": self.consumer_quota} if self.consumer_quota is not None else {})}
             for key, value in budgets.items():
                 if value.delta <= 0:
                     raise ValueError(f"lifetime.{key}.delta must be > 0 under the zcdp filter (its budget is stated as "

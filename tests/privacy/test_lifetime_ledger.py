@@ -521,3 +521,15 @@ def test_sigkill_at_random_points_never_undercounts_nor_charges_twice(tmp_path):
     db_check = sqlite3.connect(db)
     assert db_check.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     assert len(released) >= KILLS and pending_seen >= 1, (len(released), pending_seen)
+
+
+def test_a_consumer_quota_caps_one_consumer_and_the_budget_still_caps_them_all(tmp_path):
+    with new_ledger(tmp_path, budget=(1.0, 0.0)) as ledger:
+        ledger.reserve("a1", Cost.pure(0.3), consumer="alice", what="w", quota=(0.5, 0.0))
+        with pytest.raises(BudgetDeclined, match="of alice's quota"):
+            ledger.reserve("a2", Cost.pure(0.3), consumer="alice", what="w", quota=(0.5, 0.0))
+        ledger.reserve("b1", Cost.pure(0.4), consumer="bob", what="w", quota=(0.5, 0.0))
+        with pytest.raises(BudgetDeclined, match="of the budget"):  # bob is within his quota; the owner is not
+            ledger.reserve("c1", Cost.pure(0.4), consumer="carol", what="w", quota=(0.5, 0.0))
+        assert [r.state for r in ledger.history()] == ["reserved", "declined", "reserved", "declined"]
+        assert ledger.spent().eps == pytest.approx(0.7)

@@ -170,3 +170,13 @@ def test_bad_lifetime_settings_are_refused_naming_the_key():
         marketplace.load(SKETCH, {"lifetime.filter": "renyi"})
     with pytest.raises(marketplace.ScenarioError, match="delta must be > 0 under the zcdp filter"):
         marketplace.load(SKETCH, {"lifetime.filter": "zcdp"})
+
+
+def test_a_consumer_quota_declines_that_consumer_only(tmp_path):
+    base = {"lifetime.budget": {"epsilon": 2.0}, "lifetime.consumer_quota": {"epsilon": 0.5}}
+    alice = run(sketch(tmp_path / "ledgers", **base, **{"lifetime.consumer": "alice"}), tmp_path, "a1")
+    again = run(sketch(tmp_path / "ledgers", **base, **{"lifetime.consumer": "alice"}), tmp_path, "a2", expect_failure=True)
+    bob = run(sketch(tmp_path / "ledgers", **base, **{"lifetime.consumer": "bob"}), tmp_path, "b1")
+    assert set(states(alice).values()) == {"committed"} and set(states(bob).values()) == {"committed"}
+    assert set(states(again).values()) == {"declined"}
+    assert all("alice's quota" in r["reason"] for r in again["lifetime"]["owners"].values())

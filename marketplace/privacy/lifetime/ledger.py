@@ -272,7 +272,7 @@ class LifetimeLedger:
     # --- charging
 
     def reserve(self, request_id: str, cost: Cost, *, consumer: str, what: str, relation: str | None = None,
-                fresh: bool = False) -> Reservation:
+                fresh: bool = False, quota: tuple[float, float] | None = None) -> Reservation:
         """Charge ``cost`` for request ``request_id`` before anything is released, and return the
         reservation once it is on disk. Idempotent: an id already reserved or committed returns its
         reservation unchanged (the same cost must be declared), or, with ``fresh=True``, raises
@@ -280,7 +280,9 @@ class LifetimeLedger:
         that was aborted or declined is checked again. ``relation`` is the neighbouring relation the
         cost is stated under (``add/remove-one`` or ``replace-one``; None: the ledger's own): an
         add/remove-one cost on a replace-one ledger is charged as :meth:`Cost.as_replace_one`, and a
-        replace-one cost on an add/remove-one ledger cannot be charged (declined). Raises
+        replace-one cost on an add/remove-one ledger cannot be charged (declined). ``quota`` (eps,
+        delta) caps what this one consumer's requests may be charged together, under the same filter,
+        on top of the global budget (which still bounds every consumer together). Raises
         :class:`BudgetDeclined` if the cost does not fit (nothing is charged; the decline is recorded)."""
         where = "LifetimeLedger.reserve"
         request_id = _text(request_id, "request_id", where)
@@ -312,8 +314,14 @@ class LifetimeLedger:
                         f"{self.owner}: request {request_id!r} was reserved for {row.consumer!r} at {row.cost.describe()}; "
                         f"a retry must declare the same, got {consumer!r} at {cost.describe()}")
                 return row
-            counted = [r.charged for r in self._rows() if r.state in COUNTED]
+            rows = [r for r in self._rows() if r.state in COUNTED]
+            counted = [r.charged for r in rows]
             state = "reserved" if self.limits.fits(counted, charge) else "declined"
+            quota_limits = None if quota is None else Limits(self.filter, *quota)
+            over_quota = state == "reserved" and quota_limits is not None and not quota_limits.fits(
+                [r.charged for r in rows if r.consumer == consumer], charge)
+            if over_quota:
+                state = "declined"
             values = (consumer, what, cost.eps, cost.delta, cost.rho, *charge, state, _now())
             if row is None:
                 self._db.execute("INSERT INTO charges (consumer, what, eps, delta, rho, charged_eps, charged_delta, "
@@ -323,7 +331,15 @@ class LifetimeLedger:
                 self._db.execute("UPDATE charges SET consumer = ?, what = ?, eps = ?, delta = ?, rho = ?, charged_eps = ?, "
                                  "charged_delta = ?, charged_rho = ?, state = ?, reserved_at = ?, settled_at = NULL "
                                  "WHERE request_id = ?", (*values, request_id))
-            if state == "declined":
+            if over_quota:
+                mine = quota_limits.spent(r.charged for r in rows if r.consumer == consumer)
+                declined = BudgetDeclined(
+                    f"{self.owner}: declined request {request_id!r} ({what}, for {consumer}): it costs {cost.describe()}, "
+                    f"charged as {amount(charge)}, and {amount(quota_limits.remaining(mine))} is left of {consumer}'s quota "
+                    f"(eps={quota[0]:g}, delta={quota[1]:g}) under the filter {self.limits.describe()}",
+                    owner=self.owner, request_id=request_id, cost=cost,
+                    remaining=quota_limits.remaining(mine), filter=self.filter)
+            elif state == "declined":
                 left = self.limits.remaining(self.limits.spent(counted))
                 declined = BudgetDeclined(
                     f"{self.owner}: declined request {request_id!r} ({what}, for {consumer}): it costs {cost.describe()}, "
