@@ -1,0 +1,24 @@
+"""Markets: a stream of consumer requests against owners with lifetime privacy budgets.
+
+A market file (YAML with a top-level ``market:``) names the marketplace (owners, their data and
+their lifetime budgets) and a stream of requests (sketch, stc or pfds runs, each for a consumer).
+:func:`play` runs the stream once per scheduling rule (``fcfs``, ``dpf``: :mod:`.rules`), every
+rule from fresh owner ledgers, and returns a :class:`MarketReport`::
+
+    import marketplace
+
+    report = marketplace.play_market("scenarios/market.yaml", "runs/market", driver="inprocess")
+    report.summary("dpf")["served_total"], report.statuses("fcfs")
+
+* :mod:`.spec`: the market file, read and checked (:class:`MarketError`);
+* :mod:`.costs`: each request's declared cost per owner;
+* :mod:`.rules`: the scheduling rules;
+* :mod:`.player`: plays the stream under each rule;
+* :mod:`.report`, :mod:`.tables`, :mod:`.plots`: ``market.json``, ``market.md``, the figures.
+"""
+
+from marketplace.market.player import play
+from marketplace.market.report import MarketReport
+from marketplace.market.spec import MarketError, MarketSpec, is_market, read_market
+
+__all__ = ["MarketError", "MarketReport", "MarketSpec", "is_market", "play", "read_market"]

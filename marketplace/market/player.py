@@ -1,0 +1,184 @@
+"""Play a market: the request stream once per scheduling rule, each rule from fresh ledgers.
+
+For each rule, in ``<out>/<rule>/``: ``ledgers/`` holds the owners' lifetime ledgers (created by
+the owners on their first request), ``keys/<request>/`` every party's noise key for that request,
+and ``<request>/`` the request's run folder (report.json, messages.csv, ...). The market runner
+derives every key from (market seed, rule, request id, party) and so holds them all: a simulation
+that reproduces itself from one seed, like ``marketplace run``, not a deployment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from marketplace.market.costs import declared_costs
+from marketplace.market.rules import Amounts, Demand, amounts, filter_budget, make_rule
+from marketplace.market.spec import LIFETIME_IN_SCENARIO, MarketSpec, Request, read_market
+from marketplace.privacy import noise
+from marketplace.privacy.lifetime import LifetimeLedger, ledger_file
+
+NOISE_KEY_PERSON = b"market-noise-key"
+
+
+def noise_key(seed: int, rule: str, request_id: str, party: str) -> bytes:
+    """The 32-byte noise key of ``party`` for one request of one rule's play: a BLAKE2b hash of
+    (market seed, rule, request id, party), so that every request draws fresh noise and the same
+    seed gives the same market."""
+    text = "\x00".join((str(seed), rule, request_id, party)).encode()
+    return hashlib.blake2b(text, digest_size=noise.KEY_BYTES, person=NOISE_KEY_PERSON).digest()
+
+
+def write_noise_keys(folder: Path, spec: MarketSpec, rule: str, request: Request) -> Path:
+    """Write every party's noise key for ``request`` into ``folder`` and return it."""
+    for party in ("curator", *spec.owner_ids, "consumer"):
+        noise.write_key(folder, party, noise_key(spec.seed, rule, request.id, party))
+    return folder
+
+
+def ledger_spent(folder: Path, owner: str) -> dict[str, float]:
+    """What ``owner``'s lifetime ledger in ``folder`` counts as spent, in its filter's dimensions
+    (empty while the owner has no ledger yet)."""
+    path = ledger_file(folder, owner)
+    if not path.is_file():
+        return {}
+    with LifetimeLedger.read(path) as ledger:
+        return amounts(ledger.spent())
+
+
+@dataclass
+class Outcome:
+    """What became of one request under one rule."""
+
+    request: Request
+    status: str
+    order: int | None = None
+    folder: str | None = None
+    report: Mapping[str, Any] | None = None
+    reason: str | None = None
+    seconds: float = 0.0
+
+
+@dataclass
+class Play:
+    """One rule's play: every request's outcome (stream order), and each owner's spend after each arrival."""
+
+    rule: str
+    outcomes: list[Outcome]
+    timeline: list[dict[str, dict[str, float]]] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+RunRequest = Callable[[Any, Path, str, str], Mapping[str, Any]]
+
+
+def run_request(scenario: Any, folder: Path, driver: str, launch: str) -> Mapping[str, Any]:
+    """Run one request's scenario to its end and return its report (a failed run's too)."""
+    from marketplace.api import run
+
+    return run(scenario, folder, driver=driver, launch=launch, check=False).raw
+
+
+def demands(spec: MarketSpec) -> dict[str, Demand]:
+    """Each request's charge per owner (in the filter's dimensions), from its declared costs."""
+    out = {}
+    for request in spec.requests:
+        config = spec.scenario(request, lifetime=False).config
+        costs = declared_costs(config, spec.owner_ids, spec.filter)
+        out[request.id] = Demand(request.id, request.index,
+                                 {o: amounts(c[1]) for o, c in costs.items() if c is not None})
+    return out
+
+
+def filter_budgets(spec: MarketSpec) -> dict[str, Amounts]:
+    """Every owner's lifetime budget in the filter's dimensions."""
+    return {o: filter_budget(spec.filter, spec.budget_of(o).epsilon, spec.budget_of(o).delta) for o in spec.owner_ids}
+
+
+def play_rule(spec: MarketSpec, rule: str, out: Path, *, driver: str, launch: str = "forkserver",
+              runner: RunRequest = run_request, on_request: Callable[[str, Outcome], None] | None = None) -> Play:
+    """Play the stream under ``rule`` into ``out`` (a new folder): requests arrive in stream order,
+    the rule picks which waiting request runs next, each run's owners charge their ledgers in
+    ``out/ledgers``. Returns the :class:`Play`."""
+    start = time.perf_counter()
+    ledgers, asked = out / "ledgers", demands(spec)
+    ledgers.mkdir(parents=True, exist_ok=False)
+    scheduler = make_rule(rule, filter_budgets(spec), unlock_steps=spec.unlock_steps)
+    outcomes: dict[str, Outcome] = {}
+    timeline: list[dict[str, dict[str, float]]] = []
+    spent = {o: ledger_spent(ledgers, o) for o in spec.owner_ids}
+    by_id = {r.id: r for r in spec.requests}
+    for n, request in enumerate(spec.requests, start=1):
+        scheduler.arrive(asked[request.id])
+        if n == len(spec.requests):
+            scheduler.close()
+        while (grant := scheduler.next_grant(spent)) is not None:
+            granted = by_id[grant.id]
+            scenario = spec.scenario(granted, rule=rule, ledgers=ledgers.resolve(), lifetime=LIFETIME_IN_SCENARIO,
+                                     noise_keys=write_noise_keys(out / "keys" / granted.id, spec, rule, granted).resolve())
+            folder = out / granted.id
+            began = time.perf_counter()
+            report = runner(scenario, folder, driver, launch)
+            outcome = classify(granted, report, set(asked[granted.id].charges))
+            outcome.order, outcome.folder = len(outcomes) + 1, f"{rule}/{granted.id}"
+            outcome.seconds = time.perf_counter() - began
+            outcomes[granted.id] = outcome
+            spent = {o: ledger_spent(ledgers, o) for o in spec.owner_ids}
+            if on_request is not None:
+                on_request(rule, outcome)
+        timeline.append({o: dict(s) for o, s in spent.items()})
+    for demand, reason in scheduler.left():
+        outcomes[demand.id] = Outcome(by_id[demand.id], "not granted", reason=reason)
+        if on_request is not None:
+            on_request(rule, outcomes[demand.id])
+    return Play(rule, [outcomes[r.id] for r in spec.requests], timeline, time.perf_counter() - start)
+
+
+def classify(request: Request, report: Mapping[str, Any], asked: set[str]) -> Outcome:
+    """A run's status in the market: ``served`` (every owner asked served it), ``partial`` (some
+    declined, the run completed), ``declined`` (every owner asked declined), ``failed`` (the run
+    failed for another reason)."""
+    lifetime = report.get("lifetime") or {}
+    declined = set(lifetime.get("declined") or ()) & asked
+    completed = report.get("status") == "completed"
+    if asked and declined == asked:
+        status = "declined"
+    elif not completed:
+        status = "failed"
+    else:
+        status = "partial" if declined else "served"
+    reason = None
+    if status == "failed":
+        reason = "; ".join(report.get("failures") or ()) or "the run failed"
+    elif declined:
+        reason = lifetime.get("summary")
+    return Outcome(request, status, report=report, reason=reason)
+
+
+def play(source: str | Path | Mapping[str, Any] | MarketSpec, out: str | Path | None = None, *,
+         driver: str = "processes", launch: str = "forkserver", seed: int | None = None,
+         progress: Callable[[str, Outcome], None] | None = None):
+    """Play a market file (a path, the mapping it holds, or a :class:`MarketSpec`) once per rule
+    and return its :class:`~marketplace.market.report.MarketReport`, also written to ``out``
+    (``market.json``, ``market.md``, ``budget.png``, ``quality.png`` and one folder per rule).
+
+    ``out`` must be new or empty (default: ``runs/<market>-market-<timestamp>``); ``driver`` as
+    :func:`marketplace.run`; ``seed`` replaces ``market.seed``; ``progress(rule, outcome)`` is
+    called as each request is settled. Raises :class:`~marketplace.market.spec.MarketError`
+    before anything runs if the file is invalid."""
+    from marketplace.market.report import build_report
+    from marketplace.runner.run import check_run_folder, default_run_folder
+
+    if driver not in ("processes", "inprocess"):
+        raise ValueError(f"The 'driver' parameter of play must be 'processes' or 'inprocess'. Got {driver!r} instead.")
+    spec = source if isinstance(source, MarketSpec) and seed is None else read_market(
+        source.source if isinstance(source, MarketSpec) else source, seed=seed)
+    folder = check_run_folder(out) if out is not None else default_run_folder(spec.name, "market")
+    plays = [play_rule(spec, rule, folder / rule, driver=driver, launch=launch, on_request=progress) for rule in spec.rules]
+    report = build_report(spec, plays, driver=driver, folder=folder)
+    report.write(folder)
+    return report
