@@ -2,7 +2,8 @@
 
 The Python API (:mod:`marketplace.api`) is importable from here: ``load``, ``validate``, ``run``,
 ``start``, ``plan``, ``sweep``; the types ``Scenario``, ``Report``, ``SweepResult``, ``RunHandle``,
-``Validation``; the errors ``ScenarioError``, ``RunFailed``, ``RunFolderError``, ``DatasetMissing``.
+``Validation``; the errors ``ScenarioError``, ``RunFailed``, ``RunFolderError``, ``DatasetMissing``;
+and for markets (:mod:`marketplace.market`) ``play_market``, ``MarketReport``, ``MarketError``.
 They are imported when first used, so ``import marketplace`` stays light (the command line's start).
 """
 
@@ -20,12 +21,14 @@ _LAZY = {
     "Report": "marketplace.runner.results", "SweepResult": "marketplace.runner.results",
     "Scenario": "marketplace.scenario", "ScenarioError": "marketplace.scenario",
     "RunFolderError": "marketplace.runner.run", "DatasetMissing": "marketplace.datasets",
+    "play_market": "marketplace.market", "MarketReport": "marketplace.market", "MarketError": "marketplace.market",
 }
 __all__ = ["__version__", *_LAZY]
 
 if TYPE_CHECKING:
     from marketplace.api import RunFailed, RunHandle, Validation, load, plan, run, start, sweep, validate
     from marketplace.datasets import DatasetMissing
+    from marketplace.market import MarketError, MarketReport, play_market
     from marketplace.runner.results import Report, SweepResult
     from marketplace.runner.run import RunFolderError
     from marketplace.scenario import Scenario, ScenarioError

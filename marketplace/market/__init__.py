@@ -21,4 +21,7 @@ from marketplace.market.player import play
 from marketplace.market.report import MarketReport
 from marketplace.market.spec import MarketError, MarketSpec, is_market, read_market
 
-__all__ = ["MarketError", "MarketReport", "MarketSpec", "is_market", "play", "read_market"]
+play_market = play
+"""The name :mod:`marketplace` exports :func:`play` under."""
+
+__all__ = ["MarketError", "MarketReport", "MarketSpec", "is_market", "play", "play_market", "read_market"]

@@ -362,3 +362,23 @@ def _locate(source: str, where: str, protocol: str, err: ScenarioError) -> Marke
     if path.startswith("lifetime"):
         return MarketError(source, "market", f"{path}: {message}")
     return MarketError(source, f"scenario.{path}" if path else where, message + f" (in the scenario of {where})")
+
+
+def is_market_file(path: str | Path) -> bool:
+    """Whether ``path`` holds a market file (YAML whose top level has ``market:``); False for
+    anything else, including a file that cannot be read (the scenario reader then says why)."""
+    from marketplace.scenario.load import read_yaml
+
+    try:
+        return is_market(read_yaml(Path(path).read_text(encoding="utf-8")))
+    except Exception:  # noqa: BLE001 - a file that cannot be read or parsed is not a market file
+        return False
+
+
+def describe(spec: MarketSpec) -> str:
+    """One line for ``marketplace validate``: the stream, the owners and the rules."""
+    protocols = ", ".join(f"{sum(r.protocol == p for r in spec.requests)} {p}" for p in dict.fromkeys(r.protocol for r in spec.requests))
+    own = f", {len(spec.owner_budgets)} with a budget of their own" if spec.owner_budgets else ""
+    return (f"{spec.source}: valid market ({len(spec.requests)} requests: {protocols}; {spec.owners} owners with lifetime "
+            f"budget eps={spec.budget.epsilon:g}, delta={spec.budget.delta:g}{own}; filter {spec.filter}; "
+            f"rules {', '.join(spec.rules)})")
