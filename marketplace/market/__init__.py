@@ -13,11 +13,11 @@ rule from fresh owner ledgers, and returns a :class:`MarketReport`::
 * :mod:`.spec`: the market file, read and checked (:class:`MarketError`);
 * :mod:`.costs`: each request's declared cost per owner;
 * :mod:`.rules`: the scheduling rules;
-* :mod:`.player`: plays the stream under each rule;
+* :mod:`.player`: plays the stream under one rule; :mod:`.run`: under each rule, then the report;
 * :mod:`.report`, :mod:`.tables`, :mod:`.plots`: ``market.json``, ``market.md``, the figures.
 """
 
-from marketplace.market.player import play
+from marketplace.market.run import play
 from marketplace.market.report import MarketReport
 from marketplace.market.spec import MarketError, MarketSpec, is_market, read_market
 

@@ -41,7 +41,7 @@ def _stop(code: int) -> int:
 def _play(args: argparse.Namespace, spec) -> int:
     from rich.console import Console
 
-    from marketplace.market.player import play
+    from marketplace.market.run import play
     from marketplace.market.tables import print_tables
     from marketplace.runner.run import RunFolderError
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from marketplace.market.costs import declared_costs
 from marketplace.market.rules import Amounts, Demand, amounts, filter_budget, make_rule
-from marketplace.market.spec import LIFETIME_IN_SCENARIO, MarketSpec, Request, read_market
+from marketplace.market.spec import LIFETIME_IN_SCENARIO, MarketSpec, Request
 from marketplace.privacy import noise
 from marketplace.privacy.lifetime import LifetimeLedger, ledger_file
 
@@ -157,28 +157,3 @@ def classify(request: Request, report: Mapping[str, Any], asked: set[str]) -> Ou
     elif declined:
         reason = lifetime.get("summary")
     return Outcome(request, status, report=report, reason=reason)
-
-
-def play(source: str | Path | Mapping[str, Any] | MarketSpec, out: str | Path | None = None, *,
-         driver: str = "processes", launch: str = "forkserver", seed: int | None = None,
-         progress: Callable[[str, Outcome], None] | None = None):
-    """Play a market file (a path, the mapping it holds, or a :class:`MarketSpec`) once per rule
-    and return its :class:`~marketplace.market.report.MarketReport`, also written to ``out``
-    (``market.json``, ``market.md``, ``budget.png``, ``quality.png`` and one folder per rule).
-
-    ``out`` must be new or empty (default: ``runs/<market>-market-<timestamp>``); ``driver`` as
-    :func:`marketplace.run`; ``seed`` replaces ``market.seed``; ``progress(rule, outcome)`` is
-    called as each request is settled. Raises :class:`~marketplace.market.spec.MarketError`
-    before anything runs if the file is invalid."""
-    from marketplace.market.report import build_report
-    from marketplace.runner.run import check_run_folder, default_run_folder
-
-    if driver not in ("processes", "inprocess"):
-        raise ValueError(f"The 'driver' parameter of play must be 'processes' or 'inprocess'. Got {driver!r} instead.")
-    spec = source if isinstance(source, MarketSpec) and seed is None else read_market(
-        source.source if isinstance(source, MarketSpec) else source, seed=seed)
-    folder = check_run_folder(out) if out is not None else default_run_folder(spec.name, "market")
-    plays = [play_rule(spec, rule, folder / rule, driver=driver, launch=launch, on_request=progress) for rule in spec.rules]
-    report = build_report(spec, plays, driver=driver, folder=folder)
-    report.write(folder)
-    return report
