@@ -11,7 +11,7 @@ EXIT_OK, EXIT_USAGE, EXIT_RUN_FAILED = 0, 2, 3
 
 def market_command(args: argparse.Namespace) -> int:
     """Validate or play the market file ``args.scenario`` (a ``run`` or ``validate`` namespace)."""
-    from marketplace.market.spec import MarketError, describe, read_market
+    from marketplace.market.spec import MarketError, check_worlds, describe, read_market
 
     unsupported = [flag for flag, given in (("--set", getattr(args, "overrides", None)), ("--sweep", getattr(args, "sweeps", None)),
                                            ("--repeats", getattr(args, "repeats", None)), ("--insecure", getattr(args, "insecure", False)))
@@ -22,6 +22,7 @@ def market_command(args: argparse.Namespace) -> int:
         return _stop(EXIT_USAGE)
     try:
         spec = read_market(args.scenario, seed=args.seed)
+        check_worlds(spec)
     except MarketError as err:
         print(f"marketplace: bad market file: {err}", file=sys.stderr)
         return _stop(EXIT_USAGE)

@@ -8,7 +8,7 @@ from typing import Any
 
 from marketplace.market.player import Outcome, play_rule
 from marketplace.market.report import MarketReport, build_report
-from marketplace.market.spec import MarketSpec, read_market
+from marketplace.market.spec import MarketSpec, check_worlds, read_market
 
 
 def play(source: str | Path | Mapping[str, Any] | MarketSpec, out: str | Path | None = None, *,
@@ -21,13 +21,14 @@ def play(source: str | Path | Mapping[str, Any] | MarketSpec, out: str | Path | 
     ``out`` must be new or empty (default: ``runs/<market>-market-<timestamp>``); ``driver`` as
     :func:`marketplace.run`; ``seed`` replaces ``market.seed``; ``progress(rule, outcome)`` is
     called as each request is settled. Raises :class:`~marketplace.market.spec.MarketError`
-    before anything runs if the file is invalid."""
+    before anything runs if the file, or the data of one of its requests, is invalid."""
     from marketplace.runner.run import check_run_folder, default_run_folder
 
     if driver not in ("processes", "inprocess"):
         raise ValueError(f"The 'driver' parameter of play must be 'processes' or 'inprocess'. Got {driver!r} instead.")
     spec = source if isinstance(source, MarketSpec) and seed is None else read_market(
         source.source if isinstance(source, MarketSpec) else source, seed=seed)
+    check_worlds(spec)
     folder = check_run_folder(out) if out is not None else default_run_folder(spec.name, "market")
     plays = [play_rule(spec, rule, folder / rule, driver=driver, launch=launch, on_request=progress) for rule in spec.rules]
     report = build_report(spec, plays, driver=driver, folder=folder)

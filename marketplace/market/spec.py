@@ -382,3 +382,24 @@ def describe(spec: MarketSpec) -> str:
     return (f"{spec.source}: valid market ({len(spec.requests)} requests: {protocols}; {spec.owners} owners with lifetime "
             f"budget eps={spec.budget.epsilon:g}, delta={spec.budget.delta:g}{own}; filter {spec.filter}; "
             f"rules {', '.join(spec.rules)})")
+
+
+def check_worlds(spec: MarketSpec) -> None:
+    """Build the data of every list entry's request as a run would before starting (the dataset is
+    in the cache, the world builds and splits among the parties), so that no request fails on its
+    data mid-stream. Raises :class:`MarketError` naming the request."""
+    from marketplace.runner.run import prepare_world
+
+    seen: set[int] = set()
+    for request in spec.requests:
+        if request.entry in seen:
+            continue
+        seen.add(request.entry)
+        where = f"requests[{request.entry}]"
+        try:
+            prepare_world(spec.scenario(request, lifetime=LIFETIME_IN_SCENARIO))
+        except ScenarioError as err:
+            if "data" in request.values and (err.path or "").startswith("data"):  # the request set its consumer's data
+                text, prefix = str(err), f"{err.source}: {err.path}: "
+                raise MarketError(spec.source, f"{where}.data", text[len(prefix):] if text.startswith(prefix) else text) from None
+            raise _locate(spec.source, where, request.protocol, err) from None

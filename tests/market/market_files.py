@@ -9,7 +9,7 @@ SCENARIO = {
     "data": {
         "source": {"kind": "covariate_shift", "covariate_shift": {"dim": 2, "components": 3, "rows_per_component": 60}},
         "partition": {"scheme": "by_group", "skew": 0.5},
-        "consumer": {"target_groups": [0], "validation_size": 20, "test_size": 20},
+        "consumer": {"target_groups": [0], "validation_size": 8, "test_size": 10},
         "seed_set": {"size": 0},
     },
     "sketch": {"lower": [-12, -12], "upper": [12, 12], "map": {"kind": "rff", "features": 20, "sigma": 0.5},

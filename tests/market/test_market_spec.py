@@ -111,3 +111,12 @@ def test_the_shipped_market_reads_and_has_a_small_budget_owner():
     assert len(spec.requests) >= 20 and spec.owners == 16 and set(spec.rules) == {"fcfs", "dpf"}
     assert any(b.epsilon < spec.budget.epsilon for b in spec.owner_budgets.values())
     assert {r.protocol for r in spec.requests} == {"sketch", "stc", "pfds"}
+
+
+def test_a_request_whose_data_cannot_be_built_is_refused_before_the_stream_starts():
+    from marketplace.market.spec import check_worlds
+
+    raw = market([sketch_request("a", 0.1), {**sketch_request("b", 0.1), "data": {"consumer": {"validation_size": 5000}}}])
+    with pytest.raises(MarketError) as caught:
+        check_worlds(parse_market(raw, source="m.yaml"))
+    assert "m.yaml: requests[1]" in str(caught.value) and "validation_size" in str(caught.value)
