@@ -27,13 +27,15 @@ NOISE_TEXT = ("The market runner derived every party's noise key for every reque
               "noise: a simulation that reproduces itself, like `marketplace run`, not a deployment.")
 
 
-def quality_of(protocol: str, report: Mapping[str, Any] | None) -> tuple[str | None, float | None]:
-    """(metric name, value) of a completed request's headline quality; (name, None) when it has none."""
+def quality_of(protocol: str, report: Mapping[str, Any] | None, metric: str | None = None) -> tuple[str | None, float | None]:
+    """(metric name, value) of a completed request's quality: the column ``metric`` of its
+    protocol's sweep row, by default the protocol's headline (the first of its exchange's
+    ``sweep_headline``); (name, None) when the run has no such figure."""
     from marketplace.plugins import exchange
 
     module = exchange(protocol)
     headline = getattr(module, "sweep_headline", None) or ()
-    name = headline[0] if headline else None
+    name = metric or (headline[0] if headline else None)
     if name is None or report is None or report.get("status") != "completed":
         return name, None
     value = module.sweep_row(dict(report)).get(name)
@@ -55,10 +57,10 @@ def _owner_key(owner: str) -> tuple[int, str]:
     return (int(tail), owner) if tail.isdigit() else (0, owner)
 
 
-def request_row(outcome: Outcome) -> dict[str, Any]:
-    """One request's line of a play."""
+def request_row(outcome: Outcome, quality: Mapping[str, str]) -> dict[str, Any]:
+    """One request's line of a play; ``quality`` maps a protocol to the metric that measures it."""
     r, report = outcome.request, outcome.report
-    metric, value = quality_of(r.protocol, report)
+    metric, value = quality_of(r.protocol, report, quality.get(r.protocol))
     return {"id": r.id, "index": r.index + 1, "order": outcome.order, "consumer": r.consumer, "protocol": r.protocol,
             "status": outcome.status, "reason": outcome.reason, "metric": metric,
             "quality": value if outcome.status in SERVED else None,
@@ -68,7 +70,7 @@ def request_row(outcome: Outcome) -> dict[str, Any]:
 
 def play_section(spec: MarketSpec, play: Play, dim: str) -> dict[str, Any]:
     """Everything one rule's play shows: requests, owners (spend over time, service, value), summary."""
-    rows = [request_row(o) for o in play.outcomes]
+    rows = [request_row(o, spec.quality) for o in play.outcomes]
     budgets, asked = filter_budgets(spec), demands(spec)
     final = play.timeline[-1] if play.timeline else {}
     owners = {}

@@ -13,6 +13,7 @@ A market file is YAML with three top-level keys::
       filter: basic              # basic | zcdp
       rules: [fcfs, dpf]         # the scheduling rules to compare (default: both)
       unlock_steps: null         # dpf: a 1/N share of each budget unlocks per arriving request (default N = stream length)
+      quality: {pfds: pfds_consumer_error}   # what measures a request (default: the protocol's headline figure)
     scenario:                    # what every request starts from: data, transport, shared protocol settings
       data: {...}
       sketch: {lower: [...], upper: [...]}
@@ -29,7 +30,7 @@ import copy
 import math
 import numbers
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,7 @@ RULES = ("fcfs", "dpf")
 RELATIONS = ("add/remove-one", "replace-one")
 FILTERS = ("basic", "zcdp")
 TOP_KEYS = ("market", "scenario", "requests")
-MARKET_KEYS = ("name", "seed", "owners", "budget", "owner_budgets", "relation", "filter", "rules", "unlock_steps")
+MARKET_KEYS = ("name", "seed", "owners", "budget", "owner_budgets", "relation", "filter", "rules", "unlock_steps", "quality")
 REQUEST_KEYS = ("consumer", "protocol", "arrival", "repeat", "every", "data")
 MARKET_OWNED = ("name", "protocol", "seed", "noise", "sweep", "lifetime")
 """Scenario keys the market sets for every request: a market file's ``scenario`` cannot hold them."""
@@ -96,6 +97,8 @@ class MarketSpec:
     requests: tuple[Request, ...]
     source: str
     base_dir: Path
+    quality: Mapping[str, str] = field(default_factory=dict)
+    """Protocol -> the column of its sweep row that measures a request's quality (default: its headline)."""
 
     @property
     def owner_ids(self) -> list[str]:
@@ -253,13 +256,24 @@ def parse_market(raw: Any, *, source: str = "<market>", base_dir: Path | None = 
     rules = _rules(check, market.get("rules", list(RULES)))
     base = _base(check, top.get("scenario") or {})
     requests = _requests(check, top["requests"])
+    quality = {}
+    for protocol, column in check.mapping(market.get("quality") or {}, "market.quality").items():
+        check.choice(protocol, f"market.quality.{protocol}", tuple(plugins.names()))
+        quality[protocol] = check.choice(column, f"market.quality.{protocol}", _quality_columns(protocol))
     steps = market.get("unlock_steps")
     unlock_steps = len(requests) if steps is None else check.integer(steps, "market.unlock_steps", 1)
     spec = MarketSpec(name=name, seed=market_seed, owners=owners, budget=budget, owner_budgets=owner_budgets,
                       relation=relation, filter=filter_, rules=rules, unlock_steps=unlock_steps, base=base,
-                      requests=requests, source=source, base_dir=base_dir or Path.cwd())
+                      requests=requests, source=source, base_dir=base_dir or Path.cwd(), quality=quality)
     _check_scenarios(spec)
     return spec
+
+
+def _quality_columns(protocol: str) -> tuple[str, ...]:
+    """The figures a run of ``protocol`` reports per run (the columns of its sweep rows)."""
+    module = plugins.exchange(protocol)
+    row = module.sweep_row({}) if hasattr(module, "sweep_row") else {}
+    return tuple(sorted(k for k in row if "spent" not in k and "eps" not in k))
 
 
 def _rules(check: _Checker, value: Any) -> tuple[str, ...]:

@@ -120,3 +120,9 @@ def test_a_request_whose_data_cannot_be_built_is_refused_before_the_stream_start
     with pytest.raises(MarketError) as caught:
         check_worlds(parse_market(raw, source="m.yaml"))
     assert "m.yaml: requests[1]" in str(caught.value) and "validation_size" in str(caught.value)
+
+
+def test_a_quality_figure_the_protocol_does_not_report_is_refused_with_the_ones_it_does():
+    message = _error(market(HAND_STREAM, quality={"sketch": "accuracy"}))
+    assert "m.yaml: market.quality.sketch: expected one of" in message and "moment1_mre" in message
+    assert parse_market(market(HAND_STREAM, quality={"sketch": "cdf_mae"})).quality == {"sketch": "cdf_mae"}
