@@ -15,13 +15,15 @@ rule from fresh owner ledgers, and returns a :class:`MarketReport`::
 * :mod:`.rules`: the scheduling rules;
 * :mod:`.player`: plays the stream under one rule; :mod:`.run`: under each rule, then the report;
 * :mod:`.report`, :mod:`.tables`, :mod:`.plots`: ``market.json``, ``market.md``, the figures.
+
+The names above are imported on first use, so that telling a market file from a scenario stays light.
 """
 
-from marketplace.market.run import play
-from marketplace.market.report import MarketReport
-from marketplace.market.spec import MarketError, MarketSpec, is_market, read_market
+from marketplace.lazy_exports import lazy_exports
 
-play_market = play
-"""The name :mod:`marketplace` exports :func:`play` under."""
-
-__all__ = ["MarketError", "MarketReport", "MarketSpec", "is_market", "play", "play_market", "read_market"]
+_EXPORTS = {
+    "play": ".run", "play_market": ".run", "MarketReport": ".report",
+    "MarketError": ".spec", "MarketSpec": ".spec", "is_market": ".spec", "read_market": ".spec",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

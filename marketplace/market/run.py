@@ -34,3 +34,7 @@ def play(source: str | Path | Mapping[str, Any] | MarketSpec, out: str | Path | 
     report = build_report(spec, plays, driver=driver, folder=folder)
     report.write(folder)
     return report
+
+
+play_market = play
+"""The name :mod:`marketplace` exports :func:`play` under."""
