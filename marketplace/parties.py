@@ -125,7 +125,9 @@ def build_role(config: ScenarioConfig, party: str, *, world: World | None = None
     from marketplace.scenario.fingerprint import fingerprint
 
     noise = noise or NoiseOrigin.seed()
-    role = exchange.build_role(config, party, world, owner_data, noise)
+    from marketplace.roles.lifetime import gate
+
+    role = gate(config, party, exchange, lambda: exchange.build_role(config, party, world, owner_data, noise))
     role.config_fingerprint = _fingerprint_of(config, fingerprint)
     role.noise = describe_noise(noise, party, secure=secure_noise(config))
     for ledger in ledgers_of(role):

@@ -30,7 +30,7 @@ GROUP = "marketplace.protocols"
 """The entry-point group every protocol registers under."""
 
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
-RESERVED = frozenset({"name", "protocol", "seed", "description", "parties", "data", "transport", "noise", "sweep"})
+RESERVED = frozenset({"name", "protocol", "seed", "description", "parties", "data", "transport", "noise", "sweep", "lifetime"})
 """Top-level scenario keys: a protocol's section cannot take one of these names."""
 
 

@@ -11,6 +11,8 @@ the scenario and writes one folder per party::
       scenario.yaml        the scenario, resolved (the same in every kit)
       start.sh             its start command
       kit.json             who it is for, the run id, the scenario's fingerprint, the command
+      owner-1.ledger.sqlite  its lifetime ledger, once it charged a run (a scenario with lifetime
+                           ledgers: every party keeps its own in its kit folder)
 
 The folder is flat, so that it is also the party's key folder (``--keys kits/owner-1``) and maps
 one to one onto a Kubernetes Secret.
@@ -114,7 +116,7 @@ def provision(scenario: Scenario, out: str | Path, *, endpoint: str = DEFAULT_EN
     parties = party_ids(config)
     for party in parties:
         _check_free(out / party, overwrite)
-    text = _kit_scenario(scenario, shared_noise)
+    text = _kit_scenario(scenario, shared_noise, run_id)
     identity = scenario_identity(scenario)
     kits = []
     with tempfile.TemporaryDirectory(prefix="marketplace-keys-") as tmp:  # 0700: made by mkdtemp
@@ -153,14 +155,20 @@ def prepare_reports(folder: str | Path, scenario: Scenario, chown: tuple[int, in
     return folder
 
 
-def _kit_scenario(scenario: Scenario, shared_noise: bool) -> str:
+def _kit_scenario(scenario: Scenario, shared_noise: bool, run_id: str) -> str:
     """The scenario as each kit carries it: resolved, without the provisioning machine's key folders,
-    with ``noise.source`` set to ``keys`` (each party's own key file), or ``seed`` when asked for."""
+    with ``noise.source`` set to ``keys`` (each party's own key file), or ``seed`` when asked for.
+    With lifetime ledgers, each party keeps its ledger in its own kit folder (``lifetime.ledgers:
+    .``), and the run is charged under its run id unless the scenario names a request id."""
     raw = json.loads(json.dumps(scenario.raw))
     transport = raw.get("transport")
     if isinstance(transport, dict):
         transport.pop("curve_keys", None)
     raw["noise"] = {"source": "seed" if shared_noise else "keys", "keys": None}
+    life = raw.get("lifetime")
+    if isinstance(life, dict) and life.get("ledgers") is not None:
+        life["ledgers"] = "."
+        life["request_id"] = life.get("request_id") or run_id
     return "# written by `marketplace provision`: the same scenario in every kit of this run\n" + yaml.safe_dump(raw, sort_keys=False)
 
 

@@ -110,7 +110,7 @@ def render(info: dict[str, Any]) -> str:
     if info["history"]:
         rows = [("time", "request", "consumer", "what", "cost", "state")]
         for r in info["history"]:
-            cost = ", ".join(f"{k}={v:g}" for k, v in r["cost"].items() if v is not None and not (k == "delta" and v == 0))
+            cost = "-" if r["cost"] is None else ", ".join(f"{k}={v:g}" for k, v in r["cost"].items() if v is not None and not (k == "delta" and v == 0))
             rows.append((r["time"], r["request_id"], r["consumer"], r["what"], cost, r["state"]))
         widths = [max(len(row[i]) for row in rows) for i in range(5)]
         lines.append("history:")

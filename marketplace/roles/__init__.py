@@ -61,6 +61,12 @@ class Role(ABC):
     per-round history). During a call to the role it counts what was sent before that call."""
     bytes_sent: int = 0
     """The bytes of those frames, envelope included (what :attr:`messages_sent` counts)."""
+    lifetime: Any = None
+    """This party's :class:`marketplace.roles.lifetime.Admission` under its lifetime ledger, or None."""
+    protocol_messages_sent: int = 0
+    """Messages of the protocol's own kinds sent on this role's behalf (not hello, heartbeat, error,
+    shutdown or bye): zero means nothing derived from the party's data left it, so a lifetime
+    reservation may be rolled back (:mod:`marketplace.roles.lifetime`)."""
 
     def __init__(self) -> None:
         self.done = False

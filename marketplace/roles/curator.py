@@ -11,6 +11,7 @@ from marketplace.messages import Envelope, ProtocolError
 from marketplace.messages.errors import cut
 from marketplace.messages.kinds import Error, Hello, Shutdown
 from marketplace.roles import CONSUMER, Role, Send
+from marketplace.roles.lifetime import DECLINED
 from marketplace.scenario.fingerprint import differences
 
 log = logging.getLogger("marketplace.curator")
@@ -84,12 +85,15 @@ class CuratorBase(Role):
             return self._close(status="failed", reason="the consumer was lost" + (f" ({reason})" if reason else ""))
         return self.exclude(peer, reason or "lost")
 
-    def exclude(self, peer: str, reason: str) -> list[Send]:
-        """Take ``peer`` out of the run as a dropout, with ``reason`` in the report, and go on."""
+    def exclude(self, peer: str, reason: str, *, declined: bool = False) -> list[Send]:
+        """Take ``peer`` out of the run as a dropout, with ``reason`` in the report, and go on.
+        ``declined``: the owner declined the run itself (its lifetime budget), it was not lost."""
         if peer not in self.active:
             return []
         self.active.remove(peer)
-        record = self.dropouts[peer] = {**self._drop(peer), "reason": cut(reason, 300)}
+        record = self.dropouts[peer] = {**self._drop(peer), "reason": cut(reason, 300 if not declined else 1000)}
+        if declined:
+            record["declined"] = True
         where = f" in round {record['round']}" if "round" in record else ""
         log.warning("owner %s dropped out%s (%s): %s", peer, where, self.phase, cut(reason, 300))
         return self._progress_after_loss(peer)
@@ -109,6 +113,10 @@ class CuratorBase(Role):
         super().on_error(message)
         body: Error = message.body
         sender = message.sender
+        if body.about_kind == DECLINED and self.phase != "closing":
+            if sender == CONSUMER:
+                return self._close(status="failed", reason=f"the consumer {cut(body.detail, 1500)}")
+            return self.exclude(sender, body.detail, declined=True)
         if body.about_kind in NOT_REFUSALS or self.phase == "closing":
             return []
         reason = f"refused the curator's {body.about_kind!r}: {cut(body.detail, 200)}"
@@ -200,6 +208,10 @@ class CuratorBase(Role):
         """The ``shutdown`` that ends ``party``'s session. An owner the run went on without is told
         so, as ``failed`` with the reason it was excluded, whatever became of the others: its own
         report and exit status must not say it completed its part."""
+        record = (getattr(self, "dropouts", None) or {}).get(party) or {}
+        if record.get("declined"):
+            return Send(party, Shutdown(reason=cut(f"this owner declined the run (the run: {status}, {reason})", 2000),
+                                        status=status))
         excluded = self.excluded_reason(party) if party != CONSUMER else None
         if excluded is not None:
             return Send(party, Shutdown(reason=cut(f"{excluded} (the run: {status}, {reason})", 2000), status="failed"))

@@ -103,6 +103,9 @@ def summary_tables(report: dict[str, Any]) -> list[Table]:
     lost = report.get("owners_lost") or {}
     if lost.get("count"):
         head.add_row("[bold red]owners lost[/]", f"[red]{escape(shorten(lost['summary'], 600))}[/]")
+    life = report.get("lifetime") or {}
+    if life.get("summary"):
+        head.add_row("lifetime budgets", escape(shorten(_lifetime_line(life), 600)))
     rows = protocol.head_rows(report)
     for name, text in rows[:2]:
         head.add_row(name, text)
@@ -128,6 +131,14 @@ def summary_tables(report: dict[str, Any]) -> list[Table]:
                         f"{bp.get('bytes_sent', 0) / 1024:.1f}", fmt(value.get(p["id"])))
     per_owner = [per_owner_table(report["privacy_per_owner"])] if "privacy_per_owner" in report else []
     return [head, *protocol.tables(report), *per_owner, parties]
+
+
+def _lifetime_line(life: dict[str, Any]) -> str:
+    """The run's request id, who declined, and the least any owner has left after the run."""
+    left = [r.get("remaining", {}).get("eps") for r in (life.get("owners") or {}).values()]
+    left = [v for v in left if isinstance(v, (int, float))]
+    least = f"; least eps left: {min(left):g}" if left else ""
+    return f"request {life.get('request_id')}: {life['summary']}{least}"
 
 
 def print_summary(console: Console, report: dict[str, Any], out_dir: str) -> None:

@@ -18,11 +18,20 @@ def excluded_owners(curator: dict[str, Any]) -> dict[str, str]:
     out: dict[str, str] = {}
     for owner, record in (curator.get("dropouts") or {}).items():
         record = record if isinstance(record, dict) else {}
+        if record.get("declined"):
+            continue  # it declined under its lifetime budget: not lost (see declined_owners)
         where = f"round {record['round']}: " if record.get("round") is not None else ""
         out[str(owner)] = f"{where}{record.get('reason') or 'lost'}"
     for owner, problem in (curator.get("flagged") or {}).items():
         out.setdefault(str(owner), f"flagged: {problem}")
     return out
+
+
+def declined_owners(curator: dict[str, Any]) -> dict[str, str]:
+    """Owner id -> why it declined the run under its lifetime budget (the curator's dropouts
+    marked ``declined``)."""
+    return {str(o): str(r.get("reason") or "declined") for o, r in (curator.get("dropouts") or {}).items()
+            if isinstance(r, dict) and r.get("declined")}
 
 
 def owners_lost(owners: int, curator: dict[str, Any]) -> dict[str, Any]:
@@ -38,11 +47,15 @@ def owners_lost(owners: int, curator: dict[str, Any]) -> dict[str, Any]:
     return {"count": len(lost), "owners": owners, "lost": lost, "summary": summary}
 
 
-def loss_failures(lost: dict[str, Any], nothing_released: str | None) -> list[str]:
-    """Why the run failed because of what it lost: every owner lost, or (``nothing_released``, the
-    protocol's own check) nothing of the owners in the result. Empty when the run kept something."""
+def loss_failures(lost: dict[str, Any], nothing_released: str | None, declined: int = 0) -> list[str]:
+    """Why the run failed because of what it lost: every owner lost or declined, or
+    (``nothing_released``, the protocol's own check) nothing of the owners in the result. Empty when
+    the run kept something."""
     if lost["owners"] and lost["count"] >= lost["owners"]:
         return [f"every owner was lost ({lost['summary']}): the protocol could not finish with its owners"]
+    if lost["owners"] and lost["count"] + declined >= lost["owners"]:
+        return [f"every owner declined (its lifetime budget) or was lost ({declined} declined; {lost['summary']}): "
+                "nothing of the owners could be released"]
     if nothing_released:
         return [f"nothing from the owners reached the result: {nothing_released}"]
     return []

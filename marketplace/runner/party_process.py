@@ -23,6 +23,7 @@ from threadpoolctl import threadpool_limits
 from marketplace import plugins
 from marketplace.data.dataset import World
 from marketplace.parties import build_role, host_label, load_owner_file, make_world, party_ids, share_of
+from marketplace.roles.lifetime import settle as settle_lifetime
 from marketplace.roles import CURATOR
 from marketplace.runner.identity import scenario_identity
 from marketplace.runner.party_reports import host_bundle, host_reports_path
@@ -89,6 +90,7 @@ def party_report(node: Node, *, role_name: str, wall_s: float, driver: dict[str,
     :func:`scenario_identity` already computed: an owner host writes hundreds of reports), so that
     ``marketplace assemble`` can refuse reports of another run."""
     role = node.role
+    lifetime = settle_lifetime(role)
     timing = node.timing() | {"io_s": driver.get("io_s", 0.0), "idle_s": driver.get("idle_s", 0.0), "wall_s": wall_s}
     if identity is None and scenario is not None:
         identity = scenario_identity(scenario)
@@ -103,6 +105,7 @@ def party_report(node: Node, *, role_name: str, wall_s: float, driver: dict[str,
         "failure": role.failure,
         "result": role.result(),
         **({"noise": role.noise} if role.noise is not None else {}),
+        **({"lifetime": lifetime} if lifetime is not None else {}),
         "counters": node.counters.to_dict(),
         "timing": timing,
         "driver": driver,

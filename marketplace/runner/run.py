@@ -26,7 +26,8 @@ from marketplace.runner.party_reports import find_party_reports, read_reports
 from marketplace.data import world_summary
 from marketplace.runner.forkserver import forkserver_context
 from marketplace.runner.history import empty_history, history_section, write_history_files
-from marketplace.runner.losses import excluded_owners, loss_failures, owners_lost
+from marketplace.runner.losses import declined_owners, excluded_owners, loss_failures, owners_lost
+from marketplace.runner.lifetime import lifetime_section, with_request_id
 from marketplace.runner.processes import Launch, last_line, run_processes
 from marketplace.runner.per_owner import owner_section
 from marketplace.runner.report import message_summary, timing_summary, write_messages_csv
@@ -125,6 +126,7 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, driver: Driver = "p
     world = prepare_world(scenario, protocol)
     out.mkdir(parents=True, exist_ok=True)
     scenario = with_noise_keys(scenario, out)
+    scenario = with_request_id(scenario)
     if driver == "processes":
         scenario = with_run_keys(scenario, out)
     resolved = out / "scenario.resolved.yaml"
@@ -292,8 +294,10 @@ def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[s
                  if p.get("failure") and p["id"] not in dropped and (not failure or p["id"] not in failure)]
     results = {p["id"]: p.get("result") or {} for p in parties}
     lost = owners_lost(config.parties.owners, curator)
+    declined = declined_owners(curator)
     empty = getattr(protocol, "nothing_released", None)
-    failures += loss_failures(lost, empty(config, results) if empty is not None and by_id.get(CURATOR) else None)
+    failures += loss_failures(lost, empty(config, results) if empty is not None and by_id.get(CURATOR) else None,
+                              len(declined))
     status = "failed" if failures else "completed"
     sections = protocol.report(config, world, results)
     history = _history(sections.pop("history", None))
@@ -318,6 +322,7 @@ def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[s
         "timing": timing_summary(parties, wall_s, extra_transport_s),
         "dropouts": curator.get("dropouts", {}),
         "owners_lost": lost,
+        "lifetime": lifetime_section(config, parties, declined),
         "noise": noise_summary(config, parties, sections.get("privacy") or {}),
         **sections,
         "history": history,

@@ -93,6 +93,57 @@ class NoiseConfig:
 
 
 @dataclass(frozen=True)
+class BudgetConfig:
+    """A lifetime budget: (epsilon, delta) under the section's neighbouring relation."""
+
+    epsilon: PositiveFloat = 1.0
+    delta: Annotated[float, Range(min=0.0, max=1.0, max_open=True)] = 0.0
+
+
+@dataclass(frozen=True)
+class LifetimeConfig:
+    """Lifetime privacy ledgers (docs/privacy.md, "Lifetime budgets"): when ``ledgers`` names a
+    folder, every owner charges this run's declared cost to its own durable ledger there
+    (``<owner>.ledger.sqlite``) before it releases anything, and declines the run when the cost does
+    not fit what is left; the run goes on without it. Off by default (a one-off simulation)."""
+
+    ledgers: str | None = None
+    """Folder of the parties' lifetime ledgers; relative to the scenario file. A party started from
+    its kit keeps its ledger in its kit folder whatever this says."""
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
+    """The lifetime budget of an owner whose ledger is created by this run (an existing ledger keeps
+    the budget it was created with)."""
+    owner_budgets: dict[str, BudgetConfig] = field(default_factory=dict)
+    """Owner id -> its own lifetime budget, instead of ``budget``, when its ledger is created."""
+    relation: Literal["add/remove-one", "replace-one"] = "add/remove-one"
+    """The neighbouring relation the budgets are stated under (a record of the owner's data)."""
+    filter: Literal["basic", "zcdp"] = "basic"
+    """The privacy filter of a ledger created by this run: ``basic`` composition of (eps, delta), or
+    ``zcdp`` (needs delta > 0)."""
+    request_id: Annotated[str, Length(min=1, max=128)] | None = None
+    """This request's id, under which every owner charges it: a retried request with the same id is
+    never charged twice (and never released twice). None: ``marketplace run`` draws a fresh one."""
+    consumer: Annotated[str, Length(min=1, max=64)] = "consumer"
+    """Who is asking: the name every charge is recorded under."""
+    consumer_budget: BudgetConfig | None = None
+    """The consumer's own lifetime budget for what the run releases about its target data (D_v),
+    charged to ``<consumer>.ledger.sqlite`` in ``ledgers``. None: the consumer keeps no ledger."""
+
+    def __post_init__(self) -> None:
+        if self.filter == "zcdp":
+            budgets = {"budget": self.budget, **{f"owner_budgets.{k}": v for k, v in self.owner_budgets.items()},
+                       **({"consumer_budget": self.consumer_budget} if self.consumer_budget is not None else {})}
+            for key, value in budgets.items():
+                if value.delta <= 0:
+                    raise ValueError(f"lifetime.{key}.delta must be > 0 under the zcdp filter (its budget is stated as "
+                                     f"(eps, delta) and converted to a rho), got {value.delta}")
+
+    def budget_of(self, party: str) -> BudgetConfig:
+        """The lifetime budget a new ledger of ``party`` is created with."""
+        return self.owner_budgets.get(party, self.budget)
+
+
+@dataclass(frozen=True)
 class SweepConfig:
     """Run the scenario over a grid: every combination of the ``vary`` values, ``repeats`` times each
     (seeds seed, seed + 1, ...). ``marketplace run`` sweeps when this has keys (or with --sweep)."""
@@ -118,6 +169,7 @@ def _scenario_fields() -> list[tuple[str, Any, Any]]:
     tail = [
         ("transport", TransportConfig, field(default_factory=TransportConfig)),
         ("noise", NoiseConfig, field(default_factory=NoiseConfig)),
+        ("lifetime", LifetimeConfig, field(default_factory=LifetimeConfig)),
         ("sweep", SweepConfig, field(default_factory=SweepConfig)),
     ]
     return head + sections + tail

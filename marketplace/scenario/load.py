@@ -22,7 +22,7 @@ from marketplace.datasets import DatasetMissing
 from marketplace.scenario.config import ScenarioConfig
 from marketplace.schema import SchemaError, build, closest_keys, describe_value, dotted_keys, key_is_known, to_plain
 
-PATH_KEYS = (*path_keys(), ("transport", "curve_keys"), ("noise", "keys"))
+PATH_KEYS = (*path_keys(), ("transport", "curve_keys"), ("noise", "keys"), ("lifetime", "ledgers"))
 """Keys holding file paths, resolved relative to the scenario file."""
 
 
@@ -124,8 +124,9 @@ def _values(overrides: Mapping[str, Any] | None, fields: Mapping[str, Any]) -> d
 
 
 def protocol_sections(raw: dict[str, Any]) -> dict[str, Any]:
-    """``raw`` without the other protocols' sections, the unchosen data sources' options and an
-    empty sweep: what matters to this scenario. Every key left out holds its default."""
+    """``raw`` without the other protocols' sections, the unchosen data sources' options, an
+    empty sweep and lifetime settings without ledgers: what matters to this scenario. Every key left
+    out holds its default."""
     protocol = raw.get("protocol")
     sections = plugins.names()
     out = {k: copy.deepcopy(v) for k, v in raw.items() if k not in sections or k == protocol}
@@ -135,6 +136,9 @@ def protocol_sections(raw: dict[str, Any]) -> dict[str, Any]:
     sweep = out.get("sweep")
     if isinstance(sweep, dict) and not sweep.get("vary"):
         out.pop("sweep")
+    life = out.get("lifetime")
+    if isinstance(life, dict) and life.get("ledgers") is None:
+        out.pop("lifetime")
     return out
 
 

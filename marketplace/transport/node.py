@@ -14,6 +14,9 @@ from marketplace.messages.kinds import Error, Heartbeat
 from marketplace.roles import Role, Send
 from marketplace.transport.counters import HEARTBEAT, Counters
 
+RUNTIME_KINDS = frozenset({"hello", "heartbeat", "error", "shutdown", "bye"})
+"""Kinds every party sends whatever its protocol: none carries anything derived from its data."""
+
 log = logging.getLogger(__name__)
 
 MAX_KEPT_ERRORS = 100
@@ -237,6 +240,8 @@ class Node:
         if kind != HEARTBEAT and kind != "error":  # what the role sent so far in the protocol, for its history: not
             self.role.messages_sent += 1   # heartbeats (they follow the clock) nor answers to refused frames
             self.role.bytes_sent += len(frame)
+            if kind not in RUNTIME_KINDS:
+                self.role.protocol_messages_sent += 1
         return Outgoing(send.to, kind, frame, best_effort)
 
     def timing(self) -> dict[str, float]:

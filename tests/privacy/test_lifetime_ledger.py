@@ -266,12 +266,59 @@ def test_mechanism_costs_come_from_their_own_statement(tmp_path):
         assert ledger.reserve("g", Cost.of(g), consumer="c", what="w").charged.rho == g.rho
 
 
-def test_each_filter_refuses_a_cost_it_cannot_compose(tmp_path):
-    with new_ledger(tmp_path, owner="a") as basic, pytest.raises(LedgerInputError, match="declare the release's"):
-        basic.reserve("r", Cost.zcdp(0.1), consumer="c", what="w")
-    with new_ledger(tmp_path, budget=(1.0, 1e-6), filter="zcdp", owner="b") as zcdp, \
-            pytest.raises(LedgerInputError, match="no zCDP statement"):
-        zcdp.reserve("r", Cost.approximate(0.1, 1e-7), consumer="c", what="w")
+def test_each_filter_declines_a_cost_it_cannot_compose(tmp_path):
+    """A cost the filter cannot compose is declined (recorded, nothing charged), not an error that
+    would stop the owner: the decision reads the declared cost only."""
+    with new_ledger(tmp_path, owner="a") as basic:
+        with pytest.raises(BudgetDeclined, match="declare the release's"):
+            basic.reserve("r", Cost.zcdp(0.1), consumer="c", what="w")
+        assert [r.state for r in basic.history()] == ["declined"] and basic.spent().eps == 0
+    with new_ledger(tmp_path, budget=(1.0, 1e-6), filter="zcdp", owner="b") as zcdp:
+        with pytest.raises(BudgetDeclined, match="no zCDP statement"):
+            zcdp.reserve("r", Cost.approximate(0.1, 1e-7), consumer="c", what="w")
+        assert [r.state for r in zcdp.history()] == ["declined"] and zcdp.spent().rho == 0
+
+
+def test_a_cost_under_another_relation_is_restated_or_declined(tmp_path):
+    """Group privacy for two records: an add/remove-one cost on a replace-one ledger is charged as
+    (2 eps, 2 e^eps delta) and 4 rho; a replace-one cost on an add/remove-one ledger is declined."""
+    import math
+
+    with LifetimeLedger.open(ledger_file(tmp_path, "r"), owner="r", budget=(1.0, 1e-5),
+                             relation="replace-one (a row of r's data)") as ledger:
+        row = ledger.reserve("a", Cost(eps=0.1, delta=1e-7), consumer="c", what="w", relation="add/remove-one")
+        assert row.charged.eps == pytest.approx(0.2) and row.charged.delta == pytest.approx(2 * math.exp(0.1) * 1e-7)
+        assert ledger.reserve("b", Cost.pure(0.3), consumer="c", what="w", relation="replace-one").charged.eps == 0.3
+        with pytest.raises(BudgetDeclined, match="0.6"):  # restated to 0.6, and 0.5 is left
+            ledger.reserve("c", Cost.pure(0.3), consumer="c", what="w", relation="add/remove-one")
+    with new_ledger(tmp_path, owner="x") as ledger:
+        with pytest.raises(BudgetDeclined, match="cannot be restated"):
+            ledger.reserve("a", Cost.pure(0.1), consumer="c", what="w", relation="replace-one")
+        with pytest.raises(LedgerInputError, match="'relation'"):
+            ledger.reserve("b", Cost.pure(0.1), consumer="c", what="w", relation="swap-one")
+        assert ledger.spent().eps == 0
+
+
+def test_a_fresh_reservation_of_a_charged_request_is_refused(tmp_path):
+    """With fresh=True a request id already counted raises AlreadyCharged (its first attempt may
+    have released: a second draw must not leave), and nothing more is charged."""
+    from marketplace.privacy.lifetime import AlreadyCharged
+
+    with new_ledger(tmp_path) as ledger:
+        ledger.reserve("r", Cost.pure(0.2), consumer="c", what="w", fresh=True)
+        with pytest.raises(AlreadyCharged, match="already charged"):
+            ledger.reserve("r", Cost.pure(0.2), consumer="c", what="w", fresh=True)
+        ledger.abort("r")
+        assert ledger.reserve("r", Cost.pure(0.2), consumer="c", what="w", fresh=True).state == "reserved"
+        assert ledger.spent().eps == 0.2
+
+
+def test_a_release_without_a_finite_cost_is_recorded_as_declined(tmp_path):
+    with new_ledger(tmp_path) as ledger:
+        with pytest.raises(BudgetDeclined, match="in the clear"):
+            ledger.decline("r", consumer="c", what="summarize", reason="it hands points over in the clear")
+        (row,) = ledger.history()
+        assert row.state == "declined" and row.cost is None and row.to_dict()["cost"] is None
 
 
 def test_a_zcdp_ledger_needs_a_budget_delta(tmp_path):

@@ -155,6 +155,22 @@ def test_run_inprocess(example):
     _check_report(example, run, example.cli("run", str(SCENARIO), "--driver", "inprocess", "--out", str(run)))
 
 
+def test_its_owners_charge_their_lifetime_ledgers(example, tmp_path):
+    """The plug-in declares its owners' cost (owner_cost): a second run is charged on top of the first,
+    and an owner whose budget cannot take it declines while the run goes on."""
+    ledgers = tmp_path / "ledgers"
+    settings = ["--set", f"lifetime.ledgers={ledgers}", "--set", 'lifetime.owner_budgets={"owner-2": {"epsilon": 0.7}}']
+    first, second = example.folder("lifetime-1"), example.folder("lifetime-2")
+    for run in (first, second):
+        result = example.cli("run", str(SCENARIO), "--driver", "inprocess", "--quiet", "--out", str(run), *settings)
+        assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    one, two = _report(first)["lifetime"], _report(second)["lifetime"]
+    assert {o: r["state"] for o, r in one["owners"].items()} == dict.fromkeys(("owner-1", "owner-2", "owner-3", "owner-4"), "committed")
+    assert two["declined"] == ["owner-2"] and two["owners"]["owner-1"]["spent"] == {"eps": 1.0, "delta": 0.0}
+    assert _report(second)["metrics"]["owners_in_total"] == 3
+    assert _schema_problems(example, second) == []
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("launch", ["forkserver", "exec"])
 def test_run_processes_over_curve(example, launch):

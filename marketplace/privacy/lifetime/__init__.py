@@ -3,7 +3,9 @@
 * :mod:`.cost`: what a release costs (:class:`Cost`: pure eps, (eps, delta), rho-zCDP, a Gaussian,
   or a mechanism of :mod:`marketplace.privacy.mechanisms`), and what each filter charges for it;
 * :mod:`.filters`: the two privacy filters, ``basic`` and ``zcdp``, with their references;
-* :mod:`.ledger`: :class:`LifetimeLedger`, one SQLite file per owner (reserve, commit, abort).
+* :mod:`.ledger`: :class:`LifetimeLedger`, one SQLite file per owner (reserve, commit, abort);
+* :mod:`.declared`: :class:`Declared`, what a run may release about one party's data (from its protocol);
+* :mod:`.gate`: a party's admission to a run: charge the declared cost first, or decline.
 
 >>> import tempfile, pathlib
 >>> folder = pathlib.Path(tempfile.mkdtemp())
@@ -23,9 +25,12 @@ Charge(eps=0.25, delta=0.0, rho=None)
 """
 
 from marketplace.privacy.lifetime.cost import FILTERS, Charge, Cost, LedgerInputError
+from marketplace.privacy.lifetime.declared import Declared
 from marketplace.privacy.lifetime.filters import bun_steinke_eps, zcdp_budget
 from marketplace.privacy.lifetime.ledger import (
     COUNTED,
+    RELATION_WORDS,
+    AlreadyCharged,
     LEDGER_SUFFIX,
     STATES,
     BudgetDeclined,
@@ -33,9 +38,10 @@ from marketplace.privacy.lifetime.ledger import (
     LifetimeLedger,
     Reservation,
     ledger_file,
+    relation_kind,
 )
 
 __all__ = [
-    "COUNTED", "FILTERS", "LEDGER_SUFFIX", "STATES", "BudgetDeclined", "Charge", "Cost", "LedgerInputError",
-    "LedgerMismatch", "LifetimeLedger", "Reservation", "bun_steinke_eps", "ledger_file", "zcdp_budget",
+    "COUNTED", "FILTERS", "RELATION_WORDS", "AlreadyCharged", "LEDGER_SUFFIX", "STATES", "BudgetDeclined", "Charge", "Cost", "Declared", "LedgerInputError",
+    "LedgerMismatch", "LifetimeLedger", "Reservation", "bun_steinke_eps", "ledger_file", "relation_kind", "zcdp_budget",
 ]

@@ -145,6 +145,19 @@ class Cost:
                                    "with no zCDP statement: declare its rho (e.g. Cost.gaussian or Cost.of(mechanism)).")
         return Charge(None, None, self.eps * self.eps / 2)
 
+    def as_replace_one(self) -> Cost:
+        """This cost, stated under add/remove-one, restated under replace-one (a replacement is a
+        removal and an addition: group privacy for two records). (eps, delta) becomes
+        (2 eps, 2 e^eps delta) (S. Vadhan, *The Complexity of Differential Privacy*, 2017, Lemma 2.2);
+        rho becomes 4 rho (Bun and Steinke, 2016, Prop. 1.9). Raises :class:`LedgerInputError` if the
+        converted delta is not below 1."""
+        delta = 2 * math.exp(self.eps) * self.delta if self.eps is not None else 0.0
+        if delta >= 1:
+            raise LedgerInputError(f"a cost of {self.describe()} under add/remove-one has no replace-one statement "
+                                   f"with delta < 1 (2 e^eps delta = {delta:g})")
+        return Cost(eps=None if self.eps is None else 2 * self.eps, delta=delta,
+                    rho=None if self.rho is None else 4 * self.rho)
+
     def describe(self) -> str:
         """``eps=0.1``, ``eps=0.5, delta=1e-06, rho=0.02``, ``rho=0.125``."""
         parts = []

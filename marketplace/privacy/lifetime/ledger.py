@@ -72,10 +72,19 @@ class BudgetDeclined(Exception):
     """A release was declined: its declared cost does not fit in what the owner has left.
     ``reason`` names the owner, the request, the cost, what is left and the filter."""
 
-    def __init__(self, reason: str, *, owner: str, request_id: str, cost: Cost, remaining: Charge, filter: str) -> None:
+    def __init__(self, reason: str, *, owner: str, request_id: str, cost: Cost | None, remaining: Charge, filter: str) -> None:
         super().__init__(reason)
         self.reason, self.owner, self.request_id = reason, owner, request_id
         self.cost, self.remaining, self.filter = cost, remaining, filter
+
+
+class AlreadyCharged(Exception):
+    """A request id this ledger already counts, reserved with ``fresh=True``: the earlier attempt may
+    have released, so this one must not release again (a fresh noisy draw would go uncharged)."""
+
+    def __init__(self, reason: str, reservation: Reservation) -> None:
+        super().__init__(reason)
+        self.reason, self.reservation = reason, reservation
 
 
 class LedgerMismatch(ValueError):
@@ -91,7 +100,8 @@ class Reservation:
     request_id: str
     consumer: str
     what: str
-    cost: Cost
+    cost: Cost | None
+    """None for a release declined because it has no finite declared cost."""
     charged: Charge
     state: str
     reserved_at: str
@@ -101,8 +111,20 @@ class Reservation:
         """A JSON-ready dict (for ``marketplace ledger show --json``)."""
         return {"seq": self.seq, "time": self.reserved_at, "settled": self.settled_at, "request_id": self.request_id,
                 "consumer": self.consumer, "what": self.what,
-                "cost": {"eps": self.cost.eps, "delta": self.cost.delta, "rho": self.cost.rho},
+                "cost": None if self.cost is None else {"eps": self.cost.eps, "delta": self.cost.delta, "rho": self.cost.rho},
                 "charged": {k: v for k, v in self.charged._asdict().items() if v is not None}, "state": self.state}
+
+
+RELATION_WORDS = ("add/remove-one", "replace-one")
+
+
+def relation_kind(text: str) -> str | None:
+    """The relation a ledger's relation text states (``add/remove-one`` or ``replace-one``), or None
+    when the text starts with neither."""
+    for word in RELATION_WORDS:
+        if text == word or text.startswith(word + " "):
+            return word
+    return None
 
 
 def _now() -> str:
@@ -249,21 +271,42 @@ class LifetimeLedger:
 
     # --- charging
 
-    def reserve(self, request_id: str, cost: Cost, *, consumer: str, what: str) -> Reservation:
+    def reserve(self, request_id: str, cost: Cost, *, consumer: str, what: str, relation: str | None = None,
+                fresh: bool = False) -> Reservation:
         """Charge ``cost`` for request ``request_id`` before anything is released, and return the
         reservation once it is on disk. Idempotent: an id already reserved or committed returns its
-        reservation unchanged (the same cost must be declared); an id that was aborted or declined is
-        checked again. Raises :class:`BudgetDeclined` if the cost does not fit (nothing is charged)."""
+        reservation unchanged (the same cost must be declared), or, with ``fresh=True``, raises
+        :class:`AlreadyCharged` (a caller that would draw new noise must not release again); an id
+        that was aborted or declined is checked again. ``relation`` is the neighbouring relation the
+        cost is stated under (``add/remove-one`` or ``replace-one``; None: the ledger's own): an
+        add/remove-one cost on a replace-one ledger is charged as :meth:`Cost.as_replace_one`, and a
+        replace-one cost on an add/remove-one ledger cannot be charged (declined). Raises
+        :class:`BudgetDeclined` if the cost does not fit (nothing is charged; the decline is recorded)."""
         where = "LifetimeLedger.reserve"
         request_id = _text(request_id, "request_id", where)
         consumer, what = _text(consumer, "consumer", where), _text(what, "what", where)
         if not isinstance(cost, Cost):
             raise fail("cost", where, "a Cost (Cost.pure, Cost.zcdp, Cost.gaussian, Cost.of)", cost)
-        charge = cost.charge(self.filter)
+        declared = cost
+        problem = self._restate(cost, relation)
+        if isinstance(problem, Cost):
+            cost, problem = problem, None
+        if problem is None:
+            try:
+                charge = cost.charge(self.filter)
+            except LedgerInputError as err:
+                problem = str(err)
+        if problem is not None:
+            self.decline(request_id, consumer=consumer, what=what, reason=problem, cost=declared)
         declined = None
         with self._write():
             row = self._row(request_id)
             if row is not None and row.state in COUNTED:
+                if fresh:
+                    raise AlreadyCharged(
+                        f"{self.owner}: request {request_id!r} is already charged here ({row.state} at "
+                        f"{row.reserved_at}): an earlier attempt may have released, so this one releases nothing "
+                        "(a new noisy draw would not be charged)", row)
                 if row.cost != cost or row.consumer != consumer:
                     raise LedgerInputError(
                         f"{self.owner}: request {request_id!r} was reserved for {row.consumer!r} at {row.cost.describe()}; "
@@ -290,6 +333,46 @@ class LifetimeLedger:
         if declined is not None:
             raise declined
         return self._row(request_id)
+
+    def _restate(self, cost: Cost, relation: str | None) -> Cost | str | None:
+        """``cost`` restated under the ledger's relation (a Cost), None when it already is, or why it
+        cannot be (a reason)."""
+        if relation is None:
+            return None
+        if relation not in RELATION_WORDS:
+            raise fail("relation", "LifetimeLedger.reserve", f"one of {list(RELATION_WORDS)} or None", relation)
+        mine = relation_kind(self.relation)
+        if mine == relation:
+            return None
+        if mine == "replace-one" and relation == "add/remove-one":
+            try:
+                return cost.as_replace_one()
+            except LedgerInputError as err:
+                return f"{self.owner}: {err}"
+        return (f"{self.owner}: this ledger's budget is stated under {self.relation!r}, and a cost stated under "
+                f"{relation!r} cannot be restated under it")
+
+    def decline(self, request_id: str, *, consumer: str, what: str, reason: str, cost: Cost | None = None) -> None:
+        """Record that request ``request_id`` was declined for ``reason`` without charging anything
+        (a release with no finite declared cost, a relation the ledger cannot take), then raise
+        :class:`BudgetDeclined` with that reason. An id the ledger already counts is left as it is."""
+        where = "LifetimeLedger.decline"
+        request_id = _text(request_id, "request_id", where)
+        consumer, what, reason = _text(consumer, "consumer", where), _text(what, "what", where), _text(reason, "reason", where)
+        with self._write():
+            row = self._row(request_id)
+            if row is None:
+                self._db.execute("INSERT INTO charges (consumer, what, eps, delta, rho, charged_eps, charged_delta, "
+                                 "charged_rho, state, reserved_at, request_id) VALUES (?, ?, ?, ?, ?, NULL, NULL, NULL, "
+                                 "'declined', ?, ?)", (consumer, what, None if cost is None else cost.eps,
+                                                       0.0 if cost is None else cost.delta,
+                                                       None if cost is None else cost.rho, _now(), request_id))
+            elif row.state not in COUNTED:
+                self._db.execute("UPDATE charges SET state = 'declined', reserved_at = ?, settled_at = NULL "
+                                 "WHERE request_id = ?", (_now(), request_id))
+        left = self.remaining()
+        raise BudgetDeclined(f"{self.owner}: declined request {request_id!r} ({what}, for {consumer}): {reason}",
+                             owner=self.owner, request_id=request_id, cost=cost, remaining=left, filter=self.filter)
 
     def commit(self, request_id: str) -> Reservation:
         """Mark a reservation committed: its release left. Committing twice is a no-op."""
@@ -370,8 +453,8 @@ class _Transaction:
 
 def _reservation(row: tuple) -> Reservation:
     seq, request_id, consumer, what, eps, delta, rho, c_eps, c_delta, c_rho, state, reserved_at, settled_at = row
-    return Reservation(seq, request_id, consumer, what, Cost(eps=eps, delta=delta, rho=rho),
-                       Charge(c_eps, c_delta, c_rho), state, reserved_at, settled_at)
+    cost = None if eps is None and rho is None else Cost(eps=eps, delta=delta, rho=rho)
+    return Reservation(seq, request_id, consumer, what, cost, Charge(c_eps, c_delta, c_rho), state, reserved_at, settled_at)
 
 
 def _refuse_incomplete(path: Path, owner: str, budget: Any, relation: Any) -> None:

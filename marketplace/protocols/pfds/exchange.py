@@ -111,6 +111,24 @@ def sharers_of(config: ScenarioConfig) -> tuple[tuple[str, ...], tuple[str, ...]
     return owners[len(owners) - n:], owners[:len(owners) - n]
 
 
+def owner_cost(config: ScenarioConfig, party: str):
+    """What a run may release about an owner's rows, for its lifetime ledger: a sharer's tree, counts
+    and synthetic records, at most ``pfds.epsilon`` (pure, basic composition) under the run's relation;
+    an owner that only receives releases nothing (None)."""
+    from marketplace.privacy.lifetime import Cost, Declared
+
+    sharers, _ = sharers_of(config)
+    if party not in sharers:
+        return None
+    relation = "replace-one" if config.pfds.neighbours == "replace" else "add/remove-one"
+    return Declared(f"pfds: {party}'s tree and synthetic records ({config.name})", Cost.pure(config.pfds.epsilon), relation)
+
+
+def consumer_cost(config: ScenarioConfig):
+    """The consumer of ``pfds`` shares nothing of its own rows."""
+    return None
+
+
 def build_role(config: ScenarioConfig, party: str, world: World, owner_data: Dataset | None,
                noise: NoiseOrigin | None = None) -> Role:
     from marketplace.protocols.pfds.consumer import PfdsConsumer

@@ -110,6 +110,27 @@ def _ledger(config: ScenarioConfig, owner: str):
     return PrivacyLedger(owner, neighbouring=add_remove_one(f"a row of {owner}'s data"), budget=budget, theorem="basic")
 
 
+# --- lifetime ledgers ---------------------------------------------------------------------------
+
+
+def owner_cost(config: ScenarioConfig, party: str):
+    """What a run may release about an owner's rows (its one sketch), for its lifetime ledger:
+    eps (Laplace) or (eps, delta) (the Gaussian sums and the Laplace count), under add/remove-one."""
+    from marketplace.privacy.lifetime import Cost, Declared
+
+    s = config.sketch
+    what = f"sketch: one sketch of {party}'s rows ({config.name})"
+    if s.epsilon is None:
+        return Declared.unbounded_release(what, "sketch.epsilon is null: the owner's exact, noise-free sketch would leave")
+    cost = Cost.approximate(s.epsilon, s.delta) if s.mechanism == "gaussian" else Cost.pure(s.epsilon)
+    return Declared(what, cost, "add/remove-one")
+
+
+def consumer_cost(config: ScenarioConfig):
+    """The consumer of ``sketch`` sends nothing derived from its own data."""
+    return None
+
+
 # --- exchange interface ------------------------------------------------------------------------
 
 

@@ -65,6 +65,33 @@ def check_world(config: ScenarioConfig, world: World) -> None:
                              f"{', '.join(short)} hold fewer rows; lower stc.t")
 
 
+def owner_cost(config: ScenarioConfig, party: str):
+    """What a run may release about an owner's source set (its one summary), for its lifetime
+    ledger, under add/remove-one: eps (notion ``dp``), or rho with its (eps, delta) at delta = 1e-6
+    (notion ``zcdp``: the exact Gaussian conversion, or Bun and Steinke's in ``secure`` mode, whose
+    discrete Gaussian is certified in zCDP only)."""
+    import math
+
+    from marketplace.privacy.gdp import gaussian_eps
+    from marketplace.privacy.lifetime import Cost, Declared, bun_steinke_eps
+    from marketplace.protocols.stc.owner import REPORT_DELTA
+
+    p = config.stc.privacy
+    what = f"stc: one summary of {party}'s source set ({config.name})"
+    if p.notion == "dp":
+        return Declared(what, Cost.pure(p.epsilon), "add/remove-one")
+    eps = bun_steinke_eps(p.rho, REPORT_DELTA) if p.secure else gaussian_eps(mu=math.sqrt(2 * p.rho), delta=REPORT_DELTA)
+    return Declared(what, Cost(eps=eps, delta=REPORT_DELTA, rho=p.rho), "add/remove-one")
+
+
+def consumer_cost(config: ScenarioConfig):
+    """The consumer of ``stc`` sends its target points to the curator and owners in the clear."""
+    from marketplace.privacy.lifetime import Declared
+
+    return Declared.unbounded_release(f"stc: the target points ({config.name})",
+                                      "the consumer's target points are sent to the curator and owners in the clear")
+
+
 def build_role(config: ScenarioConfig, party: str, world: World, owner_data: Dataset | None,
                noise: NoiseOrigin | None = None) -> Role:
     from marketplace.protocols.stc.consumer import StcConsumer

@@ -52,6 +52,39 @@ def build_role(config: ScenarioConfig, party: str, world: World, owner_data: Dat
                           feature_dtype=s.owner_features)
 
 
+def owner_cost(config: ScenarioConfig, party: str):
+    """An owner of ``summarize`` sells points: those that enter D_s are handed to the consumer in the
+    clear, so no finite DP cost bounds what a run releases about its data, and a lifetime ledger
+    declines the run."""
+    from marketplace.privacy.lifetime import Declared
+
+    return Declared.unbounded_release(f"summarize: {party}'s points ({config.name})",
+                                      "the owner's points that enter the summary are handed to the consumer in the clear",
+                                      relation="replace-one")
+
+
+def consumer_cost(config: ScenarioConfig):
+    """What a run releases about the consumer's D_v: g~ in the private form (the planned
+    ``consumer:D_v`` ledger, replace-one, with its rho for the Gaussian release); the non-private
+    form sends D_v's mean embedding in the clear."""
+    from marketplace.privacy.lifetime import Cost, Declared
+
+    privacy = config.summarize.privacy
+    what = f"summarize: g~, the release of D_v ({config.name})"
+    if not privacy.enabled:
+        return Declared.unbounded_release(what, "the non-private form sends D_v's mean embedding in the clear",
+                                          relation="replace-one")
+    from marketplace.protocols.summarize.private_curator import VALIDATION, PrivateSchedule
+
+    schedule = PrivateSchedule.resolve(privacy, features=config.summarize.features, rounds=config.summarize.rounds,
+                                       seed_set_size=config.data.seed_set.size)
+    ledgers = schedule.ledgers()
+    schedule.plan(ledgers, config.summarize.rounds, seed_set_size=config.data.seed_set.size, owners=config.parties.owners)
+    total = ledgers[VALIDATION].total()
+    rho = schedule.rho_validation if schedule.release == "gaussian" else None
+    return Declared(what, Cost(eps=total.eps, delta=total.delta, rho=rho), "replace-one")
+
+
 def check_plan(config: ScenarioConfig) -> None:
     """Refuse a private run whose planned spend exceeds a configured budget, before anything starts."""
     privacy = config.summarize.privacy

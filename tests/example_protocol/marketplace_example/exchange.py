@@ -2,7 +2,9 @@
 
 Required: :func:`build_role`, :func:`check_plan`, :func:`progress`, :func:`report`,
 :func:`head_rows`, :func:`tables`, :func:`sweep_row`, :func:`sweep_table`, :func:`plot_sweep`.
-Optional, and given here: :func:`check_world`, :func:`nothing_released`, :func:`owner_exposure`.
+Optional, and given here: :func:`check_world`, :func:`nothing_released`, :func:`owner_exposure`,
+:func:`owner_cost` and :func:`consumer_cost` (what a run may release about a party's data, charged to
+its lifetime ledger; without them an owner that keeps a lifetime ledger declines every run).
 
 The report compares the consumer's total with the *true* count of rows of class ``label`` held by
 the owners whose releases it adds up. The runner computes that count from every owner's rows, for
@@ -46,6 +48,19 @@ def build_role(config: Any, party: str, world: World, owner_data: Dataset | None
     data = owner_data if owner_data is not None else world.owners[ids.index(party) - 1]
     return NoisyCountOwner(party_id=party, scenario_name=config.name, data=data, settings=settings,
                            seed=noise_streams.derive(config.seed, f"{NAME}.noise.{party}", noise))
+
+
+def owner_cost(config: Any, party: str):
+    """Each owner releases one Laplace count: eps-DP under add/remove-one, from the settings alone."""
+    from marketplace.privacy.lifetime import Cost, Declared
+
+    return Declared(f"{NAME}: one noisy count of {party}'s rows ({config.name})", Cost.pure(config.noisy_count.epsilon),
+                    "add/remove-one")
+
+
+def consumer_cost(config: Any):
+    """The consumer sends nothing derived from data of its own."""
+    return None
 
 
 def check_plan(config: Any) -> None:

@@ -1,0 +1,196 @@
+"""A party's admission to a run under its lifetime ledger: charge the run's declared cost first,
+or decline and stay out of the run.
+
+When the scenario names a ledger folder (``lifetime.ledgers``), every owner's role is built only
+after :func:`admit` has reserved, on the owner's own ledger, what the run's protocol declares the
+run may release about the owner's data (``owner_cost`` of its exchange, from the scenario alone).
+The reservation is on disk before the role exists, so before anything can leave. If it does not fit
+(or the release has no finite cost, or this request was already charged), the owner is built as a
+:class:`DeclinedParty`: it says hello, tells the curator why it declines, and releases nothing;
+the curator takes it out of the run and goes on. When the party ends, :meth:`Admission.settle`
+commits the reservation if any message of the protocol left the party, and rolls it back if
+nothing did. A party that dies in between leaves it reserved, which counts as spent.
+
+A consumer that keeps a ledger (``lifetime.consumer_budget``) is admitted the same way for what the
+run releases about its target data (``consumer_cost``); a declining consumer ends the run as failed
+before anything of its data is released.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from marketplace.messages import Envelope, ProtocolError
+from marketplace.messages.errors import cut
+from marketplace.messages.kinds import Bye, Error
+from marketplace.privacy.lifetime import (AlreadyCharged, BudgetDeclined, Declared, LedgerInputError, LifetimeLedger,
+                                          ledger_file)
+from marketplace.roles import CONSUMER, CURATOR, Role, Send
+
+DECLINED = "lifetime"
+"""``about_kind`` of the ``error`` a declining party sends the curator after its hello."""
+
+
+@dataclass
+class Admission:
+    """One party's standing under its lifetime ledger for this run (see the module docstring)."""
+
+    party: str
+    path: Path
+    request_id: str
+    consumer: str
+    declared: Declared | None
+    state: str
+    """``reserved`` (admitted), ``declined``, or ``nothing`` (the run releases nothing of its data);
+    after :meth:`settle`: ``committed`` or ``aborted``."""
+    reason: str | None = None
+    after: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def admitted(self) -> bool:
+        return self.state != "declined"
+
+    def settle(self, released: bool) -> dict[str, Any]:
+        """Commit the reservation if ``released`` (a message of the protocol left the party), roll
+        it back otherwise; returns the report's record. Idempotent."""
+        if self.state == "reserved":
+            with _open_existing(self.path, self.party) as ledger:
+                row = ledger.commit(self.request_id) if released else ledger.abort(self.request_id)
+                self.state = row.state
+                self.after = _standing(ledger)
+        return self.record()
+
+    def record(self) -> dict[str, Any]:
+        """What the report says of this party's lifetime ledger for the run."""
+        cost = None if self.declared is None or self.declared.cost is None else {
+            "eps": self.declared.cost.eps, "delta": self.declared.cost.delta, "rho": self.declared.cost.rho}
+        return {"state": self.state, "request_id": self.request_id, "consumer": self.consumer,
+                "what": None if self.declared is None else self.declared.what, "cost": cost,
+                "relation": None if self.declared is None else self.declared.relation,
+                "reason": self.reason, "ledger": str(self.path), **self.after}
+
+
+def request_id_of(config: Any) -> str:
+    """The run's request id: ``lifetime.request_id``, or (a party started alone with none) a fresh one."""
+    return config.lifetime.request_id or f"req-{uuid.uuid4().hex[:16]}"
+
+
+def ledger_folder(config: Any) -> Path | None:
+    """Where the parties' lifetime ledgers are (``lifetime.ledgers``), or None when there are none."""
+    folder = config.lifetime.ledgers
+    return None if folder is None else Path(folder)
+
+
+def admit(config: Any, party: str, protocol: ModuleType, *, request_id: str | None = None) -> Admission | None:
+    """Reserve ``party``'s declared cost for this run on its ledger, or decline (module docstring).
+    None when the scenario keeps no lifetime ledgers for ``party``."""
+    folder = ledger_folder(config)
+    life = config.lifetime
+    if folder is None or party == CURATOR or (party == CONSUMER and life.consumer_budget is None):
+        return None
+    request_id = request_id or request_id_of(config)
+    name = life.consumer if party == CONSUMER else party
+    declared = _declared(config, party, protocol)
+    budget = life.consumer_budget if party == CONSUMER else life.budget_of(party)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = ledger_file(folder, name)
+    record = f"a row of {name}'s data" if party != CONSUMER else f"a row of {name}'s target data"
+    # an existing ledger keeps the budget, relation and filter it was created with
+    settings = {} if path.exists() else {"budget": (budget.epsilon, budget.delta), "filter": life.filter,
+                                         "relation": f"{life.relation} ({record})"}
+    with LifetimeLedger.open(path, owner=name, **settings) as ledger:
+        admission = Admission(party, path, request_id, life.consumer, declared, "nothing")
+        if declared is None:
+            admission.after = _standing(ledger)
+            return admission
+        try:
+            if declared.cost is None:
+                ledger.decline(request_id, consumer=life.consumer, what=declared.what, reason=declared.unbounded)
+            ledger.reserve(request_id, declared.cost, consumer=life.consumer, what=declared.what,
+                           relation=declared.relation, fresh=True)
+            admission.state = "reserved"
+        except BudgetDeclined as err:
+            admission.state, admission.reason = "declined", err.reason
+        except AlreadyCharged as err:
+            admission.state, admission.reason = "declined", err.reason
+        admission.after = _standing(ledger)
+    return admission
+
+
+def _declared(config: Any, party: str, protocol: ModuleType) -> Declared | None:
+    hook = getattr(protocol, "consumer_cost" if party == CONSUMER else "owner_cost", None)
+    what = f"{config.protocol} ({config.name})"
+    if hook is None:
+        return Declared.unbounded_release(what, f"the {config.protocol!r} protocol declares no lifetime cost for its "
+                                                f"{'consumer' if party == CONSUMER else 'owners'}")
+    return hook(config, party) if party != CONSUMER else hook(config)
+
+
+def _standing(ledger: LifetimeLedger) -> dict[str, Any]:
+    spent, left = ledger.spent(), ledger.remaining()
+    return {"filter": ledger.filter, "budget": {"eps": ledger.budget[0], "delta": ledger.budget[1]},
+            "spent": {k: v for k, v in spent._asdict().items() if v is not None},
+            "remaining": {k: v for k, v in left._asdict().items() if v is not None}}
+
+
+def _open_existing(path: Path, party: str) -> LifetimeLedger:
+    try:
+        return LifetimeLedger.read(path)
+    except (OSError, LedgerInputError) as err:
+        raise RuntimeError(f"{party}: cannot settle its lifetime ledger {path}: {err}") from None
+
+
+class DeclinedParty(Role):
+    """The role of a party whose lifetime ledger declined the run: it says hello, tells the curator
+    why (an ``error`` about ``lifetime``), answers anything else with a refusal, and leaves when the
+    curator shuts it down. It holds no data and releases nothing."""
+
+    def __init__(self, *, party_id: str, role_name: str, scenario_name: str, protocol: str, reason: str) -> None:
+        super().__init__()
+        self.party_id, self.role_name, self.scenario_name = party_id, role_name, scenario_name
+        self.protocol, self.reason = protocol, reason
+        self.end_status = ""
+
+    def start(self) -> list[Send]:
+        return [self.hello(self.protocol),
+                Send(CURATOR, Error(code="refused", detail=cut(f"declined: {self.reason}", 2000), about_kind=DECLINED))]
+
+    def handle(self, message: Envelope) -> list[Send]:
+        if message.kind == "shutdown":
+            self.end_status = message.body.status
+            self.done = True
+            return [Send(message.sender, Bye(), reply_to=message.msg_id)]
+        raise ProtocolError(party=message.sender, kind=message.kind, reason=f"this party declined the run: {cut(self.reason, 300)}")
+
+    def result(self) -> dict[str, Any]:
+        return {"declined": self.reason, "released": False}
+
+
+def gate(config: Any, party: str, protocol: ModuleType, build: Any) -> Role:
+    """``party``'s role for this run: ``build()`` if its lifetime ledger admits the run (or it
+    keeps none), a :class:`DeclinedParty` otherwise. The admission rides on the role
+    (``role.lifetime``) until :func:`settle` reads it."""
+    admission = admit(config, party, protocol)
+    if admission is not None and not admission.admitted:
+        role: Role = DeclinedParty(party_id=party, role_name="consumer" if party == CONSUMER else "owner",
+                                   scenario_name=config.name, protocol=config.protocol, reason=admission.reason or "")
+    else:
+        role = build()
+    role.lifetime = admission
+    return role
+
+
+def settle(role: Role) -> dict[str, Any] | None:
+    """Settle ``role``'s lifetime reservation once it ended (commit if anything of the protocol left
+    it, roll back otherwise) and return the report's record; None when it keeps no ledger."""
+    admission: Admission | None = getattr(role, "lifetime", None)
+    if admission is None:
+        return None
+    return admission.settle(role.protocol_messages_sent > 0)
+
+
+__all__ = ["DECLINED", "Admission", "DeclinedParty", "admit", "gate", "ledger_folder", "request_id_of", "settle"]
