@@ -53,8 +53,11 @@ def _play(args: argparse.Namespace, spec) -> int:
 
     def shown(rule: str, outcome) -> None:
         r = outcome.request
-        why = f" ({outcome.reason})" if outcome.reason and outcome.status != "declined" else ""
-        console.print(f"{rule} {r.id} {r.consumer} {r.protocol}: {outcome.status}{why}", highlight=False, soft_wrap=True)
+        if outcome.status == "not granted":
+            text = outcome.reason or "not granted"
+        else:
+            text = outcome.status + (f" ({outcome.reason})" if outcome.reason and outcome.status != "declined" else "")
+        console.print(f"{rule} {r.id} {r.consumer} {r.protocol}: {text}", highlight=False, soft_wrap=True)
 
     try:
         report = play(spec, args.out or None, driver=args.driver, launch=args.launch,

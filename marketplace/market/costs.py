@@ -1,49 +1,57 @@
 """What one request costs each owner, declared from public config only, in the owners' filter.
 
-The scheduler reads the same declared cost the owners reserve on their lifetime ledgers, so a
-request it admits is one the ledgers can charge; the ledgers still decide.
+The scheduler reads the declaration the owners themselves reserve on their lifetime ledgers (the
+``owner_cost`` of the request's protocol, :mod:`marketplace.privacy.lifetime.declared`), restated
+under the ledgers' neighbouring relation as a ledger restates it, and charged as the ledgers' filter
+charges it. So a request the scheduler admits is one the ledgers can charge; the ledgers still decide.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from marketplace import plugins
 from marketplace.privacy.lifetime import Charge, Cost, LedgerInputError
 
 
 class NoOwnerCost(ValueError):
     """A request no owner can be charged for: its protocol declares no finite per-owner cost, or
-    its cost cannot be charged under the owners' filter (the message says which)."""
+    its cost cannot be charged under the owners' relation and filter (the message says which)."""
 
 
-def owner_cost(config: Any, party: str) -> Cost | None:
-    """The declared lifetime cost of ``party``'s releases in a run of ``config`` (None: it releases
-    nothing). Raises :class:`NoOwnerCost` for a protocol without a finite DP cost per owner."""
-    protocol = config.protocol
-    if protocol == "sketch":
-        s = config.sketch
-        if s.epsilon is None:
-            raise NoOwnerCost("sketch.epsilon is null: the owners release exact sums, which no lifetime budget can pay for")
-        return Cost(eps=s.epsilon, delta=s.delta if s.mechanism == "gaussian" else 0.0)
-    if protocol == "stc":
-        p = config.stc.privacy
-        return Cost.pure(p.epsilon) if p.notion == "dp" else Cost.zcdp(p.rho)
-    if protocol == "pfds":
-        owners = [f"owner-{i}" for i in range(1, config.parties.owners + 1)]
-        n = len(owners) if config.pfds.sharers is None else min(config.pfds.sharers, len(owners))
-        return Cost.pure(config.pfds.epsilon) if party in owners[len(owners) - n:] else None
-    raise NoOwnerCost(f"protocol {protocol!r} declares no finite privacy cost per owner (summarize hands the "
-                      "owners' points to the consumer in the clear), so every owner with a lifetime ledger would "
-                      "decline it; a market request needs sketch, stc or pfds")
+def owner_cost(config: Any, party: str, relation: str) -> Cost | None:
+    """``party``'s declared cost for a run of ``config``, stated under ``relation`` (the ledgers'),
+    or None when the run releases nothing of its data. Raises :class:`NoOwnerCost` when the
+    protocol declares no finite cost, or one that cannot be restated under ``relation``."""
+    hook = getattr(plugins.exchange(config.protocol), "owner_cost", None)
+    if hook is None:
+        raise NoOwnerCost(f"the {config.protocol!r} protocol declares no lifetime cost for its owners, so every owner "
+                          "with a lifetime ledger would decline it")
+    declared = hook(config, party)
+    if declared is None:
+        return None
+    if declared.cost is None:
+        raise NoOwnerCost(f"{config.protocol!r} has no finite privacy cost per owner ({declared.unbounded}), so every "
+                          "owner with a lifetime ledger would decline it; a market request needs a protocol whose owners "
+                          "release under differential privacy (sketch, stc, pfds)")
+    if declared.relation == relation:
+        return declared.cost
+    if relation == "replace-one" and declared.relation == "add/remove-one":
+        try:
+            return declared.cost.as_replace_one()
+        except LedgerInputError as err:
+            raise NoOwnerCost(f"{party}'s declared cost cannot be stated under replace-one: {err}") from None
+    raise NoOwnerCost(f"{party}'s cost is declared under {declared.relation!r}, which the owners' ledgers (stated under "
+                      f"{relation!r}) cannot take: set market.relation to {declared.relation!r}")
 
 
-def declared_costs(config: Any, owners: list[str], filter: str) -> dict[str, tuple[Cost, Charge] | None]:
-    """Each owner's declared cost in a run of ``config`` and what ``filter`` charges for it (None
-    for an owner that releases nothing). Raises :class:`NoOwnerCost` when no owner releases, or a
-    cost the filter cannot charge."""
+def declared_costs(config: Any, owners: list[str], relation: str, filter: str) -> dict[str, tuple[Cost, Charge] | None]:
+    """Each owner's declared cost in a run of ``config`` under ``relation``, and what ``filter``
+    charges for it (None for an owner that releases nothing). Raises :class:`NoOwnerCost` when no
+    owner releases, or for a cost the relation or the filter cannot take."""
     out: dict[str, tuple[Cost, Charge] | None] = {}
     for owner in owners:
-        cost = owner_cost(config, owner)
+        cost = owner_cost(config, owner, relation)
         if cost is None:
             out[owner] = None
             continue

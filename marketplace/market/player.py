@@ -18,9 +18,9 @@ from typing import Any
 
 from marketplace.market.costs import declared_costs
 from marketplace.market.rules import Amounts, Demand, amounts, filter_budget, make_rule
-from marketplace.market.spec import LIFETIME_IN_SCENARIO, MarketSpec, Request
+from marketplace.market.spec import MarketSpec, Request
 from marketplace.privacy import noise
-from marketplace.privacy.lifetime import LifetimeLedger, ledger_file
+from marketplace.privacy.lifetime import COUNTED, LifetimeLedger, ledger_file
 
 NOISE_KEY_PERSON = b"market-noise-key"
 
@@ -50,6 +50,21 @@ def ledger_spent(folder: Path, owner: str) -> dict[str, float]:
         return amounts(ledger.spent())
 
 
+def request_charges(folder: Path, owners: list[str], request_id: str) -> dict[str, dict[str, float]]:
+    """What each owner's ledger in ``folder`` counts for ``request_id`` (committed, or reserved and
+    never settled), in its filter's dimensions; owners it charged nothing are left out."""
+    out = {}
+    for owner in owners:
+        path = ledger_file(folder, owner)
+        if not path.is_file():
+            continue
+        with LifetimeLedger.read(path) as ledger:
+            row = next((r for r in ledger.history() if r.request_id == request_id), None)
+        if row is not None and row.state in COUNTED:
+            out[owner] = amounts(row.charged)
+    return out
+
+
 @dataclass
 class Outcome:
     """What became of one request under one rule."""
@@ -60,6 +75,8 @@ class Outcome:
     folder: str | None = None
     report: Mapping[str, Any] | None = None
     reason: str | None = None
+    charged: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Owner -> what its ledger charged for this request."""
     seconds: float = 0.0
 
 
@@ -87,8 +104,8 @@ def demands(spec: MarketSpec) -> dict[str, Demand]:
     """Each request's charge per owner (in the filter's dimensions), from its declared costs."""
     out = {}
     for request in spec.requests:
-        config = spec.scenario(request, lifetime=False).config
-        costs = declared_costs(config, spec.owner_ids, spec.filter)
+        config = spec.scenario(request).config
+        costs = declared_costs(config, spec.owner_ids, spec.relation, spec.filter)
         out[request.id] = Demand(request.id, request.index,
                                  {o: amounts(c[1]) for o, c in costs.items() if c is not None})
     return out
@@ -118,7 +135,7 @@ def play_rule(spec: MarketSpec, rule: str, out: Path, *, driver: str, launch: st
             scheduler.close()
         while (grant := scheduler.next_grant(spent)) is not None:
             granted = by_id[grant.id]
-            scenario = spec.scenario(granted, rule=rule, ledgers=ledgers.resolve(), lifetime=LIFETIME_IN_SCENARIO,
+            scenario = spec.scenario(granted, rule=rule, ledgers=ledgers.resolve(),
                                      noise_keys=write_noise_keys(out / "keys" / granted.id, spec, rule, granted).resolve())
             folder = out / granted.id
             began = time.perf_counter()
@@ -126,6 +143,7 @@ def play_rule(spec: MarketSpec, rule: str, out: Path, *, driver: str, launch: st
             outcome = classify(granted, report, set(asked[granted.id].charges))
             outcome.order, outcome.folder = len(outcomes) + 1, f"{rule}/{granted.id}"
             outcome.seconds = time.perf_counter() - began
+            outcome.charged = request_charges(ledgers, spec.owner_ids, granted.id)
             outcomes[granted.id] = outcome
             spent = {o: ledger_spent(ledgers, o) for o in spec.owner_ids}
             if on_request is not None:

@@ -42,12 +42,6 @@ def quality_of(protocol: str, report: Mapping[str, Any] | None, metric: str | No
     return name, float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
 
 
-def _charged(report: Mapping[str, Any] | None) -> dict[str, dict[str, float]]:
-    owners = ((report or {}).get("lifetime") or {}).get("owners") or {}
-    return {o: {k: v for k, v in (e.get("charged") or {}).items() if v is not None}
-            for o, e in owners.items() if e.get("state") in ("committed", "reserved") and e.get("charged")}
-
-
 def _declined(report: Mapping[str, Any] | None) -> list[str]:
     return sorted(((report or {}).get("lifetime") or {}).get("declined") or (), key=_owner_key)
 
@@ -65,7 +59,7 @@ def request_row(outcome: Outcome, quality: Mapping[str, str]) -> dict[str, Any]:
             "status": outcome.status, "reason": outcome.reason, "metric": metric,
             "quality": value if outcome.status in SERVED else None,
             "messages": ((report or {}).get("messages") or {}).get("total"),
-            "charged": _charged(report), "declined": _declined(report), "folder": outcome.folder}
+            "charged": outcome.charged, "declined": _declined(report), "folder": outcome.folder}
 
 
 def play_section(spec: MarketSpec, play: Play, dim: str) -> dict[str, Any]:

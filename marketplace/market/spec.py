@@ -117,7 +117,7 @@ class MarketSpec:
                 "request_id": request.id if ledgers is not None else None, "consumer": request.consumer}
 
     def scenario_mapping(self, request: Request, *, rule: str | None = None, ledgers: str | Path | None = None,
-                         noise_keys: str | Path | None = None, lifetime: bool = True) -> dict[str, Any]:
+                         noise_keys: str | Path | None = None) -> dict[str, Any]:
         """The full scenario of ``request``: the base, then the request's own values, then what the
         market sets (name, protocol, seed, owners, noise keys, lifetime ledgers)."""
         raw = copy.deepcopy(dict(self.base))
@@ -129,8 +129,7 @@ class MarketSpec:
         raw.setdefault("parties", {})["owners"] = self.owners
         if noise_keys is not None:
             raw["noise"] = {"source": "keys", "keys": str(noise_keys)}
-        if lifetime:
-            raw["lifetime"] = self.lifetime(request, ledgers)
+        raw["lifetime"] = self.lifetime(request, ledgers)
         return raw
 
     def scenario(self, request: Request, **where: Any) -> Scenario:
@@ -350,18 +349,13 @@ def _check_scenarios(spec: MarketSpec) -> None:
         seen.add(request.entry)
         where = f"requests[{request.entry}]"
         try:
-            scenario = Scenario.from_dict(spec.scenario_mapping(request, lifetime=LIFETIME_IN_SCENARIO),
-                                          source=spec.source, base_dir=spec.base_dir)
+            scenario = Scenario.from_dict(spec.scenario_mapping(request), source=spec.source, base_dir=spec.base_dir)
         except ScenarioError as err:
             raise _locate(spec.source, where, request.protocol, err) from None
         try:
-            declared_costs(scenario.config, spec.owner_ids, spec.filter)
+            declared_costs(scenario.config, spec.owner_ids, spec.relation, spec.filter)
         except NoOwnerCost as err:
             raise MarketError(spec.source, f"{where}.protocol", str(err)) from None
-
-
-LIFETIME_IN_SCENARIO = False
-"""Whether scenarios have the ``lifetime`` section yet (the runtime's owners charge their ledgers)."""
 
 
 def _locate(source: str, where: str, protocol: str, err: ScenarioError) -> MarketError:
@@ -411,7 +405,7 @@ def check_worlds(spec: MarketSpec) -> None:
         seen.add(request.entry)
         where = f"requests[{request.entry}]"
         try:
-            prepare_world(spec.scenario(request, lifetime=LIFETIME_IN_SCENARIO))
+            prepare_world(spec.scenario(request))
         except ScenarioError as err:
             if "data" in request.values and (err.path or "").startswith("data"):  # the request set its consumer's data
                 text, prefix = str(err), f"{err.source}: {err.path}: "

@@ -29,7 +29,7 @@ def test_a_request_without_arrival_keeps_its_place_in_the_list():
 
 def test_every_request_scenario_shares_the_owners_data_and_sets_its_own_section():
     spec = parse_market(market(HAND_STREAM, owners=3))
-    first, second = (spec.scenario(r, lifetime=False) for r in spec.requests[:2])
+    first, second = (spec.scenario(r) for r in spec.requests[:2])
     assert first.config.data == second.config.data and first.config.seed == second.config.seed == 5
     assert first.config.sketch.epsilon == 0.6 and second.config.sketch.epsilon == 0.3
     assert first.config.parties.owners == 3
