@@ -101,3 +101,13 @@ def test_the_shipped_market_runs_and_shows_an_owner_that_declines(tmp_path):
     owners = report.play("fcfs")["owners"]
     assert owners["owner-3"]["declined"] > 0 and owners["owner-3"]["exhausted"]
     assert any(row["status"] == "partial" and "owner-3" in row["declined"] for row in report.play("fcfs")["requests"])
+
+
+def test_ledgers_under_replace_one_charge_the_restated_cost_and_the_scheduler_counts_it(tmp_path):
+    # eps 0.2 under add/remove-one is eps 0.4 under replace-one: a budget of 1 pays twice, not five times
+    report = play(market([sketch_request("a", 0.2, repeat=3)], relation="replace-one"), tmp_path / "m", driver="inprocess")
+    for rule in ("fcfs", "dpf"):
+        rows = report.play(rule)["requests"]
+        served = [row for row in rows if row["status"] == "served"]
+        assert len(served) == 2 and all(row["charged"]["owner-1"]["eps"] == pytest.approx(0.4) for row in served)
+    assert report.statuses("fcfs")["req-0003"] == "declined" and report.statuses("dpf")["req-0003"] == "not granted"

@@ -126,3 +126,25 @@ def test_a_quality_figure_the_protocol_does_not_report_is_refused_with_the_ones_
     message = _error(market(HAND_STREAM, quality={"sketch": "accuracy"}))
     assert "m.yaml: market.quality.sketch: expected one of" in message and "moment1_mre" in message
     assert parse_market(market(HAND_STREAM, quality={"sketch": "cdf_mae"})).quality == {"sketch": "cdf_mae"}
+
+
+def test_a_cost_declared_under_replace_one_is_refused_for_add_remove_one_ledgers(monkeypatch):
+    import types
+
+    import marketplace.market.costs as costs
+    from marketplace.privacy.lifetime import Cost, Declared
+
+    # a protocol declaring its owners' cost under replace-one (as pfds does with neighbours: replace)
+    protocol = types.SimpleNamespace(owner_cost=lambda config, party: Declared("x", Cost.pure(0.1), "replace-one"))
+    monkeypatch.setattr(costs.plugins, "exchange", lambda name: protocol)
+    config = types.SimpleNamespace(protocol="mine")
+    with pytest.raises(costs.NoOwnerCost, match="declared under 'replace-one'.*set market.relation to 'replace-one'"):
+        costs.owner_cost(config, "owner-1", "add/remove-one")
+    assert costs.owner_cost(config, "owner-1", "replace-one") == Cost.pure(0.1)
+
+
+def test_ledgers_kept_under_replace_one_are_charged_a_restated_cost():
+    from marketplace.market.player import demands
+
+    spec = parse_market(market([sketch_request("a", 0.2)], relation="replace-one"))
+    assert demands(spec)["req-0001"].charges["owner-1"] == {"eps": pytest.approx(0.4), "delta": 0.0}
