@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -26,8 +27,12 @@ def play(source: str | Path | Mapping[str, Any] | MarketSpec, out: str | Path | 
 
     if driver not in ("processes", "inprocess"):
         raise ValueError(f"The 'driver' parameter of play must be 'processes' or 'inprocess'. Got {driver!r} instead.")
-    spec = source if isinstance(source, MarketSpec) and seed is None else read_market(
-        source.source if isinstance(source, MarketSpec) else source, seed=seed)
+    if isinstance(source, MarketSpec):
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+            raise ValueError(f"The 'seed' parameter of play must be a whole number >= 0. Got {seed!r} instead.")
+        spec = source if seed is None else dataclasses.replace(source, seed=seed)
+    else:
+        spec = read_market(source, seed=seed)
     check_worlds(spec)
     folder = check_run_folder(out) if out is not None else default_run_folder(spec.name, "market")
     plays = [play_rule(spec, rule, folder / rule, driver=driver, launch=launch, on_request=progress) for rule in spec.rules]
