@@ -1,9 +1,11 @@
 """marketplace: a privacy-preserving AI data marketplace.
 
 The Python API (:mod:`marketplace.api`) is importable from here: ``load``, ``validate``, ``run``,
-``start``, ``plan``, ``sweep``; the types ``Scenario``, ``Report``, ``SweepResult``, ``RunHandle``,
-``Validation``; the errors ``ScenarioError``, ``RunFailed``, ``RunFolderError``, ``DatasetMissing``;
-and for markets (:mod:`marketplace.market`) ``play_market``, ``MarketReport``, ``MarketError``.
+``start``, ``plan``, ``sweep``, and for a marketplace that stays open ``serve`` and ``request``
+(:mod:`marketplace.service.api`); the types ``Scenario``, ``Report``, ``SweepResult``, ``RunHandle``,
+``Validation``; the errors ``ScenarioError``, ``RunFailed``, ``RunFolderError``, ``DatasetMissing``,
+``RequestRefused``; and for a market played from a file (:mod:`marketplace.market`) ``play_market``,
+``MarketReport``, ``MarketError``.
 They are imported when first used, so ``import marketplace`` stays light (the command line's start).
 """
 
@@ -21,6 +23,8 @@ _LAZY = {
     "Report": "marketplace.runner.results", "SweepResult": "marketplace.runner.results",
     "Scenario": "marketplace.scenario", "ScenarioError": "marketplace.scenario",
     "RunFolderError": "marketplace.runner.run", "DatasetMissing": "marketplace.datasets",
+    "serve": "marketplace.service.api", "request": "marketplace.service.api", "Marketplace": "marketplace.service.api",
+    "RequestRefused": "marketplace.service.client",
     "play_market": "marketplace.market", "MarketReport": "marketplace.market", "MarketError": "marketplace.market",
 }
 __all__ = ["__version__", *_LAZY]
@@ -32,6 +36,8 @@ if TYPE_CHECKING:
     from marketplace.runner.results import Report, SweepResult
     from marketplace.runner.run import RunFolderError
     from marketplace.scenario import Scenario, ScenarioError
+    from marketplace.service.api import Marketplace, request, serve
+    from marketplace.service.client import RequestRefused
 
 
 def __getattr__(name: str) -> Any:

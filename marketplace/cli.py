@@ -35,6 +35,10 @@ One party at a time (what each container runs; each writes its report to parties
   marketplace consumer --scenario S.yaml --endpoint tcp://HOST:5555 --keys kits/consumer
   marketplace assemble parties --scenario S.yaml --out run          the run report from the parties' reports
 
+A marketplace that stays up (docs/market.md):
+  marketplace serve scenarios/market-serve.yaml --state market --consumers alice,bob,carol
+  marketplace request scenarios/sketch-quickstart.yaml --market tcp://127.0.0.1:7700 --keys market/consumers/alice
+
 Exit status: 0 completed, 2 bad scenario or arguments (nothing started), 3 the run failed, 1 internal error.
 """
 
@@ -84,6 +88,9 @@ def _parser() -> argparse.ArgumentParser:
 
     compose_cli.add_parser(sub)
     ledger_cli.add_parser(sub)
+    from marketplace.service import cli as service_cli
+
+    service_cli.add_parsers(sub)
 
     assemble = sub.add_parser("assemble", help="build the run report from the reports of parties that ran on their own (by hand, compose, Kubernetes)",
                               description="Read DIR/<party>.json written by each party (--report), rebuild the world from the "

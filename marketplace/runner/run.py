@@ -362,7 +362,8 @@ def noise_summary(config, parties: list[dict[str, Any]], privacy: dict[str, Any]
             "parties": {p: {k: d[k] for k in ("source", "who_can_strip", "reproducible") if k in d} for p, d in by_party.items()}}
 
 
-def assemble_from_party_reports(scenario: Scenario, parties_dir: Path, out: Path, *, wait_s: float = 0.0) -> dict[str, Any]:
+def assemble_from_party_reports(scenario: Scenario, parties_dir: Path, out: Path, *, wait_s: float = 0.0,
+                                driver: str = "compose") -> dict[str, Any]:
     """The run report of parties that ran on their own (containers, other machines): read each
     party's report from ``parties_dir``, rebuild the world from the scenario for the evaluation, and
     write ``out/report.json`` and ``out/messages.csv``.
@@ -372,7 +373,9 @@ def assemble_from_party_reports(scenario: Scenario, parties_dir: Path, out: Path
     party. Reports written for another scenario or run raise :class:`ReportMismatch` (nothing is
     written): they would mix two runs into one report. A party the curator dropped is the exception:
     it may have run another configuration (that is often why it was dropped) or written no report at
-    all, and neither fails the run; the curator's report says why it was dropped.
+    all, and neither fails the run; the curator's report says why it was dropped. ``driver`` names
+    who ran the parties in the report: ``compose`` (on their own), or ``market`` (a session of
+    ``marketplace serve``).
     """
     config = scenario.config
     read, paths, problems = find_party_reports(parties_dir, party_ids(config), wait_s=wait_s)
@@ -390,7 +393,7 @@ def assemble_from_party_reports(scenario: Scenario, parties_dir: Path, out: Path
     world = make_world(config, protocol)
     wall_s = max(((p.get("timing") or {}).get("wall_s") or 0.0) for p in parties)
     run_id = next((p.get("run_id") for p in parties if p.get("run_id")), default_run_id(scenario))
-    report = assemble_report(scenario, world, "compose", parties, "; ".join(failures) or None, wall_s, 0.0, run_id,
+    report = assemble_report(scenario, world, driver, parties, "; ".join(failures) or None, wall_s, 0.0, run_id,
                              protocol)
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "report.json", report)

@@ -1,0 +1,154 @@
+"""The command line of a marketplace that stays open: ``serve``, ``agent`` and ``request``."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+from pathlib import Path
+
+EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_RUN_FAILED = 0, 1, 2, 3
+
+SERVE_EXAMPLES = """\
+examples:
+  marketplace serve scenarios/market-serve.yaml --state market --consumers alice,bob,carol
+  marketplace request scenarios/sketch-quickstart.yaml --market tcp://127.0.0.1:7700 --keys market/consumers/alice
+  marketplace ledger show market/owners/owner-3.ledger.sqlite
+  kill -TERM $(jq .pid market/server.json)        (or Ctrl-C): stops cleanly
+"""
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    serve = sub.add_parser(
+        "serve", help="start a marketplace that stays up: a server, and owner agents, serving one request after another",
+        description="Start the marketplace described by SCENARIO (its owners, data, transport and the owners' lifetime "
+                    "budgets; its protocol section is not used: each request brings its own) and keep it up until "
+                    "SIGTERM or Ctrl-C. Consumers send requests with `marketplace request`; each request runs as a "
+                    "session of its own, one at a time, and every owner charges its lifetime ledger first.",
+        epilog=SERVE_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    serve.add_argument("scenario", help="the marketplace's scenario file (YAML)")
+    serve.add_argument("--state", required=True, metavar="DIR",
+                       help="where the marketplace keeps its keys, the owners' ledgers and the sessions (kept across restarts)")
+    serve.add_argument("--endpoint", default="tcp://127.0.0.1:7700", metavar="tcp://ADDR:PORT",
+                       help="the control endpoint (default: tcp://127.0.0.1:7700; tcp://0.0.0.0:7700 in a container)")
+    serve.add_argument("--session-port", type=int, metavar="PORT", help="the port sessions' curators listen on (default: the control port + 1)")
+    serve.add_argument("--advertise", metavar="HOST", help="the host name parties reach sessions at (default: the endpoint's host)")
+    serve.add_argument("--consumers", default="", metavar="NAMES",
+                       help="comma-separated consumer names to make keys and kits for (STATE/consumers/<name>/), when missing")
+    serve.add_argument("--no-owners", action="store_true", help="start no owner agents: owners connect with `marketplace agent`")
+    serve.add_argument("--owners-per-process", type=int, metavar="N", help="owners per agent process (default: two agents)")
+    serve.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
+    serve.add_argument("--log-level", default="INFO")
+    serve.set_defaults(func=serve_command)
+
+    agent = sub.add_parser(
+        "agent", help="host data owners for a marketplace that stays up: join its sessions until it stops",
+        description="Connect each owner in --ids to the marketplace at --market under its own key (--keys holds "
+                    "<owner>.key_secret for each and the server's server.key), and take part in every session the "
+                    "server invites them to; each owner charges its lifetime ledger (in --ledgers) before it releases "
+                    "anything.")
+    agent.add_argument("--market", required=True, metavar="tcp://HOST:PORT", help="the marketplace's control endpoint")
+    agent.add_argument("--keys", required=True, metavar="DIR", help="the owners' secret keys and server.key")
+    agent.add_argument("--ids", required=True, help="the owners to host: owner-1..owner-8, or a comma list")
+    agent.add_argument("--ledgers", metavar="DIR", help="where the owners' lifetime ledgers are kept (default: --keys)")
+    agent.add_argument("--work", metavar="DIR", help="session folders (default: --keys/sessions)")
+    agent.add_argument("--log-level", default="INFO")
+    agent.set_defaults(func=agent_command)
+
+    req = sub.add_parser(
+        "request", help="send a request to a marketplace that stays up, run its consumer and receive its report",
+        description="Open a session at the marketplace --market with the consumer key in --keys (a consumer's kit: "
+                    "<name>.key_secret and server.key), run SCENARIO's protocol with its own target against the "
+                    "marketplace's owners, and write the session's report to --out.",
+        epilog=SERVE_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    req.add_argument("scenario", help="the request: a scenario file (protocol, its settings, data.consumer)")
+    req.add_argument("--market", required=True, metavar="tcp://HOST:PORT")
+    req.add_argument("--keys", required=True, metavar="DIR", help="this consumer's kit")
+    req.add_argument("--out", metavar="DIR", help="output folder (default: runs/<scenario name>-request-<time>)")
+    req.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
+    req.add_argument("--wait", type=float, default=3600.0, metavar="SECONDS", help="give up after this long (queue included)")
+    req.add_argument("--quiet", action="store_true", help="print only the report's path and status")
+    req.set_defaults(func=request_command)
+
+
+def _logging(level: str) -> None:
+    logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO), format="%(asctime)s %(name)s %(message)s")
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    from marketplace.api import load
+    from marketplace.scenario import ScenarioError
+    from marketplace.service.keys import check_consumer_name
+    from marketplace.service.server import MarketServer, ServeOptions
+
+    _logging(args.log_level)
+    try:
+        market = load(args.scenario, sets=args.overrides)
+        consumers = tuple(check_consumer_name(c.strip()) for c in args.consumers.split(",") if c.strip())
+    except (ScenarioError, ValueError) as err:
+        print(f"marketplace serve: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    options = ServeOptions(state=Path(args.state), endpoint=args.endpoint, session_port=args.session_port,
+                           advertise=args.advertise, consumers=consumers, start_owners=not args.no_owners,
+                           owners_per_process=args.owners_per_process)
+    server = MarketServer(market, options)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: server.stop())
+    try:
+        return server.run()
+    except Exception as err:  # noqa: BLE001 - a bind that fails, a key that cannot be read
+        print(f"marketplace serve: {type(err).__name__}: {err}", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+def agent_command(args: argparse.Namespace) -> int:
+    from marketplace.parties import parse_owner_ids
+    from marketplace.service.agent import serve_agent
+
+    _logging(args.log_level)
+    try:
+        owners = parse_owner_ids(args.ids, 1_000_000)
+    except ValueError as err:
+        print(f"marketplace agent: --ids: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    keys = Path(args.keys)
+    return serve_agent(args.market, keys, owners, work=Path(args.work) if args.work else keys / "sessions",
+                       ledgers=Path(args.ledgers) if args.ledgers else None)
+
+
+def request_command(args: argparse.Namespace) -> int:
+    from marketplace.api import load
+    from marketplace.scenario import ScenarioError
+    from marketplace.service.client import RequestFailed, RequestRefused, request
+
+    try:
+        scenario = load(args.scenario, sets=args.overrides)
+    except ScenarioError as err:
+        print(f"marketplace request: bad scenario: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    from marketplace.runner.run import default_run_folder
+
+    out = Path(args.out) if args.out else default_run_folder(scenario.config.name, "request")
+    say = (lambda text: None) if args.quiet else (lambda text: print(f"marketplace request: {text}", file=sys.stderr))
+    try:
+        result = request(scenario.dump_yaml(), market=args.market, keys=Path(args.keys), out=out, wait_s=args.wait,
+                         on_event=say)
+    except RequestRefused as err:
+        print(f"marketplace request: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except (RequestFailed, OSError, ValueError) as err:
+        print(f"marketplace request: {err}", file=sys.stderr)
+        return EXIT_RUN_FAILED
+    report = result.report
+    if not args.quiet and "messages" in report:
+        from rich.console import Console
+
+        from marketplace.runner.display import print_summary
+
+        print_summary(Console(), report, str(out))
+    else:
+        print(f"{out}/{'report' if 'protocol' in report else 'failure'}.json: {report.get('status')}")
+    for failure in report.get("failures") or []:
+        print(f"marketplace request: run failed: {failure}", file=sys.stderr)
+    return EXIT_OK if report.get("status") == "completed" else EXIT_RUN_FAILED

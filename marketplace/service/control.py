@@ -1,0 +1,118 @@
+"""The control plane of a marketplace that stays open: what the server, its owner agents and
+requesting consumers say to each other outside a session's run.
+
+Every frame is one msgpack message of the tagged union :data:`Message`, decoded with a size bound
+and a schema (msgspec), so a malformed or oversized frame is refused without being trusted. The
+sender's identity is never in the message: the server takes it from the CURVE key the connection
+authenticated with.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+import msgspec
+
+MAX_FRAME = 64 << 20
+"""The largest control frame read (a session's report travels in one)."""
+Text = Annotated[str, msgspec.Meta(max_length=2000)]
+Yaml = Annotated[str, msgspec.Meta(min_length=1, max_length=1 << 20)]
+SessionId = Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
+Z85Key = Annotated[str, msgspec.Meta(min_length=40, max_length=40)]
+
+
+class ControlError(ValueError):
+    """A control frame that could not be read (too large, not msgpack, not a known message)."""
+
+
+class _Message(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag_field="kind"):
+    pass
+
+
+class Ping(_Message, tag="ping"):
+    """An owner agent's "still here", every few seconds."""
+
+
+class OwnerJoin(_Message, tag="owner_join"):
+    """An owner's connection announces itself (the server checks the claim against its key)."""
+
+    party: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+
+
+class SessionOpen(_Message, tag="session_open"):
+    """A consumer asks for a session: its request, a scenario (protocol, settings, its target)."""
+
+    scenario: Yaml
+
+
+class SessionQueued(_Message, tag="session_queued"):
+    session: SessionId
+    position: int
+
+
+class SessionRefused(_Message, tag="session_refused"):
+    """The request will not run (bad scenario, the marketplace is stopping, ...); nothing was charged."""
+
+    reason: Text
+    session: str = ""
+
+
+class SessionInvite(_Message, tag="session_invite"):
+    """The server to each owner's connection, and to the consumer (as :class:`SessionReady`): the
+    session's run id, where its curator listens, the curator's public key and the scenario."""
+
+    session: SessionId
+    endpoint: Annotated[str, msgspec.Meta(max_length=300)]
+    curator_key: Z85Key
+    scenario: Yaml
+
+
+class SessionReady(_Message, tag="session_ready"):
+    session: SessionId
+    endpoint: Annotated[str, msgspec.Meta(max_length=300)]
+    curator_key: Z85Key
+    scenario: Yaml
+
+
+class PartyReport(_Message, tag="party_report"):
+    """A party's own report of a session (JSON text), sent back to the server for the run report."""
+
+    session: SessionId
+    party: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+    report: bytes
+
+
+class SessionReport(_Message, tag="session_report"):
+    """The session's run report (JSON text), to the consumer that asked for it, and to nobody else."""
+
+    session: SessionId
+    status: Literal["completed", "failed"]
+    report: bytes
+
+
+class Stop(_Message, tag="stop"):
+    """The server is stopping: an agent leaves once its current session is over."""
+
+    reason: Text
+
+
+Message = Union[Ping, OwnerJoin, SessionOpen, SessionQueued, SessionRefused, SessionInvite, SessionReady, PartyReport,
+                SessionReport, Stop]
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(Message)
+
+
+def encode(message: _Message) -> bytes:
+    """One control frame."""
+    return _encoder.encode(message)
+
+
+def decode(frame: bytes) -> _Message:
+    """A control frame's message; :class:`ControlError` (naming what was wrong) if it is not one."""
+    if len(frame) > MAX_FRAME:
+        raise ControlError(f"a control frame of {len(frame)} bytes, over the limit of {MAX_FRAME}")
+    try:
+        return _decoder.decode(frame)
+    except (msgspec.DecodeError, msgspec.ValidationError) as err:
+        raise ControlError(f"not a control message: {err}") from None

@@ -1,0 +1,66 @@
+"""One consumer request, one session, one run: the session's scenario and its folder.
+
+The marketplace's scenario (the file ``marketplace serve`` was given) says who the owners are, what
+data they hold, the transport and the owners' lifetime budgets. A request is a scenario too; it
+brings the protocol, its settings and the consumer's own target (``data.consumer``). The session
+runs the request's protocol on the marketplace's owners:
+
+* from the marketplace: ``seed``, ``parties``, ``data`` (but ``data.consumer``), ``transport``,
+  ``lifetime`` (the request id becomes the session id, the consumer the key's name);
+* from the request: ``name``, ``description``, ``protocol`` and its section, ``data.consumer``;
+* ``noise.source: keys`` with no key folder: every party of every session draws a fresh noise key
+  that nobody else holds, so two sessions never share noise.
+"""
+
+from __future__ import annotations
+
+import copy
+import secrets
+from pathlib import Path
+from typing import Any
+
+from marketplace.scenario import Scenario, ScenarioError
+from marketplace.scenario.load import parse_scenario, read_scenario_text
+
+FROM_MARKET = ("seed", "parties", "transport")
+
+
+def new_session_id(number: int) -> str:
+    """``s0007-1a2b3c4d``: the session's number on this server, and a random tail (unique across restarts)."""
+    return f"s{number:04d}-{secrets.token_hex(4)}"
+
+
+def session_scenario(market: Scenario, request_text: str, *, session: str, consumer: str,
+                     source: str = "the request") -> Scenario:
+    """The scenario a session runs (module docstring). Raises :class:`ScenarioError` naming the key
+    when the request cannot run on this marketplace."""
+    request = read_scenario_text(request_text, source)
+    if not isinstance(request, dict):
+        raise ScenarioError(source, "", "expected a scenario (a mapping with name:, protocol: and its section)")
+    raw: dict[str, Any] = copy.deepcopy(request)
+    base = copy.deepcopy(market.raw)
+    for key in FROM_MARKET:
+        if key in base:
+            raw[key] = base[key]
+        else:
+            raw.pop(key, None)
+    data = base.get("data") or {}
+    consumer_part = (request.get("data") or {}).get("consumer") if isinstance(request.get("data"), dict) else None
+    raw["data"] = {**data, **({"consumer": consumer_part} if consumer_part is not None else {})}
+    life = dict(base.get("lifetime") or {})
+    life.update({"request_id": session, "consumer": consumer})
+    raw["lifetime"] = life
+    raw["noise"] = {"source": "keys", "keys": None}
+    transport = raw.get("transport")
+    if isinstance(transport, dict):
+        transport.pop("curve_keys", None)
+        transport["security"] = "curve"
+    raw.pop("sweep", None)
+    return parse_scenario(raw, source=source, base_dir=Path.cwd())
+
+
+def session_folder(root: Path, session: str) -> Path:
+    """``root/sessions/<session>``, made."""
+    folder = root / "sessions" / session
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return folder

@@ -1,0 +1,202 @@
+"""A marketplace that stays open: `marketplace serve`, owner agents and `marketplace request`, as
+separate processes over CURVE, with the owners' lifetime ledgers surviving a restart."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import ROOT
+from marketplace.privacy.lifetime import LifetimeLedger, ledger_file
+
+pytestmark = pytest.mark.slow
+
+MARKET = {
+    "name": "tiny-market", "protocol": "sketch", "seed": 3, "parties": {"owners": 3},
+    "data": {"source": {"kind": "covariate_shift", "covariate_shift": {"dim": 3, "components": 4, "rows_per_component": 200}},
+             "partition": {"scheme": "by_group", "skew": 0.8},
+             "consumer": {"target_groups": [0], "validation_size": 25, "test_size": 25}, "seed_set": {"size": 0}},
+    "sketch": {"lower": [-12, -12, -12], "upper": [12, 12, 12]},
+    "transport": {"start_timeout_s": 20},
+    "lifetime": {"ledgers": "ledgers", "budget": {"epsilon": 1.0}, "owner_budgets": {"owner-2": {"epsilon": 0.3}}},
+}
+REQUEST = {
+    "name": "tiny-request", "protocol": "sketch",
+    "data": {"consumer": {"target_groups": [1], "validation_size": 25, "test_size": 25}},
+    "sketch": {"lower": [-12, -12, -12], "upper": [12, 12, 12], "map": {"kind": "rff", "features": 40, "sigma": 0.5},
+               "epsilon": 0.25, "samples": 2000, "queries": {"moments": 1, "covariance": False, "random_counts": 2}},
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cli(*args: str, **kwargs) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen([sys.executable, "-m", "marketplace", *args], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+class Market:
+    def __init__(self, tmp: Path, *extra: str, consumers: str = "alice,bob,carol") -> None:
+        self.tmp = tmp
+        self.state = tmp / "state"
+        self.port = free_port()
+        self.endpoint = f"tcp://127.0.0.1:{self.port}"
+        self.file = tmp / "market.yaml"
+        self.file.write_text(yaml.safe_dump(MARKET))
+        (tmp / "request.yaml").write_text(yaml.safe_dump(REQUEST))
+        self.proc = cli("serve", str(self.file), "--state", str(self.state), "--endpoint", self.endpoint,
+                        "--session-port", str(free_port()), "--consumers", consumers, *extra, cwd=tmp)
+        deadline = time.monotonic() + 60
+        while not (self.state / "server.json").exists():
+            assert self.proc.poll() is None, self.proc.communicate()
+            assert time.monotonic() < deadline, "the marketplace did not start"
+            time.sleep(0.1)
+
+    def request(self, consumer: str, out: str, *sets: str, keys: Path | None = None, **kwargs) -> subprocess.Popen:
+        return cli("request", str(self.tmp / "request.yaml"), "--market", self.endpoint, "--keys",
+                   str(keys or self.state / "consumers" / consumer), "--out", str(self.tmp / out), "--quiet", "--wait", "300",
+                   *[a for s in sets for a in ("--set", s)], **kwargs)
+
+    def stop(self) -> tuple[int, str]:
+        self.proc.send_signal(signal.SIGTERM)
+        out, err = self.proc.communicate(timeout=120)
+        return self.proc.returncode, err
+
+
+def report(folder: Path) -> dict:
+    return json.loads((folder / "report.json").read_text())
+
+
+def test_three_consumers_from_separate_processes_then_a_restart_keeps_every_ledger(tmp_path):
+    market = Market(tmp_path)
+    try:
+        requests = {c: market.request(c, f"out-{c}") for c in ("alice", "bob", "carol")}
+        for consumer, proc in requests.items():
+            out, err = proc.communicate(timeout=300)
+            assert proc.returncode == 0, (consumer, out, err)
+        reports = {c: report(tmp_path / f"out-{c}") for c in requests}
+        sessions = {r["run_id"] for r in reports.values()}
+        assert len(sessions) == 3  # one session each
+        for consumer, r in reports.items():
+            assert r["status"] == "completed" and r["driver"] == "market" and r["lifetime"]["consumer"] == consumer
+            assert r["transport_security"].startswith("curve")
+            assert r["lifetime"]["request_id"] == r["run_id"]
+        # owner-2 (eps 0.3) paid for the first request it served, then declined the others
+        declined = [r["lifetime"]["declined"] for r in reports.values()]
+        assert sorted(map(tuple, declined)) == [(), ("owner-2",), ("owner-2",)]
+        ledgers = market.state / "owners"
+        with LifetimeLedger.read(ledger_file(ledgers, "owner-1")) as ledger:
+            assert ledger.spent().eps == pytest.approx(0.75)
+            assert sorted(r.consumer for r in ledger.history()) == ["alice", "bob", "carol"]
+        status, err = market.stop()
+        assert status == 0, err
+        assert "marketplace stopped after 3 sessions" in err
+    finally:
+        if market.proc.poll() is None:
+            market.proc.kill()
+    again = Market(tmp_path)  # same state folder: same keys, same ledgers
+    try:
+        proc = again.request("alice", "out-again")
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, (out, err)
+        after = report(tmp_path / "out-again")["lifetime"]["owners"]
+        assert after["owner-1"]["spent"]["eps"] == pytest.approx(1.0) and after["owner-1"]["state"] == "committed"
+        assert after["owner-2"]["state"] == "declined"
+    finally:
+        assert again.stop()[0] == 0
+
+
+def test_strangers_bad_requests_and_a_vanishing_consumer_end_only_their_own_request(tmp_path):
+    market = Market(tmp_path, consumers="alice,bob")
+    try:
+        # a key the marketplace does not know is refused at the handshake
+        import zmq.auth
+
+        stranger = tmp_path / "stranger"
+        stranger.mkdir()
+        zmq.auth.create_certificates(str(stranger), "mallory")
+        (stranger / "server.key").write_text((market.state / "keys" / "server.key").read_text())
+        proc = market.request("mallory", "out-mallory", keys=stranger)
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 2 and "refused the key of 'mallory'" in err, err
+        # a request that cannot run here is refused, naming the key; nothing starts
+        proc = market.request("alice", "out-bad", "sketch.epsilon=-1")
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 2 and "sketch.epsilon" in err, err
+        # alice vanishes mid-session (its whole process group killed): only its session fails
+        alice = market.request("alice", "out-alice", "sketch.samples=2000000", start_new_session=True)
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "out-alice" / "consumer.log").exists():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        bob = market.request("bob", "out-bob")
+        time.sleep(1.0)
+        os.killpg(alice.pid, signal.SIGKILL)
+        alice.communicate(timeout=60)
+        out, err = bob.communicate(timeout=300)
+        assert bob.returncode == 0, (out, err)
+        assert report(tmp_path / "out-bob")["status"] == "completed"
+        assert not (tmp_path / "out-bob" / "report.json").read_text().count("alice")  # bob sees nothing of alice's
+        sessions = json.loads((market.state / "server.json").read_text())["sessions"]
+        assert [(s["consumer"], s["status"]) for s in sessions] == [("alice", "failed"), ("bob", "completed")]
+    finally:
+        status, err = market.stop()
+        assert status == 0, err
+
+
+def test_sigterm_refuses_what_is_queued_and_finishes_what_runs(tmp_path):
+    market = Market(tmp_path)
+    first = market.request("alice", "out-first", "sketch.samples=400000")
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "out-first" / "consumer.log").exists():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    queued = market.request("bob", "out-queued")
+    time.sleep(1.5)  # bob's request is in the queue behind alice's session
+    status, err = market.stop()
+    assert status == 0, err
+    out, err_first = first.communicate(timeout=300)
+    assert first.returncode == 0, err_first
+    assert report(tmp_path / "out-first")["status"] == "completed"
+    out, err_queued = queued.communicate(timeout=120)
+    assert queued.returncode == 2 and "the marketplace is stopping" in err_queued, err_queued
+    assert not (tmp_path / "out-queued" / "report.json").exists()
+
+
+def test_owners_started_by_hand_join_and_the_python_api_serves_and_requests(tmp_path):
+    import marketplace
+
+    (tmp_path / "market.yaml").write_text(yaml.safe_dump(MARKET))
+    (tmp_path / "request.yaml").write_text(yaml.safe_dump(REQUEST))
+    port = free_port()
+    with marketplace.serve(tmp_path / "market.yaml", tmp_path / "state", endpoint=f"tcp://127.0.0.1:{port}",
+                           consumers=["alice"], start_owners=False, session_port=free_port()) as market:
+        keys = tmp_path / "state" / "owners"
+        agent = cli("agent", "--market", market.endpoint, "--keys", str(keys), "--ids", "owner-1..owner-3",
+                    "--ledgers", str(tmp_path / "agent-ledgers"), "--work", str(tmp_path / "agent"))
+        try:
+            time.sleep(3.0)  # its pings make the three owners present
+            result = marketplace.request(tmp_path / "request.yaml", market=market.endpoint,
+                                         keys=tmp_path / "state" / "consumers" / "alice", out=tmp_path / "out")
+            assert result.status == "completed" and result.raw["lifetime"]["consumer"] == "alice"
+            assert (tmp_path / "agent-ledgers" / "owner-1.ledger.sqlite").exists()
+            assert (tmp_path / "out" / "report.json").exists() and (tmp_path / "out" / "messages.csv").exists()
+        finally:
+            market.stop()
+            out, err = agent.communicate(timeout=60)
+            assert agent.returncode == 0, err
+        assert [s["status"] for s in market.sessions] == ["completed"]
