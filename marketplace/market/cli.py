@@ -46,7 +46,8 @@ def _play(args: argparse.Namespace, spec) -> int:
     from marketplace.market.tables import print_tables
     from marketplace.runner.run import RunFolderError
 
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    # an owner declining a request is the market at work, not a warning: each request's line says who declined
+    logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
     console = Console(stderr=False)
     if not console.is_terminal:
         console = Console(stderr=False, width=200)
