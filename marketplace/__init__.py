@@ -4,7 +4,8 @@ The Python API (:mod:`marketplace.api`) is importable from here: ``load``, ``val
 ``start``, ``plan``, ``sweep``, and for a marketplace that stays open ``serve`` and ``request``
 (:mod:`marketplace.service.api`); the types ``Scenario``, ``Report``, ``SweepResult``, ``RunHandle``,
 ``Validation``; the errors ``ScenarioError``, ``RunFailed``, ``RunFolderError``, ``DatasetMissing``,
-``RequestRefused``.
+``RequestRefused``; and for a market played from a file (:mod:`marketplace.market`) ``play_market``,
+``MarketReport``, ``MarketError``.
 They are imported when first used, so ``import marketplace`` stays light (the command line's start).
 """
 
@@ -24,12 +25,14 @@ _LAZY = {
     "RunFolderError": "marketplace.runner.run", "DatasetMissing": "marketplace.datasets",
     "serve": "marketplace.service.api", "request": "marketplace.service.api", "Marketplace": "marketplace.service.api",
     "RequestRefused": "marketplace.service.client",
+    "play_market": "marketplace.market", "MarketReport": "marketplace.market", "MarketError": "marketplace.market",
 }
 __all__ = ["__version__", *_LAZY]
 
 if TYPE_CHECKING:
     from marketplace.api import RunFailed, RunHandle, Validation, load, plan, run, start, sweep, validate
     from marketplace.datasets import DatasetMissing
+    from marketplace.market import MarketError, MarketReport, play_market
     from marketplace.runner.results import Report, SweepResult
     from marketplace.runner.run import RunFolderError
     from marketplace.scenario import Scenario, ScenarioError

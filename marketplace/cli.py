@@ -21,6 +21,7 @@ Start here:
   marketplace run scenarios/quickstart.yaml --driver inprocess --set parties.owners=8
   marketplace run scenarios/quickstart-private.yaml --driver inprocess --sweep summarize.rounds=20,40 --repeats 3
   marketplace validate scenarios/quickstart.yaml       check a scenario without running it
+  marketplace run scenarios/market.yaml --driver inprocess   a market: a stream of requests, owners with lifetime budgets
   marketplace data fetch adult                         download a public dataset (checked) for the scenarios that use it
   marketplace privacy compose --epsilon 0.01 --count 1656 --delta 0.01 --theorem advanced
   marketplace ledger show kits/owner-1                 an owner's lifetime privacy ledger: spent, remaining, history
@@ -55,7 +56,7 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a scenario end to end and write its report",
                          description="Validate SCENARIO, start every party, wait for the run, print a summary and write "
                                      "DIR/report.json, DIR/messages.csv, DIR/scenario.resolved.yaml and DIR/logs/.")
-    run.add_argument("scenario", help="scenario file (YAML)")
+    run.add_argument("scenario", help="scenario file (YAML), or a market file (a top-level `market:`; docs/market.md)")
     run.add_argument("--out", metavar="DIR", help="output folder, new or empty (default: runs/<scenario>-<timestamp>)")
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
                      help="override one scenario value, e.g. --set summarize.rounds=20 (repeatable)")
@@ -221,6 +222,13 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "scenario", None) is None:
         print(f"marketplace {args.command}: no scenario: pass --scenario FILE or set MARKETPLACE_SCENARIO", file=sys.stderr)
         return EXIT_USAGE
+    if args.command in ("run", "validate"):
+        from marketplace.market.spec import is_market_file
+
+        if is_market_file(args.scenario):
+            from marketplace.market.cli import market_command
+
+            return market_command(args)
     if args.command in ("curator", "owner", "owners", "consumer") and not args.endpoint:
         print(f"marketplace {args.command}: no endpoint: pass --endpoint tcp://HOST:PORT or set MARKETPLACE_ENDPOINT", file=sys.stderr)
         return EXIT_USAGE

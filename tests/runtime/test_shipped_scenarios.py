@@ -7,10 +7,12 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, needs_data
+from marketplace.market.spec import is_market_file
 from marketplace.runner.run import prepare_world, run_scenario
 from marketplace.scenario import load_scenario
 
-SHIPPED = sorted((ROOT / "scenarios").glob("*.yaml"))
+SHIPPED = sorted(path for path in (ROOT / "scenarios").glob("*.yaml") if not is_market_file(path))
+"""The shipped scenarios (market files, tested in tests/market, are not scenarios)."""
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])

@@ -1,0 +1,29 @@
+"""Markets: a stream of consumer requests against owners with lifetime privacy budgets.
+
+A market file (YAML with a top-level ``market:``) names the marketplace (owners, their data and
+their lifetime budgets) and a stream of requests (sketch, stc or pfds runs, each for a consumer).
+:func:`play` runs the stream once per scheduling rule (``fcfs``, ``dpf``: :mod:`.rules`), every
+rule from fresh owner ledgers, and returns a :class:`MarketReport`::
+
+    import marketplace
+
+    report = marketplace.play_market("scenarios/market.yaml", "runs/market", driver="inprocess")
+    report.summary("dpf")["served_total"], report.statuses("fcfs")
+
+* :mod:`.spec`: the market file, read and checked (:class:`MarketError`);
+* :mod:`.costs`: each request's declared cost per owner;
+* :mod:`.rules`: the scheduling rules;
+* :mod:`.player`: plays the stream under one rule; :mod:`.run`: under each rule, then the report;
+* :mod:`.report`, :mod:`.tables`, :mod:`.plots`: ``market.json``, ``market.md``, the figures.
+
+The names above are imported on first use, so that telling a market file from a scenario stays light.
+"""
+
+from marketplace.lazy_exports import lazy_exports
+
+_EXPORTS = {
+    "play": ".run", "play_market": ".run", "MarketReport": ".report",
+    "MarketError": ".spec", "MarketSpec": ".spec", "is_market": ".spec", "read_market": ".spec",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

@@ -1,0 +1,202 @@
+"""The market report: what each rule did with the same stream, per request, per owner and in all.
+
+``market.json`` (every figure; wall-clock times only under ``timing``), ``market.md`` (the same
+tables as the terminal), ``budget.png`` and ``quality.png``. Quality is the protocol's headline
+metric as its sweeps print it (the first of its exchange's ``sweep_headline``, from the request's
+report.json); for the shipped sketch, stc and pfds it is an error, lower is better.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from marketplace.market.player import Outcome, Play, demands, filter_budgets
+from marketplace.market.rules import fits
+from marketplace.market.spec import MarketSpec
+from marketplace.runner.format import fmt, plural
+
+SERVED = ("served", "partial")
+STATUSES = ("served", "partial", "declined", "failed", "not granted")
+NOISE_TEXT = ("The market runner derived every party's noise key for every request from (market seed, rule, request "
+              "id, party) and held them all, so whoever holds the market seed can recompute and strip every release's "
+              "noise: a simulation that reproduces itself, like `marketplace run`, not a deployment.")
+
+
+def quality_of(protocol: str, report: Mapping[str, Any] | None, metric: str | None = None) -> tuple[str | None, float | None]:
+    """(metric name, value) of a completed request's quality: the column ``metric`` of its
+    protocol's sweep row, by default the protocol's headline (the first of its exchange's
+    ``sweep_headline``); (name, None) when the run has no such figure."""
+    from marketplace.plugins import exchange
+
+    module = exchange(protocol)
+    headline = getattr(module, "sweep_headline", None) or ()
+    name = metric or (headline[0] if headline else None)
+    if name is None or report is None or report.get("status") != "completed":
+        return name, None
+    value = module.sweep_row(dict(report)).get(name)
+    return name, float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+
+
+def _declined(report: Mapping[str, Any] | None) -> list[str]:
+    return sorted(((report or {}).get("lifetime") or {}).get("declined") or (), key=_owner_key)
+
+
+def _owner_key(owner: str) -> tuple[int, str]:
+    tail = owner.rsplit("-", 1)[-1]
+    return (int(tail), owner) if tail.isdigit() else (0, owner)
+
+
+def request_row(outcome: Outcome, quality: Mapping[str, str]) -> dict[str, Any]:
+    """One request's line of a play; ``quality`` maps a protocol to the metric that measures it."""
+    r, report = outcome.request, outcome.report
+    metric, value = quality_of(r.protocol, report, quality.get(r.protocol))
+    return {"id": r.id, "index": r.index + 1, "order": outcome.order, "consumer": r.consumer, "protocol": r.protocol,
+            "status": outcome.status, "reason": outcome.reason, "metric": metric,
+            "quality": value if outcome.status in SERVED else None,
+            "messages": ((report or {}).get("messages") or {}).get("total"),
+            "charged": outcome.charged, "declined": _declined(report), "folder": outcome.folder}
+
+
+def play_section(spec: MarketSpec, play: Play, dim: str) -> dict[str, Any]:
+    """Everything one rule's play shows: requests, owners (spend over time, service, value), summary."""
+    rows = [request_row(o, spec.quality) for o in play.outcomes]
+    budgets, asked = filter_budgets(spec), demands(spec)
+    final = play.timeline[-1] if play.timeline else {}
+    owners = {}
+    for owner in spec.owner_ids:
+        served = [row for row in rows if owner in row["charged"]]
+        charged = {d: math.fsum(row["charged"][owner].get(d, 0.0) for row in served) for d in budgets[owner]}
+        cheapest = [a.charges[owner] for a in asked.values() if owner in a.charges]
+        spent = final.get(owner, {})
+        owners[owner] = {
+            "budget": dict(budgets[owner]), "spent": {d: spent.get(d, 0.0) for d in budgets[owner]},
+            "spent_after": [t.get(owner, {}).get(dim, 0.0) for t in play.timeline],
+            "served": len(served), "declined": sum(owner in row["declined"] for row in rows),
+            "value": {"requests_served": len(served), "charged": charged},
+            "exhausted": bool(cheapest) and not any(fits(spent, c, budgets[owner]) for c in cheapest)}
+    counts = {s: sum(row["status"] == s for row in rows) for s in STATUSES}
+    quality: dict[str, Any] = {}
+    for protocol in dict.fromkeys(row["protocol"] for row in rows):
+        values = [row["quality"] for row in rows if row["protocol"] == protocol and row["quality"] is not None]
+        quality[protocol] = {"metric": next((row["metric"] for row in rows if row["protocol"] == protocol), None),
+                             "mean": math.fsum(values) / len(values) if values else None, "requests": len(values)}
+    exhausted = [o for o, e in owners.items() if e["exhausted"]]
+    summary = {"requests": len(rows), **{s.replace(" ", "_"): n for s, n in counts.items()},
+               "served_total": counts["served"] + counts["partial"], "owners_exhausted": exhausted,
+               "mean_quality": quality}
+    return {"requests": rows, "owners": owners, "summary": summary}
+
+
+@dataclass(frozen=True)
+class MarketReport:
+    """A played market: ``raw`` is what ``market.json`` holds; ``folder`` where it was written."""
+
+    raw: dict[str, Any]
+    folder: Path | None = None
+
+    @property
+    def rules(self) -> list[str]:
+        """The rules played, in order."""
+        return list(self.raw["plays"])
+
+    def play(self, rule: str) -> dict[str, Any]:
+        """One rule's section: ``requests``, ``owners``, ``summary``."""
+        return self.raw["plays"][rule]
+
+    def summary(self, rule: str) -> dict[str, Any]:
+        """One rule's summary: counts per status, owners exhausted, mean quality per protocol."""
+        return self.play(rule)["summary"]
+
+    def statuses(self, rule: str) -> dict[str, str]:
+        """Request id -> status under ``rule``."""
+        return {row["id"]: row["status"] for row in self.play(rule)["requests"]}
+
+    def comparable(self) -> dict[str, Any]:
+        """The report without wall-clock times and the folder it was written to (what one seed fixes)."""
+        return {k: v for k, v in self.raw.items() if k not in ("timing", "folder", "driver")}
+
+    def tables(self) -> list[tuple[str, list[str], list[list[str]]]]:
+        """(title, header, rows) of the rule summary, the requests and the owners."""
+        from marketplace.market.tables import tables
+
+        return tables(self.raw)
+
+    def write(self, folder: str | Path) -> None:
+        """Write ``market.json``, ``market.md``, ``budget.png`` and ``quality.png`` into ``folder``."""
+        from marketplace.market.plots import plot_budget, plot_quality
+        from marketplace.market.tables import markdown
+
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "market.json").write_text(json.dumps(self.raw, indent=1, allow_nan=False) + "\n", encoding="utf-8")
+        (folder / "market.md").write_text(markdown(self.raw), encoding="utf-8")
+        plot_budget(self.raw, folder / "budget.png")
+        plot_quality(self.raw, folder / "quality.png")
+        object.__setattr__(self, "folder", folder)
+
+    @classmethod
+    def load(cls, path: str | Path) -> MarketReport:
+        """Read ``market.json`` (or the folder holding it)."""
+        path = Path(path)
+        path = path / "market.json" if path.is_dir() else path
+        return cls(json.loads(path.read_text(encoding="utf-8")), path.parent)
+
+    def __repr__(self) -> str:
+        parts = [f"{rule}: {self.summary(rule)['served_total']}/{self.summary(rule)['requests']} served" for rule in self.rules]
+        return f"MarketReport({self.raw['market']!r}, {', '.join(parts)})"
+
+
+def build_report(spec: MarketSpec, plays: list[Play], *, driver: str, folder: Path | None = None) -> MarketReport:
+    """The :class:`MarketReport` of ``plays`` (one per rule) on ``spec``'s stream."""
+    dim = "rho" if spec.filter == "zcdp" else "eps"
+    asked = demands(spec)
+    stream = [{"id": r.id, "index": r.index + 1, "consumer": r.consumer, "protocol": r.protocol, "arrival": r.arrival,
+               "entry": r.entry, "asked": len(asked[r.id].charges), "charge": _uniform(asked[r.id].charges)}
+              for r in spec.requests]
+    raw = {
+        "market": spec.name, "source": spec.source, "seed": spec.seed, "driver": driver, "owners": spec.owners,
+        "filter": spec.filter, "relation": spec.relation, "plotted": dim, "rules": list(spec.rules),
+        "unlock_steps": spec.unlock_steps,
+        "budgets": {o: spec.budget_of(o).as_dict() for o in spec.owner_ids},
+        "noise": NOISE_TEXT,
+        "value": "an owner's value is the number of requests its data served (its ledger charged them) and the "
+                 "privacy budget those requests charged it",
+        "stream": stream,
+        "plays": {p.rule: play_section(spec, p, dim) for p in plays},
+        "timing": {p.rule: {"seconds": p.seconds, "requests": {o.request.id: o.seconds for o in p.outcomes if o.order}}
+                   for p in plays},
+    }
+    for section in raw["plays"].values():
+        section["summary"]["text"] = summary_text(section["summary"])
+    return MarketReport(raw, folder)
+
+
+def _uniform(charges: Mapping[str, Mapping[str, float]]) -> Any:
+    """The charge every asked owner pays, when it is the same for all; else the charge per owner."""
+    values = list(charges.values())
+    if values and all(v == values[0] for v in values):
+        return dict(values[0])
+    return {o: dict(c) for o, c in charges.items()}
+
+
+def summary_text(summary: Mapping[str, Any]) -> str:
+    """One line: served, partial, declined, failed, not granted, owners exhausted."""
+    parts = [f"{summary['served_total']} of {plural(summary['requests'], 'request')} served"]
+    if summary["partial"]:
+        parts.append(f"{summary['partial']} of them by some owners only")
+    for key, word in (("declined", "declined by every owner"), ("failed", "failed"), ("not_granted", "not granted")):
+        if summary[key]:
+            parts.append(f"{summary[key]} {word}")
+    exhausted = summary["owners_exhausted"]
+    parts.append(f"{plural(len(exhausted), 'owner')} exhausted" + (f" ({', '.join(exhausted)})" if exhausted else ""))
+    return "; ".join(parts)
+
+
+def quality_cell(row: Mapping[str, Any]) -> str:
+    """A request's quality for a table: its value, or why it has none."""
+    return fmt(row["quality"]) if row["quality"] is not None else "-"

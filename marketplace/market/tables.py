@@ -1,0 +1,114 @@
+"""The market report's tables, as plain (title, header, rows), for the terminal and for ``market.md``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from marketplace.runner.format import fmt
+
+Table = tuple[str, list[str], list[list[str]]]
+
+
+def _amount(amounts: Mapping[str, float] | None) -> str:
+    if not amounts:
+        return "-"
+    return ", ".join(f"{k}={v:.4g}" for k, v in amounts.items() if k != "delta" or v)
+
+
+def _charge(charge: Mapping[str, Any]) -> str:
+    if charge and all(isinstance(v, (int, float)) for v in charge.values()):
+        return _amount(charge)
+    return "per owner"
+
+
+def rule_table(raw: Mapping[str, Any]) -> Table:
+    """One column per rule: requests served, partly served, declined, failed, not granted, owners
+    exhausted, and the mean quality per protocol over the requests it served."""
+    plays = raw["plays"]
+    rules = list(plays)
+    rows = []
+    for key, label in (("served_total", "requests served"), ("partial", "  of them by some owners only"),
+                       ("declined", "declined by every owner"), ("failed", "failed"), ("not_granted", "not granted")):
+        rows.append([label, *(str(plays[r]["summary"][key]) for r in rules)])
+    rows.append(["owners exhausted", *(str(len(plays[r]["summary"]["owners_exhausted"])) for r in rules)])
+    protocols = list(dict.fromkeys(p for r in rules for p in plays[r]["summary"]["mean_quality"]))
+    for protocol in protocols:
+        cells, metric = [], None
+        for r in rules:
+            q = plays[r]["summary"]["mean_quality"].get(protocol) or {}
+            metric = metric or q.get("metric")
+            cells.append(f"{fmt(q.get('mean'))} ({q.get('requests', 0)})")
+        rows.append([f"mean {protocol} {metric} (served)", *cells])
+    return (f"{raw['market']}: {len(raw['stream'])} requests, {raw['owners']} owners, filter {raw['filter']}", ["", *rules], rows)
+
+
+def request_table(raw: Mapping[str, Any]) -> Table:
+    """One row per request in stream order: arrival, consumer, protocol, charge per owner, and for
+    each rule its status, the order it ran in, its quality and the owners that declined it."""
+    plays = raw["plays"]
+    rules = list(plays)
+    header = ["request", "arrival", "consumer", "protocol", "charge/owner"]
+    for r in rules:
+        header += [f"{r} status", f"{r} run", f"{r} quality", f"{r} declined"]
+    rows = []
+    for i, s in enumerate(raw["stream"]):
+        row = [s["id"], fmt(float(s["arrival"])), s["consumer"], s["protocol"], _charge(s["charge"])]
+        for r in rules:
+            q = plays[r]["requests"][i]
+            row += [q["status"], fmt(q["order"]), fmt(q["quality"]), str(len(q["declined"])) if q["declined"] else "-"]
+        rows.append(row)
+    return ("Requests (quality: the protocol's headline error, lower is better; run: the order it ran in)", header, rows)
+
+
+def owner_table(raw: Mapping[str, Any]) -> Table:
+    """One row per owner: its budget, and for each rule what it spent, served and declined."""
+    plays = raw["plays"]
+    rules = list(plays)
+    header = ["owner", "budget"]
+    for r in rules:
+        header += [f"{r} spent", f"{r} served", f"{r} declined"]
+    rows = []
+    for owner, budget in raw["budgets"].items():
+        row = [owner, _amount({"eps": budget["epsilon"], "delta": budget["delta"]})]
+        for r in rules:
+            e = plays[r]["owners"][owner]
+            row += [_amount(e["spent"]) + (" (exhausted)" if e["exhausted"] else ""), str(e["served"]), str(e["declined"])]
+        rows.append(row)
+    return ("Owners (value: requests served and budget charged)", header, rows)
+
+
+def tables(raw: Mapping[str, Any]) -> list[Table]:
+    """The three tables of a market report."""
+    return [rule_table(raw), request_table(raw), owner_table(raw)]
+
+
+def markdown(raw: Mapping[str, Any]) -> str:
+    """``market.md``: the tables in Markdown, each rule's summary line and the noise statement."""
+    lines = [f"# Market {raw['market']}", "",
+             f"Seed {raw['seed']}, {raw['owners']} owners, lifetime filter `{raw['filter']}` ({raw['relation']}), "
+             f"rules {', '.join(raw['plays'])}; DPF unlocks 1/{raw['unlock_steps']} of every budget per arrival.", ""]
+    for rule, play in raw["plays"].items():
+        lines.append(f"* **{rule}**: {play['summary']['text']}")
+    lines.append("")
+    for title, header, rows in tables(raw):
+        lines += [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(cell.replace("|", "/") for cell in row) + " |" for row in rows]
+        lines.append("")
+    lines += [f"{raw['value'][0].upper()}{raw['value'][1:]}.", "", raw["noise"], ""]
+    return "\n".join(lines)
+
+
+def print_tables(console: Any, raw: Mapping[str, Any]) -> None:
+    """The tables on a rich console, then each rule's summary line."""
+    from rich.table import Table as RichTable
+
+    for title, header, rows in tables(raw):
+        table = RichTable(title=title, title_justify="left")
+        for name in header:
+            table.add_column(name, no_wrap=True)
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+    for rule, play in raw["plays"].items():
+        console.print(f"{rule}: {play['summary']['text']}")
