@@ -35,7 +35,7 @@ One party at a time (what each container runs; each writes its report to parties
   marketplace consumer --scenario S.yaml --endpoint tcp://HOST:5555 --keys kits/consumer
   marketplace assemble parties --scenario S.yaml --out run          the run report from the parties' reports
 
-A marketplace that stays up (docs/market.md):
+A marketplace that stays up (docs/serve.md), and market workloads (docs/market.md):
   marketplace serve scenarios/market-serve.yaml --state market --consumers alice,bob,carol
   marketplace request scenarios/sketch-quickstart.yaml --market tcp://127.0.0.1:7700 --keys market/consumers/alice
 

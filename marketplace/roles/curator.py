@@ -95,7 +95,10 @@ class CuratorBase(Role):
         if declined:
             record["declined"] = True
         where = f" in round {record['round']}" if "round" in record else ""
-        log.warning("owner %s dropped out%s (%s): %s", peer, where, self.phase, cut(reason, 300))
+        if declined:  # the owner's own decision under its lifetime budget: expected, not a fault
+            log.info("owner %s declined the run (%s): %s", peer, self.phase, cut(reason, 300))
+        else:
+            log.warning("owner %s dropped out%s (%s): %s", peer, where, self.phase, cut(reason, 300))
         return self._progress_after_loss(peer)
 
     def _drop(self, peer: str) -> dict[str, Any]:

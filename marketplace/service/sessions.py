@@ -6,7 +6,8 @@ brings the protocol, its settings and the consumer's own target (``data.consumer
 runs the request's protocol on the marketplace's owners:
 
 * from the marketplace: ``seed``, ``parties``, ``data`` (but ``data.consumer``), ``transport``,
-  ``lifetime`` (the request id becomes the session id, the consumer the key's name);
+  ``lifetime`` (the request id becomes the session id, the consumer the key's name; lifetime ledgers
+  are always kept: each owner's where its agent keeps it);
 * from the request: ``name``, ``description``, ``protocol`` and its section, ``data.consumer``;
 * ``noise.source: keys`` with no key folder: every party of every session draws a fresh noise key
   that nobody else holds, so two sessions never share noise.
@@ -49,6 +50,7 @@ def session_scenario(market: Scenario, request_text: str, *, session: str, consu
     raw["data"] = {**data, **({"consumer": consumer_part} if consumer_part is not None else {})}
     life = dict(base.get("lifetime") or {})
     life.update({"request_id": session, "consumer": consumer})
+    life["ledgers"] = life.get("ledgers") or "ledgers"  # every owner keeps one (where its agent says: --ledgers)
     raw["lifetime"] = life
     raw["noise"] = {"source": "keys", "keys": None}
     transport = raw.get("transport")

@@ -40,6 +40,7 @@ OVERRIDES: dict[str, list[str]] = {
     "sketch-lifesci.yaml": ["sketch.samples=2000"],
     "sketch-occupancy.yaml": ["sketch.samples=2000"],
     "sketch-quickstart.yaml": ["sketch.samples=2000"],
+    "market-serve.yaml": ["sketch.samples=2000"],
     "sketch-uniform.yaml": ["sketch.samples=2000"],
     "stc-mnist.yaml": [],
     "stc-office.yaml": [],
