@@ -7,7 +7,10 @@ connection after its key, so who is speaking comes from the key, never from a me
 * **Owners** connect through owner agents (:mod:`.agent`), which ping every few seconds; an owner
   is *present* while its pings arrive.
 * **A consumer** sends :class:`~.control.SessionOpen` with its request. The request is checked at
-  once (a request that cannot run on this marketplace is refused, naming the key) and queued.
+  once (a request that cannot run on this marketplace is refused, naming the key) and queued; a
+  consumer may have :data:`MAX_QUEUED_PER_CONSUMER` requests waiting, and the next session goes to
+  the consumer served least so far (earliest first among equals), so one consumer cannot crowd out
+  the others.
 * **One session at a time.** For the next request the server makes a session folder, a fresh
   CURVE key pair for the session's curator, and a key folder that admits exactly the marketplace's
   owners and *this* consumer's key; it starts ``marketplace curator`` on the session port, invites
@@ -50,6 +53,9 @@ from marketplace.transport.curve import PartyAuthenticator
 
 log = logging.getLogger("marketplace.serve")
 
+MAX_QUEUED_PER_CONSUMER = 8
+"""Requests one consumer may have waiting; more are refused, so one consumer cannot fill the queue."""
+MAX_QUEUED = 1024
 OWNER_ABSENT_S = 10.0
 """An owner whose agent sent nothing for this long is not invited to the next session."""
 POLL_MS = 200
@@ -218,6 +224,13 @@ class MarketServer:
         if self._stop.is_set():
             self._send(sock, routing, control.SessionRefused(reason="the marketplace is stopping; nothing was charged"))
             return
+        waiting = sum(1 for q in self.queue if q.consumer == consumer)
+        if waiting >= MAX_QUEUED_PER_CONSUMER or len(self.queue) >= MAX_QUEUED:
+            self._send(sock, routing, control.SessionRefused(reason=(
+                f"{consumer} already has {waiting} requests waiting (at most {MAX_QUEUED_PER_CONSUMER})"
+                if waiting >= MAX_QUEUED_PER_CONSUMER else f"the queue is full ({MAX_QUEUED} requests)")
+                + "; nothing was charged: try again later"))
+            return
         self.number += 1
         session = new_session_id(self.number)
         try:
@@ -257,7 +270,7 @@ class MarketServer:
         s = self.current
         if s is None:
             if self.queue:
-                self._start(sock, self.queue.popleft())
+                self._start(sock, self._next_in_queue())
             return
         if s.state == "starting":
             bound = s.folder / "endpoint"
@@ -273,6 +286,17 @@ class MarketServer:
             wanted = {*s.invited} | (set() if _consumer_lost(s) else {"consumer"})
             if wanted <= set(s.reports) or time.monotonic() > s.deadline:
                 self._finish(sock, s)
+
+    def _next_in_queue(self) -> Session:
+        """The next request to run: the earliest of the consumer with the fewest sessions served so
+        far, so a consumer that queues many requests takes turns with the others instead of ahead."""
+        served: dict[str, int] = {}
+        for done in self.finished:
+            served[done["consumer"]] = served.get(done["consumer"], 0) + 1
+        chosen = min(range(len(self.queue)), key=lambda i: (served.get(self.queue[i].consumer, 0), i))
+        session = self.queue[chosen]
+        del self.queue[chosen]
+        return session
 
     def _start(self, sock: zmq.Socket, s: Session) -> None:
         self.current = s

@@ -220,3 +220,22 @@ def test_owners_started_by_hand_join_and_the_python_api_serves_and_requests(tmp_
             out, err = agent.communicate(timeout=60)
             assert agent.returncode == 0, err
         assert [s["status"] for s in market.sessions] == ["completed"]
+
+
+def test_the_queue_takes_turns_between_consumers_and_caps_each_one():
+    """The next session goes to the consumer served least so far; a consumer's waiting requests are capped."""
+    from collections import deque
+    from types import SimpleNamespace
+
+    from marketplace.service import server as srv
+
+    market = srv.MarketServer.__new__(srv.MarketServer)
+    market.finished = [{"consumer": "alice"}, {"consumer": "alice"}, {"consumer": "bob"}]
+    market.queue = deque(SimpleNamespace(consumer=c, id=str(i)) for i, c in enumerate(["alice", "alice", "bob", "carol", "bob"]))
+    order = []
+    while market.queue:
+        chosen = market._next_in_queue()
+        order.append(chosen.consumer)
+        market.finished.append({"consumer": chosen.consumer})
+    assert order == ["carol", "bob", "alice", "bob", "alice"]
+    assert srv.MAX_QUEUED_PER_CONSUMER >= 1
