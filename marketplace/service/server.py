@@ -188,8 +188,16 @@ class MarketServer:
                         parts = sock.recv_multipart(zmq.NOBLOCK, copy=False)
                     except zmq.Again:
                         break
-                    self._on_frame(sock, parts)
-            self._progress(sock)
+                    try:
+                        self._on_frame(sock, parts)
+                    except Exception:  # noqa: BLE001 - one bad frame never stops the marketplace
+                        log.exception("a control frame could not be handled; serving on")
+            try:
+                self._progress(sock)
+            except Exception as err:  # noqa: BLE001 - a session that breaks ends as failed; the next one runs
+                log.exception("session %s broke", self.current.id if self.current else "-")
+                if self.current is not None:
+                    self._finish(sock, self.current, failure=f"the session broke on the server: {type(err).__name__}: {err}")
 
     # --- messages
 
@@ -239,6 +247,9 @@ class MarketServer:
             prepare_world(scenario)  # what needs the data (sizes, shapes) is refused now, not mid-session
         except ScenarioError as err:
             self._send(sock, routing, control.SessionRefused(session=session, reason=cut(str(err), 1900)))
+            return
+        except (ValueError, OSError) as err:  # the data could not be built for it, say
+            self._send(sock, routing, control.SessionRefused(session=session, reason=cut(f"{consumer}'s request: {err}", 1900)))
             return
         self.queue.append(Session(session, consumer, routing, scenario, self.state / "sessions" / session))
         position = len(self.queue) + (self.current is not None) - 1
@@ -356,7 +367,7 @@ class MarketServer:
             if failure:
                 report["status"], report["failures"] = "failed", [failure, *report["failures"]]
             body = json.dumps(report).encode()
-        except (OSError, ValueError) as err:  # the consumer is told why; it writes no report.json of this
+        except Exception as err:  # noqa: BLE001 - the consumer is told why; it writes no report.json of this
             report = {"status": "failed", "failures": [failure or f"the report could not be assembled: {err}"]}
             body = json.dumps(report).encode()
         s.status = report["status"]
