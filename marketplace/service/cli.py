@@ -39,7 +39,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     serve.add_argument("--no-owners", action="store_true", help="start no owner agents: owners connect with `marketplace agent`")
     serve.add_argument("--owners-per-process", type=int, metavar="N", help="owners per agent process (default: two agents)")
     serve.add_argument("--init", action="store_true",
-                       help="make the marketplace's missing keys and kits, then exit (never replaces a key)")
+                       help="make the marketplace's missing keys and kits, write the scenario resolved to STATE/market.yaml, "
+                            "then exit (never replaces a key)")
     serve.add_argument("--kits", metavar="DIR",
                        help="with --init: write each owner's kit to DIR/<owner>/ and each consumer's to DIR/consumers/<name>/ "
                             "(one volume each, in a container deployment); the state keeps only their public keys")
@@ -126,6 +127,8 @@ def _init(args: argparse.Namespace, market, consumers: tuple[str, ...]) -> int:
     try:
         owner = parse_owner(args.chown) if args.chown else None
         init_keys(state, owners=market.config.parties.owners, consumers=list(consumers), kits=kits)
+        # the marketplace's scenario, resolved, where the server can read it whoever owns the original
+        (state / "market.yaml").write_text(market.dump_yaml())
     except (OSError, ValueError) as err:
         print(f"marketplace serve --init: {err}", file=sys.stderr)
         return EXIT_USAGE

@@ -57,7 +57,7 @@ def request(scenario_text: str, *, market: str, keys: Path, out: Path, wait_s: f
     name, secret_path = find_own_key(keys)
     public, secret = load_pair(secret_path)
     server = load_public(keys / f"{SERVER}.key")
-    out = Path(out)
+    out = Path(out).resolve()  # the consumer runs in it: every path handed to it must not depend on the cwd
     out.mkdir(parents=True, exist_ok=True)
     ctx = zmq.Context()
     sock = ctx.socket(zmq.DEALER)

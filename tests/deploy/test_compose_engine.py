@@ -249,11 +249,22 @@ def test_compose_keeps_a_marketplace_up_and_its_ledgers_across_a_restart(engine,
 
     try:
         engine.run([*up, "build", "server"], cwd=project, timeout=1800)
-        engine.run([*up, "up", "-d", "--no-color"], cwd=project, timeout=600)
+        started = engine.run([*up, "up", "-d", "--no-color"], cwd=project, timeout=600, check=False)
+        if started.returncode != 0:
+            logs = engine.run([*up, "logs", "--no-color"], cwd=project, check=False).stdout
+            raise AssertionError(f"up -d exited {started.returncode}: {started.stderr[-2000:]}\n{logs[-6000:]}")
         wait_for_owners(0)
         results = {c: request(c) for c in ("alice", "bob", "carol")}
         for consumer, result in results.items():
-            assert result.returncode == 0, (consumer, result.stdout[-3000:], result.stderr[-3000:])
+            if result.returncode != 0:
+                logs = engine.run([*up, "logs", "--no-color"], cwd=project, check=False).stdout
+                owner = engine.run([*up, "exec", "-T", "owner-1", "sh", "-c", "for f in /tmp/sessions/sessions/*/owners.log; do tail -n 40 $f; done"], cwd=project,
+                                   check=False)
+                curator = engine.run([*up, "exec", "-T", "server", "sh", "-c", "tail -n 30 /state/sessions/*/curator.log"],
+                                     cwd=project, check=False)
+                consumer_logs = "".join(f.read_text()[-3000:] for f in (project / "runs").glob(f"{consumer}-*/consumer.log"))
+                raise AssertionError(f"{consumer}: {result.stderr[-2000:]}\nconsumer.log: {consumer_logs}\n{logs[-2000:]}\n{owner.stdout[-1000:]}"
+                                     f"{owner.stderr[-1000:]}\n{curator.stdout[-4000:]}")
         reports = {c: json.loads(next((project / "runs").glob(f"{c}-*/report.json")).read_text()) for c in results}
         for consumer, report in reports.items():
             assert report["status"] == "completed" and report["driver"] == "market"

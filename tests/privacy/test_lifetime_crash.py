@@ -19,7 +19,9 @@ from conftest import ROOT
 from marketplace.privacy.lifetime import LifetimeLedger, ledger_file
 
 WORKER = ROOT / "tests" / "owner_crash_worker.py"
-KILLS = 55
+KILLS = 25
+"""Real owners killed (the ledger's own crash test, tests/privacy/test_lifetime_ledger.py, kills a
+stand-in owner 60 times); each kill costs a fresh interpreter and scenario."""
 EPSILON = 0.01  # the worker's sketch.epsilon: each request's declared cost
 
 
