@@ -59,7 +59,16 @@ def request_row(outcome: Outcome, quality: Mapping[str, str]) -> dict[str, Any]:
             "status": outcome.status, "reason": outcome.reason, "metric": metric,
             "quality": value if outcome.status in SERVED else None,
             "messages": ((report or {}).get("messages") or {}).get("total"),
+            "parsimony": _parsimony(report),
             "charged": outcome.charged, "declined": _declined(report), "folder": outcome.folder}
+
+
+def _parsimony(report: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The run's parsimony figures (what the curator saw: points, records), without its notes."""
+    section = (report or {}).get("parsimony")
+    if not isinstance(section, Mapping):
+        return None
+    return {k: v for k, v in section.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
 def play_section(spec: MarketSpec, play: Play, dim: str) -> dict[str, Any]:
