@@ -39,6 +39,10 @@ class TransportConfig:
     lost. The peer's I/O thread answers, not its role: a party busy computing is never lost for
     it; a stopped, dead or unreachable one is."""
     start_timeout_s: PositiveFloat = 60.0
+    """A party that has not connected is lost once this long has passed with no party arriving (its
+    first accepted frame): while others keep arriving the wait goes on, so thousands of owners whose
+    CURVE handshakes queue up are not dropped for being slow; one that never comes is lost this long
+    after the last arrival (``run_timeout_s`` bounds it all)."""
     run_timeout_s: PositiveFloat = 1800.0
     progress_timeout_s: PositiveFloat = 30.0
     """A connected party the curator is waiting for (a hello, a bid, a point, a release, a bye)

@@ -245,6 +245,8 @@ class _Loop(ABC):
         self.settings = settings
         self.stats = DriverStats()
         self.started = time.monotonic()
+        self.last_arrival = self.started
+        """When a party's first frame was last accepted: the start deadline counts from here."""
         self.peers: dict[str, _Peer] = {}  # by party id
         self.connections: OrderedDict[bytes, _Connection] = OrderedDict()  # by route (most recent last)
         self.lost: set[str] = set()
@@ -380,6 +382,8 @@ class _Loop(ABC):
         # a connection of unknown identity can speak only as "unknown party", which no role accepts
         delivery = self.node.receive(frame, peer=party if party is not None else UNKNOWN)
         if delivery.accepted and peer is not None:
+            if peer.heard is None:
+                self.last_arrival = now  # parties are still arriving: the others' handshakes are slow, not dead
             peer.heard = now
             if peer.route != route:  # frames to a party go where its accepted frames come from
                 first = peer.route is None and peer.closed_at is None
@@ -442,9 +446,12 @@ class _Loop(ABC):
                                       f"{self.settings.heartbeat_timeout_s:g} (a stopped or dead process, or a broken network)")
                 continue
             if peer is None or peer.heard is None:
-                if now - self.started > self.settings.start_timeout_s:
+                # lost once start_timeout_s passed with no party arriving: while others keep completing
+                # their handshakes (thousands of CURVE owners at once), a slow one is still on its way
+                if now - self.last_arrival > self.settings.start_timeout_s:
                     why = self._last_refusal(party)
                     self._lose(party, f"never connected within start_timeout_s={self.settings.start_timeout_s:g}"
+                                      f" (the last party arrived {self.last_arrival - self.started:.1f} s after the start)"
                                       + (f"; it sent only refused frames (the last: {why})" if why else ""))
 
     def _connection_closed(self, party: str, now: float, route: bytes | None) -> None:

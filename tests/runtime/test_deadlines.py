@@ -215,3 +215,60 @@ def test_the_curators_driver_gives_pfds_round_2_of_100_sharers_ten_deadlines_and
     finally:
         sock.close(linger=0)
         ctx.term()
+
+
+class Gathering(Role):
+    """A curator waiting for the hellos of three owners and the consumer."""
+
+    party_id = CURATOR
+    role_name = "curator"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lost: list[tuple[str, str]] = []
+
+    def start(self) -> list[Send]:
+        return []
+
+    def handle(self, message: Envelope) -> list[Send]:
+        return []
+
+    def expected_peers(self) -> tuple[str, ...]:
+        return ("owner-1", "owner-2", "owner-3", "consumer")
+
+    def peer_lost(self, peer: str, reason: str = "") -> list[Send]:
+        self.lost.append((peer, reason))
+        return []
+
+
+def test_the_start_deadline_counts_from_the_last_arrival_so_slow_handshakes_are_waited_for():
+    """Parties arriving one every 0.8 start deadlines keep the wait going (thousands of CURVE
+    handshakes queue up like this); one that never comes is lost a start deadline after the last
+    arrival, not before."""
+    from marketplace.transport.zmq_driver import _RouterLoop
+
+    ctx = zmq.Context()
+    sock = ctx.socket(zmq.ROUTER)
+    configure_socket(sock, LinkSettings())
+    try:
+        settings = LinkSettings(heartbeat_interval_s=0.1, heartbeat_timeout_s=0.5, start_timeout_s=10.0, run_timeout_s=1e9)
+        loop = _RouterLoop(Node(Gathering(), run_id=RUN, max_message_bytes=1 << 20), sock, settings)
+        loop.started = loop.last_arrival = 0.0
+        sender = Node(AskingCurator(), run_id=RUN, max_message_bytes=1 << 20)
+        for at, party in ((8.0, "consumer"), (16.0, "owner-1"), (24.0, "owner-2")):
+            loop._check_liveness(at)
+            assert loop.node.role.lost == [], at
+            sender.party_id = party
+            frame = sender.heartbeat(CURATOR).frame
+            before = loop.last_arrival
+            loop._handle(party.encode(), party, frame)  # its first accepted frame (stamped with the real clock)
+            assert loop.last_arrival != before, "a first accepted frame is an arrival"
+            loop.peers[party].heard = loop.last_arrival = at  # on this test's clock
+        loop._check_liveness(33.9)
+        assert loop.node.role.lost == []
+        loop._check_liveness(34.1)
+        assert [p for p, _ in loop.node.role.lost] == ["owner-3"]
+        assert "never connected within start_timeout_s=10 (the last party arrived 24.0 s after the start)" in loop.node.role.lost[0][1]
+    finally:
+        sock.close(linger=0)
+        ctx.term()
