@@ -113,7 +113,9 @@ def summary_tables(report: dict[str, Any]) -> list[Table]:
     head.add_row("messages", f"{msgs['total']} ({msgs['bytes'] / 1024:.1f} KiB), heartbeats {msgs['heartbeats']['sent']}, "
                  f"sent/received agree: {msgs['consistency']['agree']}")
     t = report["timing"]
-    head.add_row("time", f"wall {t['wall_s']:.2f} s; compute {t['compute_s']:.2f} s, transport {t['transport_s']:.3f} s (summed over parties)")
+    connect = f"; {t['connected']} parties connected in {t['connect_s']:.2f} s" if "connect_s" in t else ""
+    head.add_row("time", f"wall {t['wall_s']:.2f} s; compute {t['compute_s']:.2f} s, transport {t['transport_s']:.3f} s "
+                         f"(summed over parties){connect}")
     for name, text in rows[2:]:
         head.add_row(name, text)
     if (report.get("noise") or {}).get("summary"):

@@ -88,7 +88,13 @@ def timing_summary(parties: list[dict[str, Any]], wall_s: float, extra_transport
         compute += c
         transport += tr
         per_party[p["id"]] = {"compute_s": c, "transport_s": tr, "idle_s": t.get("idle_s", 0.0), "wall_s": t.get("wall_s")}
-    return {"wall_s": wall_s, "compute_s": compute, "transport_s": transport + extra_transport_s, "by_party": per_party}
+    out = {"wall_s": wall_s, "compute_s": compute, "transport_s": transport + extra_transport_s, "by_party": per_party}
+    curator = next((p for p in parties if p.get("id") == "curator"), None)
+    driver = (curator or {}).get("driver") or {}
+    if "last_arrival_s" in driver:  # over sockets: how long every party took to connect and say hello
+        out["connect_s"] = driver["last_arrival_s"]
+        out["connected"] = driver.get("arrivals", 0)
+    return out
 
 
 def write_messages_csv(report: dict[str, Any], path: Path) -> None:

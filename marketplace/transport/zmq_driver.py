@@ -115,11 +115,17 @@ class DriverStats:
     replies_dropped: int = 0
     """Best-effort replies (errors) dropped because their receiver was not reading."""
     max_batch: int = 0
+    arrivals: int = 0
+    """Parties whose first frame this loop accepted."""
+    last_arrival_s: float = 0.0
+    """Seconds from this loop's start to the last of those first frames: at the curator, the
+    connection set-up of the whole run (every CURVE handshake and hello)."""
 
     def to_dict(self) -> dict[str, object]:
         return {"io_s": self.io_s, "idle_s": self.idle_s, "lost_peers": dict(self.lost_peers), "endpoint": self.endpoint,
                 "dropped_connections": self.dropped_connections, "quarantined": dict(self.quarantined),
-                "replies_dropped": self.replies_dropped, "max_batch": self.max_batch}
+                "replies_dropped": self.replies_dropped, "max_batch": self.max_batch, "arrivals": self.arrivals,
+                "last_arrival_s": self.last_arrival_s}
 
 
 @dataclass
@@ -384,6 +390,8 @@ class _Loop(ABC):
         if delivery.accepted and peer is not None:
             if peer.heard is None:
                 self.last_arrival = now  # parties are still arriving: the others' handshakes are slow, not dead
+                self.stats.arrivals += 1
+                self.stats.last_arrival_s = now - self.started
             peer.heard = now
             if peer.route != route:  # frames to a party go where its accepted frames come from
                 first = peer.route is None and peer.closed_at is None

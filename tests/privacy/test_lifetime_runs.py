@@ -75,6 +75,8 @@ def test_a_request_over_budget_never_makes_the_owner_release_over_sockets(tmp_pa
     assert report["messages"]["by_party"]["owner-3"]["sent"] == 3  # hello, its decline, bye
     assert report["messages"]["by_kind"]["sketch_release"]["count"] == 2
     assert [p["exit_code"] for p in report["parties"] if p["id"] == "owner-3"] == [0]
+    # over sockets the report says how long connecting took: every owner (the declining one too) and the consumer
+    assert report["timing"]["connected"] == 4 and 0 < report["timing"]["connect_s"] <= report["timing"]["wall_s"]
 
 
 def test_a_retried_request_id_is_charged_once_and_never_released_twice(tmp_path):
