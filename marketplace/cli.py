@@ -193,6 +193,17 @@ def _positive_int(text: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The ``marketplace`` command. Output piped into a reader that stops early (``| head``) ends
+    the command quietly, as with any Unix tool."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python's final flush must not fail again
+        return EXIT_OK
+
+
+def _main(argv: list[str] | None = None) -> int:
     if _runs_forked_parties(sys.argv[1:] if argv is None else argv):
         # the server imports the parties' libraries (half a second or more) while this process
         # builds its parser, reads the scenario and builds the world; run_scenario and run_sweep use
