@@ -177,3 +177,11 @@ def test_bench_load_refuses_bad_counts(option, value, expected):
     done = subprocess.run([sys.executable, str(BENCHMARKS / "bench_load.py"), option, value], capture_output=True,
                           text=True, timeout=60, cwd=ROOT)
     assert done.returncode == 2 and expected in done.stderr
+
+
+def test_bench_ledger_smoke(tmp_path):
+    path = tmp_path / "ledger.json"
+    out = run_benchmark("bench_ledger.py", "--smoke", "--json", str(path)).stdout
+    assert "reserve + commit per request" in out and "median ms" in out
+    blocks = json.loads(path.read_text())["blocks"]
+    assert [b["rows_before"] for b in blocks] == [0, 10] and all(b["median_ms"] > 0 for b in blocks)
