@@ -242,3 +242,26 @@ def test_the_queue_takes_turns_between_consumers_and_caps_each_one():
         market.finished.append({"consumer": chosen.consumer})
     assert order == ["carol", "bob", "alice", "bob", "alice"]
     assert srv.MAX_QUEUED_PER_CONSUMER >= 1
+
+
+def test_init_writes_one_kit_per_party_and_keeps_only_public_keys_on_the_server(tmp_path):
+    """`serve --init --kits`: each owner's kit holds its own key pair and the server's public key,
+    the consumers' kits theirs; the server's state holds no owner's or consumer's secret; a second
+    --init replaces nothing."""
+    (tmp_path / "market.yaml").write_text(yaml.safe_dump(MARKET))
+    args = ("serve", str(tmp_path / "market.yaml"), "--state", str(tmp_path / "state"), "--init", "--kits",
+            str(tmp_path / "kits"), "--consumers", "alice,bob")
+    first = cli(*args)
+    out, err = first.communicate(timeout=120)
+    assert first.returncode == 0, err
+    kits, state = tmp_path / "kits", tmp_path / "state"
+    for owner in ("owner-1", "owner-2", "owner-3"):
+        assert sorted(p.name for p in (kits / owner).iterdir()) == [f"{owner}.key", f"{owner}.key_secret", "server.key"]
+    assert sorted(p.name for p in (kits / "consumers" / "alice").iterdir()) == ["alice.key", "alice.key_secret", "server.key"]
+    secrets = sorted(p.relative_to(state).as_posix() for p in state.rglob("*.key_secret"))
+    assert secrets == ["keys/server.key_secret"]
+    assert (state / "market.yaml").exists()  # the scenario, resolved, where the server reads it
+    before = (kits / "owner-1" / "owner-1.key_secret").read_bytes()
+    again = cli(*args)
+    assert again.wait(timeout=120) == 0
+    assert (kits / "owner-1" / "owner-1.key_secret").read_bytes() == before
