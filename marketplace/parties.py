@@ -6,6 +6,8 @@ randomness (the h1 map) comes from the run seed too, so all parties agree on it 
 
 from __future__ import annotations
 
+import dataclasses
+
 from collections import Counter
 from types import ModuleType
 
@@ -125,6 +127,8 @@ def build_role(config: ScenarioConfig, party: str, *, world: World | None = None
     from marketplace.scenario.fingerprint import fingerprint
 
     noise = noise or NoiseOrigin.seed()
+    if config.lifetime.ledgers is not None and config.lifetime.request_id:
+        noise = dataclasses.replace(noise, request=config.lifetime.request_id)  # fresh noise per charged request
     from marketplace.roles.lifetime import gate
 
     role = gate(config, party, exchange, lambda: exchange.build_role(config, party, world, owner_data, noise))

@@ -40,6 +40,8 @@ False
 
 from __future__ import annotations
 
+import hashlib
+
 import os
 import secrets
 from dataclasses import dataclass
@@ -66,6 +68,10 @@ class NoiseOrigin:
     kind: str
     key: bytes | None = None
     where: str = ""
+    request: str = ""
+    """The lifetime request id this party's noise is drawn for (mixed into every stream): two
+    requests charged to a lifetime ledger never draw the same noise from one seed and key, which
+    the ledger's composition assumes. Empty: no request id (a run without lifetime ledgers)."""
 
     def __post_init__(self) -> None:
         if self.kind not in ("seed", "key", "fresh"):
@@ -97,10 +103,16 @@ def derive(seed: int, purpose: str, origin: NoiseOrigin | None) -> np.random.See
 
     ``seed`` origin (or None) gives exactly :func:`marketplace.seeds.derive`; a key adds its 256 bits
     to the entropy, so without the key the stream cannot be recomputed from the seed."""
-    if origin is None or origin.key is None:
+    if origin is None or (origin.key is None and not origin.request):
         return seeds.derive(seed, purpose)
-    words = [int.from_bytes(origin.key[i:i + 4], "little") for i in range(0, KEY_BYTES, 4)]
+    words = [] if origin.key is None else _words(origin.key)
+    if origin.request:  # after the key's words: without a request id the streams are exactly as before
+        words += _words(hashlib.sha256(b"marketplace noise request " + origin.request.encode()).digest())
     return np.random.SeedSequence(entropy=[seed, *words], spawn_key=(seeds.purpose_key(purpose),))
+
+
+def _words(key: bytes) -> list[int]:
+    return [int.from_bytes(key[i:i + 4], "little") for i in range(0, len(key), 4)]
 
 
 def describe(origin: NoiseOrigin, party: str, *, secure: bool) -> dict[str, Any]:
@@ -109,12 +121,13 @@ def describe(origin: NoiseOrigin, party: str, *, secure: bool) -> dict[str, Any]
     if secure:
         return {"source": "OS entropy (OpenDP's exact samplers, secure mode)", "reproducible": False,
                 "who_can_strip": "nobody"}
+    per_request = f" and the request id ({origin.request})" if origin.request else ""
     if origin.kind == "seed":
-        return {"source": "the run seed", "reproducible": True,
+        return {"source": "the run seed" + per_request, "reproducible": True,
                 "who_can_strip": "anyone who knows the run seed: every party of this run (it is in the scenario each "
                                  "party reads) and every reader of this report or the run's scenario file"}
     if origin.kind == "key":
-        return {"source": f"the run seed and {party}'s noise key", "reproducible": True, "key_file": origin.where,
+        return {"source": f"the run seed{per_request} and {party}'s noise key", "reproducible": True, "key_file": origin.where,
                 "who_can_strip": f"only whoever can read {party}'s noise key file ({origin.where})"}
     return {"source": f"the run seed and a key {party} drew from OS entropy and never wrote down",
             "reproducible": False, "who_can_strip": "nobody"}

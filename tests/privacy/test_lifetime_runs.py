@@ -182,3 +182,28 @@ def test_a_consumer_quota_declines_that_consumer_only(tmp_path):
     assert set(states(alice).values()) == {"committed"} and set(states(bob).values()) == {"committed"}
     assert set(states(again).values()) == {"declined"}
     assert all("alice's quota" in r["reason"] for r in again["lifetime"]["owners"].values())
+
+
+def test_two_charged_requests_of_one_seed_draw_different_noise(tmp_path):
+    """The lifetime ledger composes requests as independent releases: the request id is mixed into
+    every noise stream, so running one scenario and seed twice does not release the same noise twice
+    (which a ledger would charge twice for a single release's information, and two different costs
+    of one draw could be combined to strip it). Without ledgers the seed alone still reproduces a run."""
+    import numpy as np
+
+    from marketplace.parties import build_role, make_world
+    from marketplace.privacy.noise import NoiseOrigin, derive
+
+    first = sketch(tmp_path / "l", **{"lifetime.request_id": "req-a"}).config
+    second = sketch(tmp_path / "l", **{"lifetime.request_id": "req-b"}).config
+    draws = [np.random.default_rng(derive(c.seed, "sketch.noise.owner-1", NoiseOrigin.seed().__class__(
+        "seed", request=c.lifetime.request_id))).standard_normal(4) for c in (first, second)]
+    assert not np.allclose(*draws)
+    world = make_world(first)
+    roles = [build_role(c, "owner-1", world=world) for c in (first, second)]
+    assert [r.noise["source"] for r in roles] == ["the run seed and the request id (req-a)", "the run seed and the request id (req-b)"]
+    plain = sketch(tmp_path / "l", **{"lifetime.ledgers": None}).config
+    assert build_role(plain, "owner-2", world=world).noise["source"] == "the run seed"
+    a = run(sketch(tmp_path / "r", **{"lifetime.request_id": "req-1"}), tmp_path, "a")
+    b = run(sketch(tmp_path / "r2", **{"lifetime.request_id": "req-2"}), tmp_path, "b")
+    assert a["metrics"] != b["metrics"]  # same seed and data, other requests: other noise
