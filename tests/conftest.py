@@ -101,3 +101,52 @@ def every_report_follows_the_schema(tmp_path_factory):
         bad += [f"{path}: {problem}" for problem in report_problems(report)[:5]]
     if bad:
         pytest.fail(f"{len(bad)} schema problem(s) in the {checked} report.json files the suite wrote:\n" + "\n".join(bad[:40]))
+
+
+# --- tests that must run with no other test beside them --------------------------------------------
+# The suite runs on two workers (pytest-xdist). A module marked `alone` compares wall times of runs
+# made at different moments (a run under attack against a clean one); another test on the other
+# worker would load one run and not the other. Its tests hold an exclusive lock for the whole module,
+# every other test a shared one, so while an `alone` module runs, nothing else does.
+
+import contextlib  # noqa: E402
+import fcntl  # noqa: E402
+
+
+def _is_alone(module) -> bool:
+    marks = getattr(module, "pytestmark", [])
+    marks = marks if isinstance(marks, list) else [marks]
+    return any(getattr(m, "name", "") == "alone" for m in marks)
+
+
+@contextlib.contextmanager
+def _session_lock(tmp_path_factory, mode: int):
+    """flock on a file the workers of this session share (nothing to do without workers)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        yield
+        return
+    path = tmp_path_factory.getbasetemp().parent / "alone.lock"
+    with open(path, "a") as handle:
+        fcntl.flock(handle, mode)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _alone_module(request, tmp_path_factory):
+    if not _is_alone(request.module):
+        yield
+        return
+    with _session_lock(tmp_path_factory, fcntl.LOCK_EX):
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _beside_others(request, tmp_path_factory):
+    if _is_alone(request.module):
+        yield
+        return
+    with _session_lock(tmp_path_factory, fcntl.LOCK_SH):
+        yield

@@ -37,7 +37,7 @@ from marketplace.transport.curve import CurveKeys
 from marketplace.transport.inprocess import run_inprocess
 from marketplace.transport.node import Node
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.alone]  # wall times of a clean and an attacked run compared
 
 ROUNDS = 400
 SLACK_S = 3.0
