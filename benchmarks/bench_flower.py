@@ -18,6 +18,9 @@ point is fetched from the best bidder only. Engines:
   ClientApp in a subprocess.
 * ``ours-processes``: ``marketplace.run(..., driver="processes")``: every party its own process,
   ZeroMQ with CURVE on loopback.
+* ``ours-process-each``: the same with ``parties.owners_per_process=1``: one OS process per owner,
+  as Flower's deployment engine has one SuperNode per owner (``ours-processes`` hosts the owners
+  in one process per core, each owner still on its own connection under its own CURVE key).
 * ``ours-inprocess``: ``marketplace.run(..., driver="inprocess")``.
 
 Each run is a fresh process tree, started from here; the engines run one after the other for each
@@ -49,7 +52,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
-ENGINES = ("flower-sim", "flower-deploy", "ours-processes", "ours-inprocess")
+ENGINES = ("flower-sim", "flower-deploy", "ours-processes", "ours-process-each", "ours-inprocess")
 EXTRA_HINT = "pip install -e '.[compare]'"
 sys.path.insert(0, str(HERE))
 
@@ -181,14 +184,17 @@ def _curator_log_round_ends(path: Path) -> list[float]:
             for m in map(line_re.match, path.read_text(errors="replace").splitlines()) if m]
 
 
-def run_ours(owners: int, rounds: int, workdir: Path, driver: str) -> dict[str, Any]:
-    """``marketplace.run`` on the same scenario with the given driver."""
+def run_ours(owners: int, rounds: int, workdir: Path, driver: str, owners_per_process: int | None = None) -> dict[str, Any]:
+    """``marketplace.run`` on the same scenario with the given driver (and owners per process)."""
     import logging
 
     import marketplace
     from flower_summarize import SCENARIO, scenario_overrides
 
-    scenario = marketplace.load(SCENARIO, scenario_overrides(owners, rounds))
+    overrides = scenario_overrides(owners, rounds)
+    if owners_per_process is not None:
+        overrides["parties.owners_per_process"] = owners_per_process
+    scenario = marketplace.load(SCENARIO, overrides)
     clock = _RoundClock()
     logger = logging.getLogger("marketplace.protocols.summarize.curator")
     if driver == "inprocess":
@@ -209,6 +215,8 @@ def run_one(engine: str, owners: int, rounds: int, timeout: float) -> dict[str, 
             return run_flower_sim(owners, rounds, workdir)
         if engine == "flower-deploy":
             return run_flower_deploy(owners, rounds, workdir, timeout)
+        if engine == "ours-process-each":
+            return run_ours(owners, rounds, workdir, "processes", owners_per_process=1)
         return run_ours(owners, rounds, workdir, engine.removeprefix("ours-"))
 
 
@@ -357,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--owners", default="16,256,1000", help="comma-separated K values")
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=3, help="paired runs per K (the table shows medians)")
-    parser.add_argument("--engines", default="flower-sim,flower-deploy,ours-processes,ours-inprocess",
+    parser.add_argument("--engines", default=",".join(ENGINES),
                         help=f"comma-separated, from {list(ENGINES)}")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds allowed for each run")
     parser.add_argument("--smoke", action="store_true", help="K = 4, 3 rounds, flower-sim and ours-inprocess, once")
