@@ -411,11 +411,11 @@ def main(argv: list[str] | None = None) -> int:
                 if not run["selection_matches"]:
                     mismatches.append(f"K={k} {engine} run {repeat + 1}")
         print(f"\nK = {k:,}")
-        print(f"  {'engine':<16} {'ms/round':>10} {'CPU s (tree)':>13} {'peak PSS MB':>12} {'peak RSS MB':>12} "
+        print(f"  {'engine':<18} {'ms/round':>10} {'CPU s (tree)':>13} {'peak PSS MB':>12} {'peak RSS MB':>12} "
               f"{'processes':>10} {'wall s':>8} {'completed':>10}")
         for engine, done in by_engine.items():
             ok = [r for r in done if r["status"] == "completed"]
-            print(f"  {engine:<16} {_fmt(_median(ok, 'ms_per_round'), '10.1f')} {_fmt(_median(ok, 'cpu_s'), '13.1f')} "
+            print(f"  {engine:<18} {_fmt(_median(ok, 'ms_per_round'), '10.1f')} {_fmt(_median(ok, 'cpu_s'), '13.1f')} "
                   f"{_fmt(_median(ok, 'peak_pss_mb'), '12.0f')} {_fmt(_median(ok, 'peak_rss_mb'), '12.0f')} "
                   f"{_fmt(_median(ok, 'processes'), '10.0f')} {_fmt(_median(ok, 'wall_s'), '8.1f')} "
                   f"{len(ok):>5}/{len(done)}", flush=True)
