@@ -329,7 +329,7 @@ def measured_run(engine: str, owners: int, rounds: int, timeout: float) -> dict[
         stderr = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
         proc.wait()
     wall_s = time.perf_counter() - start
-    _reap_orphans()
+    _end_orphans()
     result_text = Path(out.name).read_text()
     os.unlink(out.name)
     figures = {"engine": engine, "owners": owners, "rounds": rounds, "wall_s": wall_s, **meter.figures()}
@@ -339,7 +339,14 @@ def measured_run(engine: str, owners: int, rounds: int, timeout: float) -> dict[
     return {**figures, "status": "completed", **json.loads(result_text)}
 
 
-def _reap_orphans() -> None:
+def _end_orphans() -> None:
+    """Kill and reap what a run left behind: processes of its tree re-parented to this one (a
+    ServerApp whose SuperLink was stopped, say), so that the next run starts on an idle machine."""
+    for pid in _descendants(os.getpid())[1:]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
