@@ -23,7 +23,7 @@ import pytest
 from conftest import ROOT, needs_data
 
 BENCHMARKS = ROOT / "benchmarks"
-HELPERS = {"timing.py"}  # imported by the scripts, not a benchmark itself
+HELPERS = {"timing.py", "flower_summarize.py"}  # imported by the scripts (the Flower app of bench_flower.py), not benchmarks
 
 
 def run_benchmark(script: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -185,3 +185,19 @@ def test_bench_ledger_smoke(tmp_path):
     assert "reserve + commit per request" in out and "median ms" in out
     blocks = json.loads(path.read_text())["blocks"]
     assert [b["rows_before"] for b in blocks] == [0, 10] and all(b["median_ms"] > 0 for b in blocks)
+
+
+def test_bench_flower_smoke(tmp_path):
+    """Flower's simulation engine and ours on the same world pick the same points (K = 4, 3 rounds)."""
+    try:
+        import flwr  # noqa: F401
+    except ImportError:
+        pytest.skip("bench_flower.py needs Flower (flwr[simulation], Ray): pip install -e '.[compare]'")
+    path = tmp_path / "flower.json"
+    out = run_benchmark("bench_flower.py", "--smoke", "--json", str(path)).stdout
+    assert "ms/round" in out and "flower-sim" in out and "ours-inprocess" in out
+    assert "selection identical across engines: yes (2 of 2 completed runs match)" in out
+    runs = json.loads(path.read_text())["runs"]
+    assert [(r["engine"], r["status"], r["selection_matches"]) for r in runs] == [
+        ("flower-sim", "completed", True), ("ours-inprocess", "completed", True)]
+    assert all(len(r["selection"]) == 3 and r["ms_per_round"] > 0 and r["cpu_s"] > 0 and r["peak_pss_mb"] > 0 for r in runs)

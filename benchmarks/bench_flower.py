@@ -1,0 +1,441 @@
+"""The same `summarize` rounds in Flower and in ours, side by side: ms per round, CPU, memory.
+
+    pip install -e '.[compare]'                        # flwr[simulation] (Ray); not part of the test extras
+    python benchmarks/bench_flower.py --json flower.json                   # K = 16, 256, 1,000; 20 rounds; 3 paired runs
+    python benchmarks/bench_flower.py --owners 16 --engines flower-deploy,ours-processes --repeats 1
+    python benchmarks/bench_flower.py --smoke           # K = 4, 3 rounds, Flower's simulation engine and ours in-process
+
+The world is scenarios/quickstart.yaml with K owners, an even partition, P rounds and no
+baselines, built by ``marketplace.parties.make_world`` as ``marketplace run`` builds it. Each
+round the curator sends its direction g to every owner, every owner answers with one bid, and the
+point is fetched from the best bidder only. Engines:
+
+* ``flower-sim``: Flower's simulation engine (``flwr.simulation.run_simulation``, Ray; one actor
+  per core, ``client_resources.num_cpus = 1``) running ``flower_summarize.py``'s ServerApp and
+  ClientApp (Message API), whose maths are ours.
+* ``flower-deploy``: Flower's deployment engine: a SuperLink and K SuperNodes as OS processes on
+  loopback, insecure (no TLS), the app submitted with ``flwr run``; each SuperNode runs the
+  ClientApp in a subprocess.
+* ``ours-processes``: ``marketplace.run(..., driver="processes")``: every party its own process,
+  ZeroMQ with CURVE on loopback.
+* ``ours-process-each``: the same with ``parties.owners_per_process=1``: one OS process per owner,
+  as Flower's deployment engine has one SuperNode per owner (``ours-processes`` hosts the owners
+  in one process per core, each owner still on its own connection under its own CURVE key).
+* ``ours-inprocess``: ``marketplace.run(..., driver="inprocess")``.
+
+Each run is a fresh process tree, started from here; the engines run one after the other for each
+repeat (paired, interleaved). The selected points (owner, row) of every run must equal ours
+(the script exits 1 otherwise). Per run: ms per round, the median of the gaps between
+consecutive round ends (timed inside the ServerApp for Flower, from the curator's "round N/P done"
+records for ours), the CPU seconds of the whole process tree and its peak memory, the sum of the
+PSS (proportional set size: shared pages split between the processes sharing them) of every
+process in the tree, sampled every 0.2 s, with the sum of RSS too. The table shows the medians
+over the repeats.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent
+ENGINES = ("flower-sim", "flower-deploy", "ours-processes", "ours-process-each", "ours-inprocess")
+EXTRA_HINT = "pip install -e '.[compare]'"
+sys.path.insert(0, str(HERE))
+
+
+# --- one run, in its own process ----------------------------------------------------------------
+
+def _gaps_ms(ends: list[float]) -> float | None:
+    gaps = [(b - a) * 1e3 for a, b in zip(ends, ends[1:])]
+    return statistics.median(gaps) if gaps else None
+
+
+def run_flower_sim(owners: int, rounds: int, workdir: Path) -> dict[str, Any]:
+    """Flower's simulation engine in this process (Ray starts its own processes)."""
+    import flower_summarize
+    from flwr.simulation import run_simulation
+
+    out = workdir / "flower.json"
+    os.environ[flower_summarize.ENV] = json.dumps({"owners": owners, "rounds": rounds, "out": str(out),
+                                                    "scenario": str(flower_summarize.SCENARIO)})
+    run_simulation(server_app=flower_summarize.server_app, client_app=flower_summarize.client_app,
+                   num_supernodes=owners,
+                   backend_config={"client_resources": {"num_cpus": 1, "num_gpus": 0.0},
+                                   "init_args": {"num_cpus": os.cpu_count() or 1, "logging_level": "error"}})
+    if not out.exists():
+        raise RuntimeError(f"Flower's simulation wrote no {out.name}: the ServerApp failed (see its log above)")
+    done = json.loads(out.read_text())
+    return {"selection": done["selection"], "ms_per_round": _gaps_ms(done["round_ends"])}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_port(port: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout:.0f} s (expected the SuperLink)")
+
+
+def run_flower_deploy(owners: int, rounds: int, workdir: Path, timeout: float) -> dict[str, Any]:
+    """Flower's deployment engine: a SuperLink, ``owners`` SuperNodes and ``flwr run``, all on loopback."""
+    import flower_summarize
+
+    out = workdir / "flower.json"
+    app = workdir / "app"
+    app.mkdir()
+    shutil.copy(HERE / "flower_summarize.py", app / "flower_summarize.py")
+    (app / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n\n'
+        '[project]\nname = "summarizebench"\nversion = "1.0.0"\ndependencies = []\n\n'
+        '[tool.hatch.build.targets.wheel]\npackages = ["."]\n\n'
+        '[tool.flwr.app]\npublisher = "marketplace"\n\n'
+        '[tool.flwr.app.components]\nserverapp = "flower_summarize:server_app"\nclientapp = "flower_summarize:client_app"\n\n'
+        '[tool.flwr.app.config]\n')
+    home = workdir / "flwr-home"
+    home.mkdir()
+    link_port = _free_port()
+    (home / "config.toml").write_text(f'[superlink]\ndefault = "bench"\n\n[superlink.bench]\n'
+                                      f'address = "127.0.0.1:{link_port}"\ninsecure = true\n')
+    env = {**os.environ, "FLWR_HOME": str(home),
+           flower_summarize.ENV: json.dumps({"owners": owners, "rounds": rounds, "out": str(out),
+                                                    "scenario": str(flower_summarize.SCENARIO)}),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(app), str(ROOT), os.environ.get("PYTHONPATH")]))}
+    logs = workdir / "logs"
+    logs.mkdir()
+    procs: list[subprocess.Popen] = []
+
+    def start(name: str, cmd: list[str]) -> None:
+        with (logs / f"{name}.log").open("wb") as log:
+            procs.append(subprocess.Popen(cmd, env=env, cwd=workdir, stdout=log, stderr=subprocess.STDOUT,
+                                          start_new_session=False))
+
+    try:
+        start("superlink", ["flower-superlink", "--insecure", "--host", "127.0.0.1", "--port", str(link_port),
+                            "--database", str(workdir / "state.db")])
+        _wait_port(link_port, 60)
+        for i in range(owners):
+            start(f"supernode-{i}", ["flower-supernode", "--insecure", "--superlink", f"127.0.0.1:{link_port}",
+                                     "--host", "127.0.0.1", "--port", str(_free_port()),
+                                     "--node-config", f"partition-id={i} num-partitions={owners}"])
+        run = subprocess.run(["flwr", "run", str(app), "bench", "--stream"], env=env, cwd=workdir,
+                             capture_output=True, text=True, timeout=timeout)
+        (logs / "flwr-run.log").write_text(run.stdout + run.stderr)
+        if not out.exists():
+            raise RuntimeError(f"no result from the ServerApp; flwr run said:\n"
+                               f"{run.stdout[-2000:]}\n{run.stderr[-2000:]}\nSuperLink log:\n"
+                               f"{(logs / 'superlink.log').read_text()[-3000:]}")
+    finally:
+        for p in reversed(procs):
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+    done = json.loads(out.read_text())
+    return {"selection": done["selection"], "ms_per_round": _gaps_ms(done["round_ends"])}
+
+
+class _RoundClock:
+    """perf_counter of each "round N/P done" record of the in-process curator."""
+
+    def __init__(self) -> None:
+        import logging
+
+        self.times: list[float] = []
+        self.handler = logging.Handler(logging.INFO)
+        self.handler.emit = self._emit  # type: ignore[method-assign]
+
+    def _emit(self, record: Any) -> None:
+        if record.getMessage().startswith("round "):
+            self.times.append(time.perf_counter())
+
+
+def _curator_log_round_ends(path: Path) -> list[float]:
+    import re
+    from datetime import datetime
+
+    line_re = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) curator \w+ round \d+/\d+ done")
+    return [datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
+            for m in map(line_re.match, path.read_text(errors="replace").splitlines()) if m]
+
+
+def run_ours(owners: int, rounds: int, workdir: Path, driver: str, owners_per_process: int | None = None) -> dict[str, Any]:
+    """``marketplace.run`` on the same scenario with the given driver (and owners per process)."""
+    import logging
+
+    import marketplace
+    from flower_summarize import SCENARIO, scenario_overrides
+
+    overrides = scenario_overrides(owners, rounds)
+    if owners_per_process is not None:
+        overrides["parties.owners_per_process"] = owners_per_process
+    scenario = marketplace.load(SCENARIO, overrides)
+    clock = _RoundClock()
+    logger = logging.getLogger("marketplace.protocols.summarize.curator")
+    if driver == "inprocess":
+        logger.setLevel(logging.INFO)
+        logger.addHandler(clock.handler)
+    report = marketplace.run(scenario, workdir / "run", driver=driver)
+    logger.removeHandler(clock.handler)
+    ends = clock.times if driver == "inprocess" else _curator_log_round_ends(workdir / "run" / "logs" / "curator.log")
+    selection = [[o, int(r)] for o, r, *_ in report["selection"]]
+    return {"selection": selection, "ms_per_round": _gaps_ms(ends)}
+
+
+def run_one(engine: str, owners: int, rounds: int, timeout: float) -> dict[str, Any]:
+    """One run of ``engine`` in this process (and the processes it starts)."""
+    with tempfile.TemporaryDirectory(prefix=f"bench-flower-{engine}-") as tmp:
+        workdir = Path(tmp)
+        if engine == "flower-sim":
+            return run_flower_sim(owners, rounds, workdir)
+        if engine == "flower-deploy":
+            return run_flower_deploy(owners, rounds, workdir, timeout)
+        if engine == "ours-process-each":
+            return run_ours(owners, rounds, workdir, "processes", owners_per_process=1)
+        return run_ours(owners, rounds, workdir, engine.removeprefix("ours-"))
+
+
+# --- the process tree: CPU and memory -----------------------------------------------------------
+
+def _become_subreaper() -> None:
+    """Orphaned descendants (daemons Ray or a SuperNode start) are re-parented to this process, so
+    the tree below the run stays visible to :class:`TreeMeter`."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        pass
+
+
+def _children() -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/stat", "rb") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
+            tree.setdefault(ppid, []).append(int(entry.name))
+    return tree
+
+
+def _descendants(root: int) -> list[int]:
+    tree, found, todo = _children(), [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(tree.get(pid, ()))
+    return found
+
+
+def _cpu_s(pid: int) -> float | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def _pss_rss_kb(pid: int) -> tuple[int, int]:
+    pss = rss = 0
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    pss = int(line.split()[1])
+                elif line.startswith("Rss:"):
+                    rss = int(line.split()[1])
+    except OSError:
+        pass
+    return pss, rss
+
+
+class TreeMeter:
+    """CPU seconds and peak memory of a process and all its descendants, sampled every ``interval``
+    seconds. CPU: the last sample of every process seen (a process's last < ``interval`` s before it
+    exits is missed); memory: the largest sum over the tree at one sample, of PSS and of RSS."""
+
+    def __init__(self, root: int, interval: float = 0.2) -> None:
+        self.root, self.interval = root, interval
+        self.cpu: dict[int, float] = {}
+        self.peak_pss_kb = self.peak_rss_kb = 0
+        self.processes_seen: set[int] = set()
+
+    def sample(self) -> None:
+        pss_sum = rss_sum = 0
+        for pid in _descendants(self.root):
+            cpu = _cpu_s(pid)
+            if cpu is not None:
+                self.cpu[pid] = max(cpu, self.cpu.get(pid, 0.0))
+            pss, rss = _pss_rss_kb(pid)
+            pss_sum, rss_sum = pss_sum + pss, rss_sum + rss
+            self.processes_seen.add(pid)
+        self.peak_pss_kb, self.peak_rss_kb = max(self.peak_pss_kb, pss_sum), max(self.peak_rss_kb, rss_sum)
+
+    def figures(self) -> dict[str, Any]:
+        return {"cpu_s": sum(self.cpu.values()), "peak_pss_mb": self.peak_pss_kb / 1024,
+                "peak_rss_mb": self.peak_rss_kb / 1024, "processes": len(self.processes_seen)}
+
+
+def measured_run(engine: str, owners: int, rounds: int, timeout: float) -> dict[str, Any]:
+    """Run ``engine`` in a fresh process tree, measured from here."""
+    cmd = [sys.executable, __file__, "--one", engine, "--owners", str(owners), "--rounds", str(rounds),
+           "--timeout", str(timeout)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    out = tempfile.NamedTemporaryFile(prefix="bench-flower-", suffix=".json", delete=False)
+    out.close()
+    start = time.perf_counter()
+    with open(out.name, "wb") as stdout:
+        proc = subprocess.Popen(cmd + ["--result", out.name], env=env, cwd=ROOT, stdout=stdout,
+                                stderr=subprocess.PIPE)
+        meter = TreeMeter(proc.pid)
+        deadline = time.monotonic() + timeout
+        while proc.poll() is None and time.monotonic() < deadline:
+            meter.sample()
+            time.sleep(meter.interval)
+        if proc.poll() is None:
+            for pid in reversed(_descendants(proc.pid)):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        stderr = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+        proc.wait()
+    wall_s = time.perf_counter() - start
+    _end_orphans()
+    result_text = Path(out.name).read_text()
+    os.unlink(out.name)
+    figures = {"engine": engine, "owners": owners, "rounds": rounds, "wall_s": wall_s, **meter.figures()}
+    if proc.returncode != 0 or not result_text.strip():
+        why = "timed out" if wall_s >= timeout else f"exited {proc.returncode}"
+        return {**figures, "status": "failed", "error": f"{why}: {stderr[-3000:]}"}
+    return {**figures, "status": "completed", **json.loads(result_text)}
+
+
+def _end_orphans() -> None:
+    """Kill and reap what a run left behind: processes of its tree re-parented to this one (a
+    ServerApp whose SuperLink was stopped, say), so that the next run starts on an idle machine."""
+    for pid in _descendants(os.getpid())[1:]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+# --- the table ----------------------------------------------------------------------------------
+
+def _median(runs: list[dict[str, Any]], key: str) -> float | None:
+    values = [r[key] for r in runs if r.get(key) is not None]
+    return statistics.median(values) if values else None
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "n/a" if value is None else format(value, spec)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--owners", default="16,256,1000", help="comma-separated K values")
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--repeats", type=int, default=3, help="paired runs per K (the table shows medians)")
+    parser.add_argument("--engines", default=",".join(ENGINES),
+                        help=f"comma-separated, from {list(ENGINES)}")
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds allowed for each run")
+    parser.add_argument("--smoke", action="store_true", help="K = 4, 3 rounds, flower-sim and ours-inprocess, once")
+    parser.add_argument("--json", metavar="PATH", help="write every run's figures here")
+    parser.add_argument("--one", choices=ENGINES, help=argparse.SUPPRESS)  # worker: run this engine here
+    parser.add_argument("--result", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.one:
+        result = run_one(args.one, int(args.owners), args.rounds, args.timeout)
+        Path(args.result).write_text(json.dumps(result))
+        return 0
+    try:
+        import flwr  # noqa: F401
+    except ImportError:
+        print(f"bench_flower.py needs Flower: {EXTRA_HINT}", file=sys.stderr)
+        return 2
+    if args.smoke:
+        args.owners, args.rounds, args.repeats, args.engines = "4", 3, 1, "flower-sim,ours-inprocess"
+    engines = [e for e in args.engines.split(",") if e]
+    unknown = [e for e in engines if e not in ENGINES]
+    if unknown:
+        parser.error(f"--engines: expected names from {list(ENGINES)}, got {unknown}")
+    owners = [int(k) for k in args.owners.split(",") if k]
+    _become_subreaper()
+    print(f"summarize, scenarios/quickstart.yaml with K owners, even partition, {args.rounds} rounds; "
+          f"{args.repeats} paired run(s) per K, medians; {os.cpu_count()} cores")
+    runs: list[dict[str, Any]] = []
+    mismatches: list[str] = []
+    for k in owners:
+        reference: list[Any] | None = None
+        by_engine: dict[str, list[dict[str, Any]]] = {e: [] for e in engines}
+        for repeat in range(args.repeats):
+            for engine in engines:
+                run = {**measured_run(engine, k, args.rounds, args.timeout), "repeat": repeat}
+                runs.append(run)
+                by_engine[engine].append(run)
+                if run["status"] != "completed":
+                    print(f"  K={k} {engine} run {repeat + 1}: FAILED {run['error'][-800:]}", flush=True)
+                    continue
+                if reference is None:
+                    reference = run["selection"]
+                run["selection_matches"] = run["selection"] == reference
+                if not run["selection_matches"]:
+                    mismatches.append(f"K={k} {engine} run {repeat + 1}")
+        print(f"\nK = {k:,}")
+        print(f"  {'engine':<18} {'ms/round':>10} {'CPU s (tree)':>13} {'peak PSS MB':>12} {'peak RSS MB':>12} "
+              f"{'processes':>10} {'wall s':>8} {'completed':>10}")
+        for engine, done in by_engine.items():
+            ok = [r for r in done if r["status"] == "completed"]
+            print(f"  {engine:<18} {_fmt(_median(ok, 'ms_per_round'), '10.1f')} {_fmt(_median(ok, 'cpu_s'), '13.1f')} "
+                  f"{_fmt(_median(ok, 'peak_pss_mb'), '12.0f')} {_fmt(_median(ok, 'peak_rss_mb'), '12.0f')} "
+                  f"{_fmt(_median(ok, 'processes'), '10.0f')} {_fmt(_median(ok, 'wall_s'), '8.1f')} "
+                  f"{len(ok):>5}/{len(done)}", flush=True)
+    compared = sum(1 for r in runs if "selection_matches" in r)
+    print(f"\nselection identical across engines: {'yes' if not mismatches else 'NO'} "
+          f"({compared - len(mismatches)} of {compared} completed runs match)")
+    if mismatches:
+        print("  differs: " + ", ".join(mismatches))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"args": vars(args), "cores": os.cpu_count(), "runs": runs}, indent=1))
+    failed = any(r["status"] != "completed" for r in runs)
+    return 1 if mismatches or (failed and args.smoke) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
