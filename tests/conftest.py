@@ -113,10 +113,8 @@ import contextlib  # noqa: E402
 import fcntl  # noqa: E402
 
 
-def _is_alone(module) -> bool:
-    marks = getattr(module, "pytestmark", [])
-    marks = marks if isinstance(marks, list) else [marks]
-    return any(getattr(m, "name", "") == "alone" for m in marks)
+def _is_alone(request) -> bool:
+    return request.node.get_closest_marker("alone") is not None
 
 
 @contextlib.contextmanager
@@ -136,7 +134,7 @@ def _session_lock(tmp_path_factory, mode: int):
 
 @pytest.fixture(scope="module", autouse=True)
 def _alone_module(request, tmp_path_factory):
-    if not _is_alone(request.module):
+    if not _is_alone(request):
         yield
         return
     with _session_lock(tmp_path_factory, fcntl.LOCK_EX):
@@ -145,7 +143,7 @@ def _alone_module(request, tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def _beside_others(request, tmp_path_factory):
-    if _is_alone(request.module):
+    if _is_alone(request):
         yield
         return
     with _session_lock(tmp_path_factory, fcntl.LOCK_SH):

@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from marketplace import plugins
-from marketplace.privacy.lifetime import Charge, Cost, LedgerInputError
+from marketplace.privacy.lifetime import Charge, Cost, LedgerInputError, restate
+from marketplace.roles.lifetime import declared_release
 
 
 class NoOwnerCost(ValueError):
@@ -23,26 +24,20 @@ def owner_cost(config: Any, party: str, relation: str) -> Cost | None:
     """``party``'s declared cost for a run of ``config``, stated under ``relation`` (the ledgers'),
     or None when the run releases nothing of its data. Raises :class:`NoOwnerCost` when the
     protocol declares no finite cost, or one that cannot be restated under ``relation``."""
-    hook = getattr(plugins.exchange(config.protocol), "owner_cost", None)
-    if hook is None:
-        raise NoOwnerCost(f"the {config.protocol!r} protocol declares no lifetime cost for its owners, so every owner "
-                          "with a lifetime ledger would decline it")
-    declared = hook(config, party)
+    declared = declared_release(config, party, plugins.exchange(config.protocol))
     if declared is None:
         return None
     if declared.cost is None:
         raise NoOwnerCost(f"{config.protocol!r} has no finite privacy cost per owner ({declared.unbounded}), so every "
                           "owner with a lifetime ledger would decline it; a market request needs a protocol whose owners "
                           "release under differential privacy (sketch, stc, pfds)")
-    if declared.relation == relation:
-        return declared.cost
-    if relation == "replace-one" and declared.relation == "add/remove-one":
-        try:
-            return declared.cost.as_replace_one()
-        except LedgerInputError as err:
+    try:
+        return restate(declared.cost, declared.relation, relation)  # as the owners' ledgers restate it
+    except LedgerInputError as err:
+        if declared.relation == "add/remove-one":
             raise NoOwnerCost(f"{party}'s declared cost cannot be stated under replace-one: {err}") from None
-    raise NoOwnerCost(f"{party}'s cost is declared under {declared.relation!r}, which the owners' ledgers (stated under "
-                      f"{relation!r}) cannot take: set market.relation to {declared.relation!r}")
+        raise NoOwnerCost(f"{party}'s cost is declared under {declared.relation!r}, which the owners' ledgers (stated "
+                          f"under {relation!r}) cannot take: set market.relation to {declared.relation!r}") from None
 
 
 def declared_costs(config: Any, owners: list[str], relation: str, filter: str) -> dict[str, tuple[Cost, Charge] | None]:

@@ -75,9 +75,14 @@ class Admission:
                 "reason": self.reason, "ledger": str(self.path), **self.after}
 
 
+def new_request_id() -> str:
+    """A fresh request id, unique in every ledger it will be charged to."""
+    return f"req-{uuid.uuid4().hex[:16]}"
+
+
 def request_id_of(config: Any) -> str:
     """The run's request id: ``lifetime.request_id``, or (a party started alone with none) a fresh one."""
-    return config.lifetime.request_id or f"req-{uuid.uuid4().hex[:16]}"
+    return config.lifetime.request_id or new_request_id()
 
 
 LEDGERS_ENV = "MARKETPLACE_LEDGERS"
@@ -103,7 +108,7 @@ def admit(config: Any, party: str, protocol: ModuleType, *, request_id: str | No
         return None
     request_id = request_id or request_id_of(config)
     name = life.consumer if party == CONSUMER else party
-    declared = _declared(config, party, protocol)
+    declared = declared_release(config, party, protocol)
     budget = life.consumer_budget if party == CONSUMER else life.budget_of(party)
     folder.mkdir(parents=True, exist_ok=True)
     path = ledger_file(folder, name)
@@ -132,17 +137,20 @@ def admit(config: Any, party: str, protocol: ModuleType, *, request_id: str | No
     return admission
 
 
-def _declared(config: Any, party: str, protocol: ModuleType) -> Declared | None:
+def declared_release(config: Any, party: str, protocol: ModuleType) -> Declared | None:
+    """What ``protocol`` declares a run of ``config`` may release about ``party``'s data (its
+    exchange's ``owner_cost`` or ``consumer_cost``); a protocol that declares nothing is an
+    unbounded release. None: nothing of the party's data is released."""
     hook = getattr(protocol, "consumer_cost" if party == CONSUMER else "owner_cost", None)
-    what = f"{config.protocol} ({config.name})"
     if hook is None:
-        return Declared.unbounded_release(what, f"the {config.protocol!r} protocol declares no lifetime cost for its "
+        return Declared.unbounded_release(f"{config.protocol} ({config.name})", f"the {config.protocol!r} protocol declares no lifetime cost for its "
                                                 f"{'consumer' if party == CONSUMER else 'owners'}")
     return hook(config, party) if party != CONSUMER else hook(config)
 
 
 def _standing(ledger: LifetimeLedger) -> dict[str, Any]:
-    spent, left = ledger.spent(), ledger.remaining()
+    spent = ledger.spent()
+    left = ledger.limits.remaining(spent)  # from the same read: remaining() would read every row again
     return {"filter": ledger.filter, "budget": {"eps": ledger.budget[0], "delta": ledger.budget[1]},
             "spent": {k: v for k, v in spent._asdict().items() if v is not None},
             "remaining": {k: v for k, v in left._asdict().items() if v is not None}}
@@ -204,4 +212,5 @@ def settle(role: Role) -> dict[str, Any] | None:
     return admission.settle(role.protocol_messages_sent > 0)
 
 
-__all__ = ["DECLINED", "Admission", "DeclinedParty", "admit", "gate", "ledger_folder", "request_id_of", "settle"]
+__all__ = ["DECLINED", "Admission", "DeclinedParty", "admit", "declared_release", "gate", "ledger_folder",
+           "new_request_id", "request_id_of", "settle"]

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import uuid
 from typing import Any
 
 from marketplace.messages.errors import cut
+from marketplace.roles.lifetime import new_request_id
 from marketplace.scenario import Scenario
 
 SHOWN = 10
@@ -21,7 +21,7 @@ def with_request_id(scenario: Scenario) -> Scenario:
     life = scenario.config.lifetime
     if life.ledgers is None or life.request_id is not None:
         return scenario
-    request_id = f"req-{uuid.uuid4().hex[:16]}"
+    request_id = new_request_id()
     raw = copy.deepcopy(scenario.raw)
     raw.setdefault("lifetime", {})["request_id"] = request_id
     config = dataclasses.replace(scenario.config, lifetime=dataclasses.replace(life, request_id=request_id))

@@ -24,7 +24,7 @@ Charge(eps=0.25, delta=0.0, rho=None)
 >>> ledger.close()
 """
 
-from marketplace.privacy.lifetime.cost import FILTERS, Charge, Cost, LedgerInputError
+from marketplace.privacy.lifetime.cost import FILTERS, Charge, Cost, LedgerInputError, restate
 from marketplace.privacy.lifetime.declared import Declared
 from marketplace.privacy.lifetime.filters import bun_steinke_eps, zcdp_budget
 from marketplace.privacy.lifetime.ledger import (
@@ -43,5 +43,5 @@ from marketplace.privacy.lifetime.ledger import (
 
 __all__ = [
     "COUNTED", "FILTERS", "RELATION_WORDS", "AlreadyCharged", "LEDGER_SUFFIX", "STATES", "BudgetDeclined", "Charge", "Cost", "Declared", "LedgerInputError",
-    "LedgerMismatch", "LifetimeLedger", "Reservation", "bun_steinke_eps", "ledger_file", "relation_kind", "zcdp_budget",
+    "LedgerMismatch", "LifetimeLedger", "Reservation", "bun_steinke_eps", "ledger_file", "relation_kind", "restate", "zcdp_budget",
 ]

@@ -166,3 +166,14 @@ class Cost:
         if self.rho is not None:
             parts.append(f"rho={self.rho:g}")
         return ", ".join(parts)
+
+
+def restate(cost: Cost, stated_under: str, ledger_relation: str | None) -> Cost:
+    """``cost``, stated under the relation ``stated_under``, as a ledger kept under
+    ``ledger_relation`` charges it: unchanged under the same relation, :meth:`Cost.as_replace_one`
+    from add/remove-one to replace-one; :class:`LedgerInputError` saying why for any other pair."""
+    if stated_under == ledger_relation:
+        return cost
+    if stated_under == "add/remove-one" and ledger_relation == "replace-one":
+        return cost.as_replace_one()
+    raise LedgerInputError(f"a cost stated under {stated_under!r} cannot be restated under {ledger_relation!r}")

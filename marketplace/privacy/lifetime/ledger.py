@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from marketplace.privacy.lifetime.cost import Charge, Cost, LedgerInputError, check_filter, fail, positive, probability
+from marketplace.privacy.lifetime.cost import (Charge, Cost, LedgerInputError, check_filter, fail, positive, probability,
+                                              restate)
 from marketplace.privacy.lifetime.filters import Limits, amount
 
 LEDGER_SUFFIX = ".ledger.sqlite"
@@ -357,16 +358,11 @@ class LifetimeLedger:
             return None
         if relation not in RELATION_WORDS:
             raise fail("relation", "LifetimeLedger.reserve", f"one of {list(RELATION_WORDS)} or None", relation)
-        mine = relation_kind(self.relation)
-        if mine == relation:
-            return None
-        if mine == "replace-one" and relation == "add/remove-one":
-            try:
-                return cost.as_replace_one()
-            except LedgerInputError as err:
-                return f"{self.owner}: {err}"
-        return (f"{self.owner}: this ledger's budget is stated under {self.relation!r}, and a cost stated under "
-                f"{relation!r} cannot be restated under it")
+        try:
+            restated = restate(cost, relation, relation_kind(self.relation))
+        except LedgerInputError as err:
+            return f"{self.owner}: this ledger's budget is stated under {self.relation!r}, and {err}"
+        return None if restated is cost else restated
 
     def decline(self, request_id: str, *, consumer: str, what: str, reason: str, cost: Cost | None = None) -> None:
         """Record that request ``request_id`` was declined for ``reason`` without charging anything
