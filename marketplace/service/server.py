@@ -104,6 +104,8 @@ class Session:
     deadline: float = 0.0
     started: float = 0.0
     status: str = ""
+    text: str = ""
+    """The session's scenario as YAML: written to its folder and sent to every party."""
 
 
 class MarketServer:
@@ -312,7 +314,8 @@ class MarketServer:
     def _start(self, sock: zmq.Socket, s: Session) -> None:
         self.current = s
         session_folder(self.state, s.id)
-        (s.folder / "scenario.yaml").write_text(s.scenario.dump_yaml())
+        s.text = s.scenario.dump_yaml()
+        (s.folder / "scenario.yaml").write_text(s.text)
         keys = s.folder / "curator-keys"
         keys.mkdir(mode=0o700)
         zmq.auth.create_certificates(str(keys), "curator")
@@ -343,7 +346,7 @@ class MarketServer:
 
     def _invite(self, sock: zmq.Socket, s: Session) -> None:
         s.endpoint = self._advertised()
-        text = (s.folder / "scenario.yaml").read_text()
+        text = s.text
         now = time.monotonic()
         for owner, (routing, seen) in sorted(self.present.items()):
             if now - seen <= OWNER_ABSENT_S and self._send(sock, routing, control.SessionInvite(
