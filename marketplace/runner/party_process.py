@@ -34,7 +34,7 @@ from marketplace.warm_imports import load_in_background
 from marketplace.transport.curve import CurveKeys
 from marketplace.transport.node import Node
 from marketplace.transport.host import serve_owners
-from marketplace.transport.zmq_driver import LinkSettings, serve_curator, serve_party
+from marketplace.transport.zmq_driver import LinkSettings, scaled_heartbeats, serve_curator, serve_party
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +54,9 @@ def default_run_id(scenario: Scenario) -> str:
 
 def link_settings(scenario: Scenario) -> LinkSettings:
     t = scenario.config.transport
+    interval, timeout = scaled_heartbeats(t.heartbeat_interval_s, t.heartbeat_timeout_s, len(party_ids(scenario.config)))
     return LinkSettings(
-        heartbeat_interval_s=t.heartbeat_interval_s, heartbeat_timeout_s=t.heartbeat_timeout_s,
+        heartbeat_interval_s=interval, heartbeat_timeout_s=timeout,
         start_timeout_s=t.start_timeout_s, run_timeout_s=t.run_timeout_s, progress_timeout_s=t.progress_timeout_s,
         max_message_bytes=t.max_message_bytes,
         high_water_mark=t.high_water_mark, send_timeout_s=t.send_timeout_s, max_queued_frames=t.max_queued_frames,

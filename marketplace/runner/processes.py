@@ -23,6 +23,7 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import re
+import resource
 import subprocess
 import sys
 import time
@@ -37,6 +38,8 @@ from marketplace.roles import CURATOR
 from marketplace.runner.forkserver import BLAS_ENV, forkserver_context
 from marketplace.runner.scheduling import start_as_party
 from marketplace.scenario import Scenario
+from marketplace.transport.host import FILES_PER_OWNER, HOST_SPARE_FILES
+from marketplace.transport.zmq_driver import scaled_heartbeats
 
 Launch = Literal["forkserver", "exec"]
 log = logging.getLogger(__name__)
@@ -91,11 +94,25 @@ def available_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def owner_hosts(owners: list[str], per_process: int | str, cores: int | None = None) -> list[list[str]]:
+def owners_per_host_limit(files: int | None = None) -> int:
+    """The most owners one host can serve within the open-files limit a process may raise itself to
+    (``files``: the hard limit of ``RLIMIT_NOFILE``), each owner needing
+    :data:`~marketplace.transport.host.FILES_PER_OWNER` descriptors, with room for the process's own."""
+    if files is None:
+        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        files = 1 << 20 if hard == resource.RLIM_INFINITY else hard
+    return max(1, (files - HOST_SPARE_FILES) // FILES_PER_OWNER)
+
+
+def owner_hosts(owners: list[str], per_process: int | str, cores: int | None = None, *,
+                files: int | None = None) -> list[list[str]]:
     """Split the owners into the groups one OS process each serves, in order. ``auto``: one group
-    per core (at most one per owner), as even as possible (sizes differ by at most one)."""
+    per core (at most one per owner), as even as possible (sizes differ by at most one), and more
+    groups when one per core would not fit a host's owners in its open-files limit
+    (:func:`owners_per_host_limit`: at 10,000 owners and a hard limit of 20,000 files, three)."""
     if per_process == "auto":
         hosts = min(len(owners), cores if cores is not None else available_cores())
+        hosts = max(hosts, -(-len(owners) // owners_per_host_limit(files)))
     else:
         hosts = -(-len(owners) // int(per_process))
     hosts = max(1, hosts)
@@ -212,6 +229,8 @@ def run_processes(scenario: Scenario, scenario_path: Path, out_dir: Path, run_id
             run.failure = f"the curator did not bind within start_timeout_s={t.start_timeout_s:g} s: {last_line(curator.log_path)}"
             return run
         *owners, consumer = party_ids(config)[1:]
+        # the consumer first: one connection, made before thousands of owners' handshakes queue up
+        run.children.append(start(consumer, endpoint))
         for group in owner_hosts(owners, config.parties.owners_per_process):
             if len(group) == 1:
                 run.children.append(start(group[0], endpoint))
@@ -221,9 +240,8 @@ def run_processes(scenario: Scenario, scenario_path: Path, out_dir: Path, run_id
             else:
                 run.children.append(_spawn(_host_command(group, scenario_path, endpoint, report_dir, run_id), host_label(group),
                                            log_dir, parties=group))
-        run.children.append(start(consumer, endpoint))
         _watch(run, curator, deadline=time.monotonic() + t.run_timeout_s + t.start_timeout_s,
-               grace_s=t.heartbeat_timeout_s + 5.0, finish_s=t.finish_timeout_s,
+               grace_s=scaled_heartbeats(t.heartbeat_interval_s, t.heartbeat_timeout_s, len(owners) + 2)[1] + 5.0, finish_s=t.finish_timeout_s,
                dropouts=lambda: _dropouts(report_dir / f"{CURATOR}.json"), on_round=on_round)
     finally:
         for child in run.children:

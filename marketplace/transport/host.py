@@ -34,7 +34,7 @@ import zmq
 
 from marketplace.transport.node import Node
 from marketplace.transport.zmq_driver import (EVENTS, POLLIN, DealerLoop, DriverStats, LinkSettings, check_interval, connect_dealer,
-                                              raise_open_files_limit)
+                                              io_threads, raise_open_files_limit)
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +42,8 @@ SOCKETS_PER_OWNER = 3
 """The owner's DEALER and its monitor's two PAIR ends."""
 FILES_PER_OWNER = 4
 """Its TCP connection and three socket mailboxes."""
+HOST_SPARE_FILES = 256
+"""Descriptors a host keeps for itself beyond its owners' (its context, log, imports, reports)."""
 HOST_CHECK_S = 0.1
 """How often each hosted owner's liveness and progress are checked (a single party: every 50 ms)."""
 
@@ -50,25 +52,28 @@ def serve_owners(nodes: list[Node], endpoint: str, settings: LinkSettings) -> di
     """Connect one DEALER per node to the curator at ``endpoint`` (each under its own key from
     ``settings.curve_keys``, as :func:`serve_party` does for one) and run them all to the end in this
     thread; returns each owner's driver statistics by party id."""
-    limit = raise_open_files_limit(FILES_PER_OWNER * len(nodes) + 64)
-    if limit < FILES_PER_OWNER * len(nodes) + 64:
-        log.warning("open-files limit %d may be too low for %d owners in one process (ulimit -n)", limit, len(nodes))
-    ctx = zmq.Context()
+    needed = FILES_PER_OWNER * len(nodes) + HOST_SPARE_FILES
+    limit = raise_open_files_limit(needed)
+    if limit < needed:
+        raise OSError(f"an owner host of {len(nodes)} owners needs {needed} open files ({FILES_PER_OWNER} per owner), and "
+                      f"this process may open at most {limit} (ulimit -n): serve fewer owners per host "
+                      f"(parties.owners_per_process), or raise the limit")
+    ctx = zmq.Context(io_threads=io_threads(len(nodes)))
     ctx.set(zmq.MAX_SOCKETS, max(ctx.get(zmq.MAX_SOCKETS), SOCKETS_PER_OWNER * len(nodes) + 16))
     loops: list[DealerLoop] = []
     try:
         for node in nodes:
             loop = DealerLoop(node, connect_dealer(ctx, node, endpoint, settings, connect=False), settings, own_poller=False)
+            loops.append(loop)
             loop.stats.endpoint = endpoint
             loop.watch_connections("client")  # before connecting, so that no handshake goes unseen
             loop.sock.connect(endpoint)
-            loops.append(loop)
         _run_all(loops)
     finally:
         for loop in loops:
             if not loop.closed:
                 loop.close()
-        ctx.term()
+        ctx.destroy(linger=0)  # a socket made before an error and never closed must not hold up the exit
     for node in nodes:  # local work after the exchange (e.g. fitting a model), owner by owner
         node.finish()
     return {loop.node.party_id: loop.stats for loop in loops}

@@ -168,6 +168,45 @@ def raise_open_files_limit(needed: int) -> int:
     return soft
 
 
+HEARTBEAT_S_PER_PARTY = 0.0002
+"""With many parties, heartbeats come less often: every party's connection is pinged by both ends'
+I/O threads, and every party idle at the application level gets a ``heartbeat`` message, so at a
+fixed interval their cost grows with K. At 10,000 parties and 0.5 s they were 40,000 ZMTP commands
+and 40,000 messages a second through the curator, most of a core, during the very seconds its
+I/O thread had 10,000 CURVE handshakes to make: handshakes then queued past the heartbeat timeout,
+connections closed, and their owners reconnected into the same storm. The interval is stretched to
+at least this much per party (0.5 s up to 2,500 parties, 2 s at 10,000), and the timeout with it."""
+
+
+def scaled_heartbeats(interval_s: float, timeout_s: float, parties: int) -> tuple[float, float]:
+    """The heartbeat interval and timeout a run of ``parties`` parties uses for the configured
+    ``interval_s`` and ``timeout_s``: unchanged up to ``interval_s / HEARTBEAT_S_PER_PARTY``
+    parties, then both stretched by the same factor (so the timeout still spans as many missed
+    heartbeats). Every party computes it from the run's party count, so both ends agree."""
+    factor = max(1.0, parties * HEARTBEAT_S_PER_PARTY / interval_s)
+    return interval_s * factor, timeout_s * factor
+
+
+CONNECTIONS_PER_IO_THREAD = 500
+"""Connections one ZeroMQ I/O thread serves at most; a context for more gets more threads.
+
+Each connection keeps a few timers in its I/O thread (its ZMTP heartbeat, the timeout of an
+unanswered ping, the peer's TTL, the handshake's limit), and libzmq cancels a timer by walking
+every timer of the thread (``poller_base_t::cancel_timer`` is O(timers)); it cancels one whenever
+a ping is answered, any frame arrives after a ping, or a handshake completes. Over N connections
+in one thread that is O(N^2) work a heartbeat interval: at 10,000 connections the curator's I/O
+thread spent its whole core walking timers (55 s of CPU in the first minute of a run), answered
+nothing in time, and connections closed as dead. libzmq gives each new connection to its least
+loaded I/O thread, so with one thread per 500 connections every walk stays short; the threads
+cost nothing while idle."""
+
+
+def io_threads(connections: int) -> int:
+    """ZeroMQ I/O threads for a context serving ``connections`` connections (see
+    :data:`CONNECTIONS_PER_IO_THREAD`)."""
+    return max(1, -(-connections // CONNECTIONS_PER_IO_THREAD))
+
+
 def check_interval(peers: int, heartbeat_interval_s: float) -> float:
     """Seconds between a loop's liveness and progress checks: every 50 ms (or every heartbeat
     interval, if shorter), and with many peers every :data:`CHECK_S_PER_PEER` per peer, up to half a
@@ -738,7 +777,7 @@ class DealerLoop(_Loop):
 def serve_curator(node: Node, endpoint: str, settings: LinkSettings, *, on_bound: Callable[[str], None] | None = None) -> DriverStats:
     """Bind a ROUTER at ``endpoint`` (port 0 or ``*`` picks a free port) and run ``node`` to the end."""
     raise_open_files_limit(2 * len(node.parties or ()) + 256)  # one connection per party, and spares
-    ctx = zmq.Context()
+    ctx = zmq.Context(io_threads=io_threads(len(node.parties or ())))
     auth = None
     sock = ctx.socket(zmq.ROUTER)
     configure_socket(sock, settings)

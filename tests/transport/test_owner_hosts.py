@@ -172,3 +172,52 @@ def test_owners_per_process_is_validated(tmp_path):
         raw["parties"]["owners_per_process"] = bad
         with pytest.raises(ScenarioError, match="owners_per_process"):
             parse_scenario(raw, source="tiny", base_dir=tmp_path)
+
+
+def test_auto_hosts_fit_their_owners_in_the_open_files_limit():
+    """Each hosted owner needs FILES_PER_OWNER descriptors: with a hard limit of 20,000 files one
+    host per core cannot serve 10,000 owners (5,000 x 4 > 20,000), so ``auto`` makes more hosts."""
+    from marketplace.runner.processes import owners_per_host_limit
+    from marketplace.transport.host import FILES_PER_OWNER, HOST_SPARE_FILES
+
+    ids = [f"owner-{i}" for i in range(1, 10_001)]
+    per_host = owners_per_host_limit(20_000)
+    assert per_host * FILES_PER_OWNER + HOST_SPARE_FILES <= 20_000 < (per_host + 1) * FILES_PER_OWNER + HOST_SPARE_FILES
+    groups = owner_hosts(ids, "auto", cores=2, files=20_000)
+    assert len(groups) == 3 and [o for g in groups for o in g] == ids
+    assert max(len(g) for g in groups) <= per_host
+    assert len(owner_hosts(ids, "auto", cores=2, files=1 << 20)) == 2  # room enough: one per core
+    assert len(owner_hosts(ids[:100], "auto", cores=2, files=20_000)) == 2
+
+
+def test_a_host_beyond_its_open_files_limit_fails_at_once_and_says_what_to_change(tmp_path):
+    """Too many owners for the host's open-files limit: a clear error naming the limit and the
+    setting, and the process exits (no half-made sockets left holding its ZeroMQ context open)."""
+    raw = ten_owners(tmp_path, owners_per_process=10)
+    scenario_path = tmp_path / "ten.yaml"
+    import yaml
+
+    scenario_path.write_text(yaml.safe_dump(raw))
+    code = ("import resource, sys\n"
+            "resource.setrlimit(resource.RLIMIT_NOFILE, (200, 200))\n"
+            "from marketplace.cli import main\n"
+            f"sys.exit(main(['owners', '--scenario', {str(scenario_path)!r}, '--ids', 'owner-1..owner-10',"
+            " '--endpoint', 'tcp://127.0.0.1:9', '--insecure']))\n")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1, result.stderr
+    assert "needs 296 open files" in result.stderr and "owners_per_process" in result.stderr, result.stderr
+
+
+def test_a_host_that_fails_while_connecting_exits_instead_of_hanging(tmp_path):
+    """A socket made before an error (here an endpoint ZeroMQ refuses) must not keep the host's
+    context from closing: the host reports the failure and exits."""
+    raw = ten_owners(tmp_path)
+    scenario_path = tmp_path / "ten.yaml"
+    import yaml
+
+    scenario_path.write_text(yaml.safe_dump(raw))
+    result = subprocess.run([sys.executable, "-m", "marketplace", "owners", "--scenario", str(scenario_path), "--ids",
+                             "owner-1..owner-4", "--endpoint", "tcp://no such host", "--insecure"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1, result.stderr
+    assert "owner host crashed" in result.stderr, result.stderr

@@ -73,3 +73,64 @@ def test_a_broadcast_reaches_every_block_of_owners_early_and_keeps_each_owners_o
         assert len({(i - 1) * hosts // 256 for i in first[:hosts]}) == hosts
     few = frames[:3]
     assert spread_receivers(few) == few
+
+
+def test_heartbeats_stretch_with_the_number_of_parties_and_keep_their_ratio():
+    """Up to interval / HEARTBEAT_S_PER_PARTY parties nothing changes; beyond, interval and timeout
+    grow together, so the timeout still spans as many missed heartbeats (and stays above two)."""
+    from marketplace.transport.zmq_driver import HEARTBEAT_S_PER_PARTY, scaled_heartbeats
+
+    assert scaled_heartbeats(0.5, 10.0, 6) == (0.5, 10.0)
+    assert scaled_heartbeats(0.5, 10.0, 1002) == (0.5, 10.0)
+    interval, timeout = scaled_heartbeats(0.5, 10.0, 10_002)
+    assert interval == pytest.approx(10_002 * HEARTBEAT_S_PER_PARTY) and interval > 0.5
+    assert timeout / interval == pytest.approx(20.0)
+    for parties in (3, 100, 2_500, 10_002, 100_002):
+        i, t = scaled_heartbeats(0.2, 1.0, parties)
+        assert i >= 0.2 and t > 2 * i
+
+
+def test_link_settings_carry_the_stretched_heartbeats_of_the_whole_run(tmp_path):
+    """Every party derives its heartbeats from the run's party count, so both ends of a connection agree."""
+    from conftest import tiny_raw
+    from marketplace.runner.party_process import link_settings
+    from marketplace.scenario import parse_scenario
+
+    raw = tiny_raw()
+    raw["parties"] = {"owners": 10_000}
+    raw["transport"] = {"heartbeat_interval_s": 0.5, "heartbeat_timeout_s": 10.0}
+    settings = link_settings(parse_scenario(raw, source="big", base_dir=tmp_path))
+    assert settings.heartbeat_interval_s == pytest.approx(2.0004) and settings.heartbeat_timeout_s == pytest.approx(40.008)
+
+
+def test_io_threads_grow_with_the_connections_a_context_serves():
+    from marketplace.transport.zmq_driver import CONNECTIONS_PER_IO_THREAD, io_threads
+
+    assert io_threads(0) == io_threads(3) == io_threads(CONNECTIONS_PER_IO_THREAD) == 1
+    assert io_threads(CONNECTIONS_PER_IO_THREAD + 1) == 2
+    assert io_threads(10_002) == 21
+
+
+def test_a_curator_of_many_parties_spreads_their_connections_over_io_threads(tmp_path):
+    """libzmq cancels a timer by walking all of its I/O thread's timers, so one thread holding
+    thousands of connections spends its core on that walk: a curator for 1,200 owners runs three
+    I/O threads (their names are in /proc)."""
+    from pathlib import Path
+
+    from marketplace.transport.zmq_driver import io_threads
+
+    endpoint_file = tmp_path / "endpoint"
+    proc = subprocess.Popen([sys.executable, "-m", "marketplace", "curator", "--scenario", str(QUICKSTART), "--endpoint",
+                             "tcp://127.0.0.1:0", "--endpoint-file", str(endpoint_file), "--insecure",
+                             "--set", "parties.owners=1200", "--set", "data.partition.scheme=even"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not endpoint_file.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert endpoint_file.exists(), proc.stderr.read() if proc.poll() is not None else "no endpoint within 60 s"
+        names = [Path(task, "comm").read_text().strip() for task in Path(f"/proc/{proc.pid}/task").iterdir()]
+        assert sum(name.startswith("ZMQbg/IO/") for name in names) == io_threads(1202) == 3, names
+    finally:
+        proc.kill()
+        proc.wait()
