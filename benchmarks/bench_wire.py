@@ -284,7 +284,8 @@ def main(argv: list[str] | None = None) -> int:
     for owners in args.owners:
         row = measure(owners, args.rounds, args.hosts, args.curve, args.repeats)
         results.append(row)
-        print(f"{owners:>6} {row['ms_per_round']:>9.2f} {row['ms_per_round_min']:>8.2f}-{row['ms_per_round_max']:<8.2f} "
+        spread = f"{row['ms_per_round_min']:.2f}-{row['ms_per_round_max']:.2f}"
+        print(f"{owners:>6} {row['ms_per_round']:>9.2f} {spread:>17} "
               f"{row['connect_s']:>10.2f} {row['cpu_s_per_round']:>12.4f} {row['cpu_us_per_owner_round']:>19.1f}", flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps({
