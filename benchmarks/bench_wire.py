@@ -29,6 +29,8 @@ import struct
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -81,7 +83,7 @@ def tree_cpu_s(pids: list[int]) -> float:
     return total / 1e9
 
 
-def curator(conn, keys: Path | None, owners: int, rounds: int, warmup: int, sizes: tuple[int, int]) -> None:
+def curator(conn: Connection, keys: Path | None, owners: int, rounds: int, warmup: int, sizes: tuple[int, int]) -> None:
     """The curator process: bind, report the endpoint, learn each owner's route from its hello, run
     the rounds, stop the owners, send the figures back through ``conn``."""
     settings = settings_for(owners)
@@ -103,12 +105,12 @@ def curator(conn, keys: Path | None, owners: int, rounds: int, warmup: int, size
         conn.send(f"tcp://127.0.0.1:{sock.bind_to_random_port('tcp://127.0.0.1')}")
         if not conn.poll(STEP_TIMEOUT_S):
             raise RuntimeError("no host pids from the benchmark")
-        pids = [os.getpid(), *conn.recv()]
-        t0 = time.perf_counter()
+        started, host_pids = conn.recv()  # when the first host was started (the clock is the machine's)
+        pids = [os.getpid(), *host_pids]
         routes = {}
-        for route, frame in _replies(sock, poller, owners, want_user_id=keys is not None):
-            routes[frame] = route  # under CURVE the frame is the party its key belongs to, else its claim
-        connect_s = time.perf_counter() - t0
+        for route, party in _replies(sock, poller, owners, want_user_id=keys is not None):
+            routes[party if keys is not None else route] = route  # CURVE: its key's party; else its claim
+        connect_s = time.monotonic() - started
         order = [routes[name.encode()] for name in _owner_names(owners)]
         order = [order[i] for i in spread_order(owners)]  # as the driver sends a broadcast
         out, times = bytearray(sizes[0]), []
@@ -137,8 +139,9 @@ def curator(conn, keys: Path | None, owners: int, rounds: int, warmup: int, size
         ctx.term()
 
 
-def _replies(sock: zmq.Socket, poller: zmq.Poller, count: int, *, want_user_id: bool = False):
-    """Yield (route, frame) until ``count`` frames came; each wait is bounded by :data:`STEP_TIMEOUT_S`."""
+def _replies(sock: zmq.Socket, poller: zmq.Poller, count: int, *, want_user_id: bool = False) -> Iterator[tuple[bytes, bytes]]:
+    """Yield (route, frame) until ``count`` frames came, or (route, party) with ``want_user_id``: the
+    party the frame's CURVE key belongs to (its User-Id). Each wait is bounded by :data:`STEP_TIMEOUT_S`."""
     deadline = time.monotonic() + STEP_TIMEOUT_S
     while count:
         try:
@@ -164,17 +167,15 @@ def host(names: list[str], endpoint: str, keys: Path | None, owners: int, hello_
     raise_open_files_limit(4 * len(names) + 64)
     ctx = zmq.Context(io_threads=io_threads(len(names)))
     ctx.set(zmq.MAX_SOCKETS, max(ctx.get(zmq.MAX_SOCKETS), len(names) + 16))
-    epoll, by_fd = select.epoll(), {}
+    epoll, by_fd, hello = select.epoll(), {}, bytes(hello_bytes)
     try:
         for name in names:
             sock = ctx.socket(zmq.DEALER)
             configure_socket(sock, settings)
             if keys is not None:
                 CurveKeys(keys, name).configure_client(sock)
-                hello = bytes(hello_bytes)
             else:
-                plaintext_identity(sock, name)
-                hello = name.encode()  # plaintext: the curator takes the claim (as the driver does)
+                plaintext_identity(sock, name)  # plaintext: its routing id is its claim, as in the driver
             sock.connect(endpoint)
             sock.send(hello)
             by_fd[sock.get(zmq.FD)] = sock
@@ -211,11 +212,12 @@ def run_once(owners: int, rounds: int, hosts: int, keys: Path | None, warmup: in
         procs[0].start()
         child.close()  # the curator's end is the curator's: its exit is then seen here as EOF
         endpoint = _receive(parent, procs[0], STEP_TIMEOUT_S, "its endpoint")
+        started = time.monotonic()
         for group in owner_hosts(_owner_names(owners), "auto", cores=hosts):
             procs.append(ctx.Process(target=host, args=(group, endpoint, keys, owners, HELLO_BYTES, BID_BYTES, run_s),
                                      name=f"host of {len(group)} owners"))
             procs[-1].start()
-        parent.send([p.pid for p in procs[1:]])
+        parent.send((started, [p.pid for p in procs[1:]]))
         figures = _receive(parent, procs[0], run_s, "its figures")
         deadline = time.monotonic() + STEP_TIMEOUT_S
         for proc in procs:
@@ -232,7 +234,7 @@ def run_once(owners: int, rounds: int, hosts: int, keys: Path | None, warmup: in
                 proc.join(5)
 
 
-def _receive(conn, proc: mp.Process, timeout_s: float, what: str):
+def _receive(conn: Connection, proc: mp.Process, timeout_s: float, what: str) -> object:
     """The next object from ``proc`` through ``conn``, within ``timeout_s``; fails at once if it exits."""
     if not conn.poll(timeout_s):
         raise RuntimeError(f"the curator sent no {what} in {timeout_s:g} s")
