@@ -32,6 +32,7 @@ import time
 from collections.abc import Iterator
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -42,10 +43,11 @@ from marketplace.transport.curve import CurveKeys, PartyAuthenticator, generate_
 from marketplace.transport.zmq_driver import (EVENTS, NOBLOCK, NOBLOCK_MORE, POLLIN, LinkSettings, configure_socket, listen_backlog,  # noqa: E402
                                               plaintext_identity, raise_open_files_limit, spread_order)
 
-try:  # the driver's own rules, once it has them
+try:  # the driver's own rules for its ZeroMQ I/O threads and heartbeat interval at K parties
     from marketplace.transport.zmq_driver import io_threads, scaled_heartbeats  # noqa: E402
-except ImportError:  # the same rules, for a checkout without them: one I/O thread per 500 connections,
-    def io_threads(connections: int) -> int:  # heartbeats stretched past 2,500 parties
+except ImportError:  # a checkout from before them: the same rules (one I/O thread per 500
+    # connections; heartbeats stretched past 2,500 parties)
+    def io_threads(connections: int) -> int:
         return max(1, -(-connections // 500))
 
     def scaled_heartbeats(interval_s: float, timeout_s: float, parties: int) -> tuple[float, float]:
@@ -83,7 +85,7 @@ def tree_cpu_s(pids: list[int]) -> float:
     return total / 1e9
 
 
-def curator(conn: Connection, keys: Path | None, owners: int, rounds: int, warmup: int, sizes: tuple[int, int]) -> None:
+def curator(conn: Connection, keys: Path | None, owners: int, rounds: int, warmup: int, round_open_bytes: int) -> None:
     """The curator process: bind, report the endpoint, learn each owner's route from its hello, run
     the rounds, stop the owners, send the figures back through ``conn``."""
     settings = settings_for(owners)
@@ -113,7 +115,7 @@ def curator(conn: Connection, keys: Path | None, owners: int, rounds: int, warmu
         connect_s = time.monotonic() - started
         order = [routes[name.encode()] for name in _owner_names(owners)]
         order = [order[i] for i in spread_order(owners)]  # as the driver sends a broadcast
-        out, times = bytearray(sizes[0]), []
+        out, times = bytearray(round_open_bytes), []
         for n in range(warmup + rounds):
             if n == warmup:
                 cpu0, w0 = tree_cpu_s(pids), time.perf_counter()
@@ -206,7 +208,7 @@ def run_once(owners: int, rounds: int, hosts: int, keys: Path | None, warmup: in
     ctx = mp.get_context("fork")  # no ZeroMQ context exists in this process to be forked
     parent, child = ctx.Pipe()
     run_s = STEP_TIMEOUT_S * (rounds + warmup + 3)  # each step of the curator is bounded by STEP_TIMEOUT_S
-    procs = [ctx.Process(target=curator, args=(child, keys, owners, rounds, warmup, (ROUND_OPEN_BYTES, BID_BYTES)),
+    procs = [ctx.Process(target=curator, args=(child, keys, owners, rounds, warmup, ROUND_OPEN_BYTES),
                          name="curator")]
     try:
         procs[0].start()
@@ -234,7 +236,7 @@ def run_once(owners: int, rounds: int, hosts: int, keys: Path | None, warmup: in
                 proc.join(5)
 
 
-def _receive(conn: Connection, proc: mp.Process, timeout_s: float, what: str) -> object:
+def _receive(conn: Connection, proc: mp.Process, timeout_s: float, what: str) -> Any:
     """The next object from ``proc`` through ``conn``, within ``timeout_s``; fails at once if it exits."""
     if not conn.poll(timeout_s):
         raise RuntimeError(f"the curator sent no {what} in {timeout_s:g} s")
