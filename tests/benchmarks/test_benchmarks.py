@@ -201,3 +201,25 @@ def test_bench_flower_smoke(tmp_path):
     assert [(r["engine"], r["status"], r["selection_matches"]) for r in runs] == [
         ("flower-sim", "completed", True), ("ours-inprocess", "completed", True)]
     assert all(len(r["selection"]) == 3 and r["ms_per_round"] > 0 and r["cpu_s"] > 0 and r["peak_pss_mb"] > 0 for r in runs)
+
+
+@pytest.mark.parametrize("curve", ["--curve", "--no-curve"])
+def test_bench_wire_smoke(tmp_path, curve):
+    """K = 16 owners in 2 owner hosts, 5 rounds of bare frames: the table and the figures are there."""
+    path = tmp_path / "wire.json"
+    out = run_benchmark("bench_wire.py", "--smoke", curve, "--json", str(path)).stdout
+    assert "round_open 1,277 B to each owner, bid 132 B back" in out and "us CPU/owner-round" in out
+    assert f"CURVE {'on' if curve == '--curve' else 'off'}" in out
+    figures = json.loads(path.read_text())
+    (row,) = figures["results"]
+    assert row["owners"] == 16 and len(row["runs"]) == 1
+    assert row["ms_per_round_min"] <= row["ms_per_round"] <= row["ms_per_round_max"]
+    assert row["ms_per_round"] > 0 and row["connect_s"] > 0 and row["cpu_s_per_round"] > 0
+    assert row["cpu_us_per_owner_round"] == pytest.approx(1e6 * row["cpu_s_per_round"] / 16)
+    assert f"{row['owners']:>6} {row['ms_per_round']:>9.2f}" in out
+
+
+def test_bench_wire_refuses_a_bad_count():
+    done = subprocess.run([sys.executable, str(BENCHMARKS / "bench_wire.py"), "--hosts", "0"], capture_output=True,
+                          text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 2 and "--hosts: expected an integer >= 1, got 0" in done.stderr
