@@ -43,16 +43,7 @@ from marketplace.transport.curve import CurveKeys, PartyAuthenticator, generate_
 from marketplace.transport.zmq_driver import (EVENTS, NOBLOCK, NOBLOCK_MORE, POLLIN, LinkSettings, configure_socket, listen_backlog,  # noqa: E402
                                               plaintext_identity, raise_open_files_limit, spread_order)
 
-try:  # the driver's own rules for its ZeroMQ I/O threads and heartbeat interval at K parties
-    from marketplace.transport.zmq_driver import io_threads, scaled_heartbeats  # noqa: E402
-except ImportError:  # a checkout from before them: the same rules (one I/O thread per 500
-    # connections; heartbeats stretched past 2,500 parties)
-    def io_threads(connections: int) -> int:
-        return max(1, -(-connections // 500))
-
-    def scaled_heartbeats(interval_s: float, timeout_s: float, parties: int) -> tuple[float, float]:
-        factor = max(1.0, parties * 0.0002 / interval_s)
-        return interval_s * factor, timeout_s * factor
+from marketplace.transport.zmq_driver import io_threads, scaled_heartbeats  # noqa: E402  (the driver's own rules)
 
 ROUND_OPEN_BYTES, BID_BYTES, HELLO_BYTES = 1277, 132, 261
 """Frame sizes of the quickstart scenario (140 features, 16 owners), from its report's
