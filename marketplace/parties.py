@@ -17,7 +17,7 @@ import numpy as np
 
 from marketplace import plugins
 from marketplace.data.bounds import check_rows
-from marketplace.data.dataset import Dataset
+from marketplace.data.dataset import Dataset, SparseParts
 from marketplace.data.world import World, build_world
 from marketplace.privacy.accountant import PrivacyLedger
 from marketplace.privacy.noise import NoiseOrigin
@@ -103,16 +103,17 @@ def share_of(world: World, party: str) -> World:
     empty dataset. A party
     process is given (or keeps) only this, so no process holds another party's private rows."""
     empty = world.seed_set.take([])
+    k = len(world.owners)
     if party == CURATOR:
-        return World(owners=tuple(empty for _ in world.owners), validation=empty, test=empty, seed_set=world.seed_set)
+        return World(owners=SparseParts(k, {}, empty), validation=empty, test=empty, seed_set=world.seed_set)
     if party == CONSUMER:  # the seed set is public: the consumer scores the summary with it too
-        return World(owners=tuple(empty for _ in world.owners), validation=world.validation, test=world.test,
+        return World(owners=SparseParts(k, {}, empty), validation=world.validation, test=world.test,
                      seed_set=world.seed_set)
-    number = owner_number(party, len(world.owners))
+    number = owner_number(party, k)
     if number is None:
-        raise ValueError(f"unknown party {party!r}: expected curator, consumer or owner-1 ... owner-{len(world.owners)}")
-    owners = tuple(o if i == number - 1 else empty for i, o in enumerate(world.owners))
-    return World(owners=owners, validation=empty, test=empty, seed_set=empty)
+        raise ValueError(f"unknown party {party!r}: expected curator, consumer or owner-1 ... owner-{k}")
+    return World(owners=SparseParts(k, {number - 1: world.owners[number - 1]}, empty), validation=empty, test=empty,
+                 seed_set=empty)
 
 
 def build_role(config: ScenarioConfig, party: str, *, world: World | None = None, owner_data: Dataset | None = None,

@@ -168,14 +168,16 @@ def raise_open_files_limit(needed: int) -> int:
     return soft
 
 
-HEARTBEAT_S_PER_PARTY = 0.0002
-"""With many parties, heartbeats come less often: every party's connection is pinged by both ends'
-I/O threads, and every party idle at the application level gets a ``heartbeat`` message, so at a
-fixed interval their cost grows with K. At 10,000 parties and 0.5 s they were 40,000 ZMTP commands
-and 40,000 messages a second through the curator, most of a core, during the very seconds its
-I/O thread had 10,000 CURVE handshakes to make: handshakes then queued past the heartbeat timeout,
-connections closed, and their owners reconnected into the same storm. The interval is stretched to
-at least this much per party (0.5 s up to 2,500 parties, 2 s at 10,000), and the timeout with it."""
+HEARTBEAT_S_PER_PARTY = 0.0005
+"""With many parties, heartbeats come less often. libzmq's I/O threads ping every connection every
+interval from both ends, whatever else flows on it, and each ping is a CURVE-encrypted frame and
+its answer another: at 10,000 parties and 0.5 s that is 40,000 frames a second through the
+curator's I/O threads, more than the rounds themselves move, and the curator's Python loop sends an
+application ``heartbeat`` to every party it has not written to lately. The interval is stretched to
+at least this much per party (0.5 s up to 1,000 parties, 5 s at 10,000), and the timeout with it,
+so it still spans as many missed heartbeats. A party that exits, crashes or is killed is still
+seen at once (its kernel closes the connection); only a stopped process or a broken network waits
+for the timeout."""
 
 
 def scaled_heartbeats(interval_s: float, timeout_s: float, parties: int) -> tuple[float, float]:

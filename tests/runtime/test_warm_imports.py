@@ -36,3 +36,4 @@ def test_only_the_summarize_consumer_asks_for_warm_imports(tmp_path):
     wants = {p: build_role(scenario.config, p, world=share_of(world, p)).warm_imports for p in party_ids(scenario.config)}
     assert wants.pop("consumer") == ("sklearn.svm", "sklearn.pipeline", "sklearn.preprocessing", "sklearn.metrics.pairwise")
     assert set(wants.values()) == {()}
+
