@@ -211,6 +211,57 @@ def ratio_row(owners: int, rounds: int, pairs: list[tuple[dict, dict]]) -> dict:
     return row
 
 
+def scale_curve(rows: list[dict], peers: list[dict] | None = None) -> list[dict]:
+    """One line per (K, engine): the medians of its runs' run wall, ms per round, CPU, CPU per
+    owner-round and peak PSS; ``peers`` adds other engines' rows (``bench_flower.py --json``
+    records: ``engine``, ``owners``, ``ms_per_round``, ``cpu_s``, ``peak_pss_mb``, ``rounds``)."""
+    groups: dict[tuple[int, str], list[dict]] = {}
+    for row in rows:
+        if "driver" in row and row.get("exit") == 0:
+            groups.setdefault((row["owners"], row["driver"]), []).append(row)
+    curve = []
+    for (owners, driver), runs in sorted(groups.items()):
+        med = lambda key: statistics.median(r[key] for r in runs)  # noqa: E731
+        ms = [1000 * r["run_wall_s"] / r["rounds"] if "round_ms" not in r else r["round_ms"] for r in runs]
+        curve.append({"owners": owners, "engine": driver, "runs": len(runs), "run_wall_s": round(med("run_wall_s"), 2),
+                      "ms_per_round": round(statistics.median(ms), 2), "cpu_s": round(med("cpu_s"), 1),
+                      "cpu_us_per_owner_round": round(1e6 * med("cpu_s") / (owners * runs[0]["rounds"]), 1),
+                      "peak_pss_mb": round(med("peak_pss_mb"), 0) if all(r.get("peak_pss_mb") for r in runs) else None})
+    for row in peers or []:
+        if row.get("ms_per_round") is None:
+            continue
+        curve.append({"owners": row["owners"], "engine": row["engine"], "runs": 1, "run_wall_s": None,
+                      "ms_per_round": round(row["ms_per_round"], 2), "cpu_s": round(row["cpu_s"], 1) if row.get("cpu_s") else None,
+                      "cpu_us_per_owner_round": round(1e6 * row["cpu_s"] / (row["owners"] * row["rounds"]), 1)
+                      if row.get("cpu_s") and row.get("rounds") else None,
+                      "peak_pss_mb": round(row["peak_pss_mb"], 0) if row.get("peak_pss_mb") else None})
+    return curve
+
+
+def plot_curve(curve: list[dict], path: Path) -> None:
+    """Milliseconds per round and CPU per owner-round against K, log-log, one line per engine."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    for engine in dict.fromkeys(row["engine"] for row in curve):
+        points = sorted((r["owners"], r["ms_per_round"], r["cpu_us_per_owner_round"]) for r in curve if r["engine"] == engine)
+        left.plot([k for k, _, _ in points], [ms for _, ms, _ in points], marker="o", label=engine)
+        cpu = [(k, c) for k, _, c in points if c is not None]
+        if cpu:
+            right.plot([k for k, _ in cpu], [c for _, c in cpu], marker="o", label=engine)
+    left.set(xscale="log", yscale="log", xlabel="owners K", ylabel="ms per round", title="Round time")
+    right.set(xscale="log", yscale="log", xlabel="owners K", ylabel="CPU µs per owner and round", title="CPU per owner-round")
+    for ax in (left, right):
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--owners", type=int, nargs="+", default=[16, 64, 256, 1000])
@@ -224,7 +275,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-every", type=float, default=0.25, metavar="S",
                         help="seconds between memory samples of the process tree (0: no sampling, timing only)")
     parser.add_argument("--smoke", action="store_true", help="K = 4, 5 rounds, both drivers (seconds)")
+    parser.add_argument("--from-json", nargs="+", default=[], metavar="JSON",
+                        help="run nothing: read the rows of earlier --json files (the scale curve over several runs)")
+    parser.add_argument("--peers", nargs="*", default=[], metavar="JSON",
+                        help="bench_flower.py --json files whose engines join the scale curve")
+    parser.add_argument("--plot", metavar="PNG", help="draw the scale curve (ms per round, CPU per owner-round) here")
     args = parser.parse_args(argv)
+    if args.from_json:
+        rows = [row for name in args.from_json for row in json.loads(Path(name).read_text())]
+        return _curve(rows, args)
     if args.smoke:
         args.owners, args.rounds, args.drivers = [4], 5, ["inprocess", "processes"]
         if args.memory_every > 0:  # the smoke run's owner hosts live well under a second: sample often enough
@@ -251,7 +310,30 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     failed = [r for r in rows if r.get("exit") not in (None, 0)]
+    _curve(rows, args)
     return 1 if failed else 0
+
+
+def _curve(rows: list[dict], args: argparse.Namespace) -> int:
+    """Print the scale curve of ``rows`` (and the peers' rows) as a table; draw it with ``--plot``."""
+    peers = []
+    for name in args.peers:  # bench_flower.py writes {"runs": [...]}
+        data = json.loads(Path(name).read_text())
+        peers += [row for row in (data.get("runs", []) if isinstance(data, dict) else data)
+                  if row.get("engine", "").startswith("flower") and row.get("ok", True)]
+    curve = scale_curve(rows, peers)
+    print(f"{'K':>7} {'engine':<16} {'runs':>4} {'run wall s':>10} {'ms/round':>9} {'CPU s':>7} {'CPU us/owner-round':>18} {'peak PSS MB':>11}")
+    for r in curve:
+        cells = [f"{r['owners']:>7}", f"{r['engine']:<16}", f"{r['runs']:>4}",
+                 f"{r['run_wall_s'] if r['run_wall_s'] is not None else '-':>10}", f"{r['ms_per_round']:>9}",
+                 f"{r['cpu_s'] if r['cpu_s'] is not None else '-':>7}",
+                 f"{r['cpu_us_per_owner_round'] if r['cpu_us_per_owner_round'] is not None else '-':>18}",
+                 f"{r['peak_pss_mb'] if r['peak_pss_mb'] is not None else '-':>11}"]
+        print(" ".join(cells))
+    if args.plot:
+        plot_curve(curve, Path(args.plot))
+        print(f"scale curve drawn: {args.plot}")
+    return 0
 
 
 if __name__ == "__main__":
