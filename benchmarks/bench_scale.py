@@ -30,11 +30,20 @@ Reported per point:
   a run with no sampler at all;
 * ``connect_s`` (processes driver): from the curator's start to every party being present (the
   owner hosts' start, every owner's TCP connection, CURVE handshake and hello), from the
-  millisecond timestamps of the curator's log; ``round_ms``: the mean time of a round from there on
-  (first to last "round i/P done" line);
+  millisecond timestamps of the curator's log; ``round_ms`` (both drivers): the mean time of a
+  round from there on (first to last "round i/P done" line; the in-process driver's curator logs
+  nowhere, so a wrapper around the same command times its lines);
+* ``rounds_cpu_us_per_owner_round`` (both drivers): the CPU the whole tree used between the first
+  and the last round (from the samples of /proc/PID/stat, interpolated), per owner and round: what
+  a round costs, with the set-up and the evaluation left out;
 * ``ratio``: processes wall / in-process wall at the same K (both ``wall_s`` and ``run_wall_s``);
   with ``--repeats N`` the two drivers take turns N times and the ratio row gives the median of the
   N pairwise ratios (and their range).
+
+The scale curve: after the runs (or from earlier ``--json`` files with ``--from-json``, with
+Flower's engines from ``bench_flower.py --json`` files given to ``--peers``) a table per K and
+engine of run wall, ms per round, CPU and CPU per owner-round, and peak PSS; ``--plot PNG`` draws
+ms per round and CPU per owner-round against K.
 
 ``--smoke`` runs K = 4 with 5 rounds under both drivers (seconds), for the test suite; it samples
 memory every 20 ms at most, since its owner hosts can live less than one 0.25 s interval.
@@ -78,6 +87,22 @@ def _tree(root: int) -> list[int]:
     return out
 
 
+CLOCK_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _tree_cpu_s(root: int, seen: dict[int, int]) -> float:
+    """User + system CPU seconds the tree has used: every live process's (all its threads), plus
+    the last reading of each process seen before that has exited since (``seen``, updated)."""
+    for pid in _tree(root):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            seen[pid] = max(seen.get(pid, 0), int(fields[11]) + int(fields[12]))
+        except (OSError, IndexError, ValueError):
+            pass
+    return sum(seen.values()) / CLOCK_TICK
+
+
 def _memory_kb(pid: int) -> tuple[int, int]:
     """(RSS, PSS) of one process in KiB, from /proc/PID/smaps_rollup; (0, 0) if it is gone."""
     rss = pss = 0
@@ -103,7 +128,23 @@ class TreeSampler(threading.Thread):
         self.cpu_s = 0.0
         """CPU time this sampler used (its share of the machine, taken from the run it measures)."""
         self.peak_by_pid: dict[int, int] = {}
+        self.cpu_trace: list[tuple[float, float]] = []
+        self.cpu_seen: dict[int, int] = {}
+        """(wall clock, CPU seconds the tree's live processes have used) at each sample."""
         self.stop_event = threading.Event()
+
+    def cpu_between(self, start: float, end: float) -> float | None:
+        """CPU seconds the tree used between two wall-clock times, interpolated between samples
+        (None without samples around both)."""
+        def at(t: float) -> float | None:
+            before = [(x, c) for x, c in self.cpu_trace if x <= t]
+            after = [(x, c) for x, c in self.cpu_trace if x >= t]
+            if not before or not after:
+                return None
+            (x0, c0), (x1, c1) = before[-1], after[0]
+            return c0 if x1 == x0 else c0 + (c1 - c0) * (t - x0) / (x1 - x0)
+        a, b = at(start), at(end)
+        return None if a is None or b is None else b - a
 
     def run(self) -> None:
         started = time.thread_time()
@@ -115,6 +156,7 @@ class TreeSampler(threading.Thread):
                 pss_sum += pss
                 if pss > self.peak_by_pid.get(pid, 0):
                     self.peak_by_pid[pid] = pss
+            self.cpu_trace.append((time.time(), _tree_cpu_s(self.root, self.cpu_seen)))
             self.peak_rss_kb = max(self.peak_rss_kb, rss_sum)
             self.peak_pss_kb = max(self.peak_pss_kb, pss_sum)
             self.cpu_s = time.thread_time() - started
@@ -142,17 +184,44 @@ def curator_phases(log: Path) -> dict[str, float]:
             rounds.append(t)
     if start is None or present is None or len(rounds) < 2:
         return {}
-    return {"connect_s": round(present - start, 3), "round_ms": round(1000 * (rounds[-1] - rounds[0]) / (len(rounds) - 1), 2)}
+    return {"connect_s": round(present - start, 3), "round_ms": round(1000 * (rounds[-1] - rounds[0]) / (len(rounds) - 1), 2),
+            "_rounds_span": (rounds[0], rounds[-1], len(rounds))}
+
+
+ROUND_CLOCK = """
+import json, logging, sys, time
+ends = []
+class Clock(logging.Handler):
+    def emit(self, record):
+        if record.getMessage().endswith(" done") and record.getMessage().startswith("round "):
+            ends.append(time.time())
+logger = logging.getLogger("marketplace.protocols.summarize.curator")
+logger.addHandler(Clock()); logger.setLevel(logging.INFO); logger.propagate = False
+from marketplace.cli import main
+try:
+    code = main(sys.argv[2:])
+finally:
+    open(sys.argv[1], "w").write(json.dumps(ends))
+sys.exit(code)
+"""
+"""The in-process driver's curator runs inside ``marketplace run`` and logs nowhere: this wrapper
+(the same command, as cold) times its "round i/P done" lines, as the curator's log does for the
+processes driver, so ``round_ms`` means the same for both."""
 
 
 def run_point(owners: int, driver: str, rounds: int, extra: list[str], workdir: Path, repeat: int = 0,
               memory_every_s: float = 0.25) -> dict:
     out = workdir / f"{driver}-k{owners}-r{repeat}"
-    cmd = [sys.executable, "-m", "marketplace", "run", str(QUICKSTART), "--out", str(out), "--quiet", "--driver", driver,
-           "--set", f"parties.owners={owners}", "--set", f"summarize.rounds={rounds}", "--set", "summarize.baselines=[]",
-           "--set", "data.partition.scheme=even"]
+    args = ["run", str(QUICKSTART), "--out", str(out), "--quiet", "--driver", driver,
+            "--set", f"parties.owners={owners}", "--set", f"summarize.rounds={rounds}", "--set", "summarize.baselines=[]",
+            "--set", "data.partition.scheme=even"]
     for item in extra:
-        cmd += ["--set", item]
+        args += ["--set", item]
+    clock = workdir / f"{driver}-k{owners}-r{repeat}.rounds.json"
+    if driver == "inprocess":
+        cmd = [sys.executable, "-c", ROUND_CLOCK, str(clock), *args]
+    else:
+        cmd = [sys.executable, "-m", "marketplace", *args]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -181,6 +250,16 @@ def run_point(owners: int, driver: str, rounds: int, extra: list[str], workdir: 
         if memory_every_s > 0:
             row.update(owner_host_pss_mb=round(host_pss, 1), per_hosted_owner_mb=round(host_pss / owners, 3))
         row.update(curator_phases(out / "logs" / "curator.log") if (out / "logs" / "curator.log").exists() else {})
+    if driver == "inprocess" and clock.exists():
+        ends = json.loads(clock.read_text())
+        if len(ends) >= 2:
+            row["round_ms"] = round(1000 * (ends[-1] - ends[0]) / (len(ends) - 1), 2)
+            row["_rounds_span"] = (ends[0], ends[-1], len(ends))
+    span = row.pop("_rounds_span", None)
+    if span is not None and memory_every_s > 0:  # the CPU of the rounds alone: set-up and evaluation left out
+        cpu = sampler.cpu_between(span[0], span[1])
+        if cpu is not None:
+            row["rounds_cpu_us_per_owner_round"] = round(1e6 * cpu / (owners * (span[2] - 1)), 1)
     if proc.returncode != 0:
         row["stderr"] = stderr[-2000:]
     return row
@@ -222,10 +301,11 @@ def scale_curve(rows: list[dict], peers: list[dict] | None = None) -> list[dict]
     curve = []
     for (owners, driver), runs in sorted(groups.items()):
         med = lambda key: statistics.median(r[key] for r in runs)  # noqa: E731
-        ms = [1000 * r["run_wall_s"] / r["rounds"] if "round_ms" not in r else r["round_ms"] for r in runs]
+        ms = [r["round_ms"] for r in runs if "round_ms" in r] or [1000 * r["run_wall_s"] / r["rounds"] for r in runs]
         curve.append({"owners": owners, "engine": driver, "runs": len(runs), "run_wall_s": round(med("run_wall_s"), 2),
                       "ms_per_round": round(statistics.median(ms), 2), "cpu_s": round(med("cpu_s"), 1),
-                      "cpu_us_per_owner_round": round(1e6 * med("cpu_s") / (owners * runs[0]["rounds"]), 1),
+                      "cpu_us_per_owner_round": round(statistics.median(r["rounds_cpu_us_per_owner_round"] for r in runs), 1)
+                      if all("rounds_cpu_us_per_owner_round" in r for r in runs) else None,
                       "peak_pss_mb": round(med("peak_pss_mb"), 0) if all(r.get("peak_pss_mb") for r in runs) else None})
     for row in peers or []:
         if row.get("ms_per_round") is None:

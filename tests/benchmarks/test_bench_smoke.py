@@ -21,8 +21,10 @@ def bench(name: str, *args: str, timeout: float = 300) -> subprocess.CompletedPr
 
 def test_bench_scale_smoke(tmp_path):
     out = tmp_path / "scale.json"
-    result = bench("bench_scale.py", "--smoke", "--json", str(out))
+    figure = tmp_path / "curve.png"
+    result = bench("bench_scale.py", "--smoke", "--json", str(out), "--plot", str(figure))
     assert result.returncode == 0, result.stderr[-3000:]
+    assert figure.stat().st_size > 0 and "CPU us/owner-round" in result.stdout
     rows = json.loads(out.read_text())
     runs = {r["driver"]: r for r in rows if "driver" in r}
     assert set(runs) == {"inprocess", "processes"}
@@ -31,6 +33,15 @@ def test_bench_scale_smoke(tmp_path):
     assert runs["processes"]["consistency"] and runs["processes"]["per_hosted_owner_mb"] > 0
     assert 0 < runs["processes"]["connect_s"] < runs["processes"]["run_wall_s"] and runs["processes"]["round_ms"] > 0
     assert [r for r in rows if "ratio_wall" in r][0]["ratio_wall"] > 0
+    assert runs["inprocess"]["round_ms"] > 0  # timed from the curator's round lines, as for the processes driver
+    # the curve again from the JSON alone, with a peer engine's figures beside it
+    peers = tmp_path / "peers.json"
+    peers.write_text(json.dumps({"runs": [{"engine": "flower-sim", "owners": 4, "rounds": 5, "ms_per_round": 300.0,
+                                           "cpu_s": 9.0, "peak_pss_mb": 800.0}]}))
+    again = bench("bench_scale.py", "--from-json", str(out), "--peers", str(peers))
+    assert again.returncode == 0, again.stderr[-3000:]
+    lines = [line.split() for line in again.stdout.splitlines()[1:]]
+    assert {(line[0], line[1]) for line in lines} == {("4", "inprocess"), ("4", "processes"), ("4", "flower-sim")}
 
 
 def test_bench_hostile_smoke(tmp_path):
