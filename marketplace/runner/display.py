@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from contextlib import contextmanager
 from typing import Any, Iterator
@@ -127,12 +128,41 @@ def summary_tables(report: dict[str, Any]) -> list[Table]:
     for col in ("party", "pid", "status", "sent", "received", "KiB sent", "value"):
         parties.add_column(col, justify="right" if col not in ("party", "status") else "left")
     value = report.get("value") or {}
-    for p in report["parties"]:
+    shown, hidden = _party_rows(report["parties"])
+    for p in shown:
+        if p is None:  # where the owners left out are counted
+            states = Counter(q.get("status") or "-" for q in hidden)
+            parties.add_row(f"{len(hidden)} more owners", "", ", ".join(f"{n} {state}" for state, n in states.most_common()),
+                            "", "", "", "in report.json")
+            continue
         bp = msgs["by_party"].get(p["id"], {})
         parties.add_row(p["id"], fmt(p.get("pid")), p.get("status") or "-", fmt(bp.get("sent", 0)), fmt(bp.get("received", 0)),
                         f"{bp.get('bytes_sent', 0) / 1024:.1f}", fmt(value.get(p["id"])))
     per_owner = [per_owner_table(report["privacy_per_owner"])] if "privacy_per_owner" in report else []
     return [head, *protocol.tables(report), *per_owner, parties]
+
+
+PARTY_ROWS = 24
+"""Parties listed one by one in the terminal's table; with more, the owners that did not complete
+come first and the rest are counted in one row (every party is in report.json)."""
+
+
+def _party_rows(parties: list[dict[str, Any]]) -> tuple[list[dict[str, Any] | None], list[dict[str, Any]]]:
+    """(rows to show, owners left out): all parties when they fit in :data:`PARTY_ROWS`; else the
+    curator, every owner that did not complete (as many as fit), the first owners, None where the
+    rest are counted, and the consumer."""
+    if len(parties) <= PARTY_ROWS:
+        return parties, []
+    owners = [p for p in parties if p.get("role") == "owner"]
+    others = [p for p in parties if p.get("role") != "owner"]
+    room = max(1, PARTY_ROWS - len(others))
+    trouble = [p for p in owners if p.get("status") != "completed"][:room]
+    shown_owners = trouble + [p for p in owners if p.get("status") == "completed"][:room - len(trouble)]
+    picked = {id(p) for p in shown_owners}
+    hidden = [p for p in owners if id(p) not in picked]
+    head = [p for p in others if p.get("role") != "consumer"]
+    tail = [p for p in others if p.get("role") == "consumer"]
+    return [*head, *shown_owners, None, *tail], hidden
 
 
 def _lifetime_line(life: dict[str, Any]) -> str:

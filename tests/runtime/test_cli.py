@@ -352,3 +352,21 @@ def test_the_forkserver_starts_early_only_for_a_run_that_forks_its_parties(argv,
     from marketplace.cli import _runs_forked_parties
 
     assert _runs_forked_parties(argv) is forks
+
+
+def test_the_parties_table_of_a_large_run_lists_the_owners_that_did_not_complete_and_counts_the_rest():
+    from marketplace.runner.display import PARTY_ROWS, _party_rows
+
+    parties = ([{"id": "curator", "role": "curator", "status": "completed"}]
+               + [{"id": f"owner-{i}", "role": "owner", "status": "completed"} for i in range(1, 1001)]
+               + [{"id": "consumer", "role": "consumer", "status": "completed"}])
+    parties[500]["status"] = "lost"  # owner-500
+    shown, hidden = _party_rows(parties)
+    ids = [p["id"] if p is not None else None for p in shown]
+    assert ids[0] == "curator" and ids[-1] == "consumer" and ids[-2] is None  # the count comes before the consumer
+    assert "owner-500" in ids and ids[1] == "owner-500"  # trouble first
+    assert len(shown) - 1 == PARTY_ROWS  # the rows of parties, and the one that counts the rest
+    assert len(hidden) + sum(1 for p in shown if p is not None and p["role"] == "owner") == 1000
+    assert all(p["status"] == "completed" for p in hidden)
+    small = parties[:5] + parties[-1:]
+    assert _party_rows(small) == (small, [])
