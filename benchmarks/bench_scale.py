@@ -103,6 +103,29 @@ def _tree_cpu_s(root: int, seen: dict[int, int]) -> float:
     return sum(seen.values()) / CLOCK_TICK
 
 
+def _thread_cpu(root: int) -> dict[tuple[int, str], int]:
+    """CPU clock ticks of every live process of the tree by (pid, thread kind): ``main`` (the
+    process's own thread, where its Python loop runs), ``zmq-io`` (ZeroMQ's I/O threads, named
+    ZMQbg/IO/n) and ``other`` (any other thread: ZeroMQ's reaper, the ZAP handler, imports)."""
+    out: dict[tuple[int, str], int] = {}
+    for pid in _tree(root):
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                    text = f.read()
+            except OSError:
+                continue
+            name = text[text.index("(") + 1:text.rindex(")")]
+            fields = text.rsplit(")", 1)[1].split()
+            kind = "main" if tid == str(pid) else "zmq-io" if name.startswith("ZMQbg/IO") else "other"
+            out[(pid, kind)] = out.get((pid, kind), 0) + int(fields[11]) + int(fields[12])
+    return out
+
+
 def _memory_kb(pid: int) -> tuple[int, int]:
     """(RSS, PSS) of one process in KiB, from /proc/PID/smaps_rollup; (0, 0) if it is gone."""
     rss = pss = 0
@@ -130,8 +153,29 @@ class TreeSampler(threading.Thread):
         self.peak_by_pid: dict[int, int] = {}
         self.cpu_trace: list[tuple[float, float]] = []
         self.cpu_seen: dict[int, int] = {}
+        self.thread_trace: list[tuple[float, dict[tuple[int, str], int]]] = []
         """(wall clock, CPU seconds the tree's live processes have used) at each sample."""
         self.stop_event = threading.Event()
+
+    def thread_cpu_between(self, start: float, end: float) -> dict[tuple[int, str], float]:
+        """CPU seconds by (pid, thread kind) between two wall-clock times, each interpolated between
+        the samples that saw it (a process that exited before ``end``, as the parties do right
+        after the last round, counts up to its last sample)."""
+        series: dict[tuple[int, str], list[tuple[float, int]]] = {}
+        for t, snap in self.thread_trace:
+            for key, ticks in snap.items():
+                series.setdefault(key, []).append((t, ticks))
+
+        def at(points: list[tuple[float, int]], t: float) -> float:
+            if t <= points[0][0]:
+                return points[0][1]
+            for (x0, c0), (x1, c1) in zip(points, points[1:]):
+                if x0 <= t <= x1:
+                    return c0 if x1 == x0 else c0 + (c1 - c0) * (t - x0) / (x1 - x0)
+            return points[-1][1]
+
+        return {key: (at(points, end) - at(points, start)) / CLOCK_TICK for key, points in series.items()
+                if points[0][0] <= start}
 
     def cpu_between(self, start: float, end: float) -> float | None:
         """CPU seconds the tree used between two wall-clock times, interpolated between samples
@@ -157,6 +201,7 @@ class TreeSampler(threading.Thread):
                 if pss > self.peak_by_pid.get(pid, 0):
                     self.peak_by_pid[pid] = pss
             self.cpu_trace.append((time.time(), _tree_cpu_s(self.root, self.cpu_seen)))
+            self.thread_trace.append((time.time(), _thread_cpu(self.root)))
             self.peak_rss_kb = max(self.peak_rss_kb, rss_sum)
             self.peak_pss_kb = max(self.peak_pss_kb, pss_sum)
             self.cpu_s = time.thread_time() - started
@@ -260,6 +305,15 @@ def run_point(owners: int, driver: str, rounds: int, extra: list[str], workdir: 
         cpu = sampler.cpu_between(span[0], span[1])
         if cpu is not None:
             row["rounds_cpu_us_per_owner_round"] = round(1e6 * cpu / (owners * (span[2] - 1)), 1)
+        split = sampler.thread_cpu_between(span[0], span[1])
+        if split and report:
+            role = {p["pid"]: ("hosts" if p.get("role") == "owner" else p.get("role", "?")) for p in report["parties"]}
+            where: dict[str, float] = {}
+            for (pid, kind), seconds in split.items():
+                name = f"{role.get(pid, 'runner')} {kind}"
+                where[name] = where.get(name, 0.0) + seconds
+            row["rounds_cpu_split_us_per_owner_round"] = {name: round(1e6 * sec / (owners * (span[2] - 1)), 1)
+                                                          for name, sec in sorted(where.items()) if sec > 0}
     if proc.returncode != 0:
         row["stderr"] = stderr[-2000:]
     return row
@@ -292,8 +346,9 @@ def ratio_row(owners: int, rounds: int, pairs: list[tuple[dict, dict]]) -> dict:
 
 def scale_curve(rows: list[dict], peers: list[dict] | None = None) -> list[dict]:
     """One line per (K, engine): the medians of its runs' run wall, ms per round, CPU, CPU per
-    owner-round and peak PSS; ``peers`` adds other engines' rows (``bench_flower.py --json``
-    records: ``engine``, ``owners``, ``ms_per_round``, ``cpu_s``, ``peak_pss_mb``, ``rounds``)."""
+    owner-round (of the rounds alone) and peak PSS; ``peers`` adds other engines' rows
+    (``bench_flower.py --json`` records: ``engine``, ``owners``, ``ms_per_round``, ``cpu_s``,
+    ``peak_pss_mb``; their CPU covers the whole run, so no per-round figure is derived from it)."""
     groups: dict[tuple[int, str], list[dict]] = {}
     for row in rows:
         if "driver" in row and row.get("exit") == 0:
@@ -307,14 +362,18 @@ def scale_curve(rows: list[dict], peers: list[dict] | None = None) -> list[dict]
                       "cpu_us_per_owner_round": round(statistics.median(r["rounds_cpu_us_per_owner_round"] for r in runs), 1)
                       if all("rounds_cpu_us_per_owner_round" in r for r in runs) else None,
                       "peak_pss_mb": round(med("peak_pss_mb"), 0) if all(r.get("peak_pss_mb") for r in runs) else None})
+    by_peer: dict[tuple[int, str], list[dict]] = {}
     for row in peers or []:
-        if row.get("ms_per_round") is None:
-            continue
-        curve.append({"owners": row["owners"], "engine": row["engine"], "runs": 1, "run_wall_s": None,
-                      "ms_per_round": round(row["ms_per_round"], 2), "cpu_s": round(row["cpu_s"], 1) if row.get("cpu_s") else None,
-                      "cpu_us_per_owner_round": round(1e6 * row["cpu_s"] / (row["owners"] * row["rounds"]), 1)
-                      if row.get("cpu_s") and row.get("rounds") else None,
-                      "peak_pss_mb": round(row["peak_pss_mb"], 0) if row.get("peak_pss_mb") else None})
+        if row.get("ms_per_round") is not None:
+            by_peer.setdefault((row["owners"], row["engine"]), []).append(row)
+    for (owners, engine), runs in sorted(by_peer.items()):
+        pss = [r["peak_pss_mb"] for r in runs if r.get("peak_pss_mb")]
+        cpu = [r["cpu_s"] for r in runs if r.get("cpu_s")]
+        curve.append({"owners": owners, "engine": engine, "runs": len(runs), "run_wall_s": None,
+                      "ms_per_round": round(statistics.median(r["ms_per_round"] for r in runs), 2),
+                      "cpu_s": round(statistics.median(cpu), 1) if cpu else None,
+                      "cpu_us_per_owner_round": None,  # bench_flower.py's CPU is the whole run's, set-up included
+                      "peak_pss_mb": round(statistics.median(pss), 0) if pss else None})
     return curve
 
 
