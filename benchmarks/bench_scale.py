@@ -1,14 +1,16 @@
-"""Scale: summarize with K = 16 ... 1,000 owners, owner hosts against the in-process driver.
+"""Scale: summarize with K = 16 ... 10,000 owners, owner hosts against the in-process driver.
 
 Run (the defaults take about ten minutes on a 2-core machine):
 
     python benchmarks/bench_scale.py --json scale.json
     python benchmarks/bench_scale.py --owners 1000 --drivers processes     # only the K = 1,000 run
+    python benchmarks/bench_scale.py --owners 3000 10000                   # about four minutes
 
 Each point is one `marketplace run` command, started fresh (cold imports, as a user runs it), on
 the quickstart scenario with K owners (quickstart-sized data: 2,000 rows per component, so the
 owners' rows shrink as K grows; even partition), 100 rounds, the baselines off. The processes
-driver uses owner hosts (``parties.owners_per_process``, default ``auto``: one host per core) and
+driver uses owner hosts (``parties.owners_per_process``, default ``auto``: one host per core, more
+when one per core would not fit the open-files limit) and
 CURVE, exactly as ``marketplace run`` does by default.
 
 Reported per point:
