@@ -240,8 +240,9 @@ def run_processes(scenario: Scenario, scenario_path: Path, out_dir: Path, run_id
             else:
                 run.children.append(_spawn(_host_command(group, scenario_path, endpoint, report_dir, run_id), host_label(group),
                                            log_dir, parties=group))
+        _, heartbeat_timeout_s = scaled_heartbeats(t.heartbeat_interval_s, t.heartbeat_timeout_s, len(owners) + 2)
         _watch(run, curator, deadline=time.monotonic() + t.run_timeout_s + t.start_timeout_s,
-               grace_s=scaled_heartbeats(t.heartbeat_interval_s, t.heartbeat_timeout_s, len(owners) + 2)[1] + 5.0, finish_s=t.finish_timeout_s,
+               grace_s=heartbeat_timeout_s + 5.0, finish_s=t.finish_timeout_s,
                dropouts=lambda: _dropouts(report_dir / f"{CURATOR}.json"), on_round=on_round)
     finally:
         for child in run.children:
