@@ -15,7 +15,8 @@ point is fetched from the best bidder only. Engines:
   ClientApp (Message API), whose maths are ours.
 * ``flower-deploy``: Flower's deployment engine: a SuperLink and K SuperNodes as OS processes on
   loopback, insecure (no TLS), the app submitted with ``flwr run``; each SuperNode runs the
-  ClientApp in a subprocess.
+  ClientApp in a subprocess. The SuperLink keeps its state in an SQLite file (``--database``).
+* ``flower-deploy-memory``: the same, the SuperLink keeping its state in memory (no ``--database``).
 * ``ours-processes``: ``marketplace.run(..., driver="processes")``: every party its own process,
   ZeroMQ with CURVE on loopback.
 * ``ours-process-each``: the same with ``parties.owners_per_process=1``: one OS process per owner,
@@ -52,7 +53,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
-ENGINES = ("flower-sim", "flower-deploy", "ours-processes", "ours-process-each", "ours-inprocess")
+ENGINES = ("flower-sim", "flower-deploy", "flower-deploy-memory", "ours-processes", "ours-process-each", "ours-inprocess")
 EXTRA_HINT = "pip install -e '.[compare]'"
 sys.path.insert(0, str(HERE))
 
@@ -98,8 +99,9 @@ def _wait_port(port: int, timeout: float) -> None:
     raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout:.0f} s (expected the SuperLink)")
 
 
-def run_flower_deploy(owners: int, rounds: int, workdir: Path, timeout: float) -> dict[str, Any]:
-    """Flower's deployment engine: a SuperLink, ``owners`` SuperNodes and ``flwr run``, all on loopback."""
+def run_flower_deploy(owners: int, rounds: int, workdir: Path, timeout: float, *, database: bool = True) -> dict[str, Any]:
+    """Flower's deployment engine: a SuperLink, ``owners`` SuperNodes and ``flwr run``, all on loopback;
+    the SuperLink's state in an SQLite file (``database``) or in memory."""
     import flower_summarize
 
     out = workdir / "flower.json"
@@ -132,8 +134,8 @@ def run_flower_deploy(owners: int, rounds: int, workdir: Path, timeout: float) -
                                           start_new_session=False))
 
     try:
-        start("superlink", ["flower-superlink", "--insecure", "--host", "127.0.0.1", "--port", str(link_port),
-                            "--database", str(workdir / "state.db")])
+        state = ["--database", str(workdir / "state.db")] if database else []  # none: Flower keeps it in memory
+        start("superlink", ["flower-superlink", "--insecure", "--host", "127.0.0.1", "--port", str(link_port), *state])
         _wait_port(link_port, 60)
         for i in range(owners):
             start(f"supernode-{i}", ["flower-supernode", "--insecure", "--superlink", f"127.0.0.1:{link_port}",
@@ -213,8 +215,8 @@ def run_one(engine: str, owners: int, rounds: int, timeout: float) -> dict[str, 
         workdir = Path(tmp)
         if engine == "flower-sim":
             return run_flower_sim(owners, rounds, workdir)
-        if engine == "flower-deploy":
-            return run_flower_deploy(owners, rounds, workdir, timeout)
+        if engine in ("flower-deploy", "flower-deploy-memory"):
+            return run_flower_deploy(owners, rounds, workdir, timeout, database=engine == "flower-deploy")
         if engine == "ours-process-each":
             return run_ours(owners, rounds, workdir, "processes", owners_per_process=1)
         return run_ours(owners, rounds, workdir, engine.removeprefix("ours-"))
