@@ -1,5 +1,6 @@
-"""Two tiny roles for tests/runtime/test_liveness.py: a curator that asks one party for a bid, and a party
-that, before it answers, computes in Python, stops itself (SIGSTOP) or dies (SIGKILL).
+"""Tiny roles for the liveness and deadline tests: a curator that asks one party for a bid, a party
+that, before it answers, computes in Python, stops itself (SIGSTOP) or dies (SIGKILL), and a silent
+role that only records whom it lost (for tests that drive a loop's timers by hand).
 
     python tests/liveness_roles.py ENDPOINT BEHAVIOUR SECONDS HEARTBEAT_INTERVAL_S HEARTBEAT_TIMEOUT_S
 
@@ -21,6 +22,24 @@ from marketplace.roles import CURATOR, Role, Send
 PARTY = "owner-1"
 RUN = "liveness"
 PARTIES = frozenset({CURATOR, PARTY})
+
+
+class Silent(Role):
+    """Sends nothing and accepts everything; records each peer it lost, with the reason."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lost: list[tuple[str, str]] = []
+
+    def start(self) -> list[Send]:
+        return []
+
+    def handle(self, message: Envelope) -> list[Send]:
+        return []
+
+    def peer_lost(self, peer: str, reason: str = "") -> list[Send]:
+        self.lost.append((peer, reason))
+        return []
 
 
 class AskingCurator(Role):

@@ -39,7 +39,6 @@ from marketplace.runner.forkserver import BLAS_ENV, forkserver_context
 from marketplace.runner.scheduling import start_as_party
 from marketplace.scenario import Scenario
 from marketplace.transport.host import FILES_PER_OWNER, HOST_SPARE_FILES
-from marketplace.transport.zmq_driver import scaled_heartbeats
 
 Launch = Literal["forkserver", "exec"]
 log = logging.getLogger(__name__)
@@ -240,9 +239,11 @@ def run_processes(scenario: Scenario, scenario_path: Path, out_dir: Path, run_id
             else:
                 run.children.append(_spawn(_host_command(group, scenario_path, endpoint, report_dir, run_id), host_label(group),
                                            log_dir, parties=group))
-        _, heartbeat_timeout_s = scaled_heartbeats(t.heartbeat_interval_s, t.heartbeat_timeout_s, len(owners) + 2)
+        from marketplace.runner.party_process import link_settings
+
         _watch(run, curator, deadline=time.monotonic() + t.run_timeout_s + t.start_timeout_s,
-               grace_s=heartbeat_timeout_s + 5.0, finish_s=t.finish_timeout_s,
+               grace_s=link_settings(scenario).heartbeat_timeout_s + 5.0,  # the parties' own, stretched with K
+               finish_s=t.finish_timeout_s,
                dropouts=lambda: _dropouts(report_dir / f"{CURATOR}.json"), on_round=on_round)
     finally:
         for child in run.children:

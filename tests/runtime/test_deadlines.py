@@ -12,7 +12,7 @@ import pytest
 import zmq
 
 from conftest import ROOT
-from liveness_roles import RUN, AskingCurator
+from liveness_roles import RUN, AskingCurator, Silent
 from marketplace.protocols.pfds.curator import RELEASES_PER_STEP, PfdsCurator
 from marketplace.messages import Envelope
 from marketplace.roles import CURATOR, Role, Send, owner_id
@@ -217,28 +217,14 @@ def test_the_curators_driver_gives_pfds_round_2_of_100_sharers_ten_deadlines_and
         ctx.term()
 
 
-class Gathering(Role):
+class Gathering(Silent):
     """A curator waiting for the hellos of three owners and the consumer."""
 
     party_id = CURATOR
     role_name = "curator"
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.lost: list[tuple[str, str]] = []
-
-    def start(self) -> list[Send]:
-        return []
-
-    def handle(self, message: Envelope) -> list[Send]:
-        return []
-
     def expected_peers(self) -> tuple[str, ...]:
         return ("owner-1", "owner-2", "owner-3", "consumer")
-
-    def peer_lost(self, peer: str, reason: str = "") -> list[Send]:
-        self.lost.append((peer, reason))
-        return []
 
 
 def test_the_start_deadline_counts_from_the_last_arrival_so_slow_handshakes_are_waited_for():

@@ -16,11 +16,11 @@ import pytest
 import zmq
 
 from conftest import ROOT
-from liveness_roles import PARTIES, PARTY, RUN, AskingCurator
+from liveness_roles import PARTIES, PARTY, RUN, AskingCurator, Silent
 from marketplace.messages import PROTOCOL_VERSION, Envelope
 from marketplace.messages.kinds import Shutdown
 from marketplace.protocols.summarize.messages import Summary
-from marketplace.roles import CURATOR, Role, Send
+from marketplace.roles import CURATOR
 from marketplace.runner.blame import at_fault, failure_lines
 from marketplace.transport.monitor import ConnectionWatch
 from marketplace.transport.node import Node
@@ -69,28 +69,14 @@ def test_the_server_counts_every_closed_connection_since_zeromq_does_not_say_who
 # --- the driver's rules, on its state ------------------------------------------------------------
 
 
-class Waiting(Role):
+class Waiting(Silent):
     """A party that expects the curator and waits for a ``summary`` from it."""
 
     party_id = "consumer"
     role_name = "consumer"
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.lost: list[tuple[str, str]] = []
-
-    def start(self) -> list[Send]:
-        return []
-
-    def handle(self, message: Envelope) -> list[Send]:
-        return []
-
     def awaited(self) -> dict[str, str]:
         return {CURATOR: "the summary"}
-
-    def peer_lost(self, peer: str, reason: str = "") -> list[Send]:
-        self.lost.append((peer, reason))
-        return []
 
 
 @pytest.fixture
