@@ -14,6 +14,7 @@ INSTALL = {
     "docker-compose": "apt-get install docker-compose",
     "mmdebstrap": "apt-get install mmdebstrap",
     "ip": "apt-get install iproute2",
+    "ss": "apt-get install iproute2",
     "kubectl": "apt-get install kubernetes-client",
     "setpriv": "apt-get install util-linux",
 }

@@ -7,35 +7,47 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 from conftest import QUICKSTART, ROOT
 from marketplace.transport.zmq_driver import LIVENESS_CHECK_S, check_interval, listen_backlog
+from system_tools import skip_unless_tools
+
+
+@contextmanager
+def bound_curator(tmp_path: Path, *settings: str) -> Iterator[tuple[subprocess.Popen, str]]:
+    """A plaintext curator of QUICKSTART with ``settings`` (``--set`` values), bound and waiting for
+    its parties: (its process, its port). Killed on the way out."""
+    endpoint_file = tmp_path / "endpoint"
+    overrides = [arg for item in settings for arg in ("--set", item)]
+    proc = subprocess.Popen([sys.executable, "-m", "marketplace", "curator", "--scenario", str(QUICKSTART), "--endpoint",
+                             "tcp://127.0.0.1:0", "--endpoint-file", str(endpoint_file), "--insecure", *overrides],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not endpoint_file.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert endpoint_file.exists(), proc.stderr.read() if proc.poll() is not None else "no endpoint within 60 s"
+        yield proc, endpoint_file.read_text().rsplit(":", 1)[1]
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def test_the_curator_listens_with_room_for_every_party_to_connect_at_once(tmp_path):
     """ZeroMQ's default backlog (100) drops SYNs when hundreds of owners connect at once under
     CURVE; each dropped owner then waits a second for TCP to retry. The curator's listening socket
     must hold every party. `ss` shows a listening socket's backlog in its Send-Q column."""
+    skip_unless_tools("ss", why="reads the curator's listen backlog")
     owners = 300
-    endpoint_file = tmp_path / "endpoint"
-    proc = subprocess.Popen([sys.executable, "-m", "marketplace", "curator", "--scenario", str(QUICKSTART), "--endpoint",
-                             "tcp://127.0.0.1:0", "--endpoint-file", str(endpoint_file), "--insecure",
-                             "--set", f"parties.owners={owners}"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True)
-    try:
-        deadline = time.monotonic() + 60
-        while not endpoint_file.exists() and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.05)
-        assert endpoint_file.exists(), proc.stderr.read() if proc.poll() is not None else "no endpoint within 60 s"
-        port = endpoint_file.read_text().rsplit(":", 1)[1]
+    with bound_curator(tmp_path, f"parties.owners={owners}") as (_, port):
         lines = subprocess.run(["ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True, check=True).stdout.split()
         backlog = int(lines[2])  # State Recv-Q Send-Q ...: Send-Q of a listening socket is its backlog
         somaxconn = int(open("/proc/sys/net/core/somaxconn").read())
         assert backlog == min(listen_backlog(owners + 2), somaxconn) >= owners + 2
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 def test_listen_backlog_never_goes_below_zeromqs_default():
@@ -115,22 +127,8 @@ def test_a_curator_of_many_parties_spreads_their_connections_over_io_threads(tmp
     """libzmq cancels a timer by walking all of its I/O thread's timers, so one thread holding
     thousands of connections spends its core on that walk: a curator for 4,500 owners runs three
     I/O threads (their names are in /proc)."""
-    from pathlib import Path
-
     from marketplace.transport.zmq_driver import io_threads
 
-    endpoint_file = tmp_path / "endpoint"
-    proc = subprocess.Popen([sys.executable, "-m", "marketplace", "curator", "--scenario", str(QUICKSTART), "--endpoint",
-                             "tcp://127.0.0.1:0", "--endpoint-file", str(endpoint_file), "--insecure",
-                             "--set", "parties.owners=4500", "--set", "data.partition.scheme=even"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True)
-    try:
-        deadline = time.monotonic() + 60
-        while not endpoint_file.exists() and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.05)
-        assert endpoint_file.exists(), proc.stderr.read() if proc.poll() is not None else "no endpoint within 60 s"
+    with bound_curator(tmp_path, "parties.owners=4500", "data.partition.scheme=even") as (proc, _):
         names = [Path(task, "comm").read_text().strip() for task in Path(f"/proc/{proc.pid}/task").iterdir()]
         assert sum(name.startswith("ZMQbg/IO/") for name in names) == io_threads(4502) == 3, names
-    finally:
-        proc.kill()
-        proc.wait()
