@@ -57,6 +57,8 @@ ENGINES = ("flower-sim", "flower-deploy", "flower-deploy-memory", "ours-processe
 EXTRA_HINT = "pip install -e '.[compare]'"
 sys.path.insert(0, str(HERE))
 
+from proctree import CLOCK_TICK, cpu_ticks, memory_kb, tree  # noqa: E402  (benchmarks/proctree.py)
+
 
 # --- one run, in its own process ----------------------------------------------------------------
 
@@ -233,52 +235,6 @@ def _become_subreaper() -> None:
         pass
 
 
-def _children() -> dict[int, list[int]]:
-    tree: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                with open(f"/proc/{entry.name}/stat", "rb") as f:
-                    stat = f.read()
-            except OSError:
-                continue
-            ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
-            tree.setdefault(ppid, []).append(int(entry.name))
-    return tree
-
-
-def _descendants(root: int) -> list[int]:
-    tree, found, todo = _children(), [], [root]
-    while todo:
-        pid = todo.pop()
-        found.append(pid)
-        todo.extend(tree.get(pid, ()))
-    return found
-
-
-def _cpu_s(pid: int) -> float | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
-
-
-def _pss_rss_kb(pid: int) -> tuple[int, int]:
-    pss = rss = 0
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as f:
-            for line in f:
-                if line.startswith("Pss:"):
-                    pss = int(line.split()[1])
-                elif line.startswith("Rss:"):
-                    rss = int(line.split()[1])
-    except OSError:
-        pass
-    return pss, rss
-
-
 class TreeMeter:
     """CPU seconds and peak memory of a process and all its descendants, sampled every ``interval``
     seconds. CPU: the last sample of every process seen (a process's last < ``interval`` s before it
@@ -292,11 +248,11 @@ class TreeMeter:
 
     def sample(self) -> None:
         pss_sum = rss_sum = 0
-        for pid in _descendants(self.root):
-            cpu = _cpu_s(pid)
-            if cpu is not None:
-                self.cpu[pid] = max(cpu, self.cpu.get(pid, 0.0))
-            pss, rss = _pss_rss_kb(pid)
+        for pid in tree(self.root):
+            ticks = cpu_ticks(pid)
+            if ticks is not None:
+                self.cpu[pid] = max(ticks / CLOCK_TICK, self.cpu.get(pid, 0.0))
+            rss, pss = memory_kb(pid)
             pss_sum, rss_sum = pss_sum + pss, rss_sum + rss
             self.processes_seen.add(pid)
         self.peak_pss_kb, self.peak_rss_kb = max(self.peak_pss_kb, pss_sum), max(self.peak_rss_kb, rss_sum)
@@ -323,7 +279,7 @@ def measured_run(engine: str, owners: int, rounds: int, timeout: float) -> dict[
             meter.sample()
             time.sleep(meter.interval)
         if proc.poll() is None:
-            for pid in reversed(_descendants(proc.pid)):
+            for pid in reversed(tree(proc.pid)):
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
@@ -344,7 +300,7 @@ def measured_run(engine: str, owners: int, rounds: int, timeout: float) -> dict[
 def _end_orphans() -> None:
     """Kill and reap what a run left behind: processes of its tree re-parented to this one (a
     ServerApp whose SuperLink was stopped, say), so that the next run starts on an idle machine."""
-    for pid in _descendants(os.getpid())[1:]:
+    for pid in tree(os.getpid())[1:]:
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:

@@ -56,7 +56,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
 import re
 import resource
 import statistics
@@ -67,80 +66,10 @@ import threading
 import time
 from pathlib import Path
 
+from proctree import CLOCK_TICK, cpu_ticks, interpolate, memory_kb, thread_kind_ticks, tree  # a script's own folder is on sys.path
+
 ROOT = Path(__file__).resolve().parent.parent
 QUICKSTART = ROOT / "scenarios" / "quickstart.yaml"
-
-
-def _tree(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                with open(f"/proc/{entry.name}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry.name))
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo.extend(children.get(pid, []))
-    return out
-
-
-CLOCK_TICK = os.sysconf("SC_CLK_TCK")
-
-
-def _tree_cpu_s(root: int, seen: dict[int, int]) -> float:
-    """User + system CPU seconds the tree has used: every live process's (all its threads), plus
-    the last reading of each process seen before that has exited since (``seen``, updated)."""
-    for pid in _tree(root):
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            seen[pid] = max(seen.get(pid, 0), int(fields[11]) + int(fields[12]))
-        except (OSError, IndexError, ValueError):
-            pass
-    return sum(seen.values()) / CLOCK_TICK
-
-
-def _thread_cpu(root: int) -> dict[tuple[int, str], int]:
-    """CPU clock ticks of every live process of the tree by (pid, thread kind): ``main`` (the
-    process's own thread, where its Python loop runs), ``zmq-io`` (ZeroMQ's I/O threads, named
-    ZMQbg/IO/n) and ``other`` (any other thread: ZeroMQ's reaper, the ZAP handler, imports)."""
-    out: dict[tuple[int, str], int] = {}
-    for pid in _tree(root):
-        try:
-            tasks = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue
-        for tid in tasks:
-            try:
-                with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                    text = f.read()
-            except OSError:
-                continue
-            name = text[text.index("(") + 1:text.rindex(")")]
-            fields = text.rsplit(")", 1)[1].split()
-            kind = "main" if tid == str(pid) else "zmq-io" if name.startswith("ZMQbg/IO") else "other"
-            out[(pid, kind)] = out.get((pid, kind), 0) + int(fields[11]) + int(fields[12])
-    return out
-
-
-def _memory_kb(pid: int) -> tuple[int, int]:
-    """(RSS, PSS) of one process in KiB, from /proc/PID/smaps_rollup; (0, 0) if it is gone."""
-    rss = pss = 0
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as f:
-            for line in f:
-                if line.startswith("Rss:"):
-                    rss = int(line.split()[1])
-                elif line.startswith("Pss:"):
-                    pss = int(line.split()[1])
-    except OSError:
-        pass
-    return rss, pss
 
 
 class TreeSampler(threading.Thread):
@@ -154,56 +83,48 @@ class TreeSampler(threading.Thread):
         """CPU time this sampler used (its share of the machine, taken from the run it measures)."""
         self.peak_by_pid: dict[int, int] = {}
         self.cpu_trace: list[tuple[float, float]] = []
+        """(wall clock, CPU seconds the tree has used: every process's last reading) at each sample."""
         self.cpu_seen: dict[int, int] = {}
         self.thread_trace: list[tuple[float, dict[tuple[int, str], int]]] = []
-        """(wall clock, CPU seconds the tree's live processes have used) at each sample."""
+        """(wall clock, CPU ticks by (pid, thread kind) of the live processes) at each sample."""
         self.stop_event = threading.Event()
 
     def thread_cpu_between(self, start: float, end: float) -> dict[tuple[int, str], float]:
         """CPU seconds by (pid, thread kind) between two wall-clock times, each interpolated between
         the samples that saw it (a process that exited before ``end``, as the parties do right
         after the last round, counts up to its last sample)."""
-        series: dict[tuple[int, str], list[tuple[float, int]]] = {}
+        series: dict[tuple[int, str], list[tuple[float, float]]] = {}
         for t, snap in self.thread_trace:
             for key, ticks in snap.items():
                 series.setdefault(key, []).append((t, ticks))
-
-        def at(points: list[tuple[float, int]], t: float) -> float:
-            if t <= points[0][0]:
-                return points[0][1]
-            for (x0, c0), (x1, c1) in zip(points, points[1:]):
-                if x0 <= t <= x1:
-                    return c0 if x1 == x0 else c0 + (c1 - c0) * (t - x0) / (x1 - x0)
-            return points[-1][1]
-
-        return {key: (at(points, end) - at(points, start)) / CLOCK_TICK for key, points in series.items()
-                if points[0][0] <= start}
+        return {key: (interpolate(points, end) - interpolate(points, start)) / CLOCK_TICK
+                for key, points in series.items() if points[0][0] <= start}
 
     def cpu_between(self, start: float, end: float) -> float | None:
         """CPU seconds the tree used between two wall-clock times, interpolated between samples
         (None without samples around both)."""
-        def at(t: float) -> float | None:
-            before = [(x, c) for x, c in self.cpu_trace if x <= t]
-            after = [(x, c) for x, c in self.cpu_trace if x >= t]
-            if not before or not after:
-                return None
-            (x0, c0), (x1, c1) = before[-1], after[0]
-            return c0 if x1 == x0 else c0 + (c1 - c0) * (t - x0) / (x1 - x0)
-        a, b = at(start), at(end)
-        return None if a is None or b is None else b - a
+        if not self.cpu_trace or self.cpu_trace[0][0] > start or self.cpu_trace[-1][0] < end:
+            return None
+        return interpolate(self.cpu_trace, end) - interpolate(self.cpu_trace, start)
 
     def run(self) -> None:
         started = time.thread_time()
         while not self.stop_event.is_set():
             rss_sum = pss_sum = 0
-            for pid in _tree(self.root):
-                rss, pss = _memory_kb(pid)
+            threads: dict[tuple[int, str], int] = {}
+            for pid in tree(self.root):  # one scan of /proc per sample, for memory and CPU alike
+                rss, pss = memory_kb(pid)
                 rss_sum += rss
                 pss_sum += pss
                 if pss > self.peak_by_pid.get(pid, 0):
                     self.peak_by_pid[pid] = pss
-            self.cpu_trace.append((time.time(), _tree_cpu_s(self.root, self.cpu_seen)))
-            self.thread_trace.append((time.time(), _thread_cpu(self.root)))
+                ticks = cpu_ticks(pid)
+                if ticks is not None:
+                    self.cpu_seen[pid] = max(self.cpu_seen.get(pid, 0), ticks)
+                threads.update(((pid, kind), n) for kind, n in thread_kind_ticks(pid).items())
+            now = time.time()
+            self.cpu_trace.append((now, sum(self.cpu_seen.values()) / CLOCK_TICK))
+            self.thread_trace.append((now, threads))
             self.peak_rss_kb = max(self.peak_rss_kb, rss_sum)
             self.peak_pss_kb = max(self.peak_pss_kb, pss_sum)
             self.cpu_s = time.thread_time() - started

@@ -23,7 +23,7 @@ import pytest
 from conftest import ROOT, needs_data
 
 BENCHMARKS = ROOT / "benchmarks"
-HELPERS = {"timing.py", "flower_summarize.py"}  # imported by the scripts (the Flower app of bench_flower.py), not benchmarks
+HELPERS = {"timing.py", "flower_summarize.py", "proctree.py"}  # imported by the scripts (the Flower app of bench_flower.py, /proc readers), not benchmarks
 
 
 def run_benchmark(script: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
