@@ -8,7 +8,7 @@ among the owners, the consumer (D_v and a test set) and the public seed set D_in
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -111,7 +111,7 @@ class SparseParts(Sequence):
     def __len__(self) -> int:
         return self._n
 
-    def __getitem__(self, index):  # type: ignore[override]
+    def __getitem__(self, index: int | slice) -> Dataset | tuple[Dataset, ...]:  # type: ignore[override]
         if isinstance(index, slice):
             return tuple(self[i] for i in range(*index.indices(self._n)))
         i = index + self._n if index < 0 else index
@@ -119,10 +119,10 @@ class SparseParts(Sequence):
             raise IndexError(f"owner part {index} of {self._n}")
         return self._held.get(i, self._empty)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Dataset]:
         return (self._held.get(i, self._empty) for i in range(self._n))
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type, tuple[int, dict[int, Dataset], Dataset]]:
         return SparseParts, (self._n, self._held, self._empty)
 
     def __repr__(self) -> str:
