@@ -54,7 +54,7 @@ def default_run_id(scenario: Scenario) -> str:
 
 def link_settings(scenario: Scenario) -> LinkSettings:
     t = scenario.config.transport
-    interval, timeout = scaled_heartbeats(t.heartbeat_interval_s, t.heartbeat_timeout_s, len(party_ids(scenario.config)))
+    interval, timeout = scaled_heartbeats(t.heartbeat_interval_s, t.heartbeat_timeout_s, scenario.config.parties.owners + 2)
     return LinkSettings(
         heartbeat_interval_s=interval, heartbeat_timeout_s=timeout,
         start_timeout_s=t.start_timeout_s, run_timeout_s=t.run_timeout_s, progress_timeout_s=t.progress_timeout_s,
