@@ -153,7 +153,15 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--insecure", action="store_true", help="plaintext link, for development only (no --keys needed)")
         if role == "owner":
             p.add_argument("--id", required=True, help="owner id: owner-1 ... owner-K")
-            p.add_argument("--data", metavar="FILE.npz", help="use this file (arrays X and y) instead of the generated share")
+            p.add_argument("--data", metavar="FILE", help="the owner's own rows: a CSV (or .npz) checked against the "
+                                                          "marketplace's public schema (data.schema); in a simulated "
+                                                          "scenario, an .npz (arrays X and y) instead of its generated share")
+            add_read_limits(p)
+        if role == "consumer":
+            p.add_argument("--data", metavar="FILE", help="the consumer's own target D_v, a CSV (or .npz) checked against "
+                                                          "the marketplace's public schema (data.schema)")
+            p.add_argument("--test", metavar="FILE", help="the consumer's own test set (same format as --data)")
+            add_read_limits(p)
         if role == "curator":
             p.add_argument("--endpoint-file", help="write the bound endpoint here once listening")
     hosts = sub.add_parser("owners", help="run many data owners in one process (an owner host)",
@@ -178,7 +186,31 @@ def _parser() -> argparse.ArgumentParser:
     hosts.add_argument("--keys", metavar="DIR", help="CURVE key folder holding every served owner's secret key and the "
                                                       "curator's public key (`marketplace keys generate` writes one)")
     hosts.add_argument("--insecure", action="store_true", help="plaintext link, for development only (no --keys needed)")
+    hosts.add_argument("--data", metavar="SPEC", help="each owner's own rows, checked against the marketplace's public "
+                                                      "schema: owner-1=a.csv,owner-2=b.csv, or a folder of <owner>.csv")
+    add_read_limits(hosts)
     return parser
+
+
+def add_read_limits(parser: argparse.ArgumentParser) -> None:
+    """``--max-bytes``, ``--max-rows``, ``--max-field-bytes``: how much of a party's own file is read
+    (:class:`marketplace.data.own_files.ReadLimits`)."""
+    from marketplace.data.own_files import ReadLimits
+
+    d = ReadLimits()
+    parser.add_argument("--max-bytes", type=_positive_int, default=d.max_bytes, metavar="N",
+                        help=f"read at most N bytes of a data file, after decompression (default {d.max_bytes:,})")
+    parser.add_argument("--max-rows", type=_positive_int, default=d.max_rows, metavar="N",
+                        help=f"read at most N rows of a data file (default {d.max_rows:,})")
+    parser.add_argument("--max-field-bytes", type=_positive_int, default=d.max_field_bytes, metavar="N",
+                        help=f"at most N bytes in one CSV field (default {d.max_field_bytes:,})")
+
+
+def read_limits(args: argparse.Namespace):
+    """The :class:`~marketplace.data.own_files.ReadLimits` of a command's ``--max-*`` options."""
+    from marketplace.data.own_files import ReadLimits
+
+    return ReadLimits(max_bytes=args.max_bytes, max_rows=args.max_rows, max_field_bytes=args.max_field_bytes)
 
 
 def _positive_int(text: str) -> int:
@@ -490,13 +522,16 @@ def _party(args: argparse.Namespace, scenario) -> int:
     report = None if args.no_report else (args.report or f"parties/{party}.json")
     try:
         return run_party(scenario, party=party, endpoint=args.endpoint, report_path=report, run_id=args.run_id,
-                         endpoint_file=getattr(args, "endpoint_file", None), data_file=getattr(args, "data", None))
+                         endpoint_file=getattr(args, "endpoint_file", None), data_file=getattr(args, "data", None),
+                         test_file=getattr(args, "test", None),
+                         limits=read_limits(args) if hasattr(args, "max_bytes") else None)
     except (ValueError, OSError) as err:
         print(f"marketplace {party}: cannot start: {err}", file=sys.stderr)
         return EXIT_USAGE
 
 
 def _owner_host(args: argparse.Namespace, scenario) -> int:
+    from marketplace.data.own_files import parse_data_files
     from marketplace.parties import host_label, parse_owner_ids
     from marketplace.runner.party_process import run_owner_host
 
@@ -508,8 +543,10 @@ def _owner_host(args: argparse.Namespace, scenario) -> int:
     label = host_label(owners)
     logging.basicConfig(level=args.log_level.upper(), format=f"%(asctime)s {label} %(levelname)s %(message)s", stream=sys.stderr)
     try:
+        files = parse_data_files(args.data, owners) if args.data else None
         return run_owner_host(scenario, owners=owners, endpoint=args.endpoint, run_id=args.run_id,
-                              report_dir=None if args.no_report else args.report_dir)
+                              report_dir=None if args.no_report else args.report_dir, data_files=files,
+                              limits=read_limits(args))
     except (ValueError, OSError) as err:
         print(f"marketplace owners: cannot start: {err}", file=sys.stderr)
         return EXIT_USAGE

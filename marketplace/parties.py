@@ -90,7 +90,13 @@ def owner_number(party: str, owners: int) -> int | None:
 
 def make_world(config: ScenarioConfig, exchange: ModuleType | None = None) -> World:
     """The world of the run: the exchange's own (``make_world`` in its module) or :func:`build_world`.
-    ``exchange`` is the scenario's exchange module, when the caller resolved it already."""
+    ``exchange`` is the scenario's exchange module, when the caller resolved it already. A
+    schema-only marketplace (``data.schema``) has no such world: every part is empty (each party
+    adds its own rows, :func:`with_own_rows`), and nobody holds everyone's rows."""
+    if config.data.schema_only:
+        from marketplace.data.public_schema import schema_world
+
+        return schema_world(config.data.schema, config.parties.owners)
     own = getattr(exchange or plugins.exchange(config.protocol), "make_world", None)
     if own is not None:
         return own(config)
@@ -218,3 +224,48 @@ def load_owner_file(path: str) -> Dataset:
     names = tuple(f"f{i}" for i in range(X.shape[1]))
     return Dataset(X=np.ascontiguousarray(X), y=y, group=np.zeros(len(X), dtype=np.int64), feature_names=names,
                    group_names=("all",), name=path)
+
+
+def own_rows(config: ScenarioConfig, party: str, *, data: str | Path | None = None, test: str | Path | None = None,
+             limits=None) -> dict[str, Dataset]:
+    """The rows ``party`` brings of its own, read from its files: ``{"owner": rows}`` for an owner,
+    ``{"validation": D_v, "test": test set}`` for the consumer (the test set optional), ``{}`` when
+    it brings none. In a schema-only marketplace (``data.schema``) every file is checked against the
+    schema (:func:`marketplace.data.own_files.load_own_rows`), and an owner or consumer without its
+    files is refused: nobody else holds them. Elsewhere only an owner's ``.npz`` (arrays X and y)
+    may replace its generated share. Raises ValueError naming the party and what is wrong."""
+    from marketplace.data.own_files import ReadLimits, load_own_rows
+
+    limits = limits or ReadLimits()
+    role = role_of(party)
+    schema = config.data.schema
+    if role == "curator":
+        if data is not None or test is not None:
+            raise ValueError("curator: holds no rows of its own (--data and --test are for owners and the consumer)")
+        return {}
+    if test is not None and role != "consumer":
+        raise ValueError(f"{party}: --test is the consumer's own test set; an owner gives only --data")
+    if schema is None:
+        if role == "consumer" and (data is not None or test is not None):
+            raise ValueError("consumer: --data/--test bring the consumer's own target to a marketplace described by "
+                             "its public schema (data.schema); this scenario simulates its data (data.source), and "
+                             "the consumer's target is drawn from it (data.consumer)")
+        return {"owner": load_owner_file(str(data))} if data is not None else {}
+    if data is None:
+        what = "its own rows (--data FILE.csv)" if role == "owner" else "its own target (--data TARGET.csv)"
+        raise ValueError(f"{party}: this marketplace is described by its public schema (data.schema) and holds no "
+                         f"rows: {party} must bring {what}")
+    if role == "owner":
+        return {"owner": load_own_rows(data, schema, party=party, limits=limits)}
+    found = {"validation": load_own_rows(data, schema, party="consumer (target)", limits=limits)}
+    if test is not None:
+        found["test"] = load_own_rows(test, schema, party="consumer (test set)", limits=limits)
+    return found
+
+
+def with_own_rows(share: World, rows: dict[str, Dataset]) -> World:
+    """``share`` with the consumer's own D_v and test set (``rows`` of :func:`own_rows`) in place."""
+    if not rows.keys() & {"validation", "test"}:
+        return share
+    return dataclasses.replace(share, validation=rows.get("validation", share.validation),
+                               test=rows.get("test", share.test))

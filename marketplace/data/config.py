@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, make_dataclass
 from typing import Annotated, Any, Literal
 
+from marketplace.data.public_schema import DataSchema
 from marketplace.data.sources import DEFAULT_KIND, SOURCES
-from marketplace.schema import Length, MissingKeys, Range, required_keys
+from marketplace.schema import Length, MissingKeys, Range, SchemaError, required_keys
 
 Positive = Annotated[int, Range(min=1)]
 Probability = Annotated[float, Range(min=0.0, max=1.0)]
@@ -102,7 +103,35 @@ class SeedSetConfig:
 
 @dataclass(frozen=True)
 class DataConfig:
+    """Where the rows come from. Either ``source``: one dataset that every party rebuilds from the
+    seed and shares out (a simulation, with every central reference), or ``schema``: a public
+    schema only, each party bringing its own rows (owners their files, the consumer its target), so
+    that no process ever holds another party's rows (:mod:`marketplace.data.public_schema`)."""
+
     source: SourceConfig = field(default_factory=SourceConfig)
     partition: PartitionConfig = field(default_factory=PartitionConfig)
     consumer: ConsumerConfig = field(default_factory=ConsumerConfig)
     seed_set: SeedSetConfig = field(default_factory=SeedSetConfig)
+    schema: DataSchema | None = None
+    """The public schema of a marketplace whose parties bring their own rows; ``source``,
+    ``partition`` and ``data.consumer.target_*`` then do not apply, and the seed set is empty."""
+
+    @staticmethod
+    def __schema_check__(values: dict[str, Any], path: str) -> None:
+        if values.get("schema") is None:
+            return
+        prefix = f"{path}." if path else ""
+        for key in ("source", "partition"):
+            if key in values:
+                raise SchemaError(f"{prefix}{key}", f"no {key} beside {prefix}schema (a marketplace is described by "
+                                  f"a dataset to simulate, data.source, or by the public schema of its parties' own "
+                                  f"rows, data.schema, not both)", f"a {key} section")
+        seed_set = values.setdefault("seed_set", SeedSetConfig(size=0))
+        if seed_set.size:
+            raise SchemaError(f"{prefix}seed_set.size", f"0 beside {prefix}schema (a schema-only marketplace has no "
+                              f"public seed set)", str(seed_set.size))
+
+    @property
+    def schema_only(self) -> bool:
+        """Whether the parties bring their own rows (``schema``) instead of sharing out ``source``."""
+        return self.schema is not None

@@ -141,6 +141,12 @@ class World:
     validation: Dataset
     test: Dataset
     seed_set: Dataset
+    central: bool = True
+    """Whether this world holds every party's rows, as a simulation's does (built from one source
+    and the seed), so that references needing everyone's data (uniform sampling, a central greedy,
+    a central replay) can be computed from it. False for the world of a schema-only marketplace
+    (:func:`marketplace.data.public_schema.schema_world`): there each party holds only its own rows,
+    and a report says which figures it lacks."""
 
     @property
     def dim(self) -> int:

@@ -22,7 +22,8 @@ from threadpoolctl import threadpool_limits
 
 from marketplace import plugins
 from marketplace.data.dataset import World
-from marketplace.parties import build_role, host_label, load_owner_file, make_world, party_ids, share_of
+from marketplace.data.own_files import ReadLimits
+from marketplace.parties import build_role, host_label, make_world, own_rows, party_ids, share_of, with_own_rows
 from marketplace.roles.lifetime import settle as settle_lifetime
 from marketplace.roles import CURATOR
 from marketplace.runner.identity import scenario_identity
@@ -136,20 +137,25 @@ def _json_default(value: Any) -> Any:
 
 
 def run_party(scenario: Scenario, *, party: str, endpoint: str, report_path: str | None, run_id: str | None,
-              endpoint_file: str | None = None, data_file: str | None = None, share: World | None = None) -> int:
+              endpoint_file: str | None = None, data_file: str | None = None, share: World | None = None,
+              test_file: str | None = None, limits: ReadLimits | None = None) -> int:
     """Build ``party``'s role and serve it until the run ends; returns the process exit status.
 
     ``share`` is the party's part of the world when the launcher already has it; otherwise the
-    party rebuilds the world from the scenario and keeps only its own share.
+    party rebuilds the world from the scenario and keeps only its own share. ``data_file`` (and the
+    consumer's ``test_file``) are the party's own rows (:func:`marketplace.parties.own_rows`), read
+    within ``limits`` and checked before anything is sent.
     """
     started = time.perf_counter()
     config = scenario.config
     settings = link_settings(scenario)
     check_own_keys(scenario, settings, [party])
-    owner_data = load_owner_file(data_file) if data_file else None
+    own = own_rows(config, party, data=data_file, test=test_file, limits=limits)
+    owner_data = own.get("owner")
     protocol = plugins.exchange(config.protocol)  # resolved once for this party, and passed along
     if share is None:
         share = share_of(make_world(config, protocol), party)
+    share = with_own_rows(share, own)
     role = build_role(config, party, world=share, owner_data=owner_data, noise=noise_origin(config, party),
                       exchange=protocol)
     load_in_background(role.warm_imports)  # after the role is built (see marketplace.warm_imports)
@@ -182,10 +188,14 @@ def run_party(scenario: Scenario, *, party: str, endpoint: str, report_path: str
 
 
 def run_owner_host(scenario: Scenario, *, owners: list[str], endpoint: str, report_dir: str | Path | None,
-                   run_id: str | None, shares: dict[str, World] | None = None) -> int:
+                   run_id: str | None, shares: dict[str, World] | None = None,
+                   data_files: dict[str, Path] | None = None, limits: ReadLimits | None = None) -> int:
     """Serve ``owners`` from this one process (an owner host, :mod:`marketplace.transport.host`)
     until the run ends; the owners' reports go to one file, ``report_dir/<first>..<last>.json``
     (:mod:`marketplace.runner.party_reports`).
+
+    ``data_files`` maps each hosted owner to its own file (:func:`marketplace.parties.own_rows`): all
+    of them are read and checked before any owner connects.
 
     Exit status: 0 when every hosted owner finished its part, 3 when the run failed for any of
     them (each owner's report says which), 1 an internal error.
@@ -194,6 +204,8 @@ def run_owner_host(scenario: Scenario, *, owners: list[str], endpoint: str, repo
     config = scenario.config
     settings = link_settings(scenario)
     check_own_keys(scenario, settings, owners)
+    own = {owner: own_rows(config, owner, data=(data_files or {}).get(owner), limits=limits).get("owner")
+           for owner in owners}
     protocol = plugins.exchange(config.protocol)  # resolved once for the host's owners, and passed along
     if shares is None:
         world = make_world(config, protocol)
@@ -202,7 +214,8 @@ def run_owner_host(scenario: Scenario, *, owners: list[str], endpoint: str, repo
     parties = frozenset(party_ids(config))  # one set for every hosted node
     identity = scenario_identity(scenario)  # one for every hosted owner's report
     rid = run_id or default_run_id(scenario)
-    nodes = [Node(build_role(config, owner, world=shares[owner], noise=noise_origin(config, owner), exchange=protocol), run_id=rid,
+    nodes = [Node(build_role(config, owner, world=shares[owner], owner_data=own[owner], noise=noise_origin(config, owner),
+                             exchange=protocol), run_id=rid,
                   max_message_bytes=config.transport.max_message_bytes, parties=parties) for owner in owners]
 
     def file_reports(wall_s: float, driver_of: Callable[[Node], dict[str, Any]]) -> None:

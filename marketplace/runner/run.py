@@ -119,6 +119,11 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, driver: Driver = "p
     Returns the report; its ``status`` says whether the run completed.
     """
     config = scenario.config
+    if config.data.schema_only:
+        raise ScenarioError(scenario.source, "data.schema", "a marketplace described by its public schema holds no rows "
+                            "to simulate: serve it (`marketplace serve`), each owner bringing its own file to `marketplace "
+                            "agent --data` and each consumer its target to `marketplace request --data`; `marketplace "
+                            "run` simulates a dataset (data.source)")
     out = check_run_folder(out_dir)
     protocol = exchange(config.protocol)  # resolved once for the run, and passed along
     if driver == "processes" and launch == "forkserver":

@@ -304,7 +304,8 @@ def parse_scenario(raw: Any, *, source: str, base_dir: Path, overrides: list[str
     _resolve_paths(raw, base_dir)
     try:
         config = build(ScenarioConfig, raw)
-        check_source_available(config.data.source, "data.source")
+        if not config.data.schema_only:
+            check_source_available(config.data.source, "data.source")
         check_privacy_plan(config)
     except SchemaError as err:
         assignment = override_for(err.path, given)
@@ -315,7 +316,11 @@ def parse_scenario(raw: Any, *, source: str, base_dir: Path, overrides: list[str
         raise ScenarioError(where, err.path, f"expected {err.expected}, got {err.got}") from None
     except DatasetMissing as err:
         raise ScenarioDataMissing(source, "data.source", err) from None
-    return Scenario(config=config, raw=to_plain(config), source=source)
+    plain = to_plain(config)
+    if config.data.schema_only:  # the defaults of a simulation's sections do not apply: leave them out
+        for key in ("source", "partition"):
+            plain["data"].pop(key, None)
+    return Scenario(config=config, raw=plain, source=source)
 
 
 def read_scenario_text(text: str, source: str) -> Any:
