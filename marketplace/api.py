@@ -116,6 +116,11 @@ class Validation:
     def __str__(self) -> str:
         from marketplace.runner.format import plural
 
+        schema = self.scenario.config.data.schema
+        if schema is not None:
+            return (f"{self.scenario.source}: valid ({self.scenario.config.protocol}; {plural(self.owners, 'owner')} and "
+                    f"the consumer bringing their own rows, described by a public schema of "
+                    f"{plural(schema.dim, 'feature')} and {plural(len(schema.label.classes), 'class', 'classes')})")
         return (f"{self.scenario.source}: valid ({self.scenario.config.protocol}; {plural(self.owners, 'owner')} holding "
                 f"{plural(self.rows, 'row')} of {plural(self.features, 'feature')}; the consumer {self.validation_rows} + "
                 f"{self.test_rows} rows; seed set {self.seed_set_rows})")

@@ -109,6 +109,17 @@ def _parser() -> argparse.ArgumentParser:
     from marketplace import provision_cli
 
     provision_cli.add_parser(sub)
+    shares = sub.add_parser("shares", help="write a simulated scenario's parties as files of their own, and a market "
+                                           "file describing them by a public schema",
+                            description="Write each owner's rows of SCENARIO's simulated world to OUT/owner-<i>.csv, the "
+                                        "consumer's target and test set to OUT/target.csv and OUT/test.csv, and "
+                                        "OUT/market.yaml: the scenario described by the public schema of those files "
+                                        "(data.schema), for `marketplace serve OUT/market.yaml --owner-data OUT`, "
+                                        "`marketplace agent --data` and `marketplace request --data`.")
+    shares.add_argument("scenario", help="a simulated scenario (data.source)")
+    shares.add_argument("--out", required=True, metavar="OUT", help="a new or empty folder")
+    shares.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
+    shares.set_defaults(func=_shares)
     protocols = sub.add_parser("protocols", help="list the registered protocols (entry-point group marketplace.protocols)",
                                description="List every protocol a scenario can name: the four shipped ones and any "
                                            "installed package's (docs/extending.md).")
@@ -128,6 +139,7 @@ def _parser() -> argparse.ArgumentParser:
     generate.add_argument("--owners", type=int, required=True, help="K, the number of owners")
     generate.add_argument("--force", action="store_true", help="overwrite existing keys")
     from marketplace import plugins
+    from marketplace.data.own_files import ReadLimits
     from marketplace.datasets import cli as data_cli
 
     plugins.add_commands(sub)
@@ -156,12 +168,12 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument("--data", metavar="FILE", help="the owner's own rows: a CSV (or .npz) checked against the "
                                                           "marketplace's public schema (data.schema); in a simulated "
                                                           "scenario, an .npz (arrays X and y) instead of its generated share")
-            add_read_limits(p)
+            ReadLimits.add_arguments(p)
         if role == "consumer":
             p.add_argument("--data", metavar="FILE", help="the consumer's own target D_v, a CSV (or .npz) checked against "
                                                           "the marketplace's public schema (data.schema)")
             p.add_argument("--test", metavar="FILE", help="the consumer's own test set (same format as --data)")
-            add_read_limits(p)
+            ReadLimits.add_arguments(p)
         if role == "curator":
             p.add_argument("--endpoint-file", help="write the bound endpoint here once listening")
     hosts = sub.add_parser("owners", help="run many data owners in one process (an owner host)",
@@ -188,29 +200,8 @@ def _parser() -> argparse.ArgumentParser:
     hosts.add_argument("--insecure", action="store_true", help="plaintext link, for development only (no --keys needed)")
     hosts.add_argument("--data", metavar="SPEC", help="each owner's own rows, checked against the marketplace's public "
                                                       "schema: owner-1=a.csv,owner-2=b.csv, or a folder of <owner>.csv")
-    add_read_limits(hosts)
+    ReadLimits.add_arguments(hosts)
     return parser
-
-
-def add_read_limits(parser: argparse.ArgumentParser) -> None:
-    """``--max-bytes``, ``--max-rows``, ``--max-field-bytes``: how much of a party's own file is read
-    (:class:`marketplace.data.own_files.ReadLimits`)."""
-    from marketplace.data.own_files import ReadLimits
-
-    d = ReadLimits()
-    parser.add_argument("--max-bytes", type=_positive_int, default=d.max_bytes, metavar="N",
-                        help=f"read at most N bytes of a data file, after decompression (default {d.max_bytes:,})")
-    parser.add_argument("--max-rows", type=_positive_int, default=d.max_rows, metavar="N",
-                        help=f"read at most N rows of a data file (default {d.max_rows:,})")
-    parser.add_argument("--max-field-bytes", type=_positive_int, default=d.max_field_bytes, metavar="N",
-                        help=f"at most N bytes in one CSV field (default {d.max_field_bytes:,})")
-
-
-def read_limits(args: argparse.Namespace):
-    """The :class:`~marketplace.data.own_files.ReadLimits` of a command's ``--max-*`` options."""
-    from marketplace.data.own_files import ReadLimits
-
-    return ReadLimits(max_bytes=args.max_bytes, max_rows=args.max_rows, max_field_bytes=args.max_field_bytes)
 
 
 def _positive_int(text: str) -> int:
@@ -302,6 +293,21 @@ def _main(argv: list[str] | None = None) -> int:
     if args.command == "owners":
         return _owner_host(args, scenario)
     return _party(args, scenario)
+
+
+def _shares(args: argparse.Namespace) -> int:
+    from marketplace.api import load
+    from marketplace.runner.shares import write_shares
+    from marketplace.scenario import ScenarioError
+
+    try:
+        written = write_shares(load(args.scenario, sets=args.overrides), args.out)
+    except (ScenarioError, ValueError, OSError) as err:
+        print(f"marketplace shares: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    owners = sum(1 for party in written if party.startswith("owner-"))
+    print(f"{args.out}: {owners} owners' files, target.csv, test.csv and market.yaml")
+    return EXIT_OK
 
 
 def _runs_forked_parties(argv: list[str]) -> bool:
@@ -511,6 +517,7 @@ def _sweep(args: argparse.Namespace, scenario) -> int:
 
 
 def _party(args: argparse.Namespace, scenario) -> int:
+    from marketplace.data.own_files import ReadLimits
     from marketplace.parties import party_ids
     from marketplace.runner.party_process import run_party
 
@@ -524,14 +531,14 @@ def _party(args: argparse.Namespace, scenario) -> int:
         return run_party(scenario, party=party, endpoint=args.endpoint, report_path=report, run_id=args.run_id,
                          endpoint_file=getattr(args, "endpoint_file", None), data_file=getattr(args, "data", None),
                          test_file=getattr(args, "test", None),
-                         limits=read_limits(args) if hasattr(args, "max_bytes") else None)
+                         limits=ReadLimits.from_args(args) if hasattr(args, "max_bytes") else None)
     except (ValueError, OSError) as err:
         print(f"marketplace {party}: cannot start: {err}", file=sys.stderr)
         return EXIT_USAGE
 
 
 def _owner_host(args: argparse.Namespace, scenario) -> int:
-    from marketplace.data.own_files import parse_data_files
+    from marketplace.data.own_files import ReadLimits, parse_data_files
     from marketplace.parties import host_label, parse_owner_ids
     from marketplace.runner.party_process import run_owner_host
 
@@ -546,7 +553,7 @@ def _owner_host(args: argparse.Namespace, scenario) -> int:
         files = parse_data_files(args.data, owners) if args.data else None
         return run_owner_host(scenario, owners=owners, endpoint=args.endpoint, run_id=args.run_id,
                               report_dir=None if args.no_report else args.report_dir, data_files=files,
-                              limits=read_limits(args))
+                              limits=ReadLimits.from_args(args))
     except (ValueError, OSError) as err:
         print(f"marketplace owners: cannot start: {err}", file=sys.stderr)
         return EXIT_USAGE

@@ -19,6 +19,7 @@ Two formats, by the file's name:
 
 from __future__ import annotations
 
+import argparse
 import bz2
 import csv
 import gzip
@@ -50,6 +51,30 @@ class ReadLimits:
     max_bytes: int = 1 << 30
     max_rows: int = 10_000_000
     max_field_bytes: int = 1 << 20
+
+    @staticmethod
+    def add_arguments(parser: argparse.ArgumentParser) -> None:
+        """``--max-bytes``, ``--max-rows`` and ``--max-field-bytes`` on a command that reads a party's file."""
+        d = ReadLimits()
+        for flag, value, what in (("--max-bytes", d.max_bytes, "bytes of a data file, after decompression"),
+                                  ("--max-rows", d.max_rows, "rows of a data file"),
+                                  ("--max-field-bytes", d.max_field_bytes, "bytes in one CSV field")):
+            parser.add_argument(flag, type=_at_least_one, default=value, metavar="N",
+                                help=f"read at most N {what} (default {value:,})")
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> ReadLimits:
+        return cls(max_bytes=args.max_bytes, max_rows=args.max_rows, max_field_bytes=args.max_field_bytes)
+
+
+def _at_least_one(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value
 
 
 SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".tsv", ".npz")

@@ -329,6 +329,7 @@ def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[s
         "owners_lost": lost,
         "lifetime": lifetime_section(config, parties, declined),
         "noise": noise_summary(config, parties, sections.get("privacy") or {}),
+        "deployment": deployment_section(config),
         **sections,
         "history": history,
         "data": world_summary(world),
@@ -340,6 +341,19 @@ def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[s
     if per_owner is not None:
         report["privacy_per_owner"] = per_owner
     return report
+
+
+def deployment_section(config) -> dict[str, str]:
+    """Whose rows the run's parties held: ``simulated`` (every party's rows built from one dataset,
+    ``data.source``, and the seed, so a reader of the report could rebuild any party's data, and the
+    central references are computed), or ``own`` (a marketplace described by its public schema: each
+    party read only its own files, and the figures that need everyone's rows are absent)."""
+    if config.data.schema_only:
+        return {"data": "own", "note": "each party held only its own rows (its own files, checked against the public "
+                                       "schema data.schema); nobody held everyone's rows"}
+    return {"data": "simulated", "note": f"a simulation: every party's rows were built from one dataset "
+                                         f"({config.data.source.kind}) and the run seed, which anyone with the scenario "
+                                         f"can rebuild"}
 
 
 def noise_summary(config, parties: list[dict[str, Any]], privacy: dict[str, Any]) -> dict[str, Any]:

@@ -320,6 +320,8 @@ def parse_scenario(raw: Any, *, source: str, base_dir: Path, overrides: list[str
     if config.data.schema_only:  # the defaults of a simulation's sections do not apply: leave them out
         for key in ("source", "partition"):
             plain["data"].pop(key, None)
+    else:
+        plain["data"].pop("schema", None)
     return Scenario(config=config, raw=plain, source=source)
 
 

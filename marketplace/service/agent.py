@@ -4,8 +4,9 @@ Each served owner has its own control connection to the server, under its own CU
 ``--keys``: ``<owner>.key_secret`` and the server's ``server.key``), and pings every few seconds so
 the server knows it is present. When the server invites its owners to a session, the agent writes
 the session's scenario and a key folder (each owner's own secret key, the session curator's public
-key) and starts ``marketplace owners`` for the invited owners. Those owners build their data from
-the scenario, charge their lifetime ledgers (kept in ``--ledgers``, by default the keys folder, one
+key) and starts ``marketplace owners`` for the invited owners. Those owners read their own files
+(``--data``; checked against the marketplace's schema when the agent starts), or in a simulated
+marketplace build their share from the scenario, charge their lifetime ledgers (kept in ``--ledgers``, by default the keys folder, one
 ``<owner>.ledger.sqlite`` each) before anything leaves, take part, and write their reports; the
 agent sends each owner's report back on that owner's own connection, and waits for the next
 session. It leaves when the server says it stops (after the session it is in), or on SIGTERM.
@@ -25,6 +26,8 @@ from pathlib import Path
 
 import zmq
 
+from marketplace.data.own_files import ReadLimits
+from marketplace.parties import owner_number
 from marketplace.runner.party_reports import read_reports
 from marketplace.service import control
 from marketplace.service.keys import SERVER, load_pair, load_public, write_public
@@ -38,16 +41,25 @@ SESSION_LIMIT_S = 4 * 3600.0
 
 
 class OwnerAgent:
-    """The agent (module docstring): ``run()`` serves until the server stops or :meth:`stop`."""
+    """The agent (module docstring): ``run()`` serves until the server stops or :meth:`stop`.
+
+    ``data`` maps each hosted owner to its own file (:func:`marketplace.data.own_files.parse_data_files`).
+    With ``market`` (the marketplace's file, public: its data schema) every file is read and checked
+    against the schema here, before anything connects: bad data refuses the agent, and nothing is sent.
+    """
 
     def __init__(self, market: str, keys: Path, owners: list[str], *, work: Path, ledgers: Path | None = None,
-                 data: Path | None = None, exit_with: int | None = None) -> None:
-        if data is not None and len(owners) != 1:
-            raise ValueError(f"--data gives one owner's own rows; this agent hosts {len(owners)} owners")
-        if data is not None and not Path(data).is_file():
-            raise ValueError(f"--data: {data}: no such file (an .npz file with arrays X and y)")
+                 data: dict[str, Path] | None = None, exit_with: int | None = None, market_file: Path | None = None,
+                 limits: ReadLimits | None = None) -> None:
         self.market, self.keys, self.owners = market, Path(keys), owners
-        self.data = Path(data).resolve() if data is not None else None
+        self.data = {owner: Path(path).resolve() for owner, path in (data or {}).items()}
+        self.limits = limits or ReadLimits()
+        if self.data:
+            for owner, path in self.data.items():
+                if not path.is_file():
+                    raise ValueError(f"--data: {owner}: {path}: no such file")
+            if market_file is not None:
+                check_own_files(market_file, self.data, self.limits)
         self.work = Path(work)
         self.exit_with = exit_with
         self.ledgers = Path(ledgers) if ledgers is not None else self.keys
@@ -156,11 +168,12 @@ class OwnerAgent:
         log_file = open(folder / "owners.log", "w")  # noqa: SIM115 - the child writes it
         common = ["--scenario", str(folder / "scenario.yaml"), "--endpoint", first.endpoint, "--keys", str(keys),
                   "--run-id", session, "--set", f"lifetime.ledgers={self.ledgers.resolve()}"]
-        if self.data is not None:  # one owner with rows of its own
-            command = ["owner", *common, "--id", ids[0], "--data", str(self.data),
-                       "--report", str(folder / "parties" / f"{ids[0]}.json")]
-        else:
-            command = ["owners", *common, "--ids", ",".join(ids), "--report-dir", str(folder / "parties")]
+        command = ["owners", *common, "--ids", ",".join(ids), "--report-dir", str(folder / "parties")]
+        own = {owner: self.data[owner] for owner in ids if owner in self.data}
+        if own:  # each owner's own rows, read by the owners themselves within the same limits
+            command += ["--data", ",".join(f"{owner}={path}" for owner, path in own.items()),
+                        "--max-bytes", str(self.limits.max_bytes), "--max-rows", str(self.limits.max_rows),
+                        "--max-field-bytes", str(self.limits.max_field_bytes)]
         proc = subprocess.Popen([sys.executable, "-m", "marketplace", *command], stdout=log_file,
                                 stderr=subprocess.STDOUT, cwd=folder)
         log_file.close()
@@ -184,11 +197,32 @@ class OwnerAgent:
                                                                      report=json.dumps(report).encode())))
 
 
+def check_own_files(market_file: Path, files: dict[str, Path], limits: ReadLimits) -> None:
+    """Read each owner's file and check it against the marketplace's data schema (``market_file``);
+    ValueError naming the owner, the file, the line and the column of the first problem."""
+    from marketplace.parties import own_rows
+    from marketplace.scenario import ScenarioError
+    from marketplace.scenario.load import load_scenario
+
+    try:
+        config = load_scenario(market_file).config
+    except ScenarioError as err:
+        raise ValueError(f"the marketplace's file: {err}") from None
+    for owner, path in files.items():
+        if owner_number(owner, config.parties.owners) is None:
+            raise ValueError(f"--data: {owner} is not an owner of this marketplace (owner-1 ... "
+                             f"owner-{config.parties.owners})")
+        rows = own_rows(config, owner, data=path, limits=limits)["owner"]
+        log.info("%s: %d rows of its own in %s, checked against the marketplace's schema", owner, len(rows), path)
+
+
 def serve_agent(market: str, keys: Path, owners: list[str], *, work: Path, ledgers: Path | None = None,
-                data: Path | None = None, exit_with: int | None = None) -> int:
+                data: dict[str, Path] | None = None, exit_with: int | None = None, market_file: Path | None = None,
+                limits: ReadLimits | None = None) -> int:
     """Run an agent in this process until the server stops it, SIGTERM/SIGINT arrives, or the
     process ``exit_with`` is gone."""
-    agent = OwnerAgent(market, keys, owners, work=work, ledgers=ledgers, data=data, exit_with=exit_with)
+    agent = OwnerAgent(market, keys, owners, work=work, ledgers=ledgers, data=data, exit_with=exit_with,
+                       market_file=market_file, limits=limits)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: agent.stop())
     return agent.run()

@@ -14,7 +14,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Union
+
+from marketplace.data.own_files import ReadLimits
 
 if TYPE_CHECKING:
     from marketplace.runner.results import Report
@@ -72,9 +74,12 @@ class Marketplace:
 
 def serve(scenario: Scenario | str | Path | Mapping[str, Any], state: str | Path, *, endpoint: str = "tcp://127.0.0.1:7700",
           consumers: list[str] | tuple[str, ...] = (), start_owners: bool = True, session_port: int | None = None,
-          advertise: str | None = None, owners_per_process: int | None = None) -> Marketplace:
+          advertise: str | None = None, owners_per_process: int | None = None,
+          owner_data: str | Path | None = None) -> Marketplace:
     """Start the marketplace ``scenario`` describes, in a background thread (its curators and owner
-    agents are processes of their own), and return once it listens. See ``marketplace serve --help``."""
+    agents are processes of their own), and return once it listens. See ``marketplace serve --help``.
+    ``owner_data``: a folder of ``<owner>.csv`` files, one per owner, for the agents it starts (a
+    marketplace described by its public schema)."""
     from marketplace.api import load
     from marketplace.service.keys import check_consumer_name
     from marketplace.service.server import MarketServer, ServeOptions
@@ -82,7 +87,8 @@ def serve(scenario: Scenario | str | Path | Mapping[str, Any], state: str | Path
     market = load(scenario)
     options = ServeOptions(state=Path(state), endpoint=endpoint, session_port=session_port, advertise=advertise,
                            consumers=tuple(check_consumer_name(c) for c in consumers), start_owners=start_owners,
-                           owners_per_process=owners_per_process)
+                           owners_per_process=owners_per_process,
+                           owner_data=Path(owner_data).resolve() if owner_data is not None else None)
     handle = Marketplace(MarketServer(market, options))
     handle._thread.start()
     handle._server.ready.wait(60.0)
@@ -91,22 +97,65 @@ def serve(scenario: Scenario | str | Path | Mapping[str, Any], state: str | Path
     return handle
 
 
+OwnRows = Union[str, Path, tuple[Any, Any], Mapping[str, Any]]
+"""A consumer's own rows: a file (CSV or .npz), ``(X, y)`` arrays, or a mapping with ``X``, ``y``
+(and optionally ``group``)."""
+
+
 def request(scenario: Scenario | str | Path | Mapping[str, Any], *, market: str, keys: str | Path,
             overrides: Mapping[str, Any] | None = None, out: str | Path | None = None, wait_s: float = 3600.0,
-            check: bool = True, on_event: Callable[[str], None] | None = None) -> Report:
+            check: bool = True, on_event: Callable[[str], None] | None = None, data: OwnRows | None = None,
+            test: OwnRows | None = None, schema: str | Path | None = None, limits: ReadLimits | None = None) -> Report:
     """Send one request to the marketplace at ``market`` with the consumer kit ``keys``, and return
     the session's :class:`~marketplace.runner.results.Report` (its folder holds ``report.json``).
     Raises :class:`~marketplace.service.client.RequestRefused` when the marketplace refuses the
-    request or the key, and :class:`~marketplace.api.RunFailed` for a session that failed (unless
-    ``check=False``)."""
+    request or the key, :class:`~marketplace.data.own_files.OwnDataError` when ``data`` or ``test``
+    do not fit the marketplace's schema (nothing was sent), and :class:`~marketplace.api.RunFailed`
+    for a session that failed (unless ``check=False``).
+
+    ``data`` and ``test`` are the consumer's own target D_v and test set, for a marketplace described
+    by its public schema: a file, or arrays (written to an ``.npz`` in the output folder, which stays
+    with the consumer). ``schema`` is the marketplace's file to check them against before anything is
+    sent (default: ``market.yaml`` in the kit, when there)."""
     from marketplace.api import RunFailed, load, output_folder
     from marketplace.runner.results import Report
+    from marketplace.service.client import OwnTarget
     from marketplace.service.client import request as send
 
+    if test is not None and data is None:
+        raise ValueError("test: the consumer's own test set needs its own target too (data=...)")
     loaded = load(scenario, overrides)
     folder = output_folder(loaded, out, "request")
-    result = send(loaded.dump_yaml(), market=market, keys=Path(keys), out=folder, wait_s=wait_s, on_event=on_event)
+    own = None
+    if data is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+        own = OwnTarget(_own_file(data, folder, "own-target"),
+                        None if test is None else _own_file(test, folder, "own-test"), limits or ReadLimits())
+    result = send(loaded.dump_yaml(), market=market, keys=Path(keys), out=folder, wait_s=wait_s, on_event=on_event,
+                  own=own, market_file=Path(schema) if schema is not None else None)
     report = Report.from_dict(result.report, folder)
     if check and not report.completed:
         raise RunFailed(report)
     return report
+
+
+def _own_file(rows: OwnRows, folder: Path, name: str) -> Path:
+    """A file holding ``rows``: the path itself, or arrays saved as ``folder/<name>.npz`` (readable by
+    the consumer's user only)."""
+    import os
+
+    import numpy as np
+
+    if isinstance(rows, (str, Path)):
+        return Path(rows)
+    if isinstance(rows, Mapping):
+        arrays = {k: np.asarray(v) for k, v in rows.items()}
+    elif isinstance(rows, tuple) and len(rows) == 2:
+        arrays = {"X": np.asarray(rows[0]), "y": np.asarray(rows[1])}
+    else:
+        raise TypeError(f"{name}: expected a file path, (X, y) arrays or a mapping with X and y, got {type(rows).__name__}")
+    path = folder / f"{name}.npz"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        np.savez(f, **arrays)
+    return path

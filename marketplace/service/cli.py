@@ -8,6 +8,8 @@ import signal
 import sys
 from pathlib import Path
 
+from marketplace.data.own_files import ReadLimits
+
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_RUN_FAILED = 0, 1, 2, 3
 
 SERVE_EXAMPLES = """\
@@ -37,6 +39,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     serve.add_argument("--consumers", default="", metavar="NAMES",
                        help="comma-separated consumer names to make keys and kits for (STATE/consumers/<name>/), when missing")
     serve.add_argument("--no-owners", action="store_true", help="start no owner agents: owners connect with `marketplace agent`")
+    serve.add_argument("--owner-data", metavar="DIR", help="a folder of <owner>.csv files (or .npz), one per owner: the "
+                                                           "agents serve starts give each owner its own file (a "
+                                                           "marketplace described by its public schema, data.schema)")
     serve.add_argument("--owners-per-process", type=int, metavar="N", help="owners per agent process (default: two agents)")
     serve.add_argument("--init", action="store_true",
                        help="make the marketplace's missing keys and kits, write the scenario resolved to STATE/market.yaml, "
@@ -62,8 +67,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     agent.add_argument("--work", metavar="DIR", help="session folders (default: --keys/sessions)")
     agent.add_argument("--exit-with", type=int, metavar="PID", help="leave when process PID is gone (what serve passes "
                                                                        "to the agents it starts)")
-    agent.add_argument("--data", metavar="FILE.npz", help="the owner's own rows (arrays X and y) instead of its generated "
-                                                          "share (an agent of one owner)")
+    agent.add_argument("--data", metavar="SPEC", help="each hosted owner's own rows: FILE (an agent of one owner), "
+                                                      "owner-1=a.csv,owner-2=b.csv, or a folder of <owner>.csv (or .npz); "
+                                                      "checked against the marketplace's schema before the agent connects")
+    agent.add_argument("--schema", metavar="MARKET.yaml", help="the marketplace's file (its public data schema) to check "
+                                                               "--data against (default: market.yaml in --keys, if there)")
+    ReadLimits.add_arguments(agent)
     agent.add_argument("--log-level", default="INFO")
     agent.set_defaults(func=agent_command)
 
@@ -79,6 +88,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     req.add_argument("--out", metavar="DIR", help="output folder (default: runs/<scenario name>-request-<time>)")
     req.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
     req.add_argument("--wait", type=float, default=3600.0, metavar="SECONDS", help="give up after this long (queue included)")
+    req.add_argument("--data", metavar="TARGET.csv", help="your own target D_v (CSV or .npz), for a marketplace described by "
+                                                          "its public schema: it stays with your consumer process")
+    req.add_argument("--test", metavar="TEST.csv", help="your own test set (same format as --data)")
+    req.add_argument("--schema", metavar="MARKET.yaml", help="the marketplace's file, to check --data against before "
+                                                             "the request is sent (default: market.yaml in --keys, if there)")
+    ReadLimits.add_arguments(req)
     req.add_argument("--quiet", action="store_true", help="print only the report's path and status")
     req.add_argument("--chown-like", metavar="PATH", help="give the output folder and its files to the owner of PATH "
                                                           "(a container writing into a host folder)")
@@ -106,8 +121,13 @@ def serve_command(args: argparse.Namespace) -> int:
         return _init(args, market, consumers)
     options = ServeOptions(state=Path(args.state), endpoint=args.endpoint, session_port=args.session_port,
                            advertise=args.advertise, consumers=consumers, start_owners=not args.no_owners,
-                           owners_per_process=args.owners_per_process)
-    server = MarketServer(market, options)
+                           owners_per_process=args.owners_per_process,
+                           owner_data=Path(args.owner_data).resolve() if args.owner_data else None)
+    try:
+        server = MarketServer(market, options)
+    except ValueError as err:
+        print(f"marketplace serve: {err}", file=sys.stderr)
+        return EXIT_USAGE
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: server.stop())
     try:
@@ -126,9 +146,10 @@ def _init(args: argparse.Namespace, market, consumers: tuple[str, ...]) -> int:
     state, kits = Path(args.state), Path(args.kits) if args.kits else None
     try:
         owner = parse_owner(args.chown) if args.chown else None
-        init_keys(state, owners=market.config.parties.owners, consumers=list(consumers), kits=kits)
-        # the marketplace's scenario, resolved, where the server can read it whoever owns the original
-        (state / "market.yaml").write_text(market.dump_yaml())
+        # the marketplace's scenario, resolved, where the server can read it whoever owns the original, and in
+        # every kit (public: an agent or consumer checks its own rows against its schema)
+        init_keys(state, owners=market.config.parties.owners, consumers=list(consumers), kits=kits,
+                  market_text=market.dump_yaml())
     except (OSError, ValueError) as err:
         print(f"marketplace serve --init: {err}", file=sys.stderr)
         return EXIT_USAGE
@@ -144,6 +165,7 @@ def _init(args: argparse.Namespace, market, consumers: tuple[str, ...]) -> int:
 
 
 def agent_command(args: argparse.Namespace) -> int:
+    from marketplace.data.own_files import parse_data_files
     from marketplace.parties import parse_owner_ids
     from marketplace.service.agent import serve_agent
 
@@ -154,10 +176,15 @@ def agent_command(args: argparse.Namespace) -> int:
         print(f"marketplace agent: --ids: {err}", file=sys.stderr)
         return EXIT_USAGE
     keys = Path(args.keys)
+    schema = Path(args.schema) if args.schema else keys / "market.yaml" if (keys / "market.yaml").is_file() else None
     try:
+        files = parse_data_files(args.data, owners) if args.data else None
+        if files and schema is None:
+            raise ValueError("--data needs the marketplace's file to check the rows against: --schema MARKET.yaml "
+                             "(or market.yaml in the kit)")
         return serve_agent(args.market, keys, owners, work=Path(args.work) if args.work else keys / "sessions",
-                           ledgers=Path(args.ledgers) if args.ledgers else None,
-                           data=Path(args.data) if args.data else None, exit_with=args.exit_with)
+                           ledgers=Path(args.ledgers) if args.ledgers else None, data=files, exit_with=args.exit_with,
+                           market_file=schema, limits=ReadLimits.from_args(args))
     except ValueError as err:
         print(f"marketplace agent: {err}", file=sys.stderr)
         return EXIT_USAGE
@@ -166,7 +193,8 @@ def agent_command(args: argparse.Namespace) -> int:
 def request_command(args: argparse.Namespace) -> int:
     from marketplace.api import load
     from marketplace.scenario import ScenarioError
-    from marketplace.service.client import RequestFailed, RequestRefused, request
+    from marketplace.data.own_files import OwnDataError
+    from marketplace.service.client import OwnTarget, RequestFailed, RequestRefused, request
 
     try:
         scenario = load(args.scenario, sets=args.overrides)
@@ -177,10 +205,14 @@ def request_command(args: argparse.Namespace) -> int:
 
     out = Path(args.out) if args.out else default_run_folder(scenario.config.name, "request")
     say = (lambda text: None) if args.quiet else (lambda text: print(f"marketplace request: {text}", file=sys.stderr))
+    if args.test and not args.data:
+        print("marketplace request: --test needs --data (your target D_v) too", file=sys.stderr)
+        return EXIT_USAGE
+    own = OwnTarget(Path(args.data), Path(args.test) if args.test else None, ReadLimits.from_args(args)) if args.data else None
     try:
         result = request(scenario.dump_yaml(), market=args.market, keys=Path(args.keys), out=out, wait_s=args.wait,
-                         on_event=say)
-    except RequestRefused as err:
+                         on_event=say, own=own, market_file=Path(args.schema) if args.schema else None)
+    except (RequestRefused, OwnDataError) as err:
         print(f"marketplace request: {err}", file=sys.stderr)
         return EXIT_USAGE
     except (RequestFailed, OSError, ValueError) as err:

@@ -23,6 +23,7 @@ from typing import Any, Callable
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
+from marketplace.data.own_files import ReadLimits
 from marketplace.service import control
 from marketplace.service.keys import SERVER, find_own_key, load_pair, load_public, write_public
 
@@ -48,12 +49,52 @@ class RequestResult:
     folder: Path
 
 
+@dataclass(frozen=True)
+class OwnTarget:
+    """The consumer's own rows for a marketplace described by its public schema: its target D_v
+    (``data``) and optionally its test set (``test``), files that stay with the consumer's process
+    (only what the protocol itself sends leaves it)."""
+
+    data: Path
+    test: Path | None = None
+    limits: ReadLimits = ReadLimits()
+
+    def arguments(self) -> list[str]:
+        """The consumer command's options that hand it these files."""
+        return ["--data", str(self.data), *(["--test", str(self.test)] if self.test is not None else []),
+                "--max-bytes", str(self.limits.max_bytes), "--max-rows", str(self.limits.max_rows),
+                "--max-field-bytes", str(self.limits.max_field_bytes)]
+
+    def check(self, market_file: Path) -> int:
+        """Read the files and check them against the marketplace's schema (``market_file``) before
+        anything is sent; returns the target's row count. ValueError names the file, line and column."""
+        from marketplace.parties import own_rows
+        from marketplace.scenario import ScenarioError
+        from marketplace.scenario.load import load_scenario
+
+        try:
+            config = load_scenario(market_file).config
+        except ScenarioError as err:
+            raise ValueError(f"the marketplace's file: {err}") from None
+        return len(own_rows(config, "consumer", data=self.data, test=self.test, limits=self.limits)["validation"])
+
+
 def request(scenario_text: str, *, market: str, keys: Path, out: Path, wait_s: float = 3600.0,
-            on_event: Callable[[str], None] | None = None) -> RequestResult:
+            on_event: Callable[[str], None] | None = None, own: OwnTarget | None = None,
+            market_file: Path | None = None) -> RequestResult:
     """Send one request and see it through (module docstring). ``on_event`` is told each step
-    ("queued: 1 ahead", "session s0003-...: running the consumer", ...)."""
+    ("queued: 1 ahead", "session s0003-...: running the consumer", ...). ``own`` is the consumer's
+    own target (and test set) for a marketplace described by its public schema; with
+    ``market_file`` (the marketplace's file, default ``market.yaml`` in the kit when there) the files
+    are checked against the schema before the request is sent."""
     say = on_event or (lambda text: None)
     keys = Path(keys)
+    if own is not None:
+        own = OwnTarget(Path(own.data).resolve(), Path(own.test).resolve() if own.test else None, own.limits)
+        market_file = market_file or (keys / "market.yaml" if (keys / "market.yaml").is_file() else None)
+        if market_file is not None:
+            rows = own.check(Path(market_file))
+            say(f"own target: {rows} rows in {own.data}, checked against the marketplace's schema")
     name, secret_path = find_own_key(keys)
     public, secret = load_pair(secret_path)
     server = load_public(keys / f"{SERVER}.key")
@@ -81,7 +122,7 @@ def request(scenario_text: str, *, market: str, keys: Path, out: Path, wait_s: f
             elif isinstance(message, control.SessionReady):
                 session = message.session
                 say(f"session {session}: running the consumer against {message.endpoint}")
-                consumer_report = _run_consumer(message, secret_path, out)
+                consumer_report = _run_consumer(message, secret_path, out, own)
                 if consumer_report is not None:
                     sock.send(control.encode(control.PartyReport(session=session, party="consumer",
                                                                  report=consumer_report)))
@@ -140,8 +181,9 @@ def _next(sock: zmq.Socket, monitor: zmq.Socket, deadline: float, market: str, n
     raise RequestFailed(f"no answer from the marketplace at {market} in time (is it running? is the endpoint right?)")
 
 
-def _run_consumer(ready: control.SessionReady, secret_path: Path, out: Path) -> bytes | None:
-    """Run this session's consumer with our own key; return its party report (JSON bytes)."""
+def _run_consumer(ready: control.SessionReady, secret_path: Path, out: Path, own: OwnTarget | None) -> bytes | None:
+    """Run this session's consumer with our own key (and our own target, ``own``); return its party
+    report (JSON bytes)."""
     keys = out / "session-keys"
     keys.mkdir(exist_ok=True, mode=0o700)
     shutil.copyfile(secret_path, keys / "consumer.key_secret")
@@ -152,6 +194,6 @@ def _run_consumer(ready: control.SessionReady, secret_path: Path, out: Path) -> 
     with open(out / "consumer.log", "w") as log_file:
         subprocess.run([sys.executable, "-m", "marketplace", "consumer", "--scenario", str(out / "scenario.yaml"),
                         "--endpoint", ready.endpoint, "--keys", str(keys), "--run-id", ready.session,
-                        "--report", str(report)], stdout=log_file, stderr=subprocess.STDOUT, cwd=out, check=False)
+                        "--report", str(report), *(own.arguments() if own is not None else [])], stdout=log_file, stderr=subprocess.STDOUT, cwd=out, check=False)
     shutil.rmtree(keys, ignore_errors=True)  # a copy of our secret key: not left behind
     return report.read_bytes() if report.exists() else None

@@ -52,14 +52,19 @@ def _copy(source: Path, target: Path) -> None:
         shutil.copyfile(source, target)
 
 
-def init_keys(state: Path, *, owners: int, consumers: list[str], kits: Path | None = None) -> None:
+def init_keys(state: Path, *, owners: int, consumers: list[str], kits: Path | None = None,
+              market_text: str | None = None) -> None:
     """Make the keys of a marketplace with ``owners`` owners and the named consumers, where missing.
 
     Without ``kits`` every owner's key pair goes into ``STATE/owners/`` (for the agents ``serve``
     starts itself) and each consumer's kit into ``STATE/consumers/<name>/``. With ``kits``, each
     owner gets a kit folder of its own, ``KITS/<owner>/`` (its key pair and ``server.key``: what
     ``marketplace agent --keys`` reads, and where its ledger goes), each consumer
-    ``KITS/consumers/<name>/``, and the server's state keeps only their public keys."""
+    ``KITS/consumers/<name>/``, and the server's state keeps only their public keys.
+
+    ``market_text`` (the marketplace's file, resolved: public) is written as ``market.yaml`` into the
+    state folder and every kit, so that an agent or a consumer can check its own rows against the
+    marketplace's schema before it sends anything (rewritten on every start: it follows the file)."""
     keys = state / "keys"
     _pair(keys, SERVER)
     for i in range(1, owners + 1):
@@ -74,6 +79,13 @@ def init_keys(state: Path, *, owners: int, consumers: list[str], kits: Path | No
         _pair(kit, name)
         _copy(keys / f"{SERVER}.key", kit / f"{SERVER}.key")
         _copy(kit / f"{name}.key", keys / "consumers" / f"{name}.key")
+    if market_text is not None:
+        folders = [state, *(([kits / f"owner-{i}" for i in range(1, owners + 1)] if kits is not None else [state / "owners"])),
+                   *((kits / "consumers" if kits is not None else state / "consumers") / name for name in consumers)]
+        for folder in folders:
+            tmp = folder / "market.yaml.tmp"
+            tmp.write_text(market_text)
+            tmp.replace(folder / "market.yaml")
 
 
 def allowlist(state: Path) -> dict[bytes, str]:

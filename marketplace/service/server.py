@@ -81,6 +81,9 @@ class ServeOptions:
     owners_per_process: int | None = None
     collect_s: float = 60.0
     """After a session's curator ends, how long to wait for the parties' reports."""
+    owner_data: Path | None = None
+    """A folder of ``<owner>.csv`` (or ``.npz``) files, one per owner: the agents ``serve`` starts
+    give each owner its own file (a marketplace described by its public schema, on one machine)."""
 
     def control_host_port(self) -> tuple[str, int]:
         rest = self.endpoint.split("://", 1)[-1]
@@ -126,6 +129,17 @@ class MarketServer:
         self.number = 0
         self.endpoint = ""
         self.failure: str | None = None
+        data = market.config.data
+        if options.owner_data is not None:
+            if not data.schema_only:
+                raise ValueError("--owner-data gives owners their own files, for a marketplace described by its public "
+                                 "schema (data.schema); this one simulates its owners' rows from data.source")
+            if not Path(options.owner_data).is_dir():
+                raise ValueError(f"--owner-data {options.owner_data}: expected a folder of <owner>.csv files")
+        elif data.schema_only and options.start_owners:
+            raise ValueError("this marketplace is described by its public schema (data.schema): its owners bring their "
+                             "own rows. Give the agents serve starts a folder of <owner>.csv files (--owner-data DIR), "
+                             "or start none (--no-owners) and run `marketplace agent --data` on each owner's machine")
 
     # --- life cycle
 
@@ -135,7 +149,8 @@ class MarketServer:
 
     def run(self) -> int:
         """Serve until stopped; returns the exit status (0: stopped cleanly)."""
-        init_keys(self.state, owners=len(self.owners), consumers=list(self.options.consumers))
+        init_keys(self.state, owners=len(self.owners), consumers=list(self.options.consumers),
+                  market_text=self.market.dump_yaml())
         (self.state / "sessions").mkdir(parents=True, exist_ok=True, mode=0o700)
         ctx = zmq.Context()
         auth = PartyAuthenticator(ctx, allowlist(self.state), name="marketplace serve")
@@ -154,6 +169,7 @@ class MarketServer:
                 self._start_agents()
             self.ready.set()
             log.info("marketplace serving at %s (state %s)", self.endpoint, self.state)
+            log.info("%s", data_banner(self.market))
             self._loop(sock)
         finally:
             for agent in self.agents:
@@ -399,10 +415,12 @@ class MarketServer:
             work = self.state / "agents" / label
             work.mkdir(parents=True, exist_ok=True, mode=0o700)
             log_file = open(work / "agent.log", "a")  # noqa: SIM115 - the child writes it
+            own = (["--data", str(self.options.owner_data), "--schema", str(self.state / "market.yaml")]
+                   if self.options.owner_data is not None else [])
             self.agents.append(subprocess.Popen(
                 [sys.executable, "-m", "marketplace", "agent", "--market", self._control_for_agents(),
                  "--keys", str(self.state / "owners"), "--ids", ",".join(ids), "--work", str(work),
-                 "--exit-with", str(os.getpid())],
+                 "--exit-with", str(os.getpid()), *own],
                 stdout=log_file, stderr=subprocess.STDOUT))
             log_file.close()
 
@@ -416,6 +434,17 @@ class MarketServer:
         tmp = self.state / "server.json.tmp"
         tmp.write_text(json.dumps(status, indent=1))
         os.replace(tmp, self.state / "server.json")
+
+
+def data_banner(market: Scenario) -> str:
+    """What ``serve`` says about whose rows its owners hold."""
+    data = market.config.data
+    if data.schema_only:
+        return (f"parties bring their own data: the public schema of {data.schema.dim} features and "
+                f"{len(data.schema.label.classes)} classes; this server holds no party's rows")
+    return (f"a simulation: every owner's rows are built from one dataset ({data.source.kind}) and the seed, and "
+            f"the server builds them too to check requests and evaluate sessions; describe the data by its public "
+            f"schema (data.schema) for owners and consumers that bring their own")
 
 
 def _last_line(path: Path) -> str:
