@@ -52,14 +52,14 @@ class OwnerAgent:
                  data: dict[str, Path] | None = None, exit_with: int | None = None, market_file: Path | None = None,
                  limits: ReadLimits | None = None) -> None:
         self.market, self.keys, self.owners = market, Path(keys), owners
-        self.data = {owner: Path(path).resolve() for owner, path in (data or {}).items()}
+        given = {owner: Path(path) for owner, path in (data or {}).items()}
         self.limits = limits or ReadLimits()
-        if self.data:
-            for owner, path in self.data.items():
-                if not path.is_file():
-                    raise ValueError(f"--data: {owner}: {path}: no such file")
-            if market_file is not None:
-                check_own_files(market_file, self.data, self.limits)
+        for owner, path in given.items():
+            if not path.is_file():
+                raise ValueError(f"--data: {owner}: {path}: no such file")
+        if given and market_file is not None:
+            check_own_files(market_file, given, self.limits)
+        self.data = {owner: path.resolve() for owner, path in given.items()}
         self.work = Path(work)
         self.exit_with = exit_with
         self.ledgers = Path(ledgers) if ledgers is not None else self.keys

@@ -33,7 +33,8 @@ pytestmark = pytest.mark.slow
 HOST_UID = 4242
 """The host user who runs compose: neither root nor the image's user (1000)."""
 PARTIES = ["curator", "owner-1", "owner-2", "owner-3", "owner-4", "consumer"]
-PROJECT_FILES = ("Dockerfile", ".dockerignore", "docker-compose.yml", "docker-compose.run.yml", "pyproject.toml", "README.md",
+PROJECT_FILES = ("Dockerfile", ".dockerignore", "docker-compose.yml", "docker-compose.run.yml", "docker-compose.own.yml",
+                 "pyproject.toml", "README.md",
                  "marketplace", "scenarios", "data-cache")
 
 
@@ -198,7 +199,7 @@ def counts(report: dict) -> dict:
 def test_the_compose_file_is_read_the_same_by_compose_clients():
     """The file stays within what both the v2 plugin and docker-compose 1.29 read: no top-level
     `name`, conditions from the compose specification, build options both accept."""
-    for file in ("docker-compose.yml", "docker-compose.run.yml"):
+    for file in ("docker-compose.yml", "docker-compose.run.yml", "docker-compose.own.yml"):
         compose = yaml.safe_load((ROOT / file).read_text())
         assert "name" not in compose and "version" not in compose
         for service in compose["services"].values():
@@ -284,5 +285,59 @@ def test_compose_keeps_a_marketplace_up_and_its_ledgers_across_a_restart(engine,
         containers = inspect_containers(engine, name)
         for owner in MARKET_OWNERS:  # each owner's kit and ledger on a volume of its own
             assert [m["Name"].removeprefix(f"{name}_") for m in containers[owner] if m["Destination"] == "/kit"] == [owner]
+    finally:
+        engine.run([*up, "--profile", "request", "down", "--volumes"], cwd=project, timeout=600, check=False)
+
+
+@pytest.mark.timeout(1800)
+def test_compose_serves_the_parties_own_csv_files_each_mounted_where_its_party_is(engine, host_folder):
+    """docker-compose.own.yml with the files `marketplace shares` writes: every owner container
+    mounts its own CSV only, the consumer its own target and test set, the server no data at all;
+    two requests complete, each owner's ledger charges both, and the server's files hold no row."""
+    compose = compose_command()
+    project = project_owned_by(0, host_folder)
+    made = subprocess.run([sys.executable, "-m", "marketplace", "shares", str(ROOT / "scenarios" / "sketch-quickstart.yaml"),
+                           "--out", str(project / "own-data")], capture_output=True, text=True, timeout=300)
+    assert made.returncode == 0, made.stderr
+    for path in (project / "own-data").iterdir():
+        os.chmod(path, 0o644)  # the containers' user (uid 1000) reads them
+    os.chmod(project / "own-data", 0o755)
+    name = f"mktown{os.getpid()}"
+    up = [*compose, "--project-name", name, "--project-directory", str(project), "-f", str(project / "docker-compose.own.yml")]
+    ensure_base_image(engine)
+    try:
+        engine.run([*up, "build", "server"], cwd=project, timeout=1800)
+        started = engine.run([*up, "up", "-d", "--no-color"], cwd=project, timeout=600, check=False)
+        if started.returncode != 0:
+            logs = engine.run([*up, "logs", "--no-color"], cwd=project, check=False).stdout
+            raise AssertionError(f"up -d exited {started.returncode}: {started.stderr[-2000:]}\n{logs[-6000:]}")
+        deadline = time.monotonic() + 300
+        while True:
+            logs = engine.run([*up, "logs", "--no-color", "server"], cwd=project, check=False).stdout
+            if sum(f"owner {o} present" in logs for o in MARKET_OWNERS) == 4:
+                break
+            assert time.monotonic() < deadline, "the owners did not join:\n" + logs[-3000:]
+            time.sleep(1.0)
+        assert "this server holds no party's rows" in logs
+        for i in range(2):
+            done = engine.run([*up, "run", "--rm", "-T", "consumer", "/scenario/sketch-quickstart.yaml", "--set",
+                               "sketch.epsilon=0.4", "--set", "sketch.samples=2000", "--quiet", "--out", f"runs/own-{i}"],
+                              cwd=project, timeout=600, check=False)
+            assert done.returncode == 0, (done.stderr[-3000:], engine.run([*up, "logs", "--no-color"], cwd=project,
+                                                                           check=False).stdout[-4000:])
+            report = json.loads((project / "runs" / f"own-{i}" / "report.json").read_text())
+            assert report["status"] == "completed" and report["deployment"]["data"] == "own"
+        shown = engine.run([*up, "exec", "-T", "owner-2", "marketplace", "ledger", "show", "/kit/owner-2.ledger.sqlite",
+                            "--json"], cwd=project, check=False)
+        assert [r["state"] for r in json.loads(shown.stdout)["history"]] == ["committed"] * 2
+        containers = inspect_containers(engine, name)
+        own = {party: sorted(m["Source"] for m in mounts if m["Type"] == "bind") for party, mounts in containers.items()}
+        for owner in MARKET_OWNERS:  # each owner's container sees its own file, and nothing of the others'
+            assert own[owner] == [str(project / "own-data" / f"{owner}.csv")]
+        assert own["server"] == []
+        state = engine.run([*up, "exec", "-T", "server", "sh", "-c", "cat $(find /state -type f -name '*.json')"],
+                           cwd=project, check=False).stdout
+        first_row = (project / "own-data" / "owner-1.csv").read_text().splitlines()[1].split(",")[0]
+        assert state and first_row not in state
     finally:
         engine.run([*up, "--profile", "request", "down", "--volumes"], cwd=project, timeout=600, check=False)

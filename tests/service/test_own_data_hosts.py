@@ -1,0 +1,201 @@
+"""A served marketplace across machines, each party holding only its own files: the server (the
+market file's public schema and keys only), two owner agents (each with its owners' CSVs and its own
+kit) and a consumer (its own target and test CSVs, its own kit), each in a network namespace of its
+own that this test makes (`ip netns`), on one bridged link, with no shared data cache and no shared
+key folder. Three requests complete, every ledger charges what was released, and nothing the
+server keeps (state, logs, session folders) holds an owner's or the consumer's rows.
+
+Needs root and iproute2; skipped, with the reason, otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import ROOT
+from marketplace.privacy.lifetime import LifetimeLedger, ledger_file
+from system_tools import skip_unless_tools
+
+pytestmark = pytest.mark.slow
+
+HOSTS = ["server", "agent-a", "agent-b", "consumer"]
+SERVER_IP = "10.233.0.1"
+EPS = 0.25
+
+
+def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    result = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=30)
+    if check and result.returncode != 0:
+        raise AssertionError(f"ip {' '.join(args)}: {result.stderr.strip()}")
+    return result
+
+
+class Hosts:
+    """One namespace per machine; a bridge in the server's namespace (10.233.0.1/24) with a veth link
+    to each other machine (10.233.0.<i+1>): one LAN, no route anywhere else."""
+
+    def __init__(self, tag: str) -> None:
+        self.names = {host: f"mk{tag}-{host}" for host in HOSTS}
+        self.made: list[str] = []
+
+    def create(self) -> None:
+        for ns in self.names.values():
+            ip("netns", "add", ns)
+            self.made.append(ns)
+            ip("-n", ns, "link", "set", "lo", "up")
+        server = self.names["server"]
+        ip("-n", server, "link", "add", "br0", "type", "bridge")
+        ip("-n", server, "addr", "add", f"{SERVER_IP}/24", "dev", "br0")
+        ip("-n", server, "link", "set", "br0", "up")
+        for i, host in enumerate(HOSTS[1:], start=1):
+            near, far = f"s{i}", f"h{i}"
+            ip("link", "add", near, "netns", server, "type", "veth", "peer", "name", far, "netns", self.names[host])
+            ip("-n", server, "link", "set", near, "master", "br0")
+            ip("-n", server, "link", "set", near, "up")
+            ip("-n", self.names[host], "addr", "add", f"10.233.0.{i + 1}/24", "dev", far)
+            ip("-n", self.names[host], "link", "set", far, "up")
+
+    def exec(self, host: str) -> list[str]:
+        return ["ip", "netns", "exec", self.names[host]]
+
+    def delete(self) -> None:
+        for ns in self.made:
+            ip("netns", "delete", ns, check=False)
+
+
+@pytest.fixture
+def hosts():
+    if os.geteuid() != 0:
+        pytest.skip(f"network namespaces need root; this test runs as uid {os.geteuid()}")
+    skip_unless_tools("ip", why="network namespaces with veth links")
+    made = Hosts(str(os.getpid() % 100000))
+    try:
+        made.create()
+    except AssertionError as err:
+        made.delete()
+        pytest.skip(f"cannot make network namespaces with a bridge here: {err}")
+    yield made
+    made.delete()
+
+
+STARTED: list[subprocess.Popen] = []
+
+
+def start(hosts: Hosts, host: str, home: Path, *args: str) -> subprocess.Popen:
+    """``marketplace ARGS`` on ``host``, in its own folder, with a data cache of its own (empty)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MARKETPLACE_DATA": str(home / "empty-data-cache"), "HOME": str(home)}
+    proc = subprocess.Popen([*hosts.exec(host), sys.executable, "-m", "marketplace", *args], cwd=home, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    STARTED.append(proc)
+    return proc
+
+
+@pytest.fixture(autouse=True)
+def nothing_left():
+    yield
+    while STARTED:
+        proc = STARTED.pop()
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+
+
+def own_folder(root: Path, name: str, *files: Path) -> Path:
+    folder = root / name
+    folder.mkdir(mode=0o700)
+    for path in files:
+        shutil.copy2(path, folder / path.name)
+    return folder
+
+
+def test_three_machines_each_with_only_its_own_files_serve_three_requests(hosts, tmp_path):
+    # a simulation's parties as files, only to have files to bring; from here on nobody simulates anything
+    made = subprocess.run([sys.executable, "-m", "marketplace", "shares", str(ROOT / "scenarios" / "sketch-quickstart.yaml"),
+                           "--out", str(tmp_path / "written")], capture_output=True, text=True, timeout=240)
+    assert made.returncode == 0, made.stderr
+    written = tmp_path / "written"
+    market_file = written / "market.yaml"
+    market = yaml.safe_load(market_file.read_text())
+    market["lifetime"] = {"budget": {"epsilon": 2.0}}
+    market_file.write_text(yaml.safe_dump(market, sort_keys=False))
+    # each machine's folder holds its own files only
+    server_home = own_folder(tmp_path, "server", market_file)
+    init = subprocess.run([sys.executable, "-m", "marketplace", "serve", "market.yaml", "--state", "state", "--init",
+                           "--kits", str(tmp_path / "kits"), "--consumers", "alice"], cwd=server_home,
+                          capture_output=True, text=True, timeout=120)
+    assert init.returncode == 0, init.stderr
+    kits = tmp_path / "kits"
+    homes = {}
+    for agent, owners in (("agent-a", ["owner-1", "owner-2"]), ("agent-b", ["owner-3", "owner-4"])):
+        home = own_folder(tmp_path, agent, *(written / f"{o}.csv" for o in owners))
+        (home / "kit").mkdir(mode=0o700)
+        for owner in owners:
+            for path in (kits / owner).iterdir():
+                shutil.copy2(path, home / "kit" / path.name)
+        homes[agent] = (home, owners)
+    consumer_home = own_folder(tmp_path, "consumer", written / "target.csv", written / "test.csv",
+                               ROOT / "scenarios" / "sketch-quickstart.yaml")
+    shutil.copytree(kits / "consumers" / "alice", consumer_home / "kit")
+    shutil.rmtree(kits)  # every kit is now only where its party is
+    endpoint = f"tcp://{SERVER_IP}:7700"
+
+    server = start(hosts, "server", server_home, "serve", "market.yaml", "--state", "state", "--no-owners",
+                   "--endpoint", "tcp://0.0.0.0:7700", "--advertise", SERVER_IP)
+    agents = [start(hosts, agent, home, "agent", "--market", endpoint, "--keys", "kit", "--ids", ",".join(owners),
+                    "--data", ",".join(f"{o}={o}.csv" for o in owners))
+              for agent, (home, owners) in homes.items()]
+    try:
+        deadline = time.monotonic() + 120
+        log = server_home / "state" / "server.json"
+        while not log.exists():
+            assert server.poll() is None, server.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        time.sleep(3.0)  # the agents check their files, connect and ping
+        reports = []
+        for i in range(3):
+            request = start(hosts, "consumer", consumer_home, "request", "sketch-quickstart.yaml", "--market", endpoint,
+                            "--keys", "kit", "--data", "target.csv", "--test", "test.csv", "--out", f"out-{i}",
+                            "--quiet", "--wait", "300", "--set", f"sketch.epsilon={EPS}", "--set", "sketch.samples=2000")
+            out, err = request.communicate(timeout=400)
+            assert request.returncode == 0, (out, err, [a.poll() for a in agents])
+            reports.append(json.loads((consumer_home / f"out-{i}" / "report.json").read_text()))
+        for report in reports:
+            assert report["status"] == "completed" and report["deployment"]["data"] == "own"
+            assert not report["lifetime"]["declined"]
+        for agent, (home, owners) in homes.items():
+            for owner in owners:
+                with LifetimeLedger.read(ledger_file(home / "kit", owner)) as ledger:
+                    assert ledger.spent().eps == pytest.approx(3 * EPS)
+                    assert [r.state for r in ledger.history()] == ["committed"] * 3
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.communicate(timeout=120)
+        for agent in agents:
+            agent.communicate(timeout=60)
+    # nothing the server keeps holds a row of anybody's: look for every value written in the parties' files
+    values = set()
+    for path in written.glob("*.csv"):
+        for line in path.read_text().splitlines()[1:]:
+            values.update(float(v) for v in line.split(",")[:5] if len(v) > 8)
+    kept = set()
+    for path in (server_home / "state").rglob("*"):
+        if path.is_file():
+            kept.update(float(v) for v in re.findall(r"-?\d+\.\d{6,}(?:e-?\d+)?", path.read_text(errors="replace")))
+    assert len(values) > 10_000 and kept  # the server's files do hold numbers (reports): none of them a row's
+    leaked = sorted(values & kept)
+    assert not leaked, f"{len(leaked)} of the parties' values are in the server's files, e.g. {leaked[:3]}"
