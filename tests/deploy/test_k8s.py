@@ -24,13 +24,11 @@ KUBERNETES_VERSION = "1.30.0"
 OWNERS = ["owner-1", "owner-2", "owner-3", "owner-4"]
 
 
-@pytest.fixture(scope="module")
-def rendered(tmp_path_factory) -> dict[tuple[str, str], dict]:
-    """The base with freshly provisioned kits, rendered by `kubectl kustomize`: (kind, name) -> object."""
+def render(folder: Path, scenario: Path) -> dict[tuple[str, str], dict]:
+    """The base with kits freshly provisioned for ``scenario``, rendered by `kubectl kustomize`: (kind, name) -> object."""
     skip_unless_tools("kubectl", why="rendering deploy/k8s with `kubectl kustomize`")
-    folder = tmp_path_factory.mktemp("k8s") / "k8s"
     shutil.copytree(BASE, folder, ignore=shutil.ignore_patterns("kits"))
-    made = subprocess.run([sys.executable, "-m", "marketplace", "provision", str(QUICKSTART), "--out", str(folder / "kits"),
+    made = subprocess.run([sys.executable, "-m", "marketplace", "provision", str(scenario), "--out", str(folder / "kits"),
                            "--endpoint", "tcp://marketplace-curator:5555"], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert made.returncode == 0, made.stderr
     result = subprocess.run(["kubectl", "kustomize", str(folder)], capture_output=True, text=True, timeout=120)
@@ -38,6 +36,21 @@ def rendered(tmp_path_factory) -> dict[tuple[str, str], dict]:
     objects = {(doc["kind"], doc["metadata"]["name"]): doc for doc in yaml.safe_load_all(result.stdout) if doc}
     objects["kits"] = folder / "kits"  # type: ignore[assignment]
     return objects
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory) -> dict[tuple[str, str], dict]:
+    return render(tmp_path_factory.mktemp("k8s") / "k8s", QUICKSTART)
+
+
+@pytest.fixture(scope="module")
+def own_files(tmp_path_factory) -> Path:
+    """Files of a marketplace described by its public schema (`marketplace shares`), and its market file."""
+    folder = tmp_path_factory.mktemp("own") / "own"
+    made = subprocess.run([sys.executable, "-m", "marketplace", "shares", str(ROOT / "scenarios" / "sketch-quickstart.yaml"),
+                           "--out", str(folder), "--set", "sketch.samples=2000"], capture_output=True, text=True, timeout=240)
+    assert made.returncode == 0, made.stderr
+    return folder
 
 
 def secret_files(secret: dict) -> set[str]:
@@ -55,7 +68,8 @@ def test_every_object_validates_against_the_kubernetes_schema(rendered):
     for obj in objects:
         kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
     kinds = sorted(kind for kind, _ in (k for k in rendered if k != "kits"))
-    assert kinds == sorted(["ConfigMap", "Deployment", "Job", "Job", "PersistentVolumeClaim", "Secret", "Secret", "Secret",
+    assert kinds == sorted(["ConfigMap", "Deployment", "Job", "Job", "PersistentVolumeClaim", "PersistentVolumeClaim",
+                            "Secret", "Secret", "Secret",
                             "Secret", "Secret", "Secret", "Service", "Service", "StatefulSet"])
 
 
@@ -95,15 +109,24 @@ def test_the_owners_statefulset_runs_one_owner_host_per_pod_and_the_host_sees_on
     assert secrets == [f"kit-{o}" for o in OWNERS]
     (owner,) = spec["containers"]
     mounted = {m["name"] for m in owner["volumeMounts"]}
-    assert mounted == {"kit", "runs", "ledgers"} and {"name": "kit", "emptyDir": {"medium": "Memory", "sizeLimit": "16Mi"}} in spec["volumes"]
-    # each owner pod's lifetime ledgers on a claim of its own, named by the environment the owners read
-    (claim,) = owners["spec"]["volumeClaimTemplates"]
-    assert claim["metadata"]["name"] == "ledgers" and claim["spec"]["accessModes"] == ["ReadWriteOnce"]
+    assert mounted == {"kit", "runs", "ledgers", "own-data"}
+    assert {"name": "kit", "emptyDir": {"medium": "Memory", "sizeLimit": "16Mi"}} in spec["volumes"]
+    # each owner pod's lifetime ledgers and its owners' own files on claims of its own (one per pod)
+    claims = {c["metadata"]["name"]: c for c in owners["spec"]["volumeClaimTemplates"]}
+    assert sorted(claims) == ["ledgers", "own-data"]
+    assert all(c["spec"]["accessModes"] == ["ReadWriteOnce"] for c in claims.values())
+    assert next(m for m in owner["volumeMounts"] if m["name"] == "own-data")["readOnly"] is True
+    assert "--data /own-data" in owner["command"][-1]
     assert env["MARKETPLACE_LEDGERS"] == next(m["mountPath"] for m in owner["volumeMounts"] if m["name"] == "ledgers")
     curator = pod_spec(rendered[("Deployment", "marketplace-curator")])
     assert [v["secret"]["secretName"] for v in curator["volumes"] if "secret" in v] == ["kit-curator"]
     consumer = pod_spec(rendered[("Job", "marketplace-consumer")])
     assert [v["secret"]["secretName"] for v in consumer["volumes"] if "secret" in v] == ["kit-consumer"]
+    claims = [v["persistentVolumeClaim"]["claimName"] for v in consumer["volumes"] if "persistentVolumeClaim" in v]
+    assert sorted(claims) == ["marketplace-consumer-data", "marketplace-runs"]  # the consumer's own files: its claim only
+    for name, obj in rendered.items():
+        if name[0] in ("Deployment", "StatefulSet", "Job") and name[1] != "marketplace-consumer":
+            assert "marketplace-consumer-data" not in json.dumps(obj), name
     report = pod_spec(rendered[("Job", "marketplace-report")])
     assert not [v for v in report["volumes"] if "secret" in v], "the report step holds no key"
     service = rendered[("Service", "marketplace-curator")]
@@ -134,7 +157,12 @@ class Kubelet:
         import base64
 
         if "persistentVolumeClaim" in volume:
-            return self.runs
+            claim = volume["persistentVolumeClaim"]["claimName"]
+            if claim == "marketplace-runs":
+                return self.runs
+            local = self.folder / "claims" / claim  # a claim of one pod's (the consumer's own files)
+            local.mkdir(parents=True, exist_ok=True)
+            return local
         local = self.folder / "volumes" / pod / volume["name"]
         if local.exists():
             return local
@@ -172,12 +200,42 @@ class Kubelet:
 
 @pytest.mark.slow
 def test_the_pods_commands_run_the_quickstart_to_a_completed_report(rendered, tmp_path):
+    report = run_pods(rendered, tmp_path)
+    assert report["deployment"]["data"] == "simulated"
+
+
+@pytest.mark.slow
+def test_the_pods_of_a_schema_only_marketplace_each_read_only_their_own_files(own_files, tmp_path):
+    """Each owner pod's own-data claim holds the files of the owners it serves, the consumer's claim
+    its target and test set; the run completes on those files, and no pod mounts another's."""
+    rendered = render(tmp_path / "k8s", own_files / "market.yaml")
+
+    def fill(kubelet: Kubelet) -> None:
+        for ordinal in range(2):
+            folder = kubelet.folder / "volumes" / f"marketplace-owner-{ordinal}" / "own-data"
+            folder.mkdir(parents=True)
+            for owner in (f"owner-{2 * ordinal + 1}", f"owner-{2 * ordinal + 2}"):
+                shutil.copy2(own_files / f"{owner}.csv", folder)
+        claim = kubelet.folder / "claims" / "marketplace-consumer-data"
+        claim.mkdir(parents=True)
+        for name in ("target.csv", "test.csv"):
+            shutil.copy2(own_files / name, claim)
+
+    report = run_pods(rendered, tmp_path / "pods", before=fill)
+    assert report["deployment"]["data"] == "own"  # the owners read their claims' files: with none they refuse
+
+
+def run_pods(rendered: dict, tmp_path: Path, before=None) -> dict:
+    """Run the rendered pods' commands locally (:class:`Kubelet`) to the run's report."""
     import socket
 
+    tmp_path.mkdir(parents=True, exist_ok=True)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     kubelet = Kubelet(rendered, tmp_path, port)
+    if before is not None:
+        before(kubelet)
     curator_spec, curator_pod = pod_spec(rendered[("Deployment", "marketplace-curator")]), "marketplace-curator-5d8f7-x2x4q"
     # the curator listens on the Service's port in the cluster; here on a free one
     kit = kubelet.volume(curator_pod, curator_spec["volumes"][0]) / "start.sh"
@@ -213,3 +271,4 @@ def test_the_pods_commands_run_the_quickstart_to_a_completed_report(rendered, tm
         ["curator.json", "consumer.json", "owner-1..owner-2.json", "owner-3..owner-4.json"])
     logs = "".join(p.read_text() for p in tmp_path.glob("*.log"))
     assert "exited with status 0; idle until the run is deleted" in logs
+    return report
