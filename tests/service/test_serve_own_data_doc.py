@@ -69,7 +69,8 @@ def test_the_pages_three_commands_serve_a_request_with_the_consumers_own_target(
         assert report["status"] == "completed" and report["deployment"]["data"] == "own"
         assert report["lifetime"]["consumer"] == "alice"
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
+        if server.poll() is None:
+            os.killpg(server.pid, signal.SIGTERM)
         out, err = server.communicate(timeout=120)
     assert "parties bring their own data" in err and "this server holds no party's rows" in err
 
