@@ -199,6 +199,8 @@ def test_the_csv_table_states_the_defaults_of_the_code() -> None:
         kind, default = rows[f.name]
         if f.default is dataclasses.MISSING:
             assert "**required**" in kind and default == "", f.name
+        elif isinstance(f.default, int):  # a limit: the number, then in words, `1048576` (1 Mi)
+            assert kind == "integer" and re.fullmatch(rf"`{f.default}` \([^)]+\)", default), (f.name, default)
         else:
             assert default == shown[f.default], (f.name, default)
 
