@@ -183,6 +183,25 @@ def test_a_field_longer_than_max_field_chars_is_a_clear_error_not_a_csv_error(tm
     assert csv.field_size_limit() == 131072, "the csv module's limit is put back after the file is read"
 
 
+def test_reads_in_two_threads_keep_their_own_field_limits(tmp_path):
+    """csv.field_size_limit is one setting for the process: two runs reading files at once (the
+    Python API runs a scenario in a thread) must not change each other's limit."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    long, short = tmp_path / "long.csv", tmp_path / "short.csv"
+    long.write_text("a,note,label\n" + "".join(f"{i},{'x' * 300_000},{i % 2}\n" for i in range(4)))
+    short.write_text("a,note,label\n" + "".join(f"{i},{'y' * 50},{i % 2}\n" for i in range(2000)))
+
+    def read(path: Path, limit: int) -> int:
+        return len(load(path, label="label", max_field_chars=limit))
+
+    with ThreadPoolExecutor(2) as pool:
+        for _ in range(5):
+            runs = [pool.submit(read, long, 400_000), pool.submit(read, short, 100)]
+            assert [run.result() for run in runs] == [4, 2000]
+    assert csv.field_size_limit() == 131072
+
+
 def test_the_default_field_limit_is_one_mib_not_the_csv_modules_128_kib(tmp_path):
     path = tmp_path / "d.csv"
     path.write_text("a,note,label\n1," + "x" * 500_000 + ",0\n2,y,1\n")

@@ -13,6 +13,7 @@ import csv
 import io
 import math
 import sys
+import threading
 import zlib
 from array import array
 from collections.abc import Iterator
@@ -36,6 +37,11 @@ MAX_BYTES = 1 << 30
 MAX_ROWS = 10_000_000
 MAX_FIELD_CHARS = 1 << 20
 MAX_ROW_CHARS = 4 << 20
+
+_FIELD_LIMIT = threading.RLock()
+"""Held while a file is read: csv.field_size_limit is one setting for the whole process, set to the
+file's ``max_field_chars`` for the read and put back after, so two reads in two threads (two runs
+through the Python API) take turns instead of changing each other's limit."""
 
 
 @dataclass(frozen=True)
@@ -132,6 +138,8 @@ class _CsvRows:
             raise ValueError(f"{path}: cannot open it: {err.strerror or err}") from None
         self._text = io.TextIOWrapper(binary, encoding="utf-8-sig", newline="\n")
         self._closing.append(self._text.close)
+        _FIELD_LIMIT.acquire()
+        self._closing.append(_FIELD_LIMIT.release)
         previous = csv.field_size_limit(min(cfg.max_field_chars, sys.maxsize))
         self._closing.append(lambda: csv.field_size_limit(previous))
         self._reader = csv.reader(self._lines(), delimiter=cfg.delimiter)
