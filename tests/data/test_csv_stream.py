@@ -165,11 +165,19 @@ def test_the_features_may_not_take_more_memory_than_max_bytes(tmp_path):
 
 def test_a_file_with_more_rows_than_max_rows_is_refused_at_the_first_row_too_many(tmp_path):
     path = rows_csv(tmp_path / "d.csv", 10)
-    path.write_text(path.read_text().replace("\n", "\n\n", 3))  # blank lines are not rows
-    with pytest.raises(ValueError, match=rf"^{OPTION}\.max_rows: {re.escape(str(path))} has more than 9 rows \(line 14 "
+    with pytest.raises(ValueError, match=rf"^{OPTION}\.max_rows: {re.escape(str(path))} has more than 9 rows \(line 11 "
                                          rf"holds row 10\), the limit; raise {OPTION}\.max_rows to read it$"):
         load(path, label="label", max_rows=9)
     assert len(load(path, label="label", max_rows=10)) == 10
+
+
+def test_blank_lines_count_as_rows_so_a_file_of_line_ends_is_stopped_early(tmp_path):
+    path = tmp_path / "d.csv.gz"
+    path.write_bytes(gzip.compress(b"a,label\n1,0\n2,1\n" + b"\n" * 1_000_000))
+    with pytest.raises(ValueError, match=rf"^{OPTION}\.max_rows: .* has more than 1000 rows \(line 1002 holds row 1001\)"):
+        load(path, label="label", max_rows=1000)
+    path.write_bytes(gzip.compress(b"a,label\n1,0\n\n\n2,1\n"))
+    assert len(load(path, label="label", max_rows=4)) == 2
 
 
 def test_a_field_longer_than_max_field_chars_is_a_clear_error_not_a_csv_error(tmp_path):

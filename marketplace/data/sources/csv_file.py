@@ -57,7 +57,7 @@ class CsvSource:
     """The most bytes the file may take: on disk, once decompressed, and its features as numbers in
     memory (8 bytes a value)."""
     max_rows: Annotated[int, Range(min=1)] = MAX_ROWS
-    """The most rows (besides the header; blank lines are not rows)."""
+    """The most rows after the header, blank ones included."""
     max_field_chars: Annotated[int, Range(min=1)] = MAX_FIELD_CHARS
     """The longest field (cell), in characters."""
     max_row_chars: Annotated[int, Range(min=1)] = MAX_ROW_CHARS
@@ -150,14 +150,14 @@ class _CsvRows:
     def __iter__(self) -> Iterator[tuple[int, list[str]]]:
         width, rows, max_rows, reader = len(self.header), 0, self.cfg.max_rows, self._reader
         while (row := self._next()) is not None:
+            rows += 1  # blank rows count: a file of nothing but line ends is stopped here too
+            if rows > max_rows:
+                raise _over_limit("max_rows", f"{self.path} has more than {max_rows} rows (line {reader.line_num} "
+                                              f"holds row {rows}), the limit")
             if not row or (not row[0].strip() and all(not field.strip() for field in row)):
                 continue
             if len(row) != width:
                 raise ValueError(f"{self.path}, line {reader.line_num}: {len(row)} fields but the header has {width}")
-            rows += 1
-            if rows > max_rows:
-                raise _over_limit("max_rows", f"{self.path} has more than {max_rows} rows (line {reader.line_num} "
-                                              f"holds row {rows}), the limit")
             yield reader.line_num, row
 
     def _next(self) -> list[str] | None:
