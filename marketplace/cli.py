@@ -154,9 +154,6 @@ def _parser() -> argparse.ArgumentParser:
         if role == "owner":
             p.add_argument("--id", required=True, help="owner id: owner-1 ... owner-K")
             p.add_argument("--data", metavar="FILE.npz", help="use this file (arrays X and y) instead of the generated share")
-            p.add_argument("--data-max-bytes", type=_positive_int, default=None, metavar="BYTES",
-                           help="refuse a --data file larger than this on disk, or whose arrays take more in memory "
-                                "(default: 1073741824, 1 GiB)")
         if role == "curator":
             p.add_argument("--endpoint-file", help="write the bound endpoint here once listening")
     hosts = sub.add_parser("owners", help="run many data owners in one process (an owner host)",
@@ -493,8 +490,7 @@ def _party(args: argparse.Namespace, scenario) -> int:
     report = None if args.no_report else (args.report or f"parties/{party}.json")
     try:
         return run_party(scenario, party=party, endpoint=args.endpoint, report_path=report, run_id=args.run_id,
-                         endpoint_file=getattr(args, "endpoint_file", None), data_file=getattr(args, "data", None),
-                         data_max_bytes=getattr(args, "data_max_bytes", None))
+                         endpoint_file=getattr(args, "endpoint_file", None), data_file=getattr(args, "data", None))
     except (ValueError, OSError) as err:
         print(f"marketplace {party}: cannot start: {err}", file=sys.stderr)
         return EXIT_USAGE

@@ -22,8 +22,7 @@ from threadpoolctl import threadpool_limits
 
 from marketplace import plugins
 from marketplace.data.dataset import World
-from marketplace.parties import (OWNER_FILE_MAX_BYTES, build_role, host_label, load_owner_file, make_world, party_ids,
-                                 share_of)
+from marketplace.parties import build_role, host_label, load_owner_file, make_world, party_ids, share_of
 from marketplace.roles.lifetime import settle as settle_lifetime
 from marketplace.roles import CURATOR
 from marketplace.runner.identity import scenario_identity
@@ -137,21 +136,17 @@ def _json_default(value: Any) -> Any:
 
 
 def run_party(scenario: Scenario, *, party: str, endpoint: str, report_path: str | None, run_id: str | None,
-              endpoint_file: str | None = None, data_file: str | None = None, data_max_bytes: int | None = None,
-              share: World | None = None) -> int:
+              endpoint_file: str | None = None, data_file: str | None = None, share: World | None = None) -> int:
     """Build ``party``'s role and serve it until the run ends; returns the process exit status.
 
     ``share`` is the party's part of the world when the launcher already has it; otherwise the
-    party rebuilds the world from the scenario and keeps only its own share. ``data_file`` is an
-    owner's own .npz file, refused when larger than ``data_max_bytes`` (default
-    :data:`~marketplace.parties.OWNER_FILE_MAX_BYTES`).
+    party rebuilds the world from the scenario and keeps only its own share.
     """
     started = time.perf_counter()
     config = scenario.config
     settings = link_settings(scenario)
     check_own_keys(scenario, settings, [party])
-    owner_data = (load_owner_file(data_file, data_max_bytes or OWNER_FILE_MAX_BYTES, option="--data-max-bytes")
-                  if data_file else None)
+    owner_data = load_owner_file(data_file) if data_file else None
     protocol = plugins.exchange(config.protocol)  # resolved once for this party, and passed along
     if share is None:
         share = share_of(make_world(config, protocol), party)

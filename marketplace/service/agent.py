@@ -41,18 +41,11 @@ class OwnerAgent:
     """The agent (module docstring): ``run()`` serves until the server stops or :meth:`stop`."""
 
     def __init__(self, market: str, keys: Path, owners: list[str], *, work: Path, ledgers: Path | None = None,
-                 data: Path | None = None, data_max_bytes: int | None = None, exit_with: int | None = None) -> None:
+                 data: Path | None = None, exit_with: int | None = None) -> None:
         if data is not None and len(owners) != 1:
             raise ValueError(f"--data gives one owner's own rows; this agent hosts {len(owners)} owners")
         if data is not None and not Path(data).is_file():
             raise ValueError(f"--data: {data}: no such file (an .npz file with arrays X and y)")
-        if data_max_bytes is not None and data_max_bytes < 1:
-            raise ValueError(f"--data-max-bytes: expected a whole number of at least 1, got {data_max_bytes}")
-        if data is not None:  # too large a file is refused now, not in every session (the owner loads it there)
-            from marketplace.parties import OWNER_FILE_MAX_BYTES, check_owner_file_size
-
-            check_owner_file_size(str(data), data_max_bytes or OWNER_FILE_MAX_BYTES, option="--data-max-bytes")
-        self.data_max_bytes = data_max_bytes
         self.market, self.keys, self.owners = market, Path(keys), owners
         self.data = Path(data).resolve() if data is not None else None
         self.work = Path(work)
@@ -165,7 +158,6 @@ class OwnerAgent:
                   "--run-id", session, "--set", f"lifetime.ledgers={self.ledgers.resolve()}"]
         if self.data is not None:  # one owner with rows of its own
             command = ["owner", *common, "--id", ids[0], "--data", str(self.data),
-                       *(["--data-max-bytes", str(self.data_max_bytes)] if self.data_max_bytes else []),
                        "--report", str(folder / "parties" / f"{ids[0]}.json")]
         else:
             command = ["owners", *common, "--ids", ",".join(ids), "--report-dir", str(folder / "parties")]
@@ -193,11 +185,10 @@ class OwnerAgent:
 
 
 def serve_agent(market: str, keys: Path, owners: list[str], *, work: Path, ledgers: Path | None = None,
-                data: Path | None = None, data_max_bytes: int | None = None, exit_with: int | None = None) -> int:
+                data: Path | None = None, exit_with: int | None = None) -> int:
     """Run an agent in this process until the server stops it, SIGTERM/SIGINT arrives, or the
     process ``exit_with`` is gone."""
-    agent = OwnerAgent(market, keys, owners, work=work, ledgers=ledgers, data=data, data_max_bytes=data_max_bytes,
-                       exit_with=exit_with)
+    agent = OwnerAgent(market, keys, owners, work=work, ledgers=ledgers, data=data, exit_with=exit_with)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: agent.stop())
     return agent.run()

@@ -64,9 +64,6 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                                                                        "to the agents it starts)")
     agent.add_argument("--data", metavar="FILE.npz", help="the owner's own rows (arrays X and y) instead of its generated "
                                                           "share (an agent of one owner)")
-    agent.add_argument("--data-max-bytes", type=int, default=None, metavar="BYTES",
-                       help="refuse a --data file larger than this on disk, or whose arrays take more in memory "
-                            "(default: 1073741824, 1 GiB)")
     agent.add_argument("--log-level", default="INFO")
     agent.set_defaults(func=agent_command)
 
@@ -160,8 +157,7 @@ def agent_command(args: argparse.Namespace) -> int:
     try:
         return serve_agent(args.market, keys, owners, work=Path(args.work) if args.work else keys / "sessions",
                            ledgers=Path(args.ledgers) if args.ledgers else None,
-                           data=Path(args.data) if args.data else None, data_max_bytes=args.data_max_bytes,
-                           exit_with=args.exit_with)
+                           data=Path(args.data) if args.data else None, exit_with=args.exit_with)
     except ValueError as err:
         print(f"marketplace agent: {err}", file=sys.stderr)
         return EXIT_USAGE
