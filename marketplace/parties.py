@@ -164,6 +164,62 @@ def ledgers_of(role: Role) -> list[PrivacyLedger]:
     return found
 
 
+OWNER_FILE_MAX_BYTES = 1 << 30
+"""The default limit on an owner's own data file (``--data``): its size on disk, and the bytes its
+arrays take in memory (as float64 for X)."""
+
+
+def check_owner_file_size(path: str, max_bytes: int = OWNER_FILE_MAX_BYTES, option: str | None = None) -> None:
+    """Refuse, before anything is loaded, an owner file (``--data``) larger than ``max_bytes`` on
+    disk, a single ``.npy`` array, or an archive whose arrays X and y, by the shapes and types
+    their headers state, would take more than ``max_bytes`` in memory (X as float64). Reads only
+    the file's size and the arrays' headers; other problems are left to :func:`load_owner_file`.
+    ``option`` is how the user raises the limit (a command-line flag), named by the error."""
+    import zipfile
+
+    from numpy.lib import format as npy
+
+    file = Path(path)
+    if not file.is_file():
+        return
+    size = file.stat().st_size
+    if size > max_bytes:
+        raise ValueError(f"{path}: the file is {size} bytes, more than the limit of {max_bytes} bytes{_raise(option)}")
+    with file.open("rb") as f:
+        if f.read(6) == npy.MAGIC_PREFIX:
+            raise ValueError(f"{path}: expected a .npz archive with arrays X and y, got a single .npy array")
+    if not zipfile.is_zipfile(file):
+        return
+    need, shapes = 0, []
+    try:
+        with zipfile.ZipFile(file) as archive:
+            for name in ("X", "y"):
+                if f"{name}.npy" not in archive.namelist():
+                    continue
+                with archive.open(f"{name}.npy") as member:
+                    version = npy.read_magic(member)
+                    if version == (1, 0):
+                        shape, _, dtype = npy.read_array_header_1_0(member)
+                    elif version == (2, 0):
+                        shape, _, dtype = npy.read_array_header_2_0(member)
+                    else:
+                        return  # left to np.load, which refuses what it cannot read
+                count = 1
+                for length in shape:
+                    count *= int(length)
+                need += count * max(dtype.itemsize, 8 if name == "X" else dtype.itemsize)
+                shapes.append(f"{name} {tuple(shape)} of {dtype}")
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile):
+        return  # a damaged archive: load_owner_file says what it is
+    if need > max_bytes:
+        raise ValueError(f"{path}: its arrays ({', '.join(shapes)}) would take {need} bytes in memory, more than the "
+                         f"limit of {max_bytes} bytes{_raise(option)}")
+
+
+def _raise(option: str | None) -> str:
+    return f"; raise it with {option} to read it" if option else ""
+
+
 _last_fingerprint: list[tuple[ScenarioConfig, dict[str, str]]] = []
 
 
@@ -175,14 +231,17 @@ def _fingerprint_of(config: ScenarioConfig, fingerprint) -> dict[str, str]:
     return dict(_last_fingerprint[0][1])
 
 
-def load_owner_file(path: str) -> Dataset:
+def load_owner_file(path: str, max_bytes: int = OWNER_FILE_MAX_BYTES, option: str | None = None) -> Dataset:
     """An owner's own data: a ``.npz`` archive (``numpy.savez``) with arrays X (n, dim), finite
     numbers small enough that the bids computed from them stay finite
     (:func:`marketplace.data.bounds.check_rows`), and y (n,), integer class labels. Anything else
     is refused with a ValueError that names the file, and the row and column of a bad value (the
-    party then exits with status 2)."""
+    party then exits with status 2). So is a file larger than ``max_bytes``, or whose arrays would
+    take more (:func:`check_owner_file_size`, read from the archive's headers before any array is
+    loaded; ``option``, the flag that raises the limit, is named by its error)."""
     import zipfile
 
+    check_owner_file_size(path, max_bytes, option)
     try:
         archive = np.load(path, allow_pickle=False)
     except FileNotFoundError:

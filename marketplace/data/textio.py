@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import io
+from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
@@ -18,6 +21,44 @@ def decompress(name: str, data: bytes) -> bytes:
     if name.endswith(".bz2"):
         return bz2.decompress(data)
     return data
+
+
+def open_bounded(path: Path, max_bytes: int, too_large: Callable[[], Exception]) -> io.BufferedReader:
+    """``path`` opened for reading as a stream of bytes, decompressed as it is read when its name
+    ends in ``.gz`` or ``.bz2``. Reading more than ``max_bytes`` (after decompression) raises
+    ``too_large()``, so a small file that inflates without end is stopped after ``max_bytes``."""
+    name = str(path)
+    if name.endswith(".gz"):
+        inner = gzip.open(path, "rb")
+    elif name.endswith(".bz2"):
+        inner = bz2.open(path, "rb")
+    else:
+        inner = open(path, "rb", buffering=0)  # noqa: SIM115 - closed with the stream returned
+    return io.BufferedReader(_Bounded(inner, max_bytes, too_large), buffer_size=1 << 16)
+
+
+class _Bounded(io.RawIOBase):
+    """A binary stream that raises ``too_large()`` once more than ``max_bytes`` were read from it."""
+
+    def __init__(self, inner, max_bytes: int, too_large: Callable[[], Exception]) -> None:
+        self._inner, self._max_bytes, self._too_large = inner, max_bytes, too_large
+        self.read_bytes = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        n = self._inner.readinto(buffer)
+        self.read_bytes += n
+        if self.read_bytes > self._max_bytes:
+            raise self._too_large()
+        return n
+
+    def close(self) -> None:
+        try:
+            self._inner.close()
+        finally:
+            super().close()
 
 
 def is_number(text: str) -> bool:

@@ -199,6 +199,8 @@ def test_the_csv_table_states_the_defaults_of_the_code() -> None:
         kind, default = rows[f.name]
         if f.default is dataclasses.MISSING:
             assert "**required**" in kind and default == "", f.name
+        elif isinstance(f.default, int):  # a limit: the number, then in words, `1048576` (1 Mi)
+            assert kind == "integer" and re.fullmatch(rf"`{f.default}` \([^)]+\)", default), (f.name, default)
         else:
             assert default == shown[f.default], (f.name, default)
 
@@ -237,6 +239,16 @@ def test_the_quoted_missing_keys_error_is_what_validate_prints(tmp_path: Path) -
     assert refused.returncode == 2
     quoted = [line for line in quoted_errors() if "required keys" in line]
     assert quoted and quoted[0].replace("s.yaml", str(tmp_path / "s.yaml")) == refused.stderr.strip()
+
+
+def test_the_quoted_limit_error_is_what_validate_prints(tmp_path: Path) -> None:
+    write_examples(tmp_path)
+    refused = run_cli("validate", str(tmp_path / "customers.yaml"), "--set", "data.source.csv.max_rows=40")
+    assert refused.returncode == 2
+    quoted = [line for line in quoted_errors() if "data.source.csv.max_rows" in line]
+    assert len(quoted) == 1
+    expected = quoted[0].replace(" customers.yaml:", f" {tmp_path}/customers.yaml:").replace(" customers.csv ", f" {tmp_path}/customers.csv ")
+    assert refused.stderr.strip() == expected
 
 
 @pytest.mark.parametrize("override, needle", [("data.consumer.test_size=10", "the consumer's target pool has"),

@@ -98,3 +98,50 @@ def test_a_data_source_with_values_that_overflow_is_refused_naming_the_key_row_a
            "summarize": {"rounds": 2, "features": 10, "baselines": []}}
     with pytest.raises(ScenarioError, match=r"big.csv: line 62, column 'b' holds 1e\+200: too large"):
         prepare_world(parse_scenario(raw, source="s", base_dir=tmp_path))
+
+
+# --- an owner file's size is bounded before it is loaded ---------------------------------------------
+
+
+def npz_claiming(path, shape: tuple[int, ...]) -> None:
+    """A small .npz archive whose X.npy header states ``shape`` (float64) but holds no data: loading
+    it would allocate the whole array before finding the data missing."""
+    import io
+    import zipfile
+
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f8", "fortran_order": False, "shape": shape})
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("X.npy", header.getvalue())
+        y = io.BytesIO()
+        np.save(y, np.zeros(3))
+        archive.writestr("y.npy", y.getvalue())
+
+
+def test_an_owner_file_larger_than_the_limit_is_refused_naming_the_limit_and_the_option(tmp_path):
+    np.savez(tmp_path / "own.npz", X=np.ones((10, 3)), y=np.arange(10) % 2)
+    size = (tmp_path / "own.npz").stat().st_size
+    with pytest.raises(ValueError, match=rf"own\.npz: the file is {size} bytes, more than the limit of {size - 1} bytes; "
+                                         rf"raise it with --max-data to read it"):
+        load_owner_file(str(tmp_path / "own.npz"), max_bytes=size - 1, option="--max-data")
+    assert len(load_owner_file(str(tmp_path / "own.npz"), max_bytes=size)) == 10
+
+
+def test_an_owner_file_whose_arrays_would_be_too_large_is_refused_from_their_headers(tmp_path):
+    npz_claiming(tmp_path / "claims.npz", (10**6, 10**4))
+    with pytest.raises(ValueError, match=r"claims\.npz: its arrays \(X \(1000000, 10000\) of float64, y \(3,\) of "
+                                         r"float64\) would take 80000000024 bytes in memory, more than the limit of "
+                                         r"1073741824 bytes$"):
+        load_owner_file(str(tmp_path / "claims.npz"))
+    # compressed: a few kilobytes on disk, 16 MB of float64 once loaded
+    np.savez_compressed(tmp_path / "zeros.npz", X=np.zeros((2000, 1000)), y=np.zeros(2000))
+    assert (tmp_path / "zeros.npz").stat().st_size < 100_000
+    with pytest.raises(ValueError, match=r"zeros\.npz: its arrays .* would take 16016000 bytes in memory"):
+        load_owner_file(str(tmp_path / "zeros.npz"), max_bytes=10_000_000)
+    assert len(load_owner_file(str(tmp_path / "zeros.npz"), max_bytes=16_016_000)) == 2000
+
+
+def test_a_single_npy_array_is_refused_before_it_is_loaded(tmp_path):
+    np.save(tmp_path / "own.npy", np.zeros((4, 3)))
+    with pytest.raises(ValueError, match=r"own\.npy: expected a \.npz archive with arrays X and y, got a single \.npy array"):
+        load_owner_file(str(tmp_path / "own.npy"))

@@ -1,20 +1,47 @@
 """``csv``: the user's own CSV file with a header row (optionally .gz or .bz2 compressed): feature
-columns, a label column, optionally a group column. The path is relative to the scenario file."""
+columns, a label column, optionally a group column. The path is relative to the scenario file.
+
+The file is read as a stream, never whole: a line at a time, decompressed as it is read, within
+limits the scenario may raise (``max_bytes``, ``max_rows``, ``max_field_chars``,
+``max_row_chars``). A first pass checks every row and cell and keeps only a few counts per column,
+so a file that is refused, for whatever reason, is refused with little memory however large it
+is. Only a file that passed is read again, to build the matrix of its features."""
 
 from __future__ import annotations
 
 import csv
 import io
+import math
+import sys
+import threading
+import zlib
+from array import array
+from collections.abc import Iterator
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
 
-from marketplace.data.bounds import check_rows
+from marketplace.data.bounds import LARGEST, RowCheck, check_rows
 from marketplace.data.dataset import Dataset
 from marketplace.data.sources.base import Source
-from marketplace.data.textio import MISSING_VALUES, codes, decompress, is_number, label_codes
-from marketplace.schema import SchemaError
+from marketplace.data.textio import MISSING_VALUES, codes, label_codes, open_bounded
+from marketplace.schema import Range, SchemaError
+
+OPTIONS = "data.source.csv"
+"""Where the options live in a scenario (named by the errors that ask to raise a limit)."""
+
+MAX_BYTES = 1 << 30
+MAX_ROWS = 10_000_000
+MAX_FIELD_CHARS = 1 << 20
+MAX_ROW_CHARS = 4 << 20
+
+_FIELD_LIMIT = threading.RLock()
+"""Held while a file is read: csv.field_size_limit is one setting for the whole process, set to the
+file's ``max_field_chars`` for the read and put back after, so two reads in two threads (two runs
+through the Python API) take turns instead of changing each other's limit."""
 
 
 @dataclass(frozen=True)
@@ -26,6 +53,15 @@ class CsvSource:
     group: str | None = None
     """Column whose values define the groups (components) used by partition and target; absent: the label."""
     delimiter: str = ","
+    max_bytes: Annotated[int, Range(min=1)] = MAX_BYTES
+    """The most bytes the file may take: on disk, once decompressed, and its features as numbers in
+    memory (8 bytes a value)."""
+    max_rows: Annotated[int, Range(min=1)] = MAX_ROWS
+    """The most rows after the header, blank ones included."""
+    max_field_chars: Annotated[int, Range(min=1)] = MAX_FIELD_CHARS
+    """The longest field (cell), in characters."""
+    max_row_chars: Annotated[int, Range(min=1)] = MAX_ROW_CHARS
+    """The longest row, in characters (all its fields, delimiters and quotes)."""
 
 
 def check(cfg: CsvSource, path: str) -> None:
@@ -43,44 +79,138 @@ def csv_source(cfg: CsvSource, rng: np.random.Generator | None = None) -> Datase
     refused (name the features to leave it out). Labels: integers are kept as they are; other
     values become codes 0, 1, ... in sorted order. Groups: codes of the sorted values of the group
     column (numeric order when every value is a number), named by the value; without a group
-    column, the groups are the labels."""
+    column, the groups are the labels.
+
+    A file over one of the limits (``max_bytes``, ``max_rows``, ``max_field_chars``,
+    ``max_row_chars``), or that cannot be read as UTF-8 CSV text, is refused with a ValueError too;
+    the error of a limit starts with the option's key path (``data.source.csv.max_rows: ...``)."""
     path = Path(cfg.path)
-    header, rows = _read_csv(path, cfg.delimiter)
-    _require_columns(path, header, [cfg.label, *([cfg.group] if cfg.group is not None else []), *cfg.features])
-    feature_names = list(cfg.features) or _numeric_columns(path, header, rows, exclude={cfg.label, cfg.group})
-    if not feature_names:
-        raise ValueError(f"{path}: no numeric feature column besides the label and group; header: {header}")
-    used = [header.index(name) for name in dict.fromkeys((*feature_names, cfg.label, cfg.group)) if name is not None]
-    _refuse_missing(path, header, rows, used)
-    X = _parse_features(path, header, rows, feature_names)
-    label_values = [row[header.index(cfg.label)].strip() for _, row in rows]
-    y = label_codes(label_values)
-    group_values = label_values if cfg.group is None else [row[header.index(cfg.group)].strip() for _, row in rows]
-    group, group_names = codes(group_values)
-    return Dataset(X=X, y=y, group=group, feature_names=tuple(feature_names), group_names=group_names, name=path.stem)
+    survey = _survey(path, cfg)
+    n, names = survey.rows, survey.feature_names
+    if n * len(names) * 8 > cfg.max_bytes:
+        raise _over_limit("max_bytes", f"{path}: its {n} rows of {len(names)} features would take {n * len(names) * 8} "
+                                       f"bytes ({_size(n * len(names) * 8)}) of memory as numbers, more than the limit "
+                                       f"of {cfg.max_bytes} bytes ({_size(cfg.max_bytes)})",
+                          f" (or name fewer columns in {OPTIONS}.features)")
+    if survey.may_overflow:  # a value large enough that its row's squared norm might overflow: check
+        _read_matrix(path, cfg, survey, keep=False)  # every row before keeping any (raises on the first)
+    return _read_matrix(path, cfg, survey, keep=True)
 
 
-def _read_csv(path: Path, delimiter: str) -> tuple[list[str], list[tuple[int, list[str]]]]:
-    """Header and (line number, fields) of every non-blank row, checking each row's width."""
-    text = decompress(path.name, path.read_bytes()).decode("utf-8-sig")
-    reader = csv.reader(io.StringIO(text), delimiter=delimiter)
-    header = [name.strip() for name in next(reader, [])]
-    if not header:
-        raise ValueError(f"{path}: the file is empty (a header row is needed)")
-    rows = []
-    for row in reader:
-        if not row or all(not field.strip() for field in row):
-            continue
-        if len(row) != len(header):
-            raise ValueError(f"{path}, line {reader.line_num}: {len(row)} fields but the header has {len(header)}")
-        rows.append((reader.line_num, row))
-    return header, rows
+# --- reading the file as a stream -----------------------------------------------------------------
 
 
-def _require_columns(path: Path, header: list[str], names: list[str]) -> None:
-    absent = [name for name in names if name not in header]
-    if absent:
-        raise ValueError(f"{path}: no column named {absent}; the header has {header}")
+class _CsvRows:
+    """A context manager: the header (``.header``), then, iterated, (line number, fields) of each
+    non-blank row, each checked against the header's width and the limits of ``cfg``."""
+
+    def __init__(self, path: Path, cfg: CsvSource) -> None:
+        self.path, self.cfg = path, cfg
+        self.header: list[str] = []
+        self.line = 0
+        """Lines read so far (the csv reader's line_num)."""
+        self._row_chars = 0
+        self._closing: list = []
+
+    def __enter__(self) -> _CsvRows:
+        try:
+            self._open()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        while self._closing:
+            self._closing.pop()()
+
+    def _open(self) -> None:
+        path, cfg = self.path, self.cfg
+        size = path.stat().st_size
+        if size > cfg.max_bytes:
+            raise _over_limit("max_bytes", f"{path} is {size} bytes ({_size(size)}), more than the limit of "
+                                           f"{cfg.max_bytes} bytes ({_size(cfg.max_bytes)})")
+        too_large = lambda: _over_limit("max_bytes", f"{path} holds more than {cfg.max_bytes} bytes "  # noqa: E731
+                                                     f"({_size(cfg.max_bytes)}) once decompressed, the limit")
+        try:
+            binary = open_bounded(path, cfg.max_bytes, too_large)
+        except OSError as err:
+            raise ValueError(f"{path}: cannot open it: {err.strerror or err}") from None
+        self._text = io.TextIOWrapper(binary, encoding="utf-8-sig", newline="\n")
+        self._closing.append(self._text.close)
+        _FIELD_LIMIT.acquire()
+        self._closing.append(_FIELD_LIMIT.release)
+        previous = csv.field_size_limit(min(cfg.max_field_chars, sys.maxsize))
+        self._closing.append(lambda: csv.field_size_limit(previous))
+        self._reader = csv.reader(self._lines(), delimiter=cfg.delimiter)
+        self.header = [name.strip() for name in self._next() or []]
+        if not self.header:
+            raise ValueError(f"{path}: the file is empty (a header row is needed)")
+
+    def __iter__(self) -> Iterator[tuple[int, list[str]]]:
+        width, rows, max_rows, reader = len(self.header), 0, self.cfg.max_rows, self._reader
+        while (row := self._next()) is not None:
+            rows += 1  # blank rows count: a file of nothing but line ends is stopped here too
+            if rows > max_rows:
+                raise _over_limit("max_rows", f"{self.path} has more than {max_rows} rows (line {reader.line_num} "
+                                              f"holds row {rows}), the limit")
+            if not row or (not row[0].strip() and all(not field.strip() for field in row)):
+                continue
+            if len(row) != width:
+                raise ValueError(f"{self.path}, line {reader.line_num}: {len(row)} fields but the header has {width}")
+            yield reader.line_num, row
+
+    def _next(self) -> list[str] | None:
+        """The next row of fields (None at the end); csv's own errors become a ValueError naming the line."""
+        try:
+            row = next(self._reader, None)
+        except csv.Error as err:
+            line = self._reader.line_num
+            if str(err).startswith("field larger than field limit"):
+                raise _over_limit("max_field_chars", f"{self.path}, line {line}: a field longer than "
+                                                     f"{self.cfg.max_field_chars} characters, the limit") from None
+            raise ValueError(f"{self.path}, line {line}: not valid CSV ({err})") from None
+        self._row_chars = 0
+        return row
+
+    def _lines(self) -> Iterator[str]:
+        """The file's lines, for the csv reader; one longer than what is left of the current row's
+        ``max_row_chars`` is refused before it is read whole."""
+        read, limit = self._text.readline, self.cfg.max_row_chars
+        kind = {".gz": "a gzip file", ".bz2": "a bzip2 file"}.get(self.path.suffix, "the file")
+        while True:
+            try:
+                line = read(min(limit - self._row_chars + 1, sys.maxsize))
+            except UnicodeDecodeError as err:
+                raise ValueError(f"{self.path}: not UTF-8 text ({err.reason}: byte 0x{err.object[err.start]:02x} near "
+                                 f"line {self.line + 1}); save the file as UTF-8") from None
+            except (OSError, EOFError, zlib.error) as err:
+                raise ValueError(f"{self.path}: cannot read {kind}: {err}") from None
+            if not line:
+                return
+            self.line += 1
+            self._row_chars += len(line)
+            if self._row_chars > limit:
+                raise _over_limit("max_row_chars", f"{self.path}, line {self.line}: a row longer than {limit} "
+                                                   f"characters, the limit")
+            yield line
+
+
+def _over_limit(option: str, text: str, alternative: str = "") -> ValueError:
+    """The error of a file over the limit ``option``: it names the option's key path first (the
+    command line shows it as the key to change) and says to raise it."""
+    return ValueError(f"{OPTIONS}.{option}: {text}; raise {OPTIONS}.{option} to read it{alternative}")
+
+
+def _size(n: int) -> str:
+    """``1 GiB``, ``1.5 MiB``, ``800 bytes``."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} bytes"
+
+
+# --- first pass: check everything, keep counts --------------------------------------------------
 
 
 MISSING = frozenset({*MISSING_VALUES, "na", "n/a", "nan", "null", "none"})
@@ -92,55 +222,211 @@ def is_missing(text: str) -> bool:
     return text.strip().lower() in MISSING
 
 
-def _refuse_missing(path: Path, header: list[str], rows: list[tuple[int, list[str]]], used: list[int]) -> None:
-    """ValueError naming the first line and column of ``used`` whose cell is missing, and how many
-    such cells the file holds."""
-    missing = [(line, i, row[i]) for line, row in rows for i in used if is_missing(row[i])]
-    if missing:
-        line, i, text = missing[0]
-        more = f" ({len(missing)} missing cells in the columns used)" if len(missing) > 1 else ""
-        raise ValueError(f"{path}: line {line}, column {header[i]!r}: missing value {text.strip()!r}{more}; every used "
-                         f"column (features, label, group) needs a value in every row: fill it in or remove the row")
+@dataclass(frozen=True)
+class _Survey:
+    """What the first pass learnt: the header, the number of rows, the feature columns, and whether
+    a value is so large that a row's squared norm might overflow."""
+
+    header: list[str]
+    rows: int
+    feature_names: list[str]
+    may_overflow: bool
 
 
-def _numeric_columns(path: Path, header: list[str], rows: list[tuple[int, list[str]]],
-                     exclude: set[str | None]) -> list[str]:
-    """Columns (other than ``exclude``) whose present values are numbers (a missing cell does not
-    make a column text); a column that mixes numbers and text is refused, naming its first text cell."""
-    chosen = []
-    for i, name in enumerate(header):
-        if name in exclude:
-            continue
-        present = [(line, row[i].strip()) for line, row in rows if not is_missing(row[i])]
-        numeric = [is_number(v) for _, v in present]
-        if present and all(numeric):
-            chosen.append(name)
-        elif any(numeric):
-            line, text = present[numeric.index(False)]
-            raise ValueError(f"{path}: line {line}, column {name!r}: {text!r} is not a number, but the column's other "
-                             f"values are; fix the value, or name the feature columns (data.source.csv.features) to leave "
-                             f"this column out")
-    return chosen
+def _survey(path: Path, cfg: CsvSource) -> _Survey:
+    """Read every row once, keeping per column only counts and the first line of each kind of
+    problem; raise the error that reading the whole file would have raised first: a row of the
+    wrong width, an unknown column, a column mixing numbers and text, no feature column, a missing
+    value in a used column, a feature value that is not a finite number."""
+    with _CsvRows(path, cfg) as reader:
+        header = reader.header
+        named = [cfg.label, *([cfg.group] if cfg.group is not None else []), *cfg.features]
+        known = all(name in header for name in named)
+        if not known:  # refused below, once every row's width was checked
+            candidates, others = [], []
+        elif cfg.features:
+            candidates = list(dict.fromkeys(header.index(name) for name in cfg.features))
+        else:
+            candidates = [i for i, name in enumerate(header) if name not in {cfg.label, cfg.group}]
+        if known:  # the label and group columns, when they are not candidates: checked for missing cells only
+            named_at = [header.index(cfg.label), *([header.index(cfg.group)] if cfg.group is not None else [])]
+            others = [i for i in dict.fromkeys(named_at) if i not in candidates]
+        width = len(header)
+        missing, first_missing = [0] * width, [None] * width
+        text, first_text = [0] * width, [None] * width
+        first_bad: list[tuple[int, str] | None] = [None] * width  # not a finite number (text included)
+        large = [False] * width
+        # no row can overflow when every value of it is below this (d values below LARGEST / (2 sqrt(d)))
+        small = LARGEST / (2 * math.sqrt(max(1, len(candidates), len(cfg.features))))
+        n = 0
+        for line, row in reader:
+            n += 1
+            for i in candidates:
+                cell = row[i].strip()
+                try:
+                    value = float(cell)
+                except ValueError:
+                    if cell.lower() in MISSING:
+                        missing[i] += 1
+                        if first_missing[i] is None:
+                            first_missing[i] = (line, cell)
+                    else:
+                        text[i] += 1
+                        if first_text[i] is None:
+                            first_text[i] = (line, _shown(cell))
+                        if first_bad[i] is None:
+                            first_bad[i] = (line, _shown(cell))
+                    continue
+                if -small < value < small:
+                    continue
+                if value != value and cell.lower() in MISSING:
+                    missing[i] += 1
+                    if first_missing[i] is None:
+                        first_missing[i] = (line, cell)
+                elif not math.isfinite(value):
+                    if first_bad[i] is None:
+                        first_bad[i] = (line, _shown(cell))
+                else:
+                    large[i] = True
+            for i in others:
+                cell = row[i].strip()
+                if cell.lower() in MISSING:
+                    missing[i] += 1
+                    if first_missing[i] is None:
+                        first_missing[i] = (line, cell)
+    _require_columns(path, header, named)
+    if cfg.features:
+        feature_names = list(cfg.features)
+    else:
+        feature_names = []
+        for i in candidates:
+            present = n - missing[i]
+            if present and not text[i]:
+                feature_names.append(header[i])
+            elif present > text[i]:
+                line, cell = first_text[i]
+                raise ValueError(f"{path}: line {line}, column {header[i]!r}: {cell} is not a number, but the column's "
+                                 f"other values are; fix the value, or name the feature columns "
+                                 f"({OPTIONS}.features) to leave this column out")
+    if not feature_names:
+        raise ValueError(f"{path}: no numeric feature column besides the label and group; header: {_names(header)}")
+    used = [header.index(name) for name in dict.fromkeys((*feature_names, cfg.label, cfg.group)) if name is not None]
+    found = [(first_missing[i][0], k, i) for k, i in enumerate(used) if first_missing[i] is not None]
+    if found:
+        _, _, i = min(found)
+        count = sum(missing[i] for i in used)
+        more = f" ({count} missing cells in the columns used)" if count > 1 else ""
+        raise ValueError(f"{path}: line {first_missing[i][0]}, column {header[i]!r}: missing value {first_missing[i][1]!r}"
+                         f"{more}; every used column (features, label, group) needs a value in every row: fill it in "
+                         f"or remove the row")
+    positions = [header.index(name) for name in feature_names]
+    bad = [(first_bad[i][0], j, i) for j, i in enumerate(positions) if first_bad[i] is not None]
+    if bad:
+        line, _, i = min(bad)
+        raise ValueError(f"{path}: column {header[i]!r}, line {line}: {first_bad[i][1]} is not a finite number "
+                         f"(feature columns must be numeric; name the features in {OPTIONS}.features)")
+    return _Survey(header=header, rows=n, feature_names=feature_names, may_overflow=any(large[i] for i in positions))
 
 
-def _parse_features(path: Path, header: list[str], rows: list[tuple[int, list[str]]], names: list[str]) -> np.ndarray:
-    """Float matrix of the named columns; ValueError naming file, column and line of a bad value."""
-    positions = [header.index(name) for name in names]
-    X = np.empty((len(rows), len(names)), dtype=np.float64)
-    for r, (line, row) in enumerate(rows):
-        for j, i in enumerate(positions):
-            text = row[i].strip()
+def _require_columns(path: Path, header: list[str], names: list[str]) -> None:
+    absent = [name for name in names if name not in header]
+    if absent:
+        raise ValueError(f"{path}: no column named {absent}; the header has {_names(header)}")
+
+
+def _shown(cell: str) -> str:
+    """A cell's text as an error message quotes it: its repr, cut short when it is long (a field
+    may hold a megabyte), saying how long it was."""
+    if len(cell) <= 80:
+        return repr(cell)
+    return f"{cell[:60]!r}... ({len(cell)} characters)"
+
+
+def _names(header: list[str]) -> str:
+    """The header as an error message shows it: the list of names, its first names only when it
+    is long."""
+    shown = repr(header)
+    if len(shown) <= 2000:
+        return shown
+    return f"{header[:20]!r}... ({len(header)} columns)"
+
+
+# --- second pass: the matrix ----------------------------------------------------------------------
+
+
+class _LineNames:
+    """``line N`` of row ``r``, made when asked (the row names of :func:`check_rows`)."""
+
+    def __init__(self, lines: array) -> None:
+        self._lines = lines
+
+    def __len__(self) -> int:
+        return len(self._lines)
+
+    def __getitem__(self, r: int) -> str:
+        return f"line {self._lines[r]}"
+
+
+def _read_matrix(path: Path, cfg: CsvSource, survey: _Survey, *, keep: bool) -> Dataset | None:
+    """Read the file again, now known to be good, and build its Dataset (``keep``), or only check
+    its rows' values block by block (:class:`~marketplace.data.bounds.RowCheck`) and keep nothing."""
+    header, names = survey.header, survey.feature_names
+    d = len(names)
+    pick = itemgetter(*(header.index(name) for name in names))
+    label_at = header.index(cfg.label)
+    group_at = header.index(cfg.group) if cfg.group is not None else None
+    values, lines = array("d"), array("q")
+    labels, groups = array("q"), array("q")
+    label_ids: dict[str, int] = {}
+    group_ids: dict[str, int] = {}
+    check = RowCheck(str(path), columns=names)
+    block, block_lines, block_rows = array("d"), [], max(1, (1 << 16) // d)
+    changed = ValueError(f"{path}: the file changed while it was read; read it again once it is written")
+    n = 0
+    with _CsvRows(path, cfg) as reader:
+        if reader.header != header:
+            raise changed
+        for line, row in reader:
+            n += 1
             try:
-                X[r, j] = float(text)
+                row_values = [float(cell) for cell in pick(row)] if d > 1 else [float(pick(row))]
             except ValueError:
-                X[r, j] = np.nan
-            if not np.isfinite(X[r, j]):
-                raise ValueError(
-                    f"{path}: column {header[i]!r}, line {line}: {text!r} is not a finite number "
-                    f"(feature columns must be numeric; name the features in data.source.csv.features)"
-                )
-    check_rows(X, str(path), rows=[f"line {line}" for line, _ in rows], columns=names)
-    return X
+                raise changed from None
+            if keep:
+                values.extend(row_values)
+                lines.append(line)
+                labels.append(label_ids.setdefault(row[label_at].strip(), len(label_ids)))
+                if group_at is not None:
+                    groups.append(group_ids.setdefault(row[group_at].strip(), len(group_ids)))
+                continue
+            block.extend(row_values)
+            block_lines.append(f"line {line}")
+            if len(block_lines) == block_rows:
+                check.add(np.frombuffer(block, dtype=np.float64).reshape(-1, d), 0, block_lines)
+                block, block_lines = array("d"), []
+    if n != survey.rows:
+        raise changed
+    if not keep:
+        if block_lines:
+            check.add(np.frombuffer(block, dtype=np.float64).reshape(-1, d), 0, block_lines)
+        check.done()
+        return None
+    X = np.frombuffer(values, dtype=np.float64).reshape(n, d) if n else np.empty((0, d), dtype=np.float64)
+    check_rows(X, str(path), rows=_LineNames(lines), columns=names)
+    label_values = list(label_ids)
+    label_index = _indices(labels)
+    y = label_codes(label_values)[label_index]
+    if group_at is None:
+        group_codes, group_names = codes(label_values)
+        group = group_codes[label_index]
+    else:
+        group_codes, group_names = codes(list(group_ids))
+        group = group_codes[_indices(groups)]
+    return Dataset(X=X, y=y, group=group, feature_names=tuple(names), group_names=group_names, name=path.stem)
+
+
+def _indices(values: array) -> np.ndarray:
+    return np.frombuffer(values, dtype=np.int64) if len(values) else np.empty(0, dtype=np.int64)
 
 
 SOURCE = Source(kind="csv", options=CsvSource, load=csv_source, check=check, paths=("path",),
