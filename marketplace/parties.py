@@ -18,6 +18,7 @@ import numpy as np
 from marketplace import plugins
 from marketplace.data.bounds import check_rows
 from marketplace.data.dataset import Dataset, SparseParts
+from marketplace.data.own_files import OWNER_FILE_MAX_BYTES, check_owner_file_size
 from marketplace.data.world import World, build_world
 from marketplace.privacy.accountant import PrivacyLedger
 from marketplace.privacy.noise import NoiseOrigin
@@ -164,62 +165,6 @@ def ledgers_of(role: Role) -> list[PrivacyLedger]:
     return found
 
 
-OWNER_FILE_MAX_BYTES = 1 << 30
-"""The default limit on an owner's own data file (``--data``): its size on disk, and the bytes its
-arrays take in memory (as float64 for X)."""
-
-
-def check_owner_file_size(path: str, max_bytes: int = OWNER_FILE_MAX_BYTES, option: str | None = None) -> None:
-    """Refuse, before anything is loaded, an owner file (``--data``) larger than ``max_bytes`` on
-    disk, a single ``.npy`` array, or an archive whose arrays X and y, by the shapes and types
-    their headers state, would take more than ``max_bytes`` in memory (X as float64). Reads only
-    the file's size and the arrays' headers; other problems are left to :func:`load_owner_file`.
-    ``option`` is how the user raises the limit (a command-line flag), named by the error."""
-    import zipfile
-
-    from numpy.lib import format as npy
-
-    file = Path(path)
-    if not file.is_file():
-        return
-    size = file.stat().st_size
-    if size > max_bytes:
-        raise ValueError(f"{path}: the file is {size} bytes, more than the limit of {max_bytes} bytes{_raise(option)}")
-    with file.open("rb") as f:
-        if f.read(6) == npy.MAGIC_PREFIX:
-            raise ValueError(f"{path}: expected a .npz archive with arrays X and y, got a single .npy array")
-    if not zipfile.is_zipfile(file):
-        return
-    need, shapes = 0, []
-    try:
-        with zipfile.ZipFile(file) as archive:
-            for name in ("X", "y"):
-                if f"{name}.npy" not in archive.namelist():
-                    continue
-                with archive.open(f"{name}.npy") as member:
-                    version = npy.read_magic(member)
-                    if version == (1, 0):
-                        shape, _, dtype = npy.read_array_header_1_0(member)
-                    elif version == (2, 0):
-                        shape, _, dtype = npy.read_array_header_2_0(member)
-                    else:
-                        return  # left to np.load, which refuses what it cannot read
-                count = 1
-                for length in shape:
-                    count *= int(length)
-                need += count * max(dtype.itemsize, 8 if name == "X" else dtype.itemsize)
-                shapes.append(f"{name} {tuple(shape)} of {dtype}")
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile):
-        return  # a damaged archive: load_owner_file says what it is
-    if need > max_bytes:
-        raise ValueError(f"{path}: its arrays ({', '.join(shapes)}) would take {need} bytes in memory, more than the "
-                         f"limit of {max_bytes} bytes{_raise(option)}")
-
-
-def _raise(option: str | None) -> str:
-    return f"; raise it with {option} to read it" if option else ""
-
-
 _last_fingerprint: list[tuple[ScenarioConfig, dict[str, str]]] = []
 
 
@@ -309,7 +254,7 @@ def own_rows(config: ScenarioConfig, party: str, *, data: str | Path | None = No
             raise ValueError("consumer: --data/--test bring the consumer's own target to a marketplace described by "
                              "its public schema (data.schema); this scenario simulates its data (data.source), and "
                              "the consumer's target is drawn from it (data.consumer)")
-        return {"owner": load_owner_file(str(data))} if data is not None else {}
+        return {"owner": load_owner_file(str(data), limits.max_bytes, "--max-bytes")} if data is not None else {}
     if data is None:
         what = "its own rows (--data FILE.csv)" if role == "owner" else "its own target (--data TARGET.csv)"
         raise ValueError(f"{party}: this marketplace is described by its public schema (data.schema) and holds no "

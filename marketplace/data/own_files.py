@@ -20,12 +20,8 @@ Two formats, by the file's name:
 from __future__ import annotations
 
 import argparse
-import bz2
-import csv
-import gzip
-import io
 import zipfile
-from collections.abc import Iterator
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,9 +29,11 @@ import numpy as np
 
 from marketplace.data.dataset import Dataset
 from marketplace.data.public_schema import DataSchema
-from marketplace.data.sources.csv_file import is_missing
+from marketplace.data.sources.csv_file import (MAX_BYTES, MAX_FIELD_CHARS, MAX_ROW_CHARS, MAX_ROWS, CsvRows, CsvSource,
+                                                is_missing)
 
-__all__ = ["OwnDataError", "ReadLimits", "load_own_rows", "parse_data_files"]
+__all__ = ["OWNER_FILE_MAX_BYTES", "OwnDataError", "ReadLimits", "check_owner_file_size", "load_own_rows",
+           "parse_data_files"]
 
 
 class OwnDataError(ValueError):
@@ -48,23 +46,32 @@ class ReadLimits:
     """The most of a party's file that is read: bytes (after decompression), rows, and bytes in one
     field. A file over a limit is refused, naming the limit and the option that raises it."""
 
-    max_bytes: int = 1 << 30
-    max_rows: int = 10_000_000
-    max_field_bytes: int = 1 << 20
+    max_bytes: int = MAX_BYTES
+    max_rows: int = MAX_ROWS
+    max_field_chars: int = MAX_FIELD_CHARS
+    max_row_chars: int = MAX_ROW_CHARS
 
     @staticmethod
     def add_arguments(parser: argparse.ArgumentParser) -> None:
         """``--max-bytes``, ``--max-rows`` and ``--max-field-bytes`` on a command that reads a party's file."""
         d = ReadLimits()
-        for flag, value, what in (("--max-bytes", d.max_bytes, "bytes of a data file, after decompression"),
+        for flag, value, what in (("--max-bytes", d.max_bytes, "bytes of a data file (on disk, after decompression, "
+                                                                "and its features in memory)"),
                                   ("--max-rows", d.max_rows, "rows of a data file"),
-                                  ("--max-field-bytes", d.max_field_bytes, "bytes in one CSV field")):
+                                  ("--max-field-chars", d.max_field_chars, "characters in one CSV field"),
+                                  ("--max-row-chars", d.max_row_chars, "characters in one CSV row")):
             parser.add_argument(flag, type=_at_least_one, default=value, metavar="N",
                                 help=f"read at most N {what} (default {value:,})")
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ReadLimits:
-        return cls(max_bytes=args.max_bytes, max_rows=args.max_rows, max_field_bytes=args.max_field_bytes)
+        return cls(max_bytes=args.max_bytes, max_rows=args.max_rows, max_field_chars=args.max_field_chars,
+                   max_row_chars=args.max_row_chars)
+
+    def arguments(self) -> list[str]:
+        """The flags that give a party's command these limits."""
+        return ["--max-bytes", str(self.max_bytes), "--max-rows", str(self.max_rows),
+                "--max-field-chars", str(self.max_field_chars), "--max-row-chars", str(self.max_row_chars)]
 
 
 def _at_least_one(text: str) -> int:
@@ -136,102 +143,101 @@ def _codes(values: list[str], lookup: dict[str, int], column: str, what: str, wh
 # --- CSV ---------------------------------------------------------------------------------------------
 
 
-class _Counted(io.RawIOBase):
-    """A binary stream that refuses to give more than ``limit`` bytes (decompressed: a gzip bomb is
-    stopped after ``limit`` bytes, not after it has filled the memory)."""
-
-    def __init__(self, raw: io.BufferedIOBase, limit: int, where: str) -> None:
-        self.raw, self.limit, self.where, self.count = raw, limit, where, 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:  # type: ignore[override]
-        n = self.raw.readinto(buffer)
-        self.count += n or 0
-        if self.count > self.limit:
-            raise OwnDataError(f"{self.where}: the file holds more than {self.limit:,} bytes (after decompression), "
-                               f"the most read of one party's file; raise the limit with --max-bytes")
-        return n or 0
-
-
-def _open_text(path: Path, where: str, limits: ReadLimits) -> io.TextIOBase:
-    name = path.name.lower()
-    raw = gzip.open(path, "rb") if name.endswith(".gz") else bz2.open(path, "rb") if name.endswith(".bz2") else open(path, "rb")  # noqa: SIM115
-    return io.TextIOWrapper(io.BufferedReader(_Counted(raw, limits.max_bytes, where)), encoding="utf-8-sig",
-                            newline="")
-
-
-def _rows(path: Path, where: str, limits: ReadLimits, delimiter: str) -> Iterator[tuple[int, list[str]]]:
-    """(line number, fields) of each row, the header first, within the limits."""
-    csv.field_size_limit(max(limits.max_field_bytes, 1))
-    with _open_text(path, where, limits) as text:
-        reader = csv.reader(text, delimiter=delimiter)
-        try:
-            for row in reader:
-                yield reader.line_num, row
-        except csv.Error as err:
-            raise OwnDataError(f"{where}: line {reader.line_num}: {err} (at most {limits.max_field_bytes:,} bytes in "
-                               f"one field; raise it with --max-field-bytes)") from None
-        except (UnicodeDecodeError, EOFError, OSError, zipfile.BadZipFile) as err:
-            raise OwnDataError(f"{where}: line {reader.line_num}: cannot be read as CSV text ({err})") from None
+FLAGS = {"max_bytes": "--max-bytes", "max_rows": "--max-rows", "max_field_chars": "--max-field-chars",
+         "max_row_chars": "--max-row-chars"}
+"""The command-line flag that raises each limit of a party's own file."""
 
 
 def _read_csv(path: Path, schema: DataSchema, where: str, limits: ReadLimits, *,
               delimiter: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
-    rows = _rows(path, where, limits, delimiter)
-    first = next(rows, None)
-    if first is None:
-        raise OwnDataError(f"{where}: expected a header row naming the columns, got an empty file")
-    header = [name.strip() for name in first[1]]
+    """The rows of a CSV, read as a stream (:class:`~marketplace.data.sources.csv_file.CsvRows`: on
+    disk and decompressed size, rows, field and row lengths bounded), each value checked as it is
+    read; what is kept is numbers only (features, label and group codes, line numbers)."""
+    party = where.split(":", 1)[0]
+    cfg = CsvSource(path=str(path), label=schema.label.name, delimiter=delimiter, max_bytes=limits.max_bytes,
+                    max_rows=limits.max_rows, max_field_chars=limits.max_field_chars,
+                    max_row_chars=limits.max_row_chars)
+
+    def over_limit(option: str, text: str) -> OwnDataError:
+        return OwnDataError(f"{party}: {text}; raise the limit with {FLAGS[option]}")
+
+    try:
+        with CsvRows(path, cfg, over_limit) as rows:
+            return _parse_rows(rows, schema, where, limits)
+    except OwnDataError:
+        raise
+    except ValueError as err:  # the reader's own errors name the file and the line
+        raise OwnDataError(f"{party}: {err}") from None
+
+
+def _parse_rows(rows: CsvRows, schema: DataSchema, where: str,
+                limits: ReadLimits) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    header = rows.header
     wanted = [*schema.feature_names, schema.label.name, *([schema.group.name] if schema.group is not None else [])]
     absent = [name for name in wanted if name not in header]
     if absent:
-        raise OwnDataError(f"{where}: line {first[0]}: expected the schema's columns {wanted} in the header, found no "
+        raise OwnDataError(f"{where}: line 1: expected the schema's columns {wanted} in the header, found no "
                            f"{absent} among {header[:30]}")
     positions = [header.index(name) for name in schema.feature_names]
     label_at = header.index(schema.label.name)
     group_at = header.index(schema.group.name) if schema.group is not None else None
+    classes, groups_of = schema.class_codes(), schema.group_codes()
+    most = max(1, limits.max_bytes // (8 * schema.dim))  # the features in memory stay within max_bytes too
     chunks: list[np.ndarray] = []
     block = np.empty((4096, schema.dim))
     filled = 0
-    labels: list[str] = []
-    groups: list[str] = []
-    lines: list[str] = []
+    labels, groups, lines = array("q"), array("q"), array("q")
     for line, row in rows:
-        if not row or all(not field.strip() for field in row):
-            continue
-        if len(row) != len(header):
-            raise OwnDataError(f"{where}: line {line}: expected {len(header)} fields (as in the header), found {len(row)}")
-        if len(lines) >= limits.max_rows:
-            raise OwnDataError(f"{where}: more than {limits.max_rows:,} rows, the most read of one party's file; raise "
-                               f"the limit with --max-rows")
+        if len(lines) >= most:
+            raise OwnDataError(f"{where}: more than {most:,} rows of {schema.dim} features would take more than "
+                               f"{limits.max_bytes:,} bytes in memory; raise the limit with --max-bytes")
         for j, i in enumerate(positions):
             text = row[i].strip()
             try:
-                value = float(text)
+                block[filled, j] = float(text)
             except ValueError:
-                what = "a missing value" if is_missing(text) else repr(text)
+                what = "a missing value" if is_missing(text) else repr(_cut(text))
                 raise OwnDataError(f"{where}: line {line}, column {header[i]!r}: expected a number, found {what}") from None
-            block[filled, j] = value
-        for at, out, column in ((label_at, labels, schema.label.name), (group_at, groups, None)):
-            if at is None:
-                continue
-            text = row[at].strip()
-            if is_missing(text) and text not in (schema.label.classes if column else schema.group_names):
-                raise OwnDataError(f"{where}: line {line}, column {header[at]!r}: expected a value, found a missing one")
-            out.append(text)
-        lines.append(f"line {line}")
+        labels.append(_code(row[label_at].strip(), classes, header[label_at], "classes", where, line))
+        if group_at is not None:
+            groups.append(_code(row[group_at].strip(), groups_of, header[group_at], "group values", where, line))
+        lines.append(line)
         filled += 1
         if filled == len(block):
             chunks.append(block)
             block, filled = np.empty((len(block), schema.dim)), 0
     chunks.append(block[:filled])
-    X = np.concatenate(chunks) if chunks else np.zeros((0, schema.dim))
-    y = _codes(labels, schema.class_codes(), schema.label.name, "classes", where, lines)
-    group = (_codes(groups, schema.group_codes(), schema.group.name, "group values", where, lines)
-             if schema.group is not None else _label_groups(y, schema))
-    return X, y, group, lines
+    y = np.frombuffer(labels, dtype=np.int64).copy() if labels else np.zeros(0, dtype=np.int64)
+    group = (np.frombuffer(groups, dtype=np.int64).copy() if groups else np.zeros(0, dtype=np.int64)) \
+        if group_at is not None else _label_groups(y, schema)
+    return np.concatenate(chunks), y, group, _LineNames(lines)
+
+
+class _LineNames:
+    """``"line 12"`` for row ``i``: the names of the rows in error messages, kept as numbers."""
+
+    def __init__(self, lines: array) -> None:
+        self._lines = lines
+
+    def __len__(self) -> int:
+        return len(self._lines)
+
+    def __getitem__(self, i: int) -> str:
+        return f"line {self._lines[i]}"
+
+
+def _code(value: str, lookup: dict[str, int], column: str, what: str, where: str, line: int) -> int:
+    code = lookup.get(value)
+    if code is None:
+        shown = list(lookup)[:20]
+        found = "a missing value" if not value else repr(_cut(value))
+        raise OwnDataError(f"{where}: line {line}, column {column!r}: expected one of the schema's {what} "
+                           f"{shown}{' ...' if len(lookup) > 20 else ''}, found {found}")
+    return code
+
+
+def _cut(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _label_groups(y: np.ndarray, schema: DataSchema) -> np.ndarray:
@@ -247,9 +253,10 @@ def _label_groups(y: np.ndarray, schema: DataSchema) -> np.ndarray:
 def _read_npz(path: Path, schema: DataSchema, where: str,
               limits: ReadLimits) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
     size = path.stat().st_size
-    if size > limits.max_bytes:
-        raise OwnDataError(f"{where}: {size:,} bytes, more than {limits.max_bytes:,}, the most read of one party's "
-                           f"file; raise the limit with --max-bytes")
+    try:
+        check_owner_file_size(str(path), limits.max_bytes, "--max-bytes")
+    except ValueError as err:
+        raise OwnDataError(f"{where.split(':', 1)[0]}: {err}") from None
     try:
         archive = np.load(path, allow_pickle=False)
     except (EOFError, OSError, zipfile.BadZipFile, ValueError) as err:
@@ -258,10 +265,6 @@ def _read_npz(path: Path, schema: DataSchema, where: str,
     if not isinstance(archive, np.lib.npyio.NpzFile):
         raise OwnDataError(f"{where}: expected a .npz archive with arrays X and y, found a single .npy array")
     with archive as f:
-        for member in f.zip.infolist():  # the sizes the archive declares, before anything is inflated
-            if member.file_size > limits.max_bytes:
-                raise OwnDataError(f"{where}: array {member.filename!r} inflates to {member.file_size:,} bytes, more "
-                                   f"than {limits.max_bytes:,}; raise the limit with --max-bytes")
         absent = [name for name in ("X", "y") if name not in f.files]
         if absent:
             raise OwnDataError(f"{where}: expected arrays 'X' and 'y' (and optionally 'group'), found {sorted(f.files)}")
@@ -296,6 +299,65 @@ def _text(value: object) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)
+
+
+# --- the size of an npz, from its headers -------------------------------------------------------
+
+
+OWNER_FILE_MAX_BYTES = MAX_BYTES
+"""The default limit on an owner's own data file (``--data``): its size on disk, and the bytes its
+arrays take in memory (as float64 for X)."""
+
+
+def check_owner_file_size(path: str, max_bytes: int = OWNER_FILE_MAX_BYTES, option: str | None = None) -> None:
+    """Refuse, before anything is loaded, an owner file (``--data``) larger than ``max_bytes`` on
+    disk, a single ``.npy`` array, or an archive whose arrays X and y, by the shapes and types
+    their headers state, would take more than ``max_bytes`` in memory (X as float64). Reads only
+    the file's size and the arrays' headers; other problems are left to :func:`load_owner_file`.
+    ``option`` is how the user raises the limit (a command-line flag), named by the error."""
+    import zipfile
+
+    from numpy.lib import format as npy
+
+    file = Path(path)
+    if not file.is_file():
+        return
+    size = file.stat().st_size
+    if size > max_bytes:
+        raise ValueError(f"{path}: the file is {size} bytes, more than the limit of {max_bytes} bytes{_raise(option)}")
+    with file.open("rb") as f:
+        if f.read(6) == npy.MAGIC_PREFIX:
+            raise ValueError(f"{path}: expected a .npz archive with arrays X and y, got a single .npy array")
+    if not zipfile.is_zipfile(file):
+        return
+    need, shapes = 0, []
+    try:
+        with zipfile.ZipFile(file) as archive:
+            for name in ("X", "y", "group"):
+                if f"{name}.npy" not in archive.namelist():
+                    continue
+                with archive.open(f"{name}.npy") as member:
+                    version = npy.read_magic(member)
+                    if version == (1, 0):
+                        shape, _, dtype = npy.read_array_header_1_0(member)
+                    elif version == (2, 0):
+                        shape, _, dtype = npy.read_array_header_2_0(member)
+                    else:
+                        return  # left to np.load, which refuses what it cannot read
+                count = 1
+                for length in shape:
+                    count *= int(length)
+                need += count * max(dtype.itemsize, 8 if name == "X" else dtype.itemsize)
+                shapes.append(f"{name} {tuple(shape)} of {dtype}")
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile):
+        return  # a damaged archive: load_owner_file says what it is
+    if need > max_bytes:
+        raise ValueError(f"{path}: its arrays ({', '.join(shapes)}) would take {need} bytes in memory, more than the "
+                         f"limit of {max_bytes} bytes{_raise(option)}")
+
+
+def _raise(option: str | None) -> str:
+    return f"; raise it with {option} to read it" if option else ""
 
 
 # --- which file is whose -----------------------------------------------------------------------------

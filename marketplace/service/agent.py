@@ -171,9 +171,7 @@ class OwnerAgent:
         command = ["owners", *common, "--ids", ",".join(ids), "--report-dir", str(folder / "parties")]
         own = {owner: self.data[owner] for owner in ids if owner in self.data}
         if own:  # each owner's own rows, read by the owners themselves within the same limits
-            command += ["--data", ",".join(f"{owner}={path}" for owner, path in own.items()),
-                        "--max-bytes", str(self.limits.max_bytes), "--max-rows", str(self.limits.max_rows),
-                        "--max-field-bytes", str(self.limits.max_field_bytes)]
+            command += ["--data", ",".join(f"{owner}={path}" for owner, path in own.items()), *self.limits.arguments()]
         proc = subprocess.Popen([sys.executable, "-m", "marketplace", *command], stdout=log_file,
                                 stderr=subprocess.STDOUT, cwd=folder)
         log_file.close()

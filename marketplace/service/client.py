@@ -62,8 +62,7 @@ class OwnTarget:
     def arguments(self) -> list[str]:
         """The consumer command's options that hand it these files."""
         return ["--data", str(self.data), *(["--test", str(self.test)] if self.test is not None else []),
-                "--max-bytes", str(self.limits.max_bytes), "--max-rows", str(self.limits.max_rows),
-                "--max-field-bytes", str(self.limits.max_field_bytes)]
+                *self.limits.arguments()]
 
     def check(self, market_file: Path) -> int:
         """Read the files and check them against the marketplace's schema (``market_file``) before

@@ -4,6 +4,7 @@ with a bad file refuses to start before it sends anything."""
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -131,3 +132,49 @@ def test_a_consumer_target_for_a_simulated_marketplace_is_refused(tmp_path):
     done = cli("consumer", "--scenario", str(SKETCH), "--endpoint", "tcp://127.0.0.1:9", "--insecure",
                "--data", str(target), cwd=tmp_path)
     assert done.returncode == 2 and "data.schema" in done.stderr
+
+
+MEASURE = """
+import json, resource, subprocess, sys
+done = subprocess.run(sys.argv[1:], capture_output=True, text=True, timeout=600)
+print(json.dumps({"returncode": done.returncode, "stderr": done.stderr,
+                  "peak_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
+"""
+"""Runs a command and reports its exit status, stderr and peak resident memory (that command's alone)."""
+
+
+def measured(*args: str, cwd: Path) -> dict:
+    done = subprocess.run([sys.executable, "-c", MEASURE, sys.executable, "-m", "marketplace", *args],
+                          capture_output=True, text=True, timeout=900, cwd=cwd)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def sparse_csv(path: Path, header: str) -> Path:
+    """A 2 GB file that takes no disk: a header, a row, then a hole of zero bytes."""
+    with path.open("wb") as f:
+        f.write(f"{header}\n".encode())
+        f.seek(2 * 1024**3)
+        f.write(b"\n")
+    return path
+
+
+@pytest.mark.slow
+def test_an_agents_2_gb_file_is_refused_at_exit_2_with_little_memory(shares, tmp_path):
+    big = sparse_csv(tmp_path / "owner-1.csv", "f0,f1,f2,f3,f4,label,group")
+    result = measured("agent", "--market", "tcp://127.0.0.1:9", "--keys", str(tmp_path), "--ids", "owner-1",
+                      "--data", str(big), "--schema", str(shares / "market.yaml"), cwd=tmp_path)
+    assert result["returncode"] == 2 and "Traceback" not in result["stderr"], result["stderr"]
+    assert f"owner-1: {big} is 2147483649 bytes" in result["stderr"] and "--max-bytes" in result["stderr"]
+    assert result["peak_mb"] < 500, f"peak memory {result['peak_mb']:.0f} MB"
+
+
+@pytest.mark.slow
+def test_a_consumers_target_without_line_ends_is_refused_at_exit_2_with_little_memory(shares, tmp_path):
+    big = sparse_csv(tmp_path / "target.csv", "f0,f1,f2,f3,f4,label,group")
+    result = measured("request", str(SKETCH), "--market", "tcp://127.0.0.1:9", "--keys", str(tmp_path),
+                      "--data", str(big), "--schema", str(shares / "market.yaml"), "--max-bytes", str(3 << 30),
+                      "--out", str(tmp_path / "out"), cwd=tmp_path)
+    assert result["returncode"] == 2 and "Traceback" not in result["stderr"], result["stderr"]
+    assert "a row longer than" in result["stderr"] and "--max-row-chars" in result["stderr"]
+    assert result["peak_mb"] < 500, f"peak memory {result['peak_mb']:.0f} MB"

@@ -16,7 +16,7 @@ import sys
 import threading
 import zlib
 from array import array
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from operator import itemgetter
 from pathlib import Path
@@ -100,19 +100,23 @@ def csv_source(cfg: CsvSource, rng: np.random.Generator | None = None) -> Datase
 # --- reading the file as a stream -----------------------------------------------------------------
 
 
-class _CsvRows:
+class CsvRows:
     """A context manager: the header (``.header``), then, iterated, (line number, fields) of each
     non-blank row, each checked against the header's width and the limits of ``cfg``."""
 
-    def __init__(self, path: Path, cfg: CsvSource) -> None:
+    def __init__(self, path: Path, cfg: CsvSource,
+                 over_limit: Callable[[str, str], ValueError] | None = None) -> None:
+        """``over_limit(option, text)`` is the error of a file over the limit ``option`` (default:
+        naming the scenario's ``data.source.csv.<option>``; a party's own file names its flag)."""
         self.path, self.cfg = path, cfg
+        self._over_limit = over_limit or _over_limit
         self.header: list[str] = []
         self.line = 0
         """Lines read so far (the csv reader's line_num)."""
         self._row_chars = 0
         self._closing: list = []
 
-    def __enter__(self) -> _CsvRows:
+    def __enter__(self) -> CsvRows:
         try:
             self._open()
         except BaseException:
@@ -128,9 +132,9 @@ class _CsvRows:
         path, cfg = self.path, self.cfg
         size = path.stat().st_size
         if size > cfg.max_bytes:
-            raise _over_limit("max_bytes", f"{path} is {size} bytes ({_size(size)}), more than the limit of "
+            raise self._over_limit("max_bytes", f"{path} is {size} bytes ({_size(size)}), more than the limit of "
                                            f"{cfg.max_bytes} bytes ({_size(cfg.max_bytes)})")
-        too_large = lambda: _over_limit("max_bytes", f"{path} holds more than {cfg.max_bytes} bytes "  # noqa: E731
+        too_large = lambda: self._over_limit("max_bytes", f"{path} holds more than {cfg.max_bytes} bytes "  # noqa: E731
                                                      f"({_size(cfg.max_bytes)}) once decompressed, the limit")
         try:
             binary = open_bounded(path, cfg.max_bytes, too_large)
@@ -152,7 +156,7 @@ class _CsvRows:
         while (row := self._next()) is not None:
             rows += 1  # blank rows count: a file of nothing but line ends is stopped here too
             if rows > max_rows:
-                raise _over_limit("max_rows", f"{self.path} has more than {max_rows} rows (line {reader.line_num} "
+                raise self._over_limit("max_rows", f"{self.path} has more than {max_rows} rows (line {reader.line_num} "
                                               f"holds row {rows}), the limit")
             if not row or (not row[0].strip() and all(not field.strip() for field in row)):
                 continue
@@ -167,7 +171,7 @@ class _CsvRows:
         except csv.Error as err:
             line = self._reader.line_num
             if str(err).startswith("field larger than field limit"):
-                raise _over_limit("max_field_chars", f"{self.path}, line {line}: a field longer than "
+                raise self._over_limit("max_field_chars", f"{self.path}, line {line}: a field longer than "
                                                      f"{self.cfg.max_field_chars} characters, the limit") from None
             raise ValueError(f"{self.path}, line {line}: not valid CSV ({err})") from None
         self._row_chars = 0
@@ -191,7 +195,7 @@ class _CsvRows:
             self.line += 1
             self._row_chars += len(line)
             if self._row_chars > limit:
-                raise _over_limit("max_row_chars", f"{self.path}, line {self.line}: a row longer than {limit} "
+                raise self._over_limit("max_row_chars", f"{self.path}, line {self.line}: a row longer than {limit} "
                                                    f"characters, the limit")
             yield line
 
@@ -238,7 +242,7 @@ def _survey(path: Path, cfg: CsvSource) -> _Survey:
     problem; raise the error that reading the whole file would have raised first: a row of the
     wrong width, an unknown column, a column mixing numbers and text, no feature column, a missing
     value in a used column, a feature value that is not a finite number."""
-    with _CsvRows(path, cfg) as reader:
+    with CsvRows(path, cfg) as reader:
         header = reader.header
         named = [cfg.label, *([cfg.group] if cfg.group is not None else []), *cfg.features]
         known = all(name in header for name in named)
@@ -383,7 +387,7 @@ def _read_matrix(path: Path, cfg: CsvSource, survey: _Survey, *, keep: bool) -> 
     block, block_lines, block_rows = array("d"), [], max(1, (1 << 16) // d)
     changed = ValueError(f"{path}: the file changed while it was read; read it again once it is written")
     n = 0
-    with _CsvRows(path, cfg) as reader:
+    with CsvRows(path, cfg) as reader:
         if reader.header != header:
             raise changed
         for line, row in reader:
