@@ -52,8 +52,8 @@ import numpy as np
 
 from marketplace import seeds
 
-__all__ = ["KEY_BYTES", "SUFFIX", "NoiseOrigin", "derive", "describe", "find_key_file", "read_key",
-           "resolve", "write_key", "write_keys"]
+__all__ = ["KEY_BYTES", "ORIGINS", "SUFFIX", "NoiseOrigin", "derive", "describe", "find_key_file", "origin_of",
+           "read_key", "resolve", "write_key", "write_keys"]
 
 KEY_BYTES = 32
 SUFFIX = ".noise_key"
@@ -115,22 +115,43 @@ def _words(key: bytes) -> list[int]:
     return [int.from_bytes(key[i:i + 4], "little") for i in range(0, len(key), 4)]
 
 
+ORIGINS = ("seed", "key", "fresh", "secure")
+"""What a report's ``origin`` of a party's noise can be: its :class:`NoiseOrigin` kind, or ``secure``
+(OpenDP's exact samplers and OS entropy, whatever the kind)."""
+
+
 def describe(origin: NoiseOrigin, party: str, *, secure: bool) -> dict[str, Any]:
-    """What a report says about ``party``'s noise: its ``source`` and ``who_can_strip`` it (recompute
-    and subtract it, which reveals the exact value the noise was meant to hide)."""
+    """What a report says about ``party``'s noise: its ``origin`` (one of :data:`ORIGINS`, for
+    programs), its ``source`` (in words) and ``who_can_strip`` it (recompute and subtract it, which
+    reveals the exact value the noise was meant to hide). A request id adds nothing secret: it is
+    in the scenario every party reads, like the seed."""
     if secure:
-        return {"source": "OS entropy (OpenDP's exact samplers, secure mode)", "reproducible": False,
+        return {"origin": "secure", "source": "OS entropy (OpenDP's exact samplers, secure mode)", "reproducible": False,
                 "who_can_strip": "nobody"}
     per_request = f" and the request id ({origin.request})" if origin.request else ""
     if origin.kind == "seed":
-        return {"source": "the run seed" + per_request, "reproducible": True,
+        return {"origin": "seed", "source": "the run seed" + per_request, "reproducible": True,
                 "who_can_strip": "anyone who knows the run seed: every party of this run (it is in the scenario each "
                                  "party reads) and every reader of this report or the run's scenario file"}
     if origin.kind == "key":
-        return {"source": f"the run seed{per_request} and {party}'s noise key", "reproducible": True, "key_file": origin.where,
-                "who_can_strip": f"only whoever can read {party}'s noise key file ({origin.where})"}
-    return {"source": f"the run seed and a key {party} drew from OS entropy and never wrote down",
+        return {"origin": "key", "source": f"the run seed{per_request} and {party}'s noise key", "reproducible": True,
+                "key_file": origin.where, "who_can_strip": f"only whoever can read {party}'s noise key file ({origin.where})"}
+    return {"origin": "fresh", "source": f"the run seed{per_request} and a key {party} drew from OS entropy and never wrote down",
             "reproducible": False, "who_can_strip": "nobody"}
+
+
+def origin_of(described: dict[str, Any]) -> str:
+    """The ``origin`` of a :func:`describe` dict. One written before reports carried it (a party
+    report of an older version) is read conservatively: noise that can be drawn again without a key
+    file is taken for the seed's."""
+    origin = described.get("origin")
+    if origin in ORIGINS:
+        return origin
+    if described.get("key_file"):
+        return "key"
+    if described.get("reproducible") is False and described.get("who_can_strip") == "nobody":
+        return "fresh"
+    return "seed"
 
 
 def key_file(folder: str | Path, party: str) -> Path:

@@ -1,0 +1,96 @@
+"""The report's noise line (``noise.summary``) says who could strip the run's noise, and it is right
+in every combination of noise source (``seed``, ``keys``, ``auto``, and ``secure`` mode) and
+lifetime ledgers (off, on): the line follows each party's origin (``noise.parties.<party>.origin``),
+never the wording of its source, so noise drawn from the run seed and a request id (which the
+scenario every party reads holds too) is never mistaken for noise behind a key."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from marketplace.api import load, run
+
+SEED_LINE = "any party of this run"
+KEY_LINE = "only whoever can read"
+NOBODY_LINE = "nobody else can recompute"
+LINES = {"seed": SEED_LINE, "key": KEY_LINE, "nobody": NOBODY_LINE}
+
+SCENARIOS = {
+    "sketch": (ROOT / "scenarios" / "sketch-quickstart.yaml", {"sketch.samples": 2000}, "sketch.secure"),
+    "summarize": (ROOT / "scenarios" / "quickstart-private.yaml", {"summarize.rounds": 3, "summarize.features": 30},
+                  "summarize.privacy.secure"),
+}
+SOURCES = ("seed", "keys", "auto")
+
+
+def noise_report(tmp_path: Path, protocol: str, source: str, secure: bool, ledgers: bool,
+                 **more: object) -> dict:
+    path, small, secure_key = SCENARIOS[protocol]
+    sets: dict = {**small, "noise.source": source, secure_key: secure, **more}
+    if ledgers:
+        sets |= {"lifetime.ledgers": str(tmp_path / "ledgers"), "lifetime.budget.epsilon": 10.0}
+    report = run(load(path, sets), tmp_path / "run", driver="inprocess", check=False)
+    return json.loads((report.folder / "report.json").read_text())
+
+
+def expected_kind(source: str, secure: bool) -> str:
+    """Who could strip the noise under ``marketplace run``: ``auto`` is the seed there."""
+    if secure:
+        return "nobody"
+    return "key" if source == "keys" else "seed"
+
+
+def assert_line(noise: dict, kind: str, *, request_id: str | None) -> None:
+    line = noise["summary"]
+    assert [k for k, phrase in LINES.items() if phrase in line] == [kind], line
+    origins = {party: d["origin"] for party, d in noise["parties"].items()}
+    assert origins, noise
+    want = {"seed": {"seed"}, "key": {"key"}, "nobody": {"secure"}}[kind]
+    assert set(origins.values()) == want, origins
+    if kind == "seed" and request_id:
+        assert "request id" in line and "hides nothing" in line, line  # it is in the scenario too
+
+
+@pytest.mark.parametrize("protocol, source, secure, ledgers",
+                         list(itertools.product(SCENARIOS, SOURCES, (False, True), (False, True))))
+def test_the_noise_line_is_right_for_every_source_and_ledger_setting(tmp_path, protocol, source, secure, ledgers):
+    report = noise_report(tmp_path, protocol, source, secure, ledgers)
+    request_id = (report.get("lifetime") or {}).get("request_id")
+    assert bool(request_id) == ledgers
+    assert_line(report["noise"], expected_kind(source, secure), request_id=request_id)
+    for name, ledger in report["privacy"].items():  # every ledger's noise says the same
+        if isinstance(ledger, dict) and "noise" in ledger:
+            assert ledger["noise"]["origin"] in {"seed": ("seed",), "key": ("key",), "nobody": ("secure",)}[
+                expected_kind(source, secure)], (name, ledger["noise"])
+
+
+def test_the_noise_line_follows_each_partys_origin_in_a_mixed_run():
+    from marketplace.privacy.noise import NoiseOrigin, describe, origin_of
+    from marketplace.runner.run import noise_line
+
+    seeded = describe(NoiseOrigin("seed", request="req-1"), "owner-1", secure=False)
+    keyed = describe(NoiseOrigin.from_key(bytes(32), "/kits/owner-2/owner-2.noise_key"), "owner-2", secure=False)
+    fresh = describe(NoiseOrigin.fresh(), "owner-3", secure=False)
+    secure = describe(NoiseOrigin.seed(), "owner-4", secure=True)
+    assert [origin_of(d) for d in (seeded, keyed, fresh, secure)] == ["seed", "key", "fresh", "secure"]
+    line = noise_line({"owner-1": "seed", "owner-2": "key", "owner-3": "fresh", "owner-4": "secure"}, "req-1")
+    assert "1 of 4 parties (owner-1) draw noise from the run seed and the request id (req-1)" in line
+    assert "1 of 4 parties (owner-2) draw noise with their own noise key" in line
+    assert "nobody else can recompute the noise of owner-3, owner-4" in line
+    assert noise_line({"owner-2": "key", "owner-3": "fresh"}).count("any party") == 0
+    assert noise_line({}).startswith("unknown")
+
+
+def test_a_party_report_without_an_origin_is_read_conservatively():
+    from marketplace.privacy.noise import origin_of
+
+    assert origin_of({"source": "the run seed and the request id (r)", "reproducible": True,
+                      "who_can_strip": "anyone who knows the run seed"}) == "seed"
+    assert origin_of({"source": "whatever", "reproducible": True, "who_can_strip": "only whoever can read"}) == "seed"
+    assert origin_of({"source": "k", "key_file": "/k/owner-1.noise_key", "who_can_strip": "only whoever"}) == "key"
+    assert origin_of({"source": "OS entropy", "reproducible": False, "who_can_strip": "nobody"}) == "fresh"
