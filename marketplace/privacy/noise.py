@@ -26,7 +26,8 @@ and OS entropy whatever the origin (:mod:`marketplace.privacy.rng`): nobody can 
 ``marketplace run`` (a simulation on one machine) uses ``seed`` unless told otherwise, so that one
 seed reproduces a run exactly whichever driver moved the messages; its report says that every party
 of the run could strip every other party's noise. ``noise.source: keys`` gives each party a key of
-its own (fresh keys in the run's ``keys/`` folder, or the files of ``noise.keys``): the runner holds
+its own (fresh keys in the run's ``keys/`` folder, or the files of ``noise.keys``; naming a folder
+in ``noise.keys`` alone means ``keys``, and ``seed`` with a folder is refused): the runner holds
 every key, so it still reproduces the run, and the report names the files that could strip each
 party's noise. A party started on its own (``marketplace owner|owners|curator|consumer``, a kit, a
 container) reads its key file, or draws a fresh key when it has none: never the seed alone, unless

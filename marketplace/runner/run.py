@@ -180,12 +180,14 @@ def with_run_keys(scenario: Scenario, out: Path) -> Scenario:
 
 def with_noise_keys(scenario: Scenario, out: Path) -> Scenario:
     """The scenario as this run's parties get it, with ``noise.source`` resolved: ``auto`` becomes
-    ``seed`` (a simulation: the report says every party could strip every other's noise); ``keys``
-    without a folder gets a fresh key per party in ``out/keys`` (the runner holds them all, so a
-    rerun with ``--set noise.keys=OUT/keys`` reproduces the noise)."""
+    ``keys`` when ``noise.keys`` names a folder (the parties use its keys), else ``seed`` (a
+    simulation: the report says every party could strip every other's noise); ``keys`` without a
+    folder gets a fresh key per party in ``out/keys`` (the runner holds them all, so a rerun with
+    ``--set noise.keys=OUT/keys`` reproduces the noise). ``seed`` with a folder never gets here: the
+    scenario refuses it (:class:`marketplace.scenario.config.NoiseConfig`)."""
     n = scenario.config.noise
     if n.source == "auto":
-        noise = dataclasses.replace(n, source="seed")
+        noise = dataclasses.replace(n, source="seed" if n.keys is None else "keys")
     elif n.source == "keys" and n.keys is None:
         folder = (out / "keys").resolve()
         noise_keys.write_keys(folder, party_ids(scenario.config))

@@ -1,8 +1,10 @@
 """The report's noise line (``noise.summary``) says who could strip the run's noise, and it is right
-in every combination of noise source (``seed``, ``keys``, ``auto``, and ``secure`` mode) and
-lifetime ledgers (off, on): the line follows each party's origin (``noise.parties.<party>.origin``),
-never the wording of its source, so noise drawn from the run seed and a request id (which the
-scenario every party reads holds too) is never mistaken for noise behind a key."""
+in every combination of noise source (``seed``, ``keys``, ``auto``, each of the last two with a
+folder of keys in ``noise.keys`` too, and ``secure`` mode) and lifetime ledgers (off, on): the line
+follows each party's origin (``noise.parties.<party>.origin``), never the wording of its source, so
+noise drawn from the run seed and a request id (which the scenario every party reads holds too) is
+never mistaken for noise behind a key. ``noise.keys`` alone uses those keys; with ``noise.source:
+seed`` it is refused."""
 
 from __future__ import annotations
 
@@ -12,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, run_cli
 from marketplace.api import load, run
+from marketplace.privacy import noise as noise_keys
 
 SEED_LINE = "any party of this run"
 KEY_LINE = "only whoever can read"
@@ -25,13 +28,18 @@ SCENARIOS = {
     "summarize": (ROOT / "scenarios" / "quickstart-private.yaml", {"summarize.rounds": 3, "summarize.features": 30},
                   "summarize.privacy.secure"),
 }
-SOURCES = ("seed", "keys", "auto")
+SOURCES = ("seed", "keys", "auto", "auto+folder", "keys+folder")
+"""``noise.source``, and ``+folder``: with ``noise.keys`` naming a folder that holds every party's key."""
+PARTIES = ["curator", *(f"owner-{i}" for i in range(1, 5)), "consumer"]
 
 
-def noise_report(tmp_path: Path, protocol: str, source: str, secure: bool, ledgers: bool,
-                 **more: object) -> dict:
+def noise_report(tmp_path: Path, protocol: str, source: str, secure: bool, ledgers: bool) -> dict:
     path, small, secure_key = SCENARIOS[protocol]
-    sets: dict = {**small, "noise.source": source, secure_key: secure, **more}
+    source, _, folder = source.partition("+")
+    sets: dict = {**small, "noise.source": source, secure_key: secure}
+    if folder:
+        noise_keys.write_keys(tmp_path / "keys", PARTIES)
+        sets["noise.keys"] = str(tmp_path / "keys")
     if ledgers:
         sets |= {"lifetime.ledgers": str(tmp_path / "ledgers"), "lifetime.budget.epsilon": 10.0}
     report = run(load(path, sets), tmp_path / "run", driver="inprocess", check=False)
@@ -42,7 +50,7 @@ def expected_kind(source: str, secure: bool) -> str:
     """Who could strip the noise under ``marketplace run``: ``auto`` is the seed there."""
     if secure:
         return "nobody"
-    return "key" if source == "keys" else "seed"
+    return "key" if source.startswith("keys") or source.endswith("+folder") else "seed"
 
 
 def assert_line(noise: dict, kind: str, *, request_id: str | None) -> None:
@@ -63,6 +71,9 @@ def test_the_noise_line_is_right_for_every_source_and_ledger_setting(tmp_path, p
     request_id = (report.get("lifetime") or {}).get("request_id")
     assert bool(request_id) == ledgers
     assert_line(report["noise"], expected_kind(source, secure), request_id=request_id)
+    if source.endswith("+folder") and not secure:  # the folder's keys, not fresh ones
+        assert all(d["key_file"].startswith(str((tmp_path / "keys").resolve())) for d in
+                   (ledger["noise"] for ledger in report["privacy"].values() if "noise" in ledger)), report["privacy"]
     for name, ledger in report["privacy"].items():  # every ledger's noise says the same
         if isinstance(ledger, dict) and "noise" in ledger:
             assert ledger["noise"]["origin"] in {"seed": ("seed",), "key": ("key",), "nobody": ("secure",)}[
@@ -94,3 +105,24 @@ def test_a_party_report_without_an_origin_is_read_conservatively():
     assert origin_of({"source": "whatever", "reproducible": True, "who_can_strip": "only whoever can read"}) == "seed"
     assert origin_of({"source": "k", "key_file": "/k/owner-1.noise_key", "who_can_strip": "only whoever"}) == "key"
     assert origin_of({"source": "OS entropy", "reproducible": False, "who_can_strip": "nobody"}) == "fresh"
+
+
+def test_noise_keys_alone_uses_the_keys_and_reproduces_a_keyed_run(tmp_path):
+    path, small, _ = SCENARIOS["sketch"]
+    keyed = run(load(path, {**small, "noise.source": "keys"}), tmp_path / "a", driver="inprocess")
+    again = run(load(path, {**small, "noise.keys": str(tmp_path / "a" / "keys")}), tmp_path / "b", driver="inprocess")
+    report = json.loads((again.folder / "report.json").read_text())
+    assert report["noise"]["source"] == "keys"
+    assert {d["origin"] for d in report["noise"]["parties"].values()} == {"key"}
+    assert report["privacy"]["owner-1"]["noise"]["key_file"] == str((tmp_path / "a" / "keys" / "owner-1.noise_key").resolve())
+    first = json.loads((keyed.folder / "report.json").read_text())
+    assert report["estimates"] == first["estimates"]  # the same keys: the same noise
+
+
+def test_noise_keys_with_noise_source_seed_is_refused_naming_both(tmp_path):
+    noise_keys.write_keys(tmp_path / "keys", PARTIES)
+    result = run_cli("run", str(SCENARIOS["sketch"][0]), "--driver", "inprocess", "--out", str(tmp_path / "run"),
+                     "--set", "noise.source=seed", "--set", f"noise.keys={tmp_path / 'keys'}")
+    assert result.returncode == 2, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "noise.keys" in result.stderr and "noise.source" in result.stderr, result.stderr
+    assert not (tmp_path / "run" / "report.json").exists()
