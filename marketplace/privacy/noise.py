@@ -53,7 +53,7 @@ import numpy as np
 
 from marketplace import seeds
 
-__all__ = ["KEY_BYTES", "ORIGINS", "SUFFIX", "NoiseOrigin", "derive", "describe", "find_key_file", "origin_of",
+__all__ = ["KEY_BYTES", "ORIGINS", "SUFFIX", "NoiseOrigin", "coins_note", "derive", "describe", "find_key_file", "origin_of",
            "read_key", "resolve", "write_key", "write_keys"]
 
 KEY_BYTES = 32
@@ -153,6 +153,23 @@ def origin_of(described: dict[str, Any]) -> str:
     if described.get("reproducible") is False and described.get("who_can_strip") == "nobody":
         return "fresh"
     return "seed"
+
+
+def coins_note(described: dict[str, Any], coins: str) -> str | None:
+    """What a ledger whose mechanism draws ``coins`` (a sampled choice, such as whom an auction
+    asks) from a party's noise stream must add to its ``noise``, given that stream's description
+    (:func:`describe`): who else can reproduce the coins, against whom the ledger's eps therefore
+    does not hold. None when nobody else can (a fresh key, secure mode)."""
+    origin = origin_of(described)
+    if origin == "seed":
+        return (f"{coins} come from this party's seed-derived noise stream: any party that knows the run seed (every "
+                "party of this run, and every reader of this report or the run's scenario file) can reproduce them, so "
+                "this ledger's eps does not hold against such a party")
+    if origin == "key":
+        where = described.get("key_file") or "the party's noise key file"
+        return (f"{coins} come from this party's keyed noise stream: only whoever can read its noise key file ({where}) "
+                "can reproduce them, and against them this ledger's eps does not hold")
+    return None
 
 
 def key_file(folder: str | Path, party: str) -> Path:

@@ -344,8 +344,10 @@ def noise_summary(config, parties: list[dict[str, Any]], privacy: dict[str, Any]
                   request_id: str | None = None) -> dict[str, Any]:
     """Who could strip each party's privacy noise (from each party's own report), and one line
     that says it for the whole run: the report's ``noise`` section. The line follows each party's
-    ``origin`` (:func:`marketplace.privacy.noise.describe`), never the wording of its source. A run
-    none of whose ledgers records a noisy release has no noise to strip, and says that instead.
+    ``origin`` (:func:`marketplace.privacy.noise.describe`), never the wording of its source, and
+    names every ledger whose coins (a sampled choice, such as the auction's) any party can
+    reproduce from the seed. A run none of whose ledgers records a noisy release has no noise to
+    strip, and says that instead.
     ``request_id``: the lifetime request id the run was charged under (mixed into every stream)."""
     by_party = {p["id"]: p["noise"] for p in parties if isinstance(p.get("noise"), dict)}
     if not any(isinstance(ledger, dict) and "noise" in ledger for ledger in privacy.values()):
@@ -353,8 +355,15 @@ def noise_summary(config, parties: list[dict[str, Any]], privacy: dict[str, Any]
                 "summary": "no privacy noise: nothing in this run was released with noise (see privacy)"}
     kept = ("origin", "source", "who_can_strip", "reproducible")
     parties_out = {p: {k: d[k] for k in kept if k in d} | {"origin": noise_keys.origin_of(d)} for p, d in by_party.items()}
-    return {"source": config.noise.source, "summary": noise_line({p: d["origin"] for p, d in parties_out.items()}, request_id),
-            "parties": parties_out}
+    line = noise_line({p: d["origin"] for p, d in parties_out.items()}, request_id)
+    coined = [name for name, ledger in privacy.items() if isinstance(ledger, dict) and isinstance(ledger.get("noise"), dict)
+              and ledger["noise"].get("coins") and noise_keys.origin_of(ledger["noise"]) == "seed"]
+    if coined:  # a sampled choice (the auction's) rather than added noise: reproducing it voids the ledger's eps
+        whose, eps = ((f"the {coined[0]} ledger's", f"the {coined[0]} ledger's eps") if len(coined) == 1 else
+                      (f"the {', '.join(coined)} ledgers'", "their eps"))
+        line += (f"; {whose} coins come from the seed too: any party that knows it can reproduce them, so {eps} does "
+                 "not hold against such a party")
+    return {"source": config.noise.source, "summary": line, "parties": parties_out}
 
 
 def noise_line(origins: dict[str, str], request_id: str | None = None) -> str:

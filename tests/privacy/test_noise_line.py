@@ -126,3 +126,40 @@ def test_noise_keys_with_noise_source_seed_is_refused_naming_both(tmp_path):
     assert result.returncode == 2, result.stdout[-2000:] + result.stderr[-2000:]
     assert "noise.keys" in result.stderr and "noise.source" in result.stderr, result.stderr
     assert not (tmp_path / "run" / "report.json").exists()
+
+
+COINS_BY_SEED = "any party that knows the run seed"
+
+
+@pytest.mark.parametrize("source, secure", [("seed", False), ("auto", False), ("keys", False), ("seed", True)])
+def test_the_auction_says_when_any_party_that_knows_the_seed_can_reproduce_its_coins(tmp_path, source, secure):
+    """The private auction draws whom it asks (and in what order) from the curator's noise stream:
+    under seed noise every party can reproduce those coins, so the auction's eps does not hold
+    against it. The auction's ledger (and the per-owner table, which copies it) and the run's noise
+    line say so; under keys or secure mode nobody but the key's holder (or nobody) can."""
+    report = noise_report(tmp_path, "summarize", source, secure, ledgers=False)
+    auction = report["privacy"]["auction"]["noise"]
+    line = report["noise"]["summary"]
+    others = report["privacy_per_owner"]["groups"][0]["observers"][2]
+    copied = next(entry for entry in others["ledgers"] if entry["ledger"] == "auction")["noise"]
+    assert copied == auction
+    if source in ("seed", "auto") and not secure:
+        assert COINS_BY_SEED in auction["coins"] and "eps does not hold" in auction["coins"], auction
+        assert "auction" in line and "coins" in line and "eps does not hold" in line, line
+        for name in ("D_s", "consumer:D_v"):  # Gaussian noise: strippable, as the line says, but no coins
+            assert "coins" not in report["privacy"][name]["noise"]
+    else:
+        assert COINS_BY_SEED not in json.dumps(auction) and "coins" not in line, (auction, line)
+        if secure:
+            assert "coins" not in auction
+        else:
+            assert "curator.noise_key" in auction["coins"], auction
+
+
+def test_the_per_owner_table_says_the_auctions_coins_are_reproducible():
+    from marketplace.runner.per_owner import noise_text
+
+    seeded = {"origin": "seed", "source": "the run seed", "who_can_strip": "anyone who knows the run seed",
+              "coins": "the auction's coins (...) come from this party's seed-derived noise stream"}
+    assert "its coins reproducible by the same, so its eps does not hold" in noise_text(seeded)
+    assert "coins" not in noise_text({k: v for k, v in seeded.items() if k != "coins"})

@@ -66,6 +66,9 @@ TWO_SIDED_AUCTION_WARNING = "the two-sided auction: " + NOT_COMPOSED
 PAPER_AUCTION_WARNING = ("the paper's auction: 'not asked' is not eps_auc-DP (rank 1 is always asked), so each round is "
                          "only (eps_auc, 1 - e^-eps_auc)-DP and the delta composes; moreover " + NOT_COMPOSED)
 AUCTION_WARNING = {"two_sided": TWO_SIDED_AUCTION_WARNING, "paper": PAPER_AUCTION_WARNING}
+AUCTION_COINS = "the auction's coins (whom it asks each round, how many, and in what order)"
+"""What the auction ledger's coins decide: they come from the curator's noise stream, so the ledger's
+``noise`` says who else could reproduce them (:func:`marketplace.privacy.noise.coins_note`)."""
 
 VALIDATION_RELATION = replace_one("a row of D_v", scope="g~, the release of D_v's mean embedding, as every owner receives it")
 SUMMARY_RELATION = replace_one(
@@ -210,7 +213,7 @@ class PrivateSchedule:
             SUMMARY: PrivacyLedger(SUMMARY, neighbouring=SUMMARY_RELATION, theorem=self.theorem, delta=self.delta_summary,
                                    gaussian=self.gaussian_accountant,
                                    budget=None if budget_summary is None else (budget_summary, self.delta_summary)),
-            AUCTION: PrivacyLedger(AUCTION, neighbouring=AUCTION_RELATION[self.auction], theorem="basic"),
+            AUCTION: PrivacyLedger(AUCTION, neighbouring=AUCTION_RELATION[self.auction], theorem="basic", coins=AUCTION_COINS),
         }
 
     def auction_round(self, n_ranked: int) -> tuple[float, float]:
