@@ -12,7 +12,7 @@ from typing import Any
 
 from marketplace import plugins
 from marketplace.privacy.lifetime import Charge, Cost, LedgerInputError, restate
-from marketplace.market.spec import RELATIONS as MARKET_RELATIONS
+from marketplace.privacy.neighbouring import BUDGET_RELATIONS as MARKET_RELATIONS
 from marketplace.roles.lifetime import declared_release
 
 

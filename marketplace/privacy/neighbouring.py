@@ -24,13 +24,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["ADD_REMOVE_ONE", "REPLACE_ONE", "REPLACE_ONE_DISTINCT", "RELATIONS", "Neighbouring", "add_remove_one",
+__all__ = ["ADD_REMOVE_ONE", "BUDGET_RELATIONS", "REPLACE_ONE", "REPLACE_ONE_DISTINCT", "RELATIONS", "Neighbouring", "add_remove_one",
            "replace_one", "replace_one_distinct"]
 
 REPLACE_ONE = "replace-one"
 REPLACE_ONE_DISTINCT = "replace-one keeping the owner's number of distinct points"
 ADD_REMOVE_ONE = "add/remove-one"
 RELATIONS = (REPLACE_ONE, REPLACE_ONE_DISTINCT, ADD_REMOVE_ONE)
+BUDGET_RELATIONS = (ADD_REMOVE_ONE, REPLACE_ONE)
+"""The relations a lifetime budget (``lifetime.relation``, ``market.relation``) is stated under."""
 
 
 @dataclass(frozen=True)
