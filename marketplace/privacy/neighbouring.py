@@ -24,8 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["ADD_REMOVE_ONE", "BUDGET_RELATIONS", "REPLACE_ONE", "REPLACE_ONE_DISTINCT", "RELATIONS", "Neighbouring", "add_remove_one",
-           "replace_one", "replace_one_distinct"]
+__all__ = ["ADD_REMOVE_ONE", "BUDGET_RELATIONS", "REPLACE_ONE", "REPLACE_ONE_DISTINCT", "RELATIONS", "Neighbouring",
+           "add_remove_one", "replace_one", "replace_one_distinct"]
 
 REPLACE_ONE = "replace-one"
 REPLACE_ONE_DISTINCT = "replace-one keeping the owner's number of distinct points"
