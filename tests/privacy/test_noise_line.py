@@ -27,10 +27,14 @@ SCENARIOS = {
     "sketch": (ROOT / "scenarios" / "sketch-quickstart.yaml", {"sketch.samples": 2000}, "sketch.secure"),
     "summarize": (ROOT / "scenarios" / "quickstart-private.yaml", {"summarize.rounds": 3, "summarize.features": 30},
                   "summarize.privacy.secure"),
+    "stc": (ROOT / "scenarios" / "stc-synthetic.yaml", {}, "stc.privacy.secure"),
+    "pfds": (ROOT / "scenarios" / "pfds-synthetic.yaml", {"parties.owners": 5, "data.source.table.synthetic.rows": 2000},
+             "pfds.secure"),
 }
+"""Every protocol, each with its ``secure`` setting: small runs of a shipped scenario."""
 SOURCES = ("seed", "keys", "auto", "auto+folder", "keys+folder")
 """``noise.source``, and ``+folder``: with ``noise.keys`` naming a folder that holds every party's key."""
-PARTIES = ["curator", *(f"owner-{i}" for i in range(1, 5)), "consumer"]
+PARTIES = ["curator", *(f"owner-{i}" for i in range(1, 6)), "consumer"]
 
 
 def noise_report(tmp_path: Path, protocol: str, source: str, secure: bool, ledgers: bool) -> dict:
