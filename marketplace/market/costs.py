@@ -12,6 +12,7 @@ from typing import Any
 
 from marketplace import plugins
 from marketplace.privacy.lifetime import Charge, Cost, LedgerInputError, restate
+from marketplace.privacy.neighbouring import BUDGET_RELATIONS as MARKET_RELATIONS
 from marketplace.roles.lifetime import declared_release
 
 
@@ -36,6 +37,9 @@ def owner_cost(config: Any, party: str, relation: str) -> Cost | None:
     except LedgerInputError as err:
         if declared.relation == "add/remove-one":
             raise NoOwnerCost(f"{party}'s declared cost cannot be stated under replace-one: {err}") from None
+        if declared.relation not in MARKET_RELATIONS:  # e.g. replace-one restricted to some pairs: no budget relation
+            raise NoOwnerCost(f"{party}'s cost is declared under {declared.relation!r}, which no market ledger "
+                              f"relation ({', '.join(MARKET_RELATIONS)}) can take: {err}") from None
         raise NoOwnerCost(f"{party}'s cost is declared under {declared.relation!r}, which the owners' ledgers (stated "
                           f"under {relation!r}) cannot take: set market.relation to {declared.relation!r}") from None
 

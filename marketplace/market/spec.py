@@ -36,10 +36,11 @@ from typing import Any
 
 from marketplace import plugins
 from marketplace.scenario import Scenario, ScenarioError
+from marketplace.privacy.neighbouring import BUDGET_RELATIONS
 from marketplace.schema import describe_value
 
 RULES = ("fcfs", "dpf")
-RELATIONS = ("add/remove-one", "replace-one")
+RELATIONS = BUDGET_RELATIONS
 FILTERS = ("basic", "zcdp")
 TOP_KEYS = ("market", "scenario", "requests")
 MARKET_KEYS = ("name", "seed", "owners", "budget", "owner_budgets", "relation", "filter", "rules", "unlock_steps", "quality")

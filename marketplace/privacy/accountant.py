@@ -50,6 +50,7 @@ from scipy.special import gammaln
 
 from marketplace.privacy.gdp import gaussian_eps
 from marketplace.privacy.neighbouring import Neighbouring
+from marketplace.privacy.noise import coins_note
 
 THEOREMS = ("basic", "advanced", "optimal", "zcdp")
 GAUSSIAN_ACCOUNTANTS = ("exact", "zcdp")
@@ -498,7 +499,8 @@ class PrivacyLedger:
     """
 
     def __init__(self, dataset: str, *, neighbouring: Neighbouring, budget: tuple[float, float] | None = None,
-                 theorem: str = "advanced", delta: float | None = None, gaussian: str = "exact") -> None:
+                 theorem: str = "advanced", delta: float | None = None, gaussian: str = "exact",
+                 coins: str | None = None) -> None:
         if not isinstance(dataset, str) or not dataset:
             raise _fail(TypeError if not isinstance(dataset, str) else ValueError, "dataset",
                         "PrivacyLedger", "a non-empty string", dataset)
@@ -512,6 +514,14 @@ class PrivacyLedger:
         self.gaussian = gaussian
         self.theorem = _theorem(theorem, "PrivacyLedger")
         self.noise: dict[str, Any] | None = None  # where the noise of its releases comes from (set by the party)
+        if coins is not None and (not isinstance(coins, str) or not coins):
+            raise _fail(TypeError if not isinstance(coins, str) else ValueError, "coins", "PrivacyLedger",
+                        "a non-empty string or None", coins)
+        self.coins = coins
+        """What the mechanism's coins decide (``"the auction's coins (...)"``), when its randomness is a
+        sampled choice drawn from the party's noise stream rather than noise added to a value: whoever
+        can reproduce the stream can reproduce the choice, and against them the ledger's eps does not
+        hold; :meth:`to_dict` says so in the ledger's ``noise`` (``coins``)."""
         self.budget = None if budget is None else _budget(budget)
         self.delta = None if delta is None else _delta(delta, "delta", "PrivacyLedger")
         if self.theorem != "basic" and self.delta is None and self.budget is None:
@@ -585,6 +595,9 @@ class PrivacyLedger:
             out["gaussian_accountant"] = self.gaussian
         if self.noise is not None:
             out["noise"] = dict(self.noise)
+            coins = coins_note(self.noise, self.coins) if self.coins else None
+            if coins:
+                out["noise"]["coins"] = coins
         return out
 
     def __repr__(self) -> str:

@@ -1,12 +1,19 @@
 """Neighbouring relations: what "one record's difference" means for a privacy ledger.
 
 An (eps, delta) figure is only meaningful next to the pair of datasets it compares. The protocols
-here use two relations, and their eps values are not comparable across them (a replace-one change
+here use three relations, and their eps values are not comparable across them (a replace-one change
 is an add and a remove, so a mechanism that is eps-DP under add/remove-one is 2 eps-DP under
 replace-one in general):
 
-* ``replace-one``: the datasets have the same size and differ in one record (summarize: D_v, D_s,
-  and the auction, where one point of another owner is replaced);
+* ``replace-one``: the datasets have the same size and differ in one record (summarize: D_v and
+  D_s, whose releases bound every replacement);
+* ``replace-one keeping the owner's number of distinct points``: replace-one, restricted to the
+  replacements after which the owner whose point changed has as many distinct points as before
+  (summarize's auction: an owner offers identical records once, so a replacement that creates or
+  removes a duplicate changes when it runs out of points, which the auction's theorem does not
+  cover and which leaks without bound). It compares fewer pairs than replace-one: a replace-one
+  guarantee implies it, but not the reverse, so a figure stated under it is never charged as a
+  replace-one (or add/remove-one) figure;
 * ``add/remove-one``: one dataset is the other with one record added (sketch, stc, pfds).
 
 Every :class:`~marketplace.privacy.accountant.PrivacyLedger` carries one, and reports show it.
@@ -17,11 +24,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["ADD_REMOVE_ONE", "REPLACE_ONE", "RELATIONS", "Neighbouring", "add_remove_one", "replace_one"]
+__all__ = ["ADD_REMOVE_ONE", "BUDGET_RELATIONS", "REPLACE_ONE", "REPLACE_ONE_DISTINCT", "RELATIONS", "Neighbouring",
+           "add_remove_one", "replace_one", "replace_one_distinct"]
 
 REPLACE_ONE = "replace-one"
+REPLACE_ONE_DISTINCT = "replace-one keeping the owner's number of distinct points"
 ADD_REMOVE_ONE = "add/remove-one"
-RELATIONS = (REPLACE_ONE, ADD_REMOVE_ONE)
+RELATIONS = (REPLACE_ONE, REPLACE_ONE_DISTINCT, ADD_REMOVE_ONE)
+BUDGET_RELATIONS = (ADD_REMOVE_ONE, REPLACE_ONE)
+"""The relations a lifetime budget (``lifetime.relation``, ``market.relation``) is stated under."""
 
 
 @dataclass(frozen=True)
@@ -29,7 +40,7 @@ class Neighbouring:
     """A neighbouring relation: ``relation`` (one of :data:`RELATIONS`), ``record`` (what one record
     is, e.g. "a row of D_v"), and ``scope`` (what the guarantee covers, and what it does not)."""
 
-    relation: Literal["replace-one", "add/remove-one"]
+    relation: Literal["replace-one", "replace-one keeping the owner's number of distinct points", "add/remove-one"]
     record: str
     scope: str = ""
 
@@ -53,6 +64,11 @@ class Neighbouring:
 
 def replace_one(record: str, scope: str = "") -> Neighbouring:
     return Neighbouring(REPLACE_ONE, record, scope)
+
+
+def replace_one_distinct(record: str, scope: str = "") -> Neighbouring:
+    """Replace-one, restricted to replacements that keep the owner's number of distinct points."""
+    return Neighbouring(REPLACE_ONE_DISTINCT, record, scope)
 
 
 def add_remove_one(record: str, scope: str = "") -> Neighbouring:

@@ -26,7 +26,8 @@ and OS entropy whatever the origin (:mod:`marketplace.privacy.rng`): nobody can 
 ``marketplace run`` (a simulation on one machine) uses ``seed`` unless told otherwise, so that one
 seed reproduces a run exactly whichever driver moved the messages; its report says that every party
 of the run could strip every other party's noise. ``noise.source: keys`` gives each party a key of
-its own (fresh keys in the run's ``keys/`` folder, or the files of ``noise.keys``): the runner holds
+its own (fresh keys in the run's ``keys/`` folder, or the files of ``noise.keys``; naming a folder
+in ``noise.keys`` alone means ``keys``, and ``seed`` with a folder is refused): the runner holds
 every key, so it still reproduces the run, and the report names the files that could strip each
 party's noise. A party started on its own (``marketplace owner|owners|curator|consumer``, a kit, a
 container) reads its key file, or draws a fresh key when it has none: never the seed alone, unless
@@ -52,8 +53,8 @@ import numpy as np
 
 from marketplace import seeds
 
-__all__ = ["KEY_BYTES", "SUFFIX", "NoiseOrigin", "derive", "describe", "find_key_file", "read_key",
-           "resolve", "write_key", "write_keys"]
+__all__ = ["KEY_BYTES", "ORIGINS", "SUFFIX", "NoiseOrigin", "coins_note", "derive", "describe", "find_key_file", "origin_of",
+           "read_key", "resolve", "write_key", "write_keys"]
 
 KEY_BYTES = 32
 SUFFIX = ".noise_key"
@@ -115,22 +116,60 @@ def _words(key: bytes) -> list[int]:
     return [int.from_bytes(key[i:i + 4], "little") for i in range(0, len(key), 4)]
 
 
+ORIGINS = ("seed", "key", "fresh", "secure")
+"""What a report's ``origin`` of a party's noise can be: its :class:`NoiseOrigin` kind, or ``secure``
+(OpenDP's exact samplers and OS entropy, whatever the kind)."""
+
+
 def describe(origin: NoiseOrigin, party: str, *, secure: bool) -> dict[str, Any]:
-    """What a report says about ``party``'s noise: its ``source`` and ``who_can_strip`` it (recompute
-    and subtract it, which reveals the exact value the noise was meant to hide)."""
+    """What a report says about ``party``'s noise: its ``origin`` (one of :data:`ORIGINS`, for
+    programs), its ``source`` (in words) and ``who_can_strip`` it (recompute and subtract it, which
+    reveals the exact value the noise was meant to hide). A request id adds nothing secret: it is
+    in the scenario every party reads, like the seed."""
     if secure:
-        return {"source": "OS entropy (OpenDP's exact samplers, secure mode)", "reproducible": False,
+        return {"origin": "secure", "source": "OS entropy (OpenDP's exact samplers, secure mode)", "reproducible": False,
                 "who_can_strip": "nobody"}
     per_request = f" and the request id ({origin.request})" if origin.request else ""
     if origin.kind == "seed":
-        return {"source": "the run seed" + per_request, "reproducible": True,
+        return {"origin": "seed", "source": "the run seed" + per_request, "reproducible": True,
                 "who_can_strip": "anyone who knows the run seed: every party of this run (it is in the scenario each "
                                  "party reads) and every reader of this report or the run's scenario file"}
     if origin.kind == "key":
-        return {"source": f"the run seed{per_request} and {party}'s noise key", "reproducible": True, "key_file": origin.where,
-                "who_can_strip": f"only whoever can read {party}'s noise key file ({origin.where})"}
-    return {"source": f"the run seed and a key {party} drew from OS entropy and never wrote down",
+        return {"origin": "key", "source": f"the run seed{per_request} and {party}'s noise key", "reproducible": True,
+                "key_file": origin.where, "who_can_strip": f"only whoever can read {party}'s noise key file ({origin.where})"}
+    return {"origin": "fresh", "source": f"the run seed{per_request} and a key {party} drew from OS entropy and never wrote down",
             "reproducible": False, "who_can_strip": "nobody"}
+
+
+def origin_of(described: dict[str, Any]) -> str:
+    """The ``origin`` of a :func:`describe` dict. One written before reports carried it (a party
+    report of an older version) is read conservatively: noise that can be drawn again without a key
+    file is taken for the seed's."""
+    origin = described.get("origin")
+    if origin in ORIGINS:
+        return origin
+    if described.get("key_file"):
+        return "key"
+    if described.get("reproducible") is False and described.get("who_can_strip") == "nobody":
+        return "fresh"
+    return "seed"
+
+
+def coins_note(described: dict[str, Any], coins: str) -> str | None:
+    """What a ledger whose mechanism draws ``coins`` (a sampled choice, such as whom an auction
+    asks) from a party's noise stream must add to its ``noise``, given that stream's description
+    (:func:`describe`): who else can reproduce the coins, against whom the ledger's eps therefore
+    does not hold. None when nobody else can (a fresh key, secure mode)."""
+    origin = origin_of(described)
+    if origin == "seed":
+        return (f"{coins} come from this party's seed-derived noise stream: any party that knows the run seed (every "
+                "party of this run, and every reader of this report or the run's scenario file) can reproduce them, so "
+                "this ledger's eps does not hold against such a party")
+    if origin == "key":
+        where = described.get("key_file") or "the party's noise key file"
+        return (f"{coins} come from this party's keyed noise stream: only whoever can read its noise key file ({where}) "
+                "can reproduce them, and against them this ledger's eps does not hold")
+    return None
 
 
 def key_file(folder: str | Path, party: str) -> Path:

@@ -147,13 +147,24 @@ def _bounds(ledgers: list[Any]) -> str:
 
 
 def noise_text(noise: dict[str, Any]) -> str:
-    """A ledger's ``noise`` field in a few words: who could strip it (the report holds the rest)."""
-    who = str(noise.get("who_can_strip", "unknown"))
-    if who.startswith("anyone who knows the run seed"):
+    """A ledger's ``noise`` field in a few words: who could strip it (the report holds the rest),
+    read from its ``origin`` (:func:`marketplace.privacy.noise.origin_of`), never from its wording,
+    and, for a ledger whose ``coins`` another party could reproduce, that its eps does not hold
+    against them."""
+    from marketplace.privacy.noise import origin_of
+
+    origin = origin_of(noise)
+    if origin == "seed":
         who = "every party of the run (seed-derived)"
-    elif who.startswith("only whoever can read"):
-        who = "only the holder of " + who.rsplit("(", 1)[-1].rstrip(")").rsplit("/", 1)[-1]
-    return f"noise strippable by: {who}"
+    elif origin == "key":
+        where = str(noise.get("key_file") or "")
+        who = "only the holder of " + (where.rsplit("/", 1)[-1] if where else "the party's noise key file")
+    else:
+        who = "nobody"
+    text = f"noise strippable by: {who}"
+    if noise.get("coins"):  # a sampled choice drawn from the same stream: whoever reproduces it voids the eps
+        text += "; its coins reproducible by the same, so its eps does not hold against them"
+    return text
 
 
 def _ledger_line(entry: Any) -> str:

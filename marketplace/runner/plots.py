@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -13,19 +14,32 @@ _STYLES = {"protocol": "o-", "greedy": "s--", "uniform": "^:"}
 
 
 EPS_SPENT = "eps_spent"
-"""The sweep column every protocol fills with the eps an owner's data actually got in the run (the
-bound its ledger in the run's report states), as ``sweep_row`` records it."""
-EPS_SPENT_LABEL = "eps spent (as the run's ledgers state it)"
+"""The sweep column every protocol fills with the eps an owner gave up in the run: every ledger in
+the run's report that bounds what some observer learns of the owner's data, composed (basic
+composition), for the owner that gave up most; ``sweep_row`` records it with :func:`eps_spent`."""
+EPS_SPENT_LABEL = "eps an owner gave up (the run's ledgers that bound it, composed)"
 
 
-def eps_spent(ledgers: list[dict[str, Any]]) -> dict[str, float | None]:
-    """``eps_spent`` and ``delta_spent`` of one run from the report's ledgers that bound an owner's
-    data: the largest eps any of them states, and the delta it holds at (None when none does)."""
-    stated = [entry for entry in ledgers if isinstance(entry, dict) and entry.get("eps") is not None]
-    if not stated:
+def eps_spent(ledgers: Mapping[str, list[dict[str, Any]]] | list[dict[str, Any]]) -> dict[str, float | None]:
+    """``eps_spent`` and ``delta_spent`` of one run: for each owner, the ledgers of the report that
+    bound what an observer learns of its data (``{owner: [ledger, ...]}``), composed by basic
+    composition (their eps added, their deltas added), and the largest such total over the owners,
+    with its delta (None when no ledger states an eps). A list instead of a mapping holds one
+    ledger per owner (each owner bounded by that ledger alone): the largest of them.
+
+    A figure for one ledger alone, where an owner is bounded by several, would understate what the
+    owner gave up; tables and plots show this total (or each ledger, labelled)."""
+    per_owner = ledgers if isinstance(ledgers, Mapping) else {str(i): [entry] for i, entry in enumerate(ledgers)}
+    totals = []
+    for entries in per_owner.values():
+        stated = [entry for entry in entries if isinstance(entry, dict) and entry.get("eps") is not None]
+        if stated:
+            totals.append((math.fsum(entry["eps"] for entry in stated),
+                           math.fsum(entry.get("delta") or 0.0 for entry in stated)))
+    if not totals:
         return {EPS_SPENT: None, "delta_spent": None}
-    worst = max(stated, key=lambda entry: (entry["eps"], entry.get("delta") or 0.0))
-    return {EPS_SPENT: worst["eps"], "delta_spent": worst.get("delta") or 0.0}
+    eps, delta = max(totals)
+    return {EPS_SPENT: eps, "delta_spent": delta}
 
 
 def spent_axis(keys: list[str], is_privacy_key: Callable[[str], bool]) -> str | None:
@@ -35,10 +49,11 @@ def spent_axis(keys: list[str], is_privacy_key: Callable[[str], bool]) -> str | 
 
 
 def sweep_figure(summary: list[dict[str, Any]], keys: list[str], path: str | Path, *, title: str, panels: list[Panel],
-                 x_column: str | None = None) -> None:
+                 x_column: str | None = None, x_label: str | None = None) -> None:
     """One panel per entry of ``panels``, x = ``keys[0]``, or the summary column ``x_column`` (its
-    mean over repeats; e.g. ``EPS_SPENT``) when given. Methods marked per-series get one line per
-    value of ``keys[1]`` (if swept); the others (baselines that do not depend on it) are drawn once."""
+    mean over repeats; e.g. ``EPS_SPENT``) when given, labelled ``x_label`` (default: the column,
+    or :data:`EPS_SPENT_LABEL`). Methods marked per-series get one line per value of ``keys[1]`` (if
+    swept); the others (baselines that do not depend on it) are drawn once."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -48,7 +63,7 @@ def sweep_figure(summary: list[dict[str, Any]], keys: list[str], path: str | Pat
     if x_column is not None:
         x_key = f"{x_column}_mean"
         summary = [row for row in summary if row.get(x_key) is not None]  # runs that stated no spend have no x
-        x_label = f"{EPS_SPENT_LABEL if x_column == EPS_SPENT else x_column}\n(swept: {keys[0]})"
+        x_label = f"{x_label or (EPS_SPENT_LABEL if x_column == EPS_SPENT else x_column)}\n(swept: {keys[0]})"
     else:
         x_key = x_label = keys[0]
     groups: dict[Any, list[dict[str, Any]]] = {}

@@ -185,12 +185,14 @@ def with_run_keys(scenario: Scenario, out: Path) -> Scenario:
 
 def with_noise_keys(scenario: Scenario, out: Path) -> Scenario:
     """The scenario as this run's parties get it, with ``noise.source`` resolved: ``auto`` becomes
-    ``seed`` (a simulation: the report says every party could strip every other's noise); ``keys``
-    without a folder gets a fresh key per party in ``out/keys`` (the runner holds them all, so a
-    rerun with ``--set noise.keys=OUT/keys`` reproduces the noise)."""
+    ``keys`` when ``noise.keys`` names a folder (the parties use its keys), else ``seed`` (a
+    simulation: the report says every party could strip every other's noise); ``keys`` without a
+    folder gets a fresh key per party in ``out/keys`` (the runner holds them all, so a rerun with
+    ``--set noise.keys=OUT/keys`` reproduces the noise). ``seed`` with a folder never gets here: the
+    scenario refuses it (:class:`marketplace.scenario.config.NoiseConfig`)."""
     n = scenario.config.noise
     if n.source == "auto":
-        noise = dataclasses.replace(n, source="seed")
+        noise = dataclasses.replace(n, source="seed" if n.keys is None else "keys")
     elif n.source == "keys" and n.keys is None:
         folder = (out / "keys").resolve()
         noise_keys.write_keys(folder, party_ids(scenario.config))
@@ -306,6 +308,7 @@ def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[s
     status = "failed" if failures else "completed"
     sections = protocol.report(config, world, results)
     history = _history(sections.pop("history", None))
+    lifetime = lifetime_section(config, parties, declined)
     report: dict[str, Any] = {
         "scenario": config.name,
         "protocol": config.protocol,
@@ -327,8 +330,8 @@ def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[s
         "timing": timing_summary(parties, wall_s, extra_transport_s),
         "dropouts": curator.get("dropouts", {}),
         "owners_lost": lost,
-        "lifetime": lifetime_section(config, parties, declined),
-        "noise": noise_summary(config, parties, sections.get("privacy") or {}),
+        "lifetime": lifetime,
+        "noise": noise_summary(config, parties, sections.get("privacy") or {}, (lifetime or {}).get("request_id")),
         "deployment": deployment_section(config),
         **sections,
         "history": history,
@@ -356,29 +359,63 @@ def deployment_section(config) -> dict[str, str]:
                                          f"can rebuild"}
 
 
-def noise_summary(config, parties: list[dict[str, Any]], privacy: dict[str, Any]) -> dict[str, Any]:
+def noise_summary(config, parties: list[dict[str, Any]], privacy: dict[str, Any],
+                  request_id: str | None = None) -> dict[str, Any]:
     """Who could strip each party's privacy noise (from each party's own report), and one line
-    that says it for the whole run: the report's ``noise`` section. A run none of whose ledgers
-    records a noisy release has no noise to strip, and says that instead."""
+    that says it for the whole run: the report's ``noise`` section. The line follows each party's
+    ``origin`` (:func:`marketplace.privacy.noise.describe`), never the wording of its source, and
+    names every ledger whose coins (a sampled choice, such as the auction's) any party can
+    reproduce from the seed. A run none of whose ledgers records a noisy release has no noise to
+    strip, and says that instead.
+    ``request_id``: the lifetime request id the run was charged under (mixed into every stream)."""
     by_party = {p["id"]: p["noise"] for p in parties if isinstance(p.get("noise"), dict)}
     if not any(isinstance(ledger, dict) and "noise" in ledger for ledger in privacy.values()):
         return {"source": config.noise.source, "parties": {},
                 "summary": "no privacy noise: nothing in this run was released with noise (see privacy)"}
-    strippers = {d.get("who_can_strip") for d in by_party.values()}
-    seeded = sorted(p for p, d in by_party.items() if d.get("source") == "the run seed")
-    if not by_party:
-        text = "unknown (no party reported where its noise came from)"
-    elif seeded and len(seeded) == len(by_party):
-        text = ("from the run seed: any party of this run (and any reader of this report) can recompute and strip "
-                "every party's noise; a simulation's choice (noise.source: keys gives each party a secret key)")
-    elif seeded:
-        text = f"{len(seeded)} of {len(by_party)} parties draw noise from the run seed alone: anyone with the seed can strip theirs"
-    elif strippers == {"nobody"}:
-        text = "secret to each party: nobody else can recompute it (OS entropy, or keys never written down)"
-    else:
-        text = "each party's own noise key: only whoever can read a party's key file can strip that party's noise"
-    return {"source": config.noise.source, "summary": text,
-            "parties": {p: {k: d[k] for k in ("source", "who_can_strip", "reproducible") if k in d} for p, d in by_party.items()}}
+    kept = ("origin", "source", "who_can_strip", "reproducible")
+    parties_out = {p: {k: d[k] for k in kept if k in d} | {"origin": noise_keys.origin_of(d)} for p, d in by_party.items()}
+    line = noise_line({p: d["origin"] for p, d in parties_out.items()}, request_id)
+    coined = [name for name, ledger in privacy.items() if isinstance(ledger, dict) and isinstance(ledger.get("noise"), dict)
+              and ledger["noise"].get("coins") and noise_keys.origin_of(ledger["noise"]) == "seed"]
+    if coined:  # a sampled choice (the auction's) rather than added noise: reproducing it voids the ledger's eps
+        whose, eps = ((f"the {coined[0]} ledger's", f"the {coined[0]} ledger's eps") if len(coined) == 1 else
+                      (f"the {', '.join(coined)} ledgers'", "their eps"))
+        line += (f"; {whose} coins come from the seed too: any party that knows it can reproduce them, so {eps} does "
+                 "not hold against such a party")
+    return {"source": config.noise.source, "summary": line, "parties": parties_out}
+
+
+def noise_line(origins: dict[str, str], request_id: str | None = None) -> str:
+    """The run's noise line from each party's noise ``origin`` (``seed``, ``key``, ``fresh``,
+    ``secure``). ``request_id``: the lifetime request id mixed into every stream, which the
+    scenario every party reads holds as well as the seed (so it hides nothing)."""
+    if not origins:
+        return "unknown (no party reported where its noise came from)"
+    seeded = [p for p, o in origins.items() if o == "seed"]
+    keyed = [p for p, o in origins.items() if o == "key"]
+    secret = [p for p, o in origins.items() if o in ("fresh", "secure")]
+    request = (f" and the request id ({request_id}), which the scenario every party reads holds too, so it hides "
+               "nothing (it only makes each request's noise differ)") if request_id else ""
+    if len(seeded) == len(origins):
+        return (f"from the run seed{request}: any party of this run (and any reader of this report) can recompute and "
+                "strip every party's noise; a simulation's choice (noise.source: keys gives each party a secret key)")
+    parts = []
+    if seeded:
+        parts.append(f"{len(seeded)} of {len(origins)} parties ({_few(seeded)}) draw noise from the run seed{request} "
+                     "and no key: anyone with the seed can strip theirs")
+    if keyed:
+        parts.append(("each party's own noise key: " if len(keyed) == len(origins) else
+                      f"{len(keyed)} of {len(origins)} parties ({_few(keyed)}) draw noise with their own noise key: ")
+                     + "only whoever can read a party's key file can strip that party's noise")
+    if secret:
+        parts.append("secret to each party: nobody else can recompute it (OS entropy, or keys never written down)"
+                     if len(secret) == len(origins) else
+                     f"nobody else can recompute the noise of {_few(secret)} (OS entropy, or a key never written down)")
+    return "; ".join(parts)
+
+
+def _few(parties: list[str], shown: int = 5) -> str:
+    return ", ".join(parties[:shown]) + (f" and {len(parties) - shown} more" if len(parties) > shown else "")
 
 
 def assemble_from_party_reports(scenario: Scenario, parties_dir: Path, out: Path, *, wait_s: float = 0.0,

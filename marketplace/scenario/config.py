@@ -92,11 +92,19 @@ class NoiseConfig:
     noise (a simulation's choice, and the report says so). ``keys``: from the run seed and the party's
     own noise key (``<party>.noise_key``: in ``keys``, in the party's key folder or kit; a party with
     no key file draws a fresh key that nobody else ever holds). ``auto``: ``seed`` under ``marketplace
-    run``, ``keys`` for a party started on its own (``marketplace owner|owners|curator|consumer``)."""
+    run``, ``keys`` for a party started on its own (``marketplace owner|owners|curator|consumer``) and
+    whenever ``keys`` names a folder."""
     keys: str | None = None
     """Folder of noise key files (``<party>.noise_key``, or ``<party>/<party>.noise_key`` as in a
-    folder of kits); relative to the scenario file. ``marketplace run`` with ``source: keys`` and no
-    folder makes fresh keys in its output folder's ``keys/``."""
+    folder of kits); relative to the scenario file. Setting it uses those keys (``source: auto``
+    then means ``keys``); with ``source: seed`` it is refused, as a contradiction. ``marketplace run``
+    with ``source: keys`` and no folder makes fresh keys in its output folder's ``keys/``."""
+
+    def __post_init__(self) -> None:
+        if self.source == "seed" and self.keys is not None:
+            raise ValueError(f"noise.keys names a folder of noise keys ({self.keys}) but noise.source is 'seed', which "
+                             "uses no key: set noise.source to 'keys' (or 'auto') to use the keys, or leave noise.keys "
+                             "unset for seed-derived noise")
 
 
 @dataclass(frozen=True)

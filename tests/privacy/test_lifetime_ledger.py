@@ -299,6 +299,38 @@ def test_a_cost_under_another_relation_is_restated_or_declined(tmp_path):
         assert ledger.spent().eps == 0
 
 
+DISTINCT = "replace-one keeping the owner's number of distinct points"
+
+
+def test_the_distinct_points_relation_is_never_charged_as_plain_replace_one(tmp_path):
+    """The summarize auction's relation (a replacement that keeps the owner's number of distinct
+    points) holds for fewer pairs than replace-one: a replace-one (or add/remove-one, restated) cost
+    holds under it, but a cost stated under it says nothing about replace-one or add/remove-one, so a
+    ledger under either declines it. Its text starts with "replace-one", and must not be read as it."""
+    from marketplace.privacy.lifetime import relation_kind, restate
+
+    assert relation_kind(DISTINCT) == DISTINCT
+    assert relation_kind(f"{DISTINCT} (a point of another owner)") == DISTINCT
+    assert relation_kind("replace-one (a row of r's data)") == "replace-one"
+    cost = Cost(eps=0.1, delta=1e-7)
+    assert restate(cost, DISTINCT, DISTINCT) is cost
+    assert restate(cost, "replace-one", DISTINCT) is cost
+    assert restate(cost, "add/remove-one", DISTINCT) == cost.as_replace_one()
+    for weaker_to_stronger in ("replace-one", "add/remove-one"):
+        with pytest.raises(LedgerInputError, match="cannot be restated"):
+            restate(cost, DISTINCT, weaker_to_stronger)
+    with LifetimeLedger.open(ledger_file(tmp_path, "r"), owner="r", budget=(1.0, 1e-5),
+                             relation="replace-one (a row of r's data)") as ledger:
+        with pytest.raises(BudgetDeclined, match="cannot be restated"):
+            ledger.reserve("a", Cost.pure(0.1), consumer="c", what="w", relation=DISTINCT)
+        assert ledger.spent().eps == 0
+    with LifetimeLedger.open(ledger_file(tmp_path, "d"), owner="d", budget=(1.0, 1e-5),
+                             relation=f"{DISTINCT} (a point of d's data)") as ledger:
+        assert ledger.reserve("a", Cost.pure(0.1), consumer="c", what="w", relation=DISTINCT).charged.eps == 0.1
+        assert ledger.reserve("b", Cost.pure(0.1), consumer="c", what="w", relation="replace-one").charged.eps == 0.1
+        assert ledger.reserve("c", Cost.pure(0.1), consumer="c", what="w", relation="add/remove-one").charged.eps == 0.2
+
+
 def test_a_fresh_reservation_of_a_charged_request_is_refused(tmp_path):
     """With fresh=True a request id already counted raises AlreadyCharged (its first attempt may
     have released: a second draw must not leave), and nothing more is charged."""
@@ -533,3 +565,17 @@ def test_a_consumer_quota_caps_one_consumer_and_the_budget_still_caps_them_all(t
             ledger.reserve("c1", Cost.pure(0.4), consumer="carol", what="w", quota=(0.5, 0.0))
         assert [r.state for r in ledger.history()] == ["reserved", "declined", "reserved", "declined"]
         assert ledger.spent().eps == pytest.approx(0.7)
+
+
+def test_a_market_refuses_a_cost_declared_under_the_distinct_points_relation_by_name(monkeypatch):
+    from types import SimpleNamespace
+
+    from marketplace.market import costs
+    from marketplace.privacy.lifetime import Declared
+
+    declared = Declared("w", Cost.pure(0.1), DISTINCT)
+    monkeypatch.setattr(costs, "declared_release", lambda config, party, exchange: declared)
+    monkeypatch.setattr(costs.plugins, "exchange", lambda name: None)
+    for relation in ("replace-one", "add/remove-one"):
+        with pytest.raises(costs.NoOwnerCost, match="no market ledger relation"):
+            costs.owner_cost(SimpleNamespace(protocol="x"), "owner-1", relation)

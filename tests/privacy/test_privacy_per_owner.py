@@ -180,13 +180,15 @@ def test_owner_ranges():
 
 def test_a_ledgers_noise_field_is_shown_when_present():
     owners = ["owner-1", "owner-2"]
-    noise = {"source": "the run seed", "who_can_strip": "anyone who knows the run seed: every party of this run"}
+    noise = {"origin": "seed", "source": "the run seed", "who_can_strip": "anyone who knows the run seed: every party of this run"}
     privacy = {o: own_ledger(o, noise=noise) for o in owners}
     section = per_owner_section(owners, sketch_like(owners), privacy)
     assert section["groups"][0]["observers"][0]["ledgers"][0]["noise"] == noise
     assert "noise strippable by: every party of the run (seed-derived)" in words(per_owner_table(section))
-    keyed = {o: own_ledger(o, noise={"source": "key", "who_can_strip": f"only whoever can read {o}'s noise key file "
-                                                                         f"(/kits/{o}/{o}.noise_key)"}) for o in owners}
+    keyed = {o: own_ledger(o, noise={"origin": "key", "source": f"the run seed and {o}'s noise key",
+                                     "key_file": f"/kits/{o}/{o}.noise_key",
+                                     "who_can_strip": f"only whoever can read {o}'s noise key file (/kits/{o}/{o}.noise_key)"})
+             for o in owners}
     text = words(per_owner_table(per_owner_section(owners, sketch_like(owners), keyed)))
     assert "noise strippable by: only the holder of <owner>.noise_key" in text
     assert "noise" not in words(per_owner_table(per_owner_section(owners, sketch_like(owners), {o: own_ledger(o) for o in owners})))

@@ -46,7 +46,7 @@ def test_the_auction_ledger_is_the_audited_per_round_guarantee_composed(quicksta
     assert ledger["eps"] == pytest.approx(rounds * eps, rel=1e-12) and ledger["delta"] == 0.0
     assert ledger["steps"] == [{"mechanism": "auction: composed selection (per round)", "eps": eps, "delta": 0.0,
                                 "count": rounds}]
-    assert ledger["neighbouring"]["relation"] == "replace-one"
+    assert ledger["neighbouring"]["relation"] == "replace-one keeping the owner's number of distinct points"
     assert "whole selection of every round" in ledger["neighbouring"]["scope"]
     assert "warning" not in report["auction"]
 
@@ -152,7 +152,8 @@ def ledgers(report):
 
 
 @pytest.mark.parametrize("scenario, relations", [
-    ("quickstart-private.yaml", {"consumer:D_v": "replace-one", "D_s": "replace-one", "auction": "replace-one"}),
+    ("quickstart-private.yaml", {"consumer:D_v": "replace-one", "D_s": "replace-one",
+                                 "auction": "replace-one keeping the owner's number of distinct points"}),
     ("sketch-quickstart.yaml", {"owner-1": "add/remove-one"}),
     ("stc-synthetic.yaml", {"owner-1": "add/remove-one"}),
 ])
@@ -162,10 +163,30 @@ def test_every_ledger_names_its_neighbouring_relation(scenario, relations, tmp_p
     found = ledgers(report)
     assert found, scenario
     for name, entry in found.items():
-        assert entry["neighbouring"]["relation"] in ("replace-one", "add/remove-one"), name
+        assert entry["neighbouring"]["relation"] in ("replace-one", "add/remove-one",
+                                                     "replace-one keeping the owner's number of distinct points"), name
         assert entry["neighbouring"]["record"], name
     for name, relation in relations.items():
         assert found[name]["neighbouring"]["relation"] == relation
+
+
+@pytest.mark.parametrize("rule", ["composed", "two_sided", "paper"])
+def test_summarize_names_the_auctions_relation_exactly_and_never_plain_replace_one(rule, tmp_path):
+    """The auction's theorem excludes a replacement that creates or removes a duplicate among the
+    owner's points (an owner offers identical records once, so it runs out of points at another
+    round: tests/protocols/summarize/test_auction_rounds_audit.py finds an unbounded loss). So the
+    auction ledger names the narrower relation, everywhere the report states it; D_v's and D_s's
+    releases hold for any replacement (their sensitivity bounds every one), so theirs is replace-one."""
+    exact = "replace-one keeping the owner's number of distinct points"
+    loaded = load_scenario(ROOT / "scenarios" / "quickstart-private.yaml",
+                           [f"summarize.privacy.auction={rule}", "summarize.rounds=3", "summarize.features=30"])
+    report = run_scenario(loaded, tmp_path / "run", driver="inprocess")
+    relations = {name: entry["neighbouring"]["relation"] for name, entry in report["privacy"].items()}
+    assert relations == {"consumer:D_v": "replace-one", "D_s": "replace-one", "auction": exact}
+    assert report["party_details"]["curator"]["result"]["privacy"]["auction"]["neighbouring"]["relation"] == exact
+    per_owner = [entry for group in report["privacy_per_owner"]["groups"] for obs in group["observers"]
+                 for entry in obs["ledgers"] if entry["ledger"] == "auction"]
+    assert per_owner and all(entry["neighbouring"]["relation"] == exact for entry in per_owner)
 
 
 def test_the_table_shows_each_ledgers_relation(tmp_path):

@@ -22,6 +22,8 @@ import numbers
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from marketplace.privacy.neighbouring import REPLACE_ONE_DISTINCT
+
 FILTERS = ("basic", "zcdp")
 
 
@@ -171,9 +173,15 @@ class Cost:
 def restate(cost: Cost, stated_under: str, ledger_relation: str | None) -> Cost:
     """``cost``, stated under the relation ``stated_under``, as a ledger kept under
     ``ledger_relation`` charges it: unchanged under the same relation, :meth:`Cost.as_replace_one`
-    from add/remove-one to replace-one; :class:`LedgerInputError` saying why for any other pair."""
+    from add/remove-one to replace-one (or to its distinct-points restriction, a subset of its
+    pairs); unchanged from replace-one to that restriction (a guarantee over every replace-one pair
+    holds over some of them). :class:`LedgerInputError` saying why for any other pair: in particular
+    a cost under the restriction says nothing about the pairs it leaves out, so it is never charged
+    as a replace-one or add/remove-one cost."""
     if stated_under == ledger_relation:
         return cost
-    if stated_under == "add/remove-one" and ledger_relation == "replace-one":
+    if stated_under == "add/remove-one" and ledger_relation in ("replace-one", REPLACE_ONE_DISTINCT):
         return cost.as_replace_one()
+    if stated_under == "replace-one" and ledger_relation == REPLACE_ONE_DISTINCT:
+        return cost
     raise LedgerInputError(f"a cost stated under {stated_under!r} cannot be restated under {ledger_relation!r}")

@@ -31,6 +31,7 @@ from typing import Any
 from marketplace.privacy.lifetime.cost import (Charge, Cost, LedgerInputError, check_filter, fail, positive, probability,
                                               restate)
 from marketplace.privacy.lifetime.filters import Limits, amount
+from marketplace.privacy.neighbouring import ADD_REMOVE_ONE, REPLACE_ONE, REPLACE_ONE_DISTINCT
 
 LEDGER_SUFFIX = ".ledger.sqlite"
 SCHEMA_VERSION = 1
@@ -116,13 +117,16 @@ class Reservation:
                 "charged": {k: v for k, v in self.charged._asdict().items() if v is not None}, "state": self.state}
 
 
-RELATION_WORDS = ("add/remove-one", "replace-one")
+RELATION_WORDS = (ADD_REMOVE_ONE, REPLACE_ONE, REPLACE_ONE_DISTINCT)
+"""The relations a ledger's budget, and a declared cost, may be stated under
+(:mod:`marketplace.privacy.neighbouring`); :func:`.cost.restate` says which converts to which."""
 
 
 def relation_kind(text: str) -> str | None:
-    """The relation a ledger's relation text states (``add/remove-one`` or ``replace-one``), or None
-    when the text starts with neither."""
-    for word in RELATION_WORDS:
+    """The relation a ledger's relation text states (one of :data:`RELATION_WORDS`), or None when
+    the text starts with none of them. The longest match wins: "replace-one keeping the owner's
+    number of distinct points (...)" is that narrower relation, never plain replace-one."""
+    for word in sorted(RELATION_WORDS, key=len, reverse=True):
         if text == word or text.startswith(word + " "):
             return word
     return None
@@ -279,9 +283,11 @@ class LifetimeLedger:
         reservation unchanged (the same cost must be declared), or, with ``fresh=True``, raises
         :class:`AlreadyCharged` (a caller that would draw new noise must not release again); an id
         that was aborted or declined is checked again. ``relation`` is the neighbouring relation the
-        cost is stated under (``add/remove-one`` or ``replace-one``; None: the ledger's own): an
-        add/remove-one cost on a replace-one ledger is charged as :meth:`Cost.as_replace_one`, and a
-        replace-one cost on an add/remove-one ledger cannot be charged (declined). ``quota`` (eps,
+        cost is stated under (one of :data:`RELATION_WORDS`; None: the ledger's own), restated under
+        the ledger's by :func:`.cost.restate`: an add/remove-one cost on a replace-one ledger is
+        charged as :meth:`Cost.as_replace_one`, and a cost the ledger's relation cannot take (a
+        replace-one cost on an add/remove-one ledger, a cost under the narrower distinct-points
+        relation on either) is declined. ``quota`` (eps,
         delta) caps what this one consumer's requests may be charged together, under the same filter,
         on top of the global budget (which still bounds every consumer together). Raises
         :class:`BudgetDeclined` if the cost does not fit (nothing is charged; the decline is recorded)."""

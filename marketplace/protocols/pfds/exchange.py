@@ -488,7 +488,7 @@ def sweep_row(report: dict[str, Any]) -> dict[str, Any]:
     privacy = report.get("privacy") or {}
     eps = [p["eps"] for p in privacy.values() if isinstance(p, dict) and p.get("eps") is not None]
     row["eps_max"] = max(eps) if eps else None
-    row.update(eps_spent([ledger for party, ledger in privacy.items() if party.startswith("owner-")]))
+    row.update(eps_spent({party: [ledger] for party, ledger in privacy.items() if party.startswith("owner-")}))
     row["sharers"] = (report.get("agents") or {}).get("sharers")
     return row
 

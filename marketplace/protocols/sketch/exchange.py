@@ -480,7 +480,7 @@ def sweep_row(report: dict[str, Any]) -> dict[str, Any]:
     privacy = report.get("privacy") or {}
     eps = [e.get("eps") for e in privacy.values() if isinstance(e, dict) and e.get("eps") is not None]
     row = {column: errors.get(column) for column in SWEEP_COLUMNS}
-    row.update(eps_spent([ledger for party, ledger in privacy.items() if party.startswith("owner-")]))
+    row.update(eps_spent({party: [ledger] for party, ledger in privacy.items() if party.startswith("owner-")}))
     row.update({"logistic_auc": metrics.get("logistic_auc"), "dp_erm_auc": baselines.get("dp_erm_auc"),
                 "non_private_auc": baselines.get("non_private_auc"), "ranking_spearman": check.get("spearman"),
                 "lambda": (report.get("estimates") or {}).get("lambda"), "owner_eps": max(eps) if eps else None,

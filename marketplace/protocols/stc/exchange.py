@@ -294,7 +294,7 @@ def sweep_row(report: dict[str, Any]) -> dict[str, Any]:
     if "private_kmeans" in refs:  # only when asked, so that other sweeps keep their columns
         row["private_kmeans_cost"] = refs["private_kmeans"].get("cost")
     privacy = report.get("privacy") or {}
-    row.update(eps_spent([ledger for party, ledger in privacy.items() if party.startswith("owner-")]))
+    row.update(eps_spent({party: [ledger] for party, ledger in privacy.items() if party.startswith("owner-")}))
     for party, ledger in privacy.items():
         if isinstance(ledger, dict) and "eps" in ledger:
             row[f"eps[{party}]"] = ledger["eps"]

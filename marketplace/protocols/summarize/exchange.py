@@ -255,8 +255,10 @@ def sweep_row(report: dict[str, Any]) -> dict[str, Any]:
     the seed set plus the summary against greedy's (the objective greedy minimizes),
     ``*_alone_increase_over_greedy_pct`` the summaries alone (greedy's summary alone need not be
     good: it balances the seed set, so a method may beat it there without beating greedy).
-    ``eps_spent`` (and ``delta_spent``) is what the ``D_s`` ledger states for the owners' points in
-    the summary over the run (None in a non-private run); ``eps[...]`` are every ledger's totals."""
+    ``eps_spent`` (and ``delta_spent``) is what an owner gave up over the run: the ledgers that
+    bound what the other owners learn of its data (:func:`owner_ledgers`: ``D_s`` and ``auction``),
+    composed by basic composition (None in a non-private run); ``eps[...]`` are every ledger's
+    totals, ``eps[D_s]`` the one ``summarize.privacy.total_epsilon`` sets."""
     metrics = report.get("metrics") or {}
     baselines = metrics.get("baselines") or {}
     greedy = baselines.get("non_private_greedy") if "non_private_greedy" in baselines else metrics
@@ -278,39 +280,65 @@ def sweep_row(report: dict[str, Any]) -> dict[str, Any]:
            "exact_greedy_mmd2": exact.get("mmd2"), "exact_greedy_accuracy": exact.get("accuracy"),
            "rho": parsimony.get("rho"), "rho_embeddings": parsimony.get("rho_embeddings")}
     privacy = report.get("privacy") or {}
-    row.update(eps_spent([privacy.get("D_s") or {}] if _private(report) else []))  # what D_s's ledger states
+    row.update(eps_spent({"each owner": list(owner_ledgers(privacy).values())} if _private(report) else {}))
     row.update({f"eps[{name}]": entry.get("eps") for name, entry in privacy.items() if isinstance(entry, dict) and "eps" in entry})
     return row
 
 
+def owner_ledgers(privacy: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The ledgers of a private run that bound what an owner gives up (towards the other owners:
+    :func:`owner_exposure` names them), by name: every ledger with a figure but the consumer's
+    ``consumer:D_v``."""
+    from marketplace.protocols.summarize.private_curator import VALIDATION
+
+    return {name: entry for name, entry in privacy.items() if name != VALIDATION and isinstance(entry, dict) and "eps" in entry}
+
+
+OWNER_EPS = "owner eps (D_s + auction)"
+"""The sweep table's column of ``eps_spent``: an owner's ledgers composed, and each of them."""
+
+
+def _owner_eps(row: dict[str, Any]) -> str:
+    """``2.6 = 2 + 0.6``: an owner's eps (mean±sd over repeats), then the ``D_s`` and ``auction``
+    ledgers' means it adds up."""
+    total = mean_sd(row, "eps_spent", ".4g")
+    if total == "-":
+        return total
+    return f"{total} = {mean_sd(row, 'eps[D_s]', '.4g', sd=False)} + {mean_sd(row, 'eps[auction]', '.4g', sd=False)}"
+
+
 def sweep_table(summary: list[dict[str, Any]], keys: list[str], title: str) -> Table:
-    """One row per sweep point: the eps the owners' points in D_s actually got (the ``D_s`` ledger),
-    the protocol's MMD^2 with the seed set (as % over greedy's MMD^2 with the seed set) and
-    accuracy, mean±sd over repeats, next to the means of greedy and uniform (runs.csv /
-    summary.csv have everything, the summaries-alone percentages too)."""
+    """One row per sweep point: the eps an owner gave up (``eps_spent``: the ``D_s`` and ``auction``
+    ledgers composed) and each of the two ledgers, the protocol's MMD^2 with the seed set (as % over
+    greedy's MMD^2 with the seed set) and accuracy, mean±sd over repeats, next to the means of
+    greedy and uniform (runs.csv / summary.csv have everything, the summaries-alone percentages too)."""
     table = sweep_table_head(title, "protocol: mean±sd over repeats; baselines: means; % = increase in MMD^2 of "
                                     "seed set + summary over greedy's seed set + summary (the objective greedy minimizes)", keys)
-    for name in ("ok", "% (with seed)", "accuracy", "greedy acc", "uniform % (with seed)", "uniform acc", "rho", "eps spent (D_s)"):
+    for name in ("ok", "% (with seed)", "accuracy", "greedy acc", "uniform % (with seed)", "uniform acc", "rho"):
         table.add_column(name, justify="right", no_wrap=True)
+    table.add_column(OWNER_EPS, justify="right", overflow="fold")
     for row in summary:
         table.add_row(*(fmt(row.get(k)) for k in keys), f"{row['completed']}/{row['runs']}",
                       mean_sd(row, "mmd2_with_seed_set_increase_over_greedy_pct", ".0f"), mean_sd(row, "accuracy", ".3f"),
                       mean_sd(row, "greedy_accuracy", ".3f", sd=False),
                       mean_sd(row, "uniform_mmd2_with_seed_set_increase_over_greedy_pct", ".0f", sd=False),
                       mean_sd(row, "uniform_accuracy", ".3f", sd=False), mean_sd(row, "rho", ".2f", sd=False),
-                      mean_sd(row, "eps_spent", ".4g"))
+                      _owner_eps(row))
     return table
 
 
 def plot_sweep(summary: list[dict[str, Any]], keys: list[str], path, *, title: str) -> None:
     """Figure 1's layout: % increase in MMD^2 of seed set + summary over greedy's seed set + summary
     (left; the objective greedy minimizes, like with like) and accuracy (right) against the first
-    swept key, or against the eps D_s's ledger states when that key is a privacy setting
+    swept key, or against the eps an owner gave up (``eps_spent``: the ``D_s`` and ``auction``
+    ledgers composed, so the axis never shows D_s's share alone) when that key is a privacy setting
     (``summarize.privacy.*``), one line per method (and per value of a second swept key, if any),
     with ±1 sd bars."""
     from marketplace.runner.plots import spent_axis, sweep_figure
 
-    sweep_figure(summary, keys, path, title=title, x_column=spent_axis(keys, lambda key: key.startswith("summarize.privacy.")), panels=[
+    x_column = spent_axis(keys, lambda key: key.startswith("summarize.privacy."))
+    x_label = "eps an owner gave up: D_s + auction ledgers (basic composition)" if x_column else None
+    sweep_figure(summary, keys, path, title=title, x_column=x_column, x_label=x_label, panels=[
         ("% increase in MMD$^2$(seed set + summary)\nover greedy's seed set + summary",
          [("protocol", "mmd2_with_seed_set_increase_over_greedy_pct", True), ("greedy", None, False),
           ("uniform", "uniform_mmd2_with_seed_set_increase_over_greedy_pct", False)]),
@@ -325,8 +353,7 @@ def plot_sweep(summary: list[dict[str, Any]], keys: list[str], path, *, title: s
 def owner_exposure(config: ScenarioConfig, report: dict[str, Any]) -> dict[str, list]:
     """Per owner: what the consumer, the curator and the other owners receive of its data, and
     which ledgers bound it. Towards the other owners: every ledger of the run but the consumer's
-    ``consumer:D_v`` (read generically, each with the scope it states)."""
-    from marketplace.protocols.summarize.private_curator import VALIDATION
+    ``consumer:D_v`` (read generically, each with the scope it states: :func:`owner_ledgers`)."""
     from marketplace.runner.per_owner import Exposure
 
     private = config.summarize.privacy.enabled
@@ -339,8 +366,7 @@ def owner_exposure(config: ScenarioConfig, report: dict[str, Any]) -> dict[str, 
     out = {}
     for owner in (p for p in party_ids(config) if p.startswith("owner-")):
         if private:
-            ledgers = tuple(name for name, entry in privacy.items()
-                            if name != VALIDATION and isinstance(entry, dict) and "eps" in entry)
+            ledgers = tuple(owner_ledgers(privacy))
             others = Exposure(
                 "other owners", "each round's g_l (a DP release of D_s's mean embedding) and q = |D_s|, whether a request "
                 "reaches them, and the timing of those messages", ledgers, (

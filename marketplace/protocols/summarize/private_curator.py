@@ -40,7 +40,7 @@ from marketplace.messages import Envelope, ProtocolError
 from marketplace.protocols.summarize.messages import Point, Request, SealedPoint
 from marketplace.privacy.accountant import Guarantee, PrivacyLedger, calibrate_zcdp
 from marketplace.privacy.gdp import calibrate_mu
-from marketplace.privacy.neighbouring import replace_one
+from marketplace.privacy.neighbouring import replace_one, replace_one_distinct
 from marketplace.privacy.rng import make_rng
 from marketplace.protocols.summarize import Pool, PoolEntry, PrivAuction, h2_release
 from marketplace.protocols.summarize.gaussian_release import gaussian_mean_release
@@ -66,6 +66,9 @@ TWO_SIDED_AUCTION_WARNING = "the two-sided auction: " + NOT_COMPOSED
 PAPER_AUCTION_WARNING = ("the paper's auction: 'not asked' is not eps_auc-DP (rank 1 is always asked), so each round is "
                          "only (eps_auc, 1 - e^-eps_auc)-DP and the delta composes; moreover " + NOT_COMPOSED)
 AUCTION_WARNING = {"two_sided": TWO_SIDED_AUCTION_WARNING, "paper": PAPER_AUCTION_WARNING}
+AUCTION_COINS = "the auction's coins (whom it asks each round, how many, and in what order)"
+"""What the auction ledger's coins decide: they come from the curator's noise stream, so the ledger's
+``noise`` says who else could reproduce them (:func:`marketplace.privacy.noise.coins_note`)."""
 
 VALIDATION_RELATION = replace_one("a row of D_v", scope="g~, the release of D_v's mean embedding, as every owner receives it")
 SUMMARY_RELATION = replace_one(
@@ -73,18 +76,20 @@ SUMMARY_RELATION = replace_one(
     "selection is not private), so this is not an end-to-end bound towards an owner's points; D_s itself goes to the "
     "consumer in the clear")
 AUCTION_RELATION = {
-    "composed": replace_one(
+    "composed": replace_one_distinct(
         "a point of another owner", scope="the whole selection of every round (who is asked, how many, the order, and "
         "so the tau rule's later requests) for any change of one owner's points that keeps its number of distinct "
         "points, given the rounds' directions g_l; adaptive basic composition over the rounds, and everything an "
-        "owner observes of the auction is post-processing of the selections. Not covered: the g_l themselves, which "
-        "depend on which points enter D_s (the D_s ledger's scope), and owners' compute-time side channels"),
-    "two_sided": replace_one(
+        "owner observes of the auction is post-processing of the selections. Not covered: a replacement that creates or "
+        "removes a duplicate among the owner's points (the owner then runs out of points at another round, and the "
+        "loss is unbounded), the g_l themselves, which depend on which points enter D_s (the D_s ledger's scope), and "
+        "owners' compute-time side channels"),
+    "two_sided": replace_one_distinct(
         "a point of another owner", scope="one round given the curator's state only: whether an owner is asked, and how "
         "many owners are, changes by at most e^eps when one other owner's bid changes. The state (earlier requests, tau "
         "counters, unsent points) depends on other owners' data, so the rounds do NOT compose: the total is no bound "
         "on an owner's view over several rounds"),
-    "paper": replace_one(
+    "paper": replace_one_distinct(
         "a point of another owner", scope="one round given the curator's state only, with delta for 'not asked'. The "
         "state depends on other owners' data, so the rounds do NOT compose: the total is no bound on an owner's view "
         "over several rounds"),
@@ -210,7 +215,7 @@ class PrivateSchedule:
             SUMMARY: PrivacyLedger(SUMMARY, neighbouring=SUMMARY_RELATION, theorem=self.theorem, delta=self.delta_summary,
                                    gaussian=self.gaussian_accountant,
                                    budget=None if budget_summary is None else (budget_summary, self.delta_summary)),
-            AUCTION: PrivacyLedger(AUCTION, neighbouring=AUCTION_RELATION[self.auction], theorem="basic"),
+            AUCTION: PrivacyLedger(AUCTION, neighbouring=AUCTION_RELATION[self.auction], theorem="basic", coins=AUCTION_COINS),
         }
 
     def auction_round(self, n_ranked: int) -> tuple[float, float]:

@@ -77,7 +77,7 @@ def test_a_privacy_sweep_is_plotted_against_the_eps_spent(monkeypatch, tmp_path)
     monkeypatch.setattr(matplotlib.axes.Axes, "set_xlabel", lambda self, text, *a, **k: labels.append(text))
     summary = [{"sketch.epsilon": e, "runs": 1, "completed": 1, "eps_spent_mean": e, "moment1_mre_mean": 1 / e} for e in (0.5, 2.0)]
     exchange.plot_sweep(summary, ["sketch.epsilon"], tmp_path / "a.png", title="t")
-    assert labels and all(label.startswith("eps spent (as the run") for label in labels)
+    assert labels and all(label.startswith("eps an owner gave up") for label in labels)
     labels.clear()
     summary = [{"sketch.samples": n, "runs": 1, "completed": 1, "eps_spent_mean": 2.0, "moment1_mre_mean": 1 / n} for n in (500, 900)]
     exchange.plot_sweep(summary, ["sketch.samples"], tmp_path / "b.png", title="t")

@@ -208,3 +208,15 @@ def test_the_enumerated_law_is_what_decide_draws(rule, requests):
         observed.append(runs - sum(observed))
         expected.append(float(rest) * runs)
     assert chisquare(observed, expected).pvalue > 1e-3
+
+
+def test_a_replacement_that_changes_an_owners_distinct_points_is_outside_the_ledgers_relation():
+    """Why the auction ledger's relation keeps the owner's number of distinct points: replacing a's
+    0.5 by a copy of its 0.9 leaves a with one point to offer (an owner offers identical records
+    once), so it runs out a round earlier, and with 3 owners over 3 rounds some view is possible in
+    one world only: an unbounded loss, under the composed rule too."""
+    base = {"a": [0.9, 0.5], "b": [0.8, 0.6], "c": [0.7, 0.3]}
+    duplicated = {**base, "a": [0.9]}
+    for name, (law, law2) in audit(base, duplicated, rule="composed", eps=1.0, tau=2, requests=1, rounds=3,
+                                    changed="a").items():
+        assert max_loss(law, law2) == math.inf, name

@@ -128,13 +128,43 @@ def test_a_sweep_over_the_total_reports_tabulates_and_plots_the_eps_spent(tmp_pa
     assert result.returncode == 0, result.stderr
     with open(out / "runs.csv", newline="") as f:
         runs = list(csv.DictReader(f))
-    assert [float(r["eps_spent"]) for r in runs] == pytest.approx([1.0, 2.0], rel=1e-9)
-    assert [float(r["eps[D_s]"]) for r in runs] == [float(r["eps_spent"]) for r in runs]
+    assert [float(r["eps[D_s]"]) for r in runs] == pytest.approx([1.0, 2.0], rel=1e-9)  # the knob, on its ledger
+    # what an owner gave up: D_s and the auction (0.1 per round, 6 rounds), composed
+    assert [float(r["eps_spent"]) for r in runs] == pytest.approx([1.6, 2.6], rel=1e-9)
     assert [float(r["delta_spent"]) for r in runs] == [1e-4, 1e-4]
     with open(out / "summary.csv", newline="") as f:
-        assert [float(r["eps_spent_mean"]) for r in csv.DictReader(f)] == pytest.approx([1.0, 2.0], rel=1e-9)
-    assert "eps spent (D_s)" in " ".join(result.stdout.split())
+        assert [float(r["eps_spent_mean"]) for r in csv.DictReader(f)] == pytest.approx([1.6, 2.6], rel=1e-9)
+    text = " ".join(result.stdout.split())
+    assert "owner eps (D_s + auction)" in text and "1.6 = 1 + 0.6" in text and "2.6 = 2 + 0.6" in text
     assert (out / "sweep.png").stat().st_size > 10_000
+
+
+def test_a_sweep_over_the_total_tabulates_and_plots_what_an_owner_gave_up(monkeypatch, tmp_path):
+    """The knob covers D_s alone; an owner also gave up the auction's eps. The table shows the
+    composed total and each ledger, labelled; the plot's x axis is the composed total, and says so."""
+    import io
+
+    from rich.console import Console
+
+    from marketplace.api import sweep
+    from marketplace.protocols.summarize import exchange
+    from marketplace.runner import plots
+
+    drawn = []
+    monkeypatch.setattr(plots, "sweep_figure", lambda summary, keys, path, **kw: drawn.append((summary, kw)))
+    raw = private_raw()
+    raw["summarize"]["rounds"] = 3
+    result = sweep(raw, {KEY: [0.5, 4.0]}, driver="inprocess", out=tmp_path / "sweep")
+    for row in result.rows:
+        assert row["eps_spent"] == pytest.approx(row["eps[D_s]"] + row["eps[auction]"], rel=1e-12)
+        assert row["eps[auction]"] == pytest.approx(0.3) and row["eps_spent"] > row[KEY]
+    (summary, kw), = drawn
+    assert kw["x_column"] == "eps_spent" and "D_s + auction" in kw["x_label"]
+    assert [r["eps_spent_mean"] for r in summary] == pytest.approx([0.8, 4.3], rel=1e-9)
+    console = Console(file=io.StringIO(), width=400)
+    console.print(exchange.sweep_table(result.summary, result.keys, "t"))
+    text = console.file.getvalue()
+    assert "owner eps (D_s + auction)" in text and "0.8 = 0.5 + 0.3" in text and "4.3 = 4 + 0.3" in text
 
 
 def test_a_privacy_sweep_is_plotted_against_the_eps_spent_and_others_against_the_key(monkeypatch, tmp_path):
