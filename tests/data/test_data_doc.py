@@ -97,6 +97,10 @@ def sections() -> dict[str, str]:
 # --- the examples run -------------------------------------------------------------------------
 
 
+def is_schema_only(example: Block) -> bool:
+    return "schema" in (read_yaml(example.body).get("data") or {})
+
+
 @pytest.mark.parametrize("example", [example_param(e) for e in scenario_examples()])
 def test_scenario_example_validates_and_runs(example: Block, tmp_path: Path) -> None:
     write_examples(tmp_path)
@@ -104,6 +108,11 @@ def test_scenario_example_validates_and_runs(example: Block, tmp_path: Path) -> 
     validated = run_cli("validate", str(scenario))
     assert validated.returncode == 0, validated.stderr
     assert f"{example.title}: valid (" in validated.stdout + validated.stderr
+    if is_schema_only(example):  # served, never simulated: its parties' own files are checked instead
+        assert "bringing their own rows" in validated.stderr
+        refused = run_cli("run", str(scenario), "--driver", "inprocess", "--quiet", "--out", str(tmp_path / "run"))
+        assert refused.returncode == 2 and "data.schema" in refused.stderr
+        return
     out = tmp_path / "run"
     ran = run_cli("run", str(scenario), "--driver", "inprocess", "--quiet", "--out", str(out))
     assert ran.returncode == 0, ran.stderr + ran.stdout
@@ -259,3 +268,48 @@ def test_the_quoted_data_errors_are_what_validate_prints(override: str, needle: 
     assert refused.returncode == 2
     quoted = [line for line in quoted_errors() if line.startswith(needle)]
     assert len(quoted) == 1 and quoted[0] in refused.stderr, (quoted, refused.stderr)
+
+
+# --- a marketplace described by its schema ------------------------------------------------------
+
+
+def schema_example() -> tuple[Block, list[Block]]:
+    """The schema-only scenario of the page, and the CSV files that are its parties' own."""
+    (scenario,) = [e for e in scenario_examples() if is_schema_only(e)]
+    names = {f["name"] for f in read_yaml(scenario.body)["data"]["schema"]["features"]}
+    own = [e for e in file_examples() if e.lang == "csv" and names <= set(e.body.splitlines()[0].split(","))]
+    return scenario, own
+
+
+def test_the_schema_examples_own_files_fit_its_schema_and_the_quoted_refusal_is_what_a_party_is_told(tmp_path):
+    from marketplace.api import load
+    from marketplace.data.own_files import OwnDataError, load_own_rows
+
+    write_examples(tmp_path)
+    scenario, own = schema_example()
+    assert own, "the schema example shows no party's file"
+    schema = load(tmp_path / scenario.title).config.data.schema
+    for example in own:
+        assert len(load_own_rows(tmp_path / example.title, schema, party="owner-1")) > 0
+    quoted = next(b.body.strip() for b in blocks() if b.lang == "text" and b.body.startswith("owner-1: "))
+    file, line, column, value = re.match(r"owner-1: (\S+): line (\d+), column '(\w+)': .* found ([\d.]+);", quoted).groups()
+    rows = (tmp_path / file).read_text().splitlines()
+    header = rows[0].split(",")
+    cells = rows[int(line) - 1].split(",")
+    cells[header.index(column)] = value.removesuffix(".0")
+    rows[int(line) - 1] = ",".join(cells)
+    (tmp_path / file).write_text("\n".join(rows) + "\n")
+    import os
+
+    os.chdir(tmp_path)
+    with pytest.raises(OwnDataError) as err:
+        load_own_rows(Path(file), schema, party="owner-1")
+    assert str(err.value) == quoted
+
+
+def test_the_schema_section_documents_every_key() -> None:
+    from marketplace.data.public_schema import DataSchema
+
+    section = sections()["schema"]
+    for key in (f.name for f in dataclasses.fields(DataSchema)):
+        assert f"| `{key}` |" in section, f"the `schema` section does not document `{key}`"
