@@ -1,0 +1,133 @@
+"""Reports of a marketplace described by its public schema (``data.schema``): nobody holds every
+party's rows, so the report takes the quality figures the consumer computed from its own rows,
+states every reference that needs everyone's rows absent (``references_absent``, and
+``{"absent": why}`` in place), and its ``data`` section holds the schema and no row counts.
+
+Each run here is served the way a session of ``marketplace serve`` is: every party builds its role
+from its own share of the empty world plus its own files (:func:`marketplace.parties.own_rows`),
+the in-process driver moves the messages, each party writes its own report, and the report is
+assembled from those (:func:`marketplace.runner.run.assemble_from_party_reports`), with the world
+the server has: no rows at all."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rich.console import Console
+
+from marketplace.parties import build_role, make_world, own_rows, party_ids, share_of, with_own_rows
+from marketplace.runner.absent import REFERENCES_ABSENT, absent_line, is_absent
+from marketplace.runner.display import summary_tables
+from marketplace.runner.party_process import noise_origin, party_report, write_json
+from marketplace.runner.report_schema import report_problems
+from marketplace.runner.run import assemble_from_party_reports, data_section
+from marketplace.scenario import Scenario
+from marketplace.transport.inprocess import run_inprocess
+from marketplace.transport.node import Node
+
+DIM = 4
+CLASSES = (0, 1, 2, 3, 4, 5)
+
+
+def schema(classes=CLASSES, dim: int = DIM) -> dict:
+    return {"features": [{"name": f"x{i}", "lower": -12, "upper": 12} for i in range(dim)],
+            "label": {"name": "label", "classes": list(classes)}}
+
+
+def market(protocol: str, section: dict, *, owners: int = 3, classes=CLASSES) -> Scenario:
+    return Scenario.from_dict({"name": f"served-{protocol}", "protocol": protocol, "seed": 3, "parties": {"owners": owners},
+                               "data": {"schema": schema(classes)}, protocol: section})
+
+
+def write_rows(path: Path, n: int, rng: np.random.Generator, *, shift: float, classes=CLASSES) -> Path:
+    """A party's own CSV file: ``n`` rows of the schema's columns, features around ``shift``."""
+    X = np.clip(rng.normal(shift, 2.0, (n, DIM)), -12, 12)
+    y = rng.choice([int(c) for c in classes], size=n)
+    lines = [",".join([*(f"x{i}" for i in range(DIM)), "label"])]
+    lines += [",".join([*(f"{v:.6f}" for v in x), str(label)]) for x, label in zip(X, y)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def party_files(tmp_path: Path, scenario: Scenario, *, rows: int = 120, test: bool = True,
+                classes=CLASSES) -> dict[str, dict[str, Path]]:
+    """Each owner's file and the consumer's target (and test set): the owners' data lie at
+    different shifts, the consumer's target near owner-1's."""
+    rng = np.random.default_rng(5)
+    files: dict[str, dict[str, Path]] = {}
+    for i in range(scenario.config.parties.owners):
+        owner = f"owner-{i + 1}"
+        files[owner] = {"data": write_rows(tmp_path / f"{owner}.csv", rows, rng, shift=-3.0 + 3.0 * i, classes=classes)}
+    files["consumer"] = {"data": write_rows(tmp_path / "target.csv", 60, rng, shift=-3.0, classes=classes)}
+    if test:
+        files["consumer"]["test"] = write_rows(tmp_path / "test.csv", 60, rng, shift=-3.0, classes=classes)
+    return files
+
+
+def served_run(scenario: Scenario, files: dict[str, dict[str, Path]], tmp_path: Path) -> dict:
+    """Run ``scenario`` as a served session would (module docstring) and return its report."""
+    config = scenario.config
+    world = make_world(config)
+    assert not world.central
+    parties = frozenset(party_ids(config))
+    nodes = []
+    for party in party_ids(config):
+        own = own_rows(config, party, **files.get(party, {}))
+        role = build_role(config, party, world=with_own_rows(share_of(world, party), own), owner_data=own.get("owner"),
+                          noise=noise_origin(config, party))
+        nodes.append(Node(role, run_id="served-1", max_message_bytes=config.transport.max_message_bytes, parties=parties))
+    run_inprocess(nodes)
+    folder = tmp_path / "parties"
+    for node in nodes:
+        write_json(folder / f"{node.party_id}.json",
+                   party_report(node, role_name=node.role.role_name, wall_s=1.0, driver={}, scenario=scenario))
+    report = assemble_from_party_reports(scenario, folder, tmp_path / "run", driver="market")
+    assert json.loads((tmp_path / "run" / "report.json").read_text())["status"] == report["status"]
+    return report
+
+
+def check_common(report: dict, protocol: str) -> None:
+    """What every report of a schema-only marketplace holds: it validates, its data section is the
+    schema with no row counts, ``references_absent`` names data.rows and every figure absent in
+    place, and the terminal tables render and say what is not computed."""
+    assert report["status"] == "completed", report["failures"]
+    assert report_problems(json.loads(json.dumps(report))) == []
+    data = report["data"]
+    assert [f["name"] for f in data["features"]] == [f"x{i}" for i in range(DIM)]
+    assert data["features"][0] == {"name": "x0", "lower": -12.0, "upper": 12.0}
+    assert not {"owners", "validation", "test", "seed_set"} & set(data)
+    assert is_absent(data["rows"])
+    missing = report[REFERENCES_ABSENT]
+    assert missing["data.rows"] == data["rows"]["absent"]
+    for path, why in missing.items():
+        assert why and isinstance(why, str), path
+    console = Console(width=200, record=True)
+    for table in summary_tables(report):
+        console.print(table)
+    text = console.export_text()
+    assert "not computed" in text and "references_absent" in text
+    assert absent_line(report).startswith(", ".join(list(missing)[:3]))
+
+
+def test_a_share_of_a_schema_world_holds_no_rows_and_says_it_is_not_central():
+    config = market("summarize", {"rounds": 3}).config
+    world = make_world(config)
+    for party in party_ids(config):
+        share = share_of(world, party)
+        assert not share.central
+        assert sum(len(o) for o in share.owners) == len(share.validation) == len(share.test) == 0
+
+
+def test_the_data_section_of_a_schema_world_is_the_schema_and_no_row_counts():
+    config = Scenario.from_dict({"name": "g", "protocol": "summarize", "parties": {"owners": 2},
+                                 "data": {"schema": {**schema(("no", "yes")),
+                                                     "group": {"name": "site", "values": ["a", "b"]}}}}).config
+    section = data_section(config, make_world(config))
+    assert section["label"] == {"name": "label", "classes": ["no", "yes"]}
+    assert section["group"] == {"name": "site", "values": ["a", "b"]}
+    assert section["group_names"] == ["a", "b"] and section["dim"] == DIM
+    assert is_absent(section["rows"]) and "data.schema" in section["rows"]["absent"]
+    assert "owners" not in section
