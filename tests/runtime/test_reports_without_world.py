@@ -131,3 +131,48 @@ def test_the_data_section_of_a_schema_world_is_the_schema_and_no_row_counts():
     assert section["group_names"] == ["a", "b"] and section["dim"] == DIM
     assert is_absent(section["rows"]) and "data.schema" in section["rows"]["absent"]
     assert "owners" not in section
+
+
+# --- summarize ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("section", [{}, {"curator": "less_trusted"}], ids=["trusted", "less-trusted"])
+def test_summarize_reports_the_consumers_own_figures_and_states_its_references_absent(tmp_path, section):
+    scenario = market("summarize", {"rounds": 5, "features": 60, "gamma": 0.1, **section})
+    report = served_run(scenario, party_files(tmp_path, scenario), tmp_path)
+    check_common(report, "summarize")
+    consumer = report["party_details"]["consumer"]["result"]
+    metrics = report["metrics"]
+    assert {k: metrics[k] for k in ("mmd2", "accuracy", "mmd2_with_seed_set")} == consumer["metrics"]
+    assert metrics["mmd2"] > 0 and 0 <= metrics["accuracy"] <= 1 and "consumer" in metrics["measured_by"]
+    assert set(report[REFERENCES_ABSENT]) == {"metrics.baselines", "checks.central_replay", "data.rows"}
+    assert metrics["baselines"] == {"absent": report[REFERENCES_ABSENT]["metrics.baselines"]}
+    assert report["checks"]["central_replay"] == {"applicable": False,
+                                                  "reason": report[REFERENCES_ABSENT]["checks.central_replay"]}
+    by_round = [r["mmd2"] for r in report["history"]["rounds"]]  # the consumer's, from the summary in order
+    assert len(by_round) == len(report["selection"]) == 5
+    assert by_round == consumer["own_evaluation"]["mmd2_by_round"]
+    assert by_round[-1] == pytest.approx(metrics["mmd2"], rel=1e-9)
+    assert "computed by the consumer" in report["history"]["about"]["mmd2"]
+
+
+def test_a_private_summarize_report_states_the_non_private_greedy_and_its_comparisons_absent(tmp_path):
+    scenario = market("summarize", {"rounds": 4, "features": 60, "gamma": 0.1, "privacy": {"enabled": True}})
+    report = served_run(scenario, party_files(tmp_path, scenario), tmp_path)
+    check_common(report, "summarize")
+    missing = report[REFERENCES_ABSENT]
+    assert "non-private greedy" in missing["metrics.baselines"]
+    assert {"metrics.mmd2_with_seed_set_increase_over_greedy_pct", "metrics.mmd2_alone_increase_over_greedy_pct"} <= set(missing)
+    assert "mmd2_with_seed_set_increase_over_greedy_pct" not in report["metrics"]
+    assert report["metrics"]["mmd2"] is not None
+    replay = report["checks"]["central_replay"]
+    assert replay["applicable"] is False and "private" in replay["reason"]  # not applicable, rows or not
+    assert "checks.central_replay" not in missing
+
+
+def test_a_summarize_consumer_without_a_test_set_has_no_accuracy_and_says_why(tmp_path):
+    scenario = market("summarize", {"rounds": 3, "features": 60, "gamma": 0.1})
+    report = served_run(scenario, party_files(tmp_path, scenario, test=False), tmp_path)
+    check_common(report, "summarize")
+    assert report["metrics"]["accuracy"] is None and report["metrics"]["mmd2"] is not None
+    assert "no test set" in report[REFERENCES_ABSENT]["metrics.accuracy"]
