@@ -176,3 +176,28 @@ def test_a_summarize_consumer_without_a_test_set_has_no_accuracy_and_says_why(tm
     check_common(report, "summarize")
     assert report["metrics"]["accuracy"] is None and report["metrics"]["mmd2"] is not None
     assert "no test set" in report[REFERENCES_ABSENT]["metrics.accuracy"]
+
+
+# --- sketch ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("test_set", [True, False], ids=["with-test-set", "no-test-set"])
+def test_sketch_reports_the_consumers_own_figures_and_states_the_truth_absent(tmp_path, test_set):
+    scenario = market("sketch", {"samples": 2000, "include_label": True, "map": {"features": 60}, "lower": [-12] * DIM,
+                                 "upper": [12] * DIM, "queries": {"logistic_regression": True, "random_counts": 3}},
+                      classes=(0, 1))
+    report = served_run(scenario, party_files(tmp_path, scenario, classes=(0, 1), test=test_set), tmp_path)
+    check_common(report, "sketch")
+    own = report["party_details"]["consumer"]["result"]["own_evaluation"]
+    metrics, missing = report["metrics"], report[REFERENCES_ABSENT]
+    assert {"truth", "metrics.errors", "ranking.check", "metrics.logistic_baselines", "data.rows"} <= set(missing)
+    assert report["truth"] == {"absent": missing["truth"]} and metrics["errors"] == {"absent": missing["metrics.errors"]}
+    assert metrics["logistic_baselines"] == {"absent": missing["metrics.logistic_baselines"]}
+    assert report["ranking"]["order"] and report["ranking"]["check"] == {"absent": missing["ranking.check"]}
+    assert metrics["merged_mmd2"] == own["merged_mmd2"] is not None
+    assert metrics["target_gap"] == own["target_gap"] and {"moment1_mre", "cdf_mae"} <= set(metrics["target_gap"])
+    assert "count_total_rel" not in metrics["target_gap"]  # the consumer's row count never leaves it
+    if test_set:
+        assert 0 <= metrics["logistic_auc"] <= 1 and "metrics.logistic_auc" not in missing
+    else:
+        assert metrics["logistic_auc"] is None and "no test set" in missing["metrics.logistic_auc"]
