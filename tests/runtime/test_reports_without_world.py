@@ -181,11 +181,32 @@ def test_a_summarize_consumer_without_a_test_set_has_no_accuracy_and_says_why(tm
 # --- sketch ------------------------------------------------------------------------------------
 
 
+def test_sketch_public_defaults_fill_the_box_from_the_schema_ranges_and_keep_a_given_one():
+    from marketplace.data.public_schema import DataSchema
+    from marketplace.protocols.sketch.exchange import public_defaults
+    from marketplace.schema import build
+
+    raw = {"features": [{"name": "a", "lower": -1, "upper": 2}, {"name": "b", "lower": 0, "upper": 5}],
+           "label": {"classes": [0, 1]}}
+    parsed = build(DataSchema, raw)
+    request = {"epsilon": 0.5, "lower": []}
+    for schema in (parsed, raw):  # the parsed schema, or its raw mapping
+        filled = public_defaults(request, schema)
+        assert filled == {"epsilon": 0.5, "lower": [-1.0, 0.0], "upper": [2.0, 5.0]}
+    assert request == {"epsilon": 0.5, "lower": []}  # the request's section is not changed
+    assert public_defaults(None, parsed) == {"lower": [-1.0, 0.0], "upper": [2.0, 5.0]}
+    given = {"lower": [0, 0], "upper": [1, 1]}
+    assert public_defaults(given, parsed) == given
+
+
 @pytest.mark.parametrize("test_set", [True, False], ids=["with-test-set", "no-test-set"])
 def test_sketch_reports_the_consumers_own_figures_and_states_the_truth_absent(tmp_path, test_set):
-    scenario = market("sketch", {"samples": 2000, "include_label": True, "map": {"features": 60}, "lower": [-12] * DIM,
-                                 "upper": [12] * DIM, "queries": {"logistic_regression": True, "random_counts": 3}},
-                      classes=(0, 1))
+    from marketplace.protocols.sketch.exchange import public_defaults
+
+    section = public_defaults({"samples": 2000, "include_label": True, "map": {"features": 60},  # the request's, no box
+                               "queries": {"logistic_regression": True, "random_counts": 3}}, schema((0, 1)))
+    scenario = market("sketch", section, classes=(0, 1))
+    assert scenario.config.sketch.lower == (-12.0,) * DIM and scenario.config.sketch.upper == (12.0,) * DIM
     report = served_run(scenario, party_files(tmp_path, scenario, classes=(0, 1), test=test_set), tmp_path)
     check_common(report, "sketch")
     own = report["party_details"]["consumer"]["result"]["own_evaluation"]
@@ -201,3 +222,17 @@ def test_sketch_reports_the_consumers_own_figures_and_states_the_truth_absent(tm
         assert 0 <= metrics["logistic_auc"] <= 1 and "metrics.logistic_auc" not in missing
     else:
         assert metrics["logistic_auc"] is None and "no test set" in missing["metrics.logistic_auc"]
+
+
+def test_sketch_checks_a_schema_world_against_the_schema():
+    from marketplace.protocols.sketch.exchange import check_world
+
+    box = {"lower": [-12] * DIM, "upper": [12] * DIM}
+    config = market("sketch", {**box, "include_label": True}).config  # classes 0..5
+    with pytest.raises(ValueError, match=r"^sketch.include_label: the schema's classes are not 0/1"):
+        check_world(config, make_world(config))
+    config = market("sketch", {"lower": [-6] * DIM, "upper": [12] * DIM, "clip": False}).config
+    with pytest.raises(ValueError, match=r"^sketch.clip: .*x0, x1, x2, x3 reach outside the box"):
+        check_world(config, make_world(config))
+    config = market("sketch", {**box, "clip": False}).config
+    check_world(config, make_world(config))

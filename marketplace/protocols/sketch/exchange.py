@@ -175,7 +175,9 @@ def check_plan(config: ScenarioConfig) -> None:
     s = config.sketch
     if not s.lower:
         raise SchemaError("sketch.lower", "the public box of the records: one lower bound per attribute "
-                          "(and sketch.upper), never fitted on the data", "nothing")
+                          "(and sketch.upper), never fitted on the data"
+                          + (" (in a marketplace described by its public schema, a request served there without a box "
+                             "gets the schema's feature ranges)" if config.data.schema_only else ""), "nothing")
     if s.queries.logistic_regression and not s.include_label:
         raise SchemaError("sketch.queries.logistic_regression", "sketch.include_label: true (the label must be sketched)", "include_label false")
     if s.epsilon is None or s.budget_epsilon is None:
@@ -190,10 +192,23 @@ def check_plan(config: ScenarioConfig) -> None:
 
 def check_world(config: ScenarioConfig, world: World) -> None:
     """The box must have one bound per attribute of the data; the label must be 0/1 if sketched;
-    without clipping, every record must lie in the box."""
+    without clipping, every record must lie in the box. In a marketplace described by its public
+    schema (no rows here) the same is checked against the schema: its classes must be 0/1 if the
+    label is sketched, and without clipping its feature ranges must lie in the box (each owner's
+    rows lie in those ranges)."""
     s = config.sketch
     if world.dim != len(s.lower):
         raise ValueError(f"sketch.lower: expected {world.dim} bounds (one per attribute of the data), got {len(s.lower)}")
+    schema = config.data.schema
+    if schema is not None:
+        if s.include_label and not set(schema.class_codes().values()) <= {0, 1}:
+            raise ValueError(f"sketch.include_label: the schema's classes are not 0/1 (data.schema.label.classes: "
+                             f"{', '.join(schema.label.classes)})")
+        if not s.clip:
+            wider = [f.name for f, lo, hi in zip(schema.features, s.lower, s.upper) if f.lower < lo or f.upper > hi]
+            if wider:
+                raise ValueError(f"sketch.clip: false, but the schema's ranges of {', '.join(wider)} reach outside the box "
+                                 f"sketch.lower/sketch.upper, so an owner's rows may too; widen the box or set sketch.clip: true")
     parts = [*world.owners, world.validation, world.test]
     if s.include_label and any(len(p) and not np.isin(p.y, (0, 1)).all() for p in parts):
         raise ValueError("sketch.include_label: the data's labels are not all 0/1")
@@ -204,6 +219,25 @@ def check_world(config: ScenarioConfig, world: World) -> None:
             if outside.any():
                 raise ValueError(f"sketch.clip: false, but {int(outside.sum())} rows of {p.name} lie outside the box "
                                  f"sketch.lower/sketch.upper; widen the box or set sketch.clip: true")
+
+
+def public_defaults(raw_section: dict[str, Any] | None, schema) -> dict[str, Any]:
+    """The ``sketch:`` section of a request (raw, as written) for a marketplace described by its
+    public schema ``schema`` (a :class:`~marketplace.data.public_schema.DataSchema`, or its raw
+    mapping): the public box ``lower``/``upper`` taken from the schema's feature ranges when the
+    request leaves both out or empty. The ranges are public (nobody's rows went into them), so the
+    box stays public. A box the request gives is kept as it is (the checks then judge it). The
+    section given is not changed: a new one is returned."""
+    from marketplace.data.public_schema import DataSchema
+    from marketplace.schema import build
+
+    section = dict(raw_section or {})
+    if not isinstance(schema, DataSchema):
+        schema = build(DataSchema, dict(schema), "data.schema")
+    if not section.get("lower") and not section.get("upper"):
+        section["lower"] = [float(v) for v in schema.lower]
+        section["upper"] = [float(v) for v in schema.upper]
+    return section
 
 
 def progress(config: ScenarioConfig, curator: Role) -> tuple[int, int]:
