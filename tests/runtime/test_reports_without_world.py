@@ -236,3 +236,39 @@ def test_sketch_checks_a_schema_world_against_the_schema():
         check_world(config, make_world(config))
     config = market("sketch", {**box, "clip": False}).config
     check_world(config, make_world(config))
+
+
+# --- stc ---------------------------------------------------------------------------------------
+
+STC = {"k": 3, "domain": {"low": [-12], "high": [12]}}
+
+
+@pytest.mark.parametrize("release", ["nna", "nas"])
+def test_stc_reports_the_consumers_own_costs_and_states_those_needing_the_true_source_absent(tmp_path, release):
+    scenario = market("stc", {**STC, "release": release, "t": 20})
+    report = served_run(scenario, party_files(tmp_path, scenario), tmp_path)
+    check_common(report, "stc")
+    consumer = report["party_details"]["consumer"]["result"]
+    metrics, missing = report["metrics"], report[REFERENCES_ABSENT]
+    assert set(missing) == {"metrics.cost", "metrics.source_size", "metrics.baselines", "data.rows"}
+    assert metrics["cost"] is None and metrics["source_size"] is None
+    assert metrics["baselines"] == {"absent": missing["metrics.baselines"]}
+    assert metrics["target_size"] == consumer["target_size"] == 60 and metrics["k"] == 3
+    assert metrics["estimated_cost"] == consumer["choice"]["estimated_cost"] > 0
+    own = consumer["own_evaluation"]
+    assert metrics["released_only_cost"] == own["released_only_cost"] > 0
+    assert metrics["chosen_only_cost"] == own["chosen_only_cost"] > 0
+    assert metrics["estimated_cost"] <= min(own["released_only_cost"], own["chosen_only_cost"]) + 1e-12
+    assert len(report["choice"]) == 3
+
+
+def test_stc_nas_is_checked_by_each_owner_on_its_own_rows_when_the_world_holds_none(tmp_path):
+    from marketplace.runner.run import prepare_world
+
+    scenario = market("stc", {**STC, "release": "nas", "t": 150})
+    prepare_world(scenario)  # nobody's rows to count here: no refusal
+    config = scenario.config
+    files = party_files(tmp_path, scenario, rows=100)
+    own = own_rows(config, "owner-2", **files["owner-2"])
+    with pytest.raises(ValueError, match=r"^owner-2: stc.t = 150: NAS averages .* owner-2 holds 100 rows"):
+        build_role(config, "owner-2", world=share_of(make_world(config), "owner-2"), owner_data=own["owner"])
