@@ -272,3 +272,18 @@ def test_stc_nas_is_checked_by_each_owner_on_its_own_rows_when_the_world_holds_n
     own = own_rows(config, "owner-2", **files["owner-2"])
     with pytest.raises(ValueError, match=r"^owner-2: stc.t = 150: NAS averages .* owner-2 holds 100 rows"):
         build_role(config, "owner-2", world=share_of(make_world(config), "owner-2"), owner_data=own["owner"])
+
+
+def test_stc_public_defaults_fill_the_domain_from_the_schema_ranges_and_keep_a_given_one():
+    from marketplace.protocols.stc.exchange import public_defaults, scaling_of
+
+    raw = {"features": [{"name": "a", "lower": -1, "upper": 2}, {"name": "b", "lower": 0, "upper": 5}],
+           "label": {"classes": [0, 1]}}
+    request = {"k": 4, "domain": None}
+    assert public_defaults(request, raw) == {"k": 4, "domain": {"low": [-1.0, 0.0], "high": [2.0, 5.0]}}
+    assert request == {"k": 4, "domain": None}
+    given = {"domain": {"low": [0], "high": [9]}}
+    assert public_defaults(given, raw) == given
+    scenario = market("stc", public_defaults({"k": 2}, schema()))  # the whole way: parsed, and a scaling made from it
+    assert scenario.config.stc.domain.low == (-12.0,) * DIM
+    assert scaling_of(scenario.config, DIM).bound == pytest.approx(24.0)

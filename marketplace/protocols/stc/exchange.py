@@ -124,13 +124,33 @@ def check_plan(config: ScenarioConfig) -> None:
     if config.protocol != "stc":
         return
     if s.domain is None:
-        raise SchemaError("stc.domain", "the public box {low: [...], high: [...]} of the data", "nothing")
+        raise SchemaError("stc.domain", "the public box {low: [...], high: [...]} of the data"
+                          + (" (in a marketplace described by its public schema, a request served there without one gets "
+                             "the schema's feature ranges)" if config.data.schema_only else ""), "nothing")
     privacy = s.privacy
     cost = privacy.epsilon if privacy.notion == "dp" else privacy.rho
     if privacy.budget is not None and cost > privacy.budget:
         name = "epsilon" if privacy.notion == "dp" else "rho"
         raise SchemaError("stc.privacy.budget", f"a budget of at least the release's {name} = {cost:g}",
                           f"{privacy.budget:g}: each owner's one release would exceed it")
+
+
+def public_defaults(raw_section: dict[str, Any] | None, schema) -> dict[str, Any]:
+    """The ``stc:`` section of a request (raw, as written) for a marketplace described by its public
+    schema ``schema`` (a :class:`~marketplace.data.public_schema.DataSchema`, or its raw mapping):
+    the public box ``domain`` taken from the schema's feature ranges (``low``: every lower bound,
+    ``high``: every upper bound) when the request gives none. The ranges are public, so the scaling
+    the noise is calibrated for stays public. A domain the request gives is kept as it is. The
+    section given is not changed: a new one is returned."""
+    from marketplace.data.public_schema import DataSchema
+    from marketplace.schema import build
+
+    section = dict(raw_section or {})
+    if not isinstance(schema, DataSchema):
+        schema = build(DataSchema, dict(schema), "data.schema")
+    if not section.get("domain"):
+        section["domain"] = {"low": [float(v) for v in schema.lower], "high": [float(v) for v in schema.upper]}
+    return section
 
 
 def progress(config: ScenarioConfig, curator: Role) -> tuple[int, int]:
