@@ -287,3 +287,15 @@ def test_stc_public_defaults_fill_the_domain_from_the_schema_ranges_and_keep_a_g
     scenario = market("stc", public_defaults({"k": 2}, schema()))  # the whole way: parsed, and a scaling made from it
     assert scenario.config.stc.domain.low == (-12.0,) * DIM
     assert scaling_of(scenario.config, DIM).bound == pytest.approx(24.0)
+
+
+# --- pfds --------------------------------------------------------------------------------------
+
+
+def test_pfds_is_refused_on_a_schema_only_marketplace_naming_data_schema():
+    from marketplace.scenario import ScenarioError
+
+    with pytest.raises(ScenarioError, match=r"data.schema: expected a table source instead \(data.source.kind: table\) "
+                                            r"for protocol pfds") as refused:
+        market("pfds", {})
+    assert refused.value.path == "data.schema"
