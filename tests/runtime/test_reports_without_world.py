@@ -154,6 +154,9 @@ def test_summarize_reports_the_consumers_own_figures_and_states_its_references_a
     assert by_round == consumer["own_evaluation"]["mmd2_by_round"]
     assert by_round[-1] == pytest.approx(metrics["mmd2"], rel=1e-9)
     assert "computed by the consumer" in report["history"]["about"]["mmd2"]
+    from marketplace import Report
+
+    assert Report.load(tmp_path / "run").references_absent == report[REFERENCES_ABSENT]
 
 
 def test_a_private_summarize_report_states_the_non_private_greedy_and_its_comparisons_absent(tmp_path):
