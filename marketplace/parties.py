@@ -111,16 +111,18 @@ def share_of(world: World, party: str) -> World:
     process is given (or keeps) only this, so no process holds another party's private rows."""
     empty = world.seed_set.take([])
     k = len(world.owners)
+    central = world.central  # a share of a schema-only world stays one: it says nobody holds everyone's rows
     if party == CURATOR:
-        return World(owners=SparseParts(k, {}, empty), validation=empty, test=empty, seed_set=world.seed_set)
+        return World(owners=SparseParts(k, {}, empty), validation=empty, test=empty, seed_set=world.seed_set,
+                     central=central)
     if party == CONSUMER:  # the seed set is public: the consumer scores the summary with it too
         return World(owners=SparseParts(k, {}, empty), validation=world.validation, test=world.test,
-                     seed_set=world.seed_set)
+                     seed_set=world.seed_set, central=central)
     number = owner_number(party, k)
     if number is None:
         raise ValueError(f"unknown party {party!r}: expected curator, consumer or owner-1 ... owner-{k}")
     return World(owners=SparseParts(k, {number - 1: world.owners[number - 1]}, empty), validation=empty, test=empty,
-                 seed_set=empty)
+                 seed_set=empty, central=central)
 
 
 def build_role(config: ScenarioConfig, party: str, *, world: World | None = None, owner_data: Dataset | None = None,

@@ -30,7 +30,7 @@ from marketplace.data.dataset import Dataset, SparseParts, World
 from marketplace.data.textio import is_number
 from marketplace.schema import Length
 
-__all__ = ["DataSchema", "Feature", "Group", "Label", "empty_dataset", "schema_world"]
+__all__ = ["DataSchema", "Feature", "Group", "Label", "empty_dataset", "schema_summary", "schema_world"]
 
 Name = Annotated[str, Length(min=1, max=128)]
 
@@ -143,3 +143,15 @@ def schema_world(schema: DataSchema, n_owners: int) -> World:
     the server included, ever holds a world of everyone's rows (``central`` is False)."""
     empty = empty_dataset(schema, "no rows (a schema-only marketplace: each party holds its own)")
     return World(owners=SparseParts(n_owners, {}, empty), validation=empty, test=empty, seed_set=empty, central=False)
+
+
+def schema_summary(schema: DataSchema) -> dict:
+    """The public schema as plain data for a report: what a schema-only marketplace knows of its
+    data (feature names and ranges, the label's classes, the groups), and nothing about any rows."""
+    return {
+        "dim": schema.dim,
+        "group_names": list(schema.group_names),
+        "features": [{"name": f.name, "lower": float(f.lower), "upper": float(f.upper)} for f in schema.features],
+        "label": {"name": schema.label.name, "classes": list(schema.label.classes)},
+        "group": None if schema.group is None else {"name": schema.group.name, "values": list(schema.group.values)},
+    }

@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from marketplace.runner.absent import absent_line
 from marketplace.runner.format import fmt, shorten
 from marketplace.runner.per_owner import per_owner_table
 
@@ -119,6 +120,9 @@ def summary_tables(report: dict[str, Any]) -> list[Table]:
                          f"(summed over parties){connect}")
     for name, text in rows[2:]:
         head.add_row(name, text)
+    missing = absent_line(report)
+    if missing:  # a marketplace described by its schema: the references that need everyone's rows
+        head.add_row("[bold yellow]not computed[/]", escape(missing))
     if (report.get("noise") or {}).get("summary"):
         head.add_row("noise", report["noise"]["summary"])
     if report.get("dropouts") and not lost:  # a report written before owners_lost existed

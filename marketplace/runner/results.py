@@ -137,6 +137,13 @@ class Report:
         return self.raw.get("metrics")
 
     @property
+    def references_absent(self) -> dict[str, str]:
+        """The figures the report lacks, by key path (``metrics.baselines``, ...), and why: empty but
+        for a marketplace described by its public schema, where nobody holds every party's rows to
+        compute them from (:mod:`marketplace.runner.absent`)."""
+        return self.raw.get("references_absent") or {}
+
+    @property
     def parsimony(self) -> dict[str, Any] | None:
         """How much of the owners' data the protocol touched (the ``parsimony`` section)."""
         return self.raw.get("parsimony")

@@ -18,6 +18,7 @@ from marketplace.messages import PROTOCOL_VERSION
 from marketplace.parties import build_role, make_world, party_ids, role_of
 from marketplace.privacy import noise as noise_keys
 from marketplace.roles import CURATOR
+from marketplace.runner.absent import REFERENCES_ABSENT, absent, why_absent
 from marketplace.runner.blame import failure_lines
 from marketplace.runner.identity import check_reports
 from marketplace.runner.party_process import (EXIT_OK, EXIT_RUN_FAILED, default_run_id, noise_origin, party_report,
@@ -289,7 +290,10 @@ def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[s
     wrong (``failure``). The run is ``failed`` when a party that was not excluded failed, when it
     lost every owner, or when nothing of the owners reached its result (the exchange's
     ``nothing_released``): ``failures`` then says why, and ``owners_lost`` names every lost owner.
-    ``protocol`` is the scenario's exchange, when the caller resolved it already."""
+    ``protocol`` is the scenario's exchange, when the caller resolved it already. For a world
+    that does not hold every party's rows (``world.central`` False: a marketplace described by its
+    public schema), ``data`` holds the schema and no row counts, and ``references_absent`` names
+    every figure the report lacks and why (:mod:`marketplace.runner.absent`)."""
     config = scenario.config
     protocol = protocol or exchange(config.protocol)
     by_id = {p["id"]: p for p in parties}
@@ -335,7 +339,7 @@ def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[s
         "deployment": deployment_section(config),
         **sections,
         "history": history,
-        "data": world_summary(world),
+        "data": data_section(config, world),
         "config": scenario.raw,
         "party_details": {p["id"]: {k: p.get(k) for k in ("result", "timing", "driver", "errors", "errors_received", "log")} for p in parties},
         "pid_of_runner": os.getpid(),
@@ -343,6 +347,10 @@ def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[s
     per_owner = owner_section(config, report, protocol)
     if per_owner is not None:
         report["privacy_per_owner"] = per_owner
+    if not world.central:  # every figure the report lacks, in one place (marketplace.runner.absent)
+        missing = {**(sections.get(REFERENCES_ABSENT) or {}), "data.rows": report["data"]["rows"]["absent"]}
+        report.pop(REFERENCES_ABSENT, None)
+        report[REFERENCES_ABSENT] = missing
     return report
 
 
@@ -357,6 +365,23 @@ def deployment_section(config) -> dict[str, str]:
     return {"data": "simulated", "note": f"a simulation: every party's rows were built from one dataset "
                                          f"({config.data.source.kind}) and the run seed, which anyone with the scenario "
                                          f"can rebuild"}
+
+
+def data_section(config, world) -> dict[str, Any]:
+    """The report's ``data``: the size, group and label counts of every part of a simulation's
+    world; for a marketplace described by its public schema (``world.central`` False), the schema
+    alone (feature names and ranges, classes, groups) and no row counts, which nobody there holds
+    (each party's rows are its own)."""
+    if world.central:
+        return world_summary(world)
+    from marketplace.data.public_schema import schema_summary
+
+    rows = absent(why_absent("every party's rows (or their counts, which each party keeps to itself)"))
+    if config.data.schema is None:  # a world without rows that no schema describes: its columns only
+        return {"dim": world.dim, "group_names": list(world.validation.group_names),
+                "features": [{"name": name} for name in world.validation.feature_names], "label": None,
+                "group": None, "rows": rows}
+    return {**schema_summary(config.data.schema), "rows": rows}
 
 
 def noise_summary(config, parties: list[dict[str, Any]], privacy: dict[str, Any],

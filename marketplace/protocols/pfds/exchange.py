@@ -44,9 +44,15 @@ LABELS = {"pfds": "PFDS", "np_agt": "NP-Agt", "dp_pred": "DP-Pred", "pfds_s": "P
 
 
 def schema_of(config: ScenarioConfig):
-    """The public schema of the run: the built-in one of the table source."""
+    """The public schema of the run: the built-in one of the table source. A marketplace described
+    by its public schema (``data.schema``) is refused (SchemaError naming ``data.schema``)."""
     from marketplace.protocols.pfds.tables import public_schema
 
+    if config.data.schema_only:  # refused when the scenario is read (check_plan), before anything starts
+        raise SchemaError("data.schema", "a table source instead (data.source.kind: table) for protocol pfds: it cuts one "
+                          "table into the agents' shares and the test fold, and learns from the table's own typed "
+                          "schema, neither of which a marketplace described by its public schema has",
+                          "a public schema (each party holding its own rows)")
     source = config.data.source
     if source.kind != "table" or source.table is None:
         raise SchemaError("data.source.kind", "'table' (with a data.source.table section) for protocol pfds", repr(source.kind))

@@ -16,7 +16,7 @@ import numpy as np
 
 from marketplace.messages import Envelope, ProtocolError
 from marketplace.protocols.sketch import (FeatureMap, M2MDesign, M2MFit, Prior, SketchRelease, mean_embedding,
-                                          merge_sketches, rank_owners)
+                                          merge_sketches, rank_owners, sketch_mmd2)
 from marketplace.protocols.sketch.messages import SketchPublication
 from marketplace.protocols.sketch.valid import change, project_cdf, project_counts, project_moment_answers
 from marketplace.roles import CONSUMER, Role, Send
@@ -82,6 +82,53 @@ def answer_queries(fit: M2MFit, plan: QueryPlan) -> dict[str, Any]:
     return out
 
 
+def plan_statistics(U: np.ndarray, plan: QueryPlan) -> dict[str, Any]:
+    """The exact statistics of the records ``U`` (unit-box coordinates) that ``plan`` asks for,
+    in the shape of :func:`answer_queries`' estimates (``n``: the number of records)."""
+    out: dict[str, Any] = {"n": int(len(U))}
+    if not len(U):
+        return out
+    if plan.moments:
+        out["moments"] = {str(k): (U**k).mean(axis=0).tolist() for k in range(1, plan.moments + 1)}
+    if plan.cdf_points:
+        out["cdf"] = {"points": list(plan.cdf_points),
+                      "values": [[float(np.mean(U[:, j] <= t)) for t in plan.cdf_points] for j in range(U.shape[1])]}
+    if plan.covariance:
+        out["covariance"] = np.cov(U.T, bias=True).reshape(U.shape[1], U.shape[1]).tolist()
+    if plan.count_boxes:
+        fractions = [float(np.mean(np.all((U >= lo) & (U <= hi), axis=1))) for lo, hi in plan.count_boxes]
+        out["counts"] = {"fractions": fractions, "counts": [f * len(U) for f in fractions]}
+    return out
+
+
+def _relative(est: np.ndarray, true: np.ndarray) -> float:
+    """Mean relative error over the entries (absolute error where the truth is 0)."""
+    scale = np.where(np.abs(true) > 0, np.abs(true), 1.0)
+    return float(np.mean(np.abs(est - true) / scale))
+
+
+def statistic_errors(estimates: dict[str, Any], true: dict[str, Any]) -> dict[str, Any]:
+    """How far each estimate of :func:`answer_queries` lies from the statistics ``true`` of
+    :func:`plan_statistics` (the report's error metrics, ``ERROR_METRICS`` in the exchange); the
+    size's error only when ``true`` holds ``n``."""
+    errors: dict[str, Any] = {}
+    for k, est in (estimates.get("moments") or {}).items():
+        errors[f"moment{k}_mre"] = _relative(np.array(est), np.array(true["moments"][k]))
+    if "cdf" in estimates:
+        errors["cdf_mae"] = float(np.mean(np.abs(np.array(estimates["cdf"]["values"]) - np.array(true["cdf"]["values"]))))
+    if "covariance" in estimates:
+        est, ref = np.array(estimates["covariance"]), np.array(true["covariance"])
+        errors["covariance_rel_fro"] = float(np.linalg.norm(est - ref) / np.linalg.norm(ref))
+    if "counts" in estimates:
+        est, ref = np.array(estimates["counts"]["fractions"]), np.array(true["counts"]["fractions"])
+        errors["count_fraction_mae"] = float(np.mean(np.abs(est - ref)))
+        nonzero = ref > 0
+        errors["count_mre"] = float(np.mean(np.abs(est[nonzero] - ref[nonzero]) / ref[nonzero])) if nonzero.any() else None
+    if "n_estimate" in estimates and true.get("n"):
+        errors["count_total_rel"] = abs(estimates["n_estimate"] - true["n"]) / true["n"]
+    return errors
+
+
 def projection_notes(projections: dict[str, Any]) -> list[str]:
     """One line per statistic that a projection moved: the orders (moments), the attributes (or
     count queries) it moved and the largest change."""
@@ -118,7 +165,7 @@ class SketchConsumer(Role):
 
     def __init__(self, *, scenario_name: str, feature_map: FeatureMap, target: np.ndarray, plan: QueryPlan,
                  test_X: np.ndarray | None, test_y: np.ndarray | None, design_seed: np.random.SeedSequence,
-                 samples: int, regularization: str, intercept: bool, rank: bool) -> None:
+                 samples: int, regularization: str, intercept: bool, rank: bool, own_evaluation: bool = False) -> None:
         super().__init__()
         self.party_id = CONSUMER
         self.scenario_name = scenario_name
@@ -137,6 +184,11 @@ class SketchConsumer(Role):
         self.estimates: dict[str, Any] | None = None
         self.ranking: dict[str, Any] | None = None
         self.auc: float | None = None
+        self.own_evaluation = own_evaluation
+        """Whether this consumer is the only party that can evaluate what it bought (a marketplace
+        described by its public schema: nobody holds the owners' rows to compute a truth from): it
+        then also measures the merged sketch against its own records (:meth:`own_figures`)."""
+        self.own: dict[str, Any] | None = None
         self.end_status = ""
 
     def start(self) -> list[Send]:
@@ -149,6 +201,8 @@ class SketchConsumer(Role):
             self._receive(message)
             self.estimates = self.answer(self.plan)
             self._rank_and_score()
+            if self.own_evaluation:
+                self.own = self.own_figures()
             return []
         if message.kind == "shutdown":
             if self.merged is None and message.body.status == "completed":
@@ -213,6 +267,25 @@ class SketchConsumer(Role):
             scores = self.test_X @ np.array(lr["coef"]) + lr["intercept"]
             self.auc = float(roc_auc_score(self.test_y, scores))
 
+    def own_figures(self) -> dict[str, Any]:
+        """What the consumer can measure of its purchase with its own records alone, for the report
+        when nobody holds the owners' rows: ``merged_mmd2``, the sketch estimate of MMD^2 between
+        the owners' merged data and its own target (the ranking's measure, for the union); and
+        ``target_gap``, how far each estimate from the merged sketch lies from the same statistic
+        of its own target (the report's error metrics, with its target in place of the truth: a
+        distance between the owners' data and what the consumer wants, not an estimation error).
+        Only these numbers leave the consumer, never its target's statistics. ``absent``: the
+        figures it could not compute, and why."""
+        target = mean_embedding(self.feature_map, self.target)
+        merged = sketch_mmd2(target, self.merged, self.feature_map) if self.merged is not None else None
+        mine = {k: v for k, v in plan_statistics(self.target, self.plan).items() if k != "n"}  # no size: not comparable
+        gap = statistic_errors(self.estimates, mine) if self.estimates and len(self.target) else {}
+        absent = {}
+        if self.plan.logistic_label is not None and self.test_X is None:
+            absent["metrics.logistic_auc"] = ("the consumer brought no test set (the request's --test), so the model "
+                                              "was not scored on one")
+        return {"merged_mmd2": merged, "target_gap": gap, "absent": absent}
+
     def result(self) -> dict[str, Any]:
         return {
             "estimates": self.estimates,
@@ -221,5 +294,6 @@ class SketchConsumer(Role):
             "logistic_auc": self.auc,
             "sketches": ({"merged": release_dict(self.merged), "owners": {o: release_dict(r) for o, r in self.releases.items()}}
                          if self.merged is not None else None),
+            **({"own_evaluation": self.own} if self.own_evaluation else {}),
             "end_status": self.end_status,
         }

@@ -27,6 +27,7 @@ from marketplace.data.dataset import Dataset
 from marketplace.data.world import World
 from marketplace.parties import party_ids
 from marketplace.roles import CONSUMER, CURATOR, Role
+from marketplace.runner.absent import is_absent
 from marketplace.runner.format import fmt, ledger_text, mean_sd, plural, sweep_table_head
 from marketplace.runner.plots import eps_spent
 from marketplace.scenario.config import ScenarioConfig
@@ -155,7 +156,7 @@ def build_role(config: ScenarioConfig, party: str, world: World, owner_data: Dat
                               target=unit_records(config, world.validation, party=party), plan=plan,
                               test_X=test_X, test_y=test_y, design_seed=seeds.derive(config.seed, "sketch.m2m"),
                               samples=s.samples, regularization=s.regularization, intercept=s.intercept,
-                              rank=s.queries.rank_owners)
+                              rank=s.queries.rank_owners, own_evaluation=config.data.schema_only)
     index = ids.index(party) - 1
     data = owner_data if owner_data is not None else world.owners[index]
     rng = None if s.secure else np.random.default_rng(noise_streams.derive(config.seed, f"sketch.noise.{party}", noise))
@@ -174,7 +175,9 @@ def check_plan(config: ScenarioConfig) -> None:
     s = config.sketch
     if not s.lower:
         raise SchemaError("sketch.lower", "the public box of the records: one lower bound per attribute "
-                          "(and sketch.upper), never fitted on the data", "nothing")
+                          "(and sketch.upper), never fitted on the data"
+                          + (" (in a marketplace described by its public schema, a request served there without a box "
+                             "gets the schema's feature ranges)" if config.data.schema_only else ""), "nothing")
     if s.queries.logistic_regression and not s.include_label:
         raise SchemaError("sketch.queries.logistic_regression", "sketch.include_label: true (the label must be sketched)", "include_label false")
     if s.epsilon is None or s.budget_epsilon is None:
@@ -189,10 +192,23 @@ def check_plan(config: ScenarioConfig) -> None:
 
 def check_world(config: ScenarioConfig, world: World) -> None:
     """The box must have one bound per attribute of the data; the label must be 0/1 if sketched;
-    without clipping, every record must lie in the box."""
+    without clipping, every record must lie in the box. In a marketplace described by its public
+    schema (no rows here) the same is checked against the schema: its classes must be 0/1 if the
+    label is sketched, and without clipping its feature ranges must lie in the box (each owner's
+    rows lie in those ranges)."""
     s = config.sketch
     if world.dim != len(s.lower):
         raise ValueError(f"sketch.lower: expected {world.dim} bounds (one per attribute of the data), got {len(s.lower)}")
+    schema = config.data.schema
+    if schema is not None:
+        if s.include_label and not set(schema.class_codes().values()) <= {0, 1}:
+            raise ValueError(f"sketch.include_label: the schema's classes are not 0/1 (data.schema.label.classes: "
+                             f"{', '.join(schema.label.classes)})")
+        if not s.clip:
+            wider = [f.name for f, lo, hi in zip(schema.features, s.lower, s.upper) if f.lower < lo or f.upper > hi]
+            if wider:
+                raise ValueError(f"sketch.clip: false, but the schema's ranges of {', '.join(wider)} reach outside the box "
+                                 f"sketch.lower/sketch.upper, so an owner's rows may too; widen the box or set sketch.clip: true")
     parts = [*world.owners, world.validation, world.test]
     if s.include_label and any(len(p) and not np.isin(p.y, (0, 1)).all() for p in parts):
         raise ValueError("sketch.include_label: the data's labels are not all 0/1")
@@ -205,6 +221,25 @@ def check_world(config: ScenarioConfig, world: World) -> None:
                                  f"sketch.lower/sketch.upper; widen the box or set sketch.clip: true")
 
 
+def public_defaults(raw_section: dict[str, Any] | None, schema) -> dict[str, Any]:
+    """The ``sketch:`` section of a request (raw, as written) for a marketplace described by its
+    public schema ``schema`` (a :class:`~marketplace.data.public_schema.DataSchema`, or its raw
+    mapping): the public box ``lower``/``upper`` taken from the schema's feature ranges when the
+    request leaves both out or empty. The ranges are public (nobody's rows went into them), so the
+    box stays public. A box the request gives is kept as it is (the checks then judge it). The
+    section given is not changed: a new one is returned."""
+    from marketplace.data.public_schema import DataSchema
+    from marketplace.schema import build
+
+    section = dict(raw_section or {})
+    if not isinstance(schema, DataSchema):
+        schema = build(DataSchema, dict(schema), "data.schema")
+    if not section.get("lower") and not section.get("upper"):
+        section["lower"] = [float(v) for v in schema.lower]
+        section["upper"] = [float(v) for v in schema.upper]
+    return section
+
+
 def progress(config: ScenarioConfig, curator: Role) -> tuple[int, int]:
     return len(getattr(curator, "releases", {})), config.parties.owners
 
@@ -212,52 +247,21 @@ def progress(config: ScenarioConfig, curator: Role) -> tuple[int, int]:
 # --- the report --------------------------------------------------------------------------------
 
 
-def _relative(est: np.ndarray, true: np.ndarray) -> float:
-    """Mean relative error over the entries (absolute error where the truth is 0)."""
-    scale = np.where(np.abs(true) > 0, np.abs(true), 1.0)
-    return float(np.mean(np.abs(est - true) / scale))
-
-
 def truth(config: ScenarioConfig, world: World, owners: list[str]) -> dict[str, Any]:
     """The exact statistics of the union of ``owners``' data (unit coordinates), as the consumer's
     plan asks for them."""
+    from marketplace.protocols.sketch.consumer import plan_statistics
+
     ids = party_ids(config)[1:-1]
     parts = [unit_records(config, world.owners[ids.index(o)]) for o in owners]
     U = np.vstack(parts) if parts else np.zeros((0, record_dim(config)))
-    plan = query_plan(config)
-    out: dict[str, Any] = {"n": int(len(U))}
-    if not len(U):
-        return out
-    if plan.moments:
-        out["moments"] = {str(k): (U**k).mean(axis=0).tolist() for k in range(1, plan.moments + 1)}
-    if plan.cdf_points:
-        out["cdf"] = {"points": list(plan.cdf_points),
-                      "values": [[float(np.mean(U[:, j] <= t)) for t in plan.cdf_points] for j in range(U.shape[1])]}
-    if plan.covariance:
-        out["covariance"] = np.cov(U.T, bias=True).reshape(U.shape[1], U.shape[1]).tolist()
-    if plan.count_boxes:
-        fractions = [float(np.mean(np.all((U >= lo) & (U <= hi), axis=1))) for lo, hi in plan.count_boxes]
-        out["counts"] = {"fractions": fractions, "counts": [f * len(U) for f in fractions]}
-    return out
+    return plan_statistics(U, query_plan(config))
 
 
 def _errors(estimates: dict[str, Any], true: dict[str, Any]) -> dict[str, Any]:
-    errors: dict[str, Any] = {}
-    for k, est in (estimates.get("moments") or {}).items():
-        errors[f"moment{k}_mre"] = _relative(np.array(est), np.array(true["moments"][k]))
-    if "cdf" in estimates:
-        errors["cdf_mae"] = float(np.mean(np.abs(np.array(estimates["cdf"]["values"]) - np.array(true["cdf"]["values"]))))
-    if "covariance" in estimates:
-        est, ref = np.array(estimates["covariance"]), np.array(true["covariance"])
-        errors["covariance_rel_fro"] = float(np.linalg.norm(est - ref) / np.linalg.norm(ref))
-    if "counts" in estimates:
-        est, ref = np.array(estimates["counts"]["fractions"]), np.array(true["counts"]["fractions"])
-        errors["count_fraction_mae"] = float(np.mean(np.abs(est - ref)))
-        nonzero = ref > 0
-        errors["count_mre"] = float(np.mean(np.abs(est[nonzero] - ref[nonzero]) / ref[nonzero])) if nonzero.any() else None
-    if "n_estimate" in estimates and true.get("n"):
-        errors["count_total_rel"] = abs(estimates["n_estimate"] - true["n"]) / true["n"]
-    return errors
+    from marketplace.protocols.sketch.consumer import statistic_errors
+
+    return statistic_errors(estimates, true)
 
 
 def _ranking_check(config: ScenarioConfig, world: World, ranking: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -320,7 +324,89 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
     consumer = results.get(CONSUMER) or {}
     owners = list(curator.get("released") or [])
     estimates = consumer.get("estimates") or {}
+    if not world.central:
+        return _report_without_world(config, results, curator, consumer, owners, estimates)
     true = truth(config, world, owners)
+    privacy = _privacy(config, results, owners)
+    privacy[CONSUMER] = {"guarantee": "none", "note": "the consumer's data never leave it (used for its own ranking and AUC)"}
+    logistic = _logistic_baselines(config, world, owners)
+    metrics: dict[str, Any] = {"errors": _errors(estimates, true) if estimates else {},
+                               "logistic_auc": consumer.get("logistic_auc"), "logistic_baselines": logistic}
+    return {
+        "privacy": privacy,
+        "parsimony": {**(curator.get("parsimony") or {"points_seen": 0}), "rho": 0.0},
+        "map": _map_section(config),
+        "estimates": estimates,
+        "truth": true,
+        "metrics": metrics,
+        "queries": consumer.get("queries"),
+        "ranking": {**(consumer.get("ranking") or {}), "check": _ranking_check(config, world, consumer.get("ranking"))}
+        if consumer.get("ranking") else None,
+        "released": owners,
+        "flagged": curator.get("flagged", {}),
+        "end_reason": curator.get("end_reason"),
+        "history": history(curator.get("rounds") or []),
+    }
+
+
+def _map_section(config: ScenarioConfig) -> dict[str, Any]:
+    return {"kind": config.sketch.map.kind, "n_features": public_map(config).n_features, "dim": record_dim(config),
+            "coordinates": "unit box: (x - sketch.lower) / (sketch.upper - sketch.lower)"}
+
+
+def _report_without_world(config: ScenarioConfig, results: dict[str, dict[str, Any]], curator: dict[str, Any],
+                          consumer: dict[str, Any], owners: list[str], estimates: dict[str, Any]) -> dict[str, Any]:
+    """The report of a marketplace described by its public schema, where nobody holds the owners'
+    rows (:mod:`marketplace.runner.absent`): the estimates, the ranking and the AUC as before, the
+    figures the consumer measured against its own target (``metrics.merged_mmd2``,
+    ``metrics.target_gap``), and absent: the truth and the errors against it, the centralized
+    logistic baselines, and the ranking's check against the true MMD^2."""
+    from marketplace.runner.absent import REFERENCES_ABSENT, absent, why_absent
+
+    own = consumer.get("own_evaluation") or {}
+    missing = {"truth": why_absent("the union of the owners' rows, to compute the exact statistics")}
+    missing["metrics.errors"] = ("not computed: the errors compare the estimates with the truth, which is absent "
+                                 "(truth); metrics.target_gap compares them with the consumer's own target instead")
+    ranking = consumer.get("ranking")
+    if ranking:
+        missing["ranking.check"] = why_absent("every owner's rows and the consumer's, for the true MMD^2 of each owner's "
+                                              "data to the consumer's")
+    if config.sketch.queries.logistic_regression and owners:
+        missing["metrics.logistic_baselines"] = why_absent("the union of the owners' rows, to train the centralized "
+                                                           "references (non-private logistic regression, DP-ERM)")
+    missing.update(own.get("absent") or {})
+    metrics: dict[str, Any] = {
+        "errors": absent(missing["metrics.errors"]), "logistic_auc": consumer.get("logistic_auc"),
+        "logistic_baselines": absent(missing["metrics.logistic_baselines"]) if "metrics.logistic_baselines" in missing else None,
+        "merged_mmd2": own.get("merged_mmd2"), "target_gap": own.get("target_gap") or {},
+        "measured_by": "the consumer, against its own target (merged_mmd2, target_gap, the ranking) and test set "
+                       "(logistic_auc), as its result states them: nobody else holds those rows"}
+    if not own:
+        missing["metrics.target_gap"] = missing["metrics.merged_mmd2"] = ("not computed: the consumer reported no "
+                                                                          "figures of its own (it measures them against "
+                                                                          "its own target, which nobody else holds)")
+    privacy = _privacy(config, results, owners)
+    privacy[CONSUMER] = {"guarantee": "none", "note": "the consumer's data never leave it; the report holds only the figures "
+                                                      "it computed from them (the ranking, merged_mmd2, target_gap, the AUC)"}
+    return {
+        "privacy": privacy,
+        "parsimony": {**(curator.get("parsimony") or {"points_seen": 0}), "rho": 0.0},
+        "map": _map_section(config),
+        "estimates": estimates,
+        "truth": absent(missing["truth"]),
+        "metrics": metrics,
+        "queries": consumer.get("queries"),
+        "ranking": {**ranking, "check": absent(missing["ranking.check"])} if ranking else None,
+        "released": owners,
+        "flagged": curator.get("flagged", {}),
+        "end_reason": curator.get("end_reason"),
+        "history": history(curator.get("rounds") or []),
+        REFERENCES_ABSENT: missing,
+    }
+
+
+def _privacy(config: ScenarioConfig, results: dict[str, dict[str, Any]], owners: list[str]) -> dict[str, Any]:
+    """Each owner's ledger for its one release (or that the release was not private)."""
     privacy = {}
     for owner in party_ids(config)[1:-1]:
         if config.sketch.epsilon is None:
@@ -333,26 +419,7 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
                           "budget": ledger.get("budget"), "released": owner in owners, "steps": ledger.get("steps"),
                           "neighbouring": ledger.get("neighbouring"),
                           **({"noise": ledger["noise"]} if "noise" in ledger else {})}
-    privacy[CONSUMER] = {"guarantee": "none", "note": "the consumer's data never leave it (used for its own ranking and AUC)"}
-    logistic = _logistic_baselines(config, world, owners)
-    metrics: dict[str, Any] = {"errors": _errors(estimates, true) if estimates else {},
-                               "logistic_auc": consumer.get("logistic_auc"), "logistic_baselines": logistic}
-    return {
-        "privacy": privacy,
-        "parsimony": {**(curator.get("parsimony") or {"points_seen": 0}), "rho": 0.0},
-        "map": {"kind": config.sketch.map.kind, "n_features": public_map(config).n_features, "dim": record_dim(config),
-                "coordinates": "unit box: (x - sketch.lower) / (sketch.upper - sketch.lower)"},
-        "estimates": estimates,
-        "truth": true,
-        "metrics": metrics,
-        "queries": consumer.get("queries"),
-        "ranking": {**(consumer.get("ranking") or {}), "check": _ranking_check(config, world, consumer.get("ranking"))}
-        if consumer.get("ranking") else None,
-        "released": owners,
-        "flagged": curator.get("flagged", {}),
-        "end_reason": curator.get("end_reason"),
-        "history": history(curator.get("rounds") or []),
-    }
+    return privacy
 
 
 def history(rounds: list[dict[str, Any]]) -> dict[str, Any]:
@@ -404,7 +471,10 @@ def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
             rows.append(("privacy", ledger_text(name, entry, mechanism=entry.get("mechanism"))))
     ranking = report.get("ranking") or {}
     check = ranking.get("check") or {}
-    if ranking:
+    if ranking and is_absent(check):  # nobody holds the owners' rows: no true order to compare with
+        rows.append(("ranking", f"by sketch MMD^2 to the consumer's data: {', '.join(ranking.get('order', []))}; "
+                                f"true order not computed (references_absent)"))
+    elif ranking:
         rows.append(("ranking", f"by sketch MMD^2: {', '.join(ranking.get('order', []))}; true: {', '.join(check.get('true_order', []))}; "
                                 f"Spearman {fmt(check.get('spearman'))}"))
     from marketplace.protocols.sketch.consumer import projection_notes
@@ -436,22 +506,38 @@ def error_meaning(name: str) -> str:
 
 
 def tables(report: dict[str, Any]) -> list[Table]:
-    table = Table(title="M²M estimates from the merged sketch against the truth (union of the owners' data, unit box); "
-                        "lower is better", title_justify="left")
-    table.add_column("statistic")
-    table.add_column("error", justify="right")
-    table.add_column("what the error is")
-    for name, value in ((report.get("metrics") or {}).get("errors") or {}).items():
-        table.add_row(name, fmt(value), error_meaning(name))
-    out = [table]
     metrics = report.get("metrics") or {}
+    if is_absent(metrics.get("errors")):  # nobody holds the owners' rows: no truth, the consumer's own target instead
+        table = Table(title="M²M estimates from the merged sketch against the consumer's own target (unit box): how far "
+                            "the owners' data lie from what the consumer wants, not an estimation error; lower is closer",
+                      title_justify="left", caption="errors against the truth: not computed (the truth needs every "
+                      "owner's rows, which nobody holds here; references_absent in report.json)", caption_justify="left")
+        table.add_column("statistic")
+        table.add_column("gap", justify="right")
+        table.add_column("what the gap is")
+        table.add_row("merged MMD^2", fmt(metrics.get("merged_mmd2")),
+                      "sketch estimate of MMD^2 between the owners' merged data and the consumer's target")
+        for name, value in (metrics.get("target_gap") or {}).items():
+            table.add_row(name, fmt(value), error_meaning(name).replace("truth", "target"))
+    else:
+        table = Table(title="M²M estimates from the merged sketch against the truth (union of the owners' data, unit box); "
+                            "lower is better", title_justify="left")
+        table.add_column("statistic")
+        table.add_column("error", justify="right")
+        table.add_column("what the error is")
+        for name, value in (metrics.get("errors") or {}).items():
+            table.add_row(name, fmt(value), error_meaning(name))
+    out = [table]
     if metrics.get("logistic_auc") is not None:
         auc = Table(title="logistic regression of the label: AUC on the consumer's test set (higher is better)",
                     title_justify="left")
         auc.add_column("model")
         auc.add_column("AUC", justify="right")
         auc.add_row("from the sketch (M²M)", fmt(metrics["logistic_auc"]))
-        for key, value in (metrics.get("logistic_baselines") or {}).items():
+        if is_absent(metrics.get("logistic_baselines")):
+            auc.add_row("centralized references", "not computed", style="dim")
+        for key, value in ({} if is_absent(metrics.get("logistic_baselines")) else
+                           metrics.get("logistic_baselines") or {}).items():
             if not key.endswith("note"):
                 auc.add_row(key.replace("_auc", "").replace("_", " "), fmt(value))
         out.append(auc)

@@ -15,7 +15,7 @@ import numpy as np
 from marketplace.data.dataset import Dataset
 from marketplace.messages import Envelope, ProtocolError
 from marketplace.protocols.stc.messages import StcReleases, StcTarget
-from marketplace.protocols.stc import PublicScaling, kdtree_coreset, solve_stc
+from marketplace.protocols.stc import PublicScaling, kdtree_coreset, solve_stc, stc_cost
 from marketplace.roles import CONSUMER, Role, Send
 from marketplace.protocols.stc.config import StcConfig
 
@@ -24,7 +24,7 @@ class StcConsumer(Role):
     role_name = "consumer"
 
     def __init__(self, *, scenario_name: str, target: Dataset, scaling: PublicScaling, settings: StcConfig,
-                 solver_seed: int) -> None:
+                 solver_seed: int, own_evaluation: bool = False) -> None:
         super().__init__()
         self.party_id = CONSUMER
         self.scenario_name = scenario_name
@@ -36,6 +36,11 @@ class StcConsumer(Role):
         if settings.coreset is not None:
             self.sent_rows = np.asarray(kdtree_coreset(self.target, settings.coreset).indices, dtype=np.int64)
         self.choice: dict[str, Any] | None = None
+        self.own_evaluation = own_evaluation
+        """Whether this consumer is the only party that can score its choice (a marketplace described
+        by its public schema: nobody holds the owners' true S): it then also reports the costs it can
+        compute from T and the releases alone (:meth:`own_figures`)."""
+        self.own: dict[str, Any] | None = None
         self.end_status = ""
 
     def start(self) -> list[Send]:
@@ -72,7 +77,18 @@ class StcConsumer(Role):
             "owners": list(body.owners),
             "method": solution.method,
         }
+        if self.own_evaluation:
+            self.own = self.own_figures(body.centers, solution.indices)
+
+    def own_figures(self, centers: np.ndarray, indices) -> dict[str, Any]:
+        """The costs the consumer computes from T and the owners' releases S' alone, beside its
+        ``estimated_cost`` Cost(T, S' ∪ T_k), for the report when nobody holds the true S:
+        ``released_only_cost``, Cost(T, S') (the releases alone, k = 0: the estimate of S alone),
+        and ``chosen_only_cost``, Cost(T, T_k) (the chosen points alone, without any source)."""
+        chosen = np.asarray(indices, dtype=np.int64)
+        return {"released_only_cost": float(stc_cost(self.target, centers)) if len(centers) else None,
+                "chosen_only_cost": float(stc_cost(self.target, self.target[chosen])) if len(chosen) else None}
 
     def result(self) -> dict[str, Any]:
         return {"choice": self.choice, "target_size": int(len(self.target)), "sent_points": int(len(self.sent_rows)),
-                "end_status": self.end_status}
+                **({"own_evaluation": self.own} if self.own_evaluation else {}), "end_status": self.end_status}

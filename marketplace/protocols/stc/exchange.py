@@ -31,6 +31,7 @@ from marketplace.data.dataset import Dataset
 from marketplace.data.world import World
 from marketplace.parties import party_ids
 from marketplace.roles import CONSUMER, CURATOR, Role
+from marketplace.runner.absent import REFERENCES_ABSENT, is_absent
 from marketplace.runner.format import accountant_text, fmt, mean_sd, relation_text, sweep_table_head
 from marketplace.runner.plots import eps_spent
 from marketplace.scenario.config import ScenarioConfig
@@ -56,9 +57,11 @@ def scaling_of(config: ScenarioConfig, dim: int):
 
 def check_world(config: ScenarioConfig, world: World) -> None:
     """The box must fit the data's width (raises ValueError "stc.domain: ..."), and NAS needs t
-    source points at every owner (else that owner would refuse its release mid-run)."""
+    source points at every owner (else that owner would refuse its release mid-run). A world that
+    holds no owner's rows (a marketplace described by its public schema) cannot say how many each
+    holds: there every owner checks its own when it starts (:func:`build_role`)."""
     scaling_of(config, world.dim)
-    if config.stc.release == "nas":
+    if config.stc.release == "nas" and world.central:
         short = [f"owner-{i + 1} ({len(o)})" for i, o in enumerate(world.owners) if len(o) < config.stc.t]
         if short:
             raise ValueError(f"stc.t: NAS averages t = {config.stc.t} source points per target point, but "
@@ -104,10 +107,13 @@ def build_role(config: ScenarioConfig, party: str, world: World, owner_data: Dat
     scaling = scaling_of(config, world.dim)
     if party == CONSUMER:
         return StcConsumer(scenario_name=config.name, target=world.validation, scaling=scaling, settings=config.stc,
-                           solver_seed=seeds.derive_int(config.seed, "stc.solver"))
+                           solver_seed=seeds.derive_int(config.seed, "stc.solver"), own_evaluation=config.data.schema_only)
     data = owner_data if owner_data is not None else world.owners[ids.index(party) - 1]
     if data.X.shape[1] != world.dim:
         raise ValueError(f"{party}: data file has {data.X.shape[1]} features, the scenario's data has {world.dim}")
+    if config.stc.release == "nas" and len(data) < config.stc.t:
+        raise ValueError(f"{party}: stc.t = {config.stc.t}: NAS averages t source points per target point, but {party} "
+                         f"holds {len(data)} rows; lower stc.t or bring more rows")
     return StcOwner(party_id=party, scenario_name=config.name, data=data, scaling=scaling, settings=config.stc,
                     seed=noise_streams.derive(config.seed, f"stc.noise.{party}", noise))
 
@@ -118,13 +124,33 @@ def check_plan(config: ScenarioConfig) -> None:
     if config.protocol != "stc":
         return
     if s.domain is None:
-        raise SchemaError("stc.domain", "the public box {low: [...], high: [...]} of the data", "nothing")
+        raise SchemaError("stc.domain", "the public box {low: [...], high: [...]} of the data"
+                          + (" (in a marketplace described by its public schema, a request served there without one gets "
+                             "the schema's feature ranges)" if config.data.schema_only else ""), "nothing")
     privacy = s.privacy
     cost = privacy.epsilon if privacy.notion == "dp" else privacy.rho
     if privacy.budget is not None and cost > privacy.budget:
         name = "epsilon" if privacy.notion == "dp" else "rho"
         raise SchemaError("stc.privacy.budget", f"a budget of at least the release's {name} = {cost:g}",
                           f"{privacy.budget:g}: each owner's one release would exceed it")
+
+
+def public_defaults(raw_section: dict[str, Any] | None, schema) -> dict[str, Any]:
+    """The ``stc:`` section of a request (raw, as written) for a marketplace described by its public
+    schema ``schema`` (a :class:`~marketplace.data.public_schema.DataSchema`, or its raw mapping):
+    the public box ``domain`` taken from the schema's feature ranges (``low``: every lower bound,
+    ``high``: every upper bound) when the request gives none. The ranges are public, so the scaling
+    the noise is calibrated for stays public. A domain the request gives is kept as it is. The
+    section given is not changed: a new one is returned."""
+    from marketplace.data.public_schema import DataSchema
+    from marketplace.schema import build
+
+    section = dict(raw_section or {})
+    if not isinstance(schema, DataSchema):
+        schema = build(DataSchema, dict(schema), "data.schema")
+    if not section.get("domain"):
+        section["domain"] = {"low": [float(v) for v in schema.lower], "high": [float(v) for v in schema.upper]}
+    return section
 
 
 def progress(config: ScenarioConfig, curator: Role) -> tuple[int, int]:
@@ -144,6 +170,8 @@ def _scaled(config: ScenarioConfig, world: World) -> tuple[np.ndarray, np.ndarra
 def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     from marketplace.protocols.stc import selection_cost, stc_cost
 
+    if not world.central:
+        return _report_without_world(config, results)
     s = config.stc
     T, S = _scaled(config, world)
     k = min(s.k, len(T))
@@ -162,17 +190,67 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
         refs["private_kmeans"] = _private_kmeans_reference(config, T, S, k, options)
     metrics["baselines"] = refs
     curator = results.get(CURATOR) or {}
-    if choice is not None and not curator.get("released"):  # chosen from T alone: not the protocol's result
-        aside = {k: metrics[k] for k in ("cost", "estimated_cost", "released_centers")}
-        metrics.update(cost=None, estimated_cost=None, released_centers=None, without_owner_releases=aside,
+    _set_aside_without_releases(metrics, choice, curator)
+    return {"privacy": _privacy(config, results), "parsimony": curator.get("parsimony"), "metrics": metrics,
+            "choice": None if choice is None else choice["indices"], "end_reason": curator.get("end_reason"),
+            "history": history(config, curator.get("rounds") or [])}
+
+
+def _set_aside_without_releases(metrics: dict[str, Any], choice: dict[str, Any] | None, curator: dict[str, Any],
+                                keys: tuple[str, ...] = ("cost", "estimated_cost", "released_centers")) -> None:
+    """When no owner's release reached the consumer, its choice used T alone: not the protocol's
+    result, so its figures (``keys``) move to ``without_owner_releases``, and ``note`` says why."""
+    if choice is not None and not curator.get("released"):
+        aside = {k: metrics[k] for k in keys}
+        metrics.update({k: None for k in keys}, without_owner_releases=aside,
                        note="not the protocol's result: no owner's release reached the consumer, so its choice "
                             "used T alone (see without_owner_releases)")
+
+
+def _privacy(config: ScenarioConfig, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     privacy = {p: (results.get(p) or {}).get("privacy") or {"note": "no release recorded (dropped out or failed)"}
                for p in party_ids(config)[1:-1]}
     privacy[CONSUMER] = {"guarantee": "none", "note": "T is sent to the owners by design (it is what the consumer wants labelled)"}
-    return {"privacy": privacy, "parsimony": curator.get("parsimony"), "metrics": metrics,
+    return privacy
+
+
+def _report_without_world(config: ScenarioConfig, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The report of a marketplace described by its public schema, where nobody holds the owners'
+    true S (:mod:`marketplace.runner.absent`): the choice scored as the consumer can score it, from
+    its T and the owners' releases S' alone (``estimated_cost`` Cost(T, S' ∪ T_k),
+    ``released_only_cost`` Cost(T, S'), ``chosen_only_cost`` Cost(T, T_k)); absent: the cost under the
+    true S, the source size, and the references, every one of which is scored with (or built
+    from) S."""
+    from marketplace.runner.absent import REFERENCES_ABSENT, absent, why_absent
+
+    s = config.stc
+    consumer = results.get(CONSUMER) or {}
+    curator = results.get(CURATOR) or {}
+    choice = consumer.get("choice")
+    own = consumer.get("own_evaluation") or {}
+    target_size = consumer.get("target_size")
+    missing = {
+        "metrics.cost": why_absent("the owners' true source set S, to score the choice with (Cost(T, S ∪ T_k)); "
+                                   "metrics.estimated_cost is the consumer's own score, with the releases S' in place of S"),
+        "metrics.source_size": ("not reported: each owner's rows, and their count, are its own (an owner's own report "
+                                "states its count: party_details.<owner>.result.rows)"),
+        "metrics.baselines": why_absent("the owners' true source set S (source_only, cluster_t, nonprivate_stc and "
+                                        "private_kmeans are scored with S, and some built from it)"),
+    }
+    metrics: dict[str, Any] = {
+        "k": None if target_size is None else min(s.k, int(target_size)), "target_size": target_size,
+        "source_size": None, "cost": None,
+        "estimated_cost": None if choice is None else choice["estimated_cost"],
+        "released_centers": None if choice is None else choice["released_centers"],
+        "released_only_cost": own.get("released_only_cost"), "chosen_only_cost": own.get("chosen_only_cost"),
+        "baselines": absent(missing["metrics.baselines"]),
+        "measured_by": "the consumer, from its own target T and the owners' releases S' (estimated_cost, "
+                       "released_only_cost, chosen_only_cost), as its result states them: nobody holds the true S"}
+    _set_aside_without_releases(metrics, choice, curator,
+                                keys=("estimated_cost", "released_centers", "released_only_cost", "chosen_only_cost"))
+    return {"privacy": _privacy(config, results), "parsimony": curator.get("parsimony"), "metrics": metrics,
             "choice": None if choice is None else choice["indices"], "end_reason": curator.get("end_reason"),
-            "history": history(config, curator.get("rounds") or [])}
+            "history": history(config, curator.get("rounds") or []), REFERENCES_ABSENT: missing}
 
 
 def history(config: ScenarioConfig, rounds: list[dict[str, Any]]) -> dict[str, Any]:
@@ -242,8 +320,10 @@ def _private_kmeans_reference(config: ScenarioConfig, T: np.ndarray, S: np.ndarr
 
 def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     m = report.get("metrics") or {}
+    sources = ("the owners' rows (their count not reported)" if "metrics.source_size" in (report.get(REFERENCES_ABSENT) or {})
+               else f"{m.get('source_size')} source rows")
     rows = [("task", f"choose k = {m.get('k')} of |T| = {m.get('target_size')} target points; "
-                     f"{fmt(m.get('released_centers'))} released centres from {m.get('source_size')} source rows"),
+                     f"{fmt(m.get('released_centers'))} released centres from {sources}"),
             ("parsimony", "the curator saw no source row (T and private releases only)")]
     for party, ledger in (report.get("privacy") or {}).items():
         if isinstance(ledger, dict) and "eps" in ledger:
@@ -258,6 +338,20 @@ def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
 
 def tables(report: dict[str, Any]) -> list[Table]:
     m = report.get("metrics") or {}
+    if is_absent(m.get("baselines")):  # nobody holds the true S: the consumer's own scores, with S'
+        table = Table(title=f"choosing k = {m.get('k', '-')} of T, scored by the consumer with the owners' releases S' "
+                            "(the true S is nobody's to score with here)", title_justify="left",
+                      caption="cost: Cost(T, ·), the mean distance of a target point to its nearest centre (scaled "
+                              "space, radius 1/2); lower is better. Under the true S, and the references: not computed "
+                              "(references_absent in report.json)", caption_justify="left")
+        table.add_column("method")
+        table.add_column("cost", justify="right")
+        table.add_row("protocol, with S' (Cost(T, S' ∪ T_k))", fmt(m.get("estimated_cost")))
+        table.add_row("the releases alone (Cost(T, S'), k = 0)", fmt(m.get("released_only_cost")))
+        table.add_row("the chosen points alone (Cost(T, T_k))", fmt(m.get("chosen_only_cost")))
+        table.add_row("protocol, with the true S", "not computed", style="dim")
+        table.add_row("references (ClusterT, non-private STC, S alone, ...)", "not computed", style="dim")
+        return [table]
     table = Table(title=f"choosing k = {m.get('k', '-')} of T, scored with the true S", title_justify="left",
                   caption="cost: Cost(T, S ∪ T_k), the mean distance of a target point to its nearest centre "
                           "(scaled space, radius 1/2); lower is better", caption_justify="left")

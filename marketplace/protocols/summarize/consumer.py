@@ -22,6 +22,7 @@ from marketplace.data.dataset import Dataset
 from marketplace.messages import Envelope, ProtocolError
 from marketplace.protocols.summarize.messages import SealedSummary, ValidationEmbedding, ValidationSet
 from marketplace.protocols.summarize import RandomFourierFeatures, mmd2, svm_accuracy
+from marketplace.protocols.summarize.kernel import prefix_mmd2
 from marketplace.protocols.summarize.sealing import ConsumerKey, SealingError
 from marketplace.roles import CONSUMER, Role, Send
 from marketplace.warm_imports import wait_for_background_imports
@@ -36,7 +37,8 @@ class SummarizeConsumer(Role):
     """What the summary's evaluation imports (summarize.metrics and kernel), loaded during the rounds."""
 
     def __init__(self, *, scenario_name: str, validation: Dataset, test: Dataset, gamma: float, svm_c: float, svm_seed: int,
-                 features: RandomFourierFeatures | None = None, trust: str = "trusted", seed_set: np.ndarray | None = None) -> None:
+                 features: RandomFourierFeatures | None = None, trust: str = "trusted", seed_set: np.ndarray | None = None,
+                 own_evaluation: bool = False) -> None:
         super().__init__()
         self.party_id = CONSUMER
         self.scenario_name = scenario_name
@@ -57,6 +59,11 @@ class SummarizeConsumer(Role):
         """The summary as received and checked (X, y), evaluated in :meth:`finish`."""
         self.summary_size = 0
         self.rejected: list[dict[str, Any]] = []
+        self.own_evaluation = own_evaluation
+        """Whether this consumer is the only party that can evaluate the summary (a marketplace
+        described by its public schema: nobody else holds D_v): it then also computes the MMD^2 of
+        the summary after each round, for the report's history (:meth:`own_figures`)."""
+        self.own: dict[str, Any] | None = None
         self.end_status = ""
 
     def start(self) -> list[Send]:
@@ -94,6 +101,24 @@ class SummarizeConsumer(Role):
         self.metrics = evaluate_summary(X, y, self.validation, self.test, gamma=self.gamma, svm_c=self.svm_c, svm_seed=self.svm_seed)
         both = np.vstack([self.seed_set, X]) if len(self.seed_set) else X
         self.metrics["mmd2_with_seed_set"] = float(mmd2(both, self.validation.X, self.gamma)) if len(both) else None
+        if self.own_evaluation:
+            self.own = self.own_figures()
+
+    def own_figures(self) -> dict[str, Any]:
+        """What the report takes from this consumer when nobody else holds D_v: ``mmd2_by_round``,
+        the exact-kernel MMD^2 to D_v of the summary after each round (the summary arrives in
+        selection order; a sealed point it rejected leaves the summary as it was), and ``absent``,
+        the figures it could not compute and why."""
+        X, _ = self.received
+        rejected = {int(r["position"]) for r in self.rejected}
+        rounds = len(X) + len(rejected)
+        kept_after = np.cumsum([i not in rejected for i in range(rounds)])  # kept points among the first i + 1
+        prefix = prefix_mmd2(X, self.validation.X, self.gamma) if len(X) and len(self.validation) else np.zeros(0)
+        by_round = [float(prefix[n - 1]) if n else None for n in kept_after] if len(prefix) else [None] * rounds
+        absent = {}
+        if not len(self.test):
+            absent["metrics.accuracy"] = "the consumer brought no test set (the request's --test), so the summary was not scored on one"
+        return {"mmd2_by_round": by_round, "absent": absent}
 
     def _open(self, message: Envelope) -> tuple[np.ndarray, np.ndarray]:
         """Open every sealed point; keep those whose h1 matches the embedding the curator verified."""
@@ -120,14 +145,17 @@ class SummarizeConsumer(Role):
         out = {"metrics": self.metrics, "summary_size": self.summary_size, "end_status": self.end_status}
         if self.less_trusted:
             out["rejected_points"] = self.rejected
+        if self.own_evaluation:
+            out["own_evaluation"] = self.own
         return out
 
 
 def evaluate_summary(X, y, validation: Dataset, test: Dataset, *, gamma: float, svm_c: float, svm_seed: int) -> dict[str, float | None]:
-    """Exact-kernel MMD^2 of a summary to D_v, and accuracy on the test set of a linear SVM trained on it."""
+    """Exact-kernel MMD^2 of a summary to D_v, and accuracy on the test set of a linear SVM trained on it
+    (None without a test set: a consumer of a schema-only marketplace need not bring one)."""
     if len(X) == 0:
         return {"mmd2": None, "accuracy": None}
     return {
         "mmd2": float(mmd2(X, validation.X, gamma)),
-        "accuracy": float(svm_accuracy(X, y, test.X, test.y, C=svm_c, seed=svm_seed)),
+        "accuracy": float(svm_accuracy(X, y, test.X, test.y, C=svm_c, seed=svm_seed)) if len(test) else None,
     }

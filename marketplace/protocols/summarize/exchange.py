@@ -16,6 +16,7 @@ from marketplace.data.world import World
 from marketplace.parties import party_ids, party_index
 from marketplace.protocols.summarize.public import public_features
 from marketplace.roles import CONSUMER, CURATOR, Role
+from marketplace.runner.absent import is_absent
 from marketplace.runner.format import fmt, ledger_text, mean_sd, sweep_table_head
 from marketplace.runner.plots import eps_spent
 from marketplace.scenario.config import ScenarioConfig
@@ -43,6 +44,7 @@ def build_role(config: ScenarioConfig, party: str, world: World, owner_data: Dat
         return SummarizeConsumer(
             scenario_name=config.name, validation=world.validation, test=world.test, seed_set=world.seed_set.X, gamma=s.gamma,
             svm_c=s.svm_c, svm_seed=seeds.derive_int(config.seed, "summarize.svm"), features=features, trust=s.curator,
+            own_evaluation=config.data.schema_only,
         )
     index = party_index(config, party) - 1  # O(1), so building K owners stays O(K); parties.build_role checked the id
     data = owner_data if owner_data is not None else world.owners[index]
@@ -118,6 +120,8 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
     consumer = results.get(CONSUMER) or {}
     selection = curator.get("selection", [])
     metrics = dict(consumer.get("metrics") or {"mmd2": None, "accuracy": None, "mmd2_with_seed_set": None})
+    if not world.central:
+        return _report_without_world(config, curator, consumer, selection, metrics)
     metrics["baselines"] = baselines(config, world)
     private = config.summarize.privacy.enabled
     if private:
@@ -131,9 +135,7 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
         if increase is not None:
             metrics["mmd2_alone_increase_over_greedy_pct"] = increase
     return {
-        "privacy": curator.get("privacy", {}) if private else
-                   {p: {"guarantee": "none", "note": "non-private protocol: points and exact embeddings are revealed"}
-                    for p in party_ids(config) if p != CURATOR},
+        "privacy": _privacy(config, curator),
         "parsimony": curator.get("parsimony"),
         "selection": selection,
         "value": curator.get("value"),
@@ -143,6 +145,67 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
         "checks": {"central_replay": central_replay(config, world, selection, exclusion_rounds(curator))},
         "auction": curator.get("auction"),
         "history": history(curator.get("rounds") or [], *mmd2_by_round(config, world, selection)),
+    }
+
+
+def _privacy(config: ScenarioConfig, curator: dict[str, Any]) -> dict[str, Any]:
+    if config.summarize.privacy.enabled:
+        return curator.get("privacy", {})
+    return {p: {"guarantee": "none", "note": "non-private protocol: points and exact embeddings are revealed"}
+            for p in party_ids(config) if p != CURATOR}
+
+
+def _report_without_world(config: ScenarioConfig, curator: dict[str, Any], consumer: dict[str, Any],
+                          selection: list, metrics: dict[str, Any]) -> dict[str, Any]:
+    """The report of a marketplace described by its public schema, where nobody holds every
+    party's rows (:mod:`marketplace.runner.absent`): the summary's quality as the consumer measured
+    it on its own D_v and test set (``metrics``, and the MMD^2 after each round in ``history``), and
+    every reference that needs everyone's rows stated absent: the baselines (uniform sampling, the
+    exact-kernel central greedy, and in a private run the non-private greedy the privacy cost is
+    measured against) and the central replay of the protocol's rule."""
+    from marketplace.runner.absent import REFERENCES_ABSENT, absent, why_absent
+
+    private = config.summarize.privacy.enabled
+    own = consumer.get("own_evaluation") or {}
+    missing: dict[str, str] = {"metrics.baselines": why_absent(
+        "every owner's rows and the consumer's D_v in one place (the references: uniform sampling, the exact-kernel "
+        "central greedy" + (", the non-private greedy a private run's cost is measured against)" if private else ")"))}
+    missing.update(own.get("absent") or {})
+    metrics["baselines"] = absent(missing["metrics.baselines"])
+    metrics["measured_by"] = ("the consumer, on its own D_v (mmd2, mmd2_with_seed_set) and test set (accuracy), as its "
+                              "result states them: nobody else holds those rows")
+    if private:  # not applicable in any private run, rows or not
+        for key in ("mmd2_with_seed_set_increase_over_greedy_pct", "mmd2_alone_increase_over_greedy_pct"):
+            missing[f"metrics.{key}"] = "not computed: it compares with the non-private greedy, which is absent (metrics.baselines)"
+        replay = {"applicable": False, "reason": "a private run's releases are noisy: no replay of its rule can match them"}
+    else:
+        missing["checks.central_replay"] = why_absent("every owner's rows and the consumer's D_v, to replay the "
+                                                      "protocol's rule in one place")
+        replay = {"applicable": False, "reason": missing["checks.central_replay"]}
+    by_round = own.get("mmd2_by_round")
+    if isinstance(by_round, list) and len(by_round) == len(selection):
+        rows = history(curator.get("rounds") or [], by_round,
+                       about_mmd2="exact-kernel MMD^2 of the summary so far (without the seed set) to the consumer's "
+                                  "D_v, computed by the consumer from the summary it received, in selection order, and "
+                                  "its own D_v (nobody else holds D_v); the last round's is metrics.mmd2")
+    else:
+        missing["history.mmd2"] = ("not computed: the consumer reported no MMD^2 by round (it computes it from the "
+                                   "summary it received and its own D_v, which nobody else holds)")
+        rows = history(curator.get("rounds") or [], [None] * len(selection), missing["history.mmd2"],
+                       about_mmd2="exact-kernel MMD^2 of the summary so far (without the seed set) to the consumer's D_v, "
+                                  "which only the consumer can compute (it alone holds D_v)")
+    return {
+        "privacy": _privacy(config, curator),
+        "parsimony": curator.get("parsimony"),
+        "selection": selection,
+        "value": curator.get("value"),
+        "metrics": metrics,
+        "flagged": curator.get("flagged", {}),
+        "end_reason": curator.get("end_reason"),
+        "checks": {"central_replay": replay},
+        "auction": curator.get("auction"),
+        "history": rows,
+        REFERENCES_ABSENT: missing,
     }
 
 
@@ -159,15 +222,18 @@ HISTORY_ABOUT = {
 }
 
 
-def history(rounds: list[dict[str, Any]], mmd2: list[float | None], why_unknown: str | None = None) -> dict[str, Any]:
+def history(rounds: list[dict[str, Any]], mmd2: list[float | None], why_unknown: str | None = None, *,
+            about_mmd2: str | None = None) -> dict[str, Any]:
     """The report's per-round history: the curator's records (:meth:`SummarizeCurator._record_round`)
-    with the runner's MMD^2 of the summary after each round. A private run adds one column per
-    privacy ledger, ``eps[<ledger>]``: the ledger's eps after the round."""
+    with the MMD^2 of the summary after each round (the runner's, or ``about_mmd2`` says whose). A
+    private run adds one column per privacy ledger, ``eps[<ledger>]``: the ledger's eps after the round."""
     from marketplace.runner.history import history_section
 
     records = [dict(r, mmd2=mmd2[i] if i < len(mmd2) else None) for i, r in enumerate(rounds)]
     eps = list(dict.fromkeys(k for r in rounds for k in r if k.startswith("eps[")))
     about = HISTORY_ABOUT | {k: f"eps spent so far on the {k[4:-1]} ledger (as the ledger composes it)" for k in eps}
+    if about_mmd2:
+        about["mmd2"] = about_mmd2
     if why_unknown:
         about["mmd2"] += f"; unknown in this run: {why_unknown}"
     columns = ["round", "mmd2", "requests", "summary_size", "owners_active", *eps, "messages_sent", "bytes_sent"]
@@ -225,7 +291,13 @@ def tables(report: dict[str, Any]) -> list[Table]:
     m = report["metrics"]
     label = "protocol (private)" if _private(report) else "protocol (non-private greedy)"
     quality.add_row(label, fmt(m.get("mmd2")), fmt(m.get("mmd2_with_seed_set")), fmt(m.get("accuracy")))
-    for name, b in m.get("baselines", {}).items():
+    baselines = m.get("baselines", {})
+    if is_absent(baselines):  # a marketplace described by its schema: nobody holds every party's rows
+        quality.add_row("baselines", *["not computed"] * 3, style="dim")
+        quality.caption = ("the consumer measured the summary on its own rows; the baselines need every party's rows, "
+                           "which nobody holds here (references_absent in report.json)")
+        return [quality]
+    for name, b in baselines.items():
         quality.add_row(name.replace("_", " "), fmt(b.get("mmd2")), fmt(b.get("mmd2_with_seed_set")), fmt(b.get("accuracy")))
     caption = [f"{what} {m[key]:+.1f}% against the non-private greedy's" for key, what in (
         ("mmd2_with_seed_set_increase_over_greedy_pct", "private MMD^2 with the seed set (the objective):"),
