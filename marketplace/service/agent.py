@@ -51,7 +51,8 @@ class OwnerAgent:
     def __init__(self, market: str, keys: Path, owners: list[str], *, work: Path, ledgers: Path | None = None,
                  data: dict[str, Path] | None = None, exit_with: int | None = None, market_file: Path | None = None,
                  limits: ReadLimits | None = None) -> None:
-        self.market, self.keys, self.owners = market, Path(keys), owners
+        # absolute: the owners' processes run in their session's folder, and read these paths from there
+        self.market, self.keys, self.owners = market, Path(keys).resolve(), owners
         given = {owner: Path(path) for owner, path in (data or {}).items()}
         self.limits = limits or ReadLimits()
         for owner, path in given.items():
@@ -60,9 +61,9 @@ class OwnerAgent:
         if given and market_file is not None:
             check_own_files(market_file, given, self.limits)
         self.data = {owner: path.resolve() for owner, path in given.items()}
-        self.work = Path(work)
+        self.work = Path(work).resolve()
         self.exit_with = exit_with
-        self.ledgers = Path(ledgers) if ledgers is not None else self.keys
+        self.ledgers = Path(ledgers).resolve() if ledgers is not None else self.keys
         self._stop = threading.Event()
         self.sessions_done = 0
 

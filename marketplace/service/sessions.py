@@ -10,7 +10,8 @@ runs the request's protocol on the marketplace's owners:
   are always kept: each owner's where its agent keeps it);
 * from the request: ``name``, ``description``, ``protocol`` and its section, ``data.consumer``;
 * in a marketplace described by its public schema (``data.schema``), the protocol's public bounds
-  the request leaves out (a sketch's box) come from the schema;
+  the request leaves out (a sketch's box) come from the schema (as for any such scenario:
+  :func:`marketplace.scenario.load.parse_scenario`);
 * ``noise.source: keys`` with no key folder: every party of every session draws a fresh noise key
   that nobody else holds, so two sessions never share noise.
 """
@@ -22,7 +23,6 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from marketplace import plugins
 from marketplace.scenario import Scenario, ScenarioError
 from marketplace.scenario.load import parse_scenario, read_scenario_text
 
@@ -61,21 +61,8 @@ def session_scenario(market: Scenario, request_text: str, *, session: str, consu
         transport.pop("curve_keys", None)
         transport["security"] = "curve"
     raw.pop("sweep", None)
-    if market.config.data.schema_only:
-        _public_defaults(raw, market.config.data.schema)
     return parse_scenario(raw, source=source, base_dir=Path.cwd())
 
-
-def _public_defaults(raw: dict[str, Any], schema: Any) -> None:
-    """In a marketplace described by its public schema, the protocol's public bounds that the request
-    leaves out come from the schema (the exchange's ``public_defaults`` hook, when it has one)."""
-    protocol = raw.get("protocol")
-    if not isinstance(protocol, str) or protocol not in plugins.names():
-        return  # parse_scenario names the problem
-    hook = getattr(plugins.exchange(protocol), "public_defaults", None)
-    section = raw.get(protocol)
-    if hook is not None:
-        raw[protocol] = hook(dict(section) if isinstance(section, dict) else {}, schema)
 
 
 def session_folder(root: Path, session: str) -> Path:
