@@ -27,7 +27,7 @@ from marketplace.data.dataset import Dataset
 from marketplace.data.world import World
 from marketplace.parties import party_ids
 from marketplace.roles import CONSUMER, CURATOR, Role
-from marketplace.runner.absent import is_absent
+from marketplace.runner.absent import REFERENCES_ABSENT, absent, is_absent, why_absent
 from marketplace.runner.format import fmt, ledger_text, mean_sd, plural, sweep_table_head
 from marketplace.runner.plots import eps_spent
 from marketplace.scenario.config import ScenarioConfig
@@ -361,8 +361,6 @@ def _report_without_world(config: ScenarioConfig, results: dict[str, dict[str, A
     figures the consumer measured against its own target (``metrics.merged_mmd2``,
     ``metrics.target_gap``), and absent: the truth and the errors against it, the centralized
     logistic baselines, and the ranking's check against the true MMD^2."""
-    from marketplace.runner.absent import REFERENCES_ABSENT, absent, why_absent
-
     own = consumer.get("own_evaluation") or {}
     missing = {"truth": why_absent("the union of the owners' rows, to compute the exact statistics")}
     missing["metrics.errors"] = ("not computed: the errors compare the estimates with the truth, which is absent "

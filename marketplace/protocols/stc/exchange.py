@@ -31,7 +31,7 @@ from marketplace.data.dataset import Dataset
 from marketplace.data.world import World
 from marketplace.parties import party_ids
 from marketplace.roles import CONSUMER, CURATOR, Role
-from marketplace.runner.absent import REFERENCES_ABSENT, is_absent
+from marketplace.runner.absent import REFERENCES_ABSENT, absent, is_absent, why_absent
 from marketplace.runner.format import accountant_text, fmt, mean_sd, relation_text, sweep_table_head
 from marketplace.runner.plots import eps_spent
 from marketplace.scenario.config import ScenarioConfig
@@ -221,8 +221,6 @@ def _report_without_world(config: ScenarioConfig, results: dict[str, dict[str, A
     ``released_only_cost`` Cost(T, S'), ``chosen_only_cost`` Cost(T, T_k)); absent: the cost under the
     true S, the source size, and the references, every one of which is scored with (or built
     from) S."""
-    from marketplace.runner.absent import REFERENCES_ABSENT, absent, why_absent
-
     s = config.stc
     consumer = results.get(CONSUMER) or {}
     curator = results.get(CURATOR) or {}

@@ -16,7 +16,7 @@ from marketplace.data.world import World
 from marketplace.parties import party_ids, party_index
 from marketplace.protocols.summarize.public import public_features
 from marketplace.roles import CONSUMER, CURATOR, Role
-from marketplace.runner.absent import is_absent
+from marketplace.runner.absent import REFERENCES_ABSENT, absent, is_absent, why_absent
 from marketplace.runner.format import fmt, ledger_text, mean_sd, sweep_table_head
 from marketplace.runner.plots import eps_spent
 from marketplace.scenario.config import ScenarioConfig
@@ -163,8 +163,6 @@ def _report_without_world(config: ScenarioConfig, curator: dict[str, Any], consu
     every reference that needs everyone's rows stated absent: the baselines (uniform sampling, the
     exact-kernel central greedy, and in a private run the non-private greedy the privacy cost is
     measured against) and the central replay of the protocol's rule."""
-    from marketplace.runner.absent import REFERENCES_ABSENT, absent, why_absent
-
     private = config.summarize.privacy.enabled
     own = consumer.get("own_evaluation") or {}
     missing: dict[str, str] = {"metrics.baselines": why_absent(
