@@ -256,8 +256,10 @@ def test_init_writes_one_kit_per_party_and_keeps_only_public_keys_on_the_server(
     assert first.returncode == 0, err
     kits, state = tmp_path / "kits", tmp_path / "state"
     for owner in ("owner-1", "owner-2", "owner-3"):
-        assert sorted(p.name for p in (kits / owner).iterdir()) == [f"{owner}.key", f"{owner}.key_secret", "server.key"]
-    assert sorted(p.name for p in (kits / "consumers" / "alice").iterdir()) == ["alice.key", "alice.key_secret", "server.key"]
+        assert sorted(p.name for p in (kits / owner).iterdir()) == ["market.yaml", f"{owner}.key", f"{owner}.key_secret",
+                                                                    "server.key"]
+    assert sorted(p.name for p in (kits / "consumers" / "alice").iterdir()) == ["alice.key", "alice.key_secret",
+                                                                                "market.yaml", "server.key"]
     secrets = sorted(p.relative_to(state).as_posix() for p in state.rglob("*.key_secret"))
     assert secrets == ["keys/server.key_secret"]
     assert (state / "market.yaml").exists()  # the scenario, resolved, where the server reads it
