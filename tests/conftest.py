@@ -111,6 +111,11 @@ def every_report_follows_the_schema(tmp_path_factory):
 
 import contextlib  # noqa: E402
 import fcntl  # noqa: E402
+import time  # noqa: E402
+
+LOCK_WAIT_S = 3600.0
+"""The longest a test waits for an `alone` module on the other worker to finish (a whole module of
+runs: minutes on a busy machine, longer than one test's timeout, which counts the test itself only)."""
 
 
 def _is_alone(request) -> bool:
@@ -125,7 +130,15 @@ def _session_lock(tmp_path_factory, mode: int):
         return
     path = tmp_path_factory.getbasetemp().parent / "alone.lock"
     with open(path, "a") as handle:
-        fcntl.flock(handle, mode)
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:  # polled, with a deadline of its own: the wait is not the test's time (timeout_func_only)
+            try:
+                fcntl.flock(handle, mode | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"waited {LOCK_WAIT_S:.0f} s for the other worker's `alone` module to finish")
+                time.sleep(0.2)
         try:
             yield
         finally:
