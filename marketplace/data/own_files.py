@@ -30,7 +30,7 @@ import numpy as np
 from marketplace.data.dataset import Dataset
 from marketplace.data.public_schema import DataSchema
 from marketplace.data.sources.csv_file import (MAX_BYTES, MAX_FIELD_CHARS, MAX_ROW_CHARS, MAX_ROWS, CsvRows, CsvSource,
-                                                is_missing)
+                                                LineNames, is_missing)
 
 __all__ = ["OWNER_FILE_MAX_BYTES", "OwnDataError", "ReadLimits", "check_owner_file_size", "load_own_rows",
            "parse_data_files"]
@@ -210,20 +210,7 @@ def _parse_rows(rows: CsvRows, schema: DataSchema, where: str,
     y = np.frombuffer(labels, dtype=np.int64).copy() if labels else np.zeros(0, dtype=np.int64)
     group = (np.frombuffer(groups, dtype=np.int64).copy() if groups else np.zeros(0, dtype=np.int64)) \
         if group_at is not None else _label_groups(y, schema)
-    return np.concatenate(chunks), y, group, _LineNames(lines)
-
-
-class _LineNames:
-    """``"line 12"`` for row ``i``: the names of the rows in error messages, kept as numbers."""
-
-    def __init__(self, lines: array) -> None:
-        self._lines = lines
-
-    def __len__(self) -> int:
-        return len(self._lines)
-
-    def __getitem__(self, i: int) -> str:
-        return f"line {self._lines[i]}"
+    return np.concatenate(chunks), y, group, LineNames(lines)
 
 
 def _code(value: str, lookup: dict[str, int], column: str, what: str, where: str, line: int) -> int:

@@ -358,7 +358,7 @@ def _names(header: list[str]) -> str:
 # --- second pass: the matrix ----------------------------------------------------------------------
 
 
-class _LineNames:
+class LineNames:
     """``line N`` of row ``r``, made when asked (the row names of :func:`check_rows`)."""
 
     def __init__(self, lines: array) -> None:
@@ -416,7 +416,7 @@ def _read_matrix(path: Path, cfg: CsvSource, survey: _Survey, *, keep: bool) -> 
         check.done()
         return None
     X = np.frombuffer(values, dtype=np.float64).reshape(n, d) if n else np.empty((0, d), dtype=np.float64)
-    check_rows(X, str(path), rows=_LineNames(lines), columns=names)
+    check_rows(X, str(path), rows=LineNames(lines), columns=names)
     label_values = list(label_ids)
     label_index = _indices(labels)
     y = label_codes(label_values)[label_index]
