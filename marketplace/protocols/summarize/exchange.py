@@ -134,17 +134,24 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
         increase = _pct(metrics.get("mmd2"), reference.get("mmd2"))
         if increase is not None:
             metrics["mmd2_alone_increase_over_greedy_pct"] = increase
+    return _sections(config, curator, metrics, central_replay(config, world, selection, exclusion_rounds(curator)),
+                     history(curator.get("rounds") or [], *mmd2_by_round(config, world, selection)))
+
+
+def _sections(config: ScenarioConfig, curator: dict[str, Any], metrics: dict[str, Any], replay: dict[str, Any],
+              rows: dict[str, Any]) -> dict[str, Any]:
+    """The report's sections, whoever computed the metrics, the replay and the history's MMD^2."""
     return {
         "privacy": _privacy(config, curator),
         "parsimony": curator.get("parsimony"),
-        "selection": selection,
+        "selection": curator.get("selection", []),
         "value": curator.get("value"),
         "metrics": metrics,
         "flagged": curator.get("flagged", {}),
         "end_reason": curator.get("end_reason"),
-        "checks": {"central_replay": central_replay(config, world, selection, exclusion_rounds(curator))},
+        "checks": {"central_replay": replay},
         "auction": curator.get("auction"),
-        "history": history(curator.get("rounds") or [], *mmd2_by_round(config, world, selection)),
+        "history": rows,
     }
 
 
@@ -192,19 +199,7 @@ def _report_without_world(config: ScenarioConfig, curator: dict[str, Any], consu
         rows = history(curator.get("rounds") or [], [None] * len(selection), missing["history.mmd2"],
                        about_mmd2="exact-kernel MMD^2 of the summary so far (without the seed set) to the consumer's D_v, "
                                   "which only the consumer can compute (it alone holds D_v)")
-    return {
-        "privacy": _privacy(config, curator),
-        "parsimony": curator.get("parsimony"),
-        "selection": selection,
-        "value": curator.get("value"),
-        "metrics": metrics,
-        "flagged": curator.get("flagged", {}),
-        "end_reason": curator.get("end_reason"),
-        "checks": {"central_replay": replay},
-        "auction": curator.get("auction"),
-        "history": rows,
-        REFERENCES_ABSENT: missing,
-    }
+    return {**_sections(config, curator, metrics, replay, rows), REFERENCES_ABSENT: missing}
 
 
 HISTORY_ABOUT = {
