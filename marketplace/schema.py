@@ -154,11 +154,6 @@ def _type_name(hint: Any) -> str:
 Checker = typing.Callable[[Any, str], Any]
 
 
-def build_value(hint: Any, value: Any, path: str) -> Any:
-    """Validate ``value`` against the type hint ``hint``; return the built value."""
-    return compile_hint(hint)(value, path)
-
-
 @functools.cache
 def compile_hint(hint: Any) -> Checker:
     """A checker ``(value, path) -> built value`` for ``hint``, worked out once per hint.

@@ -70,17 +70,6 @@ def fetch_command(names: list[str] | tuple[str, ...]) -> str:
     return "marketplace data fetch " + " ".join(names)
 
 
-def dataset_folder(name: str, home: Path | None = None) -> Path:
-    """Where dataset ``name`` lives in the cache (``home/NAME``), whether or not it is there."""
-    return (home or data_home()) / dataset(name).name
-
-
-def file_path(name: str, file: str, home: Path | None = None) -> Path:
-    """Where file ``file`` of dataset ``name`` lives in the cache."""
-    spec = dataset(name)
-    return (home or data_home()) / spec.name / spec.file(file).name
-
-
 def missing_files(spec: DatasetSpec, home: Path | None = None) -> list[str]:
     """Files of ``spec`` that are absent or have the wrong size (cheap: no file is read)."""
     folder = (home or data_home()) / spec.name

@@ -19,11 +19,6 @@ rule from fresh owner ledgers, and returns a :class:`MarketReport`::
 The names above are imported on first use, so that telling a market file from a scenario stays light.
 """
 
-from marketplace.lazy_exports import lazy_exports
+import lazy_loader
 
-_EXPORTS = {
-    "play": ".run", "play_market": ".run", "MarketReport": ".report",
-    "MarketError": ".spec", "MarketSpec": ".spec", "is_market": ".spec", "read_market": ".spec",
-}
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

@@ -18,7 +18,7 @@ from typing import Any
 from marketplace.market.player import Outcome, Play, demands, filter_budgets
 from marketplace.market.rules import fits
 from marketplace.market.spec import MarketSpec
-from marketplace.runner.format import fmt, plural
+from marketplace.runner.format import plural
 
 SERVED = ("served", "partial")
 STATUSES = ("served", "partial", "declined", "failed", "not granted")
@@ -204,8 +204,3 @@ def summary_text(summary: Mapping[str, Any]) -> str:
     exhausted = summary["owners_exhausted"]
     parts.append(f"{plural(len(exhausted), 'owner')} exhausted" + (f" ({', '.join(exhausted)})" if exhausted else ""))
     return "; ".join(parts)
-
-
-def quality_cell(row: Mapping[str, Any]) -> str:
-    """A request's quality for a table: its value, or why it has none."""
-    return fmt(row["quality"]) if row["quality"] is not None else "-"

@@ -293,7 +293,7 @@ def test_import_marketplace_stays_light_and_names_the_api():
     for name in ("load", "validate", "run", "start", "plan", "sweep", "Scenario", "Report", "SweepResult", "RunHandle",
                  "ScenarioError", "RunFailed", "RunFolderError", "DatasetMissing"):
         assert name in dir(marketplace) and getattr(marketplace, name) is not None
-    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+    with pytest.raises(AttributeError, match="attribute nope"):
         marketplace.nope  # noqa: B018
 
 

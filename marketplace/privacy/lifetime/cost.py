@@ -40,13 +40,6 @@ def _real(value: Any) -> bool:
     return not isinstance(value, bool) and isinstance(value, numbers.Real) and math.isfinite(value)
 
 
-def nonnegative(value: Any, name: str, where: str) -> float:
-    """A finite real number >= 0 (bools refused), as a float."""
-    if not (_real(value) and value >= 0):
-        raise fail(name, where, "a finite number >= 0", value)
-    return float(value)
-
-
 def positive(value: Any, name: str, where: str) -> float:
     """A finite real number > 0 (bools refused), as a float."""
     if not (_real(value) and value > 0):

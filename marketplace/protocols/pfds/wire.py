@@ -17,9 +17,6 @@ from marketplace.protocols.pfds import ClassLabels, MalformedPlain, PrivateTree,
 from marketplace.protocols.pfds.messages import PfdsSharedTree, PfdsTree
 from marketplace.protocols.pfds.tree import PLAIN_FORMAT, PLAIN_VERSION
 
-TREE_FIELDS = ("attribute", "threshold", "n_children", "counts", "h_max", "t", "neighbours", "spends")
-
-
 def tree_fields(tree: PrivateTree) -> dict[str, Any]:
     """The message fields of a tree (``pfds_tree`` / ``pfds_shared_tree``)."""
     return {"attribute": tree.attribute, "threshold": tree.threshold, "n_children": tree.n_children,

@@ -23,67 +23,8 @@ Not here: the paper's DP-GAN baseline. (The function :func:`private_kmeans` has 
 was imported before; on this package, the name is the function until the module is imported.)
 """
 
-from marketplace.lazy_exports import lazy_exports
+import lazy_loader
 
-_EXPORTS = {
-    'private_kmeans': '.private_kmeans',
-    'DEFAULT_C': '.coreset',
-    'Coreset': '.coreset',
-    'kdtree_coreset': '.coreset',
-    'DEFAULT_GAMMA': '.release',
-    'NNA_L2_SENSITIVITY': '.release',
-    'NasRelease': '.release',
-    'NnaRelease': '.release',
-    'nas_release': '.release',
-    'nna_partition': '.release',
-    'nna_release': '.release',
-    'nna_threshold': '.release',
-    't_nearest_means': '.release',
-    'PrivateKmeansRelease': '.private_kmeans',
-    'RADIUS': '.scaling',
-    'PublicScaling': '.scaling',
-    'public_scaling': '.scaling',
-    'StcSolution': '.solver',
-    'cluster_t': '.solver',
-    'nearest_distances': '.solver',
-    'nonprivate_stc': '.solver',
-    'selection_cost': '.solver',
-    'solve_stc': '.solver',
-    'stc_cost': '.solver',
-    'SYNTHETIC_NAMES': '.synthetic',
-    'SyntheticSet': '.synthetic',
-    'synthetic_dataset': '.synthetic',
-}
-"""Each public name and the module it comes from, imported on first use (:mod:`marketplace.lazy_exports`)."""
-
-__all__ = [
-    "DEFAULT_C",
-    "DEFAULT_GAMMA",
-    "NNA_L2_SENSITIVITY",
-    "RADIUS",
-    "SYNTHETIC_NAMES",
-    "Coreset",
-    "NasRelease",
-    "NnaRelease",
-    "PrivateKmeansRelease",
-    "PublicScaling",
-    "StcSolution",
-    "SyntheticSet",
-    "cluster_t",
-    "kdtree_coreset",
-    "nas_release",
-    "nearest_distances",
-    "nna_partition",
-    "nna_release",
-    "nna_threshold",
-    "nonprivate_stc",
-    "private_kmeans",
-    "public_scaling",
-    "selection_cost",
-    "solve_stc",
-    "stc_cost",
-    "synthetic_dataset",
-    "t_nearest_means",
-]
-
-__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)
+"""Each name of ``__init__.pyi`` is imported from its module on first use, so reading a scenario does not
+import the protocol's cores (and scikit-learn and SciPy with them)."""
