@@ -56,8 +56,8 @@ from .synth import (
     opt_private_gen as opt_private_gen,
     synthesize as synthesize,
 )
-from .tree import (
-    PrivateTree as PrivateTree,
+from .tree import PrivateTree as PrivateTree
+from .grow import (
     grow_tree as grow_tree,
     max_operator_utilities as max_operator_utilities,
     select_split as select_split,

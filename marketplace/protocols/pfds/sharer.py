@@ -20,7 +20,8 @@ from .budget import split_budget
 from .label import LabelledData, label_synthetic
 from .schema import PublicSchema
 from .synth import opt_private_gen
-from .tree import DEFAULT_MAX_LEAVES, PrivateTree, grow_tree
+from .grow import DEFAULT_MAX_LEAVES, grow_tree
+from .tree import PrivateTree
 
 __all__ = ["share_predictor", "share_data", "partition_agents"]
 
