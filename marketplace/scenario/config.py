@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, make_dataclass
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from marketplace import plugins
 from marketplace.data.config import DataConfig
@@ -194,7 +194,30 @@ def _scenario_fields() -> list[tuple[str, Any, Any]]:
     return head + sections + tail
 
 
-ScenarioConfig = make_dataclass("ScenarioConfig", _scenario_fields(), frozen=True, namespace={"__module__": __name__})
+if TYPE_CHECKING:
+
+    class ScenarioConfig:
+        """What a type checker knows of the scenario built below: its generic keys, and any protocol's section
+        by name (the registered protocols are known only when the program runs)."""
+
+        name: str
+        protocol: str
+        seed: int
+        description: str
+        parties: PartiesConfig
+        data: DataConfig
+        transport: TransportConfig
+        noise: NoiseConfig
+        lifetime: LifetimeConfig
+        sweep: SweepConfig
+
+        def __init__(self, **sections: Any) -> None: ...
+
+        def __getattr__(self, section: str) -> Any: ...
+
+else:
+    ScenarioConfig = make_dataclass("ScenarioConfig", _scenario_fields(), frozen=True,
+                                    namespace={"__module__": __name__})
 ScenarioConfig.__doc__ = """A whole scenario: what to run (``protocol`` and its section, named after
 it), on which data, with how many parties, over which transport. The protocol sections are those of
 the registered protocols (:mod:`marketplace.plugins`); every section is present, at its defaults

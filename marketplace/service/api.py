@@ -157,5 +157,5 @@ def _own_file(rows: OwnRows, folder: Path, name: str) -> Path:
     path = folder / f"{name}.npz"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as f:
-        np.savez(f, **arrays)
+        np.savez(f, **arrays)  # type: ignore[arg-type]  # numpy's stub types **kwds as allow_pickle's bool
     return path

@@ -1,0 +1,57 @@
+"""The code keeps its lint, format and type rules ([tool.ruff] and [tool.mypy] in pyproject.toml), and the
+checks can fail.
+
+ruff lints and format-checks the package, the tests and the benchmarks; mypy checks the public API and the
+plug-in contract strictly (every function typed), following what they import for its types.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+PARTS = ["marketplace", "tests", "benchmarks"]
+
+
+def _run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", *args], cwd=cwd, capture_output=True, text=True, timeout=900,
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(cwd), "NO_COLOR": "1", "PYTHONPATH": str(ROOT)})
+
+
+def test_ruff_lint_passes():
+    result = _run("ruff", "check", "--no-cache", *PARTS)
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
+
+
+def test_ruff_format_is_kept():
+    result = _run("ruff", "format", "--check", "--no-cache", *PARTS)
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
+
+
+def test_ruff_catches_an_unused_import_and_a_long_line(tmp_path):
+    (tmp_path / "pyproject.toml").write_text((ROOT / "pyproject.toml").read_text())
+    (tmp_path / "bad.py").write_text("import os\n\nX = '" + "x" * 130 + "'\n")
+    result = _run("ruff", "check", "--no-cache", "bad.py", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "F401" in result.stdout and "E501" in result.stdout
+
+
+@pytest.mark.slow
+def test_mypy_passes_on_the_public_api_and_the_plugin_contract():
+    result = _run("mypy", "--cache-dir", "/dev/null")
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
+    assert "Success" in result.stdout
+
+
+@pytest.mark.slow
+def test_mypy_catches_a_wrong_type_in_a_checked_file(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("from marketplace.plugins import spec\n\n\ndef name() -> int:\n    return spec('x').name\n")
+    result = _run("mypy", "--cache-dir", "/dev/null", "--config-file", str(ROOT / "pyproject.toml"), str(bad))
+    assert result.returncode == 1
+    assert 'Incompatible return value type (got "str", expected "int")' in result.stdout
