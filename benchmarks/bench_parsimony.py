@@ -7,8 +7,8 @@ For each K and seed, the private quickstart (``scenarios/quickstart-private.yaml
 mixture of 15,000 rows, dim 10, the paper's release budgets, eps_auc = 0.1) with an **even**
 partition (every owner holds the same share of every component, so K changes only how the same
 rows are split) and ``--rounds`` rounds runs in-process (the selection and the metrics do not depend
-on the driver). The auction is the default one: two-sided, one request per round, plus every owner
-due under the tau rule.
+on the driver). The auction is the two-sided one (``--auction``'s default here; the scenario's default is the composed
+auction): one request per round, plus every owner due under the tau rule.
 
 ``--tau`` is a fixed integer, or ``grow``: tau = ceil(K^(2/3)). Why that growth: with one request
 per round, the owners' points the curator sees over p rounds are p (the requests) plus the tau

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What the two-sided private auction costs against the paper's: the private quickstart at K = 4, 16
-# and 64 owners and eps_auc = 0.1 and 1, 10 seeds each, with the paper's auction, the default
+# and 64 owners and eps_auc = 0.1 and 1, 10 seeds each, with the paper's auction, the
 # two-sided auction (one request per round) and the two-sided auction asking as many owners as the
 # paper's coins do on average. About 6 minutes on 2 cores.
 #   bash docs/results/summarize_auction_cost.sh && python3 docs/results/summarize_auction_cost.py
