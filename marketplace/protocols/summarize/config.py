@@ -43,7 +43,7 @@ class SummarizePrivacy:
     eps_auction: Annotated[float, Range(min=0.0)] = 0.1
     """eps_auc: per round. Under ``composed``, the round's whole selection of owners to ask changes by
     at most e^eps_auc when one owner's points change, given the earlier rounds' selections (rounds
-    compose); under the older rules, one owner's request bit given the curator's state."""
+    compose); under ``two_sided`` and ``paper``, one owner's request bit given the curator's state."""
     auction: Literal["composed", "two_sided", "paper"] = "composed"
     """``composed``: a set of ``requests_per_round`` owners with probability proportional to
     e^{eps_auc x (how many of them are among the best ranks)}; every round's whole selection is
