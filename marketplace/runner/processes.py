@@ -25,7 +25,6 @@ import os
 import re
 import resource
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ from typing import Literal
 from marketplace.data.dataset import World
 from marketplace.parties import host_label, party_ids, role_of, share_of
 from marketplace.roles import CURATOR
+from marketplace.runner.command_line import party_command
 from marketplace.runner.forkserver import BLAS_ENV, forkserver_context
 from marketplace.runner.scheduling import start_as_party
 from marketplace.scenario import Scenario
@@ -134,19 +134,6 @@ class ProcessRun:
     curator had already excluded as a dropout (a hung owner) does not fail the run."""
 
 
-def _command(role: str, party: str, scenario_path: Path, endpoint: str, report: Path, run_id: str) -> list[str]:
-    cmd = [sys.executable, "-m", "marketplace", role, "--scenario", str(scenario_path), "--endpoint", endpoint,
-           "--report", str(report), "--run-id", run_id]
-    if role == "owner":
-        cmd += ["--id", party]
-    return cmd
-
-
-def _host_command(owners: list[str], scenario_path: Path, endpoint: str, report_dir: Path, run_id: str) -> list[str]:
-    return [sys.executable, "-m", "marketplace", "owners", "--ids", ",".join(owners), "--scenario", str(scenario_path),
-            "--endpoint", endpoint, "--report-dir", str(report_dir), "--run-id", run_id]
-
-
 def _spawn(cmd: list[str], party: str, log_dir: Path, parties: list[str] | None = None) -> Child:
     log_path = log_dir / f"{party}.log"
     env = dict(os.environ, PYTHONUNBUFFERED="1")
@@ -214,9 +201,9 @@ def run_processes(scenario: Scenario, scenario_path: Path, out_dir: Path, run_id
             report = report_dir / f"{party}.json"
             if launch == "forkserver":
                 return _fork(scenario, party, share_of(world, party), endpoint, report, run_id, log_dir, **extra)
-            cmd = _command(role_of(party), party, scenario_path, endpoint, report, run_id)
-            if extra.get("endpoint_file"):
-                cmd += ["--endpoint-file", str(extra["endpoint_file"])]
+            role = role_of(party)
+            cmd = party_command(role, scenario=scenario_path, endpoint=endpoint, report=report, run_id=run_id,
+                                id=party if role == "owner" else None, endpoint_file=extra.get("endpoint_file"))
             return _spawn(cmd, party, log_dir)
 
         if launch == "forkserver" and world is None:
@@ -237,8 +224,9 @@ def run_processes(scenario: Scenario, scenario_path: Path, out_dir: Path, run_id
                 run.children.append(_fork_host(scenario, group, {o: share_of(world, o) for o in group}, endpoint,
                                                report_dir, run_id, log_dir))
             else:
-                run.children.append(_spawn(_host_command(group, scenario_path, endpoint, report_dir, run_id), host_label(group),
-                                           log_dir, parties=group))
+                cmd = party_command("owners", ids=",".join(group), scenario=scenario_path, endpoint=endpoint,
+                                    report_dir=report_dir, run_id=run_id)
+                run.children.append(_spawn(cmd, host_label(group), log_dir, parties=group))
         from marketplace.runner.party_process import link_settings
 
         _watch(run, curator, deadline=time.monotonic() + t.run_timeout_s + t.start_timeout_s,

@@ -32,7 +32,6 @@ import logging
 import os
 import shutil
 import subprocess
-import sys
 import threading
 import time
 from collections import deque
@@ -44,6 +43,7 @@ import zmq
 import zmq.auth
 
 from marketplace.messages.errors import cut
+from marketplace.runner.command_line import party_command
 from marketplace.runner.run import prepare_world
 from marketplace.scenario import Scenario, ScenarioError
 from marketplace.service import control
@@ -343,9 +343,9 @@ class MarketServer:
         (s.folder / "parties").mkdir(mode=0o700)
         log_file = open(s.folder / "curator.log", "w")  # noqa: SIM115 - the child writes it
         s.curator = subprocess.Popen(
-            [sys.executable, "-m", "marketplace", "curator", "--scenario", str(s.folder / "scenario.yaml"),
-             "--endpoint", f"tcp://{host}:{port}", "--endpoint-file", str(s.folder / "endpoint"),
-             "--keys", str(keys), "--run-id", s.id, "--report", str(s.folder / "parties" / "curator.json")],
+            party_command("curator", scenario=s.folder / "scenario.yaml", endpoint=f"tcp://{host}:{port}",
+                          endpoint_file=s.folder / "endpoint", keys=keys, run_id=s.id,
+                          report=s.folder / "parties" / "curator.json"),
             stdout=log_file, stderr=subprocess.STDOUT, cwd=s.folder)
         log_file.close()
         s.state, s.started = "starting", time.monotonic()
@@ -415,12 +415,11 @@ class MarketServer:
             work = self.state / "agents" / label
             work.mkdir(parents=True, exist_ok=True, mode=0o700)
             log_file = open(work / "agent.log", "a")  # noqa: SIM115 - the child writes it
-            own = (["--data", str(self.options.owner_data), "--schema", str(self.state / "market.yaml")]
-                   if self.options.owner_data is not None else [])
+            own = self.options.owner_data is not None
             self.agents.append(subprocess.Popen(
-                [sys.executable, "-m", "marketplace", "agent", "--market", self._control_for_agents(),
-                 "--keys", str(self.state / "owners"), "--ids", ",".join(ids), "--work", str(work),
-                 "--exit-with", str(os.getpid()), *own],
+                party_command("agent", market=self._control_for_agents(), keys=self.state / "owners", ids=",".join(ids),
+                              work=work, exit_with=os.getpid(), data=self.options.owner_data,
+                              schema=self.state / "market.yaml" if own else None),
                 stdout=log_file, stderr=subprocess.STDOUT))
             log_file.close()
 
