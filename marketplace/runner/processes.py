@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Literal
 
 from marketplace.data.dataset import World
+from marketplace.messages.errors import cut
 from marketplace.parties import host_label, party_ids, role_of, share_of
 from marketplace.roles import CURATOR
 from marketplace.runner.command_line import party_command
@@ -172,13 +173,14 @@ def _fork_host(scenario: Scenario, owners: list[str], shares: dict[str, World], 
     return Child(label, _ForkedProcess(process), log_path, parties=list(owners))
 
 
-def last_line(path: Path) -> str:
-    """The last non-empty line of a party's log (the best one-line account of how it ended)."""
+def last_line(path: Path, limit: int = 300) -> str:
+    """The last non-empty line of a party's log (the best one-line account of how it ended), cut to
+    ``limit`` characters; empty when there is no log or nothing in it."""
     try:
         lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
     except OSError:
         return ""
-    return lines[-1][-300:] if lines else ""
+    return cut(lines[-1], limit) if lines else ""
 
 
 def run_processes(scenario: Scenario, scenario_path: Path, out_dir: Path, run_id: str,

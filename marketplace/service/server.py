@@ -44,6 +44,7 @@ import zmq.auth
 
 from marketplace.messages.errors import cut
 from marketplace.runner.command_line import party_command
+from marketplace.runner.processes import last_line
 from marketplace.runner.run import prepare_world
 from marketplace.scenario import Scenario, ScenarioError
 from marketplace.service import control
@@ -307,7 +308,7 @@ class MarketServer:
                 self._invite(sock, s)
             elif s.curator.poll() is not None:
                 self._finish(sock, s, failure=f"the session's curator exited ({s.curator.returncode}) before listening: "
-                                              f"{_last_line(s.folder / 'curator.log')}")
+                                              f"{last_line(s.folder / 'curator.log', 500) or '(no log, or an empty one)'}")
             return
         if s.state == "running" and s.curator.poll() is not None:
             s.state, s.deadline = "collecting", time.monotonic() + self.options.collect_s
@@ -444,14 +445,6 @@ def data_banner(market: Scenario) -> str:
     return (f"a simulation: every owner's rows are built from one dataset ({data.source.kind}) and the seed, and "
             f"the server builds them too to check requests and evaluate sessions; describe the data by its public "
             f"schema (data.schema) for owners and consumers that bring their own")
-
-
-def _last_line(path: Path) -> str:
-    try:
-        lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
-    except OSError:
-        return "(no log)"
-    return cut(lines[-1], 500) if lines else "(an empty log)"
 
 
 def _consumer_lost(s: Session) -> bool:
