@@ -519,7 +519,7 @@ def _sweep(args: argparse.Namespace, scenario) -> int:
 def _party(args: argparse.Namespace, scenario) -> int:
     from marketplace.data.own_files import ReadLimits
     from marketplace.parties import party_ids
-    from marketplace.runner.party_process import run_party
+    from marketplace.runner.party_process import run_host
 
     party = {"curator": "curator", "consumer": "consumer"}.get(args.command) or args.id
     logging.basicConfig(level=args.log_level.upper(), format=f"%(asctime)s {party} %(levelname)s %(message)s", stream=sys.stderr)
@@ -528,10 +528,11 @@ def _party(args: argparse.Namespace, scenario) -> int:
         return EXIT_USAGE
     report = None if args.no_report else (args.report or f"parties/{party}.json")
     try:
-        return run_party(scenario, party=party, endpoint=args.endpoint, report_path=report, run_id=args.run_id,
-                         endpoint_file=getattr(args, "endpoint_file", None), data_file=getattr(args, "data", None),
-                         test_file=getattr(args, "test", None),
-                         limits=ReadLimits.from_args(args) if hasattr(args, "max_bytes") else None)
+        data = getattr(args, "data", None)
+        return run_host(scenario, [party], endpoint=args.endpoint, report_to=report, run_id=args.run_id,
+                        endpoint_file=getattr(args, "endpoint_file", None), data_files={party: data} if data else None,
+                        test_file=getattr(args, "test", None),
+                        limits=ReadLimits.from_args(args) if hasattr(args, "max_bytes") else None)
     except (ValueError, OSError) as err:
         print(f"marketplace {party}: cannot start: {err}", file=sys.stderr)
         return EXIT_USAGE
@@ -540,7 +541,7 @@ def _party(args: argparse.Namespace, scenario) -> int:
 def _owner_host(args: argparse.Namespace, scenario) -> int:
     from marketplace.data.own_files import ReadLimits, parse_data_files
     from marketplace.parties import host_label, parse_owner_ids
-    from marketplace.runner.party_process import run_owner_host
+    from marketplace.runner.party_process import run_host
 
     try:
         owners = parse_owner_ids(args.ids, scenario.config.parties.owners)
@@ -551,9 +552,9 @@ def _owner_host(args: argparse.Namespace, scenario) -> int:
     logging.basicConfig(level=args.log_level.upper(), format=f"%(asctime)s {label} %(levelname)s %(message)s", stream=sys.stderr)
     try:
         files = parse_data_files(args.data, owners) if args.data else None
-        return run_owner_host(scenario, owners=owners, endpoint=args.endpoint, run_id=args.run_id,
-                              report_dir=None if args.no_report else args.report_dir, data_files=files,
-                              limits=ReadLimits.from_args(args))
+        return run_host(scenario, owners, endpoint=args.endpoint, run_id=args.run_id, hosted=True,
+                        report_to=None if args.no_report else args.report_dir, data_files=files,
+                        limits=ReadLimits.from_args(args))
     except (ValueError, OSError) as err:
         print(f"marketplace owners: cannot start: {err}", file=sys.stderr)
         return EXIT_USAGE

@@ -37,6 +37,7 @@ from marketplace.parties import host_label, party_ids, role_of, share_of
 from marketplace.roles import CURATOR
 from marketplace.runner.command_line import party_command
 from marketplace.runner.forkserver import BLAS_ENV, forkserver_context
+from marketplace.runner.links import link_settings
 from marketplace.runner.scheduling import start_as_party
 from marketplace.scenario import Scenario
 from marketplace.transport.host import FILES_PER_OWNER, HOST_SPARE_FILES
@@ -146,31 +147,20 @@ def _spawn(cmd: list[str], party: str, log_dir: Path, parties: list[str] | None 
     return Child(party, proc, log_path, parties=list(parties or ()))
 
 
-def _fork(scenario: Scenario, party: str, share: World, endpoint: str, report: Path, run_id: str,
-          log_dir: Path, endpoint_file: Path | None = None) -> Child:
-    from marketplace.runner.party_process import forked_party_main
+def _fork(scenario: Scenario, parties: list[str], shares: dict[str, World], endpoint: str, report_to: Path,
+          run_id: str, log_dir: Path, *, hosted: bool = False, endpoint_file: Path | None = None) -> Child:
+    """A party (or, ``hosted``, an owner host) forked from the forkserver and handed its shares."""
+    from marketplace.runner.party_process import forked_main
 
-    log_path = log_dir / f"{party}.log"
-    process = forkserver_context().Process(
-        target=forked_party_main, name=party,
-        args=(scenario, party, share, endpoint, str(report), run_id, str(endpoint_file) if endpoint_file else None, str(log_path)),
-    )
-    process.start()
-    return Child(party, _ForkedProcess(process), log_path)
-
-
-def _fork_host(scenario: Scenario, owners: list[str], shares: dict[str, World], endpoint: str, report_dir: Path,
-               run_id: str, log_dir: Path) -> Child:
-    from marketplace.runner.party_process import forked_host_main
-
-    label = host_label(owners)
+    label = host_label(parties)
     log_path = log_dir / f"{label}.log"
     process = forkserver_context().Process(
-        target=forked_host_main, name=label,
-        args=(scenario, owners, shares, endpoint, str(report_dir), run_id, str(log_path)),
+        target=forked_main, name=label,
+        args=(scenario, parties, shares, endpoint, str(report_to), run_id, str(endpoint_file) if endpoint_file else None,
+              str(log_path), hosted),
     )
     process.start()
-    return Child(label, _ForkedProcess(process), log_path, parties=list(owners))
+    return Child(label, _ForkedProcess(process), log_path, parties=list(parties))
 
 
 def last_line(path: Path, limit: int = 300) -> str:
@@ -202,7 +192,8 @@ def run_processes(scenario: Scenario, scenario_path: Path, out_dir: Path, run_id
         def start(party: str, endpoint: str, **extra) -> Child:
             report = report_dir / f"{party}.json"
             if launch == "forkserver":
-                return _fork(scenario, party, share_of(world, party), endpoint, report, run_id, log_dir, **extra)
+                return _fork(scenario, [party], {party: share_of(world, party)}, endpoint, report, run_id, log_dir,
+                             **extra)
             role = role_of(party)
             cmd = party_command(role, scenario=scenario_path, endpoint=endpoint, report=report, run_id=run_id,
                                 id=party if role == "owner" else None, endpoint_file=extra.get("endpoint_file"))
@@ -223,14 +214,12 @@ def run_processes(scenario: Scenario, scenario_path: Path, out_dir: Path, run_id
             if len(group) == 1:
                 run.children.append(start(group[0], endpoint))
             elif launch == "forkserver":
-                run.children.append(_fork_host(scenario, group, {o: share_of(world, o) for o in group}, endpoint,
-                                               report_dir, run_id, log_dir))
+                run.children.append(_fork(scenario, group, {o: share_of(world, o) for o in group}, endpoint,
+                                          report_dir, run_id, log_dir, hosted=True))
             else:
                 cmd = party_command("owners", ids=",".join(group), scenario=scenario_path, endpoint=endpoint,
                                     report_dir=report_dir, run_id=run_id)
                 run.children.append(_spawn(cmd, host_label(group), log_dir, parties=group))
-        from marketplace.runner.party_process import link_settings
-
         _watch(run, curator, deadline=time.monotonic() + t.run_timeout_s + t.start_timeout_s,
                grace_s=link_settings(scenario).heartbeat_timeout_s + 5.0,  # the parties' own, stretched with K
                finish_s=t.finish_timeout_s,

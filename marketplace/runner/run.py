@@ -15,15 +15,17 @@ from typing import Any, Literal
 
 from marketplace import __version__
 from marketplace.messages import PROTOCOL_VERSION
-from marketplace.parties import build_role, make_world, party_ids, role_of
+from marketplace.parties import make_world, party_ids, role_of
 from marketplace.privacy import noise as noise_keys
 from marketplace.roles import CURATOR
 from marketplace.runner.absent import REFERENCES_ABSENT, absent, why_absent
 from marketplace.runner.blame import failure_lines
 from marketplace.runner.identity import check_reports
-from marketplace.runner.party_process import (EXIT_OK, EXIT_RUN_FAILED, default_run_id, noise_origin, party_report,
-                                              single_threaded_blas, write_json)
-from marketplace.runner.party_reports import find_party_reports, read_reports
+from marketplace.runner.json_files import write_json
+from marketplace.runner.nodes import build_node, default_run_id
+from marketplace.runner.party_process import EXIT_OK, EXIT_RUN_FAILED
+from marketplace.runner.party_reports import find_party_reports, party_report, read_reports
+from marketplace.runner.scheduling import single_threaded_blas
 from marketplace.data import world_summary
 from marketplace.runner.forkserver import forkserver_context
 from marketplace.runner.history import empty_history, history_section, write_history_files
@@ -34,7 +36,6 @@ from marketplace.runner.per_owner import owner_section
 from marketplace.runner.report import message_summary, timing_summary, write_messages_csv
 from marketplace.scenario import Scenario, ScenarioError
 from marketplace.transport.inprocess import StalledRun, run_inprocess
-from marketplace.transport.node import Node
 from marketplace.plugins import exchange
 
 log = logging.getLogger(__name__)
@@ -209,8 +210,7 @@ def _run_inprocess(scenario: Scenario, world, run_id: str, on_round,
                    protocol: ModuleType) -> tuple[list[dict[str, Any]], str | None, float]:
     config = scenario.config
     parties = frozenset(party_ids(config))
-    nodes = [Node(build_role(config, p, world=world, noise=noise_origin(config, p), exchange=protocol), run_id=run_id,
-                  max_message_bytes=config.transport.max_message_bytes, parties=parties) for p in party_ids(config)]
+    nodes = [build_node(config, p, world=world, run_id=run_id, exchange=protocol, parties=parties) for p in party_ids(config)]
     curator = nodes[0].role
     shown = {"rounds": 0}
 

@@ -140,7 +140,7 @@ def request(scenario_text: str, *, market: str, keys: Path, out: Path, wait_s: f
 def _write_run_files(report: dict[str, Any], out: Path) -> None:
     """``report.json`` (as the runner writes it), and for a full report ``messages.csv`` and the
     history files, as in any run folder."""
-    from marketplace.runner.party_process import write_json
+    from marketplace.runner.json_files import write_json
 
     if "protocol" not in report:  # not a run report: the session ended before one could be assembled
         write_json(out / "failure.json", report)

@@ -117,10 +117,10 @@ def test_a_dropped_owner_is_told_its_report_is_not_completed_and_the_run_names_i
 
 
 def test_the_owner_learns_why_it_was_dropped(monkeypatch, tiny_scenario, tmp_path):
-    from marketplace.runner import party_process
+    from marketplace.runner import party_reports
 
     seen = {}
-    honest_report = party_process.party_report
+    honest_report = party_reports.party_report
 
     def keep(node, **kwargs):
         seen[node.party_id] = node.role.failure
