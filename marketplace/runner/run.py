@@ -116,17 +116,36 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, driver: Driver = "p
     run moves on to work that has no rounds (the evaluation and the baselines, which can take a
     minute after the last round).
 
-    Raises :class:`RunFolderError` if ``out_dir`` is a file or already holds files, and
-    :class:`ScenarioError` if the data cannot be built as described (both before anything starts).
-    Returns the report; its ``status`` says whether the run completed.
+    Raises :class:`RunFolderError` if ``out_dir`` is a file or already holds files, ValueError for
+    an unknown ``driver`` or ``launch``, and :class:`ScenarioError` if the data cannot be built as
+    described (all before anything starts). Returns the report; its ``status`` says whether the run
+    completed.
     """
+    check_driver(driver, launch)
+    return run_in_folder(scenario, check_run_folder(out_dir), driver=driver, launch=launch, on_round=on_round,
+                         on_phase=on_phase)
+
+
+def check_driver(driver: str, launch: str) -> None:
+    """ValueError unless ``driver`` and ``launch`` name a driver and a way to start parties."""
+    if driver not in ("processes", "inprocess"):
+        raise ValueError(f"driver: expected 'processes' or 'inprocess', got {driver!r}")
+    if launch not in ("forkserver", "exec"):
+        raise ValueError(f"launch: expected 'forkserver' or 'exec', got {launch!r}")
+
+
+def run_in_folder(scenario: Scenario, out: Path, *, driver: Driver = "processes", launch: Launch = "forkserver",
+                  on_round: Callable[[int, int], None] | None = None,
+                  on_phase: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """:func:`run_scenario` in ``out``, a new or empty folder, with ``driver`` and ``launch`` both
+    already checked (:func:`check_run_folder`, :func:`check_driver`): for callers that check them
+    before they start the run (a run in the background, a sweep)."""
     config = scenario.config
     if config.data.schema_only:
         raise ScenarioError(scenario.source, "data.schema", "a marketplace described by its public schema holds no rows "
                             "to simulate: serve it (`marketplace serve`), each owner bringing its own file to `marketplace "
                             "agent --data` and each consumer its target to `marketplace request --data`; `marketplace "
                             "run` simulates a dataset (data.source)")
-    out = check_run_folder(out_dir)
     protocol = exchange(config.protocol)  # resolved once for the run, and passed along
     if driver == "processes" and launch == "forkserver":
         forkserver_context()  # imports its libraries while we build the world
@@ -142,11 +161,9 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, driver: Driver = "p
     started = time.perf_counter()
     if driver == "inprocess":
         parties, failure, extra_transport = _run_inprocess(scenario, world, run_id, on_round, protocol)
-    elif driver == "processes":
+    else:
         parties, failure = _run_processes(scenario, resolved, out, run_id, on_round, launch, world)
         extra_transport = 0.0
-    else:
-        raise ValueError(f"unknown driver {driver!r}: use 'processes' or 'inprocess'")
     wall_s = time.perf_counter() - started
     if on_phase is not None:
         on_phase(evaluation_phase(config))
