@@ -62,6 +62,10 @@ OWNER_ABSENT_S = 10.0
 POLL_MS = 200
 
 
+class ServeOptionsError(ValueError):
+    """Options that cannot serve this marketplace (the owners' data, say): nothing was started."""
+
+
 @dataclass
 class ServeOptions:
     """Where the server keeps its state and listens."""
@@ -133,12 +137,12 @@ class MarketServer:
         data = market.config.data
         if options.owner_data is not None:
             if not data.schema_only:
-                raise ValueError("--owner-data gives owners their own files, for a marketplace described by its public "
+                raise ServeOptionsError("--owner-data gives owners their own files, for a marketplace described by its public "
                                  "schema (data.schema); this one simulates its owners' rows from data.source")
             if not Path(options.owner_data).is_dir():
-                raise ValueError(f"--owner-data {options.owner_data}: expected a folder of <owner>.csv files")
+                raise ServeOptionsError(f"--owner-data {options.owner_data}: expected a folder of <owner>.csv files")
         elif data.schema_only and options.start_owners:
-            raise ValueError("this marketplace is described by its public schema (data.schema): its owners bring their "
+            raise ServeOptionsError("this marketplace is described by its public schema (data.schema): its owners bring their "
                              "own rows. Give the agents serve starts a folder of <owner>.csv files (--owner-data DIR), "
                              "or start none (--no-owners) and run `marketplace agent --data` on each owner's machine")
 

@@ -247,6 +247,24 @@ def test_run_refuses_an_earlier_runs_folder_and_leaves_it_as_it_was(tmp_path, ro
     assert sweep.returncode == 2 and "already holds files" in sweep.stderr
 
 
+def test_request_refuses_an_out_folder_that_holds_files_as_run_and_the_python_api_do(tmp_path):
+    """`marketplace request --out` and `marketplace.request(out=...)` refuse the same folder, before
+    anything is sent (no marketplace listens at the endpoint: nothing got that far)."""
+    import marketplace
+    from marketplace.runner.run import RunFolderError
+
+    out = tmp_path / "earlier"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    kit = tmp_path / "kit"
+    result = run_cli("request", str(QUICKSTART), "--market", "tcp://127.0.0.1:9", "--keys", str(kit), "--out", str(out))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"marketplace request: --out: {out} already holds files (notes.txt)" in result.stderr
+    with pytest.raises(RunFolderError, match="already holds files"):
+        marketplace.request(QUICKSTART, market="tcp://127.0.0.1:9", keys=kit, out=out)
+    assert [p.name for p in out.iterdir()] == ["notes.txt"] and not kit.exists()
+
+
 def test_an_empty_out_folder_is_used(tmp_path):
     out = tmp_path / "empty"
     out.mkdir()
