@@ -14,7 +14,8 @@ def link_settings(scenario: Scenario) -> LinkSettings:
     """Every party's link settings from ``transport``: heartbeats stretched with the number of
     parties (:func:`~marketplace.transport.zmq_driver.scaled_heartbeats`), the rest as written."""
     t = scenario.config.transport
-    interval, timeout = scaled_heartbeats(t.heartbeat_interval_s, t.heartbeat_timeout_s, scenario.config.parties.owners + 2)
+    parties = scenario.config.parties.owners + 2
+    interval, timeout = scaled_heartbeats(t.heartbeat_interval_s, t.heartbeat_timeout_s, parties)
     return LinkSettings(
         heartbeat_interval_s=interval, heartbeat_timeout_s=timeout,
         start_timeout_s=t.start_timeout_s, run_timeout_s=t.run_timeout_s, progress_timeout_s=t.progress_timeout_s,

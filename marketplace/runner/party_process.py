@@ -183,4 +183,5 @@ def _child_setup(log_path: str, label: str) -> None:
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
-    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {label} %(levelname)s %(message)s", stream=sys.stderr, force=True)
+    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {label} %(levelname)s %(message)s", stream=sys.stderr,
+                        force=True)
