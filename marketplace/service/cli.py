@@ -6,6 +6,7 @@ import argparse
 import logging
 import signal
 import sys
+import threading
 from pathlib import Path
 
 from marketplace.data.own_files import ReadLimits
@@ -123,6 +124,16 @@ def serve_command(args: argparse.Namespace) -> int:
         return _init(args, market, consumers)
     from marketplace.service.server import ServeOptionsError
 
+    stopping = threading.Event()  # SIGTERM or Ctrl-C, even while the marketplace is still starting
+    served = None
+
+    def stop(*_: object) -> None:
+        stopping.set()
+        if served is not None:
+            served.stop_soon()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, stop)
     try:
         served = serve(market, args.state, endpoint=args.endpoint, consumers=consumers, start_owners=not args.no_owners,
                        session_port=args.session_port, advertise=args.advertise,
@@ -133,8 +144,8 @@ def serve_command(args: argparse.Namespace) -> int:
     except Exception as err:  # noqa: BLE001 - a bind that fails, a key that cannot be read
         print(f"marketplace serve: {type(err).__name__}: {err}", file=sys.stderr)
         return EXIT_INTERNAL
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: served.stop_soon())
+    if stopping.is_set():
+        served.stop_soon()
     try:
         return served.wait()
     except Exception as err:  # noqa: BLE001 - the server failed while serving
