@@ -138,13 +138,6 @@ def validate(scenario: Scenario | str | Path | Mapping[str, Any], *, seed: int |
                       len(world.validation), len(world.test), len(world.seed_set), world)
 
 
-def _check_driver(driver: str, launch: str) -> None:
-    if driver not in ("processes", "inprocess"):
-        raise ValueError(f"driver: expected 'processes' or 'inprocess', got {driver!r}")
-    if launch not in ("forkserver", "exec"):
-        raise ValueError(f"launch: expected 'forkserver' or 'exec', got {launch!r}")
-
-
 def output_folder(scenario: Scenario, out: str | Path | None, kind: str = "") -> Path:
     """``out`` if it is new or empty (:class:`RunFolderError` otherwise), else a fresh default
     folder ``runs/<name>[-kind]-<timestamp>``."""
@@ -167,23 +160,30 @@ def run(scenario: Scenario | str | Path | Mapping[str, Any], out: str | Path | N
     Raises :class:`ScenarioError` (nothing started), :class:`RunFolderError` (``out`` holds files),
     and, when ``check`` (the default), :class:`RunFailed` for a run that did not complete.
     """
-    from marketplace.runner.results import Report
-    from marketplace.runner.run import run_scenario
+    from marketplace.runner.run import check_driver
 
-    _check_driver(driver, launch)
+    check_driver(driver, launch)
     scenario = _scenario(scenario, seed)
-    folder = output_folder(scenario, out)
+    return _run_in(scenario, output_folder(scenario, out), driver=driver, launch=launch, progress=progress, check=check)
+
+
+def _run_in(scenario: Scenario, folder: Path, *, driver: Driver, launch: Launch, progress: Progress | bool | None,
+            check: bool) -> Report:
+    """:func:`run` in ``folder``, once the folder and the driver are checked."""
+    from marketplace.runner.results import Report
+    from marketplace.runner.run import run_in_folder
+
     if progress is True:
         from rich.console import Console
 
         from marketplace.runner.display import round_progress
 
         with round_progress(Console(stderr=True), scenario.config.name) as shown:
-            raw = run_scenario(scenario, folder, driver=driver, launch=launch, on_round=shown, on_phase=shown.phase)
+            raw = run_in_folder(scenario, folder, driver=driver, launch=launch, on_round=shown, on_phase=shown.phase)
     else:
         on_round = progress if callable(progress) else None
-        raw = run_scenario(scenario, folder, driver=driver, launch=launch, on_round=on_round,
-                           on_phase=getattr(on_round, "phase", None))
+        raw = run_in_folder(scenario, folder, driver=driver, launch=launch, on_round=on_round,
+                            on_phase=getattr(on_round, "phase", None))
     report = Report.from_dict(raw, folder)
     if check and not report.completed:
         raise RunFailed(report)
@@ -224,7 +224,9 @@ def start(scenario: Scenario | str | Path | Mapping[str, Any], out: str | Path |
     """:func:`run` in a background thread; returns at once with a :class:`RunHandle`. The scenario,
     the driver and the run folder are checked before it returns (raising as :func:`run` does);
     everything after that is raised by ``handle.result()``."""
-    _check_driver(driver, launch)
+    from marketplace.runner.run import check_driver
+
+    check_driver(driver, launch)
     scenario = _scenario(scenario, seed)
     folder = output_folder(scenario, out)
     handle = RunHandle(scenario, folder)
@@ -238,7 +240,8 @@ def start(scenario: Scenario | str | Path | Mapping[str, Any], out: str | Path |
         if not handle.future.set_running_or_notify_cancel():
             return
         try:
-            handle.future.set_result(run(scenario, folder, driver=driver, launch=launch, progress=follow, check=check))
+            handle.future.set_result(_run_in(scenario, folder, driver=driver, launch=launch, progress=follow,
+                                             check=check))
         except BaseException as err:  # noqa: BLE001 - handed to whoever asks for the result
             handle.future.set_exception(err)
 
@@ -275,11 +278,12 @@ def sweep(scenario: Scenario | str | Path | Mapping[str, Any], vary: Mapping[str
     ``progress=True`` prints a line per finished run (and a progress bar on a terminal). A run
     that fails is a row with its status, not an exception."""
     from marketplace.runner.results import SweepResult
+    from marketplace.runner.run import default_run_folder
     from marketplace.runner.sweep import run_folder, run_sweep, summarize_rows
 
-    _check_driver(driver, launch)
     points = plan(scenario, vary, repeats=repeats, seed=seed)
-    folder = output_folder(points[0].scenario, out, "sweep")
+    # the folder and the driver are checked by run_sweep, before its first run
+    folder = Path(out) if out is not None else default_run_folder(points[0].scenario.config.name, "sweep")
     keys = list(points[0].values) if points else []
     if progress:
         from rich.console import Console

@@ -31,6 +31,7 @@ from marketplace.data.dataset import Dataset
 from marketplace.data.public_schema import DataSchema
 from marketplace.data.sources.csv_file import (MAX_BYTES, MAX_FIELD_CHARS, MAX_ROW_CHARS, MAX_ROWS, CsvRows, CsvSource,
                                                 LineNames, is_missing)
+from marketplace.messages.errors import cut
 
 __all__ = ["OWNER_FILE_MAX_BYTES", "OwnDataError", "ReadLimits", "check_owner_file_size", "load_own_rows",
            "parse_data_files"]
@@ -196,7 +197,7 @@ def _parse_rows(rows: CsvRows, schema: DataSchema, where: str,
             try:
                 block[filled, j] = float(text)
             except ValueError:
-                what = "a missing value" if is_missing(text) else repr(_cut(text))
+                what = "a missing value" if is_missing(text) else repr(cut(text, 80))
                 raise OwnDataError(f"{where}: line {line}, column {header[i]!r}: expected a number, found {what}") from None
         labels.append(_code(row[label_at].strip(), classes, header[label_at], "classes", where, line))
         if group_at is not None:
@@ -217,14 +218,10 @@ def _code(value: str, lookup: dict[str, int], column: str, what: str, where: str
     code = lookup.get(value)
     if code is None:
         shown = list(lookup)[:20]
-        found = "a missing value" if not value else repr(_cut(value))
+        found = "a missing value" if not value else repr(cut(value, 80))
         raise OwnDataError(f"{where}: line {line}, column {column!r}: expected one of the schema's {what} "
                            f"{shown}{' ...' if len(lookup) > 20 else ''}, found {found}")
     return code
-
-
-def _cut(text: str, limit: int = 80) -> str:
-    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _label_groups(y: np.ndarray, schema: DataSchema) -> np.ndarray:

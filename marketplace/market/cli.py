@@ -10,7 +10,8 @@ EXIT_OK, EXIT_USAGE, EXIT_RUN_FAILED = 0, 2, 3
 
 
 def market_command(args: argparse.Namespace) -> int:
-    """Validate or play the market file ``args.scenario`` (a ``run`` or ``validate`` namespace)."""
+    """Validate or play the market file ``args.scenario`` (a ``run`` or ``validate`` namespace); the
+    command line stops the forkserver on every way out (:func:`marketplace.runner.forkserver.forkserver_running`)."""
     from marketplace.market.spec import MarketError, check_worlds, describe, read_market
 
     unsupported = [flag for flag, given in (("--set", getattr(args, "overrides", None)), ("--sweep", getattr(args, "sweeps", None)),
@@ -19,24 +20,17 @@ def market_command(args: argparse.Namespace) -> int:
     if unsupported:
         print(f"marketplace {args.command}: {args.scenario} is a market file: {', '.join(unsupported)} applies to scenarios; "
               "change the market file instead (its `scenario:` section holds what every request starts from)", file=sys.stderr)
-        return _stop(EXIT_USAGE)
+        return EXIT_USAGE
     try:
         spec = read_market(args.scenario, seed=args.seed)
         check_worlds(spec)
     except MarketError as err:
         print(f"marketplace: bad market file: {err}", file=sys.stderr)
-        return _stop(EXIT_USAGE)
+        return EXIT_USAGE
     if args.command == "validate":
         print(describe(spec))
         return EXIT_OK
     return _play(args, spec)
-
-
-def _stop(code: int) -> int:
-    from marketplace.runner.forkserver import stop_forkserver
-
-    stop_forkserver()
-    return code
 
 
 def _play(args: argparse.Namespace, spec) -> int:
@@ -65,12 +59,10 @@ def _play(args: argparse.Namespace, spec) -> int:
                       progress=None if args.quiet else shown)
     except RunFolderError as err:
         print(f"marketplace run: --out: {err}", file=sys.stderr)
-        return _stop(EXIT_USAGE)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("marketplace: interrupted; every party process was stopped", file=sys.stderr)
-        return _stop(130)
-    finally:
-        _stop(EXIT_OK)
+        return 130
     if not args.quiet:
         print_tables(console, report.raw)
     print(f"{report.folder}/market.json, market.md, budget.png, quality.png")

@@ -23,6 +23,8 @@ import multiprocessing
 import multiprocessing.context
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 BLAS_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 # what every forked party would otherwise import on its own (scikit-learn is left out: only the
@@ -67,6 +69,20 @@ def forkserver_context() -> multiprocessing.context.BaseContext:
 
     forkserver.ensure_running()
     return ctx
+
+
+@contextmanager
+def forkserver_running(start: bool = True) -> Iterator[None]:
+    """The forkserver for the length of one command: started on entry when ``start`` (its imports
+    then run alongside the command's own: parsing, reading the scenario, building the world), and
+    stopped on every way out (:func:`stop_forkserver`), whatever the command did, so that a command
+    leaves no process behind. A run inside it forks its parties from this server."""
+    if start:
+        forkserver_context()
+    try:
+        yield
+    finally:
+        stop_forkserver()
 
 
 def stop_forkserver() -> None:

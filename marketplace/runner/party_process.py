@@ -1,251 +1,154 @@
-"""One party as its own OS process: build its role from the scenario, serve it over ZeroMQ, write
-its part of the report. This is what `marketplace curator|owner|consumer` runs (and what each
-container runs under docker-compose).
+"""Parties as OS processes: build their nodes from the scenario, serve them over ZeroMQ, write
+their part of the report. This is what `marketplace curator|owner|consumer|owners` runs (and what
+each container runs under docker-compose), and what every party the runner forks runs.
 
-Exit status: 0 the party finished its part; 3 the run failed for it (a peer was lost, the curator
-ended the run as failed, a timeout); 2 bad arguments or scenario; 1 an internal error.
+A process is a *host* of one or more nodes: a party alone (the curator binds, any other party
+connects), or an owner host serving many owners in one loop (:mod:`marketplace.transport.host`).
+
+Exit status: 0 every party finished its part; 3 the run failed for one of them (a peer was lost,
+the curator ended the run as failed, a timeout); 2 bad arguments or scenario; 1 an internal error.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import socket
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-
-from threadpoolctl import threadpool_limits
 
 from marketplace import plugins
 from marketplace.data.dataset import World
 from marketplace.data.own_files import ReadLimits
-from marketplace.parties import build_role, host_label, make_world, own_rows, party_ids, share_of, with_own_rows
-from marketplace.roles.lifetime import settle as settle_lifetime
+from marketplace.parties import (
+    host_label,
+    make_world,
+    own_rows,
+    party_ids,
+    share_of,
+    with_own_rows,
+)
 from marketplace.roles import CURATOR
 from marketplace.runner.identity import scenario_identity
-from marketplace.runner.party_reports import host_bundle, host_reports_path
-from marketplace.runner.scheduling import scheduling_policy
-from marketplace.privacy import noise as noise_keys
-from marketplace.scenario import Scenario, ScenarioConfig
-from marketplace.warm_imports import load_in_background
-from marketplace.transport.curve import CurveKeys
-from marketplace.transport.node import Node
+from marketplace.runner.json_files import write_json
+from marketplace.runner.links import check_own_keys, link_settings
+from marketplace.runner.nodes import build_node, default_run_id
+from marketplace.runner.party_reports import (
+    host_bundle,
+    host_reports_path,
+    party_report,
+)
+from marketplace.runner.scheduling import scheduling_policy, single_threaded_blas
+from marketplace.scenario import Scenario
 from marketplace.transport.host import serve_owners
-from marketplace.transport.zmq_driver import LinkSettings, scaled_heartbeats, serve_curator, serve_party
+from marketplace.transport.node import Node
+from marketplace.transport.zmq_driver import (
+    DriverStats,
+    LinkSettings,
+    serve_curator,
+    serve_party,
+)
+from marketplace.warm_imports import load_in_background
 
 log = logging.getLogger(__name__)
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_RUN_FAILED = 0, 1, 2, 3
 
 
-def single_threaded_blas():
-    """One BLAS thread per party. The marketplace's parallelism is one process per party; BLAS
-    threads on top of that fight over the cores, and an owner's bid (one matrix-vector product over
-    its rows) measured 10-40x slower with two OpenBLAS threads than with one on a 2-core machine."""
-    return threadpool_limits(limits=1)
+def run_host(scenario: Scenario, parties: list[str], *, endpoint: str, run_id: str | None,
+             report_to: str | Path | None, hosted: bool = False, endpoint_file: str | None = None,
+             shares: Mapping[str, World] | None = None, data_files: Mapping[str, str | Path] | None = None,
+             test_file: str | Path | None = None, limits: ReadLimits | None = None) -> int:
+    """Build the nodes of ``parties`` and serve them from this process until the run ends; returns
+    the process exit status (module docstring; 3 when the run failed for any of them, each
+    party's report says which).
 
+    ``hosted`` serves owners as an owner host (:func:`~marketplace.transport.host.serve_owners`),
+    whose reports go to one file, ``report_to/<first>..<last>.json``
+    (:mod:`marketplace.runner.party_reports`); otherwise ``parties`` is one party, served alone,
+    and ``report_to`` is its report file. ``None``: no report.
 
-def default_run_id(scenario: Scenario) -> str:
-    return f"{scenario.config.name}-seed{scenario.config.seed}"
-
-
-def link_settings(scenario: Scenario) -> LinkSettings:
-    t = scenario.config.transport
-    interval, timeout = scaled_heartbeats(t.heartbeat_interval_s, t.heartbeat_timeout_s, scenario.config.parties.owners + 2)
-    return LinkSettings(
-        heartbeat_interval_s=interval, heartbeat_timeout_s=timeout,
-        start_timeout_s=t.start_timeout_s, run_timeout_s=t.run_timeout_s, progress_timeout_s=t.progress_timeout_s,
-        max_message_bytes=t.max_message_bytes,
-        high_water_mark=t.high_water_mark, send_timeout_s=t.send_timeout_s, max_queued_frames=t.max_queued_frames,
-        refusal_budget=t.refusal_budget, quarantine_s=t.quarantine_s,
-        curve_keys=t.curve_keys if t.security == "curve" else None,
-    )
-
-
-def check_own_keys(scenario: Scenario, settings: LinkSettings, parties: list[str]) -> None:
-    """Under CURVE, each of ``parties`` must find its own key pair in the key folder: a missing
-    folder or key file fails here, before any work (ValueError, naming what to pass)."""
-    if scenario.config.transport.security != "curve":
-        return
-    if settings.curve_keys is None:
-        raise ValueError("CURVE is on (transport.security) but no key folder was given: pass --keys DIR "
-                         "(made by `marketplace keys generate DIR --owners K`) or --insecure for development")
-    for party in parties:
-        CurveKeys(Path(settings.curve_keys), party).own()
-
-
-def noise_origin(config: ScenarioConfig, party: str) -> noise_keys.NoiseOrigin:
-    """Where ``party``'s noise comes from under ``config.noise``, for a party started alone or by
-    the runner (which has resolved ``auto``): its key file in ``noise.keys`` or its CURVE key folder,
-    else a fresh key."""
-    folders = [config.noise.keys, config.transport.curve_keys]
-    return noise_keys.resolve(config.noise.source, party, folders, started_alone=True)
-
-
-def party_report(node: Node, *, role_name: str, wall_s: float, driver: dict[str, Any],
-                 scenario: Scenario | None = None, identity: dict[str, Any] | None = None) -> dict[str, Any]:
-    """This party's part of the run report. It names the run and the scenario (``scenario``, or its
-    :func:`scenario_identity` already computed: an owner host writes hundreds of reports), so that
-    ``marketplace assemble`` can refuse reports of another run."""
-    role = node.role
-    lifetime = settle_lifetime(role)
-    timing = node.timing() | {"io_s": driver.get("io_s", 0.0), "idle_s": driver.get("idle_s", 0.0), "wall_s": wall_s}
-    if identity is None and scenario is not None:
-        identity = scenario_identity(scenario)
-    return {
-        "id": node.party_id,
-        "run_id": node.run_id,
-        **({"scenario": identity} if identity is not None else {}),
-        "role": role_name,
-        "pid": os.getpid(),
-        "host": socket.gethostname(),
-        "status": "failed" if role.failure else "completed",
-        "failure": role.failure,
-        "result": role.result(),
-        **({"noise": role.noise} if role.noise is not None else {}),
-        **({"lifetime": lifetime} if lifetime is not None else {}),
-        "counters": node.counters.to_dict(),
-        "timing": timing,
-        "driver": driver,
-        "errors": node.errors[:100],
-        "errors_dropped": node.errors_dropped,
-        "refused_by_peer": node.error_summary()["by_peer"],
-        "errors_received": role.errors_received[:100],
-        "errors_received_dropped": role.errors_received_dropped,
-    }
-
-
-def write_json(path: str | Path, data: Any, *, indent: int | None = 2) -> None:
-    """Write ``data`` as JSON, whole: to a temporary file first, then renamed into place, so that a
-    reader waiting for the file never sees half of it. (``indent=None`` for large files read by
-    programs: the compact form is written by the C encoder, several times faster.)"""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=indent, default=_json_default))
-    os.replace(tmp, path)
-
-
-def _json_default(value: Any) -> Any:
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    raise TypeError(f"cannot write {type(value).__name__} to JSON")
-
-
-def run_party(scenario: Scenario, *, party: str, endpoint: str, report_path: str | None, run_id: str | None,
-              endpoint_file: str | None = None, data_file: str | None = None, share: World | None = None,
-              test_file: str | None = None, limits: ReadLimits | None = None) -> int:
-    """Build ``party``'s role and serve it until the run ends; returns the process exit status.
-
-    ``share`` is the party's part of the world when the launcher already has it; otherwise the
-    party rebuilds the world from the scenario and keeps only its own share. ``data_file`` (and the
-    consumer's ``test_file``) are the party's own rows (:func:`marketplace.parties.own_rows`), read
-    within ``limits`` and checked before anything is sent.
+    ``shares`` are the parties' parts of the world when the launcher already has them; otherwise
+    the world is rebuilt from the scenario and each party keeps only its own share. ``data_files``
+    (and the consumer's ``test_file``) are the parties' own rows (:func:`marketplace.parties.own_rows`),
+    all read within ``limits`` and checked before anything connects.
     """
     started = time.perf_counter()
     config = scenario.config
     settings = link_settings(scenario)
-    check_own_keys(scenario, settings, [party])
-    own = own_rows(config, party, data=data_file, test=test_file, limits=limits)
-    owner_data = own.get("owner")
-    protocol = plugins.exchange(config.protocol)  # resolved once for this party, and passed along
-    if share is None:
-        share = share_of(make_world(config, protocol), party)
-    share = with_own_rows(share, own)
-    role = build_role(config, party, world=share, owner_data=owner_data, noise=noise_origin(config, party),
-                      exchange=protocol)
-    load_in_background(role.warm_imports)  # after the role is built (see marketplace.warm_imports)
-    node = Node(role, run_id=run_id or default_run_id(scenario), max_message_bytes=config.transport.max_message_bytes,
-                parties=frozenset(party_ids(config)))
-    log.info("%s (pid %d) starting: %s", party, os.getpid(), endpoint)
-    try:
-        with single_threaded_blas():
-            if party == CURATOR:
-                stats = serve_curator(node, endpoint, settings, on_bound=lambda ep: _announce(ep, endpoint_file))
-            else:
-                stats = serve_party(node, endpoint, settings)
-    except Exception:  # report the crash, then exit with a clear status
-        role.fail("internal error: " + traceback.format_exc(limit=5))
-        log.exception("%s crashed", party)
-        if report_path:
-            write_json(report_path, party_report(node, role_name=role.role_name, wall_s=time.perf_counter() - started, driver={},
-                                                  scenario=scenario))
-        return EXIT_INTERNAL
-    report = party_report(node, role_name=role.role_name, wall_s=time.perf_counter() - started,
-                          driver=stats.to_dict() | {"scheduling": scheduling_policy()}, scenario=scenario)
-    if report_path:
-        write_json(report_path, report)
-        log.info("%s: report written to %s", party, report_path)
-    if role.failure:
-        log.error("%s: run failed: %s", party, role.failure)
-        return EXIT_RUN_FAILED
-    log.info("%s finished", party)
-    return EXIT_OK
-
-
-def run_owner_host(scenario: Scenario, *, owners: list[str], endpoint: str, report_dir: str | Path | None,
-                   run_id: str | None, shares: dict[str, World] | None = None,
-                   data_files: dict[str, Path] | None = None, limits: ReadLimits | None = None) -> int:
-    """Serve ``owners`` from this one process (an owner host, :mod:`marketplace.transport.host`)
-    until the run ends; the owners' reports go to one file, ``report_dir/<first>..<last>.json``
-    (:mod:`marketplace.runner.party_reports`).
-
-    ``data_files`` maps each hosted owner to its own file (:func:`marketplace.parties.own_rows`): all
-    of them are read and checked before any owner connects.
-
-    Exit status: 0 when every hosted owner finished its part, 3 when the run failed for any of
-    them (each owner's report says which), 1 an internal error.
-    """
-    started = time.perf_counter()
-    config = scenario.config
-    settings = link_settings(scenario)
-    check_own_keys(scenario, settings, owners)
-    own = {owner: own_rows(config, owner, data=(data_files or {}).get(owner), limits=limits).get("owner")
-           for owner in owners}
-    protocol = plugins.exchange(config.protocol)  # resolved once for the host's owners, and passed along
+    check_own_keys(scenario, settings, parties)
+    own = {party: own_rows(config, party, data=(data_files or {}).get(party), test=test_file, limits=limits)
+           for party in parties}
+    protocol = plugins.exchange(config.protocol)  # resolved once for every node, and passed along
     if shares is None:
         world = make_world(config, protocol)
-        shares = {owner: share_of(world, owner) for owner in owners}
+        shares = {party: share_of(world, party) for party in parties}
         del world
-    parties = frozenset(party_ids(config))  # one set for every hosted node
-    identity = scenario_identity(scenario)  # one for every hosted owner's report
+    ids = frozenset(party_ids(config))  # one set for every node
     rid = run_id or default_run_id(scenario)
-    nodes = [Node(build_role(config, owner, world=shares[owner], owner_data=own[owner], noise=noise_origin(config, owner),
-                             exchange=protocol), run_id=rid,
-                  max_message_bytes=config.transport.max_message_bytes, parties=parties) for owner in owners]
+    nodes = [build_node(config, party, world=with_own_rows(shares[party], own[party]), run_id=rid, exchange=protocol,
+                        owner_data=own[party].get("owner"), parties=ids) for party in parties]
+    # after the roles are built (see marketplace.warm_imports)
+    load_in_background(tuple(dict.fromkeys(name for node in nodes for name in node.role.warm_imports)))
+    identity = scenario_identity(scenario)  # one for every node's report
+    report_file = None if report_to is None else host_reports_path(report_to, parties) if hosted else Path(report_to)
 
-    def file_reports(wall_s: float, driver_of: Callable[[Node], dict[str, Any]]) -> None:
-        """Every hosted owner's report, in the host's one file (:mod:`marketplace.runner.party_reports`)."""
-        if report_dir is not None:
-            reports = [party_report(node, role_name=node.role.role_name, wall_s=wall_s, driver=driver_of(node), identity=identity)
-                       for node in nodes]
-            write_json(host_reports_path(report_dir, owners), host_bundle(owners, reports), indent=None)
+    def file_reports(driver_of: Any) -> None:
+        if report_file is None:
+            return
+        wall_s = time.perf_counter() - started
+        reports = [party_report(node, role_name=node.role.role_name, wall_s=wall_s, driver=driver_of(node),
+                                identity=identity) for node in nodes]
+        if hosted:
+            write_json(report_file, host_bundle(parties, reports), indent=None)
+        else:
+            write_json(report_file, reports[0])
 
-    log.info("owner host (pid %d) serving %d owners (%s..%s): %s", os.getpid(), len(owners), owners[0], owners[-1], endpoint)
+    if hosted:
+        log.info("owner host (pid %d) serving %d owners (%s..%s): %s", os.getpid(), len(parties), parties[0],
+                 parties[-1], endpoint)
+    else:
+        log.info("%s (pid %d) starting: %s", parties[0], os.getpid(), endpoint)
     try:
         with single_threaded_blas():
-            stats = serve_owners(nodes, endpoint, settings)
-    except Exception:
+            stats = _serve(nodes, endpoint, settings, hosted=hosted, endpoint_file=endpoint_file)
+    except Exception:  # report the crash, then exit with a clear status
         trace = traceback.format_exc(limit=5)
-        log.exception("owner host crashed")
+        log.exception("owner host crashed" if hosted else f"{parties[0]} crashed")
         for node in nodes:
-            if not node.role.failure:
-                node.role.fail("internal error in its owner host: " + trace)
-        file_reports(time.perf_counter() - started, lambda node: {})
+            node.role.fail(("internal error in its owner host: " if hosted else "internal error: ") + trace)
+        file_reports(lambda node: {})
         return EXIT_INTERNAL
-    wall = time.perf_counter() - started
-    failed = [node.party_id for node in nodes if node.role.failure]
     policy = scheduling_policy()
-    file_reports(wall, lambda node: stats[node.party_id].to_dict() | {"hosted_with": len(nodes), "scheduling": policy})
-    if failed:
-        log.error("run failed for %d of %d hosted owners (%s)", len(failed), len(nodes), ", ".join(failed[:10]))
-        return EXIT_RUN_FAILED
-    log.info("owner host finished: %d owners", len(nodes))
-    return EXIT_OK
+    hosted_with = {"hosted_with": len(nodes)} if hosted else {}
+    file_reports(lambda node: stats[node.party_id].to_dict() | hosted_with | {"scheduling": policy})
+    failed = [node for node in nodes if node.role.failure]
+    if not hosted:
+        if report_file is not None:
+            log.info("%s: report written to %s", parties[0], report_file)
+        if failed:
+            log.error("%s: run failed: %s", parties[0], failed[0].role.failure)
+        else:
+            log.info("%s finished", parties[0])
+    elif failed:
+        log.error("run failed for %d of %d hosted owners (%s)", len(failed), len(nodes),
+                  ", ".join(node.party_id for node in failed[:10]))
+    else:
+        log.info("owner host finished: %d owners", len(nodes))
+    return EXIT_RUN_FAILED if failed else EXIT_OK
+
+
+def _serve(nodes: list[Node], endpoint: str, settings: LinkSettings, *, hosted: bool,
+           endpoint_file: str | None) -> dict[str, DriverStats]:
+    """Serve ``nodes`` to the end; each one's driver statistics by party id."""
+    if hosted:
+        return serve_owners(nodes, endpoint, settings)
+    (node,) = nodes
+    if node.party_id == CURATOR:
+        return {CURATOR: serve_curator(node, endpoint, settings, on_bound=lambda ep: _announce(ep, endpoint_file))}
+    return {node.party_id: serve_party(node, endpoint, settings)}
 
 
 def _announce(endpoint: str, endpoint_file: str | None) -> None:
@@ -257,25 +160,16 @@ def _announce(endpoint: str, endpoint_file: str | None) -> None:
         os.replace(tmp, endpoint_file)
 
 
-def forked_party_main(scenario: Scenario, party: str, share: World, endpoint: str, report_path: str, run_id: str,
-                      endpoint_file: str | None, log_path: str) -> None:
-    """Entry point of a party forked by the runner's forkserver (modules already imported, the
-    party's share handed over): the same party as `marketplace <role>`, minus the start-up cost."""
+def forked_main(scenario: Scenario, parties: list[str], shares: dict[str, World], endpoint: str, report_to: str,
+                run_id: str, endpoint_file: str | None, log_path: str, hosted: bool) -> None:
+    """Entry point of a party or an owner host forked by the runner's forkserver (modules already
+    imported, the parties' shares handed over): the same as `marketplace <role>` or `marketplace
+    owners`, minus the start-up cost."""
     import sys
 
-    _child_setup(log_path, party)
-    sys.exit(run_party(scenario, party=party, endpoint=endpoint, report_path=report_path, run_id=run_id,
-                       endpoint_file=endpoint_file, share=share))
-
-
-def forked_host_main(scenario: Scenario, owners: list[str], shares: dict[str, World], endpoint: str, report_dir: str,
-                     run_id: str, log_path: str) -> None:
-    """Entry point of an owner host forked by the runner's forkserver (see :func:`forked_party_main`)."""
-    import sys
-
-    _child_setup(log_path, host_label(owners))
-    sys.exit(run_owner_host(scenario, owners=owners, endpoint=endpoint, report_dir=report_dir, run_id=run_id,
-                            shares=shares))
+    _child_setup(log_path, host_label(parties))
+    sys.exit(run_host(scenario, parties, endpoint=endpoint, report_to=report_to, run_id=run_id, hosted=hosted,
+                      endpoint_file=endpoint_file, shares=shares))
 
 
 def _child_setup(log_path: str, label: str) -> None:
@@ -289,4 +183,5 @@ def _child_setup(log_path: str, label: str) -> None:
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
-    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {label} %(levelname)s %(message)s", stream=sys.stderr, force=True)
+    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {label} %(levelname)s %(message)s", stream=sys.stderr,
+                        force=True)

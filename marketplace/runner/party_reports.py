@@ -16,12 +16,52 @@ the owners were grouped into processes.
 from __future__ import annotations
 
 import json
+import os
+import socket
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from marketplace.parties import host_label
-from marketplace.runner.identity import ReportMismatch
+from marketplace.roles.lifetime import settle as settle_lifetime
+from marketplace.runner.identity import ReportMismatch, scenario_identity
+
+if TYPE_CHECKING:
+    from marketplace.scenario import Scenario
+    from marketplace.transport.node import Node
+
+
+def party_report(node: Node, *, role_name: str, wall_s: float, driver: dict[str, Any],
+                 scenario: Scenario | None = None, identity: dict[str, Any] | None = None) -> dict[str, Any]:
+    """This party's part of the run report. It names the run and the scenario (``scenario``, or its
+    :func:`scenario_identity` already computed: an owner host writes hundreds of reports), so that
+    ``marketplace assemble`` can refuse reports of another run."""
+    role = node.role
+    lifetime = settle_lifetime(role)
+    timing = node.timing() | {"io_s": driver.get("io_s", 0.0), "idle_s": driver.get("idle_s", 0.0), "wall_s": wall_s}
+    if identity is None and scenario is not None:
+        identity = scenario_identity(scenario)
+    return {
+        "id": node.party_id,
+        "run_id": node.run_id,
+        **({"scenario": identity} if identity is not None else {}),
+        "role": role_name,
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "status": "failed" if role.failure else "completed",
+        "failure": role.failure,
+        "result": role.result(),
+        **({"noise": role.noise} if role.noise is not None else {}),
+        **({"lifetime": lifetime} if lifetime is not None else {}),
+        "counters": node.counters.to_dict(),
+        "timing": timing,
+        "driver": driver,
+        "errors": node.errors[:100],
+        "errors_dropped": node.errors_dropped,
+        "refused_by_peer": node.error_summary()["by_peer"],
+        "errors_received": role.errors_received[:100],
+        "errors_received_dropped": role.errors_received_dropped,
+    }
 
 
 def host_reports_path(report_dir: str | Path, owners: list[str]) -> Path:

@@ -25,7 +25,6 @@ import os
 import re
 import resource
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,9 +32,12 @@ from pathlib import Path
 from typing import Literal
 
 from marketplace.data.dataset import World
+from marketplace.messages.errors import cut
 from marketplace.parties import host_label, party_ids, role_of, share_of
 from marketplace.roles import CURATOR
+from marketplace.runner.command_line import party_command
 from marketplace.runner.forkserver import BLAS_ENV, forkserver_context
+from marketplace.runner.links import link_settings
 from marketplace.runner.scheduling import start_as_party
 from marketplace.scenario import Scenario
 from marketplace.transport.host import FILES_PER_OWNER, HOST_SPARE_FILES
@@ -134,19 +136,6 @@ class ProcessRun:
     curator had already excluded as a dropout (a hung owner) does not fail the run."""
 
 
-def _command(role: str, party: str, scenario_path: Path, endpoint: str, report: Path, run_id: str) -> list[str]:
-    cmd = [sys.executable, "-m", "marketplace", role, "--scenario", str(scenario_path), "--endpoint", endpoint,
-           "--report", str(report), "--run-id", run_id]
-    if role == "owner":
-        cmd += ["--id", party]
-    return cmd
-
-
-def _host_command(owners: list[str], scenario_path: Path, endpoint: str, report_dir: Path, run_id: str) -> list[str]:
-    return [sys.executable, "-m", "marketplace", "owners", "--ids", ",".join(owners), "--scenario", str(scenario_path),
-            "--endpoint", endpoint, "--report-dir", str(report_dir), "--run-id", run_id]
-
-
 def _spawn(cmd: list[str], party: str, log_dir: Path, parties: list[str] | None = None) -> Child:
     log_path = log_dir / f"{party}.log"
     env = dict(os.environ, PYTHONUNBUFFERED="1")
@@ -158,40 +147,30 @@ def _spawn(cmd: list[str], party: str, log_dir: Path, parties: list[str] | None 
     return Child(party, proc, log_path, parties=list(parties or ()))
 
 
-def _fork(scenario: Scenario, party: str, share: World, endpoint: str, report: Path, run_id: str,
-          log_dir: Path, endpoint_file: Path | None = None) -> Child:
-    from marketplace.runner.party_process import forked_party_main
+def _fork(scenario: Scenario, parties: list[str], shares: dict[str, World], endpoint: str, report_to: Path,
+          run_id: str, log_dir: Path, *, hosted: bool = False, endpoint_file: Path | None = None) -> Child:
+    """A party (or, ``hosted``, an owner host) forked from the forkserver and handed its shares."""
+    from marketplace.runner.party_process import forked_main
 
-    log_path = log_dir / f"{party}.log"
-    process = forkserver_context().Process(
-        target=forked_party_main, name=party,
-        args=(scenario, party, share, endpoint, str(report), run_id, str(endpoint_file) if endpoint_file else None, str(log_path)),
-    )
-    process.start()
-    return Child(party, _ForkedProcess(process), log_path)
-
-
-def _fork_host(scenario: Scenario, owners: list[str], shares: dict[str, World], endpoint: str, report_dir: Path,
-               run_id: str, log_dir: Path) -> Child:
-    from marketplace.runner.party_process import forked_host_main
-
-    label = host_label(owners)
+    label = host_label(parties)
     log_path = log_dir / f"{label}.log"
     process = forkserver_context().Process(
-        target=forked_host_main, name=label,
-        args=(scenario, owners, shares, endpoint, str(report_dir), run_id, str(log_path)),
+        target=forked_main, name=label,
+        args=(scenario, parties, shares, endpoint, str(report_to), run_id, str(endpoint_file) if endpoint_file else None,
+              str(log_path), hosted),
     )
     process.start()
-    return Child(label, _ForkedProcess(process), log_path, parties=list(owners))
+    return Child(label, _ForkedProcess(process), log_path, parties=list(parties))
 
 
-def last_line(path: Path) -> str:
-    """The last non-empty line of a party's log (the best one-line account of how it ended)."""
+def last_line(path: Path, limit: int = 300) -> str:
+    """The last non-empty line of a party's log (the best one-line account of how it ended), cut to
+    ``limit`` characters; empty when there is no log or nothing in it."""
     try:
         lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
     except OSError:
         return ""
-    return lines[-1][-300:] if lines else ""
+    return cut(lines[-1], limit) if lines else ""
 
 
 def run_processes(scenario: Scenario, scenario_path: Path, out_dir: Path, run_id: str,
@@ -213,10 +192,11 @@ def run_processes(scenario: Scenario, scenario_path: Path, out_dir: Path, run_id
         def start(party: str, endpoint: str, **extra) -> Child:
             report = report_dir / f"{party}.json"
             if launch == "forkserver":
-                return _fork(scenario, party, share_of(world, party), endpoint, report, run_id, log_dir, **extra)
-            cmd = _command(role_of(party), party, scenario_path, endpoint, report, run_id)
-            if extra.get("endpoint_file"):
-                cmd += ["--endpoint-file", str(extra["endpoint_file"])]
+                return _fork(scenario, [party], {party: share_of(world, party)}, endpoint, report, run_id, log_dir,
+                             **extra)
+            role = role_of(party)
+            cmd = party_command(role, scenario=scenario_path, endpoint=endpoint, report=report, run_id=run_id,
+                                id=party if role == "owner" else None, endpoint_file=extra.get("endpoint_file"))
             return _spawn(cmd, party, log_dir)
 
         if launch == "forkserver" and world is None:
@@ -234,13 +214,12 @@ def run_processes(scenario: Scenario, scenario_path: Path, out_dir: Path, run_id
             if len(group) == 1:
                 run.children.append(start(group[0], endpoint))
             elif launch == "forkserver":
-                run.children.append(_fork_host(scenario, group, {o: share_of(world, o) for o in group}, endpoint,
-                                               report_dir, run_id, log_dir))
+                run.children.append(_fork(scenario, group, {o: share_of(world, o) for o in group}, endpoint,
+                                          report_dir, run_id, log_dir, hosted=True))
             else:
-                run.children.append(_spawn(_host_command(group, scenario_path, endpoint, report_dir, run_id), host_label(group),
-                                           log_dir, parties=group))
-        from marketplace.runner.party_process import link_settings
-
+                cmd = party_command("owners", ids=",".join(group), scenario=scenario_path, endpoint=endpoint,
+                                    report_dir=report_dir, run_id=run_id)
+                run.children.append(_spawn(cmd, host_label(group), log_dir, parties=group))
         _watch(run, curator, deadline=time.monotonic() + t.run_timeout_s + t.start_timeout_s,
                grace_s=link_settings(scenario).heartbeat_timeout_s + 5.0,  # the parties' own, stretched with K
                finish_s=t.finish_timeout_s,

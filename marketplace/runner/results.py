@@ -30,9 +30,9 @@ def common_keys() -> frozenset[str]:
 
 def _plain(report: dict[str, Any]) -> dict[str, Any]:
     """``report`` as ``report.json`` holds it (numpy values as JSON numbers and lists)."""
-    from marketplace.runner.party_process import _json_default
+    from marketplace.runner.json_files import json_default
 
-    return json.loads(json.dumps(report, default=_json_default))
+    return json.loads(json.dumps(report, default=json_default))
 
 
 def report_path(path: str | Path) -> Path:
@@ -71,7 +71,7 @@ class Report:
     def save(self, path: str | Path) -> Path:
         """Write the report as ``report.json`` exactly as the runner writes it (same function, same
         bytes). ``path`` is a file, or a folder to write ``report.json`` into; returns the file."""
-        from marketplace.runner.party_process import write_json
+        from marketplace.runner.json_files import write_json
 
         p = Path(path)
         file = p / REPORT_FILE if p.is_dir() or not p.suffix else p

@@ -15,15 +15,17 @@ from typing import Any, Literal
 
 from marketplace import __version__
 from marketplace.messages import PROTOCOL_VERSION
-from marketplace.parties import build_role, make_world, party_ids, role_of
+from marketplace.parties import make_world, party_ids, role_of
 from marketplace.privacy import noise as noise_keys
 from marketplace.roles import CURATOR
 from marketplace.runner.absent import REFERENCES_ABSENT, absent, why_absent
 from marketplace.runner.blame import failure_lines
 from marketplace.runner.identity import check_reports
-from marketplace.runner.party_process import (EXIT_OK, EXIT_RUN_FAILED, default_run_id, noise_origin, party_report,
-                                              single_threaded_blas, write_json)
-from marketplace.runner.party_reports import find_party_reports, read_reports
+from marketplace.runner.json_files import write_json
+from marketplace.runner.nodes import build_node, default_run_id
+from marketplace.runner.party_process import EXIT_OK, EXIT_RUN_FAILED
+from marketplace.runner.party_reports import find_party_reports, party_report, read_reports
+from marketplace.runner.scheduling import single_threaded_blas
 from marketplace.data import world_summary
 from marketplace.runner.forkserver import forkserver_context
 from marketplace.runner.history import empty_history, history_section, write_history_files
@@ -34,7 +36,6 @@ from marketplace.runner.per_owner import owner_section
 from marketplace.runner.report import message_summary, timing_summary, write_messages_csv
 from marketplace.scenario import Scenario, ScenarioError
 from marketplace.transport.inprocess import StalledRun, run_inprocess
-from marketplace.transport.node import Node
 from marketplace.plugins import exchange
 
 log = logging.getLogger(__name__)
@@ -115,17 +116,36 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, driver: Driver = "p
     run moves on to work that has no rounds (the evaluation and the baselines, which can take a
     minute after the last round).
 
-    Raises :class:`RunFolderError` if ``out_dir`` is a file or already holds files, and
-    :class:`ScenarioError` if the data cannot be built as described (both before anything starts).
-    Returns the report; its ``status`` says whether the run completed.
+    Raises :class:`RunFolderError` if ``out_dir`` is a file or already holds files, ValueError for
+    an unknown ``driver`` or ``launch``, and :class:`ScenarioError` if the data cannot be built as
+    described (all before anything starts). Returns the report; its ``status`` says whether the run
+    completed.
     """
+    check_driver(driver, launch)
+    return run_in_folder(scenario, check_run_folder(out_dir), driver=driver, launch=launch, on_round=on_round,
+                         on_phase=on_phase)
+
+
+def check_driver(driver: str, launch: str) -> None:
+    """ValueError unless ``driver`` and ``launch`` name a driver and a way to start parties."""
+    if driver not in ("processes", "inprocess"):
+        raise ValueError(f"driver: expected 'processes' or 'inprocess', got {driver!r}")
+    if launch not in ("forkserver", "exec"):
+        raise ValueError(f"launch: expected 'forkserver' or 'exec', got {launch!r}")
+
+
+def run_in_folder(scenario: Scenario, out: Path, *, driver: Driver = "processes", launch: Launch = "forkserver",
+                  on_round: Callable[[int, int], None] | None = None,
+                  on_phase: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """:func:`run_scenario` in ``out``, a new or empty folder, with ``driver`` and ``launch`` both
+    already checked (:func:`check_run_folder`, :func:`check_driver`): for callers that check them
+    before they start the run (a run in the background, a sweep)."""
     config = scenario.config
     if config.data.schema_only:
         raise ScenarioError(scenario.source, "data.schema", "a marketplace described by its public schema holds no rows "
                             "to simulate: serve it (`marketplace serve`), each owner bringing its own file to `marketplace "
                             "agent --data` and each consumer its target to `marketplace request --data`; `marketplace "
                             "run` simulates a dataset (data.source)")
-    out = check_run_folder(out_dir)
     protocol = exchange(config.protocol)  # resolved once for the run, and passed along
     if driver == "processes" and launch == "forkserver":
         forkserver_context()  # imports its libraries while we build the world
@@ -141,11 +161,9 @@ def run_scenario(scenario: Scenario, out_dir: str | Path, *, driver: Driver = "p
     started = time.perf_counter()
     if driver == "inprocess":
         parties, failure, extra_transport = _run_inprocess(scenario, world, run_id, on_round, protocol)
-    elif driver == "processes":
+    else:
         parties, failure = _run_processes(scenario, resolved, out, run_id, on_round, launch, world)
         extra_transport = 0.0
-    else:
-        raise ValueError(f"unknown driver {driver!r}: use 'processes' or 'inprocess'")
     wall_s = time.perf_counter() - started
     if on_phase is not None:
         on_phase(evaluation_phase(config))
@@ -209,8 +227,7 @@ def _run_inprocess(scenario: Scenario, world, run_id: str, on_round,
                    protocol: ModuleType) -> tuple[list[dict[str, Any]], str | None, float]:
     config = scenario.config
     parties = frozenset(party_ids(config))
-    nodes = [Node(build_role(config, p, world=world, noise=noise_origin(config, p), exchange=protocol), run_id=run_id,
-                  max_message_bytes=config.transport.max_message_bytes, parties=parties) for p in party_ids(config)]
+    nodes = [build_node(config, p, world=world, run_id=run_id, exchange=protocol, parties=parties) for p in party_ids(config)]
     curator = nodes[0].role
     shown = {"rounds": 0}
 

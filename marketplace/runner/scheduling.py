@@ -56,3 +56,12 @@ def start_as_party() -> None:
     except OSError:  # not Linux: the runner's own cleanup still applies
         pass
     batch_scheduling()
+
+
+def single_threaded_blas():
+    """One BLAS thread per party. The marketplace's parallelism is one process per party; BLAS
+    threads on top of that fight over the cores, and an owner's bid (one matrix-vector product over
+    its rows) measured 10-40x slower with two OpenBLAS threads than with one on a 2-core machine."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1)

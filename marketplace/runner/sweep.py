@@ -138,14 +138,17 @@ def _figure(value: Any) -> str:
 def run_sweep(points: list[SweepPoint], out: str | Path, *, driver: str = "inprocess", launch: str = "forkserver",
               on_run: Callable[[SweepPoint, dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
     """Run every point (in order), write ``runs.csv`` and ``summary.csv`` (and ``sweep.png`` when a
-    numeric key is swept) under ``out``; returns the per-run rows."""
-    from marketplace.runner.run import check_run_folder, run_scenario
+    numeric key is swept) under ``out``; returns the per-run rows. ``out`` must be new or empty
+    (:class:`~marketplace.runner.run.RunFolderError`), and ``driver`` and ``launch`` valid (ValueError),
+    both checked here once, before the first run."""
+    from marketplace.runner.run import check_driver, check_run_folder, run_in_folder
 
+    check_driver(driver, launch)
     out = check_run_folder(out)
     out.mkdir(parents=True, exist_ok=True)
     rows = []
-    for point in points:
-        report = run_scenario(point.scenario, run_folder(out, point), driver=driver, launch=launch)
+    for point in points:  # each run in a new folder of its own under out
+        report = run_in_folder(point.scenario, run_folder(out, point), driver=driver, launch=launch)
         rows.append(row_of(point, report))
         write_csv(out / "runs.csv", rows)  # rewritten after every run: an interrupted sweep keeps what it did
         if on_run is not None:

@@ -19,7 +19,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -28,6 +27,7 @@ import zmq
 
 from marketplace.data.own_files import ReadLimits
 from marketplace.parties import owner_number
+from marketplace.runner.command_line import party_command
 from marketplace.runner.party_reports import read_reports
 from marketplace.service import control
 from marketplace.service.keys import SERVER, load_pair, load_public, write_public
@@ -167,14 +167,14 @@ class OwnerAgent:
         write_public(keys / "curator.key", first.curator_key)
         self.ledgers.mkdir(parents=True, exist_ok=True, mode=0o700)
         log_file = open(folder / "owners.log", "w")  # noqa: SIM115 - the child writes it
-        common = ["--scenario", str(folder / "scenario.yaml"), "--endpoint", first.endpoint, "--keys", str(keys),
-                  "--run-id", session, "--set", f"lifetime.ledgers={self.ledgers.resolve()}"]
-        command = ["owners", *common, "--ids", ",".join(ids), "--report-dir", str(folder / "parties")]
         own = {owner: self.data[owner] for owner in ids if owner in self.data}
-        if own:  # each owner's own rows, read by the owners themselves within the same limits
-            command += ["--data", ",".join(f"{owner}={path}" for owner, path in own.items()), *self.limits.arguments()]
-        proc = subprocess.Popen([sys.executable, "-m", "marketplace", *command], stdout=log_file,
-                                stderr=subprocess.STDOUT, cwd=folder)
+        # each owner's own rows, read by the owners themselves within the same limits
+        command = party_command("owners", scenario=folder / "scenario.yaml", endpoint=first.endpoint, keys=keys,
+                                run_id=session, sets=[f"lifetime.ledgers={self.ledgers.resolve()}"], ids=",".join(ids),
+                                report_dir=folder / "parties",
+                                data=",".join(f"{owner}={path}" for owner, path in own.items()) if own else None,
+                                extra=self.limits.arguments() if own else ())
+        proc = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, cwd=folder)
         log_file.close()
         log.info("session %s: %d owners joining", session, len(ids))
         return session, proc, ids, time.monotonic()

@@ -54,8 +54,13 @@ class Marketplace:
 
     def stop(self, timeout: float | None = 120.0) -> int:
         """Stop as SIGTERM does and wait for it; returns the exit status."""
-        self._server.stop()
+        self.stop_soon()
         return self.wait(timeout)
+
+    def stop_soon(self) -> None:
+        """Ask the marketplace to stop as SIGTERM does, without waiting (safe in a signal handler):
+        queued requests are refused, the running session finishes; :meth:`wait` for the end."""
+        self._server.stop()
 
     def wait(self, timeout: float | None = None) -> int:
         self._thread.join(timeout)

@@ -6,6 +6,7 @@ import argparse
 import logging
 import signal
 import sys
+import threading
 from pathlib import Path
 
 from marketplace.data.own_files import ReadLimits
@@ -85,7 +86,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     req.add_argument("scenario", help="the request: a scenario file (protocol, its settings, data.consumer)")
     req.add_argument("--market", required=True, metavar="tcp://HOST:PORT")
     req.add_argument("--keys", required=True, metavar="DIR", help="this consumer's kit")
-    req.add_argument("--out", metavar="DIR", help="output folder (default: runs/<scenario name>-request-<time>)")
+    req.add_argument("--out", metavar="DIR", help="output folder, new or empty (default: runs/<scenario name>-request-<time>)")
     req.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
     req.add_argument("--wait", type=float, default=3600.0, metavar="SECONDS", help="give up after this long (queue included)")
     req.add_argument("--data", metavar="TARGET.csv", help="your own target D_v (CSV or .npz), for a marketplace described by "
@@ -105,10 +106,12 @@ def _logging(level: str) -> None:
 
 
 def serve_command(args: argparse.Namespace) -> int:
+    """``marketplace serve``: :func:`marketplace.serve` (or, with ``--init``, the keys and kits
+    alone), served until SIGTERM or Ctrl-C."""
     from marketplace.api import load
     from marketplace.scenario import ScenarioError
+    from marketplace.service.api import serve
     from marketplace.service.keys import check_consumer_name
-    from marketplace.service.server import MarketServer, ServeOptions
 
     _logging(args.log_level)
     try:
@@ -119,20 +122,33 @@ def serve_command(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if args.init:
         return _init(args, market, consumers)
-    options = ServeOptions(state=Path(args.state), endpoint=args.endpoint, session_port=args.session_port,
-                           advertise=args.advertise, consumers=consumers, start_owners=not args.no_owners,
-                           owners_per_process=args.owners_per_process,
-                           owner_data=Path(args.owner_data).resolve() if args.owner_data else None)
+    from marketplace.service.server import ServeOptionsError
+
+    stopping = threading.Event()  # SIGTERM or Ctrl-C, even while the marketplace is still starting
+    served = None
+
+    def stop(*_: object) -> None:
+        stopping.set()
+        if served is not None:
+            served.stop_soon()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, stop)
     try:
-        server = MarketServer(market, options)
-    except ValueError as err:
+        served = serve(market, args.state, endpoint=args.endpoint, consumers=consumers, start_owners=not args.no_owners,
+                       session_port=args.session_port, advertise=args.advertise,
+                       owners_per_process=args.owners_per_process, owner_data=args.owner_data)
+    except ServeOptionsError as err:
         print(f"marketplace serve: {err}", file=sys.stderr)
         return EXIT_USAGE
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: server.stop())
-    try:
-        return server.run()
     except Exception as err:  # noqa: BLE001 - a bind that fails, a key that cannot be read
+        print(f"marketplace serve: {type(err).__name__}: {err}", file=sys.stderr)
+        return EXIT_INTERNAL
+    if stopping.is_set():
+        served.stop_soon()
+    try:
+        return served.wait()
+    except Exception as err:  # noqa: BLE001 - the server failed while serving
         print(f"marketplace serve: {type(err).__name__}: {err}", file=sys.stderr)
         return EXIT_INTERNAL
 
@@ -191,34 +207,39 @@ def agent_command(args: argparse.Namespace) -> int:
 
 
 def request_command(args: argparse.Namespace) -> int:
+    """``marketplace request``: :func:`marketplace.request`, its report shown (and its files given
+    to the owner of ``--chown-like``). ``--out`` must be new or empty, as for ``marketplace run``."""
     from marketplace.api import load
-    from marketplace.scenario import ScenarioError
     from marketplace.data.own_files import OwnDataError
-    from marketplace.service.client import OwnTarget, RequestFailed, RequestRefused, request
+    from marketplace.runner.run import RunFolderError, default_run_folder
+    from marketplace.scenario import ScenarioError
+    from marketplace.service.api import request
+    from marketplace.service.client import RequestFailed, RequestRefused
 
     try:
         scenario = load(args.scenario, sets=args.overrides)
     except ScenarioError as err:
         print(f"marketplace request: bad scenario: {err}", file=sys.stderr)
         return EXIT_USAGE
-    from marketplace.runner.run import default_run_folder
-
     out = Path(args.out) if args.out else default_run_folder(scenario.config.name, "request")
     say = (lambda text: None) if args.quiet else (lambda text: print(f"marketplace request: {text}", file=sys.stderr))
     if args.test and not args.data:
         print("marketplace request: --test needs --data (your target D_v) too", file=sys.stderr)
         return EXIT_USAGE
-    own = OwnTarget(Path(args.data), Path(args.test) if args.test else None, ReadLimits.from_args(args)) if args.data else None
     try:
-        result = request(scenario.dump_yaml(), market=args.market, keys=Path(args.keys), out=out, wait_s=args.wait,
-                         on_event=say, own=own, market_file=Path(args.schema) if args.schema else None)
+        result = request(scenario, market=args.market, keys=args.keys, out=out, wait_s=args.wait, check=False,
+                         on_event=say, data=args.data, test=args.test, schema=args.schema,
+                         limits=ReadLimits.from_args(args) if args.data else None)
+    except RunFolderError as err:
+        print(f"marketplace request: --out: {err}", file=sys.stderr)
+        return EXIT_USAGE
     except (RequestRefused, OwnDataError) as err:
         print(f"marketplace request: {err}", file=sys.stderr)
         return EXIT_USAGE
     except (RequestFailed, OSError, ValueError) as err:
         print(f"marketplace request: {err}", file=sys.stderr)
         return EXIT_RUN_FAILED
-    report = result.report
+    report = result.raw
     if args.chown_like:
         from marketplace.provision import chown_like
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ import zmq
 from zmq.utils.monitor import recv_monitor_message
 
 from marketplace.data.own_files import ReadLimits
+from marketplace.runner.command_line import party_command
 from marketplace.service import control
 from marketplace.service.keys import SERVER, find_own_key, load_pair, load_public, write_public
 
@@ -140,7 +140,7 @@ def request(scenario_text: str, *, market: str, keys: Path, out: Path, wait_s: f
 def _write_run_files(report: dict[str, Any], out: Path) -> None:
     """``report.json`` (as the runner writes it), and for a full report ``messages.csv`` and the
     history files, as in any run folder."""
-    from marketplace.runner.party_process import write_json
+    from marketplace.runner.json_files import write_json
 
     if "protocol" not in report:  # not a run report: the session ended before one could be assembled
         write_json(out / "failure.json", report)
@@ -191,8 +191,8 @@ def _run_consumer(ready: control.SessionReady, secret_path: Path, out: Path, own
     (out / "scenario.yaml").write_text(ready.scenario)
     report = out / "parties" / "consumer.json"
     with open(out / "consumer.log", "w") as log_file:
-        subprocess.run([sys.executable, "-m", "marketplace", "consumer", "--scenario", str(out / "scenario.yaml"),
-                        "--endpoint", ready.endpoint, "--keys", str(keys), "--run-id", ready.session,
-                        "--report", str(report), *(own.arguments() if own is not None else [])], stdout=log_file, stderr=subprocess.STDOUT, cwd=out, check=False)
+        command = party_command("consumer", scenario=out / "scenario.yaml", endpoint=ready.endpoint, keys=keys,
+                                run_id=ready.session, report=report, extra=own.arguments() if own is not None else ())
+        subprocess.run(command, stdout=log_file, stderr=subprocess.STDOUT, cwd=out, check=False)
     shutil.rmtree(keys, ignore_errors=True)  # a copy of our secret key: not left behind
     return report.read_bytes() if report.exists() else None

@@ -32,7 +32,6 @@ import logging
 import os
 import shutil
 import subprocess
-import sys
 import threading
 import time
 from collections import deque
@@ -44,6 +43,8 @@ import zmq
 import zmq.auth
 
 from marketplace.messages.errors import cut
+from marketplace.runner.command_line import party_command
+from marketplace.runner.processes import last_line
 from marketplace.runner.run import prepare_world
 from marketplace.scenario import Scenario, ScenarioError
 from marketplace.service import control
@@ -59,6 +60,10 @@ MAX_QUEUED = 1024
 OWNER_ABSENT_S = 10.0
 """An owner whose agent sent nothing for this long is not invited to the next session."""
 POLL_MS = 200
+
+
+class ServeOptionsError(ValueError):
+    """Options that cannot serve this marketplace (the owners' data, say): nothing was started."""
 
 
 @dataclass
@@ -132,12 +137,12 @@ class MarketServer:
         data = market.config.data
         if options.owner_data is not None:
             if not data.schema_only:
-                raise ValueError("--owner-data gives owners their own files, for a marketplace described by its public "
+                raise ServeOptionsError("--owner-data gives owners their own files, for a marketplace described by its public "
                                  "schema (data.schema); this one simulates its owners' rows from data.source")
             if not Path(options.owner_data).is_dir():
-                raise ValueError(f"--owner-data {options.owner_data}: expected a folder of <owner>.csv files")
+                raise ServeOptionsError(f"--owner-data {options.owner_data}: expected a folder of <owner>.csv files")
         elif data.schema_only and options.start_owners:
-            raise ValueError("this marketplace is described by its public schema (data.schema): its owners bring their "
+            raise ServeOptionsError("this marketplace is described by its public schema (data.schema): its owners bring their "
                              "own rows. Give the agents serve starts a folder of <owner>.csv files (--owner-data DIR), "
                              "or start none (--no-owners) and run `marketplace agent --data` on each owner's machine")
 
@@ -307,7 +312,7 @@ class MarketServer:
                 self._invite(sock, s)
             elif s.curator.poll() is not None:
                 self._finish(sock, s, failure=f"the session's curator exited ({s.curator.returncode}) before listening: "
-                                              f"{_last_line(s.folder / 'curator.log')}")
+                                              f"{last_line(s.folder / 'curator.log', 500) or '(no log, or an empty one)'}")
             return
         if s.state == "running" and s.curator.poll() is not None:
             s.state, s.deadline = "collecting", time.monotonic() + self.options.collect_s
@@ -343,9 +348,9 @@ class MarketServer:
         (s.folder / "parties").mkdir(mode=0o700)
         log_file = open(s.folder / "curator.log", "w")  # noqa: SIM115 - the child writes it
         s.curator = subprocess.Popen(
-            [sys.executable, "-m", "marketplace", "curator", "--scenario", str(s.folder / "scenario.yaml"),
-             "--endpoint", f"tcp://{host}:{port}", "--endpoint-file", str(s.folder / "endpoint"),
-             "--keys", str(keys), "--run-id", s.id, "--report", str(s.folder / "parties" / "curator.json")],
+            party_command("curator", scenario=s.folder / "scenario.yaml", endpoint=f"tcp://{host}:{port}",
+                          endpoint_file=s.folder / "endpoint", keys=keys, run_id=s.id,
+                          report=s.folder / "parties" / "curator.json"),
             stdout=log_file, stderr=subprocess.STDOUT, cwd=s.folder)
         log_file.close()
         s.state, s.started = "starting", time.monotonic()
@@ -415,12 +420,11 @@ class MarketServer:
             work = self.state / "agents" / label
             work.mkdir(parents=True, exist_ok=True, mode=0o700)
             log_file = open(work / "agent.log", "a")  # noqa: SIM115 - the child writes it
-            own = (["--data", str(self.options.owner_data), "--schema", str(self.state / "market.yaml")]
-                   if self.options.owner_data is not None else [])
+            own = self.options.owner_data is not None
             self.agents.append(subprocess.Popen(
-                [sys.executable, "-m", "marketplace", "agent", "--market", self._control_for_agents(),
-                 "--keys", str(self.state / "owners"), "--ids", ",".join(ids), "--work", str(work),
-                 "--exit-with", str(os.getpid()), *own],
+                party_command("agent", market=self._control_for_agents(), keys=self.state / "owners", ids=",".join(ids),
+                              work=work, exit_with=os.getpid(), data=self.options.owner_data,
+                              schema=self.state / "market.yaml" if own else None),
                 stdout=log_file, stderr=subprocess.STDOUT))
             log_file.close()
 
@@ -445,14 +449,6 @@ def data_banner(market: Scenario) -> str:
     return (f"a simulation: every owner's rows are built from one dataset ({data.source.kind}) and the seed, and "
             f"the server builds them too to check requests and evaluate sessions; describe the data by its public "
             f"schema (data.schema) for owners and consumers that bring their own")
-
-
-def _last_line(path: Path) -> str:
-    try:
-        lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
-    except OSError:
-        return "(no log)"
-    return cut(lines[-1], 500) if lines else "(an empty log)"
 
 
 def _consumer_lost(s: Session) -> bool:

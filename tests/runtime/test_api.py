@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 import marketplace
+import marketplace.runner.nodes as nodes
 import marketplace.runner.run as runner
 from conftest import QUICKSTART, ROOT, run_cli, tiny_raw
 from golden.view import golden_view
@@ -172,13 +173,13 @@ def test_marketplace_run_in_python_gives_the_same_report_as_the_command_line_for
 def test_a_failed_run_raises_run_failed_carrying_its_report_with_the_command_lines_words(monkeypatch, tmp_path, capsys):
     from hostile_roles import make_hostile
 
-    honest = runner.build_role
+    honest = nodes.build_role
 
     def build(config, party, **kwargs):
         role = honest(config, party, **kwargs)
         return make_hostile(role, "refuses_target") if party.startswith("owner-") else role
 
-    monkeypatch.setattr(runner, "build_role", build)
+    monkeypatch.setattr(nodes, "build_role", build)
     with pytest.raises(marketplace.RunFailed) as err:
         marketplace.run(tiny(), tmp_path / "run", driver="inprocess")
     report = err.value.report

@@ -247,6 +247,24 @@ def test_run_refuses_an_earlier_runs_folder_and_leaves_it_as_it_was(tmp_path, ro
     assert sweep.returncode == 2 and "already holds files" in sweep.stderr
 
 
+def test_request_refuses_an_out_folder_that_holds_files_as_run_and_the_python_api_do(tmp_path):
+    """`marketplace request --out` and `marketplace.request(out=...)` refuse the same folder, before
+    anything is sent (no marketplace listens at the endpoint: nothing got that far)."""
+    import marketplace
+    from marketplace.runner.run import RunFolderError
+
+    out = tmp_path / "earlier"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    kit = tmp_path / "kit"
+    result = run_cli("request", str(QUICKSTART), "--market", "tcp://127.0.0.1:9", "--keys", str(kit), "--out", str(out))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"marketplace request: --out: {out} already holds files (notes.txt)" in result.stderr
+    with pytest.raises(RunFolderError, match="already holds files"):
+        marketplace.request(QUICKSTART, market="tcp://127.0.0.1:9", keys=kit, out=out)
+    assert [p.name for p in out.iterdir()] == ["notes.txt"] and not kit.exists()
+
+
 def test_an_empty_out_folder_is_used(tmp_path):
     out = tmp_path / "empty"
     out.mkdir()
@@ -370,3 +388,26 @@ def test_the_parties_table_of_a_large_run_lists_the_owners_that_did_not_complete
     assert all(p["status"] == "completed" for p in hidden)
     small = parties[:5] + parties[-1:]
     assert _party_rows(small) == (small, [])
+
+
+def test_party_command_lines_parse_as_the_commands_they_start(tmp_path):
+    """Every party a launcher starts gets its flags from party_command: keywords become --flags,
+    None leaves a flag out, and the command line parses to the values given."""
+    import sys
+
+    from marketplace.cli import _parser
+    from marketplace.runner.command_line import party_command
+
+    owners = party_command("owners", scenario=tmp_path / "s.yaml", endpoint="tcp://127.0.0.1:5555", keys=None,
+                           run_id="r1", ids="owner-1,owner-2", report_dir=tmp_path / "parties",
+                           sets=["lifetime.ledgers=/l"], extra=["--max-rows", "7"])
+    assert owners[:4] == [sys.executable, "-m", "marketplace", "owners"] and "--keys" not in owners
+    args = _parser().parse_args(owners[3:])
+    assert (args.command, args.ids, args.run_id, args.report_dir) == ("owners", "owner-1,owner-2", "r1",
+                                                                       str(tmp_path / "parties"))
+    assert args.overrides == ["lifetime.ledgers=/l"] and args.max_rows == 7
+    curator = _parser().parse_args(party_command("curator", scenario="s.yaml", endpoint="tcp://0.0.0.0:0",
+                                                 endpoint_file=tmp_path / "ep", run_id="r1")[3:])
+    assert curator.endpoint_file == str(tmp_path / "ep") and curator.func.__name__ == "party_command"
+    agent = _parser().parse_args(party_command("agent", market="tcp://h:1", keys="k", ids="owner-1", exit_with=42)[3:])
+    assert agent.exit_with == 42 and agent.data is None

@@ -11,6 +11,7 @@ import pytest
 import yaml
 from rich.console import Console
 
+import marketplace.runner.nodes as nodes
 import marketplace.runner.run as runner
 from hostile_roles import make_hostile
 from marketplace.cli import main
@@ -25,13 +26,13 @@ from marketplace.scenario import parse_scenario
 
 def with_hostile_owners(monkeypatch, owners: set[str], change) -> None:
     """Every run of this test builds ``owners`` changed by ``change(role)`` (in process only)."""
-    honest = runner.build_role
+    honest = nodes.build_role
 
     def build(config, party, **kwargs):
         role = honest(config, party, **kwargs)
         return change(role) if party in owners else role
 
-    monkeypatch.setattr(runner, "build_role", build)
+    monkeypatch.setattr(nodes, "build_role", build)
 
 
 def refuses(kind: str):
@@ -117,10 +118,10 @@ def test_a_dropped_owner_is_told_its_report_is_not_completed_and_the_run_names_i
 
 
 def test_the_owner_learns_why_it_was_dropped(monkeypatch, tiny_scenario, tmp_path):
-    from marketplace.runner import party_process
+    from marketplace.runner import party_reports
 
     seen = {}
-    honest_report = party_process.party_report
+    honest_report = party_reports.party_report
 
     def keep(node, **kwargs):
         seen[node.party_id] = node.role.failure

@@ -21,7 +21,9 @@ from rich.console import Console
 from marketplace.parties import build_role, make_world, own_rows, party_ids, share_of, with_own_rows
 from marketplace.runner.absent import REFERENCES_ABSENT, absent_line, is_absent
 from marketplace.runner.display import summary_tables
-from marketplace.runner.party_process import noise_origin, party_report, write_json
+from marketplace.runner.json_files import write_json
+from marketplace.runner.nodes import noise_origin
+from marketplace.runner.party_reports import party_report
 from marketplace.runner.report_schema import report_problems
 from marketplace.runner.run import assemble_from_party_reports, data_section
 from marketplace.scenario import Scenario

@@ -105,7 +105,7 @@ def test_heartbeats_stretch_with_the_number_of_parties_and_keep_their_ratio():
 def test_link_settings_carry_the_stretched_heartbeats_of_the_whole_run(tmp_path):
     """Every party derives its heartbeats from the run's party count, so both ends of a connection agree."""
     from conftest import tiny_raw
-    from marketplace.runner.party_process import link_settings
+    from marketplace.runner.links import link_settings
     from marketplace.scenario import parse_scenario
 
     raw = tiny_raw()

@@ -1,0 +1,120 @@
+"""The small commands: ``shares`` (a simulation's parties as files), ``protocols`` (what is
+registered), ``probe`` (a container healthcheck) and ``keys`` (CURVE certificates for a run)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from marketplace.cli.common import EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, add_set
+
+
+def add_shares_parser(sub: argparse._SubParsersAction) -> None:
+    shares = sub.add_parser("shares", help="write a simulated scenario's parties as files of their own, and a market "
+                                           "file describing them by a public schema",
+                            description="Write each owner's rows of SCENARIO's simulated world to OUT/owner-<i>.csv, the "
+                                        "consumer's target and test set to OUT/target.csv and OUT/test.csv, and "
+                                        "OUT/market.yaml: the scenario described by the public schema of those files "
+                                        "(data.schema), for `marketplace serve OUT/market.yaml --owner-data OUT`, "
+                                        "`marketplace agent --data` and `marketplace request --data`.")
+    shares.add_argument("scenario", help="a simulated scenario (data.source)")
+    shares.add_argument("--out", required=True, metavar="OUT", help="a new or empty folder")
+    add_set(shares)
+    shares.set_defaults(func=shares_command)
+
+
+def add_protocols_parser(sub: argparse._SubParsersAction) -> None:
+    protocols = sub.add_parser("protocols", help="list the registered protocols (entry-point group marketplace.protocols)",
+                               description="List every protocol a scenario can name: the four shipped ones and any "
+                                           "installed package's (docs/extending.md).")
+    protocols.add_argument("--json", action="store_true", help="print JSON instead of text")
+    protocols.set_defaults(func=protocols_command)
+
+
+def add_probe_parser(sub: argparse._SubParsersAction) -> None:
+    probe = sub.add_parser("probe", help="exit 0 if a TCP endpoint accepts connections (a container healthcheck)")
+    probe.add_argument("endpoint", help="tcp://HOST:PORT")
+    probe.add_argument("--timeout", type=float, default=2.0)
+    probe.set_defaults(func=probe_command)
+
+
+def add_keys_parser(sub: argparse._SubParsersAction) -> None:
+    keys = sub.add_parser("keys", help="CURVE certificates for the parties of a run",
+                          description="Write one CURVE certificate pair per party (curator, owner-1..K, consumer) into DIR. "
+                                      "The curator admits only these keys and binds each party id to its key.")
+    keys_sub = keys.add_subparsers(dest="keys_command", metavar="ACTION")
+    generate = keys_sub.add_parser("generate", help="write DIR/<party>.key, DIR/<party>.key_secret and DIR/<party>.noise_key "
+                                                    "(the party's secret noise key) for every party")
+    generate.add_argument("directory", metavar="DIR")
+    generate.add_argument("--owners", type=int, required=True, help="K, the number of owners")
+    generate.add_argument("--force", action="store_true", help="overwrite existing keys")
+    keys.set_defaults(func=lambda args: keys.parse_args(["--help"]))  # `marketplace keys` alone: its help
+    generate.set_defaults(func=keys_generate_command)
+
+
+def shares_command(args: argparse.Namespace) -> int:
+    from marketplace.api import load
+    from marketplace.runner.shares import write_shares
+    from marketplace.scenario import ScenarioError
+
+    try:
+        written = write_shares(load(args.scenario, sets=args.overrides), args.out)
+    except (ScenarioError, ValueError, OSError) as err:
+        print(f"marketplace shares: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    owners = sum(1 for party in written if party.startswith("owner-"))
+    print(f"{args.out}: {owners} owners' files, target.csv, test.csv and market.yaml")
+    return EXIT_OK
+
+
+def protocols_command(args: argparse.Namespace) -> int:
+    """``marketplace protocols``: each registered protocol's name, one-line summary and where it comes from."""
+    import json
+
+    from marketplace import plugins
+
+    try:
+        specs = plugins.protocols()
+    except plugins.PluginError as err:
+        print(f"marketplace protocols: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    rows = [{"name": name, "summary": spec.summary, "exchange": spec.exchange} for name, spec in specs.items()]
+    if args.json:
+        print(json.dumps(rows, indent=1))
+    else:
+        width = max(len(row["name"]) for row in rows)
+        for row in rows:
+            print(f"{row['name']:<{width}}  {row['summary'] or '-'}  ({row['exchange']})")
+    return EXIT_OK
+
+
+def probe_command(args: argparse.Namespace) -> int:
+    import socket
+
+    host, _, port = args.endpoint.removeprefix("tcp://").rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=args.timeout):
+            return EXIT_OK
+    except (OSError, ValueError) as err:
+        print(f"marketplace probe: {args.endpoint}: {err}", file=sys.stderr)
+        return EXIT_RUN_FAILED
+
+
+def keys_generate_command(args: argparse.Namespace) -> int:
+    from marketplace.transport.curve import CurveError, generate_keys
+
+    if args.owners < 1:
+        print("marketplace keys: --owners must be at least 1", file=sys.stderr)
+        return EXIT_USAGE
+    from marketplace.privacy import noise
+
+    try:
+        written = generate_keys(args.directory, owners=args.owners, overwrite=args.force)
+        parties = ["curator", *(f"owner-{i}" for i in range(1, args.owners + 1)), "consumer"]
+        noise.write_keys(args.directory, parties)
+    except (CurveError, OSError) as err:
+        print(f"marketplace keys: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"wrote {len(written) // 2} certificate pairs and noise keys to {args.directory} "
+          "(secret files are readable by you only)")
+    return EXIT_OK

@@ -1,0 +1,40 @@
+"""A party's node as every launcher builds it: its role from the scenario, wrapped in the
+transport's :class:`~marketplace.transport.node.Node` under the run's id.
+
+One function for the in-process driver, a party in a process of its own and an owner host, so a
+party is the same whichever way it is started.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from marketplace.data.dataset import Dataset, World
+from marketplace.parties import build_role, party_ids
+from marketplace.privacy import noise as noise_keys
+from marketplace.scenario import Scenario, ScenarioConfig
+from marketplace.transport.node import Node
+
+
+def default_run_id(scenario: Scenario) -> str:
+    """The run id parties agree on when none is given: ``<scenario name>-seed<seed>``."""
+    return f"{scenario.config.name}-seed{scenario.config.seed}"
+
+
+def noise_origin(config: ScenarioConfig, party: str) -> noise_keys.NoiseOrigin:
+    """Where ``party``'s noise comes from under ``config.noise``, for a party started alone or by
+    the runner (which has resolved ``auto``): its key file in ``noise.keys`` or its CURVE key folder,
+    else a fresh key."""
+    folders = [config.noise.keys, config.transport.curve_keys]
+    return noise_keys.resolve(config.noise.source, party, folders, started_alone=True)
+
+
+def build_node(config: ScenarioConfig, party: str, *, world: World, run_id: str, exchange: ModuleType,
+               owner_data: Dataset | None = None, parties: frozenset[str] | None = None) -> Node:
+    """``party``'s role built from ``world`` (its share, or the whole world) with its noise origin,
+    in a node of run ``run_id``. ``owner_data`` replaces an owner's generated share (its own rows);
+    ``parties`` is the run's party ids, when the caller builds many nodes and computed them once."""
+    role = build_role(config, party, world=world, owner_data=owner_data, noise=noise_origin(config, party),
+                      exchange=exchange)
+    return Node(role, run_id=run_id, max_message_bytes=config.transport.max_message_bytes,
+                parties=parties if parties is not None else frozenset(party_ids(config)))
