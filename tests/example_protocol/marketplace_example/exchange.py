@@ -123,12 +123,12 @@ class NoisyCountExchange(Exchange):
         """Lines of the run's summary table: the task, the result, each owner's privacy cost."""
         m = report.get("metrics") or {}
         rows = [("task", f"count the rows of class {m.get('label')} held by {m.get('owners_in_total')} owners"),
-                ("count", f"released {fmt(m.get('released_total'))}, true {fmt(m.get('true_total'))}, "
-                          f"error {fmt(m.get('error'))} (noise sd {fmt(m.get('noise_sd'))})")]
+                ("count", (f"released {fmt(m.get('released_total'))}, true {fmt(m.get('true_total'))}, "
+                           f"error {fmt(m.get('error'))} (noise sd {fmt(m.get('noise_sd'))})"))]
         for party, ledger in (report.get("privacy") or {}).items():
             if isinstance(ledger, dict) and "eps" in ledger:
-                rows.append(("privacy", f"{party}: eps = {fmt(ledger['eps'])} ({accountant_text(ledger)}); "
-                                        f"{relation_text(ledger)}"))
+                rows.append(("privacy", (f"{party}: eps = {fmt(ledger['eps'])} ({accountant_text(ledger)}); "
+                                         f"{relation_text(ledger)}")))
         return rows
 
     def tables(self, report: dict[str, Any]) -> list[Table]:
