@@ -8,7 +8,10 @@ The checks that start OS processes (``drivers`` holding ``processes``) are marke
 
 from __future__ import annotations
 
-import json
+import re
+import shutil
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -18,7 +21,7 @@ from conftest import ROOT
 from marketplace import plugins
 from marketplace.protocols.stc.exchange import StcExchange
 from marketplace.testing import Check, check_protocol, protocol_checks
-from test_extending import SCENARIO, example  # noqa: F401 - the example installed once, for the subprocess test
+from test_extending import EXAMPLE, SCENARIO, example  # noqa: F401 - the example installed once for this file
 
 SMALL: dict[str, tuple[str, list[str]]] = {
     "summarize": ("quickstart.yaml", ["summarize.rounds=6", "summarize.baselines=[]"]),
@@ -56,24 +59,33 @@ def test_a_shipped_protocol_conforms(check: Check):
     check()
 
 
-@pytest.mark.slow
-def test_the_example_plugin_conforms(example):  # noqa: F811 - the fixture imported above
-    """In a process that sees the example installed (the test process does not): every check, with
-    the example's own scenario."""
-    result = example.python(f"""
-        import json
-        from marketplace.testing import protocol_checks
+def _doc_block(first_line: str) -> str:
+    """The python block of docs/extending.md that starts with the comment ``first_line``, without it."""
+    blocks = re.findall(r"^```python\n(.*?)^```$", (ROOT / "docs" / "extending.md").read_text(), flags=re.M | re.S)
+    found = [block.split("\n", 1)[1] for block in blocks if block.split("\n", 1)[0] == first_line]
+    assert len(found) == 1, f"docs/extending.md has {len(found)} python blocks starting {first_line!r}"
+    return found[0]
 
-        failed = {{}}
-        for check in protocol_checks("noisy_count", {str(SCENARIO)!r}):
-            try:
-                check()
-            except AssertionError as err:
-                failed[check.name] = str(err)
-        print(json.dumps(failed))
-    """, timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert json.loads(result.stdout.splitlines()[-1]) == {}
+
+def test_the_docs_show_the_example_exchange_word_for_word():
+    """The complete exchange of docs/extending.md is the example's file, which the example's runs
+    and the conformance checks below import and run."""
+    assert _doc_block("# marketplace_example/exchange.py") == (EXAMPLE / "marketplace_example" / "exchange.py").read_text()
+
+
+@pytest.mark.slow
+def test_the_example_plugin_passes_the_docs_conformance_test(example):  # noqa: F811 - the fixture imported above
+    """The docs' pytest file for the example, run by pytest in a folder of its own beside the
+    installed example (in processes that see it; the test process does not)."""
+    folder = example.folder("docs-conformance")
+    (folder / "tests").mkdir(parents=True)
+    (folder / "tests" / "test_noisy_count.py").write_text(_doc_block("# tests/test_noisy_count.py"))
+    shutil.copy(SCENARIO, folder / "scenario.yaml")
+    result = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "tests/test_noisy_count.py"],
+                            capture_output=True, text=True, timeout=900, cwd=folder, env=example.env)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    passed = re.findall(r"test_noisy_count_conforms\[noisy_count-(\w+)\] PASSED", result.stdout)
+    assert passed == NAMES, result.stdout[-4000:]
 
 
 # --- the suite fails for a protocol that breaks the contract ----------------------------------------
