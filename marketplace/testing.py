@@ -4,8 +4,8 @@ A plug-in author runs them with pytest, one test per check::
 
     from marketplace.testing import protocol_checks
 
-    @pytest.mark.parametrize("check", protocol_checks("noisy_count", "scenario.yaml"), ids=str)
-    def test_noisy_count_conforms(check):
+    @pytest.mark.parametrize("check", protocol_checks("my_protocol", "scenario.yaml"), ids=str)
+    def test_my_protocol_conforms(check):
         check()
 
 or all at once, :func:`check_protocol`, which raises an ``AssertionError`` naming the check that failed.
@@ -258,19 +258,21 @@ def _sweep_row_spent(runs: _Runs) -> None:
     for column in ("eps_spent", "delta_spent"):
         value = row.get(column)
         assert isinstance(value, (int, float)) and math.isfinite(value), \
-            f"{runs.name}: the report's owners spent privacy, so sweep_row must record {column} (a number), got {value!r}"
+            f"{runs.name}: the report's owners spent privacy, so sweep_row must record {column} (a number), " \
+            f"got {value!r}"
 
 
 def _history_same_under_both_drivers(runs: _Runs) -> None:
     inprocess, processes = (_completed(runs, driver).get("history") for driver in DRIVERS)
-    assert inprocess == processes, f"{runs.name}: the report's history differs between the drivers " \
-                                   f"(inprocess: {json.dumps(inprocess)[:300]}; processes: {json.dumps(processes)[:300]})"
+    assert inprocess == processes, f"{runs.name}: the report's history differs between the drivers (inprocess: " \
+                                   f"{json.dumps(inprocess)[:300]}; processes: {json.dumps(processes)[:300]})"
 
 
 def _owner_cost_covers_releases(runs: _Runs) -> None:
     config, exchange = runs.scenario.config, plugins.exchange(runs.name)
     for owner, ledger in (_completed(runs, "inprocess").get("privacy") or {}).items():
-        if owner.startswith("owner-") and isinstance(ledger, Mapping) and (_spent(ledger) or ledger.get("guarantee") == "none"):
+        released = isinstance(ledger, Mapping) and (_spent(ledger) or ledger.get("guarantee") == "none")
+        if owner.startswith("owner-") and released:
             assert exchange.owner_cost(config, owner) is not None, \
                 f"{runs.name}: the report shows {owner} released something ({json.dumps(ledger)[:200]}) but " \
                 "owner_cost says the run releases nothing of its data (None)"

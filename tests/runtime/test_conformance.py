@@ -70,7 +70,8 @@ def _doc_block(first_line: str) -> str:
 def test_the_docs_show_the_example_exchange_word_for_word():
     """The complete exchange of docs/extending.md is the example's file, which the example's runs
     and the conformance checks below import and run."""
-    assert _doc_block("# marketplace_example/exchange.py") == (EXAMPLE / "marketplace_example" / "exchange.py").read_text()
+    example_file = EXAMPLE / "marketplace_example" / "exchange.py"
+    assert _doc_block("# marketplace_example/exchange.py") == example_file.read_text()
 
 
 @pytest.mark.slow
@@ -81,8 +82,8 @@ def test_the_example_plugin_passes_the_docs_conformance_test(example):  # noqa: 
     (folder / "tests").mkdir(parents=True)
     (folder / "tests" / "test_noisy_count.py").write_text(_doc_block("# tests/test_noisy_count.py"))
     shutil.copy(SCENARIO, folder / "scenario.yaml")
-    result = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "tests/test_noisy_count.py"],
-                            capture_output=True, text=True, timeout=900, cwd=folder, env=example.env)
+    command = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "tests/test_noisy_count.py"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=folder, env=example.env)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     passed = re.findall(r"test_noisy_count_conforms\[noisy_count-(\w+)\] PASSED", result.stdout)
     assert passed == NAMES, result.stdout[-4000:]
@@ -128,7 +129,8 @@ class _ReleasesNothing(StcExchange):
 def test_a_sweep_row_without_eps_spent_fails(monkeypatch):
     scenario = _small("stc")
     _serve(monkeypatch, _NoSpent())
-    assert "spent privacy, so sweep_row must record eps_spent (a number), got None" in _failure("sweep_row_spent", scenario)
+    failure = _failure("sweep_row_spent", scenario)
+    assert "spent privacy, so sweep_row must record eps_spent (a number), got None" in failure
 
 
 def test_an_owner_cost_of_none_for_an_owner_that_released_fails(monkeypatch):

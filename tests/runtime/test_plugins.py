@@ -84,8 +84,8 @@ def test_a_broken_plugin_is_refused_naming_its_entry_point(monkeypatch, specs, m
 
 def test_an_exchange_that_is_not_module_attribute_is_refused_with_the_spec(monkeypatch):
     _registry(monkeypatch, toy=ProtocolSpec(name="toy", config=_Section, exchange="marketplace.protocols.stc.exchange"))
-    with pytest.raises(PluginError, match=r"entry point toy = 'fake.toy:PROTOCOL' .*: exchange must be 'module:attribute' "
-                                          r"naming a marketplace.plugins.Exchange subclass or instance, got "
+    with pytest.raises(PluginError, match=r"entry point toy = 'fake.toy:PROTOCOL' .*: exchange must be "
+                                          r"'module:attribute' naming a marketplace.plugins.Exchange subclass or instance, got "
                                           r"'marketplace.protocols.stc.exchange'"):
         plugins.protocols()
 
@@ -152,7 +152,8 @@ def test_the_optional_hooks_change_nothing_by_default():
     assert exchange.check_world(config, None) is None and exchange.nothing_released(config, {}) is None
     assert exchange.owner_exposure(config, {}) is None and exchange.public_defaults({"a": 1}, None) is None
     declared = exchange.owner_cost(config, "owner-1")  # no declaration: an unbounded release, never "nothing"
-    assert declared is not None and declared.cost is None and "declares no lifetime cost for its owners" in declared.unbounded
+    assert declared is not None and declared.cost is None
+    assert "declares no lifetime cost for its owners" in declared.unbounded
     assert exchange.consumer_cost(config).cost is None
 
 
@@ -195,7 +196,8 @@ def test_marketplace_protocols_lists_every_registered_protocol():
     assert result.returncode == 0, result.stderr
     rows = json.loads(result.stdout)
     assert [row["name"] for row in rows] == ["pfds", "sketch", "stc", "summarize"]
-    assert all(row["summary"] and row["exchange"].startswith(f"marketplace.protocols.{row['name']}.exchange:") for row in rows)
+    assert all(row["summary"] and row["exchange"].startswith(f"marketplace.protocols.{row['name']}.exchange:")
+               for row in rows)
     text = subprocess.run([sys.executable, "-m", "marketplace", "protocols"], capture_output=True, text=True, timeout=120,
                           cwd=ROOT).stdout
     assert text.splitlines()[0].startswith("pfds ") and "marketplace.protocols.summarize.exchange" in text
