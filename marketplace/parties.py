@@ -9,13 +9,13 @@ from __future__ import annotations
 import dataclasses
 
 from collections import Counter
-from types import ModuleType
 
 from pathlib import Path
 
 import numpy as np
 
 from marketplace import plugins
+from marketplace.plugins import Exchange
 from marketplace.data.bounds import check_rows
 from marketplace.data.dataset import Dataset, SparseParts
 from marketplace.data.own_files import OWNER_FILE_MAX_BYTES, check_owner_file_size
@@ -89,18 +89,18 @@ def owner_number(party: str, owners: int) -> int | None:
     return int(number)
 
 
-def make_world(config: ScenarioConfig, exchange: ModuleType | None = None) -> World:
-    """The world of the run: the exchange's own (``make_world`` in its module) or :func:`build_world`.
-    ``exchange`` is the scenario's exchange module, when the caller resolved it already. A
+def make_world(config: ScenarioConfig, exchange: Exchange | None = None) -> World:
+    """The world of the run: the exchange's own (its ``make_world``) or :func:`build_world`.
+    ``exchange`` is the scenario's exchange, when the caller resolved it already. A
     schema-only marketplace (``data.schema``) has no such world: every part is empty (each party
     adds its own rows, :func:`with_own_rows`), and nobody holds everyone's rows."""
     if config.data.schema_only:
         from marketplace.data.public_schema import schema_world
 
         return schema_world(config.data.schema, config.parties.owners)
-    own = getattr(exchange or plugins.exchange(config.protocol), "make_world", None)
+    own = (exchange or plugins.exchange(config.protocol)).make_world(config)
     if own is not None:
-        return own(config)
+        return own
     return build_world(config.data, config.parties.owners, config.seed)
 
 
@@ -126,7 +126,7 @@ def share_of(world: World, party: str) -> World:
 
 
 def build_role(config: ScenarioConfig, party: str, *, world: World | None = None, owner_data: Dataset | None = None,
-               noise: NoiseOrigin | None = None, exchange: ModuleType | None = None) -> Role:
+               noise: NoiseOrigin | None = None, exchange: Exchange | None = None) -> Role:
     """The role of ``party`` for this scenario. ``owner_data`` replaces an owner's generated share
     (an owner that reads its own data file). ``noise`` is where the party's privacy noise comes from
     (:mod:`marketplace.privacy.noise`; None: the run seed); every ledger the role keeps says so."""

@@ -8,23 +8,28 @@ the entry-point group ``marketplace.protocols``, in its ``pyproject.toml``::
     stc = "marketplace.protocols.stc.plugin:PROTOCOL"
 
 The spec is light on purpose: its name, its scenario section (a frozen dataclass that the
-scenario schema takes as the section named after the protocol) and where its *exchange* module
-is. The exchange, which builds the roles and the report, is imported only when a run of that
-protocol needs it (:func:`exchange`); loading every spec to build the scenario schema stays cheap.
+scenario schema takes as the section named after the protocol) and where its *exchange* is, as
+``module:attribute``. The exchange, an :class:`Exchange` that builds the roles and the report, is
+imported only when a run of that protocol needs it (:func:`exchange`), and checked then: an
+object that is not an Exchange, or a subclass that leaves a required method out, is refused with a
+:class:`PluginError` naming the entry point and the missing methods, before any run starts.
+Loading every spec to build the scenario schema stays cheap.
 
 Nothing in the runtime names a protocol: the runner, the drivers, the wire and the scenario loader
-ask this module. ``docs/extending.md`` describes what an exchange module provides.
+ask this module. ``docs/extending.md`` describes what an exchange provides;
+:mod:`marketplace.testing` checks that a protocol keeps the contract.
 """
 
 from __future__ import annotations
 
+import abc
 import functools
 import importlib
 import importlib.metadata
 import re
 from dataclasses import dataclass, field
-from types import ModuleType
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar
 
 GROUP = "marketplace.protocols"
 """The entry-point group every protocol registers under."""
@@ -48,7 +53,8 @@ class ProtocolSpec:
     """The scenario section: a frozen dataclass whose every field has a default, with the
     project's constraint markers (:mod:`marketplace.schema`) on its hints."""
     exchange: str
-    """Dotted path of the exchange module (:func:`exchange` imports it on first use)."""
+    """Where the protocol's :class:`Exchange` is, as ``module:attribute``: an Exchange subclass
+    (built with no arguments) or instance (:func:`exchange` imports it on first use)."""
     messages: str | None = None
     """Dotted path of the module declaring the protocol's message kinds (:func:`marketplace.messages.kinds.kind`);
     imported with the exchange, so every kind a run uses is known before its first frame is decoded."""
@@ -66,6 +72,118 @@ class ProtocolSpec:
     protocol's own; they join ``data.source.kind`` for every scenario."""
 
 
+class Exchange(abc.ABC):
+    """What the runtime calls for everything protocol-specific: the contract of a protocol's exchange.
+
+    A protocol subclasses it and names the subclass in its :class:`ProtocolSpec` (``exchange =
+    "package.module:MyExchange"``). The nine abstract methods are required: a subclass that leaves
+    one out is refused when the exchange loads. The other hooks have defaults that change nothing,
+    so a protocol overrides only what it needs. ``config`` is the whole scenario (a
+    :class:`marketplace.scenario.config.ScenarioConfig`; the protocol's section is the attribute
+    named after it), ``world`` the data of the run (:class:`marketplace.data.world.World`),
+    ``results`` maps each party id to its role's ``result()``, and ``report`` is the run's report.
+    ``docs/extending.md`` (section 4) says what each one does, with an example.
+    """
+
+    sweep_headline: ClassVar[tuple[str, ...]] = ()
+    """The :meth:`sweep_row` columns a sweep prints as each run finishes (empty: the first three)."""
+
+    # --- required --------------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def build_role(self, config: Any, party: str, world: Any, owner_data: Any, noise: Any = None) -> Any:
+        """The :class:`marketplace.roles.Role` of ``party`` (``"curator"``, ``"consumer"`` or
+        ``"owner-i"``); ``owner_data`` replaces an owner's share of ``world`` when the owner reads its
+        own file, ``noise`` is where the party's noise comes from
+        (:func:`marketplace.privacy.noise.derive`)."""
+
+    @abc.abstractmethod
+    def check_plan(self, config: Any) -> None:
+        """Refuse, before anything starts, a run whose privacy plan exceeds a configured budget:
+        raise :class:`marketplace.schema.SchemaError` naming the key."""
+
+    @abc.abstractmethod
+    def progress(self, config: Any, curator: Any) -> tuple[int, int]:
+        """``(done, total)`` of the run from its curator role, for the in-process driver's progress bar."""
+
+    @abc.abstractmethod
+    def report(self, config: Any, world: Any, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        """The protocol's report sections; must hold ``privacy`` (one ledger per protected party)."""
+
+    @abc.abstractmethod
+    def head_rows(self, report: dict[str, Any]) -> list[tuple[str, str]]:
+        """Lines ``(label, text)`` of the run's summary table."""
+
+    @abc.abstractmethod
+    def tables(self, report: dict[str, Any]) -> list[Any]:
+        """The protocol's own ``rich.table.Table`` objects in the terminal summary."""
+
+    @abc.abstractmethod
+    def sweep_row(self, report: dict[str, Any]) -> dict[str, Any]:
+        """What one run of a sweep records in ``runs.csv``: with ``eps_spent`` and ``delta_spent``
+        when the protocol spends privacy. Called with an empty report too (the columns it knows)."""
+
+    @abc.abstractmethod
+    def sweep_table(self, summary: list[dict[str, Any]], keys: list[str], title: str) -> Any:
+        """A sweep's summary ``rich.table.Table``, one row per point."""
+
+    @abc.abstractmethod
+    def plot_sweep(self, summary: list[dict[str, Any]], keys: list[str], path: Path, *, title: str) -> None:
+        """Draw the sweep's figure (``sweep.png``) at ``path``."""
+
+    # --- optional hooks: the defaults change nothing -------------------------------------------------
+
+    def check_world(self, config: Any, world: Any) -> None:
+        """Settings that need the data: raise ``ValueError("key.path: what is wrong")``. Default: none."""
+
+    def nothing_released(self, config: Any, results: dict[str, dict[str, Any]]) -> str | None:
+        """Why the run ended with nothing from the owners (the run then fails), or None. Default: None."""
+        return None
+
+    def owner_exposure(self, config: Any, report: dict[str, Any]) -> dict[str, list[Any]] | None:
+        """Per owner, what each observer receives of its data and which ledgers bound it
+        (:class:`marketplace.runner.per_owner.Exposure`), or None: the report then says the protocol
+        states no model. Default: None."""
+        return None
+
+    def owner_cost(self, config: Any, party: str) -> Any:
+        """What a run may release about owner ``party``'s data at most, from the settings alone: a
+        :class:`marketplace.privacy.lifetime.Declared`, or None when nothing derived from its data is
+        released. Default: an unbounded release (an owner keeping a lifetime ledger declines every run)."""
+        return _undeclared(config, "owners")
+
+    def consumer_cost(self, config: Any) -> Any:
+        """The same as :meth:`owner_cost` for the consumer's target data. Default: an unbounded release."""
+        return _undeclared(config, "consumer")
+
+    def artifacts(self, report: dict[str, Any], out_dir: Path) -> None:
+        """Write files of the protocol's own into the run folder. Default: none."""
+
+    def make_world(self, config: Any) -> Any:
+        """A :class:`marketplace.data.world.World` of the protocol's own, or None for the one built
+        from the scenario's ``data:``. Default: None."""
+        return None
+
+    def public_defaults(self, section: dict[str, Any] | None, schema: Any) -> dict[str, Any] | None:
+        """For a marketplace described by its public schema (``data.schema``), the protocol's section
+        with the bounds it leaves out filled from the schema's ranges (a new dict), or None to leave it
+        as it is. Default: None."""
+        return None
+
+
+def _undeclared(config: Any, who: str) -> Any:
+    """The declaration of a protocol that states no lifetime cost: an unbounded release."""
+    from marketplace.privacy.lifetime import Declared
+
+    return Declared.unbounded_release(f"{config.protocol} ({config.name})",
+                                      f"the {config.protocol!r} protocol declares no lifetime cost for its {who}")
+
+
+def missing_methods(cls: type) -> list[str]:
+    """The abstract methods of :class:`Exchange` that ``cls`` leaves unimplemented, sorted."""
+    return sorted(getattr(cls, "__abstractmethods__", ()))
+
+
 def _check(spec: Any, where: str) -> ProtocolSpec:
     if not isinstance(spec, ProtocolSpec):
         raise PluginError(f"{where}: expected a marketplace.plugins.ProtocolSpec, got {type(spec).__name__}")
@@ -79,6 +197,10 @@ def _check(spec: Any, where: str) -> ProtocolSpec:
     except Exception as err:  # noqa: BLE001 - any failure means the section has no valid default
         raise PluginError(f"{where}: the section {spec.config.__name__} must build with every field at its "
                           f"default ({type(err).__name__}: {err})") from None
+    module, sep, attribute = spec.exchange.partition(":") if isinstance(spec.exchange, str) else ("", "", "")
+    if not (sep and module and attribute.isidentifier()):
+        raise PluginError(f"{where}: exchange must be 'module:attribute' naming a marketplace.plugins.Exchange "
+                          f"subclass or instance, got {spec.exchange!r}")
     return spec
 
 
@@ -123,16 +245,51 @@ def spec(name: str) -> ProtocolSpec:
 
 
 @functools.cache
-def exchange(name: str) -> ModuleType:
-    """The exchange module of protocol ``name``, imported on first use (its roles and message kinds
-    with it)."""
+def exchange(name: str) -> Exchange:
+    """The :class:`Exchange` of protocol ``name``, imported on first use (its roles and message kinds
+    with it) and checked: :class:`PluginError` naming the entry point when the spec's ``exchange``
+    cannot be imported, is not an Exchange, or leaves required methods unimplemented."""
     chosen = spec(name)
     if chosen.messages is not None:
         importlib.import_module(chosen.messages)
-    return importlib.import_module(chosen.exchange)
+    module, _, attribute = chosen.exchange.partition(":")
+    where = f"{_where(name)}: exchange {chosen.exchange!r}"
+    try:
+        found = getattr(importlib.import_module(module), attribute)
+    except (ImportError, AttributeError) as err:
+        raise PluginError(f"{where} could not be loaded ({type(err).__name__}: {err})") from err
+    return checked_exchange(found, where)
 
 
-def load_all() -> dict[str, ModuleType]:
+def checked_exchange(found: Any, where: str) -> Exchange:
+    """``found`` as an :class:`Exchange` instance (a subclass is built with no arguments), or
+    :class:`PluginError` saying, after ``where``, what it is instead or which methods it lacks."""
+    cls = found if isinstance(found, type) else type(found)
+    if not issubclass(cls, Exchange):
+        raise PluginError(f"{where}: expected a subclass or instance of marketplace.plugins.Exchange, got "
+                          f"{'class' if isinstance(found, type) else 'a'} {cls.__module__}.{cls.__qualname__}")
+    missing = missing_methods(cls)
+    if missing:
+        raise PluginError(f"{where}: {cls.__qualname__} leaves the required method{'s' if len(missing) > 1 else ''} "
+                          f"{', '.join(missing)} unimplemented")
+    if not isinstance(found, type):
+        return found
+    try:
+        return found()
+    except Exception as err:  # any failure means the class cannot serve as the exchange
+        raise PluginError(f"{where}: {cls.__qualname__}() must build with no arguments ({type(err).__name__}: "
+                          f"{err})") from err
+
+
+def _where(name: str) -> str:
+    """How the error messages name protocol ``name``'s entry point."""
+    for point in importlib.metadata.entry_points(group=GROUP):
+        if point.name == name:
+            return f"entry point {point.name} = {point.value!r} ({GROUP})"
+    return f"protocol {name!r}"
+
+
+def load_all() -> dict[str, Exchange]:
     """Every protocol's exchange, imported: after this every message kind of every protocol is
     registered (what a tool that decodes any kind, such as the fuzzer, needs)."""
     return {name: exchange(name) for name in protocols()}

@@ -15,9 +15,9 @@ import os
 import sys
 
 import marketplace
+from marketplace import plugins
 from marketplace.messages import PROTOCOL_VERSION, Envelope, encode
 from marketplace.parties import build_role, make_world, share_of
-from marketplace.plugins import exchange
 from marketplace.privacy.lifetime import LifetimeLedger, ledger_file
 from marketplace.roles.lifetime import settle
 from marketplace.transport.node import RUNTIME_KINDS, Node
@@ -31,10 +31,12 @@ BUDGET = 1000.0
 def main(ledgers: str, wire: str) -> int:
     base = marketplace.load(SCENARIO, {"lifetime.ledgers": ledgers, "lifetime.budget": {"epsilon": BUDGET},
                                        "parties.owners": 2, "sketch.epsilon": EPSILON})
-    protocol = exchange("sketch")
-    share = share_of(make_world(base.config, protocol), OWNER)
-    fmap = protocol.public_map(base.config)
+    exchange = plugins.exchange("sketch")
+    share = share_of(make_world(base.config, exchange), OWNER)
+    from marketplace.protocols.sketch.exchange import public_map
     from marketplace.protocols.sketch.messages import SketchRequest
+
+    fmap = public_map(base.config)
 
     request = SketchRequest(map_fingerprint=fmap.fingerprint, n_features=fmap.n_features)
     path = ledger_file(ledgers, OWNER)
@@ -44,7 +46,7 @@ def main(ledgers: str, wire: str) -> int:
             history = ledger.history()
         unsettled = [int(r.request_id[4:]) for r in history if r.state == "reserved"]
         start = min(unsettled) if unsettled else len(history)
-    warm = build_role(base.with_overrides({"lifetime.ledgers": None}).config, OWNER, world=share, exchange=protocol)
+    warm = build_role(base.with_overrides({"lifetime.ledgers": None}).config, OWNER, world=share, exchange=exchange)
     Node(warm, run_id="warm-up", max_message_bytes=1 << 26).receive(  # imports what a release needs, charges nothing
         encode(Envelope(PROTOCOL_VERSION, "warm-up", 1, "curator", OWNER, "sketch_request", None, request)), "curator")
     print("ready", flush=True)
@@ -52,7 +54,7 @@ def main(ledgers: str, wire: str) -> int:
     for i in range(start, start + 100_000):
         request_id = f"req-{i}"
         config = base.with_overrides({"lifetime.request_id": request_id}).config
-        role = build_role(config, OWNER, world=share, exchange=protocol)  # charges the ledger, or declines
+        role = build_role(config, OWNER, world=share, exchange=exchange)  # charges the ledger, or declines
         node = Node(role, run_id=request_id, max_message_bytes=1 << 26)
         out = list(node.start())
         frame = encode(Envelope(PROTOCOL_VERSION, request_id, 1, "curator", OWNER, "sketch_request", None, request))

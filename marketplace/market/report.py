@@ -31,14 +31,14 @@ def quality_of(protocol: str, report: Mapping[str, Any] | None, metric: str | No
     """(metric name, value) of a completed request's quality: the column ``metric`` of its
     protocol's sweep row, by default the protocol's headline (the first of its exchange's
     ``sweep_headline``); (name, None) when the run has no such figure."""
-    from marketplace.plugins import exchange
+    from marketplace import plugins
 
-    module = exchange(protocol)
-    headline = getattr(module, "sweep_headline", None) or ()
+    exchange = plugins.exchange(protocol)
+    headline = exchange.sweep_headline
     name = metric or (headline[0] if headline else None)
     if name is None or report is None or report.get("status") != "completed":
         return name, None
-    value = module.sweep_row(dict(report)).get(name)
+    value = exchange.sweep_row(dict(report)).get(name)
     return name, float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
 
 

@@ -271,8 +271,7 @@ def parse_market(raw: Any, *, source: str = "<market>", base_dir: Path | None = 
 
 def _quality_columns(protocol: str) -> tuple[str, ...]:
     """The figures a run of ``protocol`` reports per run (the columns of its sweep rows)."""
-    module = plugins.exchange(protocol)
-    row = module.sweep_row({}) if hasattr(module, "sweep_row") else {}
+    row = plugins.exchange(protocol).sweep_row({})
     return tuple(sorted(k for k in row if "spent" not in k and "eps" not in k))
 
 

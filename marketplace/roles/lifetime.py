@@ -22,12 +22,12 @@ import os
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from marketplace.messages import Envelope, ProtocolError
 from marketplace.messages.errors import cut
 from marketplace.messages.kinds import Bye, Error
+from marketplace.plugins import Exchange
 from marketplace.privacy.lifetime import (AlreadyCharged, BudgetDeclined, Declared, LedgerInputError, LifetimeLedger,
                                           ledger_file)
 from marketplace.roles import CONSUMER, CURATOR, Role, Send
@@ -99,7 +99,7 @@ def ledger_folder(config: Any) -> Path | None:
     return Path(os.environ.get(LEDGERS_ENV) or folder)
 
 
-def admit(config: Any, party: str, protocol: ModuleType, *, request_id: str | None = None) -> Admission | None:
+def admit(config: Any, party: str, exchange: Exchange, *, request_id: str | None = None) -> Admission | None:
     """Reserve ``party``'s declared cost for this run on its ledger, or decline (module docstring).
     None when the scenario keeps no lifetime ledgers for ``party``."""
     folder = ledger_folder(config)
@@ -108,7 +108,7 @@ def admit(config: Any, party: str, protocol: ModuleType, *, request_id: str | No
         return None
     request_id = request_id or request_id_of(config)
     name = life.consumer if party == CONSUMER else party
-    declared = declared_release(config, party, protocol)
+    declared = declared_release(config, party, exchange)
     budget = life.consumer_budget if party == CONSUMER else life.budget_of(party)
     folder.mkdir(parents=True, exist_ok=True)
     path = ledger_file(folder, name)
@@ -137,15 +137,11 @@ def admit(config: Any, party: str, protocol: ModuleType, *, request_id: str | No
     return admission
 
 
-def declared_release(config: Any, party: str, protocol: ModuleType) -> Declared | None:
-    """What ``protocol`` declares a run of ``config`` may release about ``party``'s data (its
-    exchange's ``owner_cost`` or ``consumer_cost``); a protocol that declares nothing is an
-    unbounded release. None: nothing of the party's data is released."""
-    hook = getattr(protocol, "consumer_cost" if party == CONSUMER else "owner_cost", None)
-    if hook is None:
-        return Declared.unbounded_release(f"{config.protocol} ({config.name})", f"the {config.protocol!r} protocol declares no lifetime cost for its "
-                                                f"{'consumer' if party == CONSUMER else 'owners'}")
-    return hook(config, party) if party != CONSUMER else hook(config)
+def declared_release(config: Any, party: str, exchange: Exchange) -> Declared | None:
+    """What ``exchange`` declares a run of ``config`` may release about ``party``'s data (its
+    ``owner_cost`` or ``consumer_cost``; a protocol that declares nothing has the default, an
+    unbounded release). None: nothing of the party's data is released."""
+    return exchange.consumer_cost(config) if party == CONSUMER else exchange.owner_cost(config, party)
 
 
 def _standing(ledger: LifetimeLedger) -> dict[str, Any]:
@@ -189,11 +185,11 @@ class DeclinedParty(Role):
         return {"declined": self.reason, "released": False}
 
 
-def gate(config: Any, party: str, protocol: ModuleType, build: Any) -> Role:
+def gate(config: Any, party: str, exchange: Exchange, build: Any) -> Role:
     """``party``'s role for this run: ``build()`` if its lifetime ledger admits the run (or it
     keeps none), a :class:`DeclinedParty` otherwise. The admission rides on the role
     (``role.lifetime``) until :func:`settle` reads it."""
-    admission = admit(config, party, protocol)
+    admission = admit(config, party, exchange)
     if admission is not None and not admission.admitted:
         role: Role = DeclinedParty(party_id=party, role_name="consumer" if party == CONSUMER else "owner",
                                    scenario_name=config.name, protocol=config.protocol, reason=admission.reason or "")

@@ -91,9 +91,9 @@ def round_progress(console: Console, label: str) -> Iterator[RunProgress]:
 
 def summary_tables(report: dict[str, Any]) -> list[Table]:
     """Run overview, the protocol's own tables, and traffic per party."""
-    from marketplace.plugins import exchange
+    from marketplace import plugins
 
-    protocol = exchange(report["protocol"])
+    exchange = plugins.exchange(report["protocol"])
     status = report["status"]
     head = Table(title=f"{report['scenario']} ({report['protocol']}, seed {report['seed']}, driver {report['driver']})",
                  show_header=False, title_justify="left")
@@ -108,7 +108,7 @@ def summary_tables(report: dict[str, Any]) -> list[Table]:
     life = report.get("lifetime") or {}
     if life.get("summary"):
         head.add_row("lifetime budgets", escape(shorten(_lifetime_line(life), 600)))
-    rows = protocol.head_rows(report)
+    rows = exchange.head_rows(report)
     for name, text in rows[:2]:
         head.add_row(name, text)
     msgs = report["messages"]
@@ -143,7 +143,7 @@ def summary_tables(report: dict[str, Any]) -> list[Table]:
         parties.add_row(p["id"], fmt(p.get("pid")), p.get("status") or "-", fmt(bp.get("sent", 0)), fmt(bp.get("received", 0)),
                         f"{bp.get('bytes_sent', 0) / 1024:.1f}", fmt(value.get(p["id"])))
     per_owner = [per_owner_table(report["privacy_per_owner"])] if "privacy_per_owner" in report else []
-    return [head, *protocol.tables(report), *per_owner, parties]
+    return [head, *exchange.tables(report), *per_owner, parties]
 
 
 PARTY_ROWS = 24

@@ -81,14 +81,14 @@ def run_host(scenario: Scenario, parties: list[str], *, endpoint: str, run_id: s
     check_own_keys(scenario, settings, parties)
     own = {party: own_rows(config, party, data=(data_files or {}).get(party), test=test_file, limits=limits)
            for party in parties}
-    protocol = plugins.exchange(config.protocol)  # resolved once for every node, and passed along
+    exchange = plugins.exchange(config.protocol)  # resolved once for every node, and passed along
     if shares is None:
-        world = make_world(config, protocol)
+        world = make_world(config, exchange)
         shares = {party: share_of(world, party) for party in parties}
         del world
     ids = frozenset(party_ids(config))  # one set for every node
     rid = run_id or default_run_id(scenario)
-    nodes = [build_node(config, party, world=with_own_rows(shares[party], own[party]), run_id=rid, exchange=protocol,
+    nodes = [build_node(config, party, world=with_own_rows(shares[party], own[party]), run_id=rid, exchange=exchange,
                         owner_data=own[party].get("owner"), parties=ids) for party in parties]
     # after the roles are built (see marketplace.warm_imports)
     load_in_background(tuple(dict.fromkeys(name for node in nodes for name in node.role.warm_imports)))

@@ -187,21 +187,21 @@ def _ledger_line(entry: Any) -> str:
     return text
 
 
-def owner_section(config: Any, report: dict[str, Any], protocol: Any = None) -> dict[str, Any] | None:
+def owner_section(config: Any, report: dict[str, Any], exchange: Any = None) -> dict[str, Any] | None:
     """The ``privacy_per_owner`` section of a run of ``config`` whose protocol sections are in
     ``report`` (``None`` if the protocol states no per-owner model). A model that cannot be read
     from a broken run's sections says so in ``unavailable`` instead of losing the report.
-    ``protocol`` is the run's exchange, when the caller resolved it already."""
-    from marketplace.plugins import exchange
+    ``exchange`` is the run's exchange, when the caller resolved it already."""
+    from marketplace import plugins
     from marketplace.parties import party_ids
 
-    model = getattr(protocol or exchange(config.protocol), "owner_exposure", None)
-    if model is None:
-        return None
+    exchange = exchange or plugins.exchange(config.protocol)
     owners = [p for p in party_ids(config) if p.startswith("owner-")]
     privacy = report.get("privacy") if isinstance(report.get("privacy"), dict) else {}
     try:
-        exposures = model(config, report)
+        exposures = exchange.owner_exposure(config, report)
     except (KeyError, TypeError, ValueError, AttributeError) as err:
         return {"groups": [], "unavailable": f"{type(err).__name__}: {err}"}
+    if exposures is None:  # the protocol states no per-owner model
+        return None
     return per_owner_section(owners, exposures, privacy)

@@ -10,7 +10,6 @@ import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 from typing import Any, Literal
 
 from marketplace import __version__
@@ -36,7 +35,8 @@ from marketplace.runner.per_owner import owner_section
 from marketplace.runner.report import message_summary, timing_summary, write_messages_csv
 from marketplace.scenario import Scenario, ScenarioError
 from marketplace.transport.inprocess import StalledRun, run_inprocess
-from marketplace.plugins import exchange
+from marketplace import plugins
+from marketplace.plugins import Exchange
 
 log = logging.getLogger(__name__)
 Driver = Literal["processes", "inprocess"]
@@ -76,27 +76,25 @@ def default_run_folder(name: str, kind: str = "") -> Path:
     return candidate
 
 
-def prepare_world(scenario: Scenario, protocol: ModuleType | None = None):
+def prepare_world(scenario: Scenario, exchange: Exchange | None = None):
     """Build the world of ``scenario`` and run the checks that need the data (what ``run`` does
-    before it starts anything, and ``validate`` too). ``protocol`` is the scenario's exchange, when
+    before it starts anything, and ``validate`` too). ``exchange`` is the scenario's exchange, when
     the caller resolved it already. Raises :class:`ScenarioError` naming the key when the data
     cannot be built or split as described."""
     config = scenario.config
-    protocol = protocol or exchange(config.protocol)
+    exchange = exchange or plugins.exchange(config.protocol)
     try:
-        world = make_world(config, protocol)
+        world = make_world(config, exchange)
     except (ValueError, OSError) as err:
         key, sep, text = str(err).partition(": ")
         if sep and _is_key_path(key):
             raise ScenarioError(scenario.source, key, text) from None
         raise ScenarioError(scenario.source, "data", str(err)) from None
-    check_world = getattr(protocol, "check_world", None)
-    if check_world is not None:  # settings that can only be checked against the data's shape
-        try:
-            check_world(config, world)
-        except ValueError as err:
-            key, _, text = str(err).partition(": ")
-            raise ScenarioError(scenario.source, key, text) from None
+    try:  # settings that can only be checked against the data's shape
+        exchange.check_world(config, world)
+    except ValueError as err:
+        key, _, text = str(err).partition(": ")
+        raise ScenarioError(scenario.source, key, text) from None
     return world
 
 
@@ -146,10 +144,10 @@ def run_in_folder(scenario: Scenario, out: Path, *, driver: Driver = "processes"
                             "to simulate: serve it (`marketplace serve`), each owner bringing its own file to `marketplace "
                             "agent --data` and each consumer its target to `marketplace request --data`; `marketplace "
                             "run` simulates a dataset (data.source)")
-    protocol = exchange(config.protocol)  # resolved once for the run, and passed along
+    exchange = plugins.exchange(config.protocol)  # resolved once for the run, and passed along
     if driver == "processes" and launch == "forkserver":
         forkserver_context()  # imports its libraries while we build the world
-    world = prepare_world(scenario, protocol)
+    world = prepare_world(scenario, exchange)
     out.mkdir(parents=True, exist_ok=True)
     scenario = with_noise_keys(scenario, out)
     scenario = with_request_id(scenario)
@@ -160,19 +158,17 @@ def run_in_folder(scenario: Scenario, out: Path, *, driver: Driver = "processes"
     run_id = default_run_id(scenario)
     started = time.perf_counter()
     if driver == "inprocess":
-        parties, failure, extra_transport = _run_inprocess(scenario, world, run_id, on_round, protocol)
+        parties, failure, extra_transport = _run_inprocess(scenario, world, run_id, on_round, exchange)
     else:
         parties, failure = _run_processes(scenario, resolved, out, run_id, on_round, launch, world)
         extra_transport = 0.0
     wall_s = time.perf_counter() - started
     if on_phase is not None:
         on_phase(evaluation_phase(config))
-    report = assemble_report(scenario, world, driver, parties, failure, wall_s, extra_transport, run_id, protocol)
+    report = assemble_report(scenario, world, driver, parties, failure, wall_s, extra_transport, run_id, exchange)
     if driver == "processes":
         report["launch"] = launch
-    files = getattr(protocol, "artifacts", None)
-    if files is not None:  # an exchange that saves files of its own in the run folder
-        files(report, out)
+    exchange.artifacts(report, out)  # files of the protocol's own in the run folder, if any
     write_json(out / "report.json", report)
     write_messages_csv(report, out / "messages.csv")
     write_history_files(report, out)
@@ -224,15 +220,15 @@ def with_noise_keys(scenario: Scenario, out: Path) -> Scenario:
 
 
 def _run_inprocess(scenario: Scenario, world, run_id: str, on_round,
-                   protocol: ModuleType) -> tuple[list[dict[str, Any]], str | None, float]:
+                   exchange: Exchange) -> tuple[list[dict[str, Any]], str | None, float]:
     config = scenario.config
     parties = frozenset(party_ids(config))
-    nodes = [build_node(config, p, world=world, run_id=run_id, exchange=protocol, parties=parties) for p in party_ids(config)]
+    nodes = [build_node(config, p, world=world, run_id=run_id, exchange=exchange, parties=parties) for p in party_ids(config)]
     curator = nodes[0].role
     shown = {"rounds": 0}
 
     def progress() -> None:
-        done, total = protocol.progress(config, curator)
+        done, total = exchange.progress(config, curator)
         if on_round is not None and done > shown["rounds"]:
             shown["rounds"] = done
             on_round(done, total)
@@ -302,17 +298,17 @@ def _process_failures(run, parties: list[dict[str, Any]]) -> list[str]:
 
 def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[str, Any]], failure: str | list[str] | None,
                     wall_s: float, extra_transport_s: float, run_id: str,
-                    protocol: ModuleType | None = None) -> dict[str, Any]:
+                    exchange: Exchange | None = None) -> dict[str, Any]:
     """The run report from every party's own report (``parties``) and what the driver saw go
     wrong (``failure``). The run is ``failed`` when a party that was not excluded failed, when it
     lost every owner, or when nothing of the owners reached its result (the exchange's
     ``nothing_released``): ``failures`` then says why, and ``owners_lost`` names every lost owner.
-    ``protocol`` is the scenario's exchange, when the caller resolved it already. For a world
+    ``exchange`` is the scenario's exchange, when the caller resolved it already. For a world
     that does not hold every party's rows (``world.central`` False: a marketplace described by its
     public schema), ``data`` holds the schema and no row counts, and ``references_absent`` names
     every figure the report lacks and why (:mod:`marketplace.runner.absent`)."""
     config = scenario.config
-    protocol = protocol or exchange(config.protocol)
+    exchange = exchange or plugins.exchange(config.protocol)
     by_id = {p["id"]: p for p in parties}
     curator = (by_id.get(CURATOR) or {}).get("result") or {}
     failures = ([failure] if isinstance(failure, str) else list(failure)) if failure else []
@@ -323,11 +319,10 @@ def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[s
     results = {p["id"]: p.get("result") or {} for p in parties}
     lost = owners_lost(config.parties.owners, curator)
     declined = declined_owners(curator)
-    empty = getattr(protocol, "nothing_released", None)
-    failures += loss_failures(lost, empty(config, results) if empty is not None and by_id.get(CURATOR) else None,
+    failures += loss_failures(lost, exchange.nothing_released(config, results) if by_id.get(CURATOR) else None,
                               len(declined))
     status = "failed" if failures else "completed"
-    sections = protocol.report(config, world, results)
+    sections = exchange.report(config, world, results)
     history = _history(sections.pop("history", None))
     lifetime = lifetime_section(config, parties, declined)
     report: dict[str, Any] = {
@@ -361,7 +356,7 @@ def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[s
         "party_details": {p["id"]: {k: p.get(k) for k in ("result", "timing", "driver", "errors", "errors_received", "log")} for p in parties},
         "pid_of_runner": os.getpid(),
     }
-    per_owner = owner_section(config, report, protocol)
+    per_owner = owner_section(config, report, exchange)
     if per_owner is not None:
         report["privacy_per_owner"] = per_owner
     if not world.central:  # every figure the report lacks, in one place (marketplace.runner.absent)
@@ -487,12 +482,12 @@ def assemble_from_party_reports(scenario: Scenario, parties_dir: Path, out: Path
     dropped = set(excluded_owners((read.get(CURATOR) or {}).get("result") or {}))
     check_reports(scenario, {p: r for p, r in read.items() if p not in dropped}, paths)
     failures = [text for party, text in missing.items() if party not in dropped]
-    protocol = exchange(config.protocol)  # resolved once, and passed along
-    world = make_world(config, protocol)
+    exchange = plugins.exchange(config.protocol)  # resolved once, and passed along
+    world = make_world(config, exchange)
     wall_s = max(((p.get("timing") or {}).get("wall_s") or 0.0) for p in parties)
     run_id = next((p.get("run_id") for p in parties if p.get("run_id")), default_run_id(scenario))
     report = assemble_report(scenario, world, driver, parties, "; ".join(failures) or None, wall_s, 0.0, run_id,
-                             protocol)
+                             exchange)
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "report.json", report)
     write_messages_csv(report, out / "messages.csv")

@@ -117,7 +117,7 @@ states per owner; else the largest eps column), and the wall time."""
     shown = ", ".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in point.values.items()) or "base"
     columns = list(row)
     own = columns[columns.index("status") + 1:] if "status" in columns else []
-    headline = getattr(exchange(point.scenario.config.protocol), "sweep_headline", None)
+    headline = exchange(point.scenario.config.protocol).sweep_headline
     chosen = [c for c in headline if c in row] if headline else [c for c in own if not EPS_COLUMN.search(c)][:3]
     figures = [f"{c} {_figure(row[c])}" for c in chosen if row.get(c) is not None]
     eps = [row[c] for c in own if EPS_COLUMN.search(c) and isinstance(row.get(c), (int, float))]

@@ -329,22 +329,21 @@ def parse_scenario(raw: Any, *, source: str, base_dir: Path, overrides: list[str
 def _public_defaults(raw: dict[str, Any]) -> None:
     """In a marketplace described by its public schema (``data.schema``), the protocol's public
     bounds that the scenario leaves out (a sketch's box, stc's domain) come from the schema's ranges:
-    the exchange's ``public_defaults(section, schema)`` hook, when it has one. A schema that does not
+    the exchange's ``public_defaults(section, schema)`` hook (None: the section stays). A schema that does not
     build is left for the scenario's own validation to name."""
     from marketplace.data.public_schema import DataSchema
 
     data, protocol = raw.get("data"), raw.get("protocol")
     if not isinstance(data, dict) or not isinstance(data.get("schema"), dict) or protocol not in plugins.names():
         return
-    hook = getattr(plugins.exchange(protocol), "public_defaults", None)
-    if hook is None:
-        return
     try:
         schema = build(DataSchema, data["schema"], "data.schema")
     except SchemaError:
         return
     section = raw.get(protocol)
-    raw[protocol] = hook(dict(section) if isinstance(section, dict) else None, schema)
+    filled = plugins.exchange(protocol).public_defaults(dict(section) if isinstance(section, dict) else None, schema)
+    if filled is not None:
+        raw[protocol] = filled
 
 
 def read_scenario_text(text: str, source: str) -> Any:

@@ -12,7 +12,7 @@ from conftest import ROOT
 from marketplace.privacy.lifetime import Cost, LifetimeLedger, ledger_file
 from marketplace.roles.lifetime import admit
 from marketplace.runner.report_schema import report_problems
-from marketplace.plugins import exchange
+from marketplace import plugins
 
 SKETCH = ROOT / "scenarios" / "sketch-quickstart.yaml"
 
@@ -129,7 +129,7 @@ def test_admission_never_reads_the_data(tmp_path, monkeypatch):
         raise AssertionError("admission read the data")
 
     monkeypatch.setattr(parties, "make_world", no_world)
-    protocol = exchange("sketch")
+    exchange = plugins.exchange("sketch")
     decisions = []
     for source, seed in (({"kind": "uniform"}, 1), ({"kind": "covariate_shift"}, 99)):
         folder = tmp_path / f"l{seed}"
@@ -138,7 +138,7 @@ def test_admission_never_reads_the_data(tmp_path, monkeypatch):
         run_decisions = []
         for n in range(3):
             for owner in ("owner-1", "owner-2", "owner-3"):
-                a = admit(config, owner, protocol, request_id=f"r{n}")
+                a = admit(config, owner, exchange, request_id=f"r{n}")
                 run_decisions.append((owner, a.state))
                 if a.admitted:
                     a.settle(True)
@@ -151,7 +151,7 @@ def test_admission_never_reads_the_data(tmp_path, monkeypatch):
 def test_declared_costs_of_the_shipped_protocols():
     def owner(path, **o):
         config = marketplace.load(ROOT / "scenarios" / path, o).config
-        return exchange(config.protocol).owner_cost(config, "owner-1")
+        return plugins.exchange(config.protocol).owner_cost(config, "owner-1")
 
     assert owner("sketch-quickstart.yaml", **{"sketch.epsilon": 0.7}).cost == Cost.pure(0.7)
     gaussian = owner("sketch-quickstart.yaml", **{"sketch.epsilon": 0.7, "sketch.mechanism": "gaussian", "sketch.delta": 1e-6})

@@ -29,6 +29,7 @@ from marketplace.privacy import noise as noise_streams
 from marketplace.privacy.noise import NoiseOrigin
 from marketplace.data.dataset import Dataset, World
 from marketplace.parties import party_ids
+from marketplace.plugins import Exchange
 from marketplace.roles import CONSUMER, CURATOR, Role
 from marketplace.runner.format import accountant_text, fmt, mean_sd, plural, relation_text, sweep_table_head
 from marketplace.runner.plots import eps_spent
@@ -545,3 +546,23 @@ def owner_exposure(config: ScenarioConfig, report: dict[str, Any]) -> dict[str, 
     out |= {owner: [Exposure(observer, nothing) for observer in ("consumer", "curator", "other owners")]
             for owner in receivers}
     return out
+
+
+class PfdsExchange(Exchange):
+    """The runtime's entry to ``pfds`` (:class:`marketplace.plugins.Exchange`): this module's functions."""
+
+    build_role = staticmethod(build_role)
+    check_plan = staticmethod(check_plan)
+    progress = staticmethod(progress)
+    report = staticmethod(report)
+    head_rows = staticmethod(head_rows)
+    tables = staticmethod(tables)
+    sweep_row = staticmethod(sweep_row)
+    sweep_table = staticmethod(sweep_table)
+    plot_sweep = staticmethod(plot_sweep)
+    nothing_released = staticmethod(nothing_released)
+    owner_exposure = staticmethod(owner_exposure)
+    owner_cost = staticmethod(owner_cost)
+    consumer_cost = staticmethod(consumer_cost)
+    make_world = staticmethod(make_world)
+    sweep_headline = sweep_headline

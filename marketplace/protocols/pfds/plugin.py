@@ -6,7 +6,7 @@ from marketplace.protocols.pfds.config import PfdsConfig
 PROTOCOL = ProtocolSpec(
     name="pfds",
     config=PfdsConfig,
-    exchange="marketplace.protocols.pfds.exchange",
+    exchange="marketplace.protocols.pfds.exchange:PfdsExchange",
     messages="marketplace.protocols.pfds.messages",
     report_schema="marketplace.protocols.pfds:report.schema.json",
     data_sources=("marketplace.protocols.pfds.source",),

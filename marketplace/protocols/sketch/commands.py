@@ -129,7 +129,7 @@ def _query(args: argparse.Namespace, release) -> dict[str, Any]:
     from marketplace import seeds
     from marketplace.protocols.sketch import M2MDesign, Prior
     from marketplace.protocols.sketch.consumer import QueryPlan, answer_queries
-    from marketplace.protocols.sketch.exchange import public_map, query_plan
+    from marketplace.protocols.sketch.public import public_map, query_plan
     from marketplace.scenario import ScenarioError, load_scenario
 
     try:

@@ -2,9 +2,10 @@
 columns and files of a finished run. The roles live in ``curator.py``, ``owner.py`` and
 ``consumer.py`` next to this module; the pure core in the other modules of ``protocols/sketch/``.
 
-Public pieces every party derives from the scenario alone (no message needed): the unit-box map
-of the records (:func:`unit_records`), the feature map (:func:`public_map`, randomness from the run
-seed) and the consumer's query plan (:func:`query_plan`, random counting queries from the seed).
+Public pieces every party derives from the scenario alone (no message needed) are in ``public.py``:
+the unit-box map of the records (``unit_records``), the feature map (``public_map``) and the
+consumer's query plan (``query_plan``); they are imported here too. The comparison of a run with the
+truth, for the report, is in ``evaluate.py``.
 
 The report's truth (what the estimates are compared with) is computed by the runner, which may see
 all data: the statistics of the union of the owners that released, and the MMD^2 of each owner's
@@ -13,7 +14,6 @@ data to the consumer's under the map's own kernel (from exact, noise-free featur
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,9 @@ from marketplace.privacy.noise import NoiseOrigin
 from marketplace.data.dataset import Dataset
 from marketplace.data.world import World
 from marketplace.parties import party_ids
+from marketplace.plugins import Exchange
+from marketplace.protocols.sketch.evaluate import logistic_baselines, ranking_check, statistic_errors, truth
+from marketplace.protocols.sketch.public import public_map, query_plan, record_dim, unit_records
 from marketplace.roles import CONSUMER, CURATOR, Role
 from marketplace.runner.absent import REFERENCES_ABSENT, absent, is_absent, why_absent
 from marketplace.runner.format import fmt, ledger_text, mean_sd, plural, sweep_table_head
@@ -35,71 +38,6 @@ from marketplace.schema import SchemaError
 
 SKETCH_FILES = "sketches"
 """Folder of a run directory where the consumer's sketches are saved (merged.npz, owner-K.npz)."""
-
-
-# --- public pieces -----------------------------------------------------------------------------
-
-
-def record_dim(config: ScenarioConfig) -> int:
-    """d of the sketched records: the box's attributes, plus one for the label if it is sketched."""
-    return len(config.sketch.lower) + int(config.sketch.include_label)
-
-
-def unit_records(config: ScenarioConfig, data: Dataset, *, party: str = "a party") -> np.ndarray:
-    """``data``'s rows mapped to the unit box with the public bounds (clipped when ``sketch.clip``),
-    with the 0/1 label appended when ``sketch.include_label``."""
-    s = config.sketch
-    lower, upper = np.array(s.lower, dtype=np.float64), np.array(s.upper, dtype=np.float64)
-    if data.X.shape[1] != lower.size:
-        raise ValueError(f"{party}: sketch.lower/sketch.upper give {lower.size} bounds but the data have "
-                         f"{data.X.shape[1]} attributes ({', '.join(data.feature_names)})")
-    U = (data.X - lower) / (upper - lower)
-    if s.clip:
-        U = np.clip(U, 0.0, 1.0)
-    if s.include_label:
-        if len(data.y) and not np.isin(data.y, (0, 1)).all():
-            raise ValueError(f"{party}: sketch.include_label needs 0/1 labels, got {np.unique(data.y)[:5].tolist()}")
-        U = np.column_stack([U, data.y.astype(np.float64)])
-    return np.ascontiguousarray(U)
-
-
-def public_map(config: ScenarioConfig):
-    """The public feature map on the unit box, its randomness drawn from the run seed."""
-    from marketplace.protocols.sketch import RACE, RFF, Box, Histogram
-
-    m = config.sketch.map
-    box = Box.unit(record_dim(config))
-    seed = seeds.derive(config.seed, "sketch.map")
-    if m.kind == "rff":
-        return RFF.draw(box, n_features=m.features, sigma=m.sigma, seed=seed)
-    if m.kind == "race":
-        return RACE.draw(box, repetitions=m.repetitions, buckets=m.buckets, bandwidth=m.bandwidth, seed=seed)
-    return Histogram(box=box, bins=m.bins)
-
-
-def query_plan(config: ScenarioConfig):
-    """The consumer's queries, with the random counting queries drawn from the run seed."""
-    from marketplace.protocols.sketch.consumer import QueryPlan
-
-    q, d = config.sketch.queries, record_dim(config)
-    attributes = len(config.sketch.lower)  # counting queries constrain the data's attributes, not the label
-    boxes = []
-    for c in q.counts:
-        if max(c.attributes) >= d:
-            raise ValueError(f"sketch.queries.counts: attribute {max(c.attributes)} does not exist (d = {d})")
-        lo, hi = np.full(d, -np.inf), np.full(d, np.inf)
-        lo[list(c.attributes)], hi[list(c.attributes)] = c.lower, c.upper
-        boxes.append((lo, hi))
-    rng = seeds.rng(config.seed, "sketch.count_queries")
-    for _ in range(q.random_counts):
-        chosen = rng.choice(attributes, size=min(q.count_attributes, attributes), replace=False)
-        ends = np.sort(rng.random((chosen.size, 2)), axis=1)
-        lo, hi = np.full(d, -np.inf), np.full(d, np.inf)
-        lo[chosen], hi[chosen] = ends[:, 0], ends[:, 1]
-        boxes.append((lo, hi))
-    return QueryPlan(moments=q.moments, cdf_points=tuple(q.cdf_points), covariance=q.covariance,
-                     count_boxes=tuple(boxes), logistic_label=d - 1 if q.logistic_regression else None,
-                     logistic_l2=q.logistic_l2)
 
 
 def _ledger(config: ScenarioConfig, owner: str):
@@ -247,78 +185,6 @@ def progress(config: ScenarioConfig, curator: Role) -> tuple[int, int]:
 # --- the report --------------------------------------------------------------------------------
 
 
-def truth(config: ScenarioConfig, world: World, owners: list[str]) -> dict[str, Any]:
-    """The exact statistics of the union of ``owners``' data (unit coordinates), as the consumer's
-    plan asks for them."""
-    from marketplace.protocols.sketch.consumer import plan_statistics
-
-    ids = party_ids(config)[1:-1]
-    parts = [unit_records(config, world.owners[ids.index(o)]) for o in owners]
-    U = np.vstack(parts) if parts else np.zeros((0, record_dim(config)))
-    return plan_statistics(U, query_plan(config))
-
-
-def _errors(estimates: dict[str, Any], true: dict[str, Any]) -> dict[str, Any]:
-    from marketplace.protocols.sketch.consumer import statistic_errors
-
-    return statistic_errors(estimates, true)
-
-
-def _ranking_check(config: ScenarioConfig, world: World, ranking: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The sketch ranking against the true MMD^2 (the map's kernel, exact features) of each owner's
-    data to the consumer's D_v."""
-    if not ranking:
-        return None
-    from marketplace.protocols.sketch import mean_embedding, spearman_agreement
-
-    fmap = public_map(config)
-    ids = party_ids(config)[1:-1]
-    target = mean_embedding(fmap, unit_records(config, world.validation))
-    true = []
-    for o in ranking["owners"]:
-        records = unit_records(config, world.owners[ids.index(o)])
-        true.append(float(np.sum((mean_embedding(fmap, records) - target) ** 2)) / fmap.squared_norm)
-    order = [ranking["owners"][i] for i in np.argsort(true, kind="stable")]
-    spearman = spearman_agreement(ranking["mmd2"], true) if len(true) >= 2 else None
-    return {"true_mmd2": true, "true_order": order, "spearman": None if spearman is None or math.isnan(spearman) else spearman,
-            "same_best": bool(order[0] == ranking["order"][0]),
-            "note": "true MMD^2: the map's kernel, from exact (noise-free) features of each owner's data"}
-
-
-def _logistic_baselines(config: ScenarioConfig, world: World, owners: list[str]) -> dict[str, Any] | None:
-    """Centralized references on the union of the owners' data, scored on the consumer's test set:
-    non-private logistic regression (scikit-learn, nearly unregularised), the same regularised ERM
-    that DP-ERM perturbs, and DP-ERM (objective perturbation) at the owners' eps."""
-    s = config.sketch
-    if not s.queries.logistic_regression or not len(world.test) or not owners:
-        return None
-    from sklearn.metrics import roc_auc_score
-
-    from marketplace.privacy.erm import erm_classifier, objective_perturbation
-
-    ids = party_ids(config)[1:-1]
-    U = np.vstack([unit_records(config, world.owners[ids.index(o)]) for o in owners])
-    X, y = U[:, :-1], np.where(U[:, -1] > 0.5, 1.0, -1.0)
-    T = unit_records(config, world.test)
-    Xt, yt = T[:, :-1], T[:, -1]
-    if len(np.unique(yt)) < 2 or len(np.unique(y)) < 2:
-        return None
-    bound = math.sqrt(X.shape[1])  # unit box: every row has norm <= sqrt(d)
-    lam = s.queries.logistic_l2
-    from sklearn.linear_model import LogisticRegression
-
-    plain = LogisticRegression(C=1e4, max_iter=2000).fit(X, y)
-    out = {"non_private_auc": float(roc_auc_score(yt, plain.decision_function(Xt))),
-           "non_private_erm_auc": float(roc_auc_score(yt, erm_classifier(X, y, loss="logistic", regularization=lam,
-                                                                      norm_bound=bound).decision_function(Xt)))}
-    if s.epsilon is not None:
-        model = objective_perturbation(X, y, loss="logistic", epsilon=s.epsilon, regularization=lam,
-                                       rng=seeds.rng(config.seed, "sketch.dp_erm"), norm_bound=bound)
-        out["dp_erm_auc"] = float(roc_auc_score(yt, model.decision_function(Xt)))
-        out["dp_erm_note"] = "objective perturbation (Chaudhuri et al. 2011) on the union of the owners' data, centralized"
-    return out
-
-
 def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     curator = results.get(CURATOR) or {}
     consumer = results.get(CONSUMER) or {}
@@ -329,8 +195,8 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
     true = truth(config, world, owners)
     privacy = _privacy(config, results, owners)
     privacy[CONSUMER] = {"guarantee": "none", "note": "the consumer's data never leave it (used for its own ranking and AUC)"}
-    logistic = _logistic_baselines(config, world, owners)
-    metrics: dict[str, Any] = {"errors": _errors(estimates, true) if estimates else {},
+    logistic = logistic_baselines(config, world, owners)
+    metrics: dict[str, Any] = {"errors": statistic_errors(estimates, true) if estimates else {},
                                "logistic_auc": consumer.get("logistic_auc"), "logistic_baselines": logistic}
     return {
         "privacy": privacy,
@@ -340,7 +206,7 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
         "truth": true,
         "metrics": metrics,
         "queries": consumer.get("queries"),
-        "ranking": {**(consumer.get("ranking") or {}), "check": _ranking_check(config, world, consumer.get("ranking"))}
+        "ranking": {**(consumer.get("ranking") or {}), "check": ranking_check(config, world, consumer.get("ranking"))}
         if consumer.get("ranking") else None,
         "released": owners,
         "flagged": curator.get("flagged", {}),
@@ -661,3 +527,25 @@ def owner_exposure(config: ScenarioConfig, report: dict[str, Any]) -> dict[str, 
                     Exposure("curator", release, (owner,)),
                     Exposure("other owners", "nothing derived from this owner's rows (they receive only the curator's request)")]
             for owner in party_ids(config)[1:-1]}
+
+
+class SketchExchange(Exchange):
+    """The runtime's entry to ``sketch`` (:class:`marketplace.plugins.Exchange`): this module's functions."""
+
+    build_role = staticmethod(build_role)
+    check_plan = staticmethod(check_plan)
+    progress = staticmethod(progress)
+    report = staticmethod(report)
+    head_rows = staticmethod(head_rows)
+    tables = staticmethod(tables)
+    sweep_row = staticmethod(sweep_row)
+    sweep_table = staticmethod(sweep_table)
+    plot_sweep = staticmethod(plot_sweep)
+    check_world = staticmethod(check_world)
+    nothing_released = staticmethod(nothing_released)
+    owner_exposure = staticmethod(owner_exposure)
+    owner_cost = staticmethod(owner_cost)
+    consumer_cost = staticmethod(consumer_cost)
+    artifacts = staticmethod(artifacts)
+    public_defaults = staticmethod(public_defaults)
+    sweep_headline = sweep_headline

@@ -6,7 +6,7 @@ from marketplace.protocols.sketch.config import SketchConfig
 PROTOCOL = ProtocolSpec(
     name="sketch",
     config=SketchConfig,
-    exchange="marketplace.protocols.sketch.exchange",
+    exchange="marketplace.protocols.sketch.exchange:SketchExchange",
     messages="marketplace.protocols.sketch.messages",
     report_schema="marketplace.protocols.sketch:report.schema.json",
     commands="marketplace.protocols.sketch.commands:add_parser",

@@ -30,6 +30,7 @@ from marketplace.privacy.noise import NoiseOrigin
 from marketplace.data.dataset import Dataset
 from marketplace.data.world import World
 from marketplace.parties import party_ids
+from marketplace.plugins import Exchange
 from marketplace.roles import CONSUMER, CURATOR, Role
 from marketplace.runner.absent import REFERENCES_ABSENT, absent, is_absent, why_absent
 from marketplace.runner.format import accountant_text, fmt, mean_sd, relation_text, sweep_table_head
@@ -436,3 +437,24 @@ def owner_exposure(config: ScenarioConfig, report: dict[str, Any]) -> dict[str, 
                     Exposure("curator", release + " (it checks and forwards it)", (owner,)),
                     Exposure("other owners", "nothing derived from this owner's rows (they receive only the target points T)")]
             for owner in party_ids(config)[1:-1]}
+
+
+class StcExchange(Exchange):
+    """The runtime's entry to ``stc`` (:class:`marketplace.plugins.Exchange`): this module's functions."""
+
+    build_role = staticmethod(build_role)
+    check_plan = staticmethod(check_plan)
+    progress = staticmethod(progress)
+    report = staticmethod(report)
+    head_rows = staticmethod(head_rows)
+    tables = staticmethod(tables)
+    sweep_row = staticmethod(sweep_row)
+    sweep_table = staticmethod(sweep_table)
+    plot_sweep = staticmethod(plot_sweep)
+    check_world = staticmethod(check_world)
+    nothing_released = staticmethod(nothing_released)
+    owner_exposure = staticmethod(owner_exposure)
+    owner_cost = staticmethod(owner_cost)
+    consumer_cost = staticmethod(consumer_cost)
+    public_defaults = staticmethod(public_defaults)
+    sweep_headline = sweep_headline

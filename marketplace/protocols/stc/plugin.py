@@ -6,7 +6,7 @@ from marketplace.protocols.stc.config import StcConfig
 PROTOCOL = ProtocolSpec(
     name="stc",
     config=StcConfig,
-    exchange="marketplace.protocols.stc.exchange",
+    exchange="marketplace.protocols.stc.exchange:StcExchange",
     messages="marketplace.protocols.stc.messages",
     report_schema="marketplace.protocols.stc:report.schema.json",
     data_sources=("marketplace.protocols.stc.source",),

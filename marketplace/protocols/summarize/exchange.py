@@ -14,6 +14,7 @@ from marketplace.privacy.noise import NoiseOrigin
 from marketplace.data.dataset import Dataset
 from marketplace.data.world import World
 from marketplace.parties import party_ids, party_index
+from marketplace.plugins import Exchange
 from marketplace.protocols.summarize.public import public_features
 from marketplace.roles import CONSUMER, CURATOR, Role
 from marketplace.runner.absent import REFERENCES_ABSENT, absent, is_absent, why_absent
@@ -443,3 +444,22 @@ def owner_exposure(config: ScenarioConfig, report: dict[str, Any]) -> dict[str, 
                               "request reaches them", (owner,))
         out[owner] = [consumer, curator, others]
     return out
+
+
+class SummarizeExchange(Exchange):
+    """The runtime's entry to ``summarize`` (:class:`marketplace.plugins.Exchange`): this module's functions."""
+
+    build_role = staticmethod(build_role)
+    check_plan = staticmethod(check_plan)
+    progress = staticmethod(progress)
+    report = staticmethod(report)
+    head_rows = staticmethod(head_rows)
+    tables = staticmethod(tables)
+    sweep_row = staticmethod(sweep_row)
+    sweep_table = staticmethod(sweep_table)
+    plot_sweep = staticmethod(plot_sweep)
+    nothing_released = staticmethod(nothing_released)
+    owner_exposure = staticmethod(owner_exposure)
+    owner_cost = staticmethod(owner_cost)
+    consumer_cost = staticmethod(consumer_cost)
+    sweep_headline = sweep_headline

@@ -6,7 +6,7 @@ from marketplace.protocols.summarize.config import SummarizeConfig
 PROTOCOL = ProtocolSpec(
     name="summarize",
     config=SummarizeConfig,
-    exchange="marketplace.protocols.summarize.exchange",
+    exchange="marketplace.protocols.summarize.exchange:SummarizeExchange",
     messages="marketplace.protocols.summarize.messages",
     report_schema="marketplace.protocols.summarize:report.schema.json",
     summary="a summary of real points from the owners matched to the consumer's target in MMD, optionally DP towards every owner",

@@ -7,7 +7,7 @@ from marketplace_example.config import NoisyCountConfig
 PROTOCOL = ProtocolSpec(
     name="noisy_count",
     config=NoisyCountConfig,
-    exchange="marketplace_example.exchange",
+    exchange="marketplace_example.exchange:NoisyCountExchange",
     messages="marketplace_example.messages",
     report_schema="marketplace_example:report.schema.json",
     summary="Each owner releases a Laplace-noised count of its rows of one class; the curator adds them up",

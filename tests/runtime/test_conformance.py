@@ -1,0 +1,153 @@
+"""The protocol conformance suite (:mod:`marketplace.testing`) passes for the four shipped protocols and
+the example plug-in of docs/extending.md, and fails, naming the check, for a protocol that breaks the
+contract: an exchange missing a method, a sweep row without ``eps_spent``, an owner cost of None for an
+owner that released, an owner cost that reads the data.
+
+The checks that start OS processes (``drivers`` holding ``processes``) are marked slow.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+import marketplace
+from conftest import ROOT
+from marketplace import plugins
+from marketplace.protocols.stc.exchange import StcExchange
+from marketplace.testing import Check, check_protocol, protocol_checks
+from test_extending import EXAMPLE, SCENARIO, example  # noqa: F401 - the example installed once for this file
+
+SMALL: dict[str, tuple[str, list[str]]] = {
+    "summarize": ("quickstart.yaml", ["summarize.rounds=6", "summarize.baselines=[]"]),
+    "stc": ("stc-synthetic.yaml", ["parties.owners=3"]),
+    "sketch": ("sketch-uniform.yaml", ["sketch.samples=2000", "parties.owners=3"]),
+    "pfds": ("pfds-synthetic.yaml", ["parties.owners=4", "data.source.table.synthetic.rows=2000"]),
+}
+"""Per shipped protocol, a shipped scenario made a run of seconds."""
+
+NAMES = ["contract", "bad_config", "owner_cost_from_settings", "runs_inprocess", "sweep_row_spent",
+         "owner_cost_covers_releases", "runs_processes", "report_schema", "history_same_under_both_drivers"]
+
+
+def _small(name: str) -> Any:
+    file, sets = SMALL[name]
+    return marketplace.load(ROOT / "scenarios" / file, sets=sets)
+
+
+def _cases() -> list:
+    cases = []
+    for name in SMALL:
+        for check in protocol_checks(name, _small(name)):
+            marks = [pytest.mark.slow] if "processes" in check.drivers else []
+            cases.append(pytest.param(check, marks=marks, id=str(check)))
+    return cases
+
+
+def test_the_shipped_protocols_are_all_checked():
+    assert sorted(SMALL) == list(plugins.names())
+    assert [check.name for check in protocol_checks("stc")] == NAMES
+
+
+@pytest.mark.parametrize("check", _cases())
+def test_a_shipped_protocol_conforms(check: Check):
+    check()
+
+
+def _doc_block(first_line: str) -> str:
+    """The python block of docs/extending.md that starts with the comment ``first_line``, without it."""
+    blocks = re.findall(r"^```python\n(.*?)^```$", (ROOT / "docs" / "extending.md").read_text(), flags=re.M | re.S)
+    found = [block.split("\n", 1)[1] for block in blocks if block.split("\n", 1)[0] == first_line]
+    assert len(found) == 1, f"docs/extending.md has {len(found)} python blocks starting {first_line!r}"
+    return found[0]
+
+
+def test_the_docs_show_the_example_exchange_word_for_word():
+    """The complete exchange of docs/extending.md is the example's file, which the example's runs
+    and the conformance checks below import and run."""
+    example_file = EXAMPLE / "marketplace_example" / "exchange.py"
+    assert _doc_block("# marketplace_example/exchange.py") == example_file.read_text()
+
+
+@pytest.mark.slow
+def test_the_example_plugin_passes_the_docs_conformance_test(example):  # noqa: F811 - the fixture imported above
+    """The docs' pytest file for the example, run by pytest in a folder of its own beside the
+    installed example (in processes that see it; the test process does not)."""
+    folder = example.folder("docs-conformance")
+    (folder / "tests").mkdir(parents=True)
+    (folder / "tests" / "test_noisy_count.py").write_text(_doc_block("# tests/test_noisy_count.py"))
+    shutil.copy(SCENARIO, folder / "scenario.yaml")
+    command = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "tests/test_noisy_count.py"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=folder, env=example.env)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    passed = re.findall(r"test_noisy_count_conforms\[noisy_count-(\w+)\] PASSED", result.stdout)
+    assert passed == NAMES, result.stdout[-4000:]
+
+
+# --- the suite fails for a protocol that breaks the contract ----------------------------------------
+
+
+def _serve(monkeypatch, exchange: Any) -> None:
+    """Every caller of plugins.exchange (the runner, the checks) gets ``exchange`` for stc."""
+    real = plugins.exchange
+    monkeypatch.setattr(plugins, "exchange", lambda name: exchange if name == "stc" else real(name))
+
+
+def _failure(name: str, scenario: Any) -> str:
+    """The message of the stc check ``name`` against ``scenario`` (it must fail)."""
+    (check,) = [c for c in protocol_checks("stc", scenario) if c.name == name]
+    with pytest.raises(AssertionError) as failed:
+        check()
+    return str(failed.value)
+
+
+def test_an_exchange_missing_a_method_fails_the_contract_check(monkeypatch):
+    scenario = _small("stc")
+    body = {k: v for k, v in vars(StcExchange).items() if k != "report"}
+    no_report = type("NoReport", (plugins.Exchange,), body)
+    monkeypatch.setattr(plugins, "exchange", lambda name: plugins.checked_exchange(no_report, f"protocol {name!r}"))
+    assert _failure("contract", scenario) == "protocol 'stc': NoReport leaves the required method report unimplemented"
+    with pytest.raises(AssertionError, match=r"^conformance check stc-contract failed: .*method report unimplemented"):
+        check_protocol("stc", scenario)
+
+
+class _NoSpent(StcExchange):
+    def sweep_row(self, report: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in super().sweep_row(report).items() if k != "eps_spent"}
+
+
+class _ReleasesNothing(StcExchange):
+    def owner_cost(self, config: Any, party: str) -> None:
+        return None
+
+
+def test_a_sweep_row_without_eps_spent_fails(monkeypatch):
+    scenario = _small("stc")
+    _serve(monkeypatch, _NoSpent())
+    failure = _failure("sweep_row_spent", scenario)
+    assert "spent privacy, so sweep_row must record eps_spent (a number), got None" in failure
+
+
+def test_an_owner_cost_of_none_for_an_owner_that_released_fails(monkeypatch):
+    scenario = _small("stc")
+    _serve(monkeypatch, _ReleasesNothing())
+    assert "the report shows owner-1 released something" in _failure("owner_cost_covers_releases", scenario)
+
+
+def test_an_owner_cost_that_reads_the_data_fails(monkeypatch):
+    class ReadsData(StcExchange):
+        def owner_cost(self, config: Any, party: str) -> Any:
+            from marketplace.parties import make_world
+
+            make_world(config)
+            return super().owner_cost(config, party)
+
+    scenario = _small("stc")
+    _serve(monkeypatch, ReadsData())
+    assert "it built the run's data" in _failure("owner_cost_from_settings", scenario)
+
