@@ -357,7 +357,7 @@ def _run(args: argparse.Namespace, scenario) -> int:
 
     from marketplace.api import RunFailed, run
     from marketplace.runner.display import print_summary, round_progress
-    from marketplace.runner.format import shorten
+    from marketplace.reporting.format import shorten
     from marketplace.scenario import ScenarioError
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -476,7 +476,7 @@ def _sweep(args: argparse.Namespace, scenario) -> int:
 
     from marketplace.api import sweep
     from marketplace.plugins import exchange
-    from marketplace.runner.format import plural
+    from marketplace.reporting.format import plural
     from marketplace.runner.sweep import parse_axis
     from marketplace.scenario import ScenarioError
 

@@ -18,7 +18,7 @@ from marketplace.messages import PROTOCOL_VERSION
 from marketplace.parties import build_role, make_world, party_ids, role_of
 from marketplace.privacy import noise as noise_keys
 from marketplace.roles import CURATOR
-from marketplace.runner.absent import REFERENCES_ABSENT, absent, why_absent
+from marketplace.reporting.absent import REFERENCES_ABSENT, absent, why_absent
 from marketplace.runner.blame import failure_lines
 from marketplace.runner.identity import check_reports
 from marketplace.runner.party_process import (EXIT_OK, EXIT_RUN_FAILED, default_run_id, noise_origin, party_report,
@@ -26,7 +26,7 @@ from marketplace.runner.party_process import (EXIT_OK, EXIT_RUN_FAILED, default_
 from marketplace.runner.party_reports import find_party_reports, read_reports
 from marketplace.data import world_summary
 from marketplace.runner.forkserver import forkserver_context
-from marketplace.runner.history import empty_history, history_section, write_history_files
+from marketplace.reporting.history import empty_history, history_section, write_history_files
 from marketplace.runner.losses import declined_owners, excluded_owners, loss_failures, owners_lost
 from marketplace.runner.lifetime import lifetime_section, with_request_id
 from marketplace.runner.processes import Launch, last_line, run_processes
@@ -293,7 +293,7 @@ def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[s
     ``protocol`` is the scenario's exchange, when the caller resolved it already. For a world
     that does not hold every party's rows (``world.central`` False: a marketplace described by its
     public schema), ``data`` holds the schema and no row counts, and ``references_absent`` names
-    every figure the report lacks and why (:mod:`marketplace.runner.absent`)."""
+    every figure the report lacks and why (:mod:`marketplace.reporting.absent`)."""
     config = scenario.config
     protocol = protocol or exchange(config.protocol)
     by_id = {p["id"]: p for p in parties}
@@ -347,7 +347,7 @@ def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[s
     per_owner = owner_section(config, report, protocol)
     if per_owner is not None:
         report["privacy_per_owner"] = per_owner
-    if not world.central:  # every figure the report lacks, in one place (marketplace.runner.absent)
+    if not world.central:  # every figure the report lacks, in one place (marketplace.reporting.absent)
         missing = {**(sections.get(REFERENCES_ABSENT) or {}), "data.rows": report["data"]["rows"]["absent"]}
         report.pop(REFERENCES_ABSENT, None)
         report[REFERENCES_ABSENT] = missing

@@ -24,8 +24,8 @@ from marketplace.data.world import World
 from marketplace.parties import party_ids
 from marketplace.privacy import noise as noise_streams
 from marketplace.privacy.noise import NoiseOrigin
+from marketplace.reporting.format import accountant_text, fmt, mean_sd, relation_text, sweep_table_head
 from marketplace.roles import CONSUMER, CURATOR, Role
-from marketplace.runner.format import accountant_text, fmt, mean_sd, relation_text, sweep_table_head
 from marketplace.schema import SchemaError
 
 NAME = "noisy_count"
@@ -114,7 +114,7 @@ def report(config: Any, world: World, results: dict[str, dict[str, Any]]) -> dic
 def owner_exposure(config: Any, report: dict[str, Any]) -> dict[str, list]:
     """Per owner: its noisy count reaches the curator, and inside the sum the consumer; both are
     bounded by the owner's own ledger. Other owners receive nothing of it."""
-    from marketplace.runner.per_owner import Exposure
+    from marketplace.reporting.per_owner import Exposure
 
     return {owner: [Exposure("curator", "this owner's noisy count", (owner,)),
                     Exposure("consumer", "the sum of the owners' noisy counts", (owner,)),
@@ -173,7 +173,7 @@ def sweep_table(summary: list[dict[str, Any]], keys: list[str], title: str) -> T
 
 def plot_sweep(summary: list[dict[str, Any]], keys: list[str], path, *, title: str) -> None:
     """sweep.png: |error| and the expected noise sd against the first swept key."""
-    from marketplace.runner.plots import sweep_figure
+    from marketplace.reporting.plots import sweep_figure
 
     sweep_figure(summary, keys, path, title=title,
                  panels=[("|released - true|", [("protocol", "abs_error", True), ("noise sd", "noise_sd", True)])])
