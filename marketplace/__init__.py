@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from marketplace.version import __version__
 
 _LAZY = {
     "load": "marketplace.api", "validate": "marketplace.api", "run": "marketplace.api", "start": "marketplace.api",

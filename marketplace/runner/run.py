@@ -13,7 +13,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
 
-from marketplace import __version__
+from marketplace.version import __version__
 from marketplace.messages import PROTOCOL_VERSION
 from marketplace.parties import build_role, make_world, party_ids, role_of
 from marketplace.privacy import noise as noise_keys
