@@ -11,7 +11,7 @@ They are imported when first used, so ``import marketplace`` stays light (the co
 
 import lazy_loader
 
-__version__ = "0.1.0"
+from marketplace.version import __version__
 
 __getattr__, __dir__, _names = lazy_loader.attach_stub(__name__, __file__)
 __all__ = ["__version__", *_names]

@@ -114,7 +114,7 @@ class Validation:
     """The built data: ``world.owners[i]``, ``world.validation``, ``world.test``, ``world.seed_set``."""
 
     def __str__(self) -> str:
-        from marketplace.runner.format import plural
+        from marketplace.reporting.format import plural
 
         schema = self.scenario.config.data.schema
         if schema is not None:

@@ -142,7 +142,7 @@ class Exchange(abc.ABC):
 
     def owner_exposure(self, config: Any, report: dict[str, Any]) -> dict[str, list[Any]] | None:
         """Per owner, what each observer receives of its data and which ledgers bound it
-        (:class:`marketplace.runner.per_owner.Exposure`), or None: the report then says the protocol
+        (:class:`marketplace.reporting.per_owner.Exposure`), or None: the report then says the protocol
         states no model. Default: None."""
         return None
 

@@ -43,7 +43,7 @@ from typing import Any
 import yaml
 import zmq.auth
 
-from marketplace import __version__
+from marketplace.version import __version__
 from marketplace.parties import party_ids, role_of
 from marketplace.privacy import noise as noise_keys
 from marketplace.roles import CURATOR

@@ -13,7 +13,7 @@ import argparse
 import os
 import sys
 
-from marketplace import __version__
+from marketplace.version import __version__
 from marketplace.cli.common import EXIT_OK, EXIT_USAGE
 
 DESCRIPTION = """\

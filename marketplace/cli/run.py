@@ -124,7 +124,7 @@ def _run(args: argparse.Namespace, scenario) -> int:
 
     from marketplace.api import RunFailed, run
     from marketplace.runner.display import print_summary, round_progress
-    from marketplace.runner.format import shorten
+    from marketplace.reporting.format import shorten
     from marketplace.runner.run import RunFolderError
     from marketplace.scenario import ScenarioError
 
@@ -163,7 +163,7 @@ def _sweep(args: argparse.Namespace, scenario) -> int:
 
     from marketplace.api import sweep
     from marketplace.plugins import exchange
-    from marketplace.runner.format import plural
+    from marketplace.reporting.format import plural
     from marketplace.runner.run import RunFolderError
     from marketplace.runner.sweep import parse_axis
     from marketplace.scenario import ScenarioError

@@ -18,7 +18,7 @@ from typing import Any
 from marketplace.market.player import Outcome, Play, demands, filter_budgets
 from marketplace.market.rules import fits
 from marketplace.market.spec import MarketSpec
-from marketplace.runner.format import plural
+from marketplace.reporting.format import plural
 
 SERVED = ("served", "partial")
 STATUSES = ("served", "partial", "declined", "failed", "not granted")

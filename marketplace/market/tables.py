@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from marketplace.runner.format import fmt
+from marketplace.reporting.format import fmt
 
 Table = tuple[str, list[str], list[list[str]]]
 

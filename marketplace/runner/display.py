@@ -15,9 +15,9 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from marketplace.runner.absent import absent_line
-from marketplace.runner.format import fmt, shorten
-from marketplace.runner.per_owner import per_owner_table
+from marketplace.reporting.absent import absent_line
+from marketplace.reporting.format import fmt, shorten
+from marketplace.reporting.per_owner import per_owner_table
 
 QUIET_NOTE_S = 15.0
 """Without a terminal, a long phase (the baselines) prints a line this often, so it never looks stuck."""

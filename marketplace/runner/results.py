@@ -140,7 +140,7 @@ class Report:
     def references_absent(self) -> dict[str, str]:
         """The figures the report lacks, by key path (``metrics.baselines``, ...), and why: empty but
         for a marketplace described by its public schema, where nobody holds every party's rows to
-        compute them from (:mod:`marketplace.runner.absent`)."""
+        compute them from (:mod:`marketplace.reporting.absent`)."""
         return self.raw.get("references_absent") or {}
 
     @property

@@ -12,12 +12,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-from marketplace import __version__
+from marketplace.version import __version__
 from marketplace.messages import PROTOCOL_VERSION
 from marketplace.parties import make_world, party_ids, role_of
 from marketplace.privacy import noise as noise_keys
 from marketplace.roles import CURATOR
-from marketplace.runner.absent import REFERENCES_ABSENT, absent, why_absent
+from marketplace.reporting.absent import REFERENCES_ABSENT, absent, why_absent
 from marketplace.runner.blame import failure_lines
 from marketplace.runner.identity import check_reports
 from marketplace.runner.json_files import write_json
@@ -27,7 +27,7 @@ from marketplace.runner.party_reports import find_party_reports, party_report, r
 from marketplace.runner.scheduling import single_threaded_blas
 from marketplace.data import world_summary
 from marketplace.runner.forkserver import forkserver_context
-from marketplace.runner.history import empty_history, history_section, write_history_files
+from marketplace.reporting.history import empty_history, history_section, write_history_files
 from marketplace.runner.losses import declined_owners, excluded_owners, loss_failures, owners_lost
 from marketplace.runner.lifetime import lifetime_section, with_request_id
 from marketplace.runner.processes import Launch, last_line, run_processes
@@ -306,7 +306,7 @@ def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[s
     ``exchange`` is the scenario's exchange, when the caller resolved it already. For a world
     that does not hold every party's rows (``world.central`` False: a marketplace described by its
     public schema), ``data`` holds the schema and no row counts, and ``references_absent`` names
-    every figure the report lacks and why (:mod:`marketplace.runner.absent`)."""
+    every figure the report lacks and why (:mod:`marketplace.reporting.absent`)."""
     config = scenario.config
     exchange = exchange or plugins.exchange(config.protocol)
     by_id = {p["id"]: p for p in parties}
@@ -359,7 +359,7 @@ def assemble_report(scenario: Scenario, world, driver: str, parties: list[dict[s
     per_owner = owner_section(config, report, exchange)
     if per_owner is not None:
         report["privacy_per_owner"] = per_owner
-    if not world.central:  # every figure the report lacks, in one place (marketplace.runner.absent)
+    if not world.central:  # every figure the report lacks, in one place (marketplace.reporting.absent)
         missing = {**(sections.get(REFERENCES_ABSENT) or {}), "data.rows": report["data"]["rows"]["absent"]}
         report.pop(REFERENCES_ABSENT, None)
         report[REFERENCES_ABSENT] = missing

@@ -147,7 +147,7 @@ def _write_run_files(report: dict[str, Any], out: Path) -> None:
         return
     write_json(out / "report.json", report)
     if "messages" in report and "history" in report:
-        from marketplace.runner.history import write_history_files
+        from marketplace.reporting.history import write_history_files
         from marketplace.runner.report import write_messages_csv
 
         write_messages_csv(report, out / "messages.csv")

@@ -506,8 +506,14 @@ def test_spend_is_keyword_only_after_delta():
 
 
 def test_docstring_examples_hold():
-    result = doctest.testmod(accountant, optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0 and result.attempted > 10
+    from marketplace.privacy import composition, ledger
+
+    attempted = 0
+    for module in (accountant, composition, ledger):
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+        assert result.failed == 0, module.__name__
+        attempted += result.attempted
+    assert attempted > 10
 
 
 def test_advanced_composition_of_huge_steps_is_infinite_not_an_error():

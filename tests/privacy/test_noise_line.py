@@ -161,7 +161,7 @@ def test_the_auction_says_when_any_party_that_knows_the_seed_can_reproduce_its_c
 
 
 def test_the_per_owner_table_says_the_auctions_coins_are_reproducible():
-    from marketplace.runner.per_owner import noise_text
+    from marketplace.reporting.per_owner import noise_text
 
     seeded = {"origin": "seed", "source": "the run seed", "who_can_strip": "anyone who knows the run seed",
               "coins": "the auction's coins (...) come from this party's seed-derived noise stream"}

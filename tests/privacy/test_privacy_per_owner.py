@@ -11,8 +11,8 @@ import pytest
 from rich.console import Console
 
 from conftest import ROOT
+from marketplace.reporting.per_owner import Exposure, owner_ranges, per_owner_section, per_owner_table
 from marketplace.runner.display import summary_tables
-from marketplace.runner.per_owner import Exposure, owner_ranges, per_owner_section, per_owner_table
 from marketplace.runner.run import run_scenario
 from marketplace.scenario import load_scenario, parse_scenario
 

@@ -1,8 +1,10 @@
 """The package's architecture rules (import-linter contracts in pyproject.toml) hold, and can fail.
 
-The rules: no import cycles between sibling packages or modules; the runtime (runner, transport,
-wire, scenario, roles, data, privacy, CLI) names no protocol; protocol packages are independent of
-each other; a protocol's pure cores import no transport, wire, roles, runner or scenario.
+The rules: no import cycles between sibling packages or modules; the stack is layered (each layer
+of docs/design.md imports only the layers below it, and every top-level module has its layer); the
+runtime (runner, service, transport, wire, scenario, roles, data, privacy, reporting, CLI) names no
+protocol; protocol packages are independent of each other; a protocol's pure cores import no
+transport, wire, roles, runner or scenario.
 """
 
 from __future__ import annotations
@@ -38,16 +40,28 @@ def _contracts() -> dict[str, dict]:
 def test_the_architecture_contracts_are_kept():
     result = _lint(ROOT)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    assert "4 kept, 0 broken" in result.stdout
+    assert "5 kept, 0 broken" in result.stdout
 
 
-def test_the_contracts_are_the_four_rules():
+def test_the_contracts_are_the_five_rules():
     contracts = _contracts()
-    assert set(contracts) == {"acyclic", "runtime", "independent", "cores"}
+    assert set(contracts) == {"acyclic", "layers", "runtime", "independent", "cores"}
     assert contracts["acyclic"]["type"] == "acyclic_siblings" and contracts["acyclic"]["ancestors"] == ["marketplace"]
     runtime = set(contracts["runtime"]["source_modules"])
     assert {"marketplace.runner", "marketplace.transport", "marketplace.messages", "marketplace.scenario"} <= runtime
     assert contracts["runtime"]["forbidden_modules"] == ["marketplace.protocols"]
+
+
+def test_the_layers_put_every_top_level_module_in_the_stack_below_the_service():
+    layers = _contracts()["layers"]
+    assert layers["type"] == "layers" and layers["containers"] == ["marketplace"] and layers["exhaustive"] is True
+    rows = [{name.strip() for name in row.split("|")} for row in layers["layers"]]
+    row_of = {name: i for i, row in enumerate(rows) for name in row}
+    assert row_of["service"] < row_of["api"] < row_of["runner"] < row_of["protocols"] < row_of["reporting"]
+    assert row_of["market"] < row_of["runner"] and row_of["reporting"] < row_of["roles"] < row_of["privacy"]
+    top_level = {path.stem if path.is_file() else path.name for path in (ROOT / "marketplace").iterdir()
+                 if (path.suffix == ".py" and path.stem != "__init__") or (path / "__init__.py").is_file()}
+    assert top_level == set(row_of), "every top-level module or package of marketplace has exactly one layer"
 
 
 def test_every_core_module_of_a_shipped_protocol_is_under_the_cores_contract():
@@ -77,7 +91,10 @@ def _broken_copy(tmp_path: Path, module: str, line: str) -> Path:
     ("marketplace/protocols/stc/exchange.py", "import marketplace.protocols.pfds.tree  # noqa", "independent of each other"),
     ("marketplace/protocols/sketch/m2m.py", "import marketplace.transport.node  # noqa", "Pure cores import no transport"),
     ("marketplace/transport/counters.py", "import marketplace.runner.report  # noqa", "No import cycles"),
-], ids=["runtime-imports-a-protocol", "protocols-import-each-other", "core-imports-transport", "cycle"])
+    ("marketplace/protocols/stc/exchange.py", "import marketplace.runner.report  # noqa", "The stack is layered"),
+    ("marketplace/privacy/rng.py", "import marketplace.scenario.fingerprint  # noqa", "The stack is layered"),
+], ids=["runtime-imports-a-protocol", "protocols-import-each-other", "core-imports-transport", "cycle",
+        "protocol-imports-the-runner", "privacy-imports-the-scenario"])
 def test_a_broken_rule_fails_the_check(tmp_path, module, line, broken):
     result = _lint(_broken_copy(tmp_path, module, line))
     assert result.returncode != 0

@@ -343,7 +343,7 @@ def test_a_failure_cell_is_cut_short_and_the_report_keeps_it_whole(tmp_path):
 def test_counts_of_one_are_singular():
     from marketplace.protocols.pfds import exchange as pfds
     from marketplace.protocols.sketch import exchange as sketch
-    from marketplace.runner.format import plural
+    from marketplace.reporting.format import plural
 
     assert (plural(1, "owner"), plural(2, "owner"), plural(1234, "row")) == ("1 owner", "2 owners", "1,234 rows")
     rows = dict(sketch.head_rows({"map": {"kind": "rff"}, "released": ["owner-1"], "end_reason": "done"}))

@@ -18,7 +18,7 @@ from golden.view import golden_view
 from marketplace.parties import make_world
 from marketplace.plugins import exchange
 from marketplace.protocols.summarize.kernel import mmd2, prefix_mmd2
-from marketplace.runner.history import (CSV_FILE, PLOT_FILE, PLOTS_ENV, empty_history, history_section, write_history_files,
+from marketplace.reporting.history import (CSV_FILE, PLOT_FILE, PLOTS_ENV, empty_history, history_section, write_history_files,
                                         write_rounds_csv)
 from marketplace.runner.report_schema import report_problems
 from marketplace.runner.run import run_scenario

@@ -19,7 +19,7 @@ import pytest
 from rich.console import Console
 
 from marketplace.parties import build_role, make_world, own_rows, party_ids, share_of, with_own_rows
-from marketplace.runner.absent import REFERENCES_ABSENT, absent_line, is_absent
+from marketplace.reporting.absent import REFERENCES_ABSENT, absent_line, is_absent
 from marketplace.runner.display import summary_tables
 from marketplace.runner.json_files import write_json
 from marketplace.runner.nodes import noise_origin

@@ -30,9 +30,9 @@ from marketplace.privacy.noise import NoiseOrigin
 from marketplace.data.dataset import Dataset, World
 from marketplace.parties import party_ids
 from marketplace.plugins import Exchange
+from marketplace.reporting.format import accountant_text, fmt, mean_sd, plural, relation_text, sweep_table_head
+from marketplace.reporting.plots import eps_spent
 from marketplace.roles import CONSUMER, CURATOR, Role
-from marketplace.runner.format import accountant_text, fmt, mean_sd, plural, relation_text, sweep_table_head
-from marketplace.runner.plots import eps_spent
 from marketplace.scenario.config import ScenarioConfig
 from marketplace.schema import SchemaError
 
@@ -277,7 +277,7 @@ def _eps_by_phase(ledger: dict[str, Any], phase: int) -> float | None:
 def history(rounds: list[dict[str, Any]], ledgers: list[dict[str, Any]]) -> dict[str, Any]:
     """The report's history: one record per phase the curator forwarded (1: the trees of the vote,
     2: the labelled synthetic records), with the largest eps any sharer had spent by its end."""
-    from marketplace.runner.history import history_section
+    from marketplace.reporting.history import history_section
 
     records = []
     for record in rounds:
@@ -521,7 +521,7 @@ def plot_sweep(summary: list[dict[str, Any]], keys: list[str], path, *, title: s
     """Error of every method (left) and the synthetic size error of PFDS and PFDS^- (right)
     against the first swept key, or against the eps a sharer actually spent (its ledger) when
     that key is ``pfds.epsilon``."""
-    from marketplace.runner.plots import spent_axis, sweep_figure
+    from marketplace.reporting.plots import spent_axis, sweep_figure
 
     sweep_figure(summary, keys, path, title=title, x_column=spent_axis(keys, lambda key: key == "pfds.epsilon"), panels=[
         ("error on the test fold", [(LABELS[n], f"{n}_error", n not in ("np_agt", "np_pred")) for n in METHODS]),
@@ -536,7 +536,7 @@ def owner_exposure(config: ScenarioConfig, report: dict[str, Any]) -> dict[str, 
     """Per owner: a sharer's tree and synthetic records go through the curator to every other
     agent (the consumer and every other owner), all bounded by the sharer's own ledger
     (``privacy.<owner>``); a receiving owner sends nothing derived from its rows."""
-    from marketplace.runner.per_owner import Exposure
+    from marketplace.reporting.per_owner import Exposure
 
     sharers, receivers = sharers_of(config)
     release = "this sharer's DP decision tree and noisy node counts, and the synthetic records drawn from them"

@@ -29,10 +29,10 @@ from marketplace.parties import party_ids
 from marketplace.plugins import Exchange
 from marketplace.protocols.sketch.evaluate import logistic_baselines, ranking_check, statistic_errors, truth
 from marketplace.protocols.sketch.public import public_map, query_plan, record_dim, unit_records
+from marketplace.reporting.absent import REFERENCES_ABSENT, absent, is_absent, why_absent
+from marketplace.reporting.format import fmt, ledger_text, mean_sd, plural, sweep_table_head
+from marketplace.reporting.plots import eps_spent
 from marketplace.roles import CONSUMER, CURATOR, Role
-from marketplace.runner.absent import REFERENCES_ABSENT, absent, is_absent, why_absent
-from marketplace.runner.format import fmt, ledger_text, mean_sd, plural, sweep_table_head
-from marketplace.runner.plots import eps_spent
 from marketplace.scenario.config import ScenarioConfig
 from marketplace.schema import SchemaError
 
@@ -223,7 +223,7 @@ def _map_section(config: ScenarioConfig) -> dict[str, Any]:
 def _report_without_world(config: ScenarioConfig, results: dict[str, dict[str, Any]], curator: dict[str, Any],
                           consumer: dict[str, Any], owners: list[str], estimates: dict[str, Any]) -> dict[str, Any]:
     """The report of a marketplace described by its public schema, where nobody holds the owners'
-    rows (:mod:`marketplace.runner.absent`): the estimates, the ranking and the AUC as before, the
+    rows (:mod:`marketplace.reporting.absent`): the estimates, the ranking and the AUC as before, the
     figures the consumer measured against its own target (``metrics.merged_mmd2``,
     ``metrics.target_gap``), and absent: the truth and the errors against it, the centralized
     logistic baselines, and the ranking's check against the true MMD^2."""
@@ -289,7 +289,7 @@ def _privacy(config: ScenarioConfig, results: dict[str, dict[str, Any]], owners:
 def history(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     """The report's history: one record per sketch the curator merged, in owner order (sketch has
     one round: every owner releases once)."""
-    from marketplace.runner.history import history_section
+    from marketplace.reporting.history import history_section
 
     return history_section(rounds, x="release", columns=["release", "owner", "count", "merged_count", "epsilon"],
                            plot=["count", "merged_count"], about={
@@ -459,7 +459,7 @@ def plot_sweep(summary: list[dict[str, Any]], keys: list[str], path, *, title: s
     line per value of the second swept key (e.g. the map kind); plus AUC when it was measured.
     When the first swept key is a privacy setting (``PRIVACY_KEYS``), x is the eps an owner's
     release actually cost (``eps_spent``, its ledger) instead of the key."""
-    from marketplace.runner.plots import EPS_SPENT_LABEL, spent_axis
+    from marketplace.reporting.plots import EPS_SPENT_LABEL, spent_axis
 
     import matplotlib
 
@@ -520,7 +520,7 @@ def owner_exposure(config: ScenarioConfig, report: dict[str, Any]) -> dict[str, 
     """Per owner: its one release goes to the curator, which merges it and sends it on to the
     consumer; the other owners receive only the curator's request. Both observers of the release
     are bounded by the owner's own ledger (``privacy.<owner>``)."""
-    from marketplace.runner.per_owner import Exposure
+    from marketplace.reporting.per_owner import Exposure
 
     release = "this owner's sketch: noisy feature sums and a noisy count (and every answer computed from them)"
     return {owner: [Exposure("consumer", release, (owner,)),

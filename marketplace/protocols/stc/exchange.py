@@ -31,10 +31,10 @@ from marketplace.data.dataset import Dataset
 from marketplace.data.world import World
 from marketplace.parties import party_ids
 from marketplace.plugins import Exchange
+from marketplace.reporting.absent import REFERENCES_ABSENT, absent, is_absent, why_absent
+from marketplace.reporting.format import accountant_text, fmt, mean_sd, relation_text, sweep_table_head
+from marketplace.reporting.plots import eps_spent
 from marketplace.roles import CONSUMER, CURATOR, Role
-from marketplace.runner.absent import REFERENCES_ABSENT, absent, is_absent, why_absent
-from marketplace.runner.format import accountant_text, fmt, mean_sd, relation_text, sweep_table_head
-from marketplace.runner.plots import eps_spent
 from marketplace.scenario.config import ScenarioConfig
 from marketplace.schema import SchemaError
 
@@ -217,7 +217,7 @@ def _privacy(config: ScenarioConfig, results: dict[str, dict[str, Any]]) -> dict
 
 def _report_without_world(config: ScenarioConfig, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The report of a marketplace described by its public schema, where nobody holds the owners'
-    true S (:mod:`marketplace.runner.absent`): the choice scored as the consumer can score it, from
+    true S (:mod:`marketplace.reporting.absent`): the choice scored as the consumer can score it, from
     its T and the owners' releases S' alone (``estimated_cost`` Cost(T, S' ∪ T_k),
     ``released_only_cost`` Cost(T, S'), ``chosen_only_cost`` Cost(T, T_k)); absent: the cost under the
     true S, the source size, and the references, every one of which is scored with (or built
@@ -255,7 +255,7 @@ def _report_without_world(config: ScenarioConfig, results: dict[str, dict[str, A
 def history(config: ScenarioConfig, rounds: list[dict[str, Any]]) -> dict[str, Any]:
     """The report's history: one record per owner's release handed to the consumer, in owner order
     (stc has one round: every owner releases once)."""
-    from marketplace.runner.history import history_section
+    from marketplace.reporting.history import history_section
 
     cost = "eps" if config.stc.privacy.notion == "dp" else "rho"
     return history_section(rounds, x="release", columns=["release", "owner", "centers", "centers_total", "cost"],
@@ -414,7 +414,7 @@ def sweep_table(summary: list[dict[str, Any]], keys: list[str], title: str) -> T
 def plot_sweep(summary: list[dict[str, Any]], keys: list[str], path, *, title: str) -> None:
     """The protocol's cost and the references' against the first swept key, or against the eps an
     owner's release actually cost when that key is a privacy setting (``stc.privacy.*``)."""
-    from marketplace.runner.plots import spent_axis, sweep_figure
+    from marketplace.reporting.plots import spent_axis, sweep_figure
 
     sweep_figure(summary, keys, path, title=title, x_column=spent_axis(keys, lambda key: key.startswith("stc.privacy.")), panels=[
         ("Cost(T, S ∪ T_k) (scaled)", [("protocol", "cost", True), ("ClusterT", "cluster_t_cost", False),
@@ -430,7 +430,7 @@ def owner_exposure(config: ScenarioConfig, report: dict[str, Any]) -> dict[str, 
     """Per owner: its one private summary S' goes to the curator, which checks it and forwards it
     to the consumer; the other owners receive only T. Both observers of S' are bounded by the
     owner's own ledger (``privacy.<owner>``)."""
-    from marketplace.runner.per_owner import Exposure
+    from marketplace.reporting.per_owner import Exposure
 
     release = "this owner's private summary S' of its source set for the consumer's target points"
     return {owner: [Exposure("consumer", release, (owner,)),

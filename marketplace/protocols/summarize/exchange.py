@@ -16,10 +16,10 @@ from marketplace.data.world import World
 from marketplace.parties import party_ids, party_index
 from marketplace.plugins import Exchange
 from marketplace.protocols.summarize.public import public_features
+from marketplace.reporting.absent import REFERENCES_ABSENT, absent, is_absent, why_absent
+from marketplace.reporting.format import fmt, ledger_text, mean_sd, sweep_table_head
+from marketplace.reporting.plots import eps_spent
 from marketplace.roles import CONSUMER, CURATOR, Role
-from marketplace.runner.absent import REFERENCES_ABSENT, absent, is_absent, why_absent
-from marketplace.runner.format import fmt, ledger_text, mean_sd, sweep_table_head
-from marketplace.runner.plots import eps_spent
 from marketplace.scenario.config import ScenarioConfig
 from marketplace.schema import SchemaError
 
@@ -166,7 +166,7 @@ def _privacy(config: ScenarioConfig, curator: dict[str, Any]) -> dict[str, Any]:
 def _report_without_world(config: ScenarioConfig, curator: dict[str, Any], consumer: dict[str, Any],
                           selection: list, metrics: dict[str, Any]) -> dict[str, Any]:
     """The report of a marketplace described by its public schema, where nobody holds every
-    party's rows (:mod:`marketplace.runner.absent`): the summary's quality as the consumer measured
+    party's rows (:mod:`marketplace.reporting.absent`): the summary's quality as the consumer measured
     it on its own D_v and test set (``metrics``, and the MMD^2 after each round in ``history``), and
     every reference that needs everyone's rows stated absent: the baselines (uniform sampling, the
     exact-kernel central greedy, and in a private run the non-private greedy the privacy cost is
@@ -221,7 +221,7 @@ def history(rounds: list[dict[str, Any]], mmd2: list[float | None], why_unknown:
     """The report's per-round history: the curator's records (:meth:`SummarizeCurator._record_round`)
     with the MMD^2 of the summary after each round (the runner's, or ``about_mmd2`` says whose). A
     private run adds one column per privacy ledger, ``eps[<ledger>]``: the ledger's eps after the round."""
-    from marketplace.runner.history import history_section
+    from marketplace.reporting.history import history_section
 
     records = [dict(r, mmd2=mmd2[i] if i < len(mmd2) else None) for i, r in enumerate(rounds)]
     eps = list(dict.fromkeys(k for r in rounds for k in r if k.startswith("eps[")))
@@ -400,7 +400,7 @@ def plot_sweep(summary: list[dict[str, Any]], keys: list[str], path, *, title: s
     ledgers composed, so the axis never shows D_s's share alone) when that key is a privacy setting
     (``summarize.privacy.*``), one line per method (and per value of a second swept key, if any),
     with ±1 sd bars."""
-    from marketplace.runner.plots import spent_axis, sweep_figure
+    from marketplace.reporting.plots import spent_axis, sweep_figure
 
     x_column = spent_axis(keys, lambda key: key.startswith("summarize.privacy."))
     x_label = "eps an owner gave up: D_s + auction ledgers (basic composition)" if x_column else None
@@ -420,7 +420,7 @@ def owner_exposure(config: ScenarioConfig, report: dict[str, Any]) -> dict[str, 
     """Per owner: what the consumer, the curator and the other owners receive of its data, and
     which ledgers bound it. Towards the other owners: every ledger of the run but the consumer's
     ``consumer:D_v`` (read generically, each with the scope it states: :func:`owner_ledgers`)."""
-    from marketplace.runner.per_owner import Exposure
+    from marketplace.reporting.per_owner import Exposure
 
     private = config.summarize.privacy.enabled
     privacy = report.get("privacy") or {}

@@ -29,9 +29,9 @@ from marketplace.privacy import noise as noise_streams
 from marketplace.privacy.lifetime import Cost, Declared
 from marketplace.privacy.noise import NoiseOrigin
 from marketplace.roles import CONSUMER, CURATOR, Role
-from marketplace.runner.format import accountant_text, fmt, mean_sd, relation_text, sweep_table_head
-from marketplace.runner.per_owner import Exposure
-from marketplace.runner.plots import eps_spent, sweep_figure
+from marketplace.reporting.format import accountant_text, fmt, mean_sd, relation_text, sweep_table_head
+from marketplace.reporting.per_owner import Exposure
+from marketplace.reporting.plots import eps_spent, sweep_figure
 from marketplace.schema import SchemaError
 
 NAME = "noisy_count"

@@ -69,7 +69,7 @@ def test_a_sweep_over_the_budget_shows_the_eps_spent(pfds_raw, tmp_path):
 
 
 def test_a_privacy_sweep_is_plotted_against_the_eps_spent(monkeypatch, tmp_path):
-    from marketplace.runner import plots
+    from marketplace.reporting import plots
 
     seen = []
     monkeypatch.setattr(plots, "sweep_figure", lambda *a, x_column=None, **k: seen.append(x_column))

@@ -148,7 +148,7 @@ def test_a_sweep_over_the_total_tabulates_and_plots_what_an_owner_gave_up(monkey
 
     from marketplace.api import sweep
     from marketplace.protocols.summarize import exchange
-    from marketplace.runner import plots
+    from marketplace.reporting import plots
 
     drawn = []
     monkeypatch.setattr(plots, "sweep_figure", lambda summary, keys, path, **kw: drawn.append((summary, kw)))
@@ -169,7 +169,7 @@ def test_a_sweep_over_the_total_tabulates_and_plots_what_an_owner_gave_up(monkey
 
 def test_a_privacy_sweep_is_plotted_against_the_eps_spent_and_others_against_the_key(monkeypatch, tmp_path):
     from marketplace.protocols.summarize import exchange
-    from marketplace.runner import plots
+    from marketplace.reporting import plots
 
     seen = []
     monkeypatch.setattr(plots, "sweep_figure", lambda *a, x_column=None, **k: seen.append(x_column))
