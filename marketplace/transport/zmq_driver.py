@@ -83,10 +83,6 @@ _SEND = getattr(zmq.backend, "Socket", zmq.Socket).send
 zero-copy thresholds the driver never uses): a microsecond or more saved per frame."""
 
 
-_Peer = PeerState
-"""The loop's record of a party (kept under its former name for tests that build one)."""
-
-
 def _policy_field(name: str) -> property:
     """A clock mark of the loop's link policy, read and written through the loop (an owner host
     marks its sockets drained; tests set the marks)."""
