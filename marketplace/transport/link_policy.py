@@ -105,28 +105,32 @@ class LinkPolicy:
         """The loop starts its role at ``now``: heartbeats and checks are due at once."""
         self.next_beat = self.next_check = now
 
-    def arrived(self, route: bytes, party: str | None, now: float) -> ConnectionState | None:
-        """A frame came on connection ``route`` from ``party`` (None: identity unknown) at ``now``.
-        Returns the connection's record, or None when the frame is to be dropped unread (the
-        connection is quarantined). Any frame read counts as the party's contact."""
-        conn = self.quarantine.connection(route, party)
-        if not self.quarantine.admits(conn, now):
-            return None
-        if party is not None:
-            peer = self.peer(party)
-            if peer.contact is None:
-                peer.contact = now
-        return conn
+    def contacted(self, party: str, now: float) -> PeerState:
+        """A frame from ``party`` was read at ``now`` (its connection admitted by the quarantine,
+        :meth:`Quarantine.admit`): its first such frame is its contact, from which a progress
+        deadline may count, whether or not the node accepts the frame. Returns its record."""
+        peer = self.peers.get(party)
+        if peer is None:
+            peer = self.peers[party] = PeerState(party)
+        if peer.contact is None:
+            peer.contact = now
+        return peer
 
-    def refused(self, conn: ConnectionState, now: float) -> bool:
-        """The node refused a frame that came on ``conn``; True when ``conn`` goes into quarantine."""
+    def refused(self, conn: ConnectionState, now: float, party: str | None = None) -> bool:
+        """The node refused a frame that came on ``conn`` at ``now`` from ``party`` (None: unknown
+        identity), or it had the wrong framing. Still a contact of ``party``'s. True when ``conn``
+        goes into quarantine."""
+        if party is not None:
+            self.contacted(party, now)
         return self.quarantine.refused(conn, now)
 
     def accepted(self, party: str, route: bytes, now: float) -> bool:
-        """The node accepted a frame from ``party`` on ``route`` at ``now``: the party is heard, and
-        frames to it go to ``route`` from now on. True on its first route (the curator answers
-        at once, so that a party hears from it even if it then hangs)."""
-        peer = self.peer(party)
+        """The node accepted a frame from ``party`` on ``route`` at ``now`` (also a contact): the
+        party is heard, and frames to it go to ``route`` from now on. True on its first route (the
+        curator answers at once, so that a party hears from it even if it then hangs)."""
+        peer = self.peers.get(party)
+        if peer is None or peer.contact is None:
+            peer = self.contacted(party, now)
         if peer.heard is None:
             self.last_arrival = now  # parties are still arriving: the others' handshakes are slow, not dead
             self.stats.arrivals += 1
@@ -212,7 +216,8 @@ class LinkPolicy:
 
     def open_peers(self, finished: Collection[str]) -> list[str]:
         """Parties with a connection frames go to, neither lost nor ``finished`` (their ``bye`` taken)."""
-        return [p for p, peer in self.peers.items() if peer.route is not None and p not in self.lost and p not in finished]
+        lost = self.lost
+        return [p for p, peer in self.peers.items() if peer.route is not None and p not in lost and p not in finished]
 
     # --- decisions ----------------------------------------------------------------------------
     def run_timeout(self, now: float) -> str | None:
@@ -268,4 +273,5 @@ class LinkPolicy:
             _, since, scale, limit = entry
             if now - since > limit and (self.drained_at > since + limit or now - since > 2 * limit):
                 why = last_refusal.get(party)
-                yield party, missed_text(what, base, scale, limit) + (f" (its last refused frame: {why})" if why else "")
+                last = f" (its last refused frame: {why})" if why else ""
+                yield party, missed_text(what, base, scale, limit) + last

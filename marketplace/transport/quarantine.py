@@ -45,26 +45,24 @@ class Quarantine:
         self.connections: OrderedDict[bytes, ConnectionState] = OrderedDict()  # by route, most recent last
         self.dropped: dict[str, int] = {} if dropped is None else dropped
 
-    def connection(self, route: bytes, party: str | None) -> ConnectionState:
-        """The record of the connection ``route`` (made on its first frame, named after ``party``,
-        or as an unidentified connection when its identity is unknown)."""
-        conn = self.connections.get(route)
+    def admit(self, route: bytes, party: str | None, now: float) -> ConnectionState | None:
+        """A frame came on connection ``route`` at ``now``: the connection's record (made on its first
+        frame, named after ``party``, or as an unidentified connection when its identity is
+        unknown), or None when the frame is dropped unread (counted in ``dropped``) because the
+        connection is quarantined. One call per frame read: under a flood this is most of the cost."""
+        connections = self.connections
+        conn = connections.get(route)
         if conn is None:
             label = party if party is not None else f"unidentified connection {route!r:.24}"
-            conn = self.connections[route] = ConnectionState(cut(label, 64))
-            while len(self.connections) > self.max_connections:
-                self.connections.popitem(last=False)
+            conn = connections[route] = ConnectionState(cut(label, 64))
+            while len(connections) > self.max_connections:
+                connections.popitem(last=False)
         else:
-            self.connections.move_to_end(route)
-        return conn
-
-    def admits(self, conn: ConnectionState, now: float) -> bool:
-        """Whether a frame that came on ``conn`` at ``now`` is read; False (and counted in
-        ``dropped``) while the connection is quarantined."""
+            connections.move_to_end(route)
         if conn.quarantine_until > now:
             self.dropped[conn.name] = self.dropped.get(conn.name, 0) + 1
-            return False
-        return True
+            return None
+        return conn
 
     def refused(self, conn: ConnectionState, now: float) -> bool:
         """A frame that came on ``conn`` at ``now`` was refused; True when this refusal puts the

@@ -64,10 +64,9 @@ from marketplace.transport.node import UNKNOWN, Node, Outgoing
 from marketplace.transport.quarantine import ConnectionState
 # the settings, socket set-up and sizing rules are re-exported: the runner, tests and benchmarks import them from here
 from marketplace.transport.sockets import configure_socket, plaintext_identity, zmtp_heartbeats  # noqa: F401
-from marketplace.transport.tuning import (CHECK_S_PER_PEER, CONNECTIONS_PER_IO_THREAD, HEARTBEAT_S_PER_PARTY,  # noqa: F401
-                                          LIVENESS_CHECK_S, SPREAD_ABOVE, check_interval, frozen_heap, io_threads,
-                                          listen_backlog, raise_open_files_limit, scaled_heartbeats, spread_order,
-                                          spread_receivers)
+from marketplace.transport.tuning import (  # noqa: F401
+    CHECK_S_PER_PEER, CONNECTIONS_PER_IO_THREAD, HEARTBEAT_S_PER_PARTY, LIVENESS_CHECK_S, SPREAD_ABOVE, check_interval,
+    frozen_heap, io_threads, listen_backlog, raise_open_files_limit, scaled_heartbeats, spread_order, spread_receivers)
 
 log = logging.getLogger(__name__)
 MIN_BATCH = 64
@@ -213,16 +212,16 @@ class _Loop(ABC):
 
     def _handle(self, route: bytes, party: str | None, frame: bytes | None) -> None:
         now = time.monotonic()
-        conn = self.link.arrived(route, party, now)
-        if conn is None:  # its connection is quarantined: dropped unread
+        conn = self.link.quarantine.admit(route, party, now)
+        if conn is None:  # its connection is quarantined: dropped unread (one call per frame of a flood)
             return
         if frame is None:  # wrong framing: refused unread
-            self._refused(conn, now)
+            self._refused(conn, now, party)
             return
         # a connection of unknown identity can speak only as "unknown party", which no role accepts
         delivery = self.node.receive(frame, peer=party if party is not None else UNKNOWN)
         if not delivery.accepted:
-            self._refused(conn, now)
+            self._refused(conn, now, party)
         elif party is not None and self.link.accepted(party, route, now):
             self._first_contact(party)
         if delivery:
@@ -238,10 +237,11 @@ class _Loop(ABC):
         DEALER's only connection is to the curator (:class:`DealerLoop`)."""
         self.link.unnamed_connection_closed()
 
-    def _refused(self, conn: ConnectionState, now: float) -> None:
-        if self.link.refused(conn, now):
+    def _refused(self, conn: ConnectionState, now: float, party: str | None) -> None:
+        if self.link.refused(conn, now, party):
             log.warning("%s: a connection of %s sent more than %d refused frames in a second: its frames are dropped "
-                        "unread for %g s", self.node.party_id, conn.name, self.settings.refusal_budget, self.settings.quarantine_s)
+                        "unread for %g s", self.node.party_id, conn.name, self.settings.refusal_budget,
+                        self.settings.quarantine_s)
 
     # --- timers -------------------------------------------------------------------------------
     def _check_liveness(self, now: float) -> None:
@@ -257,8 +257,8 @@ class _Loop(ABC):
 
     def _check_progress(self, now: float) -> None:
         """Drop a connected party that does not deliver what the role waits for in time."""
-        role = self.node.role
-        for party, reason in self.link.progress_losses(now, role.awaited(), role.progress_scale, self.node.last_refusal):
+        role, node = self.node.role, self.node
+        for party, reason in self.link.progress_losses(now, role.awaited(), role.progress_scale, node.last_refusal):
             self._lose(party, reason)
 
     def _lose(self, party: str, reason: str) -> None:
@@ -284,7 +284,8 @@ class _Loop(ABC):
             if receiver in lost:
                 continue
             peer = peers.get(receiver)
-            route = self._fast_route(peer) if peer is not None and not out.best_effort and receiver not in backlog else None
+            fast = peer is not None and not out.best_effort and receiver not in backlog
+            route = self._fast_route(peer) if fast else None
             if route is not None:
                 try:
                     send(route, out.frame)

@@ -34,7 +34,7 @@ def policy(**changes: float) -> LinkPolicy:
 def heard(link: LinkPolicy, party: str, at: float, route: bytes | None = None) -> bool:
     """``party``'s frame arrived on ``route`` at ``at`` and the node accepted it."""
     route = party.encode() if route is None else route
-    assert link.arrived(route, party, at) is not None
+    assert link.quarantine.admit(route, party, at) is not None
     return link.accepted(party, route, at)
 
 
@@ -131,7 +131,8 @@ def test_refused_frames_connect_nobody():
     """A frame read but refused is contact (its progress deadline may start) but not an arrival: the
     party has no route, is no heartbeat target, and the start deadline still applies to it."""
     link = policy()
-    assert link.arrived(b"r1", "owner-1", 1.0) is not None  # read, then refused by the node
+    conn = link.quarantine.admit(b"r1", "owner-1", 1.0)
+    assert link.refused(conn, 1.0, "owner-1") is False  # read, then refused by the node
     assert link.peers["owner-1"].contact == 1.0 and link.peers["owner-1"].heard is None
     assert link.open_peers(set()) == [] and link.stats.arrivals == 0
     assert [party for party, _ in liveness(link, 30.1)] == ["owner-1"]
@@ -283,46 +284,47 @@ def test_losing_a_party_forgets_its_queue_and_deadline_and_happens_once():
 def test_more_refusals_than_the_budget_within_a_second_quarantine_the_connection_for_quarantine_s():
     dropped: dict[str, int] = {}
     quarantine = Quarantine(refusal_budget=4, quarantine_s=2.0, max_connections=10, dropped=dropped)
-    conn = quarantine.connection(b"r1", "owner-1")
+    conn = quarantine.admit(b"r1", "owner-1", 10.0)
     assert [quarantine.refused(conn, 10.0 + i / 8) for i in range(5)] == [False, False, False, False, True]
-    assert not quarantine.admits(conn, 10.5) and not quarantine.admits(conn, 12.49)
+    assert quarantine.admit(b"r1", "owner-1", 10.5) is None and quarantine.admit(b"r1", "owner-1", 12.49) is None
     assert dropped == {"owner-1": 2}
-    assert quarantine.admits(conn, 12.5)  # quarantine_s after the refusal that started it, at 10.5
+    assert quarantine.admit(b"r1", "owner-1", 12.5) is conn  # quarantine_s after the refusal that started it, at 10.5
     assert not quarantine.refused(conn, 12.5)  # a new window: one refusal
 
 
 def test_the_budget_per_second_is_not_a_quarantine():
     quarantine = Quarantine(refusal_budget=4, quarantine_s=2.0, max_connections=10)
-    conn = quarantine.connection(b"r1", "owner-1")
+    conn = quarantine.admit(b"r1", "owner-1", 0.0)
     for second in range(5):  # four a second, for five seconds
         assert not any(quarantine.refused(conn, second * 1.01 + i / 100) for i in range(4))
-    assert quarantine.admits(conn, 6.0)
+    assert quarantine.admit(b"r1", "owner-1", 6.0) is conn
 
 
 def test_quarantine_is_per_connection_so_a_second_connection_cannot_silence_a_partys_own():
     link = policy()
-    own = link.arrived(b"own", "owner-1", 1.0)
-    squatter = link.arrived(b"squatter", "owner-1", 1.0)
-    assert any(link.refused(squatter, 1.0) for _ in range(5))
-    assert link.arrived(b"squatter", "owner-1", 1.1) is None
-    assert link.arrived(b"own", "owner-1", 1.1) is own
+    own = link.quarantine.admit(b"own", "owner-1", 1.0)
+    squatter = link.quarantine.admit(b"squatter", "owner-1", 1.0)
+    assert any(link.refused(squatter, 1.0, "owner-1") for _ in range(5))
+    assert link.quarantine.admit(b"squatter", "owner-1", 1.1) is None
+    assert link.quarantine.admit(b"own", "owner-1", 1.1) is own
     assert link.stats.quarantined == {"owner-1": 1}
 
 
 def test_a_connection_of_unknown_identity_is_named_by_its_route():
     quarantine = Quarantine(refusal_budget=4, quarantine_s=2.0, max_connections=10)
-    assert quarantine.connection(b"\x00abc", None).name == "unidentified connection b'\\x00abc'"
+    assert quarantine.admit(b"\x00abc", None, 0.0).name == "unidentified connection b'\\x00abc'"
 
 
 def test_the_least_recently_heard_connection_is_forgotten_first():
     quarantine = Quarantine(refusal_budget=0, quarantine_s=2.0, max_connections=2)
-    first = quarantine.connection(b"r1", "owner-1")
+    first = quarantine.admit(b"r1", "owner-1", 1.0)
     quarantine.refused(first, 1.0)  # quarantined
-    quarantine.connection(b"r2", "owner-2")
-    quarantine.connection(b"r1", "owner-1")  # heard again: now the most recent
-    quarantine.connection(b"r3", "owner-3")
+    quarantine.admit(b"r2", "owner-2", 1.1)
+    assert quarantine.admit(b"r1", "owner-1", 1.2) is None  # heard again (dropped unread): now the most recent
+    quarantine.admit(b"r3", "owner-3", 1.3)
     assert list(quarantine.connections) == [b"r1", b"r3"]
-    assert not quarantine.admits(quarantine.connection(b"r1", "owner-1"), 1.5)
+    assert quarantine.admit(b"r1", "owner-1", 1.5) is None
+    assert quarantine.admit(b"r2", "owner-2", 1.5) is not None  # forgotten, made anew
 
 
 def test_the_quarantine_table_holds_two_connections_per_party_beyond_the_fixed_allowance():
