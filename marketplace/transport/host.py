@@ -32,9 +32,10 @@ import time
 
 import zmq
 
+from marketplace.transport.link_settings import DriverStats, LinkSettings
 from marketplace.transport.node import Node
-from marketplace.transport.zmq_driver import (EVENTS, POLLIN, DealerLoop, DriverStats, LinkSettings, check_interval, connect_dealer,
-                                              frozen_heap, io_threads, raise_open_files_limit)
+from marketplace.transport.tuning import check_interval, frozen_heap, io_threads, raise_open_files_limit
+from marketplace.transport.zmq_driver import EVENTS, POLLIN, DealerLoop, connect_dealer
 
 log = logging.getLogger(__name__)
 

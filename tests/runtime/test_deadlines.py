@@ -188,7 +188,8 @@ def test_a_bad_scale_from_a_role_is_refused_not_taken_as_no_deadline(make_loop):
 def test_the_curators_driver_gives_pfds_round_2_of_100_sharers_ten_deadlines_and_then_drops_a_stuck_sharer():
     """The real pfds curator under the curator's driver: 100 sharers in round 2, one of which never
     sends its records; the others delivered. Dropped at ten times the base deadline, not before."""
-    from marketplace.transport.zmq_driver import _Peer, _RouterLoop
+    from marketplace.transport.link_policy import PeerState
+    from marketplace.transport.zmq_driver import _RouterLoop
 
     curator = pfds_curator(100)
     curator.present = {*curator.sharers, "consumer"}
@@ -201,7 +202,7 @@ def test_the_curators_driver_gives_pfds_round_2_of_100_sharers_ten_deadlines_and
         settings = LinkSettings(heartbeat_interval_s=0.1, heartbeat_timeout_s=0.5, progress_timeout_s=10.0,
                                 start_timeout_s=1e9, run_timeout_s=1e9)
         loop = _RouterLoop(Node(curator, run_id=RUN, max_message_bytes=1 << 20), sock, settings)
-        loop.peers["owner-1"] = _Peer("owner-1", contact=0.0, heard=0.0)
+        loop.peers["owner-1"] = PeerState("owner-1", contact=0.0, heard=0.0)
         dropped: list[tuple[str, str]] = []
         loop._lose = lambda party, reason: dropped.append((party, reason))
         for at in (1.0, 1.0 + 15.0, 1.0 + 99.0):
