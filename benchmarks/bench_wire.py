@@ -40,10 +40,12 @@ import zmq  # noqa: E402
 
 from marketplace.runner.processes import owner_hosts  # noqa: E402
 from marketplace.transport.curve import CurveKeys, PartyAuthenticator, generate_keys, party_names  # noqa: E402
-from marketplace.transport.zmq_driver import (EVENTS, NOBLOCK, NOBLOCK_MORE, POLLIN, LinkSettings, configure_socket, listen_backlog,  # noqa: E402
-                                              plaintext_identity, raise_open_files_limit, spread_order)
+from marketplace.transport.link_settings import LinkSettings  # noqa: E402
+from marketplace.transport.sockets import configure_socket, plaintext_identity  # noqa: E402
+from marketplace.transport.tuning import listen_backlog, raise_open_files_limit, spread_order  # noqa: E402
+from marketplace.transport.zmq_driver import EVENTS, NOBLOCK, NOBLOCK_MORE, POLLIN  # noqa: E402
 
-from marketplace.transport.zmq_driver import io_threads, scaled_heartbeats  # noqa: E402  (the driver's own rules)
+from marketplace.transport.tuning import io_threads, scaled_heartbeats  # noqa: E402
 
 ROUND_OPEN_BYTES, BID_BYTES, HELLO_BYTES = 1277, 132, 261
 """Frame sizes of the quickstart scenario (140 features, 16 owners), from its report's

@@ -113,7 +113,8 @@ class Bidder(Role):
 
 def main() -> int:
     from marketplace.transport.node import Node
-    from marketplace.transport.zmq_driver import LinkSettings, serve_party
+    from marketplace.transport.link_settings import LinkSettings
+    from marketplace.transport.zmq_driver import serve_party
 
     endpoint, behaviour, seconds, interval, timeout = sys.argv[1:6]
     role = Bidder(behaviour, float(seconds))

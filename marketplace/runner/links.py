@@ -7,7 +7,8 @@ from pathlib import Path
 
 from marketplace.scenario import Scenario
 from marketplace.transport.curve import CurveKeys
-from marketplace.transport.zmq_driver import LinkSettings, scaled_heartbeats
+from marketplace.transport.link_settings import LinkSettings
+from marketplace.transport.tuning import scaled_heartbeats
 
 
 def link_settings(scenario: Scenario) -> LinkSettings:

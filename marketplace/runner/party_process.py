@@ -44,12 +44,8 @@ from marketplace.runner.scheduling import scheduling_policy, single_threaded_bla
 from marketplace.scenario import Scenario
 from marketplace.transport.host import serve_owners
 from marketplace.transport.node import Node
-from marketplace.transport.zmq_driver import (
-    DriverStats,
-    LinkSettings,
-    serve_curator,
-    serve_party,
-)
+from marketplace.transport.link_settings import DriverStats, LinkSettings
+from marketplace.transport.zmq_driver import serve_curator, serve_party
 from marketplace.warm_imports import load_in_background
 
 log = logging.getLogger(__name__)

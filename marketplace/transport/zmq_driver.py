@@ -62,11 +62,9 @@ from marketplace.transport.link_settings import DriverStats, LinkSettings
 from marketplace.transport.monitor import ConnectionWatch, open_monitor, read_events
 from marketplace.transport.node import UNKNOWN, Node, Outgoing
 from marketplace.transport.quarantine import ConnectionState
-# the settings, socket set-up and sizing rules are re-exported: the runner, tests and benchmarks import them from here
-from marketplace.transport.sockets import configure_socket, plaintext_identity, zmtp_heartbeats  # noqa: F401
-from marketplace.transport.tuning import (  # noqa: F401
-    CHECK_S_PER_PEER, CONNECTIONS_PER_IO_THREAD, HEARTBEAT_S_PER_PARTY, LIVENESS_CHECK_S, SPREAD_ABOVE, check_interval,
-    frozen_heap, io_threads, listen_backlog, raise_open_files_limit, scaled_heartbeats, spread_order, spread_receivers)
+from marketplace.transport.sockets import configure_socket, plaintext_identity
+from marketplace.transport.tuning import (
+    check_interval, frozen_heap, io_threads, listen_backlog, raise_open_files_limit, spread_receivers)
 
 log = logging.getLogger(__name__)
 MIN_BATCH = 64
@@ -438,7 +436,7 @@ class _RouterLoop(_Loop):
         return route, party, (body.buffer if len(body) > SCAN_ABOVE else body.bytes)
 
     def _dispatch(self, outgoing: list[Outgoing], *, reply_route: bytes | None = None) -> None:
-        """A broadcast (a round opened to every owner) leaves in :func:`spread_order`: owners that
+        """A broadcast (a round opened to every owner) leaves in :func:`~marketplace.transport.tuning.spread_order`: owners that
         share an owner host are usually numbered in one block, and sent block by block the last
         host would start its round only once every other host's frames had left."""
         super()._dispatch(spread_receivers(outgoing), reply_route=reply_route)

@@ -19,7 +19,9 @@ from marketplace.roles import CURATOR, Role, Send, owner_id
 from marketplace.scenario import ScenarioError, load_scenario
 from marketplace.transport.deadlines import missed_text, step_deadline
 from marketplace.transport.node import Node
-from marketplace.transport.zmq_driver import DealerLoop, LinkSettings, configure_socket
+from marketplace.transport.link_settings import LinkSettings
+from marketplace.transport.sockets import configure_socket
+from marketplace.transport.zmq_driver import DealerLoop
 
 # --- the arithmetic ----------------------------------------------------------------------------
 

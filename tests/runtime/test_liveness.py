@@ -24,7 +24,9 @@ from marketplace.roles import CURATOR
 from marketplace.runner.blame import at_fault, failure_lines
 from marketplace.transport.monitor import ConnectionWatch
 from marketplace.transport.node import Node
-from marketplace.transport.zmq_driver import DealerLoop, LinkSettings, configure_socket, serve_curator
+from marketplace.transport.link_settings import LinkSettings
+from marketplace.transport.sockets import configure_socket
+from marketplace.transport.zmq_driver import DealerLoop, serve_curator
 
 INTERVAL_S, TIMEOUT_S = 0.1, 0.5
 

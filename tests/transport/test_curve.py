@@ -18,7 +18,8 @@ from marketplace.protocols.summarize.messages import Point
 from marketplace.roles import CURATOR, Role
 from marketplace.transport.curve import CurveError, CurveKeys, PartyAuthenticator, generate_keys
 from marketplace.transport.node import Node
-from marketplace.transport.zmq_driver import LinkSettings, serve_curator
+from marketplace.transport.link_settings import LinkSettings
+from marketplace.transport.zmq_driver import serve_curator
 
 PATTERN = np.full(8, 1234.5678125)  # a float64 pattern that is easy to find in a byte stream
 
@@ -227,7 +228,7 @@ def test_an_oversized_frame_is_cut_at_the_socket_logged_and_the_curator_keeps_se
 def test_a_flooding_sender_is_held_back_by_the_high_water_marks():
     """The queues between two configured sockets are bounded: a sender that floods a receiver that
     does not read is told to wait (EAGAIN) after about the two high-water marks, not buffered forever."""
-    from marketplace.transport.zmq_driver import configure_socket as _configure
+    from marketplace.transport.sockets import configure_socket as _configure
 
     settings = LinkSettings(high_water_mark=50, send_timeout_s=0.05)
     ctx = zmq.Context()

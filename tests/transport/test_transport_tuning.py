@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import QUICKSTART, ROOT
-from marketplace.transport.zmq_driver import LIVENESS_CHECK_S, check_interval, listen_backlog
+from marketplace.transport.tuning import LIVENESS_CHECK_S, check_interval, listen_backlog
 from system_tools import skip_unless_tools
 
 
@@ -69,7 +69,7 @@ def test_a_broadcast_reaches_every_block_of_owners_early_and_keeps_each_owners_o
     """The curator sends a round to owner-1..owner-256 so that owners served by different hosts
     (contiguous blocks) are reached in turn, never reordering two frames to the same owner."""
     from marketplace.transport.node import Outgoing
-    from marketplace.transport.zmq_driver import spread_order, spread_receivers
+    from marketplace.transport.tuning import spread_order, spread_receivers
 
     for n in (1, 2, 7, 8, 10, 256, 1000):
         assert sorted(spread_order(n)) == list(range(n))
@@ -90,7 +90,7 @@ def test_a_broadcast_reaches_every_block_of_owners_early_and_keeps_each_owners_o
 def test_heartbeats_stretch_with_the_number_of_parties_and_keep_their_ratio():
     """Up to interval / HEARTBEAT_S_PER_PARTY parties nothing changes; beyond, interval and timeout
     grow together, so the timeout still spans as many missed heartbeats (and stays above two)."""
-    from marketplace.transport.zmq_driver import HEARTBEAT_S_PER_PARTY, scaled_heartbeats
+    from marketplace.transport.tuning import HEARTBEAT_S_PER_PARTY, scaled_heartbeats
 
     assert scaled_heartbeats(0.5, 10.0, 6) == (0.5, 10.0)
     assert scaled_heartbeats(0.5, 10.0, 1000) == (0.5, 10.0)
@@ -116,7 +116,7 @@ def test_link_settings_carry_the_stretched_heartbeats_of_the_whole_run(tmp_path)
 
 
 def test_io_threads_grow_with_the_connections_a_context_serves():
-    from marketplace.transport.zmq_driver import CONNECTIONS_PER_IO_THREAD, io_threads
+    from marketplace.transport.tuning import CONNECTIONS_PER_IO_THREAD, io_threads
 
     assert io_threads(0) == io_threads(3) == io_threads(CONNECTIONS_PER_IO_THREAD) == 1
     assert io_threads(CONNECTIONS_PER_IO_THREAD + 1) == 2
@@ -127,7 +127,7 @@ def test_a_curator_of_many_parties_spreads_their_connections_over_io_threads(tmp
     """libzmq cancels a timer by walking all of its I/O thread's timers, so one thread holding
     thousands of connections spends its core on that walk: a curator for 4,500 owners runs three
     I/O threads (their names are in /proc)."""
-    from marketplace.transport.zmq_driver import io_threads
+    from marketplace.transport.tuning import io_threads
 
     with bound_curator(tmp_path, "parties.owners=4500", "data.partition.scheme=even") as (proc, _):
         names = [Path(task, "comm").read_text().strip() for task in Path(f"/proc/{proc.pid}/task").iterdir()]
