@@ -64,7 +64,7 @@ def test_string_seed_is_a_type_error():
         make_rng(seed="7", secure=False)
 
 
-def test_secure_flag_must_be_bool():
+def test_make_rng_secure_flag_must_be_bool():
     with pytest.raises(TypeError, match="'secure' parameter of make_rng must be a bool"):
         make_rng(seed=1, secure="yes")
 
@@ -126,7 +126,7 @@ def test_secure_generator_without_secure_flag_is_refused():
         Laplace(epsilon=1.0, sensitivity=1.0, rng=make_rng(seed=None, secure=True))
 
 
-def test_secure_flag_must_be_bool():
+def test_exponential_secure_flag_must_be_bool():
     with pytest.raises(TypeError, match="The 'secure' parameter of Exponential must be a bool. Got int instead."):
         Exponential(epsilon=1.0, sensitivity=1.0, rng=seeded(), secure=1)
 
