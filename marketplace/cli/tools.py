@@ -28,6 +28,12 @@ def add_protocols_parser(sub: argparse._SubParsersAction) -> None:
                                description="List every protocol a scenario can name: the four shipped ones and any "
                                            "installed package's (docs/extending.md).")
     protocols.add_argument("--json", action="store_true", help="print JSON instead of text")
+    protocols.add_argument("--check", metavar="NAME", help="run protocol NAME's conformance checks (marketplace.testing): "
+                           "its Exchange contract, bad settings, declared costs, a run under each driver, the report "
+                           "schema, sweep rows and history; exit 0 if all pass, 3 if one fails")
+    protocols.add_argument("--scenario", metavar="FILE", help="with --check: the small scenario the checks run "
+                           "(default: the protocol's section at its defaults, 3 owners)")
+    add_set(protocols, help="with --check: override a key of --scenario")
     protocols.set_defaults(func=protocols_command)
 
 
@@ -78,6 +84,11 @@ def protocols_command(args: argparse.Namespace) -> int:
     except plugins.PluginError as err:
         print(f"marketplace protocols: {err}", file=sys.stderr)
         return EXIT_USAGE
+    if args.check is not None:
+        return check_command(args, specs)
+    if args.scenario is not None or args.overrides:
+        print("marketplace protocols: --scenario and --set go with --check NAME", file=sys.stderr)
+        return EXIT_USAGE
     rows = [{"name": name, "summary": spec.summary, "exchange": spec.exchange} for name, spec in specs.items()]
     if args.json:
         print(json.dumps(rows, indent=1))
@@ -86,6 +97,38 @@ def protocols_command(args: argparse.Namespace) -> int:
         for row in rows:
             print(f"{row['name']:<{width}}  {row['summary'] or '-'}  ({row['exchange']})")
     return EXIT_OK
+
+
+def check_command(args: argparse.Namespace, specs: dict) -> int:
+    """``marketplace protocols --check NAME``: each conformance check of protocol NAME, a line each as it
+    finishes (``ok`` or ``FAIL`` and why); exit 0 when all pass, 3 when one fails, 2 for a protocol or
+    scenario that cannot be checked."""
+    from marketplace.api import load
+    from marketplace.scenario import ScenarioError
+    from marketplace.testing import protocol_checks
+
+    if args.check not in specs:
+        print(f"marketplace protocols: --check: expected one of {list(specs)}, got {args.check!r}", file=sys.stderr)
+        return EXIT_USAGE
+    scenario = None
+    if args.scenario is not None or args.overrides:
+        try:
+            scenario = load(args.scenario or {"name": f"{args.check}-conformance", "protocol": args.check,
+                                              "parties": {"owners": 3}}, sets=args.overrides)
+        except ScenarioError as err:
+            print(f"marketplace protocols: --scenario: {err}", file=sys.stderr)
+            return EXIT_USAGE
+    failed = 0
+    for check in protocol_checks(args.check, scenario):
+        try:
+            check()
+        except AssertionError as err:
+            failed += 1
+            print(f"FAIL  {check.name}: {err}", flush=True)
+        else:
+            print(f"ok    {check.name}", flush=True)
+    print(f"{args.check}: {'every check passed' if not failed else f'{failed} check(s) failed'}")
+    return EXIT_RUN_FAILED if failed else EXIT_OK
 
 
 def probe_command(args: argparse.Namespace) -> int:

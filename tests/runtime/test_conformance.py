@@ -151,3 +151,40 @@ def test_an_owner_cost_that_reads_the_data_fails(monkeypatch):
     _serve(monkeypatch, ReadsData())
     assert "it built the run's data" in _failure("owner_cost_from_settings", scenario)
 
+
+
+# --- the command line ------------------------------------------------------------------------------
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "marketplace", "protocols", *args], capture_output=True, text=True,
+                          timeout=600, cwd=ROOT)
+
+
+@pytest.mark.slow
+def test_the_command_line_runs_every_check_and_exits_0_when_all_pass():
+    file, sets = SMALL["stc"]
+    result = _cli("--check", "stc", "--scenario", f"scenarios/{file}", *(f"--set={s}" for s in sets))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert [line.split()[1] for line in result.stdout.splitlines()[:-1]] == NAMES
+    assert all(line.startswith("ok ") for line in result.stdout.splitlines()[:-1])
+    assert result.stdout.splitlines()[-1] == "stc: every check passed"
+
+
+def test_the_command_line_exits_3_naming_each_failed_check():
+    result = _cli("--check", "stc", "--scenario", "scenarios/sketch-uniform.yaml")
+    assert result.returncode == 3, result.stdout + result.stderr
+    failed = [line for line in result.stdout.splitlines() if line.startswith("FAIL")]
+    assert failed and all("the conformance scenario is of protocol 'sketch', expected 'stc'" in f for f in failed)
+    assert result.stdout.splitlines()[-1] == f"stc: {len(failed)} check(s) failed"
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--check", "nope"], "got 'nope'"),
+    (["--scenario", "scenarios/quickstart.yaml"], "--scenario and --set go with --check NAME"),
+    (["--check", "stc", "--scenario", "scenarios/stc-synthetic.yaml", "--set", "stc.k=0"], "--scenario: "),
+])
+def test_the_command_line_refuses_what_it_cannot_check_with_exit_2(args, says):
+    result = _cli(*args)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert says in result.stderr and result.stdout == ""
