@@ -2,8 +2,9 @@
 
 The world of a run (the table's folds and the agents' shares, ``world.validation`` the consumer's and
 ``world.test`` the test fold; ``data.partition`` and ``data.consumer`` do not apply) is built by
-:mod:`marketplace.protocols.pfds.world`, the report by :mod:`marketplace.protocols.pfds.report`, and its
-terminal and sweep display by :mod:`marketplace.protocols.pfds.display`.
+:mod:`marketplace.protocols.pfds.world`, the report by :mod:`marketplace.protocols.pfds.report`, its
+terminal display by :mod:`marketplace.protocols.pfds.display` and its sweep columns, table and plot by
+:mod:`marketplace.protocols.pfds.sweeps`.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from marketplace.data.dataset import Dataset, World
 from marketplace.parties import party_ids
 from marketplace.plugins import Exchange
 from marketplace.privacy.noise import NoiseOrigin
-from marketplace.protocols.pfds.display import head_rows, plot_sweep, sweep_headline, sweep_row, sweep_table, tables
+from marketplace.protocols.pfds.display import head_rows, tables
 from marketplace.protocols.pfds.report import nothing_released, report
+from marketplace.protocols.pfds.sweeps import plot_sweep, sweep_headline, sweep_row, sweep_table
 from marketplace.protocols.pfds.world import (
     labels_of,
     make_world,
