@@ -24,6 +24,8 @@ from marketplace.scenario.config import ScenarioConfig
 
 
 def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The protocol's sections of the run report: privacy, metrics (PFDS and each baseline asked for in
+    ``pfds.baselines``), fidelity, the agents, the trees, the checks and the history."""
     from marketplace.protocols.pfds.models import Fitted, model_error
 
     schema = schema_of(config)
