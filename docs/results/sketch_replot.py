@@ -1,6 +1,6 @@
 """Redraw a sketch sweep's plot from its summary.csv: python replot.py SUMMARY.csv OUT.png TITLE KEY [SERIES_KEY]"""
 import csv, sys
-from marketplace.protocols.sketch.exchange import plot_sweep
+from marketplace.protocols.sketch.sweeps import plot_sweep
 
 def value(text):
     if text == "":

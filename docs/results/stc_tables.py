@@ -46,7 +46,7 @@ def load(name):
 
 def replot(rows, path, title):
     """Draw the sweep's plot again from its summary (with the current plot code)."""
-    from marketplace.protocols.stc.exchange import plot_sweep
+    from marketplace.protocols.stc.sweeps import plot_sweep
 
     def value(text):
         if text in (None, ""):

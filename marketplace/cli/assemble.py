@@ -38,7 +38,7 @@ def assemble_command(args: argparse.Namespace) -> int:
     scenario = scenario_of(args)
     if scenario is None:
         return EXIT_USAGE
-    from marketplace.runner.run import assemble_from_party_reports
+    from marketplace.runner.assemble import assemble_from_party_reports
 
     if not Path(args.parties).is_dir() and args.wait <= 0:
         print(f"marketplace assemble: {args.parties}: no such folder (it should hold the parties' reports, "

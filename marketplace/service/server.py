@@ -380,7 +380,7 @@ class MarketServer:
         log.info("session %s: %d of %d owners invited", s.id, len(s.invited), len(self.owners))
 
     def _finish(self, sock: zmq.Socket, s: Session, failure: str | None = None) -> None:
-        from marketplace.runner.run import assemble_from_party_reports
+        from marketplace.runner.assemble import assemble_from_party_reports
 
         if s.curator is not None and s.curator.poll() is None:
             _end(s.curator, 10.0)

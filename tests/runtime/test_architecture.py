@@ -21,9 +21,10 @@ from conftest import ROOT
 
 LINT = "import sys; from importlinter.cli import lint_imports; sys.exit(lint_imports(no_cache=True, no_logo=True))"
 ROLE_MODULES = {"__init__", "plugin", "config", "messages", "wire", "curator", "private_curator", "owner", "consumer",
-                "agent", "exchange", "evaluate", "public", "commands", "source"}
+                "agent", "exchange", "evaluate", "public", "commands", "source", "world", "report", "display", "sweeps"}
 """A protocol package's modules that are not pure cores: its registration, section, wire, roles,
-exchange and data source. Every other module of the package is a core, and must be in the contract."""
+exchange, data source, world, report, terminal display and sweeps. Every other module of the package is a
+core, and must be in the contract."""
 
 
 def _lint(root: Path) -> subprocess.CompletedProcess[str]:

@@ -94,7 +94,7 @@ def test_a_missing_folder_exits_2(finished, tmp_path):
 
 
 def test_wait_takes_reports_that_arrive_later(finished, tmp_path):
-    from marketplace.runner.run import assemble_from_party_reports
+    from marketplace.runner.assemble import assemble_from_party_reports
 
     scenario_file, parties = copy_parties(finished, tmp_path)
     late = (parties / "consumer.json").read_text()

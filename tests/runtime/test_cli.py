@@ -341,7 +341,7 @@ def test_a_failure_cell_is_cut_short_and_the_report_keeps_it_whole(tmp_path):
 
 
 def test_counts_of_one_are_singular():
-    from marketplace.protocols.pfds import exchange as pfds
+    from marketplace.protocols.pfds import display as pfds
     from marketplace.protocols.sketch import exchange as sketch
     from marketplace.reporting.format import plural
 

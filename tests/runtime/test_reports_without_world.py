@@ -6,7 +6,7 @@ states every reference that needs everyone's rows absent (``references_absent``,
 Each run here is served the way a session of ``marketplace serve`` is: every party builds its role
 from its own share of the empty world plus its own files (:func:`marketplace.parties.own_rows`),
 the in-process driver moves the messages, each party writes its own report, and the report is
-assembled from those (:func:`marketplace.runner.run.assemble_from_party_reports`), with the world
+assembled from those (:func:`marketplace.runner.assemble.assemble_from_party_reports`), with the world
 the server has: no rows at all."""
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ from rich.console import Console
 
 from marketplace.parties import build_role, make_world, own_rows, party_ids, share_of, with_own_rows
 from marketplace.reporting.absent import REFERENCES_ABSENT, absent_line, is_absent
+from marketplace.runner.assemble import assemble_from_party_reports, data_section
 from marketplace.runner.display import summary_tables
 from marketplace.runner.json_files import write_json
 from marketplace.runner.nodes import noise_origin
 from marketplace.runner.party_reports import party_report
 from marketplace.runner.report_schema import report_problems
-from marketplace.runner.run import assemble_from_party_reports, data_section
 from marketplace.scenario import Scenario
 from marketplace.transport.inprocess import run_inprocess
 from marketplace.transport.node import Node

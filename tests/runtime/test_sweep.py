@@ -109,7 +109,7 @@ def test_a_percentage_against_greedy_compares_like_with_like_and_its_label_says_
     that ignores the seed set. The headline % compares seed set + summary on both sides."""
     from rich.console import Console
 
-    from marketplace.protocols.summarize.exchange import sweep_row, sweep_table
+    from marketplace.protocols.summarize.sweeps import sweep_row, sweep_table
 
     report = {"selection": [[0, 1]], "metrics": {
         "mmd2": 0.036, "mmd2_with_seed_set": 0.030, "accuracy": 0.8,

@@ -4,6 +4,7 @@
   or a mechanism of :mod:`marketplace.privacy.mechanisms`), and what each filter charges for it;
 * :mod:`.filters`: the two privacy filters, ``basic`` and ``zcdp``, with their references;
 * :mod:`.ledger`: :class:`LifetimeLedger`, one SQLite file per owner (reserve, commit, abort);
+* :mod:`.storage`: that file's tables, rows (:class:`Reservation`), connection and transactions;
 * :mod:`.declared`: :class:`Declared`, what a run may release about one party's data (from its protocol);
 * :mod:`.gate`: a party's admission to a run: charge the declared cost first, or decline.
 
@@ -28,18 +29,16 @@ from marketplace.privacy.lifetime.cost import FILTERS, Charge, Cost, LedgerInput
 from marketplace.privacy.lifetime.declared import Declared
 from marketplace.privacy.lifetime.filters import bun_steinke_eps, zcdp_budget
 from marketplace.privacy.lifetime.ledger import (
-    COUNTED,
     RELATION_WORDS,
     AlreadyCharged,
     LEDGER_SUFFIX,
-    STATES,
     BudgetDeclined,
     LedgerMismatch,
     LifetimeLedger,
-    Reservation,
     ledger_file,
     relation_kind,
 )
+from marketplace.privacy.lifetime.storage import COUNTED, STATES, Reservation
 
 __all__ = [
     "COUNTED", "FILTERS", "RELATION_WORDS", "AlreadyCharged", "LEDGER_SUFFIX", "STATES", "BudgetDeclined", "Charge", "Cost", "Declared", "LedgerInputError",

@@ -24,45 +24,34 @@ from __future__ import annotations
 import datetime
 import os
 import sqlite3
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from marketplace.privacy.lifetime.cost import (Charge, Cost, LedgerInputError, check_filter, fail, positive, probability,
-                                              restate)
+from marketplace.privacy.lifetime.cost import (
+    Charge,
+    Cost,
+    LedgerInputError,
+    check_filter,
+    fail,
+    positive,
+    probability,
+    restate,
+)
 from marketplace.privacy.lifetime.filters import Limits, amount
+from marketplace.privacy.lifetime.storage import (
+    COUNTED,
+    SCHEMA,
+    SCHEMA_VERSION,
+    Reservation,
+    Transaction,
+    connect,
+    create_private,
+    reservation_of,
+    sync_folder,
+)
 from marketplace.privacy.neighbouring import ADD_REMOVE_ONE, REPLACE_ONE, REPLACE_ONE_DISTINCT
 
 LEDGER_SUFFIX = ".ledger.sqlite"
-SCHEMA_VERSION = 1
-BUSY_TIMEOUT_S = 60.0
-STATES = ("reserved", "committed", "aborted", "declined")
-COUNTED = ("reserved", "committed")
-"""The states that count as spent: a reservation neither committed nor aborted may have left."""
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS ledger (
-    id INTEGER PRIMARY KEY CHECK (id = 1),
-    schema_version INTEGER NOT NULL,
-    owner TEXT NOT NULL,
-    filter TEXT NOT NULL CHECK (filter IN ('basic', 'zcdp')),
-    budget_eps REAL NOT NULL,
-    budget_delta REAL NOT NULL,
-    relation TEXT NOT NULL,
-    created TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS charges (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    request_id TEXT NOT NULL UNIQUE,
-    consumer TEXT NOT NULL,
-    what TEXT NOT NULL,
-    eps REAL, delta REAL NOT NULL, rho REAL,
-    charged_eps REAL, charged_delta REAL, charged_rho REAL,
-    state TEXT NOT NULL CHECK (state IN ('reserved', 'committed', 'aborted', 'declined')),
-    reserved_at TEXT NOT NULL,
-    settled_at TEXT
-);
-"""
 
 
 def ledger_file(folder: str | os.PathLike, party: str) -> Path:
@@ -74,7 +63,9 @@ class BudgetDeclined(Exception):
     """A release was declined: its declared cost does not fit in what the owner has left.
     ``reason`` names the owner, the request, the cost, what is left and the filter."""
 
-    def __init__(self, reason: str, *, owner: str, request_id: str, cost: Cost | None, remaining: Charge, filter: str) -> None:
+    def __init__(
+        self, reason: str, *, owner: str, request_id: str, cost: Cost | None, remaining: Charge, filter: str
+    ) -> None:
         super().__init__(reason)
         self.reason, self.owner, self.request_id = reason, owner, request_id
         self.cost, self.remaining, self.filter = cost, remaining, filter
@@ -91,30 +82,6 @@ class AlreadyCharged(Exception):
 
 class LedgerMismatch(ValueError):
     """An existing ledger was opened with an owner, budget, relation or filter other than its own."""
-
-
-@dataclass(frozen=True)
-class Reservation:
-    """One request's row: its id, who asked, for what, its declared cost, what the filter charged,
-    its state (one of :data:`STATES`) and when it was reserved and settled (UTC, ISO 8601)."""
-
-    seq: int
-    request_id: str
-    consumer: str
-    what: str
-    cost: Cost | None
-    """None for a release declined because it has no finite declared cost."""
-    charged: Charge
-    state: str
-    reserved_at: str
-    settled_at: str | None
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (for ``marketplace ledger show --json``)."""
-        return {"seq": self.seq, "time": self.reserved_at, "settled": self.settled_at, "request_id": self.request_id,
-                "consumer": self.consumer, "what": self.what,
-                "cost": None if self.cost is None else {"eps": self.cost.eps, "delta": self.cost.delta, "rho": self.cost.rho},
-                "charged": {k: v for k, v in self.charged._asdict().items() if v is not None}, "state": self.state}
 
 
 RELATION_WORDS = (ADD_REMOVE_ONE, REPLACE_ONE, REPLACE_ONE_DISTINCT)
@@ -154,8 +121,10 @@ class LifetimeLedger:
     def __init__(self, path: Path, connection: sqlite3.Connection, meta: tuple) -> None:
         if meta[1] != SCHEMA_VERSION:
             connection.close()
-            raise LedgerInputError(f"{path}: a lifetime ledger of schema version {meta[1]!r}; this marketplace "
-                                   f"reads version {SCHEMA_VERSION}")
+            raise LedgerInputError(
+                f"{path}: a lifetime ledger of schema version {meta[1]!r}; this marketplace "
+                f"reads version {SCHEMA_VERSION}"
+            )
         self.path = path
         self._db = connection
         _, _, self.owner, self.filter, eps, delta, self.relation, self.created = meta
@@ -165,8 +134,15 @@ class LifetimeLedger:
     # --- opening
 
     @classmethod
-    def open(cls, path: str | os.PathLike, *, owner: str, budget: tuple[float, float] | None = None,
-             relation: Any = None, filter: str | None = None) -> LifetimeLedger:
+    def open(
+        cls,
+        path: str | os.PathLike,
+        *,
+        owner: str,
+        budget: tuple[float, float] | None = None,
+        relation: Any = None,
+        filter: str | None = None,
+    ) -> LifetimeLedger:
         """Open the ledger at ``path``, creating it if it does not exist yet.
 
         Creating needs ``budget`` (eps, delta) and ``relation`` (text, or a
@@ -187,14 +163,14 @@ class LifetimeLedger:
         path = Path(path)
         if not path.exists() and (budget is None or relation is None):
             _refuse_incomplete(path, owner, budget, relation)
-        new = _create_private(path)
+        new = create_private(path)
         try:
-            db = cls._connect(path, create=True)
+            db = connect(path, create=True)
         except sqlite3.DatabaseError as err:
             raise LedgerInputError(f"{path}: not a lifetime ledger ({err})") from None
         try:
             db.execute("BEGIN IMMEDIATE")
-            for statement in _SCHEMA.split(";"):
+            for statement in SCHEMA.split(";"):
                 if statement.strip():
                     db.execute(statement)
             meta = db.execute("SELECT * FROM ledger").fetchone()
@@ -210,7 +186,7 @@ class LifetimeLedger:
             db.close()
             raise
         if new:
-            _sync_folder(path.parent)
+            sync_folder(path.parent)
         ledger = cls(path, db, meta)
         try:
             ledger._check_same(owner=owner, budget=budget, relation=relation, filter=filter)
@@ -227,7 +203,7 @@ class LifetimeLedger:
             raise FileNotFoundError(f"{path}: no such ledger file")
         db = None
         try:
-            db = cls._connect(path, create=False)
+            db = connect(path, create=False)
             meta = db.execute("SELECT * FROM ledger").fetchone()
         except sqlite3.DatabaseError as err:
             if db is not None:
@@ -238,31 +214,27 @@ class LifetimeLedger:
             raise LedgerInputError(f"{path}: not a lifetime ledger (it holds no budget)")
         return cls(path, db, meta)
 
-    @staticmethod
-    def _connect(path: Path, *, create: bool) -> sqlite3.Connection:
-        uri = f"{path.resolve().as_uri()}?mode={'rwc' if create else 'rw'}"
-        db = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-        mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-        if mode.lower() != "wal":
-            db.close()
-            raise OSError(f"{path}: SQLite refused WAL mode (journal_mode is {mode!r}); put the ledger on a local disk")
-        db.execute("PRAGMA synchronous=FULL")
-        return db
-
-    def _check_same(self, *, owner: str, budget: tuple[float, float] | None, relation: str | None, filter: str | None) -> None:
+    def _check_same(
+        self, *, owner: str, budget: tuple[float, float] | None, relation: str | None, filter: str | None
+    ) -> None:
         differs = []
         if owner != self.owner:
             differs.append(f"owner {owner!r} (the ledger's is {self.owner!r})")
         if budget is not None and tuple(budget) != tuple(self.budget):
-            differs.append(f"budget (eps={budget[0]!r}, delta={budget[1]!r}) (the ledger's is "
-                           f"(eps={self.budget[0]!r}, delta={self.budget[1]!r}))")
+            differs.append(
+                f"budget (eps={budget[0]!r}, delta={budget[1]!r}) (the ledger's is "
+                f"(eps={self.budget[0]!r}, delta={self.budget[1]!r}))"
+            )
         if relation is not None and relation != self.relation:
             differs.append(f"relation {relation!r} (the ledger's is {self.relation!r})")
         if filter is not None and filter != self.filter:
             differs.append(f"filter {filter!r} (the ledger's is {self.filter!r})")
         if differs:
-            raise LedgerMismatch(f"{self.path}: refusing to reopen the lifetime ledger with " + "; ".join(differs)
-                                 + ". A ledger keeps one owner, budget, neighbouring relation and filter for its whole life.")
+            raise LedgerMismatch(
+                f"{self.path}: refusing to reopen the lifetime ledger with "
+                + "; ".join(differs)
+                + ". A ledger keeps one owner, budget, neighbouring relation and filter for its whole life."
+            )
 
     def close(self) -> None:
         """Close the file (everything is already on disk)."""
@@ -276,8 +248,17 @@ class LifetimeLedger:
 
     # --- charging
 
-    def reserve(self, request_id: str, cost: Cost, *, consumer: str, what: str, relation: str | None = None,
-                fresh: bool = False, quota: tuple[float, float] | None = None) -> Reservation:
+    def reserve(
+        self,
+        request_id: str,
+        cost: Cost,
+        *,
+        consumer: str,
+        what: str,
+        relation: str | None = None,
+        fresh: bool = False,
+        quota: tuple[float, float] | None = None,
+    ) -> Reservation:
         """Charge ``cost`` for request ``request_id`` before anything is released, and return the
         reservation once it is on disk. Idempotent: an id already reserved or committed returns its
         reservation unchanged (the same cost must be declared), or, with ``fresh=True``, raises
@@ -315,44 +296,64 @@ class LifetimeLedger:
                     raise AlreadyCharged(
                         f"{self.owner}: request {request_id!r} is already charged here ({row.state} at "
                         f"{row.reserved_at}): an earlier attempt may have released, so this one releases nothing "
-                        "(a new noisy draw would not be charged)", row)
+                        "(a new noisy draw would not be charged)",
+                        row,
+                    )
                 if row.cost != cost or row.consumer != consumer:
                     raise LedgerInputError(
                         f"{self.owner}: request {request_id!r} was reserved for {row.consumer!r} at {row.cost.describe()}; "
-                        f"a retry must declare the same, got {consumer!r} at {cost.describe()}")
+                        f"a retry must declare the same, got {consumer!r} at {cost.describe()}"
+                    )
                 return row
             rows = self._counted()
             counted = [c for _, c in rows]
             state = "reserved" if self.limits.fits(counted, charge) else "declined"
             quota_limits = None if quota is None else Limits(self.filter, *quota)
-            over_quota = state == "reserved" and quota_limits is not None and not quota_limits.fits(
-                [c for who, c in rows if who == consumer], charge)
+            over_quota = (
+                state == "reserved"
+                and quota_limits is not None
+                and not quota_limits.fits([c for who, c in rows if who == consumer], charge)
+            )
             if over_quota:
                 state = "declined"
             values = (consumer, what, cost.eps, cost.delta, cost.rho, *charge, state, _now())
             if row is None:
-                self._db.execute("INSERT INTO charges (consumer, what, eps, delta, rho, charged_eps, charged_delta, "
-                                 "charged_rho, state, reserved_at, request_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                                 (*values, request_id))
+                self._db.execute(
+                    "INSERT INTO charges (consumer, what, eps, delta, rho, charged_eps, charged_delta, "
+                    "charged_rho, state, reserved_at, request_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (*values, request_id),
+                )
             else:
-                self._db.execute("UPDATE charges SET consumer = ?, what = ?, eps = ?, delta = ?, rho = ?, charged_eps = ?, "
-                                 "charged_delta = ?, charged_rho = ?, state = ?, reserved_at = ?, settled_at = NULL "
-                                 "WHERE request_id = ?", (*values, request_id))
+                self._db.execute(
+                    "UPDATE charges SET consumer = ?, what = ?, eps = ?, delta = ?, rho = ?, charged_eps = ?, "
+                    "charged_delta = ?, charged_rho = ?, state = ?, reserved_at = ?, settled_at = NULL "
+                    "WHERE request_id = ?",
+                    (*values, request_id),
+                )
             if over_quota:
                 mine = quota_limits.spent(c for who, c in rows if who == consumer)
                 declined = BudgetDeclined(
                     f"{self.owner}: declined request {request_id!r} ({what}, for {consumer}): it costs {cost.describe()}, "
                     f"charged as {amount(charge)}, and {amount(quota_limits.remaining(mine))} is left of {consumer}'s quota "
                     f"(eps={quota[0]:g}, delta={quota[1]:g}) under the filter {self.limits.describe()}",
-                    owner=self.owner, request_id=request_id, cost=cost,
-                    remaining=quota_limits.remaining(mine), filter=self.filter)
+                    owner=self.owner,
+                    request_id=request_id,
+                    cost=cost,
+                    remaining=quota_limits.remaining(mine),
+                    filter=self.filter,
+                )
             elif state == "declined":
                 left = self.limits.remaining(self.limits.spent(counted))
                 declined = BudgetDeclined(
                     f"{self.owner}: declined request {request_id!r} ({what}, for {consumer}): it costs {cost.describe()}, "
                     f"charged as {amount(charge)}, and {amount(left)} is left of the budget "
                     f"(eps={self.budget[0]:g}, delta={self.budget[1]:g}) under the filter {self.limits.describe()}",
-                    owner=self.owner, request_id=request_id, cost=cost, remaining=left, filter=self.filter)
+                    owner=self.owner,
+                    request_id=request_id,
+                    cost=cost,
+                    remaining=left,
+                    filter=self.filter,
+                )
         if declined is not None:
             raise declined
         return self._row(request_id)
@@ -376,21 +377,42 @@ class LifetimeLedger:
         :class:`BudgetDeclined` with that reason. An id the ledger already counts is left as it is."""
         where = "LifetimeLedger.decline"
         request_id = _text(request_id, "request_id", where)
-        consumer, what, reason = _text(consumer, "consumer", where), _text(what, "what", where), _text(reason, "reason", where)
+        consumer, what, reason = (
+            _text(consumer, "consumer", where),
+            _text(what, "what", where),
+            _text(reason, "reason", where),
+        )
         with self._write():
             row = self._row(request_id)
             if row is None:
-                self._db.execute("INSERT INTO charges (consumer, what, eps, delta, rho, charged_eps, charged_delta, "
-                                 "charged_rho, state, reserved_at, request_id) VALUES (?, ?, ?, ?, ?, NULL, NULL, NULL, "
-                                 "'declined', ?, ?)", (consumer, what, None if cost is None else cost.eps,
-                                                       0.0 if cost is None else cost.delta,
-                                                       None if cost is None else cost.rho, _now(), request_id))
+                self._db.execute(
+                    "INSERT INTO charges (consumer, what, eps, delta, rho, charged_eps, charged_delta, "
+                    "charged_rho, state, reserved_at, request_id) VALUES (?, ?, ?, ?, ?, NULL, NULL, NULL, "
+                    "'declined', ?, ?)",
+                    (
+                        consumer,
+                        what,
+                        None if cost is None else cost.eps,
+                        0.0 if cost is None else cost.delta,
+                        None if cost is None else cost.rho,
+                        _now(),
+                        request_id,
+                    ),
+                )
             elif row.state not in COUNTED:
-                self._db.execute("UPDATE charges SET state = 'declined', reserved_at = ?, settled_at = NULL "
-                                 "WHERE request_id = ?", (_now(), request_id))
+                self._db.execute(
+                    "UPDATE charges SET state = 'declined', reserved_at = ?, settled_at = NULL WHERE request_id = ?",
+                    (_now(), request_id),
+                )
         left = self.remaining()
-        raise BudgetDeclined(f"{self.owner}: declined request {request_id!r} ({what}, for {consumer}): {reason}",
-                             owner=self.owner, request_id=request_id, cost=cost, remaining=left, filter=self.filter)
+        raise BudgetDeclined(
+            f"{self.owner}: declined request {request_id!r} ({what}, for {consumer}): {reason}",
+            owner=self.owner,
+            request_id=request_id,
+            cost=cost,
+            remaining=left,
+            filter=self.filter,
+        )
 
     def commit(self, request_id: str) -> Reservation:
         """Mark a reservation committed: its release left. Committing twice is a no-op."""
@@ -411,7 +433,9 @@ class LifetimeLedger:
                 return row
             if row.state != "reserved":
                 raise LedgerInputError(f"{self.owner}: {where}: request {request_id!r} is {row.state}, not reserved")
-            self._db.execute("UPDATE charges SET state = ?, settled_at = ? WHERE request_id = ?", (state, _now(), request_id))
+            self._db.execute(
+                "UPDATE charges SET state = ?, settled_at = ? WHERE request_id = ?", (state, _now(), request_id)
+            )
         return self._row(request_id)
 
     # --- reading
@@ -436,71 +460,28 @@ class LifetimeLedger:
     def _counted(self) -> list[tuple[str, Charge]]:
         """(consumer, what was charged) of every row that counts as spent: only the columns the
         filter reads, so a reservation stays cheap on a ledger of many thousand requests."""
-        return [(who, Charge(e, d, r)) for who, e, d, r in self._db.execute(
-            "SELECT consumer, charged_eps, charged_delta, charged_rho FROM charges "
-            "WHERE state IN ('reserved', 'committed') ORDER BY seq")]
+        return [
+            (who, Charge(e, d, r))
+            for who, e, d, r in self._db.execute(
+                "SELECT consumer, charged_eps, charged_delta, charged_rho FROM charges "
+                "WHERE state IN ('reserved', 'committed') ORDER BY seq"
+            )
+        ]
 
     def _rows(self) -> list[Reservation]:
-        return [_reservation(r) for r in self._db.execute("SELECT * FROM charges ORDER BY seq")]
+        return [reservation_of(r) for r in self._db.execute("SELECT * FROM charges ORDER BY seq")]
 
     def _row(self, request_id: str) -> Reservation | None:
         found = self._db.execute("SELECT * FROM charges WHERE request_id = ?", (request_id,)).fetchone()
-        return None if found is None else _reservation(found)
+        return None if found is None else reservation_of(found)
 
-    def _write(self) -> _Transaction:
-        return _Transaction(self._db)
+    def _write(self) -> Transaction:
+        return Transaction(self._db)
 
     def __repr__(self) -> str:
         return f"LifetimeLedger({str(self.path)!r}, owner={self.owner!r}, filter={self.filter!r}, spent={amount(self.spent())})"
 
 
-class _Transaction:
-    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (durable when it returns), or ``ROLLBACK`` on an error."""
-
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self.db = db
-
-    def __enter__(self) -> None:
-        self.db.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, kind: type | None, *exc: object) -> None:
-        if kind is None:
-            try:
-                self.db.execute("COMMIT")
-                return
-            except BaseException:
-                if self.db.in_transaction:
-                    self.db.execute("ROLLBACK")
-                raise
-        if self.db.in_transaction:
-            self.db.execute("ROLLBACK")
-
-
-def _reservation(row: tuple) -> Reservation:
-    seq, request_id, consumer, what, eps, delta, rho, c_eps, c_delta, c_rho, state, reserved_at, settled_at = row
-    cost = None if eps is None and rho is None else Cost(eps=eps, delta=delta, rho=rho)
-    return Reservation(seq, request_id, consumer, what, cost, Charge(c_eps, c_delta, c_rho), state, reserved_at, settled_at)
-
-
 def _refuse_incomplete(path: Path, owner: str, budget: Any, relation: Any) -> None:
     missing = " and ".join(n for n, v in (("budget", budget), ("relation", relation)) if v is None)
     raise LedgerInputError(f"{path}: no lifetime ledger there yet; creating one for {owner!r} needs its {missing}.")
-
-
-def _create_private(path: Path) -> bool:
-    """Create an empty ledger file readable by its owner only (SQLite gives its -wal and -shm files
-    the same mode); False if it already exists."""
-    try:
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-    except FileExistsError:
-        return False
-    return True
-
-
-def _sync_folder(folder: Path) -> None:
-    """fsync a folder, so that a file just created in it survives a power loss."""
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

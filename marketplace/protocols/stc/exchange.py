@@ -1,6 +1,7 @@
-"""The `stc` exchange (docs/design.md §6): roles from the scenario, and the report, tables and sweep
-columns of a finished run. Roles: :mod:`.curator`, :mod:`.owner`, :mod:`.consumer` (message kinds
-in :mod:`.messages`); pure cores: the other modules of this package.
+"""The `stc` exchange (docs/design.md §6): roles from the scenario, and the report of a finished run; its
+terminal display is in :mod:`.display`, its sweep columns, table and plot in :mod:`.sweeps`. Roles:
+:mod:`.curator`, :mod:`.owner`, :mod:`.consumer` (message kinds in :mod:`.messages`); pure cores: the
+other modules of this package.
 
 The report scores the consumer's choice T_k with the *true* sources (the runner sees every
 owner's rows, for evaluation only): Cost(T, S ∪ T_k), the mean distance of T to its nearest
@@ -18,22 +19,20 @@ releases are ``secure``.
 from __future__ import annotations
 
 import hashlib
-
 from typing import Any
 
 import numpy as np
-from rich.table import Table
 
 from marketplace import seeds
-from marketplace.privacy import noise as noise_streams
-from marketplace.privacy.noise import NoiseOrigin
 from marketplace.data.dataset import Dataset
 from marketplace.data.world import World
 from marketplace.parties import party_ids
 from marketplace.plugins import Exchange
-from marketplace.reporting.absent import REFERENCES_ABSENT, absent, is_absent, why_absent
-from marketplace.reporting.format import accountant_text, fmt, mean_sd, relation_text, sweep_table_head
-from marketplace.reporting.plots import eps_spent
+from marketplace.privacy import noise as noise_streams
+from marketplace.privacy.noise import NoiseOrigin
+from marketplace.protocols.stc.display import head_rows, tables
+from marketplace.protocols.stc.sweeps import plot_sweep, sweep_headline, sweep_row, sweep_table
+from marketplace.reporting.absent import REFERENCES_ABSENT, absent, why_absent
 from marketplace.roles import CONSUMER, CURATOR, Role
 from marketplace.scenario.config import ScenarioConfig
 from marketplace.schema import SchemaError
@@ -45,12 +44,18 @@ def scaling_of(config: ScenarioConfig, dim: int):
 
     domain = config.stc.domain
     if domain is None:
-        raise ValueError("stc.domain: expected the public box {low, high} of the data (it is never taken from the data)")
-    low, high = (np.broadcast_to(np.asarray(v, dtype=np.float64), (dim,)) if len(v) in (1, dim) else None
-                 for v in (domain.low, domain.high))
+        raise ValueError(
+            "stc.domain: expected the public box {low, high} of the data (it is never taken from the data)"
+        )
+    low, high = (
+        np.broadcast_to(np.asarray(v, dtype=np.float64), (dim,)) if len(v) in (1, dim) else None
+        for v in (domain.low, domain.high)
+    )
     if low is None or high is None:
-        raise ValueError(f"stc.domain: low and high must have 1 or {dim} values (the data has {dim} features), "
-                         f"got {len(domain.low)} and {len(domain.high)}")
+        raise ValueError(
+            f"stc.domain: low and high must have 1 or {dim} values (the data has {dim} features), "
+            f"got {len(domain.low)} and {len(domain.high)}"
+        )
     if not np.all(high > low):
         raise ValueError("stc.domain: every high must exceed its low")
     return PublicScaling.for_box(low, high)
@@ -65,8 +70,10 @@ def check_world(config: ScenarioConfig, world: World) -> None:
     if config.stc.release == "nas" and world.central:
         short = [f"owner-{i + 1} ({len(o)})" for i, o in enumerate(world.owners) if len(o) < config.stc.t]
         if short:
-            raise ValueError(f"stc.t: NAS averages t = {config.stc.t} source points per target point, but "
-                             f"{', '.join(short)} hold fewer rows; lower stc.t")
+            raise ValueError(
+                f"stc.t: NAS averages t = {config.stc.t} source points per target point, but "
+                f"{', '.join(short)} hold fewer rows; lower stc.t"
+            )
 
 
 def owner_cost(config: ScenarioConfig, party: str):
@@ -84,7 +91,9 @@ def owner_cost(config: ScenarioConfig, party: str):
     what = f"stc: one summary of {party}'s source set ({config.name})"
     if p.notion == "dp":
         return Declared(what, Cost.pure(p.epsilon), "add/remove-one")
-    eps = bun_steinke_eps(p.rho, REPORT_DELTA) if p.secure else gaussian_eps(mu=math.sqrt(2 * p.rho), delta=REPORT_DELTA)
+    eps = (
+        bun_steinke_eps(p.rho, REPORT_DELTA) if p.secure else gaussian_eps(mu=math.sqrt(2 * p.rho), delta=REPORT_DELTA)
+    )
     return Declared(what, Cost(eps=eps, delta=REPORT_DELTA, rho=p.rho), "add/remove-one")
 
 
@@ -92,12 +101,15 @@ def consumer_cost(config: ScenarioConfig):
     """The consumer of ``stc`` sends its target points to the curator and owners in the clear."""
     from marketplace.privacy.lifetime import Declared
 
-    return Declared.unbounded_release(f"stc: the target points ({config.name})",
-                                      "the consumer's target points are sent to the curator and owners in the clear")
+    return Declared.unbounded_release(
+        f"stc: the target points ({config.name})",
+        "the consumer's target points are sent to the curator and owners in the clear",
+    )
 
 
-def build_role(config: ScenarioConfig, party: str, world: World, owner_data: Dataset | None,
-               noise: NoiseOrigin | None = None) -> Role:
+def build_role(
+    config: ScenarioConfig, party: str, world: World, owner_data: Dataset | None, noise: NoiseOrigin | None = None
+) -> Role:
     from marketplace.protocols.stc.consumer import StcConsumer
     from marketplace.protocols.stc.curator import StcCurator
     from marketplace.protocols.stc.owner import StcOwner
@@ -107,16 +119,30 @@ def build_role(config: ScenarioConfig, party: str, world: World, owner_data: Dat
         return StcCurator(scenario_name=config.name, owners=tuple(ids[1:-1]), dim=world.dim, settings=config.stc)
     scaling = scaling_of(config, world.dim)
     if party == CONSUMER:
-        return StcConsumer(scenario_name=config.name, target=world.validation, scaling=scaling, settings=config.stc,
-                           solver_seed=seeds.derive_int(config.seed, "stc.solver"), own_evaluation=config.data.schema_only)
+        return StcConsumer(
+            scenario_name=config.name,
+            target=world.validation,
+            scaling=scaling,
+            settings=config.stc,
+            solver_seed=seeds.derive_int(config.seed, "stc.solver"),
+            own_evaluation=config.data.schema_only,
+        )
     data = owner_data if owner_data is not None else world.owners[ids.index(party) - 1]
     if data.X.shape[1] != world.dim:
         raise ValueError(f"{party}: data file has {data.X.shape[1]} features, the scenario's data has {world.dim}")
     if config.stc.release == "nas" and len(data) < config.stc.t:
-        raise ValueError(f"{party}: stc.t = {config.stc.t}: NAS averages t source points per target point, but {party} "
-                         f"holds {len(data)} rows; lower stc.t or bring more rows")
-    return StcOwner(party_id=party, scenario_name=config.name, data=data, scaling=scaling, settings=config.stc,
-                    seed=noise_streams.derive(config.seed, f"stc.noise.{party}", noise))
+        raise ValueError(
+            f"{party}: stc.t = {config.stc.t}: NAS averages t source points per target point, but {party} "
+            f"holds {len(data)} rows; lower stc.t or bring more rows"
+        )
+    return StcOwner(
+        party_id=party,
+        scenario_name=config.name,
+        data=data,
+        scaling=scaling,
+        settings=config.stc,
+        seed=noise_streams.derive(config.seed, f"stc.noise.{party}", noise),
+    )
 
 
 def check_plan(config: ScenarioConfig) -> None:
@@ -125,15 +151,26 @@ def check_plan(config: ScenarioConfig) -> None:
     if config.protocol != "stc":
         return
     if s.domain is None:
-        raise SchemaError("stc.domain", "the public box {low: [...], high: [...]} of the data"
-                          + (" (in a marketplace described by its public schema, a request served there without one gets "
-                             "the schema's feature ranges)" if config.data.schema_only else ""), "nothing")
+        raise SchemaError(
+            "stc.domain",
+            "the public box {low: [...], high: [...]} of the data"
+            + (
+                " (in a marketplace described by its public schema, a request served there without one gets "
+                "the schema's feature ranges)"
+                if config.data.schema_only
+                else ""
+            ),
+            "nothing",
+        )
     privacy = s.privacy
     cost = privacy.epsilon if privacy.notion == "dp" else privacy.rho
     if privacy.budget is not None and cost > privacy.budget:
         name = "epsilon" if privacy.notion == "dp" else "rho"
-        raise SchemaError("stc.privacy.budget", f"a budget of at least the release's {name} = {cost:g}",
-                          f"{privacy.budget:g}: each owner's one release would exceed it")
+        raise SchemaError(
+            "stc.privacy.budget",
+            f"a budget of at least the release's {name} = {cost:g}",
+            f"{privacy.budget:g}: each owner's one release would exceed it",
+        )
 
 
 def public_defaults(raw_section: dict[str, Any] | None, schema) -> dict[str, Any]:
@@ -178,10 +215,14 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
     k = min(s.k, len(T))
     choice = (results.get(CONSUMER) or {}).get("choice")
     options = {"max_candidates": s.max_candidates}
-    metrics: dict[str, Any] = {"k": k, "target_size": len(T), "source_size": len(S),
-                               "cost": None if choice is None else float(selection_cost(T, S, np.array(choice["indices"]))),
-                               "estimated_cost": None if choice is None else choice["estimated_cost"],
-                               "released_centers": None if choice is None else choice["released_centers"]}
+    metrics: dict[str, Any] = {
+        "k": k,
+        "target_size": len(T),
+        "source_size": len(S),
+        "cost": None if choice is None else float(selection_cost(T, S, np.array(choice["indices"]))),
+        "estimated_cost": None if choice is None else choice["estimated_cost"],
+        "released_centers": None if choice is None else choice["released_centers"],
+    }
     refs: dict[str, Any] = {"source_only": {"cost": float(stc_cost(T, S))}}
     if "cluster_t" in s.baselines:
         refs["cluster_t"] = _nonprivate_reference("cluster_t", config.seed, T, S, k, options)
@@ -192,26 +233,43 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
     metrics["baselines"] = refs
     curator = results.get(CURATOR) or {}
     _set_aside_without_releases(metrics, choice, curator)
-    return {"privacy": _privacy(config, results), "parsimony": curator.get("parsimony"), "metrics": metrics,
-            "choice": None if choice is None else choice["indices"], "end_reason": curator.get("end_reason"),
-            "history": history(config, curator.get("rounds") or [])}
+    return {
+        "privacy": _privacy(config, results),
+        "parsimony": curator.get("parsimony"),
+        "metrics": metrics,
+        "choice": None if choice is None else choice["indices"],
+        "end_reason": curator.get("end_reason"),
+        "history": history(config, curator.get("rounds") or []),
+    }
 
 
-def _set_aside_without_releases(metrics: dict[str, Any], choice: dict[str, Any] | None, curator: dict[str, Any],
-                                keys: tuple[str, ...] = ("cost", "estimated_cost", "released_centers")) -> None:
+def _set_aside_without_releases(
+    metrics: dict[str, Any],
+    choice: dict[str, Any] | None,
+    curator: dict[str, Any],
+    keys: tuple[str, ...] = ("cost", "estimated_cost", "released_centers"),
+) -> None:
     """When no owner's release reached the consumer, its choice used T alone: not the protocol's
     result, so its figures (``keys``) move to ``without_owner_releases``, and ``note`` says why."""
     if choice is not None and not curator.get("released"):
         aside = {k: metrics[k] for k in keys}
-        metrics.update({k: None for k in keys}, without_owner_releases=aside,
-                       note="not the protocol's result: no owner's release reached the consumer, so its choice "
-                            "used T alone (see without_owner_releases)")
+        metrics.update(
+            {k: None for k in keys},
+            without_owner_releases=aside,
+            note="not the protocol's result: no owner's release reached the consumer, so its choice "
+            "used T alone (see without_owner_releases)",
+        )
 
 
 def _privacy(config: ScenarioConfig, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    privacy = {p: (results.get(p) or {}).get("privacy") or {"note": "no release recorded (dropped out or failed)"}
-               for p in party_ids(config)[1:-1]}
-    privacy[CONSUMER] = {"guarantee": "none", "note": "T is sent to the owners by design (it is what the consumer wants labelled)"}
+    privacy = {
+        p: (results.get(p) or {}).get("privacy") or {"note": "no release recorded (dropped out or failed)"}
+        for p in party_ids(config)[1:-1]
+    }
+    privacy[CONSUMER] = {
+        "guarantee": "none",
+        "note": "T is sent to the owners by design (it is what the consumer wants labelled)",
+    }
     return privacy
 
 
@@ -229,27 +287,44 @@ def _report_without_world(config: ScenarioConfig, results: dict[str, dict[str, A
     own = consumer.get("own_evaluation") or {}
     target_size = consumer.get("target_size")
     missing = {
-        "metrics.cost": why_absent("the owners' true source set S, to score the choice with (Cost(T, S ∪ T_k)); "
-                                   "metrics.estimated_cost is the consumer's own score, with the releases S' in place of S"),
-        "metrics.source_size": ("not reported: each owner's rows, and their count, are its own (an owner's own report "
-                                "states its count: party_details.<owner>.result.rows)"),
-        "metrics.baselines": why_absent("the owners' true source set S (source_only, cluster_t, nonprivate_stc and "
-                                        "private_kmeans are scored with S, and some built from it)"),
+        "metrics.cost": why_absent(
+            "the owners' true source set S, to score the choice with (Cost(T, S ∪ T_k)); "
+            "metrics.estimated_cost is the consumer's own score, with the releases S' in place of S"
+        ),
+        "metrics.source_size": (
+            "not reported: each owner's rows, and their count, are its own (an owner's own report "
+            "states its count: party_details.<owner>.result.rows)"
+        ),
+        "metrics.baselines": why_absent(
+            "the owners' true source set S (source_only, cluster_t, nonprivate_stc and "
+            "private_kmeans are scored with S, and some built from it)"
+        ),
     }
     metrics: dict[str, Any] = {
-        "k": None if target_size is None else min(s.k, int(target_size)), "target_size": target_size,
-        "source_size": None, "cost": None,
+        "k": None if target_size is None else min(s.k, int(target_size)),
+        "target_size": target_size,
+        "source_size": None,
+        "cost": None,
         "estimated_cost": None if choice is None else choice["estimated_cost"],
         "released_centers": None if choice is None else choice["released_centers"],
-        "released_only_cost": own.get("released_only_cost"), "chosen_only_cost": own.get("chosen_only_cost"),
+        "released_only_cost": own.get("released_only_cost"),
+        "chosen_only_cost": own.get("chosen_only_cost"),
         "baselines": absent(missing["metrics.baselines"]),
         "measured_by": "the consumer, from its own target T and the owners' releases S' (estimated_cost, "
-                       "released_only_cost, chosen_only_cost), as its result states them: nobody holds the true S"}
-    _set_aside_without_releases(metrics, choice, curator,
-                                keys=("estimated_cost", "released_centers", "released_only_cost", "chosen_only_cost"))
-    return {"privacy": _privacy(config, results), "parsimony": curator.get("parsimony"), "metrics": metrics,
-            "choice": None if choice is None else choice["indices"], "end_reason": curator.get("end_reason"),
-            "history": history(config, curator.get("rounds") or []), REFERENCES_ABSENT: missing}
+        "released_only_cost, chosen_only_cost), as its result states them: nobody holds the true S",
+    }
+    _set_aside_without_releases(
+        metrics, choice, curator, keys=("estimated_cost", "released_centers", "released_only_cost", "chosen_only_cost")
+    )
+    return {
+        "privacy": _privacy(config, results),
+        "parsimony": curator.get("parsimony"),
+        "metrics": metrics,
+        "choice": None if choice is None else choice["indices"],
+        "end_reason": curator.get("end_reason"),
+        "history": history(config, curator.get("rounds") or []),
+        REFERENCES_ABSENT: missing,
+    }
 
 
 def history(config: ScenarioConfig, rounds: list[dict[str, Any]]) -> dict[str, Any]:
@@ -258,14 +333,20 @@ def history(config: ScenarioConfig, rounds: list[dict[str, Any]]) -> dict[str, A
     from marketplace.reporting.history import history_section
 
     cost = "eps" if config.stc.privacy.notion == "dp" else "rho"
-    return history_section(rounds, x="release", columns=["release", "owner", "centers", "centers_total", "cost"],
-                           plot=["centers", "centers_total"], about={
-        "release": "releases joined so far (one record per owner's release, in owner order: the order they arrived "
-                   "in follows timing and is not recorded)",
-        "owner": "the owner whose release this record joins",
-        "centers": "private centres in that release",
-        "centers_total": "private centres the consumer gets so far",
-        "cost": f"that release's privacy cost ({cost}, each owner's guarantee for its own points)"})
+    return history_section(
+        rounds,
+        x="release",
+        columns=["release", "owner", "centers", "centers_total", "cost"],
+        plot=["centers", "centers_total"],
+        about={
+            "release": "releases joined so far (one record per owner's release, in owner order: the order they arrived "
+            "in follows timing and is not recorded)",
+            "owner": "the owner whose release this record joins",
+            "centers": "private centres in that release",
+            "centers_total": "private centres the consumer gets so far",
+            "cost": f"that release's privacy cost ({cost}, each owner's guarantee for its own points)",
+        },
+    )
 
 
 def nothing_released(config: ScenarioConfig, results: dict[str, dict[str, Any]]) -> str | None:
@@ -280,14 +361,23 @@ _REFERENCES: dict[tuple, dict[str, float]] = {}
 options, not on the privacy settings, so a sweep over eps, rho or the release computes each once."""
 
 
-def _nonprivate_reference(name: str, seed: int, T: np.ndarray, S: np.ndarray, k: int,
-                          options: dict[str, Any]) -> dict[str, float]:
+def _nonprivate_reference(
+    name: str, seed: int, T: np.ndarray, S: np.ndarray, k: int, options: dict[str, Any]
+) -> dict[str, float]:
     """ClusterT (k-medoids on T alone) or non-private STC (the solver given the true S), scored
     against the true S."""
     from marketplace.protocols.stc import cluster_t, nonprivate_stc, selection_cost
 
-    key = (name, seed, k, tuple(sorted(options.items())), T.shape, S.shape,
-           hashlib.sha256(T.tobytes()).digest(), hashlib.sha256(S.tobytes()).digest())
+    key = (
+        name,
+        seed,
+        k,
+        tuple(sorted(options.items())),
+        T.shape,
+        S.shape,
+        hashlib.sha256(T.tobytes()).digest(),
+        hashlib.sha256(S.tobytes()).digest(),
+    )
     if key not in _REFERENCES:
         if name == "cluster_t":
             picked = cluster_t(T, k, rng=seeds.rng(seed, "stc.baseline.cluster_t"), **options).indices
@@ -300,8 +390,9 @@ def _nonprivate_reference(name: str, seed: int, T: np.ndarray, S: np.ndarray, k:
     return dict(_REFERENCES[key])
 
 
-def _private_kmeans_reference(config: ScenarioConfig, T: np.ndarray, S: np.ndarray, k: int,
-                              options: dict[str, Any]) -> dict[str, Any]:
+def _private_kmeans_reference(
+    config: ScenarioConfig, T: np.ndarray, S: np.ndarray, k: int, options: dict[str, Any]
+) -> dict[str, Any]:
     """The PrivateKmeans baseline: DP k-means with ``stc.kmeans_clusters`` clusters (default k) on
     the pooled S, at one owner's budget; the solver takes its centres as the free set, and the
     choice is scored with the true S."""
@@ -310,117 +401,17 @@ def _private_kmeans_reference(config: ScenarioConfig, T: np.ndarray, S: np.ndarr
 
     s = config.stc
     budget = {"eps": s.privacy.epsilon} if s.privacy.notion == "dp" else {"rho": s.privacy.rho}
-    release = private_kmeans(S, s.kmeans_clusters or k, iterations=s.kmeans_iterations,
-                             rng=seeds.rng(config.seed, "stc.baseline.private_kmeans"), **budget)
-    picked = solve_stc(T, release.centers, k, rng=seeds.rng(config.seed, "stc.baseline.private_kmeans.solver"),
-                       **options).indices
+    release = private_kmeans(
+        S,
+        s.kmeans_clusters or k,
+        iterations=s.kmeans_iterations,
+        rng=seeds.rng(config.seed, "stc.baseline.private_kmeans"),
+        **budget,
+    )
+    picked = solve_stc(
+        T, release.centers, k, rng=seeds.rng(config.seed, "stc.baseline.private_kmeans.solver"), **options
+    ).indices
     return {"cost": float(selection_cost(T, S, picked)), "centers": int(release.centers.shape[0])}
-
-
-def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
-    m = report.get("metrics") or {}
-    sources = ("the owners' rows (their count not reported)" if "metrics.source_size" in (report.get(REFERENCES_ABSENT) or {})
-               else f"{m.get('source_size')} source rows")
-    rows = [("task", f"choose k = {m.get('k')} of |T| = {m.get('target_size')} target points; "
-                     f"{fmt(m.get('released_centers'))} released centres from {sources}"),
-            ("parsimony", "the curator saw no source row (T and private releases only)")]
-    for party, ledger in (report.get("privacy") or {}).items():
-        if isinstance(ledger, dict) and "eps" in ledger:
-            steps = ledger.get("steps") or []
-            rho = sum(st.get("rho", 0) * st.get("count", 1) for st in steps if "rho" in st)
-            how = accountant_text(ledger)
-            cost = (f"rho = {fmt(rho)} (eps = {fmt(ledger['eps'])} at delta = {fmt(ledger['delta'])}, {how})" if rho
-                    else f"eps = {fmt(ledger['eps'])} ({how})")
-            rows.append(("privacy", f"{party}: {cost}; {relation_text(ledger)}"))
-    return rows
-
-
-def tables(report: dict[str, Any]) -> list[Table]:
-    m = report.get("metrics") or {}
-    if is_absent(m.get("baselines")):  # nobody holds the true S: the consumer's own scores, with S'
-        table = Table(title=f"choosing k = {m.get('k', '-')} of T, scored by the consumer with the owners' releases S' "
-                            "(the true S is nobody's to score with here)", title_justify="left",
-                      caption="cost: Cost(T, ·), the mean distance of a target point to its nearest centre (scaled "
-                              "space, radius 1/2); lower is better. Under the true S, and the references: not computed "
-                              "(references_absent in report.json)", caption_justify="left")
-        table.add_column("method")
-        table.add_column("cost", justify="right")
-        table.add_row("protocol, with S' (Cost(T, S' ∪ T_k))", fmt(m.get("estimated_cost")))
-        table.add_row("the releases alone (Cost(T, S'), k = 0)", fmt(m.get("released_only_cost")))
-        table.add_row("the chosen points alone (Cost(T, T_k))", fmt(m.get("chosen_only_cost")))
-        table.add_row("protocol, with the true S", "not computed", style="dim")
-        table.add_row("references (ClusterT, non-private STC, S alone, ...)", "not computed", style="dim")
-        return [table]
-    table = Table(title=f"choosing k = {m.get('k', '-')} of T, scored with the true S", title_justify="left",
-                  caption="cost: Cost(T, S ∪ T_k), the mean distance of a target point to its nearest centre "
-                          "(scaled space, radius 1/2); lower is better", caption_justify="left")
-    table.add_column("method")
-    table.add_column("cost", justify="right")
-    table.add_row("protocol (private S')", fmt(m.get("cost")))
-    names = {"cluster_t": "ClusterT (ignores S)", "nonprivate_stc": "non-private STC (true S)", "source_only": "S alone (k = 0)",
-             "private_kmeans": "PrivateKmeans (DP k-means of S as S')"}
-    for name, ref in (m.get("baselines") or {}).items():
-        table.add_row(names.get(name, name), fmt(ref.get("cost")))
-    if m.get("estimated_cost") is not None:
-        table.add_row("  (the consumer's own estimate, with S')", fmt(m["estimated_cost"]), style="dim")
-    return [table]
-
-
-# --- sweeps ------------------------------------------------------------------------------------
-
-
-sweep_headline = ("cost",)
-"""The columns of :func:`sweep_row` a sweep prints for each finished run: the clustering cost on the target."""
-
-
-def sweep_row(report: dict[str, Any]) -> dict[str, Any]:
-    """The metric columns of one run: the costs, and ``eps_spent`` (with ``delta_spent``), the
-    largest eps an owner's ledger states for its one release (under ``zcdp``, the (eps, delta)
-    equivalent of its rho), next to every ledger's own ``eps[...]``."""
-    m = report.get("metrics") or {}
-    refs = m.get("baselines") or {}
-    row = {"k": m.get("k"), "cost": m.get("cost"), "estimated_cost": m.get("estimated_cost"),
-           "cluster_t_cost": (refs.get("cluster_t") or {}).get("cost"),
-           "nonprivate_stc_cost": (refs.get("nonprivate_stc") or {}).get("cost"),
-           "source_only_cost": (refs.get("source_only") or {}).get("cost"),
-           "released_centers": m.get("released_centers")}
-    if "private_kmeans" in refs:  # only when asked, so that other sweeps keep their columns
-        row["private_kmeans_cost"] = refs["private_kmeans"].get("cost")
-    privacy = report.get("privacy") or {}
-    row.update(eps_spent({party: [ledger] for party, ledger in privacy.items() if party.startswith("owner-")}))
-    for party, ledger in privacy.items():
-        if isinstance(ledger, dict) and "eps" in ledger:
-            row[f"eps[{party}]"] = ledger["eps"]
-    return row
-
-
-def sweep_table(summary: list[dict[str, Any]], keys: list[str], title: str) -> Table:
-    """One row per sweep point: the eps an owner's release actually cost (its ledger) and the
-    costs, mean±sd over repeats."""
-    table = sweep_table_head(title, "cost: mean±sd over repeats (lower is better); eps spent: the largest an owner's "
-                                    "ledger states for its release", keys)
-    kmeans = any(row.get("private_kmeans_cost_mean") is not None for row in summary)
-    for name in ("ok", "eps spent", "protocol", "ClusterT", "non-private STC", *(["PrivateKmeans"] if kmeans else []), "S alone"):
-        table.add_column(name, justify="right", no_wrap=True)
-    for row in summary:
-        table.add_row(*(fmt(row.get(k)) for k in keys), f"{row['completed']}/{row['runs']}",
-                      mean_sd(row, "eps_spent", ".4g"), mean_sd(row, "cost", ".4f"), mean_sd(row, "cluster_t_cost", ".4f"),
-                      mean_sd(row, "nonprivate_stc_cost", ".4f"),
-                      *([mean_sd(row, "private_kmeans_cost", ".4f")] if kmeans else []),
-                      mean_sd(row, "source_only_cost", ".4f", sd=False))
-    return table
-
-
-def plot_sweep(summary: list[dict[str, Any]], keys: list[str], path, *, title: str) -> None:
-    """The protocol's cost and the references' against the first swept key, or against the eps an
-    owner's release actually cost when that key is a privacy setting (``stc.privacy.*``)."""
-    from marketplace.reporting.plots import spent_axis, sweep_figure
-
-    sweep_figure(summary, keys, path, title=title, x_column=spent_axis(keys, lambda key: key.startswith("stc.privacy.")), panels=[
-        ("Cost(T, S ∪ T_k) (scaled)", [("protocol", "cost", True), ("ClusterT", "cluster_t_cost", False),
-                                       ("non-private STC", "nonprivate_stc_cost", False),
-                                       ("PrivateKmeans", "private_kmeans_cost", True)]),  # it spends the budget too
-    ])
 
 
 # --- what each owner gives up (docs/privacy.md, "stc") -------------------------------------------
@@ -433,10 +424,14 @@ def owner_exposure(config: ScenarioConfig, report: dict[str, Any]) -> dict[str, 
     from marketplace.reporting.per_owner import Exposure
 
     release = "this owner's private summary S' of its source set for the consumer's target points"
-    return {owner: [Exposure("consumer", release, (owner,)),
-                    Exposure("curator", release + " (it checks and forwards it)", (owner,)),
-                    Exposure("other owners", "nothing derived from this owner's rows (they receive only the target points T)")]
-            for owner in party_ids(config)[1:-1]}
+    return {
+        owner: [
+            Exposure("consumer", release, (owner,)),
+            Exposure("curator", release + " (it checks and forwards it)", (owner,)),
+            Exposure("other owners", "nothing derived from this owner's rows (they receive only the target points T)"),
+        ]
+        for owner in party_ids(config)[1:-1]
+    }
 
 
 class StcExchange(Exchange):

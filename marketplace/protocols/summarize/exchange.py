@@ -1,58 +1,83 @@
-"""The `summarize` exchange (docs/design.md §3): roles from the scenario, and the report, tables and
-sweep columns of a finished run. The roles are this package's ``curator.py`` (and
-``private_curator.py``), ``owner.py`` and ``consumer.py``; the pure cores are its other modules."""
+"""The `summarize` exchange (docs/design.md §3): roles from the scenario, and the report of a finished
+run; its terminal display is in ``display.py``, its sweep columns, table and plot in ``sweeps.py``. The
+roles are this package's ``curator.py`` (and ``private_curator.py``), ``owner.py`` and ``consumer.py``;
+the pure cores are its other modules."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from rich.table import Table
-
 from marketplace import seeds
-from marketplace.privacy import noise as noise_streams
-from marketplace.privacy.noise import NoiseOrigin
 from marketplace.data.dataset import Dataset
 from marketplace.data.world import World
 from marketplace.parties import party_ids, party_index
 from marketplace.plugins import Exchange
+from marketplace.privacy import noise as noise_streams
+from marketplace.privacy.noise import NoiseOrigin
+from marketplace.protocols.summarize.display import head_rows, tables
+from marketplace.protocols.summarize.metrics import increase_pct
 from marketplace.protocols.summarize.public import public_features
-from marketplace.reporting.absent import REFERENCES_ABSENT, absent, is_absent, why_absent
-from marketplace.reporting.format import fmt, ledger_text, mean_sd, sweep_table_head
-from marketplace.reporting.plots import eps_spent
+from marketplace.protocols.summarize.sweeps import owner_ledgers, plot_sweep, sweep_headline, sweep_row, sweep_table
+from marketplace.reporting.absent import REFERENCES_ABSENT, absent, why_absent
 from marketplace.roles import CONSUMER, CURATOR, Role
 from marketplace.scenario.config import ScenarioConfig
 from marketplace.schema import SchemaError
 
 
-def build_role(config: ScenarioConfig, party: str, world: World, owner_data: Dataset | None,
-               noise: NoiseOrigin | None = None) -> Role:
+def build_role(
+    config: ScenarioConfig, party: str, world: World, owner_data: Dataset | None, noise: NoiseOrigin | None = None
+) -> Role:
     from marketplace.protocols.summarize.consumer import SummarizeConsumer
-    from marketplace.protocols.summarize.private_curator import PrivateSchedule, PrivateSummarizeCurator
     from marketplace.protocols.summarize.curator import SummarizeCurator
     from marketplace.protocols.summarize.owner import SummarizeOwner
+    from marketplace.protocols.summarize.private_curator import PrivateSchedule, PrivateSummarizeCurator
 
     features = public_features(config, world.dim)
     s = config.summarize
     if party == CURATOR:
-        common = dict(scenario_name=config.name, owners=tuple(party_ids(config)[1:-1]), features=features, seed_set=world.seed_set.X,
-                      dim=world.dim, rounds=s.rounds, verify_tolerance=s.verify_tolerance, trust=s.curator)
+        common = dict(
+            scenario_name=config.name,
+            owners=tuple(party_ids(config)[1:-1]),
+            features=features,
+            seed_set=world.seed_set.X,
+            dim=world.dim,
+            rounds=s.rounds,
+            verify_tolerance=s.verify_tolerance,
+            trust=s.curator,
+        )
         if s.privacy.enabled:
-            schedule = PrivateSchedule.resolve(s.privacy, features=s.features, rounds=s.rounds,
-                                                seed_set_size=config.data.seed_set.size)
-            return PrivateSummarizeCurator(schedule=schedule, seed=noise_streams.derive(config.seed, "summarize.curator.noise", noise), **common)
+            schedule = PrivateSchedule.resolve(
+                s.privacy, features=s.features, rounds=s.rounds, seed_set_size=config.data.seed_set.size
+            )
+            return PrivateSummarizeCurator(
+                schedule=schedule, seed=noise_streams.derive(config.seed, "summarize.curator.noise", noise), **common
+            )
         return SummarizeCurator(**common)
     if party == CONSUMER:
         return SummarizeConsumer(
-            scenario_name=config.name, validation=world.validation, test=world.test, seed_set=world.seed_set.X, gamma=s.gamma,
-            svm_c=s.svm_c, svm_seed=seeds.derive_int(config.seed, "summarize.svm"), features=features, trust=s.curator,
+            scenario_name=config.name,
+            validation=world.validation,
+            test=world.test,
+            seed_set=world.seed_set.X,
+            gamma=s.gamma,
+            svm_c=s.svm_c,
+            svm_seed=seeds.derive_int(config.seed, "summarize.svm"),
+            features=features,
+            trust=s.curator,
             own_evaluation=config.data.schema_only,
         )
     index = party_index(config, party) - 1  # O(1), so building K owners stays O(K); parties.build_role checked the id
     data = owner_data if owner_data is not None else world.owners[index]
     if data.X.shape[1] != world.dim:
         raise ValueError(f"{party}: data file has {data.X.shape[1]} features, the scenario's data has {world.dim}")
-    return SummarizeOwner(party_id=party, scenario_name=config.name, data=data, features=features, trust=s.curator,
-                          feature_dtype=s.owner_features)
+    return SummarizeOwner(
+        party_id=party,
+        scenario_name=config.name,
+        data=data,
+        features=features,
+        trust=s.curator,
+        feature_dtype=s.owner_features,
+    )
 
 
 def owner_cost(config: ScenarioConfig, party: str):
@@ -61,9 +86,11 @@ def owner_cost(config: ScenarioConfig, party: str):
     declines the run."""
     from marketplace.privacy.lifetime import Declared
 
-    return Declared.unbounded_release(f"summarize: {party}'s points ({config.name})",
-                                      "the owner's points that enter the summary are handed to the consumer in the clear",
-                                      relation="replace-one")
+    return Declared.unbounded_release(
+        f"summarize: {party}'s points ({config.name})",
+        "the owner's points that enter the summary are handed to the consumer in the clear",
+        relation="replace-one",
+    )
 
 
 def consumer_cost(config: ScenarioConfig):
@@ -75,14 +102,21 @@ def consumer_cost(config: ScenarioConfig):
     privacy = config.summarize.privacy
     what = f"summarize: g~, the release of D_v ({config.name})"
     if not privacy.enabled:
-        return Declared.unbounded_release(what, "the non-private form sends D_v's mean embedding in the clear",
-                                          relation="replace-one")
+        return Declared.unbounded_release(
+            what, "the non-private form sends D_v's mean embedding in the clear", relation="replace-one"
+        )
     from marketplace.protocols.summarize.private_curator import VALIDATION, PrivateSchedule
 
-    schedule = PrivateSchedule.resolve(privacy, features=config.summarize.features, rounds=config.summarize.rounds,
-                                       seed_set_size=config.data.seed_set.size)
+    schedule = PrivateSchedule.resolve(
+        privacy,
+        features=config.summarize.features,
+        rounds=config.summarize.rounds,
+        seed_set_size=config.data.seed_set.size,
+    )
     ledgers = schedule.ledgers()
-    schedule.plan(ledgers, config.summarize.rounds, seed_set_size=config.data.seed_set.size, owners=config.parties.owners)
+    schedule.plan(
+        ledgers, config.summarize.rounds, seed_set_size=config.data.seed_set.size, owners=config.parties.owners
+    )
     total = ledgers[VALIDATION].total()
     rho = schedule.rho_validation if schedule.release == "gaussian" else None
     return Declared(what, Cost(eps=total.eps, delta=total.delta, rho=rho), "replace-one")
@@ -93,14 +127,20 @@ def check_plan(config: ScenarioConfig) -> None:
     privacy = config.summarize.privacy
     if not privacy.enabled:
         return
-    from marketplace.protocols.summarize.private_curator import PrivateSchedule
     from marketplace.privacy.accountant import BudgetExceeded
+    from marketplace.protocols.summarize.private_curator import PrivateSchedule
 
-    schedule = PrivateSchedule.resolve(privacy, features=config.summarize.features, rounds=config.summarize.rounds,
-                                       seed_set_size=config.data.seed_set.size)
+    schedule = PrivateSchedule.resolve(
+        privacy,
+        features=config.summarize.features,
+        rounds=config.summarize.rounds,
+        seed_set_size=config.data.seed_set.size,
+    )
     ledgers = schedule.ledgers(budget_validation=privacy.budget_validation, budget_summary=privacy.budget_summary)
     try:
-        schedule.plan(ledgers, config.summarize.rounds, seed_set_size=config.data.seed_set.size, owners=config.parties.owners)
+        schedule.plan(
+            ledgers, config.summarize.rounds, seed_set_size=config.data.seed_set.size, owners=config.parties.owners
+        )
     except BudgetExceeded as err:
         key = "budget_validation" if str(err).startswith("consumer:D_v") else "budget_summary"
         raise SchemaError(f"summarize.privacy.{key}", "a budget that covers the planned spend", str(err)) from None
@@ -114,8 +154,13 @@ def progress(config: ScenarioConfig, curator: Role) -> tuple[int, int]:
 
 
 def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    from marketplace.protocols.summarize.evaluate import (baselines, central_replay, exclusion_rounds, mmd2_by_round,
-                                                          non_private_greedy)
+    from marketplace.protocols.summarize.evaluate import (
+        baselines,
+        central_replay,
+        exclusion_rounds,
+        mmd2_by_round,
+        non_private_greedy,
+    )
 
     curator = results.get(CURATOR) or {}
     consumer = results.get(CONSUMER) or {}
@@ -129,18 +174,28 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
         reference = metrics["baselines"]["non_private_greedy"] = non_private_greedy(config, world)
         # what privacy costs against the greedy it protects, like with like: both with the public seed
         # set (the objective greedy minimizes, the paper's MMD^2), and both summaries alone
-        increase = _pct(metrics.get("mmd2_with_seed_set"), reference.get("mmd2_with_seed_set"))
+        increase = increase_pct(metrics.get("mmd2_with_seed_set"), reference.get("mmd2_with_seed_set"))
         if increase is not None:
             metrics["mmd2_with_seed_set_increase_over_greedy_pct"] = increase
-        increase = _pct(metrics.get("mmd2"), reference.get("mmd2"))
+        increase = increase_pct(metrics.get("mmd2"), reference.get("mmd2"))
         if increase is not None:
             metrics["mmd2_alone_increase_over_greedy_pct"] = increase
-    return _sections(config, curator, metrics, central_replay(config, world, selection, exclusion_rounds(curator)),
-                     history(curator.get("rounds") or [], *mmd2_by_round(config, world, selection)))
+    return _sections(
+        config,
+        curator,
+        metrics,
+        central_replay(config, world, selection, exclusion_rounds(curator)),
+        history(curator.get("rounds") or [], *mmd2_by_round(config, world, selection)),
+    )
 
 
-def _sections(config: ScenarioConfig, curator: dict[str, Any], metrics: dict[str, Any], replay: dict[str, Any],
-              rows: dict[str, Any]) -> dict[str, Any]:
+def _sections(
+    config: ScenarioConfig,
+    curator: dict[str, Any],
+    metrics: dict[str, Any],
+    replay: dict[str, Any],
+    rows: dict[str, Any],
+) -> dict[str, Any]:
     """The report's sections, whoever computed the metrics, the replay and the history's MMD^2."""
     return {
         "privacy": _privacy(config, curator),
@@ -159,12 +214,16 @@ def _sections(config: ScenarioConfig, curator: dict[str, Any], metrics: dict[str
 def _privacy(config: ScenarioConfig, curator: dict[str, Any]) -> dict[str, Any]:
     if config.summarize.privacy.enabled:
         return curator.get("privacy", {})
-    return {p: {"guarantee": "none", "note": "non-private protocol: points and exact embeddings are revealed"}
-            for p in party_ids(config) if p != CURATOR}
+    return {
+        p: {"guarantee": "none", "note": "non-private protocol: points and exact embeddings are revealed"}
+        for p in party_ids(config)
+        if p != CURATOR
+    }
 
 
-def _report_without_world(config: ScenarioConfig, curator: dict[str, Any], consumer: dict[str, Any],
-                          selection: list, metrics: dict[str, Any]) -> dict[str, Any]:
+def _report_without_world(
+    config: ScenarioConfig, curator: dict[str, Any], consumer: dict[str, Any], selection: list, metrics: dict[str, Any]
+) -> dict[str, Any]:
     """The report of a marketplace described by its public schema, where nobody holds every
     party's rows (:mod:`marketplace.reporting.absent`): the summary's quality as the consumer measured
     it on its own D_v and test set (``metrics``, and the MMD^2 after each round in ``history``), and
@@ -173,51 +232,77 @@ def _report_without_world(config: ScenarioConfig, curator: dict[str, Any], consu
     measured against) and the central replay of the protocol's rule."""
     private = config.summarize.privacy.enabled
     own = consumer.get("own_evaluation") or {}
-    missing: dict[str, str] = {"metrics.baselines": why_absent(
-        "every owner's rows and the consumer's D_v in one place (the references: uniform sampling, the exact-kernel "
-        "central greedy" + (", the non-private greedy a private run's cost is measured against)" if private else ")"))}
+    missing: dict[str, str] = {
+        "metrics.baselines": why_absent(
+            "every owner's rows and the consumer's D_v in one place (the references: uniform sampling, the exact-kernel "
+            "central greedy"
+            + (", the non-private greedy a private run's cost is measured against)" if private else ")")
+        )
+    }
     missing.update(own.get("absent") or {})
     metrics["baselines"] = absent(missing["metrics.baselines"])
-    metrics["measured_by"] = ("the consumer, on its own D_v (mmd2, mmd2_with_seed_set) and test set (accuracy), as its "
-                              "result states them: nobody else holds those rows")
+    metrics["measured_by"] = (
+        "the consumer, on its own D_v (mmd2, mmd2_with_seed_set) and test set (accuracy), as its "
+        "result states them: nobody else holds those rows"
+    )
     if private:  # not applicable in any private run, rows or not
         for key in ("mmd2_with_seed_set_increase_over_greedy_pct", "mmd2_alone_increase_over_greedy_pct"):
-            missing[f"metrics.{key}"] = "not computed: it compares with the non-private greedy, which is absent (metrics.baselines)"
-        replay = {"applicable": False, "reason": "a private run's releases are noisy: no replay of its rule can match them"}
+            missing[f"metrics.{key}"] = (
+                "not computed: it compares with the non-private greedy, which is absent (metrics.baselines)"
+            )
+        replay = {
+            "applicable": False,
+            "reason": "a private run's releases are noisy: no replay of its rule can match them",
+        }
     else:
-        missing["checks.central_replay"] = why_absent("every owner's rows and the consumer's D_v, to replay the "
-                                                      "protocol's rule in one place")
+        missing["checks.central_replay"] = why_absent(
+            "every owner's rows and the consumer's D_v, to replay the protocol's rule in one place"
+        )
         replay = {"applicable": False, "reason": missing["checks.central_replay"]}
     by_round = own.get("mmd2_by_round")
     if isinstance(by_round, list) and len(by_round) == len(selection):
-        rows = history(curator.get("rounds") or [], by_round,
-                       about_mmd2="exact-kernel MMD^2 of the summary so far (without the seed set) to the consumer's "
-                                  "D_v, computed by the consumer from the summary it received, in selection order, and "
-                                  "its own D_v (nobody else holds D_v); the last round's is metrics.mmd2")
+        rows = history(
+            curator.get("rounds") or [],
+            by_round,
+            about_mmd2="exact-kernel MMD^2 of the summary so far (without the seed set) to the consumer's "
+            "D_v, computed by the consumer from the summary it received, in selection order, and "
+            "its own D_v (nobody else holds D_v); the last round's is metrics.mmd2",
+        )
     else:
-        missing["history.mmd2"] = ("not computed: the consumer reported no MMD^2 by round (it computes it from the "
-                                   "summary it received and its own D_v, which nobody else holds)")
-        rows = history(curator.get("rounds") or [], [None] * len(selection), missing["history.mmd2"],
-                       about_mmd2="exact-kernel MMD^2 of the summary so far (without the seed set) to the consumer's D_v, "
-                                  "which only the consumer can compute (it alone holds D_v)")
+        missing["history.mmd2"] = (
+            "not computed: the consumer reported no MMD^2 by round (it computes it from the "
+            "summary it received and its own D_v, which nobody else holds)"
+        )
+        rows = history(
+            curator.get("rounds") or [],
+            [None] * len(selection),
+            missing["history.mmd2"],
+            about_mmd2="exact-kernel MMD^2 of the summary so far (without the seed set) to the consumer's D_v, "
+            "which only the consumer can compute (it alone holds D_v)",
+        )
     return {**_sections(config, curator, metrics, replay, rows), REFERENCES_ABSENT: missing}
 
 
 HISTORY_ABOUT = {
     "round": "the round (one record per round that added a point to D_s)",
     "mmd2": "exact-kernel MMD^2 of the summary so far (without the seed set) to the consumer's D_v, computed by the "
-            "runner from the selection order and the world's rows; the last round's is metrics.mmd2",
+    "runner from the selection order and the world's rows; the last round's is metrics.mmd2",
     "requests": "owners asked for a point since the previous round's record (requests sent)",
     "summary_size": "points in the summary so far, |D_s| (the public seed set not counted)",
     "owners_active": "owners still taking part (not dropped out, not flagged)",
     "messages_sent": "protocol messages the curator had sent by the end of the round (this round's opening and "
-                     "requests included; heartbeats not)",
+    "requests included; heartbeats not)",
     "bytes_sent": "the bytes of those messages (whole frames)",
 }
 
 
-def history(rounds: list[dict[str, Any]], mmd2: list[float | None], why_unknown: str | None = None, *,
-            about_mmd2: str | None = None) -> dict[str, Any]:
+def history(
+    rounds: list[dict[str, Any]],
+    mmd2: list[float | None],
+    why_unknown: str | None = None,
+    *,
+    about_mmd2: str | None = None,
+) -> dict[str, Any]:
     """The report's per-round history: the curator's records (:meth:`SummarizeCurator._record_round`)
     with the MMD^2 of the summary after each round (the runner's, or ``about_mmd2`` says whose). A
     private run adds one column per privacy ledger, ``eps[<ledger>]``: the ledger's eps after the round."""
@@ -231,8 +316,9 @@ def history(rounds: list[dict[str, Any]], mmd2: list[float | None], why_unknown:
     if why_unknown:
         about["mmd2"] += f"; unknown in this run: {why_unknown}"
     columns = ["round", "mmd2", "requests", "summary_size", "owners_active", *eps, "messages_sent", "bytes_sent"]
-    return history_section(records, x="round", columns=columns, about=about,
-                           plot=["mmd2", "requests", *eps, "bytes_sent"])
+    return history_section(
+        records, x="round", columns=columns, about=about, plot=["mmd2", "requests", *eps, "bytes_sent"]
+    )
 
 
 def nothing_released(config: ScenarioConfig, results: dict[str, dict[str, Any]]) -> str | None:
@@ -241,176 +327,6 @@ def nothing_released(config: ScenarioConfig, results: dict[str, dict[str, Any]])
     if config.summarize.rounds > 0 and not selection:
         return f"the summary is empty (0 of {config.summarize.rounds} rounds selected a point)"
     return None
-
-
-def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
-    rows = [("rounds", f"{len(report.get('selection', []))} ({report.get('end_reason') or '-'})")]
-    pars = report.get("parsimony") or {}
-    sizes = f"|D_s| = {pars.get('summary_size', '-')}, |D_v| = {pars.get('validation_size', '-')}"
-    if pars.get("embeddings_seen"):  # a less-trusted curator: embeddings instead of points
-        rows.append(("parsimony", f"rho = {fmt(pars.get('rho'))}, over embeddings {fmt(pars.get('rho_embeddings'))}  "
-                     f"(less-trusted curator saw {pars.get('points_seen', '-')} raw points and "
-                     f"{pars['embeddings_seen']} h1 embeddings; {sizes})"))
-    else:
-        rows.append(("parsimony", f"rho = {fmt(pars.get('rho'))}  (curator saw {pars.get('points_seen', '-')} points; {sizes})"))
-    replay = report.get("checks", {}).get("central_replay", {})
-    if replay.get("applicable", True):
-        replayed = replay.get("dropouts_replayed") or {}
-        without = (f" (replayed without {', '.join(f'{o} from round {r}' for o, r in list(replayed.items())[:5])}"
-                   f"{', ...' if len(replayed) > 5 else ''})") if replayed else ""
-        rows.append(("check", f"selection equals the central replay of the protocol rule: {replay.get('matches')}{without}"))
-    if _private(report):
-        for name, ledger in report.get("privacy", {}).items():
-            if isinstance(ledger, dict) and "eps" in ledger:
-                rows.append(("privacy", ledger_text(name, ledger)))
-        auction = report.get("auction") or {}
-        if auction.get("warning"):
-            rows.append(("[bold red]warning[/]", f"[red]{auction['warning']}[/]"))
-    if report.get("flagged"):
-        rows.append(("flagged", ", ".join(report["flagged"])))
-    return rows
-
-
-def _private(report: dict[str, Any]) -> bool:
-    return bool(report.get("config", {}).get("summarize", {}).get("privacy", {}).get("enabled", False))
-
-
-def tables(report: dict[str, Any]) -> list[Table]:
-    quality = Table(title="summary quality: exact-kernel MMD^2 to D_v of the summary alone and with the public seed set "
-                          "(what the greedy rules minimize); accuracy on the consumer's test set", title_justify="left")
-    quality.add_column("summary")
-    quality.add_column("MMD^2 to D_v", justify="right")
-    quality.add_column("with seed set", justify="right")
-    quality.add_column("linear-SVM accuracy", justify="right")
-    m = report["metrics"]
-    label = "protocol (private)" if _private(report) else "protocol (non-private greedy)"
-    quality.add_row(label, fmt(m.get("mmd2")), fmt(m.get("mmd2_with_seed_set")), fmt(m.get("accuracy")))
-    baselines = m.get("baselines", {})
-    if is_absent(baselines):  # a marketplace described by its schema: nobody holds every party's rows
-        quality.add_row("baselines", *["not computed"] * 3, style="dim")
-        quality.caption = ("the consumer measured the summary on its own rows; the baselines need every party's rows, "
-                           "which nobody holds here (references_absent in report.json)")
-        return [quality]
-    for name, b in baselines.items():
-        quality.add_row(name.replace("_", " "), fmt(b.get("mmd2")), fmt(b.get("mmd2_with_seed_set")), fmt(b.get("accuracy")))
-    caption = [f"{what} {m[key]:+.1f}% against the non-private greedy's" for key, what in (
-        ("mmd2_with_seed_set_increase_over_greedy_pct", "private MMD^2 with the seed set (the objective):"),
-        ("mmd2_alone_increase_over_greedy_pct", "private MMD^2 of the summary alone:")) if m.get(key) is not None]
-    if caption:
-        quality.caption = "; ".join(caption)
-    return [quality]
-
-
-# --- sweeps ------------------------------------------------------------------------------------
-
-
-def _pct(value: float | None, reference: float | None) -> float | None:
-    if value is None or reference is None or reference == 0:
-        return None
-    return 100.0 * (value / reference - 1.0)
-
-
-sweep_headline = ("mmd2", "accuracy")
-"""The columns of :func:`sweep_row` a sweep prints for each finished run: MMD^2 of the summary and the consumer's accuracy."""
-
-
-def sweep_row(report: dict[str, Any]) -> dict[str, Any]:
-    """The metric columns of one run. "Greedy" is the non-private protocol rule: in a private run the
-    runner's ``non_private_greedy`` baseline, in a non-private run the protocol itself. Each
-    percentage compares like with like: ``*_with_seed_set_increase_over_greedy_pct`` the MMD^2 of
-    the seed set plus the summary against greedy's (the objective greedy minimizes),
-    ``*_alone_increase_over_greedy_pct`` the summaries alone (greedy's summary alone need not be
-    good: it balances the seed set, so a method may beat it there without beating greedy).
-    ``eps_spent`` (and ``delta_spent``) is what an owner gave up over the run: the ledgers that
-    bound what the other owners learn of its data (:func:`owner_ledgers`: ``D_s`` and ``auction``),
-    composed by basic composition (None in a non-private run); ``eps[...]`` are every ledger's
-    totals, ``eps[D_s]`` the one ``summarize.privacy.total_epsilon`` sets."""
-    metrics = report.get("metrics") or {}
-    baselines = metrics.get("baselines") or {}
-    greedy = baselines.get("non_private_greedy") if "non_private_greedy" in baselines else metrics
-    uniform = baselines.get("uniform") or {}
-    exact = baselines.get("exact_greedy") or {}
-    parsimony = report.get("parsimony") or {}
-    row = {"rounds": len(report.get("selection") or []),
-           "mmd2": metrics.get("mmd2"), "accuracy": metrics.get("accuracy"),
-           "mmd2_with_seed_set": metrics.get("mmd2_with_seed_set"),
-           "greedy_mmd2_with_seed_set": greedy.get("mmd2_with_seed_set"),
-           "mmd2_with_seed_set_increase_over_greedy_pct": _pct(metrics.get("mmd2_with_seed_set"), greedy.get("mmd2_with_seed_set")),
-           "mmd2_alone_increase_over_greedy_pct": _pct(metrics.get("mmd2"), greedy.get("mmd2")),
-           "greedy_mmd2": greedy.get("mmd2"), "greedy_accuracy": greedy.get("accuracy"),
-           "uniform_mmd2": uniform.get("mmd2"), "uniform_accuracy": uniform.get("accuracy"),
-           "uniform_mmd2_with_seed_set": uniform.get("mmd2_with_seed_set"),
-           "uniform_mmd2_with_seed_set_increase_over_greedy_pct": _pct(uniform.get("mmd2_with_seed_set"),
-                                                                       greedy.get("mmd2_with_seed_set")),
-           "uniform_mmd2_alone_increase_over_greedy_pct": _pct(uniform.get("mmd2"), greedy.get("mmd2")),
-           "exact_greedy_mmd2": exact.get("mmd2"), "exact_greedy_accuracy": exact.get("accuracy"),
-           "rho": parsimony.get("rho"), "rho_embeddings": parsimony.get("rho_embeddings")}
-    privacy = report.get("privacy") or {}
-    row.update(eps_spent({"each owner": list(owner_ledgers(privacy).values())} if _private(report) else {}))
-    row.update({f"eps[{name}]": entry.get("eps") for name, entry in privacy.items() if isinstance(entry, dict) and "eps" in entry})
-    return row
-
-
-def owner_ledgers(privacy: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The ledgers of a private run that bound what an owner gives up (towards the other owners:
-    :func:`owner_exposure` names them), by name: every ledger with a figure but the consumer's
-    ``consumer:D_v``."""
-    from marketplace.protocols.summarize.private_curator import VALIDATION
-
-    return {name: entry for name, entry in privacy.items() if name != VALIDATION and isinstance(entry, dict) and "eps" in entry}
-
-
-OWNER_EPS = "owner eps (D_s + auction)"
-"""The sweep table's column of ``eps_spent``: an owner's ledgers composed, and each of them."""
-
-
-def _owner_eps(row: dict[str, Any]) -> str:
-    """``2.6 = 2 + 0.6``: an owner's eps (mean±sd over repeats), then the ``D_s`` and ``auction``
-    ledgers' means it adds up."""
-    total = mean_sd(row, "eps_spent", ".4g")
-    if total == "-":
-        return total
-    return f"{total} = {mean_sd(row, 'eps[D_s]', '.4g', sd=False)} + {mean_sd(row, 'eps[auction]', '.4g', sd=False)}"
-
-
-def sweep_table(summary: list[dict[str, Any]], keys: list[str], title: str) -> Table:
-    """One row per sweep point: the eps an owner gave up (``eps_spent``: the ``D_s`` and ``auction``
-    ledgers composed) and each of the two ledgers, the protocol's MMD^2 with the seed set (as % over
-    greedy's MMD^2 with the seed set) and accuracy, mean±sd over repeats, next to the means of
-    greedy and uniform (runs.csv / summary.csv have everything, the summaries-alone percentages too)."""
-    table = sweep_table_head(title, "protocol: mean±sd over repeats; baselines: means; % = increase in MMD^2 of "
-                                    "seed set + summary over greedy's seed set + summary (the objective greedy minimizes)", keys)
-    for name in ("ok", "% (with seed)", "accuracy", "greedy acc", "uniform % (with seed)", "uniform acc", "rho"):
-        table.add_column(name, justify="right", no_wrap=True)
-    table.add_column(OWNER_EPS, justify="right", overflow="fold")
-    for row in summary:
-        table.add_row(*(fmt(row.get(k)) for k in keys), f"{row['completed']}/{row['runs']}",
-                      mean_sd(row, "mmd2_with_seed_set_increase_over_greedy_pct", ".0f"), mean_sd(row, "accuracy", ".3f"),
-                      mean_sd(row, "greedy_accuracy", ".3f", sd=False),
-                      mean_sd(row, "uniform_mmd2_with_seed_set_increase_over_greedy_pct", ".0f", sd=False),
-                      mean_sd(row, "uniform_accuracy", ".3f", sd=False), mean_sd(row, "rho", ".2f", sd=False),
-                      _owner_eps(row))
-    return table
-
-
-def plot_sweep(summary: list[dict[str, Any]], keys: list[str], path, *, title: str) -> None:
-    """Figure 1's layout: % increase in MMD^2 of seed set + summary over greedy's seed set + summary
-    (left; the objective greedy minimizes, like with like) and accuracy (right) against the first
-    swept key, or against the eps an owner gave up (``eps_spent``: the ``D_s`` and ``auction``
-    ledgers composed, so the axis never shows D_s's share alone) when that key is a privacy setting
-    (``summarize.privacy.*``), one line per method (and per value of a second swept key, if any),
-    with ±1 sd bars."""
-    from marketplace.reporting.plots import spent_axis, sweep_figure
-
-    x_column = spent_axis(keys, lambda key: key.startswith("summarize.privacy."))
-    x_label = "eps an owner gave up: D_s + auction ledgers (basic composition)" if x_column else None
-    sweep_figure(summary, keys, path, title=title, x_column=x_column, x_label=x_label, panels=[
-        ("% increase in MMD$^2$(seed set + summary)\nover greedy's seed set + summary",
-         [("protocol", "mmd2_with_seed_set_increase_over_greedy_pct", True), ("greedy", None, False),
-          ("uniform", "uniform_mmd2_with_seed_set_increase_over_greedy_pct", False)]),
-        ("linear-SVM accuracy (target test set)", [("protocol", "accuracy", True), ("greedy", "greedy_accuracy", False),
-                                                   ("uniform", "uniform_accuracy", False)]),
-    ])
 
 
 # --- what each owner gives up (docs/privacy.md, "Who observes what") ----------------------------
@@ -424,24 +340,44 @@ def owner_exposure(config: ScenarioConfig, report: dict[str, Any]) -> dict[str, 
 
     private = config.summarize.privacy.enabled
     privacy = report.get("privacy") or {}
-    consumer = Exposure("consumer", "the points of this owner that enter D_s, in the clear", (), (
-        "those points: handing them to the consumer is the sale",
-        "which of its points enter D_s: the selection depends on every owner's data and is not private"))
-    curator = Exposure("curator", "every bid of this owner and every point it asks this owner for", (), (
-        "all of it: the curator is trusted; how many points it saw is reported (parsimony), which is not a DP guarantee",))
+    consumer = Exposure(
+        "consumer",
+        "the points of this owner that enter D_s, in the clear",
+        (),
+        (
+            "those points: handing them to the consumer is the sale",
+            "which of its points enter D_s: the selection depends on every owner's data and is not private",
+        ),
+    )
+    curator = Exposure(
+        "curator",
+        "every bid of this owner and every point it asks this owner for",
+        (),
+        (
+            "all of it: the curator is trusted; how many points it saw is reported (parsimony), which is not a DP guarantee",
+        ),
+    )
     out = {}
     for owner in (p for p in party_ids(config) if p.startswith("owner-")):
         if private:
             ledgers = tuple(owner_ledgers(privacy))
             others = Exposure(
-                "other owners", "each round's g_l (a DP release of D_s's mean embedding) and q = |D_s|, whether a request "
-                "reaches them, and the timing of those messages", ledgers, (
+                "other owners",
+                "each round's g_l (a DP release of D_s's mean embedding) and q = |D_s|, whether a request "
+                "reaches them, and the timing of those messages",
+                ledgers,
+                (
                     "this owner's points end to end: which points enter D_s, and so later states, bids and g_l, depend "
                     "on every owner's data; each ledger holds only within the scope it states",
-                    "the curator's computation time and network timing beyond the count of requests"))
+                    "the curator's computation time and network timing beyond the count of requests",
+                ),
+            )
         else:
-            others = Exposure("other owners", "each round's exact mean embedding of D_s and q = |D_s|, and whether a "
-                              "request reaches them", (owner,))
+            others = Exposure(
+                "other owners",
+                "each round's exact mean embedding of D_s and q = |D_s|, and whether a request reaches them",
+                (owner,),
+            )
         out[owner] = [consumer, curator, others]
     return out
 

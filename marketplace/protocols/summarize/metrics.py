@@ -54,3 +54,11 @@ def svm_accuracy(
     )
     model.fit(train_X, train_y)
     return float(np.mean(model.predict(test_X) == test_y))
+
+
+def increase_pct(value: float | None, reference: float | None) -> float | None:
+    """How many percent ``value`` is over ``reference`` (negative: under it); None when either is
+    missing or the reference is 0. The report and the sweeps compare a method's MMD^2 with greedy's so."""
+    if value is None or reference is None or reference == 0:
+        return None
+    return 100.0 * (value / reference - 1.0)

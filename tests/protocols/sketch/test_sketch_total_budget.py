@@ -9,7 +9,7 @@ import csv
 import pytest
 from rich.console import Console
 
-from marketplace.protocols.sketch import exchange
+from marketplace.protocols.sketch import sweeps
 from marketplace.runner.run import run_scenario
 from marketplace.runner.sweep import plan_sweep, run_sweep, summarize_rows
 from marketplace.scenario import ScenarioError, parse_scenario
@@ -46,7 +46,7 @@ def test_each_owners_ledger_states_exactly_sketch_epsilon(sketch_raw, mechanism,
         ledger = report["privacy"][owner]
         assert ledger["eps"] == pytest.approx(epsilon, rel=1e-12) and ledger["eps"] <= epsilon * (1 + 1e-15)
         assert ledger["delta"] == (1e-6 if mechanism == "gaussian" else 0.0)
-    row = exchange.sweep_row(report)
+    row = sweeps.sweep_row(report)
     assert row["eps_spent"] == report["privacy"]["owner-1"]["eps"] and row["delta_spent"] == report["privacy"]["owner-1"]["delta"]
 
 
@@ -65,7 +65,7 @@ def test_a_sweep_over_the_budget_shows_the_eps_spent(sketch_raw, tmp_path):
         assert [float(r["eps_spent"]) for r in csv.DictReader(f)] == pytest.approx([0.5, 2.0], rel=1e-12)
     assert (tmp_path / "out" / "sweep.png").stat().st_size > 10_000
     console = Console(width=250, record=True)
-    console.print(exchange.sweep_table(summarize_rows(rows, ["sketch.epsilon"]), ["sketch.epsilon"], "t"))
+    console.print(sweeps.sweep_table(summarize_rows(rows, ["sketch.epsilon"]), ["sketch.epsilon"], "t"))
     text = " ".join(console.export_text().split())
     assert "eps spent" in text and "│ 0.5 │ 1/1 │ 0.5 │" in text
 
@@ -76,9 +76,9 @@ def test_a_privacy_sweep_is_plotted_against_the_eps_spent(monkeypatch, tmp_path)
     labels = []
     monkeypatch.setattr(matplotlib.axes.Axes, "set_xlabel", lambda self, text, *a, **k: labels.append(text))
     summary = [{"sketch.epsilon": e, "runs": 1, "completed": 1, "eps_spent_mean": e, "moment1_mre_mean": 1 / e} for e in (0.5, 2.0)]
-    exchange.plot_sweep(summary, ["sketch.epsilon"], tmp_path / "a.png", title="t")
+    sweeps.plot_sweep(summary, ["sketch.epsilon"], tmp_path / "a.png", title="t")
     assert labels and all(label.startswith("eps an owner gave up") for label in labels)
     labels.clear()
     summary = [{"sketch.samples": n, "runs": 1, "completed": 1, "eps_spent_mean": 2.0, "moment1_mre_mean": 1 / n} for n in (500, 900)]
-    exchange.plot_sweep(summary, ["sketch.samples"], tmp_path / "b.png", title="t")
+    sweeps.plot_sweep(summary, ["sketch.samples"], tmp_path / "b.png", title="t")
     assert labels == ["sketch.samples"]

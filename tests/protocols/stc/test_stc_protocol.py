@@ -319,7 +319,8 @@ def rendered(table) -> str:
 
 
 def test_private_kmeans_is_absent_unless_asked_and_in_the_table_when_asked(stc_scenario, tmp_path):
-    from marketplace.protocols.stc.exchange import sweep_row, tables
+    from marketplace.protocols.stc.display import tables
+    from marketplace.protocols.stc.sweeps import sweep_row
 
     report = run(stc_scenario, tmp_path, "default")
     assert "private_kmeans" not in report["metrics"]["baselines"]
@@ -344,7 +345,7 @@ def test_private_kmeans_options_are_checked(stc_scenario, tmp_path):
 def test_an_stc_sweep_with_private_kmeans_writes_its_column_table_and_plot(stc_scenario, tmp_path):
     import csv
 
-    from marketplace.protocols.stc.exchange import sweep_table
+    from marketplace.protocols.stc.sweeps import sweep_table
 
     raw = copy.deepcopy(stc_scenario)
     raw["stc"]["baselines"] = ALL_BASELINES

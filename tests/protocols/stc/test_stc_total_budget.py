@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 
 from marketplace.privacy.gdp import gaussian_eps
-from marketplace.protocols.stc import exchange
+from marketplace.protocols.stc import sweeps
 from marketplace.runner.run import run_scenario
 from marketplace.runner.sweep import plan_sweep, run_sweep, summarize_rows
 from marketplace.scenario import ScenarioError, parse_scenario
@@ -44,7 +44,7 @@ def test_each_owners_ledger_states_exactly_stc_privacy_epsilon(stc_raw, epsilon,
     report = run(stc_raw, tmp_path)
     for owner in ("owner-1", "owner-2"):
         assert report["privacy"][owner]["eps"] == epsilon and report["privacy"][owner]["delta"] == 0.0
-    row = exchange.sweep_row(report)
+    row = sweeps.sweep_row(report)
     assert row["eps_spent"] == epsilon and row["delta_spent"] == 0.0
 
 
@@ -53,7 +53,7 @@ def test_under_zcdp_the_ledger_states_rho_and_its_exact_eps(stc_raw, tmp_path):
     report = run(stc_raw, tmp_path)
     ledger = report["privacy"]["owner-1"]
     assert sum(step["rho"] * step["count"] for step in ledger["steps"]) == 0.5
-    row = exchange.sweep_row(report)
+    row = sweeps.sweep_row(report)
     assert row["eps_spent"] == ledger["eps"] == pytest.approx(gaussian_eps(mu=1.0, delta=ledger["delta"]))
     assert row["delta_spent"] == ledger["delta"] > 0
 
@@ -73,7 +73,7 @@ def test_a_sweep_over_the_budget_shows_the_eps_spent(stc_raw, tmp_path):
         assert [float(r["eps_spent"]) for r in csv.DictReader(f)] == [1.0, 4.0]
     assert (tmp_path / "out" / "sweep.png").stat().st_size > 10_000
     console = Console(width=250, record=True)
-    console.print(exchange.sweep_table(summarize_rows(rows, ["stc.privacy.epsilon"]), ["stc.privacy.epsilon"], "t"))
+    console.print(sweeps.sweep_table(summarize_rows(rows, ["stc.privacy.epsilon"]), ["stc.privacy.epsilon"], "t"))
     text = " ".join(console.export_text().split())
     assert "eps spent" in text and "│ 4 │ 1/1 │ 4 │" in text
 
@@ -84,5 +84,5 @@ def test_a_privacy_sweep_is_plotted_against_the_eps_spent(monkeypatch, tmp_path)
     seen = []
     monkeypatch.setattr(plots, "sweep_figure", lambda *a, x_column=None, **k: seen.append(x_column))
     for key in ("stc.privacy.epsilon", "stc.privacy.rho", "stc.k"):
-        exchange.plot_sweep([], [key], tmp_path / "p.png", title="t")
+        sweeps.plot_sweep([], [key], tmp_path / "p.png", title="t")
     assert seen == ["eps_spent", "eps_spent", None]

@@ -147,7 +147,7 @@ def test_a_sweep_over_the_total_tabulates_and_plots_what_an_owner_gave_up(monkey
     from rich.console import Console
 
     from marketplace.api import sweep
-    from marketplace.protocols.summarize import exchange
+    from marketplace.protocols.summarize import sweeps
     from marketplace.reporting import plots
 
     drawn = []
@@ -162,18 +162,18 @@ def test_a_sweep_over_the_total_tabulates_and_plots_what_an_owner_gave_up(monkey
     assert kw["x_column"] == "eps_spent" and "D_s + auction" in kw["x_label"]
     assert [r["eps_spent_mean"] for r in summary] == pytest.approx([0.8, 4.3], rel=1e-9)
     console = Console(file=io.StringIO(), width=400)
-    console.print(exchange.sweep_table(result.summary, result.keys, "t"))
+    console.print(sweeps.sweep_table(result.summary, result.keys, "t"))
     text = console.file.getvalue()
     assert "owner eps (D_s + auction)" in text and "0.8 = 0.5 + 0.3" in text and "4.3 = 4 + 0.3" in text
 
 
 def test_a_privacy_sweep_is_plotted_against_the_eps_spent_and_others_against_the_key(monkeypatch, tmp_path):
-    from marketplace.protocols.summarize import exchange
+    from marketplace.protocols.summarize import sweeps
     from marketplace.reporting import plots
 
     seen = []
     monkeypatch.setattr(plots, "sweep_figure", lambda *a, x_column=None, **k: seen.append(x_column))
-    exchange.plot_sweep([], [KEY], tmp_path / "a.png", title="t")
-    exchange.plot_sweep([], ["summarize.privacy.eps_auction"], tmp_path / "b.png", title="t")
-    exchange.plot_sweep([], ["summarize.rounds"], tmp_path / "c.png", title="t")
+    sweeps.plot_sweep([], [KEY], tmp_path / "a.png", title="t")
+    sweeps.plot_sweep([], ["summarize.privacy.eps_auction"], tmp_path / "b.png", title="t")
+    sweeps.plot_sweep([], ["summarize.rounds"], tmp_path / "c.png", title="t")
     assert seen == ["eps_spent", "eps_spent", None]
