@@ -384,3 +384,16 @@ def test_on_a_terminal_a_sweep_shows_a_bar_below_its_lines_and_prefers_a_spent_e
     with sweep_progress(Console(file=piped, force_terminal=False, width=120), 2) as show:
         show(points[0], row)
     assert piped.getvalue() == result_line(points[0], row, 2) + "\n"
+
+
+def test_every_type_stub_is_package_data():
+    """The packages read their public names from their ``__init__.pyi`` when first used (lazy_loader), so an
+    installed wheel without a stub could not even be imported: every stub must match a package-data pattern."""
+    import tomllib
+
+    package = ROOT / "marketplace"
+    patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["marketplace"]
+    shipped = {path for pattern in patterns for path in package.glob(pattern)}  # setuptools' glob: * stays in a folder
+    stubs = set(package.rglob("*.pyi"))
+    assert len(stubs) >= 6
+    assert sorted(str(s.relative_to(package)) for s in stubs - shipped) == []
