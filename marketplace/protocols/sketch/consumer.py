@@ -109,7 +109,7 @@ def _relative(est: np.ndarray, true: np.ndarray) -> float:
 
 def statistic_errors(estimates: dict[str, Any], true: dict[str, Any]) -> dict[str, Any]:
     """How far each estimate of :func:`answer_queries` lies from the statistics ``true`` of
-    :func:`plan_statistics` (the report's error metrics, ``ERROR_METRICS`` in the exchange); the
+    :func:`plan_statistics` (the report's error metrics, ``ERROR_METRICS`` in :mod:`.display`); the
     size's error only when ``true`` holds ``n``."""
     errors: dict[str, Any] = {}
     for k, est in (estimates.get("moments") or {}).items():
