@@ -26,8 +26,8 @@ from typing import Any
 
 from marketplace.roles.curator import CuratorBase
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.messages.kinds import Error
-from marketplace.protocols.pfds.messages import PfdsData, PfdsPhase, PfdsSharedData, PfdsSharedTree
+from marketplace.messages.kinds import Bye, Error, Hello
+from marketplace.protocols.pfds.messages import PfdsData, PfdsPhase, PfdsSharedData, PfdsSharedTree, PfdsTree
 from marketplace.protocols.pfds import MalformedPlain, PrivateTree, PublicSchema
 from marketplace.protocols.pfds.wire import check_records, tree_fields, tree_from_body
 from marketplace.roles import CONSUMER, CURATOR, Send
@@ -70,11 +70,16 @@ class PfdsCurator(CuratorBase):
         return []
 
     def handle(self, message: Envelope) -> list[Send]:
-        handler = {"hello": self._on_hello, "pfds_tree": self._on_tree, "pfds_data": self._on_data,
-                   "bye": self._on_bye}.get(message.kind)
-        if handler is None:
-            raise ProtocolError(party=message.sender, kind=message.kind, reason="the pfds curator does not accept this kind")
-        return handler(message)
+        match message.body:
+            case Hello():
+                return self._on_hello(message)
+            case PfdsTree():
+                return self._on_tree(message)
+            case PfdsData():
+                return self._on_data(message)
+            case Bye():
+                return self._on_bye(message)
+        raise ProtocolError(party=message.sender, kind=message.kind, reason="the pfds curator does not accept this kind")
 
     def _drop(self, peer: str) -> dict[str, Any]:
         return {"round": 1 if self.phase == "trees" else 2, "phase": self.phase}

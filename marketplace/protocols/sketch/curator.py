@@ -20,6 +20,7 @@ import numpy as np
 
 from marketplace.roles.curator import CuratorBase
 from marketplace.messages import Envelope, ProtocolError
+from marketplace.messages.kinds import Bye, Hello
 from marketplace.protocols.sketch import FeatureMap, SketchRelease, merge_sketches
 from marketplace.protocols.sketch.messages import SketchPublication, SketchReleaseBody, SketchRequest
 from marketplace.protocols.sketch.wire import release_of
@@ -54,10 +55,14 @@ class SketchCurator(CuratorBase):
         return []
 
     def handle(self, message: Envelope) -> list[Send]:
-        handler = {"hello": self._on_hello, "sketch_release": self._on_release, "bye": self._on_bye}.get(message.kind)
-        if handler is None:
-            raise ProtocolError(party=message.sender, kind=message.kind, reason="the sketch curator does not accept this kind")
-        return handler(message)
+        match message.body:
+            case Hello():
+                return self._on_hello(message)
+            case SketchReleaseBody():
+                return self._on_release(message)
+            case Bye():
+                return self._on_bye(message)
+        raise ProtocolError(party=message.sender, kind=message.kind, reason="the sketch curator does not accept this kind")
 
     def _drop(self, peer: str) -> dict[str, Any]:
         record = {"phase": self.phase, "released": peer in self.releases}

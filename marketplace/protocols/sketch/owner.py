@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from marketplace.messages import Envelope, ProtocolError
+from marketplace.messages.kinds import Shutdown
 from marketplace.privacy.accountant import PrivacyLedger
 from marketplace.protocols.sketch import FeatureMap, SketchRelease, exact_sketch, private_sketch
 from marketplace.protocols.sketch.wire import release_body
@@ -45,10 +46,11 @@ class SketchOwner(Role):
         return [self.hello("sketch")]
 
     def handle(self, message: Envelope) -> list[Send]:
-        if message.kind == "sketch_request":
-            return self._release(message)
-        if message.kind == "shutdown":
-            return self.acknowledge_shutdown(message)
+        match message.body:
+            case SketchRequest():
+                return self._release(message)
+            case Shutdown():
+                return self.acknowledge_shutdown(message)
         raise ProtocolError(party=message.sender, kind=message.kind, reason="an owner of the sketch protocol does not accept this kind")
 
     def _release(self, message: Envelope) -> list[Send]:

@@ -19,7 +19,8 @@ import numpy as np
 from marketplace.roles.curator import CuratorBase
 from marketplace.roles.parsimony import ParsimonyLedger
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.protocols.stc.messages import StcRelease, StcReleases, StcRequest
+from marketplace.messages.kinds import Bye, Hello
+from marketplace.protocols.stc.messages import StcRelease, StcReleases, StcRequest, StcTarget
 from marketplace.roles import CONSUMER, CURATOR, Send
 from marketplace.protocols.stc.config import StcConfig
 
@@ -50,11 +51,16 @@ class StcCurator(CuratorBase):
         return []
 
     def handle(self, message: Envelope) -> list[Send]:
-        handler = {"hello": self._on_hello, "stc_target": self._on_target, "stc_release": self._on_release,
-                   "bye": self._on_bye}.get(message.kind)
-        if handler is None:
-            raise ProtocolError(party=message.sender, kind=message.kind, reason="the stc curator does not accept this kind")
-        return handler(message)
+        match message.body:
+            case Hello():
+                return self._on_hello(message)
+            case StcTarget():
+                return self._on_target(message)
+            case StcRelease():
+                return self._on_release(message)
+            case Bye():
+                return self._on_bye(message)
+        raise ProtocolError(party=message.sender, kind=message.kind, reason="the stc curator does not accept this kind")
 
     def _drop(self, peer: str) -> dict[str, Any]:
         return {"round": 0, "phase": self.phase}

@@ -14,7 +14,8 @@ import numpy as np
 
 from marketplace.data.dataset import Dataset
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.protocols.stc.messages import StcRelease
+from marketplace.messages.kinds import Shutdown
+from marketplace.protocols.stc.messages import StcRelease, StcRequest
 from marketplace.privacy.accountant import BudgetExceeded, PrivacyLedger
 from marketplace.privacy.neighbouring import add_remove_one
 from marketplace.privacy.rng import make_rng
@@ -57,10 +58,11 @@ class StcOwner(Role):
         return [self.hello("stc")]
 
     def handle(self, message: Envelope) -> list[Send]:
-        if message.kind == "stc_request":
-            return self._release(message)
-        if message.kind == "shutdown":
-            return self.acknowledge_shutdown(message)
+        match message.body:
+            case StcRequest():
+                return self._release(message)
+            case Shutdown():
+                return self.acknowledge_shutdown(message)
         raise ProtocolError(party=message.sender, kind=message.kind, reason="an stc owner does not accept this kind")
 
     def _release(self, message: Envelope) -> list[Send]:

@@ -23,7 +23,9 @@ from marketplace.roles.curator import CuratorBase
 from marketplace.roles.parsimony import ParsimonyLedger
 from marketplace.roles.members import ActiveOwners
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.protocols.summarize.messages import Bid, Point, Request, RoundOpen, SealedPoint, SealedSummary, Summary, TargetEmbedding
+from marketplace.messages.kinds import Bye, Hello
+from marketplace.protocols.summarize.messages import (Bid, Point, Request, RoundOpen, SealedPoint, SealedSummary, Summary, TargetEmbedding,
+                                                   ValidationEmbedding, ValidationSet)
 from marketplace.protocols.summarize import RandomFourierFeatures, bid_direction, bid_value, rff_objective_gain
 from marketplace.protocols.summarize.identity import embedding_key, point_key
 from marketplace.protocols.summarize.sealing import sealed_size
@@ -89,14 +91,20 @@ class SummarizeCurator(CuratorBase):
         return []
 
     def handle(self, message: Envelope) -> list[Send]:
-        handler = {
-            "hello": self._on_hello, "validation_set": self._on_validation_set,
-            "validation_embedding": self._on_validation_embedding, "bid": self._on_bid,
-            "point": self._on_point, "sealed_point": self._on_point, "bye": self._on_bye,
-        }.get(message.kind)
-        if handler is None:
-            raise ProtocolError(party=message.sender, kind=message.kind, reason="the curator does not accept this kind")
-        return handler(message)
+        match message.body:
+            case Hello():
+                return self._on_hello(message)
+            case ValidationSet():
+                return self._on_validation_set(message)
+            case ValidationEmbedding():
+                return self._on_validation_embedding(message)
+            case Bid():
+                return self._on_bid(message)
+            case Point() | SealedPoint():
+                return self._on_point(message)
+            case Bye():
+                return self._on_bye(message)
+        raise ProtocolError(party=message.sender, kind=message.kind, reason="the curator does not accept this kind")
 
     def _drop(self, peer: str) -> dict[str, Any]:
         self.bids.pop(peer, None)
@@ -134,10 +142,10 @@ class SummarizeCurator(CuratorBase):
         kind = message.kind
         if message.sender != CONSUMER or self.target_mean is not None:
             raise ProtocolError(party=message.sender, kind=kind, reason="only the consumer sends D_v, once")
-        wanted = "validation_embedding" if self.less_trusted else "validation_set"
-        if kind != wanted:
+        wanted = ValidationEmbedding if self.less_trusted else ValidationSet
+        if not isinstance(message.body, wanted):
             trust = "less-trusted" if self.less_trusted else "trusted"
-            raise ProtocolError(party=message.sender, kind=kind, reason=f"a {trust} curator takes D_v as {wanted!r}, not {kind!r}")
+            raise ProtocolError(party=message.sender, kind=kind, reason=f"a {trust} curator takes D_v as {wanted.KIND!r}, not {kind!r}")
 
     def _embedding_problem(self, phi: np.ndarray, *, rows: bool) -> str | None:
         """Why ``phi`` cannot be h1 of anything (wrong width, not finite, outside +-sqrt(2/d)), or None."""

@@ -15,6 +15,7 @@ import math
 from typing import Any
 
 from marketplace.messages import Envelope, ProtocolError
+from marketplace.messages.kinds import Bye, Hello
 from marketplace.roles import CONSUMER, CURATOR, Send
 from marketplace.roles.curator import CuratorBase
 
@@ -42,10 +43,14 @@ class NoisyCountCurator(CuratorBase):
         return []
 
     def handle(self, message: Envelope) -> list[Send]:
-        handler = {"hello": self._on_hello, "count_release": self._on_release, "bye": self._on_bye}.get(message.kind)
-        if handler is None:
-            raise ProtocolError(party=message.sender, kind=message.kind, reason="the noisy_count curator does not accept this kind")
-        return handler(message)
+        match message.body:
+            case Hello():
+                return self._on_hello(message)
+            case CountRelease():
+                return self._on_release(message)
+            case Bye():
+                return self._on_bye(message)
+        raise ProtocolError(party=message.sender, kind=message.kind, reason="the noisy_count curator does not accept this kind")
 
     # --- what CuratorBase asks of a protocol ---------------------------------------------------
     def _progress_after_loss(self, peer: str) -> list[Send]:

@@ -15,6 +15,7 @@ import numpy as np
 
 from marketplace.data.dataset import Dataset
 from marketplace.messages import Envelope, ProtocolError
+from marketplace.messages.kinds import Shutdown
 from marketplace.privacy.accountant import BudgetExceeded, PrivacyLedger
 from marketplace.privacy.mechanisms import Laplace
 from marketplace.privacy.neighbouring import add_remove_one
@@ -22,7 +23,7 @@ from marketplace.privacy.rng import make_rng
 from marketplace.roles import Role, Send
 
 from marketplace_example.config import NoisyCountConfig
-from marketplace_example.messages import CountRelease
+from marketplace_example.messages import CountRelease, CountRequest
 
 SENSITIVITY = 1.0
 """How much one added or removed row can change a count."""
@@ -55,10 +56,11 @@ class NoisyCountOwner(Role):
         return [self.hello("noisy_count")]
 
     def handle(self, message: Envelope) -> list[Send]:
-        if message.kind == "count_request":
-            return self._release(message)
-        if message.kind == "shutdown":
-            return self.acknowledge_shutdown(message)
+        match message.body:
+            case CountRequest():
+                return self._release(message)
+            case Shutdown():
+                return self.acknowledge_shutdown(message)
         raise ProtocolError(party=message.sender, kind=message.kind, reason="a noisy_count owner does not accept this kind")
 
     def _release(self, message: Envelope) -> list[Send]:
