@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.messages.kinds import Shutdown
+from marketplace.messages.kinds import RuntimeMessage, Shutdown
 from marketplace.protocols.pfds import ClassLabels, MalformedPlain, PrivateTree, PublicSchema
-from marketplace.protocols.pfds.messages import PfdsPhase, PfdsSharedData, PfdsSharedTree
+from marketplace.protocols.pfds.messages import PfdsMessage, PfdsPhase, PfdsSharedData, PfdsSharedTree
 from marketplace.protocols.pfds.models import Fitted, fit_model
 from marketplace.protocols.pfds.wire import check_records, tree_from_body
 from marketplace.roles import CURATOR, Role, Send
@@ -41,7 +41,7 @@ class PfdsAgent(Role):
         self.phase = "trees"
         self.end_status = ""
 
-    def handle(self, message: Envelope) -> list[Send]:
+    def handle(self, message: Envelope[PfdsMessage | RuntimeMessage]) -> list[Send]:
         kind = message.kind
         if message.sender != CURATOR:
             raise ProtocolError(party=message.sender, kind=kind, reason="an agent takes messages from the curator only")

@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 
 from marketplace.messages import Envelope, ProtocolError
+from marketplace.messages.kinds import RuntimeMessage, Shutdown
 from marketplace.protocols.sketch import (FeatureMap, M2MDesign, M2MFit, Prior, SketchRelease, mean_embedding,
                                           merge_sketches, rank_owners, sketch_mmd2)
-from marketplace.messages.kinds import Shutdown
-from marketplace.protocols.sketch.messages import SketchPublication
+from marketplace.protocols.sketch.messages import SketchMessage, SketchPublication
 from marketplace.protocols.sketch.valid import change, project_cdf, project_counts, project_moment_answers
 from marketplace.roles import CONSUMER, Role, Send
 
@@ -195,7 +195,7 @@ class SketchConsumer(Role):
     def start(self) -> list[Send]:
         return [self.hello("sketch")]
 
-    def handle(self, message: Envelope) -> list[Send]:
+    def handle(self, message: Envelope[SketchMessage | RuntimeMessage]) -> list[Send]:
         match message.body:
             case SketchPublication():
                 if self.merged is not None:

@@ -13,9 +13,10 @@ from typing import Any
 import numpy as np
 
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.messages.kinds import Shutdown
+from marketplace.messages.kinds import RuntimeMessage, Shutdown
 from marketplace.privacy.accountant import PrivacyLedger
 from marketplace.protocols.sketch import FeatureMap, SketchRelease, exact_sketch, private_sketch
+from marketplace.protocols.sketch.messages import SketchMessage, SketchRequest
 from marketplace.protocols.sketch.wire import release_body
 from marketplace.roles import Role, Send
 
@@ -45,7 +46,7 @@ class SketchOwner(Role):
     def start(self) -> list[Send]:
         return [self.hello("sketch")]
 
-    def handle(self, message: Envelope) -> list[Send]:
+    def handle(self, message: Envelope[SketchMessage | RuntimeMessage]) -> list[Send]:
         match message.body:
             case SketchRequest():
                 return self._release(message)

@@ -14,11 +14,11 @@ import numpy as np
 
 from marketplace.data.dataset import Dataset
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.messages.kinds import Shutdown
-from marketplace.protocols.stc.messages import StcReleases, StcTarget
+from marketplace.messages.kinds import RuntimeMessage, Shutdown
 from marketplace.protocols.stc import PublicScaling, kdtree_coreset, solve_stc, stc_cost
-from marketplace.roles import CONSUMER, Role, Send
 from marketplace.protocols.stc.config import StcConfig
+from marketplace.protocols.stc.messages import StcMessage, StcReleases, StcTarget
+from marketplace.roles import CONSUMER, Role, Send
 
 
 class StcConsumer(Role):
@@ -48,7 +48,7 @@ class StcConsumer(Role):
         return [self.hello("stc"),
                 Send("curator", StcTarget(points=self.raw_target[self.sent_rows]))]
 
-    def handle(self, message: Envelope) -> list[Send]:
+    def handle(self, message: Envelope[StcMessage | RuntimeMessage]) -> list[Send]:
         match message.body:
             case StcReleases():
                 if self.choice is not None:

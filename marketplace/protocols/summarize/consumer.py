@@ -20,10 +20,11 @@ import numpy as np
 
 from marketplace.data.dataset import Dataset
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.messages.kinds import Shutdown
-from marketplace.protocols.summarize.messages import SealedSummary, Summary, ValidationEmbedding, ValidationSet
+from marketplace.messages.kinds import RuntimeMessage, Shutdown
 from marketplace.protocols.summarize import RandomFourierFeatures, mmd2, svm_accuracy
 from marketplace.protocols.summarize.kernel import prefix_mmd2
+from marketplace.protocols.summarize.messages import (SealedSummary, SummarizeMessage, Summary, ValidationEmbedding,
+                                                      ValidationSet)
 from marketplace.protocols.summarize.sealing import ConsumerKey, SealingError
 from marketplace.roles import CONSUMER, Role, Send
 from marketplace.warm_imports import wait_for_background_imports
@@ -74,7 +75,7 @@ class SummarizeConsumer(Role):
             return [hello, Send("curator", ValidationEmbedding(phi=phi, consumer_key=self.key.public))]
         return [hello, Send("curator", ValidationSet(X=self.validation.X))]
 
-    def handle(self, message: Envelope) -> list[Send]:
+    def handle(self, message: Envelope[SummarizeMessage | RuntimeMessage]) -> list[Send]:
         match message.body:
             case Summary() | SealedSummary():
                 return self._on_summary(message)

@@ -15,10 +15,11 @@ import numpy as np
 
 from marketplace.data.dataset import Dataset
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.messages.kinds import Shutdown
-from marketplace.protocols.summarize.messages import Bid, Point, Request, RoundOpen, SealedPoint, TargetEmbedding
+from marketplace.messages.kinds import RuntimeMessage, Shutdown
 from marketplace.protocols.summarize import RandomFourierFeatures, best_offer, bid_direction, bid_value
 from marketplace.protocols.summarize.identity import duplicate_groups
+from marketplace.protocols.summarize.messages import (Bid, Point, Request, RoundOpen, SealedPoint, SummarizeMessage,
+                                                      TargetEmbedding)
 from marketplace.protocols.summarize.sealing import seal_point
 from marketplace.roles import Role, Send
 
@@ -50,7 +51,7 @@ class SummarizeOwner(Role):
     def start(self) -> list[Send]:
         return [self.hello("summarize")]
 
-    def handle(self, message: Envelope) -> list[Send]:
+    def handle(self, message: Envelope[SummarizeMessage | RuntimeMessage]) -> list[Send]:
         kind = message.kind
         match message.body:
             case TargetEmbedding(mean=mean, consumer_key=key):

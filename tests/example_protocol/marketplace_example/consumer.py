@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.messages.kinds import Shutdown
+from marketplace.messages.kinds import RuntimeMessage, Shutdown
 from marketplace.roles import CONSUMER, Role, Send
-
-from marketplace_example.messages import CountTotal
+from marketplace_example.messages import CountTotal, NoisyCountMessage
 
 
 class NoisyCountConsumer(Role):
@@ -27,7 +26,7 @@ class NoisyCountConsumer(Role):
     def start(self) -> list[Send]:
         return [self.hello("noisy_count")]
 
-    def handle(self, message: Envelope) -> list[Send]:
+    def handle(self, message: Envelope[NoisyCountMessage | RuntimeMessage]) -> list[Send]:
         match message.body:
             case CountTotal(total=total, owners=owners):
                 if self.total is not None:
