@@ -26,7 +26,7 @@ class CuratorPhase(StrEnum):
     """Where a curator that gathers hellos, collects one release per owner and closes stands (stc,
     sketch, the example protocol). A protocol with other phases declares its own ``StrEnum``, with
     a ``CLOSING = "closing"`` member, as its curator's ``Phase``. Members are strings, so a phase
-    reads in a report or a log line as its name on the wire of reports (``"collecting"``)."""
+    reads as its plain name (``"collecting"``) in a report's dropout record or a log line."""
 
     GATHERING = "gathering"
     COLLECTING = "collecting"
