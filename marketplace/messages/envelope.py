@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Generic, Optional, TypeVar
 
 import msgspec
+
+from marketplace.messages.structs import Body
 
 PROTOCOL_VERSION = 2
 ENVELOPE_KEYS = ("version", "run_id", "msg_id", "sender", "receiver", "kind", "reply_to", "body")
 
 
-class Envelope(msgspec.Struct, frozen=True):
+BodyT = TypeVar("BodyT", bound=Optional[Body])  # noqa: UP007 - a TypeVar bound is evaluated at import
+"""The body's type: a protocol's union of kinds (``Envelope[StcMessage | RuntimeMessage]``), or one kind."""
+
+
+class Envelope(msgspec.Struct, Generic[BodyT], frozen=True):
     """Who sent what to whom: version, run id, the sender's message number, kind, reply-to, body.
 
     ``msg_id`` counts up from 1 per sender, so a receiver can spot replays and duplicates;
     ``reply_to`` names the ``msg_id`` this message answers, if any. A frozen msgspec Struct: built
-    positionally or by keyword, and encoded as the map of these keys in this order.
+    positionally or by keyword, and encoded as the map of these keys in this order. Generic in its
+    body: a role declares the kinds it takes (``Envelope[CountRequest | Shutdown]``) and ``match``es on
+    their classes, since the decoder gives every body the Struct of its ``kind``.
     """
 
     version: int
@@ -25,4 +33,6 @@ class Envelope(msgspec.Struct, frozen=True):
     receiver: str
     kind: str
     reply_to: int | None
-    body: Any
+    body: BodyT
+    """The typed Struct of ``kind`` (a subclass of :class:`Body`; roles ``match`` on its class); None only in
+    an envelope framed around an already encoded body (:func:`marketplace.messages.codec.encode_framed`)."""

@@ -96,3 +96,8 @@ class Shutdown:
 @kind("bye")
 class Bye:
     """A party acknowledges ``shutdown``: nothing more will come from it."""
+
+
+RuntimeMessage = Hello | Heartbeat | Error | Shutdown | Bye
+"""The kinds every protocol's parties exchange besides their own (a union of their Structs, which the
+decoder tells apart by the envelope's ``kind``)."""

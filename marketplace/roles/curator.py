@@ -5,13 +5,15 @@ an owner whose connection closes, stops progressing or refuses the run's message
 from __future__ import annotations
 
 import logging
-from typing import Any
+from enum import StrEnum
+from typing import Any, ClassVar
 
 from marketplace.messages import Envelope, ProtocolError
 from marketplace.messages.errors import cut
 from marketplace.messages.kinds import Error, Hello, Shutdown
-from marketplace.roles import CONSUMER, Role, Send
+from marketplace.roles import CONSUMER, CURATOR, Role, Send
 from marketplace.roles.lifetime import DECLINED
+from marketplace.roles.members import ActiveOwners
 from marketplace.scenario.fingerprint import differences
 
 log = logging.getLogger("marketplace.curator")
@@ -20,13 +22,26 @@ NOT_REFUSALS = frozenset({None, "error", "heartbeat", "shutdown", "bye"})
 """Kinds whose refusal by a party says nothing about whether it can take part."""
 
 
+class CuratorPhase(StrEnum):
+    """Where a curator that gathers hellos, collects one release per owner and closes stands (stc,
+    sketch, the example protocol). A protocol with other phases declares its own ``StrEnum``, with
+    a ``CLOSING = "closing"`` member, as its curator's ``Phase``. Members are strings, so a phase
+    reads as its plain name (``"collecting"``) in a report's dropout record or a log line."""
+
+    GATHERING = "gathering"
+    COLLECTING = "collecting"
+    CLOSING = "closing"
+
+
 class CuratorBase(Role):
-    """Subclasses set ``protocol`` and ``scenario_name``, keep their owners (or sharers) in the
-    order given by :meth:`members`, the ones still taking part in ``active`` and the lost ones in
-    ``dropouts``, set ``phase``, say what a dropout means for them (:meth:`_drop`), how the run goes
+    """Subclasses set ``protocol`` and ``Phase`` (the enum of their phases: its first member is where
+    a run starts, and it has a ``CLOSING`` member), keep their owners (or sharers) in the order
+    given by :meth:`members`, say what a dropout means for them (:meth:`_drop`), how the run goes
     on without it (:meth:`_progress_after_loss`) and what they wait for in their own phases
-    (:meth:`_awaited_in_phase`). This base keeps ``present``, ``lost``, ``waiting_bye``,
-    ``end_reason`` and the consumer's confirmation.
+    (:meth:`_awaited_in_phase`). This base keeps the state every curator shares: ``owners``,
+    ``phase``, ``active`` (the owners still taking part, in order), ``dropouts`` (the lost ones, with
+    their report records), ``flagged`` (the ones excluded for a release that could not be used),
+    ``present``, ``lost``, ``waiting_bye``, ``end_reason`` and the consumer's confirmation.
 
     **An honest end.** A run the curator ends as ``completed`` is completed only once the consumer
     has confirmed, with its ``bye``, that it received the results (they travel before the
@@ -36,9 +51,19 @@ class CuratorBase(Role):
 
     role_name = "curator"
     protocol: str = ""
+    Phase: ClassVar[type[StrEnum]] = CuratorPhase
 
-    def __init__(self) -> None:
+    def __init__(self, *, scenario_name: str, owners: tuple[str, ...]) -> None:
         super().__init__()
+        self.party_id = CURATOR
+        self.scenario_name = scenario_name
+        self.owners = owners
+        self.phase: StrEnum = next(iter(self.Phase))
+        self.active = ActiveOwners(owners)
+        self.dropouts: dict[str, dict[str, Any]] = {}
+        """Per owner the run went on without, its record for the report (phase, round, reason)."""
+        self.flagged: dict[str, str] = {}
+        """Per owner excluded for a release that could not be used, why."""
         self.present: set[str] = set()
         self.lost: set[str] = set()
         self.waiting_bye: set[str] = set()
@@ -60,14 +85,14 @@ class CuratorBase(Role):
         return cached
 
     def expected_peers(self) -> tuple[str, ...]:
-        if self.phase == "closing":
+        if self.phase == self.Phase.CLOSING:
             return tuple(sorted(self.waiting_bye))
         return (*self.active, CONSUMER)
 
     # --- waiting, and what happens when a party does not deliver ---------------------------
 
     def awaited(self) -> dict[str, str]:
-        if self.phase == "closing":
+        if self.phase == self.Phase.CLOSING:
             return {p: "bye" for p in self.waiting_bye}
         out = {p: "hello" for p in (*self.active, CONSUMER) if p not in self.present}
         out.update(self._awaited_in_phase())
@@ -103,7 +128,7 @@ class CuratorBase(Role):
 
     def _drop(self, peer: str) -> dict[str, Any]:
         """Forget what ``peer`` had in flight; return its dropout record for the report."""
-        return {"phase": self.phase}
+        return {"phase": str(self.phase)}
 
     def _progress_after_loss(self, peer: str) -> list[Send]:
         """The messages that let the run go on without ``peer``."""
@@ -116,11 +141,11 @@ class CuratorBase(Role):
         super().on_error(message)
         body: Error = message.body
         sender = message.sender
-        if body.about_kind == DECLINED and self.phase != "closing":
+        if body.about_kind == DECLINED and self.phase != self.Phase.CLOSING:
             if sender == CONSUMER:
                 return self._close(status="failed", reason=f"the consumer {cut(body.detail, 1500)}")
             return self.exclude(sender, body.detail, declined=True)
-        if body.about_kind in NOT_REFUSALS or self.phase == "closing":
+        if body.about_kind in NOT_REFUSALS or self.phase == self.Phase.CLOSING:
             return []
         reason = f"refused the curator's {body.about_kind!r}: {cut(body.detail, 200)}"
         if sender == CONSUMER:
@@ -167,7 +192,7 @@ class CuratorBase(Role):
         ``completed`` run becomes final only with the consumer's bye (see the class doc): the
         consumer is shut down first, and the owners are told how the run ended once it has confirmed
         (or been lost), so every party's exit status tells the same story."""
-        self.phase = "closing"
+        self.phase = self.Phase.CLOSING
         self.end_reason = reason
         self.closing_status = status
         if status == "failed":
@@ -198,11 +223,11 @@ class CuratorBase(Role):
     def excluded_reason(self, party: str) -> str | None:
         """Why ``party`` was taken out of the run (a dropout, or flagged for a release that could
         not be used), or None if it took part to the end."""
-        record = (getattr(self, "dropouts", None) or {}).get(party)
+        record = self.dropouts.get(party)
         if record is not None:
             where = f" in round {record['round']}" if "round" in record else ""
             return f"dropped from the run{where}: {record.get('reason') or 'lost'}"
-        flagged = (getattr(self, "flagged", None) or {}).get(party)
+        flagged = self.flagged.get(party)
         if flagged is not None:
             return f"flagged and excluded from the run: {flagged}"
         return None
@@ -211,7 +236,7 @@ class CuratorBase(Role):
         """The ``shutdown`` that ends ``party``'s session. An owner the run went on without is told
         so, as ``failed`` with the reason it was excluded, whatever became of the others: its own
         report and exit status must not say it completed its part."""
-        record = (getattr(self, "dropouts", None) or {}).get(party) or {}
+        record = self.dropouts.get(party) or {}
         if record.get("declined"):
             return Send(party, Shutdown(reason=cut(f"this owner declined the run (the run: {status}, {reason})", 2000),
                                         status=status))
@@ -222,10 +247,10 @@ class CuratorBase(Role):
 
     def _on_bye(self, message: Envelope) -> list[Send]:
         sender = message.sender
-        if self.phase == "closing" and sender in self.lost and sender not in self.waiting_bye:
+        if self.phase == self.Phase.CLOSING and sender in self.lost and sender not in self.waiting_bye:
             self.late_byes.append(sender)  # given up on while its bye was on the way: no harm done
             return []
-        if self.phase != "closing" or sender not in self.waiting_bye:
+        if self.phase != self.Phase.CLOSING or sender not in self.waiting_bye:
             raise ProtocolError(party=sender, kind="bye", reason="no shutdown was sent to this party")
         self.waiting_bye.discard(sender)
         if sender == CONSUMER and not self.owners_told:
@@ -237,7 +262,7 @@ class CuratorBase(Role):
         """Record a lost peer; True when the run is already closing (then it is simply not waited for).
         Losing the consumer before its bye turns a completed run into a failed one."""
         self.lost.add(peer)
-        if self.phase != "closing":
+        if self.phase != self.Phase.CLOSING:
             return False
         if peer == CONSUMER and peer in self.waiting_bye and self.closing_status == "completed":
             self.failure = self.failure or (f"{self.end_reason}, but the consumer never confirmed it received the "

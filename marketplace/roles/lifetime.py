@@ -26,7 +26,7 @@ from typing import Any
 
 from marketplace.messages import Envelope, ProtocolError
 from marketplace.messages.errors import cut
-from marketplace.messages.kinds import Bye, Error
+from marketplace.messages.kinds import Bye, Error, Shutdown
 from marketplace.plugins import Exchange
 from marketplace.privacy.lifetime import (AlreadyCharged, BudgetDeclined, Declared, LedgerInputError, LifetimeLedger,
                                           ledger_file)
@@ -175,10 +175,11 @@ class DeclinedParty(Role):
                 Send(CURATOR, Error(code="refused", detail=cut(f"declined: {self.reason}", 2000), about_kind=DECLINED))]
 
     def handle(self, message: Envelope) -> list[Send]:
-        if message.kind == "shutdown":
-            self.end_status = message.body.status
-            self.done = True
-            return [Send(message.sender, Bye(), reply_to=message.msg_id)]
+        match message.body:
+            case Shutdown(status=status):
+                self.end_status = status
+                self.done = True
+                return [Send(message.sender, Bye(), reply_to=message.msg_id)]
         raise ProtocolError(party=message.sender, kind=message.kind, reason=f"this party declined the run: {cut(self.reason, 300)}")
 
     def result(self) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 from marketplace.messages import PROTOCOL_VERSION, Envelope, MessageError, ProtocolError, decode, encode, encode_body, encode_framed
 from marketplace.messages.errors import cut
-from marketplace.messages.kinds import Error, Heartbeat
+from marketplace.messages.kinds import Bye, Error, Heartbeat
 from marketplace.roles import Role, Send
 from marketplace.transport.counters import HEARTBEAT, Counters
 
@@ -134,7 +134,7 @@ class Node:
             return self._reject(err, peer or UNKNOWN, about_kind=err.kind, about_id=err.msg_id)
         self.codec_s += time.perf_counter() - t0
         sender = message.sender
-        if message.kind == HEARTBEAT:
+        if isinstance(message.body, Heartbeat):
             self.counters.record_received(sender, self.party_id, HEARTBEAT, len(frame))
             return Delivery([], True)
         last = self.last_seen_id.get(sender, 0)
@@ -146,7 +146,7 @@ class Node:
         self.counters.record_received(sender, self.party_id, message.kind, len(frame))
         t1 = time.perf_counter()
         try:
-            sends = self.role.on_error(message) if message.kind == "error" else self.role.handle(message)
+            sends = self.role.on_error(message) if isinstance(message.body, Error) else self.role.handle(message)
         except ProtocolError as err:
             self.compute_s += time.perf_counter() - t1
             self.counters.record_rejected("protocol")
@@ -156,7 +156,7 @@ class Node:
             return Delivery(self._encode_all([Send(sender, error, reply_to=message.msg_id)], best_effort=True), True,
                             cut(text, 200))
         self.compute_s += time.perf_counter() - t1
-        if message.kind == "bye":  # only once the role took it: a refused bye changes nothing
+        if isinstance(message.body, Bye):  # only once the role took it: a refused bye changes nothing
             self.finished_peers.add(sender)
         return Delivery(self._encode_all(sends), True)
 
@@ -237,7 +237,7 @@ class Node:
         else:
             frame = encode_framed(Envelope(PROTOCOL_VERSION, self.run_id, msg_id, self.party_id, send.to, kind, send.reply_to, None), body)
         self.codec_s += time.perf_counter() - t0
-        if kind != HEARTBEAT and kind != "error":  # what the role sent so far in the protocol, for its history: not
+        if not isinstance(send.body, (Heartbeat, Error)):  # what the role sent so far in the protocol, for its history: not
             self.role.messages_sent += 1   # heartbeats (they follow the clock) nor answers to refused frames
             self.role.bytes_sent += len(frame)
             if kind not in RUNTIME_KINDS:

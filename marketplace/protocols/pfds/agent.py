@@ -12,8 +12,9 @@ from typing import Any
 import numpy as np
 
 from marketplace.messages import Envelope, ProtocolError
+from marketplace.messages.kinds import RuntimeMessage, Shutdown
 from marketplace.protocols.pfds import ClassLabels, MalformedPlain, PrivateTree, PublicSchema
-from marketplace.protocols.pfds.messages import PfdsPhase, PfdsSharedData, PfdsSharedTree
+from marketplace.protocols.pfds.messages import PfdsMessage, PfdsPhase, PfdsSharedData, PfdsSharedTree
 from marketplace.protocols.pfds.models import Fitted, fit_model
 from marketplace.protocols.pfds.wire import check_records, tree_from_body
 from marketplace.roles import CURATOR, Role, Send
@@ -40,18 +41,19 @@ class PfdsAgent(Role):
         self.phase = "trees"
         self.end_status = ""
 
-    def handle(self, message: Envelope) -> list[Send]:
+    def handle(self, message: Envelope[PfdsMessage | RuntimeMessage]) -> list[Send]:
         kind = message.kind
         if message.sender != CURATOR:
             raise ProtocolError(party=message.sender, kind=kind, reason="an agent takes messages from the curator only")
-        if kind == "pfds_shared_tree":
-            return self._on_tree(message)
-        if kind == "pfds_shared_data":
-            return self._on_data(message)
-        if kind == "pfds_phase":
-            return self._on_phase(message)
-        if kind == "shutdown":
-            return self.acknowledge_shutdown(message)
+        match message.body:
+            case PfdsSharedTree():
+                return self._on_tree(message)
+            case PfdsSharedData():
+                return self._on_data(message)
+            case PfdsPhase():
+                return self._on_phase(message)
+            case Shutdown():
+                return self.acknowledge_shutdown(message)
         raise ProtocolError(party=message.sender, kind=kind, reason=f"a pfds {self.role_name} does not accept this kind")
 
     def _origin(self, message: Envelope, sharer: str, have: dict) -> None:

@@ -22,15 +22,17 @@ The curator reads no raw record: it sees trees and synthetic records, which are 
 from __future__ import annotations
 
 import logging
+from enum import StrEnum
 from typing import Any
 
-from marketplace.roles.curator import CuratorBase
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.messages.kinds import Error
-from marketplace.protocols.pfds.messages import PfdsData, PfdsPhase, PfdsSharedData, PfdsSharedTree
+from marketplace.messages.kinds import Bye, Error, Hello, RuntimeMessage
 from marketplace.protocols.pfds import MalformedPlain, PrivateTree, PublicSchema
+from marketplace.protocols.pfds.messages import (PfdsData, PfdsMessage, PfdsPhase, PfdsSharedData, PfdsSharedTree,
+                                                 PfdsTree)
 from marketplace.protocols.pfds.wire import check_records, tree_fields, tree_from_body
-from marketplace.roles import CONSUMER, CURATOR, Send
+from marketplace.roles import CONSUMER, Send
+from marketplace.roles.curator import CuratorBase
 
 log = logging.getLogger(__name__)
 
@@ -40,28 +42,30 @@ RELEASES_PER_STEP = 10
 proportion (:meth:`PfdsCurator.progress_scale`)."""
 
 
+class PfdsCuratorPhase(StrEnum):
+    """Where a pfds curator stands: hellos and trees, then the sharers' records, then the end."""
+
+    TREES = "trees"
+    DATA = "data"
+    CLOSING = "closing"
+
+
 class PfdsCurator(CuratorBase):
     protocol = "pfds"
+    Phase = PfdsCuratorPhase
 
     def members(self) -> tuple[str, ...]:
         return self.owners
 
     def __init__(self, *, scenario_name: str, sharers: tuple[str, ...], schema: PublicSchema,
                  receivers: tuple[str, ...] = ()) -> None:
-        super().__init__()
-        self.party_id = CURATOR
-        self.scenario_name = scenario_name
+        super().__init__(scenario_name=scenario_name, owners=(*receivers, *sharers))  # the sharers are the last owners
         self.sharers = sharers
         self.receivers = receivers
-        self.owners = (*receivers, *sharers)  # the order of the owners' ids: the sharers are the last ones
         self.schema = schema
-        self.phase = "trees"
-        self.active: list[str] = list(self.owners)
         self.trees: dict[str, PrivateTree] = {}
         self.datasets: dict[str, PfdsData] = {}
         self.voters: list[str] = []
-        self.dropouts: dict[str, dict[str, Any]] = {}
-        self.flagged: dict[str, str] = {}
         self.history: list[dict[str, Any]] = []
         """One record per phase whose releases the curator forwarded (trees, then records)."""
 
@@ -69,15 +73,20 @@ class PfdsCurator(CuratorBase):
     def start(self) -> list[Send]:
         return []
 
-    def handle(self, message: Envelope) -> list[Send]:
-        handler = {"hello": self._on_hello, "pfds_tree": self._on_tree, "pfds_data": self._on_data,
-                   "bye": self._on_bye}.get(message.kind)
-        if handler is None:
-            raise ProtocolError(party=message.sender, kind=message.kind, reason="the pfds curator does not accept this kind")
-        return handler(message)
+    def handle(self, message: Envelope[PfdsMessage | RuntimeMessage]) -> list[Send]:
+        match message.body:
+            case Hello():
+                return self._on_hello(message)
+            case PfdsTree():
+                return self._on_tree(message)
+            case PfdsData():
+                return self._on_data(message)
+            case Bye():
+                return self._on_bye(message)
+        raise ProtocolError(party=message.sender, kind=message.kind, reason="the pfds curator does not accept this kind")
 
     def _drop(self, peer: str) -> dict[str, Any]:
-        return {"round": 1 if self.phase == "trees" else 2, "phase": self.phase}
+        return {"round": 1 if self.phase == PfdsCuratorPhase.TREES else 2, "phase": str(self.phase)}
 
     def _progress_after_loss(self, peer: str) -> list[Send]:
         return self._advance()
@@ -87,7 +96,7 @@ class PfdsCurator(CuratorBase):
         refused = self.admit(message)
         return refused if refused is not None else self._advance()
 
-    def _check_sender(self, message: Envelope, phase: str, have: dict) -> None:
+    def _check_sender(self, message: Envelope, phase: PfdsCuratorPhase, have: dict) -> None:
         sender = message.sender
         if sender not in self.present or sender not in self.sharers:
             raise ProtocolError(party=sender, kind=message.kind, reason="only a sharer that said hello sends a release")
@@ -96,10 +105,10 @@ class PfdsCurator(CuratorBase):
         if sender not in self.active:
             raise ProtocolError(party=sender, kind=message.kind, reason="this sharer was excluded from the run")
         if self.phase != phase:
-            raise ProtocolError(party=sender, kind=message.kind, reason=f"not expected in phase {self.phase!r}")
+            raise ProtocolError(party=sender, kind=message.kind, reason=f"not expected in phase '{self.phase}'")
 
     def _on_tree(self, message: Envelope) -> list[Send]:
-        self._check_sender(message, "trees", self.trees)
+        self._check_sender(message, PfdsCuratorPhase.TREES, self.trees)
         try:
             self.trees[message.sender] = tree_from_body(message.body, self.schema)
         except MalformedPlain as err:
@@ -107,7 +116,7 @@ class PfdsCurator(CuratorBase):
         return self._advance()
 
     def _on_data(self, message: Envelope) -> list[Send]:
-        self._check_sender(message, "data", self.datasets)
+        self._check_sender(message, PfdsCuratorPhase.DATA, self.datasets)
         body: PfdsData = message.body
         problem = check_records(body.X, body.y, self.schema, message.sender)
         if problem:
@@ -131,16 +140,16 @@ class PfdsCurator(CuratorBase):
         with every tree, and the agents of one owner host do so one after the other. The reference
         step reads :data:`RELEASES_PER_STEP` releases; a step that reads more gets proportionally
         longer. The count is the scenario's (the sharers the curator forwarded), not the agent's."""
-        if self.phase == "data":
+        if self.phase == PfdsCuratorPhase.DATA:
             return max(1.0, len(self.voters) / RELEASES_PER_STEP)
-        if self.phase == "closing":
+        if self.phase == PfdsCuratorPhase.CLOSING:
             return max(1.0, len(self.datasets) / RELEASES_PER_STEP)
         return 1.0
 
     def _awaited_in_phase(self) -> dict[str, str]:
-        if self.phase == "trees":
+        if self.phase == PfdsCuratorPhase.TREES:
             return {s: "its tree (pfds_tree)" for s in self._live_sharers() if s in self.present and s not in self.trees}
-        if self.phase == "data":
+        if self.phase == PfdsCuratorPhase.DATA:
             return {s: "its labelled records (pfds_data)" for s in self._live_sharers() if s not in self.datasets}
         return {}
 
@@ -152,14 +161,14 @@ class PfdsCurator(CuratorBase):
         return [s for s in self.active if s in self.sharers]
 
     def _advance(self) -> list[Send]:
-        if self.phase == "trees":
+        if self.phase == PfdsCuratorPhase.TREES:
             everyone = set(self.active) | {CONSUMER}
             if not everyone <= self.present or not set(self._live_sharers()) <= set(self.trees):
                 return []
             if not self._live_sharers():
                 return self._close(status="failed", reason="no sharer left")
             return self._forward_trees()
-        if self.phase == "data" and set(self._live_sharers()) <= set(self.datasets):
+        if self.phase == PfdsCuratorPhase.DATA and set(self._live_sharers()) <= set(self.datasets):
             if not self._live_sharers():  # every sharer was lost before its records came: nothing to train on
                 return self._close(status="failed", reason=f"no sharer left: all {len(self.voters)} voters of round 1 "
                                                            f"were lost before releasing their records (round 2)")
@@ -176,7 +185,7 @@ class PfdsCurator(CuratorBase):
         for agent in self._agents():
             sends += [Send(agent, bodies[s]) for s in self.voters if s != agent]
             sends.append(Send(agent, PfdsPhase(phase="label", sharers=tuple(self.voters))))
-        self.phase = "data"
+        self.phase = PfdsCuratorPhase.DATA
         return sends
 
     def _forward_data(self) -> list[Send]:

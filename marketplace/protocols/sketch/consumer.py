@@ -15,9 +15,10 @@ from typing import Any
 import numpy as np
 
 from marketplace.messages import Envelope, ProtocolError
+from marketplace.messages.kinds import RuntimeMessage, Shutdown
 from marketplace.protocols.sketch import (FeatureMap, M2MDesign, M2MFit, Prior, SketchRelease, mean_embedding,
                                           merge_sketches, rank_owners, sketch_mmd2)
-from marketplace.protocols.sketch.messages import SketchPublication
+from marketplace.protocols.sketch.messages import SketchMessage, SketchPublication
 from marketplace.protocols.sketch.valid import change, project_cdf, project_counts, project_moment_answers
 from marketplace.roles import CONSUMER, Role, Send
 
@@ -194,20 +195,21 @@ class SketchConsumer(Role):
     def start(self) -> list[Send]:
         return [self.hello("sketch")]
 
-    def handle(self, message: Envelope) -> list[Send]:
-        if message.kind == "sketch_publication":
-            if self.merged is not None:
-                raise ProtocolError(party=message.sender, kind=message.kind, reason="the sketches were already published")
-            self._receive(message)
-            self.estimates = self.answer(self.plan)
-            self._rank_and_score()
-            if self.own_evaluation:
-                self.own = self.own_figures()
-            return []
-        if message.kind == "shutdown":
-            if self.merged is None and message.body.status == "completed":
-                self.failure = f"run ended before the sketches arrived: {message.body.reason}"
-            return self.acknowledge_shutdown(message)
+    def handle(self, message: Envelope[SketchMessage | RuntimeMessage]) -> list[Send]:
+        match message.body:
+            case SketchPublication():
+                if self.merged is not None:
+                    raise ProtocolError(party=message.sender, kind=message.kind, reason="the sketches were already published")
+                self._receive(message)
+                self.estimates = self.answer(self.plan)
+                self._rank_and_score()
+                if self.own_evaluation:
+                    self.own = self.own_figures()
+                return []
+            case Shutdown(status=status, reason=reason):
+                if self.merged is None and status == "completed":
+                    self.failure = f"run ended before the sketches arrived: {reason}"
+                return self.acknowledge_shutdown(message)
         raise ProtocolError(party=message.sender, kind=message.kind, reason="the sketch consumer does not accept this kind")
 
     def _receive(self, message: Envelope) -> None:

@@ -18,12 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from marketplace.roles.curator import CuratorBase
 from marketplace.messages import Envelope, ProtocolError
+from marketplace.messages.kinds import Bye, Hello, RuntimeMessage
 from marketplace.protocols.sketch import FeatureMap, SketchRelease, merge_sketches
-from marketplace.protocols.sketch.messages import SketchPublication, SketchReleaseBody, SketchRequest
+from marketplace.protocols.sketch.messages import SketchMessage, SketchPublication, SketchReleaseBody, SketchRequest
 from marketplace.protocols.sketch.wire import release_of
-from marketplace.roles import CONSUMER, CURATOR, Send
+from marketplace.roles import CONSUMER, Send
+from marketplace.roles.curator import CuratorBase, CuratorPhase
 
 log = logging.getLogger(__name__)
 
@@ -33,19 +34,12 @@ class SketchCurator(CuratorBase):
 
     def __init__(self, *, scenario_name: str, owners: tuple[str, ...], feature_map: FeatureMap,
                  epsilon: float | None, mechanism: str, delta: float) -> None:
-        super().__init__()
-        self.party_id = CURATOR
-        self.scenario_name = scenario_name
-        self.owners = owners
+        super().__init__(scenario_name=scenario_name, owners=owners)
         self.feature_map = feature_map
         self.epsilon = epsilon
         self.mechanism = mechanism if epsilon is not None else "none"
         self.delta = (delta if mechanism == "gaussian" else 0.0) if epsilon is not None else 0.0
-        self.phase = "gathering"
-        self.active: list[str] = list(owners)
         self.releases: dict[str, SketchRelease] = {}
-        self.dropouts: dict[str, dict[str, Any]] = {}
-        self.flagged: dict[str, str] = {}
         self.history: list[dict[str, Any]] = []
         """One record per sketch merged, in the order the curator merges them (owner order)."""
 
@@ -53,32 +47,36 @@ class SketchCurator(CuratorBase):
     def start(self) -> list[Send]:
         return []
 
-    def handle(self, message: Envelope) -> list[Send]:
-        handler = {"hello": self._on_hello, "sketch_release": self._on_release, "bye": self._on_bye}.get(message.kind)
-        if handler is None:
-            raise ProtocolError(party=message.sender, kind=message.kind, reason="the sketch curator does not accept this kind")
-        return handler(message)
+    def handle(self, message: Envelope[SketchMessage | RuntimeMessage]) -> list[Send]:
+        match message.body:
+            case Hello():
+                return self._on_hello(message)
+            case SketchReleaseBody():
+                return self._on_release(message)
+            case Bye():
+                return self._on_bye(message)
+        raise ProtocolError(party=message.sender, kind=message.kind, reason="the sketch curator does not accept this kind")
 
     def _drop(self, peer: str) -> dict[str, Any]:
-        record = {"phase": self.phase, "released": peer in self.releases}
+        record = {"phase": str(self.phase), "released": peer in self.releases}
         self.releases.pop(peer, None)  # a release from a party that then vanished is dropped too
         return record
 
     def _progress_after_loss(self, peer: str) -> list[Send]:
-        return self._maybe_begin() if self.phase == "gathering" else self._maybe_publish()
+        return self._maybe_begin() if self.phase == CuratorPhase.GATHERING else self._maybe_publish()
 
     # --- gathering -----------------------------------------------------------------------
     def _on_hello(self, message: Envelope) -> list[Send]:
-        refused = self.admit(message, open_=self.phase == "gathering")
+        refused = self.admit(message, open_=self.phase == CuratorPhase.GATHERING)
         return refused if refused is not None else self._maybe_begin()
 
     def _maybe_begin(self) -> list[Send]:
-        if self.phase != "gathering" or not (set(self.active) | {CONSUMER}) <= self.present:
+        if self.phase != CuratorPhase.GATHERING or not (set(self.active) | {CONSUMER}) <= self.present:
             return []
         if not self.active:
             return self._close(status="failed", reason="no owner left")
         log.info("all %d owners and the consumer are present; asking for sketches", len(self.active))
-        self.phase = "collecting"
+        self.phase = CuratorPhase.COLLECTING
         request = SketchRequest(map_fingerprint=self.feature_map.fingerprint, n_features=self.feature_map.n_features)
         return [Send(o, request) for o in self.active]
 
@@ -87,7 +85,7 @@ class SketchCurator(CuratorBase):
         sender = message.sender
         if sender in self.releases:
             raise ProtocolError(party=sender, kind="sketch_release", reason="this owner's sketch was already received (one release per owner)")
-        if self.phase != "collecting" or sender not in self.active:
+        if self.phase != CuratorPhase.COLLECTING or sender not in self.active:
             raise ProtocolError(party=sender, kind="sketch_release", reason="no sketch was requested from this party")
         problem = self._problem(message.body)
         release = None
@@ -106,7 +104,7 @@ class SketchCurator(CuratorBase):
         return self._maybe_publish()
 
     def awaits_from(self, peer: str) -> bool:
-        return self.phase == "collecting" and peer in self.active and peer not in self.releases
+        return self.phase == CuratorPhase.COLLECTING and peer in self.active and peer not in self.releases
 
     def frame_refused(self, peer: str, about_kind: str | None, detail: str = "") -> list[Send]:
         """An owner whose release cannot even be decoded (NaN, wrong types) is flagged and excluded,
@@ -119,7 +117,7 @@ class SketchCurator(CuratorBase):
         return self._maybe_publish()
 
     def _awaited_in_phase(self) -> dict[str, str]:
-        if self.phase == "collecting":
+        if self.phase == CuratorPhase.COLLECTING:
             return {o: "its sketch (sketch_release)" for o in self.active if o not in self.releases}
         return {}
 
@@ -140,7 +138,7 @@ class SketchCurator(CuratorBase):
         return None
 
     def _maybe_publish(self) -> list[Send]:
-        if self.phase != "collecting" or any(o not in self.releases for o in self.active):
+        if self.phase != CuratorPhase.COLLECTING or any(o not in self.releases for o in self.active):
             return []
         if not self.releases:
             return self._close(status="failed", reason="no owner released a sketch")

@@ -13,8 +13,10 @@ from typing import Any
 import numpy as np
 
 from marketplace.messages import Envelope, ProtocolError
+from marketplace.messages.kinds import RuntimeMessage, Shutdown
 from marketplace.privacy.accountant import PrivacyLedger
 from marketplace.protocols.sketch import FeatureMap, SketchRelease, exact_sketch, private_sketch
+from marketplace.protocols.sketch.messages import SketchMessage, SketchRequest
 from marketplace.protocols.sketch.wire import release_body
 from marketplace.roles import Role, Send
 
@@ -44,11 +46,12 @@ class SketchOwner(Role):
     def start(self) -> list[Send]:
         return [self.hello("sketch")]
 
-    def handle(self, message: Envelope) -> list[Send]:
-        if message.kind == "sketch_request":
-            return self._release(message)
-        if message.kind == "shutdown":
-            return self.acknowledge_shutdown(message)
+    def handle(self, message: Envelope[SketchMessage | RuntimeMessage]) -> list[Send]:
+        match message.body:
+            case SketchRequest():
+                return self._release(message)
+            case Shutdown():
+                return self.acknowledge_shutdown(message)
         raise ProtocolError(party=message.sender, kind=message.kind, reason="an owner of the sketch protocol does not accept this kind")
 
     def _release(self, message: Envelope) -> list[Send]:

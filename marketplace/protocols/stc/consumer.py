@@ -14,10 +14,11 @@ import numpy as np
 
 from marketplace.data.dataset import Dataset
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.protocols.stc.messages import StcReleases, StcTarget
+from marketplace.messages.kinds import RuntimeMessage, Shutdown
 from marketplace.protocols.stc import PublicScaling, kdtree_coreset, solve_stc, stc_cost
-from marketplace.roles import CONSUMER, Role, Send
 from marketplace.protocols.stc.config import StcConfig
+from marketplace.protocols.stc.messages import StcMessage, StcReleases, StcTarget
+from marketplace.roles import CONSUMER, Role, Send
 
 
 class StcConsumer(Role):
@@ -47,16 +48,17 @@ class StcConsumer(Role):
         return [self.hello("stc"),
                 Send("curator", StcTarget(points=self.raw_target[self.sent_rows]))]
 
-    def handle(self, message: Envelope) -> list[Send]:
-        if message.kind == "stc_releases":
-            if self.choice is not None:
-                raise ProtocolError(party=message.sender, kind="stc_releases", reason="the releases already arrived")
-            self._choose(message)
-            return []
-        if message.kind == "shutdown":
-            if self.choice is None:
-                self.failure = f"run ended before the releases arrived: {message.body.reason}"
-            return self.acknowledge_shutdown(message)
+    def handle(self, message: Envelope[StcMessage | RuntimeMessage]) -> list[Send]:
+        match message.body:
+            case StcReleases():
+                if self.choice is not None:
+                    raise ProtocolError(party=message.sender, kind="stc_releases", reason="the releases already arrived")
+                self._choose(message)
+                return []
+            case Shutdown(reason=reason):
+                if self.choice is None:
+                    self.failure = f"run ended before the releases arrived: {reason}"
+                return self.acknowledge_shutdown(message)
         raise ProtocolError(party=message.sender, kind=message.kind, reason="the stc consumer does not accept this kind")
 
     def _choose(self, message: Envelope) -> None:

@@ -16,12 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from marketplace.roles.curator import CuratorBase
-from marketplace.roles.parsimony import ParsimonyLedger
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.protocols.stc.messages import StcRelease, StcReleases, StcRequest
-from marketplace.roles import CONSUMER, CURATOR, Send
+from marketplace.messages.kinds import Bye, Hello, RuntimeMessage
 from marketplace.protocols.stc.config import StcConfig
+from marketplace.protocols.stc.messages import StcMessage, StcRelease, StcReleases, StcRequest, StcTarget
+from marketplace.roles import CONSUMER, Send
+from marketplace.roles.curator import CuratorBase, CuratorPhase
+from marketplace.roles.parsimony import ParsimonyLedger
 
 log = logging.getLogger("marketplace.protocols.stc.curator")
 
@@ -30,41 +31,40 @@ class StcCurator(CuratorBase):
     protocol = "stc"
 
     def __init__(self, *, scenario_name: str, owners: tuple[str, ...], dim: int, settings: StcConfig) -> None:
-        super().__init__()
-        self.party_id = CURATOR
-        self.scenario_name = scenario_name
-        self.owners = owners
+        super().__init__(scenario_name=scenario_name, owners=owners)
         self.dim = dim
         self.settings = settings
-        self.phase = "gathering"
-        self.active: list[str] = list(owners)
         self.target: np.ndarray | None = None
         self.releases: dict[str, np.ndarray] = {}
         self.costs: dict[str, float] = {}
         self.history: list[dict[str, Any]] = []
         """One record per release handed to the consumer, in the order the curator joins them (owner order)."""
-        self.dropouts: dict[str, dict[str, Any]] = {}
         self.ledger = ParsimonyLedger()
 
     def start(self) -> list[Send]:
         return []
 
-    def handle(self, message: Envelope) -> list[Send]:
-        handler = {"hello": self._on_hello, "stc_target": self._on_target, "stc_release": self._on_release,
-                   "bye": self._on_bye}.get(message.kind)
-        if handler is None:
-            raise ProtocolError(party=message.sender, kind=message.kind, reason="the stc curator does not accept this kind")
-        return handler(message)
+    def handle(self, message: Envelope[StcMessage | RuntimeMessage]) -> list[Send]:
+        match message.body:
+            case Hello():
+                return self._on_hello(message)
+            case StcTarget():
+                return self._on_target(message)
+            case StcRelease():
+                return self._on_release(message)
+            case Bye():
+                return self._on_bye(message)
+        raise ProtocolError(party=message.sender, kind=message.kind, reason="the stc curator does not accept this kind")
 
     def _drop(self, peer: str) -> dict[str, Any]:
-        return {"round": 0, "phase": self.phase}
+        return {"round": 0, "phase": str(self.phase)}
 
     def _progress_after_loss(self, peer: str) -> list[Send]:
-        return self._maybe_begin() if self.phase == "gathering" else self._maybe_finish()
+        return self._maybe_begin() if self.phase == CuratorPhase.GATHERING else self._maybe_finish()
 
     # --- gathering -------------------------------------------------------------------------
     def _on_hello(self, message: Envelope) -> list[Send]:
-        refused = self.admit(message, open_=self.phase == "gathering")
+        refused = self.admit(message, open_=self.phase == CuratorPhase.GATHERING)
         return refused if refused is not None else self._maybe_begin()
 
     def _on_target(self, message: Envelope) -> list[Send]:
@@ -78,9 +78,9 @@ class StcCurator(CuratorBase):
 
     def _maybe_begin(self) -> list[Send]:
         everyone = set(self.active) | {CONSUMER}
-        if self.phase != "gathering" or self.target is None or not everyone <= self.present:
+        if self.phase != CuratorPhase.GATHERING or self.target is None or not everyone <= self.present:
             return []
-        self.phase = "collecting"
+        self.phase = CuratorPhase.COLLECTING
         log.info("all %d owners and the consumer are present; |T| = %d", len(self.active), len(self.target))
         if not self.active:
             return self._maybe_finish()
@@ -91,7 +91,7 @@ class StcCurator(CuratorBase):
     def _on_release(self, message: Envelope) -> list[Send]:
         body: StcRelease = message.body
         sender = message.sender
-        if self.phase != "collecting" or sender not in self.active or sender in self.releases:
+        if self.phase != CuratorPhase.COLLECTING or sender not in self.active or sender in self.releases:
             raise ProtocolError(party=sender, kind="stc_release", reason="no release is expected from this party now")
         s = self.settings
         expected_cost = s.privacy.epsilon if s.privacy.notion == "dp" else s.privacy.rho
@@ -109,7 +109,7 @@ class StcCurator(CuratorBase):
         return self._maybe_finish()
 
     def awaits_from(self, peer: str) -> bool:
-        return self.phase == "collecting" and peer in self.active and peer not in self.releases
+        return self.phase == CuratorPhase.COLLECTING and peer in self.active and peer not in self.releases
 
     def frame_refused(self, peer: str, about_kind: str | None, detail: str = "") -> list[Send]:
         """An owner whose release cannot even be decoded is excluded instead of being waited for."""
@@ -118,14 +118,14 @@ class StcCurator(CuratorBase):
         return self.exclude(peer, "sent a release that could not be read" + (f": {detail}" if detail else ""))
 
     def _awaited_in_phase(self) -> dict[str, str]:
-        if self.phase == "gathering" and CONSUMER in self.present and self.target is None:
+        if self.phase == CuratorPhase.GATHERING and CONSUMER in self.present and self.target is None:
             return {CONSUMER: "its target points (stc_target)"}
-        if self.phase == "collecting":
+        if self.phase == CuratorPhase.COLLECTING:
             return {o: "its release (stc_release)" for o in self.active if o not in self.releases}
         return {}
 
     def _maybe_finish(self) -> list[Send]:
-        if self.phase != "collecting" or any(o not in self.releases for o in self.active):
+        if self.phase != CuratorPhase.COLLECTING or any(o not in self.releases for o in self.active):
             return []
         owners = tuple(o for o in self.owners if o in self.releases)
         centers = np.concatenate([self.releases[o] for o in owners]) if owners else np.zeros((0, self.dim))

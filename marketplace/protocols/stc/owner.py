@@ -14,13 +14,14 @@ import numpy as np
 
 from marketplace.data.dataset import Dataset
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.protocols.stc.messages import StcRelease
+from marketplace.messages.kinds import RuntimeMessage, Shutdown
 from marketplace.privacy.accountant import BudgetExceeded, PrivacyLedger
 from marketplace.privacy.neighbouring import add_remove_one
 from marketplace.privacy.rng import make_rng
 from marketplace.protocols.stc import PublicScaling, nas_release, nna_release
-from marketplace.roles import Role, Send
 from marketplace.protocols.stc.config import StcConfig
+from marketplace.protocols.stc.messages import StcMessage, StcRelease, StcRequest
+from marketplace.roles import Role, Send
 
 REPORT_DELTA = 1e-6
 """delta at which a zCDP ledger states its (eps, delta) equivalent (rho itself is the guarantee)."""
@@ -56,11 +57,12 @@ class StcOwner(Role):
     def start(self) -> list[Send]:
         return [self.hello("stc")]
 
-    def handle(self, message: Envelope) -> list[Send]:
-        if message.kind == "stc_request":
-            return self._release(message)
-        if message.kind == "shutdown":
-            return self.acknowledge_shutdown(message)
+    def handle(self, message: Envelope[StcMessage | RuntimeMessage]) -> list[Send]:
+        match message.body:
+            case StcRequest():
+                return self._release(message)
+            case Shutdown():
+                return self.acknowledge_shutdown(message)
         raise ProtocolError(party=message.sender, kind=message.kind, reason="an stc owner does not accept this kind")
 
     def _release(self, message: Envelope) -> list[Send]:

@@ -20,9 +20,11 @@ import numpy as np
 
 from marketplace.data.dataset import Dataset
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.protocols.summarize.messages import SealedSummary, ValidationEmbedding, ValidationSet
+from marketplace.messages.kinds import RuntimeMessage, Shutdown
 from marketplace.protocols.summarize import RandomFourierFeatures, mmd2, svm_accuracy
 from marketplace.protocols.summarize.kernel import prefix_mmd2
+from marketplace.protocols.summarize.messages import (SealedSummary, SummarizeMessage, Summary, ValidationEmbedding,
+                                                      ValidationSet)
 from marketplace.protocols.summarize.sealing import ConsumerKey, SealingError
 from marketplace.roles import CONSUMER, Role, Send
 from marketplace.warm_imports import wait_for_background_imports
@@ -73,24 +75,29 @@ class SummarizeConsumer(Role):
             return [hello, Send("curator", ValidationEmbedding(phi=phi, consumer_key=self.key.public))]
         return [hello, Send("curator", ValidationSet(X=self.validation.X))]
 
-    def handle(self, message: Envelope) -> list[Send]:
-        if message.kind in ("summary", "sealed_summary"):
-            wanted = "sealed_summary" if self.less_trusted else "summary"
-            if message.kind != wanted:
-                raise ProtocolError(party=message.sender, kind=message.kind, reason=f"this run's summary comes as {wanted!r}")
-            if self.received is not None:
-                raise ProtocolError(party=message.sender, kind=message.kind, reason="the summary already arrived")
-            X, y = self._open(message) if self.less_trusted else (message.body.X, message.body.y)
-            if X.shape[0] and X.shape[1] != self.validation.X.shape[1]:
-                raise ProtocolError(party=message.sender, kind=message.kind, reason=f"expected {self.validation.X.shape[1]} features, got {X.shape[1]}")
-            self.summary_size = len(X)
-            self.received = (X, y)
-            return []
-        if message.kind == "shutdown":
-            if self.received is None:
-                self.failure = f"run ended before a summary arrived: {message.body.reason}"
-            return self.acknowledge_shutdown(message)
+    def handle(self, message: Envelope[SummarizeMessage | RuntimeMessage]) -> list[Send]:
+        match message.body:
+            case Summary() | SealedSummary():
+                return self._on_summary(message)
+            case Shutdown(reason=reason):
+                if self.received is None:
+                    self.failure = f"run ended before a summary arrived: {reason}"
+                return self.acknowledge_shutdown(message)
         raise ProtocolError(party=message.sender, kind=message.kind, reason="the consumer does not accept this kind")
+
+    def _on_summary(self, message: Envelope) -> list[Send]:
+        """The summary, in the form this run's trust level calls for, once."""
+        wanted = SealedSummary if self.less_trusted else Summary
+        if not isinstance(message.body, wanted):
+            raise ProtocolError(party=message.sender, kind=message.kind, reason=f"this run's summary comes as {wanted.KIND!r}")
+        if self.received is not None:
+            raise ProtocolError(party=message.sender, kind=message.kind, reason="the summary already arrived")
+        X, y = self._open(message) if self.less_trusted else (message.body.X, message.body.y)
+        if X.shape[0] and X.shape[1] != self.validation.X.shape[1]:
+            raise ProtocolError(party=message.sender, kind=message.kind, reason=f"expected {self.validation.X.shape[1]} features, got {X.shape[1]}")
+        self.summary_size = len(X)
+        self.received = (X, y)
+        return []
 
     def finish(self) -> None:
         """Evaluate the summary received (after the ``bye`` that confirmed it has left)."""

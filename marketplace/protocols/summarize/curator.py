@@ -15,19 +15,22 @@ from __future__ import annotations
 
 import logging
 from collections import deque
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
 
-from marketplace.roles.curator import CuratorBase
-from marketplace.roles.parsimony import ParsimonyLedger
-from marketplace.roles.members import ActiveOwners
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.protocols.summarize.messages import Bid, Point, Request, RoundOpen, SealedPoint, SealedSummary, Summary, TargetEmbedding
+from marketplace.messages.kinds import Bye, Hello, RuntimeMessage
 from marketplace.protocols.summarize import RandomFourierFeatures, bid_direction, bid_value, rff_objective_gain
 from marketplace.protocols.summarize.identity import embedding_key, point_key
+from marketplace.protocols.summarize.messages import (Bid, Point, Request, RoundOpen, SealedPoint, SealedSummary,
+                                                      SummarizeMessage, Summary, TargetEmbedding, ValidationEmbedding,
+                                                      ValidationSet)
 from marketplace.protocols.summarize.sealing import sealed_size
-from marketplace.roles import CONSUMER, CURATOR, Send
+from marketplace.roles import CONSUMER, Send
+from marketplace.roles.curator import CuratorBase
+from marketplace.roles.parsimony import ParsimonyLedger
 
 log = logging.getLogger(__name__)
 
@@ -35,28 +38,31 @@ TRUST_LEVELS = ("trusted", "less_trusted")
 _EMBEDDING_SLACK = 1e-9  # relative slack on |h1(x)_i| <= sqrt(2/d) for received embeddings
 
 
+class SummarizePhase(StrEnum):
+    """Where a summarize curator stands: hellos and D_v, then rounds of bids and point requests."""
+
+    GATHERING = "gathering"
+    BIDDING = "bidding"
+    ACQUIRING = "acquiring"
+    CLOSING = "closing"
+
+
 class SummarizeCurator(CuratorBase):
     protocol = "summarize"
+    Phase = SummarizePhase
 
     def __init__(self, *, scenario_name: str, owners: tuple[str, ...], features: RandomFourierFeatures,
                  seed_set: np.ndarray, dim: int, rounds: int, verify_tolerance: float, trust: str = "trusted") -> None:
-        super().__init__()
+        super().__init__(scenario_name=scenario_name, owners=owners)
         if trust not in TRUST_LEVELS:
             raise ValueError(f"The 'trust' parameter of {type(self).__name__} must be one of {list(TRUST_LEVELS)}. Got {trust!r} instead.")
         self.less_trusted = trust == "less_trusted"
         self.consumer_key: bytes | None = None
-        self.party_id = CURATOR
-        self.scenario_name = scenario_name
-        self.owners = owners
         self.features = features
         self.dim = dim
         self.rounds = rounds
         self.tolerance = verify_tolerance
-        self.phase = "gathering"
         self.rank = {o: i for i, o in enumerate(owners)}  # the public tie-break order
-        self.active = ActiveOwners(owners)  # in id order; dropped when lost or caught cheating
-        self.dropouts: dict[str, dict[str, Any]] = {}
-        self.flagged: dict[str, str] = {}
         self.flagged_rounds: dict[str, int] = {}
         self.ledger = ParsimonyLedger()
         seed_phi = features.transform(seed_set) if len(seed_set) else np.zeros((0, features.n_features))
@@ -88,23 +94,29 @@ class SummarizeCurator(CuratorBase):
     def start(self) -> list[Send]:
         return []
 
-    def handle(self, message: Envelope) -> list[Send]:
-        handler = {
-            "hello": self._on_hello, "validation_set": self._on_validation_set,
-            "validation_embedding": self._on_validation_embedding, "bid": self._on_bid,
-            "point": self._on_point, "sealed_point": self._on_point, "bye": self._on_bye,
-        }.get(message.kind)
-        if handler is None:
-            raise ProtocolError(party=message.sender, kind=message.kind, reason="the curator does not accept this kind")
-        return handler(message)
+    def handle(self, message: Envelope[SummarizeMessage | RuntimeMessage]) -> list[Send]:
+        match message.body:
+            case Hello():
+                return self._on_hello(message)
+            case ValidationSet():
+                return self._on_validation_set(message)
+            case ValidationEmbedding():
+                return self._on_validation_embedding(message)
+            case Bid():
+                return self._on_bid(message)
+            case Point() | SealedPoint():
+                return self._on_point(message)
+            case Bye():
+                return self._on_bye(message)
+        raise ProtocolError(party=message.sender, kind=message.kind, reason="the curator does not accept this kind")
 
     def _drop(self, peer: str) -> dict[str, Any]:
         self.bids.pop(peer, None)
-        return {"round": self.round, "phase": self.phase}
+        return {"round": self.round, "phase": str(self.phase)}
 
     # --- gathering -----------------------------------------------------------------------
     def _on_hello(self, message: Envelope) -> list[Send]:
-        refused = self.admit(message, open_=self.phase == "gathering")
+        refused = self.admit(message, open_=self.phase == SummarizePhase.GATHERING)
         return refused if refused is not None else self._maybe_begin()
 
     def _on_validation_set(self, message: Envelope) -> list[Send]:
@@ -134,10 +146,10 @@ class SummarizeCurator(CuratorBase):
         kind = message.kind
         if message.sender != CONSUMER or self.target_mean is not None:
             raise ProtocolError(party=message.sender, kind=kind, reason="only the consumer sends D_v, once")
-        wanted = "validation_embedding" if self.less_trusted else "validation_set"
-        if kind != wanted:
+        wanted = ValidationEmbedding if self.less_trusted else ValidationSet
+        if not isinstance(message.body, wanted):
             trust = "less-trusted" if self.less_trusted else "trusted"
-            raise ProtocolError(party=message.sender, kind=kind, reason=f"a {trust} curator takes D_v as {wanted!r}, not {kind!r}")
+            raise ProtocolError(party=message.sender, kind=kind, reason=f"a {trust} curator takes D_v as {wanted.KIND!r}, not {kind!r}")
 
     def _embedding_problem(self, phi: np.ndarray, *, rows: bool) -> str | None:
         """Why ``phi`` cannot be h1 of anything (wrong width, not finite, outside +-sqrt(2/d)), or None."""
@@ -160,7 +172,7 @@ class SummarizeCurator(CuratorBase):
         return self.summary_sum / self.q if self.q else np.zeros_like(self.summary_sum)
 
     def _maybe_begin(self) -> list[Send]:
-        if self.phase != "gathering" or self.target_mean is None or len(self.present) <= len(self.active):
+        if self.phase != SummarizePhase.GATHERING or self.target_mean is None or len(self.present) <= len(self.active):
             return []  # O(1) for every hello but the last ones: not everybody can be present yet
         if CONSUMER not in self.present or any(o not in self.present for o in self.active):
             return []
@@ -176,7 +188,7 @@ class SummarizeCurator(CuratorBase):
         if not self.active:
             return self._finish(f"no owner left after {len(self.selection)} of {self.rounds} rounds", status="failed")
         self.round += 1
-        self.phase = "bidding"
+        self.phase = SummarizePhase.BIDDING
         self.bids = {}
         summary_mean = self._release_summary()
         self.direction = bid_direction(self.target_mean, summary_mean, self.q)
@@ -188,13 +200,13 @@ class SummarizeCurator(CuratorBase):
         sender = message.sender
         if sender not in self.active:
             raise ProtocolError(party=sender, kind="bid", reason="not an active owner")
-        if self.phase != "bidding" or bid.round != self.round or sender in self.bids:
+        if self.phase != SummarizePhase.BIDDING or bid.round != self.round or sender in self.bids:
             raise ProtocolError(party=sender, kind="bid", reason=f"no bid expected (phase {self.phase}, round {self.round}, bid for round {bid.round})")
         self.bids[sender] = bid
         return self._maybe_choose()
 
     def _maybe_choose(self) -> list[Send]:
-        if self.phase != "bidding" or len(self.bids) < len(self.active):
+        if self.phase != SummarizePhase.BIDDING or len(self.bids) < len(self.active):
             return []
         offers = [(b.value, o) for o, b in self.bids.items() if b.available]
         if not offers:
@@ -211,7 +223,7 @@ class SummarizeCurator(CuratorBase):
         if not self.candidates:
             return self._open_round_again()
         self.asked = self.candidates.popleft()
-        self.phase = "acquiring"
+        self.phase = SummarizePhase.ACQUIRING
         self.requests_since_record += 1
         return [Send(self.asked, Request(round=self.round))]
 
@@ -223,7 +235,7 @@ class SummarizeCurator(CuratorBase):
     def _on_point(self, message: Envelope) -> list[Send]:
         point: Point | SealedPoint = message.body
         sender = message.sender
-        if self.phase != "acquiring" or sender != self.asked or point.round != self.round:
+        if self.phase != SummarizePhase.ACQUIRING or sender != self.asked or point.round != self.round:
             raise ProtocolError(party=sender, kind=message.kind, reason="no point was requested from this owner for this round")
         self.ledger.see(sender, raw=isinstance(point, Point))
         problem = self._verify(sender, point)
@@ -243,18 +255,18 @@ class SummarizeCurator(CuratorBase):
         bid, and the round goes on without it, instead of waiting for a point that will not come.
         An owner whose bid cannot be read (a NaN bid from data holding 1e308) is dropped at once too:
         it would never bid in this round."""
-        if self.phase == "bidding" and about_kind == "bid" and peer in self.active and peer not in self.bids:
+        if self.phase == SummarizePhase.BIDDING and about_kind == "bid" and peer in self.active and peer not in self.bids:
             return self.exclude(peer, f"round {self.round}: sent a bid that could not be read" + (f": {detail}" if detail else ""))
-        if self.phase != "acquiring" or about_kind not in ("point", "sealed_point", None) or not self.awaits_from(peer):
+        if self.phase != SummarizePhase.ACQUIRING or about_kind not in ("point", "sealed_point", None) or not self.awaits_from(peer):
             return []
         return self._exclude_unreadable(peer)
 
     def _awaited_in_phase(self) -> dict[str, str]:
-        if self.phase == "gathering" and CONSUMER in self.present and self.target_mean is None:
+        if self.phase == SummarizePhase.GATHERING and CONSUMER in self.present and self.target_mean is None:
             return {CONSUMER: "D_v (validation_set)"}
-        if self.phase == "bidding":
+        if self.phase == SummarizePhase.BIDDING:
             return {o: f"a bid for round {self.round}" for o in self.active if o not in self.bids}
-        if self.phase == "acquiring":
+        if self.phase == SummarizePhase.ACQUIRING:
             asked = sorted((o for o in self._asked_now() if o in self.active), key=self.rank.__getitem__)
             return {o: f"the point requested in round {self.round}" for o in asked}
         return {}
@@ -264,7 +276,7 @@ class SummarizeCurator(CuratorBase):
         return (self.asked,) if self.asked is not None and self.awaits_from(self.asked) else ()
 
     def awaits_from(self, peer: str) -> bool:
-        return self.phase == "acquiring" and peer == self.asked
+        return self.phase == SummarizePhase.ACQUIRING and peer == self.asked
 
     def _exclude_unreadable(self, peer: str) -> list[Send]:
         self.ledger.see(peer, raw=not self.less_trusted)
@@ -352,11 +364,11 @@ class SummarizeCurator(CuratorBase):
         return {}
 
     def _progress_after_loss(self, peer: str) -> list[Send]:
-        if self.phase == "gathering":
+        if self.phase == SummarizePhase.GATHERING:
             return self._maybe_begin()
-        if self.phase == "bidding":
+        if self.phase == SummarizePhase.BIDDING:
             return self._open_round() if not self.active else self._maybe_choose()
-        if self.phase == "acquiring" and peer == self.asked:
+        if self.phase == SummarizePhase.ACQUIRING and peer == self.asked:
             return self._ask_next()
         return []
 

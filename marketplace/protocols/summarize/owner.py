@@ -15,9 +15,11 @@ import numpy as np
 
 from marketplace.data.dataset import Dataset
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.protocols.summarize.messages import Bid, Point, RoundOpen, SealedPoint
+from marketplace.messages.kinds import RuntimeMessage, Shutdown
 from marketplace.protocols.summarize import RandomFourierFeatures, best_offer, bid_direction, bid_value
 from marketplace.protocols.summarize.identity import duplicate_groups
+from marketplace.protocols.summarize.messages import (Bid, Point, Request, RoundOpen, SealedPoint, SummarizeMessage,
+                                                      TargetEmbedding)
 from marketplace.protocols.summarize.sealing import seal_point
 from marketplace.roles import Role, Send
 
@@ -49,23 +51,25 @@ class SummarizeOwner(Role):
     def start(self) -> list[Send]:
         return [self.hello("summarize")]
 
-    def handle(self, message: Envelope) -> list[Send]:
+    def handle(self, message: Envelope[SummarizeMessage | RuntimeMessage]) -> list[Send]:
         kind = message.kind
-        if kind == "target_embedding":
-            if message.body.mean.shape != (self.phi.shape[1],):
-                raise ProtocolError(party=message.sender, kind=kind, reason=f"expected {self.phi.shape[1]} features, got {list(message.body.mean.shape)}")
-            key = message.body.consumer_key
-            if self.less_trusted and key is None:
-                raise ProtocolError(party=message.sender, kind=kind, reason="a less-trusted run needs the consumer's key with g~ (consumer_key is missing)")
-            self.target_mean = message.body.mean
-            self.consumer_key = bytes(key) if key is not None else None
-            return []
-        if kind == "round_open":
-            return self._bid(message)
-        if kind == "request":
-            return self._send_point(message)
-        if kind == "shutdown":
-            return self.acknowledge_shutdown(message)
+        match message.body:
+            case TargetEmbedding(mean=mean, consumer_key=key):
+                if mean.shape != (self.phi.shape[1],):
+                    raise ProtocolError(party=message.sender, kind=kind,
+                                        reason=f"expected {self.phi.shape[1]} features, got {list(mean.shape)}")
+                if self.less_trusted and key is None:
+                    raise ProtocolError(party=message.sender, kind=kind,
+                                        reason="a less-trusted run needs the consumer's key with g~ (consumer_key is missing)")
+                self.target_mean = mean
+                self.consumer_key = bytes(key) if key is not None else None
+                return []
+            case RoundOpen():
+                return self._bid(message)
+            case Request():
+                return self._send_point(message)
+            case Shutdown():
+                return self.acknowledge_shutdown(message)
         raise ProtocolError(party=message.sender, kind=kind, reason="an owner does not accept this kind")
 
     def _bid(self, message: Envelope) -> list[Send]:

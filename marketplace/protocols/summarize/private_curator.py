@@ -35,18 +35,18 @@ from typing import Any
 
 import numpy as np
 
-from marketplace.protocols.summarize.curator import SummarizeCurator, payload
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.protocols.summarize.messages import Point, Request, SealedPoint
 from marketplace.privacy.accountant import Guarantee, PrivacyLedger, calibrate_zcdp
 from marketplace.privacy.gdp import calibrate_mu
 from marketplace.privacy.neighbouring import replace_one, replace_one_distinct
 from marketplace.privacy.rng import make_rng
 from marketplace.protocols.summarize import Pool, PoolEntry, PrivAuction, h2_release
+from marketplace.protocols.summarize.config import SummarizePrivacy
+from marketplace.protocols.summarize.curator import SummarizeCurator, SummarizePhase, payload
 from marketplace.protocols.summarize.gaussian_release import gaussian_mean_release
 from marketplace.protocols.summarize.h2 import record_h2
+from marketplace.protocols.summarize.messages import Point, Request, SealedPoint
 from marketplace.roles import Send
-from marketplace.protocols.summarize.config import SummarizePrivacy
 
 log = logging.getLogger("marketplace.protocols.summarize.curator")  # same logger: the runner reads round progress from it
 
@@ -306,7 +306,7 @@ class PrivateSummarizeCurator(SummarizeCurator):
 
     # --- auction -----------------------------------------------------------------------------
     def _maybe_choose(self) -> list[Send]:
-        if self.phase != "bidding" or len(self.bids) < len(self.active):
+        if self.phase != SummarizePhase.BIDDING or len(self.bids) < len(self.active):
             return []
         offers = {o: (b.value if b.available else None) for o, b in self.bids.items()}
         if all(v is None for v in offers.values()) and not len(self.pool):
@@ -322,7 +322,7 @@ class PrivateSummarizeCurator(SummarizeCurator):
         self.asked_per_round.append(len(asked))
         self.requests_since_record += len(asked)
         self.awaiting = set(asked)
-        self.phase = "acquiring"
+        self.phase = SummarizePhase.ACQUIRING
         if not self.awaiting:
             return self._select_from_pool()
         return [Send(o, Request(round=self.round)) for o in asked]  # in the auction's random order
@@ -330,7 +330,7 @@ class PrivateSummarizeCurator(SummarizeCurator):
     def _on_point(self, message: Envelope) -> list[Send]:
         point: Point | SealedPoint = message.body
         sender = message.sender
-        if self.phase != "acquiring" or sender not in self.awaiting or point.round != self.round:
+        if self.phase != SummarizePhase.ACQUIRING or sender not in self.awaiting or point.round != self.round:
             raise ProtocolError(party=sender, kind=message.kind, reason="no point was requested from this owner for this round")
         self.ledger.see(sender, raw=isinstance(point, Point))
         self.awaiting.discard(sender)
@@ -347,10 +347,10 @@ class PrivateSummarizeCurator(SummarizeCurator):
         return self._select_from_pool() if not self.awaiting else []
 
     def awaits_from(self, peer: str) -> bool:
-        return self.phase == "acquiring" and peer in self.awaiting
+        return self.phase == SummarizePhase.ACQUIRING and peer in self.awaiting
 
     def _asked_now(self) -> tuple[str, ...]:
-        return tuple(self.awaiting) if self.phase == "acquiring" else ()
+        return tuple(self.awaiting) if self.phase == SummarizePhase.ACQUIRING else ()
 
     def _exclude_unreadable(self, peer: str) -> list[Send]:
         self.ledger.see(peer, raw=not self.less_trusted)
@@ -377,7 +377,7 @@ class PrivateSummarizeCurator(SummarizeCurator):
         return {f"eps[{name}]": float(ledger.total().eps) for name, ledger in self.ledgers.items()}
 
     def _progress_after_loss(self, peer: str) -> list[Send]:
-        if self.phase == "acquiring":
+        if self.phase == SummarizePhase.ACQUIRING:
             self.awaiting.discard(peer)
             return self._select_from_pool() if not self.awaiting else []
         return super()._progress_after_loss(peer)

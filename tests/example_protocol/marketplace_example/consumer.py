@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from marketplace.messages import Envelope, ProtocolError
+from marketplace.messages.kinds import RuntimeMessage, Shutdown
 from marketplace.roles import CONSUMER, Role, Send
+from marketplace_example.messages import CountTotal, NoisyCountMessage
 
 
 class NoisyCountConsumer(Role):
@@ -24,16 +26,17 @@ class NoisyCountConsumer(Role):
     def start(self) -> list[Send]:
         return [self.hello("noisy_count")]
 
-    def handle(self, message: Envelope) -> list[Send]:
-        if message.kind == "count_total":
-            if self.total is not None:
-                raise ProtocolError(party=message.sender, kind="count_total", reason="the total already arrived")
-            self.total, self.owners = message.body.total, list(message.body.owners)
-            return []
-        if message.kind == "shutdown":
-            if self.total is None:
-                self.failure = f"run ended before the total arrived: {message.body.reason}"
-            return self.acknowledge_shutdown(message)
+    def handle(self, message: Envelope[NoisyCountMessage | RuntimeMessage]) -> list[Send]:
+        match message.body:
+            case CountTotal(total=total, owners=owners):
+                if self.total is not None:
+                    raise ProtocolError(party=message.sender, kind="count_total", reason="the total already arrived")
+                self.total, self.owners = total, list(owners)
+                return []
+            case Shutdown(reason=reason):
+                if self.total is None:
+                    self.failure = f"run ended before the total arrived: {reason}"
+                return self.acknowledge_shutdown(message)
         raise ProtocolError(party=message.sender, kind=message.kind, reason="the noisy_count consumer does not accept this kind")
 
     def result(self) -> dict[str, Any]:

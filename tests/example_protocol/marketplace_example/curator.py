@@ -15,11 +15,11 @@ import math
 from typing import Any
 
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.roles import CONSUMER, CURATOR, Send
-from marketplace.roles.curator import CuratorBase
-
+from marketplace.messages.kinds import Bye, Hello, RuntimeMessage
+from marketplace.roles import CONSUMER, Send
+from marketplace.roles.curator import CuratorBase, CuratorPhase
 from marketplace_example.config import NoisyCountConfig
-from marketplace_example.messages import CountRelease, CountRequest, CountTotal
+from marketplace_example.messages import CountRelease, CountRequest, CountTotal, NoisyCountMessage
 
 log = logging.getLogger("marketplace_example.curator")
 
@@ -28,53 +28,51 @@ class NoisyCountCurator(CuratorBase):
     protocol = "noisy_count"
 
     def __init__(self, *, scenario_name: str, owners: tuple[str, ...], settings: NoisyCountConfig) -> None:
-        super().__init__()
-        self.party_id = CURATOR
-        self.scenario_name = scenario_name
-        self.owners = owners
+        super().__init__(scenario_name=scenario_name, owners=owners)
         self.settings = settings
-        self.phase = "gathering"
-        self.active: list[str] = list(owners)
         self.releases: dict[str, float] = {}
-        self.dropouts: dict[str, dict[str, Any]] = {}
 
     def start(self) -> list[Send]:
         return []
 
-    def handle(self, message: Envelope) -> list[Send]:
-        handler = {"hello": self._on_hello, "count_release": self._on_release, "bye": self._on_bye}.get(message.kind)
-        if handler is None:
-            raise ProtocolError(party=message.sender, kind=message.kind, reason="the noisy_count curator does not accept this kind")
-        return handler(message)
+    def handle(self, message: Envelope[NoisyCountMessage | RuntimeMessage]) -> list[Send]:
+        match message.body:
+            case Hello():
+                return self._on_hello(message)
+            case CountRelease():
+                return self._on_release(message)
+            case Bye():
+                return self._on_bye(message)
+        raise ProtocolError(party=message.sender, kind=message.kind, reason="the noisy_count curator does not accept this kind")
 
     # --- what CuratorBase asks of a protocol ---------------------------------------------------
     def _progress_after_loss(self, peer: str) -> list[Send]:
-        return self._maybe_begin() if self.phase == "gathering" else self._maybe_finish()
+        return self._maybe_begin() if self.phase == CuratorPhase.GATHERING else self._maybe_finish()
 
     def _awaited_in_phase(self) -> dict[str, str]:
-        if self.phase == "collecting":
+        if self.phase == CuratorPhase.COLLECTING:
             return {o: "its noisy count (count_release)" for o in self.active if o not in self.releases}
         return {}
 
     def awaits_from(self, peer: str) -> bool:
-        return self.phase == "collecting" and peer in self.active and peer not in self.releases
+        return self.phase == CuratorPhase.COLLECTING and peer in self.active and peer not in self.releases
 
     # --- the protocol ----------------------------------------------------------------------------
     def _on_hello(self, message: Envelope) -> list[Send]:
-        refused = self.admit(message, open_=self.phase == "gathering")
+        refused = self.admit(message, open_=self.phase == CuratorPhase.GATHERING)
         return refused if refused is not None else self._maybe_begin()
 
     def _maybe_begin(self) -> list[Send]:
-        if self.phase != "gathering" or not (set(self.active) | {CONSUMER}) <= self.present:
+        if self.phase != CuratorPhase.GATHERING or not (set(self.active) | {CONSUMER}) <= self.present:
             return []
-        self.phase = "collecting"
+        self.phase = CuratorPhase.COLLECTING
         log.info("all %d owners and the consumer are present", len(self.active))
         return [Send(o, CountRequest(label=self.settings.label)) for o in self.active] or self._maybe_finish()
 
     def _on_release(self, message: Envelope) -> list[Send]:
         body: CountRelease = message.body
         sender = message.sender
-        if self.phase != "collecting" or sender not in self.active or sender in self.releases:
+        if self.phase != CuratorPhase.COLLECTING or sender not in self.active or sender in self.releases:
             raise ProtocolError(party=sender, kind="count_release", reason="no release is expected from this party now")
         if not math.isclose(body.epsilon, self.settings.epsilon):
             raise ProtocolError(party=sender, kind="count_release",
@@ -84,7 +82,7 @@ class NoisyCountCurator(CuratorBase):
         return self._maybe_finish()
 
     def _maybe_finish(self) -> list[Send]:
-        if self.phase != "collecting" or any(o not in self.releases for o in self.active):
+        if self.phase != CuratorPhase.COLLECTING or any(o not in self.releases for o in self.active):
             return []
         owners = tuple(o for o in self.owners if o in self.releases)
         total = CountTotal(total=float(sum(self.releases[o] for o in owners)), owners=owners)

@@ -35,3 +35,8 @@ class CountTotal:
 
     total: float
     owners: Annotated[tuple[PartyName, ...], Length(max=4096)]
+
+
+NoisyCountMessage = CountRequest | CountRelease | CountTotal
+"""The protocol's kinds: a union of their Structs, told apart on the wire by the envelope's ``kind``;
+roles take ``Envelope[NoisyCountMessage | RuntimeMessage]`` and ``match`` on the classes."""

@@ -15,14 +15,14 @@ import numpy as np
 
 from marketplace.data.dataset import Dataset
 from marketplace.messages import Envelope, ProtocolError
+from marketplace.messages.kinds import RuntimeMessage, Shutdown
 from marketplace.privacy.accountant import BudgetExceeded, PrivacyLedger
 from marketplace.privacy.mechanisms import Laplace
 from marketplace.privacy.neighbouring import add_remove_one
 from marketplace.privacy.rng import make_rng
 from marketplace.roles import Role, Send
-
 from marketplace_example.config import NoisyCountConfig
-from marketplace_example.messages import CountRelease
+from marketplace_example.messages import CountRelease, CountRequest, NoisyCountMessage
 
 SENSITIVITY = 1.0
 """How much one added or removed row can change a count."""
@@ -54,11 +54,12 @@ class NoisyCountOwner(Role):
     def start(self) -> list[Send]:
         return [self.hello("noisy_count")]
 
-    def handle(self, message: Envelope) -> list[Send]:
-        if message.kind == "count_request":
-            return self._release(message)
-        if message.kind == "shutdown":
-            return self.acknowledge_shutdown(message)
+    def handle(self, message: Envelope[NoisyCountMessage | RuntimeMessage]) -> list[Send]:
+        match message.body:
+            case CountRequest():
+                return self._release(message)
+            case Shutdown():
+                return self.acknowledge_shutdown(message)
         raise ProtocolError(party=message.sender, kind=message.kind, reason="a noisy_count owner does not accept this kind")
 
     def _release(self, message: Envelope) -> list[Send]:
