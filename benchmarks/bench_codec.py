@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+
 def frames(large_rows: int) -> dict[str, bytes]:
     """One frame per case, built with the imported package's public API (seed 0)."""
     from marketplace.messages import PROTOCOL_VERSION, Envelope, encode
@@ -51,7 +52,9 @@ def frames(large_rows: int) -> dict[str, bytes]:
         "round_open (d=140)": frame("curator", "owner-1", RoundOpen(round=12, summary_mean=rng.normal(size=140), q=11)),
         "point (dim=20)": frame("owner-1", "curator", Point(round=12, x=rng.normal(size=20), y=1, row=4321)),
         "validation_set (500x20)": frame("consumer", "curator", ValidationSet(X=rng.normal(size=(500, 20)))),
-        f"validation_set ({large_rows}x20)": frame("consumer", "curator", ValidationSet(X=rng.normal(size=(large_rows, 20)))),
+        f"validation_set ({large_rows}x20)": frame(
+            "consumer", "curator", ValidationSet(X=rng.normal(size=(large_rows, 20)))
+        ),
     }
 
 
@@ -81,9 +84,11 @@ def measure(large_rows: int, budget: int, repeats: int, *, precise: bool) -> dic
         sender = decode(frame).sender
         message = decode(frame, peer=sender)
         calls = calls_for(frame, budget)
-        row = {"bytes": len(frame),
-               "decode_s": per_call(lambda: decode(frame, peer=sender), calls, repeats),
-               "encode_s": per_call(lambda: encode(message), calls, repeats)}
+        row = {
+            "bytes": len(frame),
+            "decode_s": per_call(lambda: decode(frame, peer=sender), calls, repeats),
+            "encode_s": per_call(lambda: encode(message), calls, repeats),
+        }
         if precise:
             from marketplace.messages.codec import decode_fast, decode_precise
 
@@ -97,8 +102,17 @@ def measure(large_rows: int, budget: int, repeats: int, *, precise: bool) -> dic
 def baseline(path: Path, args: argparse.Namespace) -> dict[str, dict[str, float]]:
     """:func:`measure` run by the ``marketplace`` package at ``path``, in a subprocess."""
     env = {**os.environ, "PYTHONPATH": str(path.resolve())}
-    command = [sys.executable, __file__, "--worker", "--large-rows", str(args.large_rows), "--budget", str(args.budget),
-               "--repeats", str(args.repeats)]
+    command = [
+        sys.executable,
+        __file__,
+        "--worker",
+        "--large-rows",
+        str(args.large_rows),
+        "--budget",
+        str(args.budget),
+        "--repeats",
+        str(args.repeats),
+    ]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1800, check=False)
     if done.returncode != 0:
         raise SystemExit(f"bench_codec: the baseline at {path} failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
@@ -144,8 +158,17 @@ def main(argv: list[str] | None = None) -> None:
     ours = measure(args.large_rows, args.budget, args.repeats, precise=True)
     print(table(ours, base))
     if args.json:
-        args.json.write_text(json.dumps({"ours": ours, "baseline": base, "baseline_path": str(args.baseline) if args.baseline else None,
-                                         "smoke": args.smoke}, indent=2))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "ours": ours,
+                    "baseline": base,
+                    "baseline_path": str(args.baseline) if args.baseline else None,
+                    "smoke": args.smoke,
+                },
+                indent=2,
+            )
+        )
 
 
 if __name__ == "__main__":

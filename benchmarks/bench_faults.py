@@ -32,10 +32,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "runtime")]  # helpers, and test_faults
 
+from conftest import tiny_raw  # noqa: E402
 from process_probes import alive, pid_of  # noqa: E402
 from test_faults import HEARTBEAT_TIMEOUT_S, descendants, dropout, kill_all, long_scenario, marketplace_run, wait_for  # noqa: E402
-
-from conftest import tiny_raw  # noqa: E402
 
 
 def trial(workdir: Path, rounds: int, owner: str, sig: signal.Signals, at_round: int) -> dict:
@@ -61,11 +60,16 @@ def trial(workdir: Path, rounds: int, owner: str, sig: signal.Signals, at_round:
     seen = report["parsimony"]["points_seen"] - report["parsimony"]["validation_size"]
     late = [r for r, (o, *_) in enumerate(selection, start=1) if o == owner and r > dropout_round]
     return {
-        "signal": sig.name, "owner": owner, "at_round": at_round, "dropout_round": dropout_round,
+        "signal": sig.name,
+        "owner": owner,
+        "at_round": at_round,
+        "dropout_round": dropout_round,
         "latency_s": detected_at - signalled_at,
-        "protocol_completed": curator["end_reason"] == "all rounds done" and len(selection) == rounds
+        "protocol_completed": curator["end_reason"] == "all rounds done"
+        and len(selection) == rounds
         and (report["party_details"]["consumer"]["result"].get("metrics") or {}).get("mmd2") is not None,
-        "status": report["status"], "exit_code": proc.returncode,
+        "status": report["status"],
+        "exit_code": proc.returncode,
         "duplicates": len(selection) - len(set(selection)),
         "missing_rounds": rounds - len(set(selection)),
         "seen_not_selected": seen - len(set(selection)),
@@ -91,20 +95,27 @@ def main() -> int:
             at_round = rng.randint(5, args.rounds // 2)
             r = trial(Path(tmp) / f"t{i}", args.rounds, owner, sig, at_round)
             results.append(r)
-            print(f"{i + 1:>2} {r['signal']:<7} {owner} at round {at_round:>3}: dropout in round {r['dropout_round']:>3} after "
-                  f"{r['latency_s']:.2f} s; protocol {'completed' if r['protocol_completed'] else 'NOT completed'}; "
-                  f"status {r['status']} (exit {r['exit_code']}); dup {r['duplicates']} missing {r['missing_rounds']} "
-                  f"lost {r['seen_not_selected']} late {r['accepted_after_dropout']} orphans {len(r['orphans'])}", flush=True)
+            print(
+                f"{i + 1:>2} {r['signal']:<7} {owner} at round {at_round:>3}: dropout in round {r['dropout_round']:>3} after "
+                f"{r['latency_s']:.2f} s; protocol {'completed' if r['protocol_completed'] else 'NOT completed'}; "
+                f"status {r['status']} (exit {r['exit_code']}); dup {r['duplicates']} missing {r['missing_rounds']} "
+                f"lost {r['seen_not_selected']} late {r['accepted_after_dropout']} orphans {len(r['orphans'])}",
+                flush=True,
+            )
     print()
     for name in ("SIGKILL", "SIGSTOP", None):
         group = [r for r in results if name is None or r["signal"] == name]
         if not group:
             continue
         lat = [r["latency_s"] for r in group]
-        print(f"{name or 'all':<8} trials {len(group):>2}  detection latency min {min(lat):.2f} s  median {statistics.median(lat):.2f} s  "
-              f"max {max(lat):.2f} s (heartbeat_timeout_s {HEARTBEAT_TIMEOUT_S:g})  protocol completed {sum(r['protocol_completed'] for r in group)}  "
-              f"runner status completed {sum(r['status'] == 'completed' for r in group)}")
-    bad = sum(r["duplicates"] + r["missing_rounds"] + r["seen_not_selected"] + r["accepted_after_dropout"] for r in results)
+        print(
+            f"{name or 'all':<8} trials {len(group):>2}  detection latency min {min(lat):.2f} s  median {statistics.median(lat):.2f} s  "
+            f"max {max(lat):.2f} s (heartbeat_timeout_s {HEARTBEAT_TIMEOUT_S:g})  protocol completed {sum(r['protocol_completed'] for r in group)}  "
+            f"runner status completed {sum(r['status'] == 'completed' for r in group)}"
+        )
+    bad = sum(
+        r["duplicates"] + r["missing_rounds"] + r["seen_not_selected"] + r["accepted_after_dropout"] for r in results
+    )
     print(f"duplicates + losses over all trials: {bad}; orphans: {sum(len(r['orphans']) for r in results)}")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))

@@ -53,14 +53,21 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
-ENGINES = ("flower-sim", "flower-deploy", "flower-deploy-memory", "ours-processes", "ours-process-each", "ours-inprocess")
+ENGINES = (
+    "flower-sim",
+    "flower-deploy",
+    "flower-deploy-memory",
+    "ours-processes",
+    "ours-process-each",
+    "ours-inprocess",
+)
 EXTRA_HINT = "pip install -e '.[compare]'"
 sys.path.insert(0, str(HERE))
 
 from proctree import CLOCK_TICK, cpu_ticks, memory_kb, tree  # noqa: E402  (benchmarks/proctree.py)
 
-
 # --- one run, in its own process ----------------------------------------------------------------
+
 
 def _gaps_ms(ends: list[float]) -> float | None:
     gaps = [(b - a) * 1e3 for a, b in zip(ends, ends[1:])]
@@ -73,12 +80,18 @@ def run_flower_sim(owners: int, rounds: int, workdir: Path) -> dict[str, Any]:
     from flwr.simulation import run_simulation
 
     out = workdir / "flower.json"
-    os.environ[flower_summarize.ENV] = json.dumps({"owners": owners, "rounds": rounds, "out": str(out),
-                                                    "scenario": str(flower_summarize.SCENARIO)})
-    run_simulation(server_app=flower_summarize.server_app, client_app=flower_summarize.client_app,
-                   num_supernodes=owners,
-                   backend_config={"client_resources": {"num_cpus": 1, "num_gpus": 0.0},
-                                   "init_args": {"num_cpus": os.cpu_count() or 1, "logging_level": "error"}})
+    os.environ[flower_summarize.ENV] = json.dumps(
+        {"owners": owners, "rounds": rounds, "out": str(out), "scenario": str(flower_summarize.SCENARIO)}
+    )
+    run_simulation(
+        server_app=flower_summarize.server_app,
+        client_app=flower_summarize.client_app,
+        num_supernodes=owners,
+        backend_config={
+            "client_resources": {"num_cpus": 1, "num_gpus": 0.0},
+            "init_args": {"num_cpus": os.cpu_count() or 1, "logging_level": "error"},
+        },
+    )
     if not out.exists():
         raise RuntimeError(f"Flower's simulation wrote no {out.name}: the ServerApp failed (see its log above)")
     done = json.loads(out.read_text())
@@ -101,7 +114,9 @@ def _wait_port(port: int, timeout: float) -> None:
     raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout:.0f} s (expected the SuperLink)")
 
 
-def run_flower_deploy(owners: int, rounds: int, workdir: Path, timeout: float, *, database: bool = True) -> dict[str, Any]:
+def run_flower_deploy(
+    owners: int, rounds: int, workdir: Path, timeout: float, *, database: bool = True
+) -> dict[str, Any]:
     """Flower's deployment engine: a SuperLink, ``owners`` SuperNodes and ``flwr run``, all on loopback;
     the SuperLink's state in an SQLite file (``database``) or in memory."""
     import flower_summarize
@@ -116,40 +131,69 @@ def run_flower_deploy(owners: int, rounds: int, workdir: Path, timeout: float, *
         '[tool.hatch.build.targets.wheel]\npackages = ["."]\n\n'
         '[tool.flwr.app]\npublisher = "marketplace"\n\n'
         '[tool.flwr.app.components]\nserverapp = "flower_summarize:server_app"\nclientapp = "flower_summarize:client_app"\n\n'
-        '[tool.flwr.app.config]\n')
+        "[tool.flwr.app.config]\n"
+    )
     home = workdir / "flwr-home"
     home.mkdir()
     link_port = _free_port()
-    (home / "config.toml").write_text(f'[superlink]\ndefault = "bench"\n\n[superlink.bench]\n'
-                                      f'address = "127.0.0.1:{link_port}"\ninsecure = true\n')
-    env = {**os.environ, "FLWR_HOME": str(home),
-           flower_summarize.ENV: json.dumps({"owners": owners, "rounds": rounds, "out": str(out),
-                                                    "scenario": str(flower_summarize.SCENARIO)}),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(app), str(ROOT), os.environ.get("PYTHONPATH")]))}
+    (home / "config.toml").write_text(
+        f'[superlink]\ndefault = "bench"\n\n[superlink.bench]\naddress = "127.0.0.1:{link_port}"\ninsecure = true\n'
+    )
+    env = {
+        **os.environ,
+        "FLWR_HOME": str(home),
+        flower_summarize.ENV: json.dumps(
+            {"owners": owners, "rounds": rounds, "out": str(out), "scenario": str(flower_summarize.SCENARIO)}
+        ),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(app), str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
     logs = workdir / "logs"
     logs.mkdir()
     procs: list[subprocess.Popen] = []
 
     def start(name: str, cmd: list[str]) -> None:
         with (logs / f"{name}.log").open("wb") as log:
-            procs.append(subprocess.Popen(cmd, env=env, cwd=workdir, stdout=log, stderr=subprocess.STDOUT,
-                                          start_new_session=False))
+            procs.append(
+                subprocess.Popen(
+                    cmd, env=env, cwd=workdir, stdout=log, stderr=subprocess.STDOUT, start_new_session=False
+                )
+            )
 
     try:
         state = ["--database", str(workdir / "state.db")] if database else []  # none: Flower keeps it in memory
         start("superlink", ["flower-superlink", "--insecure", "--host", "127.0.0.1", "--port", str(link_port), *state])
         _wait_port(link_port, 60)
         for i in range(owners):
-            start(f"supernode-{i}", ["flower-supernode", "--insecure", "--superlink", f"127.0.0.1:{link_port}",
-                                     "--host", "127.0.0.1", "--port", str(_free_port()),
-                                     "--node-config", f"partition-id={i} num-partitions={owners}"])
-        run = subprocess.run(["flwr", "run", str(app), "bench", "--stream"], env=env, cwd=workdir,
-                             capture_output=True, text=True, timeout=timeout)
+            start(
+                f"supernode-{i}",
+                [
+                    "flower-supernode",
+                    "--insecure",
+                    "--superlink",
+                    f"127.0.0.1:{link_port}",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(_free_port()),
+                    "--node-config",
+                    f"partition-id={i} num-partitions={owners}",
+                ],
+            )
+        run = subprocess.run(
+            ["flwr", "run", str(app), "bench", "--stream"],
+            env=env,
+            cwd=workdir,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         (logs / "flwr-run.log").write_text(run.stdout + run.stderr)
         if not out.exists():
-            raise RuntimeError(f"no result from the ServerApp; flwr run said:\n"
-                               f"{run.stdout[-2000:]}\n{run.stderr[-2000:]}\nSuperLink log:\n"
-                               f"{(logs / 'superlink.log').read_text()[-3000:]}")
+            raise RuntimeError(
+                f"no result from the ServerApp; flwr run said:\n"
+                f"{run.stdout[-2000:]}\n{run.stderr[-2000:]}\nSuperLink log:\n"
+                f"{(logs / 'superlink.log').read_text()[-3000:]}"
+            )
     finally:
         for p in reversed(procs):
             if p.poll() is None:
@@ -184,16 +228,22 @@ def _curator_log_round_ends(path: Path) -> list[float]:
     from datetime import datetime
 
     line_re = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) curator \w+ round \d+/\d+ done")
-    return [datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
-            for m in map(line_re.match, path.read_text(errors="replace").splitlines()) if m]
+    return [
+        datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
+        for m in map(line_re.match, path.read_text(errors="replace").splitlines())
+        if m
+    ]
 
 
-def run_ours(owners: int, rounds: int, workdir: Path, driver: str, owners_per_process: int | None = None) -> dict[str, Any]:
+def run_ours(
+    owners: int, rounds: int, workdir: Path, driver: str, owners_per_process: int | None = None
+) -> dict[str, Any]:
     """``marketplace.run`` on the same scenario with the given driver (and owners per process)."""
     import logging
 
-    import marketplace
     from flower_summarize import SCENARIO, scenario_overrides
+
+    import marketplace
 
     overrides = scenario_overrides(owners, rounds)
     if owners_per_process is not None:
@@ -225,6 +275,7 @@ def run_one(engine: str, owners: int, rounds: int, timeout: float) -> dict[str, 
 
 
 # --- the process tree: CPU and memory -----------------------------------------------------------
+
 
 def _become_subreaper() -> None:
     """Orphaned descendants (daemons Ray or a SuperNode start) are re-parented to this process, so
@@ -258,21 +309,34 @@ class TreeMeter:
         self.peak_pss_kb, self.peak_rss_kb = max(self.peak_pss_kb, pss_sum), max(self.peak_rss_kb, rss_sum)
 
     def figures(self) -> dict[str, Any]:
-        return {"cpu_s": sum(self.cpu.values()), "peak_pss_mb": self.peak_pss_kb / 1024,
-                "peak_rss_mb": self.peak_rss_kb / 1024, "processes": len(self.processes_seen)}
+        return {
+            "cpu_s": sum(self.cpu.values()),
+            "peak_pss_mb": self.peak_pss_kb / 1024,
+            "peak_rss_mb": self.peak_rss_kb / 1024,
+            "processes": len(self.processes_seen),
+        }
 
 
 def measured_run(engine: str, owners: int, rounds: int, timeout: float) -> dict[str, Any]:
     """Run ``engine`` in a fresh process tree, measured from here."""
-    cmd = [sys.executable, __file__, "--one", engine, "--owners", str(owners), "--rounds", str(rounds),
-           "--timeout", str(timeout)]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--one",
+        engine,
+        "--owners",
+        str(owners),
+        "--rounds",
+        str(rounds),
+        "--timeout",
+        str(timeout),
+    ]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     out = tempfile.NamedTemporaryFile(prefix="bench-flower-", suffix=".json", delete=False)
     out.close()
     start = time.perf_counter()
     with open(out.name, "wb") as stdout:
-        proc = subprocess.Popen(cmd + ["--result", out.name], env=env, cwd=ROOT, stdout=stdout,
-                                stderr=subprocess.PIPE)
+        proc = subprocess.Popen(cmd + ["--result", out.name], env=env, cwd=ROOT, stdout=stdout, stderr=subprocess.PIPE)
         meter = TreeMeter(proc.pid)
         deadline = time.monotonic() + timeout
         while proc.poll() is None and time.monotonic() < deadline:
@@ -316,6 +380,7 @@ def _end_orphans() -> None:
 
 # --- the table ----------------------------------------------------------------------------------
 
+
 def _median(runs: list[dict[str, Any]], key: str) -> float | None:
     values = [r[key] for r in runs if r.get(key) is not None]
     return statistics.median(values) if values else None
@@ -330,8 +395,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--owners", default="16,256,1000", help="comma-separated K values")
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=3, help="paired runs per K (the table shows medians)")
-    parser.add_argument("--engines", default=",".join(ENGINES),
-                        help=f"comma-separated, from {list(ENGINES)}")
+    parser.add_argument("--engines", default=",".join(ENGINES), help=f"comma-separated, from {list(ENGINES)}")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds allowed for each run")
     parser.add_argument("--smoke", action="store_true", help="K = 4, 3 rounds, flower-sim and ours-inprocess, once")
     parser.add_argument("--json", metavar="PATH", help="write every run's figures here")
@@ -355,8 +419,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--engines: expected names from {list(ENGINES)}, got {unknown}")
     owners = [int(k) for k in args.owners.split(",") if k]
     _become_subreaper()
-    print(f"summarize, scenarios/quickstart.yaml with K owners, even partition, {args.rounds} rounds; "
-          f"{args.repeats} paired run(s) per K, medians; {os.cpu_count()} cores")
+    print(
+        f"summarize, scenarios/quickstart.yaml with K owners, even partition, {args.rounds} rounds; "
+        f"{args.repeats} paired run(s) per K, medians; {os.cpu_count()} cores"
+    )
     runs: list[dict[str, Any]] = []
     mismatches: list[str] = []
     for k in owners:
@@ -376,17 +442,24 @@ def main(argv: list[str] | None = None) -> int:
                 if not run["selection_matches"]:
                     mismatches.append(f"K={k} {engine} run {repeat + 1}")
         print(f"\nK = {k:,}")
-        print(f"  {'engine':<18} {'ms/round':>10} {'CPU s (tree)':>13} {'peak PSS MB':>12} {'peak RSS MB':>12} "
-              f"{'processes':>10} {'wall s':>8} {'completed':>10}")
+        print(
+            f"  {'engine':<18} {'ms/round':>10} {'CPU s (tree)':>13} {'peak PSS MB':>12} {'peak RSS MB':>12} "
+            f"{'processes':>10} {'wall s':>8} {'completed':>10}"
+        )
         for engine, done in by_engine.items():
             ok = [r for r in done if r["status"] == "completed"]
-            print(f"  {engine:<18} {_fmt(_median(ok, 'ms_per_round'), '10.1f')} {_fmt(_median(ok, 'cpu_s'), '13.1f')} "
-                  f"{_fmt(_median(ok, 'peak_pss_mb'), '12.0f')} {_fmt(_median(ok, 'peak_rss_mb'), '12.0f')} "
-                  f"{_fmt(_median(ok, 'processes'), '10.0f')} {_fmt(_median(ok, 'wall_s'), '8.1f')} "
-                  f"{len(ok):>5}/{len(done)}", flush=True)
+            print(
+                f"  {engine:<18} {_fmt(_median(ok, 'ms_per_round'), '10.1f')} {_fmt(_median(ok, 'cpu_s'), '13.1f')} "
+                f"{_fmt(_median(ok, 'peak_pss_mb'), '12.0f')} {_fmt(_median(ok, 'peak_rss_mb'), '12.0f')} "
+                f"{_fmt(_median(ok, 'processes'), '10.0f')} {_fmt(_median(ok, 'wall_s'), '8.1f')} "
+                f"{len(ok):>5}/{len(done)}",
+                flush=True,
+            )
     compared = sum(1 for r in runs if "selection_matches" in r)
-    print(f"\nselection identical across engines: {'yes' if not mismatches else 'NO'} "
-          f"({compared - len(mismatches)} of {compared} completed runs match)")
+    print(
+        f"\nselection identical across engines: {'yes' if not mismatches else 'NO'} "
+        f"({compared - len(mismatches)} of {compared} completed runs match)"
+    )
     if mismatches:
         print("  differs: " + ", ".join(mismatches))
     if args.json:

@@ -57,8 +57,16 @@ def main() -> int:
         name, party = plan[runs % len(plan)]
         config, world, clean, clean_nodes = prepared(name)
         per_delivery = -(-args.per_run // sum(d.receiver == party for d in clean))
-        nodes, _ = fuzzing.fuzz_run(config, rng, per_delivery=per_delivery, targets={party}, keep_going=True,
-                                    tally=tally, world=world, clean=clean)
+        nodes, _ = fuzzing.fuzz_run(
+            config,
+            rng,
+            per_delivery=per_delivery,
+            targets={party},
+            keep_going=True,
+            tally=tally,
+            world=world,
+            clean=clean,
+        )
         runs += 1
         completed += outcome(nodes) == outcome(clean_nodes)
     wall = time.perf_counter() - started
@@ -66,8 +74,10 @@ def main() -> int:
     print(f"frames                 {tally.frames}")
     print(f"crashes                {len(tally.crashes)}")
     print(f"runs                   {runs} ({completed} ended with the clean run's result)")
-    print(f"frames/s               {tally.frames / wall:,.0f} overall (snapshots, honest runs included); "
-          f"{tally.frames / tally.feed_s:,.0f} inside Node.receive + checks")
+    print(
+        f"frames/s               {tally.frames / wall:,.0f} overall (snapshots, honest runs included); "
+        f"{tally.frames / tally.feed_s:,.0f} inside Node.receive + checks"
+    )
     reasons = collections.Counter()
     fields = collections.Counter()
     for verdict, n in tally.verdicts.items():

@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from conftest import tiny_raw  # noqa: E402
 from hostile import Attacker, LocalRun, hostile_scenario  # noqa: E402
+
 from marketplace.messages import PROTOCOL_VERSION, Envelope, encode  # noqa: E402
 from marketplace.messages.kinds import Heartbeat, Hello  # noqa: E402
 from marketplace.transport.curve import CurveKeys  # noqa: E402
@@ -86,11 +87,18 @@ def one_run(folder: Path, rounds: int, kind: str | None, delay_s: float) -> dict
             attack.close()
     report = run.assemble()
     curator = run.curator_report()
-    return {"flood": kind or "none", "frames_sent": attack.sent if attack else 0, "flood_s": round(flood_s, 1),
-            "exit_codes": codes, "status": report["status"], "dropouts": sorted(report.get("dropouts") or {}),
-            "selection": report["selection"], "wall_s": round(run.wall_s, 2),
-            "quarantined": sum((curator.get("driver") or {}).get("quarantined", {}).values()),
-            "replies_dropped": (curator.get("driver") or {}).get("replies_dropped", 0)}
+    return {
+        "flood": kind or "none",
+        "frames_sent": attack.sent if attack else 0,
+        "flood_s": round(flood_s, 1),
+        "exit_codes": codes,
+        "status": report["status"],
+        "dropouts": sorted(report.get("dropouts") or {}),
+        "selection": report["selection"],
+        "wall_s": round(run.wall_s, 2),
+        "quarantined": sum((curator.get("driver") or {}).get("quarantined", {}).values()),
+        "replies_dropped": (curator.get("driver") or {}).get("replies_dropped", 0),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

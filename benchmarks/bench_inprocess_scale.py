@@ -42,12 +42,19 @@ def scenario_raw(owners: int, rows_per_owner: int, rounds: int, seed: int, priva
     (they also hold the consumer's D_v and test set), 4 and 5 give the seed set."""
     rows_per_component = max(2500, -(-(owners * rows_per_owner + VALIDATION + TEST + SEED_SET) // (COMPONENTS - 2)))
     return {
-        "name": f"inprocess-scale-k{owners}", "protocol": "summarize", "seed": seed, "parties": {"owners": owners},
-        "data": {"source": {"kind": "covariate_shift",
-                            "covariate_shift": {"dim": 10, "components": COMPONENTS, "rows_per_component": rows_per_component}},
-                 "partition": {"scheme": "even"},
-                 "consumer": {"target_groups": [0, 1], "validation_size": VALIDATION, "test_size": TEST},
-                 "seed_set": {"groups": [4, 5], "size": SEED_SET}},
+        "name": f"inprocess-scale-k{owners}",
+        "protocol": "summarize",
+        "seed": seed,
+        "parties": {"owners": owners},
+        "data": {
+            "source": {
+                "kind": "covariate_shift",
+                "covariate_shift": {"dim": 10, "components": COMPONENTS, "rows_per_component": rows_per_component},
+            },
+            "partition": {"scheme": "even"},
+            "consumer": {"target_groups": [0, 1], "validation_size": VALIDATION, "test_size": TEST},
+            "seed_set": {"groups": [4, 5], "size": SEED_SET},
+        },
         "summarize": {"rounds": rounds, "features": 140, "baselines": [], "privacy": {"enabled": private}},
     }
 
@@ -74,7 +81,9 @@ def run_one(owners: int, rows_per_owner: int, rounds: int, seed: int, private: b
     logger.setLevel(logging.INFO)
     logger.addHandler(clock)
     with tempfile.TemporaryDirectory() as tmp:
-        scenario = parse_scenario(scenario_raw(owners, rows_per_owner, rounds, seed, private), source="bench", base_dir=Path(tmp))
+        scenario = parse_scenario(
+            scenario_raw(owners, rows_per_owner, rounds, seed, private), source="bench", base_dir=Path(tmp)
+        )
         cpu, start = time.process_time(), time.perf_counter()
         report = run_scenario(scenario, Path(tmp) / "run", driver="inprocess")
         total_s, cpu_s = time.perf_counter() - start, time.process_time() - cpu
@@ -83,20 +92,38 @@ def run_one(owners: int, rows_per_owner: int, rounds: int, seed: int, private: b
     rounds_s = clock.times[-1] - clock.times[0] if done >= 2 else None
     per_round_ms = rounds_s / (done - 1) * 1e3 if rounds_s is not None else None
     return {
-        "owners": owners, "rounds": rounds, "rounds_done": len(report.get("selection") or ()),
-        "status": report["status"], "private": private, "rows_per_owner": rows_per_owner,
-        "wall_s": report["timing"]["wall_s"], "call_s": total_s, "cpu_s": cpu_s, "rounds_phase_s": rounds_s,
+        "owners": owners,
+        "rounds": rounds,
+        "rounds_done": len(report.get("selection") or ()),
+        "status": report["status"],
+        "private": private,
+        "rows_per_owner": rows_per_owner,
+        "wall_s": report["timing"]["wall_s"],
+        "call_s": total_s,
+        "cpu_s": cpu_s,
+        "rounds_phase_s": rounds_s,
         "ms_per_round": per_round_ms,
         "us_per_owner_round": per_round_ms * 1e3 / owners if per_round_ms is not None else None,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "messages": report["messages"]["total"], "rho": (report.get("parsimony") or {}).get("rho"),
+        "messages": report["messages"]["total"],
+        "rho": (report.get("parsimony") or {}).get("rho"),
         "mmd2": report["metrics"].get("mmd2"),
     }
 
 
 def _fresh_process(owners: int, args: argparse.Namespace) -> dict[str, Any]:
-    cmd = [sys.executable, __file__, "--one", str(owners), "--rows-per-owner", str(args.rows_per_owner),
-           "--rounds", str(args.rounds), "--seed", str(args.seed)] + (["--private"] if args.private else [])
+    cmd = [
+        sys.executable,
+        __file__,
+        "--one",
+        str(owners),
+        "--rows-per-owner",
+        str(args.rows_per_owner),
+        "--rounds",
+        str(args.rounds),
+        "--seed",
+        str(args.seed),
+    ] + (["--private"] if args.private else [])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.timeout)
     if done.returncode != 0:
@@ -123,19 +150,26 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(run_one(args.one, args.rows_per_owner, args.rounds, args.seed, args.private)))
         return 0
     owners = [int(k) for k in args.owners.split(",") if k]
-    print(f"summarize{' (private)' if args.private else ''}, in-process, p = {args.rounds}, {args.rows_per_owner} rows "
-          f"per owner, dim 10, d = 140, even partition, seed {args.seed}; one fresh process per K")
-    print(f"{'K':>7} {'status':>10} {'wall s':>8} {'rounds s':>9} {'ms/round':>9} {'us/owner/round':>15} "
-          f"{'CPU s':>7} {'peak RSS MB':>12} {'messages':>10}")
+    print(
+        f"summarize{' (private)' if args.private else ''}, in-process, p = {args.rounds}, {args.rows_per_owner} rows "
+        f"per owner, dim 10, d = 140, even partition, seed {args.seed}; one fresh process per K"
+    )
+    print(
+        f"{'K':>7} {'status':>10} {'wall s':>8} {'rounds s':>9} {'ms/round':>9} {'us/owner/round':>15} "
+        f"{'CPU s':>7} {'peak RSS MB':>12} {'messages':>10}"
+    )
     runs = []
     failed = False
     for k in owners:
         run = _fresh_process(k, args)
         runs.append(run)
         failed |= run["status"] != "completed"
-        print(f"{k:>7} {run['status']:>10} {run['wall_s']:>8.1f} {_fmt(run['rounds_phase_s'], '9.1f')} "
-              f"{_fmt(run['ms_per_round'], '9.1f')} {_fmt(run['us_per_owner_round'], '15.2f')} {run['cpu_s']:>7.1f} "
-              f"{run['peak_rss_mb']:>12.0f} {run['messages']:>10}", flush=True)
+        print(
+            f"{k:>7} {run['status']:>10} {run['wall_s']:>8.1f} {_fmt(run['rounds_phase_s'], '9.1f')} "
+            f"{_fmt(run['ms_per_round'], '9.1f')} {_fmt(run['us_per_owner_round'], '15.2f')} {run['cpu_s']:>7.1f} "
+            f"{run['peak_rss_mb']:>12.0f} {run['messages']:>10}",
+            flush=True,
+        )
     if args.json:
         Path(args.json).write_text(json.dumps({"args": vars(args), "runs": runs}, indent=1))
     return 1 if failed else 0

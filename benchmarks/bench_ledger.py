@@ -28,8 +28,12 @@ from marketplace.privacy.lifetime import Cost, LifetimeLedger, ledger_file  # no
 
 def measure(requests: int, every: int, folder: str | None) -> list[dict[str, float]]:
     with tempfile.TemporaryDirectory(dir=folder) as tmp:
-        ledger = LifetimeLedger.open(ledger_file(tmp, "owner-1"), owner="owner-1", budget=(1e9, 0.0),
-                                     relation="add/remove-one (a row of owner-1's data)")
+        ledger = LifetimeLedger.open(
+            ledger_file(tmp, "owner-1"),
+            owner="owner-1",
+            budget=(1e9, 0.0),
+            relation="add/remove-one (a row of owner-1's data)",
+        )
         times = []
         for n in range(requests):
             t0 = time.perf_counter()
@@ -39,9 +43,15 @@ def measure(requests: int, every: int, folder: str | None) -> list[dict[str, flo
         ledger.close()
     blocks = []
     for start in range(0, requests, every):
-        block = sorted(times[start:start + every])
-        blocks.append({"rows_before": start, "requests": len(block), "median_ms": 1e3 * statistics.median(block),
-                       "p90_ms": 1e3 * block[min(len(block) - 1, int(0.9 * len(block)))]})
+        block = sorted(times[start : start + every])
+        blocks.append(
+            {
+                "rows_before": start,
+                "requests": len(block),
+                "median_ms": 1e3 * statistics.median(block),
+                "p90_ms": 1e3 * block[min(len(block) - 1, int(0.9 * len(block)))],
+            }
+        )
     return blocks
 
 

@@ -64,8 +64,11 @@ class BusyLoops:
 
     def __enter__(self) -> BusyLoops:
         if self.count > 0:
-            self.leader = subprocess.Popen([sys.executable, "-c", SPIN, str(os.getpid()), str(self.limit_s), str(self.count)],
-                                           start_new_session=True, stdin=subprocess.DEVNULL)
+            self.leader = subprocess.Popen(
+                [sys.executable, "-c", SPIN, str(os.getpid()), str(self.limit_s), str(self.count)],
+                start_new_session=True,
+                stdin=subprocess.DEVNULL,
+            )
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -101,11 +104,20 @@ def one_run(scenario: Path, out: Path, timeout_s: float) -> dict:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     started = time.monotonic()
     try:
-        done = subprocess.run([sys.executable, "-m", "marketplace", "run", str(scenario), "--out", str(out), "--quiet"],
-                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout_s)
+        done = subprocess.run(
+            [sys.executable, "-m", "marketplace", "run", str(scenario), "--out", str(out), "--quiet"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
         code, stderr = done.returncode, done.stderr
     except subprocess.TimeoutExpired as err:
-        code, stderr = None, err.stderr.decode(errors="replace") if isinstance(err.stderr, bytes) else (err.stderr or "")
+        code, stderr = (
+            None,
+            err.stderr.decode(errors="replace") if isinstance(err.stderr, bytes) else (err.stderr or ""),
+        )
     wall = time.monotonic() - started
     report_path = out / "report.json"
     report = json.loads(report_path.read_text()) if report_path.exists() else {}
@@ -121,8 +133,15 @@ def one_run(scenario: Path, out: Path, timeout_s: float) -> dict:
             reasons.append(lost.get("summary") or f"{lost['count']} owners lost")
         if not reasons:
             reasons.append(f"exit {code}: " + " | ".join(stderr.strip().splitlines()[-3:]))
-    return {"scenario": scenario.stem, "exit": code, "status": status, "owners_lost": lost.get("count", 0),
-            "wall_s": round(wall, 2), "completed": completed, "reasons": reasons}
+    return {
+        "scenario": scenario.stem,
+        "exit": code,
+        "status": status,
+        "owners_lost": lost.get("count", 0),
+        "wall_s": round(wall, 2),
+        "completed": completed,
+        "reasons": reasons,
+    }
 
 
 def summarize(runs: list[dict], scenarios: list[str]) -> list[dict]:
@@ -135,10 +154,16 @@ def summarize(runs: list[dict], scenarios: list[str]) -> list[dict]:
         for r in mine:
             for reason in r["reasons"]:
                 reasons[reason] = reasons.get(reason, 0) + 1
-        rows.append({"scenario": name, "completed": sum(r["completed"] for r in mine), "total": len(mine),
-                     "owners_lost": sum(r["owners_lost"] for r in mine),
-                     "wall_s": [min(walls), statistics.median(walls), max(walls)] if walls else [],
-                     "reasons": reasons})
+        rows.append(
+            {
+                "scenario": name,
+                "completed": sum(r["completed"] for r in mine),
+                "total": len(mine),
+                "owners_lost": sum(r["owners_lost"] for r in mine),
+                "wall_s": [min(walls), statistics.median(walls), max(walls)] if walls else [],
+                "reasons": reasons,
+            }
+        )
     return rows
 
 
@@ -146,15 +171,28 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=10, help="runs per scenario (default 10)")
     parser.add_argument("--busy", type=int, default=4, help="CPU-bound loops beside the runs (default 4)")
-    parser.add_argument("--busy-limit-s", type=float, default=4 * 3600.0, help="the loops stop on their own after this long")
-    parser.add_argument("--pfds", type=Path, default=None, help="the pfds scenario (default: pfds-bank if its data are cached, "
-                                                                "else pfds-synthetic)")
-    parser.add_argument("--scenario", type=Path, action="append", default=None,
-                        help="run this scenario instead of the three (repeatable)")
+    parser.add_argument(
+        "--busy-limit-s", type=float, default=4 * 3600.0, help="the loops stop on their own after this long"
+    )
+    parser.add_argument(
+        "--pfds",
+        type=Path,
+        default=None,
+        help="the pfds scenario (default: pfds-bank if its data are cached, else pfds-synthetic)",
+    )
+    parser.add_argument(
+        "--scenario",
+        type=Path,
+        action="append",
+        default=None,
+        help="run this scenario instead of the three (repeatable)",
+    )
     parser.add_argument("--smoke", action="store_true", help="1 run of the quickstart beside 1 busy loop (seconds)")
     parser.add_argument("--timeout-s", type=float, default=RUN_TIMEOUT_S, help="hang guard per run")
     parser.add_argument("--json", type=Path, default=None, help="write every run and the summary here")
-    parser.add_argument("--keep", type=Path, default=None, help="keep every run's output folder (logs, report) under this folder")
+    parser.add_argument(
+        "--keep", type=Path, default=None, help="keep every run's output folder (logs, report) under this folder"
+    )
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error(f"--runs: expected an integer >= 1, got {args.runs}")
@@ -163,14 +201,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.smoke:
         scenarios, runs_each, busy = [SCENARIOS / "quickstart.yaml"], 1, 1
     else:
-        scenarios = args.scenario or [SCENARIOS / "quickstart.yaml", SCENARIOS / "quickstart-private.yaml",
-                                      args.pfds or pfds_scenario()]
+        scenarios = args.scenario or [
+            SCENARIOS / "quickstart.yaml",
+            SCENARIOS / "quickstart-private.yaml",
+            args.pfds or pfds_scenario(),
+        ]
         runs_each, busy = args.runs, args.busy
     for scenario in scenarios:
         if not scenario.is_file():
             parser.error(f"--scenario: expected a scenario file, got {str(scenario)!r} (no such file)")
-    print(f"{busy} busy loop(s) beside {runs_each} run(s) of each of: {', '.join(s.name for s in scenarios)} "
-          f"({os.cpu_count()} CPUs)", flush=True)
+    print(
+        f"{busy} busy loop(s) beside {runs_each} run(s) of each of: {', '.join(s.name for s in scenarios)} "
+        f"({os.cpu_count()} CPUs)",
+        flush=True,
+    )
     runs: list[dict] = []
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that the loops are killed on the way out
     if args.keep is not None:
@@ -182,8 +226,10 @@ def main(argv: list[str] | None = None) -> int:
                 result = one_run(scenario, where / f"{scenario.stem}-{i + 1}", args.timeout_s)
                 runs.append(result)
                 verdict = "completed" if result["completed"] else "NOT completed: " + "; ".join(result["reasons"])[:500]
-                print(f"{scenario.stem:<20} run {i + 1:>2}  {result['wall_s']:7.1f} s  exit {result['exit']}  {verdict}",
-                      flush=True)
+                print(
+                    f"{scenario.stem:<20} run {i + 1:>2}  {result['wall_s']:7.1f} s  exit {result['exit']}  {verdict}",
+                    flush=True,
+                )
     rows = summarize(runs, [s.stem for s in scenarios])
     print()
     print(f"{'scenario':<20} {'completed':>9}  {'owners lost':>11}  wall s (min / median / max)")
@@ -193,8 +239,12 @@ def main(argv: list[str] | None = None) -> int:
         for reason, count in row["reasons"].items():
             print(f"    {count} x {reason[:300]}")
     if args.json is not None:
-        args.json.write_text(json.dumps({"busy_loops": busy, "runs_each": runs_each, "cpus": os.cpu_count(),
-                                         "summary": rows, "runs": runs}, indent=2))
+        args.json.write_text(
+            json.dumps(
+                {"busy_loops": busy, "runs_each": runs_each, "cpus": os.cpu_count(), "summary": rows, "runs": runs},
+                indent=2,
+            )
+        )
     return 0 if all(r["completed"] for r in runs) else 1
 
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
+from timing import median_seconds, report  # benchmarks/timing.py: a script's own folder is on sys.path
 
 from marketplace.protocols.summarize import RandomFourierFeatures, best_offer, bid_value
-from timing import median_seconds, report  # benchmarks/timing.py: a script's own folder is on sys.path
 
 
 def main() -> None:
@@ -53,8 +53,10 @@ def main() -> None:
         bid64 = median_seconds(lambda: best_offer(phi64, direction, available), r)
         report(f"owner bid float64 {n} (best_offer)", bid64, r)
     print(f"ratio owner bid / bare matvec: float32 {bid32 / bare32:.2f} (target <= 1.5), float64 {bid64 / bare64:.2f}")
-    print(f"float32 bid vs float64 bid: {bid32 / bid64:.2f}x the time, half the memory "
-          f"({phi32.nbytes / 2**20:.0f} MiB vs {phi64.nbytes / 2**20:.0f} MiB)")
+    print(
+        f"float32 bid vs float64 bid: {bid32 / bid64:.2f}x the time, half the memory "
+        f"({phi32.nbytes / 2**20:.0f} MiB vs {phi64.nbytes / 2**20:.0f} MiB)"
+    )
 
 
 if __name__ == "__main__":

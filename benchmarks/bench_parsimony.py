@@ -39,9 +39,30 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = ROOT / "scenarios" / "quickstart-private.yaml"
-FIELDS = ("owners", "auction", "tau_rule", "tau", "seed", "status", "rounds", "summary_size", "validation_size", "points_seen",
-          "owner_points", "owner_points_per_summary_point", "rho", "rho_over_k13", "owner_ratio_over_k13",
-          "asked_per_round_mean", "mmd2", "accuracy", "uniform_mmd2", "uniform_accuracy", "rows_per_owner", "wall_s")
+FIELDS = (
+    "owners",
+    "auction",
+    "tau_rule",
+    "tau",
+    "seed",
+    "status",
+    "rounds",
+    "summary_size",
+    "validation_size",
+    "points_seen",
+    "owner_points",
+    "owner_points_per_summary_point",
+    "rho",
+    "rho_over_k13",
+    "owner_ratio_over_k13",
+    "asked_per_round_mean",
+    "mmd2",
+    "accuracy",
+    "uniform_mmd2",
+    "uniform_accuracy",
+    "rows_per_owner",
+    "wall_s",
+)
 
 
 def tau_for(owners: int, rule: str) -> int:
@@ -73,8 +94,11 @@ def run_one(owners: int, rounds: int, seed: int, rule: str, auction: str = "two_
     tau = tau_for(owners, rule)
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
-        report = run_scenario(parse_scenario(scenario(owners, rounds, seed, tau, auction), source="bench_parsimony", base_dir=ROOT),
-                              Path(tmp) / "run", driver="inprocess")
+        report = run_scenario(
+            parse_scenario(scenario(owners, rounds, seed, tau, auction), source="bench_parsimony", base_dir=ROOT),
+            Path(tmp) / "run",
+            driver="inprocess",
+        )
         wall = time.perf_counter() - start
     pars = report["parsimony"]
     summary, validation = pars["summary_size"], pars["validation_size"]
@@ -84,14 +108,28 @@ def run_one(owners: int, rounds: int, seed: int, rule: str, auction: str = "two_
     uniform = report["metrics"]["baselines"].get("uniform") or {}
     rows = [part["rows"] for part in report["data"]["owners"]]
     return {
-        "owners": owners, "auction": auction, "tau_rule": rule, "tau": tau, "seed": seed, "status": report["status"], "rounds": rounds,
-        "summary_size": summary, "validation_size": validation, "points_seen": pars["points_seen"],
-        "owner_points": owner_points, "owner_points_per_summary_point": per_point, "rho": pars["rho"],
-        "rho_over_k13": pars["rho"] / k13, "owner_ratio_over_k13": per_point / k13,
+        "owners": owners,
+        "auction": auction,
+        "tau_rule": rule,
+        "tau": tau,
+        "seed": seed,
+        "status": report["status"],
+        "rounds": rounds,
+        "summary_size": summary,
+        "validation_size": validation,
+        "points_seen": pars["points_seen"],
+        "owner_points": owner_points,
+        "owner_points_per_summary_point": per_point,
+        "rho": pars["rho"],
+        "rho_over_k13": pars["rho"] / k13,
+        "owner_ratio_over_k13": per_point / k13,
         "asked_per_round_mean": (report.get("auction") or {}).get("asked_per_round_mean"),
-        "mmd2": report["metrics"]["mmd2"], "accuracy": report["metrics"]["accuracy"],
-        "uniform_mmd2": uniform.get("mmd2"), "uniform_accuracy": uniform.get("accuracy"),
-        "rows_per_owner": statistics.median(rows), "wall_s": wall,
+        "mmd2": report["metrics"]["mmd2"],
+        "accuracy": report["metrics"]["accuracy"],
+        "uniform_mmd2": uniform.get("mmd2"),
+        "uniform_accuracy": uniform.get("accuracy"),
+        "rows_per_owner": statistics.median(rows),
+        "wall_s": wall,
     }
 
 
@@ -114,16 +152,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=100, help="p, the summary size")
     parser.add_argument("--seeds", default="1-3", help="seeds: a range 1-5 or a list 1,2,3")
     parser.add_argument("--tau", type=_tau_rule, default="5", help="a fixed tau, or 'grow' for tau = ceil(K^(2/3))")
-    parser.add_argument("--auction", choices=("two_sided", "paper"), default="two_sided",
-                        help="the request schedule: two-sided, one request per round (default), or the paper's coins")
+    parser.add_argument(
+        "--auction",
+        choices=("two_sided", "paper"),
+        default="two_sided",
+        help="the request schedule: two-sided, one request per round (default), or the paper's coins",
+    )
     parser.add_argument("--csv", metavar="PATH", help="write every run here (appending if it exists)")
     args = parser.parse_args(argv)
     seeds = _seeds(args.seeds)
     auction = "two-sided auction, 1 request/round" if args.auction == "two_sided" else "the paper's auction"
-    print(f"private summarize ({auction}, eps_auc 0.1), in-process, p = {args.rounds}, quickstart data, even "
-          f"partition, tau {'= ceil(K^(2/3))' if args.tau == 'grow' else '= ' + args.tau}; median over seeds {seeds}")
-    print(f"{'K':>5} {'tau':>4} {'rho':>7} {'rho/K^(1/3)':>12} {'owner pts/pt':>13} {'/K^(1/3)':>9} {'asked/round':>12} "
-          f"{'MMD2':>8} {'uniform':>8} {'accuracy':>9}")
+    print(
+        f"private summarize ({auction}, eps_auc 0.1), in-process, p = {args.rounds}, quickstart data, even "
+        f"partition, tau {'= ceil(K^(2/3))' if args.tau == 'grow' else '= ' + args.tau}; median over seeds {seeds}"
+    )
+    print(
+        f"{'K':>5} {'tau':>4} {'rho':>7} {'rho/K^(1/3)':>12} {'owner pts/pt':>13} {'/K^(1/3)':>9} {'asked/round':>12} "
+        f"{'MMD2':>8} {'uniform':>8} {'accuracy':>9}"
+    )
     writer = None
     handle = None
     if args.csv:
@@ -144,13 +190,25 @@ def main(argv: list[str] | None = None) -> int:
                 if writer:
                     writer.writerow(run)
                     handle.flush()
-            med = {f: statistics.median(r[f] for r in runs) for f in
-                   ("rho", "rho_over_k13", "owner_points_per_summary_point", "owner_ratio_over_k13", "asked_per_round_mean",
-                    "mmd2", "uniform_mmd2", "accuracy")}
-            print(f"{k:>5} {runs[0]['tau']:>4} {med['rho']:>7.2f} {med['rho_over_k13']:>12.3f} "
-                  f"{med['owner_points_per_summary_point']:>13.2f} {med['owner_ratio_over_k13']:>9.3f} "
-                  f"{med['asked_per_round_mean']:>12.2f} {med['mmd2']:>8.4f} {med['uniform_mmd2']:>8.4f} {med['accuracy']:>9.3f}",
-                  flush=True)
+            med = {
+                f: statistics.median(r[f] for r in runs)
+                for f in (
+                    "rho",
+                    "rho_over_k13",
+                    "owner_points_per_summary_point",
+                    "owner_ratio_over_k13",
+                    "asked_per_round_mean",
+                    "mmd2",
+                    "uniform_mmd2",
+                    "accuracy",
+                )
+            }
+            print(
+                f"{k:>5} {runs[0]['tau']:>4} {med['rho']:>7.2f} {med['rho_over_k13']:>12.3f} "
+                f"{med['owner_points_per_summary_point']:>13.2f} {med['owner_ratio_over_k13']:>9.3f} "
+                f"{med['asked_per_round_mean']:>12.2f} {med['mmd2']:>8.4f} {med['uniform_mmd2']:>8.4f} {med['accuracy']:>9.3f}",
+                flush=True,
+            )
     finally:
         if handle:
             handle.close()

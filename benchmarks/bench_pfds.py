@@ -23,6 +23,7 @@ import sys
 import time
 
 import numpy as np
+from timing import median_seconds, report  # benchmarks/timing.py: a script's own folder is on sys.path
 
 from marketplace.privacy.rng import make_rng
 from marketplace.protocols.pfds import (
@@ -37,14 +38,33 @@ from marketplace.protocols.pfds import (
     opt_private_gen,
     synthesize,
 )
-from timing import median_seconds, report  # benchmarks/timing.py: a script's own folder is on sys.path
 
 EPSILON, H_MAX, T, P = 1.0, 8, 10, 4
 # Public ranges of the numeric attributes (wide round bounds, not the data's min and max).
-NUMERIC = {"age": (0.0, 100.0), "fnlwgt": (0.0, 1.5e6), "education-num": (1.0, 16.0),
-           "capital-gain": (0.0, 1e5), "capital-loss": (0.0, 5000.0), "hours-per-week": (0.0, 100.0)}
-COLUMNS = ("age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
-           "relationship", "race", "sex", "capital-gain", "capital-loss", "hours-per-week", "native-country")
+NUMERIC = {
+    "age": (0.0, 100.0),
+    "fnlwgt": (0.0, 1.5e6),
+    "education-num": (1.0, 16.0),
+    "capital-gain": (0.0, 1e5),
+    "capital-loss": (0.0, 5000.0),
+    "hours-per-week": (0.0, 100.0),
+}
+COLUMNS = (
+    "age",
+    "workclass",
+    "fnlwgt",
+    "education",
+    "education-num",
+    "marital-status",
+    "occupation",
+    "relationship",
+    "race",
+    "sex",
+    "capital-gain",
+    "capital-loss",
+    "hours-per-week",
+    "native-country",
+)
 
 
 def adult_schema() -> PublicSchema:
@@ -56,8 +76,9 @@ def adult_schema() -> PublicSchema:
         name, _, rest = line.partition(":")
         if name in COLUMNS and name not in NUMERIC and rest.strip():
             domains[name] = tuple(v.strip() for v in rest.strip().rstrip(".").split(","))
-    attributes = tuple(NumericAttribute(c, *NUMERIC[c]) if c in NUMERIC else CategoricalAttribute(c, domains[c])
-                       for c in COLUMNS)
+    attributes = tuple(
+        NumericAttribute(c, *NUMERIC[c]) if c in NUMERIC else CategoricalAttribute(c, domains[c]) for c in COLUMNS
+    )
     return PublicSchema(attributes=attributes, label=ClassLabels((0, 1)))
 
 
@@ -79,14 +100,27 @@ def adult_rows(schema: PublicSchema) -> tuple[np.ndarray, np.ndarray]:
 
 def synthetic_rows(n: int) -> tuple[PublicSchema, np.ndarray, np.ndarray]:
     """A stand-in of Adult's shape: 6 numeric and 8 categorical attributes with Adult's domain sizes."""
-    sizes = {"workclass": 8, "education": 16, "marital-status": 7, "occupation": 14, "relationship": 6, "race": 5,
-             "sex": 2, "native-country": 41}
-    attributes = tuple(NumericAttribute(c, *NUMERIC[c]) if c in NUMERIC
-                       else CategoricalAttribute(c, tuple(f"v{i}" for i in range(sizes[c]))) for c in COLUMNS)
+    sizes = {
+        "workclass": 8,
+        "education": 16,
+        "marital-status": 7,
+        "occupation": 14,
+        "relationship": 6,
+        "race": 5,
+        "sex": 2,
+        "native-country": 41,
+    }
+    attributes = tuple(
+        NumericAttribute(c, *NUMERIC[c])
+        if c in NUMERIC
+        else CategoricalAttribute(c, tuple(f"v{i}" for i in range(sizes[c])))
+        for c in COLUMNS
+    )
     schema = PublicSchema(attributes=attributes, label=ClassLabels((0, 1)))
     data = np.random.default_rng(0)
-    X = np.column_stack([data.uniform(*NUMERIC[c], size=n) if c in NUMERIC else data.integers(0, sizes[c], size=n)
-                         for c in COLUMNS])
+    X = np.column_stack(
+        [data.uniform(*NUMERIC[c], size=n) if c in NUMERIC else data.integers(0, sizes[c], size=n) for c in COLUMNS]
+    )
     y = (X[:, 0] / 100 + data.random(n) > 1.0).astype(int)
     return schema, X, y
 
@@ -106,8 +140,11 @@ def main() -> None:
         X, y = adult_rows(schema)
         source = "Adult"
     else:
-        print(f"the adult dataset is not in {data_home()} (marketplace data fetch adult): timing a synthetic "
-              "table of Adult's shape instead", file=sys.stderr)
+        print(
+            f"the adult dataset is not in {data_home()} (marketplace data fetch adult): timing a synthetic "
+            "table of Adult's shape instead",
+            file=sys.stderr,
+        )
         schema, X, y = synthetic_rows(45_222)
         source = "synthetic"
     if args.rows:
@@ -126,15 +163,23 @@ def main() -> None:
     tree, synthetic = sharer_once()
     noisy = noisy_node_counts(tree, X, epsilon=EPSILON / 2, rng=rng, p=P)
     consistent = consistent_counts(tree, noisy)
-    print(f"{tag}: {tree.n_nodes:,} nodes, {tree.n_leaves:,} leaves, depth {tree.depth}; "
-          f"{synthetic.X.shape[0]:,} synthetic records; consistency in {consistent.iterations} Newton steps; "
-          f"eps spent {synthetic.epsilon:g}")
+    print(
+        f"{tag}: {tree.n_nodes:,} nodes, {tree.n_leaves:,} leaves, depth {tree.depth}; "
+        f"{synthetic.X.shape[0]:,} synthetic records; consistency in {consistent.iterations} Newton steps; "
+        f"eps spent {synthetic.epsilon:g}"
+    )
 
     report(f"grow_tree {tag}", median_seconds(tree_once, repeats), repeats)
-    report(f"noisy_node_counts p={P}", median_seconds(
-        lambda: noisy_node_counts(tree, X, epsilon=EPSILON / 2, rng=rng, p=P), repeats), repeats)
-    report(f"consistent_counts (dual Newton) {tree.n_leaves:,} leaves", median_seconds(
-        lambda: consistent_counts(tree, noisy), repeats), repeats)
+    report(
+        f"noisy_node_counts p={P}",
+        median_seconds(lambda: noisy_node_counts(tree, X, epsilon=EPSILON / 2, rng=rng, p=P), repeats),
+        repeats,
+    )
+    report(
+        f"consistent_counts (dual Newton) {tree.n_leaves:,} leaves",
+        median_seconds(lambda: consistent_counts(tree, noisy), repeats),
+        repeats,
+    )
     report("synthesize", median_seconds(lambda: synthesize(tree, consistent.leaves, rng=rng), repeats), repeats)
     report(f"whole sharer: tree + optPrivateGen {tag} (target < 5 s)", median_seconds(sharer_once, repeats), repeats)
     # Each run draws a new tree, whose size depends on the attributes drawn: show the spread too.
@@ -146,11 +191,16 @@ def main() -> None:
             opt_private_gen(grown, X, epsilon=EPSILON / 2, rng=rng, p=P)
             times.append(time.perf_counter() - start)
             leaves.append(grown.n_leaves)
-        print(f"whole sharer, attribute_choice={choice!r}, {2 * repeats} trees of {min(leaves):,}-{max(leaves):,} leaves: "
-              f"median {np.median(times) * 1e3:.0f} ms, max {max(times) * 1e3:.0f} ms")
+        print(
+            f"whole sharer, attribute_choice={choice!r}, {2 * repeats} trees of {min(leaves):,}-{max(leaves):,} leaves: "
+            f"median {np.median(times) * 1e3:.0f} ms, max {max(times) * 1e3:.0f} ms"
+        )
     trees = [tree] + [tree_once() for _ in range(3)]
-    report(f"label {synthetic.X.shape[0]:,} records by 4 trees", median_seconds(
-        lambda: label_synthetic(trees, synthetic, rng=rng), repeats), repeats)
+    report(
+        f"label {synthetic.X.shape[0]:,} records by 4 trees",
+        median_seconds(lambda: label_synthetic(trees, synthetic, rng=rng), repeats),
+        repeats,
+    )
 
 
 if __name__ == "__main__":

@@ -92,16 +92,19 @@ def data_section(owners: int, rows_per_owner: int, dim: int, components: int, pa
     while int(round(share * target_rows)) < VALIDATION + TEST:
         share = math.nextafter(share, 1.0)
     return {
-        "source": {"kind": "covariate_shift",
-                   "covariate_shift": {"dim": dim, "components": components, "rows_per_component": rows_per_component}},
+        "source": {
+            "kind": "covariate_shift",
+            "covariate_shift": {"dim": dim, "components": components, "rows_per_component": rows_per_component},
+        },
         "partition": {"scheme": partition, "skew": 0.8},
         "consumer": {"target_groups": [0, 1], "target_share": share, "validation_size": VALIDATION, "test_size": TEST},
         "seed_set": {"groups": [components - 1], "size": SEED_SET},
     }
 
 
-def scenario_raw(name: str, owners: int, data: dict[str, Any], rounds: int, features: int, seed: int,
-                 overrides: list[str] = ()) -> dict[str, Any]:
+def scenario_raw(
+    name: str, owners: int, data: dict[str, Any], rounds: int, features: int, seed: int, overrides: list[str] = ()
+) -> dict[str, Any]:
     from marketplace.scenario.load import apply_override
 
     raw = {
@@ -140,7 +143,7 @@ class _RoundClock(logging.Handler):
 
 def _status_field(status: str, name: str) -> int:
     at = status.index(name) + len(name)
-    return int(status[at:status.index("\n", at)])
+    return int(status[at : status.index("\n", at)])
 
 
 def _proc_usage(pid: int) -> tuple[float, int, int] | None:
@@ -157,7 +160,7 @@ def _proc_usage(pid: int) -> tuple[float, int, int] | None:
             invol += _status_field(status, "\nnonvoluntary_ctxt_switches:")
     except (OSError, ValueError):
         return None
-    rest = fields[fields.rfind(")") + 2:].split()
+    rest = fields[fields.rfind(")") + 2 :].split()
     cpu = (int(rest[11]) + int(rest[12])) / os.sysconf("SC_CLK_TCK")  # every thread of the process
     return cpu, vol, invol
 
@@ -209,10 +212,17 @@ class _ChildSampler(threading.Thread):
         if len(self.pids) < self.n_parties:
             self.pids = _party_pids(self.log_dir)
         per = {p: u for p, u in ((p, _proc_usage(pid)) for p, pid in self.pids.items()) if u}
-        self.samples.append({"t": time.time(), "round": rnd, "procs": len(per),
-                             "cpu_s": sum(u[0] for u in per.values()),
-                             "vcs": sum(u[1] for u in per.values()), "ivcs": sum(u[2] for u in per.values()),
-                             "party_cpu_s": {p: u[0] for p, u in per.items()}})
+        self.samples.append(
+            {
+                "t": time.time(),
+                "round": rnd,
+                "procs": len(per),
+                "cpu_s": sum(u[0] for u in per.values()),
+                "vcs": sum(u[1] for u in per.values()),
+                "ivcs": sum(u[2] for u in per.values()),
+                "party_cpu_s": {p: u[0] for p, u in per.items()},
+            }
+        )
 
     def run(self) -> None:
         last = None
@@ -253,9 +263,12 @@ def _per_round_stats(rounds: list[tuple[int, float]]) -> dict[str, Any]:
     span = t1 - t0
     gaps = sorted((b[1] - a[1]) * 1e3 for a, b in zip(rounds, rounds[1:]))
     return {
-        "rounds_timed": r1 - r0, "span_s": span, "latency_ms": span / (r1 - r0) * 1e3,
+        "rounds_timed": r1 - r0,
+        "span_s": span,
+        "latency_ms": span / (r1 - r0) * 1e3,
         "rounds_per_s": (r1 - r0) / span if span > 0 else None,
-        "gap_median_ms": statistics.median(gaps), "gap_p90_ms": gaps[min(len(gaps) - 1, int(0.9 * len(gaps)))],
+        "gap_median_ms": statistics.median(gaps),
+        "gap_p90_ms": gaps[min(len(gaps) - 1, int(0.9 * len(gaps)))],
         "gap_max_ms": gaps[-1],
     }
 
@@ -307,11 +320,20 @@ def worker(spec_path: str) -> int:
     wall_start_perf = marks["wall_end_perf"] - wall_s
     rounds_planned = scenario.config.summarize.rounds
     result: dict[str, Any] = {
-        "driver": driver, "launch": report.get("launch"), "owners": scenario.config.parties.owners, "rounds": rounds_planned,
-        "status": report["status"], "failures": report["failures"][:3], "wall_s": wall_s,
-        "worker_call_s": t_return - t_call, "owner_rows": [part["rows"] for part in report["data"]["owners"]],
-        "messages": {"total": report["messages"]["total"], "bytes": report["messages"]["bytes"],
-                     "heartbeats": report["messages"]["heartbeats"]["sent"]},
+        "driver": driver,
+        "launch": report.get("launch"),
+        "owners": scenario.config.parties.owners,
+        "rounds": rounds_planned,
+        "status": report["status"],
+        "failures": report["failures"][:3],
+        "wall_s": wall_s,
+        "worker_call_s": t_return - t_call,
+        "owner_rows": [part["rows"] for part in report["data"]["owners"]],
+        "messages": {
+            "total": report["messages"]["total"],
+            "bytes": report["messages"]["bytes"],
+            "heartbeats": report["messages"]["heartbeats"]["sent"],
+        },
         "timing": {k: timing[k] for k in ("compute_s", "transport_s")},
         "party_timing": {p: d.get("timing") or {} for p, d in report["party_details"].items()},
         "party_pid": {p["id"]: p.get("pid") for p in report.get("parties", [])},
@@ -339,13 +361,19 @@ def worker(spec_path: str) -> int:
             a, b = samples[0], samples[-1]
             n = b["round"] - a["round"]
             result["cpu_ms_per_round"] = (b["cpu_s"] - a["cpu_s"]) / n * 1e3
-            result["ctx_switches_per_round"] = {"voluntary": (b["vcs"] - a["vcs"]) / n, "involuntary": (b["ivcs"] - a["ivcs"]) / n}
+            result["ctx_switches_per_round"] = {
+                "voluntary": (b["vcs"] - a["vcs"]) / n,
+                "involuntary": (b["ivcs"] - a["ivcs"]) / n,
+            }
             result["cpu_sample_rounds"] = n
             party_cpu = {p: (b["party_cpu_s"][p] - a["party_cpu_s"].get(p, 0.0)) / n * 1e3 for p in b["party_cpu_s"]}
             owners_cpu = [v for p, v in party_cpu.items() if p.startswith("owner-")]
-            result["party_cpu_ms_per_round"] = {"curator": party_cpu.get("curator"), "owners_sum": sum(owners_cpu),
-                                                "owner_max": max(owners_cpu) if owners_cpu else None,
-                                                "consumer": party_cpu.get("consumer")}
+            result["party_cpu_ms_per_round"] = {
+                "curator": party_cpu.get("curator"),
+                "owners_sum": sum(owners_cpu),
+                "owner_max": max(owners_cpu) if owners_cpu else None,
+                "consumer": party_cpu.get("consumer"),
+            }
     p_present, p_first, p_last = to_rel(present), to_rel(first), to_rel(last)
     result["phases_s"] = {
         "setup": p_present,  # wall start -> every party present (start, [imports, world,] h1, connect)
@@ -364,30 +392,54 @@ def run_name(driver: str, launch: str | None) -> str:
     return f"processes-{launch}" if driver == "processes" else driver
 
 
-def run_one(args: argparse.Namespace, workdir: Path, label: str, raw: dict[str, Any], driver: str, repeat: int,
-            launch: str | None = None) -> dict[str, Any]:
+def run_one(
+    args: argparse.Namespace,
+    workdir: Path,
+    label: str,
+    raw: dict[str, Any],
+    driver: str,
+    repeat: int,
+    launch: str | None = None,
+) -> dict[str, Any]:
     name = run_name(driver, launch)
     run_dir = workdir / f"{label}-{name}-r{repeat}"
     if run_dir.exists():
         shutil.rmtree(run_dir)
     run_dir.mkdir(parents=True)
-    spec = {"scenario": raw, "driver": driver, "launch": launch, "out": str(run_dir / "out"),
-            "result": str(run_dir / "result.json"), "profile": str(run_dir / "inprocess.prof") if args.profile else None}
+    spec = {
+        "scenario": raw,
+        "driver": driver,
+        "launch": launch,
+        "out": str(run_dir / "out"),
+        "result": str(run_dir / "result.json"),
+        "profile": str(run_dir / "inprocess.prof") if args.profile else None,
+    }
     (run_dir / "spec.json").write_text(json.dumps(spec))
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--worker", str(run_dir / "spec.json")],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--worker", str(run_dir / "spec.json")],
+        capture_output=True,
+        text=True,
+    )
     elapsed = time.perf_counter() - t0
     if proc.returncode != 0 or not (run_dir / "result.json").exists():
         tail = (proc.stderr or proc.stdout)[-1500:]
-        result = {"driver": driver, "launch": launch, "status": "error", "failures": [f"worker exit {proc.returncode}: {tail}"]}
+        result = {
+            "driver": driver,
+            "launch": launch,
+            "status": "error",
+            "failures": [f"worker exit {proc.returncode}: {tail}"],
+        }
     else:
         result = json.loads((run_dir / "result.json").read_text())
     result.update(label=label, repeat=repeat, process_s=elapsed)
     lat = (result.get("per_round") or {}).get("latency_ms")
     lat_txt = f"{lat:8.2f} ms/round" if lat else "   n/a"
-    print(f"  [{time.strftime('%H:%M:%S')}] {label:<14} {name:<20} #{repeat + 1}  {result['status']:<9} "
-          f"{lat_txt}  wall_s {result.get('wall_s', float('nan')):7.2f}  ({elapsed:.1f} s)", flush=True)
+    print(
+        f"  [{time.strftime('%H:%M:%S')}] {label:<14} {name:<20} #{repeat + 1}  {result['status']:<9} "
+        f"{lat_txt}  wall_s {result.get('wall_s', float('nan')):7.2f}  ({elapsed:.1f} s)",
+        flush=True,
+    )
     if result["status"] != "completed":
         print(f"      failures: {result.get('failures')}", flush=True)
     if not args.keep_runs:
@@ -442,8 +494,10 @@ def calibrate_cores(seconds: float = 0.4) -> dict[str, float]:
 def part_rounds(args: argparse.Namespace, workdir: Path, out: dict[str, Any]) -> None:
     kmax = max(args.owners)
     launch = args.launches[0]
-    print(f"\n== 1. rounds: K = {args.owners}, one world of {kmax} x {args.rows_per_owner} owner rows, "
-          f"dim {args.dim}, d = {args.features}, p = {args.rounds}, {args.partition} partition, launch {launch}")
+    print(
+        f"\n== 1. rounds: K = {args.owners}, one world of {kmax} x {args.rows_per_owner} owner rows, "
+        f"dim {args.dim}, d = {args.features}, p = {args.rounds}, {args.partition} partition, launch {launch}"
+    )
     rows = []
     data = data_section(kmax, args.rows_per_owner, args.dim, args.components, args.partition)
     for k in args.owners:
@@ -471,7 +525,9 @@ def summarize_rounds(k: int, name: str, runs: list[dict[str, Any]]) -> dict[str,
     row["closing_s"] = stats([r["phases_s"]["closing"] for r in ok])
     if ok[0]["driver"] == "processes":
         row["ctx_switches_per_round"] = stats([(r.get("ctx_switches_per_round") or {}).get("voluntary") for r in ok])
-        row["ctx_involuntary_per_round"] = stats([(r.get("ctx_switches_per_round") or {}).get("involuntary") for r in ok])
+        row["ctx_involuntary_per_round"] = stats(
+            [(r.get("ctx_switches_per_round") or {}).get("involuntary") for r in ok]
+        )
     return row
 
 
@@ -483,16 +539,29 @@ def part_overhead(args: argparse.Namespace, workdir: Path, out: dict[str, Any]) 
     raw = scenario_raw(f"bench-rounds-k{k}", k, data, args.rounds, args.features, args.seed, args.set)
     by_driver: dict[str, list[dict[str, Any]]] = {}
     for driver in ("processes", "inprocess"):
-        reuse = [r for r in out["runs"] if r.get("label") == f"rounds-k{k}" and r["driver"] == driver
-                 and r["status"] == "completed" and (driver == "inprocess" or r.get("launch") == launch)]
+        reuse = [
+            r
+            for r in out["runs"]
+            if r.get("label") == f"rounds-k{k}"
+            and r["driver"] == driver
+            and r["status"] == "completed"
+            and (driver == "inprocess" or r.get("launch") == launch)
+        ]
         if reuse:
             print(f"  reusing {len(reuse)} {driver} run(s) of part 1")
         else:
             reuse = [run_one(args, workdir, f"rounds-k{k}", raw, driver, r, launch) for r in range(args.repeats)]
             out["runs"].extend(reuse)
         by_driver[driver] = [r for r in reuse if r["status"] == "completed"]
-    floor_raw = scenario_raw(f"bench-floor-k{k}", k, data_section(k, args.floor_rows, args.dim, args.components, "even"),
-                             args.rounds, args.features, args.seed, args.set)
+    floor_raw = scenario_raw(
+        f"bench-floor-k{k}",
+        k,
+        data_section(k, args.floor_rows, args.dim, args.components, "even"),
+        args.rounds,
+        args.features,
+        args.seed,
+        args.set,
+    )
     floor = [run_one(args, workdir, f"floor-k{k}", floor_raw, "processes", r, launch) for r in range(args.repeats)]
     out["runs"].extend(floor)
     floor = [r for r in floor if r["status"] == "completed"]
@@ -519,10 +588,23 @@ def part_overhead(args: argparse.Namespace, workdir: Path, out: dict[str, Any]) 
     inproc_crit_med = statistics.median([sum(curator_and_max_owner(r, "compute_s")[:2]) for r in inproc])
     inproc_cpu = [x["cpu_ms_per_round"] for x in inproc if x.get("cpu_ms_per_round") is not None]
     eff = out["machine"]["effective_cores"]
-    rows: dict[str, list[float]] = {k2: [] for k2 in (
-        "proc_latency", "curator_compute", "max_owner_compute", "sum_owner_compute", "transport_estimate",
-        "transport_estimate_uncontended", "codec_sum", "codec_critical", "io_sum", "cpu_per_round", "cpu_bound",
-        "extra_cpu_processes")}
+    rows: dict[str, list[float]] = {
+        k2: []
+        for k2 in (
+            "proc_latency",
+            "curator_compute",
+            "max_owner_compute",
+            "sum_owner_compute",
+            "transport_estimate",
+            "transport_estimate_uncontended",
+            "codec_sum",
+            "codec_critical",
+            "io_sum",
+            "cpu_per_round",
+            "cpu_bound",
+            "extra_cpu_processes",
+        )
+    }
     for r in proc:
         lat = r["per_round"]["latency_ms"]
         cur, mx, sm = curator_and_max_owner(r, "compute_s")
@@ -571,9 +653,11 @@ def part_overhead(args: argparse.Namespace, workdir: Path, out: dict[str, Any]) 
     # hosts, the curator and their I/O threads share two cores and slow each other's compute, which
     # the subtraction with the processes run's own (contended) compute books as transport
     verdicts = {}
-    for name, key in (("measured (floor run, compute ~ 0)", "floor_proc_latency"),
-                      ("by subtraction, contended compute", "transport_estimate"),
-                      ("by subtraction, uncontended compute", "transport_estimate_uncontended")):
+    for name, key in (
+        ("measured (floor run, compute ~ 0)", "floor_proc_latency"),
+        ("by subtraction, contended compute", "transport_estimate"),
+        ("by subtraction, uncontended compute", "transport_estimate_uncontended"),
+    ):
         est = result.get(key)
         verdicts[name] = None if not est else {"median": est["median"], "met": est["median"] <= TARGET_TRANSPORT_MS}
     result["target_by_estimate"] = verdicts
@@ -584,12 +668,20 @@ def part_overhead(args: argparse.Namespace, workdir: Path, out: dict[str, Any]) 
 
 def part_ratio(args: argparse.Namespace, workdir: Path, out: dict[str, Any]) -> None:
     k = args.ratio_owners
-    print(f"\n== 3. wall-time ratio processes / inprocess: K = {k}, {args.ratio_rows} rows per owner, dim {args.dim}, "
-          f"d = {args.features}, p = {args.ratio_rounds}, launch {', '.join(args.launches)}")
+    print(
+        f"\n== 3. wall-time ratio processes / inprocess: K = {k}, {args.ratio_rows} rows per owner, dim {args.dim}, "
+        f"d = {args.features}, p = {args.ratio_rounds}, launch {', '.join(args.launches)}"
+    )
     data = data_section(k, args.ratio_rows, args.dim, args.components, args.partition)
     raw = scenario_raw(f"bench-ratio-k{k}", k, data, args.ratio_rounds, args.features, args.seed, args.set)
-    res: dict[str, Any] = {"owners": k, "rows_per_owner": args.ratio_rows, "rounds": args.ratio_rounds,
-                           "target": TARGET_RATIO, "drivers": {}, "ratios": {}}
+    res: dict[str, Any] = {
+        "owners": k,
+        "rows_per_owner": args.ratio_rows,
+        "rounds": args.ratio_rounds,
+        "target": TARGET_RATIO,
+        "drivers": {},
+        "ratios": {},
+    }
     walls: dict[str, list[float]] = {}
     for driver, launch in [*(("processes", launch) for launch in args.launches), ("inprocess", None)]:
         name = run_name(driver, launch)
@@ -599,7 +691,10 @@ def part_ratio(args: argparse.Namespace, workdir: Path, out: dict[str, Any]) -> 
         walls[name] = [r["wall_s"] for r in ok]
         res["drivers"][name] = {
             "wall_s": stats(walls[name]),
-            **{f"{phase}_s": stats([r["phases_s"][phase] for r in ok]) for phase in ("setup", "first_round", "rounds", "closing")},
+            **{
+                f"{phase}_s": stats([r["phases_s"][phase] for r in ok])
+                for phase in ("setup", "first_round", "rounds", "closing")
+            },
             "latency_ms": stats([r["per_round"]["latency_ms"] for r in ok]),
             "owner_rows": ok[0]["owner_rows"] if ok else None,
         }
@@ -609,9 +704,13 @@ def part_ratio(args: argparse.Namespace, workdir: Path, out: dict[str, Any]) -> 
         if proc and inproc:
             ratio = statistics.median(proc) / statistics.median(inproc)
             pr, ir = res["drivers"][run_name("processes", launch)]["rounds_s"], res["drivers"]["inprocess"]["rounds_s"]
-            res["ratios"][launch] = {"ratio": ratio, "ratio_min": min(proc) / max(inproc), "ratio_max": max(proc) / min(inproc),
-                                     "rounds_only_ratio": pr["median"] / ir["median"] if pr and ir else None,
-                                     "target_met": ratio <= TARGET_RATIO}
+            res["ratios"][launch] = {
+                "ratio": ratio,
+                "ratio_min": min(proc) / max(inproc),
+                "ratio_max": max(proc) / min(inproc),
+                "rounds_only_ratio": pr["median"] / ir["median"] if pr and ir else None,
+                "target_met": ratio <= TARGET_RATIO,
+            }
     out["ratio"] = res
 
 
@@ -621,23 +720,29 @@ def part_ratio(args: argparse.Namespace, workdir: Path, out: dict[str, Any]) -> 
 def print_tables(out: dict[str, Any]) -> None:
     m = out["machine"]
     print("\n" + "=" * 100)
-    print(f"machine: {m['cpu_count']} CPUs, effective parallelism {m['effective_cores']:.2f} cores "
-          f"(pure-Python loop, 1 process {m['one_s']:.2f} s, {m['cpu_count']} at once {m['all_s']:.2f} s); "
-          f"(after the runs: {out['machine_after']['effective_cores']:.2f}); "
-          f"launch {out['settings']['launch']}; overrides {out['settings']['set'] or 'none'}")
+    print(
+        f"machine: {m['cpu_count']} CPUs, effective parallelism {m['effective_cores']:.2f} cores "
+        f"(pure-Python loop, 1 process {m['one_s']:.2f} s, {m['cpu_count']} at once {m['all_s']:.2f} s); "
+        f"(after the runs: {out['machine_after']['effective_cores']:.2f}); "
+        f"launch {out['settings']['launch']}; overrides {out['settings']['set'] or 'none'}"
+    )
     print("values: median [min-max] over repeats")
     if out.get("rounds"):
         print("\n1. Per-round latency (round 1 -> round P, protocol only)")
-        print(f"{'K':>3} {'driver':<20} {'rows/owner':>11} {'latency ms/round':>24} {'rounds/s':>22} {'p90 gap ms':>12} "
-              f"{'CPU ms/round':>20} {'setup s':>18} {'wall s':>20}")
+        print(
+            f"{'K':>3} {'driver':<20} {'rows/owner':>11} {'latency ms/round':>24} {'rounds/s':>22} {'p90 gap ms':>12} "
+            f"{'CPU ms/round':>20} {'setup s':>18} {'wall s':>20}"
+        )
         for r in out["rounds"]:
             if not r.get("completed"):
                 print(f"{r['owners']:>3} {r['driver']:<20} FAILED: {r.get('failures')}")
                 continue
             lo, hi = r["owner_rows"]
             rows_txt = str(lo) if lo == hi else f"{lo}-{hi}"
-            print(f"{r['owners']:>3} {r['driver']:<20} {rows_txt:>11} {fmt(r['latency_ms']):>24} {fmt(r['rounds_per_s'], 1):>22} "
-                  f"{fmt(r['gap_p90_ms'], 1):>12} {fmt(r['cpu_ms_per_round'], 1):>20} {fmt(r['setup_s']):>18} {fmt(r['wall_s']):>20}")
+            print(
+                f"{r['owners']:>3} {r['driver']:<20} {rows_txt:>11} {fmt(r['latency_ms']):>24} {fmt(r['rounds_per_s'], 1):>22} "
+                f"{fmt(r['gap_p90_ms'], 1):>12} {fmt(r['cpu_ms_per_round'], 1):>20} {fmt(r['setup_s']):>18} {fmt(r['wall_s']):>20}"
+            )
     o = out.get("overhead")
     if o and "error" not in o:
         print(f"\n2. Transport overhead per round at K = {o['owners']}, launch {o['launch']} (ms per round)")
@@ -676,16 +781,24 @@ def print_tables(out: dict[str, Any]) -> None:
             print(f"    {name:<60} {shown:>28}")
     r = out.get("ratio")
     if r and r.get("drivers"):
-        print(f"\n3. Wall time processes / in-process, K = {r['owners']}, {r['rows_per_owner']} rows/owner, p = {r['rounds']} (seconds)")
-        print(f"  {'driver':<20} {'wall_s':>22} {'setup':>20} {'first round':>20} {'rounds':>20} {'closing':>20} {'ms/round':>20}")
+        print(
+            f"\n3. Wall time processes / in-process, K = {r['owners']}, {r['rows_per_owner']} rows/owner, p = {r['rounds']} (seconds)"
+        )
+        print(
+            f"  {'driver':<20} {'wall_s':>22} {'setup':>20} {'first round':>20} {'rounds':>20} {'closing':>20} {'ms/round':>20}"
+        )
         for name, d in r["drivers"].items():
-            print(f"  {name:<20} {fmt(d['wall_s']):>22} {fmt(d['setup_s']):>20} {fmt(d['first_round_s']):>20} "
-                  f"{fmt(d['rounds_s']):>20} {fmt(d['closing_s']):>20} {fmt(d['latency_ms']):>20}")
+            print(
+                f"  {name:<20} {fmt(d['wall_s']):>22} {fmt(d['setup_s']):>20} {fmt(d['first_round_s']):>20} "
+                f"{fmt(d['rounds_s']):>20} {fmt(d['closing_s']):>20} {fmt(d['latency_ms']):>20}"
+            )
         for launch, q in r["ratios"].items():
             verdict = "MET" if q["target_met"] else "NOT MET"
             rounds_only = f"{q['rounds_only_ratio']:.2f}" if q["rounds_only_ratio"] else "n/a"
-            print(f"  launch {launch:<10}: ratio of medians {q['ratio']:.2f} (range {q['ratio_min']:.2f}-{q['ratio_max']:.2f}); "
-                  f"rounds-only ratio {rounds_only}; target <= {r['target']:g} -> {verdict}")
+            print(
+                f"  launch {launch:<10}: ratio of medians {q['ratio']:.2f} (range {q['ratio_min']:.2f}-{q['ratio_max']:.2f}); "
+                f"rounds-only ratio {rounds_only}; target <= {r['target']:g} -> {verdict}"
+            )
     print("=" * 100)
 
 
@@ -697,31 +810,54 @@ def _int_list(text: str) -> list[int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--json", metavar="PATH", help="write all figures (and every run's raw measurements) here")
-    parser.add_argument("--parts", default="1,2,3", help="which measurements: 1 rounds, 2 transport overhead, 3 wall ratio")
+    parser.add_argument(
+        "--parts", default="1,2,3", help="which measurements: 1 rounds, 2 transport overhead, 3 wall ratio"
+    )
     parser.add_argument("--repeats", type=int, default=3, help="runs per configuration (median/min/max)")
-    parser.add_argument("--launch", choices=("forkserver", "exec", "both"), default="forkserver",
-                        help="how the processes driver starts parties; both: parts 1-2 use forkserver, part 3 reports each")
+    parser.add_argument(
+        "--launch",
+        choices=("forkserver", "exec", "both"),
+        default="forkserver",
+        help="how the processes driver starts parties; both: parts 1-2 use forkserver, part 3 reports each",
+    )
     parser.add_argument("--owners", type=_int_list, default=[4, 16, 64], help="K values of part 1")
     parser.add_argument("--drivers", default="processes,inprocess", help="drivers of part 1")
     parser.add_argument("--rounds", type=int, default=100, help="p of parts 1 and 2")
     parser.add_argument("--features", type=int, default=140, help="d, random Fourier features")
     parser.add_argument("--dim", type=int, default=20, help="data dimension of the covariate_shift source")
     parser.add_argument("--components", type=int, default=8)
-    parser.add_argument("--rows-per-owner", type=int, default=2000, help="owner rows at the largest K of part 1 (same world for every K)")
+    parser.add_argument(
+        "--rows-per-owner",
+        type=int,
+        default=2000,
+        help="owner rows at the largest K of part 1 (same world for every K)",
+    )
     parser.add_argument("--partition", default="even", choices=("even", "by_group"))
     parser.add_argument("--overhead-owners", type=int, default=16)
-    parser.add_argument("--floor-rows", type=int, default=200, help="rows per owner of the near-zero-compute floor run of part 2")
+    parser.add_argument(
+        "--floor-rows", type=int, default=200, help="rows per owner of the near-zero-compute floor run of part 2"
+    )
     parser.add_argument("--ratio-owners", type=int, default=8)
     parser.add_argument("--ratio-rows", type=int, default=10_000)
     parser.add_argument("--ratio-rounds", type=int, default=200)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
-                        help="scenario override for every run, e.g. transport.endpoint=ipc:///tmp/bench.ipc")
-    parser.add_argument("--profile", action="store_true",
-                        help="cProfile every in-process run (all parties in one process) into <run>/inprocess.prof "
-                             "(slows them down: for attribution only; use with --workdir)")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY.PATH=VALUE",
+        help="scenario override for every run, e.g. transport.endpoint=ipc:///tmp/bench.ipc",
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="cProfile every in-process run (all parties in one process) into <run>/inprocess.prof "
+        "(slows them down: for attribution only; use with --workdir)",
+    )
     parser.add_argument("--workdir", help="where runs are written (default: a temporary folder, removed)")
     parser.add_argument("--keep-runs", action="store_true", help="keep every run's output folder (logs, report.json)")
     parser.add_argument("--worker", metavar="SPEC", help=argparse.SUPPRESS)
@@ -741,12 +877,19 @@ def main(argv: list[str] | None = None) -> int:
     out: dict[str, Any] = {
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "settings": {k: v for k, v in vars(args).items() if k != "worker"},
-        "versions": {"python": platform.python_version(), "numpy": numpy.__version__, "pyzmq": zmq.__version__,
-                     "libzmq": zmq.zmq_version(), "msgpack": ".".join(map(str, msgpack.version))},
+        "versions": {
+            "python": platform.python_version(),
+            "numpy": numpy.__version__,
+            "pyzmq": zmq.__version__,
+            "libzmq": zmq.zmq_version(),
+            "msgpack": ".".join(map(str, msgpack.version)),
+        },
         "machine": calibrate_cores(),
         "runs": [],
     }
-    print(f"machine: {out['machine']['cpu_count']} CPUs, effective {out['machine']['effective_cores']:.2f}; runs in {workdir}")
+    print(
+        f"machine: {out['machine']['cpu_count']} CPUs, effective {out['machine']['effective_cores']:.2f}; runs in {workdir}"
+    )
     try:
         if 1 in parts:
             part_rounds(args, workdir, out)

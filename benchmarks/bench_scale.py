@@ -66,7 +66,14 @@ import threading
 import time
 from pathlib import Path
 
-from proctree import CLOCK_TICK, cpu_ticks, interpolate, memory_kb, thread_kind_ticks, tree  # a script's own folder is on sys.path
+from proctree import (
+    CLOCK_TICK,
+    cpu_ticks,
+    interpolate,
+    memory_kb,
+    thread_kind_ticks,
+    tree,
+)  # a script's own folder is on sys.path
 
 ROOT = Path(__file__).resolve().parent.parent
 QUICKSTART = ROOT / "scenarios" / "quickstart.yaml"
@@ -97,8 +104,11 @@ class TreeSampler(threading.Thread):
         for t, snap in self.thread_trace:
             for key, ticks in snap.items():
                 series.setdefault(key, []).append((t, ticks))
-        return {key: (interpolate(points, end) - interpolate(points, start)) / CLOCK_TICK
-                for key, points in series.items() if points[0][0] <= start}
+        return {
+            key: (interpolate(points, end) - interpolate(points, start)) / CLOCK_TICK
+            for key, points in series.items()
+            if points[0][0] <= start
+        }
 
     def cpu_between(self, start: float, end: float) -> float | None:
         """CPU seconds the tree used between two wall-clock times, interpolated between samples
@@ -152,8 +162,11 @@ def curator_phases(log: Path) -> dict[str, float]:
             rounds.append(t)
     if start is None or present is None or len(rounds) < 2:
         return {}
-    return {"connect_s": round(present - start, 3), "round_ms": round(1000 * (rounds[-1] - rounds[0]) / (len(rounds) - 1), 2),
-            "_rounds_span": (rounds[0], rounds[-1], len(rounds))}
+    return {
+        "connect_s": round(present - start, 3),
+        "round_ms": round(1000 * (rounds[-1] - rounds[0]) / (len(rounds) - 1), 2),
+        "_rounds_span": (rounds[0], rounds[-1], len(rounds)),
+    }
 
 
 ROUND_CLOCK = """
@@ -177,12 +190,33 @@ sys.exit(code)
 processes driver, so ``round_ms`` means the same for both."""
 
 
-def run_point(owners: int, driver: str, rounds: int, extra: list[str], workdir: Path, repeat: int = 0,
-              memory_every_s: float = 0.25) -> dict:
+def run_point(
+    owners: int,
+    driver: str,
+    rounds: int,
+    extra: list[str],
+    workdir: Path,
+    repeat: int = 0,
+    memory_every_s: float = 0.25,
+) -> dict:
     out = workdir / f"{driver}-k{owners}-r{repeat}"
-    args = ["run", str(QUICKSTART), "--out", str(out), "--quiet", "--driver", driver,
-            "--set", f"parties.owners={owners}", "--set", f"summarize.rounds={rounds}", "--set", "summarize.baselines=[]",
-            "--set", "data.partition.scheme=even"]
+    args = [
+        "run",
+        str(QUICKSTART),
+        "--out",
+        str(out),
+        "--quiet",
+        "--driver",
+        driver,
+        "--set",
+        f"parties.owners={owners}",
+        "--set",
+        f"summarize.rounds={rounds}",
+        "--set",
+        "summarize.baselines=[]",
+        "--set",
+        "data.partition.scheme=even",
+    ]
     for item in extra:
         args += ["--set", item]
     clock = workdir / f"{driver}-k{owners}-r{repeat}.rounds.json"
@@ -204,10 +238,20 @@ def run_point(owners: int, driver: str, rounds: int, extra: list[str], workdir: 
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     report = json.loads((out / "report.json").read_text()) if (out / "report.json").exists() else {}
-    row = {"owners": owners, "driver": driver, "repeat": repeat, "rounds": rounds, "exit": proc.returncode, "status": report.get("status"),
-           "wall_s": round(wall, 3), "run_wall_s": round(report.get("timing", {}).get("wall_s", float("nan")), 3),
-           "cpu_s": round(cpu, 2), "peak_rss_mb": round(sampler.peak_rss_kb / 1024, 1),
-           "peak_pss_mb": round(sampler.peak_pss_kb / 1024, 1), "sampler_cpu_s": round(sampler.cpu_s, 3)}
+    row = {
+        "owners": owners,
+        "driver": driver,
+        "repeat": repeat,
+        "rounds": rounds,
+        "exit": proc.returncode,
+        "status": report.get("status"),
+        "wall_s": round(wall, 3),
+        "run_wall_s": round(report.get("timing", {}).get("wall_s", float("nan")), 3),
+        "cpu_s": round(cpu, 2),
+        "peak_rss_mb": round(sampler.peak_rss_kb / 1024, 1),
+        "peak_pss_mb": round(sampler.peak_pss_kb / 1024, 1),
+        "sampler_cpu_s": round(sampler.cpu_s, 3),
+    }
     if memory_every_s <= 0:
         row.update(peak_rss_mb=None, peak_pss_mb=None)
     row["rounds_per_s"] = round(rounds / row["run_wall_s"], 2) if row["run_wall_s"] == row["run_wall_s"] else None
@@ -235,8 +279,9 @@ def run_point(owners: int, driver: str, rounds: int, extra: list[str], workdir: 
             for (pid, kind), seconds in split.items():
                 name = f"{role.get(pid, 'runner')} {kind}"
                 where[name] = where.get(name, 0.0) + seconds
-            row["rounds_cpu_split_us_per_owner_round"] = {name: round(1e6 * sec / (owners * (span[2] - 1)), 1)
-                                                          for name, sec in sorted(where.items()) if sec > 0}
+            row["rounds_cpu_split_us_per_owner_round"] = {
+                name: round(1e6 * sec / (owners * (span[2] - 1)), 1) for name, sec in sorted(where.items()) if sec > 0
+            }
     if proc.returncode != 0:
         row["stderr"] = stderr[-2000:]
     return row
@@ -253,13 +298,20 @@ def ratio_row(owners: int, rounds: int, pairs: list[tuple[dict, dict]]) -> dict:
     wall = [a["wall_s"] / b["wall_s"] for a, b in pairs]
     run = [a["run_wall_s"] / b["run_wall_s"] for a, b in pairs]
     transport = [1000 * (a["run_wall_s"] - b["run_wall_s"]) / rounds for a, b in pairs]
-    row = {"owners": owners, "pairs": len(pairs), "ratio_wall": round(median(wall), 2), "ratio_run_wall": round(median(run), 2),
-           "transport_ms_per_round": round(median(transport), 2),
-           "processes_run_wall_s": round(median([a["run_wall_s"] for a, _ in pairs]), 3),
-           "inprocess_run_wall_s": round(median([b["run_wall_s"] for _, b in pairs]), 3)}
+    row = {
+        "owners": owners,
+        "pairs": len(pairs),
+        "ratio_wall": round(median(wall), 2),
+        "ratio_run_wall": round(median(run), 2),
+        "transport_ms_per_round": round(median(transport), 2),
+        "processes_run_wall_s": round(median([a["run_wall_s"] for a, _ in pairs]), 3),
+        "inprocess_run_wall_s": round(median([b["run_wall_s"] for _, b in pairs]), 3),
+    }
     if len(pairs) > 1:
-        row.update(ratio_wall_range=[round(min(wall), 2), round(max(wall), 2)],
-                   ratio_run_wall_range=[round(min(run), 2), round(max(run), 2)])
+        row.update(
+            ratio_wall_range=[round(min(wall), 2), round(max(wall), 2)],
+            ratio_run_wall_range=[round(min(run), 2), round(max(run), 2)],
+        )
     connect = [a["connect_s"] for a, _ in pairs if "connect_s" in a]
     round_ms = [a["round_ms"] for a, _ in pairs if "round_ms" in a]
     if connect:
@@ -280,11 +332,20 @@ def scale_curve(rows: list[dict], peers: list[dict] | None = None) -> list[dict]
     for (owners, driver), runs in sorted(groups.items()):
         med = lambda key: statistics.median(r[key] for r in runs)  # noqa: E731
         ms = [r["round_ms"] for r in runs if "round_ms" in r] or [1000 * r["run_wall_s"] / r["rounds"] for r in runs]
-        curve.append({"owners": owners, "engine": driver, "runs": len(runs), "run_wall_s": round(med("run_wall_s"), 2),
-                      "ms_per_round": round(statistics.median(ms), 2), "cpu_s": round(med("cpu_s"), 1),
-                      "cpu_us_per_owner_round": round(statistics.median(r["rounds_cpu_us_per_owner_round"] for r in runs), 1)
-                      if all("rounds_cpu_us_per_owner_round" in r for r in runs) else None,
-                      "peak_pss_mb": round(med("peak_pss_mb"), 0) if all(r.get("peak_pss_mb") for r in runs) else None})
+        curve.append(
+            {
+                "owners": owners,
+                "engine": driver,
+                "runs": len(runs),
+                "run_wall_s": round(med("run_wall_s"), 2),
+                "ms_per_round": round(statistics.median(ms), 2),
+                "cpu_s": round(med("cpu_s"), 1),
+                "cpu_us_per_owner_round": round(statistics.median(r["rounds_cpu_us_per_owner_round"] for r in runs), 1)
+                if all("rounds_cpu_us_per_owner_round" in r for r in runs)
+                else None,
+                "peak_pss_mb": round(med("peak_pss_mb"), 0) if all(r.get("peak_pss_mb") for r in runs) else None,
+            }
+        )
     by_peer: dict[tuple[int, str], list[dict]] = {}
     for row in peers or []:
         if row.get("ms_per_round") is not None:
@@ -292,11 +353,18 @@ def scale_curve(rows: list[dict], peers: list[dict] | None = None) -> list[dict]
     for (owners, engine), runs in sorted(by_peer.items()):
         pss = [r["peak_pss_mb"] for r in runs if r.get("peak_pss_mb")]
         cpu = [r["cpu_s"] for r in runs if r.get("cpu_s")]
-        curve.append({"owners": owners, "engine": engine, "runs": len(runs), "run_wall_s": None,
-                      "ms_per_round": round(statistics.median(r["ms_per_round"] for r in runs), 2),
-                      "cpu_s": round(statistics.median(cpu), 1) if cpu else None,
-                      "cpu_us_per_owner_round": None,  # bench_flower.py's CPU is the whole run's, set-up included
-                      "peak_pss_mb": round(statistics.median(pss), 0) if pss else None})
+        curve.append(
+            {
+                "owners": owners,
+                "engine": engine,
+                "runs": len(runs),
+                "run_wall_s": None,
+                "ms_per_round": round(statistics.median(r["ms_per_round"] for r in runs), 2),
+                "cpu_s": round(statistics.median(cpu), 1) if cpu else None,
+                "cpu_us_per_owner_round": None,  # bench_flower.py's CPU is the whole run's, set-up included
+                "peak_pss_mb": round(statistics.median(pss), 0) if pss else None,
+            }
+        )
     return curve
 
 
@@ -309,13 +377,17 @@ def plot_curve(curve: list[dict], path: Path) -> None:
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
     for engine in dict.fromkeys(row["engine"] for row in curve):
-        points = sorted((r["owners"], r["ms_per_round"], r["cpu_us_per_owner_round"]) for r in curve if r["engine"] == engine)
+        points = sorted(
+            (r["owners"], r["ms_per_round"], r["cpu_us_per_owner_round"]) for r in curve if r["engine"] == engine
+        )
         left.plot([k for k, _, _ in points], [ms for _, ms, _ in points], marker="o", label=engine)
         cpu = [(k, c) for k, _, c in points if c is not None]
         if cpu:
             right.plot([k for k, _ in cpu], [c for _, c in cpu], marker="o", label=engine)
     left.set(xscale="log", yscale="log", xlabel="owners K", ylabel="ms per round", title="Round time")
-    right.set(xscale="log", yscale="log", xlabel="owners K", ylabel="CPU µs per owner and round", title="CPU per owner-round")
+    right.set(
+        xscale="log", yscale="log", xlabel="owners K", ylabel="CPU µs per owner and round", title="CPU per owner-round"
+    )
     for ax in (left, right):
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
@@ -332,15 +404,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
     parser.add_argument("--json", help="also write the rows here")
     parser.add_argument("--keep", help="keep the run folders here (default: a temporary folder)")
-    parser.add_argument("--repeats", type=int, default=1,
-                        help="runs per (K, driver), the drivers taking turns; the ratio row gives medians over the pairs")
-    parser.add_argument("--memory-every", type=float, default=0.25, metavar="S",
-                        help="seconds between memory samples of the process tree (0: no sampling, timing only)")
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="runs per (K, driver), the drivers taking turns; the ratio row gives medians over the pairs",
+    )
+    parser.add_argument(
+        "--memory-every",
+        type=float,
+        default=0.25,
+        metavar="S",
+        help="seconds between memory samples of the process tree (0: no sampling, timing only)",
+    )
     parser.add_argument("--smoke", action="store_true", help="K = 4, 5 rounds, both drivers (seconds)")
-    parser.add_argument("--from-json", nargs="+", default=[], metavar="JSON",
-                        help="run nothing: read the rows of earlier --json files (the scale curve over several runs)")
-    parser.add_argument("--peers", nargs="*", default=[], metavar="JSON",
-                        help="bench_flower.py --json files whose engines join the scale curve")
+    parser.add_argument(
+        "--from-json",
+        nargs="+",
+        default=[],
+        metavar="JSON",
+        help="run nothing: read the rows of earlier --json files (the scale curve over several runs)",
+    )
+    parser.add_argument(
+        "--peers",
+        nargs="*",
+        default=[],
+        metavar="JSON",
+        help="bench_flower.py --json files whose engines join the scale curve",
+    )
     parser.add_argument("--plot", metavar="PNG", help="draw the scale curve (ms per round, CPU per owner-round) here")
     args = parser.parse_args(argv)
     if args.from_json:
@@ -381,16 +472,26 @@ def _curve(rows: list[dict], args: argparse.Namespace) -> int:
     peers = []
     for name in args.peers:  # bench_flower.py writes {"runs": [...]}
         data = json.loads(Path(name).read_text())
-        peers += [row for row in (data.get("runs", []) if isinstance(data, dict) else data)
-                  if row.get("engine", "").startswith("flower") and row.get("ok", True)]
+        peers += [
+            row
+            for row in (data.get("runs", []) if isinstance(data, dict) else data)
+            if row.get("engine", "").startswith("flower") and row.get("ok", True)
+        ]
     curve = scale_curve(rows, peers)
-    print(f"{'K':>7} {'engine':<16} {'runs':>4} {'run wall s':>10} {'ms/round':>9} {'CPU s':>7} {'CPU us/owner-round':>18} {'peak PSS MB':>11}")
+    print(
+        f"{'K':>7} {'engine':<16} {'runs':>4} {'run wall s':>10} {'ms/round':>9} {'CPU s':>7} {'CPU us/owner-round':>18} {'peak PSS MB':>11}"
+    )
     for r in curve:
-        cells = [f"{r['owners']:>7}", f"{r['engine']:<16}", f"{r['runs']:>4}",
-                 f"{r['run_wall_s'] if r['run_wall_s'] is not None else '-':>10}", f"{r['ms_per_round']:>9}",
-                 f"{r['cpu_s'] if r['cpu_s'] is not None else '-':>7}",
-                 f"{r['cpu_us_per_owner_round'] if r['cpu_us_per_owner_round'] is not None else '-':>18}",
-                 f"{r['peak_pss_mb'] if r['peak_pss_mb'] is not None else '-':>11}"]
+        cells = [
+            f"{r['owners']:>7}",
+            f"{r['engine']:<16}",
+            f"{r['runs']:>4}",
+            f"{r['run_wall_s'] if r['run_wall_s'] is not None else '-':>10}",
+            f"{r['ms_per_round']:>9}",
+            f"{r['cpu_s'] if r['cpu_s'] is not None else '-':>7}",
+            f"{r['cpu_us_per_owner_round'] if r['cpu_us_per_owner_round'] is not None else '-':>18}",
+            f"{r['peak_pss_mb'] if r['peak_pss_mb'] is not None else '-':>11}",
+        ]
         print(" ".join(cells))
     if args.plot:
         plot_curve(curve, Path(args.plot))

@@ -24,10 +24,19 @@ import time
 
 import numpy as np
 from threadpoolctl import threadpool_limits
+from timing import median_seconds, report  # benchmarks/timing.py: a script's own folder is on sys.path
 
 from marketplace.privacy.rng import make_rng
-from marketplace.protocols.sketch import REGULARIZATION_RULES, RFF, Box, Histogram, M2MDesign, exact_sketch, fit_m2m, private_sketch
-from timing import median_seconds, report  # benchmarks/timing.py: a script's own folder is on sys.path
+from marketplace.protocols.sketch import (
+    REGULARIZATION_RULES,
+    RFF,
+    Box,
+    Histogram,
+    M2MDesign,
+    exact_sketch,
+    fit_m2m,
+    private_sketch,
+)
 
 D, M, N_SAMPLES = 10, 200, 100_000
 
@@ -42,13 +51,25 @@ def bench_sketching(rows_list: list[int], repeats: int) -> None:
     data = np.random.default_rng(0)
     for rows in rows_list:
         X = data.random((rows, D))
-        rate(f"RFF.sum_features float32 n={rows:,} d={D} m={M}", rows,
-             median_seconds(lambda: rff.sum_features(X, precision="float32"), repeats), repeats)
-        rate(f"RFF.sum_features float64 n={rows:,} d={D} m={M}", rows,
-             median_seconds(lambda: rff.sum_features(X, precision="float64"), 1), 1)
+        rate(
+            f"RFF.sum_features float32 n={rows:,} d={D} m={M}",
+            rows,
+            median_seconds(lambda: rff.sum_features(X, precision="float32"), repeats),
+            repeats,
+        )
+        rate(
+            f"RFF.sum_features float64 n={rows:,} d={D} m={M}",
+            rows,
+            median_seconds(lambda: rff.sum_features(X, precision="float64"), 1),
+            1,
+        )
         noise = make_rng(seed=1, secure=False)
-        rate(f"private_sketch (check + float32 sums + Laplace) n={rows:,}", rows,
-             median_seconds(lambda: private_sketch(X, rff, epsilon=1.0, rng=noise), repeats), repeats)
+        rate(
+            f"private_sketch (check + float32 sums + Laplace) n={rows:,}",
+            rows,
+            median_seconds(lambda: private_sketch(X, rff, epsilon=1.0, rng=noise), repeats),
+            repeats,
+        )
 
 
 def bench_pycle(rows: int) -> None:
@@ -64,7 +85,9 @@ def bench_pycle(rows: int) -> None:
     rate(f"pycle computeSketch complexExponential n={rows:,} (m'={M // 2})", rows, seconds, 1)
     ours = rff.sum_features(X) / rows
     theirs = pycle_sketching.computeSketch(X, phi)
-    print(f"{'  max |ours - pycle| (mean features, float64)':<62} {max(np.abs(ours[:M // 2] - theirs.real).max(), np.abs(ours[M // 2:] - theirs.imag).max()):10.1e}")
+    print(
+        f"{'  max |ours - pycle| (mean features, float64)':<62} {max(np.abs(ours[: M // 2] - theirs.real).max(), np.abs(ours[M // 2 :] - theirs.imag).max()):10.1e}"
+    )
 
 
 def bench_m2m(repeats: int, n_samples: int = N_SAMPLES) -> None:
@@ -72,16 +95,33 @@ def bench_m2m(repeats: int, n_samples: int = N_SAMPLES) -> None:
     rff = RFF.draw(box, n_features=M, sigma=1.0, seed=0)
     X = np.random.default_rng(1).random((27_000, D))
     release = private_sketch(X, rff, epsilon=1.0, rng=make_rng(seed=2, secure=False))
-    report(f"fit_m2m n_s={n_samples:,} m={M} (design + Cholesky + weights)", median_seconds(
-        lambda: fit_m2m(rff, release, rng=make_rng(seed=3, secure=False), n_samples=n_samples), repeats), repeats)
+    report(
+        f"fit_m2m n_s={n_samples:,} m={M} (design + Cholesky + weights)",
+        median_seconds(lambda: fit_m2m(rff, release, rng=make_rng(seed=3, secure=False), n_samples=n_samples), repeats),
+        repeats,
+    )
     design = M2MDesign.build(rff, rng=make_rng(seed=3, secure=False), n_samples=n_samples)
-    report(f"M2MDesign.fit alone (lambda, Cholesky, weights) m={M}", median_seconds(
-        lambda: design.fit(release), repeats * 5), repeats * 5)
+    report(
+        f"M2MDesign.fit alone (lambda, Cholesky, weights) m={M}",
+        median_seconds(lambda: design.fit(release), repeats * 5),
+        repeats * 5,
+    )
     fit = design.fit(release)
     points = np.linspace(0.1, 1.0, 10)
-    report("queries: moments 1+2, CDF at 10 points, covariance, 100 counts", median_seconds(
-        lambda: (fit.moments(1), fit.moments(2), fit.cdf(points), fit.covariance(),
-                 fit.count(np.full((100, D), 0.2), np.full((100, D), 0.9))), repeats), repeats)
+    report(
+        "queries: moments 1+2, CDF at 10 points, covariance, 100 counts",
+        median_seconds(
+            lambda: (
+                fit.moments(1),
+                fit.moments(2),
+                fit.cdf(points),
+                fit.covariance(),
+                fit.count(np.full((100, D), 0.2), np.full((100, D), 0.9)),
+            ),
+            repeats,
+        ),
+        repeats,
+    )
 
 
 def mre(estimate: np.ndarray, truth: np.ndarray) -> float:
@@ -93,15 +133,24 @@ def bench_accuracy(trials: int, n_samples: int = N_SAMPLES) -> None:
     of lambda (and Theorem 1's), with and without an intercept; then the RFF noise-free floor."""
     box = Box.unit(D)
     data = np.random.default_rng(4)
-    datasets = {"Random10 (uniform = the prior)": data.random((27_000, D)),
-                "Beta(2, 5) (mean 0.29, prior's 0.5)": data.beta(2.0, 5.0, size=(27_000, D))}
-    maps = {"RFF m=200 sigma=1": RFF.draw(box, n_features=M, sigma=1.0, seed=5), "HIST 100 bins": Histogram(box, bins=100)}
-    designs = {name: M2MDesign.build(fmap, rng=make_rng(seed=6, secure=False), n_samples=n_samples)
-               for name, fmap in maps.items()}
+    datasets = {
+        "Random10 (uniform = the prior)": data.random((27_000, D)),
+        "Beta(2, 5) (mean 0.29, prior's 0.5)": data.beta(2.0, 5.0, size=(27_000, D)),
+    }
+    maps = {
+        "RFF m=200 sigma=1": RFF.draw(box, n_features=M, sigma=1.0, seed=5),
+        "HIST 100 bins": Histogram(box, bins=100),
+    }
+    designs = {
+        name: M2MDesign.build(fmap, rng=make_rng(seed=6, secure=False), n_samples=n_samples)
+        for name, fmap in maps.items()
+    }
     for title, X in datasets.items():
         truth = X.mean(axis=0)
-        print(f"\nMRE of the first moment, {title}, n = 27,000, d = {D}, n_s = {n_samples:,}, "
-              f"eps = 1 averaged over {trials} sketches")
+        print(
+            f"\nMRE of the first moment, {title}, n = 27,000, d = {D}, n_s = {n_samples:,}, "
+            f"eps = 1 averaged over {trials} sketches"
+        )
         print(f"{'map':<22} {'lambda rule':<11} {'intercept':<9} {'eps = inf':>10} {'eps = 1':>10}   lambda at eps = 1")
         for name, fmap in maps.items():
             design = designs[name]
@@ -128,7 +177,9 @@ def bench_accuracy(trials: int, n_samples: int = N_SAMPLES) -> None:
         a, _ = fit.coefficients(lambda Z: Z)
         residual = design.features_times(a) - design.samples
         sd = float(residual.std(axis=0).mean())
-        print(f"{sigma:6.1f} {m:6d} {sd:20.2e} {sd / math.sqrt(X.shape[0]) / 0.5:18.2e} {mre(fit.moments(1), truth):14.2e}")
+        print(
+            f"{sigma:6.1f} {m:6d} {sd:20.2e} {sd / math.sqrt(X.shape[0]) / 0.5:18.2e} {mre(fit.moments(1), truth):14.2e}"
+        )
 
 
 def main(argv: list[str] | None = None) -> None:

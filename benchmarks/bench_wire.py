@@ -42,10 +42,14 @@ from marketplace.runner.processes import owner_hosts  # noqa: E402
 from marketplace.transport.curve import CurveKeys, PartyAuthenticator, generate_keys, party_names  # noqa: E402
 from marketplace.transport.link_settings import LinkSettings  # noqa: E402
 from marketplace.transport.sockets import configure_socket, plaintext_identity  # noqa: E402
-from marketplace.transport.tuning import listen_backlog, raise_open_files_limit, spread_order  # noqa: E402
+from marketplace.transport.tuning import (  # noqa: E402  # noqa: E402
+    io_threads,
+    listen_backlog,
+    raise_open_files_limit,
+    scaled_heartbeats,
+    spread_order,
+)
 from marketplace.transport.zmq_driver import EVENTS, NOBLOCK, NOBLOCK_MORE, POLLIN  # noqa: E402
-
-from marketplace.transport.tuning import io_threads, scaled_heartbeats  # noqa: E402
 
 ROUND_OPEN_BYTES, BID_BYTES, HELLO_BYTES = 1277, 132, 261
 """Frame sizes of the quickstart scenario (140 features, 16 owners), from its report's
@@ -125,8 +129,14 @@ def curator(conn: Connection, keys: Path | None, owners: int, rounds: int, warmu
         for route in order:
             sock.send_multipart([route, STOP], NOBLOCK)
         list(_replies(sock, poller, owners))
-        conn.send({"connect_s": connect_s, "ms_per_round": 1e3 * wall / rounds, "cpu_s_per_round": cpu / rounds,
-                   "round_ms_median": 1e3 * statistics.median(times[warmup:])})
+        conn.send(
+            {
+                "connect_s": connect_s,
+                "ms_per_round": 1e3 * wall / rounds,
+                "cpu_s_per_round": cpu / rounds,
+                "round_ms_median": 1e3 * statistics.median(times[warmup:]),
+            }
+        )
     finally:
         sock.close(linger=0)
         if auth is not None:
@@ -134,7 +144,9 @@ def curator(conn: Connection, keys: Path | None, owners: int, rounds: int, warmu
         ctx.term()
 
 
-def _replies(sock: zmq.Socket, poller: zmq.Poller, count: int, *, want_user_id: bool = False) -> Iterator[tuple[bytes, bytes]]:
+def _replies(
+    sock: zmq.Socket, poller: zmq.Poller, count: int, *, want_user_id: bool = False
+) -> Iterator[tuple[bytes, bytes]]:
     """Yield (route, frame) until ``count`` frames came, or (route, party) with ``want_user_id``: the
     party the frame's CURVE key belongs to (its User-Id). Each wait is bounded by :data:`STEP_TIMEOUT_S`."""
     deadline = time.monotonic() + STEP_TIMEOUT_S
@@ -154,8 +166,9 @@ def _owner_names(owners: int) -> list[str]:
     return party_names(owners)[1:-1]
 
 
-def host(names: list[str], endpoint: str, keys: Path | None, owners: int, hello_bytes: int, bid_bytes: int,
-         deadline_s: float) -> None:
+def host(
+    names: list[str], endpoint: str, keys: Path | None, owners: int, hello_bytes: int, bid_bytes: int, deadline_s: float
+) -> None:
     """An owner-host process: one DEALER per owner in ``names``, all read in one thread through
     epoll over their ``ZMQ_FD``; each round frame is answered at once with a bid of the same round."""
     settings = settings_for(owners)
@@ -201,16 +214,20 @@ def run_once(owners: int, rounds: int, hosts: int, keys: Path | None, warmup: in
     ctx = mp.get_context("fork")  # no ZeroMQ context exists in this process to be forked
     parent, child = ctx.Pipe()
     run_s = STEP_TIMEOUT_S * (rounds + warmup + 3)  # each step of the curator is bounded by STEP_TIMEOUT_S
-    procs = [ctx.Process(target=curator, args=(child, keys, owners, rounds, warmup, ROUND_OPEN_BYTES),
-                         name="curator")]
+    procs = [ctx.Process(target=curator, args=(child, keys, owners, rounds, warmup, ROUND_OPEN_BYTES), name="curator")]
     try:
         procs[0].start()
         child.close()  # the curator's end is the curator's: its exit is then seen here as EOF
         endpoint = _receive(parent, procs[0], STEP_TIMEOUT_S, "its endpoint")
         started = time.monotonic()
         for group in owner_hosts(_owner_names(owners), "auto", cores=hosts):
-            procs.append(ctx.Process(target=host, args=(group, endpoint, keys, owners, HELLO_BYTES, BID_BYTES, run_s),
-                                     name=f"host of {len(group)} owners"))
+            procs.append(
+                ctx.Process(
+                    target=host,
+                    args=(group, endpoint, keys, owners, HELLO_BYTES, BID_BYTES, run_s),
+                    name=f"host of {len(group)} owners",
+                )
+            )
             procs[-1].start()
         parent.send((started, [p.pid for p in procs[1:]]))
         figures = _receive(parent, procs[0], run_s, "its figures")
@@ -250,9 +267,16 @@ def measure(owners: int, rounds: int, hosts: int, curve: bool, repeats: int) -> 
         runs = [run_once(owners, rounds, hosts, keys) for _ in range(repeats)]
     ms = [r["ms_per_round"] for r in runs]
     cpu = statistics.median(r["cpu_s_per_round"] for r in runs)
-    return {"owners": owners, "ms_per_round": statistics.median(ms), "ms_per_round_min": min(ms),
-            "ms_per_round_max": max(ms), "connect_s": statistics.median(r["connect_s"] for r in runs),
-            "cpu_s_per_round": cpu, "cpu_us_per_owner_round": 1e6 * cpu / owners, "runs": runs}
+    return {
+        "owners": owners,
+        "ms_per_round": statistics.median(ms),
+        "ms_per_round_min": min(ms),
+        "ms_per_round_max": max(ms),
+        "connect_s": statistics.median(r["connect_s"] for r in runs),
+        "cpu_s_per_round": cpu,
+        "cpu_us_per_owner_round": 1e6 * cpu / owners,
+        "runs": runs,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -273,22 +297,40 @@ def main(argv: list[str] | None = None) -> int:
     if min(args.owners) < 1:
         parser.error(f"--owners: expected integers >= 1, got {args.owners}")
     load = os.getloadavg()
-    print(f"wire floor: round_open {ROUND_OPEN_BYTES:,} B to each owner, bid {BID_BYTES:,} B back; "
-          f"CURVE {'on' if args.curve else 'off'}; {args.hosts} owner hosts; {args.rounds} rounds "
-          f"(+{WARMUP_ROUNDS} warm-up); {args.repeats} repeat(s); load average {load[0]:.2f} at start")
-    print(f"{'K':>6} {'ms/round':>9} {'[min-max]':>17} {'connect s':>10} {'CPU s/round':>12} {'us CPU/owner-round':>19}")
+    print(
+        f"wire floor: round_open {ROUND_OPEN_BYTES:,} B to each owner, bid {BID_BYTES:,} B back; "
+        f"CURVE {'on' if args.curve else 'off'}; {args.hosts} owner hosts; {args.rounds} rounds "
+        f"(+{WARMUP_ROUNDS} warm-up); {args.repeats} repeat(s); load average {load[0]:.2f} at start"
+    )
+    print(
+        f"{'K':>6} {'ms/round':>9} {'[min-max]':>17} {'connect s':>10} {'CPU s/round':>12} {'us CPU/owner-round':>19}"
+    )
     results = []
     for owners in args.owners:
         row = measure(owners, args.rounds, args.hosts, args.curve, args.repeats)
         results.append(row)
         spread = f"{row['ms_per_round_min']:.2f}-{row['ms_per_round_max']:.2f}"
-        print(f"{owners:>6} {row['ms_per_round']:>9.2f} {spread:>17} "
-              f"{row['connect_s']:>10.2f} {row['cpu_s_per_round']:>12.4f} {row['cpu_us_per_owner_round']:>19.1f}", flush=True)
+        print(
+            f"{owners:>6} {row['ms_per_round']:>9.2f} {spread:>17} "
+            f"{row['connect_s']:>10.2f} {row['cpu_s_per_round']:>12.4f} {row['cpu_us_per_owner_round']:>19.1f}",
+            flush=True,
+        )
     if args.json:
-        Path(args.json).write_text(json.dumps({
-            "frame_bytes": {"round_open": ROUND_OPEN_BYTES, "bid": BID_BYTES, "hello": HELLO_BYTES},
-            "curve": args.curve, "hosts": args.hosts, "rounds": args.rounds, "warmup_rounds": WARMUP_ROUNDS,
-            "repeats": args.repeats, "load_average_at_start": load, "results": results}, indent=1))
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "frame_bytes": {"round_open": ROUND_OPEN_BYTES, "bid": BID_BYTES, "hello": HELLO_BYTES},
+                    "curve": args.curve,
+                    "hosts": args.hosts,
+                    "rounds": args.rounds,
+                    "warmup_rounds": WARMUP_ROUNDS,
+                    "repeats": args.repeats,
+                    "load_average_at_start": load,
+                    "results": results,
+                },
+                indent=1,
+            )
+        )
     return 0
 
 

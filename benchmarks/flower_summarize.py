@@ -42,8 +42,12 @@ def bench_settings() -> dict[str, Any]:
 
 def scenario_overrides(owners: int, rounds: int) -> dict[str, Any]:
     """What changes in scenarios/quickstart.yaml for a benchmark run with ``owners`` and ``rounds``."""
-    return {"parties.owners": owners, "data.partition.scheme": "even", "summarize.rounds": rounds,
-            "summarize.baselines": []}
+    return {
+        "parties.owners": owners,
+        "data.partition.scheme": "even",
+        "summarize.rounds": rounds,
+        "summarize.baselines": [],
+    }
 
 
 @functools.lru_cache(maxsize=1)
@@ -59,7 +63,7 @@ def world_and_features(owners: int, rounds: int, scenario: str) -> tuple[Any, An
     return world, public_features(config, world.dim)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def owner_embedding(owners: int, rounds: int, scenario: str, index: int) -> tuple[np.ndarray, Any]:
     """h1 of owner ``index``'s rows (computed once per process and owner) and its duplicate groups."""
     from marketplace.protocols.summarize.identity import duplicate_groups
@@ -121,8 +125,12 @@ def point(message: Message, context: Context) -> Message:
     record["offer"] = -1
     world, _ = world_and_features(*_settings_key(settings))
     data = world.owners[index]
-    content = RecordDict({"x": ArrayRecord({"x": Array(np.asarray(data.X[row], dtype=np.float64))}),
-                          "meta": ConfigRecord({"owner": index, "row": row, "y": int(data.y[row])})})
+    content = RecordDict(
+        {
+            "x": ArrayRecord({"x": Array(np.asarray(data.X[row], dtype=np.float64))}),
+            "meta": ConfigRecord({"owner": index, "row": row, "y": int(data.y[row])}),
+        }
+    )
     return Message(content, reply_to=message)
 
 
@@ -135,8 +143,10 @@ def _replies(grid: Grid, messages: list[Message]) -> list[Message]:
     replies = list(grid.send_and_receive(messages))
     failed = [r for r in replies if r.has_error()]
     if failed or len(replies) != len(messages):
-        raise RuntimeError(f"expected {len(messages)} replies without error, got {len(replies)} "
-                           f"({len(failed)} errors: {[r.error.reason for r in failed[:3]]})")
+        raise RuntimeError(
+            f"expected {len(messages)} replies without error, got {len(replies)} "
+            f"({len(failed)} errors: {[r.error.reason for r in failed[:3]]})"
+        )
     return replies
 
 
@@ -164,8 +174,11 @@ def main(grid: Grid, context: Context) -> None:
         g = RecordDict({"g": ArrayRecord({"g": Array(direction)})})
         replies = _replies(grid, [Message(g, dst_node_id=n, message_type="query.bid") for n in nodes])
         node_of = {int(r.content.config_records["bid"]["owner"]): r.metadata.src_node_id for r in replies}
-        offers = sorted((-float(b["bid"]), int(b["owner"])) for b in (r.content.config_records["bid"] for r in replies)
-                        if b["available"])  # best bid first; equal bids go to the lower owner index
+        offers = sorted(
+            (-float(b["bid"]), int(b["owner"]))
+            for b in (r.content.config_records["bid"] for r in replies)
+            if b["available"]
+        )  # best bid first; equal bids go to the lower owner index
         if not offers:
             break
         claimed, best_owner = -offers[0][0], offers[0][1]
@@ -175,9 +188,12 @@ def main(grid: Grid, context: Context) -> None:
         phi = features.transform(reply.content.array_records["x"]["x"].numpy()[None, :])[0]
         actual = bid_value(phi, direction)
         if abs(actual - claimed) > 1e-9 * max(1.0, abs(claimed)):
-            raise RuntimeError(f"round {round_no}: owner {best_owner}'s point bids {actual!r}, expected its claimed {claimed!r}")
+            raise RuntimeError(
+                f"round {round_no}: owner {best_owner}'s point bids {actual!r}, expected its claimed {claimed!r}"
+            )
         summary_sum, q = summary_sum + phi, q + 1
         selection.append([f"owner-{int(meta['owner']) + 1}", int(meta["row"])])
         round_ends.append(time.perf_counter())
-    Path(settings["out"]).write_text(json.dumps({"selection": selection, "round_ends": round_ends,
-                                                 "started": started, "nodes": len(nodes)}))
+    Path(settings["out"]).write_text(
+        json.dumps({"selection": selection, "round_ends": round_ends, "started": started, "nodes": len(nodes)})
+    )

@@ -20,7 +20,7 @@ def _stat_fields(path: str) -> list[bytes] | None:
             text = f.read()
     except OSError:
         return None
-    return text[text.rindex(b")") + 2:].split()
+    return text[text.rindex(b")") + 2 :].split()
 
 
 def tree(root: int) -> list[int]:
@@ -60,8 +60,8 @@ def thread_kind_ticks(pid: int) -> dict[str, int]:
                 text = f.read()
         except OSError:
             continue
-        name = text[text.index(b"(") + 1:text.rindex(b")")]
-        fields = text[text.rindex(b")") + 2:].split()
+        name = text[text.index(b"(") + 1 : text.rindex(b")")]
+        fields = text[text.rindex(b")") + 2 :].split()
         kind = "main" if tid == str(pid) else "zmq-io" if name.startswith(b"ZMQbg/IO") else "other"
         out[kind] = out.get(kind, 0) + int(fields[11]) + int(fields[12])
     return out

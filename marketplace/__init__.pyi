@@ -6,21 +6,43 @@ and type checkers read it as the package's interface.
 
 from .api import (
     RunFailed as RunFailed,
+)
+from .api import (
     RunHandle as RunHandle,
+)
+from .api import (
     Validation as Validation,
+)
+from .api import (
     load as load,
+)
+from .api import (
     plan as plan,
+)
+from .api import (
     run as run,
+)
+from .api import (
     start as start,
+)
+from .api import (
     sweep as sweep,
+)
+from .api import (
     validate as validate,
 )
 from .datasets import DatasetMissing as DatasetMissing
-from .market import MarketError as MarketError, MarketReport as MarketReport, play_market as play_market
-from .runner.results import Report as Report, SweepResult as SweepResult
+from .market import MarketError as MarketError
+from .market import MarketReport as MarketReport
+from .market import play_market as play_market
+from .runner.results import Report as Report
+from .runner.results import SweepResult as SweepResult
 from .runner.run import RunFolderError as RunFolderError
-from .scenario import Scenario as Scenario, ScenarioError as ScenarioError
-from .service.api import Marketplace as Marketplace, request as request, serve as serve
+from .scenario import Scenario as Scenario
+from .scenario import ScenarioError as ScenarioError
+from .service.api import Marketplace as Marketplace
+from .service.api import request as request
+from .service.api import serve as serve
 from .service.client import RequestRefused as RequestRefused
 
 __version__: str

@@ -68,8 +68,14 @@ class RunFailed(RuntimeError):
         super().__init__("run failed: " + ("; ".join(report.failures) or "(no reason recorded)"))
 
 
-def load(source: Scenario | str | Path | Mapping[str, Any], overrides: Mapping[str, Any] | None = None, /, *,
-         sets: list[str] | tuple[str, ...] = (), **fields: Any) -> Scenario:
+def load(
+    source: Scenario | str | Path | Mapping[str, Any],
+    overrides: Mapping[str, Any] | None = None,
+    /,
+    *,
+    sets: list[str] | tuple[str, ...] = (),
+    **fields: Any,
+) -> Scenario:
     """A validated scenario from a file path, a mapping (what a file holds) or a scenario, with
     ``overrides`` (``{"summarize.rounds": 20}``), ``sets`` (``["summarize.rounds=20"]``, as
     ``--set``) and keyword ``fields`` (``seed=3``) applied in that order.
@@ -91,7 +97,9 @@ def load(source: Scenario | str | Path | Mapping[str, Any], overrides: Mapping[s
     if isinstance(source, Mapping):
         scenario = Scenario.from_dict(source)
         return load(scenario, overrides, sets=sets, **fields)
-    raise ScenarioError("load", "", f"expected a scenario file path, a mapping or a Scenario, got {type(source).__name__}")
+    raise ScenarioError(
+        "load", "", f"expected a scenario file path, a mapping or a Scenario, got {type(source).__name__}"
+    )
 
 
 def _scenario(scenario: Scenario | str | Path | Mapping[str, Any], seed: int | None) -> Scenario:
@@ -118,12 +126,16 @@ class Validation:
 
         schema = self.scenario.config.data.schema
         if schema is not None:
-            return (f"{self.scenario.source}: valid ({self.scenario.config.protocol}; {plural(self.owners, 'owner')} and "
-                    f"the consumer bringing their own rows, described by a public schema of "
-                    f"{plural(schema.dim, 'feature')} and {plural(len(schema.label.classes), 'class', 'classes')})")
-        return (f"{self.scenario.source}: valid ({self.scenario.config.protocol}; {plural(self.owners, 'owner')} holding "
-                f"{plural(self.rows, 'row')} of {plural(self.features, 'feature')}; the consumer {self.validation_rows} + "
-                f"{self.test_rows} rows; seed set {self.seed_set_rows})")
+            return (
+                f"{self.scenario.source}: valid ({self.scenario.config.protocol}; {plural(self.owners, 'owner')} and "
+                f"the consumer bringing their own rows, described by a public schema of "
+                f"{plural(schema.dim, 'feature')} and {plural(len(schema.label.classes), 'class', 'classes')})"
+            )
+        return (
+            f"{self.scenario.source}: valid ({self.scenario.config.protocol}; {plural(self.owners, 'owner')} holding "
+            f"{plural(self.rows, 'row')} of {plural(self.features, 'feature')}; the consumer {self.validation_rows} + "
+            f"{self.test_rows} rows; seed set {self.seed_set_rows})"
+        )
 
 
 def validate(scenario: Scenario | str | Path | Mapping[str, Any], *, seed: int | None = None) -> Validation:
@@ -134,8 +146,16 @@ def validate(scenario: Scenario | str | Path | Mapping[str, Any], *, seed: int |
 
     scenario = _scenario(scenario, seed)
     world = prepare_world(scenario)
-    return Validation(scenario, len(world.owners), sum(len(owner) for owner in world.owners), world.dim,
-                      len(world.validation), len(world.test), len(world.seed_set), world)
+    return Validation(
+        scenario,
+        len(world.owners),
+        sum(len(owner) for owner in world.owners),
+        world.dim,
+        len(world.validation),
+        len(world.test),
+        len(world.seed_set),
+        world,
+    )
 
 
 def output_folder(scenario: Scenario, out: str | Path | None, kind: str = "") -> Path:
@@ -146,9 +166,16 @@ def output_folder(scenario: Scenario, out: str | Path | None, kind: str = "") ->
     return check_run_folder(out) if out is not None else default_run_folder(scenario.config.name, kind)
 
 
-def run(scenario: Scenario | str | Path | Mapping[str, Any], out: str | Path | None = None, *,
-        driver: Driver = "processes", launch: Launch = "forkserver", seed: int | None = None,
-        progress: Progress | bool | None = None, check: bool = True) -> Report:
+def run(
+    scenario: Scenario | str | Path | Mapping[str, Any],
+    out: str | Path | None = None,
+    *,
+    driver: Driver = "processes",
+    launch: Launch = "forkserver",
+    seed: int | None = None,
+    progress: Progress | bool | None = None,
+    check: bool = True,
+) -> Report:
     """Run ``scenario`` to the end and return its :class:`Report` (also written to ``out``).
 
     ``out`` is the run folder, new or empty (default: ``runs/<name>-<timestamp>``, as the command
@@ -167,8 +194,9 @@ def run(scenario: Scenario | str | Path | Mapping[str, Any], out: str | Path | N
     return _run_in(scenario, output_folder(scenario, out), driver=driver, launch=launch, progress=progress, check=check)
 
 
-def _run_in(scenario: Scenario, folder: Path, *, driver: Driver, launch: Launch, progress: Progress | bool | None,
-            check: bool) -> Report:
+def _run_in(
+    scenario: Scenario, folder: Path, *, driver: Driver, launch: Launch, progress: Progress | bool | None, check: bool
+) -> Report:
     """:func:`run` in ``folder``, once the folder and the driver are checked."""
     from marketplace.runner.results import Report
     from marketplace.runner.run import run_in_folder
@@ -182,8 +210,9 @@ def _run_in(scenario: Scenario, folder: Path, *, driver: Driver, launch: Launch,
             raw = run_in_folder(scenario, folder, driver=driver, launch=launch, on_round=shown, on_phase=shown.phase)
     else:
         on_round = progress if callable(progress) else None
-        raw = run_in_folder(scenario, folder, driver=driver, launch=launch, on_round=on_round,
-                            on_phase=getattr(on_round, "phase", None))
+        raw = run_in_folder(
+            scenario, folder, driver=driver, launch=launch, on_round=on_round, on_phase=getattr(on_round, "phase", None)
+        )
     report = Report.from_dict(raw, folder)
     if check and not report.completed:
         raise RunFailed(report)
@@ -218,9 +247,16 @@ class RunHandle:
         return f"RunHandle({self.scenario.config.name!r}, {self.out}, {state})"
 
 
-def start(scenario: Scenario | str | Path | Mapping[str, Any], out: str | Path | None = None, *,
-          driver: Driver = "processes", launch: Launch = "forkserver", seed: int | None = None,
-          progress: Progress | None = None, check: bool = True) -> RunHandle:
+def start(
+    scenario: Scenario | str | Path | Mapping[str, Any],
+    out: str | Path | None = None,
+    *,
+    driver: Driver = "processes",
+    launch: Launch = "forkserver",
+    seed: int | None = None,
+    progress: Progress | None = None,
+    check: bool = True,
+) -> RunHandle:
     """:func:`run` in a background thread; returns at once with a :class:`RunHandle`. The scenario,
     the driver and the run folder are checked before it returns (raising as :func:`run` does);
     everything after that is raised by ``handle.result()``."""
@@ -240,8 +276,9 @@ def start(scenario: Scenario | str | Path | Mapping[str, Any], out: str | Path |
         if not handle.future.set_running_or_notify_cancel():
             return
         try:
-            handle.future.set_result(_run_in(scenario, folder, driver=driver, launch=launch, progress=follow,
-                                             check=check))
+            handle.future.set_result(
+                _run_in(scenario, folder, driver=driver, launch=launch, progress=follow, check=check)
+            )
         except BaseException as err:  # noqa: BLE001 - handed to whoever asks for the result
             handle.future.set_exception(err)
 
@@ -249,8 +286,13 @@ def start(scenario: Scenario | str | Path | Mapping[str, Any], out: str | Path |
     return handle
 
 
-def plan(scenario: Scenario | str | Path | Mapping[str, Any], vary: Mapping[str, list[Any]] | None = None, *,
-         repeats: int | None = None, seed: int | None = None) -> list[SweepPoint]:
+def plan(
+    scenario: Scenario | str | Path | Mapping[str, Any],
+    vary: Mapping[str, list[Any]] | None = None,
+    *,
+    repeats: int | None = None,
+    seed: int | None = None,
+) -> list[SweepPoint]:
     """Every run of a sweep, validated, without running any: the scenario's own ``sweep.vary``
     updated with ``vary`` (key path -> list of values; every combination), each ``repeats`` times
     (default: ``sweep.repeats``) with seeds ``seed, seed + 1, ...``. Raises :class:`ScenarioError`
@@ -267,10 +309,18 @@ def plan(scenario: Scenario | str | Path | Mapping[str, Any], vary: Mapping[str,
     return plan_sweep(scenario, axes, scenario.config.sweep.repeats if repeats is None else repeats)
 
 
-def sweep(scenario: Scenario | str | Path | Mapping[str, Any], vary: Mapping[str, list[Any]] | None = None, *,
-          repeats: int | None = None, out: str | Path | None = None, driver: Driver = "processes",
-          launch: Launch = "forkserver", seed: int | None = None, progress: bool = False,
-          on_run: Callable[[SweepPoint, dict[str, Any]], None] | None = None) -> SweepResult:
+def sweep(
+    scenario: Scenario | str | Path | Mapping[str, Any],
+    vary: Mapping[str, list[Any]] | None = None,
+    *,
+    repeats: int | None = None,
+    out: str | Path | None = None,
+    driver: Driver = "processes",
+    launch: Launch = "forkserver",
+    seed: int | None = None,
+    progress: bool = False,
+    on_run: Callable[[SweepPoint, dict[str, Any]], None] | None = None,
+) -> SweepResult:
     """Run the sweep :func:`plan` describes, one run after the other, and return its
     :class:`SweepResult`. Writes ``runs.csv`` (after every run), ``summary.csv``, ``sweep.png``
     (when a numeric key is swept) and each run's folder under ``out`` (default:
@@ -291,6 +341,7 @@ def sweep(scenario: Scenario | str | Path | Mapping[str, Any], vary: Mapping[str
         from marketplace.runner.display import sweep_progress
 
         with sweep_progress(Console(), len(points)) as shown:
+
             def both(point: SweepPoint, row: dict[str, Any]) -> None:
                 shown(point, row)
                 if on_run is not None:

@@ -67,20 +67,30 @@ def generator(rng: Any, where: str) -> np.random.Generator:
     return rng
 
 
-def real_matrix(value: Any, name: str, where: str, *, columns: int | None = None, allow_empty: bool = False) -> np.ndarray:
+def real_matrix(
+    value: Any, name: str, where: str, *, columns: int | None = None, allow_empty: bool = False
+) -> np.ndarray:
     """A finite float64 2-D array (rows x columns)."""
     try:
         array = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
         raise fail(TypeError, name, where, "an array of real numbers", value) from None
-    if array.ndim != 2 or (not allow_empty and array.shape[0] == 0) or (columns is not None and array.shape[1] != columns):
+    if (
+        array.ndim != 2
+        or (not allow_empty and array.shape[0] == 0)
+        or (columns is not None and array.shape[1] != columns)
+    ):
         shape = f"(rows, {columns})" if columns is not None else "(rows, columns)"
-        raise ValueError(f"The '{name}' parameter of {where} must be a {'' if allow_empty else 'non-empty '}2-D array "
-                         f"of shape {shape}. Got shape {array.shape} instead.")
+        raise ValueError(
+            f"The '{name}' parameter of {where} must be a {'' if allow_empty else 'non-empty '}2-D array "
+            f"of shape {shape}. Got shape {array.shape} instead."
+        )
     if not np.isfinite(array).all():
         row, col = np.argwhere(~np.isfinite(array))[0]
-        raise ValueError(f"The '{name}' parameter of {where} must be finite. Got {float(array[row, col])!r} at row {row}, "
-                         f"column {col} instead.")
+        raise ValueError(
+            f"The '{name}' parameter of {where} must be finite. Got {float(array[row, col])!r} at row {row}, "
+            f"column {col} instead."
+        )
     return array
 
 
@@ -95,5 +105,7 @@ def real_vector(value: Any, name: str, where: str, *, size: int | None = None) -
         raise ValueError(f"The '{name}' parameter of {where} must be {expected}. Got shape {array.shape} instead.")
     if not np.isfinite(array).all():
         index = int(np.argmax(~np.isfinite(array)))
-        raise ValueError(f"The '{name}' parameter of {where} must be finite. Got {float(array[index])!r} at index {index} instead.")
+        raise ValueError(
+            f"The '{name}' parameter of {where} must be finite. Got {float(array[index])!r} at index {index} instead."
+        )
     return array

@@ -7,19 +7,17 @@ randomness (the h1 map) comes from the run seed too, so all parties agree on it 
 from __future__ import annotations
 
 import dataclasses
-
 from collections import Counter
-
 from pathlib import Path
 
 import numpy as np
 
 from marketplace import plugins
-from marketplace.plugins import Exchange
 from marketplace.data.bounds import check_rows
 from marketplace.data.dataset import Dataset, SparseParts
 from marketplace.data.own_files import OWNER_FILE_MAX_BYTES, check_owner_file_size
 from marketplace.data.world import World, build_world
+from marketplace.plugins import Exchange
 from marketplace.privacy.accountant import PrivacyLedger
 from marketplace.privacy.noise import NoiseOrigin
 from marketplace.privacy.noise import describe as describe_noise
@@ -59,8 +57,10 @@ def host_label(owners: list[str]) -> str:
 def _owner_index(name: str, owners: int, item: str) -> int:
     prefix, _, number = name.strip().rpartition("-")
     if prefix != "owner" or not number.isdigit() or not 1 <= int(number) <= owners:
-        raise ValueError(f"{item!r}: expected owner ids owner-1 ... owner-{owners} (this scenario has {owners} owners), "
-                         f"got {name.strip()!r}")
+        raise ValueError(
+            f"{item!r}: expected owner ids owner-1 ... owner-{owners} (this scenario has {owners} owners), "
+            f"got {name.strip()!r}"
+        )
     return int(number)
 
 
@@ -113,25 +113,45 @@ def share_of(world: World, party: str) -> World:
     k = len(world.owners)
     central = world.central  # a share of a schema-only world stays one: it says nobody holds everyone's rows
     if party == CURATOR:
-        return World(owners=SparseParts(k, {}, empty), validation=empty, test=empty, seed_set=world.seed_set,
-                     central=central)
+        return World(
+            owners=SparseParts(k, {}, empty), validation=empty, test=empty, seed_set=world.seed_set, central=central
+        )
     if party == CONSUMER:  # the seed set is public: the consumer scores the summary with it too
-        return World(owners=SparseParts(k, {}, empty), validation=world.validation, test=world.test,
-                     seed_set=world.seed_set, central=central)
+        return World(
+            owners=SparseParts(k, {}, empty),
+            validation=world.validation,
+            test=world.test,
+            seed_set=world.seed_set,
+            central=central,
+        )
     number = owner_number(party, k)
     if number is None:
         raise ValueError(f"unknown party {party!r}: expected curator, consumer or owner-1 ... owner-{k}")
-    return World(owners=SparseParts(k, {number - 1: world.owners[number - 1]}, empty), validation=empty, test=empty,
-                 seed_set=empty, central=central)
+    return World(
+        owners=SparseParts(k, {number - 1: world.owners[number - 1]}, empty),
+        validation=empty,
+        test=empty,
+        seed_set=empty,
+        central=central,
+    )
 
 
-def build_role(config: ScenarioConfig, party: str, *, world: World | None = None, owner_data: Dataset | None = None,
-               noise: NoiseOrigin | None = None, exchange: Exchange | None = None) -> Role:
+def build_role(
+    config: ScenarioConfig,
+    party: str,
+    *,
+    world: World | None = None,
+    owner_data: Dataset | None = None,
+    noise: NoiseOrigin | None = None,
+    exchange: Exchange | None = None,
+) -> Role:
     """The role of ``party`` for this scenario. ``owner_data`` replaces an owner's generated share
     (an owner that reads its own data file). ``noise`` is where the party's privacy noise comes from
     (:mod:`marketplace.privacy.noise`; None: the run seed); every ledger the role keeps says so."""
     if party_index(config, party) is None:
-        raise ValueError(f"unknown party {party!r}: this scenario has curator, owner-1 ... owner-{config.parties.owners}, consumer")
+        raise ValueError(
+            f"unknown party {party!r}: this scenario has curator, owner-1 ... owner-{config.parties.owners}, consumer"
+        )
     exchange = exchange or plugins.exchange(config.protocol)
     world = world if world is not None else make_world(config, exchange)
     from marketplace.scenario.fingerprint import fingerprint
@@ -207,33 +227,47 @@ def load_owner_file(path: str, max_bytes: int = OWNER_FILE_MAX_BYTES, option: st
         except ValueError as err:  # object arrays: refused, they could carry code
             raise ValueError(f"{path}: arrays must be plain numbers, not Python objects ({err})") from None
     if X_raw.dtype.kind not in "biuf":
-        raise ValueError(f"{path}: X must hold numbers, got dtype {X_raw.dtype} (text? convert the features to numbers first)")
+        raise ValueError(
+            f"{path}: X must hold numbers, got dtype {X_raw.dtype} (text? convert the features to numbers first)"
+        )
     X = np.asarray(X_raw, dtype=np.float64)
     if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
-        raise ValueError(f"{path}: X must be an (n, dim) array with at least one row and one column, got shape {X.shape}")
+        raise ValueError(
+            f"{path}: X must be an (n, dim) array with at least one row and one column, got shape {X.shape}"
+        )
     check_rows(X, f"{path}: X")
     if y_raw.shape != (len(X),):
         raise ValueError(f"{path}: y must be an ({len(X)},) array, one label per row of X, got shape {y_raw.shape}")
     if y_raw.dtype.kind not in "biuf":
-        raise ValueError(f"{path}: y must hold integer class labels, got dtype {y_raw.dtype} (string labels? "
-                         f"map them to 0, 1, ...)")
+        raise ValueError(
+            f"{path}: y must hold integer class labels, got dtype {y_raw.dtype} (string labels? map them to 0, 1, ...)"
+        )
     if y_raw.dtype.kind == "f":
         nan = np.flatnonzero(~np.isfinite(y_raw))
         if nan.size:
             raise ValueError(f"{path}: y must hold integer class labels; row {nan[0]} holds {float(y_raw[nan[0]])}")
         fractional = np.flatnonzero(y_raw != np.round(y_raw))
         if fractional.size:
-            raise ValueError(f"{path}: y must hold integer class labels; row {fractional[0]} holds {float(y_raw[fractional[0]])}")
+            raise ValueError(
+                f"{path}: y must hold integer class labels; row {fractional[0]} holds {float(y_raw[fractional[0]])}"
+            )
         if np.abs(y_raw).max() >= 2**62:
             raise ValueError(f"{path}: y must hold integer class labels that fit in 64 bits")
     y = y_raw.astype(np.int64)
     names = tuple(f"f{i}" for i in range(X.shape[1]))
-    return Dataset(X=np.ascontiguousarray(X), y=y, group=np.zeros(len(X), dtype=np.int64), feature_names=names,
-                   group_names=("all",), name=path)
+    return Dataset(
+        X=np.ascontiguousarray(X),
+        y=y,
+        group=np.zeros(len(X), dtype=np.int64),
+        feature_names=names,
+        group_names=("all",),
+        name=path,
+    )
 
 
-def own_rows(config: ScenarioConfig, party: str, *, data: str | Path | None = None, test: str | Path | None = None,
-             limits=None) -> dict[str, Dataset]:
+def own_rows(
+    config: ScenarioConfig, party: str, *, data: str | Path | None = None, test: str | Path | None = None, limits=None
+) -> dict[str, Dataset]:
     """The rows ``party`` brings of its own, read from its files: ``{"owner": rows}`` for an owner,
     ``{"validation": D_v, "test": test set}`` for the consumer (the test set optional), ``{}`` when
     it brings none. In a schema-only marketplace (``data.schema``) every file is checked against the
@@ -253,14 +287,18 @@ def own_rows(config: ScenarioConfig, party: str, *, data: str | Path | None = No
         raise ValueError(f"{party}: --test is the consumer's own test set; an owner gives only --data")
     if schema is None:
         if role == "consumer" and (data is not None or test is not None):
-            raise ValueError("consumer: --data/--test bring the consumer's own target to a marketplace described by "
-                             "its public schema (data.schema); this scenario simulates its data (data.source), and "
-                             "the consumer's target is drawn from it (data.consumer)")
+            raise ValueError(
+                "consumer: --data/--test bring the consumer's own target to a marketplace described by "
+                "its public schema (data.schema); this scenario simulates its data (data.source), and "
+                "the consumer's target is drawn from it (data.consumer)"
+            )
         return {"owner": load_owner_file(str(data), limits.max_bytes, "--max-bytes")} if data is not None else {}
     if data is None:
         what = "its own rows (--data FILE.csv)" if role == "owner" else "its own target (--data TARGET.csv)"
-        raise ValueError(f"{party}: this marketplace is described by its public schema (data.schema) and holds no "
-                         f"rows: {party} must bring {what}")
+        raise ValueError(
+            f"{party}: this marketplace is described by its public schema (data.schema) and holds no "
+            f"rows: {party} must bring {what}"
+        )
     if role == "owner":
         return {"owner": load_own_rows(data, schema, party=party, limits=limits)}
     found = {"validation": load_own_rows(data, schema, party="consumer (target)", limits=limits)}
@@ -273,5 +311,6 @@ def with_own_rows(share: World, rows: dict[str, Dataset]) -> World:
     """``share`` with the consumer's own D_v and test set (``rows`` of :func:`own_rows`) in place."""
     if not rows.keys() & {"validation", "test"}:
         return share
-    return dataclasses.replace(share, validation=rows.get("validation", share.validation),
-                               test=rows.get("test", share.test))
+    return dataclasses.replace(
+        share, validation=rows.get("validation", share.validation), test=rows.get("test", share.test)
+    )

@@ -35,7 +35,9 @@ GROUP = "marketplace.protocols"
 """The entry-point group every protocol registers under."""
 
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
-RESERVED = frozenset({"name", "protocol", "seed", "description", "parties", "data", "transport", "noise", "sweep", "lifetime"})
+RESERVED = frozenset(
+    {"name", "protocol", "seed", "description", "parties", "data", "transport", "noise", "sweep", "lifetime"}
+)
 """Top-level scenario keys: a protocol's section cannot take one of these names."""
 
 
@@ -175,8 +177,10 @@ def _undeclared(config: Any, who: str) -> Any:
     """The declaration of a protocol that states no lifetime cost: an unbounded release."""
     from marketplace.privacy.lifetime import Declared
 
-    return Declared.unbounded_release(f"{config.protocol} ({config.name})",
-                                      f"the {config.protocol!r} protocol declares no lifetime cost for its {who}")
+    return Declared.unbounded_release(
+        f"{config.protocol} ({config.name})",
+        f"the {config.protocol!r} protocol declares no lifetime cost for its {who}",
+    )
 
 
 def missing_methods(cls: type) -> list[str]:
@@ -188,19 +192,24 @@ def _check(spec: Any, where: str) -> ProtocolSpec:
     if not isinstance(spec, ProtocolSpec):
         raise PluginError(f"{where}: expected a marketplace.plugins.ProtocolSpec, got {type(spec).__name__}")
     if not NAME.match(spec.name) or spec.name in RESERVED:
-        raise PluginError(f"{where}: protocol name {spec.name!r} must match {NAME.pattern} and not be one of "
-                          f"{sorted(RESERVED)}")
+        raise PluginError(
+            f"{where}: protocol name {spec.name!r} must match {NAME.pattern} and not be one of {sorted(RESERVED)}"
+        )
     if not isinstance(spec.config, type):
         raise PluginError(f"{where}: config must be a dataclass type, got {spec.config!r}")
     try:
         spec.config()
     except Exception as err:  # noqa: BLE001 - any failure means the section has no valid default
-        raise PluginError(f"{where}: the section {spec.config.__name__} must build with every field at its "
-                          f"default ({type(err).__name__}: {err})") from None
+        raise PluginError(
+            f"{where}: the section {spec.config.__name__} must build with every field at its "
+            f"default ({type(err).__name__}: {err})"
+        ) from None
     module, sep, attribute = spec.exchange.partition(":") if isinstance(spec.exchange, str) else ("", "", "")
     if not (sep and module and attribute.isidentifier()):
-        raise PluginError(f"{where}: exchange must be 'module:attribute' naming a marketplace.plugins.Exchange "
-                          f"subclass or instance, got {spec.exchange!r}")
+        raise PluginError(
+            f"{where}: exchange must be 'module:attribute' naming a marketplace.plugins.Exchange "
+            f"subclass or instance, got {spec.exchange!r}"
+        )
     return spec
 
 
@@ -226,8 +235,10 @@ def protocols() -> dict[str, ProtocolSpec]:
         found[spec.name] = spec
         seen[spec.name] = point.value
     if not found:
-        raise PluginError(f"no protocol is registered under the entry-point group {GROUP!r}: install the "
-                          "package (python3 -m pip install -e .) so that its entry points are visible")
+        raise PluginError(
+            f"no protocol is registered under the entry-point group {GROUP!r}: install the "
+            "package (python3 -m pip install -e .) so that its entry points are visible"
+        )
     return dict(sorted(found.items()))
 
 
@@ -266,19 +277,24 @@ def checked_exchange(found: Any, where: str) -> Exchange:
     :class:`PluginError` saying, after ``where``, what it is instead or which methods it lacks."""
     cls = found if isinstance(found, type) else type(found)
     if not issubclass(cls, Exchange):
-        raise PluginError(f"{where}: expected a subclass or instance of marketplace.plugins.Exchange, got "
-                          f"{'class' if isinstance(found, type) else 'a'} {cls.__module__}.{cls.__qualname__}")
+        raise PluginError(
+            f"{where}: expected a subclass or instance of marketplace.plugins.Exchange, got "
+            f"{'class' if isinstance(found, type) else 'a'} {cls.__module__}.{cls.__qualname__}"
+        )
     missing = missing_methods(cls)
     if missing:
-        raise PluginError(f"{where}: {cls.__qualname__} leaves the required method{'s' if len(missing) > 1 else ''} "
-                          f"{', '.join(missing)} unimplemented")
+        raise PluginError(
+            f"{where}: {cls.__qualname__} leaves the required method{'s' if len(missing) > 1 else ''} "
+            f"{', '.join(missing)} unimplemented"
+        )
     if not isinstance(found, type):
         return found
     try:
         return found()
     except Exception as err:  # any failure means the class cannot serve as the exchange
-        raise PluginError(f"{where}: {cls.__qualname__}() must build with no arguments ({type(err).__name__}: "
-                          f"{err})") from err
+        raise PluginError(
+            f"{where}: {cls.__qualname__}() must build with no arguments ({type(err).__name__}: {err})"
+        ) from err
 
 
 def _where(name: str) -> str:

@@ -43,17 +43,19 @@ from typing import Any
 import yaml
 import zmq.auth
 
-from marketplace.version import __version__
 from marketplace.parties import party_ids, role_of
 from marketplace.privacy import noise as noise_keys
 from marketplace.roles import CURATOR
 from marketplace.runner.identity import scenario_identity
 from marketplace.scenario import Scenario
+from marketplace.version import __version__
 
 DEFAULT_ENDPOINT = "tcp://curator:5555"
 KIT_FILES = ("kit.json", "scenario.yaml", "start.sh")
-SHARED_NOISE_WARNING = ("shared noise: this kit has no noise key of its own; every party's noise derives from the run "
-                        "seed alone, which every kit holds, so any party can recompute and strip any other party's noise")
+SHARED_NOISE_WARNING = (
+    "shared noise: this kit has no noise key of its own; every party's noise derives from the run "
+    "seed alone, which every kit holds, so any party can recompute and strip any other party's noise"
+)
 
 
 class ProvisionError(ValueError):
@@ -87,7 +89,9 @@ def check_endpoint(endpoint: str, option: str, *, any_port: bool = False) -> str
     if not endpoint.startswith("tcp://") or not host:
         raise ProvisionError(f"{option}: expected tcp://HOST:PORT, got {endpoint!r}")
     if not port.isdigit() or not (0 if any_port else 1) <= int(port) < 65536:
-        raise ProvisionError(f"{option}: expected a port number {'0' if any_port else '1'}-65535 after the host, got {port!r} in {endpoint!r}")
+        raise ProvisionError(
+            f"{option}: expected a port number {'0' if any_port else '1'}-65535 after the host, got {port!r} in {endpoint!r}"
+        )
     return endpoint
 
 
@@ -96,9 +100,17 @@ def bind_endpoint(endpoint: str) -> str:
     return "tcp://0.0.0.0:" + check_endpoint(endpoint, "--endpoint").rsplit(":", 1)[1]
 
 
-def provision(scenario: Scenario, out: str | Path, *, endpoint: str = DEFAULT_ENDPOINT, bind: str | None = None,
-              run_id: str | None = None, overwrite: bool = False, chown: tuple[int, int] | None = None,
-              shared_noise: bool = False) -> list[Kit]:
+def provision(
+    scenario: Scenario,
+    out: str | Path,
+    *,
+    endpoint: str = DEFAULT_ENDPOINT,
+    bind: str | None = None,
+    run_id: str | None = None,
+    overwrite: bool = False,
+    chown: tuple[int, int] | None = None,
+    shared_noise: bool = False,
+) -> list[Kit]:
     """Write one kit per party of ``scenario`` under ``out`` (see the module docstring).
 
     ``endpoint`` is where owners and the consumer reach the curator; ``bind`` where the curator
@@ -134,8 +146,9 @@ def provision(scenario: Scenario, out: str | Path, *, endpoint: str = DEFAULT_EN
             command = _command(party, bind if party == CURATOR else endpoint, run_id)
             _write(folder / "scenario.yaml", text, 0o644)
             _write(folder / "start.sh", _start_script(party, command), 0o755)
-            manifest = _manifest(party, run_id, identity, command, known, publics, bind if party == CURATOR else endpoint,
-                                 shared_noise)
+            manifest = _manifest(
+                party, run_id, identity, command, known, publics, bind if party == CURATOR else endpoint, shared_noise
+            )
             _write(folder / "kit.json", json.dumps(manifest, indent=2) + "\n", 0o644)
             if chown is not None:
                 _chown_tree(folder, chown)
@@ -169,7 +182,9 @@ def _kit_scenario(scenario: Scenario, shared_noise: bool, run_id: str) -> str:
     if isinstance(life, dict) and life.get("ledgers") is not None:
         life["ledgers"] = "."
         life["request_id"] = life.get("request_id") or run_id
-    return "# written by `marketplace provision`: the same scenario in every kit of this run\n" + yaml.safe_dump(raw, sort_keys=False)
+    return "# written by `marketplace provision`: the same scenario in every kit of this run\n" + yaml.safe_dump(
+        raw, sort_keys=False
+    )
 
 
 def _command(party: str, endpoint: str, run_id: str) -> list[str]:
@@ -196,20 +211,39 @@ def _start_script(party: str, command: list[str]) -> str:
         else:
             words.append(shlex.quote(word))
     override = "" if party == CURATOR else " MARKETPLACE_ENDPOINT overrides the curator's address."
-    return ("#!/bin/sh\n"
-            f"# {party}'s start command, written by `marketplace provision`; run it from any folder.\n"
-            f"# Its report goes to parties/{party}.json under the current folder unless you pass --report FILE;\n"
-            f"# other arguments are passed on too.{override}\n"
-            'kit=$(cd "$(dirname "$0")" && pwd)\n'
-            f'exec {" ".join(words)} "$@"\n')
+    return (
+        "#!/bin/sh\n"
+        f"# {party}'s start command, written by `marketplace provision`; run it from any folder.\n"
+        f"# Its report goes to parties/{party}.json under the current folder unless you pass --report FILE;\n"
+        f"# other arguments are passed on too.{override}\n"
+        'kit=$(cd "$(dirname "$0")" && pwd)\n'
+        f'exec {" ".join(words)} "$@"\n'
+    )
 
 
-def _manifest(party: str, run_id: str, identity: dict[str, Any], command: list[str], known: list[str],
-              publics: dict[str, str], endpoint: str, shared_noise: bool) -> dict[str, Any]:
-    noise = ({"source": "the run seed (shared by every kit)", "warning": SHARED_NOISE_WARNING} if shared_noise else
-             {"source": f"the run seed and {party}.noise_key", "who_can_strip": f"only whoever holds {party}.noise_key"})
-    own_noise = {} if shared_noise else {f"{party}.noise_key": "this party's noise key, SECRET: whoever reads it can strip "
-                                                                 "this party's privacy noise"}
+def _manifest(
+    party: str,
+    run_id: str,
+    identity: dict[str, Any],
+    command: list[str],
+    known: list[str],
+    publics: dict[str, str],
+    endpoint: str,
+    shared_noise: bool,
+) -> dict[str, Any]:
+    noise = (
+        {"source": "the run seed (shared by every kit)", "warning": SHARED_NOISE_WARNING}
+        if shared_noise
+        else {"source": f"the run seed and {party}.noise_key", "who_can_strip": f"only whoever holds {party}.noise_key"}
+    )
+    own_noise = (
+        {}
+        if shared_noise
+        else {
+            f"{party}.noise_key": "this party's noise key, SECRET: whoever reads it can strip "
+            "this party's privacy noise"
+        }
+    )
     return {
         "party": party,
         "role": role_of(party),
@@ -236,9 +270,12 @@ def _check_free(folder: Path, overwrite: bool) -> None:
     if folder.exists() and not folder.is_dir():
         raise ProvisionError(f"{folder}: exists and is not a folder")
     existing = [name for name in KIT_FILES if (folder / name).exists()] + sorted(
-        p.name for pattern in ("*.key_secret", "*" + noise_keys.SUFFIX) for p in folder.glob(pattern))
+        p.name for pattern in ("*.key_secret", "*" + noise_keys.SUFFIX) for p in folder.glob(pattern)
+    )
     if existing and not overwrite:
-        raise ProvisionError(f"{folder}: already holds a kit ({', '.join(existing)}): refusing to overwrite it (pass --force)")
+        raise ProvisionError(
+            f"{folder}: already holds a kit ({', '.join(existing)}): refusing to overwrite it (pass --force)"
+        )
 
 
 def _prepare(folder: Path) -> None:

@@ -48,8 +48,9 @@ class MissingKeys(SchemaError):
         self.keys = tuple(keys)
         listed = [f"{key} ({what})" for key, what in zip(keys, holds)]
         if section:
-            super().__init__(path, f"{section} with the required key{'s' if len(listed) > 1 else ''} "
-                                   f"{_and(listed)}", "nothing")
+            super().__init__(
+                path, f"{section} with the required key{'s' if len(listed) > 1 else ''} {_and(listed)}", "nothing"
+            )
         elif len(listed) == 1:
             super().__init__(keys[0], f"{holds[0]} (required)", "nothing")
         else:
@@ -184,8 +185,12 @@ def compile_hint(hint: Any) -> Checker:
     return constrained
 
 
-def _simple(types_: tuple[type, ...], expected: str, convert: typing.Callable[[Any], Any] | None = None,
-            reject_bool: bool = False) -> Checker:
+def _simple(
+    types_: tuple[type, ...],
+    expected: str,
+    convert: typing.Callable[[Any], Any] | None = None,
+    reject_bool: bool = False,
+) -> Checker:
     def check(value: Any, path: str) -> Any:
         if not isinstance(value, types_) or (reject_bool and isinstance(value, bool)):
             raise SchemaError(path, expected, describe_value(value))
@@ -202,7 +207,9 @@ def _compile_plain(hint: Any, *, allow_nonfinite: bool = False) -> Checker:
         allowed = get_args(hint)
 
         def literal(value: Any, path: str) -> Any:
-            if value not in allowed or isinstance(value, bool) != any(isinstance(a, bool) for a in allowed if a == value):
+            if value not in allowed or isinstance(value, bool) != any(
+                isinstance(a, bool) for a in allowed if a == value
+            ):
                 raise SchemaError(path, f"one of {list(allowed)}", describe_value(value))
             return value
 
@@ -307,7 +314,9 @@ def build(cls: type[T], data: Any, path: str = "") -> T:
     hints, checkers, required = _plan(cls)
     for key in data:
         if key not in hints:
-            raise SchemaError(_join(path, str(key)), f"one of the known keys {sorted(hints)}", f"unknown key {str(key)!r}")
+            raise SchemaError(
+                _join(path, str(key)), f"one of the known keys {sorted(hints)}", f"unknown key {str(key)!r}"
+            )
     absent = missing_keys(cls, data, path) if any(name not in data for name in required) else None
     if absent is not None:
         raise absent
@@ -399,7 +408,8 @@ def closest_keys(cls: type, key: str, n: int = 3) -> list[str]:
     if close:
         return close
     depth = key.count(".")
-    close = difflib.get_close_matches(key, [k for k in keys if k.count(".") == depth], n=n, cutoff=0.6) \
-        or difflib.get_close_matches(key, keys, n=n, cutoff=0.6)  # a key as deep as the one given first
+    close = difflib.get_close_matches(
+        key, [k for k in keys if k.count(".") == depth], n=n, cutoff=0.6
+    ) or difflib.get_close_matches(key, keys, n=n, cutoff=0.6)  # a key as deep as the one given first
     same_leaf = [k for k in keys if k.rpartition(".")[2] == last and k not in close]
     return (close + same_leaf)[:n]

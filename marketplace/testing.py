@@ -97,16 +97,21 @@ class _Runs:
         import marketplace
         from marketplace.scenario import ScenarioError
 
-        given = self.given if self.given is not None else {"name": f"{self.name}-conformance", "protocol": self.name,
-                                                           "parties": {"owners": 3}}
+        given = (
+            self.given
+            if self.given is not None
+            else {"name": f"{self.name}-conformance", "protocol": self.name, "parties": {"owners": 3}}
+        )
         try:
             scenario = marketplace.load(given)
         except ScenarioError as err:
             how = "pass a small scenario of the protocol (scenario=...)" if self.given is None else "fix the scenario"
             raise AssertionError(f"{self.name}: the conformance scenario does not load: {err}; {how}") from None
         if scenario.config.protocol != self.name:
-            raise AssertionError(f"{self.name}: the conformance scenario is of protocol "
-                                 f"{scenario.config.protocol!r}, expected {self.name!r}")
+            raise AssertionError(
+                f"{self.name}: the conformance scenario is of protocol "
+                f"{scenario.config.protocol!r}, expected {self.name!r}"
+            )
         return scenario
 
     def report(self, driver: str) -> dict[str, Any]:
@@ -124,10 +129,17 @@ def protocol_checks(name: str, scenario: Any = None) -> Iterator[Check]:
     order, run against ``scenario`` (module docstring). The runs are shared: made by the first check
     that needs them, once."""
     runs = _Runs(name, scenario)
-    for check, drivers in ((_contract, ()), (_bad_config, ()), (_owner_cost_from_settings, ()),
-                           (_runs_inprocess, ("inprocess",)), (_sweep_row_spent, ("inprocess",)),
-                           (_owner_cost_covers_releases, ("inprocess",)), (_runs_processes, ("processes",)),
-                           (_report_schema, DRIVERS), (_history_same_under_both_drivers, DRIVERS)):
+    for check, drivers in (
+        (_contract, ()),
+        (_bad_config, ()),
+        (_owner_cost_from_settings, ()),
+        (_runs_inprocess, ("inprocess",)),
+        (_sweep_row_spent, ("inprocess",)),
+        (_owner_cost_covers_releases, ("inprocess",)),
+        (_runs_processes, ("processes",)),
+        (_report_schema, DRIVERS),
+        (_history_same_under_both_drivers, DRIVERS),
+    ):
         yield Check(check.__name__.lstrip("_"), name, functools.partial(check, runs), drivers)
 
 
@@ -161,8 +173,9 @@ def _contract(runs: _Runs) -> None:
     missing = plugins.missing_methods(type(exchange))
     assert not missing, f"{runs.name}: {type(exchange).__name__} leaves {', '.join(missing)} unimplemented"
     headline = exchange.sweep_headline
-    assert isinstance(headline, tuple) and all(isinstance(c, str) for c in headline), \
+    assert isinstance(headline, tuple) and all(isinstance(c, str) for c in headline), (
         f"{runs.name}: sweep_headline must be a tuple of column names, got {headline!r}"
+    )
     row = exchange.sweep_row({})  # a market asks an empty report for the columns a protocol knows
     assert isinstance(row, dict), f"{runs.name}: sweep_row({{}}) must return a dict, got {type(row).__name__}"
 
@@ -186,18 +199,21 @@ def _bad_config(runs: _Runs) -> None:
                 marketplace.load(raw)
             except (ScenarioError, SchemaError) as err:
                 path = getattr(err, "path", "")
-                assert path == where or path.startswith((f"{where}.", f"{where}[")), \
+                assert path == where or path.startswith((f"{where}.", f"{where}[")), (
                     f"{where} = {bad!r} was refused naming {path!r} instead of {where!r}: {err}"
+                )
                 named.append(bad)
             except Exception as err:  # a crash on a bad value is what this check finds
-                raise AssertionError(f"{where} = {bad!r} raised {type(err).__name__} instead of a scenario error "
-                                     f"naming the key: {err}") from err
+                raise AssertionError(
+                    f"{where} = {bad!r} raised {type(err).__name__} instead of a scenario error naming the key: {err}"
+                ) from err
         assert named, f"{where}: every bad value was accepted ({', '.join(map(repr, BAD_VALUES))})"
 
 
 @contextmanager
 def _no_data() -> Iterator[None]:
     """While inside, building a world fails: what runs here works from the settings alone."""
+
     def refuse(*args: Any, **kwargs: Any) -> None:
         raise AssertionError("it built the run's data: a declared cost comes from the settings alone")
 
@@ -214,15 +230,17 @@ def _owner_cost_from_settings(runs: _Runs) -> None:
         declared = {owner: exchange.owner_cost(config, owner) for owner in party_ids(config)[1:-1]}
         declared["consumer"] = exchange.consumer_cost(config)
     for party, value in declared.items():
-        assert value is None or isinstance(value, Declared), \
-            f"{runs.name}: the declared cost of {party} must be a marketplace.privacy.lifetime.Declared or None, " \
+        assert value is None or isinstance(value, Declared), (
+            f"{runs.name}: the declared cost of {party} must be a marketplace.privacy.lifetime.Declared or None, "
             f"got {type(value).__name__}"
+        )
 
 
 def _completed(runs: _Runs, driver: str) -> dict[str, Any]:
     report = runs.report(driver)
-    assert report.get("status") == "completed", \
+    assert report.get("status") == "completed", (
         f"{runs.name}: the run under the {driver} driver ended {report.get('status')!r}: {report.get('failures')}"
+    )
     return report
 
 
@@ -257,15 +275,18 @@ def _sweep_row_spent(runs: _Runs) -> None:
         return  # no owner spent privacy: nothing to record
     for column in ("eps_spent", "delta_spent"):
         value = row.get(column)
-        assert isinstance(value, (int, float)) and math.isfinite(value), \
-            f"{runs.name}: the report's owners spent privacy, so sweep_row must record {column} (a number), " \
+        assert isinstance(value, (int, float)) and math.isfinite(value), (
+            f"{runs.name}: the report's owners spent privacy, so sweep_row must record {column} (a number), "
             f"got {value!r}"
+        )
 
 
 def _history_same_under_both_drivers(runs: _Runs) -> None:
     inprocess, processes = (_completed(runs, driver).get("history") for driver in DRIVERS)
-    assert inprocess == processes, f"{runs.name}: the report's history differs between the drivers (inprocess: " \
-                                   f"{json.dumps(inprocess)[:300]}; processes: {json.dumps(processes)[:300]})"
+    assert inprocess == processes, (
+        f"{runs.name}: the report's history differs between the drivers (inprocess: "
+        f"{json.dumps(inprocess)[:300]}; processes: {json.dumps(processes)[:300]})"
+    )
 
 
 def _owner_cost_covers_releases(runs: _Runs) -> None:
@@ -273,6 +294,7 @@ def _owner_cost_covers_releases(runs: _Runs) -> None:
     for owner, ledger in (_completed(runs, "inprocess").get("privacy") or {}).items():
         released = isinstance(ledger, Mapping) and (_spent(ledger) or ledger.get("guarantee") == "none")
         if owner.startswith("owner-") and released:
-            assert exchange.owner_cost(config, owner) is not None, \
-                f"{runs.name}: the report shows {owner} released something ({json.dumps(ledger)[:200]}) but " \
+            assert exchange.owner_cost(config, owner) is not None, (
+                f"{runs.name}: the report shows {owner} released something ({json.dumps(ledger)[:200]}) but "
                 "owner_cost says the run releases nothing of its data (None)"
+            )

@@ -48,6 +48,7 @@ def bids(unsent: dict[str, list[tuple[float, ...]]], rnd: int) -> tuple[dict[str
 
 def paths(auction: PrivAuction, w: World, rounds: int) -> Iterator[tuple[Path, Fraction]]:
     """Every selection path over ``rounds`` rounds with its exact probability (they sum to 1)."""
+
     def walk(a: PrivAuction, unsent: dict[str, list[tuple[float, ...]]], rnd: int, path: Path, p: Fraction):
         if rnd == rounds:
             yield path, p
@@ -56,8 +57,11 @@ def paths(auction: PrivAuction, w: World, rounds: int) -> Iterator[tuple[Path, F
         for asked, q in a.outcomes(offer).items():
             nxt = copy.deepcopy(a)
             nxt.advance(offer, asked)
-            left = {o: [pt for k, pt in enumerate(pts) if not (o in asked and k == which[o])] for o, pts in unsent.items()}
+            left = {
+                o: [pt for k, pt in enumerate(pts) if not (o in asked and k == which[o])] for o, pts in unsent.items()
+            }
             yield from walk(nxt, left, rnd + 1, path + (asked,), p * q)
+
     yield from walk(copy.deepcopy(auction), {o: list(pts) for o, pts in w.items()}, 0, (), Fraction(1))
 
 
@@ -93,5 +97,8 @@ def max_loss(law: dict[object, Fraction], law_prime: dict[object, Fraction]) -> 
 def ratio_bounded(law: dict[object, Fraction], law_prime: dict[object, Fraction], bound: Fraction) -> bool:
     """P[v | D] <= bound P[v | D'] and the reverse for every view v, in exact arithmetic."""
     views = set(law) | set(law_prime)
-    return all(law.get(v, Fraction(0)) <= bound * law_prime.get(v, Fraction(0)) and
-               law_prime.get(v, Fraction(0)) <= bound * law.get(v, Fraction(0)) for v in views)
+    return all(
+        law.get(v, Fraction(0)) <= bound * law_prime.get(v, Fraction(0))
+        and law_prime.get(v, Fraction(0)) <= bound * law.get(v, Fraction(0))
+        for v in views
+    )

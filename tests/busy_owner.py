@@ -21,8 +21,8 @@ import sys
 import time
 
 from marketplace.messages import Envelope
-from marketplace.protocols.summarize.owner import SummarizeOwner
 from marketplace.parties import build_role, make_world, share_of
+from marketplace.protocols.summarize.owner import SummarizeOwner
 from marketplace.runner.links import link_settings
 from marketplace.runner.nodes import default_run_id
 from marketplace.scenario import load_scenario
@@ -60,7 +60,9 @@ def main() -> int:
     parser.add_argument("--busy-from", type=int, required=True)
     parser.add_argument("--busy-for", type=float, default=None, help="seconds to spin (default: forever)")
     args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {args.id} %(levelname)s %(message)s", stream=sys.stderr)
+    logging.basicConfig(
+        level=logging.INFO, format=f"%(asctime)s {args.id} %(levelname)s %(message)s", stream=sys.stderr
+    )
     scenario = load_scenario(args.scenario)
     role = build_role(scenario.config, args.id, world=share_of(make_world(scenario.config), args.id))
     role.__class__ = BusyOwner  # the same state, the hanging handler

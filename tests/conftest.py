@@ -39,14 +39,22 @@ def needs_data(*names: str) -> pytest.MarkDecorator:
     from marketplace.datasets.registry import dataset
 
     absent = [name for name in names if missing_files(dataset(name))]
-    reason = (f"dataset(s) {absent} not in the data cache {data_home()} (set MARKETPLACE_DATA to choose it): "
-              f"{fetch_command(absent)}") if absent else ""
+    reason = (
+        (
+            f"dataset(s) {absent} not in the data cache {data_home()} (set MARKETPLACE_DATA to choose it): "
+            f"{fetch_command(absent)}"
+        )
+        if absent
+        else ""
+    )
     return pytest.mark.skipif(bool(absent), reason=reason)
 
 
 def run_cli(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
     """`marketplace ARGS...` as a new user would run it, in its own process."""
-    return subprocess.run([sys.executable, "-m", "marketplace", *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "marketplace", *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT
+    )
 
 
 @pytest.fixture
@@ -70,7 +78,10 @@ def tiny_raw(**summarize) -> dict:
         "seed": 11,
         "parties": {"owners": 3},
         "data": {
-            "source": {"kind": "covariate_shift", "covariate_shift": {"dim": 3, "components": 4, "rows_per_component": 40}},
+            "source": {
+                "kind": "covariate_shift",
+                "covariate_shift": {"dim": 3, "components": 4, "rows_per_component": 40},
+            },
             "partition": {"scheme": "by_group", "skew": 0.7},
             "consumer": {"target_groups": [0], "target_share": 0.5, "validation_size": 8, "test_size": 10},
             "seed_set": {"groups": [3], "size": 4},
@@ -86,9 +97,9 @@ def every_report_follows_the_schema(tmp_path_factory):
     """After the whole session, check every report.json the suite wrote (in-process runs, CLI
     subprocesses, sweeps, assembled compose runs) against marketplace/report.schema.json."""
     yield
-    from marketplace.runner.report_schema import report_problems
-
     import json
+
+    from marketplace.runner.report_schema import report_problems
 
     checked, bad = 0, []
     for path in sorted(tmp_path_factory.getbasetemp().rglob("report.json")):
@@ -100,7 +111,9 @@ def every_report_follows_the_schema(tmp_path_factory):
         checked += 1
         bad += [f"{path}: {problem}" for problem in report_problems(report)[:5]]
     if bad:
-        pytest.fail(f"{len(bad)} schema problem(s) in the {checked} report.json files the suite wrote:\n" + "\n".join(bad[:40]))
+        pytest.fail(
+            f"{len(bad)} schema problem(s) in the {checked} report.json files the suite wrote:\n" + "\n".join(bad[:40])
+        )
 
 
 # --- tests that must run with no other test beside them --------------------------------------------

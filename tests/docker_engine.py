@@ -54,20 +54,33 @@ class DockerEngine:
         raise EngineUnavailable("; ".join(failures))
 
     def _start(self, driver: str, timeout_s: float) -> None:
-        command = ["dockerd", f"--storage-driver={driver}", f"--data-root={self.root / 'data'}", f"--exec-root={self.root / 'exec'}",
-                   f"--pidfile={self.root / 'docker.pid'}", f"--host=unix://{self.socket}", "--bridge=none",
-                   "--iptables=false", "--ip-forward=false", "--ip-masq=false"]
+        command = [
+            "dockerd",
+            f"--storage-driver={driver}",
+            f"--data-root={self.root / 'data'}",
+            f"--exec-root={self.root / 'exec'}",
+            f"--pidfile={self.root / 'docker.pid'}",
+            f"--host=unix://{self.socket}",
+            "--bridge=none",
+            "--iptables=false",
+            "--ip-forward=false",
+            "--ip-masq=false",
+        ]
         with open(self.log, "w") as log:
             self.proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise EngineUnavailable(f"dockerd exited with status {self.proc.returncode} at start: {self.log_tail()}")
+                raise EngineUnavailable(
+                    f"dockerd exited with status {self.proc.returncode} at start: {self.log_tail()}"
+                )
             if self.socket.exists():
                 info = self.docker("info", "--format", "{{.Driver}}", check=False, timeout=10)
                 if info.returncode == 0:
                     if info.stdout.strip() != driver:
-                        raise EngineUnavailable(f"dockerd runs the {info.stdout.strip()!r} storage driver, not {driver!r}")
+                        raise EngineUnavailable(
+                            f"dockerd runs the {info.stdout.strip()!r} storage driver, not {driver!r}"
+                        )
                     return
             time.sleep(0.5)
         raise EngineUnavailable(f"dockerd did not answer within {timeout_s:g} s: {self.log_tail()}")
@@ -81,19 +94,26 @@ class DockerEngine:
     def docker(self, *args: str, check: bool = True, timeout: float = 600, **kwargs) -> subprocess.CompletedProcess:
         return self.run(["docker", *args], check=check, timeout=timeout, **kwargs)
 
-    def run(self, argv: list[str], *, check: bool = True, timeout: float = 600, **kwargs) -> subprocess.CompletedProcess:
+    def run(
+        self, argv: list[str], *, check: bool = True, timeout: float = 600, **kwargs
+    ) -> subprocess.CompletedProcess:
         """A client command against this engine (docker, docker-compose, the stand-in base script)."""
         kwargs.setdefault("env", self.env)
         result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **kwargs)
         if check and result.returncode != 0:
-            raise AssertionError(f"{' '.join(argv)} exited {result.returncode}:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+            raise AssertionError(
+                f"{' '.join(argv)} exited {result.returncode}:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+            )
         return result
 
     def stop(self) -> None:
         """Stop the engine (its containers go with it) and remove everything it stored."""
         self._stop_daemon()
-        mounts = [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()
-                  if len(line.split()) > 1 and line.split()[1].startswith(str(self.root))]
+        mounts = [
+            line.split()[1]
+            for line in Path("/proc/mounts").read_text().splitlines()
+            if len(line.split()) > 1 and line.split()[1].startswith(str(self.root))
+        ]
         for mount in sorted(mounts, key=len, reverse=True):  # leftovers of a killed engine (netns, shm, overlays)
             subprocess.run(["umount", "-l", mount], capture_output=True)
         shutil.rmtree(self.root, ignore_errors=True)
@@ -114,5 +134,7 @@ def compose_command() -> list[str]:
         return ["docker", "compose"]
     if shutil.which("docker-compose"):
         return ["docker-compose"]
-    raise EngineUnavailable("needs the compose v2 plugin (`docker compose`) or docker-compose, neither installed "
-                            "(Debian: apt-get install docker-compose; .ci/run installs it)")
+    raise EngineUnavailable(
+        "needs the compose v2 plugin (`docker compose`) or docker-compose, neither installed "
+        "(Debian: apt-get install docker-compose; .ci/run installs it)"
+    )

@@ -33,7 +33,10 @@ from marketplace.transport.node import Node
 
 REJECT_REASONS = {"bad_message", "duplicate", "protocol"}
 """The reasons a Node counts a refused frame under (``bad_framing`` is the socket loop's own)."""
-DETAIL_RE = re.compile(r"""^bad message from .+ \((kind '[a-z_]+'|unknown kind)\): field (?P<q>['"])(?P<field>.*?)(?P=q) expected .+, got .+""", re.S)
+DETAIL_RE = re.compile(
+    r"""^bad message from .+ \((kind '[a-z_]+'|unknown kind)\): field (?P<q>['"])(?P<field>.*?)(?P=q) expected .+, got .+""",
+    re.S,
+)
 RUN_ID = "fuzz"
 MAX_BYTES = 1 << 20
 
@@ -47,7 +50,9 @@ class Delivery:
 
 def nodes_for(config: ScenarioConfig, world=None) -> list[Node]:
     world = world if world is not None else make_world(config)
-    return [Node(build_role(config, p, world=world), run_id=RUN_ID, max_message_bytes=MAX_BYTES) for p in party_ids(config)]
+    return [
+        Node(build_role(config, p, world=world), run_id=RUN_ID, max_message_bytes=MAX_BYTES) for p in party_ids(config)
+    ]
 
 
 def run_recorded(nodes: list[Node], before: Callable[[Node, Delivery], None] | None = None) -> list[Delivery]:
@@ -97,7 +102,9 @@ def feed(node: Node, frame: bytes, peer: str) -> str:
     received_before = _total(node.counters.received)
     errors_before = len(node.errors)
     replies = node.receive(frame, peer=peer)
-    grew = {r: n - rejected_before.get(r, 0) for r, n in node.counters.rejected.items() if n != rejected_before.get(r, 0)}
+    grew = {
+        r: n - rejected_before.get(r, 0) for r, n in node.counters.rejected.items() if n != rejected_before.get(r, 0)
+    }
     received = _total(node.counters.received) - received_before
     for out in replies:  # every answer must be a frame its receiver accepts as well formed
         try:
@@ -107,7 +114,9 @@ def feed(node: Node, frame: bytes, peer: str) -> str:
     if not grew:
         if received != 1:
             raise ContractBroken(f"{node.party_id}: frame neither rejected nor received once (received {received})")
-        if replies and any(o.kind == "error" and decode(o.frame, peer=node.party_id).body.code == "bad_message" for o in replies):
+        if replies and any(
+            o.kind == "error" and decode(o.frame, peer=node.party_id).body.code == "bad_message" for o in replies
+        ):
             raise ContractBroken(f"{node.party_id}: accepted frame answered with bad_message")
         return "heartbeat" if node.counters.received and _is_heartbeat(frame) else "accepted"
     if len(grew) != 1 or sum(grew.values()) != 1:
@@ -142,7 +151,9 @@ def _is_heartbeat(frame: bytes) -> bool:
 
 def _check_error_reply(node: Node, replies: list, code: str, peer: str) -> None:
     if len(replies) != 1 or replies[0].kind != "error" or replies[0].receiver != peer:
-        raise ContractBroken(f"{node.party_id}: a refused frame must get one error reply to {peer}, got {[(o.kind, o.receiver) for o in replies]}")
+        raise ContractBroken(
+            f"{node.party_id}: a refused frame must get one error reply to {peer}, got {[(o.kind, o.receiver) for o in replies]}"
+        )
     body = decode(replies[0].frame, peer=node.party_id).body
     if body.code != code:
         raise ContractBroken(f"{node.party_id}: error reply code {body.code!r}, expected {code!r}")
@@ -173,7 +184,23 @@ def snapshot(node: Node) -> Node:
 
 EXTREME_INTS = (0, -1, 1, 2**31, -(2**31) - 1, 2**53 + 1, 2**63 - 1, 2**63, -(2**63), 2**64 - 1)
 EXTREME_FLOATS = (math.nan, math.inf, -math.inf, 1e308, -1e308, 5e-324, -0.0)
-BAD_DTYPES = (">f8", "<f2", "|O", "<c16", "float64", "<U8", "|V8", "<M8[s]", "", "<f8 ", "f" * 300, "<i2", "|u1", "|b1", "<f4")
+BAD_DTYPES = (
+    ">f8",
+    "<f2",
+    "|O",
+    "<c16",
+    "float64",
+    "<U8",
+    "|V8",
+    "<M8[s]",
+    "",
+    "<f8 ",
+    "f" * 300,
+    "<i2",
+    "|u1",
+    "|b1",
+    "<f4",
+)
 plugins.load_all()  # the fuzzer picks among every protocol's kinds
 WIRE_KINDS = tuple(sorted(KINDS))
 
@@ -195,7 +222,11 @@ def _random_scalar(rng: random.Random) -> Any:
     if pick == 6:
         return [rng.randrange(-5, 5) for _ in range(rng.randrange(0, 4))]
     if pick == 7:
-        return {"dtype": rng.choice(BAD_DTYPES), "shape": [rng.randrange(0, 4)], "data": rng.randbytes(rng.randrange(0, 33))}
+        return {
+            "dtype": rng.choice(BAD_DTYPES),
+            "shape": [rng.randrange(0, 4)],
+            "data": rng.randbytes(rng.randrange(0, 33)),
+        }
     if pick == 8:
         return {str(rng.randrange(100)): rng.randrange(100)}
     return rng.uniform(-1e6, 1e6)
@@ -208,7 +239,10 @@ def random_bytes(rng: random.Random, frame: bytes, pool) -> bytes:
 def random_msgpack(rng: random.Random, frame: bytes, pool) -> bytes:
     value = _random_scalar(rng)
     if rng.random() < 0.5:
-        value = {rng.choice(("version", "kind", "body", "x", "msg_id")): _random_scalar(rng) for _ in range(rng.randrange(0, 9))}
+        value = {
+            rng.choice(("version", "kind", "body", "x", "msg_id")): _random_scalar(rng)
+            for _ in range(rng.randrange(0, 9))
+        }
     return msgpack.packb(value, use_bin_type=True)
 
 
@@ -239,7 +273,15 @@ def splice(rng: random.Random, frame: bytes, pool) -> bytes:
 
 def huge_header(rng: random.Random, frame: bytes, pool) -> bytes:
     """A str/bin/array/map header that claims far more than the frame holds."""
-    header = rng.choice((b"\xdb\xff\xff\xff\xff", b"\xc6\xff\xff\xff\xff", b"\xdd\x7f\xff\xff\xff", b"\xdf\x7f\xff\xff\xff", b"\xc6\x00\x10\x00\x00"))
+    header = rng.choice(
+        (
+            b"\xdb\xff\xff\xff\xff",
+            b"\xc6\xff\xff\xff\xff",
+            b"\xdd\x7f\xff\xff\xff",
+            b"\xdf\x7f\xff\xff\xff",
+            b"\xc6\x00\x10\x00\x00",
+        )
+    )
     at = rng.randrange(len(frame) + 1)
     return frame[:at] + header + frame[at:]
 
@@ -331,9 +373,13 @@ def _pack_with_extra(value: Any, target: dict, key: Any, extra: Any, first: bool
         if value is target:
             items = [(key, extra)] + items if first else items + [(key, extra)]
         return packer.pack_map_header(len(items)) + b"".join(
-            _pack_with_extra(k, target, key, extra, first) + _pack_with_extra(v, target, key, extra, first) for k, v in items)
+            _pack_with_extra(k, target, key, extra, first) + _pack_with_extra(v, target, key, extra, first)
+            for k, v in items
+        )
     if isinstance(value, list):
-        return packer.pack_array_header(len(value)) + b"".join(_pack_with_extra(v, target, key, extra, first) for v in value)
+        return packer.pack_array_header(len(value)) + b"".join(
+            _pack_with_extra(v, target, key, extra, first) for v in value
+        )
     return packer.pack(value)
 
 
@@ -349,7 +395,9 @@ def wrong_type(rng, wire, pool):
 
 @_structural
 def extreme_number(rng, wire, pool):
-    paths = [p for p in _leaves(wire) if isinstance(_get(wire, p), (int, float)) and not isinstance(_get(wire, p), bool)]
+    paths = [
+        p for p in _leaves(wire) if isinstance(_get(wire, p), (int, float)) and not isinstance(_get(wire, p), bool)
+    ]
     paths = paths or _leaves(wire)
     value = rng.choice(EXTREME_INTS + EXTREME_FLOATS)
     _replace(wire, rng.choice(paths), value)
@@ -357,7 +405,9 @@ def extreme_number(rng, wire, pool):
 
 @_structural
 def nonfinite_in_array(rng, wire, pool):
-    arrays = [a for a in _arrays(wire) if a.get("dtype") in ("<f8", "<f4") and isinstance(a.get("data"), bytes) and a["data"]]
+    arrays = [
+        a for a in _arrays(wire) if a.get("dtype") in ("<f8", "<f4") and isinstance(a.get("data"), bytes) and a["data"]
+    ]
     if not arrays:
         return None
     arr = rng.choice(arrays)
@@ -369,7 +419,7 @@ def nonfinite_in_array(rng, wire, pool):
     import struct
 
     bad = struct.pack("<d" if size == 8 else "<f", rng.choice((math.nan, math.inf, -math.inf)))
-    arr["data"] = arr["data"][: i * size] + bad + arr["data"][(i + 1) * size:]
+    arr["data"] = arr["data"][: i * size] + bad + arr["data"][(i + 1) * size :]
 
 
 @_structural
@@ -409,7 +459,11 @@ def lying_data(rng, wire, pool):
         return None
     arr = rng.choice(arrays)
     data = arr["data"] if isinstance(arr["data"], bytes) else b""
-    arr["data"] = data[: rng.randrange(len(data) + 1)] if data and rng.random() < 0.5 else data + rng.randbytes(rng.choice((1, 7, 8, 16)))
+    arr["data"] = (
+        data[: rng.randrange(len(data) + 1)]
+        if data and rng.random() < 0.5
+        else data + rng.randbytes(rng.choice((1, 7, 8, 16)))
+    )
 
 
 SENTINEL = "\x00deep-nesting-goes-here\x00"
@@ -466,10 +520,30 @@ def replay(rng: random.Random, frame: bytes, pool) -> bytes:
 
 
 MUTATORS: dict[str, Callable[[random.Random, bytes, Any], bytes]] = {
-    f.__name__: f for f in (
-        random_bytes, random_msgpack, bit_flip, truncate, append_junk, splice, huge_header, drop_key, add_key,
-        duplicate_key, wrong_type, extreme_number, nonfinite_in_array, foreign_dtype, lying_shape, lying_data,
-        deep_nesting, unknown_kind, swap_kind, swap_body, envelope_field, replay,
+    f.__name__: f
+    for f in (
+        random_bytes,
+        random_msgpack,
+        bit_flip,
+        truncate,
+        append_junk,
+        splice,
+        huge_header,
+        drop_key,
+        add_key,
+        duplicate_key,
+        wrong_type,
+        extreme_number,
+        nonfinite_in_array,
+        foreign_dtype,
+        lying_shape,
+        lying_data,
+        deep_nesting,
+        unknown_kind,
+        swap_kind,
+        swap_body,
+        envelope_field,
+        replay,
     )
 }
 
@@ -514,12 +588,17 @@ def _reaches_role(node: Node, frame: bytes, peer: str) -> bool:
         message = decode(frame, max_bytes=node.max_message_bytes, peer=peer)
     except Exception:  # noqa: BLE001
         return False
-    return (message.receiver == node.party_id and message.run_id == node.run_id and message.kind != "heartbeat"
-            and message.msg_id > node.last_seen_id.get(peer, 0))
+    return (
+        message.receiver == node.party_id
+        and message.run_id == node.run_id
+        and message.kind != "heartbeat"
+        and message.msg_id > node.last_seen_id.get(peer, 0)
+    )
 
 
-def hostile_frame(rng: random.Random, node: Node, honest: dict[str, list[Delivery]], pool: list[bytes],
-                  parties: list[str]) -> tuple[bytes, str, tuple[str, ...]]:
+def hostile_frame(
+    rng: random.Random, node: Node, honest: dict[str, list[Delivery]], pool: list[bytes], parties: list[str]
+) -> tuple[bytes, str, tuple[str, ...]]:
     """A mutated frame for ``node``: from one of the frames it receives in an honest run, sent by
     that frame's sender (now and then by another party)."""
     base = rng.choice(honest[node.party_id])
@@ -528,7 +607,9 @@ def hostile_frame(rng: random.Random, node: Node, honest: dict[str, list[Deliver
     return mutate(rng, base.frame, pool, list(names)), peer, names
 
 
-def deliver_hostile(node: Node, frame: bytes, peer: str, names: tuple[str, ...], tally: FuzzTally, *, keep_going: bool) -> None:
+def deliver_hostile(
+    node: Node, frame: bytes, peer: str, names: tuple[str, ...], tally: FuzzTally, *, keep_going: bool
+) -> None:
     """Feed one hostile frame, check the contract, and leave the node as it was before (a frame
     the role accepted is undone, so the honest run goes on; a refused one must leave no trace)."""
     reaches = _reaches_role(node, frame, peer)
@@ -559,9 +640,17 @@ def deliver_hostile(node: Node, frame: bytes, peer: str, names: tuple[str, ...],
         node.__dict__.update(saved.__dict__)
 
 
-def fuzz_run(config: ScenarioConfig, rng: random.Random, *, per_delivery: int, targets: set[str] | None = None,
-             keep_going: bool = False, tally: FuzzTally | None = None, world=None,
-             clean: list[Delivery] | None = None) -> tuple[list[Node], FuzzTally]:
+def fuzz_run(
+    config: ScenarioConfig,
+    rng: random.Random,
+    *,
+    per_delivery: int,
+    targets: set[str] | None = None,
+    keep_going: bool = False,
+    tally: FuzzTally | None = None,
+    world=None,
+    clean: list[Delivery] | None = None,
+) -> tuple[list[Node], FuzzTally]:
     """Run ``config`` in-process; before every honest delivery to a target party, slip in
     ``per_delivery`` hostile frames. Returns the nodes (to check the run still completed) and the tally.
     ``clean`` is the honest run's traffic (recorded here when not given)."""

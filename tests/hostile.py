@@ -15,13 +15,13 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import yaml
 import zmq
-
 from conftest import ROOT
+
 from marketplace.transport.curve import CurveKeys, generate_keys
 
 HEARTBEAT_INTERVAL_S = 0.2
@@ -38,8 +38,13 @@ def hostile_scenario(raw: dict, *, rounds: int, rows_per_component: int = 300, o
     raw["data"]["source"]["covariate_shift"]["rows_per_component"] = rows_per_component
     raw["parties"]["owners"] = owners
     raw["summarize"]["rounds"] = rounds
-    raw["transport"].update(heartbeat_interval_s=HEARTBEAT_INTERVAL_S, heartbeat_timeout_s=HEARTBEAT_TIMEOUT_S,
-                            progress_timeout_s=PROGRESS_TIMEOUT_S, start_timeout_s=30.0, run_timeout_s=300.0)
+    raw["transport"].update(
+        heartbeat_interval_s=HEARTBEAT_INTERVAL_S,
+        heartbeat_timeout_s=HEARTBEAT_TIMEOUT_S,
+        progress_timeout_s=PROGRESS_TIMEOUT_S,
+        start_timeout_s=30.0,
+        run_timeout_s=300.0,
+    )
     return raw
 
 
@@ -68,8 +73,9 @@ class LocalRun:
         log = (self.folder / "logs").joinpath(f"{party}.log")
         log.parent.mkdir(exist_ok=True)
         with log.open("wb") as out:
-            proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    preexec_fn=_die_with_test)
+            proc = subprocess.Popen(
+                cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_test
+            )
         self.procs[party] = proc
         return proc
 
@@ -77,9 +83,26 @@ class LocalRun:
         return self.folder / "parties" / f"{party}.json"
 
     def curator(self) -> str:
-        self._start("curator", [sys.executable, "-m", "marketplace", "curator", "--scenario", str(self.scenario),
-                                "--endpoint", "tcp://127.0.0.1:0", "--endpoint-file", str(self.endpoint_file),
-                                "--report", str(self.report_path("curator")), "--run-id", self.run_id, *self._security()])
+        self._start(
+            "curator",
+            [
+                sys.executable,
+                "-m",
+                "marketplace",
+                "curator",
+                "--scenario",
+                str(self.scenario),
+                "--endpoint",
+                "tcp://127.0.0.1:0",
+                "--endpoint-file",
+                str(self.endpoint_file),
+                "--report",
+                str(self.report_path("curator")),
+                "--run-id",
+                self.run_id,
+                *self._security(),
+            ],
+        )
         deadline = time.monotonic() + 60
         while not self.endpoint_file.exists():
             if time.monotonic() > deadline or self.procs["curator"].poll() is not None:
@@ -92,16 +115,34 @@ class LocalRun:
         return self.endpoint_file.read_text().strip()
 
     def party(self, party: str, *, hostile: str | None = None, args: tuple[str, ...] = ()) -> subprocess.Popen:
-        common = ["--scenario", str(self.scenario), "--endpoint", self.endpoint, "--report", str(self.report_path(party)),
-                  "--run-id", self.run_id, *self._security(), *args]
+        common = [
+            "--scenario",
+            str(self.scenario),
+            "--endpoint",
+            self.endpoint,
+            "--report",
+            str(self.report_path(party)),
+            "--run-id",
+            self.run_id,
+            *self._security(),
+            *args,
+        ]
         if hostile is not None:
-            return self._start(party, [sys.executable, str(ROOT / "tests" / "hostile_party.py"), hostile, "--id", party, *common])
+            return self._start(
+                party, [sys.executable, str(ROOT / "tests" / "hostile_party.py"), hostile, "--id", party, *common]
+            )
         role = "consumer" if party == "consumer" else "owner"
-        return self._start(party, [sys.executable, "-m", "marketplace", role, *(["--id", party] if role == "owner" else []),
-                                   *common])
+        return self._start(
+            party, [sys.executable, "-m", "marketplace", role, *(["--id", party] if role == "owner" else []), *common]
+        )
 
-    def everyone(self, *, hostile: dict[str, str] | None = None, skip: tuple[str, ...] = (),
-                 args: dict[str, tuple[str, ...]] | None = None) -> None:
+    def everyone(
+        self,
+        *,
+        hostile: dict[str, str] | None = None,
+        skip: tuple[str, ...] = (),
+        args: dict[str, tuple[str, ...]] | None = None,
+    ) -> None:
         """Start the curator (if not yet) and every other party not in ``skip``."""
         if "curator" not in self.procs:
             self.curator()
@@ -144,9 +185,23 @@ class LocalRun:
         return json.loads(self.report_path("curator").read_text())
 
     def assemble(self) -> dict:
-        out = subprocess.run([sys.executable, "-m", "marketplace", "assemble", str(self.folder / "parties"), "--scenario",
-                              str(self.scenario), "--out", str(self.folder / "report")], cwd=ROOT, capture_output=True,
-                             text=True, timeout=120)
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "marketplace",
+                "assemble",
+                str(self.folder / "parties"),
+                "--scenario",
+                str(self.scenario),
+                "--out",
+                str(self.folder / "report"),
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         if out.returncode not in (0, 3):
             raise AssertionError(f"assemble failed ({out.returncode}): {out.stderr[-2000:]}")
         return json.loads((self.folder / "report" / "report.json").read_text())
@@ -171,8 +226,9 @@ def rss_kib(pid: int, field: str = "VmRSS", *, missing_ok: bool = False) -> int 
 class Attacker:
     """A socket that floods the curator from a thread of the test process, until stopped."""
 
-    def __init__(self, endpoint: str, *, identity: bytes | None = None, keys: CurveKeys | None = None,
-                 read: bool = True) -> None:
+    def __init__(
+        self, endpoint: str, *, identity: bytes | None = None, keys: CurveKeys | None = None, read: bool = True
+    ) -> None:
         self.ctx = zmq.Context()
         self.sock = self.ctx.socket(zmq.DEALER)
         self.sock.setsockopt(zmq.LINGER, 0)
@@ -194,7 +250,7 @@ class Attacker:
         self.sock.send(frame)
         self.sent += 1
 
-    def flood(self, frames: Callable[[int], bytes], seconds: float) -> "Attacker":
+    def flood(self, frames: Callable[[int], bytes], seconds: float) -> Attacker:
         """Send ``frames(i)`` for i = 0, 1, ... as fast as the socket takes them, for ``seconds``."""
 
         def run() -> None:

@@ -42,10 +42,16 @@ def main() -> int:
     config = scenario.config
     role = build_role(config, args.id, world=share_of(make_world(config), args.id))
     role = data_with_huge_values(role) if args.behaviour == "nan_bids" else make_hostile(role, args.behaviour)
-    node = Node(role, run_id=args.run_id, max_message_bytes=config.transport.max_message_bytes,
-                parties=frozenset(party_ids(config)))
+    node = Node(
+        role,
+        run_id=args.run_id,
+        max_message_bytes=config.transport.max_message_bytes,
+        parties=frozenset(party_ids(config)),
+    )
     stats = serve_party(node, args.endpoint, link_settings(scenario))
-    write_json(args.report, party_report(node, role_name="owner", wall_s=0.0, driver=stats.to_dict(), scenario=scenario))
+    write_json(
+        args.report, party_report(node, role_name="owner", wall_s=0.0, driver=stats.to_dict(), scenario=scenario)
+    )
     return 3 if role.failure else 0
 
 

@@ -41,14 +41,24 @@ def make_hostile(role: Role, behaviour: str) -> Role:
         if kind == "request" and sends and isinstance(sends[0].body, Point):
             point: Point = sends[0].body
             if behaviour == "lies_about_rows":
-                sends = [Send(sends[0].to, Point(round=point.round, x=point.x, y=point.y, row=10**12 + point.row),
-                              reply_to=sends[0].reply_to)]
+                sends = [
+                    Send(
+                        sends[0].to,
+                        Point(round=point.round, x=point.x, y=point.y, row=10**12 + point.row),
+                        reply_to=sends[0].reply_to,
+                    )
+                ]
             elif behaviour == "resells":
                 state["sent"].append(point)
                 if len(state["sent"]) == 2:  # its second sale: the first point again, under a new row number
                     first = state["sent"][0]
-                    sends = [Send(sends[0].to, Point(round=point.round, x=first.x, y=first.y, row=first.row + 1_000_000),
-                                  reply_to=sends[0].reply_to)]
+                    sends = [
+                        Send(
+                            sends[0].to,
+                            Point(round=point.round, x=first.x, y=first.y, row=first.row + 1_000_000),
+                            reply_to=sends[0].reply_to,
+                        )
+                    ]
         return sends
 
     role.handle = handle  # type: ignore[method-assign]

@@ -15,7 +15,7 @@ import sys
 import time
 
 from marketplace.messages import Envelope
-from marketplace.messages.kinds import Bye, Hello, Shutdown
+from marketplace.messages.kinds import Hello, Shutdown
 from marketplace.protocols.summarize.messages import Bid, Request
 from marketplace.roles import CURATOR, Role, Send
 
@@ -112,13 +112,15 @@ class Bidder(Role):
 
 
 def main() -> int:
-    from marketplace.transport.node import Node
     from marketplace.transport.link_settings import LinkSettings
+    from marketplace.transport.node import Node
     from marketplace.transport.zmq_driver import serve_party
 
     endpoint, behaviour, seconds, interval, timeout = sys.argv[1:6]
     role = Bidder(behaviour, float(seconds))
-    settings = LinkSettings(heartbeat_interval_s=float(interval), heartbeat_timeout_s=float(timeout), progress_timeout_s=600.0)
+    settings = LinkSettings(
+        heartbeat_interval_s=float(interval), heartbeat_timeout_s=float(timeout), progress_timeout_s=600.0
+    )
     serve_party(Node(role, run_id=RUN, max_message_bytes=1 << 20, parties=PARTIES), endpoint, settings)
     return 3 if role.failure else 0
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from marketplace.protocols.sketch.exchange import public_map, unit_records
 from marketplace.parties import make_world, party_ids
 from marketplace.privacy import noise
+from marketplace.protocols.sketch.exchange import public_map, unit_records
 from marketplace.protocols.sketch.release import SketchRelease, private_sketch
 from marketplace.scenario import Scenario
 
@@ -23,9 +23,16 @@ def recompute_noise(scenario: Scenario, owner: str, origin: noise.NoiseOrigin | 
     fmap = public_map(scenario.config)
     rng = np.random.default_rng(noise.derive(scenario.config.seed, f"sketch.noise.{owner}", origin))
     dim = len(s.lower) + (1 if s.include_label else 0)
-    return private_sketch(np.zeros((0, dim)), fmap, epsilon=s.epsilon, rng=rng, mechanism=s.mechanism,
-                          delta=s.delta if s.mechanism == "gaussian" else None, numerator_share=s.numerator_share,
-                          precision=s.precision)
+    return private_sketch(
+        np.zeros((0, dim)),
+        fmap,
+        epsilon=s.epsilon,
+        rng=rng,
+        mechanism=s.mechanism,
+        delta=s.delta if s.mechanism == "gaussian" else None,
+        numerator_share=s.numerator_share,
+        precision=s.precision,
+    )
 
 
 def attack(run_dir: Path, scenario: Scenario, owner: str, origin: noise.NoiseOrigin | None = None) -> dict[str, float]:
@@ -38,6 +45,10 @@ def attack(run_dir: Path, scenario: Scenario, owner: str, origin: noise.NoiseOri
     true_sums = public_map(scenario.config).sum_features(rows, precision="float64")
     count = released.count - guess.count
     sums = np.asarray(released.numerator) - np.asarray(guess.numerator)
-    return {"true_count": float(len(rows)), "released_count": float(released.count), "recovered_count": float(count),
-            "count_error": abs(float(count) - len(rows)),
-            "sums_error": float(np.max(np.abs(sums - true_sums)) / max(1.0, float(np.max(np.abs(true_sums)))))}
+    return {
+        "true_count": float(len(rows)),
+        "released_count": float(released.count),
+        "recovered_count": float(count),
+        "count_error": abs(float(count) - len(rows)),
+        "sums_error": float(np.max(np.abs(sums - true_sums)) / max(1.0, float(np.max(np.abs(true_sums))))),
+    }

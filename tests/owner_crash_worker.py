@@ -29,8 +29,15 @@ BUDGET = 1000.0
 
 
 def main(ledgers: str, wire: str) -> int:
-    base = marketplace.load(SCENARIO, {"lifetime.ledgers": ledgers, "lifetime.budget": {"epsilon": BUDGET},
-                                       "parties.owners": 2, "sketch.epsilon": EPSILON})
+    base = marketplace.load(
+        SCENARIO,
+        {
+            "lifetime.ledgers": ledgers,
+            "lifetime.budget": {"epsilon": BUDGET},
+            "parties.owners": 2,
+            "sketch.epsilon": EPSILON,
+        },
+    )
     exchange = plugins.exchange("sketch")
     share = share_of(make_world(base.config, exchange), OWNER)
     from marketplace.protocols.sketch.exchange import public_map
@@ -48,7 +55,8 @@ def main(ledgers: str, wire: str) -> int:
         start = min(unsettled) if unsettled else len(history)
     warm = build_role(base.with_overrides({"lifetime.ledgers": None}).config, OWNER, world=share, exchange=exchange)
     Node(warm, run_id="warm-up", max_message_bytes=1 << 26).receive(  # imports what a release needs, charges nothing
-        encode(Envelope(PROTOCOL_VERSION, "warm-up", 1, "curator", OWNER, "sketch_request", None, request)), "curator")
+        encode(Envelope(PROTOCOL_VERSION, "warm-up", 1, "curator", OWNER, "sketch_request", None, request)), "curator"
+    )
     print("ready", flush=True)
     fd = os.open(wire, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     for i in range(start, start + 100_000):

@@ -1,12 +1,21 @@
 """Markdown tables of the pfds experiments from the sweeps' summary.csv (used for the pfds section of docs/experiments.md)."""
-import csv, sys, shutil
+
+import csv
+import shutil
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]  # the project root
 O = ROOT / "runs" / "pfds-exp"
 DOCS = ROOT / "docs"
 M = ["np_agt", "dp_pred", "pfds_s", "pfds_minus", "pfds", "np_pred"]
-L = {"pfds": "PFDS", "np_agt": "NP-Agt", "dp_pred": "DP-Pred", "pfds_s": "PFDS(s)", "pfds_minus": "PFDS^-", "np_pred": "NP-Pred"}
+L = {
+    "pfds": "PFDS",
+    "np_agt": "NP-Agt",
+    "dp_pred": "DP-Pred",
+    "pfds_s": "PFDS(s)",
+    "pfds_minus": "PFDS^-",
+    "np_pred": "NP-Pred",
+}
 
 
 def f(row, key):
@@ -36,8 +45,11 @@ for name in ("adult", "bank", "diabetes", "bike"):
     print("| model | eps | runs | " + " | ".join(L[m] for m in M) + " | PFDS (consumer) |")
     print("|---|---|---|" + "---|" * (len(M) + 1))
     for r in rows:
-        print(f"| {r.get('pfds.model', 'linear')} | {r['pfds.epsilon']} | {r['completed']}/{r['runs']} | "
-              + " | ".join(f(r, f"{m}_error") for m in M) + f" | {f(r, 'pfds_consumer_error')} |")
+        print(
+            f"| {r.get('pfds.model', 'linear')} | {r['pfds.epsilon']} | {r['completed']}/{r['runs']} | "
+            + " | ".join(f(r, f"{m}_error") for m in M)
+            + f" | {f(r, 'pfds_consumer_error')} |"
+        )
 
 rows = copy("fig4-adult", "fig4-adult")
 if rows:
@@ -47,8 +59,11 @@ if rows:
     for r in rows:
         print(f"| {r['parties.owners']} | " + " | ".join(f(r, f"{m}_error") for m in M) + " |")
 
-for name, what in (("fig4-sharers-adult", "adult, logistic"), ("fig4-sharers-adult-svm", "adult, svm"),
-                   ("fig4-sharers-bike", "bike, linear regression")):
+for name, what in (
+    ("fig4-sharers-adult", "adult, logistic"),
+    ("fig4-sharers-adult-svm", "adult, svm"),
+    ("fig4-sharers-bike", "bike, linear regression"),
+):
     rows = copy(name, name)
     if not rows:
         continue
@@ -56,8 +71,11 @@ for name, what in (("fig4-sharers-adult", "adult, logistic"), ("fig4-sharers-adu
     print("| sharers | runs | " + " | ".join(L[m] for m in M) + " | PFDS (consumer) |")
     print("|---|---|" + "---|" * (len(M) + 1))
     for r in rows:
-        print(f"| {r['pfds.sharers']} | {r['completed']}/{r['runs']} | " + " | ".join(f(r, f"{m}_error") for m in M)
-              + f" | {f(r, 'pfds_consumer_error')} |")
+        print(
+            f"| {r['pfds.sharers']} | {r['completed']}/{r['runs']} | "
+            + " | ".join(f(r, f"{m}_error") for m in M)
+            + f" | {f(r, 'pfds_consumer_error')} |"
+        )
 
 rows = copy("fidelity", "fidelity-adult")
 if rows:
@@ -65,8 +83,10 @@ if rows:
     print("| h_max | runs | PFDS mean abs size error (rows) | PFDS rel. | PFDS^- mean abs size error | PFDS^- rel. |")
     print("|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['pfds.h_max']} | {r['completed']}/{r['runs']} | {f(r, 'pfds_size_error')} | {f(r, 'pfds_rel_size_error')} | "
-              f"{f(r, 'pfds_minus_size_error')} | {f(r, 'pfds_minus_rel_size_error')} |")
+        print(
+            f"| {r['pfds.h_max']} | {r['completed']}/{r['runs']} | {f(r, 'pfds_size_error')} | {f(r, 'pfds_rel_size_error')} | "
+            f"{f(r, 'pfds_minus_size_error')} | {f(r, 'pfds_minus_rel_size_error')} |"
+        )
 
 # The paper's protocol for one cell: 10 repeats of stratified 10-fold cross-validation (each seed
 # its own split), averaged over all 100 runs; sd over runs, se = sd / sqrt(runs).
@@ -88,5 +108,9 @@ if cv.exists():
             sd = (sum((v - mean) ** 2 for v in values) / max(1, len(values) - 1)) ** 0.5
             return f"{mean:.3f} ± {sd / len(values) ** 0.5:.3f}"
 
-        print(f"| {model} | {len(rows)} | " + " | ".join(agg(f"{m}_error") for m in M) + f" | {agg('pfds_consumer_error')} |")
+        print(
+            f"| {model} | {len(rows)} | "
+            + " | ".join(agg(f"{m}_error") for m in M)
+            + f" | {agg('pfds_consumer_error')} |"
+        )
     print("\n(mean ± standard error over the runs)")

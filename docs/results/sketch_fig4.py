@@ -1,4 +1,5 @@
 """Figure 4 from the two occupancy sweeps' summary.csv files (RFF/HIST, and the paper's RACE map)."""
+
 import csv
 import sys
 
@@ -12,11 +13,23 @@ rows = [dict(r, kind=r["sketch.map.kind"]) for r in csv.DictReader(open(main))]
 rows += [dict(r, kind="race (R=80, W=80, bw=0.1)") for r in csv.DictReader(open(race))]
 fig, ax = plt.subplots(figsize=(6, 4.2))
 for kind in dict.fromkeys(r["kind"] for r in rows):
-    pts = sorted((float(r["sketch.epsilon"]), float(r["logistic_auc_mean"]), float(r["logistic_auc_sd"])) for r in rows if r["kind"] == kind)
+    pts = sorted(
+        (float(r["sketch.epsilon"]), float(r["logistic_auc_mean"]), float(r["logistic_auc_sd"]))
+        for r in rows
+        if r["kind"] == kind
+    )
     x, m, s = zip(*pts)
     ax.errorbar(x, m, yerr=s, fmt="o-", capsize=3, label=f"implicit M²M, {kind}")
-base = sorted((float(r["sketch.epsilon"]), float(r["dp_erm_auc_mean"]), float(r["dp_erm_auc_sd"]), float(r["non_private_auc_mean"]))
-              for r in rows if r["kind"] == "rff")
+base = sorted(
+    (
+        float(r["sketch.epsilon"]),
+        float(r["dp_erm_auc_mean"]),
+        float(r["dp_erm_auc_sd"]),
+        float(r["non_private_auc_mean"]),
+    )
+    for r in rows
+    if r["kind"] == "rff"
+)
 x, m, s, npv = zip(*base)
 ax.errorbar(x, m, yerr=s, fmt="s--", capsize=3, color="k", label="DP-ERM (objective perturbation, λ=1e-3)")
 ax.plot(x, npv, "k:", label="non-private logistic regression")

@@ -9,6 +9,7 @@ means. Errors are those of the report (unit-box coordinates): mean relative erro
 second moments and of the variances, ||C - C_true||_F / ||C_true||_F; "inconsistent" counts the
 attributes whose answers no dataset could give (negative variance, or diag C != second - mean^2).
 """
+
 import sys
 import tempfile
 from pathlib import Path
@@ -17,13 +18,13 @@ import numpy as np
 import yaml
 from sklearn.isotonic import IsotonicRegression
 
-from marketplace.protocols.sketch.exchange import public_map
+from marketplace import seeds
 from marketplace.protocols.sketch import M2MDesign, Prior, SketchRelease
+from marketplace.protocols.sketch.exchange import public_map
 from marketplace.protocols.sketch.joint import project_jointly
 from marketplace.protocols.sketch.valid import project_covariance
 from marketplace.runner.run import run_scenario
 from marketplace.scenario import parse_scenario
-from marketplace import seeds
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,8 +36,13 @@ def mre(estimate, truth):
 def errors(m, m2, C, truth):
     t1, t2, tC = (np.array(truth["moments"]["1"]), np.array(truth["moments"]["2"]), np.array(truth["covariance"]))
     inconsistent = (np.abs(np.diag(C) - (m2 - m**2)) > 1e-9) | (m2 - m**2 < 0) | (np.diag(C) < 0)
-    return {"m1": mre(m, t1), "m2": mre(m2, t2), "var": mre(np.diag(C), np.diag(tC)),
-            "cov": float(np.linalg.norm(C - tC) / np.linalg.norm(tC)), "inconsistent": int(inconsistent.sum())}
+    return {
+        "m1": mre(m, t1),
+        "m2": mre(m2, t2),
+        "var": mre(np.diag(C), np.diag(tC)),
+        "cov": float(np.linalg.norm(C - tC) / np.linalg.norm(tC)),
+        "inconsistent": int(inconsistent.sum()),
+    }
 
 
 def one_seed(seed: int, folder: Path) -> dict[str, dict]:
@@ -46,19 +52,32 @@ def one_seed(seed: int, folder: Path) -> dict[str, dict]:
     report = run_scenario(scenario, folder / f"seed-{seed}", driver="inprocess")
     config, truth = scenario.config, report["truth"]
     fmap = public_map(config)
-    design = M2MDesign.build(fmap, rng=np.random.default_rng(seeds.derive(config.seed, "sketch.m2m")),
-                             n_samples=config.sketch.samples, prior=Prior(fmap.box))
-    fit = design.fit(SketchRelease.load(report["files"]["sketches"]["merged"]),
-                     regularization=config.sketch.regularization, intercept=config.sketch.intercept)
+    design = M2MDesign.build(
+        fmap,
+        rng=np.random.default_rng(seeds.derive(config.seed, "sketch.m2m")),
+        n_samples=config.sketch.samples,
+        prior=Prior(fmap.box),
+    )
+    fit = design.fit(
+        SketchRelease.load(report["files"]["sketches"]["merged"]),
+        regularization=config.sketch.regularization,
+        intercept=config.sketch.intercept,
+    )
     m, m2, C = fit.moments(1), fit.moments(2), fit.covariance()
     reported = report["estimates"]
     assert np.allclose(reported["moments"]["1"], project_jointly(m, m2, C).mean)  # the refit is the consumer's
-    separate = np.column_stack([IsotonicRegression(y_min=0, y_max=1, increasing=False).fit_transform([1, 2], [m[j], m2[j]])
-                                for j in range(m.size)])
+    separate = np.column_stack(
+        [
+            IsotonicRegression(y_min=0, y_max=1, increasing=False).fit_transform([1, 2], [m[j], m2[j]])
+            for j in range(m.size)
+        ]
+    )
     joint = project_jointly(m, m2, C)
-    return {"raw": errors(m, m2, C, truth),
-            "separate": errors(separate[0], separate[1], project_covariance(C)[0], truth),
-            "joint": errors(joint.mean, joint.second, joint.covariance, truth)}
+    return {
+        "raw": errors(m, m2, C, truth),
+        "separate": errors(separate[0], separate[1], project_covariance(C)[0], truth),
+        "joint": errors(joint.mean, joint.second, joint.covariance, truth),
+    }
 
 
 def main() -> None:
@@ -67,8 +86,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for seed in chosen:
             rows.append(one_seed(seed, Path(tmp)))
-            print(f"seed {seed}: " + "; ".join(f"{name} " + ", ".join(f"{k} {v:.4g}" for k, v in row.items())
-                                              for name, row in rows[-1].items()))
+            print(
+                f"seed {seed}: "
+                + "; ".join(
+                    f"{name} " + ", ".join(f"{k} {v:.4g}" for k, v in row.items()) for name, row in rows[-1].items()
+                )
+            )
     print(f"mean over {len(rows)} seeds:")
     for name in ("raw", "separate", "joint"):
         means = {k: np.mean([r[name][k] for r in rows]) for k in rows[0][name]}

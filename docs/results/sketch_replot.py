@@ -1,6 +1,10 @@
 """Redraw a sketch sweep's plot from its summary.csv: python replot.py SUMMARY.csv OUT.png TITLE KEY [SERIES_KEY]"""
-import csv, sys
+
+import csv
+import sys
+
 from marketplace.protocols.sketch.sweeps import plot_sweep
+
 
 def value(text):
     if text == "":
@@ -9,6 +13,7 @@ def value(text):
         return float(text)
     except ValueError:
         return text
+
 
 summary = [{k: value(v) for k, v in row.items()} for row in csv.DictReader(open(sys.argv[1]))]
 plot_sweep(summary, sys.argv[4:], sys.argv[2], title=sys.argv[3])

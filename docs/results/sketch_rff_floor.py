@@ -2,6 +2,7 @@
 
 Run: python3 docs/results/sketch_rff_floor.py  (about 30 s)
 """
+
 import numpy as np
 
 from marketplace.protocols.sketch import RFF, Box, M2MDesign, exact_sketch
@@ -16,7 +17,9 @@ sv = np.linalg.svd(P, compute_uv=False)
 print(f"feature matrix singular values: {sv[0]:.3g} .. {sv[-1]:.3g} (ratio {sv[-1] / sv[0]:.1e})")
 for rcond in (1e-8, 1e-15):
     a, *_ = np.linalg.lstsq(P, S[:, 0], rcond=rcond)
-    print(f"least-squares residual of x_1 on the features (SVD cut-off {rcond:g}): RMS {np.sqrt(np.mean((S[:, 0] - P @ a) ** 2)):.2e}")
+    print(
+        f"least-squares residual of x_1 on the features (SVD cut-off {rcond:g}): RMS {np.sqrt(np.mean((S[:, 0] - P @ a) ** 2)):.2e}"
+    )
 for sigma in (2.0, 5.0):
     P2 = RFF.draw(Box.unit(10), n_features=200, sigma=sigma, seed=1).transform(S)
     a, *_ = np.linalg.lstsq(P2, S[:, 0], rcond=1e-15)
@@ -25,6 +28,8 @@ print(f"expected noise-free MRE ~ RMS / sqrt(n) / 0.5 = {2.7e-2 / np.sqrt(len(X)
 design = M2MDesign.build(fmap, rng=np.random.default_rng(3), n_samples=100_000)
 for intercept in (False, True):
     fit = design.fit(exact_sketch(X, fmap), regularization=0.0, intercept=intercept)
-    print(f"M²M, exact sketch, n_s = 1e5, intercept {intercept}: MRE {np.mean(np.abs(fit.moments(1) - true) / true):.2e}")
+    print(
+        f"M²M, exact sketch, n_s = 1e5, intercept {intercept}: MRE {np.mean(np.abs(fit.moments(1) - true) / true):.2e}"
+    )
 fit = M2MDesign(fmap, X).fit(exact_sketch(X, fmap), regularization=0.0)
 print(f"M²M with the data themselves as synthetic points: MRE {np.mean(np.abs(fit.moments(1) - true) / true):.2e}")

@@ -3,6 +3,7 @@ docs/results/stc_run_all.sh writes under runs/stc-exp; copies each sweep's CSVs 
 
 Usage: python3 docs/results/stc_tables.py > /tmp/stc-tables.md
 """
+
 import csv
 import shutil
 from pathlib import Path
@@ -11,8 +12,12 @@ ROOT = Path(__file__).resolve().parents[2]  # the project root
 RUNS = ROOT / "runs" / "stc-exp"
 DOCS = ROOT / "docs"
 NAMES = {
-    "syn1": "Synthetic 1 (two Gaussians)", "syn2": "Synthetic 2 (grid)", "syn3": "Synthetic 3 (random clusters)",
-    "mnist17": "MNIST 1 -> 7", "mnist52": "MNIST 5 -> 2", "mnist96": "MNIST 9 -> 6",
+    "syn1": "Synthetic 1 (two Gaussians)",
+    "syn2": "Synthetic 2 (grid)",
+    "syn3": "Synthetic 3 (random clusters)",
+    "mnist17": "MNIST 1 -> 7",
+    "mnist52": "MNIST 5 -> 2",
+    "mnist96": "MNIST 9 -> 6",
 }
 DOMAINS = ("amazon", "webcam", "dslr")
 QUARTILES = ("low", "middle-low", "middle-high", "high")
@@ -68,7 +73,8 @@ def paired(name, key, by=("stc.k", "stc.privacy.notion")):
     for r in runs:
         if r["status"] == "completed" and r.get(key) not in (None, ""):
             cells.setdefault(tuple(r[b] for b in by), []).append(
-                (1 - float(r[key]) / float(r["cluster_t_cost"]), float(r[key]) < float(r["cluster_t_cost"])))
+                (1 - float(r[key]) / float(r["cluster_t_cost"]), float(r[key]) < float(r["cluster_t_cost"]))
+            )
     out = {}
     for cell, values in cells.items():
         gains = [g for g, _ in values]
@@ -84,29 +90,41 @@ def cost_table(name, rows):
     kgain = paired(name, "private_kmeans_cost") if kmeans else {}
     room = paired(name, "nonprivate_stc_cost")
     print(f"\n**{NAMES.get(name, name)}** ({rows[0]['runs']} repeats)\n")
-    print("| k | privacy | protocol (NNA) | ClusterT | " + ("PrivateKmeans | " if kmeans else "")
-          + "non-private STC | S alone | NNA vs ClusterT, paired (wins) |" + (" PrivateKmeans vs ClusterT |" if kmeans else "")
-          + " non-private vs ClusterT |")
+    print(
+        "| k | privacy | protocol (NNA) | ClusterT | "
+        + ("PrivateKmeans | " if kmeans else "")
+        + "non-private STC | S alone | NNA vs ClusterT, paired (wins) |"
+        + (" PrivateKmeans vs ClusterT |" if kmeans else "")
+        + " non-private vs ClusterT |"
+    )
     print("|---|---|---|---|---|---|---|---|" + ("---|---|" if kmeans else ""))
     for r in rows:
         cell = (r["stc.k"], r["stc.privacy.notion"])
-        print(f"| {r['stc.k']} | {r['stc.privacy.notion']} | {ms(r, 'cost')} | {ms(r, 'cluster_t_cost')} | "
-              + (f"{ms(r, 'private_kmeans_cost')} | " if kmeans else "")
-              + f"{ms(r, 'nonprivate_stc_cost')} | {ms(r, 'source_only_cost')} | {gain.get(cell, '-')} |"
-              + (f" {kgain.get(cell, '-')} |" if kmeans else "") + f" {room.get(cell, '-').split(' (')[0]} |")
+        print(
+            f"| {r['stc.k']} | {r['stc.privacy.notion']} | {ms(r, 'cost')} | {ms(r, 'cluster_t_cost')} | "
+            + (f"{ms(r, 'private_kmeans_cost')} | " if kmeans else "")
+            + f"{ms(r, 'nonprivate_stc_cost')} | {ms(r, 'source_only_cost')} | {gain.get(cell, '-')} |"
+            + (f" {kgain.get(cell, '-')} |" if kmeans else "")
+            + f" {room.get(cell, '-').split(' (')[0]} |"
+        )
 
 
 def keyed_table(name, key, label, rows):
     extra = [k for k in ("stc.k", "stc.privacy.notion") if k in rows[0]]
     gain = paired(name, "cost", by=(key, *extra))
     print(f"\n**{name}**: {label} ({rows[0]['runs']} repeats)\n")
-    print(f"| {label} | " + " | ".join(k.rsplit('.', 1)[-1] for k in extra)
-          + " | protocol | ClusterT | non-private STC | protocol vs ClusterT, paired (wins) | released centres | wall s |")
+    print(
+        f"| {label} | "
+        + " | ".join(k.rsplit(".", 1)[-1] for k in extra)
+        + " | protocol | ClusterT | non-private STC | protocol vs ClusterT, paired (wins) | released centres | wall s |"
+    )
     print("|---|" + "---|" * (len(extra) + 6))
     for r in rows:
         cell = tuple(r[k] for k in (key, *extra))
-        print(f"| {r[key]} | " + " | ".join(r[k] for k in extra) + f" | {ms(r, 'cost')} | {ms(r, 'cluster_t_cost')} | "
-              f"{ms(r, 'nonprivate_stc_cost')} | {gain.get(cell, '-')} | {ms(r, 'released_centers', 0)} | {ms(r, 'wall_s', 2)} |")
+        print(
+            f"| {r[key]} | " + " | ".join(r[k] for k in extra) + f" | {ms(r, 'cost')} | {ms(r, 'cluster_t_cost')} | "
+            f"{ms(r, 'nonprivate_stc_cost')} | {gain.get(cell, '-')} | {ms(r, 'released_centers', 0)} | {ms(r, 'wall_s', 2)} |"
+        )
 
 
 for name in NAMES:
@@ -132,9 +150,15 @@ def compact(names, k="10"):
         if not (RUNS / name / "runs.csv").exists():
             continue
         nna, pk, room = paired(name, "cost"), paired(name, "private_kmeans_cost"), paired(name, "nonprivate_stc_cost")
-        runs = sum(1 for r in csv.DictReader(open(RUNS / name / "runs.csv")) if r["stc.k"] == k and r["stc.privacy.notion"] == "dp")
-        print(f"| {NAMES[name]} | {runs} | {nna.get((k, 'dp'), '-')} | {nna.get((k, 'zcdp'), '-')} | {pk.get((k, 'dp'), '-')} | "
-              f"{room.get((k, 'dp'), '-').split(' (')[0]} |")
+        runs = sum(
+            1
+            for r in csv.DictReader(open(RUNS / name / "runs.csv"))
+            if r["stc.k"] == k and r["stc.privacy.notion"] == "dp"
+        )
+        print(
+            f"| {NAMES[name]} | {runs} | {nna.get((k, 'dp'), '-')} | {nna.get((k, 'zcdp'), '-')} | {pk.get((k, 'dp'), '-')} | "
+            f"{room.get((k, 'dp'), '-').split(' (')[0]} |"
+        )
 
 
 compact([n for n in NAMES if (RUNS / n).exists()])

@@ -19,7 +19,18 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 CSV = HERE / "summarize-auction-composed-runs.csv"
 RULES = ("two_sided", "composed")
-FIELDS = ("rule", "owners", "eps_auction", "seed", "rounds", "points_seen", "rho", "asked_per_round", "mmd2", "accuracy")
+FIELDS = (
+    "rule",
+    "owners",
+    "eps_auction",
+    "seed",
+    "rounds",
+    "points_seen",
+    "rho",
+    "asked_per_round",
+    "mmd2",
+    "accuracy",
+)
 COLUMNS = (("rho", ".2f"), ("asked_per_round", ".2f"), ("mmd2", ".4f"), ("accuracy", ".3f"))
 
 
@@ -29,11 +40,20 @@ def collect(root: Path) -> None:
         for path in sorted((root / rule / "runs").glob("*/report.json")):
             report = json.loads(path.read_text())
             config, metrics = report["config"], report["metrics"]
-            rows.append({"rule": rule, "owners": config["parties"]["owners"],
-                         "eps_auction": config["summarize"]["privacy"]["eps_auction"], "seed": config["seed"],
-                         "rounds": len(report["selection"]), "points_seen": report["parsimony"]["points_seen"],
-                         "rho": report["parsimony"]["rho"], "asked_per_round": report["auction"]["asked_per_round_mean"],
-                         "mmd2": metrics["mmd2"], "accuracy": metrics["accuracy"]})
+            rows.append(
+                {
+                    "rule": rule,
+                    "owners": config["parties"]["owners"],
+                    "eps_auction": config["summarize"]["privacy"]["eps_auction"],
+                    "seed": config["seed"],
+                    "rounds": len(report["selection"]),
+                    "points_seen": report["parsimony"]["points_seen"],
+                    "rho": report["parsimony"]["rho"],
+                    "asked_per_round": report["auction"]["asked_per_round_mean"],
+                    "mmd2": metrics["mmd2"],
+                    "accuracy": metrics["accuracy"],
+                }
+            )
     with open(CSV, "w", newline="") as f:
         writer = csv.DictWriter(f, FIELDS)
         writer.writeheader()
@@ -54,7 +74,9 @@ def main() -> None:
     runs: dict[tuple[int, float, str], dict[int, dict[str, str]]] = defaultdict(dict)
     for row in csv.DictReader(open(CSV)):
         runs[(int(row["owners"]), float(row["eps_auction"]), row["rule"])][int(row["seed"])] = row
-    print("| K | eps_auc | auction | seeds | rho | asked per round | MMD² | accuracy | ΔMMD² vs two-sided (paired) | Δaccuracy |")
+    print(
+        "| K | eps_auc | auction | seeds | rho | asked per round | MMD² | accuracy | ΔMMD² vs two-sided (paired) | Δaccuracy |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for k, eps, rule in sorted(runs, key=lambda key: (key[0], key[1], RULES.index(key[2]))):
         rows = runs[(k, eps, rule)]
@@ -64,8 +86,10 @@ def main() -> None:
         if rule == "two_sided" or not seeds:
             diffs = ["-", "-"]
         else:
-            diffs = [mean_se([float(rows[s][c]) - float(base[s][c]) for s in seeds], spec)
-                     for c, spec in (("mmd2", "+.4f"), ("accuracy", "+.3f"))]
+            diffs = [
+                mean_se([float(rows[s][c]) - float(base[s][c]) for s in seeds], spec)
+                for c, spec in (("mmd2", "+.4f"), ("accuracy", "+.3f"))
+            ]
         print(f"| {k} | {eps:g} | {rule.replace('_', '-')} | {len(rows)} | " + " | ".join(cells + diffs) + " |")
 
 

@@ -37,7 +37,7 @@ def main() -> None:
     runs = load()
     print("| K | eps_auc | auction | seeds | rho | MMD² | accuracy | ΔMMD² vs paper (paired) | Δaccuracy vs paper |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for (k, eps, variant) in sorted(runs, key=lambda key: (key[0], key[1], list(VARIANTS).index(key[2]))):
+    for k, eps, variant in sorted(runs, key=lambda key: (key[0], key[1], list(VARIANTS).index(key[2]))):
         rows = runs[(k, eps, variant)]
         cells = [mean_se([float(r[c]) for r in rows.values()], spec) for c, spec in COLUMNS]
         paper = runs.get((k, eps, "paper"), {})
@@ -45,14 +45,19 @@ def main() -> None:
         if variant == "paper" or not seeds:
             diffs = ["-", "-"]
         else:
-            diffs = [mean_se([float(rows[s][c]) - float(paper[s][c]) for s in seeds], spec)
-                     for c, spec in (("mmd2", "+.4f"), ("accuracy", "+.3f"))]
+            diffs = [
+                mean_se([float(rows[s][c]) - float(paper[s][c]) for s in seeds], spec)
+                for c, spec in (("mmd2", "+.4f"), ("accuracy", "+.3f"))
+            ]
         print(f"| {k} | {eps:g} | {VARIANTS[variant]} | {len(rows)} | " + " | ".join(cells + diffs) + " |")
     uniform = defaultdict(list)
     for (k, eps, variant), rows in runs.items():
         if variant == "paper":
             uniform[k] += [float(r["uniform_mmd2"]) for r in rows.values()]
-    print("\nuniform sampling, MMD²: " + ", ".join(f"K = {k}: {statistics.mean(v):.4f}" for k, v in sorted(uniform.items())))
+    print(
+        "\nuniform sampling, MMD²: "
+        + ", ".join(f"K = {k}: {statistics.mean(v):.4f}" for k, v in sorted(uniform.items()))
+    )
 
 
 if __name__ == "__main__":

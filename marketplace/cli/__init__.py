@@ -13,8 +13,8 @@ import argparse
 import os
 import sys
 
-from marketplace.version import __version__
 from marketplace.cli.common import EXIT_OK, EXIT_USAGE
+from marketplace.version import __version__
 
 DESCRIPTION = """\
 A privacy-preserving AI data marketplace. A curator, K data owners and a consumer run as separate
@@ -55,7 +55,9 @@ def _parser() -> argparse.ArgumentParser:
     from marketplace.privacy import compose_cli, ledger_cli
     from marketplace.service import cli as service_cli
 
-    parser = argparse.ArgumentParser(prog="marketplace", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="marketplace", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--version", action="version", version=f"marketplace {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     run.add_run_parser(sub)

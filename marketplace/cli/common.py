@@ -24,8 +24,10 @@ def scenario_of(args: argparse.Namespace) -> Scenario | None:
     when the command has them; None, after saying why on stderr, when no scenario was given or it
     is not a valid one (the command then exits 2)."""
     if args.scenario is None:
-        print(f"marketplace {args.command}: no scenario: pass --scenario FILE or set MARKETPLACE_SCENARIO",
-              file=sys.stderr)
+        print(
+            f"marketplace {args.command}: no scenario: pass --scenario FILE or set MARKETPLACE_SCENARIO",
+            file=sys.stderr,
+        )
         return None
     if getattr(args, "insecure", False):
         args.overrides.append("transport.security=none")

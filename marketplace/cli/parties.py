@@ -11,38 +11,68 @@ import sys
 from marketplace.cli.common import EXIT_USAGE, add_set, scenario_of
 from marketplace.data.own_files import ReadLimits
 
-ROLES = (("curator", "run the curator (binds a ROUTER at --endpoint)"),
-         ("owner", "run one data owner (connects to the curator)"),
-         ("consumer", "run the consumer (connects to the curator)"))
+ROLES = (
+    ("curator", "run the curator (binds a ROUTER at --endpoint)"),
+    ("owner", "run one data owner (connects to the curator)"),
+    ("consumer", "run the consumer (connects to the curator)"),
+)
 
 
 def add_party_parsers(sub: argparse._SubParsersAction) -> None:
     """``curator``, ``owner`` and ``consumer``."""
     for role, text in ROLES:
-        p = sub.add_parser(role, help=text, description=text + ". The party builds its own data share from the scenario and seed.")
-        p.add_argument("--scenario", default=os.environ.get("MARKETPLACE_SCENARIO"),
-                       help="scenario file (YAML); the same file for every party (default: $MARKETPLACE_SCENARIO)")
-        p.add_argument("--endpoint", default=os.environ.get("MARKETPLACE_ENDPOINT"),
-                       help="ZeroMQ endpoint, e.g. tcp://127.0.0.1:5555 (curator: port 0 picks one; default: $MARKETPLACE_ENDPOINT)")
-        p.add_argument("--report", metavar="FILE",
-                       help="write this party's part of the report here as JSON (default: parties/<party>.json); "
-                            "`marketplace assemble` joins them")
+        p = sub.add_parser(
+            role, help=text, description=text + ". The party builds its own data share from the scenario and seed."
+        )
+        p.add_argument(
+            "--scenario",
+            default=os.environ.get("MARKETPLACE_SCENARIO"),
+            help="scenario file (YAML); the same file for every party (default: $MARKETPLACE_SCENARIO)",
+        )
+        p.add_argument(
+            "--endpoint",
+            default=os.environ.get("MARKETPLACE_ENDPOINT"),
+            help="ZeroMQ endpoint, e.g. tcp://127.0.0.1:5555 (curator: port 0 picks one; default: $MARKETPLACE_ENDPOINT)",
+        )
+        p.add_argument(
+            "--report",
+            metavar="FILE",
+            help="write this party's part of the report here as JSON (default: parties/<party>.json); "
+            "`marketplace assemble` joins them",
+        )
         p.add_argument("--no-report", action="store_true", help="write no report")
-        p.add_argument("--run-id", default=os.environ.get("MARKETPLACE_RUN_ID"),
-                       help="run id shared by all parties (default: $MARKETPLACE_RUN_ID, else <scenario name>-seed<seed>)")
+        p.add_argument(
+            "--run-id",
+            default=os.environ.get("MARKETPLACE_RUN_ID"),
+            help="run id shared by all parties (default: $MARKETPLACE_RUN_ID, else <scenario name>-seed<seed>)",
+        )
         add_set(p)
         p.add_argument("--log-level", default=os.environ.get("MARKETPLACE_LOG_LEVEL", "INFO"))
-        p.add_argument("--keys", metavar="DIR", help="CURVE key folder made by `marketplace keys generate` (or transport.curve_keys)")
-        p.add_argument("--insecure", action="store_true", help="plaintext link, for development only (no --keys needed)")
+        p.add_argument(
+            "--keys",
+            metavar="DIR",
+            help="CURVE key folder made by `marketplace keys generate` (or transport.curve_keys)",
+        )
+        p.add_argument(
+            "--insecure", action="store_true", help="plaintext link, for development only (no --keys needed)"
+        )
         if role == "owner":
             p.add_argument("--id", required=True, help="owner id: owner-1 ... owner-K")
-            p.add_argument("--data", metavar="FILE", help="the owner's own rows: a CSV (or .npz) checked against the "
-                                                          "marketplace's public schema (data.schema); in a simulated "
-                                                          "scenario, an .npz (arrays X and y) instead of its generated share")
+            p.add_argument(
+                "--data",
+                metavar="FILE",
+                help="the owner's own rows: a CSV (or .npz) checked against the "
+                "marketplace's public schema (data.schema); in a simulated "
+                "scenario, an .npz (arrays X and y) instead of its generated share",
+            )
             ReadLimits.add_arguments(p)
         if role == "consumer":
-            p.add_argument("--data", metavar="FILE", help="the consumer's own target D_v, a CSV (or .npz) checked against "
-                                                          "the marketplace's public schema (data.schema)")
+            p.add_argument(
+                "--data",
+                metavar="FILE",
+                help="the consumer's own target D_v, a CSV (or .npz) checked against "
+                "the marketplace's public schema (data.schema)",
+            )
             p.add_argument("--test", metavar="FILE", help="the consumer's own test set (same format as --data)")
             ReadLimits.add_arguments(p)
         if role == "curator":
@@ -51,30 +81,59 @@ def add_party_parsers(sub: argparse._SubParsersAction) -> None:
 
 
 def add_owners_parser(sub: argparse._SubParsersAction) -> None:
-    hosts = sub.add_parser("owners", help="run many data owners in one process (an owner host)",
-                           description="Run several data owners in this one process: each is still a party of its own "
-                                       "(its own socket and connection to the curator, its own CURVE key, data share, "
-                                       "counters and report), but they share the process, so they are not isolated from "
-                                       "each other. The owners build their data shares from the scenario and seed.")
-    hosts.add_argument("--ids", required=True, help="the owners to serve: owner-1..owner-250, or a comma list "
-                                                     "(owner-1,owner-7,owner-10..owner-20)")
-    hosts.add_argument("--scenario", default=os.environ.get("MARKETPLACE_SCENARIO"),
-                       help="scenario file (YAML); the same file for every party (default: $MARKETPLACE_SCENARIO)")
-    hosts.add_argument("--endpoint", default=os.environ.get("MARKETPLACE_ENDPOINT"),
-                       help="the curator's ZeroMQ endpoint, e.g. tcp://127.0.0.1:5555 (default: $MARKETPLACE_ENDPOINT)")
-    hosts.add_argument("--report-dir", metavar="DIR", default="parties",
-                       help="write the owners' reports to DIR, in one file named after the host, e.g. "
-                            "DIR/owner-1..owner-250.json (default: parties)")
+    hosts = sub.add_parser(
+        "owners",
+        help="run many data owners in one process (an owner host)",
+        description="Run several data owners in this one process: each is still a party of its own "
+        "(its own socket and connection to the curator, its own CURVE key, data share, "
+        "counters and report), but they share the process, so they are not isolated from "
+        "each other. The owners build their data shares from the scenario and seed.",
+    )
+    hosts.add_argument(
+        "--ids",
+        required=True,
+        help="the owners to serve: owner-1..owner-250, or a comma list (owner-1,owner-7,owner-10..owner-20)",
+    )
+    hosts.add_argument(
+        "--scenario",
+        default=os.environ.get("MARKETPLACE_SCENARIO"),
+        help="scenario file (YAML); the same file for every party (default: $MARKETPLACE_SCENARIO)",
+    )
+    hosts.add_argument(
+        "--endpoint",
+        default=os.environ.get("MARKETPLACE_ENDPOINT"),
+        help="the curator's ZeroMQ endpoint, e.g. tcp://127.0.0.1:5555 (default: $MARKETPLACE_ENDPOINT)",
+    )
+    hosts.add_argument(
+        "--report-dir",
+        metavar="DIR",
+        default="parties",
+        help="write the owners' reports to DIR, in one file named after the host, e.g. "
+        "DIR/owner-1..owner-250.json (default: parties)",
+    )
     hosts.add_argument("--no-report", action="store_true", help="write no reports")
-    hosts.add_argument("--run-id", default=os.environ.get("MARKETPLACE_RUN_ID"),
-                       help="run id shared by all parties (default: $MARKETPLACE_RUN_ID, else <scenario name>-seed<seed>)")
+    hosts.add_argument(
+        "--run-id",
+        default=os.environ.get("MARKETPLACE_RUN_ID"),
+        help="run id shared by all parties (default: $MARKETPLACE_RUN_ID, else <scenario name>-seed<seed>)",
+    )
     add_set(hosts)
     hosts.add_argument("--log-level", default=os.environ.get("MARKETPLACE_LOG_LEVEL", "INFO"))
-    hosts.add_argument("--keys", metavar="DIR", help="CURVE key folder holding every served owner's secret key and the "
-                                                      "curator's public key (`marketplace keys generate` writes one)")
-    hosts.add_argument("--insecure", action="store_true", help="plaintext link, for development only (no --keys needed)")
-    hosts.add_argument("--data", metavar="SPEC", help="each owner's own rows, checked against the marketplace's public "
-                                                      "schema: owner-1=a.csv,owner-2=b.csv, or a folder of <owner>.csv")
+    hosts.add_argument(
+        "--keys",
+        metavar="DIR",
+        help="CURVE key folder holding every served owner's secret key and the "
+        "curator's public key (`marketplace keys generate` writes one)",
+    )
+    hosts.add_argument(
+        "--insecure", action="store_true", help="plaintext link, for development only (no --keys needed)"
+    )
+    hosts.add_argument(
+        "--data",
+        metavar="SPEC",
+        help="each owner's own rows, checked against the marketplace's public "
+        "schema: owner-1=a.csv,owner-2=b.csv, or a folder of <owner>.csv",
+    )
     ReadLimits.add_arguments(hosts)
     hosts.set_defaults(func=owners_command)
 
@@ -82,7 +141,10 @@ def add_owners_parser(sub: argparse._SubParsersAction) -> None:
 def _scenario_and_endpoint(args: argparse.Namespace):
     """The scenario, after checking that both it and the curator's endpoint were given; None after saying why."""
     if args.scenario is not None and not args.endpoint:
-        print(f"marketplace {args.command}: no endpoint: pass --endpoint tcp://HOST:PORT or set MARKETPLACE_ENDPOINT", file=sys.stderr)
+        print(
+            f"marketplace {args.command}: no endpoint: pass --endpoint tcp://HOST:PORT or set MARKETPLACE_ENDPOINT",
+            file=sys.stderr,
+        )
         return None
     return scenario_of(args)
 
@@ -96,17 +158,29 @@ def party_command(args: argparse.Namespace) -> int:
     from marketplace.runner.party_process import run_host
 
     party = {"curator": "curator", "consumer": "consumer"}.get(args.command) or args.id
-    logging.basicConfig(level=args.log_level.upper(), format=f"%(asctime)s {party} %(levelname)s %(message)s", stream=sys.stderr)
+    logging.basicConfig(
+        level=args.log_level.upper(), format=f"%(asctime)s {party} %(levelname)s %(message)s", stream=sys.stderr
+    )
     if party not in party_ids(scenario.config):
-        print(f"marketplace: unknown party {party!r}: this scenario has {', '.join(party_ids(scenario.config))}", file=sys.stderr)
+        print(
+            f"marketplace: unknown party {party!r}: this scenario has {', '.join(party_ids(scenario.config))}",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     report = None if args.no_report else (args.report or f"parties/{party}.json")
     data = getattr(args, "data", None)
     try:
-        return run_host(scenario, [party], endpoint=args.endpoint, report_to=report, run_id=args.run_id,
-                        endpoint_file=getattr(args, "endpoint_file", None), data_files={party: data} if data else None,
-                        test_file=getattr(args, "test", None),
-                        limits=ReadLimits.from_args(args) if hasattr(args, "max_bytes") else None)
+        return run_host(
+            scenario,
+            [party],
+            endpoint=args.endpoint,
+            report_to=report,
+            run_id=args.run_id,
+            endpoint_file=getattr(args, "endpoint_file", None),
+            data_files={party: data} if data else None,
+            test_file=getattr(args, "test", None),
+            limits=ReadLimits.from_args(args) if hasattr(args, "max_bytes") else None,
+        )
     except (ValueError, OSError) as err:
         print(f"marketplace {party}: cannot start: {err}", file=sys.stderr)
         return EXIT_USAGE
@@ -127,12 +201,21 @@ def owners_command(args: argparse.Namespace) -> int:
         print(f"marketplace owners: --ids: {err}", file=sys.stderr)
         return EXIT_USAGE
     label = host_label(owners)
-    logging.basicConfig(level=args.log_level.upper(), format=f"%(asctime)s {label} %(levelname)s %(message)s", stream=sys.stderr)
+    logging.basicConfig(
+        level=args.log_level.upper(), format=f"%(asctime)s {label} %(levelname)s %(message)s", stream=sys.stderr
+    )
     try:
         files = parse_data_files(args.data, owners) if args.data else None
-        return run_host(scenario, owners, endpoint=args.endpoint, run_id=args.run_id, hosted=True,
-                        report_to=None if args.no_report else args.report_dir, data_files=files,
-                        limits=ReadLimits.from_args(args))
+        return run_host(
+            scenario,
+            owners,
+            endpoint=args.endpoint,
+            run_id=args.run_id,
+            hosted=True,
+            report_to=None if args.no_report else args.report_dir,
+            data_files=files,
+            limits=ReadLimits.from_args(args),
+        )
     except (ValueError, OSError) as err:
         print(f"marketplace owners: cannot start: {err}", file=sys.stderr)
         return EXIT_USAGE

@@ -18,35 +18,64 @@ from marketplace.cli.common import (
 
 
 def add_run_parser(sub: argparse._SubParsersAction) -> None:
-    run = sub.add_parser("run", help="run a scenario end to end and write its report",
-                         description="Validate SCENARIO, start every party, wait for the run, print a summary and write "
-                                     "DIR/report.json, DIR/messages.csv, DIR/scenario.resolved.yaml and DIR/logs/.")
+    run = sub.add_parser(
+        "run",
+        help="run a scenario end to end and write its report",
+        description="Validate SCENARIO, start every party, wait for the run, print a summary and write "
+        "DIR/report.json, DIR/messages.csv, DIR/scenario.resolved.yaml and DIR/logs/.",
+    )
     run.add_argument("scenario", help="scenario file (YAML), or a market file (a top-level `market:`; docs/market.md)")
     run.add_argument("--out", metavar="DIR", help="output folder, new or empty (default: runs/<scenario>-<timestamp>)")
     add_set(run, help="override one scenario value, e.g. --set summarize.rounds=20 (repeatable)")
-    run.add_argument("--driver", choices=("processes", "inprocess"), default="processes",
-                     help="processes: every party its own OS process over ZeroMQ (default); inprocess: one process, a deterministic queue")
-    run.add_argument("--launch", choices=("forkserver", "exec"), default="forkserver",
-                     help="how the processes driver starts parties: forked from a preloaded server and handed their own data "
-                          "share (default, fast), or as `python -m marketplace <role>` exactly like a container (exec)")
+    run.add_argument(
+        "--driver",
+        choices=("processes", "inprocess"),
+        default="processes",
+        help="processes: every party its own OS process over ZeroMQ (default); inprocess: one process, a deterministic queue",
+    )
+    run.add_argument(
+        "--launch",
+        choices=("forkserver", "exec"),
+        default="forkserver",
+        help="how the processes driver starts parties: forked from a preloaded server and handed their own data "
+        "share (default, fast), or as `python -m marketplace <role>` exactly like a container (exec)",
+    )
     run.add_argument("--quiet", action="store_true", help="no progress and no table; just the report path")
-    run.add_argument("--insecure", action="store_true",
-                     help="plaintext links (development only); by default every link uses CURVE with fresh keys for the run")
-    run.add_argument("--sweep", dest="sweeps", action="append", default=[], metavar="KEY.PATH=V1,V2,...",
-                     help="run the scenario once per value (repeatable: every combination); writes runs.csv, "
-                          "summary.csv and sweep.png (also from the scenario's sweep: section)")
-    run.add_argument("--repeats", type=positive_int, metavar="N",
-                     help="runs per sweep point, with seeds seed, seed+1, ... (default: sweep.repeats, 1)")
-    run.add_argument("--seed", type=int, metavar="N", help="the run seed (replaces the scenario's seed:; a sweep's first seed)")
+    run.add_argument(
+        "--insecure",
+        action="store_true",
+        help="plaintext links (development only); by default every link uses CURVE with fresh keys for the run",
+    )
+    run.add_argument(
+        "--sweep",
+        dest="sweeps",
+        action="append",
+        default=[],
+        metavar="KEY.PATH=V1,V2,...",
+        help="run the scenario once per value (repeatable: every combination); writes runs.csv, "
+        "summary.csv and sweep.png (also from the scenario's sweep: section)",
+    )
+    run.add_argument(
+        "--repeats",
+        type=positive_int,
+        metavar="N",
+        help="runs per sweep point, with seeds seed, seed+1, ... (default: sweep.repeats, 1)",
+    )
+    run.add_argument(
+        "--seed", type=int, metavar="N", help="the run seed (replaces the scenario's seed:; a sweep's first seed)"
+    )
     run.set_defaults(func=run_command)
 
 
 def add_validate_parser(sub: argparse._SubParsersAction) -> None:
-    val = sub.add_parser("validate", help="check a scenario (and its data) without running it; print it resolved",
-                         description="Check SCENARIO as `run` would before starting anything: the file, every value, "
-                                     "the privacy plan, and the data (the dataset is in the cache, the world builds and "
-                                     "splits among the parties). Print the protocol's own sections, every default "
-                                     "filled in.")
+    val = sub.add_parser(
+        "validate",
+        help="check a scenario (and its data) without running it; print it resolved",
+        description="Check SCENARIO as `run` would before starting anything: the file, every value, "
+        "the privacy plan, and the data (the dataset is in the cache, the world builds and "
+        "splits among the parties). Print the protocol's own sections, every default "
+        "filled in.",
+    )
     val.add_argument("scenario")
     add_set(val)
     val.add_argument("--seed", type=int, metavar="N", help="the run seed (replaces the scenario's seed:)")
@@ -123,8 +152,8 @@ def _run(args: argparse.Namespace, scenario) -> int:
     from rich.console import Console
 
     from marketplace.api import RunFailed, run
-    from marketplace.runner.display import print_summary, round_progress
     from marketplace.reporting.format import shorten
+    from marketplace.runner.display import print_summary, round_progress
     from marketplace.runner.run import RunFolderError
     from marketplace.scenario import ScenarioError
 
@@ -176,11 +205,21 @@ def _sweep(args: argparse.Namespace, scenario) -> int:
     try:
         vary = dict(parse_axis(text) for text in args.sweeps)
         out = _out(args, scenario, "sweep")
-        result = sweep(scenario, vary, repeats=args.repeats, out=out, driver=args.driver, launch=args.launch,
-                       seed=args.seed, progress=not args.quiet)
+        result = sweep(
+            scenario,
+            vary,
+            repeats=args.repeats,
+            out=out,
+            driver=args.driver,
+            launch=args.launch,
+            seed=args.seed,
+            progress=not args.quiet,
+        )
     except RunFolderError as err:
         return _folder_refused(args, err)
-    except ScenarioError as err:  # a bad sweep value, or a point whose world cannot be built (a size only its data can refuse)
+    except (
+        ScenarioError
+    ) as err:  # a bad sweep value, or a point whose world cannot be built (a size only its data can refuse)
         print(f"marketplace: bad scenario: {err}", file=sys.stderr)
         if out is not None and (Path(out) / "runs.csv").exists():
             print(f"marketplace: the runs before it are in {out}/runs.csv", file=sys.stderr)
@@ -190,8 +229,11 @@ def _sweep(args: argparse.Namespace, scenario) -> int:
         return 130
     total = len(result.rows)
     if not args.quiet:
-        console.print(exchange(scenario.config.protocol).sweep_table(result.summary, result.keys,
-                                                                     f"{scenario.config.name}: {plural(total, 'run')} (mean ± sd over repeats)"))
+        console.print(
+            exchange(scenario.config.protocol).sweep_table(
+                result.summary, result.keys, f"{scenario.config.name}: {plural(total, 'run')} (mean ± sd over repeats)"
+            )
+        )
     plot = " and sweep.png" if (Path(out) / "sweep.png").exists() else ""
     print(f"{out}/runs.csv, {out}/summary.csv{plot}")
     if result.failed:

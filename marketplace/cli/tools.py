@@ -10,13 +10,16 @@ from marketplace.cli.common import EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, add_set
 
 
 def add_shares_parser(sub: argparse._SubParsersAction) -> None:
-    shares = sub.add_parser("shares", help="write a simulated scenario's parties as files of their own, and a market "
-                                           "file describing them by a public schema",
-                            description="Write each owner's rows of SCENARIO's simulated world to OUT/owner-<i>.csv, the "
-                                        "consumer's target and test set to OUT/target.csv and OUT/test.csv, and "
-                                        "OUT/market.yaml: the scenario described by the public schema of those files "
-                                        "(data.schema), for `marketplace serve OUT/market.yaml --owner-data OUT`, "
-                                        "`marketplace agent --data` and `marketplace request --data`.")
+    shares = sub.add_parser(
+        "shares",
+        help="write a simulated scenario's parties as files of their own, and a market "
+        "file describing them by a public schema",
+        description="Write each owner's rows of SCENARIO's simulated world to OUT/owner-<i>.csv, the "
+        "consumer's target and test set to OUT/target.csv and OUT/test.csv, and "
+        "OUT/market.yaml: the scenario described by the public schema of those files "
+        "(data.schema), for `marketplace serve OUT/market.yaml --owner-data OUT`, "
+        "`marketplace agent --data` and `marketplace request --data`.",
+    )
     shares.add_argument("scenario", help="a simulated scenario (data.source)")
     shares.add_argument("--out", required=True, metavar="OUT", help="a new or empty folder")
     add_set(shares)
@@ -24,15 +27,26 @@ def add_shares_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def add_protocols_parser(sub: argparse._SubParsersAction) -> None:
-    protocols = sub.add_parser("protocols", help="list the registered protocols (entry-point group marketplace.protocols)",
-                               description="List every protocol a scenario can name: the four shipped ones and any "
-                                           "installed package's (docs/extending.md).")
+    protocols = sub.add_parser(
+        "protocols",
+        help="list the registered protocols (entry-point group marketplace.protocols)",
+        description="List every protocol a scenario can name: the four shipped ones and any "
+        "installed package's (docs/extending.md).",
+    )
     protocols.add_argument("--json", action="store_true", help="print JSON instead of text")
-    protocols.add_argument("--check", metavar="NAME", help="run protocol NAME's conformance checks (marketplace.testing): "
-                           "its Exchange contract, bad settings, declared costs, a run under each driver, the report "
-                           "schema, sweep rows and history; exit 0 if all pass, 3 if one fails")
-    protocols.add_argument("--scenario", metavar="FILE", help="with --check: the small scenario the checks run "
-                           "(default: the protocol's section at its defaults, 3 owners)")
+    protocols.add_argument(
+        "--check",
+        metavar="NAME",
+        help="run protocol NAME's conformance checks (marketplace.testing): "
+        "its Exchange contract, bad settings, declared costs, a run under each driver, the report "
+        "schema, sweep rows and history; exit 0 if all pass, 3 if one fails",
+    )
+    protocols.add_argument(
+        "--scenario",
+        metavar="FILE",
+        help="with --check: the small scenario the checks run "
+        "(default: the protocol's section at its defaults, 3 owners)",
+    )
     add_set(protocols, help="with --check: override a key of --scenario")
     protocols.set_defaults(func=protocols_command)
 
@@ -45,12 +59,18 @@ def add_probe_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def add_keys_parser(sub: argparse._SubParsersAction) -> None:
-    keys = sub.add_parser("keys", help="CURVE certificates for the parties of a run",
-                          description="Write one CURVE certificate pair per party (curator, owner-1..K, consumer) into DIR. "
-                                      "The curator admits only these keys and binds each party id to its key.")
+    keys = sub.add_parser(
+        "keys",
+        help="CURVE certificates for the parties of a run",
+        description="Write one CURVE certificate pair per party (curator, owner-1..K, consumer) into DIR. "
+        "The curator admits only these keys and binds each party id to its key.",
+    )
     keys_sub = keys.add_subparsers(dest="keys_command", metavar="ACTION")
-    generate = keys_sub.add_parser("generate", help="write DIR/<party>.key, DIR/<party>.key_secret and DIR/<party>.noise_key "
-                                                    "(the party's secret noise key) for every party")
+    generate = keys_sub.add_parser(
+        "generate",
+        help="write DIR/<party>.key, DIR/<party>.key_secret and DIR/<party>.noise_key "
+        "(the party's secret noise key) for every party",
+    )
     generate.add_argument("directory", metavar="DIR")
     generate.add_argument("--owners", type=int, required=True, help="K, the number of owners")
     generate.add_argument("--force", action="store_true", help="overwrite existing keys")
@@ -113,8 +133,11 @@ def check_command(args: argparse.Namespace, specs: dict) -> int:
     scenario = None
     if args.scenario is not None or args.overrides:
         try:
-            scenario = load(args.scenario or {"name": f"{args.check}-conformance", "protocol": args.check,
-                                              "parties": {"owners": 3}}, sets=args.overrides)
+            scenario = load(
+                args.scenario
+                or {"name": f"{args.check}-conformance", "protocol": args.check, "parties": {"owners": 3}},
+                sets=args.overrides,
+            )
         except ScenarioError as err:
             print(f"marketplace protocols: --scenario: {err}", file=sys.stderr)
             return EXIT_USAGE
@@ -158,6 +181,8 @@ def keys_generate_command(args: argparse.Namespace) -> int:
     except (CurveError, OSError) as err:
         print(f"marketplace keys: {err}", file=sys.stderr)
         return EXIT_USAGE
-    print(f"wrote {len(written) // 2} certificate pairs and noise keys to {args.directory} "
-          "(secret files are readable by you only)")
+    print(
+        f"wrote {len(written) // 2} certificate pairs and noise keys to {args.directory} "
+        "(secret files are readable by you only)"
+    )
     return EXIT_OK

@@ -24,8 +24,9 @@ BLOCK_VALUES = 1 << 20
 however large the matrix."""
 
 
-def check_rows(X: np.ndarray, source: str, *, rows: Sequence[str] | None = None,
-               columns: Sequence[str] | None = None) -> None:
+def check_rows(
+    X: np.ndarray, source: str, *, rows: Sequence[str] | None = None, columns: Sequence[str] | None = None
+) -> None:
     """Raise ValueError naming ``source``, the row and the column of the first value of ``X`` that
     is not finite (NaN, inf) or whose row's squared norm overflows (a coordinate of magnitude near
     1e154 or more). ``rows[i]`` names row ``i`` (say ``line 12``; default ``row i``), ``columns[j]``
@@ -37,7 +38,7 @@ def check_rows(X: np.ndarray, source: str, *, rows: Sequence[str] | None = None,
     check = RowCheck(source, columns=columns)
     step = max(1, BLOCK_VALUES // X.shape[1])
     for start in range(0, X.shape[0], step):
-        check.add(X[start:start + step], start, rows)
+        check.add(X[start : start + step], start, rows)
     check.done()
 
 
@@ -81,11 +82,15 @@ class RowCheck:
             problem = f"holds {float(row[j])!r}: values must be finite numbers"
         else:
             j = int(np.argmax(np.abs(row)))
-            problem = (f"holds {float(row[j])!r}: too large (its row's squared norm overflows; every value must stay well "
-                       f"below {LARGEST:.2g} in magnitude, or the bids and releases computed from it are not finite)")
+            problem = (
+                f"holds {float(row[j])!r}: too large (its row's squared norm overflows; every value must stay well "
+                f"below {LARGEST:.2g} in magnitude, or the bids and releases computed from it are not finite)"
+            )
         where_col = repr(self.columns[j]) if self.columns is not None else f"{j}"
-        raise ValueError(f"{self.source}: {where_row}, column {where_col} {problem}; "
-                         f"{_more(self.bad)}rescale the data or remove the row")
+        raise ValueError(
+            f"{self.source}: {where_row}, column {where_col} {problem}; "
+            f"{_more(self.bad)}rescale the data or remove the row"
+        )
 
 
 def _more(bad: int) -> str:

@@ -43,13 +43,24 @@ def _schema_check(values: dict[str, Any], path: str) -> None:
     keys = required_keys(SOURCES[kind].options)
     if keys and values.get(kind) is None:
         section = f"{path}.{kind}" if path else kind
-        raise MissingKeys(section, [f"{section}.{name}" for name, _ in keys], [what for _, what in keys],
-                          section=f"a {kind} section ({path or 'source'}.kind is {kind!r})")
+        raise MissingKeys(
+            section,
+            [f"{section}.{name}" for name, _ in keys],
+            [what for _, what in keys],
+            section=f"a {kind} section ({path or 'source'}.kind is {kind!r})",
+        )
 
 
-SourceConfig = make_dataclass("SourceConfig", _source_fields(), frozen=True,
-                              namespace={"__post_init__": _check_section, "__schema_check__": staticmethod(_schema_check),
-                                         "__module__": __name__})
+SourceConfig = make_dataclass(
+    "SourceConfig",
+    _source_fields(),
+    frozen=True,
+    namespace={
+        "__post_init__": _check_section,
+        "__schema_check__": staticmethod(_schema_check),
+        "__module__": __name__,
+    },
+)
 SourceConfig.__doc__ = """Where the rows come from: ``kind`` picks a source (one module per kind in
 :mod:`marketplace.data.sources`), and the section named after it holds that source's options."""
 
@@ -123,13 +134,20 @@ class DataConfig:
         prefix = f"{path}." if path else ""
         for key in ("source", "partition"):
             if key in values:
-                raise SchemaError(f"{prefix}{key}", f"no {key} beside {prefix}schema (a marketplace is described by "
-                                  f"a dataset to simulate, data.source, or by the public schema of its parties' own "
-                                  f"rows, data.schema, not both)", f"a {key} section")
+                raise SchemaError(
+                    f"{prefix}{key}",
+                    f"no {key} beside {prefix}schema (a marketplace is described by "
+                    f"a dataset to simulate, data.source, or by the public schema of its parties' own "
+                    f"rows, data.schema, not both)",
+                    f"a {key} section",
+                )
         seed_set = values.setdefault("seed_set", SeedSetConfig(size=0))
         if seed_set.size:
-            raise SchemaError(f"{prefix}seed_set.size", f"0 beside {prefix}schema (a schema-only marketplace has no "
-                              f"public seed set)", str(seed_set.size))
+            raise SchemaError(
+                f"{prefix}seed_set.size",
+                f"0 beside {prefix}schema (a schema-only marketplace has no public seed set)",
+                str(seed_set.size),
+            )
 
     @property
     def schema_only(self) -> bool:

@@ -49,9 +49,7 @@ class Dataset:
         if not np.isfinite(X).all():
             raise ValueError(f"Dataset {self.name!r}: X holds NaN or infinite values")
         if len(self.feature_names) != X.shape[1]:
-            raise ValueError(
-                f"Dataset {self.name!r}: {len(self.feature_names)} feature names for {X.shape[1]} columns"
-            )
+            raise ValueError(f"Dataset {self.name!r}: {len(self.feature_names)} feature names for {X.shape[1]} columns")
         if n and (group.min() < 0 or group.max() >= len(self.group_names)):
             raise ValueError(
                 f"Dataset {self.name!r}: group ids must lie in [0, {len(self.group_names)}), "

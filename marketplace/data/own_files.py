@@ -29,12 +29,26 @@ import numpy as np
 
 from marketplace.data.dataset import Dataset
 from marketplace.data.public_schema import DataSchema
-from marketplace.data.sources.csv_file import (MAX_BYTES, MAX_FIELD_CHARS, MAX_ROW_CHARS, MAX_ROWS, CsvRows, CsvSource,
-                                                LineNames, is_missing)
+from marketplace.data.sources.csv_file import (
+    MAX_BYTES,
+    MAX_FIELD_CHARS,
+    MAX_ROW_CHARS,
+    MAX_ROWS,
+    CsvRows,
+    CsvSource,
+    LineNames,
+    is_missing,
+)
 from marketplace.messages.errors import cut
 
-__all__ = ["OWNER_FILE_MAX_BYTES", "OwnDataError", "ReadLimits", "check_owner_file_size", "load_own_rows",
-           "parse_data_files"]
+__all__ = [
+    "OWNER_FILE_MAX_BYTES",
+    "OwnDataError",
+    "ReadLimits",
+    "check_owner_file_size",
+    "load_own_rows",
+    "parse_data_files",
+]
 
 
 class OwnDataError(ValueError):
@@ -56,23 +70,41 @@ class ReadLimits:
     def add_arguments(parser: argparse.ArgumentParser) -> None:
         """``--max-bytes``, ``--max-rows`` and ``--max-field-bytes`` on a command that reads a party's file."""
         d = ReadLimits()
-        for flag, value, what in (("--max-bytes", d.max_bytes, "bytes of a data file (on disk, after decompression, "
-                                                                "and its features in memory)"),
-                                  ("--max-rows", d.max_rows, "rows of a data file"),
-                                  ("--max-field-chars", d.max_field_chars, "characters in one CSV field"),
-                                  ("--max-row-chars", d.max_row_chars, "characters in one CSV row")):
-            parser.add_argument(flag, type=_at_least_one, default=value, metavar="N",
-                                help=f"read at most N {what} (default {value:,})")
+        for flag, value, what in (
+            (
+                "--max-bytes",
+                d.max_bytes,
+                "bytes of a data file (on disk, after decompression, and its features in memory)",
+            ),
+            ("--max-rows", d.max_rows, "rows of a data file"),
+            ("--max-field-chars", d.max_field_chars, "characters in one CSV field"),
+            ("--max-row-chars", d.max_row_chars, "characters in one CSV row"),
+        ):
+            parser.add_argument(
+                flag, type=_at_least_one, default=value, metavar="N", help=f"read at most N {what} (default {value:,})"
+            )
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ReadLimits:
-        return cls(max_bytes=args.max_bytes, max_rows=args.max_rows, max_field_chars=args.max_field_chars,
-                   max_row_chars=args.max_row_chars)
+        return cls(
+            max_bytes=args.max_bytes,
+            max_rows=args.max_rows,
+            max_field_chars=args.max_field_chars,
+            max_row_chars=args.max_row_chars,
+        )
 
     def arguments(self) -> list[str]:
         """The flags that give a party's command these limits."""
-        return ["--max-bytes", str(self.max_bytes), "--max-rows", str(self.max_rows),
-                "--max-field-chars", str(self.max_field_chars), "--max-row-chars", str(self.max_row_chars)]
+        return [
+            "--max-bytes",
+            str(self.max_bytes),
+            "--max-rows",
+            str(self.max_rows),
+            "--max-field-chars",
+            str(self.max_field_chars),
+            "--max-row-chars",
+            str(self.max_row_chars),
+        ]
 
 
 def _at_least_one(text: str) -> int:
@@ -100,12 +132,20 @@ def load_own_rows(path: str | Path, schema: DataSchema, *, party: str, limits: R
     elif name.endswith((".csv", ".csv.gz", ".csv.bz2", ".tsv")):
         X, y, group, lines = _read_csv(path, schema, where, limits, delimiter="\t" if name.endswith(".tsv") else ",")
     else:
-        raise OwnDataError(f"{where}: expected a file named *.csv (or .csv.gz, .csv.bz2, .tsv) or *.npz, got {path.name!r}")
+        raise OwnDataError(
+            f"{where}: expected a file named *.csv (or .csv.gz, .csv.bz2, .tsv) or *.npz, got {path.name!r}"
+        )
     if len(X) == 0:
         raise OwnDataError(f"{where}: expected at least one row of data, got none")
     X = _check_ranges(X, schema, where, lines)
-    return Dataset(X=X, y=y, group=group, feature_names=schema.feature_names, group_names=schema.group_names,
-                   name=f"{party}'s own rows ({path.name})")
+    return Dataset(
+        X=X,
+        y=y,
+        group=group,
+        feature_names=schema.feature_names,
+        group_names=schema.group_names,
+        name=f"{party}'s own rows ({path.name})",
+    )
 
 
 def _check_ranges(X: np.ndarray, schema: DataSchema, where: str, lines: list[str]) -> np.ndarray:
@@ -115,28 +155,36 @@ def _check_ranges(X: np.ndarray, schema: DataSchema, where: str, lines: list[str
         nonfinite = ~np.isfinite(X)
         if nonfinite.any():
             r, j = map(int, np.argwhere(nonfinite)[0])
-            raise OwnDataError(f"{where}: {lines[r]}, column {schema.feature_names[j]!r}: expected a finite number, "
-                               f"found {float(X[r, j])!r}")
+            raise OwnDataError(
+                f"{where}: {lines[r]}, column {schema.feature_names[j]!r}: expected a finite number, "
+                f"found {float(X[r, j])!r}"
+            )
         return np.clip(X, lower, upper)
     if bad.any():
         r, j = map(int, np.argwhere(bad)[0])
         f = schema.features[j]
         count = int(bad.sum())
         more = f" ({count} values outside their ranges in all)" if count > 1 else ""
-        raise OwnDataError(f"{where}: {lines[r]}, column {f.name!r}: expected a number in [{f.lower:g}, {f.upper:g}] "
-                           f"(the schema's range), found {float(X[r, j])!r}{more}; fix the value, or set data.schema.outside: "
-                           f"clip to clip values into their ranges")
+        raise OwnDataError(
+            f"{where}: {lines[r]}, column {f.name!r}: expected a number in [{f.lower:g}, {f.upper:g}] "
+            f"(the schema's range), found {float(X[r, j])!r}{more}; fix the value, or set data.schema.outside: "
+            f"clip to clip values into their ranges"
+        )
     return X
 
 
-def _codes(values: list[str], lookup: dict[str, int], column: str, what: str, where: str, lines: list[str]) -> np.ndarray:
+def _codes(
+    values: list[str], lookup: dict[str, int], column: str, what: str, where: str, lines: list[str]
+) -> np.ndarray:
     out = np.empty(len(values), dtype=np.int64)
     for i, value in enumerate(values):
         code = lookup.get(value)
         if code is None:
             shown = list(lookup)[:20]
-            raise OwnDataError(f"{where}: {lines[i]}, column {column!r}: expected one of the schema's {what} "
-                               f"{shown}{' ...' if len(lookup) > 20 else ''}, found {value!r}")
+            raise OwnDataError(
+                f"{where}: {lines[i]}, column {column!r}: expected one of the schema's {what} "
+                f"{shown}{' ...' if len(lookup) > 20 else ''}, found {value!r}"
+            )
         out[i] = code
     return out
 
@@ -144,20 +192,31 @@ def _codes(values: list[str], lookup: dict[str, int], column: str, what: str, wh
 # --- CSV ---------------------------------------------------------------------------------------------
 
 
-FLAGS = {"max_bytes": "--max-bytes", "max_rows": "--max-rows", "max_field_chars": "--max-field-chars",
-         "max_row_chars": "--max-row-chars"}
+FLAGS = {
+    "max_bytes": "--max-bytes",
+    "max_rows": "--max-rows",
+    "max_field_chars": "--max-field-chars",
+    "max_row_chars": "--max-row-chars",
+}
 """The command-line flag that raises each limit of a party's own file."""
 
 
-def _read_csv(path: Path, schema: DataSchema, where: str, limits: ReadLimits, *,
-              delimiter: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+def _read_csv(
+    path: Path, schema: DataSchema, where: str, limits: ReadLimits, *, delimiter: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
     """The rows of a CSV, read as a stream (:class:`~marketplace.data.sources.csv_file.CsvRows`: on
     disk and decompressed size, rows, field and row lengths bounded), each value checked as it is
     read; what is kept is numbers only (features, label and group codes, line numbers)."""
     party = where.split(":", 1)[0]
-    cfg = CsvSource(path=str(path), label=schema.label.name, delimiter=delimiter, max_bytes=limits.max_bytes,
-                    max_rows=limits.max_rows, max_field_chars=limits.max_field_chars,
-                    max_row_chars=limits.max_row_chars)
+    cfg = CsvSource(
+        path=str(path),
+        label=schema.label.name,
+        delimiter=delimiter,
+        max_bytes=limits.max_bytes,
+        max_rows=limits.max_rows,
+        max_field_chars=limits.max_field_chars,
+        max_row_chars=limits.max_row_chars,
+    )
 
     def over_limit(option: str, text: str) -> OwnDataError:
         return OwnDataError(f"{party}: {text}; raise the limit with {FLAGS[option]}")
@@ -171,14 +230,17 @@ def _read_csv(path: Path, schema: DataSchema, where: str, limits: ReadLimits, *,
         raise OwnDataError(f"{party}: {err}") from None
 
 
-def _parse_rows(rows: CsvRows, schema: DataSchema, where: str,
-                limits: ReadLimits) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+def _parse_rows(
+    rows: CsvRows, schema: DataSchema, where: str, limits: ReadLimits
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
     header = rows.header
     wanted = [*schema.feature_names, schema.label.name, *([schema.group.name] if schema.group is not None else [])]
     absent = [name for name in wanted if name not in header]
     if absent:
-        raise OwnDataError(f"{where}: line 1: expected the schema's columns {wanted} in the header, found no "
-                           f"{absent} among {header[:30]}")
+        raise OwnDataError(
+            f"{where}: line 1: expected the schema's columns {wanted} in the header, found no "
+            f"{absent} among {header[:30]}"
+        )
     positions = [header.index(name) for name in schema.feature_names]
     label_at = header.index(schema.label.name)
     group_at = header.index(schema.group.name) if schema.group is not None else None
@@ -190,15 +252,19 @@ def _parse_rows(rows: CsvRows, schema: DataSchema, where: str,
     labels, groups, lines = array("q"), array("q"), array("q")
     for line, row in rows:
         if len(lines) >= most:
-            raise OwnDataError(f"{where}: more than {most:,} rows of {schema.dim} features would take more than "
-                               f"{limits.max_bytes:,} bytes in memory; raise the limit with --max-bytes")
+            raise OwnDataError(
+                f"{where}: more than {most:,} rows of {schema.dim} features would take more than "
+                f"{limits.max_bytes:,} bytes in memory; raise the limit with --max-bytes"
+            )
         for j, i in enumerate(positions):
             text = row[i].strip()
             try:
                 block[filled, j] = float(text)
             except ValueError:
                 what = "a missing value" if is_missing(text) else repr(cut(text, 80))
-                raise OwnDataError(f"{where}: line {line}, column {header[i]!r}: expected a number, found {what}") from None
+                raise OwnDataError(
+                    f"{where}: line {line}, column {header[i]!r}: expected a number, found {what}"
+                ) from None
         labels.append(_code(row[label_at].strip(), classes, header[label_at], "classes", where, line))
         if group_at is not None:
             groups.append(_code(row[group_at].strip(), groups_of, header[group_at], "group values", where, line))
@@ -209,8 +275,11 @@ def _parse_rows(rows: CsvRows, schema: DataSchema, where: str,
             block, filled = np.empty((len(block), schema.dim)), 0
     chunks.append(block[:filled])
     y = np.frombuffer(labels, dtype=np.int64).copy() if labels else np.zeros(0, dtype=np.int64)
-    group = (np.frombuffer(groups, dtype=np.int64).copy() if groups else np.zeros(0, dtype=np.int64)) \
-        if group_at is not None else _label_groups(y, schema)
+    group = (
+        (np.frombuffer(groups, dtype=np.int64).copy() if groups else np.zeros(0, dtype=np.int64))
+        if group_at is not None
+        else _label_groups(y, schema)
+    )
     return np.concatenate(chunks), y, group, LineNames(lines)
 
 
@@ -219,8 +288,10 @@ def _code(value: str, lookup: dict[str, int], column: str, what: str, where: str
     if code is None:
         shown = list(lookup)[:20]
         found = "a missing value" if not value else repr(cut(value, 80))
-        raise OwnDataError(f"{where}: line {line}, column {column!r}: expected one of the schema's {what} "
-                           f"{shown}{' ...' if len(lookup) > 20 else ''}, found {found}")
+        raise OwnDataError(
+            f"{where}: line {line}, column {column!r}: expected one of the schema's {what} "
+            f"{shown}{' ...' if len(lookup) > 20 else ''}, found {found}"
+        )
     return code
 
 
@@ -234,8 +305,9 @@ def _label_groups(y: np.ndarray, schema: DataSchema) -> np.ndarray:
 # --- npz ---------------------------------------------------------------------------------------------
 
 
-def _read_npz(path: Path, schema: DataSchema, where: str,
-              limits: ReadLimits) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+def _read_npz(
+    path: Path, schema: DataSchema, where: str, limits: ReadLimits
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
     size = path.stat().st_size
     try:
         check_owner_file_size(str(path), limits.max_bytes, "--max-bytes")
@@ -244,35 +316,49 @@ def _read_npz(path: Path, schema: DataSchema, where: str,
     try:
         archive = np.load(path, allow_pickle=False)
     except (EOFError, OSError, zipfile.BadZipFile, ValueError) as err:
-        raise OwnDataError(f"{where}: expected a .npz archive (numpy.savez) with arrays X and y, found "
-                           f"{'an empty file' if size == 0 else f'something else ({type(err).__name__})'}") from None
+        raise OwnDataError(
+            f"{where}: expected a .npz archive (numpy.savez) with arrays X and y, found "
+            f"{'an empty file' if size == 0 else f'something else ({type(err).__name__})'}"
+        ) from None
     if not isinstance(archive, np.lib.npyio.NpzFile):
         raise OwnDataError(f"{where}: expected a .npz archive with arrays X and y, found a single .npy array")
     with archive as f:
         absent = [name for name in ("X", "y") if name not in f.files]
         if absent:
-            raise OwnDataError(f"{where}: expected arrays 'X' and 'y' (and optionally 'group'), found {sorted(f.files)}")
+            raise OwnDataError(
+                f"{where}: expected arrays 'X' and 'y' (and optionally 'group'), found {sorted(f.files)}"
+            )
         try:
             X, y_raw = f["X"], f["y"]
             group_raw = f["group"] if "group" in f.files else None
         except ValueError as err:
-            raise OwnDataError(f"{where}: expected arrays of plain numbers or text, found Python objects ({err})") from None
+            raise OwnDataError(
+                f"{where}: expected arrays of plain numbers or text, found Python objects ({err})"
+            ) from None
     if X.dtype.kind not in "biuf" or X.ndim != 2 or X.shape[1] != schema.dim:
-        raise OwnDataError(f"{where}: array X: expected numbers of shape (n, {schema.dim}) (the schema's features "
-                           f"{list(schema.feature_names)[:10]}), found dtype {X.dtype} and shape {X.shape}")
+        raise OwnDataError(
+            f"{where}: array X: expected numbers of shape (n, {schema.dim}) (the schema's features "
+            f"{list(schema.feature_names)[:10]}), found dtype {X.dtype} and shape {X.shape}"
+        )
     n = X.shape[0]
     if n > limits.max_rows:
         raise OwnDataError(f"{where}: {n:,} rows, more than {limits.max_rows:,}; raise the limit with --max-rows")
     lines = [f"row {i}" for i in range(n)]
     for name, arr in (("y", y_raw), ("group", group_raw)):
         if arr is not None and arr.shape != (n,):
-            raise OwnDataError(f"{where}: array {name}: expected shape ({n},), one value per row of X, found {arr.shape}")
+            raise OwnDataError(
+                f"{where}: array {name}: expected shape ({n},), one value per row of X, found {arr.shape}"
+            )
     y = _codes([_text(v) for v in y_raw.tolist()], schema.class_codes(), "y", "classes", where, lines)
     if schema.group is not None:
         if group_raw is None:
-            raise OwnDataError(f"{where}: expected an array 'group' (the schema has a group column "
-                               f"{schema.group.name!r}), found {sorted(f.files)}")
-        group = _codes([_text(v) for v in group_raw.tolist()], schema.group_codes(), "group", "group values", where, lines)
+            raise OwnDataError(
+                f"{where}: expected an array 'group' (the schema has a group column "
+                f"{schema.group.name!r}), found {sorted(f.files)}"
+            )
+        group = _codes(
+            [_text(v) for v in group_raw.tolist()], schema.group_codes(), "group", "group values", where, lines
+        )
     else:
         group = _label_groups(y, schema)
     return np.asarray(X, dtype=np.float64), y, group, lines
@@ -336,8 +422,10 @@ def check_owner_file_size(path: str, max_bytes: int = OWNER_FILE_MAX_BYTES, opti
     except (OSError, ValueError, EOFError, zipfile.BadZipFile):
         return  # a damaged archive: load_owner_file says what it is
     if need > max_bytes:
-        raise ValueError(f"{path}: its arrays ({', '.join(shapes)}) would take {need} bytes in memory, more than the "
-                         f"limit of {max_bytes} bytes{_raise(option)}")
+        raise ValueError(
+            f"{path}: its arrays ({', '.join(shapes)}) would take {need} bytes in memory, more than the "
+            f"limit of {max_bytes} bytes{_raise(option)}"
+        )
 
 
 def _raise(option: str | None) -> str:
@@ -360,14 +448,18 @@ def parse_data_files(text: str, parties: list[str]) -> dict[str, Path]:
         for party in parties:
             candidates = [folder / f"{party}{suffix}" for suffix in SUFFIXES if (folder / f"{party}{suffix}").is_file()]
             if len(candidates) != 1:
-                raise ValueError(f"--data {text}: expected one file named {party}.csv (or .csv.gz, .csv.bz2, .tsv, "
-                                 f".npz) for {party}, found {len(candidates)}")
+                raise ValueError(
+                    f"--data {text}: expected one file named {party}.csv (or .csv.gz, .csv.bz2, .tsv, "
+                    f".npz) for {party}, found {len(candidates)}"
+                )
             found[party] = candidates[0]
         return found
     if "=" not in text:
         if len(parties) != 1:
-            raise ValueError(f"--data {text}: one file for {len(parties)} parties; give PARTY=FILE for each "
-                             f"(owner-1=a.csv,owner-2=b.csv) or a folder of <party>.csv files")
+            raise ValueError(
+                f"--data {text}: one file for {len(parties)} parties; give PARTY=FILE for each "
+                f"(owner-1=a.csv,owner-2=b.csv) or a folder of <party>.csv files"
+            )
         return {parties[0]: Path(text)}
     found = {}
     for item in filter(None, (part.strip() for part in text.split(","))):

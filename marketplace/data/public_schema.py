@@ -47,7 +47,9 @@ class Feature:
         if not self.lower < self.upper:
             raise ValueError(f"feature {self.name!r}: lower must be below upper, got [{self.lower}, {self.upper}]")
         if max(abs(self.lower), abs(self.upper)) >= LARGEST:
-            raise ValueError(f"feature {self.name!r}: bounds must lie within +-{LARGEST:.3g}, got [{self.lower}, {self.upper}]")
+            raise ValueError(
+                f"feature {self.name!r}: bounds must lie within +-{LARGEST:.3g}, got [{self.lower}, {self.upper}]"
+            )
 
 
 @dataclass(frozen=True)
@@ -133,8 +135,14 @@ class DataSchema:
 
 def empty_dataset(schema: DataSchema, name: str) -> Dataset:
     """A dataset of no rows with the schema's columns and groups."""
-    return Dataset(X=np.zeros((0, schema.dim)), y=np.zeros(0, dtype=np.int64), group=np.zeros(0, dtype=np.int64),
-                   feature_names=schema.feature_names, group_names=schema.group_names, name=name)
+    return Dataset(
+        X=np.zeros((0, schema.dim)),
+        y=np.zeros(0, dtype=np.int64),
+        group=np.zeros(0, dtype=np.int64),
+        feature_names=schema.feature_names,
+        group_names=schema.group_names,
+        name=name,
+    )
 
 
 def schema_world(schema: DataSchema, n_owners: int) -> World:

@@ -15,8 +15,12 @@ import numpy as np
 from marketplace.data.bounds import check_rows
 from marketplace.data.config import DataConfig, PartitionConfig
 from marketplace.data.dataset import Dataset, World
-from marketplace.data.partition import (partition_attribute_distance, partition_by_group, partition_even,
-                                        partition_target_to_one)
+from marketplace.data.partition import (
+    partition_attribute_distance,
+    partition_by_group,
+    partition_even,
+    partition_target_to_one,
+)
 from marketplace.data.sources import load_source
 
 _SOURCE, _TARGET, _SEED_SET, _PARTITION = range(4)

@@ -7,9 +7,19 @@ SHA-256), the local cache they are read from, and downloading from upstream or a
 * :mod:`.cli`: ``marketplace data list|info|fetch|verify|path``.
 """
 
-from marketplace.datasets.cache import (ChecksumMismatch, DatasetMissing, data_home, fetch_command, read_bytes,
-                                        require)
+from marketplace.datasets.cache import ChecksumMismatch, DatasetMissing, data_home, fetch_command, read_bytes, require
 from marketplace.datasets.registry import DATASETS, DatasetSpec, FileSpec, UnknownDataset, dataset
 
-__all__ = ["DATASETS", "ChecksumMismatch", "DatasetMissing", "DatasetSpec", "FileSpec", "UnknownDataset", "data_home",
-           "dataset", "fetch_command", "read_bytes", "require"]
+__all__ = [
+    "DATASETS",
+    "ChecksumMismatch",
+    "DatasetMissing",
+    "DatasetSpec",
+    "FileSpec",
+    "UnknownDataset",
+    "data_home",
+    "dataset",
+    "fetch_command",
+    "read_bytes",
+    "require",
+]

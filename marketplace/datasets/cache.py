@@ -29,8 +29,10 @@ class DatasetMissing(LookupError):
         self.missing = missing
         self.home = home
         shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
-        super().__init__(f"dataset {name!r} is not in the data cache {home} (missing {shown}); "
-                         f"fetch it with: {fetch_command([name])}")
+        super().__init__(
+            f"dataset {name!r} is not in the data cache {home} (missing {shown}); "
+            f"fetch it with: {fetch_command([name])}"
+        )
 
     def __str__(self) -> str:
         return str(self.args[0])
@@ -98,8 +100,10 @@ def verify_bytes(data: bytes, spec: FileSpec, where: str) -> None:
     """:class:`ChecksumMismatch` naming ``where`` unless ``data`` has the registered size and SHA-256."""
     actual = hashlib.sha256(data).hexdigest()
     if len(data) != spec.size or actual != spec.sha256:
-        raise ChecksumMismatch(f"{where}: expected {spec.size} bytes with SHA-256 {spec.sha256}, got {len(data)} bytes "
-                               f"with SHA-256 {actual}; the file is corrupt or was changed")
+        raise ChecksumMismatch(
+            f"{where}: expected {spec.size} bytes with SHA-256 {spec.sha256}, got {len(data)} bytes "
+            f"with SHA-256 {actual}; the file is corrupt or was changed"
+        )
 
 
 def read_bytes(name: str, file: str, home: Path | None = None) -> bytes:

@@ -37,28 +37,43 @@ The cache is $MARKETPLACE_DATA, or a per-user cache folder; it holds NAME/FILE. 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``data`` and its actions to the main parser's sub-commands."""
-    data = sub.add_parser("data", help="the public datasets: list, fetch, verify, locate",
-                          description="Public datasets used by the shipped scenarios, fetched by name and checked "
-                                      "against their registered SHA-256.",
-                          epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    data = sub.add_parser(
+        "data",
+        help="the public datasets: list, fetch, verify, locate",
+        description="Public datasets used by the shipped scenarios, fetched by name and checked "
+        "against their registered SHA-256.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     actions = data.add_subparsers(dest="data_command", metavar="ACTION")
     listing = actions.add_parser("list", help="every registered dataset, its size and whether it is cached")
     listing.set_defaults(func=list_command)
     info = actions.add_parser("info", help="origin, licence, citation and files of one dataset")
     info.add_argument("name", metavar="NAME")
     info.set_defaults(func=info_command)
-    fetch = actions.add_parser("fetch", help="download datasets into the cache, checking every file",
-                               description="Download each file (from its upstream URL, or from the mirror), check its "
-                                           "SHA-256, and only then put it into the cache. Files already cached and "
-                                           "intact are kept.")
+    fetch = actions.add_parser(
+        "fetch",
+        help="download datasets into the cache, checking every file",
+        description="Download each file (from its upstream URL, or from the mirror), check its "
+        "SHA-256, and only then put it into the cache. Files already cached and "
+        "intact are kept.",
+    )
     fetch.add_argument("names", nargs="*", metavar="NAME", help="dataset names (see `marketplace data list`)")
     fetch.add_argument("--all", action="store_true", help="every registered dataset")
-    fetch.add_argument("--mirror", metavar="URL",
-                       help="base URL holding NAME/FILE (http://, https:// or file:; default: $MARKETPLACE_DATA_MIRROR, "
-                            "else each file's upstream URL)")
+    fetch.add_argument(
+        "--mirror",
+        metavar="URL",
+        help="base URL holding NAME/FILE (http://, https:// or file:; default: $MARKETPLACE_DATA_MIRROR, "
+        "else each file's upstream URL)",
+    )
     fetch.add_argument("--retries", type=_count, default=3, metavar="N", help="extra attempts per file (default 3)")
-    fetch.add_argument("--timeout", type=_seconds, default=30.0, metavar="S",
-                       help="seconds to wait for a connection or for data (default 30)")
+    fetch.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=30.0,
+        metavar="S",
+        help="seconds to wait for a connection or for data (default 30)",
+    )
     fetch.set_defaults(func=fetch_command_line)
     verify = actions.add_parser("verify", help="re-check the size and SHA-256 of every cached file")
     verify.add_argument("names", nargs="*", metavar="NAME", help="datasets to check (default: every cached one)")
@@ -111,7 +126,11 @@ def _state(spec: DatasetSpec) -> str:
     missing = missing_files(spec)
     if not missing:
         return "cached"
-    return "not fetched" if len(missing) == len(spec.files) and not any("wrong size" in m for m in missing) else "incomplete"
+    return (
+        "not fetched"
+        if len(missing) == len(spec.files) and not any("wrong size" in m for m in missing)
+        else "incomplete"
+    )
 
 
 def list_command(args: argparse.Namespace) -> int:
@@ -147,8 +166,11 @@ def fetch_command_line(args: argparse.Namespace) -> int:
     from marketplace.datasets.fetch import FetchError, default_mirror, fetch_dataset, mirror_url, terminal_progress
 
     if args.all == bool(args.names):
-        print("marketplace data fetch: name the datasets to fetch, or pass --all (not both); "
-              f"registered: {', '.join(DATASETS)}", file=sys.stderr)
+        print(
+            "marketplace data fetch: name the datasets to fetch, or pass --all (not both); "
+            f"registered: {', '.join(DATASETS)}",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     try:
         specs = list(DATASETS.values()) if args.all else _specs(args.names)
@@ -163,8 +185,9 @@ def fetch_command_line(args: argparse.Namespace) -> int:
     failed = []
     for spec in specs:
         try:
-            fetched = fetch_dataset(spec, mirror=mirror, home=home, retries=args.retries, timeout=args.timeout,
-                                    progress=terminal_progress)
+            fetched = fetch_dataset(
+                spec, mirror=mirror, home=home, retries=args.retries, timeout=args.timeout, progress=terminal_progress
+            )
         except FetchError as err:
             print(f"marketplace data fetch: {err}", file=sys.stderr)
             failed.append(spec.name)
@@ -173,8 +196,11 @@ def fetch_command_line(args: argparse.Namespace) -> int:
         what = f"downloaded {new} of {len(fetched)} file{'s' if len(fetched) != 1 else ''}" if new else "already cached"
         print(f"{spec.name}: {what}, every file verified ({_human(spec.size)}) -> {home / spec.name}")
     if failed:
-        print(f"marketplace data fetch: {len(failed)} of {len(specs)} dataset{'s' if len(specs) != 1 else ''} failed "
-              f"({', '.join(failed)}); nothing half-written was kept", file=sys.stderr)
+        print(
+            f"marketplace data fetch: {len(failed)} of {len(specs)} dataset{'s' if len(specs) != 1 else ''} failed "
+            f"({', '.join(failed)}); nothing half-written was kept",
+            file=sys.stderr,
+        )
         return EXIT_FAILED
     return EXIT_OK
 
@@ -197,8 +223,10 @@ def verify_command(args: argparse.Namespace) -> int:
             print(f"{spec.name}: FAILED: {', '.join(problems)}; fix with: {fetch_command([spec.name])}")
             bad.append(spec.name)
     if bad:
-        print(f"marketplace data verify: {len(bad)} dataset{'s' if len(bad) != 1 else ''} failed: {', '.join(bad)}",
-              file=sys.stderr)
+        print(
+            f"marketplace data verify: {len(bad)} dataset{'s' if len(bad) != 1 else ''} failed: {', '.join(bad)}",
+            file=sys.stderr,
+        )
         return EXIT_FAILED
     return EXIT_OK
 
@@ -214,7 +242,10 @@ def path_command(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     print(data_home() / spec.name)
     if missing_files(spec):
-        print(f"marketplace data path: {spec.name} is not (completely) in the cache; fetch it with: "
-              f"{fetch_command([spec.name])}", file=sys.stderr)
+        print(
+            f"marketplace data path: {spec.name} is not (completely) in the cache; fetch it with: "
+            f"{fetch_command([spec.name])}",
+            file=sys.stderr,
+        )
         return EXIT_FAILED
     return EXIT_OK

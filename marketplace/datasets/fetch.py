@@ -71,14 +71,23 @@ def source_url(spec: DatasetSpec, file: FileSpec, mirror: str | None) -> str:
     if mirror:
         return mirror + urllib.parse.quote(f"{spec.name}/{file.name}")
     if file.url is None:
-        raise FetchError(f"{spec.name}/{file.name}: no upstream server publishes this exact file; fetch it from a "
-                         f"mirror (--mirror URL or ${ENV_MIRROR}), or make it yourself: {file.recipe}, "
-                         f"and place it at {data_home() / spec.name / file.name}")
+        raise FetchError(
+            f"{spec.name}/{file.name}: no upstream server publishes this exact file; fetch it from a "
+            f"mirror (--mirror URL or ${ENV_MIRROR}), or make it yourself: {file.recipe}, "
+            f"and place it at {data_home() / spec.name / file.name}"
+        )
     return file.url
 
 
-def fetch_dataset(spec: DatasetSpec, *, mirror: str | None = None, home: Path | None = None, retries: int = 3,
-                  timeout: float = 30.0, progress: Callable[[str, int], Any] | None = None) -> list[Fetched]:
+def fetch_dataset(
+    spec: DatasetSpec,
+    *,
+    mirror: str | None = None,
+    home: Path | None = None,
+    retries: int = 3,
+    timeout: float = 30.0,
+    progress: Callable[[str, int], Any] | None = None,
+) -> list[Fetched]:
     """Make every file of ``spec`` present and verified in the cache; return where each one is.
 
     ``retries`` extra attempts per file (pause 1 s, 2 s, ... between them); ``timeout`` seconds for
@@ -108,8 +117,10 @@ def fetch_dataset(spec: DatasetSpec, *, mirror: str | None = None, home: Path | 
                 with _quiet_pooch():
                     store.fetch(key, downloader=_downloader(url, bar, timeout))
             except Exception as err:  # noqa: BLE001 - every failure becomes one clear FetchError
-                raise FetchError(f"{key}: cannot fetch from {url}: {_reason(err)}"
-                                 + (f" (after {retries + 1} attempts)" if retries and _retried(err) else "")) from None
+                raise FetchError(
+                    f"{key}: cannot fetch from {url}: {_reason(err)}"
+                    + (f" (after {retries + 1} attempts)" if retries and _retried(err) else "")
+                ) from None
             done.append(Fetched(path, downloaded=True))
     except FetchError:
         if created:
@@ -150,7 +161,9 @@ def _reason(err: BaseException) -> str:
     """A one-line reason for a failed fetch."""
     text = str(err)
     if "hash" in text.lower() and "does not match" in text.lower():
-        return "the downloaded bytes do not match the registry's SHA-256 (corrupted or changed upstream); nothing was kept"
+        return (
+            "the downloaded bytes do not match the registry's SHA-256 (corrupted or changed upstream); nothing was kept"
+        )
     if isinstance(err, FileNotFoundError):
         return f"no such file ({err.filename})"
     text = text.replace("\n", " ")
@@ -191,8 +204,14 @@ class RichBar:
     def __init__(self, label: str, total: int) -> None:
         from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
-        self._progress = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-                                  transient=False, console=_stderr_console())
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            transient=False,
+            console=_stderr_console(),
+        )
         self._task = self._progress.add_task(label, total=total)
         self._progress.start()
 
@@ -226,4 +245,3 @@ def terminal_progress(label: str, total: int) -> RichBar | None:
     if total >= LARGE_FILE and sys.stderr.isatty():
         return RichBar(label, total)
     return None
-

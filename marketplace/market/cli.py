@@ -14,12 +14,22 @@ def market_command(args: argparse.Namespace) -> int:
     command line stops the forkserver on every way out (:func:`marketplace.runner.forkserver.forkserver_running`)."""
     from marketplace.market.spec import MarketError, check_worlds, describe, read_market
 
-    unsupported = [flag for flag, given in (("--set", getattr(args, "overrides", None)), ("--sweep", getattr(args, "sweeps", None)),
-                                           ("--repeats", getattr(args, "repeats", None)), ("--insecure", getattr(args, "insecure", False)))
-                   if given]
+    unsupported = [
+        flag
+        for flag, given in (
+            ("--set", getattr(args, "overrides", None)),
+            ("--sweep", getattr(args, "sweeps", None)),
+            ("--repeats", getattr(args, "repeats", None)),
+            ("--insecure", getattr(args, "insecure", False)),
+        )
+        if given
+    ]
     if unsupported:
-        print(f"marketplace {args.command}: {args.scenario} is a market file: {', '.join(unsupported)} applies to scenarios; "
-              "change the market file instead (its `scenario:` section holds what every request starts from)", file=sys.stderr)
+        print(
+            f"marketplace {args.command}: {args.scenario} is a market file: {', '.join(unsupported)} applies to scenarios; "
+            "change the market file instead (its `scenario:` section holds what every request starts from)",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     try:
         spec = read_market(args.scenario, seed=args.seed)
@@ -55,8 +65,9 @@ def _play(args: argparse.Namespace, spec) -> int:
         console.print(f"{rule} {r.id} {r.consumer} {r.protocol}: {text}", highlight=False, soft_wrap=True)
 
     try:
-        report = play(spec, args.out or None, driver=args.driver, launch=args.launch,
-                      progress=None if args.quiet else shown)
+        report = play(
+            spec, args.out or None, driver=args.driver, launch=args.launch, progress=None if args.quiet else shown
+        )
     except RunFolderError as err:
         print(f"marketplace run: --out: {err}", file=sys.stderr)
         return EXIT_USAGE

@@ -29,19 +29,25 @@ def owner_cost(config: Any, party: str, relation: str) -> Cost | None:
     if declared is None:
         return None
     if declared.cost is None:
-        raise NoOwnerCost(f"{config.protocol!r} has no finite privacy cost per owner ({declared.unbounded}), so every "
-                          "owner with a lifetime ledger would decline it; a market request needs a protocol whose owners "
-                          "release under differential privacy (sketch, stc, pfds)")
+        raise NoOwnerCost(
+            f"{config.protocol!r} has no finite privacy cost per owner ({declared.unbounded}), so every "
+            "owner with a lifetime ledger would decline it; a market request needs a protocol whose owners "
+            "release under differential privacy (sketch, stc, pfds)"
+        )
     try:
         return restate(declared.cost, declared.relation, relation)  # as the owners' ledgers restate it
     except LedgerInputError as err:
         if declared.relation == "add/remove-one":
             raise NoOwnerCost(f"{party}'s declared cost cannot be stated under replace-one: {err}") from None
         if declared.relation not in MARKET_RELATIONS:  # e.g. replace-one restricted to some pairs: no budget relation
-            raise NoOwnerCost(f"{party}'s cost is declared under {declared.relation!r}, which no market ledger "
-                              f"relation ({', '.join(MARKET_RELATIONS)}) can take: {err}") from None
-        raise NoOwnerCost(f"{party}'s cost is declared under {declared.relation!r}, which the owners' ledgers (stated "
-                          f"under {relation!r}) cannot take: set market.relation to {declared.relation!r}") from None
+            raise NoOwnerCost(
+                f"{party}'s cost is declared under {declared.relation!r}, which no market ledger "
+                f"relation ({', '.join(MARKET_RELATIONS)}) can take: {err}"
+            ) from None
+        raise NoOwnerCost(
+            f"{party}'s cost is declared under {declared.relation!r}, which the owners' ledgers (stated "
+            f"under {relation!r}) cannot take: set market.relation to {declared.relation!r}"
+        ) from None
 
 
 def declared_costs(config: Any, owners: list[str], relation: str, filter: str) -> dict[str, tuple[Cost, Charge] | None]:
@@ -57,9 +63,11 @@ def declared_costs(config: Any, owners: list[str], relation: str, filter: str) -
         try:
             out[owner] = (cost, cost.charge(filter))
         except LedgerInputError as err:
-            raise NoOwnerCost(f"{owner}'s declared cost ({cost.describe()}) cannot be charged by a {filter!r} lifetime "
-                              f"ledger: {err}") from None
+            raise NoOwnerCost(
+                f"{owner}'s declared cost ({cost.describe()}) cannot be charged by a {filter!r} lifetime ledger: {err}"
+            ) from None
     if all(v is None for v in out.values()):
-        raise NoOwnerCost(f"no owner releases anything in this {config.protocol} request, so it costs nothing and "
-                          "serves nothing")
+        raise NoOwnerCost(
+            f"no owner releases anything in this {config.protocol} request, so it costs nothing and serves nothing"
+        )
     return out

@@ -106,8 +106,9 @@ def demands(spec: MarketSpec) -> dict[str, Demand]:
     for request in spec.requests:
         config = spec.scenario(request).config
         costs = declared_costs(config, spec.owner_ids, spec.relation, spec.filter)
-        out[request.id] = Demand(request.id, request.index,
-                                 {o: amounts(c[1]) for o, c in costs.items() if c is not None})
+        out[request.id] = Demand(
+            request.id, request.index, {o: amounts(c[1]) for o, c in costs.items() if c is not None}
+        )
     return out
 
 
@@ -116,8 +117,16 @@ def filter_budgets(spec: MarketSpec) -> dict[str, Amounts]:
     return {o: filter_budget(spec.filter, spec.budget_of(o).epsilon, spec.budget_of(o).delta) for o in spec.owner_ids}
 
 
-def play_rule(spec: MarketSpec, rule: str, out: Path, *, driver: str, launch: str = "forkserver",
-              runner: RunRequest = run_request, on_request: Callable[[str, Outcome], None] | None = None) -> Play:
+def play_rule(
+    spec: MarketSpec,
+    rule: str,
+    out: Path,
+    *,
+    driver: str,
+    launch: str = "forkserver",
+    runner: RunRequest = run_request,
+    on_request: Callable[[str, Outcome], None] | None = None,
+) -> Play:
     """Play the stream under ``rule`` into ``out`` (a new folder): requests arrive in stream order,
     the rule picks which waiting request runs next, each run's owners charge their ledgers in
     ``out/ledgers``. Returns the :class:`Play`."""
@@ -135,8 +144,12 @@ def play_rule(spec: MarketSpec, rule: str, out: Path, *, driver: str, launch: st
             scheduler.close()
         while (grant := scheduler.next_grant(spent)) is not None:
             granted = by_id[grant.id]
-            scenario = spec.scenario(granted, rule=rule, ledgers=ledgers.resolve(),
-                                     noise_keys=write_noise_keys(out / "keys" / granted.id, spec, rule, granted).resolve())
+            scenario = spec.scenario(
+                granted,
+                rule=rule,
+                ledgers=ledgers.resolve(),
+                noise_keys=write_noise_keys(out / "keys" / granted.id, spec, rule, granted).resolve(),
+            )
             folder = out / granted.id
             began = time.perf_counter()
             report = runner(scenario, folder, driver, launch)

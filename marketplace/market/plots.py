@@ -35,7 +35,9 @@ def plot_budget(raw: Mapping[str, Any], path: str | Path) -> None:
             xs = list(range(1, len(ys) + 1))
             own = raw["budgets"][owner] != default
             if own:
-                line, = axis.plot(xs, ys, "-", linewidth=2, label=f"{owner} (budget {entry['budget'].get(dim, 0):.3g})")
+                (line,) = axis.plot(
+                    xs, ys, "-", linewidth=2, label=f"{owner} (budget {entry['budget'].get(dim, 0):.3g})"
+                )
                 axis.axhline(entry["budget"].get(dim, 0.0), color=line.get_color(), linestyle="--", linewidth=1)
             else:
                 axis.plot(xs, ys, "-", color="0.6", linewidth=1, label=None if grey_labelled else "other owners")

@@ -22,12 +22,16 @@ from marketplace.reporting.format import plural
 
 SERVED = ("served", "partial")
 STATUSES = ("served", "partial", "declined", "failed", "not granted")
-NOISE_TEXT = ("The market runner derived every party's noise key for every request from (market seed, rule, request "
-              "id, party) and held them all, so whoever holds the market seed can recompute and strip every release's "
-              "noise: a simulation that reproduces itself, like `marketplace run`, not a deployment.")
+NOISE_TEXT = (
+    "The market runner derived every party's noise key for every request from (market seed, rule, request "
+    "id, party) and held them all, so whoever holds the market seed can recompute and strip every release's "
+    "noise: a simulation that reproduces itself, like `marketplace run`, not a deployment."
+)
 
 
-def quality_of(protocol: str, report: Mapping[str, Any] | None, metric: str | None = None) -> tuple[str | None, float | None]:
+def quality_of(
+    protocol: str, report: Mapping[str, Any] | None, metric: str | None = None
+) -> tuple[str | None, float | None]:
     """(metric name, value) of a completed request's quality: the column ``metric`` of its
     protocol's sweep row, by default the protocol's headline (the first of its exchange's
     ``sweep_headline``); (name, None) when the run has no such figure."""
@@ -55,12 +59,22 @@ def request_row(outcome: Outcome, quality: Mapping[str, str]) -> dict[str, Any]:
     """One request's line of a play; ``quality`` maps a protocol to the metric that measures it."""
     r, report = outcome.request, outcome.report
     metric, value = quality_of(r.protocol, report, quality.get(r.protocol))
-    return {"id": r.id, "index": r.index + 1, "order": outcome.order, "consumer": r.consumer, "protocol": r.protocol,
-            "status": outcome.status, "reason": outcome.reason, "metric": metric,
-            "quality": value if outcome.status in SERVED else None,
-            "messages": ((report or {}).get("messages") or {}).get("total"),
-            "parsimony": _parsimony(report),
-            "charged": outcome.charged, "declined": _declined(report), "folder": outcome.folder}
+    return {
+        "id": r.id,
+        "index": r.index + 1,
+        "order": outcome.order,
+        "consumer": r.consumer,
+        "protocol": r.protocol,
+        "status": outcome.status,
+        "reason": outcome.reason,
+        "metric": metric,
+        "quality": value if outcome.status in SERVED else None,
+        "messages": ((report or {}).get("messages") or {}).get("total"),
+        "parsimony": _parsimony(report),
+        "charged": outcome.charged,
+        "declined": _declined(report),
+        "folder": outcome.folder,
+    }
 
 
 def _parsimony(report: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -83,21 +97,31 @@ def play_section(spec: MarketSpec, play: Play, dim: str) -> dict[str, Any]:
         cheapest = [a.charges[owner] for a in asked.values() if owner in a.charges]
         spent = final.get(owner, {})
         owners[owner] = {
-            "budget": dict(budgets[owner]), "spent": {d: spent.get(d, 0.0) for d in budgets[owner]},
+            "budget": dict(budgets[owner]),
+            "spent": {d: spent.get(d, 0.0) for d in budgets[owner]},
             "spent_after": [t.get(owner, {}).get(dim, 0.0) for t in play.timeline],
-            "served": len(served), "declined": sum(owner in row["declined"] for row in rows),
+            "served": len(served),
+            "declined": sum(owner in row["declined"] for row in rows),
             "value": {"requests_served": len(served), "charged": charged},
-            "exhausted": bool(cheapest) and not any(fits(spent, c, budgets[owner]) for c in cheapest)}
+            "exhausted": bool(cheapest) and not any(fits(spent, c, budgets[owner]) for c in cheapest),
+        }
     counts = {s: sum(row["status"] == s for row in rows) for s in STATUSES}
     quality: dict[str, Any] = {}
     for protocol in dict.fromkeys(row["protocol"] for row in rows):
         values = [row["quality"] for row in rows if row["protocol"] == protocol and row["quality"] is not None]
-        quality[protocol] = {"metric": next((row["metric"] for row in rows if row["protocol"] == protocol), None),
-                             "mean": math.fsum(values) / len(values) if values else None, "requests": len(values)}
+        quality[protocol] = {
+            "metric": next((row["metric"] for row in rows if row["protocol"] == protocol), None),
+            "mean": math.fsum(values) / len(values) if values else None,
+            "requests": len(values),
+        }
     exhausted = [o for o, e in owners.items() if e["exhausted"]]
-    summary = {"requests": len(rows), **{s.replace(" ", "_"): n for s, n in counts.items()},
-               "served_total": counts["served"] + counts["partial"], "owners_exhausted": exhausted,
-               "mean_quality": quality}
+    summary = {
+        "requests": len(rows),
+        **{s.replace(" ", "_"): n for s, n in counts.items()},
+        "served_total": counts["served"] + counts["partial"],
+        "owners_exhausted": exhausted,
+        "mean_quality": quality,
+    }
     return {"requests": rows, "owners": owners, "summary": summary}
 
 
@@ -156,7 +180,10 @@ class MarketReport:
         return cls(json.loads(path.read_text(encoding="utf-8")), path.parent)
 
     def __repr__(self) -> str:
-        parts = [f"{rule}: {self.summary(rule)['served_total']}/{self.summary(rule)['requests']} served" for rule in self.rules]
+        parts = [
+            f"{rule}: {self.summary(rule)['served_total']}/{self.summary(rule)['requests']} served"
+            for rule in self.rules
+        ]
         return f"MarketReport({self.raw['market']!r}, {', '.join(parts)})"
 
 
@@ -164,21 +191,40 @@ def build_report(spec: MarketSpec, plays: list[Play], *, driver: str, folder: Pa
     """The :class:`MarketReport` of ``plays`` (one per rule) on ``spec``'s stream."""
     dim = "rho" if spec.filter == "zcdp" else "eps"
     asked = demands(spec)
-    stream = [{"id": r.id, "index": r.index + 1, "consumer": r.consumer, "protocol": r.protocol, "arrival": r.arrival,
-               "entry": r.entry, "asked": len(asked[r.id].charges), "charge": _uniform(asked[r.id].charges)}
-              for r in spec.requests]
+    stream = [
+        {
+            "id": r.id,
+            "index": r.index + 1,
+            "consumer": r.consumer,
+            "protocol": r.protocol,
+            "arrival": r.arrival,
+            "entry": r.entry,
+            "asked": len(asked[r.id].charges),
+            "charge": _uniform(asked[r.id].charges),
+        }
+        for r in spec.requests
+    ]
     raw = {
-        "market": spec.name, "source": spec.source, "seed": spec.seed, "driver": driver, "owners": spec.owners,
-        "filter": spec.filter, "relation": spec.relation, "plotted": dim, "rules": list(spec.rules),
+        "market": spec.name,
+        "source": spec.source,
+        "seed": spec.seed,
+        "driver": driver,
+        "owners": spec.owners,
+        "filter": spec.filter,
+        "relation": spec.relation,
+        "plotted": dim,
+        "rules": list(spec.rules),
         "unlock_steps": spec.unlock_steps,
         "budgets": {o: spec.budget_of(o).as_dict() for o in spec.owner_ids},
         "noise": NOISE_TEXT,
         "value": "an owner's value is the number of requests its data served (its ledger charged them) and the "
-                 "privacy budget those requests charged it",
+        "privacy budget those requests charged it",
         "stream": stream,
         "plays": {p.rule: play_section(spec, p, dim) for p in plays},
-        "timing": {p.rule: {"seconds": p.seconds, "requests": {o.request.id: o.seconds for o in p.outcomes if o.order}}
-                   for p in plays},
+        "timing": {
+            p.rule: {"seconds": p.seconds, "requests": {o.request.id: o.seconds for o in p.outcomes if o.order}}
+            for p in plays
+        },
     }
     for section in raw["plays"].values():
         section["summary"]["text"] = summary_text(section["summary"])

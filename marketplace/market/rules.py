@@ -108,7 +108,9 @@ class Dpf:
 
     def __init__(self, budgets: Mapping[str, Amounts], *, unlock_steps: int) -> None:
         if unlock_steps < 1:
-            raise ValueError(f"The 'unlock_steps' parameter of Dpf must be a whole number >= 1. Got {unlock_steps!r} instead.")
+            raise ValueError(
+                f"The 'unlock_steps' parameter of Dpf must be a whole number >= 1. Got {unlock_steps!r} instead."
+            )
         self.budgets = budgets
         self.unlock_steps = unlock_steps
         self.arrived = 0
@@ -152,8 +154,14 @@ class Dpf:
 
     def left(self) -> list[tuple[Demand, str]]:
         """Requests never granted, each with the reason, in stream order."""
-        waiting = [(d, f"not granted: still waiting for unlocked budget when the stream ended "
-                       f"({self.unlocked:.0%} of every budget unlocked)") for d in self.pending]
+        waiting = [
+            (
+                d,
+                f"not granted: still waiting for unlocked budget when the stream ended "
+                f"({self.unlocked:.0%} of every budget unlocked)",
+            )
+            for d in self.pending
+        ]
         return sorted([*self.dropped, *waiting], key=lambda item: item[0].index)
 
 

@@ -12,9 +12,15 @@ from marketplace.market.report import MarketReport, build_report
 from marketplace.market.spec import MarketSpec, check_worlds, read_market
 
 
-def play(source: str | Path | Mapping[str, Any] | MarketSpec, out: str | Path | None = None, *,
-         driver: str = "processes", launch: str = "forkserver", seed: int | None = None,
-         progress: Callable[[str, Outcome], None] | None = None) -> MarketReport:
+def play(
+    source: str | Path | Mapping[str, Any] | MarketSpec,
+    out: str | Path | None = None,
+    *,
+    driver: str = "processes",
+    launch: str = "forkserver",
+    seed: int | None = None,
+    progress: Callable[[str, Outcome], None] | None = None,
+) -> MarketReport:
     """Play a market file (a path, the mapping it holds, or a :class:`MarketSpec`) once per rule
     and return its :class:`~marketplace.market.report.MarketReport`, also written to ``out``
     (``market.json``, ``market.md``, ``budget.png``, ``quality.png`` and one folder per rule).
@@ -35,7 +41,9 @@ def play(source: str | Path | Mapping[str, Any] | MarketSpec, out: str | Path | 
         spec = read_market(source, seed=seed)
     check_worlds(spec)
     folder = check_run_folder(out) if out is not None else default_run_folder(spec.name, "market")
-    plays = [play_rule(spec, rule, folder / rule, driver=driver, launch=launch, on_request=progress) for rule in spec.rules]
+    plays = [
+        play_rule(spec, rule, folder / rule, driver=driver, launch=launch, on_request=progress) for rule in spec.rules
+    ]
     report = build_report(spec, plays, driver=driver, folder=folder)
     report.write(folder)
     return report

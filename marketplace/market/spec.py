@@ -35,15 +35,26 @@ from pathlib import Path
 from typing import Any
 
 from marketplace import plugins
-from marketplace.scenario import Scenario, ScenarioError
 from marketplace.privacy.neighbouring import BUDGET_RELATIONS
+from marketplace.scenario import Scenario, ScenarioError
 from marketplace.schema import describe_value
 
 RULES = ("fcfs", "dpf")
 RELATIONS = BUDGET_RELATIONS
 FILTERS = ("basic", "zcdp")
 TOP_KEYS = ("market", "scenario", "requests")
-MARKET_KEYS = ("name", "seed", "owners", "budget", "owner_budgets", "relation", "filter", "rules", "unlock_steps", "quality")
+MARKET_KEYS = (
+    "name",
+    "seed",
+    "owners",
+    "budget",
+    "owner_budgets",
+    "relation",
+    "filter",
+    "rules",
+    "unlock_steps",
+    "quality",
+)
 REQUEST_KEYS = ("consumer", "protocol", "arrival", "repeat", "every", "data")
 MARKET_OWNED = ("name", "protocol", "seed", "noise", "sweep", "lifetime")
 """Scenario keys the market sets for every request: a market file's ``scenario`` cannot hold them."""
@@ -112,13 +123,24 @@ class MarketSpec:
 
     def lifetime(self, request: Request, ledgers: str | Path | None) -> dict[str, Any]:
         """The scenario's ``lifetime`` section for ``request`` with its owners' ledgers in ``ledgers``."""
-        return {"ledgers": None if ledgers is None else str(ledgers), "budget": self.budget.as_dict(),
-                "owner_budgets": {o: b.as_dict() for o, b in self.owner_budgets.items()},
-                "relation": self.relation, "filter": self.filter,
-                "request_id": request.id if ledgers is not None else None, "consumer": request.consumer}
+        return {
+            "ledgers": None if ledgers is None else str(ledgers),
+            "budget": self.budget.as_dict(),
+            "owner_budgets": {o: b.as_dict() for o, b in self.owner_budgets.items()},
+            "relation": self.relation,
+            "filter": self.filter,
+            "request_id": request.id if ledgers is not None else None,
+            "consumer": request.consumer,
+        }
 
-    def scenario_mapping(self, request: Request, *, rule: str | None = None, ledgers: str | Path | None = None,
-                         noise_keys: str | Path | None = None) -> dict[str, Any]:
+    def scenario_mapping(
+        self,
+        request: Request,
+        *,
+        rule: str | None = None,
+        ledgers: str | Path | None = None,
+        noise_keys: str | Path | None = None,
+    ) -> dict[str, Any]:
         """The full scenario of ``request``: the base, then the request's own values, then what the
         market sets (name, protocol, seed, owners, noise keys, lifetime ledgers)."""
         raw = copy.deepcopy(dict(self.base))
@@ -135,8 +157,9 @@ class MarketSpec:
 
     def scenario(self, request: Request, **where: Any) -> Scenario:
         """:meth:`scenario_mapping`, validated."""
-        return Scenario.from_dict(self.scenario_mapping(request, **where), source=f"{self.source} ({request.id})",
-                                  base_dir=self.base_dir)
+        return Scenario.from_dict(
+            self.scenario_mapping(request, **where), source=f"{self.source} ({request.id})", base_dir=self.base_dir
+        )
 
 
 def _merge_into(raw: dict[str, Any], key: str, value: Any) -> None:
@@ -189,8 +212,11 @@ class _Checker:
         if keys is not None:
             for key in value:
                 if key not in keys:
-                    raise MarketError(self.source, f"{path}.{key}" if path else str(key),
-                                      f"no such key; expected one of {', '.join(keys)}")
+                    raise MarketError(
+                        self.source,
+                        f"{path}.{key}" if path else str(key),
+                        f"no such key; expected one of {', '.join(keys)}",
+                    )
         return dict(value)
 
     def integer(self, value: Any, path: str, low: int, high: int = 2**63 - 1) -> int:
@@ -198,14 +224,24 @@ class _Checker:
             raise self.fail(path, f"a whole number from {low} to {high}", value)
         return int(value)
 
-    def number(self, value: Any, path: str, *, low: float = 0.0, low_open: bool = False, high: float | None = None,
-               high_open: bool = False) -> float:
+    def number(
+        self,
+        value: Any,
+        path: str,
+        *,
+        low: float = 0.0,
+        low_open: bool = False,
+        high: float | None = None,
+        high_open: bool = False,
+    ) -> float:
         ok = not isinstance(value, bool) and isinstance(value, numbers.Real) and math.isfinite(value)
         ok = ok and (value > low if low_open else value >= low)
         if ok and high is not None:
             ok = value < high if high_open else value <= high
         if not ok:
-            bounds = f"{'>' if low_open else '>='} {low:g}" + (f" and {'<' if high_open else '<='} {high:g}" if high is not None else "")
+            bounds = f"{'>' if low_open else '>='} {low:g}" + (
+                f" and {'<' if high_open else '<='} {high:g}" if high is not None else ""
+            )
             raise self.fail(path, f"a number {bounds}", value)
         return float(value)
 
@@ -224,26 +260,39 @@ class _Checker:
         if "epsilon" not in value and default is None:
             raise MarketError(self.source, f"{path}.epsilon", "missing; a budget needs its epsilon")
         eps = self.number(value["epsilon"], f"{path}.epsilon", low_open=True) if "epsilon" in value else default.epsilon
-        delta = (self.number(value["delta"], f"{path}.delta", high=1.0, high_open=True) if "delta" in value
-                 else (default.delta if default is not None else 0.0))
+        delta = (
+            self.number(value["delta"], f"{path}.delta", high=1.0, high_open=True)
+            if "delta" in value
+            else (default.delta if default is not None else 0.0)
+        )
         return Budget(eps, delta)
 
 
-def parse_market(raw: Any, *, source: str = "<market>", base_dir: Path | None = None, default_name: str = "market",
-                 seed: int | None = None) -> MarketSpec:
+def parse_market(
+    raw: Any,
+    *,
+    source: str = "<market>",
+    base_dir: Path | None = None,
+    default_name: str = "market",
+    seed: int | None = None,
+) -> MarketSpec:
     """Validate a parsed market file (see the module docstring) into a :class:`MarketSpec`: every
     key, and every request's full scenario (so that no request fails to start mid-stream)."""
     check = _Checker(source)
     top = check.mapping(raw, "", TOP_KEYS)
     for key in ("market", "requests"):
         if key not in top:
-            raise MarketError(source, key, "missing; a market file has `market:` (the marketplace) and `requests:` (the stream)")
+            raise MarketError(
+                source, key, "missing; a market file has `market:` (the marketplace) and `requests:` (the stream)"
+            )
     market = check.mapping(top["market"], "market", MARKET_KEYS)
     if "owners" not in market:
         raise MarketError(source, "market.owners", "missing; expected the number of owners K (owner-1 ... owner-K)")
     owners = check.integer(market["owners"], "market.owners", 1, 100_000)
     name = check.text(market.get("name", default_name), "market.name")
-    market_seed = check.integer(market.get("seed", 0) if seed is None else seed, "market.seed" if seed is None else "--seed", 0)
+    market_seed = check.integer(
+        market.get("seed", 0) if seed is None else seed, "market.seed" if seed is None else "--seed", 0
+    )
     budget = check.budget(market.get("budget", {"epsilon": 1.0, "delta": 0.0}), "market.budget")
     owner_budgets = {}
     for owner, value in check.mapping(market.get("owner_budgets") or {}, "market.owner_budgets").items():
@@ -262,9 +311,22 @@ def parse_market(raw: Any, *, source: str = "<market>", base_dir: Path | None = 
         quality[protocol] = check.choice(column, f"market.quality.{protocol}", _quality_columns(protocol))
     steps = market.get("unlock_steps")
     unlock_steps = len(requests) if steps is None else check.integer(steps, "market.unlock_steps", 1)
-    spec = MarketSpec(name=name, seed=market_seed, owners=owners, budget=budget, owner_budgets=owner_budgets,
-                      relation=relation, filter=filter_, rules=rules, unlock_steps=unlock_steps, base=base,
-                      requests=requests, source=source, base_dir=base_dir or Path.cwd(), quality=quality)
+    spec = MarketSpec(
+        name=name,
+        seed=market_seed,
+        owners=owners,
+        budget=budget,
+        owner_budgets=owner_budgets,
+        relation=relation,
+        filter=filter_,
+        rules=rules,
+        unlock_steps=unlock_steps,
+        base=base,
+        requests=requests,
+        source=source,
+        base_dir=base_dir or Path.cwd(),
+        quality=quality,
+    )
     _check_scenarios(spec)
     return spec
 
@@ -291,12 +353,18 @@ def _base(check: _Checker, value: Any) -> dict[str, Any]:
     base = check.mapping(value, "scenario")
     for key in base:
         if key in MARKET_OWNED:
-            raise MarketError(check.source, f"scenario.{key}", "the market sets this for every request; remove it "
-                              "(the name, protocol and seed come from `market:` and the request, noise keys and lifetime "
-                              "ledgers from the market runner)")
+            raise MarketError(
+                check.source,
+                f"scenario.{key}",
+                "the market sets this for every request; remove it "
+                "(the name, protocol and seed come from `market:` and the request, noise keys and lifetime "
+                "ledgers from the market runner)",
+            )
     parties = base.get("parties")
     if isinstance(parties, Mapping) and "owners" in parties:
-        raise MarketError(check.source, "scenario.parties.owners", "set the number of owners with market.owners instead")
+        raise MarketError(
+            check.source, "scenario.parties.owners", "set the number of owners with market.owners instead"
+        )
     return copy.deepcopy(base)
 
 
@@ -311,13 +379,19 @@ def _requests(check: _Checker, value: Any) -> tuple[Request, ...]:
         entry = check.mapping(entry, where)
         for key in ("consumer", "protocol"):
             if key not in entry:
-                raise MarketError(check.source, f"{where}.{key}", "missing; every request names its consumer and its protocol")
+                raise MarketError(
+                    check.source, f"{where}.{key}", "missing; every request names its consumer and its protocol"
+                )
         consumer = check.text(entry["consumer"], f"{where}.consumer")
         protocol = check.choice(entry["protocol"], f"{where}.protocol", tuple(protocols))
         for key in entry:
             if key not in REQUEST_KEYS and key != protocol:
-                raise MarketError(check.source, f"{where}.{key}", f"no such request key; expected one of "
-                                  f"{', '.join(REQUEST_KEYS)} or {protocol} (the section of the request's protocol)")
+                raise MarketError(
+                    check.source,
+                    f"{where}.{key}",
+                    f"no such request key; expected one of "
+                    f"{', '.join(REQUEST_KEYS)} or {protocol} (the section of the request's protocol)",
+                )
         values: dict[str, Any] = {}
         if protocol in entry:
             values[protocol] = check.mapping(entry[protocol], f"{where}.{protocol}")
@@ -333,8 +407,10 @@ def _requests(check: _Checker, value: Any) -> tuple[Request, ...]:
         if len(expanded) > MAX_REQUESTS:
             raise check.fail("requests", f"at most {MAX_REQUESTS} requests once repeated", f"{len(expanded)} or more")
     expanded.sort(key=lambda r: (r[0], r[1]))
-    return tuple(Request(id=f"req-{n:04d}", index=n - 1, consumer=c, protocol=p, values=v, arrival=a, entry=i)
-                 for n, (a, _, i, c, p, v) in enumerate(expanded, start=1))
+    return tuple(
+        Request(id=f"req-{n:04d}", index=n - 1, consumer=c, protocol=p, values=v, arrival=a, entry=i)
+        for n, (a, _, i, c, p, v) in enumerate(expanded, start=1)
+    )
 
 
 def _check_scenarios(spec: MarketSpec) -> None:
@@ -363,7 +439,7 @@ def _locate(source: str, where: str, protocol: str, err: ScenarioError) -> Marke
     ``requests[i]``, any other under ``scenario``."""
     text = str(err)
     prefix = f"{err.source}: {err.path}: " if err.path else f"{err.source}: "
-    message = text[len(prefix):] if text.startswith(prefix) else text
+    message = text[len(prefix) :] if text.startswith(prefix) else text
     path = err.path or ""
     if path.split(".")[0] == protocol or path.startswith("data.consumer"):
         return MarketError(source, f"{where}.{path}", message)
@@ -385,11 +461,15 @@ def is_market_file(path: str | Path) -> bool:
 
 def describe(spec: MarketSpec) -> str:
     """One line for ``marketplace validate``: the stream, the owners and the rules."""
-    protocols = ", ".join(f"{sum(r.protocol == p for r in spec.requests)} {p}" for p in dict.fromkeys(r.protocol for r in spec.requests))
+    protocols = ", ".join(
+        f"{sum(r.protocol == p for r in spec.requests)} {p}" for p in dict.fromkeys(r.protocol for r in spec.requests)
+    )
     own = f", {len(spec.owner_budgets)} with a budget of their own" if spec.owner_budgets else ""
-    return (f"{spec.source}: valid market ({len(spec.requests)} requests: {protocols}; {spec.owners} owners with lifetime "
-            f"budget eps={spec.budget.epsilon:g}, delta={spec.budget.delta:g}{own}; filter {spec.filter}; "
-            f"rules {', '.join(spec.rules)})")
+    return (
+        f"{spec.source}: valid market ({len(spec.requests)} requests: {protocols}; {spec.owners} owners with lifetime "
+        f"budget eps={spec.budget.epsilon:g}, delta={spec.budget.delta:g}{own}; filter {spec.filter}; "
+        f"rules {', '.join(spec.rules)})"
+    )
 
 
 def check_worlds(spec: MarketSpec) -> None:
@@ -409,5 +489,7 @@ def check_worlds(spec: MarketSpec) -> None:
         except ScenarioError as err:
             if "data" in request.values and (err.path or "").startswith("data"):  # the request set its consumer's data
                 text, prefix = str(err), f"{err.source}: {err.path}: "
-                raise MarketError(spec.source, f"{where}.data", text[len(prefix):] if text.startswith(prefix) else text) from None
+                raise MarketError(
+                    spec.source, f"{where}.data", text[len(prefix) :] if text.startswith(prefix) else text
+                ) from None
             raise _locate(spec.source, where, request.protocol, err) from None

@@ -28,8 +28,13 @@ def rule_table(raw: Mapping[str, Any]) -> Table:
     plays = raw["plays"]
     rules = list(plays)
     rows = []
-    for key, label in (("served_total", "requests served"), ("partial", "  of them by some owners only"),
-                       ("declined", "declined by every owner"), ("failed", "failed"), ("not_granted", "not granted")):
+    for key, label in (
+        ("served_total", "requests served"),
+        ("partial", "  of them by some owners only"),
+        ("declined", "declined by every owner"),
+        ("failed", "failed"),
+        ("not_granted", "not granted"),
+    ):
         rows.append([label, *(str(plays[r]["summary"][key]) for r in rules)])
     rows.append(["owners exhausted", *(str(len(plays[r]["summary"]["owners_exhausted"])) for r in rules)])
     protocols = list(dict.fromkeys(p for r in rules for p in plays[r]["summary"]["mean_quality"]))
@@ -40,7 +45,11 @@ def rule_table(raw: Mapping[str, Any]) -> Table:
             metric = metric or q.get("metric")
             cells.append(f"{fmt(q.get('mean'))} ({q.get('requests', 0)})")
         rows.append([f"mean {protocol} {metric} (served)", *cells])
-    return (f"{raw['market']}: {len(raw['stream'])} requests, {raw['owners']} owners, filter {raw['filter']}", ["", *rules], rows)
+    return (
+        f"{raw['market']}: {len(raw['stream'])} requests, {raw['owners']} owners, filter {raw['filter']}",
+        ["", *rules],
+        rows,
+    )
 
 
 def request_table(raw: Mapping[str, Any]) -> Table:
@@ -58,7 +67,11 @@ def request_table(raw: Mapping[str, Any]) -> Table:
             q = plays[r]["requests"][i]
             row += [q["status"], fmt(q["order"]), fmt(q["quality"]), str(len(q["declined"])) if q["declined"] else "-"]
         rows.append(row)
-    return ("Requests (quality: the protocol's headline error, lower is better; run: the order it ran in)", header, rows)
+    return (
+        "Requests (quality: the protocol's headline error, lower is better; run: the order it ran in)",
+        header,
+        rows,
+    )
 
 
 def owner_table(raw: Mapping[str, Any]) -> Table:
@@ -73,7 +86,11 @@ def owner_table(raw: Mapping[str, Any]) -> Table:
         row = [owner, _amount({"eps": budget["epsilon"], "delta": budget["delta"]})]
         for r in rules:
             e = plays[r]["owners"][owner]
-            row += [_amount(e["spent"]) + (" (exhausted)" if e["exhausted"] else ""), str(e["served"]), str(e["declined"])]
+            row += [
+                _amount(e["spent"]) + (" (exhausted)" if e["exhausted"] else ""),
+                str(e["served"]),
+                str(e["declined"]),
+            ]
         rows.append(row)
     return ("Owners (value: requests served and budget charged)", header, rows)
 
@@ -85,9 +102,13 @@ def tables(raw: Mapping[str, Any]) -> list[Table]:
 
 def markdown(raw: Mapping[str, Any]) -> str:
     """``market.md``: the tables in Markdown, each rule's summary line and the noise statement."""
-    lines = [f"# Market {raw['market']}", "",
-             f"Seed {raw['seed']}, {raw['owners']} owners, lifetime filter `{raw['filter']}` ({raw['relation']}), "
-             f"rules {', '.join(raw['plays'])}; DPF unlocks 1/{raw['unlock_steps']} of every budget per arrival.", ""]
+    lines = [
+        f"# Market {raw['market']}",
+        "",
+        f"Seed {raw['seed']}, {raw['owners']} owners, lifetime filter `{raw['filter']}` ({raw['relation']}), "
+        f"rules {', '.join(raw['plays'])}; DPF unlocks 1/{raw['unlock_steps']} of every budget per arrival.",
+        "",
+    ]
     for rule, play in raw["plays"].items():
         lines.append(f"* **{rule}**: {play['summary']['text']}")
     lines.append("")

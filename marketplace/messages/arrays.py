@@ -16,8 +16,7 @@ import numpy as np
 from marketplace.schema import SchemaError, describe_value
 
 ALLOWED_DTYPES: dict[str, np.dtype] = {
-    np.dtype(name).str: np.dtype(name)
-    for name in ("<f8", "<f4", "<i8", "<i4", "|u1", "|b1")
+    np.dtype(name).str: np.dtype(name) for name in ("<f8", "<f4", "<i8", "<i4", "|u1", "|b1")
 }
 MAX_NDIM = 4
 
@@ -49,12 +48,16 @@ class Array:
             or len(shape) > MAX_NDIM
             or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape)
         ):
-            raise SchemaError(f"{path}.shape", f"a list of at most {MAX_NDIM} non-negative integers", describe_value(shape))
+            raise SchemaError(
+                f"{path}.shape", f"a list of at most {MAX_NDIM} non-negative integers", describe_value(shape)
+            )
         if not isinstance(data, (bytes, bytearray)):
             raise SchemaError(f"{path}.data", "bytes", describe_value(data))
         expected = math.prod(shape) * ALLOWED_DTYPES[dtype].itemsize
         if len(data) != expected:
-            raise SchemaError(f"{path}.data", f"{expected} bytes for shape {list(shape)} of {dtype}", f"{len(data)} bytes")
+            raise SchemaError(
+                f"{path}.data", f"{expected} bytes for shape {list(shape)} of {dtype}", f"{len(data)} bytes"
+            )
         try:
             return np.frombuffer(data, dtype=ALLOWED_DTYPES[dtype]).reshape(shape)
         except (ValueError, OverflowError):  # e.g. [0, 2**63]: zero bytes, but too big for numpy
@@ -78,10 +81,14 @@ class ArraySpec:
         if value.dtype.str not in allowed:
             raise SchemaError(f"{path}.dtype", f"one of {allowed}", repr(value.dtype.str))
         if value.ndim != len(self.shape):
-            raise SchemaError(f"{path}.shape", f"{len(self.shape)} dimensions {list(self.shape)}", str(list(value.shape)))
+            raise SchemaError(
+                f"{path}.shape", f"{len(self.shape)} dimensions {list(self.shape)}", str(list(value.shape))
+            )
         for axis, (want, got) in enumerate(zip(self.shape, value.shape)):
             if isinstance(want, int) and want != got:
-                raise SchemaError(f"{path}.shape", f"size {want} on axis {axis} of {list(self.shape)}", str(list(value.shape)))
+                raise SchemaError(
+                    f"{path}.shape", f"size {want} on axis {axis} of {list(self.shape)}", str(list(value.shape))
+                )
         if self.finite and value.dtype.kind == "f" and value.size and not np.isfinite(value).all():
             bad = int(np.flatnonzero(~np.isfinite(value.ravel()))[0])
             raise SchemaError(path, "finite values only", f"{value.ravel()[bad]} at flat index {bad}")
@@ -93,5 +100,7 @@ class ArraySpec:
                 got = value.shape[axis]
                 if want in sizes and sizes[want][0] != got:
                     size, where = sizes[want]
-                    raise SchemaError(f"{path}.shape", f"{want} = {size} on axis {axis} (as in {where})", str(list(value.shape)))
+                    raise SchemaError(
+                        f"{path}.shape", f"{want} = {size} on axis {axis} (as in {where})", str(list(value.shape))
+                    )
                 sizes.setdefault(want, (got, path))

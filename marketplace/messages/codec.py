@@ -25,7 +25,7 @@ import msgpack
 import msgspec
 import numpy as np
 
-from marketplace.messages.arrays import Array, ArraySpec, encode_array
+from marketplace.messages.arrays import Array, encode_array
 from marketplace.messages.envelope import ENVELOPE_KEYS, PROTOCOL_VERSION, Envelope
 from marketplace.messages.errors import MessageError
 from marketplace.messages.kinds import KINDS
@@ -107,9 +107,21 @@ def _frame_decoder() -> msgspec.msgpack.Decoder:
     frames = tuple(
         msgspec.defstruct(
             f"{cls.__name__}Frame",
-            [("version", Literal[PROTOCOL_VERSION]), ("run_id", str), ("msg_id", Annotated[int, msgspec.Meta(ge=1)]),
-             ("sender", str), ("receiver", str), ("reply_to", Optional[int]), ("body", cls)],  # noqa: UP007
-            tag_field="kind", tag=name, forbid_unknown_fields=True, frozen=True, gc=False, module=__name__,
+            [
+                ("version", Literal[PROTOCOL_VERSION]),
+                ("run_id", str),
+                ("msg_id", Annotated[int, msgspec.Meta(ge=1)]),
+                ("sender", str),
+                ("receiver", str),
+                ("reply_to", Optional[int]),
+                ("body", cls),
+            ],  # noqa: UP007
+            tag_field="kind",
+            tag=name,
+            forbid_unknown_fields=True,
+            frozen=True,
+            gc=False,
+            module=__name__,
         )  # gc=False: a frame Struct lives for one call and holds no container that could form a cycle
         for name, cls in KINDS.items()
     )
@@ -161,13 +173,19 @@ def _check_size(frame: bytes, max_bytes: int, peer: str | None) -> None:
     """Refuse a frame above ``max_bytes``, or a large one whose structure would expand (limits)."""
     party = peer or "unknown party"
     if len(frame) > max_bytes:
-        raise MessageError(party=party, kind=None, field="<frame>", expected=f"at most {max_bytes} bytes", got=f"{len(frame)} bytes")
+        raise MessageError(
+            party=party, kind=None, field="<frame>", expected=f"at most {max_bytes} bytes", got=f"{len(frame)} bytes"
+        )
     if len(frame) > SCAN_ABOVE:  # a large frame's structure is checked before anything is built from it
         problem = check_structure(frame)
         if problem is not None:
-            raise MessageError(party=party, kind=None, field="<frame>",
-                               expected=f"one msgpack map of at most {MAX_TOKENS} objects, nested at most {MAX_DEPTH} deep",
-                               got=problem)
+            raise MessageError(
+                party=party,
+                kind=None,
+                field="<frame>",
+                expected=f"one msgpack map of at most {MAX_TOKENS} objects, nested at most {MAX_DEPTH} deep",
+                got=problem,
+            )
 
 
 def decode_precise(frame: bytes, *, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, peer: str | None = None) -> Envelope:
@@ -177,13 +195,27 @@ def decode_precise(frame: bytes, *, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, 
     party = peer or "unknown party"
     try:
         wire = msgpack.unpackb(
-            frame, raw=False, strict_map_key=True, use_list=True,
-            max_bin_len=max_bytes, max_str_len=max_bytes, max_array_len=MAX_ARRAY_LEN, max_map_len=MAX_MAP_LEN,
+            frame,
+            raw=False,
+            strict_map_key=True,
+            use_list=True,
+            max_bin_len=max_bytes,
+            max_str_len=max_bytes,
+            max_array_len=MAX_ARRAY_LEN,
+            max_map_len=MAX_MAP_LEN,
         )
     except Exception as err:  # msgpack raises several unrelated types for garbage
-        raise MessageError(party=party, kind=None, field="<frame>", expected="one msgpack map", got=f"undecodable bytes ({type(err).__name__}{': ' + str(err) if str(err) else ''})") from None
+        raise MessageError(
+            party=party,
+            kind=None,
+            field="<frame>",
+            expected="one msgpack map",
+            got=f"undecodable bytes ({type(err).__name__}{': ' + str(err) if str(err) else ''})",
+        ) from None
     if not isinstance(wire, dict):
-        raise MessageError(party=party, kind=None, field="<frame>", expected="a msgpack map (the envelope)", got=describe_value(wire))
+        raise MessageError(
+            party=party, kind=None, field="<frame>", expected="a msgpack map (the envelope)", got=describe_value(wire)
+        )
     try:
         return _validate(wire, party, peer, max_bytes)
     except MessageError as err:
@@ -193,7 +225,9 @@ def decode_precise(frame: bytes, *, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, 
         raise
 
 
-def _envelope_field(wire: dict[str, Any], key: str, types: tuple[type, ...], expected: str, party: str, kind: str | None) -> Any:
+def _envelope_field(
+    wire: dict[str, Any], key: str, types: tuple[type, ...], expected: str, party: str, kind: str | None
+) -> Any:
     value = wire.get(key)
     if not isinstance(value, types) or isinstance(value, bool) and bool not in types:
         raise MessageError(party=party, kind=kind, field=key, expected=expected, got=describe_value(value))
@@ -208,27 +242,56 @@ def _validate(wire: dict[Any, Any], party: str, peer: str | None, max_bytes: int
         party = wire["sender"][:64]
     unknown = sorted(str(k) for k in wire if k not in ENVELOPE_KEYS)
     if unknown:
-        raise MessageError(party=party, kind=kind, field=unknown[0][:64], expected=f"only the envelope keys {list(ENVELOPE_KEYS)}",
-                           got=f"unknown key {describe_value(unknown[0])}")
+        raise MessageError(
+            party=party,
+            kind=kind,
+            field=unknown[0][:64],
+            expected=f"only the envelope keys {list(ENVELOPE_KEYS)}",
+            got=f"unknown key {describe_value(unknown[0])}",
+        )
     missing = [k for k in ENVELOPE_KEYS if k not in wire]
     if missing:
-        raise MessageError(party=party, kind=kind, field=missing[0], expected=f"all the envelope keys {list(ENVELOPE_KEYS)}", got="nothing")
+        raise MessageError(
+            party=party,
+            kind=kind,
+            field=missing[0],
+            expected=f"all the envelope keys {list(ENVELOPE_KEYS)}",
+            got="nothing",
+        )
     version = _envelope_field(wire, "version", (int,), "an integer protocol version", party, kind)
     if version != PROTOCOL_VERSION:
-        raise MessageError(party=party, kind=kind, field="version", expected=f"protocol version {PROTOCOL_VERSION}", got=repr(version))
+        raise MessageError(
+            party=party, kind=kind, field="version", expected=f"protocol version {PROTOCOL_VERSION}", got=repr(version)
+        )
     if kind is None:
-        raise MessageError(party=party, kind=None, field="kind", expected="one of the known kinds (" + ", ".join(sorted(KINDS)) + ")", got=describe_value(raw_kind))
+        raise MessageError(
+            party=party,
+            kind=None,
+            field="kind",
+            expected="one of the known kinds (" + ", ".join(sorted(KINDS)) + ")",
+            got=describe_value(raw_kind),
+        )
     run_id = _envelope_field(wire, "run_id", (str,), "a run id (string)", party, kind)
     msg_id = _envelope_field(wire, "msg_id", (int,), "a positive integer message id", party, kind)
     if msg_id < 1:
-        raise MessageError(party=party, kind=kind, field="msg_id", expected="a positive integer message id", got=repr(msg_id))
+        raise MessageError(
+            party=party, kind=kind, field="msg_id", expected="a positive integer message id", got=repr(msg_id)
+        )
     sender = _envelope_field(wire, "sender", (str,), "the sender's party id", party, kind)
     if peer is not None and sender != peer:
-        raise MessageError(party=party, kind=kind, field="sender", expected=f"the connection's own identity {peer!r}", got=repr(sender))
+        raise MessageError(
+            party=party, kind=kind, field="sender", expected=f"the connection's own identity {peer!r}", got=repr(sender)
+        )
     receiver = _envelope_field(wire, "receiver", (str,), "the receiver's party id", party, kind)
     reply_to = wire.get("reply_to")
     if reply_to is not None and (not isinstance(reply_to, int) or isinstance(reply_to, bool)):
-        raise MessageError(party=party, kind=kind, field="reply_to", expected="null or an integer message id", got=describe_value(reply_to))
+        raise MessageError(
+            party=party,
+            kind=kind,
+            field="reply_to",
+            expected="null or an integer message id",
+            got=describe_value(reply_to),
+        )
     cls = KINDS[kind]
     try:
         checked = build(cls.SCHEMA, wire.get("body"), "body")  # each array is checked against its spec here

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Generic, Optional, TypeVar
+from typing import Generic, TypeVar
 
 import msgspec
 
@@ -12,7 +12,7 @@ PROTOCOL_VERSION = 2
 ENVELOPE_KEYS = ("version", "run_id", "msg_id", "sender", "receiver", "kind", "reply_to", "body")
 
 
-BodyT = TypeVar("BodyT", bound=Optional[Body])  # noqa: UP007 - a TypeVar bound is evaluated at import
+BodyT = TypeVar("BodyT", bound=Body | None)  # noqa: UP007 - a TypeVar bound is evaluated at import
 """The body's type: a protocol's union of kinds (``Envelope[StcMessage | RuntimeMessage]``), or one kind."""
 
 

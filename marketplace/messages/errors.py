@@ -22,7 +22,9 @@ class MessageError(ValueError):
     sender with an ``error`` message built from these fields and keeps serving.
     """
 
-    def __init__(self, *, party: str, kind: str | None, field: str, expected: str, got: str, msg_id: int | None = None) -> None:
+    def __init__(
+        self, *, party: str, kind: str | None, field: str, expected: str, got: str, msg_id: int | None = None
+    ) -> None:
         party, got, expected = cut(party, 64), cut(got), cut(expected, 400)
         self.party = party
         self.msg_id = msg_id

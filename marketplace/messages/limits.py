@@ -27,8 +27,26 @@ MAX_MAP_LEN = 1 << 16
 """The most entries any one msgpack map of a frame may hold (a mapping field with no tighter bound)."""
 
 # first byte -> (header bytes after the first, payload-length bytes, fixed payload bytes)
-_FIXED = {0xC0: 0, 0xC2: 0, 0xC3: 0, 0xCA: 4, 0xCB: 8, 0xCC: 1, 0xCD: 2, 0xCE: 4, 0xCF: 8,
-          0xD0: 1, 0xD1: 2, 0xD2: 4, 0xD3: 8, 0xD4: 2, 0xD5: 3, 0xD6: 5, 0xD7: 9, 0xD8: 17}
+_FIXED = {
+    0xC0: 0,
+    0xC2: 0,
+    0xC3: 0,
+    0xCA: 4,
+    0xCB: 8,
+    0xCC: 1,
+    0xCD: 2,
+    0xCE: 4,
+    0xCF: 8,
+    0xD0: 1,
+    0xD1: 2,
+    0xD2: 4,
+    0xD3: 8,
+    0xD4: 2,
+    0xD5: 3,
+    0xD6: 5,
+    0xD7: 9,
+    0xD8: 17,
+}
 _SIZED = {0xC4: 1, 0xC5: 2, 0xC6: 4, 0xD9: 1, 0xDA: 2, 0xDB: 4}  # bin and str: length bytes
 _EXT = {0xC7: 1, 0xC8: 2, 0xC9: 4}  # ext: length bytes, then a type byte
 _ARRAY = {0xDC: 2, 0xDD: 4}
@@ -68,17 +86,17 @@ def check_structure(frame: bytes, *, max_tokens: int = MAX_TOKENS, max_depth: in
             i += _FIXED[b]
         elif b in _SIZED:
             width = _SIZED[b]
-            i += width + int.from_bytes(data[i:i + width], "big")
+            i += width + int.from_bytes(data[i : i + width], "big")
         elif b in _EXT:
             width = _EXT[b]
-            i += width + 1 + int.from_bytes(data[i:i + width], "big")
+            i += width + 1 + int.from_bytes(data[i : i + width], "big")
         elif b in _ARRAY:
             width = _ARRAY[b]
-            n = int.from_bytes(data[i:i + width], "big")
+            n = int.from_bytes(data[i : i + width], "big")
             i += width
         elif b in _MAP:
             width = _MAP[b]
-            n = 2 * int.from_bytes(data[i:i + width], "big")
+            n = 2 * int.from_bytes(data[i : i + width], "big")
             i += width
         else:
             return f"the byte 0x{b:02x} at offset {i - 1}, which starts no msgpack object"

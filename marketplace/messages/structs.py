@@ -140,12 +140,30 @@ def make_body(spec: type, name: str) -> type:
     fields = [n for n in spec.__annotations__ if get_origin(hints[n]) is not typing.ClassVar]
     defaults = {n: spec.__dict__[n] for n in fields if n in spec.__dict__}
     schema = dataclasses.make_dataclass(
-        spec.__name__, [(n, hints[n], _default(defaults[n])) if n in defaults else (n, hints[n]) for n in fields],
-        frozen=True)
+        spec.__name__,
+        [(n, hints[n], _default(defaults[n])) if n in defaults else (n, hints[n]) for n in fields],
+        frozen=True,
+    )
     schema.__module__ = spec.__module__
-    struct_fields = [(n, wire_type(hints[n], n), defaults[n]) if n in defaults else (n, wire_type(hints[n], n)) for n in fields]
-    arrays = tuple((n, f"body.{n}", meta) for n in fields for meta in getattr(hints[n], "__metadata__", ()) if isinstance(meta, ArraySpec))
+    struct_fields = [
+        (n, wire_type(hints[n], n), defaults[n]) if n in defaults else (n, wire_type(hints[n], n)) for n in fields
+    ]
+    arrays = tuple(
+        (n, f"body.{n}", meta)
+        for n in fields
+        for meta in getattr(hints[n], "__metadata__", ())
+        if isinstance(meta, ArraySpec)
+    )
     return msgspec.defstruct(
-        spec.__name__, struct_fields, bases=(Body,), module=spec.__module__,
-        namespace={"__doc__": spec.__doc__, "KIND": name, "HINTS": {n: hints[n] for n in fields}, "SCHEMA": schema,
-                   "ARRAYS": arrays})
+        spec.__name__,
+        struct_fields,
+        bases=(Body,),
+        module=spec.__module__,
+        namespace={
+            "__doc__": spec.__doc__,
+            "KIND": name,
+            "HINTS": {n: hints[n] for n in fields},
+            "SCHEMA": schema,
+            "ARRAYS": arrays,
+        },
+    )

@@ -36,8 +36,13 @@ examples:
   marketplace privacy calibrate --total-epsilon 1.40 --count 1656 --delta 0.01 --theorem optimal
 """
 
-_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-           ast.Div: operator.truediv, ast.Pow: operator.pow}
+_BINARY = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.Pow: operator.pow,
+}
 _UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
 _FUNCTIONS = {"sqrt": math.sqrt, "log": math.log, "exp": math.exp}
 _CONSTANTS = {"pi": math.pi, "e": math.e}
@@ -49,15 +54,18 @@ def number(text: Any, *, name: str) -> float:
         value = float(text)
     else:
         if not isinstance(text, str) or not text.strip() or len(text) > MAX_EXPRESSION:
-            raise ValueError(f"{name}: expected a number or an expression of at most {MAX_EXPRESSION} "
-                             f"characters, got {text!r}")
+            raise ValueError(
+                f"{name}: expected a number or an expression of at most {MAX_EXPRESSION} characters, got {text!r}"
+            )
         try:
             value = float(_evaluate(ast.parse(text.strip(), mode="eval").body))
         except OverflowError:
             raise ValueError(f"{name}: {text!r} overflows a float") from None
         except (SyntaxError, ValueError, ZeroDivisionError, TypeError) as err:
-            raise ValueError(f"{name}: cannot read {text!r} ({err}); use a number or an expression of "
-                             "numbers, + - * / **, parentheses, sqrt(), log(), exp(), pi and e") from None
+            raise ValueError(
+                f"{name}: cannot read {text!r} ({err}); use a number or an expression of "
+                "numbers, + - * / **, parentheses, sqrt(), log(), exp(), pi and e"
+            ) from None
     if not math.isfinite(value):
         raise ValueError(f"{name}: {text!r} is not a finite number")
     return value
@@ -91,8 +99,13 @@ def _evaluate(node: ast.AST) -> float:
         return result
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
         return _UNARY[type(node.op)](_evaluate(node.operand))
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS
-            and len(node.args) == 1 and not node.keywords):
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in _FUNCTIONS
+        and len(node.args) == 1
+        and not node.keywords
+    ):
         return _FUNCTIONS[node.func.id](_evaluate(node.args[0]))
     raise ValueError(f"{ast.unparse(node)!r} is not allowed")
 
@@ -100,31 +113,41 @@ def _evaluate(node: ast.AST) -> float:
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add ``privacy`` (with ``compose`` and ``calibrate``) to ``subparsers``; each sets ``func=run``."""
     privacy = subparsers.add_parser(
-        "privacy", help="privacy accounting: compose per-step costs, calibrate a per-step epsilon",
+        "privacy",
+        help="privacy accounting: compose per-step costs, calibrate a per-step epsilon",
         description="Privacy accounting with the basic, advanced (Dwork-Rothblum-Vadhan), optimal "
-                    "(Kairouz-Oh-Viswanath) and zCDP composition theorems.",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+        "(Kairouz-Oh-Viswanath) and zCDP composition theorems.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     privacy.set_defaults(func=run, privacy_command=None)
     commands = privacy.add_subparsers(dest="privacy_command", metavar="COMMAND")
 
     compose = commands.add_parser(
-        "compose", help="the total (eps, delta) of COUNT steps of EPSILON-DP",
+        "compose",
+        help="the total (eps, delta) of COUNT steps of EPSILON-DP",
         description="Print the total (eps, delta) of COUNT steps, each EPSILON-DP (or "
-                    "(EPSILON, STEP_DELTA)-DP), composed by THEOREM. Numbers may be expressions "
-                    "such as 0.01/sqrt(5*200).", epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        "(EPSILON, STEP_DELTA)-DP), composed by THEOREM. Numbers may be expressions "
+        "such as 0.01/sqrt(5*200).",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     compose.add_argument("--epsilon", required=True, metavar="E", help="per-step epsilon (> 0)")
     compose.add_argument("--count", required=True, metavar="K", help="number of steps (integer >= 0)")
     _common(compose)
-    compose.add_argument("--step-delta", default="0", metavar="D0",
-                         help="per-step delta for (E, D0)-DP steps (default 0; not with zcdp)")
+    compose.add_argument(
+        "--step-delta", default="0", metavar="D0", help="per-step delta for (E, D0)-DP steps (default 0; not with zcdp)"
+    )
     compose.set_defaults(func=run)
 
     calibrate = commands.add_parser(
-        "calibrate", help="the largest per-step epsilon that keeps COUNT steps within a total",
+        "calibrate",
+        help="the largest per-step epsilon that keeps COUNT steps within a total",
         description="Print the largest per-step epsilon such that COUNT steps composed by THEOREM "
-                    "stay within TOTAL_EPSILON.", epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        "stay within TOTAL_EPSILON.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     calibrate.add_argument("--total-epsilon", required=True, metavar="E", help="the total epsilon (> 0)")
     calibrate.add_argument("--count", required=True, metavar="K", help="number of steps (integer >= 1)")
     _common(calibrate)
@@ -133,10 +156,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--delta", metavar="D", help="the theorem's delta in (0, 1): slack of advanced, "
-                        "total target of optimal, conversion delta of zcdp (not needed by basic)")
-    parser.add_argument("--theorem", default="advanced", choices=(*accountant.THEOREMS, "all"),
-                        help="composition theorem (default: advanced, as in the paper); all: compare them")
+    parser.add_argument(
+        "--delta",
+        metavar="D",
+        help="the theorem's delta in (0, 1): slack of advanced, "
+        "total target of optimal, conversion delta of zcdp (not needed by basic)",
+    )
+    parser.add_argument(
+        "--theorem",
+        default="advanced",
+        choices=(*accountant.THEOREMS, "all"),
+        help="composition theorem (default: advanced, as in the paper); all: compare them",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
 
 
@@ -144,8 +175,9 @@ def run(args: argparse.Namespace) -> int:
     """Run ``privacy compose`` or ``privacy calibrate``; 0 on success, 2 on bad input."""
     command = getattr(args, "privacy_command", None)
     if command not in ("compose", "calibrate"):
-        print("marketplace privacy: choose a command: compose or calibrate "
-              "(marketplace privacy --help)", file=sys.stderr)
+        print(
+            "marketplace privacy: choose a command: compose or calibrate (marketplace privacy --help)", file=sys.stderr
+        )
         return EXIT_USAGE
     try:
         rows = _compose(args) if command == "compose" else _calibrate(args)
@@ -188,10 +220,21 @@ def _compose(args: argparse.Namespace) -> list[dict[str, Any]]:
         delta = _delta_for(args, theorem)
         total = accountant.compose(eps0, count, theorem=theorem, delta=delta, delta0=delta0)
         step = f"{eps0:g}" + (f" (delta {delta0:g})" if delta0 else "")
-        text = (f"epsilon = {total.eps:#.3g} ({theorem} composition of {count} steps of {step}, "
-                f"delta = {total.delta:.3g})")
-        rows.append({"epsilon": total.eps, "delta": total.delta, "theorem": theorem, "count": count,
-                     "step_epsilon": eps0, "step_delta": delta0, "theorem_delta": delta, "text": text})
+        text = (
+            f"epsilon = {total.eps:#.3g} ({theorem} composition of {count} steps of {step}, delta = {total.delta:.3g})"
+        )
+        rows.append(
+            {
+                "epsilon": total.eps,
+                "delta": total.delta,
+                "theorem": theorem,
+                "count": count,
+                "step_epsilon": eps0,
+                "step_delta": delta0,
+                "theorem_delta": delta,
+                "text": text,
+            }
+        )
     return rows
 
 
@@ -202,10 +245,20 @@ def _calibrate(args: argparse.Namespace) -> list[dict[str, Any]]:
     for theorem in _theorems(args):
         delta = _delta_for(args, theorem)
         eps0 = accountant.calibrate(total, count, 0.0 if delta is None else delta, theorem)
-        text = (f"step epsilon = {eps0:#.4g} (largest with {count} steps within epsilon {total:g} "
-                f"by {theorem} composition" + ("" if delta is None else f", delta = {delta:g}") + ")")
-        rows.append({"step_epsilon": eps0, "total_epsilon": total, "count": count, "theorem": theorem,
-                     "theorem_delta": delta, "text": text})
+        text = (
+            f"step epsilon = {eps0:#.4g} (largest with {count} steps within epsilon {total:g} "
+            f"by {theorem} composition" + ("" if delta is None else f", delta = {delta:g}") + ")"
+        )
+        rows.append(
+            {
+                "step_epsilon": eps0,
+                "total_epsilon": total,
+                "count": count,
+                "theorem": theorem,
+                "theorem_delta": delta,
+                "text": text,
+            }
+        )
     return rows
 
 

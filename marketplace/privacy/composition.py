@@ -112,8 +112,7 @@ def _kov_terms(eps0: float, k: int) -> tuple[np.ndarray, np.ndarray]:
     """log C(k, l) e^((k-l) eps0) / (1 + e^eps0)^k and the loss (k - 2l) eps0, for l <= k/2
     (only losses > eps >= 0 ever contribute)."""
     l = np.arange(k // 2 + 1, dtype=np.float64)
-    log_weight = (gammaln(k + 1) - gammaln(l + 1) - gammaln(k - l + 1)
-                  + (k - l) * eps0 - k * np.logaddexp(0.0, eps0))
+    log_weight = gammaln(k + 1) - gammaln(l + 1) - gammaln(k - l + 1) + (k - l) * eps0 - k * np.logaddexp(0.0, eps0)
     return log_weight, (k - 2 * l) * eps0
 
 
@@ -122,8 +121,10 @@ def _optimal(eps0: float, k: int, delta: float, delta0: float) -> float:
     if delta0 > 0:  # KOV Thm 3.3: delta_total = 1 - (1 - delta0)^k (1 - delta_pure)
         target = -math.expm1(math.log1p(-delta) - k * math.log1p(-delta0))
         if target <= 0:
-            raise ValueError(f"optimal: delta={delta!r} is not more than 1 - (1 - delta0)^k "
-                             f"= {-math.expm1(k * math.log1p(-delta0))!r}; no eps reaches it")
+            raise ValueError(
+                f"optimal: delta={delta!r} is not more than 1 - (1 - delta0)^k "
+                f"= {-math.expm1(k * math.log1p(-delta0))!r}; no eps reaches it"
+            )
     else:
         target = delta
     if target == 0:
@@ -198,8 +199,7 @@ def _cks_eps(rho: float, delta: float) -> float:
     lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
     from scipy.optimize import minimize_scalar  # here: importing scipy.optimize costs ~0.7 s
 
-    best = minimize_scalar(lambda t: float(eps_at(t)), bounds=(lo, hi), method="bounded",
-                           options={"xatol": 1e-10})
+    best = minimize_scalar(lambda t: float(eps_at(t)), bounds=(lo, hi), method="bounded", options={"xatol": 1e-10})
     return min(float(values[i]), float(best.fun))
 
 
@@ -226,8 +226,7 @@ def zcdp_to_dp(rho: float, delta: float, *, method: str = "bun-steinke") -> floa
     return max(0.0, min(bun_steinke, _cks_eps(rho, delta)))
 
 
-def compose(eps0: float, k: int, *, theorem: str, delta: float | None = None,
-            delta0: float = 0.0) -> Guarantee:
+def compose(eps0: float, k: int, *, theorem: str, delta: float | None = None, delta0: float = 0.0) -> Guarantee:
     """k steps of (eps0, delta0)-DP composed by ``theorem`` (one of ``THEOREMS``).
 
     ``delta`` is the theorem's delta: the slack of advanced composition, the total target of
@@ -321,4 +320,3 @@ def _bisect(fits, lo: float, hi: float) -> float:
             break
         lo, hi = (mid, hi) if fits(mid) else (lo, mid)
     return lo
-

@@ -79,8 +79,10 @@ def _classifier_inputs(X, y, norm_bound, fit_intercept, where):
     rows = real_matrix(X, "X", where)
     labels = real_vector(y, "y", where, size=rows.shape[0])
     if not np.isin(labels, (-1.0, 1.0)).all():
-        raise ValueError(f"The 'y' parameter of {where} must hold labels -1 and +1. "
-                         f"Got {float(labels[~np.isin(labels, (-1.0, 1.0))][0])!r} instead.")
+        raise ValueError(
+            f"The 'y' parameter of {where} must hold labels -1 and +1. "
+            f"Got {float(labels[~np.isin(labels, (-1.0, 1.0))][0])!r} instead."
+        )
     return _unit_rows(rows, norm_bound, fit_intercept, where), labels
 
 
@@ -110,11 +112,15 @@ def _minimise(Z: np.ndarray, y: np.ndarray, loss: str, h: float, ridge: float, l
 
     def objective(w):
         value, slope = _loss(loss, y * (Z @ w), h)
-        return (value.mean() + 0.5 * ridge * w @ w + linear @ w,
-                Z.T @ (slope * y) / n + ridge * w + linear)
+        return (value.mean() + 0.5 * ridge * w @ w + linear @ w, Z.T @ (slope * y) / n + ridge * w + linear)
 
-    result = minimize(objective, np.zeros(Z.shape[1]), jac=True, method="L-BFGS-B",
-                      options={"maxiter": 10_000, "gtol": 1e-10, "ftol": 1e-15})
+    result = minimize(
+        objective,
+        np.zeros(Z.shape[1]),
+        jac=True,
+        method="L-BFGS-B",
+        options={"maxiter": 10_000, "gtol": 1e-10, "ftol": 1e-15},
+    )
     return result.x
 
 
@@ -125,9 +131,18 @@ def _check_loss_args(loss, regularization, huber_h, where):
     return loss, regularization, huber_h
 
 
-def objective_perturbation(X: Any, y: Any, *, loss: str, epsilon: float, regularization: float,
-                           rng: np.random.Generator, huber_h: float = 0.5, norm_bound: float = 1.0,
-                           fit_intercept: bool = True) -> LinearModel:
+def objective_perturbation(
+    X: Any,
+    y: Any,
+    *,
+    loss: str,
+    epsilon: float,
+    regularization: float,
+    rng: np.random.Generator,
+    huber_h: float = 0.5,
+    norm_bound: float = 1.0,
+    fit_intercept: bool = True,
+) -> LinearModel:
     """An epsilon-DP linear classifier by objective perturbation (Chaudhuri et al. 2011, Algorithm 2).
 
     ``loss``: "logistic" (logistic regression) or "huber" (linear SVM, Huber hinge of width
@@ -149,12 +164,26 @@ def objective_perturbation(X: Any, y: Any, *, loss: str, epsilon: float, regular
     direction = rng.normal(size=dim)
     b = rng.gamma(shape=dim, scale=2.0 / eps_prime) * direction / np.linalg.norm(direction)
     w = _minimise(Z, labels, loss, huber_h, regularization + extra, b / n)
-    return _raw_model(w, float(norm_bound), fit_intercept, task="classification", epsilon=epsilon,
-                      mechanism=f"objective_perturbation.{loss}")
+    return _raw_model(
+        w,
+        float(norm_bound),
+        fit_intercept,
+        task="classification",
+        epsilon=epsilon,
+        mechanism=f"objective_perturbation.{loss}",
+    )
 
 
-def erm_classifier(X: Any, y: Any, *, loss: str, regularization: float, huber_h: float = 0.5,
-                   norm_bound: float = 1.0, fit_intercept: bool = True) -> LinearModel:
+def erm_classifier(
+    X: Any,
+    y: Any,
+    *,
+    loss: str,
+    regularization: float,
+    huber_h: float = 0.5,
+    norm_bound: float = 1.0,
+    fit_intercept: bool = True,
+) -> LinearModel:
     """The same regularised fit without noise (not private: epsilon = inf), as a reference."""
     where = "erm_classifier"
     loss, regularization, huber_h = _check_loss_args(loss, regularization, huber_h, where)

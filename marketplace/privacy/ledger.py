@@ -31,8 +31,15 @@ BUDGET_TOLERANCE = 1e-9  # relative slack when comparing a planned total with a 
 class BudgetExceeded(ValueError):
     """A planned spend would take a dataset past its privacy budget (nothing was recorded)."""
 
-    def __init__(self, dataset: str, budget: Guarantee, planned: Guarantee, theorem: str,
-                 steps: tuple[Step, ...], accountant: str) -> None:
+    def __init__(
+        self,
+        dataset: str,
+        budget: Guarantee,
+        planned: Guarantee,
+        theorem: str,
+        steps: tuple[Step, ...],
+        accountant: str,
+    ) -> None:
         self.dataset, self.budget, self.planned, self.theorem, self.steps = dataset, budget, planned, theorem, steps
         self.accountant = accountant
         plan = ", ".join(describe_step(s) for s in steps) or "nothing"
@@ -40,7 +47,8 @@ class BudgetExceeded(ValueError):
             f"{dataset}: refused, the planned spend exceeds the privacy budget: "
             f"budget (eps={budget.eps:g}, delta={budget.delta:g}), "
             f"planned total (eps={planned.eps:.6g}, delta={planned.delta:.6g}) by {accountant} "
-            f"after adding {plan}")
+            f"after adding {plan}"
+        )
 
 
 class PrivacyLedger:
@@ -68,15 +76,33 @@ class PrivacyLedger:
     produced the total, part by part, so that a report never names a theorem that was not used.
     """
 
-    def __init__(self, dataset: str, *, neighbouring: Neighbouring, budget: tuple[float, float] | None = None,
-                 theorem: str = "advanced", delta: float | None = None, gaussian: str = "exact",
-                 coins: str | None = None) -> None:
+    def __init__(
+        self,
+        dataset: str,
+        *,
+        neighbouring: Neighbouring,
+        budget: tuple[float, float] | None = None,
+        theorem: str = "advanced",
+        delta: float | None = None,
+        gaussian: str = "exact",
+        coins: str | None = None,
+    ) -> None:
         if not isinstance(dataset, str) or not dataset:
-            raise fail(TypeError if not isinstance(dataset, str) else ValueError, "dataset",
-                       "PrivacyLedger", "a non-empty string", dataset)
+            raise fail(
+                TypeError if not isinstance(dataset, str) else ValueError,
+                "dataset",
+                "PrivacyLedger",
+                "a non-empty string",
+                dataset,
+            )
         if not isinstance(neighbouring, Neighbouring):
-            raise fail(TypeError, "neighbouring", "PrivacyLedger",
-                       "a Neighbouring (marketplace.privacy.neighbouring.replace_one / add_remove_one)", neighbouring)
+            raise fail(
+                TypeError,
+                "neighbouring",
+                "PrivacyLedger",
+                "a Neighbouring (marketplace.privacy.neighbouring.replace_one / add_remove_one)",
+                neighbouring,
+            )
         if gaussian not in GAUSSIAN_ACCOUNTANTS:
             raise fail(ValueError, "gaussian", "PrivacyLedger", f"one of {list(GAUSSIAN_ACCOUNTANTS)}", gaussian)
         self.dataset = dataset
@@ -85,8 +111,13 @@ class PrivacyLedger:
         self.theorem = check_theorem(theorem, "PrivacyLedger")
         self.noise: dict[str, Any] | None = None  # where the noise of its releases comes from (set by the party)
         if coins is not None and (not isinstance(coins, str) or not coins):
-            raise fail(TypeError if not isinstance(coins, str) else ValueError, "coins", "PrivacyLedger",
-                       "a non-empty string or None", coins)
+            raise fail(
+                TypeError if not isinstance(coins, str) else ValueError,
+                "coins",
+                "PrivacyLedger",
+                "a non-empty string or None",
+                coins,
+            )
         self.coins = coins
         """What the mechanism's coins decide (``"the auction's coins (...)"``), when its randomness is a
         sampled choice drawn from the party's noise stream rather than noise added to a value: whoever
@@ -95,8 +126,10 @@ class PrivacyLedger:
         self.budget = None if budget is None else _budget(budget)
         self.delta = None if delta is None else probability(delta, "delta", "PrivacyLedger")
         if self.theorem != "basic" and self.delta is None and self.budget is None:
-            raise ValueError(f"PrivacyLedger {dataset!r}: theorem {theorem!r} needs the composition slack "
-                             f"'delta' or a budget to take it from")
+            raise ValueError(
+                f"PrivacyLedger {dataset!r}: theorem {theorem!r} needs the composition slack "
+                f"'delta' or a budget to take it from"
+            )
         self._steps: list[Step] = []
         self._spent = StepGroups()
 
@@ -128,12 +161,19 @@ class PrivacyLedger:
         spent = self._spent.plus(planned)
         total, parts = spent.compose_parts(self.theorem, self._slack(spent, self.delta), self.gaussian)
         if self.budget is not None and not _within(total, self.budget):
-            raise BudgetExceeded(self.dataset, self.budget, total, self.theorem, planned,
-                                 accountant_text(parts, [*self._steps, *planned]))
+            raise BudgetExceeded(
+                self.dataset,
+                self.budget,
+                total,
+                self.theorem,
+                planned,
+                accountant_text(parts, [*self._steps, *planned]),
+            )
         return total
 
-    def total(self, *, theorem: str | None = None, delta: float | None = None,
-              gaussian: str | None = None) -> Guarantee:
+    def total(
+        self, *, theorem: str | None = None, delta: float | None = None, gaussian: str | None = None
+    ) -> Guarantee:
         """Everything spent, composed by ``theorem`` (default: the ledger's) with slack ``delta``."""
         theorem = self.theorem if theorem is None else check_theorem(theorem, "PrivacyLedger.total")
         delta = self.delta if delta is None else probability(delta, "delta", "PrivacyLedger.total")
@@ -157,11 +197,17 @@ class PrivacyLedger:
         total, parts = self._spent.compose_parts(self.theorem, self._slack(self._spent, self.delta), self.gaussian)
         budget = None if self.budget is None else {"eps": self.budget.eps, "delta": self.budget.delta}
         has_dp_steps = bool(self._spent.counts)
-        out = {"dataset": self.dataset, "eps": total.eps, "delta": total.delta,
-               "accountant": accountant_text(parts, self._steps),
-               "configured_theorem": self.theorem if has_dp_steps else None,
-               "neighbouring": self.neighbouring.to_dict(), "slack_delta": self._slack(self._spent, self.delta),
-               "budget": budget, "steps": merged_steps(self._steps)}
+        out = {
+            "dataset": self.dataset,
+            "eps": total.eps,
+            "delta": total.delta,
+            "accountant": accountant_text(parts, self._steps),
+            "configured_theorem": self.theorem if has_dp_steps else None,
+            "neighbouring": self.neighbouring.to_dict(),
+            "slack_delta": self._slack(self._spent, self.delta),
+            "budget": budget,
+            "steps": merged_steps(self._steps),
+        }
         if self._spent.gauss_rho > 0:
             out["gaussian_accountant"] = self.gaussian
         if self.noise is not None:
@@ -191,11 +237,12 @@ class PrivacyLedger:
 def _budget(value: Any) -> Guarantee:
     if not isinstance(value, (tuple, list)) or len(value) != 2:
         raise fail(TypeError, "budget", "PrivacyLedger", "a pair (eps, delta)", value)
-    return Guarantee(positive(value[0], "budget[0] (eps)", "PrivacyLedger"),
-                     probability(value[1], "budget[1] (delta)", "PrivacyLedger"))
+    return Guarantee(
+        positive(value[0], "budget[0] (eps)", "PrivacyLedger"),
+        probability(value[1], "budget[1] (delta)", "PrivacyLedger"),
+    )
 
 
 def _within(total: Guarantee, budget: Guarantee) -> bool:
     slack = 1 + BUDGET_TOLERANCE
     return total.eps <= budget.eps * slack and total.delta <= budget.delta * slack
-

@@ -25,16 +25,25 @@ examples:
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add ``ledger`` (with ``show``) to ``subparsers``; each sets ``func``."""
     ledger = subparsers.add_parser(
-        "ledger", help="an owner's lifetime privacy ledger: spent, remaining, history",
+        "ledger",
+        help="an owner's lifetime privacy ledger: spent, remaining, history",
         description="Read an owner's lifetime ledger (a SQLite file, kept in its kit folder as "
-                    "<party>.ledger.sqlite) and print its budget, filter, neighbouring relation, what is "
-                    "spent and left, and every request it charged or declined.",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+        "<party>.ledger.sqlite) and print its budget, filter, neighbouring relation, what is "
+        "spent and left, and every request it charged or declined.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ledger.set_defaults(func=_usage(ledger))
     commands = ledger.add_subparsers(dest="ledger_command", metavar="COMMAND")
-    show = commands.add_parser("show", help="print a ledger: spent, remaining, the filter, the relation, the history",
-                               epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    show.add_argument("path", metavar="DB_OR_KIT_FOLDER", help="a ledger file, or a kit folder holding <party>.ledger.sqlite")
+    show = commands.add_parser(
+        "show",
+        help="print a ledger: spent, remaining, the filter, the relation, the history",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    show.add_argument(
+        "path", metavar="DB_OR_KIT_FOLDER", help="a ledger file, or a kit folder holding <party>.ledger.sqlite"
+    )
     show.add_argument("--json", action="store_true", help="print JSON instead of text")
     show.set_defaults(func=show_command)
     return ledger
@@ -44,6 +53,7 @@ def _usage(parser: argparse.ArgumentParser):
     def run(args: argparse.Namespace) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+
     return run
 
 
@@ -76,20 +86,27 @@ def describe(ledger: Any) -> dict[str, Any]:
     if ledger.limits.rho is not None:
         budget["rho"] = ledger.limits.rho
     return {
-        "path": str(ledger.path), "owner": ledger.owner, "filter": ledger.filter, "filter_description": ledger.limits.describe(),
-        "relation": ledger.relation, "created": ledger.created, "budget": budget,
+        "path": str(ledger.path),
+        "owner": ledger.owner,
+        "filter": ledger.filter,
+        "filter_description": ledger.limits.describe(),
+        "relation": ledger.relation,
+        "created": ledger.created,
+        "budget": budget,
         "spent": {k: v for k, v in spent._asdict().items() if v is not None},
         "guarantee": {"eps": eps, "delta": delta},
         "remaining": {k: v for k, v in left._asdict().items() if v is not None},
-        "counts": {state: sum(r.state == state for r in history) for state in ("committed", "reserved", "aborted", "declined")},
+        "counts": {
+            state: sum(r.state == state for r in history) for state in ("committed", "reserved", "aborted", "declined")
+        },
         "history": [r.to_dict() for r in history],
     }
 
 
 def render(info: dict[str, Any]) -> str:
     """The text form of :func:`describe`."""
-    from marketplace.privacy.lifetime.filters import amount
     from marketplace.privacy.lifetime import Charge
+    from marketplace.privacy.lifetime.filters import amount
 
     def as_amount(d: dict[str, float]) -> str:
         return amount(Charge(d.get("eps"), d.get("delta"), d.get("rho")))
@@ -110,7 +127,13 @@ def render(info: dict[str, Any]) -> str:
     if info["history"]:
         rows = [("time", "request", "consumer", "what", "cost", "state")]
         for r in info["history"]:
-            cost = "-" if r["cost"] is None else ", ".join(f"{k}={v:g}" for k, v in r["cost"].items() if v is not None and not (k == "delta" and v == 0))
+            cost = (
+                "-"
+                if r["cost"] is None
+                else ", ".join(
+                    f"{k}={v:g}" for k, v in r["cost"].items() if v is not None and not (k == "delta" and v == 0)
+                )
+            )
             rows.append((r["time"], r["request_id"], r["consumer"], r["what"], cost, r["state"]))
         widths = [max(len(row[i]) for row in rows) for i in range(5)]
         lines.append("history:")

@@ -56,7 +56,8 @@ from __future__ import annotations
 import functools
 import math
 import numbers
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from scipy.special import log_ndtr, ndtr
@@ -91,7 +92,9 @@ def _check_positive(owner: str, name: str, value: Any) -> float:
     if not _is_real(value):
         raise TypeError(f"The '{name}' parameter of {owner} must be a real number. Got {type(value).__name__} instead.")
     if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"The '{name}' parameter of {owner} must be a positive finite real number. Got {value!r} instead.")
+        raise ValueError(
+            f"The '{name}' parameter of {owner} must be a positive finite real number. Got {value!r} instead."
+        )
     return float(value)
 
 
@@ -99,7 +102,9 @@ def _check_delta(owner: str, value: Any) -> float:
     if not _is_real(value):
         raise TypeError(f"The 'delta' parameter of {owner} must be a real number. Got {type(value).__name__} instead.")
     if not 0 < value < 1:
-        raise ValueError(f"The 'delta' parameter of {owner} must be in the open interval (0, 1). Got {value!r} instead.")
+        raise ValueError(
+            f"The 'delta' parameter of {owner} must be in the open interval (0, 1). Got {value!r} instead."
+        )
     return float(value)
 
 
@@ -134,8 +139,10 @@ def _as_values(owner: str, value: Any) -> np.ndarray:
     try:
         array = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
-        raise TypeError(f"The value given to {owner}.randomise must be a real number or an array of them. "
-                        f"Got {type(value).__name__} instead.") from None
+        raise TypeError(
+            f"The value given to {owner}.randomise must be a real number or an array of them. "
+            f"Got {type(value).__name__} instead."
+        ) from None
     if not np.all(np.isfinite(array)):
         raise ValueError(f"The value given to {owner}.randomise must be finite. Got NaN or infinity.")
     return array
@@ -144,7 +151,9 @@ def _as_values(owner: str, value: Any) -> np.ndarray:
 def _as_utilities(owner: str, utilities: Any) -> np.ndarray:
     array = _as_values(owner, utilities)
     if array.ndim != 1 or array.size == 0:
-        raise ValueError(f"The utilities given to {owner} must be a non-empty 1-D array. Got shape {array.shape} instead.")
+        raise ValueError(
+            f"The utilities given to {owner} must be a non-empty 1-D array. Got shape {array.shape} instead."
+        )
     return array
 
 
@@ -210,6 +219,7 @@ def analytic_gaussian_sigma(*, epsilon: float, delta: float, sensitivity: float)
     """The smallest sigma (to 2^-50 relative) with ``gaussian_delta(sigma) <= delta``: the analytic
     Gaussian mechanism. Always below the classic sqrt(2 ln(1.25/delta)) Delta/eps, and valid for
     every eps > 0, not only eps < 1."""
+
     def ok(sigma: float) -> bool:
         return gaussian_delta(sigma=sigma, epsilon=epsilon, sensitivity=sensitivity) <= delta
 
@@ -236,7 +246,9 @@ def _zcdp_rho_for(epsilon: float, delta: float) -> float:
     def build(scale: float):
         return dp.c.make_fix_delta(dp.c.make_zCDP_to_approxDP(dp.m.make_gaussian(*space, scale=scale)), delta)
 
-    sigma, _ = _certify(build, analytic_gaussian_sigma(epsilon=epsilon, delta=delta, sensitivity=1.0), 1.0, (epsilon, delta))
+    sigma, _ = _certify(
+        build, analytic_gaussian_sigma(epsilon=epsilon, delta=delta, sensitivity=1.0), 1.0, (epsilon, delta)
+    )
     return float(dp.m.make_gaussian(*space, scale=sigma).map(1.0))
 
 
@@ -257,8 +269,14 @@ class Mechanism:
     def privacy_cost(self) -> dict[str, Any]:
         """The cost of one call of ``randomise``, for an accountant: epsilon/delta ((eps, delta)-DP,
         None when the mechanism is only stated in zCDP) and rho (rho-zCDP)."""
-        return {"mechanism": self.name, "epsilon": self.epsilon, "delta": self.delta, "rho": self.rho,
-                "sensitivity": self.sensitivity, "secure": self.secure}
+        return {
+            "mechanism": self.name,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "rho": self.rho,
+            "sensitivity": self.sensitivity,
+            "secure": self.secure,
+        }
 
     def _check_pure(self, *, epsilon: float, sensitivity: float, rng: np.random.Generator | None, secure: bool) -> None:
         """Check and set what every pure epsilon-DP mechanism takes (delta is 0)."""
@@ -310,7 +328,9 @@ class Laplace(_AdditiveNoise):
             _opendp()
 
     @classmethod
-    def from_scale(cls, *, scale: float, sensitivity: float, rng: np.random.Generator | None, secure: bool = False) -> "Laplace":
+    def from_scale(
+        cls, *, scale: float, sensitivity: float, rng: np.random.Generator | None, secure: bool = False
+    ) -> Laplace:
         """Lap(scale) noise on a value of L1 sensitivity ``sensitivity``: costs sensitivity/scale."""
         scale = _check_positive(cls.__name__, "scale", scale)
         sensitivity = _check_positive(cls.__name__, "sensitivity", sensitivity)
@@ -381,7 +401,9 @@ class Gaussian(GaussianZCDP):
 
     name = "gaussian"
 
-    def __init__(self, *, epsilon: float, delta: float, sensitivity: float, rng: np.random.Generator | None, secure: bool = False):
+    def __init__(
+        self, *, epsilon: float, delta: float, sensitivity: float, rng: np.random.Generator | None, secure: bool = False
+    ):
         owner = type(self).__name__
         self.epsilon = _check_positive(owner, "epsilon", epsilon)
         self.delta = _check_delta(owner, delta)
@@ -423,10 +445,14 @@ class Exponential(Mechanism):
         self.gumbel_scale = 2 * self.sensitivity / self.epsilon
         self._certified = None
         if self.secure:  # OpenDP's exact Gumbel noisy-max, certified in zCDP
-            self._certified = _secure_noisy_max("zero_concentrated_divergence", self.gumbel_scale, self.sensitivity, self.rho)
+            self._certified = _secure_noisy_max(
+                "zero_concentrated_divergence", self.gumbel_scale, self.sensitivity, self.rho
+            )
 
     @classmethod
-    def from_weight(cls, *, beta: float, sensitivity: float, rng: np.random.Generator | None, secure: bool = False) -> "Exponential":
+    def from_weight(
+        cls, *, beta: float, sensitivity: float, rng: np.random.Generator | None, secure: bool = False
+    ) -> Exponential:
         """Weights exp(beta u_i) for utilities of sensitivity ``sensitivity``: costs 2 beta sensitivity."""
         beta = _check_positive(cls.__name__, "beta", beta)
         sensitivity = _check_positive(cls.__name__, "sensitivity", sensitivity)

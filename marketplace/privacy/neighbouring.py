@@ -24,8 +24,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["ADD_REMOVE_ONE", "BUDGET_RELATIONS", "REPLACE_ONE", "REPLACE_ONE_DISTINCT", "RELATIONS", "Neighbouring",
-           "add_remove_one", "replace_one", "replace_one_distinct"]
+__all__ = [
+    "ADD_REMOVE_ONE",
+    "BUDGET_RELATIONS",
+    "REPLACE_ONE",
+    "REPLACE_ONE_DISTINCT",
+    "RELATIONS",
+    "Neighbouring",
+    "add_remove_one",
+    "replace_one",
+    "replace_one_distinct",
+]
 
 REPLACE_ONE = "replace-one"
 REPLACE_ONE_DISTINCT = "replace-one keeping the owner's number of distinct points"
@@ -46,10 +55,14 @@ class Neighbouring:
 
     def __post_init__(self) -> None:
         if self.relation not in RELATIONS:
-            raise ValueError(f"The 'relation' parameter of Neighbouring must be one of {list(RELATIONS)}. "
-                             f"Got {self.relation!r} instead.")
+            raise ValueError(
+                f"The 'relation' parameter of Neighbouring must be one of {list(RELATIONS)}. "
+                f"Got {self.relation!r} instead."
+            )
         if not isinstance(self.record, str) or not self.record:
-            raise ValueError(f"The 'record' parameter of Neighbouring must be a non-empty string. Got {self.record!r} instead.")
+            raise ValueError(
+                f"The 'record' parameter of Neighbouring must be a non-empty string. Got {self.record!r} instead."
+            )
 
     def to_dict(self) -> dict[str, Any]:
         out = {"relation": self.relation, "record": self.record}

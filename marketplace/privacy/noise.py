@@ -42,7 +42,6 @@ False
 from __future__ import annotations
 
 import hashlib
-
 import os
 import secrets
 from dataclasses import dataclass
@@ -53,8 +52,21 @@ import numpy as np
 
 from marketplace import seeds
 
-__all__ = ["KEY_BYTES", "ORIGINS", "SUFFIX", "NoiseOrigin", "coins_note", "derive", "describe", "find_key_file", "origin_of",
-           "read_key", "resolve", "write_key", "write_keys"]
+__all__ = [
+    "KEY_BYTES",
+    "ORIGINS",
+    "SUFFIX",
+    "NoiseOrigin",
+    "coins_note",
+    "derive",
+    "describe",
+    "find_key_file",
+    "origin_of",
+    "read_key",
+    "resolve",
+    "write_key",
+    "write_keys",
+]
 
 KEY_BYTES = 32
 SUFFIX = ".noise_key"
@@ -76,9 +88,13 @@ class NoiseOrigin:
 
     def __post_init__(self) -> None:
         if self.kind not in ("seed", "key", "fresh"):
-            raise ValueError(f"The 'kind' of a NoiseOrigin must be 'seed', 'key' or 'fresh'. Got {self.kind!r} instead.")
+            raise ValueError(
+                f"The 'kind' of a NoiseOrigin must be 'seed', 'key' or 'fresh'. Got {self.kind!r} instead."
+            )
         if (self.key is None) != (self.kind == "seed"):
-            raise ValueError(f"A NoiseOrigin of kind {self.kind!r} {'takes no' if self.kind == 'seed' else 'needs a'} key")
+            raise ValueError(
+                f"A NoiseOrigin of kind {self.kind!r} {'takes no' if self.kind == 'seed' else 'needs a'} key"
+            )
         if self.key is not None and len(self.key) != KEY_BYTES:
             raise ValueError(f"A noise key must be {KEY_BYTES} bytes. Got {len(self.key)} bytes instead.")
 
@@ -113,7 +129,7 @@ def derive(seed: int, purpose: str, origin: NoiseOrigin | None) -> np.random.See
 
 
 def _words(key: bytes) -> list[int]:
-    return [int.from_bytes(key[i:i + 4], "little") for i in range(0, len(key), 4)]
+    return [int.from_bytes(key[i : i + 4], "little") for i in range(0, len(key), 4)]
 
 
 ORIGINS = ("seed", "key", "fresh", "secure")
@@ -127,18 +143,35 @@ def describe(origin: NoiseOrigin, party: str, *, secure: bool) -> dict[str, Any]
     reveals the exact value the noise was meant to hide). A request id adds nothing secret: it is
     in the scenario every party reads, like the seed."""
     if secure:
-        return {"origin": "secure", "source": "OS entropy (OpenDP's exact samplers, secure mode)", "reproducible": False,
-                "who_can_strip": "nobody"}
+        return {
+            "origin": "secure",
+            "source": "OS entropy (OpenDP's exact samplers, secure mode)",
+            "reproducible": False,
+            "who_can_strip": "nobody",
+        }
     per_request = f" and the request id ({origin.request})" if origin.request else ""
     if origin.kind == "seed":
-        return {"origin": "seed", "source": "the run seed" + per_request, "reproducible": True,
-                "who_can_strip": "anyone who knows the run seed: every party of this run (it is in the scenario each "
-                                 "party reads) and every reader of this report or the run's scenario file"}
+        return {
+            "origin": "seed",
+            "source": "the run seed" + per_request,
+            "reproducible": True,
+            "who_can_strip": "anyone who knows the run seed: every party of this run (it is in the scenario each "
+            "party reads) and every reader of this report or the run's scenario file",
+        }
     if origin.kind == "key":
-        return {"origin": "key", "source": f"the run seed{per_request} and {party}'s noise key", "reproducible": True,
-                "key_file": origin.where, "who_can_strip": f"only whoever can read {party}'s noise key file ({origin.where})"}
-    return {"origin": "fresh", "source": f"the run seed{per_request} and a key {party} drew from OS entropy and never wrote down",
-            "reproducible": False, "who_can_strip": "nobody"}
+        return {
+            "origin": "key",
+            "source": f"the run seed{per_request} and {party}'s noise key",
+            "reproducible": True,
+            "key_file": origin.where,
+            "who_can_strip": f"only whoever can read {party}'s noise key file ({origin.where})",
+        }
+    return {
+        "origin": "fresh",
+        "source": f"the run seed{per_request} and a key {party} drew from OS entropy and never wrote down",
+        "reproducible": False,
+        "who_can_strip": "nobody",
+    }
 
 
 def origin_of(described: dict[str, Any]) -> str:
@@ -162,13 +195,17 @@ def coins_note(described: dict[str, Any], coins: str) -> str | None:
     does not hold. None when nobody else can (a fresh key, secure mode)."""
     origin = origin_of(described)
     if origin == "seed":
-        return (f"{coins} come from this party's seed-derived noise stream: any party that knows the run seed (every "
-                "party of this run, and every reader of this report or the run's scenario file) can reproduce them, so "
-                "this ledger's eps does not hold against such a party")
+        return (
+            f"{coins} come from this party's seed-derived noise stream: any party that knows the run seed (every "
+            "party of this run, and every reader of this report or the run's scenario file) can reproduce them, so "
+            "this ledger's eps does not hold against such a party"
+        )
     if origin == "key":
         where = described.get("key_file") or "the party's noise key file"
-        return (f"{coins} come from this party's keyed noise stream: only whoever can read its noise key file ({where}) "
-                "can reproduce them, and against them this ledger's eps does not hold")
+        return (
+            f"{coins} come from this party's keyed noise stream: only whoever can read its noise key file ({where}) "
+            "can reproduce them, and against them this ledger's eps does not hold"
+        )
     return None
 
 
@@ -220,8 +257,10 @@ def read_key(path: str | Path, party: str) -> bytes:
     except ValueError:
         key = b""
     if len(key) != KEY_BYTES:
-        raise ValueError(f"{party}: noise key file {path}: expected one line of {2 * KEY_BYTES} hex digits "
-                         f"(a {KEY_BYTES}-byte key), got {len(body)} line(s) of other content")
+        raise ValueError(
+            f"{party}: noise key file {path}: expected one line of {2 * KEY_BYTES} hex digits "
+            f"(a {KEY_BYTES}-byte key), got {len(body)} line(s) of other content"
+        )
     return key
 
 

@@ -27,11 +27,18 @@ class Step:
 
     def __post_init__(self) -> None:
         if not isinstance(self.mechanism, str) or not self.mechanism:
-            raise fail(TypeError if not isinstance(self.mechanism, str) else ValueError,
-                       "mechanism", "Step", "a non-empty string", self.mechanism)
+            raise fail(
+                TypeError if not isinstance(self.mechanism, str) else ValueError,
+                "mechanism",
+                "Step",
+                "a non-empty string",
+                self.mechanism,
+            )
         if (self.eps is None) == (self.rho is None):
-            raise ValueError(f"Step {self.mechanism!r}: give exactly one of eps (pure or approximate DP) "
-                             f"and rho (zCDP). Got eps={self.eps!r}, rho={self.rho!r}.")
+            raise ValueError(
+                f"Step {self.mechanism!r}: give exactly one of eps (pure or approximate DP) "
+                f"and rho (zCDP). Got eps={self.eps!r}, rho={self.rho!r}."
+            )
         set_ = functools.partial(object.__setattr__, self)
         if self.eps is not None:
             set_("eps", positive(self.eps, "eps", "Step"))
@@ -67,7 +74,9 @@ def merged_steps(steps: Iterable[Step]) -> list[dict[str, Any]]:
 
 def describe_step(step: Step) -> str:
     """``1656 x mwem (eps=0.01)``: a step in a refusal's words."""
-    cost = f"rho={step.rho:g}" if step.rho is not None else f"eps={step.eps:g}" + (
-        f", delta={step.delta:g}" if step.delta else "")
+    cost = (
+        f"rho={step.rho:g}"
+        if step.rho is not None
+        else f"eps={step.eps:g}" + (f", delta={step.delta:g}" if step.delta else "")
+    )
     return f"{step.count} x {step.mechanism} ({cost})"
-

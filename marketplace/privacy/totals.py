@@ -14,8 +14,15 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from marketplace.privacy.composition import (MAX_OPTIMAL_STEPS, Guarantee, advanced, compose_delta, optimal,
-                                             zcdp_of_pure, zcdp_to_dp)
+from marketplace.privacy.composition import (
+    MAX_OPTIMAL_STEPS,
+    Guarantee,
+    advanced,
+    compose_delta,
+    optimal,
+    zcdp_of_pure,
+    zcdp_to_dp,
+)
 from marketplace.privacy.gdp import gaussian_eps
 from marketplace.privacy.steps import Step
 
@@ -106,8 +113,9 @@ def accountant_text(parts: Parts, steps: Iterable[Step]) -> str:
     return "; ".join(described) + "; the parts added by basic composition"
 
 
-def compose_groups(groups: dict[tuple[float, float], int], rho: float, theorem: str,
-                    slack: float, rho_cover: tuple = ("zcdp",)) -> tuple[Guarantee, Parts]:
+def compose_groups(
+    groups: dict[tuple[float, float], int], rho: float, theorem: str, slack: float, rho_cover: tuple = ("zcdp",)
+) -> tuple[Guarantee, Parts]:
     """See :class:`PrivacyLedger`: groups by the theorem (or basic), then basic across groups.
     ``rho_cover``: the steps the summed ``rho`` stands for (zCDP and/or Gaussian steps)."""
     if theorem == "zcdp":
@@ -135,8 +143,9 @@ def compose_groups(groups: dict[tuple[float, float], int], rho: float, theorem: 
     return Guarantee(eps, delta), tuple(parts)
 
 
-def compose_groups_zcdp(groups: dict[tuple[float, float], int], rho_steps: float, slack: float,
-                         rho_cover: tuple) -> tuple[Guarantee, Parts]:
+def compose_groups_zcdp(
+    groups: dict[tuple[float, float], int], rho_steps: float, slack: float, rho_cover: tuple
+) -> tuple[Guarantee, Parts]:
     """Under ``theorem="zcdp"``: pure steps and zCDP steps in zCDP, converted once with the whole
     slack (or pure steps by basic composition, when that is smaller and nothing else is in zCDP);
     approximate-DP steps added by basic composition."""

@@ -24,13 +24,15 @@ from typing import Any
 REFERENCES_ABSENT = "references_absent"
 """The report's top-level key: ``{figure key path: why it is absent}``."""
 
-NO_ROWS = ("this marketplace is described by its public schema (data.schema) and nobody holds every party's rows: "
-           "each owner and the consumer keep their own, and the server assembling the report holds none")
+NO_ROWS = (
+    "this marketplace is described by its public schema (data.schema) and nobody holds every party's rows: "
+    "each owner and the consumer keep their own, and the server assembling the report holds none"
+)
 """Why a figure that needs everyone's rows cannot be computed."""
 
 
 def why_absent(needs: str) -> str:
-    """"not computed: it needs ``needs``; <NO_ROWS>" (``needs``: what the figure is computed from)."""
+    """ "not computed: it needs ``needs``; <NO_ROWS>" (``needs``: what the figure is computed from)."""
     return f"not computed: it needs {needs}; {NO_ROWS}"
 
 
@@ -51,5 +53,7 @@ def absent_line(report: dict[str, Any], limit: int = 8) -> str | None:
         return None
     names = list(missing)
     shown = ", ".join(names[:limit]) + (f", and {len(names) - limit} more" if len(names) > limit else "")
-    return (f"{shown}: not computed, nobody holds every party's rows (data.schema); "
-            f"why each is missing: references_absent in report.json")
+    return (
+        f"{shown}: not computed, nobody holds every party's rows (data.schema); "
+        f"why each is missing: references_absent in report.json"
+    )

@@ -48,7 +48,7 @@ def sweep_table_head(title: str, caption: str, keys: list[str]):
 
 
 def relation_text(entry: dict[str, Any]) -> str:
-    """"replace-one: a row of D_v" from a ledger's ``neighbouring`` (or says that none is stated)."""
+    """ "replace-one: a row of D_v" from a ledger's ``neighbouring`` (or says that none is stated)."""
     relation = entry.get("neighbouring") or {}
     if not relation:
         return "neighbouring relation not stated"

@@ -24,8 +24,14 @@ CSV_FILE = "rounds.csv"
 PLOT_FILE = "rounds.png"
 
 
-def history_section(rounds: Iterable[Mapping[str, Any]], *, x: str, columns: Iterable[str],
-                    plot: Iterable[str] = (), about: Mapping[str, str] | None = None) -> dict[str, Any]:
+def history_section(
+    rounds: Iterable[Mapping[str, Any]],
+    *,
+    x: str,
+    columns: Iterable[str],
+    plot: Iterable[str] = (),
+    about: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     """The report's ``history``: ``rounds`` (one record per round, each a map of column -> value),
     ``columns`` in display order (``x`` first), ``plot`` (the numeric columns worth a panel each)
     and ``about`` (column -> what it holds). A record may leave a column out (it reads as null).
@@ -109,7 +115,7 @@ def plot_rounds(history: Mapping[str, Any], path: str | Path, *, title: str) -> 
         axis.set_xlabel(history["x"])
         axis.set_title(column, fontsize=10)
         axis.grid(alpha=0.3)
-    for axis in list(axes.flat)[len(panels):]:
+    for axis in list(axes.flat)[len(panels) :]:
         axis.set_visible(False)
     fig.suptitle(title)
     fig.tight_layout()

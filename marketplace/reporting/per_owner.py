@@ -46,19 +46,28 @@ class Exposure:
     not_protected: tuple[str, ...] = field(default_factory=tuple)
 
 
-def per_owner_section(owners: list[str], exposures: dict[str, list[Exposure]],
-                      privacy: dict[str, Any]) -> dict[str, Any]:
+def per_owner_section(
+    owners: list[str], exposures: dict[str, list[Exposure]], privacy: dict[str, Any]
+) -> dict[str, Any]:
     """``{"groups": [{"owners", "label", "observers": [...]}, ...]}``: each owner's exposures
     with their ledgers read from ``privacy``, identical owners grouped (first appearance first).
     With a single owner there are no other owners, and no row for them."""
     alone = len(owners) == 1  # no other owner to observe anything
-    rows = {owner: [_observer(owner, e, privacy) for e in exposures.get(owner, [])
-                    if not (alone and e.observer == OTHER_OWNERS)] for owner in owners}
+    rows = {
+        owner: [
+            _observer(owner, e, privacy) for e in exposures.get(owner, []) if not (alone and e.observer == OTHER_OWNERS)
+        ]
+        for owner in owners
+    }
     groups: dict[str, list[str]] = {}
     for owner in owners:
         groups.setdefault(json.dumps(rows[owner], sort_keys=True, default=str), []).append(owner)
-    return {"groups": [{"owners": members, "label": owner_ranges(members), "observers": rows[members[0]]}
-                       for members in groups.values()]}
+    return {
+        "groups": [
+            {"owners": members, "label": owner_ranges(members), "observers": rows[members[0]]}
+            for members in groups.values()
+        ]
+    }
 
 
 def _observer(owner: str, exposure: Exposure, privacy: dict[str, Any]) -> dict[str, Any]:
@@ -113,8 +122,10 @@ def owner_ranges(owners: list[str]) -> str:
 def per_owner_table(section: Any) -> Table:
     """The section as a table: one row per group of owners and observer. Bad or missing data gives
     a table that says so instead of raising."""
-    table = Table(title="what each owner gave up, and to whom (<owner>: each owner of the row; docs/privacy.md)",
-                  title_justify="left")
+    table = Table(
+        title="what each owner gave up, and to whom (<owner>: each owner of the row; docs/privacy.md)",
+        title_justify="left",
+    )
     for name in ("owners", "observer", "sees", "bounded by", "not protected"):
         table.add_column(name, overflow="fold")
     try:
@@ -122,15 +133,24 @@ def per_owner_table(section: Any) -> Table:
         for group in groups[:TABLE_GROUPS]:
             first = True
             for obs in group["observers"]:
-                table.add_row(str(group.get("label", "-")) if first else "", str(obs.get("observer", "-")),
-                              shorten(obs.get("sees", "-"), 320), _bounds(obs.get("ledgers") or []),
-                              "\n".join(f"• {shorten(t, 320)}" for t in obs.get("not_protected") or []) or "-")
+                table.add_row(
+                    str(group.get("label", "-")) if first else "",
+                    str(obs.get("observer", "-")),
+                    shorten(obs.get("sees", "-"), 320),
+                    _bounds(obs.get("ledgers") or []),
+                    "\n".join(f"• {shorten(t, 320)}" for t in obs.get("not_protected") or []) or "-",
+                )
                 first = False
             table.add_section()
         if len(groups) > TABLE_GROUPS:
             rest = sum(len(g.get("owners") or ()) for g in groups[TABLE_GROUPS:])
-            table.add_row(f"{len(groups) - TABLE_GROUPS} more groups ({rest} owners)", "", "",
-                          "in report.json (privacy_per_owner)", "")
+            table.add_row(
+                f"{len(groups) - TABLE_GROUPS} more groups ({rest} owners)",
+                "",
+                "",
+                "in report.json (privacy_per_owner)",
+                "",
+            )
         if section.get("unavailable"):
             table.add_row("-", "-", "-", f"not available: {shorten(str(section['unavailable']), 200)}", "-")
         elif not groups:
@@ -174,9 +194,11 @@ def _ledger_line(entry: Any) -> str:
     if entry.get("eps") is None:
         return f"{name}: no figure ({entry.get('note', 'none stated')})"
     relation = entry.get("neighbouring") if isinstance(entry.get("neighbouring"), dict) else {}
-    text = (f"{name}: eps = {fmt(entry.get('eps'))}, delta = {fmt(entry.get('delta'))} "
-            f"({entry.get('accountant') or 'accountant not stated'}; "
-            f"{relation.get('relation', 'relation not stated')}: {relation.get('record', '-')})")
+    text = (
+        f"{name}: eps = {fmt(entry.get('eps'))}, delta = {fmt(entry.get('delta'))} "
+        f"({entry.get('accountant') or 'accountant not stated'}; "
+        f"{relation.get('relation', 'relation not stated')}: {relation.get('record', '-')})"
+    )
     if relation.get("scope"):
         text += f"; scope: {shorten(relation['scope'], 320)}"
     noise = entry.get("noise")

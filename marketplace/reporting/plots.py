@@ -34,8 +34,9 @@ def eps_spent(ledgers: Mapping[str, list[dict[str, Any]]] | list[dict[str, Any]]
     for entries in per_owner.values():
         stated = [entry for entry in entries if isinstance(entry, dict) and entry.get("eps") is not None]
         if stated:
-            totals.append((math.fsum(entry["eps"] for entry in stated),
-                           math.fsum(entry.get("delta") or 0.0 for entry in stated)))
+            totals.append(
+                (math.fsum(entry["eps"] for entry in stated), math.fsum(entry.get("delta") or 0.0 for entry in stated))
+            )
     if not totals:
         return {EPS_SPENT: None, "delta_spent": None}
     eps, delta = max(totals)
@@ -48,8 +49,16 @@ def spent_axis(keys: list[str], is_privacy_key: Callable[[str], bool]) -> str | 
     return EPS_SPENT if keys and is_privacy_key(keys[0]) else None
 
 
-def sweep_figure(summary: list[dict[str, Any]], keys: list[str], path: str | Path, *, title: str, panels: list[Panel],
-                 x_column: str | None = None, x_label: str | None = None) -> None:
+def sweep_figure(
+    summary: list[dict[str, Any]],
+    keys: list[str],
+    path: str | Path,
+    *,
+    title: str,
+    panels: list[Panel],
+    x_column: str | None = None,
+    x_label: str | None = None,
+) -> None:
     """One panel per entry of ``panels``, x = ``keys[0]``, or the summary column ``x_column`` (its
     mean over repeats; e.g. ``EPS_SPENT``) when given, labelled ``x_label`` (default: the column,
     or :data:`EPS_SPENT_LABEL`). Methods marked per-series get one line per value of ``keys[1]`` (if

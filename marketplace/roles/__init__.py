@@ -76,8 +76,15 @@ class Role(ABC):
 
     def hello(self, protocol: str) -> Send:
         """This party's ``hello`` to the curator: its role, protocol, scenario and configuration fingerprint."""
-        return Send(CURATOR, Hello(role=self.role_name, protocol=protocol, scenario=self.scenario_name,
-                                   config=dict(self.config_fingerprint)))
+        return Send(
+            CURATOR,
+            Hello(
+                role=self.role_name,
+                protocol=protocol,
+                scenario=self.scenario_name,
+                config=dict(self.config_fingerprint),
+            ),
+        )
 
     @abstractmethod
     def start(self) -> list[Send]:

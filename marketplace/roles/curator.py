@@ -164,22 +164,39 @@ class CuratorBase(Role):
         expected_role = "consumer" if sender == CONSUMER else "owner" if sender in self._member_set() else None
         if expected_role is None:
             members = self.members()
-            raise ProtocolError(party=sender, kind="hello", reason=f"not a party of this run (owners: {', '.join(members[:5])}"
-                                                                   f"{', ...' if len(members) > 5 else ''}, consumer)")
+            raise ProtocolError(
+                party=sender,
+                kind="hello",
+                reason=f"not a party of this run (owners: {', '.join(members[:5])}"
+                f"{', ...' if len(members) > 5 else ''}, consumer)",
+            )
         if not open_ or sender in self.present:
-            raise ProtocolError(party=sender, kind="hello", reason="already said hello" if sender in self.present
-                                else "hellos are closed: the run has started")
+            raise ProtocolError(
+                party=sender,
+                kind="hello",
+                reason="already said hello" if sender in self.present else "hellos are closed: the run has started",
+            )
         problem = None
         if hello.role != expected_role or hello.protocol != self.protocol or hello.scenario != self.scenario_name:
-            problem = (f"expected role {expected_role!r}, protocol {self.protocol!r}, scenario {self.scenario_name!r}; "
-                       f"got role {hello.role!r}, protocol {hello.protocol!r}, scenario {hello.scenario!r}")
+            problem = (
+                f"expected role {expected_role!r}, protocol {self.protocol!r}, scenario {self.scenario_name!r}; "
+                f"got role {hello.role!r}, protocol {hello.protocol!r}, scenario {hello.scenario!r}"
+            )
         elif self.config_fingerprint:
             problem = differences(self.config_fingerprint, hello.config)
         if problem is None:
             self.present.add(sender)
             return None
-        refusal = Send(sender, Error(code="refused", detail=cut(f"refused at hello: {problem}", 2000), about_kind="hello",
-                                     about_msg_id=message.msg_id), reply_to=message.msg_id)
+        refusal = Send(
+            sender,
+            Error(
+                code="refused",
+                detail=cut(f"refused at hello: {problem}", 2000),
+                about_kind="hello",
+                about_msg_id=message.msg_id,
+            ),
+            reply_to=message.msg_id,
+        )
         log.warning("refused the hello of %s: %s", sender, problem)
         if sender == CONSUMER:
             return [refusal, *self._close(status="failed", reason=f"the consumer was refused at hello: {problem}")]
@@ -238,8 +255,10 @@ class CuratorBase(Role):
         report and exit status must not say it completed its part."""
         record = self.dropouts.get(party) or {}
         if record.get("declined"):
-            return Send(party, Shutdown(reason=cut(f"this owner declined the run (the run: {status}, {reason})", 2000),
-                                        status=status))
+            return Send(
+                party,
+                Shutdown(reason=cut(f"this owner declined the run (the run: {status}, {reason})", 2000), status=status),
+            )
         excluded = self.excluded_reason(party) if party != CONSUMER else None
         if excluded is not None:
             return Send(party, Shutdown(reason=cut(f"{excluded} (the run: {status}, {reason})", 2000), status="failed"))
@@ -265,8 +284,10 @@ class CuratorBase(Role):
         if self.phase != self.Phase.CLOSING:
             return False
         if peer == CONSUMER and peer in self.waiting_bye and self.closing_status == "completed":
-            self.failure = self.failure or (f"{self.end_reason}, but the consumer never confirmed it received the "
-                                            f"results (lost while closing" + (f": {reason})" if reason else ")"))
+            self.failure = self.failure or (
+                f"{self.end_reason}, but the consumer never confirmed it received the "
+                f"results (lost while closing" + (f": {reason})" if reason else ")")
+            )
         self.waiting_bye.discard(peer)
         self.done = not self.waiting_bye
         return True

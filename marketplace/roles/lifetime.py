@@ -28,8 +28,14 @@ from marketplace.messages import Envelope, ProtocolError
 from marketplace.messages.errors import cut
 from marketplace.messages.kinds import Bye, Error, Shutdown
 from marketplace.plugins import Exchange
-from marketplace.privacy.lifetime import (AlreadyCharged, BudgetDeclined, Declared, LedgerInputError, LifetimeLedger,
-                                          ledger_file)
+from marketplace.privacy.lifetime import (
+    AlreadyCharged,
+    BudgetDeclined,
+    Declared,
+    LedgerInputError,
+    LifetimeLedger,
+    ledger_file,
+)
 from marketplace.roles import CONSUMER, CURATOR, Role, Send
 
 DECLINED = "lifetime"
@@ -67,12 +73,22 @@ class Admission:
 
     def record(self) -> dict[str, Any]:
         """What the report says of this party's lifetime ledger for the run."""
-        cost = None if self.declared is None or self.declared.cost is None else {
-            "eps": self.declared.cost.eps, "delta": self.declared.cost.delta, "rho": self.declared.cost.rho}
-        return {"state": self.state, "request_id": self.request_id, "consumer": self.consumer,
-                "what": None if self.declared is None else self.declared.what, "cost": cost,
-                "relation": None if self.declared is None else self.declared.relation,
-                "reason": self.reason, "ledger": str(self.path), **self.after}
+        cost = (
+            None
+            if self.declared is None or self.declared.cost is None
+            else {"eps": self.declared.cost.eps, "delta": self.declared.cost.delta, "rho": self.declared.cost.rho}
+        )
+        return {
+            "state": self.state,
+            "request_id": self.request_id,
+            "consumer": self.consumer,
+            "what": None if self.declared is None else self.declared.what,
+            "cost": cost,
+            "relation": None if self.declared is None else self.declared.relation,
+            "reason": self.reason,
+            "ledger": str(self.path),
+            **self.after,
+        }
 
 
 def new_request_id() -> str:
@@ -114,8 +130,15 @@ def admit(config: Any, party: str, exchange: Exchange, *, request_id: str | None
     path = ledger_file(folder, name)
     record = f"a row of {name}'s data" if party != CONSUMER else f"a row of {name}'s target data"
     # an existing ledger keeps the budget, relation and filter it was created with
-    settings = {} if path.exists() else {"budget": (budget.epsilon, budget.delta), "filter": life.filter,
-                                         "relation": f"{life.relation} ({record})"}
+    settings = (
+        {}
+        if path.exists()
+        else {
+            "budget": (budget.epsilon, budget.delta),
+            "filter": life.filter,
+            "relation": f"{life.relation} ({record})",
+        }
+    )
     with LifetimeLedger.open(path, owner=name, **settings) as ledger:
         admission = Admission(party, path, request_id, life.consumer, declared, "nothing")
         if declared is None:
@@ -125,9 +148,15 @@ def admit(config: Any, party: str, exchange: Exchange, *, request_id: str | None
             if declared.cost is None:
                 ledger.decline(request_id, consumer=life.consumer, what=declared.what, reason=declared.unbounded)
             quota = life.consumer_quota if party != CONSUMER else None
-            ledger.reserve(request_id, declared.cost, consumer=life.consumer, what=declared.what,
-                           relation=declared.relation, fresh=True,
-                           quota=None if quota is None else (quota.epsilon, quota.delta))
+            ledger.reserve(
+                request_id,
+                declared.cost,
+                consumer=life.consumer,
+                what=declared.what,
+                relation=declared.relation,
+                fresh=True,
+                quota=None if quota is None else (quota.epsilon, quota.delta),
+            )
             admission.state = "reserved"
         except BudgetDeclined as err:
             admission.state, admission.reason = "declined", err.reason
@@ -147,9 +176,12 @@ def declared_release(config: Any, party: str, exchange: Exchange) -> Declared | 
 def _standing(ledger: LifetimeLedger) -> dict[str, Any]:
     spent = ledger.spent()
     left = ledger.limits.remaining(spent)  # from the same read: remaining() would read every row again
-    return {"filter": ledger.filter, "budget": {"eps": ledger.budget[0], "delta": ledger.budget[1]},
-            "spent": {k: v for k, v in spent._asdict().items() if v is not None},
-            "remaining": {k: v for k, v in left._asdict().items() if v is not None}}
+    return {
+        "filter": ledger.filter,
+        "budget": {"eps": ledger.budget[0], "delta": ledger.budget[1]},
+        "spent": {k: v for k, v in spent._asdict().items() if v is not None},
+        "remaining": {k: v for k, v in left._asdict().items() if v is not None},
+    }
 
 
 def _open_existing(path: Path, party: str) -> LifetimeLedger:
@@ -171,8 +203,10 @@ class DeclinedParty(Role):
         self.end_status = ""
 
     def start(self) -> list[Send]:
-        return [self.hello(self.protocol),
-                Send(CURATOR, Error(code="refused", detail=cut(f"declined: {self.reason}", 2000), about_kind=DECLINED))]
+        return [
+            self.hello(self.protocol),
+            Send(CURATOR, Error(code="refused", detail=cut(f"declined: {self.reason}", 2000), about_kind=DECLINED)),
+        ]
 
     def handle(self, message: Envelope) -> list[Send]:
         match message.body:
@@ -180,7 +214,9 @@ class DeclinedParty(Role):
                 self.end_status = status
                 self.done = True
                 return [Send(message.sender, Bye(), reply_to=message.msg_id)]
-        raise ProtocolError(party=message.sender, kind=message.kind, reason=f"this party declined the run: {cut(self.reason, 300)}")
+        raise ProtocolError(
+            party=message.sender, kind=message.kind, reason=f"this party declined the run: {cut(self.reason, 300)}"
+        )
 
     def result(self) -> dict[str, Any]:
         return {"declined": self.reason, "released": False}
@@ -192,8 +228,13 @@ def gate(config: Any, party: str, exchange: Exchange, build: Any) -> Role:
     (``role.lifetime``) until :func:`settle` reads it."""
     admission = admit(config, party, exchange)
     if admission is not None and not admission.admitted:
-        role: Role = DeclinedParty(party_id=party, role_name="consumer" if party == CONSUMER else "owner",
-                                   scenario_name=config.name, protocol=config.protocol, reason=admission.reason or "")
+        role: Role = DeclinedParty(
+            party_id=party,
+            role_name="consumer" if party == CONSUMER else "owner",
+            scenario_name=config.name,
+            protocol=config.protocol,
+            reason=admission.reason or "",
+        )
     else:
         role = build()
     role.lifetime = admission
@@ -209,5 +250,15 @@ def settle(role: Role) -> dict[str, Any] | None:
     return admission.settle(role.protocol_messages_sent > 0)
 
 
-__all__ = ["DECLINED", "Admission", "DeclinedParty", "admit", "declared_release", "gate", "ledger_folder",
-           "new_request_id", "request_id_of", "settle"]
+__all__ = [
+    "DECLINED",
+    "Admission",
+    "DeclinedParty",
+    "admit",
+    "declared_release",
+    "gate",
+    "ledger_folder",
+    "new_request_id",
+    "request_id_of",
+    "settle",
+]

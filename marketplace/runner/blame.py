@@ -49,5 +49,7 @@ def failure_lines(failed: list[tuple[str, int | None, str]]) -> list[str]:
             own.append(f"{party} exited with status {status}: {failure}")
         else:
             reported.append(f"{culprit} (according to {party}, which exited with status {status}): {failure}")
-    repeated = [f"{', '.join(parties)} exited with status {status}: {failure}" for (status, failure), parties in echoes.items()]
+    repeated = [
+        f"{', '.join(parties)} exited with status {status}: {failure}" for (status, failure), parties in echoes.items()
+    ]
     return own + reported + repeated

@@ -6,9 +6,9 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -74,8 +74,15 @@ class RunProgress:
 def round_progress(console: Console, label: str) -> Iterator[RunProgress]:
     """A :class:`RunProgress` for one run: a live display on a terminal, plain lines otherwise."""
     if console.is_terminal:
-        with Progress(SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), console=console, transient=True) as progress:
+        with Progress(
+            SpinnerColumn(),
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        ) as progress:
             shown = RunProgress(console, label, progress)
             try:
                 yield shown
@@ -95,8 +102,11 @@ def summary_tables(report: dict[str, Any]) -> list[Table]:
 
     exchange = plugins.exchange(report["protocol"])
     status = report["status"]
-    head = Table(title=f"{report['scenario']} ({report['protocol']}, seed {report['seed']}, driver {report['driver']})",
-                 show_header=False, title_justify="left")
+    head = Table(
+        title=f"{report['scenario']} ({report['protocol']}, seed {report['seed']}, driver {report['driver']})",
+        show_header=False,
+        title_justify="left",
+    )
     head.add_column(style="bold")
     head.add_column()
     head.add_row("status", f"[green]{status}[/]" if status == "completed" else f"[red]{status}[/]")
@@ -112,12 +122,18 @@ def summary_tables(report: dict[str, Any]) -> list[Table]:
     for name, text in rows[:2]:
         head.add_row(name, text)
     msgs = report["messages"]
-    head.add_row("messages", f"{msgs['total']} ({msgs['bytes'] / 1024:.1f} KiB), heartbeats {msgs['heartbeats']['sent']}, "
-                 f"sent/received agree: {msgs['consistency']['agree']}")
+    head.add_row(
+        "messages",
+        f"{msgs['total']} ({msgs['bytes'] / 1024:.1f} KiB), heartbeats {msgs['heartbeats']['sent']}, "
+        f"sent/received agree: {msgs['consistency']['agree']}",
+    )
     t = report["timing"]
     connect = f"; {t['connected']} parties connected in {t['connect_s']:.2f} s" if "connect_s" in t else ""
-    head.add_row("time", f"wall {t['wall_s']:.2f} s; compute {t['compute_s']:.2f} s, transport {t['transport_s']:.3f} s "
-                         f"(summed over parties){connect}")
+    head.add_row(
+        "time",
+        f"wall {t['wall_s']:.2f} s; compute {t['compute_s']:.2f} s, transport {t['transport_s']:.3f} s "
+        f"(summed over parties){connect}",
+    )
     for name, text in rows[2:]:
         head.add_row(name, text)
     missing = absent_line(report)
@@ -126,7 +142,9 @@ def summary_tables(report: dict[str, Any]) -> list[Table]:
     if (report.get("noise") or {}).get("summary"):
         head.add_row("noise", report["noise"]["summary"])
     if report.get("dropouts") and not lost:  # a report written before owners_lost existed
-        head.add_row("dropouts", shorten(", ".join(f"{k} (round {v.get('round', '-')})" for k, v in report["dropouts"].items())))
+        head.add_row(
+            "dropouts", shorten(", ".join(f"{k} (round {v.get('round', '-')})" for k, v in report["dropouts"].items()))
+        )
 
     parties = Table(title="parties", title_justify="left")
     for col in ("party", "pid", "status", "sent", "received", "KiB sent", "value"):
@@ -136,12 +154,26 @@ def summary_tables(report: dict[str, Any]) -> list[Table]:
     for p in shown:
         if p is None:  # where the owners left out are counted
             states = Counter(q.get("status") or "-" for q in hidden)
-            parties.add_row(f"{len(hidden)} more owners", "", ", ".join(f"{n} {state}" for state, n in states.most_common()),
-                            "", "", "", "in report.json")
+            parties.add_row(
+                f"{len(hidden)} more owners",
+                "",
+                ", ".join(f"{n} {state}" for state, n in states.most_common()),
+                "",
+                "",
+                "",
+                "in report.json",
+            )
             continue
         bp = msgs["by_party"].get(p["id"], {})
-        parties.add_row(p["id"], fmt(p.get("pid")), p.get("status") or "-", fmt(bp.get("sent", 0)), fmt(bp.get("received", 0)),
-                        f"{bp.get('bytes_sent', 0) / 1024:.1f}", fmt(value.get(p["id"])))
+        parties.add_row(
+            p["id"],
+            fmt(p.get("pid")),
+            p.get("status") or "-",
+            fmt(bp.get("sent", 0)),
+            fmt(bp.get("received", 0)),
+            f"{bp.get('bytes_sent', 0) / 1024:.1f}",
+            fmt(value.get(p["id"])),
+        )
     per_owner = [per_owner_table(report["privacy_per_owner"])] if "privacy_per_owner" in report else []
     return [head, *exchange.tables(report), *per_owner, parties]
 
@@ -161,7 +193,7 @@ def _party_rows(parties: list[dict[str, Any]]) -> tuple[list[dict[str, Any] | No
     others = [p for p in parties if p.get("role") != "owner"]
     room = max(1, PARTY_ROWS - len(others))
     trouble = [p for p in owners if p.get("status") != "completed"][:room]
-    shown_owners = trouble + [p for p in owners if p.get("status") == "completed"][:room - len(trouble)]
+    shown_owners = trouble + [p for p in owners if p.get("status") == "completed"][: room - len(trouble)]
     picked = {id(p) for p in shown_owners}
     hidden = [p for p in owners if id(p) not in picked]
     head = [p for p in others if p.get("role") != "consumer"]
@@ -180,7 +212,9 @@ def _lifetime_line(life: dict[str, Any]) -> str:
 def print_summary(console: Console, report: dict[str, Any], out_dir: str) -> None:
     for table in summary_tables(report):
         console.print(table)
-    console.print(f"report: {out_dir}/report.json  (messages.csv, rounds.csv, rounds.png, scenario.resolved.yaml, logs/)")
+    console.print(
+        f"report: {out_dir}/report.json  (messages.csv, rounds.csv, rounds.png, scenario.resolved.yaml, logs/)"
+    )
 
 
 @contextmanager
@@ -196,8 +230,15 @@ def sweep_progress(console: Console, total: int) -> Iterator[Callable[[Any, dict
     if not console.is_terminal:
         yield line
         return
-    with Progress(SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=console, transient=True) as progress:
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as progress:
         task = progress.add_task("sweep", total=total)
 
         def show(point: Any, row: dict[str, Any]) -> None:

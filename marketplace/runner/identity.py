@@ -18,6 +18,7 @@ from typing import Any
 from marketplace.scenario import Scenario
 from marketplace.scenario.fingerprint import fingerprint
 
+
 class ReportMismatch(ValueError):
     """Party reports that do not belong together, or to the scenario given (exit status 2)."""
 
@@ -33,7 +34,12 @@ def scenario_fingerprint(scenario: Scenario) -> str:
 def scenario_identity(scenario: Scenario) -> dict[str, Any]:
     """What a party report and a kit record about the scenario they were made for."""
     config = scenario.config
-    return {"name": config.name, "seed": config.seed, "protocol": config.protocol, "fingerprint": scenario_fingerprint(scenario)}
+    return {
+        "name": config.name,
+        "seed": config.seed,
+        "protocol": config.protocol,
+        "fingerprint": scenario_fingerprint(scenario),
+    }
 
 
 def check_reports(scenario: Scenario, reports: dict[str, dict[str, Any]], paths: dict[str, Path]) -> None:
@@ -46,15 +52,20 @@ def check_reports(scenario: Scenario, reports: dict[str, dict[str, Any]], paths:
             raise ReportMismatch(f"{path}: the report of party {rep.get('id')!r}, expected {party!r}")
         got = rep.get("scenario")
         if not isinstance(got, dict) or "fingerprint" not in got:
-            raise ReportMismatch(f"{path}: names no scenario (a report from an older marketplace version?): "
-                                 f"expected scenario {expected['name']!r} with fingerprint {expected['fingerprint']}")
+            raise ReportMismatch(
+                f"{path}: names no scenario (a report from an older marketplace version?): "
+                f"expected scenario {expected['name']!r} with fingerprint {expected['fingerprint']}"
+            )
         if got.get("fingerprint") != expected["fingerprint"]:
             raise ReportMismatch(
                 f"{path}: written for scenario {got.get('name')!r} (seed {got.get('seed')}, protocol {got.get('protocol')}, "
                 f"fingerprint {got.get('fingerprint')}), but the scenario given is {expected['name']!r} (seed {expected['seed']}, "
                 f"protocol {expected['protocol']}, fingerprint {expected['fingerprint']}): pass the scenario the parties ran "
-                f"(--scenario), with the same --set overrides")
+                f"(--scenario), with the same --set overrides"
+            )
     run_ids = {party: rep.get("run_id") for party, rep in reports.items()}
     if len(set(run_ids.values())) > 1:
         shown = ", ".join(f"{party} {rid!r}" for party, rid in run_ids.items())
-        raise ReportMismatch(f"the party reports come from different runs (run ids: {shown}): assemble the reports of one run only")
+        raise ReportMismatch(
+            f"the party reports come from different runs (run ids: {shown}): assemble the reports of one run only"
+        )

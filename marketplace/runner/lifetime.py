@@ -35,10 +35,13 @@ def lifetime_section(config: Any, parties: list[dict[str, Any]], declined: dict[
         return None
     records = {p["id"]: p["lifetime"] for p in parties if isinstance(p.get("lifetime"), dict)}
     owners = {party: record for party, record in records.items() if party.startswith("owner-")}
-    declined_ids = sorted({*declined, *(o for o, r in owners.items() if r.get("state") == "declined")},
-                          key=_owner_order)
+    declined_ids = sorted(
+        {*declined, *(o for o, r in owners.items() if r.get("state") == "declined")}, key=_owner_order
+    )
     if declined_ids:
-        named = ", ".join(declined_ids[:SHOWN]) + (f", and {len(declined_ids) - SHOWN} more" if len(declined_ids) > SHOWN else "")
+        named = ", ".join(declined_ids[:SHOWN]) + (
+            f", and {len(declined_ids) - SHOWN} more" if len(declined_ids) > SHOWN else ""
+        )
         summary = f"{len(declined_ids)} of {config.parties.owners} owners declined (lifetime budget): {named}"
     else:
         summary = f"no owner declined; {sum(1 for r in owners.values() if r.get('state') == 'committed')} charged"

@@ -30,8 +30,11 @@ def excluded_owners(curator: dict[str, Any]) -> dict[str, str]:
 def declined_owners(curator: dict[str, Any]) -> dict[str, str]:
     """Owner id -> why it declined the run under its lifetime budget (the curator's dropouts
     marked ``declined``)."""
-    return {str(o): str(r.get("reason") or "declined") for o, r in (curator.get("dropouts") or {}).items()
-            if isinstance(r, dict) and r.get("declined")}
+    return {
+        str(o): str(r.get("reason") or "declined")
+        for o, r in (curator.get("dropouts") or {}).items()
+        if isinstance(r, dict) and r.get("declined")
+    }
 
 
 def owners_lost(owners: int, curator: dict[str, Any]) -> dict[str, Any]:
@@ -54,8 +57,10 @@ def loss_failures(lost: dict[str, Any], nothing_released: str | None, declined: 
     if lost["owners"] and lost["count"] >= lost["owners"]:
         return [f"every owner was lost ({lost['summary']}): the protocol could not finish with its owners"]
     if lost["owners"] and lost["count"] + declined >= lost["owners"]:
-        return [f"every owner declined (its lifetime budget) or was lost ({declined} declined; {lost['summary']}): "
-                "nothing of the owners could be released"]
+        return [
+            f"every owner declined (its lifetime budget) or was lost ({declined} declined; {lost['summary']}): "
+            "nothing of the owners could be released"
+        ]
     if nothing_released:
         return [f"nothing from the owners reached the result: {nothing_released}"]
     return []

@@ -29,12 +29,25 @@ def noise_origin(config: ScenarioConfig, party: str) -> noise_keys.NoiseOrigin:
     return noise_keys.resolve(config.noise.source, party, folders, started_alone=True)
 
 
-def build_node(config: ScenarioConfig, party: str, *, world: World, run_id: str, exchange: ModuleType,
-               owner_data: Dataset | None = None, parties: frozenset[str] | None = None) -> Node:
+def build_node(
+    config: ScenarioConfig,
+    party: str,
+    *,
+    world: World,
+    run_id: str,
+    exchange: ModuleType,
+    owner_data: Dataset | None = None,
+    parties: frozenset[str] | None = None,
+) -> Node:
     """``party``'s role built from ``world`` (its share, or the whole world) with its noise origin,
     in a node of run ``run_id``. ``owner_data`` replaces an owner's generated share (its own rows);
     ``parties`` is the run's party ids, when the caller builds many nodes and computed them once."""
-    role = build_role(config, party, world=world, owner_data=owner_data, noise=noise_origin(config, party),
-                      exchange=exchange)
-    return Node(role, run_id=run_id, max_message_bytes=config.transport.max_message_bytes,
-                parties=parties if parties is not None else frozenset(party_ids(config)))
+    role = build_role(
+        config, party, world=world, owner_data=owner_data, noise=noise_origin(config, party), exchange=exchange
+    )
+    return Node(
+        role,
+        run_id=run_id,
+        max_message_bytes=config.transport.max_message_bytes,
+        parties=parties if parties is not None else frozenset(party_ids(config)),
+    )

@@ -43,8 +43,8 @@ from marketplace.runner.party_reports import (
 from marketplace.runner.scheduling import scheduling_policy, single_threaded_blas
 from marketplace.scenario import Scenario
 from marketplace.transport.host import serve_owners
-from marketplace.transport.node import Node
 from marketplace.transport.link_settings import DriverStats, LinkSettings
+from marketplace.transport.node import Node
 from marketplace.transport.zmq_driver import serve_curator, serve_party
 from marketplace.warm_imports import load_in_background
 
@@ -53,10 +53,20 @@ log = logging.getLogger(__name__)
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_RUN_FAILED = 0, 1, 2, 3
 
 
-def run_host(scenario: Scenario, parties: list[str], *, endpoint: str, run_id: str | None,
-             report_to: str | Path | None, hosted: bool = False, endpoint_file: str | None = None,
-             shares: Mapping[str, World] | None = None, data_files: Mapping[str, str | Path] | None = None,
-             test_file: str | Path | None = None, limits: ReadLimits | None = None) -> int:
+def run_host(
+    scenario: Scenario,
+    parties: list[str],
+    *,
+    endpoint: str,
+    run_id: str | None,
+    report_to: str | Path | None,
+    hosted: bool = False,
+    endpoint_file: str | None = None,
+    shares: Mapping[str, World] | None = None,
+    data_files: Mapping[str, str | Path] | None = None,
+    test_file: str | Path | None = None,
+    limits: ReadLimits | None = None,
+) -> int:
     """Build the nodes of ``parties`` and serve them from this process until the run ends; returns
     the process exit status (module docstring; 3 when the run failed for any of them, each
     party's report says which).
@@ -75,8 +85,10 @@ def run_host(scenario: Scenario, parties: list[str], *, endpoint: str, run_id: s
     config = scenario.config
     settings = link_settings(scenario)
     check_own_keys(scenario, settings, parties)
-    own = {party: own_rows(config, party, data=(data_files or {}).get(party), test=test_file, limits=limits)
-           for party in parties}
+    own = {
+        party: own_rows(config, party, data=(data_files or {}).get(party), test=test_file, limits=limits)
+        for party in parties
+    }
     exchange = plugins.exchange(config.protocol)  # resolved once for every node, and passed along
     if shares is None:
         world = make_world(config, exchange)
@@ -84,8 +96,18 @@ def run_host(scenario: Scenario, parties: list[str], *, endpoint: str, run_id: s
         del world
     ids = frozenset(party_ids(config))  # one set for every node
     rid = run_id or default_run_id(scenario)
-    nodes = [build_node(config, party, world=with_own_rows(shares[party], own[party]), run_id=rid, exchange=exchange,
-                        owner_data=own[party].get("owner"), parties=ids) for party in parties]
+    nodes = [
+        build_node(
+            config,
+            party,
+            world=with_own_rows(shares[party], own[party]),
+            run_id=rid,
+            exchange=exchange,
+            owner_data=own[party].get("owner"),
+            parties=ids,
+        )
+        for party in parties
+    ]
     # after the roles are built (see marketplace.warm_imports)
     load_in_background(tuple(dict.fromkeys(name for node in nodes for name in node.role.warm_imports)))
     identity = scenario_identity(scenario)  # one for every node's report
@@ -95,16 +117,24 @@ def run_host(scenario: Scenario, parties: list[str], *, endpoint: str, run_id: s
         if report_file is None:
             return
         wall_s = time.perf_counter() - started
-        reports = [party_report(node, role_name=node.role.role_name, wall_s=wall_s, driver=driver_of(node),
-                                identity=identity) for node in nodes]
+        reports = [
+            party_report(node, role_name=node.role.role_name, wall_s=wall_s, driver=driver_of(node), identity=identity)
+            for node in nodes
+        ]
         if hosted:
             write_json(report_file, host_bundle(parties, reports), indent=None)
         else:
             write_json(report_file, reports[0])
 
     if hosted:
-        log.info("owner host (pid %d) serving %d owners (%s..%s): %s", os.getpid(), len(parties), parties[0],
-                 parties[-1], endpoint)
+        log.info(
+            "owner host (pid %d) serving %d owners (%s..%s): %s",
+            os.getpid(),
+            len(parties),
+            parties[0],
+            parties[-1],
+            endpoint,
+        )
     else:
         log.info("%s (pid %d) starting: %s", parties[0], os.getpid(), endpoint)
     try:
@@ -129,15 +159,20 @@ def run_host(scenario: Scenario, parties: list[str], *, endpoint: str, run_id: s
         else:
             log.info("%s finished", parties[0])
     elif failed:
-        log.error("run failed for %d of %d hosted owners (%s)", len(failed), len(nodes),
-                  ", ".join(node.party_id for node in failed[:10]))
+        log.error(
+            "run failed for %d of %d hosted owners (%s)",
+            len(failed),
+            len(nodes),
+            ", ".join(node.party_id for node in failed[:10]),
+        )
     else:
         log.info("owner host finished: %d owners", len(nodes))
     return EXIT_RUN_FAILED if failed else EXIT_OK
 
 
-def _serve(nodes: list[Node], endpoint: str, settings: LinkSettings, *, hosted: bool,
-           endpoint_file: str | None) -> dict[str, DriverStats]:
+def _serve(
+    nodes: list[Node], endpoint: str, settings: LinkSettings, *, hosted: bool, endpoint_file: str | None
+) -> dict[str, DriverStats]:
     """Serve ``nodes`` to the end; each one's driver statistics by party id."""
     if hosted:
         return serve_owners(nodes, endpoint, settings)
@@ -156,16 +191,35 @@ def _announce(endpoint: str, endpoint_file: str | None) -> None:
         os.replace(tmp, endpoint_file)
 
 
-def forked_main(scenario: Scenario, parties: list[str], shares: dict[str, World], endpoint: str, report_to: str,
-                run_id: str, endpoint_file: str | None, log_path: str, hosted: bool) -> None:
+def forked_main(
+    scenario: Scenario,
+    parties: list[str],
+    shares: dict[str, World],
+    endpoint: str,
+    report_to: str,
+    run_id: str,
+    endpoint_file: str | None,
+    log_path: str,
+    hosted: bool,
+) -> None:
     """Entry point of a party or an owner host forked by the runner's forkserver (modules already
     imported, the parties' shares handed over): the same as `marketplace <role>` or `marketplace
     owners`, minus the start-up cost."""
     import sys
 
     _child_setup(log_path, host_label(parties))
-    sys.exit(run_host(scenario, parties, endpoint=endpoint, report_to=report_to, run_id=run_id, hosted=hosted,
-                      endpoint_file=endpoint_file, shares=shares))
+    sys.exit(
+        run_host(
+            scenario,
+            parties,
+            endpoint=endpoint,
+            report_to=report_to,
+            run_id=run_id,
+            hosted=hosted,
+            endpoint_file=endpoint_file,
+            shares=shares,
+        )
+    )
 
 
 def _child_setup(log_path: str, label: str) -> None:
@@ -179,5 +233,6 @@ def _child_setup(log_path: str, label: str) -> None:
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
-    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {label} %(levelname)s %(message)s", stream=sys.stderr,
-                        force=True)
+    logging.basicConfig(
+        level=logging.INFO, format=f"%(asctime)s {label} %(levelname)s %(message)s", stream=sys.stderr, force=True
+    )

@@ -31,8 +31,15 @@ if TYPE_CHECKING:
     from marketplace.transport.node import Node
 
 
-def party_report(node: Node, *, role_name: str, wall_s: float, driver: dict[str, Any],
-                 scenario: Scenario | None = None, identity: dict[str, Any] | None = None) -> dict[str, Any]:
+def party_report(
+    node: Node,
+    *,
+    role_name: str,
+    wall_s: float,
+    driver: dict[str, Any],
+    scenario: Scenario | None = None,
+    identity: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """This party's part of the run report. It names the run and the scenario (``scenario``, or its
     :func:`scenario_identity` already computed: an owner host writes hundreds of reports), so that
     ``marketplace assemble`` can refuse reports of another run."""
@@ -89,8 +96,9 @@ def read_reports(path: Path) -> list[dict[str, Any]]:
     return found if found is not None else [data]
 
 
-def find_party_reports(folder: Path, parties: list[str], *, wait_s: float = 0.0
-                       ) -> tuple[dict[str, dict[str, Any]], dict[str, Path], dict[str, str]]:
+def find_party_reports(
+    folder: Path, parties: list[str], *, wait_s: float = 0.0
+) -> tuple[dict[str, dict[str, Any]], dict[str, Path], dict[str, str]]:
     """Find the report of every party in ``parties`` among the files of ``folder``.
 
     Returns (reports, paths, problems): each found party's report and the file it came from, and
@@ -115,8 +123,10 @@ def find_party_reports(folder: Path, parties: list[str], *, wait_s: float = 0.0
         if party in reports:
             continue
         own = folder / f"{party}.json"
-        problems[party] = unreadable.get(own) or (f"no report at {own}" + (
-            f" nor in any owner host's file ({'; '.join(unreadable.values())})" if unreadable else ""))
+        problems[party] = unreadable.get(own) or (
+            f"no report at {own}"
+            + (f" nor in any owner host's file ({'; '.join(unreadable.values())})" if unreadable else "")
+        )
     return reports, paths, problems
 
 
@@ -142,7 +152,9 @@ def _scan(folder: Path, wanted: set[str]) -> tuple[dict[str, dict[str, Any]], di
             found = [(rep.get("id"), rep) for rep in hosted if rep.get("id") in wanted]
         for party, rep in found:
             if party in reports:
-                raise ReportMismatch(f"two reports of {party}: {paths[party]} and {path} (files of two runs in one "
-                                     f"folder?): keep one run's files only")
+                raise ReportMismatch(
+                    f"two reports of {party}: {paths[party]} and {path} (files of two runs in one "
+                    f"folder?): keep one run's files only"
+                )
             reports[party], paths[party] = rep, path
     return reports, paths, unreadable

@@ -105,8 +105,9 @@ def owners_per_host_limit(files: int | None = None) -> int:
     return max(1, (files - HOST_SPARE_FILES) // FILES_PER_OWNER)
 
 
-def owner_hosts(owners: list[str], per_process: int | str, cores: int | None = None, *,
-                files: int | None = None) -> list[list[str]]:
+def owner_hosts(
+    owners: list[str], per_process: int | str, cores: int | None = None, *, files: int | None = None
+) -> list[list[str]]:
     """Split the owners into the groups one OS process each serves, in order. ``auto``: one group
     per core (at most one per owner), as even as possible (sizes differ by at most one), and more
     groups when one per core would not fit a host's owners in its open-files limit
@@ -142,22 +143,49 @@ def _spawn(cmd: list[str], party: str, log_dir: Path, parties: list[str] | None 
     for var in BLAS_ENV:
         env.setdefault(var, "1")  # one process per party is the parallelism (see single_threaded_blas)
     with log_path.open("wb") as out:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
-                                preexec_fn=start_as_party, close_fds=True)
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            preexec_fn=start_as_party,
+            close_fds=True,
+        )
     return Child(party, proc, log_path, parties=list(parties or ()))
 
 
-def _fork(scenario: Scenario, parties: list[str], shares: dict[str, World], endpoint: str, report_to: Path,
-          run_id: str, log_dir: Path, *, hosted: bool = False, endpoint_file: Path | None = None) -> Child:
+def _fork(
+    scenario: Scenario,
+    parties: list[str],
+    shares: dict[str, World],
+    endpoint: str,
+    report_to: Path,
+    run_id: str,
+    log_dir: Path,
+    *,
+    hosted: bool = False,
+    endpoint_file: Path | None = None,
+) -> Child:
     """A party (or, ``hosted``, an owner host) forked from the forkserver and handed its shares."""
     from marketplace.runner.party_process import forked_main
 
     label = host_label(parties)
     log_path = log_dir / f"{label}.log"
     process = forkserver_context().Process(
-        target=forked_main, name=label,
-        args=(scenario, parties, shares, endpoint, str(report_to), run_id, str(endpoint_file) if endpoint_file else None,
-              str(log_path), hosted),
+        target=forked_main,
+        name=label,
+        args=(
+            scenario,
+            parties,
+            shares,
+            endpoint,
+            str(report_to),
+            run_id,
+            str(endpoint_file) if endpoint_file else None,
+            str(log_path),
+            hosted,
+        ),
     )
     process.start()
     return Child(label, _ForkedProcess(process), log_path, parties=list(parties))
@@ -173,9 +201,16 @@ def last_line(path: Path, limit: int = 300) -> str:
     return cut(lines[-1], limit) if lines else ""
 
 
-def run_processes(scenario: Scenario, scenario_path: Path, out_dir: Path, run_id: str,
-                  on_round: Callable[[int, int], None] | None = None, *, launch: Launch = "forkserver",
-                  world: World | None = None) -> ProcessRun:
+def run_processes(
+    scenario: Scenario,
+    scenario_path: Path,
+    out_dir: Path,
+    run_id: str,
+    on_round: Callable[[int, int], None] | None = None,
+    *,
+    launch: Launch = "forkserver",
+    world: World | None = None,
+) -> ProcessRun:
     """Start every party, wait for all of them (with timeouts), and return how each one ended.
 
     ``launch="forkserver"`` needs ``world``: each forked party is handed its own share of it.
@@ -189,14 +224,23 @@ def run_processes(scenario: Scenario, scenario_path: Path, out_dir: Path, run_id
     endpoint_file = out_dir / "curator.endpoint"
     endpoint_file.unlink(missing_ok=True)
     try:
+
         def start(party: str, endpoint: str, **extra) -> Child:
             report = report_dir / f"{party}.json"
             if launch == "forkserver":
-                return _fork(scenario, [party], {party: share_of(world, party)}, endpoint, report, run_id, log_dir,
-                             **extra)
+                return _fork(
+                    scenario, [party], {party: share_of(world, party)}, endpoint, report, run_id, log_dir, **extra
+                )
             role = role_of(party)
-            cmd = party_command(role, scenario=scenario_path, endpoint=endpoint, report=report, run_id=run_id,
-                                id=party if role == "owner" else None, endpoint_file=extra.get("endpoint_file"))
+            cmd = party_command(
+                role,
+                scenario=scenario_path,
+                endpoint=endpoint,
+                report=report,
+                run_id=run_id,
+                id=party if role == "owner" else None,
+                endpoint_file=extra.get("endpoint_file"),
+            )
             return _spawn(cmd, party, log_dir)
 
         if launch == "forkserver" and world is None:
@@ -214,16 +258,37 @@ def run_processes(scenario: Scenario, scenario_path: Path, out_dir: Path, run_id
             if len(group) == 1:
                 run.children.append(start(group[0], endpoint))
             elif launch == "forkserver":
-                run.children.append(_fork(scenario, group, {o: share_of(world, o) for o in group}, endpoint,
-                                          report_dir, run_id, log_dir, hosted=True))
+                run.children.append(
+                    _fork(
+                        scenario,
+                        group,
+                        {o: share_of(world, o) for o in group},
+                        endpoint,
+                        report_dir,
+                        run_id,
+                        log_dir,
+                        hosted=True,
+                    )
+                )
             else:
-                cmd = party_command("owners", ids=",".join(group), scenario=scenario_path, endpoint=endpoint,
-                                    report_dir=report_dir, run_id=run_id)
+                cmd = party_command(
+                    "owners",
+                    ids=",".join(group),
+                    scenario=scenario_path,
+                    endpoint=endpoint,
+                    report_dir=report_dir,
+                    run_id=run_id,
+                )
                 run.children.append(_spawn(cmd, host_label(group), log_dir, parties=group))
-        _watch(run, curator, deadline=time.monotonic() + t.run_timeout_s + t.start_timeout_s,
-               grace_s=link_settings(scenario).heartbeat_timeout_s + 5.0,  # the parties' own, stretched with K
-               finish_s=t.finish_timeout_s,
-               dropouts=lambda: _dropouts(report_dir / f"{CURATOR}.json"), on_round=on_round)
+        _watch(
+            run,
+            curator,
+            deadline=time.monotonic() + t.run_timeout_s + t.start_timeout_s,
+            grace_s=link_settings(scenario).heartbeat_timeout_s + 5.0,  # the parties' own, stretched with K
+            finish_s=t.finish_timeout_s,
+            dropouts=lambda: _dropouts(report_dir / f"{CURATOR}.json"),
+            on_round=on_round,
+        )
     finally:
         for child in run.children:
             if child.proc.poll() is None:
@@ -263,8 +328,16 @@ def _wait_for_endpoint(curator: Child, endpoint_file: Path, timeout_s: float) ->
     return None
 
 
-def _watch(run: ProcessRun, curator: Child, *, deadline: float, grace_s: float, on_round: Callable[[int, int], None] | None,
-           finish_s: float = 0.0, dropouts: Callable[[], set[str]] = set) -> None:
+def _watch(
+    run: ProcessRun,
+    curator: Child,
+    *,
+    deadline: float,
+    grace_s: float,
+    on_round: Callable[[int, int], None] | None,
+    finish_s: float = 0.0,
+    dropouts: Callable[[], set[str]] = set,
+) -> None:
     """Wait until every child exits. After the curator exits, the others get ``grace_s`` to follow;
     past that, a child still computing (CPU time still growing: an owner fitting its model after
     its ``bye``) that serves no dropped party gets up to ``finish_s`` from the curator's exit."""
@@ -296,11 +369,15 @@ def _watch(run: ProcessRun, curator: Child, *, deadline: float, grace_s: float, 
         if curator_exit_at is None and not others_alive:
             others_done_at = others_done_at if others_done_at is not None else now
             if now - others_done_at > grace_s:  # everyone else left (lost contact with a hung curator)
-                run.failure = run.failure or (f"the curator was still running {grace_s:g} s after every other party had "
-                                              f"ended (hung?); killed: {last_line(curator.log_path)}")
+                run.failure = run.failure or (
+                    f"the curator was still running {grace_s:g} s after every other party had "
+                    f"ended (hung?); killed: {last_line(curator.log_path)}"
+                )
                 return
         if now > deadline:
-            run.failure = f"run timed out (transport.run_timeout_s); killed {', '.join(p for c in alive for p in c.parties)}"
+            run.failure = (
+                f"run timed out (transport.run_timeout_s); killed {', '.join(p for c in alive for p in c.parties)}"
+            )
             return
         _wait_for_an_exit(alive, WATCH_EVERY_S)
 

@@ -10,7 +10,9 @@ from typing import Any
 from marketplace.transport.counters import HEARTBEAT
 
 
-def message_summary(parties: list[dict[str, Any]], *, dropped: set[str] | frozenset[str] = frozenset()) -> dict[str, Any]:
+def message_summary(
+    parties: list[dict[str, Any]], *, dropped: set[str] | frozenset[str] = frozenset()
+) -> dict[str, Any]:
     """Totals per kind and per party from the senders' counters, checked against the receivers'.
 
     Heartbeats are counted apart: their number depends on timing, protocol messages do not. Frames
@@ -21,7 +23,9 @@ def message_summary(parties: list[dict[str, Any]], *, dropped: set[str] | frozen
     whether every other count matches.
     """
     by_kind: dict[str, dict[str, int]] = defaultdict(lambda: {"count": 0, "bytes": 0})
-    by_party: dict[str, dict[str, int]] = defaultdict(lambda: {"sent": 0, "received": 0, "bytes_sent": 0, "bytes_received": 0})
+    by_party: dict[str, dict[str, int]] = defaultdict(
+        lambda: {"sent": 0, "received": 0, "bytes_sent": 0, "bytes_received": 0}
+    )
     heartbeats = {"sent": 0, "received": 0, "bytes": 0}
     sent_keys: dict[tuple[str, str, str], int] = defaultdict(int)
     recv_keys: dict[tuple[str, str, str], int] = defaultdict(int)
@@ -56,7 +60,13 @@ def message_summary(parties: list[dict[str, Any]], *, dropped: set[str] | frozen
         if counters.get("rejected"):
             rejected[party["id"]] = counters["rejected"]
     differences = [
-        {"sender": s, "receiver": r, "kind": k, "sent": sent_keys.get((s, r, k), 0), "received": recv_keys.get((s, r, k), 0)}
+        {
+            "sender": s,
+            "receiver": r,
+            "kind": k,
+            "sent": sent_keys.get((s, r, k), 0),
+            "received": recv_keys.get((s, r, k), 0),
+        }
         for (s, r, k) in sorted(set(sent_keys) | set(recv_keys))
         if sent_keys.get((s, r, k), 0) != recv_keys.get((s, r, k), 0)
     ]
@@ -71,8 +81,11 @@ def message_summary(parties: list[dict[str, Any]], *, dropped: set[str] | frozen
         "rejected": rejected,
         "strangers": strangers,
         "consistency": {
-            "sent": sum(sent_keys.values()), "received": sum(recv_keys.values()),
-            "agree": not mismatches, "mismatches": mismatches, "explained_by_dropouts": explained,
+            "sent": sum(sent_keys.values()),
+            "received": sum(recv_keys.values()),
+            "agree": not mismatches,
+            "mismatches": mismatches,
+            "explained_by_dropouts": explained,
         },
     }
 
@@ -87,7 +100,12 @@ def timing_summary(parties: list[dict[str, Any]], wall_s: float, extra_transport
         tr = t.get("codec_s", 0.0) + t.get("io_s", 0.0)
         compute += c
         transport += tr
-        per_party[p["id"]] = {"compute_s": c, "transport_s": tr, "idle_s": t.get("idle_s", 0.0), "wall_s": t.get("wall_s")}
+        per_party[p["id"]] = {
+            "compute_s": c,
+            "transport_s": tr,
+            "idle_s": t.get("idle_s", 0.0),
+            "wall_s": t.get("wall_s"),
+        }
     out = {"wall_s": wall_s, "compute_s": compute, "transport_s": transport + extra_transport_s, "by_party": per_party}
     curator = next((p for p in parties if p.get("id") == "curator"), None)
     driver = (curator or {}).get("driver") or {}

@@ -34,8 +34,9 @@ def report_schema() -> dict[str, Any]:
             continue
         for key in fragment["properties"]:
             schema["properties"].setdefault(key, {"description": "A protocol section; see the protocol's entry."})
-        branches.append({"if": {"properties": {"protocol": {"const": name}}, "required": ["protocol"]},
-                         "then": fragment})
+        branches.append(
+            {"if": {"properties": {"protocol": {"const": name}}, "required": ["protocol"]}, "then": fragment}
+        )
     if branches:
         schema["allOf"] = branches
     return schema
@@ -49,8 +50,10 @@ def report_problems(report: Any) -> list[str]:
     import jsonschema
 
     validator = jsonschema.Draft202012Validator(report_schema())
-    return [f"{'/'.join(map(str, error.absolute_path)) or '<top>'}: {error.message[:300]}"
-            for error in sorted(validator.iter_errors(report), key=lambda e: list(map(str, e.absolute_path)))]
+    return [
+        f"{'/'.join(map(str, error.absolute_path)) or '<top>'}: {error.message[:300]}"
+        for error in sorted(validator.iter_errors(report), key=lambda e: list(map(str, e.absolute_path)))
+    ]
 
 
 def _type(spec: dict[str, Any], defs: dict[str, Any]) -> str:
@@ -85,8 +88,11 @@ def _rows(properties: dict[str, Any], required: list[str], defs: dict[str, Any],
         elif spec.get("type") == "array" and isinstance(spec.get("items"), dict) and spec["items"].get("properties"):
             inner = spec["items"]
             key = f"{key}[]"
-        if inner.get("properties") and inner is not spec or (spec.get("properties") and len(spec["properties"]) > 1
-                                                              and not prefix):
+        if (
+            inner.get("properties")
+            and inner is not spec
+            or (spec.get("properties") and len(spec["properties"]) > 1 and not prefix)
+        ):
             rows += _rows(inner["properties"], inner.get("required", []), defs, prefix=f"{prefix}{key}.")
     return rows
 
@@ -112,7 +118,7 @@ def markdown() -> str:
         "Every run writes `report.json` in its run folder (see the README for the folder's other files). "
         "The JSON Schema it follows ships with the package as `marketplace/report.schema.json` (draft 2020-12); "
         "any JSON Schema validator checks a report against it, for example "
-        "`python -c \"import json, jsonschema; from marketplace.runner.report_schema import report_schema; "
+        '`python -c "import json, jsonschema; from marketplace.runner.report_schema import report_schema; '
         "jsonschema.validate(json.load(open('RUN/report.json')), report_schema())\"`.",
         "",
         "The top-level keys are fixed: a report holds the keys common to every protocol and its protocol's "

@@ -11,26 +11,26 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
+from marketplace import plugins
 from marketplace.parties import make_world, party_ids, role_of
+from marketplace.plugins import Exchange
 from marketplace.privacy import noise as noise_keys
+from marketplace.reporting.history import write_history_files
 from marketplace.roles import CURATOR
 from marketplace.runner.assemble import assemble_report
 from marketplace.runner.blame import failure_lines
+from marketplace.runner.forkserver import forkserver_context
 from marketplace.runner.json_files import write_json
+from marketplace.runner.lifetime import with_request_id
+from marketplace.runner.losses import excluded_owners
 from marketplace.runner.nodes import build_node, default_run_id
 from marketplace.runner.party_process import EXIT_OK, EXIT_RUN_FAILED
 from marketplace.runner.party_reports import party_report, read_reports
-from marketplace.runner.scheduling import single_threaded_blas
-from marketplace.runner.forkserver import forkserver_context
-from marketplace.reporting.history import write_history_files
-from marketplace.runner.losses import excluded_owners
-from marketplace.runner.lifetime import with_request_id
 from marketplace.runner.processes import Launch, last_line, run_processes
 from marketplace.runner.report import write_messages_csv
+from marketplace.runner.scheduling import single_threaded_blas
 from marketplace.scenario import Scenario, ScenarioError
 from marketplace.transport.inprocess import StalledRun, run_inprocess
-from marketplace import plugins
-from marketplace.plugins import Exchange
 
 log = logging.getLogger(__name__)
 Driver = Literal["processes", "inprocess"]

@@ -37,8 +37,10 @@ def write_shares(scenario: Scenario, out: str | Path) -> dict[str, Path]:
     the files written, by party (``market`` for the market file). ``out`` must be new or empty."""
     config = scenario.config
     if config.data.schema_only:
-        raise ValueError("data.schema: this scenario is already described by its public schema; shares are written "
-                         "from a simulated one (data.source)")
+        raise ValueError(
+            "data.schema: this scenario is already described by its public schema; shares are written "
+            "from a simulated one (data.source)"
+        )
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ValueError(f"--out {out}: expected a new or empty folder")
@@ -54,8 +56,10 @@ def write_shares(scenario: Scenario, out: str | Path) -> dict[str, Path]:
     written["test"] = _write_csv(out / "test.csv", world.test, group)
     lower, upper = _public_ranges(scenario, parts)
     schema: dict[str, Any] = {
-        "features": [{"name": name, "lower": lo, "upper": hi}
-                     for name, lo, hi in zip(world.validation.feature_names, lower, upper)],
+        "features": [
+            {"name": name, "lower": lo, "upper": hi}
+            for name, lo, hi in zip(world.validation.feature_names, lower, upper)
+        ],
         "label": {"name": "label", "classes": classes},
     }
     if group is not None:
@@ -65,13 +69,16 @@ def write_shares(scenario: Scenario, out: str | Path) -> dict[str, Path]:
     raw = protocol_sections(copy.deepcopy(scenario.raw))
     raw["data"] = {"schema": schema, "consumer": raw["data"].get("consumer", {}), "seed_set": {"size": 0}}
     raw.pop("sweep", None)
-    raw["description"] = (f"{config.name}'s parties as files of their own (written by `marketplace shares`): each "
-                          f"owner's rows in owner-<i>.csv, the consumer's target and test set in target.csv and "
-                          f"test.csv. The data are described by their public schema only.")
-    text = ("# A marketplace described by the public schema of its parties' own files (marketplace shares).\n"
-            "# The feature ranges below were taken from the simulated rows or the scenario's public bounds;\n"
-            "# a real consortium agrees on them without looking at anybody's rows.\n"
-            + yaml.safe_dump(raw, sort_keys=False))
+    raw["description"] = (
+        f"{config.name}'s parties as files of their own (written by `marketplace shares`): each "
+        f"owner's rows in owner-<i>.csv, the consumer's target and test set in target.csv and "
+        f"test.csv. The data are described by their public schema only."
+    )
+    text = (
+        "# A marketplace described by the public schema of its parties' own files (marketplace shares).\n"
+        "# The feature ranges below were taken from the simulated rows or the scenario's public bounds;\n"
+        "# a real consortium agrees on them without looking at anybody's rows.\n" + yaml.safe_dump(raw, sort_keys=False)
+    )
     (out / "market.yaml").write_text(text)
     written["market"] = out / "market.yaml"
     return written
@@ -96,5 +103,7 @@ def _public_ranges(scenario: Scenario, parts: list[Dataset]) -> tuple[list[float
         return [float(v) for v in lower], [float(v) for v in upper]
     X = np.vstack([p.X for p in parts if len(p)])
     lo, hi = X.min(axis=0), X.max(axis=0)
-    return ([float(math.floor(v)) for v in lo],
-            [float(math.ceil(v)) if math.ceil(v) > math.floor(a) else float(math.floor(a) + 1) for v, a in zip(hi, lo)])
+    return (
+        [float(math.floor(v)) for v in lo],
+        [float(math.ceil(v)) if math.ceil(v) > math.floor(a) else float(math.floor(a) + 1) for v, a in zip(hi, lo)],
+    )

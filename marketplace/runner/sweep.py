@@ -32,8 +32,17 @@ from marketplace.scenario.config import ScenarioConfig
 from marketplace.scenario.load import parse_value, set_path, unknown_key_message
 from marketplace.schema import key_is_known
 
-__all__ = ["SweepPoint", "parse_axis", "plan_sweep", "result_line", "row_of", "run_folder", "run_sweep", "summarize_rows",
-           "write_csv"]
+__all__ = [
+    "SweepPoint",
+    "parse_axis",
+    "plan_sweep",
+    "result_line",
+    "row_of",
+    "run_folder",
+    "run_sweep",
+    "summarize_rows",
+    "write_csv",
+]
 
 
 @dataclass(frozen=True)
@@ -91,8 +100,13 @@ def row_of(point: SweepPoint, report: dict[str, Any]) -> dict[str, Any]:
     """The CSV row of one finished run: the swept values, then the protocol's own columns."""
     from marketplace.plugins import exchange
 
-    row: dict[str, Any] = {"point": point.index, **point.values, "repeat": point.repeat, "seed": point.seed,
-                           "status": report.get("status")}
+    row: dict[str, Any] = {
+        "point": point.index,
+        **point.values,
+        "repeat": point.repeat,
+        "seed": point.seed,
+        "status": report.get("status"),
+    }
     row.update(exchange(point.scenario.config.protocol).sweep_row(report))
     row["wall_s"] = (report.get("timing") or {}).get("wall_s")
     return row
@@ -109,14 +123,14 @@ EPS_COLUMN = re.compile(r"(^|_)eps($|_|\[)")
 
 def result_line(point: SweepPoint, row: dict[str, Any], total: int) -> str:
     """One finished run of a sweep, for a person watching: its place, the swept values, the seed,
-    the status, the protocol's headline figures (its exchange's ``sweep_headline`` columns, else
-    the first figures of its row), the eps spent (the row's ``eps_spent``, the bound the protocol
-states per owner; else the largest eps column), and the wall time."""
+        the status, the protocol's headline figures (its exchange's ``sweep_headline`` columns, else
+        the first figures of its row), the eps spent (the row's ``eps_spent``, the bound the protocol
+    states per owner; else the largest eps column), and the wall time."""
     from marketplace.plugins import exchange
 
     shown = ", ".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in point.values.items()) or "base"
     columns = list(row)
-    own = columns[columns.index("status") + 1:] if "status" in columns else []
+    own = columns[columns.index("status") + 1 :] if "status" in columns else []
     headline = exchange(point.scenario.config.protocol).sweep_headline
     chosen = [c for c in headline if c in row] if headline else [c for c in own if not EPS_COLUMN.search(c)][:3]
     figures = [f"{c} {_figure(row[c])}" for c in chosen if row.get(c) is not None]
@@ -127,16 +141,25 @@ states per owner; else the largest eps column), and the wall time."""
         figures.append(f"eps spent {_figure(max(eps))}")
     wall = row.get("wall_s")
     tail = f", {wall:.1f} s" if isinstance(wall, (int, float)) else ""
-    return f"[{point.index + 1}/{total}] {shown} seed {point.seed}: {row.get('status')}" + \
-        (f", {', '.join(figures)}" if figures else "") + tail
+    return (
+        f"[{point.index + 1}/{total}] {shown} seed {point.seed}: {row.get('status')}"
+        + (f", {', '.join(figures)}" if figures else "")
+        + tail
+    )
 
 
 def _figure(value: Any) -> str:
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
-def run_sweep(points: list[SweepPoint], out: str | Path, *, driver: str = "inprocess", launch: str = "forkserver",
-              on_run: Callable[[SweepPoint, dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+def run_sweep(
+    points: list[SweepPoint],
+    out: str | Path,
+    *,
+    driver: str = "inprocess",
+    launch: str = "forkserver",
+    on_run: Callable[[SweepPoint, dict[str, Any]], None] | None = None,
+) -> list[dict[str, Any]]:
     """Run every point (in order), write ``runs.csv`` and ``summary.csv`` (and ``sweep.png`` when a
     numeric key is swept) under ``out``; returns the per-run rows. ``out`` must be new or empty
     (:class:`~marketplace.runner.run.RunFolderError`), and ``driver`` and ``launch`` valid (ValueError),
@@ -156,12 +179,20 @@ def run_sweep(points: list[SweepPoint], out: str | Path, *, driver: str = "inpro
     keys = list(points[0].values) if points else []
     summary = summarize_rows(rows, keys)
     write_csv(out / "summary.csv", summary)
-    numeric = [k for k in keys if all(isinstance(p.values[k], (int, float)) and not isinstance(p.values[k], bool) for p in points)]
+    numeric = [
+        k
+        for k in keys
+        if all(isinstance(p.values[k], (int, float)) and not isinstance(p.values[k], bool) for p in points)
+    ]
     if numeric:  # x: the first numeric key; one protocol line per value of the first other key
         from marketplace.plugins import exchange
 
         exchange(points[0].scenario.config.protocol).plot_sweep(
-            summary, [numeric[0], *[k for k in keys if k != numeric[0]][:1]], out / "sweep.png", title=points[0].scenario.config.name)
+            summary,
+            [numeric[0], *[k for k in keys if k != numeric[0]][:1]],
+            out / "sweep.png",
+            title=points[0].scenario.config.name,
+        )
     return rows
 
 
@@ -180,8 +211,12 @@ def summarize_rows(rows: list[dict[str, Any]], keys: list[str]) -> list[dict[str
     for row in rows:
         groups.setdefault(tuple(repr(row.get(k)) for k in keys), []).append(row)
     skip = {"point", "repeat", "seed", "status", *keys}
-    numeric = [c for c in dict.fromkeys(c for r in rows for c in r)
-               if c not in skip and all(isinstance(r.get(c), (int, float, type(None))) and not isinstance(r.get(c), bool) for r in rows)]
+    numeric = [
+        c
+        for c in dict.fromkeys(c for r in rows for c in r)
+        if c not in skip
+        and all(isinstance(r.get(c), (int, float, type(None))) and not isinstance(r.get(c), bool) for r in rows)
+    ]
     out = []
     for members in groups.values():
         summary: dict[str, Any] = {k: members[0].get(k) for k in keys}

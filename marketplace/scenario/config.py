@@ -102,9 +102,11 @@ class NoiseConfig:
 
     def __post_init__(self) -> None:
         if self.source == "seed" and self.keys is not None:
-            raise ValueError(f"noise.keys names a folder of noise keys ({self.keys}) but noise.source is 'seed', which "
-                             "uses no key: set noise.source to 'keys' (or 'auto') to use the keys, or leave noise.keys "
-                             "unset for seed-derived noise")
+            raise ValueError(
+                f"noise.keys names a folder of noise keys ({self.keys}) but noise.source is 'seed', which "
+                "uses no key: set noise.source to 'keys' (or 'auto') to use the keys, or leave noise.keys "
+                "unset for seed-derived noise"
+            )
 
 
 @dataclass(frozen=True)
@@ -149,13 +151,18 @@ class LifetimeConfig:
 
     def __post_init__(self) -> None:
         if self.filter == "zcdp":
-            budgets = {"budget": self.budget, **{f"owner_budgets.{k}": v for k, v in self.owner_budgets.items()},
-                       **({"consumer_budget": self.consumer_budget} if self.consumer_budget is not None else {}),
-                       **({"consumer_quota": self.consumer_quota} if self.consumer_quota is not None else {})}
+            budgets = {
+                "budget": self.budget,
+                **{f"owner_budgets.{k}": v for k, v in self.owner_budgets.items()},
+                **({"consumer_budget": self.consumer_budget} if self.consumer_budget is not None else {}),
+                **({"consumer_quota": self.consumer_quota} if self.consumer_quota is not None else {}),
+            }
             for key, value in budgets.items():
                 if value.delta <= 0:
-                    raise ValueError(f"lifetime.{key}.delta must be > 0 under the zcdp filter (its budget is stated as "
-                                     f"(eps, delta) and converted to a rho), got {value.delta}")
+                    raise ValueError(
+                        f"lifetime.{key}.delta must be > 0 under the zcdp filter (its budget is stated as "
+                        f"(eps, delta) and converted to a rho), got {value.delta}"
+                    )
 
     def budget_of(self, party: str) -> BudgetConfig:
         """The lifetime budget a new ledger of ``party`` is created with."""
@@ -216,8 +223,9 @@ if TYPE_CHECKING:
         def __getattr__(self, section: str) -> Any: ...
 
 else:
-    ScenarioConfig = make_dataclass("ScenarioConfig", _scenario_fields(), frozen=True,
-                                    namespace={"__module__": __name__})
+    ScenarioConfig = make_dataclass(
+        "ScenarioConfig", _scenario_fields(), frozen=True, namespace={"__module__": __name__}
+    )
 ScenarioConfig.__doc__ = """A whole scenario: what to run (``protocol`` and its section, named after
 it), on which data, with how many parties, over which transport. The protocol sections are those of
 the registered protocols (:mod:`marketplace.plugins`); every section is present, at its defaults

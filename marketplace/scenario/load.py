@@ -74,8 +74,15 @@ class Scenario:
     source: str
 
     @classmethod
-    def from_file(cls, path: str | Path, overrides: Mapping[str, Any] | None = None, /, *, sets: list[str] | tuple[str, ...] = (),
-                  **fields: Any) -> Scenario:
+    def from_file(
+        cls,
+        path: str | Path,
+        overrides: Mapping[str, Any] | None = None,
+        /,
+        *,
+        sets: list[str] | tuple[str, ...] = (),
+        **fields: Any,
+    ) -> Scenario:
         """Read and validate the scenario file at ``path``. Relative paths in it are read from the
         file's folder. ``overrides``, ``sets`` and ``fields`` as in :meth:`with_overrides`, except
         that ``sets`` are the command line's ``key.path=value`` texts (parsed as YAML)."""
@@ -83,20 +90,42 @@ class Scenario:
         return scenario.with_overrides(overrides, **fields) if overrides or fields else scenario
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], overrides: Mapping[str, Any] | None = None, /, *, source: str = "<dict>",
-                  base_dir: str | Path | None = None, **fields: Any) -> Scenario:
+    def from_dict(
+        cls,
+        data: Mapping[str, Any],
+        overrides: Mapping[str, Any] | None = None,
+        /,
+        *,
+        source: str = "<dict>",
+        base_dir: str | Path | None = None,
+        **fields: Any,
+    ) -> Scenario:
         """Validate a scenario given as a mapping (what a scenario file holds). Relative paths in it
         are read from ``base_dir`` (default: the working folder); ``source`` names it in errors."""
         if not isinstance(data, Mapping):
             raise ScenarioError(source, "", f"expected a mapping of scenario keys, got {describe_value(data)}")
-        return parse_scenario(_plain_value(data), source=source, base_dir=Path(base_dir or Path.cwd()),
-                              values=_values(overrides, fields))
+        return parse_scenario(
+            _plain_value(data), source=source, base_dir=Path(base_dir or Path.cwd()), values=_values(overrides, fields)
+        )
 
     @classmethod
-    def from_yaml(cls, text: str, overrides: Mapping[str, Any] | None = None, /, *, source: str = "<yaml>",
-                  base_dir: str | Path | None = None, **fields: Any) -> Scenario:
+    def from_yaml(
+        cls,
+        text: str,
+        overrides: Mapping[str, Any] | None = None,
+        /,
+        *,
+        source: str = "<yaml>",
+        base_dir: str | Path | None = None,
+        **fields: Any,
+    ) -> Scenario:
         """Validate a scenario given as YAML text (what a scenario file holds)."""
-        return parse_scenario(read_scenario_text(text, source), source=source, base_dir=Path(base_dir or Path.cwd()), values=_values(overrides, fields))
+        return parse_scenario(
+            read_scenario_text(text, source),
+            source=source,
+            base_dir=Path(base_dir or Path.cwd()),
+            values=_values(overrides, fields),
+        )
 
     def with_overrides(self, overrides: Mapping[str, Any] | None = None, /, **fields: Any) -> Scenario:
         """A new validated scenario with some values changed (this one is left as it is).
@@ -118,8 +147,12 @@ class Scenario:
 def _values(overrides: Mapping[str, Any] | None, fields: Mapping[str, Any]) -> dict[str, Any]:
     """Dotted-path overrides, then keyword ones (``seed=3``), as one ordered mapping."""
     if overrides is not None and not isinstance(overrides, Mapping):
-        raise ScenarioError("overrides", "", f"expected a mapping of key paths to values such as "
-                                             f"{{'summarize.rounds': 20}}, got {describe_value(overrides)}")
+        raise ScenarioError(
+            "overrides",
+            "",
+            f"expected a mapping of key paths to values such as "
+            f"{{'summarize.rounds': 20}}, got {describe_value(overrides)}",
+        )
     return {**(overrides or {}), **fields}
 
 
@@ -171,7 +204,9 @@ def apply_value(raw: dict[str, Any], key: str, value: Any, source: str) -> None:
     for part in key.split("."):
         current = current.get(part) if isinstance(current, dict) else None
     value = _plain_value(value)
-    set_path(raw, key, _merged(current, value) if isinstance(current, dict) and isinstance(value, dict) else value, source)
+    set_path(
+        raw, key, _merged(current, value) if isinstance(current, dict) and isinstance(value, dict) else value, source
+    )
 
 
 def _nested_keys(key: str, value: Any) -> list[str]:
@@ -249,7 +284,11 @@ def set_path(raw: dict[str, Any], key: str, value: Any, source: str = "--set") -
         if nxt is None:
             nxt = node[part] = {}
         if not isinstance(nxt, dict):
-            raise ScenarioError(source, ".".join(parts[: i + 1]), f"cannot set {key}: this key holds {type(nxt).__name__}, not a mapping")
+            raise ScenarioError(
+                source,
+                ".".join(parts[: i + 1]),
+                f"cannot set {key}: this key holds {type(nxt).__name__}, not a mapping",
+            )
         node = nxt
     node[parts[-1]] = value
 
@@ -272,9 +311,13 @@ def _refuse_folder_paths(raw: dict[str, Any], source: str) -> None:
         return
     for kind, options in section.items():
         if isinstance(options, dict) and "root" in options:
-            raise ScenarioError(source, f"data.source.{kind}.root", "datasets are found by name in the data cache "
-                                "(`marketplace data path`), not in a folder given here: remove `root:` and fetch the "
-                                "data once with `marketplace data fetch NAME` (`marketplace data list` names them)")
+            raise ScenarioError(
+                source,
+                f"data.source.{kind}.root",
+                "datasets are found by name in the data cache "
+                "(`marketplace data path`), not in a folder given here: remove `root:` and fetch the "
+                "data once with `marketplace data fetch NAME` (`marketplace data list` names them)",
+            )
 
 
 def check_privacy_plan(config: ScenarioConfig) -> None:
@@ -282,18 +325,30 @@ def check_privacy_plan(config: ScenarioConfig) -> None:
     plugins.exchange(config.protocol).check_plan(config)
 
 
-def parse_scenario(raw: Any, *, source: str, base_dir: Path, overrides: list[str] | tuple[str, ...] = (),
-                   values: Mapping[str, Any] | None = None) -> Scenario:
+def parse_scenario(
+    raw: Any,
+    *,
+    source: str,
+    base_dir: Path,
+    overrides: list[str] | tuple[str, ...] = (),
+    values: Mapping[str, Any] | None = None,
+) -> Scenario:
     """Validate an already-parsed mapping (from YAML or Python) into a :class:`Scenario`.
 
     ``overrides`` are ``key.path=value`` texts (the command line's ``--set``), applied first;
     ``values`` maps key paths to Python values (see :func:`apply_value`), applied next. An error in
     a value either set names the override, as ``--set`` does."""
     if raw is None:
-        raise ScenarioError(source, "", "the file is empty; a scenario is a mapping with at least `name:` and "
-                                        "`protocol:` (see scenarios/quickstart.yaml)")
+        raise ScenarioError(
+            source,
+            "",
+            "the file is empty; a scenario is a mapping with at least `name:` and "
+            "`protocol:` (see scenarios/quickstart.yaml)",
+        )
     if not isinstance(raw, dict):
-        raise ScenarioError(source, "", f"expected a mapping (key: value lines) at the top level, got {describe_value(raw)}")
+        raise ScenarioError(
+            source, "", f"expected a mapping (key: value lines) at the top level, got {describe_value(raw)}"
+        )
     raw = copy.deepcopy(raw)
     for assignment in overrides:
         apply_override(raw, assignment)
@@ -366,4 +421,6 @@ def load_scenario(path: str | Path, overrides: list[str] | tuple[str, ...] = ())
         text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError as err:
         raise ScenarioError(str(p), "", f"not UTF-8 text ({err})") from None
-    return parse_scenario(read_scenario_text(text, str(p)), source=str(p), base_dir=p.resolve().parent, overrides=overrides)
+    return parse_scenario(
+        read_scenario_text(text, str(p)), source=str(p), base_dir=p.resolve().parent, overrides=overrides
+    )

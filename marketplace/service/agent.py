@@ -48,9 +48,19 @@ class OwnerAgent:
     against the schema here, before anything connects: bad data refuses the agent, and nothing is sent.
     """
 
-    def __init__(self, market: str, keys: Path, owners: list[str], *, work: Path, ledgers: Path | None = None,
-                 data: dict[str, Path] | None = None, exit_with: int | None = None, market_file: Path | None = None,
-                 limits: ReadLimits | None = None) -> None:
+    def __init__(
+        self,
+        market: str,
+        keys: Path,
+        owners: list[str],
+        *,
+        work: Path,
+        ledgers: Path | None = None,
+        data: dict[str, Path] | None = None,
+        exit_with: int | None = None,
+        market_file: Path | None = None,
+        limits: ReadLimits | None = None,
+    ) -> None:
         # absolute: the owners' processes run in their session's folder, and read these paths from there
         self.market, self.keys, self.owners = market, Path(keys).resolve(), owners
         given = {owner: Path(path) for owner, path in (data or {}).items()}
@@ -117,7 +127,11 @@ class OwnerAgent:
                             invites[owner] = message
                         elif isinstance(message, control.Stop):
                             stopping = True
-                if child is None and invites and (len(invites) == len(self.owners) or time.monotonic() - invited_at > 1.0):
+                if (
+                    child is None
+                    and invites
+                    and (len(invites) == len(self.owners) or time.monotonic() - invited_at > 1.0)
+                ):
                     child = self._start(invites)
                     invites = {}
                 if child is not None:
@@ -169,11 +183,18 @@ class OwnerAgent:
         log_file = open(folder / "owners.log", "w")  # noqa: SIM115 - the child writes it
         own = {owner: self.data[owner] for owner in ids if owner in self.data}
         # each owner's own rows, read by the owners themselves within the same limits
-        command = party_command("owners", scenario=folder / "scenario.yaml", endpoint=first.endpoint, keys=keys,
-                                run_id=session, sets=[f"lifetime.ledgers={self.ledgers.resolve()}"], ids=",".join(ids),
-                                report_dir=folder / "parties",
-                                data=",".join(f"{owner}={path}" for owner, path in own.items()) if own else None,
-                                extra=self.limits.arguments() if own else ())
+        command = party_command(
+            "owners",
+            scenario=folder / "scenario.yaml",
+            endpoint=first.endpoint,
+            keys=keys,
+            run_id=session,
+            sets=[f"lifetime.ledgers={self.ledgers.resolve()}"],
+            ids=",".join(ids),
+            report_dir=folder / "parties",
+            data=",".join(f"{owner}={path}" for owner, path in own.items()) if own else None,
+            extra=self.limits.arguments() if own else (),
+        )
         proc = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, cwd=folder)
         log_file.close()
         log.info("session %s: %d owners joining", session, len(ids))
@@ -192,8 +213,11 @@ class OwnerAgent:
         for owner in ids:
             report = found.get(owner)
             if report is not None:
-                socks[owner].send(control.encode(control.PartyReport(session=session, party=owner,
-                                                                     report=json.dumps(report).encode())))
+                socks[owner].send(
+                    control.encode(
+                        control.PartyReport(session=session, party=owner, report=json.dumps(report).encode())
+                    )
+                )
 
 
 def check_own_files(market_file: Path, files: dict[str, Path], limits: ReadLimits) -> None:
@@ -209,19 +233,38 @@ def check_own_files(market_file: Path, files: dict[str, Path], limits: ReadLimit
         raise ValueError(f"the marketplace's file: {err}") from None
     for owner, path in files.items():
         if owner_number(owner, config.parties.owners) is None:
-            raise ValueError(f"--data: {owner} is not an owner of this marketplace (owner-1 ... "
-                             f"owner-{config.parties.owners})")
+            raise ValueError(
+                f"--data: {owner} is not an owner of this marketplace (owner-1 ... owner-{config.parties.owners})"
+            )
         rows = own_rows(config, owner, data=path, limits=limits)["owner"]
         log.info("%s: %d rows of its own in %s, checked against the marketplace's schema", owner, len(rows), path)
 
 
-def serve_agent(market: str, keys: Path, owners: list[str], *, work: Path, ledgers: Path | None = None,
-                data: dict[str, Path] | None = None, exit_with: int | None = None, market_file: Path | None = None,
-                limits: ReadLimits | None = None) -> int:
+def serve_agent(
+    market: str,
+    keys: Path,
+    owners: list[str],
+    *,
+    work: Path,
+    ledgers: Path | None = None,
+    data: dict[str, Path] | None = None,
+    exit_with: int | None = None,
+    market_file: Path | None = None,
+    limits: ReadLimits | None = None,
+) -> int:
     """Run an agent in this process until the server stops it, SIGTERM/SIGINT arrives, or the
     process ``exit_with`` is gone."""
-    agent = OwnerAgent(market, keys, owners, work=work, ledgers=ledgers, data=data, exit_with=exit_with,
-                       market_file=market_file, limits=limits)
+    agent = OwnerAgent(
+        market,
+        keys,
+        owners,
+        work=work,
+        ledgers=ledgers,
+        data=data,
+        exit_with=exit_with,
+        market_file=market_file,
+        limits=limits,
+    )
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: agent.stop())
     return agent.run()

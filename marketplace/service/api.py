@@ -1,20 +1,20 @@
 """``marketplace.serve`` and ``marketplace.request``: the marketplace that stays open, from Python.
 
-    import marketplace
+import marketplace
 
-    with marketplace.serve("scenarios/market-serve.yaml", state="market", consumers=["alice"]) as market:
-        report = marketplace.request("scenarios/sketch-quickstart.yaml", market=market.endpoint,
-                                     keys="market/consumers/alice", overrides={"sketch.epsilon": 0.4})
-        report.raw["lifetime"]["summary"]
-    # leaving the block stops it as SIGTERM does: queued requests refused, the running one finished
+with marketplace.serve("scenarios/market-serve.yaml", state="market", consumers=["alice"]) as market:
+    report = marketplace.request("scenarios/sketch-quickstart.yaml", market=market.endpoint,
+                                 keys="market/consumers/alice", overrides={"sketch.epsilon": 0.4})
+    report.raw["lifetime"]["summary"]
+# leaving the block stops it as SIGTERM does: queued requests refused, the running one finished
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Union
+from typing import TYPE_CHECKING, Any, Union
 
 from marketplace.data.own_files import ReadLimits
 
@@ -77,10 +77,18 @@ class Marketplace:
         self.stop()
 
 
-def serve(scenario: Scenario | str | Path | Mapping[str, Any], state: str | Path, *, endpoint: str = "tcp://127.0.0.1:7700",
-          consumers: list[str] | tuple[str, ...] = (), start_owners: bool = True, session_port: int | None = None,
-          advertise: str | None = None, owners_per_process: int | None = None,
-          owner_data: str | Path | None = None) -> Marketplace:
+def serve(
+    scenario: Scenario | str | Path | Mapping[str, Any],
+    state: str | Path,
+    *,
+    endpoint: str = "tcp://127.0.0.1:7700",
+    consumers: list[str] | tuple[str, ...] = (),
+    start_owners: bool = True,
+    session_port: int | None = None,
+    advertise: str | None = None,
+    owners_per_process: int | None = None,
+    owner_data: str | Path | None = None,
+) -> Marketplace:
     """Start the marketplace ``scenario`` describes, in a background thread (its curators and owner
     agents are processes of their own), and return once it listens. See ``marketplace serve --help``.
     ``owner_data``: a folder of ``<owner>.csv`` files, one per owner, for the agents it starts (a
@@ -90,10 +98,16 @@ def serve(scenario: Scenario | str | Path | Mapping[str, Any], state: str | Path
     from marketplace.service.server import MarketServer, ServeOptions
 
     market = load(scenario)
-    options = ServeOptions(state=Path(state), endpoint=endpoint, session_port=session_port, advertise=advertise,
-                           consumers=tuple(check_consumer_name(c) for c in consumers), start_owners=start_owners,
-                           owners_per_process=owners_per_process,
-                           owner_data=Path(owner_data).resolve() if owner_data is not None else None)
+    options = ServeOptions(
+        state=Path(state),
+        endpoint=endpoint,
+        session_port=session_port,
+        advertise=advertise,
+        consumers=tuple(check_consumer_name(c) for c in consumers),
+        start_owners=start_owners,
+        owners_per_process=owners_per_process,
+        owner_data=Path(owner_data).resolve() if owner_data is not None else None,
+    )
     handle = Marketplace(MarketServer(market, options))
     handle._thread.start()
     handle._server.ready.wait(60.0)
@@ -107,10 +121,21 @@ OwnRows = Union[str, Path, tuple[Any, Any], Mapping[str, Any]]
 (and optionally ``group``)."""
 
 
-def request(scenario: Scenario | str | Path | Mapping[str, Any], *, market: str, keys: str | Path,
-            overrides: Mapping[str, Any] | None = None, out: str | Path | None = None, wait_s: float = 3600.0,
-            check: bool = True, on_event: Callable[[str], None] | None = None, data: OwnRows | None = None,
-            test: OwnRows | None = None, schema: str | Path | None = None, limits: ReadLimits | None = None) -> Report:
+def request(
+    scenario: Scenario | str | Path | Mapping[str, Any],
+    *,
+    market: str,
+    keys: str | Path,
+    overrides: Mapping[str, Any] | None = None,
+    out: str | Path | None = None,
+    wait_s: float = 3600.0,
+    check: bool = True,
+    on_event: Callable[[str], None] | None = None,
+    data: OwnRows | None = None,
+    test: OwnRows | None = None,
+    schema: str | Path | None = None,
+    limits: ReadLimits | None = None,
+) -> Report:
     """Send one request to the marketplace at ``market`` with the consumer kit ``keys``, and return
     the session's :class:`~marketplace.runner.results.Report` (its folder holds ``report.json``).
     Raises :class:`~marketplace.service.client.RequestRefused` when the marketplace refuses the
@@ -134,10 +159,21 @@ def request(scenario: Scenario | str | Path | Mapping[str, Any], *, market: str,
     own = None
     if data is not None:
         folder.mkdir(parents=True, exist_ok=True)
-        own = OwnTarget(_own_file(data, folder, "own-target"),
-                        None if test is None else _own_file(test, folder, "own-test"), limits or ReadLimits())
-    result = send(loaded.dump_yaml(), market=market, keys=Path(keys), out=folder, wait_s=wait_s, on_event=on_event,
-                  own=own, market_file=Path(schema) if schema is not None else None)
+        own = OwnTarget(
+            _own_file(data, folder, "own-target"),
+            None if test is None else _own_file(test, folder, "own-test"),
+            limits or ReadLimits(),
+        )
+    result = send(
+        loaded.dump_yaml(),
+        market=market,
+        keys=Path(keys),
+        out=folder,
+        wait_s=wait_s,
+        on_event=on_event,
+        own=own,
+        market_file=Path(schema) if schema is not None else None,
+    )
     report = Report.from_dict(result.report, folder)
     if check and not report.completed:
         raise RunFailed(report)
@@ -158,7 +194,9 @@ def _own_file(rows: OwnRows, folder: Path, name: str) -> Path:
     elif isinstance(rows, tuple) and len(rows) == 2:
         arrays = {"X": np.asarray(rows[0]), "y": np.asarray(rows[1])}
     else:
-        raise TypeError(f"{name}: expected a file path, (X, y) arrays or a mapping with X and y, got {type(rows).__name__}")
+        raise TypeError(
+            f"{name}: expected a file path, (X, y) arrays or a mapping with X and y, got {type(rows).__name__}"
+        )
     path = folder / f"{name}.npz"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as f:

@@ -24,80 +24,150 @@ examples:
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     serve = sub.add_parser(
-        "serve", help="start a marketplace that stays up: a server, and owner agents, serving one request after another",
+        "serve",
+        help="start a marketplace that stays up: a server, and owner agents, serving one request after another",
         description="Start the marketplace described by SCENARIO (its owners, data, transport and the owners' lifetime "
-                    "budgets; its protocol section is not used: each request brings its own) and keep it up until "
-                    "SIGTERM or Ctrl-C. Consumers send requests with `marketplace request`; each request runs as a "
-                    "session of its own, one at a time, and every owner charges its lifetime ledger first.",
-        epilog=SERVE_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+        "budgets; its protocol section is not used: each request brings its own) and keep it up until "
+        "SIGTERM or Ctrl-C. Consumers send requests with `marketplace request`; each request runs as a "
+        "session of its own, one at a time, and every owner charges its lifetime ledger first.",
+        epilog=SERVE_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     serve.add_argument("scenario", help="the marketplace's scenario file (YAML)")
-    serve.add_argument("--state", required=True, metavar="DIR",
-                       help="where the marketplace keeps its keys, the owners' ledgers and the sessions (kept across restarts)")
-    serve.add_argument("--endpoint", default="tcp://127.0.0.1:7700", metavar="tcp://ADDR:PORT",
-                       help="the control endpoint (default: tcp://127.0.0.1:7700; tcp://0.0.0.0:7700 in a container)")
-    serve.add_argument("--session-port", type=int, metavar="PORT", help="the port sessions' curators listen on (default: the control port + 1)")
-    serve.add_argument("--advertise", metavar="HOST", help="the host name parties reach sessions at (default: the endpoint's host)")
-    serve.add_argument("--consumers", default="", metavar="NAMES",
-                       help="comma-separated consumer names to make keys and kits for (STATE/consumers/<name>/), when missing")
-    serve.add_argument("--no-owners", action="store_true", help="start no owner agents: owners connect with `marketplace agent`")
-    serve.add_argument("--owner-data", metavar="DIR", help="a folder of <owner>.csv files (or .npz), one per owner: the "
-                                                           "agents serve starts give each owner its own file (a "
-                                                           "marketplace described by its public schema, data.schema)")
-    serve.add_argument("--owners-per-process", type=int, metavar="N", help="owners per agent process (default: two agents)")
-    serve.add_argument("--init", action="store_true",
-                       help="make the marketplace's missing keys and kits, write the scenario resolved to STATE/market.yaml, "
-                            "then exit (never replaces a key)")
-    serve.add_argument("--kits", metavar="DIR",
-                       help="with --init: write each owner's kit to DIR/<owner>/ and each consumer's to DIR/consumers/<name>/ "
-                            "(one volume each, in a container deployment); the state keeps only their public keys")
-    serve.add_argument("--chown", metavar="UID[:GID]", help="with --init: give the state and kits to this user (needs root)")
+    serve.add_argument(
+        "--state",
+        required=True,
+        metavar="DIR",
+        help="where the marketplace keeps its keys, the owners' ledgers and the sessions (kept across restarts)",
+    )
+    serve.add_argument(
+        "--endpoint",
+        default="tcp://127.0.0.1:7700",
+        metavar="tcp://ADDR:PORT",
+        help="the control endpoint (default: tcp://127.0.0.1:7700; tcp://0.0.0.0:7700 in a container)",
+    )
+    serve.add_argument(
+        "--session-port",
+        type=int,
+        metavar="PORT",
+        help="the port sessions' curators listen on (default: the control port + 1)",
+    )
+    serve.add_argument(
+        "--advertise", metavar="HOST", help="the host name parties reach sessions at (default: the endpoint's host)"
+    )
+    serve.add_argument(
+        "--consumers",
+        default="",
+        metavar="NAMES",
+        help="comma-separated consumer names to make keys and kits for (STATE/consumers/<name>/), when missing",
+    )
+    serve.add_argument(
+        "--no-owners", action="store_true", help="start no owner agents: owners connect with `marketplace agent`"
+    )
+    serve.add_argument(
+        "--owner-data",
+        metavar="DIR",
+        help="a folder of <owner>.csv files (or .npz), one per owner: the "
+        "agents serve starts give each owner its own file (a "
+        "marketplace described by its public schema, data.schema)",
+    )
+    serve.add_argument(
+        "--owners-per-process", type=int, metavar="N", help="owners per agent process (default: two agents)"
+    )
+    serve.add_argument(
+        "--init",
+        action="store_true",
+        help="make the marketplace's missing keys and kits, write the scenario resolved to STATE/market.yaml, "
+        "then exit (never replaces a key)",
+    )
+    serve.add_argument(
+        "--kits",
+        metavar="DIR",
+        help="with --init: write each owner's kit to DIR/<owner>/ and each consumer's to DIR/consumers/<name>/ "
+        "(one volume each, in a container deployment); the state keeps only their public keys",
+    )
+    serve.add_argument(
+        "--chown", metavar="UID[:GID]", help="with --init: give the state and kits to this user (needs root)"
+    )
     serve.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
     serve.add_argument("--log-level", default="INFO")
     serve.set_defaults(func=serve_command)
 
     agent = sub.add_parser(
-        "agent", help="host data owners for a marketplace that stays up: join its sessions until it stops",
+        "agent",
+        help="host data owners for a marketplace that stays up: join its sessions until it stops",
         description="Connect each owner in --ids to the marketplace at --market under its own key (--keys holds "
-                    "<owner>.key_secret for each and the server's server.key), and take part in every session the "
-                    "server invites them to; each owner charges its lifetime ledger (in --ledgers) before it releases "
-                    "anything.")
+        "<owner>.key_secret for each and the server's server.key), and take part in every session the "
+        "server invites them to; each owner charges its lifetime ledger (in --ledgers) before it releases "
+        "anything.",
+    )
     agent.add_argument("--market", required=True, metavar="tcp://HOST:PORT", help="the marketplace's control endpoint")
     agent.add_argument("--keys", required=True, metavar="DIR", help="the owners' secret keys and server.key")
     agent.add_argument("--ids", required=True, help="the owners to host: owner-1..owner-8, or a comma list")
     agent.add_argument("--ledgers", metavar="DIR", help="where the owners' lifetime ledgers are kept (default: --keys)")
     agent.add_argument("--work", metavar="DIR", help="session folders (default: --keys/sessions)")
-    agent.add_argument("--exit-with", type=int, metavar="PID", help="leave when process PID is gone (what serve passes "
-                                                                       "to the agents it starts)")
-    agent.add_argument("--data", metavar="SPEC", help="each hosted owner's own rows: FILE (an agent of one owner), "
-                                                      "owner-1=a.csv,owner-2=b.csv, or a folder of <owner>.csv (or .npz); "
-                                                      "checked against the marketplace's schema before the agent connects")
-    agent.add_argument("--schema", metavar="MARKET.yaml", help="the marketplace's file (its public data schema) to check "
-                                                               "--data against (default: market.yaml in --keys, if there)")
+    agent.add_argument(
+        "--exit-with",
+        type=int,
+        metavar="PID",
+        help="leave when process PID is gone (what serve passes to the agents it starts)",
+    )
+    agent.add_argument(
+        "--data",
+        metavar="SPEC",
+        help="each hosted owner's own rows: FILE (an agent of one owner), "
+        "owner-1=a.csv,owner-2=b.csv, or a folder of <owner>.csv (or .npz); "
+        "checked against the marketplace's schema before the agent connects",
+    )
+    agent.add_argument(
+        "--schema",
+        metavar="MARKET.yaml",
+        help="the marketplace's file (its public data schema) to check "
+        "--data against (default: market.yaml in --keys, if there)",
+    )
     ReadLimits.add_arguments(agent)
     agent.add_argument("--log-level", default="INFO")
     agent.set_defaults(func=agent_command)
 
     req = sub.add_parser(
-        "request", help="send a request to a marketplace that stays up, run its consumer and receive its report",
+        "request",
+        help="send a request to a marketplace that stays up, run its consumer and receive its report",
         description="Open a session at the marketplace --market with the consumer key in --keys (a consumer's kit: "
-                    "<name>.key_secret and server.key), run SCENARIO's protocol with its own target against the "
-                    "marketplace's owners, and write the session's report to --out.",
-        epilog=SERVE_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+        "<name>.key_secret and server.key), run SCENARIO's protocol with its own target against the "
+        "marketplace's owners, and write the session's report to --out.",
+        epilog=SERVE_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     req.add_argument("scenario", help="the request: a scenario file (protocol, its settings, data.consumer)")
     req.add_argument("--market", required=True, metavar="tcp://HOST:PORT")
     req.add_argument("--keys", required=True, metavar="DIR", help="this consumer's kit")
-    req.add_argument("--out", metavar="DIR", help="output folder, new or empty (default: runs/<scenario name>-request-<time>)")
+    req.add_argument(
+        "--out", metavar="DIR", help="output folder, new or empty (default: runs/<scenario name>-request-<time>)"
+    )
     req.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
-    req.add_argument("--wait", type=float, default=3600.0, metavar="SECONDS", help="give up after this long (queue included)")
-    req.add_argument("--data", metavar="TARGET.csv", help="your own target D_v (CSV or .npz), for a marketplace described by "
-                                                          "its public schema: it stays with your consumer process")
+    req.add_argument(
+        "--wait", type=float, default=3600.0, metavar="SECONDS", help="give up after this long (queue included)"
+    )
+    req.add_argument(
+        "--data",
+        metavar="TARGET.csv",
+        help="your own target D_v (CSV or .npz), for a marketplace described by "
+        "its public schema: it stays with your consumer process",
+    )
     req.add_argument("--test", metavar="TEST.csv", help="your own test set (same format as --data)")
-    req.add_argument("--schema", metavar="MARKET.yaml", help="the marketplace's file, to check --data against before "
-                                                             "the request is sent (default: market.yaml in --keys, if there)")
+    req.add_argument(
+        "--schema",
+        metavar="MARKET.yaml",
+        help="the marketplace's file, to check --data against before "
+        "the request is sent (default: market.yaml in --keys, if there)",
+    )
     ReadLimits.add_arguments(req)
     req.add_argument("--quiet", action="store_true", help="print only the report's path and status")
-    req.add_argument("--chown-like", metavar="PATH", help="give the output folder and its files to the owner of PATH "
-                                                          "(a container writing into a host folder)")
+    req.add_argument(
+        "--chown-like",
+        metavar="PATH",
+        help="give the output folder and its files to the owner of PATH (a container writing into a host folder)",
+    )
     req.set_defaults(func=request_command)
 
 
@@ -135,9 +205,17 @@ def serve_command(args: argparse.Namespace) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, stop)
     try:
-        served = serve(market, args.state, endpoint=args.endpoint, consumers=consumers, start_owners=not args.no_owners,
-                       session_port=args.session_port, advertise=args.advertise,
-                       owners_per_process=args.owners_per_process, owner_data=args.owner_data)
+        served = serve(
+            market,
+            args.state,
+            endpoint=args.endpoint,
+            consumers=consumers,
+            start_owners=not args.no_owners,
+            session_port=args.session_port,
+            advertise=args.advertise,
+            owners_per_process=args.owners_per_process,
+            owner_data=args.owner_data,
+        )
     except ServeOptionsError as err:
         print(f"marketplace serve: {err}", file=sys.stderr)
         return EXIT_USAGE
@@ -164,8 +242,13 @@ def _init(args: argparse.Namespace, market, consumers: tuple[str, ...]) -> int:
         owner = parse_owner(args.chown) if args.chown else None
         # the marketplace's scenario, resolved, where the server can read it whoever owns the original, and in
         # every kit (public: an agent or consumer checks its own rows against its schema)
-        init_keys(state, owners=market.config.parties.owners, consumers=list(consumers), kits=kits,
-                  market_text=market.dump_yaml())
+        init_keys(
+            state,
+            owners=market.config.parties.owners,
+            consumers=list(consumers),
+            kits=kits,
+            market_text=market.dump_yaml(),
+        )
     except (OSError, ValueError) as err:
         print(f"marketplace serve --init: {err}", file=sys.stderr)
         return EXIT_USAGE
@@ -175,8 +258,10 @@ def _init(args: argparse.Namespace, market, consumers: tuple[str, ...]) -> int:
                 continue
             for path in [root, *root.rglob("*")]:
                 os.chown(path, *owner)
-    print(f"marketplace serve --init: keys of {market.config.parties.owners} owners and {len(consumers)} consumers "
-          f"in {state}" + (f", kits in {kits}" if kits else ""))
+    print(
+        f"marketplace serve --init: keys of {market.config.parties.owners} owners and {len(consumers)} consumers "
+        f"in {state}" + (f", kits in {kits}" if kits else "")
+    )
     return EXIT_OK
 
 
@@ -196,11 +281,21 @@ def agent_command(args: argparse.Namespace) -> int:
     try:
         files = parse_data_files(args.data, owners) if args.data else None
         if files and schema is None:
-            raise ValueError("--data needs the marketplace's file to check the rows against: --schema MARKET.yaml "
-                             "(or market.yaml in the kit)")
-        return serve_agent(args.market, keys, owners, work=Path(args.work) if args.work else keys / "sessions",
-                           ledgers=Path(args.ledgers) if args.ledgers else None, data=files, exit_with=args.exit_with,
-                           market_file=schema, limits=ReadLimits.from_args(args))
+            raise ValueError(
+                "--data needs the marketplace's file to check the rows against: --schema MARKET.yaml "
+                "(or market.yaml in the kit)"
+            )
+        return serve_agent(
+            args.market,
+            keys,
+            owners,
+            work=Path(args.work) if args.work else keys / "sessions",
+            ledgers=Path(args.ledgers) if args.ledgers else None,
+            data=files,
+            exit_with=args.exit_with,
+            market_file=schema,
+            limits=ReadLimits.from_args(args),
+        )
     except ValueError as err:
         print(f"marketplace agent: {err}", file=sys.stderr)
         return EXIT_USAGE
@@ -227,9 +322,19 @@ def request_command(args: argparse.Namespace) -> int:
         print("marketplace request: --test needs --data (your target D_v) too", file=sys.stderr)
         return EXIT_USAGE
     try:
-        result = request(scenario, market=args.market, keys=args.keys, out=out, wait_s=args.wait, check=False,
-                         on_event=say, data=args.data, test=args.test, schema=args.schema,
-                         limits=ReadLimits.from_args(args) if args.data else None)
+        result = request(
+            scenario,
+            market=args.market,
+            keys=args.keys,
+            out=out,
+            wait_s=args.wait,
+            check=False,
+            on_event=say,
+            data=args.data,
+            test=args.test,
+            schema=args.schema,
+            limits=ReadLimits.from_args(args) if args.data else None,
+        )
     except RunFolderError as err:
         print(f"marketplace request: --out: {err}", file=sys.stderr)
         return EXIT_USAGE

@@ -15,9 +15,10 @@ import json
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import zmq
 from zmq.utils.monitor import recv_monitor_message
@@ -28,8 +29,11 @@ from marketplace.service import control
 from marketplace.service.keys import SERVER, find_own_key, load_pair, load_public, write_public
 
 POLL_MS = 200
-FAILED_HANDSHAKE = (zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL, zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL,
-                    zmq.EVENT_HANDSHAKE_FAILED_AUTH)
+FAILED_HANDSHAKE = (
+    zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL,
+    zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL,
+    zmq.EVENT_HANDSHAKE_FAILED_AUTH,
+)
 
 
 class RequestRefused(RuntimeError):
@@ -61,8 +65,12 @@ class OwnTarget:
 
     def arguments(self) -> list[str]:
         """The consumer command's options that hand it these files."""
-        return ["--data", str(self.data), *(["--test", str(self.test)] if self.test is not None else []),
-                *self.limits.arguments()]
+        return [
+            "--data",
+            str(self.data),
+            *(["--test", str(self.test)] if self.test is not None else []),
+            *self.limits.arguments(),
+        ]
 
     def check(self, market_file: Path) -> int:
         """Read the files and check them against the marketplace's schema (``market_file``) before
@@ -78,9 +86,17 @@ class OwnTarget:
         return len(own_rows(config, "consumer", data=self.data, test=self.test, limits=self.limits)["validation"])
 
 
-def request(scenario_text: str, *, market: str, keys: Path, out: Path, wait_s: float = 3600.0,
-            on_event: Callable[[str], None] | None = None, own: OwnTarget | None = None,
-            market_file: Path | None = None) -> RequestResult:
+def request(
+    scenario_text: str,
+    *,
+    market: str,
+    keys: Path,
+    out: Path,
+    wait_s: float = 3600.0,
+    on_event: Callable[[str], None] | None = None,
+    own: OwnTarget | None = None,
+    market_file: Path | None = None,
+) -> RequestResult:
     """Send one request and see it through (module docstring). ``on_event`` is told each step
     ("queued: 1 ahead", "session s0003-...: running the consumer", ...). ``own`` is the consumer's
     own target (and test set) for a marketplace described by its public schema; with
@@ -104,8 +120,12 @@ def request(scenario_text: str, *, market: str, keys: Path, out: Path, wait_s: f
     sock.setsockopt(zmq.LINGER, 2000)
     sock.setsockopt(zmq.MAXMSGSIZE, control.MAX_FRAME)
     sock.curve_secretkey, sock.curve_publickey, sock.curve_serverkey = secret, public, server
-    monitor = sock.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
-                                      | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_HANDSHAKE_FAILED_AUTH)
+    monitor = sock.get_monitor_socket(
+        zmq.EVENT_HANDSHAKE_SUCCEEDED
+        | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
+        | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+        | zmq.EVENT_HANDSHAKE_FAILED_AUTH
+    )
     try:
         sock.connect(market)
         sock.send(control.encode(control.SessionOpen(scenario=scenario_text)))
@@ -123,8 +143,9 @@ def request(scenario_text: str, *, market: str, keys: Path, out: Path, wait_s: f
                 say(f"session {session}: running the consumer against {message.endpoint}")
                 consumer_report = _run_consumer(message, secret_path, out, own)
                 if consumer_report is not None:
-                    sock.send(control.encode(control.PartyReport(session=session, party="consumer",
-                                                                 report=consumer_report)))
+                    sock.send(
+                        control.encode(control.PartyReport(session=session, party="consumer", report=consumer_report))
+                    )
                 say(f"session {session}: waiting for the run report")
             elif isinstance(message, control.SessionReport) and message.session == session:
                 report = json.loads(message.report)
@@ -168,8 +189,10 @@ def _next(sock: zmq.Socket, monitor: zmq.Socket, deadline: float, market: str, n
                 failed += 1
                 # the server's ZAP handler said no (AUTH), or twice we could not agree on keys: retrying cannot help
                 if event["event"] == zmq.EVENT_HANDSHAKE_FAILED_AUTH or failed >= 2:
-                    raise RequestRefused(f"the marketplace at {market} refused the key of {name!r}: is it an allowed "
-                                         f"consumer (its public key in the server's keys/consumers/)?")
+                    raise RequestRefused(
+                        f"the marketplace at {market} refused the key of {name!r}: is it an allowed "
+                        f"consumer (its public key in the server's keys/consumers/)?"
+                    )
             elif event["event"] == zmq.EVENT_HANDSHAKE_SUCCEEDED:
                 failed = 0
         if sock in ready:
@@ -191,8 +214,15 @@ def _run_consumer(ready: control.SessionReady, secret_path: Path, out: Path, own
     (out / "scenario.yaml").write_text(ready.scenario)
     report = out / "parties" / "consumer.json"
     with open(out / "consumer.log", "w") as log_file:
-        command = party_command("consumer", scenario=out / "scenario.yaml", endpoint=ready.endpoint, keys=keys,
-                                run_id=ready.session, report=report, extra=own.arguments() if own is not None else ())
+        command = party_command(
+            "consumer",
+            scenario=out / "scenario.yaml",
+            endpoint=ready.endpoint,
+            keys=keys,
+            run_id=ready.session,
+            report=report,
+            extra=own.arguments() if own is not None else (),
+        )
         subprocess.run(command, stdout=log_file, stderr=subprocess.STDOUT, cwd=out, check=False)
     shutil.rmtree(keys, ignore_errors=True)  # a copy of our secret key: not left behind
     return report.read_bytes() if report.exists() else None

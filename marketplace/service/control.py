@@ -96,8 +96,18 @@ class Stop(_Message, tag="stop"):
     reason: Text
 
 
-Message = Union[Ping, OwnerJoin, SessionOpen, SessionQueued, SessionRefused, SessionInvite, SessionReady, PartyReport,
-                SessionReport, Stop]
+Message = Union[
+    Ping,
+    OwnerJoin,
+    SessionOpen,
+    SessionQueued,
+    SessionRefused,
+    SessionInvite,
+    SessionReady,
+    PartyReport,
+    SessionReport,
+    Stop,
+]
 
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(Message)

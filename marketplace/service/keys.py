@@ -33,8 +33,10 @@ CONSUMER_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 def check_consumer_name(name: str) -> str:
     """A consumer's name: lower case letters, digits, ``-`` and ``_``, starting with a letter."""
     if not CONSUMER_NAME.match(name):
-        raise ValueError(f"consumer name {name!r}: expected lower case letters, digits, '-' or '_', starting with a "
-                         "letter, at most 32 characters")
+        raise ValueError(
+            f"consumer name {name!r}: expected lower case letters, digits, '-' or '_', starting with a "
+            "letter, at most 32 characters"
+        )
     return name
 
 
@@ -52,8 +54,9 @@ def _copy(source: Path, target: Path) -> None:
         shutil.copyfile(source, target)
 
 
-def init_keys(state: Path, *, owners: int, consumers: list[str], kits: Path | None = None,
-              market_text: str | None = None) -> None:
+def init_keys(
+    state: Path, *, owners: int, consumers: list[str], kits: Path | None = None, market_text: str | None = None
+) -> None:
     """Make the keys of a marketplace with ``owners`` owners and the named consumers, where missing.
 
     Without ``kits`` every owner's key pair goes into ``STATE/owners/`` (for the agents ``serve``
@@ -80,8 +83,11 @@ def init_keys(state: Path, *, owners: int, consumers: list[str], kits: Path | No
         _copy(keys / f"{SERVER}.key", kit / f"{SERVER}.key")
         _copy(kit / f"{name}.key", keys / "consumers" / f"{name}.key")
     if market_text is not None:
-        folders = [state, *(([kits / f"owner-{i}" for i in range(1, owners + 1)] if kits is not None else [state / "owners"])),
-                   *((kits / "consumers" if kits is not None else state / "consumers") / name for name in consumers)]
+        folders = [
+            state,
+            *([kits / f"owner-{i}" for i in range(1, owners + 1)] if kits is not None else [state / "owners"]),
+            *((kits / "consumers" if kits is not None else state / "consumers") / name for name in consumers),
+        ]
         for folder in folders:
             tmp = folder / "market.yaml.tmp"
             tmp.write_text(market_text)
@@ -137,6 +143,7 @@ def find_own_key(folder: Path, name: str | None = None) -> tuple[str, Path]:
         return name, path
     found = sorted(folder.glob("*.key_secret"))
     if len(found) != 1:
-        raise CurveError(f"{folder}: expected exactly one *.key_secret (a consumer's kit), found "
-                         f"{[p.name for p in found] or 'none'}")
+        raise CurveError(
+            f"{folder}: expected exactly one *.key_secret (a consumer's kit), found {[p.name for p in found] or 'none'}"
+        )
     return found[0].name[: -len(".key_secret")], found[0]

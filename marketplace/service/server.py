@@ -137,14 +137,18 @@ class MarketServer:
         data = market.config.data
         if options.owner_data is not None:
             if not data.schema_only:
-                raise ServeOptionsError("--owner-data gives owners their own files, for a marketplace described by its public "
-                                 "schema (data.schema); this one simulates its owners' rows from data.source")
+                raise ServeOptionsError(
+                    "--owner-data gives owners their own files, for a marketplace described by its public "
+                    "schema (data.schema); this one simulates its owners' rows from data.source"
+                )
             if not Path(options.owner_data).is_dir():
                 raise ServeOptionsError(f"--owner-data {options.owner_data}: expected a folder of <owner>.csv files")
         elif data.schema_only and options.start_owners:
-            raise ServeOptionsError("this marketplace is described by its public schema (data.schema): its owners bring their "
-                             "own rows. Give the agents serve starts a folder of <owner>.csv files (--owner-data DIR), "
-                             "or start none (--no-owners) and run `marketplace agent --data` on each owner's machine")
+            raise ServeOptionsError(
+                "this marketplace is described by its public schema (data.schema): its owners bring their "
+                "own rows. Give the agents serve starts a folder of <owner>.csv files (--owner-data DIR), "
+                "or start none (--no-owners) and run `marketplace agent --data` on each owner's machine"
+            )
 
     # --- life cycle
 
@@ -154,8 +158,12 @@ class MarketServer:
 
     def run(self) -> int:
         """Serve until stopped; returns the exit status (0: stopped cleanly)."""
-        init_keys(self.state, owners=len(self.owners), consumers=list(self.options.consumers),
-                  market_text=self.market.dump_yaml())
+        init_keys(
+            self.state,
+            owners=len(self.owners),
+            consumers=list(self.options.consumers),
+            market_text=self.market.dump_yaml(),
+        )
         (self.state / "sessions").mkdir(parents=True, exist_ok=True, mode=0o700)
         ctx = zmq.Context()
         auth = PartyAuthenticator(ctx, allowlist(self.state), name="marketplace serve")
@@ -194,9 +202,15 @@ class MarketServer:
             if self._stop.is_set():
                 while self.queue:
                     queued = self.queue.popleft()
-                    self._send(sock, queued.routing, control.SessionRefused(
-                        session=queued.id, reason="the marketplace is stopping: this request was not started, and "
-                                                  "nothing was charged for it"))
+                    self._send(
+                        sock,
+                        queued.routing,
+                        control.SessionRefused(
+                            session=queued.id,
+                            reason="the marketplace is stopping: this request was not started, and "
+                            "nothing was charged for it",
+                        ),
+                    )
                 if self.current is None:
                     if not told_stop:
                         for party, (routing, _) in self.present.items():
@@ -220,7 +234,9 @@ class MarketServer:
             except Exception as err:  # noqa: BLE001 - a session that breaks ends as failed; the next one runs
                 log.exception("session %s broke", self.current.id if self.current else "-")
                 if self.current is not None:
-                    self._finish(sock, self.current, failure=f"the session broke on the server: {type(err).__name__}: {err}")
+                    self._finish(
+                        sock, self.current, failure=f"the session broke on the server: {type(err).__name__}: {err}"
+                    )
 
     # --- messages
 
@@ -257,22 +273,33 @@ class MarketServer:
             return
         waiting = sum(1 for q in self.queue if q.consumer == consumer)
         if waiting >= MAX_QUEUED_PER_CONSUMER or len(self.queue) >= MAX_QUEUED:
-            self._send(sock, routing, control.SessionRefused(reason=(
-                f"{consumer} already has {waiting} requests waiting (at most {MAX_QUEUED_PER_CONSUMER})"
-                if waiting >= MAX_QUEUED_PER_CONSUMER else f"the queue is full ({MAX_QUEUED} requests)")
-                + "; nothing was charged: try again later"))
+            self._send(
+                sock,
+                routing,
+                control.SessionRefused(
+                    reason=(
+                        f"{consumer} already has {waiting} requests waiting (at most {MAX_QUEUED_PER_CONSUMER})"
+                        if waiting >= MAX_QUEUED_PER_CONSUMER
+                        else f"the queue is full ({MAX_QUEUED} requests)"
+                    )
+                    + "; nothing was charged: try again later"
+                ),
+            )
             return
         self.number += 1
         session = new_session_id(self.number)
         try:
-            scenario = session_scenario(self.market, message.scenario, session=session, consumer=consumer,
-                                        source=f"{consumer}'s request")
+            scenario = session_scenario(
+                self.market, message.scenario, session=session, consumer=consumer, source=f"{consumer}'s request"
+            )
             prepare_world(scenario)  # what needs the data (sizes, shapes) is refused now, not mid-session
         except ScenarioError as err:
             self._send(sock, routing, control.SessionRefused(session=session, reason=cut(str(err), 1900)))
             return
         except (ValueError, OSError) as err:  # the data could not be built for it, say
-            self._send(sock, routing, control.SessionRefused(session=session, reason=cut(f"{consumer}'s request: {err}", 1900)))
+            self._send(
+                sock, routing, control.SessionRefused(session=session, reason=cut(f"{consumer}'s request: {err}", 1900))
+            )
             return
         self.queue.append(Session(session, consumer, routing, scenario, self.state / "sessions" / session))
         position = len(self.queue) + (self.current is not None) - 1
@@ -311,8 +338,12 @@ class MarketServer:
             if bound.exists() and bound.read_text().strip():
                 self._invite(sock, s)
             elif s.curator.poll() is not None:
-                self._finish(sock, s, failure=f"the session's curator exited ({s.curator.returncode}) before listening: "
-                                              f"{last_line(s.folder / 'curator.log', 500) or '(no log, or an empty one)'}")
+                self._finish(
+                    sock,
+                    s,
+                    failure=f"the session's curator exited ({s.curator.returncode}) before listening: "
+                    f"{last_line(s.folder / 'curator.log', 500) or '(no log, or an empty one)'}",
+                )
             return
         if s.state == "running" and s.curator.poll() is not None:
             s.state, s.deadline = "collecting", time.monotonic() + self.options.collect_s
@@ -348,10 +379,19 @@ class MarketServer:
         (s.folder / "parties").mkdir(mode=0o700)
         log_file = open(s.folder / "curator.log", "w")  # noqa: SIM115 - the child writes it
         s.curator = subprocess.Popen(
-            party_command("curator", scenario=s.folder / "scenario.yaml", endpoint=f"tcp://{host}:{port}",
-                          endpoint_file=s.folder / "endpoint", keys=keys, run_id=s.id,
-                          report=s.folder / "parties" / "curator.json"),
-            stdout=log_file, stderr=subprocess.STDOUT, cwd=s.folder)
+            party_command(
+                "curator",
+                scenario=s.folder / "scenario.yaml",
+                endpoint=f"tcp://{host}:{port}",
+                endpoint_file=s.folder / "endpoint",
+                keys=keys,
+                run_id=s.id,
+                report=s.folder / "parties" / "curator.json",
+            ),
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            cwd=s.folder,
+        )
         log_file.close()
         s.state, s.started = "starting", time.monotonic()
         log.info("session %s for %s: %s (%s)", s.id, s.consumer, s.scenario.config.name, s.scenario.config.protocol)
@@ -370,12 +410,18 @@ class MarketServer:
         text = s.text
         now = time.monotonic()
         for owner, (routing, seen) in sorted(self.present.items()):
-            if now - seen <= OWNER_ABSENT_S and self._send(sock, routing, control.SessionInvite(
-                    session=s.id, endpoint=s.endpoint, curator_key=s.curator_key, scenario=text)):
+            if now - seen <= OWNER_ABSENT_S and self._send(
+                sock,
+                routing,
+                control.SessionInvite(session=s.id, endpoint=s.endpoint, curator_key=s.curator_key, scenario=text),
+            ):
                 s.invited.add(owner)
         s.state = "running"
-        if not self._send(sock, s.routing, control.SessionReady(session=s.id, endpoint=s.endpoint,
-                                                                curator_key=s.curator_key, scenario=text)):
+        if not self._send(
+            sock,
+            s.routing,
+            control.SessionReady(session=s.id, endpoint=s.endpoint, curator_key=s.curator_key, scenario=text),
+        ):
             log.warning("session %s: %s left before its session started", s.id, s.consumer)
         log.info("session %s: %d of %d owners invited", s.id, len(s.invited), len(self.owners))
 
@@ -396,9 +442,16 @@ class MarketServer:
             body = json.dumps(report).encode()
         s.status = report["status"]
         self._send(sock, s.routing, control.SessionReport(session=s.id, status=s.status, report=body))
-        self.finished.append({"session": s.id, "consumer": s.consumer, "protocol": s.scenario.config.protocol,
-                              "status": s.status, "wall_s": round(time.monotonic() - s.started, 3),
-                              "owners_invited": len(s.invited)})
+        self.finished.append(
+            {
+                "session": s.id,
+                "consumer": s.consumer,
+                "protocol": s.scenario.config.protocol,
+                "status": s.status,
+                "wall_s": round(time.monotonic() - s.started, 3),
+                "owners_invited": len(s.invited),
+            }
+        )
         log.info("session %s for %s: %s", s.id, s.consumer, s.status)
         self.current = None
         self._write_status()
@@ -415,17 +468,28 @@ class MarketServer:
     def _start_agents(self) -> None:
         per = self.options.owners_per_process or max(1, -(-len(self.owners) // max(1, min(2, os.cpu_count() or 1))))
         for first in range(0, len(self.owners), per):
-            ids = self.owners[first:first + per]
+            ids = self.owners[first : first + per]
             label = f"{ids[0]}..{ids[-1]}" if len(ids) > 1 else ids[0]
             work = self.state / "agents" / label
             work.mkdir(parents=True, exist_ok=True, mode=0o700)
             log_file = open(work / "agent.log", "a")  # noqa: SIM115 - the child writes it
             own = self.options.owner_data is not None
-            self.agents.append(subprocess.Popen(
-                party_command("agent", market=self._control_for_agents(), keys=self.state / "owners", ids=",".join(ids),
-                              work=work, exit_with=os.getpid(), data=self.options.owner_data,
-                              schema=self.state / "market.yaml" if own else None),
-                stdout=log_file, stderr=subprocess.STDOUT))
+            self.agents.append(
+                subprocess.Popen(
+                    party_command(
+                        "agent",
+                        market=self._control_for_agents(),
+                        keys=self.state / "owners",
+                        ids=",".join(ids),
+                        work=work,
+                        exit_with=os.getpid(),
+                        data=self.options.owner_data,
+                        schema=self.state / "market.yaml" if own else None,
+                    ),
+                    stdout=log_file,
+                    stderr=subprocess.STDOUT,
+                )
+            )
             log_file.close()
 
     def _control_for_agents(self) -> str:
@@ -433,8 +497,13 @@ class MarketServer:
         return f"tcp://{'127.0.0.1' if host in ('0.0.0.0', '*') else host}:{port}"
 
     def _write_status(self) -> None:
-        status = {"endpoint": self.endpoint, "pid": os.getpid(), "owners": len(self.owners),
-                  "session_endpoint": self._advertised(), "sessions": self.finished}
+        status = {
+            "endpoint": self.endpoint,
+            "pid": os.getpid(),
+            "owners": len(self.owners),
+            "session_endpoint": self._advertised(),
+            "sessions": self.finished,
+        }
         tmp = self.state / "server.json.tmp"
         tmp.write_text(json.dumps(status, indent=1))
         os.replace(tmp, self.state / "server.json")
@@ -444,11 +513,15 @@ def data_banner(market: Scenario) -> str:
     """What ``serve`` says about whose rows its owners hold."""
     data = market.config.data
     if data.schema_only:
-        return (f"parties bring their own data: the public schema of {data.schema.dim} features and "
-                f"{len(data.schema.label.classes)} classes; this server holds no party's rows")
-    return (f"a simulation: every owner's rows are built from one dataset ({data.source.kind}) and the seed, and "
-            f"the server builds them too to check requests and evaluate sessions; describe the data by its public "
-            f"schema (data.schema) for owners and consumers that bring their own")
+        return (
+            f"parties bring their own data: the public schema of {data.schema.dim} features and "
+            f"{len(data.schema.label.classes)} classes; this server holds no party's rows"
+        )
+    return (
+        f"a simulation: every owner's rows are built from one dataset ({data.source.kind}) and the seed, and "
+        f"the server builds them too to check requests and evaluate sessions; describe the data by its public "
+        f"schema (data.schema) for owners and consumers that bring their own"
+    )
 
 
 def _consumer_lost(s: Session) -> bool:

@@ -34,8 +34,9 @@ def new_session_id(number: int) -> str:
     return f"s{number:04d}-{secrets.token_hex(4)}"
 
 
-def session_scenario(market: Scenario, request_text: str, *, session: str, consumer: str,
-                     source: str = "the request") -> Scenario:
+def session_scenario(
+    market: Scenario, request_text: str, *, session: str, consumer: str, source: str = "the request"
+) -> Scenario:
     """The scenario a session runs (module docstring). Raises :class:`ScenarioError` naming the key
     when the request cannot run on this marketplace."""
     request = read_scenario_text(request_text, source)
@@ -62,7 +63,6 @@ def session_scenario(market: Scenario, request_text: str, *, session: str, consu
         transport["security"] = "curve"
     raw.pop("sweep", None)
     return parse_scenario(raw, source=source, base_dir=Path.cwd())
-
 
 
 def session_folder(root: Path, session: str) -> Path:

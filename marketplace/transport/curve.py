@@ -48,7 +48,9 @@ def generate_keys(directory: str | Path, *, owners: int, overwrite: bool = False
     for party in party_names(owners):
         public, secret = folder / f"{party}.key", folder / f"{party}.key_secret"
         if not overwrite and (public.exists() or secret.exists()):
-            raise CurveError(f"{public} already exists: refusing to overwrite keys (marketplace keys generate --force replaces them)")
+            raise CurveError(
+                f"{public} already exists: refusing to overwrite keys (marketplace keys generate --force replaces them)"
+            )
         public_path, secret_path = zmq.auth.create_certificates(str(folder), party)
         os.chmod(secret_path, 0o600)
         written += [Path(public_path), Path(secret_path)]
@@ -224,5 +226,10 @@ class PartyAuthenticator:
         self.refused += 1
         if (address, z85) not in self._logged and len(self._logged) < LOGGED_REFUSALS:
             self._logged.add((address, z85))
-            log.warning("%s: refused a CURVE handshake from %s: its public key %s is in no kit of this run "
-                        "(keys from another `marketplace provision` or `keys generate`?)", self.name, address, z85)
+            log.warning(
+                "%s: refused a CURVE handshake from %s: its public key %s is in no kit of this run "
+                "(keys from another `marketplace provision` or `keys generate`?)",
+                self.name,
+                address,
+                z85,
+            )

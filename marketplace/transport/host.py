@@ -56,15 +56,19 @@ def serve_owners(nodes: list[Node], endpoint: str, settings: LinkSettings) -> di
     needed = FILES_PER_OWNER * len(nodes) + HOST_SPARE_FILES
     limit = raise_open_files_limit(needed)
     if limit < needed:
-        raise OSError(f"an owner host of {len(nodes)} owners needs {needed} open files ({FILES_PER_OWNER} per owner), and "
-                      f"this process may open at most {limit} (ulimit -n): serve fewer owners per host "
-                      f"(parties.owners_per_process), or raise the limit")
+        raise OSError(
+            f"an owner host of {len(nodes)} owners needs {needed} open files ({FILES_PER_OWNER} per owner), and "
+            f"this process may open at most {limit} (ulimit -n): serve fewer owners per host "
+            f"(parties.owners_per_process), or raise the limit"
+        )
     ctx = zmq.Context(io_threads=io_threads(len(nodes)))
     ctx.set(zmq.MAX_SOCKETS, max(ctx.get(zmq.MAX_SOCKETS), SOCKETS_PER_OWNER * len(nodes) + 16))
     loops: list[DealerLoop] = []
     try:
         for node in nodes:
-            loop = DealerLoop(node, connect_dealer(ctx, node, endpoint, settings, connect=False), settings, own_poller=False)
+            loop = DealerLoop(
+                node, connect_dealer(ctx, node, endpoint, settings, connect=False), settings, own_poller=False
+            )
             loops.append(loop)
             loop.stats.endpoint = endpoint
             loop.watch_connections("client")  # before connecting, so that no handshake goes unseen

@@ -36,7 +36,9 @@ class InProcessStats:
     """"waiter: peer" for every peer declared lost by the liveness emulation, in order."""
 
 
-def run_inprocess(nodes: list[Node], *, max_steps: int = 50_000_000, after_delivery: Callable[[], None] | None = None) -> InProcessStats:
+def run_inprocess(
+    nodes: list[Node], *, max_steps: int = 50_000_000, after_delivery: Callable[[], None] | None = None
+) -> InProcessStats:
     """Start every node in list order and deliver frames until the queue is empty.
 
     ``after_delivery`` is called after each delivered frame (the runner uses it for progress).
@@ -47,6 +49,7 @@ def run_inprocess(nodes: list[Node], *, max_steps: int = 50_000_000, after_deliv
     queue: deque[tuple[str, Outgoing]] = deque()
     stats = InProcessStats()
     lost: dict[str, set[str]] = {n.party_id: set() for n in nodes}
+
     def post(sender: Node, outgoing) -> None:
         for out in outgoing:
             sender.record_sent(out)
@@ -109,5 +112,11 @@ def _stuck_peers(nodes: list[Node], lost: dict[str, set[str]]) -> list[tuple[Nod
         for peer, what in waiter.role.awaited().items():
             if peer not in lost[waiter.party_id]:
                 why = waiter.last_refusal.get(peer)
-                found.append((waiter, peer, f"no {what} (nothing left to deliver)" + (f"; its last refused frame: {why}" if why else "")))
+                found.append(
+                    (
+                        waiter,
+                        peer,
+                        f"no {what} (nothing left to deliver)" + (f"; its last refused frame: {why}" if why else ""),
+                    )
+                )
     return found

@@ -85,8 +85,9 @@ class LinkPolicy:
         self.drained_at = 0.0
         """When the socket was last read until empty: nothing any peer sent before then is unread."""
         self.awaiting: dict[str, tuple[str, float, float, float]] = {}  # party -> (what, since, scale, deadline)
-        self.quarantine = Quarantine(settings.refusal_budget, settings.quarantine_s, MAX_CONNECTIONS + 2 * parties,
-                                     self.stats.quarantined)
+        self.quarantine = Quarantine(
+            settings.refusal_budget, settings.quarantine_s, MAX_CONNECTIONS + 2 * parties, self.stats.quarantined
+        )
         self.queues = SendQueues(settings.max_queued_frames, settings.send_timeout_s)
         self.next_beat = self.next_check = 0.0
         self.probe = False
@@ -226,8 +227,9 @@ class LinkPolicy:
             return f"run timeout: {self.settings.run_timeout_s:g} s elapsed"
         return None
 
-    def liveness_losses(self, now: float, expected: Iterable[str], finished: Collection[str],
-                        last_refusal: Mapping[str, str]) -> Iterator[Loss]:
+    def liveness_losses(
+        self, now: float, expected: Iterable[str], finished: Collection[str], last_refusal: Mapping[str, str]
+    ) -> Iterator[Loss]:
         """The ``expected`` parties (neither lost nor ``finished``) to lose at ``now``: those whose
         connection closed before the socket was last drained (or a heartbeat timeout before
         ``now``), and those never heard from ``start_timeout_s`` after the last arrival (with the
@@ -240,17 +242,28 @@ class LinkPolicy:
             closed = peer.closed_at if peer else None
             if closed is not None:
                 if self.drained_at > closed or now - closed > settings.heartbeat_timeout_s:
-                    yield party, (f"its connection closed: no answer to ZeroMQ heartbeats within heartbeat_timeout_s="
-                                  f"{settings.heartbeat_timeout_s:g} (a stopped or dead process, or a broken network)")
+                    yield (
+                        party,
+                        (
+                            f"its connection closed: no answer to ZeroMQ heartbeats within heartbeat_timeout_s="
+                            f"{settings.heartbeat_timeout_s:g} (a stopped or dead process, or a broken network)"
+                        ),
+                    )
                 continue
             if (peer is None or peer.heard is None) and now - self.last_arrival > settings.start_timeout_s:
                 why = last_refusal.get(party)
-                yield party, (f"never connected within start_timeout_s={settings.start_timeout_s:g}"
-                              f" (the last party arrived {self.last_arrival - self.started:.1f} s after the start)"
-                              + (f"; it sent only refused frames (the last: {why})" if why else ""))
+                yield (
+                    party,
+                    (
+                        f"never connected within start_timeout_s={settings.start_timeout_s:g}"
+                        f" (the last party arrived {self.last_arrival - self.started:.1f} s after the start)"
+                        + (f"; it sent only refused frames (the last: {why})" if why else "")
+                    ),
+                )
 
-    def progress_losses(self, now: float, wanted: Mapping[str, str], scale_of: Callable[[str], float],
-                        last_refusal: Mapping[str, str]) -> Iterator[Loss]:
+    def progress_losses(
+        self, now: float, wanted: Mapping[str, str], scale_of: Callable[[str], float], last_refusal: Mapping[str, str]
+    ) -> Iterator[Loss]:
         """The connected parties to lose at ``now`` for not delivering what the role waits for
         (``wanted``: party -> what) within their step's deadline. A wait starts when a party first
         appears in ``wanted`` with that ``what``; its deadline is fixed then, from ``scale_of(party)``

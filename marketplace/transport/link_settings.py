@@ -51,7 +51,15 @@ class DriverStats:
     connection set-up of the whole run (every CURVE handshake and hello)."""
 
     def to_dict(self) -> dict[str, object]:
-        return {"io_s": self.io_s, "idle_s": self.idle_s, "lost_peers": dict(self.lost_peers),
-                "endpoint": self.endpoint, "dropped_connections": self.dropped_connections,
-                "quarantined": dict(self.quarantined), "replies_dropped": self.replies_dropped,
-                "max_batch": self.max_batch, "arrivals": self.arrivals, "last_arrival_s": self.last_arrival_s}
+        return {
+            "io_s": self.io_s,
+            "idle_s": self.idle_s,
+            "lost_peers": dict(self.lost_peers),
+            "endpoint": self.endpoint,
+            "dropped_connections": self.dropped_connections,
+            "quarantined": dict(self.quarantined),
+            "replies_dropped": self.replies_dropped,
+            "max_batch": self.max_batch,
+            "arrivals": self.arrivals,
+            "last_arrival_s": self.last_arrival_s,
+        }

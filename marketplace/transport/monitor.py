@@ -32,9 +32,20 @@ from zmq.utils.monitor import recv_monitor_message
 
 log = logging.getLogger("marketplace.transport.zmq_driver")
 
-WATCHED = (zmq.EVENT_ACCEPTED | zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED | zmq.EVENT_HANDSHAKE_SUCCEEDED
-           | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_HANDSHAKE_FAILED_AUTH)
-FAILED_HANDSHAKE = (zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL, zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL, zmq.EVENT_HANDSHAKE_FAILED_AUTH)
+WATCHED = (
+    zmq.EVENT_ACCEPTED
+    | zmq.EVENT_CONNECTED
+    | zmq.EVENT_DISCONNECTED
+    | zmq.EVENT_HANDSHAKE_SUCCEEDED
+    | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
+    | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+    | zmq.EVENT_HANDSHAKE_FAILED_AUTH
+)
+FAILED_HANDSHAKE = (
+    zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL,
+    zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL,
+    zmq.EVENT_HANDSHAKE_FAILED_AUTH,
+)
 CRYPTOGRAPHIC = getattr(zmq, "PROTOCOL_ERROR_ZMTP_CRYPTOGRAPHIC", 0x11000001)
 MECHANISM_MISMATCH = getattr(zmq, "PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH", 0x11000003)
 CLIENT_GIVES_UP_AFTER = 3
@@ -111,16 +122,25 @@ class ConnectionWatch:
     def _server_failure(self, event: int, value: int) -> None:
         if event == zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL:
             self.probes += 1
-            log.debug("%s: a connection closed before its handshake completed (a TCP probe such as a healthcheck)", self.party)
+            log.debug(
+                "%s: a connection closed before its handshake completed (a TCP probe such as a healthcheck)", self.party
+            )
         elif event == zmq.EVENT_HANDSHAKE_FAILED_AUTH:
             pass  # the ZAP handler already named the address and the key (PartyAuthenticator)
         elif value == CRYPTOGRAPHIC:
-            self._once("crypto", "%s: a party failed the CURVE handshake: it does not hold this curator's public key, "
-                       "so its hello could not be decrypted (its keys come from another `marketplace provision` or "
-                       "`keys generate`; ZeroMQ does not report its address for this failure)", self.party)
+            self._once(
+                "crypto",
+                "%s: a party failed the CURVE handshake: it does not hold this curator's public key, "
+                "so its hello could not be decrypted (its keys come from another `marketplace provision` or "
+                "`keys generate`; ZeroMQ does not report its address for this failure)",
+                self.party,
+            )
         elif value == MECHANISM_MISMATCH:
-            self._once("mechanism", "%s: a party connected with another security mechanism (CURVE on one side, "
-                       "--insecure on the other)", self.party)
+            self._once(
+                "mechanism",
+                "%s: a party connected with another security mechanism (CURVE on one side, --insecure on the other)",
+                self.party,
+            )
         else:
             self._once(f"protocol-{value}", "%s: a handshake failed (ZeroMQ protocol error %#x)", self.party, value)
         return None
@@ -128,17 +148,23 @@ class ConnectionWatch:
     def _client_failure(self, event: int, value: int) -> str | None:
         keys = f" {self.keys_dir}" if self.keys_dir else ""
         if event == zmq.EVENT_HANDSHAKE_FAILED_AUTH:
-            return (f"the curator at {self.endpoint} refused this party's CURVE key: {self.party}'s public key is not in "
-                    f"the curator's kit. Check the keys folder{keys}: every party's kit must come from the same "
-                    f"`marketplace provision` (or `marketplace keys generate`)")
+            return (
+                f"the curator at {self.endpoint} refused this party's CURVE key: {self.party}'s public key is not in "
+                f"the curator's kit. Check the keys folder{keys}: every party's kit must come from the same "
+                f"`marketplace provision` (or `marketplace keys generate`)"
+            )
         if event == zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL and value == MECHANISM_MISMATCH:
-            return (f"the curator at {self.endpoint} uses another security mechanism than this party "
-                    f"(CURVE on one side, --insecure on the other)")
+            return (
+                f"the curator at {self.endpoint} uses another security mechanism than this party "
+                f"(CURVE on one side, --insecure on the other)"
+            )
         if self.consecutive_failures >= CLIENT_GIVES_UP_AFTER:
-            return (f"the curator at {self.endpoint} refused the CURVE handshake {self.consecutive_failures} times in a row: "
-                    f"it cannot decrypt this party's hello, so the curator.key in the keys folder{keys} is not the "
-                    f"public key of the curator listening there. Check the keys folder: every party's kit must come from "
-                    f"the same `marketplace provision` (or `marketplace keys generate`)")
+            return (
+                f"the curator at {self.endpoint} refused the CURVE handshake {self.consecutive_failures} times in a row: "
+                f"it cannot decrypt this party's hello, so the curator.key in the keys folder{keys} is not the "
+                f"public key of the curator listening there. Check the keys folder: every party's kit must come from "
+                f"the same `marketplace provision` (or `marketplace keys generate`)"
+            )
         return None
 
     def unexplained_drops(self, explained: int) -> int:
@@ -163,9 +189,13 @@ class ConnectionWatch:
             self.warned_drops += new
             self.first_unexplained_at = None
             what = "a connection was dropped" if new == 1 else f"{new} connections were dropped"
-            log.warning("%s: %s that no bye or lost peer explains (a peer that vanished, or a frame over "
-                        "max_message_bytes = %d, which ZeroMQ answers by closing the connection)",
-                        self.party, what, self.max_message_bytes)
+            log.warning(
+                "%s: %s that no bye or lost peer explains (a peer that vanished, or a frame over "
+                "max_message_bytes = %d, which ZeroMQ answers by closing the connection)",
+                self.party,
+                what,
+                self.max_message_bytes,
+            )
 
     def summary(self) -> None:
         """At close: one line for repeated handshake failures, at the level they deserve."""

@@ -8,7 +8,16 @@ import time
 from collections import Counter
 from typing import NamedTuple
 
-from marketplace.messages import PROTOCOL_VERSION, Envelope, MessageError, ProtocolError, decode, encode, encode_body, encode_framed
+from marketplace.messages import (
+    PROTOCOL_VERSION,
+    Envelope,
+    MessageError,
+    ProtocolError,
+    decode,
+    encode,
+    encode_body,
+    encode_framed,
+)
 from marketplace.messages.errors import cut
 from marketplace.messages.kinds import Bye, Error, Heartbeat
 from marketplace.roles import Role, Send
@@ -74,7 +83,9 @@ class Node:
     a peer that does not read) are not counted as sent.
     """
 
-    def __init__(self, role: Role, *, run_id: str, max_message_bytes: int, parties: frozenset[str] | None = None) -> None:
+    def __init__(
+        self, role: Role, *, run_id: str, max_message_bytes: int, parties: frozenset[str] | None = None
+    ) -> None:
         self.role = role
         self.parties = parties
         """The run's party ids, when known: a frame from anyone else is refused before the role sees it
@@ -153,8 +164,9 @@ class Node:
             text = str(err)
             self._note(sender, text)
             error = Error(code="protocol", detail=cut(text, 2000), about_kind=message.kind, about_msg_id=message.msg_id)
-            return Delivery(self._encode_all([Send(sender, error, reply_to=message.msg_id)], best_effort=True), True,
-                            cut(text, 200))
+            return Delivery(
+                self._encode_all([Send(sender, error, reply_to=message.msg_id)], best_effort=True), True, cut(text, 200)
+            )
         self.compute_s += time.perf_counter() - t1
         if isinstance(message.body, Bye):  # only once the role took it: a refused bye changes nothing
             self.finished_peers.add(sender)
@@ -168,17 +180,34 @@ class Node:
 
     def _check_routing(self, message: Envelope) -> None:
         if self.parties is not None and message.sender not in self.parties:
-            raise MessageError(party=UNKNOWN, kind=message.kind, field="sender", expected="a party of this run",
-                               got=repr(message.sender), msg_id=message.msg_id)
+            raise MessageError(
+                party=UNKNOWN,
+                kind=message.kind,
+                field="sender",
+                expected="a party of this run",
+                got=repr(message.sender),
+                msg_id=message.msg_id,
+            )
         if message.receiver != self.party_id:
-            raise MessageError(party=message.sender, kind=message.kind, field="receiver", expected=repr(self.party_id),
-                               got=repr(message.receiver), msg_id=message.msg_id)
+            raise MessageError(
+                party=message.sender,
+                kind=message.kind,
+                field="receiver",
+                expected=repr(self.party_id),
+                got=repr(message.receiver),
+                msg_id=message.msg_id,
+            )
         if message.run_id != self.run_id:
             if message.sender in (self.parties or ()) or self.parties is None:
                 self.foreign_run[message.sender] = cut(message.run_id, 64)
-            raise MessageError(party=message.sender, kind=message.kind, field="run_id",
-                               expected=f"{self.run_id!r} (this run; another seed, scenario or --run-id?)",
-                               got=repr(message.run_id), msg_id=message.msg_id)
+            raise MessageError(
+                party=message.sender,
+                kind=message.kind,
+                field="run_id",
+                expected=f"{self.run_id!r} (this run; another seed, scenario or --run-id?)",
+                got=repr(message.run_id),
+                msg_id=message.msg_id,
+            )
 
     def _note(self, peer: str, text: str) -> None:
         """Keep (boundedly) and log (a few per peer) why a frame from ``peer`` was refused."""
@@ -194,7 +223,9 @@ class Node:
         if count <= LOGGED_REFUSALS_PER_PEER:
             log.warning("%s: %s", self.party_id, short)
         elif count % LOG_EVERY == 0:
-            log.warning("%s: %d frames refused from %s so far; the last: %s", self.party_id, count, cut(peer, 64), short)
+            log.warning(
+                "%s: %d frames refused from %s so far; the last: %s", self.party_id, count, cut(peer, 64), short
+            )
 
     def _reject(self, err: MessageError, peer: str, *, about_kind: str | None, about_id: int | None) -> Delivery:
         self.counters.record_rejected("bad_message")
@@ -206,8 +237,11 @@ class Node:
         t0 = time.perf_counter()
         follow_up = self.role.frame_refused(peer, about_kind, cut(text, 200)) if peer != UNKNOWN else []
         self.compute_s += time.perf_counter() - t0
-        return Delivery([*self._encode_all([Send(peer, error, reply_to=about_id)], best_effort=True),
-                         *self._encode_all(follow_up)], False, cut(text, 200))
+        return Delivery(
+            [*self._encode_all([Send(peer, error, reply_to=about_id)], best_effort=True), *self._encode_all(follow_up)],
+            False,
+            cut(text, 200),
+        )
 
     def _encode_all(self, sends: list[Send], *, best_effort: bool = False) -> list[Outgoing]:
         if len(sends) < 2:
@@ -225,20 +259,27 @@ class Node:
             seen.add(key)
         return [self._encode(s, best_effort=best_effort, body=shared.get(id(s.body))) for s in sends]
 
-    def _encode(self, send: Send, msg_id: int | None = None, *, best_effort: bool = False,
-                body: bytes | None = None) -> Outgoing:
+    def _encode(
+        self, send: Send, msg_id: int | None = None, *, best_effort: bool = False, body: bytes | None = None
+    ) -> Outgoing:
         t0 = time.perf_counter()
         kind = type(send.body).KIND
         if msg_id is None:
             msg_id = self.next_msg_id.get(send.to, 1)
             self.next_msg_id[send.to] = msg_id + 1
         if body is None:
-            frame = encode(Envelope(PROTOCOL_VERSION, self.run_id, msg_id, self.party_id, send.to, kind, send.reply_to, send.body))
+            frame = encode(
+                Envelope(PROTOCOL_VERSION, self.run_id, msg_id, self.party_id, send.to, kind, send.reply_to, send.body)
+            )
         else:
-            frame = encode_framed(Envelope(PROTOCOL_VERSION, self.run_id, msg_id, self.party_id, send.to, kind, send.reply_to, None), body)
+            frame = encode_framed(
+                Envelope(PROTOCOL_VERSION, self.run_id, msg_id, self.party_id, send.to, kind, send.reply_to, None), body
+            )
         self.codec_s += time.perf_counter() - t0
-        if not isinstance(send.body, (Heartbeat, Error)):  # what the role sent so far in the protocol, for its history: not
-            self.role.messages_sent += 1   # heartbeats (they follow the clock) nor answers to refused frames
+        if not isinstance(
+            send.body, (Heartbeat, Error)
+        ):  # what the role sent so far in the protocol, for its history: not
+            self.role.messages_sent += 1  # heartbeats (they follow the clock) nor answers to refused frames
             self.role.bytes_sent += len(frame)
             if kind not in RUNTIME_KINDS:
                 self.role.protocol_messages_sent += 1
@@ -249,5 +290,8 @@ class Node:
 
     def error_summary(self) -> dict[str, object]:
         """For the party's report: the kept refusal texts, how many more there were, and per peer."""
-        return {"kept": list(self.errors), "dropped": self.errors_dropped,
-                "by_peer": {cut(p, 64): n for p, n in self.refusals_by_peer.most_common(20)}}
+        return {
+            "kept": list(self.errors),
+            "dropped": self.errors_dropped,
+            "by_peer": {cut(p, 64): n for p, n in self.refusals_by_peer.most_common(20)},
+        }

@@ -37,8 +37,9 @@ class Quarantine:
     ``dropped`` counts, per connection name, the frames dropped unread while it was quarantined
     (it is the driver's ``stats.quarantined``, when the driver passes that dict in)."""
 
-    def __init__(self, refusal_budget: int, quarantine_s: float, max_connections: int,
-                 dropped: dict[str, int] | None = None) -> None:
+    def __init__(
+        self, refusal_budget: int, quarantine_s: float, max_connections: int, dropped: dict[str, int] | None = None
+    ) -> None:
         self.refusal_budget = refusal_budget
         self.quarantine_s = quarantine_s
         self.max_connections = max_connections

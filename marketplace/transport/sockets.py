@@ -38,4 +38,3 @@ def configure_socket(sock: zmq.Socket, settings: LinkSettings) -> None:
     sock.setsockopt(zmq.MAXMSGSIZE, settings.max_message_bytes)
     sock.setsockopt(zmq.SNDHWM, settings.high_water_mark)
     sock.setsockopt(zmq.RCVHWM, settings.high_water_mark)
-

@@ -131,4 +131,3 @@ def listen_backlog(parties: int) -> int:
     and each of those owners waits for TCP's one-second SYN retransmission (1.1 s instead of 0.18 s
     for 256 owners under CURVE here). The kernel caps the value at ``net.core.somaxconn``."""
     return max(100, parties + 64)
-

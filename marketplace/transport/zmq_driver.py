@@ -64,7 +64,13 @@ from marketplace.transport.node import UNKNOWN, Node, Outgoing
 from marketplace.transport.quarantine import ConnectionState
 from marketplace.transport.sockets import configure_socket, plaintext_identity
 from marketplace.transport.tuning import (
-    check_interval, frozen_heap, io_threads, listen_backlog, raise_open_files_limit, spread_receivers)
+    check_interval,
+    frozen_heap,
+    io_threads,
+    listen_backlog,
+    raise_open_files_limit,
+    spread_receivers,
+)
 
 log = logging.getLogger(__name__)
 MIN_BATCH = 64
@@ -237,9 +243,14 @@ class _Loop(ABC):
 
     def _refused(self, conn: ConnectionState, now: float, party: str | None) -> None:
         if self.link.refused(conn, now, party):
-            log.warning("%s: a connection of %s sent more than %d refused frames in a second: its frames are dropped "
-                        "unread for %g s", self.node.party_id, conn.name, self.settings.refusal_budget,
-                        self.settings.quarantine_s)
+            log.warning(
+                "%s: a connection of %s sent more than %d refused frames in a second: its frames are dropped "
+                "unread for %g s",
+                self.node.party_id,
+                conn.name,
+                self.settings.refusal_budget,
+                self.settings.quarantine_s,
+            )
 
     # --- timers -------------------------------------------------------------------------------
     def _check_liveness(self, now: float) -> None:
@@ -249,8 +260,9 @@ class _Loop(ABC):
             self.node.role.fail(timeout)
             return
         node = self.node
-        for party, reason in self.link.liveness_losses(now, node.role.expected_peers(), node.finished_peers,
-                                                       node.last_refusal):
+        for party, reason in self.link.liveness_losses(
+            now, node.role.expected_peers(), node.finished_peers, node.last_refusal
+        ):
             self._lose(party, reason)
 
     def _check_progress(self, now: float) -> None:
@@ -371,8 +383,13 @@ class _Loop(ABC):
         """Read the socket's connection events (:mod:`marketplace.transport.monitor`): refused
         handshakes are reported at once (a connecting party stops), probes and drops after ``bye``
         stay quiet, and drops nothing explains are warnings, counted in ``stats.dropped_connections``."""
-        self.watch = ConnectionWatch(self.node.party_id, side, self.stats.endpoint, self.settings.max_message_bytes,
-                                     keys_dir=self.settings.curve_keys)
+        self.watch = ConnectionWatch(
+            self.node.party_id,
+            side,
+            self.stats.endpoint,
+            self.settings.max_message_bytes,
+            keys_dir=self.settings.curve_keys,
+        )
         self.monitor = open_monitor(self.sock, self.poller)
 
     def _drain_monitor(self, *, final: bool = False) -> None:
@@ -472,8 +489,10 @@ class DealerLoop(_Loop):
         theirs = self.node.foreign_run.get(CURATOR)
         if theirs is not None and (curator is None or curator.heard is None) and not self.node.done:
             # the curator speaks for another run: nothing it sends will ever be accepted here
-            self.node.role.fail(f"the curator runs another run: its run id is {theirs!r}, ours {self.node.run_id!r} "
-                                f"(another seed, scenario or --run-id?)")
+            self.node.role.fail(
+                f"the curator runs another run: its run id is {theirs!r}, ours {self.node.run_id!r} "
+                f"(another seed, scenario or --run-id?)"
+            )
 
     def _read(self) -> tuple[bytes | None, str | None, bytes | None]:
         t0 = time.perf_counter()
@@ -506,7 +525,9 @@ class DealerLoop(_Loop):
         return [] if CURATOR in self.lost else [CURATOR]
 
 
-def serve_curator(node: Node, endpoint: str, settings: LinkSettings, *, on_bound: Callable[[str], None] | None = None) -> DriverStats:
+def serve_curator(
+    node: Node, endpoint: str, settings: LinkSettings, *, on_bound: Callable[[str], None] | None = None
+) -> DriverStats:
     """Bind a ROUTER at ``endpoint`` (port 0 or ``*`` picks a free port) and run ``node`` to the end."""
     raise_open_files_limit(2 * len(node.parties or ()) + 256)  # one connection per party, and spares
     ctx = zmq.Context(io_threads=io_threads(len(node.parties or ())))
@@ -543,8 +564,9 @@ def serve_curator(node: Node, endpoint: str, settings: LinkSettings, *, on_bound
     return stats
 
 
-def connect_dealer(ctx: zmq.Context, node: Node, endpoint: str, settings: LinkSettings, *,
-                   connect: bool = True) -> zmq.Socket:
+def connect_dealer(
+    ctx: zmq.Context, node: Node, endpoint: str, settings: LinkSettings, *, connect: bool = True
+) -> zmq.Socket:
     """A configured DEALER for ``node``, connected to the curator at ``endpoint`` (unless
     ``connect`` is false: the caller attaches its monitor first, then connects). Under CURVE it
     sets no routing id (the curator names it by its key); in plaintext mode its routing id is its
@@ -566,7 +588,7 @@ def serve_party(node: Node, endpoint: str, settings: LinkSettings) -> DriverStat
     loop = DealerLoop(node, connect_dealer(ctx, node, endpoint, settings, connect=False), settings)
     loop.stats.endpoint = endpoint
     loop.watch_connections("client")  # before connecting: a handshake the monitor missed would hide the
-    loop.sock.connect(endpoint)       # later close of that connection (the curator would never be lost)
+    loop.sock.connect(endpoint)  # later close of that connection (the curator would never be lost)
     try:
         with frozen_heap():
             stats = loop.run()

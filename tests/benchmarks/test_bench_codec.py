@@ -18,8 +18,14 @@ def test_bench_codec_smoke_run_measures_every_frame_against_a_baseline(tmp_path:
     out = tmp_path / "codec.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
 
-    done = subprocess.run([sys.executable, str(SCRIPT), "--smoke", "--baseline", str(ROOT), "--json", str(out)],
-                          env=env, capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--smoke", "--baseline", str(ROOT), "--json", str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
     assert done.returncode == 0, done.stderr
     figures = json.loads(out.read_text())

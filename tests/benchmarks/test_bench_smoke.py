@@ -8,15 +8,19 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT
 
 pytestmark = pytest.mark.slow
 
 
 def bench(name: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "benchmarks" / name), *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / name), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_bench_scale_smoke(tmp_path):
@@ -36,8 +40,22 @@ def test_bench_scale_smoke(tmp_path):
     assert runs["inprocess"]["round_ms"] > 0  # timed from the curator's round lines, as for the processes driver
     # the curve again from the JSON alone, with a peer engine's figures beside it
     peers = tmp_path / "peers.json"
-    peers.write_text(json.dumps({"runs": [{"engine": "flower-sim", "owners": 4, "rounds": 5, "ms_per_round": 300.0,
-                                           "cpu_s": 9.0, "peak_pss_mb": 800.0}]}))
+    peers.write_text(
+        json.dumps(
+            {
+                "runs": [
+                    {
+                        "engine": "flower-sim",
+                        "owners": 4,
+                        "rounds": 5,
+                        "ms_per_round": 300.0,
+                        "cpu_s": 9.0,
+                        "peak_pss_mb": 800.0,
+                    }
+                ]
+            }
+        )
+    )
     again = bench("bench_scale.py", "--from-json", str(out), "--peers", str(peers))
     assert again.returncode == 0, again.stderr[-3000:]
     lines = [line.split() for line in again.stdout.splitlines()[1:]]

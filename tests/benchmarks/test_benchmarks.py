@@ -19,18 +19,29 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, needs_data
 
 BENCHMARKS = ROOT / "benchmarks"
-HELPERS = {"timing.py", "flower_summarize.py", "proctree.py"}  # imported by the scripts (the Flower app of bench_flower.py, /proc readers), not benchmarks
+HELPERS = {
+    "timing.py",
+    "flower_summarize.py",
+    "proctree.py",
+}  # imported by the scripts (the Flower app of bench_flower.py, /proc readers), not benchmarks
 
 
 def run_benchmark(script: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    done = subprocess.run([sys.executable, str(BENCHMARKS / script), *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT, env=env)
-    assert done.returncode == 0, f"{script} exited {done.returncode}\nstdout:\n{done.stdout[-3000:]}\nstderr:\n{done.stderr[-3000:]}"
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        env=env,
+    )
+    assert done.returncode == 0, (
+        f"{script} exited {done.returncode}\nstdout:\n{done.stdout[-3000:]}\nstderr:\n{done.stderr[-3000:]}"
+    )
     return done
 
 
@@ -64,8 +75,9 @@ def test_bench_stc_smoke():
 
 
 def test_bench_sketch_smoke():
-    out = run_benchmark("bench_sketch.py", "--rows", "20000", "--repeats", "1", "--samples", "2000",
-                        "--accuracy", "--trials", "1").stdout
+    out = run_benchmark(
+        "bench_sketch.py", "--rows", "20000", "--repeats", "1", "--samples", "2000", "--accuracy", "--trials", "1"
+    ).stdout
     assert "RFF.sum_features" in out and "fit_m2m n_s=2,000" in out and "MRE of the first moment" in out
 
 
@@ -82,26 +94,35 @@ def test_bench_fuzz_smoke():
 
 def test_bench_parsimony_smoke(tmp_path):
     path = tmp_path / "runs.csv"
-    out = run_benchmark("bench_parsimony.py", "--owners", "2,3", "--rounds", "4", "--seeds", "1", "--tau", "grow",
-                        "--csv", str(path)).stdout
+    out = run_benchmark(
+        "bench_parsimony.py", "--owners", "2,3", "--rounds", "4", "--seeds", "1", "--tau", "grow", "--csv", str(path)
+    ).stdout
     assert "rho/K^(1/3)" in out
     rows = list(csv.DictReader(path.open()))
     assert [(r["owners"], r["tau"], r["status"]) for r in rows] == [("2", "2", "completed"), ("3", "3", "completed")]
-    for row in rows:  # the owners' points: one request per round plus the tau requests, at most floor(p / tau) per owner
+    for (
+        row
+    ) in rows:  # the owners' points: one request per round plus the tau requests, at most floor(p / tau) per owner
         assert 4 <= int(row["owner_points"]) <= 4 + int(row["owners"]) * (4 // int(row["tau"]))
         assert float(row["mmd2"]) >= 0 and 0 <= float(row["accuracy"]) <= 1
 
 
 def test_bench_parsimony_refuses_a_bad_tau():
-    done = subprocess.run([sys.executable, str(BENCHMARKS / "bench_parsimony.py"), "--tau", "0"], capture_output=True,
-                          text=True, timeout=60, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "bench_parsimony.py"), "--tau", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
     assert done.returncode == 2 and "expected an integer >= 1 or 'grow', got '0'" in done.stderr
 
 
 def test_bench_inprocess_scale_smoke(tmp_path):
     path = tmp_path / "scale.json"
-    out = run_benchmark("bench_inprocess_scale.py", "--owners", "8,40", "--rounds", "4", "--private",
-                        "--json", str(path)).stdout
+    out = run_benchmark(
+        "bench_inprocess_scale.py", "--owners", "8,40", "--rounds", "4", "--private", "--json", str(path)
+    ).stdout
     assert "us/owner/round" in out
     runs = json.loads(path.read_text())["runs"]
     assert [(r["owners"], r["status"], r["rounds_done"]) for r in runs] == [(8, "completed", 4), (40, "completed", 4)]
@@ -111,17 +132,42 @@ def test_bench_inprocess_scale_smoke(tmp_path):
 @pytest.mark.slow
 def test_bench_runtime_smoke(tmp_path):
     path = tmp_path / "runtime.json"
-    out = run_benchmark("bench_runtime.py", "--parts", "1,2,3", "--owners", "2", "--rounds", "5", "--repeats", "1",
-                        "--rows-per-owner", "100", "--overhead-owners", "2", "--floor-rows", "50", "--ratio-owners", "2",
-                        "--ratio-rows", "100", "--ratio-rounds", "5", "--json", str(path)).stdout
+    out = run_benchmark(
+        "bench_runtime.py",
+        "--parts",
+        "1,2,3",
+        "--owners",
+        "2",
+        "--rounds",
+        "5",
+        "--repeats",
+        "1",
+        "--rows-per-owner",
+        "100",
+        "--overhead-owners",
+        "2",
+        "--floor-rows",
+        "50",
+        "--ratio-owners",
+        "2",
+        "--ratio-rows",
+        "100",
+        "--ratio-rounds",
+        "5",
+        "--json",
+        str(path),
+    ).stdout
     assert "1. Per-round latency" in out and "2. Transport overhead" in out and "3. Wall time" in out
     figures = json.loads(path.read_text())
     assert {r["driver"] for r in figures["rounds"]} == {"processes-forkserver", "inprocess"}
     assert all(r["completed"] == 1 for r in figures["rounds"])
     # the K = 16 target is judged on the measured floor run, with both subtractions shown beside it
     verdicts = figures["overhead"]["target_by_estimate"]
-    assert set(verdicts) == {"measured (floor run, compute ~ 0)", "by subtraction, contended compute",
-                             "by subtraction, uncontended compute"}
+    assert set(verdicts) == {
+        "measured (floor run, compute ~ 0)",
+        "by subtraction, contended compute",
+        "by subtraction, uncontended compute",
+    }
     assert figures["overhead"]["target_met"] == verdicts["measured (floor run, compute ~ 0)"]["met"]
     assert "measured (floor run, compute ~ 0)" in out
 
@@ -153,8 +199,14 @@ def test_bench_load_smoke(tmp_path):
     """One quickstart beside one busy loop: completed, reported, and the loop is gone afterwards."""
     path = tmp_path / "load.json"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    proc = subprocess.Popen([sys.executable, str(BENCHMARKS / "bench_load.py"), "--smoke", "--json", str(path)], cwd=ROOT,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(BENCHMARKS / "bench_load.py"), "--smoke", "--json", str(path)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         out, err = proc.communicate(timeout=600)  # a hang guard only
     finally:
@@ -169,13 +221,22 @@ def test_bench_load_smoke(tmp_path):
     assert _busy_loops_of(proc.pid) == []
 
 
-@pytest.mark.parametrize(("option", "value", "expected"), [("--runs", "0", "--runs: expected an integer >= 1, got 0"),
-                                                           ("--busy", "-1", "--busy: expected an integer >= 0, got -1"),
-                                                           ("--scenario", "no-such.yaml",
-                                                            "--scenario: expected a scenario file, got 'no-such.yaml'")])
+@pytest.mark.parametrize(
+    ("option", "value", "expected"),
+    [
+        ("--runs", "0", "--runs: expected an integer >= 1, got 0"),
+        ("--busy", "-1", "--busy: expected an integer >= 0, got -1"),
+        ("--scenario", "no-such.yaml", "--scenario: expected a scenario file, got 'no-such.yaml'"),
+    ],
+)
 def test_bench_load_refuses_bad_counts(option, value, expected):
-    done = subprocess.run([sys.executable, str(BENCHMARKS / "bench_load.py"), option, value], capture_output=True,
-                          text=True, timeout=60, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "bench_load.py"), option, value],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
     assert done.returncode == 2 and expected in done.stderr
 
 
@@ -199,8 +260,12 @@ def test_bench_flower_smoke(tmp_path):
     assert "selection identical across engines: yes (2 of 2 completed runs match)" in out
     runs = json.loads(path.read_text())["runs"]
     assert [(r["engine"], r["status"], r["selection_matches"]) for r in runs] == [
-        ("flower-sim", "completed", True), ("ours-inprocess", "completed", True)]
-    assert all(len(r["selection"]) == 3 and r["ms_per_round"] > 0 and r["cpu_s"] > 0 and r["peak_pss_mb"] > 0 for r in runs)
+        ("flower-sim", "completed", True),
+        ("ours-inprocess", "completed", True),
+    ]
+    assert all(
+        len(r["selection"]) == 3 and r["ms_per_round"] > 0 and r["cpu_s"] > 0 and r["peak_pss_mb"] > 0 for r in runs
+    )
 
 
 @pytest.mark.parametrize("curve", ["--curve", "--no-curve"])
@@ -220,6 +285,11 @@ def test_bench_wire_smoke(tmp_path, curve):
 
 
 def test_bench_wire_refuses_a_bad_count():
-    done = subprocess.run([sys.executable, str(BENCHMARKS / "bench_wire.py"), "--hosts", "0"], capture_output=True,
-                          text=True, timeout=60, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "bench_wire.py"), "--hosts", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
     assert done.returncode == 2 and "--hosts: expected an integer >= 1, got 0" in done.stderr

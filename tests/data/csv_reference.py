@@ -81,12 +81,15 @@ def _refuse_missing(path: Path, header: list[str], rows: list[tuple[int, list[st
     if missing:
         line, i, text = missing[0]
         more = f" ({len(missing)} missing cells in the columns used)" if len(missing) > 1 else ""
-        raise ValueError(f"{path}: line {line}, column {header[i]!r}: missing value {text.strip()!r}{more}; every used "
-                         f"column (features, label, group) needs a value in every row: fill it in or remove the row")
+        raise ValueError(
+            f"{path}: line {line}, column {header[i]!r}: missing value {text.strip()!r}{more}; every used "
+            f"column (features, label, group) needs a value in every row: fill it in or remove the row"
+        )
 
 
-def _numeric_columns(path: Path, header: list[str], rows: list[tuple[int, list[str]]],
-                     exclude: set[str | None]) -> list[str]:
+def _numeric_columns(
+    path: Path, header: list[str], rows: list[tuple[int, list[str]]], exclude: set[str | None]
+) -> list[str]:
     """Columns (other than ``exclude``) whose present values are numbers (a missing cell does not
     make a column text); a column that mixes numbers and text is refused, naming its first text cell."""
     chosen = []
@@ -99,9 +102,11 @@ def _numeric_columns(path: Path, header: list[str], rows: list[tuple[int, list[s
             chosen.append(name)
         elif any(numeric):
             line, text = present[numeric.index(False)]
-            raise ValueError(f"{path}: line {line}, column {name!r}: {text!r} is not a number, but the column's other "
-                             f"values are; fix the value, or name the feature columns (data.source.csv.features) to leave "
-                             f"this column out")
+            raise ValueError(
+                f"{path}: line {line}, column {name!r}: {text!r} is not a number, but the column's other "
+                f"values are; fix the value, or name the feature columns (data.source.csv.features) to leave "
+                f"this column out"
+            )
     return chosen
 
 

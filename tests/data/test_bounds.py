@@ -23,13 +23,15 @@ def error_of(call) -> str | None:
 
 @given(rows=st.integers(1, 9), cols=st.integers(1, 4), data=st.data(), block=st.integers(1, 12))
 def test_a_block_at_a_time_finds_what_the_whole_matrix_check_finds(rows, cols, data, block):
-    X = np.array(data.draw(st.lists(VALUES, min_size=rows * cols, max_size=rows * cols)), dtype=np.float64).reshape(rows, cols)
+    X = np.array(data.draw(st.lists(VALUES, min_size=rows * cols, max_size=rows * cols)), dtype=np.float64).reshape(
+        rows, cols
+    )
     names = [f"line {i + 2}" for i in range(rows)]
     whole = error_of(lambda: check_rows(X, "f.csv", rows=names, columns=list("abcd")[:cols]))
     step = max(1, block // cols)
     check = RowCheck("f.csv", columns=list("abcd")[:cols])
     for start in range(0, rows, step):
-        check.add(X[start:start + step], start, names)
+        check.add(X[start : start + step], start, names)
     assert error_of(check.done) == whole
 
 

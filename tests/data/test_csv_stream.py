@@ -24,11 +24,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from conftest import ROOT
+from csv_reference import reference_csv_source
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conftest import ROOT
-from csv_reference import reference_csv_source
 from marketplace.data import CsvSource, SourceConfig, load_source
 from marketplace.data.sources.csv_file import MAX_BYTES, MAX_FIELD_CHARS, csv_source
 
@@ -45,16 +45,53 @@ def outcome(read, cfg: CsvSource) -> tuple:
         data = read(cfg)
     except Exception as err:  # noqa: BLE001 - the error itself is compared
         return ("error", type(err).__name__, str(err))
-    return ("data", data.X.shape, data.X.tolist(), data.y.tolist(), data.group.tolist(), data.feature_names,
-            data.group_names, data.name)
+    return (
+        "data",
+        data.X.shape,
+        data.X.tolist(),
+        data.y.tolist(),
+        data.group.tolist(),
+        data.feature_names,
+        data.group_names,
+        data.name,
+    )
 
 
 # --- the same Dataset (or error) as the former reader ----------------------------------------------
 
 NAMES = ["a", "b", " c ", "label", "g", "a"]
-CELLS = ["1", "-2.5", " 3 ", "1e3", "0", "7", "2.0", "1_0", "x", "yes", "no", "north", "", " ", "?", "NA", "n/a",
-         "NaN", "nan", "null", "None", "inf", "-inf", "-nan", "1e200", "9e153", "-1e300", "with,comma",
-         'say "hi"', "two\nlines"]
+CELLS = [
+    "1",
+    "-2.5",
+    " 3 ",
+    "1e3",
+    "0",
+    "7",
+    "2.0",
+    "1_0",
+    "x",
+    "yes",
+    "no",
+    "north",
+    "",
+    " ",
+    "?",
+    "NA",
+    "n/a",
+    "NaN",
+    "nan",
+    "null",
+    "None",
+    "inf",
+    "-inf",
+    "-nan",
+    "1e200",
+    "9e153",
+    "-1e300",
+    "with,comma",
+    'say "hi"',
+    "two\nlines",
+]
 
 
 @st.composite
@@ -95,8 +132,13 @@ def test_the_streaming_reader_builds_what_the_former_reader_built(tmp_path_facto
     data = ("\ufeff" if bom else "") + text
     raw = data.encode("utf-8")
     path = tmp_path_factory.mktemp("t") / f"t.csv{compression}"
-    path.write_bytes({"": raw, ".gz": gzip.compress(raw) if compression == ".gz" else b"",
-                      ".bz2": bz2.compress(raw) if compression == ".bz2" else b""}[compression])
+    path.write_bytes(
+        {
+            "": raw,
+            ".gz": gzip.compress(raw) if compression == ".gz" else b"",
+            ".bz2": bz2.compress(raw) if compression == ".bz2" else b"",
+        }[compression]
+    )
     cfg = CsvSource(path=str(path), **options)
     assert outcome(csv_source, cfg) == outcome(reference_csv_source, cfg)
 
@@ -116,8 +158,12 @@ def test_the_former_readers_examples_come_out_the_same(tmp_path):
     }
     for name, text in files.items():
         (tmp_path / name).write_text(text)
-        for options in ({"label": "label"}, {"label": "label", "group": "city"}, {"label": "label", "features": ("b", "a")},
-                        {"label": "label", "features": ("age", "age")}):
+        for options in (
+            {"label": "label"},
+            {"label": "label", "group": "city"},
+            {"label": "label", "features": ("b", "a")},
+            {"label": "label", "features": ("age", "age")},
+        ):
             cfg = CsvSource(path=str(tmp_path / name), **options)
             assert outcome(csv_source, cfg) == outcome(reference_csv_source, cfg), (name, options)
 
@@ -133,8 +179,11 @@ def rows_csv(path: Path, n: int) -> Path:
 def test_a_file_larger_than_max_bytes_is_refused_before_it_is_read(tmp_path):
     path = rows_csv(tmp_path / "d.csv", 50)
     size = path.stat().st_size
-    with pytest.raises(ValueError, match=rf"^{OPTION}\.max_bytes: {re.escape(str(path))} is {size} bytes .*more than the "
-                                         rf"limit of {size - 1} bytes .*; raise {OPTION}\.max_bytes to read it$"):
+    with pytest.raises(
+        ValueError,
+        match=rf"^{OPTION}\.max_bytes: {re.escape(str(path))} is {size} bytes .*more than the "
+        rf"limit of {size - 1} bytes .*; raise {OPTION}\.max_bytes to read it$",
+    ):
         load(path, label="label", max_bytes=size - 1)
     assert len(load(path, label="label", max_bytes=size)) == 50
 
@@ -145,8 +194,11 @@ def test_a_compressed_file_is_stopped_once_its_decompressed_bytes_pass_max_bytes
     path = tmp_path / f"d.csv{suffix}"
     path.write_bytes(compress(text))
     assert path.stat().st_size < 2000
-    with pytest.raises(ValueError, match=rf"^{OPTION}\.max_bytes: {re.escape(str(path))} holds more than 20000 bytes "
-                                         rf"\(19.5 KiB\) once decompressed, the limit; raise {OPTION}\.max_bytes"):
+    with pytest.raises(
+        ValueError,
+        match=rf"^{OPTION}\.max_bytes: {re.escape(str(path))} holds more than 20000 bytes "
+        rf"\(19.5 KiB\) once decompressed, the limit; raise {OPTION}\.max_bytes",
+    ):
         load(path, label="label", max_bytes=20_000)
     assert len(load(path, label="label", max_bytes=len(text))) == 5000
 
@@ -155,18 +207,24 @@ def test_the_features_may_not_take_more_memory_than_max_bytes(tmp_path):
     """Short numbers take 8 bytes each in memory: more than the file. That counts too."""
     path = tmp_path / "d.csv"
     path.write_text("a,b,label\n" + "1,2,0\n" * 100)
-    with pytest.raises(ValueError, match=rf"^{OPTION}\.max_bytes: {re.escape(str(path))}: its 100 rows of 2 features "
-                                         rf"would take 1600 bytes .* of memory as numbers, more than the limit of 1000 "
-                                         rf"bytes .*; raise {OPTION}\.max_bytes to read it \(or name fewer columns in "
-                                         rf"{OPTION}\.features\)$"):
+    with pytest.raises(
+        ValueError,
+        match=rf"^{OPTION}\.max_bytes: {re.escape(str(path))}: its 100 rows of 2 features "
+        rf"would take 1600 bytes .* of memory as numbers, more than the limit of 1000 "
+        rf"bytes .*; raise {OPTION}\.max_bytes to read it \(or name fewer columns in "
+        rf"{OPTION}\.features\)$",
+    ):
         load(path, label="label", max_bytes=1000)
     assert load(path, label="label", features=("a",), max_bytes=1000).dim == 1
 
 
 def test_a_file_with_more_rows_than_max_rows_is_refused_at_the_first_row_too_many(tmp_path):
     path = rows_csv(tmp_path / "d.csv", 10)
-    with pytest.raises(ValueError, match=rf"^{OPTION}\.max_rows: {re.escape(str(path))} has more than 9 rows \(line 11 "
-                                         rf"holds row 10\), the limit; raise {OPTION}\.max_rows to read it$"):
+    with pytest.raises(
+        ValueError,
+        match=rf"^{OPTION}\.max_rows: {re.escape(str(path))} has more than 9 rows \(line 11 "
+        rf"holds row 10\), the limit; raise {OPTION}\.max_rows to read it$",
+    ):
         load(path, label="label", max_rows=9)
     assert len(load(path, label="label", max_rows=10)) == 10
 
@@ -174,7 +232,9 @@ def test_a_file_with_more_rows_than_max_rows_is_refused_at_the_first_row_too_man
 def test_blank_lines_count_as_rows_so_a_file_of_line_ends_is_stopped_early(tmp_path):
     path = tmp_path / "d.csv.gz"
     path.write_bytes(gzip.compress(b"a,label\n1,0\n2,1\n" + b"\n" * 1_000_000))
-    with pytest.raises(ValueError, match=rf"^{OPTION}\.max_rows: .* has more than 1000 rows \(line 1002 holds row 1001\)"):
+    with pytest.raises(
+        ValueError, match=rf"^{OPTION}\.max_rows: .* has more than 1000 rows \(line 1002 holds row 1001\)"
+    ):
         load(path, label="label", max_rows=1000)
     path.write_bytes(gzip.compress(b"a,label\n1,0\n\n\n2,1\n"))
     assert len(load(path, label="label", max_rows=4)) == 2
@@ -183,8 +243,11 @@ def test_blank_lines_count_as_rows_so_a_file_of_line_ends_is_stopped_early(tmp_p
 def test_a_field_longer_than_max_field_chars_is_a_clear_error_not_a_csv_error(tmp_path):
     path = tmp_path / "d.csv"
     path.write_text("a,note,label\n1,short,0\n2," + "x" * 5000 + ",1\n")
-    with pytest.raises(ValueError, match=rf"^{OPTION}\.max_field_chars: {re.escape(str(path))}, line 3: a field longer "
-                                         rf"than 4999 characters, the limit; raise {OPTION}\.max_field_chars") as err:
+    with pytest.raises(
+        ValueError,
+        match=rf"^{OPTION}\.max_field_chars: {re.escape(str(path))}, line 3: a field longer "
+        rf"than 4999 characters, the limit; raise {OPTION}\.max_field_chars",
+    ) as err:
         load(path, label="label", max_field_chars=4999)
     assert not isinstance(err.value, csv.Error)
     assert len(load(path, label="label", max_field_chars=5000)) == 2
@@ -219,13 +282,19 @@ def test_the_default_field_limit_is_one_mib_not_the_csv_modules_128_kib(tmp_path
         load(path, label="label")
 
 
-@pytest.mark.parametrize("row", ["1," + "2" * 3000 + ",0\n", '1,"' + "2\n" * 1500 + '",0\n', "1," * 1500 + "0\n"],
-                         ids=["one-long-line", "quoted-lines", "many-fields"])
+@pytest.mark.parametrize(
+    "row",
+    ["1," + "2" * 3000 + ",0\n", '1,"' + "2\n" * 1500 + '",0\n', "1," * 1500 + "0\n"],
+    ids=["one-long-line", "quoted-lines", "many-fields"],
+)
 def test_a_row_longer_than_max_row_chars_is_refused_before_it_is_read_whole(tmp_path, row):
     path = tmp_path / "d.csv"
     path.write_text("a,b,label\n1,2,0\n" + row)
-    with pytest.raises(ValueError, match=rf"^{OPTION}\.max_row_chars: {re.escape(str(path))}, line \d+: a row longer "
-                                         rf"than 2000 characters, the limit; raise {OPTION}\.max_row_chars to read it$"):
+    with pytest.raises(
+        ValueError,
+        match=rf"^{OPTION}\.max_row_chars: {re.escape(str(path))}, line \d+: a row longer "
+        rf"than 2000 characters, the limit; raise {OPTION}\.max_row_chars to read it$",
+    ):
         load(path, label="label", max_row_chars=2000, max_field_chars=5000)
 
 
@@ -233,7 +302,9 @@ def test_an_error_quotes_a_long_cell_cut_short(tmp_path):
     """A field may hold a megabyte: the error shows its start and its length, not all of it."""
     path = tmp_path / "d.csv"
     path.write_text("a,b,label\n1,2,0\n3," + "x" * 100_000 + ",1\n")
-    with pytest.raises(ValueError, match=r"line 3, column 'b': 'x{60}'\.\.\. \(100000 characters\) is not a number") as err:
+    with pytest.raises(
+        ValueError, match=r"line 3, column 'b': 'x{60}'\.\.\. \(100000 characters\) is not a number"
+    ) as err:
         load(path, label="label")
     assert len(str(err.value)) < 400
 
@@ -247,10 +318,16 @@ def test_a_line_of_nul_bytes_with_no_end_is_stopped_at_the_row_limit(tmp_path):
         load(path, label="label", max_row_chars=5000)
 
 
-@pytest.mark.parametrize("raw, message", [
-    (b"a,label\n1,0\n\xff\xfe,1\n", r"d\.csv: not UTF-8 text \(invalid start byte: byte 0xff near line \d\); save the file as UTF-8"),
-    (b"a,label\n1,0\r2,1\n", r"d\.csv, line 2: not valid CSV \(new-line character seen in unquoted field"),
-])
+@pytest.mark.parametrize(
+    "raw, message",
+    [
+        (
+            b"a,label\n1,0\n\xff\xfe,1\n",
+            r"d\.csv: not UTF-8 text \(invalid start byte: byte 0xff near line \d\); save the file as UTF-8",
+        ),
+        (b"a,label\n1,0\r2,1\n", r"d\.csv, line 2: not valid CSV \(new-line character seen in unquoted field"),
+    ],
+)
 def test_a_file_that_is_not_utf8_csv_is_refused_naming_it(tmp_path, raw, message):
     path = tmp_path / "d.csv"
     path.write_bytes(raw)
@@ -258,8 +335,9 @@ def test_a_file_that_is_not_utf8_csv_is_refused_naming_it(tmp_path, raw, message
         load(path, label="label")
 
 
-@pytest.mark.parametrize("raw", [b"not gzip at all", gzip.compress(b"a,label\n1,0\n" * 100)[:-30]],
-                         ids=["not-gzip", "truncated"])
+@pytest.mark.parametrize(
+    "raw", [b"not gzip at all", gzip.compress(b"a,label\n1,0\n" * 100)[:-30]], ids=["not-gzip", "truncated"]
+)
 def test_a_damaged_gzip_file_is_refused_naming_it(tmp_path, raw):
     path = tmp_path / "d.csv.gz"
     path.write_bytes(raw)
@@ -290,20 +368,32 @@ PEAK_MB = 500
 
 def validate_measured(*args: str) -> dict:
     """`marketplace validate ARGS` in its own process: exit status, stderr and peak memory (MB)."""
-    done = subprocess.run([sys.executable, "-c", MEASURE, sys.executable, "-m", "marketplace", "validate", *args],
-                          capture_output=True, text=True, timeout=900, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-c", MEASURE, sys.executable, "-m", "marketplace", "validate", *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
 
 def csv_scenario(folder: Path, data: str, **options) -> Path:
     """A scenario whose data is the CSV file ``data`` in ``folder`` (column ``label``)."""
-    raw = {"name": "own-file", "protocol": "summarize", "seed": 1, "parties": {"owners": 2},
-           "data": {"source": {"kind": "csv", "csv": {"path": data, "label": "label", **options}},
-                    "partition": {"scheme": "even"},
-                    "consumer": {"target_groups": [0], "target_share": 0.5, "validation_size": 2, "test_size": 2},
-                    "seed_set": {"groups": [1], "size": 2}},
-           "summarize": {"rounds": 2, "gamma": 0.5, "features": 10}}
+    raw = {
+        "name": "own-file",
+        "protocol": "summarize",
+        "seed": 1,
+        "parties": {"owners": 2},
+        "data": {
+            "source": {"kind": "csv", "csv": {"path": data, "label": "label", **options}},
+            "partition": {"scheme": "even"},
+            "consumer": {"target_groups": [0], "target_share": 0.5, "validation_size": 2, "test_size": 2},
+            "seed_set": {"groups": [1], "size": 2},
+        },
+        "summarize": {"rounds": 2, "gamma": 0.5, "features": 10},
+    }
     path = folder / "own-file.yaml"
     path.write_text(yaml.safe_dump(raw))
     return path
@@ -328,7 +418,10 @@ def test_a_sparse_2_gb_file_is_refused_at_exit_2_with_little_memory(tmp_path):
     assert big.stat().st_blocks * 512 < 1 << 20, "the test file should be sparse"
     result = validate_measured(str(csv_scenario(tmp_path, "big.csv")))
     assert_refused(result, big, "max_bytes", MAX_BYTES)
-    assert f"{big} is {2 * 1024**3 + 1} bytes (2 GiB), more than the limit of {MAX_BYTES} bytes (1 GiB)" in result["stderr"]
+    assert (
+        f"{big} is {2 * 1024**3 + 1} bytes (2 GiB), more than the limit of {MAX_BYTES} bytes (1 GiB)"
+        in result["stderr"]
+    )
 
 
 @pytest.mark.slow
@@ -359,18 +452,37 @@ def test_a_field_over_the_default_limit_is_refused_and_raising_the_option_lets_i
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("command", [["run", "--driver", "inprocess", "--quiet"],
-                                     ["owners", "--ids", "owner-1,owner-2", "--endpoint", "tcp://127.0.0.1:9",
-                                      "--insecure", "--no-report"]], ids=["run", "owners"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["run", "--driver", "inprocess", "--quiet"],
+        ["owners", "--ids", "owner-1,owner-2", "--endpoint", "tcp://127.0.0.1:9", "--insecure", "--no-report"],
+    ],
+    ids=["run", "owners"],
+)
 def test_run_and_an_owner_host_refuse_a_file_over_a_limit_at_exit_2(tmp_path, command):
     """The owners of an agent's session rebuild the data from the scenario, as `run` does."""
     path = rows_csv(tmp_path / "d.csv", 60)
     scenario = csv_scenario(tmp_path, "d.csv", max_rows=50)
     out = ["--out", str(tmp_path / "run")] if command[0] == "run" else []
-    done = subprocess.run([sys.executable, "-m", "marketplace", *command, str(scenario) if command[0] == "run" else
-                           "--scenario", *([] if command[0] == "run" else [str(scenario)]), *out],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "marketplace",
+            *command,
+            str(scenario) if command[0] == "run" else "--scenario",
+            *([] if command[0] == "run" else [str(scenario)]),
+            *out,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
-    assert f"{OPTION}.max_rows: {path} has more than 50 rows (line 52 holds row 51), the limit; raise " \
-           f"{OPTION}.max_rows to read it" in done.stderr
+    assert (
+        f"{OPTION}.max_rows: {path} has more than 50 rows (line 52 holds row 51), the limit; raise "
+        f"{OPTION}.max_rows to read it" in done.stderr
+    )

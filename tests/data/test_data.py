@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import re
-
 import gzip
+import re
 import shutil
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import needs_data
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import needs_data
 from marketplace.data import (
     AdultSource,
     ConsumerConfig,
@@ -41,7 +40,6 @@ from marketplace.data import (
 )
 from marketplace.datasets import ChecksumMismatch, DatasetMissing, data_home
 from marketplace.schema import SchemaError
-
 
 
 def rng(seed: int = 0) -> np.random.Generator:
@@ -255,10 +253,17 @@ def test_csv_maps_string_labels_and_groups(tmp_path):
 PEOPLE = "age,height,weight,label\n30,1.8,70,yes\n40,1.9,80,no\n50,1.7,60,yes\n"
 
 
-@pytest.mark.parametrize("line, column, cell", [
-    (3, "height", "NA"), (3, "height", ""), (4, "age", "?"), (2, "weight", "n/a"), (2, "weight", "NULL"),
-    (4, "label", ""),  # a missing label
-])
+@pytest.mark.parametrize(
+    "line, column, cell",
+    [
+        (3, "height", "NA"),
+        (3, "height", ""),
+        (4, "age", "?"),
+        (2, "weight", "n/a"),
+        (2, "weight", "NULL"),
+        (4, "label", ""),  # a missing label
+    ],
+)
 def test_csv_a_missing_cell_is_refused_naming_file_line_and_column(tmp_path, line, column, cell):
     """No row and no column is lost without a word: an `NA` cell used to drop its whole feature
     column, an empty cell or a missing label its row."""
@@ -268,25 +273,33 @@ def test_csv_a_missing_cell_is_refused_naming_file_line_and_column(tmp_path, lin
     fields[header.index(column)] = cell
     lines[line - 1] = ",".join(fields)
     path = write_csv(tmp_path / "people.csv", "\n".join(lines) + "\n")
-    with pytest.raises(ValueError, match=rf"people\.csv: line {line}, column '{column}': missing value '{re.escape(cell)}'"):
+    with pytest.raises(
+        ValueError, match=rf"people\.csv: line {line}, column '{column}': missing value '{re.escape(cell)}'"
+    ):
         load_source(SourceConfig(kind="csv", csv=CsvSource(path=str(path), label="label")), rng())
 
 
 def test_csv_counts_every_missing_cell_in_its_error(tmp_path):
     path = write_csv(tmp_path / "d.csv", "a,b,label\n1,NA,0\n,2,1\n3,4,\n")
-    with pytest.raises(ValueError, match=r"line 2, column 'b': missing value 'NA' \(3 missing cells in the columns used\)"):
+    with pytest.raises(
+        ValueError, match=r"line 2, column 'b': missing value 'NA' \(3 missing cells in the columns used\)"
+    ):
         load_source(SourceConfig(kind="csv", csv=CsvSource(path=str(path), label="label")), rng())
 
 
 def test_csv_a_missing_cell_in_an_unused_column_is_no_problem(tmp_path):
     path = write_csv(tmp_path / "d.csv", "a,b,note,label\n1,2,,0\n3,4,NA,1\n")
-    data = load_source(SourceConfig(kind="csv", csv=CsvSource(path=str(path), label="label", features=("a", "b"))), rng())
+    data = load_source(
+        SourceConfig(kind="csv", csv=CsvSource(path=str(path), label="label", features=("a", "b"))), rng()
+    )
     assert data.X.tolist() == [[1, 2], [3, 4]]
 
 
 def test_csv_a_column_mixing_numbers_and_text_is_refused_not_dropped(tmp_path):
     path = write_csv(tmp_path / "d.csv", "a,b,label\n1,2,0\n3,abc,1\n5,6,0\n")
-    with pytest.raises(ValueError, match=r"d\.csv: line 3, column 'b': 'abc' is not a number, but the column's other values are"):
+    with pytest.raises(
+        ValueError, match=r"d\.csv: line 3, column 'b': 'abc' is not a number, but the column's other values are"
+    ):
         load_source(SourceConfig(kind="csv", csv=CsvSource(path=str(path), label="label")), rng())
 
 
@@ -335,7 +348,9 @@ def test_missing_files_are_reported_at_their_config_path(tmp_path, monkeypatch):
         check_source_available(SourceConfig(kind="csv", csv=CsvSource(path=missing, label="y")))
     assert err.value.path == "data.source.csv.path" and err.value.got == repr(missing)
     monkeypatch.setenv("MARKETPLACE_DATA", str(tmp_path))
-    with pytest.raises(DatasetMissing, match=r"dataset 'adult' is not in the data cache .*marketplace data fetch adult"):
+    with pytest.raises(
+        DatasetMissing, match=r"dataset 'adult' is not in the data cache .*marketplace data fetch adult"
+    ):
         check_source_available(SourceConfig(kind="adult"))
     with pytest.raises(DatasetMissing, match="marketplace data fetch mnist"):
         check_source_available(SourceConfig(kind="mnist"))
@@ -491,10 +506,12 @@ def test_target_to_one_gives_every_target_row_to_the_first_owner_and_splits_the_
 
 
 def test_the_papers_shape_gives_owner_1_seventy_percent_of_the_target_and_only_the_listed_groups():
-    config = replace(small_config(validation_size=30, test_size=90),
-                     partition=PartitionConfig(scheme="target_to_one", groups=(1, 0)),
-                     consumer=ConsumerConfig(target_groups=(0,), target_share=0.3, validation_size=30, test_size=90),
-                     seed_set=SeedSetConfig(groups=(2,), size=20))
+    config = replace(
+        small_config(validation_size=30, test_size=90),
+        partition=PartitionConfig(scheme="target_to_one", groups=(1, 0)),
+        consumer=ConsumerConfig(target_groups=(0,), target_share=0.3, validation_size=30, test_size=90),
+        seed_set=SeedSetConfig(groups=(2,), size=20),
+    )
     world = build_world(config, 4, 3)
     target_rows = [int((owner.group == 0).sum()) for owner in world.owners]
     assert target_rows == [280, 0, 0, 0]  # 70% of the 400 target rows

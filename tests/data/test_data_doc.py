@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, needs_data, run_cli
+
 from marketplace.scenario.load import read_yaml
 
 DOC = ROOT / "docs" / "data.md"
@@ -89,7 +89,7 @@ def sections() -> dict[str, str]:
         name = re.search(r"`([^`]+)`", title)
         if name is None:
             continue
-        end = next((i for i, lvl, _ in headings[n + 1:] if lvl <= level), len(lines))
+        end = next((i for i, lvl, _ in headings[n + 1 :] if lvl <= level), len(lines))
         out.setdefault(name[1], "\n".join(lines[start:end]))
     return out
 
@@ -139,8 +139,12 @@ def test_each_example_shows_its_file_name_to_the_reader() -> None:
 
 
 def test_the_extractor_sees_titles_and_untitled_blocks() -> None:
-    text = "x\n```csv title=a.csv\nh\n1\n```\n\n```yaml title=\"b.yaml\"\nname: b\n```\n```yaml\nk: v\n```\n"
-    assert blocks(text) == [Block("csv", "a.csv", "h\n1\n"), Block("yaml", "b.yaml", "name: b\n"), Block("yaml", None, "k: v\n")]
+    text = 'x\n```csv title=a.csv\nh\n1\n```\n\n```yaml title="b.yaml"\nname: b\n```\n```yaml\nk: v\n```\n'
+    assert blocks(text) == [
+        Block("csv", "a.csv", "h\n1\n"),
+        Block("yaml", "b.yaml", "name: b\n"),
+        Block("yaml", None, "k: v\n"),
+    ]
 
 
 def test_every_scenario_example_is_a_whole_scenario() -> None:
@@ -170,8 +174,9 @@ def option_names(cls: type, prefix: str = "") -> list[str]:
 
 
 def test_every_source_kind_has_a_section_naming_each_option_and_a_scenario_using_it() -> None:
-    from marketplace.data.sources import SOURCES
     from typing import get_type_hints
+
+    from marketplace.data.sources import SOURCES
 
     used = {(read_yaml(e.body)["data"].get("source") or {}).get("kind", "covariate_shift") for e in scenario_examples()}
     for kind, source in SOURCES.items():
@@ -189,8 +194,9 @@ def test_every_source_kind_has_a_section_naming_each_option_and_a_scenario_using
 
 @pytest.mark.parametrize("name", ["partition", "consumer", "seed_set"])
 def test_each_data_section_documents_every_key(name: str) -> None:
-    from marketplace.data.config import DataConfig
     from typing import get_type_hints
+
+    from marketplace.data.config import DataConfig
 
     section = sections().get(name, "")
     assert section, f"docs/data.md has no heading naming `{name}`"
@@ -201,8 +207,10 @@ def test_each_data_section_documents_every_key(name: str) -> None:
 def test_the_csv_table_states_the_defaults_of_the_code() -> None:
     from marketplace.data.sources.csv_file import CsvSource
 
-    rows = {m[1]: (m[2].strip(), m[3].strip())
-            for m in re.finditer(r"^\| `(\w+)` \|([^|]*)\|([^|]*)\|", sections()["csv"], re.MULTILINE)}
+    rows = {
+        m[1]: (m[2].strip(), m[3].strip())
+        for m in re.finditer(r"^\| `(\w+)` \|([^|]*)\|([^|]*)\|", sections()["csv"], re.MULTILINE)
+    }
     shown = {(): "`[]`", None: "null", ",": '`","`'}
     for f in dataclasses.fields(CsvSource):
         kind, default = rows[f.name]
@@ -219,8 +227,12 @@ def test_the_csv_table_states_the_defaults_of_the_code() -> None:
 
 def quoted_validate_lines() -> list[tuple[str, str]]:
     """(scenario file, line) for each ``# NAME.yaml: valid (...)`` output line quoted in a bash block."""
-    return [(m[1], m[0][2:]) for b in blocks() if b.lang == "bash"
-            for m in re.finditer(r"^# (\S+\.yaml): valid \(.*\)$", b.body, re.MULTILINE)]
+    return [
+        (m[1], m[0][2:])
+        for b in blocks()
+        if b.lang == "bash"
+        for m in re.finditer(r"^# (\S+\.yaml): valid \(.*\)$", b.body, re.MULTILINE)
+    ]
 
 
 def test_the_quoted_validate_output_is_what_validate_prints(tmp_path: Path) -> None:
@@ -256,12 +268,21 @@ def test_the_quoted_limit_error_is_what_validate_prints(tmp_path: Path) -> None:
     assert refused.returncode == 2
     quoted = [line for line in quoted_errors() if "data.source.csv.max_rows" in line]
     assert len(quoted) == 1
-    expected = quoted[0].replace(" customers.yaml:", f" {tmp_path}/customers.yaml:").replace(" customers.csv ", f" {tmp_path}/customers.csv ")
+    expected = (
+        quoted[0]
+        .replace(" customers.yaml:", f" {tmp_path}/customers.yaml:")
+        .replace(" customers.csv ", f" {tmp_path}/customers.csv ")
+    )
     assert refused.stderr.strip() == expected
 
 
-@pytest.mark.parametrize("override, needle", [("data.consumer.test_size=10", "the consumer's target pool has"),
-                                              ("data.seed_set.size=40", "data.seed_set.size = 40")])
+@pytest.mark.parametrize(
+    "override, needle",
+    [
+        ("data.consumer.test_size=10", "the consumer's target pool has"),
+        ("data.seed_set.size=40", "data.seed_set.size = 40"),
+    ],
+)
 def test_the_quoted_data_errors_are_what_validate_prints(override: str, needle: str, tmp_path: Path) -> None:
     write_examples(tmp_path)
     refused = run_cli("validate", str(tmp_path / "customers.yaml"), "--set", override)
@@ -292,7 +313,9 @@ def test_the_schema_examples_own_files_fit_its_schema_and_the_quoted_refusal_is_
     for example in own:
         assert len(load_own_rows(tmp_path / example.title, schema, party="owner-1")) > 0
     quoted = next(b.body.strip() for b in blocks() if b.lang == "text" and b.body.startswith("owner-1: "))
-    file, line, column, value = re.match(r"owner-1: (\S+): line (\d+), column '(\w+)': .* found ([\d.]+);", quoted).groups()
+    file, line, column, value = re.match(
+        r"owner-1: (\S+): line (\d+), column '(\w+)': .* found ([\d.]+);", quoted
+    ).groups()
     rows = (tmp_path / file).read_text().splitlines()
     header = rows[0].split(",")
     cells = rows[int(line) - 1].split(",")

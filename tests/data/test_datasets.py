@@ -13,8 +13,8 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, needs_data, run_cli
+
 from marketplace.datasets import DATASETS, ChecksumMismatch, DatasetMissing, read_bytes, require
 from marketplace.datasets.cache import data_home, file_states, missing_files
 from marketplace.datasets.fetch import FetchError, fetch_dataset, mirror_url
@@ -64,8 +64,7 @@ class MirrorHandler(http.server.SimpleHTTPRequestHandler):
 def mirror():
     """A threaded HTTP server on 127.0.0.1 serving the data cache as a mirror; yields its base URL."""
     handler = type("Handler", (MirrorHandler,), {"corrupt": set(), "interrupt": set(), "requests": []})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
-                                             lambda *a, **k: handler(*a, directory=str(MIRROR), **k))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), lambda *a, **k: handler(*a, directory=str(MIRROR), **k))
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
@@ -84,9 +83,11 @@ def leftovers(folder: Path) -> list[str]:
 # --------------------------------------------------------------------------- the registry
 
 
-@pytest.mark.skipif(not (MIRROR / "MANIFEST.txt").is_file(),
-                    reason=f"needs a mirror's MANIFEST.txt (size, sha256, NAME/FILE per line) in the data cache {MIRROR}; "
-                           "set MARKETPLACE_DATA to a mirror folder that has one")
+@pytest.mark.skipif(
+    not (MIRROR / "MANIFEST.txt").is_file(),
+    reason=f"needs a mirror's MANIFEST.txt (size, sha256, NAME/FILE per line) in the data cache {MIRROR}; "
+    "set MARKETPLACE_DATA to a mirror folder that has one",
+)
 def test_the_registry_matches_the_mirror_manifest():
     manifest = {}
     for line in (MIRROR / "MANIFEST.txt").read_text().splitlines():
@@ -98,8 +99,17 @@ def test_the_registry_matches_the_mirror_manifest():
 
 
 def test_every_dataset_has_provenance_licence_citation_and_a_way_to_get_each_file():
-    assert {"adult", "bank_marketing", "bike_sharing", "diabetic_retinopathy_debrecen", "lifesci_ds1.10", "mnist",
-            "occupancy", "office_caltech10_features", "superconductivity_subsample"} == set(DATASETS)
+    assert {
+        "adult",
+        "bank_marketing",
+        "bike_sharing",
+        "diabetic_retinopathy_debrecen",
+        "lifesci_ds1.10",
+        "mnist",
+        "occupancy",
+        "office_caltech10_features",
+        "superconductivity_subsample",
+    } == set(DATASETS)
     assert (DATASETS["adult"].openml, DATASETS["mnist"].openml, DATASETS["bank_marketing"].openml) == (1590, 554, 1461)
     for spec in DATASETS.values():
         assert spec.origin.startswith("http") and spec.license and spec.citation and spec.files
@@ -146,7 +156,9 @@ def test_an_unreachable_mirror_gives_a_clear_error_and_leaves_nothing(tmp_path):
     with socket.socket() as probe:  # a port on which nothing listens
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    with pytest.raises(FetchError, match=rf"{SMALL}/{SMALL_FILE}: cannot fetch from http://127.0.0.1:{port}/.*Connection"):
+    with pytest.raises(
+        FetchError, match=rf"{SMALL}/{SMALL_FILE}: cannot fetch from http://127.0.0.1:{port}/.*Connection"
+    ):
         fetch_dataset(DATASETS[SMALL], mirror=f"http://127.0.0.1:{port}/", home=tmp_path, retries=0, timeout=5)
     assert leftovers(tmp_path) == [] and not (tmp_path / SMALL).exists()
 
@@ -180,7 +192,9 @@ def test_a_mirror_must_be_http_https_file_or_a_folder(text):
 
 
 def test_require_and_read_name_the_missing_dataset_and_the_fetch_command(tmp_path):
-    with pytest.raises(DatasetMissing, match=r"dataset 'mnist' is not in the data cache .*marketplace data fetch mnist"):
+    with pytest.raises(
+        DatasetMissing, match=r"dataset 'mnist' is not in the data cache .*marketplace data fetch mnist"
+    ):
         require("mnist", home=tmp_path)
     with pytest.raises(DatasetMissing, match="marketplace data fetch mnist"):
         read_bytes("mnist", "t10k-labels-idx1-ubyte.gz", home=tmp_path)
@@ -212,8 +226,14 @@ def cli(*args: str, cache: Path, **env: str):
     import sys
 
     environment = {**os.environ, "MARKETPLACE_DATA": str(cache), **env}
-    return subprocess.run([sys.executable, "-m", "marketplace", *args], capture_output=True, text=True, timeout=240,
-                          cwd=ROOT, env=environment)
+    return subprocess.run(
+        [sys.executable, "-m", "marketplace", *args],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=ROOT,
+        env=environment,
+    )
 
 
 @needs_data("adult")
@@ -228,8 +248,17 @@ def test_data_fetch_from_the_mirror_then_run_the_adult_scenario(tmp_path, mirror
     fetched = cli("data", "fetch", "adult", "--mirror", base, cache=cache)
     assert fetched.returncode == 0, fetched.stderr
     assert "adult: downloaded 3 of 3 files, every file verified" in fetched.stdout
-    run = cli("run", "scenarios/adult.yaml", "--out", str(tmp_path / "run"), "--set", "summarize.rounds=5",
-              "--set", "summarize.baselines=[]", cache=cache)
+    run = cli(
+        "run",
+        "scenarios/adult.yaml",
+        "--out",
+        str(tmp_path / "run"),
+        "--set",
+        "summarize.rounds=5",
+        "--set",
+        "summarize.baselines=[]",
+        cache=cache,
+    )
     assert run.returncode == 0, run.stderr
     assert json.loads((tmp_path / "run" / "report.json").read_text())["status"] == "completed"
 
@@ -249,9 +278,20 @@ def test_data_info_gives_origin_licence_citation_and_files():
         assert text in result.stdout
 
 
-@pytest.mark.parametrize("args", [("fetch",), ("fetch", "adult", "--all"), ("fetch", "nope"), ("verify", "nope"),
-                                  ("path", "nope"), ("info", "nope"), ("fetch", "adult", "--mirror", "ftp://x"),
-                                  ("fetch", "adult", "--retries", "-1"), ("fetch", "adult", "--timeout", "0")])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("fetch",),
+        ("fetch", "adult", "--all"),
+        ("fetch", "nope"),
+        ("verify", "nope"),
+        ("path", "nope"),
+        ("info", "nope"),
+        ("fetch", "adult", "--mirror", "ftp://x"),
+        ("fetch", "adult", "--retries", "-1"),
+        ("fetch", "adult", "--timeout", "0"),
+    ],
+)
 def test_bad_data_arguments_exit_2(tmp_path, args):
     result = cli("data", *args, cache=tmp_path)
     assert result.returncode == 2, result

@@ -14,8 +14,10 @@ from marketplace.data.own_files import OwnDataError, ReadLimits, load_own_rows, 
 from marketplace.data.public_schema import DataSchema, schema_world
 from marketplace.schema import SchemaError, build
 
-SCHEMA = {"features": [{"name": "age", "lower": 0, "upper": 120}, {"name": "dose", "lower": -1, "upper": 1}],
-          "label": {"name": "outcome", "classes": ["healed", "not"]}}
+SCHEMA = {
+    "features": [{"name": "age", "lower": 0, "upper": 120}, {"name": "dose", "lower": -1, "upper": 1}],
+    "label": {"name": "outcome", "classes": ["healed", "not"]},
+}
 
 
 def schema(**changes) -> DataSchema:
@@ -48,17 +50,22 @@ def test_a_group_column_gives_the_groups(tmp_path):
     assert rows.group.tolist() == [1, 0] and rows.group_names == ("a", "b")
 
 
-@pytest.mark.parametrize("text, where, expected, found", [
-    ("age,dose,outcome\n40,0.5,not\n130,0,not\n", "line 3, column 'age'", "[0, 120]", "130.0"),
-    ("age,dose,outcome\n40,0.5,maybe\n", "line 2, column 'outcome'", "one of the schema's classes", "'maybe'"),
-    ("age,dose,outcome\n40,abc,not\n", "line 2, column 'dose'", "a number", "'abc'"),
-    ("age,dose,outcome\n40,,not\n", "line 2, column 'dose'", "a number", "a missing value"),
-    ("age,dose,outcome\n40,0.5\n", "line 2", "the header has 3", "2 fields"),
-    ("age,outcome\n40,not\n", "line 1", "the schema's columns", "no ['dose']"),
-    ("", "", "a header row", "empty"),
-    ("age,dose,outcome\n", "", "at least one row", "none"),
-])
-def test_each_bad_row_is_refused_naming_party_file_line_column_expected_and_found(tmp_path, text, where, expected, found):
+@pytest.mark.parametrize(
+    "text, where, expected, found",
+    [
+        ("age,dose,outcome\n40,0.5,not\n130,0,not\n", "line 3, column 'age'", "[0, 120]", "130.0"),
+        ("age,dose,outcome\n40,0.5,maybe\n", "line 2, column 'outcome'", "one of the schema's classes", "'maybe'"),
+        ("age,dose,outcome\n40,abc,not\n", "line 2, column 'dose'", "a number", "'abc'"),
+        ("age,dose,outcome\n40,,not\n", "line 2, column 'dose'", "a number", "a missing value"),
+        ("age,dose,outcome\n40,0.5\n", "line 2", "the header has 3", "2 fields"),
+        ("age,outcome\n40,not\n", "line 1", "the schema's columns", "no ['dose']"),
+        ("", "", "a header row", "empty"),
+        ("age,dose,outcome\n", "", "at least one row", "none"),
+    ],
+)
+def test_each_bad_row_is_refused_naming_party_file_line_column_expected_and_found(
+    tmp_path, text, where, expected, found
+):
     path = write(tmp_path / "bad.csv", text)
     with pytest.raises(OwnDataError) as err:
         load_own_rows(path, schema(), party="owner-3")
@@ -109,7 +116,9 @@ def test_a_gzip_that_inflates_past_the_byte_limit_is_stopped_while_reading(tmp_p
         for _ in range(64):
             f.write((b"1,0,not," + b"x" * 500 + b"\n") * 1024)  # 33 MB inflated, a few kB on disk
     assert path.stat().st_size < 100_000
-    with pytest.raises(OwnDataError, match=r"more than 1000000 bytes .* once decompressed, the limit; raise the limit with --max-bytes"):
+    with pytest.raises(
+        OwnDataError, match=r"more than 1000000 bytes .* once decompressed, the limit; raise the limit with --max-bytes"
+    ):
         load_own_rows(path, schema(), party="owner-1", limits=ReadLimits(max_bytes=1_000_000))
 
 
@@ -122,13 +131,21 @@ def test_a_field_over_the_field_limit_is_a_clear_error(tmp_path):
 def test_data_files_by_party_by_folder_or_one_file(tmp_path):
     (tmp_path / "owner-1.csv").write_text("")
     (tmp_path / "owner-2.npz").write_text("")
-    assert parse_data_files(str(tmp_path), ["owner-1", "owner-2"]) == {"owner-1": tmp_path / "owner-1.csv",
-                                                                       "owner-2": tmp_path / "owner-2.npz"}
+    assert parse_data_files(str(tmp_path), ["owner-1", "owner-2"]) == {
+        "owner-1": tmp_path / "owner-1.csv",
+        "owner-2": tmp_path / "owner-2.npz",
+    }
     assert parse_data_files("owner-2=b.csv, owner-1=a.csv", ["owner-1", "owner-2"]) == {
-        "owner-2": Path("b.csv"), "owner-1": Path("a.csv")}
+        "owner-2": Path("b.csv"),
+        "owner-1": Path("a.csv"),
+    }
     assert parse_data_files("a.csv", ["owner-4"]) == {"owner-4": Path("a.csv")}
-    for text, why in (("a.csv", "one file for 2 parties"), ("owner-1=a.csv", "no file for owner-2"),
-                      ("owner-9=a.csv,owner-1=b.csv", "not one of the parties"), (str(tmp_path / "x"), "one file")):
+    for text, why in (
+        ("a.csv", "one file for 2 parties"),
+        ("owner-1=a.csv", "no file for owner-2"),
+        ("owner-9=a.csv,owner-1=b.csv", "not one of the parties"),
+        (str(tmp_path / "x"), "one file"),
+    ):
         with pytest.raises(ValueError, match=why):
             parse_data_files(text, ["owner-1", "owner-2"])
     with pytest.raises(ValueError, match="expected one file named owner-3.csv"):
@@ -143,13 +160,19 @@ def test_a_schema_and_a_source_are_not_given_together():
     assert build(DataConfig, {"schema": SCHEMA}).seed_set.size == 0
 
 
-@pytest.mark.parametrize("bad, message", [
-    ({"features": [{"name": "a", "lower": 1, "upper": 1}]}, "lower must be below upper"),
-    ({"features": [{"name": "a", "lower": 0, "upper": 1}, {"name": "a", "lower": 0, "upper": 1}]}, "each name once"),
-    ({"label": {"name": "age", "classes": [0, 1]}}, "distinct names"),
-    ({"label": {"name": "outcome", "classes": [0, 0]}}, "each class once"),
-    ({"features": []}, "length of at least 1"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"features": [{"name": "a", "lower": 1, "upper": 1}]}, "lower must be below upper"),
+        (
+            {"features": [{"name": "a", "lower": 0, "upper": 1}, {"name": "a", "lower": 0, "upper": 1}]},
+            "each name once",
+        ),
+        ({"label": {"name": "age", "classes": [0, 1]}}, "distinct names"),
+        ({"label": {"name": "outcome", "classes": [0, 0]}}, "each class once"),
+        ({"features": []}, "length of at least 1"),
+    ],
+)
 def test_a_bad_schema_is_refused_naming_the_key(bad, message):
     with pytest.raises(SchemaError, match=message):
         build(DataSchema, {**SCHEMA, **bad})

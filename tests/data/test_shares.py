@@ -5,8 +5,8 @@ from __future__ import annotations
 import pickle
 
 import pytest
-
 from conftest import tiny_raw
+
 from marketplace.parties import make_world, share_of
 from marketplace.scenario import parse_scenario
 

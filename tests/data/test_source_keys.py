@@ -22,8 +22,10 @@ def refusal(raw: dict, tmp_path: Path) -> ScenarioError:
 def test_a_csv_section_without_path_and_label_names_both_key_paths(tmp_path):
     err = refusal(scenario({"kind": "csv", "csv": {"delimiter": ";"}}), tmp_path)
     assert err.path == "data.source.csv"
-    assert str(err) == ("s.yaml: data.source.csv: expected the required keys data.source.csv.path (a string) and "
-                        "data.source.csv.label (a string), got nothing for any of them")
+    assert str(err) == (
+        "s.yaml: data.source.csv: expected the required keys data.source.csv.path (a string) and "
+        "data.source.csv.label (a string), got nothing for any of them"
+    )
 
 
 def test_a_csv_kind_without_its_section_names_every_required_key(tmp_path):

@@ -27,7 +27,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import ROOT
 
 COMPOSE = ROOT / "docker-compose.run.yml"
@@ -88,7 +87,7 @@ class Emulator:
         value = value.replace("//0.0.0.0:", "//127.0.0.1:").replace(":5555", f":{self.port}")
         for container, (local, _) in sorted(mounts.items(), key=lambda kv: -len(kv[0])):
             if value == container or value.startswith(container + "/"):
-                return local + value[len(container):]
+                return local + value[len(container) :]
         if value.startswith("/") and any(target.startswith(value.rstrip("/") + "/") for target in mounts):
             return f"{self.rootfs(name)}{value}"  # a folder holding mounts, as the container sees it
         return value
@@ -98,7 +97,9 @@ class Emulator:
         argv = list(argv if argv is not None else self.services[name]["command"])
         if argv[0] == "CMD":
             argv = argv[1:]
-        assert argv[0] in ("marketplace", "sh"), f"{name}: the image runs `marketplace ...` or a kit's start.sh, got {argv[0]!r}"
+        assert argv[0] in ("marketplace", "sh"), (
+            f"{name}: the image runs `marketplace ...` or a kit's start.sh, got {argv[0]!r}"
+        )
         return [argv[0], *(self._text(a, mounts, name) for a in argv[1:])]
 
     def env(self, name: str) -> dict[str, str]:
@@ -209,13 +210,19 @@ def test_the_compose_file_runs_to_a_completed_report(tmp_path, host_scenarios):
     procs = {"curator": run_service(emu, "curator", logs)}
     health = services["curator"]["healthcheck"]["test"]
     for _ in range(int(services["curator"]["healthcheck"].get("retries", 30)) * 4):
-        assert procs["curator"].poll() is None, "the curator exited before it was healthy: " + (logs / "curator.log").read_text()[-2000:]
+        assert procs["curator"].poll() is None, (
+            "the curator exited before it was healthy: " + (logs / "curator.log").read_text()[-2000:]
+        )
         if subprocess.run(emu.command("curator", health), env=emu.env("curator"), capture_output=True).returncode == 0:
             break
         time.sleep(0.25)
     else:
         pytest.fail("the curator never became healthy: " + (logs / "curator.log").read_text()[-2000:])
-    waiting_on_health = [n for n, s in services.items() if (s.get("depends_on") or {}).get("curator", {}).get("condition") == "service_healthy"]
+    waiting_on_health = [
+        n
+        for n, s in services.items()
+        if (s.get("depends_on") or {}).get("curator", {}).get("condition") == "service_healthy"
+    ]
     assert sorted(waiting_on_health) == sorted(PARTIES[1:])
     for name in waiting_on_health:
         procs[name] = run_service(emu, name, logs)
@@ -226,7 +233,11 @@ def test_the_compose_file_runs_to_a_completed_report(tmp_path, host_scenarios):
         for proc in procs.values():
             if proc.poll() is None:
                 proc.kill()
-    report_step = [n for n, s in services.items() if "service_completed_successfully" in str(s.get("depends_on")) and n != "curator"]
+    report_step = [
+        n
+        for n, s in services.items()
+        if "service_completed_successfully" in str(s.get("depends_on")) and n != "curator"
+    ]
     assert report_step == ["report"]
     result = run_service(emu, "report", logs)
     assert result.wait(240) == 0, (logs / "report.log").read_text()
@@ -248,7 +259,9 @@ def test_each_party_mounts_only_its_own_kit_read_only_and_uses_curve():
     for party in PARTIES:
         volumes = services[party]["volumes"]
         assert sorted(volumes) == sorted([f"kit-{party}:/kit:ro", "reports:/reports"]), party
-        assert services[party]["command"][:2] == ["sh", "/kit/start.sh"] and "--insecure" not in services[party]["command"]
+        assert (
+            services[party]["command"][:2] == ["sh", "/kit/start.sh"] and "--insecure" not in services[party]["command"]
+        )
         assert services[party]["networks"] == ["market"] and "user" not in services[party]
     assert yaml.safe_load(COMPOSE.read_text())["networks"]["market"]["internal"] is True
     for step in ("provision", "report"):

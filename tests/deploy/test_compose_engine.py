@@ -23,7 +23,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import ROOT
 from docker_engine import DockerEngine, EngineUnavailable, compose_command
 from system_tools import skip_unless_tools
@@ -33,9 +32,18 @@ pytestmark = pytest.mark.slow
 HOST_UID = 4242
 """The host user who runs compose: neither root nor the image's user (1000)."""
 PARTIES = ["curator", "owner-1", "owner-2", "owner-3", "owner-4", "consumer"]
-PROJECT_FILES = ("Dockerfile", ".dockerignore", "docker-compose.yml", "docker-compose.run.yml", "docker-compose.own.yml",
-                 "pyproject.toml", "README.md",
-                 "marketplace", "scenarios", "data-cache")
+PROJECT_FILES = (
+    "Dockerfile",
+    ".dockerignore",
+    "docker-compose.yml",
+    "docker-compose.run.yml",
+    "docker-compose.own.yml",
+    "pyproject.toml",
+    "README.md",
+    "marketplace",
+    "scenarios",
+    "data-cache",
+)
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +103,9 @@ def ensure_base_image(engine: DockerEngine) -> str:
     pulled = engine.docker("pull", "python:3.11-slim", check=False, timeout=300)
     if pulled.returncode == 0:
         return "pulled"
-    skip_unless_tools("mmdebstrap", why="python:3.11-slim cannot be pulled here, and the stand-in base image is built with mmdebstrap")
+    skip_unless_tools(
+        "mmdebstrap", why="python:3.11-slim cannot be pulled here, and the stand-in base image is built with mmdebstrap"
+    )
     engine.run(["sh", str(ROOT / "deploy" / "standin-python-base.sh"), "python:3.11-slim"], timeout=900)
     return "stand-in from Debian packages"
 
@@ -116,7 +126,16 @@ def test_compose_runs_the_quickstart_on_a_real_engine_as_any_host_user(engine, h
     project = project_owned_by(HOST_UID, host_folder)
     prefix, env = as_host_user(engine, host_folder / "home")
     name = f"mkt{os.getpid()}"
-    up = [*prefix, *compose, "--project-name", name, "--project-directory", str(project), "-f", str(project / "docker-compose.run.yml")]
+    up = [
+        *prefix,
+        *compose,
+        "--project-name",
+        name,
+        "--project-directory",
+        str(project),
+        "-f",
+        str(project / "docker-compose.run.yml"),
+    ]
 
     def timed(label: str, fn):
         t0 = time.monotonic()
@@ -127,17 +146,25 @@ def test_compose_runs_the_quickstart_on_a_real_engine_as_any_host_user(engine, h
     base = timed("base image", lambda: ensure_base_image(engine))
     try:
         timed("image build", lambda: engine.run([*up, "build", "provision"], env=env, cwd=project, timeout=1800))
-        result = timed("compose up", lambda: engine.run([*up, "up", "--no-color"], env=env, cwd=project, timeout=900, check=False))
+        result = timed(
+            "compose up", lambda: engine.run([*up, "up", "--no-color"], env=env, cwd=project, timeout=900, check=False)
+        )
         logs = engine.run([*up, "logs", "--no-color"], env=env, cwd=project, check=False).stdout
         containers = inspect_containers(engine, name)
         first = read_report(project, result)
         # the same file again, now as root: fresh kits into the existing volumes, a new run id
-        again = timed("compose up as root", lambda: engine.run(up[len(prefix):] + ["up", "--no-color"], cwd=project, timeout=900, check=False))
+        again = timed(
+            "compose up as root",
+            lambda: engine.run(up[len(prefix) :] + ["up", "--no-color"], cwd=project, timeout=900, check=False),
+        )
         second = read_report(project, again)
     finally:
         # the images stay for the next test of this module; the engine's teardown removes everything it stored
         timed("clean up", lambda: engine.run([*up, "down", "--volumes"], env=env, cwd=project, check=False))
-    print(f"\nreal engine ({engine.driver} storage, {base} base): " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items()))
+    print(
+        f"\nreal engine ({engine.driver} storage, {base} base): "
+        + ", ".join(f"{k} {v:.0f} s" for k, v in times.items())
+    )
 
     for report in (first, second):
         assert report["status"] == "completed", report["failures"]
@@ -153,7 +180,9 @@ def test_compose_runs_the_quickstart_on_a_real_engine_as_any_host_user(engine, h
     assert report["messages"]["consistency"]["agree"] and report["checks"]["central_replay"]["matches"]
 
     assert " INFO curator finished" in logs
-    assert not [line for line in logs.splitlines() if " WARNING " in line or " ERROR " in line], "a healthy run logs no warning"
+    assert not [line for line in logs.splitlines() if " WARNING " in line or " ERROR " in line], (
+        "a healthy run logs no warning"
+    )
 
     for party in PARTIES:  # each party mounts its own kit (read-only) and the reports volume, nothing else
         mounts = containers[party]
@@ -165,8 +194,12 @@ def test_compose_runs_the_quickstart_on_a_real_engine_as_any_host_user(engine, h
 def read_report(project: Path, up: subprocess.CompletedProcess) -> dict:
     """runs/compose/report.json, which must belong to the host user (as must ./runs), whoever ran compose."""
     report_file = project / "runs" / "compose" / "report.json"
-    assert report_file.exists(), f"compose up exited {up.returncode}; no report.\n{up.stdout[-4000:]}\n{up.stderr[-2000:]}"
-    assert (report_file.stat().st_uid, (project / "runs").stat().st_uid) == (HOST_UID, HOST_UID), "the host user's files"
+    assert report_file.exists(), (
+        f"compose up exited {up.returncode}; no report.\n{up.stdout[-4000:]}\n{up.stderr[-2000:]}"
+    )
+    assert (report_file.stat().st_uid, (project / "runs").stat().st_uid) == (HOST_UID, HOST_UID), (
+        "the host user's files"
+    )
     report = json.loads(report_file.read_text())
     report_file.unlink()
     return report
@@ -185,8 +218,24 @@ def inspect_containers(engine: DockerEngine, project: str) -> dict[str, list]:
 def marketplace_run(tmp_path: Path) -> dict:
     """`marketplace run` of the same scenario and seed, for comparison."""
     out = tmp_path / "reference"
-    result = subprocess.run([sys.executable, "-m", "marketplace", "run", str(ROOT / "scenarios" / "quickstart.yaml"),
-                             "--driver", "inprocess", "--quiet", "--out", str(out)], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "marketplace",
+            "run",
+            str(ROOT / "scenarios" / "quickstart.yaml"),
+            "--driver",
+            "inprocess",
+            "--quiet",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
     assert result.returncode == 0, result.stderr
     return json.loads((out / "report.json").read_text())
 
@@ -204,7 +253,11 @@ def test_the_compose_file_is_read_the_same_by_compose_clients():
         assert "name" not in compose and "version" not in compose
         for service in compose["services"].values():
             for condition in (service.get("depends_on") or {}).values():
-                assert condition["condition"] in ("service_started", "service_healthy", "service_completed_successfully")
+                assert condition["condition"] in (
+                    "service_started",
+                    "service_healthy",
+                    "service_completed_successfully",
+                )
             assert set(service.get("build", {})) <= {"context", "network"}
 
 
@@ -214,8 +267,11 @@ def test_a_missing_tool_skips_naming_it_and_its_install_command(monkeypatch):
 
     present = {"docker": "/usr/bin/docker"}
     monkeypatch.setattr(system_tools.shutil, "which", lambda tool: present.get(tool))
-    with pytest.raises(pytest.skip.Exception, match=r"base image.*needs dockerd, mmdebstrap, not on PATH "
-                                                    r"\(Debian: dockerd: apt-get install docker.io; mmdebstrap: apt-get install mmdebstrap"):
+    with pytest.raises(
+        pytest.skip.Exception,
+        match=r"base image.*needs dockerd, mmdebstrap, not on PATH "
+        r"\(Debian: dockerd: apt-get install docker.io; mmdebstrap: apt-get install mmdebstrap",
+    ):
         skip_unless_tools("docker", "dockerd", "mmdebstrap", why="base image")
     assert system_tools.missing_tools("docker") is None
 
@@ -231,13 +287,38 @@ def test_compose_keeps_a_marketplace_up_and_its_ledgers_across_a_restart(engine,
     compose = compose_command()
     project = project_owned_by(0, host_folder)
     name = f"mktup{os.getpid()}"
-    up = [*compose, "--project-name", name, "--project-directory", str(project), "-f", str(project / "docker-compose.yml")]
+    up = [
+        *compose,
+        "--project-name",
+        name,
+        "--project-directory",
+        str(project),
+        "-f",
+        str(project / "docker-compose.yml"),
+    ]
     ensure_base_image(engine)
 
     def request(consumer: str) -> subprocess.CompletedProcess:
-        return engine.run([*up, "run", "--rm", "-T", "consumer", "/scenario/sketch-quickstart.yaml",
-                           "--set", "sketch.epsilon=0.4", "--keys", f"/kits/{consumer}", "--quiet",
-                           "--out", f"runs/{consumer}-{time.monotonic_ns()}"], cwd=project, timeout=600, check=False)
+        return engine.run(
+            [
+                *up,
+                "run",
+                "--rm",
+                "-T",
+                "consumer",
+                "/scenario/sketch-quickstart.yaml",
+                "--set",
+                "sketch.epsilon=0.4",
+                "--keys",
+                f"/kits/{consumer}",
+                "--quiet",
+                "--out",
+                f"runs/{consumer}-{time.monotonic_ns()}",
+            ],
+            cwd=project,
+            timeout=600,
+            check=False,
+        )
 
     def wait_for_owners(since: int) -> None:
         deadline = time.monotonic() + 300
@@ -259,32 +340,57 @@ def test_compose_keeps_a_marketplace_up_and_its_ledgers_across_a_restart(engine,
         for consumer, result in results.items():
             if result.returncode != 0:
                 logs = engine.run([*up, "logs", "--no-color"], cwd=project, check=False).stdout
-                owner = engine.run([*up, "exec", "-T", "owner-1", "sh", "-c", "for f in /tmp/sessions/sessions/*/owners.log; do tail -n 40 $f; done"], cwd=project,
-                                   check=False)
-                curator = engine.run([*up, "exec", "-T", "server", "sh", "-c", "tail -n 30 /state/sessions/*/curator.log"],
-                                     cwd=project, check=False)
-                consumer_logs = "".join(f.read_text()[-3000:] for f in (project / "runs").glob(f"{consumer}-*/consumer.log"))
-                raise AssertionError(f"{consumer}: {result.stderr[-2000:]}\nconsumer.log: {consumer_logs}\n{logs[-2000:]}\n{owner.stdout[-1000:]}"
-                                     f"{owner.stderr[-1000:]}\n{curator.stdout[-4000:]}")
+                owner = engine.run(
+                    [
+                        *up,
+                        "exec",
+                        "-T",
+                        "owner-1",
+                        "sh",
+                        "-c",
+                        "for f in /tmp/sessions/sessions/*/owners.log; do tail -n 40 $f; done",
+                    ],
+                    cwd=project,
+                    check=False,
+                )
+                curator = engine.run(
+                    [*up, "exec", "-T", "server", "sh", "-c", "tail -n 30 /state/sessions/*/curator.log"],
+                    cwd=project,
+                    check=False,
+                )
+                consumer_logs = "".join(
+                    f.read_text()[-3000:] for f in (project / "runs").glob(f"{consumer}-*/consumer.log")
+                )
+                raise AssertionError(
+                    f"{consumer}: {result.stderr[-2000:]}\nconsumer.log: {consumer_logs}\n{logs[-2000:]}\n{owner.stdout[-1000:]}"
+                    f"{owner.stderr[-1000:]}\n{curator.stdout[-4000:]}"
+                )
         reports = {c: json.loads(next((project / "runs").glob(f"{c}-*/report.json")).read_text()) for c in results}
         for consumer, report in reports.items():
             assert report["status"] == "completed" and report["driver"] == "market"
             assert report["lifetime"]["consumer"] == consumer
-            assert len({p["host"] for p in report["parties"] if p["id"] != "consumer"}) == 5  # server's curator + 4 owners
+            assert (
+                len({p["host"] for p in report["parties"] if p["id"] != "consumer"}) == 5
+            )  # server's curator + 4 owners
         assert sorted(len(r["lifetime"]["declined"]) for r in reports.values()) == [0, 1, 1]  # owner-3: eps 0.5
         lines = len(engine.run([*up, "logs", "--no-color", "server"], cwd=project, check=False).stdout.splitlines())
         engine.run([*up, "restart"], cwd=project, timeout=600)
         wait_for_owners(lines)
         again = request("alice")
         assert again.returncode == 0, again.stderr[-3000:]
-        shown = engine.run([*up, "exec", "-T", "owner-1", "marketplace", "ledger", "show", "/kit/owner-1.ledger.sqlite",
-                            "--json"], cwd=project, check=False)
+        shown = engine.run(
+            [*up, "exec", "-T", "owner-1", "marketplace", "ledger", "show", "/kit/owner-1.ledger.sqlite", "--json"],
+            cwd=project,
+            check=False,
+        )
         assert shown.returncode == 0, shown.stderr
         ledger = json.loads(shown.stdout)
         assert [r["state"] for r in ledger["history"]] == ["committed"] * 4  # three before the restart, one after
         containers = inspect_containers(engine, name)
         for owner in MARKET_OWNERS:  # each owner's kit and ledger on a volume of its own
-            assert [m["Name"].removeprefix(f"{name}_") for m in containers[owner] if m["Destination"] == "/kit"] == [owner]
+            assert [m["Name"].removeprefix(f"{name}_") for m in containers[owner] if m["Destination"] == "/kit"] == [
+                owner
+            ]
     finally:
         engine.run([*up, "--profile", "request", "down", "--volumes"], cwd=project, timeout=600, check=False)
 
@@ -296,14 +402,34 @@ def test_compose_serves_the_parties_own_csv_files_each_mounted_where_its_party_i
     two requests complete, each owner's ledger charges both, and the server's files hold no row."""
     compose = compose_command()
     project = project_owned_by(0, host_folder)
-    made = subprocess.run([sys.executable, "-m", "marketplace", "shares", str(ROOT / "scenarios" / "sketch-quickstart.yaml"),
-                           "--out", str(project / "own-data")], capture_output=True, text=True, timeout=300)
+    made = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "marketplace",
+            "shares",
+            str(ROOT / "scenarios" / "sketch-quickstart.yaml"),
+            "--out",
+            str(project / "own-data"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert made.returncode == 0, made.stderr
     for path in (project / "own-data").iterdir():
         os.chmod(path, 0o644)  # the containers' user (uid 1000) reads them
     os.chmod(project / "own-data", 0o755)
     name = f"mktown{os.getpid()}"
-    up = [*compose, "--project-name", name, "--project-directory", str(project), "-f", str(project / "docker-compose.own.yml")]
+    up = [
+        *compose,
+        "--project-name",
+        name,
+        "--project-directory",
+        str(project),
+        "-f",
+        str(project / "docker-compose.own.yml"),
+    ]
     ensure_base_image(engine)
     try:
         engine.run([*up, "build", "server"], cwd=project, timeout=1800)
@@ -320,24 +446,52 @@ def test_compose_serves_the_parties_own_csv_files_each_mounted_where_its_party_i
             time.sleep(1.0)
         assert "this server holds no party's rows" in logs
         for i in range(2):
-            done = engine.run([*up, "run", "--rm", "-T", "consumer", "/scenario/sketch-quickstart.yaml", "--set",
-                               "sketch.epsilon=0.4", "--set", "sketch.samples=2000", "--quiet", "--out", f"runs/own-{i}"],
-                              cwd=project, timeout=600, check=False)
-            assert done.returncode == 0, (done.stderr[-3000:], engine.run([*up, "logs", "--no-color"], cwd=project,
-                                                                           check=False).stdout[-4000:])
+            done = engine.run(
+                [
+                    *up,
+                    "run",
+                    "--rm",
+                    "-T",
+                    "consumer",
+                    "/scenario/sketch-quickstart.yaml",
+                    "--set",
+                    "sketch.epsilon=0.4",
+                    "--set",
+                    "sketch.samples=2000",
+                    "--quiet",
+                    "--out",
+                    f"runs/own-{i}",
+                ],
+                cwd=project,
+                timeout=600,
+                check=False,
+            )
+            assert done.returncode == 0, (
+                done.stderr[-3000:],
+                engine.run([*up, "logs", "--no-color"], cwd=project, check=False).stdout[-4000:],
+            )
             report = json.loads((project / "runs" / f"own-{i}" / "report.json").read_text())
             assert report["status"] == "completed" and report["deployment"]["data"] == "own"
-        shown = engine.run([*up, "exec", "-T", "owner-2", "marketplace", "ledger", "show", "/kit/owner-2.ledger.sqlite",
-                            "--json"], cwd=project, check=False)
+        shown = engine.run(
+            [*up, "exec", "-T", "owner-2", "marketplace", "ledger", "show", "/kit/owner-2.ledger.sqlite", "--json"],
+            cwd=project,
+            check=False,
+        )
         assert [r["state"] for r in json.loads(shown.stdout)["history"]] == ["committed"] * 2
         containers = inspect_containers(engine, name)
-        own = {party: sorted(m["Source"] for m in mounts if m["Type"] == "bind") for party, mounts in containers.items()
-               if not party.endswith(":networks")}
+        own = {
+            party: sorted(m["Source"] for m in mounts if m["Type"] == "bind")
+            for party, mounts in containers.items()
+            if not party.endswith(":networks")
+        }
         for owner in MARKET_OWNERS:  # each owner's container sees its own file, and nothing of the others'
             assert own[owner] == [str(project / "own-data" / f"{owner}.csv")]
         assert own["server"] == []
-        state = engine.run([*up, "exec", "-T", "server", "sh", "-c", "cat $(find /state -type f -name '*.json')"],
-                           cwd=project, check=False).stdout
+        state = engine.run(
+            [*up, "exec", "-T", "server", "sh", "-c", "cat $(find /state -type f -name '*.json')"],
+            cwd=project,
+            check=False,
+        ).stdout
         first_row = (project / "own-data" / "owner-1.csv").read_text().splitlines()[1].split(",")[0]
         assert state and first_row not in state
     finally:

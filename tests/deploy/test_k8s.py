@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import QUICKSTART, ROOT
 from system_tools import skip_unless_tools
 
@@ -28,8 +27,23 @@ def render(folder: Path, scenario: Path) -> dict[tuple[str, str], dict]:
     """The base with kits freshly provisioned for ``scenario``, rendered by `kubectl kustomize`: (kind, name) -> object."""
     skip_unless_tools("kubectl", why="rendering deploy/k8s with `kubectl kustomize`")
     shutil.copytree(BASE, folder, ignore=shutil.ignore_patterns("kits"))
-    made = subprocess.run([sys.executable, "-m", "marketplace", "provision", str(scenario), "--out", str(folder / "kits"),
-                           "--endpoint", "tcp://marketplace-curator:5555"], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    made = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "marketplace",
+            "provision",
+            str(scenario),
+            "--out",
+            str(folder / "kits"),
+            "--endpoint",
+            "tcp://marketplace-curator:5555",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert made.returncode == 0, made.stderr
     result = subprocess.run(["kubectl", "kustomize", str(folder)], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
@@ -47,8 +61,22 @@ def rendered(tmp_path_factory) -> dict[tuple[str, str], dict]:
 def own_files(tmp_path_factory) -> Path:
     """Files of a marketplace described by its public schema (`marketplace shares`), and its market file."""
     folder = tmp_path_factory.mktemp("own") / "own"
-    made = subprocess.run([sys.executable, "-m", "marketplace", "shares", str(ROOT / "scenarios" / "sketch-quickstart.yaml"),
-                           "--out", str(folder), "--set", "sketch.samples=2000"], capture_output=True, text=True, timeout=240)
+    made = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "marketplace",
+            "shares",
+            str(ROOT / "scenarios" / "sketch-quickstart.yaml"),
+            "--out",
+            str(folder),
+            "--set",
+            "sketch.samples=2000",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert made.returncode == 0, made.stderr
     return folder
 
@@ -68,9 +96,25 @@ def test_every_object_validates_against_the_kubernetes_schema(rendered):
     for obj in objects:
         kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
     kinds = sorted(kind for kind, _ in (k for k in rendered if k != "kits"))
-    assert kinds == sorted(["ConfigMap", "Deployment", "Job", "Job", "PersistentVolumeClaim", "PersistentVolumeClaim",
-                            "Secret", "Secret", "Secret",
-                            "Secret", "Secret", "Secret", "Service", "Service", "StatefulSet"])
+    assert kinds == sorted(
+        [
+            "ConfigMap",
+            "Deployment",
+            "Job",
+            "Job",
+            "PersistentVolumeClaim",
+            "PersistentVolumeClaim",
+            "Secret",
+            "Secret",
+            "Secret",
+            "Secret",
+            "Secret",
+            "Secret",
+            "Service",
+            "Service",
+            "StatefulSet",
+        ]
+    )
 
 
 def test_a_broken_object_fails_the_validation(rendered):
@@ -123,7 +167,10 @@ def test_the_owners_statefulset_runs_one_owner_host_per_pod_and_the_host_sees_on
     consumer = pod_spec(rendered[("Job", "marketplace-consumer")])
     assert [v["secret"]["secretName"] for v in consumer["volumes"] if "secret" in v] == ["kit-consumer"]
     claims = [v["persistentVolumeClaim"]["claimName"] for v in consumer["volumes"] if "persistentVolumeClaim" in v]
-    assert sorted(claims) == ["marketplace-consumer-data", "marketplace-runs"]  # the consumer's own files: its claim only
+    assert sorted(claims) == [
+        "marketplace-consumer-data",
+        "marketplace-runs",
+    ]  # the consumer's own files: its claim only
     for name, obj in rendered.items():
         if name[0] in ("Deployment", "StatefulSet", "Job") and name[1] != "marketplace-consumer":
             assert "marketplace-consumer-data" not in json.dumps(obj), name
@@ -178,7 +225,9 @@ class Kubelet:
     def mount(self, spec: dict, pod: str, container: dict) -> None:
         volumes = {v["name"]: v for v in spec["volumes"]}
         for m in container["volumeMounts"]:
-            volumes.setdefault(m["name"], {"name": m["name"], "emptyDir": {}})  # a StatefulSet's per-pod claim: a folder of the pod's
+            volumes.setdefault(
+                m["name"], {"name": m["name"], "emptyDir": {}}
+            )  # a StatefulSet's per-pod claim: a folder of the pod's
             link = self.root(pod) / m["mountPath"].lstrip("/")
             if not link.is_symlink():
                 link.parent.mkdir(parents=True, exist_ok=True)
@@ -190,10 +239,18 @@ class Kubelet:
         self.mount(spec, pod, container)
         tops = sorted({"/" + m["mountPath"].split("/")[1] for m in container["volumeMounts"]}, key=len, reverse=True)
         pattern = re.compile(r"(?<![\w./-])(" + "|".join(map(re.escape, tops)) + r")(?=/|\s|$|\")")
-        command = [pattern.sub(lambda m: f"{self.root(pod)}{m.group(1)}", word).replace("exec sleep infinity", "true")
-                   for word in container["command"]]
-        env = dict(os.environ, HOSTNAME=pod, PYTHONPATH=str(ROOT), PATH=f"{self.folder / 'bin'}:{os.environ['PATH']}",
-                   MARKETPLACE_ENDPOINT=f"tcp://127.0.0.1:{self.port}", **env_of(container))
+        command = [
+            pattern.sub(lambda m: f"{self.root(pod)}{m.group(1)}", word).replace("exec sleep infinity", "true")
+            for word in container["command"]
+        ]
+        env = dict(
+            os.environ,
+            HOSTNAME=pod,
+            PYTHONPATH=str(ROOT),
+            PATH=f"{self.folder / 'bin'}:{os.environ['PATH']}",
+            MARKETPLACE_ENDPOINT=f"tcp://127.0.0.1:{self.port}",
+            **env_of(container),
+        )
         log = open(self.folder / f"{pod}-{container['name']}.log", "w")
         return subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=self.folder)
 
@@ -236,7 +293,10 @@ def run_pods(rendered: dict, tmp_path: Path, before=None) -> dict:
     kubelet = Kubelet(rendered, tmp_path, port)
     if before is not None:
         before(kubelet)
-    curator_spec, curator_pod = pod_spec(rendered[("Deployment", "marketplace-curator")]), "marketplace-curator-5d8f7-x2x4q"
+    curator_spec, curator_pod = (
+        pod_spec(rendered[("Deployment", "marketplace-curator")]),
+        "marketplace-curator-5d8f7-x2x4q",
+    )
     # the curator listens on the Service's port in the cluster; here on a free one
     kit = kubelet.volume(curator_pod, curator_spec["volumes"][0]) / "start.sh"
     kit.write_text(kit.read_text().replace("tcp://0.0.0.0:5555", f"tcp://127.0.0.1:{port}"))
@@ -268,7 +328,8 @@ def run_pods(rendered: dict, tmp_path: Path, before=None) -> dict:
     assert report["status"] == "completed", report["failures"]
     # each owner pod is an owner host: one file for its two owners
     assert sorted(p.name for p in (kubelet.runs / "parties").iterdir()) == sorted(
-        ["curator.json", "consumer.json", "owner-1..owner-2.json", "owner-3..owner-4.json"])
+        ["curator.json", "consumer.json", "owner-1..owner-2.json", "owner-3..owner-4.json"]
+    )
     logs = "".join(p.read_text() for p in tmp_path.glob("*.log"))
     assert "exited with status 0; idle until the run is deleted" in logs
     return report

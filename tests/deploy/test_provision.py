@@ -9,8 +9,8 @@ import stat
 
 import pytest
 import zmq.auth
-
 from conftest import QUICKSTART, run_cli
+
 from marketplace.provision import ProvisionError, provision
 from marketplace.scenario import load_scenario
 
@@ -38,10 +38,26 @@ def test_every_party_gets_a_kit_with_its_own_secret_key_only(kits):
 
 
 def test_the_curators_kit_holds_every_other_partys_public_key_and_the_others_only_the_curators(kits):
-    assert files(kits / "curator") == ["consumer.key", "curator.key_secret", "curator.noise_key", "kit.json", "owner-1.key",
-                                       "owner-2.key", "owner-3.key", "owner-4.key", "scenario.yaml", "start.sh"]
-    assert files(kits / "owner-2") == ["curator.key", "kit.json", "owner-2.key_secret", "owner-2.noise_key", "scenario.yaml",
-                                       "start.sh"]
+    assert files(kits / "curator") == [
+        "consumer.key",
+        "curator.key_secret",
+        "curator.noise_key",
+        "kit.json",
+        "owner-1.key",
+        "owner-2.key",
+        "owner-3.key",
+        "owner-4.key",
+        "scenario.yaml",
+        "start.sh",
+    ]
+    assert files(kits / "owner-2") == [
+        "curator.key",
+        "kit.json",
+        "owner-2.key_secret",
+        "owner-2.noise_key",
+        "scenario.yaml",
+        "start.sh",
+    ]
     curator_public, _ = zmq.auth.load_certificate(str(kits / "curator" / "curator.key_secret"))
     for party in PARTIES[1:]:
         assert zmq.auth.load_certificate(str(kits / party / "curator.key"))[0] == curator_public
@@ -54,7 +70,10 @@ def test_each_kit_names_the_run_the_scenario_and_its_start_command(kits):
     assert len({m["run_id"] for m in manifests.values()}) == 1
     assert len({m["scenario"]["fingerprint"] for m in manifests.values()}) == 1
     owner = manifests["owner-3"]
-    assert owner["command"][:4] == ["marketplace", "owner", "--id", "owner-3"] and "tcp://10.0.0.5:6000" in owner["command"]
+    assert (
+        owner["command"][:4] == ["marketplace", "owner", "--id", "owner-3"]
+        and "tcp://10.0.0.5:6000" in owner["command"]
+    )
     assert "tcp://0.0.0.0:6000" in manifests["curator"]["command"]
     script = (kits / "owner-3" / "start.sh").read_text()
     assert "exec marketplace owner --id owner-3" in script and "${MARKETPLACE_ENDPOINT:-tcp://10.0.0.5:6000}" in script
@@ -78,13 +97,16 @@ def test_an_existing_kit_is_refused_and_force_replaces_it_without_stale_keys(tmp
     assert not (kits / "curator" / "owner-9.key").exists(), "a stale key would stay allowlisted"
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--endpoint", "curator:5555"], "--endpoint: expected tcp://HOST:PORT, got 'curator:5555'"),
-    (["--endpoint", "tcp://curator:99999"], "expected a port number 1-65535"),
-    (["--bind", "udp://0.0.0.0:1"], "--bind: expected tcp://HOST:PORT"),
-    (["--chown", "market"], "--chown: expected UID or UID:GID as numbers"),
-    (["--set", "parties.owners=0"], "parties.owners"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--endpoint", "curator:5555"], "--endpoint: expected tcp://HOST:PORT, got 'curator:5555'"),
+        (["--endpoint", "tcp://curator:99999"], "expected a port number 1-65535"),
+        (["--bind", "udp://0.0.0.0:1"], "--bind: expected tcp://HOST:PORT"),
+        (["--chown", "market"], "--chown: expected UID or UID:GID as numbers"),
+        (["--set", "parties.owners=0"], "parties.owners"),
+    ],
+)
 def test_bad_options_exit_2_and_name_the_option(tmp_path, args, message):
     result = run_cli("provision", str(QUICKSTART), "--out", str(tmp_path / "k"), *args)
     assert result.returncode == 2 and message in result.stderr, result.stderr
@@ -101,7 +123,9 @@ def test_chown_gives_every_kit_file_and_the_reports_folder_to_another_uid(tmp_pa
     reports = tmp_path / "reports"
     reports.mkdir()
     (reports / "owner-1.json").write_text("{}")  # an earlier run's report
-    result = run_cli("provision", str(QUICKSTART), "--out", str(tmp_path / "k"), "--chown", "4242:4343", "--reports", str(reports))
+    result = run_cli(
+        "provision", str(QUICKSTART), "--out", str(tmp_path / "k"), "--chown", "4242:4343", "--reports", str(reports)
+    )
     assert result.returncode == 0, result.stderr
     for path in [*(tmp_path / "k").rglob("*"), reports]:
         assert (path.stat().st_uid, path.stat().st_gid) == (4242, 4343), path

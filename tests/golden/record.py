@@ -34,7 +34,9 @@ def run_golden(scenario: str, driver: str, raw: Path | None = None) -> dict[str,
     from marketplace.scenario import load_scenario
 
     with tempfile.TemporaryDirectory(prefix="golden-") as tmp:
-        report = run_scenario(load_scenario(SCENARIOS / scenario, OVERRIDES[scenario]), Path(tmp) / "run", driver=driver)
+        report = run_scenario(
+            load_scenario(SCENARIOS / scenario, OVERRIDES[scenario]), Path(tmp) / "run", driver=driver
+        )
     if raw is not None:
         raw.mkdir(parents=True, exist_ok=True)
         (raw / f"{Path(scenario).stem}.{driver}.json").write_text(json.dumps(report, sort_keys=True, indent=1))
@@ -57,7 +59,9 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["MARKETPLACE_DATA"] = str(PREFILLED_DATA)
     from marketplace.market.spec import is_market_file
 
-    shipped = sorted(path.name for path in SCENARIOS.glob("*.yaml") if not is_market_file(path))  # market files are no scenarios
+    shipped = sorted(
+        path.name for path in SCENARIOS.glob("*.yaml") if not is_market_file(path)
+    )  # market files are no scenarios
     unknown = sorted(set(shipped) - set(OVERRIDES))
     if unknown:
         print(f"no overrides for {unknown}: add them to golden/view.py OVERRIDES", file=sys.stderr)

@@ -75,7 +75,9 @@ def golden_view(report: dict[str, Any]) -> dict[str, Any]:
     messages = view.get("messages")
     if isinstance(messages, dict):
         messages.pop("heartbeats", None)  # ZeroMQ heartbeats: one per interval of wall time
-    view["parties"] = [{key: party.get(key) for key in ("id", "role", "status")} for party in report.get("parties") or []]
+    view["parties"] = [
+        {key: party.get(key) for key in ("id", "role", "status")} for party in report.get("parties") or []
+    ]
     details = view.get("party_details")
     if isinstance(details, dict):
         for detail in details.values():

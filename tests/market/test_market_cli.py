@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 
 import yaml
-from market_files import HAND_STREAM, market
-
 from conftest import ROOT, run_cli
+from market_files import HAND_STREAM, market
 
 
 def test_validate_describes_the_shipped_market():
@@ -31,7 +30,10 @@ def test_a_bad_market_file_exits_2_naming_the_key(tmp_path):
     path.write_text(yaml.safe_dump(market(HAND_STREAM, rules=["lottery"])))
     result = run_cli("run", str(path), "--driver", "inprocess", "--out", str(tmp_path / "out"))
     assert result.returncode == 2
-    assert "bad market file" in result.stderr and "market.rules[0]: expected one of fcfs, dpf, got 'lottery'" in result.stderr
+    assert (
+        "bad market file" in result.stderr
+        and "market.rules[0]: expected one of fcfs, dpf, got 'lottery'" in result.stderr
+    )
     assert not (tmp_path / "out").exists()
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import ROOT
 from market_files import HAND_STREAM, market, sketch_request
 
-from conftest import ROOT
 from marketplace.market import MarketReport, play
 from marketplace.market.player import noise_key
 from marketplace.privacy.lifetime import LifetimeLedger, ledger_file
@@ -18,10 +18,18 @@ def test_fcfs_and_dpf_admit_what_the_definitions_give_on_a_hand_worked_stream(tm
     # fcfs: 0.6 and 0.3 fit, then 0.2 and 0.5 are declined by every owner's ledger;
     # dpf (N = 4): 0.3, 0.2, 0.5 run in that order and 0.6 is never granted.
     report = play(market(HAND_STREAM), tmp_path / "m", driver="inprocess")
-    assert report.statuses("fcfs") == {"req-0001": "served", "req-0002": "served",
-                                       "req-0003": "declined", "req-0004": "declined"}
-    assert report.statuses("dpf") == {"req-0001": "not granted", "req-0002": "served",
-                                      "req-0003": "served", "req-0004": "served"}
+    assert report.statuses("fcfs") == {
+        "req-0001": "served",
+        "req-0002": "served",
+        "req-0003": "declined",
+        "req-0004": "declined",
+    }
+    assert report.statuses("dpf") == {
+        "req-0001": "not granted",
+        "req-0002": "served",
+        "req-0003": "served",
+        "req-0004": "served",
+    }
     assert [r["order"] for r in report.play("dpf")["requests"]] == [None, 1, 2, 3]
     assert report.summary("fcfs")["served_total"] == 2 and report.summary("dpf")["served_total"] == 3
 
@@ -37,7 +45,9 @@ def test_the_ledgers_hold_what_the_report_says_each_owner_spent(tmp_path):
 
 
 def test_an_owner_with_a_small_budget_declines_and_the_request_is_served_by_the_others(tmp_path):
-    raw = market([sketch_request("a", 0.4, repeat=2)], owners=3, rules=["fcfs"], owner_budgets={"owner-2": {"epsilon": 0.5}})
+    raw = market(
+        [sketch_request("a", 0.4, repeat=2)], owners=3, rules=["fcfs"], owner_budgets={"owner-2": {"epsilon": 0.5}}
+    )
     report = play(raw, tmp_path / "m", driver="inprocess")
     first, second = report.play("fcfs")["requests"]
     assert first["status"] == "served" and second["status"] == "partial"
@@ -49,14 +59,18 @@ def test_every_request_draws_its_own_noise(tmp_path):
     report = play(market([sketch_request("a", 0.1, repeat=2)], rules=["fcfs"]), tmp_path / "m", driver="inprocess")
     first, second = report.play("fcfs")["requests"]
     assert first["status"] == second["status"] == "served"
-    assert first["quality"] != second["quality"]   # the same request, fresh noise: a different release
+    assert first["quality"] != second["quality"]  # the same request, fresh noise: a different release
 
 
 def test_noise_keys_depend_on_seed_rule_request_and_party_and_nothing_else():
     key = noise_key(5, "fcfs", "req-0001", "owner-1")
     assert key == noise_key(5, "fcfs", "req-0001", "owner-1") and len(key) == 32
-    others = {noise_key(6, "fcfs", "req-0001", "owner-1"), noise_key(5, "dpf", "req-0001", "owner-1"),
-              noise_key(5, "fcfs", "req-0002", "owner-1"), noise_key(5, "fcfs", "req-0001", "owner-2")}
+    others = {
+        noise_key(6, "fcfs", "req-0001", "owner-1"),
+        noise_key(5, "dpf", "req-0001", "owner-1"),
+        noise_key(5, "fcfs", "req-0002", "owner-1"),
+        noise_key(5, "fcfs", "req-0001", "owner-2"),
+    }
     assert key not in others and len(others) == 4
 
 
@@ -105,7 +119,9 @@ def test_the_shipped_market_runs_and_shows_an_owner_that_declines(tmp_path):
 
 def test_ledgers_under_replace_one_charge_the_restated_cost_and_the_scheduler_counts_it(tmp_path):
     # eps 0.2 under add/remove-one is eps 0.4 under replace-one: a budget of 1 pays twice, not five times
-    report = play(market([sketch_request("a", 0.2, repeat=3)], relation="replace-one"), tmp_path / "m", driver="inprocess")
+    report = play(
+        market([sketch_request("a", 0.2, repeat=3)], relation="replace-one"), tmp_path / "m", driver="inprocess"
+    )
     for rule in ("fcfs", "dpf"):
         rows = report.play(rule)["requests"]
         served = [row for row in rows if row["status"] == "served"]

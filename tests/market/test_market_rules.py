@@ -10,7 +10,9 @@ from marketplace.market.rules import Demand, Dpf, Fcfs, dominant_share, filter_b
 
 
 def _demand(i: int, **eps: float) -> Demand:
-    return Demand(f"req-{i:04d}", i - 1, {owner.replace("_", "-"): {"eps": e, "delta": 0.0} for owner, e in eps.items()})
+    return Demand(
+        f"req-{i:04d}", i - 1, {owner.replace("_", "-"): {"eps": e, "delta": 0.0} for owner, e in eps.items()}
+    )
 
 
 def _simulate(rule, stream: list[Demand], budgets: dict) -> tuple[list[str], list[str]]:
@@ -51,8 +53,8 @@ def test_fcfs_runs_everything_in_arrival_order_and_leaves_the_declining_to_the_o
 
 def test_dpf_takes_the_smallest_dominant_share_among_ready_requests_not_the_earliest():
     budgets = {"owner-1": {"eps": 1.0, "delta": 0.0}, "owner-2": {"eps": 4.0, "delta": 0.0}}
-    big = _demand(1, owner_1=0.2, owner_2=0.2)        # dominant share 0.2 (owner-1)
-    small = _demand(2, owner_1=0.1, owner_2=0.3)      # dominant share 0.1 (owner-1)
+    big = _demand(1, owner_1=0.2, owner_2=0.2)  # dominant share 0.2 (owner-1)
+    small = _demand(2, owner_1=0.1, owner_2=0.3)  # dominant share 0.1 (owner-1)
     rule = Dpf(budgets, unlock_steps=1)
     rule.arrive(big)
     rule.arrive(small)
@@ -81,7 +83,7 @@ def test_dpf_does_not_wait_for_an_owner_whose_whole_budget_can_no_longer_pay():
 
 def test_dpf_waits_for_an_owner_that_can_pay_once_more_budget_unlocks():
     budgets = {"owner-1": {"eps": 1.0, "delta": 0.0}, "owner-2": {"eps": 0.4, "delta": 0.0}}
-    rule = Dpf(budgets, unlock_steps=2)   # after one arrival, half unlocked: owner-2 has 0.2 < 0.3
+    rule = Dpf(budgets, unlock_steps=2)  # after one arrival, half unlocked: owner-2 has 0.2 < 0.3
     rule.arrive(_demand(1, owner_1=0.3, owner_2=0.3))
     spent = {o: {"eps": 0.0, "delta": 0.0} for o in budgets}
     assert rule.next_grant(spent) is None
@@ -90,7 +92,7 @@ def test_dpf_waits_for_an_owner_that_can_pay_once_more_budget_unlocks():
 
 
 def test_requests_still_waiting_when_the_stream_ends_are_not_granted_with_the_reason():
-    rule = Dpf(BUDGET, unlock_steps=10)   # only 20% ever unlocks
+    rule = Dpf(BUDGET, unlock_steps=10)  # only 20% ever unlocks
     granted, left = _simulate(rule, [_demand(1, owner_1=0.3), _demand(2, owner_1=0.1)], BUDGET)
     assert granted == ["req-0002"] and left == ["req-0001"]
     assert "still waiting for unlocked budget" in rule.left()[0][1]

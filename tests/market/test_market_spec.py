@@ -18,7 +18,11 @@ def test_requests_are_numbered_in_arrival_order_with_repeats_expanded():
     raw = market([sketch_request("late", 0.1, arrival=5), sketch_request("early", 0.2, arrival=1, every=2, repeat=3)])
     spec = parse_market(raw)
     assert [(r.id, r.consumer, r.arrival) for r in spec.requests] == [
-        ("req-0001", "early", 1.0), ("req-0002", "early", 3.0), ("req-0003", "late", 5.0), ("req-0004", "early", 5.0)]
+        ("req-0001", "early", 1.0),
+        ("req-0002", "early", 3.0),
+        ("req-0003", "late", 5.0),
+        ("req-0004", "early", 5.0),
+    ]
     assert spec.unlock_steps == 4 and spec.rules == ("fcfs", "dpf")
 
 
@@ -116,7 +120,9 @@ def test_the_shipped_market_reads_and_has_a_small_budget_owner():
 def test_a_request_whose_data_cannot_be_built_is_refused_before_the_stream_starts():
     from marketplace.market.spec import check_worlds
 
-    raw = market([sketch_request("a", 0.1), {**sketch_request("b", 0.1), "data": {"consumer": {"validation_size": 5000}}}])
+    raw = market(
+        [sketch_request("a", 0.1), {**sketch_request("b", 0.1), "data": {"consumer": {"validation_size": 5000}}}]
+    )
     with pytest.raises(MarketError) as caught:
         check_worlds(parse_market(raw, source="m.yaml"))
     assert "m.yaml: requests[1]" in str(caught.value) and "validation_size" in str(caught.value)

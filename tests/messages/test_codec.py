@@ -20,11 +20,21 @@ from marketplace.messages import KINDS, PROTOCOL_VERSION, Envelope, MessageError
 plugins.load_all()  # every protocol's kinds: this file checks them all
 from marketplace.messages.codec import decode_fast, decode_precise
 from marketplace.messages.envelope import ENVELOPE_KEYS
-from marketplace.protocols.stc.messages import StcRelease, StcReleases, StcRequest, StcTarget
-from marketplace.protocols.sketch.messages import SketchPublication, SketchReleaseBody, SketchRequest
 from marketplace.messages.kinds import Bye, Error, Heartbeat, Hello, Shutdown
-from marketplace.protocols.summarize.messages import (Bid, Point, Request, RoundOpen, SealedPoint, SealedSummary, Summary,
-                                                      TargetEmbedding, ValidationEmbedding, ValidationSet)
+from marketplace.protocols.sketch.messages import SketchPublication, SketchReleaseBody, SketchRequest
+from marketplace.protocols.stc.messages import StcRelease, StcReleases, StcRequest, StcTarget
+from marketplace.protocols.summarize.messages import (
+    Bid,
+    Point,
+    Request,
+    RoundOpen,
+    SealedPoint,
+    SealedSummary,
+    Summary,
+    TargetEmbedding,
+    ValidationEmbedding,
+    ValidationSet,
+)
 
 # --- strategies: one per kind ------------------------------------------------------------------
 
@@ -77,7 +87,9 @@ SEALED = st.binary(min_size=1, max_size=64)
 @st.composite
 def sealed_summaries(draw: st.DrawFn) -> SealedSummary:
     p, d = draw(SIZES), draw(SIZES)
-    return SealedSummary(phi=draw(float_arrays((p, d))), sealed=tuple(draw(SEALED) for _ in range(p)), rounds=draw(COUNTS))
+    return SealedSummary(
+        phi=draw(float_arrays((p, d))), sealed=tuple(draw(SEALED) for _ in range(p)), rounds=draw(COUNTS)
+    )
 
 
 FINGERPRINTS = st.text(alphabet="0123456789abcdef", min_size=64, max_size=64)
@@ -91,11 +103,18 @@ VARIANCES = st.floats(min_value=0.0, max_value=1e12)
 def sketch_publications(draw: st.DrawFn) -> SketchPublication:
     k, m = draw(st.integers(1, 4)), draw(SIZES)
     return SketchPublication(
-        owners=tuple(f"owner-{i + 1}" for i in range(k)), numerators=draw(float_arrays((k, m))),
-        counts=draw(float_arrays((k,))), numerator_variances=draw(float_arrays((k,))),
-        count_variances=draw(float_arrays((k,))), epsilons=tuple(draw(SKETCH_EPS) for _ in range(k)),
-        deltas=tuple(draw(DELTAS) for _ in range(k)), mechanisms=tuple(draw(MECHANISMS) for _ in range(k)),
-        map_fingerprint=draw(FINGERPRINTS), merged_numerator=draw(float_arrays((m,))), merged_count=draw(FINITE))
+        owners=tuple(f"owner-{i + 1}" for i in range(k)),
+        numerators=draw(float_arrays((k, m))),
+        counts=draw(float_arrays((k,))),
+        numerator_variances=draw(float_arrays((k,))),
+        count_variances=draw(float_arrays((k,))),
+        epsilons=tuple(draw(SKETCH_EPS) for _ in range(k)),
+        deltas=tuple(draw(DELTAS) for _ in range(k)),
+        mechanisms=tuple(draw(MECHANISMS) for _ in range(k)),
+        map_fingerprint=draw(FINGERPRINTS),
+        merged_numerator=draw(float_arrays((m,))),
+        merged_count=draw(FINITE),
+    )
 
 
 @st.composite
@@ -104,11 +123,16 @@ def pfds_trees(draw: st.DrawFn, shared: bool = False) -> Any:
 
     nodes, leaves, codes = draw(SIZES), draw(SIZES), draw(SIZES)
     spend = st.fixed_dictionaries({"purpose": texts(1, 12), "level": st.integers(1, 8), "epsilon": FINITE})
-    fields = dict(attribute=draw(hnp.arrays(np.int64, (nodes,))),
-                  threshold=draw(float_arrays((nodes,))),  # NaN (non-numeric node) round trips too: see test_pfds_protocol
-                  n_children=draw(hnp.arrays(np.int64, (nodes,))), counts=draw(float_arrays((leaves, codes))),
-                  h_max=draw(st.integers(1, 64)), t=draw(st.integers(1, 2**31)),
-                  neighbours=draw(st.sampled_from(["add_remove", "replace"])), spends=tuple(draw(st.lists(spend, max_size=3))))
+    fields = dict(
+        attribute=draw(hnp.arrays(np.int64, (nodes,))),
+        threshold=draw(float_arrays((nodes,))),  # NaN (non-numeric node) round trips too: see test_pfds_protocol
+        n_children=draw(hnp.arrays(np.int64, (nodes,))),
+        counts=draw(float_arrays((leaves, codes))),
+        h_max=draw(st.integers(1, 64)),
+        t=draw(st.integers(1, 2**31)),
+        neighbours=draw(st.sampled_from(["add_remove", "replace"])),
+        spends=tuple(draw(st.lists(spend, max_size=3))),
+    )
     return PfdsSharedTree(sharer=draw(texts(1, 64)), **fields) if shared else PfdsTree(**fields)
 
 
@@ -122,7 +146,9 @@ def pfds_datasets(draw: st.DrawFn, shared: bool = False) -> Any:
 
 
 BODIES: dict[str, st.SearchStrategy[Any]] = {
-    "hello": st.builds(Hello, role=st.sampled_from(["owner", "consumer"]), protocol=texts(1, 64), scenario=texts(0, 200)),
+    "hello": st.builds(
+        Hello, role=st.sampled_from(["owner", "consumer"]), protocol=texts(1, 64), scenario=texts(0, 200)
+    ),
     "heartbeat": st.just(Heartbeat()),
     "error": st.builds(
         Error,
@@ -134,34 +160,62 @@ BODIES: dict[str, st.SearchStrategy[Any]] = {
     "shutdown": st.builds(Shutdown, reason=texts(0, 100), status=st.sampled_from(["completed", "failed"])),
     "bye": st.just(Bye()),
     "validation_set": validation_sets(),
-    "target_embedding": st.builds(TargetEmbedding, mean=SIZES.flatmap(lambda d: float_arrays((d,))), consumer_key=st.none() | KEYS),
-    "validation_embedding": st.builds(ValidationEmbedding, phi=st.tuples(SIZES, SIZES).flatmap(float_arrays), consumer_key=KEYS),
+    "target_embedding": st.builds(
+        TargetEmbedding, mean=SIZES.flatmap(lambda d: float_arrays((d,))), consumer_key=st.none() | KEYS
+    ),
+    "validation_embedding": st.builds(
+        ValidationEmbedding, phi=st.tuples(SIZES, SIZES).flatmap(float_arrays), consumer_key=KEYS
+    ),
     "round_open": round_opens(),
     "bid": st.builds(Bid, round=ROUNDS, value=FINITE, available=st.booleans()),
     "request": st.builds(Request, round=ROUNDS),
     "point": points(),
     "summary": summaries(),
-    "sealed_point": st.builds(SealedPoint, round=ROUNDS, phi=SIZES.flatmap(lambda d: float_arrays((d,))), row=COUNTS, sealed=SEALED),
+    "sealed_point": st.builds(
+        SealedPoint, round=ROUNDS, phi=SIZES.flatmap(lambda d: float_arrays((d,))), row=COUNTS, sealed=SEALED
+    ),
     "sealed_summary": sealed_summaries(),
     "pfds_tree": pfds_trees(),
     "pfds_shared_tree": pfds_trees(shared=True),
     "pfds_data": pfds_datasets(),
     "pfds_shared_data": pfds_datasets(shared=True),
-    "pfds_phase": st.builds(lambda phase, sharers: __import__("marketplace.protocols.pfds.messages", fromlist=["PfdsPhase"]).PfdsPhase(
-        phase=phase, sharers=tuple(sharers)), st.sampled_from(["label", "train"]), st.lists(texts(1, 64), max_size=4)),
+    "pfds_phase": st.builds(
+        lambda phase, sharers: __import__("marketplace.protocols.pfds.messages", fromlist=["PfdsPhase"]).PfdsPhase(
+            phase=phase, sharers=tuple(sharers)
+        ),
+        st.sampled_from(["label", "train"]),
+        st.lists(texts(1, 64), max_size=4),
+    ),
     "sketch_request": st.builds(SketchRequest, map_fingerprint=FINGERPRINTS, n_features=st.integers(1, 2**31)),
-    "sketch_release": st.builds(SketchReleaseBody, numerator=SIZES.flatmap(lambda m: float_arrays((m,))), count=FINITE,
-                                numerator_variance=VARIANCES, count_variance=VARIANCES, map_fingerprint=FINGERPRINTS,
-                                epsilon=SKETCH_EPS, delta=DELTAS, mechanism=MECHANISMS),
+    "sketch_release": st.builds(
+        SketchReleaseBody,
+        numerator=SIZES.flatmap(lambda m: float_arrays((m,))),
+        count=FINITE,
+        numerator_variance=VARIANCES,
+        count_variance=VARIANCES,
+        map_fingerprint=FINGERPRINTS,
+        epsilon=SKETCH_EPS,
+        delta=DELTAS,
+        mechanism=MECHANISMS,
+    ),
     "sketch_publication": sketch_publications(),
     "stc_target": st.tuples(SIZES, SIZES).flatmap(float_arrays).map(lambda a: StcTarget(points=a)),
     "stc_request": st.tuples(SIZES, SIZES).flatmap(float_arrays).map(lambda a: StcRequest(points=a)),
-    "stc_release": st.builds(StcRelease, centers=st.tuples(SIZES, SIZES).flatmap(float_arrays),
-                             method=st.sampled_from(["nna", "nas"]), notion=st.sampled_from(["dp", "zcdp"]),
-                             cost=st.floats(min_value=1e-6, max_value=1e6)),
-    "stc_releases": SIZES.flatmap(lambda k: st.builds(
-        StcReleases, centers=st.tuples(SIZES, SIZES).flatmap(float_arrays),
-        counts=hnp.arrays(np.int64, (k,)), owners=st.lists(texts(1, 64), min_size=k, max_size=k).map(tuple))),
+    "stc_release": st.builds(
+        StcRelease,
+        centers=st.tuples(SIZES, SIZES).flatmap(float_arrays),
+        method=st.sampled_from(["nna", "nas"]),
+        notion=st.sampled_from(["dp", "zcdp"]),
+        cost=st.floats(min_value=1e-6, max_value=1e6),
+    ),
+    "stc_releases": SIZES.flatmap(
+        lambda k: st.builds(
+            StcReleases,
+            centers=st.tuples(SIZES, SIZES).flatmap(float_arrays),
+            counts=hnp.arrays(np.int64, (k,)),
+            owners=st.lists(texts(1, 64), min_size=k, max_size=k).map(tuple),
+        )
+    ),
 }
 
 
@@ -233,14 +287,20 @@ def test_plain_msgpack_reads_a_frame_as_a_map_with_arrays_as_dtype_shape_data(ki
     for f in msgspec.structs.fields(sent.body):
         value = getattr(sent.body, f.name)
         if isinstance(value, np.ndarray):
-            assert wire["body"][f.name] == {"dtype": value.dtype.str, "shape": list(value.shape), "data": value.tobytes()}
+            assert wire["body"][f.name] == {
+                "dtype": value.dtype.str,
+                "shape": list(value.shape),
+                "data": value.tobytes(),
+            }
 
 
 # --- malformed frames --------------------------------------------------------------------------
 
 
 def bid_envelope(**changes: Any) -> Envelope:
-    envelope = Envelope(PROTOCOL_VERSION, "run-1", 7, "owner-1", "curator", "bid", None, Bid(round=2, value=0.5, available=True))
+    envelope = Envelope(
+        PROTOCOL_VERSION, "run-1", 7, "owner-1", "curator", "bid", None, Bid(round=2, value=0.5, available=True)
+    )
     return msgspec.structs.replace(envelope, **changes)
 
 
@@ -412,7 +472,16 @@ def test_non_finite_float_scalar_is_refused(value: float) -> None:
 
 
 def embedding_wire(**array_changes: Any) -> bytes:
-    envelope = Envelope(PROTOCOL_VERSION, "run-1", 3, "curator", "owner-1", "target_embedding", None, TargetEmbedding(mean=np.arange(4.0)))
+    envelope = Envelope(
+        PROTOCOL_VERSION,
+        "run-1",
+        3,
+        "curator",
+        "owner-1",
+        "target_embedding",
+        None,
+        TargetEmbedding(mean=np.arange(4.0)),
+    )
     wire = wire_of(envelope)
     wire["body"]["mean"].update(array_changes)
     return frame_of(wire)
@@ -464,7 +533,9 @@ def test_array_with_the_wrong_number_of_dimensions_is_refused() -> None:
 
 @pytest.mark.parametrize("shape", [[0, 2**63], [0, 2**62, 2**62], [2**32, 2**32, 0]])
 def test_empty_array_with_a_shape_numpy_cannot_hold_is_refused(shape: list[int]) -> None:
-    envelope = Envelope(PROTOCOL_VERSION, "run-1", 3, "consumer", "curator", "validation_set", None, ValidationSet(X=np.zeros((0, 2))))
+    envelope = Envelope(
+        PROTOCOL_VERSION, "run-1", 3, "consumer", "curator", "validation_set", None, ValidationSet(X=np.zeros((0, 2)))
+    )
     wire = wire_of(envelope)
     wire["body"]["X"].update(shape=shape, data=b"")
 
@@ -539,7 +610,14 @@ def test_random_bytes_never_raise_anything_but_message_error(frame: bytes) -> No
     decode_or_refuse(frame)
 
 
-SCALARS = st.none() | st.booleans() | st.integers(-(2**63), UINT64_MAX) | st.floats() | st.text(max_size=8) | st.binary(max_size=16)
+SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), UINT64_MAX)
+    | st.floats()
+    | st.text(max_size=8)
+    | st.binary(max_size=16)
+)
 JUNK = SCALARS | st.lists(SCALARS, max_size=3)
 MSGPACK_VALUES = st.recursive(
     SCALARS,
@@ -576,7 +654,9 @@ def mutate(frame: bytes, mutations: list[tuple[str, int, int]]) -> bytes:
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(envelope=ANY_ENVELOPE, mutations=st.lists(MUTATIONS, min_size=1, max_size=4))
-def test_mutated_valid_frames_never_raise_anything_but_message_error(envelope: Envelope, mutations: list[tuple[str, int, int]]) -> None:
+def test_mutated_valid_frames_never_raise_anything_but_message_error(
+    envelope: Envelope, mutations: list[tuple[str, int, int]]
+) -> None:
     decode_or_refuse(mutate(encode(envelope), mutations))
 
 
@@ -597,7 +677,9 @@ def frame_with_one_value_replaced_by_junk(envelope: Envelope, data: st.DataObjec
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(envelope=ANY_ENVELOPE, data=st.data())
-def test_valid_frames_with_one_value_replaced_by_junk_never_raise_anything_but_message_error(envelope: Envelope, data: st.DataObject) -> None:
+def test_valid_frames_with_one_value_replaced_by_junk_never_raise_anything_but_message_error(
+    envelope: Envelope, data: st.DataObject
+) -> None:
     decode_or_refuse(frame_with_one_value_replaced_by_junk(envelope, data))
 
 
@@ -629,7 +711,9 @@ def test_a_63_mib_frame_of_nested_empty_arrays_is_refused_before_decoding_cheapl
     limit = 64 * 2**20
     frame = b"\xdd" + (63 * 2**20).to_bytes(4, "big") + b"\x90" * (63 * 2**20)
     X = np.zeros((len(frame) // (8 * 20), 20))
-    legitimate = encode(Envelope(PROTOCOL_VERSION, "r", 1, "consumer", "curator", "validation_set", None, ValidationSet(X=X)))
+    legitimate = encode(
+        Envelope(PROTOCOL_VERSION, "r", 1, "consumer", "curator", "validation_set", None, ValidationSet(X=X))
+    )
     assert abs(len(legitimate) - len(frame)) < 2**20
 
     def refuse() -> None:
@@ -655,11 +739,14 @@ def test_a_63_mib_frame_of_nested_empty_arrays_is_refused_before_decoding_cheapl
     assert refusal_s < 10 * legitimate_s, (refusal_s, legitimate_s)
 
 
-@pytest.mark.parametrize("frame, reason", [
-    (b"\x91" * 100_000 + b"\xc0", "nested deeper than"),
-    (b"\xdd" + (10**6).to_bytes(4, "big") + b"\xc0" * 70_000, "declares 1000000 elements"),
-    (b"\xdd" + (300_000).to_bytes(4, "big") + b"\x00" * 300_000, "more than 262144 msgpack objects"),
-])
+@pytest.mark.parametrize(
+    "frame, reason",
+    [
+        (b"\x91" * 100_000 + b"\xc0", "nested deeper than"),
+        (b"\xdd" + (10**6).to_bytes(4, "big") + b"\xc0" * 70_000, "declares 1000000 elements"),
+        (b"\xdd" + (300_000).to_bytes(4, "big") + b"\x00" * 300_000, "more than 262144 msgpack objects"),
+    ],
+)
 def test_large_frames_with_a_suspicious_structure_are_refused_naming_why(frame, reason):
     with pytest.raises(MessageError, match=reason):
         decode(frame, max_bytes=64 * 2**20)
@@ -669,7 +756,9 @@ def test_large_legitimate_frames_pass_the_structural_scan():
     from marketplace.protocols.summarize.messages import ValidationSet
 
     X = np.random.default_rng(0).normal(size=(20_000, 20))  # 3.2 MB of array payload, a handful of tokens
-    frame = encode(Envelope(PROTOCOL_VERSION, "r", 1, "consumer", "curator", "validation_set", None, ValidationSet(X=X)))
+    frame = encode(
+        Envelope(PROTOCOL_VERSION, "r", 1, "consumer", "curator", "validation_set", None, ValidationSet(X=X))
+    )
     assert len(frame) > 64 * 1024
     assert np.array_equal(decode(frame, peer="consumer").body.X, X)
 
@@ -684,7 +773,9 @@ def assert_same_message(got: Envelope, want: Envelope) -> None:
     for f in msgspec.structs.fields(want.body):
         a, b = getattr(got.body, f.name), getattr(want.body, f.name)
         if isinstance(b, np.ndarray):
-            assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), f.name
+            assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), (
+                f.name
+            )
         else:
             assert type(a) is type(b) and a == b, f.name
 
@@ -705,7 +796,9 @@ def verdicts_agree(frame: bytes, peer: str | None = None) -> None:
 @pytest.mark.parametrize("kind", sorted(BODIES))
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
-def test_every_valid_frame_takes_the_fast_path_and_decodes_as_the_precise_path_does(kind: str, data: st.DataObject) -> None:
+def test_every_valid_frame_takes_the_fast_path_and_decodes_as_the_precise_path_does(
+    kind: str, data: st.DataObject
+) -> None:
     sent = data.draw(envelopes(BODIES[kind]))
     frame = encode(sent)
 
@@ -717,14 +810,21 @@ def test_every_valid_frame_takes_the_fast_path_and_decodes_as_the_precise_path_d
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(envelope=ANY_ENVELOPE, mutations=st.lists(MUTATIONS, min_size=1, max_size=4))
-def test_mutated_frames_get_the_same_verdict_from_both_paths(envelope: Envelope, mutations: list[tuple[str, int, int]]) -> None:
+def test_mutated_frames_get_the_same_verdict_from_both_paths(
+    envelope: Envelope, mutations: list[tuple[str, int, int]]
+) -> None:
     verdicts_agree(mutate(encode(envelope), mutations))
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(envelope=ANY_ENVELOPE, data=st.data())
-def test_frames_with_one_value_replaced_by_junk_get_the_same_verdict_from_both_paths(envelope: Envelope, data: st.DataObject) -> None:
-    verdicts_agree(frame_with_one_value_replaced_by_junk(envelope, data), peer=envelope.sender if data.draw(st.booleans()) else None)
+def test_frames_with_one_value_replaced_by_junk_get_the_same_verdict_from_both_paths(
+    envelope: Envelope, data: st.DataObject
+) -> None:
+    verdicts_agree(
+        frame_with_one_value_replaced_by_junk(envelope, data),
+        peer=envelope.sender if data.draw(st.booleans()) else None,
+    )
 
 
 def packed_map(items: list[tuple[Any, Any]]) -> bytes:
@@ -744,8 +844,16 @@ def test_a_second_kind_key_that_disagrees_with_the_first_is_refused() -> None:
 def tree_with_spends(spends: tuple[dict[str, Any], ...]) -> bytes:
     from marketplace.protocols.pfds.messages import PfdsTree
 
-    body = PfdsTree(attribute=np.zeros(1, dtype=np.int64), threshold=np.zeros(1), n_children=np.zeros(1, dtype=np.int64),
-                    counts=np.zeros((1, 2)), h_max=2, t=1, neighbours="replace", spends=spends)
+    body = PfdsTree(
+        attribute=np.zeros(1, dtype=np.int64),
+        threshold=np.zeros(1),
+        n_children=np.zeros(1, dtype=np.int64),
+        counts=np.zeros((1, 2)),
+        h_max=2,
+        t=1,
+        neighbours="replace",
+        spends=spends,
+    )
     return encode(Envelope(PROTOCOL_VERSION, "run-1", 4, "owner-1", "curator", "pfds_tree", None, body))
 
 

@@ -126,8 +126,10 @@ def test_every_missing_required_key_of_a_section_comes_in_one_error() -> None:
     err = caught.value
     assert err.keys == ("section.flag", "section.ratio", "section.name")
     assert err.path == "section"
-    assert str(err) == ("section: expected the required keys section.flag (a boolean), section.ratio (a number) "
-                        "and section.name (a string), got nothing for any of them")
+    assert str(err) == (
+        "section: expected the required keys section.flag (a boolean), section.ratio (a number) "
+        "and section.name (a string), got nothing for any of them"
+    )
 
 
 def test_missing_required_keys_are_reported_before_a_bad_value_beside_them() -> None:

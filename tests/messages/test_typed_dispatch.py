@@ -66,14 +66,20 @@ def test_runtime_kinds_are_matched_by_their_struct_class():
 
 
 def _role_sources() -> list[Path]:
-    files = [*(ROOT / "marketplace" / "protocols").rglob("*.py"), *(ROOT / "marketplace" / "roles").rglob("*.py"),
-             ROOT / "marketplace" / "transport" / "node.py",
-             *(ROOT / "tests" / "example_protocol" / "marketplace_example").glob("*.py")]
+    files = [
+        *(ROOT / "marketplace" / "protocols").rglob("*.py"),
+        *(ROOT / "marketplace" / "roles").rglob("*.py"),
+        ROOT / "marketplace" / "transport" / "node.py",
+        *(ROOT / "tests" / "example_protocol" / "marketplace_example").glob("*.py"),
+    ]
     return [f for f in files if "def handle(" in f.read_text() or f.name in ("node.py", "curator.py", "lifetime.py")]
 
 
 @pytest.mark.parametrize("path", _role_sources(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_role_dispatches_on_kind_strings(path):
-    hits = [f"{path.relative_to(ROOT)}:{n}: {line.strip()}" for n, line in enumerate(path.read_text().splitlines(), 1)
-            if STRING_DISPATCH.search(line) and "about_kind" not in line and ".dtype.kind" not in line]
+    hits = [
+        f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if STRING_DISPATCH.search(line) and "about_kind" not in line and ".dtype.kind" not in line
+    ]
     assert not hits, "dispatch on kind strings; match on the body's Struct instead:\n" + "\n".join(hits)

@@ -61,20 +61,40 @@ def test_cli_prints_the_papers_figure_for_the_validation_set(capsys):
 
     assert code == 0
     assert capsys.readouterr().out.strip() == (
-        "epsilon = 1.40 (advanced composition of 1656 steps of 0.01, delta = 0.01)")
+        "epsilon = 1.40 (advanced composition of 1656 steps of 0.01, delta = 0.01)"
+    )
 
 
 def test_cli_prints_the_papers_figure_for_the_summary_from_an_expression(capsys):
-    code = compose_cli.main(["privacy", "compose", "--epsilon", "0.01/sqrt(5*200)", "--count", "5*200",
-                             "--delta", "1e-4", "--theorem", "advanced"])
+    code = compose_cli.main(
+        [
+            "privacy",
+            "compose",
+            "--epsilon",
+            "0.01/sqrt(5*200)",
+            "--count",
+            "5*200",
+            "--delta",
+            "1e-4",
+            "--theorem",
+            "advanced",
+        ]
+    )
 
     assert code == 0
     assert capsys.readouterr().out.startswith("epsilon = 0.043")
 
 
 def test_cli_run_takes_a_namespace_as_wired_into_the_main_parser(capsys):
-    args = argparse.Namespace(privacy_command="compose", epsilon=summary_step_epsilon(200), count=1000,
-                              delta="1e-4", theorem="advanced", step_delta="0", json=True)
+    args = argparse.Namespace(
+        privacy_command="compose",
+        epsilon=summary_step_epsilon(200),
+        count=1000,
+        delta="1e-4",
+        theorem="advanced",
+        step_delta="0",
+        json=True,
+    )
 
     assert compose_cli.run(args) == 0
     out = capsys.readouterr().out
@@ -85,33 +105,51 @@ def test_add_parser_adds_a_privacy_command_with_compose_and_calibrate():
     parser = argparse.ArgumentParser()
     compose_cli.add_parser(parser.add_subparsers(dest="command"))
 
-    args = parser.parse_args(["privacy", "calibrate", "--total-epsilon", "1.4", "--count", "1656",
-                              "--delta", "0.01", "--theorem", "optimal"])
+    args = parser.parse_args(
+        ["privacy", "calibrate", "--total-epsilon", "1.4", "--count", "1656", "--delta", "0.01", "--theorem", "optimal"]
+    )
 
     assert args.func is compose_cli.run and args.privacy_command == "calibrate"
 
 
 def test_cli_calibrate_prints_the_step_epsilon(capsys):
-    code = compose_cli.main(["privacy", "calibrate", "--total-epsilon", "1.40", "--count", "1656",
-                             "--delta", "0.01", "--theorem", "optimal"])
+    code = compose_cli.main(
+        [
+            "privacy",
+            "calibrate",
+            "--total-epsilon",
+            "1.40",
+            "--count",
+            "1656",
+            "--delta",
+            "0.01",
+            "--theorem",
+            "optimal",
+        ]
+    )
 
     assert code == 0
     assert capsys.readouterr().out.startswith("step epsilon = 0.01685")
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--epsilon", "-1", "--count", "3", "--delta", "0.1"], "--epsilon: expected a number > 0"),
-    (["--epsilon", "0.1", "--count", "3.5", "--delta", "0.1"], "--count: expected a whole number >= 0"),
-    (["--epsilon", "0.1", "--count", "-2", "--delta", "0.1"], "--count: expected a whole number >= 0"),
-    (["--epsilon", "0.1", "--count", "3"], "--delta is required by the advanced theorem"),
-    (["--epsilon", "0.1", "--count", "3", "--delta", "1.5"], "--delta: expected a number in (0, 1)"),
-    (["--epsilon", "__import__('os')", "--count", "3", "--delta", "0.1"], "is not allowed"),
-    (["--epsilon", "(0.1).real", "--count", "3", "--delta", "0.1"], "is not allowed"),
-    (["--epsilon", "10**10**10", "--count", "3", "--delta", "0.1"], "overflows a float"),
-    (["--epsilon", "1/0", "--count", "3", "--delta", "0.1"], "cannot read '1/0'"),
-    (["--epsilon", "0.1", "--count", "3", "--delta", "0.1", "--step-delta", "0.01", "--theorem", "zcdp"],
-     "zCDP of pure steps only"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--epsilon", "-1", "--count", "3", "--delta", "0.1"], "--epsilon: expected a number > 0"),
+        (["--epsilon", "0.1", "--count", "3.5", "--delta", "0.1"], "--count: expected a whole number >= 0"),
+        (["--epsilon", "0.1", "--count", "-2", "--delta", "0.1"], "--count: expected a whole number >= 0"),
+        (["--epsilon", "0.1", "--count", "3"], "--delta is required by the advanced theorem"),
+        (["--epsilon", "0.1", "--count", "3", "--delta", "1.5"], "--delta: expected a number in (0, 1)"),
+        (["--epsilon", "__import__('os')", "--count", "3", "--delta", "0.1"], "is not allowed"),
+        (["--epsilon", "(0.1).real", "--count", "3", "--delta", "0.1"], "is not allowed"),
+        (["--epsilon", "10**10**10", "--count", "3", "--delta", "0.1"], "overflows a float"),
+        (["--epsilon", "1/0", "--count", "3", "--delta", "0.1"], "cannot read '1/0'"),
+        (
+            ["--epsilon", "0.1", "--count", "3", "--delta", "0.1", "--step-delta", "0.01", "--theorem", "zcdp"],
+            "zCDP of pure steps only",
+        ),
+    ],
+)
 def test_cli_refuses_bad_input_with_exit_2_and_a_clear_message(capsys, argv, message):
     code = compose_cli.main(["privacy", "compose", *argv])
 
@@ -188,14 +226,23 @@ def test_optimal_is_zero_when_delta_covers_the_total_variation():
 def test_optimal_hits_the_kov_grid_points_exactly(eps0, k):
     # KOV Thm 3.3: (k - 2i) eps0 is reached with delta_i = sum_{l<i} C(k,l)(e^{(k-l)eps0} - e^{(k-2i+l)eps0}) / (1+e^eps0)^k
     for i in range(1, k // 2):
-        delta_i = sum(math.comb(k, l) * (math.exp((k - l) * eps0) - math.exp((k - 2 * i + l) * eps0))
-                      for l in range(i)) / (1 + math.exp(eps0)) ** k
+        delta_i = (
+            sum(math.comb(k, l) * (math.exp((k - l) * eps0) - math.exp((k - 2 * i + l) * eps0)) for l in range(i))
+            / (1 + math.exp(eps0)) ** k
+        )
         assert optimal(eps0, k, delta_i).eps == pytest.approx((k - 2 * i) * eps0, rel=1e-9)
 
 
-@pytest.mark.parametrize("eps0, k, delta", [
-    (0.1, 100, 1e-6), (0.01, 1656, 0.01), (2**-10, 1000, 1e-4), (0.5, 20, 1e-5), (0.25, 300, 1e-8),
-])
+@pytest.mark.parametrize(
+    "eps0, k, delta",
+    [
+        (0.1, 100, 1e-6),
+        (0.01, 1656, 0.01),
+        (2**-10, 1000, 1e-4),
+        (0.5, 20, 1e-5),
+        (0.25, 300, 1e-8),
+    ],
+)
 def test_optimal_agrees_with_dp_accounting(eps0, k, delta):
     pld = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
     common = pytest.importorskip("dp_accounting.pld.common")
@@ -203,8 +250,9 @@ def test_optimal_agrees_with_dp_accounting(eps0, k, delta):
     # -eps0 that lands one bin high (ceil(-0.01 / 1e-5) == -999) adds ~k/2 bins to the answer.
     interval = eps0 / 1024
     assert math.ceil(eps0 / interval) == 1024 and math.ceil(-eps0 / interval) == -1024
-    step = pld.from_privacy_parameters(common.DifferentialPrivacyParameters(eps0, 0),
-                                       value_discretization_interval=interval)
+    step = pld.from_privacy_parameters(
+        common.DifferentialPrivacyParameters(eps0, 0), value_discretization_interval=interval
+    )
 
     expected = step.self_compose(k).get_epsilon_for_delta(delta)
 
@@ -303,7 +351,7 @@ def test_ledger_adds_heterogeneous_groups_by_basic_composition_with_a_shared_sla
     ledger.spend(summary_step_epsilon(200), mechanism="mwem", count=1000)
     ledger.spend(0.1, mechanism="auction", count=1)  # basic is smaller for a single step
 
-    expected = (advanced(0.05, 1656, 1e-4 / 3).eps + advanced(summary_step_epsilon(200), 1000, 1e-4 / 3).eps + 0.1)
+    expected = advanced(0.05, 1656, 1e-4 / 3).eps + advanced(summary_step_epsilon(200), 1000, 1e-4 / 3).eps + 0.1
     assert ledger.total() == pytest.approx((expected, 2e-4 / 3))
 
 
@@ -355,8 +403,13 @@ def test_ledger_to_dict_is_a_plain_report():
         ledger.spend(0.01, mechanism="mwem")
 
     assert ledger.to_dict() == {
-        "dataset": "consumer:D_v", "eps": pytest.approx(1.401434, abs=1e-6), "delta": 0.01,
-        "accountant": accountant.ADVANCED, "configured_theorem": "advanced", "slack_delta": 0.01, "budget": None,
+        "dataset": "consumer:D_v",
+        "eps": pytest.approx(1.401434, abs=1e-6),
+        "delta": 0.01,
+        "accountant": accountant.ADVANCED,
+        "configured_theorem": "advanced",
+        "slack_delta": 0.01,
+        "budget": None,
         "neighbouring": {"relation": "replace-one", "record": "a row"},
         "steps": [{"mechanism": "mwem", "eps": 0.01, "delta": 0.0, "count": 1656}],
     }
@@ -383,8 +436,15 @@ def test_a_gaussian_ledger_accounted_as_zcdp_names_the_conversion():
     assert ledger.total() == pytest.approx((zcdp_to_dp(0.39, 1e-4, method="cks"), 1e-4))
 
 
-@pytest.mark.parametrize("theorem, label", [("advanced", accountant.ADVANCED), ("optimal", accountant.OPTIMAL),
-                                            ("zcdp", accountant.ZCDP), ("basic", accountant.BASIC)])
+@pytest.mark.parametrize(
+    "theorem, label",
+    [
+        ("advanced", accountant.ADVANCED),
+        ("optimal", accountant.OPTIMAL),
+        ("zcdp", accountant.ZCDP),
+        ("basic", accountant.BASIC),
+    ],
+)
 def test_many_small_pure_steps_name_the_configured_theorem(theorem, label):
     ledger = PrivacyLedger("consumer:D_v", neighbouring=ROW, theorem=theorem, delta=0.01)
     ledger.spend(0.01, mechanism="h2.select", count=1656)
@@ -418,10 +478,12 @@ def test_a_mixed_ledger_names_each_part_with_its_steps():
     ledger.spend_zcdp(0.05, mechanism="zcdp release")
 
     text = ledger.accountant()
-    assert text == (f"{accountant.ADVANCED} for 1000 x mwem; {accountant.BASIC} for 1 x auction; "
-                    f"{accountant.ZCDP} for 1 x zcdp release; the parts added by basic composition")
+    assert text == (
+        f"{accountant.ADVANCED} for 1000 x mwem; {accountant.BASIC} for 1 x auction; "
+        f"{accountant.ZCDP} for 1 x zcdp release; the parts added by basic composition"
+    )
     share = 1e-4 / 3
-    expected = (advanced(summary_step_epsilon(200), 1000, share).eps + 0.1 + zcdp_to_dp(0.05, share, method="cks"))
+    expected = advanced(summary_step_epsilon(200), 1000, share).eps + 0.1 + zcdp_to_dp(0.05, share, method="cks")
     assert ledger.total() == pytest.approx((expected, 2 * share))  # what the words say is what was computed
 
 
@@ -434,8 +496,10 @@ def test_a_gaussian_next_to_pure_steps_names_the_route_that_won():
     exact = 0.1 + gaussian_eps(mu=2.0, delta=5e-6)
     assert exact < 0.1 + zcdp_to_dp(2.0, 5e-6, method="cks")
     assert ledger.total() == pytest.approx((exact, 5e-6))
-    assert ledger.accountant() == (f"{accountant.BASIC} for 1 x laplace; {accountant.EXACT_GAUSSIAN} for 1 x gaussian; "
-                                   "the parts added by basic composition")
+    assert ledger.accountant() == (
+        f"{accountant.BASIC} for 1 x laplace; {accountant.EXACT_GAUSSIAN} for 1 x gaussian; "
+        "the parts added by basic composition"
+    )
 
     mixed = PrivacyLedger("D", neighbouring=ROW, theorem="advanced", delta=0.01)
     mixed.spend_gaussian(0.1, mechanism="gaussian")
@@ -445,8 +509,10 @@ def test_a_gaussian_next_to_pure_steps_names_the_route_that_won():
     # treated as zCDP with a third of the slack, as are the other parts
     zcdp_route = advanced(0.01, 200, 0.01 / 3).eps + 0.1 + zcdp_to_dp(0.1, 0.01 / 3, method="cks")
     assert mixed.total() == pytest.approx((zcdp_route, 0.02 / 3))
-    assert mixed.accountant() == (f"{accountant.ADVANCED} for 200 x mwem; {accountant.BASIC} for 1 x auction; "
-                                  f"{accountant.ZCDP} for 1 x gaussian; the parts added by basic composition")
+    assert mixed.accountant() == (
+        f"{accountant.ADVANCED} for 200 x mwem; {accountant.BASIC} for 1 x auction; "
+        f"{accountant.ZCDP} for 1 x gaussian; the parts added by basic composition"
+    )
 
 
 def test_an_empty_ledger_says_nothing_was_spent():
@@ -464,36 +530,97 @@ def test_a_refusal_names_the_accountant():
 # --- parameter checks
 
 
-@pytest.mark.parametrize("call, error, message", [
-    (lambda: advanced(0.0, 10, 1e-5), ValueError,
-     "The 'eps0' parameter of advanced must be a finite number > 0. Got 0.0 instead."),
-    (lambda: advanced(math.inf, 10, 1e-5), ValueError, "'eps0' parameter of advanced must be a finite number > 0"),
-    (lambda: advanced("0.1", 10, 1e-5), TypeError, "'eps0' parameter of advanced must be a real number. Got '0.1' (str)"),
-    (lambda: advanced(0.1, 10, 0.0), ValueError, "'delta' parameter of advanced must be in (0, 1). Got 0.0"),
-    (lambda: basic(0.1, 10, 1.0), ValueError, "'delta0' parameter of basic must be in [0, 1). Got 1.0"),
-    (lambda: basic(0.1, -1), ValueError, "'k' parameter of basic must be an integer >= 0. Got -1"),
-    (lambda: basic(0.1, 2.0), TypeError, "'k' parameter of basic must be an integer. Got 2.0 (float)"),
-    (lambda: basic(0.1, True), TypeError, "'k' parameter of basic must be an integer"),
-    (lambda: optimal(0.1, 10, -1e-3), ValueError, "'delta' parameter of optimal must be in [0, 1)"),
-    (lambda: optimal(0.1, 10**8, 1e-3), ValueError, "'k' parameter of optimal must be at most 10000000"),
-    (lambda: compose(0.1, 10, theorem="rdp", delta=1e-3), ValueError,
-     "'theorem' parameter of compose must be one of ['basic', 'advanced', 'optimal', 'zcdp']. Got 'rdp'"),
-    (lambda: compose(0.1, 10, theorem="advanced"), ValueError, "'delta' parameter of compose (theorem 'advanced') must be given"),
-    (lambda: calibrate(1.0, 0, 1e-3), ValueError, "'k' parameter of calibrate must be an integer >= 1"),
-    (lambda: calibrate(-1.0, 5, 1e-3), ValueError, "'total_eps' parameter of calibrate must be a finite number > 0"),
-    (lambda: zcdp_to_dp(-0.1, 1e-5), ValueError, "'rho' parameter of zcdp_to_dp must be a finite number >= 0"),
-    (lambda: zcdp_to_dp(0.1, 1e-5, method="rdp"), ValueError, "'method' parameter of zcdp_to_dp must be one of"),
-    (lambda: zcdp_of_gaussian(1.0, 0.0), ValueError, "'sigma' parameter of zcdp_of_gaussian must be a finite number > 0"),
-    (lambda: PrivacyLedger("", neighbouring=ROW, delta=1e-5), ValueError, "'dataset' parameter of PrivacyLedger must be a non-empty string"),
-    (lambda: PrivacyLedger("owner-1", neighbouring=ROW), ValueError, "theorem 'advanced' needs the composition slack 'delta' or a budget"),
-    (lambda: PrivacyLedger("owner-1", neighbouring=ROW, budget=1.0), TypeError, "'budget' parameter of PrivacyLedger must be a pair (eps, delta)"),
-    (lambda: PrivacyLedger("owner-1", neighbouring=ROW, budget=(1.0, 2.0)), ValueError, "'budget[1] (delta)' parameter of PrivacyLedger must be in [0, 1)"),
-    (lambda: PrivacyLedger("o", neighbouring=ROW, delta=1e-5).spend(0.1, mechanism=""), ValueError, "'mechanism' parameter of Step must be a non-empty string"),
-    (lambda: PrivacyLedger("o", neighbouring=ROW, delta=1e-5).spend(0.1, mechanism="m", count=-1), ValueError, "'count' parameter of Step must be an integer >= 0"),
-    (lambda: PrivacyLedger("o", neighbouring=ROW, delta=1e-5).spend(-0.1, mechanism="m"), ValueError, "'eps' parameter of Step must be a finite number > 0"),
-    (lambda: PrivacyLedger("o", neighbouring=ROW, delta=1e-5).check_plan([(0.1, 0)]), TypeError, "'steps' parameter of check_plan must be an iterable of Step"),
-    (lambda: Step(mechanism="m", eps=0.1, rho=0.1), ValueError, "give exactly one of eps (pure or approximate DP) and rho (zCDP)"),
-])
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (
+            lambda: advanced(0.0, 10, 1e-5),
+            ValueError,
+            "The 'eps0' parameter of advanced must be a finite number > 0. Got 0.0 instead.",
+        ),
+        (lambda: advanced(math.inf, 10, 1e-5), ValueError, "'eps0' parameter of advanced must be a finite number > 0"),
+        (
+            lambda: advanced("0.1", 10, 1e-5),
+            TypeError,
+            "'eps0' parameter of advanced must be a real number. Got '0.1' (str)",
+        ),
+        (lambda: advanced(0.1, 10, 0.0), ValueError, "'delta' parameter of advanced must be in (0, 1). Got 0.0"),
+        (lambda: basic(0.1, 10, 1.0), ValueError, "'delta0' parameter of basic must be in [0, 1). Got 1.0"),
+        (lambda: basic(0.1, -1), ValueError, "'k' parameter of basic must be an integer >= 0. Got -1"),
+        (lambda: basic(0.1, 2.0), TypeError, "'k' parameter of basic must be an integer. Got 2.0 (float)"),
+        (lambda: basic(0.1, True), TypeError, "'k' parameter of basic must be an integer"),
+        (lambda: optimal(0.1, 10, -1e-3), ValueError, "'delta' parameter of optimal must be in [0, 1)"),
+        (lambda: optimal(0.1, 10**8, 1e-3), ValueError, "'k' parameter of optimal must be at most 10000000"),
+        (
+            lambda: compose(0.1, 10, theorem="rdp", delta=1e-3),
+            ValueError,
+            "'theorem' parameter of compose must be one of ['basic', 'advanced', 'optimal', 'zcdp']. Got 'rdp'",
+        ),
+        (
+            lambda: compose(0.1, 10, theorem="advanced"),
+            ValueError,
+            "'delta' parameter of compose (theorem 'advanced') must be given",
+        ),
+        (lambda: calibrate(1.0, 0, 1e-3), ValueError, "'k' parameter of calibrate must be an integer >= 1"),
+        (
+            lambda: calibrate(-1.0, 5, 1e-3),
+            ValueError,
+            "'total_eps' parameter of calibrate must be a finite number > 0",
+        ),
+        (lambda: zcdp_to_dp(-0.1, 1e-5), ValueError, "'rho' parameter of zcdp_to_dp must be a finite number >= 0"),
+        (lambda: zcdp_to_dp(0.1, 1e-5, method="rdp"), ValueError, "'method' parameter of zcdp_to_dp must be one of"),
+        (
+            lambda: zcdp_of_gaussian(1.0, 0.0),
+            ValueError,
+            "'sigma' parameter of zcdp_of_gaussian must be a finite number > 0",
+        ),
+        (
+            lambda: PrivacyLedger("", neighbouring=ROW, delta=1e-5),
+            ValueError,
+            "'dataset' parameter of PrivacyLedger must be a non-empty string",
+        ),
+        (
+            lambda: PrivacyLedger("owner-1", neighbouring=ROW),
+            ValueError,
+            "theorem 'advanced' needs the composition slack 'delta' or a budget",
+        ),
+        (
+            lambda: PrivacyLedger("owner-1", neighbouring=ROW, budget=1.0),
+            TypeError,
+            "'budget' parameter of PrivacyLedger must be a pair (eps, delta)",
+        ),
+        (
+            lambda: PrivacyLedger("owner-1", neighbouring=ROW, budget=(1.0, 2.0)),
+            ValueError,
+            "'budget[1] (delta)' parameter of PrivacyLedger must be in [0, 1)",
+        ),
+        (
+            lambda: PrivacyLedger("o", neighbouring=ROW, delta=1e-5).spend(0.1, mechanism=""),
+            ValueError,
+            "'mechanism' parameter of Step must be a non-empty string",
+        ),
+        (
+            lambda: PrivacyLedger("o", neighbouring=ROW, delta=1e-5).spend(0.1, mechanism="m", count=-1),
+            ValueError,
+            "'count' parameter of Step must be an integer >= 0",
+        ),
+        (
+            lambda: PrivacyLedger("o", neighbouring=ROW, delta=1e-5).spend(-0.1, mechanism="m"),
+            ValueError,
+            "'eps' parameter of Step must be a finite number > 0",
+        ),
+        (
+            lambda: PrivacyLedger("o", neighbouring=ROW, delta=1e-5).check_plan([(0.1, 0)]),
+            TypeError,
+            "'steps' parameter of check_plan must be an iterable of Step",
+        ),
+        (
+            lambda: Step(mechanism="m", eps=0.1, rho=0.1),
+            ValueError,
+            "give exactly one of eps (pure or approximate DP) and rho (zCDP)",
+        ),
+    ],
+)
 def test_bad_parameters_raise_precise_errors(call, error, message):
     with pytest.raises(error) as raised:
         call()

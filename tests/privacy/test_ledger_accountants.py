@@ -13,9 +13,9 @@ import math
 import re
 
 import pytest
+from conftest import ROOT
 from rich.console import Console
 
-from conftest import ROOT
 from marketplace.privacy import accountant
 from marketplace.privacy.accountant import zcdp_to_dp
 from marketplace.privacy.gdp import gaussian_eps
@@ -65,7 +65,9 @@ def test_summarize_gaussian_ledgers_name_the_exact_gaussian_accountant(tmp_path)
 
 
 def test_summarize_zcdp_accounting_is_named_as_the_conversion(tmp_path):
-    report = run_file(tmp_path, "quickstart-private.yaml", ["summarize.rounds=4", "summarize.privacy.gaussian_accountant=zcdp"])
+    report = run_file(
+        tmp_path, "quickstart-private.yaml", ["summarize.rounds=4", "summarize.privacy.gaussian_accountant=zcdp"]
+    )
     for name in ("consumer:D_v", "D_s"):
         ledger = report["privacy"][name]
         rho = sum(s["rho"] * s["count"] for s in ledger["steps"])
@@ -75,7 +77,9 @@ def test_summarize_zcdp_accounting_is_named_as_the_conversion(tmp_path):
 
 
 def test_summarize_mwem_releases_name_the_configured_theorem(tmp_path):
-    report = run_file(tmp_path, "quickstart-private.yaml", ["summarize.rounds=3", "summarize.privacy.release=mwem_paper"])
+    report = run_file(
+        tmp_path, "quickstart-private.yaml", ["summarize.rounds=3", "summarize.privacy.release=mwem_paper"]
+    )
     for name in ("consumer:D_v", "D_s"):
         ledger = report["privacy"][name]
         assert ledger["accountant"] == accountant.ADVANCED, name
@@ -95,27 +99,38 @@ def test_sketch_ledgers_name_basic_composition(tmp_path, mechanism):
     for name, ledger in found.items():
         assert ledger["accountant"] == accountant.BASIC and ledger["configured_theorem"] == "basic"
         assert ledger["eps"] == pytest.approx(sum(s["eps"] * s["count"] for s in ledger["steps"]))
-        assert f"{name}: eps = {ledger['eps']:.4g}, delta = {ledger['delta']:.4g} ({mechanism}, {accountant.BASIC};" in text
+        assert (
+            f"{name}: eps = {ledger['eps']:.4g}, delta = {ledger['delta']:.4g} ({mechanism}, {accountant.BASIC};"
+            in text
+        )
 
 
 @pytest.fixture
 def stc_tiny() -> dict:
     return {
-        "name": "stc-tiny", "protocol": "stc", "seed": 5, "parties": {"owners": 2},
-        "data": {"source": {"kind": "stc_synthetic", "stc_synthetic": {"which": 2, "n_source": 400, "n_target": 300}},
-                 "partition": {"scheme": "even", "groups": [0]},
-                 "consumer": {"target_groups": [1], "target_share": 0.99, "validation_size": 280, "test_size": 5},
-                 "seed_set": {"size": 0}},
+        "name": "stc-tiny",
+        "protocol": "stc",
+        "seed": 5,
+        "parties": {"owners": 2},
+        "data": {
+            "source": {"kind": "stc_synthetic", "stc_synthetic": {"which": 2, "n_source": 400, "n_target": 300}},
+            "partition": {"scheme": "even", "groups": [0]},
+            "consumer": {"target_groups": [1], "target_share": 0.99, "validation_size": 280, "test_size": 5},
+            "seed_set": {"size": 0},
+        },
         "stc": {"release": "nna", "k": 6, "domain": {"low": [0.0], "high": [1.0]}},
         "transport": TRANSPORT,
     }
 
 
-@pytest.mark.parametrize("privacy, label", [
-    ({"epsilon": 2.0}, accountant.BASIC),
-    ({"notion": "zcdp", "rho": 0.5}, accountant.EXACT_GAUSSIAN),
-    ({"notion": "zcdp", "rho": 0.5, "gaussian_accountant": "zcdp"}, accountant.ZCDP),
-])
+@pytest.mark.parametrize(
+    "privacy, label",
+    [
+        ({"epsilon": 2.0}, accountant.BASIC),
+        ({"notion": "zcdp", "rho": 0.5}, accountant.EXACT_GAUSSIAN),
+        ({"notion": "zcdp", "rho": 0.5, "gaussian_accountant": "zcdp"}, accountant.ZCDP),
+    ],
+)
 def test_stc_ledgers_name_their_accountant(tmp_path, stc_tiny, privacy, label):
     stc_tiny["stc"]["privacy"] = privacy
     report = run_raw(tmp_path, stc_tiny)
@@ -125,7 +140,9 @@ def test_stc_ledgers_name_their_accountant(tmp_path, stc_tiny, privacy, label):
     for name, ledger in found.items():
         assert ledger["accountant"] == label, name
         if label == accountant.EXACT_GAUSSIAN:
-            assert ledger["eps"] == pytest.approx(gaussian_eps(mu=gaussian_mu(ledger), delta=ledger["delta"]), rel=1e-12)
+            assert ledger["eps"] == pytest.approx(
+                gaussian_eps(mu=gaussian_mu(ledger), delta=ledger["delta"]), rel=1e-12
+            )
         elif label == accountant.ZCDP:
             assert ledger["eps"] == pytest.approx(zcdp_to_dp(0.5, ledger["delta"], method="cks"), rel=1e-12)
         else:
@@ -135,10 +152,15 @@ def test_stc_ledgers_name_their_accountant(tmp_path, stc_tiny, privacy, label):
 
 
 def test_pfds_ledgers_name_basic_composition(tmp_path):
-    raw = {"name": "pfds-tiny", "protocol": "pfds", "seed": 4, "parties": {"owners": 3},
-           "data": {"source": {"kind": "table", "table": {"dataset": "synthetic", "synthetic": {"rows": 900}}}},
-           "pfds": {"epsilon": 1.0, "h_max": 5, "folds": 5, "max_leaves": 256, "sharers": 2},
-           "transport": TRANSPORT}
+    raw = {
+        "name": "pfds-tiny",
+        "protocol": "pfds",
+        "seed": 4,
+        "parties": {"owners": 3},
+        "data": {"source": {"kind": "table", "table": {"dataset": "synthetic", "synthetic": {"rows": 900}}}},
+        "pfds": {"epsilon": 1.0, "h_max": 5, "folds": 5, "max_leaves": 256, "sharers": 2},
+        "transport": TRANSPORT,
+    }
     report = run_raw(tmp_path, raw)
     found = ledgers(report)
     assert set(found) == {"owner-2", "owner-3"}  # the last two owners share

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
+
 from marketplace.privacy.lifetime import LifetimeLedger, ledger_file
 
 WORKER = ROOT / "tests" / "owner_crash_worker.py"
@@ -64,8 +64,14 @@ def test_sigkill_of_a_real_owner_at_random_points(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     retried = 0
     for _ in range(KILLS):
-        child = subprocess.Popen([sys.executable, str(WORKER), str(ledgers), str(wire_path)], env=env, cwd=ROOT,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        child = subprocess.Popen(
+            [sys.executable, str(WORKER), str(ledgers), str(wire_path)],
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         assert child.stdout.readline().strip() == "ready", child.stderr.read()
         time.sleep(rng.uniform(0.0, 0.2))
         child.send_signal(signal.SIGKILL)

@@ -41,13 +41,22 @@ RELATION = "add/remove-one (a row of owner-1's data)"
 
 
 def new_ledger(tmp_path: Path, budget=(1.0, 0.0), filter: str = "basic", owner: str = "owner-1") -> LifetimeLedger:
-    return LifetimeLedger.open(ledger_file(tmp_path, owner), owner=owner, budget=budget, relation=RELATION, filter=filter)
+    return LifetimeLedger.open(
+        ledger_file(tmp_path, owner), owner=owner, budget=budget, relation=RELATION, filter=filter
+    )
 
 
 def worker(*args: str, **kwargs) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, str(WORKER), *args], env=env, cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+    return subprocess.Popen(
+        [sys.executable, str(WORKER), *args],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
+    )
 
 
 def test_docstring_examples_hold():
@@ -65,7 +74,8 @@ def test_the_file_is_in_wal_mode_with_one_budget(tmp_path):
     db = sqlite3.connect(ledger_file(tmp_path, "owner-1"))
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert db.execute("SELECT owner, filter, budget_eps, budget_delta, relation FROM ledger").fetchall() == [
-        ("owner-1", "basic", 1.0, 0.0, RELATION)]
+        ("owner-1", "basic", 1.0, 0.0, RELATION)
+    ]
 
 
 def test_a_reopened_ledger_carries_on_from_its_charges(tmp_path):
@@ -79,13 +89,19 @@ def test_a_reopened_ledger_carries_on_from_its_charges(tmp_path):
         assert again.budget == (1.0, 0.0) and again.relation == RELATION and again.filter == "basic"
 
 
-@pytest.mark.parametrize("change, named", [
-    ({"budget": (2.0, 0.0)}, "budget (eps=2.0, delta=0.0) (the ledger's is (eps=1.0, delta=0.0))"),
-    ({"budget": (1.0, 1e-6)}, "delta=1e-06"),
-    ({"relation": "replace-one (a row)"}, "relation 'replace-one (a row)' (the ledger's is \"add/remove-one (a row of owner-1's data)\")"),
-    ({"filter": "zcdp"}, "filter 'zcdp' (the ledger's is 'basic')"),
-    ({"owner": "owner-2"}, "owner 'owner-2' (the ledger's is 'owner-1')"),
-])
+@pytest.mark.parametrize(
+    "change, named",
+    [
+        ({"budget": (2.0, 0.0)}, "budget (eps=2.0, delta=0.0) (the ledger's is (eps=1.0, delta=0.0))"),
+        ({"budget": (1.0, 1e-6)}, "delta=1e-06"),
+        (
+            {"relation": "replace-one (a row)"},
+            "relation 'replace-one (a row)' (the ledger's is \"add/remove-one (a row of owner-1's data)\")",
+        ),
+        ({"filter": "zcdp"}, "filter 'zcdp' (the ledger's is 'basic')"),
+        ({"owner": "owner-2"}, "owner 'owner-2' (the ledger's is 'owner-1')"),
+    ],
+)
 def test_reopening_with_another_budget_relation_filter_or_owner_is_refused(tmp_path, change, named):
     new_ledger(tmp_path).close()
     args = {"owner": "owner-1", **change}
@@ -96,8 +112,9 @@ def test_reopening_with_another_budget_relation_filter_or_owner_is_refused(tmp_p
 
 def test_reopening_with_the_same_budget_and_relation_is_accepted(tmp_path):
     new_ledger(tmp_path).close()
-    with LifetimeLedger.open(ledger_file(tmp_path, "owner-1"), owner="owner-1", budget=(1.0, 0.0),
-                             relation=RELATION, filter="basic") as again:
+    with LifetimeLedger.open(
+        ledger_file(tmp_path, "owner-1"), owner="owner-1", budget=(1.0, 0.0), relation=RELATION, filter="basic"
+    ) as again:
         assert again.remaining().eps == 1.0
 
 
@@ -202,8 +219,9 @@ def test_declines_depend_on_declared_costs_only_never_on_the_data(tmp_path):
     decisions, and they are the prefix-sum rule of the filter."""
     costs = [0.05 * (1 + i % 5) for i in range(40)]  # 3.0 in all, over a budget of 1
     decisions = []
-    for trial, data in enumerate([np.zeros(100), np.full(100, 1e6), np.random.default_rng(7).standard_cauchy(1000),
-                                  np.arange(5.0)]):
+    for trial, data in enumerate(
+        [np.zeros(100), np.full(100, 1e6), np.random.default_rng(7).standard_cauchy(1000), np.arange(5.0)]
+    ):
         rng = np.random.default_rng(trial)
         made = []
         with new_ledger(tmp_path, owner=f"owner-{trial}") as ledger:
@@ -284,8 +302,9 @@ def test_a_cost_under_another_relation_is_restated_or_declined(tmp_path):
     (2 eps, 2 e^eps delta) and 4 rho; a replace-one cost on an add/remove-one ledger is declined."""
     import math
 
-    with LifetimeLedger.open(ledger_file(tmp_path, "r"), owner="r", budget=(1.0, 1e-5),
-                             relation="replace-one (a row of r's data)") as ledger:
+    with LifetimeLedger.open(
+        ledger_file(tmp_path, "r"), owner="r", budget=(1.0, 1e-5), relation="replace-one (a row of r's data)"
+    ) as ledger:
         row = ledger.reserve("a", Cost(eps=0.1, delta=1e-7), consumer="c", what="w", relation="add/remove-one")
         assert row.charged.eps == pytest.approx(0.2) and row.charged.delta == pytest.approx(2 * math.exp(0.1) * 1e-7)
         assert ledger.reserve("b", Cost.pure(0.3), consumer="c", what="w", relation="replace-one").charged.eps == 0.3
@@ -319,13 +338,15 @@ def test_the_distinct_points_relation_is_never_charged_as_plain_replace_one(tmp_
     for weaker_to_stronger in ("replace-one", "add/remove-one"):
         with pytest.raises(LedgerInputError, match="cannot be restated"):
             restate(cost, DISTINCT, weaker_to_stronger)
-    with LifetimeLedger.open(ledger_file(tmp_path, "r"), owner="r", budget=(1.0, 1e-5),
-                             relation="replace-one (a row of r's data)") as ledger:
+    with LifetimeLedger.open(
+        ledger_file(tmp_path, "r"), owner="r", budget=(1.0, 1e-5), relation="replace-one (a row of r's data)"
+    ) as ledger:
         with pytest.raises(BudgetDeclined, match="cannot be restated"):
             ledger.reserve("a", Cost.pure(0.1), consumer="c", what="w", relation=DISTINCT)
         assert ledger.spent().eps == 0
-    with LifetimeLedger.open(ledger_file(tmp_path, "d"), owner="d", budget=(1.0, 1e-5),
-                             relation=f"{DISTINCT} (a point of d's data)") as ledger:
+    with LifetimeLedger.open(
+        ledger_file(tmp_path, "d"), owner="d", budget=(1.0, 1e-5), relation=f"{DISTINCT} (a point of d's data)"
+    ) as ledger:
         assert ledger.reserve("a", Cost.pure(0.1), consumer="c", what="w", relation=DISTINCT).charged.eps == 0.1
         assert ledger.reserve("b", Cost.pure(0.1), consumer="c", what="w", relation="replace-one").charged.eps == 0.1
         assert ledger.reserve("c", Cost.pure(0.1), consumer="c", what="w", relation="add/remove-one").charged.eps == 0.2
@@ -362,34 +383,40 @@ def test_a_zcdp_ledger_needs_a_budget_delta(tmp_path):
 # --- bad input names the field
 
 
-@pytest.mark.parametrize("make, field", [
-    (lambda: Cost.pure(-0.1), "'eps'"),
-    (lambda: Cost.pure(float("nan")), "'eps'"),
-    (lambda: Cost.pure(math.inf), "'eps'"),
-    (lambda: Cost.pure(True), "'eps'"),
-    (lambda: Cost.approximate(0.1, 1.0), "'delta'"),
-    (lambda: Cost.approximate(0.1, -1e-9), "'delta'"),
-    (lambda: Cost.zcdp(float("nan")), "'rho'"),
-    (lambda: Cost.zcdp(0.0), "'rho'"),
-    (lambda: Cost.gaussian(sensitivity=1.0, sigma=-2.0), "'sigma'"),
-    (lambda: Cost(), "'cost'"),
-    (lambda: Cost.of("laplace"), "'mechanism'"),
-])
+@pytest.mark.parametrize(
+    "make, field",
+    [
+        (lambda: Cost.pure(-0.1), "'eps'"),
+        (lambda: Cost.pure(float("nan")), "'eps'"),
+        (lambda: Cost.pure(math.inf), "'eps'"),
+        (lambda: Cost.pure(True), "'eps'"),
+        (lambda: Cost.approximate(0.1, 1.0), "'delta'"),
+        (lambda: Cost.approximate(0.1, -1e-9), "'delta'"),
+        (lambda: Cost.zcdp(float("nan")), "'rho'"),
+        (lambda: Cost.zcdp(0.0), "'rho'"),
+        (lambda: Cost.gaussian(sensitivity=1.0, sigma=-2.0), "'sigma'"),
+        (lambda: Cost(), "'cost'"),
+        (lambda: Cost.of("laplace"), "'mechanism'"),
+    ],
+)
 def test_bad_costs_are_refused_naming_the_field(make, field):
     with pytest.raises(LedgerInputError) as err:
         make()
     assert field in str(err.value)
 
 
-@pytest.mark.parametrize("args, field", [
-    ({"budget": (1.0, 0.0), "relation": RELATION, "filter": "rdp"}, "'filter'"),
-    ({"budget": (float("nan"), 0.0), "relation": RELATION}, "'budget[0] (eps)'"),
-    ({"budget": (-1.0, 0.0), "relation": RELATION}, "'budget[0] (eps)'"),
-    ({"budget": (1.0, 2.0), "relation": RELATION}, "'budget[1] (delta)'"),
-    ({"budget": 1.0, "relation": RELATION}, "'budget'"),
-    ({"budget": (1.0, 0.0), "relation": ""}, "'relation'"),
-    ({"owner": "", "budget": (1.0, 0.0), "relation": RELATION}, "'owner'"),
-])
+@pytest.mark.parametrize(
+    "args, field",
+    [
+        ({"budget": (1.0, 0.0), "relation": RELATION, "filter": "rdp"}, "'filter'"),
+        ({"budget": (float("nan"), 0.0), "relation": RELATION}, "'budget[0] (eps)'"),
+        ({"budget": (-1.0, 0.0), "relation": RELATION}, "'budget[0] (eps)'"),
+        ({"budget": (1.0, 2.0), "relation": RELATION}, "'budget[1] (delta)'"),
+        ({"budget": 1.0, "relation": RELATION}, "'budget'"),
+        ({"budget": (1.0, 0.0), "relation": ""}, "'relation'"),
+        ({"owner": "", "budget": (1.0, 0.0), "relation": RELATION}, "'owner'"),
+    ],
+)
 def test_bad_ledger_settings_are_refused_naming_the_field(tmp_path, args, field):
     with pytest.raises(LedgerInputError) as err:
         LifetimeLedger.open(tmp_path / "l.sqlite", **{"owner": "owner-1", **args})
@@ -397,12 +424,15 @@ def test_bad_ledger_settings_are_refused_naming_the_field(tmp_path, args, field)
     assert not (tmp_path / "l.sqlite").exists()
 
 
-@pytest.mark.parametrize("call, field", [
-    (lambda l: l.reserve("", Cost.pure(0.1), consumer="c", what="w"), "'request_id'"),
-    (lambda l: l.reserve("r", 0.1, consumer="c", what="w"), "'cost'"),
-    (lambda l: l.reserve("r", Cost.pure(0.1), consumer=None, what="w"), "'consumer'"),
-    (lambda l: l.reserve("r", Cost.pure(0.1), consumer="c", what=""), "'what'"),
-])
+@pytest.mark.parametrize(
+    "call, field",
+    [
+        (lambda l: l.reserve("", Cost.pure(0.1), consumer="c", what="w"), "'request_id'"),
+        (lambda l: l.reserve("r", 0.1, consumer="c", what="w"), "'cost'"),
+        (lambda l: l.reserve("r", Cost.pure(0.1), consumer=None, what="w"), "'consumer'"),
+        (lambda l: l.reserve("r", Cost.pure(0.1), consumer="c", what=""), "'what'"),
+    ],
+)
 def test_bad_requests_are_refused_naming_the_field_and_charge_nothing(tmp_path, call, field):
     with new_ledger(tmp_path) as ledger:
         with pytest.raises(LedgerInputError, match=field):
@@ -425,12 +455,22 @@ def test_show_prints_spent_remaining_filter_relation_and_history(tmp_path, capsy
             ledger.reserve("req-c", Cost.pure(0.5), consumer="consumer-c", what="pfds")
     assert main(["ledger", "show", str(folder)]) == 0
     text = capsys.readouterr().out
-    for words in ("owner-1", RELATION, "basic composition", "spent:     eps=0.75", "remaining: eps=0.25",
-                  "1 committed, 1 reserved", "1 declined"):
+    for words in (
+        "owner-1",
+        RELATION,
+        "basic composition",
+        "spent:     eps=0.75",
+        "remaining: eps=0.25",
+        "1 committed, 1 reserved",
+        "1 declined",
+    ):
         assert words in text, (words, text)
     history = text.split("history:")[1].splitlines()[2:]
     assert [line.split()[1:3] + [line.split()[-1]] for line in history] == [
-        ["req-a", "consumer-a", "committed"], ["req-b", "consumer-b", "reserved"], ["req-c", "consumer-c", "declined"]]
+        ["req-a", "consumer-a", "committed"],
+        ["req-b", "consumer-b", "reserved"],
+        ["req-c", "consumer-c", "declined"],
+    ]
     assert main(["ledger", "show", str(ledger_file(folder, "owner-1")), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["spent"] == {"eps": 0.75, "delta": 0.0} and info["remaining"] == {"eps": 0.25, "delta": 0.0}

@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import ROOT
 
 import marketplace
-from conftest import ROOT
+from marketplace import plugins
 from marketplace.privacy.lifetime import Cost, LifetimeLedger, ledger_file
 from marketplace.roles.lifetime import admit
 from marketplace.runner.report_schema import report_problems
-from marketplace import plugins
 
 SKETCH = ROOT / "scenarios" / "sketch-quickstart.yaml"
 
@@ -41,9 +41,13 @@ def states(report):
 
 def test_owners_charge_each_run_and_decline_once_their_budget_is_spent(tmp_path):
     ledgers = tmp_path / "ledgers"
-    scenario = sketch(ledgers, **{"lifetime.budget": {"epsilon": 1.0}, "lifetime.owner_budgets": {"owner-2": {"epsilon": 0.5}}})
+    scenario = sketch(
+        ledgers, **{"lifetime.budget": {"epsilon": 1.0}, "lifetime.owner_budgets": {"owner-2": {"epsilon": 0.5}}}
+    )
     first = run(scenario, tmp_path, "r1")
-    assert first["status"] == "completed" and states(first) == dict.fromkeys(("owner-1", "owner-2", "owner-3"), "committed")
+    assert first["status"] == "completed" and states(first) == dict.fromkeys(
+        ("owner-1", "owner-2", "owner-3"), "committed"
+    )
     second = run(scenario, tmp_path, "r2")
     assert states(second) == {"owner-1": "committed", "owner-2": "declined", "owner-3": "committed"}
     assert second["status"] == "completed" and second["lifetime"]["declined"] == ["owner-2"]
@@ -93,9 +97,15 @@ def test_an_owner_that_released_nothing_is_rolled_back(tmp_path):
     """stc with a consumer ledger: the consumer's target points go in the clear, so its own ledger
     declines the run before anything is sent; the owners, charged first, were never asked, and
     their reservations are rolled back."""
-    stc = marketplace.load(ROOT / "scenarios" / "stc-synthetic.yaml",
-                           {"lifetime.ledgers": str(tmp_path / "ledgers"), "lifetime.consumer_budget": {"epsilon": 5.0}, "lifetime.budget": {"epsilon": 10.0},
-                            "parties.owners": 3})
+    stc = marketplace.load(
+        ROOT / "scenarios" / "stc-synthetic.yaml",
+        {
+            "lifetime.ledgers": str(tmp_path / "ledgers"),
+            "lifetime.consumer_budget": {"epsilon": 5.0},
+            "lifetime.budget": {"epsilon": 10.0},
+            "parties.owners": 3,
+        },
+    )
     report = run(stc, tmp_path, "stc", expect_failure=True)
     assert report["lifetime"]["consumer_ledger"]["state"] == "declined"
     assert "in the clear" in report["lifetime"]["consumer_ledger"]["reason"]
@@ -105,8 +115,9 @@ def test_an_owner_that_released_nothing_is_rolled_back(tmp_path):
 
 
 def test_summarize_owners_decline_points_sold_in_the_clear(tmp_path):
-    scenario = marketplace.load(ROOT / "scenarios" / "quickstart.yaml",
-                                {"lifetime.ledgers": str(tmp_path / "ledgers"), "summarize.rounds": 3})
+    scenario = marketplace.load(
+        ROOT / "scenarios" / "quickstart.yaml", {"lifetime.ledgers": str(tmp_path / "ledgers"), "summarize.rounds": 3}
+    )
     report = run(scenario, tmp_path, "s", expect_failure=True)
     assert set(states(report).values()) == {"declined"}
     assert all("in the clear" in r["reason"] for r in report["lifetime"]["owners"].values())
@@ -133,8 +144,11 @@ def test_admission_never_reads_the_data(tmp_path, monkeypatch):
     decisions = []
     for source, seed in (({"kind": "uniform"}, 1), ({"kind": "covariate_shift"}, 99)):
         folder = tmp_path / f"l{seed}"
-        config = sketch(folder, seed=seed, **{"data.source.kind": source["kind"],
-                                              "lifetime.owner_budgets": {"owner-2": {"epsilon": 0.5}}}).config
+        config = sketch(
+            folder,
+            seed=seed,
+            **{"data.source.kind": source["kind"], "lifetime.owner_budgets": {"owner-2": {"epsilon": 0.5}}},
+        ).config
         run_decisions = []
         for n in range(3):
             for owner in ("owner-1", "owner-2", "owner-3"):
@@ -154,7 +168,9 @@ def test_declared_costs_of_the_shipped_protocols():
         return plugins.exchange(config.protocol).owner_cost(config, "owner-1")
 
     assert owner("sketch-quickstart.yaml", **{"sketch.epsilon": 0.7}).cost == Cost.pure(0.7)
-    gaussian = owner("sketch-quickstart.yaml", **{"sketch.epsilon": 0.7, "sketch.mechanism": "gaussian", "sketch.delta": 1e-6})
+    gaussian = owner(
+        "sketch-quickstart.yaml", **{"sketch.epsilon": 0.7, "sketch.mechanism": "gaussian", "sketch.delta": 1e-6}
+    )
     assert gaussian.cost == Cost.approximate(0.7, 1e-6)
     assert owner("sketch-quickstart.yaml", **{"sketch.epsilon": None}).cost is None
     assert owner("stc-synthetic.yaml", **{"stc.privacy.epsilon": 2.0}).cost == Cost.pure(2.0)
@@ -177,7 +193,9 @@ def test_bad_lifetime_settings_are_refused_naming_the_key():
 def test_a_consumer_quota_declines_that_consumer_only(tmp_path):
     base = {"lifetime.budget": {"epsilon": 2.0}, "lifetime.consumer_quota": {"epsilon": 0.5}}
     alice = run(sketch(tmp_path / "ledgers", **base, **{"lifetime.consumer": "alice"}), tmp_path, "a1")
-    again = run(sketch(tmp_path / "ledgers", **base, **{"lifetime.consumer": "alice"}), tmp_path, "a2", expect_failure=True)
+    again = run(
+        sketch(tmp_path / "ledgers", **base, **{"lifetime.consumer": "alice"}), tmp_path, "a2", expect_failure=True
+    )
     bob = run(sketch(tmp_path / "ledgers", **base, **{"lifetime.consumer": "bob"}), tmp_path, "b1")
     assert set(states(alice).values()) == {"committed"} and set(states(bob).values()) == {"committed"}
     assert set(states(again).values()) == {"declined"}
@@ -196,12 +214,19 @@ def test_two_charged_requests_of_one_seed_draw_different_noise(tmp_path):
 
     first = sketch(tmp_path / "l", **{"lifetime.request_id": "req-a"}).config
     second = sketch(tmp_path / "l", **{"lifetime.request_id": "req-b"}).config
-    draws = [np.random.default_rng(derive(c.seed, "sketch.noise.owner-1", NoiseOrigin.seed().__class__(
-        "seed", request=c.lifetime.request_id))).standard_normal(4) for c in (first, second)]
+    draws = [
+        np.random.default_rng(
+            derive(c.seed, "sketch.noise.owner-1", NoiseOrigin.seed().__class__("seed", request=c.lifetime.request_id))
+        ).standard_normal(4)
+        for c in (first, second)
+    ]
     assert not np.allclose(*draws)
     world = make_world(first)
     roles = [build_role(c, "owner-1", world=world) for c in (first, second)]
-    assert [r.noise["source"] for r in roles] == ["the run seed and the request id (req-a)", "the run seed and the request id (req-b)"]
+    assert [r.noise["source"] for r in roles] == [
+        "the run seed and the request id (req-a)",
+        "the run seed and the request id (req-b)",
+    ]
     plain = sketch(tmp_path / "l", **{"lifetime.ledgers": None}).config
     assert build_role(plain, "owner-2", world=world).noise["source"] == "the run seed"
     a = run(sketch(tmp_path / "r", **{"lifetime.request_id": "req-1"}), tmp_path, "a")

@@ -17,7 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from marketplace.privacy import mechanisms, rng as rng_module
+from marketplace.privacy import mechanisms
+from marketplace.privacy import rng as rng_module
 from marketplace.privacy.mechanisms import (
     GRID_BITS,
     Exponential,
@@ -46,11 +47,15 @@ def test_same_seed_gives_same_stream():
 
 def test_seed_sequence_is_accepted():
     ss = np.random.SeedSequence(5)
-    assert (make_rng(seed=ss, secure=False).random(3) == np.random.default_rng(np.random.SeedSequence(5)).random(3)).all()
+    assert (
+        make_rng(seed=ss, secure=False).random(3) == np.random.default_rng(np.random.SeedSequence(5)).random(3)
+    ).all()
 
 
 def test_simulation_without_seed_is_refused():
-    with pytest.raises(ValueError, match="'seed' parameter of make_rng must be an int or a numpy.random.SeedSequence in simulation"):
+    with pytest.raises(
+        ValueError, match="'seed' parameter of make_rng must be an int or a numpy.random.SeedSequence in simulation"
+    ):
         make_rng(seed=None, secure=False)
 
 
@@ -92,7 +97,9 @@ def test_seeded_rng_is_not_secure():
 
 @pytest.mark.parametrize("bad", [0, -1.0, math.inf, math.nan])
 def test_laplace_epsilon_must_be_positive_and_finite(bad):
-    with pytest.raises(ValueError, match=r"The 'epsilon' parameter of Laplace must be a positive finite real number\. Got"):
+    with pytest.raises(
+        ValueError, match=r"The 'epsilon' parameter of Laplace must be a positive finite real number\. Got"
+    ):
         Laplace(epsilon=bad, sensitivity=1.0, rng=seeded())
 
 
@@ -103,7 +110,10 @@ def test_laplace_epsilon_must_be_a_real_number(bad):
 
 
 def test_laplace_sensitivity_must_be_positive():
-    with pytest.raises(ValueError, match="The 'sensitivity' parameter of Laplace must be a positive finite real number. Got 0.0 instead."):
+    with pytest.raises(
+        ValueError,
+        match="The 'sensitivity' parameter of Laplace must be a positive finite real number. Got 0.0 instead.",
+    ):
         Laplace(epsilon=1.0, sensitivity=0.0, rng=seeded())
 
 
@@ -117,7 +127,10 @@ def test_arguments_are_keyword_only():
 
 
 def test_rng_must_be_a_generator_in_simulation():
-    with pytest.raises(TypeError, match=r"The 'rng' parameter of Laplace must be a numpy.random.Generator \(marketplace.privacy.rng.make_rng\). Got int instead."):
+    with pytest.raises(
+        TypeError,
+        match=r"The 'rng' parameter of Laplace must be a numpy.random.Generator \(marketplace.privacy.rng.make_rng\). Got int instead.",
+    ):
         Laplace(epsilon=1.0, sensitivity=1.0, rng=42)
 
 
@@ -143,7 +156,9 @@ def test_gaussian_delta_type():
 
 
 def test_zcdp_rho_must_be_positive():
-    with pytest.raises(ValueError, match="The 'rho' parameter of GaussianZCDP must be a positive finite real number. Got -1 instead."):
+    with pytest.raises(
+        ValueError, match="The 'rho' parameter of GaussianZCDP must be a positive finite real number. Got -1 instead."
+    ):
         GaussianZCDP(rho=-1, sensitivity=1.0, rng=seeded())
 
 
@@ -179,7 +194,14 @@ def test_module_doctests_pass():
 def test_laplace_cost_is_pure_epsilon():
     lap = Laplace(epsilon=0.5, sensitivity=2.0, rng=seeded())
     assert lap.scale == 4.0
-    assert lap.privacy_cost() == {"mechanism": "laplace", "epsilon": 0.5, "delta": 0.0, "rho": 0.125, "sensitivity": 2.0, "secure": False}
+    assert lap.privacy_cost() == {
+        "mechanism": "laplace",
+        "epsilon": 0.5,
+        "delta": 0.0,
+        "rho": 0.125,
+        "sensitivity": 2.0,
+        "secure": False,
+    }
 
 
 def test_laplace_from_scale_states_sensitivity_over_scale():

@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, run_cli
+
 from marketplace.api import load, run
 from marketplace.privacy import noise as noise_keys
 
@@ -25,11 +25,17 @@ LINES = {"seed": SEED_LINE, "key": KEY_LINE, "nobody": NOBODY_LINE}
 
 SCENARIOS = {
     "sketch": (ROOT / "scenarios" / "sketch-quickstart.yaml", {"sketch.samples": 2000}, "sketch.secure"),
-    "summarize": (ROOT / "scenarios" / "quickstart-private.yaml", {"summarize.rounds": 3, "summarize.features": 30},
-                  "summarize.privacy.secure"),
+    "summarize": (
+        ROOT / "scenarios" / "quickstart-private.yaml",
+        {"summarize.rounds": 3, "summarize.features": 30},
+        "summarize.privacy.secure",
+    ),
     "stc": (ROOT / "scenarios" / "stc-synthetic.yaml", {}, "stc.privacy.secure"),
-    "pfds": (ROOT / "scenarios" / "pfds-synthetic.yaml", {"parties.owners": 5, "data.source.table.synthetic.rows": 2000},
-             "pfds.secure"),
+    "pfds": (
+        ROOT / "scenarios" / "pfds-synthetic.yaml",
+        {"parties.owners": 5, "data.source.table.synthetic.rows": 2000},
+        "pfds.secure",
+    ),
 }
 """Every protocol, each with its ``secure`` setting: small runs of a shipped scenario."""
 SOURCES = ("seed", "keys", "auto", "auto+folder", "keys+folder")
@@ -68,20 +74,25 @@ def assert_line(noise: dict, kind: str, *, request_id: str | None) -> None:
         assert "request id" in line and "hides nothing" in line, line  # it is in the scenario too
 
 
-@pytest.mark.parametrize("protocol, source, secure, ledgers",
-                         list(itertools.product(SCENARIOS, SOURCES, (False, True), (False, True))))
+@pytest.mark.parametrize(
+    "protocol, source, secure, ledgers", list(itertools.product(SCENARIOS, SOURCES, (False, True), (False, True)))
+)
 def test_the_noise_line_is_right_for_every_source_and_ledger_setting(tmp_path, protocol, source, secure, ledgers):
     report = noise_report(tmp_path, protocol, source, secure, ledgers)
     request_id = (report.get("lifetime") or {}).get("request_id")
     assert bool(request_id) == ledgers
     assert_line(report["noise"], expected_kind(source, secure), request_id=request_id)
     if source.endswith("+folder") and not secure:  # the folder's keys, not fresh ones
-        assert all(d["key_file"].startswith(str((tmp_path / "keys").resolve())) for d in
-                   (ledger["noise"] for ledger in report["privacy"].values() if "noise" in ledger)), report["privacy"]
+        assert all(
+            d["key_file"].startswith(str((tmp_path / "keys").resolve()))
+            for d in (ledger["noise"] for ledger in report["privacy"].values() if "noise" in ledger)
+        ), report["privacy"]
     for name, ledger in report["privacy"].items():  # every ledger's noise says the same
         if isinstance(ledger, dict) and "noise" in ledger:
-            assert ledger["noise"]["origin"] in {"seed": ("seed",), "key": ("key",), "nobody": ("secure",)}[
-                expected_kind(source, secure)], (name, ledger["noise"])
+            assert (
+                ledger["noise"]["origin"]
+                in {"seed": ("seed",), "key": ("key",), "nobody": ("secure",)}[expected_kind(source, secure)]
+            ), (name, ledger["noise"])
 
 
 def test_the_noise_line_follows_each_partys_origin_in_a_mixed_run():
@@ -104,8 +115,16 @@ def test_the_noise_line_follows_each_partys_origin_in_a_mixed_run():
 def test_a_party_report_without_an_origin_is_read_conservatively():
     from marketplace.privacy.noise import origin_of
 
-    assert origin_of({"source": "the run seed and the request id (r)", "reproducible": True,
-                      "who_can_strip": "anyone who knows the run seed"}) == "seed"
+    assert (
+        origin_of(
+            {
+                "source": "the run seed and the request id (r)",
+                "reproducible": True,
+                "who_can_strip": "anyone who knows the run seed",
+            }
+        )
+        == "seed"
+    )
     assert origin_of({"source": "whatever", "reproducible": True, "who_can_strip": "only whoever can read"}) == "seed"
     assert origin_of({"source": "k", "key_file": "/k/owner-1.noise_key", "who_can_strip": "only whoever"}) == "key"
     assert origin_of({"source": "OS entropy", "reproducible": False, "who_can_strip": "nobody"}) == "fresh"
@@ -118,15 +137,27 @@ def test_noise_keys_alone_uses_the_keys_and_reproduces_a_keyed_run(tmp_path):
     report = json.loads((again.folder / "report.json").read_text())
     assert report["noise"]["source"] == "keys"
     assert {d["origin"] for d in report["noise"]["parties"].values()} == {"key"}
-    assert report["privacy"]["owner-1"]["noise"]["key_file"] == str((tmp_path / "a" / "keys" / "owner-1.noise_key").resolve())
+    assert report["privacy"]["owner-1"]["noise"]["key_file"] == str(
+        (tmp_path / "a" / "keys" / "owner-1.noise_key").resolve()
+    )
     first = json.loads((keyed.folder / "report.json").read_text())
     assert report["estimates"] == first["estimates"]  # the same keys: the same noise
 
 
 def test_noise_keys_with_noise_source_seed_is_refused_naming_both(tmp_path):
     noise_keys.write_keys(tmp_path / "keys", PARTIES)
-    result = run_cli("run", str(SCENARIOS["sketch"][0]), "--driver", "inprocess", "--out", str(tmp_path / "run"),
-                     "--set", "noise.source=seed", "--set", f"noise.keys={tmp_path / 'keys'}")
+    result = run_cli(
+        "run",
+        str(SCENARIOS["sketch"][0]),
+        "--driver",
+        "inprocess",
+        "--out",
+        str(tmp_path / "run"),
+        "--set",
+        "noise.source=seed",
+        "--set",
+        f"noise.keys={tmp_path / 'keys'}",
+    )
     assert result.returncode == 2, result.stdout[-2000:] + result.stderr[-2000:]
     assert "noise.keys" in result.stderr and "noise.source" in result.stderr, result.stderr
     assert not (tmp_path / "run" / "report.json").exists()
@@ -163,7 +194,11 @@ def test_the_auction_says_when_any_party_that_knows_the_seed_can_reproduce_its_c
 def test_the_per_owner_table_says_the_auctions_coins_are_reproducible():
     from marketplace.reporting.per_owner import noise_text
 
-    seeded = {"origin": "seed", "source": "the run seed", "who_can_strip": "anyone who knows the run seed",
-              "coins": "the auction's coins (...) come from this party's seed-derived noise stream"}
+    seeded = {
+        "origin": "seed",
+        "source": "the run seed",
+        "who_can_strip": "anyone who knows the run seed",
+        "coins": "the auction's coins (...) come from this party's seed-derived noise stream",
+    }
     assert "its coins reproducible by the same, so its eps does not hold" in noise_text(seeded)
     assert "coins" not in noise_text({k: v for k, v in seeded.items() if k != "coins"})

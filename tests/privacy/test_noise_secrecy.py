@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import ROOT, run_cli
 from noise_attack import attack
+
 from marketplace.privacy import noise
 from marketplace.protocols.sketch.release import SketchRelease
 from marketplace.provision import provision
@@ -29,7 +29,9 @@ has Laplace scale 1 / (0.02 eps) = 50 here: a secret draw lands this close with 
 
 
 def run(out: Path, *sets: str, driver: str = "inprocess") -> dict:
-    result = run_cli("run", str(SKETCH), "--driver", driver, "--out", str(out), *[a for s in sets for a in ("--set", s)])
+    result = run_cli(
+        "run", str(SKETCH), "--driver", driver, "--out", str(out), *[a for s in sets for a in ("--set", s)]
+    )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     return json.loads((out / "report.json").read_text()) | {"_stdout": result.stdout}
 
@@ -63,9 +65,13 @@ def test_a_run_with_noise_keys_leaves_nothing_to_strip_under_either_driver(tmp_p
     for owner in OWNERS:
         assert not stripped(out, owner)  # the seed alone
         assert not stripped(out, owner, consumer)  # the consumer's own key
-        assert stripped(out, owner, own_key(out / "keys" / f"{owner}.noise_key", owner))  # the owner's key: the attack is real
+        assert stripped(
+            out, owner, own_key(out / "keys" / f"{owner}.noise_key", owner)
+        )  # the owner's key: the attack is real
         ledger = report["privacy"][owner]["noise"]
-        assert ledger["source"] == f"the run seed and {owner}'s noise key" and ledger["key_file"].endswith(f"{owner}.noise_key")
+        assert ledger["source"] == f"the run seed and {owner}'s noise key" and ledger["key_file"].endswith(
+            f"{owner}.noise_key"
+        )
         assert stat.S_IMODE((out / "keys" / f"{owner}.noise_key").stat().st_mode) == 0o600
     assert "only whoever can read" in report["noise"]["summary"]
 
@@ -88,7 +94,9 @@ def test_two_deployments_provisioned_from_one_scenario_release_different_noise(t
         out = tmp_path / f"run-{name}"
         report = run(out, f"noise.keys={tmp_path / name}", "noise.source=keys", driver=driver)
         assert not any(stripped(out, owner) for owner in OWNERS)
-        assert report["privacy"]["owner-1"]["noise"]["key_file"] == str((tmp_path / name / "owner-1" / "owner-1.noise_key").resolve())
+        assert report["privacy"]["owner-1"]["noise"]["key_file"] == str(
+            (tmp_path / name / "owner-1" / "owner-1.noise_key").resolve()
+        )
         assert stripped(out, "owner-1", own_key(tmp_path / name / "owner-1" / "owner-1.noise_key", "owner-1"))
         counts.append(SketchRelease.load(out / "sketches" / "owner-1.npz").count)
     assert counts[0] != counts[1]
@@ -115,7 +123,9 @@ def test_kits_hold_their_own_noise_key_and_shared_noise_must_be_asked_for_and_is
 
 def start(kit: Path, log: Path, *extra: str) -> subprocess.Popen:
     with open(log, "w") as out:
-        return subprocess.Popen(["sh", str(kit / "start.sh"), *extra], stdout=out, stderr=subprocess.STDOUT, cwd=kit.parent.parent)
+        return subprocess.Popen(
+            ["sh", str(kit / "start.sh"), *extra], stdout=out, stderr=subprocess.STDOUT, cwd=kit.parent.parent
+        )
 
 
 @pytest.mark.slow
@@ -123,17 +133,33 @@ def test_parties_started_by_hand_from_their_kits_keep_their_noise_secret(tmp_pat
     kits = tmp_path / "kits"
     provision(load_scenario(SKETCH), kits, endpoint="tcp://127.0.0.1:1", bind="tcp://127.0.0.1:0")
     endpoint_file, reports = tmp_path / "endpoint", tmp_path / "parties"
-    procs = {"curator": start(kits / "curator", tmp_path / "curator.log", "--endpoint-file", str(endpoint_file),
-                              "--report", str(reports / "curator.json"))}
+    procs = {
+        "curator": start(
+            kits / "curator",
+            tmp_path / "curator.log",
+            "--endpoint-file",
+            str(endpoint_file),
+            "--report",
+            str(reports / "curator.json"),
+        )
+    }
     try:
         deadline = time.monotonic() + 60
         while not endpoint_file.exists():
-            assert procs["curator"].poll() is None and time.monotonic() < deadline, (tmp_path / "curator.log").read_text()
+            assert procs["curator"].poll() is None and time.monotonic() < deadline, (
+                tmp_path / "curator.log"
+            ).read_text()
             time.sleep(0.05)
         endpoint = endpoint_file.read_text()
         for party in [*OWNERS, "consumer"]:
-            procs[party] = start(kits / party, tmp_path / f"{party}.log", "--endpoint", endpoint,
-                                 "--report", str(reports / f"{party}.json"))
+            procs[party] = start(
+                kits / party,
+                tmp_path / f"{party}.log",
+                "--endpoint",
+                endpoint,
+                "--report",
+                str(reports / f"{party}.json"),
+            )
         codes = {party: proc.wait(240) for party, proc in procs.items()}
     finally:
         for proc in procs.values():
@@ -180,15 +206,20 @@ def test_a_derived_stream_needs_the_key():
     again = noise.derive(3, "stc.noise.owner-2", noise.NoiseOrigin.from_key(key, "k")).generate_state(4)
     other = noise.derive(3, "stc.noise.owner-2", noise.NoiseOrigin.from_key(bytes(32), "k")).generate_state(4)
     seeded = noise.derive(3, "stc.noise.owner-2", None).generate_state(4)
-    assert np.array_equal(with_key, again) and not np.array_equal(with_key, other) and not np.array_equal(with_key, seeded)
+    assert (
+        np.array_equal(with_key, again) and not np.array_equal(with_key, other) and not np.array_equal(with_key, seeded)
+    )
 
 
-@pytest.mark.parametrize("content, expected", [
-    ("", "expected one line of 64 hex digits"),
-    ("zz" * 32 + "\n", "expected one line of 64 hex digits"),
-    ("ab" * 31 + "\n", "expected one line of 64 hex digits"),
-    ("ab" * 32 + "\n" + "cd" * 32 + "\n", "got 2 line(s)"),
-])
+@pytest.mark.parametrize(
+    "content, expected",
+    [
+        ("", "expected one line of 64 hex digits"),
+        ("zz" * 32 + "\n", "expected one line of 64 hex digits"),
+        ("ab" * 31 + "\n", "expected one line of 64 hex digits"),
+        ("ab" * 32 + "\n" + "cd" * 32 + "\n", "got 2 line(s)"),
+    ],
+)
 def test_a_bad_noise_key_file_is_refused_naming_the_party_and_the_file(tmp_path, content, expected):
     path = tmp_path / "owner-3.noise_key"
     path.write_text(content)

@@ -17,9 +17,9 @@ import re
 
 import mpmath
 import pytest
+from conftest import ROOT, run_cli
 from dp_accounting import dp_event, pld
 
-from conftest import ROOT, run_cli
 from marketplace.privacy.gdp import calibrate_mu, gaussian_delta, gaussian_eps
 from marketplace.protocols.summarize.request_schedule import composed_schedule
 from marketplace.runner.run import run_scenario
@@ -44,16 +44,18 @@ def test_the_auction_ledger_is_the_audited_per_round_guarantee_composed(quicksta
     assert (schedule.rule, schedule.eps, schedule.delta) == ("composed", eps, 0.0)
     assert report["auction"]["per_round"] == {"eps": eps, "delta": 0.0}
     assert ledger["eps"] == pytest.approx(rounds * eps, rel=1e-12) and ledger["delta"] == 0.0
-    assert ledger["steps"] == [{"mechanism": "auction: composed selection (per round)", "eps": eps, "delta": 0.0,
-                                "count": rounds}]
+    assert ledger["steps"] == [
+        {"mechanism": "auction: composed selection (per round)", "eps": eps, "delta": 0.0, "count": rounds}
+    ]
     assert ledger["neighbouring"]["relation"] == "replace-one keeping the owner's number of distinct points"
     assert "whole selection of every round" in ledger["neighbouring"]["scope"]
     assert "warning" not in report["auction"]
 
 
 def test_the_two_sided_auction_ledger_says_its_rounds_do_not_compose(tmp_path):
-    loaded = load_scenario(ROOT / "scenarios" / "quickstart-private.yaml",
-                           ["summarize.privacy.auction=two_sided", "summarize.rounds=5"])
+    loaded = load_scenario(
+        ROOT / "scenarios" / "quickstart-private.yaml", ["summarize.privacy.auction=two_sided", "summarize.rounds=5"]
+    )
     report = run_scenario(loaded, tmp_path / "run", driver="inprocess")
     ledger = report["privacy"]["auction"]
     assert report["auction"]["per_round"] == {"eps": 0.1, "delta": 0.0}  # the per-round figure is kept
@@ -78,8 +80,18 @@ def test_the_papers_auction_ledger_carries_its_delta(tmp_path):
 
 @pytest.mark.parametrize("rule, phrase", [("paper", "not eps_auc-DP"), ("two_sided", "do not compose")])
 def test_the_run_table_warns_when_an_older_auction_is_used(tmp_path, rule, phrase):
-    out = run_cli("run", str(ROOT / "scenarios" / "quickstart-private.yaml"), "--driver", "inprocess",
-                  "--set", f"summarize.privacy.auction={rule}", "--set", "summarize.rounds=5", "--out", str(tmp_path / "p"))
+    out = run_cli(
+        "run",
+        str(ROOT / "scenarios" / "quickstart-private.yaml"),
+        "--driver",
+        "inprocess",
+        "--set",
+        f"summarize.privacy.auction={rule}",
+        "--set",
+        "summarize.rounds=5",
+        "--out",
+        str(tmp_path / "p"),
+    )
     assert out.returncode == 0, out.stderr
     assert "warning" in out.stdout and phrase in " ".join(out.stdout.split())
 
@@ -132,8 +144,10 @@ def test_calibration_spends_the_target_exactly_and_never_more():
 
 
 def test_the_conservative_zcdp_accounting_stays_available(tmp_path):
-    loaded = load_scenario(ROOT / "scenarios" / "quickstart-private.yaml",
-                           ["summarize.privacy.gaussian_accountant=zcdp", "summarize.rounds=5"])
+    loaded = load_scenario(
+        ROOT / "scenarios" / "quickstart-private.yaml",
+        ["summarize.privacy.gaussian_accountant=zcdp", "summarize.rounds=5"],
+    )
     report = run_scenario(loaded, tmp_path / "run", driver="inprocess")
     exact = load_scenario(ROOT / "scenarios" / "quickstart-private.yaml", ["summarize.rounds=5"])
     tight = run_scenario(exact, tmp_path / "tight", driver="inprocess")
@@ -148,23 +162,39 @@ def test_the_conservative_zcdp_accounting_stays_available(tmp_path):
 
 
 def ledgers(report):
-    return {name: entry for name, entry in (report.get("privacy") or {}).items() if isinstance(entry, dict) and "eps" in entry}
+    return {
+        name: entry
+        for name, entry in (report.get("privacy") or {}).items()
+        if isinstance(entry, dict) and "eps" in entry
+    }
 
 
-@pytest.mark.parametrize("scenario, relations", [
-    ("quickstart-private.yaml", {"consumer:D_v": "replace-one", "D_s": "replace-one",
-                                 "auction": "replace-one keeping the owner's number of distinct points"}),
-    ("sketch-quickstart.yaml", {"owner-1": "add/remove-one"}),
-    ("stc-synthetic.yaml", {"owner-1": "add/remove-one"}),
-])
+@pytest.mark.parametrize(
+    "scenario, relations",
+    [
+        (
+            "quickstart-private.yaml",
+            {
+                "consumer:D_v": "replace-one",
+                "D_s": "replace-one",
+                "auction": "replace-one keeping the owner's number of distinct points",
+            },
+        ),
+        ("sketch-quickstart.yaml", {"owner-1": "add/remove-one"}),
+        ("stc-synthetic.yaml", {"owner-1": "add/remove-one"}),
+    ],
+)
 def test_every_ledger_names_its_neighbouring_relation(scenario, relations, tmp_path):
     overrides = ["summarize.rounds=5"] if scenario.startswith("quickstart") else []
     report = run_scenario(load_scenario(ROOT / "scenarios" / scenario, overrides), tmp_path / "run", driver="inprocess")
     found = ledgers(report)
     assert found, scenario
     for name, entry in found.items():
-        assert entry["neighbouring"]["relation"] in ("replace-one", "add/remove-one",
-                                                     "replace-one keeping the owner's number of distinct points"), name
+        assert entry["neighbouring"]["relation"] in (
+            "replace-one",
+            "add/remove-one",
+            "replace-one keeping the owner's number of distinct points",
+        ), name
         assert entry["neighbouring"]["record"], name
     for name, relation in relations.items():
         assert found[name]["neighbouring"]["relation"] == relation
@@ -178,20 +208,35 @@ def test_summarize_names_the_auctions_relation_exactly_and_never_plain_replace_o
     auction ledger names the narrower relation, everywhere the report states it; D_v's and D_s's
     releases hold for any replacement (their sensitivity bounds every one), so theirs is replace-one."""
     exact = "replace-one keeping the owner's number of distinct points"
-    loaded = load_scenario(ROOT / "scenarios" / "quickstart-private.yaml",
-                           [f"summarize.privacy.auction={rule}", "summarize.rounds=3", "summarize.features=30"])
+    loaded = load_scenario(
+        ROOT / "scenarios" / "quickstart-private.yaml",
+        [f"summarize.privacy.auction={rule}", "summarize.rounds=3", "summarize.features=30"],
+    )
     report = run_scenario(loaded, tmp_path / "run", driver="inprocess")
     relations = {name: entry["neighbouring"]["relation"] for name, entry in report["privacy"].items()}
     assert relations == {"consumer:D_v": "replace-one", "D_s": "replace-one", "auction": exact}
     assert report["party_details"]["curator"]["result"]["privacy"]["auction"]["neighbouring"]["relation"] == exact
-    per_owner = [entry for group in report["privacy_per_owner"]["groups"] for obs in group["observers"]
-                 for entry in obs["ledgers"] if entry["ledger"] == "auction"]
+    per_owner = [
+        entry
+        for group in report["privacy_per_owner"]["groups"]
+        for obs in group["observers"]
+        for entry in obs["ledgers"]
+        if entry["ledger"] == "auction"
+    ]
     assert per_owner and all(entry["neighbouring"]["relation"] == exact for entry in per_owner)
 
 
 def test_the_table_shows_each_ledgers_relation(tmp_path):
-    out = run_cli("run", str(ROOT / "scenarios" / "quickstart-private.yaml"), "--driver", "inprocess",
-                  "--set", "summarize.rounds=5", "--out", str(tmp_path / "t"))
+    out = run_cli(
+        "run",
+        str(ROOT / "scenarios" / "quickstart-private.yaml"),
+        "--driver",
+        "inprocess",
+        "--set",
+        "summarize.rounds=5",
+        "--out",
+        str(tmp_path / "t"),
+    )
     text = " ".join(re.sub("[│┃]", " ", out.stdout).split())  # the table wraps long cells
     assert out.returncode == 0, out.stderr
     for fragment in ("replace-one: a row of D_v", "replace-one: a point of D_s", "exact Gaussian"):
@@ -199,8 +244,14 @@ def test_the_table_shows_each_ledgers_relation(tmp_path):
 
 
 def test_the_private_shift_scenario_beats_uniform_sampling_at_its_stated_budget(tmp_path):
-    report = run_scenario(load_scenario(ROOT / "scenarios" / "private-shift.yaml", []), tmp_path / "run", driver="inprocess")
+    report = run_scenario(
+        load_scenario(ROOT / "scenarios" / "private-shift.yaml", []), tmp_path / "run", driver="inprocess"
+    )
     privacy = report["privacy"]
     assert privacy["consumer:D_v"]["eps"] <= 1.5 and privacy["D_s"]["eps"] <= 1.0 and privacy["auction"]["eps"] <= 2.0
-    assert privacy["consumer:D_v"]["delta"] <= 1e-5 and privacy["D_s"]["delta"] <= 1e-5 and privacy["auction"]["delta"] == 0
+    assert (
+        privacy["consumer:D_v"]["delta"] <= 1e-5
+        and privacy["D_s"]["delta"] <= 1e-5
+        and privacy["auction"]["delta"] == 0
+    )
     assert report["metrics"]["mmd2"] < 0.6 * report["metrics"]["baselines"]["uniform"]["mmd2"]

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import QUICKSTART, ROOT, run_cli, tiny_raw
+from golden.view import golden_view
 
 import marketplace
 import marketplace.runner.nodes as nodes
 import marketplace.runner.run as runner
-from conftest import QUICKSTART, ROOT, run_cli, tiny_raw
-from golden.view import golden_view
 
 
 def tiny(**summarize) -> marketplace.Scenario:
@@ -33,9 +33,14 @@ def test_a_scenario_loads_from_a_file_a_mapping_yaml_text_and_a_scenario_alike(t
     raw = tiny_raw()
     path = tmp_path / "tiny.yaml"
     path.write_text(yaml.safe_dump(raw))
-    forms = [marketplace.load(path), marketplace.load(str(path)), marketplace.load(raw),
-             marketplace.Scenario.from_yaml(yaml.safe_dump(raw)), marketplace.Scenario.from_file(path),
-             marketplace.Scenario.from_dict(raw)]
+    forms = [
+        marketplace.load(path),
+        marketplace.load(str(path)),
+        marketplace.load(raw),
+        marketplace.Scenario.from_yaml(yaml.safe_dump(raw)),
+        marketplace.Scenario.from_file(path),
+        marketplace.Scenario.from_dict(raw),
+    ]
     forms.append(marketplace.load(forms[0]))
     assert all(form.config == forms[0].config for form in forms)
     assert forms[0].source == str(path) and forms[2].source == "<dict>"
@@ -57,11 +62,16 @@ def test_overrides_by_dotted_path_keyword_and_nested_mapping_give_the_same_scena
 def test_an_unknown_override_key_is_refused_with_the_closest_key_as_the_command_line_does(tmp_path):
     with pytest.raises(marketplace.ScenarioError) as err:
         marketplace.load(QUICKSTART, {"summarize.round": 3})
-    assert str(err.value) == "override summarize.round=3: no scenario key 'summarize.round'; did you mean summarize.rounds?"
+    assert (
+        str(err.value)
+        == "override summarize.round=3: no scenario key 'summarize.round'; did you mean summarize.rounds?"
+    )
     cli = run_cli("validate", str(QUICKSTART), "--set", "summarize.round=3")
     assert cli.returncode == 2
-    assert cli.stderr.strip() == ("marketplace: bad scenario: --set summarize.round=3: no scenario key 'summarize.round'; "
-                                  "did you mean summarize.rounds?")
+    assert cli.stderr.strip() == (
+        "marketplace: bad scenario: --set summarize.round=3: no scenario key 'summarize.round'; "
+        "did you mean summarize.rounds?"
+    )
     with pytest.raises(marketplace.ScenarioError, match="did you mean summarize.rounds"):
         tiny().with_overrides(summarize={"roundz": 3})
 
@@ -70,7 +80,9 @@ def test_a_bad_override_value_names_the_override_the_key_what_was_expected_and_w
     with pytest.raises(marketplace.ScenarioError) as err:
         tiny().with_overrides({"parties.owners": 0})
     assert str(err.value) == "override parties.owners=0: parties.owners: expected a number in [1, 100000], got 0"
-    with pytest.raises(marketplace.ScenarioError, match=r"override summarize.rounds='many': summarize.rounds: expected an integer"):
+    with pytest.raises(
+        marketplace.ScenarioError, match=r"override summarize.rounds='many': summarize.rounds: expected an integer"
+    ):
         marketplace.load(tiny_raw(), {"summarize.rounds": "many"})
     with pytest.raises(marketplace.ScenarioError, match="expected a mapping of key paths to values"):
         tiny().with_overrides(["summarize.rounds=3"])
@@ -91,33 +103,46 @@ def test_a_missing_file_and_bad_yaml_raise_scenario_errors_with_the_command_line
         marketplace.Scenario.from_yaml("name: [unclosed")
     assert str(from_text.value) == str(from_file.value).replace(str(bad), "<yaml>")
     assert str(from_text.value).startswith("<yaml>: not valid YAML at line 1, column 16: expected ',' or ']'")
-    with pytest.raises(marketplace.ScenarioError, match="expected a scenario file path, a mapping or a Scenario, got int"):
+    with pytest.raises(
+        marketplace.ScenarioError, match="expected a scenario file path, a mapping or a Scenario, got int"
+    ):
         marketplace.load(42)
 
 
 def test_a_missing_dataset_is_a_dataset_missing_error_carrying_its_fetch_command(tmp_path):
     empty = tmp_path / "empty-cache"
     empty.mkdir()
-    script = ("import marketplace\n"
-              "try:\n"
-              f"    marketplace.load({str(ROOT / 'scenarios' / 'adult.yaml')!r})\n"
-              "except marketplace.DatasetMissing as err:\n"
-              "    print(isinstance(err, marketplace.ScenarioError), err.fetch_command, err.name)\n"
-              "    print(err)\n")
+    script = (
+        "import marketplace\n"
+        "try:\n"
+        f"    marketplace.load({str(ROOT / 'scenarios' / 'adult.yaml')!r})\n"
+        "except marketplace.DatasetMissing as err:\n"
+        "    print(isinstance(err, marketplace.ScenarioError), err.fetch_command, err.name)\n"
+        "    print(err)\n"
+    )
     env = dict(os.environ, MARKETPLACE_DATA=str(empty))
     api = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
     first, message = api.stdout.strip().split("\n", 1)
     assert first == "True marketplace data fetch adult adult", api.stderr
-    assert message.startswith(f"{ROOT / 'scenarios' / 'adult.yaml'}: data.source: dataset 'adult' is not in the data cache")
-    cli = subprocess.run([sys.executable, "-m", "marketplace", "validate", str(ROOT / "scenarios" / "adult.yaml")],
-                         capture_output=True, text=True, env=env, timeout=120)
+    assert message.startswith(
+        f"{ROOT / 'scenarios' / 'adult.yaml'}: data.source: dataset 'adult' is not in the data cache"
+    )
+    cli = subprocess.run(
+        [sys.executable, "-m", "marketplace", "validate", str(ROOT / "scenarios" / "adult.yaml")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert cli.returncode == 2 and cli.stderr.strip() == f"marketplace: bad scenario: {message}"
 
 
 def test_validate_builds_the_data_and_prints_what_the_command_line_prints():
     checked = marketplace.validate(QUICKSTART, seed=5)
     assert checked.scenario.config.seed == 5
-    assert checked.owners == 4 and checked.features == 10 and checked.validation_rows == 200 and checked.test_rows == 500
+    assert (
+        checked.owners == 4 and checked.features == 10 and checked.validation_rows == 200 and checked.test_rows == 500
+    )
     assert checked.rows == sum(len(owner) for owner in checked.world.owners)
     cli = run_cli("validate", str(QUICKSTART), "--seed", "5")
     assert cli.returncode == 0
@@ -135,9 +160,16 @@ def test_a_value_only_the_data_can_refuse_is_a_scenario_error_from_validate():
 
 def test_a_run_returns_a_typed_report_that_saves_the_very_report_json_the_runner_wrote(tmp_path):
     rounds = []
-    report = marketplace.run(tiny(), tmp_path / "run", driver="inprocess", seed=3, progress=lambda d, t: rounds.append((d, t)))
+    report = marketplace.run(
+        tiny(), tmp_path / "run", driver="inprocess", seed=3, progress=lambda d, t: rounds.append((d, t))
+    )
     assert isinstance(report, marketplace.Report) and report.completed and report.status == "completed"
-    assert report.seed == 3 and report.protocol == "summarize" and report.scenario == "tiny" and report.driver == "inprocess"
+    assert (
+        report.seed == 3
+        and report.protocol == "summarize"
+        and report.scenario == "tiny"
+        and report.driver == "inprocess"
+    )
     assert rounds[-1] == (6, 6)
     assert len(report.selection) == 6 and report.outputs["selection"] == report.selection
     assert set(report.outputs) >= {"selection", "metrics", "parsimony"} and "messages" not in report.outputs
@@ -159,14 +191,29 @@ def test_a_run_returns_a_typed_report_that_saves_the_very_report_json_the_runner
 
 @pytest.mark.parametrize("driver", ["inprocess", pytest.param("processes", marks=pytest.mark.slow)])
 def test_marketplace_run_in_python_gives_the_same_report_as_the_command_line_for_the_same_seed(tmp_path, driver):
-    cli = run_cli("run", str(QUICKSTART), "--driver", driver, "--set", "summarize.rounds=5", "--seed", "3",
-                  "--out", str(tmp_path / "cli"), "--quiet")
+    cli = run_cli(
+        "run",
+        str(QUICKSTART),
+        "--driver",
+        driver,
+        "--set",
+        "summarize.rounds=5",
+        "--seed",
+        "3",
+        "--out",
+        str(tmp_path / "cli"),
+        "--quiet",
+    )
     assert cli.returncode == 0, cli.stderr
     from_cli = json.loads((tmp_path / "cli" / "report.json").read_text())
-    report = marketplace.run(marketplace.load(QUICKSTART, {"summarize.rounds": 5}), tmp_path / "api", driver=driver, seed=3)
+    report = marketplace.run(
+        marketplace.load(QUICKSTART, {"summarize.rounds": 5}), tmp_path / "api", driver=driver, seed=3
+    )
     assert from_cli["seed"] == report.seed == 3
     assert golden_view(report.raw) == golden_view(from_cli)
-    other = marketplace.run(marketplace.load(QUICKSTART, {"summarize.rounds": 5}), tmp_path / "other", driver="inprocess", seed=4)
+    other = marketplace.run(
+        marketplace.load(QUICKSTART, {"summarize.rounds": 5}), tmp_path / "other", driver="inprocess", seed=4
+    )
     assert golden_view(other.raw) != golden_view(from_cli)  # the seed is what makes them equal
 
 
@@ -235,8 +282,15 @@ def test_a_background_run_that_fails_raises_from_result(monkeypatch, tmp_path):
 
 def test_a_sweep_returns_its_rows_summary_and_run_folders_and_calls_on_run_per_run(tmp_path, capsys):
     seen = []
-    result = marketplace.sweep(tiny(), {"summarize.rounds": [2, 3]}, repeats=2, out=tmp_path / "sweep", driver="inprocess",
-                               seed=20, on_run=lambda point, row: seen.append((point.index, row["status"])))
+    result = marketplace.sweep(
+        tiny(),
+        {"summarize.rounds": [2, 3]},
+        repeats=2,
+        out=tmp_path / "sweep",
+        driver="inprocess",
+        seed=20,
+        on_run=lambda point, row: seen.append((point.index, row["status"])),
+    )
     assert seen == [(0, "completed"), (1, "completed"), (2, "completed"), (3, "completed")]
     assert [(r["summarize.rounds"], r["seed"]) for r in result.rows] == [(2, 20), (2, 21), (3, 20), (3, 21)]
     assert [s["summarize.rounds"] for s in result.summary] == [2, 3] and all(s["runs"] == 2 for s in result.summary)
@@ -245,15 +299,21 @@ def test_a_sweep_returns_its_rows_summary_and_run_folders_and_calls_on_run_per_r
     assert (tmp_path / "sweep" / "runs.csv").exists() and len(result.run_folders) == 4
     assert capsys.readouterr().out == ""  # progress is off by default
     points = marketplace.plan(tiny(), {"summarize.rounds": [2, 3]}, repeats=2, seed=20)
-    assert [(p.values, p.seed) for p in points] == [({"summarize.rounds": 2}, 20), ({"summarize.rounds": 2}, 21),
-                                                     ({"summarize.rounds": 3}, 20), ({"summarize.rounds": 3}, 21)]
+    assert [(p.values, p.seed) for p in points] == [
+        ({"summarize.rounds": 2}, 20),
+        ({"summarize.rounds": 2}, 21),
+        ({"summarize.rounds": 3}, 20),
+        ({"summarize.rounds": 3}, 21),
+    ]
 
 
 def test_a_sweep_prints_each_run_as_it_finishes_with_its_headline_and_the_eps_spent(tmp_path, capsys):
     private = tiny_raw()
     private["summarize"]["privacy"] = {"enabled": True}
     scenario = marketplace.load(private)
-    result = marketplace.sweep(scenario, {"summarize.rounds": [2, 3]}, out=tmp_path / "sweep", driver="inprocess", progress=True)
+    result = marketplace.sweep(
+        scenario, {"summarize.rounds": [2, 3]}, out=tmp_path / "sweep", driver="inprocess", progress=True
+    )
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2
     for i, (line, row) in enumerate(zip(lines, result.rows)):
@@ -265,8 +325,18 @@ def test_a_sweep_prints_each_run_as_it_finishes_with_its_headline_and_the_eps_sp
 def test_the_command_lines_sweep_prints_a_line_per_run_and_no_bar_on_a_pipe(tmp_path):
     path = tmp_path / "tiny.yaml"
     path.write_text(yaml.safe_dump(tiny_raw()))
-    cli = run_cli("run", str(path), "--driver", "inprocess", "--sweep", "summarize.rounds=2,3", "--seed", "30",
-                  "--out", str(tmp_path / "sweep"))
+    cli = run_cli(
+        "run",
+        str(path),
+        "--driver",
+        "inprocess",
+        "--sweep",
+        "summarize.rounds=2,3",
+        "--seed",
+        "30",
+        "--out",
+        str(tmp_path / "sweep"),
+    )
     assert cli.returncode == 0, cli.stderr
     lines = [ln for ln in cli.stdout.splitlines() if ln.startswith("[")]
     assert [ln.split(":")[0] for ln in lines] == ["[1/2] rounds=2 seed 30", "[2/2] rounds=3 seed 30"]
@@ -291,8 +361,22 @@ def test_import_marketplace_stays_light_and_names_the_api():
     code = "import marketplace, sys; print(sorted(m for m in sys.modules if m.startswith('marketplace')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert out.stdout.strip() == "['marketplace']", out.stderr
-    for name in ("load", "validate", "run", "start", "plan", "sweep", "Scenario", "Report", "SweepResult", "RunHandle",
-                 "ScenarioError", "RunFailed", "RunFolderError", "DatasetMissing"):
+    for name in (
+        "load",
+        "validate",
+        "run",
+        "start",
+        "plan",
+        "sweep",
+        "Scenario",
+        "Report",
+        "SweepResult",
+        "RunHandle",
+        "ScenarioError",
+        "RunFailed",
+        "RunFolderError",
+        "DatasetMissing",
+    ):
         assert name in dir(marketplace) and getattr(marketplace, name) is not None
     with pytest.raises(AttributeError, match="attribute nope"):
         marketplace.nope  # noqa: B018
@@ -345,18 +429,29 @@ def test_without_the_runners_main_module_adopted_the_forked_party_would_rerun_th
     from marketplace.runner import forkserver
 
     script = tmp_path / "probe.py"
-    script.write_text(textwrap.dedent("""\
+    script.write_text(
+        textwrap.dedent("""\
         import json, os, sys
         from marketplace.runner.forkserver import MAIN_ENV, runner_main
         print(json.dumps(runner_main()))
-    """))
+    """)
+    )
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+    out = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path
+    )
     assert json.loads(out.stdout) == {"path": str(script)}
-    out = subprocess.run([sys.executable, "-c", script.read_text()], capture_output=True, text=True, timeout=60, env=env)
+    out = subprocess.run(
+        [sys.executable, "-c", script.read_text()], capture_output=True, text=True, timeout=60, env=env
+    )
     assert json.loads(out.stdout) == {}
-    guard = subprocess.run([sys.executable, "-c", "import marketplace.runner.forkserver_guard, __main__; print(__main__.__file__)"],
-                           capture_output=True, text=True, timeout=60, env=dict(env, **{forkserver.MAIN_ENV: json.dumps({"path": "/x/y.py"})}))
+    guard = subprocess.run(
+        [sys.executable, "-c", "import marketplace.runner.forkserver_guard, __main__; print(__main__.__file__)"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(env, **{forkserver.MAIN_ENV: json.dumps({"path": "/x/y.py"})}),
+    )
     assert guard.stdout.strip() == "/x/y.py", guard.stderr
 
 
@@ -369,9 +464,23 @@ def test_on_a_terminal_a_sweep_shows_a_bar_below_its_lines_and_prefers_a_spent_e
     from marketplace.runner.sweep import result_line
 
     points = marketplace.plan(tiny(), {"summarize.rounds": [2, 3]})
-    row = {"point": 0, "summarize.rounds": 2, "repeat": 0, "seed": 11, "status": "completed", "rounds": 2, "mmd2": 0.125,
-           "accuracy": 0.5, "eps[curator]": 0.25, "eps[owner-1]": 0.75, "wall_s": 0.25}
-    assert result_line(points[0], row, 2) == "[1/2] rounds=2 seed 11: completed, mmd2 0.125, accuracy 0.5, eps spent 0.75, 0.2 s"
+    row = {
+        "point": 0,
+        "summarize.rounds": 2,
+        "repeat": 0,
+        "seed": 11,
+        "status": "completed",
+        "rounds": 2,
+        "mmd2": 0.125,
+        "accuracy": 0.5,
+        "eps[curator]": 0.25,
+        "eps[owner-1]": 0.75,
+        "wall_s": 0.25,
+    }
+    assert (
+        result_line(points[0], row, 2)
+        == "[1/2] rounds=2 seed 11: completed, mmd2 0.125, accuracy 0.5, eps spent 0.75, 0.2 s"
+    )
     spent = {**row, "eps_spent": 1.5}
     assert result_line(points[0], spent, 2).endswith("accuracy 0.5, eps spent 1.5, 0.2 s")
     screen = io.StringIO()

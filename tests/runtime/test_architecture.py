@@ -16,21 +16,44 @@ import tomllib
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
 
 LINT = "import sys; from importlinter.cli import lint_imports; sys.exit(lint_imports(no_cache=True, no_logo=True))"
-ROLE_MODULES = {"__init__", "plugin", "config", "messages", "wire", "curator", "private_curator", "owner", "consumer",
-                "agent", "exchange", "evaluate", "public", "commands", "source", "world", "report", "display", "sweeps"}
+ROLE_MODULES = {
+    "__init__",
+    "plugin",
+    "config",
+    "messages",
+    "wire",
+    "curator",
+    "private_curator",
+    "owner",
+    "consumer",
+    "agent",
+    "exchange",
+    "evaluate",
+    "public",
+    "commands",
+    "source",
+    "world",
+    "report",
+    "display",
+    "sweeps",
+}
 """A protocol package's modules that are not pure cores: its registration, section, wire, roles,
 exchange, data source, world, report, terminal display and sweeps. Every other module of the package is a
 core, and must be in the contract."""
 
 
 def _lint(root: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", LINT], cwd=root, capture_output=True, text=True, timeout=600,
-                          env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin", "HOME": str(root),
-                               "COLUMNS": "200", "NO_COLOR": "1"})
+    return subprocess.run(
+        [sys.executable, "-c", LINT],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin", "HOME": str(root), "COLUMNS": "200", "NO_COLOR": "1"},
+    )
 
 
 def _contracts() -> dict[str, dict]:
@@ -60,8 +83,11 @@ def test_the_layers_put_every_top_level_module_in_the_stack_below_the_service():
     row_of = {name: i for i, row in enumerate(rows) for name in row}
     assert row_of["service"] < row_of["api"] < row_of["runner"] < row_of["protocols"] < row_of["reporting"]
     assert row_of["market"] < row_of["runner"] and row_of["reporting"] < row_of["roles"] < row_of["privacy"]
-    top_level = {path.stem if path.is_file() else path.name for path in (ROOT / "marketplace").iterdir()
-                 if (path.suffix == ".py" and path.stem != "__init__") or (path / "__init__.py").is_file()}
+    top_level = {
+        path.stem if path.is_file() else path.name
+        for path in (ROOT / "marketplace").iterdir()
+        if (path.suffix == ".py" and path.stem != "__init__") or (path / "__init__.py").is_file()
+    }
     assert top_level == set(row_of), "every top-level module or package of marketplace has exactly one layer"
 
 
@@ -75,7 +101,9 @@ def test_every_core_module_of_a_shipped_protocol_is_under_the_cores_contract():
         for module in sorted(package.glob("*.py")):
             dotted = f"marketplace.protocols.{package.name}.{module.stem}"
             if module.stem not in ROLE_MODULES:
-                assert dotted in cores, f"{dotted} is a pure core (not a role, wire or plug-in module) but the cores contract does not list it"
+                assert dotted in cores, (
+                    f"{dotted} is a pure core (not a role, wire or plug-in module) but the cores contract does not list it"
+                )
 
 
 def _broken_copy(tmp_path: Path, module: str, line: str) -> Path:
@@ -87,15 +115,37 @@ def _broken_copy(tmp_path: Path, module: str, line: str) -> Path:
     return tmp_path
 
 
-@pytest.mark.parametrize("module, line, broken", [
-    ("marketplace/runner/report.py", "import marketplace.protocols.stc.exchange  # noqa", "The runtime names no protocol"),
-    ("marketplace/protocols/stc/exchange.py", "import marketplace.protocols.pfds.tree  # noqa", "independent of each other"),
-    ("marketplace/protocols/sketch/m2m.py", "import marketplace.transport.node  # noqa", "Pure cores import no transport"),
-    ("marketplace/transport/counters.py", "import marketplace.runner.report  # noqa", "No import cycles"),
-    ("marketplace/protocols/stc/exchange.py", "import marketplace.runner.report  # noqa", "The stack is layered"),
-    ("marketplace/privacy/rng.py", "import marketplace.scenario.fingerprint  # noqa", "The stack is layered"),
-], ids=["runtime-imports-a-protocol", "protocols-import-each-other", "core-imports-transport", "cycle",
-        "protocol-imports-the-runner", "privacy-imports-the-scenario"])
+@pytest.mark.parametrize(
+    "module, line, broken",
+    [
+        (
+            "marketplace/runner/report.py",
+            "import marketplace.protocols.stc.exchange  # noqa",
+            "The runtime names no protocol",
+        ),
+        (
+            "marketplace/protocols/stc/exchange.py",
+            "import marketplace.protocols.pfds.tree  # noqa",
+            "independent of each other",
+        ),
+        (
+            "marketplace/protocols/sketch/m2m.py",
+            "import marketplace.transport.node  # noqa",
+            "Pure cores import no transport",
+        ),
+        ("marketplace/transport/counters.py", "import marketplace.runner.report  # noqa", "No import cycles"),
+        ("marketplace/protocols/stc/exchange.py", "import marketplace.runner.report  # noqa", "The stack is layered"),
+        ("marketplace/privacy/rng.py", "import marketplace.scenario.fingerprint  # noqa", "The stack is layered"),
+    ],
+    ids=[
+        "runtime-imports-a-protocol",
+        "protocols-import-each-other",
+        "core-imports-transport",
+        "cycle",
+        "protocol-imports-the-runner",
+        "privacy-imports-the-scenario",
+    ],
+)
 def test_a_broken_rule_fails_the_check(tmp_path, module, line, broken):
     result = _lint(_broken_copy(tmp_path, module, line))
     assert result.returncode != 0

@@ -11,8 +11,8 @@ import time
 
 import pytest
 import yaml
-
 from conftest import ROOT, run_cli, tiny_raw
+
 from marketplace.runner.run import run_scenario
 from marketplace.scenario import parse_scenario
 
@@ -27,7 +27,9 @@ def finished(tmp_path_factory):
     raw = tiny_raw()
     raw["parties"]["owners_per_process"] = 1
     (folder / "tiny.yaml").write_text(yaml.safe_dump(raw))
-    report = run_scenario(parse_scenario(raw, source="tiny", base_dir=folder), folder / "run", driver="processes", launch="exec")
+    report = run_scenario(
+        parse_scenario(raw, source="tiny", base_dir=folder), folder / "run", driver="processes", launch="exec"
+    )
     assert report["status"] == "completed", report["failures"]
     return folder, report
 
@@ -51,7 +53,14 @@ def test_the_parties_reports_assemble_into_the_runs_report(finished, tmp_path):
 
 def test_another_scenario_is_refused_with_exit_2_naming_both(finished, tmp_path):
     _, parties = copy_parties(finished, tmp_path)
-    result = run_cli("assemble", str(parties), "--scenario", str(ROOT / "scenarios" / "quickstart.yaml"), "--out", str(tmp_path / "out"))
+    result = run_cli(
+        "assemble",
+        str(parties),
+        "--scenario",
+        str(ROOT / "scenarios" / "quickstart.yaml"),
+        "--out",
+        str(tmp_path / "out"),
+    )
     assert result.returncode == 2, result.stderr
     assert "written for scenario 'tiny'" in result.stderr and "the scenario given is 'quickstart'" in result.stderr
     assert not (tmp_path / "out").exists()
@@ -59,7 +68,9 @@ def test_another_scenario_is_refused_with_exit_2_naming_both(finished, tmp_path)
 
 def test_the_same_scenario_with_another_seed_is_refused(finished, tmp_path):
     scenario, parties = copy_parties(finished, tmp_path)
-    result = run_cli("assemble", str(parties), "--scenario", str(scenario), "--set", "seed=12", "--out", str(tmp_path / "out"))
+    result = run_cli(
+        "assemble", str(parties), "--scenario", str(scenario), "--set", "seed=12", "--out", str(tmp_path / "out")
+    )
     assert result.returncode == 2 and "seed 11" in result.stderr and "seed 12" in result.stderr
 
 
@@ -69,7 +80,11 @@ def test_reports_of_two_runs_are_refused(finished, tmp_path):
     report["run_id"] = "tiny-seed11-another"
     (parties / "owner-2.json").write_text(json.dumps(report))
     result = run_cli("assemble", str(parties), "--scenario", str(scenario), "--out", str(tmp_path / "out"))
-    assert result.returncode == 2 and "different runs" in result.stderr and "owner-2 'tiny-seed11-another'" in result.stderr
+    assert (
+        result.returncode == 2
+        and "different runs" in result.stderr
+        and "owner-2 'tiny-seed11-another'" in result.stderr
+    )
 
 
 def test_a_report_filed_under_another_partys_name_is_refused(finished, tmp_path):
@@ -99,6 +114,7 @@ def test_wait_takes_reports_that_arrive_later(finished, tmp_path):
     scenario_file, parties = copy_parties(finished, tmp_path)
     late = (parties / "consumer.json").read_text()
     (parties / "consumer.json").unlink()
+
     def arrive() -> None:  # as a party writes its report: whole, then renamed into place
         (parties / "consumer.json.tmp").write_text(late)
         os.replace(parties / "consumer.json.tmp", parties / "consumer.json")
@@ -133,7 +149,10 @@ def test_an_owner_hosts_file_holds_each_owners_report_and_assembles(hosted, tmp_
     assert result.returncode == 0, result.stderr
     assembled = json.loads((tmp_path / "out" / "report.json").read_text())
     assert assembled["status"] == "completed"
-    assert assembled["selection"] == hosted[1]["selection"] and assembled["messages"]["by_kind"] == hosted[1]["messages"]["by_kind"]
+    assert (
+        assembled["selection"] == hosted[1]["selection"]
+        and assembled["messages"]["by_kind"] == hosted[1]["messages"]["by_kind"]
+    )
 
 
 def test_a_party_reported_in_two_files_is_refused(hosted, finished, tmp_path):

@@ -6,8 +6,8 @@ import json
 
 import pytest
 import yaml
-
 from conftest import QUICKSTART, run_cli
+
 from marketplace.cli import main
 
 
@@ -38,8 +38,20 @@ def test_help_lists_the_commands(capsys):
         (lambda d: d["summarize"].update(rounds=0), "summarize.rounds", "[1, inf)"),
         (lambda d: d["data"]["partition"].update(scheme="random"), "data.partition.scheme", "one of"),
         (lambda d: d.update(protocol="auction"), "protocol", "one of ['summarize']"),
-        (lambda d: d["data"]["source"].update(kind="csv", csv={"path": "nope.csv", "label": "y"}), "data.source.csv.path", "an existing file"),
-        (lambda d: d["transport"].update(heartbeat_timeout_s=0.1) if "transport" in d else d.update(transport={"heartbeat_timeout_s": 0.1}), "transport", "heartbeat_timeout_s"),
+        (
+            lambda d: d["data"]["source"].update(kind="csv", csv={"path": "nope.csv", "label": "y"}),
+            "data.source.csv.path",
+            "an existing file",
+        ),
+        (
+            lambda d: (
+                d["transport"].update(heartbeat_timeout_s=0.1)
+                if "transport" in d
+                else d.update(transport={"heartbeat_timeout_s": 0.1})
+            ),
+            "transport",
+            "heartbeat_timeout_s",
+        ),
         (lambda d: d.pop("name"), "name", "required"),
     ],
 )
@@ -92,23 +104,34 @@ def test_set_overrides_a_value_and_validate_prints_it(capsys):
     assert resolved["summarize"]["rounds"] == 7 and resolved["parties"]["owners"] == 3
 
 
-@pytest.mark.parametrize(("override", "named"), [("summarize.rounds", "key.path=value"), ("seed.x=3", "seed"),
-                                                   ("summarize.rounds=-1", "summarize.rounds")])
+@pytest.mark.parametrize(
+    ("override", "named"),
+    [("summarize.rounds", "key.path=value"), ("seed.x=3", "seed"), ("summarize.rounds=-1", "summarize.rounds")],
+)
 def test_bad_override_exits_2(override, named, capsys):
     assert main(["validate", str(QUICKSTART), "--set", override]) == 2
     assert named in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("override", "said"), [
-    ("nosuch.key=1", "--set nosuch.key=1: no scenario key 'nosuch.key'; did you mean noise.keys?"),
-    ("summarize.round=5", "--set summarize.round=5: no scenario key 'summarize.round'; did you mean summarize.rounds"),
-    ("rounds=5", "--set rounds=5: no scenario key 'rounds'; did you mean summarize.rounds?"),
-    ("summarize.privacy.eps_validaton=1", "did you mean summarize.privacy.eps_validation"),
-    ("parties.owners.x=1", "--set parties.owners.x=1: no scenario key 'parties.owners.x'; did you mean parties.owners"),
-    ("zzz=1", "--set zzz=1: no scenario key 'zzz'; the top-level keys are name, protocol, seed,"),
-    ("summarize.rounds=abc", "--set summarize.rounds=abc: summarize.rounds: expected an integer, got 'abc'"),
-    ("=3", "--set =3: expected key.path=value"),
-])
+@pytest.mark.parametrize(
+    ("override", "said"),
+    [
+        ("nosuch.key=1", "--set nosuch.key=1: no scenario key 'nosuch.key'; did you mean noise.keys?"),
+        (
+            "summarize.round=5",
+            "--set summarize.round=5: no scenario key 'summarize.round'; did you mean summarize.rounds",
+        ),
+        ("rounds=5", "--set rounds=5: no scenario key 'rounds'; did you mean summarize.rounds?"),
+        ("summarize.privacy.eps_validaton=1", "did you mean summarize.privacy.eps_validation"),
+        (
+            "parties.owners.x=1",
+            "--set parties.owners.x=1: no scenario key 'parties.owners.x'; did you mean parties.owners",
+        ),
+        ("zzz=1", "--set zzz=1: no scenario key 'zzz'; the top-level keys are name, protocol, seed,"),
+        ("summarize.rounds=abc", "--set summarize.rounds=abc: summarize.rounds: expected an integer, got 'abc'"),
+        ("=3", "--set =3: expected key.path=value"),
+    ],
+)
 def test_a_bad_set_names_the_option_and_the_assignment_and_suggests_the_closest_key(override, said, capsys):
     assert main(["validate", str(QUICKSTART), "--set", override]) == 2
     err = capsys.readouterr().err
@@ -117,10 +140,23 @@ def test_a_bad_set_names_the_option_and_the_assignment_and_suggests_the_closest_
 
 def test_run_with_a_mistyped_set_key_stops_before_anything_starts_and_says_so(tmp_path):
     out = tmp_path / "run"
-    result = run_cli("run", str(QUICKSTART), "--driver", "inprocess", "--out", str(out), "--set", "summarize.rounds=3",
-                     "--set", "summarize.baseline=[]")
+    result = run_cli(
+        "run",
+        str(QUICKSTART),
+        "--driver",
+        "inprocess",
+        "--out",
+        str(out),
+        "--set",
+        "summarize.rounds=3",
+        "--set",
+        "summarize.baseline=[]",
+    )
     assert result.returncode == 2 and not out.exists()
-    assert "--set summarize.baseline=[]: no scenario key 'summarize.baseline'; did you mean summarize.baselines?" in result.stderr
+    assert (
+        "--set summarize.baseline=[]: no scenario key 'summarize.baseline'; did you mean summarize.baselines?"
+        in result.stderr
+    )
 
 
 def test_run_inprocess_from_the_cli_writes_a_report(tmp_path):
@@ -140,9 +176,22 @@ def test_party_with_unknown_owner_id_exits_2():
 
 
 def test_privacy_compose_prints_the_papers_figures():
-    result = run_cli("privacy", "compose", "--epsilon", "0.01", "--count", "1656", "--delta", "0.01", "--theorem", "advanced")
+    result = run_cli(
+        "privacy", "compose", "--epsilon", "0.01", "--count", "1656", "--delta", "0.01", "--theorem", "advanced"
+    )
     assert result.returncode == 0 and result.stdout.startswith("epsilon = 1.40 ")
-    result = run_cli("privacy", "compose", "--epsilon", "0.01/sqrt(5*200)", "--count", "5*200", "--delta", "1e-4", "--theorem", "advanced")
+    result = run_cli(
+        "privacy",
+        "compose",
+        "--epsilon",
+        "0.01/sqrt(5*200)",
+        "--count",
+        "5*200",
+        "--delta",
+        "1e-4",
+        "--theorem",
+        "advanced",
+    )
     assert result.returncode == 0 and result.stdout.startswith("epsilon = 0.043")
 
 
@@ -158,8 +207,10 @@ def test_scientific_notation_in_a_scenario_file_is_a_number(tmp_path, capsys):
     text = QUICKSTART.read_text() + "\n"
     data = yaml.safe_load(text)
     data["summarize"]["privacy"] = {"enabled": True}
-    body = yaml.safe_dump(data).replace("privacy:\n    enabled: true", "privacy:\n    enabled: true\n    delta_summary: 1e-5\n"
-                                                                       "    delta_validation: 2E-3")
+    body = yaml.safe_dump(data).replace(
+        "privacy:\n    enabled: true",
+        "privacy:\n    enabled: true\n    delta_summary: 1e-5\n    delta_validation: 2E-3",
+    )
     assert "1e-5" in body
     assert main(["validate", str(write(tmp_path, body))]) == 0
     resolved = yaml.safe_load(capsys.readouterr().out)
@@ -235,13 +286,27 @@ def test_run_refuses_an_out_that_is_a_file(tmp_path):
 
 def test_run_refuses_an_earlier_runs_folder_and_leaves_it_as_it_was(tmp_path, round_plots):
     out = tmp_path / "run"
-    first = run_cli("run", str(QUICKSTART), "--out", str(out), "--driver", "inprocess", "--set", "summarize.rounds=3",
-                    "--set", "summarize.baselines=[]", "--quiet")
+    first = run_cli(
+        "run",
+        str(QUICKSTART),
+        "--out",
+        str(out),
+        "--driver",
+        "inprocess",
+        "--set",
+        "summarize.rounds=3",
+        "--set",
+        "summarize.baselines=[]",
+        "--quiet",
+    )
     assert first.returncode == 0, first.stderr
     before = {p: p.stat().st_mtime_ns for p in out.rglob("*")}
     second = run_cli("run", str(QUICKSTART), "--out", str(out), "--driver", "inprocess", "--set", "summarize.rounds=4")
     assert second.returncode == 2
-    assert "already holds files (messages.csv, report.json, rounds.csv, rounds.png, scenario.resolved.yaml)" in second.stderr
+    assert (
+        "already holds files (messages.csv, report.json, rounds.csv, rounds.png, scenario.resolved.yaml)"
+        in second.stderr
+    )
     assert {p: p.stat().st_mtime_ns for p in out.rglob("*")} == before
     sweep = run_cli("run", str(QUICKSTART), "--out", str(out), "--sweep", "summarize.rounds=3,4")
     assert sweep.returncode == 2 and "already holds files" in sweep.stderr
@@ -268,8 +333,24 @@ def test_request_refuses_an_out_folder_that_holds_files_as_run_and_the_python_ap
 def test_an_empty_out_folder_is_used(tmp_path):
     out = tmp_path / "empty"
     out.mkdir()
-    assert main(["run", str(QUICKSTART), "--out", str(out), "--driver", "inprocess", "--set", "summarize.rounds=2",
-                 "--set", "summarize.baselines=[]", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                str(QUICKSTART),
+                "--out",
+                str(out),
+                "--driver",
+                "inprocess",
+                "--set",
+                "summarize.rounds=2",
+                "--set",
+                "summarize.baselines=[]",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert (out / "report.json").is_file()
 
 
@@ -299,8 +380,9 @@ def test_keys_generate_twice_points_at_the_force_flag(tmp_path):
 
 
 def test_progress_is_shown_while_the_baselines_compute(tmp_path):
-    result = run_cli("run", str(QUICKSTART), "--driver", "inprocess", "--out", str(tmp_path / "run"),
-                     "--set", "summarize.rounds=4")
+    result = run_cli(
+        "run", str(QUICKSTART), "--driver", "inprocess", "--out", str(tmp_path / "run"), "--set", "summarize.rounds=4"
+    )
     assert result.returncode == 0, result.stderr
     lines = result.stderr.splitlines()
     phase = next(i for i, line in enumerate(lines) if "computing the baselines (uniform, exact_greedy)" in line)
@@ -329,8 +411,9 @@ def test_a_failure_cell_is_cut_short_and_the_report_keeps_it_whole(tmp_path):
     from marketplace.runner.run import run_scenario
     from marketplace.scenario import load_scenario
 
-    report = run_scenario(load_scenario(QUICKSTART, ["summarize.rounds=2", "summarize.baselines=[]"]), tmp_path / "r",
-                          driver="inprocess")
+    report = run_scenario(
+        load_scenario(QUICKSTART, ["summarize.rounds=2", "summarize.baselines=[]"]), tmp_path / "r", driver="inprocess"
+    )
     long = "; ".join(f"owner-{i} exited with status 1: no bye before the deadline" for i in range(1, 101))
     report.update(status="failed", failures=[long])
     head = summary_tables(report)[0]
@@ -352,18 +435,21 @@ def test_counts_of_one_are_singular():
     assert rows["agents"].startswith("1 sharer + 1 receiving owner + the consumer")
 
 
-@pytest.mark.parametrize(("argv", "forks"), [
-    (["run", "s.yaml"], True),
-    (["run", "s.yaml", "--driver", "processes", "--launch", "forkserver"], True),
-    (["run", "s.yaml", "--set", "name=--driver"], True),
-    (["run", "s.yaml", "--driver", "inprocess"], False),
-    (["run", "s.yaml", "--driver=inprocess"], False),
-    (["run", "s.yaml", "--launch", "exec"], False),
-    (["run", "s.yaml", "--help"], False),
-    (["run"], False),
-    (["validate", "s.yaml"], False),
-    ([], False),
-])
+@pytest.mark.parametrize(
+    ("argv", "forks"),
+    [
+        (["run", "s.yaml"], True),
+        (["run", "s.yaml", "--driver", "processes", "--launch", "forkserver"], True),
+        (["run", "s.yaml", "--set", "name=--driver"], True),
+        (["run", "s.yaml", "--driver", "inprocess"], False),
+        (["run", "s.yaml", "--driver=inprocess"], False),
+        (["run", "s.yaml", "--launch", "exec"], False),
+        (["run", "s.yaml", "--help"], False),
+        (["run"], False),
+        (["validate", "s.yaml"], False),
+        ([], False),
+    ],
+)
 def test_the_forkserver_starts_early_only_for_a_run_that_forks_its_parties(argv, forks):
     """`marketplace run` starts the forkserver before its parser (so the server's imports overlap
     the runner's); only a run whose parties will be forked from it may start it."""
@@ -375,9 +461,11 @@ def test_the_forkserver_starts_early_only_for_a_run_that_forks_its_parties(argv,
 def test_the_parties_table_of_a_large_run_lists_the_owners_that_did_not_complete_and_counts_the_rest():
     from marketplace.runner.display import PARTY_ROWS, _party_rows
 
-    parties = ([{"id": "curator", "role": "curator", "status": "completed"}]
-               + [{"id": f"owner-{i}", "role": "owner", "status": "completed"} for i in range(1, 1001)]
-               + [{"id": "consumer", "role": "consumer", "status": "completed"}])
+    parties = (
+        [{"id": "curator", "role": "curator", "status": "completed"}]
+        + [{"id": f"owner-{i}", "role": "owner", "status": "completed"} for i in range(1, 1001)]
+        + [{"id": "consumer", "role": "consumer", "status": "completed"}]
+    )
     parties[500]["status"] = "lost"  # owner-500
     shown, hidden = _party_rows(parties)
     ids = [p["id"] if p is not None else None for p in shown]
@@ -398,16 +486,31 @@ def test_party_command_lines_parse_as_the_commands_they_start(tmp_path):
     from marketplace.cli import _parser
     from marketplace.runner.command_line import party_command
 
-    owners = party_command("owners", scenario=tmp_path / "s.yaml", endpoint="tcp://127.0.0.1:5555", keys=None,
-                           run_id="r1", ids="owner-1,owner-2", report_dir=tmp_path / "parties",
-                           sets=["lifetime.ledgers=/l"], extra=["--max-rows", "7"])
+    owners = party_command(
+        "owners",
+        scenario=tmp_path / "s.yaml",
+        endpoint="tcp://127.0.0.1:5555",
+        keys=None,
+        run_id="r1",
+        ids="owner-1,owner-2",
+        report_dir=tmp_path / "parties",
+        sets=["lifetime.ledgers=/l"],
+        extra=["--max-rows", "7"],
+    )
     assert owners[:4] == [sys.executable, "-m", "marketplace", "owners"] and "--keys" not in owners
     args = _parser().parse_args(owners[3:])
-    assert (args.command, args.ids, args.run_id, args.report_dir) == ("owners", "owner-1,owner-2", "r1",
-                                                                       str(tmp_path / "parties"))
+    assert (args.command, args.ids, args.run_id, args.report_dir) == (
+        "owners",
+        "owner-1,owner-2",
+        "r1",
+        str(tmp_path / "parties"),
+    )
     assert args.overrides == ["lifetime.ledgers=/l"] and args.max_rows == 7
-    curator = _parser().parse_args(party_command("curator", scenario="s.yaml", endpoint="tcp://0.0.0.0:0",
-                                                 endpoint_file=tmp_path / "ep", run_id="r1")[3:])
+    curator = _parser().parse_args(
+        party_command(
+            "curator", scenario="s.yaml", endpoint="tcp://0.0.0.0:0", endpoint_file=tmp_path / "ep", run_id="r1"
+        )[3:]
+    )
     assert curator.endpoint_file == str(tmp_path / "ep") and curator.func.__name__ == "party_command"
     agent = _parser().parse_args(party_command("agent", market="tcp://h:1", keys="k", ids="owner-1", exit_with=42)[3:])
     assert agent.exit_with == 42 and agent.data is None

@@ -15,13 +15,13 @@ import sys
 from typing import Any
 
 import pytest
+from conftest import ROOT
+from test_extending import EXAMPLE, SCENARIO, example  # noqa: F401 - the example installed once for this file
 
 import marketplace
-from conftest import ROOT
 from marketplace import plugins
 from marketplace.protocols.stc.exchange import StcExchange
 from marketplace.testing import Check, check_protocol, protocol_checks
-from test_extending import EXAMPLE, SCENARIO, example  # noqa: F401 - the example installed once for this file
 
 SMALL: dict[str, tuple[str, list[str]]] = {
     "summarize": ("quickstart.yaml", ["summarize.rounds=6", "summarize.baselines=[]"]),
@@ -31,8 +31,17 @@ SMALL: dict[str, tuple[str, list[str]]] = {
 }
 """Per shipped protocol, a shipped scenario made a run of seconds."""
 
-NAMES = ["contract", "bad_config", "owner_cost_from_settings", "runs_inprocess", "sweep_row_spent",
-         "owner_cost_covers_releases", "runs_processes", "report_schema", "history_same_under_both_drivers"]
+NAMES = [
+    "contract",
+    "bad_config",
+    "owner_cost_from_settings",
+    "runs_inprocess",
+    "sweep_row_spent",
+    "owner_cost_covers_releases",
+    "runs_processes",
+    "report_schema",
+    "history_same_under_both_drivers",
+]
 
 
 def _small(name: str) -> Any:
@@ -152,13 +161,13 @@ def test_an_owner_cost_that_reads_the_data_fails(monkeypatch):
     assert "it built the run's data" in _failure("owner_cost_from_settings", scenario)
 
 
-
 # --- the command line ------------------------------------------------------------------------------
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "marketplace", "protocols", *args], capture_output=True, text=True,
-                          timeout=600, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "marketplace", "protocols", *args], capture_output=True, text=True, timeout=600, cwd=ROOT
+    )
 
 
 @pytest.mark.slow
@@ -179,11 +188,14 @@ def test_the_command_line_exits_3_naming_each_failed_check():
     assert result.stdout.splitlines()[-1] == f"stc: {len(failed)} check(s) failed"
 
 
-@pytest.mark.parametrize("args, says", [
-    (["--check", "nope"], "got 'nope'"),
-    (["--scenario", "scenarios/quickstart.yaml"], "--scenario and --set go with --check NAME"),
-    (["--check", "stc", "--scenario", "scenarios/stc-synthetic.yaml", "--set", "stc.k=0"], "--scenario: "),
-])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--check", "nope"], "got 'nope'"),
+        (["--scenario", "scenarios/quickstart.yaml"], "--scenario and --set go with --check NAME"),
+        (["--check", "stc", "--scenario", "scenarios/stc-synthetic.yaml", "--set", "stc.k=0"], "--scenario: "),
+    ],
+)
 def test_the_command_line_refuses_what_it_cannot_check_with_exit_2(args, says):
     result = _cli(*args)
     assert result.returncode == 2, result.stdout + result.stderr

@@ -6,52 +6,57 @@ stuck party is still dropped at it, and never later than ``run_timeout_s``."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 import zmq
-
 from conftest import ROOT
 from liveness_roles import RUN, AskingCurator, Silent
-from marketplace.protocols.pfds.curator import RELEASES_PER_STEP, PfdsCurator
+
 from marketplace.messages import Envelope
+from marketplace.protocols.pfds.curator import RELEASES_PER_STEP, PfdsCurator
 from marketplace.roles import CURATOR, Role, Send, owner_id
 from marketplace.scenario import ScenarioError, load_scenario
 from marketplace.transport.deadlines import missed_text, step_deadline
-from marketplace.transport.node import Node
 from marketplace.transport.link_settings import LinkSettings
+from marketplace.transport.node import Node
 from marketplace.transport.sockets import configure_socket
 from marketplace.transport.zmq_driver import DealerLoop
 
 # --- the arithmetic ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("base", "scale", "cap", "expected"), [
-    (30.0, 1.0, 1800.0, 30.0),
-    (30.0, 10.0, 1800.0, 300.0),
-    (30.0, 2.5, 1800.0, 75.0),
-    (30.0, 1000.0, 1800.0, 1800.0),  # capped at the run's timeout
-    (30.0, 10.0, 20.0, 30.0),  # a cap below the base never shortens the base deadline
-    (30, 3, 1800, 90),
-])
+@pytest.mark.parametrize(
+    ("base", "scale", "cap", "expected"),
+    [
+        (30.0, 1.0, 1800.0, 30.0),
+        (30.0, 10.0, 1800.0, 300.0),
+        (30.0, 2.5, 1800.0, 75.0),
+        (30.0, 1000.0, 1800.0, 1800.0),  # capped at the run's timeout
+        (30.0, 10.0, 20.0, 30.0),  # a cap below the base never shortens the base deadline
+        (30, 3, 1800, 90),
+    ],
+)
 def test_a_step_gets_the_base_deadline_times_its_scale_at_most_the_cap(base, scale, cap, expected):
     assert step_deadline(base, scale, cap) == expected
 
 
-@pytest.mark.parametrize(("base", "scale", "cap", "field"), [
-    (30.0, math.nan, 1800.0, "scale"),
-    (30.0, math.inf, 1800.0, "scale"),
-    (30.0, 0.5, 1800.0, "scale"),
-    (30.0, -3.0, 1800.0, "scale"),
-    (30.0, True, 1800.0, "scale"),
-    (30.0, "10", 1800.0, "scale"),
-    (30.0, None, 1800.0, "scale"),
-    (0.0, 2.0, 1800.0, "base_s"),
-    (-1.0, 2.0, 1800.0, "base_s"),
-    (math.nan, 2.0, 1800.0, "base_s"),
-    (30.0, 2.0, math.inf, "cap_s"),
-    (30.0, 2.0, 0, "cap_s"),
-])
+@pytest.mark.parametrize(
+    ("base", "scale", "cap", "field"),
+    [
+        (30.0, math.nan, 1800.0, "scale"),
+        (30.0, math.inf, 1800.0, "scale"),
+        (30.0, 0.5, 1800.0, "scale"),
+        (30.0, -3.0, 1800.0, "scale"),
+        (30.0, True, 1800.0, "scale"),
+        (30.0, "10", 1800.0, "scale"),
+        (30.0, None, 1800.0, "scale"),
+        (0.0, 2.0, 1800.0, "base_s"),
+        (-1.0, 2.0, 1800.0, "base_s"),
+        (math.nan, 2.0, 1800.0, "base_s"),
+        (30.0, 2.0, math.inf, "cap_s"),
+        (30.0, 2.0, 0, "cap_s"),
+    ],
+)
 def test_bad_deadline_arguments_are_refused_naming_the_argument_and_the_value(base, scale, cap, field):
     with pytest.raises(ValueError) as err:
         step_deadline(base, scale, cap)
@@ -62,7 +67,8 @@ def test_bad_deadline_arguments_are_refused_naming_the_argument_and_the_value(ba
 def test_the_reason_keeps_the_plain_wording_without_a_scale_and_states_the_scale_with_one():
     assert missed_text("bye", 30.0, 1.0, 30.0) == "no bye within progress_timeout_s=30"
     assert missed_text("its labelled records (pfds_data)", 30.0, 10.0, 300.0) == (
-        "no its labelled records (pfds_data) within 300 s (progress_timeout_s=30 x 10 for this step's declared work)")
+        "no its labelled records (pfds_data) within 300 s (progress_timeout_s=30 x 10 for this step's declared work)"
+    )
 
 
 @pytest.mark.parametrize("value", ["0", "-5", "soon"])
@@ -136,8 +142,13 @@ def make_loop():
         ctx = zmq.Context()
         sock = ctx.socket(zmq.DEALER)
         configure_socket(sock, LinkSettings())
-        settings = LinkSettings(heartbeat_interval_s=0.1, heartbeat_timeout_s=0.5, progress_timeout_s=10.0,
-                                start_timeout_s=1e9, run_timeout_s=run_timeout_s)
+        settings = LinkSettings(
+            heartbeat_interval_s=0.1,
+            heartbeat_timeout_s=0.5,
+            progress_timeout_s=10.0,
+            start_timeout_s=1e9,
+            run_timeout_s=run_timeout_s,
+        )
         loop = DealerLoop(Node(Stuck(scale), run_id=RUN, max_message_bytes=1 << 20), sock, settings)
         loop.started = 0.0
         frame = Node(AskingCurator(), run_id=RUN, max_message_bytes=1 << 20).heartbeat("consumer").frame
@@ -157,13 +168,16 @@ def check(loop: DealerLoop, at: float) -> list[tuple[str, str]]:
     return loop.node.role.lost
 
 
-def test_a_step_declared_ten_times_the_reference_gets_ten_times_the_deadline_and_a_stuck_party_is_still_dropped(make_loop):
+def test_a_step_declared_ten_times_the_reference_gets_ten_times_the_deadline_and_a_stuck_party_is_still_dropped(
+    make_loop,
+):
     loop = make_loop(scale=10.0)
     check(loop, 1.0)  # the wait starts
     assert check(loop, 1.0 + 15.0) == []  # past the base deadline: a fixed deadline would have dropped it here
     assert check(loop, 1.0 + 99.0) == []
-    assert check(loop, 1.0 + 101.0) == [(CURATOR, "no the release within 100 s (progress_timeout_s=10 x 10 for this "
-                                                   "step's declared work)")]
+    assert check(loop, 1.0 + 101.0) == [
+        (CURATOR, "no the release within 100 s (progress_timeout_s=10 x 10 for this step's declared work)")
+    ]
     assert loop.node.role.asked == 1  # the scale is fixed when the wait starts
 
 
@@ -201,8 +215,13 @@ def test_the_curators_driver_gives_pfds_round_2_of_100_sharers_ten_deadlines_and
     sock = ctx.socket(zmq.ROUTER)
     configure_socket(sock, LinkSettings())
     try:
-        settings = LinkSettings(heartbeat_interval_s=0.1, heartbeat_timeout_s=0.5, progress_timeout_s=10.0,
-                                start_timeout_s=1e9, run_timeout_s=1e9)
+        settings = LinkSettings(
+            heartbeat_interval_s=0.1,
+            heartbeat_timeout_s=0.5,
+            progress_timeout_s=10.0,
+            start_timeout_s=1e9,
+            run_timeout_s=1e9,
+        )
         loop = _RouterLoop(Node(curator, run_id=RUN, max_message_bytes=1 << 20), sock, settings)
         loop.peers["owner-1"] = PeerState("owner-1", contact=0.0, heard=0.0)
         dropped: list[tuple[str, str]] = []
@@ -213,8 +232,13 @@ def test_the_curators_driver_gives_pfds_round_2_of_100_sharers_ten_deadlines_and
         assert dropped == []
         loop.drained_at = 1.0 + 101.0
         loop._check_progress(1.0 + 101.0)
-        assert dropped == [("owner-1", "no its labelled records (pfds_data) within 100 s (progress_timeout_s=10 x 10 "
-                                       "for this step's declared work)")]
+        assert dropped == [
+            (
+                "owner-1",
+                "no its labelled records (pfds_data) within 100 s (progress_timeout_s=10 x 10 "
+                "for this step's declared work)",
+            )
+        ]
     finally:
         sock.close(linger=0)
         ctx.term()
@@ -240,7 +264,9 @@ def test_the_start_deadline_counts_from_the_last_arrival_so_slow_handshakes_are_
     sock = ctx.socket(zmq.ROUTER)
     configure_socket(sock, LinkSettings())
     try:
-        settings = LinkSettings(heartbeat_interval_s=0.1, heartbeat_timeout_s=0.5, start_timeout_s=10.0, run_timeout_s=1e9)
+        settings = LinkSettings(
+            heartbeat_interval_s=0.1, heartbeat_timeout_s=0.5, start_timeout_s=10.0, run_timeout_s=1e9
+        )
         loop = _RouterLoop(Node(Gathering(), run_id=RUN, max_message_bytes=1 << 20), sock, settings)
         loop.started = loop.last_arrival = 0.0
         sender = Node(AskingCurator(), run_id=RUN, max_message_bytes=1 << 20)
@@ -257,7 +283,10 @@ def test_the_start_deadline_counts_from_the_last_arrival_so_slow_handshakes_are_
         assert loop.node.role.lost == []
         loop._check_liveness(34.1)
         assert [p for p, _ in loop.node.role.lost] == ["owner-3"]
-        assert "never connected within start_timeout_s=10 (the last party arrived 24.0 s after the start)" in loop.node.role.lost[0][1]
+        assert (
+            "never connected within start_timeout_s=10 (the last party arrived 24.0 s after the start)"
+            in loop.node.role.lost[0][1]
+        )
     finally:
         sock.close(linger=0)
         ctx.term()

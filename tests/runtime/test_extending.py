@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import ROOT
+
 from marketplace import plugins
 
 EXAMPLE = ROOT / "tests" / "example_protocol"
@@ -46,13 +46,25 @@ class Installed:
 
     def cli(self, *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
         """``marketplace ARGS`` in a subprocess that sees the example."""
-        return subprocess.run([sys.executable, "-m", "marketplace", *args], capture_output=True, text=True,
-                              timeout=timeout, cwd=ROOT, env=self.env)
+        return subprocess.run(
+            [sys.executable, "-m", "marketplace", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=ROOT,
+            env=self.env,
+        )
 
     def python(self, code: str, timeout: float = 120) -> subprocess.CompletedProcess:
         """``python -c CODE`` in a subprocess that sees the example."""
-        return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                              timeout=timeout, cwd=ROOT, env=self.env)
+        return subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(code)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=ROOT,
+            env=self.env,
+        )
 
     def folder(self, name: str) -> Path:
         """A fresh path for a run folder or a scenario file, beside the installed example."""
@@ -62,8 +74,24 @@ class Installed:
 
 
 def _pip_install(source: Path, target: Path, *extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--quiet", "--disable-pip-version-check",
-                           *extra, "--target", str(target), str(source)], capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--quiet",
+            "--disable-pip-version-check",
+            *extra,
+            "--target",
+            str(target),
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 @pytest.fixture(scope="session")
@@ -82,11 +110,15 @@ def example():
             shutil.rmtree(site, ignore_errors=True)
             second = _pip_install(source, site)
             if second.returncode != 0:
-                pytest.fail(f"could not install {EXAMPLE}:\n--no-build-isolation: {first.stderr[-1500:]}\n"
-                            f"with build isolation: {second.stderr[-1500:]}")
+                pytest.fail(
+                    f"could not install {EXAMPLE}:\n--no-build-isolation: {first.stderr[-1500:]}\n"
+                    f"with build isolation: {second.stderr[-1500:]}"
+                )
             errors = [line.strip() for line in first.stderr.splitlines() if "error:" in line.lower()]
-            how = (f"pip install with build isolation: --no-build-isolation failed ({_missing_build_tools()}): "
-                   f"{next((e for e in errors if 'bdist_wheel' in e), errors[-1] if errors else first.stderr[-300:])}")
+            how = (
+                f"pip install with build isolation: --no-build-isolation failed ({_missing_build_tools()}): "
+                f"{next((e for e in errors if 'bdist_wheel' in e), errors[-1] if errors else first.stderr[-300:])}"
+            )
         print(f"example protocol installed by {how}", file=sys.stderr)
         yield Installed(site, how)
 
@@ -109,7 +141,7 @@ def _schema_problems(example: Installed, run: Path) -> list[str]:
     result = example.python(f"""
         import json
         from marketplace.runner.report_schema import report_problems
-        print(json.dumps(report_problems(json.load(open({str(run / 'report.json')!r})))))
+        print(json.dumps(report_problems(json.load(open({str(run / "report.json")!r})))))
     """)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
@@ -137,8 +169,12 @@ def _check_report(example: Installed, run: Path, result: subprocess.CompletedPro
     by_kind = report["messages"]["by_kind"]
     assert {k: by_kind[k]["count"] for k in KINDS} == {"count_request": 4, "count_release": 4, "count_total": 1}
     assert report["privacy_per_owner"]["groups"][0]["owners"] == ["owner-1", "owner-2", "owner-3", "owner-4"]
-    for text in ("noisy count of class 1", "released total", "count the rows of class 1 held by 4 owners",
-                 "owner-1: eps = 0.5"):
+    for text in (
+        "noisy count of class 1",
+        "released total",
+        "count the rows of class 1 held by 4 owners",
+        "owner-1: eps = 0.5",
+    ):
         assert text in result.stdout, text
     return report
 
@@ -165,7 +201,9 @@ def test_its_owners_charge_their_lifetime_ledgers(example, tmp_path):
         result = example.cli("run", str(SCENARIO), "--driver", "inprocess", "--quiet", "--out", str(run), *settings)
         assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     one, two = _report(first)["lifetime"], _report(second)["lifetime"]
-    assert {o: r["state"] for o, r in one["owners"].items()} == dict.fromkeys(("owner-1", "owner-2", "owner-3", "owner-4"), "committed")
+    assert {o: r["state"] for o, r in one["owners"].items()} == dict.fromkeys(
+        ("owner-1", "owner-2", "owner-3", "owner-4"), "committed"
+    )
     assert two["declined"] == ["owner-2"] and two["owners"]["owner-1"]["spent"] == {"eps": 1.0, "delta": 0.0}
     assert _report(second)["metrics"]["owners_in_total"] == 3
     assert _schema_problems(example, second) == []
@@ -222,13 +260,22 @@ def test_the_release_is_laplace_noise_of_scale_one_over_epsilon(example):
 
 def test_a_sweep_uses_the_example_sweep_functions(example):
     run = example.folder("sweep")
-    result = example.cli("run", str(SCENARIO), "--driver", "inprocess", "--quiet", "--out", str(run),
-                         "--sweep", "noisy_count.epsilon=0.5,4")
+    result = example.cli(
+        "run",
+        str(SCENARIO),
+        "--driver",
+        "inprocess",
+        "--quiet",
+        "--out",
+        str(run),
+        "--sweep",
+        "noisy_count.epsilon=0.5,4",
+    )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     with (run / "summary.csv").open() as f:
         rows = list(csv.DictReader(f))
     assert [float(r[f"{NAME}.epsilon"]) for r in rows] == [0.5, 4.0]
-    assert [float(r["noise_sd_mean"]) for r in rows] == pytest.approx([8 ** 0.5 / 0.5, 8 ** 0.5 / 4])
+    assert [float(r["noise_sd_mean"]) for r in rows] == pytest.approx([8**0.5 / 0.5, 8**0.5 / 4])
     assert all(r["completed"] == "1" and float(r["abs_error_mean"]) >= 0 for r in rows)
     assert (run / "sweep.png").stat().st_size > 0
 
@@ -293,10 +340,13 @@ def test_nothing_in_the_marketplace_package_names_the_example():
     """The runtime knows the example only through its entry point: no word of its names (the
     protocol, the package, its classes, its message kinds) is in the package's source."""
     words = re.compile(r"\b(" + "|".join([NAME, "marketplace_example", *CLASSES, *KINDS]) + r")\b")
-    found = [f"{path.relative_to(ROOT)}:{number}: {line.strip()}" for path in sorted((ROOT / "marketplace").rglob("*"))
-             if path.is_file() and path.suffix in (".py", ".json", ".yaml", ".toml", ".txt", ".md")
-             for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
-             if words.search(line)]
+    found = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in sorted((ROOT / "marketplace").rglob("*"))
+        if path.is_file() and path.suffix in (".py", ".json", ".yaml", ".toml", ".txt", ".md")
+        for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
+        if words.search(line)
+    ]
     assert found == []
 
 

@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import ROOT
 from process_probes import alive, pid_of
 
@@ -38,8 +37,9 @@ def long_scenario(tiny_scenario: dict, tmp_path: Path, *, rounds: int = 1000, **
     tiny_scenario["data"]["source"]["covariate_shift"]["rows_per_component"] = 600
     tiny_scenario["summarize"]["rounds"] = rounds
     tiny_scenario["parties"]["owners_per_process"] = 1  # a fault of one owner's process is a fault of that owner only
-    tiny_scenario["transport"].update(heartbeat_interval_s=0.2, heartbeat_timeout_s=HEARTBEAT_TIMEOUT_S, start_timeout_s=60.0,
-                                      **transport)
+    tiny_scenario["transport"].update(
+        heartbeat_interval_s=0.2, heartbeat_timeout_s=HEARTBEAT_TIMEOUT_S, start_timeout_s=60.0, **transport
+    )
     path = tmp_path / "long.yaml"
     path.write_text(yaml.safe_dump(tiny_scenario))
     return path
@@ -51,8 +51,14 @@ def _die_with_test() -> None:
 
 def start(cmd: list[str], log: Path | None = None) -> subprocess.Popen:
     out = log.open("wb") if log else subprocess.PIPE
-    return subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT if log else subprocess.PIPE,
-                            preexec_fn=_die_with_test, text=log is None)
+    return subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        stdout=out,
+        stderr=subprocess.STDOUT if log else subprocess.PIPE,
+        preexec_fn=_die_with_test,
+        text=log is None,
+    )
 
 
 def marketplace_run(scenario: Path, out: Path) -> subprocess.Popen:
@@ -77,7 +83,9 @@ def log_time(line: str) -> float:
 
 def dropout(curator_log: Path, party: str) -> tuple[float, int]:
     """When the curator logged ``party``'s dropout, and in which round."""
-    match = wait_for(curator_log, rf"(?m)^(.{{23}}) curator WARNING owner {party} dropped out in round (\d+)", timeout_s=30)
+    match = wait_for(
+        curator_log, rf"(?m)^(.{{23}}) curator WARNING owner {party} dropped out in round (\d+)", timeout_s=30
+    )
     return log_time(match.group(1)), int(match.group(2))
 
 
@@ -129,8 +137,9 @@ def test_a_run_whose_owner_is_stopped_completes_with_exit_status_0(tiny_scenario
     assert (proc.returncode, report["status"]) == (0, "completed"), stderr
 
 
-def run_with_a_busy_owner(tiny_scenario, tmp_path, *, busy_from: int, rounds: int, busy_for: float | None,
-                          **transport) -> tuple[float, dict[str, int | None], bool]:
+def run_with_a_busy_owner(
+    tiny_scenario, tmp_path, *, busy_from: int, rounds: int, busy_for: float | None, **transport
+) -> tuple[float, dict[str, int | None], bool]:
     """The curator, owner-1, owner-3 and the consumer as `marketplace` parties, and owner-2 from
     tests/busy_owner.py, which spins in its ``handle`` once round ``busy_from`` opens (for
     ``busy_for`` seconds, or forever). Returns when it started spinning, every exit status (owner-2's
@@ -141,19 +150,55 @@ def run_with_a_busy_owner(tiny_scenario, tmp_path, *, busy_from: int, rounds: in
     logs.mkdir()
     party = [sys.executable, "-m", "marketplace"]
     endpoint_file = tmp_path / "endpoint"
-    procs = {"curator": start(party + ["curator", "--scenario", str(scenario), "--endpoint", "tcp://127.0.0.1:0", "--endpoint-file",
-                                       str(endpoint_file), "--report", str(tmp_path / "curator.json")], logs / "curator.log")}
+    procs = {
+        "curator": start(
+            party
+            + [
+                "curator",
+                "--scenario",
+                str(scenario),
+                "--endpoint",
+                "tcp://127.0.0.1:0",
+                "--endpoint-file",
+                str(endpoint_file),
+                "--report",
+                str(tmp_path / "curator.json"),
+            ],
+            logs / "curator.log",
+        )
+    }
     busy = ["--busy-from", str(busy_from)] + (["--busy-for", str(busy_for)] if busy_for is not None else [])
     try:
         endpoint = wait_for(endpoint_file, r"tcp://\S+", timeout_s=60).group(0)
         for owner in ("owner-1", "owner-3"):
-            procs[owner] = start(party + ["owner", "--scenario", str(scenario), "--endpoint", endpoint, "--id", owner], logs / f"{owner}.log")
-        procs["consumer"] = start(party + ["consumer", "--scenario", str(scenario), "--endpoint", endpoint], logs / "consumer.log")
-        procs["owner-2"] = start([sys.executable, str(ROOT / "tests" / "busy_owner.py"), "--scenario", str(scenario), "--endpoint",
-                                  endpoint, "--id", "owner-2", *busy], logs / "owner-2.log")
+            procs[owner] = start(
+                party + ["owner", "--scenario", str(scenario), "--endpoint", endpoint, "--id", owner],
+                logs / f"{owner}.log",
+            )
+        procs["consumer"] = start(
+            party + ["consumer", "--scenario", str(scenario), "--endpoint", endpoint], logs / "consumer.log"
+        )
+        procs["owner-2"] = start(
+            [
+                sys.executable,
+                str(ROOT / "tests" / "busy_owner.py"),
+                "--scenario",
+                str(scenario),
+                "--endpoint",
+                endpoint,
+                "--id",
+                "owner-2",
+                *busy,
+            ],
+            logs / "owner-2.log",
+        )
 
-        busy_at = log_time(wait_for(logs / "owner-2.log", rf"(?m)^.{{23}} owner-2 WARNING busy from round {busy_from}").group(0))
-        exits: dict[str, int | None] = {p: procs[p].wait(timeout=120) for p in ("curator", "owner-1", "owner-3", "consumer")}
+        busy_at = log_time(
+            wait_for(logs / "owner-2.log", rf"(?m)^.{{23}} owner-2 WARNING busy from round {busy_from}").group(0)
+        )
+        exits: dict[str, int | None] = {
+            p: procs[p].wait(timeout=120) for p in ("curator", "owner-1", "owner-3", "consumer")
+        }
         if busy_for is not None:
             exits["owner-2"] = procs["owner-2"].wait(timeout=60)
         still_spinning = procs["owner-2"].poll() is None
@@ -183,20 +228,29 @@ def test_an_owner_that_never_returns_from_its_computation_is_dropped_by_the_prog
     """owner-2 spins forever: alive (its connection answers), so liveness never drops it; the curator
     waits for its bid for ``progress_timeout_s``, drops it as stuck, and the run completes."""
     busy_from, rounds, progress_s = 5, 200, 3 * HEARTBEAT_TIMEOUT_S
-    busy_at, exits, still_spinning = run_with_a_busy_owner(tiny_scenario, tmp_path, busy_from=busy_from, rounds=rounds,
-                                                           busy_for=None, progress_timeout_s=progress_s)
+    busy_at, exits, still_spinning = run_with_a_busy_owner(
+        tiny_scenario, tmp_path, busy_from=busy_from, rounds=rounds, busy_for=None, progress_timeout_s=progress_s
+    )
     detected_at, round_no = dropout(tmp_path / "logs" / "curator.log", "owner-2")
     assert still_spinning  # alive all along
     assert progress_s <= detected_at - busy_at + 0.01  # not before its deadline: never lost for its silence
     assert detected_at - busy_at <= progress_s + DETECTION_SLACK_S
     assert round_no == busy_from
-    assert {p: exits[p] for p in ("curator", "owner-1", "owner-3", "consumer")} == {"curator": 0, "owner-1": 0, "owner-3": 0,
-                                                                                    "consumer": 0}
+    assert {p: exits[p] for p in ("curator", "owner-1", "owner-3", "consumer")} == {
+        "curator": 0,
+        "owner-1": 0,
+        "owner-3": 0,
+        "consumer": 0,
+    }
     curator = json.loads((tmp_path / "curator.json").read_text())
     assert curator["status"] == "completed"
-    assert curator["result"]["dropouts"] == {"owner-2": {"round": busy_from, "phase": "bidding",
-                                                         "reason": f"no a bid for round {busy_from} within "
-                                                                   f"progress_timeout_s={progress_s:g}"}}
+    assert curator["result"]["dropouts"] == {
+        "owner-2": {
+            "round": busy_from,
+            "phase": "bidding",
+            "reason": f"no a bid for round {busy_from} within progress_timeout_s={progress_s:g}",
+        }
+    }
     assert_nothing_lost_or_counted_twice(curator["result"], rounds, "owner-2", round_no)
 
 
@@ -215,13 +269,15 @@ def test_a_killed_consumer_fails_the_run_clearly_and_leaves_no_orphans(tiny_scen
 
     assert proc.returncode == 3
     # lost mid-run, or (when the rounds finish first) never confirming the summary: failed either way
-    assert ("the consumer was lost" in stderr or "the consumer never confirmed" in stderr), stderr
+    assert "the consumer was lost" in stderr or "the consumer never confirmed" in stderr, stderr
     assert "consumer exited with status -9" in stderr
     assert took <= HEARTBEAT_TIMEOUT_S + 10
     assert not any(alive(pid) for pid in pids)
     report = json.loads((out / "report.json").read_text())
     assert report["status"] == "failed"
-    assert all(report["party_details"][o]["result"]["end_status"] == "failed" for o in ("owner-1", "owner-2", "owner-3"))
+    assert all(
+        report["party_details"][o]["result"]["end_status"] == "failed" for o in ("owner-1", "owner-2", "owner-3")
+    )
 
 
 def descendants(pid: int) -> list[int]:
@@ -266,8 +322,16 @@ def test_a_hung_curator_is_detected_by_every_party_within_the_heartbeat_timeout(
     proc, out, pids, below = hang_the_curator(tiny_scenario, tmp_path)
     try:
         hung_at = time.time()
-        lost_at = {party: log_time(wait_for(out / "logs" / f"{party}.log", r"(?m)^.{23} \S+ WARNING \S+ peer curator lost: its connection closed",
-                                            timeout_s=HEARTBEAT_TIMEOUT_S + 28).group(0)) for party in PARTIES[1:]}
+        lost_at = {
+            party: log_time(
+                wait_for(
+                    out / "logs" / f"{party}.log",
+                    r"(?m)^.{23} \S+ WARNING \S+ peer curator lost: its connection closed",
+                    timeout_s=HEARTBEAT_TIMEOUT_S + 28,
+                ).group(0)
+            )
+            for party in PARTIES[1:]
+        }
         deadline = time.monotonic() + 15
         while any(alive(pids[p]) for p in PARTIES[1:]) and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -22,14 +22,27 @@ def child(tmp_path: Path, name: str, code: str, parties: list[str] | None = None
     return Child(name, proc, tmp_path / f"{name}.log", parties=parties or [name])
 
 
-def watch(tmp_path: Path, others: list[Child], *, dropouts: set[str] = frozenset(), grace_s: float = 0.5,
-          finish_s: float = 20.0) -> tuple[ProcessRun, float]:
+def watch(
+    tmp_path: Path,
+    others: list[Child],
+    *,
+    dropouts: set[str] = frozenset(),
+    grace_s: float = 0.5,
+    finish_s: float = 20.0,
+) -> tuple[ProcessRun, float]:
     curator = child(tmp_path, "curator", "pass")
     run = ProcessRun(children=[curator, *others])
     started = time.monotonic()
     try:
-        _watch(run, curator, deadline=started + 60, grace_s=grace_s, on_round=None, finish_s=finish_s,
-               dropouts=lambda: set(dropouts))
+        _watch(
+            run,
+            curator,
+            deadline=started + 60,
+            grace_s=grace_s,
+            on_round=None,
+            finish_s=finish_s,
+            dropouts=lambda: set(dropouts),
+        )
     finally:
         for c in run.children:
             c.proc.kill()
@@ -48,8 +61,9 @@ def test_a_party_that_uses_no_cpu_is_a_straggler_after_the_grace_period(tmp_path
 
 
 def test_a_busy_process_serving_a_dropped_owner_is_a_straggler_after_the_grace_period(tmp_path):
-    run, took = watch(tmp_path, [child(tmp_path, "owner-1..owner-2", BUSY.format(s=30), ["owner-1", "owner-2"])],
-                      dropouts={"owner-2"})
+    run, took = watch(
+        tmp_path, [child(tmp_path, "owner-1..owner-2", BUSY.format(s=30), ["owner-1", "owner-2"])], dropouts={"owner-2"}
+    )
     assert run.stragglers == ["owner-1", "owner-2"] and took < 20  # not given finish_s = 20 s, nor its 30 s of work
 
 

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import ROOT, needs_data
 from golden.view import DRIVERS, HERE, OVERRIDES, golden_path, golden_view
+
 from marketplace.market.spec import is_market_file
 from marketplace.runner.run import run_scenario
 from marketplace.scenario import load_scenario
@@ -68,7 +68,11 @@ def differences(got: Any, want: Any, path: str = "") -> list[str]:
         for index, (a, b) in enumerate(zip(got, want)):
             found += differences(a, b, f"{path}[{index}]")
         return found
-    if isinstance(got, float) and isinstance(want, float) and math.isclose(got, want, rel_tol=FLOAT_REL, abs_tol=FLOAT_ABS):
+    if (
+        isinstance(got, float)
+        and isinstance(want, float)
+        and math.isclose(got, want, rel_tol=FLOAT_REL, abs_tol=FLOAT_ABS)
+    ):
         return []
     if got != want or type(got) is not type(want):
         return [f"{path or '<report>'}: got {_short(got)}, golden {_short(want)}"]
@@ -94,15 +98,24 @@ def test_report_matches_golden(name: str, driver: str, tmp_path: Path):
     got = json.loads(json.dumps(golden_view(report)))  # as stored: JSON types, floats round-trip exactly
     want = json.loads(golden_path(name, driver).read_text())
     found = differences(got, want)
-    assert not found, (f"{name} under {driver} (overrides {OVERRIDES[name]}) differs from its golden report in "
-                       f"{len(found)} place(s); first: {found[0]}\n" + "\n".join(found[:25]))
+    assert not found, (
+        f"{name} under {driver} (overrides {OVERRIDES[name]}) differs from its golden report in "
+        f"{len(found)} place(s); first: {found[0]}\n" + "\n".join(found[:25])
+    )
 
 
 def test_every_shipped_scenario_has_golden_reports():
     assert sorted(OVERRIDES) == SHIPPED, "golden/view.py OVERRIDES must name exactly the shipped scenarios"
-    missing = [golden_path(name, driver).name for name in SHIPPED for driver in DRIVERS if not golden_path(name, driver).is_file()]
+    missing = [
+        golden_path(name, driver).name
+        for name in SHIPPED
+        for driver in DRIVERS
+        if not golden_path(name, driver).is_file()
+    ]
     assert not missing, f"no golden report for {missing}: record them with tests/golden/record.py --only NAME"
-    stale = sorted({path.name for path in HERE.glob("*.json")} - {golden_path(n, d).name for n in SHIPPED for d in DRIVERS})
+    stale = sorted(
+        {path.name for path in HERE.glob("*.json")} - {golden_path(n, d).name for n in SHIPPED for d in DRIVERS}
+    )
     assert not stale, f"golden reports of no shipped scenario and driver: {stale}"
 
 
@@ -121,18 +134,32 @@ def test_differences_names_the_first_differing_key_path():
 
 def test_golden_view_leaves_out_what_differs_between_runs_and_keeps_the_rest():
     report = {
-        "status": "completed", "driver": "processes", "launch": "forkserver", "pid_of_runner": 41,
-        "timing": {"wall_s": 1.5}, "transport_security": "curve", "metrics": {"mmd2": 0.1},
+        "status": "completed",
+        "driver": "processes",
+        "launch": "forkserver",
+        "pid_of_runner": 41,
+        "timing": {"wall_s": 1.5},
+        "transport_security": "curve",
+        "metrics": {"mmd2": 0.1},
         "versions": {"marketplace": "0.1.0", "wire_protocol": 2},
         "config": {"seed": 3, "transport": {"curve_keys": "/tmp/x/run/keys", "heartbeat_interval_s": 0.5}},
         "messages": {"total": 9, "heartbeats": {"sent": 4}, "by_kind": {"bid": {"count": 4, "bytes": 528}}},
         "parties": [{"id": "owner-1", "role": "owner", "status": "completed", "pid": 77, "host": "vm", "exit_code": 0}],
-        "party_details": {"owner-1": {"result": {"end_status": "completed"}, "driver": {"io_s": 0.1}, "log": "/tmp/a.log", "timing": {}}},
+        "party_details": {
+            "owner-1": {
+                "result": {"end_status": "completed"},
+                "driver": {"io_s": 0.1},
+                "log": "/tmp/a.log",
+                "timing": {},
+            }
+        },
         "files": {"sketches": {"merged": "/tmp/golden-abc/run/sketches/merged.npz"}},
     }
     kept = json.loads(json.dumps(report))
     assert golden_view(report) == {
-        "status": "completed", "metrics": {"mmd2": 0.1}, "versions": {"wire_protocol": 2},
+        "status": "completed",
+        "metrics": {"mmd2": 0.1},
+        "versions": {"wire_protocol": 2},
         "config": {"seed": 3, "transport": {"heartbeat_interval_s": 0.5}},
         "messages": {"total": 9, "by_kind": {"bid": {"count": 4, "bytes": 528}}},
         "parties": [{"id": "owner-1", "role": "owner", "status": "completed"}],

@@ -12,14 +12,21 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from conftest import ROOT, tiny_raw
 from golden.view import golden_view
+
 from marketplace.parties import make_world
 from marketplace.plugins import exchange
 from marketplace.protocols.summarize.kernel import mmd2, prefix_mmd2
-from marketplace.reporting.history import (CSV_FILE, PLOT_FILE, PLOTS_ENV, empty_history, history_section, write_history_files,
-                                        write_rounds_csv)
+from marketplace.reporting.history import (
+    CSV_FILE,
+    PLOT_FILE,
+    PLOTS_ENV,
+    empty_history,
+    history_section,
+    write_history_files,
+    write_rounds_csv,
+)
 from marketplace.runner.report_schema import report_problems
 from marketplace.runner.run import run_scenario
 from marketplace.scenario import load_scenario
@@ -94,7 +101,9 @@ def test_summarize_history_follows_its_definition(inprocess_runs, case):
     for column in eps:
         values = _column(history, column)
         assert _non_decreasing(values), f"{column} went down: {values}"
-        assert values[-1] == pytest.approx(report["privacy"][column[4:-1]]["eps"], rel=1e-12)  # nothing spent after the last round
+        assert values[-1] == pytest.approx(
+            report["privacy"][column[4:-1]]["eps"], rel=1e-12
+        )  # nothing spent after the last round
     # the last round's MMD^2 is the consumer's metrics.mmd2 (it scored the summary it received)
     assert history["rounds"][-1]["mmd2"] == pytest.approx(report["metrics"]["mmd2"], rel=1e-9)
 
@@ -114,7 +123,9 @@ def test_summarize_history_counts_the_curators_messages(inprocess_runs):
     to K owners and l requests; the bytes are those frames' (the report's per-kind bytes bound them)."""
     report, _ = inprocess_runs["summarize"]
     owners = report["config"]["parties"]["owners"]
-    assert _column(report["history"], "messages_sent") == [owners + l * (owners + 1) for l in range(1, len(report["selection"]) + 1)]
+    assert _column(report["history"], "messages_sent") == [
+        owners + l * (owners + 1) for l in range(1, len(report["selection"]) + 1)
+    ]
     by_kind = report["messages"]["by_kind"]
     sent_by_last_round = sum(by_kind[k]["bytes"] for k in ("target_embedding", "round_open", "request") if k in by_kind)
     assert report["history"]["rounds"][-1]["bytes_sent"] == sent_by_last_round
@@ -175,8 +186,13 @@ def test_history_section_names_the_field_that_is_wrong():
 
 
 def test_history_section_orders_columns_and_fills_missing_cells(tmp_path):
-    section = history_section([{"v": np.float64(0.5), "round": np.int64(1)}, {"round": 2, "v": float("nan")}],
-                              x="round", columns=["v", "round"], plot=["v"], about={"v": "a value", "w": "no such column"})
+    section = history_section(
+        [{"v": np.float64(0.5), "round": np.int64(1)}, {"round": 2, "v": float("nan")}],
+        x="round",
+        columns=["v", "round"],
+        plot=["v"],
+        about={"v": "a value", "w": "no such column"},
+    )
     assert section["columns"] == ["round", "v"]
     assert section["rounds"] == [{"round": 1, "v": 0.5}, {"round": 2, "v": None}]
     assert type(section["rounds"][0]["round"]) is int and section["about"] == {"v": "a value"}
@@ -218,10 +234,16 @@ def test_node_counts_protocol_frames_for_the_role_but_no_heartbeat():
 
 
 def test_golden_view_leaves_the_history_out():
-    report = {"status": "completed", "history": {"rounds": [{"round": 1}]},
-              "party_details": {"curator": {"result": {"rounds": [{"round": 1}], "end_reason": "done"}}}}
-    assert golden_view(report) == {"status": "completed", "parties": [],
-                                   "party_details": {"curator": {"result": {"end_reason": "done"}}}}
+    report = {
+        "status": "completed",
+        "history": {"rounds": [{"round": 1}]},
+        "party_details": {"curator": {"result": {"rounds": [{"round": 1}], "end_reason": "done"}}},
+    }
+    assert golden_view(report) == {
+        "status": "completed",
+        "parties": [],
+        "party_details": {"curator": {"result": {"end_reason": "done"}}},
+    }
     assert report["party_details"]["curator"]["result"]["rounds"]  # the report itself is not changed
 
 

@@ -12,15 +12,20 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
 
 PARTS = ["marketplace", "tests", "benchmarks"]
 
 
 def _run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", *args], cwd=cwd, capture_output=True, text=True, timeout=900,
-                          env={"PATH": "/usr/bin:/bin", "HOME": str(cwd), "NO_COLOR": "1", "PYTHONPATH": str(ROOT)})
+    return subprocess.run(
+        [sys.executable, "-m", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(cwd), "NO_COLOR": "1", "PYTHONPATH": str(ROOT)},
+    )
 
 
 def test_ruff_lint_passes():

@@ -14,17 +14,17 @@ import threading
 import numpy as np
 import pytest
 import zmq
-
 from conftest import ROOT
 from liveness_roles import PARTIES, PARTY, RUN, AskingCurator, Silent
+
 from marketplace.messages import PROTOCOL_VERSION, Envelope
 from marketplace.messages.kinds import Shutdown
 from marketplace.protocols.summarize.messages import Summary
 from marketplace.roles import CURATOR
 from marketplace.runner.blame import at_fault, failure_lines
+from marketplace.transport.link_settings import LinkSettings
 from marketplace.transport.monitor import ConnectionWatch
 from marketplace.transport.node import Node
-from marketplace.transport.link_settings import LinkSettings
 from marketplace.transport.sockets import configure_socket
 from marketplace.transport.zmq_driver import DealerLoop, serve_curator
 
@@ -42,7 +42,11 @@ def test_every_socket_runs_zmtp_heartbeats_from_the_transport_settings():
         for kind in (zmq.ROUTER, zmq.DEALER):
             sock = ctx.socket(kind)
             configure_socket(sock, settings)
-            assert (sock.get(zmq.HEARTBEAT_IVL), sock.get(zmq.HEARTBEAT_TIMEOUT), sock.get(zmq.HEARTBEAT_TTL)) == (250, 1000, 0)
+            assert (sock.get(zmq.HEARTBEAT_IVL), sock.get(zmq.HEARTBEAT_TIMEOUT), sock.get(zmq.HEARTBEAT_TTL)) == (
+                250,
+                1000,
+                0,
+            )
             sock.close(linger=0)
     finally:
         ctx.term()
@@ -86,8 +90,13 @@ def loop():
     ctx = zmq.Context()
     sock = ctx.socket(zmq.DEALER)
     configure_socket(sock, LinkSettings())
-    settings = LinkSettings(heartbeat_interval_s=INTERVAL_S, heartbeat_timeout_s=TIMEOUT_S, progress_timeout_s=10.0,
-                            start_timeout_s=1e9, run_timeout_s=1e9)
+    settings = LinkSettings(
+        heartbeat_interval_s=INTERVAL_S,
+        heartbeat_timeout_s=TIMEOUT_S,
+        progress_timeout_s=10.0,
+        start_timeout_s=1e9,
+        run_timeout_s=1e9,
+    )
     dealer = DealerLoop(Node(Waiting(), run_id=RUN, max_message_bytes=1 << 20), sock, settings)
     dealer.started = 0.0
     yield dealer
@@ -120,7 +129,9 @@ def test_a_closed_connection_loses_the_peer_once_the_socket_was_drained_after_it
     loop.drained_at = 2.2
     loop._check_liveness(2.2)
     assert loop.node.role.lost and loop.node.role.lost[0][0] == CURATOR
-    assert loop.node.role.lost[0][1].startswith("its connection closed: no answer to ZeroMQ heartbeats within heartbeat_timeout_s=0.5")
+    assert loop.node.role.lost[0][1].startswith(
+        "its connection closed: no answer to ZeroMQ heartbeats within heartbeat_timeout_s=0.5"
+    )
 
 
 def test_frames_read_after_the_connection_closed_do_not_bring_the_peer_back(loop):
@@ -154,16 +165,37 @@ def serve(behaviour: str, seconds: float = 0.0) -> tuple[AskingCurator, dict[str
     child: list[subprocess.Popen] = []
 
     def launch(endpoint: str) -> None:
-        child.append(subprocess.Popen([sys.executable, str(ROOT / "tests" / "liveness_roles.py"), endpoint, behaviour, str(seconds),
-                                       str(INTERVAL_S), str(TIMEOUT_S)], cwd=ROOT))
+        child.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    str(ROOT / "tests" / "liveness_roles.py"),
+                    endpoint,
+                    behaviour,
+                    str(seconds),
+                    str(INTERVAL_S),
+                    str(TIMEOUT_S),
+                ],
+                cwd=ROOT,
+            )
+        )
 
-    settings = LinkSettings(heartbeat_interval_s=INTERVAL_S, heartbeat_timeout_s=TIMEOUT_S, progress_timeout_s=600.0,
-                            start_timeout_s=60.0, run_timeout_s=120.0)
+    settings = LinkSettings(
+        heartbeat_interval_s=INTERVAL_S,
+        heartbeat_timeout_s=TIMEOUT_S,
+        progress_timeout_s=600.0,
+        start_timeout_s=60.0,
+        run_timeout_s=120.0,
+    )
     guard = threading.Timer(90.0, lambda: child and child[0].kill())  # a hang guard only, never a measure
     guard.start()
     try:
-        stats = serve_curator(Node(role, run_id=RUN, max_message_bytes=1 << 20, parties=PARTIES), "tcp://127.0.0.1:0", settings,
-                              on_bound=launch)
+        stats = serve_curator(
+            Node(role, run_id=RUN, max_message_bytes=1 << 20, parties=PARTIES),
+            "tcp://127.0.0.1:0",
+            settings,
+            on_bound=launch,
+        )
         try:
             status = child[0].wait(timeout=30) if behaviour == "compute" else child[0].poll()
         except subprocess.TimeoutExpired:
@@ -201,17 +233,19 @@ def test_a_stopped_or_killed_party_is_lost_because_its_connection_closes(behavio
 
 
 def test_the_consumer_confirms_its_summary_before_it_evaluates_it(tmp_path):
+    from conftest import tiny_raw
+
     from marketplace.parties import build_role, make_world
     from marketplace.scenario import parse_scenario
-    from conftest import tiny_raw
 
     config = parse_scenario(tiny_raw(), source="t", base_dir=tmp_path).config
     consumer = build_role(config, "consumer", world=make_world(config))
     summary = Summary(X=np.ascontiguousarray(consumer.validation.X[:2], dtype=np.float64), y=np.array([0, 1]), rounds=2)
     assert consumer.handle(Envelope(PROTOCOL_VERSION, "t", 1, CURATOR, "consumer", "summary", None, summary)) == []
     assert consumer.metrics is None  # received and checked, not yet evaluated
-    replies = consumer.handle(Envelope(PROTOCOL_VERSION, "t", 2, CURATOR, "consumer", "shutdown", None,
-                                       Shutdown(reason="all rounds done")))
+    replies = consumer.handle(
+        Envelope(PROTOCOL_VERSION, "t", 2, CURATOR, "consumer", "shutdown", None, Shutdown(reason="all rounds done"))
+    )
     assert [type(s.body).__name__ for s in replies] == ["Bye"] and consumer.metrics is None
     consumer.finish()  # after the bye has left
     assert consumer.metrics is not None and consumer.metrics["mmd2"] is not None
@@ -225,16 +259,25 @@ CLOSING = "all rounds done, but the consumer never confirmed it received the res
 
 
 def test_the_consumers_silence_is_blamed_on_the_consumer_not_on_an_owner():
-    lines = failure_lines([("curator", 3, CLOSING), ("owner-1", 3, f"the curator ended the run as failed: {CLOSING}"),
-                           ("owner-4", 3, f"the curator ended the run as failed: {CLOSING}")])
+    lines = failure_lines(
+        [
+            ("curator", 3, CLOSING),
+            ("owner-1", 3, f"the curator ended the run as failed: {CLOSING}"),
+            ("owner-4", 3, f"the curator ended the run as failed: {CLOSING}"),
+        ]
+    )
     assert lines[0].startswith("consumer (according to curator, which exited with status 3): ")
     assert lines[1] == f"owner-1, owner-4 exited with status 3: the curator ended the run as failed: {CLOSING}"
 
 
 def test_a_party_whose_failure_is_its_own_comes_first():
-    lines = failure_lines([("curator", 3, "the consumer was lost (unreachable when sending summary)"),
-                           ("owner-1", 3, "the curator ended the run as failed: the consumer was lost"),
-                           ("consumer", -9, "no report (exit status -9)")])
+    lines = failure_lines(
+        [
+            ("curator", 3, "the consumer was lost (unreachable when sending summary)"),
+            ("owner-1", 3, "the curator ended the run as failed: the consumer was lost"),
+            ("consumer", -9, "no report (exit status -9)"),
+        ]
+    )
     assert [line.split(" ", 1)[0] for line in lines] == ["consumer", "consumer", "owner-1"]
     assert lines[0] == "consumer exited with status -9: no report (exit status -9)"
 
@@ -242,5 +285,6 @@ def test_a_party_whose_failure_is_its_own_comes_first():
 def test_a_lost_curator_is_named_first_by_whoever_lost_it():
     assert at_fault("consumer", "lost contact with curator (its connection closed: ...)") == CURATOR
     assert failure_lines([("consumer", 3, "lost contact with curator (its connection closed)")]) == [
-        "curator (according to consumer, which exited with status 3): lost contact with curator (its connection closed)"]
+        "curator (according to consumer, which exited with status 3): lost contact with curator (its connection closed)"
+    ]
     assert at_fault("owner-2", "run timeout: 600 s elapsed") == "owner-2"

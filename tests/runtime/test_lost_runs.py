@@ -9,15 +9,15 @@ import json
 
 import pytest
 import yaml
+from hostile_roles import make_hostile
 from rich.console import Console
 
 import marketplace.runner.nodes as nodes
 import marketplace.runner.run as runner
-from hostile_roles import make_hostile
 from marketplace.cli import main
-from marketplace.protocols.pfds.curator import PfdsCurator
 from marketplace.messages import ProtocolError
 from marketplace.messages.kinds import Shutdown
+from marketplace.protocols.pfds.curator import PfdsCurator
 from marketplace.runner.display import summary_tables
 from marketplace.runner.losses import loss_failures, owners_lost
 from marketplace.runner.run import run_scenario
@@ -37,6 +37,7 @@ def with_hostile_owners(monkeypatch, owners: set[str], change) -> None:
 
 def refuses(kind: str):
     """An owner that refuses every message of ``kind`` (the curator drops it at once)."""
+
     def change(role):
         honest = role.handle
 
@@ -47,6 +48,7 @@ def refuses(kind: str):
 
         role.handle = handle
         return role
+
     return change
 
 
@@ -58,7 +60,9 @@ def owner_statuses(report: dict) -> dict[str, str]:
 
 
 def test_a_run_that_loses_every_owner_fails_with_exit_3_naming_them(monkeypatch, tiny_scenario, tmp_path, capsys):
-    with_hostile_owners(monkeypatch, {"owner-1", "owner-2", "owner-3"}, lambda role: make_hostile(role, "refuses_target"))
+    with_hostile_owners(
+        monkeypatch, {"owner-1", "owner-2", "owner-3"}, lambda role: make_hostile(role, "refuses_target")
+    )
     path = tmp_path / "tiny.yaml"
     path.write_text(yaml.safe_dump(tiny_scenario))
     code = main(["run", str(path), "--out", str(tmp_path / "run"), "--driver", "inprocess", "--quiet"])
@@ -68,14 +72,23 @@ def test_a_run_that_loses_every_owner_fails_with_exit_3_naming_them(monkeypatch,
     assert report["status"] == "failed"
     assert any(f.startswith("every owner was lost (3 of 3 owners lost: owner-1 (round") for f in report["failures"])
     assert "run failed: every owner was lost" in stderr
-    assert report["owners_lost"]["count"] == 3 and set(report["owners_lost"]["lost"]) == {"owner-1", "owner-2", "owner-3"}
+    assert report["owners_lost"]["count"] == 3 and set(report["owners_lost"]["lost"]) == {
+        "owner-1",
+        "owner-2",
+        "owner-3",
+    }
     assert owner_statuses(report) == {"owner-1": "failed", "owner-2": "failed", "owner-3": "failed"}
 
 
 def test_a_pfds_run_whose_sharers_are_all_lost_in_round_2_fails_and_reports_no_protocol_error(monkeypatch, tmp_path):
-    raw = {"name": "pfds-tiny", "protocol": "pfds", "seed": 4, "parties": {"owners": 3},
-           "data": {"source": {"kind": "table", "table": {"dataset": "synthetic", "synthetic": {"rows": 900}}}},
-           "pfds": {"epsilon": 1.0, "h_max": 5, "folds": 5, "max_leaves": 256, "baselines": []}}
+    raw = {
+        "name": "pfds-tiny",
+        "protocol": "pfds",
+        "seed": 4,
+        "parties": {"owners": 3},
+        "data": {"source": {"kind": "table", "table": {"dataset": "synthetic", "synthetic": {"rows": 900}}}},
+        "pfds": {"epsilon": 1.0, "h_max": 5, "folds": 5, "max_leaves": 256, "baselines": []},
+    }
     with_hostile_owners(monkeypatch, {"owner-1", "owner-2", "owner-3"}, refuses("pfds_phase"))
     report = run_scenario(parse_scenario(raw, source="t", base_dir=tmp_path), tmp_path / "run", driver="inprocess")
     assert report["status"] == "failed"
@@ -104,7 +117,9 @@ def test_the_pfds_curator_ends_failed_when_its_last_sharer_is_lost_in_round_2():
 
 def test_a_dropped_owner_is_told_its_report_is_not_completed_and_the_run_names_it(monkeypatch, tiny_scenario, tmp_path):
     with_hostile_owners(monkeypatch, {"owner-2"}, lambda role: make_hostile(role, "refuses_target"))
-    report = run_scenario(parse_scenario(tiny_scenario, source="t", base_dir=tmp_path), tmp_path / "run", driver="inprocess")
+    report = run_scenario(
+        parse_scenario(tiny_scenario, source="t", base_dir=tmp_path), tmp_path / "run", driver="inprocess"
+    )
     assert report["status"] == "completed", report["failures"]
     assert owner_statuses(report) == {"owner-1": "completed", "owner-2": "failed", "owner-3": "completed"}
     lost = report["owners_lost"]
@@ -130,7 +145,9 @@ def test_the_owner_learns_why_it_was_dropped(monkeypatch, tiny_scenario, tmp_pat
     monkeypatch.setattr(runner, "party_report", keep)
     with_hostile_owners(monkeypatch, {"owner-3"}, lambda role: make_hostile(role, "refuses_target"))
     run_scenario(parse_scenario(tiny_scenario, source="t", base_dir=tmp_path), tmp_path / "run", driver="inprocess")
-    assert seen["owner-3"].startswith("the curator ended the run as failed for this party: dropped from the run in round 1")
+    assert seen["owner-3"].startswith(
+        "the curator ended the run as failed for this party: dropped from the run in round 1"
+    )
     assert seen["owner-1"] is None
 
 
@@ -156,12 +173,14 @@ def test_the_central_replay_replays_a_dropout(monkeypatch, tiny_scenario, tmp_pa
     else:
         alter = refuses_from_round(3)
     with_hostile_owners(monkeypatch, {"owner-1"}, alter)
-    report = run_scenario(parse_scenario(tiny_scenario, source="t", base_dir=tmp_path), tmp_path / "run", driver="inprocess")
+    report = run_scenario(
+        parse_scenario(tiny_scenario, source="t", base_dir=tmp_path), tmp_path / "run", driver="inprocess"
+    )
     replay = report["checks"]["central_replay"]
     dropped_in = report["dropouts"]["owner-1"]["round"]
     assert replay["dropouts_replayed"] == {"owner-1": max(1, dropped_in)}
     assert replay["matches"] is True, replay
-    assert all(owner != "owner-1" for owner, *_ in report["selection"][dropped_in - 1:])
+    assert all(owner != "owner-1" for owner, *_ in report["selection"][dropped_in - 1 :])
 
 
 def test_the_central_replay_still_catches_a_selection_that_ignores_a_dropout(tiny_scenario, tmp_path):
@@ -171,7 +190,9 @@ def test_the_central_replay_still_catches_a_selection_that_ignores_a_dropout(tin
 
     config = parse_scenario(tiny_scenario, source="t", base_dir=tmp_path).config
     world = make_world(config)
-    honest = run_scenario(parse_scenario(tiny_scenario, source="t", base_dir=tmp_path), tmp_path / "run", driver="inprocess")
+    honest = run_scenario(
+        parse_scenario(tiny_scenario, source="t", base_dir=tmp_path), tmp_path / "run", driver="inprocess"
+    )
     winner = honest["selection"][0][0]
     replay = central_replay(config, world, honest["selection"], {winner: 1})
     assert replay["matches"] is False and replay["first_difference"] == 0
@@ -179,6 +200,7 @@ def test_the_central_replay_still_catches_a_selection_that_ignores_a_dropout(tin
 
 def refuses_from_round(first: int):
     """An owner that refuses ``round_open`` from round ``first`` on (dropped in that round)."""
+
     def change(role):
         honest = role.handle
 
@@ -189,16 +211,24 @@ def refuses_from_round(first: int):
 
         role.handle = handle
         return role
+
     return change
 
 
 def test_an_stc_run_without_any_release_fails_and_reports_no_protocol_cost(monkeypatch, tmp_path):
-    raw = {"name": "stc-tiny", "protocol": "stc", "seed": 5, "parties": {"owners": 2},
-           "data": {"source": {"kind": "stc_synthetic", "stc_synthetic": {"which": 2, "n_source": 400, "n_target": 300}},
-                    "partition": {"scheme": "even", "groups": [0]},
-                    "consumer": {"target_groups": [1], "target_share": 0.99, "validation_size": 280, "test_size": 5},
-                    "seed_set": {"size": 0}},
-           "stc": {"release": "nna", "k": 6, "domain": {"low": [0.0], "high": [1.0]}, "baselines": []}}
+    raw = {
+        "name": "stc-tiny",
+        "protocol": "stc",
+        "seed": 5,
+        "parties": {"owners": 2},
+        "data": {
+            "source": {"kind": "stc_synthetic", "stc_synthetic": {"which": 2, "n_source": 400, "n_target": 300}},
+            "partition": {"scheme": "even", "groups": [0]},
+            "consumer": {"target_groups": [1], "target_share": 0.99, "validation_size": 280, "test_size": 5},
+            "seed_set": {"size": 0},
+        },
+        "stc": {"release": "nna", "k": 6, "domain": {"low": [0.0], "high": [1.0]}, "baselines": []},
+    }
     with_hostile_owners(monkeypatch, {"owner-1", "owner-2"}, refuses("stc_request"))
     report = run_scenario(parse_scenario(raw, source="t", base_dir=tmp_path), tmp_path / "run", driver="inprocess")
     assert report["status"] == "failed"

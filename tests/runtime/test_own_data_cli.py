@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import ROOT
+
 from marketplace.api import load
 from marketplace.data.own_files import load_own_rows
 from marketplace.parties import make_world
@@ -22,8 +22,9 @@ SKETCH = ROOT / "scenarios" / "sketch-quickstart.yaml"
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "marketplace", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=240)
+    return subprocess.run(
+        [sys.executable, "-m", "marketplace", *args], capture_output=True, text=True, cwd=cwd, timeout=240
+    )
 
 
 @pytest.fixture(scope="module")
@@ -85,9 +86,20 @@ def test_an_agent_with_a_bad_file_refuses_to_start_and_sends_nothing(shares, tmp
     bad.write_text("\n".join(lines) + "\n")
     server = listener()
     port = server.getsockname()[1]
-    done = cli("agent", "--market", f"tcp://127.0.0.1:{port}", "--keys", str(tmp_path), "--ids", "owner-1,owner-2",
-               "--data", f"owner-1={shares / 'owner-1.csv'},owner-2={bad}", "--schema", str(shares / "market.yaml"),
-               cwd=tmp_path)
+    done = cli(
+        "agent",
+        "--market",
+        f"tcp://127.0.0.1:{port}",
+        "--keys",
+        str(tmp_path),
+        "--ids",
+        "owner-1,owner-2",
+        "--data",
+        f"owner-1={shares / 'owner-1.csv'},owner-2={bad}",
+        "--schema",
+        str(shares / "market.yaml"),
+        cwd=tmp_path,
+    )
     assert done.returncode == 2, done.stderr
     assert f"owner-2: {bad}: line 6, column 'f1': expected a number in [-12, 12]" in done.stderr
     assert "found 99.0" in done.stderr
@@ -95,8 +107,18 @@ def test_an_agent_with_a_bad_file_refuses_to_start_and_sends_nothing(shares, tmp
 
 
 def test_an_agent_with_files_but_no_schema_to_check_them_against_is_refused(shares, tmp_path):
-    done = cli("agent", "--market", "tcp://127.0.0.1:9", "--keys", str(tmp_path), "--ids", "owner-1",
-               "--data", str(shares / "owner-1.csv"), cwd=tmp_path)
+    done = cli(
+        "agent",
+        "--market",
+        "tcp://127.0.0.1:9",
+        "--keys",
+        str(tmp_path),
+        "--ids",
+        "owner-1",
+        "--data",
+        str(shares / "owner-1.csv"),
+        cwd=tmp_path,
+    )
     assert done.returncode == 2 and "--schema MARKET.yaml" in done.stderr
 
 
@@ -112,16 +134,40 @@ def test_a_consumer_with_a_bad_target_refuses_before_sending_its_request(shares,
     bad = tmp_path / "target.csv"
     bad.write_text("f0,f1,f2,f3,f4,label,group\n0,0,0,0,0,5,component-0\n")
     server = listener()
-    done = cli("request", str(SKETCH), "--market", f"tcp://127.0.0.1:{server.getsockname()[1]}", "--keys", str(kit),
-               "--data", str(bad), "--out", str(tmp_path / "out"), "--wait", "30", cwd=tmp_path)
+    done = cli(
+        "request",
+        str(SKETCH),
+        "--market",
+        f"tcp://127.0.0.1:{server.getsockname()[1]}",
+        "--keys",
+        str(kit),
+        "--data",
+        str(bad),
+        "--out",
+        str(tmp_path / "out"),
+        "--wait",
+        "30",
+        cwd=tmp_path,
+    )
     assert done.returncode == 2, done.stderr
-    assert "consumer (target): " in done.stderr and "line 2, column 'label'" in done.stderr and "found '5'" in done.stderr
+    assert (
+        "consumer (target): " in done.stderr and "line 2, column 'label'" in done.stderr and "found '5'" in done.stderr
+    )
     assert nothing_connected(server)
 
 
 def test_an_owner_of_a_schema_only_marketplace_without_its_file_cannot_start(shares, tmp_path):
-    done = cli("owner", "--scenario", str(shares / "market.yaml"), "--id", "owner-1", "--endpoint", "tcp://127.0.0.1:9",
-               "--insecure", cwd=tmp_path)
+    done = cli(
+        "owner",
+        "--scenario",
+        str(shares / "market.yaml"),
+        "--id",
+        "owner-1",
+        "--endpoint",
+        "tcp://127.0.0.1:9",
+        "--insecure",
+        cwd=tmp_path,
+    )
     assert done.returncode == 2
     assert "owner-1 must bring its own rows (--data FILE.csv)" in done.stderr
 
@@ -129,8 +175,17 @@ def test_an_owner_of_a_schema_only_marketplace_without_its_file_cannot_start(sha
 def test_a_consumer_target_for_a_simulated_marketplace_is_refused(tmp_path):
     target = tmp_path / "t.csv"
     target.write_text("a\n1\n")
-    done = cli("consumer", "--scenario", str(SKETCH), "--endpoint", "tcp://127.0.0.1:9", "--insecure",
-               "--data", str(target), cwd=tmp_path)
+    done = cli(
+        "consumer",
+        "--scenario",
+        str(SKETCH),
+        "--endpoint",
+        "tcp://127.0.0.1:9",
+        "--insecure",
+        "--data",
+        str(target),
+        cwd=tmp_path,
+    )
     assert done.returncode == 2 and "data.schema" in done.stderr
 
 
@@ -144,8 +199,13 @@ print(json.dumps({"returncode": done.returncode, "stderr": done.stderr,
 
 
 def measured(*args: str, cwd: Path) -> dict:
-    done = subprocess.run([sys.executable, "-c", MEASURE, sys.executable, "-m", "marketplace", *args],
-                          capture_output=True, text=True, timeout=900, cwd=cwd)
+    done = subprocess.run(
+        [sys.executable, "-c", MEASURE, sys.executable, "-m", "marketplace", *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=cwd,
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -162,8 +222,20 @@ def sparse_csv(path: Path, header: str) -> Path:
 @pytest.mark.slow
 def test_an_agents_2_gb_file_is_refused_at_exit_2_with_little_memory(shares, tmp_path):
     big = sparse_csv(tmp_path / "owner-1.csv", "f0,f1,f2,f3,f4,label,group")
-    result = measured("agent", "--market", "tcp://127.0.0.1:9", "--keys", str(tmp_path), "--ids", "owner-1",
-                      "--data", str(big), "--schema", str(shares / "market.yaml"), cwd=tmp_path)
+    result = measured(
+        "agent",
+        "--market",
+        "tcp://127.0.0.1:9",
+        "--keys",
+        str(tmp_path),
+        "--ids",
+        "owner-1",
+        "--data",
+        str(big),
+        "--schema",
+        str(shares / "market.yaml"),
+        cwd=tmp_path,
+    )
     assert result["returncode"] == 2 and "Traceback" not in result["stderr"], result["stderr"]
     assert f"owner-1: {big} is 2147483649 bytes" in result["stderr"] and "--max-bytes" in result["stderr"]
     assert result["peak_mb"] < 500, f"peak memory {result['peak_mb']:.0f} MB"
@@ -172,9 +244,23 @@ def test_an_agents_2_gb_file_is_refused_at_exit_2_with_little_memory(shares, tmp
 @pytest.mark.slow
 def test_a_consumers_target_without_line_ends_is_refused_at_exit_2_with_little_memory(shares, tmp_path):
     big = sparse_csv(tmp_path / "target.csv", "f0,f1,f2,f3,f4,label,group")
-    result = measured("request", str(SKETCH), "--market", "tcp://127.0.0.1:9", "--keys", str(tmp_path),
-                      "--data", str(big), "--schema", str(shares / "market.yaml"), "--max-bytes", str(3 << 30),
-                      "--out", str(tmp_path / "out"), cwd=tmp_path)
+    result = measured(
+        "request",
+        str(SKETCH),
+        "--market",
+        "tcp://127.0.0.1:9",
+        "--keys",
+        str(tmp_path),
+        "--data",
+        str(big),
+        "--schema",
+        str(shares / "market.yaml"),
+        "--max-bytes",
+        str(3 << 30),
+        "--out",
+        str(tmp_path / "out"),
+        cwd=tmp_path,
+    )
     assert result["returncode"] == 2 and "Traceback" not in result["stderr"], result["stderr"]
     assert "a row longer than" in result["stderr"] and "--max-row-chars" in result["stderr"]
     assert result["peak_mb"] < 500, f"peak memory {result['peak_mb']:.0f} MB"

@@ -7,7 +7,6 @@ import re
 import numpy as np
 import pytest
 import yaml
-
 from conftest import run_cli
 
 from marketplace.parties import build_role, load_owner_file, make_world, party_ids
@@ -42,15 +41,20 @@ def test_an_owner_can_read_its_own_npz_file(tiny_scenario, tmp_path):
     assert np.array_equal(owner.data.X, X) and owner.phi.shape == (10, 30)
 
 
-@pytest.mark.parametrize(("arrays", "message"), [
-    ({"X": np.zeros((4, 3))}, "expected arrays 'X' and 'y'"),
-    ({"X": np.zeros((4, 3)), "y": np.zeros(3)}, "y must be an (4,) array, one label per row of X"),
-    ({"X": np.full((4, 3), np.nan), "y": np.zeros(4)}, "X: row 0, column 0 holds nan: values must be finite"),
-    ({"X": np.array([[1.0, 2.0], [3.0, -np.inf]]), "y": np.zeros(2)}, "X: row 1, column 1 holds -inf"),
-    ({"X": np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 1e308]]), "y": np.zeros(3)},
-     "X: row 2, column 1 holds 1e+308: too large (its row's squared norm overflows"),
-    ({"X": np.array([[1.0, 1e160, 2.0]]), "y": np.zeros(1)}, "X: row 0, column 1 holds 1e+160: too large"),
-])
+@pytest.mark.parametrize(
+    ("arrays", "message"),
+    [
+        ({"X": np.zeros((4, 3))}, "expected arrays 'X' and 'y'"),
+        ({"X": np.zeros((4, 3)), "y": np.zeros(3)}, "y must be an (4,) array, one label per row of X"),
+        ({"X": np.full((4, 3), np.nan), "y": np.zeros(4)}, "X: row 0, column 0 holds nan: values must be finite"),
+        ({"X": np.array([[1.0, 2.0], [3.0, -np.inf]]), "y": np.zeros(2)}, "X: row 1, column 1 holds -inf"),
+        (
+            {"X": np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 1e308]]), "y": np.zeros(3)},
+            "X: row 2, column 1 holds 1e+308: too large (its row's squared norm overflows",
+        ),
+        ({"X": np.array([[1.0, 1e160, 2.0]]), "y": np.zeros(1)}, "X: row 0, column 1 holds 1e+160: too large"),
+    ],
+)
 def test_a_bad_owner_file_is_refused_with_a_clear_error(tmp_path, arrays, message):
     np.savez(tmp_path / "bad.npz", **arrays)
     with pytest.raises(ValueError, match=re.escape(message)):
@@ -78,8 +82,20 @@ def test_an_owner_whose_file_holds_1e308_is_refused_before_the_run_starts_with_e
     X = np.zeros((6, 3))
     X[4, 2] = 1e308
     np.savez(tmp_path / "huge.npz", X=X, y=np.zeros(6))
-    result = run_cli("owner", "--scenario", str(path), "--endpoint", "tcp://127.0.0.1:9", "--id", "owner-1",
-                     "--insecure", "--no-report", "--data", str(tmp_path / "huge.npz"), timeout=120)
+    result = run_cli(
+        "owner",
+        "--scenario",
+        str(path),
+        "--endpoint",
+        "tcp://127.0.0.1:9",
+        "--id",
+        "owner-1",
+        "--insecure",
+        "--no-report",
+        "--data",
+        str(tmp_path / "huge.npz"),
+        timeout=120,
+    )
     assert result.returncode == 2, result.stderr
     assert f"{tmp_path / 'huge.npz'}: X: row 4, column 2 holds 1e+308: too large" in result.stderr
 
@@ -90,12 +106,19 @@ def test_a_data_source_with_values_that_overflow_is_refused_naming_the_key_row_a
 
     csv = tmp_path / "big.csv"
     csv.write_text("a,b,label\n" + "".join(f"{i},{i % 3},{i % 2}\n" for i in range(60)) + "1,1e200,1\n")
-    raw = {"name": "big", "protocol": "summarize", "seed": 1, "parties": {"owners": 2},
-           "data": {"source": {"kind": "csv", "csv": {"path": str(csv), "label": "label"}},
-                    "partition": {"scheme": "even"}, "consumer": {"target_groups": [0], "target_share": 0.5,
-                                                                   "validation_size": 5, "test_size": 5},
-                    "seed_set": {"groups": [1], "size": 2}},
-           "summarize": {"rounds": 2, "features": 10, "baselines": []}}
+    raw = {
+        "name": "big",
+        "protocol": "summarize",
+        "seed": 1,
+        "parties": {"owners": 2},
+        "data": {
+            "source": {"kind": "csv", "csv": {"path": str(csv), "label": "label"}},
+            "partition": {"scheme": "even"},
+            "consumer": {"target_groups": [0], "target_share": 0.5, "validation_size": 5, "test_size": 5},
+            "seed_set": {"groups": [1], "size": 2},
+        },
+        "summarize": {"rounds": 2, "features": 10, "baselines": []},
+    }
     with pytest.raises(ScenarioError, match=r"big.csv: line 62, column 'b' holds 1e\+200: too large"):
         prepare_world(parse_scenario(raw, source="s", base_dir=tmp_path))
 
@@ -121,17 +144,23 @@ def npz_claiming(path, shape: tuple[int, ...]) -> None:
 def test_an_owner_file_larger_than_the_limit_is_refused_naming_the_limit_and_the_option(tmp_path):
     np.savez(tmp_path / "own.npz", X=np.ones((10, 3)), y=np.arange(10) % 2)
     size = (tmp_path / "own.npz").stat().st_size
-    with pytest.raises(ValueError, match=rf"own\.npz: the file is {size} bytes, more than the limit of {size - 1} bytes; "
-                                         rf"raise it with --max-data to read it"):
+    with pytest.raises(
+        ValueError,
+        match=rf"own\.npz: the file is {size} bytes, more than the limit of {size - 1} bytes; "
+        rf"raise it with --max-data to read it",
+    ):
         load_owner_file(str(tmp_path / "own.npz"), max_bytes=size - 1, option="--max-data")
     assert len(load_owner_file(str(tmp_path / "own.npz"), max_bytes=size)) == 10
 
 
 def test_an_owner_file_whose_arrays_would_be_too_large_is_refused_from_their_headers(tmp_path):
     npz_claiming(tmp_path / "claims.npz", (10**6, 10**4))
-    with pytest.raises(ValueError, match=r"claims\.npz: its arrays \(X \(1000000, 10000\) of float64, y \(3,\) of "
-                                         r"float64\) would take 80000000024 bytes in memory, more than the limit of "
-                                         r"1073741824 bytes$"):
+    with pytest.raises(
+        ValueError,
+        match=r"claims\.npz: its arrays \(X \(1000000, 10000\) of float64, y \(3,\) of "
+        r"float64\) would take 80000000024 bytes in memory, more than the limit of "
+        r"1073741824 bytes$",
+    ):
         load_owner_file(str(tmp_path / "claims.npz"))
     # compressed: a few kilobytes on disk, 16 MB of float64 once loaded
     np.savez_compressed(tmp_path / "zeros.npz", X=np.zeros((2000, 1000)), y=np.zeros(2000))
@@ -143,5 +172,7 @@ def test_an_owner_file_whose_arrays_would_be_too_large_is_refused_from_their_hea
 
 def test_a_single_npy_array_is_refused_before_it_is_loaded(tmp_path):
     np.save(tmp_path / "own.npy", np.zeros((4, 3)))
-    with pytest.raises(ValueError, match=r"own\.npy: expected a \.npz archive with arrays X and y, got a single \.npy array"):
+    with pytest.raises(
+        ValueError, match=r"own\.npy: expected a \.npz archive with arrays X and y, got a single \.npy array"
+    ):
         load_owner_file(str(tmp_path / "own.npy"))

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
+
 from marketplace import plugins
 from marketplace.plugins import GROUP, PluginError, ProtocolSpec
 from marketplace.runner.run import run_scenario
@@ -59,7 +59,9 @@ def test_the_shipped_protocols_are_registered_by_entry_point():
 
 
 def test_an_unknown_protocol_names_the_registered_ones():
-    with pytest.raises(ValueError, match=r"unknown protocol 'nosuch': use one of \['pfds', 'sketch', 'stc', 'summarize'\]"):
+    with pytest.raises(
+        ValueError, match=r"unknown protocol 'nosuch': use one of \['pfds', 'sketch', 'stc', 'summarize'\]"
+    ):
         plugins.spec("nosuch")
 
 
@@ -68,14 +70,33 @@ def test_a_good_spec_is_taken(monkeypatch):
     assert plugins.names() == ("toy",)
 
 
-@pytest.mark.parametrize("specs, message", [
-    ({"toy": object()}, r"entry point toy = 'fake.toy:PROTOCOL' \(marketplace.protocols\): expected a marketplace.plugins.ProtocolSpec, got object"),
-    ({"toy": ProtocolSpec(name="other", config=_Section, exchange="x:X")}, r"the entry point is named 'toy' but its spec says 'other'"),
-    ({"Bad-Name": ProtocolSpec(name="Bad-Name", config=_Section, exchange="x:X")}, r"protocol name 'Bad-Name' must match"),
-    ({"data": ProtocolSpec(name="data", config=_Section, exchange="x:X")}, r"protocol name 'data' must match .* and not be one of"),
-    ({"toy": ProtocolSpec(name="toy", config=_NeedsValue, exchange="x:X")}, r"the section _NeedsValue must build with every field at its default"),
-    ({}, r"no protocol is registered under the entry-point group 'marketplace.protocols': install the package"),
-], ids=["not-a-spec", "name-mismatch", "bad-name", "reserved-name", "section-without-defaults", "none"])
+@pytest.mark.parametrize(
+    "specs, message",
+    [
+        (
+            {"toy": object()},
+            r"entry point toy = 'fake.toy:PROTOCOL' \(marketplace.protocols\): expected a marketplace.plugins.ProtocolSpec, got object",
+        ),
+        (
+            {"toy": ProtocolSpec(name="other", config=_Section, exchange="x:X")},
+            r"the entry point is named 'toy' but its spec says 'other'",
+        ),
+        (
+            {"Bad-Name": ProtocolSpec(name="Bad-Name", config=_Section, exchange="x:X")},
+            r"protocol name 'Bad-Name' must match",
+        ),
+        (
+            {"data": ProtocolSpec(name="data", config=_Section, exchange="x:X")},
+            r"protocol name 'data' must match .* and not be one of",
+        ),
+        (
+            {"toy": ProtocolSpec(name="toy", config=_NeedsValue, exchange="x:X")},
+            r"the section _NeedsValue must build with every field at its default",
+        ),
+        ({}, r"no protocol is registered under the entry-point group 'marketplace.protocols': install the package"),
+    ],
+    ids=["not-a-spec", "name-mismatch", "bad-name", "reserved-name", "section-without-defaults", "none"],
+)
 def test_a_broken_plugin_is_refused_naming_its_entry_point(monkeypatch, specs, message):
     _registry(monkeypatch, **specs)
     with pytest.raises(PluginError, match=message):
@@ -84,9 +105,12 @@ def test_a_broken_plugin_is_refused_naming_its_entry_point(monkeypatch, specs, m
 
 def test_an_exchange_that_is_not_module_attribute_is_refused_with_the_spec(monkeypatch):
     _registry(monkeypatch, toy=ProtocolSpec(name="toy", config=_Section, exchange="marketplace.protocols.stc.exchange"))
-    with pytest.raises(PluginError, match=r"entry point toy = 'fake.toy:PROTOCOL' .*: exchange must be "
-                                          r"'module:attribute' naming a marketplace.plugins.Exchange subclass or instance, got "
-                                          r"'marketplace.protocols.stc.exchange'"):
+    with pytest.raises(
+        PluginError,
+        match=r"entry point toy = 'fake.toy:PROTOCOL' .*: exchange must be "
+        r"'module:attribute' naming a marketplace.plugins.Exchange subclass or instance, got "
+        r"'marketplace.protocols.stc.exchange'",
+    ):
         plugins.protocols()
 
 
@@ -101,16 +125,22 @@ def _fake_exchange(monkeypatch, **attributes) -> None:
 
 def _complete_except(*left_out: str) -> type:
     """An Exchange subclass implementing every required method (each doing nothing) but ``left_out``."""
-    body = {name: staticmethod(lambda *args, **kwargs: None) for name in plugins.Exchange.__abstractmethods__
-            if name not in left_out}
+    body = {
+        name: staticmethod(lambda *args, **kwargs: None)
+        for name in plugins.Exchange.__abstractmethods__
+        if name not in left_out
+    }
     return type("Toy", (plugins.Exchange,), body)
 
 
 def test_an_exchange_lacking_a_required_method_is_refused_at_load_naming_it(monkeypatch):
     _fake_exchange(monkeypatch, Toy=_complete_except("report"))
     plugins.protocols()  # the spec alone is fine: the exchange is imported when a run needs it
-    with pytest.raises(PluginError, match=r"^entry point toy = 'fake.toy:PROTOCOL' \(marketplace.protocols\): exchange "
-                                          r"'fake_exchange:Toy': Toy leaves the required method report unimplemented$"):
+    with pytest.raises(
+        PluginError,
+        match=r"^entry point toy = 'fake.toy:PROTOCOL' \(marketplace.protocols\): exchange "
+        r"'fake_exchange:Toy': Toy leaves the required method report unimplemented$",
+    ):
         plugins.exchange("toy")
 
 
@@ -125,8 +155,11 @@ def test_an_object_that_is_not_an_exchange_is_refused(monkeypatch):
         pass
 
     _fake_exchange(monkeypatch, Toy=Toy)
-    with pytest.raises(PluginError, match=r"exchange 'fake_exchange:Toy': expected a subclass or instance of "
-                                          r"marketplace.plugins.Exchange, got class .*Toy"):
+    with pytest.raises(
+        PluginError,
+        match=r"exchange 'fake_exchange:Toy': expected a subclass or instance of "
+        r"marketplace.plugins.Exchange, got class .*Toy",
+    ):
         plugins.exchange("toy")
 
 
@@ -161,7 +194,10 @@ def test_a_plugin_that_fails_to_load_is_named(monkeypatch):
     point = importlib.metadata.EntryPoint(name="toy", value="no_such_module_anywhere:PROTOCOL", group=GROUP)
     monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: [point])
     plugins.protocols.cache_clear()
-    with pytest.raises(PluginError, match=r"entry point toy = 'no_such_module_anywhere:PROTOCOL' .* could not be loaded \(ModuleNotFoundError"):
+    with pytest.raises(
+        PluginError,
+        match=r"entry point toy = 'no_such_module_anywhere:PROTOCOL' .* could not be loaded \(ModuleNotFoundError",
+    ):
         plugins.protocols()
 
 
@@ -191,15 +227,22 @@ def test_marketplace_protocols_lists_every_registered_protocol():
     import subprocess
     import sys
 
-    result = subprocess.run([sys.executable, "-m", "marketplace", "protocols", "--json"], capture_output=True, text=True,
-                            timeout=120, cwd=ROOT)
+    result = subprocess.run(
+        [sys.executable, "-m", "marketplace", "protocols", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert result.returncode == 0, result.stderr
     rows = json.loads(result.stdout)
     assert [row["name"] for row in rows] == ["pfds", "sketch", "stc", "summarize"]
-    assert all(row["summary"] and row["exchange"].startswith(f"marketplace.protocols.{row['name']}.exchange:")
-               for row in rows)
-    text = subprocess.run([sys.executable, "-m", "marketplace", "protocols"], capture_output=True, text=True, timeout=120,
-                          cwd=ROOT).stdout
+    assert all(
+        row["summary"] and row["exchange"].startswith(f"marketplace.protocols.{row['name']}.exchange:") for row in rows
+    )
+    text = subprocess.run(
+        [sys.executable, "-m", "marketplace", "protocols"], capture_output=True, text=True, timeout=120, cwd=ROOT
+    ).stdout
     assert text.splitlines()[0].startswith("pfds ") and "marketplace.protocols.summarize.exchange" in text
 
 
@@ -209,8 +252,10 @@ def test_reading_a_scenario_loads_the_protocol_specs_not_their_libraries():
     import subprocess
     import sys
 
-    code = ("import sys; from marketplace.scenario import load_scenario; load_scenario('scenarios/quickstart.yaml'); "
-            "print(sorted(m for m in ('sklearn', 'scipy.stats', 'scipy.optimize', 'matplotlib') if m in sys.modules))")
+    code = (
+        "import sys; from marketplace.scenario import load_scenario; load_scenario('scenarios/quickstart.yaml'); "
+        "print(sorted(m for m in ('sklearn', 'scipy.stats', 'scipy.optimize', 'matplotlib') if m in sys.modules))"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"

@@ -18,8 +18,13 @@ def blocks() -> list[str]:
 
 def test_the_guide_has_the_sections_it_promises():
     text = GUIDE.read_text(encoding="utf-8")
-    for heading in ("## Run the quickstart", "## MMD² round by round, private and non-private", "## Sweep the privacy budget",
-                    "## Compare two protocols", "## Errors are exceptions"):
+    for heading in (
+        "## Run the quickstart",
+        "## MMD² round by round, private and non-private",
+        "## Sweep the privacy budget",
+        "## Compare two protocols",
+        "## Errors are exceptions",
+    ):
         assert heading in text
     assert len(blocks()) >= 6
 

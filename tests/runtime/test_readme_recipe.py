@@ -12,7 +12,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT
 
 pytestmark = pytest.mark.slow
@@ -35,7 +34,11 @@ def test_the_readmes_by_hand_recipe_produces_a_completed_assembled_report(tmp_pa
     env = dict(os.environ, PATH=f"{tmp_path / 'bin'}:{os.environ['PATH']}", PYTHONPATH=str(ROOT))
     runner = ["bash", "-e", "-c", script]
     namespace = f"mktreadme{os.getpid()}"
-    if os.geteuid() == 0 and shutil.which("ip") and subprocess.run(["ip", "netns", "add", namespace], capture_output=True).returncode == 0:
+    if (
+        os.geteuid() == 0
+        and shutil.which("ip")
+        and subprocess.run(["ip", "netns", "add", namespace], capture_output=True).returncode == 0
+    ):
         subprocess.run(["ip", "-n", namespace, "link", "set", "lo", "up"], check=True)
         runner = ["ip", "netns", "exec", namespace, *runner]
     else:
@@ -51,4 +54,5 @@ def test_the_readmes_by_hand_recipe_produces_a_completed_assembled_report(tmp_pa
     assert report["transport_security"].startswith("curve")
     assert '"status": "completed"' in result.stdout  # the recipe's last line shows the report
     assert sorted(p.name for p in (tmp_path / "parties").iterdir()) == sorted(
-        f"{p}.json" for p in ["curator", "owner-1", "owner-2", "owner-3", "owner-4", "consumer"])
+        f"{p}.json" for p in ["curator", "owner-1", "owner-2", "owner-3", "owner-4", "consumer"]
+    )

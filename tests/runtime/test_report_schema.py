@@ -4,15 +4,14 @@ report.json the whole suite writes against it.)"""
 
 from __future__ import annotations
 
-import tomllib
-
 import copy
 import json
+import tomllib
 
 import jsonschema
 import pytest
-
 from conftest import QUICKSTART, ROOT
+
 from marketplace.runner.report_schema import markdown, report_problems, report_schema
 from marketplace.runner.run import run_scenario
 from marketplace.scenario import load_scenario
@@ -70,8 +69,9 @@ def test_fields_may_be_added_inside_ledgers_sections_and_party_details(report):
 
 
 def test_the_report_page_is_generated_from_the_schema():
-    assert (ROOT / "docs" / "report.md").read_text() == markdown(), \
+    assert (ROOT / "docs" / "report.md").read_text() == markdown(), (
         "docs/report.md is stale: python -m marketplace.runner.report_schema > docs/report.md"
+    )
 
 
 def test_every_top_level_key_is_documented_on_the_page():

@@ -35,13 +35,23 @@ CLASSES = (0, 1, 2, 3, 4, 5)
 
 
 def schema(classes=CLASSES, dim: int = DIM) -> dict:
-    return {"features": [{"name": f"x{i}", "lower": -12, "upper": 12} for i in range(dim)],
-            "label": {"name": "label", "classes": list(classes)}}
+    return {
+        "features": [{"name": f"x{i}", "lower": -12, "upper": 12} for i in range(dim)],
+        "label": {"name": "label", "classes": list(classes)},
+    }
 
 
 def market(protocol: str, section: dict, *, owners: int = 3, classes=CLASSES) -> Scenario:
-    return Scenario.from_dict({"name": f"served-{protocol}", "protocol": protocol, "seed": 3, "parties": {"owners": owners},
-                               "data": {"schema": schema(classes)}, protocol: section})
+    return Scenario.from_dict(
+        {
+            "name": f"served-{protocol}",
+            "protocol": protocol,
+            "seed": 3,
+            "parties": {"owners": owners},
+            "data": {"schema": schema(classes)},
+            protocol: section,
+        }
+    )
 
 
 def write_rows(path: Path, n: int, rng: np.random.Generator, *, shift: float, classes=CLASSES) -> Path:
@@ -54,8 +64,9 @@ def write_rows(path: Path, n: int, rng: np.random.Generator, *, shift: float, cl
     return path
 
 
-def party_files(tmp_path: Path, scenario: Scenario, *, rows: int = 120, test: bool = True,
-                classes=CLASSES) -> dict[str, dict[str, Path]]:
+def party_files(
+    tmp_path: Path, scenario: Scenario, *, rows: int = 120, test: bool = True, classes=CLASSES
+) -> dict[str, dict[str, Path]]:
     """Each owner's file and the consumer's target (and test set): the owners' data lie at
     different shifts, the consumer's target near owner-1's."""
     rng = np.random.default_rng(5)
@@ -78,14 +89,23 @@ def served_run(scenario: Scenario, files: dict[str, dict[str, Path]], tmp_path: 
     nodes = []
     for party in party_ids(config):
         own = own_rows(config, party, **files.get(party, {}))
-        role = build_role(config, party, world=with_own_rows(share_of(world, party), own), owner_data=own.get("owner"),
-                          noise=noise_origin(config, party))
-        nodes.append(Node(role, run_id="served-1", max_message_bytes=config.transport.max_message_bytes, parties=parties))
+        role = build_role(
+            config,
+            party,
+            world=with_own_rows(share_of(world, party), own),
+            owner_data=own.get("owner"),
+            noise=noise_origin(config, party),
+        )
+        nodes.append(
+            Node(role, run_id="served-1", max_message_bytes=config.transport.max_message_bytes, parties=parties)
+        )
     run_inprocess(nodes)
     folder = tmp_path / "parties"
     for node in nodes:
-        write_json(folder / f"{node.party_id}.json",
-                   party_report(node, role_name=node.role.role_name, wall_s=1.0, driver={}, scenario=scenario))
+        write_json(
+            folder / f"{node.party_id}.json",
+            party_report(node, role_name=node.role.role_name, wall_s=1.0, driver={}, scenario=scenario),
+        )
     report = assemble_from_party_reports(scenario, folder, tmp_path / "run", driver="market")
     assert json.loads((tmp_path / "run" / "report.json").read_text())["status"] == report["status"]
     return report
@@ -124,9 +144,14 @@ def test_a_share_of_a_schema_world_holds_no_rows_and_says_it_is_not_central():
 
 
 def test_the_data_section_of_a_schema_world_is_the_schema_and_no_row_counts():
-    config = Scenario.from_dict({"name": "g", "protocol": "summarize", "parties": {"owners": 2},
-                                 "data": {"schema": {**schema(("no", "yes")),
-                                                     "group": {"name": "site", "values": ["a", "b"]}}}}).config
+    config = Scenario.from_dict(
+        {
+            "name": "g",
+            "protocol": "summarize",
+            "parties": {"owners": 2},
+            "data": {"schema": {**schema(("no", "yes")), "group": {"name": "site", "values": ["a", "b"]}}},
+        }
+    ).config
     section = data_section(config, make_world(config))
     assert section["label"] == {"name": "label", "classes": ["no", "yes"]}
     assert section["group"] == {"name": "site", "values": ["a", "b"]}
@@ -149,8 +174,10 @@ def test_summarize_reports_the_consumers_own_figures_and_states_its_references_a
     assert metrics["mmd2"] > 0 and 0 <= metrics["accuracy"] <= 1 and "consumer" in metrics["measured_by"]
     assert set(report[REFERENCES_ABSENT]) == {"metrics.baselines", "checks.central_replay", "data.rows"}
     assert metrics["baselines"] == {"absent": report[REFERENCES_ABSENT]["metrics.baselines"]}
-    assert report["checks"]["central_replay"] == {"applicable": False,
-                                                  "reason": report[REFERENCES_ABSENT]["checks.central_replay"]}
+    assert report["checks"]["central_replay"] == {
+        "applicable": False,
+        "reason": report[REFERENCES_ABSENT]["checks.central_replay"],
+    }
     by_round = [r["mmd2"] for r in report["history"]["rounds"]]  # the consumer's, from the summary in order
     assert len(by_round) == len(report["selection"]) == 5
     assert by_round == consumer["own_evaluation"]["mmd2_by_round"]
@@ -167,7 +194,10 @@ def test_a_private_summarize_report_states_the_non_private_greedy_and_its_compar
     check_common(report, "summarize")
     missing = report[REFERENCES_ABSENT]
     assert "non-private greedy" in missing["metrics.baselines"]
-    assert {"metrics.mmd2_with_seed_set_increase_over_greedy_pct", "metrics.mmd2_alone_increase_over_greedy_pct"} <= set(missing)
+    assert {
+        "metrics.mmd2_with_seed_set_increase_over_greedy_pct",
+        "metrics.mmd2_alone_increase_over_greedy_pct",
+    } <= set(missing)
     assert "mmd2_with_seed_set_increase_over_greedy_pct" not in report["metrics"]
     assert report["metrics"]["mmd2"] is not None
     replay = report["checks"]["central_replay"]
@@ -191,8 +221,10 @@ def test_sketch_public_defaults_fill_the_box_from_the_schema_ranges_and_keep_a_g
     from marketplace.protocols.sketch.exchange import public_defaults
     from marketplace.schema import build
 
-    raw = {"features": [{"name": "a", "lower": -1, "upper": 2}, {"name": "b", "lower": 0, "upper": 5}],
-           "label": {"classes": [0, 1]}}
+    raw = {
+        "features": [{"name": "a", "lower": -1, "upper": 2}, {"name": "b", "lower": 0, "upper": 5}],
+        "label": {"classes": [0, 1]},
+    }
     parsed = build(DataSchema, raw)
     request = {"epsilon": 0.5, "lower": []}
     for schema in (parsed, raw):  # the parsed schema, or its raw mapping
@@ -208,8 +240,15 @@ def test_sketch_public_defaults_fill_the_box_from_the_schema_ranges_and_keep_a_g
 def test_sketch_reports_the_consumers_own_figures_and_states_the_truth_absent(tmp_path, test_set):
     from marketplace.protocols.sketch.exchange import public_defaults
 
-    section = public_defaults({"samples": 2000, "include_label": True, "map": {"features": 60},  # the request's, no box
-                               "queries": {"logistic_regression": True, "random_counts": 3}}, schema((0, 1)))
+    section = public_defaults(
+        {
+            "samples": 2000,
+            "include_label": True,
+            "map": {"features": 60},  # the request's, no box
+            "queries": {"logistic_regression": True, "random_counts": 3},
+        },
+        schema((0, 1)),
+    )
     scenario = market("sketch", section, classes=(0, 1))
     assert scenario.config.sketch.lower == (-12.0,) * DIM and scenario.config.sketch.upper == (12.0,) * DIM
     report = served_run(scenario, party_files(tmp_path, scenario, classes=(0, 1), test=test_set), tmp_path)
@@ -217,7 +256,9 @@ def test_sketch_reports_the_consumers_own_figures_and_states_the_truth_absent(tm
     own = report["party_details"]["consumer"]["result"]["own_evaluation"]
     metrics, missing = report["metrics"], report[REFERENCES_ABSENT]
     assert {"truth", "metrics.errors", "ranking.check", "metrics.logistic_baselines", "data.rows"} <= set(missing)
-    assert report["truth"] == {"absent": missing["truth"]} and metrics["errors"] == {"absent": missing["metrics.errors"]}
+    assert report["truth"] == {"absent": missing["truth"]} and metrics["errors"] == {
+        "absent": missing["metrics.errors"]
+    }
     assert metrics["logistic_baselines"] == {"absent": missing["metrics.logistic_baselines"]}
     assert report["ranking"]["order"] and report["ranking"]["check"] == {"absent": missing["ranking.check"]}
     assert metrics["merged_mmd2"] == own["merged_mmd2"] is not None
@@ -282,8 +323,10 @@ def test_stc_nas_is_checked_by_each_owner_on_its_own_rows_when_the_world_holds_n
 def test_stc_public_defaults_fill_the_domain_from_the_schema_ranges_and_keep_a_given_one():
     from marketplace.protocols.stc.exchange import public_defaults, scaling_of
 
-    raw = {"features": [{"name": "a", "lower": -1, "upper": 2}, {"name": "b", "lower": 0, "upper": 5}],
-           "label": {"classes": [0, 1]}}
+    raw = {
+        "features": [{"name": "a", "lower": -1, "upper": 2}, {"name": "b", "lower": 0, "upper": 5}],
+        "label": {"classes": [0, 1]},
+    }
     request = {"k": 4, "domain": None}
     assert public_defaults(request, raw) == {"k": 4, "domain": {"low": [-1.0, 0.0], "high": [2.0, 5.0]}}
     assert request == {"k": 4, "domain": None}
@@ -300,7 +343,10 @@ def test_stc_public_defaults_fill_the_domain_from_the_schema_ranges_and_keep_a_g
 def test_pfds_is_refused_on_a_schema_only_marketplace_naming_data_schema():
     from marketplace.scenario import ScenarioError
 
-    with pytest.raises(ScenarioError, match=r"data.schema: expected a table source instead \(data.source.kind: table\) "
-                                            r"for protocol pfds") as refused:
+    with pytest.raises(
+        ScenarioError,
+        match=r"data.schema: expected a table source instead \(data.source.kind: table\) "
+        r"for protocol pfds",
+    ) as refused:
         market("pfds", {})
     assert refused.value.path == "data.schema"

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
-
 from conftest import QUICKSTART, run_cli
+
 from marketplace.parties import make_world
-from marketplace.protocols.summarize.public import public_features
 from marketplace.protocols.summarize import rff_greedy_bruteforce
+from marketplace.protocols.summarize.public import public_features
 from marketplace.roles import owner_id
 from marketplace.runner.run import run_scenario
 from marketplace.scenario import load_scenario, parse_scenario
@@ -41,7 +39,11 @@ def test_quickstart_runs_the_parties_in_processes_of_their_own(quickstart_proces
     assert report["status"] == "completed"
     assert list(pid) == ["curator", "owner-1", "owner-2", "owner-3", "owner-4", "consumer"]
     owners = [pid[f"owner-{i}"] for i in range(1, 5)]
-    assert len(set(owners)) == len(owner_hosts(["owner-1", "owner-2", "owner-3", "owner-4"], "auto")) == min(4, available_cores())
+    assert (
+        len(set(owners))
+        == len(owner_hosts(["owner-1", "owner-2", "owner-3", "owner-4"], "auto"))
+        == min(4, available_cores())
+    )
     assert len({pid["curator"], pid["consumer"], *owners}) == 2 + len(set(owners))
     assert report["pid_of_runner"] not in pid.values()
     assert all(p["exit_code"] == 0 for p in report["parties"])
@@ -59,8 +61,21 @@ def test_quickstart_sender_and_receiver_counters_agree(quickstart_processes):
 @pytest.mark.slow
 def test_quickstart_report_has_the_promised_fields(quickstart_processes):
     report, _ = quickstart_processes
-    for key in ("scenario", "protocol", "seed", "driver", "status", "parties", "messages", "privacy", "timing",
-                "parsimony", "selection", "value", "metrics"):
+    for key in (
+        "scenario",
+        "protocol",
+        "seed",
+        "driver",
+        "status",
+        "parties",
+        "messages",
+        "privacy",
+        "timing",
+        "parsimony",
+        "selection",
+        "value",
+        "metrics",
+    ):
         assert key in report, key
     assert set(report["messages"]) >= {"total", "bytes", "by_kind", "by_party"}
     assert set(report["timing"]) >= {"wall_s", "compute_s", "transport_s"}
@@ -91,9 +106,13 @@ def test_same_seed_same_report_across_two_runs(tiny_scenario, tmp_path):
 
 
 def test_another_seed_gives_another_selection(tiny_scenario, tmp_path):
-    a = run_scenario(parse_scenario(tiny_scenario, source="tiny", base_dir=tmp_path), tmp_path / "a", driver="inprocess")
+    a = run_scenario(
+        parse_scenario(tiny_scenario, source="tiny", base_dir=tmp_path), tmp_path / "a", driver="inprocess"
+    )
     tiny_scenario["seed"] = 12
-    b = run_scenario(parse_scenario(tiny_scenario, source="tiny", base_dir=tmp_path), tmp_path / "b", driver="inprocess")
+    b = run_scenario(
+        parse_scenario(tiny_scenario, source="tiny", base_dir=tmp_path), tmp_path / "b", driver="inprocess"
+    )
     assert a["selection"] != b["selection"]
 
 
@@ -101,8 +120,12 @@ def _bruteforce_selection(scenario) -> list[list]:
     config = scenario.config
     world = make_world(config)
     h1 = public_features(config, world.dim)
-    picks = rff_greedy_bruteforce([h1.transform(o.X) for o in world.owners], h1.transform(world.validation.X),
-                                  h1.transform(world.seed_set.X), config.summarize.rounds)
+    picks = rff_greedy_bruteforce(
+        [h1.transform(o.X) for o in world.owners],
+        h1.transform(world.validation.X),
+        h1.transform(world.seed_set.X),
+        config.summarize.rounds,
+    )
     return [[owner_id(o), r] for o, r in picks]
 
 
@@ -122,7 +145,9 @@ def test_processes_selection_equals_bruteforce_greedy_on_a_small_case(tiny_scena
 
 def test_owners_never_offer_a_point_twice_and_nothing_is_counted_twice(tiny_scenario, tmp_path):
     tiny_scenario["summarize"]["rounds"] = 20
-    report = run_scenario(parse_scenario(tiny_scenario, source="tiny", base_dir=tmp_path), tmp_path / "run", driver="inprocess")
+    report = run_scenario(
+        parse_scenario(tiny_scenario, source="tiny", base_dir=tmp_path), tmp_path / "run", driver="inprocess"
+    )
     selection = [tuple(s) for s in report["selection"]]
     assert len(selection) == len(set(selection)) == 20
     for owner, details in report["party_details"].items():
@@ -133,7 +158,9 @@ def test_owners_never_offer_a_point_twice_and_nothing_is_counted_twice(tiny_scen
 
 
 def test_value_adds_up_to_the_objective_gain(tiny_scenario, tmp_path):
-    report = run_scenario(parse_scenario(tiny_scenario, source="tiny", base_dir=tmp_path), tmp_path / "run", driver="inprocess")
+    report = run_scenario(
+        parse_scenario(tiny_scenario, source="tiny", base_dir=tmp_path), tmp_path / "run", driver="inprocess"
+    )
     values = report["value"]
     chosen_owners = {o for o, *_ in report["selection"]}
     assert set(values) == {"owner-1", "owner-2", "owner-3"}
@@ -172,4 +199,5 @@ def test_mmd2_with_seed_set_is_the_objective_of_the_whole_summary(tiny_scenario,
     gamma = scenario.config.summarize.gamma
     assert report["metrics"]["mmd2"] == pytest.approx(mmd2(chosen, world.validation.X, gamma), rel=1e-12)
     assert report["metrics"]["mmd2_with_seed_set"] == pytest.approx(
-        mmd2(np.vstack([world.seed_set.X, chosen]), world.validation.X, gamma), rel=1e-12)
+        mmd2(np.vstack([world.seed_set.X, chosen]), world.validation.X, gamma), rel=1e-12
+    )

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, needs_data
+
 from marketplace.market.spec import is_market_file
 from marketplace.runner.run import prepare_world, run_scenario
 from marketplace.scenario import load_scenario
@@ -17,12 +17,12 @@ SHIPPED = sorted(path for path in (ROOT / "scenarios").glob("*.yaml") if not is_
 
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])
 def test_shipped_scenario_validates(path: Path):
+    from marketplace.data.config import SourceConfig
     from marketplace.data.sources import datasets_of
     from marketplace.datasets.cache import fetch_command, missing_files
     from marketplace.datasets.registry import dataset
     from marketplace.scenario.load import read_yaml
     from marketplace.schema import build
-    from marketplace.data.config import SourceConfig
 
     source = build(SourceConfig, (read_yaml(path.read_text()).get("data") or {}).get("source") or {})
     absent = [name for name in datasets_of(source) if missing_files(dataset(name))]
@@ -41,7 +41,9 @@ def test_no_shipped_scenario_names_a_data_folder():
 
 
 def test_digits_scenario_runs_and_beats_uniform_sampling(tmp_path):
-    report = run_scenario(load_scenario(ROOT / "scenarios" / "digits.yaml", ["summarize.rounds=30"]), tmp_path, driver="inprocess")
+    report = run_scenario(
+        load_scenario(ROOT / "scenarios" / "digits.yaml", ["summarize.rounds=30"]), tmp_path, driver="inprocess"
+    )
     assert report["status"] == "completed"
     assert report["metrics"]["mmd2"] < report["metrics"]["baselines"]["uniform"]["mmd2"]
 
@@ -49,7 +51,10 @@ def test_digits_scenario_runs_and_beats_uniform_sampling(tmp_path):
 @pytest.mark.data
 @needs_data("mnist")
 def test_mnist_scenario_runs_on_real_data(tmp_path):
-    report = run_scenario(load_scenario(ROOT / "scenarios" / "mnist.yaml", ["summarize.rounds=20", "summarize.baselines=[]"]),
-                          tmp_path, driver="inprocess")
+    report = run_scenario(
+        load_scenario(ROOT / "scenarios" / "mnist.yaml", ["summarize.rounds=20", "summarize.baselines=[]"]),
+        tmp_path,
+        driver="inprocess",
+    )
     assert report["status"] == "completed" and report["data"]["dim"] == 50
     assert report["checks"]["central_replay"]["matches"]

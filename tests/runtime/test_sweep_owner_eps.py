@@ -9,12 +9,20 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from golden.view import golden_path
+
 from marketplace.plugins import exchange
 
-GOLDEN = ["quickstart-private.yaml", "private-shift.yaml", "paper-synthetic.yaml", "sketch-quickstart.yaml",
-          "sketch-uniform.yaml", "stc-synthetic.yaml", "pfds-synthetic.yaml", "pfds-diabetes.yaml"]
+GOLDEN = [
+    "quickstart-private.yaml",
+    "private-shift.yaml",
+    "paper-synthetic.yaml",
+    "sketch-quickstart.yaml",
+    "sketch-uniform.yaml",
+    "stc-synthetic.yaml",
+    "pfds-synthetic.yaml",
+    "pfds-diabetes.yaml",
+]
 
 
 def composed_per_owner(report: dict) -> list[tuple[float, float]]:
@@ -22,8 +30,12 @@ def composed_per_owner(report: dict) -> list[tuple[float, float]]:
     any observer's view of its data."""
     out = []
     for group in report["privacy_per_owner"]["groups"]:
-        ledgers = {entry["ledger"]: entry for observer in group["observers"] for entry in observer["ledgers"]
-                   if entry.get("eps") is not None}
+        ledgers = {
+            entry["ledger"]: entry
+            for observer in group["observers"]
+            for entry in observer["ledgers"]
+            if entry.get("eps") is not None
+        }
         if ledgers:
             out.append((sum(e["eps"] for e in ledgers.values()), sum(e.get("delta") or 0.0 for e in ledgers.values())))
     return out
@@ -37,8 +49,12 @@ def test_eps_spent_is_an_owners_ledgers_composed(scenario):
     assert totals, scenario
     eps, delta = max(totals)
     assert row["eps_spent"] == pytest.approx(eps, rel=1e-12) and row["delta_spent"] == pytest.approx(delta, rel=1e-12)
-    bounding = {entry["ledger"].replace("<owner>", "") for group in report["privacy_per_owner"]["groups"]
-                for observer in group["observers"] for entry in observer["ledgers"]}
+    bounding = {
+        entry["ledger"].replace("<owner>", "")
+        for group in report["privacy_per_owner"]["groups"]
+        for observer in group["observers"]
+        for entry in observer["ledgers"]
+    }
     for name, ledger in report["privacy"].items():  # no ledger that bounds an owner states more than the row
         if (name in bounding or name.startswith("owner-")) and ledger.get("eps") is not None:
             assert ledger["eps"] <= row["eps_spent"] * (1 + 1e-12), (name, ledger["eps"], row["eps_spent"])

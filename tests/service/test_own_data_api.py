@@ -10,9 +10,9 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import ROOT
 
 import marketplace
-from conftest import ROOT
 from marketplace.data.own_files import OwnDataError
 
 pytestmark = pytest.mark.slow
@@ -29,23 +29,52 @@ def free_port() -> int:
 
 def test_serve_and_request_with_the_parties_own_files_and_arrays(tmp_path):
     own = tmp_path / "own-data"
-    made = subprocess.run([sys.executable, "-m", "marketplace", "shares", str(SKETCH), "--out", str(own)],
-                          capture_output=True, text=True, timeout=240)
+    made = subprocess.run(
+        [sys.executable, "-m", "marketplace", "shares", str(SKETCH), "--out", str(own)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert made.returncode == 0, made.stderr
     state = tmp_path / "market"
-    with marketplace.serve(own / "market.yaml", state=state, consumers=["alice"], owner_data=own,
-                           endpoint=f"tcp://127.0.0.1:{free_port()}", session_port=free_port()) as market:
+    with marketplace.serve(
+        own / "market.yaml",
+        state=state,
+        consumers=["alice"],
+        owner_data=own,
+        endpoint=f"tcp://127.0.0.1:{free_port()}",
+        session_port=free_port(),
+    ) as market:
         kit = state / "consumers" / "alice"
-        by_path = marketplace.request(SKETCH, market=market.endpoint, keys=kit, overrides=SETTINGS,
-                                      data=own / "target.csv", test=own / "test.csv", out=tmp_path / "by-path")
+        by_path = marketplace.request(
+            SKETCH,
+            market=market.endpoint,
+            keys=kit,
+            overrides=SETTINGS,
+            data=own / "target.csv",
+            test=own / "test.csv",
+            out=tmp_path / "by-path",
+        )
         target = np.loadtxt(own / "target.csv", delimiter=",", skiprows=1, usecols=range(5))
         labels = np.loadtxt(own / "target.csv", delimiter=",", skiprows=1, usecols=5, dtype=int)
         groups = np.genfromtxt(own / "target.csv", delimiter=",", skip_header=1, usecols=6, dtype=str)
-        by_arrays = marketplace.request(SKETCH, market=market.endpoint, keys=kit, overrides=SETTINGS,
-                                        data={"X": target, "y": labels, "group": groups}, out=tmp_path / "by-arrays")
+        by_arrays = marketplace.request(
+            SKETCH,
+            market=market.endpoint,
+            keys=kit,
+            overrides=SETTINGS,
+            data={"X": target, "y": labels, "group": groups},
+            out=tmp_path / "by-arrays",
+        )
         with pytest.raises(OwnDataError, match=r"consumer \(target\): .*array X: expected numbers of shape \(n, 5\)"):
-            marketplace.request(SKETCH, market=market.endpoint, keys=kit, overrides=SETTINGS,
-                                data=(target[:, :3], labels), out=tmp_path / "refused")
+            marketplace.request(
+                SKETCH,
+                market=market.endpoint,
+                keys=kit,
+                overrides=SETTINGS,
+                data=(target[:, :3], labels),
+                out=tmp_path / "refused",
+            )
         sessions = market.sessions
     for report in (by_path, by_arrays):
         assert report.completed and report.raw["deployment"]["data"] == "own"

@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import ROOT
-from marketplace.privacy.lifetime import LifetimeLedger, ledger_file
 from system_tools import skip_unless_tools
+
+from marketplace.privacy.lifetime import LifetimeLedger, ledger_file
 
 pytestmark = pytest.mark.slow
 
@@ -95,8 +95,15 @@ STARTED: list[subprocess.Popen] = []
 def start(hosts: Hosts, host: str, home: Path, *args: str) -> subprocess.Popen:
     """``marketplace ARGS`` on ``host``, in its own folder, with a data cache of its own (empty)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "MARKETPLACE_DATA": str(home / "empty-data-cache"), "HOME": str(home)}
-    proc = subprocess.Popen([*hosts.exec(host), sys.executable, "-m", "marketplace", *args], cwd=home, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [*hosts.exec(host), sys.executable, "-m", "marketplace", *args],
+        cwd=home,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     STARTED.append(proc)
     return proc
 
@@ -124,8 +131,20 @@ def own_folder(root: Path, name: str, *files: Path) -> Path:
 
 def test_three_machines_each_with_only_its_own_files_serve_three_requests(hosts, tmp_path):
     # a simulation's parties as files, only to have files to bring; from here on nobody simulates anything
-    made = subprocess.run([sys.executable, "-m", "marketplace", "shares", str(ROOT / "scenarios" / "sketch-quickstart.yaml"),
-                           "--out", str(tmp_path / "written")], capture_output=True, text=True, timeout=240)
+    made = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "marketplace",
+            "shares",
+            str(ROOT / "scenarios" / "sketch-quickstart.yaml"),
+            "--out",
+            str(tmp_path / "written"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert made.returncode == 0, made.stderr
     written = tmp_path / "written"
     market_file = written / "market.yaml"
@@ -134,9 +153,26 @@ def test_three_machines_each_with_only_its_own_files_serve_three_requests(hosts,
     market_file.write_text(yaml.safe_dump(market, sort_keys=False))
     # each machine's folder holds its own files only
     server_home = own_folder(tmp_path, "server", market_file)
-    init = subprocess.run([sys.executable, "-m", "marketplace", "serve", "market.yaml", "--state", "state", "--init",
-                           "--kits", str(tmp_path / "kits"), "--consumers", "alice"], cwd=server_home,
-                          capture_output=True, text=True, timeout=120)
+    init = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "marketplace",
+            "serve",
+            "market.yaml",
+            "--state",
+            "state",
+            "--init",
+            "--kits",
+            str(tmp_path / "kits"),
+            "--consumers",
+            "alice",
+        ],
+        cwd=server_home,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert init.returncode == 0, init.stderr
     kits = tmp_path / "kits"
     homes = {}
@@ -147,17 +183,48 @@ def test_three_machines_each_with_only_its_own_files_serve_three_requests(hosts,
             for path in (kits / owner).iterdir():
                 shutil.copy2(path, home / "kit" / path.name)
         homes[agent] = (home, owners)
-    consumer_home = own_folder(tmp_path, "consumer", written / "target.csv", written / "test.csv",
-                               ROOT / "scenarios" / "sketch-quickstart.yaml")
+    consumer_home = own_folder(
+        tmp_path,
+        "consumer",
+        written / "target.csv",
+        written / "test.csv",
+        ROOT / "scenarios" / "sketch-quickstart.yaml",
+    )
     shutil.copytree(kits / "consumers" / "alice", consumer_home / "kit")
     shutil.rmtree(kits)  # every kit is now only where its party is
     endpoint = f"tcp://{SERVER_IP}:7700"
 
-    server = start(hosts, "server", server_home, "serve", "market.yaml", "--state", "state", "--no-owners",
-                   "--endpoint", "tcp://0.0.0.0:7700", "--advertise", SERVER_IP)
-    agents = [start(hosts, agent, home, "agent", "--market", endpoint, "--keys", "kit", "--ids", ",".join(owners),
-                    "--data", ",".join(f"{o}={o}.csv" for o in owners))
-              for agent, (home, owners) in homes.items()]
+    server = start(
+        hosts,
+        "server",
+        server_home,
+        "serve",
+        "market.yaml",
+        "--state",
+        "state",
+        "--no-owners",
+        "--endpoint",
+        "tcp://0.0.0.0:7700",
+        "--advertise",
+        SERVER_IP,
+    )
+    agents = [
+        start(
+            hosts,
+            agent,
+            home,
+            "agent",
+            "--market",
+            endpoint,
+            "--keys",
+            "kit",
+            "--ids",
+            ",".join(owners),
+            "--data",
+            ",".join(f"{o}={o}.csv" for o in owners),
+        )
+        for agent, (home, owners) in homes.items()
+    ]
     try:
         deadline = time.monotonic() + 120
         log = server_home / "state" / "server.json"
@@ -168,9 +235,30 @@ def test_three_machines_each_with_only_its_own_files_serve_three_requests(hosts,
         time.sleep(3.0)  # the agents check their files, connect and ping
         reports = []
         for i in range(3):
-            request = start(hosts, "consumer", consumer_home, "request", "sketch-quickstart.yaml", "--market", endpoint,
-                            "--keys", "kit", "--data", "target.csv", "--test", "test.csv", "--out", f"out-{i}",
-                            "--quiet", "--wait", "300", "--set", f"sketch.epsilon={EPS}", "--set", "sketch.samples=2000")
+            request = start(
+                hosts,
+                "consumer",
+                consumer_home,
+                "request",
+                "sketch-quickstart.yaml",
+                "--market",
+                endpoint,
+                "--keys",
+                "kit",
+                "--data",
+                "target.csv",
+                "--test",
+                "test.csv",
+                "--out",
+                f"out-{i}",
+                "--quiet",
+                "--wait",
+                "300",
+                "--set",
+                f"sketch.epsilon={EPS}",
+                "--set",
+                "sketch.samples=2000",
+            )
             out, err = request.communicate(timeout=400)
             assert request.returncode == 0, (out, err, [a.poll() for a in agents])
             reports.append(json.loads((consumer_home / f"out-{i}" / "report.json").read_text()))

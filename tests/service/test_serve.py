@@ -14,26 +14,42 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import ROOT
+
 from marketplace.privacy.lifetime import LifetimeLedger, ledger_file
 
 pytestmark = pytest.mark.slow
 
 MARKET = {
-    "name": "tiny-market", "protocol": "sketch", "seed": 3, "parties": {"owners": 3},
-    "data": {"source": {"kind": "covariate_shift", "covariate_shift": {"dim": 3, "components": 4, "rows_per_component": 200}},
-             "partition": {"scheme": "by_group", "skew": 0.8},
-             "consumer": {"target_groups": [0], "validation_size": 25, "test_size": 25}, "seed_set": {"size": 0}},
+    "name": "tiny-market",
+    "protocol": "sketch",
+    "seed": 3,
+    "parties": {"owners": 3},
+    "data": {
+        "source": {
+            "kind": "covariate_shift",
+            "covariate_shift": {"dim": 3, "components": 4, "rows_per_component": 200},
+        },
+        "partition": {"scheme": "by_group", "skew": 0.8},
+        "consumer": {"target_groups": [0], "validation_size": 25, "test_size": 25},
+        "seed_set": {"size": 0},
+    },
     "sketch": {"lower": [-12, -12, -12], "upper": [12, 12, 12]},
     "transport": {"start_timeout_s": 20, "heartbeat_interval_s": 0.25, "heartbeat_timeout_s": 2.0},
     "lifetime": {"ledgers": "ledgers", "budget": {"epsilon": 1.0}, "owner_budgets": {"owner-2": {"epsilon": 0.3}}},
 }
 REQUEST = {
-    "name": "tiny-request", "protocol": "sketch",
+    "name": "tiny-request",
+    "protocol": "sketch",
     "data": {"consumer": {"target_groups": [1], "validation_size": 25, "test_size": 25}},
-    "sketch": {"lower": [-12, -12, -12], "upper": [12, 12, 12], "map": {"kind": "rff", "features": 40, "sigma": 0.5},
-               "epsilon": 0.25, "samples": 2000, "queries": {"moments": 1, "covariance": False, "random_counts": 2}},
+    "sketch": {
+        "lower": [-12, -12, -12],
+        "upper": [12, 12, 12],
+        "map": {"kind": "rff", "features": 40, "sigma": 0.5},
+        "epsilon": 0.25,
+        "samples": 2000,
+        "queries": {"moments": 1, "covariance": False, "random_counts": 2},
+    },
 }
 
 
@@ -63,8 +79,14 @@ def no_process_left():
 def cli(*args: str, **kwargs) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     kwargs.setdefault("start_new_session", True)  # a process group of its own: killed whole if left over
-    proc = subprocess.Popen([sys.executable, "-m", "marketplace", *args], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, **kwargs)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "marketplace", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
+    )
     STARTED.append(proc)
     return proc
 
@@ -78,21 +100,46 @@ class Market:
         self.file = tmp / "market.yaml"
         self.file.write_text(yaml.safe_dump(MARKET))
         (tmp / "request.yaml").write_text(yaml.safe_dump(REQUEST))
-        self.proc = cli("serve", str(self.file), "--state", str(self.state), "--endpoint", self.endpoint,
-                        "--session-port", str(free_port()), "--consumers", consumers, *extra, cwd=tmp)
+        self.proc = cli(
+            "serve",
+            str(self.file),
+            "--state",
+            str(self.state),
+            "--endpoint",
+            self.endpoint,
+            "--session-port",
+            str(free_port()),
+            "--consumers",
+            consumers,
+            *extra,
+            cwd=tmp,
+        )
         deadline = time.monotonic() + 60
         while not (self.state / "server.json").exists():
             assert self.proc.poll() is None, self.proc.communicate()
             assert time.monotonic() < deadline, "the marketplace did not start"
             time.sleep(0.1)
 
-    def request(self, consumer: str, out: str, *sets: str, keys: Path | None = None, relative: bool = False,
-                **kwargs) -> subprocess.Popen:
+    def request(
+        self, consumer: str, out: str, *sets: str, keys: Path | None = None, relative: bool = False, **kwargs
+    ) -> subprocess.Popen:
         """``relative``: --out as a path relative to the request's working folder (the test's)."""
-        return cli("request", str(self.tmp / "request.yaml"), "--market", self.endpoint, "--keys",
-                   str(keys or self.state / "consumers" / consumer), "--out", out if relative else str(self.tmp / out),
-                   "--quiet", "--wait", "300", *[a for s in sets for a in ("--set", s)],
-                   **({"cwd": self.tmp} if relative else {}), **kwargs)
+        return cli(
+            "request",
+            str(self.tmp / "request.yaml"),
+            "--market",
+            self.endpoint,
+            "--keys",
+            str(keys or self.state / "consumers" / consumer),
+            "--out",
+            out if relative else str(self.tmp / out),
+            "--quiet",
+            "--wait",
+            "300",
+            *[a for s in sets for a in ("--set", s)],
+            **({"cwd": self.tmp} if relative else {}),
+            **kwargs,
+        )
 
     def stop(self) -> tuple[int, str]:
         self.proc.send_signal(signal.SIGTERM)
@@ -163,7 +210,9 @@ def test_strangers_bad_requests_and_a_vanishing_consumer_end_only_their_own_requ
         # alice vanishes mid-session (its whole process group killed): only its session fails
         alice = market.request("alice", "out-alice", "sketch.samples=2000000")
         deadline = time.monotonic() + 120
-        while not any("the consumer are present" in log.read_text() for log in market.state.glob("sessions/*/curator.log")):
+        while not any(
+            "the consumer are present" in log.read_text() for log in market.state.glob("sessions/*/curator.log")
+        ):
             assert time.monotonic() < deadline and alice.poll() is None, "alice's session never got going"
             time.sleep(0.05)
         bob = market.request("bob", "out-bob")
@@ -206,15 +255,36 @@ def test_owners_started_by_hand_join_and_the_python_api_serves_and_requests(tmp_
     (tmp_path / "market.yaml").write_text(yaml.safe_dump(MARKET))
     (tmp_path / "request.yaml").write_text(yaml.safe_dump(REQUEST))
     port = free_port()
-    with marketplace.serve(tmp_path / "market.yaml", tmp_path / "state", endpoint=f"tcp://127.0.0.1:{port}",
-                           consumers=["alice"], start_owners=False, session_port=free_port()) as market:
+    with marketplace.serve(
+        tmp_path / "market.yaml",
+        tmp_path / "state",
+        endpoint=f"tcp://127.0.0.1:{port}",
+        consumers=["alice"],
+        start_owners=False,
+        session_port=free_port(),
+    ) as market:
         keys = tmp_path / "state" / "owners"
-        agent = cli("agent", "--market", market.endpoint, "--keys", str(keys), "--ids", "owner-1..owner-3",
-                    "--ledgers", str(tmp_path / "agent-ledgers"), "--work", str(tmp_path / "agent"))
+        agent = cli(
+            "agent",
+            "--market",
+            market.endpoint,
+            "--keys",
+            str(keys),
+            "--ids",
+            "owner-1..owner-3",
+            "--ledgers",
+            str(tmp_path / "agent-ledgers"),
+            "--work",
+            str(tmp_path / "agent"),
+        )
         try:
             time.sleep(3.0)  # its pings make the three owners present
-            result = marketplace.request(tmp_path / "request.yaml", market=market.endpoint,
-                                         keys=tmp_path / "state" / "consumers" / "alice", out=tmp_path / "out")
+            result = marketplace.request(
+                tmp_path / "request.yaml",
+                market=market.endpoint,
+                keys=tmp_path / "state" / "consumers" / "alice",
+                out=tmp_path / "out",
+            )
             assert result.status == "completed" and result.raw["lifetime"]["consumer"] == "alice"
             assert (tmp_path / "agent-ledgers" / "owner-1.ledger.sqlite").exists()
             assert (tmp_path / "out" / "report.json").exists() and (tmp_path / "out" / "messages.csv").exists()
@@ -234,7 +304,9 @@ def test_the_queue_takes_turns_between_consumers_and_caps_each_one():
 
     market = srv.MarketServer.__new__(srv.MarketServer)
     market.finished = [{"consumer": "alice"}, {"consumer": "alice"}, {"consumer": "bob"}]
-    market.queue = deque(SimpleNamespace(consumer=c, id=str(i)) for i, c in enumerate(["alice", "alice", "bob", "carol", "bob"]))
+    market.queue = deque(
+        SimpleNamespace(consumer=c, id=str(i)) for i, c in enumerate(["alice", "alice", "bob", "carol", "bob"])
+    )
     order = []
     while market.queue:
         chosen = market._next_in_queue()
@@ -249,17 +321,34 @@ def test_init_writes_one_kit_per_party_and_keeps_only_public_keys_on_the_server(
     the consumers' kits theirs; the server's state holds no owner's or consumer's secret; a second
     --init replaces nothing."""
     (tmp_path / "market.yaml").write_text(yaml.safe_dump(MARKET))
-    args = ("serve", str(tmp_path / "market.yaml"), "--state", str(tmp_path / "state"), "--init", "--kits",
-            str(tmp_path / "kits"), "--consumers", "alice,bob")
+    args = (
+        "serve",
+        str(tmp_path / "market.yaml"),
+        "--state",
+        str(tmp_path / "state"),
+        "--init",
+        "--kits",
+        str(tmp_path / "kits"),
+        "--consumers",
+        "alice,bob",
+    )
     first = cli(*args)
     out, err = first.communicate(timeout=120)
     assert first.returncode == 0, err
     kits, state = tmp_path / "kits", tmp_path / "state"
     for owner in ("owner-1", "owner-2", "owner-3"):
-        assert sorted(p.name for p in (kits / owner).iterdir()) == ["market.yaml", f"{owner}.key", f"{owner}.key_secret",
-                                                                    "server.key"]
-    assert sorted(p.name for p in (kits / "consumers" / "alice").iterdir()) == ["alice.key", "alice.key_secret",
-                                                                                "market.yaml", "server.key"]
+        assert sorted(p.name for p in (kits / owner).iterdir()) == [
+            "market.yaml",
+            f"{owner}.key",
+            f"{owner}.key_secret",
+            "server.key",
+        ]
+    assert sorted(p.name for p in (kits / "consumers" / "alice").iterdir()) == [
+        "alice.key",
+        "alice.key_secret",
+        "market.yaml",
+        "server.key",
+    ]
     secrets = sorted(p.relative_to(state).as_posix() for p in state.rglob("*.key_secret"))
     assert secrets == ["keys/server.key_secret"]
     assert (state / "market.yaml").exists()  # the scenario, resolved, where the server reads it

@@ -13,11 +13,9 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import ROOT
 
 pytestmark = pytest.mark.slow
@@ -28,7 +26,7 @@ DOC = ROOT / "docs" / "serve.md"
 def section() -> str:
     text = DOC.read_text()
     start = text.index("## Parties that bring their own data")
-    return text[start:text.index("\n## ", start + 5)]
+    return text[start : text.index("\n## ", start + 5)]
 
 
 def commands() -> list[str]:
@@ -54,16 +52,28 @@ def test_the_pages_three_commands_serve_a_request_with_the_consumers_own_target(
     made = subprocess.run(argv(shares, 0), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
     assert made.returncode == 0, made.stderr
     port = free_port()
-    server = subprocess.Popen([*argv(serve, port), "--endpoint", f"tcp://127.0.0.1:{port}",
-                               "--session-port", str(free_port())], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, start_new_session=True)
+    server = subprocess.Popen(
+        [*argv(serve, port), "--endpoint", f"tcp://127.0.0.1:{port}", "--session-port", str(free_port())],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 120
         while not (tmp_path / "market" / "server.json").exists():
             assert server.poll() is None and time.monotonic() < deadline, server.communicate()
             time.sleep(0.1)
-        asked = subprocess.run([*argv(request, port), "--out", "out", "--quiet", "--wait", "300"], cwd=tmp_path,
-                               env=env, capture_output=True, text=True, timeout=400)
+        asked = subprocess.run(
+            [*argv(request, port), "--out", "out", "--quiet", "--wait", "300"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=400,
+        )
         assert asked.returncode == 0, asked.stderr
         report = json.loads((tmp_path / "out" / "report.json").read_text())
         assert report["status"] == "completed" and report["deployment"]["data"] == "own"
@@ -86,16 +96,48 @@ def test_the_schema_example_is_a_valid_data_section():
 
 def test_the_quoted_refusal_is_what_an_agent_prints(tmp_path):
     quoted = re.search(r"^\s*(marketplace agent: owner-2: .*)$", section(), re.MULTILINE)[1]
-    made = subprocess.run([sys.executable, "-m", "marketplace", "shares", str(ROOT / "scenarios" / "sketch-quickstart.yaml"),
-                           "--out", "own-data"], cwd=tmp_path, capture_output=True, text=True, timeout=240)
+    made = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "marketplace",
+            "shares",
+            str(ROOT / "scenarios" / "sketch-quickstart.yaml"),
+            "--out",
+            "own-data",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert made.returncode == 0, made.stderr
     lines = (tmp_path / "own-data" / "owner-2.csv").read_text().splitlines()
     fields = lines[5].split(",")
     fields[1] = "99"
     lines[5] = ",".join(fields)
     (tmp_path / "owner-2.csv").write_text("\n".join(lines) + "\n")
-    done = subprocess.run([sys.executable, "-m", "marketplace", "agent", "--market", "tcp://127.0.0.1:9", "--keys", "kit",
-                           "--ids", "owner-2", "--data", "owner-2=owner-2.csv", "--schema", "own-data/market.yaml"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "marketplace",
+            "agent",
+            "--market",
+            "tcp://127.0.0.1:9",
+            "--keys",
+            "kit",
+            "--ids",
+            "owner-2",
+            "--data",
+            "owner-2=owner-2.csv",
+            "--schema",
+            "own-data/market.yaml",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2
     assert quoted in done.stderr.splitlines()

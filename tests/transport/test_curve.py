@@ -10,15 +10,15 @@ import time
 import numpy as np
 import pytest
 import zmq
-
 from conftest import run_cli
+
 from marketplace.messages import PROTOCOL_VERSION, Envelope, encode
 from marketplace.messages.kinds import Hello
 from marketplace.protocols.summarize.messages import Point
 from marketplace.roles import CURATOR, Role
 from marketplace.transport.curve import CurveError, CurveKeys, PartyAuthenticator, generate_keys
-from marketplace.transport.node import Node
 from marketplace.transport.link_settings import LinkSettings
+from marketplace.transport.node import Node
 from marketplace.transport.zmq_driver import serve_curator
 
 PATTERN = np.full(8, 1234.5678125)  # a float64 pattern that is easy to find in a byte stream
@@ -51,10 +51,17 @@ def start_curator(keys: str | None, run_timeout_s: float = 3.0, max_message_byte
     role = Recorder()
     node = Node(role, run_id="r", max_message_bytes=1 << 20)
     bound: list[str] = []
-    settings = LinkSettings(heartbeat_interval_s=0.2, heartbeat_timeout_s=2.0, start_timeout_s=5.0,
-                            run_timeout_s=run_timeout_s, curve_keys=keys, max_message_bytes=max_message_bytes)
-    thread = threading.Thread(target=serve_curator, args=(node, "tcp://127.0.0.1:0", settings),
-                              kwargs={"on_bound": bound.append}, daemon=True)
+    settings = LinkSettings(
+        heartbeat_interval_s=0.2,
+        heartbeat_timeout_s=2.0,
+        start_timeout_s=5.0,
+        run_timeout_s=run_timeout_s,
+        curve_keys=keys,
+        max_message_bytes=max_message_bytes,
+    )
+    thread = threading.Thread(
+        target=serve_curator, args=(node, "tcp://127.0.0.1:0", settings), kwargs={"on_bound": bound.append}, daemon=True
+    )
     thread.start()
     while not bound:
         time.sleep(0.01)
@@ -183,8 +190,11 @@ def test_keys_generate_writes_one_pair_per_party_and_refuses_to_overwrite(tmp_pa
     result = run_cli("keys", "generate", str(tmp_path / "k"), "--owners", "3")
     assert result.returncode == 0, result.stderr
     names = sorted(p.name for p in (tmp_path / "k").iterdir())
-    assert names == sorted(f"{p}.{ext}" for p in ("curator", "owner-1", "owner-2", "owner-3", "consumer")
-                           for ext in ("key", "key_secret", "noise_key"))
+    assert names == sorted(
+        f"{p}.{ext}"
+        for p in ("curator", "owner-1", "owner-2", "owner-3", "consumer")
+        for ext in ("key", "key_secret", "noise_key")
+    )
     assert oct((tmp_path / "k" / "owner-1.key_secret").stat().st_mode & 0o777) == "0o600"
     again = run_cli("keys", "generate", str(tmp_path / "k"), "--owners", "3")
     assert again.returncode == 2 and "refusing to overwrite" in again.stderr
@@ -195,9 +205,13 @@ def test_a_whole_run_over_curve_with_exec_launch_matches_plaintext(tiny_scenario
     from marketplace.runner.run import run_scenario
     from marketplace.scenario import parse_scenario
 
-    secure = run_scenario(parse_scenario(tiny_scenario, source="t", base_dir=tmp_path), tmp_path / "c", driver="processes", launch="exec")
+    secure = run_scenario(
+        parse_scenario(tiny_scenario, source="t", base_dir=tmp_path), tmp_path / "c", driver="processes", launch="exec"
+    )
     tiny_scenario["transport"]["security"] = "none"
-    plain = run_scenario(parse_scenario(tiny_scenario, source="t", base_dir=tmp_path), tmp_path / "p", driver="processes")
+    plain = run_scenario(
+        parse_scenario(tiny_scenario, source="t", base_dir=tmp_path), tmp_path / "p", driver="processes"
+    )
     assert secure["status"] == "completed", secure["failures"]
     assert secure["transport_security"].startswith("curve") and plain["transport_security"].startswith("none")
     assert secure["selection"] == plain["selection"] and secure["metrics"] == plain["metrics"]
@@ -221,8 +235,10 @@ def test_an_oversized_frame_is_cut_at_the_socket_logged_and_the_curator_keeps_se
         thread.join(10)
     ctx.destroy(0)
     assert role.seen == [("owner-2", "hello")]  # nothing of the big frame reached the role
-    assert any("a connection was dropped" in r.getMessage() and "max_message_bytes = 1048576" in r.getMessage()
-               for r in caplog.records)
+    assert any(
+        "a connection was dropped" in r.getMessage() and "max_message_bytes = 1048576" in r.getMessage()
+        for r in caplog.records
+    )
 
 
 def test_a_flooding_sender_is_held_back_by_the_high_water_marks():
@@ -255,7 +271,10 @@ def test_a_flooding_sender_is_held_back_by_the_high_water_marks():
 
 # --- the ZAP handler, request by request (ZeroMQ RFC 27) -------------------------------------------
 
-def zap_request(key: bytes, *, mechanism: bytes = b"CURVE", version: bytes = b"1.0", address: bytes = b"127.0.0.1") -> list[bytes]:
+
+def zap_request(
+    key: bytes, *, mechanism: bytes = b"CURVE", version: bytes = b"1.0", address: bytes = b"127.0.0.1"
+) -> list[bytes]:
     return [version, b"7", b"", address, b"", mechanism, key]
 
 
@@ -278,10 +297,16 @@ def test_zap_refuses_unknown_keys_other_mechanisms_versions_and_malformed_reques
     public, _ = CurveKeys(key_dir, "owner-1").own()
     known = zmq.utils.z85.decode(public)
     stranger = zmq.utils.z85.decode(zmq.curve_keypair()[0])
-    for request in (zap_request(stranger), zap_request(stranger),  # the second is counted, not logged again
-                    zap_request(known, mechanism=b"NULL"), zap_request(known, mechanism=b"PLAIN"),
-                    zap_request(known, version=b"2.0"), zap_request(known[:31]), zap_request(known) + [b"extra"],
-                    [b"1.0", b"7", b"", b""]):
+    for request in (
+        zap_request(stranger),
+        zap_request(stranger),  # the second is counted, not logged again
+        zap_request(known, mechanism=b"NULL"),
+        zap_request(known, mechanism=b"PLAIN"),
+        zap_request(known, version=b"2.0"),
+        zap_request(known[:31]),
+        zap_request(known) + [b"extra"],
+        [b"1.0", b"7", b"", b""],
+    ):
         reply = zap.answer(request)
         assert reply[:3] == [b"1.0", b"7", b"400"] and reply[4] == b"", (request, reply)
     assert zap.answer([b"1.0"]) is None  # nothing names the request: no reply can be addressed

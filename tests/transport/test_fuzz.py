@@ -17,23 +17,25 @@ import logging
 import random
 import re
 
+import fuzzing
 import msgpack
 import numpy as np
 import pytest
+from conftest import tiny_raw
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import fuzzing
-from conftest import tiny_raw
 from marketplace.messages import PROTOCOL_VERSION, Envelope, MessageError, decode, encode
 from marketplace.messages.kinds import Error, Hello
-from marketplace.protocols.summarize.messages import Point
 from marketplace.parties import make_world
+from marketplace.protocols.summarize.messages import Point
 from marketplace.scenario import parse_scenario
 from marketplace.transport.inprocess import run_inprocess
 from marketplace.transport.node import Node
 
-FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 
 
 @pytest.fixture(autouse=True)
@@ -45,7 +47,10 @@ def quiet_nodes():
 
 
 STC = {
-    "name": "stc-tiny", "protocol": "stc", "seed": 5, "parties": {"owners": 2},
+    "name": "stc-tiny",
+    "protocol": "stc",
+    "seed": 5,
+    "parties": {"owners": 2},
     "data": {
         "source": {"kind": "stc_synthetic", "stc_synthetic": {"which": 2, "n_source": 200, "n_target": 150}},
         "partition": {"scheme": "even", "groups": [0]},
@@ -95,8 +100,11 @@ def test_random_bytes_decode_or_raise_message_error_only(frame: bytes) -> None:
 
 
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data(), names=st.lists(st.sampled_from(sorted(fuzzing.MUTATORS)), min_size=1, max_size=3),
-       rng=st.randoms(use_true_random=False))
+@given(
+    data=st.data(),
+    names=st.lists(st.sampled_from(sorted(fuzzing.MUTATORS)), min_size=1, max_size=3),
+    rng=st.randoms(use_true_random=False),
+)
 def test_mutated_frames_decode_or_raise_message_error_only(data, names: list[str], rng: random.Random) -> None:
     pool = all_frames()
     base = data.draw(st.sampled_from(pool))
@@ -117,9 +125,14 @@ def test_every_mutator_yields_frames_the_decoder_refuses_or_accepts(mutator: str
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data(), names=st.lists(st.sampled_from(sorted(fuzzing.MUTATORS)), min_size=1, max_size=3),
-       rng=st.randoms(use_true_random=False))
-def test_the_fast_decoder_accepts_no_mutated_frame_the_precise_checks_refuse(data, names: list[str], rng: random.Random) -> None:
+@given(
+    data=st.data(),
+    names=st.lists(st.sampled_from(sorted(fuzzing.MUTATORS)), min_size=1, max_size=3),
+    rng=st.randoms(use_true_random=False),
+)
+def test_the_fast_decoder_accepts_no_mutated_frame_the_precise_checks_refuse(
+    data, names: list[str], rng: random.Random
+) -> None:
     """decode's fast path (msgspec) must never let through what the field-by-field checks refuse."""
     from marketplace.messages.codec import decode_fast, decode_precise
 
@@ -134,18 +147,29 @@ def test_the_fast_decoder_accepts_no_mutated_frame_the_precise_checks_refuse(dat
         assert fast is None, names
         return
     if fast is not None:
-        assert (fast.kind, fast.msg_id, fast.sender, fast.reply_to) == (precise.kind, precise.msg_id, precise.sender, precise.reply_to)
+        assert (fast.kind, fast.msg_id, fast.sender, fast.reply_to) == (
+            precise.kind,
+            precise.msg_id,
+            precise.sender,
+            precise.reply_to,
+        )
         assert repr(fast.body) == repr(precise.body)
 
 
 # --- (b) every role, in every state of a run ----------------------------------------------------
 
-ROLES = [(name, party) for name in ("summarize", "summarize-less-trusted") for party in ("curator", "owner-1", "owner-3", "consumer")]
+ROLES = [
+    (name, party)
+    for name in ("summarize", "summarize-less-trusted")
+    for party in ("curator", "owner-1", "owner-3", "consumer")
+]
 ROLES += [("stc", party) for party in ("curator", "owner-1", "consumer")]
 
 
 @pytest.mark.parametrize(("scenario", "party"), ROLES)
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(rng=st.randoms(use_true_random=False))
 def test_a_role_under_hostile_frames_never_raises_counts_each_and_still_completes_the_run(scenario, party, rng) -> None:
     config, world, clean, clean_nodes = prepared(scenario)
@@ -155,7 +179,9 @@ def test_a_role_under_hostile_frames_never_raises_counts_each_and_still_complete
     nodes, tally = fuzzing.fuzz_run(config, rng, per_delivery=per_delivery, targets={party}, world=world, clean=clean)
 
     assert tally.crashes == [] and tally.frames >= 60
-    assert set(tally.verdicts) <= {"accepted", "heartbeat", "duplicate", "protocol"} | {v for v in tally.verdicts if v.startswith("bad_message:")}
+    assert set(tally.verdicts) <= {"accepted", "heartbeat", "duplicate", "protocol"} | {
+        v for v in tally.verdicts if v.startswith("bad_message:")
+    }
     assert outcome(nodes) == outcome(clean_nodes)  # every party done, nothing failed, identical results
 
 
@@ -224,8 +250,22 @@ def test_replayed_and_duplicate_message_ids_are_ignored_and_counted() -> None:
 
     assert fuzzing.feed(node, hello, "owner-1") == "accepted"
     assert fuzzing.feed(node, hello, "owner-1") == "duplicate"  # the same frame again
-    assert fuzzing.feed(node, owner_frame(Hello(role="owner", protocol="summarize", scenario="tiny", config=FINGERPRINT()), 3), "owner-1") == "duplicate"
-    assert fuzzing.feed(node, owner_frame(Hello(role="owner", protocol="summarize", scenario="tiny", config=FINGERPRINT()), 5, "owner-2"), "owner-2") == "accepted"
+    assert (
+        fuzzing.feed(
+            node,
+            owner_frame(Hello(role="owner", protocol="summarize", scenario="tiny", config=FINGERPRINT()), 3),
+            "owner-1",
+        )
+        == "duplicate"
+    )
+    assert (
+        fuzzing.feed(
+            node,
+            owner_frame(Hello(role="owner", protocol="summarize", scenario="tiny", config=FINGERPRINT()), 5, "owner-2"),
+            "owner-2",
+        )
+        == "accepted"
+    )
 
     assert node.counters.rejected["duplicate"] == 2
     assert node.role.present == {"owner-1", "owner-2"}  # each hello handled once
@@ -241,7 +281,9 @@ def test_a_point_label_outside_int64_is_refused_at_the_wire() -> None:
     wire = msgpack.unpackb(frame)
     wire["body"]["y"] = 2**63
 
-    with pytest.raises(MessageError, match=r"field 'body.y' expected an integer that fits in 64 signed bits, got 9223372036854775808"):
+    with pytest.raises(
+        MessageError, match=r"field 'body.y' expected an integer that fits in 64 signed bits, got 9223372036854775808"
+    ):
         decode(msgpack.packb(wire))
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import tiny_raw
 
-from conftest import ROOT, tiny_raw
 from marketplace.provision import provision
 from marketplace.scenario import parse_scenario
 
@@ -29,12 +29,16 @@ def kits_for(tmp_path: Path, name: str, raw: dict, endpoint: str) -> Path:
 def start(kit: Path, log: Path, *extra: str) -> subprocess.Popen:
     """The kit's start.sh, run the way a person would (`sh kits/<party>/start.sh`)."""
     with open(log, "w") as out:
-        return subprocess.Popen(["sh", str(kit / "start.sh"), *extra], stdout=out, stderr=subprocess.STDOUT, cwd=kit.parent.parent)
+        return subprocess.Popen(
+            ["sh", str(kit / "start.sh"), *extra], stdout=out, stderr=subprocess.STDOUT, cwd=kit.parent.parent
+        )
 
 
 def start_curator(kits: Path, tmp_path: Path, *extra: str) -> tuple[subprocess.Popen, str]:
     endpoint_file = tmp_path / "endpoint"
-    proc = start(kits / "curator", tmp_path / "curator.log", "--endpoint-file", str(endpoint_file), "--no-report", *extra)
+    proc = start(
+        kits / "curator", tmp_path / "curator.log", "--endpoint-file", str(endpoint_file), "--no-report", *extra
+    )
     deadline = time.monotonic() + 30
     while not endpoint_file.exists():
         assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "curator.log").read_text()
@@ -61,8 +65,12 @@ def test_an_owner_holding_another_provisionings_kit_stops_within_seconds_and_bot
     curator, endpoint = start_curator(kits, tmp_path)
     try:
         t0 = time.monotonic()
-        owner = subprocess.run(["sh", str(stranger / "owner-1" / "start.sh"), "--endpoint", endpoint, "--no-report"],
-                               capture_output=True, text=True, timeout=60)
+        owner = subprocess.run(
+            ["sh", str(stranger / "owner-1" / "start.sh"), "--endpoint", endpoint, "--no-report"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         elapsed = time.monotonic() - t0
         time.sleep(0.3)
     finally:
@@ -83,8 +91,12 @@ def test_an_owner_whose_key_is_unknown_is_refused_and_the_curator_names_its_addr
     curator, endpoint = start_curator(kits, tmp_path)
     try:
         t0 = time.monotonic()
-        owner = subprocess.run(["sh", str(stranger / "owner-1" / "start.sh"), "--endpoint", endpoint, "--no-report"],
-                               capture_output=True, text=True, timeout=60)
+        owner = subprocess.run(
+            ["sh", str(stranger / "owner-1" / "start.sh"), "--endpoint", endpoint, "--no-report"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         elapsed = time.monotonic() - t0
         time.sleep(0.3)
     finally:
@@ -103,7 +115,9 @@ def test_a_healthy_run_probed_like_a_healthcheck_logs_no_warning(raw, tmp_path):
     procs = {"curator": curator}
     try:
         for _ in range(3):  # what the compose healthcheck does every second
-            probe = subprocess.run([sys.executable, "-m", "marketplace", "probe", endpoint], capture_output=True, timeout=30)
+            probe = subprocess.run(
+                [sys.executable, "-m", "marketplace", "probe", endpoint], capture_output=True, timeout=30
+            )
             assert probe.returncode == 0, probe.stderr
         for party in ("owner-1", "owner-2", "owner-3", "consumer"):
             procs[party] = start(kits / party, tmp_path / f"{party}.log", "--endpoint", endpoint, "--no-report")
@@ -113,7 +127,10 @@ def test_a_healthy_run_probed_like_a_healthcheck_logs_no_warning(raw, tmp_path):
             stop(proc)
     logs = {party: (tmp_path / f"{party}.log").read_text() for party in procs}
     assert codes == dict.fromkeys(procs, 0), logs
-    noisy = {party: [line for line in text.splitlines() if " WARNING " in line or " ERROR " in line] for party, text in logs.items()}
+    noisy = {
+        party: [line for line in text.splitlines() if " WARNING " in line or " ERROR " in line]
+        for party, text in logs.items()
+    }
     assert noisy == dict.fromkeys(procs, []), noisy
     assert "curator finished" in logs["curator"]
 
@@ -127,9 +144,17 @@ def test_a_connection_dropped_mid_run_without_bye_is_still_a_warning(caplog):
     from marketplace.transport.monitor import ConnectionWatch
 
     watch = ConnectionWatch("curator", "server", "tcp://x:1", 1 << 20)
-    for event in (zmq.EVENT_ACCEPTED, zmq.EVENT_HANDSHAKE_SUCCEEDED, zmq.EVENT_ACCEPTED, zmq.EVENT_HANDSHAKE_SUCCEEDED,
-                  zmq.EVENT_ACCEPTED, zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL, zmq.EVENT_DISCONNECTED,  # a probe
-                  zmq.EVENT_DISCONNECTED, zmq.EVENT_DISCONNECTED):  # two parties gone
+    for event in (
+        zmq.EVENT_ACCEPTED,
+        zmq.EVENT_HANDSHAKE_SUCCEEDED,
+        zmq.EVENT_ACCEPTED,
+        zmq.EVENT_HANDSHAKE_SUCCEEDED,
+        zmq.EVENT_ACCEPTED,
+        zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL,
+        zmq.EVENT_DISCONNECTED,  # a probe
+        zmq.EVENT_DISCONNECTED,
+        zmq.EVENT_DISCONNECTED,
+    ):  # two parties gone
         watch.on_event(event, 0)
     with caplog.at_level(logging.DEBUG, logger="marketplace.transport.zmq_driver"):
         watch.check_drops(explained=1, now=100.0)  # one said bye; the other drop waits for its grace

@@ -24,12 +24,12 @@ from pathlib import Path
 import msgpack
 import numpy as np
 import pytest
-
-from conftest import ROOT, run_cli, tiny_raw
+from conftest import run_cli, tiny_raw
 from hostile import HEARTBEAT_TIMEOUT_S, PROGRESS_TIMEOUT_S, Attacker, LocalRun, hostile_scenario, rss_kib
 from hostile_roles import data_with_huge_values, make_hostile
+
 from marketplace.messages import PROTOCOL_VERSION, Envelope, encode
-from marketplace.messages.kinds import Error, Heartbeat, Hello
+from marketplace.messages.kinds import Heartbeat, Hello
 from marketplace.parties import build_role, make_world, party_ids
 from marketplace.runner.run import run_scenario
 from marketplace.scenario import parse_scenario
@@ -98,7 +98,9 @@ def frame(sender: str, body, msg_id: int, *, run_id: str = "hostile", receiver: 
 # --- 1. heartbeat starvation, and 2. a reader that never reads -------------------------------------
 
 
-def flooded_run(tmp_path: Path, clean: dict, *, curve: bool, attacker, transport: dict | None = None) -> tuple[LocalRun, dict, int]:
+def flooded_run(
+    tmp_path: Path, clean: dict, *, curve: bool, attacker, transport: dict | None = None
+) -> tuple[LocalRun, dict, int]:
     raw = scenario()
     raw["transport"].update(transport or {})
     run = LocalRun(tmp_path / "run", raw, curve=curve)
@@ -114,8 +116,12 @@ def flooded_run(tmp_path: Path, clean: dict, *, curve: bool, attacker, transport
 
 def test_a_flood_of_refused_frames_from_a_stranger_does_not_starve_the_run(tmp_path, clean):
     garbage = b"\x00not msgpack at all"
-    run, codes, sent = flooded_run(tmp_path, clean, curve=False, attacker=lambda run: Attacker(
-        run.endpoint, identity=b"mallory").flood(lambda i: garbage, seconds=120))
+    run, codes, sent = flooded_run(
+        tmp_path,
+        clean,
+        curve=False,
+        attacker=lambda run: Attacker(run.endpoint, identity=b"mallory").flood(lambda i: garbage, seconds=120),
+    )
     report = completed(run, codes)
     assert report["selection"] == clean["selection"] and run.wall_s <= bound(clean), (run.wall_s, clean["wall_s"])
     assert sent > 10_000  # a flood indeed
@@ -126,6 +132,7 @@ def test_a_flood_of_refused_frames_from_a_stranger_does_not_starve_the_run(tmp_p
 def test_a_key_holder_flooding_under_another_partys_identity_does_not_starve_the_run(tmp_path, clean):
     """Under CURVE: owner-3's key, frames claiming to be owner-2, all refused; owner-3 itself, on its
     own connection, is not harmed (quarantine is per connection)."""
+
     def attacker(run):
         impostor = frame("owner-2", Hello(role="owner", protocol="summarize", scenario="tiny"), 1)
         return Attacker(run.endpoint, keys=CurveKeys(run.keys, "owner-3")).flood(lambda i: impostor, seconds=120)
@@ -142,8 +149,12 @@ def test_a_key_holder_flooding_under_another_partys_identity_does_not_starve_the
 
 def test_valid_heartbeats_from_a_stranger_keep_nobody_alive_and_starve_nothing(tmp_path, clean):
     beat = frame("mallory", Heartbeat(), 1)
-    run, codes, sent = flooded_run(tmp_path, clean, curve=False, attacker=lambda run: Attacker(
-        run.endpoint, identity=b"mallory").flood(lambda i: beat, seconds=120))
+    run, codes, sent = flooded_run(
+        tmp_path,
+        clean,
+        curve=False,
+        attacker=lambda run: Attacker(run.endpoint, identity=b"mallory").flood(lambda i: beat, seconds=120),
+    )
     report = completed(run, codes)
     assert report["selection"] == clean["selection"] and run.wall_s <= bound(clean)
     assert sent > 10_000
@@ -152,9 +163,15 @@ def test_valid_heartbeats_from_a_stranger_keep_nobody_alive_and_starve_nothing(t
 def test_a_peer_that_never_reads_its_error_replies_blocks_nobody(tmp_path, clean):
     """Small high-water marks, so that the curator's queue to the attacker fills within the run."""
     garbage = b"\xc1"
-    run, codes, sent = flooded_run(tmp_path, clean, curve=False, attacker=lambda run: Attacker(
-        run.endpoint, identity=b"mallory", read=False).flood(lambda i: garbage, seconds=120),
-        transport={"high_water_mark": 20, "refusal_budget": 100_000})
+    run, codes, sent = flooded_run(
+        tmp_path,
+        clean,
+        curve=False,
+        attacker=lambda run: Attacker(run.endpoint, identity=b"mallory", read=False).flood(
+            lambda i: garbage, seconds=120
+        ),
+        transport={"high_water_mark": 20, "refusal_budget": 100_000},
+    )
     report = completed(run, codes)
     assert report["selection"] == clean["selection"] and run.wall_s <= bound(clean)
     assert run.curator_report()["driver"]["replies_dropped"] > 0  # never queued, never waited for
@@ -187,7 +204,9 @@ def test_a_63_mib_frame_of_nested_arrays_costs_the_curator_no_more_than_twice_it
         attacker.close()
     report = completed(run, codes)
     assert report["selection"] == clean["selection"] and run.wall_s <= bound(clean)
-    assert (peak - before) * 1024 <= 2 * size, f"the curator grew by {(peak - before) / 1024:.0f} MiB for a 63 MiB frame"
+    assert (peak - before) * 1024 <= 2 * size, (
+        f"the curator grew by {(peak - before) / 1024:.0f} MiB for a 63 MiB frame"
+    )
     assert "more than 262144 msgpack objects" in run.log("curator")
 
 
@@ -205,12 +224,18 @@ def test_a_party_that_stops_progressing_is_dropped_with_the_reason_and_the_run_c
     expected = reference(raw, tmp_path, {"owner-2": change})
     assert report["selection"] == expected["selection"] and run.wall_s <= bound(clean, dropped=True), run.wall_s
     reason = report["dropouts"]["owner-2"]["reason"]
-    assert {"never_bids": "no a bid for round", "refuses_target": "refused the curator's 'target_embedding'",
-            "bye_mid_round": "no a bid for round", "nan_bids": "sent a bid that could not be read"}[behaviour] in reason
+    assert {
+        "never_bids": "no a bid for round",
+        "refuses_target": "refused the curator's 'target_embedding'",
+        "bye_mid_round": "no a bid for round",
+        "nan_bids": "sent a bid that could not be read",
+    }[behaviour] in reason
     if behaviour == "bye_mid_round":
         assert "no shutdown was sent to this party" in (report["party_details"]["curator"]["errors"] or [""])[0]
     else:  # still connected when the run ended: told it was dropped, so its own status says so
-        assert codes["owner-2"] == 3 and next(p for p in report["parties"] if p["id"] == "owner-2")["status"] == "failed"
+        assert (
+            codes["owner-2"] == 3 and next(p for p in report["parties"] if p["id"] == "owner-2")["status"] == "failed"
+        )
     assert report["checks"]["central_replay"]["matches"], report["checks"]["central_replay"]
 
 
@@ -218,15 +243,21 @@ def test_a_party_that_stops_progressing_is_dropped_with_the_reason_and_the_run_c
 def test_an_owner_of_another_configuration_is_dropped_at_once_naming_what_differs(tmp_path, clean, mismatch):
     raw = scenario()
     run = LocalRun(tmp_path / "run", raw)
-    args = {"seed": ("--set", "seed=12"), "features": ("--set", "summarize.features=31"),
-            "run_id": ("--run-id", "another-run")}[mismatch]
+    args = {
+        "seed": ("--set", "seed=12"),
+        "features": ("--set", "summarize.features=31"),
+        "run_id": ("--run-id", "another-run"),
+    }[mismatch]
     started = time.monotonic()
     run.everyone(args={"owner-2": args})
     codes = run.wait()
     report = completed(run, codes, owners_ok=False)
     reason = report["dropouts"]["owner-2"]["reason"]
-    expected = {"seed": "seed (curator: 11, this party: 12)", "features": "summarize section",
-                "run_id": "no hello within progress_timeout_s"}[mismatch]
+    expected = {
+        "seed": "seed (curator: 11, this party: 12)",
+        "features": "summarize section",
+        "run_id": "no hello within progress_timeout_s",
+    }[mismatch]
     assert expected in reason, reason
     assert codes["owner-2"] != 0  # it was told, and says so
     assert time.monotonic() - started <= bound(clean, dropped=True)
@@ -305,8 +336,14 @@ def test_a_huge_run_id_is_not_echoed_into_logs_or_replies(tmp_path, clean):
     replies = []
     try:
         for i in range(20):
-            attacker.send(frame("owner-1", Hello(role="owner", protocol="summarize", scenario="tiny"), i + 1,
-                                run_id="r" * (8 * 2**20)))
+            attacker.send(
+                frame(
+                    "owner-1",
+                    Hello(role="owner", protocol="summarize", scenario="tiny"),
+                    i + 1,
+                    run_id="r" * (8 * 2**20),
+                )
+            )
         deadline = time.monotonic() + 10
         while len(replies) < 20 and time.monotonic() < deadline:
             if attacker.sock.poll(100):
@@ -399,14 +436,20 @@ def test_a_run_that_loses_every_owner_fails(tmp_path, clean):
 # --- 12. bad input files -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("content, message", [
-    (b"", "got an empty file"),
-    (b"x,y\n1,2\n", "not a .npz archive"),
-    ({"X": np.ones((3, 3)), "y": np.array([0.0, np.nan, 1.0])}, "y must hold integer class labels; row 1 holds nan"),
-    ({"X": np.ones((3, 3)), "y": np.array(["a", "b", "c"])}, "y must hold integer class labels, got dtype <U1"),
-    ({"X": np.array([["a", "b", "c"]]), "y": np.array([0])}, "X must hold numbers"),
-    ({"X": np.ones((3, 2)), "y": np.array([0, 1, 1])}, "2 features, the scenario's data has 3"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"", "got an empty file"),
+        (b"x,y\n1,2\n", "not a .npz archive"),
+        (
+            {"X": np.ones((3, 3)), "y": np.array([0.0, np.nan, 1.0])},
+            "y must hold integer class labels; row 1 holds nan",
+        ),
+        ({"X": np.ones((3, 3)), "y": np.array(["a", "b", "c"])}, "y must hold integer class labels, got dtype <U1"),
+        ({"X": np.array([["a", "b", "c"]]), "y": np.array([0])}, "X must hold numbers"),
+        ({"X": np.ones((3, 2)), "y": np.array([0, 1, 1])}, "2 features, the scenario's data has 3"),
+    ],
+)
 def test_a_bad_data_file_is_refused_before_start_naming_the_problem(tmp_path, content, message):
     path = tmp_path / "own.npz"
     if isinstance(content, bytes):
@@ -415,8 +458,19 @@ def test_a_bad_data_file_is_refused_before_start_naming_the_problem(tmp_path, co
         np.savez(path, **content)
     scenario_path = tmp_path / "s.yaml"
     scenario_path.write_text(json.dumps(tiny_raw()))
-    out = run_cli("owner", "--scenario", str(scenario_path), "--endpoint", "tcp://127.0.0.1:1", "--id", "owner-1",
-                  "--insecure", "--data", str(path), "--no-report")
+    out = run_cli(
+        "owner",
+        "--scenario",
+        str(scenario_path),
+        "--endpoint",
+        "tcp://127.0.0.1:1",
+        "--id",
+        "owner-1",
+        "--insecure",
+        "--data",
+        str(path),
+        "--no-report",
+    )
     assert out.returncode == 2, out.stderr
     assert message in out.stderr and "Traceback" not in out.stderr
 
@@ -433,10 +487,15 @@ def test_two_hundred_owners_close_with_every_bye_accepted_and_the_counts_agreein
     # starting 200 interpreters on a loaded 2-core machine takes a while: the start and silence
     # deadlines are not what this test is about
     raw["transport"].update(start_timeout_s=120.0, heartbeat_timeout_s=10.0)
-    raw["data"] = {"source": {"kind": "covariate_shift", "covariate_shift": {"dim": 5, "components": 4, "rows_per_component": 1000}},
-                   "partition": {"scheme": "even"},
-                   "consumer": {"target_groups": [0], "target_share": 0.3, "validation_size": 50, "test_size": 50},
-                   "seed_set": {"groups": [3], "size": 10}}
+    raw["data"] = {
+        "source": {
+            "kind": "covariate_shift",
+            "covariate_shift": {"dim": 5, "components": 4, "rows_per_component": 1000},
+        },
+        "partition": {"scheme": "even"},
+        "consumer": {"target_groups": [0], "target_share": 0.3, "validation_size": 50, "test_size": 50},
+        "seed_set": {"groups": [3], "size": 10},
+    }
     raw["summarize"].update(rounds=20, features=40)
     report = run_scenario(parse_scenario(raw, source="k200", base_dir=tmp_path), tmp_path / "run", driver="processes")
     assert report["status"] == "completed", report["failures"]

@@ -18,11 +18,21 @@ from marketplace.transport.link_settings import DriverStats, LinkSettings
 from marketplace.transport.quarantine import Quarantine
 from marketplace.transport.send_queues import SendQueues
 
-SETTINGS = LinkSettings(heartbeat_interval_s=0.5, heartbeat_timeout_s=5.0, start_timeout_s=30.0, run_timeout_s=600.0,
-                        progress_timeout_s=10.0, send_timeout_s=5.0, max_queued_frames=3, refusal_budget=4,
-                        quarantine_s=2.0)
-CLOSED = ("its connection closed: no answer to ZeroMQ heartbeats within heartbeat_timeout_s=5 "
-          "(a stopped or dead process, or a broken network)")
+SETTINGS = LinkSettings(
+    heartbeat_interval_s=0.5,
+    heartbeat_timeout_s=5.0,
+    start_timeout_s=30.0,
+    run_timeout_s=600.0,
+    progress_timeout_s=10.0,
+    send_timeout_s=5.0,
+    max_queued_frames=3,
+    refusal_budget=4,
+    quarantine_s=2.0,
+)
+CLOSED = (
+    "its connection closed: no answer to ZeroMQ heartbeats within heartbeat_timeout_s=5 "
+    "(a stopped or dead process, or a broken network)"
+)
 
 
 def policy(**changes: float) -> LinkPolicy:
@@ -123,8 +133,14 @@ def test_a_party_never_heard_from_is_lost_a_start_deadline_after_the_last_arriva
     assert liveness(link, 70.0) == []
     refusals = {"owner-1": "bad signature"}
     assert liveness(link, 70.1, refusals=refusals) == [
-        ("owner-1", ("never connected within start_timeout_s=30 (the last party arrived 40.0 s after the start); "
-                     "it sent only refused frames (the last: bad signature)"))]
+        (
+            "owner-1",
+            (
+                "never connected within start_timeout_s=30 (the last party arrived 40.0 s after the start); "
+                "it sent only refused frames (the last: bad signature)"
+            ),
+        )
+    ]
 
 
 def test_refused_frames_connect_nobody():
@@ -210,7 +226,8 @@ def test_a_party_that_misses_its_progress_deadline_is_lost_once_the_socket_was_d
     assert progress(link, 15.0, wanted) == []  # past it, but its bid may wait unread
     link.drained(15.0)
     assert progress(link, 15.0, wanted, refusals={"owner-1": "stale round"}) == [
-        ("owner-1", "no bid within progress_timeout_s=10 (its last refused frame: stale round)")]
+        ("owner-1", "no bid within progress_timeout_s=10 (its last refused frame: stale round)")
+    ]
 
 
 def test_a_missed_deadline_counts_without_a_drain_once_twice_the_deadline_passed():
@@ -234,7 +251,8 @@ def test_a_declared_scale_lengthens_the_deadline_is_asked_once_and_is_capped_by_
     assert list(link.progress_losses(1.0, {"owner-1": "records"}, scale_of, {})) == []
     assert list(link.progress_losses(50.9, {"owner-1": "records"}, scale_of, {})) == []
     assert list(link.progress_losses(51.1, {"owner-1": "records"}, scale_of, {})) == [
-        ("owner-1", "no records within 50 s (progress_timeout_s=10 x 10 for this step's declared work)")]
+        ("owner-1", "no records within 50 s (progress_timeout_s=10 x 10 for this step's declared work)")
+    ]
     assert asked == ["owner-1"]
 
 

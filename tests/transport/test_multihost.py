@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import QUICKSTART, ROOT
 from system_tools import skip_unless_tools
 
@@ -49,7 +47,20 @@ class Hosts:
             ip("-n", ns, "link", "set", "lo", "up")
         for i, party in enumerate(PARTIES[1:], start=1):
             near, far = f"c{i}", f"p{i}"  # the curator's end, the party's end
-            ip("link", "add", near, "netns", self.names["curator"], "type", "veth", "peer", "name", far, "netns", self.names[party])
+            ip(
+                "link",
+                "add",
+                near,
+                "netns",
+                self.names["curator"],
+                "type",
+                "veth",
+                "peer",
+                "name",
+                far,
+                "netns",
+                self.names[party],
+            )
             ip("-n", self.names["curator"], "addr", "add", f"10.231.{i}.1/30", "dev", near)
             ip("-n", self.names[party], "addr", "add", f"10.231.{i}.2/30", "dev", far)
             ip("-n", self.names["curator"], "link", "set", near, "up")
@@ -92,23 +103,54 @@ def shim(folder: Path) -> dict[str, str]:
 
 def test_parties_in_separate_network_namespaces_run_the_quickstart_over_tcp_with_curve(hosts, tmp_path):
     env = shim(tmp_path)
-    made = subprocess.run(["marketplace", "provision", str(QUICKSTART), "--out", str(tmp_path / "kits"),
-                           "--endpoint", f"tcp://curator.invalid:{PORT}"], env=env, capture_output=True, text=True, timeout=120)
+    made = subprocess.run(
+        [
+            "marketplace",
+            "provision",
+            str(QUICKSTART),
+            "--out",
+            str(tmp_path / "kits"),
+            "--endpoint",
+            f"tcp://curator.invalid:{PORT}",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert made.returncode == 0, made.stderr
     probe = "import socket, sys; socket.create_connection((sys.argv[1], 9), timeout=2)"
-    other_link = subprocess.run([*hosts.exec("owner-1"), sys.executable, "-c", probe, hosts.curator_address("owner-2")],
-                                capture_output=True, text=True, timeout=30)
+    other_link = subprocess.run(
+        [*hosts.exec("owner-1"), sys.executable, "-c", probe, hosts.curator_address("owner-2")],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert "Network is unreachable" in other_link.stderr, "owner-1's host must reach only its own link to the curator"
 
     procs, logs = {}, tmp_path / "logs"
     logs.mkdir()
 
     def start(party: str) -> None:
-        party_env = dict(env, MARKETPLACE_ENDPOINT=f"tcp://{hosts.curator_address(party)}:{PORT}") if party != "curator" else env
+        party_env = (
+            dict(env, MARKETPLACE_ENDPOINT=f"tcp://{hosts.curator_address(party)}:{PORT}")
+            if party != "curator"
+            else env
+        )
         out = open(logs / f"{party}.log", "w")
-        procs[party] = subprocess.Popen([*hosts.exec(party), "sh", str(tmp_path / "kits" / party / "start.sh"),
-                                         "--report", str(tmp_path / "parties" / f"{party}.json")],
-                                        env=party_env, stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path)
+        procs[party] = subprocess.Popen(
+            [
+                *hosts.exec(party),
+                "sh",
+                str(tmp_path / "kits" / party / "start.sh"),
+                "--report",
+                str(tmp_path / "parties" / f"{party}.json"),
+            ],
+            env=party_env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=tmp_path,
+        )
 
     try:
         start("curator")
@@ -120,19 +162,52 @@ def test_parties_in_separate_network_namespaces_run_the_quickstart_over_tcp_with
             if proc.poll() is None:
                 proc.kill()
                 proc.wait(10)
-    assert codes == dict.fromkeys(PARTIES, 0), {p: (logs / f"{p}.log").read_text()[-1500:] for p, c in codes.items() if c}
+    assert codes == dict.fromkeys(PARTIES, 0), {
+        p: (logs / f"{p}.log").read_text()[-1500:] for p, c in codes.items() if c
+    }
 
-    assembled = subprocess.run(["marketplace", "assemble", str(tmp_path / "parties"), "--scenario", str(QUICKSTART),
-                                "--out", str(tmp_path / "run")], env=env, capture_output=True, text=True, timeout=240)
+    assembled = subprocess.run(
+        [
+            "marketplace",
+            "assemble",
+            str(tmp_path / "parties"),
+            "--scenario",
+            str(QUICKSTART),
+            "--out",
+            str(tmp_path / "run"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert assembled.returncode == 0, assembled.stderr
     report = json.loads((tmp_path / "run" / "report.json").read_text())
     assert report["status"] == "completed" and report["transport_security"].startswith("curve")
     for party in PARTIES[1:]:  # each reached the curator at its own link's address
         assert report["party_details"][party]["driver"]["endpoint"] == f"tcp://{hosts.curator_address(party)}:{PORT}"
 
-    reference = subprocess.run([sys.executable, "-m", "marketplace", "run", str(QUICKSTART), "--driver", "inprocess", "--quiet",
-                                "--out", str(tmp_path / "reference")], env=env, capture_output=True, text=True, timeout=600)
+    reference = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "marketplace",
+            "run",
+            str(QUICKSTART),
+            "--driver",
+            "inprocess",
+            "--quiet",
+            "--out",
+            str(tmp_path / "reference"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert reference.returncode == 0, reference.stderr
     expected = json.loads((tmp_path / "reference" / "report.json").read_text())
     assert report["selection"] == expected["selection"] and report["metrics"] == expected["metrics"]
-    assert {k: v["count"] for k, v in report["messages"]["by_kind"].items()} == {k: v["count"] for k, v in expected["messages"]["by_kind"].items()}
+    assert {k: v["count"] for k, v in report["messages"]["by_kind"].items()} == {
+        k: v["count"] for k, v in expected["messages"]["by_kind"].items()
+    }

@@ -55,7 +55,9 @@ def node(role: EchoRole) -> Node:
     return Node(role, run_id=RUN, max_message_bytes=1 << 20)
 
 
-def frame(body: Any, msg_id: int, *, sender: str = PEER, receiver: str = ME, run_id: str = RUN, reply_to: int | None = None) -> bytes:
+def frame(
+    body: Any, msg_id: int, *, sender: str = PEER, receiver: str = ME, run_id: str = RUN, reply_to: int | None = None
+) -> bytes:
     return encode(Envelope(PROTOCOL_VERSION, run_id, msg_id, sender, receiver, type(body).KIND, reply_to, body))
 
 

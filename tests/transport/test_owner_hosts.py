@@ -9,14 +9,13 @@ and under CURVE the curator tells its owners apart by their keys.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, run_cli, tiny_raw
+
 from marketplace.parties import parse_owner_ids
 from marketplace.runner.processes import owner_hosts
 from marketplace.runner.run import run_scenario
@@ -79,34 +78,58 @@ def test_a_host_started_by_hand_serves_its_owners_under_their_own_keys(tmp_path)
         logs[name] = (tmp_path / f"{name}.log").open("wb")
         return subprocess.Popen(base + args, cwd=tmp_path, stdout=logs[name], stderr=subprocess.STDOUT)
 
-    procs = {"curator": start("curator", ["curator", *common, "--endpoint", "tcp://127.0.0.1:0", "--endpoint-file",
-                                          str(endpoint_file), "--report", str(parties / "curator.json")])}
+    procs = {
+        "curator": start(
+            "curator",
+            [
+                "curator",
+                *common,
+                "--endpoint",
+                "tcp://127.0.0.1:0",
+                "--endpoint-file",
+                str(endpoint_file),
+                "--report",
+                str(parties / "curator.json"),
+            ],
+        )
+    }
     try:
         import time
 
         deadline = time.monotonic() + 60
         while not endpoint_file.exists():
-            assert time.monotonic() < deadline and procs["curator"].poll() is None, (tmp_path / "curator.log").read_text()
+            assert time.monotonic() < deadline and procs["curator"].poll() is None, (
+                tmp_path / "curator.log"
+            ).read_text()
             time.sleep(0.05)
         endpoint = endpoint_file.read_text().strip()
-        procs["host"] = start("host", ["owners", *common, "--endpoint", endpoint, "--ids", "owner-1..owner-2",
-                                       "--report-dir", str(parties)])
-        procs["owner-3"] = start("owner-3", ["owner", *common, "--endpoint", endpoint, "--id", "owner-3",
-                                             "--report", str(parties / "owner-3.json")])
-        procs["consumer"] = start("consumer", ["consumer", *common, "--endpoint", endpoint,
-                                               "--report", str(parties / "consumer.json")])
+        procs["host"] = start(
+            "host",
+            ["owners", *common, "--endpoint", endpoint, "--ids", "owner-1..owner-2", "--report-dir", str(parties)],
+        )
+        procs["owner-3"] = start(
+            "owner-3",
+            ["owner", *common, "--endpoint", endpoint, "--id", "owner-3", "--report", str(parties / "owner-3.json")],
+        )
+        procs["consumer"] = start(
+            "consumer", ["consumer", *common, "--endpoint", endpoint, "--report", str(parties / "consumer.json")]
+        )
         exits = {name: proc.wait(timeout=120) for name, proc in procs.items()}
     finally:
         for proc in procs.values():
             proc.kill()
             proc.wait()
-    assert exits == {"curator": 0, "host": 0, "owner-3": 0, "consumer": 0}, {n: (tmp_path / f"{n}.log").read_text()[-2000:] for n in exits}
+    assert exits == {"curator": 0, "host": 0, "owner-3": 0, "consumer": 0}, {
+        n: (tmp_path / f"{n}.log").read_text()[-2000:] for n in exits
+    }
     host_log = (tmp_path / "host.log").read_text()
     assert "serving 2 owners (owner-1..owner-2)" in host_log
     assembled = run_cli("assemble", str(parties), "--scenario", str(scenario_path), "--out", str(tmp_path / "run"))
     assert assembled.returncode == 0, assembled.stderr
     report = json.loads((tmp_path / "run" / "report.json").read_text())
-    reference = run_scenario(parse_scenario(raw, source="tiny", base_dir=tmp_path), tmp_path / "ref", driver="inprocess")
+    reference = run_scenario(
+        parse_scenario(raw, source="tiny", base_dir=tmp_path), tmp_path / "ref", driver="inprocess"
+    )
     for key in DETERMINISTIC_KEYS:
         assert report[key] == reference[key], key
     pids = {p["id"]: p["pid"] for p in report["parties"]}
@@ -123,19 +146,31 @@ def test_owners_command_refuses_bad_ids_and_missing_keys_before_starting(tmp_pat
 
     scenario_path = tmp_path / "tiny.yaml"
     scenario_path.write_text(yaml.safe_dump(tiny_raw()))
-    for ids, expected in (("owner-0..owner-2", "expected owner ids owner-1 ... owner-3"),
-                          ("owner-2..owner-1", "a range runs from the lower owner"),
-                          ("owner-1,owner-1", "given more than once: owner-1"),
-                          ("curator", "got 'curator'")):
-        result = run_cli("owners", "--scenario", str(scenario_path), "--endpoint", "tcp://127.0.0.1:1", "--ids", ids,
-                         "--insecure")
+    for ids, expected in (
+        ("owner-0..owner-2", "expected owner ids owner-1 ... owner-3"),
+        ("owner-2..owner-1", "a range runs from the lower owner"),
+        ("owner-1,owner-1", "given more than once: owner-1"),
+        ("curator", "got 'curator'"),
+    ):
+        result = run_cli(
+            "owners", "--scenario", str(scenario_path), "--endpoint", "tcp://127.0.0.1:1", "--ids", ids, "--insecure"
+        )
         assert result.returncode == 2, result.stderr
         assert "marketplace owners: --ids:" in result.stderr and expected in result.stderr, result.stderr
     keys = tmp_path / "keys"
     assert run_cli("keys", "generate", str(keys), "--owners", "3").returncode == 0
     (keys / "owner-2.key_secret").unlink()
-    result = run_cli("owners", "--scenario", str(scenario_path), "--endpoint", "tcp://127.0.0.1:1", "--ids", "owner-1..owner-3",
-                     "--keys", str(keys))
+    result = run_cli(
+        "owners",
+        "--scenario",
+        str(scenario_path),
+        "--endpoint",
+        "tcp://127.0.0.1:1",
+        "--ids",
+        "owner-1..owner-3",
+        "--keys",
+        str(keys),
+    )
     assert result.returncode == 2
     assert "owner-2.key_secret" in result.stderr, result.stderr
     result = run_cli("owners", "--scenario", str(scenario_path), "--ids", "owner-1", "--insecure")
@@ -198,11 +233,13 @@ def test_a_host_beyond_its_open_files_limit_fails_at_once_and_says_what_to_chang
     import yaml
 
     scenario_path.write_text(yaml.safe_dump(raw))
-    code = ("import resource, sys\n"
-            "resource.setrlimit(resource.RLIMIT_NOFILE, (200, 200))\n"
-            "from marketplace.cli import main\n"
-            f"sys.exit(main(['owners', '--scenario', {str(scenario_path)!r}, '--ids', 'owner-1..owner-10',"
-            " '--endpoint', 'tcp://127.0.0.1:9', '--insecure']))\n")
+    code = (
+        "import resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (200, 200))\n"
+        "from marketplace.cli import main\n"
+        f"sys.exit(main(['owners', '--scenario', {str(scenario_path)!r}, '--ids', 'owner-1..owner-10',"
+        " '--endpoint', 'tcp://127.0.0.1:9', '--insecure']))\n"
+    )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 1, result.stderr
     assert "needs 296 open files" in result.stderr and "owners_per_process" in result.stderr, result.stderr
@@ -216,8 +253,24 @@ def test_a_host_that_fails_while_connecting_exits_instead_of_hanging(tmp_path):
     import yaml
 
     scenario_path.write_text(yaml.safe_dump(raw))
-    result = subprocess.run([sys.executable, "-m", "marketplace", "owners", "--scenario", str(scenario_path), "--ids",
-                             "owner-1..owner-4", "--endpoint", "tcp://no such host", "--insecure"],
-                            cwd=ROOT, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "marketplace",
+            "owners",
+            "--scenario",
+            str(scenario_path),
+            "--ids",
+            "owner-1..owner-4",
+            "--endpoint",
+            "tcp://no such host",
+            "--insecure",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 1, result.stderr
     assert "owner host crashed" in result.stderr, result.stderr

@@ -10,8 +10,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import tiny_raw
+
 from marketplace.runner.run import run_scenario
 from marketplace.scenario import parse_scenario
 
@@ -41,7 +41,9 @@ print(json.dumps({{"before": before, "on": on, "after": scheduling_policy(), "ba
 
 @pytest.mark.parametrize("batch", [True, False])
 def test_batch_scheduling_reaches_zeromqs_io_thread_started_after_it(batch):
-    out = subprocess.run([sys.executable, "-c", THREADS.format(batch=batch)], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", THREADS.format(batch=batch)], capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0, out.stderr
     seen = json.loads(out.stdout)
     assert seen["before"] == "normal"
@@ -57,8 +59,12 @@ def test_batch_scheduling_reaches_zeromqs_io_thread_started_after_it(batch):
 def test_every_party_the_runner_starts_runs_as_a_batch_job(tmp_path, launch):
     raw = tiny_raw()
     raw["parties"]["owners_per_process"] = 2  # a host of two owners and a party of its own
-    report = run_scenario(parse_scenario(raw, source="tiny", base_dir=tmp_path), tmp_path / "run", driver="processes", launch=launch)
+    report = run_scenario(
+        parse_scenario(raw, source="tiny", base_dir=tmp_path), tmp_path / "run", driver="processes", launch=launch
+    )
     assert report["status"] == "completed", report["failures"]
-    policies = {party: (details.get("driver") or {}).get("scheduling") for party, details in report["party_details"].items()}
+    policies = {
+        party: (details.get("driver") or {}).get("scheduling") for party, details in report["party_details"].items()
+    }
     assert policies == {party: "batch" for party in ["curator", "owner-1", "owner-2", "owner-3", "consumer"]}
     assert os.sched_getscheduler(0) != os.SCHED_BATCH  # the caller's own policy is left alone

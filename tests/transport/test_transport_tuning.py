@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 from conftest import QUICKSTART, ROOT
-from marketplace.transport.tuning import LIVENESS_CHECK_S, check_interval, listen_backlog
 from system_tools import skip_unless_tools
+
+from marketplace.transport.tuning import LIVENESS_CHECK_S, check_interval, listen_backlog
 
 
 @contextmanager
@@ -23,9 +24,26 @@ def bound_curator(tmp_path: Path, *settings: str) -> Iterator[tuple[subprocess.P
     its parties: (its process, its port). Killed on the way out."""
     endpoint_file = tmp_path / "endpoint"
     overrides = [arg for item in settings for arg in ("--set", item)]
-    proc = subprocess.Popen([sys.executable, "-m", "marketplace", "curator", "--scenario", str(QUICKSTART), "--endpoint",
-                             "tcp://127.0.0.1:0", "--endpoint-file", str(endpoint_file), "--insecure", *overrides],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "marketplace",
+            "curator",
+            "--scenario",
+            str(QUICKSTART),
+            "--endpoint",
+            "tcp://127.0.0.1:0",
+            "--endpoint-file",
+            str(endpoint_file),
+            "--insecure",
+            *overrides,
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 60
         while not endpoint_file.exists() and time.monotonic() < deadline and proc.poll() is None:
@@ -44,7 +62,9 @@ def test_the_curator_listens_with_room_for_every_party_to_connect_at_once(tmp_pa
     skip_unless_tools("ss", why="reads the curator's listen backlog")
     owners = 300
     with bound_curator(tmp_path, f"parties.owners={owners}") as (_, port):
-        lines = subprocess.run(["ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True, check=True).stdout.split()
+        lines = subprocess.run(
+            ["ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True, check=True
+        ).stdout.split()
         backlog = int(lines[2])  # State Recv-Q Send-Q ...: Send-Q of a listening socket is its backlog
         somaxconn = int(open("/proc/sys/net/core/somaxconn").read())
         assert backlog == min(listen_backlog(owners + 2), somaxconn) >= owners + 2
@@ -105,6 +125,7 @@ def test_heartbeats_stretch_with_the_number_of_parties_and_keep_their_ratio():
 def test_link_settings_carry_the_stretched_heartbeats_of_the_whole_run(tmp_path):
     """Every party derives its heartbeats from the run's party count, so both ends of a connection agree."""
     from conftest import tiny_raw
+
     from marketplace.runner.links import link_settings
     from marketplace.scenario import parse_scenario
 
@@ -112,7 +133,9 @@ def test_link_settings_carry_the_stretched_heartbeats_of_the_whole_run(tmp_path)
     raw["parties"] = {"owners": 10_000}
     raw["transport"] = {"heartbeat_interval_s": 0.5, "heartbeat_timeout_s": 10.0}
     settings = link_settings(parse_scenario(raw, source="big", base_dir=tmp_path))
-    assert settings.heartbeat_interval_s == pytest.approx(5.001) and settings.heartbeat_timeout_s == pytest.approx(100.02)
+    assert settings.heartbeat_interval_s == pytest.approx(5.001) and settings.heartbeat_timeout_s == pytest.approx(
+        100.02
+    )
 
 
 def test_io_threads_grow_with_the_connections_a_context_serves():

@@ -10,10 +10,10 @@ import copy
 
 import pytest
 
-from marketplace.protocols.summarize.curator import SummarizeCurator
-from marketplace.messages.kinds import Error
 from marketplace.messages import decode
+from marketplace.messages.kinds import Error
 from marketplace.parties import build_role, make_world, party_ids
+from marketplace.protocols.summarize.curator import SummarizeCurator
 from marketplace.roles import Send
 from marketplace.scenario import parse_scenario
 from marketplace.transport.inprocess import run_inprocess
@@ -45,8 +45,15 @@ def views(config, swap: bool, curator_class=None) -> dict[str, list[tuple[str, i
     roles = [build_role(config, p, world=world) for p in party_ids(config)]
     if curator_class is not None:
         honest = roles[0]
-        roles[0] = curator_class(scenario_name=config.name, owners=honest.owners, features=honest.features,
-                                 seed_set=world.seed_set.X, dim=honest.dim, rounds=honest.rounds, verify_tolerance=honest.tolerance)
+        roles[0] = curator_class(
+            scenario_name=config.name,
+            owners=honest.owners,
+            features=honest.features,
+            seed_set=world.seed_set.X,
+            dim=honest.dim,
+            rounds=honest.rounds,
+            verify_tolerance=honest.tolerance,
+        )
     nodes = [Node(r, run_id="t", max_message_bytes=1 << 24) for r in roles]
     seen: dict[str, list[tuple[str, int]]] = {n.party_id: [] for n in nodes}
     for node in nodes:
@@ -86,7 +93,9 @@ def test_no_owner_sees_who_won_in_the_non_private_auction(config):
 
 def test_no_owner_sees_who_won_in_the_private_auction(tiny_scenario, tmp_path):
     raw = copy.deepcopy(tiny_scenario)
-    raw["summarize"].update(rounds=8, privacy={"enabled": True, "t_init": 100, "t_sub": 3, "eps_auction": 0.3, "tau": 3})
+    raw["summarize"].update(
+        rounds=8, privacy={"enabled": True, "t_init": 100, "t_sub": 3, "eps_auction": 0.3, "tau": 3}
+    )
     config = parse_scenario(raw, source="t", base_dir=tmp_path).config
     assert leaks(config) == []
 

@@ -12,18 +12,17 @@ import time
 from pathlib import Path
 
 import msgpack
-import numpy as np
 import pytest
 import yaml
 import zmq
-
 from conftest import ROOT
+from process_probes import alive, pid_of
+
 from marketplace.messages import PROTOCOL_VERSION, Envelope, encode
 from marketplace.messages.kinds import Hello
 from marketplace.protocols.summarize.messages import Bid
 from marketplace.scenario import load_scenario
 from marketplace.scenario.fingerprint import fingerprint
-from process_probes import alive, pid_of
 
 pytestmark = pytest.mark.slow
 
@@ -48,9 +47,24 @@ def live_curator(tiny_scenario, tmp_path):
     path = tmp_path / "tiny.yaml"
     path.write_text(yaml.safe_dump(tiny_scenario))
     endpoint_file = tmp_path / "endpoint"
-    proc = subprocess.Popen([sys.executable, "-m", "marketplace", "curator", "--scenario", str(path), "--endpoint",
-                             "tcp://127.0.0.1:0", "--endpoint-file", str(endpoint_file), "--insecure"], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "marketplace",
+            "curator",
+            "--scenario",
+            str(path),
+            "--endpoint",
+            "tcp://127.0.0.1:0",
+            "--endpoint-file",
+            str(endpoint_file),
+            "--insecure",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 30
     while not endpoint_file.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -73,7 +87,9 @@ def test_live_curator_answers_bad_frames_with_errors_and_keeps_serving(live_cura
     assert reply["kind"] == "error" and reply["body"]["code"] == "bad_message"
     assert "<frame>" in reply["body"]["detail"]
 
-    sock.send(_frame("owner-2", Hello(role="owner", protocol="summarize", scenario="tiny", config=fp), 1))  # spoofed sender
+    sock.send(
+        _frame("owner-2", Hello(role="owner", protocol="summarize", scenario="tiny", config=fp), 1)
+    )  # spoofed sender
     reply = _recv_non_heartbeat(sock)
     assert reply["kind"] == "error" and "'sender'" in reply["body"]["detail"]
 
@@ -87,7 +103,9 @@ def test_live_curator_answers_bad_frames_with_errors_and_keeps_serving(live_cura
     reply = _recv_non_heartbeat(sock)
     assert reply["kind"] == "error" and reply["body"]["code"] == "protocol"
 
-    sock.send(_frame("owner-1", Hello(role="owner", protocol="summarize", scenario="tiny", config=fp), 4))  # valid: accepted silently
+    sock.send(
+        _frame("owner-1", Hello(role="owner", protocol="summarize", scenario="tiny", config=fp), 4)
+    )  # valid: accepted silently
     assert not any(msgpack.unpackb(sock.recv())["kind"] == "error" for _ in range(3) if sock.poll(300))
     assert proc.poll() is None  # still serving
 
@@ -96,14 +114,20 @@ def _pids_in_logs(out: Path, expected: int, timeout_s: float = 30) -> list[int]:
     """The PIDs every process of a run announced in its log (parties, and owner hosts)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        pids = [int(m) for log in (out / "logs").glob("*.log") for m in re.findall(r"\(pid (\d+)\)", log.read_text(errors="replace"))]
+        pids = [
+            int(m)
+            for log in (out / "logs").glob("*.log")
+            for m in re.findall(r"\(pid (\d+)\)", log.read_text(errors="replace"))
+        ]
         if len(pids) >= expected:
             return pids
         time.sleep(0.02)
     raise AssertionError(f"fewer than {expected} processes started")
 
 
-def _long_run(tiny_scenario, tmp_path, launch: str = "forkserver", owners_per_process: int | str = 1) -> tuple[subprocess.Popen, Path]:
+def _long_run(
+    tiny_scenario, tmp_path, launch: str = "forkserver", owners_per_process: int | str = 1
+) -> tuple[subprocess.Popen, Path]:
     tiny_scenario["parties"]["owners_per_process"] = owners_per_process
     tiny_scenario["data"]["source"]["covariate_shift"]["rows_per_component"] = 600
     tiny_scenario["summarize"]["rounds"] = 1000  # the owners hold ~2,100 rows
@@ -111,8 +135,13 @@ def _long_run(tiny_scenario, tmp_path, launch: str = "forkserver", owners_per_pr
     path = tmp_path / "long.yaml"
     path.write_text(yaml.safe_dump(tiny_scenario))
     out = tmp_path / "run"
-    proc = subprocess.Popen([sys.executable, "-m", "marketplace", "run", str(path), "--out", str(out), "--quiet", "--launch", launch], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "marketplace", "run", str(path), "--out", str(out), "--quiet", "--launch", launch],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     return proc, out
 
 
@@ -142,7 +171,9 @@ def test_an_owner_killed_mid_run_is_dropped_and_the_run_completes(tiny_scenario,
     owner2_rounds = [i for i, (o, *_) in enumerate(selection, start=1) if o == "owner-2"]
     assert not owner2_rounds or max(owner2_rounds) <= report["dropouts"]["owner-2"]["round"]
     replay = report["checks"]["central_replay"]  # the dropout replayed: the protocol did what it should
-    assert replay["matches"] is True and replay["dropouts_replayed"] == {"owner-2": report["dropouts"]["owner-2"]["round"]}
+    assert replay["matches"] is True and replay["dropouts_replayed"] == {
+        "owner-2": report["dropouts"]["owner-2"]["round"]
+    }
     assert report["owners_lost"]["summary"].startswith("1 of 3 owners lost: owner-2 (round ")
 
 
@@ -179,9 +210,25 @@ def test_a_finished_run_leaves_no_process_behind(tmp_path, setting, status):
     """Not the parties, not the forkserver, not multiprocessing's resource tracker: after
     `marketplace run` exits, its session holds no live process. The forkserver starts before the
     scenario is read (so that it imports meanwhile): a scenario refused then stops it too."""
-    proc = subprocess.Popen([sys.executable, "-m", "marketplace", "run", str(ROOT / "scenarios" / "quickstart.yaml"),
-                             "--set", setting, "--out", str(tmp_path / "run"), "--quiet"],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "marketplace",
+            "run",
+            str(ROOT / "scenarios" / "quickstart.yaml"),
+            "--set",
+            setting,
+            "--out",
+            str(tmp_path / "run"),
+            "--quiet",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        text=True,
+    )
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == status, stderr
     if status:

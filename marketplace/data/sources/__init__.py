@@ -30,8 +30,11 @@ def _discover() -> dict[str, Source]:
     where a source lives does not change the scenario schema or the resolved scenario)."""
     from marketplace import plugins
 
-    modules = [f"{__name__}.{info.name}" for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name)
-               if not info.name.startswith("_") and info.name != "base"]
+    modules = [
+        f"{__name__}.{info.name}"
+        for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name)
+        if not info.name.startswith("_") and info.name != "base"
+    ]
     modules += [path for spec in plugins.protocols().values() for path in spec.data_sources]
     found: dict[str, Source] = {}
     for path in modules:
@@ -97,5 +100,14 @@ def path_keys() -> tuple[tuple[str, ...], ...]:
     return tuple(("data", "source", kind, field) for kind, s in SOURCES.items() for field in s.paths)
 
 
-__all__ = ["DEFAULT_KIND", "SOURCES", "Source", "check_source_available", "datasets_of", "load_source", "options_of",
-           "path_keys", "source"]
+__all__ = [
+    "DEFAULT_KIND",
+    "SOURCES",
+    "Source",
+    "check_source_available",
+    "datasets_of",
+    "load_source",
+    "options_of",
+    "path_keys",
+    "source",
+]

@@ -51,8 +51,14 @@ def adult(cfg: AdultSource, rng: np.random.Generator | None = None) -> Dataset:
         names.extend(block_names)
     y = np.array([value.rstrip(".") == ">50K" for value in table["income"]], dtype=np.int64)
     group, group_names = codes(list(table[cfg.group]))
-    return Dataset(X=np.hstack(blocks), y=y, group=group, feature_names=tuple(names), group_names=group_names,
-                   name=f"adult-by-{cfg.group}")
+    return Dataset(
+        X=np.hstack(blocks),
+        y=y,
+        group=group,
+        feature_names=tuple(names),
+        group_names=group_names,
+        name=f"adult-by-{cfg.group}",
+    )
 
 
 def records_of(name: str) -> list[tuple[str, ...]]:
@@ -79,5 +85,11 @@ def _encode(column: str, values: tuple[str, ...]) -> tuple[np.ndarray, list[str]
     return np.eye(len(categories))[codes_], [f"{column}={category}" for category in categories]
 
 
-SOURCE = Source(kind="adult", options=AdultSource, load=adult, check=check, datasets=lambda cfg: (DATASET,),
-                summary="UCI Adult, one-hot and standardised, grouped by a categorical column")
+SOURCE = Source(
+    kind="adult",
+    options=AdultSource,
+    load=adult,
+    check=check,
+    datasets=lambda cfg: (DATASET,),
+    summary="UCI Adult, one-hot and standardised, grouped by a categorical column",
+)

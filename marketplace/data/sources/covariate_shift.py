@@ -43,9 +43,19 @@ def covariate_shift(cfg: CovariateShiftSource, rng: np.random.Generator) -> Data
     y = (np.einsum("ij,ij->i", offsets, normals[group]) > 0).astype(np.int64)
     flip = rng.random(k * n_c) < cfg.label_noise
     y[flip] = 1 - y[flip]
-    return Dataset(X=X, y=y, group=group, feature_names=tuple(f"f{j}" for j in range(dim)),
-                   group_names=tuple(f"component-{c}" for c in range(k)), name="covariate_shift")
+    return Dataset(
+        X=X,
+        y=y,
+        group=group,
+        feature_names=tuple(f"f{j}" for j in range(dim)),
+        group_names=tuple(f"component-{c}" for c in range(k)),
+        name="covariate_shift",
+    )
 
 
-SOURCE = Source(kind="covariate_shift", options=CovariateShiftSource, load=covariate_shift,
-                summary="generated Gaussian mixture with per-component labelling hyperplanes")
+SOURCE = Source(
+    kind="covariate_shift",
+    options=CovariateShiftSource,
+    load=covariate_shift,
+    summary="generated Gaussian mixture with per-component labelling hyperplanes",
+)

@@ -88,10 +88,13 @@ def csv_source(cfg: CsvSource, rng: np.random.Generator | None = None) -> Datase
     survey = _survey(path, cfg)
     n, names = survey.rows, survey.feature_names
     if n * len(names) * 8 > cfg.max_bytes:
-        raise _over_limit("max_bytes", f"{path}: its {n} rows of {len(names)} features would take {n * len(names) * 8} "
-                                       f"bytes ({_size(n * len(names) * 8)}) of memory as numbers, more than the limit "
-                                       f"of {cfg.max_bytes} bytes ({_size(cfg.max_bytes)})",
-                          f" (or name fewer columns in {OPTIONS}.features)")
+        raise _over_limit(
+            "max_bytes",
+            f"{path}: its {n} rows of {len(names)} features would take {n * len(names) * 8} "
+            f"bytes ({_size(n * len(names) * 8)}) of memory as numbers, more than the limit "
+            f"of {cfg.max_bytes} bytes ({_size(cfg.max_bytes)})",
+            f" (or name fewer columns in {OPTIONS}.features)",
+        )
     if survey.may_overflow:  # a value large enough that its row's squared norm might overflow: check
         _read_matrix(path, cfg, survey, keep=False)  # every row before keeping any (raises on the first)
     return _read_matrix(path, cfg, survey, keep=True)
@@ -104,8 +107,7 @@ class CsvRows:
     """A context manager: the header (``.header``), then, iterated, (line number, fields) of each
     non-blank row, each checked against the header's width and the limits of ``cfg``."""
 
-    def __init__(self, path: Path, cfg: CsvSource,
-                 over_limit: Callable[[str, str], ValueError] | None = None) -> None:
+    def __init__(self, path: Path, cfg: CsvSource, over_limit: Callable[[str, str], ValueError] | None = None) -> None:
         """``over_limit(option, text)`` is the error of a file over the limit ``option`` (default:
         naming the scenario's ``data.source.csv.<option>``; a party's own file names its flag)."""
         self.path, self.cfg = path, cfg
@@ -132,10 +134,16 @@ class CsvRows:
         path, cfg = self.path, self.cfg
         size = path.stat().st_size
         if size > cfg.max_bytes:
-            raise self._over_limit("max_bytes", f"{path} is {size} bytes ({_size(size)}), more than the limit of "
-                                           f"{cfg.max_bytes} bytes ({_size(cfg.max_bytes)})")
-        too_large = lambda: self._over_limit("max_bytes", f"{path} holds more than {cfg.max_bytes} bytes "  # noqa: E731
-                                                     f"({_size(cfg.max_bytes)}) once decompressed, the limit")
+            raise self._over_limit(
+                "max_bytes",
+                f"{path} is {size} bytes ({_size(size)}), more than the limit of "
+                f"{cfg.max_bytes} bytes ({_size(cfg.max_bytes)})",
+            )
+        too_large = lambda: self._over_limit(
+            "max_bytes",
+            f"{path} holds more than {cfg.max_bytes} bytes "  # noqa: E731
+            f"({_size(cfg.max_bytes)}) once decompressed, the limit",
+        )
         try:
             binary = open_bounded(path, cfg.max_bytes, too_large)
         except OSError as err:
@@ -156,8 +164,10 @@ class CsvRows:
         while (row := self._next()) is not None:
             rows += 1  # blank rows count: a file of nothing but line ends is stopped here too
             if rows > max_rows:
-                raise self._over_limit("max_rows", f"{self.path} has more than {max_rows} rows (line {reader.line_num} "
-                                              f"holds row {rows}), the limit")
+                raise self._over_limit(
+                    "max_rows",
+                    f"{self.path} has more than {max_rows} rows (line {reader.line_num} holds row {rows}), the limit",
+                )
             if not row or (not row[0].strip() and all(not field.strip() for field in row)):
                 continue
             if len(row) != width:
@@ -171,8 +181,10 @@ class CsvRows:
         except csv.Error as err:
             line = self._reader.line_num
             if str(err).startswith("field larger than field limit"):
-                raise self._over_limit("max_field_chars", f"{self.path}, line {line}: a field longer than "
-                                                     f"{self.cfg.max_field_chars} characters, the limit") from None
+                raise self._over_limit(
+                    "max_field_chars",
+                    f"{self.path}, line {line}: a field longer than {self.cfg.max_field_chars} characters, the limit",
+                ) from None
             raise ValueError(f"{self.path}, line {line}: not valid CSV ({err})") from None
         self._row_chars = 0
         return row
@@ -186,8 +198,10 @@ class CsvRows:
             try:
                 line = read(min(limit - self._row_chars + 1, sys.maxsize))
             except UnicodeDecodeError as err:
-                raise ValueError(f"{self.path}: not UTF-8 text ({err.reason}: byte 0x{err.object[err.start]:02x} near "
-                                 f"line {self.line + 1}); save the file as UTF-8") from None
+                raise ValueError(
+                    f"{self.path}: not UTF-8 text ({err.reason}: byte 0x{err.object[err.start]:02x} near "
+                    f"line {self.line + 1}); save the file as UTF-8"
+                ) from None
             except (OSError, EOFError, zlib.error) as err:
                 raise ValueError(f"{self.path}: cannot read {kind}: {err}") from None
             if not line:
@@ -195,8 +209,9 @@ class CsvRows:
             self.line += 1
             self._row_chars += len(line)
             if self._row_chars > limit:
-                raise self._over_limit("max_row_chars", f"{self.path}, line {self.line}: a row longer than {limit} "
-                                                   f"characters, the limit")
+                raise self._over_limit(
+                    "max_row_chars", f"{self.path}, line {self.line}: a row longer than {limit} characters, the limit"
+                )
             yield line
 
 
@@ -309,9 +324,11 @@ def _survey(path: Path, cfg: CsvSource) -> _Survey:
                 feature_names.append(header[i])
             elif present > text[i]:
                 line, cell = first_text[i]
-                raise ValueError(f"{path}: line {line}, column {header[i]!r}: {cell} is not a number, but the column's "
-                                 f"other values are; fix the value, or name the feature columns "
-                                 f"({OPTIONS}.features) to leave this column out")
+                raise ValueError(
+                    f"{path}: line {line}, column {header[i]!r}: {cell} is not a number, but the column's "
+                    f"other values are; fix the value, or name the feature columns "
+                    f"({OPTIONS}.features) to leave this column out"
+                )
     if not feature_names:
         raise ValueError(f"{path}: no numeric feature column besides the label and group; header: {_names(header)}")
     used = [header.index(name) for name in dict.fromkeys((*feature_names, cfg.label, cfg.group)) if name is not None]
@@ -320,15 +337,19 @@ def _survey(path: Path, cfg: CsvSource) -> _Survey:
         _, _, i = min(found)
         count = sum(missing[i] for i in used)
         more = f" ({count} missing cells in the columns used)" if count > 1 else ""
-        raise ValueError(f"{path}: line {first_missing[i][0]}, column {header[i]!r}: missing value {first_missing[i][1]!r}"
-                         f"{more}; every used column (features, label, group) needs a value in every row: fill it in "
-                         f"or remove the row")
+        raise ValueError(
+            f"{path}: line {first_missing[i][0]}, column {header[i]!r}: missing value {first_missing[i][1]!r}"
+            f"{more}; every used column (features, label, group) needs a value in every row: fill it in "
+            f"or remove the row"
+        )
     positions = [header.index(name) for name in feature_names]
     bad = [(first_bad[i][0], j, i) for j, i in enumerate(positions) if first_bad[i] is not None]
     if bad:
         line, _, i = min(bad)
-        raise ValueError(f"{path}: column {header[i]!r}, line {line}: {first_bad[i][1]} is not a finite number "
-                         f"(feature columns must be numeric; name the features in {OPTIONS}.features)")
+        raise ValueError(
+            f"{path}: column {header[i]!r}, line {line}: {first_bad[i][1]} is not a finite number "
+            f"(feature columns must be numeric; name the features in {OPTIONS}.features)"
+        )
     return _Survey(header=header, rows=n, feature_names=feature_names, may_overflow=any(large[i] for i in positions))
 
 
@@ -433,5 +454,11 @@ def _indices(values: array) -> np.ndarray:
     return np.frombuffer(values, dtype=np.int64) if len(values) else np.empty(0, dtype=np.int64)
 
 
-SOURCE = Source(kind="csv", options=CsvSource, load=csv_source, check=check, paths=("path",),
-                summary="your own CSV file (header row; label, optional group column)")
+SOURCE = Source(
+    kind="csv",
+    options=CsvSource,
+    load=csv_source,
+    check=check,
+    paths=("path",),
+    summary="your own CSV file (header row; label, optional group column)",
+)

@@ -21,8 +21,14 @@ def digits(cfg: DigitsSource, rng: np.random.Generator) -> Dataset:
 
     bunch = load_digits()
     y = bunch.target.astype(np.int64)
-    return Dataset(X=bunch.data / 16.0, y=y, group=y, feature_names=tuple(bunch.feature_names),
-                   group_names=tuple(f"digit-{d}" for d in range(10)), name="digits")
+    return Dataset(
+        X=bunch.data / 16.0,
+        y=y,
+        group=y,
+        feature_names=tuple(bunch.feature_names),
+        group_names=tuple(f"digit-{d}" for d in range(10)),
+        name="digits",
+    )
 
 
 SOURCE = Source(kind="digits", options=DigitsSource, load=digits, summary="scikit-learn's bundled 8x8 digits")

@@ -29,15 +29,23 @@ class LifeSciSource:
 def lifesci(cfg: LifeSciSource, rng: np.random.Generator) -> Dataset:
     table = np.loadtxt(io.BytesIO(bz2.decompress(read_bytes(DATASET, FILE))), delimiter=",", ndmin=2)
     if table.shape[1] != 11 or not np.isfinite(table).all():
-        raise ValueError(f"{DATASET}/{FILE}: expected 11 finite numeric columns (10 attributes and a 0/1 label), "
-                         f"got shape {table.shape}")
+        raise ValueError(
+            f"{DATASET}/{FILE}: expected 11 finite numeric columns (10 attributes and a 0/1 label), "
+            f"got shape {table.shape}"
+        )
     if cfg.consumer_rows >= len(table):
-        raise ValueError(f"data.source.lifesci.consumer_rows: {cfg.consumer_rows} must be below the {len(table)} rows "
-                         f"of {DATASET}")
+        raise ValueError(
+            f"data.source.lifesci.consumer_rows: {cfg.consumer_rows} must be below the {len(table)} rows of {DATASET}"
+        )
     group = np.ones(len(table))
     group[rng.choice(len(table), size=cfg.consumer_rows, replace=False)] = 0
     return two_groups(table[:, :10], table[:, 10], group, tuple(f"pc{j + 1}" for j in range(10)), "lifesci")
 
 
-SOURCE = Source(kind="lifesci", options=LifeSciSource, load=lifesci, datasets=lambda cfg: (DATASET,),
-                summary="LifeSci ds1.10 (10 principal components, 0/1 label)")
+SOURCE = Source(
+    kind="lifesci",
+    options=LifeSciSource,
+    load=lifesci,
+    datasets=lambda cfg: (DATASET,),
+    summary="LifeSci ds1.10 (10 principal components, 0/1 label)",
+)

@@ -44,7 +44,9 @@ def mnist(cfg: MnistSource, rng: np.random.Generator) -> Dataset:
     if cfg.project_dim > 0:
         X, names = project(X, cfg.project_dim, rng)
     y = labels.astype(np.int64)
-    return Dataset(X=X, y=y, group=y, feature_names=names, group_names=tuple(f"digit-{d}" for d in range(10)), name="mnist")
+    return Dataset(
+        X=X, y=y, group=y, feature_names=names, group_names=tuple(f"digit-{d}" for d in range(10)), name="mnist"
+    )
 
 
 def read_idx(name: str, ndim: int) -> np.ndarray:
@@ -52,12 +54,22 @@ def read_idx(name: str, ndim: int) -> np.ndarray:
     data = gzip.decompress(read_bytes(DATASET, name))
     header = 4 + 4 * ndim
     if len(data) < header or data[:3] != b"\x00\x00\x08" or data[3] != ndim:
-        raise ValueError(f"{DATASET}/{name}: not an IDX file of unsigned bytes with {ndim} dimension(s) (bad magic number)")
+        raise ValueError(
+            f"{DATASET}/{name}: not an IDX file of unsigned bytes with {ndim} dimension(s) (bad magic number)"
+        )
     shape = tuple(int(s) for s in np.frombuffer(data, dtype=">u4", count=ndim, offset=4))
     if len(data) != header + int(np.prod(shape)):
-        raise ValueError(f"{DATASET}/{name}: header says shape {shape} but the file holds {len(data) - header} data bytes")
+        raise ValueError(
+            f"{DATASET}/{name}: header says shape {shape} but the file holds {len(data) - header} data bytes"
+        )
     return np.frombuffer(data, dtype=np.uint8, offset=header).reshape(shape)
 
 
-SOURCE = Source(kind="mnist", options=MnistSource, load=mnist, check=check, datasets=lambda cfg: (DATASET,),
-                summary="the MNIST test images, grouped by digit")
+SOURCE = Source(
+    kind="mnist",
+    options=MnistSource,
+    load=mnist,
+    check=check,
+    datasets=lambda cfg: (DATASET,),
+    summary="the MNIST test images, grouped by digit",
+)

@@ -52,5 +52,10 @@ def occupancy(cfg: OccupancySource, rng: np.random.Generator | None = None) -> D
     return two_groups(X, y, group, FEATURES, "occupancy")
 
 
-SOURCE = Source(kind="occupancy", options=OccupancySource, load=occupancy, datasets=lambda cfg: (DATASET,),
-                summary="occupancy detection (training file to owners, test files to the consumer)")
+SOURCE = Source(
+    kind="occupancy",
+    options=OccupancySource,
+    load=occupancy,
+    datasets=lambda cfg: (DATASET,),
+    summary="occupancy detection (training file to owners, test files to the consumer)",
+)

@@ -54,17 +54,25 @@ def check(cfg: OfficeCaltechSource, path: str) -> None:
     domains = office_domains(cfg)
     unknown = [d for d in domains if d not in OFFICE_DOMAINS]
     if not domains or unknown:
-        raise SchemaError(f"{path}.domains", f"a non-empty list of domains from {list(OFFICE_DOMAINS)}",
-                          repr(list(domains)) + (f" (unknown: {unknown})" if unknown else ""))
+        raise SchemaError(
+            f"{path}.domains",
+            f"a non-empty list of domains from {list(OFFICE_DOMAINS)}",
+            repr(list(domains)) + (f" (unknown: {unknown})" if unknown else ""),
+        )
     if len(set(domains)) != len(domains):
         raise SchemaError(f"{path}.domains", "each domain at most once", repr(list(domains)))
     absent = [d for d in domains if d not in available]
     if absent:
-        raise SchemaError(f"{path}.domains", f"domains that have {cfg.features} features: {list(available)} "
-                          f"(no {cfg.features} file for {absent}; use features: surf for them)", repr(list(domains)))
+        raise SchemaError(
+            f"{path}.domains",
+            f"domains that have {cfg.features} features: {list(available)} "
+            f"(no {cfg.features} file for {absent}; use features: surf for them)",
+            repr(list(domains)),
+        )
     if isinstance(cfg.project_dim, bool) or not isinstance(cfg.project_dim, int) or not 0 <= cfg.project_dim <= width:
-        raise SchemaError(f"{path}.project_dim", f"an integer in [0, {width}] (0 keeps all {width} features)",
-                          repr(cfg.project_dim))
+        raise SchemaError(
+            f"{path}.project_dim", f"an integer in [0, {width}] (0 keeps all {width} features)", repr(cfg.project_dim)
+        )
 
 
 def office_caltech(cfg: OfficeCaltechSource, rng: np.random.Generator) -> Dataset:
@@ -84,8 +92,14 @@ def office_caltech(cfg: OfficeCaltechSource, rng: np.random.Generator) -> Datase
     names = tuple(f"{cfg.features}{j}" for j in range(width))
     if cfg.project_dim > 0:
         X, names = project(X, cfg.project_dim, rng)
-    return Dataset(X=X, y=np.concatenate(labels), group=np.concatenate(groups), feature_names=names,
-                   group_names=OFFICE_DOMAINS, name=f"office_caltech/{cfg.features}")
+    return Dataset(
+        X=X,
+        y=np.concatenate(labels),
+        group=np.concatenate(groups),
+        feature_names=names,
+        group_names=OFFICE_DOMAINS,
+        name=f"office_caltech/{cfg.features}",
+    )
 
 
 def read_office(name: str, width: int) -> tuple[np.ndarray, np.ndarray]:
@@ -95,12 +109,16 @@ def read_office(name: str, width: int) -> tuple[np.ndarray, np.ndarray]:
     where = f"{DATASET}/{name}"
     mat = loadmat(io.BytesIO(read_bytes(DATASET, name)))
     if "fts" not in mat or "labels" not in mat:
-        raise ValueError(f"{where}: expected the variables 'fts' and 'labels', found "
-                         f"{sorted(k for k in mat if not k.startswith('__'))}")
+        raise ValueError(
+            f"{where}: expected the variables 'fts' and 'labels', found "
+            f"{sorted(k for k in mat if not k.startswith('__'))}"
+        )
     X = np.asarray(mat["fts"], dtype=np.float64)
     y = np.asarray(mat["labels"]).ravel().astype(np.int64)
     if X.ndim != 2 or X.shape[1] != width or X.shape[0] != y.size:
-        raise ValueError(f"{where}: expected 'fts' of shape (n, {width}) and n labels, got {X.shape} and {y.size} labels")
+        raise ValueError(
+            f"{where}: expected 'fts' of shape (n, {width}) and n labels, got {X.shape} and {y.size} labels"
+        )
     if y.size and (y.min() < 1 or y.max() > 10):
         raise ValueError(f"{where}: labels must be the classes 1..10, got values in [{y.min()}, {y.max()}]")
     return X, y
@@ -112,5 +130,11 @@ def unit_rows(X: np.ndarray) -> np.ndarray:
     return np.divide(X, norms, out=np.zeros_like(X, dtype=np.float64), where=norms > 0)
 
 
-SOURCE = Source(kind="office_caltech", options=OfficeCaltechSource, load=office_caltech, check=check,
-                datasets=lambda cfg: (DATASET,), summary="Office-Caltech10 image features, grouped by domain")
+SOURCE = Source(
+    kind="office_caltech",
+    options=OfficeCaltechSource,
+    load=office_caltech,
+    check=check,
+    datasets=lambda cfg: (DATASET,),
+    summary="Office-Caltech10 image features, grouped by domain",
+)

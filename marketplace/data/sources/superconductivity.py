@@ -75,9 +75,16 @@ class ReferenceStatistics:
 
 
 def check(cfg: SuperconductivitySource, path: str) -> None:
-    if isinstance(cfg.project_dim, bool) or not isinstance(cfg.project_dim, int) or not 0 <= cfg.project_dim <= FEATURES:
-        raise SchemaError(f"{path}.project_dim", f"an integer in [0, {FEATURES}] (0 keeps all {FEATURES} features)",
-                          repr(cfg.project_dim))
+    if (
+        isinstance(cfg.project_dim, bool)
+        or not isinstance(cfg.project_dim, int)
+        or not 0 <= cfg.project_dim <= FEATURES
+    ):
+        raise SchemaError(
+            f"{path}.project_dim",
+            f"an integer in [0, {FEATURES}] (0 keeps all {FEATURES} features)",
+            repr(cfg.project_dim),
+        )
 
 
 def superconductivity_tables() -> SuperconductivityTables:
@@ -89,15 +96,23 @@ def superconductivity_tables() -> SuperconductivityTables:
     public = {row.tobytes() for row in reference}
     keep = np.array([row.tobytes() not in public for row in experiment], dtype=bool)
     experiment = experiment[keep]
-    return SuperconductivityTables(feature_names=names[:-1], reference=reference[:, :-1], reference_temp=reference[:, -1],
-                                   experiment=experiment[:, :-1], experiment_temp=experiment[:, -1])
+    return SuperconductivityTables(
+        feature_names=names[:-1],
+        reference=reference[:, :-1],
+        reference_temp=reference[:, -1],
+        experiment=experiment[:, :-1],
+        experiment_temp=experiment[:, -1],
+    )
 
 
 def reference_statistics(tables: SuperconductivityTables) -> ReferenceStatistics:
     """Mean, standard deviation (0 -> 1) and temperature quartile cut points of the reference sample only."""
     sd = tables.reference.std(axis=0)
-    return ReferenceStatistics(mean=tables.reference.mean(axis=0), sd=np.where(sd > 0, sd, 1.0),
-                               cuts=np.quantile(tables.reference_temp, [0.25, 0.5, 0.75]))
+    return ReferenceStatistics(
+        mean=tables.reference.mean(axis=0),
+        sd=np.where(sd > 0, sd, 1.0),
+        cuts=np.quantile(tables.reference_temp, [0.25, 0.5, 0.75]),
+    )
 
 
 def superconductivity(cfg: SuperconductivitySource, rng: np.random.Generator) -> Dataset:
@@ -110,8 +125,14 @@ def superconductivity(cfg: SuperconductivitySource, rng: np.random.Generator) ->
     names = tables.feature_names
     if cfg.project_dim > 0:
         X, names = project(X, cfg.project_dim, rng)
-    return Dataset(X=X, y=np.rint(tables.experiment_temp).astype(np.int64), group=stats.groups(tables.experiment_temp),
-                   feature_names=names, group_names=TEMPERATURE_GROUPS, name="superconductivity")
+    return Dataset(
+        X=X,
+        y=np.rint(tables.experiment_temp).astype(np.int64),
+        group=stats.groups(tables.experiment_temp),
+        feature_names=names,
+        group_names=TEMPERATURE_GROUPS,
+        name="superconductivity",
+    )
 
 
 def _read(name: str) -> tuple[tuple[str, ...], np.ndarray]:
@@ -120,8 +141,10 @@ def _read(name: str) -> tuple[tuple[str, ...], np.ndarray]:
     reader = csv.reader(io.StringIO(read_bytes(DATASET, name).decode("utf-8-sig")))
     header = tuple(field.strip() for field in next(reader, []))
     if len(header) != FEATURES + 1 or header[-1] != LABEL:
-        raise ValueError(f"{where}: expected {FEATURES} feature columns then {LABEL!r}, got {len(header)} columns "
-                         f"ending in {header[-1:]}")
+        raise ValueError(
+            f"{where}: expected {FEATURES} feature columns then {LABEL!r}, got {len(header)} columns "
+            f"ending in {header[-1:]}"
+        )
     rows = []
     for row in reader:
         if not row or all(not field.strip() for field in row):
@@ -136,6 +159,11 @@ def _read(name: str) -> tuple[tuple[str, ...], np.ndarray]:
     return header, np.array(rows, dtype=np.float64).reshape(-1, len(header))
 
 
-SOURCE = Source(kind="superconductivity", options=SuperconductivitySource, load=superconductivity, check=check,
-                datasets=lambda cfg: (DATASET,),
-                summary="UCI Superconductivity subsamples, grouped by critical-temperature quartile")
+SOURCE = Source(
+    kind="superconductivity",
+    options=SuperconductivitySource,
+    load=superconductivity,
+    check=check,
+    datasets=lambda cfg: (DATASET,),
+    summary="UCI Superconductivity subsamples, grouped by critical-temperature quartile",
+)

@@ -31,8 +31,9 @@ class UniformSource:
 
 def two_groups(X: np.ndarray, y: np.ndarray, group: np.ndarray, names: tuple[str, ...], name: str) -> Dataset:
     """A dataset with the consumer / owners groups of the sketch sources."""
-    return Dataset(X=X, y=y.astype(np.int64), group=group.astype(np.int64), feature_names=names, group_names=GROUPS,
-                   name=name)
+    return Dataset(
+        X=X, y=y.astype(np.int64), group=group.astype(np.int64), feature_names=names, group_names=GROUPS, name=name
+    )
 
 
 def uniform(cfg: UniformSource, rng: np.random.Generator) -> Dataset:
@@ -43,4 +44,6 @@ def uniform(cfg: UniformSource, rng: np.random.Generator) -> Dataset:
     return two_groups(X, y, group, tuple(f"u{j}" for j in range(cfg.dim)), "uniform")
 
 
-SOURCE = Source(kind="uniform", options=UniformSource, load=uniform, summary="rows uniform on the unit box (M²M's Random10)")
+SOURCE = Source(
+    kind="uniform", options=UniformSource, load=uniform, summary="rows uniform on the unit box (M²M's Random10)"
+)

@@ -29,9 +29,9 @@ from marketplace.privacy.lifetime.cost import FILTERS, Charge, Cost, LedgerInput
 from marketplace.privacy.lifetime.declared import Declared
 from marketplace.privacy.lifetime.filters import bun_steinke_eps, zcdp_budget
 from marketplace.privacy.lifetime.ledger import (
+    LEDGER_SUFFIX,
     RELATION_WORDS,
     AlreadyCharged,
-    LEDGER_SUFFIX,
     BudgetDeclined,
     LedgerMismatch,
     LifetimeLedger,
@@ -41,6 +41,23 @@ from marketplace.privacy.lifetime.ledger import (
 from marketplace.privacy.lifetime.storage import COUNTED, STATES, Reservation
 
 __all__ = [
-    "COUNTED", "FILTERS", "RELATION_WORDS", "AlreadyCharged", "LEDGER_SUFFIX", "STATES", "BudgetDeclined", "Charge", "Cost", "Declared", "LedgerInputError",
-    "LedgerMismatch", "LifetimeLedger", "Reservation", "bun_steinke_eps", "ledger_file", "relation_kind", "restate", "zcdp_budget",
+    "COUNTED",
+    "FILTERS",
+    "RELATION_WORDS",
+    "AlreadyCharged",
+    "LEDGER_SUFFIX",
+    "STATES",
+    "BudgetDeclined",
+    "Charge",
+    "Cost",
+    "Declared",
+    "LedgerInputError",
+    "LedgerMismatch",
+    "LifetimeLedger",
+    "Reservation",
+    "bun_steinke_eps",
+    "ledger_file",
+    "relation_kind",
+    "restate",
+    "zcdp_budget",
 ]

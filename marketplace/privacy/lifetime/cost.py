@@ -117,27 +117,36 @@ class Cost:
         its ``privacy_cost()``: eps, delta and rho each multiplied by ``count`` (basic composition for
         (eps, delta), additivity for zCDP)."""
         if not hasattr(mechanism, "privacy_cost"):
-            raise fail("mechanism", "Cost.of", "a mechanism with privacy_cost() (marketplace.privacy.mechanisms)", mechanism)
+            raise fail(
+                "mechanism", "Cost.of", "a mechanism with privacy_cost() (marketplace.privacy.mechanisms)", mechanism
+            )
         if isinstance(count, bool) or not isinstance(count, numbers.Integral) or count < 1:
             raise fail("count", "Cost.of", "an integer >= 1", count)
         stated = mechanism.privacy_cost()
         eps, delta, rho = stated.get("epsilon"), stated.get("delta") or 0.0, stated.get("rho")
-        return cls(eps=None if eps is None else eps * count, delta=delta * count if eps is not None else 0.0,
-                   rho=None if rho is None else rho * count)
+        return cls(
+            eps=None if eps is None else eps * count,
+            delta=delta * count if eps is not None else 0.0,
+            rho=None if rho is None else rho * count,
+        )
 
     def charge(self, filter: str) -> Charge:
         """What ``filter`` charges for this cost; :class:`LedgerInputError` if it cannot charge it."""
         check_filter(filter, "Cost.charge")
         if filter == "basic":
             if self.eps is None:
-                raise LedgerInputError(f"A 'basic' ledger charges (eps, delta), and this cost states only rho={self.rho!r}: "
-                                       "declare the release's (eps, delta) too, or keep the owner's ledger under the 'zcdp' filter.")
+                raise LedgerInputError(
+                    f"A 'basic' ledger charges (eps, delta), and this cost states only rho={self.rho!r}: "
+                    "declare the release's (eps, delta) too, or keep the owner's ledger under the 'zcdp' filter."
+                )
             return Charge(self.eps, self.delta, None)
         if self.rho is not None:
             return Charge(None, None, self.rho)
         if self.delta > 0:
-            raise LedgerInputError(f"A 'zcdp' ledger charges rho, and this cost is (eps={self.eps!r}, delta={self.delta!r})-DP "
-                                   "with no zCDP statement: declare its rho (e.g. Cost.gaussian or Cost.of(mechanism)).")
+            raise LedgerInputError(
+                f"A 'zcdp' ledger charges rho, and this cost is (eps={self.eps!r}, delta={self.delta!r})-DP "
+                "with no zCDP statement: declare its rho (e.g. Cost.gaussian or Cost.of(mechanism))."
+            )
         return Charge(None, None, self.eps * self.eps / 2)
 
     def as_replace_one(self) -> Cost:
@@ -148,10 +157,13 @@ class Cost:
         converted delta is not below 1."""
         delta = 2 * math.exp(self.eps) * self.delta if self.eps is not None else 0.0
         if delta >= 1:
-            raise LedgerInputError(f"a cost of {self.describe()} under add/remove-one has no replace-one statement "
-                                   f"with delta < 1 (2 e^eps delta = {delta:g})")
-        return Cost(eps=None if self.eps is None else 2 * self.eps, delta=delta,
-                    rho=None if self.rho is None else 4 * self.rho)
+            raise LedgerInputError(
+                f"a cost of {self.describe()} under add/remove-one has no replace-one statement "
+                f"with delta < 1 (2 e^eps delta = {delta:g})"
+            )
+        return Cost(
+            eps=None if self.eps is None else 2 * self.eps, delta=delta, rho=None if self.rho is None else 4 * self.rho
+        )
 
     def describe(self) -> str:
         """``eps=0.1``, ``eps=0.5, delta=1e-06, rho=0.02``, ``rho=0.125``."""

@@ -31,11 +31,15 @@ class Declared:
 
     def __post_init__(self) -> None:
         if self.relation not in RELATION_WORDS:
-            raise ValueError(f"The 'relation' of a Declared cost must be one of {list(RELATION_WORDS)}. "
-                             f"Got {self.relation!r} instead.")
+            raise ValueError(
+                f"The 'relation' of a Declared cost must be one of {list(RELATION_WORDS)}. "
+                f"Got {self.relation!r} instead."
+            )
         if (self.cost is None) == (not self.unbounded):
-            raise ValueError("A Declared release states a cost, or (cost=None) why it has none in 'unbounded'; "
-                             f"got cost={self.cost!r}, unbounded={self.unbounded!r}")
+            raise ValueError(
+                "A Declared release states a cost, or (cost=None) why it has none in 'unbounded'; "
+                f"got cost={self.cost!r}, unbounded={self.unbounded!r}"
+            )
 
     @classmethod
     def unbounded_release(cls, what: str, why: str, relation: str = "add/remove-one") -> Declared:

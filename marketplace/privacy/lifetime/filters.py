@@ -32,9 +32,9 @@ from marketplace.privacy.lifetime.cost import Charge, LedgerInputError, check_fi
 
 DESCRIPTIONS = {
     "basic": "basic composition (sum of eps and sum of delta within the budget; a valid filter: "
-             "Rogers, Roth, Ullman, Vadhan, Privacy Odometers and Filters, NeurIPS 2016)",
+    "Rogers, Roth, Ullman, Vadhan, Privacy Odometers and Filters, NeurIPS 2016)",
     "zcdp": "zCDP (sum of rho within the rho budget, converted to (eps, delta) by Bun-Steinke; a valid filter: "
-            "Whitehouse, Ramdas, Rogers, Wu, Fully-Adaptive Composition in Differential Privacy, ICML 2023)",
+    "Whitehouse, Ramdas, Rogers, Wu, Fully-Adaptive Composition in Differential Privacy, ICML 2023)",
 }
 
 
@@ -52,8 +52,10 @@ def zcdp_budget(eps: float, delta: float) -> float:
     computed as eps / (sqrt(L + eps) + sqrt(L)) to avoid cancellation, then stepped down by ulps until
     the conversion of the float result is within eps (so rounding never overstates the budget)."""
     if not 0 < delta < 1:
-        raise LedgerInputError(f"A 'zcdp' ledger needs a budget delta in (0, 1): rho-zCDP gives no (eps, 0) "
-                               f"guarantee. Got delta={delta!r} instead.")
+        raise LedgerInputError(
+            f"A 'zcdp' ledger needs a budget delta in (0, 1): rho-zCDP gives no (eps, 0) "
+            f"guarantee. Got delta={delta!r} instead."
+        )
     log_inv = math.log(1 / delta)
     rho = (eps / (math.sqrt(log_inv + eps) + math.sqrt(log_inv))) ** 2
     while rho > 0 and bun_steinke_eps(rho, delta) > eps:

@@ -55,8 +55,10 @@ def noise_generator(rng: Any, secure: Any, where: str) -> tuple[np.random.Genera
     secure = boolean(secure, "secure", where)
     rng = generator(rng, where)
     if isinstance(rng, SecureGenerator) and not secure:
-        raise ValueError(f"The 'rng' parameter of {where} is a secure generator but secure=False, which would add "
-                         "floating-point noise that leaks its input. Pass secure=True.")
+        raise ValueError(
+            f"The 'rng' parameter of {where} is a secure generator but secure=False, which would add "
+            "floating-point noise that leaks its input. Pass secure=True."
+        )
     return rng, secure
 
 

@@ -23,8 +23,18 @@ from marketplace.roles import CURATOR, Role, Send
 class PfdsAgent(Role):
     """What every agent does: collect the forwarded trees and datasets, then train and keep its model."""
 
-    def __init__(self, *, party_id: str, scenario_name: str, schema: PublicSchema, sharers: tuple[str, ...],
-                 X: np.ndarray, y: np.ndarray, model: str, model_seed: int) -> None:
+    def __init__(
+        self,
+        *,
+        party_id: str,
+        scenario_name: str,
+        schema: PublicSchema,
+        sharers: tuple[str, ...],
+        X: np.ndarray,
+        y: np.ndarray,
+        model: str,
+        model_seed: int,
+    ) -> None:
         super().__init__()
         self.party_id = party_id
         self.scenario_name = scenario_name
@@ -54,12 +64,18 @@ class PfdsAgent(Role):
                 return self._on_phase(message)
             case Shutdown():
                 return self.acknowledge_shutdown(message)
-        raise ProtocolError(party=message.sender, kind=kind, reason=f"a pfds {self.role_name} does not accept this kind")
+        raise ProtocolError(
+            party=message.sender, kind=kind, reason=f"a pfds {self.role_name} does not accept this kind"
+        )
 
     def _origin(self, message: Envelope, sharer: str, have: dict) -> None:
         if sharer not in self.sharers or sharer == self.party_id:
-            raise ProtocolError(party=message.sender, kind=message.kind, reason=f"field 'sharer' must name another sharer "
-                                f"of this run ({', '.join(self.sharers)}), got {sharer!r}")
+            raise ProtocolError(
+                party=message.sender,
+                kind=message.kind,
+                reason=f"field 'sharer' must name another sharer "
+                f"of this run ({', '.join(self.sharers)}), got {sharer!r}",
+            )
         if sharer in have:
             raise ProtocolError(party=message.sender, kind=message.kind, reason=f"{sharer}'s release already arrived")
 
@@ -67,11 +83,15 @@ class PfdsAgent(Role):
         body: PfdsSharedTree = message.body
         self._origin(message, body.sharer, self.trees)
         if self.phase != "trees":
-            raise ProtocolError(party=message.sender, kind=message.kind, reason=f"no tree expected in phase {self.phase!r}")
+            raise ProtocolError(
+                party=message.sender, kind=message.kind, reason=f"no tree expected in phase {self.phase!r}"
+            )
         try:
             self.trees[body.sharer] = tree_from_body(body, self.schema)
         except MalformedPlain as err:
-            raise ProtocolError(party=message.sender, kind=message.kind, reason=f"{body.sharer}'s tree: {err}") from None
+            raise ProtocolError(
+                party=message.sender, kind=message.kind, reason=f"{body.sharer}'s tree: {err}"
+            ) from None
         return []
 
     def _on_data(self, message: Envelope) -> list[Send]:
@@ -88,8 +108,13 @@ class PfdsAgent(Role):
         announced = set(body.sharers) - {self.party_id}
         held = set(self.trees if body.phase == "label" else self.datasets)
         if announced != held:
-            raise ProtocolError(party=message.sender, kind=message.kind, reason=(
-                f"phase {body.phase!r} announces releases of {sorted(announced)} but this agent holds {sorted(held)}"))
+            raise ProtocolError(
+                party=message.sender,
+                kind=message.kind,
+                reason=(
+                    f"phase {body.phase!r} announces releases of {sorted(announced)} but this agent holds {sorted(held)}"
+                ),
+            )
         if body.phase == "label":
             if self.phase != "trees":
                 raise ProtocolError(party=message.sender, kind=message.kind, reason="labelling already started")
@@ -122,6 +147,11 @@ class PfdsAgent(Role):
         self.shared_rows = int(X.shape[0] - self.X.shape[0])
 
     def result(self) -> dict[str, Any]:
-        return {"rows": int(self.X.shape[0]), "trees_received": sorted(self.trees), "datasets_received": sorted(self.datasets),
-                "shared_rows": getattr(self, "shared_rows", 0), "model": self.fitted.to_plain() if self.fitted else None,
-                "end_status": self.end_status}
+        return {
+            "rows": int(self.X.shape[0]),
+            "trees_received": sorted(self.trees),
+            "datasets_received": sorted(self.datasets),
+            "shared_rows": getattr(self, "shared_rows", 0),
+            "model": self.fitted.to_plain() if self.fitted else None,
+            "end_status": self.end_status,
+        }

@@ -23,7 +23,8 @@ Labels of the classifiers are -1 and +1, as in the paper. Every model carries th
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -57,7 +58,11 @@ def _bounds(value: Any, name: str, where: str, count: int | None) -> np.ndarray:
         raise fail(TypeError, name, where, "(lo, hi) pairs of real numbers", value) from None
     shape_ok = array.ndim == 2 and array.shape[1] == 2 and (count is None or array.shape[0] == count)
     if not shape_ok or not np.isfinite(array).all() or (array[:, 0] > array[:, 1]).any():
-        expected = f"{count} finite (lo, hi) pairs with lo <= hi" if count is not None else "finite (lo, hi) pairs with lo <= hi"
+        expected = (
+            f"{count} finite (lo, hi) pairs with lo <= hi"
+            if count is not None
+            else "finite (lo, hi) pairs with lo <= hi"
+        )
         raise fail(ValueError, name, where, expected, value)
     return array
 
@@ -76,8 +81,10 @@ def _coefficient_ranges(x_bounds: np.ndarray, y_bounds: np.ndarray) -> np.ndarra
     """How far each released coefficient (y x_j for every j, then x_j x_l for j <= l) can move."""
     dim = x_bounds.shape[0]
     linear = [_product_range(y_bounds, x_bounds[j]) for j in range(dim)]
-    quadratic = [_square_range(x_bounds[j]) if j == l else _product_range(x_bounds[j], x_bounds[l])
-                 for j, l in zip(*np.triu_indices(dim))]
+    quadratic = [
+        _square_range(x_bounds[j]) if j == l else _product_range(x_bounds[j], x_bounds[l])
+        for j, l in zip(*np.triu_indices(dim))
+    ]
     return np.array(linear + quadratic)
 
 
@@ -114,8 +121,18 @@ def _regression_inputs(X, y, x_bounds, y_bounds, fit_intercept, where):
     return Z, np.clip(labels, yb[0], yb[1]), xb, yb
 
 
-def functional_mechanism(X: Any, y: Any, *, epsilon: float, x_bounds: Any, y_bounds: Any, rng: np.random.Generator,
-                         regularization: float = 1e-3, fit_intercept: bool = True, secure: bool = False) -> LinearModel:
+def functional_mechanism(
+    X: Any,
+    y: Any,
+    *,
+    epsilon: float,
+    x_bounds: Any,
+    y_bounds: Any,
+    rng: np.random.Generator,
+    regularization: float = 1e-3,
+    fit_intercept: bool = True,
+    secure: bool = False,
+) -> LinearModel:
     """An epsilon-DP linear regression by the functional mechanism, with the sensitivity computed from
     the public bounds (``x_bounds``: one (lo, hi) per feature; ``y_bounds``: (lo, hi)). Rows and labels
     are clipped to those bounds. ``regularization``: the ridge term added to the mean squared error."""
@@ -141,8 +158,9 @@ def functional_mechanism(X: Any, y: Any, *, epsilon: float, x_bounds: Any, y_bou
     return _linear_model(w, fit_intercept, epsilon=epsilon, mechanism="functional_mechanism")
 
 
-def erm_regressor(X: Any, y: Any, *, x_bounds: Any, y_bounds: Any, regularization: float = 1e-3,
-                  fit_intercept: bool = True) -> LinearModel:
+def erm_regressor(
+    X: Any, y: Any, *, x_bounds: Any, y_bounds: Any, regularization: float = 1e-3, fit_intercept: bool = True
+) -> LinearModel:
     """The same ridge fit without noise (not private: epsilon = inf), as a reference."""
     where = "erm_regressor"
     regularization = positive_real(regularization, "regularization", where)

@@ -24,8 +24,9 @@ that level's nodes; spends add up sequentially (:func:`total_epsilon`).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from marketplace.privacy.accountant import Step
 
@@ -48,19 +49,22 @@ class Spend:
 
     def __post_init__(self) -> None:
         if self.purpose not in PURPOSES:
-            raise ValueError(f"The 'purpose' parameter of Spend must be one of {', '.join(PURPOSES)}. "
-                             f"Got {self.purpose!r} instead.")
+            raise ValueError(
+                f"The 'purpose' parameter of Spend must be one of {', '.join(PURPOSES)}. Got {self.purpose!r} instead."
+            )
         object.__setattr__(self, "level", int_at_least(self.level, 1, "level", "Spend"))
         object.__setattr__(self, "epsilon", positive_real(self.epsilon, "epsilon", "Spend"))
         if self.mechanism not in ("exponential", "laplace"):
-            raise ValueError(f"The 'mechanism' parameter of Spend must be 'exponential' or 'laplace'. "
-                             f"Got {self.mechanism!r} instead.")
+            raise ValueError(
+                f"The 'mechanism' parameter of Spend must be 'exponential' or 'laplace'. "
+                f"Got {self.mechanism!r} instead."
+            )
 
     def to_plain(self) -> dict[str, Any]:
         return {"purpose": self.purpose, "level": self.level, "epsilon": self.epsilon, "mechanism": self.mechanism}
 
     @classmethod
-    def from_plain(cls, plain: Any, path: str = "$") -> "Spend":
+    def from_plain(cls, plain: Any, path: str = "$") -> Spend:
         if not isinstance(plain, dict) or set(plain) != {"purpose", "level", "epsilon", "mechanism"}:
             raise MalformedPlain(path, "a map with keys purpose, level, epsilon, mechanism", plain)
         try:

@@ -28,8 +28,14 @@ from typing import Any
 from marketplace.messages import Envelope, ProtocolError
 from marketplace.messages.kinds import Bye, Error, Hello, RuntimeMessage
 from marketplace.protocols.pfds import MalformedPlain, PrivateTree, PublicSchema
-from marketplace.protocols.pfds.messages import (PfdsData, PfdsMessage, PfdsPhase, PfdsSharedData, PfdsSharedTree,
-                                                 PfdsTree)
+from marketplace.protocols.pfds.messages import (
+    PfdsData,
+    PfdsMessage,
+    PfdsPhase,
+    PfdsSharedData,
+    PfdsSharedTree,
+    PfdsTree,
+)
 from marketplace.protocols.pfds.wire import check_records, tree_fields, tree_from_body
 from marketplace.roles import CONSUMER, Send
 from marketplace.roles.curator import CuratorBase
@@ -57,8 +63,9 @@ class PfdsCurator(CuratorBase):
     def members(self) -> tuple[str, ...]:
         return self.owners
 
-    def __init__(self, *, scenario_name: str, sharers: tuple[str, ...], schema: PublicSchema,
-                 receivers: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, *, scenario_name: str, sharers: tuple[str, ...], schema: PublicSchema, receivers: tuple[str, ...] = ()
+    ) -> None:
         super().__init__(scenario_name=scenario_name, owners=(*receivers, *sharers))  # the sharers are the last owners
         self.sharers = sharers
         self.receivers = receivers
@@ -83,7 +90,9 @@ class PfdsCurator(CuratorBase):
                 return self._on_data(message)
             case Bye():
                 return self._on_bye(message)
-        raise ProtocolError(party=message.sender, kind=message.kind, reason="the pfds curator does not accept this kind")
+        raise ProtocolError(
+            party=message.sender, kind=message.kind, reason="the pfds curator does not accept this kind"
+        )
 
     def _drop(self, peer: str) -> dict[str, Any]:
         return {"round": 1 if self.phase == PfdsCuratorPhase.TREES else 2, "phase": str(self.phase)}
@@ -101,7 +110,9 @@ class PfdsCurator(CuratorBase):
         if sender not in self.present or sender not in self.sharers:
             raise ProtocolError(party=sender, kind=message.kind, reason="only a sharer that said hello sends a release")
         if sender in have:
-            raise ProtocolError(party=sender, kind=message.kind, reason="this sharer's release already arrived (one per sharer)")
+            raise ProtocolError(
+                party=sender, kind=message.kind, reason="this sharer's release already arrived (one per sharer)"
+            )
         if sender not in self.active:
             raise ProtocolError(party=sender, kind=message.kind, reason="this sharer was excluded from the run")
         if self.phase != phase:
@@ -130,8 +141,12 @@ class PfdsCurator(CuratorBase):
         self.flagged[sender] = problem
         self.active.remove(sender)
         log.warning("sharer %s flagged and excluded: %s", sender, problem)
-        refusal = Error(code="refused", detail=f"{sender} excluded: {problem}"[:2000], about_kind=message.kind,
-                        about_msg_id=message.msg_id)
+        refusal = Error(
+            code="refused",
+            detail=f"{sender} excluded: {problem}"[:2000],
+            about_kind=message.kind,
+            about_msg_id=message.msg_id,
+        )
         return [Send(sender, refusal, reply_to=message.msg_id)] + self._advance()
 
     def progress_scale(self, peer: str) -> float:
@@ -148,7 +163,9 @@ class PfdsCurator(CuratorBase):
 
     def _awaited_in_phase(self) -> dict[str, str]:
         if self.phase == PfdsCuratorPhase.TREES:
-            return {s: "its tree (pfds_tree)" for s in self._live_sharers() if s in self.present and s not in self.trees}
+            return {
+                s: "its tree (pfds_tree)" for s in self._live_sharers() if s in self.present and s not in self.trees
+            }
         if self.phase == PfdsCuratorPhase.DATA:
             return {s: "its labelled records (pfds_data)" for s in self._live_sharers() if s not in self.datasets}
         return {}
@@ -170,15 +187,25 @@ class PfdsCurator(CuratorBase):
             return self._forward_trees()
         if self.phase == PfdsCuratorPhase.DATA and set(self._live_sharers()) <= set(self.datasets):
             if not self._live_sharers():  # every sharer was lost before its records came: nothing to train on
-                return self._close(status="failed", reason=f"no sharer left: all {len(self.voters)} voters of round 1 "
-                                                           f"were lost before releasing their records (round 2)")
+                return self._close(
+                    status="failed",
+                    reason=f"no sharer left: all {len(self.voters)} voters of round 1 "
+                    f"were lost before releasing their records (round 2)",
+                )
             return self._forward_data()
         return []
 
     def _forward_trees(self) -> list[Send]:
         self.voters = self._live_sharers()
-        self.history.append({"phase": 1, "step": "trees", "sharers": len(self.voters),
-                             "tree_leaves": sum(self.trees[s].n_leaves for s in self.voters), "synthetic_rows": None})
+        self.history.append(
+            {
+                "phase": 1,
+                "step": "trees",
+                "sharers": len(self.voters),
+                "tree_leaves": sum(self.trees[s].n_leaves for s in self.voters),
+                "synthetic_rows": None,
+            }
+        )
         log.info("round 1/2 done: %d trees in; forwarding them to %d agents", len(self.voters), len(self.voters) + 1)
         bodies = {s: PfdsSharedTree(sharer=s, **tree_fields(self.trees[s])) for s in self.voters}
         sends = []
@@ -190,11 +217,20 @@ class PfdsCurator(CuratorBase):
 
     def _forward_data(self) -> list[Send]:
         sources = self._live_sharers()
-        self.history.append({"phase": 2, "step": "records", "sharers": len(sources), "tree_leaves": None,
-                             "synthetic_rows": sum(int(self.datasets[s].X.shape[0]) for s in sources)})
+        self.history.append(
+            {
+                "phase": 2,
+                "step": "records",
+                "sharers": len(sources),
+                "tree_leaves": None,
+                "synthetic_rows": sum(int(self.datasets[s].X.shape[0]) for s in sources),
+            }
+        )
         log.info("round 2/2 done: %d labelled datasets in; forwarding them", len(sources))
-        bodies = {s: PfdsSharedData(sharer=s, X=self.datasets[s].X, y=self.datasets[s].y, epsilon=self.datasets[s].epsilon)
-                  for s in sources}
+        bodies = {
+            s: PfdsSharedData(sharer=s, X=self.datasets[s].X, y=self.datasets[s].y, epsilon=self.datasets[s].epsilon)
+            for s in sources
+        }
         sends = []
         for agent in self._agents():
             sends += [Send(agent, bodies[s]) for s in sources if s != agent]
@@ -215,4 +251,3 @@ class PfdsCurator(CuratorBase):
             "rounds": list(self.history),
             "parsimony": {"points_seen": 0, "note": "the curator holds trees and synthetic records only"},
         }
-

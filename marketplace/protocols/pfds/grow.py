@@ -46,8 +46,14 @@ from .budget import Spend
 from .schema import PublicSchema
 from .tree import PrivateTree
 
-__all__ = ["ATTRIBUTE_CHOICES", "DEFAULT_MAX_LEAVES", "MAX_OPERATOR_SENSITIVITY", "grow_tree",
-           "max_operator_utilities", "select_split"]
+__all__ = [
+    "ATTRIBUTE_CHOICES",
+    "DEFAULT_MAX_LEAVES",
+    "MAX_OPERATOR_SENSITIVITY",
+    "grow_tree",
+    "max_operator_utilities",
+    "select_split",
+]
 
 ATTRIBUTE_CHOICES = ("level", "node")
 DEFAULT_MAX_LEAVES = 65_536
@@ -58,8 +64,9 @@ MAX_OPERATOR_SENSITIVITY = 1.0
 # The split selection: Max operator utilities and the exponential mechanism.
 
 
-def _utilities(values: np.ndarray, labels: np.ndarray, node: np.ndarray, candidates: np.ndarray,
-               n_classes: int) -> np.ndarray:
+def _utilities(
+    values: np.ndarray, labels: np.ndarray, node: np.ndarray, candidates: np.ndarray, n_classes: int
+) -> np.ndarray:
     """Max-operator utilities of k nodes at once: rows carry their node (0..k-1), candidates is k x t."""
     k, t = candidates.shape
     rows, column = np.nonzero(values[:, None] < candidates[node])
@@ -75,27 +82,44 @@ def _node_inputs(values: Any, labels: Any, candidates: Any, n_classes: Any, wher
     labels = np.asarray(labels)
     candidates = np.asarray(candidates, dtype=np.float64)
     if values.ndim != 1 or not np.isfinite(values).all():
-        raise ValueError(f"The 'values' parameter of {where} must be a 1-D array of finite numbers. "
-                         f"Got shape {values.shape} instead.")
-    if labels.shape != values.shape or (labels.size and (labels.dtype.kind not in "iu" or labels.min() < 0
-                                                          or labels.max() >= n_classes)):
-        raise ValueError(f"The 'labels' parameter of {where} must be integer codes in [0, {n_classes}), one per value. "
-                         f"Got dtype {labels.dtype}, shape {labels.shape} instead.")
+        raise ValueError(
+            f"The 'values' parameter of {where} must be a 1-D array of finite numbers. "
+            f"Got shape {values.shape} instead."
+        )
+    if labels.shape != values.shape or (
+        labels.size and (labels.dtype.kind not in "iu" or labels.min() < 0 or labels.max() >= n_classes)
+    ):
+        raise ValueError(
+            f"The 'labels' parameter of {where} must be integer codes in [0, {n_classes}), one per value. "
+            f"Got dtype {labels.dtype}, shape {labels.shape} instead."
+        )
     if candidates.ndim != 1 or candidates.size == 0 or not np.isfinite(candidates).all():
-        raise ValueError(f"The 'candidates' parameter of {where} must be a non-empty 1-D array of finite numbers. "
-                         f"Got shape {candidates.shape} instead.")
+        raise ValueError(
+            f"The 'candidates' parameter of {where} must be a non-empty 1-D array of finite numbers. "
+            f"Got shape {candidates.shape} instead."
+        )
     return values, labels.astype(np.int64), candidates, n_classes
 
 
 def max_operator_utilities(values: Any, labels: Any, candidates: Any, *, n_classes: int) -> np.ndarray:
     """The Max operator of each candidate threshold v for one node's rows:
     max_l #{a < v, y = l} + max_l #{a >= v, y = l}. Sensitivity 1."""
-    values, labels, candidates, n_classes = _node_inputs(values, labels, candidates, n_classes, "max_operator_utilities")
+    values, labels, candidates, n_classes = _node_inputs(
+        values, labels, candidates, n_classes, "max_operator_utilities"
+    )
     return _utilities(values, labels, np.zeros(values.size, dtype=np.int64), candidates[None, :], n_classes)[0]
 
 
-def select_split(values: Any, labels: Any, candidates: Any, *, n_classes: int, epsilon: float,
-                 rng: np.random.Generator, secure: bool = False) -> int:
+def select_split(
+    values: Any,
+    labels: Any,
+    candidates: Any,
+    *,
+    n_classes: int,
+    epsilon: float,
+    rng: np.random.Generator,
+    secure: bool = False,
+) -> int:
     """The index of the candidate chosen by the exponential mechanism on the Max operator:
     P(v) ∝ exp(epsilon u(v) / 2). Costs epsilon (for this node; a level's nodes compose in parallel)."""
     utilities = max_operator_utilities(values, labels, candidates, n_classes=n_classes)
@@ -125,9 +149,20 @@ def _candidates(lo: np.ndarray, hi: np.ndarray, t: int, rng: np.random.Generator
     return np.clip(drawn, np.nextafter(lo, hi)[:, None], np.nextafter(hi, lo)[:, None])
 
 
-def grow_tree(X: Any, y: Any, schema: PublicSchema, *, epsilon: float, rng: np.random.Generator, h_max: int = 8,
-              t: int = 10, max_leaves: int = DEFAULT_MAX_LEAVES, attribute_choice: str = "level",
-              neighbours: str = "add_remove", secure: bool = False) -> PrivateTree:
+def grow_tree(
+    X: Any,
+    y: Any,
+    schema: PublicSchema,
+    *,
+    epsilon: float,
+    rng: np.random.Generator,
+    h_max: int = 8,
+    t: int = 10,
+    max_leaves: int = DEFAULT_MAX_LEAVES,
+    attribute_choice: str = "level",
+    neighbours: str = "add_remove",
+    secure: bool = False,
+) -> PrivateTree:
     """Grow a private tree on rows ``X`` (checked against ``schema``) and labels ``y`` (classes or
     real values, as the schema's label says), spending at most ``epsilon``: epsilon/h_max per level.
 
@@ -135,7 +170,9 @@ def grow_tree(X: Any, y: Any, schema: PublicSchema, *, epsilon: float, rng: np.r
     """
     where = "grow_tree"
     if not isinstance(schema, PublicSchema):
-        raise TypeError(f"The 'schema' parameter of {where} must be a PublicSchema. Got {type(schema).__name__} instead.")
+        raise TypeError(
+            f"The 'schema' parameter of {where} must be a PublicSchema. Got {type(schema).__name__} instead."
+        )
     epsilon = positive_real(epsilon, "epsilon", where)
     h_max = int_at_least(h_max, 1, "h_max", where)
     t = int_at_least(t, 1, "t", where)
@@ -146,8 +183,10 @@ def grow_tree(X: Any, y: Any, schema: PublicSchema, *, epsilon: float, rng: np.r
     rows = schema.check_rows(X, "X", where)
     codes = schema.encode_labels(y)
     if codes.shape[0] != rows.shape[0]:
-        raise ValueError(f"The 'y' parameter of {where} must have one label per row of X ({rows.shape[0]}). "
-                         f"Got {codes.shape[0]} instead.")
+        raise ValueError(
+            f"The 'y' parameter of {where} must have one label per row of X ({rows.shape[0]}). "
+            f"Got {codes.shape[0]} instead."
+        )
 
     level_epsilon = epsilon / h_max
     n_classes, is_cat, branching = schema.n_codes, schema.is_categorical, schema.branching
@@ -171,16 +210,18 @@ def grow_tree(X: Any, y: Any, schema: PublicSchema, *, epsilon: float, rng: np.r
         local = node[live] - start
         numeric_columns = np.unique(chosen[split & ~is_cat[column]])
         if numeric_columns.size:
-            mechanism = Exponential(epsilon=level_epsilon, sensitivity=MAX_OPERATOR_SENSITIVITY * sensitivity,
-                                    rng=rng, secure=secure)
+            mechanism = Exponential(
+                epsilon=level_epsilon, sensitivity=MAX_OPERATOR_SENSITIVITY * sensitivity, rng=rng, secure=secure
+            )
             for a in numeric_columns:
                 nodes = np.flatnonzero(chosen == a)
                 candidates = _candidates(lo[nodes, a], hi[nodes, a], t, rng)
                 position = np.full(frontier, -1, dtype=np.int64)
                 position[nodes] = np.arange(nodes.size)
                 inside = position[local] >= 0
-                utilities = _utilities(rows[live[inside], a], codes[live[inside]], position[local[inside]],
-                                       candidates, n_classes)
+                utilities = _utilities(
+                    rows[live[inside], a], codes[live[inside]], position[local[inside]], candidates, n_classes
+                )
                 for i, at in enumerate(nodes):
                     cuts[at] = candidates[i, mechanism.randomise(utilities[i])]
             spends.append(Spend("tree.split", level, level_epsilon, "exponential"))
@@ -219,11 +260,20 @@ def grow_tree(X: Any, y: Any, schema: PublicSchema, *, epsilon: float, rng: np.r
     n_children.append(np.zeros(frontier, dtype=np.int64))
     n_children_all = np.concatenate(n_children)
     leaf_index = np.cumsum(n_children_all == 0) - 1
-    true_counts = np.bincount(leaf_index[node] * n_classes + codes,
-                              minlength=int((n_children_all == 0).sum()) * n_classes)
+    true_counts = np.bincount(
+        leaf_index[node] * n_classes + codes, minlength=int((n_children_all == 0).sum()) * n_classes
+    )
     laplace = Laplace(epsilon=level_epsilon, sensitivity=sensitivity, rng=rng, secure=secure)
     noisy = laplace.randomise(true_counts.astype(np.float64)).reshape(-1, n_classes)
     spends.append(Spend("tree.leaves", level, level_epsilon, "laplace"))
-    return PrivateTree(schema=schema, attribute=np.concatenate(attribute), threshold=np.concatenate(threshold),
-                       n_children=n_children_all, counts=noisy, h_max=h_max, t=t, spends=tuple(spends),
-                       neighbours=neighbours)
+    return PrivateTree(
+        schema=schema,
+        attribute=np.concatenate(attribute),
+        threshold=np.concatenate(threshold),
+        n_children=n_children_all,
+        counts=noisy,
+        h_max=h_max,
+        t=t,
+        spends=tuple(spends),
+        neighbours=neighbours,
+    )

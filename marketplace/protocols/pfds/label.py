@@ -17,8 +17,9 @@ cases have one answer; ``rng`` breaks them uniformly at random instead.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -36,10 +37,15 @@ def majority_vote(votes: Any, *, n_classes: int, rng: np.random.Generator | None
     Ties: the smallest code, or a uniform choice among the tied codes when ``rng`` is given."""
     n_classes = int_at_least(n_classes, 1, "n_classes", "majority_vote")
     votes = np.asarray(votes)
-    if votes.ndim != 2 or votes.shape[0] == 0 or (votes.size and (votes.dtype.kind not in "iu" or votes.min() < 0
-                                                                  or votes.max() >= n_classes)):
-        raise ValueError(f"The 'votes' parameter of majority_vote must be a (voters, records) array of integer codes "
-                         f"in [0, {n_classes}) with at least one voter. Got dtype {votes.dtype}, shape {votes.shape} instead.")
+    if (
+        votes.ndim != 2
+        or votes.shape[0] == 0
+        or (votes.size and (votes.dtype.kind not in "iu" or votes.min() < 0 or votes.max() >= n_classes))
+    ):
+        raise ValueError(
+            f"The 'votes' parameter of majority_vote must be a (voters, records) array of integer codes "
+            f"in [0, {n_classes}) with at least one voter. Got dtype {votes.dtype}, shape {votes.shape} instead."
+        )
     voters, records = votes.shape
     tally = np.zeros((records, n_classes), dtype=np.int64)
     for row in votes:
@@ -58,8 +64,10 @@ def _check_trees(trees: Any, where: str) -> list[PrivateTree]:
     schema = trees[0].schema
     for i, tree in enumerate(trees[1:], start=1):
         if tree.schema != schema:
-            raise ValueError(f"The 'trees' parameter of {where} must hold trees grown on one public schema. "
-                             f"Tree {i} has another one.")
+            raise ValueError(
+                f"The 'trees' parameter of {where} must hold trees grown on one public schema. "
+                f"Tree {i} has another one."
+            )
     return trees
 
 
@@ -68,22 +76,29 @@ def vote_codes(trees: Sequence[PrivateTree], X: Any, *, rng: np.random.Generator
     trees = _check_trees(trees, "vote_codes")
     schema = trees[0].schema
     rows = schema.check_rows(X, "X", "vote_codes", allow_empty=True)
-    votes = np.vstack([tree._predict_rows(rows) for tree in trees]) if rows.shape[0] else np.zeros((len(trees), 0), np.int64)
+    votes = (
+        np.vstack([tree._predict_rows(rows) for tree in trees])
+        if rows.shape[0]
+        else np.zeros((len(trees), 0), np.int64)
+    )
     return majority_vote(votes, n_classes=schema.n_codes, rng=rng)
 
 
 def bucket_of(y: Any, labels: RegressionLabels) -> np.ndarray:
     """The bucket (0..buckets-1) of each real label; hi falls in the last bucket."""
     if not isinstance(labels, RegressionLabels):
-        raise TypeError(f"The 'labels' parameter of bucket_of must be RegressionLabels. Got {type(labels).__name__} instead.")
+        raise TypeError(
+            f"The 'labels' parameter of bucket_of must be RegressionLabels. Got {type(labels).__name__} instead."
+        )
     return labels.encode(y)
 
 
 def draw_in_bucket(codes: Any, labels: RegressionLabels, *, rng: np.random.Generator) -> np.ndarray:
     """A value drawn uniformly inside each code's bucket."""
     if not isinstance(labels, RegressionLabels):
-        raise TypeError(f"The 'labels' parameter of draw_in_bucket must be RegressionLabels. "
-                        f"Got {type(labels).__name__} instead.")
+        raise TypeError(
+            f"The 'labels' parameter of draw_in_bucket must be RegressionLabels. Got {type(labels).__name__} instead."
+        )
     return labels.decode(codes, rng=rng)
 
 
@@ -102,13 +117,16 @@ class LabelledData:
         return total_epsilon(self.spends)
 
 
-def label_synthetic(trees: Sequence[PrivateTree], synthetic: SyntheticData, *, rng: np.random.Generator,
-                    random_ties: bool = False) -> LabelledData:
+def label_synthetic(
+    trees: Sequence[PrivateTree], synthetic: SyntheticData, *, rng: np.random.Generator, random_ties: bool = False
+) -> LabelledData:
     """Label ``synthetic`` by the majority vote of ``trees`` (all sharers' trees; PFDS(s) passes only
     its own). Regression labels are drawn uniformly in the winning bucket, with ``rng``."""
     if not isinstance(synthetic, SyntheticData):
-        raise TypeError(f"The 'synthetic' parameter of label_synthetic must be SyntheticData. "
-                        f"Got {type(synthetic).__name__} instead.")
+        raise TypeError(
+            f"The 'synthetic' parameter of label_synthetic must be SyntheticData. "
+            f"Got {type(synthetic).__name__} instead."
+        )
     rng = generator(rng, "label_synthetic")
     trees = _check_trees(trees, "label_synthetic")
     codes = vote_codes(trees, synthetic.X, rng=rng if random_ties else None)

@@ -48,8 +48,10 @@ class Fitted:
         return {"coef": self.coef.tolist(), "intercept": self.intercept, "task": self.task}
 
     @classmethod
-    def from_plain(cls, plain: dict[str, Any]) -> "Fitted":
-        return cls(coef=np.asarray(plain["coef"], dtype=np.float64), intercept=float(plain["intercept"]), task=plain["task"])
+    def from_plain(cls, plain: dict[str, Any]) -> Fitted:
+        return cls(
+            coef=np.asarray(plain["coef"], dtype=np.float64), intercept=float(plain["intercept"]), task=plain["task"]
+        )
 
 
 def scaled_labels(schema: PublicSchema, y: Any) -> np.ndarray:

@@ -51,20 +51,44 @@ class PfdsSharer(PfdsAgent):
 
     role_name = "owner"
 
-    def __init__(self, *, epsilon: float, h_max: int, t: int, p: int, max_leaves: int, attribute_choice: str,
-                 consistency: bool, neighbours: str, secure: bool, tree_seed: np.random.SeedSequence,
-                 data_seed: np.random.SeedSequence, budget: float | None = None, **common: Any) -> None:
+    def __init__(
+        self,
+        *,
+        epsilon: float,
+        h_max: int,
+        t: int,
+        p: int,
+        max_leaves: int,
+        attribute_choice: str,
+        consistency: bool,
+        neighbours: str,
+        secure: bool,
+        tree_seed: np.random.SeedSequence,
+        data_seed: np.random.SeedSequence,
+        budget: float | None = None,
+        **common: Any,
+    ) -> None:
         super().__init__(**common)
         self.epsilon = epsilon
-        self.params = dict(h_max=h_max, t=t, max_leaves=max_leaves, attribute_choice=attribute_choice,
-                           neighbours=neighbours, secure=secure)
+        self.params = dict(
+            h_max=h_max,
+            t=t,
+            max_leaves=max_leaves,
+            attribute_choice=attribute_choice,
+            neighbours=neighbours,
+            secure=secure,
+        )
         self.p = p
         self.consistency = consistency
         self.secure = secure
         self.tree_rng = np.random.default_rng(tree_seed)
         self.data_rng = np.random.default_rng(data_seed)
-        self.ledger = PrivacyLedger(self.party_id, neighbouring=pfds_relation(neighbours, f"a row of {self.party_id}'s data"),
-                                    budget=None if budget is None else (budget, 0.0), theorem="basic")
+        self.ledger = PrivacyLedger(
+            self.party_id,
+            neighbouring=pfds_relation(neighbours, f"a row of {self.party_id}'s data"),
+            budget=None if budget is None else (budget, 0.0),
+            theorem="basic",
+        )
         self.tree: PrivateTree | None = None
         self.released_rows = 0
 
@@ -75,9 +99,17 @@ class PfdsSharer(PfdsAgent):
         return [self.hello("pfds"), Send(CURATOR, PfdsTree(**tree_fields(self.tree)))]
 
     def label(self, trees: list[PrivateTree]) -> list[Send]:
-        labelled = share_data(self.tree, self.X, [self.tree, *trees], epsilon=self.epsilon, rng=self.data_rng, p=self.p,
-                              consistency=self.consistency, secure=self.secure)
-        for spend in labelled.spends[len(self.tree.spends):]:
+        labelled = share_data(
+            self.tree,
+            self.X,
+            [self.tree, *trees],
+            epsilon=self.epsilon,
+            rng=self.data_rng,
+            p=self.p,
+            consistency=self.consistency,
+            secure=self.secure,
+        )
+        for spend in labelled.spends[len(self.tree.spends) :]:
             step = spend.to_step()
             self.ledger.spend(step.eps, mechanism=step.mechanism)
         self.released_rows = int(labelled.X.shape[0])
@@ -86,6 +118,11 @@ class PfdsSharer(PfdsAgent):
 
     def result(self) -> dict[str, Any]:
         out = super().result()
-        out.update({"privacy": self.ledger.to_dict(), "synthetic_rows": self.released_rows,
-                    "tree_leaves": self.tree.n_leaves if self.tree is not None else None})
+        out.update(
+            {
+                "privacy": self.ledger.to_dict(),
+                "synthetic_rows": self.released_rows,
+                "tree_leaves": self.tree.n_leaves if self.tree is not None else None,
+            }
+        )
         return out

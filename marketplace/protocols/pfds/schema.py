@@ -111,8 +111,10 @@ def _label_vector(y: Any) -> np.ndarray:
 def _code_vector(codes: Any, n_codes: int) -> np.ndarray:
     array = np.asarray(codes)
     if array.ndim != 1 or (array.size and (array.dtype.kind not in "iu" or array.min() < 0 or array.max() >= n_codes)):
-        raise ValueError(f"Label codes must be a 1-D array of integers in [0, {n_codes}). "
-                         f"Got dtype {array.dtype}, shape {array.shape} instead.")
+        raise ValueError(
+            f"Label codes must be a 1-D array of integers in [0, {n_codes}). "
+            f"Got dtype {array.dtype}, shape {array.shape} instead."
+        )
     return array.astype(np.int64)
 
 
@@ -211,8 +213,10 @@ class RegressionLabels:
         bad = ~np.isfinite(values) | (values < self.lo) | (values > self.hi)
         if bad.any():
             row = int(np.argmax(bad))
-            raise ValueError(f"Labels must lie in the public range [{self.lo!r}, {self.hi!r}]. "
-                             f"Got {float(values[row])!r} at row {row} instead.")
+            raise ValueError(
+                f"Labels must lie in the public range [{self.lo!r}, {self.hi!r}]. "
+                f"Got {float(values[row])!r} at row {row} instead."
+            )
         width = (self.hi - self.lo) / self.buckets
         return np.minimum(((values - self.lo) / width).astype(np.int64), self.buckets - 1)
 
@@ -240,12 +244,22 @@ class PublicSchema:
         if isinstance(attributes, list):
             attributes = tuple(attributes)
         if not isinstance(attributes, tuple) or not attributes:
-            raise fail(TypeError if not isinstance(attributes, tuple) else ValueError, "attributes", "PublicSchema",
-                       "a non-empty tuple of NumericAttribute and CategoricalAttribute", self.attributes)
+            raise fail(
+                TypeError if not isinstance(attributes, tuple) else ValueError,
+                "attributes",
+                "PublicSchema",
+                "a non-empty tuple of NumericAttribute and CategoricalAttribute",
+                self.attributes,
+            )
         for attribute in attributes:
             if not isinstance(attribute, (NumericAttribute, CategoricalAttribute)):
-                raise fail(TypeError, "attributes", "PublicSchema",
-                           "a tuple of NumericAttribute and CategoricalAttribute", attribute)
+                raise fail(
+                    TypeError,
+                    "attributes",
+                    "PublicSchema",
+                    "a tuple of NumericAttribute and CategoricalAttribute",
+                    attribute,
+                )
         names = [a.name for a in attributes]
         if len(set(names)) != len(names):
             duplicate = next(n for n in names if names.count(n) > 1)
@@ -310,7 +324,9 @@ class PublicSchema:
     def _encode_columns(self, data: Mapping) -> np.ndarray:
         unknown = [name for name in data if name not in self.names]
         if unknown:
-            raise ValueError(f"Unknown attribute {unknown[0]!r}: the public schema has {', '.join(map(repr, self.names))}.")
+            raise ValueError(
+                f"Unknown attribute {unknown[0]!r}: the public schema has {', '.join(map(repr, self.names))}."
+            )
         missing = [name for name in self.names if name not in data]
         if missing:
             raise ValueError(f"Missing attribute {missing[0]!r}: every attribute of the public schema needs a column.")
@@ -318,7 +334,9 @@ class PublicSchema:
         for attribute in self.attributes:
             column = np.asarray(data[attribute.name])
             if column.ndim != 1:
-                raise ValueError(f"Attribute {attribute.name!r} must be a 1-D column. Got shape {column.shape} instead.")
+                raise ValueError(
+                    f"Attribute {attribute.name!r} must be a 1-D column. Got shape {column.shape} instead."
+                )
             if attribute.kind == "categorical":
                 column = self._lookup(attribute, column)
             columns.append(column)
@@ -333,8 +351,11 @@ class PublicSchema:
 
     @staticmethod
     def _lookup(attribute: CategoricalAttribute, column: np.ndarray) -> np.ndarray:
-        return _codes(attribute.values, column, f"Attribute {attribute.name!r} must take a value of its public "
-                                                f"domain {list(attribute.values)!r}")
+        return _codes(
+            attribute.values,
+            column,
+            f"Attribute {attribute.name!r} must take a value of its public domain {list(attribute.values)!r}",
+        )
 
     def check_rows(self, X: Any, name: str, where: str, *, allow_empty: bool = False) -> np.ndarray:
         """``X`` as a checked n x d float64 matrix: finite, numeric values in [lo, hi], categorical
@@ -342,28 +363,38 @@ class PublicSchema:
         try:
             array = np.asarray(X, dtype=np.float64)
         except (TypeError, ValueError):
-            raise fail(TypeError, name, where, "a 2-D array of real numbers (categorical columns as codes)", X) from None
+            raise fail(
+                TypeError, name, where, "a 2-D array of real numbers (categorical columns as codes)", X
+            ) from None
         if array.ndim != 2 or array.shape[1] != self.d or (array.shape[0] == 0 and not allow_empty):
-            raise ValueError(f"The '{name}' parameter of {where} must be a {'' if allow_empty else 'non-empty '}"
-                             f"2-D array of shape (rows, {self.d}). Got shape {array.shape} instead.")
+            raise ValueError(
+                f"The '{name}' parameter of {where} must be a {'' if allow_empty else 'non-empty '}"
+                f"2-D array of shape (rows, {self.d}). Got shape {array.shape} instead."
+            )
         bad = ~np.isfinite(array)
         if bad.any():
             row, col = np.argwhere(bad)[0]
-            raise ValueError(f"Attribute {self.names[col]!r} must be finite. Got {float(array[row, col])!r} at row {row} instead.")
+            raise ValueError(
+                f"Attribute {self.names[col]!r} must be finite. Got {float(array[row, col])!r} at row {row} instead."
+            )
         for col, attribute in enumerate(self.attributes):
             values = array[:, col]
             if attribute.kind == "numeric":
                 outside = (values < attribute.lo) | (values > attribute.hi)
                 if outside.any():
                     row = int(np.argmax(outside))
-                    raise ValueError(f"Attribute {attribute.name!r} must lie in its public domain "
-                                     f"[{attribute.lo!r}, {attribute.hi!r}]. Got {float(values[row])!r} at row {row} instead.")
+                    raise ValueError(
+                        f"Attribute {attribute.name!r} must lie in its public domain "
+                        f"[{attribute.lo!r}, {attribute.hi!r}]. Got {float(values[row])!r} at row {row} instead."
+                    )
             else:
                 outside = (values != np.floor(values)) | (values < 0) | (values >= attribute.branching)
                 if outside.any():
                     row = int(np.argmax(outside))
-                    raise ValueError(f"Attribute {attribute.name!r} must hold the code (0..{attribute.branching - 1}) "
-                                     f"of a value of its public domain. Got {float(values[row])!r} at row {row} instead.")
+                    raise ValueError(
+                        f"Attribute {attribute.name!r} must hold the code (0..{attribute.branching - 1}) "
+                        f"of a value of its public domain. Got {float(values[row])!r} at row {row} instead."
+                    )
         return array
 
     # --- labels
@@ -396,7 +427,8 @@ class PublicSchema:
     def to_plain(self) -> dict[str, Any]:
         """The schema as msgpack-ready dicts and lists."""
         attributes = [
-            {"name": a.name, "kind": "numeric", "lo": a.lo, "hi": a.hi} if a.kind == "numeric"
+            {"name": a.name, "kind": "numeric", "lo": a.lo, "hi": a.hi}
+            if a.kind == "numeric"
             else {"name": a.name, "kind": "categorical", "values": list(a.values)}
             for a in self.attributes
         ]
@@ -407,7 +439,7 @@ class PublicSchema:
         return {"attributes": attributes, "label": label}
 
     @classmethod
-    def from_plain(cls, plain: Any, path: str = "$") -> "PublicSchema":
+    def from_plain(cls, plain: Any, path: str = "$") -> PublicSchema:
         """Read back :meth:`to_plain`'s output; :class:`MalformedPlain` names the first bad field."""
         _keys(plain, {"attributes", "label"}, path)
         items = plain["attributes"]

@@ -9,7 +9,8 @@ rule of docs/design.md §4, reusing :mod:`marketplace.data.partition`.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -17,38 +18,72 @@ from marketplace.data.partition import assign_by_distance
 
 from ._checks import generator, int_at_least, positive_real
 from .budget import split_budget
+from .grow import DEFAULT_MAX_LEAVES, grow_tree
 from .label import LabelledData, label_synthetic
 from .schema import PublicSchema
 from .synth import opt_private_gen
-from .grow import DEFAULT_MAX_LEAVES, grow_tree
 from .tree import PrivateTree
 
 __all__ = ["share_predictor", "share_data", "partition_agents"]
 
 
-def share_predictor(X: Any, y: Any, schema: PublicSchema, *, epsilon: float, rng: np.random.Generator, h_max: int = 8,
-                    t: int = 10, max_leaves: int = DEFAULT_MAX_LEAVES, attribute_choice: str = "level",
-                    neighbours: str = "add_remove", secure: bool = False) -> PrivateTree:
+def share_predictor(
+    X: Any,
+    y: Any,
+    schema: PublicSchema,
+    *,
+    epsilon: float,
+    rng: np.random.Generator,
+    h_max: int = 8,
+    t: int = 10,
+    max_leaves: int = DEFAULT_MAX_LEAVES,
+    attribute_choice: str = "level",
+    neighbours: str = "add_remove",
+    secure: bool = False,
+) -> PrivateTree:
     """The tree a sharer with total budget ``epsilon`` shares: grown with epsilon/2, epsilon/(2 h_max) per level."""
     budget = split_budget(epsilon, h_max=h_max, p=2)
-    return grow_tree(X, y, schema, epsilon=budget.tree, rng=rng, h_max=h_max, t=t, max_leaves=max_leaves,
-                     attribute_choice=attribute_choice, neighbours=neighbours, secure=secure)
+    return grow_tree(
+        X,
+        y,
+        schema,
+        epsilon=budget.tree,
+        rng=rng,
+        h_max=h_max,
+        t=t,
+        max_leaves=max_leaves,
+        attribute_choice=attribute_choice,
+        neighbours=neighbours,
+        secure=secure,
+    )
 
 
-def share_data(tree: PrivateTree, X: Any, trees: Sequence[PrivateTree], *, epsilon: float, rng: np.random.Generator,
-               p: int = 4, consistency: bool = True, solver: str = "newton", random_ties: bool = False,
-               secure: bool = False) -> LabelledData:
+def share_data(
+    tree: PrivateTree,
+    X: Any,
+    trees: Sequence[PrivateTree],
+    *,
+    epsilon: float,
+    rng: np.random.Generator,
+    p: int = 4,
+    consistency: bool = True,
+    solver: str = "newton",
+    random_ties: bool = False,
+    secure: bool = False,
+) -> LabelledData:
     """A sharer's labelled synthetic data: optPrivateGen on its own ``tree`` and rows ``X`` with the
     other half of its total ``epsilon`` (epsilon/(2(p-1)) per counted level), labelled by the majority
     of ``trees`` (every sharer's, its own included). ``epsilon`` of the result is the sharer's total."""
     counts_epsilon = positive_real(epsilon, "epsilon", "share_data") / 2  # the paper's eps/2 (Theorem 3.3)
-    synthetic = opt_private_gen(tree, X, epsilon=counts_epsilon, rng=rng, p=p, consistency=consistency,
-                                solver=solver, secure=secure)
+    synthetic = opt_private_gen(
+        tree, X, epsilon=counts_epsilon, rng=rng, p=p, consistency=consistency, solver=solver, secure=secure
+    )
     return label_synthetic(trees, synthetic, rng=rng, random_ties=random_ties)
 
 
-def partition_agents(X: Any, schema: PublicSchema, *, attribute: str, agents: int,
-                     rng: np.random.Generator) -> list[np.ndarray]:
+def partition_agents(
+    X: Any, schema: PublicSchema, *, attribute: str, agents: int, rng: np.random.Generator
+) -> list[np.ndarray]:
     """Row indices of each agent: agent i draws an anchor a_i uniformly in the public range of the
     numeric ``attribute`` and gets each row with probability ∝ 1/|x_a - a_i| (docs/design.md §4)."""
     where = "partition_agents"
@@ -56,8 +91,10 @@ def partition_agents(X: Any, schema: PublicSchema, *, attribute: str, agents: in
     column = schema.index(attribute)
     spec = schema.attributes[column]
     if spec.kind != "numeric":
-        raise ValueError(f"The 'attribute' parameter of {where} must name a numeric attribute. Got {attribute!r}, "
-                         "which is categorical, instead.")
+        raise ValueError(
+            f"The 'attribute' parameter of {where} must name a numeric attribute. Got {attribute!r}, "
+            "which is categorical, instead."
+        )
     agents = int_at_least(agents, 1, "agents", where)
     rng = generator(rng, where)
     anchors = rng.uniform(spec.lo, spec.hi, size=agents)

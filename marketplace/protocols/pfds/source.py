@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from marketplace.protocols.pfds import tables
 from marketplace.data.sources.base import Source
+from marketplace.protocols.pfds import tables
 
-SOURCE = Source(kind="table", options=tables.TableSource, load=tables.load_table,
-                datasets=tables.datasets, summary="a raw table with a public schema (pfds): "
-                                                  + ", ".join(tables.TABLES))
+SOURCE = Source(
+    kind="table",
+    options=tables.TableSource,
+    load=tables.load_table,
+    datasets=tables.datasets,
+    summary="a raw table with a public schema (pfds): " + ", ".join(tables.TABLES),
+)

@@ -36,8 +36,9 @@ the truth than the noisy counts in that norm.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -136,8 +137,9 @@ def exact_node_counts(tree: PrivateTree, X: Any, *, p: int = 4) -> tuple[np.ndar
     return sums[np.concatenate(levels)], leaf_totals
 
 
-def noisy_node_counts(tree: PrivateTree, X: Any, *, epsilon: float, rng: np.random.Generator, p: int = 4,
-                      secure: bool = False) -> NoisyCounts:
+def noisy_node_counts(
+    tree: PrivateTree, X: Any, *, epsilon: float, rng: np.random.Generator, p: int = 4, secure: bool = False
+) -> NoisyCounts:
     """Laplace-noised counts of the nodes on levels 1..p-1 of ``tree`` over rows ``X``, epsilon/(p-1)
     per level (levels the tree does not have spend nothing). Uses the tree's neighbouring relation."""
     where = "noisy_node_counts"
@@ -146,8 +148,10 @@ def noisy_node_counts(tree: PrivateTree, X: Any, *, epsilon: float, rng: np.rand
     p = int_at_least(p, 2, "p", where)
     rng, secure = noise_generator(rng, secure, where)
     if p > tree.h_max:
-        raise ValueError(f"The 'p' parameter of {where} must be at most the tree's h_max ({tree.h_max}): the levels "
-                         f"counted are 1..p-1, above the leaves. Got {p} instead.")
+        raise ValueError(
+            f"The 'p' parameter of {where} must be at most the tree's h_max ({tree.h_max}): the levels "
+            f"counted are 1..p-1, above the leaves. Got {p} instead."
+        )
     sensitivity = count_sensitivity(tree.neighbours, where)
     level_epsilon = epsilon / (p - 1)
     true_nodes, _ = exact_node_counts(tree, X, p=p)
@@ -155,12 +159,18 @@ def noisy_node_counts(tree: PrivateTree, X: Any, *, epsilon: float, rng: np.rand
     mechanism = Laplace(epsilon=level_epsilon, sensitivity=sensitivity, rng=rng, secure=secure)
     values, spends, start = [], [], 0
     for level, nodes in enumerate(levels, start=1):
-        values.append(np.atleast_1d(mechanism.randomise(true_nodes[start:start + nodes.size])))
+        values.append(np.atleast_1d(mechanism.randomise(true_nodes[start : start + nodes.size])))
         spends.append(Spend("synth.counts", level, level_epsilon, "laplace"))
         start += nodes.size
     node_levels = np.concatenate([np.full(nodes.size, level) for level, nodes in enumerate(levels, start=1)])
-    return NoisyCounts(p=p, nodes=np.concatenate(levels), levels=node_levels, values=np.concatenate(values),
-                       leaf_values=tree.counts.sum(axis=1), spends=tuple(spends))
+    return NoisyCounts(
+        p=p,
+        nodes=np.concatenate(levels),
+        levels=node_levels,
+        values=np.concatenate(values),
+        leaf_values=tree.counts.sum(axis=1),
+        spends=tuple(spends),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -182,18 +192,23 @@ class ConsistentCounts:
 
     def weighted_distance(self, node_reference: Any, leaf_reference: Any) -> float:
         """sum lambda_k (S_k - ref_k)^2 + lambda_leaf sum (x_j - ref_j)^2: the objective's norm."""
-        node_reference = real_vector(node_reference, "node_reference", "ConsistentCounts.weighted_distance",
-                                     size=self.nodes.size)
-        leaf_reference = real_vector(leaf_reference, "leaf_reference", "ConsistentCounts.weighted_distance",
-                                     size=self.leaves.size)
-        return weighted_distance(self.node_values, self.leaves, node_reference, leaf_reference,
-                                 self.node_weights, self.leaf_weight)
+        node_reference = real_vector(
+            node_reference, "node_reference", "ConsistentCounts.weighted_distance", size=self.nodes.size
+        )
+        leaf_reference = real_vector(
+            leaf_reference, "leaf_reference", "ConsistentCounts.weighted_distance", size=self.leaves.size
+        )
+        return weighted_distance(
+            self.node_values, self.leaves, node_reference, leaf_reference, self.node_weights, self.leaf_weight
+        )
 
 
 def weighted_distance(node_values, leaf_values, node_reference, leaf_reference, node_weights, leaf_weight) -> float:
     """The weighted squared distance of the consistency objective between two sets of counts."""
-    return float(np.sum(node_weights * (np.asarray(node_values) - node_reference) ** 2)
-                 + leaf_weight * np.sum((np.asarray(leaf_values) - leaf_reference) ** 2))
+    return float(
+        np.sum(node_weights * (np.asarray(node_values) - node_reference) ** 2)
+        + leaf_weight * np.sum((np.asarray(leaf_values) - leaf_reference) ** 2)
+    )
 
 
 def _weights(tree: PrivateTree, noisy: NoisyCounts, weights: Sequence[float] | None) -> tuple[np.ndarray, float]:
@@ -204,8 +219,10 @@ def _weights(tree: PrivateTree, noisy: NoisyCounts, weights: Sequence[float] | N
         return per_level[noisy.levels - 1], 1.0 / tree.n_leaves
     values = list(weights) if isinstance(weights, (list, tuple, np.ndarray)) else None
     if values is None or len(values) != noisy.p:
-        raise ValueError(f"The 'weights' parameter of consistent_counts must be a sequence of p = {noisy.p} positive "
-                         f"weights (levels 1..p-1, then the leaves). Got {weights!r} instead.")
+        raise ValueError(
+            f"The 'weights' parameter of consistent_counts must be a sequence of p = {noisy.p} positive "
+            f"weights (levels 1..p-1, then the leaves). Got {weights!r} instead."
+        )
     values = [positive_real(value, "weights", "consistent_counts") for value in values]
     return np.array(values[:-1])[noisy.levels - 1], values[-1]
 
@@ -229,13 +246,21 @@ def _groups(tree: PrivateTree, noisy: NoisyCounts) -> tuple[np.ndarray, sp.csr_m
         keep = parent[current] >= 0
         current, columns = parent[current][keep], columns[keep]
     size = noisy.nodes.size
-    ancestors = sp.csr_matrix((np.ones(sum(r.size for r in rows)), (np.concatenate(rows), np.concatenate(cols))),
-                              shape=(size, size))
+    ancestors = sp.csr_matrix(
+        (np.ones(sum(r.size for r in rows)), (np.concatenate(rows), np.concatenate(cols))), shape=(size, size)
+    )
     return group[tree.leaves], ancestors
 
 
-def consistent_counts(tree: PrivateTree, noisy: NoisyCounts, *, weights: Sequence[float] | None = None,
-                      solver: str = "newton", tol: float = 1e-9, max_iter: int = 200) -> ConsistentCounts:
+def consistent_counts(
+    tree: PrivateTree,
+    noisy: NoisyCounts,
+    *,
+    weights: Sequence[float] | None = None,
+    solver: str = "newton",
+    tol: float = 1e-9,
+    max_iter: int = 200,
+) -> ConsistentCounts:
     """The weighted non-negative least-squares leaf counts (see the module docstring).
 
     ``weights``: p positive weights (levels 1..p-1, then the leaves); default 1/m_i per level.
@@ -244,11 +269,15 @@ def consistent_counts(tree: PrivateTree, noisy: NoisyCounts, *, weights: Sequenc
     where = "consistent_counts"
     tree = _check_tree(tree, where)
     if not isinstance(noisy, NoisyCounts):
-        raise TypeError(f"The 'noisy' parameter of {where} must be NoisyCounts (noisy_node_counts). "
-                        f"Got {type(noisy).__name__} instead.")
+        raise TypeError(
+            f"The 'noisy' parameter of {where} must be NoisyCounts (noisy_node_counts). "
+            f"Got {type(noisy).__name__} instead."
+        )
     if noisy.leaf_values.size != tree.n_leaves or (noisy.nodes.size and noisy.nodes.max() >= tree.n_nodes):
-        raise ValueError(f"The 'noisy' parameter of {where} must hold counts of this tree's nodes and leaves. "
-                         f"Got counts for {noisy.leaf_values.size} leaves, the tree has {tree.n_leaves}.")
+        raise ValueError(
+            f"The 'noisy' parameter of {where} must hold counts of this tree's nodes and leaves. "
+            f"Got counts for {noisy.leaf_values.size} leaves, the tree has {tree.n_leaves}."
+        )
     solver = choice(solver, SOLVERS, "solver", where)
     tol = positive_real(tol, "tol", where)
     max_iter = int_at_least(max_iter, 1, "max_iter", where)
@@ -259,15 +288,24 @@ def consistent_counts(tree: PrivateTree, noisy: NoisyCounts, *, weights: Sequenc
     else:
         leaves, iterations = _solve_dual_newton(noisy, group, ancestors, node_weights, leaf_weight, tol, max_iter)
     sums = ancestors @ np.bincount(group, weights=leaves, minlength=noisy.nodes.size)
-    return ConsistentCounts(leaves=leaves, nodes=noisy.nodes, node_values=sums, node_weights=node_weights,
-                            leaf_weight=leaf_weight, solver=solver, iterations=iterations)
+    return ConsistentCounts(
+        leaves=leaves,
+        nodes=noisy.nodes,
+        node_values=sums,
+        node_weights=node_weights,
+        leaf_weight=leaf_weight,
+        solver=solver,
+        iterations=iterations,
+    )
 
 
 def _solve_nnls(noisy, group, ancestors, node_weights, leaf_weight) -> tuple[np.ndarray, int]:
     leaves = noisy.leaf_values.size
     if leaves > NNLS_MAX_LEAVES:
-        raise ValueError(f"The 'solver' parameter of consistent_counts must be 'newton' for trees with more than "
-                         f"{NNLS_MAX_LEAVES} leaves (the nnls design is dense). Got 'nnls' for {leaves} leaves instead.")
+        raise ValueError(
+            f"The 'solver' parameter of consistent_counts must be 'newton' for trees with more than "
+            f"{NNLS_MAX_LEAVES} leaves (the nnls design is dense). Got 'nnls' for {leaves} leaves instead."
+        )
     upper = (ancestors[:, group]).toarray() * np.sqrt(node_weights)[:, None]
     design = np.vstack([upper, np.sqrt(leaf_weight) * np.eye(leaves)])
     target = np.concatenate([np.sqrt(node_weights) * noisy.values, np.sqrt(leaf_weight) * noisy.leaf_values])
@@ -287,8 +325,11 @@ def _solve_dual_newton(noisy, group, ancestors, node_weights, leaf_weight, tol, 
         t = (ancestors_t @ nu)[group]
         x = np.maximum(c_leaves - t / (2 * leaf_weight), 0.0)
         sums = ancestors @ np.bincount(group, weights=x, minlength=size)
-        value = (leaf_weight * np.sum((x - c_leaves) ** 2) + np.dot(t, x)
-                 - np.sum(nu * nu / (4 * node_weights) + nu * c_nodes))
+        value = (
+            leaf_weight * np.sum((x - c_leaves) ** 2)
+            + np.dot(t, x)
+            - np.sum(nu * nu / (4 * node_weights) + nu * c_nodes)
+        )
         return value, sums - c_nodes - nu / (2 * node_weights), x
 
     threshold = tol * (1.0 + max(np.abs(c_nodes).max(), np.abs(c_leaves).max()))
@@ -298,7 +339,7 @@ def _solve_dual_newton(noisy, group, ancestors, node_weights, leaf_weight, tol, 
         if np.abs(gradient).max() <= threshold:
             return x, iteration - 1
         free = np.bincount(group, weights=(x > 0).astype(np.float64), minlength=size)
-        hessian = (ancestors @ sp.diags(free / (2 * leaf_weight)) @ ancestors_t + sp.diags(1 / (2 * node_weights)))
+        hessian = ancestors @ sp.diags(free / (2 * leaf_weight)) @ ancestors_t + sp.diags(1 / (2 * node_weights))
         if size <= _DENSE_DUAL:
             direction = np.linalg.solve(hessian.toarray(), gradient)
         else:
@@ -313,8 +354,10 @@ def _solve_dual_newton(noisy, group, ancestors, node_weights, leaf_weight, tol, 
                 return x, iteration
         nu, value, gradient, x = nu + step * direction, new_value, new_gradient, new_x
     if np.abs(gradient).max() > 1e3 * threshold:
-        raise RuntimeError(f"consistent_counts did not converge in {max_iter} Newton steps "
-                           f"(largest residual {np.abs(gradient).max():.3g}); raise max_iter.")
+        raise RuntimeError(
+            f"consistent_counts did not converge in {max_iter} Newton steps "
+            f"(largest residual {np.abs(gradient).max():.3g}); raise max_iter."
+        )
     return x, max_iter
 
 
@@ -339,19 +382,24 @@ class SyntheticData:
         return total_epsilon(self.spends)
 
 
-def synthesize(tree: PrivateTree, leaf_counts: Any, *, rng: np.random.Generator,
-               max_records: int = DEFAULT_MAX_RECORDS) -> tuple[np.ndarray, np.ndarray]:
+def synthesize(
+    tree: PrivateTree, leaf_counts: Any, *, rng: np.random.Generator, max_records: int = DEFAULT_MAX_RECORDS
+) -> tuple[np.ndarray, np.ndarray]:
     """round(x_j) records in leaf j (x_j >= 0), uniform in its public region. Returns (records, leaf index)."""
     tree = _check_tree(tree, "synthesize")
     rng = generator(rng, "synthesize")
     max_records = int_at_least(max_records, 0, "max_records", "synthesize")
     counts = real_vector(leaf_counts, "leaf_counts", "synthesize", size=tree.n_leaves)
     if (counts < 0).any():
-        raise ValueError(f"The 'leaf_counts' parameter of synthesize must be non-negative. Got {float(counts.min())!r} instead.")
+        raise ValueError(
+            f"The 'leaf_counts' parameter of synthesize must be non-negative. Got {float(counts.min())!r} instead."
+        )
     sizes = np.floor(counts + 0.5).astype(np.int64)
     if sizes.sum() > max_records:
-        raise ValueError(f"The 'leaf_counts' parameter of synthesize asks for {int(sizes.sum()):,} records, more than "
-                         f"max_records = {max_records:,}. Raise max_records if that many are wanted.")
+        raise ValueError(
+            f"The 'leaf_counts' parameter of synthesize asks for {int(sizes.sum()):,} records, more than "
+            f"max_records = {max_records:,}. Raise max_records if that many are wanted."
+        )
     leaf = np.repeat(np.arange(tree.n_leaves), sizes)
     lo, hi, fixed = tree.leaf_regions()
     records = np.empty((leaf.size, tree.schema.d))
@@ -368,16 +416,28 @@ def synthesize(tree: PrivateTree, leaf_counts: Any, *, rng: np.random.Generator,
     return records, leaf
 
 
-def opt_private_gen(tree: PrivateTree, X: Any, *, epsilon: float, rng: np.random.Generator, p: int = 4,
-                    consistency: bool = True, weights: Sequence[float] | None = None, solver: str = "newton",
-                    max_records: int = DEFAULT_MAX_RECORDS, secure: bool = False) -> SyntheticData:
+def opt_private_gen(
+    tree: PrivateTree,
+    X: Any,
+    *,
+    epsilon: float,
+    rng: np.random.Generator,
+    p: int = 4,
+    consistency: bool = True,
+    weights: Sequence[float] | None = None,
+    solver: str = "newton",
+    max_records: int = DEFAULT_MAX_RECORDS,
+    secure: bool = False,
+) -> SyntheticData:
     """Unlabelled synthetic data from ``tree`` and the sharer's rows ``X``, spending ``epsilon`` on
     the node counts of levels 1..p-1 (the paper's eps/2). ``consistency=False`` is PFDS^-: the
     leaves' clipped noisy totals are used as they are and ``epsilon`` is not spent."""
     where = "opt_private_gen"
     tree = _check_tree(tree, where)
     if not isinstance(consistency, bool):
-        raise TypeError(f"The 'consistency' parameter of {where} must be a bool. Got {type(consistency).__name__} instead.")
+        raise TypeError(
+            f"The 'consistency' parameter of {where} must be a bool. Got {type(consistency).__name__} instead."
+        )
     if consistency:
         noisy = noisy_node_counts(tree, X, epsilon=epsilon, rng=rng, p=p, secure=secure)
         counts = consistent_counts(tree, noisy, weights=weights, solver=solver).leaves

@@ -22,8 +22,19 @@ from .schema import PublicSchema
 __all__ = ["PLAIN_FORMAT", "PrivateTree"]
 
 PLAIN_FORMAT, PLAIN_VERSION = "pfds.tree", 1
-_PLAIN_KEYS = {"format", "version", "schema", "h_max", "t", "neighbours", "spends", "attribute", "threshold",
-               "n_children", "counts"}
+_PLAIN_KEYS = {
+    "format",
+    "version",
+    "schema",
+    "h_max",
+    "t",
+    "neighbours",
+    "spends",
+    "attribute",
+    "threshold",
+    "n_children",
+    "counts",
+}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -101,24 +112,36 @@ class PrivateTree:
         size = attribute.shape[0] if attribute.ndim == 1 else -1
         for name, array in (("attribute", attribute), ("threshold", threshold), ("n_children", n_children)):
             if array.ndim != 1 or array.shape[0] != size or size < 1:
-                raise MalformedPlain(f"$.{name}", "a non-empty list with one entry per node (as many as attribute)",
-                                     f"shape {array.shape}")
+                raise MalformedPlain(
+                    f"$.{name}",
+                    "a non-empty list with one entry per node (as many as attribute)",
+                    f"shape {array.shape}",
+                )
         _first_bad("n_children", n_children < 0, n_children, "a non-negative number of children")
         if 1 + int(n_children.sum()) != size:
-            raise MalformedPlain("$.n_children", f"numbers of children adding up to {size - 1} (nodes - 1)",
-                                 int(n_children.sum()))
+            raise MalformedPlain(
+                "$.n_children", f"numbers of children adding up to {size - 1} (nodes - 1)", int(n_children.sum())
+            )
         leaf = n_children == 0
         _first_bad("attribute", leaf & (attribute != -1), attribute, "-1 at a leaf (a node with no children)")
-        _first_bad("attribute", ~leaf & ((attribute < 0) | (attribute >= schema.d)), attribute,
-                   f"the column (0..{schema.d - 1}) of a public attribute")
+        _first_bad(
+            "attribute",
+            ~leaf & ((attribute < 0) | (attribute >= schema.d)),
+            attribute,
+            f"the column (0..{schema.d - 1}) of a public attribute",
+        )
         column = np.where(leaf, 0, attribute)
         categorical = ~leaf & schema.is_categorical[column]
         numeric = ~leaf & ~categorical
         _first_bad("threshold", ~numeric & ~np.isnan(threshold), threshold, "null (no threshold) off numeric splits")
         _first_bad("threshold", numeric & ~np.isfinite(threshold), threshold, "a finite threshold at a numeric split")
         _first_bad("n_children", numeric & (n_children != 2), n_children, "2 children at a numeric split")
-        _first_bad("n_children", categorical & (n_children != schema.branching[column]), n_children,
-                   "one child per public value at a categorical split")
+        _first_bad(
+            "n_children",
+            categorical & (n_children != schema.branching[column]),
+            n_children,
+            "one child per public value at a categorical split",
+        )
         first_child = np.where(leaf, -1, 1 + np.cumsum(n_children) - n_children)
 
         # Walk the levels: node i's children follow those of node i - 1, so levels are contiguous.
@@ -127,7 +150,9 @@ class PrivateTree:
             levels.append((start, end))
             start, end = end, end + int(n_children[start:end].sum())
         if end != size or start != size:
-            raise MalformedPlain("$.n_children", "a tree in which every node is reachable from the root", "unreachable nodes")
+            raise MalformedPlain(
+                "$.n_children", "a tree in which every node is reachable from the root", "unreachable nodes"
+            )
         if len(levels) > self.h_max:
             raise MalformedPlain("$.h_max", f"at least the depth of the tree ({len(levels)})", self.h_max)
 
@@ -135,20 +160,30 @@ class PrivateTree:
         lo, hi = schema.lower[None, :].copy(), schema.upper[None, :].copy()
         fixed = np.full((1, schema.d), -1, dtype=np.int64)
         leaf_parts = []
-        for (start, end) in levels:
+        for start, end in levels:
             nodes = np.arange(start, end)
             a = column[nodes]
             rows = np.arange(nodes.size)
             inside = (lo[rows, a] < threshold[nodes]) & (threshold[nodes] < hi[rows, a])
-            _first_bad("threshold", _scatter(size, nodes, numeric[nodes] & ~inside), threshold,
-                       "a threshold strictly inside the node's public interval")
-            _first_bad("attribute", _scatter(size, nodes, categorical[nodes] & (fixed[rows, a] >= 0)), attribute,
-                       "a categorical attribute not already used above this node")
+            _first_bad(
+                "threshold",
+                _scatter(size, nodes, numeric[nodes] & ~inside),
+                threshold,
+                "a threshold strictly inside the node's public interval",
+            )
+            _first_bad(
+                "attribute",
+                _scatter(size, nodes, categorical[nodes] & (fixed[rows, a] >= 0)),
+                attribute,
+                "a categorical attribute not already used above this node",
+            )
             leaf_parts.append((lo[leaf[nodes]], hi[leaf[nodes]], fixed[leaf[nodes]]))
             parent = np.repeat(rows, n_children[nodes])
             if parent.size == 0:
                 break
-            offset = np.arange(parent.size) - np.repeat(np.cumsum(n_children[nodes]) - n_children[nodes], n_children[nodes])
+            offset = np.arange(parent.size) - np.repeat(
+                np.cumsum(n_children[nodes]) - n_children[nodes], n_children[nodes]
+            )
             lo, hi, fixed = lo[parent], hi[parent], fixed[parent]
             pa, child = a[parent], np.arange(parent.size)
             is_num = numeric[nodes][parent]
@@ -162,8 +197,11 @@ class PrivateTree:
         leaves = np.flatnonzero(leaf)
         counts = self.counts
         if counts.ndim != 2 or counts.shape != (leaves.size, schema.n_codes):
-            raise MalformedPlain("$.counts", f"{leaves.size} x {schema.n_codes} noisy counts (leaves x label codes)",
-                                 f"shape {counts.shape}")
+            raise MalformedPlain(
+                "$.counts",
+                f"{leaves.size} x {schema.n_codes} noisy counts (leaves x label codes)",
+                f"shape {counts.shape}",
+            )
         if not np.isfinite(counts).all():
             raise MalformedPlain("$.counts", "finite counts", "NaN or infinity")
         leaf_index = np.full(size, -1, dtype=np.int64)
@@ -283,23 +321,27 @@ class PrivateTree:
         }
 
     @classmethod
-    def from_plain(cls, plain: Any, *, schema: PublicSchema | None = None) -> "PrivateTree":
+    def from_plain(cls, plain: Any, *, schema: PublicSchema | None = None) -> PrivateTree:
         """Read back :meth:`to_plain`'s output, checking every field. With ``schema``, the tree must
         have been grown on that public schema."""
         if not isinstance(plain, dict):
             raise MalformedPlain("$", "a map (a plain pfds tree)", plain)
         if set(plain) != _PLAIN_KEYS:
             extra, missing = sorted(set(plain) - _PLAIN_KEYS, key=str), sorted(_PLAIN_KEYS - set(plain))
-            raise MalformedPlain("$", f"a map with keys {', '.join(sorted(_PLAIN_KEYS))}",
-                                 f"unknown key {extra[0]!r}" if extra else f"missing key {missing[0]!r}")
+            raise MalformedPlain(
+                "$",
+                f"a map with keys {', '.join(sorted(_PLAIN_KEYS))}",
+                f"unknown key {extra[0]!r}" if extra else f"missing key {missing[0]!r}",
+            )
         if plain["format"] != PLAIN_FORMAT:
             raise MalformedPlain("$.format", repr(PLAIN_FORMAT), plain["format"])
         if plain["version"] != PLAIN_VERSION or not is_int(plain["version"]):
             raise MalformedPlain("$.version", f"{PLAIN_VERSION}", plain["version"])
         own = PublicSchema.from_plain(plain["schema"], "$.schema")
         if schema is not None and own != schema:
-            raise MalformedPlain("$.schema", "the receiver's public schema (the tree was grown on another one)",
-                                 "a different schema")
+            raise MalformedPlain(
+                "$.schema", "the receiver's public schema (the tree was grown on another one)", "a different schema"
+            )
         spends = plain["spends"]
         if not isinstance(spends, list):
             raise MalformedPlain("$.spends", "a list", spends)
@@ -310,11 +352,22 @@ class PrivateTree:
         counts = _real_list(plain["counts"], "$.counts")
         leaves = sum(1 for n in n_children if n == 0)
         if counts.size != leaves * own.n_codes:
-            raise MalformedPlain("$.counts", f"{leaves} x {own.n_codes} = {leaves * own.n_codes} counts "
-                                 "(leaves x label codes, row by row)", f"{counts.size} values")
-        return cls(schema=own, attribute=attribute, threshold=threshold, n_children=n_children,
-                   counts=counts.reshape(leaves, own.n_codes), h_max=plain["h_max"], t=plain["t"],
-                   spends=spends, neighbours=plain["neighbours"])
+            raise MalformedPlain(
+                "$.counts",
+                f"{leaves} x {own.n_codes} = {leaves * own.n_codes} counts (leaves x label codes, row by row)",
+                f"{counts.size} values",
+            )
+        return cls(
+            schema=own,
+            attribute=attribute,
+            threshold=threshold,
+            n_children=n_children,
+            counts=counts.reshape(leaves, own.n_codes),
+            h_max=plain["h_max"],
+            t=plain["t"],
+            spends=spends,
+            neighbours=plain["neighbours"],
+        )
 
 
 def _scatter(size: int, nodes: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -327,7 +380,9 @@ def _first_bad(name: str, bad: np.ndarray, values: np.ndarray, expected: str) ->
     if bad.any():
         i = int(np.argmax(bad))
         value = values[i].item()
-        raise MalformedPlain(f"$.{name}[{i}]", expected, None if isinstance(value, float) and np.isnan(value) else value)
+        raise MalformedPlain(
+            f"$.{name}[{i}]", expected, None if isinstance(value, float) and np.isnan(value) else value
+        )
 
 
 def _int_list(value: Any, path: str) -> np.ndarray:

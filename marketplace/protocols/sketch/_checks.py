@@ -19,7 +19,9 @@ def check_positive(owner: str, name: str, value: Any) -> float:
     if not is_real(value):
         raise TypeError(f"The '{name}' parameter of {owner} must be a real number. Got {type(value).__name__} instead.")
     if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"The '{name}' parameter of {owner} must be a positive finite real number. Got {value!r} instead.")
+        raise ValueError(
+            f"The '{name}' parameter of {owner} must be a positive finite real number. Got {value!r} instead."
+        )
     return float(value)
 
 
@@ -35,7 +37,9 @@ def check_fraction(owner: str, name: str, value: Any) -> float:
     if not is_real(value):
         raise TypeError(f"The '{name}' parameter of {owner} must be a real number. Got {type(value).__name__} instead.")
     if not 0 < value < 1:
-        raise ValueError(f"The '{name}' parameter of {owner} must be in the open interval (0, 1). Got {value!r} instead.")
+        raise ValueError(
+            f"The '{name}' parameter of {owner} must be in the open interval (0, 1). Got {value!r} instead."
+        )
     return float(value)
 
 
@@ -64,10 +68,13 @@ def as_finite_array(owner: str, name: str, value: Any, *, ndim: int | None = Non
     try:
         array = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
-        raise TypeError(f"The '{name}' parameter of {owner} must be an array of real numbers. "
-                        f"Got {type(value).__name__} instead.") from None
+        raise TypeError(
+            f"The '{name}' parameter of {owner} must be an array of real numbers. Got {type(value).__name__} instead."
+        ) from None
     if ndim is not None and array.ndim != ndim:
-        raise ValueError(f"The '{name}' parameter of {owner} must be a {ndim}-D array. Got shape {array.shape} instead.")
+        raise ValueError(
+            f"The '{name}' parameter of {owner} must be a {ndim}-D array. Got shape {array.shape} instead."
+        )
     if not np.all(np.isfinite(array)):
         raise ValueError(f"The '{name}' parameter of {owner} must be finite. Got NaN or infinity instead.")
     return array

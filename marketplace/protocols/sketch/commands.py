@@ -37,10 +37,13 @@ it costs no privacy), with a note per statistic saying which attributes moved an
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add ``sketch`` (with ``info`` and ``query``) to ``subparsers``; each sets ``func=run``."""
     sketch = subparsers.add_parser(
-        "sketch", help="answer queries from a saved DP sketch (no privacy cost, no party needed)",
+        "sketch",
+        help="answer queries from a saved DP sketch (no privacy cost, no party needed)",
         description="Read a sketch file saved by a run of the sketch protocol (RUN/sketches/*.npz) and "
-                    "estimate statistics from it by M²M.", epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        "estimate statistics from it by M²M.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sketch.set_defaults(func=run, sketch_command=None)
     commands = sketch.add_subparsers(dest="sketch_command", metavar="COMMAND")
 
@@ -49,23 +52,44 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     info.add_argument("--json", action="store_true", help="print JSON instead of text")
 
     query = commands.add_parser(
-        "query", help="estimate moments, CDFs, covariance, counts from a sketch file",
+        "query",
+        help="estimate moments, CDFs, covariance, counts from a sketch file",
         description="Fit M²M to the sketch in FILE and print the estimates. Without any query option, "
-                    "answer the scenario's sketch.queries.", epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        "answer the scenario's sketch.queries.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     query.add_argument("file", metavar="FILE", help="a sketch file (.npz), e.g. RUN/sketches/merged.npz")
-    query.add_argument("--scenario", required=True, metavar="S.yaml",
-                       help="the run's scenario (RUN/scenario.resolved.yaml): rebuilds the public feature map")
-    query.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE",
-                       help="override a scenario value, e.g. --set sketch.samples=20000 (repeatable)")
+    query.add_argument(
+        "--scenario",
+        required=True,
+        metavar="S.yaml",
+        help="the run's scenario (RUN/scenario.resolved.yaml): rebuilds the public feature map",
+    )
+    query.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY.PATH=VALUE",
+        help="override a scenario value, e.g. --set sketch.samples=20000 (repeatable)",
+    )
     query.add_argument("--moments", type=int, metavar="K", help="raw moments of orders 1..K of every attribute")
     query.add_argument("--cdf", metavar="T1,T2,...", help="the CDF of every attribute at these points")
     query.add_argument("--covariance", action="store_true", help="the covariance matrix")
-    query.add_argument("--count", action="append", default=[], metavar="A:LO:HI[,A:LO:HI...]",
-                       help="a counting query: records with LO <= x[A] <= HI for every listed attribute A "
-                            "(repeatable: one query each)")
-    query.add_argument("--logistic", action="store_true",
-                       help="a logistic regression of the label (last attribute; needs sketch.include_label)")
+    query.add_argument(
+        "--count",
+        action="append",
+        default=[],
+        metavar="A:LO:HI[,A:LO:HI...]",
+        help="a counting query: records with LO <= x[A] <= HI for every listed attribute A "
+        "(repeatable: one query each)",
+    )
+    query.add_argument(
+        "--logistic",
+        action="store_true",
+        help="a logistic regression of the label (last attribute; needs sketch.include_label)",
+    )
     query.add_argument("--samples", type=int, metavar="N", help="M²M synthetic samples (default: sketch.samples)")
     query.add_argument("--json", action="store_true", help="print JSON instead of text")
     return sketch
@@ -99,10 +123,18 @@ class _UsageError(ValueError):
 
 
 def _info(args: argparse.Namespace, release) -> int:
-    data = {"file": args.file, "n_features": release.n_features, "count": release.count,
-            "epsilon": release.epsilon if release.is_private else None, "delta": release.delta,
-            "mechanism": release.mechanism, "parts": release.parts, "map_fingerprint": release.map_fingerprint,
-            "numerator_variance": release.numerator_variance, "count_variance": release.count_variance}
+    data = {
+        "file": args.file,
+        "n_features": release.n_features,
+        "count": release.count,
+        "epsilon": release.epsilon if release.is_private else None,
+        "delta": release.delta,
+        "mechanism": release.mechanism,
+        "parts": release.parts,
+        "map_fingerprint": release.map_fingerprint,
+        "numerator_variance": release.numerator_variance,
+        "count_variance": release.count_variance,
+    }
     if args.json:
         print(json.dumps(data, indent=2))
     else:
@@ -118,7 +150,9 @@ def _count_box(text: str, d: int) -> tuple[np.ndarray, np.ndarray]:
         try:
             attribute, low, high = int(parts[0]), float(parts[1]), float(parts[2])
         except (ValueError, IndexError):
-            raise _UsageError(f"--count: expected A:LO:HI terms separated by commas (e.g. 0:0.2:0.6), got {term!r}") from None
+            raise _UsageError(
+                f"--count: expected A:LO:HI terms separated by commas (e.g. 0:0.2:0.6), got {term!r}"
+            ) from None
         if not 0 <= attribute < d or len(parts) != 3 or low > high:
             raise _UsageError(f"--count: expected an attribute in 0..{d - 1} and LO <= HI, got {term!r}")
         lo[attribute], hi[attribute] = low, high
@@ -140,8 +174,10 @@ def _query(args: argparse.Namespace, release) -> dict[str, Any]:
         raise _UsageError(f"--scenario: expected a scenario with protocol 'sketch', got {config.protocol!r}")
     fmap = public_map(config)
     if release.map_fingerprint != fmap.fingerprint:
-        raise _UsageError(f"{args.file}: the sketch was made with map {release.map_fingerprint[:12]}..., but the scenario "
-                          f"{args.scenario} gives map {fmap.fingerprint[:12]}... (another seed or sketch.map / box?)")
+        raise _UsageError(
+            f"{args.file}: the sketch was made with map {release.map_fingerprint[:12]}..., but the scenario "
+            f"{args.scenario} gives map {fmap.fingerprint[:12]}... (another seed or sketch.map / box?)"
+        )
     d = fmap.dim
     asked = args.moments is not None or args.cdf or args.covariance or args.count or args.logistic
     if not asked:
@@ -155,15 +191,21 @@ def _query(args: argparse.Namespace, release) -> dict[str, Any]:
             raise _UsageError(f"--moments: expected an order between 0 and 8, got {args.moments}")
         if args.logistic and not config.sketch.include_label:
             raise _UsageError("--logistic: the scenario's sketch.include_label is false (no label was sketched)")
-        plan = QueryPlan(moments=args.moments or 0, cdf_points=points, covariance=args.covariance,
-                         count_boxes=tuple(_count_box(t, d) for t in args.count),
-                         logistic_label=d - 1 if args.logistic else None, logistic_l2=config.sketch.queries.logistic_l2)
+        plan = QueryPlan(
+            moments=args.moments or 0,
+            cdf_points=points,
+            covariance=args.covariance,
+            count_boxes=tuple(_count_box(t, d) for t in args.count),
+            logistic_label=d - 1 if args.logistic else None,
+            logistic_l2=config.sketch.queries.logistic_l2,
+        )
     samples = args.samples if args.samples is not None else config.sketch.samples
     if samples < 10:
         raise _UsageError(f"--samples: expected at least 10, got {samples}")
     discrete = {plan.logistic_label: (0.0, 1.0)} if plan.logistic_label is not None else {}
-    design = M2MDesign.build(fmap, rng=seeds.rng(config.seed, "sketch.m2m"), n_samples=samples,
-                             prior=Prior(fmap.box, discrete=discrete))
+    design = M2MDesign.build(
+        fmap, rng=seeds.rng(config.seed, "sketch.m2m"), n_samples=samples, prior=Prior(fmap.box, discrete=discrete)
+    )
     fit = design.fit(release, regularization=config.sketch.regularization, intercept=config.sketch.intercept)
     return {"file": args.file, "map": fmap.describe(), **answer_queries(fit, plan)}
 
@@ -174,7 +216,9 @@ def _print(answers: dict[str, Any], as_json: bool) -> None:
     if as_json:
         print(json.dumps(answers, indent=2))
         return
-    print(f"sketch {answers['file']}: {answers['map']}, n ~ {answers['n_estimate']:.6g}, lambda = {answers['lambda']:.3g}")
+    print(
+        f"sketch {answers['file']}: {answers['map']}, n ~ {answers['n_estimate']:.6g}, lambda = {answers['lambda']:.3g}"
+    )
     for order, values in (answers.get("moments") or {}).items():
         print(f"moment {order}: " + " ".join(f"{v:.4g}" for v in values))
     if "cdf" in answers:
@@ -192,10 +236,14 @@ def _print(answers: dict[str, Any], as_json: bool) -> None:
             print(f"count query {i + 1}: {c:.6g} records ({f:.4f} of them)")
     notes = projection_notes(answers.get("projections") or {})
     if notes:
-        print("note: projected onto the answers a dataset in the box could give (see 'marketplace sketch query --help'):")
+        print(
+            "note: projected onto the answers a dataset in the box could give (see 'marketplace sketch query --help'):"
+        )
         for line in notes:
             print(f"  {line}")
     if "logistic_regression" in answers:
         lr = answers["logistic_regression"]
-        print(f"logistic regression: coef {[round(c, 4) for c in lr['coef']]}, intercept {lr['intercept']:.4f}, "
-              f"converged {lr['converged']}")
+        print(
+            f"logistic regression: coef {[round(c, 4) for c in lr['coef']]}, intercept {lr['intercept']:.4f}, "
+            f"converged {lr['converged']}"
+        )

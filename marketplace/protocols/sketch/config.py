@@ -37,7 +37,9 @@ class SketchMapConfig:
 
     def __post_init__(self) -> None:
         if self.kind == "rff" and self.features % 2:
-            raise ValueError(f"sketch.map.features must be even for kind 'rff' ([cos, sin] of m/2 frequencies), got {self.features}")
+            raise ValueError(
+                f"sketch.map.features must be even for kind 'rff' ([cos, sin] of m/2 frequencies), got {self.features}"
+            )
 
 
 @dataclass(frozen=True)
@@ -51,10 +53,14 @@ class CountQuery:
 
     def __post_init__(self) -> None:
         if not len(self.lower) == len(self.upper) == len(self.attributes):
-            raise ValueError("a count query needs one lower and one upper bound per attribute, got "
-                             f"{len(self.attributes)} attributes, {len(self.lower)} lower and {len(self.upper)} upper bounds")
+            raise ValueError(
+                "a count query needs one lower and one upper bound per attribute, got "
+                f"{len(self.attributes)} attributes, {len(self.lower)} lower and {len(self.upper)} upper bounds"
+            )
         if any(lo > hi for lo, hi in zip(self.lower, self.upper)):
-            raise ValueError(f"a count query's lower bounds must not exceed its upper bounds, got {self.lower} > {self.upper}")
+            raise ValueError(
+                f"a count query's lower bounds must not exceed its upper bounds, got {self.lower} > {self.upper}"
+            )
 
 
 DEFAULT_CDF_POINTS = tuple(round(0.05 + 0.1 * i, 2) for i in range(10))
@@ -127,7 +133,9 @@ class SketchConfig:
 
     def __post_init__(self) -> None:
         if len(self.lower) != len(self.upper):
-            raise ValueError(f"sketch.lower and sketch.upper need one bound per attribute each, got {len(self.lower)} and {len(self.upper)}")
+            raise ValueError(
+                f"sketch.lower and sketch.upper need one bound per attribute each, got {len(self.lower)} and {len(self.upper)}"
+            )
         bad = [i for i, (lo, hi) in enumerate(zip(self.lower, self.upper)) if not lo < hi]
         if bad:
             raise ValueError(f"sketch.upper must be above sketch.lower in every attribute, not in attribute(s) {bad}")

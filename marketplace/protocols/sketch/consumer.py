@@ -16,8 +16,17 @@ import numpy as np
 
 from marketplace.messages import Envelope, ProtocolError
 from marketplace.messages.kinds import RuntimeMessage, Shutdown
-from marketplace.protocols.sketch import (FeatureMap, M2MDesign, M2MFit, Prior, SketchRelease, mean_embedding,
-                                          merge_sketches, rank_owners, sketch_mmd2)
+from marketplace.protocols.sketch import (
+    FeatureMap,
+    M2MDesign,
+    M2MFit,
+    Prior,
+    SketchRelease,
+    mean_embedding,
+    merge_sketches,
+    rank_owners,
+    sketch_mmd2,
+)
 from marketplace.protocols.sketch.messages import SketchMessage, SketchPublication
 from marketplace.protocols.sketch.valid import change, project_cdf, project_counts, project_moment_answers
 from marketplace.roles import CONSUMER, Role, Send
@@ -41,8 +50,13 @@ class QueryPlan:
     @property
     def size(self) -> int:
         """How many statistics the plan asks for (for the report)."""
-        return (self.moments + (len(self.cdf_points) > 0) + self.covariance + len(self.count_boxes)
-                + (self.logistic_label is not None))
+        return (
+            self.moments
+            + (len(self.cdf_points) > 0)
+            + self.covariance
+            + len(self.count_boxes)
+            + (self.logistic_label is not None)
+        )
 
 
 def answer_queries(fit: M2MFit, plan: QueryPlan) -> dict[str, Any]:
@@ -59,8 +73,9 @@ def answer_queries(fit: M2MFit, plan: QueryPlan) -> dict[str, Any]:
         mean = fit.moments(1)
         raw = {str(k): (mean if k == 1 else fit.moments(k)).tolist() for k in range(1, plan.moments + 1)}
         second = fit.moments(2) if plan.covariance and plan.moments < 2 else None  # another estimate of the variances
-        answers, moved = project_moment_answers(raw, fit.covariance() if plan.covariance else None, mean,
-                                                lower=box.lower, upper=box.upper, second=second)
+        answers, moved = project_moment_answers(
+            raw, fit.covariance() if plan.covariance else None, mean, lower=box.lower, upper=box.upper, second=second
+        )
         out.update(answers)
     if plan.cdf_points:
         points = np.array(plan.cdf_points)
@@ -78,8 +93,12 @@ def answer_queries(fit: M2MFit, plan: QueryPlan) -> dict[str, Any]:
     out["projections"] = moved
     if plan.logistic_label is not None:
         model = fit.logistic_regression(plan.logistic_label, l2=plan.logistic_l2)
-        out["logistic_regression"] = {"coef": model.coef.tolist(), "intercept": model.intercept,
-                                      "converged": model.converged, "label": plan.logistic_label}
+        out["logistic_regression"] = {
+            "coef": model.coef.tolist(),
+            "intercept": model.intercept,
+            "converged": model.converged,
+            "label": plan.logistic_label,
+        }
     return out
 
 
@@ -92,8 +111,10 @@ def plan_statistics(U: np.ndarray, plan: QueryPlan) -> dict[str, Any]:
     if plan.moments:
         out["moments"] = {str(k): (U**k).mean(axis=0).tolist() for k in range(1, plan.moments + 1)}
     if plan.cdf_points:
-        out["cdf"] = {"points": list(plan.cdf_points),
-                      "values": [[float(np.mean(U[:, j] <= t)) for t in plan.cdf_points] for j in range(U.shape[1])]}
+        out["cdf"] = {
+            "points": list(plan.cdf_points),
+            "values": [[float(np.mean(U[:, j] <= t)) for t in plan.cdf_points] for j in range(U.shape[1])],
+        }
     if plan.covariance:
         out["covariance"] = np.cov(U.T, bias=True).reshape(U.shape[1], U.shape[1]).tolist()
     if plan.count_boxes:
@@ -116,7 +137,9 @@ def statistic_errors(estimates: dict[str, Any], true: dict[str, Any]) -> dict[st
     for k, est in (estimates.get("moments") or {}).items():
         errors[f"moment{k}_mre"] = _relative(np.array(est), np.array(true["moments"][k]))
     if "cdf" in estimates:
-        errors["cdf_mae"] = float(np.mean(np.abs(np.array(estimates["cdf"]["values"]) - np.array(true["cdf"]["values"]))))
+        errors["cdf_mae"] = float(
+            np.mean(np.abs(np.array(estimates["cdf"]["values"]) - np.array(true["cdf"]["values"])))
+        )
     if "covariance" in estimates:
         est, ref = np.array(estimates["covariance"]), np.array(true["covariance"])
         errors["covariance_rel_fro"] = float(np.linalg.norm(est - ref) / np.linalg.norm(ref))
@@ -124,7 +147,9 @@ def statistic_errors(estimates: dict[str, Any], true: dict[str, Any]) -> dict[st
         est, ref = np.array(estimates["counts"]["fractions"]), np.array(true["counts"]["fractions"])
         errors["count_fraction_mae"] = float(np.mean(np.abs(est - ref)))
         nonzero = ref > 0
-        errors["count_mre"] = float(np.mean(np.abs(est[nonzero] - ref[nonzero]) / ref[nonzero])) if nonzero.any() else None
+        errors["count_mre"] = (
+            float(np.mean(np.abs(est[nonzero] - ref[nonzero]) / ref[nonzero])) if nonzero.any() else None
+        )
     if "n_estimate" in estimates and true.get("n"):
         errors["count_total_rel"] = abs(estimates["n_estimate"] - true["n"]) / true["n"]
     return errors
@@ -142,17 +167,28 @@ def projection_notes(projections: dict[str, Any]) -> list[str]:
         if moved.get("attributes"):
             what += " in " + ", ".join(f"x{j}" for j in moved["attributes"])
         elif moved.get("queries"):
-            what += " of count quer" + ("ies " if len(moved["queries"]) > 1 else "y ") + ", ".join(str(q + 1) for q in moved["queries"])
+            what += (
+                " of count quer"
+                + ("ies " if len(moved["queries"]) > 1 else "y ")
+                + ", ".join(str(q + 1) for q in moved["queries"])
+            )
         lines.append(f"{what}: largest change {moved['max_change']:.4g}")
     return lines
 
 
 def release_dict(release: SketchRelease) -> dict[str, Any]:
     """A release as plain data (JSON keeps every float exactly); :func:`release_from_dict` reads it."""
-    return {"numerator": release.numerator.tolist(), "count": release.count,
-            "numerator_variance": release.numerator_variance, "count_variance": release.count_variance,
-            "map_fingerprint": release.map_fingerprint, "epsilon": release.epsilon if release.is_private else None,
-            "delta": release.delta, "mechanism": release.mechanism, "parts": release.parts}
+    return {
+        "numerator": release.numerator.tolist(),
+        "count": release.count,
+        "numerator_variance": release.numerator_variance,
+        "count_variance": release.count_variance,
+        "map_fingerprint": release.map_fingerprint,
+        "epsilon": release.epsilon if release.is_private else None,
+        "delta": release.delta,
+        "mechanism": release.mechanism,
+        "parts": release.parts,
+    }
 
 
 def release_from_dict(data: dict[str, Any]) -> SketchRelease:
@@ -164,9 +200,22 @@ def release_from_dict(data: dict[str, Any]) -> SketchRelease:
 class SketchConsumer(Role):
     role_name = "consumer"
 
-    def __init__(self, *, scenario_name: str, feature_map: FeatureMap, target: np.ndarray, plan: QueryPlan,
-                 test_X: np.ndarray | None, test_y: np.ndarray | None, design_seed: np.random.SeedSequence,
-                 samples: int, regularization: str, intercept: bool, rank: bool, own_evaluation: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        scenario_name: str,
+        feature_map: FeatureMap,
+        target: np.ndarray,
+        plan: QueryPlan,
+        test_X: np.ndarray | None,
+        test_y: np.ndarray | None,
+        design_seed: np.random.SeedSequence,
+        samples: int,
+        regularization: str,
+        intercept: bool,
+        rank: bool,
+        own_evaluation: bool = False,
+    ) -> None:
         super().__init__()
         self.party_id = CONSUMER
         self.scenario_name = scenario_name
@@ -199,7 +248,9 @@ class SketchConsumer(Role):
         match message.body:
             case SketchPublication():
                 if self.merged is not None:
-                    raise ProtocolError(party=message.sender, kind=message.kind, reason="the sketches were already published")
+                    raise ProtocolError(
+                        party=message.sender, kind=message.kind, reason="the sketches were already published"
+                    )
                 self._receive(message)
                 self.estimates = self.answer(self.plan)
                 self._rank_and_score()
@@ -210,7 +261,9 @@ class SketchConsumer(Role):
                 if self.merged is None and status == "completed":
                     self.failure = f"run ended before the sketches arrived: {reason}"
                 return self.acknowledge_shutdown(message)
-        raise ProtocolError(party=message.sender, kind=message.kind, reason="the sketch consumer does not accept this kind")
+        raise ProtocolError(
+            party=message.sender, kind=message.kind, reason="the sketch consumer does not accept this kind"
+        )
 
     def _receive(self, message: Envelope) -> None:
         body: SketchPublication = message.body
@@ -221,31 +274,47 @@ class SketchConsumer(Role):
             return ProtocolError(party=message.sender, kind=message.kind, reason=reason)
 
         if body.map_fingerprint != fmap.fingerprint or body.numerators.shape[1] != fmap.n_features:
-            raise refuse(f"field 'map_fingerprint' expected the public map {fmap.fingerprint[:12]}... with {fmap.n_features} "
-                         f"features, got {body.map_fingerprint[:12]}... with {body.numerators.shape[1]}")
+            raise refuse(
+                f"field 'map_fingerprint' expected the public map {fmap.fingerprint[:12]}... with {fmap.n_features} "
+                f"features, got {body.map_fingerprint[:12]}... with {body.numerators.shape[1]}"
+            )
         if body.numerators.shape[0] != k or not len(body.epsilons) == len(body.deltas) == len(body.mechanisms) == k:
-            raise refuse(f"expected one numerator, count, variance, epsilon, delta and mechanism per owner ({k} owners)")
+            raise refuse(
+                f"expected one numerator, count, variance, epsilon, delta and mechanism per owner ({k} owners)"
+            )
         try:
-            parts = [SketchRelease(numerator=body.numerators[i], count=float(body.counts[i]),
-                                   numerator_variance=float(body.numerator_variances[i]),
-                                   count_variance=float(body.count_variances[i]), map_fingerprint=body.map_fingerprint,
-                                   epsilon=math.inf if body.epsilons[i] is None else body.epsilons[i],
-                                   delta=body.deltas[i], mechanism=body.mechanisms[i]) for i in range(k)]
+            parts = [
+                SketchRelease(
+                    numerator=body.numerators[i],
+                    count=float(body.counts[i]),
+                    numerator_variance=float(body.numerator_variances[i]),
+                    count_variance=float(body.count_variances[i]),
+                    map_fingerprint=body.map_fingerprint,
+                    epsilon=math.inf if body.epsilons[i] is None else body.epsilons[i],
+                    delta=body.deltas[i],
+                    mechanism=body.mechanisms[i],
+                )
+                for i in range(k)
+            ]
         except (TypeError, ValueError) as err:
             raise refuse(f"a published release is invalid: {err}") from None
         merged = merge_sketches(parts)
         scale = max(1.0, float(np.abs(merged.numerator).max()))
-        if (float(np.abs(merged.numerator - body.merged_numerator).max()) > MERGE_TOLERANCE * scale
-                or abs(merged.count - body.merged_count) > MERGE_TOLERANCE * max(1.0, abs(merged.count))):
-            raise refuse("field 'merged_numerator'/'merged_count' expected the sum of the published parts, got something else")
+        if float(np.abs(merged.numerator - body.merged_numerator).max()) > MERGE_TOLERANCE * scale or abs(
+            merged.count - body.merged_count
+        ) > MERGE_TOLERANCE * max(1.0, abs(merged.count)):
+            raise refuse(
+                "field 'merged_numerator'/'merged_count' expected the sum of the published parts, got something else"
+            )
         self.releases = dict(zip(body.owners, parts))
         self.merged = merged
 
     def _design(self) -> M2MDesign:
         discrete = {self.plan.logistic_label: (0.0, 1.0)} if self.plan.logistic_label is not None else {}
         prior = Prior(self.feature_map.box, discrete=discrete)
-        return M2MDesign.build(self.feature_map, rng=np.random.default_rng(self.design_seed), n_samples=self.samples,
-                               prior=prior)
+        return M2MDesign.build(
+            self.feature_map, rng=np.random.default_rng(self.design_seed), n_samples=self.samples, prior=prior
+        )
 
     def answer(self, plan: QueryPlan) -> dict[str, Any]:
         """Estimates of ``plan`` from the merged sketch (fitting M²M on first use). Post-processing
@@ -261,7 +330,11 @@ class SketchConsumer(Role):
             owners = list(self.releases)
             target = mean_embedding(self.feature_map, self.target)
             ranking = rank_owners(target, [self.releases[o] for o in owners], self.feature_map)
-            self.ranking = {"owners": owners, "mmd2": ranking.mmd2.tolist(), "order": [owners[i] for i in ranking.order]}
+            self.ranking = {
+                "owners": owners,
+                "mmd2": ranking.mmd2.tolist(),
+                "order": [owners[i] for i in ranking.order],
+            }
         lr = (self.estimates or {}).get("logistic_regression")
         if lr is not None and self.test_X is not None and len(np.unique(self.test_y)) == 2:
             from sklearn.metrics import roc_auc_score
@@ -284,8 +357,9 @@ class SketchConsumer(Role):
         gap = statistic_errors(self.estimates, mine) if self.estimates and len(self.target) else {}
         absent = {}
         if self.plan.logistic_label is not None and self.test_X is None:
-            absent["metrics.logistic_auc"] = ("the consumer brought no test set (the request's --test), so the model "
-                                              "was not scored on one")
+            absent["metrics.logistic_auc"] = (
+                "the consumer brought no test set (the request's --test), so the model was not scored on one"
+            )
         return {"merged_mmd2": merged, "target_gap": gap, "absent": absent}
 
     def result(self) -> dict[str, Any]:
@@ -294,8 +368,11 @@ class SketchConsumer(Role):
             "queries": self.plan.size,
             "ranking": self.ranking,
             "logistic_auc": self.auc,
-            "sketches": ({"merged": release_dict(self.merged), "owners": {o: release_dict(r) for o, r in self.releases.items()}}
-                         if self.merged is not None else None),
+            "sketches": (
+                {"merged": release_dict(self.merged), "owners": {o: release_dict(r) for o, r in self.releases.items()}}
+                if self.merged is not None
+                else None
+            ),
             **({"own_evaluation": self.own} if self.own_evaluation else {}),
             "end_status": self.end_status,
         }

@@ -32,8 +32,16 @@ log = logging.getLogger(__name__)
 class SketchCurator(CuratorBase):
     protocol = "sketch"
 
-    def __init__(self, *, scenario_name: str, owners: tuple[str, ...], feature_map: FeatureMap,
-                 epsilon: float | None, mechanism: str, delta: float) -> None:
+    def __init__(
+        self,
+        *,
+        scenario_name: str,
+        owners: tuple[str, ...],
+        feature_map: FeatureMap,
+        epsilon: float | None,
+        mechanism: str,
+        delta: float,
+    ) -> None:
         super().__init__(scenario_name=scenario_name, owners=owners)
         self.feature_map = feature_map
         self.epsilon = epsilon
@@ -55,7 +63,9 @@ class SketchCurator(CuratorBase):
                 return self._on_release(message)
             case Bye():
                 return self._on_bye(message)
-        raise ProtocolError(party=message.sender, kind=message.kind, reason="the sketch curator does not accept this kind")
+        raise ProtocolError(
+            party=message.sender, kind=message.kind, reason="the sketch curator does not accept this kind"
+        )
 
     def _drop(self, peer: str) -> dict[str, Any]:
         record = {"phase": str(self.phase), "released": peer in self.releases}
@@ -84,7 +94,11 @@ class SketchCurator(CuratorBase):
     def _on_release(self, message: Envelope) -> list[Send]:
         sender = message.sender
         if sender in self.releases:
-            raise ProtocolError(party=sender, kind="sketch_release", reason="this owner's sketch was already received (one release per owner)")
+            raise ProtocolError(
+                party=sender,
+                kind="sketch_release",
+                reason="this owner's sketch was already received (one release per owner)",
+            )
         if self.phase != CuratorPhase.COLLECTING or sender not in self.active:
             raise ProtocolError(party=sender, kind="sketch_release", reason="no sketch was requested from this party")
         problem = self._problem(message.body)
@@ -129,8 +143,10 @@ class SketchCurator(CuratorBase):
         if body.numerator.shape != (fmap.n_features,):
             return f"field 'numerator' expected shape [{fmap.n_features}], got {list(body.numerator.shape)}"
         if body.mechanism != self.mechanism or body.epsilon != self.epsilon or body.delta != self.delta:
-            return (f"fields 'mechanism', 'epsilon', 'delta' expected the scenario's ({self.mechanism}, {self.epsilon}, {self.delta}), "
-                    f"got ({body.mechanism}, {body.epsilon}, {body.delta})")
+            return (
+                f"fields 'mechanism', 'epsilon', 'delta' expected the scenario's ({self.mechanism}, {self.epsilon}, {self.delta}), "
+                f"got ({body.mechanism}, {body.epsilon}, {body.delta})"
+            )
         if self.epsilon is None and (body.numerator_variance or body.count_variance):
             return "an exact release must have zero noise variances"
         if not math.isfinite(body.count):
@@ -168,8 +184,15 @@ class SketchCurator(CuratorBase):
         for index, owner in enumerate(owners, start=1):
             release = self.releases[owner]
             counts.append(float(release.count))
-            self.history.append({"release": index, "owner": owner, "count": counts[-1], "merged_count": math.fsum(counts),
-                                 "epsilon": release.epsilon if release.is_private else None})
+            self.history.append(
+                {
+                    "release": index,
+                    "owner": owner,
+                    "count": counts[-1],
+                    "merged_count": math.fsum(counts),
+                    "epsilon": release.epsilon if release.is_private else None,
+                }
+            )
 
     # --- ending ----------------------------------------------------------------------------
     def result(self) -> dict[str, Any]:
@@ -179,6 +202,9 @@ class SketchCurator(CuratorBase):
             "flagged": dict(self.flagged),
             "dropouts": dict(self.dropouts),
             "rounds": list(self.history),
-            "parsimony": {"points_seen": 0, "sketches_received": len(self.releases),
-                          "note": "the curator receives noisy sums of features and noisy counts, never a record"},
+            "parsimony": {
+                "points_seen": 0,
+                "sketches_received": len(self.releases),
+                "note": "the curator receives noisy sums of features and noisy counts, never a record",
+            },
         }

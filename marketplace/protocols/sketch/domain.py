@@ -32,12 +32,16 @@ class Box:
         lower = np.array(as_finite_array("Box", "lower", self.lower, ndim=1))
         upper = np.array(as_finite_array("Box", "upper", self.upper, ndim=1))
         if lower.size == 0 or upper.shape != lower.shape:
-            raise ValueError(f"The 'upper' parameter of Box must have the non-empty shape of 'lower' {lower.shape}. "
-                             f"Got shape {upper.shape} instead.")
+            raise ValueError(
+                f"The 'upper' parameter of Box must have the non-empty shape of 'lower' {lower.shape}. "
+                f"Got shape {upper.shape} instead."
+            )
         if not np.all(lower < upper):
             bad = int(np.argmin(lower < upper))
-            raise ValueError(f"The 'upper' parameter of Box must be above 'lower' in every attribute. "
-                             f"Got lower[{bad}] = {float(lower[bad])!r} >= upper[{bad}] = {float(upper[bad])!r} instead.")
+            raise ValueError(
+                f"The 'upper' parameter of Box must be above 'lower' in every attribute. "
+                f"Got lower[{bad}] = {float(lower[bad])!r} >= upper[{bad}] = {float(upper[bad])!r} instead."
+            )
         lower.setflags(write=False)
         upper.setflags(write=False)
         object.__setattr__(self, "lower", lower)
@@ -66,17 +70,22 @@ class Box:
         try:
             X = np.asarray(X, dtype=np.float64)
         except (TypeError, ValueError):
-            raise TypeError(f"The '{name}' parameter of {owner} must be an array of real numbers. "
-                            f"Got {type(X).__name__} instead.") from None
+            raise TypeError(
+                f"The '{name}' parameter of {owner} must be an array of real numbers. Got {type(X).__name__} instead."
+            ) from None
         if X.ndim != 2 or X.shape[1] != self.dim:
-            raise ValueError(f"The '{name}' parameter of {owner} must be a 2-D array with {self.dim} columns "
-                             f"(one row per record). Got shape {X.shape} instead.")
+            raise ValueError(
+                f"The '{name}' parameter of {owner} must be a 2-D array with {self.dim} columns "
+                f"(one row per record). Got shape {X.shape} instead."
+            )
         for start in range(0, X.shape[0], CHECK_CHUNK_ROWS):
             block = X[start : start + CHECK_CHUNK_ROWS]
             finite = np.isfinite(block)
             if not finite.all():
                 row = start + int(np.argmin(finite.all(axis=1)))
-                raise ValueError(f"The '{name}' parameter of {owner} must be finite. Got NaN or infinity in row {row} instead.")
+                raise ValueError(
+                    f"The '{name}' parameter of {owner} must be finite. Got NaN or infinity in row {row} instead."
+                )
             inside = (block >= self.lower) & (block <= self.upper)
             if not inside.all():
                 row = int(np.argmin(inside.all(axis=1)))
@@ -125,13 +134,17 @@ class Prior:
         for attribute, values in dict(self.discrete).items():
             attribute = check_int("Prior", "discrete", attribute, minimum=0)
             if attribute >= self.box.dim:
-                raise ValueError(f"The 'discrete' parameter of Prior must name attributes below {self.box.dim}. "
-                                 f"Got attribute {attribute} instead.")
+                raise ValueError(
+                    f"The 'discrete' parameter of Prior must name attributes below {self.box.dim}. "
+                    f"Got attribute {attribute} instead."
+                )
             values = np.unique(as_finite_array("Prior", "discrete", values, ndim=1))
             lo, hi = self.box.lower[attribute], self.box.upper[attribute]
             if values.size == 0 or values.min() < lo or values.max() > hi:
-                raise ValueError(f"The 'discrete' parameter of Prior must give, for attribute {attribute}, a non-empty "
-                                 f"set of values inside [{float(lo)!r}, {float(hi)!r}]. Got {values.tolist()} instead.")
+                raise ValueError(
+                    f"The 'discrete' parameter of Prior must give, for attribute {attribute}, a non-empty "
+                    f"set of values inside [{float(lo)!r}, {float(hi)!r}]. Got {values.tolist()} instead."
+                )
             values.setflags(write=False)
             checked[attribute] = values
         object.__setattr__(self, "discrete", checked)

@@ -54,9 +54,13 @@ def ranking_check(config: ScenarioConfig, world: World, ranking: dict[str, Any] 
         true.append(float(np.sum((mean_embedding(fmap, records) - target) ** 2)) / fmap.squared_norm)
     order = [ranking["owners"][i] for i in np.argsort(true, kind="stable")]
     spearman = spearman_agreement(ranking["mmd2"], true) if len(true) >= 2 else None
-    return {"true_mmd2": true, "true_order": order, "spearman": None if spearman is None or math.isnan(spearman) else spearman,
-            "same_best": bool(order[0] == ranking["order"][0]),
-            "note": "true MMD^2: the map's kernel, from exact (noise-free) features of each owner's data"}
+    return {
+        "true_mmd2": true,
+        "true_order": order,
+        "spearman": None if spearman is None or math.isnan(spearman) else spearman,
+        "same_best": bool(order[0] == ranking["order"][0]),
+        "note": "true MMD^2: the map's kernel, from exact (noise-free) features of each owner's data",
+    }
 
 
 def logistic_baselines(config: ScenarioConfig, world: World, owners: list[str]) -> dict[str, Any] | None:
@@ -82,12 +86,26 @@ def logistic_baselines(config: ScenarioConfig, world: World, owners: list[str]) 
     from sklearn.linear_model import LogisticRegression
 
     plain = LogisticRegression(C=1e4, max_iter=2000).fit(X, y)
-    out = {"non_private_auc": float(roc_auc_score(yt, plain.decision_function(Xt))),
-           "non_private_erm_auc": float(roc_auc_score(yt, erm_classifier(X, y, loss="logistic", regularization=lam,
-                                                                      norm_bound=bound).decision_function(Xt)))}
+    out = {
+        "non_private_auc": float(roc_auc_score(yt, plain.decision_function(Xt))),
+        "non_private_erm_auc": float(
+            roc_auc_score(
+                yt, erm_classifier(X, y, loss="logistic", regularization=lam, norm_bound=bound).decision_function(Xt)
+            )
+        ),
+    }
     if s.epsilon is not None:
-        model = objective_perturbation(X, y, loss="logistic", epsilon=s.epsilon, regularization=lam,
-                                       rng=seeds.rng(config.seed, "sketch.dp_erm"), norm_bound=bound)
+        model = objective_perturbation(
+            X,
+            y,
+            loss="logistic",
+            epsilon=s.epsilon,
+            regularization=lam,
+            rng=seeds.rng(config.seed, "sketch.dp_erm"),
+            norm_bound=bound,
+        )
         out["dp_erm_auc"] = float(roc_auc_score(yt, model.decision_function(Xt)))
-        out["dp_erm_note"] = "objective perturbation (Chaudhuri et al. 2011) on the union of the owners' data, centralized"
+        out["dp_erm_note"] = (
+            "objective perturbation (Chaudhuri et al. 2011) on the union of the owners' data, centralized"
+        )
     return out

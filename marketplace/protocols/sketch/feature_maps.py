@@ -138,30 +138,35 @@ class FeatureMap:
             out[start : start + TRANSFORM_CHUNK_ROWS] = self.transform(X[start : start + TRANSFORM_CHUNK_ROWS]) @ coef
         return out
 
-
     def adjoint(self, X: ArrayLike, values: ArrayLike) -> np.ndarray:
         """Phi(X)^T values for (n,) or (n, q) values: the (m,) or (m, q) right-hand side of a ridge."""
         X = self.check(X, owner=f"{type(self).__name__}.adjoint")
         values = _check_values(self, X, values)
         out = np.zeros((self.n_features,) + values.shape[1:])
         for start in range(0, X.shape[0], TRANSFORM_CHUNK_ROWS):
-            out += self.transform(X[start : start + TRANSFORM_CHUNK_ROWS]).T @ values[start : start + TRANSFORM_CHUNK_ROWS]
+            out += (
+                self.transform(X[start : start + TRANSFORM_CHUNK_ROWS]).T @ values[start : start + TRANSFORM_CHUNK_ROWS]
+            )
         return out
 
 
 def _check_values(fmap: FeatureMap, X: np.ndarray, values) -> np.ndarray:
     values = np.asarray(values, dtype=np.float64)
     if values.ndim not in (1, 2) or values.shape[0] != X.shape[0]:
-        raise ValueError(f"The 'values' parameter of {type(fmap).__name__}.adjoint must have one row per record "
-                         f"({X.shape[0]}). Got shape {values.shape} instead.")
+        raise ValueError(
+            f"The 'values' parameter of {type(fmap).__name__}.adjoint must have one row per record "
+            f"({X.shape[0]}). Got shape {values.shape} instead."
+        )
     return values
 
 
 def _check_coef(fmap: FeatureMap, coef) -> np.ndarray:
     coef = np.asarray(coef, dtype=np.float64)
     if coef.ndim not in (1, 2) or coef.shape[0] != fmap.n_features:
-        raise ValueError(f"The 'coef' parameter of {type(fmap).__name__}.apply must have {fmap.n_features} rows. "
-                         f"Got shape {coef.shape} instead.")
+        raise ValueError(
+            f"The 'coef' parameter of {type(fmap).__name__}.apply must have {fmap.n_features} rows. "
+            f"Got shape {coef.shape} instead."
+        )
     return coef
 
 
@@ -186,8 +191,10 @@ class RFF(FeatureMap):
             raise TypeError(f"The 'box' parameter of RFF must be a Box. Got {type(self.box).__name__} instead.")
         omega = _read_only(self.frequencies)
         if omega.ndim != 2 or omega.shape[0] != self.box.dim or omega.shape[1] < 1 or not np.isfinite(omega).all():
-            raise ValueError(f"The 'frequencies' parameter of RFF must be a finite ({self.box.dim}, m') matrix. "
-                             f"Got shape {omega.shape} instead.")
+            raise ValueError(
+                f"The 'frequencies' parameter of RFF must be a finite ({self.box.dim}, m') matrix. "
+                f"Got shape {omega.shape} instead."
+            )
         object.__setattr__(self, "frequencies", omega)
         object.__setattr__(self, "sigma", check_positive("RFF", "sigma", self.sigma))
         # the transposed copies used by the hot loop, in both precisions
@@ -199,8 +206,9 @@ class RFF(FeatureMap):
         """Draw the m' = n_features / 2 frequencies from N(0, sigma^-2 I) with a public seed."""
         m = check_int("RFF.draw", "n_features", n_features, minimum=2)
         if m % 2:
-            raise ValueError(f"The 'n_features' parameter of RFF.draw must be even ([cos, sin] of m/2 frequencies). "
-                             f"Got {m} instead.")
+            raise ValueError(
+                f"The 'n_features' parameter of RFF.draw must be even ([cos, sin] of m/2 frequencies). Got {m} instead."
+            )
         sigma = check_positive("RFF.draw", "sigma", sigma)
         if not isinstance(box, Box):
             raise TypeError(f"The 'box' parameter of RFF.draw must be a Box. Got {type(box).__name__} instead.")
@@ -315,8 +323,9 @@ class _OneHotMap(FeatureMap):
         check_precision(f"{type(self).__name__}.sum_features", precision)
         totals = np.zeros(self.n_features, dtype=np.int64)
         for start in range(0, X.shape[0], TRANSFORM_CHUNK_ROWS * 4):
-            totals += np.bincount(self._indices(X[start : start + TRANSFORM_CHUNK_ROWS * 4]).ravel(),
-                                  minlength=self.n_features)
+            totals += np.bincount(
+                self._indices(X[start : start + TRANSFORM_CHUNK_ROWS * 4]).ravel(), minlength=self.n_features
+            )
         return totals.astype(np.float64)
 
     def gram(self, X: ArrayLike) -> np.ndarray:
@@ -332,7 +341,9 @@ class _OneHotMap(FeatureMap):
         coef = _check_coef(self, coef)
         out = np.empty((X.shape[0],) + coef.shape[1:])
         for start in range(0, X.shape[0], TRANSFORM_CHUNK_ROWS):
-            out[start : start + TRANSFORM_CHUNK_ROWS] = coef[self._indices(X[start : start + TRANSFORM_CHUNK_ROWS])].sum(axis=1)
+            out[start : start + TRANSFORM_CHUNK_ROWS] = coef[
+                self._indices(X[start : start + TRANSFORM_CHUNK_ROWS])
+            ].sum(axis=1)
         return out
 
     def adjoint(self, X: ArrayLike, values: ArrayLike) -> np.ndarray:
@@ -370,12 +381,15 @@ class RACE(_OneHotMap):
             raise TypeError(f"The 'box' parameter of RACE must be a Box. Got {type(self.box).__name__} instead.")
         A = _read_only(self.projections)
         if A.ndim != 2 or A.shape[0] != self.box.dim or A.shape[1] < 1 or not np.isfinite(A).all():
-            raise ValueError(f"The 'projections' parameter of RACE must be a finite ({self.box.dim}, R) matrix. "
-                             f"Got shape {A.shape} instead.")
+            raise ValueError(
+                f"The 'projections' parameter of RACE must be a finite ({self.box.dim}, R) matrix. "
+                f"Got shape {A.shape} instead."
+            )
         b = _read_only(self.offsets)
         if b.shape != (A.shape[1],) or not np.all((b >= 0) & (b < 1)):
-            raise ValueError(f"The 'offsets' parameter of RACE must be {A.shape[1]} values in [0, 1). "
-                             f"Got shape {b.shape} instead.")
+            raise ValueError(
+                f"The 'offsets' parameter of RACE must be {A.shape[1]} values in [0, 1). Got shape {b.shape} instead."
+            )
         object.__setattr__(self, "projections", A)
         object.__setattr__(self, "offsets", b)
         object.__setattr__(self, "buckets", check_int("RACE", "buckets", self.buckets, minimum=2))
@@ -386,8 +400,9 @@ class RACE(_OneHotMap):
         self._set_fingerprint()
 
     @classmethod
-    def draw(cls, box: Box, *, repetitions: int, buckets: int, bandwidth: float,
-             seed: int | np.random.SeedSequence) -> RACE:
+    def draw(
+        cls, box: Box, *, repetitions: int, buckets: int, bandwidth: float, seed: int | np.random.SeedSequence
+    ) -> RACE:
         """Draw the R projections and offsets with a public seed."""
         R = check_int("RACE.draw", "repetitions", repetitions)
         buckets = check_int("RACE.draw", "buckets", buckets, minimum=2)
@@ -395,8 +410,13 @@ class RACE(_OneHotMap):
         if not isinstance(box, Box):
             raise TypeError(f"The 'box' parameter of RACE.draw must be a Box. Got {type(box).__name__} instead.")
         rng = _seeded("RACE.draw", seed)
-        return cls(box=box, projections=rng.normal(size=(box.dim, R)), offsets=rng.random(R),
-                   buckets=buckets, bandwidth=bandwidth)
+        return cls(
+            box=box,
+            projections=rng.normal(size=(box.dim, R)),
+            offsets=rng.random(R),
+            buckets=buckets,
+            bandwidth=bandwidth,
+        )
 
     @property
     def repetitions(self) -> int:
@@ -411,11 +431,19 @@ class RACE(_OneHotMap):
         return self.repetitions * self.buckets
 
     def describe(self) -> dict[str, Any]:
-        return {"kind": self.kind, "repetitions": self.repetitions, "buckets": self.buckets, "bandwidth": self.bandwidth}
+        return {
+            "kind": self.kind,
+            "repetitions": self.repetitions,
+            "buckets": self.buckets,
+            "bandwidth": self.bandwidth,
+        }
 
     def _state(self) -> bytes:
-        return (f"{self.buckets}|{self.bandwidth!r}|".encode() + self.projections.astype("<f8").tobytes()
-                + self.offsets.astype("<f8").tobytes())
+        return (
+            f"{self.buckets}|{self.bandwidth!r}|".encode()
+            + self.projections.astype("<f8").tobytes()
+            + self.offsets.astype("<f8").tobytes()
+        )
 
     def _indices(self, X: np.ndarray) -> np.ndarray:
         cell = np.floor((X @ self.projections - self._low) / self.bandwidth + self.offsets).astype(np.int64)

@@ -77,8 +77,10 @@ def _vector(name: str, value: ArrayLike, d: int | None) -> np.ndarray:
     array = np.array(value, dtype=np.float64)
     if array.ndim != 1 or (d is not None and array.size != d) or not np.isfinite(array).all():
         want = f"({d},)" if d is not None else "(d,)"
-        raise ValueError(f"The '{name}' parameter of project_jointly must be a finite {want} array. "
-                         f"Got shape {array.shape}{'' if np.isfinite(array).all() else ' with non-finite values'} instead.")
+        raise ValueError(
+            f"The '{name}' parameter of project_jointly must be a finite {want} array. "
+            f"Got shape {array.shape}{'' if np.isfinite(array).all() else ' with non-finite values'} instead."
+        )
     return array
 
 
@@ -90,13 +92,17 @@ def _inputs(mean, second, covariance, lower, upper):
     hi = _vector("upper", np.broadcast_to(np.asarray(upper, dtype=np.float64), (d,)), d)
     if not np.all(lo <= hi):
         bad = int(np.argmin(lo <= hi))
-        raise ValueError(f"The 'upper' parameter of project_jointly must be >= 'lower' in every attribute. "
-                         f"Got lower[{bad}] = {lo[bad]!r} > upper[{bad}] = {hi[bad]!r} instead.")
+        raise ValueError(
+            f"The 'upper' parameter of project_jointly must be >= 'lower' in every attribute. "
+            f"Got lower[{bad}] = {lo[bad]!r} > upper[{bad}] = {hi[bad]!r} instead."
+        )
     if covariance is not None:
         covariance = np.array(covariance, dtype=np.float64)
         if covariance.shape != (d, d) or not np.isfinite(covariance).all():
-            raise ValueError(f"The 'covariance' parameter of project_jointly must be a finite ({d}, {d}) matrix. "
-                             f"Got shape {covariance.shape} instead.")
+            raise ValueError(
+                f"The 'covariance' parameter of project_jointly must be a finite ({d}, {d}) matrix. "
+                f"Got shape {covariance.shape} instead."
+            )
     return mean, second, covariance, lo, hi
 
 
@@ -104,8 +110,14 @@ def _scale(lo: np.ndarray, hi: np.ndarray) -> float:
     return max(1.0, float(np.max(hi - lo)) ** 2) if lo.size else 1.0
 
 
-def consistency_gaps(mean: ArrayLike, second: ArrayLike | None = None, covariance: ArrayLike | None = None, *,
-                     lower: ArrayLike = 0.0, upper: ArrayLike = 1.0) -> dict[str, float]:
+def consistency_gaps(
+    mean: ArrayLike,
+    second: ArrayLike | None = None,
+    covariance: ArrayLike | None = None,
+    *,
+    lower: ArrayLike = 0.0,
+    upper: ArrayLike = 1.0,
+) -> dict[str, float]:
     """How far answers are from consistent, per condition (0 when it holds): ``box`` (mean outside
     [lower, upper]), ``negative_variance``, ``variance_above_bound`` (v > (upper - m)(m - lower)),
     ``diagonal`` (|diag C - (second - mean^2)|), ``not_psd`` (minus the smallest eigenvalue of C),
@@ -141,13 +153,19 @@ def _nearest_in_region(a: np.ndarray, beta: np.ndarray, k: int, lo: np.ndarray, 
     companion = np.zeros((a.size, 3, 3))
     companion[:, 1, 0] = companion[:, 2, 1] = 1.0
     companion[:, 0, 2], companion[:, 1, 2] = -q, -p
-    roots = np.clip(np.linalg.eigvals(companion).real, -radius[:, None], radius[:, None]) if a.size else np.zeros((0, 3))
+    roots = (
+        np.clip(np.linalg.eigvals(companion).real, -radius[:, None], radius[:, None]) if a.size else np.zeros((0, 3))
+    )
     for t in roots.T:
         m = np.clip(centre + t, lo, hi)
         s = np.maximum((hi - m) * (m - lo), 0.0)
         distance = (m - a) ** 2 + k * (s - beta) ** 2
         better = distance < best
-        best_m, best_s, best = np.where(better, m, best_m), np.where(better, s, best_s), np.where(better, distance, best)
+        best_m, best_s, best = (
+            np.where(better, m, best_m),
+            np.where(better, s, best_s),
+            np.where(better, distance, best),
+        )
     return np.where(inside, a, best_m), np.where(inside, beta, best_s)
 
 
@@ -191,9 +209,16 @@ def _flush_subnormals(values: np.ndarray) -> np.ndarray:
     return np.where(np.abs(values) < np.finfo(np.float64).tiny, 0.0, values)
 
 
-def project_jointly(mean: ArrayLike, second: ArrayLike | None = None, covariance: ArrayLike | None = None, *,
-                    lower: ArrayLike = 0.0, upper: ArrayLike = 1.0, tolerance: float = 1e-10,
-                    max_iterations: int = 1000) -> JointProjection:
+def project_jointly(
+    mean: ArrayLike,
+    second: ArrayLike | None = None,
+    covariance: ArrayLike | None = None,
+    *,
+    lower: ArrayLike = 0.0,
+    upper: ArrayLike = 1.0,
+    tolerance: float = 1e-10,
+    max_iterations: int = 1000,
+) -> JointProjection:
     """The answers (means, second moments, covariance) some dataset in [lower, upper]^d could give,
     nearest to the estimates in the metric of the module docstring. ``second`` and ``covariance``
     are optional; the mean is needed by both (a covariance's variances are bounded by its mean).
@@ -214,8 +239,13 @@ def project_jointly(mean: ArrayLike, second: ArrayLike | None = None, covariance
     C_sym = (C_hat + C_hat.T) / 2
     b = m2_hat - m_hat**2 if m2_hat is not None else np.diag(C_sym).copy()
     evaluate = _dual(C_sym, m_hat, b, lo, hi)
-    solution = optimize.minimize(lambda y: evaluate(y)[:2], np.zeros(m_hat.size), jac=True, method="BFGS",
-                                 options={"gtol": tolerance * scale, "maxiter": max_iterations})
+    solution = optimize.minimize(
+        lambda y: evaluate(y)[:2],
+        np.zeros(m_hat.size),
+        jac=True,
+        method="BFGS",
+        options={"gtol": tolerance * scale, "maxiter": max_iterations},
+    )
     y, iterations = solution.x, int(solution.nit)
     gap = np.abs(evaluate(y)[1]).max(initial=0.0)
     if gap > tolerance * scale:

@@ -41,8 +41,10 @@ class LogisticModel:
     def decision_function(self, X: ArrayLike) -> np.ndarray:
         X = as_finite_array("LogisticModel.decision_function", "X", X, ndim=2)
         if X.shape[1] != self.coef.size:
-            raise ValueError(f"The 'X' parameter of LogisticModel.decision_function must have {self.coef.size} "
-                             f"columns. Got shape {X.shape} instead.")
+            raise ValueError(
+                f"The 'X' parameter of LogisticModel.decision_function must have {self.coef.size} "
+                f"columns. Got shape {X.shape} instead."
+            )
         return X @ self.coef + self.intercept
 
     def predict_proba(self, X: ArrayLike) -> np.ndarray:
@@ -53,17 +55,23 @@ class LogisticModel:
         return (self.decision_function(X) > 0).astype(np.int64)
 
 
-def weighted_logistic_regression(X: ArrayLike, y: ArrayLike, weights: ArrayLike, *, l2: float = 1e-3, max_iter: int = 1000) -> LogisticModel:
+def weighted_logistic_regression(
+    X: ArrayLike, y: ArrayLike, weights: ArrayLike, *, l2: float = 1e-3, max_iter: int = 1000
+) -> LogisticModel:
     """Minimise the signed-weight log-loss of the module docstring over (coef, intercept)."""
     owner = "weighted_logistic_regression"
     X = as_finite_array(owner, "X", X, ndim=2)
     y = as_finite_array(owner, "y", y, ndim=1)
     w = as_finite_array(owner, "weights", weights, ndim=1)
     if y.shape[0] != X.shape[0] or w.shape[0] != X.shape[0] or X.shape[0] == 0:
-        raise ValueError(f"The 'y' and 'weights' parameters of {owner} must have one value per row of X "
-                         f"({X.shape[0]} > 0). Got {y.shape[0]} and {w.shape[0]} instead.")
+        raise ValueError(
+            f"The 'y' and 'weights' parameters of {owner} must have one value per row of X "
+            f"({X.shape[0]} > 0). Got {y.shape[0]} and {w.shape[0]} instead."
+        )
     if not np.all((y == 0) | (y == 1)):
-        raise ValueError(f"The 'y' parameter of {owner} must hold 0/1 labels. Got values {np.unique(y)[:5].tolist()} instead.")
+        raise ValueError(
+            f"The 'y' parameter of {owner} must hold 0/1 labels. Got values {np.unique(y)[:5].tolist()} instead."
+        )
     l2 = check_positive(owner, "l2", l2)
     max_iter = check_int(owner, "max_iter", max_iter)
     n, d = X.shape
@@ -79,8 +87,14 @@ def weighted_logistic_regression(X: ArrayLike, y: ArrayLike, weights: ArrayLike,
         grad[d] = residual.sum() / n
         return value, grad
 
-    result = minimize(objective, np.zeros(d + 1), jac=True, method="L-BFGS-B",
-                      options={"maxiter": max_iter, "gtol": 1e-8})
+    result = minimize(
+        objective, np.zeros(d + 1), jac=True, method="L-BFGS-B", options={"maxiter": max_iter, "gtol": 1e-8}
+    )
     params = result.x
-    return LogisticModel(coef=params[:d].copy(), intercept=float(params[d]), converged=bool(result.success),
-                         n_iter=int(result.nit), message=str(result.message))
+    return LogisticModel(
+        coef=params[:d].copy(),
+        intercept=float(params[d]),
+        converged=bool(result.success),
+        n_iter=int(result.nit),
+        message=str(result.message),
+    )

@@ -74,8 +74,10 @@ class M2MDesign:
 
     def __init__(self, feature_map: FeatureMap, samples: ArrayLike, *, cache_bytes: int = DEFAULT_CACHE_BYTES):
         if not isinstance(feature_map, FeatureMap):
-            raise TypeError(f"The 'feature_map' parameter of M2MDesign must be a FeatureMap. "
-                            f"Got {type(feature_map).__name__} instead.")
+            raise TypeError(
+                f"The 'feature_map' parameter of M2MDesign must be a FeatureMap. "
+                f"Got {type(feature_map).__name__} instead."
+            )
         samples = feature_map.check(samples, owner="M2MDesign")
         if samples.shape[0] < 1:
             raise ValueError("The 'samples' parameter of M2MDesign must hold at least one point. Got none instead.")
@@ -97,18 +99,29 @@ class M2MDesign:
         self.gram.setflags(write=False)
 
     @classmethod
-    def build(cls, feature_map: FeatureMap, *, rng: np.random.Generator, n_samples: int = DEFAULT_SAMPLES,
-              prior: Prior | None = None, cache_bytes: int = DEFAULT_CACHE_BYTES) -> M2MDesign:
+    def build(
+        cls,
+        feature_map: FeatureMap,
+        *,
+        rng: np.random.Generator,
+        n_samples: int = DEFAULT_SAMPLES,
+        prior: Prior | None = None,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+    ) -> M2MDesign:
         """Draw ``n_samples`` synthetic points from ``prior`` (uniform on the map's box by default)."""
         if not isinstance(feature_map, FeatureMap):
-            raise TypeError(f"The 'feature_map' parameter of M2MDesign.build must be a FeatureMap. "
-                            f"Got {type(feature_map).__name__} instead.")
+            raise TypeError(
+                f"The 'feature_map' parameter of M2MDesign.build must be a FeatureMap. "
+                f"Got {type(feature_map).__name__} instead."
+            )
         n_samples = check_int("M2MDesign.build", "n_samples", n_samples)
         rng = check_generator("M2MDesign.build", rng)
         prior = Prior(feature_map.box) if prior is None else prior
         if not isinstance(prior, Prior) or prior.box.state() != feature_map.box.state():
-            raise ValueError("The 'prior' parameter of M2MDesign.build must be a Prior on the feature map's box. "
-                             f"Got {prior!r} instead.")
+            raise ValueError(
+                "The 'prior' parameter of M2MDesign.build must be a Prior on the feature map's box. "
+                f"Got {prior!r} instead."
+            )
         return cls(feature_map, prior.sample(n_samples, rng), cache_bytes=cache_bytes)
 
     @property
@@ -132,8 +145,10 @@ class M2MDesign:
         floor = LAMBDA_FLOOR * float(np.trace(self.gram)) / self.gram.shape[0]
         if is_real(rule):
             if not rule >= 0 or not np.isfinite(rule):
-                raise ValueError(f"The 'regularization' parameter of M2MDesign.fit must be a rule name or a finite "
-                                 f"real >= 0. Got {rule!r} instead.")
+                raise ValueError(
+                    f"The 'regularization' parameter of M2MDesign.fit must be a rule name or a finite "
+                    f"real >= 0. Got {rule!r} instead."
+                )
             return max(float(rule), floor)
         rule = check_choice("M2MDesign.fit", "regularization", rule, REGULARIZATION_RULES)
         n, variance = release.n_estimate, release.numerator_variance
@@ -143,8 +158,10 @@ class M2MDesign:
     def fit(self, release: SketchRelease, *, regularization: str | float = "summed", intercept: bool = False) -> M2MFit:
         """Solve the ridge system for ``release`` once; queries on the result reuse the solution."""
         if not isinstance(release, SketchRelease):
-            raise TypeError(f"The 'release' parameter of M2MDesign.fit must be a SketchRelease. "
-                            f"Got {type(release).__name__} instead.")
+            raise TypeError(
+                f"The 'release' parameter of M2MDesign.fit must be a SketchRelease. "
+                f"Got {type(release).__name__} instead."
+            )
         release.check_map(self.feature_map, owner="M2MDesign.fit")
         if not isinstance(intercept, bool):
             raise TypeError(f"The 'intercept' parameter of M2MDesign.fit must be a bool. Got {intercept!r} instead.")
@@ -205,12 +222,16 @@ class M2MFit:
 
     def _values(self, f: Callable[[np.ndarray], np.ndarray], owner: str) -> np.ndarray:
         if not callable(f):
-            raise TypeError(f"The 'f' parameter of {owner} must be a vectorised function of an (n, d) array. "
-                            f"Got {type(f).__name__} instead.")
+            raise TypeError(
+                f"The 'f' parameter of {owner} must be a vectorised function of an (n, d) array. "
+                f"Got {type(f).__name__} instead."
+            )
         values = np.asarray(f(self.samples), dtype=np.float64)
         if values.ndim not in (1, 2) or values.shape[0] != self.design.n_samples:
-            raise ValueError(f"The 'f' parameter of {owner} must return one value (or one row) per point: shape "
-                             f"({self.design.n_samples},) or ({self.design.n_samples}, q). Got {values.shape} instead.")
+            raise ValueError(
+                f"The 'f' parameter of {owner} must return one value (or one row) per point: shape "
+                f"({self.design.n_samples},) or ({self.design.n_samples}, q). Got {values.shape} instead."
+            )
         if not np.isfinite(values).all():
             raise ValueError(f"The 'f' parameter of {owner} must return finite values. Got NaN or infinity instead.")
         return values
@@ -248,8 +269,10 @@ class M2MFit:
         if points.ndim == 1:
             points = np.broadcast_to(points, (d, points.size))
         if points.ndim != 2 or points.shape[0] != d or points.shape[1] == 0:
-            raise ValueError(f"The 'points' parameter of M2MFit.cdf must be a (p,) or ({d}, p) array. "
-                             f"Got shape {points.shape} instead.")
+            raise ValueError(
+                f"The 'points' parameter of M2MFit.cdf must be a (p,) or ({d}, p) array. "
+                f"Got shape {points.shape} instead."
+            )
         columns, w = self.design.columns, self.weights
         out = np.empty(points.shape)
         for j in range(d):
@@ -270,13 +293,17 @@ class M2MFit:
         for name, value in (("lower", lower), ("upper", upper)):
             array = np.asarray(value, dtype=np.float64)
             if array.ndim not in (1, 2) or array.shape[-1] != d or np.isnan(array).any():
-                raise ValueError(f"The '{name}' parameter of {owner} must be a (d,) or (q, d) array of bounds with "
-                                 f"d = {d} (-inf/inf for an unconstrained attribute, no NaN). "
-                                 f"Got shape {array.shape} instead.")
+                raise ValueError(
+                    f"The '{name}' parameter of {owner} must be a (d,) or (q, d) array of bounds with "
+                    f"d = {d} (-inf/inf for an unconstrained attribute, no NaN). "
+                    f"Got shape {array.shape} instead."
+                )
             arrays.append(np.atleast_2d(array))
         if arrays[0].shape[0] not in (1, arrays[1].shape[0]) and arrays[1].shape[0] != 1:
-            raise ValueError(f"The 'upper' parameter of {owner} must have as many rows as 'lower' (or one). "
-                             f"Got {arrays[1].shape[0]} and {arrays[0].shape[0]} instead.")
+            raise ValueError(
+                f"The 'upper' parameter of {owner} must have as many rows as 'lower' (or one). "
+                f"Got {arrays[1].shape[0]} and {arrays[0].shape[0]} instead."
+            )
         lo, hi = np.broadcast_arrays(*arrays)
         return lo, hi
 
@@ -303,34 +330,48 @@ class M2MFit:
         """COUNT(D, S) for the box S = [lower, upper]: the fraction times the noisy count."""
         return self.fraction(lower, upper) * self.n_estimate
 
-    def logistic_regression(self, label: int, *, features: Sequence[int] | None = None, l2: float = 1e-3,
-                            max_iter: int = 1000) -> LogisticModel:
+    def logistic_regression(
+        self, label: int, *, features: Sequence[int] | None = None, l2: float = 1e-3, max_iter: int = 1000
+    ) -> LogisticModel:
         """Implicit M²M: a logistic model of attribute ``label`` (0/1 under the prior, see
         :class:`Prior`'s ``discrete``) on ``features`` (default: every other attribute), minimising
         the log-loss weighted by this fit's signed weights (:mod:`.logistic`)."""
         d = self.design.feature_map.dim
         label = check_int("M2MFit.logistic_regression", "label", label, minimum=0)
         if label >= d:
-            raise ValueError(f"The 'label' parameter of M2MFit.logistic_regression must be an attribute below {d}. "
-                             f"Got {label} instead.")
+            raise ValueError(
+                f"The 'label' parameter of M2MFit.logistic_regression must be an attribute below {d}. "
+                f"Got {label} instead."
+            )
         y = self.samples[:, label]
         if not np.all((y == 0) | (y == 1)):
-            raise ValueError("The 'label' parameter of M2MFit.logistic_regression must name an attribute that the "
-                             "prior draws from {0, 1}. Got a continuous attribute instead; build the design with "
-                             f"Prior(box, discrete={{{label}: (0, 1)}}).")
+            raise ValueError(
+                "The 'label' parameter of M2MFit.logistic_regression must name an attribute that the "
+                "prior draws from {0, 1}. Got a continuous attribute instead; build the design with "
+                f"Prior(box, discrete={{{label}: (0, 1)}})."
+            )
         if features is None:
             columns = [j for j in range(d) if j != label]
         else:
             columns = [check_int("M2MFit.logistic_regression", "features", j, minimum=0) for j in features]
             if not columns or any(j >= d or j == label for j in columns) or len(set(columns)) != len(columns):
-                raise ValueError(f"The 'features' parameter of M2MFit.logistic_regression must list distinct "
-                                 f"attributes below {d} other than the label. Got {list(features)!r} instead.")
+                raise ValueError(
+                    f"The 'features' parameter of M2MFit.logistic_regression must list distinct "
+                    f"attributes below {d} other than the label. Got {list(features)!r} instead."
+                )
         return weighted_logistic_regression(self.samples[:, columns], y, self.weights, l2=l2, max_iter=max_iter)
 
 
-def fit_m2m(feature_map: FeatureMap, release: SketchRelease, *, rng: np.random.Generator,
-            n_samples: int = DEFAULT_SAMPLES, prior: Prior | None = None, regularization: str | float = "summed",
-            intercept: bool = False) -> M2MFit:
+def fit_m2m(
+    feature_map: FeatureMap,
+    release: SketchRelease,
+    *,
+    rng: np.random.Generator,
+    n_samples: int = DEFAULT_SAMPLES,
+    prior: Prior | None = None,
+    regularization: str | float = "summed",
+    intercept: bool = False,
+) -> M2MFit:
     """Build a design (``n_samples`` points from ``prior``) and fit it to ``release`` in one call."""
     design = M2MDesign.build(feature_map, rng=rng, n_samples=n_samples, prior=prior)
     return design.fit(release, regularization=regularization, intercept=intercept)

@@ -23,8 +23,10 @@ def unit_records(config: ScenarioConfig, data: Dataset, *, party: str = "a party
     s = config.sketch
     lower, upper = np.array(s.lower, dtype=np.float64), np.array(s.upper, dtype=np.float64)
     if data.X.shape[1] != lower.size:
-        raise ValueError(f"{party}: sketch.lower/sketch.upper give {lower.size} bounds but the data have "
-                         f"{data.X.shape[1]} attributes ({', '.join(data.feature_names)})")
+        raise ValueError(
+            f"{party}: sketch.lower/sketch.upper give {lower.size} bounds but the data have "
+            f"{data.X.shape[1]} attributes ({', '.join(data.feature_names)})"
+        )
     U = (data.X - lower) / (upper - lower)
     if s.clip:
         U = np.clip(U, 0.0, 1.0)
@@ -69,6 +71,11 @@ def query_plan(config: ScenarioConfig):
         lo, hi = np.full(d, -np.inf), np.full(d, np.inf)
         lo[chosen], hi[chosen] = ends[:, 0], ends[:, 1]
         boxes.append((lo, hi))
-    return QueryPlan(moments=q.moments, cdf_points=tuple(q.cdf_points), covariance=q.covariance,
-                     count_boxes=tuple(boxes), logistic_label=d - 1 if q.logistic_regression else None,
-                     logistic_l2=q.logistic_l2)
+    return QueryPlan(
+        moments=q.moments,
+        cdf_points=tuple(q.cdf_points),
+        covariance=q.covariance,
+        count_boxes=tuple(boxes),
+        logistic_label=d - 1 if q.logistic_regression else None,
+        logistic_l2=q.logistic_l2,
+    )

@@ -30,8 +30,10 @@ __all__ = ["OwnerRanking", "mean_embedding", "sketch_mmd2", "rank_owners", "spea
 def mean_embedding(feature_map: FeatureMap, X: ArrayLike, *, precision: str = "float64") -> np.ndarray:
     """mean_i Phi(x_i) of the consumer's own (non-private) target data."""
     if not isinstance(feature_map, FeatureMap):
-        raise TypeError(f"The 'feature_map' parameter of mean_embedding must be a FeatureMap. "
-                        f"Got {type(feature_map).__name__} instead.")
+        raise TypeError(
+            f"The 'feature_map' parameter of mean_embedding must be a FeatureMap. "
+            f"Got {type(feature_map).__name__} instead."
+        )
     check_precision("mean_embedding", precision)
     X = feature_map.check(X, owner="mean_embedding")
     if X.shape[0] == 0:
@@ -42,15 +44,21 @@ def mean_embedding(feature_map: FeatureMap, X: ArrayLike, *, precision: str = "f
 def _check_embedding(owner: str, feature_map: FeatureMap, embedding) -> np.ndarray:
     embedding = as_finite_array(owner, "target_embedding", embedding, ndim=1)
     if embedding.size != feature_map.n_features:
-        raise ValueError(f"The 'target_embedding' parameter of {owner} must have {feature_map.n_features} values. "
-                         f"Got {embedding.size} instead.")
+        raise ValueError(
+            f"The 'target_embedding' parameter of {owner} must have {feature_map.n_features} values. "
+            f"Got {embedding.size} instead."
+        )
     return embedding
 
 
-def sketch_mmd2(target_embedding: ArrayLike, release: SketchRelease, feature_map: FeatureMap, *, debias: bool = True) -> float:
+def sketch_mmd2(
+    target_embedding: ArrayLike, release: SketchRelease, feature_map: FeatureMap, *, debias: bool = True
+) -> float:
     """The estimate of MMD^2(target, owner) from the owner's sketch (module docstring)."""
     if not isinstance(release, SketchRelease):
-        raise TypeError(f"The 'release' parameter of sketch_mmd2 must be a SketchRelease. Got {type(release).__name__} instead.")
+        raise TypeError(
+            f"The 'release' parameter of sketch_mmd2 must be a SketchRelease. Got {type(release).__name__} instead."
+        )
     release.check_map(feature_map, owner="sketch_mmd2")
     mu = _check_embedding("sketch_mmd2", feature_map, target_embedding)
     z, n = release.z, release.n_estimate
@@ -71,8 +79,9 @@ class OwnerRanking:
     mmd2: np.ndarray
 
 
-def rank_owners(target_embedding: ArrayLike, releases: Sequence[SketchRelease], feature_map: FeatureMap, *,
-                debias: bool = True) -> OwnerRanking:
+def rank_owners(
+    target_embedding: ArrayLike, releases: Sequence[SketchRelease], feature_map: FeatureMap, *, debias: bool = True
+) -> OwnerRanking:
     """Estimate MMD^2 to the target for every owner's sketch and sort them (closest first; ties
     keep the owners' order)."""
     releases = list(releases)
@@ -91,8 +100,10 @@ def spearman_agreement(estimated: ArrayLike, reference: ArrayLike) -> float:
     a = as_finite_array("spearman_agreement", "estimated", estimated, ndim=1)
     b = as_finite_array("spearman_agreement", "reference", reference, ndim=1)
     if a.size != b.size or a.size < 2:
-        raise ValueError(f"The 'reference' parameter of spearman_agreement must have as many scores as 'estimated' "
-                         f"(at least 2). Got {b.size} and {a.size} instead.")
+        raise ValueError(
+            f"The 'reference' parameter of spearman_agreement must have as many scores as 'estimated' "
+            f"(at least 2). Got {b.size} and {a.size} instead."
+        )
     if np.ptp(a) == 0 or np.ptp(b) == 0:
         return math.nan
     return float(spearmanr(a, b).statistic)

@@ -32,8 +32,14 @@ from marketplace.privacy.mechanisms import Gaussian, Laplace
 from ._checks import check_choice, check_fraction, check_int, check_positive, check_precision, is_real
 from .feature_maps import FeatureMap
 
-__all__ = ["SketchRelease", "SketchFileError", "private_sketch", "exact_sketch", "merge_sketches",
-           "DEFAULT_NUMERATOR_SHARE"]
+__all__ = [
+    "SketchRelease",
+    "SketchFileError",
+    "private_sketch",
+    "exact_sketch",
+    "merge_sketches",
+    "DEFAULT_NUMERATOR_SHARE",
+]
 
 #: eps_num / eps, the paper's split of the budget between the sum and the count.
 DEFAULT_NUMERATOR_SHARE = 0.98
@@ -71,8 +77,10 @@ class SketchRelease:
         owner = "SketchRelease"
         numerator = np.array(self.numerator, dtype=np.float64)
         if numerator.ndim != 1 or numerator.size == 0 or not np.isfinite(numerator).all():
-            raise ValueError(f"The 'numerator' parameter of {owner} must be a non-empty finite 1-D array. "
-                             f"Got shape {numerator.shape} instead.")
+            raise ValueError(
+                f"The 'numerator' parameter of {owner} must be a non-empty finite 1-D array. "
+                f"Got shape {numerator.shape} instead."
+            )
         numerator.setflags(write=False)
         object.__setattr__(self, "numerator", numerator)
         for name in ("count", "numerator_variance", "count_variance"):
@@ -82,22 +90,27 @@ class SketchRelease:
                 raise ValueError(f"The '{name}' parameter of {owner} must be {kind}. Got {value!r} instead.")
             object.__setattr__(self, name, float(value))
         if not is_real(self.epsilon) or not self.epsilon > 0:
-            raise ValueError(f"The 'epsilon' parameter of {owner} must be a positive real number (inf for an exact "
-                             f"sketch). Got {self.epsilon!r} instead.")
+            raise ValueError(
+                f"The 'epsilon' parameter of {owner} must be a positive real number (inf for an exact "
+                f"sketch). Got {self.epsilon!r} instead."
+            )
         if not is_real(self.delta) or not 0 <= self.delta < 1:
             raise ValueError(f"The 'delta' parameter of {owner} must be in [0, 1). Got {self.delta!r} instead.")
         object.__setattr__(self, "epsilon", float(self.epsilon))
         object.__setattr__(self, "delta", float(self.delta))
         for name in ("map_fingerprint", "mechanism"):
             if not isinstance(getattr(self, name), str) or not getattr(self, name):
-                raise TypeError(f"The '{name}' parameter of {owner} must be a non-empty str. "
-                                f"Got {getattr(self, name)!r} instead.")
+                raise TypeError(
+                    f"The '{name}' parameter of {owner} must be a non-empty str. Got {getattr(self, name)!r} instead."
+                )
         object.__setattr__(self, "parts", check_int(owner, "parts", self.parts))
 
     def __repr__(self) -> str:
-        return (f"SketchRelease(m={self.n_features}, count={self.count:.6g}, epsilon={self.epsilon!r}, "
-                f"delta={self.delta!r}, mechanism={self.mechanism!r}, parts={self.parts}, "
-                f"map={self.map_fingerprint[:12]!r})")
+        return (
+            f"SketchRelease(m={self.n_features}, count={self.count:.6g}, epsilon={self.epsilon!r}, "
+            f"delta={self.delta!r}, mechanism={self.mechanism!r}, parts={self.parts}, "
+            f"map={self.map_fingerprint[:12]!r})"
+        )
 
     @property
     def n_features(self) -> int:
@@ -122,22 +135,34 @@ class SketchRelease:
     def check_map(self, feature_map: FeatureMap, *, owner: str) -> None:
         """Refuse a feature map other than the one this sketch was made with."""
         if not isinstance(feature_map, FeatureMap):
-            raise TypeError(f"The 'feature_map' parameter of {owner} must be a FeatureMap. "
-                            f"Got {type(feature_map).__name__} instead.")
+            raise TypeError(
+                f"The 'feature_map' parameter of {owner} must be a FeatureMap. "
+                f"Got {type(feature_map).__name__} instead."
+            )
         if feature_map.fingerprint != self.map_fingerprint or feature_map.n_features != self.n_features:
-            raise ValueError(f"The 'feature_map' parameter of {owner} must be the map the sketch was made with "
-                             f"(fingerprint {self.map_fingerprint[:12]}...). Got {feature_map!r} instead.")
+            raise ValueError(
+                f"The 'feature_map' parameter of {owner} must be the map the sketch was made with "
+                f"(fingerprint {self.map_fingerprint[:12]}...). Got {feature_map!r} instead."
+            )
 
     def save(self, path: str | Path) -> Path:
         """Write the release to ``path`` (an .npz archive, no pickles) and return the path."""
         path = Path(path)
         with open(path, "wb") as handle:
-            np.savez(handle, format=np.array(FILE_FORMAT), version=np.array(FILE_VERSION),
-                     numerator=self.numerator, count=np.array(self.count),
-                     numerator_variance=np.array(self.numerator_variance),
-                     count_variance=np.array(self.count_variance), map_fingerprint=np.array(self.map_fingerprint),
-                     epsilon=np.array(self.epsilon), delta=np.array(self.delta),
-                     mechanism=np.array(self.mechanism), parts=np.array(self.parts))
+            np.savez(
+                handle,
+                format=np.array(FILE_FORMAT),
+                version=np.array(FILE_VERSION),
+                numerator=self.numerator,
+                count=np.array(self.count),
+                numerator_variance=np.array(self.numerator_variance),
+                count_variance=np.array(self.count_variance),
+                map_fingerprint=np.array(self.map_fingerprint),
+                epsilon=np.array(self.epsilon),
+                delta=np.array(self.delta),
+                mechanism=np.array(self.mechanism),
+                parts=np.array(self.parts),
+            )
         return path
 
     @classmethod
@@ -154,16 +179,30 @@ class SketchRelease:
             with np.load(path, allow_pickle=False) as archive:
                 fields = {key: archive[key] for key in archive.files}
         except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-            raise SketchFileError(f"{str(path)!r} is not a sketch file (an .npz archive written by "
-                                  f"SketchRelease.save): {exc}") from None
+            raise SketchFileError(
+                f"{str(path)!r} is not a sketch file (an .npz archive written by SketchRelease.save): {exc}"
+            ) from None
         if str(fields.get("format", "")) != FILE_FORMAT:
-            raise SketchFileError(f"{str(path)!r} is not a sketch file: its 'format' field is "
-                                  f"{fields.get('format')!r}, expected {FILE_FORMAT!r}.")
+            raise SketchFileError(
+                f"{str(path)!r} is not a sketch file: its 'format' field is "
+                f"{fields.get('format')!r}, expected {FILE_FORMAT!r}."
+            )
         if fields.get("version") is None or int(fields["version"]) != FILE_VERSION:
-            raise SketchFileError(f"{str(path)!r} is a sketch file of version {fields.get('version')!r}; "
-                                  f"this code reads version {FILE_VERSION}.")
-        names = ("numerator", "count", "numerator_variance", "count_variance", "map_fingerprint",
-                 "epsilon", "delta", "mechanism", "parts")
+            raise SketchFileError(
+                f"{str(path)!r} is a sketch file of version {fields.get('version')!r}; "
+                f"this code reads version {FILE_VERSION}."
+            )
+        names = (
+            "numerator",
+            "count",
+            "numerator_variance",
+            "count_variance",
+            "map_fingerprint",
+            "epsilon",
+            "delta",
+            "mechanism",
+            "parts",
+        )
         missing = [name for name in names if name not in fields]
         if missing:
             raise SketchFileError(f"{str(path)!r} is not a complete sketch file: missing {', '.join(missing)}.")
@@ -176,15 +215,25 @@ class SketchRelease:
 
 def _check_map(owner: str, feature_map) -> FeatureMap:
     if not isinstance(feature_map, FeatureMap):
-        raise TypeError(f"The 'feature_map' parameter of {owner} must be a FeatureMap (RFF, RACE, Histogram). "
-                        f"Got {type(feature_map).__name__} instead.")
+        raise TypeError(
+            f"The 'feature_map' parameter of {owner} must be a FeatureMap (RFF, RACE, Histogram). "
+            f"Got {type(feature_map).__name__} instead."
+        )
     return feature_map
 
 
-def private_sketch(X: ArrayLike, feature_map: FeatureMap, *, epsilon: float, rng: np.random.Generator | None,
-                   mechanism: str = "laplace", delta: float | None = None,
-                   numerator_share: float = DEFAULT_NUMERATOR_SHARE, secure: bool = False,
-                   precision: str = "float32") -> SketchRelease:
+def private_sketch(
+    X: ArrayLike,
+    feature_map: FeatureMap,
+    *,
+    epsilon: float,
+    rng: np.random.Generator | None,
+    mechanism: str = "laplace",
+    delta: float | None = None,
+    numerator_share: float = DEFAULT_NUMERATOR_SHARE,
+    secure: bool = False,
+    precision: str = "float32",
+) -> SketchRelease:
     """The DP release of the dataset X (rows inside the map's box) with budget ``epsilon``
     (and ``delta`` for the Gaussian mechanism); see the module docstring for the noise.
 
@@ -199,8 +248,10 @@ def private_sketch(X: ArrayLike, feature_map: FeatureMap, *, epsilon: float, rng
     share = check_fraction(owner, "numerator_share", numerator_share)
     check_precision(owner, precision)
     if mechanism == "laplace" and delta not in (None, 0, 0.0):
-        raise ValueError(f"The 'delta' parameter of {owner} must be None with mechanism='laplace' (pure eps-DP). "
-                         f"Got {delta!r} instead; use mechanism='gaussian' for (eps, delta)-DP.")
+        raise ValueError(
+            f"The 'delta' parameter of {owner} must be None with mechanism='laplace' (pure eps-DP). "
+            f"Got {delta!r} instead; use mechanism='gaussian' for (eps, delta)-DP."
+        )
     if mechanism == "gaussian" and delta is None:
         raise ValueError(f"The 'delta' parameter of {owner} must be given with mechanism='gaussian'. Got None instead.")
     X = fmap.check(X, owner=owner)
@@ -209,7 +260,9 @@ def private_sketch(X: ArrayLike, feature_map: FeatureMap, *, epsilon: float, rng
         numerator_noise = Laplace(epsilon=eps_num, sensitivity=fmap.l1_sensitivity, rng=rng, secure=secure)
         numerator_variance = 2.0 * numerator_noise.scale**2
     else:
-        numerator_noise = Gaussian(epsilon=eps_num, delta=delta, sensitivity=fmap.l2_sensitivity, rng=rng, secure=secure)
+        numerator_noise = Gaussian(
+            epsilon=eps_num, delta=delta, sensitivity=fmap.l2_sensitivity, rng=rng, secure=secure
+        )
         numerator_variance = numerator_noise.sigma**2
     count_noise = Laplace(epsilon=eps_den, sensitivity=1.0, rng=rng, secure=secure)
     sums = fmap.sum_features(X, precision=precision)
@@ -230,9 +283,16 @@ def exact_sketch(X: ArrayLike, feature_map: FeatureMap, *, precision: str = "flo
     fmap = _check_map("exact_sketch", feature_map)
     check_precision("exact_sketch", precision)
     X = fmap.check(X, owner="exact_sketch")
-    return SketchRelease(numerator=fmap.sum_features(X, precision=precision), count=float(X.shape[0]),
-                         numerator_variance=0.0, count_variance=0.0, map_fingerprint=fmap.fingerprint,
-                         epsilon=math.inf, delta=0.0, mechanism="none")
+    return SketchRelease(
+        numerator=fmap.sum_features(X, precision=precision),
+        count=float(X.shape[0]),
+        numerator_variance=0.0,
+        count_variance=0.0,
+        map_fingerprint=fmap.fingerprint,
+        epsilon=math.inf,
+        delta=0.0,
+        mechanism="none",
+    )
 
 
 def merge_sketches(releases: Iterable[SketchRelease]) -> SketchRelease:
@@ -246,12 +306,16 @@ def merge_sketches(releases: Iterable[SketchRelease]) -> SketchRelease:
         raise ValueError("The 'releases' parameter of merge_sketches must hold at least one release. Got none instead.")
     for index, part in enumerate(parts):
         if not isinstance(part, SketchRelease):
-            raise TypeError(f"The 'releases' parameter of merge_sketches must hold SketchRelease objects. "
-                            f"Got {type(part).__name__} at position {index} instead.")
+            raise TypeError(
+                f"The 'releases' parameter of merge_sketches must hold SketchRelease objects. "
+                f"Got {type(part).__name__} at position {index} instead."
+            )
         if part.map_fingerprint != parts[0].map_fingerprint or part.n_features != parts[0].n_features:
-            raise ValueError(f"The 'releases' parameter of merge_sketches must hold sketches of one feature map. "
-                             f"Got map {part.map_fingerprint[:12]}... at position {index}, "
-                             f"{parts[0].map_fingerprint[:12]}... at position 0 instead.")
+            raise ValueError(
+                f"The 'releases' parameter of merge_sketches must hold sketches of one feature map. "
+                f"Got map {part.map_fingerprint[:12]}... at position {index}, "
+                f"{parts[0].map_fingerprint[:12]}... at position 0 instead."
+            )
     return SketchRelease(
         numerator=np.sum([p.numerator for p in parts], axis=0),
         count=math.fsum(p.count for p in parts),

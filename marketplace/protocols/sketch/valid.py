@@ -33,8 +33,14 @@ from sklearn.isotonic import IsotonicRegression
 
 from .joint import project_jointly
 
-__all__ = ["change", "project_cdf", "project_counts", "project_covariance", "project_higher_moments",
-           "project_moment_answers"]
+__all__ = [
+    "change",
+    "project_cdf",
+    "project_counts",
+    "project_covariance",
+    "project_higher_moments",
+    "project_moment_answers",
+]
 
 
 def _isotonic(y: np.ndarray, x: np.ndarray, *, increasing: bool) -> np.ndarray:
@@ -58,9 +64,12 @@ def project_higher_moments(second: np.ndarray, higher: dict[str, list[float]]) -
     orders = sorted(higher, key=int)
     table = np.array([higher[k] for k in orders], dtype=np.float64)  # (orders, d)
     x = np.array([int(k) for k in orders], dtype=np.float64)
-    projected = np.column_stack([
-        IsotonicRegression(y_min=0.0, y_max=float(max(top, 0.0)), increasing=False).fit_transform(x, table[:, j])
-        for j, top in enumerate(np.asarray(second, dtype=np.float64))])
+    projected = np.column_stack(
+        [
+            IsotonicRegression(y_min=0.0, y_max=float(max(top, 0.0)), increasing=False).fit_transform(x, table[:, j])
+            for j, top in enumerate(np.asarray(second, dtype=np.float64))
+        ]
+    )
     return {k: projected[i].tolist() for i, k in enumerate(orders)}
 
 
@@ -71,13 +80,22 @@ def change(raw: np.ndarray, projected: np.ndarray, *, axis_name: str = "attribut
     raw, projected = np.asarray(raw, dtype=np.float64), np.asarray(projected, dtype=np.float64)
     moved = np.abs(projected - raw)
     rows = moved.reshape(moved.shape[0], -1).max(axis=1) if moved.ndim else moved.reshape(1)
-    return {"changed": bool((rows > 0).any()), "max_change": float(rows.max(initial=0.0)),
-            axis_name: [int(j) for j in np.flatnonzero(rows > 0)]}
+    return {
+        "changed": bool((rows > 0).any()),
+        "max_change": float(rows.max(initial=0.0)),
+        axis_name: [int(j) for j in np.flatnonzero(rows > 0)],
+    }
 
 
-def project_moment_answers(moments: dict[str, list[float]], covariance: np.ndarray | None, mean: np.ndarray, *,
-                           lower: np.ndarray, upper: np.ndarray,
-                           second: np.ndarray | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+def project_moment_answers(
+    moments: dict[str, list[float]],
+    covariance: np.ndarray | None,
+    mean: np.ndarray,
+    *,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    second: np.ndarray | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Raw moments by order (``{"1": [...], "2": [...], ...}``, possibly empty), the raw covariance
     (or None) and the raw mean it was centred on -> the consistent answers (``moments``,
     ``variances``, ``covariance``, each present when it can be given) and their ``projections``
@@ -86,8 +104,10 @@ def project_moment_answers(moments: dict[str, list[float]], covariance: np.ndarr
     ``second``, the raw second moment, is used when ``moments`` stops before order 2: it joins the
     covariance's projection as a second estimate of the variances, and is not reported."""
     if sorted(moments, key=int) != [str(k) for k in range(1, len(moments) + 1)]:
-        raise ValueError(f"The 'moments' parameter of project_moment_answers must hold the orders 1..K. "
-                         f"Got the orders {sorted(moments, key=int)} instead.")
+        raise ValueError(
+            f"The 'moments' parameter of project_moment_answers must hold the orders 1..K. "
+            f"Got the orders {sorted(moments, key=int)} instead."
+        )
     mean = np.asarray(mean, dtype=np.float64)
     asked_second = "2" in moments
     if asked_second:
@@ -104,15 +124,19 @@ def project_moment_answers(moments: dict[str, list[float]], covariance: np.ndarr
         higher = {k: v for k, v in moments.items() if int(k) > 2}
         if higher:
             if np.any(np.asarray(lower) < 0) or np.any(np.asarray(upper) > 1):
-                raise ValueError("project_moment_answers: moments of order 3 and more are projected for attributes in "
-                                 f"[0, 1] only; got the box lower={np.asarray(lower).tolist()}, upper={np.asarray(upper).tolist()}")
+                raise ValueError(
+                    "project_moment_answers: moments of order 3 and more are projected for attributes in "
+                    f"[0, 1] only; got the box lower={np.asarray(lower).tolist()}, upper={np.asarray(upper).tolist()}"
+                )
             projected.update(project_higher_moments(joint.second, higher))
         answers["moments"] = {k: projected[k] for k in sorted(moments, key=int)}
         orders = {k: change(moments[k], answers["moments"][k]) for k in answers["moments"]}
-        moved["moments"] = {"changed": any(o["changed"] for o in orders.values()),
-                            "max_change": max(o["max_change"] for o in orders.values()),
-                            "attributes": sorted({j for o in orders.values() for j in o["attributes"]}),
-                            "orders": orders}
+        moved["moments"] = {
+            "changed": any(o["changed"] for o in orders.values()),
+            "max_change": max(o["max_change"] for o in orders.values()),
+            "attributes": sorted({j for o in orders.values() for j in o["attributes"]}),
+            "orders": orders,
+        }
     if joint.variance is not None:
         answers["variances"] = joint.variance.tolist()
         raw_variance = np.diag(covariance) if covariance is not None else np.asarray(second) - mean**2
@@ -120,9 +144,12 @@ def project_moment_answers(moments: dict[str, list[float]], covariance: np.ndarr
     if covariance is not None:
         answers["covariance"] = joint.covariance.tolist()
         symmetric = (np.asarray(covariance) + np.asarray(covariance).T) / 2
-        moved["covariance"] = {**change(covariance, joint.covariance),
-                               "raw_min_eigenvalue": float(np.linalg.eigvalsh(symmetric).min()),
-                               "iterations": joint.iterations, "converged": joint.converged}
+        moved["covariance"] = {
+            **change(covariance, joint.covariance),
+            "raw_min_eigenvalue": float(np.linalg.eigvalsh(symmetric).min()),
+            "iterations": joint.iterations,
+            "converged": joint.converged,
+        }
     return answers, moved
 
 

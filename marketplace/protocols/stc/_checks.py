@@ -32,11 +32,15 @@ def points(value: Any, name: str, where: str, *, d: int | None = None, allow_emp
     if allow_empty and array.size == 0 and d is not None and array.ndim <= 2:
         return np.empty((0, d))
     if array.ndim != 2 or array.shape[1] < 1 or (array.shape[0] < 1 and not allow_empty):
-        raise ValueError(f"The '{name}' parameter of {where} must be a non-empty 2-D array (rows x d). "
-                         f"Got shape {array.shape} instead.")
+        raise ValueError(
+            f"The '{name}' parameter of {where} must be a non-empty 2-D array (rows x d). "
+            f"Got shape {array.shape} instead."
+        )
     if d is not None and array.shape[1] != d:
-        raise ValueError(f"The '{name}' parameter of {where} must have d = {d} columns (the width of the other "
-                         f"point sets). Got shape {array.shape} instead.")
+        raise ValueError(
+            f"The '{name}' parameter of {where} must have d = {d} columns (the width of the other "
+            f"point sets). Got shape {array.shape} instead."
+        )
     if not np.all(np.isfinite(array)):
         raise ValueError(f"The '{name}' parameter of {where} must be finite. Got NaN or infinity.")
     return array
@@ -51,8 +55,10 @@ def weights(value: Any, n: int, where: str) -> np.ndarray:
     except (TypeError, ValueError):
         raise fail(TypeError, "weights", where, "an array of real numbers", value) from None
     if array.shape != (n,):
-        raise ValueError(f"The 'weights' parameter of {where} must have shape ({n},) (one per target point). "
-                         f"Got shape {array.shape} instead.")
+        raise ValueError(
+            f"The 'weights' parameter of {where} must have shape ({n},) (one per target point). "
+            f"Got shape {array.shape} instead."
+        )
     if not np.all(np.isfinite(array)) or array.min() < 0 or array.sum() <= 0:
         raise ValueError(f"The 'weights' parameter of {where} must be finite, non-negative and not all zero.")
     return array
@@ -62,16 +68,23 @@ def generator(value: Any, name: str, where: str, *, optional: bool = False) -> n
     if value is None and optional:
         return None
     if not isinstance(value, np.random.Generator):
-        raise fail(TypeError, name, where, "a numpy.random.Generator (marketplace.privacy.rng.make_rng)"
-                   + (" or None" if optional else ""), value)
+        raise fail(
+            TypeError,
+            name,
+            where,
+            "a numpy.random.Generator (marketplace.privacy.rng.make_rng)" + (" or None" if optional else ""),
+            value,
+        )
     return value
 
 
 def one_budget(eps: Any, rho: Any, where: str) -> tuple[float | None, float | None]:
     """Exactly one of eps (pure DP, Laplace noise) and rho (zCDP, Gaussian noise), checked."""
     if (eps is None) == (rho is None):
-        raise ValueError(f"{where} needs exactly one of 'eps' (pure DP, Laplace noise) and 'rho' (zCDP, "
-                         f"Gaussian noise). Got eps={eps!r}, rho={rho!r} instead.")
+        raise ValueError(
+            f"{where} needs exactly one of 'eps' (pure DP, Laplace noise) and 'rho' (zCDP, "
+            f"Gaussian noise). Got eps={eps!r}, rho={rho!r} instead."
+        )
     if eps is not None:
         return positive_real(eps, "eps", where), None
     return None, positive_real(rho, "rho", where)

@@ -24,8 +24,16 @@ from marketplace.roles import CONSUMER, Role, Send
 class StcConsumer(Role):
     role_name = "consumer"
 
-    def __init__(self, *, scenario_name: str, target: Dataset, scaling: PublicScaling, settings: StcConfig,
-                 solver_seed: int, own_evaluation: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        scenario_name: str,
+        target: Dataset,
+        scaling: PublicScaling,
+        settings: StcConfig,
+        solver_seed: int,
+        own_evaluation: bool = False,
+    ) -> None:
         super().__init__()
         self.party_id = CONSUMER
         self.scenario_name = scenario_name
@@ -45,33 +53,47 @@ class StcConsumer(Role):
         self.end_status = ""
 
     def start(self) -> list[Send]:
-        return [self.hello("stc"),
-                Send("curator", StcTarget(points=self.raw_target[self.sent_rows]))]
+        return [self.hello("stc"), Send("curator", StcTarget(points=self.raw_target[self.sent_rows]))]
 
     def handle(self, message: Envelope[StcMessage | RuntimeMessage]) -> list[Send]:
         match message.body:
             case StcReleases():
                 if self.choice is not None:
-                    raise ProtocolError(party=message.sender, kind="stc_releases", reason="the releases already arrived")
+                    raise ProtocolError(
+                        party=message.sender, kind="stc_releases", reason="the releases already arrived"
+                    )
                 self._choose(message)
                 return []
             case Shutdown(reason=reason):
                 if self.choice is None:
                     self.failure = f"run ended before the releases arrived: {reason}"
                 return self.acknowledge_shutdown(message)
-        raise ProtocolError(party=message.sender, kind=message.kind, reason="the stc consumer does not accept this kind")
+        raise ProtocolError(
+            party=message.sender, kind=message.kind, reason="the stc consumer does not accept this kind"
+        )
 
     def _choose(self, message: Envelope) -> None:
         body: StcReleases = message.body
         d = self.target.shape[1]
-        if (len(body.centers) and body.centers.shape[1] != d) or int(body.counts.sum()) != len(body.centers) \
-                or len(body.counts) != len(body.owners):
-            raise ProtocolError(party=message.sender, kind="stc_releases",
-                                reason=f"expected (c, {d}) centres split by counts over owners; got centres {list(body.centers.shape)}, "
-                                       f"counts summing to {int(body.counts.sum())} for {len(body.owners)} owners")
+        if (
+            (len(body.centers) and body.centers.shape[1] != d)
+            or int(body.counts.sum()) != len(body.centers)
+            or len(body.counts) != len(body.owners)
+        ):
+            raise ProtocolError(
+                party=message.sender,
+                kind="stc_releases",
+                reason=f"expected (c, {d}) centres split by counts over owners; got centres {list(body.centers.shape)}, "
+                f"counts summing to {int(body.counts.sum())} for {len(body.owners)} owners",
+            )
         k = min(self.settings.k, len(self.target))
-        solution = solve_stc(self.target, body.centers, k, max_candidates=self.settings.max_candidates,
-                             rng=np.random.default_rng(self.solver_seed))
+        solution = solve_stc(
+            self.target,
+            body.centers,
+            k,
+            max_candidates=self.settings.max_candidates,
+            rng=np.random.default_rng(self.solver_seed),
+        )
         self.choice = {
             "indices": [int(i) for i in solution.indices],
             "estimated_cost": float(solution.cost),  # Cost(T, S' ∪ T_k): what the consumer can compute
@@ -88,9 +110,16 @@ class StcConsumer(Role):
         ``released_only_cost``, Cost(T, S') (the releases alone, k = 0: the estimate of S alone),
         and ``chosen_only_cost``, Cost(T, T_k) (the chosen points alone, without any source)."""
         chosen = np.asarray(indices, dtype=np.int64)
-        return {"released_only_cost": float(stc_cost(self.target, centers)) if len(centers) else None,
-                "chosen_only_cost": float(stc_cost(self.target, self.target[chosen])) if len(chosen) else None}
+        return {
+            "released_only_cost": float(stc_cost(self.target, centers)) if len(centers) else None,
+            "chosen_only_cost": float(stc_cost(self.target, self.target[chosen])) if len(chosen) else None,
+        }
 
     def result(self) -> dict[str, Any]:
-        return {"choice": self.choice, "target_size": int(len(self.target)), "sent_points": int(len(self.sent_rows)),
-                **({"own_evaluation": self.own} if self.own_evaluation else {}), "end_status": self.end_status}
+        return {
+            "choice": self.choice,
+            "target_size": int(len(self.target)),
+            "sent_points": int(len(self.sent_rows)),
+            **({"own_evaluation": self.own} if self.own_evaluation else {}),
+            "end_status": self.end_status,
+        }

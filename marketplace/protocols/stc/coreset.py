@@ -99,5 +99,4 @@ def kdtree_coreset(target: np.ndarray, C: float = DEFAULT_C) -> Coreset:
     np.minimum.at(low, assignment, X)
     np.maximum.at(high, assignment, X)
     diameters = np.linalg.norm(high - low, axis=1)
-    return Coreset(indices=indices, points=X[indices], assignment=assignment, weights=weights,
-                   diameters=diameters, C=C)
+    return Coreset(indices=indices, points=X[indices], assignment=assignment, weights=weights, diameters=diameters, C=C)

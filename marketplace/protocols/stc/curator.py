@@ -72,7 +72,11 @@ class StcCurator(CuratorBase):
             raise ProtocolError(party=message.sender, kind="stc_target", reason="only the consumer sends T, once")
         points = message.body.points
         if points.shape[1] != self.dim or len(points) == 0:
-            raise ProtocolError(party=message.sender, kind="stc_target", reason=f"expected a non-empty (m, {self.dim}) array, got {list(points.shape)}")
+            raise ProtocolError(
+                party=message.sender,
+                kind="stc_target",
+                reason=f"expected a non-empty (m, {self.dim}) array, got {list(points.shape)}",
+            )
         self.target = points
         return self._maybe_begin()
 
@@ -99,8 +103,10 @@ class StcCurator(CuratorBase):
         if body.centers.ndim != 2 or (len(body.centers) and body.centers.shape[1] != self.dim):
             problem = f"centers must be a (c, {self.dim}) array, got {list(body.centers.shape)}"
         elif body.method != s.release or body.notion != s.privacy.notion or not np.isclose(body.cost, expected_cost):
-            problem = (f"expected a {s.release} release under {s.privacy.notion} costing {expected_cost:g}, "
-                       f"got {body.method} under {body.notion} costing {body.cost:g}")
+            problem = (
+                f"expected a {s.release} release under {s.privacy.notion} costing {expected_cost:g}, "
+                f"got {body.method} under {body.notion} costing {body.cost:g}"
+            )
         if problem:
             raise ProtocolError(party=sender, kind="stc_release", reason=problem)
         self.releases[sender] = np.asarray(body.centers, dtype=np.float64)
@@ -131,9 +137,15 @@ class StcCurator(CuratorBase):
         centers = np.concatenate([self.releases[o] for o in owners]) if owners else np.zeros((0, self.dim))
         counts = np.array([len(self.releases[o]) for o in owners], dtype=np.int64)
         self._record_releases(owners)
-        reason = "every owner released" if len(owners) == len(self.owners) else f"{len(owners)} of {len(self.owners)} owners released"
+        reason = (
+            "every owner released"
+            if len(owners) == len(self.owners)
+            else f"{len(owners)} of {len(self.owners)} owners released"
+        )
         status = "completed" if owners else "failed"
-        return [Send(CONSUMER, StcReleases(centers=centers, counts=counts, owners=owners))] + self._close(status=status, reason=reason)
+        return [Send(CONSUMER, StcReleases(centers=centers, counts=counts, owners=owners))] + self._close(
+            status=status, reason=reason
+        )
 
     def _record_releases(self, owners: tuple[str, ...]) -> None:
         """The history: one record per release joined, in owner order (the order the consumer gets
@@ -141,8 +153,15 @@ class StcCurator(CuratorBase):
         total = 0
         for index, owner in enumerate(owners, start=1):
             total += len(self.releases[owner])
-            self.history.append({"release": index, "owner": owner, "centers": int(len(self.releases[owner])),
-                                 "centers_total": total, "cost": self.costs[owner]})
+            self.history.append(
+                {
+                    "release": index,
+                    "owner": owner,
+                    "centers": int(len(self.releases[owner])),
+                    "centers_total": total,
+                    "cost": self.costs[owner],
+                }
+            )
 
     # --- ending ------------------------------------------------------------------------------
     def result(self) -> dict[str, Any]:
@@ -152,6 +171,9 @@ class StcCurator(CuratorBase):
             "centers_per_owner": {o: int(len(c)) for o, c in sorted(self.releases.items())},
             "dropouts": dict(self.dropouts),
             "rounds": list(self.history),
-            "parsimony": {"points_seen": 0, "note": "the curator sees T (the consumer's, public by design) and private releases only",
-                          "target_size": 0 if self.target is None else int(len(self.target))},
+            "parsimony": {
+                "points_seen": 0,
+                "note": "the curator sees T (the consumer's, public by design) and private releases only",
+                "target_size": 0 if self.target is None else int(len(self.target)),
+            },
         }

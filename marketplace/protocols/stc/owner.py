@@ -34,15 +34,24 @@ def owner_ledger(party: str, settings: StcConfig) -> PrivacyLedger:
     if privacy.notion == "dp":
         budget = None if privacy.budget is None else (privacy.budget, 0.0)
         return PrivacyLedger(party, neighbouring=relation, theorem="basic", budget=budget)
-    return PrivacyLedger(party, neighbouring=relation, theorem="zcdp", delta=REPORT_DELTA,
-                         gaussian=privacy.gaussian_accountant)
+    return PrivacyLedger(
+        party, neighbouring=relation, theorem="zcdp", delta=REPORT_DELTA, gaussian=privacy.gaussian_accountant
+    )
 
 
 class StcOwner(Role):
     role_name = "owner"
 
-    def __init__(self, *, party_id: str, scenario_name: str, data: Dataset, scaling: PublicScaling, settings: StcConfig,
-                 seed: int | np.random.SeedSequence) -> None:
+    def __init__(
+        self,
+        *,
+        party_id: str,
+        scenario_name: str,
+        data: Dataset,
+        scaling: PublicScaling,
+        settings: StcConfig,
+        seed: int | np.random.SeedSequence,
+    ) -> None:
         super().__init__()
         self.party_id = party_id
         self.scenario_name = scenario_name
@@ -67,11 +76,19 @@ class StcOwner(Role):
 
     def _release(self, message: Envelope) -> list[Send]:
         if self.released is not None:
-            raise ProtocolError(party=message.sender, kind="stc_request", reason="this owner has already released S' (one release per budget)")
+            raise ProtocolError(
+                party=message.sender,
+                kind="stc_request",
+                reason="this owner has already released S' (one release per budget)",
+            )
         points = message.body.points
         dim = self.source.shape[1]
         if points.ndim != 2 or points.shape[1] != dim or len(points) == 0:
-            raise ProtocolError(party=message.sender, kind="stc_request", reason=f"expected a non-empty (m, {dim}) array of target points, got {list(points.shape)}")
+            raise ProtocolError(
+                party=message.sender,
+                kind="stc_request",
+                reason=f"expected a non-empty (m, {dim}) array of target points, got {list(points.shape)}",
+            )
         target = self.scaling.apply(points, clip=True)
         s, privacy = self.settings, self.settings.privacy
         if s.release == "nas" and s.t > len(self.source):
@@ -94,8 +111,15 @@ class StcOwner(Role):
             release = nna_release(self.source, target, gamma=s.gamma, rng=self.rng, secure=privacy.secure, **budget)
         cost = privacy.epsilon if privacy.notion == "dp" else privacy.rho
         self.released = {"centers": len(release.centers), "targets": len(target)}
-        body = StcRelease(centers=np.asarray(release.centers, dtype=np.float64), method=s.release, notion=privacy.notion, cost=cost)
+        body = StcRelease(
+            centers=np.asarray(release.centers, dtype=np.float64), method=s.release, notion=privacy.notion, cost=cost
+        )
         return [Send(message.sender, body, reply_to=message.msg_id)]
 
     def result(self) -> dict[str, Any]:
-        return {"rows": len(self.source), "release": self.released, "privacy": self.ledger.to_dict(), "end_status": self.end_status}
+        return {
+            "rows": len(self.source),
+            "release": self.released,
+            "privacy": self.ledger.to_dict(),
+            "end_status": self.end_status,
+        }

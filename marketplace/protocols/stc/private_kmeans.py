@@ -142,8 +142,16 @@ def _counts_and_sums(S: np.ndarray, centers: np.ndarray) -> np.ndarray:
     return exact
 
 
-def private_kmeans(source: np.ndarray, k: int, *, eps: float | None = None, rho: float | None = None,
-                   iterations: int = 5, rng: np.random.Generator, secure: bool = False) -> PrivateKmeansRelease:
+def private_kmeans(
+    source: np.ndarray,
+    k: int,
+    *,
+    eps: float | None = None,
+    rho: float | None = None,
+    iterations: int = 5,
+    rng: np.random.Generator,
+    secure: bool = False,
+) -> PrivateKmeansRelease:
     """DP Lloyd's algorithm on ``source`` (norm <= 1/2, scaled) with k clusters, with exactly one
     of ``eps`` (Laplace, eps-DP) and ``rho`` (Gaussian, rho-zCDP) for the whole run, split evenly
     over ``iterations`` rounds (see the module docstring). ``rng`` draws the start and, unless
@@ -169,6 +177,17 @@ def private_kmeans(source: np.ndarray, k: int, *, eps: float | None = None, rho:
         moved = counts >= MIN_NOISY_COUNT
         centers[moved] = _project(noisy[moved, 1:] / counts[moved, None])
     kept = np.flatnonzero(moved)
-    return PrivateKmeansRelease(centers=centers[kept], mechanism=mech.name, epsilon=eps, rho=rho, scale=scale,
-                                sensitivity=mech.sensitivity, secure=mech.secure, all_centers=centers,
-                                initial_centers=initial, kept=kept, noisy_counts=counts, iterations=iterations)
+    return PrivateKmeansRelease(
+        centers=centers[kept],
+        mechanism=mech.name,
+        epsilon=eps,
+        rho=rho,
+        scale=scale,
+        sensitivity=mech.sensitivity,
+        secure=mech.secure,
+        all_centers=centers,
+        initial_centers=initial,
+        kept=kept,
+        noisy_counts=counts,
+        iterations=iterations,
+    )

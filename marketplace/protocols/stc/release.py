@@ -123,8 +123,14 @@ class _Release:
 
     def privacy_cost(self) -> dict[str, Any]:
         """The cost of the whole release, in the form of ``Mechanism.privacy_cost``."""
-        return {"mechanism": self.mechanism, "epsilon": self.epsilon, "delta": 0.0, "rho": self.rho,
-                "sensitivity": self.sensitivity, "secure": self.secure}
+        return {
+            "mechanism": self.mechanism,
+            "epsilon": self.epsilon,
+            "delta": 0.0,
+            "rho": self.rho,
+            "sensitivity": self.sensitivity,
+            "secure": self.secure,
+        }
 
     def privacy_step(self, name: str) -> Step:
         """The release as one accountant step (``PrivacyLedger.check_plan`` / ``spend``)."""
@@ -202,8 +208,7 @@ def _t_nearest_means(S: np.ndarray, T: np.ndarray, t: int) -> np.ndarray:
         boundary = distances[:, t - 1] * (1 + _TIE_SLACK) + _TIE_SLACK
         for row in np.flatnonzero(distances[:, t] <= boundary):
             neighbours[row] = _tie_broken(S, tree, T[row], boundary[row] * (1 + _TIE_SLACK) + _TIE_SLACK, t)
-    average = sparse.csr_matrix((np.full(n * t, 1.0 / t), neighbours.ravel(), np.arange(0, n * t + 1, t)),
-                                shape=(n, m))
+    average = sparse.csr_matrix((np.full(n * t, 1.0 / t), neighbours.ravel(), np.arange(0, n * t + 1, t)), shape=(n, m))
     return np.asarray(average @ S)
 
 
@@ -219,8 +224,16 @@ def _tie_broken(S: np.ndarray, tree: Any, x: np.ndarray, radius: float, t: int) 
     return rows[order[:t]]
 
 
-def nas_release(source: np.ndarray, target: np.ndarray, *, t: int, eps: float | None = None,
-                rho: float | None = None, rng: np.random.Generator | None, secure: bool = False) -> NasRelease:
+def nas_release(
+    source: np.ndarray,
+    target: np.ndarray,
+    *,
+    t: int,
+    eps: float | None = None,
+    rho: float | None = None,
+    rng: np.random.Generator | None,
+    secure: bool = False,
+) -> NasRelease:
     """NAS: S' = {c_x + noise : x in target}, with exactly one of ``eps`` (Laplace, eps-DP) and
     ``rho`` (Gaussian, rho-zCDP); the scales are in the module docstring. ``source`` must have
     norm <= 1/2 (scaled); ``target`` is public (or its coreset's points). ``rng`` and ``secure``
@@ -240,8 +253,16 @@ def nas_release(source: np.ndarray, target: np.ndarray, *, t: int, eps: float | 
     else:
         mech = GaussianZCDP(rho=rho, sensitivity=math.sqrt(n) / t, rng=rng, secure=secure)
         scale = mech.sigma
-    return NasRelease(centers=mech.randomise(means), mechanism=mech.name, epsilon=eps, rho=rho, scale=scale,
-                      sensitivity=mech.sensitivity, secure=mech.secure, t=t)
+    return NasRelease(
+        centers=mech.randomise(means),
+        mechanism=mech.name,
+        epsilon=eps,
+        rho=rho,
+        scale=scale,
+        sensitivity=mech.sensitivity,
+        secure=mech.secure,
+        t=t,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -258,8 +279,7 @@ def nna_partition(source: np.ndarray, target: np.ndarray) -> np.ndarray:
     return KDTree(T).query(S, k=1, return_distance=False)[:, 0]
 
 
-def nna_threshold(*, d: int, gamma: float = DEFAULT_GAMMA, eps: float | None = None,
-                  rho: float | None = None) -> float:
+def nna_threshold(*, d: int, gamma: float = DEFAULT_GAMMA, eps: float | None = None, rho: float | None = None) -> float:
     """The noisy count a mean needs to be kept: 1 + ln((sqrt(d) + 1)/gamma)/eps under pure DP
     (docs/design.md), 1 + sqrt(2/rho) sqrt(2 ln(1/gamma)) under zCDP (see the module docstring)."""
     where = "nna_threshold"
@@ -272,9 +292,17 @@ def nna_threshold(*, d: int, gamma: float = DEFAULT_GAMMA, eps: float | None = N
     return 1.0 + sigma * math.sqrt(2.0 * math.log(1.0 / gamma))
 
 
-def nna_release(source: np.ndarray, target: np.ndarray, *, eps: float | None = None, rho: float | None = None,
-                gamma: float = DEFAULT_GAMMA, threshold: float | None = None, rng: np.random.Generator | None,
-                secure: bool = False) -> NnaRelease:
+def nna_release(
+    source: np.ndarray,
+    target: np.ndarray,
+    *,
+    eps: float | None = None,
+    rho: float | None = None,
+    gamma: float = DEFAULT_GAMMA,
+    threshold: float | None = None,
+    rng: np.random.Generator | None,
+    secure: bool = False,
+) -> NnaRelease:
     """NNA: noisy (count, sum) of every h_x, and S' = the noisy means whose noisy count is at least
     ``threshold`` (default :func:`nna_threshold` for ``gamma``). Exactly one of ``eps`` (Laplace,
     eps-DP) and ``rho`` (Gaussian, rho-zCDP). ``source`` must have norm <= 1/2 (scaled)."""
@@ -288,8 +316,13 @@ def nna_release(source: np.ndarray, target: np.ndarray, *, eps: float | None = N
         threshold = nna_threshold(d=d, gamma=gamma, eps=eps, rho=rho)
     else:
         if not _checks.is_real(threshold) or not math.isfinite(threshold):
-            raise _checks.fail(ValueError if _checks.is_real(threshold) else TypeError, "threshold", where,
-                               "a finite real number or None", threshold)
+            raise _checks.fail(
+                ValueError if _checks.is_real(threshold) else TypeError,
+                "threshold",
+                where,
+                "a finite real number or None",
+                threshold,
+            )
         threshold, gamma = float(threshold), None
     labels = nna_partition(S, T)
     exact = np.empty((n, d + 1))
@@ -305,6 +338,17 @@ def nna_release(source: np.ndarray, target: np.ndarray, *, eps: float | None = N
     noisy = mech.randomise(exact)
     counts, sums = noisy[:, 0], noisy[:, 1:]
     kept = np.flatnonzero(counts >= threshold)
-    return NnaRelease(centers=sums[kept] / counts[kept, None], mechanism=mech.name, epsilon=eps, rho=rho,
-                      scale=scale, sensitivity=mech.sensitivity, secure=mech.secure, kept=kept, noisy_counts=counts,
-                      noisy_sums=sums, threshold=threshold, gamma=gamma)
+    return NnaRelease(
+        centers=sums[kept] / counts[kept, None],
+        mechanism=mech.name,
+        epsilon=eps,
+        rho=rho,
+        scale=scale,
+        sensitivity=mech.sensitivity,
+        secure=mech.secure,
+        kept=kept,
+        noisy_counts=counts,
+        noisy_sums=sums,
+        threshold=threshold,
+        gamma=gamma,
+    )

@@ -47,24 +47,30 @@ class PublicScaling:
     def __post_init__(self) -> None:
         center = np.array(self.center, dtype=np.float64)
         if center.ndim > 1 or not np.all(np.isfinite(center)):
-            raise ValueError("The 'center' parameter of PublicScaling must be a finite scalar or 1-D array. "
-                             f"Got shape {center.shape} instead.")
+            raise ValueError(
+                "The 'center' parameter of PublicScaling must be a finite scalar or 1-D array. "
+                f"Got shape {center.shape} instead."
+            )
         center.setflags(write=False)
         object.__setattr__(self, "center", center)
         object.__setattr__(self, "bound", _checks.positive_real(self.bound, "bound", "PublicScaling"))
 
     @classmethod
-    def for_box(cls, low: Any, high: Any) -> "PublicScaling":
+    def for_box(cls, low: Any, high: Any) -> PublicScaling:
         """The scaling for points known to lie in the box [low, high] (public, coordinate-wise):
         centred on the box, with half its diagonal as the bound."""
         low = np.asarray(low, dtype=np.float64)
         high = np.asarray(high, dtype=np.float64)
         if low.shape != high.shape or low.ndim != 1 or not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
-            raise ValueError("The 'low' and 'high' parameters of PublicScaling.for_box must be finite 1-D arrays "
-                             f"of one shape. Got shapes {low.shape} and {high.shape} instead.")
+            raise ValueError(
+                "The 'low' and 'high' parameters of PublicScaling.for_box must be finite 1-D arrays "
+                f"of one shape. Got shapes {low.shape} and {high.shape} instead."
+            )
         if not np.all(high >= low) or not np.any(high > low):
-            raise ValueError("The 'high' parameter of PublicScaling.for_box must be >= 'low' in every coordinate "
-                             "and > in at least one.")
+            raise ValueError(
+                "The 'high' parameter of PublicScaling.for_box must be >= 'low' in every coordinate "
+                "and > in at least one."
+            )
         return cls(center=(low + high) / 2, bound=float(np.linalg.norm(high - low) / 2))
 
     @property
@@ -77,8 +83,10 @@ class PublicScaling:
         ValueError, or with ``clip=True`` is projected onto the sphere of radius RADIUS."""
         X = _checks.points(points, "points", "PublicScaling.apply")
         if self.center.ndim == 1 and self.center.size != X.shape[1]:
-            raise ValueError(f"The 'points' parameter of PublicScaling.apply must have d = {self.center.size} "
-                             f"columns (the center's). Got shape {X.shape} instead.")
+            raise ValueError(
+                f"The 'points' parameter of PublicScaling.apply must have d = {self.center.size} "
+                f"columns (the center's). Got shape {X.shape} instead."
+            )
         if not isinstance(clip, bool):
             raise _checks.fail(TypeError, "clip", "PublicScaling.apply", "a bool", clip)
         with np.errstate(over="ignore"):  # a far-out point may scale to inf; it is clipped like any other
@@ -86,17 +94,24 @@ class PublicScaling:
         norms, unit = _norms_and_directions(Y)
         over = norms > RADIUS
         if np.any(norms > RADIUS * (1 + _SLACK)) and not clip:
-            raise ValueError(f"{int(over.sum())} of the {X.shape[0]} points given to PublicScaling.apply lie "
-                             f"outside the public bound (||x - center|| <= {self.bound:g}); their largest distance "
-                             f"to the center is {norms.max() / self.factor:g}. Widen the bound or pass clip=True "
-                             "to project them onto it.")
+            raise ValueError(
+                f"{int(over.sum())} of the {X.shape[0]} points given to PublicScaling.apply lie "
+                f"outside the public bound (||x - center|| <= {self.bound:g}); their largest distance "
+                f"to the center is {norms.max() / self.factor:g}. Widen the bound or pass clip=True "
+                "to project them onto it."
+            )
         Y[over] = RADIUS * unit[over]
         return Y
 
     def invert(self, points: np.ndarray) -> np.ndarray:
         """Back to the original units: y / factor + center."""
-        Y = _checks.points(points, "points", "PublicScaling.invert", allow_empty=True,
-                           d=None if self.center.ndim == 0 else self.center.size)
+        Y = _checks.points(
+            points,
+            "points",
+            "PublicScaling.invert",
+            allow_empty=True,
+            d=None if self.center.ndim == 0 else self.center.size,
+        )
         return Y / self.factor + self.center
 
 
@@ -129,7 +144,9 @@ def check_in_ball(points: np.ndarray, name: str, where: str) -> np.ndarray:
     X = _checks.points(points, name, where)
     largest = float(np.sqrt(np.einsum("ij,ij->i", X, X).max()))
     if largest > RADIUS * (1 + _SLACK):
-        raise ValueError(f"The '{name}' parameter of {where} must have every row of norm <= {RADIUS} (scale it "
-                         f"with PublicScaling first: the noise is calibrated for that bound). "
-                         f"Got a row of norm {largest!r} instead.")
+        raise ValueError(
+            f"The '{name}' parameter of {where} must have every row of norm <= {RADIUS} (scale it "
+            f"with PublicScaling first: the noise is calibrated for that bound). "
+            f"Got a row of norm {largest!r} instead."
+        )
     return X

@@ -125,8 +125,9 @@ def stc_cost(target: np.ndarray, centers: np.ndarray, *, weights: np.ndarray | N
     return float(w @ _nearest(target, centers) / w.sum())
 
 
-def selection_cost(target: np.ndarray, fixed: np.ndarray | None, indices: np.ndarray, *,
-                   weights: np.ndarray | None = None) -> float:
+def selection_cost(
+    target: np.ndarray, fixed: np.ndarray | None, indices: np.ndarray, *, weights: np.ndarray | None = None
+) -> float:
     """Cost(T, F, T_k) with T_k = target[indices]: the paper's Cost(T, S, T_k) for F = S. This is
     how a selection is scored, always against the true source set."""
     target = _checks.points(target, "target", "selection_cost")
@@ -138,11 +139,15 @@ def selection_cost(target: np.ndarray, fixed: np.ndarray | None, indices: np.nda
 def _indices(value, n: int, where: str, name: str = "indices") -> np.ndarray:
     array = np.asarray(value)
     if array.ndim != 1 or (array.size and not np.issubdtype(array.dtype, np.integer)):
-        raise ValueError(f"The '{name}' parameter of {where} must be a 1-D array of integers. "
-                         f"Got dtype {array.dtype}, shape {array.shape} instead.")
+        raise ValueError(
+            f"The '{name}' parameter of {where} must be a 1-D array of integers. "
+            f"Got dtype {array.dtype}, shape {array.shape} instead."
+        )
     if array.size and (array.min() < 0 or array.max() >= n):
-        raise ValueError(f"The '{name}' parameter of {where} must index the {n} target points. "
-                         f"Got values in [{array.min()}, {array.max()}] instead.")
+        raise ValueError(
+            f"The '{name}' parameter of {where} must index the {n} target points. "
+            f"Got values in [{array.min()}, {array.max()}] instead."
+        )
     return array.astype(np.intp)
 
 
@@ -209,7 +214,7 @@ class _Search:
         self.w_block = w.astype(self.dtype)
 
     def _view(self, flat: np.ndarray, size: int) -> np.ndarray:
-        return flat[:self.X.shape[0] * size].reshape(self.X.shape[0], size)
+        return flat[: self.X.shape[0] * size].reshape(self.X.shape[0], size)
 
     def distances(self, idx: np.ndarray) -> np.ndarray:
         """(n, len(idx)) distances from every point to the points ``idx``, in the block buffer
@@ -228,7 +233,7 @@ class _Search:
         return np.sqrt(np.einsum("ij,ij->i", diff, diff))
 
     def blocks(self, order: np.ndarray) -> list[np.ndarray]:
-        return [order[i:i + self.block] for i in range(0, order.size, self.block)]
+        return [order[i : i + self.block] for i in range(0, order.size, self.block)]
 
 
 def _exhaustive(search: _Search, k: int) -> np.ndarray:
@@ -338,7 +343,7 @@ class _Medoids:
         shared = self.search.w_block @ np.minimum(E, 0.0, out=self.search.scratch(idx.size))
         np.maximum(E, 0.0, out=E)
         np.minimum(E, self.gap_block[:, None], out=E)
-        change = (self.owner @ E)[:self.k] + shared[None, :]  # k x len(idx)
+        change = (self.owner @ E)[: self.k] + shared[None, :]  # k x len(idx)
         positions = np.argmin(change, axis=0)
         best = change[positions, np.arange(idx.size)].astype(np.float64)
         best[self.is_medoid[idx]] = np.inf
@@ -409,10 +414,18 @@ def _swap_phase(medoids: _Medoids, order: np.ndarray, max_passes: int) -> tuple[
     return swaps, evaluated / len(blocks), True
 
 
-def solve_stc(target: np.ndarray, fixed: np.ndarray | None, k: int, *, weights: np.ndarray | None = None,
-              candidates: np.ndarray | None = None, max_candidates: int | None = None,
-              rng: np.random.Generator | None = None, max_passes: int = 50,
-              exhaustive_limit: int = EXHAUSTIVE_LIMIT) -> StcSolution:
+def solve_stc(
+    target: np.ndarray,
+    fixed: np.ndarray | None,
+    k: int,
+    *,
+    weights: np.ndarray | None = None,
+    candidates: np.ndarray | None = None,
+    max_candidates: int | None = None,
+    rng: np.random.Generator | None = None,
+    max_passes: int = 50,
+    exhaustive_limit: int = EXHAUSTIVE_LIMIT,
+) -> StcSolution:
     """Choose k rows of ``target`` minimising Cost(T, fixed ∪ T_k) (see the module docstring).
 
     ``fixed``: the free centres (S', S, or None / an empty array for plain k-medoids).
@@ -436,8 +449,11 @@ def solve_stc(target: np.ndarray, fixed: np.ndarray | None, k: int, *, weights: 
     if max_candidates is not None:
         max_candidates = _checks.positive_int(max_candidates, "max_candidates", where)
         if max_candidates < cand.size:
-            keep = (np.sort(rng.choice(cand.size, max_candidates, replace=False)) if rng is not None
-                    else np.linspace(0, cand.size - 1, max_candidates).round().astype(np.intp))
+            keep = (
+                np.sort(rng.choice(cand.size, max_candidates, replace=False))
+                if rng is not None
+                else np.linspace(0, cand.size - 1, max_candidates).round().astype(np.intp)
+            )
             cand = cand[keep]
     k = _checks.positive_int(k, "k", where)
     if k > cand.size:
@@ -450,8 +466,16 @@ def solve_stc(target: np.ndarray, fixed: np.ndarray | None, k: int, *, weights: 
     if math.comb(cand.size, k) <= exhaustive_limit and n * cand.size <= BLOCK_ELEMENTS:
         medoids = _Medoids(search, cand[_exhaustive(search, k)])
         cost = float(w @ medoids.D.min(axis=1) / w.sum())
-        return StcSolution(indices=np.sort(medoids.medoids), cost=cost, greedy_cost=cost, swaps=0, passes=0.0,
-                           converged=True, candidates=int(cand.size), method="exhaustive")
+        return StcSolution(
+            indices=np.sort(medoids.medoids),
+            cost=cost,
+            greedy_cost=cost,
+            swaps=0,
+            passes=0.0,
+            converged=True,
+            candidates=int(cand.size),
+            method="exhaustive",
+        )
     # one BLAS thread on large problems: the products here are skinny (inner dimension d + 2) and
     # memory-bound, and on 2 busy cores a second OpenBLAS thread doubled the CPU time
     blas = threadpool_limits(limits=1, user_api="blas") if search.dtype == np.float32 else contextlib.nullcontext()
@@ -463,9 +487,16 @@ def solve_stc(target: np.ndarray, fixed: np.ndarray | None, k: int, *, weights: 
         if k < cand.size and not (k == 1 and F.shape[0] == 0):
             swaps, passes, converged = _swap_phase(medoids, _scan_order(cand, rng), max_passes)
     cost = float(w @ medoids.D.min(axis=1) / w.sum())  # exact distances, no accumulated rounding
-    return StcSolution(indices=np.sort(medoids.medoids), cost=cost, greedy_cost=float(greedy_cost),
-                       swaps=swaps, passes=passes, converged=converged, candidates=int(cand.size),
-                       method="greedy+swap")
+    return StcSolution(
+        indices=np.sort(medoids.medoids),
+        cost=cost,
+        greedy_cost=float(greedy_cost),
+        swaps=swaps,
+        passes=passes,
+        converged=converged,
+        candidates=int(cand.size),
+        method="greedy+swap",
+    )
 
 
 def cluster_t(target: np.ndarray, k: int, **options) -> StcSolution:
@@ -479,4 +510,3 @@ def nonprivate_stc(source: np.ndarray, target: np.ndarray, k: int, **options) ->
     target = _checks.points(target, "target", "nonprivate_stc")
     source = _checks.points(source, "source", "nonprivate_stc", d=target.shape[1])
     return solve_stc(target, source, k, **options)
-

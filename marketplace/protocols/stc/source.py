@@ -32,9 +32,19 @@ def stc_synthetic(cfg: StcSyntheticSource, rng: np.random.Generator) -> Dataset:
     X = np.vstack([data.source, data.target])
     y = np.concatenate([data.source_clusters, data.target_clusters]).astype(np.int64)
     group = np.repeat([0, 1], [len(data.source), len(data.target)])
-    return Dataset(X=X, y=y, group=group, feature_names=("x0", "x1"), group_names=("source", "target"),
-                   name=f"stc_synthetic/{data.name}")
+    return Dataset(
+        X=X,
+        y=y,
+        group=group,
+        feature_names=("x0", "x1"),
+        group_names=("source", "target"),
+        name=f"stc_synthetic/{data.name}",
+    )
 
 
-SOURCE = Source(kind="stc_synthetic", options=StcSyntheticSource, load=stc_synthetic,
-                summary="the STC paper's generated 2-D source/target sets")
+SOURCE = Source(
+    kind="stc_synthetic",
+    options=StcSyntheticSource,
+    load=stc_synthetic,
+    summary="the STC paper's generated 2-D source/target sets",
+)

@@ -81,8 +81,9 @@ def _grid_means(rows: range, columns: range) -> np.ndarray:
     return np.array([[(i + 0.5) / 6, (j + 0.5) / 6] for j in rows for i in columns])
 
 
-def synthetic_dataset(which: Any, *, seed: int | np.random.SeedSequence, n_source: int = 1000,
-                      n_target: int = 1000) -> SyntheticSet:
+def synthetic_dataset(
+    which: Any, *, seed: int | np.random.SeedSequence, n_source: int = 1000, n_target: int = 1000
+) -> SyntheticSet:
     """Synthetic set ``which`` (1, 2, 3 or a name of ``SYNTHETIC_NAMES``), drawn from ``seed`` alone."""
     where = "synthetic_dataset"
     names = dict(zip((1, 2, 3), SYNTHETIC_NAMES))
@@ -103,8 +104,11 @@ def synthetic_dataset(which: Any, *, seed: int | np.random.SeedSequence, n_sourc
         reach = 4 * _GAUSSIANS_SD
         bounds = ((0.15 - reach, 0.15 - reach), (0.95 + reach, 0.95 + reach))
     elif which == "grid":
-        top, bottom_left, bottom_right = _grid_means(range(3, 6), range(6)), _grid_means(range(3), range(3)), \
-            _grid_means(range(3), range(3, 6))
+        top, bottom_left, bottom_right = (
+            _grid_means(range(3, 6), range(6)),
+            _grid_means(range(3), range(3)),
+            _grid_means(range(3), range(3, 6)),
+        )
         source, source_labels = _clusters(rng, np.vstack([top, bottom_right]), _GRID_SD, n_source)
         target, target_labels = _clusters(rng, np.vstack([bottom_left, bottom_right]), _GRID_SD, n_target)
         bounds = unit
@@ -114,5 +118,11 @@ def synthetic_dataset(which: Any, *, seed: int | np.random.SeedSequence, n_sourc
         target, target_labels = _clusters(rng, target_means, _RANDOM_TARGET_SD, n_target)
         reach = 5 * _RANDOM_SOURCE_SD
         bounds = ((-reach, -reach), (1 + reach, 1 + reach))
-    return SyntheticSet(name=which, source=source, target=target, source_clusters=source_labels,
-                        target_clusters=target_labels, bounds=bounds)
+    return SyntheticSet(
+        name=which,
+        source=source,
+        target=target,
+        source_clusters=source_labels,
+        target_clusters=target_labels,
+        bounds=bounds,
+    )

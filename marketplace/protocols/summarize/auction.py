@@ -66,17 +66,33 @@ from __future__ import annotations
 
 import functools
 import math
-from fractions import Fraction
 import numbers
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 
 from .bid import bid_value
-from .request_schedule import RequestSchedule, composed_schedule, paper_requests, paper_schedule, permutation, two_sided_schedule
+from .request_schedule import (
+    RequestSchedule,
+    composed_schedule,
+    paper_requests,
+    paper_schedule,
+    permutation,
+    two_sided_schedule,
+)
 
-__all__ = ["RULES", "AuctionRound", "Pool", "PoolEntry", "PrivAuction", "paper_expected_requests", "request_probabilities", "verify"]
+__all__ = [
+    "RULES",
+    "AuctionRound",
+    "Pool",
+    "PoolEntry",
+    "PrivAuction",
+    "paper_expected_requests",
+    "request_probabilities",
+    "verify",
+]
 
 
 def _fail(kind: type[Exception], name: str, where: str, expected: str, value: object) -> Exception:
@@ -156,8 +172,16 @@ class PrivAuction:
     ['a', 'b']
     """
 
-    def __init__(self, *, owners: tuple[str, ...], eps_auc: float, tau: int, rng: np.random.Generator,
-                 rule: str = "composed", requests: int | str = 1) -> None:
+    def __init__(
+        self,
+        *,
+        owners: tuple[str, ...],
+        eps_auc: float,
+        tau: int,
+        rng: np.random.Generator,
+        rule: str = "composed",
+        requests: int | str = 1,
+    ) -> None:
         where = "PrivAuction"
         owners = tuple(owners)
         if not owners or not all(isinstance(o, str) and o for o in owners) or len(set(owners)) != len(owners):
@@ -198,7 +222,9 @@ class PrivAuction:
             return composed_schedule(n_ranked, self.eps_auc, m)
         return two_sided_schedule(n_ranked, self.eps_auc, m)
 
-    def _plan(self, bids: Mapping[str, float | None]) -> tuple[tuple[str, ...], frozenset[str], tuple[str, ...], RequestSchedule | None]:
+    def _plan(
+        self, bids: Mapping[str, float | None]
+    ) -> tuple[tuple[str, ...], frozenset[str], tuple[str, ...], RequestSchedule | None]:
         """(ranking, owners due under tau, the owners the schedule draws from, best first, the schedule)."""
         ranking = self.ranking(bids)
         due = frozenset(o for o in ranking if self._unasked[o] + 1 >= self.tau)
@@ -240,19 +266,36 @@ class PrivAuction:
         ranking, due, ranked, schedule = self._plan(bids)
         asked = frozenset(asked)
         if not due <= asked or not asked <= frozenset(ranking):
-            raise _fail(ValueError, "asked", "PrivAuction.advance",
-                        f"the owners due under tau {sorted(due)} and only owners with a bid {sorted(ranking)}", sorted(asked))
-        self._commit(ranking, due, asked - due if self.rule != "paper" else asked & frozenset(ranked),
-                     tuple(sorted(asked, key=self.index.__getitem__)), schedule)
+            raise _fail(
+                ValueError,
+                "asked",
+                "PrivAuction.advance",
+                f"the owners due under tau {sorted(due)} and only owners with a bid {sorted(ranking)}",
+                sorted(asked),
+            )
+        self._commit(
+            ranking,
+            due,
+            asked - due if self.rule != "paper" else asked & frozenset(ranked),
+            tuple(sorted(asked, key=self.index.__getitem__)),
+            schedule,
+        )
 
-    def _commit(self, ranking: tuple[str, ...], due: frozenset[str], by_coin: frozenset[str], order: tuple[str, ...],
-                schedule: RequestSchedule | None) -> None:
+    def _commit(
+        self,
+        ranking: tuple[str, ...],
+        due: frozenset[str],
+        by_coin: frozenset[str],
+        order: tuple[str, ...],
+        schedule: RequestSchedule | None,
+    ) -> None:
         asked = by_coin | due
         self.round += 1
         for o in ranking:
             self._unasked[o] = 0 if o in asked else self._unasked[o] + 1
-        self.last = AuctionRound(round=self.round, ranking=ranking, by_coin=by_coin, by_tau=due, order=order,
-                                 schedule=schedule)
+        self.last = AuctionRound(
+            round=self.round, ranking=ranking, by_coin=by_coin, by_tau=due, order=order, schedule=schedule
+        )
 
     def _checked(self, bids: Mapping[str, float | None]) -> dict[str, float]:
         if not isinstance(bids, Mapping):
@@ -260,7 +303,13 @@ class PrivAuction:
         offers: dict[str, float] = {}
         for owner, value in bids.items():
             if owner not in self.index:
-                raise _fail(ValueError, f"bids[{owner!r}]", "PrivAuction.decide", f"keyed by one of the owners {self.owners}", owner)
+                raise _fail(
+                    ValueError,
+                    f"bids[{owner!r}]",
+                    "PrivAuction.decide",
+                    f"keyed by one of the owners {self.owners}",
+                    owner,
+                )
             if value is None:
                 continue
             if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
@@ -324,7 +373,9 @@ class Pool:
         if entry.owner not in self.index:
             raise ValueError(f"pool entry from {entry.owner!r}, which is not one of the owners {tuple(self.index)}")
         if entry.key in self._seen:
-            raise ValueError(f"{entry.owner!r}'s point {entry.key[1]} was already received; a point is never offered twice")
+            raise ValueError(
+                f"{entry.owner!r}'s point {entry.key[1]} was already received; a point is never offered twice"
+            )
         phi = np.asarray(entry.phi)
         if phi.ndim != 1 or (self._entries and phi.shape != next(iter(self._entries.values())).phi.shape):
             raise ValueError(f"pool entry phi must be 1-D like the pool's; got shape {phi.shape}")
@@ -346,7 +397,9 @@ class Pool:
             return None
         direction = np.asarray(direction, dtype=np.float64)
         if direction.shape != phis.shape[1:] or not np.isfinite(direction).all():
-            raise ValueError(f"direction must be a finite vector of shape {phis.shape[1:]}; got shape {direction.shape}")
+            raise ValueError(
+                f"direction must be a finite vector of shape {phis.shape[1:]}; got shape {direction.shape}"
+            )
         return entries[int(np.argmax(phis @ direction))]  # argmax: first maximum, i.e. the tie-break
 
     def _sorted(self) -> tuple[list[PoolEntry], np.ndarray]:

@@ -34,9 +34,7 @@ def bid_direction(target_mean: np.ndarray, summary_mean: np.ndarray, q: int) -> 
     return target_mean - (q / (q + 1.0)) * summary_mean
 
 
-def best_offer(
-    features: np.ndarray, direction: np.ndarray, available: np.ndarray
-) -> tuple[int, float] | None:
+def best_offer(features: np.ndarray, direction: np.ndarray, available: np.ndarray) -> tuple[int, float] | None:
     """The available row with the largest bid ``features[i] . direction``, as (row, bid).
 
     Ties go to the lowest row index; None when no row is available. One matrix-vector product and a
@@ -74,8 +72,7 @@ def bid_value(feature_row: np.ndarray, direction: np.ndarray) -> float:
     direction = np.asarray(direction, dtype=np.float64)
     if feature_row.shape != direction.shape or feature_row.ndim != 1:
         raise ValueError(
-            "feature_row and direction must be 1-D of equal length; "
-            f"got {feature_row.shape}, {direction.shape}"
+            f"feature_row and direction must be 1-D of equal length; got {feature_row.shape}, {direction.shape}"
         )
     return float(feature_row @ direction)
 
@@ -115,7 +112,9 @@ def rff_objective(target_mean: np.ndarray, summary_sum: np.ndarray, diag_excess:
     return float(2.0 * np.dot(target_mean, s) / q - (np.dot(s, s) + diag_excess) / q**2)
 
 
-def rff_objective_gain(target_mean: np.ndarray, summary_sum: np.ndarray, diag_excess: float, q: int, phi: np.ndarray) -> float:
+def rff_objective_gain(
+    target_mean: np.ndarray, summary_sum: np.ndarray, diag_excess: float, q: int, phi: np.ndarray
+) -> float:
     """J(S + y) - J(S) under :func:`rff_objective`: the marginal gain a point brings (its value).
 
     Up to a term that does not depend on y this is (2/(q+1)) times the point's bid, so the value

@@ -82,10 +82,13 @@ class SummarizePrivacy:
 
     def __post_init__(self) -> None:
         if self.total_epsilon is not None and self.eps_later_rounds is not None:
-            raise SchemaError("summarize.privacy.total_epsilon", "either total_epsilon or eps_later_rounds (the total "
-                              "budget derives the per-iteration eps; drop the other, e.g. with --set "
-                              "summarize.privacy.eps_later_rounds=null)", f"both: total_epsilon = {self.total_epsilon}, "
-                              f"eps_later_rounds = {self.eps_later_rounds}")
+            raise SchemaError(
+                "summarize.privacy.total_epsilon",
+                "either total_epsilon or eps_later_rounds (the total "
+                "budget derives the per-iteration eps; drop the other, e.g. with --set "
+                "summarize.privacy.eps_later_rounds=null)",
+                f"both: total_epsilon = {self.total_epsilon}, eps_later_rounds = {self.eps_later_rounds}",
+            )
 
 
 @dataclass(frozen=True)
@@ -113,8 +116,15 @@ class SummarizeConfig:
     def __post_init__(self) -> None:
         total = self.privacy.total_epsilon
         if total is not None and not self.privacy.enabled:
-            raise SchemaError("summarize.privacy.total_epsilon", "a private run (summarize.privacy.enabled: true)",
-                              f"total_epsilon = {total} with the non-private protocol, which would ignore it")
+            raise SchemaError(
+                "summarize.privacy.total_epsilon",
+                "a private run (summarize.privacy.enabled: true)",
+                f"total_epsilon = {total} with the non-private protocol, which would ignore it",
+            )
         if total is not None and self.rounds < 2:
-            raise SchemaError("summarize.privacy.total_epsilon", "summarize.rounds >= 2 (round 1's release holds no "
-                              "owner's point, so a one-round run spends nothing on D_s)", f"rounds = {self.rounds}")
+            raise SchemaError(
+                "summarize.privacy.total_epsilon",
+                "summarize.rounds >= 2 (round 1's release holds no "
+                "owner's point, so a one-round run spends nothing on D_s)",
+                f"rounds = {self.rounds}",
+            )

@@ -23,8 +23,13 @@ from marketplace.messages import Envelope, ProtocolError
 from marketplace.messages.kinds import RuntimeMessage, Shutdown
 from marketplace.protocols.summarize import RandomFourierFeatures, mmd2, svm_accuracy
 from marketplace.protocols.summarize.kernel import prefix_mmd2
-from marketplace.protocols.summarize.messages import (SealedSummary, SummarizeMessage, Summary, ValidationEmbedding,
-                                                      ValidationSet)
+from marketplace.protocols.summarize.messages import (
+    SealedSummary,
+    SummarizeMessage,
+    Summary,
+    ValidationEmbedding,
+    ValidationSet,
+)
 from marketplace.protocols.summarize.sealing import ConsumerKey, SealingError
 from marketplace.roles import CONSUMER, Role, Send
 from marketplace.warm_imports import wait_for_background_imports
@@ -38,13 +43,26 @@ class SummarizeConsumer(Role):
     warm_imports = ("sklearn.svm", "sklearn.pipeline", "sklearn.preprocessing", "sklearn.metrics.pairwise")
     """What the summary's evaluation imports (summarize.metrics and kernel), loaded during the rounds."""
 
-    def __init__(self, *, scenario_name: str, validation: Dataset, test: Dataset, gamma: float, svm_c: float, svm_seed: int,
-                 features: RandomFourierFeatures | None = None, trust: str = "trusted", seed_set: np.ndarray | None = None,
-                 own_evaluation: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        scenario_name: str,
+        validation: Dataset,
+        test: Dataset,
+        gamma: float,
+        svm_c: float,
+        svm_seed: int,
+        features: RandomFourierFeatures | None = None,
+        trust: str = "trusted",
+        seed_set: np.ndarray | None = None,
+        own_evaluation: bool = False,
+    ) -> None:
         super().__init__()
         self.party_id = CONSUMER
         self.scenario_name = scenario_name
-        self.seed_set = np.zeros((0, validation.X.shape[1])) if seed_set is None else np.asarray(seed_set, dtype=np.float64)
+        self.seed_set = (
+            np.zeros((0, validation.X.shape[1])) if seed_set is None else np.asarray(seed_set, dtype=np.float64)
+        )
         """The public seed set D_init: the summary with it is what every greedy rule minimizes."""
         self.validation = validation
         self.test = test
@@ -53,7 +71,9 @@ class SummarizeConsumer(Role):
         self.svm_seed = svm_seed
         self.less_trusted = trust == "less_trusted"
         if self.less_trusted and features is None:
-            raise ValueError("The 'features' parameter of SummarizeConsumer must be the public h1 map when trust is 'less_trusted'. Got None instead.")
+            raise ValueError(
+                "The 'features' parameter of SummarizeConsumer must be the public h1 map when trust is 'less_trusted'. Got None instead."
+            )
         self.features = features
         self.key = ConsumerKey.generate() if self.less_trusted else None
         self.metrics: dict[str, float] | None = None
@@ -89,12 +109,18 @@ class SummarizeConsumer(Role):
         """The summary, in the form this run's trust level calls for, once."""
         wanted = SealedSummary if self.less_trusted else Summary
         if not isinstance(message.body, wanted):
-            raise ProtocolError(party=message.sender, kind=message.kind, reason=f"this run's summary comes as {wanted.KIND!r}")
+            raise ProtocolError(
+                party=message.sender, kind=message.kind, reason=f"this run's summary comes as {wanted.KIND!r}"
+            )
         if self.received is not None:
             raise ProtocolError(party=message.sender, kind=message.kind, reason="the summary already arrived")
         X, y = self._open(message) if self.less_trusted else (message.body.X, message.body.y)
         if X.shape[0] and X.shape[1] != self.validation.X.shape[1]:
-            raise ProtocolError(party=message.sender, kind=message.kind, reason=f"expected {self.validation.X.shape[1]} features, got {X.shape[1]}")
+            raise ProtocolError(
+                party=message.sender,
+                kind=message.kind,
+                reason=f"expected {self.validation.X.shape[1]} features, got {X.shape[1]}",
+            )
         self.summary_size = len(X)
         self.received = (X, y)
         return []
@@ -105,7 +131,9 @@ class SummarizeConsumer(Role):
             return
         X, y = self.received
         wait_for_background_imports()  # never import scikit-learn beside the loading thread
-        self.metrics = evaluate_summary(X, y, self.validation, self.test, gamma=self.gamma, svm_c=self.svm_c, svm_seed=self.svm_seed)
+        self.metrics = evaluate_summary(
+            X, y, self.validation, self.test, gamma=self.gamma, svm_c=self.svm_c, svm_seed=self.svm_seed
+        )
         both = np.vstack([self.seed_set, X]) if len(self.seed_set) else X
         self.metrics["mmd2_with_seed_set"] = float(mmd2(both, self.validation.X, self.gamma)) if len(both) else None
         if self.own_evaluation:
@@ -124,14 +152,20 @@ class SummarizeConsumer(Role):
         by_round = [float(prefix[n - 1]) if n else None for n in kept_after] if len(prefix) else [None] * rounds
         absent = {}
         if not len(self.test):
-            absent["metrics.accuracy"] = "the consumer brought no test set (the request's --test), so the summary was not scored on one"
+            absent["metrics.accuracy"] = (
+                "the consumer brought no test set (the request's --test), so the summary was not scored on one"
+            )
         return {"mmd2_by_round": by_round, "absent": absent}
 
     def _open(self, message: Envelope) -> tuple[np.ndarray, np.ndarray]:
         """Open every sealed point; keep those whose h1 matches the embedding the curator verified."""
         body: SealedSummary = message.body
         if len(body.sealed) != len(body.phi):
-            raise ProtocolError(party=message.sender, kind=message.kind, reason=f"{len(body.sealed)} sealed points for {len(body.phi)} embeddings")
+            raise ProtocolError(
+                party=message.sender,
+                kind=message.kind,
+                reason=f"{len(body.sealed)} sealed points for {len(body.phi)} embeddings",
+            )
         dim = self.validation.X.shape[1]
         kept_x, kept_y = [], []
         for i, (blob, phi) in enumerate(zip(body.sealed, body.phi)):
@@ -140,9 +174,18 @@ class SummarizeConsumer(Role):
             except SealingError as exc:
                 self.rejected.append({"position": i, "reason": str(exc)})
                 continue
-            gap = float(np.abs(self.features.transform(x[None, :])[0] - phi).max()) if np.isfinite(x).all() else float("inf")
+            gap = (
+                float(np.abs(self.features.transform(x[None, :])[0] - phi).max())
+                if np.isfinite(x).all()
+                else float("inf")
+            )
             if gap > EMBEDDING_TOLERANCE:
-                self.rejected.append({"position": i, "reason": f"h1 of the opened point differs from the verified embedding by {gap:.3g}"})
+                self.rejected.append(
+                    {
+                        "position": i,
+                        "reason": f"h1 of the opened point differs from the verified embedding by {gap:.3g}",
+                    }
+                )
                 continue
             kept_x.append(x)
             kept_y.append(y)
@@ -157,7 +200,9 @@ class SummarizeConsumer(Role):
         return out
 
 
-def evaluate_summary(X, y, validation: Dataset, test: Dataset, *, gamma: float, svm_c: float, svm_seed: int) -> dict[str, float | None]:
+def evaluate_summary(
+    X, y, validation: Dataset, test: Dataset, *, gamma: float, svm_c: float, svm_seed: int
+) -> dict[str, float | None]:
     """Exact-kernel MMD^2 of a summary to D_v, and accuracy on the test set of a linear SVM trained on it
     (None without a test set: a consumer of a schema-only marketplace need not bring one)."""
     if len(X) == 0:

@@ -24,9 +24,19 @@ from marketplace.messages import Envelope, ProtocolError
 from marketplace.messages.kinds import Bye, Hello, RuntimeMessage
 from marketplace.protocols.summarize import RandomFourierFeatures, bid_direction, bid_value, rff_objective_gain
 from marketplace.protocols.summarize.identity import embedding_key, point_key
-from marketplace.protocols.summarize.messages import (Bid, Point, Request, RoundOpen, SealedPoint, SealedSummary,
-                                                      SummarizeMessage, Summary, TargetEmbedding, ValidationEmbedding,
-                                                      ValidationSet)
+from marketplace.protocols.summarize.messages import (
+    Bid,
+    Point,
+    Request,
+    RoundOpen,
+    SealedPoint,
+    SealedSummary,
+    SummarizeMessage,
+    Summary,
+    TargetEmbedding,
+    ValidationEmbedding,
+    ValidationSet,
+)
 from marketplace.protocols.summarize.sealing import sealed_size
 from marketplace.roles import CONSUMER, Send
 from marketplace.roles.curator import CuratorBase
@@ -51,11 +61,23 @@ class SummarizeCurator(CuratorBase):
     protocol = "summarize"
     Phase = SummarizePhase
 
-    def __init__(self, *, scenario_name: str, owners: tuple[str, ...], features: RandomFourierFeatures,
-                 seed_set: np.ndarray, dim: int, rounds: int, verify_tolerance: float, trust: str = "trusted") -> None:
+    def __init__(
+        self,
+        *,
+        scenario_name: str,
+        owners: tuple[str, ...],
+        features: RandomFourierFeatures,
+        seed_set: np.ndarray,
+        dim: int,
+        rounds: int,
+        verify_tolerance: float,
+        trust: str = "trusted",
+    ) -> None:
         super().__init__(scenario_name=scenario_name, owners=owners)
         if trust not in TRUST_LEVELS:
-            raise ValueError(f"The 'trust' parameter of {type(self).__name__} must be one of {list(TRUST_LEVELS)}. Got {trust!r} instead.")
+            raise ValueError(
+                f"The 'trust' parameter of {type(self).__name__} must be one of {list(TRUST_LEVELS)}. Got {trust!r} instead."
+            )
         self.less_trusted = trust == "less_trusted"
         self.consumer_key: bytes | None = None
         self.features = features
@@ -123,7 +145,11 @@ class SummarizeCurator(CuratorBase):
         self._check_first_validation(message, "validation_embedding")
         X = message.body.X
         if X.shape[1] != self.dim or len(X) == 0:
-            raise ProtocolError(party=message.sender, kind="validation_set", reason=f"expected a non-empty (m, {self.dim}) array, got {list(X.shape)}")
+            raise ProtocolError(
+                party=message.sender,
+                kind="validation_set",
+                reason=f"expected a non-empty (m, {self.dim}) array, got {list(X.shape)}",
+            )
         self.ledger.see(CONSUMER, len(X))
         self.validation_size = len(X)
         self.target_mean = self._release_target(self.features.transform(X))
@@ -134,7 +160,9 @@ class SummarizeCurator(CuratorBase):
         phi = message.body.phi
         problem = self._embedding_problem(phi, rows=True)
         if problem or len(phi) == 0:
-            raise ProtocolError(party=message.sender, kind="validation_embedding", reason=problem or "expected at least one row")
+            raise ProtocolError(
+                party=message.sender, kind="validation_embedding", reason=problem or "expected at least one row"
+            )
         self.ledger.see(CONSUMER, len(phi), raw=False)
         self.validation_size = len(phi)
         self.consumer_key = bytes(message.body.consumer_key)
@@ -149,7 +177,9 @@ class SummarizeCurator(CuratorBase):
         wanted = ValidationEmbedding if self.less_trusted else ValidationSet
         if not isinstance(message.body, wanted):
             trust = "less-trusted" if self.less_trusted else "trusted"
-            raise ProtocolError(party=message.sender, kind=kind, reason=f"a {trust} curator takes D_v as {wanted.KIND!r}, not {kind!r}")
+            raise ProtocolError(
+                party=message.sender, kind=kind, reason=f"a {trust} curator takes D_v as {wanted.KIND!r}, not {kind!r}"
+            )
 
     def _embedding_problem(self, phi: np.ndarray, *, rows: bool) -> str | None:
         """Why ``phi`` cannot be h1 of anything (wrong width, not finite, outside +-sqrt(2/d)), or None."""
@@ -201,7 +231,11 @@ class SummarizeCurator(CuratorBase):
         if sender not in self.active:
             raise ProtocolError(party=sender, kind="bid", reason="not an active owner")
         if self.phase != SummarizePhase.BIDDING or bid.round != self.round or sender in self.bids:
-            raise ProtocolError(party=sender, kind="bid", reason=f"no bid expected (phase {self.phase}, round {self.round}, bid for round {bid.round})")
+            raise ProtocolError(
+                party=sender,
+                kind="bid",
+                reason=f"no bid expected (phase {self.phase}, round {self.round}, bid for round {bid.round})",
+            )
         self.bids[sender] = bid
         return self._maybe_choose()
 
@@ -236,7 +270,9 @@ class SummarizeCurator(CuratorBase):
         point: Point | SealedPoint = message.body
         sender = message.sender
         if self.phase != SummarizePhase.ACQUIRING or sender != self.asked or point.round != self.round:
-            raise ProtocolError(party=sender, kind=message.kind, reason="no point was requested from this owner for this round")
+            raise ProtocolError(
+                party=sender, kind=message.kind, reason="no point was requested from this owner for this round"
+            )
         self.ledger.see(sender, raw=isinstance(point, Point))
         problem = self._verify(sender, point)
         if problem:
@@ -255,9 +291,20 @@ class SummarizeCurator(CuratorBase):
         bid, and the round goes on without it, instead of waiting for a point that will not come.
         An owner whose bid cannot be read (a NaN bid from data holding 1e308) is dropped at once too:
         it would never bid in this round."""
-        if self.phase == SummarizePhase.BIDDING and about_kind == "bid" and peer in self.active and peer not in self.bids:
-            return self.exclude(peer, f"round {self.round}: sent a bid that could not be read" + (f": {detail}" if detail else ""))
-        if self.phase != SummarizePhase.ACQUIRING or about_kind not in ("point", "sealed_point", None) or not self.awaits_from(peer):
+        if (
+            self.phase == SummarizePhase.BIDDING
+            and about_kind == "bid"
+            and peer in self.active
+            and peer not in self.bids
+        ):
+            return self.exclude(
+                peer, f"round {self.round}: sent a bid that could not be read" + (f": {detail}" if detail else "")
+            )
+        if (
+            self.phase != SummarizePhase.ACQUIRING
+            or about_kind not in ("point", "sealed_point", None)
+            or not self.awaits_from(peer)
+        ):
             return []
         return self._exclude_unreadable(peer)
 
@@ -297,7 +344,11 @@ class SummarizeCurator(CuratorBase):
         shape, sent before, or a bid value (recomputed for this round's direction) that differs from
         the claimed one."""
         if self.less_trusted != isinstance(point, SealedPoint):
-            return "sent a raw point to a less-trusted curator" if self.less_trusted else "sent a sealed point to a trusted curator"
+            return (
+                "sent a raw point to a less-trusted curator"
+                if self.less_trusted
+                else "sent a sealed point to a trusted curator"
+            )
         if isinstance(point, Point) and point.x.shape != (self.dim,):
             return f"point has shape {list(point.x.shape)}, expected [{self.dim}]"
         if isinstance(point, SealedPoint):
@@ -308,8 +359,10 @@ class SummarizeCurator(CuratorBase):
                 return f"sealed point has {len(point.sealed)} bytes, expected {sealed_size(self.dim)}"
         key = self.content_key(point)
         if key in self.received[owner]:
-            return (f"sent the same point again (first as row {self.received[owner][key]}, now as row {point.row}); "
-                    f"a point is sold once")
+            return (
+                f"sent the same point again (first as row {self.received[owner][key]}, now as row {point.row}); "
+                f"a point is sold once"
+            )
         self.received[owner][key] = point.row
         claimed = self.bids[owner].value
         actual = bid_value(self._phi(point), self.direction)
@@ -329,7 +382,9 @@ class SummarizeCurator(CuratorBase):
     def _accept(self, owner: str, point: Point | SealedPoint) -> None:
         self._add_to_summary(owner, point.row, self._phi(point), payload(point), self.content_key(point))
 
-    def _add_to_summary(self, owner: str, row: int, phi: np.ndarray, content: tuple[np.ndarray, int] | bytes, key: str) -> None:
+    def _add_to_summary(
+        self, owner: str, row: int, phi: np.ndarray, content: tuple[np.ndarray, int] | bytes, key: str
+    ) -> None:
         """Grow D_s by one verified point and credit its owner with the point's marginal gain.
         ``content`` is the point as (x, y), or sealed bytes with a less-trusted curator."""
         gain = rff_objective_gain(self.target_mean, self.summary_sum, self.diag_excess, self.q, phi)
@@ -353,10 +408,17 @@ class SummarizeCurator(CuratorBase):
         (a reopened round's requests included), |D_s|, the owners still active, the messages and
         bytes the curator had sent by then (this round's opening and requests included, heartbeats
         not) and, in a private run, each ledger's eps so far."""
-        self.history.append({"round": self.round, "requests": self.requests_since_record,
-                             "summary_size": len(self.selection), "owners_active": len(self.active),
-                             **self._round_privacy(),
-                             "messages_sent": self.messages_sent, "bytes_sent": self.bytes_sent})
+        self.history.append(
+            {
+                "round": self.round,
+                "requests": self.requests_since_record,
+                "summary_size": len(self.selection),
+                "owners_active": len(self.active),
+                **self._round_privacy(),
+                "messages_sent": self.messages_sent,
+                "bytes_sent": self.bytes_sent,
+            }
+        )
         self.requests_since_record = 0
 
     def _round_privacy(self) -> dict[str, float]:
@@ -376,8 +438,11 @@ class SummarizeCurator(CuratorBase):
     def _finish(self, reason: str, status: str = "completed") -> list[Send]:
         if self.less_trusted:
             d = self.features.n_features
-            sealed = SealedSummary(phi=np.array(self.summary_phi, dtype=np.float64).reshape(len(self.summary_phi), d),
-                                   sealed=tuple(self.summary_sealed), rounds=len(self.selection))
+            sealed = SealedSummary(
+                phi=np.array(self.summary_phi, dtype=np.float64).reshape(len(self.summary_phi), d),
+                sealed=tuple(self.summary_sealed),
+                rounds=len(self.selection),
+            )
             return [Send(CONSUMER, sealed)] + self._close(status=status, reason=reason)
         summary = Summary(
             X=np.array(self.summary_X, dtype=np.float64).reshape(len(self.summary_X), self.dim),

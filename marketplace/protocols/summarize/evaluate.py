@@ -9,12 +9,12 @@ from typing import Any
 import numpy as np
 
 from marketplace import seeds
-from marketplace.protocols.summarize.consumer import evaluate_summary
 from marketplace.data.world import World
-from marketplace.protocols.summarize.public import public_features
 from marketplace.protocols.summarize import exact_kernel_greedy, mmd2, protocol_greedy, uniform_selection
-from marketplace.protocols.summarize.kernel import prefix_mmd2
+from marketplace.protocols.summarize.consumer import evaluate_summary
 from marketplace.protocols.summarize.identity import embedding_key, point_key
+from marketplace.protocols.summarize.kernel import prefix_mmd2
+from marketplace.protocols.summarize.public import public_features
 from marketplace.roles import owner_id
 from marketplace.scenario import ScenarioConfig
 
@@ -39,8 +39,15 @@ def mmd2_with_seed_set(config: ScenarioConfig, world: World, picks: list[tuple[i
 def _score(config: ScenarioConfig, world: World, picks: list[tuple[int, int]]) -> dict[str, Any]:
     X, y = _rows(world, picks)
     s = config.summarize
-    scores = evaluate_summary(X, y, world.validation, world.test, gamma=s.gamma, svm_c=s.svm_c,
-                              svm_seed=seeds.derive_int(config.seed, "summarize.svm"))
+    scores = evaluate_summary(
+        X,
+        y,
+        world.validation,
+        world.test,
+        gamma=s.gamma,
+        svm_c=s.svm_c,
+        svm_seed=seeds.derive_int(config.seed, "summarize.svm"),
+    )
     return scores | {"mmd2_with_seed_set": mmd2_with_seed_set(config, world, picks), "size": len(picks)}
 
 
@@ -67,13 +74,15 @@ def _owner_keys(config: ScenarioConfig, world: World, index: int) -> list[str]:
     data = world.owners[index]
     if config.summarize.curator == "less_trusted":  # the embedding as the owner sends it (batched, or one row)
         features = public_features(config, world.dim)
-        return ([embedding_key(phi) for phi in features.transform(data.X)]
-                + [embedding_key(features.transform(x[None, :])[0]) for x in data.X])
+        return [embedding_key(phi) for phi in features.transform(data.X)] + [
+            embedding_key(features.transform(x[None, :])[0]) for x in data.X
+        ]
     return [point_key(x, int(y)) for x, y in zip(data.X, data.y)]
 
 
-def _non_private_rule(config: ScenarioConfig, world: World, rounds: int,
-                      excluded_from: dict[int, int] | None = None) -> list[tuple[int, int]]:
+def _non_private_rule(
+    config: ScenarioConfig, world: World, rounds: int, excluded_from: dict[int, int] | None = None
+) -> list[tuple[int, int]]:
     """The non-private protocol's selection, computed centrally; ``excluded_from`` maps an owner's
     index to the round from which the curator went on without it."""
     features = public_features(config, world.dim)
@@ -88,8 +97,11 @@ def exclusion_rounds(curator: dict[str, Any]) -> dict[str, int]:
     recorded round (0, before the first round, counts as round 1) and a flagged owner's round
     (``flagged_rounds``). The round an owner was dropped in is already run without it: its bid,
     or the point it was asked for, did not count."""
-    out = {str(o): max(1, int(r["round"])) for o, r in (curator.get("dropouts") or {}).items()
-           if isinstance(r, dict) and isinstance(r.get("round"), int)}
+    out = {
+        str(o): max(1, int(r["round"]))
+        for o, r in (curator.get("dropouts") or {}).items()
+        if isinstance(r, dict) and isinstance(r.get("round"), int)
+    }
     for owner, round_ in (curator.get("flagged_rounds") or {}).items():
         out[str(owner)] = min(out.get(str(owner), round_), max(1, int(round_)))
     return out
@@ -101,8 +113,9 @@ def non_private_greedy(config: ScenarioConfig, world: World) -> dict[str, Any]:
     return _score(config, world, _non_private_rule(config, world, rounds))
 
 
-def central_replay(config: ScenarioConfig, world: World, selection: list[list[Any]],
-                   excluded: dict[str, int] | None = None) -> dict[str, Any]:
+def central_replay(
+    config: ScenarioConfig, world: World, selection: list[list[Any]], excluded: dict[str, int] | None = None
+) -> dict[str, Any]:
     """Replay the protocol's rule in one place and compare with the distributed selection, point by
     point by content (an owner's row numbers are its own claims). ``excluded`` (owner id -> round,
     :func:`exclusion_rounds`) replays the dropouts: an owner takes no part from the round the
@@ -119,8 +132,10 @@ def central_replay(config: ScenarioConfig, world: World, selection: list[list[An
             keys[owner] = set(_owner_keys(config, world, ids.index(owner))) if owner in ids else set()
     foreign = sorted(owner for owner in keys if any(str(e[2]) not in keys[owner] for e in selection if e[0] == owner))
     if foreign:
-        return {"applicable": False, "reason": f"{', '.join(foreign)} sent points that are not the scenario's rows "
-                                               f"(their own data files?)"}
+        return {
+            "applicable": False,
+            "reason": f"{', '.join(foreign)} sent points that are not the scenario's rows (their own data files?)",
+        }
     excluded_from = {ids.index(o): r for o, r in (excluded or {}).items() if o in ids}
     expected = _non_private_rule(config, world, rounds, excluded_from)
     got = [(str(e[0]), str(e[2])) for e in selection]
@@ -129,11 +144,17 @@ def central_replay(config: ScenarioConfig, world: World, selection: list[list[An
     first_diff = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), None)
     if first_diff is None and len(got) != len(want):
         first_diff = min(len(got), len(want))
-    return {"rounds": rounds, "matches": got == want, "first_difference": first_diff,
-            "dropouts_replayed": {o: r for o, r in sorted((excluded or {}).items())}}
+    return {
+        "rounds": rounds,
+        "matches": got == want,
+        "first_difference": first_diff,
+        "dropouts_replayed": {o: r for o, r in sorted((excluded or {}).items())},
+    }
 
 
-def mmd2_by_round(config: ScenarioConfig, world: World, selection: list[list[Any]]) -> tuple[list[float | None], str | None]:
+def mmd2_by_round(
+    config: ScenarioConfig, world: World, selection: list[list[Any]]
+) -> tuple[list[float | None], str | None]:
     """MMD^2 (exact kernel, the summary alone, against the consumer's D_v: the report's
     ``metrics.mmd2``) of the summary after each round, from the selection order, with the world's
     rows: ``(values, None)``. When a selected point is not the scenario's row it names (an owner

@@ -45,9 +45,7 @@ class RandomFourierFeatures:
         object.__setattr__(self, "gamma", float(self.gamma))
 
     @classmethod
-    def draw(
-        cls, dim: int, n_features: int, gamma: float, seed: int | np.random.SeedSequence
-    ) -> RandomFourierFeatures:
+    def draw(cls, dim: int, n_features: int, gamma: float, seed: int | np.random.SeedSequence) -> RandomFourierFeatures:
         """Draw W ~ N(0, 2*gamma) entrywise and b ~ U[0, 2pi]; the same seed gives the same map."""
         if dim < 1 or n_features < 1:
             raise ValueError(f"dim and n_features must be >= 1; got dim={dim}, n_features={n_features}")

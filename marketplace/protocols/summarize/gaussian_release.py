@@ -46,20 +46,31 @@ def james_stein(noisy: np.ndarray, sigma: float) -> np.ndarray:
     return max(0.0, 1.0 - (d - 2) * sigma * sigma / norm2) * noisy
 
 
-def gaussian_mean_release(phi: np.ndarray, *, rho: float, rng: np.random.Generator | None, secure: bool = False,
-                          ledger: PrivacyLedger | None = None, mechanism: str = "gaussian mean embedding") -> np.ndarray:
+def gaussian_mean_release(
+    phi: np.ndarray,
+    *,
+    rho: float,
+    rng: np.random.Generator | None,
+    secure: bool = False,
+    ledger: PrivacyLedger | None = None,
+    mechanism: str = "gaussian mean embedding",
+) -> np.ndarray:
     """A rho-zCDP release of the mean of the h1 rows ``phi`` (n, d), shrunk and projected as the
     module explains. Records ``rho`` on ``ledger`` (if given) before drawing any noise."""
     values = np.asarray(phi, dtype=np.float64)
     if values.ndim != 2 or values.shape[0] < 1 or values.shape[1] < 1:
-        raise ValueError(f"The 'phi' parameter of gaussian_mean_release must be a non-empty (n, d) array. Got shape {values.shape} instead.")
+        raise ValueError(
+            f"The 'phi' parameter of gaussian_mean_release must be a non-empty (n, d) array. Got shape {values.shape} instead."
+        )
     if not np.isfinite(values).all():
         raise ValueError("The 'phi' parameter of gaussian_mean_release must be finite. Got a non-finite value instead.")
     n, d = values.shape
     bound = math.sqrt(2.0 / d)
     if np.abs(values).max() > bound * (1 + 1e-9):
-        raise ValueError(f"The 'phi' parameter of gaussian_mean_release must lie in [-sqrt(2/d), sqrt(2/d)] = "
-                         f"[-{bound:.6g}, {bound:.6g}] (h1 rows). Got {np.abs(values).max()!r} instead.")
+        raise ValueError(
+            f"The 'phi' parameter of gaussian_mean_release must lie in [-sqrt(2/d), sqrt(2/d)] = "
+            f"[-{bound:.6g}, {bound:.6g}] (h1 rows). Got {np.abs(values).max()!r} instead."
+        )
     mech = GaussianZCDP(rho=rho, sensitivity=SUM_L2_SENSITIVITY, rng=rng, secure=secure)
     if ledger is not None:  # the continuous Gaussian is accounted exactly; secure mode's discrete one in zCDP
         (ledger.spend_zcdp if secure else ledger.spend_gaussian)(rho, mechanism=mechanism)

@@ -49,9 +49,7 @@ def _exact_gain(target_term: np.ndarray, summary_sums: np.ndarray, q: int) -> np
     return 2.0 / (q + 1) * target_term - 2.0 / (q + 1) ** 2 * summary_sums - 1.0 / (q + 1) ** 2
 
 
-def exact_kernel_greedy(
-    pool: np.ndarray, target: np.ndarray, seed: np.ndarray, p: int, gamma: float
-) -> np.ndarray:
+def exact_kernel_greedy(pool: np.ndarray, target: np.ndarray, seed: np.ndarray, p: int, gamma: float) -> np.ndarray:
     """Greedy MMD summary of ``pool`` towards ``target`` with the exact RBF kernel.
 
     D_s starts as ``seed`` (may be empty); p times, add the pool point (never twice) that maximizes
@@ -203,9 +201,7 @@ def _uniform_quotas(owner_sizes: Sequence[int], p: int) -> list[int]:
     return quotas
 
 
-def uniform_selection(
-    owner_sizes: Sequence[int], p: int, rng: np.random.Generator
-) -> list[tuple[int, int]]:
+def uniform_selection(owner_sizes: Sequence[int], p: int, rng: np.random.Generator) -> list[tuple[int, int]]:
     """Baseline: about p/K points per owner, drawn uniformly without replacement.
 
     The remainder of p/K goes to the first owners; an owner with too few rows gives all of them and

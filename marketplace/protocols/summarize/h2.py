@@ -52,8 +52,9 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -99,8 +100,9 @@ def _steps(eta: Any, where: str) -> int:
     eta = _positive_real(eta, "eta", where)
     steps = round(2.0 / eta)
     if eta > 1 or abs(2.0 / eta - steps) > _GRID_TOLERANCE * max(1.0, 2.0 / eta):
-        raise _fail(ValueError, "eta", where, "in (0, 1] with 2/eta an integer (so that 1 is on the grid), "
-                    "for example 1/d", eta)
+        raise _fail(
+            ValueError, "eta", where, "in (0, 1] with 2/eta an integer (so that 1 is on the grid), for example 1/d", eta
+        )
     return steps
 
 
@@ -110,8 +112,10 @@ def _real_matrix(value: Any, name: str, where: str) -> np.ndarray:
     except (TypeError, ValueError):
         raise _fail(TypeError, name, where, "an array of real numbers", value) from None
     if array.ndim != 2 or array.shape[0] < 1 or array.shape[1] < 1:
-        raise ValueError(f"The '{name}' parameter of {where} must be a non-empty 2-D array (rows x d). "
-                         f"Got shape {array.shape} instead.")
+        raise ValueError(
+            f"The '{name}' parameter of {where} must be a non-empty 2-D array (rows x d). "
+            f"Got shape {array.shape} instead."
+        )
     if not np.all(np.isfinite(array)):
         raise ValueError(f"The '{name}' parameter of {where} must be finite. Got NaN or infinity.")
     return array
@@ -142,8 +146,10 @@ def quantize(v: np.ndarray, eta: float, rng: np.random.Generator) -> np.ndarray:
     steps = _steps(eta, "quantize")
     values = _real_matrix(v, "v", "quantize")
     if np.abs(values).max() > 1 + _GRID_TOLERANCE:
-        raise ValueError(f"The 'v' parameter of quantize must lie in [-1, 1] (h1 features scaled by sqrt(d/2)). "
-                         f"Got a value of {np.abs(values).max()!r} instead.")
+        raise ValueError(
+            f"The 'v' parameter of quantize must lie in [-1, 1] (h1 features scaled by sqrt(d/2)). "
+            f"Got a value of {np.abs(values).max()!r} instead."
+        )
     if not isinstance(rng, np.random.Generator):
         raise _fail(TypeError, "rng", "quantize", "a numpy.random.Generator (marketplace.privacy.rng.make_rng)", rng)
     position = (np.clip(values, -1.0, 1.0) + 1.0) * (steps / 2.0)  # in [0, steps]
@@ -157,11 +163,15 @@ def coordinate_sums(indices: np.ndarray, eta: float) -> np.ndarray:
     steps = _steps(eta, "coordinate_sums")
     array = np.asarray(indices)
     if array.ndim != 2 or array.shape[0] < 1 or not np.issubdtype(array.dtype, np.integer):
-        raise ValueError("The 'indices' parameter of coordinate_sums must be a non-empty 2-D integer array "
-                         f"(the output of quantize). Got dtype {array.dtype}, shape {array.shape} instead.")
+        raise ValueError(
+            "The 'indices' parameter of coordinate_sums must be a non-empty 2-D integer array "
+            f"(the output of quantize). Got dtype {array.dtype}, shape {array.shape} instead."
+        )
     if array.min() < 0 or array.max() > steps:
-        raise ValueError(f"The 'indices' parameter of coordinate_sums must lie in [0, {steps}] for eta={eta!r}. "
-                         f"Got values in [{array.min()}, {array.max()}] instead.")
+        raise ValueError(
+            f"The 'indices' parameter of coordinate_sums must lie in [0, {steps}] for eta={eta!r}. "
+            f"Got values in [{array.min()}, {array.max()}] instead."
+        )
     return array.sum(axis=0, dtype=np.int64) * (2.0 / steps) - array.shape[0]
 
 
@@ -212,18 +222,28 @@ class MwemState:
         for name in ("theta", "mean_sum"):
             array = np.array(getattr(self, name), dtype=np.float64)
             if array.ndim != 1 or array.size < 1 or not np.all(np.isfinite(array)):
-                raise ValueError(f"The '{name}' parameter of MwemState must be a non-empty finite 1-D array. "
-                                 f"Got shape {array.shape} instead.")
+                raise ValueError(
+                    f"The '{name}' parameter of MwemState must be a non-empty finite 1-D array. "
+                    f"Got shape {array.shape} instead."
+                )
             array.setflags(write=False)
             arrays[name] = array
         if arrays["theta"].shape != arrays["mean_sum"].shape:
-            raise ValueError("theta and mean_sum of MwemState must have the same shape (d,). Got "
-                             f"{arrays['theta'].shape} and {arrays['mean_sum'].shape} instead.")
-        if isinstance(self.iterations, bool) or not isinstance(self.iterations, numbers.Integral) or self.iterations < 0:
+            raise ValueError(
+                "theta and mean_sum of MwemState must have the same shape (d,). Got "
+                f"{arrays['theta'].shape} and {arrays['mean_sum'].shape} instead."
+            )
+        if (
+            isinstance(self.iterations, bool)
+            or not isinstance(self.iterations, numbers.Integral)
+            or self.iterations < 0
+        ):
             raise _fail(ValueError, "iterations", "MwemState", "an integer >= 0", self.iterations)
         if np.abs(arrays["mean_sum"]).max() > self.iterations * (1 + _GRID_TOLERANCE):
-            raise ValueError(f"The 'mean_sum' parameter of MwemState must lie in [-iterations, iterations] "
-                             f"(a sum of {self.iterations} means in [-1, 1]). Got {np.abs(arrays['mean_sum']).max()!r}.")
+            raise ValueError(
+                f"The 'mean_sum' parameter of MwemState must lie in [-iterations, iterations] "
+                f"(a sum of {self.iterations} means in [-1, 1]). Got {np.abs(arrays['mean_sum']).max()!r}."
+            )
         for name, array in arrays.items():
             object.__setattr__(self, name, array)
         object.__setattr__(self, "eta", 2.0 / steps)
@@ -233,7 +253,7 @@ class MwemState:
         object.__setattr__(self, "mean", mean)
 
     @classmethod
-    def uniform(cls, d: int, eta: float | None = None) -> "MwemState":
+    def uniform(cls, d: int, eta: float | None = None) -> MwemState:
         """P_0: every marginal uniform on S (eta defaults to 1/d), no iterate yet."""
         d = _positive_int(d, "d", "MwemState.uniform")
         eta = 1.0 / d if eta is None else eta
@@ -299,7 +319,7 @@ class IterationCost:
         return self.select + self.measure
 
     @classmethod
-    def of(cls, eps: float, split: tuple[float, float] | str = DEFAULT_SPLIT) -> "IterationCost":
+    def of(cls, eps: float, split: tuple[float, float] | str = DEFAULT_SPLIT) -> IterationCost:
         """The cost for ``eps`` and ``split`` as :func:`mwem` reads them (see the module docstring).
 
         >>> IterationCost.of(0.01)
@@ -316,17 +336,29 @@ def _iteration_cost(eps: Any, split: Any, where: str) -> IterationCost:
         # weights exp(eps psi) and Lap(1/eps) on sensitivity-2 values: what Exponential.from_weight
         # (2 beta Delta) and Laplace.from_scale (Delta / b) say they cost
         return IterationCost(select=2 * eps * SENSITIVITY, measure=SENSITIVITY * eps)
-    if (not isinstance(split, (tuple, list)) or len(split) != 2
-            or not all(_is_positive_real(share) for share in split)
-            or abs(split[0] + split[1] - 1) > 1e-12):
-        raise _fail(ValueError, "split", where, "a pair of positive shares summing to 1 (selection, measurement), "
-                    "or 'paper'", split)
+    if (
+        not isinstance(split, (tuple, list))
+        or len(split) != 2
+        or not all(_is_positive_real(share) for share in split)
+        or abs(split[0] + split[1] - 1) > 1e-12
+    ):
+        raise _fail(
+            ValueError,
+            "split",
+            where,
+            "a pair of positive shares summing to 1 (selection, measurement), or 'paper'",
+            split,
+        )
     return IterationCost(select=eps * float(split[0]), measure=eps * float(split[1]))
 
 
 def _is_positive_real(value: Any) -> bool:
-    return (isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
-            and math.isfinite(value) and value > 0)
+    return (
+        isinstance(value, numbers.Real)
+        and not isinstance(value, (bool, np.bool_))
+        and math.isfinite(value)
+        and value > 0
+    )
 
 
 def _record(ledger: PrivacyLedger | None, cost: IterationCost, T: int) -> None:
@@ -359,16 +391,21 @@ def _check_sums(sums: Any, q: Any, d: int) -> tuple[np.ndarray, int]:
     except (TypeError, ValueError):
         raise _fail(TypeError, "sums", "mwem", "an array of real numbers", sums) from None
     if array.shape != (d,) or not np.all(np.isfinite(array)):
-        raise ValueError(f"The 'sums' parameter of mwem must be a finite array of shape ({d},) (w(D_Q, .), one "
-                         f"sum per coordinate of the state). Got shape {array.shape} instead.")
+        raise ValueError(
+            f"The 'sums' parameter of mwem must be a finite array of shape ({d},) (w(D_Q, .), one "
+            f"sum per coordinate of the state). Got shape {array.shape} instead."
+        )
     if np.abs(array).max() > q * (1 + _GRID_TOLERANCE):
-        raise ValueError(f"The 'sums' parameter of mwem must lie in [-q, q] = [-{q}, {q}] (sums of q values in "
-                         f"[-1, 1]). Got {np.abs(array).max()!r} instead.")
+        raise ValueError(
+            f"The 'sums' parameter of mwem must lie in [-q, q] = [-{q}, {q}] (sums of q values in "
+            f"[-1, 1]). Got {np.abs(array).max()!r} instead."
+        )
     return array, q
 
 
-def _noise(select: Exponential, measure: Laplace, rng: np.random.Generator | None, T: int,
-           d: int) -> Iterator[tuple[np.ndarray | None, float | None]]:
+def _noise(
+    select: Exponential, measure: Laplace, rng: np.random.Generator | None, T: int, d: int
+) -> Iterator[tuple[np.ndarray | None, float | None]]:
     """Per iteration, the simulation noise of its two steps: a row of d Gumbel draws and a Laplace
     draw, with the mechanisms' own scales (``select.gumbel_scale``, ``measure.scale``), so that
     ``argmax(psi / gumbel_scale + row)`` and ``value + draw`` are exactly what their ``randomise``
@@ -386,9 +423,19 @@ def _noise(select: Exponential, measure: Laplace, rng: np.random.Generator | Non
         yield from zip(gumbel, laplace.tolist())
 
 
-def mwem(state: MwemState, sums: np.ndarray, *, q: int, T: int, eps: float, rng: np.random.Generator | None,
-         split: tuple[float, float] | str = DEFAULT_SPLIT, secure: bool = False,
-         ledger: PrivacyLedger | None = None, release: str = "call_average") -> tuple[MwemState, np.ndarray]:
+def mwem(
+    state: MwemState,
+    sums: np.ndarray,
+    *,
+    q: int,
+    T: int,
+    eps: float,
+    rng: np.random.Generator | None,
+    split: tuple[float, float] | str = DEFAULT_SPLIT,
+    secure: bool = False,
+    ledger: PrivacyLedger | None = None,
+    release: str = "call_average",
+) -> tuple[MwemState, np.ndarray]:
     """T MWEM iterations from ``state`` on the coordinate sums ``sums`` = w(D_Q, .) of q quantized
     rows (:func:`coordinate_sums`); returns the new state and the released mean embedding (d,),
     in h1 units.
@@ -427,17 +474,25 @@ def mwem(state: MwemState, sums: np.ndarray, *, q: int, T: int, eps: float, rng:
         mean[i] = _marginal_mean(theta[i], state.eta)
         call_sum += mean
 
-    new = MwemState(eta=state.eta, theta=theta, mean_sum=state.mean_sum + call_sum,
-                    iterations=state.iterations + T)
+    new = MwemState(eta=state.eta, theta=theta, mean_sum=state.mean_sum + call_sum, iterations=state.iterations + T)
     if release == "call_average":
         return new, math.sqrt(2.0 / state.d) * (call_sum / T)
     return new, new.embedding(release)
 
 
-def h2_release(features: np.ndarray, *, T: int, eps: float, rng: np.random.Generator | None,
-               state: MwemState | None = None, eta: float | None = None,
-               split: tuple[float, float] | str = DEFAULT_SPLIT, secure: bool = False,
-               ledger: PrivacyLedger | None = None, release: str = "call_average") -> tuple[MwemState, np.ndarray]:
+def h2_release(
+    features: np.ndarray,
+    *,
+    T: int,
+    eps: float,
+    rng: np.random.Generator | None,
+    state: MwemState | None = None,
+    eta: float | None = None,
+    split: tuple[float, float] | str = DEFAULT_SPLIT,
+    secure: bool = False,
+    ledger: PrivacyLedger | None = None,
+    release: str = "call_average",
+) -> tuple[MwemState, np.ndarray]:
     """h2(features): scale q x d h1 features into [-1, 1], quantize them, and run :func:`mwem`
     from ``state`` (a warm start; uniform on S when None). Returns (new state, release (d,)).
 
@@ -449,18 +504,23 @@ def h2_release(features: np.ndarray, *, T: int, eps: float, rng: np.random.Gener
     q, d = values.shape
     bound = math.sqrt(2.0 / d)
     if np.abs(values).max() > bound * (1 + _GRID_TOLERANCE):
-        raise ValueError(f"The 'features' parameter of h2_release must lie in [-sqrt(2/d), sqrt(2/d)] = "
-                         f"[-{bound:.6g}, {bound:.6g}] (h1 features, d = {d}). Got {np.abs(values).max()!r} instead.")
+        raise ValueError(
+            f"The 'features' parameter of h2_release must lie in [-sqrt(2/d), sqrt(2/d)] = "
+            f"[-{bound:.6g}, {bound:.6g}] (h1 features, d = {d}). Got {np.abs(values).max()!r} instead."
+        )
     if state is None:
         state = MwemState.uniform(d, eta)
     elif not isinstance(state, MwemState):
         raise _fail(TypeError, "state", "h2_release", "an MwemState or None", state)
     elif state.d != d:
-        raise ValueError(f"The 'state' parameter of h2_release must have d = {d} (the features' width). "
-                         f"Got a state with d = {state.d} instead.")
+        raise ValueError(
+            f"The 'state' parameter of h2_release must have d = {d} (the features' width). "
+            f"Got a state with d = {state.d} instead."
+        )
     elif eta is not None and _steps(eta, "h2_release") != _steps(state.eta, "h2_release"):
-        raise ValueError(f"The 'eta' parameter of h2_release must match the state's grid (eta = {state.eta!r}) "
-                         f"or be None. Got {eta!r} instead.")
+        raise ValueError(
+            f"The 'eta' parameter of h2_release must match the state's grid (eta = {state.eta!r}) "
+            f"or be None. Got {eta!r} instead."
+        )
     sums = coordinate_sums(quantize(values / bound, state.eta, rng), state.eta)
-    return mwem(state, sums, q=q, T=T, eps=eps, rng=rng, split=split, secure=secure, ledger=ledger,
-                release=release)
+    return mwem(state, sums, q=q, T=T, eps=eps, rng=rng, split=split, secure=secure, ledger=ledger, release=release)

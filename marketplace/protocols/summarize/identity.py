@@ -35,8 +35,13 @@ def duplicate_groups(X: np.ndarray, y: np.ndarray) -> np.ndarray | None:
     X = np.ascontiguousarray(X, dtype="<f8")
     if len(X) < 2:
         return None
-    rows = np.concatenate([X.view(np.uint8).reshape(len(X), -1),
-                           np.ascontiguousarray(np.asarray(y, dtype="<i8")).view(np.uint8).reshape(len(X), -1)], axis=1)
+    rows = np.concatenate(
+        [
+            X.view(np.uint8).reshape(len(X), -1),
+            np.ascontiguousarray(np.asarray(y, dtype="<i8")).view(np.uint8).reshape(len(X), -1),
+        ],
+        axis=1,
+    )
     keyed = np.ascontiguousarray(rows).view(np.dtype((np.void, rows.shape[1]))).ravel()
     _, inverse, counts = np.unique(keyed, return_inverse=True, return_counts=True)
     if counts.max() == 1:

@@ -25,6 +25,7 @@ from marketplace.messages.arrays import Array, ArraySpec
 from marketplace.messages.kinds import Count, PublicKey, RoundNo, SealedBytes, kind, vector
 from marketplace.schema import Range
 
+
 @kind("validation_set")
 class ValidationSet:
     """The consumer's D_v, features only (the labels stay with the consumer)."""
@@ -114,10 +115,30 @@ class SealedSummary:
     rounds: Count
 
 
-MESSAGES = (ValidationSet, ValidationEmbedding, TargetEmbedding, RoundOpen, Bid, Request, Point, Summary, SealedPoint,
-            SealedSummary)
+MESSAGES = (
+    ValidationSet,
+    ValidationEmbedding,
+    TargetEmbedding,
+    RoundOpen,
+    Bid,
+    Request,
+    Point,
+    Summary,
+    SealedPoint,
+    SealedSummary,
+)
 """Every kind of the protocol."""
 
-SummarizeMessage = (ValidationSet | ValidationEmbedding | TargetEmbedding | RoundOpen | Bid | Request | Point | Summary
-                    | SealedPoint | SealedSummary)
+SummarizeMessage = (
+    ValidationSet
+    | ValidationEmbedding
+    | TargetEmbedding
+    | RoundOpen
+    | Bid
+    | Request
+    | Point
+    | Summary
+    | SealedPoint
+    | SealedSummary
+)
 """The protocol's messages as one tagged union (the envelope's ``kind`` tells them apart)."""

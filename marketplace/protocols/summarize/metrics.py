@@ -30,28 +30,20 @@ def svm_accuracy(
     train_X, test_X = np.asarray(train_X, dtype=np.float64), np.asarray(test_X, dtype=np.float64)
     train_y, test_y = np.asarray(train_y), np.asarray(test_y)
     if train_X.ndim != 2 or train_y.shape != (train_X.shape[0],):
-        raise ValueError(
-            f"train_X must be (n, dim) with one label per row; got {train_X.shape}, {train_y.shape}"
-        )
+        raise ValueError(f"train_X must be (n, dim) with one label per row; got {train_X.shape}, {train_y.shape}")
     if test_X.ndim != 2 or test_y.shape != (test_X.shape[0],):
-        raise ValueError(
-            f"test_X must be (n, dim) with one label per row; got {test_X.shape}, {test_y.shape}"
-        )
+        raise ValueError(f"test_X must be (n, dim) with one label per row; got {test_X.shape}, {test_y.shape}")
     if train_X.shape[0] == 0:
         raise ValueError("svm_accuracy needs at least one training point")
     if test_X.shape[0] == 0:
         raise ValueError("svm_accuracy needs at least one test point")
     if train_X.shape[1] != test_X.shape[1]:
-        raise ValueError(
-            f"train and test points differ in dimension: {train_X.shape[1]} vs {test_X.shape[1]}"
-        )
+        raise ValueError(f"train and test points differ in dimension: {train_X.shape[1]} vs {test_X.shape[1]}")
 
     classes = np.unique(train_y)
     if classes.size == 1:
         return float(np.mean(test_y == classes[0]))
-    model = make_pipeline(
-        StandardScaler(), LinearSVC(C=C, dual="auto", random_state=seed, max_iter=SVM_MAX_ITER)
-    )
+    model = make_pipeline(StandardScaler(), LinearSVC(C=C, dual="auto", random_state=seed, max_iter=SVM_MAX_ITER))
     model.fit(train_X, train_y)
     return float(np.mean(model.predict(test_X) == test_y))
 

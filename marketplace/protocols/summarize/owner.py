@@ -18,8 +18,15 @@ from marketplace.messages import Envelope, ProtocolError
 from marketplace.messages.kinds import RuntimeMessage, Shutdown
 from marketplace.protocols.summarize import RandomFourierFeatures, best_offer, bid_direction, bid_value
 from marketplace.protocols.summarize.identity import duplicate_groups
-from marketplace.protocols.summarize.messages import (Bid, Point, Request, RoundOpen, SealedPoint, SummarizeMessage,
-                                                      TargetEmbedding)
+from marketplace.protocols.summarize.messages import (
+    Bid,
+    Point,
+    Request,
+    RoundOpen,
+    SealedPoint,
+    SummarizeMessage,
+    TargetEmbedding,
+)
 from marketplace.protocols.summarize.sealing import seal_point
 from marketplace.roles import Role, Send
 
@@ -27,11 +34,21 @@ from marketplace.roles import Role, Send
 class SummarizeOwner(Role):
     role_name = "owner"
 
-    def __init__(self, *, party_id: str, scenario_name: str, data: Dataset, features: RandomFourierFeatures,
-                 trust: str = "trusted", feature_dtype: str = "float64") -> None:
+    def __init__(
+        self,
+        *,
+        party_id: str,
+        scenario_name: str,
+        data: Dataset,
+        features: RandomFourierFeatures,
+        trust: str = "trusted",
+        feature_dtype: str = "float64",
+    ) -> None:
         super().__init__()
         if feature_dtype not in ("float64", "float32"):
-            raise ValueError(f"The 'feature_dtype' parameter of SummarizeOwner must be 'float64' or 'float32'. Got {feature_dtype!r} instead.")
+            raise ValueError(
+                f"The 'feature_dtype' parameter of SummarizeOwner must be 'float64' or 'float32'. Got {feature_dtype!r} instead."
+            )
         self.features = features
         self.less_trusted = trust == "less_trusted"
         self.consumer_key: bytes | None = None
@@ -56,11 +73,17 @@ class SummarizeOwner(Role):
         match message.body:
             case TargetEmbedding(mean=mean, consumer_key=key):
                 if mean.shape != (self.phi.shape[1],):
-                    raise ProtocolError(party=message.sender, kind=kind,
-                                        reason=f"expected {self.phi.shape[1]} features, got {list(mean.shape)}")
+                    raise ProtocolError(
+                        party=message.sender,
+                        kind=kind,
+                        reason=f"expected {self.phi.shape[1]} features, got {list(mean.shape)}",
+                    )
                 if self.less_trusted and key is None:
-                    raise ProtocolError(party=message.sender, kind=kind,
-                                        reason="a less-trusted run needs the consumer's key with g~ (consumer_key is missing)")
+                    raise ProtocolError(
+                        party=message.sender,
+                        kind=kind,
+                        reason="a less-trusted run needs the consumer's key with g~ (consumer_key is missing)",
+                    )
                 self.target_mean = mean
                 self.consumer_key = bytes(key) if key is not None else None
                 return []
@@ -75,9 +98,15 @@ class SummarizeOwner(Role):
     def _bid(self, message: Envelope) -> list[Send]:
         body: RoundOpen = message.body
         if self.target_mean is None:
-            raise ProtocolError(party=message.sender, kind="round_open", reason="round opened before the target embedding arrived")
+            raise ProtocolError(
+                party=message.sender, kind="round_open", reason="round opened before the target embedding arrived"
+            )
         if body.summary_mean.shape != self.target_mean.shape:
-            raise ProtocolError(party=message.sender, kind="round_open", reason=f"summary mean has shape {list(body.summary_mean.shape)}, expected {list(self.target_mean.shape)}")
+            raise ProtocolError(
+                party=message.sender,
+                kind="round_open",
+                reason=f"summary mean has shape {list(body.summary_mean.shape)}, expected {list(self.target_mean.shape)}",
+            )
         self.rounds_seen += 1
         direction = bid_direction(self.target_mean, body.summary_mean, body.q)
         best = best_offer(self.phi, direction, self.available)
@@ -88,7 +117,9 @@ class SummarizeOwner(Role):
         if self.phi.dtype != np.float64:  # bid exactly what the curator will recompute from the point
             value = bid_value(self._phi64(row), direction)
         self.offer = (body.round, row, value)
-        return [Send(message.sender, Bid(round=body.round, value=float(value), available=True), reply_to=message.msg_id)]
+        return [
+            Send(message.sender, Bid(round=body.round, value=float(value), available=True), reply_to=message.msg_id)
+        ]
 
     def _send_point(self, message: Envelope) -> list[Send]:
         round_no = message.body.round
@@ -102,7 +133,9 @@ class SummarizeOwner(Role):
         self.sent_rows.append(row)
         x, y = self.data.X[row], int(self.data.y[row])
         if self.less_trusted:
-            body = SealedPoint(round=round_no, phi=self._phi64(row), row=row, sealed=seal_point(x, y, self.consumer_key))
+            body = SealedPoint(
+                round=round_no, phi=self._phi64(row), row=row, sealed=seal_point(x, y, self.consumer_key)
+            )
         else:
             body = Point(round=round_no, x=x, y=y, row=row)
         return [Send(message.sender, body, reply_to=message.msg_id)]
@@ -112,5 +145,10 @@ class SummarizeOwner(Role):
         return self.phi[row] if self.phi.dtype == np.float64 else self.features.transform(self.data.X[row][None, :])[0]
 
     def result(self) -> dict[str, Any]:
-        return {"rows": len(self.data), "points_sent": len(self.sent_rows), "sent_rows": self.sent_rows,
-                "rounds_seen": self.rounds_seen, "end_status": self.end_status}
+        return {
+            "rows": len(self.data),
+            "points_sent": len(self.sent_rows),
+            "sent_rows": self.sent_rows,
+            "rounds_seen": self.rounds_seen,
+            "end_status": self.end_status,
+        }

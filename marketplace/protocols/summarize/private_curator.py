@@ -48,51 +48,69 @@ from marketplace.protocols.summarize.h2 import record_h2
 from marketplace.protocols.summarize.messages import Point, Request, SealedPoint
 from marketplace.roles import Send
 
-log = logging.getLogger("marketplace.protocols.summarize.curator")  # same logger: the runner reads round progress from it
+log = logging.getLogger(
+    "marketplace.protocols.summarize.curator"
+)  # same logger: the runner reads round progress from it
 
 VALIDATION, SUMMARY, AUCTION = "consumer:D_v", "D_s", "auction"
 
 MWEM_RELEASES = {"mwem_paper": "average", "mwem_call_average": "call_average", "mwem_last": "last"}
 """Scenario name of each MWEM release -> h2's own name for it."""
 GAUSSIAN_MECHANISM = "gaussian mean embedding"
-AUCTION_MECHANISM = {"composed": "auction: composed selection (per round)",
-                     "two_sided": "auction: two-sided requests (per round, given the state)",
-                     "paper": "auction: the paper's coins (per round, given the state)"}
-NOT_COMPOSED = ("the per-round figure holds only given the curator's state, which depends on other owners' data, so "
-                "the rounds do not compose: the ledger's total does not bound what an owner learns over the run "
-                "(an exact audit finds a loss of 5.6 over 4 rounds at eps_auc = 1, against the ledger's 4); use the default "
-                "composed auction")
+AUCTION_MECHANISM = {
+    "composed": "auction: composed selection (per round)",
+    "two_sided": "auction: two-sided requests (per round, given the state)",
+    "paper": "auction: the paper's coins (per round, given the state)",
+}
+NOT_COMPOSED = (
+    "the per-round figure holds only given the curator's state, which depends on other owners' data, so "
+    "the rounds do not compose: the ledger's total does not bound what an owner learns over the run "
+    "(an exact audit finds a loss of 5.6 over 4 rounds at eps_auc = 1, against the ledger's 4); use the default "
+    "composed auction"
+)
 TWO_SIDED_AUCTION_WARNING = "the two-sided auction: " + NOT_COMPOSED
-PAPER_AUCTION_WARNING = ("the paper's auction: 'not asked' is not eps_auc-DP (rank 1 is always asked), so each round is "
-                         "only (eps_auc, 1 - e^-eps_auc)-DP and the delta composes; moreover " + NOT_COMPOSED)
+PAPER_AUCTION_WARNING = (
+    "the paper's auction: 'not asked' is not eps_auc-DP (rank 1 is always asked), so each round is "
+    "only (eps_auc, 1 - e^-eps_auc)-DP and the delta composes; moreover " + NOT_COMPOSED
+)
 AUCTION_WARNING = {"two_sided": TWO_SIDED_AUCTION_WARNING, "paper": PAPER_AUCTION_WARNING}
 AUCTION_COINS = "the auction's coins (whom it asks each round, how many, and in what order)"
 """What the auction ledger's coins decide: they come from the curator's noise stream, so the ledger's
 ``noise`` says who else could reproduce them (:func:`marketplace.privacy.noise.coins_note`)."""
 
-VALIDATION_RELATION = replace_one("a row of D_v", scope="g~, the release of D_v's mean embedding, as every owner receives it")
+VALIDATION_RELATION = replace_one(
+    "a row of D_v", scope="g~, the release of D_v's mean embedding, as every owner receives it"
+)
 SUMMARY_RELATION = replace_one(
-    "a point of D_s", scope="each g_l release given D_s. Which points enter D_s depends on every owner's data (the "
+    "a point of D_s",
+    scope="each g_l release given D_s. Which points enter D_s depends on every owner's data (the "
     "selection is not private), so this is not an end-to-end bound towards an owner's points; D_s itself goes to the "
-    "consumer in the clear")
+    "consumer in the clear",
+)
 AUCTION_RELATION = {
     "composed": replace_one_distinct(
-        "a point of another owner", scope="the whole selection of every round (who is asked, how many, the order, and "
+        "a point of another owner",
+        scope="the whole selection of every round (who is asked, how many, the order, and "
         "so the tau rule's later requests) for any change of one owner's points that keeps its number of distinct "
         "points, given the rounds' directions g_l; adaptive basic composition over the rounds, and everything an "
         "owner observes of the auction is post-processing of the selections. Not covered: a replacement that creates or "
         "removes a duplicate among the owner's points (the owner then runs out of points at another round, and the "
         "loss is unbounded), the g_l themselves, which depend on which points enter D_s (the D_s ledger's scope), and "
-        "owners' compute-time side channels"),
+        "owners' compute-time side channels",
+    ),
     "two_sided": replace_one_distinct(
-        "a point of another owner", scope="one round given the curator's state only: whether an owner is asked, and how "
+        "a point of another owner",
+        scope="one round given the curator's state only: whether an owner is asked, and how "
         "many owners are, changes by at most e^eps when one other owner's bid changes. The state (earlier requests, tau "
         "counters, unsent points) depends on other owners' data, so the rounds do NOT compose: the total is no bound "
-        "on an owner's view over several rounds"),
+        "on an owner's view over several rounds",
+    ),
     "paper": replace_one_distinct(
-        "a point of another owner", scope="one round given the curator's state only, with delta for 'not asked'. The "
+        "a point of another owner",
+        scope="one round given the curator's state only, with delta for 'not asked'. The "
         "state depends on other owners' data, so the rounds do NOT compose: the total is no bound on an owner's view "
-        "over several rounds"),
+        "over several rounds",
+    ),
 }
 
 
@@ -121,7 +139,9 @@ class PrivateSchedule:
     """gaussian: the zCDP cost of each private release of g_l (rounds 2..p)."""
 
     @classmethod
-    def resolve(cls, privacy: SummarizePrivacy, *, features: int, rounds: int, seed_set_size: int = 1) -> "PrivateSchedule":
+    def resolve(
+        cls, privacy: SummarizePrivacy, *, features: int, rounds: int, seed_set_size: int = 1
+    ) -> PrivateSchedule:
         """The run's schedule: defaults filled in from d (``features``) and p (``rounds``), and, with
         ``privacy.total_epsilon``, the per-iteration eps (MWEM) or per-round rho (``gaussian``)
         derived from it. ``seed_set_size`` decides whether D_s's first release is public (MWEM)."""
@@ -130,7 +150,7 @@ class PrivateSchedule:
             eps_validation=privacy.eps_validation,
             eps_first_round=privacy.eps_first_round,
             eps_later_rounds=privacy.eps_later_rounds or 0.01 / math.sqrt(rounds * t_sub),
-            t_init=privacy.t_init or math.floor(features ** 1.5),  # 140 -> 1656, as in the paper
+            t_init=privacy.t_init or math.floor(features**1.5),  # 140 -> 1656, as in the paper
             t_sub=t_sub,
             eps_auction=privacy.eps_auction,
             tau=privacy.tau,
@@ -150,8 +170,11 @@ class PrivateSchedule:
         target_v, target_s = mwem.mwem_totals(rounds)  # the same guarantee as the MWEM releases
         total_s = target_s.eps if privacy.total_epsilon is None else privacy.total_epsilon
         rho_total_s = mwem.calibrate_rho(total_s, privacy.delta_summary)
-        return dataclasses.replace(mwem, rho_validation=mwem.calibrate_rho(target_v.eps, privacy.delta_validation),
-                                   rho_per_round=rho_total_s / (rounds - 1) if rounds > 1 else None)
+        return dataclasses.replace(
+            mwem,
+            rho_validation=mwem.calibrate_rho(target_v.eps, privacy.delta_validation),
+            rho_per_round=rho_total_s / (rounds - 1) if rounds > 1 else None,
+        )
 
     def summary_calls(self, rounds: int, *, seed_set_size: int) -> list[tuple[float, int]]:
         """The MWEM calls that a whole run records on the ``D_s`` ledger, as (eps per iteration,
@@ -171,13 +194,16 @@ class PrivateSchedule:
             record_h2(ledger, eps=eps, T=iterations)
         return ledger.total()
 
-    def scaled_to(self, total_eps: float, rounds: int, *, seed_set_size: int) -> "PrivateSchedule":
+    def scaled_to(self, total_eps: float, rounds: int, *, seed_set_size: int) -> PrivateSchedule:
         """This MWEM schedule with ``eps_first_round`` and ``eps_later_rounds`` multiplied by one
         common factor c (their ratio kept), c the largest for which the ``D_s`` ledger's total after
         a whole run is at most ``total_eps`` (found by bisection to a relative 1e-13; the total is
         increasing in c under every theorem), so the ledger states ``total_eps`` up to rounding."""
+
         def total(c: float) -> float:
-            scaled = dataclasses.replace(self, eps_first_round=c * self.eps_first_round, eps_later_rounds=c * self.eps_later_rounds)
+            scaled = dataclasses.replace(
+                self, eps_first_round=c * self.eps_first_round, eps_later_rounds=c * self.eps_later_rounds
+            )
             return scaled.summary_total(rounds, seed_set_size=seed_set_size).eps
 
         lo, hi = 0.0, 1.0
@@ -188,7 +214,9 @@ class PrivateSchedule:
             if not lo < mid < hi or hi - lo <= 1e-13 * hi:
                 break
             lo, hi = (mid, hi) if total(mid) <= total_eps else (lo, mid)
-        return dataclasses.replace(self, eps_first_round=lo * self.eps_first_round, eps_later_rounds=lo * self.eps_later_rounds)
+        return dataclasses.replace(
+            self, eps_first_round=lo * self.eps_first_round, eps_later_rounds=lo * self.eps_later_rounds
+        )
 
     def calibrate_rho(self, total_eps: float, delta: float) -> float:
         """The total rho of Gaussian releases that costs ``total_eps`` at ``delta``, by the ledgers'
@@ -206,23 +234,43 @@ class PrivateSchedule:
         mwem.plan(ledgers, rounds, seed_set_size=1)
         return ledgers[VALIDATION].total(), ledgers[SUMMARY].total()
 
-    def ledgers(self, *, budget_validation: float | None = None, budget_summary: float | None = None) -> dict[str, PrivacyLedger]:
+    def ledgers(
+        self, *, budget_validation: float | None = None, budget_summary: float | None = None
+    ) -> dict[str, PrivacyLedger]:
         """Empty ledgers, one per protected dataset, with the configured budgets."""
         return {
-            VALIDATION: PrivacyLedger(VALIDATION, neighbouring=VALIDATION_RELATION, theorem=self.theorem,
-                                      delta=self.delta_validation, gaussian=self.gaussian_accountant,
-                                      budget=None if budget_validation is None else (budget_validation, self.delta_validation)),
-            SUMMARY: PrivacyLedger(SUMMARY, neighbouring=SUMMARY_RELATION, theorem=self.theorem, delta=self.delta_summary,
-                                   gaussian=self.gaussian_accountant,
-                                   budget=None if budget_summary is None else (budget_summary, self.delta_summary)),
-            AUCTION: PrivacyLedger(AUCTION, neighbouring=AUCTION_RELATION[self.auction], theorem="basic", coins=AUCTION_COINS),
+            VALIDATION: PrivacyLedger(
+                VALIDATION,
+                neighbouring=VALIDATION_RELATION,
+                theorem=self.theorem,
+                delta=self.delta_validation,
+                gaussian=self.gaussian_accountant,
+                budget=None if budget_validation is None else (budget_validation, self.delta_validation),
+            ),
+            SUMMARY: PrivacyLedger(
+                SUMMARY,
+                neighbouring=SUMMARY_RELATION,
+                theorem=self.theorem,
+                delta=self.delta_summary,
+                gaussian=self.gaussian_accountant,
+                budget=None if budget_summary is None else (budget_summary, self.delta_summary),
+            ),
+            AUCTION: PrivacyLedger(
+                AUCTION, neighbouring=AUCTION_RELATION[self.auction], theorem="basic", coins=AUCTION_COINS
+            ),
         }
 
     def auction_round(self, n_ranked: int) -> tuple[float, float]:
         """The per-round guarantee of the auction for ``n_ranked`` ranked owners (what one round of
         :class:`PrivAuction` records), without drawing anything."""
-        probe = PrivAuction(owners=("probe",), eps_auc=self.eps_auction, tau=self.tau, rng=np.random.default_rng(0),
-                            rule=self.auction, requests=self.requests_per_round)
+        probe = PrivAuction(
+            owners=("probe",),
+            eps_auc=self.eps_auction,
+            tau=self.tau,
+            rng=np.random.default_rng(0),
+            rule=self.auction,
+            requests=self.requests_per_round,
+        )
         schedule = probe.schedule(n_ranked)
         return schedule.eps, schedule.delta
 
@@ -258,8 +306,14 @@ class PrivateSummarizeCurator(SummarizeCurator):
         self.schedule = schedule
         self.rng = make_rng(seed=seed, secure=schedule.secure)
         self.ledgers = schedule.ledgers()
-        self.auction = PrivAuction(owners=self.owners, eps_auc=schedule.eps_auction, tau=schedule.tau, rng=self.rng,
-                                   rule=schedule.auction, requests=schedule.requests_per_round)
+        self.auction = PrivAuction(
+            owners=self.owners,
+            eps_auc=schedule.eps_auction,
+            tau=schedule.tau,
+            rng=self.rng,
+            rule=schedule.auction,
+            requests=schedule.requests_per_round,
+        )
         self.pool = Pool(self.owners)
         seed_set = kwargs["seed_set"]
         self.summary_rows_phi: list[np.ndarray] = list(self.features.transform(seed_set)) if len(seed_set) else []
@@ -273,10 +327,23 @@ class PrivateSummarizeCurator(SummarizeCurator):
     def _release_target(self, phi: np.ndarray) -> np.ndarray:
         s = self.schedule
         if s.release == "gaussian":
-            return gaussian_mean_release(phi, rho=s.rho_validation, rng=self.rng, secure=s.secure,
-                                         ledger=self.ledgers[VALIDATION], mechanism=GAUSSIAN_MECHANISM)
-        _, release = h2_release(phi, T=s.t_init, eps=s.eps_validation, rng=self.rng, secure=s.secure,
-                                ledger=self.ledgers[VALIDATION], release=MWEM_RELEASES[s.release])
+            return gaussian_mean_release(
+                phi,
+                rho=s.rho_validation,
+                rng=self.rng,
+                secure=s.secure,
+                ledger=self.ledgers[VALIDATION],
+                mechanism=GAUSSIAN_MECHANISM,
+            )
+        _, release = h2_release(
+            phi,
+            T=s.t_init,
+            eps=s.eps_validation,
+            rng=self.rng,
+            secure=s.secure,
+            ledger=self.ledgers[VALIDATION],
+            release=MWEM_RELEASES[s.release],
+        )
         return release
 
     def _release_summary(self) -> np.ndarray:
@@ -295,13 +362,20 @@ class PrivateSummarizeCurator(SummarizeCurator):
         if s.release == "gaussian":
             if ledger is None:
                 return rows.mean(axis=0)
-            return gaussian_mean_release(rows, rho=s.rho_per_round, rng=self.rng, secure=s.secure, ledger=ledger,
-                                         mechanism=GAUSSIAN_MECHANISM)
+            return gaussian_mean_release(
+                rows, rho=s.rho_per_round, rng=self.rng, secure=s.secure, ledger=ledger, mechanism=GAUSSIAN_MECHANISM
+            )
         first = self.mwem_state is None
         self.mwem_state, release = h2_release(
-            rows, state=self.mwem_state, T=s.t_init if first else s.t_sub,
-            eps=s.eps_first_round if first else s.eps_later_rounds, rng=self.rng, secure=s.secure, ledger=ledger,
-            release=MWEM_RELEASES[s.release])
+            rows,
+            state=self.mwem_state,
+            T=s.t_init if first else s.t_sub,
+            eps=s.eps_first_round if first else s.eps_later_rounds,
+            rng=self.rng,
+            secure=s.secure,
+            ledger=ledger,
+            release=MWEM_RELEASES[s.release],
+        )
         return release
 
     # --- auction -----------------------------------------------------------------------------
@@ -331,7 +405,9 @@ class PrivateSummarizeCurator(SummarizeCurator):
         point: Point | SealedPoint = message.body
         sender = message.sender
         if self.phase != SummarizePhase.ACQUIRING or sender not in self.awaiting or point.round != self.round:
-            raise ProtocolError(party=sender, kind=message.kind, reason="no point was requested from this owner for this round")
+            raise ProtocolError(
+                party=sender, kind=message.kind, reason="no point was requested from this owner for this round"
+            )
         self.ledger.see(sender, raw=isinstance(point, Point))
         self.awaiting.discard(sender)
         problem = self._verify(sender, point)
@@ -342,8 +418,17 @@ class PrivateSummarizeCurator(SummarizeCurator):
             log.warning("owner %s flagged and excluded: %s", sender, problem)
         else:
             phi = self._phi(point)
-            self.pool.add(PoolEntry(owner=sender, row=point.row, phi=phi, claimed=self.bids[sender].value,
-                                    round=self.round, content=payload(point), ident=self.content_key(point)))
+            self.pool.add(
+                PoolEntry(
+                    owner=sender,
+                    row=point.row,
+                    phi=phi,
+                    claimed=self.bids[sender].value,
+                    round=self.round,
+                    content=payload(point),
+                    ident=self.content_key(point),
+                )
+            )
         return self._select_from_pool() if not self.awaiting else []
 
     def awaits_from(self, peer: str) -> bool:
@@ -360,7 +445,6 @@ class PrivateSummarizeCurator(SummarizeCurator):
             self.active.remove(peer)
         log.warning("owner %s flagged and excluded: its point could not be read", peer)
         return self._select_from_pool() if not self.awaiting else []
-
 
     def _select_from_pool(self) -> list[Send]:
         entry = self.pool.best(self.direction)

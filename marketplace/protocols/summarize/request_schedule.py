@@ -68,8 +68,17 @@ import numpy as np
 from marketplace.checks import fail
 from marketplace.privacy.rng import is_secure
 
-__all__ = ["MAX_EPS", "MIN_EPS", "RequestSchedule", "composed_schedule", "dyadic_exp", "paper_requests", "paper_schedule",
-           "two_sided_schedule", "uniform_below"]
+__all__ = [
+    "MAX_EPS",
+    "MIN_EPS",
+    "RequestSchedule",
+    "composed_schedule",
+    "dyadic_exp",
+    "paper_requests",
+    "paper_schedule",
+    "two_sided_schedule",
+    "uniform_below",
+]
 
 MIN_EPS = 1e-6
 """Below this the two-sided schedule is the uniform one (every owner equally likely, 0-DP)."""
@@ -130,10 +139,9 @@ class RequestSchedule:
         one = 1 << self.bits
         out = []
         for i in range(draws):
-            u = int.from_bytes(raw[i * width:(i + 1) * width], "little")
+            u = int.from_bytes(raw[i * width : (i + 1) * width], "little")
             out.append([bisect.bisect_right(self.thresholds, u + k * one) for k in range(self.requests)])
         return out
-
 
     def _composed_draw(self, rng: np.random.Generator) -> list[int]:
         """k from its integer weights, then a uniform k-subset of the top ranks and a uniform
@@ -164,7 +172,7 @@ class RequestSchedule:
             return Fraction(1, math.comb(self.n, self.requests))
         if self.rule == "composed":
             k = sum(r < self.top for r in chosen)
-            return Fraction(self.multiplier ** k << (MULT_BITS * (self.requests - k)), sum(self.weights))
+            return Fraction(self.multiplier**k << (MULT_BITS * (self.requests - k)), sum(self.weights))
         return self.set_distribution().get(tuple(chosen), Fraction(0))
 
     def set_distribution(self) -> dict[tuple[int, ...], Fraction]:
@@ -180,7 +188,13 @@ class RequestSchedule:
                 law[chosen] = law.get(chosen, Fraction(0)) + Fraction(hi - lo, one)
             return law
         if self.n > 20:
-            raise fail(ValueError, "n", "RequestSchedule.set_distribution", "at most 20 ranked owners (it enumerates sets)", self.n)
+            raise fail(
+                ValueError,
+                "n",
+                "RequestSchedule.set_distribution",
+                "at most 20 ranked owners (it enumerates sets)",
+                self.n,
+            )
         sizes = range(self.n + 1) if self.rule == "paper" else (self.requests,)
         law = {}
         for size in sizes:
@@ -281,8 +295,11 @@ def _capacity(a: list[int], r: int, E: int, one: int) -> int:
     cap = one - a[r]
     for j in (r - 1, r + 1):
         if 0 <= j < len(a):
-            cap = min(cap, (E * a[j] >> MULT_BITS) - a[r],  # a_r <= E a_j
-                      one - a[r] - -(-((one - a[j]) << MULT_BITS) // E))  # one - a_j <= E (one - a_r)
+            cap = min(
+                cap,
+                (E * a[j] >> MULT_BITS) - a[r],  # a_r <= E a_j
+                one - a[r] - -(-((one - a[j]) << MULT_BITS) // E),
+            )  # one - a_j <= E (one - a_r)
     return max(cap, 0)
 
 
@@ -368,8 +385,10 @@ def composed_schedule(n: int, eps: float, requests: int, top: int | None = None)
     eps = min(float(eps), MAX_EPS)
     E = dyadic_exp(eps)
     c = top
-    weights = tuple(math.comb(c, k) * math.comb(n - c, m - k) * E**k << (MULT_BITS * (m - k))  # 0 where k is impossible
-                    for k in range(min(c, m) + 1))
+    weights = tuple(
+        math.comb(c, k) * math.comb(n - c, m - k) * E**k << (MULT_BITS * (m - k))  # 0 where k is impossible
+        for k in range(min(c, m) + 1)
+    )
     total = sum(weights)
     # marginals: a top rank is in S with P = sum_k w_k k / (c total); another rank, sum_k w_k (m - k) / ((n - c) total)
     in_top = Fraction(sum(w * k for k, w in enumerate(weights)), c * total)
@@ -414,5 +433,12 @@ def paper_schedule(n: int, eps: float) -> RequestSchedule:
     delta_float = float(delta)
     if Fraction(delta_float) < delta:  # round up, never down
         delta_float = math.nextafter(delta_float, 1.0)
-    return RequestSchedule("paper", n, None, float(eps), delta_float, tuple(float(p) for p in realized),
-                           coin_probabilities=tuple(float(p) for p in coins))
+    return RequestSchedule(
+        "paper",
+        n,
+        None,
+        float(eps),
+        delta_float,
+        tuple(float(p) for p in realized),
+        coin_probabilities=tuple(float(p) for p in coins),
+    )

@@ -48,7 +48,9 @@ def seal_point(x: np.ndarray, y: int, public_key: bytes) -> bytes:
     """Encrypt one point (features ``x``, label ``y``) so only the holder of ``public_key``'s
     private key can read it."""
     if len(public_key) != KEY_BYTES:
-        raise SealingError(f"The 'public_key' parameter of seal_point must be {KEY_BYTES} bytes. Got {len(public_key)} bytes instead.")
+        raise SealingError(
+            f"The 'public_key' parameter of seal_point must be {KEY_BYTES} bytes. Got {len(public_key)} bytes instead."
+        )
     plain = np.ascontiguousarray(x, dtype="<f8").tobytes() + np.int64(y).astype("<i8").tobytes()
     return SealedBox(PublicKey(bytes(public_key))).encrypt(plain)
 
@@ -60,7 +62,7 @@ class ConsumerKey:
     private: PrivateKey
 
     @classmethod
-    def generate(cls) -> "ConsumerKey":
+    def generate(cls) -> ConsumerKey:
         return cls(PrivateKey.generate())
 
     @property
@@ -77,5 +79,5 @@ class ConsumerKey:
         except CryptoError as exc:
             raise SealingError(f"sealed point cannot be opened with this consumer's key ({exc})") from None
         x = np.frombuffer(plain[: 8 * dim], dtype="<f8").astype(np.float64)
-        y = int(np.frombuffer(plain[8 * dim:], dtype="<i8")[0])
+        y = int(np.frombuffer(plain[8 * dim :], dtype="<i8")[0])
         return x, y

@@ -37,7 +37,9 @@ class NoisyCountConsumer(Role):
                 if self.total is None:
                     self.failure = f"run ended before the total arrived: {reason}"
                 return self.acknowledge_shutdown(message)
-        raise ProtocolError(party=message.sender, kind=message.kind, reason="the noisy_count consumer does not accept this kind")
+        raise ProtocolError(
+            party=message.sender, kind=message.kind, reason="the noisy_count consumer does not accept this kind"
+        )
 
     def result(self) -> dict[str, Any]:
         return {"total": self.total, "owners": self.owners, "end_status": self.end_status}

@@ -43,7 +43,9 @@ class NoisyCountCurator(CuratorBase):
                 return self._on_release(message)
             case Bye():
                 return self._on_bye(message)
-        raise ProtocolError(party=message.sender, kind=message.kind, reason="the noisy_count curator does not accept this kind")
+        raise ProtocolError(
+            party=message.sender, kind=message.kind, reason="the noisy_count curator does not accept this kind"
+        )
 
     # --- what CuratorBase asks of a protocol ---------------------------------------------------
     def _progress_after_loss(self, peer: str) -> list[Send]:
@@ -75,8 +77,11 @@ class NoisyCountCurator(CuratorBase):
         if self.phase != CuratorPhase.COLLECTING or sender not in self.active or sender in self.releases:
             raise ProtocolError(party=sender, kind="count_release", reason="no release is expected from this party now")
         if not math.isclose(body.epsilon, self.settings.epsilon):
-            raise ProtocolError(party=sender, kind="count_release",
-                                reason=f"expected a release costing epsilon {self.settings.epsilon:g}, got {body.epsilon:g}")
+            raise ProtocolError(
+                party=sender,
+                kind="count_release",
+                reason=f"expected a release costing epsilon {self.settings.epsilon:g}, got {body.epsilon:g}",
+            )
         self.releases[sender] = body.value
         log.info("round %d/%d done", len(self.releases), len(self.owners))  # the runner's progress bar reads this line
         return self._maybe_finish()
@@ -86,7 +91,11 @@ class NoisyCountCurator(CuratorBase):
             return []
         owners = tuple(o for o in self.owners if o in self.releases)
         total = CountTotal(total=float(sum(self.releases[o] for o in owners)), owners=owners)
-        reason = "every owner released" if len(owners) == len(self.owners) else f"{len(owners)} of {len(self.owners)} owners released"
+        reason = (
+            "every owner released"
+            if len(owners) == len(self.owners)
+            else f"{len(owners)} of {len(self.owners)} owners released"
+        )
         return [Send(CONSUMER, total)] + self._close(status="completed" if owners else "failed", reason=reason)
 
     def result(self) -> dict[str, Any]:

@@ -28,10 +28,10 @@ from marketplace.plugins import Exchange
 from marketplace.privacy import noise as noise_streams
 from marketplace.privacy.lifetime import Cost, Declared
 from marketplace.privacy.noise import NoiseOrigin
-from marketplace.roles import CONSUMER, CURATOR, Role
 from marketplace.reporting.format import accountant_text, fmt, mean_sd, relation_text, sweep_table_head
 from marketplace.reporting.per_owner import Exposure
 from marketplace.reporting.plots import eps_spent, sweep_figure
+from marketplace.roles import CONSUMER, CURATOR, Role
 from marketplace.schema import SchemaError
 
 NAME = "noisy_count"
@@ -40,8 +40,9 @@ NAME = "noisy_count"
 class NoisyCountExchange(Exchange):
     """Each owner releases a Laplace-noised count of its rows of one class; the curator adds them up."""
 
-    def build_role(self, config: Any, party: str, world: World, owner_data: Dataset | None,
-                   noise: NoiseOrigin | None = None) -> Role:
+    def build_role(
+        self, config: Any, party: str, world: World, owner_data: Dataset | None, noise: NoiseOrigin | None = None
+    ) -> Role:
         """The role of ``party``: the curator, the consumer, or an owner holding its share of ``world``
         (or ``owner_data``, an owner's own data file). Each owner's noise comes from its own stream."""
         from marketplace_example.consumer import NoisyCountConsumer
@@ -55,13 +56,21 @@ class NoisyCountExchange(Exchange):
         if party == CONSUMER:
             return NoisyCountConsumer(scenario_name=config.name)
         data = owner_data if owner_data is not None else world.owners[ids.index(party) - 1]
-        return NoisyCountOwner(party_id=party, scenario_name=config.name, data=data, settings=settings,
-                               seed=noise_streams.derive(config.seed, f"{NAME}.noise.{party}", noise))
+        return NoisyCountOwner(
+            party_id=party,
+            scenario_name=config.name,
+            data=data,
+            settings=settings,
+            seed=noise_streams.derive(config.seed, f"{NAME}.noise.{party}", noise),
+        )
 
     def owner_cost(self, config: Any, party: str) -> Declared | None:
         """Each owner releases one Laplace count: eps-DP under add/remove-one, from the settings alone."""
-        return Declared(f"{NAME}: one noisy count of {party}'s rows ({config.name})",
-                        Cost.pure(config.noisy_count.epsilon), "add/remove-one")
+        return Declared(
+            f"{NAME}: one noisy count of {party}'s rows ({config.name})",
+            Cost.pure(config.noisy_count.epsilon),
+            "add/remove-one",
+        )
 
     def consumer_cost(self, config: Any) -> Declared | None:
         """The consumer sends nothing derived from data of its own."""
@@ -71,15 +80,19 @@ class NoisyCountExchange(Exchange):
         """Refuse, before anything starts, a release that would cost an owner more than its budget."""
         s = config.noisy_count
         if s.budget is not None and s.epsilon > s.budget:
-            raise SchemaError(f"{NAME}.budget", f"a budget of at least the release's epsilon = {s.epsilon:g}",
-                              f"{s.budget:g}: each owner's one release would exceed it")
+            raise SchemaError(
+                f"{NAME}.budget",
+                f"a budget of at least the release's epsilon = {s.epsilon:g}",
+                f"{s.budget:g}: each owner's one release would exceed it",
+            )
 
     def check_world(self, config: Any, world: World) -> None:
         """The counted class must exist in the data (ValueError "noisy_count.label: ...")."""
         labels = np.unique(np.concatenate([o.y for o in world.owners]))
         if config.noisy_count.label not in labels:
-            raise ValueError(f"{NAME}.label: expected one of the owners' classes {labels.tolist()}, "
-                             f"got {config.noisy_count.label}")
+            raise ValueError(
+                f"{NAME}.label: expected one of the owners' classes {labels.tolist()}, got {config.noisy_count.label}"
+            )
 
     def progress(self, config: Any, curator: Role) -> tuple[int, int]:
         """(releases received, owners): the in-process driver's progress bar."""
@@ -100,35 +113,59 @@ class NoisyCountExchange(Exchange):
         true = sum(int(np.count_nonzero(world.owners[index[o] - 1].y == s.label)) for o in owners) if owners else None
         total = consumer.get("total")
         error = None if total is None or true is None else total - true
-        metrics = {"label": s.label, "owners_in_total": len(owners), "released_total": total, "true_total": true,
-                   "error": error, "abs_error": None if error is None else abs(error),
-                   # the sum of n independent Lap(1/eps) draws has variance 2 n / eps^2
-                   "noise_sd": math.sqrt(2 * len(owners)) / s.epsilon if owners else None}
-        privacy: dict[str, Any] = {p: (results.get(p) or {}).get("privacy")
-                                   or {"note": "no release recorded (dropped out or failed)"}
-                                   for p in party_ids(config)[1:-1]}
-        privacy[CONSUMER] = {"guarantee": "none",
-                             "note": "the consumer sends nothing derived from its data in this protocol"}
+        metrics = {
+            "label": s.label,
+            "owners_in_total": len(owners),
+            "released_total": total,
+            "true_total": true,
+            "error": error,
+            "abs_error": None if error is None else abs(error),
+            # the sum of n independent Lap(1/eps) draws has variance 2 n / eps^2
+            "noise_sd": math.sqrt(2 * len(owners)) / s.epsilon if owners else None,
+        }
+        privacy: dict[str, Any] = {
+            p: (results.get(p) or {}).get("privacy") or {"note": "no release recorded (dropped out or failed)"}
+            for p in party_ids(config)[1:-1]
+        }
+        privacy[CONSUMER] = {
+            "guarantee": "none",
+            "note": "the consumer sends nothing derived from its data in this protocol",
+        }
         return {"privacy": privacy, "metrics": metrics, "end_reason": (results.get(CURATOR) or {}).get("end_reason")}
 
     def owner_exposure(self, config: Any, report: dict[str, Any]) -> dict[str, list[Exposure]]:
         """Per owner: its noisy count reaches the curator, and inside the sum the consumer; both are
         bounded by the owner's own ledger. Other owners receive nothing of it."""
-        return {owner: [Exposure("curator", "this owner's noisy count", (owner,)),
-                        Exposure("consumer", "the sum of the owners' noisy counts", (owner,)),
-                        Exposure("other owners", "nothing derived from this owner's rows")]
-                for owner in party_ids(config)[1:-1]}
+        return {
+            owner: [
+                Exposure("curator", "this owner's noisy count", (owner,)),
+                Exposure("consumer", "the sum of the owners' noisy counts", (owner,)),
+                Exposure("other owners", "nothing derived from this owner's rows"),
+            ]
+            for owner in party_ids(config)[1:-1]
+        }
 
     def head_rows(self, report: dict[str, Any]) -> list[tuple[str, str]]:
         """Lines of the run's summary table: the task, the result, each owner's privacy cost."""
         m = report.get("metrics") or {}
-        rows = [("task", f"count the rows of class {m.get('label')} held by {m.get('owners_in_total')} owners"),
-                ("count", (f"released {fmt(m.get('released_total'))}, true {fmt(m.get('true_total'))}, "
-                           f"error {fmt(m.get('error'))} (noise sd {fmt(m.get('noise_sd'))})"))]
+        rows = [
+            ("task", f"count the rows of class {m.get('label')} held by {m.get('owners_in_total')} owners"),
+            (
+                "count",
+                (
+                    f"released {fmt(m.get('released_total'))}, true {fmt(m.get('true_total'))}, "
+                    f"error {fmt(m.get('error'))} (noise sd {fmt(m.get('noise_sd'))})"
+                ),
+            ),
+        ]
         for party, ledger in (report.get("privacy") or {}).items():
             if isinstance(ledger, dict) and "eps" in ledger:
-                rows.append(("privacy", (f"{party}: eps = {fmt(ledger['eps'])} ({accountant_text(ledger)}); "
-                                         f"{relation_text(ledger)}")))
+                rows.append(
+                    (
+                        "privacy",
+                        (f"{party}: eps = {fmt(ledger['eps'])} ({accountant_text(ledger)}); {relation_text(ledger)}"),
+                    )
+                )
         return rows
 
     def tables(self, report: dict[str, Any]) -> list[Table]:
@@ -151,8 +188,11 @@ class NoisyCountExchange(Exchange):
         bounded by its own ledger alone)."""
         m = report.get("metrics") or {}
         row = {k: m.get(k) for k in ("released_total", "true_total", "abs_error", "noise_sd")}
-        owners = {party: [ledger] for party, ledger in (report.get("privacy") or {}).items()
-                  if party.startswith("owner-") and isinstance(ledger, dict)}
+        owners = {
+            party: [ledger]
+            for party, ledger in (report.get("privacy") or {}).items()
+            if party.startswith("owner-") and isinstance(ledger, dict)
+        }
         row.update(eps_spent(owners))
         for party, [ledger] in owners.items():
             if "eps" in ledger:
@@ -165,12 +205,21 @@ class NoisyCountExchange(Exchange):
         for name in ("ok", "|error|", "noise sd", "eps spent"):
             table.add_column(name, justify="right", no_wrap=True)
         for row in summary:
-            table.add_row(*(fmt(row.get(k)) for k in keys), f"{row['completed']}/{row['runs']}",
-                          mean_sd(row, "abs_error", ".2f"), mean_sd(row, "noise_sd", ".2f", sd=False),
-                          mean_sd(row, "eps_spent", ".4g", sd=False))
+            table.add_row(
+                *(fmt(row.get(k)) for k in keys),
+                f"{row['completed']}/{row['runs']}",
+                mean_sd(row, "abs_error", ".2f"),
+                mean_sd(row, "noise_sd", ".2f", sd=False),
+                mean_sd(row, "eps_spent", ".4g", sd=False),
+            )
         return table
 
     def plot_sweep(self, summary: list[dict[str, Any]], keys: list[str], path: Path, *, title: str) -> None:
         """sweep.png: |error| and the expected noise sd against the first swept key."""
-        sweep_figure(summary, keys, path, title=title,
-                     panels=[("|released - true|", [("protocol", "abs_error", True), ("noise sd", "noise_sd", True)])])
+        sweep_figure(
+            summary,
+            keys,
+            path,
+            title=title,
+            panels=[("|released - true|", [("protocol", "abs_error", True), ("noise sd", "noise_sd", True)])],
+        )

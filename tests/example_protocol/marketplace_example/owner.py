@@ -39,8 +39,15 @@ class NoisyCountOwner(Role):
 
     role_name = "owner"
 
-    def __init__(self, *, party_id: str, scenario_name: str, data: Dataset, settings: NoisyCountConfig,
-                 seed: int | np.random.SeedSequence) -> None:
+    def __init__(
+        self,
+        *,
+        party_id: str,
+        scenario_name: str,
+        data: Dataset,
+        settings: NoisyCountConfig,
+        seed: int | np.random.SeedSequence,
+    ) -> None:
         super().__init__()
         self.party_id = party_id
         self.scenario_name = scenario_name
@@ -60,26 +67,39 @@ class NoisyCountOwner(Role):
                 return self._release(message)
             case Shutdown():
                 return self.acknowledge_shutdown(message)
-        raise ProtocolError(party=message.sender, kind=message.kind, reason="a noisy_count owner does not accept this kind")
+        raise ProtocolError(
+            party=message.sender, kind=message.kind, reason="a noisy_count owner does not accept this kind"
+        )
 
     def _release(self, message: Envelope) -> list[Send]:
         s = self.settings
         if self.released:
-            raise ProtocolError(party=message.sender, kind="count_request", reason="this owner has already released its count")
+            raise ProtocolError(
+                party=message.sender, kind="count_request", reason="this owner has already released its count"
+            )
         if message.body.label != s.label:
-            raise ProtocolError(party=message.sender, kind="count_request",
-                                reason=f"expected a request for label {s.label} (the scenario's), got {message.body.label}")
+            raise ProtocolError(
+                party=message.sender,
+                kind="count_request",
+                reason=f"expected a request for label {s.label} (the scenario's), got {message.body.label}",
+            )
         try:  # recorded before the noise is drawn: a refused spend releases nothing
             self.ledger.spend(s.epsilon, mechanism="noisy_count.laplace")
         except BudgetExceeded as err:
             self.fail(str(err))
             return []
-        mechanism = Laplace(epsilon=s.epsilon, sensitivity=SENSITIVITY, rng=None if s.secure else self.rng, secure=s.secure)
+        mechanism = Laplace(
+            epsilon=s.epsilon, sensitivity=SENSITIVITY, rng=None if s.secure else self.rng, secure=s.secure
+        )
         value = mechanism.randomise(float(np.count_nonzero(self.labels == s.label)))
         self.released = True
         return [Send(message.sender, CountRelease(value=value, epsilon=s.epsilon), reply_to=message.msg_id)]
 
     def result(self) -> dict[str, Any]:
         """The owner's part of the report: its ledger (the true count stays with it)."""
-        return {"rows": int(len(self.labels)), "released": self.released, "privacy": self.ledger.to_dict(),
-                "end_status": self.end_status}
+        return {
+            "rows": int(len(self.labels)),
+            "released": self.released,
+            "privacy": self.ledger.to_dict(),
+            "end_status": self.end_status,
+        }

@@ -1,7 +1,6 @@
 """The registration: entry point ``noisy_count`` of the group ``marketplace.protocols``."""
 
 from marketplace.plugins import ProtocolSpec
-
 from marketplace_example.config import NoisyCountConfig
 
 PROTOCOL = ProtocolSpec(

@@ -11,6 +11,7 @@ import pytest
 from scipy.stats import chisquare
 
 from marketplace.privacy.accountant import PrivacyLedger
+from marketplace.privacy.neighbouring import replace_one
 from marketplace.privacy.rng import make_rng
 from marketplace.protocols.pfds import (
     CategoricalAttribute,
@@ -21,6 +22,7 @@ from marketplace.protocols.pfds import (
     PublicSchema,
     RegressionLabels,
     Spend,
+    average_regressors,
     bucket_of,
     consistent_counts,
     draw_in_bucket,
@@ -45,10 +47,8 @@ from marketplace.protocols.pfds import (
     synthesize,
     vote_classifiers,
     vote_codes,
-    average_regressors,
 )
 from marketplace.protocols.pfds.synth import weighted_distance
-from marketplace.privacy.neighbouring import replace_one
 
 ROW = replace_one("a row")
 
@@ -64,8 +64,12 @@ NUMERIC_SCHEMA = PublicSchema(
     label=ClassLabels((0, 1)),
 )
 MIXED_SCHEMA = PublicSchema(
-    attributes=(NumericAttribute("age", 0.0, 100.0), CategoricalAttribute("colour", ("red", "green", "blue")),
-                NumericAttribute("score", 0.0, 1.0), CategoricalAttribute("flag", ("no", "yes"))),
+    attributes=(
+        NumericAttribute("age", 0.0, 100.0),
+        CategoricalAttribute("colour", ("red", "green", "blue")),
+        NumericAttribute("score", 0.0, 1.0),
+        CategoricalAttribute("flag", ("no", "yes")),
+    ),
     label=ClassLabels(("low", "high")),
 )
 
@@ -102,8 +106,10 @@ def test_tree_spends_epsilon_over_h_max_on_every_level_and_eps_in_total():
 
 
 def test_a_level_that_branches_on_categorical_values_only_spends_nothing():
-    schema = PublicSchema(attributes=(CategoricalAttribute("c", ("x", "y")), CategoricalAttribute("k", (1, 2, 3))),
-                          label=ClassLabels((0, 1)))
+    schema = PublicSchema(
+        attributes=(CategoricalAttribute("c", ("x", "y")), CategoricalAttribute("k", (1, 2, 3))),
+        label=ClassLabels((0, 1)),
+    )
     X = np.array([[0, 0], [1, 2], [0, 1], [1, 1]])
     tree = grow_tree(X, [0, 1, 0, 1], schema, epsilon=0.9, rng=rng(), h_max=3)
     assert [s.purpose for s in tree.spends] == ["tree.leaves"]  # two categorical levels read no row
@@ -135,8 +141,10 @@ def test_replace_neighbours_double_the_leaf_noise():
     spread = {}
     for neighbours in ("add_remove", "replace"):
         generator = rng(12)
-        trees = [grow_tree(X, y, NUMERIC_SCHEMA, epsilon=1.0, rng=generator, h_max=1, neighbours=neighbours)
-                 for _ in range(400)]
+        trees = [
+            grow_tree(X, y, NUMERIC_SCHEMA, epsilon=1.0, rng=generator, h_max=1, neighbours=neighbours)
+            for _ in range(400)
+        ]
         true = np.bincount(y, minlength=2)
         spread[neighbours] = np.mean([np.abs(tree.counts[0] - true).mean() for tree in trees])  # E|Lap(b)| = b
     assert spread["add_remove"] == pytest.approx(1.0, rel=0.15)
@@ -164,7 +172,9 @@ def test_exponential_split_selection_follows_exp_eps_u_over_2():
     weights = np.exp(epsilon * utilities / 2)  # sensitivity 1: P(v) ∝ exp(eps u(v) / (2 * 1))
     expected = draws * weights / weights.sum()
     generator = rng(11)
-    picks = [select_split(values, labels, candidates, n_classes=2, epsilon=epsilon, rng=generator) for _ in range(draws)]
+    picks = [
+        select_split(values, labels, candidates, n_classes=2, epsilon=epsilon, rng=generator) for _ in range(draws)
+    ]
     observed = np.bincount(picks, minlength=candidates.size)
     assert len(set(utilities.tolist())) > 2 and expected.min() > 50  # a test with power
     assert chisquare(observed, expected).pvalue > 1e-3
@@ -182,8 +192,9 @@ def test_with_huge_eps_the_root_split_separates_separable_classes():
 def test_tree_respects_max_leaves_and_uses_a_categorical_attribute_once_per_path():
     X, y = mixed_data()
     for choice_mode in ("level", "node"):
-        tree = grow_tree(X, y, MIXED_SCHEMA, epsilon=1.0, rng=rng(4), h_max=8, max_leaves=40,
-                         attribute_choice=choice_mode)
+        tree = grow_tree(
+            X, y, MIXED_SCHEMA, epsilon=1.0, rng=rng(4), h_max=8, max_leaves=40, attribute_choice=choice_mode
+        )
         assert tree.n_leaves <= 40
         _, _, fixed = tree.leaf_regions()
         assert fixed.shape == (tree.n_leaves, 4)  # construction checks each categorical attribute once per path
@@ -250,10 +261,24 @@ def _break(plain: dict, how: str) -> None:
         plain["spends"][0]["epsilon"] = -1
 
 
-@pytest.mark.parametrize("how", ["missing key", "unknown key", "version", "threshold outside region",
-                                 "threshold on a categorical split", "string attribute", "unknown attribute column",
-                                 "children do not add up", "counts too short", "nan count", "not a map",
-                                 "bad schema", "bad spend"])
+@pytest.mark.parametrize(
+    "how",
+    [
+        "missing key",
+        "unknown key",
+        "version",
+        "threshold outside region",
+        "threshold on a categorical split",
+        "string attribute",
+        "unknown attribute column",
+        "children do not add up",
+        "counts too short",
+        "nan count",
+        "not a map",
+        "bad schema",
+        "bad spend",
+    ],
+)
 def test_malformed_plain_tree_is_refused_with_the_path_of_the_bad_field(how):
     plain = _plain_tree()
     _break(plain, how)
@@ -281,8 +306,9 @@ def test_malformed_threshold_error_names_the_node():
 
 def _counts_case(seed: int, p: int, n: int = 300):
     data = np.random.default_rng(seed)
-    X = np.column_stack([data.uniform(0, 100, n) ** 0.5 * 10, data.integers(0, 3, n), data.random(n) ** 3,
-                         data.integers(0, 2, n)])
+    X = np.column_stack(
+        [data.uniform(0, 100, n) ** 0.5 * 10, data.integers(0, 3, n), data.random(n) ** 3, data.integers(0, 2, n)]
+    )
     y = np.where(data.random(n) < 0.3, "high", "low")
     tree = grow_tree(X, y, MIXED_SCHEMA, epsilon=0.3, rng=rng(seed), h_max=6, attribute_choice="node")
     noisy = noisy_node_counts(tree, X, epsilon=0.3, rng=rng(seed + 100), p=p)
@@ -311,8 +337,9 @@ def test_consistent_counts_are_never_further_from_the_truth_than_the_noisy_ones(
     tree, X, noisy = _counts_case(seed, p)
     result = consistent_counts(tree, noisy)
     true_nodes, true_leaves = exact_node_counts(tree, X, p=p)
-    noisy_error = weighted_distance(noisy.values, noisy.leaf_values, true_nodes, true_leaves,
-                                    result.node_weights, result.leaf_weight)
+    noisy_error = weighted_distance(
+        noisy.values, noisy.leaf_values, true_nodes, true_leaves, result.node_weights, result.leaf_weight
+    )
     assert result.weighted_distance(true_nodes, true_leaves) <= noisy_error * (1 + 1e-9)
 
 
@@ -382,9 +409,16 @@ def test_majority_vote_on_hand_built_votes():
 def _stump(schema: PublicSchema, threshold: float, left: int, right: int) -> PrivateTree:
     counts = np.zeros((2, schema.n_codes))
     counts[0, left], counts[1, right] = 5.0, 5.0
-    return PrivateTree(schema=schema, attribute=[0, -1, -1], threshold=[threshold, np.nan, np.nan],
-                       n_children=[2, 0, 0], counts=counts, h_max=2, t=1,
-                       spends=(Spend("tree.leaves", 2, 0.1, "laplace"),))
+    return PrivateTree(
+        schema=schema,
+        attribute=[0, -1, -1],
+        threshold=[threshold, np.nan, np.nan],
+        n_children=[2, 0, 0],
+        counts=counts,
+        h_max=2,
+        t=1,
+        spends=(Spend("tree.leaves", 2, 0.1, "laplace"),),
+    )
 
 
 def test_records_get_the_label_most_trees_give():
@@ -432,16 +466,24 @@ def test_objective_perturbation_is_finite_and_approaches_the_non_private_fit(los
     X, y = _classification()
     reference = erm_classifier(X, y, loss=loss, regularization=1e-3, norm_bound=4.0)
     private = objective_perturbation(X, y, loss=loss, epsilon=HUGE_EPS, regularization=1e-3, norm_bound=4.0, rng=rng())
-    assert np.allclose(private.coef, reference.coef, atol=1e-3) and private.intercept == pytest.approx(reference.intercept, abs=1e-3)
-    noisy = objective_perturbation(X[:50], y[:50], loss=loss, epsilon=0.1, regularization=1e-4, norm_bound=4.0, rng=rng(1))
+    assert np.allclose(private.coef, reference.coef, atol=1e-3) and private.intercept == pytest.approx(
+        reference.intercept, abs=1e-3
+    )
+    noisy = objective_perturbation(
+        X[:50], y[:50], loss=loss, epsilon=0.1, regularization=1e-4, norm_bound=4.0, rng=rng(1)
+    )
     assert np.isfinite(noisy.coef).all() and math.isfinite(noisy.intercept) and noisy.epsilon == 0.1
     assert (reference.predict(X) == y).mean() > 0.85 and reference.epsilon == math.inf
 
 
 def test_dp_pred_ensembles_vote_and_average():
     X, y = _classification()
-    models = [objective_perturbation(X[i::3], y[i::3], loss="logistic", epsilon=5.0, regularization=1e-3,
-                                     norm_bound=4.0, rng=rng(i)) for i in range(3)]
+    models = [
+        objective_perturbation(
+            X[i::3], y[i::3], loss="logistic", epsilon=5.0, regularization=1e-3, norm_bound=4.0, rng=rng(i)
+        )
+        for i in range(3)
+    ]
     votes = np.vstack([m.predict(X) for m in models])
     assert np.array_equal(vote_classifiers(models, X), np.where(votes.sum(axis=0) > 0, 1, -1))
     Xr = np.random.default_rng(1).random((200, 2))
@@ -455,9 +497,12 @@ def test_functional_mechanism_approaches_least_squares_with_huge_eps():
     y = np.clip(X @ np.array([0.5, -0.2, 0.1]) + 0.3 + data.normal(0, 0.05, 4000), -1, 2)
     bounds = [(0.0, 2.0)] * 3
     reference = erm_regressor(X, y, x_bounds=bounds, y_bounds=(-1, 2), regularization=1e-6)
-    private = functional_mechanism(X, y, epsilon=HUGE_EPS, x_bounds=bounds, y_bounds=(-1, 2), regularization=1e-6,
-                                   rng=rng())
-    assert np.allclose(private.coef, reference.coef, atol=1e-3) and np.allclose(reference.coef, [0.5, -0.2, 0.1], atol=0.02)
+    private = functional_mechanism(
+        X, y, epsilon=HUGE_EPS, x_bounds=bounds, y_bounds=(-1, 2), regularization=1e-6, rng=rng()
+    )
+    assert np.allclose(private.coef, reference.coef, atol=1e-3) and np.allclose(
+        reference.coef, [0.5, -0.2, 0.1], atol=0.02
+    )
     noisy = functional_mechanism(X[:30], y[:30], epsilon=0.1, x_bounds=bounds, y_bounds=(-1, 2), rng=rng(1))
     assert np.isfinite(noisy.coef).all() and math.isfinite(noisy.intercept)
 
@@ -471,10 +516,12 @@ def test_functional_mechanism_sensitivity_counts_features_bounded_at_zero():
 def test_functional_mechanism_sensitivity_bounds_every_pair_of_rows():
     x_bounds, y_bounds = np.array([(-1.0, 2.0), (0.0, 3.0)]), (-1.0, 0.5)
     bound = functional_mechanism_sensitivity(x_bounds, y_bounds, fit_intercept=False)
-    grid = np.array([(a, b, c) for a in np.linspace(-1, 2, 7) for b in np.linspace(0, 3, 7)
-                     for c in np.linspace(-1, 0.5, 4)])
-    coefficients = np.column_stack([grid[:, 2] * grid[:, 0], grid[:, 2] * grid[:, 1], grid[:, 0] ** 2,
-                                    grid[:, 0] * grid[:, 1], grid[:, 1] ** 2])
+    grid = np.array(
+        [(a, b, c) for a in np.linspace(-1, 2, 7) for b in np.linspace(0, 3, 7) for c in np.linspace(-1, 0.5, 4)]
+    )
+    coefficients = np.column_stack(
+        [grid[:, 2] * grid[:, 0], grid[:, 2] * grid[:, 1], grid[:, 0] ** 2, grid[:, 0] * grid[:, 1], grid[:, 1] ** 2]
+    )
     largest = np.abs(coefficients[:, None, :] - coefficients[None, :, :]).sum(axis=2).max()
     assert largest <= bound + 1e-12
 
@@ -520,14 +567,17 @@ def test_values_outside_the_public_domain_are_refused():
         grow_tree(*numeric_data(10)[:1], [0, 1, 2, 0, 1, 0, 1, 0, 1, 0], NUMERIC_SCHEMA, epsilon=1.0, rng=rng())
 
 
-@pytest.mark.parametrize("kwargs,message", [
-    ({"epsilon": 0}, "'epsilon' parameter of grow_tree must be a positive finite real number. Got 0 instead."),
-    ({"h_max": 0}, "'h_max' parameter of grow_tree must be an integer >= 1. Got 0 instead."),
-    ({"t": 2.5}, "'t' parameter of grow_tree must be an integer. Got float instead."),
-    ({"attribute_choice": "path"}, "'attribute_choice' parameter of grow_tree must be one of 'level', 'node'"),
-    ({"neighbours": "swap"}, "'neighbours' parameter of grow_tree must be one of"),
-    ({"rng": 3}, "'rng' parameter of grow_tree must be a numpy.random.Generator"),
-])
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        ({"epsilon": 0}, "'epsilon' parameter of grow_tree must be a positive finite real number. Got 0 instead."),
+        ({"h_max": 0}, "'h_max' parameter of grow_tree must be an integer >= 1. Got 0 instead."),
+        ({"t": 2.5}, "'t' parameter of grow_tree must be an integer. Got float instead."),
+        ({"attribute_choice": "path"}, "'attribute_choice' parameter of grow_tree must be one of 'level', 'node'"),
+        ({"neighbours": "swap"}, "'neighbours' parameter of grow_tree must be one of"),
+        ({"rng": 3}, "'rng' parameter of grow_tree must be a numpy.random.Generator"),
+    ],
+)
 def test_bad_parameters_are_named_in_the_error(kwargs, message):
     X, y = numeric_data(20)
     arguments = {"epsilon": 1.0, "rng": rng(), **kwargs}

@@ -8,13 +8,13 @@ import copy
 import msgspec
 import numpy as np
 import pytest
-
 from conftest import run_cli
+
 from marketplace.messages import PROTOCOL_VERSION, Envelope, ProtocolError, decode, encode
 from marketplace.messages.kinds import Hello
+from marketplace.parties import build_role, make_world, party_ids
 from marketplace.protocols.pfds.messages import PfdsData, PfdsPhase, PfdsSharedTree
 from marketplace.protocols.pfds.wire import tree_fields
-from marketplace.parties import build_role, make_world, party_ids
 from marketplace.runner.run import run_scenario
 from marketplace.scenario import ScenarioError, parse_scenario
 from marketplace.transport.inprocess import run_inprocess
@@ -128,7 +128,14 @@ def test_a_sweep_over_folds_writes_the_pfds_columns(pfds_scenario, tmp_path):
     report = run_scenario(scenario, tmp_path / "one", driver="inprocess")
     row = exchange.sweep_row(report)
     assert row["pfds_error"] is not None and row["pfds_minus_size_error"] is not None and row["np_agt_error"] is None
-    summary = [{**{f"{k}_mean": v for k, v in row.items() if isinstance(v, (int, float))}, "pfds.fold": 0, "completed": 1, "runs": 1}]
+    summary = [
+        {
+            **{f"{k}_mean": v for k, v in row.items() if isinstance(v, (int, float))},
+            "pfds.fold": 0,
+            "completed": 1,
+            "runs": 1,
+        }
+    ]
     exchange.plot_sweep(summary, ["pfds.fold"], tmp_path / "sweep.png", title="t")
     assert (tmp_path / "sweep.png").stat().st_size > 0
 
@@ -293,7 +300,9 @@ def test_an_agent_refuses_a_tree_from_an_unknown_sharer_or_a_second_one(pfds_sce
 
 def test_the_curator_refuses_a_hello_for_another_protocol(pfds_scenario, tmp_path):
     roles, _ = roles_of(config_of(pfds_scenario, tmp_path))
-    (refusal, *_) = roles["curator"].handle(envelope("owner-1", "curator", Hello(role="owner", protocol="summarize", scenario="pfds-tiny")))
+    (refusal, *_) = roles["curator"].handle(
+        envelope("owner-1", "curator", Hello(role="owner", protocol="summarize", scenario="pfds-tiny"))
+    )
     assert refusal.body.code == "refused" and "protocol 'pfds'" in refusal.body.detail
     assert "refused at hello" in roles["curator"].dropouts["owner-1"]["reason"]
 
@@ -335,13 +344,19 @@ def test_the_world_holds_a_stratified_test_fold_and_disjoint_shares(pfds_scenari
 
 
 @pytest.mark.data
-@pytest.mark.parametrize("dataset,folder,rows", [("adult", "adult", 45222), ("bank", "bank_marketing", 45211),
-                                                 ("diabetes", "diabetic_retinopathy_debrecen", 1151),
-                                                 ("bike", "bike_sharing", 17379)])
+@pytest.mark.parametrize(
+    "dataset,folder,rows",
+    [
+        ("adult", "adult", 45222),
+        ("bank", "bank_marketing", 45211),
+        ("diabetes", "diabetic_retinopathy_debrecen", 1151),
+        ("bike", "bike_sharing", 17379),
+    ],
+)
 def test_the_public_tables_load_inside_their_public_schema(dataset, folder, rows):
-    from marketplace.protocols.pfds.tables import TableSource, load_table, public_schema
     from marketplace.datasets.cache import fetch_command, missing_files
     from marketplace.datasets.registry import dataset as registered
+    from marketplace.protocols.pfds.tables import TableSource, load_table, public_schema
 
     if missing_files(registered(folder)):
         pytest.skip(f"needs the {folder} dataset: {fetch_command([folder])}")

@@ -41,9 +41,11 @@ def uniform(rows: int, dim: int, seed: int = 0) -> np.ndarray:
 
 
 def every_map(box: Box) -> list:
-    return [RFF.draw(box, n_features=40, sigma=1.0, seed=1),
-            RACE.draw(box, repetitions=6, buckets=8, bandwidth=0.3, seed=2),
-            Histogram(box, bins=5)]
+    return [
+        RFF.draw(box, n_features=40, sigma=1.0, seed=1),
+        RACE.draw(box, repetitions=6, buckets=8, bandwidth=0.3, seed=2),
+        Histogram(box, bins=5),
+    ]
 
 
 # --- feature maps against their definitions
@@ -77,10 +79,19 @@ def test_rff_inner_products_estimate_the_gaussian_kernel_of_bandwidth_sigma():
 
 def test_a_map_is_rebuilt_identically_from_its_seed_and_box():
     box = Box.unit(4)
-    assert RFF.draw(box, n_features=20, sigma=2.0, seed=5).fingerprint == RFF.draw(box, n_features=20, sigma=2.0, seed=5).fingerprint
-    assert RFF.draw(box, n_features=20, sigma=2.0, seed=5).fingerprint != RFF.draw(box, n_features=20, sigma=2.0, seed=6).fingerprint
+    assert (
+        RFF.draw(box, n_features=20, sigma=2.0, seed=5).fingerprint
+        == RFF.draw(box, n_features=20, sigma=2.0, seed=5).fingerprint
+    )
+    assert (
+        RFF.draw(box, n_features=20, sigma=2.0, seed=5).fingerprint
+        != RFF.draw(box, n_features=20, sigma=2.0, seed=6).fingerprint
+    )
     wider = Box(np.zeros(4), np.full(4, 2.0))  # same frequencies, another box: another map
-    assert RFF.draw(box, n_features=20, sigma=2.0, seed=5).fingerprint != RFF.draw(wider, n_features=20, sigma=2.0, seed=5).fingerprint
+    assert (
+        RFF.draw(box, n_features=20, sigma=2.0, seed=5).fingerprint
+        != RFF.draw(wider, n_features=20, sigma=2.0, seed=5).fingerprint
+    )
     frequencies = RFF.draw(box, n_features=20_000, sigma=2.0, seed=5).frequencies
     assert abs(frequencies.std() - 0.5) < 0.01  # N(0, sigma^-2)
 
@@ -188,8 +199,10 @@ def test_the_gaussian_option_adds_the_analytic_gaussian_noise_for_the_l2_sensiti
     fmap = RFF.draw(Box.unit(2), n_features=50, sigma=1.0, seed=1)
     X, eps, delta = uniform(40, 2), 1.0, 1e-5
     generator = rng(3)
-    releases = [private_sketch(X, fmap, epsilon=eps, delta=delta, mechanism="gaussian", rng=generator,
-                               precision="float64") for _ in range(200)]
+    releases = [
+        private_sketch(X, fmap, epsilon=eps, delta=delta, mechanism="gaussian", rng=generator, precision="float64")
+        for _ in range(200)
+    ]
     noise = np.concatenate([r.numerator - fmap.sum_features(X) for r in releases])
     sigma = analytic_gaussian_sigma(epsilon=0.98 * eps, delta=delta, sensitivity=5.0)  # sqrt(m') = 5
     assert abs(noise.std() / sigma - 1) < 5 / math.sqrt(2 * noise.size)
@@ -409,7 +422,9 @@ def test_weighted_logistic_regression_matches_scikit_learn_for_positive_weights(
     ours = weighted_logistic_regression(X, y, w, l2=0.01)
     theirs = LogisticRegression(C=1 / (0.01 * 400), tol=1e-10, max_iter=10_000).fit(X, y, sample_weight=w)
     assert ours.converged
-    assert np.allclose(ours.coef, theirs.coef_[0], atol=1e-4) and ours.intercept == pytest.approx(theirs.intercept_[0], abs=1e-4)
+    assert np.allclose(ours.coef, theirs.coef_[0], atol=1e-4) and ours.intercept == pytest.approx(
+        theirs.intercept_[0], abs=1e-4
+    )
 
 
 def test_signed_weights_still_give_a_finite_model_and_l2_must_be_positive():

@@ -8,13 +8,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import yaml
+from conftest import ROOT
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from conftest import ROOT
-from marketplace.protocols.sketch.joint import (FEASIBILITY_TOLERANCE, _nearest_in_region, consistency_gaps,
-                                                project_jointly)
+from marketplace.protocols.sketch.joint import (
+    FEASIBILITY_TOLERANCE,
+    _nearest_in_region,
+    consistency_gaps,
+    project_jointly,
+)
 from marketplace.protocols.sketch.valid import project_moment_answers
 
 TOLERANCE = 1e-9
@@ -51,7 +55,9 @@ def test_any_noisy_answers_come_out_consistent(data):
     result = project_jointly(mean, second, covariance)
     assert_consistent(result)
     assert ((result.mean >= -TOLERANCE) & (result.mean <= 1 + TOLERANCE)).all()
-    assert (result.variance >= -TOLERANCE).all() and (result.variance <= result.mean * (1 - result.mean) + TOLERANCE).all()
+    assert (result.variance >= -TOLERANCE).all() and (
+        result.variance <= result.mean * (1 - result.mean) + TOLERANCE
+    ).all()
     if covariance is not None:
         assert np.linalg.eigvalsh(result.covariance).min() >= -TOLERANCE
         assert np.allclose(np.diag(result.covariance), result.variance, atol=0)
@@ -60,7 +66,9 @@ def test_any_noisy_answers_come_out_consistent(data):
 
 
 @settings(max_examples=60, deadline=None)
-@given(noisy_answers(), arrays(np.float64, 4, elements=st.floats(-5, 5)), arrays(np.float64, 4, elements=st.floats(0.1, 5)))
+@given(
+    noisy_answers(), arrays(np.float64, 4, elements=st.floats(-5, 5)), arrays(np.float64, 4, elements=st.floats(0.1, 5))
+)
 def test_answers_for_any_box_come_out_inside_that_box(answers, low, width):
     mean, second, covariance = answers
     d = mean.size
@@ -75,14 +83,22 @@ def test_answers_for_any_box_come_out_inside_that_box(answers, low, width):
 @given(st.integers(1, 6), st.integers(1, 40), st.integers(0, 2**32 - 1), st.sampled_from(["uniform", "ends", "one"]))
 def test_the_moments_of_a_real_dataset_are_left_alone(d, n, seed, kind):
     rng = np.random.default_rng(seed)
-    X = {"uniform": rng.random((n, d)), "ends": rng.integers(0, 2, (n, d)).astype(float),
-         "one": np.repeat(rng.random((1, d)), n, axis=0)}[kind]
+    X = {
+        "uniform": rng.random((n, d)),
+        "ends": rng.integers(0, 2, (n, d)).astype(float),
+        "one": np.repeat(rng.random((1, d)), n, axis=0),
+    }[kind]
     mean, second, covariance = stats(X)
     result = project_jointly(mean, second, covariance)
     assert result.iterations == 0
     assert (result.mean == mean).all() and (result.second == second).all() and (result.covariance == covariance).all()
-    answers, moved = project_moment_answers({"1": mean.tolist(), "2": second.tolist(), "3": (X**3).mean(axis=0).tolist()},
-                                            covariance, mean, lower=np.zeros(d), upper=np.ones(d))
+    answers, moved = project_moment_answers(
+        {"1": mean.tolist(), "2": second.tolist(), "3": (X**3).mean(axis=0).tolist()},
+        covariance,
+        mean,
+        lower=np.zeros(d),
+        upper=np.ones(d),
+    )
     for name in ("moments", "variances", "covariance"):
         assert moved[name]["changed"] is False and moved[name]["max_change"] == 0.0 and moved[name]["attributes"] == []
     assert answers["moments"]["2"] == second.tolist() and answers["covariance"] == covariance.tolist()
@@ -115,7 +131,9 @@ def test_changed_is_true_exactly_when_a_value_moved(answers, orders_above_two):
         assert entry["attributes"] == np.flatnonzero(delta > 0).tolist()
     assert moved["moments"]["changed"] == any(o["changed"] for o in moved["moments"]["orders"].values())
     delta = np.abs(np.array(out["covariance"]) - covariance)
-    assert moved["covariance"]["changed"] == bool((delta > 0).any()) and moved["covariance"]["max_change"] == delta.max()
+    assert (
+        moved["covariance"]["changed"] == bool((delta > 0).any()) and moved["covariance"]["max_change"] == delta.max()
+    )
     delta = np.abs(np.array(out["variances"]) - np.diag(covariance))
     assert moved["variances"]["changed"] == bool((delta > 0).any())
     higher = np.array([out["moments"][str(k)] for k in range(2, 3 + orders_above_two)])
@@ -180,8 +198,9 @@ def test_a_second_moment_below_the_squared_mean_is_raised_and_reported():
     mean, second = np.array([0.4812, 0.5123]), np.array([0.2242, 0.2626])
     assert second[0] < mean[0] ** 2
     covariance = np.array([[0.00567, -0.00156], [-0.00156, 0.00549]])
-    out, moved = project_moment_answers({"1": mean.tolist(), "2": second.tolist()}, covariance, mean,
-                                        lower=np.zeros(2), upper=np.ones(2))
+    out, moved = project_moment_answers(
+        {"1": mean.tolist(), "2": second.tolist()}, covariance, mean, lower=np.zeros(2), upper=np.ones(2)
+    )
     m, m2, C = np.array(out["moments"]["1"]), np.array(out["moments"]["2"]), np.array(out["covariance"])
     assert (m2 >= m**2).all() and np.allclose(np.diag(C), m2 - m**2, atol=1e-12)
     assert np.allclose(out["variances"], np.diag(C), atol=0)
@@ -189,14 +208,20 @@ def test_a_second_moment_below_the_squared_mean_is_raised_and_reported():
     assert moved["moments"]["orders"]["2"]["changed"] is True and moved["moments"]["orders"]["1"]["changed"] is False
     # alone, attribute 0's two variance estimates (0.00567 and 0.2242 - 0.4812^2 = -0.0074) weigh
     # the same: their mean is negative, so the nearest consistent variance is 0
-    alone, _ = project_moment_answers({"1": mean[:1].tolist(), "2": second[:1].tolist()}, covariance[:1, :1], mean[:1],
-                                      lower=np.zeros(1), upper=np.ones(1))
+    alone, _ = project_moment_answers(
+        {"1": mean[:1].tolist(), "2": second[:1].tolist()},
+        covariance[:1, :1],
+        mean[:1],
+        lower=np.zeros(1),
+        upper=np.ones(1),
+    )
     assert alone["covariance"] == [[0.0]] and alone["moments"]["2"] == [mean[0] ** 2]
 
 
 def test_moments_alone_are_projected_without_a_covariance():
-    out, moved = project_moment_answers({"1": [1.2, 0.3], "2": [0.5, 0.05]}, None, np.array([1.2, 0.3]),
-                                        lower=np.zeros(2), upper=np.ones(2))
+    out, moved = project_moment_answers(
+        {"1": [1.2, 0.3], "2": [0.5, 0.05]}, None, np.array([1.2, 0.3]), lower=np.zeros(2), upper=np.ones(2)
+    )
     assert out["moments"]["1"][0] == 1.0 and out["moments"]["2"][0] == pytest.approx(1.0)  # mean 1: all mass at 1
     assert out["moments"]["2"][1] == pytest.approx(0.09) and out["variances"][1] == pytest.approx(0.0, abs=1e-15)
     assert "covariance" not in out and moved["moments"]["attributes"] == [0, 1]
@@ -216,8 +241,9 @@ def test_the_quickstart_run_reports_jointly_consistent_answers(tmp_path):
     from marketplace.scenario import parse_scenario
 
     raw = yaml.safe_load((ROOT / "scenarios" / "sketch-quickstart.yaml").read_text())
-    report = run_scenario(parse_scenario(raw, source="sketch-quickstart", base_dir=tmp_path), tmp_path / "run",
-                          driver="inprocess")
+    report = run_scenario(
+        parse_scenario(raw, source="sketch-quickstart", base_dir=tmp_path), tmp_path / "run", driver="inprocess"
+    )
     assert report["status"] == "completed", report["failures"]
     est = report["estimates"]
     m, m2, C = (np.array(est["moments"]["1"]), np.array(est["moments"]["2"]), np.array(est["covariance"]))
@@ -237,7 +263,8 @@ def test_subnormal_covariance_entries_do_not_break_the_solver():
     covariance = np.full((4, 4), 2.22507386e-311)
     covariance[0, 2] = covariance[2, 0] = 7.8125e-3
     low, width = np.array([4.0, 0.0, 0.0, 0.0]), np.full(4, 2.875)
-    result = project_jointly(low + width * np.array([0.0, 0.0, 0.005, 0.0]), np.zeros(4), covariance,
-                             lower=low, upper=low + width)
+    result = project_jointly(
+        low + width * np.array([0.0, 0.0, 0.005, 0.0]), np.zeros(4), covariance, lower=low, upper=low + width
+    )
     assert np.isfinite(result.covariance).all() and np.linalg.eigvalsh(result.covariance).min() >= -1e-12
     assert (result.mean >= low).all() and (result.mean <= low + width).all()

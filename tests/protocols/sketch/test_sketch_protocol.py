@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-
 from conftest import ROOT, run_cli
+
 from marketplace.messages import PROTOCOL_VERSION, Envelope, ProtocolError, encode
 from marketplace.parties import build_role, make_world, party_ids
 from marketplace.protocols.sketch import SketchRelease, exact_sketch
@@ -33,13 +33,22 @@ def sketch_scenario() -> dict:
         "seed": 3,
         "parties": {"owners": 3},
         "data": {
-            "source": {"kind": "covariate_shift", "covariate_shift": {"dim": 3, "components": 4, "rows_per_component": 300}},
+            "source": {
+                "kind": "covariate_shift",
+                "covariate_shift": {"dim": 3, "components": 4, "rows_per_component": 300},
+            },
             "partition": {"scheme": "by_group", "skew": 0.8},
             "consumer": {"target_groups": [0], "validation_size": 50, "test_size": 30},
             "seed_set": {"size": 0},
         },
-        "sketch": {"lower": [-10, -10, -10], "upper": [10, 10, 10], "map": {"kind": "rff", "features": 60, "sigma": 0.5},
-                   "epsilon": 2.0, "samples": 3000, "queries": {"moments": 2, "random_counts": 4}},
+        "sketch": {
+            "lower": [-10, -10, -10],
+            "upper": [10, 10, 10],
+            "map": {"kind": "rff", "features": 60, "sigma": 0.5},
+            "epsilon": 2.0,
+            "samples": 3000,
+            "queries": {"moments": 2, "random_counts": 4},
+        },
         "transport": {"heartbeat_interval_s": 0.2, "heartbeat_timeout_s": 5.0, "start_timeout_s": 30.0},
     }
 
@@ -49,7 +58,18 @@ def run(raw, tmp_path, name="run", driver="inprocess"):
 
 
 def without_timing(report: dict) -> dict:
-    drop = {"timing", "parties", "party_details", "pid_of_runner", "driver", "launch", "files", "config", "run_id", "transport_security"}
+    drop = {
+        "timing",
+        "parties",
+        "party_details",
+        "pid_of_runner",
+        "driver",
+        "launch",
+        "files",
+        "config",
+        "run_id",
+        "transport_security",
+    }
     return {k: v for k, v in report.items() if k not in drop}
 
 
@@ -123,15 +143,36 @@ def test_the_run_saves_sketch_files_that_the_cli_answers_from(sketch_scenario, t
     report = run(sketch_scenario, tmp_path)
     merged = Path(report["files"]["sketches"]["merged"])
     assert merged.is_file() and SketchRelease.load(merged).parts == 3
-    result = run_cli("sketch", "query", str(merged), "--scenario", str(tmp_path / "run" / "scenario.resolved.yaml"), "--json")
+    result = run_cli(
+        "sketch", "query", str(merged), "--scenario", str(tmp_path / "run" / "scenario.resolved.yaml"), "--json"
+    )
     assert result.returncode == 0, result.stderr
     answers = json.loads(result.stdout)
     assert answers["moments"]["1"] == pytest.approx(report["estimates"]["moments"]["1"], rel=1e-9, abs=1e-12)
-    assert answers["counts"]["fractions"] == pytest.approx(report["estimates"]["counts"]["fractions"], rel=1e-9, abs=1e-12)
-    custom = run_cli("sketch", "query", str(merged), "--scenario", str(tmp_path / "run" / "scenario.resolved.yaml"),
-                     "--moments", "1", "--count", "0:0:0.5,2:0.1:0.9")
+    assert answers["counts"]["fractions"] == pytest.approx(
+        report["estimates"]["counts"]["fractions"], rel=1e-9, abs=1e-12
+    )
+    custom = run_cli(
+        "sketch",
+        "query",
+        str(merged),
+        "--scenario",
+        str(tmp_path / "run" / "scenario.resolved.yaml"),
+        "--moments",
+        "1",
+        "--count",
+        "0:0:0.5,2:0.1:0.9",
+    )
     assert custom.returncode == 0 and "count query 1" in custom.stdout
-    wrong = run_cli("sketch", "query", str(merged), "--scenario", str(tmp_path / "run" / "scenario.resolved.yaml"), "--set", "seed=4")
+    wrong = run_cli(
+        "sketch",
+        "query",
+        str(merged),
+        "--scenario",
+        str(tmp_path / "run" / "scenario.resolved.yaml"),
+        "--set",
+        "seed=4",
+    )
     assert wrong.returncode == 2 and "map" in wrong.stderr
 
 
@@ -154,9 +195,25 @@ def test_an_owner_that_never_shows_up_is_a_dropout_over_real_processes(sketch_sc
     endpoint_file = tmp_path / "endpoint"
     base = [sys.executable, "-m", "marketplace"]
     insecure = ["--insecure"]  # no CURVE keys for this loopback test
-    curator = subprocess.Popen(base + ["curator", "--scenario", str(path), "--endpoint", "tcp://127.0.0.1:0", "--endpoint-file",
-                                       str(endpoint_file), "--report", str(tmp_path / "curator.json")] + insecure, cwd=ROOT,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    curator = subprocess.Popen(
+        base
+        + [
+            "curator",
+            "--scenario",
+            str(path),
+            "--endpoint",
+            "tcp://127.0.0.1:0",
+            "--endpoint-file",
+            str(endpoint_file),
+            "--report",
+            str(tmp_path / "curator.json"),
+        ]
+        + insecure,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     others = []
     try:
         deadline = time.monotonic() + 60
@@ -166,9 +223,17 @@ def test_an_owner_that_never_shows_up_is_a_dropout_over_real_processes(sketch_sc
         endpoint = endpoint_file.read_text().strip()
         for party in ("owner-1", "owner-3", "consumer"):  # owner-2 never starts
             role = ["owner", "--id", party] if party.startswith("owner") else ["consumer"]
-            others.append(subprocess.Popen(base + role + ["--scenario", str(path), "--endpoint", endpoint, "--report",
-                                                          str(tmp_path / f"{party}.json")] + insecure, cwd=ROOT,
-                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            others.append(
+                subprocess.Popen(
+                    base
+                    + role
+                    + ["--scenario", str(path), "--endpoint", endpoint, "--report", str(tmp_path / f"{party}.json")]
+                    + insecure,
+                    cwd=ROOT,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
         assert curator.wait(timeout=120) == 0, curator.stderr.read()
         assert all(p.wait(timeout=60) == 0 for p in others)
     finally:
@@ -240,7 +305,11 @@ def test_the_curator_flags_a_release_of_another_map_or_shape_or_privacy(started)
     curator.handle(envelope(replace(good, numerator=good.numerator[:-2]), "owner-2"))
     curator.handle(envelope(replace(releases["owner-3"], epsilon=100.0), "owner-3"))
     flagged = curator.result()["flagged"]
-    assert "map_fingerprint" in flagged["owner-1"] and "numerator" in flagged["owner-2"] and "epsilon" in flagged["owner-3"]
+    assert (
+        "map_fingerprint" in flagged["owner-1"]
+        and "numerator" in flagged["owner-2"]
+        and "epsilon" in flagged["owner-3"]
+    )
     assert curator.phase == "closing" and curator.failure == "no owner released a sketch"
 
 
@@ -278,7 +347,11 @@ def test_an_owner_releases_once_and_only_for_its_own_map(started):
     _, roles, _ = started
     owner = roles["owner-1"]
     with pytest.raises(ProtocolError, match="already released"):
-        owner.handle(envelope(SketchRequest(map_fingerprint=owner.feature_map.fingerprint, n_features=60), "curator", "owner-1", 2))
+        owner.handle(
+            envelope(
+                SketchRequest(map_fingerprint=owner.feature_map.fingerprint, n_features=60), "curator", "owner-1", 2
+            )
+        )
     other = roles["owner-2"]
     other.released = None
     with pytest.raises(ProtocolError, match="map_fingerprint"):
@@ -305,8 +378,8 @@ def test_merging_the_published_sketches_equals_sketching_the_union(started, sket
     sketch_scenario["sketch"]["epsilon"] = None
     config = parse_scenario(sketch_scenario, source="t", base_dir=tmp_path).config
     world = make_world(config)
-    from marketplace.protocols.sketch.exchange import public_map, unit_records
     from marketplace.protocols.sketch import merge_sketches
+    from marketplace.protocols.sketch.exchange import public_map, unit_records
 
     fmap = public_map(config)
     parts = [exact_sketch(unit_records(config, o), fmap) for o in world.owners]

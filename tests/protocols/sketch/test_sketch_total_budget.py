@@ -23,13 +23,22 @@ def sketch_raw() -> dict:
         "seed": 3,
         "parties": {"owners": 2},
         "data": {
-            "source": {"kind": "covariate_shift", "covariate_shift": {"dim": 2, "components": 3, "rows_per_component": 300}},
+            "source": {
+                "kind": "covariate_shift",
+                "covariate_shift": {"dim": 2, "components": 3, "rows_per_component": 300},
+            },
             "partition": {"scheme": "by_group", "skew": 0.8},
             "consumer": {"target_groups": [0], "validation_size": 40, "test_size": 20},
             "seed_set": {"size": 0},
         },
-        "sketch": {"lower": [-10, -10], "upper": [10, 10], "map": {"kind": "rff", "features": 20, "sigma": 0.5},
-                   "epsilon": 2.0, "samples": 500, "queries": {"moments": 1, "random_counts": 2, "rank_owners": False}},
+        "sketch": {
+            "lower": [-10, -10],
+            "upper": [10, 10],
+            "map": {"kind": "rff", "features": 20, "sigma": 0.5},
+            "epsilon": 2.0,
+            "samples": 500,
+            "queries": {"moments": 1, "random_counts": 2, "rank_owners": False},
+        },
         "transport": {"heartbeat_interval_s": 0.2, "heartbeat_timeout_s": 5.0, "start_timeout_s": 30.0},
     }
 
@@ -38,7 +47,9 @@ def run(raw, tmp_path, name="run"):
     return run_scenario(parse_scenario(raw, source=name, base_dir=tmp_path), tmp_path / name, driver="inprocess")
 
 
-@pytest.mark.parametrize("mechanism, epsilon, share", [("laplace", 0.3, 0.98), ("laplace", 5.0, 0.5), ("gaussian", 1.5, 0.9)])
+@pytest.mark.parametrize(
+    "mechanism, epsilon, share", [("laplace", 0.3, 0.98), ("laplace", 5.0, 0.5), ("gaussian", 1.5, 0.9)]
+)
 def test_each_owners_ledger_states_exactly_sketch_epsilon(sketch_raw, mechanism, epsilon, share, tmp_path):
     sketch_raw["sketch"].update(mechanism=mechanism, epsilon=epsilon, numerator_share=share, delta=1e-6)
     report = run(sketch_raw, tmp_path)
@@ -47,7 +58,10 @@ def test_each_owners_ledger_states_exactly_sketch_epsilon(sketch_raw, mechanism,
         assert ledger["eps"] == pytest.approx(epsilon, rel=1e-12) and ledger["eps"] <= epsilon * (1 + 1e-15)
         assert ledger["delta"] == (1e-6 if mechanism == "gaussian" else 0.0)
     row = sweeps.sweep_row(report)
-    assert row["eps_spent"] == report["privacy"]["owner-1"]["eps"] and row["delta_spent"] == report["privacy"]["owner-1"]["delta"]
+    assert (
+        row["eps_spent"] == report["privacy"]["owner-1"]["eps"]
+        and row["delta_spent"] == report["privacy"]["owner-1"]["delta"]
+    )
 
 
 @pytest.mark.parametrize("value", [0, -0.5, "x"])
@@ -75,10 +89,16 @@ def test_a_privacy_sweep_is_plotted_against_the_eps_spent(monkeypatch, tmp_path)
 
     labels = []
     monkeypatch.setattr(matplotlib.axes.Axes, "set_xlabel", lambda self, text, *a, **k: labels.append(text))
-    summary = [{"sketch.epsilon": e, "runs": 1, "completed": 1, "eps_spent_mean": e, "moment1_mre_mean": 1 / e} for e in (0.5, 2.0)]
+    summary = [
+        {"sketch.epsilon": e, "runs": 1, "completed": 1, "eps_spent_mean": e, "moment1_mre_mean": 1 / e}
+        for e in (0.5, 2.0)
+    ]
     sweeps.plot_sweep(summary, ["sketch.epsilon"], tmp_path / "a.png", title="t")
     assert labels and all(label.startswith("eps an owner gave up") for label in labels)
     labels.clear()
-    summary = [{"sketch.samples": n, "runs": 1, "completed": 1, "eps_spent_mean": 2.0, "moment1_mre_mean": 1 / n} for n in (500, 900)]
+    summary = [
+        {"sketch.samples": n, "runs": 1, "completed": 1, "eps_spent_mean": 2.0, "moment1_mre_mean": 1 / n}
+        for n in (500, 900)
+    ]
     sweeps.plot_sweep(summary, ["sketch.samples"], tmp_path / "b.png", title="t")
     assert labels == ["sketch.samples"]

@@ -7,11 +7,11 @@ import json
 
 import numpy as np
 import pytest
+from conftest import ROOT, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from conftest import ROOT, run_cli
 from marketplace.protocols.sketch.valid import project_cdf, project_counts, project_covariance, project_higher_moments
 
 finite = st.floats(-2.0, 3.0, allow_nan=False)
@@ -89,11 +89,33 @@ def test_counts_are_never_negative():
 def test_sketch_query_returns_only_valid_answers_and_says_what_it_projected(tmp_path):
     """A very noisy sketch (eps = 0.05) gives raw estimates that are not valid; the CLI's are."""
     out = tmp_path / "run"
-    done = run_cli("run", str(ROOT / "scenarios" / "sketch-quickstart.yaml"), "--driver", "inprocess", "--quiet",
-                   "--set", "sketch.epsilon=0.05", "--out", str(out))
+    done = run_cli(
+        "run",
+        str(ROOT / "scenarios" / "sketch-quickstart.yaml"),
+        "--driver",
+        "inprocess",
+        "--quiet",
+        "--set",
+        "sketch.epsilon=0.05",
+        "--out",
+        str(out),
+    )
     assert done.returncode == 0, done.stderr
-    answer = run_cli("sketch", "query", str(out / "sketches" / "merged.npz"), "--scenario", str(out / "scenario.resolved.yaml"),
-                     "--cdf", "0.05,0.3,0.5,0.7,0.95", "--covariance", "--moments", "3", "--count", "0:0.9:1", "--json")
+    answer = run_cli(
+        "sketch",
+        "query",
+        str(out / "sketches" / "merged.npz"),
+        "--scenario",
+        str(out / "scenario.resolved.yaml"),
+        "--cdf",
+        "0.05,0.3,0.5,0.7,0.95",
+        "--covariance",
+        "--moments",
+        "3",
+        "--count",
+        "0:0.9:1",
+        "--json",
+    )
     assert answer.returncode == 0, answer.stderr
     data = json.loads(answer.stdout)
     cdf = np.array(data["cdf"]["values"])
@@ -104,7 +126,15 @@ def test_sketch_query_returns_only_valid_answers_and_says_what_it_projected(tmp_
     assert np.allclose(np.diag(covariance), np.array(moments["2"]) - np.array(moments["1"]) ** 2, atol=1e-12)
     assert np.allclose(data["variances"], np.diag(covariance), atol=0)
     assert any(p["changed"] for p in data["projections"].values())  # this noisy sketch needed it
-    text = run_cli("sketch", "query", str(out / "sketches" / "merged.npz"), "--scenario", str(out / "scenario.resolved.yaml"),
-                   "--cdf", "0.05,0.3,0.5,0.7,0.95", "--covariance")
+    text = run_cli(
+        "sketch",
+        "query",
+        str(out / "sketches" / "merged.npz"),
+        "--scenario",
+        str(out / "scenario.resolved.yaml"),
+        "--cdf",
+        "0.05,0.3,0.5,0.7,0.95",
+        "--covariance",
+    )
     assert "note: projected onto the answers a dataset in the box could give" in text.stdout
     assert "covariance in x" in text.stdout

@@ -8,8 +8,8 @@ import shutil
 
 import numpy as np
 import pytest
-
 from conftest import ROOT, needs_data
+
 from marketplace.data import SourceConfig, build_world, check_source_available, load_source
 from marketplace.data.sources.office_caltech import OFFICE_DOMAINS, OfficeCaltechSource
 from marketplace.data.sources.superconductivity import (
@@ -107,7 +107,12 @@ def test_superconductivity_statistics_and_groups_come_from_the_reference_file():
     counts = np.bincount(stats.groups(tables.reference_temp), minlength=4)
     assert counts.sum() == 500 and np.all(np.abs(counts - 125) <= 3)  # balanced quartiles (ties at the cuts)
     data = load_source(superconductivity(project_dim=0), rng())
-    assert data.X.shape == (972, 81) and data.group_names == TEMPERATURE_GROUPS == ("low", "middle-low", "middle-high", "high")
+    assert data.X.shape == (972, 81) and data.group_names == TEMPERATURE_GROUPS == (
+        "low",
+        "middle-low",
+        "middle-high",
+        "high",
+    )
     assert np.allclose(data.X, (tables.experiment - tables.reference.mean(axis=0)) / stats.sd)
     assert not np.allclose(data.X.mean(axis=0), 0.0, atol=0.05)  # not the experiment's own z-scores
     temp = tables.experiment_temp
@@ -133,7 +138,9 @@ def test_a_dataset_missing_from_the_cache_names_it_and_the_fetch_command(tmp_pat
     with pytest.raises(DatasetMissing, match="marketplace data fetch office_caltech10_features") as err:
         check_source_available(office())
     assert "surf/amazon.mat" in str(err.value) and str(tmp_path) in str(err.value)
-    with pytest.raises(DatasetMissing, match="subsampled_superconduct_n1000.csv.*marketplace data fetch superconductivity_subsample"):
+    with pytest.raises(
+        DatasetMissing, match="subsampled_superconduct_n1000.csv.*marketplace data fetch superconductivity_subsample"
+    ):
         check_source_available(superconductivity())
 
 
@@ -170,8 +177,12 @@ def test_a_source_whose_options_all_have_defaults_needs_no_section():
 
 
 def test_a_scenario_names_the_bad_key(tmp_path):
-    raw = {"name": "x", "protocol": "stc", "data": {"source": {"kind": "office_caltech",
-           "office_caltech": {"features": "vgg"}}}, "stc": {"domain": {"low": [-1], "high": [1]}}}
+    raw = {
+        "name": "x",
+        "protocol": "stc",
+        "data": {"source": {"kind": "office_caltech", "office_caltech": {"features": "vgg"}}},
+        "stc": {"domain": {"low": [-1], "high": [1]}},
+    }
     with pytest.raises(ValueError, match="data.source.office_caltech.features"):
         parse_scenario(raw, source="t", base_dir=tmp_path)
 
@@ -190,8 +201,11 @@ def test_a_corrupted_nested_office_file_is_refused_before_use(tmp_path, monkeypa
     corrupt = bytearray(webcam.read_bytes())
     corrupt[-1] ^= 0xFF  # same size: only the checksum can tell
     webcam.write_bytes(bytes(corrupt))
-    with pytest.raises(ChecksumMismatch, match=r"surf/webcam\.mat: expected 32406 bytes with SHA-256 a6a9c78b.*"
-                                               r"marketplace data fetch office_caltech10_features"):
+    with pytest.raises(
+        ChecksumMismatch,
+        match=r"surf/webcam\.mat: expected 32406 bytes with SHA-256 a6a9c78b.*"
+        r"marketplace data fetch office_caltech10_features",
+    ):
         load_source(cfg, rng())
 
 
@@ -205,8 +219,9 @@ def test_the_office_scenario_takes_nearly_all_of_webcam_or_dslr_as_t():
     world = build_world(config.data, 1, config.seed)
     assert len(world.validation) == 294 and set(world.validation.group.tolist()) == {1}
     assert len(world.owners[0]) == 958 and set(world.owners[0].group.tolist()) == {0}
-    dslr = load_scenario(SCENARIOS / "stc-office.yaml", ["data.consumer.target_groups=[2]",
-                                                          "data.consumer.validation_size=156"]).config
+    dslr = load_scenario(
+        SCENARIOS / "stc-office.yaml", ["data.consumer.target_groups=[2]", "data.consumer.validation_size=156"]
+    ).config
     assert len(build_world(dslr.data, 1, dslr.seed).validation) == 156
 
 
@@ -214,10 +229,12 @@ def test_the_office_scenario_takes_nearly_all_of_webcam_or_dslr_as_t():
 @needs_office
 def test_a_small_office_stc_run_completes_in_process(tmp_path):
     raw = {
-        "name": "stc-office-tiny", "protocol": "stc", "seed": 2, "parties": {"owners": 1},
+        "name": "stc-office-tiny",
+        "protocol": "stc",
+        "seed": 2,
+        "parties": {"owners": 1},
         "data": {
-            "source": {"kind": "office_caltech",
-                       "office_caltech": {"domains": ["webcam", "dslr"], "project_dim": 8}},
+            "source": {"kind": "office_caltech", "office_caltech": {"domains": ["webcam", "dslr"], "project_dim": 8}},
             "partition": {"scheme": "even", "groups": [2]},
             "consumer": {"target_groups": [1], "target_share": 0.999, "validation_size": 294, "test_size": 1},
             "seed_set": {"size": 0},

@@ -16,6 +16,7 @@ import pytest
 from scipy import stats
 
 from marketplace.privacy.accountant import PrivacyLedger
+from marketplace.privacy.neighbouring import replace_one
 from marketplace.privacy.rng import make_rng
 from marketplace.protocols import stc
 from marketplace.protocols.stc import coreset as coreset_module
@@ -23,7 +24,6 @@ from marketplace.protocols.stc import release as release_module
 from marketplace.protocols.stc import scaling as scaling_module
 from marketplace.protocols.stc import solver as solver_module
 from marketplace.protocols.stc import synthetic as synthetic_module
-from marketplace.privacy.neighbouring import replace_one
 
 ROW = replace_one("a row")
 
@@ -79,8 +79,9 @@ def test_scaling_multiplies_every_distance_by_the_public_factor():
     X = np.random.default_rng(2).uniform(0, 1, size=(30, 3))
     scaling = stc.PublicScaling.for_box([0, 0, 0], [1, 1, 1])
     Y = scaling.apply(X)
-    assert np.allclose(np.linalg.norm(Y[:, None] - Y[None], axis=2),
-                       scaling.factor * np.linalg.norm(X[:, None] - X[None], axis=2))
+    assert np.allclose(
+        np.linalg.norm(Y[:, None] - Y[None], axis=2), scaling.factor * np.linalg.norm(X[:, None] - X[None], axis=2)
+    )
 
 
 def test_scaling_refuses_points_beyond_the_bound_unless_told_to_clip():
@@ -173,7 +174,8 @@ def test_nna_keeps_exactly_the_noisy_means_whose_noisy_count_reaches_the_thresho
 
 def test_nna_zcdp_threshold_is_the_one_sided_gaussian_tail_of_its_noise():
     assert stc.nna_threshold(d=8, gamma=0.05, rho=3.0) == pytest.approx(
-        1 + math.sqrt(2 / 3.0) * math.sqrt(2 * math.log(1 / 0.05)))
+        1 + math.sqrt(2 / 3.0) * math.sqrt(2 * math.log(1 / 0.05))
+    )
 
 
 def test_nna_laplace_noise_has_scale_sqrt_d_plus_1_over_eps():
@@ -371,8 +373,11 @@ def test_float32_blocks_still_end_at_a_swap_local_optimum(monkeypatch):
     solution = stc.solve_stc(T, F, 4, exhaustive_limit=0)
     assert solution.converged and solution.swaps > 0
     chosen = set(solution.indices.tolist())
-    best_swap = min(stc.selection_cost(T, F, np.array(sorted(chosen - {out} | {into})))
-                    for out in chosen for into in set(range(120)) - chosen)
+    best_swap = min(
+        stc.selection_cost(T, F, np.array(sorted(chosen - {out} | {into})))
+        for out in chosen
+        for into in set(range(120)) - chosen
+    )
     assert best_swap >= solution.cost * (1 - 1e-5)  # float32 screening may miss only a negligible swap
 
 
@@ -401,8 +406,14 @@ def test_nna_with_a_coreset_beats_cluster_t_on_the_grid_set():
     core, k = stc.kdtree_coreset(T), 10
     cluster_t = stc.selection_cost(T, S, stc.cluster_t(T, k).indices)
     nonprivate = stc.selection_cost(T, S, stc.nonprivate_stc(S, T, k).indices)
-    nna = np.mean([stc.selection_cost(T, S, stc.solve_stc(T, stc.nna_release(S, core.points, eps=3.0,
-                   rng=seeded(run)).centers, k).indices) for run in range(3)])
+    nna = np.mean(
+        [
+            stc.selection_cost(
+                T, S, stc.solve_stc(T, stc.nna_release(S, core.points, eps=3.0, rng=seeded(run)).centers, k).indices
+            )
+            for run in range(3)
+        ]
+    )
     assert nonprivate <= nna < cluster_t
 
 
@@ -450,21 +461,28 @@ def test_nan_and_wrong_shapes_are_refused():
 
 def test_bad_parameters_are_refused_with_what_was_expected():
     S, T = in_ball(20, 2, seed=36), in_ball(10, 2, seed=37)
-    with pytest.raises(ValueError, match="The 'k' parameter of solve_stc must be at most the number of candidate "
-                                         "target points \\(10\\). Got 11 instead."):
+    with pytest.raises(
+        ValueError,
+        match="The 'k' parameter of solve_stc must be at most the number of candidate "
+        "target points \\(10\\). Got 11 instead.",
+    ):
         stc.solve_stc(T, S, 11)
     with pytest.raises(ValueError, match="The 'k' parameter of solve_stc must be an integer >= 1. Got 0 instead."):
         stc.cluster_t(T, 0)
-    with pytest.raises(ValueError, match="The 'eps' parameter of nna_release must be a positive finite real number. "
-                                         "Got 0 instead."):
+    with pytest.raises(
+        ValueError, match="The 'eps' parameter of nna_release must be a positive finite real number. Got 0 instead."
+    ):
         stc.nna_release(S, T, eps=0, rng=seeded())
-    with pytest.raises(ValueError, match="'eps' parameter of nas_release must be a positive finite real number. "
-                                         "Got -1.0 instead."):
+    with pytest.raises(
+        ValueError, match="'eps' parameter of nas_release must be a positive finite real number. Got -1.0 instead."
+    ):
         stc.nas_release(S, T, t=3, eps=-1.0, rng=seeded())
     with pytest.raises(ValueError, match="exactly one of 'eps'.* and 'rho'"):
         stc.nna_release(S, T, eps=1.0, rho=1.0, rng=seeded())
-    with pytest.raises(ValueError, match="The 't' parameter of nas_release must be at most the number of source "
-                                         "points \\(20\\). Got 21 instead."):
+    with pytest.raises(
+        ValueError,
+        match="The 't' parameter of nas_release must be at most the number of source points \\(20\\). Got 21 instead.",
+    ):
         stc.nas_release(S, T, t=21, eps=1.0, rng=seeded())
     with pytest.raises(ValueError, match="The 'gamma' parameter of nna_release must be in the open interval"):
         stc.nna_release(S, T, eps=1.0, gamma=1.5, rng=seeded())

@@ -14,15 +14,11 @@ import math
 import numpy as np
 import pytest
 from scipy import stats
-
 from test_stc_core import in_ball, seeded
 
 from marketplace.privacy.rng import make_rng
-from marketplace.protocols import stc
 
 pk_module = importlib.import_module("marketplace.protocols.stc.private_kmeans")  # the module: the function has its name
-
-
 
 
 def lloyd(S: np.ndarray, centers: np.ndarray, iterations: int) -> tuple[np.ndarray, np.ndarray]:
@@ -70,8 +66,12 @@ def test_gaussian_sigma_is_sqrt_2_iterations_over_rho():
 def test_laplace_noise_on_the_counts_has_the_split_budgets_scale():
     m, k, eps, iterations = 1000, 10, 2.0, 4
     S = np.tile([[0.1, -0.2]], (m, 1))
-    noise = np.concatenate([count_noise(pk_module.private_kmeans(S, k, eps=eps, iterations=iterations, rng=seeded(s)), m)
-                            for s in range(300)])
+    noise = np.concatenate(
+        [
+            count_noise(pk_module.private_kmeans(S, k, eps=eps, iterations=iterations, rng=seeded(s)), m)
+            for s in range(300)
+        ]
+    )
     b = iterations * (math.sqrt(2) + 1) / eps
     assert stats.kstest(noise / b, "laplace").pvalue > 1e-3
     # Var Lap(b) = 2 b^2, and the sample variance of N draws has sd sqrt(5/N) of it (kurtosis 6)
@@ -81,8 +81,12 @@ def test_laplace_noise_on_the_counts_has_the_split_budgets_scale():
 def test_gaussian_noise_on_the_counts_has_the_split_budgets_sigma():
     m, k, rho, iterations = 1000, 10, 1.0, 4
     S = np.tile([[0.1, -0.2]], (m, 1))
-    noise = np.concatenate([count_noise(pk_module.private_kmeans(S, k, rho=rho, iterations=iterations, rng=seeded(s)), m)
-                            for s in range(300)])
+    noise = np.concatenate(
+        [
+            count_noise(pk_module.private_kmeans(S, k, rho=rho, iterations=iterations, rng=seeded(s)), m)
+            for s in range(300)
+        ]
+    )
     sigma = math.sqrt(2 * iterations / rho)
     assert stats.kstest(noise / sigma, "norm").pvalue > 1e-3
     assert abs(noise.var() / sigma**2 - 1) < 5 * math.sqrt(2 / noise.size)
@@ -154,8 +158,9 @@ def test_the_release_is_a_frozen_record_of_its_cost():
 
 
 def test_secure_mode_takes_the_noise_from_opendp_and_records_it():
-    release = pk_module.private_kmeans(in_ball(40, 2, seed=10), 3, eps=3.0, iterations=2,
-                                 rng=make_rng(seed=None, secure=True), secure=True)
+    release = pk_module.private_kmeans(
+        in_ball(40, 2, seed=10), 3, eps=3.0, iterations=2, rng=make_rng(seed=None, secure=True), secure=True
+    )
     assert release.secure and release.privacy_cost()["secure"] and release.all_centers.shape == (3, 2)
 
 

@@ -8,13 +8,13 @@ import copy
 import numpy as np
 import pytest
 import yaml
-
 from conftest import run_cli
+
 from marketplace.messages import PROTOCOL_VERSION, Envelope, ProtocolError
-from marketplace.protocols.stc.messages import StcRelease, StcTarget
 from marketplace.parties import build_role, make_world, party_ids
 from marketplace.privacy.gdp import gaussian_eps
 from marketplace.protocols.stc import selection_cost
+from marketplace.protocols.stc.messages import StcRelease, StcTarget
 from marketplace.runner.run import run_scenario
 from marketplace.scenario import ScenarioError, parse_scenario
 from marketplace.transport.inprocess import run_inprocess
@@ -186,7 +186,9 @@ def test_the_curator_refuses_a_release_that_is_not_the_scenarios(stc_scenario, t
         curator.handle(envelope(StcRelease(centers=np.zeros((2, 3)), method="nna", notion="dp", cost=3.0), "owner-1"))
     curator.handle(envelope(StcRelease(centers=np.zeros((2, 2)), method="nna", notion="dp", cost=3.0), "owner-1"))
     with pytest.raises(ProtocolError, match="no release is expected"):
-        curator.handle(envelope(StcRelease(centers=np.zeros((2, 2)), method="nna", notion="dp", cost=3.0), "owner-1", msg_id=2))
+        curator.handle(
+            envelope(StcRelease(centers=np.zeros((2, 2)), method="nna", notion="dp", cost=3.0), "owner-1", msg_id=2)
+        )
     with pytest.raises(ProtocolError, match="only the consumer sends T"):
         curator.handle(envelope(StcTarget(points=np.zeros((3, 2))), "owner-2"))
 
@@ -212,7 +214,9 @@ def test_an_owner_releases_once(stc_scenario, tmp_path):
     with pytest.raises(ProtocolError, match="already released"):
         owner.handle(envelope(request, "curator", "owner-1", msg_id=2))
     with pytest.raises(ProtocolError, match=r"expected a non-empty \(m, 2\) array"):
-        build_role(config, "owner-2", world=make_world(config)).handle(envelope(StcRequest(points=np.zeros((4, 3))), "curator", "owner-2"))
+        build_role(config, "owner-2", world=make_world(config)).handle(
+            envelope(StcRequest(points=np.zeros((4, 3))), "curator", "owner-2")
+        )
 
 
 def test_the_coreset_sends_fewer_points_and_still_chooses_from_all_of_t(stc_scenario, tmp_path):
@@ -226,6 +230,7 @@ def test_the_coreset_sends_fewer_points_and_still_chooses_from_all_of_t(stc_scen
 
 def test_the_shipped_synthetic_scenario_beats_ignoring_the_source(tmp_path):
     from conftest import ROOT
+
     from marketplace.scenario import load_scenario
 
     report = run_scenario(load_scenario(ROOT / "scenarios" / "stc-synthetic.yaml"), tmp_path, driver="inprocess")
@@ -255,7 +260,9 @@ def test_an_stc_sweep_writes_its_columns(stc_scenario, tmp_path):
 def test_an_owner_whose_release_cannot_be_read_is_excluded_not_waited_for(stc_scenario, tmp_path):
     curator = started_curator(stc_scenario, tmp_path)
     assert curator.frame_refused("owner-1", "stc_release") == []  # owner-2 is still awaited
-    sends = curator.handle(envelope(StcRelease(centers=np.full((2, 2), 0.2), method="nna", notion="dp", cost=3.0), "owner-2"))
+    sends = curator.handle(
+        envelope(StcRelease(centers=np.full((2, 2), 0.2), method="nna", notion="dp", cost=3.0), "owner-2")
+    )
     forwarded = [s for s in sends if type(s.body).KIND == "stc_releases"]
     assert forwarded and forwarded[0].body.owners == ("owner-2",)
     assert curator.result()["dropouts"]["owner-1"]["reason"] == "sent a release that could not be read"
@@ -354,16 +361,20 @@ def test_an_stc_sweep_with_private_kmeans_writes_its_column_table_and_plot(stc_s
     summary = list(csv.DictReader(open(tmp_path / "out" / "summary.csv")))
     assert all(r["private_kmeans_cost_mean"] for r in summary)
     assert (tmp_path / "out" / "sweep.png").exists()
-    table = sweep_table([{"stc.k": 2, "runs": 1, "completed": 1, "cost_mean": 0.2, "private_kmeans_cost_mean": 0.25}],
-                        ["stc.k"], "t")
+    table = sweep_table(
+        [{"stc.k": 2, "runs": 1, "completed": 1, "cost_mean": 0.2, "private_kmeans_cost_mean": 0.25}], ["stc.k"], "t"
+    )
     assert [c.header for c in table.columns][-2:] == ["PrivateKmeans", "S alone"]
-    assert "PrivateKmeans" not in [c.header for c in sweep_table([{"stc.k": 2, "runs": 1, "completed": 1}], ["stc.k"], "t").columns]
+    assert "PrivateKmeans" not in [
+        c.header for c in sweep_table([{"stc.k": 2, "runs": 1, "completed": 1}], ["stc.k"], "t").columns
+    ]
 
 
 def test_the_non_private_references_are_computed_once_per_world_and_k_and_equal_a_fresh_computation(
-        stc_scenario, tmp_path, monkeypatch):
-    import marketplace.protocols.stc.exchange as exchange_stc
+    stc_scenario, tmp_path, monkeypatch
+):
     import marketplace.protocols.stc as stc_core
+    import marketplace.protocols.stc.exchange as exchange_stc
 
     calls = []
     real = stc_core.cluster_t
@@ -377,4 +388,8 @@ def test_the_non_private_references_are_computed_once_per_world_and_k_and_equal_
     fresh = run(stc_scenario, tmp_path, "fresh")
     assert len(calls) == 2
     for name in ("cluster_t", "nonprivate_stc"):
-        assert dp["metrics"]["baselines"][name] == zcdp["metrics"]["baselines"][name] == fresh["metrics"]["baselines"][name]
+        assert (
+            dp["metrics"]["baselines"][name]
+            == zcdp["metrics"]["baselines"][name]
+            == fresh["metrics"]["baselines"][name]
+        )

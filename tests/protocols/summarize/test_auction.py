@@ -10,17 +10,31 @@ import pytest
 
 from marketplace.privacy.rng import make_rng
 from marketplace.protocols.summarize import bid_value
-from marketplace.protocols.summarize.auction import (Pool, PoolEntry, PrivAuction, paper_expected_requests,
-                                                     request_probabilities, verify)
+from marketplace.protocols.summarize.auction import (
+    Pool,
+    PoolEntry,
+    PrivAuction,
+    paper_expected_requests,
+    request_probabilities,
+    verify,
+)
 
 OWNERS = ("o1", "o2", "o3", "o4", "o5")
 NEVER = 10**9  # a tau that never fires within a test
 
 
-def auction(*, eps_auc: float = 0.5, tau: int = NEVER, seed: int = 1, owners: tuple[str, ...] = OWNERS,
-            rule: str = "two_sided", requests: int | str = "auto") -> PrivAuction:
-    return PrivAuction(owners=owners, eps_auc=eps_auc, tau=tau, rng=make_rng(seed=seed, secure=False), rule=rule,
-                       requests=requests)
+def auction(
+    *,
+    eps_auc: float = 0.5,
+    tau: int = NEVER,
+    seed: int = 1,
+    owners: tuple[str, ...] = OWNERS,
+    rule: str = "two_sided",
+    requests: int | str = "auto",
+) -> PrivAuction:
+    return PrivAuction(
+        owners=owners, eps_auc=eps_auc, tau=tau, rng=make_rng(seed=seed, secure=False), rule=rule, requests=requests
+    )
 
 
 def entry(owner: str, row: int, phi, *, claimed: float = 0.0, round: int = 1) -> PoolEntry:
@@ -49,11 +63,20 @@ def test_request_probabilities_refuse_a_bad_eps(bad):
         request_probabilities(3, bad)
 
 
-@pytest.mark.parametrize("kwargs, error", [
-    ({"tau": 0}, ValueError), ({"tau": 1.5}, TypeError), ({"eps_auc": -1.0}, ValueError),
-    ({"owners": ()}, ValueError), ({"owners": ("a", "a")}, ValueError), ({"rng": 7}, TypeError),
-    ({"rule": "greedy"}, ValueError), ({"requests": 0}, ValueError), ({"requests": "many"}, TypeError),
-])
+@pytest.mark.parametrize(
+    "kwargs, error",
+    [
+        ({"tau": 0}, ValueError),
+        ({"tau": 1.5}, TypeError),
+        ({"eps_auc": -1.0}, ValueError),
+        ({"owners": ()}, ValueError),
+        ({"owners": ("a", "a")}, ValueError),
+        ({"rng": 7}, TypeError),
+        ({"rule": "greedy"}, ValueError),
+        ({"requests": 0}, ValueError),
+        ({"requests": "many"}, TypeError),
+    ],
+)
 def test_auction_parameters_are_checked(kwargs, error):
     args = {"owners": OWNERS, "eps_auc": 0.5, "tau": 3, "rng": np.random.default_rng(0)} | kwargs
     with pytest.raises(error):
@@ -150,10 +173,10 @@ def test_tau_one_asks_every_bidder_every_round():
 
 def test_a_schedule_request_resets_the_tau_count():
     a = auction(eps_auc=30.0, tau=3, owners=("a", "b"), requests=1)
-    a.decide({"a": 0.0, "b": 1.0})                          # b asked (rank 1), a: 1 unasked bid
-    assert a.decide({"a": 1.0, "b": 0.0}) == ["a"]          # a ranks first: asked, count reset
+    a.decide({"a": 0.0, "b": 1.0})  # b asked (rank 1), a: 1 unasked bid
+    assert a.decide({"a": 1.0, "b": 0.0}) == ["a"]  # a ranks first: asked, count reset
     assert a.unasked == {"a": 0, "b": 1}
-    assert a.decide({"a": 1.0, "b": 0.0}) == ["a"]          # b: 2 unasked bids, not yet tau
+    assert a.decide({"a": 1.0, "b": 0.0}) == ["a"]  # b: 2 unasked bids, not yet tau
     assert set(a.decide({"a": 1.0, "b": 0.0})) == {"a", "b"}  # b's third unasked bid: tau
 
 
@@ -198,8 +221,8 @@ def test_each_round_states_its_guarantee():
 
 def test_pool_best_uses_the_current_direction_not_the_bid_at_arrival():
     pool = Pool(OWNERS)
-    early = entry("o1", 0, [1.0, 0.0], claimed=1.0, round=1)   # great under round 1's direction
-    late = entry("o2", 5, [0.0, 1.0], claimed=0.2, round=2)    # a low bid when it came
+    early = entry("o1", 0, [1.0, 0.0], claimed=1.0, round=1)  # great under round 1's direction
+    late = entry("o2", 5, [0.0, 1.0], claimed=0.2, round=2)  # a low bid when it came
     pool.add(early)
     pool.add(late)
     assert pool.best(np.array([1.0, 0.1])) is early

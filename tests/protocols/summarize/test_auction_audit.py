@@ -20,7 +20,12 @@ import pytest
 from scipy.stats import beta
 
 from marketplace.protocols.summarize.auction import PrivAuction
-from marketplace.protocols.summarize.request_schedule import MULT_BITS, _check_two_sided, paper_schedule, two_sided_schedule
+from marketplace.protocols.summarize.request_schedule import (
+    MULT_BITS,
+    _check_two_sided,
+    paper_schedule,
+    two_sided_schedule,
+)
 
 DRAWS = 200_000
 CONFIDENCE = 0.99
@@ -36,8 +41,12 @@ def clopper_pearson(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[flo
     return lo, hi
 
 
-def times_asked(bids: dict[str, float], owner: str, *, rule: str, eps: float, seed: int, requests: int | str = 1) -> int:
-    auction = PrivAuction(owners=OWNERS, eps_auc=eps, tau=NEVER, rng=np.random.default_rng(seed), rule=rule, requests=requests)
+def times_asked(
+    bids: dict[str, float], owner: str, *, rule: str, eps: float, seed: int, requests: int | str = 1
+) -> int:
+    auction = PrivAuction(
+        owners=OWNERS, eps_auc=eps, tau=NEVER, rng=np.random.default_rng(seed), rule=rule, requests=requests
+    )
     return sum(owner in auction.decide(bids) for _ in range(DRAWS))
 
 
@@ -188,8 +197,13 @@ def test_the_number_asked_by_the_papers_coins_adds_no_delta_without_tau():
 
     for eps in (0.1, 1.0):
         ps = np.exp(-eps * np.arange(6))
-        worst = max(max(np.maximum(0, joint(ps, r) - math.exp(eps) * joint(ps, r + 1)).sum(),
-                        np.maximum(0, joint(ps, r + 1) - math.exp(eps) * joint(ps, r)).sum()) for r in range(5))
+        worst = max(
+            max(
+                np.maximum(0, joint(ps, r) - math.exp(eps) * joint(ps, r + 1)).sum(),
+                np.maximum(0, joint(ps, r + 1) - math.exp(eps) * joint(ps, r)).sum(),
+            )
+            for r in range(5)
+        )
         assert worst == pytest.approx(1 - math.exp(-eps), rel=1e-9)
 
 

@@ -21,12 +21,12 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-
 from auction_paths import max_loss, own_view, ratio_bounded, transcript, view_law, world
-from marketplace.protocols.summarize.private_curator import AUCTION, PrivateSchedule
+
 from marketplace.protocols.summarize.auction import PrivAuction
-from marketplace.protocols.summarize.request_schedule import MULT_BITS, dyadic_exp
 from marketplace.protocols.summarize.config import SummarizePrivacy
+from marketplace.protocols.summarize.private_curator import AUCTION, PrivateSchedule
+from marketplace.protocols.summarize.request_schedule import MULT_BITS, dyadic_exp
 
 
 def ledger_eps(*, rule: str, eps: float, tau: int, requests: int, owners: int, rounds: int) -> float:
@@ -39,12 +39,14 @@ def ledger_eps(*, rule: str, eps: float, tau: int, requests: int, owners: int, r
 
 
 def make_auction(names, *, rule: str, eps: float, tau: int, requests: int) -> PrivAuction:
-    return PrivAuction(owners=tuple(names), eps_auc=eps, tau=tau, rng=np.random.default_rng(0), rule=rule,
-                       requests=requests)
+    return PrivAuction(
+        owners=tuple(names), eps_auc=eps, tau=tau, rng=np.random.default_rng(0), rule=rule, requests=requests
+    )
 
 
-def audit(base: dict, neighbour: dict, *, rule: str, eps: float, tau: int, requests: int, rounds: int,
-          changed: str) -> dict[str, tuple[dict, dict]]:
+def audit(
+    base: dict, neighbour: dict, *, rule: str, eps: float, tau: int, requests: int, rounds: int, changed: str
+) -> dict[str, tuple[dict, dict]]:
     """The exact laws of every other owner's view and of the transcript in both worlds."""
     w, w2 = world(base, rounds), world(neighbour, rounds)
     auction = make_auction(base, rule=rule, eps=eps, tau=tau, requests=requests)
@@ -58,7 +60,7 @@ def replacements(base: dict, values=(2.0, -1.0, 0.55)) -> list[tuple[str, int, f
     for owner, pts in base.items():
         for i in range(len(pts)):
             for v in values:
-                out.append((owner, i, v, {**base, owner: [*pts[:i], v, *pts[i + 1:]]}))
+                out.append((owner, i, v, {**base, owner: [*pts[:i], v, *pts[i + 1 :]]}))
     return out
 
 
@@ -74,8 +76,9 @@ def test_the_composed_rule_bounds_every_view_over_the_rounds(eps, tau, requests)
     assert stated == pytest.approx(rounds * eps)
     worst = 0.0
     for owner, i, v, neighbour in replacements(CONSTANT):
-        for name, (law, law2) in audit(CONSTANT, neighbour, rule="composed", eps=eps, tau=tau, requests=requests,
-                                        rounds=rounds, changed=owner).items():
+        for name, (law, law2) in audit(
+            CONSTANT, neighbour, rule="composed", eps=eps, tau=tau, requests=requests, rounds=rounds, changed=owner
+        ).items():
             assert ratio_bounded(law, law2, bound), (owner, i, v, name)
             loss = max_loss(law, law2)
             assert loss <= stated, (owner, i, v, name, loss)
@@ -95,9 +98,13 @@ def test_the_composed_rule_bounds_every_view_when_directions_change_every_round(
     for trial in range(12):
         owner = names[trial % 4]
         i = int(rng.integers(len(base[owner])))
-        neighbour = {**base, owner: [*base[owner][:i], tuple(rng.uniform(-0.5, 1.5, rounds).round(3)), *base[owner][i + 1:]]}
-        for name, (law, law2) in audit(base, neighbour, rule="composed", eps=eps, tau=tau, requests=1, rounds=rounds,
-                                        changed=owner).items():
+        neighbour = {
+            **base,
+            owner: [*base[owner][:i], tuple(rng.uniform(-0.5, 1.5, rounds).round(3)), *base[owner][i + 1 :]],
+        }
+        for name, (law, law2) in audit(
+            base, neighbour, rule="composed", eps=eps, tau=tau, requests=1, rounds=rounds, changed=owner
+        ).items():
             assert ratio_bounded(law, law2, bound), (trial, name)
             assert max_loss(law, law2) <= stated
 
@@ -178,15 +185,15 @@ def test_the_enumerated_law_is_what_decide_draws(rule, requests):
     """The audit's exact law of the transcript (from ``outcomes``/``advance``) against 20,000 runs
     of ``decide`` in the same world (points removed as they are asked): chi-square over every
     transcript with an expected count of at least 5, the rest pooled; a fixed seed."""
-    from scipy.stats import chisquare
-
     from auction_paths import bids
+    from scipy.stats import chisquare
 
     rounds, runs = 3, 20_000
     w = world(CONSTANT, rounds)
     law = view_law(make_auction(CONSTANT, rule=rule, eps=1.0, tau=2, requests=requests), w, rounds, transcript)
-    auction = PrivAuction(owners=tuple(CONSTANT), eps_auc=1.0, tau=2, rng=np.random.default_rng(77), rule=rule,
-                          requests=requests)
+    auction = PrivAuction(
+        owners=tuple(CONSTANT), eps_auc=1.0, tau=2, rng=np.random.default_rng(77), rule=rule, requests=requests
+    )
     counts: dict = {}
     for _ in range(runs):
         a = PrivAuction(owners=auction.owners, eps_auc=1.0, tau=2, rng=auction.rng, rule=rule, requests=requests)
@@ -217,6 +224,7 @@ def test_a_replacement_that_changes_an_owners_distinct_points_is_outside_the_led
     one world only: an unbounded loss, under the composed rule too."""
     base = {"a": [0.9, 0.5], "b": [0.8, 0.6], "c": [0.7, 0.3]}
     duplicated = {**base, "a": [0.9]}
-    for name, (law, law2) in audit(base, duplicated, rule="composed", eps=1.0, tau=2, requests=1, rounds=3,
-                                    changed="a").items():
+    for name, (law, law2) in audit(
+        base, duplicated, rule="composed", eps=1.0, tau=2, requests=1, rounds=3, changed="a"
+    ).items():
         assert max_loss(law, law2) == math.inf, name

@@ -13,11 +13,10 @@ import numpy as np
 import pytest
 from scipy.stats import chisquare
 
-from marketplace.protocols.summarize.private_curator import PrivateSchedule
 from marketplace.protocols.summarize.auction import PrivAuction
-from marketplace.protocols.summarize.request_schedule import (MULT_BITS, composed_schedule, dyadic_exp,
-                                                              uniform_below)
 from marketplace.protocols.summarize.config import SummarizePrivacy
+from marketplace.protocols.summarize.private_curator import PrivateSchedule
+from marketplace.protocols.summarize.request_schedule import MULT_BITS, composed_schedule, dyadic_exp, uniform_below
 
 NEVER = 10**9
 
@@ -89,8 +88,14 @@ def test_decide_as_the_curator_drives_it_matches_the_exact_top_count():
     schedule = PrivateSchedule.resolve(privacy, features=10, rounds=10)
     assert schedule.auction == "composed"
     names = owners(6)
-    auction = PrivAuction(owners=names, eps_auc=schedule.eps_auction, tau=schedule.tau, rng=np.random.default_rng(21),
-                          rule=schedule.auction, requests=schedule.requests_per_round)
+    auction = PrivAuction(
+        owners=names,
+        eps_auc=schedule.eps_auction,
+        tau=schedule.tau,
+        rng=np.random.default_rng(21),
+        rule=schedule.auction,
+        requests=schedule.requests_per_round,
+    )
     bids = {o: float(-i) for i, o in enumerate(names)}  # o0 best
     top = {"o0", "o1"}
     rounds = 30_000
@@ -98,7 +103,9 @@ def test_decide_as_the_curator_drives_it_matches_the_exact_top_count():
     for _ in range(rounds):
         counts[len(top & set(auction.decide(bids)))] += 1
     s = composed_schedule(6, 1.0, 2)
-    exact = [sum((p for S, p in s.set_distribution().items() if sum(r < 2 for r in S) == k), Fraction(0)) for k in range(3)]
+    exact = [
+        sum((p for S, p in s.set_distribution().items() if sum(r < 2 for r in S) == k), Fraction(0)) for k in range(3)
+    ]
     for k in range(3):
         p = float(exact[k])
         assert abs(counts[k] / rounds - p) <= 4.5 * math.sqrt(p * (1 - p) / rounds), (k, counts[k] / rounds, p)
@@ -118,10 +125,19 @@ def test_edge_cases_are_the_everyone_and_uniform_rules():
     assert composed_schedule(4, 50.0, 1).eps == 30.0
 
 
-@pytest.mark.parametrize("kwargs, field", [
-    ({"n": -1}, "'n'"), ({"n": 2.0}, "'n'"), ({"requests": 0}, "'requests'"), ({"requests": True}, "'requests'"),
-    ({"eps": math.nan}, "'eps'"), ({"eps": -0.5}, "'eps'"), ({"top": 0}, "'top'"), ({"top": 7}, "'top'"),
-])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"n": -1}, "'n'"),
+        ({"n": 2.0}, "'n'"),
+        ({"requests": 0}, "'requests'"),
+        ({"requests": True}, "'requests'"),
+        ({"eps": math.nan}, "'eps'"),
+        ({"eps": -0.5}, "'eps'"),
+        ({"top": 0}, "'top'"),
+        ({"top": 7}, "'top'"),
+    ],
+)
 def test_bad_input_is_refused_by_name(kwargs, field):
     args = {"n": 6, "eps": 1.0, "requests": 2} | kwargs
     with pytest.raises(ValueError, match=field):

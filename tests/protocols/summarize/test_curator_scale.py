@@ -5,24 +5,31 @@ measured by benchmarks/bench_inprocess_scale.py, not here.)"""
 from __future__ import annotations
 
 import pytest
-
 from conftest import ROOT
 
-import marketplace.protocols.summarize.exchange as summarize_exchange
 import marketplace.parties as parties
-from marketplace.roles.members import ActiveOwners
+import marketplace.protocols.summarize.exchange as summarize_exchange
 from marketplace.parties import build_role, make_world, party_ids, party_index
+from marketplace.roles.members import ActiveOwners
 from marketplace.runner.run import run_scenario
 from marketplace.scenario import parse_scenario
 
 
 def many_owners_raw(owners: int, *, private: bool = False, rounds: int = 3) -> dict:
     return {
-        "name": "many-owners", "protocol": "summarize", "seed": 5, "parties": {"owners": owners},
-        "data": {"source": {"kind": "covariate_shift", "covariate_shift": {"dim": 3, "components": 4, "rows_per_component": 400}},
-                 "partition": {"scheme": "even"},
-                 "consumer": {"target_groups": [0], "target_share": 0.2, "validation_size": 8, "test_size": 10},
-                 "seed_set": {"groups": [3], "size": 4}},
+        "name": "many-owners",
+        "protocol": "summarize",
+        "seed": 5,
+        "parties": {"owners": owners},
+        "data": {
+            "source": {
+                "kind": "covariate_shift",
+                "covariate_shift": {"dim": 3, "components": 4, "rows_per_component": 400},
+            },
+            "partition": {"scheme": "even"},
+            "consumer": {"target_groups": [0], "target_share": 0.2, "validation_size": 8, "test_size": 10},
+            "seed_set": {"groups": [3], "size": 4},
+        },
         "summarize": {"rounds": rounds, "gamma": 0.5, "features": 30, "baselines": [], "privacy": {"enabled": private}},
     }
 

@@ -113,8 +113,10 @@ def test_every_marginal_stays_a_probability_distribution_after_many_noisy_update
 
 def test_last_iterate_error_shrinks_as_T_grows_at_huge_eps():
     features = h1_features(150, 40)
-    errors = [max_error(h2_release(features, T=T, eps=HUGE_EPS, rng=rng(), release="last")[1], features)
-              for T in (100, 1000, 4000)]
+    errors = [
+        max_error(h2_release(features, T=T, eps=HUGE_EPS, rng=rng(), release="last")[1], features)
+        for T in (100, 1000, 4000)
+    ]
     assert errors[0] > errors[1] > errors[2]
     # measured 0.073, 0.0060, 0.00048. The floor is the quantization noise: sd at most
     # sqrt(2/d) eta / (2 sqrt(q)) = 2.3e-4 per coordinate (d = 40, eta = 1/40, q = 150)
@@ -123,8 +125,10 @@ def test_last_iterate_error_shrinks_as_T_grows_at_huge_eps():
 
 def test_average_of_iterates_converges_too_but_much_more_slowly_than_the_last_iterate():
     features = h1_features(150, 40)
-    errors = [max_error(h2_release(features, T=T, eps=HUGE_EPS, rng=rng(), release="average")[1], features)
-              for T in (500, 2000, 8000)]
+    errors = [
+        max_error(h2_release(features, T=T, eps=HUGE_EPS, rng=rng(), release="average")[1], features)
+        for T in (500, 2000, 8000)
+    ]
     assert errors[0] > errors[1] > errors[2]  # measured 0.047, 0.016, 0.0041
     assert errors[2] < 6e-3
     # the early iterates stay in the average: its error decays about like 1/T, not geometrically
@@ -203,8 +207,10 @@ def test_selection_and_measurement_follow_the_stated_mechanisms():
 def test_the_ledger_records_T_select_and_T_measure_steps_of_half_the_eps_each():
     ledger = PrivacyLedger("consumer:D_v", neighbouring=ROW, theorem="basic")
     h2_release(h1_features(30, 10), T=40, eps=0.01, rng=rng(), ledger=ledger)
-    assert ledger.steps == (Step(mechanism="h2.select", eps=0.005, count=40),
-                            Step(mechanism="h2.measure", eps=0.005, count=40))
+    assert ledger.steps == (
+        Step(mechanism="h2.select", eps=0.005, count=40),
+        Step(mechanism="h2.measure", eps=0.005, count=40),
+    )
     assert ledger.total().eps == pytest.approx(40 * 0.01)
 
 
@@ -236,14 +242,17 @@ def test_a_spend_over_budget_is_refused_before_anything_runs():
 
 def test_every_release_option_is_computed_from_the_same_measurements():
     features = h1_features(30, 10)
-    states = [h2_release(features, T=30, eps=0.5, rng=rng(4), release=r)[0] for r in ("average", "call_average", "last")]
+    states = [
+        h2_release(features, T=30, eps=0.5, rng=rng(4), release=r)[0] for r in ("average", "call_average", "last")
+    ]
     assert all(np.array_equal(s.theta, states[0].theta) for s in states)
 
 
 def test_secure_mode_draws_from_opendp_and_records_the_same_cost():
     ledger = PrivacyLedger("consumer:D_v", neighbouring=ROW, theorem="basic")
-    state, release = h2_release(h1_features(20, 6), T=3, eps=1.0, rng=make_rng(seed=None, secure=True),
-                                secure=True, ledger=ledger)
+    state, release = h2_release(
+        h1_features(20, 6), T=3, eps=1.0, rng=make_rng(seed=None, secure=True), secure=True, ledger=ledger
+    )
     assert state.iterations == 3 and release.shape == (6,) and np.all(np.isfinite(release))
     assert ledger.total().eps == pytest.approx(3.0)
 
@@ -256,12 +265,15 @@ def test_a_seeded_generator_cannot_be_used_for_secure_noise_nor_a_secure_one_for
 # --- bad parameters
 
 
-@pytest.mark.parametrize("eta, message", [
-    (0.3, "2/eta an integer"),
-    (0.0, "positive finite"),
-    (2.0, r"in \(0, 1\]"),
-    ("0.5", "must be a real number"),
-])
+@pytest.mark.parametrize(
+    "eta, message",
+    [
+        (0.3, "2/eta an integer"),
+        (0.0, "positive finite"),
+        (2.0, r"in \(0, 1\]"),
+        ("0.5", "must be a real number"),
+    ],
+)
 def test_a_bad_eta_is_refused_with_what_to_do(eta, message):
     with pytest.raises((ValueError, TypeError), match=message):
         quantize(np.zeros((2, 2)), eta, rng())
@@ -274,22 +286,25 @@ def test_values_outside_minus_1_1_and_features_outside_the_h1_bound_are_refused(
         h2_release(np.full((3, 8), 0.6), T=1, eps=1.0, rng=rng())
 
 
-@pytest.mark.parametrize("kwargs, kind, message", [
-    ({"T": 0}, ValueError, "'T' parameter of mwem must be an integer >= 1"),
-    ({"T": 2.5}, TypeError, "'T' parameter of mwem must be an integer"),
-    ({"eps": 0.0}, ValueError, "'eps' parameter of mwem must be a positive finite"),
-    ({"eps": math.inf}, ValueError, "'eps' parameter"),
-    ({"split": (0.5, 0.6)}, ValueError, "'split' parameter of mwem must be a pair of positive shares summing to 1"),
-    ({"split": [0.5, "0.5"]}, ValueError, "'split' parameter"),
-    ({"split": (1.0, 0.0)}, ValueError, "'split' parameter"),
-    ({"split": "literal"}, ValueError, "or 'paper'"),
-    ({"release": "best"}, ValueError, "'release' parameter of mwem must be one of"),
-    ({"q": 0}, ValueError, "'q' parameter of mwem must be an integer >= 1"),
-    ({"q": 1}, ValueError, r"must lie in \[-q, q\]"),
-    ({"sums": np.zeros(3)}, ValueError, r"shape \(4,\)"),
-    ({"ledger": "D_v"}, TypeError, "'ledger' parameter of mwem must be a PrivacyLedger"),
-    ({"rng": None}, TypeError, "'rng' parameter of Exponential"),
-])
+@pytest.mark.parametrize(
+    "kwargs, kind, message",
+    [
+        ({"T": 0}, ValueError, "'T' parameter of mwem must be an integer >= 1"),
+        ({"T": 2.5}, TypeError, "'T' parameter of mwem must be an integer"),
+        ({"eps": 0.0}, ValueError, "'eps' parameter of mwem must be a positive finite"),
+        ({"eps": math.inf}, ValueError, "'eps' parameter"),
+        ({"split": (0.5, 0.6)}, ValueError, "'split' parameter of mwem must be a pair of positive shares summing to 1"),
+        ({"split": [0.5, "0.5"]}, ValueError, "'split' parameter"),
+        ({"split": (1.0, 0.0)}, ValueError, "'split' parameter"),
+        ({"split": "literal"}, ValueError, "or 'paper'"),
+        ({"release": "best"}, ValueError, "'release' parameter of mwem must be one of"),
+        ({"q": 0}, ValueError, "'q' parameter of mwem must be an integer >= 1"),
+        ({"q": 1}, ValueError, r"must lie in \[-q, q\]"),
+        ({"sums": np.zeros(3)}, ValueError, r"shape \(4,\)"),
+        ({"ledger": "D_v"}, TypeError, "'ledger' parameter of mwem must be a PrivacyLedger"),
+        ({"rng": None}, TypeError, "'rng' parameter of Exponential"),
+    ],
+)
 def test_bad_mwem_parameters_raise_precise_errors(kwargs, kind, message):
     arguments = {"sums": np.array([2.0, -1.0, 0.0, 0.5]), "q": 2, "T": 3, "eps": 1.0, "rng": rng()} | kwargs
     with pytest.raises(kind, match=message):

@@ -8,16 +8,15 @@ import copy
 import numpy as np
 import pytest
 
-from marketplace.scenario.fingerprint import fingerprint
-
 from marketplace.messages import PROTOCOL_VERSION, Envelope, ProtocolError
+from marketplace.parties import build_role, make_world, party_ids
 from marketplace.protocols.summarize.messages import Point, SealedPoint, ValidationEmbedding, ValidationSet
 from marketplace.protocols.summarize.owner import SummarizeOwner
-from marketplace.parties import build_role, make_world, party_ids
 from marketplace.protocols.summarize.sealing import ConsumerKey, SealingError, seal_point, sealed_size
 from marketplace.roles import Send
 from marketplace.runner.run import run_scenario
 from marketplace.scenario import parse_scenario
+from marketplace.scenario.fingerprint import fingerprint
 from marketplace.transport.inprocess import run_inprocess
 from marketplace.transport.node import Node
 
@@ -78,7 +77,9 @@ def test_the_less_trusted_run_selects_and_scores_exactly_like_the_trusted_run(sc
     trusted = run(with_trust(scenario, "trusted", private), tmp_path, "trusted")
     less = run(with_trust(scenario, "less_trusted", private), tmp_path, "less")
     assert less["status"] == trusted["status"] == "completed"
-    assert [s[:2] for s in less["selection"]] == [s[:2] for s in trusted["selection"]]  # keys differ: embedding vs point
+    assert [s[:2] for s in less["selection"]] == [
+        s[:2] for s in trusted["selection"]
+    ]  # keys differ: embedding vs point
     assert less["metrics"]["mmd2"] == trusted["metrics"]["mmd2"]
     assert less["metrics"]["accuracy"] == trusted["metrics"]["accuracy"]
     assert less["privacy"] == trusted["privacy"]
@@ -130,7 +131,13 @@ class SwappingOwner(SummarizeOwner):
         body: SealedPoint = sends[0].body
         other = (body.row + 1) % len(self.data)
         sealed = seal_point(self.data.X[other], int(self.data.y[other]), self.consumer_key)
-        return [Send(sends[0].to, SealedPoint(round=body.round, phi=body.phi, row=body.row, sealed=sealed), reply_to=sends[0].reply_to)]
+        return [
+            Send(
+                sends[0].to,
+                SealedPoint(round=body.round, phi=body.phi, row=body.row, sealed=sealed),
+                reply_to=sends[0].reply_to,
+            )
+        ]
 
 
 class RawOwner(SummarizeOwner):
@@ -139,8 +146,13 @@ class RawOwner(SummarizeOwner):
     def _send_point(self, message):
         sends = super()._send_point(message)
         body = sends[0].body
-        return [Send(sends[0].to, Point(round=body.round, x=self.data.X[body.row], y=int(self.data.y[body.row]), row=body.row),
-                     reply_to=sends[0].reply_to)]
+        return [
+            Send(
+                sends[0].to,
+                Point(round=body.round, x=self.data.X[body.row], y=int(self.data.y[body.row]), row=body.row),
+                reply_to=sends[0].reply_to,
+            )
+        ]
 
 
 def run_roles(config, replace: dict[str, type]):
@@ -149,8 +161,13 @@ def run_roles(config, replace: dict[str, type]):
     for party in party_ids(config):
         role = build_role(config, party, world=world)
         if party in replace:
-            role = replace[party](party_id=party, scenario_name=config.name, data=role.data,
-                                  features=build_role(config, "curator", world=world).features, trust="less_trusted")
+            role = replace[party](
+                party_id=party,
+                scenario_name=config.name,
+                data=role.data,
+                features=build_role(config, "curator", world=world).features,
+                trust="less_trusted",
+            )
             role.config_fingerprint = fingerprint(config)
         roles.append(role)
     run_inprocess([Node(r, run_id="t", max_message_bytes=1 << 24) for r in roles])
@@ -198,12 +215,15 @@ def test_a_less_trusted_curator_refuses_raw_d_v_and_a_trusted_one_refuses_embedd
         trusted.handle(from_consumer(ValidationEmbedding(phi=np.zeros((2, 30)), consumer_key=b"k" * 32)))
 
 
-@pytest.mark.parametrize("phi, reason", [
-    (np.zeros((2, 29)), "width 30"),
-    (np.full((2, 30), np.nan), "non-finite"),
-    (np.full((2, 30), 0.5), "exceeds sqrt"),
-    (np.zeros((0, 30)), "at least one row"),
-])
+@pytest.mark.parametrize(
+    "phi, reason",
+    [
+        (np.zeros((2, 29)), "width 30"),
+        (np.full((2, 30), np.nan), "non-finite"),
+        (np.full((2, 30), 0.5), "exceeds sqrt"),
+        (np.zeros((0, 30)), "at least one row"),
+    ],
+)
 def test_a_less_trusted_curator_refuses_embeddings_that_cannot_be_h1(scenario, tmp_path, phi, reason):
     curator = curator_for(scenario, "less_trusted", tmp_path)
     with pytest.raises(ProtocolError, match=reason):
@@ -216,7 +236,9 @@ def test_a_less_trusted_owner_refuses_g_tilde_without_the_consumers_key(scenario
 
     config = parse_scenario(with_trust(scenario, "less_trusted"), source="t", base_dir=tmp_path).config
     owner = build_role(config, "owner-1", world=make_world(config))
-    message = Envelope(PROTOCOL_VERSION, "t", 1, "curator", "owner-1", "target_embedding", None, TargetEmbedding(mean=np.zeros(30)))
+    message = Envelope(
+        PROTOCOL_VERSION, "t", 1, "curator", "owner-1", "target_embedding", None, TargetEmbedding(mean=np.zeros(30))
+    )
     with pytest.raises(ProtocolError, match="consumer_key is missing"):
         owner.handle(message)
 

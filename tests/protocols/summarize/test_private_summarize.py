@@ -16,8 +16,9 @@ def private_scenario(tiny_scenario):
     scenario = copy.deepcopy(tiny_scenario)
     scenario["data"]["source"]["covariate_shift"]["rows_per_component"] = 120
     scenario["data"]["consumer"].update(validation_size=30, test_size=20)
-    scenario["summarize"].update(rounds=8, features=40,
-                                 privacy={"enabled": True, "t_init": 200, "t_sub": 5, "eps_auction": 0.5, "tau": 3})
+    scenario["summarize"].update(
+        rounds=8, features=40, privacy={"enabled": True, "t_init": 200, "t_sub": 5, "eps_auction": 0.5, "tau": 3}
+    )
     return scenario
 
 
@@ -39,7 +40,8 @@ def test_a_private_run_reports_a_ledger_per_protected_dataset(private_scenario, 
     m = report["metrics"]
     greedy = m["baselines"]["non_private_greedy"]  # like with like: both with the seed set, both alone
     assert m["mmd2_with_seed_set_increase_over_greedy_pct"] == pytest.approx(
-        100 * (m["mmd2_with_seed_set"] / greedy["mmd2_with_seed_set"] - 1), rel=1e-12)
+        100 * (m["mmd2_with_seed_set"] / greedy["mmd2_with_seed_set"] - 1), rel=1e-12
+    )
     assert m["mmd2_alone_increase_over_greedy_pct"] == pytest.approx(100 * (m["mmd2"] / greedy["mmd2"] - 1), rel=1e-12)
     assert "mmd2_increase_over_greedy_pct" not in m  # the old name did not say which MMD^2 it compared
 
@@ -60,8 +62,15 @@ def test_a_private_run_gives_the_same_report_with_either_driver(private_scenario
 
 def test_with_huge_eps_the_private_run_selects_what_the_non_private_one_does(private_scenario, tmp_path):
     huge = copy.deepcopy(private_scenario)
-    huge["summarize"]["privacy"].update(eps_validation=1e6, eps_first_round=1e6, eps_later_rounds=1e6,
-                                        eps_auction=50.0, tau=1000, t_init=3000, t_sub=400)
+    huge["summarize"]["privacy"].update(
+        eps_validation=1e6,
+        eps_first_round=1e6,
+        eps_later_rounds=1e6,
+        eps_auction=50.0,
+        tau=1000,
+        t_init=3000,
+        t_sub=400,
+    )
     private = run(huge, tmp_path, "private")
     plain = copy.deepcopy(huge)
     plain["summarize"]["privacy"] = {"enabled": False}
@@ -78,7 +87,14 @@ def test_owners_learn_only_whether_they_were_asked(private_scenario, tmp_path):
     for party, details in report["party_details"].items():
         if party.startswith("owner-"):
             assert details["result"]["rounds_seen"] == 8
-    kinds_to_owners = {k for k in report["messages"]["by_kind"]} - {"hello", "validation_set", "bid", "point", "summary", "bye"}
+    kinds_to_owners = {k for k in report["messages"]["by_kind"]} - {
+        "hello",
+        "validation_set",
+        "bid",
+        "point",
+        "summary",
+        "bye",
+    }
     assert kinds_to_owners == {"target_embedding", "round_open", "request", "shutdown"}
 
 
@@ -93,25 +109,32 @@ def test_the_plan_checked_before_start_is_what_the_run_spends(private_scenario, 
     from marketplace.protocols.summarize.private_curator import PrivateSchedule
 
     config = parse_scenario(private_scenario, source="private", base_dir=tmp_path).config
-    schedule = PrivateSchedule.resolve(config.summarize.privacy, features=config.summarize.features, rounds=config.summarize.rounds)
+    schedule = PrivateSchedule.resolve(
+        config.summarize.privacy, features=config.summarize.features, rounds=config.summarize.rounds
+    )
     planned = schedule.ledgers()
-    schedule.plan(planned, config.summarize.rounds, seed_set_size=config.data.seed_set.size, owners=config.parties.owners)
+    schedule.plan(
+        planned, config.summarize.rounds, seed_set_size=config.data.seed_set.size, owners=config.parties.owners
+    )
     report = run(private_scenario, tmp_path)
     for name, ledger in planned.items():
         assert report["privacy"][name]["eps"] == pytest.approx(ledger.to_dict()["eps"], rel=1e-12), name
 
 
 def test_a_lying_owner_is_caught_in_the_private_auction(private_scenario, tmp_path):
+    from test_roles import CheatingOwner
+
     from marketplace.parties import build_role, make_world, party_ids
     from marketplace.transport.inprocess import run_inprocess
     from marketplace.transport.node import Node
-    from test_roles import CheatingOwner
 
     config = parse_scenario(private_scenario, source="private", base_dir=tmp_path).config
     world = make_world(config)
     roles = [build_role(config, p, world=world) for p in party_ids(config)]
     honest = roles[1]
-    roles[1] = CheatingOwner(party_id="owner-1", scenario_name=config.name, data=honest.data, features=roles[0].features)
+    roles[1] = CheatingOwner(
+        party_id="owner-1", scenario_name=config.name, data=honest.data, features=roles[0].features
+    )
     roles[1].config_fingerprint = honest.config_fingerprint
     run_inprocess([Node(r, run_id="t", max_message_bytes=1 << 24) for r in roles])
     curator = roles[0]

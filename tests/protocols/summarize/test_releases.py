@@ -10,15 +10,15 @@ import math
 import numpy as np
 import pytest
 
-from marketplace.protocols.summarize.private_curator import GAUSSIAN_MECHANISM, PrivateSchedule
 from marketplace.privacy.accountant import PrivacyLedger, calibrate_zcdp, zcdp_to_dp
+from marketplace.privacy.gdp import calibrate_mu, gaussian_eps
+from marketplace.privacy.neighbouring import replace_one
 from marketplace.privacy.rng import make_rng
 from marketplace.protocols.summarize.features import RandomFourierFeatures
 from marketplace.protocols.summarize.gaussian_release import SUM_L2_SENSITIVITY, gaussian_mean_release, james_stein
+from marketplace.protocols.summarize.private_curator import GAUSSIAN_MECHANISM, PrivateSchedule
 from marketplace.runner.run import run_scenario
 from marketplace.scenario import parse_scenario
-from marketplace.privacy.gdp import calibrate_mu, gaussian_eps
-from marketplace.privacy.neighbouring import replace_one
 
 ROW = replace_one("a row")
 
@@ -77,7 +77,9 @@ def test_the_gaussian_release_stays_in_the_box_of_h1_means_and_refuses_what_is_n
 def test_the_gaussian_release_records_its_rho_on_the_ledger():
     ledger = PrivacyLedger("D", neighbouring=ROW, theorem="advanced", delta=1e-5)
     gaussian_mean_release(np.zeros((4, 8)), rho=0.02, rng=make_rng(seed=0, secure=False), ledger=ledger)
-    assert ledger.to_dict()["steps"] == [{"mechanism": "gaussian mean embedding", "rho": 0.02, "mu": pytest.approx(0.2), "count": 1}]
+    assert ledger.to_dict()["steps"] == [
+        {"mechanism": "gaussian mean embedding", "rho": 0.02, "mu": pytest.approx(0.2), "count": 1}
+    ]
     assert ledger.to_dict()["gaussian_accountant"] == "exact"
     assert ledger.total().eps == pytest.approx(gaussian_eps(mu=0.2, delta=1e-5))  # the exact conversion
     assert ledger.total().eps < zcdp_to_dp(0.02, 1e-5, method="cks")  # tighter than the zCDP one
@@ -99,8 +101,9 @@ def private_scenario(tiny_scenario):
     scenario = copy.deepcopy(tiny_scenario)
     scenario["data"]["source"]["covariate_shift"]["rows_per_component"] = 120
     scenario["data"]["consumer"].update(validation_size=30, test_size=20)
-    scenario["summarize"].update(rounds=8, features=40,
-                                 privacy={"enabled": True, "t_init": 200, "t_sub": 5, "eps_auction": 0.5, "tau": 3})
+    scenario["summarize"].update(
+        rounds=8, features=40, privacy={"enabled": True, "t_init": 200, "t_sub": 5, "eps_auction": 0.5, "tau": 3}
+    )
     return scenario
 
 
@@ -115,13 +118,18 @@ def with_release(raw, release):
 
 
 def test_every_release_ends_a_run_at_the_same_guarantee_per_protected_dataset(private_scenario, tmp_path):
-    reports = {r: run(with_release(private_scenario, r), tmp_path, r)
-               for r in ("mwem_paper", "mwem_call_average", "mwem_last", "gaussian")}
+    reports = {
+        r: run(with_release(private_scenario, r), tmp_path, r)
+        for r in ("mwem_paper", "mwem_call_average", "mwem_last", "gaussian")
+    }
     reference = reports["mwem_paper"]["privacy"]
     for release, report in reports.items():
         assert report["status"] == "completed", release
         for dataset in ("consumer:D_v", "D_s"):
-            assert report["privacy"][dataset]["eps"] == pytest.approx(reference[dataset]["eps"], rel=1e-6), (release, dataset)
+            assert report["privacy"][dataset]["eps"] == pytest.approx(reference[dataset]["eps"], rel=1e-6), (
+                release,
+                dataset,
+            )
             assert report["privacy"][dataset]["delta"] == pytest.approx(reference[dataset]["delta"], rel=1e-6)
     steps = reports["gaussian"]["privacy"]["D_s"]["steps"]
     assert [s["mechanism"] for s in steps] == [GAUSSIAN_MECHANISM] and steps[0]["count"] == 7  # rounds 2..8
@@ -133,15 +141,18 @@ def test_the_gaussian_schedule_is_calibrated_from_the_mwem_totals(private_scenar
     total_v, total_s = schedule.mwem_totals(8)
     assert schedule.rho_validation == pytest.approx(calibrate_mu(total_v.eps, total_v.delta) ** 2 / 2)
     assert schedule.rho_per_round * 7 == pytest.approx(calibrate_mu(total_s.eps, total_s.delta) ** 2 / 2)
-    conservative = PrivateSchedule.resolve(dataclasses.replace(config.summarize.privacy, gaussian_accountant="zcdp"),
-                                           features=40, rounds=8)
+    conservative = PrivateSchedule.resolve(
+        dataclasses.replace(config.summarize.privacy, gaussian_accountant="zcdp"), features=40, rounds=8
+    )
     assert conservative.rho_validation == pytest.approx(calibrate_zcdp(total_v.eps, total_v.delta))
     assert conservative.rho_validation < schedule.rho_validation  # more noise for the same stated guarantee
 
 
 def test_with_huge_eps_the_gaussian_run_selects_what_the_non_private_one_does(private_scenario, tmp_path):
     huge = with_release(private_scenario, "gaussian")
-    huge["summarize"]["privacy"].update(eps_validation=1e4, eps_first_round=1e4, eps_later_rounds=1e4, eps_auction=50.0, tau=1000)
+    huge["summarize"]["privacy"].update(
+        eps_validation=1e4, eps_first_round=1e4, eps_later_rounds=1e4, eps_auction=50.0, tau=1000
+    )
     private = run(huge, tmp_path, "private")
     plain = copy.deepcopy(huge)
     plain["summarize"]["privacy"] = {"enabled": False}
@@ -150,10 +161,11 @@ def test_with_huge_eps_the_gaussian_run_selects_what_the_non_private_one_does(pr
 
 
 def test_a_round_reopened_after_a_lying_winner_spends_nothing_beyond_the_plan(private_scenario, tmp_path):
+    from test_roles import CheatingOwner
+
     from marketplace.parties import build_role, make_world, party_ids
     from marketplace.transport.inprocess import run_inprocess
     from marketplace.transport.node import Node
-    from test_roles import CheatingOwner
 
     private_scenario["summarize"]["privacy"].update(eps_auction=50.0, tau=1000)  # only rank 1 is ever asked
     config = parse_scenario(private_scenario, source="private", base_dir=tmp_path).config
@@ -161,7 +173,9 @@ def test_a_round_reopened_after_a_lying_winner_spends_nothing_beyond_the_plan(pr
     roles = [build_role(config, p, world=world) for p in party_ids(config)]
     for i in range(1, 4):  # every owner lies: each reopened round finds an empty pool
         fingerprint = roles[i].config_fingerprint
-        roles[i] = CheatingOwner(party_id=roles[i].party_id, scenario_name=config.name, data=roles[i].data, features=roles[0].features)
+        roles[i] = CheatingOwner(
+            party_id=roles[i].party_id, scenario_name=config.name, data=roles[i].data, features=roles[0].features
+        )
         roles[i].config_fingerprint = fingerprint
     run_inprocess([Node(r, run_id="t", max_message_bytes=1 << 24) for r in roles])
     curator = roles[0]

@@ -7,15 +7,14 @@ import dataclasses
 import numpy as np
 import pytest
 
-from marketplace.scenario.fingerprint import fingerprint
-
 from marketplace.messages import PROTOCOL_VERSION, Envelope, ProtocolError
 from marketplace.messages.kinds import Hello
+from marketplace.parties import build_role, make_world, party_ids
 from marketplace.protocols.summarize.messages import Bid, Point, Request, RoundOpen, TargetEmbedding
 from marketplace.protocols.summarize.owner import SummarizeOwner
-from marketplace.parties import build_role, make_world, party_ids
 from marketplace.roles import Role, Send
 from marketplace.scenario import parse_scenario
+from marketplace.scenario.fingerprint import fingerprint
 from marketplace.transport.inprocess import run_inprocess
 from marketplace.transport.node import Node
 
@@ -27,8 +26,13 @@ class CheatingOwner(SummarizeOwner):
         sends = super()._send_point(message)
         point = sends[0].body
         other = (point.row + 1) % len(self.data)
-        return [Send(sends[0].to, Point(round=point.round, x=self.data.X[other], y=int(self.data.y[other]), row=other),
-                     reply_to=sends[0].reply_to)]
+        return [
+            Send(
+                sends[0].to,
+                Point(round=point.round, x=self.data.X[other], y=int(self.data.y[other]), row=other),
+                reply_to=sends[0].reply_to,
+            )
+        ]
 
 
 @pytest.fixture
@@ -44,7 +48,12 @@ def run_with(config, replace: dict[str, type] | None = None):
         role = build_role(config, party, world=world)
         if replace and party in replace:
             honest = role
-            role = replace[party](party_id=party, scenario_name=config.name, data=honest.data, features=build_role(config, "curator", world=world).features)
+            role = replace[party](
+                party_id=party,
+                scenario_name=config.name,
+                data=honest.data,
+                features=build_role(config, "curator", world=world).features,
+            )
             role.config_fingerprint = honest.config_fingerprint
         roles.append(role)
     nodes = [Node(r, run_id="t", max_message_bytes=1 << 24) for r in roles]
@@ -81,10 +90,19 @@ def test_an_owner_bids_its_best_unsent_point_and_never_offers_it_again(config):
     owner.handle(envelope(TargetEmbedding(mean=np.full(d, 0.05)), sender="curator", receiver="owner-1"))
     seen = []
     for round_no in range(1, 6):
-        (bid,) = owner.handle(envelope(RoundOpen(round=round_no, summary_mean=np.zeros(d), q=0), sender="curator", receiver="owner-1", msg_id=2 * round_no))
+        (bid,) = owner.handle(
+            envelope(
+                RoundOpen(round=round_no, summary_mean=np.zeros(d), q=0),
+                sender="curator",
+                receiver="owner-1",
+                msg_id=2 * round_no,
+            )
+        )
         expected = owner.phi[owner.available] @ np.full(d, 0.05)
         assert bid.body.value == pytest.approx(expected.max(), rel=1e-12)
-        (point,) = owner.handle(envelope(Request(round=round_no), sender="curator", receiver="owner-1", msg_id=2 * round_no + 1))
+        (point,) = owner.handle(
+            envelope(Request(round=round_no), sender="curator", receiver="owner-1", msg_id=2 * round_no + 1)
+        )
         seen.append(point.body.row)
     assert len(set(seen)) == 5 and not owner.available[seen].any()
 
@@ -107,13 +125,17 @@ def test_the_curator_refuses_a_stranger_a_duplicate_bid_and_an_unrequested_point
 
 def test_a_party_of_the_run_whose_hello_is_wrong_is_refused_and_dropped_at_once(config):
     curator = build_role(config, "curator", world=make_world(config))
-    (refusal, *_) = curator.handle(envelope(Hello(role="consumer", protocol="summarize", scenario="tiny",
-                                                  config=fingerprint(config)), sender="owner-1"))
+    (refusal, *_) = curator.handle(
+        envelope(
+            Hello(role="consumer", protocol="summarize", scenario="tiny", config=fingerprint(config)), sender="owner-1"
+        )
+    )
     assert refusal.body.code == "refused" and "expected role 'owner'" in refusal.body.detail
     assert "owner-1" in curator.dropouts and "refused at hello" in curator.dropouts["owner-1"]["reason"]
     other_seed = fingerprint(dataclasses.replace(config, seed=config.seed + 1))
-    (refusal, *_) = curator.handle(envelope(Hello(role="owner", protocol="summarize", scenario="tiny", config=other_seed),
-                                            sender="owner-2"))
+    (refusal, *_) = curator.handle(
+        envelope(Hello(role="owner", protocol="summarize", scenario="tiny", config=other_seed), sender="owner-2")
+    )
     assert "seed (curator: 11, this party: 12)" in refusal.body.detail
     assert "owner-2" not in curator.active
 
@@ -123,8 +145,11 @@ def test_an_owner_lost_while_bidding_is_dropped_and_the_round_goes_on(config):
     curator = build_role(config, "curator", world=world)
     for party in party_ids(config)[1:]:
         role = "consumer" if party == "consumer" else "owner"
-        curator.handle(envelope(Hello(role=role, protocol="summarize", scenario="tiny", config=fingerprint(config)), sender=party))
+        curator.handle(
+            envelope(Hello(role=role, protocol="summarize", scenario="tiny", config=fingerprint(config)), sender=party)
+        )
     from marketplace.protocols.summarize.messages import ValidationSet
+
     sends = curator.handle(envelope(ValidationSet(X=world.validation.X), sender="consumer"))
     assert {s.to for s in sends if isinstance(s.body, RoundOpen)} == {"owner-1", "owner-2", "owner-3"}
     curator.handle(envelope(Bid(round=1, value=0.2, available=True), sender="owner-1", msg_id=2))

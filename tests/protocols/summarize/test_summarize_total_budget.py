@@ -9,8 +9,8 @@ import dataclasses
 
 import pytest
 import yaml
-
 from conftest import run_cli, tiny_raw
+
 from marketplace.protocols.summarize.config import SummarizePrivacy
 from marketplace.protocols.summarize.private_curator import PrivateSchedule
 from marketplace.runner.run import run_scenario
@@ -29,17 +29,29 @@ def run(raw, tmp_path, name="run"):
     return run_scenario(parse_scenario(raw, source=name, base_dir=tmp_path), tmp_path / name, driver="inprocess")
 
 
-@pytest.mark.parametrize("privacy, seed_set", [
-    ({"release": "gaussian"}, 4),
-    ({"release": "gaussian", "gaussian_accountant": "zcdp"}, 4),
-    ({"release": "gaussian", "secure": True}, 4),
-    ({"release": "gaussian"}, 0),
-    ({"release": "mwem_last", "theorem": "advanced"}, 4),
-    ({"release": "mwem_paper", "theorem": "basic"}, 4),
-    ({"release": "mwem_call_average", "theorem": "zcdp"}, 4),
-    ({"release": "mwem_last", "theorem": "advanced"}, 0),  # round 2's first private release runs T_init
-], ids=["gaussian-exact", "gaussian-zcdp", "gaussian-secure", "gaussian-no-seed-set", "mwem-advanced", "mwem-basic",
-        "mwem-zcdp", "mwem-no-seed-set"])
+@pytest.mark.parametrize(
+    "privacy, seed_set",
+    [
+        ({"release": "gaussian"}, 4),
+        ({"release": "gaussian", "gaussian_accountant": "zcdp"}, 4),
+        ({"release": "gaussian", "secure": True}, 4),
+        ({"release": "gaussian"}, 0),
+        ({"release": "mwem_last", "theorem": "advanced"}, 4),
+        ({"release": "mwem_paper", "theorem": "basic"}, 4),
+        ({"release": "mwem_call_average", "theorem": "zcdp"}, 4),
+        ({"release": "mwem_last", "theorem": "advanced"}, 0),  # round 2's first private release runs T_init
+    ],
+    ids=[
+        "gaussian-exact",
+        "gaussian-zcdp",
+        "gaussian-secure",
+        "gaussian-no-seed-set",
+        "mwem-advanced",
+        "mwem-basic",
+        "mwem-zcdp",
+        "mwem-no-seed-set",
+    ],
+)
 @pytest.mark.parametrize("total", [0.3, 4.0])
 def test_the_ds_ledger_states_exactly_the_total_budget(privacy, seed_set, total, tmp_path):
     report = run(private_raw(seed_set, total_epsilon=total, **privacy), tmp_path)
@@ -61,8 +73,12 @@ def test_the_auction_and_dv_ledgers_do_not_move_with_the_total(tmp_path):
 def test_mwem_scaling_keeps_the_ratio_of_first_to_later_iterations():
     privacy = SummarizePrivacy(enabled=True, release="mwem_last", t_init=20)
     today = PrivateSchedule.resolve(privacy, features=30, rounds=6)
-    scaled = PrivateSchedule.resolve(dataclasses.replace(privacy, total_epsilon=2.0), features=30, rounds=6, seed_set_size=0)
-    assert scaled.eps_first_round / scaled.eps_later_rounds == pytest.approx(today.eps_first_round / today.eps_later_rounds)
+    scaled = PrivateSchedule.resolve(
+        dataclasses.replace(privacy, total_epsilon=2.0), features=30, rounds=6, seed_set_size=0
+    )
+    assert scaled.eps_first_round / scaled.eps_later_rounds == pytest.approx(
+        today.eps_first_round / today.eps_later_rounds
+    )
     assert scaled.summary_total(6, seed_set_size=0).eps == pytest.approx(2.0, rel=1e-9)
     assert scaled.eps_later_rounds > today.eps_later_rounds  # more budget than today's default schedule spends
 
@@ -75,13 +91,19 @@ def test_without_the_knob_the_schedule_is_todays():
     assert schedule.rho_per_round == pytest.approx(schedule.calibrate_rho(mwem_total.eps, 1e-4) / 5)
 
 
-@pytest.mark.parametrize("change, expected", [
-    ({"total_epsilon": 0}, "summarize.privacy.total_epsilon: expected"),
-    ({"total_epsilon": -1.0}, "summarize.privacy.total_epsilon: expected"),
-    ({"total_epsilon": "lots"}, "summarize.privacy.total_epsilon: expected"),
-    ({"total_epsilon": 1.0, "eps_later_rounds": 0.01}, "summarize.privacy.total_epsilon: expected either total_epsilon or eps_later_rounds"),
-    ({"total_epsilon": 1.0, "enabled": False}, "summarize.privacy.total_epsilon: expected a private run"),
-])
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        ({"total_epsilon": 0}, "summarize.privacy.total_epsilon: expected"),
+        ({"total_epsilon": -1.0}, "summarize.privacy.total_epsilon: expected"),
+        ({"total_epsilon": "lots"}, "summarize.privacy.total_epsilon: expected"),
+        (
+            {"total_epsilon": 1.0, "eps_later_rounds": 0.01},
+            "summarize.privacy.total_epsilon: expected either total_epsilon or eps_later_rounds",
+        ),
+        ({"total_epsilon": 1.0, "enabled": False}, "summarize.privacy.total_epsilon: expected a private run"),
+    ],
+)
 def test_a_bad_total_is_refused_naming_the_key(change, expected, tmp_path):
     raw = private_raw()
     raw["summarize"]["privacy"].update(change)
@@ -99,14 +121,20 @@ def test_a_one_round_run_cannot_spend_a_total_and_is_refused(tmp_path):
 @pytest.mark.parametrize("release, seed_set", [("gaussian", 4), ("mwem_last", 4), ("mwem_last", 0)])
 def test_a_total_above_budget_summary_is_refused_before_start(release, seed_set, tmp_path):
     with pytest.raises(ScenarioError, match="summarize.privacy.budget_summary"):
-        parse_scenario(private_raw(seed_set, release=release, total_epsilon=2.0, budget_summary=1.9), source="t", base_dir=tmp_path)
-    parse_scenario(private_raw(seed_set, release=release, total_epsilon=2.0, budget_summary=2.0), source="t", base_dir=tmp_path)
+        parse_scenario(
+            private_raw(seed_set, release=release, total_epsilon=2.0, budget_summary=1.9), source="t", base_dir=tmp_path
+        )
+    parse_scenario(
+        private_raw(seed_set, release=release, total_epsilon=2.0, budget_summary=2.0), source="t", base_dir=tmp_path
+    )
 
 
 def test_the_plan_counts_the_first_private_mwem_release_when_the_seed_set_is_empty():
     """With no seed set, round 2's release is the first on D_s and runs T_init iterations at eps_1:
     the budget check must plan exactly what the run's D_s ledger will state."""
-    schedule = PrivateSchedule.resolve(SummarizePrivacy(enabled=True, release="mwem_last", t_init=20), features=30, rounds=6)
+    schedule = PrivateSchedule.resolve(
+        SummarizePrivacy(enabled=True, release="mwem_last", t_init=20), features=30, rounds=6
+    )
     ledgers = schedule.ledgers()
     schedule.plan(ledgers, 6, seed_set_size=0)
     assert ledgers["D_s"].total().eps == pytest.approx(schedule.summary_total(6, seed_set_size=0).eps, rel=1e-12)
@@ -158,7 +186,7 @@ def test_a_sweep_over_the_total_tabulates_and_plots_what_an_owner_gave_up(monkey
     for row in result.rows:
         assert row["eps_spent"] == pytest.approx(row["eps[D_s]"] + row["eps[auction]"], rel=1e-12)
         assert row["eps[auction]"] == pytest.approx(0.3) and row["eps_spent"] > row[KEY]
-    (summary, kw), = drawn
+    ((summary, kw),) = drawn
     assert kw["x_column"] == "eps_spent" and "D_s + auction" in kw["x_label"]
     assert [r["eps_spent_mean"] for r in summary] == pytest.approx([0.8, 4.3], rel=1e-9)
     console = Console(file=io.StringIO(), width=400)

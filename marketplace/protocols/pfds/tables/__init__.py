@@ -73,7 +73,7 @@ def table(name: str) -> Table:
         raise ValueError(f"unknown table {name!r}: use one of {list(TABLES)}") from None
 
 
-def public_schema(source: TableSource) -> "PublicSchema":
+def public_schema(source: TableSource) -> PublicSchema:
     """The built-in public schema of ``source``: attribute domains and label domain, no data read."""
     return table(source.dataset).schema(source)
 
@@ -84,7 +84,7 @@ def datasets(source: TableSource) -> tuple[str, ...]:
     return (name,) if name else ()
 
 
-def load_table(source: TableSource, rng: np.random.Generator) -> "Dataset":
+def load_table(source: TableSource, rng: np.random.Generator) -> Dataset:
     """The table as a :class:`Dataset`: rows in schema order (categorical codes), integer labels,
     one group ("all"). Values outside a numeric public domain are clipped onto it."""
     from marketplace.data.dataset import Dataset
@@ -98,9 +98,25 @@ def load_table(source: TableSource, rng: np.random.Generator) -> "Dataset":
         keep = np.sort(rng.choice(len(y), size=source.rows, replace=False))
         X, y = X[keep], y[keep]
     schema.check_rows(X, "X", f"table {source.dataset!r}")
-    return Dataset(X=X, y=y, group=np.zeros(len(y), dtype=np.int64), feature_names=schema.names,
-                   group_names=("all",), name=source.dataset)
+    return Dataset(
+        X=X,
+        y=y,
+        group=np.zeros(len(y), dtype=np.int64),
+        feature_names=schema.names,
+        group_names=("all",),
+        name=source.dataset,
+    )
 
 
-__all__ = ["PARTITION_ATTRIBUTE", "REGISTRY", "TABLES", "SyntheticTable", "Table", "TableSource", "datasets",
-           "load_table", "public_schema", "table"]
+__all__ = [
+    "PARTITION_ATTRIBUTE",
+    "REGISTRY",
+    "TABLES",
+    "SyntheticTable",
+    "Table",
+    "TableSource",
+    "datasets",
+    "load_table",
+    "public_schema",
+    "table",
+]

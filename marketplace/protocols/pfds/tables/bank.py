@@ -14,11 +14,25 @@ from marketplace.protocols.pfds.tables.base import Table, encode, schema_from_la
 
 DATASET = "bank_marketing"
 BANK_CATEGORIES = {
-    "job": ("admin.", "unknown", "unemployed", "management", "housemaid", "entrepreneur", "student", "blue-collar",
-            "self-employed", "retired", "technician", "services"),
+    "job": (
+        "admin.",
+        "unknown",
+        "unemployed",
+        "management",
+        "housemaid",
+        "entrepreneur",
+        "student",
+        "blue-collar",
+        "self-employed",
+        "retired",
+        "technician",
+        "services",
+    ),
     "marital": ("married", "divorced", "single"),
     "education": ("unknown", "secondary", "primary", "tertiary"),
-    "default": ("yes", "no"), "housing": ("yes", "no"), "loan": ("yes", "no"),
+    "default": ("yes", "no"),
+    "housing": ("yes", "no"),
+    "loan": ("yes", "no"),
     "contact": ("unknown", "telephone", "cellular"),
     "month": ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"),
     "poutcome": ("unknown", "other", "failure", "success"),

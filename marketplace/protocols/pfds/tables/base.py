@@ -26,22 +26,24 @@ class Table:
     """
 
     name: str
-    schema: Callable[[Any], "PublicSchema"]
-    load: Callable[[Any, "PublicSchema", np.random.Generator], tuple[np.ndarray, np.ndarray]]
+    schema: Callable[[Any], PublicSchema]
+    load: Callable[[Any, PublicSchema, np.random.Generator], tuple[np.ndarray, np.ndarray]]
     partition_attribute: str
     dataset: str | None = None
     clip: bool = True
 
 
-def schema_from_layout(layout: tuple, categories: dict[str, tuple], label) -> "PublicSchema":
+def schema_from_layout(layout: tuple, categories: dict[str, tuple], label) -> PublicSchema:
     """A schema from (column, numeric (lo, hi) or None) pairs, None columns taking ``categories``."""
     from marketplace.protocols.pfds import CategoricalAttribute, NumericAttribute, PublicSchema
 
-    attributes = [CategoricalAttribute(c, categories[c]) if dom is None else NumericAttribute(c, *dom) for c, dom in layout]
+    attributes = [
+        CategoricalAttribute(c, categories[c]) if dom is None else NumericAttribute(c, *dom) for c, dom in layout
+    ]
     return PublicSchema(tuple(attributes), label)
 
 
-def encode(schema: "PublicSchema", columns: dict[str, list]) -> np.ndarray:
+def encode(schema: PublicSchema, columns: dict[str, list]) -> np.ndarray:
     """Rows from text columns: numeric parsed, categorical looked up in the public value list."""
     out = []
     for attribute in schema.attributes:
@@ -53,8 +55,10 @@ def encode(schema: "PublicSchema", columns: dict[str, list]) -> np.ndarray:
             try:
                 out.append(np.array([lookup[v] for v in values], dtype=np.float64))
             except KeyError as err:
-                raise ValueError(f"attribute {attribute.name!r}: value {err.args[0]!r} is not in its public domain "
-                                 f"{list(attribute.values)}") from None
+                raise ValueError(
+                    f"attribute {attribute.name!r}: value {err.args[0]!r} is not in its public domain "
+                    f"{list(attribute.values)}"
+                ) from None
     return np.column_stack(out)
 
 

@@ -26,7 +26,9 @@ BIKE_COUNT_RANGE = (0, 1000)
 def schema(source: Any):
     from marketplace.protocols.pfds import CategoricalAttribute, NumericAttribute, PublicSchema, RegressionLabels
 
-    attributes = [NumericAttribute(c, *dom) if c in BIKE_NUMERIC else CategoricalAttribute(c, dom) for c, dom in BIKE_LAYOUT]
+    attributes = [
+        NumericAttribute(c, *dom) if c in BIKE_NUMERIC else CategoricalAttribute(c, dom) for c, dom in BIKE_LAYOUT
+    ]
     return PublicSchema(tuple(attributes), RegressionLabels(*BIKE_COUNT_RANGE, buckets=10))
 
 

@@ -22,17 +22,24 @@ DIABETES_BINARY = {"quality", "prescreen", "am_fm"}
 def schema(source: Any):
     from marketplace.protocols.pfds import CategoricalAttribute, ClassLabels, NumericAttribute, PublicSchema
 
-    attributes = [CategoricalAttribute(c, (0, 1)) if c in DIABETES_BINARY else NumericAttribute(c, *dom)
-                  for c, dom in DIABETES_LAYOUT]
+    attributes = [
+        CategoricalAttribute(c, (0, 1)) if c in DIABETES_BINARY else NumericAttribute(c, *dom)
+        for c, dom in DIABETES_LAYOUT
+    ]
     return PublicSchema(tuple(attributes), ClassLabels((0, 1)))
 
 
 def load(source: Any, schema: Any, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    rows = [line.split(",") for line in text(DATASET, "messidor_features.arff").splitlines()
-            if line.strip() and line.strip()[0].isdigit()]
+    rows = [
+        line.split(",")
+        for line in text(DATASET, "messidor_features.arff").splitlines()
+        if line.strip() and line.strip()[0].isdigit()
+    ]
     table = np.array(rows, dtype=np.float64)
-    columns = {c: [str(int(v)) for v in table[:, i]] if c in DIABETES_BINARY else table[:, i]
-               for i, (c, _) in enumerate(DIABETES_LAYOUT)}
+    columns = {
+        c: [str(int(v)) for v in table[:, i]] if c in DIABETES_BINARY else table[:, i]
+        for i, (c, _) in enumerate(DIABETES_LAYOUT)
+    }
     return encode(schema, columns), table[:, 19].astype(np.int64)
 
 

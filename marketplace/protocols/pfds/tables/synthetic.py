@@ -26,7 +26,13 @@ class SyntheticTable:
 
 
 def schema(source: Any):
-    from marketplace.protocols.pfds import CategoricalAttribute, ClassLabels, NumericAttribute, PublicSchema, RegressionLabels
+    from marketplace.protocols.pfds import (
+        CategoricalAttribute,
+        ClassLabels,
+        NumericAttribute,
+        PublicSchema,
+        RegressionLabels,
+    )
 
     s = source.synthetic
     attributes = [NumericAttribute(f"x{i}", 0.0, 1.0) for i in range(s.numeric)]
