@@ -48,7 +48,7 @@ import weakref
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from unittest import mock
 
 from marketplace import plugins
@@ -57,7 +57,8 @@ BAD_VALUES: tuple[Any, ...] = ({"no_such_key": 1}, "\u2603 not a value", [[["nes
 """Values that fit no key of a section: a mapping with an unknown key, a string no number or
 choice parses, a list of lists."""
 
-DRIVERS = ("inprocess", "processes")
+Driver = Literal["inprocess", "processes"]
+DRIVERS: tuple[Driver, ...] = ("inprocess", "processes")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,7 +115,7 @@ class _Runs:
             )
         return scenario
 
-    def report(self, driver: str) -> dict[str, Any]:
+    def report(self, driver: Driver) -> dict[str, Any]:
         """The report of the scenario's run under ``driver``, as ``report.json`` holds it (run once)."""
         from marketplace.runner.run import run_scenario
 
@@ -236,7 +237,7 @@ def _owner_cost_from_settings(runs: _Runs) -> None:
         )
 
 
-def _completed(runs: _Runs, driver: str) -> dict[str, Any]:
+def _completed(runs: _Runs, driver: Driver) -> dict[str, Any]:
     report = runs.report(driver)
     assert report.get("status") == "completed", (
         f"{runs.name}: the run under the {driver} driver ended {report.get('status')!r}: {report.get('failures')}"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-PARTS = ["marketplace", "tests", "benchmarks"]
+PARTS = ["marketplace", "tests", "benchmarks", "docs/results"]
 
 
 def _run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
