@@ -86,15 +86,15 @@ def measure(large_rows: int, budget: int, repeats: int, *, precise: bool) -> dic
         calls = calls_for(frame, budget)
         row = {
             "bytes": len(frame),
-            "decode_s": per_call(lambda: decode(frame, peer=sender), calls, repeats),
-            "encode_s": per_call(lambda: encode(message), calls, repeats),
+            "decode_s": per_call(lambda: decode(frame, peer=sender), calls, repeats),  # noqa: B023
+            "encode_s": per_call(lambda: encode(message), calls, repeats),  # noqa: B023
         }
         if precise:
             from marketplace.messages.codec import decode_fast, decode_precise
 
             if decode_fast(frame, sender) is None:
                 raise SystemExit(f"bench_codec: the fast path refused the valid {name} frame")
-            row["precise_s"] = per_call(lambda: decode_precise(frame, peer=sender), max(3, calls // 8), repeats)
+            row["precise_s"] = per_call(lambda: decode_precise(frame, peer=sender), max(3, calls // 8), repeats)  # noqa: B023
         out[name] = row
     return out
 
@@ -131,7 +131,8 @@ def table(ours: dict[str, dict[str, float]], base: dict[str, dict[str, float]] |
         head += f"{'baseline decode':>18}{'speed-up':>10}{'baseline encode':>18}"
     lines = [head]
     for name, row in ours.items():
-        line = f"{name:<28}{row['bytes']:>10}{fmt(row['decode_s']):>12}{fmt(row.get('precise_s')):>12}{fmt(row['encode_s']):>12}"
+        times = (fmt(row["decode_s"]), fmt(row.get("precise_s")), fmt(row["encode_s"]))
+        line = f"{name:<28}{row['bytes']:>10}" + "".join(f"{t:>12}" for t in times)
         if base is not None:
             b = base[name]
             line += f"{fmt(b['decode_s']):>18}{b['decode_s'] / row['decode_s']:>9.1f}x{fmt(b['encode_s']):>18}"

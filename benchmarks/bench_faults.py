@@ -96,7 +96,8 @@ def main() -> int:
             r = trial(Path(tmp) / f"t{i}", args.rounds, owner, sig, at_round)
             results.append(r)
             print(
-                f"{i + 1:>2} {r['signal']:<7} {owner} at round {at_round:>3}: dropout in round {r['dropout_round']:>3} after "
+                f"{i + 1:>2} {r['signal']:<7} {owner} at round {at_round:>3}: dropout in round "
+                f"{r['dropout_round']:>3} after "
                 f"{r['latency_s']:.2f} s; protocol {'completed' if r['protocol_completed'] else 'NOT completed'}; "
                 f"status {r['status']} (exit {r['exit_code']}); dup {r['duplicates']} missing {r['missing_rounds']} "
                 f"lost {r['seen_not_selected']} late {r['accepted_after_dropout']} orphans {len(r['orphans'])}",
@@ -109,8 +110,10 @@ def main() -> int:
             continue
         lat = [r["latency_s"] for r in group]
         print(
-            f"{name or 'all':<8} trials {len(group):>2}  detection latency min {min(lat):.2f} s  median {statistics.median(lat):.2f} s  "
-            f"max {max(lat):.2f} s (heartbeat_timeout_s {HEARTBEAT_TIMEOUT_S:g})  protocol completed {sum(r['protocol_completed'] for r in group)}  "
+            f"{name or 'all':<8} trials {len(group):>2}  detection latency min {min(lat):.2f} s  median "
+            f"{statistics.median(lat):.2f} s  "
+            f"max {max(lat):.2f} s (heartbeat_timeout_s {HEARTBEAT_TIMEOUT_S:g})  protocol completed "
+            f"{sum(r['protocol_completed'] for r in group)}  "
             f"runner status completed {sum(r['status'] == 'completed' for r in group)}"
         )
     bad = sum(

@@ -206,7 +206,8 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"{k:>5} {runs[0]['tau']:>4} {med['rho']:>7.2f} {med['rho_over_k13']:>12.3f} "
                 f"{med['owner_points_per_summary_point']:>13.2f} {med['owner_ratio_over_k13']:>9.3f} "
-                f"{med['asked_per_round_mean']:>12.2f} {med['mmd2']:>8.4f} {med['uniform_mmd2']:>8.4f} {med['accuracy']:>9.3f}",
+                f"{med['asked_per_round_mean']:>12.2f} {med['mmd2']:>8.4f} {med['uniform_mmd2']:>8.4f} "
+                f"{med['accuracy']:>9.3f}",
                 flush=True,
             )
     finally:

@@ -192,7 +192,8 @@ def main() -> None:
             times.append(time.perf_counter() - start)
             leaves.append(grown.n_leaves)
         print(
-            f"whole sharer, attribute_choice={choice!r}, {2 * repeats} trees of {min(leaves):,}-{max(leaves):,} leaves: "
+            f"whole sharer, attribute_choice={choice!r}, {2 * repeats} trees of {min(leaves):,}-{max(leaves):,} "
+            f"leaves: "
             f"median {np.median(times) * 1e3:.0f} ms, max {max(times) * 1e3:.0f} ms"
         )
     trees = [tree] + [tree_once() for _ in range(3)]

@@ -32,7 +32,8 @@ Three measurements, each repeated ``--repeats`` times (median / min / max):
 stops when the driver returns: it covers, for the processes driver, starting every party (see
 ``--launch``), each party's h1 embedding, connecting, the rounds, the consumer's evaluation (its
 scikit-learn import runs in the background during the rounds) and every process's exit; for the
-in-process driver, building every role (h1 embeddings), the rounds and the consumer's evaluation. The runner's baselines and the central replay are computed
+in-process driver, building every role (h1 embeddings), the rounds and the consumer's evaluation. The runner's
+baselines and the central replay are computed
 afterwards and are *not* in wall_s; the benchmark disables the baselines (``summarize.baselines=[]``).
 
 ``--launch`` says how the processes driver starts parties (``run_scenario(..., launch=...)``):
@@ -740,8 +741,10 @@ def print_tables(out: dict[str, Any]) -> None:
             lo, hi = r["owner_rows"]
             rows_txt = str(lo) if lo == hi else f"{lo}-{hi}"
             print(
-                f"{r['owners']:>3} {r['driver']:<20} {rows_txt:>11} {fmt(r['latency_ms']):>24} {fmt(r['rounds_per_s'], 1):>22} "
-                f"{fmt(r['gap_p90_ms'], 1):>12} {fmt(r['cpu_ms_per_round'], 1):>20} {fmt(r['setup_s']):>18} {fmt(r['wall_s']):>20}"
+                f"{r['owners']:>3} {r['driver']:<20} {rows_txt:>11} {fmt(r['latency_ms']):>24} "
+                f"{fmt(r['rounds_per_s'], 1):>22} "
+                f"{fmt(r['gap_p90_ms'], 1):>12} {fmt(r['cpu_ms_per_round'], 1):>20} {fmt(r['setup_s']):>18} "
+                f"{fmt(r['wall_s']):>20}"
             )
     o = out.get("overhead")
     if o and "error" not in o:
@@ -782,10 +785,12 @@ def print_tables(out: dict[str, Any]) -> None:
     r = out.get("ratio")
     if r and r.get("drivers"):
         print(
-            f"\n3. Wall time processes / in-process, K = {r['owners']}, {r['rows_per_owner']} rows/owner, p = {r['rounds']} (seconds)"
+            f"\n3. Wall time processes / in-process, K = {r['owners']}, {r['rows_per_owner']} rows/owner, p = "
+            f"{r['rounds']} (seconds)"
         )
         print(
-            f"  {'driver':<20} {'wall_s':>22} {'setup':>20} {'first round':>20} {'rounds':>20} {'closing':>20} {'ms/round':>20}"
+            f"  {'driver':<20} {'wall_s':>22} {'setup':>20} {'first round':>20} {'rounds':>20} {'closing':>20} "
+            f"{'ms/round':>20}"
         )
         for name, d in r["drivers"].items():
             print(
@@ -796,7 +801,8 @@ def print_tables(out: dict[str, Any]) -> None:
             verdict = "MET" if q["target_met"] else "NOT MET"
             rounds_only = f"{q['rounds_only_ratio']:.2f}" if q["rounds_only_ratio"] else "n/a"
             print(
-                f"  launch {launch:<10}: ratio of medians {q['ratio']:.2f} (range {q['ratio_min']:.2f}-{q['ratio_max']:.2f}); "
+                f"  launch {launch:<10}: ratio of medians {q['ratio']:.2f} (range "
+                f"{q['ratio_min']:.2f}-{q['ratio_max']:.2f}); "
                 f"rounds-only ratio {rounds_only}; target <= {r['target']:g} -> {verdict}"
             )
     print("=" * 100)
@@ -888,7 +894,8 @@ def main(argv: list[str] | None = None) -> int:
         "runs": [],
     }
     print(
-        f"machine: {out['machine']['cpu_count']} CPUs, effective {out['machine']['effective_cores']:.2f}; runs in {workdir}"
+        f"machine: {out['machine']['cpu_count']} CPUs, effective {out['machine']['effective_cores']:.2f}; runs in "
+        f"{workdir}"
     )
     try:
         if 1 in parts:

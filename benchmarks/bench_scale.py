@@ -330,7 +330,7 @@ def scale_curve(rows: list[dict], peers: list[dict] | None = None) -> list[dict]
             groups.setdefault((row["owners"], row["driver"]), []).append(row)
     curve = []
     for (owners, driver), runs in sorted(groups.items()):
-        med = lambda key: statistics.median(r[key] for r in runs)  # noqa: E731
+        med = lambda key: statistics.median(r[key] for r in runs)  # noqa: B023, E731
         ms = [r["round_ms"] for r in runs if "round_ms" in r] or [1000 * r["run_wall_s"] / r["rounds"] for r in runs]
         curve.append(
             {
@@ -479,7 +479,8 @@ def _curve(rows: list[dict], args: argparse.Namespace) -> int:
         ]
     curve = scale_curve(rows, peers)
     print(
-        f"{'K':>7} {'engine':<16} {'runs':>4} {'run wall s':>10} {'ms/round':>9} {'CPU s':>7} {'CPU us/owner-round':>18} {'peak PSS MB':>11}"
+        f"{'K':>7} {'engine':<16} {'runs':>4} {'run wall s':>10} {'ms/round':>9} {'CPU s':>7} "
+        f"{'CPU us/owner-round':>18} {'peak PSS MB':>11}"
     )
     for r in curve:
         cells = [

@@ -54,20 +54,20 @@ def bench_sketching(rows_list: list[int], repeats: int) -> None:
         rate(
             f"RFF.sum_features float32 n={rows:,} d={D} m={M}",
             rows,
-            median_seconds(lambda: rff.sum_features(X, precision="float32"), repeats),
+            median_seconds(lambda: rff.sum_features(X, precision="float32"), repeats),  # noqa: B023
             repeats,
         )
         rate(
             f"RFF.sum_features float64 n={rows:,} d={D} m={M}",
             rows,
-            median_seconds(lambda: rff.sum_features(X, precision="float64"), 1),
+            median_seconds(lambda: rff.sum_features(X, precision="float64"), 1),  # noqa: B023
             1,
         )
         noise = make_rng(seed=1, secure=False)
         rate(
             f"private_sketch (check + float32 sums + Laplace) n={rows:,}",
             rows,
-            median_seconds(lambda: private_sketch(X, rff, epsilon=1.0, rng=noise), repeats),
+            median_seconds(lambda: private_sketch(X, rff, epsilon=1.0, rng=noise), repeats),  # noqa: B023
             repeats,
         )
 
@@ -86,7 +86,8 @@ def bench_pycle(rows: int) -> None:
     ours = rff.sum_features(X) / rows
     theirs = pycle_sketching.computeSketch(X, phi)
     print(
-        f"{'  max |ours - pycle| (mean features, float64)':<62} {max(np.abs(ours[: M // 2] - theirs.real).max(), np.abs(ours[M // 2 :] - theirs.imag).max()):10.1e}"
+        f"{'  max |ours - pycle| (mean features, float64)':<62} "
+        f"{max(np.abs(ours[: M // 2] - theirs.real).max(), np.abs(ours[M // 2 :] - theirs.imag).max()):10.1e}"
     )
 
 
@@ -178,7 +179,8 @@ def bench_accuracy(trials: int, n_samples: int = N_SAMPLES) -> None:
         residual = design.features_times(a) - design.samples
         sd = float(residual.std(axis=0).mean())
         print(
-            f"{sigma:6.1f} {m:6d} {sd:20.2e} {sd / math.sqrt(X.shape[0]) / 0.5:18.2e} {mre(fit.moments(1), truth):14.2e}"
+            f"{sigma:6.1f} {m:6d} {sd:20.2e} {sd / math.sqrt(X.shape[0]) / 0.5:18.2e} "
+            f"{mre(fit.moments(1), truth):14.2e}"
         )
 
 

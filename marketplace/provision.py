@@ -90,7 +90,8 @@ def check_endpoint(endpoint: str, option: str, *, any_port: bool = False) -> str
         raise ProvisionError(f"{option}: expected tcp://HOST:PORT, got {endpoint!r}")
     if not port.isdigit() or not (0 if any_port else 1) <= int(port) < 65536:
         raise ProvisionError(
-            f"{option}: expected a port number {'0' if any_port else '1'}-65535 after the host, got {port!r} in {endpoint!r}"
+            f"{option}: expected a port number {'0' if any_port else '1'}-65535 after the host, got {port!r} in "
+            f"{endpoint!r}"
         )
     return endpoint
 

@@ -1,6 +1,7 @@
 """A test-only owner process whose role computes in a Python busy loop when a given round opens.
 
-    python tests/busy_owner.py --scenario S.yaml --endpoint tcp://127.0.0.1:PORT --id owner-2 --busy-from 5 [--busy-for S]
+    python tests/busy_owner.py --scenario S.yaml --endpoint tcp://127.0.0.1:PORT --id owner-2 --busy-from 5
+    [--busy-for S]
 
 It is the real owner (built from the scenario like ``marketplace owner``, served by the real ZeroMQ
 driver), except that ``handle`` spins once round ``--busy-from`` opens: for ``--busy-for`` seconds

@@ -34,7 +34,8 @@ from marketplace.transport.node import Node
 REJECT_REASONS = {"bad_message", "duplicate", "protocol"}
 """The reasons a Node counts a refused frame under (``bad_framing`` is the socket loop's own)."""
 DETAIL_RE = re.compile(
-    r"""^bad message from .+ \((kind '[a-z_]+'|unknown kind)\): field (?P<q>['"])(?P<field>.*?)(?P=q) expected .+, got .+""",
+    r"""^bad message from .+ \((kind '[a-z_]+'|unknown kind)\): field (?P<q>['"])(?P<field>.*?)(?P=q) expected .+, "
+    r"got .+""",
     re.S,
 )
 RUN_ID = "fuzz"
@@ -152,7 +153,8 @@ def _is_heartbeat(frame: bytes) -> bool:
 def _check_error_reply(node: Node, replies: list, code: str, peer: str) -> None:
     if len(replies) != 1 or replies[0].kind != "error" or replies[0].receiver != peer:
         raise ContractBroken(
-            f"{node.party_id}: a refused frame must get one error reply to {peer}, got {[(o.kind, o.receiver) for o in replies]}"
+            f"{node.party_id}: a refused frame must get one error reply to {peer}, got "
+            f"{[(o.kind, o.receiver) for o in replies]}"
         )
     body = decode(replies[0].frame, peer=node.party_id).body
     if body.code != code:

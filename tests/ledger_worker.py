@@ -6,7 +6,8 @@ same request id again: the ledger must not charge it twice), then loop: reserve 
 open and ``pending N`` for the reservations it found unsettled. Exits 0 when the budget declines or
 after N new iterations.
 
-``race DB PREFIX N START_FILE``: open (or create) the ledger, wait for START_FILE, then try N reservations req-PREFIX-i of
+``race DB PREFIX N START_FILE``: open (or create) the ledger, wait for START_FILE, then try N reservations
+req-PREFIX-i of
 RACE_COST each, a random pause of up to 0.5 ms before each; print how many were reserved.
 """
 

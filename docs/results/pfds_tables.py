@@ -1,11 +1,12 @@
-"""Markdown tables of the pfds experiments from the sweeps' summary.csv (used for the pfds section of docs/experiments.md)."""
+"""Markdown tables of the pfds experiments from the sweeps' summary.csv (used for the pfds section of "
+"docs/experiments.md)."""
 
 import csv
 import shutil
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]  # the project root
-O = ROOT / "runs" / "pfds-exp"
+OUT = ROOT / "runs" / "pfds-exp"
 DOCS = ROOT / "docs"
 M = ["np_agt", "dp_pred", "pfds_s", "pfds_minus", "pfds", "np_pred"]
 L = {
@@ -26,7 +27,7 @@ def f(row, key):
 
 
 def copy(name, out):
-    d = O / name
+    d = OUT / name
     if not (d / "summary.csv").exists():
         return None
     shutil.copy(d / "summary.csv", DOCS / "results" / f"pfds-{out}-summary.csv")
@@ -84,13 +85,14 @@ if rows:
     print("|---|---|---|---|---|---|")
     for r in rows:
         print(
-            f"| {r['pfds.h_max']} | {r['completed']}/{r['runs']} | {f(r, 'pfds_size_error')} | {f(r, 'pfds_rel_size_error')} | "
+            f"| {r['pfds.h_max']} | {r['completed']}/{r['runs']} | {f(r, 'pfds_size_error')} | "
+            f"{f(r, 'pfds_rel_size_error')} | "
             f"{f(r, 'pfds_minus_size_error')} | {f(r, 'pfds_minus_rel_size_error')} |"
         )
 
 # The paper's protocol for one cell: 10 repeats of stratified 10-fold cross-validation (each seed
 # its own split), averaged over all 100 runs; sd over runs, se = sd / sqrt(runs).
-cv = O / "table2-diabetes-cv" / "runs.csv"
+cv = OUT / "table2-diabetes-cv" / "runs.csv"
 if cv.exists():
     shutil.copy(cv, DOCS / "results" / "pfds-table2-diabetes-cv-runs.csv")
     runs = [r for r in csv.DictReader(open(cv)) if r["status"] == "completed"]
@@ -101,7 +103,7 @@ if cv.exists():
         rows = [r for r in runs if r["pfds.model"] == model]
 
         def agg(key):
-            values = [float(r[key]) for r in rows if r.get(key)]
+            values = [float(r[key]) for r in rows if r.get(key)]  # noqa: B023
             if not values:
                 return "-"
             mean = sum(values) / len(values)

@@ -18,7 +18,8 @@ print(f"feature matrix singular values: {sv[0]:.3g} .. {sv[-1]:.3g} (ratio {sv[-
 for rcond in (1e-8, 1e-15):
     a, *_ = np.linalg.lstsq(P, S[:, 0], rcond=rcond)
     print(
-        f"least-squares residual of x_1 on the features (SVD cut-off {rcond:g}): RMS {np.sqrt(np.mean((S[:, 0] - P @ a) ** 2)):.2e}"
+        f"least-squares residual of x_1 on the features (SVD cut-off {rcond:g}): RMS "
+        f"{np.sqrt(np.mean((S[:, 0] - P @ a) ** 2)):.2e}"
     )
 for sigma in (2.0, 5.0):
     P2 = RFF.draw(Box.unit(10), n_features=200, sigma=sigma, seed=1).transform(S)

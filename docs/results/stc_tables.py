@@ -123,7 +123,8 @@ def keyed_table(name, key, label, rows):
         cell = tuple(r[k] for k in (key, *extra))
         print(
             f"| {r[key]} | " + " | ".join(r[k] for k in extra) + f" | {ms(r, 'cost')} | {ms(r, 'cluster_t_cost')} | "
-            f"{ms(r, 'nonprivate_stc_cost')} | {gain.get(cell, '-')} | {ms(r, 'released_centers', 0)} | {ms(r, 'wall_s', 2)} |"
+            f"{ms(r, 'nonprivate_stc_cost')} | {gain.get(cell, '-')} | {ms(r, 'released_centers', 0)} | "
+            f"{ms(r, 'wall_s', 2)} |"
         )
 
 
@@ -156,7 +157,8 @@ def compact(names, k="10"):
             if r["stc.k"] == k and r["stc.privacy.notion"] == "dp"
         )
         print(
-            f"| {NAMES[name]} | {runs} | {nna.get((k, 'dp'), '-')} | {nna.get((k, 'zcdp'), '-')} | {pk.get((k, 'dp'), '-')} | "
+            f"| {NAMES[name]} | {runs} | {nna.get((k, 'dp'), '-')} | {nna.get((k, 'zcdp'), '-')} | "
+            f"{pk.get((k, 'dp'), '-')} | "
             f"{room.get((k, 'dp'), '-').split(' (')[0]} |"
         )
 

@@ -75,7 +75,8 @@ def main() -> None:
     for row in csv.DictReader(open(CSV)):
         runs[(int(row["owners"]), float(row["eps_auction"]), row["rule"])][int(row["seed"])] = row
     print(
-        "| K | eps_auc | auction | seeds | rho | asked per round | MMD² | accuracy | ΔMMD² vs two-sided (paired) | Δaccuracy |"
+        "| K | eps_auc | auction | seeds | rho | asked per round | MMD² | accuracy | ΔMMD² vs two-sided (paired) | "
+        "Δaccuracy |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for k, eps, rule in sorted(runs, key=lambda key: (key[0], key[1], RULES.index(key[2]))):

@@ -51,7 +51,7 @@ def main() -> None:
             ]
         print(f"| {k} | {eps:g} | {VARIANTS[variant]} | {len(rows)} | " + " | ".join(cells + diffs) + " |")
     uniform = defaultdict(list)
-    for (k, eps, variant), rows in runs.items():
+    for (k, _eps, variant), rows in runs.items():
         if variant == "paper":
             uniform[k] += [float(r["uniform_mmd2"]) for r in rows.values()]
     print(

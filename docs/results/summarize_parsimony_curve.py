@@ -50,16 +50,18 @@ def cell(values: list[float], spec: str) -> str:
 def main() -> None:
     runs = load()
     print(
-        "| K | tau | seeds | owner points per summary point | ÷ K^(1/3) | rho | rho ÷ K^(1/3) | MMD² | uniform MMD² | accuracy | uniform accuracy | rows per owner |"
+        "| K | tau | seeds | owner points per summary point | ÷ K^(1/3) | rho | rho ÷ K^(1/3) | MMD² | uniform MMD² | "
+        "accuracy | uniform accuracy | rows per owner |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for setting in SETTINGS:
         for k in sorted(runs[setting]):
             rs = runs[setting][k]
-            col = lambda name: [r[name] for r in rs]  # noqa: E731
+            col = lambda name: [r[name] for r in rs]  # noqa: B023, E731
             print(
                 f"| {k} | {int(rs[0]['tau'])} | {len(rs)} | {cell(col('owner_points_per_summary_point'), '.2f')} | "
-                f"{cell(col('owner_ratio_over_k13'), '.3f')} | {cell(col('rho'), '.2f')} | {cell(col('rho_over_k13'), '.3f')} | "
+                f"{cell(col('owner_ratio_over_k13'), '.3f')} | {cell(col('rho'), '.2f')} | "
+                f"{cell(col('rho_over_k13'), '.3f')} | "
                 f"{cell(col('mmd2'), '.4f')} | {cell(col('uniform_mmd2'), '.4f')} | {cell(col('accuracy'), '.3f')} | "
                 f"{cell(col('uniform_accuracy'), '.3f')} | {statistics.median(col('rows_per_owner')):.0f} |"
             )

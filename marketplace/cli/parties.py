@@ -32,7 +32,9 @@ def add_party_parsers(sub: argparse._SubParsersAction) -> None:
         p.add_argument(
             "--endpoint",
             default=os.environ.get("MARKETPLACE_ENDPOINT"),
-            help="ZeroMQ endpoint, e.g. tcp://127.0.0.1:5555 (curator: port 0 picks one; default: $MARKETPLACE_ENDPOINT)",
+            help=(
+                "ZeroMQ endpoint, e.g. tcp://127.0.0.1:5555 (curator: port 0 picks one; default: $MARKETPLACE_ENDPOINT)"
+            ),
         )
         p.add_argument(
             "--report",

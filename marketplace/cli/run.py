@@ -31,7 +31,10 @@ def add_run_parser(sub: argparse._SubParsersAction) -> None:
         "--driver",
         choices=("processes", "inprocess"),
         default="processes",
-        help="processes: every party its own OS process over ZeroMQ (default); inprocess: one process, a deterministic queue",
+        help=(
+            "processes: every party its own OS process over ZeroMQ (default); inprocess: one process, a "
+            "deterministic queue"
+        ),
     )
     run.add_argument(
         "--launch",

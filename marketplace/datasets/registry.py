@@ -165,7 +165,10 @@ DATASETS: dict[str, DatasetSpec] = {
             license="CC BY 4.0",
             citation="Bálint Antal, András Hajdu. An ensemble-based system for automatic screening of diabetic "
             "retinopathy. Knowledge-Based Systems 60, 20-27, 2014.",
-            copy="messidor_features.arff as published by UCI (copy at github.com/pxpepe/ml-diabetic-retinopathy-debrecen)",
+            copy=(
+                "messidor_features.arff as published by UCI (copy at "
+                "github.com/pxpepe/ml-diabetic-retinopathy-debrecen)"
+            ),
             used_by="table (dataset: diabetes)",
             files=(
                 FileSpec(
@@ -208,7 +211,9 @@ DATASETS: dict[str, DatasetSpec] = {
             origin="http://yann.lecun.com/exdb/mnist/",
             openml=554,
             license="CC BY-SA 3.0 (as commonly given)",
-            citation="Yann LeCun, Corinna Cortes, Christopher J. C. Burges. The MNIST database of handwritten digits, 1998.",
+            citation=(
+                "Yann LeCun, Corinna Cortes, Christopher J. C. Burges. The MNIST database of handwritten digits, 1998."
+            ),
             copy="the original IDX files (copy at github.com/kelas/mnist)",
             used_by="mnist",
             files=tuple(
@@ -233,7 +238,8 @@ DATASETS: dict[str, DatasetSpec] = {
             origin="https://archive.ics.uci.edu/dataset/357/occupancy+detection",
             uci=357,
             license="CC BY 4.0 (UCI)",
-            citation="Luis M. Candanedo, Véronique Feldheim. Accurate occupancy detection of an office room from light, "
+            citation="Luis M. Candanedo, Véronique Feldheim. Accurate occupancy detection of an office room from "
+            "light, "
             "temperature, humidity and CO2 measurements using statistical learning models. "
             "Energy and Buildings 112, 28-39, 2016.",
             copy="the first author's repository github.com/LuisM78/Occupancy-detection-data",
@@ -315,7 +321,8 @@ DATASETS: dict[str, DatasetSpec] = {
             license="CC BY 4.0",
             citation="Kam Hamidieh. A data-driven statistical model for predicting the critical temperature of a "
             "superconductor. Computational Materials Science 154, 346-354, 2018.",
-            copy="two independent dplyr::sample_n draws of the UCI train.csv (github.com/baris-yazici/ST310-ML-Final-Project, "
+            copy="two independent dplyr::sample_n draws of the UCI train.csv "
+            "(github.com/baris-yazici/ST310-ML-Final-Project, "
             "data/subsampled_superconduct.csv at two commits)",
             used_by="superconductivity",
             files=(

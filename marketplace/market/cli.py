@@ -26,7 +26,8 @@ def market_command(args: argparse.Namespace) -> int:
     ]
     if unsupported:
         print(
-            f"marketplace {args.command}: {args.scenario} is a market file: {', '.join(unsupported)} applies to scenarios; "
+            f"marketplace {args.command}: {args.scenario} is a market file: {', '.join(unsupported)} applies to "
+            f"scenarios; "
             "change the market file instead (its `scenario:` section holds what every request starts from)",
             file=sys.stderr,
         )

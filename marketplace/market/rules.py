@@ -22,7 +22,7 @@ consumer can be served by fewer owners); a request no owner can pay for any more
 >>> rule = Dpf(budgets, unlock_steps=2)
 >>> rule.arrive(big); rule.next_grant({"owner-1": {"eps": 0.0, "delta": 0.0}}) is None   # 0.5 unlocked
 True
->>> rule.arrive(small); rule.next_grant({"owner-1": {"eps": 0.0, "delta": 0.0}}).id       # all unlocked: smallest share first
+>>> rule.arrive(small); rule.next_grant({"owner-1": {"eps": 0.0, "delta": 0.0}}).id  # all unlocked: smallest first
 'req-0002'
 """
 
@@ -35,7 +35,8 @@ from dataclasses import dataclass
 from marketplace.privacy.lifetime import Charge, zcdp_budget
 
 Amounts = Mapping[str, float]
-"""A budget, a charge or a spend in the filter's dimensions: ``{"eps": .., "delta": ..}`` (basic) or ``{"rho": ..}`` (zcdp)."""
+"""A budget, a charge or a spend in the filter's dimensions: ``{"eps": .., "delta": ..}`` (basic) or ``{"rho": ..}`` "
+"(zcdp)."""
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,8 @@ def amounts(charge: Charge) -> dict[str, float]:
 
 
 def filter_budget(filter: str, epsilon: float, delta: float) -> dict[str, float]:
-    """An owner's (eps, delta) lifetime budget in its filter's dimensions (rho for ``zcdp``, as its ledger computes it)."""
+    """An owner's (eps, delta) lifetime budget in its filter's dimensions (rho for ``zcdp``, as its ledger computes "
+    "it)."""
     return {"rho": zcdp_budget(epsilon, delta)} if filter == "zcdp" else {"eps": epsilon, "delta": delta}
 
 

@@ -19,7 +19,7 @@ Two validators hold the same rules, both made from each kind's one declaration
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Optional, Union
+from typing import Annotated, Any, Literal, Union
 
 import msgpack
 import msgspec
@@ -113,9 +113,9 @@ def _frame_decoder() -> msgspec.msgpack.Decoder:
                 ("msg_id", Annotated[int, msgspec.Meta(ge=1)]),
                 ("sender", str),
                 ("receiver", str),
-                ("reply_to", Optional[int]),
+                ("reply_to", int | None),
                 ("body", cls),
-            ],  # noqa: UP007
+            ],
             tag_field="kind",
             tag=name,
             forbid_unknown_fields=True,

@@ -111,9 +111,11 @@ def _kov_log_delta(eps: float, log_weight: np.ndarray, loss: np.ndarray) -> floa
 def _kov_terms(eps0: float, k: int) -> tuple[np.ndarray, np.ndarray]:
     """log C(k, l) e^((k-l) eps0) / (1 + e^eps0)^k and the loss (k - 2l) eps0, for l <= k/2
     (only losses > eps >= 0 ever contribute)."""
-    l = np.arange(k // 2 + 1, dtype=np.float64)
-    log_weight = gammaln(k + 1) - gammaln(l + 1) - gammaln(k - l + 1) + (k - l) * eps0 - k * np.logaddexp(0.0, eps0)
-    return log_weight, (k - 2 * l) * eps0
+    ell = np.arange(k // 2 + 1, dtype=np.float64)
+    log_weight = (
+        gammaln(k + 1) - gammaln(ell + 1) - gammaln(k - ell + 1) + (k - ell) * eps0 - k * np.logaddexp(0.0, eps0)
+    )
+    return log_weight, (k - 2 * ell) * eps0
 
 
 @functools.lru_cache(maxsize=256)

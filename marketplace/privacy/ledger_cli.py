@@ -121,7 +121,8 @@ def render(info: dict[str, Any]) -> str:
         f"spent:     {as_amount(info['spent'])}  (guarantee so far: eps={info['guarantee']['eps']:.6g}, "
         f"delta={info['guarantee']['delta']:g})",
         f"remaining: {as_amount(info['remaining'])}",
-        f"requests:  {counts['committed']} committed, {counts['reserved']} reserved and not settled (counted as spent), "
+        f"requests:  {counts['committed']} committed, {counts['reserved']} reserved and not settled (counted as "
+        f"spent), "
         f"{counts['aborted']} aborted, {counts['declined']} declined",
     ]
     if info["history"]:

@@ -58,9 +58,12 @@ def check_reports(scenario: Scenario, reports: dict[str, dict[str, Any]], paths:
             )
         if got.get("fingerprint") != expected["fingerprint"]:
             raise ReportMismatch(
-                f"{path}: written for scenario {got.get('name')!r} (seed {got.get('seed')}, protocol {got.get('protocol')}, "
-                f"fingerprint {got.get('fingerprint')}), but the scenario given is {expected['name']!r} (seed {expected['seed']}, "
-                f"protocol {expected['protocol']}, fingerprint {expected['fingerprint']}): pass the scenario the parties ran "
+                f"{path}: written for scenario {got.get('name')!r} (seed {got.get('seed')}, protocol "
+                f"{got.get('protocol')}, "
+                f"fingerprint {got.get('fingerprint')}), but the scenario given is {expected['name']!r} (seed "
+                f"{expected['seed']}, "
+                f"protocol {expected['protocol']}, fingerprint {expected['fingerprint']}): pass the scenario the "
+                f"parties ran "
                 f"(--scenario), with the same --set overrides"
             )
     run_ids = {party: rep.get("run_id") for party, rep in reports.items()}

@@ -249,7 +249,8 @@ def run_processes(
         run.children.append(curator)
         endpoint = _wait_for_endpoint(curator, endpoint_file, t.start_timeout_s)
         if endpoint is None:
-            run.failure = f"the curator did not bind within start_timeout_s={t.start_timeout_s:g} s: {last_line(curator.log_path)}"
+            last = last_line(curator.log_path)
+            run.failure = f"the curator did not bind within start_timeout_s={t.start_timeout_s:g} s: {last}"
             return run
         *owners, consumer = party_ids(config)[1:]
         # the consumer first: one connection, made before thousands of owners' handshakes queue up

@@ -4,7 +4,8 @@
 protocol. Each registered protocol ships a fragment for its own sections
 (:func:`marketplace.plugins.report_fragment`), and :func:`report_schema` joins them: a report may
 hold the common keys and its protocol's sections, and no other top-level key; inside the sections
-fields may be added. A fragment may refer to the common definitions (``#/$defs/party_id``, ...). ``docs/report.md`` is generated from it (``python -m
+fields may be added. A fragment may refer to the common definitions (``#/$defs/party_id``, ...). ``docs/report.md``
+is generated from it (``python -m
 marketplace.runner.report_schema > docs/report.md``); a test keeps the two in step.
 """
 

@@ -6,7 +6,8 @@ the server knows it is present. When the server invites its owners to a session,
 the session's scenario and a key folder (each owner's own secret key, the session curator's public
 key) and starts ``marketplace owners`` for the invited owners. Those owners read their own files
 (``--data``; checked against the marketplace's schema when the agent starts), or in a simulated
-marketplace build their share from the scenario, charge their lifetime ledgers (kept in ``--ledgers``, by default the keys folder, one
+marketplace build their share from the scenario, charge their lifetime ledgers (kept in ``--ledgers``, by default the
+keys folder, one
 ``<owner>.ledger.sqlite`` each) before anything leaves, take part, and write their reports; the
 agent sends each owner's report back on that owner's own connection, and waits for the next
 session. It leaves when the server says it stops (after the session it is in), or on SIGTERM.

@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any
 
 from marketplace.data.own_files import ReadLimits
 
@@ -116,7 +116,7 @@ def serve(
     return handle
 
 
-OwnRows = Union[str, Path, tuple[Any, Any], Mapping[str, Any]]
+OwnRows = str | Path | tuple[Any, Any] | Mapping[str, Any]
 """A consumer's own rows: a file (CSV or .npz), ``(X, y)`` arrays, or a mapping with ``X``, ``y``
 (and optionally ``group``)."""
 

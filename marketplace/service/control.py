@@ -9,7 +9,7 @@ authenticated with.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -96,18 +96,18 @@ class Stop(_Message, tag="stop"):
     reason: Text
 
 
-Message = Union[
-    Ping,
-    OwnerJoin,
-    SessionOpen,
-    SessionQueued,
-    SessionRefused,
-    SessionInvite,
-    SessionReady,
-    PartyReport,
-    SessionReport,
-    Stop,
-]
+Message = (
+    Ping
+    | OwnerJoin
+    | SessionOpen
+    | SessionQueued
+    | SessionRefused
+    | SessionInvite
+    | SessionReady
+    | PartyReport
+    | SessionReport
+    | Stop
+)
 
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(Message)

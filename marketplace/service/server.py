@@ -213,13 +213,13 @@ class MarketServer:
                     )
                 if self.current is None:
                     if not told_stop:
-                        for party, (routing, _) in self.present.items():
+                        for routing, _ in self.present.values():
                             self._send(sock, routing, control.Stop(reason="the marketplace is stopping"))
                         told_stop = True
                         stop_by = time.monotonic() + 10.0
                     if not any(a.poll() is None for a in self.agents) or time.monotonic() > stop_by:
                         return
-            for socket_, _ in poller.poll(POLL_MS):
+            for _socket, _ in poller.poll(POLL_MS):
                 for _ in range(256):
                     try:
                         parts = sock.recv_multipart(zmq.NOBLOCK, copy=False)

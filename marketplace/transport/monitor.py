@@ -160,7 +160,8 @@ class ConnectionWatch:
             )
         if self.consecutive_failures >= CLIENT_GIVES_UP_AFTER:
             return (
-                f"the curator at {self.endpoint} refused the CURVE handshake {self.consecutive_failures} times in a row: "
+                f"the curator at {self.endpoint} refused the CURVE handshake {self.consecutive_failures} times in a "
+                f"row: "
                 f"it cannot decrypt this party's hello, so the curator.key in the keys folder{keys} is not the "
                 f"public key of the curator listening there. Check the keys folder: every party's kit must come from "
                 f"the same `marketplace provision` (or `marketplace keys generate`)"

@@ -453,9 +453,9 @@ class _RouterLoop(_Loop):
         return route, party, (body.buffer if len(body) > SCAN_ABOVE else body.bytes)
 
     def _dispatch(self, outgoing: list[Outgoing], *, reply_route: bytes | None = None) -> None:
-        """A broadcast (a round opened to every owner) leaves in :func:`~marketplace.transport.tuning.spread_order`: owners that
-        share an owner host are usually numbered in one block, and sent block by block the last
-        host would start its round only once every other host's frames had left."""
+        """A broadcast (a round opened to every owner) leaves in :func:`~.tuning.spread_order`: owners that
+        share an owner host are usually numbered in one block, and sent block by block the last host would start
+        its round only once every other host's frames had left."""
         super()._dispatch(spread_receivers(outgoing), reply_route=reply_route)
 
     def _send_raw(self, route: bytes | None, frame: bytes) -> None:

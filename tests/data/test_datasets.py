@@ -1,5 +1,6 @@
 """The dataset registry, the data cache and fetching: a local HTTP server on 127.0.0.1 serves the
-data cache ($MARKETPLACE_DATA, filled by `marketplace data fetch NAME`) as a mirror; corrupted, interrupted and unreachable downloads
+data cache ($MARKETPLACE_DATA, filled by `marketplace data fetch NAME`) as a mirror; corrupted, interrupted and
+unreachable downloads
 leave nothing half-written; `marketplace data ...` from the command line."""
 
 from __future__ import annotations

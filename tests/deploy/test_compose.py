@@ -1,4 +1,5 @@
-"""docker-compose.run.yml (one scenario, one run), emulated: the fast path (the real engine is tests/deploy/test_compose_engine.py).
+"""docker-compose.run.yml (one scenario, one run), emulated: the fast path (the real engine is
+tests/deploy/test_compose_engine.py).
 
 Each service's command runs as a local process with the service's environment, its volumes mapped
 to local folders (one folder per named volume) and the service host names mapped to 127.0.0.1, in

@@ -362,7 +362,8 @@ def test_compose_keeps_a_marketplace_up_and_its_ledgers_across_a_restart(engine,
                     f.read_text()[-3000:] for f in (project / "runs").glob(f"{consumer}-*/consumer.log")
                 )
                 raise AssertionError(
-                    f"{consumer}: {result.stderr[-2000:]}\nconsumer.log: {consumer_logs}\n{logs[-2000:]}\n{owner.stdout[-1000:]}"
+                    f"{consumer}: {result.stderr[-2000:]}\nconsumer.log: "
+                    f"{consumer_logs}\n{logs[-2000:]}\n{owner.stdout[-1000:]}"
                     f"{owner.stderr[-1000:]}\n{curator.stdout[-4000:]}"
                 )
         reports = {c: json.loads(next((project / "runs").glob(f"{c}-*/report.json")).read_text()) for c in results}

@@ -8,7 +8,8 @@ runs them again and compares: the same seed must give the same view, bit for bit
 The view is the whole report except what differs from run to run or from driver to driver:
 timings, process ids, hosts, paths, ports, the driver's own name and launch method, ZeroMQ
 heartbeats (their number follows the wall clock), the per-connection details of the processes
-driver, and the run folder in the paths of files a protocol saves (``files``). Everything else (status, selection, metrics, privacy ledgers, parsimony, message counts
+driver, and the run folder in the paths of files a protocol saves (``files``). Everything else (status, selection,
+metrics, privacy ledgers, parsimony, message counts
 and bytes by kind and by party, the data summary, the resolved configuration, checks, each party's
 result) is kept, so a changed default or a new report key shows up too.
 """

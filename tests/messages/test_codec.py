@@ -18,12 +18,12 @@ from marketplace import plugins
 from marketplace.messages import KINDS, PROTOCOL_VERSION, Envelope, MessageError, decode, encode
 
 plugins.load_all()  # every protocol's kinds: this file checks them all
-from marketplace.messages.codec import decode_fast, decode_precise
-from marketplace.messages.envelope import ENVELOPE_KEYS
-from marketplace.messages.kinds import Bye, Error, Heartbeat, Hello, Shutdown
-from marketplace.protocols.sketch.messages import SketchPublication, SketchReleaseBody, SketchRequest
-from marketplace.protocols.stc.messages import StcRelease, StcReleases, StcRequest, StcTarget
-from marketplace.protocols.summarize.messages import (
+from marketplace.messages.codec import decode_fast, decode_precise  # noqa: E402
+from marketplace.messages.envelope import ENVELOPE_KEYS  # noqa: E402
+from marketplace.messages.kinds import Bye, Error, Heartbeat, Hello, Shutdown  # noqa: E402
+from marketplace.protocols.sketch.messages import SketchPublication, SketchReleaseBody, SketchRequest  # noqa: E402
+from marketplace.protocols.stc.messages import StcRelease, StcReleases, StcRequest, StcTarget  # noqa: E402
+from marketplace.protocols.summarize.messages import (  # noqa: E402
     Bid,
     Point,
     Request,

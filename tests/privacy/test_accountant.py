@@ -224,10 +224,11 @@ def test_optimal_is_zero_when_delta_covers_the_total_variation():
 
 @pytest.mark.parametrize("eps0, k", [(0.3, 7), (0.1, 20)])
 def test_optimal_hits_the_kov_grid_points_exactly(eps0, k):
-    # KOV Thm 3.3: (k - 2i) eps0 is reached with delta_i = sum_{l<i} C(k,l)(e^{(k-l)eps0} - e^{(k-2i+l)eps0}) / (1+e^eps0)^k
+    # KOV Thm 3.3: (k - 2i) eps0 is reached with
+    # delta_i = sum_{j<i} C(k,j)(e^{(k-j)eps0} - e^{(k-2i+j)eps0}) / (1+e^eps0)^k
     for i in range(1, k // 2):
         delta_i = (
-            sum(math.comb(k, l) * (math.exp((k - l) * eps0) - math.exp((k - 2 * i + l) * eps0)) for l in range(i))
+            sum(math.comb(k, j) * (math.exp((k - j) * eps0) - math.exp((k - 2 * i + j) * eps0)) for j in range(i))
             / (1 + math.exp(eps0)) ** k
         )
         assert optimal(eps0, k, delta_i).eps == pytest.approx((k - 2 * i) * eps0, rel=1e-9)

@@ -427,10 +427,10 @@ def test_bad_ledger_settings_are_refused_naming_the_field(tmp_path, args, field)
 @pytest.mark.parametrize(
     "call, field",
     [
-        (lambda l: l.reserve("", Cost.pure(0.1), consumer="c", what="w"), "'request_id'"),
-        (lambda l: l.reserve("r", 0.1, consumer="c", what="w"), "'cost'"),
-        (lambda l: l.reserve("r", Cost.pure(0.1), consumer=None, what="w"), "'consumer'"),
-        (lambda l: l.reserve("r", Cost.pure(0.1), consumer="c", what=""), "'what'"),
+        (lambda led: led.reserve("", Cost.pure(0.1), consumer="c", what="w"), "'request_id'"),
+        (lambda led: led.reserve("r", 0.1, consumer="c", what="w"), "'cost'"),
+        (lambda led: led.reserve("r", Cost.pure(0.1), consumer=None, what="w"), "'consumer'"),
+        (lambda led: led.reserve("r", Cost.pure(0.1), consumer="c", what=""), "'what'"),
     ],
 )
 def test_bad_requests_are_refused_naming_the_field_and_charge_nothing(tmp_path, call, field):

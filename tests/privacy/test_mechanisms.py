@@ -129,7 +129,10 @@ def test_arguments_are_keyword_only():
 def test_rng_must_be_a_generator_in_simulation():
     with pytest.raises(
         TypeError,
-        match=r"The 'rng' parameter of Laplace must be a numpy.random.Generator \(marketplace.privacy.rng.make_rng\). Got int instead.",
+        match=(
+            r"The 'rng' parameter of Laplace must be a numpy.random.Generator \(marketplace.privacy.rng.make_rng\). "
+            r"Got int instead."
+        ),
     ):
         Laplace(epsilon=1.0, sensitivity=1.0, rng=42)
 

@@ -102,7 +102,8 @@ def test_every_core_module_of_a_shipped_protocol_is_under_the_cores_contract():
             dotted = f"marketplace.protocols.{package.name}.{module.stem}"
             if module.stem not in ROLE_MODULES:
                 assert dotted in cores, (
-                    f"{dotted} is a pure core (not a role, wire or plug-in module) but the cores contract does not list it"
+                    f"{dotted} is a pure core (not a role, wire or plug-in module) but the cores contract does not "
+                    f"list it"
                 )
 
 

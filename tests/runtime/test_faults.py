@@ -1,5 +1,6 @@
 """Faults with real processes: an owner stopped (SIGSTOP), computing for long or forever, a consumer
-killed, a curator hung. Short heartbeats (interval 0.2 s, timeout 2 s) keep every test to seconds; every wait is bounded.
+killed, a curator hung. Short heartbeats (interval 0.2 s, timeout 2 s) keep every test to seconds; every wait is
+bounded.
 
 An owner killed with SIGKILL and a curator killed with SIGKILL are in tests/transport/test_zmq.py; the
 20-trial random-round version of both owner faults is benchmarks/bench_faults.py.

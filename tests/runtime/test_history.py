@@ -114,7 +114,7 @@ def test_summarize_history_mmd2_is_the_exact_kernel_mmd2_of_each_prefix(inproces
     world = make_world(scenario.config, exchange("summarize"))
     rows = np.stack([world.owners[int(o.split("-")[1]) - 1].X[r] for o, r, _ in report["selection"]])
     gamma = scenario.config.summarize.gamma
-    want = [mmd2(rows[:l], world.validation.X, gamma) for l in range(1, len(rows) + 1)]
+    want = [mmd2(rows[:n], world.validation.X, gamma) for n in range(1, len(rows) + 1)]
     assert _column(report["history"], "mmd2") == pytest.approx(want, rel=1e-9, abs=1e-12)
 
 
@@ -124,7 +124,7 @@ def test_summarize_history_counts_the_curators_messages(inprocess_runs):
     report, _ = inprocess_runs["summarize"]
     owners = report["config"]["parties"]["owners"]
     assert _column(report["history"], "messages_sent") == [
-        owners + l * (owners + 1) for l in range(1, len(report["selection"]) + 1)
+        owners + n * (owners + 1) for n in range(1, len(report["selection"]) + 1)
     ]
     by_kind = report["messages"]["by_kind"]
     sent_by_last_round = sum(by_kind[k]["bytes"] for k in ("target_embedding", "round_open", "request") if k in by_kind)
@@ -206,7 +206,7 @@ def test_prefix_mmd2_is_mmd2_of_every_prefix(monkeypatch):
 
     rng = np.random.default_rng(5)
     X, Y = rng.normal(size=(23, 4)), rng.normal(0.4, 1.0, size=(9, 4))
-    want = [mmd2(X[:l], Y, 0.3) for l in range(1, 24)]
+    want = [mmd2(X[:n], Y, 0.3) for n in range(1, 24)]
     assert prefix_mmd2(X, Y, 0.3) == pytest.approx(want, rel=1e-12, abs=1e-14)
     monkeypatch.setattr(kernel, "KERNEL_BLOCK_ELEMENTS", 40)  # many row blocks: the blocks must join up
     assert prefix_mmd2(X, Y, 0.3) == pytest.approx(want, rel=1e-12, abs=1e-14)

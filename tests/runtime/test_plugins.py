@@ -75,7 +75,8 @@ def test_a_good_spec_is_taken(monkeypatch):
     [
         (
             {"toy": object()},
-            r"entry point toy = 'fake.toy:PROTOCOL' \(marketplace.protocols\): expected a marketplace.plugins.ProtocolSpec, got object",
+            r"entry point toy = 'fake.toy:PROTOCOL' \(marketplace.protocols\): expected a "
+            r"marketplace.plugins.ProtocolSpec, got object",
         ),
         (
             {"toy": ProtocolSpec(name="other", config=_Section, exchange="x:X")},

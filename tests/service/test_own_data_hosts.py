@@ -265,7 +265,7 @@ def test_three_machines_each_with_only_its_own_files_serve_three_requests(hosts,
         for report in reports:
             assert report["status"] == "completed" and report["deployment"]["data"] == "own"
             assert not report["lifetime"]["declined"]
-        for agent, (home, owners) in homes.items():
+        for home, owners in homes.values():
             for owner in owners:
                 with LifetimeLedger.read(ledger_file(home / "kit", owner)) as ledger:
                     assert ledger.spent().eps == pytest.approx(3 * EPS)

@@ -301,7 +301,8 @@ class LifetimeLedger:
                     )
                 if row.cost != cost or row.consumer != consumer:
                     raise LedgerInputError(
-                        f"{self.owner}: request {request_id!r} was reserved for {row.consumer!r} at {row.cost.describe()}; "
+                        f"{self.owner}: request {request_id!r} was reserved for {row.consumer!r} at "
+                        f"{row.cost.describe()}; "
                         f"a retry must declare the same, got {consumer!r} at {cost.describe()}"
                     )
                 return row
@@ -333,8 +334,10 @@ class LifetimeLedger:
             if over_quota:
                 mine = quota_limits.spent(c for who, c in rows if who == consumer)
                 declined = BudgetDeclined(
-                    f"{self.owner}: declined request {request_id!r} ({what}, for {consumer}): it costs {cost.describe()}, "
-                    f"charged as {amount(charge)}, and {amount(quota_limits.remaining(mine))} is left of {consumer}'s quota "
+                    f"{self.owner}: declined request {request_id!r} ({what}, for {consumer}): it costs "
+                    f"{cost.describe()}, "
+                    f"charged as {amount(charge)}, and {amount(quota_limits.remaining(mine))} is left of {consumer}'s "
+                    f"quota "
                     f"(eps={quota[0]:g}, delta={quota[1]:g}) under the filter {self.limits.describe()}",
                     owner=self.owner,
                     request_id=request_id,
@@ -345,7 +348,8 @@ class LifetimeLedger:
             elif state == "declined":
                 left = self.limits.remaining(self.limits.spent(counted))
                 declined = BudgetDeclined(
-                    f"{self.owner}: declined request {request_id!r} ({what}, for {consumer}): it costs {cost.describe()}, "
+                    f"{self.owner}: declined request {request_id!r} ({what}, for {consumer}): it costs "
+                    f"{cost.describe()}, "
                     f"charged as {amount(charge)}, and {amount(left)} is left of the budget "
                     f"(eps={self.budget[0]:g}, delta={self.budget[1]:g}) under the filter {self.limits.describe()}",
                     owner=self.owner,
@@ -479,7 +483,8 @@ class LifetimeLedger:
         return Transaction(self._db)
 
     def __repr__(self) -> str:
-        return f"LifetimeLedger({str(self.path)!r}, owner={self.owner!r}, filter={self.filter!r}, spent={amount(self.spent())})"
+        spent = amount(self.spent())
+        return f"LifetimeLedger({str(self.path)!r}, owner={self.owner!r}, filter={self.filter!r}, spent={spent})"
 
 
 def _refuse_incomplete(path: Path, owner: str, budget: Any, relation: Any) -> None:

@@ -112,7 +112,8 @@ class PfdsAgent(Role):
                 party=message.sender,
                 kind=message.kind,
                 reason=(
-                    f"phase {body.phase!r} announces releases of {sorted(announced)} but this agent holds {sorted(held)}"
+                    f"phase {body.phase!r} announces releases of {sorted(announced)} but this agent holds "
+                    f"{sorted(held)}"
                 ),
             )
         if body.phase == "label":

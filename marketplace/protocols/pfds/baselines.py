@@ -82,8 +82,8 @@ def _coefficient_ranges(x_bounds: np.ndarray, y_bounds: np.ndarray) -> np.ndarra
     dim = x_bounds.shape[0]
     linear = [_product_range(y_bounds, x_bounds[j]) for j in range(dim)]
     quadratic = [
-        _square_range(x_bounds[j]) if j == l else _product_range(x_bounds[j], x_bounds[l])
-        for j, l in zip(*np.triu_indices(dim))
+        _square_range(x_bounds[j]) if j == m else _product_range(x_bounds[j], x_bounds[m])
+        for j, m in zip(*np.triu_indices(dim))
     ]
     return np.array(linear + quadratic)
 

@@ -1,6 +1,7 @@
 """The `pfds:` section of a scenario: private federated data sharing (docs/design.md §4).
 
-The owners are the *sharers* (by default all of them; see ``sharers``): each grows a private tree and later releases labelled synthetic
+The owners are the *sharers* (by default all of them; see ``sharers``): each grows a private tree and later releases
+labelled synthetic
 data, spending ``epsilon`` in all. The consumer is one more agent, with its own rows, that shares
 nothing. The public schema is the built-in one of ``data.source.table`` (a ``table`` source is
 required). Each run evaluates one fold of a stratified ``folds``-fold split: the fold is every

@@ -123,7 +123,8 @@ def history(rounds: list[dict[str, Any]], ledgers: list[dict[str, Any]]) -> dict
         columns=["phase", "step", "sharers", "tree_leaves", "synthetic_rows", "eps_max"],
         plot=["sharers", "eps_max"],
         about={
-            "phase": "1: the sharers' private trees are forwarded to every agent; 2: their labelled synthetic records are",
+            "phase": "1: the sharers' private trees are forwarded to every agent; 2: their labelled synthetic records "
+            "are",
             "step": "what the phase forwarded (trees, records)",
             "sharers": "sharers whose release the curator forwarded in this phase",
             "tree_leaves": "leaves of the trees forwarded (phase 1)",

@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
@@ -228,8 +228,8 @@ class RegressionLabels:
         return rng.uniform(edges[codes], edges[codes + 1])
 
 
-Attribute = Union[NumericAttribute, CategoricalAttribute]
-Labels = Union[ClassLabels, RegressionLabels]
+Attribute = NumericAttribute | CategoricalAttribute
+Labels = ClassLabels | RegressionLabels
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@ from marketplace.reporting.format import fmt, mean_sd, sweep_table_head
 from marketplace.reporting.plots import eps_spent
 
 sweep_headline = ("pfds_error",)
-"""The columns of :func:`sweep_row` a sweep prints for each finished run: PFDS's mean error over the evaluated agents."""
+"""The columns of :func:`sweep_row` a sweep prints for each finished run: PFDS's mean error over the evaluated "
+"agents."""
 
 
 def sweep_row(report: dict[str, Any]) -> dict[str, Any]:
@@ -50,7 +51,10 @@ def sweep_table(summary: list[dict[str, Any]], keys: list[str], title: str) -> T
         table.add_column(LABELS[name], justify="right", no_wrap=True)
     table.add_column("size err PFDS / PFDS^-", justify="right")
     for row in summary:
-        sizes = f"{mean_sd(row, 'pfds_size_error', '.0f', sd=False)} / {mean_sd(row, 'pfds_minus_size_error', '.0f', sd=False)}"
+        pfds_size, minus_size = (
+            mean_sd(row, key, ".0f", sd=False) for key in ("pfds_size_error", "pfds_minus_size_error")
+        )
+        sizes = f"{pfds_size} / {minus_size}"
         table.add_row(
             *(fmt(row.get(k)) for k in keys),
             f"{row['completed']}/{row['runs']}",

@@ -134,7 +134,8 @@ class SketchConfig:
     def __post_init__(self) -> None:
         if len(self.lower) != len(self.upper):
             raise ValueError(
-                f"sketch.lower and sketch.upper need one bound per attribute each, got {len(self.lower)} and {len(self.upper)}"
+                f"sketch.lower and sketch.upper need one bound per attribute each, got {len(self.lower)} and "
+                f"{len(self.upper)}"
             )
         bad = [i for i, (lo, hi) in enumerate(zip(self.lower, self.upper)) if not lo < hi]
         if bad:

@@ -139,12 +139,16 @@ class SketchCurator(CuratorBase):
         """Why ``body`` cannot be an honest release under this run's public map and privacy plan."""
         fmap = self.feature_map
         if body.map_fingerprint != fmap.fingerprint:
-            return f"field 'map_fingerprint' expected {fmap.fingerprint[:12]}... (the public map), got {body.map_fingerprint[:12]}..."
+            return (
+                f"field 'map_fingerprint' expected {fmap.fingerprint[:12]}... (the public map), "
+                f"got {body.map_fingerprint[:12]}..."
+            )
         if body.numerator.shape != (fmap.n_features,):
             return f"field 'numerator' expected shape [{fmap.n_features}], got {list(body.numerator.shape)}"
         if body.mechanism != self.mechanism or body.epsilon != self.epsilon or body.delta != self.delta:
             return (
-                f"fields 'mechanism', 'epsilon', 'delta' expected the scenario's ({self.mechanism}, {self.epsilon}, {self.delta}), "
+                f"fields 'mechanism', 'epsilon', 'delta' expected the scenario's ({self.mechanism}, {self.epsilon}, "
+                f"{self.delta}), "
                 f"got ({body.mechanism}, {body.epsilon}, {body.delta})"
             )
         if self.epsilon is None and (body.numerator_variance or body.count_variance):

@@ -45,7 +45,8 @@ def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append(
             (
                 "ranking",
-                f"by sketch MMD^2: {', '.join(ranking.get('order', []))}; true: {', '.join(check.get('true_order', []))}; "
+                f"by sketch MMD^2: {', '.join(ranking.get('order', []))}; true: "
+                f"{', '.join(check.get('true_order', []))}; "
                 f"Spearman {fmt(check.get('spearman'))}",
             )
         )

@@ -392,7 +392,8 @@ def history(rounds: list[dict[str, Any]]) -> dict[str, Any]:
         columns=["release", "owner", "count", "merged_count", "epsilon"],
         plot=["count", "merged_count"],
         about={
-            "release": "sketches merged so far (one record per sketch, in owner order: the order they arrived in follows "
+            "release": "sketches merged so far (one record per sketch, in owner order: the order they arrived in "
+            "follows "
             "timing and is not recorded)",
             "owner": "the owner whose sketch this record merges",
             "count": "that sketch's released record count (noisy in a private run)",

@@ -3,7 +3,8 @@
 The runtime side: :mod:`.plugin` (its registration), :mod:`.config` (the scenario section),
 :mod:`.messages` (the wire kinds), :mod:`.curator`, :mod:`.owner` and :mod:`.consumer` (the roles),
 :mod:`.exchange` (roles from a scenario; the report), :mod:`.display` (its terminal tables),
-:mod:`.sweeps` (its sweep columns, table and plot) and :mod:`.source` (the ``stc_synthetic`` data source). They are imported on demand, not by this package.
+:mod:`.sweeps` (its sweep columns, table and plot) and :mod:`.source` (the ``stc_synthetic`` data source). They are
+imported on demand, not by this package.
 
 The pure core, re-exported here (numpy arrays in and out, no I/O), in the order a run uses it:
 

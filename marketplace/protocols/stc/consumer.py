@@ -83,7 +83,8 @@ class StcConsumer(Role):
             raise ProtocolError(
                 party=message.sender,
                 kind="stc_releases",
-                reason=f"expected (c, {d}) centres split by counts over owners; got centres {list(body.centers.shape)}, "
+                reason=f"expected (c, {d}) centres split by counts over owners; got centres "
+                f"{list(body.centers.shape)}, "
                 f"counts summing to {int(body.counts.sum())} for {len(body.owners)} owners",
             )
         k = min(self.settings.k, len(self.target))

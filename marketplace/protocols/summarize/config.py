@@ -63,7 +63,8 @@ class SummarizePrivacy:
     """How g~ and g_l are released (all at the same (eps, delta) per protected dataset):
     ``mwem_paper`` averages every MWEM iterate since the start (the paper's h2); ``mwem_call_average``
     averages each call's iterates; ``mwem_last`` takes the last iterate; ``gaussian`` adds Gaussian
-    noise to the mean embedding (zCDP), calibrated to the total the MWEM schedule spends. See docs/experiments.md for how they compare."""
+    noise to the mean embedding (zCDP), calibrated to the total the MWEM schedule spends. See docs/experiments.md for
+    how they compare."""
     theorem: Literal["basic", "advanced", "optimal", "zcdp"] = "advanced"
     """How the MWEM releases' steps compose."""
     gaussian_accountant: Literal["exact", "zcdp"] = "exact"

@@ -72,7 +72,8 @@ class SummarizeConsumer(Role):
         self.less_trusted = trust == "less_trusted"
         if self.less_trusted and features is None:
             raise ValueError(
-                "The 'features' parameter of SummarizeConsumer must be the public h1 map when trust is 'less_trusted'. Got None instead."
+                "The 'features' parameter of SummarizeConsumer must be the public h1 map when trust is "
+                "'less_trusted'. Got None instead."
             )
         self.features = features
         self.key = ConsumerKey.generate() if self.less_trusted else None

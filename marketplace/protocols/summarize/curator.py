@@ -76,7 +76,8 @@ class SummarizeCurator(CuratorBase):
         super().__init__(scenario_name=scenario_name, owners=owners)
         if trust not in TRUST_LEVELS:
             raise ValueError(
-                f"The 'trust' parameter of {type(self).__name__} must be one of {list(TRUST_LEVELS)}. Got {trust!r} instead."
+                f"The 'trust' parameter of {type(self).__name__} must be one of {list(TRUST_LEVELS)}. Got {trust!r} "
+                f"instead."
             )
         self.less_trusted = trust == "less_trusted"
         self.consumer_key: bytes | None = None

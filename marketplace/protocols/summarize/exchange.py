@@ -234,7 +234,8 @@ def _report_without_world(
     own = consumer.get("own_evaluation") or {}
     missing: dict[str, str] = {
         "metrics.baselines": why_absent(
-            "every owner's rows and the consumer's D_v in one place (the references: uniform sampling, the exact-kernel "
+            "every owner's rows and the consumer's D_v in one place (the references: uniform sampling, the "
+            "exact-kernel "
             "central greedy"
             + (", the non-private greedy a private run's cost is measured against)" if private else ")")
         )
@@ -354,7 +355,8 @@ def owner_exposure(config: ScenarioConfig, report: dict[str, Any]) -> dict[str, 
         "every bid of this owner and every point it asks this owner for",
         (),
         (
-            "all of it: the curator is trusted; how many points it saw is reported (parsimony), which is not a DP guarantee",
+            "all of it: the curator is trusted; how many points it saw is reported (parsimony), which is not a DP "
+            "guarantee",
         ),
     )
     out = {}

@@ -60,7 +60,8 @@ def gaussian_mean_release(
     values = np.asarray(phi, dtype=np.float64)
     if values.ndim != 2 or values.shape[0] < 1 or values.shape[1] < 1:
         raise ValueError(
-            f"The 'phi' parameter of gaussian_mean_release must be a non-empty (n, d) array. Got shape {values.shape} instead."
+            f"The 'phi' parameter of gaussian_mean_release must be a non-empty (n, d) array. Got shape {values.shape} "
+            f"instead."
         )
     if not np.isfinite(values).all():
         raise ValueError("The 'phi' parameter of gaussian_mean_release must be finite. Got a non-finite value instead.")

@@ -47,7 +47,8 @@ class SummarizeOwner(Role):
         super().__init__()
         if feature_dtype not in ("float64", "float32"):
             raise ValueError(
-                f"The 'feature_dtype' parameter of SummarizeOwner must be 'float64' or 'float32'. Got {feature_dtype!r} instead."
+                f"The 'feature_dtype' parameter of SummarizeOwner must be 'float64' or 'float32'. Got "
+                f"{feature_dtype!r} instead."
             )
         self.features = features
         self.less_trusted = trust == "less_trusted"
@@ -105,7 +106,9 @@ class SummarizeOwner(Role):
             raise ProtocolError(
                 party=message.sender,
                 kind="round_open",
-                reason=f"summary mean has shape {list(body.summary_mean.shape)}, expected {list(self.target_mean.shape)}",
+                reason=(
+                    f"summary mean has shape {list(body.summary_mean.shape)}, expected {list(self.target_mean.shape)}"
+                ),
             )
         self.rounds_seen += 1
         direction = bid_direction(self.target_mean, body.summary_mean, body.q)

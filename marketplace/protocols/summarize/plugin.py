@@ -9,5 +9,8 @@ PROTOCOL = ProtocolSpec(
     exchange="marketplace.protocols.summarize.exchange:SummarizeExchange",
     messages="marketplace.protocols.summarize.messages",
     report_schema="marketplace.protocols.summarize:report.schema.json",
-    summary="a summary of real points from the owners matched to the consumer's target in MMD, optionally DP towards every owner",
+    summary=(
+        "a summary of real points from the owners matched to the consumer's target in MMD, optionally DP towards "
+        "every owner"
+    ),
 )

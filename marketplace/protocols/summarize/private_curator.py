@@ -93,7 +93,8 @@ AUCTION_RELATION = {
         scope="the whole selection of every round (who is asked, how many, the order, and "
         "so the tau rule's later requests) for any change of one owner's points that keeps its number of distinct "
         "points, given the rounds' directions g_l; adaptive basic composition over the rounds, and everything an "
-        "owner observes of the auction is post-processing of the selections. Not covered: a replacement that creates or "
+        "owner observes of the auction is post-processing of the selections. Not covered: a replacement that creates "
+        "or "
         "removes a duplicate among the owner's points (the owner then runs out of points at another round, and the "
         "loss is unbounded), the g_l themselves, which depend on which points enter D_s (the D_s ledger's scope), and "
         "owners' compute-time side channels",
@@ -101,7 +102,8 @@ AUCTION_RELATION = {
     "two_sided": replace_one_distinct(
         "a point of another owner",
         scope="one round given the curator's state only: whether an owner is asked, and how "
-        "many owners are, changes by at most e^eps when one other owner's bid changes. The state (earlier requests, tau "
+        "many owners are, changes by at most e^eps when one other owner's bid changes. The state (earlier requests, "
+        "tau "
         "counters, unsent points) depends on other owners' data, so the rounds do NOT compose: the total is no bound "
         "on an owner's view over several rounds",
     ),

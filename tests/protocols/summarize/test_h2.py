@@ -24,7 +24,7 @@ from marketplace.protocols.summarize.h2 import (
 )
 
 HUGE_EPS = 1e9  # noise scales of ~1e-9: MWEM becomes its deterministic greedy limit
-from marketplace.privacy.neighbouring import replace_one
+from marketplace.privacy.neighbouring import replace_one  # noqa: E402
 
 ROW = replace_one("a row")
 
