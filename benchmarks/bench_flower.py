@@ -1,11 +1,9 @@
 """The same `summarize` rounds in Flower and in ours, side by side: ms per round, CPU, memory.
 
     pip install -e '.[compare]'                        # flwr[simulation] (Ray); not part of the test extras
-    python benchmarks/bench_flower.py --json flower.json                   # K = 16, 256, 1,000; 20 rounds; 3 paired
-    runs
+    python benchmarks/bench_flower.py --json flower.json       # K = 16, 256, 1,000; 20 rounds; 3 paired runs
     python benchmarks/bench_flower.py --owners 16 --engines flower-deploy,ours-processes --repeats 1
-    python benchmarks/bench_flower.py --smoke           # K = 4, 3 rounds, Flower's simulation engine and ours
-    in-process
+    python benchmarks/bench_flower.py --smoke  # K = 4, 3 rounds, Flower's simulation engine and ours in-process
 
 The world is scenarios/quickstart.yaml with K owners, an even partition, P rounds and no
 baselines, built by ``marketplace.parties.make_world`` as ``marketplace run`` builds it. Each

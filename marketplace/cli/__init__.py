@@ -25,20 +25,17 @@ Start here:
   marketplace run scenarios/quickstart.yaml --driver inprocess --set parties.owners=8
   marketplace run scenarios/quickstart-private.yaml --driver inprocess --sweep summarize.rounds=20,40 --repeats 3
   marketplace validate scenarios/quickstart.yaml       check a scenario without running it
-  marketplace run scenarios/market.yaml --driver inprocess   a market: a stream of requests, owners with lifetime
-  budgets
+  marketplace run scenarios/market.yaml --driver inprocess   a market: requests against owners' lifetime budgets
   marketplace data fetch adult                         download a public dataset (checked) for the scenarios that use it
   marketplace privacy compose --epsilon 0.01 --count 1656 --delta 0.01 --theorem advanced
   marketplace ledger show kits/owner-1                 an owner's lifetime privacy ledger: spent, remaining, history
   marketplace sketch query RUN/sketches/merged.npz --scenario RUN/scenario.resolved.yaml --moments 2
 
 One party at a time (what each container runs; each writes its report to parties/<party>.json):
-  marketplace provision S.yaml --out kits --endpoint tcp://HOST:5555   one kit per party: its key, the keys it needs,
-  start.sh
+  marketplace provision S.yaml --out kits --endpoint tcp://HOST:5555   one kit per party: keys and start.sh
   marketplace curator  --scenario S.yaml --endpoint tcp://0.0.0.0:5555 --keys kits/curator
   marketplace owner    --scenario S.yaml --endpoint tcp://HOST:5555 --keys kits/owner-1 --id owner-1
-  marketplace owners   --scenario S.yaml --endpoint tcp://HOST:5555 --keys KEYS --ids owner-1..owner-250   many
-  owners, one process
+  marketplace owners   --scenario S.yaml --endpoint tcp://HOST:5555 --keys KEYS --ids owner-1..owner-250  (one process)
   marketplace consumer --scenario S.yaml --endpoint tcp://HOST:5555 --keys kits/consumer
   marketplace assemble parties --scenario S.yaml --out run          the run report from the parties' reports
 

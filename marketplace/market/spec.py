@@ -12,8 +12,7 @@ A market file is YAML with three top-level keys::
       relation: add/remove-one   # what the budgets are stated under
       filter: basic              # basic | zcdp
       rules: [fcfs, dpf]         # the scheduling rules to compare (default: both)
-      unlock_steps: null         # dpf: a 1/N share of each budget unlocks per arriving request (default N = stream
-      length)
+      unlock_steps: null         # dpf: 1/N of each budget unlocks per arriving request (default N: the stream)
       quality: {pfds: pfds_consumer_error}   # what measures a request (default: the protocol's headline figure)
     scenario:                    # what every request starts from: data, transport, shared protocol settings
       data: {...}

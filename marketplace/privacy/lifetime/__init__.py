@@ -19,8 +19,7 @@
 >>> ledger.reserve("req-2", Cost.pure(0.5), consumer="consumer-b", what="sketch")
 Traceback (most recent call last):
   ...
-marketplace.privacy.lifetime.ledger.BudgetDeclined: owner-1: declined request 'req-2' (sketch, for consumer-b): it
-costs eps=0.5, ...
+marketplace.privacy.lifetime.ledger.BudgetDeclined: owner-1: declined request 'req-2' (sketch, ...
 >>> ledger.remaining()
 Charge(eps=0.25, delta=0.0, rho=None)
 >>> ledger.close()
