@@ -34,8 +34,8 @@ from marketplace.transport.node import Node
 REJECT_REASONS = {"bad_message", "duplicate", "protocol"}
 """The reasons a Node counts a refused frame under (``bad_framing`` is the socket loop's own)."""
 DETAIL_RE = re.compile(
-    r"""^bad message from .+ \((kind '[a-z_]+'|unknown kind)\): field (?P<q>['"])(?P<field>.*?)(?P=q) expected .+, "
-    r"got .+""",
+    r"^bad message from .+ \((kind '[a-z_]+'|unknown kind)\): field (?P<q>['\"])(?P<field>.*?)(?P=q) "
+    r"expected .+, got .+",
     re.S,
 )
 RUN_ID = "fuzz"
