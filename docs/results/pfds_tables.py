@@ -1,5 +1,5 @@
-"""Markdown tables of the pfds experiments from the sweeps' summary.csv (used for the pfds section of "
-"docs/experiments.md)."""
+"""Markdown tables of the pfds experiments from the sweeps' summary.csv (used for the pfds section of
+docs/experiments.md)."""
 
 import csv
 import shutil

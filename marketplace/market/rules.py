@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from marketplace.privacy.lifetime import Charge, zcdp_budget
 
 Amounts = Mapping[str, float]
-"""A budget, a charge or a spend in the filter's dimensions: ``{"eps": .., "delta": ..}`` (basic) or ``{"rho": ..}`` "
-"(zcdp)."""
+"""A budget, a charge or a spend in the filter's dimensions: ``{"eps": .., "delta": ..}`` (basic) or ``{"rho": ..}``
+(zcdp)."""
 
 
 @dataclass(frozen=True)
@@ -57,8 +57,8 @@ def amounts(charge: Charge) -> dict[str, float]:
 
 
 def filter_budget(filter: str, epsilon: float, delta: float) -> dict[str, float]:
-    """An owner's (eps, delta) lifetime budget in its filter's dimensions (rho for ``zcdp``, as its ledger computes "
-    "it)."""
+    """An owner's (eps, delta) lifetime budget in its filter's dimensions (rho for ``zcdp``, as its ledger computes
+    it)."""
     return {"rho": zcdp_budget(epsilon, delta)} if filter == "zcdp" else {"eps": epsilon, "delta": delta}
 
 

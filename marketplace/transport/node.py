@@ -106,8 +106,8 @@ class Node:
         self.foreign_run: dict[str, str] = {}
         """Peer -> the run id its frames carried, when they carried another run's (cut short)."""
         self.finished_peers: set[str] = set()
-        """Peers whose ``bye`` the role accepted: no more heartbeats to them, and their closing connection is "
-        "expected."""
+        """Peers whose ``bye`` the role accepted: no more heartbeats to them, and their closing connection is
+        expected."""
 
     @property
     def done(self) -> bool:

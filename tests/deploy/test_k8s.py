@@ -24,8 +24,8 @@ OWNERS = ["owner-1", "owner-2", "owner-3", "owner-4"]
 
 
 def render(folder: Path, scenario: Path) -> dict[tuple[str, str], dict]:
-    """The base with kits freshly provisioned for ``scenario``, rendered by `kubectl kustomize`: (kind, name) -> "
-    "object."""
+    """The base with kits freshly provisioned for ``scenario``, rendered by `kubectl kustomize`: (kind, name) ->
+    object."""
     skip_unless_tools("kubectl", why="rendering deploy/k8s with `kubectl kustomize`")
     shutil.copytree(BASE, folder, ignore=shutil.ignore_patterns("kits"))
     made = subprocess.run(

@@ -12,8 +12,8 @@ from marketplace.reporting.format import fmt, mean_sd, sweep_table_head
 from marketplace.reporting.plots import eps_spent
 
 sweep_headline = ("pfds_error",)
-"""The columns of :func:`sweep_row` a sweep prints for each finished run: PFDS's mean error over the evaluated "
-"agents."""
+"""The columns of :func:`sweep_row` a sweep prints for each finished run: PFDS's mean error over the evaluated
+agents."""
 
 
 def sweep_row(report: dict[str, Any]) -> dict[str, Any]:

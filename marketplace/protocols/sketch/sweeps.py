@@ -19,8 +19,8 @@ SWEEP_COLUMNS = ("moment1_mre", "moment2_mre", "cdf_mae", "covariance_rel_fro", 
 
 
 sweep_headline = ("moment1_mre", "logistic_auc")
-"""The columns of :func:`sweep_row` a sweep prints for each finished run: the first-moment error and the logistic "
-"model's AUC."""
+"""The columns of :func:`sweep_row` a sweep prints for each finished run: the first-moment error and the logistic
+model's AUC."""
 
 
 def sweep_row(report: dict[str, Any]) -> dict[str, Any]:

@@ -14,8 +14,8 @@ from marketplace.reporting.format import fmt, mean_sd, sweep_table_head
 from marketplace.reporting.plots import eps_spent
 
 sweep_headline = ("mmd2", "accuracy")
-"""The columns of :func:`sweep_row` a sweep prints for each finished run: MMD^2 of the summary and the consumer's "
-"accuracy."""
+"""The columns of :func:`sweep_row` a sweep prints for each finished run: MMD^2 of the summary and the consumer's
+accuracy."""
 
 
 def sweep_row(report: dict[str, Any]) -> dict[str, Any]:
