@@ -18,17 +18,33 @@ ROLES = (
 )
 
 
+def _add_scenario(parser: argparse.ArgumentParser) -> None:
+    """``--scenario``: what a party or an owner host runs."""
+    parser.add_argument(
+        "--scenario",
+        default=os.environ.get("MARKETPLACE_SCENARIO"),
+        help="scenario file (YAML); the same file for every party (default: $MARKETPLACE_SCENARIO)",
+    )
+
+
+def _add_run_id_and_logging(parser: argparse.ArgumentParser) -> None:
+    """``--run-id``, ``--set`` and ``--log-level``, the same for a party and an owner host."""
+    parser.add_argument(
+        "--run-id",
+        default=os.environ.get("MARKETPLACE_RUN_ID"),
+        help="run id shared by all parties (default: $MARKETPLACE_RUN_ID, else <scenario name>-seed<seed>)",
+    )
+    add_set(parser)
+    parser.add_argument("--log-level", default=os.environ.get("MARKETPLACE_LOG_LEVEL", "INFO"))
+
+
 def add_party_parsers(sub: argparse._SubParsersAction) -> None:
     """``curator``, ``owner`` and ``consumer``."""
     for role, text in ROLES:
         p = sub.add_parser(
             role, help=text, description=text + ". The party builds its own data share from the scenario and seed."
         )
-        p.add_argument(
-            "--scenario",
-            default=os.environ.get("MARKETPLACE_SCENARIO"),
-            help="scenario file (YAML); the same file for every party (default: $MARKETPLACE_SCENARIO)",
-        )
+        _add_scenario(p)
         p.add_argument(
             "--endpoint",
             default=os.environ.get("MARKETPLACE_ENDPOINT"),
@@ -43,13 +59,7 @@ def add_party_parsers(sub: argparse._SubParsersAction) -> None:
             "`marketplace assemble` joins them",
         )
         p.add_argument("--no-report", action="store_true", help="write no report")
-        p.add_argument(
-            "--run-id",
-            default=os.environ.get("MARKETPLACE_RUN_ID"),
-            help="run id shared by all parties (default: $MARKETPLACE_RUN_ID, else <scenario name>-seed<seed>)",
-        )
-        add_set(p)
-        p.add_argument("--log-level", default=os.environ.get("MARKETPLACE_LOG_LEVEL", "INFO"))
+        _add_run_id_and_logging(p)
         p.add_argument(
             "--keys",
             metavar="DIR",
@@ -96,11 +106,7 @@ def add_owners_parser(sub: argparse._SubParsersAction) -> None:
         required=True,
         help="the owners to serve: owner-1..owner-250, or a comma list (owner-1,owner-7,owner-10..owner-20)",
     )
-    hosts.add_argument(
-        "--scenario",
-        default=os.environ.get("MARKETPLACE_SCENARIO"),
-        help="scenario file (YAML); the same file for every party (default: $MARKETPLACE_SCENARIO)",
-    )
+    _add_scenario(hosts)
     hosts.add_argument(
         "--endpoint",
         default=os.environ.get("MARKETPLACE_ENDPOINT"),
@@ -114,13 +120,7 @@ def add_owners_parser(sub: argparse._SubParsersAction) -> None:
         "DIR/owner-1..owner-250.json (default: parties)",
     )
     hosts.add_argument("--no-report", action="store_true", help="write no reports")
-    hosts.add_argument(
-        "--run-id",
-        default=os.environ.get("MARKETPLACE_RUN_ID"),
-        help="run id shared by all parties (default: $MARKETPLACE_RUN_ID, else <scenario name>-seed<seed>)",
-    )
-    add_set(hosts)
-    hosts.add_argument("--log-level", default=os.environ.get("MARKETPLACE_LOG_LEVEL", "INFO"))
+    _add_run_id_and_logging(hosts)
     hosts.add_argument(
         "--keys",
         metavar="DIR",
