@@ -35,7 +35,7 @@ One party at a time (what each container runs; each writes its report to parties
   marketplace provision S.yaml --out kits --endpoint tcp://HOST:5555   one kit per party: keys and start.sh
   marketplace curator  --scenario S.yaml --endpoint tcp://0.0.0.0:5555 --keys kits/curator
   marketplace owner    --scenario S.yaml --endpoint tcp://HOST:5555 --keys kits/owner-1 --id owner-1
-  marketplace owners   --scenario S.yaml --endpoint tcp://HOST:5555 --keys KEYS --ids owner-1..owner-250  (one process)
+  marketplace owners   --scenario S.yaml --endpoint tcp://HOST:5555 --keys KEYS --ids owner-1..owner-250   (one process)
   marketplace consumer --scenario S.yaml --endpoint tcp://HOST:5555 --keys kits/consumer
   marketplace assemble parties --scenario S.yaml --out run          the run report from the parties' reports
 
