@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from marketplace.market.costs import declared_costs
-from marketplace.market.rules import Amounts, Demand, amounts, filter_budget, make_rule
 from marketplace.market.spec import MarketSpec, Request
 from marketplace.privacy import noise
 from marketplace.privacy.lifetime import COUNTED, LifetimeLedger, ledger_file
+from marketplace.scheduling.costs import declared_costs
+from marketplace.scheduling.rules import Amounts, Demand, amounts, filter_budget, make_rule
 
 NOISE_KEY_PERSON = b"market-noise-key"
 

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from marketplace.market.player import Outcome, Play, demands, filter_budgets
-from marketplace.market.rules import fits
 from marketplace.market.spec import MarketSpec
 from marketplace.reporting.format import plural
+from marketplace.scheduling.rules import fits
 
 SERVED = ("served", "partial")
 STATUSES = ("served", "partial", "declined", "failed", "not granted")

@@ -416,7 +416,7 @@ def _requests(check: _Checker, value: Any) -> tuple[Request, ...]:
 def _check_scenarios(spec: MarketSpec) -> None:
     """Build every list entry's scenario once, and its owners' declared costs, so that a request
     that cannot run is refused now, with its key path."""
-    from marketplace.market.costs import NoOwnerCost, declared_costs
+    from marketplace.scheduling.costs import NoOwnerCost, declared_costs
 
     seen: set[int] = set()
     for request in spec.requests:

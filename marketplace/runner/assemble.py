@@ -276,30 +276,46 @@ def assemble_from_party_reports(
     who ran the parties in the report: ``compose`` (on their own), or ``market`` (a session of
     ``marketplace serve``).
     """
+    read, paths, problems = find_party_reports(parties_dir, party_ids(scenario.config), wait_s=wait_s)
+    report = assemble_from_reports(scenario, read, problems, paths=paths, driver=driver)
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / "report.json", report)
+    write_messages_csv(report, out / "messages.csv")
+    write_history_files(report, out)
+    return report
+
+
+def assemble_from_reports(
+    scenario: Scenario,
+    read: dict[str, dict[str, Any]],
+    problems: dict[str, str],
+    *,
+    paths: dict[str, Path] | None = None,
+    world: Any = None,
+    driver: str = "compose",
+) -> dict[str, Any]:
+    """The run report from the parties' own reports held in memory (``read``: party id -> report;
+    ``problems``: why each missing one is missing), as :func:`assemble_from_party_reports` makes it
+    from files (``paths`` names where each came from, for its errors). ``world`` is the scenario's
+    world when the caller keeps it (a marketplace that serves many sessions), else it is rebuilt."""
     config = scenario.config
-    read, paths, problems = find_party_reports(parties_dir, party_ids(config), wait_s=wait_s)
+    paths = paths or {party: Path(f"<{party}'s report>") for party in read}
     parties, missing = [], {}
     for party in party_ids(config):
         rep = read.get(party)
         if rep is None:
-            rep = {"id": party, "role": role_of(party), "status": "failed", "failure": problems[party]}
+            rep = {"id": party, "role": role_of(party), "status": "failed", "failure": problems.get(party, "no report")}
             missing[party] = rep["failure"]
         parties.append(rep)
     dropped = set(excluded_owners((read.get(CURATOR) or {}).get("result") or {}))
     check_reports(scenario, {p: r for p, r in read.items() if p not in dropped}, paths)
     failures = [text for party, text in missing.items() if party not in dropped]
     exchange = plugins.exchange(config.protocol)  # resolved once, and passed along
-    world = make_world(config, exchange)
+    if world is None:
+        world = make_world(config, exchange)
     wall_s = max(((p.get("timing") or {}).get("wall_s") or 0.0) for p in parties)
     run_id = next((p.get("run_id") for p in parties if p.get("run_id")), default_run_id(scenario))
-    report = assemble_report(
-        scenario, world, driver, parties, "; ".join(failures) or None, wall_s, 0.0, run_id, exchange
-    )
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "report.json", report)
-    write_messages_csv(report, out / "messages.csv")
-    write_history_files(report, out)
-    return report
+    return assemble_report(scenario, world, driver, parties, "; ".join(failures) or None, wall_s, 0.0, run_id, exchange)
 
 
 def _history(section: dict[str, Any] | None) -> dict[str, Any]:

@@ -82,32 +82,11 @@ def run_host(
     all read within ``limits`` and checked before anything connects.
     """
     started = time.perf_counter()
-    config = scenario.config
     settings = link_settings(scenario)
     check_own_keys(scenario, settings, parties)
-    own = {
-        party: own_rows(config, party, data=(data_files or {}).get(party), test=test_file, limits=limits)
-        for party in parties
-    }
-    exchange = plugins.exchange(config.protocol)  # resolved once for every node, and passed along
-    if shares is None:
-        world = make_world(config, exchange)
-        shares = {party: share_of(world, party) for party in parties}
-        del world
-    ids = frozenset(party_ids(config))  # one set for every node
-    rid = run_id or default_run_id(scenario)
-    nodes = [
-        build_node(
-            config,
-            party,
-            world=with_own_rows(shares[party], own[party]),
-            run_id=rid,
-            exchange=exchange,
-            owner_data=own[party].get("owner"),
-            parties=ids,
-        )
-        for party in parties
-    ]
+    nodes = host_nodes(
+        scenario, parties, run_id=run_id, shares=shares, data_files=data_files, test_file=test_file, limits=limits
+    )
     # after the roles are built (see marketplace.warm_imports)
     load_in_background(tuple(dict.fromkeys(name for node in nodes for name in node.role.warm_imports)))
     identity = scenario_identity(scenario)  # one for every node's report
@@ -168,6 +147,50 @@ def run_host(
     else:
         log.info("owner host finished: %d owners", len(nodes))
     return EXIT_RUN_FAILED if failed else EXIT_OK
+
+
+def host_nodes(
+    scenario: Scenario,
+    parties: list[str],
+    *,
+    run_id: str | None,
+    shares: Mapping[str, World] | None = None,
+    world: World | None = None,
+    data_files: Mapping[str, str | Path] | None = None,
+    test_file: str | Path | None = None,
+    limits: ReadLimits | None = None,
+    own: Mapping[str, dict[str, Any]] | None = None,
+) -> list[Node]:
+    """The nodes of ``parties``, each built from its own share of the world only: ``shares`` when
+    the launcher has them, else the shares of ``world`` (a marketplace that keeps its world between
+    sessions), else of the world rebuilt from the scenario. ``data_files`` (and the consumer's
+    ``test_file``) are the parties' own rows, read within ``limits`` and checked against the schema;
+    ``own`` holds them already read, for the parties it names."""
+    config = scenario.config
+    own = {
+        party: (own or {}).get(party)
+        or own_rows(config, party, data=(data_files or {}).get(party), test=test_file, limits=limits)
+        for party in parties
+    }
+    exchange = plugins.exchange(config.protocol)  # resolved once for every node, and passed along
+    if shares is None:
+        whole = world if world is not None else make_world(config, exchange)
+        shares = {party: share_of(whole, party) for party in parties}
+        del whole
+    ids = frozenset(party_ids(config))  # one set for every node
+    rid = run_id or default_run_id(scenario)
+    return [
+        build_node(
+            config,
+            party,
+            world=with_own_rows(shares[party], own[party]),
+            run_id=rid,
+            exchange=exchange,
+            owner_data=own[party].get("owner"),
+            parties=ids,
+        )
+        for party in parties
+    ]
 
 
 def _serve(

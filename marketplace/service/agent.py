@@ -1,44 +1,59 @@
-"""``marketplace agent``: a long-lived host of data owners that joins a marketplace's sessions.
+"""``marketplace agent``: a long-lived host of data owners that takes part in a marketplace's sessions.
 
 Each served owner has its own control connection to the server, under its own CURVE key (from
-``--keys``: ``<owner>.key_secret`` and the server's ``server.key``), and pings every few seconds so
-the server knows it is present. When the server invites its owners to a session, the agent writes
-the session's scenario and a key folder (each owner's own secret key, the session curator's public
-key) and starts ``marketplace owners`` for the invited owners. Those owners read their own files
-(``--data``; checked against the marketplace's schema when the agent starts), or in a simulated
-marketplace build their share from the scenario, charge their lifetime ledgers (kept in ``--ledgers``, by default the
-keys folder, one
-``<owner>.ledger.sqlite`` each) before anything leaves, take part, and write their reports; the
-agent sends each owner's report back on that owner's own connection, and waits for the next
-session. It leaves when the server says it stops (after the session it is in), or on SIGTERM.
+``--keys``: ``<owner>.key_secret`` and the server's ``server.key``), kept open for as long as the
+agent runs, with ZeroMQ heartbeats so the server knows within seconds when the agent is gone. When
+the server invites an owner to a session, the agent builds that owner's node *in this process* (no
+process per session) from the session's scenario: from its own file (``--data``; read and checked
+against the marketplace's schema when the agent starts, read again only when it changes) or, in a
+simulated marketplace, from its own share of the world generated from the scenario (kept between
+sessions). The owner charges its lifetime ledger (kept in ``--ledgers``, by default the keys folder,
+one ``<owner>.ledger.sqlite`` each) before anything leaves, and takes part over its connection: the
+session's frames travel inside control frames tagged with the session id
+(:class:`~marketplace.transport.shared_link.SharedLinkLoop`). An owner may be in many sessions at
+once; each has its own node, noise key and request id. When a session ends the agent sends each
+owner's own report back on that owner's connection.
+
+The agent leaves when the server says it stops (after the sessions it is in), on SIGTERM, or when
+the process it was told to exit with (the ``serve`` that started it) is gone. When the server falls
+silent (a crash) every session it had is lost for its owners, and the agent keeps its connections
+open for the server's return.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
-import shutil
 import signal
-import subprocess
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import zmq
 
 from marketplace.data.own_files import ReadLimits
 from marketplace.parties import owner_number
-from marketplace.runner.command_line import party_command
-from marketplace.runner.party_reports import read_reports
+from marketplace.roles import CURATOR
+from marketplace.runner.identity import scenario_identity
+from marketplace.runner.links import link_settings
+from marketplace.runner.party_process import host_nodes
+from marketplace.runner.party_reports import party_report
+from marketplace.scenario import Scenario
 from marketplace.service import control
-from marketplace.service.keys import SERVER, load_pair, load_public, write_public
+from marketplace.service.keys import SERVER, load_pair, load_public
+from marketplace.service.worlds import OwnRowsCache, WorldCache
+from marketplace.transport.shared_link import SharedLinkLoop
 
 log = logging.getLogger("marketplace.agent")
 
 PING_S = 2.0
-POLL_MS = 200
+POLL_MS = 100
+SERVER_SILENT_S = 15.0
+"""A server that sent nothing for this long (it probes every second) is gone: its sessions are lost."""
 SESSION_LIMIT_S = 4 * 3600.0
-"""The longest one session's owners may run before the agent stops them."""
+"""The longest one session may run here before its owners fail it."""
 
 
 class OwnerAgent:
@@ -62,7 +77,6 @@ class OwnerAgent:
         market_file: Path | None = None,
         limits: ReadLimits | None = None,
     ) -> None:
-        # absolute: the owners' processes run in their session's folder, and read these paths from there
         self.market, self.keys, self.owners = market, Path(keys).resolve(), owners
         given = {owner: Path(path) for owner, path in (data or {}).items()}
         self.limits = limits or ReadLimits()
@@ -77,6 +91,13 @@ class OwnerAgent:
         self.ledgers = Path(ledgers).resolve() if ledgers is not None else self.keys
         self._stop = threading.Event()
         self.sessions_done = 0
+        self.loops: dict[tuple[str, str], tuple[SharedLinkLoop, Scenario, float]] = {}
+        """(session, owner) -> the owner's loop in that session, its scenario and when it started."""
+        self.scenarios: dict[str, Scenario] = {}
+        self.worlds = WorldCache(size=2)
+        self.own_rows = OwnRowsCache()
+        self.socks: dict[str, zmq.Socket] = {}
+        self.heard: dict[str, float] = {}
 
     def stop(self) -> None:
         self._stop.set()
@@ -84,77 +105,173 @@ class OwnerAgent:
     def run(self) -> int:
         server = load_public(self.keys / f"{SERVER}.key")
         ctx = zmq.Context()
-        socks: dict[str, zmq.Socket] = {}
         poller = zmq.Poller()
+        by_socket: dict[zmq.Socket, str] = {}
         for owner in self.owners:
             public, secret = load_pair(self.keys / f"{owner}.key_secret")
             sock = ctx.socket(zmq.DEALER)
+            control.socket_options(sock)
             sock.setsockopt(zmq.LINGER, 2000)
-            sock.setsockopt(zmq.MAXMSGSIZE, control.MAX_FRAME)
             sock.curve_secretkey, sock.curve_publickey, sock.curve_serverkey = secret, public, server
             sock.connect(self.market)
             sock.send(control.encode(control.OwnerJoin(party=owner)))
-            socks[owner] = sock
+            self.socks[owner] = sock
+            by_socket[sock] = owner
             poller.register(sock, zmq.POLLIN)
         self.work.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.ledgers.mkdir(parents=True, exist_ok=True, mode=0o700)
         log.info("agent of %d owners connected to %s", len(self.owners), self.market)
-        child: tuple[str, subprocess.Popen, list[str], float] | None = None
-        invites: dict[str, control.SessionInvite] = {}
-        invited_at = 0.0
         stopping = False
         last_ping = 0.0
         try:
             while True:
                 now = time.monotonic()
                 if now - last_ping >= PING_S:
-                    for sock in socks.values():
-                        sock.send(control.encode(control.Ping()), zmq.NOBLOCK)
+                    for sock in self.socks.values():
+                        try:
+                            sock.send(control.encode(control.Ping()), zmq.NOBLOCK)
+                        except zmq.Again:
+                            pass
                     last_ping = now
-                for sock, _ in poller.poll(POLL_MS):
-                    owner = next(o for o, s in socks.items() if s is sock)
-                    while True:
+                touched: set[tuple[str, str]] = set()
+                wait = 5 if any(loop.backlog for loop, _, _ in self.loops.values()) else POLL_MS
+                for sock, _ in poller.poll(wait):
+                    owner = by_socket[sock]
+                    for _ in range(1024):
                         try:
                             frame = sock.recv(zmq.NOBLOCK)
                         except zmq.Again:
                             break
+                        self.heard[owner] = time.monotonic()
                         try:
                             message = control.decode(frame)
                         except control.ControlError as err:
                             log.warning("%s: %s", owner, err)
                             continue
-                        if isinstance(message, control.SessionInvite):
-                            if not invites:
-                                invited_at = time.monotonic()
-                            invites[owner] = message
+                        if isinstance(message, control.SessionFrame):
+                            entry = self.loops.get((message.session, owner))
+                            if entry is not None:
+                                entry[0].put(b"", CURATOR, message.frame)
+                                touched.add((message.session, owner))
+                        elif isinstance(message, control.SessionInvite):
+                            self._join(owner, message)
                         elif isinstance(message, control.Stop):
                             stopping = True
-                if (
-                    child is None
-                    and invites
-                    and (len(invites) == len(self.owners) or time.monotonic() - invited_at > 1.0)
-                ):
-                    child = self._start(invites)
-                    invites = {}
-                if child is not None:
-                    session, proc, ids, started = child
-                    if proc.poll() is None and time.monotonic() - started > SESSION_LIMIT_S:
-                        proc.kill()
-                    if proc.poll() is not None:
-                        self._send_reports(session, ids, socks)
-                        self.sessions_done += 1
-                        child = None
-                if child is None and (stopping or self._stop.is_set() or not self._parent_alive()):
+                for key in touched:
+                    entry = self.loops.get(key)
+                    if entry is not None:
+                        self._guarded(key, entry[0].pump)
+                self._progress()
+                if not self.loops and (stopping or self._stop.is_set() or not self._parent_alive()):
                     return 0
+                if self._stop.is_set() or not self._parent_alive():
+                    for key in list(self.loops):
+                        self.loops[key][0].node.role.fail("the owner's agent was stopped")
+                        self._end(key)
         finally:
-            if child is not None and child[1].poll() is None:
-                child[1].terminate()
-                try:
-                    child[1].wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    child[1].kill()
-            for sock in socks.values():
+            for sock in self.socks.values():
                 sock.close()
             ctx.term()
+
+    # --- sessions
+
+    def _scenario(self, message: control.SessionInvite) -> Scenario:
+        """The session's scenario, with this agent's ledger folder (parsed once per session)."""
+        scenario = self.scenarios.get(message.session)
+        if scenario is None:
+            scenario = Scenario.from_yaml(message.scenario, source=f"session {message.session}").with_overrides(
+                {"lifetime.ledgers": str(self.ledgers)}
+            )
+            self.scenarios[message.session] = scenario
+        return scenario
+
+    def _join(self, owner: str, message: control.SessionInvite) -> None:
+        key = (message.session, owner)
+        if key in self.loops:
+            return
+        try:
+            scenario = self._scenario(message)
+            own = {}
+            if owner in self.data:
+                own[owner] = self.own_rows.get(scenario, owner, self.data[owner], self.limits)
+            world = None if owner in self.data and scenario.config.data.schema_only else self.worlds.get(scenario)
+            (node,) = host_nodes(scenario, [owner], run_id=message.session, world=world, own=own)
+            sock = self.socks[owner]
+            loop = SharedLinkLoop(
+                node,
+                link_settings(scenario),
+                send=lambda route, frame, sid=message.session, sock=sock: sock.send(
+                    control.encode(control.SessionFrame(session=sid, frame=frame)), zmq.NOBLOCK
+                ),
+                route_of=lambda party: b"",
+            )
+            loop.stats.endpoint = self.market
+            loop.begin()
+        except Exception as err:  # noqa: BLE001 - this owner cannot take part; the agent serves on
+            log.exception("session %s: %s could not take part", message.session, owner)
+            self._decline(owner, message.session, f"{type(err).__name__}: {err}")
+            return
+        self.loops[key] = (loop, scenario, time.monotonic())
+        log.info("session %s: %s joined", message.session, owner)
+
+    def _decline(self, owner: str, session: str, reason: str) -> None:
+        try:
+            self.socks[owner].send(
+                control.encode(control.SessionDeclined(session=session, reason=reason[:1900])), zmq.NOBLOCK
+            )
+        except zmq.Again:
+            pass
+
+    def _guarded(self, key: tuple[str, str], step: Any) -> None:
+        try:
+            step()
+        except Exception as err:  # noqa: BLE001 - one owner's session breaks; the others go on
+            log.exception("session %s: %s broke", *key)
+            entry = self.loops.get(key)
+            if entry is not None:
+                entry[0].node.role.fail(f"internal error in its agent: {type(err).__name__}: {err}")
+                self._end(key)
+
+    def _progress(self) -> None:
+        now = time.monotonic()
+        for key, (loop, _, started) in list(self.loops.items()):
+            session, owner = key
+            if now - self.heard.get(owner, now) > SERVER_SILENT_S and CURATOR not in loop.lost:
+                loop.gone(CURATOR, b"")
+            if now - started > SESSION_LIMIT_S:
+                loop.node.role.fail(f"the session ran longer than {SESSION_LIMIT_S:g} s")
+            self._guarded(key, lambda loop=loop: loop.tick(time.monotonic()))
+            if key in self.loops and loop.node.done:
+                self._end(key)
+
+    def _end(self, key: tuple[str, str]) -> None:
+        """The owner's part of the session is over: its local work, its report to the server."""
+        session, owner = key
+        loop, scenario, started = self.loops.pop(key)
+        loop.close()
+        try:
+            loop.node.finish()
+        except Exception as err:  # noqa: BLE001 - its report says so
+            log.exception("session %s: %s failed in its local work", session, owner)
+            loop.node.role.fail(f"internal error in its local work: {type(err).__name__}: {err}")
+        report = party_report(
+            loop.node,
+            role_name="owner",
+            wall_s=time.monotonic() - started,
+            driver=loop.stats.to_dict() | {"shared_links": True},
+            identity=scenario_identity(scenario),
+        )
+        try:
+            self.socks[owner].send(
+                control.encode(control.PartyReport(session=session, party=owner, report=json.dumps(report).encode())),
+                zmq.NOBLOCK,
+            )
+        except zmq.Again:
+            log.warning("session %s: %s's report could not be sent (the connection is full)", session, owner)
+        if not any(k[0] == session for k in self.loops):
+            self.scenarios.pop(session, None)
+            self.sessions_done += 1
+        log.info("session %s: %s done (%s)", session, owner, report["status"])
 
     def _parent_alive(self) -> bool:
         """False once the process this agent was told to exit with (the ``serve`` that started it) is gone."""
@@ -167,58 +284,6 @@ class OwnerAgent:
         except PermissionError:
             return True
         return True
-
-    def _start(self, invites: dict[str, control.SessionInvite]) -> tuple[str, subprocess.Popen, list[str], float]:
-        first = next(iter(invites.values()))
-        session = first.session
-        ids = sorted((o for o, m in invites.items() if m.session == session), key=lambda o: int(o.rsplit("-", 1)[1]))
-        folder = self.work / "sessions" / session
-        keys = folder / "keys"
-        keys.mkdir(parents=True, exist_ok=True, mode=0o700)
-        (folder / "scenario.yaml").write_text(first.scenario)
-        for owner in ids:
-            shutil.copyfile(self.keys / f"{owner}.key_secret", keys / f"{owner}.key_secret")
-            (keys / f"{owner}.key_secret").chmod(0o600)
-        write_public(keys / "curator.key", first.curator_key)
-        self.ledgers.mkdir(parents=True, exist_ok=True, mode=0o700)
-        log_file = open(folder / "owners.log", "w")  # noqa: SIM115 - the child writes it
-        own = {owner: self.data[owner] for owner in ids if owner in self.data}
-        # each owner's own rows, read by the owners themselves within the same limits
-        command = party_command(
-            "owners",
-            scenario=folder / "scenario.yaml",
-            endpoint=first.endpoint,
-            keys=keys,
-            run_id=session,
-            sets=[f"lifetime.ledgers={self.ledgers.resolve()}"],
-            ids=",".join(ids),
-            report_dir=folder / "parties",
-            data=",".join(f"{owner}={path}" for owner, path in own.items()) if own else None,
-            extra=self.limits.arguments() if own else (),
-        )
-        proc = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, cwd=folder)
-        log_file.close()
-        log.info("session %s: %d owners joining", session, len(ids))
-        return session, proc, ids, time.monotonic()
-
-    def _send_reports(self, session: str, ids: list[str], socks: dict[str, zmq.Socket]) -> None:
-        import json
-
-        found: dict[str, dict] = {}
-        for path in sorted((self.work / "sessions" / session / "parties").glob("*.json")):
-            try:
-                for report in read_reports(path):
-                    found[str(report.get("id"))] = report
-            except (OSError, ValueError) as err:
-                log.warning("session %s: %s: %s", session, path, err)
-        for owner in ids:
-            report = found.get(owner)
-            if report is not None:
-                socks[owner].send(
-                    control.encode(
-                        control.PartyReport(session=session, party=owner, report=json.dumps(report).encode())
-                    )
-                )
 
 
 def check_own_files(market_file: Path, files: dict[str, Path], limits: ReadLimits) -> None:

@@ -88,11 +88,16 @@ def serve(
     advertise: str | None = None,
     owners_per_process: int | None = None,
     owner_data: str | Path | None = None,
+    max_sessions: int = 8,
+    rule: str | None = None,
+    unlock_steps: int | None = None,
 ) -> Marketplace:
-    """Start the marketplace ``scenario`` describes, in a background thread (its curators and owner
-    agents are processes of their own), and return once it listens. See ``marketplace serve --help``.
-    ``owner_data``: a folder of ``<owner>.csv`` files, one per owner, for the agents it starts (a
-    marketplace described by its public schema)."""
+    """Start the marketplace ``scenario`` describes, in a background thread (its owner agents are
+    processes of their own; sessions run in them and in this process, over live connections), and
+    return once it listens. See ``marketplace serve --help``. ``owner_data``: a folder of
+    ``<owner>.csv`` files, one per owner, for the agents it starts (a marketplace described by its
+    public schema). ``max_sessions`` sessions run at once, admitted by ``rule`` (``fcfs`` or ``dpf``;
+    default ``fcfs``); ``session_port`` and ``advertise`` are accepted and unused."""
     from marketplace.api import load
     from marketplace.service.keys import check_consumer_name
     from marketplace.service.server import MarketServer, ServeOptions
@@ -107,6 +112,9 @@ def serve(
         start_owners=start_owners,
         owners_per_process=owners_per_process,
         owner_data=Path(owner_data).resolve() if owner_data is not None else None,
+        max_sessions=max_sessions,
+        rule=rule or "fcfs",
+        unlock_steps=unlock_steps,
     )
     handle = Marketplace(MarketServer(market, options))
     handle._thread.start()

@@ -22,14 +22,25 @@ examples:
 """
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
+
+
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     serve = sub.add_parser(
         "serve",
-        help="start a marketplace that stays up: a server, and owner agents, serving one request after another",
+        help="start a marketplace that stays up: a server, and owner agents, serving many consumers at once",
         description="Start the marketplace described by SCENARIO (its owners, data, transport and the owners' lifetime "
         "budgets; its protocol section is not used: each request brings its own) and keep it up until "
         "SIGTERM or Ctrl-C. Consumers send requests with `marketplace request`; each request runs as a "
-        "session of its own, one at a time, and every owner charges its lifetime ledger first.",
+        "session of its own over the parties' live connections (up to --max-sessions at once, admitted by "
+        "--rule), and every owner charges its lifetime ledger first.",
         epilog=SERVE_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -47,14 +58,28 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         help="the control endpoint (default: tcp://127.0.0.1:7700; tcp://0.0.0.0:7700 in a container)",
     )
     serve.add_argument(
-        "--session-port",
-        type=int,
-        metavar="PORT",
-        help="the port sessions' curators listen on (default: the control port + 1)",
+        "--max-sessions",
+        type=_positive_int,
+        default=8,
+        metavar="N",
+        help="sessions that run at once (default: 8); further requests wait in the queue",
     )
     serve.add_argument(
-        "--advertise", metavar="HOST", help="the host name parties reach sessions at (default: the endpoint's host)"
+        "--rule",
+        choices=("fcfs", "dpf"),
+        default=None,
+        help="the scheduling rule that admits waiting requests: fcfs (first come, first served) or dpf "
+        "(Dominant Privacy Fairness, as in market workloads); default: fcfs",
     )
+    serve.add_argument(
+        "--unlock-steps",
+        type=_positive_int,
+        metavar="N",
+        help="with --rule dpf: each arriving request unlocks 1/N of every owner's budget (default: 1024)",
+    )
+    # sessions run on the control connections now: these two are accepted, unused, so older command lines work
+    serve.add_argument("--session-port", type=int, help=argparse.SUPPRESS)
+    serve.add_argument("--advertise", help=argparse.SUPPRESS)
     serve.add_argument(
         "--consumers",
         default="",
@@ -211,10 +236,11 @@ def serve_command(args: argparse.Namespace) -> int:
             endpoint=args.endpoint,
             consumers=consumers,
             start_owners=not args.no_owners,
-            session_port=args.session_port,
-            advertise=args.advertise,
             owners_per_process=args.owners_per_process,
             owner_data=args.owner_data,
+            max_sessions=args.max_sessions,
+            rule=args.rule,
+            unlock_steps=args.unlock_steps,
         )
     except ServeOptionsError as err:
         print(f"marketplace serve: {err}", file=sys.stderr)

@@ -2,18 +2,21 @@
 
 The consumer connects to the server's control endpoint with its own CURVE key (its kit: its
 ``<name>.key_secret`` and the server's ``server.key``), sends its request (a scenario) and waits in
-the queue. When its session starts it runs the consumer of the session's run locally (``marketplace
-consumer``, with its own key: the session's curator admits no other consumer), sends its own party
-report back, and receives the session's run report, which it writes to its output folder as
-``report.json``. A key the marketplace does not know is refused at the handshake, and the request
-ends at once saying so.
+the queue. When its session starts it runs the session's consumer in this process, over the same
+connection (the session's frames travel inside control frames tagged with its id; the server passes
+them only between this consumer and its session's curator), sends its own party report back, and
+receives the session's run report, which it writes to its output folder as ``report.json``. A key
+the marketplace does not know is refused at the handshake, and the request ends at once saying so.
+
+The connection runs ZeroMQ heartbeats, so a marketplace that crashes or stops is noticed within
+seconds (:class:`RequestFailed`, saying whether the session had started: only then may owners have
+been charged for it), and the server notices a consumer that has gone the same way: its waiting
+requests are dropped before any owner is invited.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,11 +27,13 @@ import zmq
 from zmq.utils.monitor import recv_monitor_message
 
 from marketplace.data.own_files import ReadLimits
-from marketplace.runner.command_line import party_command
 from marketplace.service import control
-from marketplace.service.keys import SERVER, find_own_key, load_pair, load_public, write_public
+from marketplace.service.keys import SERVER, find_own_key, load_pair, load_public
+from marketplace.service.worlds import WorldCache
 
-POLL_MS = 200
+POLL_MS = 50
+_WORLDS = WorldCache(size=2)
+"""Worlds of simulated marketplaces this process asked (a script that sends many requests builds each once)."""
 FAILED_HANDSHAKE = (
     zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL,
     zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL,
@@ -117,40 +122,47 @@ def request(
     out.mkdir(parents=True, exist_ok=True)
     ctx = zmq.Context()
     sock = ctx.socket(zmq.DEALER)
+    control.socket_options(sock)
     sock.setsockopt(zmq.LINGER, 2000)
-    sock.setsockopt(zmq.MAXMSGSIZE, control.MAX_FRAME)
     sock.curve_secretkey, sock.curve_publickey, sock.curve_serverkey = secret, public, server
     monitor = sock.get_monitor_socket(
         zmq.EVENT_HANDSHAKE_SUCCEEDED
         | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
         | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
         | zmq.EVENT_HANDSHAKE_FAILED_AUTH
+        | zmq.EVENT_DISCONNECTED
     )
+    link = _Link(sock, monitor, market, name)
     try:
         sock.connect(market)
         sock.send(control.encode(control.SessionOpen(scenario=scenario_text)))
         deadline = time.monotonic() + wait_s
         session = ""
+        consumer: _Consumer | None = None
         while True:
-            message = _next(sock, monitor, deadline, market, name)
+            message = link.next(deadline, session, consumer)
             if isinstance(message, control.SessionRefused):
                 raise RequestRefused(f"the marketplace refused the request: {message.reason}")
             if isinstance(message, control.SessionQueued):
                 session = message.session
                 say(f"queued as session {session}" + (f" ({message.position} ahead)" if message.position else ""))
-            elif isinstance(message, control.SessionReady):
+            elif isinstance(message, control.SessionReady) and consumer is None:
                 session = message.session
-                say(f"session {session}: running the consumer against {message.endpoint}")
-                consumer_report = _run_consumer(message, secret_path, out, own)
-                if consumer_report is not None:
-                    sock.send(
-                        control.encode(control.PartyReport(session=session, party="consumer", report=consumer_report))
-                    )
-                say(f"session {session}: waiting for the run report")
+                say(f"session {session}: running the consumer")
+                consumer = _Consumer(message, sock, out, own)
+                link.started = True
+            elif isinstance(message, control.SessionFrame) and consumer is not None and message.session == session:
+                consumer.put(message.frame)
             elif isinstance(message, control.SessionReport) and message.session == session:
                 report = json.loads(message.report)
                 _write_run_files(report, out)
                 return RequestResult(session, report, out)
+            if consumer is not None and consumer.step():
+                sock.send(
+                    control.encode(control.PartyReport(session=session, party="consumer", report=consumer.report))
+                )
+                say(f"session {session}: waiting for the run report")
+                consumer.reported = True
     finally:
         sock.disable_monitor()
         monitor.close(linger=0)
@@ -175,54 +187,133 @@ def _write_run_files(report: dict[str, Any], out: Path) -> None:
         write_history_files(report, out)
 
 
-def _next(sock: zmq.Socket, monitor: zmq.Socket, deadline: float, market: str, name: str) -> Any:
-    """The next control message; raises when the key is refused or the deadline passes."""
-    poller = zmq.Poller()
-    poller.register(sock, zmq.POLLIN)
-    poller.register(monitor, zmq.POLLIN)
-    failed = 0
-    while time.monotonic() < deadline:
-        ready = dict(poller.poll(POLL_MS))
-        if monitor in ready:
-            event = recv_monitor_message(monitor)
-            if event["event"] in FAILED_HANDSHAKE:
-                failed += 1
-                # the server's ZAP handler said no (AUTH), or twice we could not agree on keys: retrying cannot help
-                if event["event"] == zmq.EVENT_HANDSHAKE_FAILED_AUTH or failed >= 2:
-                    raise RequestRefused(
-                        f"the marketplace at {market} refused the key of {name!r}: is it an allowed "
-                        f"consumer (its public key in the server's keys/consumers/)?"
-                    )
-            elif event["event"] == zmq.EVENT_HANDSHAKE_SUCCEEDED:
-                failed = 0
-        if sock in ready:
-            try:
-                return control.decode(sock.recv())
-            except control.ControlError as err:
-                raise RequestFailed(f"the marketplace sent a frame we could not read: {err}") from None
-    raise RequestFailed(f"no answer from the marketplace at {market} in time (is it running? is the endpoint right?)")
+class _Link:
+    """The consumer's control connection: the next message, the handshake's refusal, the server's
+    departure (the connection closed) and the request's own deadline."""
 
+    def __init__(self, sock: zmq.Socket, monitor: zmq.Socket, market: str, name: str) -> None:
+        self.sock, self.monitor, self.market, self.name = sock, monitor, market, name
+        self.poller = zmq.Poller()
+        self.poller.register(sock, zmq.POLLIN)
+        self.poller.register(monitor, zmq.POLLIN)
+        self.failed = 0
+        self.connected = False
+        self.started = False
+        """Whether our session started (then owners may have been charged for it)."""
 
-def _run_consumer(ready: control.SessionReady, secret_path: Path, out: Path, own: OwnTarget | None) -> bytes | None:
-    """Run this session's consumer with our own key (and our own target, ``own``); return its party
-    report (JSON bytes)."""
-    keys = out / "session-keys"
-    keys.mkdir(exist_ok=True, mode=0o700)
-    shutil.copyfile(secret_path, keys / "consumer.key_secret")
-    (keys / "consumer.key_secret").chmod(0o600)
-    write_public(keys / "curator.key", ready.curator_key)
-    (out / "scenario.yaml").write_text(ready.scenario)
-    report = out / "parties" / "consumer.json"
-    with open(out / "consumer.log", "w") as log_file:
-        command = party_command(
-            "consumer",
-            scenario=out / "scenario.yaml",
-            endpoint=ready.endpoint,
-            keys=keys,
-            run_id=ready.session,
-            report=report,
-            extra=own.arguments() if own is not None else (),
+    def next(self, deadline: float, session: str, consumer: _Consumer | None) -> Any:
+        """The next control message, or None when the consumer has work due; raises when the key is
+        refused, the marketplace is gone or the deadline passes."""
+        while time.monotonic() < deadline:
+            wait = POLL_MS if consumer is None or consumer.reported else 5 if consumer.loop.backlog else 20
+            ready = dict(self.poller.poll(wait))
+            if self.monitor in ready:
+                self._event(recv_monitor_message(self.monitor), session)
+            if self.sock in ready:
+                try:
+                    return control.decode(self.sock.recv())
+                except control.ControlError as err:
+                    raise RequestFailed(f"the marketplace sent a frame we could not read: {err}") from None
+            if consumer is not None and not consumer.reported:
+                return None
+        raise RequestFailed(
+            f"no answer from the marketplace at {self.market} in time (is it running? is the endpoint right?)"
+            + self._charged(session)
         )
-        subprocess.run(command, stdout=log_file, stderr=subprocess.STDOUT, cwd=out, check=False)
-    shutil.rmtree(keys, ignore_errors=True)  # a copy of our secret key: not left behind
-    return report.read_bytes() if report.exists() else None
+
+    def _event(self, event: dict[str, Any], session: str) -> None:
+        kind = event["event"]
+        if kind in FAILED_HANDSHAKE:
+            self.failed += 1
+            # the server's ZAP handler said no (AUTH), or twice we could not agree on keys: retrying cannot help
+            if kind == zmq.EVENT_HANDSHAKE_FAILED_AUTH or self.failed >= 2:
+                raise RequestRefused(
+                    f"the marketplace at {self.market} refused the key of {self.name!r}: is it an allowed "
+                    f"consumer (its public key in the server's keys/consumers/)?"
+                )
+        elif kind == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+            self.failed, self.connected = 0, True
+        elif kind == zmq.EVENT_DISCONNECTED and self.connected:
+            raise RequestFailed(
+                f"the marketplace at {self.market} closed the connection (it stopped or crashed)"
+                + self._charged(session)
+            )
+
+    def _charged(self, session: str) -> str:
+        if not session:
+            return ": the request was not queued, nothing was charged"
+        if not self.started:
+            return f": session {session} had not started, no owner was invited, nothing was charged"
+        return (
+            f": session {session} had started, so its owners may have been charged for it (each owner's "
+            f"ledger records the charge under request id {session}: `marketplace ledger show`)"
+        )
+
+
+class _Consumer:
+    """This request's consumer: its node, built here from our own rows (or our share of a simulated
+    marketplace's world), driven over our control connection."""
+
+    def __init__(self, ready: control.SessionReady, sock: zmq.Socket, out: Path, own: OwnTarget | None) -> None:
+        from marketplace.roles import CONSUMER
+        from marketplace.runner.links import link_settings
+        from marketplace.runner.party_process import host_nodes
+        from marketplace.scenario import Scenario
+        from marketplace.transport.shared_link import SharedLinkLoop
+
+        (out / "scenario.yaml").write_text(ready.scenario)
+        self.scenario = Scenario.from_yaml(ready.scenario, source=f"session {ready.session}")
+        self.session = ready.session
+        self.started = time.monotonic()
+        self.out = out
+        own_schema = own is not None and self.scenario.config.data.schema_only
+        (node,) = host_nodes(
+            self.scenario,
+            [CONSUMER],
+            run_id=ready.session,
+            world=None if own_schema else _WORLDS.get(self.scenario),
+            data_files={CONSUMER: own.data} if own is not None else None,
+            test_file=own.test if own is not None else None,
+            limits=own.limits if own is not None else None,
+        )
+        self.loop = SharedLinkLoop(
+            node,
+            link_settings(self.scenario),
+            send=lambda route, frame: sock.send(
+                control.encode(control.SessionFrame(session=ready.session, frame=frame)), zmq.NOBLOCK
+            ),
+            route_of=lambda party: b"",
+        )
+        self.loop.begin()
+        self.report = b""
+        self.reported = False
+
+    def put(self, frame: bytes) -> None:
+        from marketplace.roles import CURATOR
+
+        self.loop.put(b"", CURATOR, frame)
+
+    def step(self) -> bool:
+        """Run the consumer's due work; True once it is done and its report is ready to send."""
+        if self.reported:
+            return False
+        self.loop.pump()
+        self.loop.tick(time.monotonic())
+        if not self.loop.node.done:
+            return False
+        from marketplace.runner.identity import scenario_identity
+        from marketplace.runner.json_files import write_json
+        from marketplace.runner.party_reports import party_report
+
+        self.loop.close()
+        self.loop.node.finish()
+        report = party_report(
+            self.loop.node,
+            role_name="consumer",
+            wall_s=time.monotonic() - self.started,
+            driver=self.loop.stats.to_dict() | {"shared_links": True},
+            identity=scenario_identity(self.scenario),
+        )
+        write_json(self.out / "parties" / "consumer.json", report)
+        self.report = json.dumps(report).encode()
+        return True

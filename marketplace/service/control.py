@@ -9,12 +9,13 @@ authenticated with.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
-MAX_FRAME = 64 << 20
-"""The largest control frame read (a session's report travels in one)."""
+MAX_FRAME = (64 << 20) + (64 << 10)
+"""The largest control frame read: a session's report travels in one, and a session's protocol
+frame (at most the transport's ``max_message_bytes``, 64 MiB by default) inside one."""
 Text = Annotated[str, msgspec.Meta(max_length=2000)]
 Yaml = Annotated[str, msgspec.Meta(min_length=1, max_length=1 << 20)]
 SessionId = Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
@@ -58,20 +59,35 @@ class SessionRefused(_Message, tag="session_refused"):
 
 
 class SessionInvite(_Message, tag="session_invite"):
-    """The server to each owner's connection, and to the consumer (as :class:`SessionReady`): the
-    session's run id, where its curator listens, the curator's public key and the scenario."""
+    """The server to each invited owner's connection: a session starts, with this run id and
+    scenario. The session's frames then travel on the same connection (:class:`SessionFrame`)."""
 
     session: SessionId
-    endpoint: Annotated[str, msgspec.Meta(max_length=300)]
-    curator_key: Z85Key
     scenario: Yaml
 
 
 class SessionReady(_Message, tag="session_ready"):
+    """The server to the consumer that asked: its session starts (run id, scenario); its frames
+    travel on the consumer's own connection."""
+
     session: SessionId
-    endpoint: Annotated[str, msgspec.Meta(max_length=300)]
-    curator_key: Z85Key
     scenario: Yaml
+
+
+class SessionFrame(_Message, tag="session_frame"):
+    """One protocol frame of a running session, on a shared connection. Who sent it is the key of
+    the connection it came on; the server passes it only between that session's parties."""
+
+    session: SessionId
+    frame: bytes
+
+
+class SessionDeclined(_Message, tag="session_declined"):
+    """An owner's agent to the server: this owner cannot take part in the session (its node could
+    not be built: a broken ledger, a file that no longer reads); the session goes on without it."""
+
+    session: SessionId
+    reason: Text
 
 
 class PartyReport(_Message, tag="party_report"):
@@ -104,6 +120,8 @@ Message = (
     | SessionRefused
     | SessionInvite
     | SessionReady
+    | SessionFrame
+    | SessionDeclined
     | PartyReport
     | SessionReport
     | Stop
@@ -111,6 +129,22 @@ Message = (
 
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(Message)
+
+
+HEARTBEAT_IVL_MS, HEARTBEAT_TIMEOUT_MS = 1000, 5000
+"""ZeroMQ heartbeats on every control connection: a stopped or dead peer's connection closes within
+about five seconds, while a busy one (its I/O thread answers) keeps it."""
+
+
+def socket_options(sock: Any) -> None:
+    """Every control connection's options (a ZeroMQ socket's): no linger on error paths, the frame
+    cap, ZeroMQ heartbeats."""
+    import zmq
+
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.setsockopt(zmq.MAXMSGSIZE, MAX_FRAME)
+    sock.setsockopt(zmq.HEARTBEAT_IVL, HEARTBEAT_IVL_MS)
+    sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, HEARTBEAT_TIMEOUT_MS)
 
 
 def encode(message: _Message) -> bytes:

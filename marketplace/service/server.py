@@ -1,119 +1,116 @@
-"""``marketplace serve``: a marketplace that stays up, serving one consumer request after another.
+"""``marketplace serve``: a marketplace that stays up, serving many consumers' requests at once.
 
 The server binds one CURVE-authenticated ROUTER, the **control endpoint**. Its ZAP handler admits
 only the keys of the marketplace's owners and allowed consumers (:mod:`.keys`) and names each
 connection after its key, so who is speaking comes from the key, never from a message.
 
-* **Owners** connect through owner agents (:mod:`.agent`), which ping every few seconds; an owner
-  is *present* while its pings arrive.
-* **A consumer** sends :class:`~.control.SessionOpen` with its request. The request is checked at
-  once (a request that cannot run on this marketplace is refused, naming the key) and queued; a
-  consumer may have :data:`MAX_QUEUED_PER_CONSUMER` requests waiting, and the next session goes to
-  the consumer served least so far (earliest first among equals), so one consumer cannot crowd out
-  the others.
-* **One session at a time.** For the next request the server makes a session folder, a fresh
-  CURVE key pair for the session's curator, and a key folder that admits exactly the marketplace's
-  owners and *this* consumer's key; it starts ``marketplace curator`` on the session port, invites
-  every present owner and tells the consumer where to connect. The run is a run like any other:
-  each owner charges its lifetime ledger first, or declines.
-* When the curator exits, the server gathers the parties' own reports (owners' through their
-  agents, the consumer's from the consumer), assembles the run report and sends it to the consumer
-  that asked, and to nobody else. A consumer that vanishes ends only its own session: its curator
-  sees it lost, the run fails, and the next request starts.
+* **Live links.** Owners connect once, through owner agents (:mod:`.agent`), and stay connected;
+  consumers connect with their request. Every session runs over these connections: a session is a
+  context (:mod:`.session_run`), not a process. Its curator is a node in this process, the owners'
+  nodes live in their agents and the consumer's in its client, and the session's frames travel on
+  the shared connections tagged with its id. The server passes a session's frames only between that
+  session's curator and its parties, by the key of the connection they came on.
+* **Admission** (:mod:`.admission`). A request is checked at once (a request that cannot run on
+  this marketplace is refused, naming the key) and queued; up to ``max_sessions`` sessions run at
+  once, admitted in the order of the marketplace's scheduling rule (``fcfs`` or ``dpf``). Each
+  session has its own run id, its own noise keys (every party draws a fresh one), its own request id
+  on every owner's ledger and its own report, sent to the consumer that asked and to nobody else.
+* **Liveness both ways.** Every control connection runs ZeroMQ's heartbeats, so a party whose
+  process stops or dies loses its connection within seconds. The server probes the connections it
+  serves every second: an owner whose connection is gone is lost in every session it was in (the run
+  goes on without it); a consumer whose connection is gone has its waiting requests dropped before
+  any owner is invited (nothing was charged for them) and its running session lost.
+* **Its own faults.** The state folder is locked (a second ``serve`` on it is refused, naming the
+  first one's pid); a request whose files cannot be written (a full disk) is refused before any
+  owner is invited; an agent ``serve`` started that dies is started again.
 * **SIGTERM** (or :meth:`MarketServer.stop`) stops the server cleanly: no new request is accepted,
-  queued ones are refused with that reason (nothing of theirs ran, nothing was charged), the
-  running session finishes, agents are told to stop, and the server exits 0.
+  queued ones are refused with that reason (nothing of theirs ran, nothing was charged), the running
+  sessions finish, agents are told to stop, and the server exits 0.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
-import shutil
 import subprocess
 import threading
 import time
-from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import zmq
-import zmq.auth
 
 from marketplace.messages.errors import cut
+from marketplace.roles import CONSUMER
 from marketplace.runner.command_line import party_command
-from marketplace.runner.processes import last_line
 from marketplace.runner.run import prepare_world
 from marketplace.scenario import Scenario, ScenarioError
 from marketplace.service import control
+from marketplace.service.admission import Admission, budgets_of, owner_charges
 from marketplace.service.keys import SERVER, allowlist, init_keys, load_pair
-from marketplace.service.sessions import new_session_id, session_folder, session_scenario
+from marketplace.service.session_run import (
+    Session,
+    archive,
+    assemble,
+    curator_report,
+    start_curator,
+    take_report,
+    write_session_files,
+)
+from marketplace.service.sessions import new_session_id, session_scenario
+from marketplace.service.state_lock import StateLock
+from marketplace.service.worlds import WorldCache
 from marketplace.transport.curve import PartyAuthenticator
 
 log = logging.getLogger("marketplace.serve")
 
-MAX_QUEUED_PER_CONSUMER = 8
-"""Requests one consumer may have waiting; more are refused, so one consumer cannot fill the queue."""
-MAX_QUEUED = 1024
-OWNER_ABSENT_S = 10.0
-"""An owner whose agent sent nothing for this long is not invited to the next session."""
-POLL_MS = 200
+POLL_MS = 100
+PROBE_S = 1.0
+"""How often the server probes its connections (owners and consumers that wait)."""
+AGENT_RESTART_S = 5.0
+"""The least time between two starts of one agent (a crash loop is not a busy loop)."""
 
 
 class ServeOptionsError(ValueError):
-    """Options that cannot serve this marketplace (the owners' data, say): nothing was started."""
+    """Options that cannot serve this marketplace (the owners' data, a locked state folder): nothing
+    was started."""
 
 
 @dataclass
 class ServeOptions:
-    """Where the server keeps its state and listens."""
+    """Where the server keeps its state, where it listens, and how it admits requests."""
 
     state: Path
     endpoint: str = "tcp://127.0.0.1:7700"
     """The control endpoint (``tcp://0.0.0.0:7700`` in a container)."""
     session_port: int | None = None
-    """The port each session's curator listens on (sessions run one at a time); default: the
-    control port + 1."""
+    """Unused: sessions run on the control connections. Accepted so older command lines still work."""
     advertise: str | None = None
-    """The host name owners and consumers reach the session curator at; default: the control
-    endpoint's host (``127.0.0.1`` for ``0.0.0.0``)."""
+    """Unused, as ``session_port``."""
     consumers: tuple[str, ...] = ()
     """Consumers to make keys and kits for (``STATE/consumers/<name>/``), when missing."""
     start_owners: bool = True
     """Start owner agents for every owner of the marketplace (else owners connect on their own)."""
     owners_per_process: int | None = None
-    collect_s: float = 60.0
+    collect_s: float = 30.0
     """After a session's curator ends, how long to wait for the parties' reports."""
     owner_data: Path | None = None
     """A folder of ``<owner>.csv`` (or ``.npz``) files, one per owner: the agents ``serve`` starts
     give each owner its own file (a marketplace described by its public schema, on one machine)."""
+    max_sessions: int = 8
+    """Sessions that run at once."""
+    rule: str = "fcfs"
+    """The scheduling rule of admission: ``fcfs`` or ``dpf`` (:mod:`.admission`)."""
+    unlock_steps: int | None = None
+    """DPF's N: each arriving request unlocks 1/N of every owner's budget."""
 
     def control_host_port(self) -> tuple[str, int]:
         rest = self.endpoint.split("://", 1)[-1]
         host, _, port = rest.rpartition(":")
         return host, int(port)
-
-
-@dataclass
-class Session:
-    id: str
-    consumer: str
-    routing: bytes
-    scenario: Scenario
-    folder: Path
-    curator: subprocess.Popen | None = None
-    curator_key: str = ""
-    endpoint: str = ""
-    state: str = "queued"
-    invited: set[str] = field(default_factory=set)
-    reports: dict[str, bytes] = field(default_factory=dict)
-    deadline: float = 0.0
-    started: float = 0.0
-    status: str = ""
-    text: str = ""
-    """The session's scenario as YAML: written to its folder and sent to every party."""
 
 
 class MarketServer:
@@ -126,14 +123,27 @@ class MarketServer:
         self.owners = [f"owner-{i + 1}" for i in range(market.config.parties.owners)]
         self._stop = threading.Event()
         self.ready = threading.Event()
-        self.queue: deque[Session] = deque()
-        self.current: Session | None = None
-        self.present: dict[str, tuple[bytes, float]] = {}
+        self.sessions: dict[str, Session] = {}
+        """Running and collecting sessions, by id."""
+        self.admission = Admission(
+            rule=options.rule,
+            max_sessions=options.max_sessions,
+            budgets=budgets_of(market, self.owners),
+            unlock_steps=options.unlock_steps,
+        )
+        self.present: dict[str, bytes] = {}
+        """Owner -> the routing id of its live control connection."""
         self.finished: list[dict[str, Any]] = []
-        self.agents: list[subprocess.Popen] = []
+        self.agents: list[dict[str, Any]] = []
         self.number = 0
         self.endpoint = ""
         self.failure: str | None = None
+        self.worlds = WorldCache()
+        self.lock: StateLock | None = None
+        self._sock: zmq.Socket | None = None
+        self._next_probe = 0.0
+        self.started_at = time.monotonic()
+        self.status_problem: str | None = None
         data = market.config.data
         if options.owner_data is not None:
             if not data.schema_only:
@@ -153,11 +163,23 @@ class MarketServer:
     # --- life cycle
 
     def stop(self) -> None:
-        """Stop: refuse what is queued, finish the running session, stop the agents (module docstring)."""
+        """Stop: refuse what is queued, finish the running sessions, stop the agents (module docstring)."""
         self._stop.set()
 
     def run(self) -> int:
         """Serve until stopped; returns the exit status (0: stopped cleanly)."""
+        self.state.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.lock = StateLock(self.state)
+        try:
+            self.lock.acquire()
+        except OSError as err:
+            raise ServeOptionsError(str(err)) from None
+        try:
+            return self._run_locked()
+        finally:
+            self.lock.release()
+
+    def _run_locked(self) -> int:
         init_keys(
             self.state,
             owners=len(self.owners),
@@ -169,24 +191,31 @@ class MarketServer:
         auth = PartyAuthenticator(ctx, allowlist(self.state), name="marketplace serve")
         auth.start()
         sock = ctx.socket(zmq.ROUTER)
-        sock.setsockopt(zmq.LINGER, 0)
+        control.socket_options(sock)
         sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
-        sock.setsockopt(zmq.MAXMSGSIZE, control.MAX_FRAME)
         public, secret = load_pair(self.state / "keys" / f"{SERVER}.key_secret")
         sock.curve_secretkey, sock.curve_publickey, sock.curve_server = secret, public, True
+        self._sock = sock
         try:
             sock.bind(self.options.endpoint)
             self.endpoint = sock.getsockopt(zmq.LAST_ENDPOINT).decode()
+            self.started_at = time.monotonic()
             self._write_status()
             if self.options.start_owners:
                 self._start_agents()
             self.ready.set()
-            log.info("marketplace serving at %s (state %s)", self.endpoint, self.state)
+            log.info(
+                "marketplace serving at %s (state %s): up to %d sessions at once, rule %s",
+                self.endpoint,
+                self.state,
+                self.options.max_sessions,
+                self.options.rule,
+            )
             log.info("%s", data_banner(self.market))
             self._loop(sock)
         finally:
             for agent in self.agents:
-                _end(agent, 30.0)
+                _end(agent["proc"], 30.0)
             sock.close(linger=0)
             auth.stop()
             ctx.term()
@@ -198,12 +227,11 @@ class MarketServer:
         poller = zmq.Poller()
         poller.register(sock, zmq.POLLIN)
         told_stop = False
+        stop_by = 0.0
         while True:
             if self._stop.is_set():
-                while self.queue:
-                    queued = self.queue.popleft()
+                for queued in self.admission.remove(lambda w: False):
                     self._send(
-                        sock,
                         queued.routing,
                         control.SessionRefused(
                             session=queued.id,
@@ -211,36 +239,46 @@ class MarketServer:
                             "nothing was charged for it",
                         ),
                     )
-                if self.current is None:
+                if not self.sessions:
                     if not told_stop:
-                        for routing, _ in self.present.values():
-                            self._send(sock, routing, control.Stop(reason="the marketplace is stopping"))
+                        for routing in self.present.values():
+                            self._send(routing, control.Stop(reason="the marketplace is stopping"))
                         told_stop = True
                         stop_by = time.monotonic() + 10.0
-                    if not any(a.poll() is None for a in self.agents) or time.monotonic() > stop_by:
+                    if not any(a["proc"].poll() is None for a in self.agents) or time.monotonic() > stop_by:
                         return
-            for _socket, _ in poller.poll(POLL_MS):
-                for _ in range(256):
+            touched: set[str] = set()
+            if poller.poll(self._wait_ms()):
+                for _ in range(1024):
                     try:
                         parts = sock.recv_multipart(zmq.NOBLOCK, copy=False)
                     except zmq.Again:
                         break
                     try:
-                        self._on_frame(sock, parts)
+                        self._on_frame(parts, touched)
                     except Exception:  # noqa: BLE001 - one bad frame never stops the marketplace
                         log.exception("a control frame could not be handled; serving on")
-            try:
-                self._progress(sock)
-            except Exception as err:  # noqa: BLE001 - a session that breaks ends as failed; the next one runs
-                log.exception("session %s broke", self.current.id if self.current else "-")
-                if self.current is not None:
-                    self._finish(
-                        sock, self.current, failure=f"the session broke on the server: {type(err).__name__}: {err}"
-                    )
+            for session_id in touched:
+                s = self.sessions.get(session_id)
+                if s is not None and s.loop is not None and s.state == "running":
+                    self._guarded(s, s.loop.pump)
+            self._progress()
+
+    def _wait_ms(self) -> int:
+        if any(s.loop is not None and s.loop.backlog for s in self.sessions.values()):
+            return 5
+        return POLL_MS
+
+    def _guarded(self, s: Session, step: Any) -> None:
+        try:
+            step()
+        except Exception as err:  # noqa: BLE001 - a session that breaks ends as failed; the others go on
+            log.exception("session %s broke", s.id)
+            self._finish(s, failure=f"the session broke on the server: {type(err).__name__}: {err}")
 
     # --- messages
 
-    def _on_frame(self, sock: zmq.Socket, parts: list[zmq.Frame]) -> None:
+    def _on_frame(self, parts: list[zmq.Frame], touched: set[str]) -> None:
         if len(parts) != 2:
             return
         routing, frame = parts[0].bytes, parts[1]
@@ -250,41 +288,44 @@ class MarketServer:
         except control.ControlError as err:
             log.warning("%s: %s", who or "?", err)
             if who.startswith("consumer:"):
-                self._send(sock, routing, control.SessionRefused(reason=cut(f"refused a control frame: {err}", 1900)))
+                self._send(routing, control.SessionRefused(reason=cut(f"refused a control frame: {err}", 1900)))
             return
         if who.startswith("owner-"):
-            if who not in self.present:
+            if self.present.get(who) != routing:
                 log.info("owner %s present", who)
-            self.present[who] = (routing, time.monotonic())
-            if isinstance(message, control.PartyReport):
+                self.present[who] = routing
+            if isinstance(message, control.SessionFrame):
+                s = self.sessions.get(message.session)
+                if s is not None and s.loop is not None and who in s.invited:
+                    s.loop.put(routing, who, message.frame)
+                    touched.add(s.id)
+            elif isinstance(message, control.PartyReport):
                 self._on_report(who, message)
+            elif isinstance(message, control.SessionDeclined):
+                s = self.sessions.get(message.session)
+                if s is not None and s.loop is not None and who in s.invited and s.state == "running":
+                    s.loop.lose_now(who, f"its agent could not take part: {message.reason}")
             return
         if not who.startswith("consumer:"):
             return
         consumer = who.split(":", 1)[1]
-        if isinstance(message, control.SessionOpen):
-            self._on_open(sock, routing, consumer, message)
+        if isinstance(message, control.SessionFrame):
+            s = self.sessions.get(message.session)
+            if s is not None and s.loop is not None and s.consumer == consumer:
+                s.loop.put(routing, CONSUMER, message.frame)
+                touched.add(s.id)
+        elif isinstance(message, control.SessionOpen):
+            self._on_open(routing, consumer, message)
         elif isinstance(message, control.PartyReport):
-            self._on_report("consumer", message, consumer=consumer)
+            self._on_report(f"consumer:{consumer}", message, consumer=consumer)
 
-    def _on_open(self, sock: zmq.Socket, routing: bytes, consumer: str, message: control.SessionOpen) -> None:
+    def _on_open(self, routing: bytes, consumer: str, message: control.SessionOpen) -> None:
         if self._stop.is_set():
-            self._send(sock, routing, control.SessionRefused(reason="the marketplace is stopping; nothing was charged"))
+            self._send(routing, control.SessionRefused(reason="the marketplace is stopping; nothing was charged"))
             return
-        waiting = sum(1 for q in self.queue if q.consumer == consumer)
-        if waiting >= MAX_QUEUED_PER_CONSUMER or len(self.queue) >= MAX_QUEUED:
-            self._send(
-                sock,
-                routing,
-                control.SessionRefused(
-                    reason=(
-                        f"{consumer} already has {waiting} requests waiting (at most {MAX_QUEUED_PER_CONSUMER})"
-                        if waiting >= MAX_QUEUED_PER_CONSUMER
-                        else f"the queue is full ({MAX_QUEUED} requests)"
-                    )
-                    + "; nothing was charged: try again later"
-                ),
-            )
+        why = self.admission.refusal(consumer)
+        if why is not None:
+            self._send(routing, control.SessionRefused(reason=why + "; nothing was charged: try again later"))
             return
         self.number += 1
         session = new_session_id(self.number)
@@ -293,204 +334,262 @@ class MarketServer:
                 self.market, message.scenario, session=session, consumer=consumer, source=f"{consumer}'s request"
             )
             prepare_world(scenario)  # what needs the data (sizes, shapes) is refused now, not mid-session
+            charges = owner_charges(
+                scenario.config, self.owners, self.market.config.lifetime.relation, self.market.config.lifetime.filter
+            )
         except ScenarioError as err:
-            self._send(sock, routing, control.SessionRefused(session=session, reason=cut(str(err), 1900)))
+            self._send(routing, control.SessionRefused(session=session, reason=cut(str(err), 1900)))
             return
-        except (ValueError, OSError) as err:  # the data could not be built for it, say
+        except (ValueError, OSError, ArithmeticError) as err:  # the data could not be built for it, say
             self._send(
-                sock, routing, control.SessionRefused(session=session, reason=cut(f"{consumer}'s request: {err}", 1900))
+                routing, control.SessionRefused(session=session, reason=cut(f"{consumer}'s request: {err}", 1900))
             )
             return
-        self.queue.append(Session(session, consumer, routing, scenario, self.state / "sessions" / session))
-        position = len(self.queue) + (self.current is not None) - 1
-        log.info("request of %s queued as %s (%d ahead)", consumer, session, position)
-        self._send(sock, routing, control.SessionQueued(session=session, position=position))
+        s = Session(session, consumer, routing, scenario, self.state / "sessions" / session)
+        ahead = self.admission.add(session, consumer, charges, s) + len(self.sessions)
+        log.info("request of %s queued as %s (%d ahead)", consumer, session, ahead)
+        self._send(routing, control.SessionQueued(session=session, position=ahead))
 
-    def _on_report(self, party: str, message: control.PartyReport, *, consumer: str | None = None) -> None:
-        s = self.current
-        if s is None or message.session != s.id or s.state not in ("running", "collecting"):
+    def _on_report(self, sender: str, message: control.PartyReport, *, consumer: str | None = None) -> None:
+        s = self.sessions.get(message.session)
+        if s is None:
             return
-        if consumer is not None and (consumer != s.consumer or message.party != "consumer"):
-            log.warning("%s sent a report for session %s, which is %s's: ignored", consumer, s.id, s.consumer)
-            return
-        if consumer is None and (message.party != party or party not in s.invited):
-            log.warning("%s sent a report as %s for session %s: ignored", party, message.party, s.id)
-            return
-        try:
-            report = json.loads(message.report)
-        except ValueError:
-            return
-        if not isinstance(report, dict) or report.get("id") != message.party or report.get("run_id") != s.id:
-            log.warning("%s: a report that is not its own for session %s: ignored", party, s.id)
-            return
-        s.reports[message.party] = message.report
+        why = take_report(s, sender, message.party, message.report, consumer=consumer)
+        if why is not None:
+            log.warning("%s: ignored", why)
 
     # --- sessions
 
-    def _progress(self, sock: zmq.Socket) -> None:
-        s = self.current
-        if s is None:
-            if self.queue:
-                self._start(sock, self._next_in_queue())
-            return
-        if s.state == "starting":
-            bound = s.folder / "endpoint"
-            if bound.exists() and bound.read_text().strip():
-                self._invite(sock, s)
-            elif s.curator.poll() is not None:
-                self._finish(
-                    sock,
-                    s,
-                    failure=f"the session's curator exited ({s.curator.returncode}) before listening: "
-                    f"{last_line(s.folder / 'curator.log', 500) or '(no log, or an empty one)'}",
-                )
-            return
-        if s.state == "running" and s.curator.poll() is not None:
-            s.state, s.deadline = "collecting", time.monotonic() + self.options.collect_s
-        if s.state == "collecting":
-            wanted = {*s.invited} | (set() if _consumer_lost(s) else {"consumer"})
-            if wanted <= set(s.reports) or time.monotonic() > s.deadline:
-                self._finish(sock, s)
-
-    def _next_in_queue(self) -> Session:
-        """The next request to run: the earliest of the consumer with the fewest sessions served so
-        far, so a consumer that queues many requests takes turns with the others instead of ahead."""
-        served: dict[str, int] = {}
-        for done in self.finished:
-            served[done["consumer"]] = served.get(done["consumer"], 0) + 1
-        chosen = min(range(len(self.queue)), key=lambda i: (served.get(self.queue[i].consumer, 0), i))
-        session = self.queue[chosen]
-        del self.queue[chosen]
-        return session
-
-    def _start(self, sock: zmq.Socket, s: Session) -> None:
-        self.current = s
-        session_folder(self.state, s.id)
-        s.text = s.scenario.dump_yaml()
-        (s.folder / "scenario.yaml").write_text(s.text)
-        keys = s.folder / "curator-keys"
-        keys.mkdir(mode=0o700)
-        zmq.auth.create_certificates(str(keys), "curator")
-        s.curator_key = zmq.auth.load_certificate(str(keys / "curator.key"))[0].decode()
-        for path in (self.state / "keys" / "owners").glob("*.key"):
-            shutil.copyfile(path, keys / path.name)
-        shutil.copyfile(self.state / "keys" / "consumers" / f"{s.consumer}.key", keys / "consumer.key")
-        host, port = self._session_bind()
-        (s.folder / "parties").mkdir(mode=0o700)
-        log_file = open(s.folder / "curator.log", "w")  # noqa: SIM115 - the child writes it
-        s.curator = subprocess.Popen(
-            party_command(
-                "curator",
-                scenario=s.folder / "scenario.yaml",
-                endpoint=f"tcp://{host}:{port}",
-                endpoint_file=s.folder / "endpoint",
-                keys=keys,
-                run_id=s.id,
-                report=s.folder / "parties" / "curator.json",
-            ),
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-            cwd=s.folder,
-        )
-        log_file.close()
-        s.state, s.started = "starting", time.monotonic()
-        log.info("session %s for %s: %s (%s)", s.id, s.consumer, s.scenario.config.name, s.scenario.config.protocol)
-
-    def _session_bind(self) -> tuple[str, int]:
-        host, port = self.options.control_host_port()
-        return host, self.options.session_port or port + 1
-
-    def _advertised(self) -> str:
-        host, _ = self.options.control_host_port()
-        host = self.options.advertise or ("127.0.0.1" if host in ("0.0.0.0", "*") else host)
-        return f"tcp://{host}:{self._session_bind()[1]}"
-
-    def _invite(self, sock: zmq.Socket, s: Session) -> None:
-        s.endpoint = self._advertised()
-        text = s.text
+    def _progress(self) -> None:
         now = time.monotonic()
-        for owner, (routing, seen) in sorted(self.present.items()):
-            if now - seen <= OWNER_ABSENT_S and self._send(
-                sock,
-                routing,
-                control.SessionInvite(session=s.id, endpoint=s.endpoint, curator_key=s.curator_key, scenario=text),
-            ):
-                s.invited.add(owner)
-        s.state = "running"
-        if not self._send(
-            sock,
-            s.routing,
-            control.SessionReady(session=s.id, endpoint=s.endpoint, curator_key=s.curator_key, scenario=text),
-        ):
-            log.warning("session %s: %s left before its session started", s.id, s.consumer)
-        log.info("session %s: %d of %d owners invited", s.id, len(s.invited), len(self.owners))
+        if now >= self._next_probe:
+            self._next_probe = now + PROBE_S
+            self._probe()
+            self._supervise_agents()
+        for s in list(self.sessions.values()):
+            if s.state == "running" and s.loop is not None:
+                self._guarded(s, lambda s=s: s.loop.tick(time.monotonic()))
+                if s.state == "running" and s.loop.node.done:
+                    self._guarded(s, lambda s=s: self._curator_done(s))
+            if s.state == "collecting":
+                wanted = {o for o in s.invited if o in self.present} | (set() if s.consumer_gone else {CONSUMER})
+                if wanted <= set(s.reports) or time.monotonic() > s.deadline:
+                    self._finish(s)
+        for item, why in self.admission.never_granted:
+            self._send(item.routing, control.SessionRefused(session=item.id, reason=f"not granted: {why}"))
+        self.admission.never_granted.clear()
+        while not self._stop.is_set() and not self._owners_arriving():
+            s = self.admission.next(x.consumer for x in self.sessions.values())
+            if s is None:
+                break
+            self._start(s)
 
-    def _finish(self, sock: zmq.Socket, s: Session, failure: str | None = None) -> None:
-        from marketplace.runner.assemble import assemble_from_party_reports
+    def _owners_arriving(self) -> bool:
+        """While the marketplace starts, requests wait for every owner to connect, for at most the
+        marketplace's ``transport.start_timeout_s``: a session invites only the owners present when it
+        starts, and those still starting would miss it."""
+        grace = self.market.config.transport.start_timeout_s
+        return len(self.present) < len(self.owners) and time.monotonic() - self.started_at < grace
 
-        if s.curator is not None and s.curator.poll() is None:
-            _end(s.curator, 10.0)
-        for party, data in s.reports.items():
-            (s.folder / "parties" / f"{party}.json").write_bytes(data)
+    def _curator_done(self, s: Session) -> None:
+        s.reports["curator"] = curator_report(s)
+        s.state, s.deadline = "collecting", time.monotonic() + self.options.collect_s
+
+    def _start(self, s: Session) -> None:
+        s.text = s.scenario.dump_yaml()
         try:
-            report = assemble_from_party_reports(s.scenario, s.folder / "parties", s.folder / "run", driver="market")
-            if failure:
-                report["status"], report["failures"] = "failed", [failure, *report["failures"]]
-            body = json.dumps(report).encode()
-        except Exception as err:  # noqa: BLE001 - the consumer is told why; it writes no report.json of this
-            report = {"status": "failed", "failures": [failure or f"the report could not be assembled: {err}"]}
-            body = json.dumps(report).encode()
-        s.status = report["status"]
-        self._send(sock, s.routing, control.SessionReport(session=s.id, status=s.status, report=body))
+            write_session_files(s)
+        except OSError as err:
+            log.error("session %s: its files could not be written: %s", s.id, err)
+            self._send(
+                s.routing,
+                control.SessionRefused(
+                    session=s.id,
+                    reason=cut(
+                        f"the marketplace could not write the session's files ({err.strerror or err}): the "
+                        "request was not started, no owner was invited, nothing was charged; try again later",
+                        1900,
+                    ),
+                ),
+            )
+            self._record(s, "refused", failure=f"its files could not be written: {err.strerror or err}")
+            return
+        s.started = time.monotonic()
+        s.state = "running"
+        self.sessions[s.id] = s
+        present = dict(self.present)
+        try:
+            s.loop = start_curator(
+                s,
+                self.worlds,
+                send=lambda route, frame, sid=s.id: self._send_frame(route, sid, frame),
+                route_of=lambda party, s=s: s.routing if party == CONSUMER else self.present.get(party),
+            )
+        except Exception as err:  # noqa: BLE001 - nothing was sent to any owner yet
+            log.exception("session %s: its curator could not start", s.id)
+            self._finish(s, failure=f"the session's curator could not start: {type(err).__name__}: {err}")
+            return
+        invite = control.SessionInvite(session=s.id, scenario=s.text)
+        for owner in self.owners:
+            routing = present.get(owner)
+            if routing is not None and self._send(routing, invite):
+                s.invited.add(owner)
+        if not self._send(s.routing, control.SessionReady(session=s.id, scenario=s.text)):
+            s.consumer_gone = True
+            s.loop.gone(CONSUMER, s.routing)
+        for owner in self.owners:
+            if owner not in s.invited:
+                s.loop.lose_now(owner, "not connected to the marketplace when the session started")
+        log.info(
+            "session %s for %s: %s (%s), %d of %d owners invited, %d sessions running",
+            s.id,
+            s.consumer,
+            s.scenario.config.name,
+            s.scenario.config.protocol,
+            len(s.invited),
+            len(self.owners),
+            len(self.sessions),
+        )
+
+    def _finish(self, s: Session, failure: str | None = None) -> None:
+        if s.loop is not None and not s.loop.closed:
+            s.loop.close()
+        report = assemble(s, self.worlds, failure)
+        s.status = report.get("status", "failed")
+        problem = archive(s, report)
+        self._send(
+            s.routing,
+            control.SessionReport(
+                session=s.id,
+                status="completed" if s.status == "completed" else "failed",
+                report=json.dumps(report).encode(),
+            ),
+        )
+        s.state = "done"
+        self.sessions.pop(s.id, None)
+        self._record(s, s.status, failure=problem and f"its files could not be written: {problem}")
+        log.info("session %s for %s: %s", s.id, s.consumer, s.status)
+
+    def _record(self, s: Session, status: str, failure: str | None = None) -> None:
         self.finished.append(
             {
                 "session": s.id,
                 "consumer": s.consumer,
                 "protocol": s.scenario.config.protocol,
-                "status": s.status,
-                "wall_s": round(time.monotonic() - s.started, 3),
+                "status": status,
+                "wall_s": s.wall_s(),
+                "wait_s": round((s.started or time.monotonic()) - s.queued_at, 3),
                 "owners_invited": len(s.invited),
+                **({"problem": failure} if failure else {}),
             }
         )
-        log.info("session %s for %s: %s", s.id, s.consumer, s.status)
-        self.current = None
         self._write_status()
+
+    # --- liveness
+
+    def _probe(self) -> None:
+        """Ping every owner connection and every consumer with a request: a connection that is gone
+        answers EHOSTUNREACH (module docstring)."""
+        for owner, routing in list(self.present.items()):
+            if not self._send(routing, control.Ping()) and self._unreachable:
+                log.warning("owner %s: its connection is gone", owner)
+                del self.present[owner]
+                for s in self.sessions.values():
+                    if owner in s.invited and s.loop is not None and s.state == "running":
+                        s.loop.gone(owner, routing)
+        routings = {w.item.routing for w in self.admission.waiting} | {
+            s.routing for s in self.sessions.values() if not s.consumer_gone
+        }
+        gone = {r for r in routings if not self._send(r, control.Ping()) and self._unreachable}
+        if not gone:
+            return
+        for dropped in self.admission.remove(lambda w: w.item.routing not in gone):
+            log.info(
+                "request %s of %s dropped: its consumer has gone (nothing was started or charged)",
+                dropped.id,
+                dropped.consumer,
+            )
+            self._record(dropped, "dropped", failure="its consumer left before it started")
+        for s in self.sessions.values():
+            if s.routing in gone and not s.consumer_gone:
+                s.consumer_gone = True
+                log.warning("session %s: its consumer %s has gone", s.id, s.consumer)
+                if s.loop is not None and s.state == "running":
+                    s.loop.gone(CONSUMER, s.routing)
 
     # --- helpers
 
-    def _send(self, sock: zmq.Socket, routing: bytes, message: Any) -> bool:
+    _unreachable = False
+
+    def _send(self, routing: bytes, message: Any) -> bool:
+        """Send a control message without blocking; False when it could not leave (and then
+        ``_unreachable`` says whether the peer's connection is gone, as against busy)."""
+        self._unreachable = False
         try:
-            sock.send_multipart([routing, control.encode(message)], zmq.NOBLOCK)
+            self._sock.send_multipart([routing, control.encode(message)], zmq.NOBLOCK)
             return True
-        except zmq.ZMQError:  # the peer is gone (ROUTER_MANDATORY), or not reading
+        except zmq.ZMQError as err:  # the peer is gone (ROUTER_MANDATORY), or not reading
+            self._unreachable = err.errno == errno.EHOSTUNREACH
             return False
+
+    def _send_frame(self, route: bytes | None, session: str, frame: bytes) -> None:
+        """A session frame out, raising as a socket would (what the session's loop expects)."""
+        if route is None:
+            raise zmq.ZMQError(errno.EHOSTUNREACH)
+        self._sock.send_multipart(
+            [route, control.encode(control.SessionFrame(session=session, frame=frame))], zmq.NOBLOCK
+        )
 
     def _start_agents(self) -> None:
         per = self.options.owners_per_process or max(1, -(-len(self.owners) // max(1, min(2, os.cpu_count() or 1))))
         for first in range(0, len(self.owners), per):
             ids = self.owners[first : first + per]
-            label = f"{ids[0]}..{ids[-1]}" if len(ids) > 1 else ids[0]
-            work = self.state / "agents" / label
-            work.mkdir(parents=True, exist_ok=True, mode=0o700)
-            log_file = open(work / "agent.log", "a")  # noqa: SIM115 - the child writes it
-            own = self.options.owner_data is not None
-            self.agents.append(
-                subprocess.Popen(
-                    party_command(
-                        "agent",
-                        market=self._control_for_agents(),
-                        keys=self.state / "owners",
-                        ids=",".join(ids),
-                        work=work,
-                        exit_with=os.getpid(),
-                        data=self.options.owner_data,
-                        schema=self.state / "market.yaml" if own else None,
-                    ),
-                    stdout=log_file,
-                    stderr=subprocess.STDOUT,
-                )
+            agent = {"ids": ids, "proc": None, "started": 0.0, "restarts": 0}
+            self.agents.append(agent)
+            self._spawn_agent(agent)
+
+    def _spawn_agent(self, agent: dict[str, Any]) -> None:
+        ids = agent["ids"]
+        label = f"{ids[0]}..{ids[-1]}" if len(ids) > 1 else ids[0]
+        work = self.state / "agents" / label
+        work.mkdir(parents=True, exist_ok=True, mode=0o700)
+        own = self.options.owner_data is not None
+        with open(work / "agent.log", "a") as log_file:
+            agent["proc"] = subprocess.Popen(
+                party_command(
+                    "agent",
+                    market=self._control_for_agents(),
+                    keys=self.state / "owners",
+                    ids=",".join(ids),
+                    work=work,
+                    exit_with=os.getpid(),
+                    data=self.options.owner_data,
+                    schema=self.state / "market.yaml" if own else None,
+                ),
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
             )
-            log_file.close()
+        agent["started"] = time.monotonic()
+
+    def _supervise_agents(self) -> None:
+        """Start again an agent this server started that has exited (at most every AGENT_RESTART_S)."""
+        if self._stop.is_set():
+            return
+        for agent in self.agents:
+            proc = agent["proc"]
+            if proc.poll() is None or time.monotonic() - agent["started"] < AGENT_RESTART_S:
+                continue
+            agent["restarts"] += 1
+            log.warning(
+                "the agent of %s exited (status %s): starting it again (restart %d)",
+                ",".join(agent["ids"]),
+                proc.returncode,
+                agent["restarts"],
+            )
+            try:
+                self._spawn_agent(agent)
+            except OSError as err:
+                log.error("the agent of %s could not be started again: %s", ",".join(agent["ids"]), err)
 
     def _control_for_agents(self) -> str:
         host, port = self.endpoint.split("://", 1)[1].rsplit(":", 1)
@@ -501,12 +600,22 @@ class MarketServer:
             "endpoint": self.endpoint,
             "pid": os.getpid(),
             "owners": len(self.owners),
-            "session_endpoint": self._advertised(),
-            "sessions": self.finished,
+            "max_sessions": self.options.max_sessions,
+            "rule": self.options.rule,
+            "owners_present": len(self.present),
+            "agent_restarts": sum(a["restarts"] for a in self.agents),
+            "sessions": self.finished[-1000:],
         }
         tmp = self.state / "server.json.tmp"
-        tmp.write_text(json.dumps(status, indent=1))
-        os.replace(tmp, self.state / "server.json")
+        try:
+            tmp.write_text(json.dumps(status, indent=1))
+            os.replace(tmp, self.state / "server.json")
+        except OSError as err:  # a full disk costs the status file, not the marketplace
+            if self.status_problem is None:
+                log.error("could not write %s: %s", self.state / "server.json", err)
+            self.status_problem = str(err)
+            return
+        self.status_problem = None
 
 
 def data_banner(market: Scenario) -> str:
@@ -522,15 +631,6 @@ def data_banner(market: Scenario) -> str:
         f"the server builds them too to check requests and evaluate sessions; describe the data by its public "
         f"schema (data.schema) for owners and consumers that bring their own"
     )
-
-
-def _consumer_lost(s: Session) -> bool:
-    """Whether the session's curator lost its consumer (then no consumer report will come)."""
-    try:
-        report = json.loads((s.folder / "parties" / "curator.json").read_text())
-    except (OSError, ValueError):
-        return False
-    return "consumer" in str(report.get("failure") or "") and "lost" in str(report.get("failure") or "")
 
 
 def _end(proc: subprocess.Popen, grace_s: float) -> None:

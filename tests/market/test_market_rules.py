@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from marketplace.market.rules import Demand, Dpf, Fcfs, dominant_share, filter_budget, fits, make_rule
+from marketplace.scheduling.rules import Demand, Dpf, Fcfs, dominant_share, filter_budget, fits, make_rule
 
 
 def _demand(i: int, **eps: float) -> Demand:
@@ -120,6 +120,6 @@ def test_make_rule_refuses_an_unknown_rule():
 def test_the_rules_module_examples_hold():
     import doctest
 
-    from marketplace.market import rules
+    from marketplace.scheduling import rules
 
     assert doctest.testmod(rules).failed == 0

@@ -137,7 +137,7 @@ def test_a_quality_figure_the_protocol_does_not_report_is_refused_with_the_ones_
 def test_a_cost_declared_under_replace_one_is_refused_for_add_remove_one_ledgers(monkeypatch):
     import types
 
-    import marketplace.market.costs as costs
+    import marketplace.scheduling.costs as costs
     from marketplace.privacy.lifetime import Cost, Declared
 
     # a protocol declaring its owners' cost under replace-one (as pfds does with neighbours: replace)

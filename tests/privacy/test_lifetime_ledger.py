@@ -610,8 +610,8 @@ def test_a_consumer_quota_caps_one_consumer_and_the_budget_still_caps_them_all(t
 def test_a_market_refuses_a_cost_declared_under_the_distinct_points_relation_by_name(monkeypatch):
     from types import SimpleNamespace
 
-    from marketplace.market import costs
     from marketplace.privacy.lifetime import Declared
+    from marketplace.scheduling import costs
 
     declared = Declared("w", Cost.pure(0.1), DISTINCT)
     monkeypatch.setattr(costs, "declared_release", lambda config, party, exchange: declared)

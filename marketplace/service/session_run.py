@@ -1,0 +1,154 @@
+"""One session of a served marketplace on the server's side: its curator, run on the live links.
+
+A session is a context, not a process. When the server admits a request it builds the session's
+curator node in its own process (from the public share of the world: the curator never holds an
+owner's rows), drives it with a :class:`~marketplace.transport.shared_link.SharedLinkLoop` whose
+frames travel on the owners' and the consumer's control connections, tagged with the session id,
+and invites every present owner. When the curator is done it gathers the parties' own reports (the
+owners' through their agents, the consumer's from its client), assembles the run report in memory
+and hands it to the consumer that asked, and to nobody else. The session's files (scenario,
+party reports, report) are written to ``STATE/sessions/<id>/`` for the record; a disk that refuses
+them makes the session refuse to start (before any owner is invited, so nothing is charged) or,
+once it ran, only costs the server's copy: the consumer still gets its report.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from marketplace.roles import CONSUMER, CURATOR
+from marketplace.runner.identity import scenario_identity
+from marketplace.runner.links import link_settings
+from marketplace.runner.party_process import host_nodes
+from marketplace.runner.party_reports import party_report
+from marketplace.scenario import Scenario
+from marketplace.service.worlds import WorldCache
+from marketplace.transport.shared_link import SharedLinkLoop
+
+log = logging.getLogger("marketplace.serve")
+
+
+@dataclass
+class Session:
+    """A request, from the moment it is queued to its report."""
+
+    id: str
+    consumer: str
+    routing: bytes
+    """The consumer's control connection (where its frames and its report go)."""
+    scenario: Scenario
+    folder: Path
+    state: str = "queued"
+    """queued, running (the curator works), collecting (the parties' reports), done."""
+    loop: SharedLinkLoop | None = None
+    invited: set[str] = field(default_factory=set)
+    reports: dict[str, dict[str, Any]] = field(default_factory=dict)
+    queued_at: float = field(default_factory=time.monotonic)
+    started: float = 0.0
+    deadline: float = 0.0
+    consumer_gone: bool = False
+    status: str = ""
+    text: str = ""
+    """The session's scenario as YAML: sent to every party."""
+
+    def wall_s(self) -> float:
+        return round(time.monotonic() - self.started, 3) if self.started else 0.0
+
+
+def write_session_files(s: Session) -> None:
+    """The session's folder and scenario; raises OSError when the disk refuses (nothing started yet)."""
+    s.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    (s.folder / "parties").mkdir(exist_ok=True, mode=0o700)
+    (s.folder / "scenario.yaml").write_text(s.text)
+
+
+def start_curator(
+    s: Session, worlds: WorldCache, send: Callable[[bytes | None, bytes], None], route_of: Callable[[str], Any]
+) -> SharedLinkLoop:
+    """Build the session's curator from the public share of the world and start it on the live links."""
+    (node,) = host_nodes(s.scenario, [CURATOR], run_id=s.id, world=worlds.get(s.scenario))
+    loop = SharedLinkLoop(node, link_settings(s.scenario), send, route_of)
+    loop.stats.endpoint = "the marketplace's control connections"
+    loop.begin()
+    return loop
+
+
+def curator_report(s: Session) -> dict[str, Any]:
+    """The curator's own report, once its node is done (its local work run)."""
+    assert s.loop is not None
+    node = s.loop.node
+    s.loop.close()
+    node.finish()
+    return party_report(
+        node,
+        role_name="curator",
+        wall_s=s.wall_s(),
+        driver=s.loop.stats.to_dict() | {"shared_links": True},
+        identity=scenario_identity(s.scenario),
+    )
+
+
+def take_report(s: Session, sender: str, party: str, text: bytes, *, consumer: str | None = None) -> str | None:
+    """File a party's report of session ``s`` sent by ``sender`` (the identity of its connection);
+    returns why it was ignored, or None."""
+    if s.state not in ("running", "collecting"):
+        return f"session {s.id} is {s.state}"
+    if consumer is not None and (consumer != s.consumer or party != CONSUMER):
+        return f"{consumer} sent a report for session {s.id}, which is {s.consumer}'s"
+    if consumer is None and (party != sender or sender not in s.invited):
+        return f"{sender} sent a report as {party} for session {s.id}"
+    try:
+        report = json.loads(text)
+    except ValueError:
+        return f"{sender}: a report that is not JSON"
+    if not isinstance(report, dict) or report.get("id") != party or report.get("run_id") != s.id:
+        return f"{sender}: a report that is not its own for session {s.id}"
+    s.reports[party] = report
+    return None
+
+
+def assemble(s: Session, worlds: WorldCache, failure: str | None) -> dict[str, Any]:
+    """The session's run report from the reports gathered (a party that sent none is named)."""
+    from marketplace.parties import party_ids
+    from marketplace.runner.assemble import assemble_from_reports
+
+    missing = {}
+    for party in party_ids(s.scenario.config):
+        if party in s.reports:
+            continue
+        if party in (CURATOR, CONSUMER) or party in s.invited:
+            missing[party] = f"sent no report of session {s.id}" + (
+                " (the consumer left)" if party == CONSUMER and s.consumer_gone else ""
+            )
+        else:
+            missing[party] = "not invited: not connected to the marketplace when the session started"
+    try:
+        world = worlds.get(s.scenario)
+        report = assemble_from_reports(s.scenario, dict(s.reports), missing, world=world, driver="market")
+        if failure:
+            report["status"], report["failures"] = "failed", [failure, *report["failures"]]
+    except Exception as err:  # noqa: BLE001 - the consumer is told why; it writes no report.json of this
+        log.exception("session %s: the report could not be assembled", s.id)
+        report = {"status": "failed", "failures": [failure or f"the report could not be assembled: {err}"]}
+    return report
+
+
+def archive(s: Session, report: dict[str, Any]) -> str | None:
+    """Write the parties' reports and the run report into the session's folder; returns why it
+    could not (a full disk, say), or None. The consumer's copy does not depend on it."""
+    from marketplace.runner.json_files import write_json
+
+    try:
+        for party, data in s.reports.items():
+            write_json(s.folder / "parties" / f"{party}.json", data)
+        write_json(s.folder / "report.json", report)
+    except OSError as err:
+        log.error("session %s: could not write its files to %s: %s", s.id, s.folder, err)
+        return f"{s.folder}: {err.strerror or err}"
+    return None

@@ -1,0 +1,103 @@
+"""One party of one session, driven over a connection that many sessions share.
+
+A marketplace that stays up keeps one authenticated connection per party (each owner's, each
+consumer's, to the server) and runs every session over those live links: a session's frames travel
+inside control frames tagged with the session's id (:mod:`marketplace.service.control`). This
+module is the driver of one party of one session on such a link. It is the ZeroMQ driver's loop
+(:class:`~marketplace.transport.zmq_driver._Loop`) with the socket replaced by an inbox and a send
+callback, so the link policy is the same one: the same progress deadlines (a party the role waits
+for that does not deliver in time is dropped), the same start and run timeouts, the same bounded
+send queues, quarantine of a peer that floods refused frames, and the same counting of frames and
+bytes. What changes:
+
+* **Frames in.** The process that owns the shared connection reads a control frame, checks which
+  session it belongs to and who sent it (the key of the connection it came on, never a claim in
+  the frame), and puts the session's frame in this loop's inbox with :meth:`SharedLinkLoop.put`;
+  :meth:`SharedLinkLoop.pump` then hands every waiting frame to the node.
+* **Frames out.** ``send(route, frame)`` wraps the frame for its session and sends it without
+  blocking on the shared connection (raising ``zmq.Again`` when the connection's queue is full, or
+  ``zmq.ZMQError(EHOSTUNREACH)`` when the peer has no connection any more), exactly what the ZeroMQ
+  driver's socket would raise.
+* **Liveness from the shared connection.** No heartbeat travels per session: the shared
+  connection's ZMTP heartbeats (libzmq's I/O thread) close it when the peer's process stops or
+  dies, and the owner of the connection tells every session on it with :meth:`SharedLinkLoop.gone`.
+  The policy then loses the peer as it would on a closed socket.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+
+from marketplace.transport.link_settings import LinkSettings
+from marketplace.transport.node import Node
+from marketplace.transport.zmq_driver import _Loop
+
+Send = Callable[[bytes | None, bytes], None]
+"""Send one frame of the session to ``route`` without blocking (raises as a ZeroMQ socket would)."""
+RouteOf = Callable[[str], "bytes | None"]
+"""Where frames to a party go when it has not spoken yet (None: nowhere, it is unreachable)."""
+
+
+class SharedLinkLoop(_Loop):
+    """A node's driver on a shared connection (module docstring). ``send`` sends a frame of this
+    session; ``route_of`` says where frames to a party go before that party has spoken (on the
+    server: the party's control connection; on an owner's or the consumer's side, ``b""``, the one
+    connection to the server)."""
+
+    def __init__(self, node: Node, settings: LinkSettings, send: Send, route_of: RouteOf) -> None:
+        super().__init__(node, None, settings, own_poller=False)  # type: ignore[arg-type]
+        self.inbox: deque[tuple[bytes, str, bytes]] = deque()
+        self._send = send
+        self._routes = route_of
+        self.started_at = time.monotonic()
+
+    # --- frames in and out ------------------------------------------------------------------
+    def put(self, route: bytes, party: str, frame: bytes) -> None:
+        """A frame of this session from ``party`` (its identity from its connection's key), which
+        came on ``route``."""
+        self.inbox.append((route, party, frame))
+
+    def pump(self) -> None:
+        """Hand every waiting frame to the node (in batches, as the ZeroMQ driver reads a socket),
+        then mark the inbox drained: nothing a peer sent before now is unread."""
+        while self.inbox and not self.node.done:
+            self._read_batch()
+        if not self.inbox:
+            self.link.drained(time.monotonic())
+
+    def gone(self, party: str, route: bytes | None = None) -> None:
+        """``party``'s shared connection closed (or it left the marketplace): the policy loses it
+        once the inbox is drained past now, as for a closed socket."""
+        peer = self.peers.get(party)
+        self.link.connection_closed(party, time.monotonic(), route if route is not None else (peer and peer.route))
+
+    def lose_now(self, party: str, reason: str) -> None:
+        """Lose ``party`` at once, with ``reason`` in the report (an owner not present when the
+        session started, say)."""
+        self._lose(party, reason)
+
+    def _read(self) -> tuple[bytes | None, str | None, bytes | None]:
+        if not self.inbox:
+            return None, None, None
+        return self.inbox.popleft()
+
+    def _send_raw(self, route: bytes | None, frame: bytes) -> None:
+        self._send(route, frame)
+
+    def _route_of(self, party: str) -> bytes | None:
+        peer = self.peers.get(party)
+        if peer is not None and peer.route is not None:
+            return peer.route
+        return self._routes(party)
+
+    def _heartbeat_targets(self) -> list[str]:
+        return []  # the shared connection's ZMTP heartbeats keep liveness for every session on it
+
+    def close(self) -> None:
+        """The session is over for this party: give frames still queued (the last ``bye``) a short
+        chance to leave; the shared connection stays open for the next session."""
+        if self.node.done and self.backlog:
+            self.flush_before_close(min(1.0, self.settings.close_linger_s))
+        self.closed = True
