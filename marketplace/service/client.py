@@ -32,6 +32,8 @@ from marketplace.service.keys import SERVER, find_own_key, load_pair, load_publi
 from marketplace.service.worlds import WorldCache
 
 POLL_MS = 50
+CONNECT_S = 30.0
+"""A marketplace not reached within this long (no handshake) is not there: the request fails."""
 _WORLDS = WorldCache(size=2)
 """Worlds of simulated marketplaces this process asked (a script that sends many requests builds each once)."""
 FAILED_HANDSHAKE = (
@@ -198,6 +200,7 @@ class _Link:
         self.poller.register(monitor, zmq.POLLIN)
         self.failed = 0
         self.connected = False
+        self.opened = time.monotonic()
         self.started = False
         """Whether our session started (then owners may have been charged for it)."""
 
@@ -205,11 +208,17 @@ class _Link:
         """The next control message, or None when the consumer has work due; raises when the key is
         refused, the marketplace is gone or the deadline passes."""
         while time.monotonic() < deadline:
+            if not self.connected and time.monotonic() - self.opened > CONNECT_S:
+                raise RequestFailed(
+                    f"could not reach the marketplace at {self.market} within {CONNECT_S:g} s (is it running? is "
+                    "the endpoint right?): nothing was sent, nothing was charged"
+                )
             wait = POLL_MS if consumer is None or consumer.reported else 5 if consumer.loop.backlog else 20
             ready = dict(self.poller.poll(wait))
             if self.monitor in ready:
                 self._event(recv_monitor_message(self.monitor), session)
             if self.sock in ready:
+                self.connected = True  # the server answered: whatever the monitor has still to tell
                 try:
                     return control.decode(self.sock.recv())
                 except control.ControlError as err:
@@ -233,6 +242,11 @@ class _Link:
                 )
         elif kind == zmq.EVENT_HANDSHAKE_SUCCEEDED:
             self.failed, self.connected = 0, True
+        elif kind == zmq.EVENT_DISCONNECTED and self.connected and not session:
+            raise RequestFailed(
+                f"the marketplace at {self.market} closed the connection before it answered (it stopped or "
+                "crashed): the request was not queued, nothing was charged"
+            )
         elif kind == zmq.EVENT_DISCONNECTED and self.connected:
             raise RequestFailed(
                 f"the marketplace at {self.market} closed the connection (it stopped or crashed)"

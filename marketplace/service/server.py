@@ -143,6 +143,8 @@ class MarketServer:
         self._sock: zmq.Socket | None = None
         self._next_probe = 0.0
         self.started_at = time.monotonic()
+        self.max_running = 0
+        """The most sessions that ran at once so far."""
         self.status_problem: str | None = None
         data = market.config.data
         if options.owner_data is not None:
@@ -294,6 +296,7 @@ class MarketServer:
             if self.present.get(who) != routing:
                 log.info("owner %s present", who)
                 self.present[who] = routing
+                self._write_status()
             if isinstance(message, control.SessionFrame):
                 s = self.sessions.get(message.session)
                 if s is not None and s.loop is not None and who in s.invited:
@@ -349,6 +352,7 @@ class MarketServer:
         ahead = self.admission.add(session, consumer, charges, s) + len(self.sessions)
         log.info("request of %s queued as %s (%d ahead)", consumer, session, ahead)
         self._send(routing, control.SessionQueued(session=session, position=ahead))
+        self._write_status()
 
     def _on_report(self, sender: str, message: control.PartyReport, *, consumer: str | None = None) -> None:
         s = self.sessions.get(message.session)
@@ -417,6 +421,8 @@ class MarketServer:
         s.started = time.monotonic()
         s.state = "running"
         self.sessions[s.id] = s
+        self.max_running = max(self.max_running, len(self.sessions))
+        self._write_status()
         present = dict(self.present)
         try:
             s.loop = start_curator(
@@ -494,6 +500,7 @@ class MarketServer:
             if not self._send(routing, control.Ping()) and self._unreachable:
                 log.warning("owner %s: its connection is gone", owner)
                 del self.present[owner]
+                self._write_status()
                 for s in self.sessions.values():
                     if owner in s.invited and s.loop is not None and s.state == "running":
                         s.loop.gone(owner, routing)
@@ -603,8 +610,11 @@ class MarketServer:
             "max_sessions": self.options.max_sessions,
             "rule": self.options.rule,
             "owners_present": len(self.present),
+            "running": sorted(self.sessions),
+            "queued": [w.session for w in self.admission.waiting],
+            "max_running": self.max_running,
             "agent_restarts": sum(a["restarts"] for a in self.agents),
-            "sessions": self.finished[-1000:],
+            "sessions": self.finished[-200:],
         }
         tmp = self.state / "server.json.tmp"
         try:

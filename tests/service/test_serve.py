@@ -92,9 +92,9 @@ def cli(*args: str, **kwargs) -> subprocess.Popen:
 
 
 class Market:
-    def __init__(self, tmp: Path, *extra: str, consumers: str = "alice,bob,carol") -> None:
+    def __init__(self, tmp: Path, *extra: str, consumers: str = "alice,bob,carol", state: Path | None = None) -> None:
         self.tmp = tmp
-        self.state = tmp / "state"
+        self.state = state or tmp / "state"
         self.port = free_port()
         self.endpoint = f"tcp://127.0.0.1:{self.port}"
         self.file = tmp / "market.yaml"
@@ -107,8 +107,6 @@ class Market:
             str(self.state),
             "--endpoint",
             self.endpoint,
-            "--session-port",
-            str(free_port()),
             "--consumers",
             consumers,
             *extra,

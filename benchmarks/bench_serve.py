@@ -1,0 +1,211 @@
+"""A served marketplace as its clients see it: request latency, throughput and owners' CPU.
+
+Starts ``marketplace serve`` (a real process, with its owner agents) on a scenario, waits until every
+owner is connected, then for each concurrency level C runs C consumer processes, each sending
+requests one after another with ``marketplace.request`` (its own key, its own connection), for a
+fixed number of requests per consumer after one warm-up request each. Measured:
+
+* **latency** of each request, from the call to the report in hand (queueing included): p50, p95, p99;
+* **throughput**: requests completed per minute over the level's wall time;
+* **CPU per request** of the owner agents and of the server (user + system, from /proc), over the
+  level's requests.
+
+Every request must complete: a level where one did not is reported as failed, and the script exits 1.
+
+    python benchmarks/bench_serve.py --json serve.json                     # sketch, 4 owners, 1/4/8/16 consumers
+    python benchmarks/bench_serve.py --owners 16 --levels 1,4,16 --json serve16.json
+    python benchmarks/bench_serve.py --smoke --json smoke.json             # seconds: 2 consumers, 2 requests
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from proctree import CLOCK_TICK, cpu_ticks, tree  # noqa: E402
+
+MARKET = ROOT / "scenarios" / "market-serve.yaml"
+REQUEST = ROOT / "scenarios" / "sketch-quickstart.yaml"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-quantile (0..1) by linear interpolation, as numpy's default."""
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    pos = q * (len(ordered) - 1)
+    low = int(pos)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+
+
+def consumer_worker(args: tuple[str, str, str, int, str, dict]) -> list[tuple[float, str]]:
+    """One consumer: a warm-up request, then ``count`` timed ones; (seconds, status) per timed request."""
+    endpoint, keys, request, count, out, overrides = args
+    import marketplace
+
+    def once(i: int) -> tuple[float, str]:
+        t0 = time.perf_counter()
+        try:
+            report = marketplace.request(
+                request, market=endpoint, keys=keys, out=f"{out}/{i}", overrides=overrides, check=False, wait_s=600
+            )
+            status = report.status
+        except Exception as err:  # noqa: BLE001 - counted as a failed request, named
+            status = f"error: {type(err).__name__}: {err}"
+        return time.perf_counter() - t0, status
+
+    once(-1)
+    return [once(i) for i in range(count)]
+
+
+def start_market(state: Path, owners: int, consumers: int, max_sessions: int) -> tuple[subprocess.Popen, str]:
+    market = yaml.safe_load(MARKET.read_text())
+    market["parties"] = {"owners": owners}
+    market["lifetime"] = {"budget": {"epsilon": 1e6}, "relation": "add/remove-one", "filter": "basic"}
+    market_file = state.parent / "market.yaml"
+    market_file.write_text(yaml.safe_dump(market))
+    endpoint = f"tcp://127.0.0.1:{free_port()}"
+    names = ",".join(f"c{i}" for i in range(consumers))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "marketplace", "serve", str(market_file), "--state", str(state), "--endpoint", endpoint]
+        + ["--consumers", names, "--max-sessions", str(max_sessions), "--log-level", "WARNING"],
+        stdout=subprocess.DEVNULL,
+        stderr=open(state.parent / "serve.log", "w"),  # noqa: SIM115 - the child writes it
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 120
+    while True:
+        status = state / "server.json"
+        if status.exists():
+            try:
+                if json.loads(status.read_text()).get("owners_present") == owners:
+                    break
+            except ValueError:
+                pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"the marketplace did not come up with {owners} owners: see {state.parent / 'serve.log'}")
+        time.sleep(0.2)
+    return proc, endpoint
+
+
+def agents_of(server: int) -> list[int]:
+    return [pid for pid in tree(server) if pid != server]
+
+
+def ticks(pids: list[int]) -> int:
+    return sum(cpu_ticks(pid) or 0 for pid in pids)
+
+
+def run_level(endpoint: str, state: Path, server: int, level: int, count: int, overrides: dict) -> dict:
+    agents = agents_of(server)
+    before_agents, before_server = ticks(agents), cpu_ticks(server) or 0
+    jobs = [
+        (
+            endpoint,
+            str(state / "consumers" / f"c{i}"),
+            str(REQUEST),
+            count,
+            str(state.parent / f"out-{level}-{i}"),
+            overrides,
+        )
+        for i in range(level)
+    ]
+    ctx = multiprocessing.get_context("spawn")
+    t0 = time.perf_counter()
+    with ctx.Pool(level) as pool:
+        results = pool.map(consumer_worker, jobs)
+    wall = time.perf_counter() - t0
+    latencies = [s for rows in results for s, _ in rows]
+    statuses = [st for rows in results for _, st in rows]
+    done = len(statuses)
+    agent_s = (ticks(agents) - before_agents) / CLOCK_TICK
+    server_s = ((cpu_ticks(server) or 0) - before_server) / CLOCK_TICK
+    failed = [st for st in statuses if st != "completed"]
+    return {
+        "consumers": level,
+        "requests": done,
+        "completed": done - len(failed),
+        "failed_examples": sorted(set(failed))[:3],
+        "p50_s": round(percentile(latencies, 0.50), 3),
+        "p95_s": round(percentile(latencies, 0.95), 3),
+        "p99_s": round(percentile(latencies, 0.99), 3),
+        "mean_s": round(statistics.fmean(latencies), 3) if latencies else None,
+        "requests_per_min": round(60 * done / wall, 1) if wall > 0 else None,
+        "wall_s": round(wall, 2),
+        "owner_cpu_s_per_request": round(agent_s / done, 4) if done else None,
+        "server_cpu_s_per_request": round(server_s / done, 4) if done else None,
+        # the level's CPU also counts the warm-up requests (one per consumer): per request it is an upper bound
+        "note": "CPU per request includes each consumer's warm-up request",
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--owners", type=int, default=4)
+    parser.add_argument("--levels", default="1,4,8,16", help="concurrent consumers, comma-separated")
+    parser.add_argument("--requests", type=int, default=8, help="timed requests per consumer (after a warm-up one)")
+    parser.add_argument("--max-sessions", type=int, default=16)
+    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--smoke", action="store_true", help="2 consumers, 2 requests each: seconds")
+    parser.add_argument("--json", metavar="FILE")
+    args = parser.parse_args(argv)
+    levels = [int(x) for x in args.levels.split(",")]
+    if args.smoke:
+        levels, args.requests = [2], 2
+    overrides = {k: yaml.safe_load(v) for k, v in (s.split("=", 1) for s in args.sets)}
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-serve-") as tmp:
+        state = Path(tmp) / "state"
+        proc, endpoint = start_market(state, args.owners, max(levels), args.max_sessions)
+        try:
+            for level in levels:
+                row = run_level(endpoint, state, proc.pid, level, args.requests, overrides) | {
+                    "owners": args.owners,
+                    "protocol": "sketch",
+                    "cpus": os.cpu_count(),
+                }
+                rows.append(row)
+                print(
+                    f"{level:>3} consumers x {args.requests} requests ({args.owners} owners): "
+                    f"p50 {row['p50_s']:.3f} s  p95 {row['p95_s']:.3f} s  p99 {row['p99_s']:.3f} s  "
+                    f"{row['requests_per_min']:.1f} req/min  "
+                    f"owners' CPU {row['owner_cpu_s_per_request']:.3f} s/request  "
+                    f"server CPU {row['server_cpu_s_per_request']:.3f} s/request  "
+                    f"completed {row['completed']}/{row['requests']}",
+                    flush=True,
+                )
+        finally:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+    return 0 if all(r["completed"] == r["requests"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
