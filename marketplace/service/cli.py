@@ -18,6 +18,7 @@ SERVE_EXAMPLES = """\
 examples:
   marketplace serve scenarios/market-serve.yaml --state market --consumers alice,bob,carol
   marketplace request scenarios/sketch-quickstart.yaml --market tcp://127.0.0.1:7700 --keys market/consumers/alice
+  marketplace keys consumer dave --market market   another consumer's kit (market/consumers/dave), admitted at once
   marketplace ledger show market/owners/owner-3.ledger.sqlite
   kill -TERM $(jq .pid market/server.json)        (or Ctrl-C): stops cleanly
 """
