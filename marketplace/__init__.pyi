@@ -44,6 +44,7 @@ from .service.api import Marketplace as Marketplace
 from .service.api import request as request
 from .service.api import serve as serve
 from .service.client import RequestRefused as RequestRefused
+from .service.keys import add_consumer as add_consumer
 
 __version__: str
 __all__: list[str]

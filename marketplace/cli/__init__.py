@@ -42,6 +42,7 @@ One party at a time (what each container runs; each writes its report to parties
 A marketplace that stays up (docs/serve.md), and market workloads (docs/market.md):
   marketplace serve scenarios/market-serve.yaml --state market --consumers alice,bob,carol
   marketplace request scenarios/sketch-quickstart.yaml --market tcp://127.0.0.1:7700 --keys market/consumers/alice
+  marketplace keys consumer dave --market market   another consumer's kit, admitted while it serves
 
 Exit status: 0 completed, 2 bad scenario or arguments (nothing started), 3 the run failed, 1 internal error.
 """

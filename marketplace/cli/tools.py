@@ -1,5 +1,6 @@
 """The small commands: ``shares`` (a simulation's parties as files), ``protocols`` (what is
-registered), ``probe`` (a container healthcheck) and ``keys`` (CURVE certificates for a run)."""
+registered), ``probe`` (a container healthcheck) and ``keys`` (CURVE certificates for a run; its
+``consumer`` action, a served marketplace's new consumer, is :mod:`marketplace.service.cli`'s)."""
 
 from __future__ import annotations
 
@@ -61,9 +62,10 @@ def add_probe_parser(sub: argparse._SubParsersAction) -> None:
 def add_keys_parser(sub: argparse._SubParsersAction) -> None:
     keys = sub.add_parser(
         "keys",
-        help="CURVE certificates for the parties of a run",
-        description="Write one CURVE certificate pair per party (curator, owner-1..K, consumer) into DIR. "
-        "The curator admits only these keys and binds each party id to its key.",
+        help="CURVE certificates for the parties of a run, or a new consumer of a marketplace that stays up",
+        description="generate: write one CURVE certificate pair per party (curator, owner-1..K, consumer) into "
+        "DIR; the curator admits only these keys and binds each party id to its key. consumer: make a consumer's "
+        "key pair and kit in a served marketplace's state folder (`marketplace serve --state`).",
     )
     keys_sub = keys.add_subparsers(dest="keys_command", metavar="ACTION")
     generate = keys_sub.add_parser(
@@ -76,6 +78,9 @@ def add_keys_parser(sub: argparse._SubParsersAction) -> None:
     generate.add_argument("--force", action="store_true", help="overwrite existing keys")
     keys.set_defaults(func=lambda args: keys.parse_args(["--help"]))  # `marketplace keys` alone: its help
     generate.set_defaults(func=keys_generate_command)
+    from marketplace.service.cli import add_keys_consumer_parser
+
+    add_keys_consumer_parser(keys_sub)
 
 
 def shares_command(args: argparse.Namespace) -> int:

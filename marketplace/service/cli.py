@@ -1,4 +1,5 @@
-"""The command line of a marketplace that stays open: ``serve``, ``agent`` and ``request``."""
+"""The command line of a marketplace that stays open: ``serve``, ``agent``, ``request``, and
+``keys consumer`` (a new consumer's kit; :mod:`marketplace.cli.tools` registers it under ``keys``)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ SERVE_EXAMPLES = """\
 examples:
   marketplace serve scenarios/market-serve.yaml --state market --consumers alice,bob,carol
   marketplace request scenarios/sketch-quickstart.yaml --market tcp://127.0.0.1:7700 --keys market/consumers/alice
+  marketplace keys consumer dave --market market   another consumer's kit (market/consumers/dave), admitted at once
   marketplace ledger show market/owners/owner-3.ledger.sqlite
   kill -TERM $(jq .pid market/server.json)        (or Ctrl-C): stops cleanly
 """
@@ -194,6 +196,64 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         help="give the output folder and its files to the owner of PATH (a container writing into a host folder)",
     )
     req.set_defaults(func=request_command)
+
+
+KEYS_CONSUMER_EXAMPLES = """\
+examples:
+  marketplace keys consumer dave --market market
+  marketplace request scenarios/sketch-quickstart.yaml --market tcp://127.0.0.1:7700 --keys market/consumers/dave
+"""
+
+
+def add_keys_consumer_parser(keys_sub: argparse._SubParsersAction) -> None:
+    """``marketplace keys consumer NAME --market STATE``, an action of the ``keys`` command."""
+    consumer = keys_sub.add_parser(
+        "consumer",
+        help="allow a new consumer at a marketplace that stays up: its key pair and kit, in the state folder",
+        description="Make consumer NAME's key pair and kit in STATE/consumers/NAME/ (its secret key, the\n"
+        "server's public key and market.yaml), as `serve --consumers NAME` does, and allow its public key\n"
+        "(STATE/keys/consumers/NAME.key). A marketplace serving from STATE admits it at once, without a\n"
+        "restart. An existing consumer is never replaced.",
+        epilog=KEYS_CONSUMER_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    consumer.add_argument(
+        "name",
+        metavar="NAME",
+        help="the consumer's name: lower case letters, digits, '-' and '_', starting with a letter",
+    )
+    consumer.add_argument(
+        "--market", required=True, metavar="STATE", help="the marketplace's state folder (what `serve --state` took)"
+    )
+    consumer.set_defaults(func=keys_consumer_command)
+
+
+def keys_consumer_command(args: argparse.Namespace) -> int:
+    """``marketplace keys consumer``: :func:`marketplace.service.keys.add_consumer`, and how to use the kit."""
+    from marketplace.service.keys import add_consumer
+
+    try:
+        kit = add_consumer(args.market, args.name)
+    except (OSError, ValueError) as err:
+        print(f"marketplace keys consumer: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"consumer {args.name!r}: its kit is {kit} (give it to the consumer: it holds its secret key)")
+    print(f"a marketplace serving from {args.market} admits it now; send a request with:")
+    print(f"  marketplace request SCENARIO.yaml --market {_control_endpoint(Path(args.market))} --keys {kit}")
+    return EXIT_OK
+
+
+def _control_endpoint(state: Path) -> str:
+    """The endpoint a consumer reaches the marketplace at: the one its server.json names, unless it is
+    an address of every interface (then the host is for the consumer to fill in)."""
+    import json
+
+    try:
+        endpoint = str(json.loads((state / "server.json").read_text())["endpoint"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return "tcp://HOST:PORT"
+    host, _, port = endpoint.removeprefix("tcp://").rpartition(":")
+    return f"tcp://HOST:{port}" if host in ("0.0.0.0", "*", "[::]", "") else endpoint
 
 
 def _logging(level: str) -> None:

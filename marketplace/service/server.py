@@ -50,7 +50,7 @@ from marketplace.runner.run import prepare_world
 from marketplace.scenario import Scenario, ScenarioError
 from marketplace.service import control
 from marketplace.service.admission import Admission, budgets_of, owner_charges
-from marketplace.service.keys import SERVER, allowlist, init_keys, load_pair
+from marketplace.service.keys import SERVER, AllowlistReloader, allowlist, init_keys, load_pair
 from marketplace.service.session_run import (
     Session,
     archive,
@@ -190,7 +190,9 @@ class MarketServer:
         )
         (self.state / "sessions").mkdir(parents=True, exist_ok=True, mode=0o700)
         ctx = zmq.Context()
-        auth = PartyAuthenticator(ctx, allowlist(self.state), name="marketplace serve")
+        auth = PartyAuthenticator(
+            ctx, allowlist(self.state), name="marketplace serve", reload=AllowlistReloader(self.state)
+        )  # keys added to (or removed from) STATE/keys/ while serving are admitted (refused) without a restart
         auth.start()
         sock = ctx.socket(zmq.ROUTER)
         control.socket_options(sock)

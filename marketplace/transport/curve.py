@@ -17,6 +17,9 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -117,6 +120,13 @@ ZAP_ENDPOINT = "inproc://zeromq.zap.01"
 ZAP_VERSION = b"1.0"
 ZAP_POLL_MS = 1000
 """The handler's longest wait between checks of its stop flag (stop() wakes it at once anyway)."""
+RELOAD_INTERVAL_S = 1.0
+"""The handler asks for its allowlist again at most this often (when it was given a ``reload``)."""
+MAX_WAITING = 1000
+"""Unknown keys held for the next allowlist check at most; more are refused at once."""
+
+Reload = Callable[[], Mapping[bytes, str] | None]
+"""A fresh allowlist (z85 public key -> party id), or None when it has not changed."""
 
 
 class PartyAuthenticator:
@@ -132,14 +142,36 @@ class PartyAuthenticator:
     A refused key is logged at once with the address that offered it, once per (address, key):
     a party retries its connection every 100 ms or so, and one line says all there is to say. At
     most :data:`LOGGED_REFUSALS` distinct pairs are remembered, so a flood of keys cannot grow
-    memory; later ones are only counted (``refused``)."""
+    memory; later ones are only counted (``refused``).
 
-    def __init__(self, context: zmq.Context, allowlist: dict[bytes, str], *, name: str = CURATOR) -> None:
+    With ``reload`` (a callable returning a fresh allowlist, or None when it has not changed) the
+    allowlist can change while the handler serves: before answering a request it calls ``reload``,
+    at most once every :data:`RELOAD_INTERVAL_S` (``clock`` seconds), and a new allowlist replaces
+    the old one: keys added since are admitted, keys removed are refused from then on (connections
+    already admitted stay). An unknown key that comes less than that interval after the last call
+    waits for the next one before it is answered (a key added a moment ago is not refused for being
+    early); at most :data:`MAX_WAITING` wait, further ones are refused at once. So a flood of
+    unknown keys costs one ``reload`` a second, whatever its size."""
+
+    def __init__(
+        self,
+        context: zmq.Context,
+        allowlist: Mapping[bytes, str],
+        *,
+        name: str = CURATOR,
+        reload: Reload | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.context = context
-        self.parties = {zmq.utils.z85.decode(key): party for key, party in allowlist.items()}
+        self.parties = self._decoded(allowlist)
         """Raw 32-byte public key -> party id."""
         self.refused = 0
         self.name = name
+        self._reload = reload
+        self._clock = clock
+        self._reload_due = clock()
+        self._waiting: deque[tuple[bytes, list[bytes]]] = deque()
+        """(ZAP envelope, request) of unknown keys held until the next reload is due."""
         self._logged: set[tuple[str, str]] = set()
         self._stop = threading.Event()
         self._ready = threading.Event()
@@ -189,11 +221,18 @@ class PartyAuthenticator:
         self._ready.set()
         try:
             while not self._stop.is_set():
-                ready = dict(poller.poll(ZAP_POLL_MS))
+                wait_ms = ZAP_POLL_MS
+                if self._waiting:
+                    wait_ms = max(0, min(wait_ms, int((self._reload_due - self._clock()) * 1000) + 1))
+                ready = dict(poller.poll(wait_ms))
+                for envelope, request in self.answer_waiting():
+                    sock.send_multipart([envelope, b"", *request])
                 if wake in ready or sock not in ready:
                     continue
                 frames = sock.recv_multipart()
-                reply = self.answer(frames[2:]) if len(frames) > 2 and frames[1] == b"" else None
+                if len(frames) <= 2 or frames[1] != b"" or self.hold(frames[0], frames[2:]):
+                    continue
+                reply = self.answer(frames[2:])
                 if reply is not None:
                     sock.send_multipart([frames[0], b"", *reply])
         finally:
@@ -211,11 +250,59 @@ class PartyAuthenticator:
             return self._reply(request_id, b"400", b"Invalid version")
         if mechanism != b"CURVE" or len(credentials) != 1 or len(credentials[0]) != 32:
             return self._reply(request_id, b"400", b"Only CURVE with a 32-byte key is admitted")
+        self._refresh()
         party = self.parties.get(credentials[0])
         if party is None:
             self._refuse(address.decode("utf-8", errors="replace") or "?", credentials[0])
             return self._reply(request_id, b"400", b"Unknown key")
         return self._reply(request_id, b"200", b"OK", party.encode())
+
+    def hold(self, envelope: bytes, request: list[bytes]) -> bool:
+        """Whether ``request`` waits for the next reload (kept with its ``envelope`` until
+        :meth:`answer_waiting` answers it): a CURVE request with an unknown key, while a reload is
+        not due yet and fewer than :data:`MAX_WAITING` wait."""
+        if self._reload is None or self._clock() >= self._reload_due or len(self._waiting) >= MAX_WAITING:
+            return False
+        if len(request) != 7 or request[0] != ZAP_VERSION or request[5] != b"CURVE" or len(request[6]) != 32:
+            return False
+        if request[6] in self.parties:
+            return False
+        self._waiting.append((envelope, request))
+        return True
+
+    def answer_waiting(self) -> list[tuple[bytes, list[bytes]]]:
+        """(envelope, reply) for every held request, once a reload is due (none before)."""
+        if not self._waiting or self._clock() < self._reload_due:
+            return []
+        answered = []
+        while self._waiting:
+            envelope, request = self._waiting.popleft()
+            reply = self.answer(request)
+            if reply is not None:
+                answered.append((envelope, reply))
+        return answered
+
+    def _refresh(self) -> None:
+        """Ask ``reload`` for the allowlist, when one is due; a new one replaces the old."""
+        if self._reload is None or self._clock() < self._reload_due:
+            return
+        self._reload_due = self._clock() + RELOAD_INTERVAL_S
+        try:
+            fresh = self._reload()
+        except Exception:  # noqa: BLE001 - the handler serves on with the allowlist it has
+            log.exception("%s: the allowlist could not be read again; the previous one stays", self.name)
+            return
+        if fresh is not None:
+            parties = self._decoded(fresh)
+            if parties != self.parties:
+                log.info(
+                    "%s: the allowlist changed: %d keys admitted (was %d)", self.name, len(parties), len(self.parties)
+                )
+            self.parties = parties
+
+    @staticmethod
+    def _decoded(allowlist: Mapping[bytes, str]) -> dict[bytes, str]:
+        return {zmq.utils.z85.decode(key): party for key, party in allowlist.items()}
 
     @staticmethod
     def _reply(request_id: bytes, status: bytes, text: bytes, user_id: bytes = b"") -> list[bytes]:
