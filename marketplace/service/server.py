@@ -34,7 +34,6 @@ import errno
 import json
 import logging
 import os
-import subprocess
 import threading
 import time
 from dataclasses import dataclass
@@ -45,7 +44,6 @@ import zmq
 
 from marketplace.messages.errors import cut
 from marketplace.roles import CONSUMER
-from marketplace.runner.command_line import party_command
 from marketplace.runner.run import prepare_world
 from marketplace.scenario import Scenario, ScenarioError
 from marketplace.service import control
@@ -62,6 +60,7 @@ from marketplace.service.session_run import (
 )
 from marketplace.service.sessions import new_session_id, session_scenario
 from marketplace.service.state_lock import StateLock
+from marketplace.service.supervisor import AgentSupervisor
 from marketplace.service.worlds import WorldCache
 from marketplace.transport.curve import PartyAuthenticator
 
@@ -70,8 +69,6 @@ log = logging.getLogger("marketplace.serve")
 POLL_MS = 100
 PROBE_S = 1.0
 """How often the server probes its connections (owners and consumers that wait)."""
-AGENT_RESTART_S = 5.0
-"""The least time between two starts of one agent (a crash loop is not a busy loop)."""
 
 
 class ServeOptionsError(ValueError):
@@ -134,7 +131,7 @@ class MarketServer:
         self.present: dict[str, bytes] = {}
         """Owner -> the routing id of its live control connection."""
         self.finished: list[dict[str, Any]] = []
-        self.agents: list[dict[str, Any]] = []
+        self.agents = AgentSupervisor(self.state, owner_data=options.owner_data)
         self.number = 0
         self.endpoint = ""
         self.failure: str | None = None
@@ -206,7 +203,7 @@ class MarketServer:
             self.started_at = time.monotonic()
             self._write_status()
             if self.options.start_owners:
-                self._start_agents()
+                self.agents.start(self.owners, self._control_for_agents(), self.options.owners_per_process)
             self.ready.set()
             log.info(
                 "marketplace serving at %s (state %s): up to %d sessions at once, rule %s",
@@ -218,8 +215,7 @@ class MarketServer:
             log.info("%s", data_banner(self.market))
             self._loop(sock)
         finally:
-            for agent in self.agents:
-                _end(agent["proc"], 30.0)
+            self.agents.end_all(30.0)
             sock.close(linger=0)
             auth.stop()
             ctx.term()
@@ -249,7 +245,7 @@ class MarketServer:
                             self._send(routing, control.Stop(reason="the marketplace is stopping"))
                         told_stop = True
                         stop_by = time.monotonic() + 10.0
-                    if not any(a["proc"].poll() is None for a in self.agents) or time.monotonic() > stop_by:
+                    if not self.agents.alive() or time.monotonic() > stop_by:
                         return
             touched: set[str] = set()
             if poller.poll(self._wait_ms()):
@@ -371,7 +367,8 @@ class MarketServer:
         if now >= self._next_probe:
             self._next_probe = now + PROBE_S
             self._probe()
-            self._supervise_agents()
+            if not self._stop.is_set():
+                self.agents.supervise()
         for s in list(self.sessions.values()):
             if s.state == "running" and s.loop is not None:
                 self._guarded(s, lambda s=s: s.loop.tick(time.monotonic()))
@@ -549,57 +546,6 @@ class MarketServer:
             [route, control.encode(control.SessionFrame(session=session, frame=frame))], zmq.NOBLOCK
         )
 
-    def _start_agents(self) -> None:
-        per = self.options.owners_per_process or max(1, -(-len(self.owners) // max(1, min(2, os.cpu_count() or 1))))
-        for first in range(0, len(self.owners), per):
-            ids = self.owners[first : first + per]
-            agent = {"ids": ids, "proc": None, "started": 0.0, "restarts": 0}
-            self.agents.append(agent)
-            self._spawn_agent(agent)
-
-    def _spawn_agent(self, agent: dict[str, Any]) -> None:
-        ids = agent["ids"]
-        label = f"{ids[0]}..{ids[-1]}" if len(ids) > 1 else ids[0]
-        work = self.state / "agents" / label
-        work.mkdir(parents=True, exist_ok=True, mode=0o700)
-        own = self.options.owner_data is not None
-        with open(work / "agent.log", "a") as log_file:
-            agent["proc"] = subprocess.Popen(
-                party_command(
-                    "agent",
-                    market=self._control_for_agents(),
-                    keys=self.state / "owners",
-                    ids=",".join(ids),
-                    work=work,
-                    exit_with=os.getpid(),
-                    data=self.options.owner_data,
-                    schema=self.state / "market.yaml" if own else None,
-                ),
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-            )
-        agent["started"] = time.monotonic()
-
-    def _supervise_agents(self) -> None:
-        """Start again an agent this server started that has exited (at most every AGENT_RESTART_S)."""
-        if self._stop.is_set():
-            return
-        for agent in self.agents:
-            proc = agent["proc"]
-            if proc.poll() is None or time.monotonic() - agent["started"] < AGENT_RESTART_S:
-                continue
-            agent["restarts"] += 1
-            log.warning(
-                "the agent of %s exited (status %s): starting it again (restart %d)",
-                ",".join(agent["ids"]),
-                proc.returncode,
-                agent["restarts"],
-            )
-            try:
-                self._spawn_agent(agent)
-            except OSError as err:
-                log.error("the agent of %s could not be started again: %s", ",".join(agent["ids"]), err)
-
     def _control_for_agents(self) -> str:
         host, port = self.endpoint.split("://", 1)[1].rsplit(":", 1)
         return f"tcp://{'127.0.0.1' if host in ('0.0.0.0', '*') else host}:{port}"
@@ -615,7 +561,7 @@ class MarketServer:
             "running": sorted(self.sessions),
             "queued": [w.session for w in self.admission.waiting],
             "max_running": self.max_running,
-            "agent_restarts": sum(a["restarts"] for a in self.agents),
+            "agent_restarts": self.agents.restarts(),
             "sessions": self.finished[-200:],
         }
         tmp = self.state / "server.json.tmp"
@@ -643,18 +589,3 @@ def data_banner(market: Scenario) -> str:
         f"the server builds them too to check requests and evaluate sessions; describe the data by its public "
         f"schema (data.schema) for owners and consumers that bring their own"
     )
-
-
-def _end(proc: subprocess.Popen, grace_s: float) -> None:
-    """Let a child end within ``grace_s``; then terminate it, then kill it."""
-    try:
-        proc.wait(timeout=grace_s)
-        return
-    except subprocess.TimeoutExpired:
-        pass
-    proc.terminate()
-    try:
-        proc.wait(timeout=5.0)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
