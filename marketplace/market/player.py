@@ -33,6 +33,34 @@ def noise_key(seed: int, rule: str, request_id: str, party: str) -> bytes:
     return hashlib.blake2b(text, digest_size=noise.KEY_BYTES, person=NOISE_KEY_PERSON).digest()
 
 
+SEED_DERIVED = (
+    "every party's noise key was derived by the market runner from (market seed, rule, request id, party): "
+    "anyone who knows the market seed, or can read the keys/ folder, can recompute and strip every party's "
+    "noise; a simulation that reproduces itself, not a deployment (where each party keeps a key nobody else holds)"
+)
+"""The noise line of every request a market plays: its parties read keys from files, but the files are
+the seed's, so what a run would say of key files ("only whoever can read a party's key file") is not
+all there is to say."""
+
+
+def seed_derived_noise(report: Mapping[str, Any], folder: Path | None = None) -> dict[str, Any]:
+    """``report`` with its noise section saying that every key came from the market seed (and the
+    parties' ``who_can_strip`` too); rewritten into ``folder/report.json`` when that exists."""
+    out = dict(report)
+    noise_section = out.get("noise")
+    if isinstance(noise_section, dict) and noise_section.get("parties"):
+        parties = {
+            p: dict(d) | {"who_can_strip": "anyone who knows the market seed (the key is derived from it)"}
+            for p, d in noise_section["parties"].items()
+        }
+        out["noise"] = noise_section | {"summary": SEED_DERIVED, "parties": parties}
+        if folder is not None and (folder / "report.json").is_file():
+            from marketplace.runner.json_files import write_json
+
+            write_json(folder / "report.json", out)
+    return out
+
+
 def write_noise_keys(folder: Path, spec: MarketSpec, rule: str, request: Request) -> Path:
     """Write every party's noise key for ``request`` into ``folder`` and return it."""
     for party in ("curator", *spec.owner_ids, "consumer"):
@@ -152,7 +180,7 @@ def play_rule(
             )
             folder = out / granted.id
             began = time.perf_counter()
-            report = runner(scenario, folder, driver, launch)
+            report = seed_derived_noise(runner(scenario, folder, driver, launch), folder)
             outcome = classify(granted, report, set(asked[granted.id].charges))
             outcome.order, outcome.folder = len(outcomes) + 1, f"{rule}/{granted.id}"
             outcome.seconds = time.perf_counter() - began

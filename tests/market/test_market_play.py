@@ -62,6 +62,16 @@ def test_every_request_draws_its_own_noise(tmp_path):
     assert first["quality"] != second["quality"]  # the same request, fresh noise: a different release
 
 
+def test_each_requests_report_says_its_noise_keys_come_from_the_market_seed(tmp_path):
+    """A request's own report must not say that only a key file's reader can strip its noise: every
+    key of a market play is derived from the market seed, which the report must say."""
+    play(market([sketch_request("a", 0.1)], rules=["fcfs"]), tmp_path / "m", driver="inprocess")
+    run = json.loads((tmp_path / "m" / "fcfs" / "req-0001" / "report.json").read_text())
+    assert "derived by the market runner from (market seed" in run["noise"]["summary"]
+    assert "only whoever can read a party's key file" not in run["noise"]["summary"]
+    assert all("market seed" in p["who_can_strip"] for p in run["noise"]["parties"].values())
+
+
 def test_noise_keys_depend_on_seed_rule_request_and_party_and_nothing_else():
     key = noise_key(5, "fcfs", "req-0001", "owner-1")
     assert key == noise_key(5, "fcfs", "req-0001", "owner-1") and len(key) == 32
