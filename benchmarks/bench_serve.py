@@ -3,9 +3,11 @@
 Starts ``marketplace serve`` (a real process, with its owner agents) on a scenario, waits until every
 owner is connected, then for each concurrency level C runs C consumer processes, each sending
 requests one after another with ``marketplace.request`` (its own key, its own connection), for a
-fixed number of requests per consumer after one warm-up request each. Measured:
+fixed number of requests per consumer after one untimed warm-up request each (a new process imports
+the package and builds its share of the world once). Measured:
 
-* **latency** of each request, from the call to the report in hand (queueing included): p50, p95, p99;
+* **latency** of each request, from the call to the report in hand (queueing included): p50, p95, p99
+  (the consumer draws no ``rounds.png``: that is its own post-processing, not the marketplace's);
 * **throughput**: requests completed per minute over the level's wall time;
 * **CPU per request** of the owner agents and of the server (user + system, from /proc), over the
   level's requests.
@@ -60,8 +62,9 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def consumer_worker(args: tuple[str, str, str, int, str, dict]) -> list[tuple[float, str]]:
-    """One consumer: a warm-up request, then ``count`` timed ones; (seconds, status) per timed request."""
+    """One consumer: ``count`` requests one after another; (seconds, status) per request."""
     endpoint, keys, request, count, out, overrides = args
+    os.environ["MARKETPLACE_ROUND_PLOTS"] = "off"  # drawing rounds.png is the consumer's own post-processing
     import marketplace
 
     def once(i: int) -> tuple[float, str]:
@@ -75,7 +78,6 @@ def consumer_worker(args: tuple[str, str, str, int, str, dict]) -> list[tuple[fl
             status = f"error: {type(err).__name__}: {err}"
         return time.perf_counter() - t0, status
 
-    once(-1)
     return [once(i) for i in range(count)]
 
 
@@ -118,6 +120,21 @@ def ticks(pids: list[int]) -> int:
 
 
 def run_level(endpoint: str, state: Path, server: int, level: int, count: int, overrides: dict) -> dict:
+    """``level`` consumers at once: one warm-up request each (untimed, its CPU not counted), then ``count`` each."""
+    ctx = multiprocessing.get_context("spawn")
+    warm = [
+        (
+            endpoint,
+            str(state / "consumers" / f"c{i}"),
+            str(REQUEST),
+            1,
+            str(state.parent / f"warm-{level}-{i}"),
+            overrides,
+        )
+        for i in range(level)
+    ]
+    with ctx.Pool(level) as pool:
+        pool.map(consumer_worker, warm)
     agents = agents_of(server)
     before_agents, before_server = ticks(agents), cpu_ticks(server) or 0
     jobs = [
@@ -131,7 +148,6 @@ def run_level(endpoint: str, state: Path, server: int, level: int, count: int, o
         )
         for i in range(level)
     ]
-    ctx = multiprocessing.get_context("spawn")
     t0 = time.perf_counter()
     with ctx.Pool(level) as pool:
         results = pool.map(consumer_worker, jobs)
@@ -155,8 +171,7 @@ def run_level(endpoint: str, state: Path, server: int, level: int, count: int, o
         "wall_s": round(wall, 2),
         "owner_cpu_s_per_request": round(agent_s / done, 4) if done else None,
         "server_cpu_s_per_request": round(server_s / done, 4) if done else None,
-        # the level's CPU also counts the warm-up requests (one per consumer): per request it is an upper bound
-        "note": "CPU per request includes each consumer's warm-up request",
+        "note": "each consumer sent one untimed warm-up request first, whose CPU is not counted",
     }
 
 

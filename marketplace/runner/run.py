@@ -72,15 +72,16 @@ def default_run_folder(name: str, kind: str = "") -> Path:
     return candidate
 
 
-def prepare_world(scenario: Scenario, exchange: Exchange | None = None):
+def prepare_world(scenario: Scenario, exchange: Exchange | None = None, *, build: Any = None):
     """Build the world of ``scenario`` and run the checks that need the data (what ``run`` does
     before it starts anything, and ``validate`` too). ``exchange`` is the scenario's exchange, when
-    the caller resolved it already. Raises :class:`ScenarioError` naming the key when the data
+    the caller resolved it already; ``build(scenario)`` gives the world instead of building it (a
+    served marketplace keeps its worlds). Raises :class:`ScenarioError` naming the key when the data
     cannot be built or split as described."""
     config = scenario.config
     exchange = exchange or plugins.exchange(config.protocol)
     try:
-        world = make_world(config, exchange)
+        world = build(scenario) if build is not None else make_world(config, exchange)
     except (ValueError, OSError) as err:
         key, sep, text = str(err).partition(": ")
         if sep and _is_key_path(key):

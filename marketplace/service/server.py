@@ -334,7 +334,7 @@ class MarketServer:
             scenario = session_scenario(
                 self.market, message.scenario, session=session, consumer=consumer, source=f"{consumer}'s request"
             )
-            prepare_world(scenario)  # what needs the data (sizes, shapes) is refused now, not mid-session
+            prepare_world(scenario, build=self.worlds.get)  # what needs the data is refused now, not mid-session
             charges = owner_charges(
                 scenario.config, self.owners, self.market.config.lifetime.relation, self.market.config.lifetime.filter
             )

@@ -69,3 +69,13 @@ def test_bench_hostile_smoke(tmp_path):
     (row,) = json.loads(out.read_text())
     assert row["flood"] == "refused" and row["status"] == "completed" and row["same_selection"]
     assert row["frames_sent"] > 1000 and not row["dropouts"]
+
+
+def test_bench_serve_smoke(tmp_path):
+    out = tmp_path / "serve.json"
+    result = bench("bench_serve.py", "--smoke", "--json", str(out))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    (row,) = json.loads(out.read_text())
+    assert row["consumers"] == 2 and row["requests"] == row["completed"] == 4
+    assert 0 < row["p50_s"] <= row["p95_s"] <= row["p99_s"] and row["requests_per_min"] > 0
+    assert row["owner_cpu_s_per_request"] > 0 and row["server_cpu_s_per_request"] > 0

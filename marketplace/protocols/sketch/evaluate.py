@@ -9,6 +9,7 @@ The runner computes these, and it may see all data; no party of the protocol doe
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Any
 
 import numpy as np
@@ -46,12 +47,8 @@ def ranking_check(config: ScenarioConfig, world: World, ranking: dict[str, Any] 
     from marketplace.protocols.sketch import mean_embedding, spearman_agreement
 
     fmap = public_map(config)
-    ids = party_ids(config)[1:-1]
-    target = mean_embedding(fmap, unit_records(config, world.validation))
-    true = []
-    for o in ranking["owners"]:
-        records = unit_records(config, world.owners[ids.index(o)])
-        true.append(float(np.sum((mean_embedding(fmap, records) - target) ** 2)) / fmap.squared_norm)
+    target, owner_embedding = _true_embeddings(config, world, fmap, mean_embedding)
+    true = [float(np.sum((owner_embedding(o) - target) ** 2)) / fmap.squared_norm for o in ranking["owners"]]
     order = [ranking["owners"][i] for i in np.argsort(true, kind="stable")]
     spearman = spearman_agreement(ranking["mmd2"], true) if len(true) >= 2 else None
     return {
@@ -61,6 +58,33 @@ def ranking_check(config: ScenarioConfig, world: World, ranking: dict[str, Any] 
         "same_best": bool(order[0] == ranking["order"][0]),
         "note": "true MMD^2: the map's kernel, from exact (noise-free) features of each owner's data",
     }
+
+
+_EMBEDDINGS: dict[tuple[int, str], tuple[np.ndarray, dict[str, np.ndarray]]] = {}
+"""Exact mean embeddings of a world's D_v and owners under a public map, while that world lives: a
+served marketplace evaluates session after session on the same world, and embedding every owner's
+rows again each time was a third of its CPU per request."""
+
+
+def _true_embeddings(config: ScenarioConfig, world: World, fmap: Any, mean_embedding: Any):
+    """D_v's mean embedding under ``fmap``, and a function giving an owner's, both kept per (world, map, bounds)."""
+    key = (
+        id(world),
+        repr((config.seed, config.sketch.map, config.sketch.lower, config.sketch.upper, record_dim(config))),
+    )
+    kept = _EMBEDDINGS.get(key)
+    if kept is None:
+        kept = _EMBEDDINGS[key] = (mean_embedding(fmap, unit_records(config, world.validation)), {})
+        weakref.finalize(world, _EMBEDDINGS.pop, key, None)
+    target, owners = kept
+    ids = party_ids(config)[1:-1]
+
+    def owner_embedding(owner: str) -> np.ndarray:
+        if owner not in owners:
+            owners[owner] = mean_embedding(fmap, unit_records(config, world.owners[ids.index(owner)]))
+        return owners[owner]
+
+    return target, owner_embedding
 
 
 def logistic_baselines(config: ScenarioConfig, world: World, owners: list[str]) -> dict[str, Any] | None:
