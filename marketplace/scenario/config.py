@@ -117,19 +117,20 @@ class NoiseConfig:
             )
 
 
+LIFETIME_EPSILON = Range(
+    min=1e-6,
+    max=1e6,
+    reason="the zcdp filter's rho = (sqrt(eps + L) - sqrt(L))^2, L = ln(1/delta), keeps its digits and the "
+    "ledger's sums stay finite",
+)
+"""The eps of a lifetime budget (a scenario's ``lifetime`` budgets, a market's ``budget``)."""
+
+
 @dataclass(frozen=True)
 class BudgetConfig:
     """A lifetime budget: (epsilon, delta) under the section's neighbouring relation."""
 
-    epsilon: Annotated[
-        float,
-        Range(
-            min=1e-6,
-            max=1e6,
-            reason="the zcdp filter's rho = (sqrt(eps + L) - sqrt(L))^2, L = ln(1/delta), keeps its digits and "
-            "the ledger's sums stay finite",
-        ),
-    ] = 1.0
+    epsilon: Annotated[float, LIFETIME_EPSILON] = 1.0
     delta: Annotated[float, Range(min=0.0, max=1.0, max_open=True)] = 0.0
 
 

@@ -6,11 +6,13 @@ serves ``marketplace run``/``validate``, the request client and the server's ses
 from __future__ import annotations
 
 import math
+import sys
 
 import pytest
 import yaml
 from conftest import ROOT, run_cli
 
+from marketplace.market.spec import MarketError, parse_market
 from marketplace.scenario import ScenarioError, load_scenario
 from marketplace.scenario.load import parse_scenario
 
@@ -170,3 +172,25 @@ def test_the_request_client_refuses_an_absurd_epsilon_before_sending(tmp_path):
     assert done.returncode == 2, done.stderr[-2000:]
     assert "bad scenario" in done.stderr and "sketch.epsilon: expected a number in [1e-06, 1e+06]" in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def _market_files():
+    """tests/market/market_files.py: the small sketch marketplace the market tests use."""
+    if str(ROOT / "tests" / "market") not in sys.path:
+        sys.path.insert(0, str(ROOT / "tests" / "market"))
+    import market_files
+
+    return market_files
+
+
+@pytest.mark.parametrize("budget", [1e-300, 1e300])
+def test_a_market_refuses_a_lifetime_budget_outside_the_ledgers_range(budget):
+    files = _market_files()
+    with pytest.raises(MarketError, match=r"m\.yaml: market\.budget\.epsilon: .*>= 1e-06 and <= 1e\+06"):
+        parse_market(files.market([files.sketch_request("a", 0.1)], budget=budget), source="m.yaml")
+
+
+def test_a_market_refuses_a_request_with_an_absurd_epsilon_naming_the_request():
+    files = _market_files()
+    with pytest.raises(MarketError, match=r"requests\[0\]\.sketch\.epsilon: expected a number in \[1e-06, 1e\+06\]"):
+        parse_market(files.market([files.sketch_request("a", 1e-300)]), source="m.yaml")
