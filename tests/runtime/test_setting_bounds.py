@@ -194,3 +194,40 @@ def test_a_market_refuses_a_request_with_an_absurd_epsilon_naming_the_request():
     files = _market_files()
     with pytest.raises(MarketError, match=r"requests\[0\]\.sketch\.epsilon: expected a number in \[1e-06, 1e\+06\]"):
         parse_market(files.market([files.sketch_request("a", 1e-300)]), source="m.yaml")
+
+
+def test_a_delta_that_covers_the_whole_mwem_schedule_is_refused_for_the_gaussian_release():
+    """At eps 1e-6 per iteration the optimal composition of the schedule is (0, 0.01)-DP: the Gaussian
+    release could match it only as (0, delta)-DP, which no zCDP budget is (it crashed the run)."""
+    sets = ["summarize.privacy.enabled=true", "summarize.privacy.eps_validation=1e-6"]
+    message = refusal("summarize", [*sets, "summarize.privacy.theorem=optimal"])
+    assert "summarize.privacy.delta_validation: expected a delta at which" in message and "got 0.01" in message
+    load_scenario(
+        BASE["summarize"], [*sets, "summarize.privacy.theorem=optimal", "summarize.privacy.delta_validation=1e-9"]
+    )
+
+
+def test_a_private_one_round_summary_with_the_gaussian_release_runs(tmp_path):
+    from marketplace.runner.run import run_scenario
+
+    scenario = load_scenario(
+        BASE["summarize"],
+        [
+            "summarize.privacy.enabled=true",
+            "summarize.rounds=1",
+            "summarize.features=8",
+            "parties.owners=2",
+            "data.source.covariate_shift.rows_per_component=100",
+            "data.consumer.validation_size=20",
+            "data.consumer.test_size=20",
+            "data.seed_set.size=5",
+            "summarize.baselines=[]",
+        ],
+    )
+    report = run_scenario(scenario, tmp_path / "run", driver="inprocess")
+    assert report["status"] == "completed", report["failures"]
+
+
+def test_fewer_candidates_than_points_to_label_is_refused():
+    message = refusal("stc", ["stc.k=5", "stc.max_candidates=2"])
+    assert "stc.max_candidates must be at least stc.k" in message and "max_candidates = 2 < k = 5" in message

@@ -92,3 +92,10 @@ class StcConfig:
     ] = 5
     """private_kmeans baseline: Lloyd rounds, the budget split evenly over them."""
     privacy: StcPrivacy = field(default_factory=StcPrivacy)
+
+    def __post_init__(self) -> None:
+        if self.max_candidates is not None and self.max_candidates < self.k:
+            raise ValueError(
+                f"stc.max_candidates must be at least stc.k (the k points to label are chosen among the "
+                f"candidates), got max_candidates = {self.max_candidates} < k = {self.k}"
+            )
