@@ -79,18 +79,21 @@ def missing_keys(cls: type, data: dict[str, Any], path: str) -> MissingKeys | No
 
 @dataclass(frozen=True)
 class Range:
-    """Numeric bounds; ``None`` means unbounded on that side."""
+    """Numeric bounds; ``None`` means unbounded on that side. ``reason`` says briefly why the bounds
+    are where they are (say, what overflows past them); a refusal quotes it after the range."""
 
     min: float | None = None
     max: float | None = None
     min_open: bool = False
     max_open: bool = False
+    reason: str = ""
 
     def check(self, value: float, path: str) -> None:
         low_bad = self.min is not None and (value <= self.min if self.min_open else value < self.min)
         high_bad = self.max is not None and (value >= self.max if self.max_open else value > self.max)
         if low_bad or high_bad:
-            raise SchemaError(path, f"a number in {self.describe()}", describe_value(value))
+            why = f" ({self.reason})" if self.reason else ""
+            raise SchemaError(path, f"a number in {self.describe()}{why}", describe_value(value))
 
     def describe(self) -> str:
         lo = "(-inf" if self.min is None else ("(" if self.min_open else "[") + f"{self.min:g}"
@@ -170,7 +173,12 @@ def compile_hint(hint: Any) -> Checker:
     if builder is not None:  # e.g. Annotated[np.ndarray, Array, ArraySpec(...)]
         base: Checker = builder.__schema_build__
     else:
-        base = _compile_plain(hint, allow_nonfinite=any(isinstance(c, AllowNonFinite) for c in constraints))
+        bounds = next((c for c in constraints if isinstance(c, Range)), None)
+        base = _compile_plain(
+            hint,
+            allow_nonfinite=any(isinstance(c, AllowNonFinite) for c in constraints),
+            finite=f"a finite number in {bounds.describe()}" if bounds is not None else "a finite number",
+        )
     checks = tuple(c.check for c in constraints if hasattr(c, "check"))
     if not checks:
         return base
@@ -199,7 +207,13 @@ def _simple(
     return check
 
 
-def _compile_plain(hint: Any, *, allow_nonfinite: bool = False) -> Checker:
+NON_FINITE_TEXTS = frozenset({"nan", "+nan", "-nan", "inf", "+inf", "-inf", "infinity", "+infinity", "-infinity"})
+"""Texts that read as NaN or an infinity (a ``--set key=nan`` arrives as the text ``'nan'``)."""
+
+
+def _compile_plain(hint: Any, *, allow_nonfinite: bool = False, finite: str = "a finite number") -> Checker:
+    """The checker of a hint without ``Annotated`` metadata. ``finite`` is what a float field that
+    refuses NaN and infinities expects (with its range, when it has one)."""
     origin = get_origin(hint)
     if origin in (typing.Union, types.UnionType):
         return _compile_union(get_args(hint))
@@ -250,11 +264,13 @@ def _compile_plain(hint: Any, *, allow_nonfinite: bool = False) -> Checker:
     if hint is float:
 
         def number(value: Any, path: str) -> float:
+            if not allow_nonfinite and isinstance(value, str) and value.strip().lower() in NON_FINITE_TEXTS:
+                raise SchemaError(path, finite, describe_value(value))
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise SchemaError(path, "a number", describe_value(value))
             value = float(value)
             if not allow_nonfinite and not math.isfinite(value):
-                raise SchemaError(path, "a finite number", describe_value(value))
+                raise SchemaError(path, finite, describe_value(value))
             return value
 
         return number

@@ -37,6 +37,7 @@ from typing import Any
 from marketplace import plugins
 from marketplace.privacy.neighbouring import BUDGET_RELATIONS
 from marketplace.scenario import Scenario, ScenarioError
+from marketplace.scenario.config import LIFETIME_EPSILON
 from marketplace.schema import describe_value
 
 RULES = ("fcfs", "dpf")
@@ -259,7 +260,11 @@ class _Checker:
         value = self.mapping(value, path, ("epsilon", "delta"))
         if "epsilon" not in value and default is None:
             raise MarketError(self.source, f"{path}.epsilon", "missing; a budget needs its epsilon")
-        eps = self.number(value["epsilon"], f"{path}.epsilon", low_open=True) if "epsilon" in value else default.epsilon
+        eps = (
+            self.number(value["epsilon"], f"{path}.epsilon", low=LIFETIME_EPSILON.min, high=LIFETIME_EPSILON.max)
+            if "epsilon" in value
+            else default.epsilon
+        )
         delta = (
             self.number(value["delta"], f"{path}.delta", high=1.0, high_open=True)
             if "delta" in value

@@ -9,7 +9,15 @@ from marketplace import plugins
 from marketplace.data.config import DataConfig
 from marketplace.schema import Length, Range
 
-PositiveFloat = Annotated[float, Range(min=0.0, min_open=True)]
+Seconds = Annotated[
+    float,
+    Range(
+        min=0.0,
+        max=1e6,
+        min_open=True,
+        reason="ZeroMQ takes its timeouts as C ints of milliseconds (at most 2^31 - 1 ms, about 24 days)",
+    ),
+]
 
 
 @dataclass(frozen=True)
@@ -31,23 +39,23 @@ class TransportConfig:
 
     endpoint: str = "tcp://127.0.0.1:0"
     """Where the curator binds and the others connect; port 0 lets the runner pick a free port."""
-    heartbeat_interval_s: PositiveFloat = 0.5
+    heartbeat_interval_s: Seconds = 0.5
     """How often ZeroMQ's I/O thread pings each connection (ZMTP heartbeats), and how often the
     curator sends an application ``heartbeat`` to a party it sent nothing else to. With more than
     ``heartbeat_interval_s / 0.0005`` parties (1,000 with the default) it and the timeout are
     stretched by the same factor, to 0.5 ms per party, so that heartbeats stay a small share of the
     work (5 s and 100 s at 10,000 owners)."""
-    heartbeat_timeout_s: PositiveFloat = 10.0
+    heartbeat_timeout_s: Seconds = 10.0
     """A connection whose peer answers no ZMTP heartbeat for this long is closed, and the peer is
     lost. The peer's I/O thread answers, not its role: a party busy computing is never lost for
     it; a stopped, dead or unreachable one is (a party whose process exits is seen at once)."""
-    start_timeout_s: PositiveFloat = 60.0
+    start_timeout_s: Seconds = 60.0
     """A party that has not connected is lost once this long has passed with no party arriving (its
     first accepted frame): while others keep arriving the wait goes on, so thousands of owners whose
     CURVE handshakes queue up are not dropped for being slow; one that never comes is lost this long
     after the last arrival (``run_timeout_s`` bounds it all)."""
-    run_timeout_s: PositiveFloat = 1800.0
-    progress_timeout_s: PositiveFloat = 30.0
+    run_timeout_s: Seconds = 1800.0
+    progress_timeout_s: Seconds = 30.0
     """A connected party the curator is waiting for (a hello, a bid, a point, a release, a bye)
     that does not deliver within this many seconds is dropped, with the reason in the report. It
     bounds each step a party computes before it answers (an endless computation cannot be told
@@ -56,15 +64,15 @@ class TransportConfig:
     ``run_timeout_s`` (pfds: round 2 and the closing get this times sharers / 10 with more than ten sharers)."""
     max_message_bytes: Annotated[int, Range(min=1024)] = 64 * 1024 * 1024
     high_water_mark: Annotated[int, Range(min=1)] = 10_000
-    send_timeout_s: PositiveFloat = 10.0
+    send_timeout_s: Seconds = 10.0
     """A peer that does not read what is sent to it for this long is dropped (sends never block)."""
     max_queued_frames: Annotated[int, Range(min=1)] = 10_000
     """Frames that may wait for one peer that is not reading; more, and the peer is dropped."""
     refusal_budget: Annotated[int, Range(min=1)] = 50
     """Refused frames one connection may send in a second; past that its frames are dropped unread
     for ``quarantine_s`` (a flood of junk then costs a read, not a decode)."""
-    quarantine_s: PositiveFloat = 5.0
-    finish_timeout_s: PositiveFloat = 600.0
+    quarantine_s: Seconds = 5.0
+    finish_timeout_s: Seconds = 600.0
     """After the curator exits, a party still running gets ``heartbeat_timeout_s + 5`` s to follow;
     one that is still computing then (an owner fitting its model after its ``bye``) gets up to this
     long. A party that uses no CPU, or one the curator dropped, is killed at the first limit."""
@@ -109,11 +117,20 @@ class NoiseConfig:
             )
 
 
+LIFETIME_EPSILON = Range(
+    min=1e-6,
+    max=1e6,
+    reason="the zcdp filter's rho = (sqrt(eps + L) - sqrt(L))^2, L = ln(1/delta), keeps its digits and the "
+    "ledger's sums stay finite",
+)
+"""The eps of a lifetime budget (a scenario's ``lifetime`` budgets, a market's ``budget``)."""
+
+
 @dataclass(frozen=True)
 class BudgetConfig:
     """A lifetime budget: (epsilon, delta) under the section's neighbouring relation."""
 
-    epsilon: PositiveFloat = 1.0
+    epsilon: Annotated[float, LIFETIME_EPSILON] = 1.0
     delta: Annotated[float, Range(min=0.0, max=1.0, max_open=True)] = 0.0
 
 

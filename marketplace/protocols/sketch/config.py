@@ -8,6 +8,7 @@ box, the map's randomness) is public: given here or derived from the run seed, n
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
@@ -15,6 +16,31 @@ from marketplace.schema import Length, Range
 
 PositiveFloat = Annotated[float, Range(min=0.0, min_open=True)]
 Unit = Annotated[float, Range(min=0.0, max=1.0)]
+
+# The ranges where the sketch's arithmetic holds (refused at validation, not met as an overflow mid-run).
+Epsilon = Annotated[
+    float,
+    Range(
+        min=1e-6,
+        max=1e6,
+        reason="the noise scales Delta/eps and their variances, summed over owners and features, stay finite; "
+        "beyond 1e6 the noise is below float32 resolution",
+    ),
+]
+Delta = Annotated[
+    float,
+    Range(min=1e-12, max=0.5, reason="the Gaussian calibration's search resolves delta in float64 within it"),
+]
+Share = Annotated[
+    float,
+    Range(min=1e-3, max=0.999, reason="eps_num = share eps and eps_den = (1 - share) eps each stay >= 1e-9"),
+]
+Width = Annotated[
+    float,
+    Range(min=1e-6, max=1e6, reason="1/width, the scale of the map's frequencies or slab indices, stays finite"),
+]
+MAX_FEATURES = 100_000
+"""m, the length of a sketch, whatever the map (RFF features, RACE R W, HIST d bins)."""
 
 
 @dataclass(frozen=True)
@@ -24,13 +50,13 @@ class SketchMapConfig:
     kind: Literal["rff", "race", "hist"] = "rff"
     features: Annotated[int, Range(min=2, max=100_000)] = 200
     """RFF: m, the length of Phi(x) ([cos, sin] of m/2 frequencies); must be even."""
-    sigma: PositiveFloat = 1.0
+    sigma: Width = 1.0
     """RFF: the Gaussian kernel's bandwidth (in unit-box coordinates)."""
     repetitions: Annotated[int, Range(min=1, max=100_000)] = 50
     """RACE: R, the number of LSH repetitions."""
     buckets: Annotated[int, Range(min=2, max=100_000)] = 20
     """RACE: W, buckets per repetition (m = R W)."""
-    bandwidth: PositiveFloat = 0.5
+    bandwidth: Width = 0.5
     """RACE: width of an LSH slab (in unit-box coordinates)."""
     bins: Annotated[int, Range(min=1, max=100_000)] = 100
     """HIST: equal bins per attribute (m = d bins)."""
@@ -39,6 +65,11 @@ class SketchMapConfig:
         if self.kind == "rff" and self.features % 2:
             raise ValueError(
                 f"sketch.map.features must be even for kind 'rff' ([cos, sin] of m/2 frequencies), got {self.features}"
+            )
+        if self.kind == "race" and self.repetitions * self.buckets > MAX_FEATURES:
+            raise ValueError(
+                f"sketch.map.repetitions x sketch.map.buckets (m, the sketch's length) must be at most "
+                f"{MAX_FEATURES:,}, got {self.repetitions} x {self.buckets} = {self.repetitions * self.buckets:,}"
             )
 
 
@@ -85,7 +116,9 @@ class SketchQueries:
     """Fit a logistic regression of the label on the other attributes by implicit M²M; needs
     ``sketch.include_label`` (the label is sketched as the last attribute). The consumer measures
     its AUC on its test set."""
-    logistic_l2: PositiveFloat = 1e-3
+    logistic_l2: Annotated[
+        float, Range(min=1e-9, max=1e6, reason="the ridge term of the logistic M²M fit stays well conditioned")
+    ] = 1e-3
     rank_owners: bool = True
     """Rank the owners by the sketch estimate of MMD^2 between each owner's data and the consumer's
     own data (D_v), from the per-owner sketches."""
@@ -106,13 +139,13 @@ class SketchConfig:
     include_label: bool = False
     """Sketch the 0/1 label as an extra last attribute (needed for logistic regression)."""
     map: SketchMapConfig = field(default_factory=SketchMapConfig)
-    epsilon: PositiveFloat | None = 1.0
+    epsilon: Epsilon | None = 1.0
     """Each owner's budget for its one release; null releases exact sums (NOT private; for analysis)."""
     mechanism: Literal["laplace", "gaussian"] = "laplace"
     """laplace: eps-DP; gaussian: (eps, delta)-DP noise on the sum (the count keeps Laplace noise)."""
-    delta: Annotated[float, Range(min=0.0, max=1.0, min_open=True, max_open=True)] = 1e-5
+    delta: Delta = 1e-5
     """delta of the Gaussian mechanism (ignored by laplace)."""
-    numerator_share: Annotated[float, Range(min=0.0, max=1.0, min_open=True, max_open=True)] = 0.98
+    numerator_share: Share = 0.98
     """eps_num / eps: the share of the budget spent on the sum (the rest on the count)."""
     secure: bool = False
     """Draw noise from OS entropy with OpenDP's exact samplers (not reproducible from the seed)."""
@@ -140,3 +173,9 @@ class SketchConfig:
         bad = [i for i, (lo, hi) in enumerate(zip(self.lower, self.upper)) if not lo < hi]
         if bad:
             raise ValueError(f"sketch.upper must be above sketch.lower in every attribute, not in attribute(s) {bad}")
+        wide = [i for i, (lo, hi) in enumerate(zip(self.lower, self.upper)) if not math.isfinite(hi - lo)]
+        if wide:  # records are mapped by (x - lower) / (upper - lower): the width must be a finite number
+            raise ValueError(
+                f"sketch.upper - sketch.lower must be a finite number (below 1.8e308) in every attribute, not in "
+                f"attribute(s) {wide}"
+            )

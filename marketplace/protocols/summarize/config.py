@@ -10,6 +10,26 @@ from marketplace.schema import Range, SchemaError
 
 PositiveFloat = Annotated[float, Range(min=0.0, min_open=True)]
 
+# The ranges where the protocol's arithmetic holds (refused at validation, not met as an overflow mid-run).
+Epsilon = Annotated[
+    float,
+    Range(
+        min=1e-6,
+        max=1e6,
+        reason="noise scales 1/eps and their squares stay finite; MWEM's weights exp(eps u) are taken "
+        "relative to their largest",
+    ),
+]
+AuctionEpsilon = Annotated[
+    float, Range(min=0.0, max=100.0, reason="e^eps_auc is formed as an exact integer; exp() overflows past 709")
+]
+Delta = Annotated[
+    float,
+    Range(min=1e-12, max=0.5, reason="the Gaussian accountants resolve delta in float64 within it"),
+]
+Scale = Annotated[float, Range(min=1e-6, max=1e6, reason="the kernel's frequencies sqrt(2 gamma) stay finite")]
+Count = Annotated[int, Range(min=1, max=1_000_000, reason="a count of steps or rounds one run can carry out")]
+
 
 @dataclass(frozen=True)
 class SummarizePrivacy:
@@ -21,13 +41,13 @@ class SummarizePrivacy:
     """
 
     enabled: bool = False
-    eps_validation: PositiveFloat = 0.01
+    eps_validation: Epsilon = 0.01
     """eps_v: per iteration of the one-off release of g~ = h2(h1(D_v)), T_init iterations."""
-    eps_first_round: PositiveFloat = 0.05
+    eps_first_round: Epsilon = 0.05
     """eps_{l=1}: per iteration of round 1's release of g_1 (T_init iterations on D_init)."""
-    eps_later_rounds: PositiveFloat | None = None
+    eps_later_rounds: Epsilon | None = None
     """eps_{l>1} per iteration (T_sub per round); default 0.01 / sqrt(p * T_sub)."""
-    total_epsilon: PositiveFloat | None = None
+    total_epsilon: Epsilon | None = None
     """The eps that the owners' points in D_s get over the whole run, as the ``D_s`` ledger states
     it (by ``theorem``, or by ``gaussian_accountant`` for the ``gaussian`` release, at
     ``delta_summary``); the per-iteration values are derived from it. ``gaussian``: the rounds'
@@ -36,11 +56,11 @@ class SummarizePrivacy:
     keeping their ratio, so that the whole planned schedule composes to exactly this. Default
     (null): the per-iteration values as given. Covers neither ``consumer:D_v`` nor the ``auction``
     ledger (``eps_auction`` per round); cannot be set together with ``eps_later_rounds``."""
-    t_init: Annotated[int, Range(min=1)] | None = None
+    t_init: Count | None = None
     """Iterations of the first release of each embedding; default floor(d^1.5) (1656 for d = 140)."""
-    t_sub: Annotated[int, Range(min=1)] = 5
+    t_sub: Count = 5
     """Iterations per later round (warm start from the previous state)."""
-    eps_auction: Annotated[float, Range(min=0.0)] = 0.1
+    eps_auction: AuctionEpsilon = 0.1
     """eps_auc: per round. Under ``composed``, the round's whole selection of owners to ask changes by
     at most e^eps_auc when one owner's points change, given the earlier rounds' selections (rounds
     compose); under ``two_sided`` and ``paper``, one owner's request bit given the curator's state."""
@@ -53,11 +73,11 @@ class SummarizePrivacy:
     other owners' data), so R eps_auc does not bound an owner's view (the run warns). ``paper``:
     the paper's coins, rank r asked with probability exp(-eps_auc (r - 1)), rank 1 always; only
     (eps_auc, 1 - e^-eps_auc)-DP per round given the state (opt-in, the run warns)."""
-    requests_per_round: Annotated[int, Range(min=1)] | Literal["auto"] = 1
+    requests_per_round: Count | Literal["auto"] = 1
     """``composed`` and ``two_sided``: how many owners are asked each round besides those due under
     tau (the most parsimonious, 1, is the default). ``auto``: as many as the paper's coins ask on
     average."""
-    tau: Annotated[int, Range(min=1)] = 5
+    tau: Count = 5
     """An owner is asked at its tau-th bid since it was last asked."""
     release: Literal["gaussian", "mwem_last", "mwem_call_average", "mwem_paper"] = "gaussian"
     """How g~ and g_l are released (all at the same (eps, delta) per protected dataset):
@@ -72,8 +92,8 @@ class SummarizePrivacy:
     ``exact``: the Gaussian mechanism's own privacy-loss distribution (the tightest valid figure);
     ``zcdp``: as rho-zCDP converted by Canonne–Kamath–Steinke (looser: more noise for the same
     budget). ``secure`` mode always uses ``zcdp`` (OpenDP certifies its discrete Gaussian in zCDP)."""
-    delta_validation: Annotated[float, Range(min=0.0, max=1.0, min_open=True, max_open=True)] = 0.01
-    delta_summary: Annotated[float, Range(min=0.0, max=1.0, min_open=True, max_open=True)] = 1e-4
+    delta_validation: Delta = 0.01
+    delta_summary: Delta = 1e-4
     budget_validation: PositiveFloat | None = None
     """Refuse to start if D_v's planned total eps (by ``theorem``) exceeds this."""
     budget_summary: PositiveFloat | None = None
@@ -96,15 +116,15 @@ class SummarizePrivacy:
 class SummarizeConfig:
     """The summarization protocol (docs/design.md §3), non-private form."""
 
-    rounds: Annotated[int, Range(min=1)] = 50
+    rounds: Count = 50
     """p: points added to the summary, one per round."""
-    gamma: PositiveFloat = 0.1
+    gamma: Scale = 0.1
     """RBF kernel exp(-gamma ||x - y||^2)."""
-    features: Annotated[int, Range(min=2)] = 140
+    features: Annotated[int, Range(min=2, max=100_000, reason="d floats per row and d^1.5 MWEM iterations")] = 140
     """d: random Fourier features in h1."""
-    verify_tolerance: Annotated[float, Range(min=0.0)] = 1e-9
+    verify_tolerance: Annotated[float, Range(min=0.0, max=1.0)] = 1e-9
     """Relative tolerance when the curator recomputes a received point's bid."""
-    svm_c: PositiveFloat = 1.0
+    svm_c: Annotated[float, Range(min=1e-6, max=1e6, reason="the SVM's solver converges within it")] = 1.0
     """C of the linear SVM trained on each summary to measure downstream accuracy."""
     baselines: tuple[Literal["uniform", "exact_greedy"], ...] = ("uniform", "exact_greedy")
     owner_features: Literal["float64", "float32"] = "float64"

@@ -47,6 +47,7 @@ from marketplace.protocols.summarize.gaussian_release import gaussian_mean_relea
 from marketplace.protocols.summarize.h2 import record_h2
 from marketplace.protocols.summarize.messages import Point, Request, SealedPoint
 from marketplace.roles import Send
+from marketplace.schema import SchemaError
 
 log = logging.getLogger(
     "marketplace.protocols.summarize.curator"
@@ -171,11 +172,23 @@ class PrivateSchedule:
             return mwem
         target_v, target_s = mwem.mwem_totals(rounds)  # the same guarantee as the MWEM releases
         total_s = target_s.eps if privacy.total_epsilon is None else privacy.total_epsilon
-        rho_total_s = mwem.calibrate_rho(total_s, privacy.delta_summary)
+        for key, total, delta in (
+            ("delta_validation", target_v.eps, privacy.delta_validation),
+            ("delta_summary", total_s if rounds > 1 else 1.0, privacy.delta_summary),
+        ):
+            if not total > 0:  # the Gaussian would have to be (0, delta)-DP: no zCDP budget reaches it
+                raise SchemaError(
+                    f"summarize.privacy.{key}",
+                    "a delta at which the MWEM schedule the gaussian release matches costs some eps (at this "
+                    "delta its total eps is 0: lower the delta or raise the eps per iteration)",
+                    repr(delta),
+                )
+        # a one-round run releases no g_l (round 1 is on the public seed set): nothing to calibrate
+        rho_per_round = mwem.calibrate_rho(total_s, privacy.delta_summary) / (rounds - 1) if rounds > 1 else None
         return dataclasses.replace(
             mwem,
             rho_validation=mwem.calibrate_rho(target_v.eps, privacy.delta_validation),
-            rho_per_round=rho_total_s / (rounds - 1) if rounds > 1 else None,
+            rho_per_round=rho_per_round,
         )
 
     def summary_calls(self, rounds: int, *, seed_set_size: int) -> list[tuple[float, int]]:
