@@ -203,12 +203,13 @@ class LifetimeLedger:
             _refuse_incomplete(path, owner, budget, relation)
         new = create_private(path)
         try:
+            if not new:
+                _refuse_foreign(path)
             db = connect(path, create=True)
         except sqlite3.Error as err:
             raise ledger_error(path, err) from None
         try:
             db.execute("BEGIN IMMEDIATE")
-            _refuse_foreign(path, db)
             for statement in SCHEMA.split(";"):
                 if statement.strip():
                     db.execute(statement)
@@ -247,6 +248,7 @@ class LifetimeLedger:
             raise FileNotFoundError(f"{path}: no such ledger file")
         db = None
         try:
+            _refuse_foreign(path)
             db = connect(path, create=False)
             meta = db.execute("SELECT * FROM ledger").fetchone()
         except sqlite3.Error as err:
@@ -630,9 +632,14 @@ class LifetimeLedger:
         return f"LifetimeLedger({str(self.path)!r}, owner={self.owner!r}, filter={self.filter!r}, spent={spent})"
 
 
-def _refuse_foreign(path: Path, db: sqlite3.Connection) -> None:
-    """Refuse a SQLite file of another schema (tables a ledger never holds) before writing to it."""
-    tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+def _refuse_foreign(path: Path) -> None:
+    """Refuse a file that is not a ledger (not SQLite, or SQLite of another schema: tables a ledger
+    never holds) before anything is written to it, even the switch to WAL mode."""
+    db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    finally:
+        db.close()
     foreign = sorted(tables - OWN_TABLES)
     if foreign:
         raise LedgerInputError(
