@@ -160,10 +160,11 @@ def admit(config: Any, party: str, exchange: Exchange, *, request_id: str | None
     admission = Admission(party, path, request_id, life.consumer, declared, "nothing")
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        # an existing ledger keeps the budget, relation and filter it was created with
+        # an existing ledger keeps the budget, relation and filter it was created with; an empty file is
+        # one whose creator was killed before it wrote anything, created again
         settings = (
             {}
-            if path.exists()
+            if path.exists() and path.stat().st_size > 0
             else {
                 "budget": (budget.epsilon, budget.delta),
                 "filter": life.filter,
