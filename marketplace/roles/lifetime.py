@@ -47,6 +47,7 @@ from marketplace.privacy.lifetime import (
     ledger_file,
 )
 from marketplace.privacy.lifetime.ledger import ledger_error
+from marketplace.privacy.lifetime.storage import is_blank
 from marketplace.roles import CONSUMER, CURATOR, Role, Send
 
 log = logging.getLogger(__name__)
@@ -160,11 +161,11 @@ def admit(config: Any, party: str, exchange: Exchange, *, request_id: str | None
     admission = Admission(party, path, request_id, life.consumer, declared, "nothing")
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        # an existing ledger keeps the budget, relation and filter it was created with; an empty file is
-        # one whose creator was killed before it wrote anything, created again
+        # an existing ledger keeps the budget, relation and filter it was created with; a blank file is
+        # one whose creator was killed before its first transaction, created again
         settings = (
             {}
-            if path.exists() and path.stat().st_size > 0
+            if path.exists() and not is_blank(path)
             else {
                 "budget": (budget.epsilon, budget.delta),
                 "filter": life.filter,

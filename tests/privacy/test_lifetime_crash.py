@@ -21,6 +21,7 @@ from conftest import ROOT
 
 from marketplace.cli import main
 from marketplace.privacy.lifetime import LifetimeLedger, ledger_file
+from marketplace.privacy.lifetime.storage import is_blank
 
 WORKER = ROOT / "tests" / "owner_crash_worker.py"
 KILLS = 25
@@ -46,7 +47,7 @@ def check(ledgers: Path, wire_path: Path) -> dict[str, str]:
     assert len(ids) == len(set(ids)), "a request was released twice"
     assert {kind for _, kind in left} <= {"sketch_release"}
     db = ledger_file(ledgers, "owner-1")
-    if not db.exists() or db.stat().st_size == 0:  # not created yet, or killed while creating it
+    if not db.exists() or is_blank(db):  # not created yet, or killed while creating it
         assert not left
         return {}
     with LifetimeLedger.read(db) as ledger:
@@ -119,7 +120,7 @@ def test_sigkill_of_a_real_owner_at_random_points(tmp_path):
         retried += sum(1 for line in out.splitlines() if line.startswith("declined"))
         check(ledgers, wire_path)
         db = ledger_file(ledgers, "owner-1")
-        if not db.exists() or db.stat().st_size == 0:
+        if not db.exists() or is_blank(db):
             continue
         if kill % 2:  # reconcile the ledger itself, as an operator would: the restarted owner finds it settled
             assert main(["ledger", "reconcile", str(db)]) == 0

@@ -383,3 +383,18 @@ def test_show_never_reconciles_and_the_reconcile_command_does(tmp_path, capsys):
     assert "owner-1: " in out.out and "0 rolled back" in out.out
     assert "owner-3.ledger.sqlite: not a lifetime ledger (file is not a database)" in out.err
     assert "Traceback" not in out.err
+
+
+@pytest.mark.parametrize("blank", ["empty", "wal header only"])
+def test_a_ledger_whose_creator_was_killed_before_writing_is_created_again(tmp_path, blank):
+    db = ledger_file(tmp_path, "owner-2")
+    db.touch()
+    if blank == "wal header only":  # the switch to WAL mode is on disk, the first transaction is not
+        raw = sqlite3.connect(db)
+        raw.execute("PRAGMA journal_mode=WAL")
+        raw.close()
+        assert db.stat().st_size > 0
+    admission = admit(sketch(tmp_path).config, "owner-2", plugins.exchange("sketch"))
+    assert admission.state == "reserved", admission.reason
+    with LifetimeLedger.read(db) as ledger:
+        assert ledger.spent().eps == 0.4 and ledger.budget[0] > 0

@@ -175,6 +175,21 @@ def create_private(path: Path) -> bool:
     return True
 
 
+def is_blank(path: Path) -> bool:
+    """Whether ``path`` is a file that holds no table yet: empty, or a database whose creator was
+    killed before its first transaction committed. False for anything else, unreadable files too."""
+    try:
+        if path.stat().st_size == 0:
+            return True
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            return db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
+        finally:
+            db.close()
+    except (OSError, sqlite3.Error):
+        return False
+
+
 def sync_folder(folder: Path) -> None:
     """fsync a folder, so that a file just created in it survives a power loss."""
     fd = os.open(folder, os.O_RDONLY)
