@@ -1,14 +1,18 @@
-"""`marketplace ledger show DB_OR_KIT`: an owner's lifetime ledger, as it stands on disk.
+"""`marketplace ledger show DB_OR_KIT`: an owner's lifetime ledger, as it stands on disk; and
+`marketplace ledger reconcile DB_OR_FOLDER`: settle what owners that are gone left reserved.
 
-Reads the file without changing it (a running owner may keep charging meanwhile: WAL readers do not
-block it). A kit folder is found by its ``kit.json`` (``<party>.ledger.sqlite``), or by the one
-``*.ledger.sqlite`` file it holds.
+``show`` reads the file without changing it (a running owner may keep charging meanwhile: WAL readers
+do not block it). A kit folder is found by its ``kit.json`` (``<party>.ledger.sqlite``), or by the one
+``*.ledger.sqlite`` file it holds. ``reconcile`` writes: it runs
+:meth:`~marketplace.privacy.lifetime.LifetimeLedger.reconcile` on one ledger, or on every ledger of a
+folder.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,11 +23,12 @@ EXAMPLES = """\
 examples:
   marketplace ledger show kits/owner-1                    the ledger in owner-1's kit folder
   marketplace ledger show kits/owner-1/owner-1.ledger.sqlite --json
+  marketplace ledger reconcile kits/owner-1               settle what a killed owner left reserved
 """
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    """Add ``ledger`` (with ``show``) to ``subparsers``; each sets ``func``."""
+    """Add ``ledger`` (with ``show`` and ``reconcile``) to ``subparsers``; each sets ``func``."""
     ledger = subparsers.add_parser(
         "ledger",
         help="an owner's lifetime privacy ledger: spent, remaining, history",
@@ -46,6 +51,21 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     )
     show.add_argument("--json", action="store_true", help="print JSON instead of text")
     show.set_defaults(func=show_command)
+    reconcile = commands.add_parser(
+        "reconcile",
+        help="settle reservations left by owners that are gone: roll back those that sent nothing",
+        description="Settle every reservation a process that is gone left 'reserved' (an owner killed between "
+        "charging a run and settling it): rolled back when its ledger holds no record that anything of the "
+        "release left, kept as spent (committed) when it does. Reservations of a live process of this host "
+        "are not touched. Owners do this themselves when they first open their ledger.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    reconcile.add_argument(
+        "path", metavar="DB_OR_FOLDER", help="a ledger file, a kit folder, or a folder of <party>.ledger.sqlite files"
+    )
+    reconcile.add_argument("--json", action="store_true", help="print JSON instead of text")
+    reconcile.set_defaults(func=reconcile_command)
     return ledger
 
 
@@ -147,12 +167,66 @@ def render(info: dict[str, Any]) -> str:
 def show_command(args: argparse.Namespace) -> int:
     """``marketplace ledger show``: print the ledger; exit 2 if it cannot be read."""
     from marketplace.privacy.lifetime import LedgerInputError, LifetimeLedger
+    from marketplace.privacy.lifetime.ledger import ledger_error
 
+    path = None
     try:
-        with LifetimeLedger.read(find_ledger(args.path)) as ledger:
+        path = find_ledger(args.path)
+        with LifetimeLedger.read(path) as ledger:
             info = describe(ledger)
+    except sqlite3.Error as err:  # a file whose header reads but whose rows do not (a truncated ledger)
+        print(f"marketplace ledger show: {ledger_error(path or Path(args.path), err)}", file=sys.stderr)
+        return EXIT_USAGE
     except (OSError, LedgerInputError, ValueError) as err:
         print(f"marketplace ledger show: {err}", file=sys.stderr)
         return EXIT_USAGE
     print(json.dumps(info, indent=2) if args.json else render(info))
     return EXIT_OK
+
+
+def ledgers_in(path: str | Path) -> list[Path]:
+    """The ledger files ``path`` names: the file itself, a kit folder's, or every one of a folder."""
+    from marketplace.privacy.lifetime import LEDGER_SUFFIX
+
+    path = Path(path)
+    if not path.is_dir():
+        return [path]
+    if (path / "kit.json").is_file():
+        return [find_ledger(path)]
+    found = sorted(path.glob(f"*{LEDGER_SUFFIX}"))
+    if not found:
+        raise FileNotFoundError(f"{path}: no lifetime ledger in this folder (expected <party>{LEDGER_SUFFIX})")
+    return found
+
+
+def reconcile_command(args: argparse.Namespace) -> int:
+    """``marketplace ledger reconcile``: reconcile each ledger named; exit 2 if one cannot be."""
+    from marketplace.privacy.lifetime import LedgerInputError, LifetimeLedger
+    from marketplace.privacy.lifetime.ledger import ledger_error
+
+    results, status = [], EXIT_OK
+    try:
+        paths = ledgers_in(args.path)
+    except (OSError, ValueError) as err:
+        print(f"marketplace ledger reconcile: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    for path in paths:
+        try:
+            with LifetimeLedger.read(path) as ledger:
+                done = ledger.reconcile()
+                results.append({"path": str(path), "owner": ledger.owner, **done})
+        except sqlite3.Error as err:
+            print(f"marketplace ledger reconcile: {ledger_error(path, err)}", file=sys.stderr)
+            status = EXIT_USAGE
+        except (OSError, LedgerInputError, ValueError) as err:
+            print(f"marketplace ledger reconcile: {err}", file=sys.stderr)
+            status = EXIT_USAGE
+    if args.json:
+        print(json.dumps(results, indent=2))
+    for r in [] if args.json else results:
+        print(
+            f"{r['owner']}: {r['path']}: {len(r['rolled_back'])} rolled back (nothing had left), "
+            f"{len(r['kept'])} kept as spent (something had left), {len(r['untouched'])} left reserved "
+            "(held by a live process, or by one whose ledger named no holder)"
+        )
+    return status

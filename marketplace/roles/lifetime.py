@@ -7,9 +7,17 @@ run may release about the owner's data (``owner_cost`` of its exchange, from the
 The reservation is on disk before the role exists, so before anything can leave. If it does not fit
 (or the release has no finite cost, or this request was already charged), the owner is built as a
 :class:`DeclinedParty`: it says hello, tells the curator why it declines, and releases nothing;
-the curator takes it out of the run and goes on. When the party ends, :meth:`Admission.settle`
+the curator takes it out of the run and goes on. A ledger that cannot be used (a folder or file
+that cannot be written, a file that is not a lifetime ledger) declines the same way, its reason
+naming the party, the ledger and what is wrong: the party ends cleanly and the run goes on.
+
+Just before the first message of the protocol leaves the party, :meth:`Admission.mark_left` records
+so on the ledger (the transport's node calls it). When the party ends, :meth:`Admission.settle`
 commits the reservation if any message of the protocol left the party, and rolls it back if
-nothing did. A party that dies in between leaves it reserved, which counts as spent.
+nothing did. A party that dies in between leaves it reserved, which counts as spent until the next
+process to open the ledger reconciles it (:meth:`LifetimeLedger.reconcile`: rolled back if nothing
+was marked as left, kept if something was); :func:`admit` reconciles each ledger the first time
+this process opens it.
 
 A consumer that keeps a ledger (``lifetime.consumer_budget``) is admitted the same way for what the
 run releases about its target data (``consumer_cost``); a declining consumer ends the run as failed
@@ -18,7 +26,9 @@ before anything of its data is released.
 
 from __future__ import annotations
 
+import logging
 import os
+import sqlite3
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +46,11 @@ from marketplace.privacy.lifetime import (
     LifetimeLedger,
     ledger_file,
 )
+from marketplace.privacy.lifetime.ledger import ledger_error
+from marketplace.privacy.lifetime.storage import is_blank
 from marketplace.roles import CONSUMER, CURATOR, Role, Send
+
+log = logging.getLogger(__name__)
 
 DECLINED = "lifetime"
 """``about_kind`` of the ``error`` a declining party sends the curator after its hello."""
@@ -56,10 +70,26 @@ class Admission:
     after :meth:`settle`: ``committed`` or ``aborted``."""
     reason: str | None = None
     after: dict[str, Any] = field(default_factory=dict)
+    left: bool = False
+    """Whether :meth:`mark_left` recorded on the ledger that something of the release left."""
 
     @property
     def admitted(self) -> bool:
         return self.state != "declined"
+
+    def mark_left(self) -> None:
+        """Record on the ledger, durably, that a message of the protocol is about to leave the party
+        (once; a no-op unless the run is reserved). The caller hands the message to the transport only
+        after this returns; an error (the ledger no longer reserves the request, or cannot be written)
+        propagates, and then nothing may leave."""
+        if self.state != "reserved" or self.left:
+            return
+        with _open_existing(self.path, self.party) as ledger:
+            try:
+                ledger.mark_left(self.request_id)
+            except (sqlite3.Error, LedgerInputError) as err:
+                raise RuntimeError(f"{self.party}: cannot mark its release as left on {self.path}: {err}") from None
+        self.left = True
 
     def settle(self, released: bool) -> dict[str, Any]:
         """Commit the reservation if ``released`` (a message of the protocol left the party), roll
@@ -126,44 +156,94 @@ def admit(config: Any, party: str, exchange: Exchange, *, request_id: str | None
     name = life.consumer if party == CONSUMER else party
     declared = declared_release(config, party, exchange)
     budget = life.consumer_budget if party == CONSUMER else life.budget_of(party)
-    folder.mkdir(parents=True, exist_ok=True)
     path = ledger_file(folder, name)
     record = f"a row of {name}'s data" if party != CONSUMER else f"a row of {name}'s target data"
-    # an existing ledger keeps the budget, relation and filter it was created with
-    settings = (
-        {}
-        if path.exists()
-        else {
-            "budget": (budget.epsilon, budget.delta),
-            "filter": life.filter,
-            "relation": f"{life.relation} ({record})",
-        }
-    )
-    with LifetimeLedger.open(path, owner=name, **settings) as ledger:
-        admission = Admission(party, path, request_id, life.consumer, declared, "nothing")
-        if declared is None:
-            admission.after = _standing(ledger)
-            return admission
+    admission = Admission(party, path, request_id, life.consumer, declared, "nothing")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        # an existing ledger keeps the budget, relation and filter it was created with; a blank file is
+        # one whose creator was killed before its first transaction, created again
+        settings = (
+            {}
+            if path.exists() and not is_blank(path)
+            else {
+                "budget": (budget.epsilon, budget.delta),
+                "filter": life.filter,
+                "relation": f"{life.relation} ({record})",
+            }
+        )
+        ledger = LifetimeLedger.open(path, owner=name, **settings)
+    except (OSError, sqlite3.Error, LedgerInputError) as err:
+        return _unusable(admission, err)
+    with ledger:
         try:
-            if declared.cost is None:
-                ledger.decline(request_id, consumer=life.consumer, what=declared.what, reason=declared.unbounded)
-            quota = life.consumer_quota if party != CONSUMER else None
-            ledger.reserve(
-                request_id,
-                declared.cost,
-                consumer=life.consumer,
-                what=declared.what,
-                relation=declared.relation,
-                fresh=True,
-                quota=None if quota is None else (quota.epsilon, quota.delta),
-            )
-            admission.state = "reserved"
-        except BudgetDeclined as err:
-            admission.state, admission.reason = "declined", err.reason
-        except AlreadyCharged as err:
-            admission.state, admission.reason = "declined", err.reason
+            _reconcile_once(ledger, party)
+            return _reserve(ledger, admission, config, party)
+        except (OSError, sqlite3.Error) as err:
+            return _unusable(admission, err)
+
+
+def _reserve(ledger: LifetimeLedger, admission: Admission, config: Any, party: str) -> Admission:
+    """Reserve ``admission``'s declared cost on ``ledger`` (open), or record why it declines."""
+    life, declared, request_id = config.lifetime, admission.declared, admission.request_id
+    if declared is None:
         admission.after = _standing(ledger)
+        return admission
+    try:
+        if declared.cost is None:
+            ledger.decline(request_id, consumer=life.consumer, what=declared.what, reason=declared.unbounded)
+        quota = life.consumer_quota if party != CONSUMER else None
+        ledger.reserve(
+            request_id,
+            declared.cost,
+            consumer=life.consumer,
+            what=declared.what,
+            relation=declared.relation,
+            fresh=True,
+            quota=None if quota is None else (quota.epsilon, quota.delta),
+        )
+        admission.state = "reserved"
+    except BudgetDeclined as err:
+        admission.state, admission.reason = "declined", err.reason
+    except AlreadyCharged as err:
+        admission.state, admission.reason = "declined", err.reason
+    admission.after = _standing(ledger)
     return admission
+
+
+def _unusable(admission: Admission, err: BaseException) -> Admission:
+    """``admission`` declined because its ledger cannot be used: the reason names the party, the
+    ledger and what is wrong with it (the party ends cleanly; the run goes on without it)."""
+    if isinstance(err, sqlite3.Error):
+        err = ledger_error(admission.path, err)
+    problem = "is not a privacy ledger" if isinstance(err, LedgerInputError) else "is not writable"
+    text = str(err).removeprefix(f"{admission.path}: ") or type(err).__name__
+    admission.state = "declined"
+    admission.reason = f"{admission.party}: the ledger {admission.path} {problem}: {text}"
+    log.error("%s", admission.reason)
+    return admission
+
+
+_RECONCILED: set[Path] = set()
+"""The ledgers this process has reconciled: once, the first time it opens each."""
+
+
+def _reconcile_once(ledger: LifetimeLedger, party: str) -> None:
+    """Reconcile ``ledger`` if this process has not yet (see :meth:`LifetimeLedger.reconcile`)."""
+    key = ledger.path.resolve()
+    if key in _RECONCILED:
+        return
+    done = ledger.reconcile()
+    _RECONCILED.add(key)
+    if done["rolled_back"] or done["kept"]:
+        log.info(
+            "%s: reconciled its ledger %s: %d reservation(s) left by a process that is gone rolled back (nothing "
+            "had left), %d kept as spent (something had)",
+            party,
+            ledger.path,
+            len(done["rolled_back"]),
+            len(done["kept"]),
+        )
 
 
 def declared_release(config: Any, party: str, exchange: Exchange) -> Declared | None:

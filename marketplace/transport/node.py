@@ -283,6 +283,10 @@ class Node:
             self.role.messages_sent += 1  # heartbeats (they follow the clock) nor answers to refused frames
             self.role.bytes_sent += len(frame)
             if kind not in RUNTIME_KINDS:
+                if self.role.protocol_messages_sent == 0 and self.role.lifetime is not None:
+                    # its lifetime ledger records that the release left, durably, before this first frame
+                    # of the protocol is handed to the transport (marketplace.roles.lifetime)
+                    self.role.lifetime.mark_left()
                 self.role.protocol_messages_sent += 1
         return Outgoing(send.to, kind, frame, best_effort)
 

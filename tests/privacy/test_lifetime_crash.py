@@ -1,6 +1,8 @@
 """A real owner, SIGKILLed at random points of its releases, never leaves its lifetime ledger below
 what left it, never has one release charged twice, never releases one request twice, and carries
-on from its ledger when restarted."""
+on from its ledger when restarted. Once its ledger is reconciled (by the test, or by the owner
+itself when it restarts), no reservation stays ``reserved`` and nothing that provably never left
+(no "left" record) is counted."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import math
 import os
 import random
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -16,7 +19,9 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
+from marketplace.cli import main
 from marketplace.privacy.lifetime import LifetimeLedger, ledger_file
+from marketplace.privacy.lifetime.storage import is_blank
 
 WORKER = ROOT / "tests" / "owner_crash_worker.py"
 KILLS = 25
@@ -42,7 +47,7 @@ def check(ledgers: Path, wire_path: Path) -> dict[str, str]:
     assert len(ids) == len(set(ids)), "a request was released twice"
     assert {kind for _, kind in left} <= {"sketch_release"}
     db = ledger_file(ledgers, "owner-1")
-    if not db.exists():
+    if not db.exists() or is_blank(db):  # not created yet, or killed while creating it
         assert not left
         return {}
     with LifetimeLedger.read(db) as ledger:
@@ -57,13 +62,48 @@ def check(ledgers: Path, wire_path: Path) -> dict[str, str]:
     return states
 
 
+def reconciled(db: Path, wire_path: Path) -> tuple[int, int]:
+    """Right after a kill, ``db`` reconciled (the owner is dead, so every reservation is settled):
+    nothing stays reserved; every request whose release left is committed and was marked as left
+    before its frame; every counted request was marked as left (one that provably never left is not
+    counted); the spend is the sum of the committed rows. Returns (rolled back, kept) by reconcile."""
+    with LifetimeLedger.read(db) as ledger:
+        done = ledger.reconcile()
+        history, spent = ledger.history(), ledger.spent().eps
+        holders = {r.request_id: ledger.holder(r.request_id) for r in history}
+    left = {request_id for request_id, _ in wire(wire_path)}
+    assert not done["untouched"], done
+    assert [r.request_id for r in history if r.state == "reserved"] == []
+    states = {r.request_id: r.state for r in history}
+    assert all(states[request_id] == "committed" for request_id in left), (left, states)
+    for r in history:
+        if r.state == "committed":
+            assert holders[r.request_id].left_at is not None, r  # counted: something may have left
+        if r.state == "aborted":
+            assert r.request_id not in left and holders[r.request_id].left_at is None, r
+    assert spent == math.fsum(r.charged.eps for r in history if r.state == "committed") >= EPSILON * len(left)
+    return len(done["rolled_back"]), len(done["kept"])
+
+
+def copy_of(db: Path, to: Path) -> Path:
+    """A consistent copy of the ledger ``db`` (SQLite's backup), to reconcile without touching it."""
+    to.unlink(missing_ok=True)
+    source, target = sqlite3.connect(db), sqlite3.connect(to)
+    try:
+        source.backup(target)
+    finally:
+        source.close()
+        target.close()
+    return to
+
+
 @pytest.mark.slow
 def test_sigkill_of_a_real_owner_at_random_points(tmp_path):
     ledgers, wire_path = tmp_path / "ledgers", tmp_path / "wire.log"
     rng = random.Random(20261126)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    retried = 0
-    for _ in range(KILLS):
+    retried = rolled_back = kept = 0
+    for kill in range(KILLS):
         child = subprocess.Popen(
             [sys.executable, str(WORKER), str(ledgers), str(wire_path)],
             env=env,
@@ -79,11 +119,21 @@ def test_sigkill_of_a_real_owner_at_random_points(tmp_path):
         assert child.returncode == -signal.SIGKILL, err[-2000:]
         retried += sum(1 for line in out.splitlines() if line.startswith("declined"))
         check(ledgers, wire_path)
+        db = ledger_file(ledgers, "owner-1")
+        if not db.exists() or is_blank(db):
+            continue
+        if kill % 2:  # reconcile the ledger itself, as an operator would: the restarted owner finds it settled
+            assert main(["ledger", "reconcile", str(db)]) == 0
+            counts = reconciled(db, wire_path)
+        else:  # reconcile a copy: the restarted owner reconciles the ledger itself when it first opens it
+            counts = reconciled(copy_of(db, tmp_path / "copy.ledger.sqlite"), wire_path)
+        rolled_back, kept = rolled_back + counts[0], kept + counts[1]
     states = check(ledgers, wire_path)
     released = {request_id for request_id, _ in wire(wire_path)}
     assert len(released) >= KILLS // 3, len(released)  # the owner kept releasing across its restarts
     # every committed request left (commit comes after the release); a reserved one may or may not have
     assert all(request_id in released for request_id, state in states.items() if state == "committed")
-    # a request interrupted by a kill and retried after the restart is declined, never released again
-    assert all(states[f"req-{i}"] != "aborted" for i in range(len(states)))
-    assert retried >= 1, "no kill landed between a reservation and its settlement"
+    # a request rolled back never left; one that may have left and is retried is declined, never released again
+    assert all(request_id not in released for request_id, state in states.items() if state == "aborted")
+    assert rolled_back + kept >= 1, "no kill landed between a reservation and its settlement"
+    print(f"reconcile rolled back {rolled_back}, kept {kept}; {retried} retries declined")

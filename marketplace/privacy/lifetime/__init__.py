@@ -3,7 +3,8 @@
 * :mod:`.cost`: what a release costs (:class:`Cost`: pure eps, (eps, delta), rho-zCDP, a Gaussian,
   or a mechanism of :mod:`marketplace.privacy.mechanisms`), and what each filter charges for it;
 * :mod:`.filters`: the two privacy filters, ``basic`` and ``zcdp``, with their references;
-* :mod:`.ledger`: :class:`LifetimeLedger`, one SQLite file per owner (reserve, commit, abort);
+* :mod:`.ledger`: :class:`LifetimeLedger`, one SQLite file per owner (reserve, mark_left, commit, abort,
+  reconcile);
 * :mod:`.storage`: that file's tables, rows (:class:`Reservation`), connection and transactions;
 * :mod:`.declared`: :class:`Declared`, what a run may release about one party's data (from its protocol);
 * :mod:`.gate`: a party's admission to a run: charge the declared cost first, or decline.
@@ -34,11 +35,12 @@ from marketplace.privacy.lifetime.ledger import (
     AlreadyCharged,
     BudgetDeclined,
     LedgerMismatch,
+    LedgerUnavailable,
     LifetimeLedger,
     ledger_file,
     relation_kind,
 )
-from marketplace.privacy.lifetime.storage import COUNTED, STATES, Reservation
+from marketplace.privacy.lifetime.storage import COUNTED, STATES, Holder, Reservation
 
 __all__ = [
     "COUNTED",
@@ -51,8 +53,10 @@ __all__ = [
     "Charge",
     "Cost",
     "Declared",
+    "Holder",
     "LedgerInputError",
     "LedgerMismatch",
+    "LedgerUnavailable",
     "LifetimeLedger",
     "Reservation",
     "bun_steinke_eps",

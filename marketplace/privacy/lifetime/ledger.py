@@ -11,7 +11,12 @@ budget is stated under, the filter, and one row per request. A release goes thro
    marks it ``aborted`` when nothing left.
 
 A ``reserved`` row counts as spent, exactly like a committed one: after a crash between reserve and
-commit the release may have left. Request ids are unique: reserving an id again returns its
+commit the release may have left. To tell, the owner records durably, with :meth:`LifetimeLedger.mark_left`,
+the moment something of a release first leaves it (before its first protocol message is handed to the
+transport): its "left" record, in the ``attempts`` row that also names the process holding the
+reservation. :meth:`LifetimeLedger.reconcile`, run by a process that opens the ledger at its start,
+settles what dead processes left reserved: rolled back when no "left" record exists (provably nothing
+left), committed when one does. Request ids are unique: reserving an id again returns its
 reservation and charges nothing more. Every decision reads only the declared cost and the rows of
 the ledger; the owner's data never reaches this module.
 
@@ -39,15 +44,20 @@ from marketplace.privacy.lifetime.cost import (
 )
 from marketplace.privacy.lifetime.filters import Limits, amount
 from marketplace.privacy.lifetime.storage import (
+    ATTEMPTS,
     COUNTED,
     SCHEMA,
     SCHEMA_VERSION,
+    Holder,
     Reservation,
     Transaction,
+    alive_here,
     connect,
     create_private,
+    process_started,
     reservation_of,
     sync_folder,
+    this_process,
 )
 from marketplace.privacy.neighbouring import ADD_REMOVE_ONE, REPLACE_ONE, REPLACE_ONE_DISTINCT
 
@@ -80,6 +90,28 @@ class AlreadyCharged(Exception):
         self.reason, self.reservation = reason, reservation
 
 
+class LedgerUnavailable(OSError):
+    """A ledger file that cannot be opened or written (a read-only or immutable file or folder, a
+    folder that is a file, a full disk, a lock held too long): nothing was charged."""
+
+
+ACCESS_ERRORS = ("unable to open", "readonly database", "disk i/o error", "database is locked", "disk is full")
+"""Words of an ``sqlite3.OperationalError`` about reaching the file rather than what it holds."""
+
+
+def ledger_error(path: Path, err: sqlite3.Error) -> Exception:
+    """What an SQLite error on the ledger at ``path`` means: :class:`LedgerUnavailable` when the file
+    cannot be reached or written, else a :class:`LedgerInputError` saying it is not a lifetime ledger
+    (random bytes, a truncated file, a database of another schema)."""
+    text = str(err)
+    if isinstance(err, sqlite3.OperationalError) and any(word in text.lower() for word in ACCESS_ERRORS):
+        return LedgerUnavailable(f"{path}: {text}")
+    return LedgerInputError(f"{path}: not a lifetime ledger ({text})")
+
+
+OWN_TABLES = frozenset({"ledger", "charges", "attempts", "sqlite_sequence"})
+
+
 class LedgerMismatch(ValueError):
     """An existing ledger was opened with an owner, budget, relation or filter other than its own."""
 
@@ -101,6 +133,12 @@ def relation_kind(text: str) -> str | None:
 
 def _now() -> str:
     return datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _iso(seconds: float) -> str:
+    """``seconds`` since the epoch as the ledger writes its times (UTC, ISO 8601, milliseconds)."""
+    moment = datetime.datetime.fromtimestamp(seconds, datetime.UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _text(value: Any, name: str, where: str) -> str:
@@ -165,9 +203,11 @@ class LifetimeLedger:
             _refuse_incomplete(path, owner, budget, relation)
         new = create_private(path)
         try:
+            if not new:
+                _refuse_foreign(path)
             db = connect(path, create=True)
-        except sqlite3.DatabaseError as err:
-            raise LedgerInputError(f"{path}: not a lifetime ledger ({err})") from None
+        except sqlite3.Error as err:
+            raise ledger_error(path, err) from None
         try:
             db.execute("BEGIN IMMEDIATE")
             for statement in SCHEMA.split(";"):
@@ -180,10 +220,15 @@ class LifetimeLedger:
                 meta = (1, SCHEMA_VERSION, owner, filter or "basic", budget[0], budget[1], relation, _now())
                 db.execute("INSERT INTO ledger VALUES (?, ?, ?, ?, ?, ?, ?, ?)", meta)
             db.execute("COMMIT")
-        except BaseException:
+        except BaseException as err:
             if db.in_transaction:
-                db.execute("ROLLBACK")
+                try:
+                    db.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass  # the error being raised says what is wrong with the file
             db.close()
+            if isinstance(err, sqlite3.Error):
+                raise ledger_error(path, err) from None
             raise
         if new:
             sync_folder(path.parent)
@@ -203,16 +248,23 @@ class LifetimeLedger:
             raise FileNotFoundError(f"{path}: no such ledger file")
         db = None
         try:
+            _refuse_foreign(path)
             db = connect(path, create=False)
             meta = db.execute("SELECT * FROM ledger").fetchone()
-        except sqlite3.DatabaseError as err:
+        except sqlite3.Error as err:
             if db is not None:
                 db.close()
-            raise LedgerInputError(f"{path}: not a lifetime ledger ({err})") from None
+            raise ledger_error(path, err) from None
         if meta is None:
             db.close()
             raise LedgerInputError(f"{path}: not a lifetime ledger (it holds no budget)")
-        return cls(path, db, meta)
+        try:
+            return cls(path, db, meta)
+        except (TypeError, ValueError) as err:  # a table named ledger with other columns
+            db.close()
+            if isinstance(err, LedgerInputError):
+                raise
+            raise LedgerInputError(f"{path}: not a lifetime ledger (its ledger table holds {meta!r})") from None
 
     def _check_same(
         self, *, owner: str, budget: tuple[float, float] | None, relation: str | None, filter: str | None
@@ -305,6 +357,8 @@ class LifetimeLedger:
                         f"{row.cost.describe()}; "
                         f"a retry must declare the same, got {consumer!r} at {cost.describe()}"
                     )
+                if row.state == "reserved":
+                    self._hold(request_id, fresh=False)  # the retrying process holds it now
                 return row
             rows = self._counted()
             counted = [c for _, c in rows]
@@ -318,6 +372,8 @@ class LifetimeLedger:
             if over_quota:
                 state = "declined"
             values = (consumer, what, cost.eps, cost.delta, cost.rho, *charge, state, _now())
+            if state == "reserved":
+                self._hold(request_id, fresh=True)
             if row is None:
                 self._db.execute(
                     "INSERT INTO charges (consumer, what, eps, delta, rho, charged_eps, charged_delta, "
@@ -427,6 +483,95 @@ class LifetimeLedger:
         twice is a no-op; a committed release cannot be aborted."""
         return self._settle(request_id, "aborted", "LifetimeLedger.abort")
 
+    def mark_left(self, request_id: str) -> Reservation:
+        """Record, durably, that something of request ``request_id``'s release is leaving the owner: call it
+        before the first protocol message is handed to the transport. From then on
+        :meth:`reconcile` keeps the reservation as spent; before, it may roll it back (nothing left).
+        Idempotent (the first time is kept). Raises :class:`LedgerInputError` when the request is not
+        reserved or committed here: then nothing of it may leave (a reconcile rolled it back, say)."""
+        where = "LifetimeLedger.mark_left"
+        request_id = _text(request_id, "request_id", where)
+        with self._write():
+            row = self._row(request_id)
+            if row is None or row.state not in COUNTED:
+                state = "unknown to the ledger" if row is None else row.state
+                raise LedgerInputError(
+                    f"{self.owner}: {where}: request {request_id!r} is {state}, not reserved: nothing of its "
+                    "release may leave"
+                )
+            self._db.execute(ATTEMPTS)
+            pid, host = this_process()
+            self._db.execute(
+                "INSERT INTO attempts (request_id, pid, host, left_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (request_id) DO UPDATE SET left_at = COALESCE(attempts.left_at, excluded.left_at)",
+                (request_id, pid, host, _now()),
+            )
+        return row
+
+    def holder(self, request_id: str) -> Holder | None:
+        """The process that holds request ``request_id``'s reservation, and its "left" record; None when
+        the ledger has no such record (a ledger written before it kept them, or no such request)."""
+        if not self._has_attempts():
+            return None
+        found = self._db.execute(
+            "SELECT pid, host, left_at FROM attempts WHERE request_id = ?", (request_id,)
+        ).fetchone()
+        return None if found is None else Holder(*found)
+
+    def reconcile(self) -> dict[str, list[str]]:
+        """Settle what processes that are gone left ``reserved`` (a crash between reserve and settle):
+        a reservation with no "left" record (:meth:`mark_left`) is rolled back (``aborted``: provably
+        nothing of it left), one with a "left" record is committed (something may have left). Returns
+        ``{"rolled_back": [...], "kept": [...], "untouched": [...]}`` (request ids).
+
+        Only a reservation whose holder is provably gone is touched: one held by a process of this host
+        whose pid no longer runs, or one held by another host and reserved before this process started
+        (a ledger is used by one owner host at a time: a later one finds the earlier one gone). A
+        reservation held by a live process of this host (it may be about to mark it and send), made by
+        another host after this process started, or recorded before ledgers named their holders (its
+        holder is unknown), is left ``reserved``: it still counts as spent, the safe side. Run by a
+        process that opens the ledger at its start; ``marketplace ledger show`` never runs it."""
+        started = _iso(process_started() - 1.0)  # /proc's boot time has one-second steps
+        out: dict[str, list[str]] = {"rolled_back": [], "kept": [], "untouched": []}
+        with self._write():
+            self._db.execute(ATTEMPTS)
+            rows = self._db.execute(
+                "SELECT c.request_id, c.reserved_at, a.pid, a.host, a.left_at FROM charges c "
+                "LEFT JOIN attempts a ON a.request_id = c.request_id WHERE c.state = 'reserved' ORDER BY c.seq"
+            ).fetchall()
+            for request_id, reserved_at, pid, host, left_at in rows:
+                if pid is None:
+                    out["untouched"].append(request_id)
+                    continue
+                gone = not alive_here(pid, host) if host == this_process()[1] else reserved_at < started
+                if not gone:
+                    out["untouched"].append(request_id)
+                    continue
+                state = "committed" if left_at is not None else "aborted"
+                self._db.execute(
+                    "UPDATE charges SET state = ?, settled_at = ? WHERE request_id = ?", (state, _now(), request_id)
+                )
+                out["kept" if left_at is not None else "rolled_back"].append(request_id)
+        return out
+
+    def _hold(self, request_id: str, *, fresh: bool) -> None:
+        """Inside a write: record that this process holds ``request_id``'s reservation; ``fresh`` (a new
+        reservation) clears any "left" record an earlier, settled attempt had."""
+        self._db.execute(ATTEMPTS)
+        pid, host = this_process()
+        keep = "NULL" if fresh else "attempts.left_at"
+        self._db.execute(
+            "INSERT INTO attempts (request_id, pid, host, left_at) VALUES (?, ?, ?, NULL) ON CONFLICT (request_id) "
+            f"DO UPDATE SET pid = excluded.pid, host = excluded.host, left_at = {keep}",
+            (request_id, pid, host),
+        )
+
+    def _has_attempts(self) -> bool:
+        return (
+            self._db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'attempts'").fetchone()
+            is not None
+        )
+
     def _settle(self, request_id: str, state: str, where: str) -> Reservation:
         request_id = _text(request_id, "request_id", where)
         with self._write():
@@ -485,6 +630,22 @@ class LifetimeLedger:
     def __repr__(self) -> str:
         spent = amount(self.spent())
         return f"LifetimeLedger({str(self.path)!r}, owner={self.owner!r}, filter={self.filter!r}, spent={spent})"
+
+
+def _refuse_foreign(path: Path) -> None:
+    """Refuse a file that is not a ledger (not SQLite, or SQLite of another schema: tables a ledger
+    never holds) before anything is written to it, even the switch to WAL mode."""
+    db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    finally:
+        db.close()
+    foreign = sorted(tables - OWN_TABLES)
+    if foreign:
+        raise LedgerInputError(
+            f"{path}: not a lifetime ledger (a SQLite database of another schema, with the tables "
+            f"{', '.join(foreign[:5])}{' ...' if len(foreign) > 5 else ''})"
+        )
 
 
 def _refuse_incomplete(path: Path, owner: str, budget: Any, relation: Any) -> None:

@@ -6,7 +6,9 @@ by the owner only and durable in its folder. What a row may be charged is the le
 from __future__ import annotations
 
 import os
+import socket
 import sqlite3
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,7 +44,17 @@ CREATE TABLE IF NOT EXISTS charges (
     reserved_at TEXT NOT NULL,
     settled_at TEXT
 );
+CREATE TABLE IF NOT EXISTS attempts (
+    request_id TEXT PRIMARY KEY,
+    pid INTEGER NOT NULL,
+    host TEXT NOT NULL,
+    left_at TEXT
+);
 """
+ATTEMPTS = SCHEMA[SCHEMA.index("CREATE TABLE IF NOT EXISTS attempts") :].strip().rstrip(";")
+"""The ``attempts`` table alone: one row per reservation, naming the process that holds it (its pid and
+host) and, once something of its release left, when (the "left" record). Writers create it in their own
+transaction, so that a ledger written before the table existed gains it on its first write."""
 
 
 @dataclass(frozen=True)
@@ -100,6 +112,51 @@ class Transaction:
             self.db.execute("ROLLBACK")
 
 
+@dataclass(frozen=True)
+class Holder:
+    """The process that holds a reservation: its ``pid`` on ``host``, and ``left_at`` (UTC, ISO 8601) once
+    something of the release left it; None while nothing did."""
+
+    pid: int
+    host: str
+    left_at: str | None
+
+
+def this_process() -> tuple[int, str]:
+    """(pid, host name) of the calling process, as an ``attempts`` row records it."""
+    return os.getpid(), socket.gethostname()
+
+
+def alive_here(pid: int, host: str) -> bool:
+    """Whether the process ``pid`` of ``host`` may still run: True for a live (or unreaped) pid of this
+    host, and for any pid of another host (nothing here can tell)."""
+    if host != socket.gethostname():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, under another user
+        return True
+    return True
+
+
+def process_started() -> float:
+    """When the calling process started (seconds since the epoch), from ``/proc``; on a system without it,
+    when this module was first imported (no later than any reservation this process made)."""
+    try:
+        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        boot = next(
+            float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime ")
+        )
+        return boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return _IMPORTED
+
+
+_IMPORTED = time.time()
+
+
 def reservation_of(row: tuple) -> Reservation:
     seq, request_id, consumer, what, eps, delta, rho, c_eps, c_delta, c_rho, state, reserved_at, settled_at = row
     cost = None if eps is None and rho is None else Cost(eps=eps, delta=delta, rho=rho)
@@ -116,6 +173,21 @@ def create_private(path: Path) -> bool:
     except FileExistsError:
         return False
     return True
+
+
+def is_blank(path: Path) -> bool:
+    """Whether ``path`` is a file that holds no table yet: empty, or a database whose creator was
+    killed before its first transaction committed. False for anything else, unreadable files too."""
+    try:
+        if path.stat().st_size == 0:
+            return True
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            return db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
+        finally:
+            db.close()
+    except (OSError, sqlite3.Error):
+        return False
 
 
 def sync_folder(folder: Path) -> None:
