@@ -33,6 +33,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -61,13 +62,16 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
 
 
-def consumer_worker(args: tuple[str, str, str, int, str, dict]) -> list[tuple[float, str]]:
-    """One consumer: ``count`` requests one after another; (seconds, status) per request."""
+def consumer_worker(args: tuple[str, str, str, int, str, dict], ready: Any, go: Any, results: Any) -> None:
+    """One consumer process: one untimed warm-up request (the process imports the package and
+    builds its share of the world once), then, once every consumer of the level is warm (``ready``)
+    and the parent has read the CPU counters (``go``), ``count`` requests one after another. Puts
+    (seconds, status) per timed request and the timed span (start, end) on ``results``."""
     endpoint, keys, request, count, out, overrides = args
     os.environ["MARKETPLACE_ROUND_PLOTS"] = "off"  # drawing rounds.png is the consumer's own post-processing
     import marketplace
 
-    def once(i: int) -> tuple[float, str]:
+    def once(i: int | str) -> tuple[float, str]:
         t0 = time.perf_counter()
         try:
             report = marketplace.request(
@@ -78,7 +82,12 @@ def consumer_worker(args: tuple[str, str, str, int, str, dict]) -> list[tuple[fl
             status = f"error: {type(err).__name__}: {err}"
         return time.perf_counter() - t0, status
 
-    return [once(i) for i in range(count)]
+    once("warm-up")
+    ready.wait()
+    go.wait()
+    start = time.time()
+    rows = [once(i) for i in range(count)]
+    results.put((rows, start, time.time()))
 
 
 def start_market(state: Path, owners: int, consumers: int, max_sessions: int) -> tuple[subprocess.Popen, str]:
@@ -120,43 +129,44 @@ def ticks(pids: list[int]) -> int:
 
 
 def run_level(endpoint: str, state: Path, server: int, level: int, count: int, overrides: dict) -> dict:
-    """``level`` consumers at once: one warm-up request each (untimed, its CPU not counted), then ``count`` each."""
+    """``level`` consumer processes at once, each warmed up by one untimed request in the same
+    process that then sends the ``count`` timed ones (so no timed request pays a process's start)."""
     ctx = multiprocessing.get_context("spawn")
-    warm = [
-        (
-            endpoint,
-            str(state / "consumers" / f"c{i}"),
-            str(REQUEST),
-            1,
-            str(state.parent / f"warm-{level}-{i}"),
-            overrides,
+    ready, go, results = ctx.Barrier(level + 1), ctx.Barrier(level + 1), ctx.Queue()
+    procs = [
+        ctx.Process(
+            target=consumer_worker,
+            args=(
+                (
+                    endpoint,
+                    str(state / "consumers" / f"c{i}"),
+                    str(REQUEST),
+                    count,
+                    str(state.parent / f"out-{level}-{i}"),
+                    overrides,
+                ),
+                ready,
+                go,
+                results,
+            ),
         )
         for i in range(level)
     ]
-    with ctx.Pool(level) as pool:
-        pool.map(consumer_worker, warm)
+    for proc in procs:
+        proc.start()
+    ready.wait(timeout=1200)  # every consumer warm
     agents = agents_of(server)
     before_agents, before_server = ticks(agents), cpu_ticks(server) or 0
-    jobs = [
-        (
-            endpoint,
-            str(state / "consumers" / f"c{i}"),
-            str(REQUEST),
-            count,
-            str(state.parent / f"out-{level}-{i}"),
-            overrides,
-        )
-        for i in range(level)
-    ]
-    t0 = time.perf_counter()
-    with ctx.Pool(level) as pool:
-        results = pool.map(consumer_worker, jobs)
-    wall = time.perf_counter() - t0
-    latencies = [s for rows in results for s, _ in rows]
-    statuses = [st for rows in results for _, st in rows]
-    done = len(statuses)
+    go.wait(timeout=60)
+    collected = [results.get(timeout=3600) for _ in procs]
+    for proc in procs:
+        proc.join(timeout=60)
     agent_s = (ticks(agents) - before_agents) / CLOCK_TICK
     server_s = ((cpu_ticks(server) or 0) - before_server) / CLOCK_TICK
+    wall = max(end for _, _, end in collected) - min(start for _, start, _ in collected)
+    latencies = [s for rows, _, _ in collected for s, _ in rows]
+    statuses = [st for rows, _, _ in collected for _, st in rows]
+    done = len(statuses)
     failed = [st for st in statuses if st != "completed"]
     return {
         "consumers": level,
@@ -167,11 +177,13 @@ def run_level(endpoint: str, state: Path, server: int, level: int, count: int, o
         "p95_s": round(percentile(latencies, 0.95), 3),
         "p99_s": round(percentile(latencies, 0.99), 3),
         "mean_s": round(statistics.fmean(latencies), 3) if latencies else None,
+        "max_s": round(max(latencies), 3) if latencies else None,
         "requests_per_min": round(60 * done / wall, 1) if wall > 0 else None,
         "wall_s": round(wall, 2),
         "owner_cpu_s_per_request": round(agent_s / done, 4) if done else None,
         "server_cpu_s_per_request": round(server_s / done, 4) if done else None,
-        "note": "each consumer sent one untimed warm-up request first, whose CPU is not counted",
+        "latencies_s": [round(x, 4) for x in latencies],
+        "note": "each consumer process sent one untimed warm-up request first, whose CPU is not counted",
     }
 
 

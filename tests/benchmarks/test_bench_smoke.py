@@ -79,3 +79,4 @@ def test_bench_serve_smoke(tmp_path):
     assert row["consumers"] == 2 and row["requests"] == row["completed"] == 4
     assert 0 < row["p50_s"] <= row["p95_s"] <= row["p99_s"] and row["requests_per_min"] > 0
     assert row["owner_cpu_s_per_request"] > 0 and row["server_cpu_s_per_request"] > 0
+    assert len(row["latencies_s"]) == 4 and max(row["latencies_s"]) == pytest.approx(row["max_s"], abs=1e-3)

@@ -312,9 +312,7 @@ class SketchConsumer(Role):
     def _design(self) -> M2MDesign:
         discrete = {self.plan.logistic_label: (0.0, 1.0)} if self.plan.logistic_label is not None else {}
         prior = Prior(self.feature_map.box, discrete=discrete)
-        return M2MDesign.build(
-            self.feature_map, rng=np.random.default_rng(self.design_seed), n_samples=self.samples, prior=prior
-        )
+        return M2MDesign.shared(self.feature_map, seed=self.design_seed, n_samples=self.samples, prior=prior)
 
     def answer(self, plan: QueryPlan) -> dict[str, Any]:
         """Estimates of ``plan`` from the merged sketch (fitting M²M on first use). Post-processing

@@ -480,3 +480,25 @@ def test_debiasing_removes_the_noise_term_from_a_small_owners_mmd():
     debiased = np.mean([sketch_mmd2(target, r, fmap) for r in releases])
     assert raw > 0.5  # the same data: MMD^2 is 0, the noise alone makes it look far
     assert abs(debiased) < 0.1 * raw
+
+
+def test_a_shared_design_is_the_design_build_draws_and_is_built_once_per_setting():
+    fmap = RFF.draw(Box.unit(3), n_features=40, sigma=1.0, seed=3)
+    seed = np.random.SeedSequence(entropy=11, spawn_key=(5,))
+    prior = Prior(fmap.box, discrete={2: (0.0, 1.0)})
+    shared = M2MDesign.shared(fmap, seed=seed, n_samples=3000, prior=prior)
+    built = M2MDesign.build(fmap, rng=np.random.default_rng(seed), n_samples=3000, prior=prior)
+    assert np.array_equal(shared.samples, built.samples) and np.array_equal(shared.gram, built.gram)
+    assert (
+        M2MDesign.shared(fmap, seed=np.random.SeedSequence(entropy=11, spawn_key=(5,)), n_samples=3000, prior=prior)
+        is shared
+    )
+    # any public setting that changes the design gives another one
+    others = [
+        M2MDesign.shared(fmap, seed=np.random.SeedSequence(entropy=12, spawn_key=(5,)), n_samples=3000, prior=prior),
+        M2MDesign.shared(fmap, seed=seed, n_samples=3001, prior=prior),
+        M2MDesign.shared(fmap, seed=seed, n_samples=3000),
+        M2MDesign.shared(RFF.draw(Box.unit(3), n_features=40, sigma=1.0, seed=4), seed=seed, n_samples=3000),
+    ]
+    assert all(other is not shared for other in others)
+    assert not np.array_equal(others[0].samples, shared.samples)
