@@ -204,6 +204,7 @@ class OwnerAgent:
                     control.encode(control.SessionFrame(session=sid, frame=frame)), zmq.NOBLOCK
                 ),
                 route_of=lambda party: b"",
+                connected=[CURATOR],
             )
             loop.stats.endpoint = self.market
             loop.begin()

@@ -269,7 +269,7 @@ class _Consumer:
     marketplace's world), driven over our control connection."""
 
     def __init__(self, ready: control.SessionReady, sock: zmq.Socket, out: Path, own: OwnTarget | None) -> None:
-        from marketplace.roles import CONSUMER
+        from marketplace.roles import CONSUMER, CURATOR
         from marketplace.runner.links import link_settings
         from marketplace.runner.party_process import host_nodes
         from marketplace.scenario import Scenario
@@ -297,6 +297,7 @@ class _Consumer:
                 control.encode(control.SessionFrame(session=ready.session, frame=frame)), zmq.NOBLOCK
             ),
             route_of=lambda party: b"",
+            connected=[CURATOR],
         )
         self.loop.begin()
         self.report = b""

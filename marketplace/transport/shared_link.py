@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from marketplace.transport.link_settings import LinkSettings
 from marketplace.transport.node import Node
@@ -46,12 +46,27 @@ class SharedLinkLoop(_Loop):
     server: the party's control connection; on an owner's or the consumer's side, ``b""``, the one
     connection to the server)."""
 
-    def __init__(self, node: Node, settings: LinkSettings, send: Send, route_of: RouteOf) -> None:
+    def __init__(
+        self, node: Node, settings: LinkSettings, send: Send, route_of: RouteOf, connected: Iterable[str] = ()
+    ) -> None:
         super().__init__(node, None, settings, own_poller=False)  # type: ignore[arg-type]
         self.inbox: deque[tuple[bytes, str, bytes]] = deque()
         self._send = send
         self._routes = route_of
+        self._connected = tuple(connected)
         self.started_at = time.monotonic()
+
+    def begin(self) -> None:
+        """Start the role; the ``connected`` parties (reached over a connection that is already up and
+        authenticated: the curator, from an owner's or the consumer's side) count as arrived at once.
+        Nothing else would tell: no hello travels per session, and the curator may have nothing to
+        send the consumer until it publishes, which under load can take longer than
+        ``start_timeout_s``. Their liveness is the shared connection's (:meth:`gone`), and what the
+        role waits for from them keeps its progress deadline."""
+        super().begin()
+        now = time.monotonic()
+        for party in self._connected:
+            self.link.accepted(party, self._routes(party) or b"", now)
 
     # --- frames in and out ------------------------------------------------------------------
     def put(self, route: bytes, party: str, frame: bytes) -> None:
