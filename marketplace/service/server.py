@@ -375,7 +375,8 @@ class MarketServer:
                 if s.state == "running" and s.loop.node.done:
                     self._guarded(s, lambda s=s: self._curator_done(s))
             if s.state == "collecting":
-                wanted = {o for o in s.invited if o in self.present} | (set() if s.consumer_gone else {CONSUMER})
+                wanted = {o for o in s.invited if self.present.get(o) == s.invited_on[o]}  # still on its connection
+                wanted |= set() if s.consumer_gone else {CONSUMER}
                 if wanted <= set(s.reports) or time.monotonic() > s.deadline:
                     self._finish(s)
         for item, why in self.admission.never_granted:
@@ -439,6 +440,7 @@ class MarketServer:
             routing = present.get(owner)
             if routing is not None and self._send(routing, invite):
                 s.invited.add(owner)
+                s.invited_on[owner] = routing
         if not self._send(s.routing, control.SessionReady(session=s.id, scenario=s.text)):
             s.consumer_gone = True
             s.loop.gone(CONSUMER, s.routing)

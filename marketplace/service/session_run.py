@@ -48,6 +48,9 @@ class Session:
     """queued, running (the curator works), collecting (the parties' reports), done."""
     loop: SharedLinkLoop | None = None
     invited: set[str] = field(default_factory=set)
+    invited_on: dict[str, bytes] = field(default_factory=dict)
+    """The control connection each invited owner was invited on: only that connection can report its part
+    (an agent started again after a crash connects anew and never knew the session)."""
     reports: dict[str, dict[str, Any]] = field(default_factory=dict)
     queued_at: float = field(default_factory=time.monotonic)
     started: float = 0.0
