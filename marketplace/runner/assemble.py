@@ -55,7 +55,10 @@ def assemble_report(
     curator = (by_id.get(CURATOR) or {}).get("result") or {}
     failures = ([failure] if isinstance(failure, str) else list(failure)) if failure else []
     failure = "; ".join(failures)
-    dropped = set(excluded_owners(curator))
+    declined = declined_owners(curator)
+    # an owner the curator saw decline released nothing and was charged nothing: its report going
+    # missing after (its process died) does not fail the run
+    dropped = set(excluded_owners(curator)) | set(declined)
     failures += [
         f"{p['id']}: {p['failure']}"
         for p in parties
@@ -63,7 +66,6 @@ def assemble_report(
     ]
     results = {p["id"]: p.get("result") or {} for p in parties}
     lost = owners_lost(config.parties.owners, curator)
-    declined = declined_owners(curator)
     failures += loss_failures(
         lost, exchange.nothing_released(config, results) if by_id.get(CURATOR) else None, len(declined)
     )
@@ -307,9 +309,13 @@ def assemble_from_reports(
             rep = {"id": party, "role": role_of(party), "status": "failed", "failure": problems.get(party, "no report")}
             missing[party] = rep["failure"]
         parties.append(rep)
-    dropped = set(excluded_owners((read.get(CURATOR) or {}).get("result") or {}))
+    curator = (read.get(CURATOR) or {}).get("result") or {}
+    dropped = set(excluded_owners(curator))
     check_reports(scenario, {p: r for p, r in read.items() if p not in dropped}, paths)
-    failures = [text for party, text in missing.items() if party not in dropped]
+    # an owner the curator saw decline (its ledger refused the request: it released and was charged
+    # nothing) whose own report went missing (its process died after) does not fail the run
+    declined = set(declined_owners(curator))
+    failures = [text for party, text in missing.items() if party not in dropped | declined]
     exchange = plugins.exchange(config.protocol)  # resolved once, and passed along
     if world is None:
         world = make_world(config, exchange)

@@ -126,11 +126,11 @@ def assemble(s: Session, worlds: WorldCache, failure: str | None) -> dict[str, A
         if party in s.reports:
             continue
         if party in (CURATOR, CONSUMER) or party in s.invited:
-            missing[party] = f"sent no report of session {s.id}" + (
+            missing[party] = f"{party} sent no report of session {s.id}" + (
                 " (the consumer left)" if party == CONSUMER and s.consumer_gone else ""
             )
         else:
-            missing[party] = "not invited: not connected to the marketplace when the session started"
+            missing[party] = f"{party} not invited: not connected to the marketplace when the session started"
     try:
         world = worlds.get(s.scenario)
         report = assemble_from_reports(s.scenario, dict(s.reports), missing, world=world, driver="market")

@@ -174,3 +174,26 @@ def test_a_missing_hosted_owner_names_the_party_and_unreadable_files(hosted, tmp
     failures = json.loads((tmp_path / "out" / "report.json").read_text())["failures"]
     text = " ".join(failures) if isinstance(failures, list) else str(failures)
     assert "owner-2.json" in text and "owner-1..owner-3.json: not JSON" in text
+
+
+def test_an_owner_that_declined_and_then_sent_no_report_does_not_fail_the_run(tmp_path):
+    """A served session's owner that declined (its ledger refused: it released nothing, was charged
+    nothing) and whose process then died before its report left: the run stands; an owner that took
+    part and sent no report still fails it, named."""
+    from marketplace.runner.assemble import assemble_from_reports
+    from marketplace.runner.party_reports import find_party_reports
+    from marketplace.scenario import load_scenario
+
+    market = ROOT / "scenarios" / "market-serve.yaml"
+    overrides = {"lifetime.ledgers": str(tmp_path / "ledgers"), "lifetime.owner_budgets.owner-3.epsilon": 0.01}
+    scenario = load_scenario(market).with_overrides(overrides)
+    report = run_scenario(scenario, tmp_path / "run", driver="processes", launch="exec")
+    assert report["status"] == "completed" and report["lifetime"]["declined"] == ["owner-3"], report["failures"]
+    read, _, problems = find_party_reports(tmp_path / "run" / "parties", [p["id"] for p in report["parties"]])
+    assert not problems
+    without_decliner = {p: r for p, r in read.items() if p != "owner-3"}
+    kept = assemble_from_reports(scenario, without_decliner, {"owner-3": "owner-3 sent no report of session s1"})
+    assert kept["status"] == "completed" and kept["failures"] == []
+    without_owner = {p: r for p, r in read.items() if p != "owner-1"}
+    failed = assemble_from_reports(scenario, without_owner, {"owner-1": "owner-1 sent no report of session s1"})
+    assert failed["status"] == "failed" and any("owner-1 sent no report" in f for f in failed["failures"])
