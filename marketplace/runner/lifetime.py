@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 from marketplace.messages.errors import cut
@@ -49,12 +50,24 @@ def lifetime_section(config: Any, parties: list[dict[str, Any]], declined: dict[
     return {
         "request_id": first.get("request_id", life.request_id),
         "consumer": life.consumer,
-        "ledgers": str(life.ledgers),
+        "ledgers": _ledgers_folder(owners, life.ledgers),
         "owners": dict(sorted(owners.items(), key=lambda item: _owner_order(item[0]))),
         "consumer_ledger": records.get("consumer"),
         "declined": declined_ids,
         "summary": cut(summary, 2000),
     }
+
+
+def _ledgers_folder(owners: dict[str, dict[str, Any]], configured: Any) -> str:
+    """Where the owners' ledgers are, from the owners' own records: in a served marketplace each
+    agent keeps its owners' ledgers in its own folder, whatever the scenario's ``lifetime.ledgers``
+    says (the scenario's folder only when no owner said)."""
+    folders = sorted({str(Path(r["ledger"]).parent) for r in owners.values() if isinstance(r.get("ledger"), str)})
+    if not folders:
+        return str(configured)
+    if len(folders) == 1:
+        return folders[0]
+    return f"each owner's own ({len(folders)} folders: see each owner's ledger)"
 
 
 def _owner_order(party: str) -> tuple[int, str]:

@@ -231,3 +231,24 @@ def test_two_charged_requests_of_one_seed_draw_different_noise(tmp_path):
     a = run(sketch(tmp_path / "r", **{"lifetime.request_id": "req-1"}), tmp_path, "a")
     b = run(sketch(tmp_path / "r2", **{"lifetime.request_id": "req-2"}), tmp_path, "b")
     assert a["metrics"] != b["metrics"]  # same seed and data, other requests: other noise
+
+
+def test_the_lifetime_section_names_where_the_owners_ledgers_are_not_the_scenarios_folder():
+    """A served marketplace's agents keep their owners' ledgers in folders of their own: the report
+    says so from the owners' records, not from the scenario's ``lifetime.ledgers``."""
+    from types import SimpleNamespace
+
+    from marketplace.runner.lifetime import lifetime_section
+
+    life = SimpleNamespace(ledgers="/market/ledgers", request_id="r1", consumer="alice")
+    config = SimpleNamespace(lifetime=life, parties=SimpleNamespace(owners=2))
+
+    def parties(*folders):
+        return [
+            {"id": f"owner-{i}", "lifetime": {"state": "committed", "ledger": f"{folder}/owner-{i}.ledger.sqlite"}}
+            for i, folder in enumerate(folders, 1)
+        ]
+
+    assert lifetime_section(config, parties("/agent-a", "/agent-a"), {})["ledgers"] == "/agent-a"
+    assert lifetime_section(config, parties("/agent-a", "/agent-b"), {})["ledgers"].startswith("each owner's own")
+    assert lifetime_section(config, [], {})["ledgers"] == "/market/ledgers"
