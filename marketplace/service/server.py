@@ -248,6 +248,7 @@ class MarketServer:
                     if not self.agents.alive() or time.monotonic() > stop_by:
                         return
             touched: set[str] = set()
+            empty = True  # the socket was read until nothing waited
             if poller.poll(self._wait_ms()):
                 for _ in range(1024):
                     try:
@@ -258,11 +259,24 @@ class MarketServer:
                         self._on_frame(parts, touched)
                     except Exception:  # noqa: BLE001 - one bad frame never stops the marketplace
                         log.exception("a control frame could not be handled; serving on")
+                else:
+                    empty = False
             for session_id in touched:
                 s = self.sessions.get(session_id)
                 if s is not None and s.loop is not None and s.state == "running":
                     self._guarded(s, s.loop.pump)
+            if empty:
+                self._drained(time.monotonic())
             self._progress()
+
+    def _drained(self, now: float) -> None:
+        """The shared socket was read until empty and every session's inbox handed to its curator:
+        nothing any party sent before ``now`` is unread, for every running session, so a session
+        whose owner's connection closed loses that owner now rather than at the heartbeat timeout
+        (the ZeroMQ driver marks its socket drained the same way)."""
+        for s in self.sessions.values():
+            if s.loop is not None and s.state == "running" and not s.loop.inbox:
+                s.loop.link.drained(now)
 
     def _wait_ms(self) -> int:
         if any(s.loop is not None and s.loop.backlog for s in self.sessions.values()):
