@@ -34,7 +34,8 @@ def quality_of(
 ) -> tuple[str | None, float | None]:
     """(metric name, value) of a completed request's quality: the column ``metric`` of its
     protocol's sweep row, by default the protocol's headline (the first of its exchange's
-    ``sweep_headline``); (name, None) when the run has no such figure."""
+    ``sweep_headline``); (name, None) when the run has no such figure, or when its release
+    collapsed under its noise (its figures measure the prior, not the data)."""
     from marketplace import plugins
 
     exchange = plugins.exchange(protocol)
@@ -42,8 +43,21 @@ def quality_of(
     name = metric or (headline[0] if headline else None)
     if name is None or report is None or report.get("status") != "completed":
         return name, None
-    value = exchange.sweep_row(dict(report)).get(name)
+    row = exchange.sweep_row(dict(report))
+    if row.get("collapsed"):  # the noise swamped the release: its figures are not a quality, never the best
+        return name, None
+    value = row.get(name)
     return name, float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+
+
+def collapsed(protocol: str, report: Mapping[str, Any] | None) -> bool:
+    """Whether a completed request's release collapsed under its noise (its protocol's sweep row
+    says so: a sketch whose noise swamps it), so that it has no quality."""
+    from marketplace import plugins
+
+    if report is None or report.get("status") != "completed":
+        return False
+    return bool(plugins.exchange(protocol).sweep_row(dict(report)).get("collapsed"))
 
 
 def _declined(report: Mapping[str, Any] | None) -> list[str]:
@@ -69,6 +83,7 @@ def request_row(outcome: Outcome, quality: Mapping[str, str]) -> dict[str, Any]:
         "reason": outcome.reason,
         "metric": metric,
         "quality": value if outcome.status in SERVED else None,
+        "collapsed": collapsed(r.protocol, report),
         "messages": ((report or {}).get("messages") or {}).get("total"),
         "parsimony": _parsimony(report),
         "charged": outcome.charged,
@@ -113,6 +128,7 @@ def play_section(spec: MarketSpec, play: Play, dim: str) -> dict[str, Any]:
             "metric": next((row["metric"] for row in rows if row["protocol"] == protocol), None),
             "mean": math.fsum(values) / len(values) if values else None,
             "requests": len(values),
+            "collapsed": sum(row["protocol"] == protocol and row["collapsed"] for row in rows),
         }
     exhausted = [o for o, e in owners.items() if e["exhausted"]]
     summary = {

@@ -43,7 +43,8 @@ def rule_table(raw: Mapping[str, Any]) -> Table:
         for r in rules:
             q = plays[r]["summary"]["mean_quality"].get(protocol) or {}
             metric = metric or q.get("metric")
-            cells.append(f"{fmt(q.get('mean'))} ({q.get('requests', 0)})")
+            gone = f", {q['collapsed']} collapsed" if q.get("collapsed") else ""
+            cells.append(f"{fmt(q.get('mean'))} ({q.get('requests', 0)}{gone})")
         rows.append([f"mean {protocol} {metric} (served)", *cells])
     return (
         f"{raw['market']}: {len(raw['stream'])} requests, {raw['owners']} owners, filter {raw['filter']}",
@@ -65,10 +66,12 @@ def request_table(raw: Mapping[str, Any]) -> Table:
         row = [s["id"], fmt(float(s["arrival"])), s["consumer"], s["protocol"], _charge(s["charge"])]
         for r in rules:
             q = plays[r]["requests"][i]
-            row += [q["status"], fmt(q["order"]), fmt(q["quality"]), str(len(q["declined"])) if q["declined"] else "-"]
+            quality = "collapsed" if q.get("collapsed") else fmt(q["quality"])
+            row += [q["status"], fmt(q["order"]), quality, str(len(q["declined"])) if q["declined"] else "-"]
         rows.append(row)
     return (
-        "Requests (quality: the protocol's headline error, lower is better; run: the order it ran in)",
+        "Requests (quality: the protocol's headline error, lower is better, or `collapsed` where the noise swamped "
+        "the release, which has none; run: the order it ran in)",
         header,
         rows,
     )

@@ -7,7 +7,10 @@ from typing import Any
 
 SCENARIO = {
     "data": {
-        "source": {"kind": "covariate_shift", "covariate_shift": {"dim": 2, "components": 3, "rows_per_component": 60}},
+        "source": {
+            "kind": "covariate_shift",
+            "covariate_shift": {"dim": 2, "components": 3, "rows_per_component": 600},
+        },
         "partition": {"scheme": "by_group", "skew": 0.5},
         "consumer": {"target_groups": [0], "validation_size": 8, "test_size": 10},
         "seed_set": {"size": 0},

@@ -56,7 +56,7 @@ def test_an_owner_with_a_small_budget_declines_and_the_request_is_served_by_the_
 
 
 def test_every_request_draws_its_own_noise(tmp_path):
-    report = play(market([sketch_request("a", 0.1, repeat=2)], rules=["fcfs"]), tmp_path / "m", driver="inprocess")
+    report = play(market([sketch_request("a", 0.4, repeat=2)], rules=["fcfs"]), tmp_path / "m", driver="inprocess")
     first, second = report.play("fcfs")["requests"]
     assert first["status"] == second["status"] == "served"
     assert first["quality"] != second["quality"]  # the same request, fresh noise: a different release

@@ -28,6 +28,7 @@ from marketplace.protocols.sketch import (
     sketch_mmd2,
 )
 from marketplace.protocols.sketch.messages import SketchMessage, SketchPublication
+from marketplace.protocols.sketch.signal import release_signal
 from marketplace.protocols.sketch.valid import change, project_cdf, project_counts, project_moment_answers
 from marketplace.roles import CONSUMER, Role, Send
 
@@ -366,6 +367,7 @@ class SketchConsumer(Role):
             "queries": self.plan.size,
             "ranking": self.ranking,
             "logistic_auc": self.auc,
+            "signal": release_signal(self.merged) if self.merged is not None else None,
             "sketches": (
                 {"merged": release_dict(self.merged), "owners": {o: release_dict(r) for o, r in self.releases.items()}}
                 if self.merged is not None

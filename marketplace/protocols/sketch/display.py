@@ -54,6 +54,15 @@ def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
 
     for line in projection_notes((report.get("estimates") or {}).get("projections") or {}):
         rows.append(("projected", line))
+    signal = (report.get("metrics") or {}).get("signal") or {}
+    if signal.get("collapsed"):
+        rows.append(
+            (
+                "COLLAPSED",
+                f"the noise swamps the merged release: {signal.get('why')}; every estimate is close to what the "
+                "prior alone gives, so its errors are not a quality (raise sketch.epsilon or pool more rows)",
+            )
+        )
     if report.get("flagged"):
         rows.append(("flagged", ", ".join(f"{k}: {v}" for k, v in report["flagged"].items())))
     if report.get("files"):

@@ -256,6 +256,7 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
         "errors": statistic_errors(estimates, true) if estimates else {},
         "logistic_auc": consumer.get("logistic_auc"),
         "logistic_baselines": logistic,
+        **_signal(consumer),
     }
     return {
         "privacy": privacy,
@@ -273,6 +274,13 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
         "end_reason": curator.get("end_reason"),
         "history": history(curator.get("rounds") or []),
     }
+
+
+def _signal(consumer: dict[str, Any]) -> dict[str, Any]:
+    """``metrics.signal``: whether the merged release collapsed under its noise
+    (:mod:`marketplace.protocols.sketch.signal`), when the consumer saw one."""
+    signal = consumer.get("signal")
+    return {"signal": signal} if isinstance(signal, dict) else {}
 
 
 def _map_section(config: ScenarioConfig) -> dict[str, Any]:
@@ -324,6 +332,7 @@ def _report_without_world(
         "target_gap": own.get("target_gap") or {},
         "measured_by": "the consumer, against its own target (merged_mmd2, target_gap, the ranking) and test set "
         "(logistic_auc), as its result states them: nobody else holds those rows",
+        **_signal(consumer),
     }
     if not own:
         missing["metrics.target_gap"] = missing["metrics.merged_mmd2"] = (

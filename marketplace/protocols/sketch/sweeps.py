@@ -43,6 +43,7 @@ def sweep_row(report: dict[str, Any]) -> dict[str, Any]:
             "lambda": (report.get("estimates") or {}).get("lambda"),
             "owner_eps": max(eps) if eps else None,
             "released": len(report.get("released") or []),
+            "collapsed": bool((metrics.get("signal") or {}).get("collapsed")),
         }
     )
     return row

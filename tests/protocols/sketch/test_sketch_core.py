@@ -502,3 +502,27 @@ def test_a_shared_design_is_the_design_build_draws_and_is_built_once_per_setting
     ]
     assert all(other is not shared for other in others)
     assert not np.array_equal(others[0].samples, shared.samples)
+
+
+def test_a_release_whose_noise_swamps_it_is_flagged_collapsed_and_one_that_carries_its_data_is_not():
+    """The signal-to-noise ratios against their definitions, and the flag over many draws: at eps = 5
+    on 2,000 rows no draw collapses; at eps = 0.001 every draw does (its count noise alone has sd
+    ~ 2,800, more than the rows); an exact sketch never does."""
+    from marketplace.protocols.sketch.release import exact_sketch
+    from marketplace.protocols.sketch.signal import release_signal
+
+    fmap = RFF.draw(Box.unit(3), n_features=100, sigma=1.0, seed=5)
+    X = uniform(2000, 3)
+    exact = release_signal(exact_sketch(X, fmap))
+    assert exact == {"count_snr": None, "numerator_snr": None, "collapsed": False, "why": None}
+    release = private_sketch(X, fmap, epsilon=1.0, rng=rng(3), precision="float64")
+    signal = release_signal(release)
+    m, var = release.numerator.size, release.numerator_variance
+    assert signal["count_snr"] == pytest.approx(release.count / math.sqrt(release.count_variance))
+    energy = float(release.numerator @ release.numerator) - m * var
+    assert signal["numerator_snr"] == pytest.approx(math.sqrt(max(0.0, energy) / (m * var)))
+    generator = rng(9)
+    loud = [release_signal(private_sketch(X, fmap, epsilon=5.0, rng=generator)) for _ in range(50)]
+    quiet = [release_signal(private_sketch(X, fmap, epsilon=0.001, rng=generator)) for _ in range(50)]
+    assert not any(s["collapsed"] for s in loud)
+    assert all(s["collapsed"] and s["why"] for s in quiet)

@@ -99,6 +99,27 @@ def test_without_noise_the_estimates_match_the_truth_closely(sketch_scenario, tm
     assert report["privacy"]["owner-1"]["guarantee"] == "none"
 
 
+def test_a_release_the_noise_swamps_is_flagged_on_the_report_the_terminal_and_has_no_market_quality(
+    sketch_scenario, tmp_path
+):
+    """At eps = 0.001 the merged count's noise is larger than the rows: the report says the release
+    collapsed (and why), the terminal shows it, and a market request has no quality from it (its
+    error figures measure the prior, so it can never rank as the best); at eps = 2 none of that."""
+    from marketplace.market.report import collapsed, quality_of
+    from marketplace.protocols.sketch.display import head_rows
+
+    report = run(sketch_scenario, tmp_path)
+    assert report["metrics"]["signal"]["collapsed"] is False and report["metrics"]["signal"]["count_snr"] > 3
+    assert quality_of("sketch", report)[1] == report["metrics"]["errors"]["moment1_mre"]
+    assert not collapsed("sketch", report) and "COLLAPSED" not in dict(head_rows(report))
+    sketch_scenario["sketch"]["epsilon"] = 0.001
+    swamped = run(sketch_scenario, tmp_path, name="swamped")
+    assert swamped["status"] == "completed" and swamped["metrics"]["errors"]["moment1_mre"] is not None
+    assert swamped["metrics"]["signal"]["collapsed"] is True and "noise" in swamped["metrics"]["signal"]["why"]
+    assert "noise swamps" in dict(head_rows(swamped))["COLLAPSED"]
+    assert quality_of("sketch", swamped) == ("moment1_mre", None) and collapsed("sketch", swamped)
+
+
 def test_each_owner_records_its_one_release_on_its_own_ledger(sketch_scenario, tmp_path):
     sketch_scenario["sketch"].update(mechanism="gaussian", delta=1e-6, numerator_share=0.9)
     report = run(sketch_scenario, tmp_path)
