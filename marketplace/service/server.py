@@ -38,7 +38,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import zmq
 
@@ -69,6 +69,9 @@ log = logging.getLogger("marketplace.serve")
 POLL_MS = 100
 PROBE_S = 1.0
 """How often the server probes its connections (owners and consumers that wait)."""
+Delivery = Literal["sent", "busy", "unreachable"]
+"""What became of a control message sent without blocking: it left; it could not leave for another reason
+than a lost peer (a full queue: the peer is not reading); the peer's connection is gone (``EHOSTUNREACH``)."""
 
 
 class ServeOptionsError(ValueError):
@@ -437,9 +440,9 @@ class MarketServer:
         invite = control.SessionInvite(session=s.id, scenario=s.text)
         for owner in self.owners:
             routing = present.get(owner)
-            if routing is not None and self._send(routing, invite):
+            if routing is not None and self._send(routing, invite) == "sent":
                 s.invited.add(owner)
-        if not self._send(s.routing, control.SessionReady(session=s.id, scenario=s.text)):
+        if self._send(s.routing, control.SessionReady(session=s.id, scenario=s.text)) != "sent":
             s.consumer_gone = True
             s.loop.gone(CONSUMER, s.routing)
         for owner in self.owners:
@@ -496,7 +499,7 @@ class MarketServer:
         """Ping every owner connection and every consumer with a request: a connection that is gone
         answers EHOSTUNREACH (module docstring)."""
         for owner, routing in list(self.present.items()):
-            if not self._send(routing, control.Ping()) and self._unreachable:
+            if self._send(routing, control.Ping()) == "unreachable":
                 log.warning("owner %s: its connection is gone", owner)
                 del self.present[owner]
                 self._write_status()
@@ -506,7 +509,7 @@ class MarketServer:
         routings = {w.item.routing for w in self.admission.waiting} | {
             s.routing for s in self.sessions.values() if not s.consumer_gone
         }
-        gone = {r for r in routings if not self._send(r, control.Ping()) and self._unreachable}
+        gone = {r for r in routings if self._send(r, control.Ping()) == "unreachable"}
         if not gone:
             return
         for dropped in self.admission.remove(lambda w: w.item.routing not in gone):
@@ -525,18 +528,14 @@ class MarketServer:
 
     # --- helpers
 
-    _unreachable = False
-
-    def _send(self, routing: bytes, message: Any) -> bool:
-        """Send a control message without blocking; False when it could not leave (and then
-        ``_unreachable`` says whether the peer's connection is gone, as against busy)."""
-        self._unreachable = False
+    def _send(self, routing: bytes, message: Any) -> Delivery:
+        """Send a control message without blocking, and say what became of it (:data:`Delivery`): the
+        caller learns from the return value alone whether the peer's connection is gone or only busy."""
         try:
             self._sock.send_multipart([routing, control.encode(message)], zmq.NOBLOCK)
-            return True
+            return "sent"
         except zmq.ZMQError as err:  # the peer is gone (ROUTER_MANDATORY), or not reading
-            self._unreachable = err.errno == errno.EHOSTUNREACH
-            return False
+            return "unreachable" if err.errno == errno.EHOSTUNREACH else "busy"
 
     def _send_frame(self, route: bytes | None, session: str, frame: bytes) -> None:
         """A session frame out, raising as a socket would (what the session's loop expects)."""
