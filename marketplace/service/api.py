@@ -100,7 +100,8 @@ def serve(
     default ``fcfs``); ``session_port`` and ``advertise`` are accepted and unused."""
     from marketplace.api import load
     from marketplace.service.keys import check_consumer_name
-    from marketplace.service.server import MarketServer, ServeOptions
+    from marketplace.service.options import ServeOptions
+    from marketplace.service.server import MarketServer
 
     market = load(scenario)
     options = ServeOptions(

@@ -277,7 +277,7 @@ def serve_command(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if args.init:
         return _init(args, market, consumers)
-    from marketplace.service.server import ServeOptionsError
+    from marketplace.service.options import ServeOptionsError
 
     stopping = threading.Event()  # SIGTERM or Ctrl-C, even while the marketplace is still starting
     served = None

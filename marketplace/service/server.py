@@ -36,9 +36,8 @@ import logging
 import os
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import zmq
 
@@ -49,6 +48,7 @@ from marketplace.scenario import Scenario, ScenarioError
 from marketplace.service import control
 from marketplace.service.admission import Admission, budgets_of, owner_charges
 from marketplace.service.keys import SERVER, AllowlistReloader, allowlist, init_keys, load_pair
+from marketplace.service.options import ServeOptions, ServeOptionsError, data_banner
 from marketplace.service.session_run import (
     Session,
     archive,
@@ -69,45 +69,9 @@ log = logging.getLogger("marketplace.serve")
 POLL_MS = 100
 PROBE_S = 1.0
 """How often the server probes its connections (owners and consumers that wait)."""
-
-
-class ServeOptionsError(ValueError):
-    """Options that cannot serve this marketplace (the owners' data, a locked state folder): nothing
-    was started."""
-
-
-@dataclass
-class ServeOptions:
-    """Where the server keeps its state, where it listens, and how it admits requests."""
-
-    state: Path
-    endpoint: str = "tcp://127.0.0.1:7700"
-    """The control endpoint (``tcp://0.0.0.0:7700`` in a container)."""
-    session_port: int | None = None
-    """Unused: sessions run on the control connections. Accepted so older command lines still work."""
-    advertise: str | None = None
-    """Unused, as ``session_port``."""
-    consumers: tuple[str, ...] = ()
-    """Consumers to make keys and kits for (``STATE/consumers/<name>/``), when missing."""
-    start_owners: bool = True
-    """Start owner agents for every owner of the marketplace (else owners connect on their own)."""
-    owners_per_process: int | None = None
-    collect_s: float = 30.0
-    """After a session's curator ends, how long to wait for the parties' reports."""
-    owner_data: Path | None = None
-    """A folder of ``<owner>.csv`` (or ``.npz``) files, one per owner: the agents ``serve`` starts
-    give each owner its own file (a marketplace described by its public schema, on one machine)."""
-    max_sessions: int = 8
-    """Sessions that run at once."""
-    rule: str = "fcfs"
-    """The scheduling rule of admission: ``fcfs`` or ``dpf`` (:mod:`.admission`)."""
-    unlock_steps: int | None = None
-    """DPF's N: each arriving request unlocks 1/N of every owner's budget."""
-
-    def control_host_port(self) -> tuple[str, int]:
-        rest = self.endpoint.split("://", 1)[-1]
-        host, _, port = rest.rpartition(":")
-        return host, int(port)
+Delivery = Literal["sent", "busy", "unreachable"]
+"""What became of a control message sent without blocking: it left; it could not leave for another reason
+than a lost peer (a full queue: the peer is not reading); the peer's connection is gone (``EHOSTUNREACH``)."""
 
 
 class MarketServer:
@@ -452,10 +416,10 @@ class MarketServer:
         invite = control.SessionInvite(session=s.id, scenario=s.text)
         for owner in self.owners:
             routing = present.get(owner)
-            if routing is not None and self._send(routing, invite):
+            if routing is not None and self._send(routing, invite) == "sent":
                 s.invited.add(owner)
                 s.invited_on[owner] = routing
-        if not self._send(s.routing, control.SessionReady(session=s.id, scenario=s.text)):
+        if self._send(s.routing, control.SessionReady(session=s.id, scenario=s.text)) != "sent":
             s.consumer_gone = True
             s.loop.gone(CONSUMER, s.routing)
         for owner in self.owners:
@@ -512,7 +476,7 @@ class MarketServer:
         """Ping every owner connection and every consumer with a request: a connection that is gone
         answers EHOSTUNREACH (module docstring)."""
         for owner, routing in list(self.present.items()):
-            if not self._send(routing, control.Ping()) and self._unreachable:
+            if self._send(routing, control.Ping()) == "unreachable":
                 log.warning("owner %s: its connection is gone", owner)
                 del self.present[owner]
                 self._write_status()
@@ -522,7 +486,7 @@ class MarketServer:
         routings = {w.item.routing for w in self.admission.waiting} | {
             s.routing for s in self.sessions.values() if not s.consumer_gone
         }
-        gone = {r for r in routings if not self._send(r, control.Ping()) and self._unreachable}
+        gone = {r for r in routings if self._send(r, control.Ping()) == "unreachable"}
         if not gone:
             return
         for dropped in self.admission.remove(lambda w: w.item.routing not in gone):
@@ -541,18 +505,14 @@ class MarketServer:
 
     # --- helpers
 
-    _unreachable = False
-
-    def _send(self, routing: bytes, message: Any) -> bool:
-        """Send a control message without blocking; False when it could not leave (and then
-        ``_unreachable`` says whether the peer's connection is gone, as against busy)."""
-        self._unreachable = False
+    def _send(self, routing: bytes, message: Any) -> Delivery:
+        """Send a control message without blocking, and say what became of it (:data:`Delivery`): the
+        caller learns from the return value alone whether the peer's connection is gone or only busy."""
         try:
             self._sock.send_multipart([routing, control.encode(message)], zmq.NOBLOCK)
-            return True
+            return "sent"
         except zmq.ZMQError as err:  # the peer is gone (ROUTER_MANDATORY), or not reading
-            self._unreachable = err.errno == errno.EHOSTUNREACH
-            return False
+            return "unreachable" if err.errno == errno.EHOSTUNREACH else "busy"
 
     def _send_frame(self, route: bytes | None, session: str, frame: bytes) -> None:
         """A session frame out, raising as a socket would (what the session's loop expects)."""
@@ -590,18 +550,3 @@ class MarketServer:
             self.status_problem = str(err)
             return
         self.status_problem = None
-
-
-def data_banner(market: Scenario) -> str:
-    """What ``serve`` says about whose rows its owners hold."""
-    data = market.config.data
-    if data.schema_only:
-        return (
-            f"parties bring their own data: the public schema of {data.schema.dim} features and "
-            f"{len(data.schema.label.classes)} classes; this server holds no party's rows"
-        )
-    return (
-        f"a simulation: every owner's rows are built from one dataset ({data.source.kind}) and the seed, and "
-        f"the server builds them too to check requests and evaluate sessions; describe the data by its public "
-        f"schema (data.schema) for owners and consumers that bring their own"
-    )

@@ -38,6 +38,8 @@ MARKET = {
     "transport": {"start_timeout_s": 20, "heartbeat_interval_s": 0.25, "heartbeat_timeout_s": 2.0},
     "lifetime": {"ledgers": "ledgers", "budget": {"epsilon": 1.0}, "owner_budgets": {"owner-2": {"epsilon": 0.3}}},
 }
+"""The served marketplace of the service tests (test_serve_faults and test_serve_new_consumer import it):
+three owners of a small synthetic world, each with a lifetime ledger, owner-2 on a smaller budget."""
 REQUEST = {
     "name": "tiny-request",
     "protocol": "sketch",

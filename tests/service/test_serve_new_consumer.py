@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ import pytest
 import zmq
 import zmq.auth
 from conftest import ROOT
+from test_serve import MARKET, free_port
 from zmq.utils.monitor import recv_monitor_message
 
 from marketplace.service import control
@@ -25,30 +25,7 @@ from marketplace.service.keys import find_own_key, load_pair, load_public
 
 pytestmark = pytest.mark.slow
 
-MARKET = {
-    "name": "tiny-market",
-    "protocol": "sketch",
-    "seed": 3,
-    "parties": {"owners": 3},
-    "data": {
-        "source": {
-            "kind": "covariate_shift",
-            "covariate_shift": {"dim": 3, "components": 4, "rows_per_component": 200},
-        },
-        "partition": {"scheme": "by_group", "skew": 0.8},
-        "consumer": {"target_groups": [0], "validation_size": 25, "test_size": 25},
-        "seed_set": {"size": 0},
-    },
-    "sketch": {"lower": [-12, -12, -12], "upper": [12, 12, 12]},
-    "lifetime": {"ledgers": "ledgers", "budget": {"epsilon": 1.0}},
-}
 BAD_REQUEST = control.SessionOpen(scenario="name: bad-request\nprotocol: no-such-protocol\n")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def control_reply(endpoint: str, kit: Path, message: control._Message, timeout_s: float = 60.0) -> object:

@@ -5,6 +5,8 @@
 * :mod:`.filters`: the two privacy filters, ``basic`` and ``zcdp``, with their references;
 * :mod:`.ledger`: :class:`LifetimeLedger`, one SQLite file per owner (reserve, mark_left, commit, abort,
   reconcile);
+* :mod:`.reconcile`: crash recovery: which process holds each reservation, its "left" record, and
+  settling what dead processes left reserved;
 * :mod:`.storage`: that file's tables, rows (:class:`Reservation`), connection and transactions;
 * :mod:`.declared`: :class:`Declared`, what a run may release about one party's data (from its protocol);
 * :mod:`.gate`: a party's admission to a run: charge the declared cost first, or decline.

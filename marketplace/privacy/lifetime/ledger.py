@@ -16,9 +16,9 @@ the moment something of a release first leaves it (before its first protocol mes
 transport): its "left" record, in the ``attempts`` row that also names the process holding the
 reservation. :meth:`LifetimeLedger.reconcile`, run by a process that opens the ledger at its start,
 settles what dead processes left reserved: rolled back when no "left" record exists (provably nothing
-left), committed when one does. Request ids are unique: reserving an id again returns its
-reservation and charges nothing more. Every decision reads only the declared cost and the rows of
-the ledger; the owner's data never reaches this module.
+left), committed when one does (:mod:`.reconcile` keeps those records and settles them). Request ids are
+unique: reserving an id again returns its reservation and charges nothing more. Every decision reads
+only the declared cost and the rows of the ledger; the owner's data never reaches this module.
 
 Several processes may share one file: each reserve runs in a ``BEGIN IMMEDIATE`` transaction, so
 two reservations are serialised and the filter sees every earlier one.
@@ -26,7 +26,6 @@ two reservations are serialised and the filter sees every earlier one.
 
 from __future__ import annotations
 
-import datetime
 import os
 import sqlite3
 from pathlib import Path
@@ -43,21 +42,19 @@ from marketplace.privacy.lifetime.cost import (
     restate,
 )
 from marketplace.privacy.lifetime.filters import Limits, amount
+from marketplace.privacy.lifetime.reconcile import hold, holder_of, record_left, settle_gone
 from marketplace.privacy.lifetime.storage import (
-    ATTEMPTS,
     COUNTED,
     SCHEMA,
     SCHEMA_VERSION,
     Holder,
     Reservation,
     Transaction,
-    alive_here,
     connect,
     create_private,
-    process_started,
+    now,
     reservation_of,
     sync_folder,
-    this_process,
 )
 from marketplace.privacy.neighbouring import ADD_REMOVE_ONE, REPLACE_ONE, REPLACE_ONE_DISTINCT
 
@@ -129,16 +126,6 @@ def relation_kind(text: str) -> str | None:
         if text == word or text.startswith(word + " "):
             return word
     return None
-
-
-def _now() -> str:
-    return datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _iso(seconds: float) -> str:
-    """``seconds`` since the epoch as the ledger writes its times (UTC, ISO 8601, milliseconds)."""
-    moment = datetime.datetime.fromtimestamp(seconds, datetime.UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _text(value: Any, name: str, where: str) -> str:
@@ -217,7 +204,7 @@ class LifetimeLedger:
             if meta is None:
                 if budget is None or relation is None:  # a file left by a process killed while creating it
                     _refuse_incomplete(path, owner, budget, relation)
-                meta = (1, SCHEMA_VERSION, owner, filter or "basic", budget[0], budget[1], relation, _now())
+                meta = (1, SCHEMA_VERSION, owner, filter or "basic", budget[0], budget[1], relation, now())
                 db.execute("INSERT INTO ledger VALUES (?, ?, ?, ?, ?, ?, ?, ?)", meta)
             db.execute("COMMIT")
         except BaseException as err:
@@ -358,7 +345,7 @@ class LifetimeLedger:
                         f"a retry must declare the same, got {consumer!r} at {cost.describe()}"
                     )
                 if row.state == "reserved":
-                    self._hold(request_id, fresh=False)  # the retrying process holds it now
+                    hold(self._db, request_id, fresh=False)  # the retrying process holds it now
                 return row
             rows = self._counted()
             counted = [c for _, c in rows]
@@ -371,9 +358,9 @@ class LifetimeLedger:
             )
             if over_quota:
                 state = "declined"
-            values = (consumer, what, cost.eps, cost.delta, cost.rho, *charge, state, _now())
+            values = (consumer, what, cost.eps, cost.delta, cost.rho, *charge, state, now())
             if state == "reserved":
-                self._hold(request_id, fresh=True)
+                hold(self._db, request_id, fresh=True)
             if row is None:
                 self._db.execute(
                     "INSERT INTO charges (consumer, what, eps, delta, rho, charged_eps, charged_delta, "
@@ -455,14 +442,14 @@ class LifetimeLedger:
                         None if cost is None else cost.eps,
                         0.0 if cost is None else cost.delta,
                         None if cost is None else cost.rho,
-                        _now(),
+                        now(),
                         request_id,
                     ),
                 )
             elif row.state not in COUNTED:
                 self._db.execute(
                     "UPDATE charges SET state = 'declined', reserved_at = ?, settled_at = NULL WHERE request_id = ?",
-                    (_now(), request_id),
+                    (now(), request_id),
                 )
         left = self.remaining()
         raise BudgetDeclined(
@@ -499,24 +486,13 @@ class LifetimeLedger:
                     f"{self.owner}: {where}: request {request_id!r} is {state}, not reserved: nothing of its "
                     "release may leave"
                 )
-            self._db.execute(ATTEMPTS)
-            pid, host = this_process()
-            self._db.execute(
-                "INSERT INTO attempts (request_id, pid, host, left_at) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (request_id) DO UPDATE SET left_at = COALESCE(attempts.left_at, excluded.left_at)",
-                (request_id, pid, host, _now()),
-            )
+            record_left(self._db, request_id)
         return row
 
     def holder(self, request_id: str) -> Holder | None:
         """The process that holds request ``request_id``'s reservation, and its "left" record; None when
         the ledger has no such record (a ledger written before it kept them, or no such request)."""
-        if not self._has_attempts():
-            return None
-        found = self._db.execute(
-            "SELECT pid, host, left_at FROM attempts WHERE request_id = ?", (request_id,)
-        ).fetchone()
-        return None if found is None else Holder(*found)
+        return holder_of(self._db, request_id)
 
     def reconcile(self) -> dict[str, list[str]]:
         """Settle what processes that are gone left ``reserved`` (a crash between reserve and settle):
@@ -524,53 +500,12 @@ class LifetimeLedger:
         nothing of it left), one with a "left" record is committed (something may have left). Returns
         ``{"rolled_back": [...], "kept": [...], "untouched": [...]}`` (request ids).
 
-        Only a reservation whose holder is provably gone is touched: one held by a process of this host
-        whose pid no longer runs, or one held by another host and reserved before this process started
-        (a ledger is used by one owner host at a time: a later one finds the earlier one gone). A
-        reservation held by a live process of this host (it may be about to mark it and send), made by
-        another host after this process started, or recorded before ledgers named their holders (its
-        holder is unknown), is left ``reserved``: it still counts as spent, the safe side. Run by a
-        process that opens the ledger at its start; ``marketplace ledger show`` never runs it."""
-        started = _iso(process_started() - 1.0)  # /proc's boot time has one-second steps
-        out: dict[str, list[str]] = {"rolled_back": [], "kept": [], "untouched": []}
+        Only a reservation whose holder is provably gone is touched (a dead pid of this host, or another
+        host's reservation made before this process started; :func:`.reconcile.settle_gone` says why);
+        any other stays ``reserved`` and counts as spent, the safe side. Run by a process that opens the
+        ledger at its start; ``marketplace ledger show`` never runs it."""
         with self._write():
-            self._db.execute(ATTEMPTS)
-            rows = self._db.execute(
-                "SELECT c.request_id, c.reserved_at, a.pid, a.host, a.left_at FROM charges c "
-                "LEFT JOIN attempts a ON a.request_id = c.request_id WHERE c.state = 'reserved' ORDER BY c.seq"
-            ).fetchall()
-            for request_id, reserved_at, pid, host, left_at in rows:
-                if pid is None:
-                    out["untouched"].append(request_id)
-                    continue
-                gone = not alive_here(pid, host) if host == this_process()[1] else reserved_at < started
-                if not gone:
-                    out["untouched"].append(request_id)
-                    continue
-                state = "committed" if left_at is not None else "aborted"
-                self._db.execute(
-                    "UPDATE charges SET state = ?, settled_at = ? WHERE request_id = ?", (state, _now(), request_id)
-                )
-                out["kept" if left_at is not None else "rolled_back"].append(request_id)
-        return out
-
-    def _hold(self, request_id: str, *, fresh: bool) -> None:
-        """Inside a write: record that this process holds ``request_id``'s reservation; ``fresh`` (a new
-        reservation) clears any "left" record an earlier, settled attempt had."""
-        self._db.execute(ATTEMPTS)
-        pid, host = this_process()
-        keep = "NULL" if fresh else "attempts.left_at"
-        self._db.execute(
-            "INSERT INTO attempts (request_id, pid, host, left_at) VALUES (?, ?, ?, NULL) ON CONFLICT (request_id) "
-            f"DO UPDATE SET pid = excluded.pid, host = excluded.host, left_at = {keep}",
-            (request_id, pid, host),
-        )
-
-    def _has_attempts(self) -> bool:
-        return (
-            self._db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'attempts'").fetchone()
-            is not None
-        )
+            return settle_gone(self._db)
 
     def _settle(self, request_id: str, state: str, where: str) -> Reservation:
         request_id = _text(request_id, "request_id", where)
@@ -583,7 +518,7 @@ class LifetimeLedger:
             if row.state != "reserved":
                 raise LedgerInputError(f"{self.owner}: {where}: request {request_id!r} is {row.state}, not reserved")
             self._db.execute(
-                "UPDATE charges SET state = ?, settled_at = ? WHERE request_id = ?", (state, _now(), request_id)
+                "UPDATE charges SET state = ?, settled_at = ? WHERE request_id = ?", (state, now(), request_id)
             )
         return self._row(request_id)
 

@@ -5,6 +5,7 @@ by the owner only and durable in its folder. What a row may be charged is the le
 
 from __future__ import annotations
 
+import datetime
 import os
 import socket
 import sqlite3
@@ -155,6 +156,17 @@ def process_started() -> float:
 
 
 _IMPORTED = time.time()
+
+
+def now() -> str:
+    """The current time as the ledger writes its times (UTC, ISO 8601, milliseconds)."""
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def iso(seconds: float) -> str:
+    """``seconds`` since the epoch as the ledger writes its times (UTC, ISO 8601, milliseconds)."""
+    moment = datetime.datetime.fromtimestamp(seconds, datetime.UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def reservation_of(row: tuple) -> Reservation:
