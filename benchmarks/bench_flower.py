@@ -114,88 +114,96 @@ def _wait_port(port: int, timeout: float) -> None:
     raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout:.0f} s (expected the SuperLink)")
 
 
-def run_flower_deploy(
-    owners: int, rounds: int, workdir: Path, timeout: float, *, database: bool = True
-) -> dict[str, Any]:
-    """Flower's deployment engine: a SuperLink, ``owners`` SuperNodes and ``flwr run``, all on loopback;
-    the SuperLink's state in an SQLite file (``database``) or in memory."""
-    import flower_summarize
+def flower_command(name: str) -> str:
+    """Flower's console script ``name`` (``flwr``, ``flower-superlink``, ...): next to this interpreter
+    if it is there (Flower installed in a virtual environment), else the one on PATH."""
+    beside = Path(sys.executable).parent / name
+    return str(beside) if beside.exists() else (shutil.which(name) or name)
 
-    out = workdir / "flower.json"
-    app = workdir / "app"
-    app.mkdir()
-    shutil.copy(HERE / "flower_summarize.py", app / "flower_summarize.py")
-    (app / "pyproject.toml").write_text(
-        '[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n\n'
-        '[project]\nname = "summarizebench"\nversion = "1.0.0"\ndependencies = []\n\n'
-        '[tool.hatch.build.targets.wheel]\npackages = ["."]\n\n'
-        '[tool.flwr.app]\npublisher = "marketplace"\n\n'
-        '[tool.flwr.app.components]\nserverapp = "flower_summarize:server_app"\n'
-        'clientapp = "flower_summarize:client_app"\n\n'
-        "[tool.flwr.app.config]\n"
-    )
-    home = workdir / "flwr-home"
-    home.mkdir()
-    link_port = _free_port()
-    (home / "config.toml").write_text(
-        f'[superlink]\ndefault = "bench"\n\n[superlink.bench]\naddress = "127.0.0.1:{link_port}"\ninsecure = true\n'
-    )
-    env = {
-        **os.environ,
-        "FLWR_HOME": str(home),
-        flower_summarize.ENV: json.dumps(
-            {"owners": owners, "rounds": rounds, "out": str(out), "scenario": str(flower_summarize.SCENARIO)}
-        ),
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(app), str(ROOT), os.environ.get("PYTHONPATH")])),
-    }
-    logs = workdir / "logs"
-    logs.mkdir()
-    procs: list[subprocess.Popen] = []
 
-    def start(name: str, cmd: list[str]) -> None:
-        with (logs / f"{name}.log").open("wb") as log:
-            procs.append(
-                subprocess.Popen(
-                    cmd, env=env, cwd=workdir, stdout=log, stderr=subprocess.STDOUT, start_new_session=False
-                )
-            )
+class FlowerDeployment:
+    """Flower's deployment engine on loopback, insecure (no TLS): a SuperLink and ``owners`` SuperNodes
+    as OS processes, and the Flower App (``flower_summarize.py``) they run, ready for ``flwr run``.
 
-    try:
-        state = ["--database", str(workdir / "state.db")] if database else []  # none: Flower keeps it in memory
-        start("superlink", ["flower-superlink", "--insecure", "--host", "127.0.0.1", "--port", str(link_port), *state])
-        _wait_port(link_port, 60)
-        for i in range(owners):
-            start(
-                f"supernode-{i}",
-                [
-                    "flower-supernode",
-                    "--insecure",
-                    "--superlink",
-                    f"127.0.0.1:{link_port}",
-                    "--host",
-                    "127.0.0.1",
-                    "--port",
-                    str(_free_port()),
-                    "--node-config",
-                    f"partition-id={i} num-partitions={owners}",
-                ],
-            )
-        run = subprocess.run(
-            ["flwr", "run", str(app), "bench", "--stream"],
-            env=env,
-            cwd=workdir,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
+    Used as a context manager: entering starts the SuperLink and the SuperNodes (their logs in
+    ``workdir/logs``), leaving stops them. The SuperLink keeps its state in an SQLite file
+    (``database``) or in memory. The ServerApp writes its result to ``out``, or to the run config's
+    ``out`` when a run sets one (``submit(out=...)``), so runs on one SuperLink do not share a file.
+    """
+
+    def __init__(self, owners: int, rounds: int, workdir: Path, *, database: bool = True, out: Path | None = None):
+        import flower_summarize
+
+        self.owners, self.workdir = owners, workdir
+        self.out = out or workdir / "flower.json"
+        self.app = workdir / "app"
+        self.app.mkdir()
+        shutil.copy(HERE / "flower_summarize.py", self.app / "flower_summarize.py")
+        (self.app / "pyproject.toml").write_text(
+            '[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n\n'
+            '[project]\nname = "summarizebench"\nversion = "1.0.0"\ndependencies = []\n\n'
+            '[tool.hatch.build.targets.wheel]\npackages = ["."]\n\n'
+            '[tool.flwr.app]\npublisher = "marketplace"\n\n'
+            '[tool.flwr.app.components]\nserverapp = "flower_summarize:server_app"\n'
+            'clientapp = "flower_summarize:client_app"\n\n'
+            '[tool.flwr.app.config]\nout = ""\n'
         )
-        (logs / "flwr-run.log").write_text(run.stdout + run.stderr)
-        if not out.exists():
-            raise RuntimeError(
-                f"no result from the ServerApp; flwr run said:\n"
-                f"{run.stdout[-2000:]}\n{run.stderr[-2000:]}\nSuperLink log:\n"
-                f"{(logs / 'superlink.log').read_text()[-3000:]}"
+        home = workdir / "flwr-home"
+        home.mkdir()
+        self.link_port = _free_port()
+        (home / "config.toml").write_text(
+            f'[superlink]\ndefault = "bench"\n\n[superlink.bench]\naddress = "127.0.0.1:{self.link_port}"\n'
+            "insecure = true\n"
+        )
+        self.env = {
+            **os.environ,
+            "FLWR_HOME": str(home),
+            "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+            flower_summarize.ENV: json.dumps(
+                {"owners": owners, "rounds": rounds, "out": str(self.out), "scenario": str(flower_summarize.SCENARIO)}
+            ),
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(self.app), str(ROOT), os.environ.get("PYTHONPATH")])),
+        }
+        self.logs = workdir / "logs"
+        self.logs.mkdir()
+        self.database = database
+        self.superlink: subprocess.Popen | None = None
+        self.supernodes: list[subprocess.Popen] = []
+
+    def _start(self, name: str, cmd: list[str]) -> subprocess.Popen:
+        with (self.logs / f"{name}.log").open("wb") as log:
+            return subprocess.Popen(
+                [flower_command(cmd[0]), *cmd[1:]], env=self.env, cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT
             )
-    finally:
+
+    def __enter__(self) -> FlowerDeployment:
+        try:
+            state = ["--database", str(self.workdir / "state.db")] if self.database else []  # none: in memory
+            self.superlink = self._start(
+                "superlink",
+                ["flower-superlink", "--insecure", "--host", "127.0.0.1", "--port", str(self.link_port)] + state,
+            )
+            _wait_port(self.link_port, 60)
+            for i in range(self.owners):
+                self.supernodes.append(
+                    self._start(
+                        f"supernode-{i}",
+                        ["flower-supernode", "--insecure", "--superlink", f"127.0.0.1:{self.link_port}"]
+                        + ["--host", "127.0.0.1", "--port", str(_free_port())]
+                        + ["--node-config", f"partition-id={i} num-partitions={self.owners}"],
+                    )
+                )
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        """SIGTERM to the SuperNodes then the SuperLink; SIGKILL to any still up after 30 s."""
+        procs = [p for p in [self.superlink, *self.supernodes] if p is not None]
         for p in reversed(procs):
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)
@@ -205,7 +213,62 @@ def run_flower_deploy(
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
-    done = json.loads(out.read_text())
+
+    def online_nodes(self, timeout: float = 120) -> int:
+        """SuperNodes the SuperLink lists as online (``flwr supernode ls``)."""
+        done = self.flwr(["supernode", "ls", "bench", "--format", "json"], timeout=timeout)
+        try:
+            nodes = json.loads(done.stdout).get("nodes", [])
+        except ValueError:
+            return 0
+        return sum(1 for n in nodes if n.get("status") == "online")
+
+    def wait_connected(self, timeout: float = 180) -> None:
+        """Return once all ``owners`` SuperNodes are online at the SuperLink."""
+        deadline = time.monotonic() + timeout
+        while (online := self.online_nodes()) < self.owners:
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"the SuperLink lists {online} SuperNodes online after {timeout:.0f} s, expected {self.owners}; "
+                    f"see {self.logs}"
+                )
+            time.sleep(0.5)
+
+    def flwr(self, args: list[str], timeout: float) -> subprocess.CompletedProcess:
+        """The ``flwr`` CLI with this deployment's Flower home (its SuperLink connection ``bench``)."""
+        return subprocess.run(
+            [flower_command("flwr"), *args],
+            env=self.env,
+            cwd=self.workdir,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+    def submit(self, timeout: float, out: Path | None = None) -> subprocess.CompletedProcess:
+        """``flwr run --stream``: submit the app and return when the run has ended (its logs streamed)."""
+        config = ["--run-config", f"out={json.dumps(str(out))}"] if out is not None else []
+        return self.flwr(["run", str(self.app), "bench", "--stream", *config], timeout=timeout)
+
+    def failure(self, run: subprocess.CompletedProcess) -> str:
+        """What went wrong with a run that wrote no result: ``flwr run``'s output and the SuperLink's log."""
+        return (
+            f"no result from the ServerApp; flwr run said:\n{run.stdout[-2000:]}\n{run.stderr[-2000:]}\n"
+            f"SuperLink log:\n{(self.logs / 'superlink.log').read_text(errors='replace')[-3000:]}"
+        )
+
+
+def run_flower_deploy(
+    owners: int, rounds: int, workdir: Path, timeout: float, *, database: bool = True
+) -> dict[str, Any]:
+    """Flower's deployment engine: a SuperLink, ``owners`` SuperNodes and ``flwr run``, all on loopback;
+    the SuperLink's state in an SQLite file (``database``) or in memory."""
+    with FlowerDeployment(owners, rounds, workdir, database=database) as deployment:
+        run = deployment.submit(timeout)
+        (deployment.logs / "flwr-run.log").write_text(run.stdout + run.stderr)
+        if not deployment.out.exists():
+            raise RuntimeError(deployment.failure(run))
+    done = json.loads(deployment.out.read_text())
     return {"selection": done["selection"], "ms_per_round": _gaps_ms(done["round_ends"])}
 
 

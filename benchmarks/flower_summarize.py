@@ -11,7 +11,8 @@ answers with one bid (the best of its unsent points), and the ServerApp asks the
 (``query.point``; equal bids go to the lower owner index, as our curator does) for its point,
 checks the point's bid and adds it to the summary. Which world to build comes from the environment
 variable ``FLOWER_BENCH``: JSON ``{"owners": K, "rounds": P, "out": "selection.json"}``; the
-ServerApp writes the selection and the instants each round ended to ``out``.
+ServerApp writes the selection and the instants each round ended to ``out``, or to the run config's
+``out`` when the run sets one (many runs on one SuperLink, ``bench_flower_serve.py``).
 """
 
 from __future__ import annotations
@@ -194,6 +195,15 @@ def main(grid: Grid, context: Context) -> None:
         summary_sum, q = summary_sum + phi, q + 1
         selection.append([f"owner-{int(meta['owner']) + 1}", int(meta["row"])])
         round_ends.append(time.perf_counter())
-    Path(settings["out"]).write_text(
-        json.dumps({"selection": selection, "round_ends": round_ends, "started": started, "nodes": len(nodes)})
+    out = str(context.run_config.get("out") or "") or settings["out"]  # a run's own file, when it names one
+    Path(out).write_text(
+        json.dumps(
+            {
+                "selection": selection,
+                "round_ends": round_ends,
+                "started": started,
+                "nodes": len(nodes),
+                "finished_at": time.time(),  # wall clock: comparable with the submitter's, on the same machine
+            }
+        )
     )

@@ -45,6 +45,18 @@ def cpu_ticks(pid: int) -> int | None:
     return None if fields is None else int(fields[11]) + int(fields[12])
 
 
+def tree_ticks(root: int) -> int:
+    """User + system CPU of ``root``'s live tree plus what its processes' reaped children used, in clock
+    ticks: a tree whose workers come and go (a SuperNode's ClientApp process per run) still adds up,
+    as long as each worker is reaped by its parent and not re-parented away."""
+    total = 0
+    for pid in tree(root):
+        fields = _stat_fields(f"/proc/{pid}/stat")
+        if fields is not None:
+            total += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+    return total
+
+
 def thread_kind_ticks(pid: int) -> dict[str, int]:
     """CPU ticks of a process's live threads by kind: ``main`` (the process's own thread, where its
     Python loop runs), ``zmq-io`` (ZeroMQ's I/O threads, named ZMQbg/IO/n) and ``other``."""

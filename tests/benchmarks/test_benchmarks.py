@@ -268,6 +268,42 @@ def test_bench_flower_smoke(tmp_path):
     )
 
 
+def test_bench_flower_serve_smoke(tmp_path):
+    """Runs submitted to a SuperLink that is already up: every run writes its result, the figures are there."""
+    try:
+        import flwr  # noqa: F401
+    except ImportError:
+        pytest.skip("bench_flower_serve.py needs Flower (flwr): pip install -e '.[compare]'")
+    path = tmp_path / "flower-serve.json"
+    out = run_benchmark("bench_flower_serve.py", "--smoke", "--json", str(path), timeout=600).stdout
+    assert "2 SuperNodes online" in out and "flwr CLI alone" in out
+    (row,) = json.loads(path.read_text())
+    assert (row["submitters"], row["runs"], row["completed"], row["owners"], row["rounds"]) == (1, 2, 2, 2, 1)
+    assert row["selections_identical"] and row["failed_examples"] == []
+    assert 0 < row["p50_s"] <= row["p95_s"] <= row["p99_s"] and row["runs_per_min"] > 0
+    assert 0 < row["result_written_p50_s"] < row["p99_s"] and row["owner_cpu_s_per_run"] > 0
+    assert f"p50 {row['p50_s']:.3f} s" in out and "completed 2/2" in out
+
+
+def test_bench_flower_serve_without_flower_names_the_extra():
+    """Without Flower the script exits 2 and says how to install it."""
+    try:
+        import flwr  # noqa: F401
+
+        pytest.skip("Flower is installed: the message for its absence cannot show")
+    except ImportError:
+        pass
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "bench_flower_serve.py"), "--smoke"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert done.returncode == 2
+    assert "needs Flower" in done.stderr and "pip install -e '.[compare]'" in done.stderr
+
+
 @pytest.mark.parametrize("curve", ["--curve", "--no-curve"])
 def test_bench_wire_smoke(tmp_path, curve):
     """K = 16 owners in 2 owner hosts, 5 rounds of bare frames: the table and the figures are there."""
