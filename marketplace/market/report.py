@@ -36,28 +36,34 @@ def quality_of(
     protocol's sweep row, by default the protocol's headline (the first of its exchange's
     ``sweep_headline``); (name, None) when the run has no such figure, or when its release
     collapsed under its noise (its figures measure the prior, not the data)."""
-    from marketplace import plugins
-
-    exchange = plugins.exchange(protocol)
-    headline = exchange.sweep_headline
-    name = metric or (headline[0] if headline else None)
-    if name is None or report is None or report.get("status") != "completed":
-        return name, None
-    row = exchange.sweep_row(dict(report))
-    if row.get("collapsed"):  # the noise swamped the release: its figures are not a quality, never the best
-        return name, None
-    value = row.get(name)
-    return name, float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+    return _quality(protocol, _sweep_row(protocol, report), metric)
 
 
 def collapsed(protocol: str, report: Mapping[str, Any] | None) -> bool:
     """Whether a completed request's release collapsed under its noise (its protocol's sweep row
     says so: a sketch whose noise swamps it), so that it has no quality."""
+    return bool((_sweep_row(protocol, report) or {}).get("collapsed"))
+
+
+def _sweep_row(protocol: str, report: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The protocol's sweep row of a completed request's report (None for any other)."""
     from marketplace import plugins
 
     if report is None or report.get("status") != "completed":
-        return False
-    return bool(plugins.exchange(protocol).sweep_row(dict(report)).get("collapsed"))
+        return None
+    return plugins.exchange(protocol).sweep_row(dict(report))
+
+
+def _quality(protocol: str, row: Mapping[str, Any] | None, metric: str | None) -> tuple[str | None, float | None]:
+    """:func:`quality_of` from the request's sweep row (None: not completed)."""
+    from marketplace import plugins
+
+    headline = plugins.exchange(protocol).sweep_headline
+    name = metric or (headline[0] if headline else None)
+    if name is None or row is None or row.get("collapsed"):  # a collapse's figures are not a quality
+        return name, None
+    value = row.get(name)
+    return name, float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
 
 
 def _declined(report: Mapping[str, Any] | None) -> list[str]:
@@ -72,7 +78,8 @@ def _owner_key(owner: str) -> tuple[int, str]:
 def request_row(outcome: Outcome, quality: Mapping[str, str]) -> dict[str, Any]:
     """One request's line of a play; ``quality`` maps a protocol to the metric that measures it."""
     r, report = outcome.request, outcome.report
-    metric, value = quality_of(r.protocol, report, quality.get(r.protocol))
+    row = _sweep_row(r.protocol, report)  # once: a sweep row reads the whole report
+    metric, value = _quality(r.protocol, row, quality.get(r.protocol))
     return {
         "id": r.id,
         "index": r.index + 1,
@@ -83,7 +90,7 @@ def request_row(outcome: Outcome, quality: Mapping[str, str]) -> dict[str, Any]:
         "reason": outcome.reason,
         "metric": metric,
         "quality": value if outcome.status in SERVED else None,
-        "collapsed": collapsed(r.protocol, report),
+        "collapsed": bool((row or {}).get("collapsed")),
         "messages": ((report or {}).get("messages") or {}).get("total"),
         "parsimony": _parsimony(report),
         "charged": outcome.charged,
