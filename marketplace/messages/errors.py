@@ -6,12 +6,14 @@ ECHO_LIMIT = 200
 """The most characters of a received value an error message repeats (a run_id of 8 MiB is not echoed)."""
 
 
-def cut(text: str, limit: int = ECHO_LIMIT) -> str:
-    """``text`` cut to at most ``limit`` characters, saying how long it was when it is cut."""
+def cut(text: str, limit: int = ECHO_LIMIT, *, whole: str = "") -> str:
+    """``text`` cut to at most ``limit`` characters, saying how long it was when it is cut (and, with
+    ``whole``, where the whole text is)."""
     text = str(text)
     if len(text) <= limit:
         return text
-    return f"{text[:limit]}... ({len(text)} characters)"
+    where = f"; the full text is in {whole}" if whole else ""
+    return f"{text[:limit]}... ({len(text)} characters{where})"
 
 
 class MessageError(ValueError):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from marketplace.messages.errors import cut
+
 
 def fmt(value: Any, digits: int = 4) -> str:
     """A value for a table cell: '-' for None, 4 significant digits for floats."""
@@ -20,12 +22,9 @@ def plural(count: int, word: str, many: str | None = None) -> str:
 
 
 def shorten(text: str, limit: int = 240) -> str:
-    """``text`` cut to about ``limit`` characters for a table cell or a terminal line, saying how
-    long it was (the full text stays in report.json)."""
-    text = " ".join(str(text).split())
-    if len(text) <= limit:
-        return text
-    return f"{text[: limit - 1].rstrip()}… ({len(text)} characters; the full text is in report.json)"
+    """``text`` on one line, cut to about ``limit`` characters for a table cell or a terminal line,
+    saying how long it was (the full text stays in report.json)."""
+    return cut(" ".join(str(text).split()), limit, whole="report.json")
 
 
 def mean_sd(row: dict[str, Any], column: str, spec: str, *, sd: bool = True) -> str:
