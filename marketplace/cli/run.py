@@ -62,7 +62,8 @@ def add_run_parser(sub: argparse._SubParsersAction) -> None:
         "--repeats",
         type=positive_int,
         metavar="N",
-        help="runs per sweep point, with seeds seed, seed+1, ... (default: sweep.repeats, 1)",
+        help="runs per sweep point, with seeds seed, seed+1, ... (default: sweep.repeats, 1); for a market file, "
+        "plays of the whole stream under every rule, with seeds seed, seed+1, ... (replaces market.repeats)",
     )
     run.add_argument(
         "--seed", type=int, metavar="N", help="the run seed (replaces the scenario's seed:; a sweep's first seed)"

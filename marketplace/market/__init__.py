@@ -3,7 +3,8 @@
 A market file (YAML with a top-level ``market:``) names the marketplace (owners, their data and
 their lifetime budgets) and a stream of requests (sketch, stc or pfds runs, each for a consumer).
 :func:`play` runs the stream once per scheduling rule (``fcfs``, ``dpf``: :mod:`.rules`), every
-rule from fresh owner ledgers, and returns a :class:`MarketReport`::
+rule from fresh owner ledgers, ``market.repeats`` times (seeds seed, seed+1, ...), and returns a
+:class:`MarketReport`::
 
     import marketplace
 
@@ -14,7 +15,8 @@ rule from fresh owner ledgers, and returns a :class:`MarketReport`::
 * :mod:`.costs`: each request's declared cost per owner;
 * :mod:`.rules`: the scheduling rules;
 * :mod:`.player`: plays the stream under one rule; :mod:`.run`: under each rule, then the report;
-* :mod:`.report`, :mod:`.tables`, :mod:`.plots`: ``market.json``, ``market.md``, the figures.
+* :mod:`.report`, :mod:`.tables`, :mod:`.plots`: ``market.json``, ``market.md``, the figures;
+  :mod:`.spread`: each figure's mean, sd and n over the repeats.
 
 The names above are imported on first use, so that telling a market file from a scenario stays light.
 """

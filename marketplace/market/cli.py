@@ -10,8 +10,9 @@ EXIT_OK, EXIT_USAGE, EXIT_RUN_FAILED = 0, 2, 3
 
 
 def market_command(args: argparse.Namespace) -> int:
-    """Validate or play the market file ``args.scenario`` (a ``run`` or ``validate`` namespace); the
-    command line stops the forkserver on every way out (:func:`marketplace.runner.forkserver.forkserver_running`)."""
+    """Validate or play the market file ``args.scenario`` (a ``run`` or ``validate`` namespace);
+    ``--seed`` replaces ``market.seed`` and ``--repeats`` ``market.repeats``. The command line stops
+    the forkserver on every way out (:func:`marketplace.runner.forkserver.forkserver_running`)."""
     from marketplace.market.spec import MarketError, check_worlds, describe, read_market
 
     unsupported = [
@@ -19,7 +20,6 @@ def market_command(args: argparse.Namespace) -> int:
         for flag, given in (
             ("--set", getattr(args, "overrides", None)),
             ("--sweep", getattr(args, "sweeps", None)),
-            ("--repeats", getattr(args, "repeats", None)),
             ("--insecure", getattr(args, "insecure", False)),
         )
         if given
@@ -28,12 +28,13 @@ def market_command(args: argparse.Namespace) -> int:
         print(
             f"marketplace {args.command}: {args.scenario} is a market file: {', '.join(unsupported)} applies to "
             f"scenarios; "
-            "change the market file instead (its `scenario:` section holds what every request starts from)",
+            "change the market file instead (its `scenario:` section holds what every request starts from; "
+            "--seed and --repeats apply to a market too)",
             file=sys.stderr,
         )
         return EXIT_USAGE
     try:
-        spec = read_market(args.scenario, seed=args.seed)
+        spec = read_market(args.scenario, seed=args.seed, repeats=getattr(args, "repeats", None))
         check_worlds(spec)
     except MarketError as err:
         print(f"marketplace: bad market file: {err}", file=sys.stderr)
@@ -77,5 +78,6 @@ def _play(args: argparse.Namespace, spec) -> int:
         return 130
     if not args.quiet:
         print_tables(console, report.raw)
-    print(f"{report.folder}/market.json, market.md, budget.png, quality.png")
+    plays = f" ({report.repeats} repeats: repeat-0/ ... repeat-{report.repeats - 1}/)" if report.repeats > 1 else ""
+    print(f"{report.folder}/market.json, market.md, budget.png, quality.png{plays}")
     return EXIT_OK

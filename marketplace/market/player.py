@@ -1,8 +1,9 @@
 """Play a market: the request stream once per scheduling rule, each rule from fresh ledgers.
 
-For each rule, in ``<out>/<rule>/``: ``ledgers/`` holds the owners' lifetime ledgers (created by
-the owners on their first request), ``keys/<request>/`` every party's noise key for that request,
-and ``<request>/`` the request's run folder (report.json, messages.csv, ...). The market runner
+For each rule, in ``<out>/<rule>/`` (``<out>/repeat-<i>/<rule>/`` when the market is played more
+than once): ``ledgers/`` holds the owners' lifetime ledgers (created by the owners on their first
+request), ``keys/<request>/`` every party's noise key for that request, and ``<request>/`` the
+request's run folder (report.json, messages.csv, ...). The market runner
 derives every key from (market seed, rule, request id, party) and so holds them all: a simulation
 that reproduces itself from one seed, like ``marketplace run``, not a deployment.
 """
@@ -154,10 +155,12 @@ def play_rule(
     launch: str = "forkserver",
     runner: RunRequest = run_request,
     on_request: Callable[[str, Outcome], None] | None = None,
+    where: str | None = None,
 ) -> Play:
     """Play the stream under ``rule`` into ``out`` (a new folder): requests arrive in stream order,
     the rule picks which waiting request runs next, each run's owners charge their ledgers in
-    ``out/ledgers``. Returns the :class:`Play`."""
+    ``out/ledgers``. ``where`` is ``out`` relative to the market's folder (default: the rule), the
+    start of each outcome's ``folder``. Returns the :class:`Play`."""
     start = time.perf_counter()
     ledgers, asked = out / "ledgers", demands(spec)
     ledgers.mkdir(parents=True, exist_ok=False)
@@ -182,7 +185,7 @@ def play_rule(
             began = time.perf_counter()
             report = seed_derived_noise(runner(scenario, folder, driver, launch), folder)
             outcome = classify(granted, report, set(asked[granted.id].charges))
-            outcome.order, outcome.folder = len(outcomes) + 1, f"{rule}/{granted.id}"
+            outcome.order, outcome.folder = len(outcomes) + 1, f"{where or rule}/{granted.id}"
             outcome.seconds = time.perf_counter() - began
             outcome.charged = request_charges(ledgers, spec.owner_ids, granted.id)
             outcomes[granted.id] = outcome

@@ -1,12 +1,16 @@
 """The market's two figures (matplotlib, Agg): each owner's spent budget over the stream, one
 panel per rule (``budget.png``), and each request's quality, both rules, one panel per protocol
-(``quality.png``)."""
+(``quality.png``). A market played several times (``market.repeats``) draws each owner's mean
+spend with a band of one sd, and each repeat's quality points with the mean and an error bar of one
+(sample) sd per request."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from marketplace.market.spread import mean_sd
 
 _MARKERS = {"fcfs": "o", "dpf": "s"}
 
@@ -31,7 +35,7 @@ def plot_budget(raw: Mapping[str, Any], path: str | Path) -> None:
     for axis, (rule, play) in zip(axes[0], plays.items()):
         grey_labelled = False
         for owner, entry in play["owners"].items():
-            ys = entry["spent_after"]
+            ys, sds = _spent_after(raw, rule, owner)
             xs = list(range(1, len(ys) + 1))
             own = raw["budgets"][owner] != default
             if own:
@@ -40,20 +44,57 @@ def plot_budget(raw: Mapping[str, Any], path: str | Path) -> None:
                 )
                 axis.axhline(entry["budget"].get(dim, 0.0), color=line.get_color(), linestyle="--", linewidth=1)
             else:
-                axis.plot(xs, ys, "-", color="0.6", linewidth=1, label=None if grey_labelled else "other owners")
+                (line,) = axis.plot(
+                    xs, ys, "-", color="0.6", linewidth=1, label=None if grey_labelled else "other owners"
+                )
                 grey_labelled = True
+            if sds is not None and any(sds):
+                low = [y - d for y, d in zip(ys, sds)]
+                high = [y + d for y, d in zip(ys, sds)]
+                axis.fill_between(xs, low, high, color=line.get_color(), alpha=0.2, linewidth=0)
         if default is not None:
             limit = next(e["budget"].get(dim, 0.0) for o, e in play["owners"].items() if raw["budgets"][o] == default)
             axis.axhline(limit, color="0.3", linestyle=":", linewidth=1, label=f"common budget {limit:.3g}")
-        axis.set_title(f"{rule}: {play['summary']['served_total']} of {play['summary']['requests']} requests served")
+        summary = play["summary"]
+        if _repeats(raw) > 1:
+            served = mean_sd(summary["spread"]["served_total"], 3)
+            axis.set_title(f"{rule}: {served} of {summary['requests']} requests served")
+        else:
+            axis.set_title(f"{rule}: {summary['served_total']} of {summary['requests']} requests served")
         axis.set_xlabel("requests arrived")
-        axis.set_ylabel(f"{dim} spent (lifetime ledger)")
+        axis.set_ylabel(f"{dim} spent (lifetime ledger)" + (", mean ± sd" if _repeats(raw) > 1 else ""))
         axis.legend(fontsize=8, loc="upper left")
         axis.grid(alpha=0.3)
-    fig.suptitle(f"{raw['market']}: owners' spent budget over the stream")
+    fig.suptitle(f"{raw['market']}: owners' spent budget over the stream{_over(raw)}")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def _repeats(raw: Mapping[str, Any]) -> int:
+    return int(raw.get("repeats", 1))
+
+
+def _over(raw: Mapping[str, Any]) -> str:
+    return f" ({_repeats(raw)} repeats)" if _repeats(raw) > 1 else ""
+
+
+def _each_repeat(raw: Mapping[str, Any], rule: str) -> list[Mapping[str, Any]]:
+    """``rule``'s play in each repeat (the one play when the market was played once)."""
+    if _repeats(raw) == 1:
+        return [raw["plays"][rule]]
+    return [entry["plays"][rule] for entry in raw["repeat_plays"]]
+
+
+def _spent_after(raw: Mapping[str, Any], rule: str, owner: str) -> tuple[list[float], list[float] | None]:
+    """``owner``'s spend after each arrival under ``rule``: its mean over the repeats, and the
+    sample sd (None for a single play)."""
+    import numpy as np
+
+    lines = np.array([p["owners"][owner]["spent_after"] for p in _each_repeat(raw, rule)], dtype=float)
+    if len(lines) == 1:
+        return list(lines[0]), None
+    return list(lines.mean(axis=0)), list(lines.std(axis=0, ddof=1))
 
 
 def _common_budget(raw: Mapping[str, Any]) -> Any:
@@ -63,20 +104,41 @@ def _common_budget(raw: Mapping[str, Any]) -> Any:
 
 def plot_quality(raw: Mapping[str, Any], path: str | Path) -> None:
     """Each request's quality (its protocol's headline metric) against its place in the stream,
-    one panel per protocol, one series per rule; requests with no quality (not served) are left out."""
+    one panel per protocol, one series per rule; requests with no quality (not served, or collapsed)
+    are left out. Over several repeats: each repeat's value faint, the mean with a one-sd error bar."""
     plt = _pyplot()
     plays = raw["plays"]
     protocols = list(dict.fromkeys(s["protocol"] for s in raw["stream"]))
     fig, axes = plt.subplots(1, len(protocols), figsize=(5 * len(protocols), 4.0), squeeze=False)
+    many = _repeats(raw) > 1
     for axis, protocol in zip(axes[0], protocols):
         metric = None
-        for rule, play in plays.items():
+        for k, (rule, play) in enumerate(plays.items()):
             rows = [r for r in play["requests"] if r["protocol"] == protocol]
             metric = metric or next((r["metric"] for r in rows if r["metric"]), None)
-            points = [(r["index"], r["quality"]) for r in rows if r["quality"] is not None]
-            if points:
-                xs, ys = zip(*points)
-                axis.plot(xs, ys, _MARKERS.get(rule, "d"), linestyle="none", alpha=0.8, label=rule)
+            marker = _MARKERS.get(rule, "d")
+            if not many:
+                points = [(r["index"], r["quality"]) for r in rows if r["quality"] is not None]
+                if points:
+                    xs, ys = zip(*points)
+                    axis.plot(xs, ys, marker, linestyle="none", alpha=0.8, label=rule)
+                continue
+            shift = 0.15 * (k - (len(plays) - 1) / 2)  # the rules side by side at each request
+            points = [(r["index"] + shift, v) for r in rows for v in r["spread"]["quality"]["values"] if v is not None]
+            if not points:
+                continue
+            xs, ys = zip(*points)
+            (dots,) = axis.plot(xs, ys, marker, linestyle="none", alpha=0.25, markersize=4)
+            means = [(r["index"] + shift, r["spread"]["quality"]) for r in rows if r["spread"]["quality"]["n"]]
+            axis.errorbar(
+                [x for x, _ in means],
+                [q["mean"] for _, q in means],
+                yerr=[q["sd"] or 0.0 for _, q in means],
+                fmt=marker,
+                color=dots.get_color(),
+                capsize=3,
+                label=f"{rule} (mean ± sd; faint: each repeat)",
+            )
         axis.set_title(protocol)
         axis.set_xlabel("request (stream order)")
         axis.set_ylabel(f"{metric or 'quality'} (lower is better)")
@@ -84,7 +146,7 @@ def plot_quality(raw: Mapping[str, Any], path: str | Path) -> None:
         axis.grid(alpha=0.3)
         if axis.get_legend_handles_labels()[0]:
             axis.legend(fontsize=8)
-    fig.suptitle(f"{raw['market']}: quality delivered per request")
+    fig.suptitle(f"{raw['market']}: quality delivered per request{_over(raw)}")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

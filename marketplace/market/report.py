@@ -4,19 +4,25 @@
 tables as the terminal), ``budget.png`` and ``quality.png``. Quality is the protocol's headline
 metric as its sweeps print it (the first of its exchange's ``sweep_headline``, from the request's
 report.json); for the shipped sketch, stc and pfds it is an error, lower is better.
+
+A market played N times (``market.repeats``) keeps the first repeat's play under ``plays`` and sets
+each figure's spread over the N repeats beside it (``summary.spread``, ``owners.<owner>.spread``,
+``requests[i].spread``: :mod:`.spread`); ``repeat_plays`` then holds every repeat's play in full.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from marketplace.market.player import Outcome, Play, demands, filter_budgets
 from marketplace.market.spec import MarketSpec
+from marketplace.market.spread import attach, play_spread, spread_text
 from marketplace.reporting.format import plural
 from marketplace.scheduling.rules import fits
 
@@ -172,6 +178,23 @@ class MarketReport:
         """Request id -> status under ``rule``."""
         return {row["id"]: row["status"] for row in self.play(rule)["requests"]}
 
+    @property
+    def repeats(self) -> int:
+        """How many times the stream was played under every rule (``market.repeats``)."""
+        return int(self.raw.get("repeats", 1))
+
+    def spread(self, rule: str) -> dict[str, Any]:
+        """The spread of ``rule``'s summary over the repeats: each figure's mean, sd, n and values."""
+        return self.summary(rule)["spread"]
+
+    def repeat(self, i: int) -> dict[str, dict[str, Any]]:
+        """Rule -> repeat ``i``'s play (``requests``, ``owners``, ``summary``; seed ``market.seed + i``)."""
+        if not 0 <= i < self.repeats:
+            raise IndexError(f"repeat {i} of a market played {self.repeats} time(s)")
+        if self.repeats == 1:
+            return self.raw["plays"]
+        return self.raw["repeat_plays"][i]["plays"]
+
     def comparable(self) -> dict[str, Any]:
         """The report without wall-clock times and the folder it was written to (what one seed fixes)."""
         return {k: v for k, v in self.raw.items() if k not in ("timing", "folder", "driver")}
@@ -210,8 +233,13 @@ class MarketReport:
         return f"MarketReport({self.raw['market']!r}, {', '.join(parts)})"
 
 
-def build_report(spec: MarketSpec, plays: list[Play], *, driver: str, folder: Path | None = None) -> MarketReport:
-    """The :class:`MarketReport` of ``plays`` (one per rule) on ``spec``'s stream."""
+def build_report(
+    spec: MarketSpec, played: Sequence[Sequence[Play]], *, driver: str, folder: Path | None = None
+) -> MarketReport:
+    """The :class:`MarketReport` of ``played`` (per repeat, in repeat order: one :class:`Play` per
+    rule) on ``spec``'s stream. ``plays.<rule>`` is the first repeat's play (seed ``market.seed``),
+    each of its figures with its ``spread`` over every repeat beside it (:mod:`.spread`); when the
+    market was played more than once, ``repeat_plays`` holds every repeat's plays in full."""
     dim = "rho" if spec.filter == "zcdp" else "eps"
     asked = demands(spec)
     stream = [
@@ -227,10 +255,22 @@ def build_report(spec: MarketSpec, plays: list[Play], *, driver: str, folder: Pa
         }
         for r in spec.requests
     ]
+    sections = [{p.rule: play_section(spec, p, dim) for p in plays} for plays in played]
+    for per_rule in sections:
+        for section in per_rule.values():
+            section["summary"]["text"] = summary_text(section["summary"])
+    first = copy.deepcopy(sections[0])
+    for rule, section in first.items():
+        attach(section, play_spread([s[rule] for s in sections]))
+        section["summary"]["spread"]["text"] = spread_text(
+            section["summary"]["spread"], len(spec.requests), len(sections)
+        )
     raw = {
         "market": spec.name,
         "source": spec.source,
         "seed": spec.seed,
+        "repeats": len(sections),
+        "seeds": [spec.seed + i for i in range(len(sections))],
         "driver": driver,
         "owners": spec.owners,
         "filter": spec.filter,
@@ -243,15 +283,32 @@ def build_report(spec: MarketSpec, plays: list[Play], *, driver: str, folder: Pa
         "value": "an owner's value is the number of requests its data served (its ledger charged them) and the "
         "privacy budget those requests charged it",
         "stream": stream,
-        "plays": {p.rule: play_section(spec, p, dim) for p in plays},
-        "timing": {
-            p.rule: {"seconds": p.seconds, "requests": {o.request.id: o.seconds for o in p.outcomes if o.order}}
-            for p in plays
-        },
+        "plays": first,
+        "timing": _timing(played),
     }
-    for section in raw["plays"].values():
-        section["summary"]["text"] = summary_text(section["summary"])
+    if len(sections) > 1:
+        raw["repeat_plays"] = [
+            {"repeat": i, "seed": spec.seed + i, "folder": f"repeat-{i}", "plays": per_rule}
+            for i, per_rule in enumerate(sections)
+        ]
     return MarketReport(raw, folder)
+
+
+def _timing(played: Sequence[Sequence[Play]]) -> dict[str, Any]:
+    """Wall-clock seconds per rule (over every repeat) and per request (the first repeat's; each
+    repeat's under ``repeats`` when there are several)."""
+
+    def one(p: Play) -> dict[str, Any]:
+        return {"seconds": p.seconds, "requests": {o.request.id: o.seconds for o in p.outcomes if o.order}}
+
+    out = {}
+    for k, first in enumerate(played[0]):
+        out[first.rule] = one(first)
+        if len(played) > 1:
+            each = [one(plays[k]) for plays in played]
+            out[first.rule]["seconds"] = math.fsum(t["seconds"] for t in each)
+            out[first.rule]["repeats"] = each
+    return out
 
 
 def _uniform(charges: Mapping[str, Mapping[str, float]]) -> Any:

@@ -14,6 +14,7 @@ A market file is YAML with three top-level keys::
       rules: [fcfs, dpf]         # the scheduling rules to compare (default: both)
       unlock_steps: null         # dpf: 1/N of each budget unlocks per arriving request (default N: the stream)
       quality: {pfds: pfds_consumer_error}   # what measures a request (default: the protocol's headline figure)
+      repeats: 1                 # plays of the whole stream, with seeds seed, seed+1, ... (each from fresh ledgers)
     scenario:                    # what every request starts from: data, transport, shared protocol settings
       data: {...}
       sketch: {lower: [...], upper: [...]}
@@ -55,11 +56,14 @@ MARKET_KEYS = (
     "rules",
     "unlock_steps",
     "quality",
+    "repeats",
 )
 REQUEST_KEYS = ("consumer", "protocol", "arrival", "repeat", "every", "data")
 MARKET_OWNED = ("name", "protocol", "seed", "noise", "sweep", "lifetime")
 """Scenario keys the market sets for every request: a market file's ``scenario`` cannot hold them."""
 MAX_REQUESTS = 10_000
+MAX_REPEATS = 100
+"""At most this many plays of the stream (``market.repeats``): each replays every request under every rule."""
 
 
 class MarketError(ScenarioError):
@@ -112,6 +116,13 @@ class MarketSpec:
     base_dir: Path
     quality: Mapping[str, str] = field(default_factory=dict)
     """Protocol -> the column of its sweep row that measures a request's quality (default: its headline)."""
+    repeats: int = 1
+    """How many times the whole stream is played under every rule, repeat i with seed ``seed + i``."""
+
+    @property
+    def seeds(self) -> list[int]:
+        """The seed of each repeat: seed, seed+1, ..., seed+repeats-1."""
+        return [self.seed + i for i in range(self.repeats)]
 
     @property
     def owner_ids(self) -> list[str]:
@@ -180,9 +191,11 @@ def is_market(raw: Any) -> bool:
     return isinstance(raw, Mapping) and "market" in raw
 
 
-def read_market(source: str | Path | Mapping[str, Any], *, seed: int | None = None) -> MarketSpec:
+def read_market(
+    source: str | Path | Mapping[str, Any], *, seed: int | None = None, repeats: int | None = None
+) -> MarketSpec:
     """A validated :class:`MarketSpec` from a market file's path or from the mapping it holds;
-    ``seed`` replaces ``market.seed``. Raises :class:`MarketError`."""
+    ``seed`` replaces ``market.seed``, ``repeats`` ``market.repeats``. Raises :class:`MarketError`."""
     from marketplace.scenario.load import read_scenario_text
 
     if isinstance(source, (str, Path)):
@@ -195,7 +208,7 @@ def read_market(source: str | Path | Mapping[str, Any], *, seed: int | None = No
         raw, name, base_dir, default_name = source, "<market>", Path.cwd(), "market"
     else:
         raise MarketError("market", "", f"expected a market file path or a mapping, got {describe_value(source)}")
-    return parse_market(raw, source=name, base_dir=base_dir, default_name=default_name, seed=seed)
+    return parse_market(raw, source=name, base_dir=base_dir, default_name=default_name, seed=seed, repeats=repeats)
 
 
 class _Checker:
@@ -280,6 +293,7 @@ def parse_market(
     base_dir: Path | None = None,
     default_name: str = "market",
     seed: int | None = None,
+    repeats: int | None = None,
 ) -> MarketSpec:
     """Validate a parsed market file (see the module docstring) into a :class:`MarketSpec`: every
     key, and every request's full scenario (so that no request fails to start mid-stream)."""
@@ -298,6 +312,19 @@ def parse_market(
     market_seed = check.integer(
         market.get("seed", 0) if seed is None else seed, "market.seed" if seed is None else "--seed", 0
     )
+    plays = check.integer(
+        market.get("repeats", 1) if repeats is None else repeats,
+        "market.repeats" if repeats is None else "--repeats",
+        1,
+        MAX_REPEATS,
+    )
+    if market_seed + plays - 1 > 2**63 - 1:
+        raise MarketError(
+            source,
+            "market.repeats" if repeats is None else "--repeats",
+            f"repeat {plays - 1} would play with seed {market_seed} + {plays - 1}, past the largest seed 2**63 - 1; "
+            "expected a smaller market.seed or fewer repeats",
+        )
     budget = check.budget(market.get("budget", {"epsilon": 1.0, "delta": 0.0}), "market.budget")
     owner_budgets = {}
     for owner, value in check.mapping(market.get("owner_budgets") or {}, "market.owner_budgets").items():
@@ -331,6 +358,7 @@ def parse_market(
         source=source,
         base_dir=base_dir or Path.cwd(),
         quality=quality,
+        repeats=plays,
     )
     _check_scenarios(spec)
     return spec
@@ -470,10 +498,11 @@ def describe(spec: MarketSpec) -> str:
         f"{sum(r.protocol == p for r in spec.requests)} {p}" for p in dict.fromkeys(r.protocol for r in spec.requests)
     )
     own = f", {len(spec.owner_budgets)} with a budget of their own" if spec.owner_budgets else ""
+    plays = f"; {spec.repeats} repeats, seeds {spec.seed} to {spec.seeds[-1]}" if spec.repeats > 1 else ""
     return (
         f"{spec.source}: valid market ({len(spec.requests)} requests: {protocols}; {spec.owners} owners with lifetime "
         f"budget eps={spec.budget.epsilon:g}, delta={spec.budget.delta:g}{own}; filter {spec.filter}; "
-        f"rules {', '.join(spec.rules)})"
+        f"rules {', '.join(spec.rules)}{plays})"
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from marketplace.market.spread import mean_sd
 from marketplace.reporting.format import fmt
 
 Table = tuple[str, list[str], list[list[str]]]
@@ -22,10 +23,16 @@ def _charge(charge: Mapping[str, Any]) -> str:
     return "per owner"
 
 
+def _repeated(raw: Mapping[str, Any]) -> int:
+    """How many repeats the report spreads over (1: its tables show the one play's figures)."""
+    return int(raw.get("repeats", 1))
+
+
 def rule_table(raw: Mapping[str, Any]) -> Table:
     """One column per rule: requests served, partly served, declined, failed, not granted, owners
-    exhausted, and the mean quality per protocol over the requests it served."""
-    plays = raw["plays"]
+    exhausted, and the mean quality per protocol over the requests it served; mean±sd over the
+    repeats when the market was played more than once."""
+    plays, n = raw["plays"], _repeated(raw)
     rules = list(plays)
     rows = []
     for key, label in (
@@ -35,28 +42,52 @@ def rule_table(raw: Mapping[str, Any]) -> Table:
         ("failed", "failed"),
         ("not_granted", "not granted"),
     ):
-        rows.append([label, *(str(plays[r]["summary"][key]) for r in rules)])
-    rows.append(["owners exhausted", *(str(len(plays[r]["summary"]["owners_exhausted"])) for r in rules)])
+        if n > 1:
+            rows.append([label, *(mean_sd(plays[r]["summary"]["spread"][key]) for r in rules)])
+        else:
+            rows.append([label, *(str(plays[r]["summary"][key]) for r in rules)])
+    if n > 1:
+        rows.append(["owners exhausted", *(mean_sd(plays[r]["summary"]["spread"]["owners_exhausted"]) for r in rules)])
+    else:
+        rows.append(["owners exhausted", *(str(len(plays[r]["summary"]["owners_exhausted"])) for r in rules)])
     protocols = list(dict.fromkeys(p for r in rules for p in plays[r]["summary"]["mean_quality"]))
     for protocol in protocols:
         cells, metric = [], None
         for r in rules:
             q = plays[r]["summary"]["mean_quality"].get(protocol) or {}
             metric = metric or q.get("metric")
-            gone = f", {q['collapsed']} collapsed" if q.get("collapsed") else ""
-            cells.append(f"{fmt(q.get('mean'))} ({q.get('requests', 0)}{gone})")
+            if n > 1:
+                spread = plays[r]["summary"]["spread"]["mean_quality"].get(protocol) or {}
+                gone = f", {mean_sd(spread['collapsed'])} collapsed" if any(spread["collapsed"]["values"]) else ""
+                served = mean_sd(spread["requests"])
+                cells.append(f"{mean_sd(spread.get('mean'))} (n={spread['mean']['n']}/{n}; {served}{gone})")
+            else:
+                gone = f", {q['collapsed']} collapsed" if q.get("collapsed") else ""
+                cells.append(f"{fmt(q.get('mean'))} ({q.get('requests', 0)}{gone})")
         rows.append([f"mean {protocol} {metric} (served)", *cells])
-    return (
-        f"{raw['market']}: {len(raw['stream'])} requests, {raw['owners']} owners, filter {raw['filter']}",
-        ["", *rules],
-        rows,
-    )
+    title = f"{raw['market']}: {len(raw['stream'])} requests, {raw['owners']} owners, filter {raw['filter']}"
+    if n > 1:
+        seeds = raw.get("seeds") or [raw["seed"]]
+        title += (
+            f"; mean±sd over {n} repeats (seeds {seeds[0]} to {seeds[-1]}; a quality's n counts the repeats "
+            "with one, then the requests it averages)"
+        )
+    return (title, ["", *rules], rows)
+
+
+def _statuses(counts: Mapping[str, int]) -> str:
+    """A request's statuses over the repeats: the one status, or each with its count."""
+    if len(counts) == 1:
+        return next(iter(counts))
+    return ", ".join(f"{status} x{k}" for status, k in counts.items())
 
 
 def request_table(raw: Mapping[str, Any]) -> Table:
     """One row per request in stream order: arrival, consumer, protocol, charge per owner, and for
-    each rule its status, the order it ran in, its quality and the owners that declined it."""
-    plays = raw["plays"]
+    each rule its status, the order it ran in, its quality and the owners that declined it; over
+    several repeats, its statuses, its quality's mean±sd (and in how many repeats it had one) and
+    the first repeat's run order and declining owners."""
+    plays, n = raw["plays"], _repeated(raw)
     rules = list(plays)
     header = ["request", "arrival", "consumer", "protocol", "charge/owner"]
     for r in rules:
@@ -66,20 +97,32 @@ def request_table(raw: Mapping[str, Any]) -> Table:
         row = [s["id"], fmt(float(s["arrival"])), s["consumer"], s["protocol"], _charge(s["charge"])]
         for r in rules:
             q = plays[r]["requests"][i]
-            quality = "collapsed" if q.get("collapsed") else fmt(q["quality"])
-            row += [q["status"], fmt(q["order"]), quality, str(len(q["declined"])) if q["declined"] else "-"]
+            if n > 1:
+                spread = q["spread"]
+                gone = f", {spread['collapsed']} collapsed" if spread["collapsed"] else ""
+                quality = f"{mean_sd(spread['quality'])} ({spread['quality']['n']} of {n}{gone})"
+                status = _statuses(spread["statuses"])
+            else:
+                quality = "collapsed" if q.get("collapsed") else fmt(q["quality"])
+                status = q["status"]
+            row += [status, fmt(q["order"]), quality, str(len(q["declined"])) if q["declined"] else "-"]
         rows.append(row)
-    return (
+    title = (
         "Requests (quality: the protocol's headline error, lower is better, or `collapsed` where the noise swamped "
-        "the release, which has none; run: the order it ran in)",
-        header,
-        rows,
+        "the release, which has none; run: the order it ran in)"
     )
+    if n > 1:
+        title = (
+            f"Requests over {n} repeats (quality: the protocol's headline error, lower is better, mean±sd over the "
+            "repeats that served it without a collapse; run and declined: the first repeat's)"
+        )
+    return (title, header, rows)
 
 
 def owner_table(raw: Mapping[str, Any]) -> Table:
-    """One row per owner: its budget, and for each rule what it spent, served and declined."""
-    plays = raw["plays"]
+    """One row per owner: its budget, and for each rule what it spent, served and declined (mean±sd
+    over the repeats when there are several)."""
+    plays, n = raw["plays"], _repeated(raw)
     rules = list(plays)
     header = ["owner", "budget"]
     for r in rules:
@@ -89,13 +132,24 @@ def owner_table(raw: Mapping[str, Any]) -> Table:
         row = [owner, _amount({"eps": budget["epsilon"], "delta": budget["delta"]})]
         for r in rules:
             e = plays[r]["owners"][owner]
-            row += [
-                _amount(e["spent"]) + (" (exhausted)" if e["exhausted"] else ""),
-                str(e["served"]),
-                str(e["declined"]),
-            ]
+            if n > 1:
+                spread = e["spread"]
+                spent = ", ".join(
+                    f"{d}={mean_sd(f)}" for d, f in spread["spent"].items() if d != "delta" or any(f["values"])
+                )
+                tired = f" (exhausted in {spread['exhausted']} of {n})" if spread["exhausted"] else ""
+                row += [spent + tired, mean_sd(spread["served"]), mean_sd(spread["declined"])]
+            else:
+                row += [
+                    _amount(e["spent"]) + (" (exhausted)" if e["exhausted"] else ""),
+                    str(e["served"]),
+                    str(e["declined"]),
+                ]
         rows.append(row)
-    return ("Owners (value: requests served and budget charged)", header, rows)
+    title = "Owners (value: requests served and budget charged)"
+    if n > 1:
+        title = f"Owners (value: requests served and budget charged; mean±sd over {n} repeats)"
+    return (title, header, rows)
 
 
 def tables(raw: Mapping[str, Any]) -> list[Table]:
@@ -112,8 +166,18 @@ def markdown(raw: Mapping[str, Any]) -> str:
         f"rules {', '.join(raw['plays'])}; DPF unlocks 1/{raw['unlock_steps']} of every budget per arrival.",
         "",
     ]
+    if _repeated(raw) > 1:
+        seeds = raw["seeds"]
+        lines += [
+            f"Played {_repeated(raw)} times, seeds {seeds[0]} to {seeds[-1]}, each repeat from fresh ledgers "
+            "(`repeat-<i>/`); the tables show mean±sd over the repeats (sample sd), the lines below the first "
+            "repeat, then the spread.",
+            "",
+        ]
     for rule, play in raw["plays"].items():
         lines.append(f"* **{rule}**: {play['summary']['text']}")
+        if _repeated(raw) > 1:
+            lines.append(f"  ({play['summary']['spread']['text']})")
     lines.append("")
     for title, header, rows in tables(raw):
         lines += [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -135,4 +199,7 @@ def print_tables(console: Any, raw: Mapping[str, Any]) -> None:
             table.add_row(*row)
         console.print(table)
     for rule, play in raw["plays"].items():
-        console.print(f"{rule}: {play['summary']['text']}")
+        if _repeated(raw) > 1:
+            console.print(f"{rule}: {play['summary']['spread']['text']}; first repeat: {play['summary']['text']}")
+        else:
+            console.print(f"{rule}: {play['summary']['text']}")
