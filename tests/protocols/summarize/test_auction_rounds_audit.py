@@ -21,21 +21,10 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from auction_paths import max_loss, own_view, ratio_bounded, transcript, view_law, world
+from auction_paths import ledger_eps, max_loss, own_view, ratio_bounded, replacements, transcript, view_law, world
 
 from marketplace.protocols.summarize.auction import PrivAuction
-from marketplace.protocols.summarize.config import SummarizePrivacy
-from marketplace.protocols.summarize.private_curator import AUCTION, PrivateSchedule
 from marketplace.protocols.summarize.request_schedule import MULT_BITS, dyadic_exp
-
-
-def ledger_eps(*, rule: str, eps: float, tau: int, requests: int, owners: int, rounds: int) -> float:
-    """The ``auction`` ledger's total eps for such a run, as the curator plans it."""
-    privacy = SummarizePrivacy(enabled=True, auction=rule, eps_auction=eps, tau=tau, requests_per_round=requests)
-    schedule = PrivateSchedule.resolve(privacy, features=10, rounds=rounds)
-    ledgers = schedule.ledgers()
-    schedule.plan(ledgers, rounds, seed_set_size=0, owners=owners)
-    return ledgers[AUCTION].total().eps
 
 
 def make_auction(names, *, rule: str, eps: float, tau: int, requests: int) -> PrivAuction:
@@ -52,16 +41,6 @@ def audit(
     auction = make_auction(base, rule=rule, eps=eps, tau=tau, requests=requests)
     views = {o: own_view(o) for o in base if o != changed} | {"coalition": transcript}
     return {name: (view_law(auction, w, rounds, v), view_law(auction, w2, rounds, v)) for name, v in views.items()}
-
-
-def replacements(base: dict, values=(2.0, -1.0, 0.55)) -> list[tuple[str, int, float, dict]]:
-    """One point of one owner replaced by a better, a worse and a middling one."""
-    out = []
-    for owner, pts in base.items():
-        for i in range(len(pts)):
-            for v in values:
-                out.append((owner, i, v, {**base, owner: [*pts[:i], v, *pts[i + 1 :]]}))
-    return out
 
 
 # Four owners, constant bid values; d holds one point only (it runs out), c two.
