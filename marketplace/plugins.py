@@ -158,6 +158,12 @@ class Exchange(abc.ABC):
         """The same as :meth:`owner_cost` for the consumer's target data. Default: an unbounded release."""
         return _undeclared(config, "consumer")
 
+    def points_for_sale(self, config: Any, party: str) -> int | None:
+        """The most of owner ``party``'s own points a run may hand over (a sale under the owner's
+        terms: its ledger reserves them before anything leaves), from the settings alone; None when
+        the protocol sells no points. Default: None."""
+        return None
+
     def artifacts(self, report: dict[str, Any], out_dir: Path) -> None:
         """Write files of the protocol's own into the run folder. Default: none."""
 

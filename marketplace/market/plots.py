@@ -150,3 +150,31 @@ def plot_quality(raw: Mapping[str, Any], path: str | Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def plot_sales(raw: Mapping[str, Any], path: str | Path) -> bool:
+    """Each owner's points sold and earnings after each request of the stream (stream order), one
+    column per rule, the first repeat's play; False (and nothing drawn) when nothing was sold."""
+    plays = raw["plays"]
+    if not any(e.get("points_sold") for play in plays.values() for e in play["owners"].values()):
+        return False
+    plt = _pyplot()
+    fig, axes = plt.subplots(2, len(plays), figsize=(6 * len(plays), 7.0), squeeze=False, sharex=True)
+    for k, (rule, play) in enumerate(plays.items()):
+        for owner, entry in play["owners"].items():
+            points, money = entry.get("points_sold_after") or [], entry.get("earnings_after") or []
+            xs = list(range(1, len(points) + 1))
+            (line,) = axes[0][k].step(xs, points, where="post", label=owner if entry.get("points_sold") else None)
+            axes[1][k].step(xs, money, where="post", color=line.get_color())
+        axes[0][k].set_title(f"{rule}: points sold")
+        axes[1][k].set_title(f"{rule}: earnings (posted prices)")
+        axes[1][k].set_xlabel("requests of the stream")
+        for axis in (axes[0][k], axes[1][k]):
+            axis.grid(alpha=0.3)
+        axes[0][k].legend(fontsize=7, loc="upper left", ncol=2)
+    extra = " (the first repeat)" if _repeats(raw) > 1 else ""
+    fig.suptitle(f"{raw['market']}: what each owner sold and earned over the stream{extra}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from marketplace.market.player import Outcome, Play, demands, filter_budgets
+from marketplace.market.sales import consumer_sales, owner_sales, request_sale
 from marketplace.market.spec import MarketSpec
 from marketplace.market.spread import attach, play_spread, spread_text
 from marketplace.reporting.format import plural
@@ -101,6 +102,7 @@ def request_row(outcome: Outcome, quality: Mapping[str, str]) -> dict[str, Any]:
         "parsimony": _parsimony(report),
         "charged": outcome.charged,
         "declined": _declined(report),
+        "sale": request_sale(report),
         "folder": outcome.folder,
     }
 
@@ -131,6 +133,7 @@ def play_section(spec: MarketSpec, play: Play, dim: str) -> dict[str, Any]:
             "served": len(served),
             "declined": sum(owner in row["declined"] for row in rows),
             "value": {"requests_served": len(served), "charged": charged},
+            **owner_sales(rows, owner),
             "exhausted": bool(cheapest) and not any(fits(spent, c, budgets[owner]) for c in cheapest),
         }
     counts = {s: sum(row["status"] == s for row in rows) for s in STATUSES}
@@ -149,9 +152,11 @@ def play_section(spec: MarketSpec, play: Play, dim: str) -> dict[str, Any]:
         **{s.replace(" ", "_"): n for s, n in counts.items()},
         "served_total": counts["served"] + counts["partial"],
         "owners_exhausted": exhausted,
+        "paid": math.fsum(row["sale"]["paid"] for row in rows),
+        "points_sold": sum(row["sale"]["points_bought"] for row in rows),
         "mean_quality": quality,
     }
-    return {"requests": rows, "owners": owners, "summary": summary}
+    return {"requests": rows, "owners": owners, "consumers": consumer_sales(rows), "summary": summary}
 
 
 @dataclass(frozen=True)
@@ -206,8 +211,9 @@ class MarketReport:
         return tables(self.raw)
 
     def write(self, folder: str | Path) -> None:
-        """Write ``market.json``, ``market.md``, ``budget.png`` and ``quality.png`` into ``folder``."""
-        from marketplace.market.plots import plot_budget, plot_quality
+        """Write ``market.json``, ``market.md``, ``budget.png``, ``quality.png`` and, when points were
+        sold, ``sales.png`` into ``folder``."""
+        from marketplace.market.plots import plot_budget, plot_quality, plot_sales
         from marketplace.market.tables import markdown
 
         folder = Path(folder)
@@ -216,6 +222,7 @@ class MarketReport:
         (folder / "market.md").write_text(markdown(self.raw), encoding="utf-8")
         plot_budget(self.raw, folder / "budget.png")
         plot_quality(self.raw, folder / "quality.png")
+        plot_sales(self.raw, folder / "sales.png")  # drawn only when anything was sold
         object.__setattr__(self, "folder", folder)
 
     @classmethod
@@ -280,8 +287,10 @@ def build_report(
         "unlock_steps": spec.unlock_steps,
         "budgets": {o: spec.budget_of(o).as_dict() for o in spec.owner_ids},
         "noise": NOISE_TEXT,
-        "value": "an owner's value is the number of requests its data served (its ledger charged them) and the "
-        "privacy budget those requests charged it",
+        "value": "an owner's value is the number of requests its data served (its ledger charged them), the "
+        "privacy budget those requests charged it, and, for a protocol that sells points (summarize), the points it "
+        "sold and what it earned at its posted price",
+        "terms": {"default": None if spec.terms is None else dict(spec.terms), "owners": dict(spec.owner_terms)},
         "stream": stream,
         "plays": first,
         "timing": _timing(played),

@@ -15,6 +15,8 @@ A market file is YAML with three top-level keys::
       unlock_steps: null         # dpf: 1/N of each budget unlocks per arriving request (default N: the stream)
       quality: {pfds: pfds_consumer_error}   # what measures a request (default: the protocol's headline figure)
       repeats: 1                 # plays of the whole stream, with seeds seed, seed+1, ... (each from fresh ledgers)
+      terms: {price: 1.0, points: 100, points_per_consumer: 20}   # what owners sell points at (summarize)
+      owner_terms: {owner-2: {price: 3.0}}                         # ... or their own
     scenario:                    # what every request starts from: data, transport, shared protocol settings
       data: {...}
       sketch: {lower: [...], upper: [...]}
@@ -56,8 +58,12 @@ MARKET_KEYS = (
     "rules",
     "unlock_steps",
     "quality",
+    "terms",
+    "owner_terms",
     "repeats",
 )
+TERMS_KEYS = ("price", "points", "points_per_consumer")
+"""An owner's sale terms (the scenario's ``lifetime.terms``)."""
 REQUEST_KEYS = ("consumer", "protocol", "arrival", "repeat", "every", "data")
 MARKET_OWNED = ("name", "protocol", "seed", "noise", "sweep", "lifetime")
 """Scenario keys the market sets for every request: a market file's ``scenario`` cannot hold them."""
@@ -118,6 +124,11 @@ class MarketSpec:
     """Protocol -> the column of its sweep row that measures a request's quality (default: its headline)."""
     repeats: int = 1
     """How many times the whole stream is played under every rule, repeat i with seed ``seed + i``."""
+    terms: Mapping[str, Any] | None = None
+    """The owners' sale terms (price per point, points in a lifetime and per consumer), for protocols
+    that sell points (``summarize``); checked as the scenario's ``lifetime.terms``."""
+    owner_terms: Mapping[str, Any] = field(default_factory=dict)
+    """Owner id -> its own sale terms instead of ``terms``."""
 
     @property
     def seeds(self) -> list[int]:
@@ -143,6 +154,8 @@ class MarketSpec:
             "filter": self.filter,
             "request_id": request.id if ledgers is not None else None,
             "consumer": request.consumer,
+            **({"terms": dict(self.terms)} if self.terms is not None else {}),
+            **({"owner_terms": {o: dict(t) for o, t in self.owner_terms.items()}} if self.owner_terms else {}),
         }
 
     def scenario_mapping(
@@ -332,6 +345,13 @@ def parse_market(
         if not isinstance(owner, str) or owner not in {f"owner-{i}" for i in range(1, owners + 1)}:
             raise MarketError(source, where, f"no such owner; expected one of owner-1 ... owner-{owners}")
         owner_budgets[owner] = check.budget(value, where, budget)
+    terms = check.mapping(market["terms"], "market.terms", TERMS_KEYS) if market.get("terms") is not None else None
+    owner_terms = {}
+    for owner, value in check.mapping(market.get("owner_terms") or {}, "market.owner_terms").items():
+        where = f"market.owner_terms.{owner}"
+        if not isinstance(owner, str) or owner not in {f"owner-{i}" for i in range(1, owners + 1)}:
+            raise MarketError(source, where, f"no such owner; expected one of owner-1 ... owner-{owners}")
+        owner_terms[owner] = check.mapping(value, where, TERMS_KEYS)
     relation = check.choice(market.get("relation", "add/remove-one"), "market.relation", RELATIONS)
     filter_ = check.choice(market.get("filter", "basic"), "market.filter", FILTERS)
     rules = _rules(check, market.get("rules", list(RULES)))
@@ -358,6 +378,8 @@ def parse_market(
         source=source,
         base_dir=base_dir or Path.cwd(),
         quality=quality,
+        terms=terms,
+        owner_terms=owner_terms,
         repeats=plays,
     )
     _check_scenarios(spec)

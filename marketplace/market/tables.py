@@ -125,8 +125,9 @@ def owner_table(raw: Mapping[str, Any]) -> Table:
     plays, n = raw["plays"], _repeated(raw)
     rules = list(plays)
     header = ["owner", "budget"]
+    sells = _sells(raw)
     for r in rules:
-        header += [f"{r} spent", f"{r} served", f"{r} declined"]
+        header += [f"{r} spent", f"{r} served", f"{r} declined"] + ([f"{r} sold", f"{r} earned"] if sells else [])
     rows = []
     for owner, budget in raw["budgets"].items():
         row = [owner, _amount({"eps": budget["epsilon"], "delta": budget["delta"]})]
@@ -145,16 +146,58 @@ def owner_table(raw: Mapping[str, Any]) -> Table:
                     str(e["served"]),
                     str(e["declined"]),
                 ]
+            if sells:
+                row += [str(e.get("points_sold", 0)), fmt(float(e.get("earnings", 0.0)))]
         rows.append(row)
-    title = "Owners (value: requests served and budget charged)"
+    title = "Owners (value: requests served and budget charged" + ("; points sold and earnings" if sells else "") + ")"
     if n > 1:
-        title = f"Owners (value: requests served and budget charged; mean±sd over {n} repeats)"
+        title = (
+            f"Owners (value: requests served and budget charged; mean±sd over {n} repeats"
+            + ("; points sold and earnings: the first repeat's" if sells else "")
+            + ")"
+        )
+    return (title, header, rows)
+
+
+def _sells(raw: Mapping[str, Any]) -> bool:
+    """Whether any request of any rule bought points (a protocol that sells them: summarize)."""
+    return any(row.get("sale", {}).get("points_bought") for play in raw["plays"].values() for row in play["requests"])
+
+
+def consumer_table(raw: Mapping[str, Any]) -> Table:
+    """One row per consumer: for each rule what it paid, the points it bought, its mean quality over
+    the requests served, and quality per unit paid (the first repeat's figures)."""
+    plays = raw["plays"]
+    rules = list(plays)
+    header = ["consumer"]
+    for r in rules:
+        header += [f"{r} paid", f"{r} points", f"{r} quality", f"{r} quality/paid"]
+    consumers = list(dict.fromkeys(c for r in rules for c in plays[r].get("consumers") or {}))
+    rows = []
+    for consumer in consumers:
+        row = [consumer]
+        for r in rules:
+            c = (plays[r].get("consumers") or {}).get(consumer) or {}
+            row += [
+                fmt(c.get("paid")),
+                str(c.get("points_bought", 0)),
+                fmt(c.get("quality")),
+                fmt(c.get("quality_per_paid")),
+            ]
+        rows.append(row)
+    title = (
+        "Consumers (paid for the points they bought; quality/paid: summed quality over what was paid, value for "
+        "money only where a higher quality is better)"
+    )
+    if _repeated(raw) > 1:
+        title += "; the first repeat's"
     return (title, header, rows)
 
 
 def tables(raw: Mapping[str, Any]) -> list[Table]:
-    """The three tables of a market report."""
-    return [rule_table(raw), request_table(raw), owner_table(raw)]
+    """The tables of a market report: rules, requests, owners, and consumers when anything was bought."""
+    out = [rule_table(raw), request_table(raw), owner_table(raw)]
+    return out + ([consumer_table(raw)] if _sells(raw) else [])
 
 
 def markdown(raw: Mapping[str, Any]) -> str:

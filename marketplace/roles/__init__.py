@@ -67,6 +67,9 @@ class Role(ABC):
     """Messages of the protocol's own kinds sent on this role's behalf (not hello, heartbeat, error,
     shutdown or bye): zero means nothing derived from the party's data left it, so a lifetime
     reservation may be rolled back (:mod:`marketplace.roles.lifetime`)."""
+    points_sold: int | None = None
+    """Points of the party's own data it handed over in this run (a protocol that sells points, as
+    ``summarize`` does): what its lifetime ledger records as sold. None: it sells none."""
 
     def __init__(self) -> None:
         self.done = False

@@ -48,6 +48,7 @@ from marketplace.privacy.lifetime import (
 )
 from marketplace.privacy.lifetime.ledger import ledger_error
 from marketplace.privacy.lifetime.storage import is_blank
+from marketplace.privacy.lifetime.terms import SaleTerms
 from marketplace.roles import CONSUMER, CURATOR, Role, Send
 
 log = logging.getLogger(__name__)
@@ -72,6 +73,13 @@ class Admission:
     after: dict[str, Any] = field(default_factory=dict)
     left: bool = False
     """Whether :meth:`mark_left` recorded on the ledger that something of the release left."""
+    points: int | None = None
+    """A protocol that sells points: how many this run may take, as the ledger reserved them under the
+    owner's sale terms; None when it sells none."""
+    price: float = 0.0
+    """The owner's posted price per point for this run (its terms)."""
+    sold: int | None = None
+    """After :meth:`settle`: the points handed over, as the ledger recorded them."""
 
     @property
     def admitted(self) -> bool:
@@ -91,12 +99,19 @@ class Admission:
                 raise RuntimeError(f"{self.party}: cannot mark its release as left on {self.path}: {err}") from None
         self.left = True
 
-    def settle(self, released: bool) -> dict[str, Any]:
-        """Commit the reservation if ``released`` (a message of the protocol left the party), roll
-        it back otherwise; returns the report's record. Idempotent."""
+    def settle(self, released: bool, sold: int | None = None) -> dict[str, Any]:
+        """Commit the reservation if ``released`` (a message of the protocol left the party), with the
+        points ``sold`` when the run sold some, roll it back otherwise; returns the report's record.
+        Idempotent."""
         if self.state == "reserved":
             with _open_existing(self.path, self.party) as ledger:
-                row = ledger.commit(self.request_id) if released else ledger.abort(self.request_id)
+                if not released:
+                    row = ledger.abort(self.request_id)
+                elif self.points is not None:
+                    self.sold = min(sold or 0, self.points)
+                    row = ledger.commit(self.request_id, sold=self.sold)
+                else:
+                    row = ledger.commit(self.request_id)
                 self.state = row.state
                 self.after = _standing(ledger)
         return self.record()
@@ -118,6 +133,17 @@ class Admission:
             "reason": self.reason,
             "ledger": str(self.path),
             **self.after,
+            **({"sale": self._sale()} if self.points is not None else {}),
+        }
+
+    def _sale(self) -> dict[str, Any]:
+        """The report's record of this run's sale: price, points reserved, sold and earned."""
+        sold = self.sold if self.state == "committed" else 0 if self.state == "aborted" else None
+        return {
+            "price": self.price,
+            "reserved": self.points,
+            "sold": sold,
+            "earnings": None if sold is None else sold * self.price,
         }
 
 
@@ -178,14 +204,17 @@ def admit(config: Any, party: str, exchange: Exchange, *, request_id: str | None
     with ledger:
         try:
             _reconcile_once(ledger, party)
-            return _reserve(ledger, admission, config, party)
+            return _reserve(ledger, admission, config, party, exchange)
         except (OSError, sqlite3.Error) as err:
             return _unusable(admission, err)
 
 
-def _reserve(ledger: LifetimeLedger, admission: Admission, config: Any, party: str) -> Admission:
-    """Reserve ``admission``'s declared cost on ``ledger`` (open), or record why it declines."""
+def _reserve(ledger: LifetimeLedger, admission: Admission, config: Any, party: str, exchange: Exchange) -> Admission:
+    """Reserve ``admission``'s declared cost on ``ledger`` (open), with the points the run may take
+    under the owner's sale terms when its protocol sells points, or record why it declines."""
     life, declared, request_id = config.lifetime, admission.declared, admission.request_id
+    most = exchange.points_for_sale(config, party) if party != CONSUMER else None
+    terms = None if most is None else life.terms_of(party) or SaleTerms()
     if declared is None:
         admission.after = _standing(ledger)
         return admission
@@ -201,8 +230,13 @@ def _reserve(ledger: LifetimeLedger, admission: Admission, config: Any, party: s
             relation=declared.relation,
             fresh=True,
             quota=None if quota is None else (quota.epsilon, quota.delta),
+            points=most,
+            terms=terms,
         )
         admission.state = "reserved"
+        sale = ledger.sale(request_id) if most is not None else None
+        if sale is not None:
+            admission.points, admission.price = sale.reserved, sale.price
     except BudgetDeclined as err:
         admission.state, admission.reason = "declined", err.reason
     except AlreadyCharged as err:
@@ -327,7 +361,7 @@ def settle(role: Role) -> dict[str, Any] | None:
     admission: Admission | None = getattr(role, "lifetime", None)
     if admission is None:
         return None
-    return admission.settle(role.protocol_messages_sent > 0)
+    return admission.settle(role.protocol_messages_sent > 0, sold=role.points_sold)
 
 
 __all__ = [

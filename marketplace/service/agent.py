@@ -35,6 +35,7 @@ import zmq
 
 from marketplace.data.own_files import ReadLimits
 from marketplace.parties import owner_number
+from marketplace.privacy.lifetime.terms import SaleTerms
 from marketplace.roles import CURATOR
 from marketplace.runner.identity import scenario_identity
 from marketplace.runner.links import link_settings
@@ -76,8 +77,11 @@ class OwnerAgent:
         exit_with: int | None = None,
         market_file: Path | None = None,
         limits: ReadLimits | None = None,
+        terms: SaleTerms | None = None,
     ) -> None:
         self.market, self.keys, self.owners = market, Path(keys).resolve(), owners
+        self.terms = terms
+        """The hosted owners' sale terms, instead of the marketplace's (each owner's own to set)."""
         given = {owner: Path(path) for owner, path in (data or {}).items()}
         self.limits = limits or ReadLimits()
         for owner, path in given.items():
@@ -179,8 +183,11 @@ class OwnerAgent:
         """The session's scenario, with this agent's ledger folder (parsed once per session)."""
         scenario = self.scenarios.get(message.session)
         if scenario is None:
+            overrides: dict[str, Any] = {"lifetime.ledgers": str(self.ledgers)}
+            if self.terms is not None:  # this agent's owners sell under its terms, whatever the session says
+                overrides["lifetime.owner_terms"] = {owner: self.terms.to_dict() for owner in self.owners}
             scenario = Scenario.from_yaml(message.scenario, source=f"session {message.session}").with_overrides(
-                {"lifetime.ledgers": str(self.ledgers)}
+                overrides
             )
             self.scenarios[message.session] = scenario
         return scenario
@@ -318,6 +325,7 @@ def serve_agent(
     exit_with: int | None = None,
     market_file: Path | None = None,
     limits: ReadLimits | None = None,
+    terms: SaleTerms | None = None,
 ) -> int:
     """Run an agent in this process until the server stops it, SIGTERM/SIGINT arrives, or the
     process ``exit_with`` is gone."""
@@ -331,6 +339,7 @@ def serve_agent(
         exit_with=exit_with,
         market_file=market_file,
         limits=limits,
+        terms=terms,
     )
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: agent.stop())

@@ -9,8 +9,12 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from marketplace.data.own_files import ReadLimits
+
+if TYPE_CHECKING:
+    from marketplace.privacy.lifetime.terms import SaleTerms
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_RUN_FAILED = 0, 1, 2, 3
 
@@ -151,6 +155,21 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         metavar="MARKET.yaml",
         help="the marketplace's file (its public data schema) to check "
         "--data against (default: market.yaml in --keys, if there)",
+    )
+    agent.add_argument(
+        "--price",
+        type=float,
+        metavar="P",
+        help="the hosted owners' price per point they sell (summarize), instead of the marketplace's terms",
+    )
+    agent.add_argument(
+        "--points", type=int, metavar="N", help="the most points each hosted owner sells in its lifetime"
+    )
+    agent.add_argument(
+        "--points-per-consumer",
+        type=int,
+        metavar="N",
+        help="the most points each hosted owner sells to any one consumer",
     )
     ReadLimits.add_arguments(agent)
     agent.add_argument("--log-level", default="INFO")
@@ -365,6 +384,7 @@ def agent_command(args: argparse.Namespace) -> int:
     keys = Path(args.keys)
     schema = Path(args.schema) if args.schema else keys / "market.yaml" if (keys / "market.yaml").is_file() else None
     try:
+        terms = _agent_terms(args)
         files = parse_data_files(args.data, owners) if args.data else None
         if files and schema is None:
             raise ValueError(
@@ -381,10 +401,25 @@ def agent_command(args: argparse.Namespace) -> int:
             exit_with=args.exit_with,
             market_file=schema,
             limits=ReadLimits.from_args(args),
+            terms=terms,
         )
     except ValueError as err:
         print(f"marketplace agent: {err}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def _agent_terms(args: argparse.Namespace) -> SaleTerms | None:
+    """The hosted owners' sale terms from ``--price``, ``--points`` and ``--points-per-consumer``
+    (None when none is given: the marketplace's terms hold); a bad value raises ValueError naming it."""
+    from marketplace.privacy.lifetime.terms import SaleTerms
+
+    given = {"price": args.price, "points": args.points, "points_per_consumer": args.points_per_consumer}
+    if all(v is None for v in given.values()):
+        return None
+    try:
+        return SaleTerms.from_dict({k: v for k, v in given.items() if v is not None})
+    except ValueError as err:  # LedgerInputError names the key
+        raise ValueError(f"sale terms (--price, --points, --points-per-consumer): {err}") from None
 
 
 def request_command(args: argparse.Namespace) -> int:

@@ -133,6 +133,10 @@ class SummarizeConfig:
     curator: Literal["trusted", "less_trusted"] = "trusted"
     """``less_trusted``: the curator sees h1 embeddings only; points reach the consumer sealed."""
     privacy: SummarizePrivacy = field(default_factory=SummarizePrivacy)
+    spending_budget: Annotated[float, Range(min=0.0, max=1e12)] | None = None
+    """The most the consumer pays for points, at the owners' posted prices (their sale terms): the
+    curator never asks for a point it cannot pay for, and the run ends when nothing affordable is
+    left. None: no limit."""
 
     def __post_init__(self) -> None:
         total = self.privacy.total_epsilon

@@ -34,9 +34,11 @@ from marketplace.protocols.summarize.messages import (
     SummarizeMessage,
     Summary,
     TargetEmbedding,
+    Terms,
     ValidationEmbedding,
     ValidationSet,
 )
+from marketplace.protocols.summarize.payments import Purse
 from marketplace.protocols.summarize.sealing import sealed_size
 from marketplace.roles import CONSUMER, Send
 from marketplace.roles.curator import CuratorBase
@@ -72,6 +74,7 @@ class SummarizeCurator(CuratorBase):
         rounds: int,
         verify_tolerance: float,
         trust: str = "trusted",
+        spending_budget: float | None = None,
     ) -> None:
         super().__init__(scenario_name=scenario_name, owners=owners)
         if trust not in TRUST_LEVELS:
@@ -112,6 +115,8 @@ class SummarizeCurator(CuratorBase):
         self.history: list[dict[str, Any]] = []
         """One record per round that grew D_s (:meth:`_record_round`), for the report's history."""
         self.requests_since_record = 0
+        self.purse = Purse(spending_budget)
+        """The consumer's spending budget, the owners' posted prices, and what was paid to whom."""
 
     # --- role interface ------------------------------------------------------------------
     def start(self) -> list[Send]:
@@ -125,6 +130,8 @@ class SummarizeCurator(CuratorBase):
                 return self._on_validation_set(message)
             case ValidationEmbedding():
                 return self._on_validation_embedding(message)
+            case Terms():
+                return self._on_terms(message)
             case Bid():
                 return self._on_bid(message)
             case Point() | SealedPoint():
@@ -212,6 +219,18 @@ class SummarizeCurator(CuratorBase):
         sends = [Send(o, body) for o in self.active]
         return sends + self._open_round()
 
+    def _on_terms(self, message: Envelope) -> list[Send]:
+        """An owner's sale terms, once, before its first bid: its price per point and how many it sells."""
+        sender, terms = message.sender, message.body
+        if sender not in self.owners or sender in self.purse.prices or self.phase == SummarizePhase.CLOSING:
+            raise ProtocolError(
+                party=sender, kind="terms", reason="only an owner sends its terms, once, before closing"
+            )
+        if sender in self.bids or self.round > 1:  # an owner's messages arrive in order: terms, then bids
+            raise ProtocolError(party=sender, kind="terms", reason="terms come before the owner's first bid")
+        self.purse.post(sender, terms.price, terms.points)
+        return []
+
     # --- rounds --------------------------------------------------------------------------
     def _open_round(self) -> list[Send]:
         if self.round >= self.rounds:
@@ -246,6 +265,9 @@ class SummarizeCurator(CuratorBase):
         offers = [(b.value, o) for o, b in self.bids.items() if b.available]
         if not offers:
             return self._finish("every owner has run out of points")
+        offers = [(v, o) for v, o in offers if self.purse.affordable(o)]
+        if not offers:
+            return self._finish(self.purse.spent_reason())
         # best bid first; equal bids go to the lower owner id (a fixed, public rule)
         self.candidates = deque(o for _, o in sorted(offers, key=lambda t: (-t[0], self.rank[t[1]])))
         return self._ask_next()
@@ -283,6 +305,7 @@ class SummarizeCurator(CuratorBase):
             self.bids.pop(sender, None)
             log.warning("owner %s flagged and excluded: %s", sender, problem)
             return self._ask_next()
+        self.purse.pay(sender)
         self._accept(sender, point)
         return self._open_round()
 
@@ -466,6 +489,7 @@ class SummarizeCurator(CuratorBase):
             "seed_set_size": self.seed_size,
             "curator_trust": "less_trusted" if self.less_trusted else "trusted",
             "rounds": list(self.history),
+            **({"sale": self.purse.report()} if self.purse.in_use else {}),
         }
 
 

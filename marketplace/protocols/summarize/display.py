@@ -50,9 +50,25 @@ def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
         auction = report.get("auction") or {}
         if auction.get("warning"):
             rows.append(("[bold red]warning[/]", f"[red]{auction['warning']}[/]"))
+    if report.get("sale"):
+        rows.append(("sale", sale_text(report["sale"])))
     if report.get("flagged"):
         rows.append(("flagged", ", ".join(report["flagged"])))
     return rows
+
+
+def sale_text(sale: dict[str, Any]) -> str:
+    """``12 points bought for 30 (budget 40); 3 owners paid``: what the consumer paid for the points."""
+    budget = sale.get("spending_budget")
+    paid_to = sale.get("paid_to") or {}
+    text = (
+        f"{sale.get('points_bought', 0)} points bought for {fmt(sale.get('paid'))}"
+        f" ({'budget ' + fmt(budget) if budget is not None else 'no spending budget'}); "
+        f"{sum(1 for v in paid_to.values() if v)} owners paid"
+    )
+    if sale.get("asks_not_sent"):
+        text += f"; {sale['asks_not_sent']} asks not sent (over budget)"
+    return text
 
 
 def private_run(report: dict[str, Any]) -> bool:

@@ -44,6 +44,7 @@ def build_role(
             rounds=s.rounds,
             verify_tolerance=s.verify_tolerance,
             trust=s.curator,
+            spending_budget=s.spending_budget,
         )
         if s.privacy.enabled:
             schedule = PrivateSchedule.resolve(
@@ -70,6 +71,7 @@ def build_role(
     data = owner_data if owner_data is not None else world.owners[index]
     if data.X.shape[1] != world.dim:
         raise ValueError(f"{party}: data file has {data.X.shape[1]} features, the scenario's data has {world.dim}")
+    terms = config.lifetime.terms_of(party)
     return SummarizeOwner(
         party_id=party,
         scenario_name=config.name,
@@ -77,20 +79,79 @@ def build_role(
         features=features,
         trust=s.curator,
         feature_dtype=s.owner_features,
+        price=0.0 if terms is None else terms.price,
+        sale_cap=None if terms is None else _request_cap(terms, s.rounds),
     )
+
+
+def _request_cap(terms: Any, rounds: int) -> int | None:
+    """The points an owner without a ledger sells in one run under ``terms``: its caps, within this run
+    alone (its lifetime count needs a ledger), None when it states none below the run's rounds."""
+    caps = [c for c in (terms.points, terms.points_per_consumer) if c is not None and c < rounds]
+    return min(caps) if caps else None
 
 
 def owner_cost(config: ScenarioConfig, party: str):
-    """An owner of ``summarize`` sells points: those that enter D_s are handed to the consumer in the
-    clear, so no finite DP cost bounds what a run releases about its data, and a lifetime ledger
-    declines the run."""
-    from marketplace.privacy.lifetime import Declared
+    """What a run lets everyone but the buyer learn of owner ``party``'s data, charged to its lifetime
+    ledger before its first bid: the composed auction's selections over the run's R rounds (R eps_auc,
+    the ``auction`` ledger) and the g_l broadcasts of D_s (the ``D_s`` ledger), composed, under the
+    relation the auction holds under (a replacement by a point that duplicates none of the owner's
+    others). The points it sells are handed to the consumer in the clear: that is the sale, which
+    its terms (not its DP budget) consent to. The non-private form, and the auction rules whose rounds
+    do not compose, have no finite cost: a ledger declines them."""
+    from marketplace.privacy.lifetime import Cost, Declared
+    from marketplace.privacy.neighbouring import REPLACE_ONE_DISTINCT
 
-    return Declared.unbounded_release(
-        f"summarize: {party}'s points ({config.name})",
-        "the owner's points that enter the summary are handed to the consumer in the clear",
-        relation="replace-one",
+    privacy, s = config.summarize.privacy, config.summarize
+    what = f"summarize: {party}'s points ({config.name})"
+    if not privacy.enabled:
+        return Declared.unbounded_release(
+            what,
+            "the non-private form broadcasts D_s's exact mean embedding and asks the exact best bidder",
+            relation=REPLACE_ONE_DISTINCT,
+        )
+    from marketplace.protocols.summarize.private_curator import AUCTION, AUCTION_WARNING, SUMMARY, PrivateSchedule
+
+    if privacy.auction in AUCTION_WARNING:
+        return Declared.unbounded_release(what, AUCTION_WARNING[privacy.auction], relation=REPLACE_ONE_DISTINCT)
+    seed_set = config.data.seed_set.size
+    schedule = PrivateSchedule.resolve(privacy, features=s.features, rounds=s.rounds, seed_set_size=seed_set)
+    ledgers = schedule.ledgers()
+    schedule.plan(ledgers, s.rounds, seed_set_size=seed_set, owners=config.parties.owners)
+    auction, summary = ledgers[AUCTION].total(), ledgers[SUMMARY].total()
+    eps = auction.eps + summary.eps  # basic composition of the two ledgers
+    delta = auction.delta + summary.delta
+    rho = _planned_rho(schedule, s.rounds, seed_set, config.parties.owners)
+    what = (
+        f"summarize ({config.name}): what the other owners and the consumer learn of {party}'s data beyond the "
+        f"points it sells: the auction's selections over {s.rounds} rounds (eps {auction.eps:.6g}) and the g_l "
+        f"releases of D_s (eps {summary.eps:.6g}, given which points entered D_s). Not covered: the points sold "
+        "(handed over in the clear under its sale terms) and which of its points enter D_s"
     )
+    # a run with no noisy release at all (one round, eps_auc = 0) still sells points: a negligible
+    # charge keeps its sale on the ledger (an overstatement of the cost, never of the privacy)
+    return Declared(what, Cost(eps=max(eps, 1e-12), delta=delta, rho=rho), REPLACE_ONE_DISTINCT)
+
+
+def _planned_rho(schedule: Any, rounds: int, seed_set_size: int, owners: int) -> float | None:
+    """The zCDP statement of the same plan, when every part has one: each pure eps-DP auction round
+    and MWEM iteration is eps^2/2-zCDP (Bun and Steinke, 2016, Prop. 1.4), each Gaussian release its
+    rho; None when an auction round has a delta."""
+    eps_round, delta_round = schedule.auction_round(owners)
+    if delta_round > 0:
+        return None
+    rho = rounds * eps_round**2 / 2
+    if schedule.release == "gaussian":
+        rho += (schedule.rho_per_round or 0.0) * max(rounds - 1, 0)
+    else:
+        rho += sum(t * e**2 / 2 for e, t in schedule.summary_calls(rounds, seed_set_size=seed_set_size))
+    return rho if rho > 0 else None
+
+
+def points_for_sale(config: ScenarioConfig, party: str) -> int:
+    """The most points one run can take from an owner: one per round it is asked in (a round that no
+    asked owner delivered in is run again, so an owner's own cap, not the rounds, bounds it then)."""
+    return config.summarize.rounds
 
 
 def consumer_cost(config: ScenarioConfig):
@@ -208,6 +269,7 @@ def _sections(
         "checks": {"central_replay": replay},
         "auction": curator.get("auction"),
         "history": rows,
+        **({"sale": curator["sale"]} if curator.get("sale") else {}),
     }
 
 
@@ -399,5 +461,6 @@ class SummarizeExchange(Exchange):
     nothing_released = staticmethod(nothing_released)
     owner_exposure = staticmethod(owner_exposure)
     owner_cost = staticmethod(owner_cost)
+    points_for_sale = staticmethod(points_for_sale)
     consumer_cost = staticmethod(consumer_cost)
     sweep_headline = sweep_headline

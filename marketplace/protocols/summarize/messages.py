@@ -2,7 +2,8 @@
 
 Flow (non-private): every party says ``hello``; the consumer sends ``validation_set``; the curator
 sends ``target_embedding`` to the owners, then each round ``round_open``; every owner answers with
-a ``bid``; the curator sends ``request`` to the best bidder only, which answers with a ``point``.
+a ``bid`` (an owner with sale terms sends ``terms`` once, after its hello: its price per point and
+how many it sells in this run); the curator sends ``request`` to the best bidder only, which answers with a ``point``.
 After the last round the consumer gets the ``summary``; everyone gets ``shutdown`` and answers
 ``bye``.
 
@@ -68,6 +69,16 @@ class Bid:
     available: bool
 
 
+@kind("terms")
+class Terms:
+    """An owner's sale terms for this run, sent once right after its hello (before its first bid):
+    its posted price per point handed over, and the most points it hands over in this run (what its
+    lifetime ledger reserved under its terms; None: no cap beyond the run's rounds)."""
+
+    price: Annotated[float, Range(min=0.0, max=1e12)]
+    points: Annotated[int, Range(min=0)] | None = None
+
+
 @kind("request")
 class Request:
     """The curator asks an owner for the point behind its bid in this round."""
@@ -121,6 +132,7 @@ MESSAGES = (
     TargetEmbedding,
     RoundOpen,
     Bid,
+    Terms,
     Request,
     Point,
     Summary,
@@ -135,6 +147,7 @@ SummarizeMessage = (
     | TargetEmbedding
     | RoundOpen
     | Bid
+    | Terms
     | Request
     | Point
     | Summary

@@ -3,8 +3,11 @@
 The owner embeds its data once with the public h1 map. Each round it offers the best of its
 *unsent* points for the direction g~ - q/(q+1) g_l (docs/design.md §3), remembers which point that was,
 and hands it over only if the curator asks for it in that round. A point once sent is never offered
-again. With a less-trusted curator the owner sends the point's h1 embedding and the point sealed
-for the consumer (whose key came with g~) instead of the point.
+again. An owner with sale terms tells the curator its price per point and how many points it sells in
+this run (what its lifetime ledger reserved, or its terms' caps when it keeps no ledger) right after its
+hello, and bids no more once it has handed over that many: every point it sends is sold, at its price.
+With a less-trusted curator the owner sends the point's h1 embedding and the point sealed for the
+consumer (whose key came with g~) instead of the point.
 """
 
 from __future__ import annotations
@@ -26,9 +29,10 @@ from marketplace.protocols.summarize.messages import (
     SealedPoint,
     SummarizeMessage,
     TargetEmbedding,
+    Terms,
 )
 from marketplace.protocols.summarize.sealing import seal_point
-from marketplace.roles import Role, Send
+from marketplace.roles import CURATOR, Role, Send
 
 
 class SummarizeOwner(Role):
@@ -43,6 +47,8 @@ class SummarizeOwner(Role):
         features: RandomFourierFeatures,
         trust: str = "trusted",
         feature_dtype: str = "float64",
+        price: float = 0.0,
+        sale_cap: int | None = None,
     ) -> None:
         super().__init__()
         if feature_dtype not in ("float64", "float32"):
@@ -65,9 +71,28 @@ class SummarizeOwner(Role):
         self.sent_rows: list[int] = []
         self.rounds_seen = 0
         self.end_status = ""
+        self.price = price
+        self.sale_cap = sale_cap
+        """The most points this run may take (its terms without a ledger); a ledger's reservation wins."""
 
     def start(self) -> list[Send]:
-        return [self.hello("summarize")]
+        sends = [self.hello("summarize")]
+        cap = self.cap
+        if self.price > 0 or cap is not None:
+            sends.append(Send(CURATOR, Terms(price=self.price, points=cap)))
+        return sends
+
+    @property
+    def cap(self) -> int | None:
+        """How many points this owner sells in this run: what its lifetime ledger reserved under its
+        terms (:class:`marketplace.roles.lifetime.Admission`), else its terms' cap, else None (no cap)."""
+        reserved = None if self.lifetime is None else self.lifetime.points
+        return reserved if reserved is not None else self.sale_cap
+
+    @property
+    def points_sold(self) -> int:  # type: ignore[override]
+        """Every point sent is sold: the curator asked for it, and the consumer pays for it."""
+        return len(self.sent_rows)
 
     def handle(self, message: Envelope[SummarizeMessage | RuntimeMessage]) -> list[Send]:
         kind = message.kind
@@ -112,7 +137,9 @@ class SummarizeOwner(Role):
             )
         self.rounds_seen += 1
         direction = bid_direction(self.target_mean, body.summary_mean, body.q)
-        best = best_offer(self.phi, direction, self.available)
+        cap = self.cap
+        sold_out = cap is not None and len(self.sent_rows) >= cap
+        best = None if sold_out else best_offer(self.phi, direction, self.available)
         if best is None:
             self.offer = None
             return [Send(message.sender, Bid(round=body.round, value=0.0, available=False), reply_to=message.msg_id)]
@@ -154,4 +181,15 @@ class SummarizeOwner(Role):
             "sent_rows": self.sent_rows,
             "rounds_seen": self.rounds_seen,
             "end_status": self.end_status,
+            **(
+                {"sale": {"price": self.price, "cap": self.cap, "sold": self.points_sold, "earned": self.earned}}
+                if self.price > 0 or self.cap is not None
+                else {}
+            ),
         }
+
+    @property
+    def earned(self) -> float:
+        """What this owner is owed for this run: its posted price for each point it handed over (a
+        posted price: the sum reveals nothing but how often this owner was asked, which it saw)."""
+        return self.price * self.points_sold

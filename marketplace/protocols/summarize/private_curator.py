@@ -400,8 +400,13 @@ class PrivateSummarizeCurator(SummarizeCurator):
         offers = {o: (b.value if b.available else None) for o, b in self.bids.items()}
         if all(v is None for v in offers.values()) and not len(self.pool):
             return self._finish("every owner has run out of points")
+        # an owner whose price the consumer can no longer pay is not ranked: public prices and what was
+        # paid so far (a function of earlier rounds' selections) decide it, never a bid
+        offers = {o: (v if v is not None and self.purse.affordable(o) else None) for o, v in offers.items()}
+        if all(v is None for v in offers.values()) and not len(self.pool):
+            return self._finish(self.purse.spent_reason())
         ranked = any(v is not None for v in offers.values())
-        asked = self.auction.decide(offers) if ranked else []
+        asked = self.purse.within_budget(self.auction.decide(offers)) if ranked else []
         if ranked:
             # every round that ranked anybody is charged the run's per-round guarantee (the schedule
             # for all K owners, what the plan assumed); a round with fewer owners ranked is no worse
@@ -432,6 +437,7 @@ class PrivateSummarizeCurator(SummarizeCurator):
                 self.active.remove(sender)
             log.warning("owner %s flagged and excluded: %s", sender, problem)
         else:
+            self.purse.pay(sender)
             phi = self._phi(point)
             self.pool.add(
                 PoolEntry(

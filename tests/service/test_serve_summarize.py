@@ -1,0 +1,161 @@
+"""`summarize` traded in a marketplace that stays open: owners sell points under their terms (the
+marketplace's, or an agent's own `--price`), each request's consumer pays from its spending budget,
+and every owner's ledger records its DP charges, the points it sold and what it earned."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import yaml
+from test_serve import MARKET, Market, cli, free_port, report
+
+from marketplace.privacy.lifetime import LifetimeLedger, ledger_file
+
+pytestmark = pytest.mark.slow
+
+SUMMARIZE_MARKET = {
+    **MARKET,
+    "name": "summarize-market",
+    "protocol": "summarize",
+    "summarize": {"rounds": 4, "features": 30, "baselines": []},
+    "lifetime": {
+        "ledgers": "ledgers",
+        "budget": {"epsilon": 20.0},
+        "relation": "replace-one-distinct",
+        "terms": {"price": 2.0, "points": 5, "points_per_consumer": 3},
+        "owner_terms": {"owner-3": {"price": 5.0}},
+    },
+}
+REQUEST = {
+    "name": "buy-points",
+    "protocol": "summarize",
+    "data": {"consumer": {"target_groups": [1], "validation_size": 25, "test_size": 25}},
+    "summarize": {
+        "rounds": 4,
+        "features": 30,
+        "baselines": [],
+        "spending_budget": 100.0,
+        "privacy": {"enabled": True, "t_init": 100, "eps_auction": 0.5, "tau": 3},
+    },
+}
+
+
+def start(tmp_path, *extra: str) -> Market:
+    market = Market.__new__(Market)
+    (tmp_path / "market.yaml").write_text(yaml.safe_dump(SUMMARIZE_MARKET))
+    market.tmp, market.state, market.port = tmp_path, tmp_path / "state", free_port()
+    market.endpoint, market.file = f"tcp://127.0.0.1:{market.port}", tmp_path / "market.yaml"
+    (tmp_path / "request.yaml").write_text(yaml.safe_dump(REQUEST))
+    market.proc = cli(
+        "serve",
+        str(market.file),
+        "--state",
+        str(market.state),
+        "--endpoint",
+        market.endpoint,
+        "--consumers",
+        "alice,bob",
+        *extra,
+        cwd=tmp_path,
+    )
+    deadline = time.monotonic() + 60
+    while not (market.state / "server.json").exists():
+        assert market.proc.poll() is None, market.proc.communicate()
+        assert time.monotonic() < deadline, "the marketplace did not start"
+        time.sleep(0.1)
+    return market
+
+
+def sales_of(folder, owner):
+    with LifetimeLedger.read(ledger_file(folder, owner)) as ledger:
+        return ledger.sales(), ledger.history()
+
+
+def test_a_served_summarize_request_pays_each_owner_and_every_ledger_says_so(tmp_path):
+    market = start(tmp_path)
+    try:
+        reports = []
+        for n, consumer in enumerate(("alice", "alice", "bob")):
+            proc = market.request(consumer, f"out-{n}")
+            out, err = proc.communicate(timeout=300)
+            assert proc.returncode == 0, (consumer, out, err)
+            reports.append(report(tmp_path / f"out-{n}"))
+    finally:
+        status, err = market.stop()
+        assert status == 0, err
+    ledgers = market.state / "owners"
+    sold_by_owner: dict[str, int] = {}
+    for r in reports:
+        assert r["status"] == "completed", r.get("failures")
+        sale = r["sale"]
+        assert sale["paid"] <= 100.0 and sale["prices"]["owner-3"] == 5.0 and sale["prices"]["owner-1"] == 2.0
+        for owner, record in r["lifetime"]["owners"].items():
+            if record["state"] != "committed":
+                continue
+            assert record["relation"].startswith("replace-one keeping")
+            assert record["sale"]["sold"] == sale["bought"].get(owner, 0)
+            assert record["sale"]["earnings"] == pytest.approx(record["sale"]["sold"] * sale["prices"][owner])
+            sold_by_owner[owner] = sold_by_owner.get(owner, 0) + record["sale"]["sold"]
+    for owner, sold in sold_by_owner.items():
+        sales, history = sales_of(ledgers, owner)
+        committed = [s for s in sales if s.state == "committed"]
+        assert sum(s.sold for s in committed) == sold
+        assert sum(s.earnings for s in committed) == pytest.approx(sold * (5.0 if owner == "owner-3" else 2.0))
+        assert all(s.sold <= s.reserved for s in committed)
+        assert {h.request_id for h in history if h.state == "committed"} == {s.request_id for s in committed}
+        by_consumer: dict[str, int] = {}
+        for s in committed:
+            by_consumer[s.consumer] = by_consumer.get(s.consumer, 0) + s.sold
+        if owner != "owner-3":  # its own terms set no caps
+            assert sum(by_consumer.values()) <= 5 and all(v <= 3 for v in by_consumer.values())
+
+
+def test_an_agents_own_price_wins_over_the_marketplaces(tmp_path):
+    import marketplace
+
+    market_file = tmp_path / "market.yaml"
+    market_file.write_text(yaml.safe_dump(SUMMARIZE_MARKET))
+    (tmp_path / "request.yaml").write_text(yaml.safe_dump(REQUEST))
+    with marketplace.serve(
+        market_file,
+        tmp_path / "state",
+        endpoint=f"tcp://127.0.0.1:{free_port()}",
+        consumers=["alice"],
+        start_owners=False,
+        session_port=free_port(),
+    ) as served:
+        agent = cli(
+            "agent",
+            "--market",
+            served.endpoint,
+            "--keys",
+            str(tmp_path / "state" / "owners"),
+            "--ids",
+            "owner-1..owner-3",
+            "--price",
+            "7.5",
+            "--work",
+            str(tmp_path / "agent"),
+        )
+        try:
+            time.sleep(3.0)  # its pings make the three owners present
+            result = marketplace.request(
+                tmp_path / "request.yaml",
+                market=served.endpoint,
+                keys=tmp_path / "state" / "consumers" / "alice",
+                out=tmp_path / "out",
+            )
+        finally:
+            served.stop()
+            out, err = agent.communicate(timeout=60)
+            assert agent.returncode == 0, err
+    assert result.status == "completed"
+    assert set(result.raw["sale"]["prices"].values()) == {7.5}
+    assert result.raw["sale"]["paid"] == pytest.approx(7.5 * result.raw["sale"]["points_bought"])
+
+
+def test_an_agent_refuses_bad_terms_naming_them(tmp_path):
+    proc = cli("agent", "--market", "tcp://127.0.0.1:9", "--keys", str(tmp_path), "--ids", "owner-1", "--price", "-3")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and "price" in err, err
