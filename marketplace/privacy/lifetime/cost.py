@@ -47,11 +47,30 @@ def positive(value: Any, name: str, where: str) -> float:
     return float(value)
 
 
+def non_negative(value: Any, name: str, where: str) -> float:
+    """A finite real number >= 0 (bools refused), as a float."""
+    if not (_real(value) and value >= 0):
+        raise fail(name, where, "a finite number >= 0", value)
+    return float(value)
+
+
 def probability(value: Any, name: str, where: str) -> float:
     """A delta: a real number in [0, 1)."""
     if not (_real(value) and 0 <= value < 1):
         raise fail(name, where, "a number in [0, 1)", value)
     return float(value)
+
+
+class BudgetDeclined(Exception):
+    """A release was declined: its declared cost does not fit in what the owner has left.
+    ``reason`` names the owner, the request, the cost, what is left and the filter."""
+
+    def __init__(
+        self, reason: str, *, owner: str, request_id: str, cost: Cost | None, remaining: Charge, filter: str
+    ) -> None:
+        super().__init__(reason)
+        self.reason, self.owner, self.request_id = reason, owner, request_id
+        self.cost, self.remaining, self.filter = cost, remaining, filter
 
 
 def check_filter(value: Any, where: str) -> str:
