@@ -22,7 +22,7 @@ import numbers
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from marketplace.privacy.neighbouring import REPLACE_ONE_DISTINCT
+from marketplace.privacy.neighbouring import REPLACE_ONE_DISTINCT, budget_relation_text
 
 FILTERS = ("basic", "zcdp")
 
@@ -201,7 +201,10 @@ def restate(cost: Cost, stated_under: str, ledger_relation: str | None) -> Cost:
     pairs); unchanged from replace-one to that restriction (a guarantee over every replace-one pair
     holds over some of them). :class:`LedgerInputError` saying why for any other pair: in particular
     a cost under the restriction says nothing about the pairs it leaves out, so it is never charged
-    as a replace-one or add/remove-one cost."""
+    as a replace-one or add/remove-one cost. Either relation may be given by its budget name
+    (``replace-one-distinct``, :func:`~marketplace.privacy.neighbouring.budget_relation_text`)."""
+    stated_under = budget_relation_text(stated_under)
+    ledger_relation = None if ledger_relation is None else budget_relation_text(ledger_relation)
     if stated_under == ledger_relation:
         return cost
     if stated_under == "add/remove-one" and ledger_relation in ("replace-one", REPLACE_ONE_DISTINCT):
