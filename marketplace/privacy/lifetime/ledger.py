@@ -323,7 +323,7 @@ class LifetimeLedger:
                 problem = str(err)
         if problem is not None:
             self.decline(request_id, consumer=consumer, what=what, reason=problem, cost=declared)
-        declined = None
+        declined: BudgetDeclined | None = None
         with self._write():
             row = self._row(request_id)
             if row is not None and row.state in COUNTED:

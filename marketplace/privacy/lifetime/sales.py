@@ -212,12 +212,8 @@ def settle(db: sqlite3.Connection, owner: str, request_id: str, state: str, sold
             (now(), request_id),
         )
         return
-    if (
-        sold is None
-        or isinstance(sold, bool)
-        or not isinstance(sold, numbers.Integral)
-        or not 0 <= sold <= found.reserved
-    ):
+    whole = not isinstance(sold, bool) and isinstance(sold, numbers.Integral)
+    if not whole or not 0 <= int(sold) <= found.reserved:
         raise fail(
             "sold",
             where,
