@@ -34,7 +34,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help="an owner's lifetime privacy ledger: spent, remaining, history",
         description="Read an owner's lifetime ledger (a SQLite file, kept in its kit folder as "
         "<party>.ledger.sqlite) and print its budget, filter, neighbouring relation, what is "
-        "spent and left, and every request it charged or declined.",
+        "spent and left, every request it charged or declined, and the data points it sold.",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -120,7 +120,17 @@ def describe(ledger: Any) -> dict[str, Any]:
             state: sum(r.state == state for r in history) for state in ("committed", "reserved", "aborted", "declined")
         },
         "history": [r.to_dict() for r in history],
+        **sales_of(ledger),
     }
+
+
+def sales_of(ledger: Any) -> dict[str, Any]:
+    """``{"sales": [...], "sales_standing": {...}}`` when the ledger recorded sales, else nothing
+    (a ledger that never sold data points prints as it always did)."""
+    sales = ledger.sales()
+    if not sales:
+        return {}
+    return {"sales": [s.to_dict() for s in sales], "sales_standing": ledger.sales_standing()}
 
 
 def render(info: dict[str, Any]) -> str:
@@ -161,7 +171,32 @@ def render(info: dict[str, Any]) -> str:
         lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(row, widths)) + "  " + row[5] for row in rows]
     else:
         lines.append("history:   empty")
+    if info.get("sales"):
+        lines += render_sales(info["sales"], info["sales_standing"])
     return "\n".join(lines)
+
+
+def render_sales(sales: list[dict[str, Any]], standing: dict[str, Any]) -> list[str]:
+    """The lines of the sales table and its totals (:meth:`LifetimeLedger.sales_standing`)."""
+
+    def figure(value: float | int | None) -> str:
+        return "-" if value is None else f"{value:g}"
+
+    rows = [("request", "consumer", "price", "reserved", "sold", "earnings", "state")]
+    for s in sales:
+        rows.append(
+            (s["request_id"], s["consumer"], figure(s["price"]), str(s["reserved"]), figure(s["sold"]))
+            + (figure(s["earnings"]), s["state"])
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(6)]
+    lines = ["sales:"]
+    lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(row, widths)) + "  " + row[6] for row in rows]
+    left = "no lifetime limit" if standing["points_left"] is None else f"{standing['points_left']} left to sell"
+    lines.append(
+        f"sold:      {standing['sold']} points, earning {standing['earnings']:g}; {standing['reserved']} reserved "
+        f"and not settled (counted against the terms); {left}"
+    )
+    return lines
 
 
 def show_command(args: argparse.Namespace) -> int:

@@ -27,11 +27,14 @@ from typing import Any, Literal
 __all__ = [
     "ADD_REMOVE_ONE",
     "BUDGET_RELATIONS",
+    "REPLACE_ONE_DISTINCT_NAME",
     "REPLACE_ONE",
     "REPLACE_ONE_DISTINCT",
     "RELATIONS",
     "Neighbouring",
     "add_remove_one",
+    "budget_relation_name",
+    "budget_relation_text",
     "replace_one",
     "replace_one_distinct",
 ]
@@ -40,8 +43,24 @@ REPLACE_ONE = "replace-one"
 REPLACE_ONE_DISTINCT = "replace-one keeping the owner's number of distinct points"
 ADD_REMOVE_ONE = "add/remove-one"
 RELATIONS = (REPLACE_ONE, REPLACE_ONE_DISTINCT, ADD_REMOVE_ONE)
-BUDGET_RELATIONS = (ADD_REMOVE_ONE, REPLACE_ONE)
-"""The relations a lifetime budget (``lifetime.relation``, ``market.relation``) is stated under."""
+REPLACE_ONE_DISTINCT_NAME = "replace-one-distinct"
+"""The name a scenario's ``lifetime.relation`` and a market's ``market.relation`` give
+:data:`REPLACE_ONE_DISTINCT`: a replacement by a point that duplicates none of the owner's other points."""
+BUDGET_RELATIONS = (ADD_REMOVE_ONE, REPLACE_ONE, REPLACE_ONE_DISTINCT_NAME)
+"""The relations a lifetime budget (``lifetime.relation``, ``market.relation``) is stated under, by name
+(:func:`budget_relation_text` gives the relation each names)."""
+
+
+def budget_relation_text(name: str) -> str:
+    """The relation a budget relation's name (one of :data:`BUDGET_RELATIONS`) stands for, as a ledger's
+    relation text starts with it (``replace-one-distinct`` is :data:`REPLACE_ONE_DISTINCT`; the other
+    names are their relations). Any other text is returned as it is."""
+    return REPLACE_ONE_DISTINCT if name == REPLACE_ONE_DISTINCT_NAME else name
+
+
+def budget_relation_name(relation: str) -> str:
+    """The name a budget gives ``relation`` (the inverse of :func:`budget_relation_text`)."""
+    return REPLACE_ONE_DISTINCT_NAME if relation == REPLACE_ONE_DISTINCT else relation
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,7 @@ from marketplace.privacy.lifetime import (
 from marketplace.privacy.lifetime.ledger import ledger_error
 from marketplace.privacy.lifetime.storage import is_blank
 from marketplace.privacy.lifetime.terms import SaleTerms
+from marketplace.privacy.neighbouring import budget_relation_text
 from marketplace.roles import CONSUMER, CURATOR, Role, Send
 
 log = logging.getLogger(__name__)
@@ -195,7 +196,7 @@ def admit(config: Any, party: str, exchange: Exchange, *, request_id: str | None
             else {
                 "budget": (budget.epsilon, budget.delta),
                 "filter": life.filter,
-                "relation": f"{life.relation} ({record})",
+                "relation": f"{budget_relation_text(life.relation)} ({record})",
             }
         )
         ledger = LifetimeLedger.open(path, owner=name, **settings)

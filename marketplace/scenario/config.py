@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from marketplace import plugins
 from marketplace.data.config import DataConfig
+from marketplace.privacy.lifetime.terms import SaleTerms
 from marketplace.schema import Length, Range
 
 Seconds = Annotated[
@@ -135,6 +136,23 @@ class BudgetConfig:
 
 
 @dataclass(frozen=True)
+class SaleTermsConfig:
+    """An owner's sale terms (docs/privacy.md, "Sale terms"): what a protocol that sells data points
+    (summarize) may buy of its data, recorded on its lifetime ledger beside the privacy charges."""
+
+    price: Annotated[float, Range(min=0.0, max=1e12)] = 0.0
+    """The price of one data point sold."""
+    points: Annotated[int, Range(min=0, max=1e12)] | None = None
+    """The points the owner sells over its whole life, to every consumer together. None: no limit."""
+    points_per_consumer: Annotated[int, Range(min=0, max=1e12)] | None = None
+    """The points it sells to any one consumer (by the consumer's name). None: no limit."""
+
+    def sale_terms(self) -> SaleTerms:
+        """These terms, as the lifetime ledger takes them."""
+        return SaleTerms(price=self.price, points=self.points, points_per_consumer=self.points_per_consumer)
+
+
+@dataclass(frozen=True)
 class LifetimeConfig:
     """Lifetime privacy ledgers (docs/privacy.md, "Lifetime budgets"): when ``ledgers`` names a
     folder, every owner charges this run's declared cost to its own durable ledger there
@@ -149,8 +167,10 @@ class LifetimeConfig:
     the budget it was created with)."""
     owner_budgets: dict[str, BudgetConfig] = field(default_factory=dict)
     """Owner id -> its own lifetime budget, instead of ``budget``, when its ledger is created."""
-    relation: Literal["add/remove-one", "replace-one"] = "add/remove-one"
-    """The neighbouring relation the budgets are stated under (a record of the owner's data)."""
+    relation: Literal["add/remove-one", "replace-one", "replace-one-distinct"] = "add/remove-one"
+    """The neighbouring relation the budgets are stated under (a record of the owner's data):
+    ``replace-one-distinct`` is a replacement of one point by a point that duplicates none of the owner's
+    other points, the relation the ``summarize`` auction holds under (docs/privacy.md, "Sale terms")."""
     filter: Literal["basic", "zcdp"] = "basic"
     """The privacy filter of a ledger created by this run: ``basic`` composition of (eps, delta), or
     ``zcdp`` (needs delta > 0)."""
@@ -165,6 +185,12 @@ class LifetimeConfig:
     consumer_budget: BudgetConfig | None = None
     """The consumer's own lifetime budget for what the run releases about its target data (D_v),
     charged to ``<consumer>.ledger.sqlite`` in ``ledgers``. None: the consumer keeps no ledger."""
+    terms: SaleTermsConfig | None = None
+    """The sale terms of every owner whose own ``owner_terms`` are not given: the price of a data point,
+    and how many points it sells in its lifetime and to any one consumer. None: no terms (a protocol that
+    sells points records no sale)."""
+    owner_terms: dict[str, SaleTermsConfig] = field(default_factory=dict)
+    """Owner id -> its own sale terms, instead of ``terms``."""
 
     def __post_init__(self) -> None:
         if self.filter == "zcdp":
@@ -184,6 +210,11 @@ class LifetimeConfig:
     def budget_of(self, party: str) -> BudgetConfig:
         """The lifetime budget a new ledger of ``party`` is created with."""
         return self.owner_budgets.get(party, self.budget)
+
+    def terms_of(self, party: str) -> SaleTerms | None:
+        """The sale terms of ``party``: its own, else ``terms``; None when neither is set."""
+        terms = self.owner_terms.get(party, self.terms)
+        return None if terms is None else terms.sale_terms()
 
 
 @dataclass(frozen=True)

@@ -389,6 +389,9 @@ def parse_scenario(
             plain["data"].pop(key, None)
     else:
         plain["data"].pop("schema", None)
+    for key in ("terms", "owner_terms"):  # a run that sells under no terms reports its settings as before they existed
+        if not plain["lifetime"][key]:
+            plain["lifetime"].pop(key)
     return Scenario(config=config, raw=plain, source=source)
 
 

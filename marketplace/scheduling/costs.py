@@ -13,6 +13,7 @@ from typing import Any
 from marketplace import plugins
 from marketplace.privacy.lifetime import Charge, Cost, LedgerInputError, restate
 from marketplace.privacy.neighbouring import BUDGET_RELATIONS as MARKET_RELATIONS
+from marketplace.privacy.neighbouring import budget_relation_name
 from marketplace.roles.lifetime import declared_release
 
 
@@ -39,14 +40,15 @@ def owner_cost(config: Any, party: str, relation: str) -> Cost | None:
     except LedgerInputError as err:
         if declared.relation == "add/remove-one":
             raise NoOwnerCost(f"{party}'s declared cost cannot be stated under replace-one: {err}") from None
-        if declared.relation not in MARKET_RELATIONS:  # e.g. replace-one restricted to some pairs: no budget relation
+        name = budget_relation_name(declared.relation)  # replace-one-distinct: the summarize auction's
+        if name not in MARKET_RELATIONS:  # a relation no budget is stated under
             raise NoOwnerCost(
                 f"{party}'s cost is declared under {declared.relation!r}, which no market ledger "
                 f"relation ({', '.join(MARKET_RELATIONS)}) can take: {err}"
             ) from None
         raise NoOwnerCost(
             f"{party}'s cost is declared under {declared.relation!r}, which the owners' ledgers (stated "
-            f"under {relation!r}) cannot take: set market.relation to {declared.relation!r}"
+            f"under {relation!r}) cannot take: set market.relation to {name!r}"
         ) from None
 
 

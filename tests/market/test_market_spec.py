@@ -154,3 +154,12 @@ def test_ledgers_kept_under_replace_one_are_charged_a_restated_cost():
 
     spec = parse_market(market([sketch_request("a", 0.2)], relation="replace-one"))
     assert demands(spec)["req-0001"].charges["owner-1"] == {"eps": pytest.approx(0.4), "delta": 0.0}
+
+
+def test_a_market_states_its_budgets_under_replace_one_distinct_by_name():
+    from marketplace.market.player import demands
+
+    spec = parse_market(market([sketch_request("a", 0.2)], relation="replace-one-distinct"))
+    assert spec.relation == "replace-one-distinct"
+    assert spec.lifetime(spec.requests[0], None)["relation"] == "replace-one-distinct"
+    assert demands(spec)["req-0001"].charges["owner-1"] == {"eps": pytest.approx(0.4), "delta": 0.0}

@@ -607,7 +607,7 @@ def test_a_consumer_quota_caps_one_consumer_and_the_budget_still_caps_them_all(t
         assert ledger.spent().eps == pytest.approx(0.7)
 
 
-def test_a_market_refuses_a_cost_declared_under_the_distinct_points_relation_by_name(monkeypatch):
+def test_a_market_takes_a_cost_declared_under_the_distinct_points_relation_only_under_its_name(monkeypatch):
     from types import SimpleNamespace
 
     from marketplace.privacy.lifetime import Declared
@@ -616,6 +616,7 @@ def test_a_market_refuses_a_cost_declared_under_the_distinct_points_relation_by_
     declared = Declared("w", Cost.pure(0.1), DISTINCT)
     monkeypatch.setattr(costs, "declared_release", lambda config, party, exchange: declared)
     monkeypatch.setattr(costs.plugins, "exchange", lambda name: None)
-    for relation in ("replace-one", "add/remove-one"):
-        with pytest.raises(costs.NoOwnerCost, match="no market ledger relation"):
+    for relation in ("replace-one", "add/remove-one"):  # the market may state its budgets under that relation
+        with pytest.raises(costs.NoOwnerCost, match="set market.relation to 'replace-one-distinct'"):
             costs.owner_cost(SimpleNamespace(protocol="x"), "owner-1", relation)
+    assert costs.owner_cost(SimpleNamespace(protocol="x"), "owner-1", "replace-one-distinct") == Cost.pure(0.1)

@@ -7,6 +7,8 @@
   reconcile);
 * :mod:`.reconcile`: crash recovery: which process holds each reservation, its "left" record, and
   settling what dead processes left reserved;
+* :mod:`.terms`: :class:`SaleTerms`, an owner's price per data point and how many points it sells;
+* :mod:`.sales`: the points each request reserved, sold and earned under those terms, on the same file;
 * :mod:`.storage`: that file's tables, rows (:class:`Reservation`), connection and transactions;
 * :mod:`.declared`: :class:`Declared`, what a run may release about one party's data (from its protocol);
 * :mod:`.gate`: a party's admission to a run: charge the declared cost first, or decline.
@@ -22,27 +24,28 @@
 >>> ledger.reserve("req-2", Cost.pure(0.5), consumer="consumer-b", what="sketch")
 Traceback (most recent call last):
   ...
-marketplace.privacy.lifetime.ledger.BudgetDeclined: owner-1: declined request 'req-2' (sketch, ...
+marketplace.privacy.lifetime.cost.BudgetDeclined: owner-1: declined request 'req-2' (sketch, ...
 >>> ledger.remaining()
 Charge(eps=0.25, delta=0.0, rho=None)
 >>> ledger.close()
 """
 
-from marketplace.privacy.lifetime.cost import FILTERS, Charge, Cost, LedgerInputError, restate
+from marketplace.privacy.lifetime.cost import FILTERS, BudgetDeclined, Charge, Cost, LedgerInputError, restate
 from marketplace.privacy.lifetime.declared import Declared
 from marketplace.privacy.lifetime.filters import bun_steinke_eps, zcdp_budget
 from marketplace.privacy.lifetime.ledger import (
     LEDGER_SUFFIX,
     RELATION_WORDS,
     AlreadyCharged,
-    BudgetDeclined,
     LedgerMismatch,
     LedgerUnavailable,
     LifetimeLedger,
     ledger_file,
     relation_kind,
 )
+from marketplace.privacy.lifetime.sales import SALE_STATES, Sale, TermsDeclined
 from marketplace.privacy.lifetime.storage import COUNTED, STATES, Holder, Reservation
+from marketplace.privacy.lifetime.terms import SaleTerms
 
 __all__ = [
     "COUNTED",
@@ -61,6 +64,10 @@ __all__ = [
     "LedgerUnavailable",
     "LifetimeLedger",
     "Reservation",
+    "SALE_STATES",
+    "Sale",
+    "SaleTerms",
+    "TermsDeclined",
     "bun_steinke_eps",
     "ledger_file",
     "relation_kind",

@@ -22,7 +22,7 @@ import numbers
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from marketplace.privacy.neighbouring import REPLACE_ONE_DISTINCT
+from marketplace.privacy.neighbouring import REPLACE_ONE_DISTINCT, budget_relation_text
 
 FILTERS = ("basic", "zcdp")
 
@@ -47,11 +47,30 @@ def positive(value: Any, name: str, where: str) -> float:
     return float(value)
 
 
+def non_negative(value: Any, name: str, where: str) -> float:
+    """A finite real number >= 0 (bools refused), as a float."""
+    if not (_real(value) and value >= 0):
+        raise fail(name, where, "a finite number >= 0", value)
+    return float(value)
+
+
 def probability(value: Any, name: str, where: str) -> float:
     """A delta: a real number in [0, 1)."""
     if not (_real(value) and 0 <= value < 1):
         raise fail(name, where, "a number in [0, 1)", value)
     return float(value)
+
+
+class BudgetDeclined(Exception):
+    """A release was declined: its declared cost does not fit in what the owner has left.
+    ``reason`` names the owner, the request, the cost, what is left and the filter."""
+
+    def __init__(
+        self, reason: str, *, owner: str, request_id: str, cost: Cost | None, remaining: Charge, filter: str
+    ) -> None:
+        super().__init__(reason)
+        self.reason, self.owner, self.request_id = reason, owner, request_id
+        self.cost, self.remaining, self.filter = cost, remaining, filter
 
 
 def check_filter(value: Any, where: str) -> str:
@@ -182,7 +201,10 @@ def restate(cost: Cost, stated_under: str, ledger_relation: str | None) -> Cost:
     pairs); unchanged from replace-one to that restriction (a guarantee over every replace-one pair
     holds over some of them). :class:`LedgerInputError` saying why for any other pair: in particular
     a cost under the restriction says nothing about the pairs it leaves out, so it is never charged
-    as a replace-one or add/remove-one cost."""
+    as a replace-one or add/remove-one cost. Either relation may be given by its budget name
+    (``replace-one-distinct``, :func:`~marketplace.privacy.neighbouring.budget_relation_text`)."""
+    stated_under = budget_relation_text(stated_under)
+    ledger_relation = None if ledger_relation is None else budget_relation_text(ledger_relation)
     if stated_under == ledger_relation:
         return cost
     if stated_under == "add/remove-one" and ledger_relation in ("replace-one", REPLACE_ONE_DISTINCT):

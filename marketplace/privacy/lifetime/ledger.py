@@ -31,7 +31,9 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from marketplace.privacy.lifetime import sales as selling
 from marketplace.privacy.lifetime.cost import (
+    BudgetDeclined,
     Charge,
     Cost,
     LedgerInputError,
@@ -43,6 +45,7 @@ from marketplace.privacy.lifetime.cost import (
 )
 from marketplace.privacy.lifetime.filters import Limits, amount
 from marketplace.privacy.lifetime.reconcile import hold, holder_of, record_left, settle_gone
+from marketplace.privacy.lifetime.sales import Sale
 from marketplace.privacy.lifetime.storage import (
     COUNTED,
     SCHEMA,
@@ -53,9 +56,11 @@ from marketplace.privacy.lifetime.storage import (
     connect,
     create_private,
     now,
+    refuse_foreign,
     reservation_of,
     sync_folder,
 )
+from marketplace.privacy.lifetime.terms import SaleTerms
 from marketplace.privacy.neighbouring import ADD_REMOVE_ONE, REPLACE_ONE, REPLACE_ONE_DISTINCT
 
 LEDGER_SUFFIX = ".ledger.sqlite"
@@ -64,18 +69,6 @@ LEDGER_SUFFIX = ".ledger.sqlite"
 def ledger_file(folder: str | os.PathLike, party: str) -> Path:
     """Where a party's kit folder keeps its lifetime ledger: ``<folder>/<party>.ledger.sqlite``."""
     return Path(folder) / f"{party}{LEDGER_SUFFIX}"
-
-
-class BudgetDeclined(Exception):
-    """A release was declined: its declared cost does not fit in what the owner has left.
-    ``reason`` names the owner, the request, the cost, what is left and the filter."""
-
-    def __init__(
-        self, reason: str, *, owner: str, request_id: str, cost: Cost | None, remaining: Charge, filter: str
-    ) -> None:
-        super().__init__(reason)
-        self.reason, self.owner, self.request_id = reason, owner, request_id
-        self.cost, self.remaining, self.filter = cost, remaining, filter
 
 
 class AlreadyCharged(Exception):
@@ -104,9 +97,6 @@ def ledger_error(path: Path, err: sqlite3.Error) -> Exception:
     if isinstance(err, sqlite3.OperationalError) and any(word in text.lower() for word in ACCESS_ERRORS):
         return LedgerUnavailable(f"{path}: {text}")
     return LedgerInputError(f"{path}: not a lifetime ledger ({text})")
-
-
-OWN_TABLES = frozenset({"ledger", "charges", "attempts", "sqlite_sequence"})
 
 
 class LedgerMismatch(ValueError):
@@ -191,7 +181,7 @@ class LifetimeLedger:
         new = create_private(path)
         try:
             if not new:
-                _refuse_foreign(path)
+                refuse_foreign(path)
             db = connect(path, create=True)
         except sqlite3.Error as err:
             raise ledger_error(path, err) from None
@@ -235,7 +225,7 @@ class LifetimeLedger:
             raise FileNotFoundError(f"{path}: no such ledger file")
         db = None
         try:
-            _refuse_foreign(path)
+            refuse_foreign(path)
             db = connect(path, create=False)
             meta = db.execute("SELECT * FROM ledger").fetchone()
         except sqlite3.Error as err:
@@ -297,6 +287,8 @@ class LifetimeLedger:
         relation: str | None = None,
         fresh: bool = False,
         quota: tuple[float, float] | None = None,
+        points: int | None = None,
+        terms: SaleTerms | None = None,
     ) -> Reservation:
         """Charge ``cost`` for request ``request_id`` before anything is released, and return the
         reservation once it is on disk. Idempotent: an id already reserved or committed returns its
@@ -310,10 +302,14 @@ class LifetimeLedger:
         relation on either) is declined. ``quota`` (eps,
         delta) caps what this one consumer's requests may be charged together, under the same filter,
         on top of the global budget (which still bounds every consumer together). Raises
-        :class:`BudgetDeclined` if the cost does not fit (nothing is charged; the decline is recorded)."""
+        :class:`BudgetDeclined` if the cost does not fit (nothing is charged; the decline is recorded).
+        ``points`` and ``terms`` (both or neither): a request that sells up to ``points`` data points under
+        the owner's sale ``terms`` reserves, in the same transaction, at most what they leave, or is
+        declined with :class:`.sales.TermsDeclined` when they leave none (:mod:`.sales`)."""
         where = "LifetimeLedger.reserve"
         request_id = _text(request_id, "request_id", where)
         consumer, what = _text(consumer, "consumer", where), _text(what, "what", where)
+        selling.check_sale(points, terms, where)
         if not isinstance(cost, Cost):
             raise fail("cost", where, "a Cost (Cost.pure, Cost.zcdp, Cost.gaussian, Cost.of)", cost)
         declared = cost
@@ -327,7 +323,7 @@ class LifetimeLedger:
                 problem = str(err)
         if problem is not None:
             self.decline(request_id, consumer=consumer, what=what, reason=problem, cost=declared)
-        declined = None
+        declined: BudgetDeclined | None = None
         with self._write():
             row = self._row(request_id)
             if row is not None and row.state in COUNTED:
@@ -358,6 +354,9 @@ class LifetimeLedger:
             )
             if over_quota:
                 state = "declined"
+            cap = 0 if terms is None or state != "reserved" else selling.cap(self._db, consumer, points or 0, terms)
+            sold_out = terms is not None and state == "reserved" and cap <= 0 < (points or 0)
+            state = "declined" if sold_out else state
             values = (consumer, what, cost.eps, cost.delta, cost.rho, *charge, state, now())
             if state == "reserved":
                 hold(self._db, request_id, fresh=True)
@@ -374,7 +373,14 @@ class LifetimeLedger:
                     "WHERE request_id = ?",
                     (*values, request_id),
                 )
-            if over_quota:
+            if terms is not None:
+                selling.record(self._db, request_id, consumer, terms, max(cap, 0), state)
+            if sold_out and terms is not None:
+                left = self.limits.remaining(self.limits.spent(counted))
+                declined = selling.terms_declined(
+                    self._db, self.owner, request_id, what, consumer, points or 0, terms, cost, left, self.filter
+                )
+            elif over_quota:
                 mine = quota_limits.spent(c for who, c in rows if who == consumer)
                 declined = BudgetDeclined(
                     f"{self.owner}: declined request {request_id!r} ({what}, for {consumer}): it costs "
@@ -461,9 +467,11 @@ class LifetimeLedger:
             filter=self.filter,
         )
 
-    def commit(self, request_id: str) -> Reservation:
-        """Mark a reservation committed: its release left. Committing twice is a no-op."""
-        return self._settle(request_id, "committed", "LifetimeLedger.commit")
+    def commit(self, request_id: str, sold: int | None = None) -> Reservation:
+        """Mark a reservation committed: its release left. Committing twice is a no-op. A request that
+        reserved points to sell needs ``sold`` (0 <= sold <= reserved): the points it sold, recorded
+        with their earnings in the same transaction (:func:`.sales.settle`)."""
+        return self._settle(request_id, "committed", "LifetimeLedger.commit", sold)
 
     def abort(self, request_id: str) -> Reservation:
         """Roll back a reservation whose release never left: its cost no longer counts. Aborting
@@ -507,7 +515,7 @@ class LifetimeLedger:
         with self._write():
             return settle_gone(self._db)
 
-    def _settle(self, request_id: str, state: str, where: str) -> Reservation:
+    def _settle(self, request_id: str, state: str, where: str, sold: int | None = None) -> Reservation:
         request_id = _text(request_id, "request_id", where)
         with self._write():
             row = self._row(request_id)
@@ -517,6 +525,7 @@ class LifetimeLedger:
                 return row
             if row.state != "reserved":
                 raise LedgerInputError(f"{self.owner}: {where}: request {request_id!r} is {row.state}, not reserved")
+            selling.settle(self._db, self.owner, request_id, state, sold, where)
             self._db.execute(
                 "UPDATE charges SET state = ?, settled_at = ? WHERE request_id = ?", (state, now(), request_id)
             )
@@ -527,6 +536,18 @@ class LifetimeLedger:
     def history(self) -> list[Reservation]:
         """Every request, in the order it was first reserved (declined and aborted ones too)."""
         return self._rows()
+
+    def sale(self, request_id: str) -> Sale | None:
+        """Request ``request_id``'s sale (:mod:`.sales`), or None when it reserved no points to sell."""
+        return selling.sale_of(self._db, request_id)
+
+    def sales(self) -> list[Sale]:
+        """Every sale, in the order it was first reserved."""
+        return selling.all_sales(self._db)
+
+    def sales_standing(self, consumer: str | None = None) -> dict[str, Any]:
+        """Points sold, earnings, points reserved and what the terms leave (:func:`.sales.standing`)."""
+        return selling.standing(self._db, consumer)
 
     def spent(self) -> Charge:
         """What the filter has charged so far: (eps, delta) under ``basic``, rho under ``zcdp``.
@@ -565,22 +586,6 @@ class LifetimeLedger:
     def __repr__(self) -> str:
         spent = amount(self.spent())
         return f"LifetimeLedger({str(self.path)!r}, owner={self.owner!r}, filter={self.filter!r}, spent={spent})"
-
-
-def _refuse_foreign(path: Path) -> None:
-    """Refuse a file that is not a ledger (not SQLite, or SQLite of another schema: tables a ledger
-    never holds) before anything is written to it, even the switch to WAL mode."""
-    db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-    try:
-        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    finally:
-        db.close()
-    foreign = sorted(tables - OWN_TABLES)
-    if foreign:
-        raise LedgerInputError(
-            f"{path}: not a lifetime ledger (a SQLite database of another schema, with the tables "
-            f"{', '.join(foreign[:5])}{' ...' if len(foreign) > 5 else ''})"
-        )
 
 
 def _refuse_incomplete(path: Path, owner: str, budget: Any, relation: Any) -> None:

@@ -6,10 +6,12 @@ left. The ``attempts`` table tells the two cases apart: one row per reservation 
 holds it (pid and host) and, once something of its release left that process, when (the "left" record,
 written before the first protocol message is handed to the transport). :func:`settle_gone` rolls back a
 dead process's reservation with no "left" record (provably nothing left) and commits one with a record
-(something may have left).
+(something may have left); its sale, if it reserved points to sell (:mod:`.sales`), is aborted with it, or
+``kept`` (what it sold is unknown: it keeps counting the points it reserved).
 
 Kept apart from :mod:`.ledger` because it is a separate concern from charging: these functions read and
-write only the ``attempts`` table and the state of ``reserved`` rows, never a cost or the filter. Each
+write only the ``attempts`` table and the state of ``reserved`` rows (and of their sales), never a cost or the
+filter. Each
 runs on the ledger's connection inside a write transaction the caller holds (:class:`.storage.Transaction`),
 except :func:`holder_of`, which only reads.
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import sqlite3
 
+from marketplace.privacy.lifetime import sales
 from marketplace.privacy.lifetime.storage import (
     ATTEMPTS,
     Holder,
@@ -91,6 +94,7 @@ def settle_gone(db: sqlite3.Connection) -> dict[str, list[str]]:
             continue
         state = "committed" if left_at is not None else "aborted"
         db.execute("UPDATE charges SET state = ?, settled_at = ? WHERE request_id = ?", (state, now(), request_id))
+        sales.settle_gone(db, request_id, kept=left_at is not None)
         out["kept" if left_at is not None else "rolled_back"].append(request_id)
     return out
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from marketplace.privacy.lifetime.cost import Charge, Cost
+from marketplace.privacy.lifetime.cost import Charge, Cost, LedgerInputError
 
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_S = 60.0
@@ -52,6 +52,8 @@ CREATE TABLE IF NOT EXISTS attempts (
     left_at TEXT
 );
 """
+OWN_TABLES = frozenset({"ledger", "charges", "attempts", "sales", "sqlite_sequence"})
+"""Every table a ledger file may hold (``attempts`` and ``sales`` appear on a ledger's first write that needs them)."""
 ATTEMPTS = SCHEMA[SCHEMA.index("CREATE TABLE IF NOT EXISTS attempts") :].strip().rstrip(";")
 """The ``attempts`` table alone: one row per reservation, naming the process that holds it (its pid and
 host) and, once something of its release left, when (the "left" record). Writers create it in their own
@@ -223,3 +225,19 @@ def connect(path: Path, *, create: bool) -> sqlite3.Connection:
         raise OSError(f"{path}: SQLite refused WAL mode (journal_mode is {mode!r}); put the ledger on a local disk")
     db.execute("PRAGMA synchronous=FULL")
     return db
+
+
+def refuse_foreign(path: Path) -> None:
+    """Refuse a file that is not a ledger (not SQLite, or SQLite of another schema: tables a ledger
+    never holds) before anything is written to it, even the switch to WAL mode."""
+    db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    finally:
+        db.close()
+    foreign = sorted(tables - OWN_TABLES)
+    if foreign:
+        raise LedgerInputError(
+            f"{path}: not a lifetime ledger (a SQLite database of another schema, with the tables "
+            f"{', '.join(foreign[:5])}{' ...' if len(foreign) > 5 else ''})"
+        )

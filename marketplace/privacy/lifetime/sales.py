@@ -1,0 +1,316 @@
+"""Data points sold under an owner's sale terms, kept on its lifetime ledger beside its privacy charges.
+
+A protocol that sells data points (summarize) reserves, with the request's privacy cost, the most points the
+request can take from the owner (a figure of its public settings alone), under the owner's
+:class:`~.terms.SaleTerms`. The ledger caps that reservation, in the same ``BEGIN IMMEDIATE`` transaction
+as the privacy charge, at what the terms leave::
+
+    cap = min(points asked, terms.points - counted (every consumer), terms.points_per_consumer - counted (this one))
+
+and declines the request (nothing charged, a ``declined`` row and :class:`TermsDeclined`) when the cap is 0.
+A request counts, towards those limits, its ``reserved`` points while it is reserved or ``kept`` (a
+reconcile kept a dead process's reservation as spent: what it sold is unknown), what it ``sold`` once
+committed, and nothing once aborted or declined.
+
+Counting a committed request at what it sold, rather than at what it reserved, makes a later decline depend
+on earlier sales, and so on the data they were chosen from. That is acceptable only because how many points
+an owner was asked for is an output of the protocol's composed auction, already charged on the owner's
+privacy ledger: the decision is post-processing of charged releases and public settings, and costs no
+further privacy.
+
+The ``sales`` table lives in the ledger's SQLite file. Like ``attempts``, writers create it in their own
+transaction, so a ledger written before it existed gains it on its first sale; readers of such a file see
+no sales. Every function here runs on the ledger's connection, the writing ones inside a write transaction
+the caller holds (:class:`.storage.Transaction`).
+"""
+
+from __future__ import annotations
+
+import json
+import numbers
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from marketplace.privacy.lifetime.cost import BudgetDeclined, Charge, Cost, LedgerInputError, fail
+from marketplace.privacy.lifetime.storage import now
+from marketplace.privacy.lifetime.terms import SaleTerms
+
+SALE_STATES = ("reserved", "committed", "aborted", "declined", "kept")
+"""A sale's states: ``kept`` is a reservation a reconcile kept as spent (sold and earnings unknown)."""
+
+SALES = """CREATE TABLE IF NOT EXISTS sales (
+    request_id TEXT PRIMARY KEY,
+    consumer TEXT NOT NULL,
+    price REAL NOT NULL,
+    reserved INTEGER NOT NULL,
+    sold INTEGER,
+    earnings REAL,
+    state TEXT NOT NULL CHECK (state IN ('reserved', 'committed', 'aborted', 'declined', 'kept')),
+    terms TEXT NOT NULL,
+    reserved_at TEXT NOT NULL,
+    settled_at TEXT
+)"""
+
+COUNTS = "CASE state WHEN 'committed' THEN sold WHEN 'reserved' THEN reserved WHEN 'kept' THEN reserved ELSE 0 END"
+"""What one sale row counts towards the terms' limits (module docstring)."""
+
+
+@dataclass(frozen=True)
+class Sale:
+    """One request's sale row: who bought, at which ``price`` per point, the points ``reserved`` (the most
+    the request may take), ``sold`` and ``earnings`` (None until committed, and for a ``kept`` sale), its
+    state (one of :data:`SALE_STATES`), the terms it was reserved under, and when (UTC, ISO 8601)."""
+
+    request_id: str
+    consumer: str
+    price: float
+    reserved: int
+    sold: int | None
+    earnings: float | None
+    state: str
+    terms: SaleTerms
+    reserved_at: str
+    settled_at: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (for ``marketplace ledger show --json``)."""
+        return {
+            "request_id": self.request_id,
+            "consumer": self.consumer,
+            "price": self.price,
+            "reserved": self.reserved,
+            "sold": self.sold,
+            "earnings": self.earnings,
+            "state": self.state,
+            "terms": self.terms.to_dict(),
+            "time": self.reserved_at,
+            "settled": self.settled_at,
+        }
+
+
+class TermsDeclined(BudgetDeclined):
+    """A request declined by the owner's sale terms: it may buy no more of the owner's points. A
+    :class:`~.cost.BudgetDeclined` (what catches one catches both); ``reason`` names the owner, the
+    request, the consumer, the terms and what is left. ``points`` is what the request asked for."""
+
+    def __init__(
+        self, reason: str, *, consumer: str, terms: SaleTerms, points: int, cost: Cost, remaining: Charge, **rest: Any
+    ) -> None:
+        super().__init__(reason, cost=cost, remaining=remaining, **rest)
+        self.consumer, self.terms, self.points = consumer, terms, points
+
+
+def check_sale(points: Any, terms: Any, where: str) -> None:
+    """Both ``points`` (an integer >= 0) and ``terms`` (a :class:`SaleTerms`), or neither."""
+    if (points is None) != (terms is None):
+        given, missing = ("points", "terms") if terms is None else ("terms", "points")
+        raise LedgerInputError(f"The {missing!r} parameter of {where} must be given with {given!r}, or neither.")
+    if points is not None and (isinstance(points, bool) or not isinstance(points, numbers.Integral) or points < 0):
+        raise fail("points", where, "an integer >= 0", points)
+    if terms is not None and not isinstance(terms, SaleTerms):
+        raise fail("terms", where, "a SaleTerms", terms)
+
+
+def has_sales(db: sqlite3.Connection) -> bool:
+    """Whether the ledger has its ``sales`` table yet (one that never sold has not)."""
+    return db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sales'").fetchone() is not None
+
+
+def counted(db: sqlite3.Connection, consumer: str | None = None) -> int:
+    """The points the terms' limits count (module docstring): every consumer's, or ``consumer``'s."""
+    if not has_sales(db):
+        return 0
+    if consumer is None:
+        return db.execute(f"SELECT COALESCE(SUM({COUNTS}), 0) FROM sales").fetchone()[0]
+    return db.execute(f"SELECT COALESCE(SUM({COUNTS}), 0) FROM sales WHERE consumer = ?", (consumer,)).fetchone()[0]
+
+
+def cap(db: sqlite3.Connection, consumer: str, points: int, terms: SaleTerms) -> int:
+    """Inside a write: the most points a request of ``consumer`` asking for ``points`` may reserve under
+    ``terms`` (it may be <= 0: nothing left)."""
+    db.execute(SALES)
+    limits = [points]
+    if terms.points is not None:
+        limits.append(terms.points - counted(db))
+    if terms.points_per_consumer is not None:
+        limits.append(terms.points_per_consumer - counted(db, consumer))
+    return min(limits)
+
+
+def record(db: sqlite3.Connection, request_id: str, consumer: str, terms: SaleTerms, reserved: int, state: str) -> None:
+    """Inside a write: request ``request_id``'s sale row, ``reserved`` (its cap) or ``declined`` (it
+    reserves nothing), replacing an earlier aborted or declined one."""
+    db.execute(SALES)
+    db.execute(
+        "INSERT INTO sales (request_id, consumer, price, reserved, sold, earnings, state, terms, reserved_at, "
+        "settled_at) VALUES (?, ?, ?, ?, NULL, NULL, ?, ?, ?, NULL) ON CONFLICT (request_id) DO UPDATE SET "
+        "consumer = excluded.consumer, price = excluded.price, reserved = excluded.reserved, sold = NULL, "
+        "earnings = NULL, state = excluded.state, terms = excluded.terms, reserved_at = excluded.reserved_at, "
+        "settled_at = NULL",
+        (
+            request_id,
+            consumer,
+            terms.price,
+            reserved if state == "reserved" else 0,
+            state,
+            json.dumps(terms.to_dict()),
+            now(),
+        ),
+    )
+
+
+def terms_declined(
+    db: sqlite3.Connection,
+    owner: str,
+    request_id: str,
+    what: str,
+    consumer: str,
+    points: int,
+    terms: SaleTerms,
+    cost: Cost,
+    remaining: Charge,
+    filter: str,
+) -> TermsDeclined:
+    """The :class:`TermsDeclined` for a request the terms leave no point to, saying which limit is reached."""
+    reached = []
+    if terms.points is not None and terms.points - counted(db) <= 0:
+        reached.append(f"{terms.points} in its lifetime, {counted(db)} counted")
+    if terms.points_per_consumer is not None and terms.points_per_consumer - counted(db, consumer) <= 0:
+        reached.append(f"{terms.points_per_consumer} per consumer, {counted(db, consumer)} counted for {consumer}")
+    reason = (
+        f"{owner}: declined request {request_id!r} ({what}, for {consumer}): consumer {consumer} may buy 0 more "
+        f"of {owner}'s points ({'; '.join(reached)}), and the request asks for {points}; the terms: "
+        f"{terms.describe()}"
+    )
+    return TermsDeclined(
+        reason,
+        owner=owner,
+        request_id=request_id,
+        consumer=consumer,
+        terms=terms,
+        points=points,
+        cost=cost,
+        remaining=remaining,
+        filter=filter,
+    )
+
+
+def settle(db: sqlite3.Connection, owner: str, request_id: str, state: str, sold: Any, where: str) -> None:
+    """Inside the write that commits or aborts request ``request_id``: its sale row, if it has one,
+    ``committed`` with ``sold`` points (required: 0 <= sold <= reserved) earning ``sold * price``, or
+    ``aborted`` (0 sold, 0 earned). :class:`LedgerInputError` for a ``sold`` that is missing, out of
+    range, or given for a request that reserved no points."""
+    found = sale_of(db, request_id)
+    if found is None:
+        if sold is not None:
+            raise fail("sold", where, f"None: {owner}'s request {request_id!r} reserved no points to sell", sold)
+        return
+    if state == "aborted":
+        db.execute(
+            "UPDATE sales SET state = 'aborted', sold = 0, earnings = 0.0, settled_at = ? WHERE request_id = ?",
+            (now(), request_id),
+        )
+        return
+    whole = not isinstance(sold, bool) and isinstance(sold, numbers.Integral)
+    if not whole or not 0 <= int(sold) <= found.reserved:
+        raise fail(
+            "sold",
+            where,
+            f"an integer from 0 to reserved={found.reserved} ({owner}'s request {request_id!r} reserved "
+            f"{found.reserved} points)",
+            sold,
+        )
+    db.execute(
+        "UPDATE sales SET state = 'committed', sold = ?, earnings = ?, settled_at = ? WHERE request_id = ?",
+        (int(sold), int(sold) * found.price, now(), request_id),
+    )
+
+
+def settle_gone(db: sqlite3.Connection, request_id: str, *, kept: bool) -> None:
+    """Inside a reconcile's write: the sale of a dead process's reservation, ``kept`` (what it sold is
+    unknown, it keeps counting its reserved points) or ``aborted`` with it (nothing left)."""
+    if not has_sales(db):
+        return
+    sold, earnings, state = (None, None, "kept") if kept else (0, 0.0, "aborted")
+    db.execute(
+        "UPDATE sales SET state = ?, sold = ?, earnings = ?, settled_at = ? "
+        "WHERE request_id = ? AND state = 'reserved'",
+        (state, sold, earnings, now(), request_id),
+    )
+
+
+def _sale(row: tuple) -> Sale:
+    request_id, consumer, price, reserved, sold, earnings, state, terms, reserved_at, settled_at = row
+    return Sale(
+        request_id,
+        consumer,
+        price,
+        reserved,
+        sold,
+        earnings,
+        state,
+        SaleTerms.from_dict(json.loads(terms)),
+        reserved_at,
+        settled_at,
+    )
+
+
+COLUMNS = "request_id, consumer, price, reserved, sold, earnings, state, terms, reserved_at, settled_at"
+
+
+def sale_of(db: sqlite3.Connection, request_id: str) -> Sale | None:
+    """Request ``request_id``'s sale, or None (no such request, or one that reserved no points)."""
+    if not has_sales(db):
+        return None
+    found = db.execute(f"SELECT {COLUMNS} FROM sales WHERE request_id = ?", (request_id,)).fetchone()
+    return None if found is None else _sale(found)
+
+
+def all_sales(db: sqlite3.Connection) -> list[Sale]:
+    """Every sale, in the order it was first reserved."""
+    if not has_sales(db):
+        return []
+    return [_sale(row) for row in db.execute(f"SELECT {COLUMNS} FROM sales ORDER BY rowid")]
+
+
+def standing(db: sqlite3.Connection, consumer: str | None = None) -> dict[str, Any]:
+    """Where the owner's sales stand, as a JSON-ready dict::
+
+        {"sold": points sold (committed), "earnings": what they earned,
+         "reserved": points reserved and not settled (reserved and kept sales),
+         "counted": what the terms' lifetime limit counts (sold + reserved),
+         "terms": the terms of the latest sale (a SaleTerms dict) or None when nothing was reserved,
+         "points_left": what those terms leave to sell in the owner's lifetime, None for no limit,
+         "per_consumer_left": {consumer: what those terms leave to sell to it, None for no limit},
+         "per_consumer": {consumer: {"sold", "earnings", "reserved", "counted"}},
+         "requests": {state: number of sales in it}}
+
+    ``consumer`` restricts the two per-consumer entries to that consumer (present even with no sale)."""
+    sales = all_sales(db)
+    terms = sales[-1].terms if sales else None
+    names = sorted({s.consumer for s in sales}) if consumer is None else [consumer]
+    per_consumer = {name: _totals([s for s in sales if s.consumer == name]) for name in names}
+    total = _totals(sales)
+    limit = None if terms is None else terms.points_per_consumer
+    return {
+        **total,
+        "terms": None if terms is None else terms.to_dict(),
+        "points_left": None if terms is None or terms.points is None else max(terms.points - total["counted"], 0),
+        "per_consumer_left": {
+            name: None if limit is None else max(limit - mine["counted"], 0) for name, mine in per_consumer.items()
+        },
+        "per_consumer": per_consumer,
+        "requests": {state: sum(s.state == state for s in sales) for state in SALE_STATES},
+    }
+
+
+def _totals(sales: list[Sale]) -> dict[str, Any]:
+    sold = sum(s.sold or 0 for s in sales if s.state == "committed")
+    reserved = sum(s.reserved for s in sales if s.state in ("reserved", "kept"))
+    return {
+        "sold": sold,
+        "earnings": float(sum(s.earnings or 0.0 for s in sales if s.state == "committed")),
+        "reserved": reserved,
+        "counted": sold + reserved,
+    }

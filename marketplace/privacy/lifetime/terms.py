@@ -1,0 +1,80 @@
+"""An owner's sale terms: the price of one data point, and how many points it sells.
+
+A protocol that sells data points (summarize hands the consumer points of the owners' data) charges the
+owner's lifetime ledger for the privacy of what it releases, and the owner may also bound what it sells:
+its price per point, the points it sells over its whole life, and the points it sells to any one consumer
+(by the consumer's name). :class:`SaleTerms` holds those three public settings; the ledger
+(:mod:`.sales`) keeps what each request reserved, sold and earned under them. Pure: no file, no clock.
+
+>>> SaleTerms(price=2, points=100, points_per_consumer=20).describe()
+'price 2 per point, 100 points in its lifetime, 20 per consumer'
+>>> SaleTerms.from_dict({"price": 0.5}).describe()
+'price 0.5 per point, no lifetime limit on points, no limit per consumer'
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from marketplace.privacy.lifetime.cost import fail, non_negative
+
+KEYS = ("price", "points", "points_per_consumer")
+
+
+def _count(value: Any, name: str, where: str) -> int | None:
+    """None (no limit) or an integer >= 0 (bools refused), as an int."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        raise fail(name, where, "an integer >= 0, or None for no limit", value)
+    return int(value)
+
+
+@dataclass(frozen=True)
+class SaleTerms:
+    """``price`` per point sold (finite, >= 0), ``points`` sold over the owner's lifetime and
+    ``points_per_consumer`` sold to any one consumer (integers >= 0; None: no limit)."""
+
+    price: float = 0.0
+    points: int | None = None
+    points_per_consumer: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "price", non_negative(self.price, "price", "SaleTerms"))
+        object.__setattr__(self, "points", _count(self.points, "points", "SaleTerms"))
+        object.__setattr__(
+            self, "points_per_consumer", _count(self.points_per_consumer, "points_per_consumer", "SaleTerms")
+        )
+
+    def describe(self) -> str:
+        """``price 2 per point, 100 points in its lifetime, 20 per consumer``."""
+        lifetime = "no lifetime limit on points" if self.points is None else f"{self.points} points in its lifetime"
+        each = (
+            "no limit per consumer" if self.points_per_consumer is None else f"{self.points_per_consumer} per consumer"
+        )
+        return f"price {self.price:g} per point, {lifetime}, {each}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"price": .., "points": .., "points_per_consumer": ..}`` (JSON-ready; None for no limit)."""
+        return {"price": self.price, "points": self.points, "points_per_consumer": self.points_per_consumer}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None) -> SaleTerms:
+        """The terms ``d`` states (as :meth:`to_dict` writes them; a key left out takes its default, None
+        gives the defaults). :class:`~.cost.LedgerInputError` naming the key for an unknown key or a bad value."""
+        where = "SaleTerms.from_dict"
+        if d is None:
+            return cls()
+        if not isinstance(d, Mapping):
+            raise fail("terms", where, f"a mapping with the keys {list(KEYS)}", d)
+        unknown = sorted(str(k) for k in d if k not in KEYS)
+        if unknown:
+            raise fail(unknown[0], where, f"one of the keys {list(KEYS)}", d[unknown[0]])
+        return cls(
+            price=non_negative(d.get("price", 0.0), "price", where),
+            points=_count(d.get("points"), "points", where),
+            points_per_consumer=_count(d.get("points_per_consumer"), "points_per_consumer", where),
+        )
