@@ -79,5 +79,6 @@ def _play(args: argparse.Namespace, spec) -> int:
     if not args.quiet:
         print_tables(console, report.raw)
     plays = f" ({report.repeats} repeats: repeat-0/ ... repeat-{report.repeats - 1}/)" if report.repeats > 1 else ""
-    print(f"{report.folder}/market.json, market.md, budget.png, quality.png{plays}")
+    sales = ", sales.png" if (report.folder / "sales.png").exists() else ""
+    print(f"{report.folder}/market.json, market.md, budget.png, quality.png{sales}{plays}")
     return EXIT_OK

@@ -21,7 +21,7 @@ SUMMARIZE_MARKET = {
     "summarize": {"rounds": 4, "features": 30, "baselines": []},
     "lifetime": {
         "ledgers": "ledgers",
-        "budget": {"epsilon": 20.0},
+        "budget": {"epsilon": 20.0, "delta": 0.01},
         "relation": "replace-one-distinct",
         "terms": {"price": 2.0, "points": 5, "points_per_consumer": 3},
         "owner_terms": {"owner-3": {"price": 5.0}},

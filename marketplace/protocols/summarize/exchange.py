@@ -123,10 +123,9 @@ def owner_cost(config: ScenarioConfig, party: str):
     delta = auction.delta + summary.delta
     rho = _planned_rho(schedule, s.rounds, seed_set, config.parties.owners)
     what = (
-        f"summarize ({config.name}): what the other owners and the consumer learn of {party}'s data beyond the "
-        f"points it sells: the auction's selections over {s.rounds} rounds (eps {auction.eps:.6g}) and the g_l "
-        f"releases of D_s (eps {summary.eps:.6g}, given which points entered D_s). Not covered: the points sold "
-        "(handed over in the clear under its sale terms) and which of its points enter D_s"
+        f"summarize ({config.name}): {party}'s data beyond the points it sells: the auction over {s.rounds} rounds "
+        f"(eps {auction.eps:.6g}) and the g_l releases of D_s (eps {summary.eps:.6g}); not the points sold, nor "
+        "which enter D_s"
     )
     # a run with no noisy release at all (one round, eps_auc = 0) still sells points: a negligible
     # charge keeps its sale on the ledger (an overstatement of the cost, never of the privacy)

@@ -73,7 +73,7 @@ def run(raw, tmp_path, name="run", driver="inprocess"):
 
 
 def owners_of(report):
-    return {p: r for p, r in report["parties"].items() if p.startswith("owner-")}
+    return {p: r for p, r in report["party_details"].items() if p.startswith("owner-")}
 
 
 def test_every_point_handed_over_is_paid_at_its_owners_posted_price(priced, tmp_path):
