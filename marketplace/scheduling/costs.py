@@ -33,7 +33,8 @@ def owner_cost(config: Any, party: str, relation: str) -> Cost | None:
         raise NoOwnerCost(
             f"{config.protocol!r} has no finite privacy cost per owner ({declared.unbounded}), so every "
             "owner with a lifetime ledger would decline it; a market request needs a protocol whose owners "
-            "release under differential privacy (sketch, stc, pfds, and summarize in its private form with the composed auction)"
+            "release under differential privacy (sketch, stc, pfds, and summarize in its private form with the "
+            "composed auction)"
         )
     try:
         return restate(declared.cost, declared.relation, relation)  # as the owners' ledgers restate it

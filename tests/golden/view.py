@@ -42,6 +42,8 @@ OVERRIDES: dict[str, list[str]] = {
     "sketch-occupancy.yaml": ["sketch.samples=2000"],
     "sketch-quickstart.yaml": ["sketch.samples=2000"],
     "market-serve.yaml": ["sketch.samples=2000"],
+    "market-serve-points.yaml": ["summarize.rounds=6", "summarize.features=30"],
+    "summarize-buy.yaml": ["summarize.rounds=8", "summarize.features=30"],
     "sketch-uniform.yaml": ["sketch.samples=2000"],
     "stc-mnist.yaml": [],
     "stc-office.yaml": [],

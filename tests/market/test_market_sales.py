@@ -15,7 +15,12 @@ from marketplace.market import play
 from marketplace.market.spec import MarketError, read_market
 from marketplace.privacy.lifetime import LifetimeLedger, ledger_file
 
-SUMMARIZE = {"rounds": 4, "features": 20, "baselines": [], "privacy": {"enabled": True, "t_init": 100, "eps_auction": 0.2}}
+SUMMARIZE = {
+    "rounds": 4,
+    "features": 20,
+    "baselines": [],
+    "privacy": {"enabled": True, "t_init": 100, "eps_auction": 0.2},
+}
 
 
 def summarize_request(consumer: str, budget: float | None = None, **more):
