@@ -17,6 +17,11 @@ Every request must complete: a level where one did not is reported as failed, an
     python benchmarks/bench_serve.py --json serve.json                     # sketch, 4 owners, 1/4/8/16 consumers
     python benchmarks/bench_serve.py --owners 16 --levels 1,4,16 --json serve16.json
     python benchmarks/bench_serve.py --smoke --json smoke.json             # seconds: 2 consumers, 2 requests
+    python benchmarks/bench_serve.py --protocol summarize --owners 16 --levels 1,4 --json points.json
+
+``--protocol summarize`` serves private ``summarize`` requests (``scenarios/summarize-buy.yaml``): the
+owners keep their ledgers under the auction's relation (replace-one-distinct) and sell their points at
+1 per point, so each request also reserves and settles a sale on every owner's ledger.
 """
 
 from __future__ import annotations
@@ -42,7 +47,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from proctree import CLOCK_TICK, cpu_ticks, tree  # noqa: E402
 
 MARKET = ROOT / "scenarios" / "market-serve.yaml"
-REQUEST = ROOT / "scenarios" / "sketch-quickstart.yaml"
+REQUESTS = {
+    "sketch": ROOT / "scenarios" / "sketch-quickstart.yaml",
+    "summarize": ROOT / "scenarios" / "summarize-buy.yaml",
+}
+LIFETIME = {
+    "sketch": {"budget": {"epsilon": 1e6}, "relation": "add/remove-one", "filter": "basic"},
+    "summarize": {
+        "budget": {"epsilon": 1e6, "delta": 0.5},
+        "relation": "replace-one-distinct",
+        "filter": "basic",
+        "terms": {"price": 1.0},
+    },
+}
+"""Each protocol's lifetime section for the benchmark's marketplace: budgets no request exhausts."""
+REQUEST = REQUESTS["sketch"]
 
 
 def free_port() -> int:
@@ -90,10 +109,12 @@ def consumer_worker(args: tuple[str, str, str, int, str, dict], ready: Any, go: 
     results.put((rows, start, time.time()))
 
 
-def start_market(state: Path, owners: int, consumers: int, max_sessions: int) -> tuple[subprocess.Popen, str]:
+def start_market(
+    state: Path, owners: int, consumers: int, max_sessions: int, protocol: str = "sketch"
+) -> tuple[subprocess.Popen, str]:
     market = yaml.safe_load(MARKET.read_text())
     market["parties"] = {"owners": owners}
-    market["lifetime"] = {"budget": {"epsilon": 1e6}, "relation": "add/remove-one", "filter": "basic"}
+    market["lifetime"] = LIFETIME[protocol]
     market_file = state.parent / "market.yaml"
     market_file.write_text(yaml.safe_dump(market))
     endpoint = f"tcp://127.0.0.1:{free_port()}"
@@ -128,7 +149,9 @@ def ticks(pids: list[int]) -> int:
     return sum(cpu_ticks(pid) or 0 for pid in pids)
 
 
-def run_level(endpoint: str, state: Path, server: int, level: int, count: int, overrides: dict) -> dict:
+def run_level(
+    endpoint: str, state: Path, server: int, level: int, count: int, overrides: dict, request: Path = REQUEST
+) -> dict:
     """``level`` consumer processes at once, each warmed up by one untimed request in the same
     process that then sends the ``count`` timed ones (so no timed request pays a process's start)."""
     ctx = multiprocessing.get_context("spawn")
@@ -140,7 +163,7 @@ def run_level(endpoint: str, state: Path, server: int, level: int, count: int, o
                 (
                     endpoint,
                     str(state / "consumers" / f"c{i}"),
-                    str(REQUEST),
+                    str(request),
                     count,
                     str(state.parent / f"out-{level}-{i}"),
                     overrides,
@@ -194,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=8, help="timed requests per consumer (after a warm-up one)")
     parser.add_argument("--max-sessions", type=int, default=16)
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--protocol", choices=sorted(REQUESTS), default="sketch", help="what every request asks for")
     parser.add_argument("--smoke", action="store_true", help="2 consumers, 2 requests each: seconds")
     parser.add_argument("--json", metavar="FILE")
     args = parser.parse_args(argv)
@@ -204,12 +228,12 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-serve-") as tmp:
         state = Path(tmp) / "state"
-        proc, endpoint = start_market(state, args.owners, max(levels), args.max_sessions)
+        proc, endpoint = start_market(state, args.owners, max(levels), args.max_sessions, args.protocol)
         try:
             for level in levels:
-                row = run_level(endpoint, state, proc.pid, level, args.requests, overrides) | {
+                row = run_level(endpoint, state, proc.pid, level, args.requests, overrides, REQUESTS[args.protocol]) | {
                     "owners": args.owners,
-                    "protocol": "sketch",
+                    "protocol": args.protocol,
                     "cpus": os.cpu_count(),
                 }
                 rows.append(row)

@@ -421,7 +421,12 @@ class LifetimeLedger:
         try:
             restated = restate(cost, relation, relation_kind(self.relation))
         except LedgerInputError as err:
-            return f"{self.owner}: this ledger's budget is stated under {self.relation!r}, and {err}"
+            hint = (
+                " (a ledger created with lifetime.relation: replace-one-distinct takes it)"
+                if relation == REPLACE_ONE_DISTINCT
+                else ""
+            )
+            return f"{self.owner}: this ledger's budget is stated under {self.relation!r}, and {err}{hint}"
         return None if restated is cost else restated
 
     def decline(self, request_id: str, *, consumer: str, what: str, reason: str, cost: Cost | None = None) -> None:
