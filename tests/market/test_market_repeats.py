@@ -139,7 +139,7 @@ def test_a_market_played_once_keeps_its_report_and_adds_spreads_of_one_value(tmp
     assert raw["repeats"] == 1 and raw["seeds"] == [5] and "repeat_plays" not in raw
     assert (tmp_path / "m" / "fcfs" / "ledgers").is_dir() and not (tmp_path / "m" / "repeat-0").exists()
     section = raw["plays"]["fcfs"]
-    assert set(section) == {"requests", "owners", "summary"}
+    assert set(section) == {"requests", "owners", "consumers", "summary"}
     summary = section["summary"]
     assert set(summary) == {
         "requests",
@@ -151,6 +151,8 @@ def test_a_market_played_once_keeps_its_report_and_adds_spreads_of_one_value(tmp
         "served_total",
         "owners_exhausted",
         "mean_quality",
+        "paid",
+        "points_sold",
         "text",
         "spread",
     }

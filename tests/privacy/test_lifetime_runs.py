@@ -113,13 +113,63 @@ def test_an_owner_that_released_nothing_is_rolled_back(tmp_path):
         assert ledger.spent().eps == 0 and [r.state for r in ledger.history()] == ["aborted"]
 
 
-def test_summarize_owners_decline_points_sold_in_the_clear(tmp_path):
+def test_summarize_owners_decline_the_non_private_form(tmp_path):
     scenario = marketplace.load(
         ROOT / "scenarios" / "quickstart.yaml", {"lifetime.ledgers": str(tmp_path / "ledgers"), "summarize.rounds": 3}
     )
     report = run(scenario, tmp_path, "s", expect_failure=True)
     assert set(states(report).values()) == {"declined"}
-    assert all("in the clear" in r["reason"] for r in report["lifetime"]["owners"].values())
+    assert all("exact mean embedding" in r["reason"] for r in report["lifetime"]["owners"].values())
+
+
+PRIVATE = {"summarize.rounds": 3, "summarize.features": 30, "summarize.privacy.t_init": 100}
+
+
+def test_private_summarize_is_declined_by_a_ledger_under_a_relation_that_cannot_take_its_auction(tmp_path):
+    scenario = marketplace.load(
+        ROOT / "scenarios" / "quickstart-private.yaml",
+        {"lifetime.ledgers": str(tmp_path / "ledgers"), "lifetime.budget.delta": 0.01, **PRIVATE},
+    )
+    report = run(scenario, tmp_path, "s", expect_failure=True)
+    assert set(states(report).values()) == {"declined"}
+    assert all("replace-one-distinct" in r["reason"] for r in report["lifetime"]["owners"].values())
+
+
+def test_private_summarize_charges_each_owner_its_auction_and_summary_releases_and_records_its_sales(tmp_path):
+    """The charge is the planned auction ledger (R eps_auc for all K owners ranked) plus the planned D_s
+    ledger, composed; each owner's ledger records the points it handed over and its earnings."""
+    from marketplace.protocols.summarize.private_curator import AUCTION, SUMMARY, PrivateSchedule
+
+    scenario = marketplace.load(
+        ROOT / "scenarios" / "quickstart-private.yaml",
+        {
+            "lifetime.ledgers": str(tmp_path / "ledgers"),
+            "lifetime.relation": "replace-one-distinct",
+            "lifetime.budget.epsilon": 50.0,
+            "lifetime.budget.delta": 0.01,
+            "lifetime.terms.price": 2.0,
+            "summarize.privacy.budget_validation": None,
+            "summarize.privacy.budget_summary": None,
+            **PRIVATE,
+        },
+    )
+    config = scenario.config
+    schedule = PrivateSchedule.resolve(
+        config.summarize.privacy, features=30, rounds=3, seed_set_size=config.data.seed_set.size
+    )
+    ledgers = schedule.ledgers()
+    schedule.plan(ledgers, 3, seed_set_size=config.data.seed_set.size, owners=config.parties.owners)
+    planned = ledgers[AUCTION].total().eps + ledgers[SUMMARY].total().eps
+    assert ledgers[AUCTION].total().eps == pytest.approx(3 * config.summarize.privacy.eps_auction)
+    report = run(scenario, tmp_path, "s")
+    sold = 0
+    for owner, record in report["lifetime"]["owners"].items():
+        assert record["state"] == "committed" and record["cost"]["eps"] == pytest.approx(planned)
+        with LifetimeLedger.read(ledger_file(tmp_path / "ledgers", owner)) as ledger:
+            (sale,) = ledger.sales()
+        assert sale.reserved == 3 and sale.sold == record["sale"]["sold"] and sale.earnings == 2.0 * sale.sold
+        sold += sale.sold
+    assert sold == report["sale"]["points_bought"] >= len(report["selection"])
 
 
 def test_a_run_without_ledgers_has_no_lifetime_section(tmp_path):
