@@ -32,6 +32,7 @@ from marketplace.protocols.summarize.messages import (  # noqa: E402
     SealedSummary,
     Summary,
     TargetEmbedding,
+    Terms,
     ValidationEmbedding,
     ValidationSet,
 )
@@ -169,6 +170,7 @@ BODIES: dict[str, st.SearchStrategy[Any]] = {
     "round_open": round_opens(),
     "bid": st.builds(Bid, round=ROUNDS, value=FINITE, available=st.booleans()),
     "request": st.builds(Request, round=ROUNDS),
+    "terms": st.builds(Terms, price=st.floats(0.0, 1e12, allow_nan=False), points=st.none() | st.integers(0, 2**62)),
     "point": points(),
     "summary": summaries(),
     "sealed_point": st.builds(

