@@ -32,7 +32,7 @@ from __future__ import annotations
 import copy
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -339,19 +339,9 @@ def parse_market(
             "expected a smaller market.seed or fewer repeats",
         )
     budget = check.budget(market.get("budget", {"epsilon": 1.0, "delta": 0.0}), "market.budget")
-    owner_budgets = {}
-    for owner, value in check.mapping(market.get("owner_budgets") or {}, "market.owner_budgets").items():
-        where = f"market.owner_budgets.{owner}"
-        if not isinstance(owner, str) or owner not in {f"owner-{i}" for i in range(1, owners + 1)}:
-            raise MarketError(source, where, f"no such owner; expected one of owner-1 ... owner-{owners}")
-        owner_budgets[owner] = check.budget(value, where, budget)
+    owner_budgets = _per_owner(check, market, "owner_budgets", owners, lambda v, at: check.budget(v, at, budget))
     terms = check.mapping(market["terms"], "market.terms", TERMS_KEYS) if market.get("terms") is not None else None
-    owner_terms = {}
-    for owner, value in check.mapping(market.get("owner_terms") or {}, "market.owner_terms").items():
-        where = f"market.owner_terms.{owner}"
-        if not isinstance(owner, str) or owner not in {f"owner-{i}" for i in range(1, owners + 1)}:
-            raise MarketError(source, where, f"no such owner; expected one of owner-1 ... owner-{owners}")
-        owner_terms[owner] = check.mapping(value, where, TERMS_KEYS)
+    owner_terms = _per_owner(check, market, "owner_terms", owners, lambda v, at: check.mapping(v, at, TERMS_KEYS))
     relation = check.choice(market.get("relation", "add/remove-one"), "market.relation", RELATIONS)
     filter_ = check.choice(market.get("filter", "basic"), "market.filter", FILTERS)
     rules = _rules(check, market.get("rules", list(RULES)))
@@ -390,6 +380,21 @@ def _quality_columns(protocol: str) -> tuple[str, ...]:
     """The figures a run of ``protocol`` reports per run (the columns of its sweep rows)."""
     row = plugins.exchange(protocol).sweep_row({})
     return tuple(sorted(k for k in row if "spent" not in k and "eps" not in k))
+
+
+def _per_owner(
+    check: _Checker, market: Mapping[str, Any], key: str, owners: int, read: Callable[[Any, str], Any]
+) -> dict[str, Any]:
+    """``market.<key>``: owner id -> its own setting, each read by ``read(value, key path)``; an id that
+    is not one of owner-1 ... owner-``owners`` is refused, naming it."""
+    out = {}
+    names = {f"owner-{i}" for i in range(1, owners + 1)} if market.get(key) else set()
+    for owner, value in check.mapping(market.get(key) or {}, f"market.{key}").items():
+        where = f"market.{key}.{owner}"
+        if not isinstance(owner, str) or owner not in names:
+            raise MarketError(check.source, where, f"no such owner; expected one of owner-1 ... owner-{owners}")
+        out[owner] = read(value, where)
+    return out
 
 
 def _rules(check: _Checker, value: Any) -> tuple[str, ...]:
