@@ -5,6 +5,7 @@ the pure cores are its other modules."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from marketplace import seeds
@@ -110,18 +111,15 @@ def owner_cost(config: ScenarioConfig, party: str):
             "the non-private form broadcasts D_s's exact mean embedding and asks the exact best bidder",
             relation=REPLACE_ONE_DISTINCT,
         )
-    from marketplace.protocols.summarize.private_curator import AUCTION, AUCTION_WARNING, SUMMARY, PrivateSchedule
+    from marketplace.protocols.summarize.private_curator import AUCTION_WARNING
 
     if privacy.auction in AUCTION_WARNING:
         return Declared.unbounded_release(what, AUCTION_WARNING[privacy.auction], relation=REPLACE_ONE_DISTINCT)
-    seed_set = config.data.seed_set.size
-    schedule = PrivateSchedule.resolve(privacy, features=s.features, rounds=s.rounds, seed_set_size=seed_set)
-    ledgers = schedule.ledgers()
-    schedule.plan(ledgers, s.rounds, seed_set_size=seed_set, owners=config.parties.owners)
-    auction, summary = ledgers[AUCTION].total(), ledgers[SUMMARY].total()
+    auction, summary, rho = _planned_owner_cost(
+        privacy, s.features, s.rounds, config.data.seed_set.size, config.parties.owners
+    )
     eps = auction.eps + summary.eps  # basic composition of the two ledgers
     delta = auction.delta + summary.delta
-    rho = _planned_rho(schedule, s.rounds, seed_set, config.parties.owners)
     what = (
         f"summarize ({config.name}): {party}'s data beyond the points it sells: the auction over {s.rounds} rounds "
         f"(eps {auction.eps:.6g}) and the g_l releases of D_s (eps {summary.eps:.6g}); not the points sold, nor "
@@ -130,6 +128,21 @@ def owner_cost(config: ScenarioConfig, party: str):
     # a run with no noisy release at all (one round, eps_auc = 0) still sells points: a negligible
     # charge keeps its sale on the ledger (an overstatement of the cost, never of the privacy)
     return Declared(what, Cost(eps=max(eps, 1e-12), delta=delta, rho=rho), REPLACE_ONE_DISTINCT)
+
+
+@functools.lru_cache(maxsize=16)
+def _planned_owner_cost(
+    privacy: Any, features: int, rounds: int, seed_set_size: int, owners: int
+) -> tuple[Any, Any, float | None]:
+    """The planned ``auction`` and ``D_s`` totals of a run and their zCDP statement: the same for every
+    owner of the run, and tens of milliseconds to plan (the Gaussian release's calibration), so planned
+    once per setting rather than once per owner and request."""
+    from marketplace.protocols.summarize.private_curator import AUCTION, SUMMARY, PrivateSchedule
+
+    schedule = PrivateSchedule.resolve(privacy, features=features, rounds=rounds, seed_set_size=seed_set_size)
+    ledgers = schedule.ledgers()
+    schedule.plan(ledgers, rounds, seed_set_size=seed_set_size, owners=owners)
+    return ledgers[AUCTION].total(), ledgers[SUMMARY].total(), _planned_rho(schedule, rounds, seed_set_size, owners)
 
 
 def _planned_rho(schedule: Any, rounds: int, seed_set_size: int, owners: int) -> float | None:
