@@ -94,14 +94,23 @@ def cli(*args: str, **kwargs) -> subprocess.Popen:
 
 
 class Market:
-    def __init__(self, tmp: Path, *extra: str, consumers: str = "alice,bob,carol", state: Path | None = None) -> None:
+    def __init__(
+        self,
+        tmp: Path,
+        *extra: str,
+        consumers: str = "alice,bob,carol",
+        state: Path | None = None,
+        market: dict | None = None,
+        request: dict | None = None,
+    ) -> None:
+        """``market`` and ``request``: the marketplace's file and the request's (default MARKET, REQUEST)."""
         self.tmp = tmp
         self.state = state or tmp / "state"
         self.port = free_port()
         self.endpoint = f"tcp://127.0.0.1:{self.port}"
         self.file = tmp / "market.yaml"
-        self.file.write_text(yaml.safe_dump(MARKET))
-        (tmp / "request.yaml").write_text(yaml.safe_dump(REQUEST))
+        self.file.write_text(yaml.safe_dump(market or MARKET))
+        (tmp / "request.yaml").write_text(yaml.safe_dump(request or REQUEST))
         self.proc = cli(
             "serve",
             str(self.file),

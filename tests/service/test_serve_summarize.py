@@ -41,30 +41,8 @@ REQUEST = {
 }
 
 
-def start(tmp_path, *extra: str) -> Market:
-    market = Market.__new__(Market)
-    (tmp_path / "market.yaml").write_text(yaml.safe_dump(SUMMARIZE_MARKET))
-    market.tmp, market.state, market.port = tmp_path, tmp_path / "state", free_port()
-    market.endpoint, market.file = f"tcp://127.0.0.1:{market.port}", tmp_path / "market.yaml"
-    (tmp_path / "request.yaml").write_text(yaml.safe_dump(REQUEST))
-    market.proc = cli(
-        "serve",
-        str(market.file),
-        "--state",
-        str(market.state),
-        "--endpoint",
-        market.endpoint,
-        "--consumers",
-        "alice,bob",
-        *extra,
-        cwd=tmp_path,
-    )
-    deadline = time.monotonic() + 60
-    while not (market.state / "server.json").exists():
-        assert market.proc.poll() is None, market.proc.communicate()
-        assert time.monotonic() < deadline, "the marketplace did not start"
-        time.sleep(0.1)
-    return market
+def start(tmp_path) -> Market:
+    return Market(tmp_path, consumers="alice,bob", market=SUMMARIZE_MARKET, request=REQUEST)
 
 
 def sales_of(folder, owner):
