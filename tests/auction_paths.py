@@ -163,3 +163,21 @@ def ratio_bounded(law: dict[object, Fraction], law_prime: dict[object, Fraction]
         and law_prime.get(v, Fraction(0)) <= bound * law.get(v, Fraction(0))
         for v in views
     )
+
+
+def draws_follow(law: Mapping, counts: Mapping, runs: int) -> bool:
+    """Whether ``runs`` simulated draws (``counts``: outcome -> how often) follow the exact ``law``: no draw
+    the law calls impossible, and a chi-square test over the outcomes expected at least 5 times (the rest
+    pooled) that does not reject at 1e-3."""
+    from scipy.stats import chisquare
+
+    if not set(counts) <= set(law):
+        return False
+    big = [p for p in law if law[p] * runs >= 5]
+    observed = [counts.get(p, 0) for p in big]
+    expected = [float(law[p]) * runs for p in big]
+    rest = 1 - sum(law[p] for p in big)
+    if rest:
+        observed.append(runs - sum(observed))
+        expected.append(float(rest) * runs)
+    return chisquare(observed, expected).pvalue > 1e-3
