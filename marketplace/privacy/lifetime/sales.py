@@ -130,12 +130,11 @@ def cap(db: sqlite3.Connection, consumer: str, points: int, terms: SaleTerms) ->
     """Inside a write: the most points a request of ``consumer`` asking for ``points`` may reserve under
     ``terms`` (it may be <= 0: nothing left)."""
     db.execute(SALES)
-    limits = [points]
-    if terms.points is not None:
-        limits.append(terms.points - counted(db))
-    if terms.points_per_consumer is not None:
-        limits.append(terms.points_per_consumer - counted(db, consumer))
-    return min(limits)
+    return terms.cap(
+        points,
+        counted(db) if terms.points is not None else 0,
+        counted(db, consumer) if terms.points_per_consumer is not None else 0,
+    )
 
 
 def record(db: sqlite3.Connection, request_id: str, consumer: str, terms: SaleTerms, reserved: int, state: str) -> None:

@@ -49,6 +49,17 @@ class SaleTerms:
             self, "points_per_consumer", _count(self.points_per_consumer, "points_per_consumer", "SaleTerms")
         )
 
+    def cap(self, points: int, counted: int = 0, counted_for_consumer: int = 0) -> int:
+        """The most points a request asking for ``points`` may take under these terms, when ``counted``
+        points already count against the lifetime limit and ``counted_for_consumer`` against this
+        consumer's (it may be <= 0: nothing left)."""
+        limits = [points]
+        if self.points is not None:
+            limits.append(self.points - counted)
+        if self.points_per_consumer is not None:
+            limits.append(self.points_per_consumer - counted_for_consumer)
+        return min(limits)
+
     def describe(self) -> str:
         """``price 2 per point, 100 points in its lifetime, 20 per consumer``."""
         lifetime = "no lifetime limit on points" if self.points is None else f"{self.points} points in its lifetime"

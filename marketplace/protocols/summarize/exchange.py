@@ -88,8 +88,8 @@ def build_role(
 def _request_cap(terms: Any, rounds: int) -> int | None:
     """The points an owner without a ledger sells in one run under ``terms``: its caps, within this run
     alone (its lifetime count needs a ledger), None when it states none below the run's rounds."""
-    caps = [c for c in (terms.points, terms.points_per_consumer) if c is not None and c < rounds]
-    return min(caps) if caps else None
+    cap = terms.cap(rounds)
+    return cap if cap < rounds else None
 
 
 def owner_cost(config: ScenarioConfig, party: str):
