@@ -79,8 +79,9 @@ class Admission:
     owner's sale terms; None when it sells none."""
     price: float = 0.0
     """The owner's posted price per point for this run (its terms)."""
-    sold: int | None = None
-    """After :meth:`settle`: the points handed over, as the ledger recorded them."""
+    sale: Any = None
+    """After :meth:`settle`: the ledger's record of this run's sale (:class:`~marketplace.privacy.lifetime.sales.Sale`:
+    the points sold and what they earned), when it sold points."""
 
     @property
     def admitted(self) -> bool:
@@ -109,12 +110,13 @@ class Admission:
                 if not released:
                     row = ledger.abort(self.request_id)
                 elif self.points is not None:
-                    self.sold = min(sold or 0, self.points)
-                    row = ledger.commit(self.request_id, sold=self.sold)
+                    row = ledger.commit(self.request_id, sold=min(sold or 0, self.points))
                 else:
                     row = ledger.commit(self.request_id)
                 self.state = row.state
                 self.after = _standing(ledger)
+                if self.points is not None:
+                    self.sale = ledger.sale(self.request_id)
         return self.record()
 
     def record(self) -> dict[str, Any]:
@@ -138,13 +140,14 @@ class Admission:
         }
 
     def _sale(self) -> dict[str, Any]:
-        """The report's record of this run's sale: price, points reserved, sold and earned."""
-        sold = self.sold if self.state == "committed" else 0 if self.state == "aborted" else None
+        """The report's record of this run's sale: price, points reserved, and, once settled, sold and
+        earned as the ledger recorded them."""
+        sale = self.sale
         return {
             "price": self.price,
             "reserved": self.points,
-            "sold": sold,
-            "earnings": None if sold is None else sold * self.price,
+            "sold": None if sale is None else sale.sold,
+            "earnings": None if sale is None else sale.earnings,
         }
 
 
