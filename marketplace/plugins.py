@@ -15,6 +15,10 @@ object that is not an Exchange, or a subclass that leaves a required method out,
 :class:`PluginError` naming the entry point and the missing methods, before any run starts.
 Loading every spec to build the scenario schema stays cheap.
 
+A plug-in that cannot be loaded (its module is missing, its spec fails the checks) is left out of
+:func:`protocols`, and :func:`broken` says why in one line: the other protocols, and every command
+that does not use it, work as usual; a scenario that names it is refused with that reason.
+
 Nothing in the runtime names a protocol: the runner, the drivers, the wire and the scenario loader
 ask this module. ``docs/extending.md`` describes what an exchange provides;
 :mod:`marketplace.testing` checks that a protocol keeps the contract.
@@ -208,7 +212,7 @@ def _check(spec: Any, where: str) -> ProtocolSpec:
     except Exception as err:  # noqa: BLE001 - any failure means the section has no valid default
         raise PluginError(
             f"{where}: the section {spec.config.__name__} must build with every field at its "
-            f"default ({type(err).__name__}: {err})"
+            f"default ({type(err).__name__}: {_one_line(str(err))})"
         ) from None
     module, sep, attribute = spec.exchange.partition(":") if isinstance(spec.exchange, str) else ("", "", "")
     if not (sep and module and attribute.isidentifier()):
@@ -220,32 +224,75 @@ def _check(spec: Any, where: str) -> ProtocolSpec:
 
 
 @functools.cache
-def protocols() -> dict[str, ProtocolSpec]:
-    """Every registered protocol, by name, in name order (loaded once per process)."""
+def _registry() -> tuple[dict[str, ProtocolSpec], dict[str, str]]:
+    """Every entry point of the group, loaded and checked once per process: the protocols that load,
+    by name, and why each of the others cannot be used, by entry point name (both in name order)."""
     found: dict[str, ProtocolSpec] = {}
     seen: dict[str, str] = {}
+    broken: dict[str, str] = {}
     for point in sorted(importlib.metadata.entry_points(group=GROUP), key=lambda p: (p.name, p.value)):
-        where = f"entry point {point.name} = {point.value!r} ({GROUP})"
         if point.name in seen and seen[point.name] == point.value:
             continue  # the same distribution seen twice on sys.path
         try:
-            spec = _check(point.load(), where)
-        except PluginError:
-            raise
-        except Exception as err:  # noqa: BLE001 - a broken plug-in is reported with its entry point
-            raise PluginError(f"{where}: could not be loaded ({type(err).__name__}: {err})") from err
-        if spec.name != point.name:
-            raise PluginError(f"{where}: the entry point is named {point.name!r} but its spec says {spec.name!r}")
-        if spec.name in found:
-            raise PluginError(f"{where}: protocol {spec.name!r} is registered twice ({seen[spec.name]!r} too)")
+            spec = _loaded(point, seen)
+        except PluginError as err:
+            broken.setdefault(point.name, _one_line(str(err)))
+            continue
         found[spec.name] = spec
         seen[spec.name] = point.value
+    return found, broken
+
+
+def _loaded(point: importlib.metadata.EntryPoint, seen: dict[str, str]) -> ProtocolSpec:
+    """The checked spec of ``point``, or :class:`PluginError` naming the entry point and what is wrong;
+    ``seen`` maps the names already taken to their entry points' values."""
+    where = f"entry point {point.name} = {point.value!r} ({GROUP})"
+    try:
+        spec = _check(point.load(), where)
+    except PluginError:
+        raise
+    except Exception as err:  # noqa: BLE001 - a broken plug-in is reported with its entry point
+        raise PluginError(f"{where}: could not be loaded ({type(err).__name__}: {_one_line(str(err))})") from err
+    if spec.name != point.name:
+        raise PluginError(f"{where}: the entry point is named {point.name!r} but its spec says {spec.name!r}")
+    if spec.name in seen:
+        raise PluginError(f"{where}: protocol {spec.name!r} is registered twice ({seen[spec.name]!r} too)")
+    return spec
+
+
+def _one_line(text: str) -> str:
+    """``text`` with its line breaks (and the indentation after them) turned into single spaces."""
+    return " ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+def protocols() -> dict[str, ProtocolSpec]:
+    """Every registered protocol that loads, by name, in name order (loaded once per process).
+
+    A plug-in that cannot be loaded or fails the checks of its spec is left out, and
+    :func:`broken` says why; :class:`PluginError` only when no protocol at all loads (with the
+    reasons of those that do not, or saying that none is registered)."""
+    found, broken = _registry()
+    if not found and broken:
+        raise PluginError("; ".join(broken.values()))
     if not found:
         raise PluginError(
             f"no protocol is registered under the entry-point group {GROUP!r}: install the "
             "package (python3 -m pip install -e .) so that its entry points are visible"
         )
-    return dict(sorted(found.items()))
+    return found
+
+
+def broken() -> dict[str, str]:
+    """The registered plug-ins that cannot be used, in name order: entry point name -> why, in one
+    line that names the entry point and the error (``"entry point toy = 'missing_mod:PROTOCOL'
+    (marketplace.protocols): could not be loaded (ModuleNotFoundError: No module named 'missing_mod')"``).
+
+    Such a plug-in could not be imported, or its spec failed the checks (not a :class:`ProtocolSpec`,
+    a bad or reserved name, a name other than its entry point's, a section that does not build at
+    its defaults, an exchange that is not ``module:attribute``, a name registered twice). The other
+    protocols work as usual; :func:`spec` of a broken one raises :class:`PluginError` with this
+    reason. Loaded once per process, with :func:`protocols`; empty when every plug-in loads."""
+    return _registry()[1]
 
 
 def names() -> tuple[str, ...]:
@@ -254,11 +301,15 @@ def names() -> tuple[str, ...]:
 
 
 def spec(name: str) -> ProtocolSpec:
-    """The spec of protocol ``name``; ValueError naming the registered ones otherwise."""
-    try:
-        return protocols()[name]
-    except KeyError:
-        raise ValueError(f"unknown protocol {name!r}: use one of {list(protocols())}") from None
+    """The spec of protocol ``name``: :class:`PluginError` saying why when it is installed but cannot
+    be loaded (:func:`broken`), ValueError naming the registered ones when it is unknown."""
+    found = protocols()
+    if name in found:
+        return found[name]
+    if name in broken():
+        raise PluginError(f"protocol {name!r} is installed but cannot be loaded: {broken()[name]}")
+    unusable = f" (installed but cannot be loaded: {list(broken())})" if broken() else ""
+    raise ValueError(f"unknown protocol {name!r}: use one of {list(found)}{unusable}")
 
 
 @functools.cache

@@ -99,11 +99,21 @@ def _main(argv: list[str] | None = None) -> int:
     # the command (a parse error, a bad scenario, an interrupted run) stops it
     with forkserver_running(start=_runs_forked_parties(argv)):
         parser = _parser()
+        _report_broken_plugins()
         args = parser.parse_args(argv)
         if args.command is None:
             parser.print_help()
             return EXIT_USAGE
         return args.func(args)
+
+
+def _report_broken_plugins() -> None:
+    """One line on stderr per installed plug-in that cannot be loaded (:func:`marketplace.plugins.broken`):
+    the command goes on without it, as does every command that does not use it."""
+    from marketplace import plugins
+
+    for name, reason in plugins.broken().items():
+        print(f"marketplace: plug-in {name!r} left out: {reason}; commands that use it will fail", file=sys.stderr)
 
 
 def _runs_forked_parties(argv: list[str]) -> bool:

@@ -99,7 +99,8 @@ def shares_command(args: argparse.Namespace) -> int:
 
 
 def protocols_command(args: argparse.Namespace) -> int:
-    """``marketplace protocols``: each registered protocol's name, one-line summary and where it comes from."""
+    """``marketplace protocols``: each registered protocol's name, one-line summary and where it comes from,
+    and each installed plug-in that cannot be loaded with why (exit 0 while one protocol loads)."""
     import json
 
     from marketplace import plugins
@@ -115,12 +116,17 @@ def protocols_command(args: argparse.Namespace) -> int:
         print("marketplace protocols: --scenario and --set go with --check NAME", file=sys.stderr)
         return EXIT_USAGE
     rows = [{"name": name, "summary": spec.summary, "exchange": spec.exchange} for name, spec in specs.items()]
+    rows += [{"name": name, "broken": reason} for name, reason in plugins.broken().items()]
+    rows.sort(key=lambda row: row["name"])
     if args.json:
         print(json.dumps(rows, indent=1))
     else:
         width = max(len(row["name"]) for row in rows)
         for row in rows:
-            print(f"{row['name']:<{width}}  {row['summary'] or '-'}  ({row['exchange']})")
+            if "broken" in row:
+                print(f"{row['name']:<{width}}  BROKEN: {row['broken']}")
+            else:
+                print(f"{row['name']:<{width}}  {row['summary'] or '-'}  ({row['exchange']})")
     return EXIT_OK
 
 
@@ -128,12 +134,19 @@ def check_command(args: argparse.Namespace, specs: dict) -> int:
     """``marketplace protocols --check NAME``: each conformance check of protocol NAME, a line each as it
     finishes (``ok`` or ``FAIL`` and why); exit 0 when all pass, 3 when one fails, 2 for a protocol or
     scenario that cannot be checked."""
+    from marketplace import plugins
     from marketplace.api import load
     from marketplace.scenario import ScenarioError
     from marketplace.testing import protocol_checks
 
     if args.check not in specs:
-        print(f"marketplace protocols: --check: expected one of {list(specs)}, got {args.check!r}", file=sys.stderr)
+        try:
+            plugins.spec(args.check)
+        except plugins.PluginError as err:  # installed but cannot be loaded: say why
+            problem = str(err)
+        except ValueError:
+            problem = f"expected one of {list(specs)}, got {args.check!r}"
+        print(f"marketplace protocols: --check: {problem}", file=sys.stderr)
         return EXIT_USAGE
     scenario = None
     if args.scenario is not None or args.overrides:

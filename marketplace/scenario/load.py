@@ -380,7 +380,7 @@ def parse_scenario(
         if where is None:
             assignment = override_for(err.path, overrides)
             where = f"--set {assignment}" if assignment is not None else source
-        raise ScenarioError(where, err.path, f"expected {err.expected}, got {err.got}") from None
+        raise ScenarioError(where, err.path, _refusal(err, raw)) from None
     except DatasetMissing as err:
         raise ScenarioDataMissing(source, "data.source", err) from None
     plain = to_plain(config)
@@ -393,6 +393,22 @@ def parse_scenario(
         if not plain["lifetime"][key]:
             plain["lifetime"].pop(key)
     return Scenario(config=config, raw=plain, source=source)
+
+
+def _refusal(err: SchemaError, raw: dict[str, Any]) -> str:
+    """What the error of a refused value says: expected and found, except for a ``protocol:`` that names
+    an installed plug-in that cannot be loaded, which says why (:func:`marketplace.plugins.broken`); an
+    unknown protocol's error names the broken plug-ins too, when there are some."""
+    message = f"expected {err.expected}, got {err.got}"
+    if err.path != "protocol" or not plugins.broken():
+        return message
+    protocol = raw.get("protocol")
+    if isinstance(protocol, str) and protocol in plugins.broken():
+        try:
+            plugins.spec(protocol)
+        except plugins.PluginError as why:
+            return str(why)
+    return f"{message} (installed but cannot be loaded: {list(plugins.broken())}; `marketplace protocols` says why)"
 
 
 def _public_defaults(raw: dict[str, Any]) -> None:

@@ -1,9 +1,14 @@
-"""The protocol registry: entry points in, ProtocolSpec out, with clear errors for a broken plug-in;
-the runtime resolves a run's exchange once and passes it along."""
+"""The protocol registry: entry points in, ProtocolSpec out; a broken plug-in is left out and named
+with its reason (the other protocols and every command work), and a scenario naming it is refused with
+that reason; the runtime resolves a run's exchange once and passes it along."""
 
 from __future__ import annotations
 
 import importlib.metadata
+import json
+import os
+import re
+import subprocess
 import sys
 import types
 from dataclasses import dataclass
@@ -13,9 +18,11 @@ import pytest
 from conftest import ROOT
 
 from marketplace import plugins
+from marketplace.cli import main
+from marketplace.cli.common import EXIT_OK, EXIT_USAGE
 from marketplace.plugins import GROUP, PluginError, ProtocolSpec
 from marketplace.runner.run import run_scenario
-from marketplace.scenario import load_scenario
+from marketplace.scenario import ScenarioError, load_scenario
 
 
 @dataclass(frozen=True)
@@ -29,21 +36,48 @@ class _NeedsValue:
 
 
 GOOD = ProtocolSpec(name="toy", config=_Section, exchange="marketplace.protocols.stc.exchange:StcExchange")
+SHIPPED = ("pfds", "sketch", "stc", "summarize")
+INSTALLED = tuple(importlib.metadata.entry_points(group=GROUP))
+"""The entry points of this installation: the shipped protocols'."""
+MISSING = (
+    "entry point toy = 'missing_mod:PROTOCOL' (marketplace.protocols): could not be loaded "
+    "(ModuleNotFoundError: No module named 'missing_mod')"
+)
+"""Why plug-in ``toy`` of :func:`_missing_module` cannot be used."""
 
 
-def _registry(monkeypatch, **specs) -> None:
-    """Pretend the installed entry points are ``specs`` (name -> object the entry point loads)."""
-    points = [importlib.metadata.EntryPoint(name=name, value=f"fake.{name}:PROTOCOL", group=GROUP) for name in specs]
-    monkeypatch.setattr(importlib.metadata.EntryPoint, "load", lambda self: specs[self.name])
+def _registry(monkeypatch, *real: importlib.metadata.EntryPoint, shipped: bool = False, **specs) -> None:
+    """Pretend the installed entry points are ``specs`` (name -> object its entry point loads, or an
+    exception its load raises), the entry points ``real`` (loaded for real) and, with ``shipped``,
+    the shipped protocols' own."""
+    fake = [importlib.metadata.EntryPoint(name=name, value=f"fake.{name}:PROTOCOL", group=GROUP) for name in specs]
+    points = [*(INSTALLED if shipped else ()), *real, *fake]
+    load = importlib.metadata.EntryPoint.load
+
+    def pretend(point: importlib.metadata.EntryPoint):
+        if not point.value.startswith("fake."):
+            return load(point)
+        if isinstance(specs[point.name], BaseException):
+            raise specs[point.name]
+        return specs[point.name]
+
+    monkeypatch.setattr(importlib.metadata.EntryPoint, "load", pretend)
     monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: [p for p in points if p.group == group])
-    plugins.protocols.cache_clear()
+    plugins._registry.cache_clear()
     plugins.exchange.cache_clear()
+
+
+def _missing_module(monkeypatch) -> None:
+    """The shipped protocols, and plug-in ``toy`` whose module is not installed."""
+    _registry(
+        monkeypatch, importlib.metadata.EntryPoint(name="toy", value="missing_mod:PROTOCOL", group=GROUP), shipped=True
+    )
 
 
 @pytest.fixture(autouse=True)
 def _fresh_registry():
     yield
-    plugins.protocols.cache_clear()
+    plugins._registry.cache_clear()
     plugins.exchange.cache_clear()
 
 
@@ -94,25 +128,50 @@ def test_a_good_spec_is_taken(monkeypatch):
             {"toy": ProtocolSpec(name="toy", config=_NeedsValue, exchange="x:X")},
             r"the section _NeedsValue must build with every field at its default",
         ),
-        ({}, r"no protocol is registered under the entry-point group 'marketplace.protocols': install the package"),
     ],
-    ids=["not-a-spec", "name-mismatch", "bad-name", "reserved-name", "section-without-defaults", "none"],
+    ids=["not-a-spec", "name-mismatch", "bad-name", "reserved-name", "section-without-defaults"],
 )
-def test_a_broken_plugin_is_refused_naming_its_entry_point(monkeypatch, specs, message):
-    _registry(monkeypatch, **specs)
-    with pytest.raises(PluginError, match=message):
+def test_a_broken_plugin_is_left_out_naming_its_entry_point(monkeypatch, specs, message):
+    _registry(monkeypatch, shipped=True, **specs)
+    assert plugins.names() == SHIPPED
+    [(name, reason)] = plugins.broken().items()
+    assert name == next(iter(specs))
+    assert re.search(message, reason), reason
+
+
+def test_a_lone_broken_plugin_is_refused_as_before(monkeypatch):
+    _registry(monkeypatch, toy=object())
+    with pytest.raises(
+        PluginError,
+        match=r"^entry point toy = 'fake.toy:PROTOCOL' \(marketplace.protocols\): expected a "
+        r"marketplace.plugins.ProtocolSpec, got object$",
+    ):
         plugins.protocols()
+
+
+def test_no_registered_protocol_is_refused_saying_to_install_the_package(monkeypatch):
+    _registry(monkeypatch)
+    with pytest.raises(
+        PluginError,
+        match=r"no protocol is registered under the entry-point group 'marketplace.protocols': install the package",
+    ):
+        plugins.protocols()
+    assert plugins.broken() == {}
 
 
 def test_an_exchange_that_is_not_module_attribute_is_refused_with_the_spec(monkeypatch):
-    _registry(monkeypatch, toy=ProtocolSpec(name="toy", config=_Section, exchange="marketplace.protocols.stc.exchange"))
-    with pytest.raises(
-        PluginError,
-        match=r"entry point toy = 'fake.toy:PROTOCOL' .*: exchange must be "
+    _registry(
+        monkeypatch,
+        shipped=True,
+        toy=ProtocolSpec(name="toy", config=_Section, exchange="marketplace.protocols.stc.exchange"),
+    )
+    assert "toy" not in plugins.names()
+    assert re.search(
+        r"entry point toy = 'fake.toy:PROTOCOL' .*: exchange must be "
         r"'module:attribute' naming a marketplace.plugins.Exchange subclass or instance, got "
         r"'marketplace.protocols.stc.exchange'",
-    ):
-        plugins.protocols()
+        plugins.broken()["toy"],
+    )
 
 
 def _fake_exchange(monkeypatch, **attributes) -> None:
@@ -191,15 +250,117 @@ def test_the_optional_hooks_change_nothing_by_default():
     assert exchange.consumer_cost(config).cost is None
 
 
-def test_a_plugin_that_fails_to_load_is_named(monkeypatch):
-    point = importlib.metadata.EntryPoint(name="toy", value="no_such_module_anywhere:PROTOCOL", group=GROUP)
-    monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: [point])
-    plugins.protocols.cache_clear()
+def test_a_plugin_that_fails_to_load_is_named_beside_the_protocols_that_load(monkeypatch):
+    _missing_module(monkeypatch)
+    assert plugins.names() == SHIPPED
+    assert plugins.broken() == {"toy": MISSING}
+
+
+def test_a_broken_plugins_reason_is_one_line(monkeypatch):
+    _registry(monkeypatch, shipped=True, toy=ImportError("cannot import name 'X'\n  from 'toy.core'\n"))
+    assert plugins.broken() == {
+        "toy": "entry point toy = 'fake.toy:PROTOCOL' (marketplace.protocols): could not be loaded "
+        "(ImportError: cannot import name 'X' from 'toy.core')"
+    }
+
+
+def test_a_name_registered_twice_keeps_the_first_and_names_the_second(monkeypatch):
+    monkeypatch.setitem(sys.modules, "other_dist", types.SimpleNamespace(PROTOCOL=GOOD))
+    _registry(
+        monkeypatch, importlib.metadata.EntryPoint(name="toy", value="other_dist:PROTOCOL", group=GROUP), toy=GOOD
+    )
+    assert plugins.spec("toy") is GOOD
+    assert plugins.broken() == {
+        "toy": "entry point toy = 'other_dist:PROTOCOL' (marketplace.protocols): protocol 'toy' is registered "
+        "twice ('fake.toy:PROTOCOL' too)"
+    }
+
+
+def test_the_spec_of_a_broken_plugin_says_why_it_cannot_be_loaded(monkeypatch):
+    _missing_module(monkeypatch)
+    with pytest.raises(PluginError, match=rf"^protocol 'toy' is installed but cannot be loaded: {re.escape(MISSING)}$"):
+        plugins.spec("toy")
+    with pytest.raises(PluginError, match="protocol 'toy' is installed but cannot be loaded"):
+        plugins.exchange("toy")
+
+
+def test_an_unknown_protocol_names_the_registered_ones_and_the_broken_ones(monkeypatch):
+    _missing_module(monkeypatch)
     with pytest.raises(
-        PluginError,
-        match=r"entry point toy = 'no_such_module_anywhere:PROTOCOL' .* could not be loaded \(ModuleNotFoundError",
+        ValueError,
+        match=r"^unknown protocol 'nosuch': use one of \['pfds', 'sketch', 'stc', 'summarize'\] "
+        r"\(installed but cannot be loaded: \['toy'\]\)$",
     ):
-        plugins.protocols()
+        plugins.spec("nosuch")
+
+
+def test_every_command_names_a_broken_plugin_in_one_line_and_goes_on(monkeypatch, capsys):
+    _missing_module(monkeypatch)
+    monkeypatch.chdir(ROOT)
+    assert main(["validate", "scenarios/quickstart.yaml"]) == EXIT_OK
+    out, err = capsys.readouterr()
+    assert out.startswith("name: quickstart") and "Traceback" not in err
+    assert [line for line in err.splitlines() if "toy" in line] == [
+        f"marketplace: plug-in 'toy' left out: {MISSING}; commands that use it will fail"
+    ]
+
+
+def test_marketplace_protocols_lists_a_broken_plugin_with_its_reason(monkeypatch, capsys):
+    _missing_module(monkeypatch)
+    assert main(["protocols"]) == EXIT_OK
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == [*SHIPPED, "toy"]
+    assert lines[-1] == f"toy        BROKEN: {MISSING}"
+    assert main(["protocols", "--json"]) == EXIT_OK
+    out, err = capsys.readouterr()
+    rows = json.loads(out)  # the one-line notice is on stderr, out of the JSON's way
+    assert rows[-1] == {"name": "toy", "broken": MISSING} and [row["name"] for row in rows[:-1]] == list(SHIPPED)
+    assert err.count("plug-in 'toy'") == 1
+
+
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_a_scenario_naming_a_broken_plugin_is_refused_with_its_reason(monkeypatch, capsys, tmp_path, command):
+    _missing_module(monkeypatch)
+    scenario = tmp_path / "toy.yaml"
+    scenario.write_text("name: toy-run\nprotocol: toy\n")
+    extra = ["--driver", "inprocess", "--out", str(tmp_path / "run")] if command == "run" else []
+    assert main([command, str(scenario), *extra]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert f"{scenario}: protocol: protocol 'toy' is installed but cannot be loaded: {MISSING}" in err
+    assert "Traceback" not in err
+
+
+def test_a_scenario_naming_an_unknown_protocol_names_the_broken_ones_too(monkeypatch):
+    _missing_module(monkeypatch)
+    with pytest.raises(ScenarioError, match=r"got 'nosuch' \(installed but cannot be loaded: \['toy'\];"):
+        load_scenario(ROOT / "scenarios" / "quickstart.yaml", ["protocol=nosuch"])
+
+
+def test_an_installed_plugin_without_its_module_breaks_no_command(tmp_path):
+    """For real, in a new process: a distribution whose entry point names a module that is not there."""
+    dist = tmp_path / "toy_plugin-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-plugin\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[marketplace.protocols]\ntoy = missing_module_xyz:PROTOCOL\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))}
+
+    def marketplace(*args: str) -> subprocess.CompletedProcess:
+        command = [sys.executable, "-m", "marketplace", *args]
+        return subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
+
+    reason = (
+        "entry point toy = 'missing_module_xyz:PROTOCOL' (marketplace.protocols): could not be loaded "
+        "(ModuleNotFoundError: No module named 'missing_module_xyz')"
+    )
+    validate = marketplace("validate", "scenarios/quickstart.yaml")
+    assert validate.returncode == 0, validate.stderr
+    assert "Traceback" not in validate.stderr
+    assert [line for line in validate.stderr.splitlines() if "toy" in line] == [
+        f"marketplace: plug-in 'toy' left out: {reason}; commands that use it will fail"
+    ]
+    listed = marketplace("protocols", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert {"name": "toy", "broken": reason} in json.loads(listed.stdout)
 
 
 def test_a_bad_report_fragment_path_is_named(monkeypatch):
