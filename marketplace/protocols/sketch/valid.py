@@ -34,6 +34,7 @@ from sklearn.isotonic import IsotonicRegression
 from .joint import project_jointly
 
 __all__ = [
+    "ROUND_OFF",
     "change",
     "project_cdf",
     "project_counts",
@@ -73,17 +74,29 @@ def project_higher_moments(second: np.ndarray, higher: dict[str, list[float]]) -
     return {k: projected[i].tolist() for i, k in enumerate(orders)}
 
 
+ROUND_OFF = 1e-12
+"""A projection moves a value by at most ``ROUND_OFF * max(1, |value|)`` through floating-point
+round-off alone: scikit-learn's isotonic regression returns an already valid CDF row either unchanged or
+off by one ulp (1.1e-16), depending on the release, and the joint projection's solver stops at a
+gap of 1e-10 times the box's scale. A move that small is no change: it counts in neither ``changed``,
+``max_change`` nor the rows named, so which attributes a report says were moved is the same under
+every supported library release. The report states the threshold (``round_off``)."""
+
+
 def change(raw: np.ndarray, projected: np.ndarray, *, axis_name: str = "attributes") -> dict[str, Any]:
-    """How a projection moved an answer: ``changed`` (any value moved at all), ``max_change`` (the
-    largest absolute move) and ``axis_name`` (the rows that moved: attributes, or count queries),
-    rows being the first axis of ``raw``."""
+    """How a projection moved an answer: ``changed`` (a value moved by more than round-off),
+    ``max_change`` (the largest such move, 0 when none), ``axis_name`` (the rows with such a move:
+    attributes, or count queries; rows being the first axis of ``raw``) and ``round_off`` (the
+    relative threshold, :data:`ROUND_OFF`)."""
     raw, projected = np.asarray(raw, dtype=np.float64), np.asarray(projected, dtype=np.float64)
     moved = np.abs(projected - raw)
+    moved = np.where(moved > ROUND_OFF * np.maximum(1.0, np.abs(raw)), moved, 0.0)
     rows = moved.reshape(moved.shape[0], -1).max(axis=1) if moved.ndim else moved.reshape(1)
     return {
         "changed": bool((rows > 0).any()),
         "max_change": float(rows.max(initial=0.0)),
         axis_name: [int(j) for j in np.flatnonzero(rows > 0)],
+        "round_off": ROUND_OFF,
     }
 
 
@@ -136,6 +149,7 @@ def project_moment_answers(
             "max_change": max(o["max_change"] for o in orders.values()),
             "attributes": sorted({j for o in orders.values() for j in o["attributes"]}),
             "orders": orders,
+            "round_off": ROUND_OFF,
         }
     if joint.variance is not None:
         answers["variances"] = joint.variance.tolist()

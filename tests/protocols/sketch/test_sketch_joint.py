@@ -19,7 +19,7 @@ from marketplace.protocols.sketch.joint import (
     consistency_gaps,
     project_jointly,
 )
-from marketplace.protocols.sketch.valid import project_moment_answers
+from marketplace.protocols.sketch.valid import ROUND_OFF, project_moment_answers
 
 TOLERANCE = 1e-9
 noisy = st.floats(-0.5, 1.5, allow_nan=False)
@@ -117,24 +117,29 @@ def test_projecting_twice_changes_nothing_more(answers):
 @settings(max_examples=80, deadline=None)
 @given(noisy_answers(), st.integers(0, 3))
 @example(answers=(np.array([0.0]), np.array([-3e-255]), np.array([[0.0]])), orders_above_two=0)
-def test_changed_is_true_exactly_when_a_value_moved(answers, orders_above_two):
+def test_changed_is_true_exactly_when_a_value_moved_by_more_than_round_off(answers, orders_above_two):
     mean, second, covariance = answers
     d = mean.size
     moments = {"1": mean.tolist(), "2": second.tolist()}
     for k in range(3, 3 + orders_above_two):
         moments[str(k)] = (second / k).tolist()
     out, moved = project_moment_answers(moments, covariance, mean, lower=np.zeros(d), upper=np.ones(d))
+
+    def beyond_round_off(got, raw):
+        delta = np.abs(np.asarray(got, dtype=float) - np.asarray(raw, dtype=float))
+        return np.where(delta > ROUND_OFF * np.maximum(1.0, np.abs(np.asarray(raw, dtype=float))), delta, 0.0)
+
     for k, raw in moments.items():
-        delta = np.abs(np.array(out["moments"][k]) - np.array(raw))
+        delta = beyond_round_off(out["moments"][k], raw)
         entry = moved["moments"]["orders"][k]
         assert entry["changed"] == bool((delta > 0).any()) and entry["max_change"] == delta.max()
-        assert entry["attributes"] == np.flatnonzero(delta > 0).tolist()
+        assert entry["attributes"] == np.flatnonzero(delta > 0).tolist() and entry["round_off"] == ROUND_OFF
     assert moved["moments"]["changed"] == any(o["changed"] for o in moved["moments"]["orders"].values())
-    delta = np.abs(np.array(out["covariance"]) - covariance)
+    delta = beyond_round_off(out["covariance"], covariance)
     assert (
         moved["covariance"]["changed"] == bool((delta > 0).any()) and moved["covariance"]["max_change"] == delta.max()
     )
-    delta = np.abs(np.array(out["variances"]) - np.diag(covariance))
+    delta = beyond_round_off(out["variances"], np.diag(covariance))
     assert moved["variances"]["changed"] == bool((delta > 0).any())
     higher = np.array([out["moments"][str(k)] for k in range(2, 3 + orders_above_two)])
     assert (np.diff(higher, axis=0) <= 1e-12).all() and higher.min() >= -TOLERANCE

@@ -12,7 +12,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from marketplace.protocols.sketch.valid import project_cdf, project_counts, project_covariance, project_higher_moments
+from marketplace.protocols.sketch.valid import (
+    ROUND_OFF,
+    change,
+    project_cdf,
+    project_counts,
+    project_covariance,
+    project_higher_moments,
+)
 
 finite = st.floats(-2.0, 3.0, allow_nan=False)
 
@@ -138,3 +145,21 @@ def test_sketch_query_returns_only_valid_answers_and_says_what_it_projected(tmp_
     )
     assert "note: projected onto the answers a dataset in the box could give" in text.stdout
     assert "covariance in x" in text.stdout
+
+
+def test_a_move_of_round_off_is_no_change_and_the_report_says_so():
+    """An already valid CDF row that an isotonic solver returns off by one ulp (scikit-learn 1.6 and
+    1.9 differ on exactly this) is not reported as moved: which attributes a projection names must not
+    depend on the library release."""
+    raw = np.array([[0.1, 0.5, 0.9], [0.2, 0.6, 0.7], [0.5, 0.4, 1.2]])
+    projected = raw.copy()
+    projected[0, 1] = np.nextafter(0.5, 1.0)  # one ulp: round-off
+    projected[1, 2] = 0.7 + 2e-12  # above round-off: a change, however small
+    projected[2] = [0.45, 0.45, 1.0]  # a real projection
+    moved = change(raw, projected)
+    assert moved["attributes"] == [1, 2] and moved["changed"] and moved["round_off"] == ROUND_OFF
+    assert moved["max_change"] == pytest.approx(0.2)
+    unchanged = change(raw[:1], projected[:1])
+    assert unchanged == {"changed": False, "max_change": 0.0, "attributes": [], "round_off": ROUND_OFF}
+    big = np.array([[1e6]])  # relative above 1: round-off scales with the value
+    assert change(big, big + 1e-7)["changed"] is False and change(big, big + 1e-5)["changed"] is True
