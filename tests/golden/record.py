@@ -1,9 +1,10 @@
-"""Record the golden views of every shipped scenario under both drivers.
+"""Record the golden view of every shipped scenario.
 
     PYTHONPATH=$PWD python3 tests/golden/record.py [--only NAME] [--driver DRIVER] [--out DIR] [--raw DIR]
 
-Runs each ``scenarios/*.yaml`` with its overrides from ``golden.view.OVERRIDES`` and writes
-``golden_view`` of the report to ``<out>/<scenario>.<driver>.json`` (sorted keys, indent 1).
+Runs each ``scenarios/*.yaml`` with its overrides from ``golden.view.OVERRIDES`` under ``--driver``
+(default: inprocess, the faster; the tests compare both drivers with the one file) and writes
+``golden_view`` of the report to ``<out>/<scenario>.json`` (sorted keys, indent 1).
 ``--raw DIR`` also keeps each whole report there, to compare two recordings field by field.
 Datasets are read from the data cache ($MARKETPLACE_DATA, else the pre-filled cache beside the
 checkout, as the tests do); record every scenario, so their datasets must all be there.
@@ -51,7 +52,7 @@ def write_view(view: dict[str, Any], path: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", action="append", help="a scenario (file name or stem); repeatable")
-    parser.add_argument("--driver", choices=DRIVERS, action="append", help="one driver only; repeatable")
+    parser.add_argument("--driver", choices=DRIVERS, default="inprocess", help="the driver that runs them")
     parser.add_argument("--out", type=Path, default=HERE, help="folder for the views (default: tests/golden)")
     parser.add_argument("--raw", type=Path, help="also keep the whole reports in this folder")
     args = parser.parse_args(argv)
@@ -77,13 +78,12 @@ def main(argv: list[str] | None = None) -> int:
     failed = 0
     total = time.perf_counter()
     for name in names:
-        for driver in args.driver or DRIVERS:
-            started = time.perf_counter()
-            report = run_golden(name, driver, args.raw)
-            path = args.out / f"{Path(name).stem}.{driver}.json"
-            write_view(golden_view(report), path)
-            failed += report["status"] != "completed"
-            print(f"{time.perf_counter() - started:6.1f} s  {report['status']:<10} {path.name}", flush=True)
+        started = time.perf_counter()
+        report = run_golden(name, args.driver, args.raw)
+        path = args.out / f"{Path(name).stem}.json"
+        write_view(golden_view(report), path)
+        failed += report["status"] != "completed"
+        print(f"{time.perf_counter() - started:6.1f} s  {report['status']:<10} {path.name}", flush=True)
     print(f"{time.perf_counter() - total:6.1f} s  total", flush=True)
     return 1 if failed else 0
 

@@ -43,7 +43,7 @@ def composed_per_owner(report: dict) -> list[tuple[float, float]]:
 
 @pytest.mark.parametrize("scenario", GOLDEN)
 def test_eps_spent_is_an_owners_ledgers_composed(scenario):
-    report = json.loads(golden_path(scenario, "inprocess").read_text())
+    report = json.loads(golden_path(scenario).read_text())
     row = exchange(report["protocol"]).sweep_row(report)
     totals = composed_per_owner(report)
     assert totals, scenario
@@ -61,7 +61,7 @@ def test_eps_spent_is_an_owners_ledgers_composed(scenario):
 
 
 def test_summarizes_eps_spent_adds_the_auction_to_d_s():
-    report = json.loads(golden_path("quickstart-private.yaml", "inprocess").read_text())
+    report = json.loads(golden_path("quickstart-private.yaml").read_text())
     row = exchange("summarize").sweep_row(report)
     privacy = report["privacy"]
     assert row["eps_spent"] == pytest.approx(privacy["D_s"]["eps"] + privacy["auction"]["eps"], rel=1e-12)
