@@ -202,10 +202,10 @@ def load_owner_file(path: str, max_bytes: int = OWNER_FILE_MAX_BYTES, option: st
     """An owner's own data: a ``.npz`` archive (``numpy.savez``) with arrays X (n, dim), finite
     numbers small enough that the bids computed from them stay finite
     (:func:`marketplace.data.bounds.check_rows`), and y (n,), integer class labels. Anything else
-    is refused with a ValueError that names the file, and the row and column of a bad value (the
-    party then exits with status 2). So is a file larger than ``max_bytes``, or whose arrays would
-    take more (:func:`check_owner_file_size`, read from the archive's headers before any array is
-    loaded; ``option``, the flag that raises the limit, is named by its error)."""
+    is refused with a ValueError that names the file, and the row and column of a bad value, never
+    the value (the party then exits with status 2). So is a file larger than ``max_bytes``, or whose
+    arrays would take more (:func:`check_owner_file_size`, read from the archive's headers before any
+    array is loaded; ``option``, the flag that raises the limit, is named by its error)."""
     import zipfile
 
     check_owner_file_size(path, max_bytes, option)
@@ -245,11 +245,12 @@ def load_owner_file(path: str, max_bytes: int = OWNER_FILE_MAX_BYTES, option: st
     if y_raw.dtype.kind == "f":
         nan = np.flatnonzero(~np.isfinite(y_raw))
         if nan.size:
-            raise ValueError(f"{path}: y must hold integer class labels; row {nan[0]} holds {float(y_raw[nan[0]])}")
+            raise ValueError(f"{path}: y must hold integer class labels; row {nan[0]} holds a value that is not finite")
         fractional = np.flatnonzero(y_raw != np.round(y_raw))
         if fractional.size:
             raise ValueError(
-                f"{path}: y must hold integer class labels; row {fractional[0]} holds {float(y_raw[fractional[0]])}"
+                f"{path}: y must hold integer class labels; row {fractional[0]} holds a value that is not a "
+                "whole number"
             )
         if np.abs(y_raw).max() >= 2**62:
             raise ValueError(f"{path}: y must hold integer class labels that fit in 64 bits")

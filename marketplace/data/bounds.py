@@ -6,7 +6,8 @@ stay finite when every value is finite and every row's squared norm is: then ``|
 ``sqrt(max float64)`` (about 1.3e154) and ``x W`` cannot overflow. A value such as 1e308 is finite
 but its square is not; an owner holding it would send NaN bids and be dropped in its first round.
 :func:`check_rows` refuses such data when they are loaded, naming the row and the column, so the
-owner learns it before the run starts instead of from the curator.
+owner learns it before the run starts instead of from the curator. The error never quotes the
+value: an owner's refusal may reach other parties (a served owner's decline reason).
 """
 
 from __future__ import annotations
@@ -79,11 +80,11 @@ class RowCheck:
         finite = np.isfinite(row)
         if not finite.all():
             j = int(np.flatnonzero(~finite)[0])
-            problem = f"holds {float(row[j])!r}: values must be finite numbers"
+            problem = "holds a value that is not finite: values must be finite numbers"
         else:
             j = int(np.argmax(np.abs(row)))
             problem = (
-                f"holds {float(row[j])!r}: too large (its row's squared norm overflows; every value must stay well "
+                "holds a value too large (its row's squared norm overflows; every value must stay well "
                 f"below {LARGEST:.2g} in magnitude, or the bids and releases computed from it are not finite)"
             )
         where_col = repr(self.columns[j]) if self.columns is not None else f"{j}"

@@ -6,7 +6,10 @@ request --data --test``). Each file is read here, once, when the party starts, a
 the schema: the columns it must have, every feature value inside its public range (or clipped into
 it, ``outside: clip``), every label one of the classes, every group one of the values. The first
 problem is refused with a :class:`OwnDataError` naming the party, the file, the line, the column,
-what was expected and what was found, and a party that refuses its data sends nothing.
+what was expected and what kind of thing was found, and a party that refuses its data sends nothing.
+The error never quotes a value of the file (a number out of its range, a cell that is not a number,
+a label that is not a class): a served owner's refusal becomes its decline reason, which reaches
+the server and the consumer's report, and the line and the column are enough to find the value.
 
 Two formats, by the file's name:
 
@@ -39,7 +42,6 @@ from marketplace.data.sources.csv_file import (
     LineNames,
     is_missing,
 )
-from marketplace.messages.errors import cut
 
 __all__ = [
     "OWNER_FILE_MAX_BYTES",
@@ -53,7 +55,7 @@ __all__ = [
 
 class OwnDataError(ValueError):
     """A party's own file cannot be used: the message names the party, the file, where, what was
-    expected and what was found."""
+    expected and what kind of thing was found, never a value of the file (module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -157,7 +159,7 @@ def _check_ranges(X: np.ndarray, schema: DataSchema, where: str, lines: list[str
             r, j = map(int, np.argwhere(nonfinite)[0])
             raise OwnDataError(
                 f"{where}: {lines[r]}, column {schema.feature_names[j]!r}: expected a finite number, "
-                f"found {float(X[r, j])!r}"
+                "found one that is not"
             )
         return np.clip(X, lower, upper)
     if bad.any():
@@ -167,7 +169,7 @@ def _check_ranges(X: np.ndarray, schema: DataSchema, where: str, lines: list[str
         more = f" ({count} values outside their ranges in all)" if count > 1 else ""
         raise OwnDataError(
             f"{where}: {lines[r]}, column {f.name!r}: expected a number in [{f.lower:g}, {f.upper:g}] "
-            f"(the schema's range), found {float(X[r, j])!r}{more}; fix the value, or set data.schema.outside: "
+            f"(the schema's range), found one outside it{more}; fix the value, or set data.schema.outside: "
             f"clip to clip values into their ranges"
         )
     return X
@@ -183,7 +185,7 @@ def _codes(
             shown = list(lookup)[:20]
             raise OwnDataError(
                 f"{where}: {lines[i]}, column {column!r}: expected one of the schema's {what} "
-                f"{shown}{' ...' if len(lookup) > 20 else ''}, found {value!r}"
+                f"{shown}{' ...' if len(lookup) > 20 else ''}, found a value that is not one of them"
             )
         out[i] = code
     return out
@@ -261,7 +263,7 @@ def _parse_rows(
             try:
                 block[filled, j] = float(text)
             except ValueError:
-                what = "a missing value" if is_missing(text) else repr(cut(text, 80))
+                what = "a missing value" if is_missing(text) else "text that is not a number"
                 raise OwnDataError(
                     f"{where}: line {line}, column {header[i]!r}: expected a number, found {what}"
                 ) from None
@@ -287,7 +289,7 @@ def _code(value: str, lookup: dict[str, int], column: str, what: str, where: str
     code = lookup.get(value)
     if code is None:
         shown = list(lookup)[:20]
-        found = "a missing value" if not value else repr(cut(value, 80))
+        found = "a missing value" if not value else "a value that is not one of them"
         raise OwnDataError(
             f"{where}: line {line}, column {column!r}: expected one of the schema's {what} "
             f"{shown}{' ...' if len(lookup) > 20 else ''}, found {found}"

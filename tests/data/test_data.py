@@ -305,7 +305,7 @@ def test_csv_a_column_mixing_numbers_and_text_is_refused_not_dropped(tmp_path):
 
 def test_csv_a_value_too_large_for_the_protocols_is_refused(tmp_path):
     path = write_csv(tmp_path / "d.csv", "a,b,label\n1,2,0\n3,-1e300,1\n")
-    with pytest.raises(ValueError, match=r"d\.csv: line 3, column 'b' holds -1e\+300: too large"):
+    with pytest.raises(ValueError, match=r"d\.csv: line 3, column 'b' holds a value too large"):
         load_source(SourceConfig(kind="csv", csv=CsvSource(path=str(path), label="label")), rng())
 
 

@@ -1,5 +1,6 @@
 """A party's own file, checked against the marketplace's public schema: what is read, and every
-kind of bad file refused with its file, line, column, what was expected and what was found."""
+kind of bad file refused with its file, line, column, what was expected and what kind of thing was
+found, never the value itself."""
 
 from __future__ import annotations
 
@@ -53,9 +54,14 @@ def test_a_group_column_gives_the_groups(tmp_path):
 @pytest.mark.parametrize(
     "text, where, expected, found",
     [
-        ("age,dose,outcome\n40,0.5,not\n130,0,not\n", "line 3, column 'age'", "[0, 120]", "130.0"),
-        ("age,dose,outcome\n40,0.5,maybe\n", "line 2, column 'outcome'", "one of the schema's classes", "'maybe'"),
-        ("age,dose,outcome\n40,abc,not\n", "line 2, column 'dose'", "a number", "'abc'"),
+        ("age,dose,outcome\n40,0.5,not\n130,0,not\n", "line 3, column 'age'", "[0, 120]", "found one outside it"),
+        (
+            "age,dose,outcome\n40,0.5,maybe\n",
+            "line 2, column 'outcome'",
+            "one of the schema's classes",
+            "found a value that is not one of them",
+        ),
+        ("age,dose,outcome\n40,abc,not\n", "line 2, column 'dose'", "a number", "found text that is not a number"),
         ("age,dose,outcome\n40,,not\n", "line 2, column 'dose'", "a number", "a missing value"),
         ("age,dose,outcome\n40,0.5\n", "line 2", "the header has 3", "2 fields"),
         ("age,outcome\n40,not\n", "line 1", "the schema's columns", "no ['dose']"),
@@ -73,6 +79,46 @@ def test_each_bad_row_is_refused_naming_party_file_line_column_expected_and_foun
     assert message.startswith(f"owner-3: {path}")
     for part in (where, expected, found):
         assert part in message
+
+
+@pytest.mark.parametrize(
+    "text, value, where",
+    [
+        ("age,dose,outcome\n12,0.5,not\n37.123456,0.25,not\n", "37.123456", "line 3, column 'age'"),
+        ("age,dose,outcome\n12,0.5,not\n12,-3.0625,not\n", "3.0625", "line 3, column 'dose'"),
+        ("age,dose,outcome\n12,dose-of-4mg,not\n", "4mg", "line 2, column 'dose'"),
+        ("age,dose,outcome\n12,0.5,relapsed-2021\n", "relapsed", "line 2, column 'outcome'"),
+    ],
+)
+def test_a_refusal_names_the_line_and_column_but_never_the_value(tmp_path, text, value, where):
+    narrow = schema(features=[{"name": "age", "lower": 0, "upper": 30}, {"name": "dose", "lower": -1, "upper": 1}])
+    path = write(tmp_path / "bad.csv", text)
+    with pytest.raises(OwnDataError) as err:
+        load_own_rows(path, narrow, party="owner-1")
+    assert where in str(err.value)
+    assert value not in str(err.value)
+
+
+def test_a_served_owners_decline_reason_for_a_value_outside_the_schema_does_not_carry_the_value(tmp_path):
+    """What a served owner's agent sends the server when its file is refused at a session
+    (``Agent._join``: ``f"{type(err).__name__}: {err}"`` of :class:`OwnRowsCache`'s error, carried
+    by ``SessionDeclined`` into the session's report)."""
+    from marketplace.scenario import Scenario
+    from marketplace.service.worlds import OwnRowsCache
+
+    market = {
+        "name": "own",
+        "protocol": "sketch",
+        "parties": {"owners": 2},
+        "data": {"schema": {**SCHEMA, "features": [{"name": "age", "lower": 0, "upper": 30}, SCHEMA["features"][1]]}},
+    }
+    scenario = Scenario.from_dict(market, source="market")
+    path = write(tmp_path / "owner-1.csv", "age,dose,outcome\n12,0.5,not\n37.123456,0.25,healed\n")
+    with pytest.raises(OwnDataError) as err:
+        OwnRowsCache().get(scenario, "owner-1", path, ReadLimits())
+    reason = f"{type(err.value).__name__}: {err.value}"
+    assert "line 3, column 'age'" in reason
+    assert "37.123456" not in reason and "37.12" not in reason
 
 
 def test_outside_clip_clips_into_the_public_range(tmp_path):

@@ -46,13 +46,16 @@ def test_an_owner_can_read_its_own_npz_file(tiny_scenario, tmp_path):
     [
         ({"X": np.zeros((4, 3))}, "expected arrays 'X' and 'y'"),
         ({"X": np.zeros((4, 3)), "y": np.zeros(3)}, "y must be an (4,) array, one label per row of X"),
-        ({"X": np.full((4, 3), np.nan), "y": np.zeros(4)}, "X: row 0, column 0 holds nan: values must be finite"),
-        ({"X": np.array([[1.0, 2.0], [3.0, -np.inf]]), "y": np.zeros(2)}, "X: row 1, column 1 holds -inf"),
+        ({"X": np.full((4, 3), np.nan), "y": np.zeros(4)}, "X: row 0, column 0 holds a value that is not finite"),
+        (
+            {"X": np.array([[1.0, 2.0], [3.0, -np.inf]]), "y": np.zeros(2)},
+            "X: row 1, column 1 holds a value that is not finite",
+        ),
         (
             {"X": np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 1e308]]), "y": np.zeros(3)},
-            "X: row 2, column 1 holds 1e+308: too large (its row's squared norm overflows",
+            "X: row 2, column 1 holds a value too large (its row's squared norm overflows",
         ),
-        ({"X": np.array([[1.0, 1e160, 2.0]]), "y": np.zeros(1)}, "X: row 0, column 1 holds 1e+160: too large"),
+        ({"X": np.array([[1.0, 1e160, 2.0]]), "y": np.zeros(1)}, "X: row 0, column 1 holds a value too large"),
     ],
 )
 def test_a_bad_owner_file_is_refused_with_a_clear_error(tmp_path, arrays, message):
@@ -97,7 +100,8 @@ def test_an_owner_whose_file_holds_1e308_is_refused_before_the_run_starts_with_e
         timeout=120,
     )
     assert result.returncode == 2, result.stderr
-    assert f"{tmp_path / 'huge.npz'}: X: row 4, column 2 holds 1e+308: too large" in result.stderr
+    assert f"{tmp_path / 'huge.npz'}: X: row 4, column 2 holds a value too large" in result.stderr
+    assert "1e+308" not in result.stderr
 
 
 def test_a_data_source_with_values_that_overflow_is_refused_naming_the_key_row_and_column(tmp_path):
@@ -119,7 +123,7 @@ def test_a_data_source_with_values_that_overflow_is_refused_naming_the_key_row_a
         },
         "summarize": {"rounds": 2, "features": 10, "baselines": []},
     }
-    with pytest.raises(ScenarioError, match=r"big.csv: line 62, column 'b' holds 1e\+200: too large"):
+    with pytest.raises(ScenarioError, match=r"big.csv: line 62, column 'b' holds a value too large"):
         prepare_world(parse_scenario(raw, source="s", base_dir=tmp_path))
 
 

@@ -443,7 +443,7 @@ def test_a_run_that_loses_every_owner_fails(tmp_path, clean):
         (b"x,y\n1,2\n", "not a .npz archive"),
         (
             {"X": np.ones((3, 3)), "y": np.array([0.0, np.nan, 1.0])},
-            "y must hold integer class labels; row 1 holds nan",
+            "y must hold integer class labels; row 1 holds a value that is not finite",
         ),
         ({"X": np.ones((3, 3)), "y": np.array(["a", "b", "c"])}, "y must hold integer class labels, got dtype <U1"),
         ({"X": np.array([["a", "b", "c"]]), "y": np.array([0])}, "X must hold numbers"),

@@ -1,0 +1,73 @@
+"""A served owner whose file goes bad while it serves declines the session, and its reason, which
+the server puts in the consumer's report, names the line and the column but not the value."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import ROOT
+
+import marketplace
+
+pytestmark = pytest.mark.slow
+
+SKETCH = ROOT / "scenarios" / "sketch-quickstart.yaml"
+SECRET = "37.123456"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def present(state) -> int:
+    try:
+        return json.loads((state / "server.json").read_text())["owners_present"]
+    except (OSError, ValueError, KeyError):
+        return 0
+
+
+def test_a_value_outside_the_schema_reaches_the_consumers_report_as_its_line_and_column_only(tmp_path):
+    own = tmp_path / "own-data"
+    made = subprocess.run(
+        [sys.executable, "-m", "marketplace", "shares", str(SKETCH), "--out", str(own)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert made.returncode == 0, made.stderr
+    state = tmp_path / "market"
+    with marketplace.serve(
+        own / "market.yaml",
+        state=state,
+        consumers=["alice"],
+        owner_data=own,
+        endpoint=f"tcp://127.0.0.1:{free_port()}",
+        session_port=free_port(),
+    ) as market:
+        deadline = time.monotonic() + 120
+        while present(state) < 4:  # every agent checked its files when it started, and connected
+            assert time.monotonic() < deadline, "the owners' agents did not connect"
+            time.sleep(0.2)
+        lines = (own / "owner-1.csv").read_text().splitlines()
+        cells = lines[3].split(",")
+        cells[1] = SECRET  # outside the public range [-12, 12]
+        lines[3] = ",".join(cells)
+        (own / "owner-1.csv").write_text("\n".join(lines) + "\n")
+        report = marketplace.request(
+            SKETCH,
+            market=market.endpoint,
+            keys=state / "consumers" / "alice",
+            overrides={"sketch.epsilon": 0.3, "sketch.samples": 2000},
+            data=own / "target.csv",
+            out=tmp_path / "out",
+        )
+    text = json.dumps(report.raw)
+    assert "line 4, column 'f1'" in text
+    assert SECRET not in text and "37.12" not in text
