@@ -325,16 +325,16 @@ class PrivAuction:
 class PoolEntry:
     """A point the curator received: whose, the row its owner names it by, its h1 features, the bid
     it was sent for, the round of that bid, its content for D_s ((x, y), or the point sealed for the
-    consumer when the curator is less trusted) and ``ident``, its content key
-    (:mod:`~marketplace.protocols.summarize.identity`). Identified by (owner, ident): the row is the
-    owner's own label, used only to break ties in a fixed order."""
+    consumer with its content key and commitment when the curator is less trusted) and ``ident``, its
+    identity (:mod:`~marketplace.protocols.summarize.identity`). Identified by (owner, ident): the row
+    is the owner's own label, used only to break ties in a fixed order."""
 
     owner: str
     row: int
     phi: np.ndarray
     claimed: float
     round: int
-    content: tuple[np.ndarray, int] | bytes
+    content: tuple[np.ndarray, int] | tuple[bytes, bytes, bytes]
     ident: str = ""
     key: tuple[str, str] = field(init=False, repr=False)
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from marketplace.protocols.summarize.features import gamma
+
 
 def bid_direction(target_mean: np.ndarray, summary_mean: np.ndarray, q: int) -> np.ndarray:
     """g~ - (q/(q+1)) g_l: the vector an owner dots with h1(x) to get its bid.
@@ -75,6 +77,33 @@ def bid_value(feature_row: np.ndarray, direction: np.ndarray) -> float:
             f"feature_row and direction must be 1-D of equal length; got {feature_row.shape}, {direction.shape}"
         )
     return float(feature_row @ direction)
+
+
+def bid_rounding(feature_row: np.ndarray, direction: np.ndarray, feature_error: np.ndarray | float = 0.0) -> float:
+    """The largest |claimed - recomputed| that floating-point rounding alone can put between an honest
+    owner's bid and the curator's recomputation of it from the point: the curator's check must allow
+    this much, or it refuses honest owners for their data (docs/design.md §10).
+
+    ``feature_row`` is h1 of the point as the curator has it; ``feature_error`` bounds, per
+    coordinate, how far any honest evaluation of h1 of that point is from the exact one
+    (:meth:`RandomFourierFeatures.transform_error`; 0 when owner and curator dot the same vector, as
+    with a less-trusted curator). Both parties dot with the same direction (both compute
+    :func:`bid_direction` from the same floats, element by element). So the two embeddings differ
+    by at most 2 e_j per coordinate, and each side's dot product of length d errs by at most
+    gamma_d sum_j |phi_j| |direction_j|; the sum of the two, doubled so that this bound's own
+    arithmetic cannot make it too small.
+
+    >>> bid_rounding(np.array([0.5, -0.5]), np.array([1.0, 1.0])) < 1e-15
+    True
+    >>> bid_rounding(np.array([0.5, -0.5]), np.array([1.0, 1.0]), np.array([1e-7, 1e-7])) > 4e-7
+    True
+    """
+    phi = np.abs(np.asarray(feature_row, dtype=np.float64))
+    weights = np.abs(np.asarray(direction, dtype=np.float64))
+    spread = 2.0 * np.broadcast_to(np.asarray(feature_error, dtype=np.float64), phi.shape)
+    apart = float(spread @ weights)
+    dots = gamma(len(phi)) * float((2.0 * phi + spread) @ weights)
+    return 2.0 * (apart + dots)
 
 
 def rff_mmd2_gain(target_mean: np.ndarray, summary_sum: np.ndarray, q: int, phi: np.ndarray) -> float:

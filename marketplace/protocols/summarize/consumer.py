@@ -2,9 +2,13 @@
 and measure it against its own data: exact-kernel MMD^2 to D_v and linear-SVM accuracy on its test set.
 
 With a less-trusted curator the consumer sends h1 of each D_v row and a fresh public key instead of
-D_v, and receives the summary as sealed points with the embeddings the curator verified. It opens
-each one and keeps it only if h1 of the opened point matches that embedding: an owner cannot get a
-point into the summary by showing the curator one embedding and sealing another point.
+D_v, and receives the summary as sealed points with the embeddings the curator verified and the
+content keys and commitments their owners named them by. It opens each one and keeps it only if h1
+of the opened point matches that embedding (within what rounding allows two honest evaluations of
+h1 to differ, :meth:`RandomFourierFeatures.transform_error`) and the key and the commitment are
+those of the opened point and the secret sealed with it: an owner cannot get a point into the
+summary by showing the curator one embedding and sealing another point, nor sell one point twice
+under two keys.
 
 The consumer confirms receipt before it evaluates: ``handle`` only checks and keeps the summary,
 the ``bye`` that answers the curator's ``shutdown`` says it arrived, and the evaluation (an SVM fit,
@@ -22,6 +26,7 @@ from marketplace.data.dataset import Dataset
 from marketplace.messages import Envelope, ProtocolError
 from marketplace.messages.kinds import RuntimeMessage, Shutdown
 from marketplace.protocols.summarize import RandomFourierFeatures, mmd2, svm_accuracy
+from marketplace.protocols.summarize.identity import sealed_point_key, secret_commitment
 from marketplace.protocols.summarize.kernel import prefix_mmd2
 from marketplace.protocols.summarize.messages import (
     SealedSummary,
@@ -33,9 +38,6 @@ from marketplace.protocols.summarize.messages import (
 from marketplace.protocols.summarize.sealing import ConsumerKey, SealingError
 from marketplace.roles import CONSUMER, Role, Send
 from marketplace.warm_imports import wait_for_background_imports
-
-EMBEDDING_TOLERANCE = 1e-9
-"""Largest |h1(x)_i - phi_i| accepted between an opened point and the embedding the curator verified."""
 
 
 class SummarizeConsumer(Role):
@@ -159,38 +161,48 @@ class SummarizeConsumer(Role):
         return {"mmd2_by_round": by_round, "absent": absent}
 
     def _open(self, message: Envelope) -> tuple[np.ndarray, np.ndarray]:
-        """Open every sealed point; keep those whose h1 matches the embedding the curator verified."""
+        """Open every sealed point; keep those that are what the curator verified and the owner named."""
         body: SealedSummary = message.body
-        if len(body.sealed) != len(body.phi):
+        if not len(body.sealed) == len(body.phi) == len(body.keys) == len(body.commitments):
             raise ProtocolError(
                 party=message.sender,
                 kind=message.kind,
-                reason=f"{len(body.sealed)} sealed points for {len(body.phi)} embeddings",
+                reason=f"{len(body.sealed)} sealed points for {len(body.phi)} embeddings, {len(body.keys)} content "
+                f"keys and {len(body.commitments)} commitments",
             )
         dim = self.validation.X.shape[1]
         kept_x, kept_y = [], []
-        for i, (blob, phi) in enumerate(zip(body.sealed, body.phi)):
+        for i, (blob, phi, key, commitment) in enumerate(zip(body.sealed, body.phi, body.keys, body.commitments)):
             try:
-                x, y = self.key.open_point(blob, dim=dim)
+                x, y, secret = self.key.open_point(blob, dim=dim)
             except SealingError as exc:
                 self.rejected.append({"position": i, "reason": str(exc)})
                 continue
-            gap = (
-                float(np.abs(self.features.transform(x[None, :])[0] - phi).max())
-                if np.isfinite(x).all()
-                else float("inf")
-            )
-            if gap > EMBEDDING_TOLERANCE:
-                self.rejected.append(
-                    {
-                        "position": i,
-                        "reason": f"h1 of the opened point differs from the verified embedding by {gap:.3g}",
-                    }
-                )
+            problem = self._opened_problem(x, y, secret, phi, bytes(key), bytes(commitment))
+            if problem:
+                self.rejected.append({"position": i, "reason": problem})
                 continue
             kept_x.append(x)
             kept_y.append(y)
         return np.array(kept_x, dtype=np.float64).reshape(len(kept_x), dim), np.array(kept_y, dtype=np.int64)
+
+    def _opened_problem(
+        self, x: np.ndarray, y: int, secret: bytes, phi: np.ndarray, key: bytes, commitment: bytes
+    ) -> str | None:
+        """Why an opened point is not the one the curator verified and its owner named, or None."""
+        if secret_commitment(secret) != commitment or sealed_point_key(secret, x, y) != key:
+            return "the opened point is not the one its content key names (a point sold twice under two keys?)"
+        if not np.isfinite(x).all():
+            return "the opened point has a non-finite feature"
+        gap = np.abs(self.features.transform(x[None, :])[0] - phi)
+        allowed = 2.0 * self.features.transform_error(x[None, :])[0]  # two honest evaluations of h1
+        if not (gap <= allowed).all():
+            worst = int(np.argmax(gap - allowed))
+            return (
+                f"h1 of the opened point differs from the verified embedding by {gap[worst]:.3g} "
+                f"(rounding allows {allowed[worst]:.3g})"
+            )
+        return None
 
     def result(self) -> dict[str, Any]:
         out = {"metrics": self.metrics, "summary_size": self.summary_size, "end_status": self.end_status}

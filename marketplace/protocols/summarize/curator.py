@@ -8,7 +8,13 @@ learns only whether it was itself asked for a point.
 ``trust="less_trusted"``: the curator never holds a raw point. It gets h1 of D_v's rows and of
 each requested point, verifies bids on those embeddings, and relays the points sealed for the
 consumer (:mod:`~marketplace.protocols.summarize.sealing`); only the consumer can open them and check
-them against the embeddings the curator verified.
+them against the embeddings the curator verified and the content keys their owners named them by.
+
+**An honest owner is never refused** (docs/design.md §10). The curator tells an owner's points apart
+as the owner counts them, by features and label (:mod:`~marketplace.protocols.summarize.identity`),
+and its bid check allows the configured relative tolerance plus every error that rounding can put
+between two honest computations of the bid (:func:`~marketplace.protocols.summarize.bid.bid_rounding`,
+which grows with |x| |W|), so whether a point passes never depends on the owner's data.
 """
 
 from __future__ import annotations
@@ -16,13 +22,14 @@ from __future__ import annotations
 import logging
 from collections import deque
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from marketplace.messages import Envelope, ProtocolError
 from marketplace.messages.kinds import Bye, Hello, RuntimeMessage
 from marketplace.protocols.summarize import RandomFourierFeatures, bid_direction, bid_value, rff_objective_gain
+from marketplace.protocols.summarize.bid import bid_rounding
 from marketplace.protocols.summarize.identity import embedding_key, point_key
 from marketplace.protocols.summarize.messages import (
     Bid,
@@ -105,11 +112,13 @@ class SummarizeCurator(CuratorBase):
         self.direction: np.ndarray | None = None
         self.received: dict[str, dict[str, int]] = {o: {} for o in owners}
         """Per owner, the content key of every point it sent (and the row it named it by)."""
+        self.commitments: dict[str, bytes] = {}
+        """Less-trusted: per owner, the commitment to the secret its content keys are made with."""
         self.selection: list[tuple[str, int, str]] = []
         self.summary_X: list[np.ndarray] = []
         self.summary_y: list[int] = []
         self.summary_phi: list[np.ndarray] = []  # less-trusted: what the consumer checks the sealed points against
-        self.summary_sealed: list[bytes] = []
+        self.summary_sealed: list[SealedContent] = []
         self.value: dict[str, float] = {o: 0.0 for o in owners}
         self._phi_cache: tuple[Point | SealedPoint, np.ndarray] | None = None
         self.history: list[dict[str, Any]] = []
@@ -360,8 +369,9 @@ class SummarizeCurator(CuratorBase):
         return self._ask_next()
 
     def content_key(self, point: Point | SealedPoint) -> str:
-        """A received point's identity: its bytes (its h1 embedding for a less-trusted curator)."""
-        return embedding_key(point.phi) if isinstance(point, SealedPoint) else point_key(point.x, point.y)
+        """A received point's identity, as its owner counts its points (features and label): a hash
+        of the point, or, for a less-trusted curator, the content key the owner named it by."""
+        return bytes(point.key).hex() if isinstance(point, SealedPoint) else point_key(point.x, point.y)
 
     def _verify(self, owner: str, point: Point | SealedPoint) -> str | None:
         """Why a received point cannot be accepted, or None: the wrong form for this curator, wrong
@@ -376,11 +386,9 @@ class SummarizeCurator(CuratorBase):
         if isinstance(point, Point) and point.x.shape != (self.dim,):
             return f"point has shape {list(point.x.shape)}, expected [{self.dim}]"
         if isinstance(point, SealedPoint):
-            problem = self._embedding_problem(point.phi, rows=False)
+            problem = self._sealed_problem(owner, point)
             if problem:
                 return problem
-            if len(point.sealed) != sealed_size(self.dim):
-                return f"sealed point has {len(point.sealed)} bytes, expected {sealed_size(self.dim)}"
         key = self.content_key(point)
         if key in self.received[owner]:
             return (
@@ -390,9 +398,37 @@ class SummarizeCurator(CuratorBase):
         self.received[owner][key] = point.row
         claimed = self.bids[owner].value
         actual = bid_value(self._phi(point), self.direction)
-        if abs(actual - claimed) > self.tolerance * max(1.0, abs(claimed)):
-            return f"round {self.round}: point's bid value {actual:.12g} does not match the claimed bid {claimed:.12g}"
+        allowed = self.tolerance * max(1.0, abs(claimed)) + self._rounding(point)
+        if not abs(actual - claimed) <= allowed:
+            return (
+                f"round {self.round}: point's bid value {actual:.12g} does not match the claimed bid {claimed:.12g} "
+                f"(allowed: {allowed:.3g})"
+            )
         return None
+
+    def _sealed_problem(self, owner: str, point: SealedPoint) -> str | None:
+        """Why a sealed point cannot be taken (not an h1 embedding, the wrong length, no content key, or
+        a commitment other than the owner's first), or None."""
+        problem = self._embedding_problem(point.phi, rows=False)
+        if problem:
+            return problem
+        if len(point.sealed) != sealed_size(self.dim):
+            return f"sealed point has {len(point.sealed)} bytes, expected {sealed_size(self.dim)}"
+        if point.key is None or point.commitment is None:
+            return "sent a sealed point without its content key and commitment"
+        first = self.commitments.setdefault(owner, bytes(point.commitment))
+        if bytes(point.commitment) != first:
+            return "named its points under two different secrets (a point could be sold twice)"
+        return None
+
+    def _rounding(self, point: Point | SealedPoint) -> float:
+        """How far rounding alone can put an honest bid from this curator's recomputation: a trusted
+        curator recomputes h1 of the point (the owner's h1 of it may differ by twice its error
+        bound); a less-trusted one dots the very embedding the owner dotted."""
+        if isinstance(point, SealedPoint):
+            return bid_rounding(point.phi, self.direction)
+        error = self.features.transform_error(point.x[None, :])[0]
+        return bid_rounding(self._phi(point), self.direction, error)
 
     def _phi(self, point: Point | SealedPoint) -> np.ndarray:
         """h1 of a received point, computed once per point (verification and acceptance share it);
@@ -404,24 +440,26 @@ class SummarizeCurator(CuratorBase):
         return self._phi_cache[1]
 
     def _accept(self, owner: str, point: Point | SealedPoint) -> None:
-        self._add_to_summary(owner, point.row, self._phi(point), payload(point), self.content_key(point))
+        self._add_to_summary(owner, point.row, self._phi(point), payload(point))
 
     def _add_to_summary(
-        self, owner: str, row: int, phi: np.ndarray, content: tuple[np.ndarray, int] | bytes, key: str
+        self, owner: str, row: int, phi: np.ndarray, content: tuple[np.ndarray, int] | SealedContent
     ) -> None:
         """Grow D_s by one verified point and credit its owner with the point's marginal gain.
-        ``content`` is the point as (x, y), or sealed bytes with a less-trusted curator."""
+        ``content`` is the point as (x, y), or sealed with a less-trusted curator. The selection
+        names the point by a hash of (x, y), or of the embedding a less-trusted curator verified."""
         gain = rff_objective_gain(self.target_mean, self.summary_sum, self.diag_excess, self.q, phi)
         self.value[owner] += gain
         self.summary_sum = self.summary_sum + phi
         self.diag_excess += 1.0 - float(phi @ phi)
         self.q += 1
-        self.selection.append((owner, row, key))
-        if isinstance(content, bytes):
+        if isinstance(content, SealedContent):
+            self.selection.append((owner, row, embedding_key(phi)))
             self.summary_phi.append(np.array(phi, dtype=np.float64))
             self.summary_sealed.append(content)
         else:
             x, y = content
+            self.selection.append((owner, row, point_key(x, y)))
             self.summary_X.append(np.array(x, dtype=np.float64))
             self.summary_y.append(int(y))
         self._record_round()
@@ -464,8 +502,10 @@ class SummarizeCurator(CuratorBase):
             d = self.features.n_features
             sealed = SealedSummary(
                 phi=np.array(self.summary_phi, dtype=np.float64).reshape(len(self.summary_phi), d),
-                sealed=tuple(self.summary_sealed),
+                sealed=tuple(c.sealed for c in self.summary_sealed),
                 rounds=len(self.selection),
+                keys=tuple(c.key for c in self.summary_sealed),
+                commitments=tuple(c.commitment for c in self.summary_sealed),
             )
             return [Send(CONSUMER, sealed)] + self._close(status=status, reason=reason)
         summary = Summary(
@@ -493,6 +533,17 @@ class SummarizeCurator(CuratorBase):
         }
 
 
-def payload(point: Point | SealedPoint) -> tuple[np.ndarray, int] | bytes:
-    """What of a received point goes into D_s: (x, y), or the sealed bytes the curator cannot read."""
-    return bytes(point.sealed) if isinstance(point, SealedPoint) else (point.x, int(point.y))
+class SealedContent(NamedTuple):
+    """A point as a less-trusted curator keeps it for D_s: the sealed bytes it cannot read, and the
+    content key and commitment the owner named it by (the consumer checks both when it opens it)."""
+
+    sealed: bytes
+    key: bytes
+    commitment: bytes
+
+
+def payload(point: Point | SealedPoint) -> tuple[np.ndarray, int] | SealedContent:
+    """What of a received point goes into D_s: (x, y), or the point sealed for the consumer."""
+    if isinstance(point, SealedPoint):
+        return SealedContent(bytes(point.sealed), bytes(point.key), bytes(point.commitment))
+    return (point.x, int(point.y))

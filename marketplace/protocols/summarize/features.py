@@ -16,6 +16,19 @@ import numpy as np
 #: Rows transformed per block: bounds the temporary (rows x d) matrix to a few MB.
 TRANSFORM_CHUNK_ROWS = 8192
 
+UNIT_ROUNDOFF = 2.0**-53
+"""u: the relative error of one float64 operation (round to nearest)."""
+COS_ULPS = 4
+"""How many ulps any cos numpy may use (libm, or a SIMD one) is off by; an ulp of a value in [-1, 1]
+is at most 2u."""
+
+
+def gamma(n: int) -> float:
+    """Higham's gamma_n = n u / (1 - n u): the relative error bound of a sum of n products, whatever
+    the order of the additions (blocked, pairwise, with or without fused multiply-adds)."""
+    nu = n * UNIT_ROUNDOFF
+    return nu / (1.0 - nu) if nu < 1.0 else math.inf
+
 
 @dataclass(frozen=True, eq=False)
 class RandomFourierFeatures:
@@ -88,3 +101,25 @@ class RandomFourierFeatures:
             np.cos(block, out=block)
             block *= scale
         return out
+
+    def transform_error(self, X: np.ndarray) -> np.ndarray:
+        """A bound on |transform(X) - h1(X)| per row and feature, h1 computed exactly: it holds for
+        every correct float64 evaluation of sqrt(2/d) cos(x W + b), so two parties' embeddings of
+        one row (an owner's batched product, the curator's or the consumer's one row, another BLAS)
+        differ by at most twice it.
+
+        The argument x W + b is a sum of n + 1 terms: its error is at most gamma_(n+1) (|x| |W| + |b|)
+        (computed here and enlarged by its own rounding); cos is 1-Lipschitz and never moves by more
+        than 2, and is off by at most :data:`COS_ULPS` ulps; the scale adds one rounding. The bound
+        grows with |x| |W|: from about 1e-15 for rows of norm 1 to sqrt(2/d) * 2 (nothing is known)
+        once |x W| passes about 1e15 / n.
+        """
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim != 2 or X.shape[1] != self.dim:
+            raise ValueError(f"X must have shape (n, {self.dim}); got {X.shape}")
+        n = self.dim + 1
+        with np.errstate(over="ignore", invalid="ignore"):
+            magnitude = (np.abs(X) @ np.abs(self.W) + np.abs(self.b)) * (1.0 + gamma(n + 1))
+        argument = np.minimum(2.0, np.nan_to_num(gamma(n) * magnitude, nan=2.0, posinf=2.0))
+        cosine = 2 * COS_ULPS * UNIT_ROUNDOFF
+        return self.bound * (argument + cosine) * (1.0 + 2 * UNIT_ROUNDOFF) + self.bound * UNIT_ROUNDOFF

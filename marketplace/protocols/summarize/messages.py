@@ -24,7 +24,14 @@ import numpy as np
 
 from marketplace.messages.arrays import Array, ArraySpec
 from marketplace.messages.kinds import Count, PublicKey, RoundNo, SealedBytes, kind, vector
-from marketplace.schema import Range
+from marketplace.protocols.summarize.identity import COMMITMENT_BYTES, KEY_BYTES
+from marketplace.schema import Length, Range
+
+ContentKey = Annotated[bytes, Length(min=KEY_BYTES, max=KEY_BYTES)]
+"""A sealed point's content key (:func:`~marketplace.protocols.summarize.identity.sealed_point_key`)."""
+Commitment = Annotated[bytes, Length(min=COMMITMENT_BYTES, max=COMMITMENT_BYTES)]
+"""The commitment to an owner's point-key secret
+(:func:`~marketplace.protocols.summarize.identity.secret_commitment`)."""
 
 
 @kind("validation_set")
@@ -107,23 +114,30 @@ class Summary:
 
 @kind("sealed_point")
 class SealedPoint:
-    """Less-trusted curator: the requested point's h1 embedding (checked against the bid) and the
-    point itself sealed for the consumer (fixed length, unreadable by the curator)."""
+    """Less-trusted curator: the requested point's h1 embedding (checked against the bid), the point
+    itself sealed for the consumer (fixed length, unreadable by the curator), the point's content key
+    (what the curator tells the owner's points apart by) and the commitment to the secret that key
+    is made with (one per owner). A less-trusted curator refuses a sealed point without them."""
 
     round: RoundNo
     phi: vector("d")
     row: Count
     sealed: SealedBytes
+    key: ContentKey | None = None
+    commitment: Commitment | None = None
 
 
 @kind("sealed_summary")
 class SealedSummary:
-    """Less-trusted curator: D_s as the embeddings the curator verified and the sealed points, in
-    summary order; the consumer opens each and checks it against its embedding."""
+    """Less-trusted curator: D_s as the embeddings the curator verified, the sealed points, and the
+    content key and commitment each point came with, in summary order; the consumer opens each and
+    checks it against its embedding, its key and its commitment."""
 
     phi: Annotated[np.ndarray, Array, ArraySpec(("<f8",), ("p", "d"))]
     sealed: tuple[SealedBytes, ...]
     rounds: Count
+    keys: tuple[ContentKey, ...] = ()
+    commitments: tuple[Commitment, ...] = ()
 
 
 MESSAGES = (

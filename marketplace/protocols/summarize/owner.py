@@ -7,7 +7,9 @@ again. An owner with sale terms tells the curator its price per point and how ma
 this run (what its lifetime ledger reserved, or its terms' caps when it keeps no ledger) right after its
 hello, and bids no more once it has handed over that many: every point it sends is sold, at its price.
 With a less-trusted curator the owner sends the point's h1 embedding and the point sealed for the
-consumer (whose key came with g~) instead of the point.
+consumer (whose key came with g~) instead of the point, named by its content key under a secret of
+the owner's for the run (:mod:`~marketplace.protocols.summarize.identity`), so that the curator tells
+its points apart as the owner counts them: by features and label.
 """
 
 from __future__ import annotations
@@ -20,7 +22,12 @@ from marketplace.data.dataset import Dataset
 from marketplace.messages import Envelope, ProtocolError
 from marketplace.messages.kinds import RuntimeMessage, Shutdown
 from marketplace.protocols.summarize import RandomFourierFeatures, best_offer, bid_direction, bid_value
-from marketplace.protocols.summarize.identity import duplicate_groups
+from marketplace.protocols.summarize.identity import (
+    duplicate_groups,
+    new_secret,
+    sealed_point_key,
+    secret_commitment,
+)
 from marketplace.protocols.summarize.messages import (
     Bid,
     Point,
@@ -59,6 +66,8 @@ class SummarizeOwner(Role):
         self.features = features
         self.less_trusted = trust == "less_trusted"
         self.consumer_key: bytes | None = None
+        self.point_secret = new_secret() if self.less_trusted else b""
+        """The secret this owner's content keys are made with (less-trusted: sealed with each point)."""
         self.party_id = party_id
         self.scenario_name = scenario_name
         self.data = data
@@ -163,8 +172,14 @@ class SummarizeOwner(Role):
         self.sent_rows.append(row)
         x, y = self.data.X[row], int(self.data.y[row])
         if self.less_trusted:
+            secret = self.point_secret
             body = SealedPoint(
-                round=round_no, phi=self._phi64(row), row=row, sealed=seal_point(x, y, self.consumer_key)
+                round=round_no,
+                phi=self._phi64(row),
+                row=row,
+                sealed=seal_point(x, y, self.consumer_key, secret=secret),
+                key=sealed_point_key(secret, x, y),
+                commitment=secret_commitment(secret),
             )
         else:
             body = Point(round=round_no, x=x, y=y, row=row)

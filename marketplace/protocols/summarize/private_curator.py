@@ -474,7 +474,7 @@ class PrivateSummarizeCurator(SummarizeCurator):
         self.pool.remove(entry)
         self.summary_rows_phi.append(entry.phi)
         self.private_rows += 1
-        self._add_to_summary(entry.owner, entry.row, entry.phi, entry.content, entry.ident)
+        self._add_to_summary(entry.owner, entry.row, entry.phi, entry.content)
         return self._open_round()
 
     def _round_privacy(self) -> dict[str, float]:

@@ -10,6 +10,7 @@ import pytest
 
 from marketplace.messages import PROTOCOL_VERSION, Envelope, ProtocolError
 from marketplace.parties import build_role, make_world, party_ids
+from marketplace.protocols.summarize.identity import sealed_point_key
 from marketplace.protocols.summarize.messages import Point, SealedPoint, ValidationEmbedding, ValidationSet
 from marketplace.protocols.summarize.owner import SummarizeOwner
 from marketplace.protocols.summarize.sealing import ConsumerKey, SealingError, seal_point, sealed_size
@@ -26,19 +27,22 @@ from marketplace.transport.node import Node
 def test_a_sealed_point_opens_to_the_same_point_with_the_consumers_key():
     key = ConsumerKey.generate()
     x = np.array([0.1, -2.5, 3e10])
-    opened_x, opened_y = key.open_point(seal_point(x, -7, key.public), dim=3)
-    assert opened_x.tolist() == x.tolist() and opened_y == -7
+    opened_x, opened_y, secret = key.open_point(seal_point(x, -7, key.public, secret=b"s" * 32), dim=3)
+    assert opened_x.tolist() == x.tolist() and opened_y == -7 and secret == b"s" * 32
 
 
 def test_every_sealed_point_has_the_same_length_whatever_its_values():
     key = ConsumerKey.generate()
-    lengths = {len(seal_point(np.full(5, v), y, key.public)) for v, y in [(0.0, 0), (1e300, 2**62), (-1.5, -1)]}
+    lengths = {
+        len(seal_point(np.full(5, v), y, key.public, secret=bytes(32)))
+        for v, y in [(0.0, 0), (1e300, 2**62), (-1.5, -1)]
+    }
     assert lengths == {sealed_size(5)}
 
 
 def test_a_sealed_point_cannot_be_opened_with_another_key_or_after_tampering():
     key, other = ConsumerKey.generate(), ConsumerKey.generate()
-    blob = seal_point(np.zeros(2), 1, key.public)
+    blob = seal_point(np.zeros(2), 1, key.public, secret=bytes(32))
     with pytest.raises(SealingError, match="cannot be opened"):
         other.open_point(blob, dim=2)
     tampered = bytes([blob[0]]) + bytes([blob[1] ^ 1]) + blob[2:]
@@ -47,7 +51,9 @@ def test_a_sealed_point_cannot_be_opened_with_another_key_or_after_tampering():
     with pytest.raises(SealingError, match="expected"):
         key.open_point(blob, dim=3)
     with pytest.raises(SealingError, match="32 bytes"):
-        seal_point(np.zeros(2), 1, b"short")
+        seal_point(np.zeros(2), 1, b"short", secret=bytes(32))
+    with pytest.raises(SealingError, match="32 bytes"):
+        seal_point(np.zeros(2), 1, key.public, secret=b"short")
 
 
 # --- whole runs -----------------------------------------------------------------------------------
@@ -130,11 +136,18 @@ class SwappingOwner(SummarizeOwner):
         sends = super()._send_point(message)
         body: SealedPoint = sends[0].body
         other = (body.row + 1) % len(self.data)
-        sealed = seal_point(self.data.X[other], int(self.data.y[other]), self.consumer_key)
+        sealed = seal_point(self.data.X[other], int(self.data.y[other]), self.consumer_key, secret=self.point_secret)
         return [
             Send(
                 sends[0].to,
-                SealedPoint(round=body.round, phi=body.phi, row=body.row, sealed=sealed),
+                SealedPoint(
+                    round=body.round,
+                    phi=body.phi,
+                    row=body.row,
+                    sealed=sealed,
+                    key=sealed_point_key(self.point_secret, self.data.X[other], int(self.data.y[other])),
+                    commitment=body.commitment,
+                ),
                 reply_to=sends[0].reply_to,
             )
         ]
@@ -192,6 +205,80 @@ def test_an_owner_that_sends_a_raw_point_to_a_less_trusted_curator_is_flagged(sc
     assert curator.flagged.get("owner-1") == "sent a raw point to a less-trusted curator"
     assert all(owner != "owner-1" for owner, *_ in curator.selection)
     assert curator.ledger.by_party.get("owner-1") == 1  # it did arrive: parsimony counts it honestly
+
+
+# --- content keys: a point is told apart by features and label, and sold once -------------------
+
+
+class ForgingOwner(SummarizeOwner):
+    """Sells a record it holds twice both times (it ignores its duplicates), naming the second sale
+    by a made-up content key so that the curator cannot see it is the same point."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.same_content = None
+
+    def _send_point(self, message):
+        sends = super()._send_point(message)
+        body: SealedPoint = sends[0].body
+        if len(self.sent_rows) < 2:
+            return sends
+        forged = SealedPoint(
+            round=body.round, phi=body.phi, row=body.row, sealed=body.sealed, key=bytes(16), commitment=body.commitment
+        )
+        return [Send(sends[0].to, forged, reply_to=sends[0].reply_to)]
+
+
+class TwoSecretsOwner(ForgingOwner):
+    """Sells its twice-held record twice, the second time under a new secret (so a new, honest key)."""
+
+    def _send_point(self, message):
+        if len(self.sent_rows) == 1:
+            self.point_secret = bytes(range(32))
+        return SummarizeOwner._send_point(self, message)
+
+
+def run_with_one_record_twice(config, cheat: type[SummarizeOwner]):
+    """Every owner holds one record twice; owner-1 is ``cheat``. Three owners, six rounds."""
+    world = make_world(config)
+    roles = []
+    for party in party_ids(config):
+        k = int(party.split("-")[1]) - 1 if party.startswith("owner-") else None
+        data = None if k is None else world.owners[k].take([0, 0])
+        role = build_role(config, party, world=world, owner_data=data)
+        if party == "owner-1":
+            role = cheat(
+                party_id=party, scenario_name=config.name, data=data, features=role.features, trust="less_trusted"
+            )
+            role.config_fingerprint = fingerprint(config)
+        roles.append(role)
+    run_inprocess([Node(r, run_id="t", max_message_bytes=1 << 24) for r in roles])
+    return {r.party_id: r for r in roles}
+
+
+def test_a_point_resold_under_a_forged_content_key_is_refused_by_the_consumer_when_it_opens_it(scenario, tmp_path):
+    config = parse_scenario(with_trust(scenario, "less_trusted"), source="t", base_dir=tmp_path).config
+    roles = run_with_one_record_twice(config, ForgingOwner)
+    curator, consumer = roles["curator"], roles["consumer"]
+    assert roles["owner-1"].result()["points_sent"] == 2 and curator.flagged == {}  # the curator cannot tell
+    second = [i for i, (owner, *_) in enumerate(curator.selection) if owner == "owner-1"][1]
+    (rejected,) = consumer.result()["rejected_points"]
+    assert rejected["position"] == second and "not the one its content key names" in rejected["reason"]
+    assert consumer.summary_size == len(curator.selection) - 1 == 3
+
+
+def test_an_owner_that_names_its_points_under_a_second_secret_is_flagged(scenario, tmp_path):
+    config = parse_scenario(with_trust(scenario, "less_trusted"), source="t", base_dir=tmp_path).config
+    roles = run_with_one_record_twice(config, TwoSecretsOwner)
+    assert "two different secrets" in roles["curator"].flagged["owner-1"]
+    assert roles["consumer"].result()["rejected_points"] == []
+
+
+def test_honest_owners_holding_a_record_twice_sell_it_once(scenario, tmp_path):
+    config = parse_scenario(with_trust(scenario, "less_trusted"), source="t", base_dir=tmp_path).config
+    roles = run_with_one_record_twice(config, SummarizeOwner)
+    assert [roles[f"owner-{k}"].result()["points_sent"] for k in (1, 2, 3)] == [1, 1, 1]
+    assert roles["curator"].flagged == {} and roles["curator"].end_reason == "every owner has run out of points"
 
 
 # --- the curator's checks on what the consumer sends --------------------------------------------
