@@ -172,6 +172,19 @@ def test_private_summarize_charges_each_owner_its_auction_and_summary_releases_a
     assert sold == report["sale"]["points_bought"] >= len(report["selection"])
 
 
+def test_the_summarize_charge_names_what_it_does_not_cover():
+    """The charge bounds the auction's selections and the g_l releases given D_s, not all that others
+    learn beyond the points sold: a sold point is the owner's best remaining one by the bid, so its
+    choice tells something of the points it keeps."""
+    config = marketplace.load(ROOT / "scenarios" / "quickstart-private.yaml", PRIVATE).config
+    what = plugins.exchange("summarize").owner_cost(config, "owner-1").what
+    assert "beyond the points" not in what
+    covered, not_covered = what.split("not covered:")
+    assert "given their directions" in covered and "given D_s" in covered
+    assert "the points sold" in not_covered
+    assert "the choice of a sold point" in not_covered and "unsold points" in not_covered
+
+
 def test_a_run_without_ledgers_has_no_lifetime_section(tmp_path):
     report = run(marketplace.load(SKETCH, {"parties.owners": 2}), tmp_path, "plain")
     assert report["lifetime"] is None and report["config"]["lifetime"]["ledgers"] is None

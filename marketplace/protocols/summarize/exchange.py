@@ -93,13 +93,20 @@ def _request_cap(terms: Any, rounds: int) -> int | None:
 
 
 def owner_cost(config: ScenarioConfig, party: str):
-    """What a run lets everyone but the buyer learn of owner ``party``'s data, charged to its lifetime
-    ledger before its first bid: the composed auction's selections over the run's R rounds (R eps_auc,
-    the ``auction`` ledger) and the g_l broadcasts of D_s (the ``D_s`` ledger), composed, under the
-    relation the auction holds under (a replacement by a point that duplicates none of the owner's
-    others). The points it sells are handed to the consumer in the clear: that is the sale, which
-    its terms (not its DP budget) consent to. The non-private form, and the auction rules whose rounds
-    do not compose, have no finite cost: a ledger declines them."""
+    """The DP charge of a run on owner ``party``'s lifetime ledger, made before its first bid: the
+    composed auction's selections over the run's R rounds (R eps_auc, the ``auction`` ledger, for the
+    rounds' directions g_l fixed) and the g_l broadcasts of D_s (the ``D_s`` ledger's planned total,
+    which bounds what they reveal of D_s with D_s given), composed, under the relation the auction
+    holds under (a replacement by a point that duplicates none of the owner's others).
+
+    It is not a bound on all that others learn of the owner's data. Not covered: the points it sells,
+    handed to the consumer in the clear (the sale, a declared disclosure its terms, not its DP
+    budget, consent to); what the choice of a sold point tells of the owner's unsold points (it
+    sends its best remaining point by the bid, so each of the others bid lower under that round's
+    direction); and which points enter D_s, which depends on every owner's data (with the selections
+    and directions fixed, one changed point of the owner can change up to 4 points of D_s), so the
+    ``D_s`` ledger's figure is no bound towards one of the owner's points. The non-private form, and
+    the auction rules whose rounds do not compose, have no finite cost: a ledger declines them."""
     from marketplace.privacy.lifetime import Cost, Declared
     from marketplace.privacy.neighbouring import REPLACE_ONE_DISTINCT
 
@@ -121,9 +128,10 @@ def owner_cost(config: ScenarioConfig, party: str):
     eps = auction.eps + summary.eps  # basic composition of the two ledgers
     delta = auction.delta + summary.delta
     what = (
-        f"summarize ({config.name}): {party}'s data beyond the points it sells: the auction over {s.rounds} rounds "
-        f"(eps {auction.eps:.6g}) and the g_l releases of D_s (eps {summary.eps:.6g}); not the points sold, nor "
-        "which enter D_s"
+        f"summarize ({config.name}): {party}'s data: the auction's selections over {s.rounds} rounds given their "
+        f"directions (eps {auction.eps:.6g}) and the g_l releases of D_s given D_s (eps {summary.eps:.6g}); not "
+        "covered: the points sold (in the clear), what the choice of a sold point (its best remaining by the bid) "
+        "reveals of its unsold points, and which points enter D_s"
     )
     # a run with no noisy release at all (one round, eps_auc = 0) still sells points: a negligible
     # charge keeps its sale on the ledger (an overstatement of the cost, never of the privacy)
