@@ -294,7 +294,9 @@ class SummarizeCurator(CuratorBase):
         return [Send(self.asked, Request(round=self.round))]
 
     def _open_round_again(self) -> list[Send]:
-        """No candidate of this round could deliver: rerun the round with the remaining owners."""
+        """No candidate of this round could deliver: rerun the round with the remaining owners (nothing
+        here is charged per round; the private curator ends such a round instead, since each of its
+        rounds is a charged auction draw)."""
         self.round -= 1
         return self._open_round()
 
@@ -467,9 +469,10 @@ class SummarizeCurator(CuratorBase):
 
     def _record_round(self) -> None:
         """Record the round that just grew D_s: the owners asked for a point since the last record
-        (a reopened round's requests included), |D_s|, the owners still active, the messages and
-        bytes the curator had sent by then (this round's opening and requests included, heartbeats
-        not) and, in a private run, each ledger's eps so far."""
+        (those of a reopened round, or of a private round that added no point, included), |D_s|, the
+        owners still active, the messages and bytes the curator had sent by then (this round's
+        opening and requests included, heartbeats not) and, in a private run, each ledger's eps so
+        far."""
         self.history.append(
             {
                 "round": self.round,

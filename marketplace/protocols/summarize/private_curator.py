@@ -7,8 +7,8 @@ What changes against :class:`~marketplace.protocols.summarize.curator.SummarizeC
 * Each round's g_l is h2(h1(D_s)): the first release runs T_init iterations, later ones continue
   the same MWEM state for T_sub iterations (warm start). A release computed while D_s holds only
   the public seed set protects no private row and is recorded on no ledger; later ones are
-  recorded on the ``D_s`` ledger (the owners' points in the summary). A round reopened with D_s
-  unchanged reuses the last release (post-processing, no new cost).
+  recorded on the ``D_s`` ledger (the owners' points in the summary). A round after one that added
+  no point (D_s unchanged) reuses the last release (post-processing, no new cost).
 * With ``release="gaussian"`` both are Gaussian-mechanism releases instead
   (:mod:`~marketplace.protocols.summarize.gaussian_release`), zCDP-calibrated so that each
   protected dataset ends at the total the MWEM schedule would have spent (budgets only check);
@@ -19,7 +19,10 @@ What changes against :class:`~marketplace.protocols.summarize.curator.SummarizeC
   received goes into the pool (verified against the direction of the round it was bid in); the
   pool's best point under the current direction enters D_s. Nobody is told who won. Each round is
   recorded on the ``auction`` ledger at the rule's per-round figure; the ledger's scope and, for
-  the older rules, a warning say what that figure covers. See ``docs/privacy.md``.
+  the older rules, a warning say what that figure covers. See ``docs/privacy.md``. The auction
+  draws at most once per round, in at most the R rounds planned: a round whose asked owners deliver
+  nothing, with an empty pool, ends without a point instead of drawing again
+  (:meth:`PrivateSummarizeCurator._open_round_again`).
 
 Owners and the consumer run unchanged: the protocol differs only in what the curator releases
 and whom it asks.
@@ -337,6 +340,8 @@ class PrivateSummarizeCurator(SummarizeCurator):
         self.last_release: tuple[int, np.ndarray] | None = None  # (q, g_l): reused while D_s is unchanged
         self.awaiting: set[str] = set()
         self.asked_per_round: list[int] = []
+        self.empty_rounds = 0
+        """Rounds that ended without a point (no asked owner delivered one and the pool was empty)."""
 
     # --- releases --------------------------------------------------------------------------
     def _release_target(self, phi: np.ndarray) -> np.ndarray:
@@ -363,7 +368,7 @@ class PrivateSummarizeCurator(SummarizeCurator):
 
     def _release_summary(self) -> np.ndarray:
         if self.last_release is not None and self.last_release[0] == len(self.summary_rows_phi):
-            return self.last_release[1]  # a reopened round: D_s is unchanged, so is its release
+            return self.last_release[1]  # the last round added no point: D_s is unchanged, so is its release
         release = self._new_summary_release()
         self.last_release = (len(self.summary_rows_phi), release)
         return release
@@ -466,6 +471,31 @@ class PrivateSummarizeCurator(SummarizeCurator):
             self.active.remove(peer)
         log.warning("owner %s flagged and excluded: its point could not be read", peer)
         return self._select_from_pool() if not self.awaiting else []
+
+    def _open_round(self) -> list[Send]:
+        if self.round >= self.rounds and self.empty_rounds:
+            return self._finish(
+                f"all rounds done ({self.empty_rounds} of {self.rounds} added no point: no owner asked in it "
+                "delivered one and the pool was empty)"
+            )
+        return super()._open_round()
+
+    def _open_round_again(self) -> list[Send]:
+        """No owner asked in this round delivered a point and the pool is empty: the round ends without
+        one, and the run goes on to its next round, or ends if this was the last.
+
+        The round is not run again with a fresh draw, as the non-private curator does: every owner's
+        lifetime ledger was charged R eps_auc before the run (the plan's R rounds, each at the
+        composed auction's per-round figure), and a fresh draw would be a selection beyond those R
+        that nobody paid for, so the ``auction`` ledger would record more than was charged. Nor
+        does it ask the next owner of the round's ranking: the composed auction draws a set of
+        owners whose law is eps_auc-DP as a whole, it has no ranking-ordered fallback, and who
+        ranks next depends on the bids, so that ask would be a second selection of the round outside
+        its eps_auc. Counting the round against the planned R keeps the guarantee exact: at most R
+        draws, each charged; the run then ends with fewer points. D_s is unchanged, so the next
+        round reuses the last release of g_l (no new cost)."""
+        self.empty_rounds += 1
+        return self._open_round()
 
     def _select_from_pool(self) -> list[Send]:
         entry = self.pool.best(self.direction)
