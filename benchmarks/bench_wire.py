@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import zmq  # noqa: E402
 
 from marketplace.runner.processes import owner_hosts  # noqa: E402
+from marketplace.transport.context import new_context  # noqa: E402
 from marketplace.transport.curve import CurveKeys, PartyAuthenticator, generate_keys, party_names  # noqa: E402
 from marketplace.transport.link_settings import LinkSettings  # noqa: E402
 from marketplace.transport.sockets import configure_socket, plaintext_identity  # noqa: E402
@@ -87,7 +88,7 @@ def curator(conn: Connection, keys: Path | None, owners: int, rounds: int, warmu
     the rounds, stop the owners, send the figures back through ``conn``."""
     settings = settings_for(owners)
     raise_open_files_limit(2 * (owners + 2) + 256)
-    ctx = zmq.Context(io_threads=io_threads(owners + 2))
+    ctx = new_context(io_threads(owners + 2))
     sock = ctx.socket(zmq.ROUTER)
     configure_socket(sock, settings)
     sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
@@ -173,7 +174,7 @@ def host(
     epoll over their ``ZMQ_FD``; each round frame is answered at once with a bid of the same round."""
     settings = settings_for(owners)
     raise_open_files_limit(4 * len(names) + 64)
-    ctx = zmq.Context(io_threads=io_threads(len(names)))
+    ctx = new_context(io_threads(len(names)))
     ctx.set(zmq.MAX_SOCKETS, max(ctx.get(zmq.MAX_SOCKETS), len(names) + 16))
     epoll, by_fd, hello = select.epoll(), {}, bytes(hello_bytes)
     try:

@@ -45,6 +45,7 @@ from marketplace.scenario import Scenario
 from marketplace.service import control
 from marketplace.service.keys import SERVER, load_pair, load_public
 from marketplace.service.worlds import OwnRowsCache, WorldCache
+from marketplace.transport.context import new_context
 from marketplace.transport.shared_link import SharedLinkLoop
 
 log = logging.getLogger("marketplace.agent")
@@ -108,7 +109,7 @@ class OwnerAgent:
 
     def run(self) -> int:
         server = load_public(self.keys / f"{SERVER}.key")
-        ctx = zmq.Context()
+        ctx = new_context()
         poller = zmq.Poller()
         by_socket: dict[zmq.Socket, str] = {}
         for owner in self.owners:

@@ -30,6 +30,7 @@ from marketplace.data.own_files import ReadLimits
 from marketplace.service import control
 from marketplace.service.keys import SERVER, find_own_key, load_pair, load_public
 from marketplace.service.worlds import WorldCache
+from marketplace.transport.context import new_context
 
 POLL_MS = 50
 CONNECT_S = 30.0
@@ -122,7 +123,7 @@ def request(
     server = load_public(keys / f"{SERVER}.key")
     out = Path(out).resolve()  # the consumer runs in it: every path handed to it must not depend on the cwd
     out.mkdir(parents=True, exist_ok=True)
-    ctx = zmq.Context()
+    ctx = new_context()
     sock = ctx.socket(zmq.DEALER)
     control.socket_options(sock)
     sock.setsockopt(zmq.LINGER, 2000)

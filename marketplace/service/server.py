@@ -62,6 +62,7 @@ from marketplace.service.sessions import new_session_id, session_scenario
 from marketplace.service.state_lock import StateLock
 from marketplace.service.supervisor import AgentSupervisor
 from marketplace.service.worlds import WorldCache
+from marketplace.transport.context import new_context
 from marketplace.transport.curve import PartyAuthenticator
 
 log = logging.getLogger("marketplace.serve")
@@ -150,7 +151,7 @@ class MarketServer:
             market_text=self.market.dump_yaml(),
         )
         (self.state / "sessions").mkdir(parents=True, exist_ok=True, mode=0o700)
-        ctx = zmq.Context()
+        ctx = new_context()
         auth = PartyAuthenticator(
             ctx, allowlist(self.state), name="marketplace serve", reload=AllowlistReloader(self.state)
         )  # keys added to (or removed from) STATE/keys/ while serving are admitted (refused) without a restart

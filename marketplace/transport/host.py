@@ -32,6 +32,7 @@ import time
 
 import zmq
 
+from marketplace.transport.context import new_context
 from marketplace.transport.link_settings import DriverStats, LinkSettings
 from marketplace.transport.node import Node
 from marketplace.transport.tuning import check_interval, frozen_heap, io_threads, raise_open_files_limit
@@ -61,7 +62,7 @@ def serve_owners(nodes: list[Node], endpoint: str, settings: LinkSettings) -> di
             f"this process may open at most {limit} (ulimit -n): serve fewer owners per host "
             f"(parties.owners_per_process), or raise the limit"
         )
-    ctx = zmq.Context(io_threads=io_threads(len(nodes)))
+    ctx = new_context(io_threads(len(nodes)))
     ctx.set(zmq.MAX_SOCKETS, max(ctx.get(zmq.MAX_SOCKETS), SOCKETS_PER_OWNER * len(nodes) + 16))
     loops: list[DealerLoop] = []
     try:

@@ -55,6 +55,7 @@ import zmq
 
 from marketplace.messages.limits import SCAN_ABOVE
 from marketplace.roles import CURATOR
+from marketplace.transport.context import new_context
 from marketplace.transport.counters import HEARTBEAT
 from marketplace.transport.curve import CurveKeys, PartyAuthenticator
 from marketplace.transport.link_policy import LinkPolicy, PeerState
@@ -530,7 +531,7 @@ def serve_curator(
 ) -> DriverStats:
     """Bind a ROUTER at ``endpoint`` (port 0 or ``*`` picks a free port) and run ``node`` to the end."""
     raise_open_files_limit(2 * len(node.parties or ()) + 256)  # one connection per party, and spares
-    ctx = zmq.Context(io_threads=io_threads(len(node.parties or ())))
+    ctx = new_context(io_threads(len(node.parties or ())))
     auth = None
     sock = ctx.socket(zmq.ROUTER)
     configure_socket(sock, settings)
@@ -584,7 +585,7 @@ def connect_dealer(
 
 def serve_party(node: Node, endpoint: str, settings: LinkSettings) -> DriverStats:
     """Connect a DEALER to the curator at ``endpoint`` and run ``node``."""
-    ctx = zmq.Context()
+    ctx = new_context()
     loop = DealerLoop(node, connect_dealer(ctx, node, endpoint, settings, connect=False), settings)
     loop.stats.endpoint = endpoint
     loop.watch_connections("client")  # before connecting: a handshake the monitor missed would hide the
