@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import zmq
 from hypothesis import HealthCheck, settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -174,3 +175,39 @@ def _beside_others(request, tmp_path_factory):
         return
     with _session_lock(tmp_path_factory, fcntl.LOCK_SH):
         yield
+
+
+# --- ZeroMQ contexts ------------------------------------------------------------------------------
+# Made by the project's factory (marketplace.transport.context.new_context), whose sockets do not
+# linger and whose garbage collection never waits; a module that leaves one open is an error naming
+# who made it.
+
+import gc  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+
+from marketplace.transport.context import contexts_made, new_context, open_contexts  # noqa: E402
+
+
+@pytest.fixture
+def zmq_context(request) -> Iterator[zmq.Context]:
+    """A ZeroMQ context for one test, from the project's factory (no socket lingers), destroyed with
+    linger 0 when the test ends, passed or failed."""
+    ctx = new_context(owner=f"the zmq_context fixture of {request.node.nodeid}")
+    yield ctx
+    ctx.destroy(linger=0)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _no_zmq_context_left_open():
+    """After each test module, every ZeroMQ context it made is closed: one left open is an error that
+    names who made it. (A context only the garbage collector held is closed by it: one collection.)"""
+    made_before = contexts_made()
+    yield
+    gc.collect()
+    left = [ctx for ctx in open_contexts() if ctx.number > made_before]
+    if left:
+        pytest.fail(
+            f"{len(left)} ZeroMQ context(s) made in this module are still open (close them, e.g. with the "
+            f"zmq_context fixture): " + "; ".join(f"#{ctx.number} made by {ctx.owner}" for ctx in left),
+            pytrace=False,
+        )

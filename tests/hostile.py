@@ -22,6 +22,7 @@ import yaml
 import zmq
 from conftest import ROOT
 
+from marketplace.transport.context import new_context
 from marketplace.transport.curve import CurveKeys, generate_keys
 
 HEARTBEAT_INTERVAL_S = 0.2
@@ -229,7 +230,7 @@ class Attacker:
     def __init__(
         self, endpoint: str, *, identity: bytes | None = None, keys: CurveKeys | None = None, read: bool = True
     ) -> None:
-        self.ctx = zmq.Context()
+        self.ctx = new_context()
         self.sock = self.ctx.socket(zmq.DEALER)
         self.sock.setsockopt(zmq.LINGER, 0)
         self.sock.setsockopt(zmq.SNDHWM, 100_000)

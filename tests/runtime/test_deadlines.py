@@ -135,12 +135,11 @@ class Stuck(Role):
 
 
 @pytest.fixture
-def make_loop():
+def make_loop(zmq_context):
     made = []
 
     def make(scale: float, run_timeout_s: float = 1e9) -> DealerLoop:
-        ctx = zmq.Context()
-        sock = ctx.socket(zmq.DEALER)
+        sock = zmq_context.socket(zmq.DEALER)
         configure_socket(sock, LinkSettings())
         settings = LinkSettings(
             heartbeat_interval_s=0.1,
@@ -153,13 +152,12 @@ def make_loop():
         loop.started = 0.0
         frame = Node(AskingCurator(), run_id=RUN, max_message_bytes=1 << 20).heartbeat("consumer").frame
         loop._handle(b"", CURATOR, frame)  # the curator is connected
-        made.append((ctx, sock))
+        made.append(sock)
         return loop
 
     yield make
-    for ctx, sock in made:
+    for sock in made:
         sock.close(linger=0)
-        ctx.term()
 
 
 def check(loop: DealerLoop, at: float) -> list[tuple[str, str]]:
@@ -201,7 +199,9 @@ def test_a_bad_scale_from_a_role_is_refused_not_taken_as_no_deadline(make_loop):
         check(loop, 1.0)
 
 
-def test_the_curators_driver_gives_pfds_round_2_of_100_sharers_ten_deadlines_and_then_drops_a_stuck_sharer():
+def test_the_curators_driver_gives_pfds_round_2_of_100_sharers_ten_deadlines_and_then_drops_a_stuck_sharer(
+    zmq_context,
+):
     """The real pfds curator under the curator's driver: 100 sharers in round 2, one of which never
     sends its records; the others delivered. Dropped at ten times the base deadline, not before."""
     from marketplace.transport.link_policy import PeerState
@@ -211,37 +211,32 @@ def test_the_curators_driver_gives_pfds_round_2_of_100_sharers_ten_deadlines_and
     curator.present = {*curator.sharers, "consumer"}
     curator.phase, curator.voters = "data", list(curator.sharers)
     curator.datasets = {s: object() for s in curator.sharers[1:]}  # everyone but owner-1 delivered
-    ctx = zmq.Context()
-    sock = ctx.socket(zmq.ROUTER)
+    sock = zmq_context.socket(zmq.ROUTER)
     configure_socket(sock, LinkSettings())
-    try:
-        settings = LinkSettings(
-            heartbeat_interval_s=0.1,
-            heartbeat_timeout_s=0.5,
-            progress_timeout_s=10.0,
-            start_timeout_s=1e9,
-            run_timeout_s=1e9,
+    settings = LinkSettings(
+        heartbeat_interval_s=0.1,
+        heartbeat_timeout_s=0.5,
+        progress_timeout_s=10.0,
+        start_timeout_s=1e9,
+        run_timeout_s=1e9,
+    )
+    loop = _RouterLoop(Node(curator, run_id=RUN, max_message_bytes=1 << 20), sock, settings)
+    loop.peers["owner-1"] = PeerState("owner-1", contact=0.0, heard=0.0)
+    dropped: list[tuple[str, str]] = []
+    loop._lose = lambda party, reason: dropped.append((party, reason))
+    for at in (1.0, 1.0 + 15.0, 1.0 + 99.0):
+        loop.drained_at = at
+        loop._check_progress(at)
+    assert dropped == []
+    loop.drained_at = 1.0 + 101.0
+    loop._check_progress(1.0 + 101.0)
+    assert dropped == [
+        (
+            "owner-1",
+            "no its labelled records (pfds_data) within 100 s (progress_timeout_s=10 x 10 "
+            "for this step's declared work)",
         )
-        loop = _RouterLoop(Node(curator, run_id=RUN, max_message_bytes=1 << 20), sock, settings)
-        loop.peers["owner-1"] = PeerState("owner-1", contact=0.0, heard=0.0)
-        dropped: list[tuple[str, str]] = []
-        loop._lose = lambda party, reason: dropped.append((party, reason))
-        for at in (1.0, 1.0 + 15.0, 1.0 + 99.0):
-            loop.drained_at = at
-            loop._check_progress(at)
-        assert dropped == []
-        loop.drained_at = 1.0 + 101.0
-        loop._check_progress(1.0 + 101.0)
-        assert dropped == [
-            (
-                "owner-1",
-                "no its labelled records (pfds_data) within 100 s (progress_timeout_s=10 x 10 "
-                "for this step's declared work)",
-            )
-        ]
-    finally:
-        sock.close(linger=0)
-        ctx.term()
+    ]
 
 
 class Gathering(Silent):
@@ -254,39 +249,32 @@ class Gathering(Silent):
         return ("owner-1", "owner-2", "owner-3", "consumer")
 
 
-def test_the_start_deadline_counts_from_the_last_arrival_so_slow_handshakes_are_waited_for():
+def test_the_start_deadline_counts_from_the_last_arrival_so_slow_handshakes_are_waited_for(zmq_context):
     """Parties arriving one every 0.8 start deadlines keep the wait going (thousands of CURVE
     handshakes queue up like this); one that never comes is lost a start deadline after the last
     arrival, not before."""
     from marketplace.transport.zmq_driver import _RouterLoop
 
-    ctx = zmq.Context()
-    sock = ctx.socket(zmq.ROUTER)
+    sock = zmq_context.socket(zmq.ROUTER)
     configure_socket(sock, LinkSettings())
-    try:
-        settings = LinkSettings(
-            heartbeat_interval_s=0.1, heartbeat_timeout_s=0.5, start_timeout_s=10.0, run_timeout_s=1e9
-        )
-        loop = _RouterLoop(Node(Gathering(), run_id=RUN, max_message_bytes=1 << 20), sock, settings)
-        loop.started = loop.last_arrival = 0.0
-        sender = Node(AskingCurator(), run_id=RUN, max_message_bytes=1 << 20)
-        for at, party in ((8.0, "consumer"), (16.0, "owner-1"), (24.0, "owner-2")):
-            loop._check_liveness(at)
-            assert loop.node.role.lost == [], at
-            sender.party_id = party
-            frame = sender.heartbeat(CURATOR).frame
-            before = loop.last_arrival
-            loop._handle(party.encode(), party, frame)  # its first accepted frame (stamped with the real clock)
-            assert loop.last_arrival != before, "a first accepted frame is an arrival"
-            loop.peers[party].heard = loop.last_arrival = at  # on this test's clock
-        loop._check_liveness(33.9)
-        assert loop.node.role.lost == []
-        loop._check_liveness(34.1)
-        assert [p for p, _ in loop.node.role.lost] == ["owner-3"]
-        assert (
-            "never connected within start_timeout_s=10 (the last party arrived 24.0 s after the start)"
-            in loop.node.role.lost[0][1]
-        )
-    finally:
-        sock.close(linger=0)
-        ctx.term()
+    settings = LinkSettings(heartbeat_interval_s=0.1, heartbeat_timeout_s=0.5, start_timeout_s=10.0, run_timeout_s=1e9)
+    loop = _RouterLoop(Node(Gathering(), run_id=RUN, max_message_bytes=1 << 20), sock, settings)
+    loop.started = loop.last_arrival = 0.0
+    sender = Node(AskingCurator(), run_id=RUN, max_message_bytes=1 << 20)
+    for at, party in ((8.0, "consumer"), (16.0, "owner-1"), (24.0, "owner-2")):
+        loop._check_liveness(at)
+        assert loop.node.role.lost == [], at
+        sender.party_id = party
+        frame = sender.heartbeat(CURATOR).frame
+        before = loop.last_arrival
+        loop._handle(party.encode(), party, frame)  # its first accepted frame (stamped with the real clock)
+        assert loop.last_arrival != before, "a first accepted frame is an arrival"
+        loop.peers[party].heard = loop.last_arrival = at  # on this test's clock
+    loop._check_liveness(33.9)
+    assert loop.node.role.lost == []
+    loop._check_liveness(34.1)
+    assert [p for p, _ in loop.node.role.lost] == ["owner-3"]
+    assert (
+        "never connected within start_timeout_s=10 (the last party arrived 24.0 s after the start)"
+        in loop.node.role.lost[0][1]
+    )

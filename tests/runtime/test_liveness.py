@@ -34,22 +34,18 @@ INTERVAL_S, TIMEOUT_S = 0.1, 0.5
 # --- ZMTP heartbeats on every socket ----------------------------------------------------------
 
 
-def test_every_socket_runs_zmtp_heartbeats_from_the_transport_settings():
+def test_every_socket_runs_zmtp_heartbeats_from_the_transport_settings(zmq_context):
     assert zmq.zmq_version_info() >= (4, 2)  # ZMQ_HEARTBEAT_* exist from libzmq 4.2 on
     settings = LinkSettings(heartbeat_interval_s=0.25, heartbeat_timeout_s=1.0)
-    ctx = zmq.Context()
-    try:
-        for kind in (zmq.ROUTER, zmq.DEALER):
-            sock = ctx.socket(kind)
-            configure_socket(sock, settings)
-            assert (sock.get(zmq.HEARTBEAT_IVL), sock.get(zmq.HEARTBEAT_TIMEOUT), sock.get(zmq.HEARTBEAT_TTL)) == (
-                250,
-                1000,
-                0,
-            )
-            sock.close(linger=0)
-    finally:
-        ctx.term()
+    for kind in (zmq.ROUTER, zmq.DEALER):
+        sock = zmq_context.socket(kind)
+        configure_socket(sock, settings)
+        assert (sock.get(zmq.HEARTBEAT_IVL), sock.get(zmq.HEARTBEAT_TIMEOUT), sock.get(zmq.HEARTBEAT_TTL)) == (
+            250,
+            1000,
+            0,
+        )
+        sock.close(linger=0)
 
 
 # --- connection events ---------------------------------------------------------------------------
@@ -86,9 +82,8 @@ class Waiting(Silent):
 
 
 @pytest.fixture
-def loop():
-    ctx = zmq.Context()
-    sock = ctx.socket(zmq.DEALER)
+def loop(zmq_context):
+    sock = zmq_context.socket(zmq.DEALER)
     configure_socket(sock, LinkSettings())
     settings = LinkSettings(
         heartbeat_interval_s=INTERVAL_S,
@@ -101,7 +96,6 @@ def loop():
     dealer.started = 0.0
     yield dealer
     sock.close(linger=0)
-    ctx.term()
 
 
 def heard_from_curator(loop: DealerLoop, at: float) -> None:

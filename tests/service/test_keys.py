@@ -235,10 +235,8 @@ class Folder:
 
 
 @pytest.fixture
-def ctx():
-    context = zmq.Context()
-    yield context
-    context.destroy(linger=0)
+def ctx(zmq_context):
+    return zmq_context
 
 
 def test_a_key_added_while_serving_is_admitted_and_a_removed_one_refused(ctx):

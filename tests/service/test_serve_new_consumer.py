@@ -22,6 +22,7 @@ from zmq.utils.monitor import recv_monitor_message
 
 from marketplace.service import control
 from marketplace.service.keys import find_own_key, load_pair, load_public
+from marketplace.transport.context import new_context
 
 pytestmark = pytest.mark.slow
 
@@ -33,7 +34,7 @@ def control_reply(endpoint: str, kit: Path, message: control._Message, timeout_s
     ``"refused"`` when the handshake refuses the key (what `marketplace request` sees)."""
     _, secret_path = find_own_key(kit)
     public, secret = load_pair(secret_path)
-    ctx = zmq.Context()
+    ctx = new_context()
     sock = ctx.socket(zmq.DEALER)
     sock.setsockopt(zmq.LINGER, 0)
     sock.curve_secretkey, sock.curve_publickey = secret, public

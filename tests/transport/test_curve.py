@@ -89,9 +89,9 @@ def key_dir(tmp_path):
     return tmp_path / "keys"
 
 
-def test_an_allowlisted_key_with_its_own_identity_gets_through(key_dir):
+def test_an_allowlisted_key_with_its_own_identity_gets_through(key_dir, zmq_context):
     role, node, endpoint, thread = start_curator(str(key_dir))
-    ctx = zmq.Context()
+    ctx = zmq_context
     sock = client(ctx, endpoint, "owner-1", CurveKeys(key_dir, "owner-1"))
     sock.send(frame("owner-1"))
     thread.join(10)
@@ -99,10 +99,10 @@ def test_an_allowlisted_key_with_its_own_identity_gets_through(key_dir):
     assert role.seen == [("owner-1", "hello")]
 
 
-def test_an_unknown_key_is_refused(key_dir, tmp_path):
+def test_an_unknown_key_is_refused(key_dir, tmp_path, zmq_context):
     generate_keys(tmp_path / "other", owners=2)  # a valid certificate the curator never listed
     role, node, endpoint, thread = start_curator(str(key_dir), run_timeout_s=2.0)
-    ctx = zmq.Context()
+    ctx = zmq_context
     stranger = CurveKeys(tmp_path / "other", "owner-1")
     sock = ctx.socket(zmq.DEALER)
     sock.setsockopt(zmq.LINGER, 0)
@@ -117,9 +117,9 @@ def test_an_unknown_key_is_refused(key_dir, tmp_path):
     assert role.seen == [] and "run timeout" in (role.failure or "")
 
 
-def test_a_known_key_claiming_another_identity_is_refused(key_dir):
+def test_a_known_key_claiming_another_identity_is_refused(key_dir, zmq_context):
     role, node, endpoint, thread = start_curator(str(key_dir), run_timeout_s=2.0)
-    ctx = zmq.Context()
+    ctx = zmq_context
     impostor = client(ctx, endpoint, "owner-1", CurveKeys(key_dir, "owner-2"))  # owner-2's key, owner-1's name
     impostor.send(frame("owner-1"))
     thread.join(10)
@@ -159,10 +159,10 @@ class Tap:
 
 
 @pytest.mark.parametrize("curve", [True, False], ids=["curve", "plaintext-control"])
-def test_traffic_is_not_plaintext_under_curve(key_dir, curve):
+def test_traffic_is_not_plaintext_under_curve(key_dir, curve, zmq_context):
     role, node, endpoint, thread = start_curator(str(key_dir) if curve else None)
     tap = Tap(endpoint)
-    ctx = zmq.Context()
+    ctx = zmq_context
     sock = client(ctx, tap.endpoint, "owner-1", CurveKeys(key_dir, "owner-1") if curve else None)
     sock.send(frame("owner-1", Point(round=1, x=PATTERN, y=1, row=3)))
     thread.join(10)
@@ -221,11 +221,11 @@ def test_a_whole_run_over_curve_with_exec_launch_matches_plaintext(tiny_scenario
 # --- limits at the socket ------------------------------------------------------------------------
 
 
-def test_an_oversized_frame_is_cut_at_the_socket_logged_and_the_curator_keeps_serving(caplog):
+def test_an_oversized_frame_is_cut_at_the_socket_logged_and_the_curator_keeps_serving(caplog, zmq_context):
     import logging
 
     role, node, endpoint, thread = start_curator(None, run_timeout_s=5.0, max_message_bytes=1 << 20)
-    ctx = zmq.Context()
+    ctx = zmq_context
     with caplog.at_level(logging.WARNING, logger="marketplace.transport.zmq_driver"):
         big = client(ctx, endpoint, "owner-1", None)
         big.send(b"\x00" * (2 << 20))  # over max_message_bytes = 1 MiB: ZeroMQ drops the connection
@@ -241,13 +241,13 @@ def test_an_oversized_frame_is_cut_at_the_socket_logged_and_the_curator_keeps_se
     )
 
 
-def test_a_flooding_sender_is_held_back_by_the_high_water_marks():
+def test_a_flooding_sender_is_held_back_by_the_high_water_marks(zmq_context):
     """The queues between two configured sockets are bounded: a sender that floods a receiver that
     does not read is told to wait (EAGAIN) after about the two high-water marks, not buffered forever."""
     from marketplace.transport.sockets import configure_socket as _configure
 
     settings = LinkSettings(high_water_mark=50, send_timeout_s=0.05)
-    ctx = zmq.Context()
+    ctx = zmq_context
     receiver = ctx.socket(zmq.ROUTER)
     _configure(receiver, settings)
     port = receiver.bind_to_random_port("tcp://127.0.0.1")
@@ -279,12 +279,10 @@ def zap_request(
 
 
 @pytest.fixture
-def zap(key_dir):
-    ctx = zmq.Context()
-    auth = PartyAuthenticator(ctx, CurveKeys(key_dir, CURATOR).allowlist())
+def zap(key_dir, zmq_context):
+    auth = PartyAuthenticator(zmq_context, CurveKeys(key_dir, CURATOR).allowlist())
     yield auth
-    auth.stop()
-    ctx.destroy(linger=0)  # closes what a failed test left open instead of waiting for it
+    auth.stop()  # then zmq_context closes what a failed test left open instead of waiting for it
 
 
 def test_zap_admits_an_allowlisted_curve_key_and_names_its_party(zap, key_dir):

@@ -20,9 +20,10 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "SCHED_BATCH"), reason="SCHED_BA
 THREADS = """
 import json, os, zmq
 from marketplace.runner.scheduling import batch_scheduling, scheduling_policy
+from marketplace.transport.context import new_context
 before = scheduling_policy()
 on = batch_scheduling() if {batch} else False
-ctx = zmq.Context()
+ctx = new_context()
 sock = ctx.socket(zmq.DEALER); sock.connect("tcp://127.0.0.1:1")  # starts the I/O thread
 import time
 deadline = time.monotonic() + 10

@@ -42,7 +42,7 @@ def _recv_non_heartbeat(sock: zmq.Socket, timeout_s: float = 10.0) -> dict:
 
 
 @pytest.fixture
-def live_curator(tiny_scenario, tmp_path):
+def live_curator(tiny_scenario, tmp_path, zmq_context):
     tiny_scenario["transport"]["start_timeout_s"] = 60.0
     path = tmp_path / "tiny.yaml"
     path.write_text(yaml.safe_dump(tiny_scenario))
@@ -68,14 +68,12 @@ def live_curator(tiny_scenario, tmp_path):
     deadline = time.monotonic() + 30
     while not endpoint_file.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
-    ctx = zmq.Context()
-    sock = ctx.socket(zmq.DEALER)
+    sock = zmq_context.socket(zmq.DEALER)
     sock.setsockopt(zmq.LINGER, 0)
     sock.setsockopt(zmq.IDENTITY, b"owner-1")
     sock.connect(endpoint_file.read_text())
     yield proc, sock, fingerprint(load_scenario(path).config)
     sock.close()
-    ctx.term()
     proc.kill()
     proc.wait()
 
