@@ -122,70 +122,197 @@ def every_report_follows_the_schema(tmp_path_factory):
 # made at different moments (a run under attack against a clean one); another test on the other
 # worker would load one run and not the other. Its tests hold an exclusive lock for the whole module,
 # every other test a shared one, so while an `alone` module runs, nothing else does.
+#
+# The locks are taken around a test's whole run (pytest_runtest_protocol, below), before its timeout
+# and the backstop start: a wait for an `alone` module is not the test's time (it can be longer than
+# a test's timeout), and has a deadline of its own.
 
 import contextlib  # noqa: E402
+import faulthandler  # noqa: E402
 import fcntl  # noqa: E402
+import gc  # noqa: E402
 import time  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+
+from marketplace.transport.context import contexts_made, new_context, open_contexts  # noqa: E402
 
 LOCK_WAIT_S = 3600.0
 """The longest a test waits for an `alone` module on the other worker to finish (a whole module of
-runs: minutes on a busy machine, longer than one test's timeout, which counts the test itself only)."""
+runs: minutes on a busy machine, longer than one test's timeout, which starts after the wait)."""
 
-
-def _is_alone(request) -> bool:
-    return request.node.get_closest_marker("alone") is not None
+_late_for_lock = pytest.StashKey[str]()
+_alone_held: list[contextlib.ExitStack] = []
+"""The exclusive lock of the `alone` module this worker is running (none, or one)."""
 
 
 @contextlib.contextmanager
-def _session_lock(tmp_path_factory, mode: int):
-    """flock on a file the workers of this session share (nothing to do without workers)."""
+def _session_lock(config: pytest.Config, mode: int) -> Iterator[bool]:
+    """flock on a file the workers of this session share (nothing to do without workers); yields
+    whether the lock was taken within LOCK_WAIT_S (polled: the wait has a deadline of its own)."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):
-        yield
+        yield True
         return
-    path = tmp_path_factory.getbasetemp().parent / "alone.lock"
+    path = Path(config.getoption("basetemp")).parent / "alone.lock"  # a worker's basetemp is the session's/gwN
     with open(path, "a") as handle:
         deadline = time.monotonic() + LOCK_WAIT_S
-        while True:  # polled, with a deadline of its own: the wait is not the test's time (timeout_func_only)
+        while True:
             try:
                 fcntl.flock(handle, mode | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
                 if time.monotonic() > deadline:
-                    pytest.fail(f"waited {LOCK_WAIT_S:.0f} s for the other worker's `alone` module to finish")
+                    yield False
+                    return
                 time.sleep(0.2)
         try:
-            yield
+            yield True
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _alone_module(request, tmp_path_factory):
-    if not _is_alone(request):
-        yield
-        return
-    with _session_lock(tmp_path_factory, fcntl.LOCK_EX):
-        yield
+@contextlib.contextmanager
+def _beside_others_or_alone(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """A test's shared lock for its run, or its `alone` module's exclusive lock, from the module's first
+    test to the end of its last (when the next test is in another file, or there is none)."""
+    alone = item.get_closest_marker("alone") is not None
+    with contextlib.ExitStack() as mine:
+        if not alone:
+            took = mine.enter_context(_session_lock(item.config, fcntl.LOCK_SH))
+        elif not _alone_held:
+            held = contextlib.ExitStack()
+            took = held.enter_context(_session_lock(item.config, fcntl.LOCK_EX))
+            _alone_held.append(held)
+        else:
+            took = True
+        if not took:
+            item.stash[_late_for_lock] = f"waited {LOCK_WAIT_S:.0f} s for the other worker's `alone` module to finish"
+        try:
+            yield
+        finally:
+            if alone and (nextitem is None or nextitem.path != item.path):
+                _alone_held.pop().close()
 
 
-@pytest.fixture(autouse=True)
-def _beside_others(request, tmp_path_factory):
-    if _is_alone(request):
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    for refusal in (_late_for_lock, _not_run_again):
+        if message := item.stash.get(refusal, None):
+            pytest.fail(message, pytrace=False)
+
+
+# --- no test can hang the suite -------------------------------------------------------------------
+# pytest-timeout ([tool.pytest.ini_options]: timeout, timeout_method = "signal", timeout_func_only =
+# false) fails a test that runs past its timeout, setup and teardown included, with its traceback,
+# and the worker goes on to the next test. A signal handler runs only between Python bytecodes, so a
+# test stuck inside one C call (a lock, a native loop, a ZeroMQ term) is beyond it: for that, a
+# backstop (faulthandler, a C thread of its own) prints every thread's stack and ends the worker
+# BACKSTOP_GRACE_S after the timeout; pytest-xdist reports the test as crashed, starts a new worker
+# and runs the file's remaining tests there. ZeroMQ contexts come from one factory
+# (marketplace.transport.context.new_context), whose sockets do not linger and whose garbage
+# collection never waits, and a module that leaves one open is an error naming who made it.
+# tests/runtime/test_suite_never_hangs.py proves all of it on a small suite of its own.
+
+BACKSTOP_GRACE_S = 60.0
+"""How long after its timeout a test that a signal could not stop ends its worker (the ini option
+backstop_grace_s overrides it: the suite's own test of the backstop shortens it)."""
+
+_backstop_at = pytest.StashKey[float]()
+_backstop_file = pytest.StashKey[int]()
+_not_run_again = pytest.StashKey[str]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addini("backstop_grace_s", "seconds after its timeout a test stuck in C ends its worker", default="")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # stderr as it is now, before pytest captures file descriptor 2 around each test: the stacks must
+    # reach the terminal (under pytest-xdist, the worker's stderr is the controller's)
+    config.stash[_backstop_file] = os.dup(2)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    faulthandler.cancel_dump_traceback_later()
+    if _backstop_file in config.stash:
+        os.close(config.stash[_backstop_file])
+        del config.stash[_backstop_file]
+
+
+def _timeout_s(item: pytest.Item) -> float:
+    """The item's pytest-timeout, as pytest-timeout reads it: its `timeout` marker, else --timeout,
+    else $PYTEST_TIMEOUT, else the ini value (0: none)."""
+    marker = item.get_closest_marker("timeout")
+    if marker is not None and (marker.args or "timeout" in marker.kwargs):
+        value = marker.args[0] if marker.args else marker.kwargs["timeout"]
+    else:
+        value = item.config.getoption("timeout", None)
+        if value is None:
+            value = os.environ.get("PYTEST_TIMEOUT") or item.config.getini("timeout")
+    return float(value or 0)
+
+
+def _arm_backstop(item: pytest.Item, seconds: float) -> None:
+    faulthandler.dump_traceback_later(seconds, exit=True, file=item.config.stash[_backstop_file])
+
+
+@contextlib.contextmanager
+def _running(item: pytest.Item) -> Iterator[None]:
+    """Under pytest-xdist, the test this worker is running, in a file of the session's: a file left
+    behind names the test its worker died in. pytest-xdist reports that test as failed and starts a new
+    worker, but with whole files as units of work (--dist loadfile, as 3.8 does it) it gives the file's
+    unfinished tests to a worker again, the one it died in included: run again, that test would end
+    one worker after another until pytest-xdist gives up the session. It fails at once instead."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker:
         yield
         return
-    with _session_lock(tmp_path_factory, fcntl.LOCK_SH):
+    folder = Path(item.config.getoption("basetemp")).parent / "running"
+    folder.mkdir(exist_ok=True)
+    for record in folder.iterdir():
+        if record.name != worker and record.read_text() == item.nodeid:
+            item.stash[_not_run_again] = (
+                f"not run again: worker {record.name} died in this test (stuck past its timeout and the "
+                f"backstop's grace, or crashed; its stacks are in the output of the run)"
+            )
+    mine = folder / worker
+    mine.write_text(item.nodeid)
+    try:
         yield
+    finally:
+        mine.unlink()
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    """Around each test's run (setup, call, teardown and their reports): its lock first (the wait is
+    not timed), then the backstop, then, inside, pytest-timeout's timer (tryfirst: this wrapper is
+    outside pytest-timeout's)."""
+    with _beside_others_or_alone(item, nextitem), _running(item):
+        timeout = _timeout_s(item)
+        if timeout <= 0 or item.config.getoption("usepdb", False) or item.config.getoption("trace", False):
+            yield  # no timeout, or a debugger: a person is watching
+            return
+        seconds = timeout + float(item.config.getini("backstop_grace_s") or BACKSTOP_GRACE_S)
+        item.stash[_backstop_at] = time.monotonic() + seconds
+        _arm_backstop(item, seconds)
+        try:
+            yield
+        finally:
+            faulthandler.cancel_dump_traceback_later()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_exception_interact(node: pytest.Item | pytest.Collector, call, report) -> None:
+    """pytest's faulthandler plugin cancels every dump_traceback_later when a test fails (its own
+    tryfirst hook; faulthandler has one timer per process) and pytest-timeout cancels its timer: the
+    rest of a failed test (its teardown) would have no bound. The backstop is armed again for the time
+    left."""
+    at = node.stash.get(_backstop_at, None)
+    if at is not None:
+        _arm_backstop(node, max(at - time.monotonic(), 1.0))
 
 
 # --- ZeroMQ contexts ------------------------------------------------------------------------------
-# Made by the project's factory (marketplace.transport.context.new_context), whose sockets do not
-# linger and whose garbage collection never waits; a module that leaves one open is an error naming
-# who made it.
-
-import gc  # noqa: E402
-from collections.abc import Iterator  # noqa: E402
-
-from marketplace.transport.context import contexts_made, new_context, open_contexts  # noqa: E402
 
 
 @pytest.fixture
