@@ -27,7 +27,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from marketplace.messages import Envelope, ProtocolError
-from marketplace.messages.kinds import Bye, Hello, RuntimeMessage
+from marketplace.messages.errors import cut
+from marketplace.messages.kinds import Bye, Error, Hello, RuntimeMessage
 from marketplace.protocols.summarize import RandomFourierFeatures, bid_direction, bid_value, rff_objective_gain
 from marketplace.protocols.summarize.bid import bid_rounding
 from marketplace.protocols.summarize.identity import embedding_key, point_key
@@ -315,7 +316,7 @@ class SummarizeCurator(CuratorBase):
             self.active.remove(sender)
             self.bids.pop(sender, None)
             log.warning("owner %s flagged and excluded: %s", sender, problem)
-            return self._ask_next()
+            return [self._refusal(message, problem), *self._ask_next()]
         self.purse.pay(sender)
         self._accept(sender, point)
         return self._open_round()
@@ -368,7 +369,22 @@ class SummarizeCurator(CuratorBase):
             self.active.remove(peer)
         self.bids.pop(peer, None)
         log.warning("owner %s flagged and excluded: its point could not be read", peer)
-        return self._ask_next()
+        return [self._unreadable_refusal(peer), *self._ask_next()]
+
+    def _refusal(self, message: Envelope, problem: str) -> Send:
+        """The ``error`` that tells an owner the point in ``message`` was refused: the consumer does not
+        buy it, so the owner does not count it as sold (its sale record then equals the bill). What it
+        says follows from the owner's own point, bid and earlier points only."""
+        detail = f"round {self.round}: the point was refused and is not bought: {problem}"
+        body = Error(code="refused", detail=cut(detail, 2000), about_kind=message.kind, about_msg_id=message.msg_id)
+        return Send(message.sender, body, reply_to=message.msg_id)
+
+    def _unreadable_refusal(self, peer: str) -> Send:
+        """The refusal of a point that could not be read (the driver's own ``error`` may not name its kind)."""
+        detail = f"round {self.round}: the point could not be read, and is not bought"
+        return Send(
+            peer, Error(code="refused", detail=detail, about_kind="sealed_point" if self.less_trusted else "point")
+        )
 
     def content_key(self, point: Point | SealedPoint) -> str:
         """A received point's identity, as its owner counts its points (features and label): a hash

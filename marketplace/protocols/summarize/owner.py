@@ -5,7 +5,9 @@ The owner embeds its data once with the public h1 map. Each round it offers the 
 and hands it over only if the curator asks for it in that round. A point once sent is never offered
 again. An owner with sale terms tells the curator its price per point and how many points it sells in
 this run (what its lifetime ledger reserved, or its terms' caps when it keeps no ledger) right after its
-hello, and bids no more once it has handed over that many: every point it sends is sold, at its price.
+hello, and bids no more once it has sold that many. A point it sends is sold, at its price, unless the
+curator refuses it: a refused point (the curator answers it with an ``error``) is not bought, so it is
+neither counted as sold nor against the cap, and the owner's sale record equals the consumer's bill.
 With a less-trusted curator the owner sends the point's h1 embedding and the point sealed for the
 consumer (whose key came with g~) instead of the point, named by its content key under a secret of
 the owner's for the run (:mod:`~marketplace.protocols.summarize.identity`), so that the curator tells
@@ -40,6 +42,9 @@ from marketplace.protocols.summarize.messages import (
 )
 from marketplace.protocols.summarize.sealing import seal_point
 from marketplace.roles import CURATOR, Role, Send
+
+POINT_KINDS = frozenset({Point.KIND, SealedPoint.KIND})
+"""The kinds an owner hands a point over in: an ``error`` about one says the curator refused it."""
 
 
 class SummarizeOwner(Role):
@@ -78,6 +83,8 @@ class SummarizeOwner(Role):
         self.target_mean: np.ndarray | None = None
         self.offer: tuple[int, int, float] | None = None  # (round, row, value) of the current bid
         self.sent_rows: list[int] = []
+        self.refused: set[int] = set()
+        """Positions in ``sent_rows`` of the points the curator refused (not bought)."""
         self.rounds_seen = 0
         self.end_status = ""
         self.price = price
@@ -100,8 +107,18 @@ class SummarizeOwner(Role):
 
     @property
     def points_sold(self) -> int:  # type: ignore[override]
-        """Every point sent is sold: the curator asked for it, and the consumer pays for it."""
-        return len(self.sent_rows)
+        """The points sent that the curator took: the consumer pays for each (a refused one it does not)."""
+        return len(self.sent_rows) - len(self.refused)
+
+    def on_error(self, message: Envelope) -> list[Send]:
+        """The curator refused our latest point (an ``error`` about a ``point`` or ``sealed_point``):
+        it is not bought. The curator answers every point as it takes it in, and asks for the next
+        only after, so an error about a point always concerns the latest one sent; a second error
+        about the same point (the driver's and the curator's) changes nothing."""
+        sends = super().on_error(message)
+        if message.sender == CURATOR and message.body.about_kind in POINT_KINDS and self.sent_rows:
+            self.refused.add(len(self.sent_rows) - 1)
+        return sends
 
     def handle(self, message: Envelope[SummarizeMessage | RuntimeMessage]) -> list[Send]:
         kind = message.kind
@@ -147,7 +164,7 @@ class SummarizeOwner(Role):
         self.rounds_seen += 1
         direction = bid_direction(self.target_mean, body.summary_mean, body.q)
         cap = self.cap
-        sold_out = cap is not None and len(self.sent_rows) >= cap
+        sold_out = cap is not None and self.points_sold >= cap
         best = None if sold_out else best_offer(self.phi, direction, self.available)
         if best is None:
             self.offer = None
@@ -205,6 +222,7 @@ class SummarizeOwner(Role):
 
     @property
     def earned(self) -> float:
-        """What this owner is owed for this run: its posted price for each point it handed over (a
-        posted price: the sum reveals nothing but how often this owner was asked, which it saw)."""
+        """What this owner is owed for this run: its posted price for each point it handed over and the
+        curator took (a posted price: the sum reveals nothing but how often this owner was asked and
+        refused, which it saw)."""
         return self.price * self.points_sold

@@ -436,11 +436,13 @@ class PrivateSummarizeCurator(SummarizeCurator):
         self.ledger.see(sender, raw=isinstance(point, Point))
         self.awaiting.discard(sender)
         problem = self._verify(sender, point)
+        refusal: list[Send] = []
         if problem:
             self.flagged[sender] = problem
             if sender in self.active:
                 self.active.remove(sender)
             log.warning("owner %s flagged and excluded: %s", sender, problem)
+            refusal.append(self._refusal(message, problem))
         else:
             self.purse.pay(sender)
             phi = self._phi(point)
@@ -455,7 +457,7 @@ class PrivateSummarizeCurator(SummarizeCurator):
                     ident=self.content_key(point),
                 )
             )
-        return self._select_from_pool() if not self.awaiting else []
+        return refusal + (self._select_from_pool() if not self.awaiting else [])
 
     def awaits_from(self, peer: str) -> bool:
         return self.phase == SummarizePhase.ACQUIRING and peer in self.awaiting
@@ -470,7 +472,7 @@ class PrivateSummarizeCurator(SummarizeCurator):
         if peer in self.active:
             self.active.remove(peer)
         log.warning("owner %s flagged and excluded: its point could not be read", peer)
-        return self._select_from_pool() if not self.awaiting else []
+        return [self._unreadable_refusal(peer), *(self._select_from_pool() if not self.awaiting else [])]
 
     def _open_round(self) -> list[Send]:
         if self.round >= self.rounds and self.empty_rounds:
