@@ -43,6 +43,7 @@ from marketplace.runner.party_process import host_nodes
 from marketplace.runner.party_reports import party_report
 from marketplace.scenario import Scenario
 from marketplace.service import control
+from marketplace.service.declines import declared_reason
 from marketplace.service.keys import SERVER, load_pair, load_public
 from marketplace.service.worlds import OwnRowsCache, WorldCache
 from marketplace.transport.context import new_context
@@ -218,7 +219,7 @@ class OwnerAgent:
             loop.begin()
         except Exception as err:  # noqa: BLE001 - this owner cannot take part; the agent serves on
             log.exception("session %s: %s could not take part", message.session, owner)
-            self._decline(owner, message.session, f"{type(err).__name__}: {err}")
+            self._decline(owner, message.session, declared_reason(err))  # the details stay in this log
             return
         self.loops[key] = (loop, scenario, time.monotonic())
         log.info("session %s: %s joined", message.session, owner)

@@ -101,9 +101,11 @@ def test_a_refusal_names_the_line_and_column_but_never_the_value(tmp_path, text,
 
 def test_a_served_owners_decline_reason_for_a_value_outside_the_schema_does_not_carry_the_value(tmp_path):
     """What a served owner's agent sends the server when its file is refused at a session
-    (``Agent._join``: ``f"{type(err).__name__}: {err}"`` of :class:`OwnRowsCache`'s error, carried
-    by ``SessionDeclined`` into the session's report)."""
+    (``Agent._join`` sends :func:`declared_reason` of :class:`OwnRowsCache`'s error, carried by
+    ``SessionDeclined`` into the session's report): the declared reason, not the error's text, which
+    names the line and column for the owner's own log."""
     from marketplace.scenario import Scenario
+    from marketplace.service.declines import OWN_DATA_REFUSED, declared_reason
     from marketplace.service.worlds import OwnRowsCache
 
     market = {
@@ -116,9 +118,31 @@ def test_a_served_owners_decline_reason_for_a_value_outside_the_schema_does_not_
     path = write(tmp_path / "owner-1.csv", "age,dose,outcome\n12,0.5,not\n37.123456,0.25,healed\n")
     with pytest.raises(OwnDataError) as err:
         OwnRowsCache().get(scenario, "owner-1", path, ReadLimits())
-    reason = f"{type(err.value).__name__}: {err.value}"
-    assert "line 3, column 'age'" in reason
-    assert "37.123456" not in reason and "37.12" not in reason
+    assert "line 3, column 'age'" in str(err.value)  # the owner's own log says where
+    assert "37.123456" not in str(err.value) and "37.12" not in str(err.value)
+    assert declared_reason(err.value) == OWN_DATA_REFUSED  # the other parties learn only that it does not fit
+
+
+def test_a_declines_reason_is_declared_by_kind():
+    from marketplace.privacy.lifetime.cost import BudgetDeclined
+    from marketplace.scenario import ScenarioError
+    from marketplace.service.declines import OWN_DATA_REFUSED, declared_reason
+
+    refused = OwnDataError("owner-1: /home/me/secret.csv: line 9, column 'age': 3 values")
+    assert declared_reason(refused) == OWN_DATA_REFUSED
+    budget = BudgetDeclined(
+        "owner-1 declines request r-1: 0.5 of 10 eps left, the request needs 1",
+        owner="owner-1",
+        request_id="r-1",
+        cost=None,
+        remaining=None,  # type: ignore[arg-type]
+        filter="fcfs",
+    )
+    assert declared_reason(budget) == f"BudgetDeclined: {budget}"  # about the ledger, not the data
+    assert declared_reason(ScenarioError("request", "sketch.samples", "expected at least 1, got 0")).startswith(
+        "ScenarioError: "
+    )
+    assert declared_reason(RuntimeError("x = 41.5 in /home/me")) == "RuntimeError (its agent's log has the details)"
 
 
 def test_outside_clip_clips_into_the_public_range(tmp_path):

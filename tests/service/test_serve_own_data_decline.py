@@ -1,5 +1,6 @@
 """A served owner whose file goes bad while it serves declines the session, and its reason, which
-the server puts in the consumer's report, names the line and the column but not the value."""
+the server puts in the consumer's report, is the declared one: the owner's data does not fit the
+schema. The value, its line and column and the file's path stay in the owner's agent's log."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from conftest import ROOT
 
 import marketplace
+from marketplace.service.declines import OWN_DATA_REFUSED
 
 pytestmark = pytest.mark.slow
 
@@ -33,7 +35,7 @@ def present(state) -> int:
         return 0
 
 
-def test_a_value_outside_the_schema_reaches_the_consumers_report_as_its_line_and_column_only(tmp_path):
+def test_a_value_outside_the_schema_reaches_the_consumers_report_as_the_declared_reason_only(tmp_path):
     own = tmp_path / "own-data"
     made = subprocess.run(
         [sys.executable, "-m", "marketplace", "shares", str(SKETCH), "--out", str(own)],
@@ -69,5 +71,6 @@ def test_a_value_outside_the_schema_reaches_the_consumers_report_as_its_line_and
             out=tmp_path / "out",
         )
     text = json.dumps(report.raw)
-    assert "line 4, column 'f1'" in text
+    assert OWN_DATA_REFUSED in text
     assert SECRET not in text and "37.12" not in text
+    assert "line 4" not in text and "'f1'" not in text and str(own) not in text  # where it broke stays home
