@@ -23,6 +23,10 @@ What is checked (each :class:`Check` is named after it):
   ledger in the report spent privacy;
 * ``owner_cost_covers_releases``: ``owner_cost`` is not None for an owner the report shows released
   something (a ledger that spent eps, or ``guarantee: none``);
+* ``declared_cost_covers_spending``: what ``owner_cost`` declares covers what each owner's ledger in the
+  report spent (its eps and delta, or its zCDP rho), so a lifetime ledger never charges less than a run
+  spends, under the same neighbouring relation: a plug-in that declares eps/10 and spends eps fails,
+  naming both figures;
 * ``runs_processes``: the scenario runs to ``completed`` with every party in a process of its own;
 * ``report_schema``: both reports follow the report schema with the protocol's fragment;
 * ``history_same_under_both_drivers``: the report's per-round history does not depend on the driver.
@@ -125,23 +129,26 @@ class _Runs:
         return self.reports[driver]
 
 
-def protocol_checks(name: str, scenario: Any = None) -> Iterator[Check]:
+def protocol_checks(name: str, scenario: Any = None) -> list[Check]:
     """The conformance checks of protocol ``name`` (registered under ``marketplace.protocols``), in
     order, run against ``scenario`` (module docstring). The runs are shared: made by the first check
-    that needs them, once."""
+    that needs them, once. A list, so that ``pytest.mark.parametrize`` can take it as it is."""
     runs = _Runs(name, scenario)
-    for check, drivers in (
-        (_contract, ()),
-        (_bad_config, ()),
-        (_owner_cost_from_settings, ()),
-        (_runs_inprocess, ("inprocess",)),
-        (_sweep_row_spent, ("inprocess",)),
-        (_owner_cost_covers_releases, ("inprocess",)),
-        (_runs_processes, ("processes",)),
-        (_report_schema, DRIVERS),
-        (_history_same_under_both_drivers, DRIVERS),
-    ):
-        yield Check(check.__name__.lstrip("_"), name, functools.partial(check, runs), drivers)
+    return [
+        Check(check.__name__.lstrip("_"), name, functools.partial(check, runs), drivers)
+        for check, drivers in (
+            (_contract, ()),
+            (_bad_config, ()),
+            (_owner_cost_from_settings, ()),
+            (_runs_inprocess, ("inprocess",)),
+            (_sweep_row_spent, ("inprocess",)),
+            (_owner_cost_covers_releases, ("inprocess",)),
+            (_declared_cost_covers_spending, ("inprocess",)),
+            (_runs_processes, ("processes",)),
+            (_report_schema, DRIVERS),
+            (_history_same_under_both_drivers, DRIVERS),
+        )
+    ]
 
 
 def check_protocol(name: str, scenario: Any = None) -> None:
@@ -159,7 +166,7 @@ def parametrize_checks(name: str, scenario: Any = None) -> Any:
     ``def test_conforms(check): check()`` with it."""
     import pytest
 
-    return pytest.mark.parametrize("check", list(protocol_checks(name, scenario)), ids=str)
+    return pytest.mark.parametrize("check", protocol_checks(name, scenario), ids=str)
 
 
 # --- the checks ---------------------------------------------------------------------------------------
@@ -299,3 +306,45 @@ def _owner_cost_covers_releases(runs: _Runs) -> None:
                 f"{runs.name}: the report shows {owner} released something ({json.dumps(ledger)[:200]}) but "
                 "owner_cost says the run releases nothing of its data (None)"
             )
+
+
+SLACK = 1e-9
+"""Relative slack of :func:`_covers`: a declared cost computed in another order than the ledger's sum
+may differ from it in the last bits."""
+
+
+def _covers(spent: Mapping[str, Any], cost: Any) -> bool:
+    """Whether a declared ``cost`` (a :class:`~marketplace.privacy.lifetime.Cost`) bounds what a report's
+    ledger ``spent``: its (eps, delta) within the declared (eps, delta); or, for a declared rho-zCDP,
+    the ledger's rho within it, or its pure eps-DP (eps-DP implies eps^2/2-zCDP)."""
+    eps, delta, rho = spent.get("eps"), spent.get("delta") or 0.0, spent.get("rho")
+    if cost.eps is not None and isinstance(eps, (int, float)):
+        if eps <= cost.eps * (1 + SLACK) and delta <= cost.delta * (1 + SLACK):
+            return True
+    if cost.rho is not None:
+        if isinstance(rho, (int, float)) and rho <= cost.rho * (1 + SLACK):
+            return True
+        if isinstance(eps, (int, float)) and delta == 0 and eps**2 / 2 <= cost.rho * (1 + SLACK):
+            return True
+    return False
+
+
+def _declared_cost_covers_spending(runs: _Runs) -> None:
+    config, exchange = runs.scenario.config, plugins.exchange(runs.name)
+    for owner, ledger in (_completed(runs, "inprocess").get("privacy") or {}).items():
+        if not (owner.startswith("owner-") and _spent(ledger)):
+            continue
+        declared = exchange.owner_cost(config, owner)
+        if declared is None or declared.cost is None:
+            continue  # None: owner_cost_covers_releases fails it; unbounded: every ledger declines the run
+        relation = (ledger.get("neighbouring") or {}).get("relation")
+        assert relation in (None, declared.relation), (
+            f"{runs.name}: {owner}'s ledger in the report protects under {relation!r} but owner_cost declares its "
+            f"cost under {declared.relation!r}: a cost covers a spending only under the same relation"
+        )
+        spent = {key: ledger.get(key) for key in ("eps", "delta", "rho") if ledger.get(key) is not None}
+        assert _covers(ledger, declared.cost), (
+            f"{runs.name}: {owner}'s ledger in the report spent {json.dumps(spent)} but owner_cost declares "
+            f"{declared.cost} ({declared.relation}): the declared cost, which its lifetime ledger charges, must "
+            "cover what the run spends"
+        )

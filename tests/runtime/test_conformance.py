@@ -38,6 +38,7 @@ NAMES = [
     "runs_inprocess",
     "sweep_row_spent",
     "owner_cost_covers_releases",
+    "declared_cost_covers_spending",
     "runs_processes",
     "report_schema",
     "history_same_under_both_drivers",
@@ -146,6 +147,47 @@ def test_an_owner_cost_of_none_for_an_owner_that_released_fails(monkeypatch):
     scenario = _small("stc")
     _serve(monkeypatch, _ReleasesNothing())
     assert "the report shows owner-1 released something" in _failure("owner_cost_covers_releases", scenario)
+
+
+class _UnderDeclares(StcExchange):
+    """Declares a tenth of the eps its owners' releases spend."""
+
+    def owner_cost(self, config: Any, party: str) -> Any:
+        import dataclasses
+
+        declared = super().owner_cost(config, party)
+        return dataclasses.replace(declared, cost=dataclasses.replace(declared.cost, eps=declared.cost.eps / 10))
+
+
+def test_an_owner_cost_below_what_the_ledgers_spend_fails_naming_both_figures(monkeypatch):
+    scenario = _small("stc")
+    _serve(monkeypatch, _UnderDeclares())
+    failure = _failure("declared_cost_covers_spending", scenario)
+    spent = scenario.config.stc.epsilon if hasattr(scenario.config.stc, "epsilon") else None
+    assert "owner-1's ledger in the report spent" in failure and "but owner_cost declares" in failure, failure
+    assert re.search(r'spent \{"eps": ([0-9.]+)', failure) and "eps=" in failure, failure
+    eps_spent = float(re.search(r'spent \{"eps": ([0-9.]+)', failure).group(1))
+    eps_declared = float(re.search(r"Cost\(eps=([0-9.e-]+)", failure).group(1))
+    assert eps_declared == pytest.approx(eps_spent / 10), (spent, failure)
+
+
+@pytest.mark.slow  # every check runs, the processes run included
+def test_the_command_line_fails_a_plugin_that_under_declares(monkeypatch, capsys):
+    from marketplace.cli import main
+
+    _serve(monkeypatch, _UnderDeclares())
+    file, sets = SMALL["stc"]
+    code = main(
+        ["protocols", "--check", "stc", "--scenario", str(ROOT / "scenarios" / file), *(f"--set={s}" for s in sets)]
+    )
+    out = capsys.readouterr().out
+    assert code == 3, out
+    (line,) = [line for line in out.splitlines() if line.startswith("FAIL")]
+    assert line.split()[1] == "declared_cost_covers_spending:" and "but owner_cost declares" in line, out
+
+
+def test_protocol_checks_is_a_list_pytest_can_parametrize_with():
+    assert isinstance(protocol_checks("stc"), list)
 
 
 def test_an_owner_cost_that_reads_the_data_fails(monkeypatch):
