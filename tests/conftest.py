@@ -269,7 +269,11 @@ def _running(item: pytest.Item) -> Iterator[None]:
     folder = Path(item.config.getoption("basetemp")).parent / "running"
     folder.mkdir(exist_ok=True)
     for record in folder.iterdir():
-        if record.name != worker and record.read_text() == item.nodeid:
+        try:
+            running = record.read_text() if record.name != worker else ""
+        except FileNotFoundError:  # the other worker finished its test since the listing
+            continue
+        if running == item.nodeid:
             item.stash[_not_run_again] = (
                 f"not run again: worker {record.name} died in this test (stuck past its timeout and the "
                 f"backstop's grace, or crashed; its stacks are in the output of the run)"
