@@ -169,8 +169,10 @@ def _planned_rho(schedule: Any, rounds: int, seed_set_size: int, owners: int) ->
 
 
 def points_for_sale(config: ScenarioConfig, party: str) -> int:
-    """The most points one run can take from an owner: one per round it is asked in (a round that no
-    asked owner delivered in is run again, so an owner's own cap, not the rounds, bounds it then)."""
+    """The most points one run can take from an owner: one per round it is asked in. The private form
+    counts a round that no asked owner delivered in as one of its R (a fresh draw would be an uncharged
+    selection); the non-private form runs such a round again, so there an owner's own cap, not the
+    rounds, bounds what it sells."""
     return config.summarize.rounds
 
 

@@ -13,11 +13,11 @@ what is left is not ranked in the round, and an ask that would overspend is not 
 read only public prices and what was paid so far, a function of earlier rounds' selections (the
 composed auction's outputs), never a bid.
 
->>> purse = Purse(5.0)
+>>> purse = Purse(3.0)
 >>> purse.post("owner-1", 2.0, None)
->>> purse.within_budget(["owner-1", "owner-2", "owner-1"])
+>>> purse.within_budget(["owner-1", "owner-2", "owner-1"])  # owner-2 posted no price: its points are free
 ['owner-1', 'owner-2']
->>> purse.pay("owner-1"); purse.pay("owner-1"); purse.affordable("owner-1")
+>>> purse.pay("owner-1"); purse.affordable("owner-1")
 False
 """
 
