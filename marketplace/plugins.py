@@ -76,6 +76,17 @@ class ProtocolSpec:
     data_sources: tuple[str, ...] = field(default=())
     """Dotted paths of modules that declare a data source (a module-level ``SOURCE``) of this
     protocol's own; they join ``data.source.kind`` for every scenario."""
+    owner_publishes: tuple[str, ...] = field(default=())
+    """The keys of an owner role's ``result()`` that may leave the owner in a deployment (a served
+    session, or parties that run on their own for ``marketplace assemble``): public values and the
+    accounts of its declared releases, such as its privacy ledger. Every other key stays in the
+    owner's own report, and so do its timings: a key not listed here never reaches another party
+    (:mod:`marketplace.runner.publication`). A simulation's report shows the rest as the simulator's
+    view."""
+    curator_publishes: str | None = None
+    """``module:function`` giving the curator's ``result()`` as it may leave the curator in a
+    deployment (a new dict; say, why an owner was excluded without the private figures that decided
+    it); None: the whole result."""
 
 
 class Exchange(abc.ABC):
@@ -220,7 +231,24 @@ def _check(spec: Any, where: str) -> ProtocolSpec:
             f"{where}: exchange must be 'module:attribute' naming a marketplace.plugins.Exchange "
             f"subclass or instance, got {spec.exchange!r}"
         )
+    _check_publication(spec, where)
     return spec
+
+
+def _check_publication(spec: ProtocolSpec, where: str) -> None:
+    """``owner_publishes`` is a tuple of strings, ``curator_publishes`` None or ``module:function``."""
+    if not isinstance(spec.owner_publishes, tuple) or not all(isinstance(k, str) for k in spec.owner_publishes):
+        raise PluginError(
+            f"{where}: owner_publishes must be a tuple of result keys (strings), got {spec.owner_publishes!r}"
+        )
+    if spec.curator_publishes is None:
+        return
+    text = spec.curator_publishes if isinstance(spec.curator_publishes, str) else ""
+    module, sep, function = text.partition(":")
+    if not (sep and module and function.isidentifier()):
+        raise PluginError(
+            f"{where}: curator_publishes must be 'module:function' or None, got {spec.curator_publishes!r}"
+        )
 
 
 @functools.cache
@@ -379,6 +407,22 @@ def add_commands(subparsers: Any) -> list[str]:
             raise PluginError(f"protocol {chosen.name!r}: commands must be 'module:function', got {chosen.commands!r}")
         getattr(importlib.import_module(module), function)(subparsers)
     return sorted(set(subparsers.choices) - before)
+
+
+@functools.cache
+def curator_publication(name: str) -> Any:
+    """The function protocol ``name``'s spec names as ``curator_publishes`` (imported on first use),
+    or None when it names none: the curator's whole result may leave it."""
+    where = spec(name).curator_publishes
+    if where is None:
+        return None
+    module, _, function = where.partition(":")
+    try:
+        return getattr(importlib.import_module(module), function)
+    except (ImportError, AttributeError) as err:
+        raise PluginError(
+            f"{_where(name)}: curator_publishes {where!r} could not be loaded ({type(err).__name__}: {err})"
+        ) from err
 
 
 def report_fragment(name: str) -> dict[str, Any] | None:

@@ -56,9 +56,17 @@ def add_party_parsers(sub: argparse._SubParsersAction) -> None:
             "--report",
             metavar="FILE",
             help="write this party's part of the report here as JSON (default: parties/<party>.json); "
-            "`marketplace assemble` joins them",
+            "`marketplace assemble` joins them. It holds only what the party may publish: an owner's "
+            "row count and timings stay out of it",
         )
         p.add_argument("--no-report", action="store_true", help="write no report")
+        p.add_argument(
+            "--own-report",
+            metavar="FILE",
+            help="also write this party's own report here: its report plus what it keeps to itself "
+            "(under 'own': an owner's row count, the rows it handed over, its timings); for the party "
+            "alone: keep it out of the folder `marketplace assemble` reads",
+        )
         _add_run_id_and_logging(p)
         p.add_argument(
             "--keys",
@@ -120,6 +128,13 @@ def add_owners_parser(sub: argparse._SubParsersAction) -> None:
         "DIR/owner-1..owner-250.json (default: parties)",
     )
     hosts.add_argument("--no-report", action="store_true", help="write no reports")
+    hosts.add_argument(
+        "--own-report-dir",
+        metavar="DIR",
+        help="also write the owners' own reports (their reports plus what each keeps to itself: its row "
+        "count, its timings) to one file in DIR named after the host; keep DIR out of what "
+        "`marketplace assemble` reads",
+    )
     _add_run_id_and_logging(hosts)
     hosts.add_argument(
         "--keys",
@@ -177,6 +192,7 @@ def party_command(args: argparse.Namespace) -> int:
             [party],
             endpoint=args.endpoint,
             report_to=report,
+            own_report_to=args.own_report,
             run_id=args.run_id,
             endpoint_file=getattr(args, "endpoint_file", None),
             data_files={party: data} if data else None,
@@ -215,6 +231,7 @@ def owners_command(args: argparse.Namespace) -> int:
             run_id=args.run_id,
             hosted=True,
             report_to=None if args.no_report else args.report_dir,
+            own_report_to=args.own_report_dir,
             data_files=files,
             limits=ReadLimits.from_args(args),
         )

@@ -25,6 +25,7 @@ from marketplace.runner.losses import declined_owners, excluded_owners, loss_fai
 from marketplace.runner.nodes import default_run_id
 from marketplace.runner.party_reports import find_party_reports
 from marketplace.runner.per_owner import owner_section
+from marketplace.runner.publication import OWN, PARTS, SIMULATION_DRIVERS, published
 from marketplace.runner.report import message_summary, timing_summary, write_messages_csv
 from marketplace.scenario import Scenario
 from marketplace.version import __version__
@@ -51,8 +52,13 @@ def assemble_report(
     every figure the report lacks and why (:mod:`marketplace.reporting.absent`)."""
     config = scenario.config
     exchange = exchange or plugins.exchange(config.protocol)
+    simulation = driver in SIMULATION_DRIVERS
+    parties = [_as_published(config.protocol, p, keep_own=simulation) for p in parties]
     by_id = {p["id"]: p for p in parties}
-    curator = (by_id.get(CURATOR) or {}).get("result") or {}
+    # a simulation's sections may use what each party kept to itself (its runner held every party's
+    # data); a deployment's use only what the parties published
+    results = {p["id"]: (p.get("result") or {}) | ((p.get(OWN) or {}).get("result") or {}) for p in parties}
+    curator = results.get(CURATOR) or {}
     failures = ([failure] if isinstance(failure, str) else list(failure)) if failure else []
     failure = "; ".join(failures)
     declined = declined_owners(curator)
@@ -64,7 +70,6 @@ def assemble_report(
         for p in parties
         if p.get("failure") and p["id"] not in dropped and (not failure or p["id"] not in failure)
     ]
-    results = {p["id"]: p.get("result") or {} for p in parties}
     lost = owners_lost(config.parties.owners, curator)
     failures += loss_failures(
         lost, exchange.nothing_released(config, results) if by_id.get(CURATOR) else None, len(declined)
@@ -102,7 +107,11 @@ def assemble_report(
             else "none (plaintext)"
         ),
         "messages": message_summary(parties, dropped=dropped),
-        "timing": timing_summary(parties, wall_s, extra_transport_s),
+        "timing": timing_summary(
+            [p | {"timing": p.get("timing") or (p.get(OWN) or {}).get("timing")} for p in parties],
+            wall_s,
+            extra_transport_s,
+        ),
         "dropouts": curator.get("dropouts", {}),
         "owners_lost": lost,
         "lifetime": lifetime,
@@ -114,6 +123,7 @@ def assemble_report(
         "config": scenario.raw,
         "party_details": {
             p["id"]: {k: p.get(k) for k in ("result", "timing", "driver", "errors", "errors_received", "log")}
+            | ({SIMULATOR_VIEW: p[OWN]} if p.get(OWN) else {})
             for p in parties
         },
         "pid_of_runner": os.getpid(),
@@ -126,6 +136,23 @@ def assemble_report(
         report.pop(REFERENCES_ABSENT, None)
         report[REFERENCES_ABSENT] = missing
     return report
+
+
+SIMULATOR_VIEW = "simulator_view"
+"""The key of ``party_details.<party>`` that holds, in a simulation's report, what the party kept to
+itself (what a deployment's report never holds)."""
+
+
+def _as_published(protocol: str, party: dict[str, Any], *, keep_own: bool) -> dict[str, Any]:
+    """A party's report as the run report may use it: only what the party may publish
+    (:func:`marketplace.runner.publication.published`, applied again here: a deployment's report never
+    holds more, whatever a party handed over), and, in a simulation (``keep_own``), what it kept to
+    itself under ``own``. Its own, the report as read, is not changed."""
+    shown = published(protocol, party.get("role"), {k: party.get(k) for k in PARTS})
+    out = {k: v for k, v in party.items() if k != OWN} | {k: v for k, v in shown.items() if k in party}
+    if keep_own and party.get(OWN):
+        out[OWN] = party[OWN]
+    return out
 
 
 def deployment_section(config) -> dict[str, str]:

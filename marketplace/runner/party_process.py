@@ -60,6 +60,7 @@ def run_host(
     endpoint: str,
     run_id: str | None,
     report_to: str | Path | None,
+    own_report_to: str | Path | None = None,
     hosted: bool = False,
     endpoint_file: str | None = None,
     shares: Mapping[str, World] | None = None,
@@ -74,7 +75,11 @@ def run_host(
     ``hosted`` serves owners as an owner host (:func:`~marketplace.transport.host.serve_owners`),
     whose reports go to one file, ``report_to/<first>..<last>.json``
     (:mod:`marketplace.runner.party_reports`); otherwise ``parties`` is one party, served alone,
-    and ``report_to`` is its report file. ``None``: no report.
+    and ``report_to`` is its report file. ``None``: no report. That report holds only what the
+    party may publish (:mod:`marketplace.runner.publication`): it is what ``marketplace assemble``
+    reads. ``own_report_to`` (a file, or for a host a folder, as ``report_to``) also writes the
+    party's own report: that and what it kept to itself (an owner's row count, its timings), for
+    the party alone or a simulation's runner.
 
     ``shares`` are the parties' parts of the world when the launcher already has them; otherwise
     the world is rebuilt from the scenario and each party keeps only its own share. ``data_files``
@@ -90,20 +95,33 @@ def run_host(
     # after the roles are built (see marketplace.warm_imports)
     load_in_background(tuple(dict.fromkeys(name for node in nodes for name in node.role.warm_imports)))
     identity = scenario_identity(scenario)  # one for every node's report
-    report_file = None if report_to is None else host_reports_path(report_to, parties) if hosted else Path(report_to)
+    report_file, own_file = (
+        None if to is None else host_reports_path(to, parties) if hosted else Path(to)
+        for to in (report_to, own_report_to)
+    )
 
     def file_reports(driver_of: Any) -> None:
-        if report_file is None:
-            return
         wall_s = time.perf_counter() - started
-        reports = [
-            party_report(node, role_name=node.role.role_name, wall_s=wall_s, driver=driver_of(node), identity=identity)
-            for node in nodes
-        ]
-        if hosted:
-            write_json(report_file, host_bundle(parties, reports), indent=None)
-        else:
-            write_json(report_file, reports[0])
+        for path, own in ((report_file, False), (own_file, True)):
+            if path is None:
+                continue
+            reports = [
+                party_report(
+                    node,
+                    role_name=node.role.role_name,
+                    wall_s=wall_s,
+                    driver=driver_of(node),
+                    identity=identity,
+                    own=own,
+                )
+                for node in nodes
+            ]
+            if hosted:
+                write_json(path, host_bundle(parties, reports), indent=None)
+            else:
+                write_json(path, reports[0])
+            if own:
+                path.chmod(0o600)  # what the party keeps to itself: for its own eyes
 
     if hosted:
         log.info(
@@ -224,6 +242,7 @@ def forked_main(
     endpoint_file: str | None,
     log_path: str,
     hosted: bool,
+    own_report_to: str | None = None,
 ) -> None:
     """Entry point of a party or an owner host forked by the runner's forkserver (modules already
     imported, the parties' shares handed over): the same as `marketplace <role>` or `marketplace
@@ -237,6 +256,7 @@ def forked_main(
             parties,
             endpoint=endpoint,
             report_to=report_to,
+            own_report_to=own_report_to,
             run_id=run_id,
             hosted=hosted,
             endpoint_file=endpoint_file,

@@ -25,10 +25,16 @@ from typing import TYPE_CHECKING, Any
 from marketplace.parties import host_label
 from marketplace.roles.lifetime import settle as settle_lifetime
 from marketplace.runner.identity import ReportMismatch, scenario_identity
+from marketplace.runner.publication import OWN, split
 
 if TYPE_CHECKING:
     from marketplace.scenario import Scenario
     from marketplace.transport.node import Node
+
+
+OWN_REPORTS = "own"
+"""The folder, beside the parties' reports of a run that ``marketplace run`` started, that holds each
+party's own report (what it published and what it kept to itself: ``--own-report``)."""
 
 
 def party_report(
@@ -39,15 +45,26 @@ def party_report(
     driver: dict[str, Any],
     scenario: Scenario | None = None,
     identity: dict[str, Any] | None = None,
+    own: bool = False,
 ) -> dict[str, Any]:
-    """This party's part of the run report. It names the run and the scenario (``scenario``, or its
-    :func:`scenario_identity` already computed: an owner host writes hundreds of reports), so that
-    ``marketplace assemble`` can refuse reports of another run."""
+    """This party's part of the run report: what it hands to whoever assembles the run report, so
+    only what it may publish (:mod:`marketplace.runner.publication`: an owner's result keys that its
+    protocol lists, and none of its timings). ``own``: also what it keeps to itself, under
+    ``own``, for its own report file or a simulation's runner. It names the run and the scenario
+    (``scenario``, or its :func:`scenario_identity` already computed: an owner host writes hundreds
+    of reports), so that ``marketplace assemble`` can refuse reports of another run."""
     role = node.role
     lifetime = settle_lifetime(role)
     timing = node.timing() | {"io_s": driver.get("io_s", 0.0), "idle_s": driver.get("idle_s", 0.0), "wall_s": wall_s}
     if identity is None and scenario is not None:
         identity = scenario_identity(scenario)
+    account = {
+        "result": role.result(),
+        "timing": timing,
+        "driver": driver,
+        "errors_received": role.errors_received[:100],
+    }
+    shown, kept = split((identity or {}).get("protocol"), role_name, account)
     return {
         "id": node.party_id,
         "run_id": node.run_id,
@@ -57,17 +74,18 @@ def party_report(
         "host": socket.gethostname(),
         "status": "failed" if role.failure else "completed",
         "failure": role.failure,
-        "result": role.result(),
+        "result": shown["result"],
         **({"noise": role.noise} if role.noise is not None else {}),
         **({"lifetime": lifetime} if lifetime is not None else {}),
         "counters": node.counters.to_dict(),
-        "timing": timing,
-        "driver": driver,
+        "timing": shown["timing"],
+        "driver": shown["driver"],
         "errors": node.errors[:100],
         "errors_dropped": node.errors_dropped,
         "refused_by_peer": node.error_summary()["by_peer"],
-        "errors_received": role.errors_received[:100],
+        "errors_received": shown["errors_received"],
         "errors_received_dropped": role.errors_received_dropped,
+        **({OWN: kept} if own and kept else {}),
     }
 
 

@@ -38,6 +38,7 @@ from marketplace.roles import CURATOR
 from marketplace.runner.command_line import party_command
 from marketplace.runner.forkserver import BLAS_ENV, forkserver_context
 from marketplace.runner.links import link_settings
+from marketplace.runner.party_reports import OWN_REPORTS
 from marketplace.runner.scheduling import start_as_party
 from marketplace.scenario import Scenario
 from marketplace.transport.host import FILES_PER_OWNER, HOST_SPARE_FILES
@@ -166,6 +167,7 @@ def _fork(
     *,
     hosted: bool = False,
     endpoint_file: Path | None = None,
+    own_report_to: Path | None = None,
 ) -> Child:
     """A party (or, ``hosted``, an owner host) forked from the forkserver and handed its shares."""
     from marketplace.runner.party_process import forked_main
@@ -185,6 +187,7 @@ def _fork(
             str(endpoint_file) if endpoint_file else None,
             str(log_path),
             hosted,
+            str(own_report_to) if own_report_to else None,
         ),
     )
     process.start()
@@ -218,6 +221,7 @@ def run_processes(
     config = scenario.config
     t = config.transport
     log_dir, report_dir = out_dir / "logs", out_dir / "parties"
+    own_dir = report_dir / OWN_REPORTS  # each party's own report: the runner of a simulation holds every party's data
     log_dir.mkdir(parents=True, exist_ok=True)
     report_dir.mkdir(parents=True, exist_ok=True)
     run = ProcessRun()
@@ -226,10 +230,18 @@ def run_processes(
     try:
 
         def start(party: str, endpoint: str, **extra) -> Child:
-            report = report_dir / f"{party}.json"
+            report, own = report_dir / f"{party}.json", own_dir / f"{party}.json"
             if launch == "forkserver":
                 return _fork(
-                    scenario, [party], {party: share_of(world, party)}, endpoint, report, run_id, log_dir, **extra
+                    scenario,
+                    [party],
+                    {party: share_of(world, party)},
+                    endpoint,
+                    report,
+                    run_id,
+                    log_dir,
+                    own_report_to=own,
+                    **extra,
                 )
             role = role_of(party)
             cmd = party_command(
@@ -237,6 +249,7 @@ def run_processes(
                 scenario=scenario_path,
                 endpoint=endpoint,
                 report=report,
+                own_report=own,
                 run_id=run_id,
                 id=party if role == "owner" else None,
                 endpoint_file=extra.get("endpoint_file"),
@@ -269,6 +282,7 @@ def run_processes(
                         run_id,
                         log_dir,
                         hosted=True,
+                        own_report_to=own_dir,
                     )
                 )
             else:
@@ -278,6 +292,7 @@ def run_processes(
                     scenario=scenario_path,
                     endpoint=endpoint,
                     report_dir=report_dir,
+                    own_report_dir=own_dir,
                     run_id=run_id,
                 )
                 run.children.append(_spawn(cmd, host_label(group), log_dir, parties=group))

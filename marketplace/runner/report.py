@@ -91,11 +91,15 @@ def message_summary(
 
 
 def timing_summary(parties: list[dict[str, Any]], wall_s: float, extra_transport_s: float = 0.0) -> dict[str, Any]:
-    """Wall time, and the parties' time split into protocol compute and transport (codec + socket I/O)."""
+    """Wall time, and the parties' time split into protocol compute and transport (codec + socket I/O),
+    over the parties whose reports state their timings (in a deployment an owner keeps its own: its
+    compute time grows with its rows; see :mod:`marketplace.runner.publication`)."""
     per_party = {}
     compute = transport = 0.0
     for p in parties:
-        t = p.get("timing") or {}
+        t = p.get("timing")
+        if t is None:
+            continue  # no report, or a party that kept its timings to itself
         c = t.get("compute_s", 0.0)
         tr = t.get("codec_s", 0.0) + t.get("io_s", 0.0)
         compute += c

@@ -25,7 +25,7 @@ from marketplace.runner.lifetime import with_request_id
 from marketplace.runner.losses import excluded_owners
 from marketplace.runner.nodes import build_node, default_run_id
 from marketplace.runner.party_process import EXIT_OK, EXIT_RUN_FAILED
-from marketplace.runner.party_reports import party_report, read_reports
+from marketplace.runner.party_reports import OWN_REPORTS, party_report, read_reports
 from marketplace.runner.processes import Launch, last_line, run_processes
 from marketplace.runner.report import write_messages_csv
 from marketplace.runner.scheduling import single_threaded_blas
@@ -259,7 +259,9 @@ def _run_inprocess(
     except StalledRun as err:
         failure, transport_s = str(err), 0.0
     wall = time.perf_counter() - t0
-    reports = [party_report(n, role_name=n.role.role_name, wall_s=wall, driver={}, scenario=scenario) for n in nodes]
+    reports = [
+        party_report(n, role_name=n.role.role_name, wall_s=wall, driver={}, scenario=scenario, own=True) for n in nodes
+    ]
     return reports, failure, transport_s
 
 
@@ -269,11 +271,7 @@ def _run_processes(
     run = run_processes(scenario, resolved, out, run_id, on_round=on_round, launch=launch, world=world)
     parties = []
     for child in run.children:
-        path = out / "parties" / f"{child.party}.json"  # a party's own file, or an owner host's
-        try:
-            written = {rep.get("id"): rep for rep in read_reports(path)}
-        except (OSError, ValueError):
-            written = {}
+        written = _written_reports(out / "parties", child.party)
         for party in child.parties:
             rep = written.get(party)
             if rep is None:
@@ -293,6 +291,18 @@ def _run_processes(
     order = {p: i for i, p in enumerate(party_ids(scenario.config))}
     parties.sort(key=lambda rep: order.get(rep["id"], len(order)))
     return parties, _process_failures(run, parties)
+
+
+def _written_reports(folder: Path, label: str) -> dict[str, dict[str, Any]]:
+    """The reports a party (or an owner host, ``label``) wrote: its own report file in ``folder/own``
+    (what it published and what it kept to itself: the runner of a simulation holds every party's
+    data anyway), else the one it published in ``folder``; empty when neither can be read."""
+    for path in (folder / OWN_REPORTS / f"{label}.json", folder / f"{label}.json"):
+        try:
+            return {rep.get("id"): rep for rep in read_reports(path)}
+        except (OSError, ValueError):
+            continue
+    return {}
 
 
 def _exit_code_of(rep: dict[str, Any], child) -> int | None:

@@ -129,6 +129,10 @@ def golden_view(report: dict[str, Any]) -> dict[str, Any]:
         for detail in details.values():
             for key in ("driver", "log", "timing"):  # connection counters, log path, timings
                 detail.pop(key, None)
+                if isinstance(detail.get("simulator_view"), dict):  # what a party kept to itself: the same
+                    detail["simulator_view"].pop(key, None)
+                    if not detail["simulator_view"]:
+                        del detail["simulator_view"]
             if isinstance(detail.get("result"), dict):
                 detail["result"].pop("rounds", None)  # a curator's per-round records (see DROPPED_TOP)
     if isinstance(view.get("files"), dict):  # files a protocol saved in the run folder: their names in it

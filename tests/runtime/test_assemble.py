@@ -51,6 +51,31 @@ def test_the_parties_reports_assemble_into_the_runs_report(finished, tmp_path):
     assert assembled["messages"]["by_kind"] == original["messages"]["by_kind"]
 
 
+def test_an_owner_hands_over_no_row_count_no_rows_it_handed_over_and_no_timings(finished, tmp_path):
+    """parties/<owner>.json is what an owner hands to the report step: its own report (parties/own/,
+    which the runner of this simulation reads) keeps its row count, the rows it handed over and its
+    timings, and the simulation's report shows them as the simulator's view; the report assembled from
+    the handed-over files has none of them."""
+    scenario, parties = copy_parties(finished, tmp_path)
+    simulated = finished[1]
+    result = run_cli("assemble", str(parties), "--scenario", str(scenario), "--out", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    assembled = json.loads((tmp_path / "out" / "report.json").read_text())
+    for i, owner in enumerate(("owner-1", "owner-2", "owner-3")):
+        handed = json.loads((parties / f"{owner}.json").read_text())
+        own_file = finished[0] / "run" / "parties" / "own" / f"{owner}.json"
+        own = json.loads(own_file.read_text())["own"]
+        assert own_file.stat().st_mode & 0o077 == 0  # for the owner's eyes only
+        assert own["result"]["rows"] == simulated["data"]["owners"][i]["rows"]
+        assert "sent_rows" in own["result"] and own["timing"]["compute_s"] > 0
+        assert simulated["party_details"][owner]["simulator_view"]["result"] == own["result"]
+        assert not {"rows", "sent_rows"} & set(handed["result"]) and handed["timing"] is None and "own" not in handed
+        details = assembled["party_details"][owner]
+        assert details["result"] == handed["result"] and details["timing"] is None
+        assert "simulator_view" not in details and owner not in assembled["timing"]["by_party"]
+        assert str(own["timing"]["compute_s"]) not in json.dumps(assembled)
+
+
 def test_another_scenario_is_refused_with_exit_2_naming_both(finished, tmp_path):
     _, parties = copy_parties(finished, tmp_path)
     result = run_cli(
@@ -145,6 +170,8 @@ def test_an_owner_hosts_file_holds_each_owners_report_and_assembles(hosted, tmp_
     bundle = json.loads((parties / "owner-1..owner-3.json").read_text())
     assert bundle["owner_host"] == "owner-1..owner-3"
     assert [rep["id"] for rep in bundle["reports"]] == ["owner-1", "owner-2", "owner-3"]
+    own = json.loads((parties / "own" / "owner-1..owner-3.json").read_text())  # what each kept, for the runner
+    assert [rep["own"]["result"]["rows"] for rep in own["reports"]] == [o["rows"] for o in hosted[1]["data"]["owners"]]
     result = run_cli("assemble", str(parties), "--scenario", str(scenario), "--out", str(tmp_path / "out"))
     assert result.returncode == 0, result.stderr
     assembled = json.loads((tmp_path / "out" / "report.json").read_text())

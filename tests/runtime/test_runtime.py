@@ -152,7 +152,7 @@ def test_owners_never_offer_a_point_twice_and_nothing_is_counted_twice(tiny_scen
     assert len(selection) == len(set(selection)) == 20
     for owner, details in report["party_details"].items():
         if owner.startswith("owner-"):
-            sent = details["result"]["sent_rows"]
+            sent = details["simulator_view"]["result"]["sent_rows"]  # a simulation: the runner saw every owner's
             assert len(sent) == len(set(sent))
             assert sorted(sent) == sorted(r for o, r, _ in selection if o == owner)
 

@@ -292,8 +292,8 @@ def _report_without_world(config: ScenarioConfig, results: dict[str, dict[str, A
             "metrics.estimated_cost is the consumer's own score, with the releases S' in place of S"
         ),
         "metrics.source_size": (
-            "not reported: each owner's rows, and their count, are its own (an owner's own report "
-            "states its count: party_details.<owner>.result.rows)"
+            "not reported: each owner's rows, and their count, are its own (its own report keeps "
+            "its count, which never leaves it)"
         ),
         "metrics.baselines": why_absent(
             "the owners' true source set S (source_only, cluster_t, nonprivate_stc and "

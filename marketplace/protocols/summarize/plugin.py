@@ -9,6 +9,10 @@ PROTOCOL = ProtocolSpec(
     exchange="marketplace.protocols.summarize.exchange:SummarizeExchange",
     messages="marketplace.protocols.summarize.messages",
     report_schema="marketplace.protocols.summarize:report.schema.json",
+    # what of an owner's result may reach another party: how many points it handed over and rounds it
+    # saw (the curator sent and counted both) and its sale; its row count, which rows it handed over
+    # and its timings stay with it
+    owner_publishes=("points_sent", "rounds_seen", "sale", "end_status"),
     summary=(
         "a summary of real points from the owners matched to the consumer's target in MMD, optionally DP towards "
         "every owner"

@@ -151,6 +151,6 @@ def test_the_private_summary_has_no_duplicate_and_owners_never_resend(private_sc
     assert len(selection) == len(set(selection)) == 20
     for party, details in report["party_details"].items():
         if party.startswith("owner-"):
-            sent = details["result"]["sent_rows"]
+            sent = details["simulator_view"]["result"]["sent_rows"]  # a simulation: the runner saw every owner's
             assert len(sent) == len(set(sent))
     assert report["parsimony"]["points_seen"] > 20 + report["parsimony"]["validation_size"]  # the pool kept extras
