@@ -267,6 +267,68 @@ def test_an_owner_of_a_protocol_it_cannot_name_publishes_nothing_of_its_result(s
     assert handed["result"] == {} and handed["timing"] is None
 
 
+def handing_over_another_row(owner):
+    """``owner`` (of summarize) bids honestly, then hands over the row after the one it bid for."""
+    from marketplace.protocols.summarize.messages import Point
+    from marketplace.roles import Send
+
+    send_point = owner._send_point
+
+    def swapped(message):
+        (send,) = send_point(message)
+        other = (send.body.row + 1) % len(owner.data)
+        body = Point(round=send.body.round, x=owner.data.X[other], y=int(owner.data.y[other]), row=other)
+        return [Send(send.to, body, reply_to=send.reply_to)]
+
+    owner._send_point = swapped
+    return owner
+
+
+def test_why_the_curator_excluded_an_owner_reaches_the_consumer_without_its_bid_values(tmp_path):
+    scenario = market("summarize", SECTIONS["summarize"])
+    s = Session(scenario, party_files(tmp_path), altered={"owner-3": handing_over_another_row})
+    curator = s.nodes["curator"].role
+    raw = curator.flagged["owner-3"]
+    assert "does not match the claimed bid" in raw and any(ch.isdigit() for ch in raw.split(":", 1)[1])
+    public = f"round {curator.flagged_rounds['owner-3']}: the point's bid value does not match the claimed bid"
+    assert s.handed["curator"]["result"]["flagged"] == {"owner-3": public}
+    assert s.report["flagged"] == {"owner-3": public}
+    assert s.report["owners_lost"]["lost"]["owner-3"].endswith(public)
+    assert raw not in json.dumps(s.report)
+    for error in s.report["party_details"]["owner-3"]["errors_received"]:  # the curator told owner-3 why
+        assert set(error) <= {"from", "code"}
+    own = party_report(s.nodes["curator"], role_name="curator", wall_s=1.0, driver={}, scenario=scenario, own=True)
+    assert own["own"]["result"] == {"flagged": {"owner-3": raw}}  # the curator's own report keeps its reason
+
+
+@pytest.mark.parametrize(
+    ("reason", "public"),
+    [
+        (
+            "round 3: point's bid value 0.301508478931 does not match the claimed bid 0.506205206627 (allowed: 1e-09)",
+            "round 3: the point's bid value does not match the claimed bid",
+        ),
+        (
+            "round 3: point's bid value -1.5e-07 does not match the claimed bid 0.5",
+            "round 3: the point's bid value does not match the claimed bid",
+        ),
+        (
+            "sent the same point again (first as row 17, now as row 40); a point is sold once",
+            "sent the same point again; a point is sold once",
+        ),
+        ("round 2: sent a point that could not be read", "round 2: sent a point that could not be read"),
+        ("sealed point has 12 bytes, expected 96", "sealed point has 12 bytes, expected 96"),
+        ("a reason nobody listed: 0.3141", "its point could not be accepted (the curator's own log says why)"),
+    ],
+)
+def test_a_curators_reason_leaves_it_in_its_public_form_and_stays_so(reason, public):
+    from marketplace.protocols.summarize.publication import curator_published, public_reason
+
+    assert public_reason(reason) == public and public_reason(public) == public
+    result = {"flagged": {"owner-2": reason}, "selection": [["owner-1", 4, "k"]]}
+    assert curator_published(result) == {"flagged": {"owner-2": public}, "selection": [["owner-1", 4, "k"]]}
+
+
 def test_a_pfds_owner_keeps_its_row_count_its_model_and_timings_to_itself():
     """pfds reads a simulated table (it is not served from a schema): each owner is built from its own
     share of the world, and the report is assembled from what the parties hand over, as ``marketplace

@@ -25,6 +25,7 @@ ROLE_MODULES = {
     "config",
     "messages",
     "wire",
+    "publication",
     "curator",
     "private_curator",
     "owner",
@@ -40,9 +41,9 @@ ROLE_MODULES = {
     "display",
     "sweeps",
 }
-"""A protocol package's modules that are not pure cores: its registration, section, wire, roles,
-exchange, data source, world, report, terminal display and sweeps. Every other module of the package is a
-core, and must be in the contract."""
+"""A protocol package's modules that are not pure cores: its registration, section, wire, what its
+roles publish, roles, exchange, data source, world, report, terminal display and sweeps. Every other
+module of the package is a core, and must be in the contract."""
 
 
 def _lint(root: Path) -> subprocess.CompletedProcess[str]:

@@ -13,6 +13,7 @@ PROTOCOL = ProtocolSpec(
     # saw (the curator sent and counted both) and its sale; its row count, which rows it handed over
     # and its timings stay with it
     owner_publishes=("points_sent", "rounds_seen", "sale", "end_status"),
+    curator_publishes="marketplace.protocols.summarize.publication:curator_published",
     summary=(
         "a summary of real points from the owners matched to the consumer's target in MMD, optionally DP towards "
         "every owner"
