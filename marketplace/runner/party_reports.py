@@ -49,10 +49,11 @@ def party_report(
 ) -> dict[str, Any]:
     """This party's part of the run report: what it hands to whoever assembles the run report, so
     only what it may publish (:mod:`marketplace.runner.publication`: an owner's result keys that its
-    protocol lists, and none of its timings). ``own``: also what it keeps to itself, under
-    ``own``, for its own report file or a simulation's runner. It names the run and the scenario
-    (``scenario``, or its :func:`scenario_identity` already computed: an owner host writes hundreds
-    of reports), so that ``marketplace assemble`` can refuse reports of another run."""
+    protocol lists, none of its timings, and its failure in a declared form only). ``own``: also
+    what it keeps to itself, under ``own``, for its own report file or a simulation's runner. It
+    names the run and the scenario (``scenario``, or its :func:`scenario_identity` already computed:
+    an owner host writes hundreds of reports), so that ``marketplace assemble`` can refuse reports
+    of another run."""
     role = node.role
     lifetime = settle_lifetime(role)
     timing = node.timing() | {"io_s": driver.get("io_s", 0.0), "idle_s": driver.get("idle_s", 0.0), "wall_s": wall_s}
@@ -63,6 +64,7 @@ def party_report(
         "timing": timing,
         "driver": driver,
         "errors_received": role.errors_received[:100],
+        "failure": role.failure,
     }
     shown, kept = split((identity or {}).get("protocol"), role_name, account)
     return {
@@ -73,7 +75,7 @@ def party_report(
         "pid": os.getpid(),
         "host": socket.gethostname(),
         "status": "failed" if role.failure else "completed",
-        "failure": role.failure,
+        "failure": shown["failure"],
         "result": shown["result"],
         **({"noise": role.noise} if role.noise is not None else {}),
         **({"lifetime": lifetime} if lifetime is not None else {}),

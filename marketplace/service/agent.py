@@ -41,6 +41,7 @@ from marketplace.runner.identity import scenario_identity
 from marketplace.runner.links import link_settings
 from marketplace.runner.party_process import host_nodes
 from marketplace.runner.party_reports import party_report
+from marketplace.runner.publication import internal_failure
 from marketplace.scenario import Scenario
 from marketplace.service import control
 from marketplace.service.declines import declared_reason
@@ -166,7 +167,7 @@ class OwnerAgent:
                 for key in touched:
                     entry = self.loops.get(key)
                     if entry is not None:
-                        self._guarded(key, entry[0].pump)
+                        self._guarded(key, entry[0].pump, "handling a message")
                 self._progress()
                 if not self.loops and (stopping or self._stop.is_set() or not self._parent_alive()):
                     return 0
@@ -232,14 +233,17 @@ class OwnerAgent:
         except zmq.Again:
             pass
 
-    def _guarded(self, key: tuple[str, str], step: Any) -> None:
+    def _guarded(self, key: tuple[str, str], step: Any, phase: str) -> None:
+        """Run ``step`` of one owner's session (``phase``: what it does, for its failure); an error
+        fails that owner's session only. The error's text stays in this log and the owner's own report:
+        the owner publishes its kind and the phase (:func:`~marketplace.runner.publication.public_failure`)."""
         try:
             step()
         except Exception as err:  # noqa: BLE001 - one owner's session breaks; the others go on
             log.exception("session %s: %s broke", *key)
             entry = self.loops.get(key)
             if entry is not None:
-                entry[0].node.role.fail(f"internal error in its agent: {type(err).__name__}: {err}")
+                entry[0].node.role.fail(internal_failure(err, where="agent", phase=phase))
                 self._end(key)
 
     def _progress(self) -> None:
@@ -250,7 +254,7 @@ class OwnerAgent:
                 loop.gone(CURATOR, b"")
             if now - started > SESSION_LIMIT_S:
                 loop.node.role.fail(f"the session ran longer than {SESSION_LIMIT_S:g} s")
-            self._guarded(key, lambda loop=loop: loop.tick(time.monotonic()))
+            self._guarded(key, lambda loop=loop: loop.tick(time.monotonic()), "keeping time")
             if key in self.loops and loop.node.done:
                 self._end(key)
 
@@ -263,7 +267,7 @@ class OwnerAgent:
             loop.node.finish()
         except Exception as err:  # noqa: BLE001 - its report says so
             log.exception("session %s: %s failed in its local work", session, owner)
-            loop.node.role.fail(f"internal error in its local work: {type(err).__name__}: {err}")
+            loop.node.role.fail(internal_failure(err, where="agent", phase="finishing"))
         report = party_report(
             loop.node,
             role_name="owner",

@@ -1,0 +1,185 @@
+"""What a served session's parties keep to themselves, and what reaches the server and the consumer.
+
+One session of a marketplace described by its public schema: the server runs in this process, one
+agent hosts the three owners (in a thread of this process, its folder outside the server's state), and
+the consumer brings its own target. Two owners are test doubles whose code raises an error that
+carries a value of theirs: owner-2 in its local work after the run, owner-3 on the curator's request.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+
+import marketplace
+from marketplace.runner.identity import scenario_identity
+from marketplace.runner.party_reports import party_report
+from marketplace.service import agent as agent_module
+
+pytestmark = pytest.mark.slow
+
+DIM = 3
+SECRET = {"owner-2": "41.7316529", "owner-3": "-7.2948163"}
+"""The value each failing owner's error carries (a value of a row of its own, say)."""
+MARKET = {
+    "name": "keep-market",
+    "protocol": "sketch",
+    "seed": 11,
+    "parties": {"owners": 3},
+    "data": {
+        "schema": {
+            "features": [{"name": f"x{i}", "lower": -12, "upper": 12} for i in range(DIM)],
+            "label": {"name": "label", "classes": [0, 1]},
+        }
+    },
+    "transport": {"start_timeout_s": 20, "progress_timeout_s": 8, "heartbeat_interval_s": 0.25},
+    "lifetime": {"ledgers": "ledgers", "budget": {"epsilon": 2.0}},
+}
+REQUEST = {
+    "name": "keep-request",
+    "protocol": "sketch",
+    "sketch": {
+        "lower": [-12] * DIM,
+        "upper": [12] * DIM,
+        "epsilon": 0.5,
+        "samples": 500,
+        "map": {"features": 30},
+        "queries": {"moments": 1, "random_counts": 2},
+    },
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def rows_file(path: Path, rng: np.random.Generator, n: int, centre: float) -> Path:
+    X = np.clip(rng.normal(centre, 2.0, (n, DIM)), -12, 12)
+    y = rng.integers(0, 2, n)
+    lines = [",".join([*(f"x{i}" for i in range(DIM)), "label"])]
+    lines += [",".join([*(f"{v:.6f}" for v in x), str(int(label))]) for x, label in zip(X, y)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def failing(role: Any) -> Any:
+    """``role`` (a sketch owner) as a test double whose code raises an error carrying its secret."""
+    secret = SECRET[role.party_id]
+    if role.party_id == "owner-2":
+
+        def finish() -> None:
+            raise ValueError(f"row 17 of {role.party_id}'s file holds {secret}")
+
+        role.finish = finish
+    else:
+
+        def handle(message):
+            raise ValueError(f"row 4 of {role.party_id}'s file holds {secret}")
+
+        role.handle = handle
+    return role
+
+
+class Served:
+    """The session (module docstring): the consumer's output folder, the server's state folder, the
+    agent's folder, and each owner's node as its agent built it."""
+
+    def __init__(self, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        rng = np.random.default_rng(3)
+        own = tmp / "own"
+        own.mkdir()
+        sizes = {"owner-1": 140, "owner-2": 90, "owner-3": 110}
+        files = {
+            owner: rows_file(own / f"{owner}.csv", rng, n, -3.0 + 2.0 * i) for i, (owner, n) in enumerate(sizes.items())
+        }
+        target = rows_file(own / "target.csv", rng, 61, 1.0)
+        self.rows = sizes
+        self.state, self.agent_folder, self.out = tmp / "state", tmp / "agent", tmp / "out"
+        (tmp / "market.yaml").write_text(yaml.safe_dump(MARKET))
+        self.nodes: dict[str, Any] = {}
+        built = agent_module.host_nodes
+
+        def host_nodes(scenario, parties, **kwargs):
+            nodes = built(scenario, parties, **kwargs)
+            for node in nodes:
+                if node.party_id in SECRET:
+                    node.role = failing(node.role)
+                self.nodes[node.party_id] = (node, scenario)
+            return nodes
+
+        monkeypatch.setattr(agent_module, "host_nodes", host_nodes)
+        with marketplace.serve(
+            tmp / "market.yaml",
+            state=self.state,
+            consumers=["alice"],
+            start_owners=False,
+            endpoint=f"tcp://127.0.0.1:{free_port()}",
+        ) as market:
+            agent = agent_module.OwnerAgent(
+                market.endpoint,
+                self.state / "owners",
+                list(sizes),
+                work=self.agent_folder / "sessions",
+                ledgers=self.agent_folder / "ledgers",
+                data=files,
+                market_file=tmp / "market.yaml",
+            )
+            thread = threading.Thread(target=agent.run, name="owner-agent", daemon=True)
+            thread.start()
+            try:
+                self.report = marketplace.request(
+                    REQUEST,
+                    market=market.endpoint,
+                    keys=self.state / "consumers" / "alice",
+                    data=target,
+                    out=self.out,
+                    wait_s=300,
+                    check=False,
+                ).raw
+            finally:
+                agent.stop()
+                thread.join(60)
+        assert not thread.is_alive(), "the agent did not stop"
+        (self.session,) = (p.name for p in (self.state / "sessions").iterdir())
+
+    def texts(self, folder: Path) -> dict[str, str]:
+        """Every file under ``folder``, as text."""
+        return {str(p.relative_to(folder)): p.read_text(errors="replace") for p in folder.rglob("*") if p.is_file()}
+
+    def handed(self, party: str) -> dict[str, Any]:
+        """What ``party`` handed the server (the server's copy)."""
+        return json.loads((self.state / "sessions" / self.session / "parties" / f"{party}.json").read_text())
+
+    def own_report(self, owner: str) -> dict[str, Any]:
+        node, scenario = self.nodes[owner]
+        report = party_report(
+            node, role_name="owner", wall_s=1.0, driver={}, identity=scenario_identity(scenario), own=True
+        )
+        return json.loads(json.dumps(report))
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory) -> Served:
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        return Served(tmp_path_factory.mktemp("served"), monkeypatch)
+
+
+def test_an_owners_failure_reaches_the_server_and_the_consumer_as_its_kind_and_phase_only(served):
+    assert served.report["driver"] == "market" and served.report["deployment"]["data"] == "own"
+    assert served.handed("owner-2")["failure"] == "internal error (ValueError) in its agent while finishing"
+    assert served.handed("owner-3")["failure"] == "internal error (ValueError) in its agent while handling a message"
+    assert "owner-2: internal error (ValueError) in its agent while finishing" in served.report["failures"]
+    for owner, secret in SECRET.items():
+        for where, texts in (("server", served.texts(served.state)), ("consumer", served.texts(served.out))):
+            assert [name for name, text in texts.items() if secret in text] == [], (owner, where)
+        own = served.own_report(owner)
+        assert secret in own["own"]["failure"] and own["own"]["failure"].startswith("internal error in its agent")
