@@ -144,10 +144,11 @@ def golden_view(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def computed_digest(entry: Any) -> Any:
-    """A summarize selection entry ``[owner, row, content key]`` as ``[owner, row]``: the content key
-    hashes the point's float bytes, and where features are computed (mnist's random projection, one
-    BLAS product) their last bits differ between numpy builds. Which owner and row were selected, in
-    which order, is the selection, and stays exact."""
+    """A summarize selection entry ``[owner, serial, content key]`` as ``[owner, serial]``: the content
+    key hashes the point's float bytes, and where features are computed (mnist's random projection, one
+    BLAS product) their last bits differ between numpy builds. Which owner's which point was selected,
+    in which order, is the selection, and stays exact: the owner's serial -> row map (its
+    ``simulator_view.result.sent_rows``) names the row."""
     return entry[:2] if isinstance(entry, list) and len(entry) == 3 and isinstance(entry[2], str) else entry
 
 

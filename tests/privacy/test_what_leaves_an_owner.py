@@ -80,9 +80,14 @@ def rows_file(path: Path, X: np.ndarray, y: np.ndarray) -> Path:
     return path
 
 
-def party_files(folder: Path, *, owner_1_rows: int = ROWS) -> dict[str, dict[str, Path]]:
+TOP_ROW = (np.full(DIM, 12.0), 1)
+"""A row at the corner of the box, far from every party's rows: an owner never bids it."""
+
+
+def party_files(folder: Path, *, owner_1_rows: int = ROWS, top_row: bool = False) -> dict[str, dict[str, Path]]:
     """Each party's own files. owner-1's are the first ``owner_1_rows`` of one fixed draw, so two
-    folders made with ROWS and ROWS + 1 differ by owner-1's last row only."""
+    folders made with ROWS and ROWS + 1 differ by owner-1's last row only; ``top_row`` puts
+    :data:`TOP_ROW` above them, so that every other row of owner-1 moves one down."""
     folder.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(5)
     sizes = {"owner-1": ROWS + 1, "owner-2": 90, "owner-3": 110, "consumer": 60}
@@ -92,6 +97,8 @@ def party_files(folder: Path, *, owner_1_rows: int = ROWS) -> dict[str, dict[str
         y = rng.integers(0, 2, n)
         if party == "owner-1":
             X, y = X[:owner_1_rows], y[:owner_1_rows]
+            if top_row:
+                X, y = np.vstack([TOP_ROW[0], X]), np.concatenate([[TOP_ROW[1]], y])
         files[party] = {"data": rows_file(folder / f"{party}.csv", X, y)}
     return files
 
@@ -205,6 +212,27 @@ def test_a_summarize_owner_keeps_the_rows_it_handed_over_to_itself(tmp_path):
         assert "sent_rows" not in json.dumps(s.report)
 
 
+@pytest.mark.parametrize("private", [False, True], ids=["non-private", "private"])
+def test_a_row_inserted_above_the_others_changes_nothing_that_leaves_the_owner(private, tmp_path):
+    """The points of D_s are named by their owner's serial (the k-th point it handed over), never by
+    their row: a row inserted at the top of owner-1's file moves every other row one down, and changes
+    neither the run report nor anything the curator and the consumer receive."""
+    private_section = {"privacy": {"enabled": True, "eps_auction": 0.05, "tau": 2}} if private else {}
+    section = SECTIONS["summarize"] | {"rounds": 8} | private_section  # 8 rounds: owner-1 hands points over
+    scenario = market("summarize", section)
+    one = Session(scenario, party_files(tmp_path / "a"))
+    other = Session(scenario, party_files(tmp_path / "b", top_row=True))
+    sent = one.secret["owner-1"]["sent_rows"]
+    assert sent and other.secret["owner-1"]["sent_rows"] == [r + 1 for r in sent]  # the same points, moved down
+    assert other.received == one.received  # the messages the curator and the consumer received from owners
+    for party in ("owner-1", "owner-2", "owner-3", "curator", "consumer"):
+        assert other.handed[party]["result"] == one.handed[party]["result"], party
+    assert changed(without_timings(one.report), without_timings(other.report)) == set()
+    for s in (one, other):
+        handed_over = {o: s.handed[o]["result"]["points_sent"] for o in ("owner-1", "owner-2", "owner-3")}
+        assert all(0 <= k < handed_over[o] for o, k, _ in s.report["selection"]), s.report["selection"]
+
+
 def without_timings(report: dict) -> dict:
     """``report`` without what the clock decides: the run's timings and the curator's and consumer's."""
     out = json.loads(json.dumps(report))
@@ -276,8 +304,8 @@ def handing_over_another_row(owner):
 
     def swapped(message):
         (send,) = send_point(message)
-        other = (send.body.row + 1) % len(owner.data)
-        body = Point(round=send.body.round, x=owner.data.X[other], y=int(owner.data.y[other]), row=other)
+        other = (owner.sent_rows[-1] + 1) % len(owner.data)
+        body = Point(round=send.body.round, x=owner.data.X[other], y=int(owner.data.y[other]), row=send.body.row)
         return [Send(send.to, body, reply_to=send.reply_to)]
 
     owner._send_point = swapped

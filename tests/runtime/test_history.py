@@ -108,11 +108,18 @@ def test_summarize_history_follows_its_definition(inprocess_runs, case):
     assert history["rounds"][-1]["mmd2"] == pytest.approx(report["metrics"]["mmd2"], rel=1e-9)
 
 
+def selected_rows(report: dict) -> list[list]:
+    """Each point of the selection as [owner, row]: a selection names a point by its owner's serial, and
+    the owner's own serial -> row map is what a simulation's report shows as the simulator's view."""
+    details = report["party_details"]
+    return [[o, details[o]["simulator_view"]["result"]["sent_rows"][k]] for o, k, _ in report["selection"]]
+
+
 def test_summarize_history_mmd2_is_the_exact_kernel_mmd2_of_each_prefix(inprocess_runs):
     report, _ = inprocess_runs["summarize"]
     scenario = load_scenario(ROOT / "scenarios" / SMALL["summarize"][0], SMALL["summarize"][1])
     world = make_world(scenario.config, exchange("summarize"))
-    rows = np.stack([world.owners[int(o.split("-")[1]) - 1].X[r] for o, r, _ in report["selection"]])
+    rows = np.stack([world.owners[int(o.split("-")[1]) - 1].X[r] for o, r in selected_rows(report)])
     gamma = scenario.config.summarize.gamma
     want = [mmd2(rows[:n], world.validation.X, gamma) for n in range(1, len(rows) + 1)]
     assert _column(report["history"], "mmd2") == pytest.approx(want, rel=1e-9, abs=1e-12)

@@ -116,6 +116,13 @@ def test_another_seed_gives_another_selection(tiny_scenario, tmp_path):
     assert a["selection"] != b["selection"]
 
 
+def selected_rows(report: dict) -> list[list]:
+    """Each point of the selection as [owner, row]: a selection names a point by its owner's serial, and
+    the owner's own serial -> row map is what a simulation's report shows as the simulator's view."""
+    details = report["party_details"]
+    return [[o, details[o]["simulator_view"]["result"]["sent_rows"][k]] for o, k, _ in report["selection"]]
+
+
 def _bruteforce_selection(scenario) -> list[list]:
     config = scenario.config
     world = make_world(config)
@@ -132,7 +139,7 @@ def _bruteforce_selection(scenario) -> list[list]:
 def test_protocol_selection_equals_bruteforce_greedy_on_a_small_case(tiny_scenario, tmp_path):
     scenario = parse_scenario(tiny_scenario, source="tiny", base_dir=tmp_path)
     report = run_scenario(scenario, tmp_path / "run", driver="inprocess")
-    assert [s[:2] for s in report["selection"]] == _bruteforce_selection(scenario)
+    assert selected_rows(report) == _bruteforce_selection(scenario)
 
 
 @pytest.mark.slow
@@ -140,7 +147,7 @@ def test_processes_selection_equals_bruteforce_greedy_on_a_small_case(tiny_scena
     scenario = parse_scenario(tiny_scenario, source="tiny", base_dir=tmp_path)
     report = run_scenario(scenario, tmp_path / "run", driver="processes")
     assert report["status"] == "completed", report["failures"]
-    assert [s[:2] for s in report["selection"]] == _bruteforce_selection(scenario)
+    assert selected_rows(report) == _bruteforce_selection(scenario)
 
 
 def test_owners_never_offer_a_point_twice_and_nothing_is_counted_twice(tiny_scenario, tmp_path):
@@ -150,11 +157,13 @@ def test_owners_never_offer_a_point_twice_and_nothing_is_counted_twice(tiny_scen
     )
     selection = [tuple(s) for s in report["selection"]]
     assert len(selection) == len(set(selection)) == 20
+    rows = selected_rows(report)
     for owner, details in report["party_details"].items():
         if owner.startswith("owner-"):
             sent = details["simulator_view"]["result"]["sent_rows"]  # a simulation: the runner saw every owner's
             assert len(sent) == len(set(sent))
-            assert sorted(sent) == sorted(r for o, r, _ in selection if o == owner)
+            assert sorted(sent) == sorted(r for o, r in rows if o == owner)
+            assert sorted(k for o, k, _ in selection if o == owner) == list(range(len(sent)))  # serials, not rows
 
 
 def test_value_adds_up_to_the_objective_gain(tiny_scenario, tmp_path):
@@ -195,7 +204,7 @@ def test_mmd2_with_seed_set_is_the_objective_of_the_whole_summary(tiny_scenario,
     scenario = parse_scenario(tiny_scenario, source="tiny", base_dir=tmp_path)
     report = run_scenario(scenario, tmp_path / "run", driver="inprocess")
     world = make_world(scenario.config)
-    chosen = np.stack([world.owners[int(o.split("-")[1]) - 1].X[r] for o, r, _ in report["selection"]])
+    chosen = np.stack([world.owners[int(o.split("-")[1]) - 1].X[r] for o, r in selected_rows(report)])
     gamma = scenario.config.summarize.gamma
     assert report["metrics"]["mmd2"] == pytest.approx(mmd2(chosen, world.validation.X, gamma), rel=1e-12)
     assert report["metrics"]["mmd2_with_seed_set"] == pytest.approx(

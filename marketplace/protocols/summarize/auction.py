@@ -323,14 +323,15 @@ class PrivAuction:
 
 @dataclass(frozen=True, eq=False)
 class PoolEntry:
-    """A point the curator received: whose, the row its owner names it by, its h1 features, the bid
-    it was sent for, the round of that bid, its content for D_s ((x, y), or the point sealed for the
-    consumer with its content key and commitment when the curator is less trusted) and ``ident``, its
-    identity (:mod:`~marketplace.protocols.summarize.identity`). Identified by (owner, ident): the row
-    is the owner's own label, used only to break ties in a fixed order."""
+    """A point the curator received: whose, the serial its owner sent it as (the k-th point that owner
+    handed over in the run, never its row), its h1 features, the bid it was sent for, the round of
+    that bid, its content for D_s ((x, y), or the point sealed for the consumer with its content key
+    and commitment when the curator is less trusted) and ``ident``, its identity
+    (:mod:`~marketplace.protocols.summarize.identity`). Identified by (owner, ident): the serial is the
+    owner's own label, used only to break ties in a fixed order."""
 
     owner: str
-    row: int
+    serial: int
     phi: np.ndarray
     claimed: float
     round: int
@@ -339,7 +340,7 @@ class PoolEntry:
     key: tuple[str, str] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "key", (self.owner, self.ident or f"row {int(self.row)}"))
+        object.__setattr__(self, "key", (self.owner, self.ident or f"serial {int(self.serial)}"))
 
 
 class Pool:
@@ -386,12 +387,12 @@ class Pool:
     def remove(self, entry: PoolEntry) -> None:
         """Take a point out of the pool (it enters D_s, or its owner's points are discarded)."""
         if entry not in self:
-            raise KeyError(f"{entry.owner!r} row {entry.row} is not in the pool")
+            raise KeyError(f"{entry.owner!r} point {entry.key[1]} is not in the pool")
         del self._entries[entry.key]
         self._stack = None
 
     def best(self, direction: np.ndarray) -> PoolEntry | None:
-        """The point with the highest phi . direction; ties go to (owner index, row). None if empty."""
+        """The point with the highest phi . direction; ties go to (owner index, serial). None if empty."""
         entries, phis = self._sorted()
         if not entries:
             return None
@@ -404,7 +405,7 @@ class Pool:
 
     def _sorted(self) -> tuple[list[PoolEntry], np.ndarray]:
         if self._stack is None:
-            entries = sorted(self._entries.values(), key=lambda e: (self.index[e.owner], e.row))
+            entries = sorted(self._entries.values(), key=lambda e: (self.index[e.owner], e.serial))
             phis = np.array([np.asarray(e.phi, dtype=np.float64) for e in entries]) if entries else np.zeros((0, 0))
             self._stack = (entries, phis)
         return self._stack

@@ -112,10 +112,11 @@ class SummarizeCurator(CuratorBase):
         self.asked: str | None = None
         self.direction: np.ndarray | None = None
         self.received: dict[str, dict[str, int]] = {o: {} for o in owners}
-        """Per owner, the content key of every point it sent (and the row it named it by)."""
+        """Per owner, the content key of every point it sent (and the serial it sent it as)."""
         self.commitments: dict[str, bytes] = {}
         """Less-trusted: per owner, the commitment to the secret its content keys are made with."""
         self.selection: list[tuple[str, int, str]] = []
+        """D_s in order: (owner, the point's serial as its owner sent it, its content key); never a row."""
         self.summary_X: list[np.ndarray] = []
         self.summary_y: list[int] = []
         self.summary_phi: list[np.ndarray] = []  # less-trusted: what the consumer checks the sealed points against
@@ -410,7 +411,7 @@ class SummarizeCurator(CuratorBase):
         key = self.content_key(point)
         if key in self.received[owner]:
             return (
-                f"sent the same point again (first as row {self.received[owner][key]}, now as row {point.row}); "
+                f"sent the same point again (first as serial {self.received[owner][key]}, now as serial {point.row}); "
                 f"a point is sold once"
             )
         self.received[owner][key] = point.row
@@ -461,23 +462,24 @@ class SummarizeCurator(CuratorBase):
         self._add_to_summary(owner, point.row, self._phi(point), payload(point))
 
     def _add_to_summary(
-        self, owner: str, row: int, phi: np.ndarray, content: tuple[np.ndarray, int] | SealedContent
+        self, owner: str, serial: int, phi: np.ndarray, content: tuple[np.ndarray, int] | SealedContent
     ) -> None:
         """Grow D_s by one verified point and credit its owner with the point's marginal gain.
         ``content`` is the point as (x, y), or sealed with a less-trusted curator. The selection
-        names the point by a hash of (x, y), or of the embedding a less-trusted curator verified."""
+        names the point by the serial its owner sent it as (the k-th point that owner handed over,
+        never its row) and by a hash of (x, y), or of the embedding a less-trusted curator verified."""
         gain = rff_objective_gain(self.target_mean, self.summary_sum, self.diag_excess, self.q, phi)
         self.value[owner] += gain
         self.summary_sum = self.summary_sum + phi
         self.diag_excess += 1.0 - float(phi @ phi)
         self.q += 1
         if isinstance(content, SealedContent):
-            self.selection.append((owner, row, embedding_key(phi)))
+            self.selection.append((owner, serial, embedding_key(phi)))
             self.summary_phi.append(np.array(phi, dtype=np.float64))
             self.summary_sealed.append(content)
         else:
             x, y = content
-            self.selection.append((owner, row, point_key(x, y)))
+            self.selection.append((owner, serial, point_key(x, y)))
             self.summary_X.append(np.array(x, dtype=np.float64))
             self.summary_y.append(int(y))
         self._record_round()

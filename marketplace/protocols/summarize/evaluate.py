@@ -117,7 +117,7 @@ def central_replay(
     config: ScenarioConfig, world: World, selection: list[list[Any]], excluded: dict[str, int] | None = None
 ) -> dict[str, Any]:
     """Replay the protocol's rule in one place and compare with the distributed selection, point by
-    point by content (an owner's row numbers are its own claims). ``excluded`` (owner id -> round,
+    point by content (a selection names a point by its owner's serial, not its row). ``excluded`` (owner id -> round,
     :func:`exclusion_rounds`) replays the dropouts: an owner takes no part from the round the
     curator went on without it. Not applicable when an owner's points are not the scenario's
     generated rows (an owner that read its own data file)."""
@@ -153,22 +153,60 @@ def central_replay(
 
 
 def mmd2_by_round(
-    config: ScenarioConfig, world: World, selection: list[list[Any]]
+    config: ScenarioConfig,
+    world: World,
+    selection: list[list[Any]],
+    sent_rows: dict[str, list[int]] | None = None,
 ) -> tuple[list[float | None], str | None]:
     """MMD^2 (exact kernel, the summary alone, against the consumer's D_v: the report's
     ``metrics.mmd2``) of the summary after each round, from the selection order, with the world's
-    rows: ``(values, None)``. When a selected point is not the scenario's row it names (an owner
+    rows: ``(values, None)``. ``sent_rows``: each owner's serial -> row map, where the simulator's view
+    holds it (:func:`selected_rows`). When a selected point is none of the scenario's rows (an owner
     that read its own data file), the values are unknown: ``([None, ...], why)``."""
-    ids = [owner_id(i) for i in range(len(world.owners))]
-    keys: dict[str, set[str]] = {}
-    picks = []
-    for entry in selection:
-        owner, row, key = str(entry[0]), int(entry[1]), str(entry[2])
-        index = ids.index(owner) if owner in ids else None
-        if index is not None and owner not in keys:
-            keys[owner] = set(_owner_keys(config, world, index))
-        if index is None or not 0 <= row < len(world.owners[index]) or key not in keys[owner]:
-            return [None] * len(selection), f"{owner} sent points that are not the scenario's rows (its own data file?)"
-        picks.append((index, row))
+    picks, why = selected_rows(config, world, selection, sent_rows)
+    if picks is None:
+        return [None] * len(selection), why
     X, _ = _rows(world, picks)
     return [float(v) for v in prefix_mmd2(X, world.validation.X, config.summarize.gamma)], None
+
+
+def selected_rows(
+    config: ScenarioConfig,
+    world: World,
+    selection: list[list[Any]],
+    sent_rows: dict[str, list[int]] | None = None,
+) -> tuple[list[tuple[int, int]] | None, str | None]:
+    """The world row of each selected point, as (owner index, row), and None; or None and why, when a
+    point is none of the scenario's rows (an owner that read its own data file).
+
+    A selection names a point by its owner's serial (the k-th point it handed over), never by its row,
+    and the serial is never read as a row here. The row comes from the owner's own serial -> row map
+    (``sent_rows``: its result's ``sent_rows``, which only the simulator's view holds), checked
+    against the point's content key; without that map (a deployment's report: each owner kept its
+    own), or when the map does not name a row with that key (an owner that sent another number), from
+    the content key alone, the first row of the owner's generated share that has it."""
+    ids = {owner_id(i): i for i in range(len(world.owners))}
+    rows_of: dict[str, dict[str, list[int]]] = {}
+    picks = []
+    for entry in selection:
+        owner, serial, key = str(entry[0]), entry[1], str(entry[2])
+        index = ids.get(owner)
+        if index is not None and owner not in rows_of:
+            rows_of[owner] = _rows_by_key(config, world, index)
+        rows = rows_of[owner].get(key) if index is not None else None
+        if index is None or not rows:
+            return None, f"{owner} sent points that are not the scenario's rows (its own data file?)"
+        mapped = (sent_rows or {}).get(owner) or []
+        known = isinstance(serial, int) and not isinstance(serial, bool) and 0 <= serial < len(mapped)
+        picks.append((index, mapped[serial] if known and mapped[serial] in rows else rows[0]))
+    return picks, None
+
+
+def _rows_by_key(config: ScenarioConfig, world: World, index: int) -> dict[str, list[int]]:
+    """Content key -> the rows of owner ``index``'s generated share that have it (:func:`_owner_keys`)."""
+    n = len(world.owners[index])
+    out: dict[str, list[int]] = {}
+    for i, key in enumerate(_owner_keys(config, world, index)):
+        if i % n not in out.setdefault(key, []):
+            out[key].append(i % n)
+    return out

@@ -268,8 +268,18 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
         curator,
         metrics,
         central_replay(config, world, selection, exclusion_rounds(curator)),
-        history(curator.get("rounds") or [], *mmd2_by_round(config, world, selection)),
+        history(curator.get("rounds") or [], *mmd2_by_round(config, world, selection, _sent_rows(results))),
     )
+
+
+def _sent_rows(results: dict[str, dict[str, Any]]) -> dict[str, list[int]]:
+    """Each owner's serial -> row map (its result's ``sent_rows``), where ``results`` hold it: only in a
+    simulation, whose runner saw what every owner kept to itself; a deployment's owners keep theirs."""
+    return {
+        party: result["sent_rows"]
+        for party, result in results.items()
+        if isinstance(result, dict) and isinstance(result.get("sent_rows"), list)
+    }
 
 
 def _sections(

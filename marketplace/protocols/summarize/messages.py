@@ -95,7 +95,9 @@ class Request:
 
 @kind("point")
 class Point:
-    """An owner's point for a round: features, label and the owner's own row index."""
+    """An owner's point for a round: features, label and the point's serial in ``row``: k for the k-th
+    point its owner hands over in this run (0, 1, 2, ...), never the owner's row index, which stays
+    with the owner (the field keeps its name on the wire)."""
 
     round: RoundNo
     x: vector("dim")
@@ -117,7 +119,8 @@ class SealedPoint:
     """Less-trusted curator: the requested point's h1 embedding (checked against the bid), the point
     itself sealed for the consumer (fixed length, unreadable by the curator), the point's content key
     (what the curator tells the owner's points apart by) and the commitment to the secret that key
-    is made with (one per owner). A less-trusted curator refuses a sealed point without them."""
+    is made with (one per owner). A less-trusted curator refuses a sealed point without them. ``row``
+    is the point's serial, as in :class:`Point`, never the owner's row index."""
 
     round: RoundNo
     phi: vector("d")

@@ -12,6 +12,12 @@ With a less-trusted curator the owner sends the point's h1 embedding and the poi
 consumer (whose key came with g~) instead of the point, named by its content key under a secret of
 the owner's for the run (:mod:`~marketplace.protocols.summarize.identity`), so that the curator tells
 its points apart as the owner counts them: by features and label.
+
+A point leaves the owner named by its **serial**, k for the k-th point the owner hands over in this
+run (0, 1, 2, ...), never by its row: a row index bounds the owner's row count from below and moves
+when an earlier row is removed, and no release declares it. The map serial -> row (``sent_rows``)
+stays with the owner: its own report keeps it, and a simulation's report shows it as the
+simulator's view, where the runner's evaluation may read it.
 """
 
 from __future__ import annotations
@@ -83,6 +89,8 @@ class SummarizeOwner(Role):
         self.target_mean: np.ndarray | None = None
         self.offer: tuple[int, int, float] | None = None  # (round, row, value) of the current bid
         self.sent_rows: list[int] = []
+        """The row of each point handed over, by serial: the k-th point sent (sent as serial k) is row
+        ``sent_rows[k]``. Private: it stays with the owner (``owner_publishes`` does not list it)."""
         self.refused: set[int] = set()
         """Positions in ``sent_rows`` of the points the curator refused (not bought)."""
         self.rounds_seen = 0
@@ -186,6 +194,7 @@ class SummarizeOwner(Role):
         self.available[row] = False
         if self.same_content is not None:  # the same record elsewhere in the data is the same point: sold once
             self.available[self.same_content == self.same_content[row]] = False
+        serial = len(self.sent_rows)  # the k-th point handed over in this run: what the curator learns, not the row
         self.sent_rows.append(row)
         x, y = self.data.X[row], int(self.data.y[row])
         if self.less_trusted:
@@ -193,13 +202,13 @@ class SummarizeOwner(Role):
             body = SealedPoint(
                 round=round_no,
                 phi=self._phi64(row),
-                row=row,
+                row=serial,
                 sealed=seal_point(x, y, self.consumer_key, secret=secret),
                 key=sealed_point_key(secret, x, y),
                 commitment=secret_commitment(secret),
             )
         else:
-            body = Point(round=round_no, x=x, y=y, row=row)
+            body = Point(round=round_no, x=x, y=y, row=serial)
         return [Send(message.sender, body, reply_to=message.msg_id)]
 
     def _phi64(self, row: int) -> np.ndarray:

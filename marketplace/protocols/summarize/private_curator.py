@@ -449,7 +449,7 @@ class PrivateSummarizeCurator(SummarizeCurator):
             self.pool.add(
                 PoolEntry(
                     owner=sender,
-                    row=point.row,
+                    serial=point.row,
                     phi=phi,
                     claimed=self.bids[sender].value,
                     round=self.round,
@@ -506,7 +506,7 @@ class PrivateSummarizeCurator(SummarizeCurator):
         self.pool.remove(entry)
         self.summary_rows_phi.append(entry.phi)
         self.private_rows += 1
-        self._add_to_summary(entry.owner, entry.row, entry.phi, entry.content)
+        self._add_to_summary(entry.owner, entry.serial, entry.phi, entry.content)
         return self._open_round()
 
     def _round_privacy(self) -> dict[str, float]:

@@ -2,11 +2,12 @@
 the private figures it decided on.
 
 The curator excludes (``flagged``) an owner whose point does not match its bid, or that sends a point
-twice, and its reason names the figures it compared: the point's bid value, the claimed bid and the tolerance
-(exact functions of the owner's data, not DP releases) or the two row numbers. Those stay in the curator's own
-log: the curator was sent them. What leaves the curator is one of the reasons below, each a fixed text
-or a pattern of public figures only (a round number, a message's shape or size, a public bound); any
-other reason leaves as :data:`WITHHELD`. A new reason is therefore private until it is listed here.
+twice, and its reason names the figures it compared: the point's bid value, the claimed bid and the
+tolerance (exact functions of the owner's data, not DP releases) or the serials of the two points (row
+numbers, from a curator that predates serials). Those stay in the curator's own log: the curator was
+sent them. What leaves the curator is one of the reasons below, each a fixed text or a pattern of
+public figures only (a round number, a message's shape or size, a public bound); any other reason
+leaves as :data:`WITHHELD`. A new reason is therefore private until it is listed here.
 """
 
 from __future__ import annotations
@@ -23,7 +24,10 @@ PUBLIC_REASONS: tuple[tuple[re.Pattern[str], str], ...] = (
         r"\1the point's bid value does not match the claimed bid",
     ),
     (
-        re.compile(r"sent the same point again(?: \(first as row \d+, now as row \d+\))?; a point is sold once"),
+        re.compile(
+            r"sent the same point again(?: \(first as (?:row|serial) \d+, now as (?:row|serial) \d+\))?; "
+            r"a point is sold once"
+        ),
         "sent the same point again; a point is sold once",
     ),
     (re.compile(r"round \d+: sent a point that could not be read"), r"\g<0>"),

@@ -37,9 +37,9 @@ def auction(
     )
 
 
-def entry(owner: str, row: int, phi, *, claimed: float = 0.0, round: int = 1) -> PoolEntry:
+def entry(owner: str, serial: int, phi, *, claimed: float = 0.0, round: int = 1) -> PoolEntry:
     phi = np.asarray(phi, dtype=np.float64)
-    return PoolEntry(owner=owner, row=row, phi=phi, claimed=claimed, round=round, content=(np.zeros(2), 0))
+    return PoolEntry(owner=owner, serial=serial, phi=phi, claimed=claimed, round=round, content=(np.zeros(2), 0))
 
 
 # --- request probabilities -----------------------------------------------------------------------
@@ -229,12 +229,12 @@ def test_pool_best_uses_the_current_direction_not_the_bid_at_arrival():
     assert pool.best(np.array([0.1, 1.0])) is late
 
 
-def test_pool_ties_go_to_owner_index_then_row():
+def test_pool_ties_go_to_owner_index_then_serial():
     pool = Pool(OWNERS)
     for e in (entry("o3", 1, [1.0, 0.0]), entry("o2", 9, [1.0, 0.0]), entry("o2", 4, [1.0, 0.0])):
         pool.add(e)
     winner = pool.best(np.array([1.0, 0.0]))
-    assert (winner.owner, winner.row) == ("o2", 4)
+    assert (winner.owner, winner.serial) == ("o2", 4)
 
 
 def test_an_entry_removed_from_the_pool_is_never_returned_again():
@@ -258,7 +258,7 @@ def test_a_point_is_never_accepted_twice():
     pool.remove(first)
     with pytest.raises(ValueError, match="never offered twice"):
         pool.add(entry("o1", 3, [1.0, 0.0], round=7))
-    assert pool.seen("o1", "row 3")
+    assert pool.seen("o1", "serial 3")
 
 
 def test_an_empty_pool_has_no_best():

@@ -135,7 +135,7 @@ class SwappingOwner(SummarizeOwner):
     def _send_point(self, message):
         sends = super()._send_point(message)
         body: SealedPoint = sends[0].body
-        other = (body.row + 1) % len(self.data)
+        other = (self.sent_rows[-1] + 1) % len(self.data)
         sealed = seal_point(self.data.X[other], int(self.data.y[other]), self.consumer_key, secret=self.point_secret)
         return [
             Send(
@@ -158,11 +158,11 @@ class RawOwner(SummarizeOwner):
 
     def _send_point(self, message):
         sends = super()._send_point(message)
-        body = sends[0].body
+        body, row = sends[0].body, self.sent_rows[-1]
         return [
             Send(
                 sends[0].to,
-                Point(round=body.round, x=self.data.X[body.row], y=int(self.data.y[body.row]), row=body.row),
+                Point(round=body.round, x=self.data.X[row], y=int(self.data.y[row]), row=body.row),
                 reply_to=sends[0].reply_to,
             )
         ]

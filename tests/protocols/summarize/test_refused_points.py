@@ -48,7 +48,7 @@ def dishonest_for_its_second_point(role) -> None:
         if len(role.sent_rows) != 2:
             return sends
         body = sends[0].body
-        other = (body.row + 1) % len(role.data)
+        other = (role.sent_rows[-1] + 1) % len(role.data)
         x, y = role.data.X[other], int(role.data.y[other])
         if isinstance(body, SealedPoint):
             lie = SealedPoint(

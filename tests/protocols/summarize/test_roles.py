@@ -25,11 +25,11 @@ class CheatingOwner(SummarizeOwner):
     def _send_point(self, message):
         sends = super()._send_point(message)
         point = sends[0].body
-        other = (point.row + 1) % len(self.data)
+        other = (self.sent_rows[-1] + 1) % len(self.data)
         return [
             Send(
                 sends[0].to,
-                Point(round=point.round, x=self.data.X[other], y=int(self.data.y[other]), row=other),
+                Point(round=point.round, x=self.data.X[other], y=int(self.data.y[other]), row=point.row),
                 reply_to=sends[0].reply_to,
             )
         ]
@@ -103,7 +103,8 @@ def test_an_owner_bids_its_best_unsent_point_and_never_offers_it_again(config):
         (point,) = owner.handle(
             envelope(Request(round=round_no), sender="curator", receiver="owner-1", msg_id=2 * round_no + 1)
         )
-        seen.append(point.body.row)
+        assert point.body.row == len(seen)  # the point's serial in this run, not its row
+        seen.append(owner.sent_rows[point.body.row])
     assert len(set(seen)) == 5 and not owner.available[seen].any()
 
 
