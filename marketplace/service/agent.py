@@ -12,7 +12,10 @@ one ``<owner>.ledger.sqlite`` each) before anything leaves, and takes part over 
 session's frames travel inside control frames tagged with the session id
 (:class:`~marketplace.transport.shared_link.SharedLinkLoop`). An owner may be in many sessions at
 once; each has its own node, noise key and request id. When a session ends the agent sends each
-owner's own report back on that owner's connection.
+owner's report back on that owner's connection: what the owner publishes only
+(:mod:`marketplace.runner.publication`). What it kept to itself stays here: its own report (the
+published one, and under ``own`` its row count, its timings, the whole text of its failure) is written
+to ``WORK/<session>/<owner>.json`` (``--work``), readable by the agent's user only.
 
 The agent leaves when the server says it stops (after the sessions it is in), on SIGTERM, or when
 the process it was told to exit with (the ``serve`` that started it) is gone. When the server falls
@@ -25,6 +28,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import signal
 import threading
 import time
@@ -38,10 +42,11 @@ from marketplace.parties import owner_number
 from marketplace.privacy.lifetime.terms import SaleTerms
 from marketplace.roles import CURATOR
 from marketplace.runner.identity import scenario_identity
+from marketplace.runner.json_files import json_default
 from marketplace.runner.links import link_settings
 from marketplace.runner.party_process import host_nodes
 from marketplace.runner.party_reports import party_report
-from marketplace.runner.publication import internal_failure
+from marketplace.runner.publication import OWN, internal_failure
 from marketplace.scenario import Scenario
 from marketplace.service import control
 from marketplace.service.declines import declared_reason
@@ -58,6 +63,9 @@ SERVER_SILENT_S = 15.0
 """A server that sent nothing for this long (it probes every second) is gone: its sessions are lost."""
 SESSION_LIMIT_S = 4 * 3600.0
 """The longest one session may run here before its owners fail it."""
+SESSION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+"""A session id this agent names a folder after (the server's are ``s0007-1a2b3c4d``): one path
+component, never ``..``."""
 
 
 class OwnerAgent:
@@ -259,7 +267,8 @@ class OwnerAgent:
                 self._end(key)
 
     def _end(self, key: tuple[str, str]) -> None:
-        """The owner's part of the session is over: its local work, its report to the server."""
+        """The owner's part of the session is over: its local work, its report to the server, its own
+        report kept here (:meth:`_keep`)."""
         session, owner = key
         loop, scenario, started = self.loops.pop(key)
         loop.close()
@@ -268,13 +277,15 @@ class OwnerAgent:
         except Exception as err:  # noqa: BLE001 - its report says so
             log.exception("session %s: %s failed in its local work", session, owner)
             loop.node.role.fail(internal_failure(err, where="agent", phase="finishing"))
-        report = party_report(
+        own = party_report(
             loop.node,
             role_name="owner",
             wall_s=time.monotonic() - started,
             driver=loop.stats.to_dict() | {"shared_links": True},
             identity=scenario_identity(scenario),
+            own=True,
         )
+        report = {k: v for k, v in own.items() if k != OWN}  # what it publishes
         try:
             self.socks[owner].send(
                 control.encode(control.PartyReport(session=session, party=owner, report=json.dumps(report).encode())),
@@ -282,10 +293,32 @@ class OwnerAgent:
             )
         except zmq.Again:
             log.warning("session %s: %s's report could not be sent (the connection is full)", session, owner)
+        self._keep(session, owner, own)
         if not any(k[0] == session for k in self.loops):
             self.scenarios.pop(session, None)
             self.sessions_done += 1
         log.info("session %s: %s done (%s)", session, owner, report["status"])
+
+    def _keep(self, session: str, owner: str, report: dict[str, Any]) -> None:
+        """Write ``owner``'s own report of ``session`` to ``WORK/<session>/<owner>.json``, readable by
+        this agent's user only (written whole, never readable by others even for a moment). A disk that
+        refuses it costs only this copy: the server has the published report, the log says why."""
+        if not SESSION_NAME.fullmatch(session):
+            log.warning("session %r: %s's own report not written (not a name for a folder)", session, owner)
+            return
+        folder = self.work / session
+        path = folder / f"{owner}.json"
+        tmp = path.with_suffix(".json.tmp")
+        try:
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                os.fchmod(f.fileno(), 0o600)  # whatever the umask, and a file left from before
+                json.dump(report, f, indent=1, default=json_default)
+            os.replace(tmp, path)
+        except (OSError, TypeError, ValueError) as err:  # a full disk; a value JSON cannot hold
+            log.error("session %s: %s's own report could not be written to %s: %s", session, owner, path, err)
+            tmp.unlink(missing_ok=True)
 
     def _parent_alive(self) -> bool:
         """False once the process this agent was told to exit with (the ``serve`` that started it) is gone."""

@@ -136,7 +136,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     agent.add_argument("--keys", required=True, metavar="DIR", help="the owners' secret keys and server.key")
     agent.add_argument("--ids", required=True, help="the owners to host: owner-1..owner-8, or a comma list")
     agent.add_argument("--ledgers", metavar="DIR", help="where the owners' lifetime ledgers are kept (default: --keys)")
-    agent.add_argument("--work", metavar="DIR", help="session folders (default: --keys/sessions)")
+    agent.add_argument(
+        "--work",
+        metavar="DIR",
+        help="session folders: each hosted owner's own report of each session, <session>/<owner>.json, readable "
+        "by this user only (default: --keys/sessions)",
+    )
     agent.add_argument(
         "--exit-with",
         type=int,

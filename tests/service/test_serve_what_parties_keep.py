@@ -19,8 +19,6 @@ import pytest
 import yaml
 
 import marketplace
-from marketplace.runner.identity import scenario_identity
-from marketplace.runner.party_reports import party_report
 from marketplace.service import agent as agent_module
 
 pytestmark = pytest.mark.slow
@@ -91,7 +89,7 @@ def failing(role: Any) -> Any:
 
 class Served:
     """The session (module docstring): the consumer's output folder, the server's state folder, the
-    agent's folder, and each owner's node as its agent built it."""
+    agent's folder."""
 
     def __init__(self, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         rng = np.random.default_rng(3)
@@ -105,7 +103,6 @@ class Served:
         self.rows = sizes
         self.state, self.agent_folder, self.out = tmp / "state", tmp / "agent", tmp / "out"
         (tmp / "market.yaml").write_text(yaml.safe_dump(MARKET))
-        self.nodes: dict[str, Any] = {}
         built = agent_module.host_nodes
 
         def host_nodes(scenario, parties, **kwargs):
@@ -113,7 +110,6 @@ class Served:
             for node in nodes:
                 if node.party_id in SECRET:
                     node.role = failing(node.role)
-                self.nodes[node.party_id] = (node, scenario)
             return nodes
 
         monkeypatch.setattr(agent_module, "host_nodes", host_nodes)
@@ -159,12 +155,12 @@ class Served:
         """What ``party`` handed the server (the server's copy)."""
         return json.loads((self.state / "sessions" / self.session / "parties" / f"{party}.json").read_text())
 
+    def own_report_file(self, owner: str) -> Path:
+        """Where the agent keeps ``owner``'s own report of the session."""
+        return self.agent_folder / "sessions" / self.session / f"{owner}.json"
+
     def own_report(self, owner: str) -> dict[str, Any]:
-        node, scenario = self.nodes[owner]
-        report = party_report(
-            node, role_name="owner", wall_s=1.0, driver={}, identity=scenario_identity(scenario), own=True
-        )
-        return json.loads(json.dumps(report))
+        return json.loads(self.own_report_file(owner).read_text())
 
 
 @pytest.fixture(scope="module")
@@ -183,3 +179,26 @@ def test_an_owners_failure_reaches_the_server_and_the_consumer_as_its_kind_and_p
             assert [name for name, text in texts.items() if secret in text] == [], (owner, where)
         own = served.own_report(owner)
         assert secret in own["own"]["failure"] and own["own"]["failure"].startswith("internal error in its agent")
+
+
+def test_an_agent_keeps_each_owners_own_report_in_its_own_folder(served):
+    for owner, rows in served.rows.items():
+        path = served.own_report_file(owner)
+        assert path.stat().st_mode & 0o777 == 0o600, owner
+        own = served.own_report(owner)
+        assert own["id"] == owner and own["run_id"] == served.session
+        assert own["own"]["result"]["rows"] == rows  # what it kept to itself: its row count
+        handed = served.handed(owner)
+        assert "rows" not in handed["result"] and "own" not in handed
+        assert {k: v for k, v in own.items() if k != "own"} == handed  # the rest is what it published
+    assert served.own_report("owner-1")["status"] == "completed"
+    for name, text in served.texts(served.state).items():  # the server's state holds no owner's own report
+        if name.endswith(".json"):
+            assert not has_key(json.loads(text), "own"), name
+
+
+def has_key(tree: Any, key: str) -> bool:
+    """Whether a mapping anywhere in the JSON-like ``tree`` has ``key``."""
+    if isinstance(tree, dict):
+        return key in tree or any(has_key(v, key) for v in tree.values())
+    return isinstance(tree, list) and any(has_key(v, key) for v in tree)
