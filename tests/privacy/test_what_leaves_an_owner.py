@@ -18,7 +18,9 @@ assembled from those. Two checks per protocol:
 from __future__ import annotations
 
 import json
+import logging
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -312,21 +314,58 @@ def handing_over_another_row(owner):
     return owner
 
 
-def test_why_the_curator_excluded_an_owner_reaches_the_consumer_without_its_bid_values(tmp_path):
+def reselling_its_first_point(owner):
+    """``owner`` (of summarize) bids honestly, then hands over its first point again as its second."""
+    from marketplace.protocols.summarize.messages import Point
+    from marketplace.roles import Send
+
+    send_point = owner._send_point
+
+    def resold(message):
+        (send,) = send_point(message)
+        if send.body.row != 1:  # its serial: the second point it hands over
+            return [send]
+        first = owner.sent_rows[0]
+        body = Point(round=send.body.round, x=owner.data.X[first], y=int(owner.data.y[first]), row=send.body.row)
+        return [Send(send.to, body, reply_to=send.reply_to)]
+
+    owner._send_point = resold
+    return owner
+
+
+def test_why_the_curator_excluded_an_owner_reaches_the_consumer_without_its_bid_values(tmp_path, caplog):
+    caplog.set_level(logging.WARNING, logger="marketplace.protocols.summarize.curator")
     scenario = market("summarize", SECTIONS["summarize"])
     s = Session(scenario, party_files(tmp_path), altered={"owner-3": handing_over_another_row})
     curator = s.nodes["curator"].role
-    raw = curator.flagged["owner-3"]
-    assert "does not match the claimed bid" in raw and any(ch.isdigit() for ch in raw.split(":", 1)[1])
     public = f"round {curator.flagged_rounds['owner-3']}: the point's bid value does not match the claimed bid"
+    assert curator.flagged["owner-3"] == public  # public at the source
     assert s.handed["curator"]["result"]["flagged"] == {"owner-3": public}
     assert s.report["flagged"] == {"owner-3": public}
     assert s.report["owners_lost"]["lost"]["owner-3"].endswith(public)
-    assert raw not in json.dumps(s.report)
     for error in s.report["party_details"]["owner-3"]["errors_received"]:  # the curator told owner-3 why
         assert set(error) <= {"from", "code"}
     own = party_report(s.nodes["curator"], role_name="curator", wall_s=1.0, driver={}, scenario=scenario, own=True)
-    assert own["own"]["result"] == {"flagged": {"owner-3": raw}}  # the curator's own report keeps its reason
+    assert "flagged" not in (own.get("own") or {}).get("result", {})  # nothing to keep: the reason is public
+    logged = [r.getMessage() for r in caplog.records if "owner-3" in r.getMessage() and "claimed bid" in r.getMessage()]
+    assert logged and "allowed" in logged[0]  # the figures it compared: in the curator's own log only
+
+
+@pytest.mark.parametrize(
+    ("cheat", "logged"), [(handing_over_another_row, "claimed bid"), (reselling_its_first_point, "first as serial")]
+)
+def test_a_refused_owner_is_told_why_with_no_figure_but_the_round(cheat, logged, tmp_path, caplog):
+    caplog.set_level(logging.WARNING, logger="marketplace.protocols.summarize.curator")
+    s = Session(market("summarize", SECTIONS["summarize"]), party_files(tmp_path), altered={"owner-3": cheat})
+    curator, owner = s.nodes["curator"].role, s.nodes["owner-3"].role
+    round_no, flagged = curator.flagged_rounds["owner-3"], curator.flagged["owner-3"]
+    told = [error["detail"] for error in owner.errors_received if error["from"] == "curator"]
+    assert told and all(flagged in text for text in told)  # the error about its point says why, as flagged does
+    for text in (flagged, *told):
+        assert re.search(r"\d", text.replace(f"round {round_no}", "")) is None, text
+    assert flagged in owner.failure  # the curator's shutdown repeats it
+    figures = [r.getMessage() for r in caplog.records if "owner-3" in r.getMessage() and logged in r.getMessage()]
+    assert figures and re.search(r"\d", figures[0].replace(f"round {round_no}", ""))  # kept in the curator's log
 
 
 @pytest.mark.parametrize(
@@ -342,6 +381,10 @@ def test_why_the_curator_excluded_an_owner_reaches_the_consumer_without_its_bid_
         ),
         (
             "sent the same point again (first as row 17, now as row 40); a point is sold once",
+            "sent the same point again; a point is sold once",
+        ),
+        (
+            "sent the same point again (first as serial 0, now as serial 3); a point is sold once",
             "sent the same point again; a point is sold once",
         ),
         ("round 2: sent a point that could not be read", "round 2: sent a point that could not be read"),

@@ -47,6 +47,7 @@ from marketplace.protocols.summarize.messages import (
     ValidationSet,
 )
 from marketplace.protocols.summarize.payments import Purse
+from marketplace.protocols.summarize.publication import BID_MISMATCH, SOLD_TWICE
 from marketplace.protocols.summarize.sealing import sealed_size
 from marketplace.roles import CONSUMER, Send
 from marketplace.roles.curator import CuratorBase
@@ -375,7 +376,8 @@ class SummarizeCurator(CuratorBase):
     def _refusal(self, message: Envelope, problem: str) -> Send:
         """The ``error`` that tells an owner the point in ``message`` was refused: the consumer does not
         buy it, so the owner does not count it as sold (its sale record then equals the bill). What it
-        says follows from the owner's own point, bid and earlier points only."""
+        says follows from the owner's own point, bid and earlier points only, and names no figure of
+        them (``problem`` is :meth:`_verify`'s public reason)."""
         detail = f"round {self.round}: the point was refused and is not bought: {problem}"
         body = Error(code="refused", detail=cut(detail, 2000), about_kind=message.kind, about_msg_id=message.msg_id)
         return Send(message.sender, body, reply_to=message.msg_id)
@@ -393,9 +395,11 @@ class SummarizeCurator(CuratorBase):
         return bytes(point.key).hex() if isinstance(point, SealedPoint) else point_key(point.x, point.y)
 
     def _verify(self, owner: str, point: Point | SealedPoint) -> str | None:
-        """Why a received point cannot be accepted, or None: the wrong form for this curator, wrong
-        shape, sent before, or a bid value (recomputed for this round's direction) that differs from
-        the claimed one."""
+        """Why a received point cannot be accepted, in public form, or None: the wrong form for this
+        curator, wrong shape, sent before, or a bid value (recomputed for this round's direction) that
+        differs from the claimed one. The reason goes to the owner and into ``flagged``, so it names
+        public figures only (the round, a message's shape or size, a public bound); the figures compared
+        (bid values, the tolerance, the points' serials) go to this curator's own log."""
         if self.less_trusted != isinstance(point, SealedPoint):
             return (
                 "sent a raw point to a less-trusted curator"
@@ -410,19 +414,28 @@ class SummarizeCurator(CuratorBase):
                 return problem
         key = self.content_key(point)
         if key in self.received[owner]:
-            return (
-                f"sent the same point again (first as serial {self.received[owner][key]}, now as serial {point.row}); "
-                f"a point is sold once"
+            log.warning(
+                "owner %s, round %d: sent the same point again (first as serial %d, now as serial %d)",
+                owner,
+                self.round,
+                self.received[owner][key],
+                point.row,
             )
+            return SOLD_TWICE
         self.received[owner][key] = point.row
         claimed = self.bids[owner].value
         actual = bid_value(self._phi(point), self.direction)
         allowed = self.tolerance * max(1.0, abs(claimed)) + self._rounding(point)
         if not abs(actual - claimed) <= allowed:
-            return (
-                f"round {self.round}: point's bid value {actual:.12g} does not match the claimed bid {claimed:.12g} "
-                f"(allowed: {allowed:.3g})"
+            log.warning(
+                "owner %s, round %d: the point's bid value %.12g does not match the claimed bid %.12g (allowed: %.3g)",
+                owner,
+                self.round,
+                actual,
+                claimed,
+                allowed,
             )
+            return BID_MISMATCH.format(round=self.round)
         return None
 
     def _sealed_problem(self, owner: str, point: SealedPoint) -> str | None:

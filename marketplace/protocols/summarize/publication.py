@@ -2,18 +2,27 @@
 the private figures it decided on.
 
 The curator excludes (``flagged``) an owner whose point does not match its bid, or that sends a point
-twice, and its reason names the figures it compared: the point's bid value, the claimed bid and the
-tolerance (exact functions of the owner's data, not DP releases) or the serials of the two points (row
-numbers, from a curator that predates serials). Those stay in the curator's own log: the curator was
-sent them. What leaves the curator is one of the reasons below, each a fixed text or a pattern of
-public figures only (a round number, a message's shape or size, a public bound); any other reason
-leaves as :data:`WITHHELD`. A new reason is therefore private until it is listed here.
+twice. It compared figures to decide (the point's bid value, the claimed bid and the tolerance: exact
+functions of the owner's data, not DP releases; or the serials of the two points), and those stay in
+its own log: the curator was sent them. Its reason is worded in public form at the source
+(:data:`BID_MISMATCH`, :data:`SOLD_TWICE`), so neither the ``error`` the refused owner receives nor
+``flagged`` carries a figure; the mapping below is a second line of defence, for a reason worded
+elsewhere (an older curator named the figures: they are taken out). What leaves the curator is one of
+the reasons below, each a fixed text or a pattern of public figures only (a round number, a
+message's shape or size, a public bound); any other reason leaves as :data:`WITHHELD`. A new reason is
+therefore private until it is listed here.
 """
 
 from __future__ import annotations
 
 import re
 from typing import Any
+
+BID_MISMATCH = "round {round}: the point's bid value does not match the claimed bid"
+"""Why the curator refused a point whose bid value, recomputed from the point, is not the claimed bid."""
+
+SOLD_TWICE = "sent the same point again; a point is sold once"
+"""Why the curator refused a point the owner had sent before (same features and label)."""
 
 PUBLIC_REASONS: tuple[tuple[re.Pattern[str], str], ...] = (
     (
