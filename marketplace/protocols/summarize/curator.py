@@ -335,9 +335,9 @@ class SummarizeCurator(CuratorBase):
             and peer in self.active
             and peer not in self.bids
         ):
-            return self.exclude(
-                peer, f"round {self.round}: sent a bid that could not be read" + (f": {detail}" if detail else "")
-            )
+            if detail:  # the driver's validation text may name the value it found: the curator's log only
+                log.warning("round %d: %s's bid could not be read: %s", self.round, peer, detail)
+            return self.exclude(peer, f"round {self.round}: sent a bid that could not be read")
         if (
             self.phase != SummarizePhase.ACQUIRING
             or about_kind not in ("point", "sealed_point", None)
