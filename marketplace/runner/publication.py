@@ -14,7 +14,9 @@ publish, public values and declared releases:
 * the **curator** publishes its result as its protocol's
   :attr:`~marketplace.plugins.ProtocolSpec.curator_publishes` gives it (why an owner was excluded,
   without the private figures that decided it), or whole;
-* the **consumer** publishes its result whole: the run report is its own.
+* the **consumer** publishes its result whole: the run report is its own. A consumer whose run report
+  a server assembles for it (a served session) hands that server less (:func:`consumer_handover`):
+  what it computed from its own rows stays with it, and it assembles its own copy of the run report.
 
 An owner's **failure** leaves it in a declared form only (:func:`public_failure`): a failure the
 runtime itself words about public things (a run timeout, a lost connection, the curator's verdict, a
@@ -68,6 +70,11 @@ OWNER_DRIVER_KEYS = frozenset(
 )
 """What an owner publishes of its driver's details: how it was connected and what it saw of its links,
 never a timing (its waiting and I/O times, as its compute time, follow its rows)."""
+
+CONSUMER_HANDS_OVER = frozenset({"end_status"})
+"""What a served consumer hands the server of its result (:func:`consumer_handover`): how its part
+ended, which the server needs to know that the results were received. Nothing it computed (its
+estimates, its ranking of the owners, its quality figures measured on its own target and test set)."""
 
 OWNER_ERROR_KEYS = ("from", "code")
 """What an owner publishes of an error reply it received: who refused which of its messages, and how;
@@ -239,8 +246,28 @@ def published(protocol: str | None, role: str | None, account: dict[str, Any]) -
     return shown
 
 
+def consumer_handover(report: dict[str, Any]) -> dict[str, Any]:
+    """What the consumer of a served session hands the server that assembles and archives the run
+    report (``marketplace request``): its report (:func:`~marketplace.runner.party_reports.party_report`)
+    with its parts published as an owner's are, by an allow-list: of its result only
+    :data:`CONSUMER_HANDS_OVER`, none of its timings (they grow with its rows), of its driver how it was
+    connected, of the error replies it received who sent them and their code, and its failure in a
+    declared form (:func:`public_failure`). The rest (its status, its message counts, its noise, its
+    ledger's record) goes as it is. The consumer keeps its whole report, and assembles its own copy of
+    the run report with it."""
+    shown = _restricted({part: report.get(part) for part in PARTS}, CONSUMER_HANDS_OVER)
+    return {k: v for k, v in report.items() if k != OWN} | {k: v for k, v in shown.items() if k in report}
+
+
 def _owner_published(protocol: str | None, account: dict[str, Any]) -> dict[str, Any]:
     keys = RUNTIME_OWNER_KEYS | (frozenset(plugins.spec(protocol).owner_publishes) if _known(protocol) else frozenset())
+    return _restricted(account, keys)
+
+
+def _restricted(account: dict[str, Any], keys: frozenset[str]) -> dict[str, Any]:
+    """``account`` as a party publishes it by an allow-list: the result's ``keys``, no timings, the
+    driver's :data:`OWNER_DRIVER_KEYS`, the error replies' :data:`OWNER_ERROR_KEYS`, the failure's
+    declared form."""
     result, driver, errors = account.get("result"), account.get("driver"), account.get("errors_received")
     return {
         "result": {k: v for k, v in result.items() if k in keys} if isinstance(result, dict) else None,

@@ -4,8 +4,12 @@ The consumer connects to the server's control endpoint with its own CURVE key (i
 ``<name>.key_secret`` and the server's ``server.key``), sends its request (a scenario) and waits in
 the queue. When its session starts it runs the session's consumer in this process, over the same
 connection (the session's frames travel inside control frames tagged with its id; the server passes
-them only between this consumer and its session's curator), sends its own party report back, and
-receives the session's run report, which it writes to its output folder as ``report.json``. A key
+them only between this consumer and its session's curator), and sends the server what it needs of
+its party report (:func:`~marketplace.runner.publication.consumer_handover`: how its part ended, not
+the figures it computed from its own rows). The server assembles and archives the run report from
+that and sends it back with the parties' reports; the consumer assembles its own copy again with its
+whole report (:func:`~marketplace.service.session_run.assemble_session`), and writes it and its whole
+party report to its output folder (``report.json``, ``parties/consumer.json``). A key
 the marketplace does not know is refused at the handshake, and the request ends at once saying so.
 
 The connection runs ZeroMQ heartbeats, so a marketplace that crashes or stops is noticed within
@@ -158,6 +162,8 @@ def request(
                 consumer.put(message.frame)
             elif isinstance(message, control.SessionReport) and message.session == session:
                 report = json.loads(message.report)
+                if consumer is not None and consumer.reported:
+                    report = consumer.own_copy(report, message.parties, say)
                 _write_run_files(report, out)
                 return RequestResult(session, report, out)
             if consumer is not None and consumer.step():
@@ -302,6 +308,9 @@ class _Consumer:
         )
         self.loop.begin()
         self.report = b""
+        """What this consumer hands the server of its report (what the server needs of it)."""
+        self.whole: dict[str, Any] | None = None
+        """Its whole report, which stays here."""
         self.reported = False
 
     def put(self, frame: bytes) -> None:
@@ -320,6 +329,7 @@ class _Consumer:
         from marketplace.runner.identity import scenario_identity
         from marketplace.runner.json_files import write_json
         from marketplace.runner.party_reports import party_report
+        from marketplace.runner.publication import consumer_handover
 
         self.loop.close()
         self.loop.node.finish()
@@ -331,5 +341,31 @@ class _Consumer:
             identity=scenario_identity(self.scenario),
         )
         write_json(self.out / "parties" / "consumer.json", report)
-        self.report = json.dumps(report).encode()
+        self.whole = report
+        self.report = json.dumps(consumer_handover(report)).encode()  # what the server needs, no more
         return True
+
+    def own_copy(self, report: dict[str, Any], parties: bytes, say: Callable[[str], None]) -> dict[str, Any]:
+        """The run report with what this consumer kept to itself: assembled again, as the server
+        assembled ``report``, from the parties' reports it sent back (``parties``) with our whole
+        report in place of the one we handed over. ``report`` as it is when the server sent no
+        parties' reports or assembled no run report (the session failed before), or when ours cannot be
+        assembled (``say`` tells why)."""
+        from marketplace.roles import CONSUMER
+        from marketplace.service.session_run import assemble_session
+
+        if not parties or "protocol" not in report or self.whole is None:
+            return report
+        try:
+            given = json.loads(parties)
+            reports = {**given["reports"], CONSUMER: self.whole}
+            mine = assemble_session(self.scenario, reports, given["missing"], given["failure"], _WORLDS)
+        except (ValueError, KeyError, TypeError) as err:
+            mine = {"failures": [f"{type(err).__name__}: {err}"]}
+        if "protocol" not in mine:  # assemble_session says why in the failures of a report it could not make
+            say(
+                f"session {self.session}: the run report as the server assembled it, without our own figures "
+                f"(ours could not be assembled: {'; '.join(map(str, mine.get('failures') or []))})"
+            )
+            return report
+        return mine

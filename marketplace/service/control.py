@@ -99,11 +99,14 @@ class PartyReport(_Message, tag="party_report"):
 
 
 class SessionReport(_Message, tag="session_report"):
-    """The session's run report (JSON text), to the consumer that asked for it, and to nobody else."""
+    """The session's run report (JSON text), to the consumer that asked for it, and to nobody else;
+    ``parties`` (JSON text: the parties' reports as the server received them, why any is missing, the
+    session's failure) lets the consumer assemble its own copy with what it kept to itself."""
 
     session: SessionId
     status: Literal["completed", "failed"]
     report: bytes
+    parties: bytes = b""
 
 
 class Stop(_Message, tag="stop"):

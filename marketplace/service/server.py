@@ -54,6 +54,7 @@ from marketplace.service.session_run import (
     archive,
     assemble,
     curator_report,
+    handed_back,
     start_curator,
     take_report,
     write_session_files,
@@ -449,6 +450,7 @@ class MarketServer:
                 session=s.id,
                 status="completed" if s.status == "completed" else "failed",
                 report=json.dumps(report).encode(),
+                parties=handed_back(s, failure),
             ),
         )
         s.state = "done"

@@ -116,10 +116,9 @@ def take_report(s: Session, sender: str, party: str, text: bytes, *, consumer: s
     return None
 
 
-def assemble(s: Session, worlds: WorldCache, failure: str | None) -> dict[str, Any]:
-    """The session's run report from the reports gathered (a party that sent none is named)."""
+def missing_reports(s: Session) -> dict[str, str]:
+    """Why each party of session ``s`` that sent no report sent none."""
     from marketplace.parties import party_ids
-    from marketplace.runner.assemble import assemble_from_reports
 
     missing = {}
     for party in party_ids(s.scenario.config):
@@ -131,15 +130,42 @@ def assemble(s: Session, worlds: WorldCache, failure: str | None) -> dict[str, A
             )
         else:
             missing[party] = f"{party} not invited: not connected to the marketplace when the session started"
+    return missing
+
+
+def assemble(s: Session, worlds: WorldCache, failure: str | None) -> dict[str, Any]:
+    """The session's run report from the reports gathered (a party that sent none is named)."""
+    return assemble_session(s.scenario, s.reports, missing_reports(s), failure, worlds)
+
+
+def assemble_session(
+    scenario: Scenario,
+    reports: dict[str, dict[str, Any]],
+    missing: dict[str, str],
+    failure: str | None,
+    worlds: WorldCache,
+) -> dict[str, Any]:
+    """A session's run report from its parties' reports (``missing``: why each absent one is absent)
+    and the session's own ``failure``: what the server archives, and what the consumer assembles again
+    with its whole report in place of the one it handed over (:func:`handed_back`)."""
+    from marketplace.runner.assemble import assemble_from_reports
+
     try:
-        world = worlds.get(s.scenario)
-        report = assemble_from_reports(s.scenario, dict(s.reports), missing, world=world, driver="market")
+        world = worlds.get(scenario)
+        report = assemble_from_reports(scenario, dict(reports), missing, world=world, driver="market")
         if failure:
             report["status"], report["failures"] = "failed", [failure, *report["failures"]]
     except Exception as err:  # noqa: BLE001 - the consumer is told why; it writes no report.json of this
-        log.exception("session %s: the report could not be assembled", s.id)
+        log.exception("session %s: the report could not be assembled", scenario.config.lifetime.request_id)
         report = {"status": "failed", "failures": [failure or f"the report could not be assembled: {err}"]}
     return report
+
+
+def handed_back(s: Session, failure: str | None) -> bytes:
+    """What the consumer of session ``s`` gets besides the run report, to assemble its own copy
+    (:func:`assemble_session`) with what it kept to itself: the parties' reports as the server
+    received them (each as its party published it), why any is missing, and the session's failure."""
+    return json.dumps({"reports": s.reports, "missing": missing_reports(s), "failure": failure}).encode()
 
 
 def archive(s: Session, report: dict[str, Any]) -> str | None:

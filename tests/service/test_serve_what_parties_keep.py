@@ -202,3 +202,35 @@ def has_key(tree: Any, key: str) -> bool:
     if isinstance(tree, dict):
         return key in tree or any(has_key(v, key) for v in tree.values())
     return isinstance(tree, list) and any(has_key(v, key) for v in tree)
+
+
+def figures(tree: Any, path: str = "") -> dict[str, float]:
+    """Every number of a JSON-like tree that is not a whole number (a figure computed from data, not a
+    count or a setting), by its key path."""
+    if isinstance(tree, dict):
+        return {p: v for key, value in tree.items() for p, v in figures(value, f"{path}.{key}").items()}
+    if isinstance(tree, list):
+        return {p: v for i, value in enumerate(tree) for p, v in figures(value, f"{path}[{i}]").items()}
+    return {path: tree} if isinstance(tree, float) and not tree.is_integer() else {}
+
+
+def test_the_server_keeps_nothing_the_consumer_computed_from_its_own_rows(served):
+    report = served.report  # the consumer's own copy, also its out/report.json
+    assert json.loads((served.out / "report.json").read_text()) == report
+    whole = json.loads((served.out / "parties" / "consumer.json").read_text())
+    mine = {
+        "metrics.merged_mmd2": report["metrics"]["merged_mmd2"],
+        **{f"metrics.target_gap{p}": v for p, v in figures(report["metrics"]["target_gap"]).items()},
+        **{f"ranking{p}": v for p, v in figures({k: v for k, v in report["ranking"].items() if k != "check"}).items()},
+        **{f"consumer.timing{p}": v for p, v in figures(whole["timing"]).items()},
+    }
+    assert report["metrics"]["merged_mmd2"] is not None and len(mine) > 5, mine
+    handed = served.handed("consumer")
+    assert handed["result"] == {"end_status": whole["result"]["end_status"]} and handed["timing"] is None
+    archived = {
+        name: figures(json.loads(text)) for name, text in served.texts(served.state).items() if name.endswith(".json")
+    }
+    for what, value in mine.items():
+        assert [name for name, found in archived.items() if value in found.values()] == [], what
+    server_copy = json.loads((served.state / "sessions" / served.session / "report.json").read_text())
+    assert server_copy["metrics"]["merged_mmd2"] is None and report["run_id"] == server_copy["run_id"]
