@@ -12,6 +12,7 @@ It removes its containers, networks, volumes and images, and the engine with eve
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -106,8 +107,30 @@ def ensure_base_image(engine: DockerEngine) -> str:
     skip_unless_tools(
         "mmdebstrap", why="python:3.11-slim cannot be pulled here, and the stand-in base image is built with mmdebstrap"
     )
+    archive = standin_archive()
+    if archive.is_file():
+        loaded = engine.docker("load", "--input", str(archive), check=False, timeout=300).returncode == 0
+        if loaded and engine.docker("image", "inspect", "python:3.11-slim", check=False).returncode == 0:
+            return f"stand-in loaded from {archive}"
+        archive.unlink(missing_ok=True)  # unreadable: built again below
     engine.run(["sh", str(ROOT / "deploy" / "standin-python-base.sh"), "python:3.11-slim"], timeout=900)
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    partial = archive.with_suffix(f".{os.getpid()}.partial")
+    if engine.docker("save", "--output", str(partial), "python:3.11-slim", check=False, timeout=300).returncode == 0:
+        partial.replace(archive)  # whole or not at all: a run killed while saving leaves no archive
+    else:
+        partial.unlink(missing_ok=True)
     return "stand-in from Debian packages"
+
+
+def standin_archive() -> Path:
+    """Where the stand-in base image is kept between test runs (``docker save``): building it takes
+    minutes (mmdebstrap downloads and unpacks Debian), loading it seconds. The name holds a digest of
+    deploy/standin-python-base.sh, so a changed recipe builds anew; the packages in it are those of the
+    day it was built (remove the folder, ``$XDG_CACHE_HOME/marketplace-tests``, to take newer ones)."""
+    digest = hashlib.sha256((ROOT / "deploy" / "standin-python-base.sh").read_bytes()).hexdigest()[:16]
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "marketplace-tests"
+    return cache / f"standin-python-3.11-slim-{digest}.tar"
 
 
 @pytest.fixture
