@@ -4,12 +4,15 @@ A session is a context, not a process. When the server admits a request it build
 curator node in its own process (from the public share of the world: the curator never holds an
 owner's rows), drives it with a :class:`~marketplace.transport.shared_link.SharedLinkLoop` whose
 frames travel on the owners' and the consumer's control connections, tagged with the session id,
-and invites every present owner. When the curator is done it gathers the parties' own reports (the
-owners' through their agents, the consumer's from its client), assembles the run report in memory
-and hands it to the consumer that asked, and to nobody else. The session's files (scenario,
-party reports, report) are written to ``STATE/sessions/<id>/`` for the record; a disk that refuses
-them makes the session refuse to start (before any owner is invited, so nothing is charged) or,
-once it ran, only costs the server's copy: the consumer still gets its report.
+and invites every present owner. When the curator is done it gathers the parties' reports, each as its
+party hands it over (the owners' through their agents: what they publish; the consumer's from its
+client: only what the server needs, :func:`~marketplace.runner.publication.consumer_handover`),
+assembles the run report in memory and hands it, with those reports (:func:`handed_back`), to the
+consumer that asked, and to nobody else; the consumer assembles its own copy again with its whole
+report (:func:`assemble_session`). The session's files (scenario, party reports, report) are written
+to ``STATE/sessions/<id>/`` for the record; a disk that refuses them makes the session refuse to
+start (before any owner is invited, so nothing is charged) or, once it ran, only costs the server's
+copy: the consumer still gets its report.
 """
 
 from __future__ import annotations
