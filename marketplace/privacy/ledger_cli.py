@@ -17,13 +17,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-EXIT_OK, EXIT_USAGE = 0, 2
+EXIT_OK, EXIT_USAGE, EXIT_FAILED = 0, 2, 3
 
 EXAMPLES = """\
 examples:
   marketplace ledger show kits/owner-1                    the ledger in owner-1's kit folder
   marketplace ledger show kits/owner-1/owner-1.ledger.sqlite --json
   marketplace ledger reconcile kits/owner-1               settle what a killed owner left reserved
+  marketplace ledger check state/                          verify every ledger of a serve state folder
+  marketplace ledger init kits/owner-1 --owner owner-1 --eps 10 --delta 1e-6 --force
+                                                          start a fresh ledger, keeping the old file aside
 """
 
 
@@ -66,6 +69,43 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     )
     reconcile.add_argument("--json", action="store_true", help="print JSON instead of text")
     reconcile.set_defaults(func=reconcile_command)
+    check = commands.add_parser(
+        "check",
+        help="verify every ledger in a file, kit, ledgers folder or serve state folder (read-only)",
+        description="Open each ledger read-only and check its schema and invariants: nothing negative, no "
+        "request charged twice, every counted request charged, the spend within the budget, sales consistent "
+        "with their requests; a ledger whose record says it existed but that is missing or empty fails too. "
+        "Prints one line per ledger. Exit 0 when every ledger passes, 3 when one fails, 2 when the path holds "
+        "no ledger.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    check.add_argument("path", metavar="PATH", help="a ledger file, a kit folder, a ledgers folder or a state folder")
+    check.add_argument("--json", action="store_true", help="print JSON instead of text")
+    check.set_defaults(func=check_command)
+    init = commands.add_parser(
+        "init",
+        help="create a fresh ledger on purpose; --force keeps an existing (or damaged) one aside first",
+        description="Create a lifetime ledger for an owner. A ledger that exists, or that existed (its record "
+        "<party>.ledger.id is beside it), is never replaced silently: with --force its file is renamed "
+        "<name>.replaced-<UTC time> (with its -wal and -shm files), never deleted, and a fresh ledger starts "
+        "with nothing spent.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    init.add_argument("path", metavar="DB_OR_FOLDER", help="the ledger file, or the folder it goes in")
+    init.add_argument("--owner", required=True, help="the party the ledger belongs to (names the file in a folder)")
+    init.add_argument("--eps", type=float, required=True, help="the lifetime budget's epsilon")
+    init.add_argument("--delta", type=float, default=0.0, help="the lifetime budget's delta (default 0)")
+    init.add_argument(
+        "--relation",
+        default="add/remove-one",
+        choices=("add/remove-one", "replace-one", "replace-one-distinct"),
+        help="the neighbouring relation the budget is stated under (default add/remove-one)",
+    )
+    init.add_argument("--filter", default="basic", choices=("basic", "zcdp"), help="the privacy filter (default basic)")
+    init.add_argument("--force", action="store_true", help="keep an existing or former ledger aside and start afresh")
+    init.set_defaults(func=init_command)
     return ledger
 
 
@@ -265,3 +305,85 @@ def reconcile_command(args: argparse.Namespace) -> int:
             "(held by a live process, or by one whose ledger named no holder)"
         )
     return status
+
+
+def ledgers_to_check(path: str | Path) -> list[Path]:
+    """Every ledger ``path`` names, for ``check``: the file itself, or every ``<party>.ledger.sqlite`` (and
+    every ledger whose record is there without its file) in the folder and, when it holds none, in the
+    folders under it (a serve state folder keeps its owners' ledgers in ``owners/``)."""
+    from marketplace.privacy.lifetime import LEDGER_SUFFIX
+    from marketplace.privacy.lifetime.known import RECORD_SUFFIX
+
+    path = Path(path)
+    if not path.is_dir():
+        return [path]
+    record_glob = f"*{LEDGER_SUFFIX.removesuffix('.sqlite')}{RECORD_SUFFIX}"
+
+    def found_in(pattern: str, record: str) -> set[Path]:
+        files = set(path.glob(pattern.format(LEDGER_SUFFIX)))
+        return files | {r.with_suffix(".sqlite") for r in path.glob(record)}
+
+    direct = found_in("*{}", record_glob)
+    return sorted(direct or found_in("**/*{}", f"**/{record_glob}"))
+
+
+def check_command(args: argparse.Namespace) -> int:
+    """``marketplace ledger check``: one line per ledger; exit 0 (all pass), 3 (one fails), 2 (no ledger)."""
+    from marketplace.privacy.lifetime.check import problems
+    from marketplace.privacy.lifetime.known import known, refuse_gone
+
+    path = Path(args.path)
+    if not path.exists() and known(path) is None:
+        print(f"marketplace ledger check: {path}: no such file or folder", file=sys.stderr)
+        return EXIT_USAGE
+    paths = ledgers_to_check(path)
+    if not paths:
+        print(
+            f"marketplace ledger check: {path}: no lifetime ledger here (expected <party>.ledger.sqlite)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    results = []
+    for ledger in paths:
+        record = known(ledger)
+        found = problems(ledger)
+        if found and record is not None and found[0].startswith(("missing", "empty", "holds no table")):
+            found = [str(refuse_gone(ledger, record, found[0])).removeprefix(f"{ledger}: ")]
+        results.append({"path": str(ledger), "ok": not found, "problems": found})
+    if args.json:
+        print(json.dumps(results, indent=2))
+    else:
+        for r in results:
+            print(f"{r['path']}: " + ("ok" if r["ok"] else "; ".join(r["problems"])))
+    return EXIT_OK if all(r["ok"] for r in results) else EXIT_FAILED
+
+
+def init_command(args: argparse.Namespace) -> int:
+    """``marketplace ledger init``: create a fresh ledger; exit 2 when refused (or the budget is not one)."""
+    from marketplace.privacy.lifetime import LEDGER_SUFFIX, LedgerInputError, LifetimeLedger, ledger_file
+    from marketplace.privacy.neighbouring import budget_relation_text
+
+    path = Path(args.path)
+    if path.is_dir() or not path.name.endswith(LEDGER_SUFFIX):
+        path = ledger_file(path, args.owner)
+    relation = f"{budget_relation_text(args.relation)} (a row of {args.owner}'s data)"
+    try:
+        ledger, moved = LifetimeLedger.init(
+            path,
+            owner=args.owner,
+            budget=(args.eps, args.delta),
+            relation=relation,
+            filter=args.filter,
+            force=args.force,
+        )
+    except (OSError, LedgerInputError, ValueError) as err:
+        print(f"marketplace ledger init: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    with ledger:
+        print(
+            f"{ledger.owner}: a fresh lifetime ledger {ledger.path} (eps={args.eps:g}, delta={args.delta:g}, "
+            f"{args.filter} filter, created {ledger.created})"
+        )
+    for old in moved:
+        print(f"kept aside: {old}")
+    return EXIT_OK

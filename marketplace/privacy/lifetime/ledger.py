@@ -44,6 +44,7 @@ from marketplace.privacy.lifetime.cost import (
     restate,
 )
 from marketplace.privacy.lifetime.filters import Limits, amount
+from marketplace.privacy.lifetime.known import known, record_of, refuse_gone, remember_once, set_aside
 from marketplace.privacy.lifetime.reconcile import hold, holder_of, record_left, settle_gone
 from marketplace.privacy.lifetime.sales import Sale
 from marketplace.privacy.lifetime.storage import (
@@ -55,6 +56,7 @@ from marketplace.privacy.lifetime.storage import (
     Transaction,
     connect,
     create_private,
+    is_blank,
     now,
     refuse_foreign,
     reservation_of,
@@ -176,11 +178,16 @@ class LifetimeLedger:
         if budget is not None and filter == "zcdp":
             Limits("zcdp", *budget)  # a zcdp filter needs delta > 0: say so before touching the disk
         path = Path(path)
+        record = known(path)  # before the file: a record is written only after its ledger is on disk
+        if record is not None and not path.exists():
+            raise refuse_gone(path, record, "missing")
         if not path.exists() and (budget is None or relation is None):
             _refuse_incomplete(path, owner, budget, relation)
         new = create_private(path)
         try:
             if not new:
+                if record is not None and is_blank(path):
+                    raise refuse_gone(path, record, "empty (it holds no table)")
                 refuse_foreign(path)
             db = connect(path, create=True)
         except sqlite3.Error as err:
@@ -192,6 +199,8 @@ class LifetimeLedger:
                     db.execute(statement)
             meta = db.execute("SELECT * FROM ledger").fetchone()
             if meta is None:
+                if record is not None:
+                    raise refuse_gone(path, record, "empty (it holds no budget)")
                 if budget is None or relation is None:  # a file left by a process killed while creating it
                     _refuse_incomplete(path, owner, budget, relation)
                 meta = (1, SCHEMA_VERSION, owner, filter or "basic", budget[0], budget[1], relation, now())
@@ -212,16 +221,51 @@ class LifetimeLedger:
         ledger = cls(path, db, meta)
         try:
             ledger._check_same(owner=owner, budget=budget, relation=relation, filter=filter)
+            remember_once(path, ledger.owner, ledger.created)
         except BaseException:
             db.close()
             raise
         return ledger
 
     @classmethod
+    def init(
+        cls,
+        path: str | os.PathLike,
+        *,
+        owner: str,
+        budget: tuple[float, float],
+        relation: Any,
+        filter: str | None = None,
+        force: bool = False,
+    ) -> tuple[LifetimeLedger, list[Path]]:
+        """Create a fresh ledger at ``path`` on purpose (``marketplace ledger init``). Without ``force``
+        a file there, or the record of a ledger that was there, is refused (:class:`.known.LedgerGone`,
+        or :class:`LedgerInputError`); with it, the old file (and its ``-wal`` and ``-shm``) is renamed
+        aside with a time suffix, never deleted, and the new ledger gets a new record. Returns the new
+        ledger (open) and the paths the old files were moved to."""
+        path = Path(path)
+        record = known(path)
+        if not force and path.exists():
+            raise LedgerInputError(
+                f"{path}: a file is there already; `marketplace ledger init --force` keeps it aside and starts a "
+                "fresh ledger"
+            )
+        if not force and record is not None:
+            raise refuse_gone(path, record, "missing")
+        moved = set_aside(path) if force else []
+        if force:
+            record_of(path).unlink(missing_ok=True)
+        ledger = cls.open(path, owner=owner, budget=budget, relation=relation, filter=filter)
+        return ledger, moved
+
+    @classmethod
     def read(cls, path: str | os.PathLike) -> LifetimeLedger:
         """Open an existing ledger as it is (for ``marketplace ledger show``); never creates one."""
         path = Path(path)
         if not path.is_file():
+            record = known(path)
+            if record is not None and not path.exists():
+                raise refuse_gone(path, record, "missing")
             raise FileNotFoundError(f"{path}: no such ledger file")
         db = None
         try:

@@ -54,6 +54,8 @@ CREATE TABLE IF NOT EXISTS attempts (
 """
 OWN_TABLES = frozenset({"ledger", "charges", "attempts", "sales", "sqlite_sequence"})
 """Every table a ledger file may hold (``attempts`` and ``sales`` appear on a ledger's first write that needs them)."""
+NEEDED_TABLES = frozenset({"ledger", "charges"})
+"""The tables every ledger holds from its first transaction on: a file with some tables but not these is refused."""
 ATTEMPTS = SCHEMA[SCHEMA.index("CREATE TABLE IF NOT EXISTS attempts") :].strip().rstrip(";")
 """The ``attempts`` table alone: one row per reservation, naming the process that holds it (its pid and
 host) and, once something of its release left, when (the "left" record). Writers create it in their own
@@ -240,4 +242,10 @@ def refuse_foreign(path: Path) -> None:
         raise LedgerInputError(
             f"{path}: not a lifetime ledger (a SQLite database of another schema, with the tables "
             f"{', '.join(foreign[:5])}{' ...' if len(foreign) > 5 else ''})"
+        )
+    lacking = sorted(NEEDED_TABLES - tables)
+    if tables and lacking:
+        raise LedgerInputError(
+            f"{path}: not a whole lifetime ledger (it lacks the tables {', '.join(lacking)}); refusing to create them "
+            "again, which would forget what was spent"
         )
