@@ -46,6 +46,7 @@ from marketplace.privacy.lifetime import (
     LifetimeLedger,
     ledger_file,
 )
+from marketplace.privacy.lifetime.known import LedgerGone
 from marketplace.privacy.lifetime.ledger import ledger_error
 from marketplace.privacy.lifetime.storage import is_blank
 from marketplace.privacy.lifetime.terms import SaleTerms
@@ -90,34 +91,46 @@ class Admission:
     def mark_left(self) -> None:
         """Record on the ledger, durably, that a message of the protocol is about to leave the party
         (once; a no-op unless the run is reserved). The caller hands the message to the transport only
-        after this returns; an error (the ledger no longer reserves the request, or cannot be written)
-        propagates, and then nothing may leave."""
+        after this returns; when the ledger no longer reserves the request or cannot be written, it raises
+        :class:`LedgerFault` (naming the party and the ledger), and then nothing may leave."""
         if self.state != "reserved" or self.left:
             return
-        with _open_existing(self.path, self.party) as ledger:
-            try:
+        try:
+            with _open_existing(self.path) as ledger:
                 ledger.mark_left(self.request_id)
-            except (sqlite3.Error, LedgerInputError) as err:
-                raise RuntimeError(f"{self.party}: cannot mark its release as left on {self.path}: {err}") from None
+        except (OSError, sqlite3.Error, LedgerInputError) as err:
+            raise LedgerFault(f"{self.party}: cannot mark its release as left on {self.path}: {err}") from None
         self.left = True
 
     def settle(self, released: bool, sold: int | None = None) -> dict[str, Any]:
         """Commit the reservation if ``released`` (a message of the protocol left the party), with the
         points ``sold`` when the run sold some, roll it back otherwise; returns the report's record.
-        Idempotent."""
+        Idempotent. A ledger that cannot be written now never raises: the reservation stays ``reserved``
+        (counted as spent until the ledger is reconciled) and the record's reason says why."""
         if self.state == "reserved":
-            with _open_existing(self.path, self.party) as ledger:
-                if not released:
-                    row = ledger.abort(self.request_id)
-                elif self.points is not None:
-                    row = ledger.commit(self.request_id, sold=min(sold or 0, self.points))
-                else:
-                    row = ledger.commit(self.request_id)
-                self.state = row.state
-                self.after = _standing(ledger)
-                if self.points is not None:
-                    self.sale = ledger.sale(self.request_id)
+            try:
+                self._settle(released, sold)
+            except (OSError, sqlite3.Error, LedgerInputError) as err:
+                # it stays reserved (counted as spent); the next process to open the ledger reconciles it
+                self.reason = (
+                    f"{self.party}: could not settle its reservation on the ledger {self.path}: {err}; it stays "
+                    "reserved, counted as spent, until the ledger is reconciled (`marketplace ledger reconcile`)"
+                )
+                log.error("%s", self.reason)
         return self.record()
+
+    def _settle(self, released: bool, sold: int | None) -> None:
+        with _open_existing(self.path) as ledger:
+            if not released:
+                row = ledger.abort(self.request_id)
+            elif self.points is not None:
+                row = ledger.commit(self.request_id, sold=min(sold or 0, self.points))
+            else:
+                row = ledger.commit(self.request_id)
+            self.state = row.state
+            self.after = _standing(ledger)
+            if self.points is not None:
+                self.sale = ledger.sale(self.request_id)
 
     def record(self) -> dict[str, Any]:
         """What the report says of this party's lifetime ledger for the run."""
@@ -254,7 +267,12 @@ def _unusable(admission: Admission, err: BaseException) -> Admission:
     ledger and what is wrong with it (the party ends cleanly; the run goes on without it)."""
     if isinstance(err, sqlite3.Error):
         err = ledger_error(admission.path, err)
-    problem = "is not a privacy ledger" if isinstance(err, LedgerInputError) else "is not writable"
+    if isinstance(err, LedgerGone):
+        problem = "is refused"
+    elif isinstance(err, LedgerInputError):
+        problem = "is not a privacy ledger"
+    else:
+        problem = "is not writable"
     text = str(err).removeprefix(f"{admission.path}: ") or type(err).__name__
     admission.state = "declined"
     admission.reason = f"{admission.party}: the ledger {admission.path} {problem}: {text}"
@@ -302,11 +320,16 @@ def _standing(ledger: LifetimeLedger) -> dict[str, Any]:
     }
 
 
-def _open_existing(path: Path, party: str) -> LifetimeLedger:
+class LedgerFault(RuntimeError):
+    """A party's ledger failed after its admission (a disk or SQLite error): it names the party and the
+    ledger. Raised by :meth:`Admission.mark_left`, so that nothing of the release leaves unrecorded."""
+
+
+def _open_existing(path: Path) -> LifetimeLedger:
     try:
         return LifetimeLedger.read(path)
-    except (OSError, LedgerInputError) as err:
-        raise RuntimeError(f"{party}: cannot settle its lifetime ledger {path}: {err}") from None
+    except sqlite3.Error as err:
+        raise ledger_error(path, err) from None
 
 
 class DeclinedParty(Role):
@@ -372,6 +395,7 @@ __all__ = [
     "DECLINED",
     "Admission",
     "DeclinedParty",
+    "LedgerFault",
     "admit",
     "declared_release",
     "gate",
