@@ -5,7 +5,9 @@
 do not block it). A kit folder is found by its ``kit.json`` (``<party>.ledger.sqlite``), or by the one
 ``*.ledger.sqlite`` file it holds. ``reconcile`` writes: it runs
 :meth:`~marketplace.privacy.lifetime.LifetimeLedger.reconcile` on one ledger, or on every ledger of a
-folder.
+folder. ``check`` verifies, read-only, every ledger of a path (:mod:`marketplace.privacy.lifetime.check`);
+``init`` creates a ledger on purpose, and with ``--force`` keeps the one there (or the record of one that
+was there) aside first (:meth:`~marketplace.privacy.lifetime.LifetimeLedger.init`).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ examples:
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    """Add ``ledger`` (with ``show`` and ``reconcile``) to ``subparsers``; each sets ``func``."""
+    """Add ``ledger`` (with ``show``, ``reconcile``, ``check`` and ``init``) to ``subparsers``; each sets ``func``."""
     ledger = subparsers.add_parser(
         "ledger",
         help="an owner's lifetime privacy ledger: spent, remaining, history",

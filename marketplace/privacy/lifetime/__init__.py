@@ -10,6 +10,8 @@
 * :mod:`.terms`: :class:`SaleTerms`, an owner's price per data point and how many points it sells;
 * :mod:`.sales`: the points each request reserved, sold and earned under those terms, on the same file;
 * :mod:`.storage`: that file's tables, rows (:class:`Reservation`), connection and transactions;
+* :mod:`.known`: the record kept beside each ledger, so that one that is gone or emptied is refused;
+* :mod:`.check`: a ledger's schema and invariants, verified read-only (``marketplace ledger check``);
 * :mod:`.declared`: :class:`Declared`, what a run may release about one party's data (from its protocol);
 * :mod:`.gate`: a party's admission to a run: charge the declared cost first, or decline.
 
