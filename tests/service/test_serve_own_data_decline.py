@@ -5,27 +5,19 @@ schema. The value, its line and column and the file's path stay in the owner's a
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import time
 
 import pytest
-from conftest import ROOT
+from test_own_data_api import SKETCH, free_port  # the served own-data market this test breaks
 
 import marketplace
 from marketplace.service.declines import OWN_DATA_REFUSED
 
 pytestmark = pytest.mark.slow
 
-SKETCH = ROOT / "scenarios" / "sketch-quickstart.yaml"
 SECRET = "37.123456"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def texts(value) -> list[str]:
