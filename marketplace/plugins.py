@@ -163,15 +163,28 @@ class Exchange(abc.ABC):
         states no model. Default: None."""
         return None
 
+    def release_plan(self, config: Any, party: str) -> Any:
+        """Every release of ``party``'s data a run may make, declared once from the settings alone: a
+        :class:`marketplace.privacy.plan.ReleasePlan` (what each release is, who receives it, its
+        mechanism, sensitivity, relation, account and cost), whose ledgers the party's role records
+        its releases on. The budget check before a run (:meth:`ReleasePlan.check`), the lifetime
+        charge (:meth:`owner_cost`, :meth:`consumer_cost`) and the ledger entries all come from it.
+        ``party`` is an owner's id or ``"consumer"``. Default: None, no plan (the run's parties then
+        declare no finite cost, and a lifetime ledger declines every run)."""
+        return None
+
     def owner_cost(self, config: Any, party: str) -> Any:
         """What a run may release about owner ``party``'s data at most, from the settings alone: a
         :class:`marketplace.privacy.lifetime.Declared`, or None when nothing derived from its data is
-        released. Default: an unbounded release (an owner keeping a lifetime ledger declines every run)."""
-        return _undeclared(config, "owners")
+        released. Default: the declaration of :meth:`release_plan`; an unbounded release when the
+        protocol declares no plan (an owner keeping a lifetime ledger declines every run)."""
+        plan = self.release_plan(config, party)
+        return _undeclared(config, "owners") if plan is None else plan.declared()
 
     def consumer_cost(self, config: Any) -> Any:
-        """The same as :meth:`owner_cost` for the consumer's target data. Default: an unbounded release."""
-        return _undeclared(config, "consumer")
+        """The same as :meth:`owner_cost` for the consumer's target data."""
+        plan = self.release_plan(config, "consumer")
+        return _undeclared(config, "consumer") if plan is None else plan.declared()
 
     def points_for_sale(self, config: Any, party: str) -> int | None:
         """The most of owner ``party``'s own points a run may hand over (a sale under the owner's

@@ -332,8 +332,22 @@ def _refuse_folder_paths(raw: dict[str, Any], source: str) -> None:
 
 
 def check_privacy_plan(config: ScenarioConfig) -> None:
-    """Refuse a run whose planned privacy spend exceeds a configured budget, before anything starts."""
-    plugins.exchange(config.protocol).check_plan(config)
+    """Refuse a run whose settings cannot work, or whose release plan passes a configured budget,
+    before anything starts: the protocol's own checks, then each party's plan (once per distinct
+    plan: the owners of a run usually share one)."""
+    from marketplace.parties import party_ids
+
+    exchange = plugins.exchange(config.protocol)
+    exchange.check_plan(config)
+    checked: set[tuple[Any, ...]] = set()
+    for party in [*party_ids(config)[1:-1], "consumer"]:
+        plan = exchange.release_plan(config, party)
+        if plan is None:
+            continue
+        shape = (tuple((a.name, a.theorem, a.delta, a.budget, a.gaussian) for a in plan.accounts), plan.releases)
+        if shape not in checked:  # the owners of a run usually share one plan but for their names
+            plan.check()
+            checked.add(shape)
 
 
 def parse_scenario(
