@@ -158,6 +158,10 @@ class ReleasePlan:
     releases: tuple[Release, ...] = ()
     unbounded: str = ""
     not_covered: str = ""
+    state_rho: bool = False
+    """Whether the declared cost of a plan of pure eps-DP releases states its zCDP figure too (each
+    release eps^2/2, added up: tighter than the ledger's eps^2/2 of the total). A plan with a
+    Gaussian or zCDP release always states it."""
     min_eps: float = field(default=0.0)
     """A floor on the declared eps (a run that sells points with no noisy release still charges a
     negligible cost, so that its sale is on the ledger): an overstatement of the cost, never of the
@@ -263,7 +267,8 @@ class ReleasePlan:
 
     def declared(self) -> Declared | None:
         """The party's lifetime charge for the run: the accounts' planned totals added up (basic
-        composition across accounts), with a zCDP statement when every release has one; an
+        composition across accounts), with a zCDP statement when every release has one and the plan
+        states it (:attr:`state_rho`, or a Gaussian or zCDP release); an
         unbounded release when the plan says so; None when the plan releases nothing."""
         if self.unbounded:
             return Declared.unbounded_release(self.what, self.unbounded, relation=self.relation)
@@ -273,8 +278,11 @@ class ReleasePlan:
         eps = sum(total.eps for total in totals)
         delta = sum(total.delta for total in totals)
         rhos = [release.cost().rho for release in self.releases]
+        stated = self.state_rho or any(release.rho is not None for release in self.releases)
         rho = (
-            None if any(r is None for r in rhos) else sum((r or 0.0) * rel.count for r, rel in zip(rhos, self.releases))
+            sum((r or 0.0) * release.count for r, release in zip(rhos, self.releases))
+            if stated and all(r is not None for r in rhos)
+            else None
         )
         what = self.what + (f"; not covered: {self.not_covered}" if self.not_covered else "")
         return Declared(what, Cost(eps=max(eps, self.min_eps), delta=delta, rho=rho or None), self.relation)
