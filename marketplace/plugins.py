@@ -33,7 +33,10 @@ import importlib.metadata
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:  # types only: the plan's module imports the privacy package, which a spec need not load
+    from marketplace.privacy.plan import ReleasePlan
 
 GROUP = "marketplace.protocols"
 """The entry-point group every protocol registers under."""
@@ -163,7 +166,7 @@ class Exchange(abc.ABC):
         states no model. Default: None."""
         return None
 
-    def release_plan(self, config: Any, party: str) -> Any:
+    def release_plan(self, config: Any, party: str) -> ReleasePlan | None:
         """Every release of ``party``'s data a run may make, declared once from the settings alone: a
         :class:`marketplace.privacy.plan.ReleasePlan` (what each release is, who receives it, its
         mechanism, sensitivity, relation, account and cost), whose ledgers the party's role records

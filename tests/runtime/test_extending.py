@@ -226,7 +226,8 @@ def test_run_processes_over_curve(example, launch):
 
 def test_the_release_is_laplace_noise_of_scale_one_over_epsilon(example):
     """The owner role's release, over 4000 noise seeds, against Lap(1/eps) around its true count
-    (Kolmogorov-Smirnov at the 1e-3 level), and one spend of eps on its ledger each time."""
+    (Kolmogorov-Smirnov at the 1e-3 level), and one spend of eps on its ledger each time: the noise is
+    calibrated from the release plan's epsilon and sensitivity."""
     result = example.python("""
         import json
         import numpy as np
@@ -236,14 +237,18 @@ def test_the_release_is_laplace_noise_of_scale_one_over_epsilon(example):
         from marketplace_example.config import NoisyCountConfig
         from marketplace_example.messages import CountRequest
         from marketplace_example.owner import NoisyCountOwner
+        from marketplace_example.plan import release_plan
+        from types import SimpleNamespace
 
         y = np.array([0, 1, 1, 2, 1, 0, 1])
         data = Dataset(X=np.zeros((len(y), 2)), y=y, group=np.zeros(len(y), dtype=int), feature_names=("a", "b"),
                        group_names=("g",), name="t")
         settings = NoisyCountConfig(label=1, epsilon=0.8)
+        plan = release_plan(SimpleNamespace(name="s", noisy_count=settings), "owner-1")
         values, spent = [], set()
         for seed in range(4000):
-            owner = NoisyCountOwner(party_id="owner-1", scenario_name="s", data=data, settings=settings, seed=seed)
+            owner = NoisyCountOwner(party_id="owner-1", scenario_name="s", data=data, settings=settings, plan=plan,
+                                    seed=seed)
             request = Envelope(version=2, run_id="r", msg_id=1, sender="curator", receiver="owner-1",
                                kind="count_request", reply_to=None, body=CountRequest(label=1))
             (send,) = owner.handle(request)
@@ -300,7 +305,8 @@ def test_a_bad_value_of_its_own_key_exits_2_naming_the_key(example):
 def test_a_budget_below_one_release_exits_2(example):
     result = example.cli("validate", str(SCENARIO), "--set", f"{NAME}.budget=0.1")
     assert result.returncode == 2
-    assert f"{NAME}.budget: expected a budget of at least the release's epsilon = 0.5, got 0.1" in result.stderr
+    assert f"{NAME}.budget: expected a budget that covers owner-1's planned releases" in result.stderr
+    assert "budget (eps=0.1, delta=0), planned total (eps=0.5, delta=0)" in result.stderr  # both figures
 
 
 def test_a_label_the_data_lacks_exits_2(example):

@@ -2,9 +2,10 @@
 
 Required (abstract in :class:`~marketplace.plugins.Exchange`): ``build_role``, ``check_plan``,
 ``progress``, ``report``, ``head_rows``, ``tables``, ``sweep_row``, ``sweep_table``, ``plot_sweep``.
-Optional, and given here: ``check_world``, ``nothing_released``, ``owner_exposure``, ``owner_cost`` and
-``consumer_cost`` (what a run may release about a party's data, charged to its lifetime ledger;
-without them an owner that keeps a lifetime ledger declines every run). The plug-in's spec names the
+Optional, and given here: ``release_plan`` (what a run releases about each party's data, declared
+once in :mod:`marketplace_example.plan`: the runtime checks its budget before the run, and an owner
+that keeps a lifetime ledger is charged it; without it such an owner declines every run),
+``check_world``, ``nothing_released`` and ``owner_exposure``. The plug-in's spec names the
 class: ``exchange="marketplace_example.exchange:NoisyCountExchange"``.
 
 The report compares the consumer's total with the *true* count of rows of class ``label`` held by
@@ -26,15 +27,13 @@ from marketplace.data.world import World
 from marketplace.parties import party_ids
 from marketplace.plugins import Exchange
 from marketplace.privacy import noise as noise_streams
-from marketplace.privacy.lifetime import Cost, Declared
 from marketplace.privacy.noise import NoiseOrigin
+from marketplace.privacy.plan import ReleasePlan
 from marketplace.reporting.format import accountant_text, fmt, mean_sd, relation_text, sweep_table_head
 from marketplace.reporting.per_owner import Exposure
 from marketplace.reporting.plots import eps_spent, sweep_figure
 from marketplace.roles import CONSUMER, CURATOR, Role
-from marketplace.schema import SchemaError
-
-NAME = "noisy_count"
+from marketplace_example.plan import NAME, release_plan
 
 
 class NoisyCountExchange(Exchange):
@@ -61,30 +60,17 @@ class NoisyCountExchange(Exchange):
             scenario_name=config.name,
             data=data,
             settings=settings,
+            plan=release_plan(config, party),
             seed=noise_streams.derive(config.seed, f"{NAME}.noise.{party}", noise),
         )
 
-    def owner_cost(self, config: Any, party: str) -> Declared | None:
-        """Each owner releases one Laplace count: eps-DP under add/remove-one, from the settings alone."""
-        return Declared(
-            f"{NAME}: one noisy count of {party}'s rows ({config.name})",
-            Cost.pure(config.noisy_count.epsilon),
-            "add/remove-one",
-        )
-
-    def consumer_cost(self, config: Any) -> Declared | None:
-        """The consumer sends nothing derived from data of its own."""
-        return None
+    def release_plan(self, config: Any, party: str) -> ReleasePlan:
+        """What a run releases about ``party``'s data (:mod:`marketplace_example.plan`): the runtime
+        checks it against the budget before the run, and an owner's lifetime ledger is charged it."""
+        return release_plan(config, party)
 
     def check_plan(self, config: Any) -> None:
-        """Refuse, before anything starts, a release that would cost an owner more than its budget."""
-        s = config.noisy_count
-        if s.budget is not None and s.epsilon > s.budget:
-            raise SchemaError(
-                f"{NAME}.budget",
-                f"a budget of at least the release's epsilon = {s.epsilon:g}",
-                f"{s.budget:g}: each owner's one release would exceed it",
-            )
+        """Nothing to check beyond the release plan, whose budget the runtime checks."""
 
     def check_world(self, config: Any, world: World) -> None:
         """The counted class must exist in the data (ValueError "noisy_count.label: ...")."""

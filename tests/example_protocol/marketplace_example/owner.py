@@ -1,10 +1,9 @@
 """The owner of ``noisy_count``: answer the curator's one request with a Laplace-noised count.
 
-The count of rows of class ``label`` changes by at most 1 when one row is added to or removed from
-the owner's data (L1 sensitivity 1), so the count plus Lap(1/epsilon) is epsilon-DP for the
-owner's rows under add/remove-one. The spend is recorded on the owner's ledger *before* any noise
-is drawn: a spend over the budget releases nothing. A second request is refused, since the budget
-covers one release.
+What the owner may release is its release plan (:mod:`marketplace_example.plan`): one count, at the
+plan's epsilon and sensitivity, recorded on the plan's ledger *before* any noise is drawn, so a
+spend over the budget releases nothing. A second request is refused, since the plan declares one
+release.
 """
 
 from __future__ import annotations
@@ -16,22 +15,14 @@ import numpy as np
 from marketplace.data.dataset import Dataset
 from marketplace.messages import Envelope, ProtocolError
 from marketplace.messages.kinds import RuntimeMessage, Shutdown
-from marketplace.privacy.accountant import BudgetExceeded, PrivacyLedger
+from marketplace.privacy.accountant import BudgetExceeded
 from marketplace.privacy.mechanisms import Laplace
-from marketplace.privacy.neighbouring import add_remove_one
+from marketplace.privacy.plan import ReleasePlan
 from marketplace.privacy.rng import make_rng
 from marketplace.roles import Role, Send
 from marketplace_example.config import NoisyCountConfig
 from marketplace_example.messages import CountRelease, CountRequest, NoisyCountMessage
-
-SENSITIVITY = 1.0
-"""How much one added or removed row can change a count."""
-
-
-def owner_ledger(party: str, settings: NoisyCountConfig) -> PrivacyLedger:
-    """The owner's ledger: pure DP steps composed by basic composition, with the budget if set."""
-    budget = None if settings.budget is None else (settings.budget, 0.0)
-    return PrivacyLedger(party, neighbouring=add_remove_one(f"a row of {party}'s data"), theorem="basic", budget=budget)
+from marketplace_example.plan import COUNT
 
 
 class NoisyCountOwner(Role):
@@ -46,6 +37,7 @@ class NoisyCountOwner(Role):
         scenario_name: str,
         data: Dataset,
         settings: NoisyCountConfig,
+        plan: ReleasePlan,
         seed: int | np.random.SeedSequence,
     ) -> None:
         super().__init__()
@@ -54,7 +46,8 @@ class NoisyCountOwner(Role):
         self.labels = np.asarray(data.y)
         self.settings = settings
         self.rng = make_rng(seed=seed, secure=settings.secure)
-        self.ledger = owner_ledger(party_id, settings)
+        self.plan = plan
+        self.ledger = plan.ledger("owner")
         self.released = False
         self.end_status = ""
 
@@ -83,17 +76,18 @@ class NoisyCountOwner(Role):
                 kind="count_request",
                 reason=f"expected a request for label {s.label} (the scenario's), got {message.body.label}",
             )
+        release = self.plan.release(COUNT)
         try:  # recorded before the noise is drawn: a refused spend releases nothing
-            self.ledger.spend(s.epsilon, mechanism="noisy_count.laplace")
+            self.plan.spend(self.ledger, COUNT)
         except BudgetExceeded as err:
             self.fail(str(err))
             return []
         mechanism = Laplace(
-            epsilon=s.epsilon, sensitivity=SENSITIVITY, rng=None if s.secure else self.rng, secure=s.secure
+            epsilon=release.eps, sensitivity=release.sensitivity, rng=None if s.secure else self.rng, secure=s.secure
         )
         value = mechanism.randomise(float(np.count_nonzero(self.labels == s.label)))
         self.released = True
-        return [Send(message.sender, CountRelease(value=value, epsilon=s.epsilon), reply_to=message.msg_id)]
+        return [Send(message.sender, CountRelease(value=value, epsilon=release.eps), reply_to=message.msg_id)]
 
     def result(self) -> dict[str, Any]:
         """The owner's part of the report: its ledger (the true count stays with it)."""
