@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:  # types only: the plan's module imports the privacy package, which a spec need not load
     from marketplace.privacy.plan import ReleasePlan
+    from marketplace.privacy.view import Seen
 
 GROUP = "marketplace.protocols"
 """The entry-point group every protocol registers under."""
@@ -174,6 +175,16 @@ class Exchange(abc.ABC):
         charge (:meth:`owner_cost`, :meth:`consumer_cost`) and the ledger entries all come from it.
         ``party`` is an owner's id or ``"consumer"``. Default: None, no plan (the run's parties then
         declare no finite cost, and a lifetime ledger declines every run)."""
+        return None
+
+    def declared_view(self, config: Any) -> tuple[Seen, ...] | None:
+        """What each other party receives of an owner's data in a run of ``config``: every field of
+        every message the curator, the consumer and the other owners receive, and of the run report
+        the consumer gets in a deployment, declared public, a release or a disclosure
+        (:class:`marketplace.privacy.view.Seen`; the runtime's own kinds are in
+        :data:`marketplace.privacy.view.RUNTIME`). The coupled differential test
+        (:mod:`marketplace.differential`) holds the protocol to it. Default: None, no declaration (the
+        test then fails, saying so)."""
         return None
 
     def owner_cost(self, config: Any, party: str) -> Any:

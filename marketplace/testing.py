@@ -27,6 +27,10 @@ What is checked (each :class:`Check` is named after it):
   report spent (its eps and delta, or its zCDP rho), so a lifetime ledger never charges less than a run
   spends, under the same neighbouring relation: a plug-in that declares eps/10 and spends eps fails,
   naming both figures;
+* ``coupled_differential``: the coupled differential test (:mod:`marketplace.differential`) on the
+  scenario's data and a neighbour of owner-1's under its release plan's relation: with every release
+  coupled, each field the curator, the consumer and the other owners receive is declared in
+  ``declared_view``, and one that differs is a declared disclosure;
 * ``runs_processes``: the scenario runs to ``completed`` with every party in a process of its own;
 * ``report_schema``: both reports follow the report schema with the protocol's fragment;
 * ``history_same_under_both_drivers``: the report's per-round history does not depend on the driver.
@@ -144,6 +148,7 @@ def protocol_checks(name: str, scenario: Any = None) -> list[Check]:
             (_sweep_row_spent, ("inprocess",)),
             (_owner_cost_covers_releases, ("inprocess",)),
             (_declared_cost_covers_spending, ("inprocess",)),
+            (_coupled_differential, ("inprocess",)),
             (_runs_processes, ("processes",)),
             (_report_schema, DRIVERS),
             (_history_same_under_both_drivers, DRIVERS),
@@ -348,3 +353,22 @@ def _declared_cost_covers_spending(runs: _Runs) -> None:
             f"{declared.cost} ({declared.relation}): the declared cost, which its lifetime ledger charges, must "
             "cover what the run spends"
         )
+
+
+def _coupled_differential(runs: _Runs) -> None:
+    from marketplace.differential import CHANGED, coupled_problems, run_shares
+
+    scenario, exchange = runs.scenario, plugins.exchange(runs.name)
+    view = exchange.declared_view(scenario.config)
+    assert view is not None, (
+        f"{runs.name}: the exchange declares no view (declared_view): what the curator, the consumer and the "
+        "other owners receive of an owner's data must be declared public, a release or a disclosure"
+    )
+    plan = exchange.release_plan(scenario.config, CHANGED)
+    relation = plan.relation if plan is not None else "add/remove-one"
+    problems = coupled_problems(scenario, run_shares(scenario), view, served=False, relation=relation)
+    assert not problems, (
+        f"{runs.name}: the coupled differential test found "
+        + "; ".join(problems[:12])
+        + (f" (and {len(problems) - 12} more)" if len(problems) > 12 else "")
+    )

@@ -11,7 +11,9 @@ release's cost is read from the plan, so it is written in one place:
 * the party's lifetime charge (:meth:`ReleasePlan.declared`);
 * the privacy parameter its mechanism is calibrated with (:meth:`ReleasePlan.release`);
 * the ledger entries the party records as it releases (:meth:`ReleasePlan.ledger`,
-  :meth:`ReleasePlan.spend`), refused when they pass what the plan declared.
+  :meth:`ReleasePlan.spend`), refused when they pass what the plan declared;
+* the output of each release, which leaves the party through :meth:`ReleasePlan.released` (where
+  the coupled differential test of :mod:`marketplace.privacy.coupling` records and replays it).
 
 >>> from marketplace.privacy.neighbouring import add_remove_one
 >>> plan = ReleasePlan(
@@ -39,8 +41,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
+from marketplace.privacy import coupling
 from marketplace.privacy.composition import check_theorem
 from marketplace.privacy.ledger import BudgetExceeded, PrivacyLedger
 from marketplace.privacy.lifetime.cost import Cost
@@ -51,6 +54,8 @@ from marketplace.privacy.steps import Step
 from marketplace.schema import SchemaError
 
 __all__ = ["Account", "PlanExceeded", "Release", "ReleasePlan"]
+
+T = TypeVar("T")
 
 
 class PlanExceeded(RuntimeError):
@@ -245,6 +250,14 @@ class ReleasePlan:
         else:
             ledger.spend(step.eps or 0.0, step.delta, mechanism=name, count=step.count)
         return step
+
+    def released(self, name: str, output: T) -> T:
+        """``output``, the result of release ``name`` (its noisy value, or whatever the mechanism
+        returns), as it leaves the party. Every release's output passes here: that is where the
+        coupled differential test (:mod:`marketplace.privacy.coupling`) records and replays it.
+        :class:`PlanExceeded` for a release the plan does not declare."""
+        self.release(name)
+        return coupling.released(self.party, name, output)
 
     def check(self) -> None:
         """Refuse a plan that passes a budget, before anything starts: :class:`SchemaError` naming

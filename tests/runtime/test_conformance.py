@@ -39,6 +39,7 @@ NAMES = [
     "sweep_row_spent",
     "owner_cost_covers_releases",
     "declared_cost_covers_spending",
+    "coupled_differential",
     "runs_processes",
     "report_schema",
     "history_same_under_both_drivers",

@@ -360,3 +360,47 @@ def test_marketplace_protocols_lists_it(example):
     result = example.cli("protocols")
     assert result.returncode == 0, result.stderr
     assert [line.split()[0] for line in result.stdout.splitlines()] == sorted((NAME, *SHIPPED))
+
+
+COUPLED = """
+    import json
+    import msgspec
+    import marketplace
+    from marketplace.differential import coupled_problems, run_shares
+    from marketplace_example import owner as owner_module
+    from marketplace_example.plan import VIEW
+
+    scenario = marketplace.load("tests/example_protocol/scenario.yaml")
+    release = owner_module.NoisyCountOwner._release
+    def leaking(self, message):
+        (send,) = release(self, message)
+        body = msgspec.structs.replace(send.body, {change})
+        return [type(send)(send.to, body, reply_to=send.reply_to)]
+    owner_module.NoisyCountOwner._release = leaking
+    print(json.dumps(coupled_problems(scenario, run_shares(scenario), VIEW, served=False, relation="add/remove-one")))
+"""
+
+
+def test_the_coupled_differential_test_holds_the_example_to_its_view(example):
+    """With its release coupled, nothing the curator, the consumer or the other owners receive moves
+    when owner-1 loses a row."""
+    result = example.python(COUPLED.format(change=""))
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == []
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        ("epsilon=float(len(self.labels))", "'count_release<owner-1#0>.epsilon', declared public"),
+        ("value=float((self.labels == 1).sum())", "'count_release<owner-1#0>.value', declared release"),
+    ],
+    ids=["row count in a public field", "a value that bypasses the plan"],
+)
+def test_the_coupled_differential_test_names_a_leak(example, change, named):
+    """An owner that puts its row count in a field declared public, or sends a count the plan never
+    released (no noise through the plan's release), fails, naming the observer and the field."""
+    result = example.python(COUPLED.format(change=change))
+    assert result.returncode == 0, result.stderr
+    problems = json.loads(result.stdout)
+    assert any(problem.startswith("curator receives " + named) for problem in problems), problems

@@ -5,7 +5,8 @@ Required (abstract in :class:`~marketplace.plugins.Exchange`): ``build_role``, `
 Optional, and given here: ``release_plan`` (what a run releases about each party's data, declared
 once in :mod:`marketplace_example.plan`: the runtime checks its budget before the run, and an owner
 that keeps a lifetime ledger is charged it; without it such an owner declines every run),
-``check_world``, ``nothing_released`` and ``owner_exposure``. The plug-in's spec names the
+``declared_view`` (what every other party receives, which the coupled differential test holds the
+protocol to), ``check_world``, ``nothing_released`` and ``owner_exposure``. The plug-in's spec names the
 class: ``exchange="marketplace_example.exchange:NoisyCountExchange"``.
 
 The report compares the consumer's total with the *true* count of rows of class ``label`` held by
@@ -29,11 +30,12 @@ from marketplace.plugins import Exchange
 from marketplace.privacy import noise as noise_streams
 from marketplace.privacy.noise import NoiseOrigin
 from marketplace.privacy.plan import ReleasePlan
+from marketplace.privacy.view import Seen
 from marketplace.reporting.format import accountant_text, fmt, mean_sd, relation_text, sweep_table_head
 from marketplace.reporting.per_owner import Exposure
 from marketplace.reporting.plots import eps_spent, sweep_figure
 from marketplace.roles import CONSUMER, CURATOR, Role
-from marketplace_example.plan import NAME, release_plan
+from marketplace_example.plan import NAME, VIEW, release_plan
 
 
 class NoisyCountExchange(Exchange):
@@ -68,6 +70,10 @@ class NoisyCountExchange(Exchange):
         """What a run releases about ``party``'s data (:mod:`marketplace_example.plan`): the runtime
         checks it against the budget before the run, and an owner's lifetime ledger is charged it."""
         return release_plan(config, party)
+
+    def declared_view(self, config: Any) -> tuple[Seen, ...]:
+        """What the curator, the consumer and the other owners receive (:data:`marketplace_example.plan.VIEW`)."""
+        return VIEW
 
     def check_plan(self, config: Any) -> None:
         """Nothing to check beyond the release plan, whose budget the runtime checks."""

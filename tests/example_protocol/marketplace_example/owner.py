@@ -85,7 +85,7 @@ class NoisyCountOwner(Role):
         mechanism = Laplace(
             epsilon=release.eps, sensitivity=release.sensitivity, rng=None if s.secure else self.rng, secure=s.secure
         )
-        value = mechanism.randomise(float(np.count_nonzero(self.labels == s.label)))
+        value = self.plan.released(COUNT, mechanism.randomise(float(np.count_nonzero(self.labels == s.label))))
         self.released = True
         return [Send(message.sender, CountRelease(value=value, epsilon=release.eps), reply_to=message.msg_id)]
 

@@ -14,11 +14,24 @@ from typing import Any
 
 from marketplace.privacy.neighbouring import add_remove_one
 from marketplace.privacy.plan import Account, Release, ReleasePlan
+from marketplace.privacy.view import RUNTIME, Seen
 from marketplace.roles import CONSUMER, CURATOR
 
 NAME = "noisy_count"
 COUNT = "noisy_count.laplace"
 """The owner's one release, by the name its ledger records."""
+
+VIEW: tuple[Seen, ...] = (
+    *RUNTIME,
+    Seen("owners", "count_request.label", "public", "the scenario's label"),
+    Seen("curator", "count_release.value", "release", "the owner's noisy count"),
+    Seen("curator", "count_release.epsilon", "public", "what the release cost, from the plan"),
+    Seen("consumer", "count_total.total", "public", "the sum of the owners' noisy counts"),
+    Seen("consumer", "count_total.owners", "public", "the owners whose releases it adds up"),
+    Seen("consumer", "report", "public", "the run report: the total, the owners' ledgers and the run's counts"),
+)
+"""What each other party receives of an owner's data (:mod:`marketplace.privacy.view`): its release
+reaches the curator, and the consumer only what is computed from releases."""
 
 
 def release_plan(config: Any, party: str) -> ReleasePlan:
