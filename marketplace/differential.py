@@ -33,7 +33,7 @@ import msgspec
 import numpy as np
 
 from marketplace import plugins
-from marketplace.data.dataset import SparseParts, World
+from marketplace.data.dataset import Dataset, SparseParts, World
 from marketplace.parties import build_role, party_ids, share_of
 from marketplace.privacy.coupling import Coupling, coupled
 from marketplace.privacy.view import Seen, covering
@@ -42,7 +42,7 @@ from marketplace.scenario import Scenario
 from marketplace.transport.inprocess import run_inprocess
 from marketplace.transport.node import Node
 
-__all__ = ["CHANGED", "Received", "coupled_problems", "neighbour", "run_shares", "session"]
+__all__ = ["CHANGED", "Received", "coupled_problems", "holding", "neighbour", "run_shares", "session"]
 
 CHANGED = "owner-1"
 """The owner whose data differs between the two sessions."""
@@ -85,6 +85,13 @@ def neighbour(shares: dict[str, World], relation: str, owner: str = CHANGED) -> 
     held = {i: share.owners[i] for i in range(len(share.owners)) if i != index and len(share.owners[i])}
     owners = SparseParts(len(share.owners), {**held, index: changed}, data.take([]))
     return {**shares, owner: dataclasses.replace(share, owners=owners)}
+
+
+def holding(share: World, owner: str, rows: Dataset) -> World:
+    """``share`` (``owner``'s share of a world) holding ``rows`` as the owner's data: an owner that
+    reads its own file, in a deployment."""
+    index = party_ids_index(owner)
+    return dataclasses.replace(share, owners=SparseParts(len(share.owners), {index: rows}, rows.take([])))
 
 
 def party_ids_index(owner: str) -> int:

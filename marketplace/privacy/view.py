@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["KINDS", "OBSERVERS", "RUNTIME", "Seen", "covering"]
+__all__ = ["KINDS", "OBSERVERS", "REPORT", "RUNTIME", "Seen", "covering"]
 
 KINDS = ("public", "release", "disclosure")
 OBSERVERS = ("curator", "consumer", "owners")
@@ -79,3 +79,37 @@ RUNTIME: tuple[Seen, ...] = tuple(
 )
 """The runtime's own messages, which every protocol's parties exchange: public, as every protocol
 declares them (the differential test still holds them to it)."""
+
+REPORT: tuple[Seen, ...] = tuple(
+    Seen("consumer", f"report.{key}", "public", note)
+    for key, note in (
+        ("scenario", "the scenario's name"),
+        ("protocol", "the protocol's name"),
+        ("seed", "the run's seed"),
+        ("run_id", "the session's id"),
+        ("status", "whether the session completed"),
+        ("end_reason", "why it ended, in words that name no private value"),
+        ("driver", "what moved the messages"),
+        ("pid_of_runner", "the assembling process"),
+        ("versions", "the software's versions"),
+        ("transport_security", "whether the transport was encrypted"),
+        ("config", "the scenario, as every party read it"),
+        ("data", "the public schema (or source) of the data: attributes, bounds, classes"),
+        ("deployment", "that each party held only its own rows, and what the report therefore lacks"),
+        ("references_absent", "the figures a deployment cannot compute, and why"),
+        ("noise", "where each party's noise came from"),
+        ("parties", "each party's id, role and status"),
+        ("party_details", "what each party published of its result: its ledgers and its message counts"),
+        ("privacy", "each party's ledger: what its releases cost, from the plan"),
+        ("privacy_per_owner", "which ledgers bound what each observer learns of an owner"),
+        ("lifetime", "the lifetime ledgers' charges, from the plans"),
+        ("messages", "how many messages and bytes each party sent, by kind"),
+        ("owners_lost", "the owners that left the session, and why in public words"),
+        ("dropouts", "the owners that left the session"),
+        ("failures", "why a party failed, in public words"),
+        ("history", "the per-round history, computed from releases"),
+        ("parsimony", "how much of the owners' data the curator received"),
+    )
+)
+"""The run report's sections that the runtime itself assembles, as the consumer gets them in a
+deployment: public, as every protocol declares them (the differential test still holds them to it)."""
