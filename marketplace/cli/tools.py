@@ -43,12 +43,18 @@ def add_protocols_parser(sub: argparse._SubParsersAction) -> None:
         "schema, sweep rows and history; exit 0 if all pass, 3 if one fails",
     )
     protocols.add_argument(
+        "--privacy",
+        metavar="NAME",
+        help="print protocol NAME's declarations for --scenario (default: its section at its defaults): "
+        "each release of owner-1's and the consumer's data (to whom, mechanism, sensitivity, cost, ledger) "
+        "and what each other party receives of an owner's data (public, a release or a disclosure)",
+    )
+    protocols.add_argument(
         "--scenario",
         metavar="FILE",
-        help="with --check: the small scenario the checks run "
-        "(default: the protocol's section at its defaults, 3 owners)",
+        help="with --check or --privacy: the scenario (default: the protocol's section at its defaults, 3 owners)",
     )
-    add_set(protocols, help="with --check: override a key of --scenario")
+    add_set(protocols, help="with --check or --privacy: override a key of --scenario")
     protocols.set_defaults(func=protocols_command)
 
 
@@ -110,10 +116,15 @@ def protocols_command(args: argparse.Namespace) -> int:
     except plugins.PluginError as err:
         print(f"marketplace protocols: {err}", file=sys.stderr)
         return EXIT_USAGE
+    if args.check is not None and args.privacy is not None:
+        print("marketplace protocols: give --check NAME or --privacy NAME, not both", file=sys.stderr)
+        return EXIT_USAGE
     if args.check is not None:
         return check_command(args, specs)
+    if args.privacy is not None:
+        return privacy_command(args, specs)
     if args.scenario is not None or args.overrides:
-        print("marketplace protocols: --scenario and --set go with --check NAME", file=sys.stderr)
+        print("marketplace protocols: --scenario and --set go with --check NAME or --privacy NAME", file=sys.stderr)
         return EXIT_USAGE
     rows = [{"name": name, "summary": spec.summary, "exchange": spec.exchange} for name, spec in specs.items()]
     rows += [{"name": name, "broken": reason} for name, reason in plugins.broken().items()]
@@ -127,6 +138,34 @@ def protocols_command(args: argparse.Namespace) -> int:
                 print(f"{row['name']:<{width}}  BROKEN: {row['broken']}")
             else:
                 print(f"{row['name']:<{width}}  {row['summary'] or '-'}  ({row['exchange']})")
+    return EXIT_OK
+
+
+def privacy_command(args: argparse.Namespace, specs: dict) -> int:
+    """``marketplace protocols --privacy NAME``: protocol NAME's release plan and declared view, as Markdown."""
+    from marketplace.api import load
+    from marketplace.privacy.tables import declared_markdown
+    from marketplace.scenario import ScenarioError
+
+    name = args.privacy
+    if name not in specs:
+        print(
+            f"marketplace protocols: --privacy: no protocol {name!r} (registered: {', '.join(specs)})", file=sys.stderr
+        )
+        return EXIT_USAGE
+    given = args.scenario if args.scenario is not None else {"name": f"{name}-privacy", "protocol": name}
+    try:
+        scenario = load(given, sets=args.overrides)
+    except ScenarioError as err:
+        print(f"marketplace protocols: --privacy: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    if scenario.config.protocol != name:
+        print(
+            f"marketplace protocols: --privacy: the scenario is of protocol {scenario.config.protocol!r}, not {name!r}",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    print(declared_markdown(name, scenario.config), end="")
     return EXIT_OK
 
 
