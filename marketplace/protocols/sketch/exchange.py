@@ -29,6 +29,7 @@ from marketplace.privacy import noise as noise_streams
 from marketplace.privacy.noise import NoiseOrigin
 from marketplace.protocols.sketch.display import head_rows, tables
 from marketplace.protocols.sketch.evaluate import logistic_baselines, ranking_check, statistic_errors, truth
+from marketplace.protocols.sketch.plan import release_plan
 from marketplace.protocols.sketch.public import public_map, query_plan, record_dim, unit_records
 from marketplace.protocols.sketch.sweeps import plot_sweep, sweep_headline, sweep_row, sweep_table
 from marketplace.reporting.absent import REFERENCES_ABSENT, absent, why_absent
@@ -38,38 +39,6 @@ from marketplace.schema import SchemaError
 
 SKETCH_FILES = "sketches"
 """Folder of a run directory where the consumer's sketches are saved (merged.npz, owner-K.npz)."""
-
-
-def _ledger(config: ScenarioConfig, owner: str):
-    from marketplace.privacy.accountant import PrivacyLedger
-    from marketplace.privacy.neighbouring import add_remove_one
-
-    s = config.sketch
-    budget = (s.budget_epsilon, s.budget_delta) if s.budget_epsilon is not None else None
-    return PrivacyLedger(owner, neighbouring=add_remove_one(f"a row of {owner}'s data"), budget=budget, theorem="basic")
-
-
-# --- lifetime ledgers ---------------------------------------------------------------------------
-
-
-def owner_cost(config: ScenarioConfig, party: str):
-    """What a run may release about an owner's rows (its one sketch), for its lifetime ledger:
-    eps (Laplace) or (eps, delta) (the Gaussian sums and the Laplace count), under add/remove-one."""
-    from marketplace.privacy.lifetime import Cost, Declared
-
-    s = config.sketch
-    what = f"sketch: one sketch of {party}'s rows ({config.name})"
-    if s.epsilon is None:
-        return Declared.unbounded_release(
-            what, "sketch.epsilon is null: the owner's exact, noise-free sketch would leave"
-        )
-    cost = Cost.approximate(s.epsilon, s.delta) if s.mechanism == "gaussian" else Cost.pure(s.epsilon)
-    return Declared(what, cost, "add/remove-one")
-
-
-def consumer_cost(config: ScenarioConfig):
-    """The consumer of ``sketch`` sends nothing derived from its own data."""
-    return None
 
 
 # --- exchange interface ------------------------------------------------------------------------
@@ -123,21 +92,17 @@ def build_role(
         feature_map=fmap,
         epsilon=s.epsilon,
         mechanism=s.mechanism,
-        delta=s.delta,
-        numerator_share=s.numerator_share,
         secure=s.secure,
         precision=s.precision,
-        ledger=_ledger(config, party),
+        plan=release_plan(config, party),
         rng=rng,
     )
 
 
 def check_plan(config: ScenarioConfig) -> None:
-    """Refuse, before anything starts, a scenario without a public box, or whose one release per
-    owner would pass the per-owner budget."""
-    from marketplace.privacy.accountant import BudgetExceeded
-    from marketplace.protocols.sketch.owner import planned_steps
-
+    """Refuse, before anything starts, a scenario without a public box, or that asks for a logistic
+    regression on an unsketched label. Whether each owner's one release fits its budget is its
+    release plan's check (:func:`marketplace.protocols.sketch.plan.release_plan`)."""
     s = config.sketch
     if not s.lower:
         raise SchemaError(
@@ -158,19 +123,6 @@ def check_plan(config: ScenarioConfig) -> None:
             "sketch.include_label: true (the label must be sketched)",
             "include_label false",
         )
-    if s.epsilon is None or s.budget_epsilon is None:
-        return
-    try:
-        _ledger(config, "owner").check_plan(planned_steps(s.epsilon, s.mechanism, s.delta, s.numerator_share))
-    except BudgetExceeded as err:
-        key = "budget_delta" if err.planned.eps <= s.budget_epsilon * (1 + 1e-9) else "budget_epsilon"
-        raise SchemaError(
-            f"sketch.{key}",
-            "a per-owner budget that covers one release (sketch.epsilon"
-            + (", sketch.delta" if s.mechanism == "gaussian" else "")
-            + ")",
-            str(err),
-        ) from None
 
 
 def check_world(config: ScenarioConfig, world: World) -> None:
@@ -472,8 +424,7 @@ class SketchExchange(Exchange):
     check_world = staticmethod(check_world)
     nothing_released = staticmethod(nothing_released)
     owner_exposure = staticmethod(owner_exposure)
-    owner_cost = staticmethod(owner_cost)
-    consumer_cost = staticmethod(consumer_cost)
+    release_plan = staticmethod(release_plan)
     artifacts = staticmethod(artifacts)
     public_defaults = staticmethod(public_defaults)
     sweep_headline = sweep_headline

@@ -2,8 +2,11 @@
 
 The owner scales its records to the unit box with the public bounds (clipping them first if the
 scenario says so), sketches them with the public feature map and its own noise, and records the
-spend on its own :class:`~marketplace.privacy.accountant.PrivacyLedger` (named after itself). It
-releases at most once: a second request is refused, so the budget is spent once per run.
+spend on its own :class:`~marketplace.privacy.accountant.PrivacyLedger` (named after itself). What it
+may release is its release plan (:mod:`marketplace.protocols.sketch.plan`): the sum of features and
+the count, recorded on the plan's ledger *before* any noise is drawn (a refused spend releases
+nothing) and drawn at the plan's eps and sensitivities. It releases at most once: a second request
+is refused, so the budget is spent once per run.
 """
 
 from __future__ import annotations
@@ -14,9 +17,11 @@ import numpy as np
 
 from marketplace.messages import Envelope, ProtocolError
 from marketplace.messages.kinds import RuntimeMessage, Shutdown
-from marketplace.privacy.accountant import PrivacyLedger
-from marketplace.protocols.sketch import FeatureMap, SketchRelease, exact_sketch, private_sketch
+from marketplace.privacy.plan import ReleasePlan
+from marketplace.protocols.sketch import FeatureMap, SketchRelease, exact_sketch
 from marketplace.protocols.sketch.messages import SketchMessage, SketchRequest
+from marketplace.protocols.sketch.plan import ACCOUNT, COUNT, sum_release
+from marketplace.protocols.sketch.release import noisy_sketch
 from marketplace.protocols.sketch.wire import release_body
 from marketplace.roles import Role, Send
 
@@ -33,11 +38,9 @@ class SketchOwner(Role):
         feature_map: FeatureMap,
         epsilon: float | None,
         mechanism: str,
-        delta: float,
-        numerator_share: float,
         secure: bool,
         precision: str,
-        ledger: PrivacyLedger,
+        plan: ReleasePlan,
         rng: np.random.Generator | None,
     ) -> None:
         super().__init__()
@@ -47,11 +50,10 @@ class SketchOwner(Role):
         self.feature_map = feature_map
         self.epsilon = epsilon
         self.mechanism = mechanism
-        self.delta = delta
-        self.numerator_share = numerator_share
         self.secure = secure
         self.precision = precision
-        self.ledger = ledger
+        self.plan = plan
+        self.ledger = plan.ledger(ACCOUNT)
         self.rng = rng
         self.released: SketchRelease | None = None
         self.end_status = ""
@@ -90,23 +92,24 @@ class SketchOwner(Role):
         if self.epsilon is None:
             release = exact_sketch(self.records, fmap, precision="float64")
         else:
-            eps_num = self.numerator_share * self.epsilon
-            sum_delta = self.delta if self.mechanism == "gaussian" else 0.0
-            # refuses (BudgetExceeded) before any noise is drawn if the budget would be passed
-            self.ledger.check_plan(planned_steps(self.epsilon, self.mechanism, self.delta, self.numerator_share))
-            release = private_sketch(
+            numerator, count = self.plan.release(sum_release(self.mechanism)), self.plan.release(COUNT)
+            # both recorded before any noise is drawn; refused as a whole (BudgetExceeded, nothing
+            # recorded) if the budget would be passed
+            self.ledger.check_plan(self.plan.steps(ACCOUNT))
+            self.plan.spend(self.ledger, numerator.name)
+            self.plan.spend(self.ledger, count.name)
+            release = noisy_sketch(
                 self.records,
                 fmap,
+                numerator=numerator,
+                count=count,
                 epsilon=self.epsilon,
+                delta=numerator.delta,
                 rng=self.rng,
-                mechanism=self.mechanism,
-                delta=sum_delta if self.mechanism == "gaussian" else None,
-                numerator_share=self.numerator_share,
                 secure=self.secure,
                 precision=self.precision,
+                released=self.plan.released,
             )
-            self.ledger.spend(eps_num, sum_delta, mechanism=f"{self.mechanism} sum of features")
-            self.ledger.spend(self.epsilon - eps_num, 0.0, mechanism="laplace count")
         self.released = release
         return [Send(message.sender, release_body(release), reply_to=message.msg_id)]
 
@@ -117,14 +120,3 @@ class SketchOwner(Role):
             "privacy": self.ledger.to_dict() if self.epsilon is not None else {"guarantee": "none"},
             "end_status": self.end_status,
         }
-
-
-def planned_steps(epsilon: float, mechanism: str, delta: float, numerator_share: float):
-    """The accountant steps of one release: the sum (Laplace or Gaussian) and the Laplace count."""
-    from marketplace.privacy.accountant import Step
-
-    eps_num = numerator_share * epsilon
-    return [
-        Step(mechanism=f"{mechanism} sum of features", eps=eps_num, delta=delta if mechanism == "gaussian" else 0.0),
-        Step(mechanism="laplace count", eps=epsilon - eps_num),
-    ]

@@ -20,14 +20,16 @@ from __future__ import annotations
 
 import math
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from marketplace.privacy.mechanisms import Gaussian, Laplace
+from marketplace.privacy.plan import Release
 
 from ._checks import check_choice, check_fraction, check_int, check_positive, check_precision, is_real
 from .feature_maps import FeatureMap
@@ -36,6 +38,7 @@ __all__ = [
     "SketchRelease",
     "SketchFileError",
     "private_sketch",
+    "noisy_sketch",
     "exact_sketch",
     "merge_sketches",
     "DEFAULT_NUMERATOR_SHARE",
@@ -235,7 +238,9 @@ def private_sketch(
     precision: str = "float32",
 ) -> SketchRelease:
     """The DP release of the dataset X (rows inside the map's box) with budget ``epsilon``
-    (and ``delta`` for the Gaussian mechanism); see the module docstring for the noise.
+    (and ``delta`` for the Gaussian mechanism); see the module docstring for the noise. The split
+    of ``epsilon`` is the one an owner's release plan declares
+    (:func:`marketplace.protocols.sketch.plan.sketch_releases`), drawn by :func:`noisy_sketch`.
 
     ``precision`` is the working precision of the features (see :meth:`RFF.sum_features`):
     float32 trigonometry is several times faster and its error (~1e-7 per value) is far below the
@@ -254,28 +259,90 @@ def private_sketch(
         )
     if mechanism == "gaussian" and delta is None:
         raise ValueError(f"The 'delta' parameter of {owner} must be given with mechanism='gaussian'. Got None instead.")
+    from marketplace.protocols.sketch.plan import sketch_releases
+
+    numerator, count = sketch_releases(
+        epsilon=epsilon,
+        mechanism=mechanism,
+        delta=delta,
+        numerator_share=share,
+        l1_sensitivity=fmap.l1_sensitivity,
+        l2_sensitivity=fmap.l2_sensitivity,
+        to=("the caller",),
+    )
+    return noisy_sketch(
+        X,
+        fmap,
+        numerator=numerator,
+        count=count,
+        epsilon=epsilon,
+        delta=0.0 if mechanism == "laplace" else float(delta),
+        rng=rng,
+        secure=secure,
+        precision=precision,
+    )
+
+
+def noisy_sketch(
+    X: ArrayLike,
+    feature_map: FeatureMap,
+    *,
+    numerator: Release,
+    count: Release,
+    epsilon: float,
+    delta: float,
+    rng: np.random.Generator | None,
+    secure: bool = False,
+    precision: str = "float32",
+    released: Callable[[str, Any], Any] | None = None,
+) -> SketchRelease:
+    """The DP release of the dataset X with the noise of two planned releases
+    (:class:`marketplace.privacy.plan.Release`, as :mod:`marketplace.protocols.sketch.plan` declares
+    them): ``numerator``, the sum of features (Laplace at its eps, or Gaussian at its (eps, delta)),
+    and ``count``, the Laplace count, each calibrated to the release's own sensitivity, which must
+    cover the map's (L1 for Laplace, L2 for Gaussian; 1 for the count). ``epsilon``/``delta`` is the
+    guarantee the sketch states (the two releases composed). ``released(name, output)``, when given,
+    is what each release's output passes through as it leaves (a plan's
+    :meth:`~marketplace.privacy.plan.ReleasePlan.released`)."""
+    owner = "noisy_sketch"
+    fmap = _check_map(owner, feature_map)
+    check_precision(owner, precision)
+    mechanism = check_choice(owner, "numerator.mechanism", numerator.mechanism, MECHANISMS)
+    bound = fmap.l1_sensitivity if mechanism == "laplace" else fmap.l2_sensitivity
+    for name, release, least in (("numerator", numerator, bound), ("count", count, 1.0)):
+        if release.sensitivity < least * (1 - 1e-12):
+            raise ValueError(
+                f"The '{name}' parameter of {owner} must be calibrated to a sensitivity of at least {least!r} "
+                f"(the map's). Got {release.sensitivity!r} instead."
+            )
+    if count.mechanism != "laplace" or count.eps is None or count.delta:
+        raise ValueError(f"The 'count' parameter of {owner} must be a pure eps-DP Laplace release. Got {count!r}.")
     X = fmap.check(X, owner=owner)
-    eps_num, eps_den = share * epsilon, (1.0 - share) * epsilon
     if mechanism == "laplace":
-        numerator_noise = Laplace(epsilon=eps_num, sensitivity=fmap.l1_sensitivity, rng=rng, secure=secure)
+        numerator_noise = Laplace(epsilon=numerator.eps, sensitivity=numerator.sensitivity, rng=rng, secure=secure)
         numerator_variance = 2.0 * numerator_noise.scale**2
     else:
         numerator_noise = Gaussian(
-            epsilon=eps_num, delta=delta, sensitivity=fmap.l2_sensitivity, rng=rng, secure=secure
+            epsilon=numerator.eps, delta=numerator.delta, sensitivity=numerator.sensitivity, rng=rng, secure=secure
         )
         numerator_variance = numerator_noise.sigma**2
-    count_noise = Laplace(epsilon=eps_den, sensitivity=1.0, rng=rng, secure=secure)
+    count_noise = Laplace(epsilon=count.eps, sensitivity=count.sensitivity, rng=rng, secure=secure)
     sums = fmap.sum_features(X, precision=precision)
+    out = released or _as_it_is
     return SketchRelease(
-        numerator=numerator_noise.randomise(sums),
-        count=count_noise.randomise(float(X.shape[0])),
+        numerator=out(numerator.name, numerator_noise.randomise(sums)),
+        count=out(count.name, count_noise.randomise(float(X.shape[0]))),
         numerator_variance=numerator_variance,
         count_variance=2.0 * count_noise.scale**2,
         map_fingerprint=fmap.fingerprint,
         epsilon=epsilon,
-        delta=0.0 if mechanism == "laplace" else float(delta),
+        delta=delta,
         mechanism=mechanism,
     )
+
+
+def _as_it_is(name: str, output: Any) -> Any:
+    return output
 
 
 def exact_sketch(X: ArrayLike, feature_map: FeatureMap, *, precision: str = "float64") -> SketchRelease:

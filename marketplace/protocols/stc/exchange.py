@@ -31,6 +31,7 @@ from marketplace.plugins import Exchange
 from marketplace.privacy import noise as noise_streams
 from marketplace.privacy.noise import NoiseOrigin
 from marketplace.protocols.stc.display import head_rows, tables
+from marketplace.protocols.stc.plan import release_plan, summary_release
 from marketplace.protocols.stc.sweeps import plot_sweep, sweep_headline, sweep_row, sweep_table
 from marketplace.reporting.absent import REFERENCES_ABSENT, absent, why_absent
 from marketplace.roles import CONSUMER, CURATOR, Role
@@ -76,37 +77,6 @@ def check_world(config: ScenarioConfig, world: World) -> None:
             )
 
 
-def owner_cost(config: ScenarioConfig, party: str):
-    """What a run may release about an owner's source set (its one summary), for its lifetime
-    ledger, under add/remove-one: eps (notion ``dp``), or rho with its (eps, delta) at delta = 1e-6
-    (notion ``zcdp``: the exact Gaussian conversion, or Bun and Steinke's in ``secure`` mode, whose
-    discrete Gaussian is certified in zCDP only)."""
-    import math
-
-    from marketplace.privacy.gdp import gaussian_eps
-    from marketplace.privacy.lifetime import Cost, Declared, bun_steinke_eps
-    from marketplace.protocols.stc.owner import REPORT_DELTA
-
-    p = config.stc.privacy
-    what = f"stc: one summary of {party}'s source set ({config.name})"
-    if p.notion == "dp":
-        return Declared(what, Cost.pure(p.epsilon), "add/remove-one")
-    eps = (
-        bun_steinke_eps(p.rho, REPORT_DELTA) if p.secure else gaussian_eps(mu=math.sqrt(2 * p.rho), delta=REPORT_DELTA)
-    )
-    return Declared(what, Cost(eps=eps, delta=REPORT_DELTA, rho=p.rho), "add/remove-one")
-
-
-def consumer_cost(config: ScenarioConfig):
-    """The consumer of ``stc`` sends its target points to the curator and owners in the clear."""
-    from marketplace.privacy.lifetime import Declared
-
-    return Declared.unbounded_release(
-        f"stc: the target points ({config.name})",
-        "the consumer's target points are sent to the curator and owners in the clear",
-    )
-
-
 def build_role(
     config: ScenarioConfig, party: str, world: World, owner_data: Dataset | None, noise: NoiseOrigin | None = None
 ) -> Role:
@@ -141,12 +111,15 @@ def build_role(
         data=data,
         scaling=scaling,
         settings=config.stc,
+        plan=release_plan(config, party),
         seed=noise_streams.derive(config.seed, f"stc.noise.{party}", noise),
     )
 
 
 def check_plan(config: ScenarioConfig) -> None:
-    """The box must be given, and one release must fit each owner's budget."""
+    """The box must be given. Whether each owner's one release fits its budget is its release
+    plan's check (:func:`marketplace.protocols.stc.plan.release_plan`), but for a rho budget (notion
+    zcdp), which no ledger holds: checked here, against the plan's rho."""
     s = config.stc
     if config.protocol != "stc":
         return
@@ -163,14 +136,16 @@ def check_plan(config: ScenarioConfig) -> None:
             "nothing",
         )
     privacy = s.privacy
-    cost = privacy.epsilon if privacy.notion == "dp" else privacy.rho
-    if privacy.budget is not None and cost > privacy.budget:
-        name = "epsilon" if privacy.notion == "dp" else "rho"
-        raise SchemaError(
-            "stc.privacy.budget",
-            f"a budget of at least the release's {name} = {cost:g}",
-            f"{privacy.budget:g}: each owner's one release would exceed it",
-        )
+    if privacy.notion == "zcdp" and privacy.budget is not None:
+        # a rho budget is not an (eps, delta) budget a ledger (and so the release plan's check)
+        # holds: it is checked here, against the rho the plan declares
+        rho = release_plan(config, party_ids(config)[1]).release(summary_release(s)).rho or 0.0
+        if rho > privacy.budget:
+            raise SchemaError(
+                "stc.privacy.budget",
+                f"a budget of at least the release's rho = {rho:g}",
+                f"{privacy.budget:g}: each owner's one release would exceed it",
+            )
 
 
 def public_defaults(raw_section: dict[str, Any] | None, schema) -> dict[str, Any]:
@@ -449,7 +424,6 @@ class StcExchange(Exchange):
     check_world = staticmethod(check_world)
     nothing_released = staticmethod(nothing_released)
     owner_exposure = staticmethod(owner_exposure)
-    owner_cost = staticmethod(owner_cost)
-    consumer_cost = staticmethod(consumer_cost)
+    release_plan = staticmethod(release_plan)
     public_defaults = staticmethod(public_defaults)
     sweep_headline = sweep_headline

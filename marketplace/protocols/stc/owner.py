@@ -3,7 +3,9 @@ source data against the consumer's target points, and record what it cost on its
 
 The owner scales its rows and the target with the scenario's public box (clipping onto the ball
 of radius 1/2 that the noise is calibrated for), then releases NAS or NNA (Laplace for eps-DP,
-Gaussian for rho-zCDP). A second request is refused: the budget covers one release.
+Gaussian for rho-zCDP). What it may release is its release plan (:mod:`marketplace.protocols.stc.plan`):
+one summary, recorded on the plan's ledger before any noise is drawn, at the plan's eps or rho and
+its sensitivity for the target points sent. A second request is refused: the budget covers one release.
 """
 
 from __future__ import annotations
@@ -15,28 +17,14 @@ import numpy as np
 from marketplace.data.dataset import Dataset
 from marketplace.messages import Envelope, ProtocolError
 from marketplace.messages.kinds import RuntimeMessage, Shutdown
-from marketplace.privacy.accountant import BudgetExceeded, PrivacyLedger
-from marketplace.privacy.neighbouring import add_remove_one
+from marketplace.privacy.accountant import BudgetExceeded
+from marketplace.privacy.plan import ReleasePlan
 from marketplace.privacy.rng import make_rng
 from marketplace.protocols.stc import PublicScaling, nas_release, nna_release
 from marketplace.protocols.stc.config import StcConfig
 from marketplace.protocols.stc.messages import StcMessage, StcRelease, StcRequest
+from marketplace.protocols.stc.plan import ACCOUNT, at_target, summary_release
 from marketplace.roles import Role, Send
-
-REPORT_DELTA = 1e-6
-"""delta at which a zCDP ledger states its (eps, delta) equivalent (rho itself is the guarantee)."""
-
-
-def owner_ledger(party: str, settings: StcConfig) -> PrivacyLedger:
-    """The owner's ledger: one release, pure DP (basic composition) or zCDP, with the budget if set."""
-    privacy = settings.privacy
-    relation = add_remove_one(f"a row of {party}'s source set S")
-    if privacy.notion == "dp":
-        budget = None if privacy.budget is None else (privacy.budget, 0.0)
-        return PrivacyLedger(party, neighbouring=relation, theorem="basic", budget=budget)
-    return PrivacyLedger(
-        party, neighbouring=relation, theorem="zcdp", delta=REPORT_DELTA, gaussian=privacy.gaussian_accountant
-    )
 
 
 class StcOwner(Role):
@@ -50,6 +38,7 @@ class StcOwner(Role):
         data: Dataset,
         scaling: PublicScaling,
         settings: StcConfig,
+        plan: ReleasePlan,
         seed: int | np.random.SeedSequence,
     ) -> None:
         super().__init__()
@@ -59,7 +48,8 @@ class StcOwner(Role):
         self.settings = settings
         self.source = scaling.apply(data.X, clip=True) if len(data) else np.zeros((0, data.X.shape[1]))
         self.rng = make_rng(seed=seed, secure=settings.privacy.secure)
-        self.ledger = owner_ledger(party_id, settings)
+        self.plan = plan
+        self.ledger = plan.ledger(ACCOUNT)
         self.released: dict[str, Any] | None = None
         self.end_status = ""
 
@@ -94,26 +84,38 @@ class StcOwner(Role):
         if s.release == "nas" and s.t > len(self.source):
             self.fail(f"stc.t = {s.t} exceeds this owner's number of source rows; lower stc.t")
             return []
+        plan = at_target(self.plan, s, *target.shape)  # the sensitivity for the points sent
+        planned = plan.release(summary_release(s))
         try:  # recorded before any noise is drawn: a refused spend releases nothing
-            if privacy.notion == "dp":
-                self.ledger.spend(privacy.epsilon, mechanism=f"stc.{s.release}")
-            else:
-                # continuous Gaussian noise: accounted exactly; secure mode's discrete Gaussian: as zCDP
-                spend = self.ledger.spend_zcdp if privacy.secure else self.ledger.spend_gaussian
-                spend(privacy.rho, mechanism=f"stc.{s.release}")
+            plan.spend(self.ledger, planned.name)
         except BudgetExceeded as err:
             self.fail(str(err))
             return []
-        budget = {"eps": privacy.epsilon} if privacy.notion == "dp" else {"rho": privacy.rho}
+        budget = {"eps": planned.eps} if planned.eps is not None else {"rho": planned.rho}
         if s.release == "nas":
-            release = nas_release(self.source, target, t=s.t, rng=self.rng, secure=privacy.secure, **budget)
+            release = nas_release(
+                self.source,
+                target,
+                t=s.t,
+                rng=self.rng,
+                secure=privacy.secure,
+                sensitivity=planned.sensitivity,
+                **budget,
+            )
         else:
-            release = nna_release(self.source, target, gamma=s.gamma, rng=self.rng, secure=privacy.secure, **budget)
-        cost = privacy.epsilon if privacy.notion == "dp" else privacy.rho
-        self.released = {"centers": len(release.centers), "targets": len(target)}
-        body = StcRelease(
-            centers=np.asarray(release.centers, dtype=np.float64), method=s.release, notion=privacy.notion, cost=cost
-        )
+            release = nna_release(
+                self.source,
+                target,
+                gamma=s.gamma,
+                rng=self.rng,
+                secure=privacy.secure,
+                sensitivity=planned.sensitivity,
+                **budget,
+            )
+        centers = plan.released(planned.name, np.asarray(release.centers, dtype=np.float64))
+        cost = planned.eps if planned.eps is not None else planned.rho
+        self.released = {"centers": len(centers), "targets": len(target)}
+        body = StcRelease(centers=centers, method=s.release, notion=privacy.notion, cost=cost)
         return [Send(message.sender, body, reply_to=message.msg_id)]
 
     def result(self) -> dict[str, Any]:

@@ -81,6 +81,8 @@ __all__ = [
     "nna_partition",
     "nna_threshold",
     "nna_release",
+    "nas_sensitivity",
+    "nna_sensitivity",
 ]
 
 DEFAULT_GAMMA = 0.05
@@ -90,6 +92,31 @@ _TIE_SLACK = 1e-9  # distances this close (relative) to the t-th count as tied w
 
 NNA_L2_SENSITIVITY = 2.0
 """The L2 sensitivity the paper (Theorem 5.12) and docs/design.md use for NNA's (count, sum)."""
+
+
+def nas_sensitivity(*, n: int, d: int, t: int, norm: str) -> float:
+    """The sensitivity of NAS's whole n x d release (``norm`` ``"L1"``: n sqrt(d)/t, for Laplace noise;
+    ``"L2"``: sqrt(n)/t, for Gaussian noise): every average of t points moves by at most 1/t in L2
+    (the ball's diameter is 1), sqrt(d)/t in L1."""
+    return n * math.sqrt(d) / t if norm == "L1" else math.sqrt(n) / t
+
+
+def nna_sensitivity(*, d: int, norm: str) -> float:
+    """The sensitivity of NNA's (count, sum) pairs as the paper budgets it (``norm`` ``"L1"``:
+    sqrt(d) + 1, for Laplace noise; ``"L2"``: :data:`NNA_L2_SENSITIVITY`, for Gaussian noise)."""
+    return math.sqrt(d) + 1.0 if norm == "L1" else NNA_L2_SENSITIVITY
+
+
+def _calibrated(sensitivity: float | None, bound: float, where: str) -> float:
+    """The sensitivity the noise is calibrated to: ``bound`` (the release's own), or a given one that
+    covers it (a release plan's; a smaller one would under-calibrate the noise)."""
+    if sensitivity is None:
+        return bound
+    if not _checks.is_real(sensitivity) or not math.isfinite(sensitivity) or sensitivity < bound * (1 - 1e-12):
+        raise _checks.fail(
+            ValueError, "sensitivity", where, f"a finite number >= the release's own {bound!r}", sensitivity
+        )
+    return float(sensitivity)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -233,13 +260,15 @@ def nas_release(
     rho: float | None = None,
     rng: np.random.Generator | None,
     secure: bool = False,
+    sensitivity: float | None = None,
 ) -> NasRelease:
     """NAS: S' = {c_x + noise : x in target}, with exactly one of ``eps`` (Laplace, eps-DP) and
     ``rho`` (Gaussian, rho-zCDP); the scales are in the module docstring. ``source`` must have
     norm <= 1/2 (scaled); ``target`` is public (or its coreset's points). ``rng`` and ``secure``
     are the mechanisms' (see :mod:`marketplace.privacy.rng`). ``t`` must not exceed |S| (the paper
     takes t in [m]); the error otherwise tells the caller that |S| < t, so pick t well below any
-    plausible |S|."""
+    plausible |S|. ``sensitivity``: the one a release plan calibrates the noise to (default: the
+    release's own, :func:`nas_sensitivity`; a given one must cover it)."""
     where = "nas_release"
     eps, rho = _checks.one_budget(eps, rho, where)
     S = check_in_ball(source, "source", where)
@@ -247,11 +276,13 @@ def nas_release(
     t = _check_t(t, S.shape[0], where)
     means = _t_nearest_means(S, T, t)
     n, d = T.shape
+    norm = "L1" if eps is not None else "L2"
+    calibrated = _calibrated(sensitivity, nas_sensitivity(n=n, d=d, t=t, norm=norm), where)
     if eps is not None:
-        mech = Laplace(epsilon=eps, sensitivity=n * math.sqrt(d) / t, rng=rng, secure=secure)
+        mech = Laplace(epsilon=eps, sensitivity=calibrated, rng=rng, secure=secure)
         scale = mech.scale
     else:
-        mech = GaussianZCDP(rho=rho, sensitivity=math.sqrt(n) / t, rng=rng, secure=secure)
+        mech = GaussianZCDP(rho=rho, sensitivity=calibrated, rng=rng, secure=secure)
         scale = mech.sigma
     return NasRelease(
         centers=mech.randomise(means),
@@ -302,10 +333,13 @@ def nna_release(
     threshold: float | None = None,
     rng: np.random.Generator | None,
     secure: bool = False,
+    sensitivity: float | None = None,
 ) -> NnaRelease:
     """NNA: noisy (count, sum) of every h_x, and S' = the noisy means whose noisy count is at least
     ``threshold`` (default :func:`nna_threshold` for ``gamma``). Exactly one of ``eps`` (Laplace,
-    eps-DP) and ``rho`` (Gaussian, rho-zCDP). ``source`` must have norm <= 1/2 (scaled)."""
+    eps-DP) and ``rho`` (Gaussian, rho-zCDP). ``source`` must have norm <= 1/2 (scaled).
+    ``sensitivity``: the one a release plan calibrates the noise to (default: the paper's,
+    :func:`nna_sensitivity`; a given one must cover it)."""
     where = "nna_release"
     eps, rho = _checks.one_budget(eps, rho, where)
     S = check_in_ball(source, "source", where)
@@ -329,11 +363,12 @@ def nna_release(
     exact[:, 0] = np.bincount(labels, minlength=n)
     for j in range(d):
         exact[:, j + 1] = np.bincount(labels, weights=S[:, j], minlength=n)
+    calibrated = _calibrated(sensitivity, nna_sensitivity(d=d, norm="L1" if eps is not None else "L2"), where)
     if eps is not None:
-        mech = Laplace(epsilon=eps, sensitivity=math.sqrt(d) + 1.0, rng=rng, secure=secure)
+        mech = Laplace(epsilon=eps, sensitivity=calibrated, rng=rng, secure=secure)
         scale = mech.scale
     else:
-        mech = GaussianZCDP(rho=rho, sensitivity=NNA_L2_SENSITIVITY, rng=rng, secure=secure)
+        mech = GaussianZCDP(rho=rho, sensitivity=calibrated, rng=rng, secure=secure)
         scale = mech.sigma
     noisy = mech.randomise(exact)
     counts, sums = noisy[:, 0], noisy[:, 1:]
