@@ -47,6 +47,9 @@ from .budget import (
     ledger_steps as ledger_steps,
 )
 from .budget import (
+    release_name as release_name,
+)
+from .budget import (
     split_budget as split_budget,
 )
 from .budget import (

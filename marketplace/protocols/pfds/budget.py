@@ -14,6 +14,10 @@ domain), so it spends nothing; the records below say what was *spent*, which is 
 what was allocated. Each :class:`Spend` is one level of one stage, already composed in parallel over
 that level's nodes; spends add up sequentially (:func:`total_epsilon`).
 
+:func:`split_budget` is the one place the split is computed: a run's sharer reads each level's eps
+from its release plan (:mod:`marketplace.protocols.pfds.plan`), which reads it here
+(:meth:`PfdsBudget.level`), and its ledger records each level under :func:`release_name`.
+
 >>> budget = split_budget(1.0, h_max=8, p=4)
 >>> budget.tree_level, budget.counts_level
 (0.0625, 0.16666666666666666)
@@ -24,7 +28,7 @@ that level's nodes; spends add up sequentially (:func:`total_epsilon`).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,10 +36,26 @@ from marketplace.privacy.accountant import Step
 
 from ._checks import MalformedPlain, int_at_least, positive_real
 
-__all__ = ["PURPOSES", "Spend", "PfdsBudget", "split_budget", "total_epsilon", "ledger_steps"]
+__all__ = [
+    "PURPOSES",
+    "LevelEpsilon",
+    "Spend",
+    "PfdsBudget",
+    "ledger_steps",
+    "per_level_epsilon",
+    "release_name",
+    "split_budget",
+    "total_epsilon",
+]
 
 PURPOSES = ("tree.split", "tree.leaves", "synth.counts")
 """What a spend paid for: split selections on one level, the leaves' class counts, node counts of one level."""
+
+
+def release_name(purpose: str, level: int) -> str:
+    """The name a sharer's ledger records one level of ``purpose`` under (``pfds.tree.split.level3``):
+    the name of that release in the sharer's release plan (:mod:`marketplace.protocols.pfds.plan`)."""
+    return f"pfds.{purpose}.level{level}"
 
 
 @dataclass(frozen=True)
@@ -74,7 +94,7 @@ class Spend:
 
     def to_step(self) -> Step:
         """The accountant's view of this spend (one pure-DP step)."""
-        return Step(mechanism=f"pfds.{self.purpose}.level{self.level}", eps=self.epsilon)
+        return Step(mechanism=release_name(self.purpose, self.level), eps=self.epsilon)
 
 
 @dataclass(frozen=True)
@@ -105,6 +125,22 @@ class PfdsBudget:
         """Per counted level 1..p-1: eps / (2 (p - 1))."""
         return self.epsilon / (2 * (self.p - 1))
 
+    def level(self, purpose: str, level: int) -> float:
+        """What level ``level`` of ``purpose`` costs: a tree level (``tree.split`` or ``tree.leaves``,
+        1..h_max) :attr:`tree_level`, a counted level (``synth.counts``, 1..p-1) :attr:`counts_level`."""
+        if purpose not in PURPOSES:
+            raise ValueError(
+                f"The 'purpose' parameter of PfdsBudget.level must be one of {', '.join(PURPOSES)}. "
+                f"Got {purpose!r} instead."
+            )
+        levels = self.p - 1 if purpose == "synth.counts" else self.h_max
+        if not 1 <= int_at_least(level, 1, "level", "PfdsBudget.level") <= levels:
+            raise ValueError(
+                f"The 'level' parameter of PfdsBudget.level must be at most {levels} for {purpose}. "
+                f"Got {level} instead."
+            )
+        return self.counts_level if purpose == "synth.counts" else self.tree_level
+
 
 def split_budget(epsilon: float, *, h_max: int, p: int) -> PfdsBudget:
     """Split a sharer's total ``epsilon`` between the tree (eps/2) and the node counts (eps/2)."""
@@ -114,11 +150,30 @@ def split_budget(epsilon: float, *, h_max: int, p: int) -> PfdsBudget:
     return PfdsBudget(epsilon=epsilon, h_max=h_max, p=p)
 
 
+LevelEpsilon = Callable[[str, int], float]
+"""``level_epsilon(purpose, level)``: the eps one level of a stage (a :class:`Spend` purpose) is calibrated to."""
+
+
+def per_level_epsilon(epsilon: Any, level_epsilon: Any, levels: int, where: str) -> LevelEpsilon:
+    """``level_epsilon`` as given, or ``epsilon`` spread evenly over ``levels`` levels (exactly one of them)."""
+    if (epsilon is None) == (level_epsilon is None):
+        raise TypeError(f"{where} takes exactly one of 'epsilon' and 'level_epsilon'.")
+    if level_epsilon is not None:
+        if not callable(level_epsilon):
+            raise TypeError(
+                f"The 'level_epsilon' parameter of {where} must be a function (purpose, level) -> eps. "
+                f"Got {type(level_epsilon).__name__} instead."
+            )
+        return level_epsilon
+    each = positive_real(epsilon, "epsilon", where) / levels
+    return lambda purpose, level: each
+
+
 def total_epsilon(spends: Iterable[Spend]) -> float:
     """Sequential composition of the spends (each already parallel over its level's nodes)."""
     return math.fsum(spend.epsilon for spend in spends)
 
 
 def ledger_steps(spends: Iterable[Spend]) -> list[Step]:
-    """The spends as :class:`marketplace.privacy.accountant.Step` records, for a ``PrivacyLedger``."""
+    """The spends as :class:`marketplace.privacy.accountant.Step` records (what ran, at what it cost)."""
     return [spend.to_step() for spend in spends]

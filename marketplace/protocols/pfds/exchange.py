@@ -1,5 +1,10 @@
 """The `pfds` exchange (docs/design.md §4): roles from the scenario, the plan's checks, and the runtime's entry.
 
+What a run releases about each party's rows, and what each release costs, is declared once in
+:mod:`marketplace.protocols.pfds.plan` (:func:`release_plan` picks each party's): the budget check, the lifetime charge
+(``owner_cost``, ``consumer_cost``: the :class:`~marketplace.plugins.Exchange` defaults), the sharers'
+ledgers and the noise of each level are read from it.
+
 The world of a run (the table's folds and the agents' shares, ``world.validation`` the consumer's and
 ``world.test`` the test fold; ``data.partition`` and ``data.consumer`` do not apply) is built by
 :mod:`marketplace.protocols.pfds.world`, the report by :mod:`marketplace.protocols.pfds.report`, its
@@ -16,10 +21,13 @@ from marketplace.data.dataset import Dataset, World
 from marketplace.parties import party_ids
 from marketplace.plugins import Exchange
 from marketplace.privacy.noise import NoiseOrigin
+from marketplace.privacy.plan import ReleasePlan
 from marketplace.protocols.pfds.display import head_rows, tables
+from marketplace.protocols.pfds.plan import nothing_plan, sharer_plan
 from marketplace.protocols.pfds.report import nothing_released, report
 from marketplace.protocols.pfds.sweeps import plot_sweep, sweep_headline, sweep_row, sweep_table
 from marketplace.protocols.pfds.world import (
+    is_sharer,
     labels_of,
     make_world,
     partition_attribute,
@@ -34,24 +42,10 @@ from marketplace.schema import SchemaError
 # --- roles ---------------------------------------------------------------------------------
 
 
-def owner_cost(config: ScenarioConfig, party: str):
-    """What a run may release about an owner's rows, for its lifetime ledger: a sharer's tree, counts
-    and synthetic records, at most ``pfds.epsilon`` (pure, basic composition) under the run's relation;
-    an owner that only receives releases nothing (None)."""
-    from marketplace.privacy.lifetime import Cost, Declared
-
-    sharers, _ = sharers_of(config)
-    if party not in sharers:
-        return None
-    relation = "replace-one" if config.pfds.neighbours == "replace" else "add/remove-one"
-    return Declared(
-        f"pfds: {party}'s tree and synthetic records ({config.name})", Cost.pure(config.pfds.epsilon), relation
-    )
-
-
-def consumer_cost(config: ScenarioConfig):
-    """The consumer of ``pfds`` shares nothing of its own rows."""
-    return None
+def release_plan(config: ScenarioConfig, party: str) -> ReleasePlan:
+    """Every release of ``party``'s rows in a run (:mod:`marketplace.protocols.pfds.plan`): a sharer's
+    tree levels and counted levels; nothing for an owner that only receives, or for the consumer."""
+    return sharer_plan(config, party) if is_sharer(config, party) else nothing_plan(config, party)
 
 
 def build_role(
@@ -91,7 +85,7 @@ def build_role(
         party_id=party,
         X=data.X,
         y=labels_of(schema, data),
-        epsilon=c.epsilon,
+        plan=release_plan(config, party),
         h_max=c.h_max,
         t=c.t,
         p=c.p,
@@ -100,18 +94,15 @@ def build_role(
         consistency=c.consistency,
         neighbours=c.neighbours,
         secure=c.secure,
-        budget=c.budget,
         **tree_seeds(config, party, noise),
         **common,
     )
 
 
 def check_plan(config: ScenarioConfig) -> None:
-    """Refuse, before anything starts, a run that cannot work or whose planned spend per sharer
-    exceeds ``pfds.budget``."""
-    from marketplace.privacy.accountant import BudgetExceeded, PrivacyLedger, Step
+    """Refuse, before anything starts, a run that cannot work. Each sharer's spend is checked against
+    ``pfds.budget`` from its release plan (:func:`release_plan`)."""
     from marketplace.protocols.pfds import ClassLabels
-    from marketplace.protocols.pfds.owner import pfds_relation
 
     schema = schema_of(config)
     c = config.pfds
@@ -132,23 +123,6 @@ def check_plan(config: ScenarioConfig) -> None:
         raise SchemaError(
             "pfds.partition_attribute", f"a numeric attribute of the table ({', '.join(numeric)})", repr(attribute)
         )
-    if c.budget is not None:
-        plan = [Step(mechanism="pfds.tree", eps=c.epsilon / 2)] + (
-            [Step(mechanism="pfds.synth.counts", eps=c.epsilon / 2)] if c.consistency else []
-        )
-        try:
-            PrivacyLedger(
-                "each sharer",
-                neighbouring=pfds_relation(c.neighbours, "a row of a sharer's data"),
-                budget=(c.budget, 0.0),
-                theorem="basic",
-            ).check_plan(plan)
-        except BudgetExceeded as err:
-            raise SchemaError(
-                "pfds.budget",
-                f"a budget that covers each sharer's planned spend (pfds.epsilon = {c.epsilon:g})",
-                str(err),
-            ) from None
 
 
 def progress(config: ScenarioConfig, curator: Role) -> tuple[int, int]:
@@ -192,7 +166,6 @@ class PfdsExchange(Exchange):
     plot_sweep = staticmethod(plot_sweep)
     nothing_released = staticmethod(nothing_released)
     owner_exposure = staticmethod(owner_exposure)
-    owner_cost = staticmethod(owner_cost)
-    consumer_cost = staticmethod(consumer_cost)
+    release_plan = staticmethod(release_plan)
     make_world = staticmethod(make_world)
     sweep_headline = sweep_headline

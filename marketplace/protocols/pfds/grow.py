@@ -42,7 +42,7 @@ import numpy as np
 from marketplace.privacy.mechanisms import Exponential, Laplace
 
 from ._checks import choice, count_sensitivity, int_at_least, noise_generator, positive_real
-from .budget import Spend
+from .budget import LevelEpsilon, Spend, per_level_epsilon
 from .schema import PublicSchema
 from .tree import PrivateTree
 
@@ -154,7 +154,7 @@ def grow_tree(
     y: Any,
     schema: PublicSchema,
     *,
-    epsilon: float,
+    epsilon: float | None = None,
     rng: np.random.Generator,
     h_max: int = 8,
     t: int = 10,
@@ -162,19 +162,23 @@ def grow_tree(
     attribute_choice: str = "level",
     neighbours: str = "add_remove",
     secure: bool = False,
+    level_epsilon: LevelEpsilon | None = None,
 ) -> PrivateTree:
     """Grow a private tree on rows ``X`` (checked against ``schema``) and labels ``y`` (classes or
     real values, as the schema's label says), spending at most ``epsilon``: epsilon/h_max per level.
 
-    In pfds, ``epsilon`` is half the sharer's budget (see :func:`~marketplace.protocols.pfds.budget.split_budget`).
+    ``level_epsilon(purpose, level)``, given instead of ``epsilon``, is what level ``level``'s split
+    selections (purpose ``"tree.split"``) or leaf counts (``"tree.leaves"``) are calibrated to and
+    cost: a pfds sharer passes its release plan's (:func:`~marketplace.protocols.pfds.plan.level_epsilon`),
+    where a level costs half its budget over h_max (:func:`~marketplace.protocols.pfds.budget.split_budget`).
     """
     where = "grow_tree"
     if not isinstance(schema, PublicSchema):
         raise TypeError(
             f"The 'schema' parameter of {where} must be a PublicSchema. Got {type(schema).__name__} instead."
         )
-    epsilon = positive_real(epsilon, "epsilon", where)
     h_max = int_at_least(h_max, 1, "h_max", where)
+    level_epsilon = per_level_epsilon(epsilon, level_epsilon, h_max, where)
     t = int_at_least(t, 1, "t", where)
     max_leaves = int_at_least(max_leaves, 1, "max_leaves", where)
     per_level = choice(attribute_choice, ATTRIBUTE_CHOICES, "attribute_choice", where) == "level"
@@ -188,7 +192,6 @@ def grow_tree(
             f"Got {codes.shape[0]} instead."
         )
 
-    level_epsilon = epsilon / h_max
     n_classes, is_cat, branching = schema.n_codes, schema.is_categorical, schema.branching
     attribute, threshold, n_children, spends = [], [], [], []
     lo, hi = schema.lower[None, :].copy(), schema.upper[None, :].copy()  # the frontier's regions
@@ -210,8 +213,9 @@ def grow_tree(
         local = node[live] - start
         numeric_columns = np.unique(chosen[split & ~is_cat[column]])
         if numeric_columns.size:
+            split_epsilon = positive_real(level_epsilon("tree.split", level), "level_epsilon", where)
             mechanism = Exponential(
-                epsilon=level_epsilon, sensitivity=MAX_OPERATOR_SENSITIVITY * sensitivity, rng=rng, secure=secure
+                epsilon=split_epsilon, sensitivity=MAX_OPERATOR_SENSITIVITY * sensitivity, rng=rng, secure=secure
             )
             for a in numeric_columns:
                 nodes = np.flatnonzero(chosen == a)
@@ -224,7 +228,7 @@ def grow_tree(
                 )
                 for i, at in enumerate(nodes):
                     cuts[at] = candidates[i, mechanism.randomise(utilities[i])]
-            spends.append(Spend("tree.split", level, level_epsilon, "exponential"))
+            spends.append(Spend("tree.split", level, split_epsilon, "exponential"))
         children = np.where(split, branching[column], 0)
         attribute.append(np.where(split, chosen, -1))
         threshold.append(cuts)
@@ -263,9 +267,10 @@ def grow_tree(
     true_counts = np.bincount(
         leaf_index[node] * n_classes + codes, minlength=int((n_children_all == 0).sum()) * n_classes
     )
-    laplace = Laplace(epsilon=level_epsilon, sensitivity=sensitivity, rng=rng, secure=secure)
+    leaves_epsilon = positive_real(level_epsilon("tree.leaves", level), "level_epsilon", where)
+    laplace = Laplace(epsilon=leaves_epsilon, sensitivity=sensitivity, rng=rng, secure=secure)
     noisy = laplace.randomise(true_counts.astype(np.float64)).reshape(-1, n_classes)
-    spends.append(Spend("tree.leaves", level, level_epsilon, "laplace"))
+    spends.append(Spend("tree.leaves", level, leaves_epsilon, "laplace"))
     return PrivateTree(
         schema=schema,
         attribute=np.concatenate(attribute),

@@ -6,30 +6,27 @@ checks each against the public schema, and, once told to train and shut down, fi
 its own rows plus every synthetic record it received (after its ``bye``:
 :meth:`~marketplace.protocols.pfds.agent.PfdsAgent.finish`). A **sharer** also releases: its private tree as soon as
 it starts (half its budget), then, once it holds every tree, its synthetic records (the other
-half) labelled by the majority of all trees, its own included. Both releases are recorded on the
-sharer's :class:`~marketplace.privacy.accountant.PrivacyLedger`.
+half) labelled by the majority of all trees, its own included. Both are declared in the sharer's
+release plan (:mod:`marketplace.protocols.pfds.plan`): each level draws its noise at the plan's eps and
+is recorded on the plan's :class:`~marketplace.privacy.accountant.PrivacyLedger` as it runs.
 
 Only private releases leave a sharer: its rows never appear in a message.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
-from marketplace.privacy.accountant import PrivacyLedger
-from marketplace.privacy.neighbouring import Neighbouring, add_remove_one, replace_one
-from marketplace.protocols.pfds import PrivateTree, ledger_steps, share_data, share_predictor
+from marketplace.privacy.plan import PlanExceeded, ReleasePlan
+from marketplace.protocols.pfds import PrivateTree, Spend, share_data, share_predictor
 from marketplace.protocols.pfds.agent import PfdsAgent
 from marketplace.protocols.pfds.messages import PfdsData, PfdsTree
+from marketplace.protocols.pfds.plan import SHARER, level_epsilon
 from marketplace.protocols.pfds.wire import tree_fields
 from marketplace.roles import CURATOR, Send
-
-
-def pfds_relation(neighbours: str, record: str) -> Neighbouring:
-    """The ledger's relation for ``pfds.neighbours``: add_remove (the paper's) or replace."""
-    return add_remove_one(record) if neighbours == "add_remove" else replace_one(record)
 
 
 class PfdsReceiver(PfdsAgent):
@@ -54,7 +51,7 @@ class PfdsSharer(PfdsAgent):
     def __init__(
         self,
         *,
-        epsilon: float,
+        plan: ReleasePlan,
         h_max: int,
         t: int,
         p: int,
@@ -65,11 +62,10 @@ class PfdsSharer(PfdsAgent):
         secure: bool,
         tree_seed: np.random.SeedSequence,
         data_seed: np.random.SeedSequence,
-        budget: float | None = None,
         **common: Any,
     ) -> None:
         super().__init__(**common)
-        self.epsilon = epsilon
+        self.plan = plan
         self.params = dict(
             h_max=h_max,
             t=t,
@@ -83,35 +79,39 @@ class PfdsSharer(PfdsAgent):
         self.secure = secure
         self.tree_rng = np.random.default_rng(tree_seed)
         self.data_rng = np.random.default_rng(data_seed)
-        self.ledger = PrivacyLedger(
-            self.party_id,
-            neighbouring=pfds_relation(neighbours, f"a row of {self.party_id}'s data"),
-            budget=None if budget is None else (budget, 0.0),
-            theorem="basic",
-        )
+        self.ledger = plan.ledger(SHARER)
         self.tree: PrivateTree | None = None
         self.released_rows = 0
 
+    def _record(self, spends: Iterable[Spend]) -> None:
+        """Record on the ledger what ran, release by release as the plan declares it (never more)."""
+        for spend in spends:
+            step = self.plan.spend(self.ledger, spend.to_step().mechanism)
+            if step.eps != spend.epsilon:  # the noise is calibrated from the plan: a bug if they differ
+                raise PlanExceeded(
+                    f"{self.party_id}: {step.mechanism} ran at eps={spend.epsilon!r}, its plan says {step.eps!r}"
+                )
+
     def start(self) -> list[Send]:
-        self.tree = share_predictor(self.X, self.y, self.schema, epsilon=self.epsilon, rng=self.tree_rng, **self.params)
-        for step in ledger_steps(self.tree.spends):
-            self.ledger.spend(step.eps, mechanism=step.mechanism)
+        self.tree = share_predictor(
+            self.X, self.y, self.schema, level_epsilon=level_epsilon(self.plan), rng=self.tree_rng, **self.params
+        )
+        self._record(self.tree.spends)
         return [self.hello("pfds"), Send(CURATOR, PfdsTree(**tree_fields(self.tree)))]
 
     def label(self, trees: list[PrivateTree]) -> list[Send]:
+        assert self.tree is not None  # start() grew it
         labelled = share_data(
             self.tree,
             self.X,
             [self.tree, *trees],
-            epsilon=self.epsilon,
+            level_epsilon=level_epsilon(self.plan),
             rng=self.data_rng,
             p=self.p,
             consistency=self.consistency,
             secure=self.secure,
         )
-        for spend in labelled.spends[len(self.tree.spends) :]:
-            step = spend.to_step()
-            self.ledger.spend(step.eps, mechanism=step.mechanism)
+        self._record(labelled.spends[len(self.tree.spends) :])
         self.released_rows = int(labelled.X.shape[0])
         y = np.asarray(labelled.y, dtype=np.float64)
         return [Send(CURATOR, PfdsData(X=labelled.X, y=y, epsilon=float(labelled.epsilon)))]

@@ -281,6 +281,7 @@ class Baselines:
     def trees(self) -> dict[str, Any]:
         """Every sharer's tree, regrown from the sharer's own stream: the trees of the protocol."""
         from marketplace.protocols.pfds import share_predictor
+        from marketplace.protocols.pfds.plan import level_epsilon, sharer_plan
 
         if self._trees is None:
             c = self.config.pfds
@@ -292,7 +293,7 @@ class Baselines:
                     data.X,
                     labels_of(self.schema, data),
                     self.schema,
-                    epsilon=c.epsilon,
+                    level_epsilon=level_epsilon(sharer_plan(self.config, s)),
                     rng=rng,
                     h_max=c.h_max,
                     t=c.t,
@@ -315,6 +316,7 @@ class Baselines:
 
     def _released(self, label: str, *, own_tree_only: bool, consistency: bool) -> dict[str, Any]:
         from marketplace.protocols.pfds import share_data
+        from marketplace.protocols.pfds.plan import level_epsilon, sharer_plan
 
         c = self.config.pfds
         trees = self.trees()
@@ -325,7 +327,7 @@ class Baselines:
                 trees[s],
                 self.own[s].X,
                 voters,
-                epsilon=c.epsilon,
+                level_epsilon=level_epsilon(sharer_plan(self.config, s)),
                 p=c.p,
                 consistency=consistency,
                 rng=seeds.rng(self.config.seed, f"pfds.{label}.{s}"),

@@ -17,7 +17,7 @@ import numpy as np
 from marketplace.data.partition import assign_by_distance
 
 from ._checks import generator, int_at_least, positive_real
-from .budget import split_budget
+from .budget import LevelEpsilon, split_budget
 from .grow import DEFAULT_MAX_LEAVES, grow_tree
 from .label import LabelledData, label_synthetic
 from .schema import PublicSchema
@@ -32,7 +32,7 @@ def share_predictor(
     y: Any,
     schema: PublicSchema,
     *,
-    epsilon: float,
+    epsilon: float | None = None,
     rng: np.random.Generator,
     h_max: int = 8,
     t: int = 10,
@@ -40,14 +40,19 @@ def share_predictor(
     attribute_choice: str = "level",
     neighbours: str = "add_remove",
     secure: bool = False,
+    level_epsilon: LevelEpsilon | None = None,
 ) -> PrivateTree:
-    """The tree a sharer with total budget ``epsilon`` shares: grown with epsilon/2, epsilon/(2 h_max) per level."""
-    budget = split_budget(epsilon, h_max=h_max, p=2)
+    """The tree a sharer with total budget ``epsilon`` shares: grown with epsilon/2, epsilon/(2 h_max)
+    per level (:func:`~marketplace.protocols.pfds.budget.split_budget`). A sharer of a run passes its
+    release plan's per-level eps instead (``level_epsilon``, :func:`marketplace.protocols.pfds.plan.level_epsilon`)."""
+    if epsilon is not None and level_epsilon is None:
+        level_epsilon, epsilon = split_budget(epsilon, h_max=h_max, p=2).level, None
     return grow_tree(
         X,
         y,
         schema,
-        epsilon=budget.tree,
+        epsilon=epsilon,
+        level_epsilon=level_epsilon,
         rng=rng,
         h_max=h_max,
         t=t,
@@ -63,20 +68,37 @@ def share_data(
     X: Any,
     trees: Sequence[PrivateTree],
     *,
-    epsilon: float,
+    epsilon: float | None = None,
     rng: np.random.Generator,
     p: int = 4,
     consistency: bool = True,
     solver: str = "newton",
     random_ties: bool = False,
     secure: bool = False,
+    level_epsilon: LevelEpsilon | None = None,
 ) -> LabelledData:
     """A sharer's labelled synthetic data: optPrivateGen on its own ``tree`` and rows ``X`` with the
-    other half of its total ``epsilon`` (epsilon/(2(p-1)) per counted level), labelled by the majority
-    of ``trees`` (every sharer's, its own included). ``epsilon`` of the result is the sharer's total."""
-    counts_epsilon = positive_real(epsilon, "epsilon", "share_data") / 2  # the paper's eps/2 (Theorem 3.3)
+    other half of its total ``epsilon`` (epsilon/(2(p-1)) per counted level,
+    :func:`~marketplace.protocols.pfds.budget.split_budget`), or its release plan's per-level eps
+    (``level_epsilon``), labelled by the majority of ``trees`` (every sharer's, its own included).
+    ``epsilon`` of the result is what the sharer spent in all."""
+    if epsilon is not None and level_epsilon is None:
+        total = positive_real(epsilon, "epsilon", "share_data")
+        # p is checked before a level is read; the tree is as deep as its counted levels need.
+        level_epsilon, epsilon = (
+            (lambda purpose, level: split_budget(total, h_max=tree.h_max, p=p).level(purpose, level)),
+            None,
+        )
     synthetic = opt_private_gen(
-        tree, X, epsilon=counts_epsilon, rng=rng, p=p, consistency=consistency, solver=solver, secure=secure
+        tree,
+        X,
+        epsilon=epsilon,
+        level_epsilon=level_epsilon,
+        rng=rng,
+        p=p,
+        consistency=consistency,
+        solver=solver,
+        secure=secure,
     )
     return label_synthetic(trees, synthetic, rng=rng, random_ties=random_ties)
 

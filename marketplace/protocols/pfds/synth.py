@@ -56,7 +56,7 @@ from ._checks import (
     positive_real,
     real_vector,
 )
-from .budget import Spend, total_epsilon
+from .budget import LevelEpsilon, Spend, per_level_epsilon, total_epsilon
 from .tree import PrivateTree
 
 __all__ = [
@@ -138,14 +138,23 @@ def exact_node_counts(tree: PrivateTree, X: Any, *, p: int = 4) -> tuple[np.ndar
 
 
 def noisy_node_counts(
-    tree: PrivateTree, X: Any, *, epsilon: float, rng: np.random.Generator, p: int = 4, secure: bool = False
+    tree: PrivateTree,
+    X: Any,
+    *,
+    epsilon: float | None = None,
+    rng: np.random.Generator,
+    p: int = 4,
+    secure: bool = False,
+    level_epsilon: LevelEpsilon | None = None,
 ) -> NoisyCounts:
     """Laplace-noised counts of the nodes on levels 1..p-1 of ``tree`` over rows ``X``, epsilon/(p-1)
-    per level (levels the tree does not have spend nothing). Uses the tree's neighbouring relation."""
+    per level (levels the tree does not have spend nothing), or ``level_epsilon("synth.counts", level)``
+    on level ``level`` when that is given instead (a pfds sharer's release plan). Uses the tree's
+    neighbouring relation."""
     where = "noisy_node_counts"
     tree = _check_tree(tree, where)
-    epsilon = positive_real(epsilon, "epsilon", where)
     p = int_at_least(p, 2, "p", where)
+    level_epsilon = per_level_epsilon(epsilon, level_epsilon, p - 1, where)
     rng, secure = noise_generator(rng, secure, where)
     if p > tree.h_max:
         raise ValueError(
@@ -153,14 +162,14 @@ def noisy_node_counts(
             f"counted are 1..p-1, above the leaves. Got {p} instead."
         )
     sensitivity = count_sensitivity(tree.neighbours, where)
-    level_epsilon = epsilon / (p - 1)
     true_nodes, _ = exact_node_counts(tree, X, p=p)
     levels = _counted_levels(tree, p)
-    mechanism = Laplace(epsilon=level_epsilon, sensitivity=sensitivity, rng=rng, secure=secure)
     values, spends, start = [], [], 0
     for level, nodes in enumerate(levels, start=1):
+        eps = positive_real(level_epsilon("synth.counts", level), "level_epsilon", where)
+        mechanism = Laplace(epsilon=eps, sensitivity=sensitivity, rng=rng, secure=secure)
         values.append(np.atleast_1d(mechanism.randomise(true_nodes[start : start + nodes.size])))
-        spends.append(Spend("synth.counts", level, level_epsilon, "laplace"))
+        spends.append(Spend("synth.counts", level, eps, "laplace"))
         start += nodes.size
     node_levels = np.concatenate([np.full(nodes.size, level) for level, nodes in enumerate(levels, start=1)])
     return NoisyCounts(
@@ -420,7 +429,7 @@ def opt_private_gen(
     tree: PrivateTree,
     X: Any,
     *,
-    epsilon: float,
+    epsilon: float | None = None,
     rng: np.random.Generator,
     p: int = 4,
     consistency: bool = True,
@@ -428,10 +437,12 @@ def opt_private_gen(
     solver: str = "newton",
     max_records: int = DEFAULT_MAX_RECORDS,
     secure: bool = False,
+    level_epsilon: LevelEpsilon | None = None,
 ) -> SyntheticData:
     """Unlabelled synthetic data from ``tree`` and the sharer's rows ``X``, spending ``epsilon`` on
-    the node counts of levels 1..p-1 (the paper's eps/2). ``consistency=False`` is PFDS^-: the
-    leaves' clipped noisy totals are used as they are and ``epsilon`` is not spent."""
+    the node counts of levels 1..p-1 (the paper's eps/2), or ``level_epsilon("synth.counts", level)``
+    per level when that is given instead (:func:`noisy_node_counts`). ``consistency=False`` is
+    PFDS^-: the leaves' clipped noisy totals are used as they are and nothing more is spent."""
     where = "opt_private_gen"
     tree = _check_tree(tree, where)
     if not isinstance(consistency, bool):
@@ -439,11 +450,11 @@ def opt_private_gen(
             f"The 'consistency' parameter of {where} must be a bool. Got {type(consistency).__name__} instead."
         )
     if consistency:
-        noisy = noisy_node_counts(tree, X, epsilon=epsilon, rng=rng, p=p, secure=secure)
+        noisy = noisy_node_counts(tree, X, epsilon=epsilon, rng=rng, p=p, secure=secure, level_epsilon=level_epsilon)
         counts = consistent_counts(tree, noisy, weights=weights, solver=solver).leaves
         spends = tree.spends + noisy.spends
     else:
-        positive_real(epsilon, "epsilon", where)
+        per_level_epsilon(epsilon, level_epsilon, 1, where)
         tree.schema.check_rows(X, "X", where)
         counts = np.maximum(tree.counts.sum(axis=1), 0.0)
         spends = tree.spends

@@ -13,7 +13,7 @@ import numpy as np
 
 from marketplace import seeds
 from marketplace.data.dataset import Dataset, World
-from marketplace.parties import party_ids
+from marketplace.parties import party_ids, party_index
 from marketplace.privacy import noise as noise_streams
 from marketplace.privacy.noise import NoiseOrigin
 from marketplace.roles import CONSUMER
@@ -106,6 +106,14 @@ def sharers_of(config: ScenarioConfig) -> tuple[tuple[str, ...], tuple[str, ...]
     owners = tuple(party_ids(config)[1:-1])
     n = len(owners) if config.pfds.sharers is None else min(config.pfds.sharers, len(owners))
     return owners[len(owners) - n :], owners[: len(owners) - n]
+
+
+def is_sharer(config: ScenarioConfig, party: str) -> bool:
+    """Whether ``party`` is one of :func:`sharers_of`'s sharers, in O(1) (no list of the owners)."""
+    owners = config.parties.owners
+    number = party_index(config, party)
+    sharing = owners if config.pfds.sharers is None else min(config.pfds.sharers, owners)
+    return number is not None and owners - sharing < number <= owners
 
 
 def tree_seeds(
