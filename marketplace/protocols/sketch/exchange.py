@@ -27,9 +27,10 @@ from marketplace.parties import party_ids
 from marketplace.plugins import Exchange
 from marketplace.privacy import noise as noise_streams
 from marketplace.privacy.noise import NoiseOrigin
+from marketplace.privacy.view import Seen
 from marketplace.protocols.sketch.display import head_rows, tables
 from marketplace.protocols.sketch.evaluate import logistic_baselines, ranking_check, statistic_errors, truth
-from marketplace.protocols.sketch.plan import release_plan
+from marketplace.protocols.sketch.plan import declared_view, release_plan
 from marketplace.protocols.sketch.public import public_map, query_plan, record_dim, unit_records
 from marketplace.protocols.sketch.sweeps import plot_sweep, sweep_headline, sweep_row, sweep_table
 from marketplace.reporting.absent import REFERENCES_ABSENT, absent, why_absent
@@ -428,3 +429,9 @@ class SketchExchange(Exchange):
     artifacts = staticmethod(artifacts)
     public_defaults = staticmethod(public_defaults)
     sweep_headline = sweep_headline
+
+    def declared_view(self, config: ScenarioConfig) -> tuple[Seen, ...]:
+        """What the curator, the consumer and the other owners receive of an owner's data
+        (:func:`marketplace.protocols.sketch.plan.declared_view`), which the coupled differential
+        test holds the protocol to."""
+        return declared_view(config)

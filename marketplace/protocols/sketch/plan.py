@@ -12,14 +12,20 @@ Everything that needs a release's eps reads it from here: the budget check befor
 owner's lifetime charge, the owner's ledger entries and the noise the owner draws
 (:func:`marketplace.protocols.sketch.release.noisy_sketch`), as does the library's
 :func:`~marketplace.protocols.sketch.release.private_sketch` (:func:`sketch_releases`).
+
+What the curator, the consumer and the other owners receive of an owner's data is declared here too
+(:func:`declared_view`): the sketch's sum and count are the two releases, everything else they
+receive is public (settings, or computed from the sketches), and with ``sketch.epsilon`` null the
+exact sketch, and what is computed from it, are disclosures.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from marketplace.privacy.neighbouring import add_remove_one
 from marketplace.privacy.plan import Account, Release, ReleasePlan
+from marketplace.privacy.view import REPORT, RUNTIME, Seen
 from marketplace.roles import CONSUMER, CURATOR
 
 ACCOUNT = "owner"
@@ -112,3 +118,110 @@ def release_plan(config: Any, party: str) -> ReleasePlan:
         l2_sensitivity=l2,
     )
     return ReleasePlan(party=party, what=what, relation="add/remove-one", accounts=(owner,), releases=releases)
+
+
+# --- what each other party receives of an owner's data -------------------------------------------
+
+_EXACT = (
+    "sketch.epsilon is null: the scenario asks each owner for its exact sketch, without noise, and the "
+    "owner hands it over in the clear (its plan declares the release unbounded)"
+)
+
+_Observer = Literal["curator", "consumer", "owners"]
+
+
+def declared_view(config: Any) -> tuple[Seen, ...]:
+    """What the curator, the consumer and the other owners receive of an owner's data in a run of
+    ``config`` (:mod:`marketplace.privacy.view`): the other owners only the curator's request; the
+    curator the owner's sketch; the consumer every owner's sketch, their merge, and the report of
+    what it computed from them. The sketch's noisy sum and count are the plan's two releases, and
+    what is computed from them is public. With ``sketch.epsilon`` null the sketch is exact, handed
+    over in the clear: it and everything computed from it are disclosures."""
+    exact = config.sketch.epsilon is None
+
+    def sketch(observer: _Observer, field: str, what: str) -> Seen:
+        """A part of an owner's sketch: a release, or in the clear when the run is not private."""
+        if exact:
+            return Seen(observer, field, "disclosure", f"{what}, exact: {_EXACT}")
+        return Seen(observer, field, "release", f"{what}, with its noise")
+
+    def derived(observer: _Observer, field: str, what: str) -> Seen:
+        """A figure computed from the owners' sketches: public, or as exact as they are."""
+        if exact:
+            return Seen(observer, field, "disclosure", f"{what}, from the exact sketches: {_EXACT}")
+        return Seen(observer, field, "public", what)
+
+    return (
+        *RUNTIME,
+        *REPORT,
+        # the other owners: the curator's request, the same for every owner
+        Seen("owners", "sketch_request.map_fingerprint", "public", "the fingerprint of the public feature map"),
+        Seen("owners", "sketch_request.n_features", "public", "the public map's number of features"),
+        # the curator: the owner's one sketch
+        sketch("curator", "sketch_release.numerator", "the owner's sum of features of its rows"),
+        sketch("curator", "sketch_release.count", "the owner's row count"),
+        Seen(
+            "curator", "sketch_release.numerator_variance", "public", "the variance of the sum's noise, from the plan"
+        ),
+        Seen("curator", "sketch_release.count_variance", "public", "the variance of the count's noise, from the plan"),
+        Seen("curator", "sketch_release.map_fingerprint", "public", "the fingerprint of the public feature map"),
+        Seen("curator", "sketch_release.epsilon", "public", "the sketch's eps, from the settings"),
+        Seen("curator", "sketch_release.delta", "public", "the sketch's delta, from the settings"),
+        Seen("curator", "sketch_release.mechanism", "public", "the noise's mechanism, from the settings"),
+        # the consumer: every owner's sketch and their merge
+        sketch("consumer", "sketch_publication.numerators", "each owner's sum of features"),
+        sketch("consumer", "sketch_publication.counts", "each owner's row count"),
+        Seen("consumer", "sketch_publication.owners", "public", "the owners whose sketches are published"),
+        Seen(
+            "consumer", "sketch_publication.numerator_variances", "public", "each sum's noise variance, from the plan"
+        ),
+        Seen("consumer", "sketch_publication.count_variances", "public", "each count's noise variance, from the plan"),
+        Seen("consumer", "sketch_publication.epsilons", "public", "each sketch's eps, from the settings"),
+        Seen("consumer", "sketch_publication.deltas", "public", "each sketch's delta, from the settings"),
+        Seen("consumer", "sketch_publication.mechanisms", "public", "each sketch's mechanism, from the settings"),
+        Seen("consumer", "sketch_publication.map_fingerprint", "public", "the fingerprint of the public feature map"),
+        derived("consumer", "sketch_publication.merged_numerator", "the sum of the published sums"),
+        derived("consumer", "sketch_publication.merged_count", "the sum of the published counts"),
+        # the consumer: the protocol's sections of the run report
+        Seen("consumer", "report.map", "public", "the public feature map: its kind, features and dimension"),
+        Seen("consumer", "report.queries", "public", "how many statistics the public query plan asks for"),
+        derived(
+            "consumer",
+            "report.estimates",
+            "the statistics M²M estimates from the merged sketch, and how their projections moved them",
+        ),
+        derived(
+            "consumer",
+            "report.ranking",
+            "the owners ranked by the sketch MMD² of their sketches to the consumer's own target",
+        ),
+        derived(
+            "consumer",
+            "report.metrics",
+            "the figures computed from the sketches: the merged sketch's signal, and those the consumer "
+            "measures against its own target and test set (in a deployment the errors against the truth "
+            "are absent)",
+        ),
+        Seen("consumer", "report.truth", "public", "absent in a deployment: nobody holds the owners' rows"),
+        Seen("consumer", "report.released", "public", "the owners whose sketches were merged"),
+        Seen("consumer", "report.flagged", "public", "the owners the curator excluded, and why (from their sketches)"),
+        Seen("consumer", "report.files", "public", "where the consumer's sketches were saved"),
+        # with the sketches exact, the runtime's common sections that hold figures computed from
+        # them (public otherwise, as view.REPORT declares them) are disclosures too
+        *(
+            (
+                derived("consumer", "report.history.rounds", "each sketch's count and the merged count so far"),
+                derived(
+                    "consumer", "report.party_details.curator.result.rounds", "the same history, as the curator kept it"
+                ),
+                derived(
+                    "consumer",
+                    "report.party_details.consumer.result",
+                    "what the consumer computed from the sketches (the report's estimates, ranking and metrics), "
+                    "and the sketches themselves",
+                ),
+            )
+            if exact
+            else ()
+        ),
+    )

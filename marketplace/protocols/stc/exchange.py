@@ -30,8 +30,9 @@ from marketplace.parties import party_ids
 from marketplace.plugins import Exchange
 from marketplace.privacy import noise as noise_streams
 from marketplace.privacy.noise import NoiseOrigin
+from marketplace.privacy.view import Seen
 from marketplace.protocols.stc.display import head_rows, tables
-from marketplace.protocols.stc.plan import release_plan, summary_release
+from marketplace.protocols.stc.plan import VIEW, release_plan, summary_release
 from marketplace.protocols.stc.sweeps import plot_sweep, sweep_headline, sweep_row, sweep_table
 from marketplace.reporting.absent import REFERENCES_ABSENT, absent, why_absent
 from marketplace.roles import CONSUMER, CURATOR, Role
@@ -427,3 +428,9 @@ class StcExchange(Exchange):
     release_plan = staticmethod(release_plan)
     public_defaults = staticmethod(public_defaults)
     sweep_headline = sweep_headline
+
+    def declared_view(self, config: ScenarioConfig) -> tuple[Seen, ...]:
+        """What the curator, the consumer and the other owners receive of an owner's data
+        (:data:`marketplace.protocols.stc.plan.VIEW`), which the coupled differential test holds the
+        protocol to."""
+        return VIEW

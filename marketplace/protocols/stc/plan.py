@@ -20,6 +20,11 @@ The sensitivity of a release grows with the number n and width d of the target p
 :func:`at_target` states it for the points the owner was sent, which is what the owner's noise is
 calibrated to. Everything that needs a release's eps or rho reads it from here: the budget check
 before a run, the owner's lifetime charge, its ledger entry and its noise.
+
+What the curator, the consumer and the other owners receive of an owner's data is declared here too
+(:data:`VIEW`): the owner's summary S' is its one release; T, which the curator and the other owners
+receive, is the consumer's, not the owner's; everything else is public (settings, or computed from
+the summaries and T).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from typing import Any
 
 from marketplace.privacy.neighbouring import add_remove_one
 from marketplace.privacy.plan import Account, Release, ReleasePlan
+from marketplace.privacy.view import REPORT, RUNTIME, Seen
 from marketplace.roles import CONSUMER, CURATOR
 
 ACCOUNT = "owner"
@@ -122,3 +128,48 @@ def release_plan(config: Any, party: str) -> ReleasePlan:
             party=party, what=f"stc: the target points ({config.name})", relation="add/remove-one", unbounded=CLEAR
         )
     return owner_plan(party, config.stc, config.name)
+
+
+# --- what each other party receives of an owner's data -------------------------------------------
+
+_TARGET = (
+    "the consumer's target points T (or their coreset), which it sends in the clear (its own plan "
+    "declares them unbounded): nothing of an owner's data"
+)
+
+VIEW: tuple[Seen, ...] = (
+    *RUNTIME,
+    *REPORT,
+    # the other owners: the curator's request, the same for every owner
+    Seen("owners", "stc_request.points", "public", _TARGET + ", forwarded by the curator"),
+    # the curator: the consumer's T, and the owner's one summary
+    Seen("curator", "stc_target.points", "public", _TARGET),
+    Seen(
+        "curator", "stc_release.centers", "release", "the owner's private summary S' of its source set: noisy centres"
+    ),
+    Seen("curator", "stc_release.method", "public", "the release's method (nna or nas), from the settings"),
+    Seen("curator", "stc_release.notion", "public", "the privacy notion (dp or zcdp), from the settings"),
+    Seen("curator", "stc_release.cost", "public", "what the release cost (eps or rho), from the plan"),
+    # the consumer: every owner's summary
+    Seen("consumer", "stc_releases.centers", "release", "every owner's private summary S', stacked in owner order"),
+    Seen("consumer", "stc_releases.counts", "public", "how many centres each owner's summary holds, read from it"),
+    Seen("consumer", "stc_releases.owners", "public", "the owners whose summaries are forwarded"),
+    # the consumer: the protocol's sections of the run report
+    Seen(
+        "consumer",
+        "report.choice",
+        "public",
+        "the k points of T the consumer chose, from T and the owners' summaries",
+    ),
+    Seen(
+        "consumer",
+        "report.metrics",
+        "public",
+        "the choice's figures the consumer computes from T and the owners' summaries (its estimated "
+        "cost, the costs of the summaries alone and of its choice alone, how many centres it got), k "
+        "and T's size; in a deployment the cost under the true source set, its size and the references are absent",
+    ),
+)
+"""What each other party receives of an owner's data (:mod:`marketplace.privacy.view`): the other
+owners and the curator the consumer's T, the curator and the consumer the owner's summary S' (its
+one release), and the consumer the report of the choice it made from them."""
