@@ -5,8 +5,9 @@ the pure cores are its other modules."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from marketplace import seeds
 from marketplace.data.dataset import Dataset
@@ -22,7 +23,9 @@ from marketplace.protocols.summarize.sweeps import owner_ledgers, plot_sweep, sw
 from marketplace.reporting.absent import REFERENCES_ABSENT, absent, why_absent
 from marketplace.roles import CONSUMER, CURATOR, Role
 from marketplace.scenario.config import ScenarioConfig
-from marketplace.schema import SchemaError
+
+if TYPE_CHECKING:
+    from marketplace.protocols.summarize.plan import SummarizePlan
 
 
 def build_role(
@@ -31,7 +34,7 @@ def build_role(
     from marketplace.protocols.summarize.consumer import SummarizeConsumer
     from marketplace.protocols.summarize.curator import SummarizeCurator
     from marketplace.protocols.summarize.owner import SummarizeOwner
-    from marketplace.protocols.summarize.private_curator import PrivateSchedule, PrivateSummarizeCurator
+    from marketplace.protocols.summarize.private_curator import PrivateSummarizeCurator
 
     features = public_features(config, world.dim)
     s = config.summarize
@@ -48,9 +51,7 @@ def build_role(
             spending_budget=s.spending_budget,
         )
         if s.privacy.enabled:
-            schedule = PrivateSchedule.resolve(
-                s.privacy, features=s.features, rounds=s.rounds, seed_set_size=config.data.seed_set.size
-            )
+            schedule = schedule_of(s.privacy, s.features, s.rounds, config.data.seed_set.size)
             return PrivateSummarizeCurator(
                 schedule=schedule, seed=noise_streams.derive(config.seed, "summarize.curator.noise", noise), **common
             )
@@ -92,80 +93,65 @@ def _request_cap(terms: Any, rounds: int) -> int | None:
     return cap if cap < rounds else None
 
 
-def owner_cost(config: ScenarioConfig, party: str):
-    """The DP charge of a run on owner ``party``'s lifetime ledger, made before its first bid: the
-    composed auction's selections over the run's R rounds (R eps_auc, the ``auction`` ledger, for the
-    rounds' directions g_l fixed) and the g_l broadcasts of D_s (the ``D_s`` ledger's planned total,
-    which bounds what they reveal of D_s with D_s given), composed, under the relation the auction
-    holds under (a replacement by a point that duplicates none of the owner's others).
+@functools.lru_cache(maxsize=16)
+def schedule_of(privacy: Any, features: int, rounds: int, seed_set_size: int) -> Any:
+    """The run's resolved :class:`PrivateSchedule`: tens of milliseconds (the Gaussian release's
+    calibration), so resolved once per setting rather than once per owner and request."""
+    from marketplace.protocols.summarize.private_curator import PrivateSchedule
 
-    It is not a bound on all that others learn of the owner's data. Not covered: the points it sells,
-    handed to the consumer in the clear (the sale, a declared disclosure its terms, not its DP
-    budget, consent to); what the choice of a sold point tells of the owner's unsold points (it
-    sends its best remaining point by the bid, so each of the others bid lower under that round's
-    direction); and which points enter D_s, which depends on every owner's data (with the selections
-    and directions fixed, one changed point of the owner can change up to 4 points of D_s), so the
-    ``D_s`` ledger's figure is no bound towards one of the owner's points. The non-private form, and
-    the auction rules whose rounds do not compose, have no finite cost: a ledger declines them."""
-    from marketplace.privacy.lifetime import Cost, Declared
-    from marketplace.privacy.neighbouring import REPLACE_ONE_DISTINCT
-
-    privacy, s = config.summarize.privacy, config.summarize
-    what = f"summarize: {party}'s points ({config.name})"
-    if not privacy.enabled:
-        return Declared.unbounded_release(
-            what,
-            "the non-private form broadcasts D_s's exact mean embedding and asks the exact best bidder",
-            relation=REPLACE_ONE_DISTINCT,
-        )
-    from marketplace.protocols.summarize.private_curator import AUCTION_WARNING
-
-    if privacy.auction in AUCTION_WARNING:
-        return Declared.unbounded_release(what, AUCTION_WARNING[privacy.auction], relation=REPLACE_ONE_DISTINCT)
-    auction, summary, rho = _planned_owner_cost(
-        privacy, s.features, s.rounds, config.data.seed_set.size, config.parties.owners
-    )
-    eps = auction.eps + summary.eps  # basic composition of the two ledgers
-    delta = auction.delta + summary.delta
-    what = (
-        f"summarize ({config.name}): {party}'s data: the auction's selections over {s.rounds} rounds given their "
-        f"directions (eps {auction.eps:.6g}) and the g_l releases of D_s given D_s (eps {summary.eps:.6g}); not "
-        "covered: the points sold (in the clear), what the choice of a sold point (its best remaining by the bid) "
-        "reveals of its unsold points, and which points enter D_s"
-    )
-    # a run with no noisy release at all (one round, eps_auc = 0) still sells points: a negligible
-    # charge keeps its sale on the ledger (an overstatement of the cost, never of the privacy)
-    return Declared(what, Cost(eps=max(eps, 1e-12), delta=delta, rho=rho), REPLACE_ONE_DISTINCT)
+    return PrivateSchedule.resolve(privacy, features=features, rounds=rounds, seed_set_size=seed_set_size)
 
 
 @functools.lru_cache(maxsize=16)
-def _planned_owner_cost(
-    privacy: Any, features: int, rounds: int, seed_set_size: int, owners: int
-) -> tuple[Any, Any, float | None]:
-    """The planned ``auction`` and ``D_s`` totals of a run and their zCDP statement: the same for every
-    owner of the run, and tens of milliseconds to plan (the Gaussian release's calibration), so planned
-    once per setting rather than once per owner and request."""
-    from marketplace.protocols.summarize.private_curator import AUCTION, SUMMARY, PrivateSchedule
+def _private_plans(
+    privacy: Any, features: int, rounds: int, seed_set_size: int, owners: int, scenario: str
+) -> tuple[Any, Any]:
+    """The plans of a private run, an owner's with ``{owner}`` for its name: one per setting (10,000
+    owners share it)."""
+    return schedule_of(privacy, features, rounds, seed_set_size).plans(
+        rounds=rounds,
+        seed_set_size=seed_set_size,
+        owners=owners,
+        owner="{owner}",
+        scenario=scenario,
+        budget_validation=privacy.budget_validation,
+        budget_summary=privacy.budget_summary,
+    )
 
-    schedule = PrivateSchedule.resolve(privacy, features=features, rounds=rounds, seed_set_size=seed_set_size)
-    ledgers = schedule.ledgers()
-    schedule.plan(ledgers, rounds, seed_set_size=seed_set_size, owners=owners)
-    return ledgers[AUCTION].total(), ledgers[SUMMARY].total(), _planned_rho(schedule, rounds, seed_set_size, owners)
 
+def release_plan(config: ScenarioConfig, party: str) -> SummarizePlan:
+    """Every release of ``party``'s data (an owner's id, or ``"consumer"``) that a run of ``config``
+    may make, declared once (:meth:`PrivateSchedule.plans
+    <marketplace.protocols.summarize.private_curator.PrivateSchedule.plans>`, which says what an
+    owner's cost covers and what it does not): the auction's R selections and D_s's g_l releases for
+    an owner, g~ for the consumer. Its budget check names ``summarize.privacy.budget_summary`` or
+    ``budget_validation``. The non-private form has no finite cost: it broadcasts D_s's exact mean
+    embedding, asks the exact best bidder and sends D_v's mean embedding in the clear; a ledger
+    declines it."""
+    from marketplace.privacy.neighbouring import REPLACE_ONE, REPLACE_ONE_DISTINCT
+    from marketplace.protocols.summarize.plan import NON_PRIVATE_CONSUMER, NON_PRIVATE_OWNER, SummarizePlan
 
-def _planned_rho(schedule: Any, rounds: int, seed_set_size: int, owners: int) -> float | None:
-    """The zCDP statement of the same plan, when every part has one: each pure eps-DP auction round
-    and MWEM iteration is eps^2/2-zCDP (Bun and Steinke, 2016, Prop. 1.4), each Gaussian release its
-    rho; None when an auction round has a delta."""
-    eps_round, delta_round = schedule.auction_round(owners)
-    if delta_round > 0:
-        return None
-    rho = rounds * eps_round**2 / 2
-    if schedule.release == "gaussian":
-        rho += (schedule.rho_per_round or 0.0) * max(rounds - 1, 0)
-    else:
-        rho += sum(t * e**2 / 2 for e, t in schedule.summary_calls(rounds, seed_set_size=seed_set_size))
-    return rho if rho > 0 else None
+    s = config.summarize
+    if not s.privacy.enabled:
+        if party == CONSUMER:
+            return SummarizePlan(
+                party=party,
+                what=f"summarize: g~, the release of D_v ({config.name})",
+                relation=REPLACE_ONE,
+                unbounded=NON_PRIVATE_CONSUMER,
+            )
+        return SummarizePlan(
+            party=party,
+            what=f"summarize: {party}'s points ({config.name})",
+            relation=REPLACE_ONE_DISTINCT,
+            unbounded=NON_PRIVATE_OWNER,
+        )
+    owner_plan, consumer_plan = _private_plans(
+        s.privacy, s.features, s.rounds, config.data.seed_set.size, config.parties.owners, config.name
+    )
+    if party == CONSUMER:
+        return consumer_plan
+    return dataclasses.replace(owner_plan, party=party, what=owner_plan.what.replace("{owner}", party))
 
 
 def points_for_sale(config: ScenarioConfig, party: str) -> int:
@@ -176,57 +162,14 @@ def points_for_sale(config: ScenarioConfig, party: str) -> int:
     return config.summarize.rounds
 
 
-def consumer_cost(config: ScenarioConfig):
-    """What a run releases about the consumer's D_v: g~ in the private form (the planned
-    ``consumer:D_v`` ledger, replace-one, with its rho for the Gaussian release); the non-private
-    form sends D_v's mean embedding in the clear."""
-    from marketplace.privacy.lifetime import Cost, Declared
-
-    privacy = config.summarize.privacy
-    what = f"summarize: g~, the release of D_v ({config.name})"
-    if not privacy.enabled:
-        return Declared.unbounded_release(
-            what, "the non-private form sends D_v's mean embedding in the clear", relation="replace-one"
-        )
-    from marketplace.protocols.summarize.private_curator import VALIDATION, PrivateSchedule
-
-    schedule = PrivateSchedule.resolve(
-        privacy,
-        features=config.summarize.features,
-        rounds=config.summarize.rounds,
-        seed_set_size=config.data.seed_set.size,
-    )
-    ledgers = schedule.ledgers()
-    schedule.plan(
-        ledgers, config.summarize.rounds, seed_set_size=config.data.seed_set.size, owners=config.parties.owners
-    )
-    total = ledgers[VALIDATION].total()
-    rho = schedule.rho_validation if schedule.release == "gaussian" else None
-    return Declared(what, Cost(eps=total.eps, delta=total.delta, rho=rho), "replace-one")
-
-
 def check_plan(config: ScenarioConfig) -> None:
-    """Refuse a private run whose planned spend exceeds a configured budget, before anything starts."""
-    privacy = config.summarize.privacy
-    if not privacy.enabled:
-        return
-    from marketplace.privacy.accountant import BudgetExceeded
-    from marketplace.protocols.summarize.private_curator import PrivateSchedule
-
-    schedule = PrivateSchedule.resolve(
-        privacy,
-        features=config.summarize.features,
-        rounds=config.summarize.rounds,
-        seed_set_size=config.data.seed_set.size,
-    )
-    ledgers = schedule.ledgers(budget_validation=privacy.budget_validation, budget_summary=privacy.budget_summary)
-    try:
-        schedule.plan(
-            ledgers, config.summarize.rounds, seed_set_size=config.data.seed_set.size, owners=config.parties.owners
-        )
-    except BudgetExceeded as err:
-        key = "budget_validation" if str(err).startswith("consumer:D_v") else "budget_summary"
-        raise SchemaError(f"summarize.privacy.{key}", "a budget that covers the planned spend", str(err)) from None
+    """Refuse, before anything starts, a private run whose settings cannot be resolved into a
+    schedule (a delta at which the Gaussian release would have no eps to match: a SchemaError naming
+    it). The budgets are checked against each party's :func:`release_plan` by the runtime
+    (:meth:`ReleasePlan.check <marketplace.privacy.plan.ReleasePlan.check>`)."""
+    s = config.summarize
+    if s.privacy.enabled:
+        schedule_of(s.privacy, s.features, s.rounds, config.data.seed_set.size)
 
 
 def progress(config: ScenarioConfig, curator: Role) -> tuple[int, int]:
@@ -492,7 +435,6 @@ class SummarizeExchange(Exchange):
     plot_sweep = staticmethod(plot_sweep)
     nothing_released = staticmethod(nothing_released)
     owner_exposure = staticmethod(owner_exposure)
-    owner_cost = staticmethod(owner_cost)
+    release_plan = staticmethod(release_plan)
     points_for_sale = staticmethod(points_for_sale)
-    consumer_cost = staticmethod(consumer_cost)
     sweep_headline = sweep_headline

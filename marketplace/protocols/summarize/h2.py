@@ -76,6 +76,9 @@ __all__ = [
     "coordinate_sums",
     "mwem",
     "h2_release",
+    "H2_SELECT",
+    "H2_MEASURE",
+    "iteration_steps",
 ]
 
 SENSITIVITY = 2.0
@@ -361,23 +364,25 @@ def _is_positive_real(value: Any) -> bool:
     )
 
 
+H2_SELECT, H2_MEASURE = "h2.select", "h2.measure"
+"""The names a ledger records an MWEM iteration's two steps under."""
+
+
+def iteration_steps(cost: IterationCost, T: int) -> tuple[Step, Step]:
+    """The ledger steps of T iterations at ``cost``: T ``h2.select`` and T ``h2.measure``."""
+    return Step(mechanism=H2_SELECT, eps=cost.select, count=T), Step(mechanism=H2_MEASURE, eps=cost.measure, count=T)
+
+
 def _record(ledger: PrivacyLedger | None, cost: IterationCost, T: int) -> None:
     """Spend T 'h2.select' and T 'h2.measure' steps, or raise BudgetExceeded recording nothing."""
     if ledger is None:
         return
     if not isinstance(ledger, PrivacyLedger):
         raise _fail(TypeError, "ledger", "mwem", "a PrivacyLedger or None", ledger)
-    select = Step(mechanism="h2.select", eps=cost.select, count=T)
-    measure = Step(mechanism="h2.measure", eps=cost.measure, count=T)
+    select, measure = iteration_steps(cost, T)
     ledger.check_plan([select, measure])
-    ledger.spend(select.eps, mechanism=select.mechanism, count=T)
-    ledger.spend(measure.eps, mechanism=measure.mechanism, count=T)
-
-
-def record_h2(ledger: PrivacyLedger, *, eps: float, T: int, split: tuple[float, float] | str = DEFAULT_SPLIT) -> None:
-    """Record on ``ledger`` exactly what a T-iteration h2 call at ``eps`` records, without running
-    it: how a planned run is checked against its budget before it starts."""
-    _record(ledger, _iteration_cost(eps, split, "record_h2"), T)
+    ledger.spend(select.eps or 0.0, mechanism=select.mechanism, count=T)
+    ledger.spend(measure.eps or 0.0, mechanism=measure.mechanism, count=T)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -429,12 +434,13 @@ def mwem(
     *,
     q: int,
     T: int,
-    eps: float,
+    eps: float | None = None,
     rng: np.random.Generator | None,
     split: tuple[float, float] | str = DEFAULT_SPLIT,
     secure: bool = False,
     ledger: PrivacyLedger | None = None,
     release: str = "call_average",
+    cost: IterationCost | None = None,
 ) -> tuple[MwemState, np.ndarray]:
     """T MWEM iterations from ``state`` on the coordinate sums ``sums`` = w(D_Q, .) of q quantized
     rows (:func:`coordinate_sums`); returns the new state and the released mean embedding (d,),
@@ -452,12 +458,18 @@ def mwem(
     ``release``: one of ``RELEASES`` (same cost); the default averages this call's T iterates, as
     docs/design.md §3 step 4 does. The running average over every call lags once rounds go by: it stays
     dominated by round 1's T_init iterates, computed on the seed set alone. ``state`` is not modified.
+
+    ``cost``: the iteration's cost as given (its two steps' eps, from a release plan), instead of
+    ``eps`` and ``split``.
     """
     if not isinstance(state, MwemState):
         raise _fail(TypeError, "state", "mwem", "an MwemState (MwemState.uniform(d) to start)", state)
     sums, q = _check_sums(sums, q, state.d)
     T = _positive_int(T, "T", "mwem")
-    cost = _iteration_cost(eps, split, "mwem")
+    if cost is None:
+        cost = _iteration_cost(eps, split, "mwem")
+    elif not isinstance(cost, IterationCost):
+        raise _fail(TypeError, "cost", "mwem", "an IterationCost or None", cost)
     if release not in RELEASES:
         raise _fail(ValueError, "release", "mwem", f"one of {list(RELEASES)}", release)
     select = Exponential(epsilon=cost.select, sensitivity=SENSITIVITY, rng=rng, secure=secure)
@@ -484,7 +496,7 @@ def h2_release(
     features: np.ndarray,
     *,
     T: int,
-    eps: float,
+    eps: float | None = None,
     rng: np.random.Generator | None,
     state: MwemState | None = None,
     eta: float | None = None,
@@ -492,6 +504,7 @@ def h2_release(
     secure: bool = False,
     ledger: PrivacyLedger | None = None,
     release: str = "call_average",
+    cost: IterationCost | None = None,
 ) -> tuple[MwemState, np.ndarray]:
     """h2(features): scale q x d h1 features into [-1, 1], quantize them, and run :func:`mwem`
     from ``state`` (a warm start; uniform on S when None). Returns (new state, release (d,)).
@@ -523,4 +536,6 @@ def h2_release(
             f"or be None. Got {eta!r} instead."
         )
     sums = coordinate_sums(quantize(values / bound, state.eta, rng), state.eta)
-    return mwem(state, sums, q=q, T=T, eps=eps, rng=rng, split=split, secure=secure, ledger=ledger, release=release)
+    return mwem(
+        state, sums, q=q, T=T, eps=eps, rng=rng, split=split, secure=secure, ledger=ledger, release=release, cost=cost
+    )

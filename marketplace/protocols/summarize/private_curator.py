@@ -24,6 +24,11 @@ What changes against :class:`~marketplace.protocols.summarize.curator.SummarizeC
   nothing, with an empty pool, ends without a point instead of drawing again
   (:meth:`PrivateSummarizeCurator._open_round_again`).
 
+Every figure above comes from the run's release plans (:meth:`PrivateSchedule.plans`, which an
+owner's and the consumer's declared cost and the budget check read too): each ledger is one of
+their accounts, each spend one of their releases (:meth:`~marketplace.privacy.plan.ReleasePlan.spend`,
+refused past its planned count), and each mechanism is calibrated to its release's eps or rho.
+
 Owners and the consumer run unchanged: the protocol differs only in what the curator releases
 and whom it asks.
 """
@@ -41,14 +46,30 @@ import numpy as np
 from marketplace.messages import Envelope, ProtocolError
 from marketplace.privacy.accountant import Guarantee, PrivacyLedger, calibrate_zcdp
 from marketplace.privacy.gdp import calibrate_mu
-from marketplace.privacy.neighbouring import replace_one, replace_one_distinct
+from marketplace.privacy.neighbouring import REPLACE_ONE, REPLACE_ONE_DISTINCT, replace_one, replace_one_distinct
+from marketplace.privacy.plan import Account, Release, ReleasePlan
 from marketplace.privacy.rng import make_rng
 from marketplace.protocols.summarize import Pool, PoolEntry, PrivAuction, h2_release
 from marketplace.protocols.summarize.config import SummarizePrivacy
 from marketplace.protocols.summarize.curator import SummarizeCurator, SummarizePhase, payload
-from marketplace.protocols.summarize.gaussian_release import gaussian_mean_release
-from marketplace.protocols.summarize.h2 import record_h2
+from marketplace.protocols.summarize.gaussian_release import SUM_L2_SENSITIVITY, gaussian_mean_release
+from marketplace.protocols.summarize.h2 import (
+    H2_MEASURE,
+    H2_SELECT,
+    SENSITIVITY,
+    IterationCost,
+    MwemState,
+    iteration_steps,
+)
 from marketplace.protocols.summarize.messages import Point, Request, SealedPoint
+from marketplace.protocols.summarize.plan import (
+    BUDGET_SUMMARY_KEY,
+    BUDGET_VALIDATION_KEY,
+    MIN_EPS,
+    NOT_COVERED,
+    LedgerRelease,
+    SummarizePlan,
+)
 from marketplace.roles import Send
 from marketplace.schema import SchemaError
 
@@ -78,6 +99,8 @@ PAPER_AUCTION_WARNING = (
     "only (eps_auc, 1 - e^-eps_auc)-DP and the delta composes; moreover " + NOT_COMPOSED
 )
 AUCTION_WARNING = {"two_sided": TWO_SIDED_AUCTION_WARNING, "paper": PAPER_AUCTION_WARNING}
+FIRST_RELEASE = "D_s's first private release"
+"""How the plan tells apart D_s's first MWEM release (empty seed set) from the later ones."""
 AUCTION_COINS = "the auction's coins (whom it asks each round, how many, and in what order)"
 """What the auction ledger's coins decide: they come from the curator's noise stream, so the ledger's
 ``noise`` says who else could reproduce them (:func:`marketplace.privacy.noise.coins_note`)."""
@@ -207,10 +230,8 @@ class PrivateSchedule:
     def summary_total(self, rounds: int, *, seed_set_size: int) -> Guarantee:
         """What the ``D_s`` ledger states after a whole run of the MWEM schedule (every later round
         releasing), by the ledger's own accountant."""
-        ledger = self.ledgers()[SUMMARY]
-        for eps, iterations in self.summary_calls(rounds, seed_set_size=seed_set_size):
-            record_h2(ledger, eps=eps, T=iterations)
-        return ledger.total()
+        releases = self.mwem_summary_releases(rounds, seed_set_size=seed_set_size)
+        return self.ledgers()[SUMMARY].check_plan(release.step() for release in releases)
 
     def scaled_to(self, total_eps: float, rounds: int, *, seed_set_size: int) -> PrivateSchedule:
         """This MWEM schedule with ``eps_first_round`` and ``eps_later_rounds`` multiplied by one
@@ -252,31 +273,41 @@ class PrivateSchedule:
         mwem.plan(ledgers, rounds, seed_set_size=1)
         return ledgers[VALIDATION].total(), ledgers[SUMMARY].total()
 
-    def ledgers(
+    def accounts(
         self, *, budget_validation: float | None = None, budget_summary: float | None = None
-    ) -> dict[str, PrivacyLedger]:
-        """Empty ledgers, one per protected dataset, with the configured budgets."""
+    ) -> dict[str, Account]:
+        """One account per protected dataset (its ledger), with the configured budgets."""
         return {
-            VALIDATION: PrivacyLedger(
-                VALIDATION,
+            VALIDATION: Account(
+                name=VALIDATION,
                 neighbouring=VALIDATION_RELATION,
                 theorem=self.theorem,
                 delta=self.delta_validation,
                 gaussian=self.gaussian_accountant,
                 budget=None if budget_validation is None else (budget_validation, self.delta_validation),
+                budget_keys=(BUDGET_VALIDATION_KEY,),
             ),
-            SUMMARY: PrivacyLedger(
-                SUMMARY,
+            SUMMARY: Account(
+                name=SUMMARY,
                 neighbouring=SUMMARY_RELATION,
                 theorem=self.theorem,
                 delta=self.delta_summary,
                 gaussian=self.gaussian_accountant,
                 budget=None if budget_summary is None else (budget_summary, self.delta_summary),
+                budget_keys=(BUDGET_SUMMARY_KEY,),
             ),
-            AUCTION: PrivacyLedger(
-                AUCTION, neighbouring=AUCTION_RELATION[self.auction], theorem="basic", coins=AUCTION_COINS
+            AUCTION: Account(
+                name=AUCTION, neighbouring=AUCTION_RELATION[self.auction], theorem="basic", coins=AUCTION_COINS
             ),
         }
+
+    def ledgers(
+        self, *, budget_validation: float | None = None, budget_summary: float | None = None
+    ) -> dict[str, PrivacyLedger]:
+        """Empty ledgers, one per protected dataset, with the configured budgets."""
+        accounts = self.accounts(budget_validation=budget_validation, budget_summary=budget_summary)
+        plan = ReleasePlan(party="the run", what="-", relation=REPLACE_ONE, accounts=tuple(accounts.values()))
+        return {name: plan.ledger(name) for name in accounts}
 
     def auction_round(self, n_ranked: int) -> tuple[float, float]:
         """The per-round guarantee of the auction for ``n_ranked`` ranked owners (what one round of
@@ -292,28 +323,170 @@ class PrivateSchedule:
         schedule = probe.schedule(n_ranked)
         return schedule.eps, schedule.delta
 
-    def plan(self, ledgers: dict[str, PrivacyLedger], rounds: int, *, seed_set_size: int, owners: int = 1) -> None:
-        """Spend the whole planned run on ``ledgers``: raises ``BudgetExceeded`` if it cannot fit.
+    def _h2_releases(
+        self, account: str, eps: float, iterations: int, *, first: bool = False
+    ) -> tuple[Release, Release]:
+        """``iterations`` MWEM iterations at ``eps`` on ``account``'s data: its ``h2.select`` and
+        ``h2.measure`` releases (``first``: D_s's first private release, recorded under the same
+        names as the later ones at another cost, so named apart in the plan)."""
+        select, measure = iteration_steps(IterationCost.of(eps), iterations)
+        common: dict[str, Any] = dict(account=account, to=("owners",), sensitivity=SENSITIVITY, count=iterations)
+        if first:
+            return (
+                LedgerRelease(
+                    name=f"{H2_SELECT} ({FIRST_RELEASE})",
+                    records=H2_SELECT,
+                    mechanism="exponential",
+                    norm="utility",
+                    eps=select.eps,
+                    **common,
+                ),
+                LedgerRelease(
+                    name=f"{H2_MEASURE} ({FIRST_RELEASE})",
+                    records=H2_MEASURE,
+                    mechanism="laplace",
+                    eps=measure.eps,
+                    **common,
+                ),
+            )
+        return (
+            Release(name=H2_SELECT, mechanism="exponential", norm="utility", eps=select.eps, **common),
+            Release(name=H2_MEASURE, mechanism="laplace", eps=measure.eps, **common),
+        )
+
+    def _gaussian_release(self, account: str, rho: float, count: int) -> Release:
+        """``count`` Gaussian releases of the mean embedding of ``account``'s data, each rho-zCDP
+        (accounted exactly, or in zCDP in secure mode, whose discrete Gaussian OpenDP certifies so)."""
+        return Release(
+            name=GAUSSIAN_MECHANISM,
+            account=account,
+            to=("owners",),
+            mechanism="gaussian",
+            sensitivity=SUM_L2_SENSITIVITY,
+            norm="L2",
+            rho=rho,
+            gaussian=not self.secure,
+            count=count,
+        )
+
+    def mwem_summary_releases(self, rounds: int, *, seed_set_size: int) -> tuple[Release, ...]:
+        """The MWEM releases of D_s over a whole run (``summary_calls``, every later round releasing)."""
+        calls = self.summary_calls(rounds, seed_set_size=seed_set_size)
+        return tuple(
+            release
+            for i, (eps, iterations) in enumerate(calls)
+            for release in self._h2_releases(SUMMARY, eps, iterations, first=seed_set_size == 0 and i == 0)
+        )
+
+    def releases(self, rounds: int, *, seed_set_size: int, owners: int = 1) -> tuple[Release, ...]:
+        """Every release of a whole run, each with its cost and the most times it runs, charged to
+        the ``auction``, ``D_s`` and ``consumer:D_v`` accounts: the one place their costs are set.
 
         Rounds whose D_s holds only public seed points cost nothing; with an empty seed set the
         first round has no release at all, and round 2's first private MWEM release runs T_init
-        iterations at ``eps_first_round`` (``summary_calls``). The worst case is assumed: every later round releases,
-        and every auction round ranks all ``owners``.
-        """
-        private_rounds = rounds - 1
-        if self.release == "gaussian":
-            spend = ledgers[VALIDATION].spend_zcdp if self.secure else ledgers[VALIDATION].spend_gaussian
-            spend(self.rho_validation, mechanism=GAUSSIAN_MECHANISM)
-            if private_rounds > 0:
-                spend = ledgers[SUMMARY].spend_zcdp if self.secure else ledgers[SUMMARY].spend_gaussian
-                spend(self.rho_per_round, mechanism=GAUSSIAN_MECHANISM, count=private_rounds)
-        else:
-            record_h2(ledgers[VALIDATION], eps=self.eps_validation, T=self.t_init)
-            for eps, iterations in self.summary_calls(rounds, seed_set_size=seed_set_size):
-                record_h2(ledgers[SUMMARY], eps=eps, T=iterations)
+        iterations at ``eps_first_round`` (``summary_calls``). The worst case is assumed: every later
+        round releases, and every auction round ranks all ``owners``."""
+        out: list[Release] = []
         eps, delta = self.auction_round(owners)
         if eps > 0:
-            ledgers[AUCTION].spend(eps, delta, mechanism=AUCTION_MECHANISM[self.auction], count=rounds)
+            out.append(
+                Release(
+                    name=AUCTION_MECHANISM[self.auction],
+                    account=AUCTION,
+                    to=("owners",),
+                    mechanism=f"auction ({self.auction})",
+                    sensitivity=1.0,
+                    norm="utility",
+                    eps=eps,
+                    delta=delta,
+                    count=rounds,
+                )
+            )
+        if self.release == "gaussian":
+            if rounds > 1:
+                out.append(self._gaussian_release(SUMMARY, self.rho_per_round or 0.0, rounds - 1))
+            out.append(self._gaussian_release(VALIDATION, self.rho_validation or 0.0, 1))
+        else:
+            out += self.mwem_summary_releases(rounds, seed_set_size=seed_set_size)
+            out += self._h2_releases(VALIDATION, self.eps_validation, self.t_init)
+        return tuple(out)
+
+    def plans(
+        self,
+        *,
+        rounds: int,
+        seed_set_size: int,
+        owners: int,
+        owner: str = "every owner",
+        consumer: str = "consumer",
+        scenario: str = "",
+        budget_validation: float | None = None,
+        budget_summary: float | None = None,
+    ) -> tuple[SummarizePlan, SummarizePlan]:
+        """The release plans of a run, (an owner's, the consumer's), from :meth:`accounts` and
+        :meth:`releases`: every owner's is the same but for its name and ``what``.
+
+        An owner's declared cost is the composed auction's selections over the run's R rounds (the
+        ``auction`` account, for the rounds' directions g_l fixed) and the g_l broadcasts of D_s (the
+        ``D_s`` account, which bounds what they reveal of D_s with D_s given), composed, under the
+        relation the auction holds under (a replacement by a point that duplicates none of the
+        owner's others). It is not a bound on all that others learn of the owner's data: not covered
+        (``not_covered``) are the points it sells, handed to the consumer in the clear (the sale, a
+        declared disclosure its terms, not its DP budget, consent to); what the choice of a sold point
+        tells of the owner's unsold points (it sends its best remaining point by the bid, so each of
+        the others bid lower under that round's direction); and which points enter D_s, which depends
+        on every owner's data (with the selections and directions fixed, one changed point of the
+        owner can change up to 4 points of D_s), so the ``D_s`` figure is no bound towards one of the
+        owner's points. The auction rules whose rounds do not compose (:data:`AUCTION_WARNING`) have
+        no finite cost: their plans list the releases (the curator records them, the budgets are
+        checked against them) and declare an unbounded release, which a ledger declines."""
+        accounts = self.accounts(budget_validation=budget_validation, budget_summary=budget_summary)
+        releases = self.releases(rounds, seed_set_size=seed_set_size, owners=owners)
+        owner_accounts = (accounts[AUCTION], accounts[SUMMARY])
+        owner_releases = tuple(r for r in releases if r.account in (AUCTION, SUMMARY))
+        unbounded = AUCTION_WARNING.get(self.auction, "")
+        owner_plan = SummarizePlan(
+            party=owner,
+            what=f"summarize: {owner}'s points ({scenario})",
+            relation=REPLACE_ONE_DISTINCT,
+            accounts=owner_accounts,
+            releases=owner_releases,
+            unbounded=unbounded,
+            state_rho=True,  # each pure auction round and MWEM step is eps^2/2-zCDP: a zCDP figure beside the eps
+            min_eps=MIN_EPS,
+        )
+        if not unbounded:
+            totals = owner_plan.totals()
+            owner_plan = dataclasses.replace(
+                owner_plan,
+                what=f"summarize ({scenario}): {owner}'s data: the auction's selections over {rounds} rounds given "
+                f"their directions (eps {totals[AUCTION].eps:.6g}) and the g_l releases of D_s given D_s (eps "
+                f"{totals[SUMMARY].eps:.6g})",
+                not_covered=NOT_COVERED,
+            )
+        consumer_plan = SummarizePlan(
+            party=consumer,
+            what=f"summarize: g~, the release of D_v ({scenario})",
+            relation=REPLACE_ONE,
+            accounts=(accounts[VALIDATION],),
+            releases=tuple(r for r in releases if r.account == VALIDATION),
+        )
+        return owner_plan, consumer_plan
+
+    def plan(self, ledgers: dict[str, PrivacyLedger], rounds: int, *, seed_set_size: int, owners: int = 1) -> None:
+        """Spend the whole planned run (:meth:`releases`) on ``ledgers``: raises ``BudgetExceeded`` if
+        it cannot fit."""
+        releases = self.releases(rounds, seed_set_size=seed_set_size, owners=owners)
+        for name, account in self.accounts().items():  # one plan per ledger: D_v's and D_s's releases share names
+            plan = SummarizePlan(
+                party="the run",
+                what="-",
+                relation=REPLACE_ONE,
+                accounts=(account,),
+                releases=tuple(r for r in releases if r.account == name),
+            )
+            for release in plan.releases:
+                plan.spend(ledgers[name], release.name)
 
 
 class PrivateSummarizeCurator(SummarizeCurator):
@@ -323,7 +496,14 @@ class PrivateSummarizeCurator(SummarizeCurator):
         super().__init__(**kwargs)
         self.schedule = schedule
         self.rng = make_rng(seed=seed, secure=schedule.secure)
-        self.ledgers = schedule.ledgers()
+        # what the run may release (the plans every owner's and the consumer's cost is declared from):
+        # the ledgers are the plans' accounts, every spend one of their releases, each calibrated to its cost
+        self.owner_plan, self.consumer_plan = schedule.plans(
+            rounds=self.rounds, seed_set_size=len(kwargs["seed_set"]), owners=len(self.owners)
+        )
+        self.plans = {VALIDATION: self.consumer_plan, SUMMARY: self.owner_plan, AUCTION: self.owner_plan}
+        # no budget on the run's ledgers: the plans were checked against the budgets before the run
+        self.ledgers = {name: plan.ledger(name, budget=False) for name, plan in self.plans.items()}
         self.auction = PrivAuction(
             owners=self.owners,
             eps_auc=schedule.eps_auction,
@@ -336,7 +516,7 @@ class PrivateSummarizeCurator(SummarizeCurator):
         seed_set = kwargs["seed_set"]
         self.summary_rows_phi: list[np.ndarray] = list(self.features.transform(seed_set)) if len(seed_set) else []
         self.private_rows = 0  # rows of D_s that came from owners
-        self.mwem_state = None
+        self.mwem_state: MwemState | None = None
         self.last_release: tuple[int, np.ndarray] | None = None  # (q, g_l): reused while D_s is unchanged
         self.awaiting: set[str] = set()
         self.asked_per_round: list[int] = []
@@ -347,23 +527,8 @@ class PrivateSummarizeCurator(SummarizeCurator):
     def _release_target(self, phi: np.ndarray) -> np.ndarray:
         s = self.schedule
         if s.release == "gaussian":
-            return gaussian_mean_release(
-                phi,
-                rho=s.rho_validation,
-                rng=self.rng,
-                secure=s.secure,
-                ledger=self.ledgers[VALIDATION],
-                mechanism=GAUSSIAN_MECHANISM,
-            )
-        _, release = h2_release(
-            phi,
-            T=s.t_init,
-            eps=s.eps_validation,
-            rng=self.rng,
-            secure=s.secure,
-            ledger=self.ledgers[VALIDATION],
-            release=MWEM_RELEASES[s.release],
-        )
+            return self._gaussian(VALIDATION, phi)
+        _, release = self._h2(VALIDATION, phi, state=None, T=s.t_init)
         return release
 
     def _release_summary(self) -> np.ndarray:
@@ -378,25 +543,57 @@ class PrivateSummarizeCurator(SummarizeCurator):
         if not self.summary_rows_phi:
             return np.zeros(self.features.n_features)
         rows = np.asarray(self.summary_rows_phi)
-        ledger = self.ledgers[SUMMARY] if self.private_rows else None  # the seed set alone is public
-        if s.release == "gaussian":
-            if ledger is None:
-                return rows.mean(axis=0)
-            return gaussian_mean_release(
-                rows, rho=s.rho_per_round, rng=self.rng, secure=s.secure, ledger=ledger, mechanism=GAUSSIAN_MECHANISM
-            )
         first = self.mwem_state is None
-        self.mwem_state, release = h2_release(
-            rows,
-            state=self.mwem_state,
-            T=s.t_init if first else s.t_sub,
-            eps=s.eps_first_round if first else s.eps_later_rounds,
-            rng=self.rng,
-            secure=s.secure,
-            ledger=ledger,
-            release=MWEM_RELEASES[s.release],
+        if not self.private_rows:  # the seed set alone is public: released exactly, or by MWEM on no ledger
+            if s.release == "gaussian":
+                return rows.mean(axis=0)
+            self.mwem_state, release = h2_release(
+                rows,
+                T=s.t_init if first else s.t_sub,
+                eps=s.eps_first_round if first else s.eps_later_rounds,
+                rng=self.rng,
+                secure=s.secure,
+                release=MWEM_RELEASES[s.release],
+            )
+            return release
+        if s.release == "gaussian":
+            return self._gaussian(SUMMARY, rows)
+        self.mwem_state, release = self._h2(
+            SUMMARY, rows, state=self.mwem_state, T=s.t_init if first else s.t_sub, first=first
         )
         return release
+
+    def _gaussian(self, account: str, rows: np.ndarray) -> np.ndarray:
+        """One Gaussian release of ``rows``' mean embedding, recorded on ``account``'s ledger as its
+        plan declares it (before any noise is drawn) and calibrated to the plan's rho."""
+        plan = self.plans[account]
+        release = plan.release(GAUSSIAN_MECHANISM)
+        plan.spend(self.ledgers[account], release.name, 1)
+        return gaussian_mean_release(rows, rho=release.rho or 0.0, rng=self.rng, secure=self.schedule.secure)
+
+    def _h2(
+        self, account: str, rows: np.ndarray, *, state: MwemState | None, T: int, first: bool = False
+    ) -> tuple[MwemState, np.ndarray]:
+        """T MWEM iterations on ``rows`` (h2), recorded on ``account``'s ledger as its plan declares
+        them (T ``h2.select`` and T ``h2.measure``, before any noise is drawn), each step calibrated to
+        the plan's eps. ``first``: D_s's first private release when it has no public seed set."""
+        plan, ledger = self.plans[account], self.ledgers[account]
+        names = (H2_SELECT, H2_MEASURE)
+        if first and account == SUMMARY and not self.seed_size:
+            names = (f"{H2_SELECT} ({FIRST_RELEASE})", f"{H2_MEASURE} ({FIRST_RELEASE})")
+        select, measure = (plan.release(name) for name in names)
+        cost = IterationCost(select=select.eps or 0.0, measure=measure.eps or 0.0)
+        for release in (select, measure):
+            plan.spend(ledger, release.name, T)
+        return h2_release(
+            rows,
+            state=state,
+            T=T,
+            cost=cost,
+            rng=self.rng,
+            secure=self.schedule.secure,
+            release=MWEM_RELEASES[self.schedule.release],
+        )
 
     # --- auction -----------------------------------------------------------------------------
     def _maybe_choose(self) -> list[Send]:
@@ -412,12 +609,12 @@ class PrivateSummarizeCurator(SummarizeCurator):
             return self._finish(self.purse.spent_reason())
         ranked = any(v is not None for v in offers.values())
         asked = self.purse.within_budget(self.auction.decide(offers)) if ranked else []
-        if ranked:
+        selection = AUCTION_MECHANISM[self.schedule.auction]
+        if ranked and any(release.name == selection for release in self.owner_plan.releases):
             # every round that ranked anybody is charged the run's per-round guarantee (the schedule
-            # for all K owners, what the plan assumed); a round with fewer owners ranked is no worse
-            eps, delta = self.schedule.auction_round(len(self.owners))
-            if eps > 0:
-                self.ledgers[AUCTION].spend(eps, delta, mechanism=AUCTION_MECHANISM[self.schedule.auction])
+            # for all K owners, what the plan assumed); a round with fewer owners ranked is no worse.
+            # A plan without the release: a round costs nothing (eps_auction 0, or everyone asked)
+            self.owner_plan.spend(self.ledgers[AUCTION], selection, 1)
         self.asked_per_round.append(len(asked))
         self.requests_since_record += len(asked)
         self.awaiting = set(asked)
@@ -522,7 +719,8 @@ class PrivateSummarizeCurator(SummarizeCurator):
     def result(self) -> dict[str, Any]:
         out = super().result()
         out["privacy"] = {name: ledger.to_dict() for name, ledger in self.ledgers.items()}
-        eps, delta = self.schedule.auction_round(len(self.owners))
+        declared = [r for r in self.owner_plan.releases if r.name == AUCTION_MECHANISM[self.schedule.auction]]
+        eps, delta = (declared[0].eps, declared[0].delta) if declared else self.schedule.auction_round(len(self.owners))
         out["auction"] = {
             "rule": self.schedule.auction,
             "requests_per_round": self.schedule.requests_per_round,
