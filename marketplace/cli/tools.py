@@ -144,7 +144,7 @@ def protocols_command(args: argparse.Namespace) -> int:
 def privacy_command(args: argparse.Namespace, specs: dict) -> int:
     """``marketplace protocols --privacy NAME``: protocol NAME's release plan and declared view, as Markdown."""
     from marketplace.api import load
-    from marketplace.privacy.tables import declared_markdown
+    from marketplace.reporting.declared import declared_markdown
     from marketplace.scenario import ScenarioError
 
     name = args.privacy

@@ -335,12 +335,10 @@ def check_privacy_plan(config: ScenarioConfig) -> None:
     """Refuse a run whose settings cannot work, or whose release plan passes a configured budget,
     before anything starts: the protocol's own checks, then each party's plan (once per distinct
     plan: the owners of a run usually share one)."""
-    from marketplace.parties import party_ids
-
     exchange = plugins.exchange(config.protocol)
     exchange.check_plan(config)
     checked: set[tuple[Any, ...]] = set()
-    for party in [*party_ids(config)[1:-1], "consumer"]:
+    for party in [*(f"owner-{i}" for i in range(1, config.parties.owners + 1)), "consumer"]:
         plan = exchange.release_plan(config, party)
         if plan is None:
             continue

@@ -1,5 +1,5 @@
 """docs/privacy.md's tables of what each protocol releases and what each party receives are made from
-the protocols' declarations (marketplace.privacy.tables), and ``marketplace protocols --privacy NAME``
+the protocols' declarations (marketplace.reporting.declared), and ``marketplace protocols --privacy NAME``
 prints them for any scenario."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from conftest import ROOT
 
 import marketplace
-from marketplace.privacy.tables import BLOCK, declared_markdown
+from marketplace.reporting.declared import BLOCK, declared_markdown
 
 DOC = ROOT / "docs" / "privacy.md"
 
@@ -23,7 +23,7 @@ def test_the_docs_tables_are_the_declarations():
         config = marketplace.load(ROOT / scenario).config
         assert shown == declared_markdown(name, config), (
             f"docs/privacy.md's {name} tables differ from its declarations: "
-            "run `python -m marketplace.privacy.tables docs/privacy.md` from the project's root"
+            "run `python -m marketplace.reporting.declared docs/privacy.md` from the project's root"
         )
 
 

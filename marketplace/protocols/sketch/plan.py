@@ -24,51 +24,13 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from marketplace.privacy.neighbouring import add_remove_one
-from marketplace.privacy.plan import Account, Release, ReleasePlan
+from marketplace.privacy.plan import Account, ReleasePlan
 from marketplace.privacy.view import REPORT, RUNTIME, Seen
-from marketplace.roles import CONSUMER, CURATOR
+from marketplace.protocols.sketch.release import ACCOUNT, sketch_releases
+from marketplace.roles import CONSUMER
 
-ACCOUNT = "owner"
-"""The owner's one ledger (named after the owner in a report)."""
-COUNT = "laplace count"
-"""The release of the noisy row count, by the name its ledger records."""
 BUDGET_KEYS = ("sketch.budget_epsilon", "sketch.budget_delta")
 UNBOUNDED = "sketch.epsilon is null: the owner's exact, noise-free sketch would leave"
-
-
-def sum_release(mechanism: str) -> str:
-    """The name the ledger records for the noisy sum of features under ``mechanism``."""
-    return f"{mechanism} sum of features"
-
-
-def sketch_releases(
-    *,
-    epsilon: float,
-    mechanism: str,
-    delta: float | None,
-    numerator_share: float,
-    l1_sensitivity: float,
-    l2_sensitivity: float,
-    account: str = ACCOUNT,
-    to: tuple[str, ...] = (CURATOR, CONSUMER),
-) -> tuple[Release, Release]:
-    """The two releases of one sketch at total budget ``epsilon`` (and ``delta``, all of it on a
-    Gaussian sum): the sum of features at eps_num = ``numerator_share`` * ``epsilon``, calibrated to
-    the map's L1 (Laplace) or L2 (Gaussian) sensitivity, and the Laplace count at ``epsilon`` - eps_num."""
-    gaussian = mechanism == "gaussian"
-    eps_num = numerator_share * epsilon
-    total = Release(
-        name=sum_release(mechanism),
-        account=account,
-        to=to,
-        mechanism=mechanism,
-        sensitivity=l2_sensitivity if gaussian else l1_sensitivity,
-        norm="L2" if gaussian else "L1",
-        eps=eps_num,
-        delta=float(delta or 0.0) if gaussian else 0.0,
-    )
-    count = Release(name=COUNT, account=account, to=to, mechanism="laplace", sensitivity=1.0, eps=epsilon - eps_num)
-    return total, count
 
 
 _SENSITIVITIES: dict[tuple[Any, ...], tuple[float, float]] = {}

@@ -225,6 +225,47 @@ def _check_map(owner: str, feature_map) -> FeatureMap:
     return feature_map
 
 
+ACCOUNT = "owner"
+"""The owner's one ledger (named after the owner in a report)."""
+COUNT = "laplace count"
+"""The release of the noisy row count, by the name its ledger records."""
+
+
+def sum_release(mechanism: str) -> str:
+    """The name the ledger records for the noisy sum of features under ``mechanism``."""
+    return f"{mechanism} sum of features"
+
+
+def sketch_releases(
+    *,
+    epsilon: float,
+    mechanism: str,
+    delta: float | None,
+    numerator_share: float,
+    l1_sensitivity: float,
+    l2_sensitivity: float,
+    account: str = ACCOUNT,
+    to: tuple[str, ...] = ("curator", "consumer"),
+) -> tuple[Release, Release]:
+    """The two releases of one sketch at total budget ``epsilon`` (and ``delta``, all of it on a
+    Gaussian sum): the sum of features at eps_num = ``numerator_share`` * ``epsilon``, calibrated to
+    the map's L1 (Laplace) or L2 (Gaussian) sensitivity, and the Laplace count at ``epsilon`` - eps_num."""
+    gaussian = mechanism == "gaussian"
+    eps_num = numerator_share * epsilon
+    total = Release(
+        name=sum_release(mechanism),
+        account=account,
+        to=to,
+        mechanism=mechanism,
+        sensitivity=l2_sensitivity if gaussian else l1_sensitivity,
+        norm="L2" if gaussian else "L1",
+        eps=eps_num,
+        delta=float(delta or 0.0) if gaussian else 0.0,
+    )
+    count = Release(name=COUNT, account=account, to=to, mechanism="laplace", sensitivity=1.0, eps=epsilon - eps_num)
+    return total, count
+
+
 def private_sketch(
     X: ArrayLike,
     feature_map: FeatureMap,
@@ -240,7 +281,7 @@ def private_sketch(
     """The DP release of the dataset X (rows inside the map's box) with budget ``epsilon``
     (and ``delta`` for the Gaussian mechanism); see the module docstring for the noise. The split
     of ``epsilon`` is the one an owner's release plan declares
-    (:func:`marketplace.protocols.sketch.plan.sketch_releases`), drawn by :func:`noisy_sketch`.
+    (:func:`sketch_releases`), drawn by :func:`noisy_sketch`.
 
     ``precision`` is the working precision of the features (see :meth:`RFF.sum_features`):
     float32 trigonometry is several times faster and its error (~1e-7 per value) is far below the
@@ -259,8 +300,6 @@ def private_sketch(
         )
     if mechanism == "gaussian" and delta is None:
         raise ValueError(f"The 'delta' parameter of {owner} must be given with mechanism='gaussian'. Got None instead.")
-    from marketplace.protocols.sketch.plan import sketch_releases
-
     numerator, count = sketch_releases(
         epsilon=epsilon,
         mechanism=mechanism,

@@ -2,7 +2,7 @@
 Markdown tables, for ``marketplace protocols --privacy NAME`` and for the tables of docs/privacy.md,
 which are made from the same declarations and checked against them.
 
-``python -m marketplace.privacy.tables docs/privacy.md`` rewrites every block of that file that
+``python -m marketplace.reporting.declared docs/privacy.md`` rewrites every block of that file that
 starts with ``<!-- declared: NAME FILE -->`` and ends with ``<!-- /declared -->`` from protocol
 NAME's declarations for the scenario in FILE (a path from the project's root).
 """
@@ -79,13 +79,13 @@ def declared_markdown(name: str, config: Any) -> str:
 
 def rewrite(path: Path, root: Path) -> bool:
     """Rewrite the declared blocks of ``path`` (scenario files relative to ``root``); whether it changed."""
-    import marketplace
+    from marketplace.scenario.load import load_scenario
 
     text = path.read_text()
 
     def block(match: re.Match[str]) -> str:
         name, scenario = match.group(2), match.group(3)
-        config = marketplace.load(root / scenario).config
+        config = load_scenario(root / scenario).config
         return match.group(1) + declared_markdown(name, config) + match.group(5)
 
     new = BLOCK.sub(block, text)
