@@ -145,7 +145,7 @@ class PfdsAgent(Role):
         if isinstance(self.schema.label, ClassLabels):
             y = y.astype(np.int64)
         self.fitted = fit_model(self.model, self.schema, X, y, seed=self.model_seed)
-        self.shared_rows = int(X.shape[0] - self.X.shape[0])
+        self.shared_rows = sum(int(x.shape[0]) for x, _ in shared)  # the records received, never its own rows
 
     def result(self) -> dict[str, Any]:
         return {

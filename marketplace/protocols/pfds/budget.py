@@ -39,6 +39,7 @@ from ._checks import MalformedPlain, int_at_least, positive_real
 __all__ = [
     "PURPOSES",
     "LevelEpsilon",
+    "Released",
     "Spend",
     "PfdsBudget",
     "ledger_steps",
@@ -46,6 +47,7 @@ __all__ = [
     "release_name",
     "split_budget",
     "total_epsilon",
+    "unchanged",
 ]
 
 PURPOSES = ("tree.split", "tree.leaves", "synth.counts")
@@ -152,6 +154,17 @@ def split_budget(epsilon: float, *, h_max: int, p: int) -> PfdsBudget:
 
 LevelEpsilon = Callable[[str, int], float]
 """``level_epsilon(purpose, level)``: the eps one level of a stage (a :class:`Spend` purpose) is calibrated to."""
+
+
+Released = Callable[[str, Any], Any]
+"""``released(name, output)``: the output of release ``name`` (:func:`release_name`) as it leaves the
+sharer; a sharer of a run passes its release plan's :meth:`~marketplace.privacy.plan.ReleasePlan.released`,
+where the coupled differential test records and replays each output."""
+
+
+def unchanged(name: str, output: Any) -> Any:
+    """The :data:`Released` of a caller outside a run: every output as it is."""
+    return output
 
 
 def per_level_epsilon(epsilon: Any, level_epsilon: Any, levels: int, where: str) -> LevelEpsilon:

@@ -22,8 +22,9 @@ from marketplace.parties import party_ids
 from marketplace.plugins import Exchange
 from marketplace.privacy.noise import NoiseOrigin
 from marketplace.privacy.plan import ReleasePlan
+from marketplace.privacy.view import Seen
 from marketplace.protocols.pfds.display import head_rows, tables
-from marketplace.protocols.pfds.plan import nothing_plan, sharer_plan
+from marketplace.protocols.pfds.plan import declared_view, nothing_plan, sharer_plan
 from marketplace.protocols.pfds.report import nothing_released, report
 from marketplace.protocols.pfds.sweeps import plot_sweep, sweep_headline, sweep_row, sweep_table
 from marketplace.protocols.pfds.world import (
@@ -169,3 +170,8 @@ class PfdsExchange(Exchange):
     release_plan = staticmethod(release_plan)
     make_world = staticmethod(make_world)
     sweep_headline = sweep_headline
+
+    def declared_view(self, config: Any) -> tuple[Seen, ...]:
+        """What the curator, the consumer and the other owners receive of a sharer's rows
+        (:func:`marketplace.protocols.pfds.plan.declared_view`)."""
+        return declared_view(config)

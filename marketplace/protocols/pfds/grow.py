@@ -42,7 +42,7 @@ import numpy as np
 from marketplace.privacy.mechanisms import Exponential, Laplace
 
 from ._checks import choice, count_sensitivity, int_at_least, noise_generator, positive_real
-from .budget import LevelEpsilon, Spend, per_level_epsilon
+from .budget import LevelEpsilon, Released, Spend, per_level_epsilon, release_name, unchanged
 from .schema import PublicSchema
 from .tree import PrivateTree
 
@@ -163,6 +163,7 @@ def grow_tree(
     neighbours: str = "add_remove",
     secure: bool = False,
     level_epsilon: LevelEpsilon | None = None,
+    released: Released = unchanged,
 ) -> PrivateTree:
     """Grow a private tree on rows ``X`` (checked against ``schema``) and labels ``y`` (classes or
     real values, as the schema's label says), spending at most ``epsilon``: epsilon/h_max per level.
@@ -171,6 +172,12 @@ def grow_tree(
     selections (purpose ``"tree.split"``) or leaf counts (``"tree.leaves"``) are calibrated to and
     cost: a pfds sharer passes its release plan's (:func:`~marketplace.protocols.pfds.plan.level_epsilon`),
     where a level costs half its budget over h_max (:func:`~marketplace.protocols.pfds.budget.split_budget`).
+
+    Each level's release leaves through ``released(name, output)`` as it is drawn (a sharer passes its
+    plan's :meth:`~marketplace.privacy.plan.ReleasePlan.released`): a split level's thresholds (the
+    exponential mechanism's choices, NaN at the nodes it did not split on a numeric attribute) under
+    ``pfds.tree.split.level{i}``, the leaves' noisy class counts under ``pfds.tree.leaves.level{i}``.
+    Everything after a release reads its output as ``released`` returns it.
     """
     where = "grow_tree"
     if not isinstance(schema, PublicSchema):
@@ -228,6 +235,7 @@ def grow_tree(
                 )
                 for i, at in enumerate(nodes):
                     cuts[at] = candidates[i, mechanism.randomise(utilities[i])]
+            cuts = np.asarray(released(release_name("tree.split", level), cuts), dtype=np.float64)
             spends.append(Spend("tree.split", level, split_epsilon, "exponential"))
         children = np.where(split, branching[column], 0)
         attribute.append(np.where(split, chosen, -1))
@@ -270,6 +278,7 @@ def grow_tree(
     leaves_epsilon = positive_real(level_epsilon("tree.leaves", level), "level_epsilon", where)
     laplace = Laplace(epsilon=leaves_epsilon, sensitivity=sensitivity, rng=rng, secure=secure)
     noisy = laplace.randomise(true_counts.astype(np.float64)).reshape(-1, n_classes)
+    noisy = np.asarray(released(release_name("tree.leaves", level), noisy), dtype=np.float64)
     spends.append(Spend("tree.leaves", level, leaves_epsilon, "laplace"))
     return PrivateTree(
         schema=schema,

@@ -94,7 +94,13 @@ class PfdsSharer(PfdsAgent):
 
     def start(self) -> list[Send]:
         self.tree = share_predictor(
-            self.X, self.y, self.schema, level_epsilon=level_epsilon(self.plan), rng=self.tree_rng, **self.params
+            self.X,
+            self.y,
+            self.schema,
+            level_epsilon=level_epsilon(self.plan),
+            released=self.plan.released,
+            rng=self.tree_rng,
+            **self.params,
         )
         self._record(self.tree.spends)
         return [self.hello("pfds"), Send(CURATOR, PfdsTree(**tree_fields(self.tree)))]
@@ -106,6 +112,7 @@ class PfdsSharer(PfdsAgent):
             self.X,
             [self.tree, *trees],
             level_epsilon=level_epsilon(self.plan),
+            released=self.plan.released,
             rng=self.data_rng,
             p=self.p,
             consistency=self.consistency,

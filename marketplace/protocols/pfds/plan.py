@@ -25,19 +25,28 @@ a level as ``one_of``, charged once (at the costlier of the two, the same eps), 
 
 Receivers (owners beyond ``pfds.sharers``) and the consumer release nothing of their rows: their plans
 declare no release (:func:`nothing_plan`). The exchange's ``release_plan`` picks each party's plan.
+
+:func:`declared_view` says what the curator, the consumer and the other owners receive of a sharer's
+rows: its tree (the split levels' thresholds and the leaves' counts are releases; the shape, drawn by
+coins that read no row, and the costs from this plan are public) and its labelled synthetic records
+(post-processing of its releases), and the consumer, besides, the run report. Each level's output
+leaves the sharer through :meth:`~marketplace.privacy.plan.ReleasePlan.released` as it is drawn
+(:func:`~marketplace.protocols.pfds.grow.grow_tree`, :func:`~marketplace.protocols.pfds.synth.noisy_node_counts`),
+where the coupled differential test holds the protocol to this view.
 This module is a pure core: it reads a scenario's settings and imports no role, wire or runner.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, Literal
 
 from marketplace.privacy.ledger import PrivacyLedger
 from marketplace.privacy.lifetime.declared import Declared
 from marketplace.privacy.neighbouring import Neighbouring, add_remove_one, replace_one
 from marketplace.privacy.plan import Account, PlanExceeded, Release, ReleasePlan
 from marketplace.privacy.steps import Step
+from marketplace.privacy.view import REPORT, RUNTIME, Seen
 
 from ._checks import count_sensitivity
 from .budget import LevelEpsilon, release_name, split_budget
@@ -47,6 +56,7 @@ __all__ = [
     "RECIPIENTS",
     "SHARER",
     "PfdsReleasePlan",
+    "declared_view",
     "level_epsilon",
     "nothing_plan",
     "pfds_relation",
@@ -196,3 +206,123 @@ def level_epsilon(plan: ReleasePlan) -> LevelEpsilon:
         return value
 
     return eps
+
+
+# --- what each other party receives of a sharer's rows --------------------------------------------
+
+Kind = Literal["public", "release", "disclosure"]
+Observer = Literal["curator", "consumer", "owners"]
+
+_TREE: tuple[tuple[str, Kind, str], ...] = (
+    (
+        "attribute",
+        "public",
+        "the attribute each node of the sharer's tree splits on (-1 at a leaf): drawn by a fair coin of the "
+        "sharer's that reads no row, among the attributes the public max_leaves cap allows",
+    ),
+    (
+        "threshold",
+        "release",
+        "each numeric split's threshold: the exponential mechanism's choice among candidates drawn from the "
+        "node's public interval (releases pfds.tree.split.level{i}); NaN at the other nodes",
+    ),
+    (
+        "n_children",
+        "public",
+        "each node's number of children: the branching of the attribute it splits on, from the public schema",
+    ),
+    ("counts", "release", "the leaves' noisy class counts (release pfds.tree.leaves.level{i})"),
+    ("h_max", "public", "pfds.h_max, from the settings"),
+    ("t", "public", "pfds.t, from the settings"),
+    ("neighbours", "public", "pfds.neighbours, from the settings"),
+    (
+        "spends",
+        "public",
+        "what each level of the tree cost: the plan's eps, for the levels the tree's public shape says ran",
+    ),
+)
+
+
+def _records(consistency: bool) -> tuple[tuple[str, Kind, str], ...]:
+    source = (
+        "its tree and its noisy node counts (releases pfds.synth.counts.level{i})"
+        if consistency
+        else "its tree's noisy leaf counts alone (pfds.consistency is false: PFDS^-)"
+    )
+    return (
+        (
+            "X",
+            "release",
+            f"the sharer's synthetic records: post-processing of {source}, drawn uniformly in the leaves' public "
+            "regions by coins that read no row",
+        ),
+        ("y", "release", "the records' labels: the majority vote of every sharer's tree (releases)"),
+        ("epsilon", "public", "what the sharer's releases cost in all, from the plan"),
+    )
+
+
+_REPORT: tuple[tuple[str, str], ...] = (
+    (
+        "metrics",
+        "each agent's test error: the consumer's model, fitted on its own rows and the synthetic records; the "
+        "owners' models stay with them (null). The baselines (pfds.baselines) are references of a simulation, "
+        "computed by whoever assembles the report from the world the scenario builds (the table cut by the "
+        "seed, which anyone with the scenario rebuilds), not from anything a party sent",
+    ),
+    (
+        "fidelity",
+        "the synthetic records' sizes (from the releases) against each sharer's row count in the world the "
+        "scenario builds (a simulation's reference, rebuilt from the scenario by whoever assembles the report)",
+    ),
+    ("task", "classification or regression, from pfds.model"),
+    ("error_measure", "how the errors are measured, from pfds.model"),
+    (
+        "agents",
+        "how many sharers and receivers, the agents evaluated, and each agent's row count in the world the "
+        "scenario builds (a simulation's figure: the table cut by the seed, which anyone with the scenario "
+        "rebuilds), never read from a party",
+    ),
+    (
+        "trees",
+        "the trees' leaves (read from the trees), the sharers whose trees voted and whose records were forwarded",
+    ),
+    ("flagged", "the sharers the curator excluded, and why (from their releases)"),
+    (
+        "data.owners",
+        "each owner's row and label counts in the world the scenario builds (a simulation's summary of the table "
+        "cut by the seed, which anyone with the scenario rebuilds), never read from a party",
+    ),
+    ("checks", "whether the consumer's own error agrees with the report's (from its model)"),
+)
+
+
+def declared_view(config: Any) -> tuple[Seen, ...]:
+    """What the curator, the consumer and the other owners receive of a sharer's rows in a run of
+    ``config`` (:mod:`marketplace.privacy.view`): the curator its tree (``pfds_tree``) and its labelled
+    synthetic records (``pfds_data``); every other agent, the other owners and the consumer, the same,
+    forwarded (``pfds_shared_tree``, ``pfds_shared_data``), and the phases (``pfds_phase``); the consumer
+    the run report besides. Nothing is a disclosure: a sharer's rows leave it only through its releases,
+    and a receiver sends nothing derived from its rows."""
+    records = _records(config.pfds.consistency)
+    sharer = "which sharer's release the curator forwards"
+    seen: list[Seen] = [*RUNTIME, *REPORT]
+    seen += [Seen("curator", f"pfds_tree.{field}", kind, note) for field, kind, note in _TREE]
+    seen += [Seen("curator", f"pfds_data.{field}", kind, note) for field, kind, note in records]
+    observers: tuple[Observer, ...] = ("owners", "consumer")
+    for observer in observers:
+        seen += [
+            Seen(observer, "pfds_shared_tree.sharer", "public", sharer),
+            *(Seen(observer, f"pfds_shared_tree.{f}", k, note) for f, k, note in _TREE),
+            Seen(observer, "pfds_shared_data.sharer", "public", sharer),
+            *(Seen(observer, f"pfds_shared_data.{f}", k, note) for f, k, note in records),
+            Seen(observer, "pfds_phase.phase", "public", "what comes next: labelling or training"),
+            Seen(
+                observer,
+                "pfds_phase.sharers",
+                "public",
+                "the sharers whose trees vote (label) or whose records were forwarded (train): those whose "
+                "release reached the curator in time and fit the public schema",
+            ),
+        ]
+    seen += [Seen("consumer", f"report.{key}", "public", note) for key, note in _REPORT]
+    return tuple(seen)

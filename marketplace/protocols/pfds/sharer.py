@@ -17,7 +17,7 @@ import numpy as np
 from marketplace.data.partition import assign_by_distance
 
 from ._checks import generator, int_at_least, positive_real
-from .budget import LevelEpsilon, split_budget
+from .budget import LevelEpsilon, Released, split_budget, unchanged
 from .grow import DEFAULT_MAX_LEAVES, grow_tree
 from .label import LabelledData, label_synthetic
 from .schema import PublicSchema
@@ -41,10 +41,12 @@ def share_predictor(
     neighbours: str = "add_remove",
     secure: bool = False,
     level_epsilon: LevelEpsilon | None = None,
+    released: Released = unchanged,
 ) -> PrivateTree:
     """The tree a sharer with total budget ``epsilon`` shares: grown with epsilon/2, epsilon/(2 h_max)
     per level (:func:`~marketplace.protocols.pfds.budget.split_budget`). A sharer of a run passes its
-    release plan's per-level eps instead (``level_epsilon``, :func:`marketplace.protocols.pfds.plan.level_epsilon`)."""
+    release plan's per-level eps instead (``level_epsilon``, :func:`marketplace.protocols.pfds.plan.level_epsilon`)
+    and its plan's ``released``, through which each level's output leaves it (:func:`~.grow.grow_tree`)."""
     if epsilon is not None and level_epsilon is None:
         level_epsilon, epsilon = split_budget(epsilon, h_max=h_max, p=2).level, None
     return grow_tree(
@@ -60,6 +62,7 @@ def share_predictor(
         attribute_choice=attribute_choice,
         neighbours=neighbours,
         secure=secure,
+        released=released,
     )
 
 
@@ -76,12 +79,14 @@ def share_data(
     random_ties: bool = False,
     secure: bool = False,
     level_epsilon: LevelEpsilon | None = None,
+    released: Released = unchanged,
 ) -> LabelledData:
     """A sharer's labelled synthetic data: optPrivateGen on its own ``tree`` and rows ``X`` with the
     other half of its total ``epsilon`` (epsilon/(2(p-1)) per counted level,
     :func:`~marketplace.protocols.pfds.budget.split_budget`), or its release plan's per-level eps
     (``level_epsilon``), labelled by the majority of ``trees`` (every sharer's, its own included).
-    ``epsilon`` of the result is what the sharer spent in all."""
+    ``epsilon`` of the result is what the sharer spent in all. Each counted level's noisy counts leave
+    through ``released`` (:func:`~.synth.noisy_node_counts`)."""
     if epsilon is not None and level_epsilon is None:
         total = positive_real(epsilon, "epsilon", "share_data")
         # p is checked before a level is read; the tree is as deep as its counted levels need.
@@ -99,6 +104,7 @@ def share_data(
         consistency=consistency,
         solver=solver,
         secure=secure,
+        released=released,
     )
     return label_synthetic(trees, synthetic, rng=rng, random_ties=random_ties)
 

@@ -56,7 +56,7 @@ from ._checks import (
     positive_real,
     real_vector,
 )
-from .budget import LevelEpsilon, Spend, per_level_epsilon, total_epsilon
+from .budget import LevelEpsilon, Released, Spend, per_level_epsilon, release_name, total_epsilon, unchanged
 from .tree import PrivateTree
 
 __all__ = [
@@ -146,11 +146,14 @@ def noisy_node_counts(
     p: int = 4,
     secure: bool = False,
     level_epsilon: LevelEpsilon | None = None,
+    released: Released = unchanged,
 ) -> NoisyCounts:
     """Laplace-noised counts of the nodes on levels 1..p-1 of ``tree`` over rows ``X``, epsilon/(p-1)
     per level (levels the tree does not have spend nothing), or ``level_epsilon("synth.counts", level)``
     on level ``level`` when that is given instead (a pfds sharer's release plan). Uses the tree's
-    neighbouring relation."""
+    neighbouring relation. Each level's noisy counts leave through ``released`` as they are drawn
+    (``pfds.synth.counts.level{i}``: a sharer passes its plan's
+    :meth:`~marketplace.privacy.plan.ReleasePlan.released`)."""
     where = "noisy_node_counts"
     tree = _check_tree(tree, where)
     p = int_at_least(p, 2, "p", where)
@@ -168,7 +171,8 @@ def noisy_node_counts(
     for level, nodes in enumerate(levels, start=1):
         eps = positive_real(level_epsilon("synth.counts", level), "level_epsilon", where)
         mechanism = Laplace(epsilon=eps, sensitivity=sensitivity, rng=rng, secure=secure)
-        values.append(np.atleast_1d(mechanism.randomise(true_nodes[start : start + nodes.size])))
+        noisy = np.atleast_1d(mechanism.randomise(true_nodes[start : start + nodes.size]))
+        values.append(np.atleast_1d(np.asarray(released(release_name("synth.counts", level), noisy), dtype=np.float64)))
         spends.append(Spend("synth.counts", level, eps, "laplace"))
         start += nodes.size
     node_levels = np.concatenate([np.full(nodes.size, level) for level, nodes in enumerate(levels, start=1)])
@@ -438,11 +442,13 @@ def opt_private_gen(
     max_records: int = DEFAULT_MAX_RECORDS,
     secure: bool = False,
     level_epsilon: LevelEpsilon | None = None,
+    released: Released = unchanged,
 ) -> SyntheticData:
     """Unlabelled synthetic data from ``tree`` and the sharer's rows ``X``, spending ``epsilon`` on
     the node counts of levels 1..p-1 (the paper's eps/2), or ``level_epsilon("synth.counts", level)``
     per level when that is given instead (:func:`noisy_node_counts`). ``consistency=False`` is
-    PFDS^-: the leaves' clipped noisy totals are used as they are and nothing more is spent."""
+    PFDS^-: the leaves' clipped noisy totals are used as they are and nothing more is spent. The node
+    counts leave through ``released`` (:func:`noisy_node_counts`); the records are post-processing."""
     where = "opt_private_gen"
     tree = _check_tree(tree, where)
     if not isinstance(consistency, bool):
@@ -450,7 +456,9 @@ def opt_private_gen(
             f"The 'consistency' parameter of {where} must be a bool. Got {type(consistency).__name__} instead."
         )
     if consistency:
-        noisy = noisy_node_counts(tree, X, epsilon=epsilon, rng=rng, p=p, secure=secure, level_epsilon=level_epsilon)
+        noisy = noisy_node_counts(
+            tree, X, epsilon=epsilon, rng=rng, p=p, secure=secure, level_epsilon=level_epsilon, released=released
+        )
         counts = consistent_counts(tree, noisy, weights=weights, solver=solver).leaves
         spends = tree.spends + noisy.spends
     else:

@@ -196,3 +196,41 @@ def test_each_level_draws_its_noise_at_the_plans_eps(pfds_raw, tmp_path, monkeyp
     ]
     assert calibrations == expected
     assert np.isclose(sharer.ledger.total().eps, sum(odd[name] for name in levels))
+
+
+def test_every_release_leaves_the_sharer_through_its_plan(pfds_raw, tmp_path):
+    """Each level's output (a split level's thresholds, the leaves' noisy counts, a counted level's
+    noisy counts) passes through the plan's released() as it is drawn, once per ledger step; given
+    back to a sharer with one row less, everything it sends is the same (the coupled differential
+    test of marketplace.differential replays them so)."""
+    from marketplace.privacy.coupling import Coupling, coupled
+
+    config = config_of(pfds_raw, tmp_path)
+    world = make_world(config)
+
+    def sent(sharer) -> list:
+        out = [send.body for send in sharer.start() if send.to == "curator"]
+        out += [send.body for send in sharer.label([])]
+        return [{k: getattr(body, k) for k in body.__struct_fields__} for body in out]
+
+    record = Coupling("record")
+    with coupled(record):
+        sharer = build_role(config, "owner-3", world=world)
+        first = sent(sharer)
+    assert list(record.tape) == [("owner-3", step.mechanism) for step in sharer.ledger.steps]
+    assert all(len(outputs) == 1 for outputs in record.tape.values())
+
+    replay = record.replay()
+    index = 2  # owner-3 among the owners
+    data = world.owners[index]
+    fewer = dataclasses.replace(world, owners=[*world.owners[:index], data.take(list(range(len(data) - 1)))])
+    with coupled(replay):
+        second = sent(build_role(config, "owner-3", world=fewer))
+    assert not replay.missing and not replay.unused()
+    for a, b in zip(first, second, strict=True):
+        assert a.keys() == b.keys()
+        for key in a:
+            if isinstance(a[key], np.ndarray):
+                np.testing.assert_array_equal(a[key], b[key])
+            else:
+                assert a[key] == b[key], key
