@@ -210,7 +210,9 @@ def test_processes_and_in_process_give_the_same_report(sketch_scenario, tmp_path
 
 @pytest.mark.slow
 def test_an_owner_that_never_shows_up_is_a_dropout_over_real_processes(sketch_scenario, tmp_path):
-    sketch_scenario["transport"].update(start_timeout_s=10.0, heartbeat_interval_s=0.2, heartbeat_timeout_s=1.0)
+    # 30 s for the others to connect: on a busy machine four Python processes took longer than 10 s to
+    # start, and every party was then a dropout; the missing owner costs the test this wait, asleep
+    sketch_scenario["transport"].update(start_timeout_s=30.0, heartbeat_interval_s=0.2, heartbeat_timeout_s=1.0)
     path = tmp_path / "s.yaml"
     path.write_text(yaml.safe_dump(sketch_scenario))
     endpoint_file = tmp_path / "endpoint"
