@@ -20,8 +20,7 @@ from marketplace.messages.kinds import RuntimeMessage, Shutdown
 from marketplace.privacy.plan import ReleasePlan
 from marketplace.protocols.sketch import FeatureMap, SketchRelease, exact_sketch
 from marketplace.protocols.sketch.messages import SketchMessage, SketchRequest
-from marketplace.protocols.sketch.plan import ACCOUNT, COUNT, sum_release
-from marketplace.protocols.sketch.release import noisy_sketch
+from marketplace.protocols.sketch.release import ACCOUNT, COUNT, noisy_sketch, sum_release
 from marketplace.protocols.sketch.wire import release_body
 from marketplace.roles import Role, Send
 

@@ -13,8 +13,9 @@ import pytest
 from marketplace import plugins
 from marketplace.parties import build_role, make_world, party_ids
 from marketplace.privacy.mechanisms import Gaussian
-from marketplace.protocols.sketch.plan import COUNT, release_plan, sum_release
+from marketplace.protocols.sketch.plan import release_plan
 from marketplace.protocols.sketch.public import public_map
+from marketplace.protocols.sketch.release import COUNT, sum_release
 from marketplace.scenario import ScenarioError, parse_scenario
 from marketplace.transport.inprocess import run_inprocess
 from marketplace.transport.node import Node
