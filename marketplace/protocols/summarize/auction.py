@@ -67,7 +67,7 @@ from __future__ import annotations
 import functools
 import math
 import numbers
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -231,18 +231,28 @@ class PrivAuction:
         ranked = ranking if self.rule == "paper" else tuple(o for o in ranking if o not in due)
         return ranking, due, ranked, (self.schedule(len(ranked)) if ranked else None)
 
-    def decide(self, bids: Mapping[str, float | None]) -> list[str]:
+    def decide(
+        self, bids: Mapping[str, float | None], released: Callable[[list[str]], list[str]] | None = None
+    ) -> list[str]:
         """The owners to ask for their current point this round, in the (random) order the requests
         should go out, so that the order says nothing about ranks.
 
         ``bids`` maps owner ids to bid values, ``None`` (or a missing key) for an owner without a
-        bid. A seeded generator makes the decisions reproducible.
+        bid. A seeded generator makes the decisions reproducible. ``released``, if given, is where
+        the round's selection leaves the auction (the caller's release plan, or the coupling of the
+        differential test): the auction goes on from what it returns, so that a selection given back
+        by a coupled run moves the tau rule's counters as that run's did.
         """
         ranking, due, ranked, schedule = self._plan(bids)
         by_coin = frozenset(ranked[r] for r in schedule.sample(self.rng)) if schedule else frozenset()
         asked = by_coin | due
         order = sorted(asked, key=self.index.__getitem__)
         order = [order[i] for i in permutation(self.rng, len(order))] if len(order) > 1 else order
+        if released is not None:
+            given = list(released(list(order)))
+            if given != order:  # another selection: the coins are those that drew it
+                order = given
+                by_coin = frozenset(order) & frozenset(ranked) if self.rule == "paper" else frozenset(order) - due
         self._commit(ranking, due, by_coin, tuple(order), schedule)
         return order
 

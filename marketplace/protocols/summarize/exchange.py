@@ -25,6 +25,7 @@ from marketplace.roles import CONSUMER, CURATOR, Role
 from marketplace.scenario.config import ScenarioConfig
 
 if TYPE_CHECKING:
+    from marketplace.privacy.view import Seen
     from marketplace.protocols.summarize.plan import SummarizePlan
 
 
@@ -152,6 +153,16 @@ def release_plan(config: ScenarioConfig, party: str) -> SummarizePlan:
     if party == CONSUMER:
         return consumer_plan
     return dataclasses.replace(owner_plan, party=party, what=owner_plan.what.replace("{owner}", party))
+
+
+def declared_view(config: ScenarioConfig) -> tuple[Seen, ...]:
+    """What the curator, the consumer and the other owners receive of an owner's data in a run of
+    ``config``, each field public, a release or a disclosure
+    (:func:`marketplace.protocols.summarize.plan.declared_view`): the coupled differential test holds
+    the protocol to it, and docs/privacy.md's table is made from it."""
+    from marketplace.protocols.summarize.plan import declared_view as view
+
+    return view(config)
 
 
 def points_for_sale(config: ScenarioConfig, party: str) -> int:
@@ -436,5 +447,6 @@ class SummarizeExchange(Exchange):
     nothing_released = staticmethod(nothing_released)
     owner_exposure = staticmethod(owner_exposure)
     release_plan = staticmethod(release_plan)
+    declared_view = staticmethod(declared_view)
     points_for_sale = staticmethod(points_for_sale)
     sweep_headline = sweep_headline

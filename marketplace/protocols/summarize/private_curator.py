@@ -28,6 +28,11 @@ Every figure above comes from the run's release plans (:meth:`PrivateSchedule.pl
 owner's and the consumer's declared cost and the budget check read too): each ledger is one of
 their accounts, each spend one of their releases (:meth:`~marketplace.privacy.plan.ReleasePlan.spend`,
 refused past its planned count), and each mechanism is calibrated to its release's eps or rho.
+Every release's output leaves where it is made, through its plan
+(:meth:`~marketplace.privacy.plan.ReleasePlan.released`: g~ through the consumer's, each g_l of D_s
+through the owners'), and each round's auction selection through the coupling key
+``("curator", <the auction's release name>)`` (:meth:`PrivateSummarizeCurator._selection_released`),
+so the coupled differential test (:mod:`marketplace.differential`) records and replays them all.
 
 Owners and the consumer run unchanged: the protocol differs only in what the curator releases
 and whom it asks.
@@ -44,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from marketplace.messages import Envelope, ProtocolError
+from marketplace.privacy import coupling
 from marketplace.privacy.accountant import Guarantee, PrivacyLedger, calibrate_zcdp
 from marketplace.privacy.gdp import calibrate_mu
 from marketplace.privacy.neighbouring import REPLACE_ONE, REPLACE_ONE_DISTINCT, replace_one, replace_one_distinct
@@ -70,7 +76,7 @@ from marketplace.protocols.summarize.plan import (
     LedgerRelease,
     SummarizePlan,
 )
-from marketplace.roles import Send
+from marketplace.roles import CURATOR, Send
 from marketplace.schema import SchemaError
 
 log = logging.getLogger(
@@ -569,7 +575,8 @@ class PrivateSummarizeCurator(SummarizeCurator):
         plan = self.plans[account]
         release = plan.release(GAUSSIAN_MECHANISM)
         plan.spend(self.ledgers[account], release.name, 1)
-        return gaussian_mean_release(rows, rho=release.rho or 0.0, rng=self.rng, secure=self.schedule.secure)
+        noisy = gaussian_mean_release(rows, rho=release.rho or 0.0, rng=self.rng, secure=self.schedule.secure)
+        return plan.released(release.name, noisy)
 
     def _h2(
         self, account: str, rows: np.ndarray, *, state: MwemState | None, T: int, first: bool = False
@@ -585,7 +592,7 @@ class PrivateSummarizeCurator(SummarizeCurator):
         cost = IterationCost(select=select.eps or 0.0, measure=measure.eps or 0.0)
         for release in (select, measure):
             plan.spend(ledger, release.name, T)
-        return h2_release(
+        made = h2_release(
             rows,
             state=state,
             T=T,
@@ -594,6 +601,9 @@ class PrivateSummarizeCurator(SummarizeCurator):
             secure=self.schedule.secure,
             release=MWEM_RELEASES[self.schedule.release],
         )
+        # the T iterations' output (the release and the MWEM state the next call continues, both
+        # post-processing of the noisy selections and measurements) leaves once, as the measurement's
+        return plan.released(measure.name, made)
 
     # --- auction -----------------------------------------------------------------------------
     def _maybe_choose(self) -> list[Send]:
@@ -608,8 +618,8 @@ class PrivateSummarizeCurator(SummarizeCurator):
         if all(v is None for v in offers.values()) and not len(self.pool):
             return self._finish(self.purse.spent_reason())
         ranked = any(v is not None for v in offers.values())
-        asked = self.purse.within_budget(self.auction.decide(offers)) if ranked else []
         selection = AUCTION_MECHANISM[self.schedule.auction]
+        asked = self.purse.within_budget(self.auction.decide(offers, self._selection_released)) if ranked else []
         if ranked and any(release.name == selection for release in self.owner_plan.releases):
             # every round that ranked anybody is charged the run's per-round guarantee (the schedule
             # for all K owners, what the plan assumed); a round with fewer owners ranked is no worse.
@@ -622,6 +632,16 @@ class PrivateSummarizeCurator(SummarizeCurator):
         if not self.awaiting:
             return self._select_from_pool()
         return [Send(o, Request(round=self.round)) for o in asked]  # in the auction's random order
+
+    def _selection_released(self, asked: list[str]) -> list[str]:
+        """The round's selection (the owners the auction asks, in the order the requests go out), as
+        it leaves the curator: the output of the auction's release, made by the curator across every
+        owner and charged to each owner's ``auction`` account, so it passes once per round through one
+        coupling key, ``("curator", <the auction's release name>)``
+        (:func:`marketplace.privacy.coupling.released`, directly: the owner plan the curator holds is
+        every owner's, and the release is one draw for all of them, not one per owner). Outside the
+        coupled differential test it is returned as it is."""
+        return coupling.released(CURATOR, AUCTION_MECHANISM[self.schedule.auction], asked)
 
     def _on_point(self, message: Envelope) -> list[Send]:
         point: Point | SealedPoint = message.body
