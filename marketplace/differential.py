@@ -56,6 +56,9 @@ class Received:
     messages: dict[str, list[tuple[str, str, Any]]] = field(default_factory=dict)
     report: dict[str, Any] | None = None
     status: str = ""
+    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Each party's whole role result, what it keeps to itself included: the simulator's view, for a
+    test to choose its neighbour (which rows an owner handed over); never compared."""
 
 
 def run_shares(scenario: Scenario) -> dict[str, World]:
@@ -66,21 +69,24 @@ def run_shares(scenario: Scenario) -> dict[str, World]:
     return {party: share_of(world, party) for party in party_ids(scenario.config)}
 
 
-def neighbour(shares: dict[str, World], relation: str, owner: str = CHANGED) -> dict[str, World]:
-    """``shares`` with ``owner``'s rows changed under ``relation``: its last row removed
-    (add/remove-one), or replaced by the midpoint of its first two rows with the first one's label
-    (replace-one, and the replacements that keep the owner's number of distinct points: the
-    midpoint of two distinct points lies inside the data's box and duplicates neither)."""
+def neighbour(shares: dict[str, World], relation: str, owner: str = CHANGED, row: int = -1) -> dict[str, World]:
+    """``shares`` with ``owner``'s rows changed under ``relation`` at ``row`` (default: its last):
+    that row removed (add/remove-one), or replaced by the midpoint of two of its other rows with the
+    first one's label (replace-one, and the replacements that keep the owner's number of distinct
+    points: the midpoint of two distinct points lies inside the data's box and duplicates neither;
+    on a categorical column it may fall between two categories, which the owner then refuses)."""
     share = shares[owner]
     index = party_ids_index(owner)
     data = share.owners[index]
     if len(data) < 3:
         raise ValueError(f"{owner}: a neighbour needs at least 3 rows, it holds {len(data)}")
+    row = range(len(data))[row]  # IndexError for a row the owner does not hold
     if relation == "add/remove-one":
-        changed = data.take(list(range(len(data) - 1)))
+        changed = data.take([i for i in range(len(data)) if i != row])
     else:
+        a, b = [i for i in range(len(data)) if i != row][:2]
         X, y = np.array(data.X), np.array(data.y)
-        X[-1], y[-1] = (X[0] + X[1]) / 2, y[0]
+        X[row], y[row] = (X[a] + X[b]) / 2, y[a]
         changed = dataclasses.replace(data, X=X, y=y)
     held = {i: share.owners[i] for i in range(len(share.owners)) if i != index and len(share.owners[i])}
     owners = SparseParts(len(share.owners), {**held, index: changed}, data.take([]))
@@ -123,6 +129,7 @@ def session(scenario: Scenario, shares: dict[str, World], coupling: Coupling, *,
                 )
             )
         run_inprocess(nodes)
+        received.results = {node.party_id: node.role.result() for node in nodes}
         if served:
             handed = {
                 node.party_id: json.loads(
@@ -215,15 +222,17 @@ def coupled_problems(
     served: bool,
     relation: str,
     owner: str = CHANGED,
+    row: int = -1,
 ) -> list[str]:
     """Run the coupled pair of sessions (module docstring) and return every problem found, each
     naming the observer and the field: a field that differs and is not a declared disclosure, a
     field the protocol does not declare, a release made in one session only, a session that did not
-    complete. Empty: the protocol keeps its declaration on this pair."""
+    complete. Empty: the protocol keeps its declaration on this pair. ``row``: which of the owner's
+    rows the neighbour changes (:func:`neighbour`)."""
     record = Coupling("record")
     one = session(scenario, shares, record, served=served)
     replay = record.replay()
-    other = session(scenario, neighbour(shares, relation, owner), replay, served=served)
+    other = session(scenario, neighbour(shares, relation, owner, row), replay, served=served)
     problems = [*replay.missing, *replay.unused()]
     if served and not (one.status == other.status == "completed"):
         problems.append(f"the sessions ended {one.status!r} and {other.status!r}, not both 'completed'")

@@ -75,3 +75,28 @@ def test_every_shipped_protocol_declares_its_view():
         )
         view = plugins.exchange(name).declared_view(config)
         assert view and all(isinstance(seen, Seen) for seen in view), name
+
+
+@pytest.mark.parametrize("private", [True, False], ids=["private", "non-private"])
+def test_a_neighbour_that_changes_a_point_owner_1_sold_differs_only_in_disclosures(private, tmp_path):
+    """The neighbour changes the first point owner-1 sold (its last row is never bid for: a test of
+    it alone would see nothing move), so the bids, the sold point and everything computed from it
+    differ: each must be a declared disclosure."""
+    from marketplace.differential import session
+    from marketplace.privacy.coupling import Coupling
+
+    section = PRIVATE_SUMMARIZE if private else SECTIONS["summarize"] | {"rounds": 8}
+    scenario = market("summarize", section)
+    shares = own_shares(scenario, tmp_path)
+    sold = session(scenario, shares, Coupling("record"), served=False).results[CHANGED]["sent_rows"]
+    assert sold, "owner-1 sold nothing: choose settings under which it sells"
+    exchange = plugins.exchange("summarize")
+    view = exchange.declared_view(scenario.config)
+    relation = exchange.release_plan(scenario.config, CHANGED).relation
+    found = coupled_problems(scenario, shares, view, served=True, relation=relation, row=sold[0])
+    assert found == []
+    undisclosed = [Seen(s.observer, s.field, "public", s.note) if s.kind == "disclosure" else s for s in view]
+    found = coupled_problems(scenario, shares, undisclosed, served=True, relation=relation, row=sold[0])
+    assert any(p.startswith("curator receives 'point<owner-1#0>.x") for p in found), found  # it did move
+    if not private:  # the point entered D_s: what the consumer computes from the summary moved too
+        assert any(p.startswith("consumer receives 'report.metrics.mmd2'") for p in found), found
