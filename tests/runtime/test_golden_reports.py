@@ -1,5 +1,5 @@
-"""Golden reports: every shipped scenario, run small under each driver, gives the report recorded
-in tests/golden/ (the deterministic part of it, ``golden.view.golden_view``): every count, selection,
+"""Golden reports: every shipped scenario, run small in process (and one per protocol under the
+processes driver too, :data:`UNDER_PROCESSES`), gives the report recorded in tests/golden/ (the deterministic part of it, ``golden.view.golden_view``): every count, selection,
 text and flag equal; floats to 1e-9 relative (``FLOAT_REL``), or to the tolerance of the solver that made
 them (``golden.view.SOLVER_FIGURES``). They hold under the newest releases of numpy, scipy and
 scikit-learn and under the lower bounds pyproject.toml states.
@@ -20,6 +20,7 @@ import pytest
 from conftest import ROOT, needs_data
 from golden.view import DRIVERS, HERE, OVERRIDES, golden_path, golden_view, tolerance_of
 
+from marketplace import plugins
 from marketplace.market.spec import is_market_file
 from marketplace.runner.run import run_scenario
 from marketplace.scenario import load_scenario
@@ -38,13 +39,22 @@ def datasets_of_scenario(name: str) -> tuple[str, ...]:
     return tuple(datasets_of(build(SourceConfig, (raw.get("data") or {}).get("source") or {})))
 
 
+UNDER_PROCESSES = ("quickstart", "sketch-quickstart", "stc-synthetic", "pfds-synthetic", "market-serve")
+"""The goldens also run under the processes driver: one scenario per protocol and the served market.
+Every golden file holds one report for both drivers, so the same seed giving the same report whichever
+driver moved the messages is checked per protocol here, and per protocol too by the conformance
+check ``history_same_under_both_drivers``; running every scenario twice more added a few minutes of
+processes and tested the same transport again."""
+
+
 def golden_cases() -> list:
-    """One case per golden file and driver, marked ``slow`` under the processes driver and ``data``
-    (skipped with the fetch command when absent) when the scenario reads a public dataset."""
+    """One case per golden file under the in-process driver, and under the processes driver for
+    :data:`UNDER_PROCESSES`; marked ``slow`` under the processes driver and ``data`` (skipped with the
+    fetch command when absent) when the scenario reads a public dataset."""
     cases = []
     for path in sorted(HERE.glob("*.json")):
         name = f"{path.stem}.yaml"
-        for driver in DRIVERS:
+        for driver in DRIVERS if path.stem in UNDER_PROCESSES else ("inprocess",):
             marks = [pytest.mark.slow] if driver == "processes" else []
             if name in SHIPPED and (datasets := datasets_of_scenario(name)):
                 marks += [pytest.mark.data, needs_data(*datasets)]
@@ -95,6 +105,12 @@ def test_report_matches_golden(name: str, driver: str, tmp_path: Path):
         f"{name} under {driver} (overrides {OVERRIDES[name]}) differs from its golden report in "
         f"{len(found)} place(s); first: {found[0]}\n" + "\n".join(found[:25])
     )
+
+
+def test_each_protocol_has_a_golden_under_the_processes_driver():
+    protocols = {load_scenario(ROOT / "scenarios" / f"{stem}.yaml").config.protocol for stem in UNDER_PROCESSES}
+    assert protocols == set(plugins.names()), protocols
+    assert all((HERE / f"{stem}.json").is_file() for stem in UNDER_PROCESSES)
 
 
 def test_every_shipped_scenario_has_golden_reports():
