@@ -1,7 +1,8 @@
 """Golden reports: every shipped scenario, run small in process (and one per protocol under the
 processes driver too, :data:`UNDER_PROCESSES`), gives the report recorded in tests/golden/ (the
-deterministic part of it, ``golden.view.golden_view``): every count, selection, text and flag equal; floats to 1e-9 relative (``FLOAT_REL``), or to the tolerance of the solver that made
-them (``golden.view.SOLVER_FIGURES``). They hold under the newest releases of numpy, scipy and
+deterministic part of it, ``golden.view.golden_view``): every count, selection, text and flag equal;
+floats to 1e-9 relative (``FLOAT_REL``), or to the tolerance of the solver that made them
+(``golden.view.SOLVER_FIGURES``). They hold under the newest releases of numpy, scipy and
 scikit-learn and under the lower bounds pyproject.toml states.
 
 They guard moves of code that must not change behaviour. A change that is meant to alter reports
