@@ -30,7 +30,6 @@ import logging
 import os
 import re
 import signal
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -104,7 +103,8 @@ class OwnerAgent:
         self.work = Path(work).resolve()
         self.exit_with = exit_with
         self.ledgers = Path(ledgers).resolve() if ledgers is not None else self.keys
-        self._stop = threading.Event()
+        self._stopping = False
+        """Set by :meth:`stop` (from a signal handler too: one assignment, no lock to re-enter)."""
         self.sessions_done = 0
         self.loops: dict[tuple[str, str], tuple[SharedLinkLoop, Scenario, float]] = {}
         """(session, owner) -> the owner's loop in that session, its scenario and when it started."""
@@ -115,7 +115,7 @@ class OwnerAgent:
         self.heard: dict[str, float] = {}
 
     def stop(self) -> None:
-        self._stop.set()
+        self._stopping = True
 
     def run(self) -> int:
         server = load_public(self.keys / f"{SERVER}.key")
@@ -177,9 +177,9 @@ class OwnerAgent:
                     if entry is not None:
                         self._guarded(key, entry[0].pump, "handling a message")
                 self._progress()
-                if not self.loops and (stopping or self._stop.is_set() or not self._parent_alive()):
+                if not self.loops and (stopping or self._stopping or not self._parent_alive()):
                     return 0
-                if self._stop.is_set() or not self._parent_alive():
+                if self._stopping or not self._parent_alive():
                     for key in list(self.loops):
                         self.loops[key][0].node.role.fail("the owner's agent was stopped")
                         self._end(key)

@@ -91,17 +91,22 @@ def serve(
     max_sessions: int = 8,
     rule: str | None = None,
     unlock_steps: int | None = None,
+    stop_on_signals: bool = False,
 ) -> Marketplace:
     """Start the marketplace ``scenario`` describes, in a background thread (its owner agents are
     processes of their own; sessions run in them and in this process, over live connections), and
     return once it listens. See ``marketplace serve --help``. ``owner_data``: a folder of
     ``<owner>.csv`` files, one per owner, for the agents it starts (a marketplace described by its
     public schema). ``max_sessions`` sessions run at once, admitted by ``rule`` (``fcfs`` or ``dpf``;
-    default ``fcfs``); ``session_port`` and ``advertise`` are accepted and unused."""
+    default ``fcfs``); ``session_port`` and ``advertise`` are accepted and unused. ``stop_on_signals``
+    (from the main thread only; what ``marketplace serve`` does): SIGTERM and SIGINT stop the
+    marketplace as :meth:`Marketplace.stop_soon` does, however many come and whenever they come
+    (:mod:`marketplace.service.stop_signals`)."""
     from marketplace.api import load
     from marketplace.service.keys import check_consumer_name
     from marketplace.service.options import ServeOptions
     from marketplace.service.server import MarketServer
+    from marketplace.service.stop_signals import StopSignals
 
     market = load(scenario)
     options = ServeOptions(
@@ -117,7 +122,8 @@ def serve(
         rule=rule or "fcfs",
         unlock_steps=unlock_steps,
     )
-    handle = Marketplace(MarketServer(market, options))
+    signals = StopSignals().install() if stop_on_signals else None
+    handle = Marketplace(MarketServer(market, options, signals=signals))
     handle._thread.start()
     handle._server.ready.wait(60.0)
     if handle.error is not None:

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import sys
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -303,16 +301,6 @@ def serve_command(args: argparse.Namespace) -> int:
         return _init(args, market, consumers)
     from marketplace.service.options import ServeOptionsError
 
-    stopping = threading.Event()  # SIGTERM or Ctrl-C, even while the marketplace is still starting
-    served = None
-
-    def stop(*_: object) -> None:
-        stopping.set()
-        if served is not None:
-            served.stop_soon()
-
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, stop)
     try:
         served = serve(
             market,
@@ -325,6 +313,9 @@ def serve_command(args: argparse.Namespace) -> int:
             max_sessions=args.max_sessions,
             rule=args.rule,
             unlock_steps=args.unlock_steps,
+            # SIGTERM or Ctrl-C, even while the marketplace still starts, and however many: the handlers
+            # only record them; the server's thread stops (marketplace.service.stop_signals)
+            stop_on_signals=True,
         )
     except ServeOptionsError as err:
         print(f"marketplace serve: {err}", file=sys.stderr)
@@ -332,13 +323,23 @@ def serve_command(args: argparse.Namespace) -> int:
     except Exception as err:  # noqa: BLE001 - a bind that fails, a key that cannot be read
         print(f"marketplace serve: {type(err).__name__}: {err}", file=sys.stderr)
         return EXIT_INTERNAL
-    if stopping.is_set():
-        served.stop_soon()
     try:
         return served.wait()
     except Exception as err:  # noqa: BLE001 - the server failed while serving
         print(f"marketplace serve: {type(err).__name__}: {err}", file=sys.stderr)
         return EXIT_INTERNAL
+    finally:
+        ignore_stop_signals()
+
+
+def ignore_stop_signals() -> None:
+    """Ignore SIGTERM and SIGINT from here on: the process has stopped and only exits. (The interpreter
+    puts back the default action of a signal it handled when it shuts down, so a late signal of a burst
+    would kill it with a status that says it was killed; an ignored signal stays ignored.)"""
+    import signal
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, signal.SIG_IGN)
 
 
 def _init(args: argparse.Namespace, market, consumers: tuple[str, ...]) -> int:
@@ -396,7 +397,7 @@ def agent_command(args: argparse.Namespace) -> int:
                 "--data needs the marketplace's file to check the rows against: --schema MARKET.yaml "
                 "(or market.yaml in the kit)"
             )
-        return serve_agent(
+        status = serve_agent(
             args.market,
             keys,
             owners,
@@ -411,6 +412,8 @@ def agent_command(args: argparse.Namespace) -> int:
     except ValueError as err:
         print(f"marketplace agent: {err}", file=sys.stderr)
         return EXIT_USAGE
+    ignore_stop_signals()
+    return status
 
 
 def _agent_terms(args: argparse.Namespace) -> SaleTerms | None:

@@ -61,6 +61,7 @@ from marketplace.service.session_run import (
 )
 from marketplace.service.sessions import new_session_id, session_scenario
 from marketplace.service.state_lock import StateLock
+from marketplace.service.stop_signals import StopSignals
 from marketplace.service.supervisor import AgentSupervisor
 from marketplace.service.worlds import WorldCache
 from marketplace.transport.context import new_context
@@ -79,8 +80,10 @@ than a lost peer (a full queue: the peer is not reading); the peer's connection 
 class MarketServer:
     """The server (module docstring). ``run()`` serves until :meth:`stop`; ``endpoint`` is set once bound."""
 
-    def __init__(self, market: Scenario, options: ServeOptions) -> None:
+    def __init__(self, market: Scenario, options: ServeOptions, *, signals: StopSignals | None = None) -> None:
         self.market = market
+        self.signals = signals
+        """SIGTERM and SIGINT as they arrive (the command line's): the server stops when one came."""
         self.options = options
         self.state = Path(options.state).resolve()
         self.owners = [f"owner-{i + 1}" for i in range(market.config.parties.owners)]
@@ -130,6 +133,14 @@ class MarketServer:
     def stop(self) -> None:
         """Stop: refuse what is queued, finish the running sessions, stop the agents (module docstring)."""
         self._stop.set()
+
+    def stopping(self) -> bool:
+        """Whether the server stops: :meth:`stop` was called, or a stopping signal came (read here,
+        in the server's thread, never in a signal handler)."""
+        if not self._stop.is_set() and self.signals is not None and self.signals.requested():
+            log.info("signal %s: stopping", self.signals.received)
+            self._stop.set()
+        return self._stop.is_set()
 
     def run(self) -> int:
         """Serve until stopped; returns the exit status (0: stopped cleanly)."""
@@ -192,10 +203,12 @@ class MarketServer:
     def _loop(self, sock: zmq.Socket) -> None:
         poller = zmq.Poller()
         poller.register(sock, zmq.POLLIN)
+        if self.signals is not None:
+            poller.register(self.signals.fileno(), zmq.POLLIN)  # a signal wakes the loop at once
         told_stop = False
         stop_by = 0.0
         while True:
-            if self._stop.is_set():
+            if self.stopping():
                 for queued in self.admission.remove(lambda w: False):
                     self._send(
                         queued.routing,
@@ -215,7 +228,7 @@ class MarketServer:
                         return
             touched: set[str] = set()
             empty = True  # the socket was read until nothing waited
-            if poller.poll(self._wait_ms()):
+            if sock in dict(poller.poll(self._wait_ms())):
                 for _ in range(1024):
                     try:
                         parts = sock.recv_multipart(zmq.NOBLOCK, copy=False)
@@ -347,8 +360,8 @@ class MarketServer:
         if now >= self._next_probe:
             self._next_probe = now + PROBE_S
             self._probe()
-            if not self._stop.is_set():
-                self.agents.supervise()
+            if not self.stopping():
+                self.agents.supervise(self.stopping)
         for s in list(self.sessions.values()):
             if s.state == "running" and s.loop is not None:
                 self._guarded(s, lambda s=s: s.loop.tick(time.monotonic()))
@@ -362,7 +375,7 @@ class MarketServer:
         for item, why in self.admission.never_granted:
             self._send(item.routing, control.SessionRefused(session=item.id, reason=f"not granted: {why}"))
         self.admission.never_granted.clear()
-        while not self._stop.is_set() and not self._owners_arriving():
+        while not self.stopping() and not self._owners_arriving():
             s = self.admission.next(x.consumer for x in self.sessions.values())
             if s is None:
                 break

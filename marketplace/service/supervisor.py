@@ -13,6 +13,7 @@ import logging
 import os
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,12 +75,17 @@ class AgentSupervisor:
             )
         agent.started = time.monotonic()
 
-    def supervise(self) -> None:
-        """Start again every agent that has exited (at most every :data:`RESTART_S`)."""
+    def supervise(self, stopping: Callable[[], bool] = lambda: False) -> None:
+        """Start again every agent that has exited (at most every :data:`RESTART_S`), unless the
+        marketplace is ``stopping``: asked again after the agent was seen gone, since a signal to the
+        whole process group (``timeout``, systemd) ends the agents at the moment it stops the server,
+        and an agent that left because of it must stay gone."""
         for agent in self.agents:
             proc = agent.proc
             if proc is None or proc.poll() is None or time.monotonic() - agent.started < RESTART_S:
                 continue
+            if stopping():
+                return
             agent.restarts += 1
             log.warning(
                 "the agent of %s exited (status %s): starting it again (restart %d)",

@@ -1,0 +1,68 @@
+"""Stopping a served marketplace under any signals: SIGTERM to its whole process group, again and
+again (as systemd's control-group kill or `timeout` sends it), and the server still exits cleanly,
+without starting again any agent that left because of it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from test_serve import STARTED, Market, no_process_left  # noqa: F401 - the fixture kills what a test leaves
+
+pytestmark = pytest.mark.slow
+
+STOP_DEADLINE_S = 60.0
+"""Generous: the server has no session to finish, only its agents to see leave."""
+
+
+def status(state: Path) -> dict:
+    try:
+        return json.loads((state / "server.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["twice", "a-stream"])
+def test_sigterm_to_the_whole_group_again_and_again_stops_cleanly_and_restarts_no_agent(tmp_path, stream):
+    """SIGTERM to the group twice in quick succession, or again and again until the server has gone
+    (each may land while the server, or an agent, still handles the one before): the server exits 0
+    within the deadline, no agent is started again, no process of the group is left."""
+    market = Market(tmp_path, "--owners-per-process", "1")
+    deadline = time.monotonic() + 120
+    while status(market.state).get("owners_present") != 3:
+        assert market.proc.poll() is None, market.proc.communicate()
+        assert time.monotonic() < deadline, "the marketplace did not come up with its 3 owners"
+        time.sleep(0.1)
+    group = os.getpgid(market.proc.pid)
+    assert group == market.proc.pid  # its own group: the agents it started, and nothing of the test's
+    signalled = time.monotonic()
+    os.killpg(group, signal.SIGTERM)
+    os.killpg(group, signal.SIGTERM)
+    while stream and market.proc.poll() is None and time.monotonic() < signalled + 3.0:
+        try:
+            os.killpg(group, signal.SIGTERM)
+        except ProcessLookupError:
+            break
+    deadline = signalled + STOP_DEADLINE_S
+    while market.proc.poll() is None:
+        assert time.monotonic() < deadline, f"marketplace serve did not stop within {STOP_DEADLINE_S:g} s"
+        time.sleep(0.1)
+    out, err = market.proc.communicate()
+    assert market.proc.returncode == 0, err
+    assert "marketplace stopped after 0 sessions" in err, err
+    assert "starting it again" not in err, err
+    assert status(market.state).get("agent_restarts") == 0
+    logs = "".join(p.read_text() for p in (market.state / "agents").glob("*/agent.log"))
+    assert "Traceback" not in logs and "Error" not in logs, logs
+    deadline = time.monotonic() + STOP_DEADLINE_S
+    while True:  # the agents leave with the server (they exit with it, or on the signal)
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            break
+        assert time.monotonic() < deadline, "an agent of the stopped marketplace is still running"
+        time.sleep(0.1)
