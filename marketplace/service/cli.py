@@ -347,10 +347,27 @@ def _init(args: argparse.Namespace, market, consumers: tuple[str, ...]) -> int:
 
     from marketplace.provision import parse_owner
     from marketplace.service.keys import init_keys
+    from marketplace.service.state_lock import StateLock, StateLocked
 
     state, kits = Path(args.state), Path(args.kits) if args.kits else None
+    lock = StateLock(state)  # held while --init writes: no server starts on a half-made state either
     try:
         owner = parse_owner(args.chown) if args.chown else None
+        state.mkdir(parents=True, exist_ok=True, mode=0o700)
+        lock.acquire()
+    except StateLocked as err:
+        print(
+            f"marketplace serve --init: --state {state}: a running marketplace holds this state folder "
+            f"(`marketplace serve`, pid {err.holder}); expected a state folder no server uses, since --init "
+            f"would rewrite its market.yaml and kits under it: nothing was changed. Stop that server first "
+            f"(kill -TERM {err.holder}), or give --init another --state",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    except (OSError, ValueError) as err:
+        print(f"marketplace serve --init: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
         # the marketplace's scenario, resolved, where the server can read it whoever owns the original, and in
         # every kit (public: an agent or consumer checks its own rows against its schema)
         init_keys(
@@ -363,6 +380,8 @@ def _init(args: argparse.Namespace, market, consumers: tuple[str, ...]) -> int:
     except (OSError, ValueError) as err:
         print(f"marketplace serve --init: {err}", file=sys.stderr)
         return EXIT_USAGE
+    finally:
+        lock.release()
     if owner is not None:
         for root in (state, kits):
             if root is None:

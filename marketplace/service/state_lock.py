@@ -15,7 +15,11 @@ from pathlib import Path
 
 
 class StateLocked(OSError):
-    """The state folder is in use by another ``marketplace serve``."""
+    """The state folder is in use by another ``marketplace serve`` (``holder``: its pid, as it wrote it)."""
+
+    def __init__(self, message: str, holder: str = "unknown") -> None:
+        super().__init__(message)
+        self.holder = holder
 
 
 class StateLock:
@@ -35,7 +39,8 @@ class StateLock:
             os.close(fd)
             raise StateLocked(
                 f"the state folder {self.path.parent} is in use by another `marketplace serve` (pid {holder}): "
-                "stop it first (kill -TERM " + holder + "), or give this one another --state"
+                "stop it first (kill -TERM " + holder + "), or give this one another --state",
+                holder,
             ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)

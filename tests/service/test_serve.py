@@ -391,3 +391,35 @@ def test_init_writes_one_kit_per_party_and_keeps_only_public_keys_on_the_server(
     again = cli(*args)
     assert again.wait(timeout=120) == 0
     assert (kits / "owner-1" / "owner-1.key_secret").read_bytes() == before
+
+
+def test_init_on_the_state_of_a_running_marketplace_is_refused_and_changes_nothing(tmp_path):
+    """`serve OTHER --state S --init` while a server holds S (another marketplace's scenario, even):
+    exit 2 naming the state folder and the server's pid, and no file of S changed or added."""
+    market = Market(tmp_path)
+    deadline = time.monotonic() + 60
+    while not (market.state / "market.yaml").exists() or not (market.state / "serve.lock").read_text().strip():
+        assert market.proc.poll() is None, market.proc.communicate()
+        assert time.monotonic() < deadline, "the marketplace did not write its state"
+        time.sleep(0.1)
+
+    def files() -> dict[str, bytes]:
+        return {
+            p.relative_to(market.state).as_posix(): p.read_bytes()
+            for p in market.state.rglob("*")
+            if p.is_file() and p.name not in ("server.json", "agent.log")  # the server's own, as it serves
+        }
+
+    before = files()
+    other = tmp_path / "other.yaml"
+    other.write_text(yaml.safe_dump({**MARKET, "name": "another-market", "parties": {"owners": 4}}))
+    init = cli("serve", str(other), "--state", str(market.state), "--init", "--consumers", "zed")
+    out, err = init.communicate(timeout=120)
+    assert init.returncode == 2, err
+    assert str(market.state) in err and "a running marketplace holds this state folder" in err, err
+    assert f"pid {market.proc.pid}" in err, err
+    assert "nothing was changed" in err, err
+    assert files() == before
+    assert not (market.state / "consumers" / "zed").exists()
+    status, err = market.stop()
+    assert status == 0, err
