@@ -39,6 +39,11 @@ log = logging.getLogger("marketplace.service.keys")
 
 SERVER = "server"
 CONSUMER_NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")
+RESERVED_NAMES = (SERVER, "curator", "consumer", "owner")
+"""Names the marketplace's own parties and files use (and ``owner-<n>``, :data:`OWNER_NAME`): never a
+consumer's. A consumer named ``server`` would get a kit whose ``server.key`` is its own key, not the
+server's; one named ``owner-1`` would read as that owner in the state folder and the logs."""
+OWNER_NAME = re.compile(r"owner-[0-9]+")
 
 
 class StateFolderError(ValueError):
@@ -47,7 +52,20 @@ class StateFolderError(ValueError):
 
 
 def check_consumer_name(name: str) -> str:
-    """A consumer's name: lower case letters, digits, ``-`` and ``_``, starting with a letter."""
+    """A new consumer's name: lower case letters, digits, ``-`` and ``_``, starting with a letter, and
+    none the marketplace's own parties use (:data:`RESERVED_NAMES`, ``owner-<n>``)."""
+    _check_name_syntax(name)
+    if name in RESERVED_NAMES or OWNER_NAME.fullmatch(name):
+        raise ValueError(
+            f"consumer name {name!r}: expected a name of the consumer's own, got one the marketplace uses "
+            f"for its own parties and files ({', '.join(RESERVED_NAMES)}, owner-<n>): choose another"
+        )
+    return name
+
+
+def _check_name_syntax(name: str) -> str:
+    """Lower case letters, digits, ``-`` and ``_``, starting with a letter: what a key file may be
+    named after (an existing consumer's key is read whatever name it has of these)."""
     if not CONSUMER_NAME.fullmatch(name):
         raise ValueError(
             f"consumer name {name!r}: expected lower case letters, digits, '-' or '_', starting with a "
@@ -181,7 +199,7 @@ def _read_allowlist(state: Path) -> tuple[dict[bytes, str], list[ValueError]]:
             try:
                 if kind == "consumers":
                     try:
-                        check_consumer_name(path.stem)
+                        _check_name_syntax(path.stem)
                     except ValueError as err:
                         raise ValueError(f"{path}: {err}") from None
                 public = load_public(path)

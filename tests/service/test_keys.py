@@ -90,6 +90,46 @@ def test_a_name_that_is_no_consumer_name_is_refused_and_nothing_is_made(state, n
     assert tree(state) == before
 
 
+@pytest.mark.parametrize("name", ["server", "curator", "consumer", "owner", "owner-1", "owner-2", "owner-250"])
+def test_a_name_the_marketplace_uses_is_refused_as_a_consumer_name_and_nothing_is_made(state, name):
+    """A consumer named `server` got a kit whose server.key was its own key (every request refused at the
+    handshake); one named `owner-1` reads as that owner: both are refused before anything is made."""
+    before = tree(state)
+    with pytest.raises(ValueError, match=r"expected a name of the consumer's own, got one the marketplace uses") as err:
+        add_consumer(state, name)
+    assert repr(name) in str(err.value) and "owner-<n>" in str(err.value)
+    assert tree(state) == before
+    assert check_consumer_name("owner-x") == "owner-x" and check_consumer_name("servers") == "servers"
+
+
+def test_the_command_and_serve_refuse_a_name_the_marketplace_uses(state, tmp_path):
+    for name in ("server", "owner-1"):
+        done = keys_cli("consumer", name, "--market", str(state), cwd=tmp_path)
+        assert done.returncode == 2, (name, done.stderr)
+        assert f"marketplace keys consumer: consumer name {name!r}: expected a name of the consumer's own" in (
+            done.stderr
+        )
+        assert not (state / "consumers" / name).exists() and not (state / "keys" / "consumers" / f"{name}.key").exists()
+    market = ROOT / "scenarios" / "market-serve.yaml"
+    done = subprocess.run(
+        [sys.executable, "-m", "marketplace", "serve", str(market), "--state", str(tmp_path / "s2")]
+        + ["--init", "--consumers", "alice,server"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 2 and "marketplace serve: consumer name 'server': expected a name" in done.stderr
+    assert not (tmp_path / "s2").exists()
+
+
+def test_an_existing_key_of_a_reserved_name_is_still_read_into_the_allowlist(state):
+    """The rule is for new consumers: a key already allowed under such a name is read as before."""
+    (state / "keys" / "consumers" / "alice.key").rename(state / "keys" / "consumers" / "owner-9.key")
+    assert "consumer:owner-9" in allowlist(state).values()
+
+
 def test_the_longest_name_is_admitted_and_a_trailing_newline_is_not():
     assert check_consumer_name("d" * 32) == "d" * 32
     with pytest.raises(ValueError):
