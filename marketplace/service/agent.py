@@ -31,6 +31,7 @@ import os
 import re
 import signal
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -87,11 +88,14 @@ class OwnerAgent:
         exit_with: int | None = None,
         market_file: Path | None = None,
         limits: ReadLimits | None = None,
-        terms: SaleTerms | None = None,
+        terms: Mapping[str, Any] | None = None,
     ) -> None:
         self.market, self.keys, self.owners = market, Path(keys).resolve(), owners
-        self.terms = terms
-        """The hosted owners' sale terms, instead of the marketplace's (each owner's own to set)."""
+        self.terms = dict(terms or {})
+        """The fields of the hosted owners' sale terms they set themselves (``price``, ``points``,
+        ``points_per_consumer``): each replaces that field of the marketplace's terms for the owner, the
+        others stay the marketplace's (:func:`own_terms`)."""
+        own_terms(None, self.terms)  # a bad field is refused now, naming it, before anything connects
         given = {owner: Path(path) for owner, path in (data or {}).items()}
         self.limits = limits or ReadLimits()
         for owner, path in given.items():
@@ -195,11 +199,14 @@ class OwnerAgent:
         scenario = self.scenarios.get(message.session)
         if scenario is None:
             overrides: dict[str, Any] = {"lifetime.ledgers": str(self.ledgers)}
-            if self.terms is not None:  # this agent's owners sell under its terms, whatever the session says
-                overrides["lifetime.owner_terms"] = {owner: self.terms.to_dict() for owner in self.owners}
-            scenario = Scenario.from_yaml(message.scenario, source=f"session {message.session}").with_overrides(
-                overrides
-            )
+            scenario = Scenario.from_yaml(message.scenario, source=f"session {message.session}")
+            if self.terms:  # this agent's owners sell under their own terms, whatever the session says
+                lifetime = scenario.config.lifetime
+                overrides["lifetime.owner_terms"] = {
+                    **{owner: terms.sale_terms().to_dict() for owner, terms in lifetime.owner_terms.items()},
+                    **{owner: own_terms(lifetime.terms_of(owner), self.terms).to_dict() for owner in self.owners},
+                }
+            scenario = scenario.with_overrides(overrides)
             self.scenarios[message.session] = scenario
         return scenario
 
@@ -333,6 +340,17 @@ class OwnerAgent:
         return True
 
 
+def own_terms(market: SaleTerms | None, given: Mapping[str, Any]) -> SaleTerms:
+    """An owner's sale terms when its agent sets the fields ``given`` (``price``, ``points``,
+    ``points_per_consumer``): each given field replaces the marketplace's (``market``, the terms the
+    marketplace gives that owner; None: none), every other field stays the marketplace's. So ``--price``
+    alone changes the price and keeps the marketplace's limits on points. ValueError names a bad field."""
+    try:
+        return SaleTerms.from_dict({**(market.to_dict() if market is not None else {}), **given})
+    except ValueError as err:  # LedgerInputError names the key
+        raise ValueError(f"sale terms (--price, --points, --points-per-consumer): {err}") from None
+
+
 def check_own_files(market_file: Path, files: dict[str, Path], limits: ReadLimits) -> None:
     """Read each owner's file and check it against the marketplace's data schema (``market_file``);
     ValueError naming the owner, the file, the line and the column of the first problem."""
@@ -364,7 +382,7 @@ def serve_agent(
     exit_with: int | None = None,
     market_file: Path | None = None,
     limits: ReadLimits | None = None,
-    terms: SaleTerms | None = None,
+    terms: Mapping[str, Any] | None = None,
 ) -> int:
     """Run an agent in this process until the server stops it, SIGTERM/SIGINT arrives, or the
     process ``exit_with`` is gone."""

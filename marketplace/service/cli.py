@@ -7,12 +7,9 @@ import argparse
 import logging
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from marketplace.data.own_files import ReadLimits
-
-if TYPE_CHECKING:
-    from marketplace.privacy.lifetime.terms import SaleTerms
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_RUN_FAILED = 0, 1, 2, 3
 
@@ -163,7 +160,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "--price",
         type=float,
         metavar="P",
-        help="the hosted owners' price per point they sell (summarize), instead of the marketplace's terms",
+        help="the hosted owners' price per point they sell (summarize), instead of the marketplace's price; "
+        "the marketplace's limits on points hold unless --points or --points-per-consumer is given too",
     )
     agent.add_argument(
         "--points", type=int, metavar="N", help="the most points each hosted owner sells in its lifetime"
@@ -435,18 +433,12 @@ def agent_command(args: argparse.Namespace) -> int:
     return status
 
 
-def _agent_terms(args: argparse.Namespace) -> SaleTerms | None:
-    """The hosted owners' sale terms from ``--price``, ``--points`` and ``--points-per-consumer``
-    (None when none is given: the marketplace's terms hold); a bad value raises ValueError naming it."""
-    from marketplace.privacy.lifetime.terms import SaleTerms
-
+def _agent_terms(args: argparse.Namespace) -> dict[str, Any]:
+    """The fields of the hosted owners' sale terms given by ``--price``, ``--points`` and
+    ``--points-per-consumer``: each replaces that field of the marketplace's terms, the others stay the
+    marketplace's (:func:`marketplace.service.agent.own_terms`, which refuses a bad value naming it)."""
     given = {"price": args.price, "points": args.points, "points_per_consumer": args.points_per_consumer}
-    if all(v is None for v in given.values()):
-        return None
-    try:
-        return SaleTerms.from_dict({k: v for k, v in given.items() if v is not None})
-    except ValueError as err:  # LedgerInputError names the key
-        raise ValueError(f"sale terms (--price, --points, --points-per-consumer): {err}") from None
+    return {k: v for k, v in given.items() if v is not None}
 
 
 def request_command(args: argparse.Namespace) -> int:

@@ -138,3 +138,26 @@ def test_an_agent_refuses_bad_terms_naming_them(tmp_path):
     proc = cli("agent", "--market", "tcp://127.0.0.1:9", "--keys", str(tmp_path), "--ids", "owner-1", "--price", "-3")
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 2 and "price" in err, err
+
+
+def test_an_agents_price_alone_keeps_the_marketplaces_limits_on_points(tmp_path):
+    """`agent --price P` alone changes the price and keeps the marketplace's limits (lifetime and per
+    consumer); each option given replaces its own field only, and a bad one is refused naming it."""
+    from marketplace.service import control
+    from marketplace.service.agent import OwnerAgent
+
+    def terms_under(given: dict) -> dict:
+        agent = OwnerAgent("tcp://127.0.0.1:9", tmp_path, ["owner-1", "owner-3"], work=tmp_path / "w", terms=given)
+        invite = control.SessionInvite(session="s0001-test", scenario=yaml.safe_dump(SUMMARIZE_MARKET))
+        lifetime = agent._scenario(invite).config.lifetime
+        return {o: lifetime.terms_of(o).to_dict() for o in ("owner-1", "owner-2", "owner-3")}
+
+    assert terms_under({"price": 7.5}) == {
+        "owner-1": {"price": 7.5, "points": 5, "points_per_consumer": 3},  # the marketplace's limits
+        "owner-2": {"price": 2.0, "points": 5, "points_per_consumer": 3},  # not hosted here: the marketplace's
+        "owner-3": {"price": 7.5, "points": None, "points_per_consumer": None},  # its own terms set no limits
+    }
+    assert terms_under({"points_per_consumer": 1})["owner-1"] == {"price": 2.0, "points": 5, "points_per_consumer": 1}
+    assert terms_under({})["owner-1"] == {"price": 2.0, "points": 5, "points_per_consumer": 3}
+    with pytest.raises(ValueError, match=r"sale terms \(--price, --points, --points-per-consumer\): .*points"):
+        terms_under({"points": -1})
