@@ -139,7 +139,7 @@ class OwnerAgent:
             poller.register(sock, zmq.POLLIN)
         self.work.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.ledgers.mkdir(parents=True, exist_ok=True, mode=0o700)
-        log.info("agent of %d owners connected to %s", len(self.owners), self.market)
+        log.info("agent of %d owners connecting to %s", len(self.owners), self.market)
         stopping = False
         last_ping = 0.0
         try:
@@ -161,6 +161,8 @@ class OwnerAgent:
                             frame = sock.recv(zmq.NOBLOCK)
                         except zmq.Again:
                             break
+                        if owner not in self.heard:  # the server answered: its handshake admitted the key
+                            log.info("%s connected to %s", owner, self.market)
                         self.heard[owner] = time.monotonic()
                         try:
                             message = control.decode(frame)

@@ -139,7 +139,7 @@ def request(
         | zmq.EVENT_HANDSHAKE_FAILED_AUTH
         | zmq.EVENT_DISCONNECTED
     )
-    link = _Link(sock, monitor, market, name)
+    link = _Link(sock, monitor, market, name, wait_s)
     try:
         sock.connect(market)
         sock.send(control.encode(control.SessionOpen(scenario=scenario_text)))
@@ -200,8 +200,9 @@ class _Link:
     """The consumer's control connection: the next message, the handshake's refusal, the server's
     departure (the connection closed) and the request's own deadline."""
 
-    def __init__(self, sock: zmq.Socket, monitor: zmq.Socket, market: str, name: str) -> None:
+    def __init__(self, sock: zmq.Socket, monitor: zmq.Socket, market: str, name: str, wait_s: float) -> None:
         self.sock, self.monitor, self.market, self.name = sock, monitor, market, name
+        self.wait_s = wait_s
         self.poller = zmq.Poller()
         self.poller.register(sock, zmq.POLLIN)
         self.poller.register(monitor, zmq.POLLIN)
@@ -232,9 +233,18 @@ class _Link:
                     raise RequestFailed(f"the marketplace sent a frame we could not read: {err}") from None
             if consumer is not None and not consumer.reported:
                 return None
+        if session:  # the marketplace answered: the request waited in its queue, or ran, for the whole wait
+            if self.started:
+                state, then = "started but did not finish", "the consumer leaves the session now"
+            else:
+                state, then = "was queued (the marketplace answered) but did not start", "it leaves the queue now"
+            raise RequestFailed(
+                f"session {session} {state} within the wait of {self.wait_s:g} s (--wait) at the marketplace at "
+                f"{self.market}: {then} (a busy marketplace may need a longer --wait)" + self._charged(session)
+            )
         raise RequestFailed(
-            f"no answer from the marketplace at {self.market} in time (is it running? is the endpoint right?)"
-            + self._charged(session)
+            f"no answer from the marketplace at {self.market} within the wait of {self.wait_s:g} s (is it "
+            "running? is the endpoint right?)" + self._charged(session)
         )
 
     def _event(self, event: dict[str, Any], session: str) -> None:
