@@ -137,7 +137,7 @@ class MarketServer:
     def stopping(self) -> bool:
         """Whether the server stops: :meth:`stop` was called, or a stopping signal came (read here,
         in the server's thread, never in a signal handler)."""
-        if not self._stop.is_set() and self.signals is not None and self.signals.requested():
+        if self.signals is not None and self.signals.requested() and not self._stop.is_set():
             log.info("signal %s: stopping", self.signals.received)
             self._stop.set()
         return self._stop.is_set()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import signal
 from types import FrameType
+from typing import Any
 
 STOPPING = (signal.SIGTERM, signal.SIGINT)
 
@@ -27,16 +28,25 @@ class StopSignals:
         self.signals = signals
         self.received: int | None = None
         """The first stopping signal seen, or None."""
+        self._before: dict[signal.Signals, Any] = {}
+        self._before_fd = -1
         self._read, self._write = os.pipe()
         for fd in (self._read, self._write):
             os.set_blocking(fd, False)
 
     def install(self) -> StopSignals:
         """Handle the signals here (the main thread only, as :func:`signal.signal` requires)."""
+        self._before = {sig: signal.getsignal(sig) for sig in self.signals}
         for sig in self.signals:
             signal.signal(sig, self._record)
-        signal.set_wakeup_fd(self._write, warn_on_full_buffer=False)
+        self._before_fd = signal.set_wakeup_fd(self._write, warn_on_full_buffer=False)
         return self
+
+    def uninstall(self) -> None:
+        """Put back the handlers and the wakeup descriptor :meth:`install` replaced (the main thread only)."""
+        signal.set_wakeup_fd(self._before_fd)
+        for sig, handler in self._before.items():
+            signal.signal(sig, handler)
 
     def _record(self, signum: int, frame: FrameType | None) -> None:
         # one assignment: no lock, no I/O, nothing that a signal landing here again could break
@@ -49,12 +59,14 @@ class StopSignals:
     def requested(self) -> bool:
         """Whether a stopping signal came: the handler's record, or a signal's number in the pipe
         (written by the interpreter the moment the signal arrived, before any Python code ran)."""
-        if self.received is None:
+        while True:  # drained every time: a pipe left readable would wake its poller at once, forever
             try:
                 numbers = os.read(self._read, 4096)
             except BlockingIOError:
-                numbers = b""
+                break
             for number in numbers:
-                if number in self.signals:
+                if number in self.signals and self.received is None:
                     self.received = number
+            if not numbers:
+                break
         return self.received is not None

@@ -66,3 +66,26 @@ def test_sigterm_to_the_whole_group_again_and_again_stops_cleanly_and_restarts_n
             break
         assert time.monotonic() < deadline, "an agent of the stopped marketplace is still running"
         time.sleep(0.1)
+
+
+def test_stop_signals_are_recorded_and_their_pipe_left_empty():
+    """The handler only records; the pipe the server polls is drained by each look, so a burst of
+    signals never leaves it readable (a poller that woke at once, forever, would spin the server)."""
+    import select
+
+    from marketplace.service.stop_signals import StopSignals
+
+    signals = StopSignals().install()
+    try:
+        assert not signals.requested()
+        for _ in range(200):
+            os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), signal.SIGINT)
+        assert signals.requested() and signals.received in (signal.SIGTERM, signal.SIGINT)
+        assert select.select([signals.fileno()], [], [], 0)[0] == []
+        os.kill(os.getpid(), signal.SIGINT)
+        assert select.select([signals.fileno()], [], [], 0)[0] == [signals.fileno()]
+        assert signals.requested()
+        assert select.select([signals.fileno()], [], [], 0)[0] == []
+    finally:
+        signals.uninstall()
