@@ -58,8 +58,10 @@ class Marketplace:
         return self.wait(timeout)
 
     def stop_soon(self) -> None:
-        """Ask the marketplace to stop as SIGTERM does, without waiting (safe in a signal handler):
-        queued requests are refused, the running session finishes; :meth:`wait` for the end."""
+        """Ask the marketplace to stop as SIGTERM does, without waiting: queued requests are refused, the
+        running session finishes; :meth:`wait` for the end. Not from a signal handler (it takes a lock, which
+        a second signal landing in the handler would take again): ``serve(..., stop_on_signals=True)`` stops
+        on SIGTERM and SIGINT safely."""
         self._server.stop()
 
     def wait(self, timeout: float | None = None) -> int:
