@@ -20,7 +20,10 @@ to ``WORK/<session>/<owner>.json`` (``--work``), readable by the agent's user on
 The agent leaves when the server says it stops (after the sessions it is in), on SIGTERM, or when
 the process it was told to exit with (the ``serve`` that started it) is gone. When the server falls
 silent (a crash) every session it had is lost for its owners, and the agent keeps its connections
-open for the server's return.
+open for the server's return. Every second the server names, on each owner's connection, the sessions
+it still holds that owner in: a session it no longer names (it lost the owner after a stall of
+either side, the session ended, the server started again) is over for the owner here too, and its
+reservation settles within seconds (:mod:`.held`).
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from marketplace.runner.publication import OWN, internal_failure
 from marketplace.scenario import Scenario
 from marketplace.service import control
 from marketplace.service.declines import declared_reason
+from marketplace.service.held import sessions_to_end
 from marketplace.service.keys import SERVER, load_pair, load_public
 from marketplace.service.worlds import OwnRowsCache, WorldCache
 from marketplace.transport.context import new_context
@@ -117,6 +121,9 @@ class OwnerAgent:
         self.own_rows = OwnRowsCache()
         self.socks: dict[str, zmq.Socket] = {}
         self.heard: dict[str, float] = {}
+        self.lists: dict[str, tuple[frozenset[str], float]] = {}
+        """Owner -> the sessions the server said it holds the owner in, and when that list came: the
+        latest list of each owner not yet looked at (:meth:`_let_go`)."""
 
     def stop(self) -> None:
         self._stopping = True
@@ -174,6 +181,8 @@ class OwnerAgent:
                             if entry is not None:
                                 entry[0].put(b"", CURATOR, message.frame)
                                 touched.add((message.session, owner))
+                        elif isinstance(message, control.OwnerSessions):
+                            self.lists[owner] = (frozenset(message.sessions), time.monotonic())
                         elif isinstance(message, control.SessionInvite):
                             self._join(owner, message)
                         elif isinstance(message, control.Stop):
@@ -265,6 +274,7 @@ class OwnerAgent:
 
     def _progress(self) -> None:
         now = time.monotonic()
+        self._let_go()
         for key, (loop, _, started) in list(self.loops.items()):
             session, owner = key
             if now - self.heard.get(owner, now) > SERVER_SILENT_S and CURATOR not in loop.lost:
@@ -274,6 +284,33 @@ class OwnerAgent:
             self._guarded(key, lambda loop=loop: loop.tick(time.monotonic()), "keeping time")
             if key in self.loops and loop.node.done:
                 self._end(key)
+
+    def _let_go(self) -> None:
+        """End, as lost, every session the server no longer holds its owner in (:mod:`.held`): the
+        server will send nothing more of it, and the owner's reservation settles now. Each list is
+        looked at once, when it came (one a second): a session within its grace is judged by the next."""
+        if not self.lists:
+            return
+        lists, self.lists = self.lists, {}
+        joined: dict[str, dict[str, float]] = {}
+        for (session, owner), (_, _, started) in self.loops.items():
+            if owner in lists:
+                joined.setdefault(owner, {})[session] = started
+        for owner, (held, received_at) in lists.items():
+            for session in sessions_to_end(joined.get(owner, {}), held, received_at):
+                key = (session, owner)
+                log.warning("session %s: the marketplace no longer holds %s in it: its part is over", session, owner)
+                self._guarded(
+                    key,
+                    lambda loop=self.loops[key][0]: loop.lose_now(
+                        CURATOR,
+                        "the marketplace no longer holds this owner in the session "
+                        "(it lost the owner, or the session ended there)",
+                    ),
+                    "ending a session the marketplace left",
+                )
+                if key in self.loops:
+                    self._end(key)
 
     def _end(self, key: tuple[str, str]) -> None:
         """The owner's part of the session is over: its local work, its report to the server, its own

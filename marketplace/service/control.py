@@ -109,6 +109,18 @@ class SessionReport(_Message, tag="session_report"):
     parties: bytes = b""
 
 
+MAX_HELD = 4096
+"""The most sessions one :class:`OwnerSessions` names."""
+
+
+class OwnerSessions(_Message, tag="owner_sessions"):
+    """The server to an owner's connection, every second: the sessions it still holds the owner in
+    (running or collecting its report, the owner neither lost nor gone). The owner's agent ends its part
+    of any other session it is in (:mod:`marketplace.service.held`)."""
+
+    sessions: Annotated[list[SessionId], msgspec.Meta(max_length=MAX_HELD)]
+
+
 class Stop(_Message, tag="stop"):
     """The server is stopping: an agent leaves once its current session is over."""
 
@@ -127,6 +139,7 @@ Message = (
     | SessionDeclined
     | PartyReport
     | SessionReport
+    | OwnerSessions
     | Stop
 )
 

@@ -19,7 +19,10 @@ connection after its key, so who is speaking comes from the key, never from a me
   process stops or dies loses its connection within seconds. The server probes the connections it
   serves every second: an owner whose connection is gone is lost in every session it was in (the run
   goes on without it); a consumer whose connection is gone has its waiting requests dropped before
-  any owner is invited (nothing was charged for them) and its running session lost.
+  any owner is invited (nothing was charged for them) and its running session lost. The probe of an
+  owner's connection names the sessions the server still holds that owner in: once the owner is lost
+  in one (a blip or a pause of either process longer than the heartbeat timeout), its agent, back on
+  a new connection, ends its part of it and settles the owner's reservation (:mod:`.held`).
 * **Its own faults.** The state folder is locked (a second ``serve`` on it is refused, naming the
   first one's pid); a request whose files cannot be written (a full disk) is refused before any
   owner is invited; an agent ``serve`` started that dies is started again.
@@ -489,10 +492,20 @@ class MarketServer:
     # --- liveness
 
     def _probe(self) -> None:
-        """Ping every owner connection and every consumer with a request: a connection that is gone
-        answers EHOSTUNREACH (module docstring)."""
+        """Probe every owner connection and every consumer with a request: a connection that is gone
+        answers EHOSTUNREACH (module docstring). What an owner's connection gets names the sessions the
+        server still holds that owner in (:class:`~marketplace.service.control.OwnerSessions`): its agent
+        ends its part of every other one, so no reservation outlives its session (:mod:`.held`)."""
+        held: dict[str, list[str]] = {}
+        for s in self.sessions.values():
+            if s.loop is not None and s.state in ("running", "collecting"):
+                for owner in s.invited:
+                    if owner not in s.loop.lost:
+                        held.setdefault(owner, []).append(s.id)
         for owner, routing in list(self.present.items()):
-            if self._send(routing, control.Ping()) == "unreachable":
+            sessions = sorted(held.get(owner, ()))
+            probe = control.OwnerSessions(sessions=sessions) if len(sessions) <= control.MAX_HELD else control.Ping()
+            if self._send(routing, probe) == "unreachable":
                 log.warning("owner %s: its connection is gone", owner)
                 del self.present[owner]
                 self._write_status()
