@@ -99,7 +99,7 @@ def test_a_private_run_records_exactly_the_plans_steps(tiny_scenario, tmp_path, 
     raw = private(tiny_scenario, release=release)
     raw["data"]["seed_set"]["size"] = seed_set
     scenario = parse_scenario(raw, source="plan", base_dir=tmp_path)
-    report = run_scenario(scenario, tmp_path / "run")
+    report = run_scenario(scenario, tmp_path / "run", driver="inprocess")  # the ledgers, not the transport
     assert report["status"] == "completed"
     config = scenario.config
     owner, consumer = release_plan(config, "owner-1"), release_plan(config, "consumer")
