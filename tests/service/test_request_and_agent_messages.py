@@ -19,6 +19,7 @@ from test_serve import free_port
 from marketplace.service import control
 from marketplace.service.client import RequestFailed, request
 from marketplace.service.keys import SERVER, init_keys, load_pair
+from marketplace.transport.context import new_context
 
 pytestmark = pytest.mark.slow
 
@@ -30,7 +31,7 @@ class StandIn:
     """A marketplace that answers every request "queued" and then says nothing (it pings its owners)."""
 
     def __init__(self, state: Path) -> None:
-        self.ctx = zmq.Context()
+        self.ctx = new_context()
         self.sock = self.ctx.socket(zmq.ROUTER)
         public, secret = load_pair(state / "keys" / f"{SERVER}.key_secret")
         self.sock.curve_secretkey, self.sock.curve_publickey, self.sock.curve_server = secret, public, True
