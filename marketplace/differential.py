@@ -34,10 +34,11 @@ import numpy as np
 
 from marketplace import plugins
 from marketplace.data.dataset import Dataset, SparseParts, World
-from marketplace.parties import build_role, party_ids, share_of
+from marketplace.parties import build_role, owner_number, party_ids, share_of
 from marketplace.privacy.coupling import Coupling, coupled
 from marketplace.privacy.view import Seen, covering
 from marketplace.roles import CONSUMER, CURATOR
+from marketplace.runner.json_files import json_default
 from marketplace.scenario import Scenario
 from marketplace.transport.inprocess import run_inprocess
 from marketplace.transport.node import Node
@@ -76,7 +77,7 @@ def neighbour(shares: dict[str, World], relation: str, owner: str = CHANGED, row
     points: the midpoint of two distinct points lies inside the data's box and duplicates neither;
     on a categorical column it may fall between two categories, which the owner then refuses)."""
     share = shares[owner]
-    index = party_ids_index(owner)
+    index = _owner_index(share, owner)
     data = share.owners[index]
     if len(data) < 3:
         raise ValueError(f"{owner}: a neighbour needs at least 3 rows, it holds {len(data)}")
@@ -93,16 +94,19 @@ def neighbour(shares: dict[str, World], relation: str, owner: str = CHANGED, row
     return {**shares, owner: dataclasses.replace(share, owners=owners)}
 
 
+def _owner_index(share: World, owner: str) -> int:
+    """Where ``owner``'s rows sit among the share's owners."""
+    number = owner_number(owner, len(share.owners))
+    if number is None:
+        raise ValueError(f"{owner!r} is not an owner of this share (owner-1 ... owner-{len(share.owners)})")
+    return number - 1
+
+
 def holding(share: World, owner: str, rows: Dataset) -> World:
     """``share`` (``owner``'s share of a world) holding ``rows`` as the owner's data: an owner that
     reads its own file, in a deployment."""
-    index = party_ids_index(owner)
+    index = _owner_index(share, owner)
     return dataclasses.replace(share, owners=SparseParts(len(share.owners), {index: rows}, rows.take([])))
-
-
-def party_ids_index(owner: str) -> int:
-    """The index of ``owner-i`` among the owners (i - 1)."""
-    return int(owner.rsplit("-", 1)[1]) - 1
 
 
 def session(scenario: Scenario, shares: dict[str, World], coupling: Coupling, *, served: bool) -> Received:
@@ -147,17 +151,10 @@ def session(scenario: Scenario, shares: dict[str, World], coupling: Coupling, *,
 
 def _recording(into: list[tuple[str, str, Any]], handle: Callable[[Any], Any]) -> Callable[[Any], Any]:
     def recorded(message: Any) -> Any:
-        into.append((message.sender, message.kind, msgspec.to_builtins(message.body, enc_hook=_plain)))
+        into.append((message.sender, message.kind, msgspec.to_builtins(message.body, enc_hook=json_default)))
         return handle(message)
 
     return recorded
-
-
-def _plain(value: Any) -> Any:
-    """A message field msgspec does not turn into builtins by itself: numpy arrays and scalars."""
-    if isinstance(value, (np.ndarray, np.generic)):
-        return value.tolist()
-    raise TypeError(f"cannot flatten a {type(value).__name__}")
 
 
 def _without_clock(report: dict[str, Any]) -> dict[str, Any]:

@@ -220,6 +220,11 @@ class PrivacyLedger:
     def __repr__(self) -> str:
         return f"PrivacyLedger({self.dataset!r}, theorem={self.theorem!r}, total={tuple(self.total())})"
 
+    def record(self, step: Step) -> Guarantee:
+        """Record ``step`` as it is (what :meth:`spend`, :meth:`spend_zcdp` and :meth:`spend_gaussian`
+        build); return the new total. Raises :class:`BudgetExceeded` (recording nothing) past the budget."""
+        return self._record(step)
+
     def _record(self, step: Step) -> Guarantee:
         total = self.check_plan([step])
         self._steps.append(step)

@@ -241,14 +241,8 @@ class ReleasePlan:
                 f"{self.party}: release {name!r} planned {release.count} time(s), asked for "
                 f"{done + step.count}: every release is charged as planned, never more"
             )
-        if step.count == 0:
-            return step
-        if step.gaussian:
-            ledger.spend_gaussian(step.rho or 0.0, mechanism=name, count=step.count)
-        elif step.rho is not None:
-            ledger.spend_zcdp(step.rho, mechanism=name, count=step.count)
-        else:
-            ledger.spend(step.eps or 0.0, step.delta, mechanism=name, count=step.count)
+        if step.count:
+            ledger.record(step)
         return step
 
     def released(self, name: str, output: T) -> T:
