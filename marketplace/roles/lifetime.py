@@ -19,6 +19,12 @@ process to open the ledger reconciles it (:meth:`LifetimeLedger.reconcile`: roll
 was marked as left, kept if something was); :func:`admit` reconciles each ledger the first time
 this process opens it.
 
+A ledger that fails after the admission (a full disk, an SQLite error) fails that party only, never
+the process that hosts it: :meth:`Admission.mark_left` raises :class:`LedgerFault` (nothing leaves,
+and the party's record says why), and :meth:`Admission.settle` never raises (a reservation it
+cannot settle stays reserved, counted as spent, for a later settle or the reconcile). A role that
+cannot be built after its reservation rolls the reservation back (:func:`gate`).
+
 A consumer that keeps a ledger (``lifetime.consumer_budget``) is admitted the same way for what the
 run releases about its target data (``consumer_cost``); a declining consumer ends the run as failed
 before anything of its data is released.
@@ -47,7 +53,7 @@ from marketplace.privacy.lifetime import (
     ledger_file,
 )
 from marketplace.privacy.lifetime.known import LedgerGone
-from marketplace.privacy.lifetime.ledger import ledger_error
+from marketplace.privacy.lifetime.ledger import LedgerMismatch, ledger_error
 from marketplace.privacy.lifetime.storage import is_blank
 from marketplace.privacy.lifetime.terms import SaleTerms
 from marketplace.privacy.neighbouring import budget_relation_text
@@ -99,7 +105,11 @@ class Admission:
             with _open_existing(self.path) as ledger:
                 ledger.mark_left(self.request_id)
         except (OSError, sqlite3.Error, LedgerInputError) as err:
-            raise LedgerFault(f"{self.party}: cannot mark its release as left on {self.path}: {err}") from None
+            text = str(err).removeprefix(f"{self.path}: ") or type(err).__name__
+            fault = f"{self.party}: cannot mark its release as left on {self.path}: {text}"
+            self.reason = f"{fault}; nothing of its release left it"  # the report's record says why
+            log.error("%s", self.reason)
+            raise LedgerFault(fault) from None
         self.left = True
 
     def settle(self, released: bool, sold: int | None = None) -> dict[str, Any]:
@@ -111,12 +121,24 @@ class Admission:
             try:
                 self._settle(released, sold)
             except (OSError, sqlite3.Error, LedgerInputError) as err:
-                # it stays reserved (counted as spent); the next process to open the ledger reconciles it
-                self.reason = (
-                    f"{self.party}: could not settle its reservation on the ledger {self.path}: {err}; it stays "
-                    "reserved, counted as spent, until the ledger is reconciled (`marketplace ledger reconcile`)"
-                )
-                log.error("%s", self.reason)
+                text = str(err).removeprefix(f"{self.path}: ") or type(err).__name__
+                if self.state == "reserved":
+                    # it stays reserved (counted as spent); the next process to open the ledger reconciles it
+                    why = (
+                        f"{self.party}: could not settle its reservation on the ledger {self.path}: {text}; it "
+                        "stays reserved, counted as spent, until the ledger is reconciled (`marketplace ledger "
+                        "reconcile`)"
+                    )
+                else:  # settled on disk; only reading its standing afterwards failed
+                    why = (
+                        f"{self.party}: its reservation is {self.state} on the ledger {self.path}, but its "
+                        f"standing could not be read: {text}"
+                    )
+                if not self.reason:
+                    self.reason = why
+                elif why not in self.reason:  # once, however often it is tried again
+                    self.reason = f"{self.reason}; {why}"
+                log.error("%s", why)
         return self.record()
 
     def _settle(self, released: bool, sold: int | None) -> None:
@@ -216,7 +238,7 @@ def admit(config: Any, party: str, exchange: Exchange, *, request_id: str | None
             }
         )
         ledger = LifetimeLedger.open(path, owner=name, **settings)
-    except (OSError, sqlite3.Error, LedgerInputError) as err:
+    except (OSError, sqlite3.Error, LedgerInputError, LedgerMismatch) as err:
         return _unusable(admission, err)
     with ledger:
         try:
@@ -224,6 +246,8 @@ def admit(config: Any, party: str, exchange: Exchange, *, request_id: str | None
             return _reserve(ledger, admission, config, party, exchange)
         except (OSError, sqlite3.Error) as err:
             return _unusable(admission, err)
+        except LedgerInputError as err:  # a request id it holds otherwise (another consumer, another cost)
+            return _unusable(admission, err, problem="refuses the reservation")
 
 
 def _reserve(ledger: LifetimeLedger, admission: Admission, config: Any, party: str, exchange: Exchange) -> Admission:
@@ -262,22 +286,27 @@ def _reserve(ledger: LifetimeLedger, admission: Admission, config: Any, party: s
     return admission
 
 
-def _unusable(admission: Admission, err: BaseException) -> Admission:
+def _unusable(admission: Admission, err: BaseException, problem: str | None = None) -> Admission:
     """``admission`` declined because its ledger cannot be used: the reason names the party, the
     ledger and what is wrong with it (the party ends cleanly; the run goes on without it)."""
     if isinstance(err, sqlite3.Error):
         err = ledger_error(admission.path, err)
-    if isinstance(err, LedgerGone):
-        problem = "is refused"
-    elif isinstance(err, LedgerInputError):
-        problem = "is not a privacy ledger"
-    else:
-        problem = "is not writable"
     text = str(err).removeprefix(f"{admission.path}: ") or type(err).__name__
     admission.state = "declined"
-    admission.reason = f"{admission.party}: the ledger {admission.path} {problem}: {text}"
+    admission.reason = f"{admission.party}: the ledger {admission.path} {problem or _problem(err)}: {text}"
     log.error("%s", admission.reason)
     return admission
+
+
+def _problem(err: BaseException) -> str:
+    """What is wrong with a ledger that raised ``err`` when opened or written, in a few words."""
+    if isinstance(err, LedgerGone):
+        return "is refused"
+    if isinstance(err, LedgerMismatch):
+        return "is not this party's"
+    if isinstance(err, LedgerInputError):
+        return "is not a privacy ledger"
+    return "is not writable"
 
 
 _RECONCILED: set[Path] = set()
@@ -366,7 +395,9 @@ class DeclinedParty(Role):
 def gate(config: Any, party: str, exchange: Exchange, build: Any) -> Role:
     """``party``'s role for this run: ``build()`` if its lifetime ledger admits the run (or it
     keeps none), a :class:`DeclinedParty` otherwise. The admission rides on the role
-    (``role.lifetime``) until :func:`settle` reads it."""
+    (``role.lifetime``) until :func:`settle` reads it. When ``build()`` raises, the reservation it was
+    made for is rolled back (nothing of the party's data can have left without a role) and the error
+    goes on to the caller."""
     admission = admit(config, party, exchange)
     if admission is not None and not admission.admitted:
         role: Role = DeclinedParty(
@@ -377,7 +408,12 @@ def gate(config: Any, party: str, exchange: Exchange, build: Any) -> Role:
             reason=admission.reason or "",
         )
     else:
-        role = build()
+        try:
+            role = build()
+        except BaseException:
+            if admission is not None:  # no role, so nothing of its data left: the reservation rolls back
+                admission.settle(False)
+            raise
     role.lifetime = admission
     return role
 
