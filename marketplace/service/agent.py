@@ -43,7 +43,9 @@ import zmq
 from marketplace.data.own_files import ReadLimits
 from marketplace.parties import owner_number
 from marketplace.privacy.lifetime.terms import SaleTerms
-from marketplace.roles import CURATOR
+from marketplace.roles import CURATOR, Role
+from marketplace.roles.lifetime import LedgerFault
+from marketplace.roles.lifetime import settle as settle_lifetime
 from marketplace.runner.identity import scenario_identity
 from marketplace.runner.json_files import json_default
 from marketplace.runner.links import link_settings
@@ -124,6 +126,10 @@ class OwnerAgent:
         self.lists: dict[str, tuple[frozenset[str], float]] = {}
         """Owner -> the sessions the server said it holds the owner in, and when that list came: the
         latest list of each owner not yet looked at (:meth:`_let_go`)."""
+        self.unsettled: dict[str, list[Role]] = {}
+        """Owner -> the roles of its ended sessions whose reservation its ledger could not settle (a full
+        disk): settled again before the owner's next session (:meth:`_settle_again`). Until then each
+        counts as spent, and if the agent dies first, the ledger's reconcile settles it."""
 
     def stop(self) -> None:
         self._stopping = True
@@ -225,6 +231,8 @@ class OwnerAgent:
         key = (message.session, owner)
         if key in self.loops:
             return
+        self._settle_again(owner)
+        node = None
         try:
             scenario = self._scenario(message)
             own = {}
@@ -246,7 +254,11 @@ class OwnerAgent:
             loop.begin()
         except Exception as err:  # noqa: BLE001 - this owner cannot take part; the agent serves on
             log.exception("session %s: %s could not take part", message.session, owner)
-            self._decline(owner, message.session, declared_reason(err))  # the details stay in this log
+            if node is not None:  # its reservation is made: settled now (nothing left, unless marked so)
+                settle_lifetime(node.role)
+            # a ledger's fault names the owner, its ledger file and the error; any other error's details
+            # stay in this log
+            self._decline(owner, message.session, str(err) if isinstance(err, LedgerFault) else declared_reason(err))
             return
         self.loops[key] = (loop, scenario, time.monotonic())
         log.info("session %s: %s joined", message.session, owner)
@@ -313,24 +325,38 @@ class OwnerAgent:
                     self._end(key)
 
     def _end(self, key: tuple[str, str]) -> None:
-        """The owner's part of the session is over: its local work, its report to the server, its own
-        report kept here (:meth:`_keep`)."""
+        """The owner's part of the session is over: its local work, its reservation settled, its report
+        to the server, its own report kept here (:meth:`_keep`). Never raises: whatever breaks here
+        breaks this owner's report of this session only."""
         session, owner = key
         loop, scenario, started = self.loops.pop(key)
-        loop.close()
+        role = loop.node.role
+        try:
+            loop.close()
+        except Exception:  # noqa: BLE001 - its last frames stay unsent; the server loses it as it would anyway
+            log.exception("session %s: %s's connection to the session could not be closed", session, owner)
         try:
             loop.node.finish()
         except Exception as err:  # noqa: BLE001 - its report says so
             log.exception("session %s: %s failed in its local work", session, owner)
-            loop.node.role.fail(internal_failure(err, where="agent", phase="finishing"))
-        own = party_report(
-            loop.node,
-            role_name="owner",
-            wall_s=time.monotonic() - started,
-            driver=loop.stats.to_dict() | {"shared_links": True},
-            identity=scenario_identity(scenario),
-            own=True,
-        )
+            role.fail(internal_failure(err, where="agent", phase="finishing"))
+        try:
+            own = party_report(
+                loop.node,
+                role_name="owner",
+                wall_s=time.monotonic() - started,
+                driver=loop.stats.to_dict() | {"shared_links": True},
+                identity=scenario_identity(scenario),
+                own=True,
+            )
+        except Exception as err:  # noqa: BLE001 - a report of its failure instead; the agent serves on
+            log.exception("session %s: %s's report could not be made", session, owner)
+            settle_lifetime(role)  # never raises; a no-op once settled
+            role.fail(internal_failure(err, where="agent", phase="reporting"))
+            own = {"id": owner, "run_id": session, "role": "owner", "status": "failed", "failure": role.failure}
+        admission = getattr(role, "lifetime", None)
+        if admission is not None and admission.state == "reserved":  # its ledger could not settle it
+            self.unsettled.setdefault(owner, []).append(role)
         report = {k: v for k, v in own.items() if k != OWN}  # what it publishes
         try:
             self.socks[owner].send(
@@ -344,6 +370,20 @@ class OwnerAgent:
             self.scenarios.pop(session, None)
             self.sessions_done += 1
         log.info("session %s: %s done (%s)", session, owner, report["status"])
+
+    def _settle_again(self, owner: str) -> None:
+        """Settle again the reservations ``owner``'s ledger could not settle when their sessions ended
+        (the same decision: committed if something of the release left, rolled back if nothing did),
+        before its next session reserves on the same ledger. One that still cannot be settled stays
+        reserved, counted as spent, for the next try or the ledger's reconcile: never lost, never
+        counted twice."""
+        roles = self.unsettled.pop(owner, [])
+        left = [role for role in roles if (settle_lifetime(role) or {}).get("state") == "reserved"]
+        if left:
+            self.unsettled[owner] = left
+        if len(left) < len(roles):
+            settled = len(roles) - len(left)
+            log.info("%s: %d reservation(s) its ledger could not settle before are settled now", owner, settled)
 
     def _keep(self, session: str, owner: str, report: dict[str, Any]) -> None:
         """Write ``owner``'s own report of ``session`` to ``WORK/<session>/<owner>.json``, readable by
