@@ -1,8 +1,8 @@
 """marketplace: a privacy-preserving AI data marketplace.
 
 The Python API (:mod:`marketplace.api`) is importable from here: ``load``, ``validate``, ``run``,
-``start``, ``plan``, ``sweep``, and for a marketplace that stays open ``serve`` and ``request``
-(:mod:`marketplace.service.api`) and ``add_consumer`` (:mod:`marketplace.service.keys`); the types
+``start``, ``plan``, ``sweep``, and for a marketplace that stays open ``serve``, ``request`` and
+``resume`` (:mod:`marketplace.service.api`) and ``add_consumer`` (:mod:`marketplace.service.keys`); the types
 ``Scenario``, ``Report``, ``SweepResult``, ``RunHandle``, ``Validation``; the errors ``ScenarioError``,
 ``RunFailed``, ``RunFolderError``, ``DatasetMissing``, ``RequestRefused``; and for a market played from a
 file (:mod:`marketplace.market`) ``play_market``, ``MarketReport``, ``MarketError``.

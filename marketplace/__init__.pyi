@@ -42,6 +42,7 @@ from .scenario import Scenario as Scenario
 from .scenario import ScenarioError as ScenarioError
 from .service.api import Marketplace as Marketplace
 from .service.api import request as request
+from .service.api import resume as resume
 from .service.api import serve as serve
 from .service.client import RequestRefused as RequestRefused
 from .service.keys import add_consumer as add_consumer

@@ -197,6 +197,54 @@ def request(
     return report
 
 
+def resume(
+    session: str,
+    *,
+    market: str,
+    keys: str | Path,
+    out: str | Path | None = None,
+    wait_s: float = 600.0,
+    check: bool = True,
+    on_event: Callable[[str], None] | None = None,
+    data: OwnRows | None = None,
+    test: OwnRows | None = None,
+    limits: ReadLimits | None = None,
+) -> Report:
+    """Fetch again what session ``session`` of this consumer (the kit ``keys``) released to it, after
+    a lost connection or a close that timed out, and return the session's
+    :class:`~marketplace.runner.results.Report`, assembled as the session would have let the consumer
+    assemble it (:mod:`marketplace.service.kept`). The consumer runs its part again here, on the
+    curator's frames the marketplace kept, with its own ``data`` and ``test`` when the marketplace
+    is described by its public schema (the same as the request's). Nothing runs at the owners and
+    nothing is charged. Raises :class:`~marketplace.service.client.RequestRefused` when the
+    marketplace keeps no such session of this consumer, and :class:`~marketplace.api.RunFailed` for a
+    session that failed (unless ``check=False``)."""
+    from marketplace.api import RunFailed
+    from marketplace.runner.results import Report
+    from marketplace.runner.run import check_run_folder, default_run_folder
+    from marketplace.service.client import OwnTarget
+    from marketplace.service.client import request as send
+
+    if test is not None and data is None:
+        raise ValueError("test: the consumer's own test set needs its own target too (data=...)")
+    folder = check_run_folder(out) if out is not None else default_run_folder(session, "resume")
+    own = None
+    if data is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+        own = OwnTarget(
+            _own_file(data, folder, "own-target"),
+            None if test is None else _own_file(test, folder, "own-test"),
+            limits or ReadLimits(),
+        )
+    result = send(
+        None, market=market, keys=Path(keys), out=folder, wait_s=wait_s, on_event=on_event, own=own, resume=session
+    )
+    report = Report.from_dict(result.report, folder)
+    if check and not report.completed:
+        raise RunFailed(report)
+    return report
+
+
 def _own_file(rows: OwnRows, folder: Path, name: str) -> Path:
     """A file holding ``rows``: the path itself, or arrays saved as ``folder/<name>.npz`` (readable by
     the consumer's user only)."""

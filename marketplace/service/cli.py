@@ -185,7 +185,14 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         epilog=SERVE_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    req.add_argument("scenario", help="the request: a scenario file (protocol, its settings, data.consumer)")
+    req.add_argument("scenario", nargs="?", help="the request: a scenario file (protocol, its settings, data.consumer)")
+    req.add_argument(
+        "--resume",
+        metavar="SESSION",
+        help="instead of a new request, fetch again what an earlier session of yours released to you (after a "
+        "lost connection or a close that timed out): your consumer runs its part again on it; nothing runs at "
+        "the owners and nothing is charged",
+    )
     req.add_argument("--market", required=True, metavar="tcp://HOST:PORT")
     req.add_argument("--keys", required=True, metavar="DIR", help="this consumer's kit")
     req.add_argument(
@@ -448,33 +455,59 @@ def request_command(args: argparse.Namespace) -> int:
     from marketplace.data.own_files import OwnDataError
     from marketplace.runner.run import RunFolderError, default_run_folder
     from marketplace.scenario import ScenarioError
-    from marketplace.service.api import request
+    from marketplace.service.api import request, resume
     from marketplace.service.client import RequestFailed, RequestRefused
 
-    try:
-        scenario = load(args.scenario, sets=args.overrides)
-    except ScenarioError as err:
-        print(f"marketplace request: bad scenario: {err}", file=sys.stderr)
+    if (args.scenario is None) == (args.resume is None):
+        print(
+            "marketplace request: expected a scenario file (a new request) or --resume SESSION (an earlier "
+            f"session's outputs), got {'both' if args.scenario else 'neither'}",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
-    out = Path(args.out) if args.out else default_run_folder(scenario.config.name, "request")
-    say = (lambda text: None) if args.quiet else (lambda text: print(f"marketplace request: {text}", file=sys.stderr))
+    if args.resume is not None and args.overrides:
+        print("marketplace request: --set changes a new request; --resume fetches a session as it ran", file=sys.stderr)
+        return EXIT_USAGE
     if args.test and not args.data:
         print("marketplace request: --test needs --data (your target D_v) too", file=sys.stderr)
         return EXIT_USAGE
+    say = (lambda text: None) if args.quiet else (lambda text: print(f"marketplace request: {text}", file=sys.stderr))
+    limits = ReadLimits.from_args(args) if args.data else None
     try:
-        result = request(
-            scenario,
-            market=args.market,
-            keys=args.keys,
-            out=out,
-            wait_s=args.wait,
-            check=False,
-            on_event=say,
-            data=args.data,
-            test=args.test,
-            schema=args.schema,
-            limits=ReadLimits.from_args(args) if args.data else None,
-        )
+        if args.resume is not None:
+            out = Path(args.out) if args.out else default_run_folder(args.resume, "resume")
+            result = resume(
+                args.resume,
+                market=args.market,
+                keys=args.keys,
+                out=out,
+                wait_s=args.wait,
+                check=False,
+                on_event=say,
+                data=args.data,
+                test=args.test,
+                limits=limits,
+            )
+        else:
+            try:
+                scenario = load(args.scenario, sets=args.overrides)
+            except ScenarioError as err:
+                print(f"marketplace request: bad scenario: {err}", file=sys.stderr)
+                return EXIT_USAGE
+            out = Path(args.out) if args.out else default_run_folder(scenario.config.name, "request")
+            result = request(
+                scenario,
+                market=args.market,
+                keys=args.keys,
+                out=out,
+                wait_s=args.wait,
+                check=False,
+                on_event=say,
+                data=args.data,
+                test=args.test,
+                schema=args.schema,
+                limits=limits,
+            )
     except RunFolderError as err:
         print(f"marketplace request: --out: {err}", file=sys.stderr)
         return EXIT_USAGE

@@ -63,6 +63,8 @@ class RequestResult:
     session: str
     report: dict[str, Any]
     folder: Path
+    resumed: bool = False
+    """Whether this is a session fetched again (``resume``), not one run for this call."""
 
 
 @dataclass(frozen=True)
@@ -99,7 +101,7 @@ class OwnTarget:
 
 
 def request(
-    scenario_text: str,
+    scenario_text: str | None,
     *,
     market: str,
     keys: Path,
@@ -108,12 +110,21 @@ def request(
     on_event: Callable[[str], None] | None = None,
     own: OwnTarget | None = None,
     market_file: Path | None = None,
+    resume: str | None = None,
 ) -> RequestResult:
     """Send one request and see it through (module docstring). ``on_event`` is told each step
     ("queued: 1 ahead", "session s0003-...: running the consumer", ...). ``own`` is the consumer's
     own target (and test set) for a marketplace described by its public schema; with
     ``market_file`` (the marketplace's file, default ``market.yaml`` in the kit when there) the files
-    are checked against the schema before the request is sent."""
+    are checked against the schema before the request is sent.
+
+    ``resume`` (a session id, with ``scenario_text`` None) asks instead for what an earlier session of
+    this consumer released to it (:mod:`marketplace.service.kept`): after a lost connection or a close
+    that timed out, the consumer runs its part again on the curator's frames the server kept, and
+    assembles the session's report as the session itself would have let it. Nothing runs at the
+    owners and nothing is charged."""
+    if (scenario_text is None) == (resume is None):
+        raise ValueError("request: give either a scenario to request, or the session to resume (resume=...)")
     say = on_event or (lambda text: None)
     keys = Path(keys)
     if own is not None:
@@ -142,31 +153,39 @@ def request(
     link = _Link(sock, monitor, market, name, wait_s)
     try:
         sock.connect(market)
-        sock.send(control.encode(control.SessionOpen(scenario=scenario_text)))
+        if resume is not None:
+            sock.send(control.encode(control.SessionResume(session=resume)))
+            link.resuming = True
+        else:
+            sock.send(control.encode(control.SessionOpen(scenario=scenario_text or "")))
         deadline = time.monotonic() + wait_s
-        session = ""
+        session = resume or ""
         consumer: _Consumer | None = None
         while True:
             message = link.next(deadline, session, consumer)
             if isinstance(message, control.SessionRefused):
                 raise RequestRefused(f"the marketplace refused the request: {message.reason}")
-            if isinstance(message, control.SessionQueued):
+            if isinstance(message, control.SessionQueued) and resume is not None:
+                say(f"session {session} is still ending: its outputs come when it has ended")
+            elif isinstance(message, control.SessionQueued):
                 session = message.session
                 say(f"queued as session {session}" + (f" ({message.position} ahead)" if message.position else ""))
-            elif isinstance(message, control.SessionReady) and consumer is None:
+            elif isinstance(message, control.SessionReady) and consumer is None and resume in (None, message.session):
                 session = message.session
-                say(f"session {session}: running the consumer")
+                again = " again on what the session released" if resume else ""
+                say(f"session {session}: running the consumer{again}")
                 consumer = _Consumer(message, sock, out, own)
                 link.started = True
             elif isinstance(message, control.SessionFrame) and consumer is not None and message.session == session:
                 consumer.put(message.frame)
             elif isinstance(message, control.SessionReport) and message.session == session:
                 report = json.loads(message.report)
-                if consumer is not None and consumer.reported:
+                if consumer is not None:
+                    consumer.conclude()
                     report = consumer.own_copy(report, message.parties, say)
                 _write_run_files(report, out)
-                return RequestResult(session, report, out)
-            if consumer is not None and consumer.step():
+                return RequestResult(session, report, out, resumed=resume is not None)
+            if consumer is not None and consumer.step() and resume is None:
                 sock.send(
                     control.encode(control.PartyReport(session=session, party="consumer", report=consumer.report))
                 )
@@ -211,6 +230,8 @@ class _Link:
         self.opened = time.monotonic()
         self.started = False
         """Whether our session started (then owners may have been charged for it)."""
+        self.resuming = False
+        """Whether we ask again for an earlier session's outputs (nothing runs, nothing is charged)."""
 
     def next(self, deadline: float, session: str, consumer: _Consumer | None) -> Any:
         """The next control message, or None when the consumer has work due; raises when the key is
@@ -271,6 +292,8 @@ class _Link:
             )
 
     def _charged(self, session: str) -> str:
+        if self.resuming:
+            return f": asking again for what session {session} released runs nothing and charges nothing"
         if not session:
             return ": the request was not queued, nothing was charged"
         if not self.started:
@@ -330,12 +353,31 @@ class _Consumer:
 
     def step(self) -> bool:
         """Run the consumer's due work; True once it is done and its report is ready to send."""
-        if self.reported:
+        if self.reported or self.whole is not None:
             return False
         self.loop.pump()
         self.loop.tick(time.monotonic())
         if not self.loop.node.done:
             return False
+        self._end()
+        return True
+
+    def conclude(self) -> None:
+        """The run report came before this consumer was done (the server ended the session without
+        it, or we fetch an ended session again): take every frame already here, end our part as the
+        session ended for us (when the curator's frames stop short of its ``shutdown``, the curator
+        counts as lost), and do our local work on what we received."""
+        if self.whole is not None:
+            return
+        from marketplace.roles import CURATOR
+
+        self.loop.pump()
+        if not self.loop.node.done:
+            self.loop.node.peer_lost(CURATOR, "the session ended before the curator closed our part of it")
+        self._end()
+
+    def _end(self) -> None:
+        """Our local work and our report (kept whole here; what the server needs of it, to send)."""
         from marketplace.runner.identity import scenario_identity
         from marketplace.runner.json_files import write_json
         from marketplace.runner.party_reports import party_report
@@ -353,7 +395,6 @@ class _Consumer:
         write_json(self.out / "parties" / "consumer.json", report)
         self.whole = report
         self.report = json.dumps(consumer_handover(report)).encode()  # what the server needs, no more
-        return True
 
     def own_copy(self, report: dict[str, Any], parties: bytes, say: Callable[[str], None]) -> dict[str, Any]:
         """The run report with what this consumer kept to itself: assembled again, as the server
@@ -369,7 +410,8 @@ class _Consumer:
         try:
             given = json.loads(parties)
             reports = {**given["reports"], CONSUMER: self.whole}
-            mine = assemble_session(self.scenario, reports, given["missing"], given["failure"], _WORLDS)
+            missing = {p: why for p, why in given["missing"].items() if p != CONSUMER}  # ours is here now
+            mine = assemble_session(self.scenario, reports, missing, given["failure"], _WORLDS)
         except (ValueError, KeyError, TypeError) as err:
             mine = {"failures": [f"{type(err).__name__}: {err}"]}
         if "protocol" not in mine:  # assemble_session says why in the failures of a report it could not make

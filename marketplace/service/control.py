@@ -46,6 +46,15 @@ class SessionOpen(_Message, tag="session_open"):
     scenario: Yaml
 
 
+class SessionResume(_Message, tag="session_resume"):
+    """A consumer asks again for what one of its sessions released to it (after a lost connection or
+    a close that timed out): the server answers as it did for the session itself (:class:`SessionReady`,
+    the curator's frames to the consumer, :class:`SessionReport`), from what it kept; a session that is
+    still ending is answered once it has ended."""
+
+    session: SessionId
+
+
 class SessionQueued(_Message, tag="session_queued"):
     session: SessionId
     position: int
@@ -131,6 +140,7 @@ Message = (
     Ping
     | OwnerJoin
     | SessionOpen
+    | SessionResume
     | SessionQueued
     | SessionRefused
     | SessionInvite

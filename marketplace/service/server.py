@@ -50,12 +50,14 @@ from marketplace.runner.run import prepare_world
 from marketplace.scenario import Scenario, ScenarioError
 from marketplace.service import control
 from marketplace.service.admission import Admission, budgets_of, owner_charges
+from marketplace.service.kept import Kept, keep, kept_for
 from marketplace.service.keys import SERVER, AllowlistReloader, allowlist, init_keys, load_pair
 from marketplace.service.options import ServeOptions, ServeOptionsError, data_banner
 from marketplace.service.session_run import (
     Session,
     archive,
     assemble,
+    collecting_deadline,
     curator_report,
     handed_back,
     start_curator,
@@ -313,6 +315,8 @@ class MarketServer:
                 touched.add(s.id)
         elif isinstance(message, control.SessionOpen):
             self._on_open(routing, consumer, message)
+        elif isinstance(message, control.SessionResume):
+            self._on_resume(routing, consumer, message.session)
         elif isinstance(message, control.PartyReport):
             self._on_report(f"consumer:{consumer}", message, consumer=consumer)
 
@@ -347,6 +351,45 @@ class MarketServer:
         log.info("request of %s queued as %s (%d ahead)", consumer, session, ahead)
         self._send(routing, control.SessionQueued(session=session, position=ahead))
         self._write_status()
+
+    def _on_resume(self, routing: bytes, consumer: str, session: str) -> None:
+        """``consumer`` asks again for what session ``session`` released to it (:mod:`.kept`): a
+        session still running or collecting answers when it ends; an ended one at once, from its
+        folder."""
+        s = self.sessions.get(session)
+        if s is not None and s.consumer == consumer:
+            s.resumers.append(routing)
+            self._send(routing, control.SessionQueued(session=session, position=0))
+            return
+        kept = kept_for(self.state, session, consumer)
+        if kept is None:
+            self._send(
+                routing,
+                control.SessionRefused(
+                    session=session,
+                    reason=cut(f"no session {session!r} of {consumer} is kept by this marketplace", 1900),
+                ),
+            )
+            return
+        log.info("session %s: its outputs sent again to %s (%d frames)", session, consumer, len(kept.frames))
+        self._send_kept(routing, kept)
+
+    def _send_kept(self, routing: bytes, kept: Kept) -> None:
+        """A session as its consumer saw it: ready, the curator's frames to it, the run report."""
+        messages: list[Any] = [
+            control.SessionReady(session=kept.session, scenario=kept.scenario),
+            *(control.SessionFrame(session=kept.session, frame=f) for f in kept.frames),
+            control.SessionReport(
+                session=kept.session,
+                status="completed" if kept.status == "completed" else "failed",
+                report=kept.report,
+                parties=kept.parties,
+            ),
+        ]
+        for message in messages:
+            if self._send(routing, message) != "sent":
+                log.warning("session %s: its consumer's connection took not all it asked again", kept.session)
+                return
 
     def _on_report(self, sender: str, message: control.PartyReport, *, consumer: str | None = None) -> None:
         s = self.sessions.get(message.session)
@@ -393,7 +436,7 @@ class MarketServer:
 
     def _curator_done(self, s: Session) -> None:
         s.reports["curator"] = curator_report(s)
-        s.state, s.deadline = "collecting", time.monotonic() + self.options.collect_s
+        s.state, s.deadline = "collecting", collecting_deadline(s, time.monotonic(), self.options.collect_s)
 
     def _start(self, s: Session) -> None:
         s.text = s.scenario.dump_yaml()
@@ -424,7 +467,7 @@ class MarketServer:
             s.loop = start_curator(
                 s,
                 self.worlds,
-                send=lambda route, frame, sid=s.id: self._send_frame(route, sid, frame),
+                send=lambda route, frame, s=s: self._send_frame(route, s, frame),
                 route_of=lambda party, s=s: s.routing if party == CONSUMER else self.present.get(party),
             )
         except Exception as err:  # noqa: BLE001 - nothing was sent to any owner yet
@@ -460,15 +503,26 @@ class MarketServer:
         report = assemble(s, self.worlds, failure)
         s.status = report.get("status", "failed")
         problem = archive(s, report)
+        kept = Kept(
+            session=s.id,
+            consumer=s.consumer,
+            scenario=s.text,
+            frames=s.to_consumer,
+            status="completed" if s.status == "completed" else "failed",
+            report=json.dumps(report).encode(),
+            parties=handed_back(s, failure),
+        )
+        try:
+            keep(s.folder, kept)
+        except OSError as err:  # the consumer connected now still gets it; only a later --resume cannot
+            log.error("session %s: could not keep its outputs for its consumer: %s", s.id, err)
+            problem = problem or f"{s.folder}: {err.strerror or err}"
         self._send(
             s.routing,
-            control.SessionReport(
-                session=s.id,
-                status="completed" if s.status == "completed" else "failed",
-                report=json.dumps(report).encode(),
-                parties=handed_back(s, failure),
-            ),
+            control.SessionReport(session=s.id, status=kept.status, report=kept.report, parties=kept.parties),
         )
+        for routing in s.resumers:
+            self._send_kept(routing, kept)
         s.state = "done"
         self.sessions.pop(s.id, None)
         self._record(s, s.status, failure=problem and f"its files could not be written: {problem}")
@@ -543,13 +597,14 @@ class MarketServer:
         except zmq.ZMQError as err:  # the peer is gone (ROUTER_MANDATORY), or not reading
             return "unreachable" if err.errno == errno.EHOSTUNREACH else "busy"
 
-    def _send_frame(self, route: bytes | None, session: str, frame: bytes) -> None:
-        """A session frame out, raising as a socket would (what the session's loop expects)."""
+    def _send_frame(self, route: bytes | None, s: Session, frame: bytes) -> None:
+        """A session frame out, raising as a socket would (what the session's loop expects). A frame
+        to the consumer is kept first, whether or not it can leave (:mod:`.kept`)."""
+        if route is not None and route == s.routing:
+            s.to_consumer.append(frame)
         if route is None:
             raise zmq.ZMQError(errno.EHOSTUNREACH)
-        self._sock.send_multipart(
-            [route, control.encode(control.SessionFrame(session=session, frame=frame))], zmq.NOBLOCK
-        )
+        self._sock.send_multipart([route, control.encode(control.SessionFrame(session=s.id, frame=frame))], zmq.NOBLOCK)
 
     def _control_for_agents(self) -> str:
         host, port = self.endpoint.split("://", 1)[1].rsplit(":", 1)

@@ -62,6 +62,12 @@ class Session:
     status: str = ""
     text: str = ""
     """The session's scenario as YAML: sent to every party."""
+    to_consumer: list[bytes] = field(default_factory=list)
+    """Every frame the curator addressed to the consumer, sent or not: what the consumer is owed
+    (:mod:`.kept`)."""
+    resumers: list[bytes] = field(default_factory=list)
+    """Connections of the consumer that asked for the session again while it was ending: answered
+    when it ends."""
 
     def wall_s(self) -> float:
         return round(time.monotonic() - self.started, 3) if self.started else 0.0
@@ -98,6 +104,16 @@ def curator_report(s: Session) -> dict[str, Any]:
         driver=s.loop.stats.to_dict() | {"shared_links": True},
         identity=scenario_identity(s.scenario),
     )
+
+
+def collecting_deadline(s: Session, now: float, collect_s: float) -> float:
+    """Until when the server waits for session ``s``'s party reports once its curator is done
+    (``now``). A party still on its connection is computing its own local work (the consumer's
+    estimates, an owner's model), not dead (its connection's heartbeats say so), so it is waited for
+    until the session's own run deadline (``transport.run_timeout_s`` from its start), and at least
+    ``collect_s``; a party whose connection is gone is not waited for at all (the server's loop)."""
+    run_deadline = s.started + s.scenario.config.transport.run_timeout_s
+    return max(now + collect_s, run_deadline)
 
 
 def take_report(s: Session, sender: str, party: str, text: bytes, *, consumer: str | None = None) -> str | None:

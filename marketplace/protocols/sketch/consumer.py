@@ -252,11 +252,7 @@ class SketchConsumer(Role):
                     raise ProtocolError(
                         party=message.sender, kind=message.kind, reason="the sketches were already published"
                     )
-                self._receive(message)
-                self.estimates = self.answer(self.plan)
-                self._rank_and_score()
-                if self.own_evaluation:
-                    self.own = self.own_figures()
+                self._receive(message)  # checked and kept; the estimates are local work (finish)
                 return []
             case Shutdown(status=status, reason=reason):
                 if self.merged is None and status == "completed":
@@ -309,6 +305,18 @@ class SketchConsumer(Role):
             )
         self.releases = dict(zip(body.owners, parts))
         self.merged = merged
+
+    def finish(self) -> None:
+        """Estimate, rank and score from the merged sketch once the run is over for the consumer
+        (after the ``bye`` that confirmed the publication arrived). The M²M fit is the heaviest step of
+        a sketch run: done while the curator waits for that ``bye``, a busy machine made the curator
+        give the consumer up and fail a run whose owners had already released. Post-processing only."""
+        if self.merged is None or self.estimates is not None:
+            return
+        self.estimates = self.answer(self.plan)
+        self._rank_and_score()
+        if self.own_evaluation:
+            self.own = self.own_figures()
 
     def _design(self) -> M2MDesign:
         discrete = {self.plan.logistic_label: (0.0, 1.0)} if self.plan.logistic_label is not None else {}

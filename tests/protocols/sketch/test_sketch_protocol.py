@@ -393,7 +393,9 @@ def test_the_consumer_refuses_a_merge_that_is_not_the_sum_of_the_parts(started, 
     consumer = roles["consumer"]
     with pytest.raises(ProtocolError, match="merged_numerator"):
         consumer.handle(envelope(forged, "curator", "consumer"))
-    consumer.handle(envelope(publication, "curator", "consumer", msg_id=2))
+    assert consumer.handle(envelope(publication, "curator", "consumer", msg_id=2)) == []
+    assert consumer.estimates is None, "the M2M fit is local work, after the consumer's bye (finish)"
+    consumer.finish()
     assert consumer.estimates is not None and consumer.ranking is not None
 
 
