@@ -7,6 +7,8 @@ the schema: the columns it must have, every feature value inside its public rang
 it, ``outside: clip``), every label one of the classes, every group one of the values. The first
 problem is refused with a :class:`OwnDataError` naming the party, the file, the line, the column,
 what was expected and what kind of thing was found, and a party that refuses its data sends nothing.
+A party that runs out of memory reading a file within its limits is refused the same way, naming
+the limits to lower (:func:`out_of_memory`).
 The error never quotes a value of the file (a number out of its range, a cell that is not a number,
 a label that is not a class): a served owner's refusal becomes its decline reason, which reaches
 the server and the consumer's report, and the line and the column are enough to find the value.
@@ -15,7 +17,9 @@ Two formats, by the file's name:
 
 * ``.csv`` (also ``.csv.gz``, ``.csv.bz2``, ``.tsv``): a header row naming the columns; the schema's
   feature, label and group columns are used, any other column is ignored. Read as a stream, a row at
-  a time, within :class:`ReadLimits`.
+  a time (decompressed as it is read), within :class:`ReadLimits`, twice: a first pass checks every
+  row and keeps nothing, so a file over a limit or with a bad value is refused with little memory
+  however large it is; only a file that passed is read again into arrays of its size.
 * ``.npz`` (``numpy.savez``): arrays ``X`` (n, dim) in the schema's feature order, ``y`` (n,) the
   classes (as written in the schema, or integer labels), optionally ``group`` (n,).
 """
@@ -25,6 +29,7 @@ from __future__ import annotations
 import argparse
 import zipfile
 from array import array
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,7 +44,6 @@ from marketplace.data.sources.csv_file import (
     MAX_ROWS,
     CsvRows,
     CsvSource,
-    LineNames,
     is_missing,
 )
 
@@ -129,65 +133,89 @@ def load_own_rows(path: str | Path, schema: DataSchema, *, party: str, limits: R
     if not path.is_file():
         raise OwnDataError(f"{where}: no such file" if not path.exists() else f"{where}: not a regular file")
     name = path.name.lower()
-    if name.endswith(".npz"):
-        X, y, group, lines = _read_npz(path, schema, where, limits)
-    elif name.endswith((".csv", ".csv.gz", ".csv.bz2", ".tsv")):
-        X, y, group, lines = _read_csv(path, schema, where, limits, delimiter="\t" if name.endswith(".tsv") else ",")
-    else:
+    if not name.endswith(SUFFIXES):
         raise OwnDataError(
             f"{where}: expected a file named *.csv (or .csv.gz, .csv.bz2, .tsv) or *.npz, got {path.name!r}"
         )
-    if len(X) == 0:
-        raise OwnDataError(f"{where}: expected at least one row of data, got none")
-    X = _check_ranges(X, schema, where, lines)
-    return Dataset(
-        X=X,
-        y=y,
-        group=group,
-        feature_names=schema.feature_names,
-        group_names=schema.group_names,
-        name=f"{party}'s own rows ({path.name})",
+    try:
+        if name.endswith(".npz"):
+            X, y, group = _read_npz(path, schema, where, limits)
+        else:
+            X, y, group = _read_csv(path, schema, where, limits, delimiter="\t" if name.endswith(".tsv") else ",")
+        if len(X) == 0:
+            raise OwnDataError(f"{where}: expected at least one row of data, got none")
+        return Dataset(
+            X=X,
+            y=y,
+            group=group,
+            feature_names=schema.feature_names,
+            group_names=schema.group_names,
+            name=f"{party}'s own rows ({path.name})",
+        )
+    except MemoryError:
+        pass  # raised below, out of the handler: the error keeps no reference to what was read
+    raise out_of_memory(party, path, limits)
+
+
+def out_of_memory(party: str, path: Path, limits: ReadLimits) -> OwnDataError:
+    """The error of a party that ran out of memory reading its own file within its limits: the
+    limits let through more than this machine holds, so it says which limits applied and what to set."""
+    try:
+        size = f"{path.stat().st_size:,} bytes on disk"
+    except OSError:
+        size = "its size unknown"
+    return OwnDataError(
+        f"{party}: {path}: ran out of memory reading it ({size}), within its limits --max-bytes "
+        f"{limits.max_bytes:,} and --max-rows {limits.max_rows:,}; lower --max-bytes or --max-rows to what "
+        f"this machine's memory holds, so that a file too large is refused before it is read, or give "
+        f"{party} more memory or a smaller file"
     )
 
 
-def _check_ranges(X: np.ndarray, schema: DataSchema, where: str, lines: list[str]) -> np.ndarray:
-    lower, upper = schema.lower, schema.upper
-    bad = ~np.isfinite(X) | (X < lower) | (X > upper)
+def _outside(X: np.ndarray, schema: DataSchema) -> np.ndarray:
+    """Values refused: not finite, or (unless the schema clips them) outside their public range."""
     if schema.outside == "clip":
-        nonfinite = ~np.isfinite(X)
-        if nonfinite.any():
-            r, j = map(int, np.argwhere(nonfinite)[0])
-            raise OwnDataError(
-                f"{where}: {lines[r]}, column {schema.feature_names[j]!r}: expected a finite number, "
-                "found one that is not"
-            )
-        return np.clip(X, lower, upper)
+        return ~np.isfinite(X)
+    return ~np.isfinite(X) | (X < schema.lower) | (X > schema.upper)
+
+
+def _check_ranges(X: np.ndarray, schema: DataSchema, where: str, lines) -> np.ndarray:
+    """``X`` with every value in its range (clipped into it in place, ``outside: clip``); refused at
+    the first value outside it (or not finite), named by its row in ``lines``."""
+    bad = _outside(X, schema)
     if bad.any():
         r, j = map(int, np.argwhere(bad)[0])
-        f = schema.features[j]
-        count = int(bad.sum())
-        more = f" ({count} values outside their ranges in all)" if count > 1 else ""
-        raise OwnDataError(
-            f"{where}: {lines[r]}, column {f.name!r}: expected a number in [{f.lower:g}, {f.upper:g}] "
-            f"(the schema's range), found one outside it{more}; fix the value, or set data.schema.outside: "
-            f"clip to clip values into their ranges"
-        )
+        raise _range_error(schema, where, lines[r], j, int(bad.sum()))
+    if schema.outside == "clip":
+        np.clip(X, schema.lower, schema.upper, out=X)
     return X
 
 
-def _codes(
-    values: list[str], lookup: dict[str, int], column: str, what: str, where: str, lines: list[str]
-) -> np.ndarray:
-    out = np.empty(len(values), dtype=np.int64)
-    for i, value in enumerate(values):
-        code = lookup.get(value)
-        if code is None:
-            shown = list(lookup)[:20]
-            raise OwnDataError(
-                f"{where}: {lines[i]}, column {column!r}: expected one of the schema's {what} "
-                f"{shown}{' ...' if len(lookup) > 20 else ''}, found a value that is not one of them"
-            )
-        out[i] = code
+def _range_error(schema: DataSchema, where: str, row: str, j: int, count: int) -> OwnDataError:
+    """The error of ``count`` values refused (:func:`_outside`), the first at ``row`` in feature ``j``."""
+    f = schema.features[j]
+    if schema.outside == "clip":
+        return OwnDataError(f"{where}: {row}, column {f.name!r}: expected a finite number, found one that is not")
+    more = f" ({count} values outside their ranges in all)" if count > 1 else ""
+    return OwnDataError(
+        f"{where}: {row}, column {f.name!r}: expected a number in [{f.lower:g}, {f.upper:g}] "
+        f"(the schema's range), found one outside it{more}; fix the value, or set data.schema.outside: "
+        f"clip to clip values into their ranges"
+    )
+
+
+def _codes(values: np.ndarray, lookup: dict[str, int], column: str, what: str, where: str) -> np.ndarray:
+    """The codes of an array's values (each distinct value looked up once); refused at the first row
+    whose value is not one of ``lookup``'s."""
+    distinct, inverse = np.unique(values, return_inverse=True)
+    table = np.array([lookup.get(_text(value), -1) for value in distinct.tolist()], dtype=np.int64)
+    out = table[inverse.reshape(-1)]
+    if (out < 0).any():
+        shown = list(lookup)[:20]
+        raise OwnDataError(
+            f"{where}: row {int(np.argmax(out < 0))}, column {column!r}: expected one of the schema's {what} "
+            f"{shown}{' ...' if len(lookup) > 20 else ''}, found a value that is not one of them"
+        )
     return out
 
 
@@ -205,10 +233,13 @@ FLAGS = {
 
 def _read_csv(
     path: Path, schema: DataSchema, where: str, limits: ReadLimits, *, delimiter: str
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The rows of a CSV, read as a stream (:class:`~marketplace.data.sources.csv_file.CsvRows`: on
-    disk and decompressed size, rows, field and row lengths bounded), each value checked as it is
-    read; what is kept is numbers only (features, label and group codes, line numbers)."""
+    disk and decompressed size, rows, field and row lengths bounded), twice, as ``marketplace
+    validate`` reads a csv source: a first pass checks every row and value and keeps only counts, so
+    a file over a limit or with a bad value is refused with little memory however large it is; only
+    a file that passed, its row count known and its features within ``max_bytes``, is read again into
+    arrays of that size (numbers only: features, label and group codes)."""
     party = where.split(":", 1)[0]
     cfg = CsvSource(
         path=str(path),
@@ -225,17 +256,27 @@ def _read_csv(
 
     try:
         with CsvRows(path, cfg, over_limit) as rows:
-            return _parse_rows(rows, schema, where, limits)
+            header, n = _check_rows(rows, schema, where)
+        need = n * schema.dim * 8
+        if need > limits.max_bytes:
+            raise OwnDataError(
+                f"{where}: its {n:,} rows of {schema.dim} features would take {need:,} bytes in memory, more "
+                f"than the limit of {limits.max_bytes:,} bytes; raise the limit with --max-bytes"
+            )
+        with CsvRows(path, cfg, over_limit) as rows:
+            return _keep_rows(rows, schema, where, header, n)
     except OwnDataError:
         raise
     except ValueError as err:  # the reader's own errors name the file and the line
         raise OwnDataError(f"{party}: {err}") from None
 
 
-def _parse_rows(
-    rows: CsvRows, schema: DataSchema, where: str, limits: ReadLimits
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
-    header = rows.header
+BLOCK_ROWS = 4096
+"""Rows parsed and checked together (their features as one array)."""
+
+
+def _columns(header: list[str], schema: DataSchema, where: str) -> tuple[list[int], int, int | None]:
+    """Where the schema's features, label and group are in ``header``; refused when one is absent."""
     wanted = [*schema.feature_names, schema.label.name, *([schema.group.name] if schema.group is not None else [])]
     absent = [name for name in wanted if name not in header]
     if absent:
@@ -244,20 +285,21 @@ def _parse_rows(
             f"{absent} among {header[:30]}"
         )
     positions = [header.index(name) for name in schema.feature_names]
-    label_at = header.index(schema.label.name)
     group_at = header.index(schema.group.name) if schema.group is not None else None
+    return positions, header.index(schema.label.name), group_at
+
+
+def _blocks(rows: CsvRows, schema: DataSchema, where: str) -> Iterator[tuple[np.ndarray, array, array, array]]:
+    """The file's rows in blocks of at most :data:`BLOCK_ROWS`: features, label codes, group codes
+    (empty without a group column) and line numbers. A cell that is not a number, or a label or group
+    that is not one of the schema's, is refused here, at its line; ranges are the caller's to check."""
+    header = rows.header
+    positions, label_at, group_at = _columns(header, schema, where)
     classes, groups_of = schema.class_codes(), schema.group_codes()
-    most = max(1, limits.max_bytes // (8 * schema.dim))  # the features in memory stay within max_bytes too
-    chunks: list[np.ndarray] = []
-    block = np.empty((4096, schema.dim))
-    filled = 0
+    block = np.empty((BLOCK_ROWS, schema.dim))
     labels, groups, lines = array("q"), array("q"), array("q")
     for line, row in rows:
-        if len(lines) >= most:
-            raise OwnDataError(
-                f"{where}: more than {most:,} rows of {schema.dim} features would take more than "
-                f"{limits.max_bytes:,} bytes in memory; raise the limit with --max-bytes"
-            )
+        filled = len(lines)
         for j, i in enumerate(positions):
             text = row[i].strip()
             try:
@@ -271,18 +313,62 @@ def _parse_rows(
         if group_at is not None:
             groups.append(_code(row[group_at].strip(), groups_of, header[group_at], "group values", where, line))
         lines.append(line)
-        filled += 1
-        if filled == len(block):
-            chunks.append(block)
-            block, filled = np.empty((len(block), schema.dim)), 0
-    chunks.append(block[:filled])
-    y = np.frombuffer(labels, dtype=np.int64).copy() if labels else np.zeros(0, dtype=np.int64)
-    group = (
-        (np.frombuffer(groups, dtype=np.int64).copy() if groups else np.zeros(0, dtype=np.int64))
-        if group_at is not None
-        else _label_groups(y, schema)
-    )
-    return np.concatenate(chunks), y, group, LineNames(lines)
+        if len(lines) == BLOCK_ROWS:
+            yield block, labels, groups, lines
+            labels, groups, lines = array("q"), array("q"), array("q")
+    if lines:
+        yield block[: len(lines)], labels, groups, lines
+
+
+def _check_rows(rows: CsvRows, schema: DataSchema, where: str) -> tuple[list[str], int]:
+    """First pass: every row checked, nothing kept but counts; the header and the number of rows.
+    The first value outside its range (or not finite) is refused once every row was read, with the
+    number of such values (:func:`_check_ranges`)."""
+    n, first, count = 0, None, 0
+    for X, _, _, lines in _blocks(rows, schema, where):
+        bad = _outside(X, schema)
+        if bad.any():
+            if first is None:
+                r, j = map(int, np.argwhere(bad)[0])
+                first = (f"line {lines[r]}", j)
+            count += int(bad.sum())
+        n += len(lines)
+    if first is not None:
+        raise _range_error(schema, where, *first, count)
+    return rows.header, n
+
+
+def _keep_rows(
+    rows: CsvRows, schema: DataSchema, where: str, header: list[str], n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Second pass, over a file the first pass found good with ``n`` rows: its arrays, made once at
+    their size. A file that no longer reads as it did is refused: it changed between the passes."""
+    changed = OwnDataError(f"{where}: the file changed while it was read; read it again once it is written")
+    if rows.header != header:
+        raise changed
+    X = np.empty((n, schema.dim))
+    y = np.empty(n, dtype=np.int64)
+    group = np.empty(n, dtype=np.int64) if schema.group is not None else None
+    at = 0
+    try:
+        for block, labels, groups, block_lines in _blocks(rows, schema, where):
+            k = len(block_lines)
+            if at + k > n or _outside(block, schema).any():
+                raise changed
+            X[at : at + k] = block
+            y[at : at + k] = labels
+            if group is not None:
+                group[at : at + k] = groups
+            at += k
+    except OwnDataError as err:
+        if err is changed:
+            raise
+        raise changed from None
+    if at != n:
+        raise changed
+    if schema.outside == "clip":
+        np.clip(X, schema.lower, schema.upper, out=X)
+    return X, y, group if group is not None else _label_groups(y, schema)
 
 
 def _code(value: str, lookup: dict[str, int], column: str, what: str, where: str, line: int) -> int:
@@ -300,8 +386,10 @@ def _code(value: str, lookup: dict[str, int], column: str, what: str, where: str
 def _label_groups(y: np.ndarray, schema: DataSchema) -> np.ndarray:
     """Without a group column the groups are the classes: the position of each row's class."""
     codes = schema.class_codes()
-    position = {code: i for i, code in enumerate(codes[c] for c in schema.label.classes)}
-    return np.array([position[int(v)] for v in y], dtype=np.int64)
+    group = np.zeros(len(y), dtype=np.int64)
+    for position, name in enumerate(schema.label.classes):
+        group[y == codes[name]] = position
+    return group
 
 
 # --- npz ---------------------------------------------------------------------------------------------
@@ -309,7 +397,7 @@ def _label_groups(y: np.ndarray, schema: DataSchema) -> np.ndarray:
 
 def _read_npz(
     path: Path, schema: DataSchema, where: str, limits: ReadLimits
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     size = path.stat().st_size
     try:
         check_owner_file_size(str(path), limits.max_bytes, "--max-bytes")
@@ -345,25 +433,30 @@ def _read_npz(
     n = X.shape[0]
     if n > limits.max_rows:
         raise OwnDataError(f"{where}: {n:,} rows, more than {limits.max_rows:,}; raise the limit with --max-rows")
-    lines = [f"row {i}" for i in range(n)]
     for name, arr in (("y", y_raw), ("group", group_raw)):
         if arr is not None and arr.shape != (n,):
             raise OwnDataError(
                 f"{where}: array {name}: expected shape ({n},), one value per row of X, found {arr.shape}"
             )
-    y = _codes([_text(v) for v in y_raw.tolist()], schema.class_codes(), "y", "classes", where, lines)
+    y = _codes(y_raw, schema.class_codes(), "y", "classes", where)
     if schema.group is not None:
         if group_raw is None:
             raise OwnDataError(
                 f"{where}: expected an array 'group' (the schema has a group column "
                 f"{schema.group.name!r}), found {sorted(f.files)}"
             )
-        group = _codes(
-            [_text(v) for v in group_raw.tolist()], schema.group_codes(), "group", "group values", where, lines
-        )
+        group = _codes(group_raw, schema.group_codes(), "group", "group values", where)
     else:
         group = _label_groups(y, schema)
-    return np.asarray(X, dtype=np.float64), y, group, lines
+    X = np.asarray(X, dtype=np.float64)
+    return _check_ranges(X, schema, where, _RowNames()), y, group
+
+
+class _RowNames:
+    """``row i`` of an array's row ``i``, made when asked."""
+
+    def __getitem__(self, i: int) -> str:
+        return f"row {i}"
 
 
 def _text(value: object) -> str:
