@@ -120,25 +120,49 @@ def init_keys(
     ``marketplace agent --keys`` reads, and where its ledger goes), each consumer
     ``KITS/consumers/<name>/``, and the server's state keeps only their public keys.
 
+    An owner whose public key the state already holds (``STATE/keys/owners/<owner>.key``) without
+    its secret key in ``STATE/owners/`` keeps that key: its secret key is elsewhere, in the owner's
+    kit, and no key pair is made for it in ``STATE/owners/`` (the allowlist would never admit it).
+    So ``serve``, which calls this on every start, writes no unused owner secret keys into a state
+    made with ``--init --kits``; ``STATE/owners/`` is made only for owners whose keys live there.
+
     ``market_text`` (the marketplace's file, resolved: public) is written as ``market.yaml`` into the
     state folder and every kit, so that an agent or a consumer can check its own rows against the
     marketplace's schema before it sends anything (rewritten on every start: it follows the file)."""
     keys = state / "keys"
     _pair(keys, SERVER)
+    owner_folders: list[Path] = []
     for i in range(1, owners + 1):
         party = f"owner-{i}"
         folder = kits / party if kits is not None else state / "owners"
+        if kits is None and _key_elsewhere(keys, folder, party):
+            continue
         _pair(folder, party)
         _copy(folder / f"{party}.key", keys / "owners" / f"{party}.key")
         _copy(keys / f"{SERVER}.key", folder / f"{SERVER}.key")
+        if folder not in owner_folders:
+            owner_folders.append(folder)
     for name in consumers:
         check_consumer_name(name)
         kit = (kits / "consumers" if kits is not None else state / "consumers") / name
         _consumer_kit(keys, kit, name, market_text)
     if market_text is not None:
-        owner_folders = [kits / f"owner-{i}" for i in range(1, owners + 1)] if kits is not None else [state / "owners"]
         for folder in [state, *owner_folders]:
             _write_market(folder, market_text)
+
+
+def owners_with_kits(state: Path, owners: int) -> list[str]:
+    """The owners of ``state`` whose keys are in kits of their own (``serve --init --kits``): their
+    public key is in ``STATE/keys/owners/`` and their secret key is not in ``STATE/owners/``. Only
+    their own ``marketplace agent`` can connect as them: the agents ``serve`` starts cannot."""
+    keys = Path(state) / "keys"
+    return [f"owner-{i}" for i in range(1, owners + 1) if _key_elsewhere(keys, Path(state) / "owners", f"owner-{i}")]
+
+
+def _key_elsewhere(keys: Path, folder: Path, party: str) -> bool:
+    """Whether ``party``'s public key is already in the allowlist (``keys/owners/``) with its secret
+    key not in ``folder``: the owner holds it in a kit of its own (``serve --init --kits``)."""
+    return (keys / "owners" / f"{party}.key").exists() and not (folder / f"{party}.key_secret").exists()
 
 
 def add_consumer(state: str | os.PathLike[str], name: str) -> Path:

@@ -360,3 +360,41 @@ def test_the_handler_holds_an_early_key_on_the_wire_and_admits_it_after_the_relo
     finally:
         req.close(linger=0)
         zap.stop()
+
+
+# --- owners whose keys are in their own kits
+
+
+def secret_keys(folder: Path) -> list[str]:
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*.key_secret"))
+
+
+def test_a_state_made_with_kits_gets_no_owner_secret_keys_when_served_again(tmp_path):
+    state, kits = tmp_path / "state", tmp_path / "kits"
+    init_keys(state, owners=2, consumers=["alice"], kits=kits, market_text="name: tiny-market\n")  # serve --init --kits
+    published = {p.name: p.read_bytes() for p in (state / "keys" / "owners").iterdir()}
+    init_keys(state, owners=2, consumers=[], market_text="name: tiny-market\n")  # what serve does on every start
+    assert secret_keys(state) == ["keys/server.key_secret"]
+    assert not (state / "owners").exists()
+    assert {p.name: p.read_bytes() for p in (state / "keys" / "owners").iterdir()} == published
+    for owner in ("owner-1", "owner-2"):  # each owner's kit key is the one the server admits
+        kit_key = zmq.auth.load_certificate(str(kits / owner / f"{owner}.key_secret"))[0]
+        assert allowlist(state)[kit_key] == owner
+
+
+def test_an_owner_added_to_a_state_made_with_kits_gets_its_key_pair_in_the_state(tmp_path):
+    state, kits = tmp_path / "state", tmp_path / "kits"
+    init_keys(state, owners=2, consumers=[], kits=kits)
+    init_keys(state, owners=3, consumers=[], market_text="name: tiny-market\n")
+    assert secret_keys(state) == ["keys/server.key_secret", "owners/owner-3.key_secret"]
+    assert (state / "owners" / "market.yaml").read_text() == "name: tiny-market\n"
+    assert (state / "owners" / "server.key").read_bytes() == (state / "keys" / "server.key").read_bytes()
+    assert len(allowlist(state)) == 3
+
+
+def test_a_state_without_kits_keeps_its_owner_keys_in_the_state(state):
+    before = tree(state)
+    keys_before = {p: (state / p).read_bytes() for p in before}
+    init_keys(state, owners=2, consumers=["alice"], market_text="name: tiny-market\n")
+    assert tree(state) == before and {p: (state / p).read_bytes() for p in before} == keys_before
+    assert secret_keys(state / "owners") == ["owner-1.key_secret", "owner-2.key_secret"]
