@@ -224,11 +224,16 @@ def render_sales(sales: list[dict[str, Any]], standing: dict[str, Any]) -> list[
     def figure(value: float | int | None) -> str:
         return "-" if value is None else f"{value:g}"
 
+    def bounded(value: float | int | None, at_most: float | int | None, state: str) -> str:
+        """A kept sale's unknown figure as its bound, ``<=3``; a reserved one's as ``-`` (not settled yet)."""
+        return f"<={at_most:g}" if value is None and state == "kept" and at_most is not None else figure(value)
+
     rows = [("request", "consumer", "price", "reserved", "sold", "earnings", "state")]
     for s in sales:
+        sold = bounded(s["sold"], s.get("sold_at_most"), s["state"])
+        earnings = bounded(s["earnings"], s.get("earnings_at_most"), s["state"])
         rows.append(
-            (s["request_id"], s["consumer"], figure(s["price"]), str(s["reserved"]), figure(s["sold"]))
-            + (figure(s["earnings"]), s["state"])
+            (s["request_id"], s["consumer"], figure(s["price"]), str(s["reserved"]), sold, earnings, s["state"])
         )
     widths = [max(len(row[i]) for row in rows) for i in range(6)]
     lines = ["sales:"]
@@ -238,6 +243,13 @@ def render_sales(sales: list[dict[str, Any]], standing: dict[str, Any]) -> list[
         f"sold:      {standing['sold']} points, earning {standing['earnings']:g}; {standing['reserved']} reserved "
         f"and not settled (counted against the terms); {left}"
     )
+    kept = standing.get("kept") or {}
+    if kept.get("sales"):
+        lines.append(
+            f"kept:      {kept['sales']} sale{'s' if kept['sales'] != 1 else ''} kept by a reconcile (the owner's "
+            f"process ended before settling {'them' if kept['sales'] != 1 else 'it'}): sold unknown, at most "
+            f"{kept['sold_at_most']} points earning at most {kept['earnings_at_most']:g}"
+        )
     return lines
 
 

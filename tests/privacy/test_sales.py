@@ -257,6 +257,58 @@ def test_reconcile_aborts_the_sale_it_rolls_back_and_keeps_counting_the_one_it_k
         assert sell(ledger, "next", "bob", 10, SaleTerms(price=3, points=10)).reserved == 7
 
 
+def test_a_sale_kept_after_its_owner_was_killed_shows_it_sold_at_most_its_reserved_points(tmp_path, capsys):
+    """What a killed owner sold is unknown to its ledger; ledger show says so, and bounds it by what it
+    reserved, instead of showing nothing earned; ledger check passes on such a ledger."""
+    new_ledger(tmp_path).close()
+    db = ledger_file(tmp_path, "owner-3")
+    in_another_process(
+        db,
+        """
+        ledger.reserve("done", Cost.pure(0.1), consumer="alice", what="summarize", points=2, terms=terms)
+        ledger.commit("done", sold=2)
+        ledger.reserve("left", Cost.pure(0.1), consumer="bob", what="summarize", points=3, terms=terms)
+        ledger.mark_left("left")
+        os._exit(0)  # killed mid-purchase: its release left, what it sold never recorded
+        """,
+    )
+    with LifetimeLedger.read(db) as ledger:
+        assert ledger.reconcile()["kept"] == ["left"]
+        left = ledger.sale("left")
+        assert (left.state, left.sold, left.earnings) == ("kept", None, None)  # unknown, not 0
+        assert (left.sold_at_most, left.earnings_at_most) == (3, 9.0)
+        done = ledger.sale("done")
+        assert (done.sold_at_most, done.earnings_at_most) == (2, 6.0)  # known: the figures themselves
+    assert main(["ledger", "show", str(db)]) == 0
+    out = capsys.readouterr().out
+    sales = out[out.index("\nsales:\n") + 1 :].splitlines()[1:]
+    assert [line.split() for line in sales[1:3]] == [
+        ["done", "alice", "3", "2", "2", "6", "committed"],
+        ["left", "bob", "3", "3", "<=3", "<=9", "kept"],
+    ]
+    assert sales[3].startswith("sold:      2 points, earning 6; 3 reserved and not settled")
+    assert sales[4] == (
+        "kept:      1 sale kept by a reconcile (the owner's process ended before settling it): sold unknown, "
+        "at most 3 points earning at most 9"
+    )
+    assert main(["ledger", "show", str(db), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    kept = next(s for s in info["sales"] if s["request_id"] == "left")
+    assert (kept["state"], kept["sold"], kept["earnings"], kept["sold_at_most"], kept["earnings_at_most"]) == (
+        "kept",
+        None,
+        None,
+        3,
+        9.0,
+    )
+    standing = info["sales_standing"]
+    assert (standing["sold"], standing["earnings"], standing["counted"]) == (2, 6.0, 5)
+    assert standing["kept"] == {"sales": 1, "sold_at_most": 3, "earnings_at_most": 9.0}
+    assert standing["per_consumer"]["bob"]["kept"] == {"sales": 1, "sold_at_most": 3, "earnings_at_most": 9.0}
+    assert standing["per_consumer"]["alice"]["kept"] == {"sales": 0, "sold_at_most": 0, "earnings_at_most": 0.0}
+    assert main(["ledger", "check", str(db)]) == 0, capsys.readouterr()
+
+
 # --- old ledgers and marketplace ledger show
 
 

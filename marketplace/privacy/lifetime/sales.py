@@ -12,6 +12,13 @@ A request counts, towards those limits, its ``reserved`` points while it is rese
 reconcile kept a dead process's reservation as spent: what it sold is unknown), what it ``sold`` once
 committed, and nothing once aborted or declined.
 
+A ``kept`` sale's ``sold`` and ``earnings`` stay unknown (None): the process that knew them is gone, and
+the only record of them is the consumer's report. What the ledger does know is a bound: the sale sold at
+most its reserved points, earning at most their price. :attr:`Sale.sold_at_most` and
+:attr:`Sale.earnings_at_most` say so for every sale (equal to ``sold`` and ``earnings`` once they are
+known), and :func:`standing` totals the kept sales' bounds apart (``kept``), so that a ledger whose
+agent was killed mid-sale shows what it may have earned instead of nothing.
+
 Counting a committed request at what it sold, rather than at what it reserved, makes a later decline depend
 on earlier sales, and so on the data they were chosen from. That is acceptable only because how many points
 an owner was asked for is an output of the protocol's composed auction, already charged on the owner's
@@ -37,7 +44,8 @@ from marketplace.privacy.lifetime.storage import now
 from marketplace.privacy.lifetime.terms import SaleTerms
 
 SALE_STATES = ("reserved", "committed", "aborted", "declined", "kept")
-"""A sale's states: ``kept`` is a reservation a reconcile kept as spent (sold and earnings unknown)."""
+"""A sale's states: ``kept`` is a reservation a reconcile kept as spent (sold and earnings unknown, at
+most its reserved points and their price)."""
 
 SALES = """CREATE TABLE IF NOT EXISTS sales (
     request_id TEXT PRIMARY KEY,
@@ -73,8 +81,22 @@ class Sale:
     reserved_at: str
     settled_at: str | None
 
+    @property
+    def sold_at_most(self) -> int:
+        """The most points this sale can have sold: ``sold`` once known (committed, aborted), else its
+        reserved points (a reservation still open, or one a reconcile kept: what it sold is unknown;
+        a declined sale reserved none)."""
+        return self.sold if self.sold is not None else self.reserved
+
+    @property
+    def earnings_at_most(self) -> float:
+        """The most this sale can have earned: ``earnings`` once known, else :attr:`sold_at_most`
+        times the price."""
+        return self.earnings if self.earnings is not None else self.sold_at_most * self.price
+
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (for ``marketplace ledger show --json``)."""
+        """A JSON-ready dict (for ``marketplace ledger show --json``). ``sold`` and ``earnings`` are None
+        while unknown (a reserved or kept sale); ``sold_at_most`` and ``earnings_at_most`` bound them."""
         return {
             "request_id": self.request_id,
             "consumer": self.consumer,
@@ -82,6 +104,8 @@ class Sale:
             "reserved": self.reserved,
             "sold": self.sold,
             "earnings": self.earnings,
+            "sold_at_most": self.sold_at_most,
+            "earnings_at_most": float(self.earnings_at_most),
             "state": self.state,
             "terms": self.terms.to_dict(),
             "time": self.reserved_at,
@@ -279,10 +303,12 @@ def standing(db: sqlite3.Connection, consumer: str | None = None) -> dict[str, A
         {"sold": points sold (committed), "earnings": what they earned,
          "reserved": points reserved and not settled (reserved and kept sales),
          "counted": what the terms' lifetime limit counts (sold + reserved),
+         "kept": {"sales": sales a reconcile kept (what they sold unknown),
+                  "sold_at_most": their reserved points, "earnings_at_most": those points' price},
          "terms": the terms of the latest sale (a SaleTerms dict) or None when nothing was reserved,
          "points_left": what those terms leave to sell in the owner's lifetime, None for no limit,
          "per_consumer_left": {consumer: what those terms leave to sell to it, None for no limit},
-         "per_consumer": {consumer: {"sold", "earnings", "reserved", "counted"}},
+         "per_consumer": {consumer: {"sold", "earnings", "reserved", "counted", "kept"}},
          "requests": {state: number of sales in it}}
 
     ``consumer`` restricts the two per-consumer entries to that consumer (present even with no sale)."""
@@ -307,9 +333,15 @@ def standing(db: sqlite3.Connection, consumer: str | None = None) -> dict[str, A
 def _totals(sales: list[Sale]) -> dict[str, Any]:
     sold = sum(s.sold or 0 for s in sales if s.state == "committed")
     reserved = sum(s.reserved for s in sales if s.state in ("reserved", "kept"))
+    kept = [s for s in sales if s.state == "kept"]
     return {
         "sold": sold,
         "earnings": float(sum(s.earnings or 0.0 for s in sales if s.state == "committed")),
         "reserved": reserved,
         "counted": sold + reserved,
+        "kept": {
+            "sales": len(kept),
+            "sold_at_most": sum(s.sold_at_most for s in kept),
+            "earnings_at_most": float(sum(s.earnings_at_most for s in kept)),
+        },
     }
