@@ -14,9 +14,15 @@ the package and builds its share of the world once). Measured:
 
 Every request must complete: a level where one did not is reported as failed, and the script exits 1.
 
+``--busy N`` runs the same levels beside N processes that each keep a core busy (other work on the
+machine). After the levels every owner's ledger is read: ``charged_undelivered`` counts the requests
+an owner's ledger committed whose report no consumer received, and ``reserved_left`` the reservations
+still open; both must be 0, or the script exits 1 (no charge without delivery).
+
     python benchmarks/bench_serve.py --json serve.json                     # sketch, 4 owners, 1/4/8/16 consumers
     python benchmarks/bench_serve.py --owners 16 --levels 1,4,16 --json serve16.json
     python benchmarks/bench_serve.py --smoke --json smoke.json             # seconds: 2 consumers, 2 requests
+    python benchmarks/bench_serve.py --levels 8 --requests 1 --busy 4 --json busy.json  # 8 at once, 4 busy loops
     python benchmarks/bench_serve.py --protocol summarize --owners 16 --levels 1,4 --json points.json
 
 ``--protocol summarize`` serves private ``summarize`` requests (``scenarios/summarize-buy.yaml``): the
@@ -85,10 +91,13 @@ def consumer_worker(args: tuple[str, str, str, int, str, dict], ready: Any, go: 
     """One consumer process: one untimed warm-up request (the process imports the package and
     builds its share of the world once), then, once every consumer of the level is warm (``ready``)
     and the parent has read the CPU counters (``go``), ``count`` requests one after another. Puts
-    (seconds, status) per timed request and the timed span (start, end) on ``results``."""
+    (seconds, status) per timed request, the timed span (start, end) and the run ids of the requests
+    whose reports it received (the warm-up's too) on ``results``."""
     endpoint, keys, request, count, out, overrides = args
     os.environ["MARKETPLACE_ROUND_PLOTS"] = "off"  # drawing rounds.png is the consumer's own post-processing
     import marketplace
+
+    delivered: list[str] = []
 
     def once(i: int | str) -> tuple[float, str]:
         t0 = time.perf_counter()
@@ -97,6 +106,7 @@ def consumer_worker(args: tuple[str, str, str, int, str, dict], ready: Any, go: 
                 request, market=endpoint, keys=keys, out=f"{out}/{i}", overrides=overrides, check=False, wait_s=600
             )
             status = report.status
+            delivered.append(str(report.raw.get("run_id")))
         except Exception as err:  # noqa: BLE001 - counted as a failed request, named
             status = f"error: {type(err).__name__}: {err}"
         return time.perf_counter() - t0, status
@@ -106,7 +116,7 @@ def consumer_worker(args: tuple[str, str, str, int, str, dict], ready: Any, go: 
     go.wait()
     start = time.time()
     rows = [once(i) for i in range(count)]
-    results.put((rows, start, time.time()))
+    results.put((rows, start, time.time(), delivered))
 
 
 def start_market(
@@ -186,9 +196,9 @@ def run_level(
         proc.join(timeout=60)
     agent_s = (ticks(agents) - before_agents) / CLOCK_TICK
     server_s = ((cpu_ticks(server) or 0) - before_server) / CLOCK_TICK
-    wall = max(end for _, _, end in collected) - min(start for _, start, _ in collected)
-    latencies = [s for rows, _, _ in collected for s, _ in rows]
-    statuses = [st for rows, _, _ in collected for _, st in rows]
+    wall = max(c[2] for c in collected) - min(c[1] for c in collected)
+    latencies = [s for c in collected for s, _ in c[0]]
+    statuses = [st for c in collected for _, st in c[0]]
     done = len(statuses)
     failed = [st for st in statuses if st != "completed"]
     return {
@@ -207,7 +217,32 @@ def run_level(
         "server_cpu_s_per_request": round(server_s / done, 4) if done else None,
         "latencies_s": [round(x, 4) for x in latencies],
         "note": "each consumer process sent one untimed warm-up request first, whose CPU is not counted",
+        "delivered": sorted(run for c in collected for run in c[3]),
     }
+
+
+def busy_loops(n: int) -> list[subprocess.Popen]:
+    """``n`` processes that each keep a core busy until killed."""
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+
+
+def ledger_audit(state: Path, owners: int, delivered: set[str]) -> dict:
+    """Every owner's ledger against the requests whose reports consumers received: committed charges
+    no consumer received, and reservations still open."""
+    from marketplace.privacy.lifetime import LifetimeLedger, ledger_file
+
+    undelivered, reserved = set(), set()
+    for i in range(owners):
+        path = ledger_file(state / "owners", f"owner-{i + 1}")
+        if not path.exists():
+            continue
+        with LifetimeLedger.read(path) as ledger:
+            for entry in ledger.history():
+                if entry.state == "committed" and entry.request_id not in delivered:
+                    undelivered.add(entry.request_id)
+                elif entry.state == "reserved":
+                    reserved.add(entry.request_id)
+    return {"charged_undelivered": sorted(undelivered), "reserved_left": sorted(reserved)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -219,6 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--protocol", choices=sorted(REQUESTS), default="sketch", help="what every request asks for")
     parser.add_argument("--smoke", action="store_true", help="2 consumers, 2 requests each: seconds")
+    parser.add_argument("--busy", type=int, default=0, metavar="N", help="run beside N busy loops (a loaded machine)")
     parser.add_argument("--json", metavar="FILE")
     args = parser.parse_args(argv)
     levels = [int(x) for x in args.levels.split(",")]
@@ -229,12 +265,14 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-serve-") as tmp:
         state = Path(tmp) / "state"
         proc, endpoint = start_market(state, args.owners, max(levels), args.max_sessions, args.protocol)
+        loops = busy_loops(args.busy)
         try:
             for level in levels:
                 row = run_level(endpoint, state, proc.pid, level, args.requests, overrides, REQUESTS[args.protocol]) | {
                     "owners": args.owners,
                     "protocol": args.protocol,
                     "cpus": os.cpu_count(),
+                    "busy": args.busy,
                 }
                 rows.append(row)
                 print(
@@ -247,15 +285,27 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
         finally:
+            for loop in loops:
+                loop.kill()
+                loop.wait()
             os.killpg(proc.pid, signal.SIGTERM)
             try:
                 proc.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+        audit = ledger_audit(state, args.owners, {run for row in rows for run in row["delivered"]})
+    for row in rows:
+        row.update(audit)
+    print(
+        f"ledgers: {len(audit['charged_undelivered'])} requests charged without a delivered report, "
+        f"{len(audit['reserved_left'])} reservations left open",
+        flush=True,
+    )
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
-    return 0 if all(r["completed"] == r["requests"] for r in rows) else 1
+    delivered_all = all(r["completed"] == r["requests"] for r in rows)
+    return 0 if delivered_all and not audit["charged_undelivered"] and not audit["reserved_left"] else 1
 
 
 if __name__ == "__main__":

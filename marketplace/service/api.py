@@ -91,6 +91,7 @@ def serve(
     owners_per_process: int | None = None,
     owner_data: str | Path | None = None,
     max_sessions: int = 8,
+    ramp: int = 2,
     rule: str | None = None,
     unlock_steps: int | None = None,
     stop_on_signals: bool = False,
@@ -99,8 +100,10 @@ def serve(
     processes of their own; sessions run in them and in this process, over live connections), and
     return once it listens. See ``marketplace serve --help``. ``owner_data``: a folder of
     ``<owner>.csv`` files, one per owner, for the agents it starts (a marketplace described by its
-    public schema). ``max_sessions`` sessions run at once, admitted by ``rule`` (``fcfs`` or ``dpf``;
-    default ``fcfs``); ``session_port`` and ``advertise`` are accepted and unused. ``stop_on_signals``
+    public schema). At most ``max_sessions`` sessions run at once, admitted by ``rule`` (``fcfs`` or
+    ``dpf``; default ``fcfs``) while the running ones keep up with their deadlines, and at most ``ramp``
+    of them younger than a second (0: no ramp; :mod:`marketplace.service.market_policy`);
+    ``session_port`` and ``advertise`` are accepted and unused. ``stop_on_signals``
     (from the main thread only; what ``marketplace serve`` does): SIGTERM and SIGINT stop the
     marketplace as :meth:`Marketplace.stop_soon` does, however many come and whenever they come
     (:mod:`marketplace.service.stop_signals`)."""
@@ -121,6 +124,7 @@ def serve(
         owners_per_process=owners_per_process,
         owner_data=Path(owner_data).resolve() if owner_data is not None else None,
         max_sessions=max_sessions,
+        ramp=ramp,
         rule=rule or "fcfs",
         unlock_steps=unlock_steps,
     )

@@ -23,14 +23,22 @@ examples:
 """
 
 
-def _positive_int(text: str) -> int:
+def _whole_number(text: str, least: int) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a whole number >= {least}, got {text!r}") from None
+    if value < least:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= {least}, got {text!r}")
     return value
+
+
+def _positive_int(text: str) -> int:
+    return _whole_number(text, 1)
+
+
+def _count(text: str) -> int:
+    return _whole_number(text, 0)
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -63,7 +71,16 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         type=_positive_int,
         default=8,
         metavar="N",
-        help="sessions that run at once (default: 8); further requests wait in the queue",
+        help="sessions that run at once at most (default: 8); further requests wait in the queue, as do "
+        "requests that arrive while the running sessions are pressed for their deadlines",
+    )
+    serve.add_argument(
+        "--ramp",
+        type=_count,
+        default=2,
+        metavar="N",
+        help="sessions younger than a second that may run at once (default: 2): a burst of requests starts at "
+        "the pace at which the machine shows it copes; 0 lifts the ramp (up to --max-sessions at once)",
     )
     serve.add_argument(
         "--rule",
@@ -328,6 +345,7 @@ def serve_command(args: argparse.Namespace) -> int:
             owners_per_process=args.owners_per_process,
             owner_data=args.owner_data,
             max_sessions=args.max_sessions,
+            ramp=args.ramp,
             rule=args.rule,
             unlock_steps=args.unlock_steps,
             # SIGTERM or Ctrl-C, even while the marketplace still starts, and however many: the handlers

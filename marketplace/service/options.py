@@ -39,7 +39,9 @@ class ServeOptions:
     """A folder of ``<owner>.csv`` (or ``.npz``) files, one per owner: the agents ``serve`` starts
     give each owner its own file (a marketplace described by its public schema, on one machine)."""
     max_sessions: int = 8
-    """Sessions that run at once."""
+    """Sessions that run at once, at most."""
+    ramp: int = 2
+    """Sessions younger than a second that may run at once (0: no ramp; :mod:`.market_policy`)."""
     rule: str = "fcfs"
     """The scheduling rule of admission: ``fcfs`` or ``dpf`` (:mod:`.admission`)."""
     unlock_steps: int | None = None

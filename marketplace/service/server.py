@@ -10,9 +10,13 @@ connection after its key, so who is speaking comes from the key, never from a me
   nodes live in their agents and the consumer's in its client, and the session's frames travel on
   the shared connections tagged with its id. The server passes a session's frames only between that
   session's curator and its parties, by the key of the connection they came on.
-* **Admission** (:mod:`.admission`). A request is checked at once (a request that cannot run on
-  this marketplace is refused, naming the key) and queued; up to ``max_sessions`` sessions run at
-  once, admitted in the order of the marketplace's scheduling rule (``fcfs`` or ``dpf``). Each
+* **Decisions** (:mod:`.market_policy`). This module is the ZeroMQ loop around a sans-I/O policy
+  that makes every decision with the time passed in: which request starts when, when a session's
+  reports are in, when to probe, how a stop ends.
+* **Admission by capacity** (:mod:`.admission`, :mod:`.market_policy`). A request is checked at once
+  (a request that cannot run on this marketplace is refused, naming the key) and queued; up to
+  ``max_sessions`` sessions run at once, admitted in the order of the marketplace's scheduling rule
+  (``fcfs`` or ``dpf``), and only while the sessions already running keep up with their deadlines. Each
   session has its own run id, its own noise keys (every party draws a fresh one), its own request id
   on every owner's ledger and its own report, sent to the consumer that asked and to nobody else.
 * **Liveness both ways.** Every control connection runs ZeroMQ's heartbeats, so a party whose
@@ -52,12 +56,12 @@ from marketplace.service import control
 from marketplace.service.admission import Admission, budgets_of, owner_charges
 from marketplace.service.kept import Kept, keep, kept_for
 from marketplace.service.keys import SERVER, AllowlistReloader, allowlist, init_keys, load_pair
+from marketplace.service.market_policy import MarketPolicy, Running
 from marketplace.service.options import ServeOptions, ServeOptionsError, data_banner
 from marketplace.service.session_run import (
     Session,
     archive,
     assemble,
-    collecting_deadline,
     curator_report,
     handed_back,
     start_curator,
@@ -75,8 +79,6 @@ from marketplace.transport.curve import PartyAuthenticator
 log = logging.getLogger("marketplace.serve")
 
 POLL_MS = 100
-PROBE_S = 1.0
-"""How often the server probes its connections (owners and consumers that wait)."""
 Delivery = Literal["sent", "busy", "unreachable"]
 """What became of a control message sent without blocking: it left; it could not leave for another reason
 than a lost peer (a full queue: the peer is not reading); the peer's connection is gone (``EHOSTUNREACH``)."""
@@ -102,6 +104,14 @@ class MarketServer:
             budgets=budgets_of(market, self.owners),
             unlock_steps=options.unlock_steps,
         )
+        self.policy = MarketPolicy(
+            admission=self.admission,
+            owners=len(self.owners),
+            start_grace_s=market.config.transport.start_timeout_s,
+            started_at=time.monotonic(),
+            ramp=options.ramp,
+        )
+        """Every decision of the loop (:mod:`.market_policy`): admission by capacity, reports, probes, stopping."""
         self.present: dict[str, bytes] = {}
         """Owner -> the routing id of its live control connection."""
         self.finished: list[dict[str, Any]] = []
@@ -112,7 +122,6 @@ class MarketServer:
         self.worlds = WorldCache()
         self.lock: StateLock | None = None
         self._sock: zmq.Socket | None = None
-        self._next_probe = 0.0
         self.started_at = time.monotonic()
         self.max_running = 0
         """The most sessions that ran at once so far."""
@@ -145,6 +154,8 @@ class MarketServer:
         if self.signals is not None and self.signals.requested() and not self._stop.is_set():
             log.info("signal %s: stopping", self.signals.received)
             self._stop.set()
+        if self._stop.is_set():
+            self.policy.stop()
         return self._stop.is_set()
 
     def run(self) -> int:
@@ -182,7 +193,7 @@ class MarketServer:
         try:
             sock.bind(self.options.endpoint)
             self.endpoint = sock.getsockopt(zmq.LAST_ENDPOINT).decode()
-            self.started_at = time.monotonic()
+            self.started_at = self.policy.started_at = time.monotonic()
             self._write_status()
             if self.options.start_owners:
                 self.agents.start(self.owners, self._control_for_agents(), self.options.owners_per_process)
@@ -210,8 +221,6 @@ class MarketServer:
         poller.register(sock, zmq.POLLIN)
         if self.signals is not None:
             poller.register(self.signals.fileno(), zmq.POLLIN)  # a signal wakes the loop at once
-        told_stop = False
-        stop_by = 0.0
         while True:
             if self.stopping():
                 for queued in self.admission.remove(lambda w: False):
@@ -223,14 +232,12 @@ class MarketServer:
                             "nothing was charged for it",
                         ),
                     )
-                if not self.sessions:
-                    if not told_stop:
-                        for routing in self.present.values():
-                            self._send(routing, control.Stop(reason="the marketplace is stopping"))
-                        told_stop = True
-                        stop_by = time.monotonic() + 10.0
-                    if not self.agents.alive() or time.monotonic() > stop_by:
-                        return
+            step = self.policy.stop_step(time.monotonic(), len(self.sessions), self.agents.alive())
+            if step == "tell_agents":
+                for routing in self.present.values():
+                    self._send(routing, control.Stop(reason="the marketplace is stopping"))
+            elif step == "exit":
+                return
             touched: set[str] = set()
             empty = True  # the socket was read until nothing waited
             if sock in dict(poller.poll(self._wait_ms())):
@@ -403,8 +410,7 @@ class MarketServer:
 
     def _progress(self) -> None:
         now = time.monotonic()
-        if now >= self._next_probe:
-            self._next_probe = now + PROBE_S
+        if self.policy.probe_due(now):
             self._probe()
             if not self.stopping():
                 self.agents.supervise(self.stopping)
@@ -414,29 +420,43 @@ class MarketServer:
                 if s.state == "running" and s.loop.node.done:
                     self._guarded(s, lambda s=s: self._curator_done(s))
             if s.state == "collecting":
-                wanted = {o for o in s.invited if self.present.get(o) == s.invited_on[o]}  # still on its connection
-                wanted |= set() if s.consumer_gone else {CONSUMER}
-                if wanted <= set(s.reports) or time.monotonic() > s.deadline:
+                on = {o for o in s.invited if self.present.get(o) == s.invited_on[o]}  # still on its connection
+                on |= set() if s.consumer_gone else {CONSUMER}
+                lost = s.loop.lost if s.loop is not None else set()
+                if self.policy.reports_in(
+                    on - set(lost), on & set(lost), s.reports, time.monotonic(), s.deadline, s.grace_end
+                ):
                     self._finish(s)
         for item, why in self.admission.never_granted:
             self._send(item.routing, control.SessionRefused(session=item.id, reason=f"not granted: {why}"))
         self.admission.never_granted.clear()
-        while not self.stopping() and not self._owners_arriving():
-            s = self.admission.next(x.consumer for x in self.sessions.values())
+        while not self.stopping():
+            now = time.monotonic()
+            s = self.policy.next_start(self._running(now), len(self.present), now)
             if s is None:
                 break
             self._start(s)
 
-    def _owners_arriving(self) -> bool:
-        """While the marketplace starts, requests wait for every owner to connect, for at most the
-        marketplace's ``transport.start_timeout_s``: a session invites only the owners present when it
-        starts, and those still starting would miss it."""
-        grace = self.market.config.transport.start_timeout_s
-        return len(self.present) < len(self.owners) and time.monotonic() - self.started_at < grace
+    def _running(self, now: float) -> list[Running]:
+        """What the policy sees of the sessions held now (:class:`~.market_policy.Running`)."""
+        return [
+            Running(
+                session=s.id,
+                consumer=s.consumer,
+                started=s.started,
+                collecting=s.state != "running",
+                pressure=s.loop.link.pressure(now) if s.loop is not None and s.state == "running" else 0.0,
+            )
+            for s in self.sessions.values()
+        ]
 
     def _curator_done(self, s: Session) -> None:
         s.reports["curator"] = curator_report(s)
-        s.state, s.deadline = "collecting", collecting_deadline(s, time.monotonic(), self.options.collect_s)
+        now = time.monotonic()
+        s.state, s.grace_end = "collecting", now + self.options.collect_s
+        s.deadline = self.policy.collecting_deadline(
+            s.started, s.scenario.config.transport.run_timeout_s, now, self.options.collect_s
+        )
 
     def _start(self, s: Session) -> None:
         s.text = s.scenario.dump_yaml()
@@ -620,6 +640,7 @@ class MarketServer:
             "owners_present": len(self.present),
             "running": sorted(self.sessions),
             "queued": [w.session for w in self.admission.waiting],
+            "held": self.policy.held,
             "max_running": self.max_running,
             "agent_restarts": self.agents.restarts(),
             "sessions": self.finished[-200:],

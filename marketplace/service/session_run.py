@@ -58,6 +58,9 @@ class Session:
     queued_at: float = field(default_factory=time.monotonic)
     started: float = 0.0
     deadline: float = 0.0
+    """Once its curator is done: until when the parties that took part to the end are waited for."""
+    grace_end: float = 0.0
+    """Once its curator is done: until when the parties the session lost are waited for."""
     consumer_gone: bool = False
     status: str = ""
     text: str = ""
@@ -104,16 +107,6 @@ def curator_report(s: Session) -> dict[str, Any]:
         driver=s.loop.stats.to_dict() | {"shared_links": True},
         identity=scenario_identity(s.scenario),
     )
-
-
-def collecting_deadline(s: Session, now: float, collect_s: float) -> float:
-    """Until when the server waits for session ``s``'s party reports once its curator is done
-    (``now``). A party still on its connection is computing its own local work (the consumer's
-    estimates, an owner's model), not dead (its connection's heartbeats say so), so it is waited for
-    until the session's own run deadline (``transport.run_timeout_s`` from its start), and at least
-    ``collect_s``; a party whose connection is gone is not waited for at all (the server's loop)."""
-    run_deadline = s.started + s.scenario.config.transport.run_timeout_s
-    return max(now + collect_s, run_deadline)
 
 
 def take_report(s: Session, sender: str, party: str, text: bytes, *, consumer: str | None = None) -> str | None:

@@ -261,6 +261,13 @@ class LinkPolicy:
                     ),
                 )
 
+    def pressure(self, now: float) -> float:
+        """How much of its progress deadline the longest-pressed wait has used at ``now``: 0 when the
+        role waits for nobody, 1 when a wait reaches its deadline. A server reads it to see whether
+        the sessions it runs keep up with their deadlines before it starts another."""
+        used = [(now - since) / limit for _, since, _, limit in self.awaiting.values() if limit > 0]
+        return max(used, default=0.0)
+
     def progress_losses(
         self, now: float, wanted: Mapping[str, str], scale_of: Callable[[str], float], last_refusal: Mapping[str, str]
     ) -> Iterator[Loss]:

@@ -248,7 +248,9 @@ def test_sigterm_refuses_what_is_queued_and_finishes_what_runs(tmp_path):
         assert time.monotonic() < deadline
         time.sleep(0.05)
     queued = market.request("bob", "out-queued")
-    time.sleep(1.5)  # bob's request is in the queue behind alice's session
+    while not json.loads((market.state / "server.json").read_text())["queued"]:  # bob's waits behind alice's
+        assert time.monotonic() < deadline + 120 and queued.poll() is None, queued.communicate()
+        time.sleep(0.05)
     status, err = market.stop()
     assert status == 0, err
     out, err_first = first.communicate(timeout=300)
@@ -288,7 +290,10 @@ def test_owners_started_by_hand_join_and_the_python_api_serves_and_requests(tmp_
             str(tmp_path / "agent"),
         )
         try:
-            time.sleep(3.0)  # its pings make the three owners present
+            deadline = time.monotonic() + 120
+            while json.loads((tmp_path / "state" / "server.json").read_text())["owners_present"] < 3:
+                assert time.monotonic() < deadline and agent.poll() is None, "the agent's owners never came"
+                time.sleep(0.05)
             result = marketplace.request(
                 tmp_path / "request.yaml",
                 market=market.endpoint,

@@ -67,6 +67,7 @@ def test_eight_consumers_at_once_share_the_live_connections_and_never_overspend_
         endpoint=f"tcp://127.0.0.1:{free_port()}",
         consumers=consumers,
         max_sessions=8,
+        ramp=0,  # all eight may start at once: the test is of their race for the owners' budgets
     )
     with served:
         wait_for(lambda: json.loads((served.state / "server.json").read_text())["owners_present"] == 3)

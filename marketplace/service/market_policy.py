@@ -1,0 +1,179 @@
+"""A served marketplace's decisions as a pure state machine: when the next waiting request may
+start, when a session's reports are all in, when to probe the connections, and how a stop ends.
+
+:class:`~marketplace.service.server.MarketServer` is the ZeroMQ loop around it: it reads and writes
+the control socket, runs the sessions' curators, and tells the policy what it sees, with the time it
+sees it (:class:`Running` for each session that runs). Nothing here reads a clock, touches a socket or
+imports ZeroMQ, so every rule is tested with times given as numbers
+(``tests/service/test_market_policy.py``), as the transport's link policy is. The rules:
+
+* **Admission by capacity.** A waiting request starts when the marketplace's scheduling rule grants
+  it (:mod:`.admission`: ``fcfs`` or ``dpf``, ``max_sessions``, per-consumer caps) *and* the sessions
+  already running show that the machine carries them:
+
+  - none of them is **pressed**: no party it waits for has used more than :data:`PRESSED` of its
+    progress deadline (the curator's own waits, :meth:`~marketplace.transport.link_policy.LinkPolicy.pressure`).
+    A pressed session is one a further session could push past its deadline, and an owner lost to a
+    missed deadline has released (and been charged) for a run that may then deliver nothing;
+  - at most :data:`RAMP` of them started within the last :data:`SETTLE_S` seconds: a burst of requests
+    is admitted at the pace at which the sessions started show how the machine copes, not all at
+    once before any of them has had time to be pressed.
+
+  When no session runs, the next request always starts. While the marketplace starts it first waits
+  for its owners to connect (at most ``transport.start_timeout_s``): a session invites only the
+  owners present when it starts. A request held back waits in the queue, where nothing is charged;
+  :attr:`MarketPolicy.held` says why, for the status file.
+* **Reports.** Once a session's curator is done the server waits for the parties' reports: from a
+  party still on its connection that the session kept to its end (computing its own local work, not
+  dead) until the session's run deadline (``transport.run_timeout_s`` from its start) and at least
+  ``collect_s``; from one on its connection that the session lost (it declined, or missed a
+  deadline), ``collect_s``; from a party whose connection is gone, not at all.
+* **Probes.** Every :data:`PROBE_S` the server probes its connections (a gone one answers at once).
+* **Stopping.** Once a stop is asked, queued requests are refused, running sessions finish, then the
+  agents are told to stop, and the server exits when they have, or :data:`STOP_GRACE_S` later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from marketplace.service.admission import Admission
+
+PRESSED = 0.5
+"""The share of a progress deadline that marks a session as pressed (no new session starts beside it)."""
+SETTLE_S = 1.0
+"""How long a newly started session counts as unproven (see :data:`RAMP`)."""
+RAMP = 2
+"""How many unproven sessions may run at once: the pace of admission in a burst (``serve --ramp``;
+0 lifts the ramp)."""
+PROBE_S = 1.0
+"""How often the server probes its connections (owners and consumers that wait)."""
+STOP_GRACE_S = 10.0
+"""How long a stopping server waits for its agents to leave once told to."""
+
+StopStep = Literal["serve", "finish_sessions", "tell_agents", "wait_for_agents", "exit"]
+
+
+@dataclass(frozen=True)
+class Running:
+    """What the policy sees of a session the server holds at a moment: its consumer, when it started,
+    whether its curator is done (it collects reports) and how pressed its curator's waits are."""
+
+    session: str
+    consumer: str
+    started: float
+    collecting: bool = False
+    pressure: float = 0.0
+
+
+@dataclass
+class MarketPolicy:
+    """The decisions of one server (module docstring). ``owners``: how many the marketplace has;
+    ``start_grace_s``: how long it waits for them to connect after ``started_at``."""
+
+    admission: Admission
+    owners: int
+    start_grace_s: float
+    started_at: float
+    pressed: float = PRESSED
+    settle_s: float = SETTLE_S
+    ramp: int = RAMP
+    probe_s: float = PROBE_S
+    next_probe: float = 0.0
+    held: str = ""
+    """Why the last admission that could have started a request did not (empty: it was not held)."""
+    stop_asked: bool = False
+    stop_by: float | None = None
+    """Once the agents were told to stop: when the server exits whatever they do."""
+
+    # --- admission ------------------------------------------------------------------------------
+    def owners_arriving(self, present: int, now: float) -> bool:
+        """Whether requests still wait for owners to connect (module docstring)."""
+        return present < self.owners and now - self.started_at < self.start_grace_s
+
+    def capacity(self, running: Sequence[Running], now: float) -> str | None:
+        """Why no further session may start beside ``running`` at ``now`` for the machine's sake, or
+        None when one may (module docstring)."""
+        if not running:
+            return None
+        pressed = [r for r in running if not r.collecting and r.pressure >= self.pressed]
+        if pressed:
+            worst = max(pressed, key=lambda r: r.pressure)
+            return (
+                f"session {worst.session} has used {worst.pressure:.0%} of a progress deadline "
+                f"(a new session waits while any has used {self.pressed:.0%})"
+            )
+        young = [r for r in running if not r.collecting and now - r.started < self.settle_s]
+        if self.ramp > 0 and len(young) >= self.ramp:
+            return f"{len(young)} sessions started within {self.settle_s:g} s (at most {self.ramp} at once)"
+        return None
+
+    def next_start(self, running: Sequence[Running], present: int, now: float) -> Any | None:
+        """The request to start now (what the server queued with it), or None: the marketplace stops,
+        it still waits for its owners, the machine is busy (:meth:`capacity`), or the rule grants
+        nothing. Call again after starting one: several may start at once."""
+        if self.stop_asked or self.owners_arriving(present, now) or not self.admission.waiting:
+            return None
+        why = self.capacity(running, now)
+        if why is not None:
+            self.held = why
+            return None
+        chosen = self.admission.next(r.consumer for r in running)
+        self.held = ""
+        return chosen
+
+    # --- sessions -------------------------------------------------------------------------------
+    @staticmethod
+    def collecting_deadline(started: float, run_timeout_s: float, now: float, collect_s: float) -> float:
+        """Until when a session whose curator is done at ``now`` waits for its parties' reports."""
+        return max(now + collect_s, started + run_timeout_s)
+
+    @staticmethod
+    def reports_in(
+        took_part: Iterable[str],
+        lost: Iterable[str],
+        reported: Iterable[str],
+        now: float,
+        deadline: float,
+        grace_end: float,
+    ) -> bool:
+        """Whether a collecting session ends now. ``took_part``: the parties still on their connection
+        that the session kept to its end, waited for until ``deadline`` (computing their own local work,
+        not dead); ``lost``: those on their connection the session lost (a declined owner, one that
+        missed a deadline), whose report is waited for only until ``grace_end`` (``collect_s``)."""
+        reported = set(reported)
+        if now > deadline:
+            return True
+        if not set(took_part) <= reported:
+            return False
+        return set(lost) <= reported or now > grace_end
+
+    # --- liveness -------------------------------------------------------------------------------
+    def probe_due(self, now: float) -> bool:
+        """Whether to probe the connections now (then the next probe is due :attr:`probe_s` later)."""
+        if now < self.next_probe:
+            return False
+        self.next_probe = now + self.probe_s
+        return True
+
+    # --- stopping -------------------------------------------------------------------------------
+    def stop(self) -> None:
+        """A stop was asked (a signal, or the API): no request starts any more."""
+        self.stop_asked = True
+
+    def stop_step(self, now: float, sessions: int, agents_alive: bool) -> StopStep:
+        """What a stop does next at ``now``, with ``sessions`` still held and the agents alive or not:
+        keep serving (no stop asked), let the sessions finish, tell the agents to stop (once), wait for
+        them, or exit."""
+        if not self.stop_asked:
+            return "serve"
+        if sessions:
+            return "finish_sessions"
+        if self.stop_by is None:
+            self.stop_by = now + STOP_GRACE_S
+            return "tell_agents"
+        if not agents_alive or now > self.stop_by:
+            return "exit"
+        return "wait_for_agents"
