@@ -45,6 +45,8 @@ class StcConsumer(Role):
         if settings.coreset is not None:
             self.sent_rows = np.asarray(kdtree_coreset(self.target, settings.coreset).indices, dtype=np.int64)
         self.choice: dict[str, Any] | None = None
+        self.releases: StcReleases | None = None
+        """The curator's releases, checked when they arrive; the choice is made from them in :meth:`finish`."""
         self.own_evaluation = own_evaluation
         """Whether this consumer is the only party that can score its choice (a marketplace described
         by its public schema: nobody holds the owners' true S): it then also reports the costs it can
@@ -58,21 +60,22 @@ class StcConsumer(Role):
     def handle(self, message: Envelope[StcMessage | RuntimeMessage]) -> list[Send]:
         match message.body:
             case StcReleases():
-                if self.choice is not None:
+                if self.releases is not None:
                     raise ProtocolError(
                         party=message.sender, kind="stc_releases", reason="the releases already arrived"
                     )
-                self._choose(message)
+                self._check(message)
+                self.releases = message.body
                 return []
             case Shutdown(reason=reason):
-                if self.choice is None:
+                if self.releases is None:
                     self.failure = f"run ended before the releases arrived: {reason}"
                 return self.acknowledge_shutdown(message)
         raise ProtocolError(
             party=message.sender, kind=message.kind, reason="the stc consumer does not accept this kind"
         )
 
-    def _choose(self, message: Envelope) -> None:
+    def _check(self, message: Envelope) -> None:
         body: StcReleases = message.body
         d = self.target.shape[1]
         if (
@@ -87,6 +90,14 @@ class StcConsumer(Role):
                 f"{list(body.centers.shape)}, "
                 f"counts summing to {int(body.counts.sum())} for {len(body.owners)} owners",
             )
+
+    def finish(self) -> None:
+        """Choose T_k from the releases once the run is over for the consumer (after the ``bye`` that
+        confirmed they arrived): the solver is the consumer's own work, never on a deadline of the
+        curator's, which a busy machine could make it miss while the owners' releases are already charged."""
+        if self.releases is None or self.choice is not None:
+            return
+        body = self.releases
         k = min(self.settings.k, len(self.target))
         solution = solve_stc(
             self.target,
