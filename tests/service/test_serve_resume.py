@@ -70,6 +70,10 @@ def test_heavy_concurrent_requests_on_a_busy_machine_are_delivered_for_every_cha
         assert not [r.request_id for r in rows if r.state == "reserved"], owner
         committed = {r.request_id for r in rows if r.state == "committed"}
         assert committed == delivered, (owner, committed, delivered)
+    # every ledger's invariants: schema, nothing negative, no request charged twice, spend within budget
+    check = cli("ledger", "check", str(market.state))
+    out, err = check.communicate(timeout=120)
+    assert check.returncode == 0, (out, err)
 
 
 def test_a_consumer_that_left_after_the_release_resumes_and_gets_its_results(tmp_path):
