@@ -232,7 +232,10 @@ def test_three_machines_each_with_only_its_own_files_serve_three_requests(hosts,
             assert server.poll() is None, server.communicate()
             assert time.monotonic() < deadline
             time.sleep(0.2)
-        time.sleep(3.0)  # the agents check their files, connect and ping
+        while json.loads(log.read_text())["owners_present"] < 4:  # the agents check their files, connect, ping
+            assert server.poll() is None, server.communicate()
+            assert time.monotonic() < deadline, "the agents' owners never came"
+            time.sleep(0.1)
         reports = []
         for i in range(3):
             request = start(

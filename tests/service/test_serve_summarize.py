@@ -4,6 +4,7 @@ and every owner's ledger records its DP charges, the points it sold and what it 
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -118,7 +119,10 @@ def test_an_agents_own_price_wins_over_the_marketplaces(tmp_path):
             str(tmp_path / "agent"),
         )
         try:
-            time.sleep(3.0)  # its pings make the three owners present
+            deadline = time.monotonic() + 120  # its pings make the three owners present
+            while json.loads((tmp_path / "state" / "server.json").read_text())["owners_present"] < 3:
+                assert time.monotonic() < deadline and agent.poll() is None, "the agent's owners never came"
+                time.sleep(0.05)
             result = marketplace.request(
                 tmp_path / "request.yaml",
                 market=served.endpoint,
