@@ -1,8 +1,8 @@
 """The code keeps its lint, format and type rules ([tool.ruff] and [tool.mypy] in pyproject.toml), and the
 checks can fail.
 
-ruff lints and format-checks the package, the tests and the benchmarks; mypy checks the public API and the
-plug-in contract strictly (every function typed), following what they import for its types.
+ruff lints and format-checks the package, the tests and the benchmarks; mypy checks the whole package
+strictly (every function typed), but for the modules whose errors are still allowed while they are fixed.
 """
 
 from __future__ import annotations
@@ -47,10 +47,25 @@ def test_ruff_catches_an_unused_import_and_a_long_line(tmp_path):
 
 
 @pytest.mark.slow
-def test_mypy_passes_on_the_public_api_and_the_plugin_contract():
+def test_mypy_passes_on_the_package():
     result = _run("mypy", "--cache-dir", "/dev/null")
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
     assert "Success" in result.stdout
+
+
+ALLOWED_MODULES = 131
+"""Modules whose type errors are still allowed ([[tool.mypy.overrides]] ignore_errors): lower it as
+modules are fixed; it never grows, and the allowance goes when it reaches 0."""
+
+
+def test_mypy_checks_the_whole_package_and_its_allowance_only_shrinks():
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
+    assert config["files"] == ["marketplace"]
+    allowed = [m for o in config.get("overrides", []) if o.get("ignore_errors") for m in o["module"]]
+    assert len(allowed) <= ALLOWED_MODULES, f"{len(allowed)} modules allowed errors, more than {ALLOWED_MODULES}"
+    assert len(allowed) == len(set(allowed))
 
 
 @pytest.mark.slow

@@ -180,4 +180,3 @@ def test_a_kept_session_is_read_back_only_for_its_own_consumer_and_id(tmp_path):
     assert kept_for(tmp_path, "s0004-0a1b2c3d", "alice") is None
     (tmp_path / "sessions" / kept.session / "kept.msgpack").write_bytes(b"\xc1 not msgpack")
     assert kept_for(tmp_path, kept.session, "alice") is None
-
