@@ -321,18 +321,6 @@ def serve_command(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if args.init:
         return _init(args, market, consumers)
-    if not args.no_owners:
-        from marketplace.service.keys import owners_with_kits
-
-        kits = owners_with_kits(Path(args.state), market.config.parties.owners)
-        if kits:
-            print(
-                f"marketplace serve: {args.state}: the keys of {_few(kits)} are in their own kits (made by "
-                "serve --init --kits), not in the state: expected --no-owners, with each owner's agent started "
-                "from its kit (marketplace agent --keys KIT), not agents started by serve",
-                file=sys.stderr,
-            )
-            return EXIT_USAGE
     from marketplace.service.options import ServeOptionsError
 
     try:
@@ -365,13 +353,6 @@ def serve_command(args: argparse.Namespace) -> int:
         return EXIT_INTERNAL
     finally:
         ignore_stop_signals()
-
-
-def _few(names: list[str]) -> str:
-    """``owner-1, owner-2 and 3 more``: a list of names an error can show whole."""
-    if len(names) <= 5:
-        return ", ".join(names)
-    return f"{', '.join(names[:5])} and {len(names) - 5} more"
 
 
 def ignore_stop_signals() -> None:

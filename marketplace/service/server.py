@@ -55,7 +55,7 @@ from marketplace.scenario import Scenario, ScenarioError
 from marketplace.service import control
 from marketplace.service.admission import Admission, budgets_of, owner_charges
 from marketplace.service.kept import Kept, keep, kept_for
-from marketplace.service.keys import SERVER, AllowlistReloader, allowlist, init_keys, load_pair
+from marketplace.service.keys import SERVER, AllowlistReloader, allowlist, init_keys, load_pair, owners_with_kits
 from marketplace.service.market_policy import MarketPolicy, Running
 from marketplace.service.options import ServeOptions, ServeOptionsError, data_banner
 from marketplace.service.session_run import (
@@ -126,6 +126,14 @@ class MarketServer:
         self.max_running = 0
         """The most sessions that ran at once so far."""
         self.status_problem: str | None = None
+        kits = owners_with_kits(self.state, len(self.owners)) if options.start_owners else []
+        if kits:
+            few = ", ".join(kits[:5]) + (f" and {len(kits) - 5} more" if len(kits) > 5 else "")
+            raise ServeOptionsError(
+                f"{options.state}: the keys of {few} are in their own kits (made by serve --init --kits), not in "
+                "the state: expected --no-owners (start_owners=False), with each owner's agent started from its "
+                "kit (marketplace agent --keys KIT), not agents started by serve"
+            )
         data = market.config.data
         if options.owner_data is not None:
             if not data.schema_only:

@@ -86,3 +86,10 @@ def test_serve_starting_owners_on_a_state_made_with_kits_is_refused_naming_no_ow
         "(made by serve --init --kits), not in the state: expected --no-owners" in err
     )
     assert not (state / "owners").exists() and not (state / "server.json").exists()
+    # from Python too: serve(start_owners=True) on such a state is refused before anything starts
+    import marketplace as api
+    from marketplace.service.options import ServeOptionsError
+
+    with pytest.raises(ServeOptionsError, match="are in their own kits .* expected --no-owners"):
+        api.serve(market, state, endpoint=f"tcp://127.0.0.1:{free_port()}")
+    assert not (state / "owners").exists() and not (state / "server.json").exists()
