@@ -50,10 +50,9 @@ import zmq
 
 from marketplace.messages.errors import cut
 from marketplace.roles import CONSUMER
-from marketplace.runner.run import prepare_world
-from marketplace.scenario import Scenario, ScenarioError
+from marketplace.scenario import Scenario
 from marketplace.service import control
-from marketplace.service.admission import Admission, budgets_of, owner_charges
+from marketplace.service.admission import Admission, budgets_of
 from marketplace.service.kept import Kept, keep, kept_for
 from marketplace.service.keys import SERVER, AllowlistReloader, allowlist, init_keys, load_pair, owners_with_kits
 from marketplace.service.market_policy import MarketPolicy, Running
@@ -68,8 +67,9 @@ from marketplace.service.session_run import (
     take_report,
     write_session_files,
 )
-from marketplace.service.sessions import new_session_id, session_scenario
+from marketplace.service.sessions import new_session_id, prepare_request
 from marketplace.service.state_lock import StateLock
+from marketplace.service.status import KEPT_SESSIONS, STATUS_FILE, write_status
 from marketplace.service.stop_signals import StopSignals
 from marketplace.service.supervisor import AgentSupervisor
 from marketplace.service.worlds import WorldCache
@@ -345,22 +345,11 @@ class MarketServer:
             return
         self.number += 1
         session = new_session_id(self.number)
-        try:
-            scenario = session_scenario(
-                self.market, message.scenario, session=session, consumer=consumer, source=f"{consumer}'s request"
-            )
-            prepare_world(scenario, build=self.worlds.get)  # what needs the data is refused now, not mid-session
-            charges = owner_charges(
-                scenario.config, self.owners, self.market.config.lifetime.relation, self.market.config.lifetime.filter
-            )
-        except ScenarioError as err:
-            self._send(routing, control.SessionRefused(session=session, reason=cut(str(err), 1900)))
+        prepared = prepare_request(self.market, message.scenario, session, consumer, self.owners, self.worlds.get)
+        if isinstance(prepared, str):
+            self._send(routing, control.SessionRefused(session=session, reason=prepared))
             return
-        except (ValueError, OSError, ArithmeticError) as err:  # the data could not be built for it, say
-            self._send(
-                routing, control.SessionRefused(session=session, reason=cut(f"{consumer}'s request: {err}", 1900))
-            )
-            return
+        scenario, charges = prepared
         s = Session(session, consumer, routing, scenario, self.state / "sessions" / session)
         ahead = self.admission.add(session, consumer, charges, s) + len(self.sessions)
         log.info("request of %s queued as %s (%d ahead)", consumer, session, ahead)
@@ -651,15 +640,9 @@ class MarketServer:
             "held": self.policy.held,
             "max_running": self.max_running,
             "agent_restarts": self.agents.restarts(),
-            "sessions": self.finished[-200:],
+            "sessions": self.finished[-KEPT_SESSIONS:],
         }
-        tmp = self.state / "server.json.tmp"
-        try:
-            tmp.write_text(json.dumps(status, indent=1))
-            os.replace(tmp, self.state / "server.json")
-        except OSError as err:  # a full disk costs the status file, not the marketplace
-            if self.status_problem is None:
-                log.error("could not write %s: %s", self.state / "server.json", err)
-            self.status_problem = str(err)
-            return
-        self.status_problem = None
+        problem = write_status(self.state, status)  # a full disk costs the status file, not the marketplace
+        if problem is not None and self.status_problem is None:
+            log.error("could not write %s: %s", self.state / STATUS_FILE, problem)
+        self.status_problem = problem

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,35 @@ def session_scenario(
         transport["security"] = "curve"
     raw.pop("sweep", None)
     return parse_scenario(raw, source=source, base_dir=Path.cwd())
+
+
+def prepare_request(
+    market: Scenario,
+    request_text: str,
+    session: str,
+    consumer: str,
+    owners: list[str],
+    build: Callable[[Scenario], Any],
+) -> tuple[Scenario, dict[str, Any]] | str:
+    """A request checked as it arrives: the session's scenario (:func:`session_scenario`), its world
+    built (``build``, the server's world cache: what needs the data is refused now, not mid-session)
+    and what it declares it costs each owner; or, when it cannot run on this marketplace, the
+    refusal to send the consumer (nothing is queued, nothing charged)."""
+    from marketplace.messages.errors import cut
+    from marketplace.runner.run import prepare_world
+    from marketplace.service.admission import owner_charges
+
+    try:
+        scenario = session_scenario(
+            market, request_text, session=session, consumer=consumer, source=f"{consumer}'s request"
+        )
+        prepare_world(scenario, build=build)
+        life = market.config.lifetime
+        return scenario, owner_charges(scenario.config, owners, life.relation, life.filter)
+    except ScenarioError as err:
+        return cut(str(err), 1900)
+    except (ValueError, OSError, ArithmeticError) as err:  # the data could not be built for it, say
+        return cut(f"{consumer}'s request: {err}", 1900)
 
 
 def session_folder(root: Path, session: str) -> Path:
