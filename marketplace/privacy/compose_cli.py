@@ -21,6 +21,7 @@ import json
 import math
 import operator
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from marketplace.privacy import accountant
@@ -43,7 +44,7 @@ _BINARY = {
     ast.Div: operator.truediv,
     ast.Pow: operator.pow,
 }
-_UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+_UNARY: dict[type[ast.unaryop], Callable[[float], float]] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
 _FUNCTIONS = {"sqrt": math.sqrt, "log": math.log, "exp": math.exp}
 _CONSTANTS = {"pi": math.pi, "e": math.e}
 

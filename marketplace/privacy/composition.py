@@ -28,9 +28,11 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple, overload
 
 import numpy as np
+from numpy.typing import NDArray
 from scipy.special import gammaln
 
 from marketplace.privacy.params import fail, nonnegative, nonnegative_int, one_of, positive, probability
@@ -191,7 +193,11 @@ def _cks_eps(rho: float, delta: float) -> float:
     eps = min over a > 1 of a rho + log(1 - 1/a) - (log(delta) + log(a)) / (a - 1).
     Minimised over t = log(a - 1): a coarse grid, then Brent's method in the best cell."""
 
-    def eps_at(t):  # works on floats and arrays
+    @overload
+    def eps_at(t: float) -> np.float64: ...
+    @overload
+    def eps_at(t: NDArray[np.float64]) -> NDArray[np.float64]: ...
+    def eps_at(t: float | NDArray[np.float64]) -> np.float64 | NDArray[np.float64]:  # works on floats and arrays
         log_a = np.logaddexp(0.0, t)  # a = 1 + e^t
         return (1 + np.exp(t)) * rho + (t - log_a) - (math.log(delta) + log_a) * np.exp(-t)
 
@@ -314,7 +320,7 @@ def _calibrate_optimal(total_eps: float, k: int, delta: float) -> float:
     return _bisect(fits, lo, hi)
 
 
-def _bisect(fits, lo: float, hi: float) -> float:
+def _bisect(fits: Callable[[float], bool], lo: float, hi: float) -> float:
     """The largest x in [lo, hi) with fits(x), for a monotone fits with fits(lo) true."""
     for _ in range(200):
         mid = 0.5 * (lo + hi)

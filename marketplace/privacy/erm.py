@@ -75,7 +75,9 @@ def _curvature(loss: str, h: float) -> float:
     return 0.25 if loss == "logistic" else 1.0 / (2 * h)
 
 
-def _classifier_inputs(X, y, norm_bound, fit_intercept, where):
+def _classifier_inputs(
+    X: Any, y: Any, norm_bound: Any, fit_intercept: Any, where: str
+) -> tuple[np.ndarray, np.ndarray]:
     rows = real_matrix(X, "X", where)
     labels = real_vector(y, "y", where, size=rows.shape[0])
     if not np.isin(labels, (-1.0, 1.0)).all():
@@ -100,17 +102,21 @@ def _unit_rows(rows: np.ndarray, norm_bound: Any, fit_intercept: Any, where: str
     return scaled
 
 
-def _raw_model(w: np.ndarray, norm_bound: float, fit_intercept: bool, **fields) -> LinearModel:
+def _raw_model(
+    w: np.ndarray, norm_bound: float, fit_intercept: bool, *, task: str, epsilon: float, mechanism: str
+) -> LinearModel:
     if fit_intercept:
-        return LinearModel(coef=w[:-1] / (norm_bound * math.sqrt(2)), intercept=float(w[-1] / math.sqrt(2)), **fields)
-    return LinearModel(coef=w / norm_bound, intercept=0.0, **fields)
+        coef, intercept = w[:-1] / (norm_bound * math.sqrt(2)), float(w[-1] / math.sqrt(2))
+    else:
+        coef, intercept = w / norm_bound, 0.0
+    return LinearModel(coef=coef, intercept=intercept, task=task, epsilon=epsilon, mechanism=mechanism)
 
 
 def _minimise(Z: np.ndarray, y: np.ndarray, loss: str, h: float, ridge: float, linear: np.ndarray) -> np.ndarray:
     """argmin mean loss(y w.z) + ridge/2 ||w||^2 + linear.w (strongly convex, smooth)."""
     n = Z.shape[0]
 
-    def objective(w):
+    def objective(w: np.ndarray) -> tuple[float, np.ndarray]:
         value, slope = _loss(loss, y * (Z @ w), h)
         return (value.mean() + 0.5 * ridge * w @ w + linear @ w, Z.T @ (slope * y) / n + ridge * w + linear)
 
@@ -124,7 +130,7 @@ def _minimise(Z: np.ndarray, y: np.ndarray, loss: str, h: float, ridge: float, l
     return result.x
 
 
-def _check_loss_args(loss, regularization, huber_h, where):
+def _check_loss_args(loss: Any, regularization: Any, huber_h: Any, where: str) -> tuple[str, float, float]:
     loss = choice(loss, LOSSES, "loss", where)
     regularization = positive_real(regularization, "regularization", where)
     huber_h = positive_real(huber_h, "huber_h", where)

@@ -211,10 +211,11 @@ class PrivacyLedger:
         if self._spent.gauss_rho > 0:
             out["gaussian_accountant"] = self.gaussian
         if self.noise is not None:
-            out["noise"] = dict(self.noise)
+            noise = dict(self.noise)
             coins = coins_note(self.noise, self.coins) if self.coins else None
             if coins:
-                out["noise"]["coins"] = coins
+                noise["coins"] = coins
+            out["noise"] = noise
         return out
 
     def __repr__(self) -> str:

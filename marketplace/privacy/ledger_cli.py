@@ -16,8 +16,9 @@ import argparse
 import json
 import sqlite3
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 EXIT_OK, EXIT_USAGE, EXIT_FAILED = 0, 2, 3
 
@@ -111,7 +112,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     return ledger
 
 
-def _usage(parser: argparse.ArgumentParser):
+def _usage(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
@@ -341,6 +342,14 @@ def ledgers_to_check(path: str | Path) -> list[Path]:
     return sorted(direct or found_in("**/*{}", f"**/{record_glob}"))
 
 
+class _Checked(TypedDict):
+    """One ledger's line of ``marketplace ledger check`` (an item of its --json list)."""
+
+    path: str
+    ok: bool
+    problems: list[str]
+
+
 def check_command(args: argparse.Namespace) -> int:
     """``marketplace ledger check``: one line per ledger; exit 0 (all pass), 3 (one fails), 2 (no ledger)."""
     from marketplace.privacy.lifetime.check import problems
@@ -357,7 +366,7 @@ def check_command(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
-    results = []
+    results: list[_Checked] = []
     for ledger in paths:
         record = known(ledger)
         found = problems(ledger)

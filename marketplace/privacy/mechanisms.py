@@ -56,13 +56,18 @@ from __future__ import annotations
 import functools
 import math
 import numbers
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
+import numpy.typing as npt
 from scipy.special import log_ndtr, ndtr
 
 from marketplace.privacy.rng import SecureGenerator
+
+if TYPE_CHECKING:  # opendp is imported on first use in secure mode (see _opendp)
+    from opendp.mod import Domain, Measurement, Metric
 
 __all__ = [
     "Mechanism",
@@ -162,7 +167,7 @@ def _as_utilities(owner: str, utilities: Any) -> np.ndarray:
 
 
 @functools.cache
-def _opendp():
+def _opendp() -> ModuleType:
     try:
         import opendp.prelude as dp
     except ImportError as exc:  # pragma: no cover - opendp is a dependency
@@ -175,7 +180,9 @@ def _grid_exponent(scale: float) -> int:
     return math.floor(math.log2(scale)) - GRID_BITS
 
 
-def _certify(build: Callable[[float], Any], lower: float, d_in: float, d_out: Any) -> tuple[float, Any]:
+def _certify(
+    build: Callable[[float], Measurement], lower: float, d_in: float, d_out: float | tuple[float, float]
+) -> tuple[float, Measurement]:
     """The smallest scale >= ``lower`` (to 2^-48 relative) whose OpenDP privacy map passes, and
     its measurement."""
     if build(lower).check(d_in, d_out):
@@ -192,12 +199,12 @@ def _certify(build: Callable[[float], Any], lower: float, d_in: float, d_out: An
     return hi, build(hi)
 
 
-def _float_vectors(dp, size: int, l2: bool):
+def _float_vectors(dp: ModuleType, size: int, l2: bool) -> tuple[Domain, Metric]:
     domain = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=size)
     return domain, (dp.l2_distance(T=float) if l2 else dp.l1_distance(T=float))
 
 
-def _run_on_vector(measurement, values: np.ndarray) -> np.ndarray:
+def _run_on_vector(measurement: Measurement, values: np.ndarray) -> np.ndarray:
     return np.asarray(measurement(values.ravel().tolist()), dtype=np.float64).reshape(values.shape)
 
 
@@ -243,7 +250,7 @@ def _zcdp_rho_for(epsilon: float, delta: float) -> float:
     dp = _opendp()
     space = dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float)
 
-    def build(scale: float):
+    def build(scale: float) -> Measurement:
         return dp.c.make_fix_delta(dp.c.make_zCDP_to_approxDP(dp.m.make_gaussian(*space, scale=scale)), delta)
 
     sigma, _ = _certify(
@@ -265,6 +272,8 @@ class Mechanism:
     rho: float | None
     sensitivity: float
     secure: bool
+    rng: np.random.Generator | None
+    """The seeded generator of simulation mode; None (or unused) in secure mode, which draws from OpenDP."""
 
     def privacy_cost(self) -> dict[str, Any]:
         """The cost of one call of ``randomise``, for an accountant: epsilon/delta ((eps, delta)-DP,
@@ -287,6 +296,12 @@ class Mechanism:
         self.rng = _check_rng(owner, rng, self.secure)
         self.delta = 0.0
 
+    def _simulation_rng(self) -> np.random.Generator:
+        """The generator simulation draws from: _check_rng holds one whenever secure is False."""
+        if self.rng is None:
+            raise ValueError(f"{type(self).__name__} has no generator to draw from: secure mode draws from OpenDP.")
+        return self.rng
+
     def __repr__(self) -> str:
         cost = ", ".join(f"{k}={v!r}" for k, v in self.privacy_cost().items() if k != "mechanism")
         return f"{type(self).__name__}({cost})"
@@ -298,11 +313,16 @@ class _AdditiveNoise(Mechanism):
     def _noise(self, shape: tuple[int, ...]) -> np.ndarray:
         raise TypeError(f"{type(self).__name__} must define _noise")
 
-    def measurement(self, size: int):
+    def measurement(self, size: int) -> Measurement:
         raise TypeError(f"{type(self).__name__} must define measurement")
 
-    def randomise(self, value):
-        """The noisy value: a float for a scalar, an array of the same shape for an array."""
+    @overload
+    def randomise(self, value: float) -> float: ...
+    @overload
+    def randomise(self, value: np.ndarray | Sequence[float]) -> np.ndarray: ...
+    def randomise(self, value: float | np.ndarray | Sequence[float]) -> float | np.ndarray:
+        """The noisy value: a float for a scalar, an array of the same shape for an array (a 0-d
+        array, whose type does not tell it from others, gives a float)."""
         values = _as_values(type(self).__name__, value)
         noisy = self._secure(values) if self.secure else values + self._noise(values.shape)
         return float(noisy) if np.ndim(value) == 0 else noisy
@@ -317,13 +337,15 @@ class Laplace(_AdditiveNoise):
     """``value + Lap(sensitivity / epsilon)``, element-wise: epsilon-DP for L1 sensitivity."""
 
     name = "laplace"
+    epsilon: float
+    delta: float
 
     def __init__(self, *, epsilon: float, sensitivity: float, rng: np.random.Generator | None, secure: bool = False):
         self._check_pure(epsilon=epsilon, sensitivity=sensitivity, rng=rng, secure=secure)
         self.rho = self.epsilon**2 / 2
         self.scale = self.sensitivity / self.epsilon
         self.grid = 2.0 ** _grid_exponent(self.scale) if self.secure else None
-        self._certified: dict[int, Any] = {}
+        self._certified: dict[int, Measurement] = {}
         if self.secure:
             _opendp()
 
@@ -337,9 +359,9 @@ class Laplace(_AdditiveNoise):
         return cls(epsilon=sensitivity / scale, sensitivity=sensitivity, rng=rng, secure=secure)
 
     def _noise(self, shape: tuple[int, ...]) -> np.ndarray:
-        return self.rng.laplace(0.0, self.scale, size=shape)
+        return self._simulation_rng().laplace(0.0, self.scale, size=shape)
 
-    def measurement(self, size: int):
+    def measurement(self, size: int) -> Measurement:
         """Secure mode's OpenDP measurement for ``size`` values, whose privacy map certifies the cost."""
         if not self.secure:
             raise ValueError(f"{type(self).__name__}.measurement exists only in secure mode.")
@@ -347,7 +369,7 @@ class Laplace(_AdditiveNoise):
             dp, k = _opendp(), _grid_exponent(self.scale)
             space = _float_vectors(dp, size, l2=False)
             lower = (self.sensitivity + size * 2.0**k) / self.epsilon
-            build = lambda s: dp.m.make_laplace(*space, scale=s, k=k)  # noqa: E731
+            build: Callable[[float], Measurement] = lambda s: dp.m.make_laplace(*space, scale=s, k=k)  # noqa: E731
             _, self._certified[size] = _certify(build, lower, self.sensitivity, self.epsilon)
         return self._certified[size]
 
@@ -356,6 +378,7 @@ class GaussianZCDP(_AdditiveNoise):
     """``value + N(0, sigma^2)``, sigma = sensitivity / sqrt(2 rho): rho-zCDP for L2 sensitivity."""
 
     name = "gaussian_zcdp"
+    rho: float
 
     def __init__(self, *, rho: float, sensitivity: float, rng: np.random.Generator | None, secure: bool = False):
         owner = type(self).__name__
@@ -369,21 +392,21 @@ class GaussianZCDP(_AdditiveNoise):
 
     def _setup_secure(self) -> None:
         self.grid = 2.0 ** _grid_exponent(self.sigma) if self.secure else None
-        self._certified: dict[int, Any] = {}
+        self._certified: dict[int, Measurement] = {}
         if self.secure:
             _opendp()
 
     def _noise(self, shape: tuple[int, ...]) -> np.ndarray:
-        return self.rng.normal(0.0, self.sigma, size=shape)
+        return self._simulation_rng().normal(0.0, self.sigma, size=shape)
 
-    def measurement(self, size: int):
+    def measurement(self, size: int) -> Measurement:
         """Secure mode's OpenDP measurement for ``size`` values, whose privacy map certifies the cost."""
         if not self.secure:
             raise ValueError(f"{type(self).__name__}.measurement exists only in secure mode.")
         if size not in self._certified:
             dp, k = _opendp(), _grid_exponent(self.sigma)
             space = _float_vectors(dp, size, l2=True)
-            build = lambda s: dp.m.make_gaussian(*space, scale=s, k=k)  # noqa: E731
+            build: Callable[[float], Measurement] = lambda s: dp.m.make_gaussian(*space, scale=s, k=k)  # noqa: E731
             _, self._certified[size] = _certify(build, self.sigma, self.sensitivity, self.rho)
         return self._certified[size]
 
@@ -400,6 +423,8 @@ class Gaussian(GaussianZCDP):
     """
 
     name = "gaussian"
+    epsilon: float
+    delta: float
 
     def __init__(
         self, *, epsilon: float, delta: float, sensitivity: float, rng: np.random.Generator | None, secure: bool = False
@@ -421,12 +446,12 @@ class Gaussian(GaussianZCDP):
         self._setup_secure()
 
 
-def _secure_noisy_max(divergence: str, scale: float, sensitivity: float, bound: float):
+def _secure_noisy_max(divergence: str, scale: float, sensitivity: float, bound: float) -> Measurement:
     """OpenDP's noisy-max over float utilities, with ``scale`` raised until its privacy map
     certifies ``bound`` (rho under zCDP, epsilon under the max divergence)."""
     dp = _opendp()
     space = dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.linf_distance(T=float)
-    build = lambda s: dp.m.make_noisy_max(*space, getattr(dp, divergence)(), scale=s)  # noqa: E731
+    build: Callable[[float], Measurement] = lambda s: dp.m.make_noisy_max(*space, getattr(dp, divergence)(), scale=s)  # noqa: E731
     _, measurement = _certify(build, scale, sensitivity, bound)
     return measurement
 
@@ -438,12 +463,15 @@ class Exponential(Mechanism):
     evaluated and large utilities cannot overflow."""
 
     name = "exponential"
+    epsilon: float
+    delta: float
+    rho: float
 
     def __init__(self, *, epsilon: float, sensitivity: float, rng: np.random.Generator | None, secure: bool = False):
         self._check_pure(epsilon=epsilon, sensitivity=sensitivity, rng=rng, secure=secure)
         self.rho = self.epsilon**2 / 8
         self.gumbel_scale = 2 * self.sensitivity / self.epsilon
-        self._certified = None
+        self._certified: Measurement | None = None
         if self.secure:  # OpenDP's exact Gumbel noisy-max, certified in zCDP
             self._certified = _secure_noisy_max(
                 "zero_concentrated_divergence", self.gumbel_scale, self.sensitivity, self.rho
@@ -458,18 +486,18 @@ class Exponential(Mechanism):
         sensitivity = _check_positive(cls.__name__, "sensitivity", sensitivity)
         return cls(epsilon=2 * beta * sensitivity, sensitivity=sensitivity, rng=rng, secure=secure)
 
-    def probabilities(self, utilities) -> np.ndarray:
+    def probabilities(self, utilities: npt.ArrayLike) -> np.ndarray:
         """The exact selection probabilities (a softmax with the largest term subtracted)."""
         logits = _as_utilities(type(self).__name__, utilities) / self.gumbel_scale
         weights = np.exp(logits - logits.max())
         return weights / weights.sum()
 
-    def randomise(self, utilities) -> int:
+    def randomise(self, utilities: npt.ArrayLike) -> int:
         """The selected index."""
         values = _as_utilities(type(self).__name__, utilities)
-        if self.secure:
+        if self._certified is not None:  # secure mode: set in __init__ exactly when secure
             return int(self._certified(values.tolist()))
-        return int(np.argmax(values / self.gumbel_scale + self.rng.gumbel(size=values.size)))
+        return int(np.argmax(values / self.gumbel_scale + self._simulation_rng().gumbel(size=values.size)))
 
 
 class ReportNoisyMax(Mechanism):
@@ -478,18 +506,21 @@ class ReportNoisyMax(Mechanism):
     utility is never worse than the exponential mechanism's at the same epsilon."""
 
     name = "report_noisy_max"
+    epsilon: float
+    delta: float
+    rho: float
 
     def __init__(self, *, epsilon: float, sensitivity: float, rng: np.random.Generator | None, secure: bool = False):
         self._check_pure(epsilon=epsilon, sensitivity=sensitivity, rng=rng, secure=secure)
         self.rho = self.epsilon**2 / 2
         self.noise_scale = 2 * self.sensitivity / self.epsilon
-        self._certified = None
+        self._certified: Measurement | None = None
         if self.secure:  # OpenDP's exponential-noise noisy-max, certified in pure DP
             self._certified = _secure_noisy_max("max_divergence", self.noise_scale, self.sensitivity, self.epsilon)
 
-    def randomise(self, utilities) -> int:
+    def randomise(self, utilities: npt.ArrayLike) -> int:
         """The selected index."""
         values = _as_utilities(type(self).__name__, utilities)
-        if self.secure:
+        if self._certified is not None:  # secure mode: set in __init__ exactly when secure
             return int(self._certified(values.tolist()))
-        return int(np.argmax(values + self.rng.exponential(self.noise_scale, size=values.size)))
+        return int(np.argmax(values + self._simulation_rng().exponential(self.noise_scale, size=values.size)))

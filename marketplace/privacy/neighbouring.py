@@ -22,7 +22,7 @@ Every :class:`~marketplace.privacy.accountant.PrivacyLedger` carries one, and re
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 __all__ = [
     "ADD_REMOVE_ONE",
@@ -39,9 +39,11 @@ __all__ = [
     "replace_one_distinct",
 ]
 
-REPLACE_ONE = "replace-one"
-REPLACE_ONE_DISTINCT = "replace-one keeping the owner's number of distinct points"
-ADD_REMOVE_ONE = "add/remove-one"
+REPLACE_ONE: Final = "replace-one"
+REPLACE_ONE_DISTINCT: Final = "replace-one keeping the owner's number of distinct points"
+ADD_REMOVE_ONE: Final = "add/remove-one"
+Relation = Literal["replace-one", "replace-one keeping the owner's number of distinct points", "add/remove-one"]
+"""The type of :attr:`Neighbouring.relation`: one of :data:`RELATIONS`."""
 RELATIONS = (REPLACE_ONE, REPLACE_ONE_DISTINCT, ADD_REMOVE_ONE)
 REPLACE_ONE_DISTINCT_NAME = "replace-one-distinct"
 """The name a scenario's ``lifetime.relation`` and a market's ``market.relation`` give
@@ -68,7 +70,7 @@ class Neighbouring:
     """A neighbouring relation: ``relation`` (one of :data:`RELATIONS`), ``record`` (what one record
     is, e.g. "a row of D_v"), and ``scope`` (what the guarantee covers, and what it does not)."""
 
-    relation: Literal["replace-one", "replace-one keeping the owner's number of distinct points", "add/remove-one"]
+    relation: Relation
     record: str
     scope: str = ""
 

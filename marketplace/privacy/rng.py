@@ -52,7 +52,10 @@ class SecureGenerator(np.random.Generator):
         seed = np.random.SeedSequence(secrets.randbits(ENTROPY_BITS))
         super().__init__(np.random.PCG64DXSM(seed))
 
-    def __reduce__(self):  # a copy must not repeat the stream: unpickling draws fresh entropy
+    # A copy must not repeat the stream: unpickling draws fresh entropy. numpy's stub types
+    # Generator.__reduce__ as its own (constructor, (bit_generator,), None) shape; the pickle
+    # protocol lets a subclass reduce to any callable and arguments, as this one does.
+    def __reduce__(self) -> tuple[type[SecureGenerator], tuple[()]]:  # type: ignore[override]
         return (SecureGenerator, ())
 
 

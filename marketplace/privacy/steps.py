@@ -52,11 +52,22 @@ class Step:
         set_("count", nonnegative_int(self.count, "count", "Step"))
 
     def to_dict(self) -> dict[str, Any]:
-        if self.gaussian:
-            return {"mechanism": self.mechanism, "rho": self.rho, "mu": math.sqrt(2 * self.rho), "count": self.count}
-        if self.rho is not None:
+        if self.rho is not None:  # a Gaussian step is a rho step (__post_init__)
+            if self.gaussian:
+                return {
+                    "mechanism": self.mechanism,
+                    "rho": self.rho,
+                    "mu": math.sqrt(2 * self.rho),
+                    "count": self.count,
+                }
             return {"mechanism": self.mechanism, "rho": self.rho, "count": self.count}
         return {"mechanism": self.mechanism, "eps": self.eps, "delta": self.delta, "count": self.count}
+
+    def eps_delta(self) -> tuple[float, float]:
+        """(eps, delta) of an (eps, delta) step; a ValueError for a rho step, which states no eps."""
+        if self.eps is None:
+            raise ValueError(f"Step {self.mechanism!r} is a zCDP step (rho={self.rho!r}): it states no eps.")
+        return self.eps, self.delta
 
 
 def merged_steps(steps: Iterable[Step]) -> list[dict[str, Any]]:

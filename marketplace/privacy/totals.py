@@ -51,12 +51,14 @@ class StepGroups:
         for s in steps:
             if s.count == 0:
                 continue
-            if s.gaussian:
-                gauss_rho += s.count * s.rho
-            elif s.rho is not None:
-                rho += s.count * s.rho
+            if s.rho is not None:  # a Gaussian step is a rho step (Step.__post_init__)
+                if s.gaussian:
+                    gauss_rho += s.count * s.rho
+                else:
+                    rho += s.count * s.rho
             else:
-                counts[(s.eps, s.delta)] = counts.get((s.eps, s.delta), 0) + s.count
+                key = s.eps_delta()
+                counts[key] = counts.get(key, 0) + s.count
         return StepGroups(tuple(counts.items()), rho, gauss_rho)
 
     def own_delta(self) -> float:

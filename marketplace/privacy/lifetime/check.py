@@ -109,7 +109,7 @@ def _charges(db: sqlite3.Connection, limits: Limits) -> list[str]:
     if any(getattr(c, n) is None for c in counted for n in needed):
         return [f"a counted request carries no {' or '.join(needed)} charge, which its filter {limits.filter!r} counts"]
     spent = limits.spent(counted)
-    bounds = {"eps": limits.eps, "delta": limits.delta} if limits.filter == "basic" else {"rho": limits.rho}
+    bounds = {"eps": limits.eps, "delta": limits.delta} if limits.filter == "basic" else {"rho": limits.rho_budget()}
     over = [
         f"{n}={getattr(spent, n):g} of {bound:g}"
         for n, bound in bounds.items()

@@ -161,7 +161,7 @@ class Cost:
             return Charge(self.eps, self.delta, None)
         if self.rho is not None:
             return Charge(None, None, self.rho)
-        if self.delta > 0:
+        if self.delta > 0 or self.eps is None:  # no rho: __post_init__ holds that eps is stated
             raise LedgerInputError(
                 f"A 'zcdp' ledger charges rho, and this cost is (eps={self.eps!r}, delta={self.delta!r})-DP "
                 "with no zCDP statement: declare its rho (e.g. Cost.gaussian or Cost.of(mechanism))."

@@ -63,6 +63,15 @@ def zcdp_budget(eps: float, delta: float) -> float:
     return rho
 
 
+def counted(charge: Charge, name: str, filter: str) -> float:
+    """``charge``'s figure ``name`` (eps, delta or rho), which every charge a ``filter`` ledger counts
+    carries (:meth:`Cost.charge`); a TypeError if it carries none."""
+    value: float | None = getattr(charge, name)
+    if value is None:
+        raise TypeError(f"A {filter!r} filter counts {name}, and the charge {charge!r} carries none.")
+    return value
+
+
 class Limits:
     """A budget as a filter sees it: (eps, delta) for ``basic``, rho for ``zcdp``."""
 
@@ -71,32 +80,41 @@ class Limits:
         self.eps, self.delta = eps, delta
         self.rho = zcdp_budget(eps, delta) if filter == "zcdp" else None
 
+    def rho_budget(self) -> float:
+        """The rho budget of a ``zcdp`` filter (a ``basic`` one has none: a ValueError)."""
+        if self.rho is None:
+            raise ValueError(f"A {self.filter!r} filter has no rho budget.")
+        return self.rho
+
     def spent(self, charges: Iterable[Charge]) -> Charge:
         """The filter's total of ``charges`` (every charge that counts)."""
         charges = list(charges)
         if self.filter == "basic":
-            return Charge(math.fsum(c.eps for c in charges), math.fsum(c.delta for c in charges), None)
-        return Charge(None, None, math.fsum(c.rho for c in charges))
+            eps = math.fsum(counted(c, "eps", self.filter) for c in charges)
+            return Charge(eps, math.fsum(counted(c, "delta", self.filter) for c in charges), None)
+        return Charge(None, None, math.fsum(counted(c, "rho", self.filter) for c in charges))
 
     def fits(self, charges: Iterable[Charge], extra: Charge) -> bool:
         """Whether ``extra`` may be charged on top of ``charges``: only the declared figures and the
         ledger's own charges decide."""
         total = self.spent([*charges, extra])
         if self.filter == "basic":
-            return total.eps <= self.eps and total.delta <= self.delta
-        return total.rho <= self.rho
+            return counted(total, "eps", self.filter) <= self.eps and counted(total, "delta", self.filter) <= self.delta
+        return counted(total, "rho", self.filter) <= self.rho_budget()
 
     def remaining(self, spent: Charge) -> Charge:
         """What a further charge may still take (never below 0)."""
         if self.filter == "basic":
-            return Charge(max(0.0, self.eps - spent.eps), max(0.0, self.delta - spent.delta), None)
-        return Charge(None, None, max(0.0, self.rho - spent.rho))
+            eps, delta = counted(spent, "eps", self.filter), counted(spent, "delta", self.filter)
+            return Charge(max(0.0, self.eps - eps), max(0.0, self.delta - delta), None)
+        return Charge(None, None, max(0.0, self.rho_budget() - counted(spent, "rho", self.filter)))
 
     def guarantee(self, spent: Charge) -> tuple[float, float]:
         """The (eps, delta)-DP guarantee of everything charged so far."""
         if self.filter == "basic":
-            return spent.eps, spent.delta
-        return (bun_steinke_eps(spent.rho, self.delta), self.delta if spent.rho > 0 else 0.0)
+            return counted(spent, "eps", self.filter), counted(spent, "delta", self.filter)
+        rho = counted(spent, "rho", self.filter)
+        return (bun_steinke_eps(rho, self.delta), self.delta if rho > 0 else 0.0)
 
     def describe(self) -> str:
         """The filter, in words, with its budget."""

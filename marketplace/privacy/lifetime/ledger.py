@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from marketplace.privacy.lifetime import sales as selling
 from marketplace.privacy.lifetime.cost import (
@@ -381,7 +381,7 @@ class LifetimeLedger:
                 if row.cost != cost or row.consumer != consumer:
                     raise LedgerInputError(
                         f"{self.owner}: request {request_id!r} was reserved for {row.consumer!r} at "
-                        f"{row.cost.describe()}; "
+                        f"{'no declared cost' if row.cost is None else row.cost.describe()}; "
                         f"a retry must declare the same, got {consumer!r} at {cost.describe()}"
                     )
                 if row.state == "reserved":
@@ -424,14 +424,15 @@ class LifetimeLedger:
                 declined = selling.terms_declined(
                     self._db, self.owner, request_id, what, consumer, points or 0, terms, cost, left, self.filter
                 )
-            elif over_quota:
+            elif over_quota and quota_limits is not None:
                 mine = quota_limits.spent(c for who, c in rows if who == consumer)
                 declined = BudgetDeclined(
                     f"{self.owner}: declined request {request_id!r} ({what}, for {consumer}): it costs "
                     f"{cost.describe()}, "
                     f"charged as {amount(charge)}, and {amount(quota_limits.remaining(mine))} is left of {consumer}'s "
                     f"quota "
-                    f"(eps={quota[0]:g}, delta={quota[1]:g}) under the filter {self.limits.describe()}",
+                    f"(eps={quota_limits.eps:g}, delta={quota_limits.delta:g}) "
+                    f"under the filter {self.limits.describe()}",
                     owner=self.owner,
                     request_id=request_id,
                     cost=cost,
@@ -453,7 +454,7 @@ class LifetimeLedger:
                 )
         if declined is not None:
             raise declined
-        return self._row(request_id)
+        return self._stored_row(request_id)
 
     def _restate(self, cost: Cost, relation: str | None) -> Cost | str | None:
         """``cost`` restated under the ledger's relation (a Cost), None when it already is, or why it
@@ -578,7 +579,7 @@ class LifetimeLedger:
             self._db.execute(
                 "UPDATE charges SET state = ?, settled_at = ? WHERE request_id = ?", (state, now(), request_id)
             )
-        return self._row(request_id)
+        return self._stored_row(request_id)
 
     # --- reading
 
@@ -629,6 +630,13 @@ class LifetimeLedger:
         found = self._db.execute("SELECT * FROM charges WHERE request_id = ?", (request_id,)).fetchone()
         return None if found is None else reservation_of(found)
 
+    def _stored_row(self, request_id: str) -> Reservation:
+        """The row of a request this ledger has just written."""
+        row = self._row(request_id)
+        if row is None:
+            raise LedgerInputError(f"{self.owner}: request {request_id!r} is not in the ledger {self.path}")
+        return row
+
     def _write(self) -> Transaction:
         return Transaction(self._db)
 
@@ -637,6 +645,6 @@ class LifetimeLedger:
         return f"LifetimeLedger({str(self.path)!r}, owner={self.owner!r}, filter={self.filter!r}, spent={spent})"
 
 
-def _refuse_incomplete(path: Path, owner: str, budget: Any, relation: Any) -> None:
+def _refuse_incomplete(path: Path, owner: str, budget: Any, relation: Any) -> NoReturn:
     missing = " and ".join(n for n, v in (("budget", budget), ("relation", relation)) if v is None)
     raise LedgerInputError(f"{path}: no lifetime ledger there yet; creating one for {owner!r} needs its {missing}.")
