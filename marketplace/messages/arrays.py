@@ -8,7 +8,7 @@ and the byte length must equal ``prod(shape) * itemsize`` exactly.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -72,6 +72,8 @@ class ArraySpec:
     dtypes: tuple[str, ...]
     shape: tuple[int | str | None, ...]
     finite: bool = True
+    _allowed: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    """``dtypes`` in numpy's spelling (``float64`` is ``<f8``), worked out once."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_allowed", tuple(np.dtype(d).str for d in self.dtypes))

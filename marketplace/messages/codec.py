@@ -5,13 +5,14 @@ scanned before anything is built from it (:mod:`marketplace.messages.limits`), a
 the body are checked field by field. Anything wrong raises :class:`MessageError` naming the party,
 the kind, the field, what was expected and what came.
 
-Two validators hold the same rules, both made from each kind's one declaration
+Two validators hold the same rules, both made from each kind's one declaration, its Struct
 (:mod:`marketplace.messages.structs`):
 
 * the **fast path**: msgspec decodes the frame straight into the kind's Struct, dispatching on the
   envelope's ``kind`` (a tagged union), checking types, bounds, lengths, literals, finite floats and
   int64 ranges in C; arrays are built by a hook and checked against their field's spec;
-* the **precise path**: plain msgpack and :func:`marketplace.schema.build`, field by field. It runs
+* the **precise path**: plain msgpack and :func:`marketplace.messages.structs.build_body`, field by
+  field, with :mod:`marketplace.schema`'s checks. It runs
   only when the fast path refuses a frame, and it is what names the field, the expectation and the
   value in the error. Because the fast path accepts nothing the precise path would refuse, every
   frame gets the same verdict either way; only the time differs.
@@ -30,8 +31,8 @@ from marketplace.messages.envelope import ENVELOPE_KEYS, PROTOCOL_VERSION, Envel
 from marketplace.messages.errors import MessageError
 from marketplace.messages.kinds import KINDS
 from marketplace.messages.limits import MAX_ARRAY_LEN, MAX_DEPTH, MAX_MAP_LEN, MAX_TOKENS, SCAN_ABOVE, check_structure
-from marketplace.messages.structs import MESSAGE_ID_FIELDS
-from marketplace.schema import SchemaError, build, describe_value
+from marketplace.messages.structs import MESSAGE_ID_FIELDS, build_body
+from marketplace.schema import SchemaError, describe_value
 
 DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 INT64_RANGE = (-(2**63), 2**63 - 1)
@@ -294,11 +295,9 @@ def _validate(wire: dict[Any, Any], party: str, peer: str | None, max_bytes: int
         )
     cls = KINDS[kind]
     try:
-        checked = build(cls.SCHEMA, wire.get("body"), "body")  # each array is checked against its spec here
-        fields = {name: getattr(checked, name) for name in cls.__struct_fields__}
-        body = cls(**fields)
-        _check_arrays(body)  # named dimensions across fields (each array was checked by build)
-        _check_int64(fields, "body")
+        body = build_body(cls, wire.get("body"), "body")  # each array is checked against its spec here
+        _check_arrays(body)  # named dimensions across fields (each array was checked by build_body)
+        _check_int64({name: getattr(body, name) for name in cls.__struct_fields__}, "body")
     except SchemaError as err:
         raise MessageError(party=party, kind=kind, field=err.path, expected=err.expected, got=err.got) from None
     return Envelope(version, run_id, msg_id, sender, receiver, kind, reply_to, body)

@@ -1,10 +1,11 @@
-"""The wire's common message kinds, and :func:`kind`, which declares a kind: its name, its fields, their
-types, dtypes and shapes.
+"""The wire's common message kinds, and the constrained types kinds share.
 
-A kind is a class of annotated fields registered with :func:`kind`, which makes it a frozen
-msgspec Struct (:mod:`marketplace.messages.structs`). Array fields are
-``Annotated[np.ndarray, Array, ArraySpec(...)]``; named dimensions (``"dim"``, ``"d"``) must agree
-within a message, and receivers check them against their own configuration.
+A kind is a frozen msgspec Struct deriving from :class:`~marketplace.messages.structs.Body` that
+names its wire kind, ``class Hello(Body, kind="hello", frozen=True)``: declaring it registers it in
+:data:`KINDS` (:mod:`marketplace.messages.structs`). Its fields' hints carry their constraints as
+``Annotated`` metadata (:class:`~marketplace.schema.Range`, :class:`~marketplace.schema.Length`);
+array fields are ``Annotated[np.ndarray, Array, ArraySpec(...)]``, and named dimensions (``"dim"``,
+``"d"``) must agree within a message; receivers check them against their own configuration.
 
 The kinds here are every protocol's: ``hello`` (a party announces itself), ``heartbeat`` (liveness,
 both ways), ``error`` (the answer to a message that could not be accepted), ``shutdown`` and ``bye``
@@ -14,16 +15,11 @@ with the protocol (:func:`marketplace.plugins.exchange`).
 
 from __future__ import annotations
 
-import typing
 from typing import Annotated, Literal
 
-import numpy as np
-
-from marketplace.messages.arrays import Array, ArraySpec
-from marketplace.messages.structs import make_body
+from marketplace.messages.structs import KINDS as KINDS  # the registry of kinds by name, filled as they are declared
+from marketplace.messages.structs import Body
 from marketplace.schema import Length, Range
-
-KINDS: dict[str, type] = {}
 
 PartyName = Annotated[str, Length(min=1, max=64)]
 PublicKey = Annotated[bytes, Length(min=32, max=32)]
@@ -33,33 +29,13 @@ Count = Annotated[int, Range(min=0)]
 Text = Annotated[str, Length(max=2000)]
 
 
-def kind(name: str) -> typing.Callable[[type], type]:
-    """Register the declared fields of a class as the body of the wire kind ``name`` (one declaration
-    per kind); the class becomes a frozen msgspec Struct of those fields (see
-    :func:`marketplace.messages.structs.make_body`), built by keyword as before."""
-
-    def register(spec: type) -> type:
-        if name in KINDS:
-            raise RuntimeError(f"message kind {name!r} declared twice")
-        cls = make_body(spec, name)
-        KINDS[name] = cls
-        return cls
-
-    return register
-
-
-def vector(name: str) -> object:
-    return Annotated[np.ndarray, Array, ArraySpec(("<f8",), (name,))]
-
-
 # --- runtime --------------------------------------------------------------------------------
 
 
 ConfigParts = Annotated[dict[str, Annotated[str, Length(max=200)]], Length(max=32)]
 
 
-@kind("hello")
-class Hello:
+class Hello(Body, kind="hello", frozen=True):
     """A party announces itself to the curator; the curator checks role, protocol, scenario and
     ``config``: the party's fingerprint of the scenario parts every party must agree on (seed,
     owners, data, the protocol's settings; :mod:`marketplace.scenario.fingerprint`)."""
@@ -70,13 +46,11 @@ class Hello:
     config: ConfigParts = {}
 
 
-@kind("heartbeat")
-class Heartbeat:
+class Heartbeat(Body, kind="heartbeat", frozen=True):
     """Liveness, both ways; carries no protocol content and is counted apart."""
 
 
-@kind("error")
-class Error:
+class Error(Body, kind="error", frozen=True):
     """The answer to a message that could not be accepted; the receiver keeps serving."""
 
     code: Literal["bad_message", "protocol", "refused"]
@@ -85,16 +59,14 @@ class Error:
     about_msg_id: int | None = None
 
 
-@kind("shutdown")
-class Shutdown:
+class Shutdown(Body, kind="shutdown", frozen=True):
     """The curator ends the run for this party; the party answers ``bye`` and stops."""
 
     reason: Text
     status: Literal["completed", "failed"] = "completed"
 
 
-@kind("bye")
-class Bye:
+class Bye(Body, kind="bye", frozen=True):
     """A party acknowledges ``shutdown``: nothing more will come from it."""
 
 

@@ -1,56 +1,157 @@
-"""A message kind's declaration turned into two validators that agree: a msgspec Struct and a schema.
+"""Message bodies: :class:`Body`, the base every message kind's Struct derives from.
 
-A kind is declared once, as a class of annotated fields (:func:`marketplace.messages.kinds.kind`).
+A kind is declared once, as a plain frozen msgspec Struct that names its wire kind::
+
+    class Hello(Body, kind="hello", frozen=True):
+        role: Literal["owner", "consumer"]
+        protocol: Annotated[str, Length(min=1, max=64)]
+
 Its hints use the project's constraint markers (:class:`~marketplace.schema.Range`,
-:class:`~marketplace.schema.Length`, :class:`~marketplace.schema.AllowNonFinite`, array specs).
-From that one declaration this module makes:
+:class:`~marketplace.schema.Length`, :class:`~marketplace.schema.AllowNonFinite`, array specs:
+``Annotated[np.ndarray, Array, ArraySpec(...)]``). The type checker sees the class as written (a
+frozen dataclass-like Struct of those fields); when the class statement runs, :class:`KindMeta`
+registers it in :data:`KINDS` under its kind (a kind declared twice is an error) and derives from
+the same hints the two validators the codec uses, which agree:
 
-* the **body class** roles use: a frozen :class:`msgspec.Struct` whose field types carry the same
-  constraints as :class:`msgspec.Meta` (bounds, lengths, finite floats, every integer within int64
-  except message ids), with unknown fields forbidden. msgspec's typed decoder checks a frame
-  against it in C, which is what makes decoding a bid cost well under a microsecond;
-* the **schema** (a frozen dataclass of the same name and hints) that :func:`marketplace.schema.build`
-  checks field by field. The codec uses it only for a frame the fast decoder refused, to say
-  exactly which field was wrong, what was expected and what came.
+* the **fast path**: msgspec's typed decoder, checking a frame in C against the Struct's field
+  types. msgspec reads a Struct's field types from its ``__annotations__``, so those are replaced by
+  the hints' msgspec equivalents (bounds, lengths, finite floats, every integer within int64 except
+  message ids, as :class:`msgspec.Meta`); this is what makes decoding a bid cost well under a
+  microsecond. The declared hints stay in ``HINTS``;
+* the **precise path**: :func:`build_body`, which checks a plain map field by field against the
+  declared hints with :mod:`marketplace.schema`'s checkers. The codec uses it only for a frame the
+  fast decoder refused, to say exactly which field was wrong, what was expected and what came.
 
-The translation is strict in one direction: whatever the Struct accepts, the schema accepts too
-(the tests check this on every kind and on fuzzed frames), so a frame is never let through by the
-fast path that the precise checks would refuse.
+The translation is strict in one direction: whatever the Struct accepts, the precise checks accept
+too (the tests check this on every kind and on fuzzed frames), so a frame is never let through by
+the fast path that the precise checks would refuse.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import math
 import sys
 import types
 import typing
-from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
 import msgspec
 import numpy as np
 
 from marketplace.messages.arrays import ArraySpec
 from marketplace.messages.limits import MAX_ARRAY_LEN, MAX_MAP_LEN
-from marketplace.schema import AllowNonFinite, Length, Range
+from marketplace.schema import (
+    AllowNonFinite,
+    Checker,
+    Length,
+    MissingKeys,
+    Range,
+    SchemaError,
+    compile_hint,
+    describe_value,
+)
+from marketplace.schema import _type_name as type_name
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 FLOAT_MAX = sys.float_info.max
 MESSAGE_ID_FIELDS = frozenset({"about_msg_id"})
 """Integer fields that name a message id: they keep the envelope's own range (msgpack's uint64)."""
 
+KINDS: dict[str, type[Body]] = {}
+"""Every declared kind's Struct by its wire name, filled as the modules declaring them are imported
+(:mod:`marketplace.messages.kinds`; a protocol's with the protocol, :func:`marketplace.plugins.exchange`)."""
 
-class Body(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """Base of every message body: immutable, and a frame with a key it does not declare is refused."""
+B = TypeVar("B", bound="Body")
+
+
+class KindMeta(msgspec.StructMeta):
+    """The metaclass of :class:`Body`: takes the class keyword ``kind`` (the kind's wire name),
+    registers the class in :data:`KINDS` and fills its ``KIND``, ``HINTS`` and ``ARRAYS``."""
+
+    def __new__(
+        mcls,
+        name: str,
+        bases: tuple[type, ...],
+        namespace: dict[str, Any],
+        /,
+        *,
+        kind: str | None = None,
+        **options: Any,
+    ) -> KindMeta:
+        cls = super().__new__(mcls, name, bases, namespace, **options)
+        if kind is not None:
+            _declare(cls, kind)
+        return cls
+
+
+class Body(msgspec.Struct, metaclass=KindMeta, frozen=True, forbid_unknown_fields=True):
+    """Base of every message body: immutable, and a frame with a key it does not declare is refused.
+    A subclass declared with ``kind="name"`` (and ``frozen=True``, which the type checker wants
+    spelled out) is the body of the wire kind ``name``."""
 
     KIND: typing.ClassVar[str] = ""
     """The kind's wire name."""
     HINTS: typing.ClassVar[dict[str, Any]] = {}
-    """The declared hints, with the schema's constraint markers."""
-    SCHEMA: typing.ClassVar[type] = object
-    """The frozen dataclass of the same fields that :func:`marketplace.schema.build` checks."""
+    """The declared hints, with the schema's constraint markers (what :func:`build_body` checks)."""
     ARRAYS: typing.ClassVar[tuple[tuple[str, str, ArraySpec], ...]] = ()
     """(field, path in the message, spec) of each array field, in declaration order."""
+
+
+def _declare(cls: Any, kind: str) -> None:
+    """Register ``cls`` as the body of ``kind`` (see the module docstring)."""
+    if not isinstance(kind, str) or not kind:
+        raise TypeError(f"{cls.__name__}: a message kind's name must be a non-empty string, not {kind!r}")
+    if any(getattr(base, "KIND", "") for base in cls.__mro__[1:]):
+        raise TypeError(f"{cls.__name__}: a message kind cannot derive from another kind; derive from Body")
+    if kind in KINDS:
+        raise RuntimeError(f"message kind {kind!r} declared twice")
+    fields: tuple[str, ...] = cls.__struct_fields__
+    declared = get_type_hints(cls, include_extras=True)
+    hints = {n: declared[n] for n in fields}
+    own = dict(cls.__dict__.get("__annotations__", {}))
+    # msgspec reads the field types from the annotations, nearest class first: the kind's own hold
+    # the wire type of every field (inherited ones too), so it checks what the hints declare
+    cls.__annotations__ = {**own, **{n: wire_type(hint, n) for n, hint in hints.items()}}
+    cls.KIND = kind
+    cls.HINTS = hints
+    cls.ARRAYS = tuple(
+        (n, f"body.{n}", meta)
+        for n in fields
+        for meta in getattr(hints[n], "__metadata__", ())
+        if isinstance(meta, ArraySpec)
+    )
+    KINDS[kind] = cls
+
+
+@functools.cache
+def _plan(cls: type[Body]) -> tuple[dict[str, Checker], tuple[str, ...]]:
+    """The checkers of the fields of ``cls`` and its required fields, in field order (once per kind)."""
+    fields = cls.__struct_fields__
+    required = fields[: len(fields) - len(cls.__struct_defaults__)]
+    return {n: compile_hint(cls.HINTS[n]) for n in fields}, required
+
+
+def build_body(cls: type[B], data: Any, path: str) -> B:
+    """The body of kind ``cls`` from a plain map, checked field by field against the declared hints
+    as :func:`marketplace.schema.build` checks a dataclass, with its errors: unknown and missing keys
+    refused (every missing one at once), fields with defaults optional. Raises SchemaError."""
+    if not isinstance(data, dict):
+        raise SchemaError(path, f"a mapping for {cls.__name__}", describe_value(data))
+    checkers, required = _plan(cls)
+    for key in data:
+        if key not in checkers:
+            raise SchemaError(
+                f"{path}.{key}" if path else str(key),
+                f"one of the known keys {sorted(checkers)}",
+                f"unknown key {str(key)!r}",
+            )
+    absent = [n for n in required if n not in data]
+    if absent:
+        raise MissingKeys(
+            path, [f"{path}.{n}" if path else n for n in absent], [type_name(cls.HINTS[n]) for n in absent]
+        )
+    return cls(**{n: check(data[n], f"{path}.{n}" if path else n) for n, check in checkers.items() if n in data})
 
 
 def _bounds(constraints: tuple[Any, ...]) -> dict[str, Any]:
@@ -84,7 +185,7 @@ def _int_meta(bounds: dict[str, Any], leaf: str) -> Any:
 def _float_meta(bounds: dict[str, Any], finite: bool) -> Any:
     """A float with the declared bounds; a finite one unless the field allows NaN and infinity
     (msgspec compares with the bounds, and NaN fails every comparison)."""
-    meta = {k: float(v) for k, v in bounds.items()}
+    meta: dict[str, Any] = {k: float(v) for k, v in bounds.items()}
     if finite:
         if "ge" not in meta and "gt" not in meta:
             meta["ge"] = -FLOAT_MAX
@@ -111,9 +212,10 @@ def wire_type(hint: Any, leaf: str) -> Any:
     if origin in (tuple, dict):  # never longer than plain msgpack reads (the precise path's limits)
         cap = MAX_ARRAY_LEN if origin is tuple else MAX_MAP_LEN
         bounds["max_length"] = min(bounds.get("max_length", cap), cap)
-        if origin is tuple:
-            return Annotated[tuple[wire_type(get_args(hint)[0], leaf), ...], msgspec.Meta(**bounds)]
-        return Annotated[dict[str, wire_type(get_args(hint)[1], leaf)], msgspec.Meta(**bounds)]
+        items = (
+            (wire_type(get_args(hint)[0], leaf), ...) if origin is tuple else (str, wire_type(get_args(hint)[1], leaf))
+        )
+        return Annotated[types.GenericAlias(origin, items), msgspec.Meta(**bounds)]  # tuple[T, ...], dict[str, T]
     if hint is bool:
         return bool
     if hint is int:
@@ -123,47 +225,3 @@ def wire_type(hint: Any, leaf: str) -> Any:
     if hint in (str, bytes):
         return Annotated[hint, msgspec.Meta(**bounds)] if bounds else hint
     raise TypeError(f"message field {leaf!r}: no wire type for the hint {hint!r}")
-
-
-def _default(value: Any) -> dataclasses.Field:
-    if isinstance(value, (dict, list)):
-        if value:
-            raise TypeError("a message field's mutable default must be empty")
-        return dataclasses.field(default_factory=type(value))
-    return dataclasses.field(default=value)
-
-
-def make_body(spec: type, name: str) -> type:
-    """The body Struct for the declared class ``spec`` (see the module docstring); the class keeps
-    ``KIND``, ``HINTS``, ``SCHEMA`` and ``ARRAYS`` (see :class:`Body`)."""
-    hints = get_type_hints(spec, include_extras=True)
-    fields = [n for n in spec.__annotations__ if get_origin(hints[n]) is not typing.ClassVar]
-    defaults = {n: spec.__dict__[n] for n in fields if n in spec.__dict__}
-    schema = dataclasses.make_dataclass(
-        spec.__name__,
-        [(n, hints[n], _default(defaults[n])) if n in defaults else (n, hints[n]) for n in fields],
-        frozen=True,
-    )
-    schema.__module__ = spec.__module__
-    struct_fields = [
-        (n, wire_type(hints[n], n), defaults[n]) if n in defaults else (n, wire_type(hints[n], n)) for n in fields
-    ]
-    arrays = tuple(
-        (n, f"body.{n}", meta)
-        for n in fields
-        for meta in getattr(hints[n], "__metadata__", ())
-        if isinstance(meta, ArraySpec)
-    )
-    return msgspec.defstruct(
-        spec.__name__,
-        struct_fields,
-        bases=(Body,),
-        module=spec.__module__,
-        namespace={
-            "__doc__": spec.__doc__,
-            "KIND": name,
-            "HINTS": {n: hints[n] for n in fields},
-            "SCHEMA": schema,
-            "ARRAYS": arrays,
-        },
-    )

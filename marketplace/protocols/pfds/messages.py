@@ -21,7 +21,7 @@ from typing import Annotated, Literal
 import numpy as np
 
 from marketplace.messages.arrays import Array, ArraySpec
-from marketplace.messages.kinds import PartyName, kind
+from marketplace.messages.kinds import Body, PartyName
 from marketplace.schema import Length, Range
 
 Nodes = Annotated[np.ndarray, Array, ArraySpec(("<i8",), ("nodes",))]
@@ -31,8 +31,7 @@ SpendField = Annotated[str, Length(min=1, max=64)] | int | float
 Sharers = Annotated[tuple[PartyName, ...], Length(max=4096)]
 
 
-@kind("pfds_tree")
-class PfdsTree:
+class PfdsTree(Body, kind="pfds_tree", frozen=True):
     """A sharer's private tree: node arrays, the leaves' noisy class counts, its parameters, and
     what growing it spent (one map per level: purpose, level, epsilon, mechanism)."""
 
@@ -46,8 +45,7 @@ class PfdsTree:
     spends: Annotated[tuple[dict[str, SpendField], ...], Length(max=128)]
 
 
-@kind("pfds_shared_tree")
-class PfdsSharedTree:
+class PfdsSharedTree(Body, kind="pfds_shared_tree", frozen=True):
     """The curator forwards one sharer's tree to an agent (fields as in ``pfds_tree``)."""
 
     sharer: PartyName
@@ -61,8 +59,7 @@ class PfdsSharedTree:
     spends: Annotated[tuple[dict[str, SpendField], ...], Length(max=128)]
 
 
-@kind("pfds_phase")
-class PfdsPhase:
+class PfdsPhase(Body, kind="pfds_phase", frozen=True):
     """What comes next, and from which sharers the forwarded trees (``label``) or datasets
     (``train``) came: the receiver checks that it holds exactly those."""
 
@@ -70,8 +67,7 @@ class PfdsPhase:
     sharers: Sharers
 
 
-@kind("pfds_data")
-class PfdsData:
+class PfdsData(Body, kind="pfds_data", frozen=True):
     """A sharer's labelled synthetic records (schema order, categorical codes) and labels (class
     values or real values), and the total eps of the releases behind them."""
 
@@ -80,8 +76,7 @@ class PfdsData:
     epsilon: Annotated[float, Range(min=0.0)]
 
 
-@kind("pfds_shared_data")
-class PfdsSharedData:
+class PfdsSharedData(Body, kind="pfds_shared_data", frozen=True):
     """The curator forwards one sharer's labelled synthetic records to an agent."""
 
     sharer: PartyName

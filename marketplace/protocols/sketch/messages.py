@@ -1,5 +1,5 @@
-"""The message kinds of the `sketch` protocol (docs/design.md §5), registered with
-:func:`marketplace.messages.kinds.kind`.
+"""The message kinds of the `sketch` protocol (docs/design.md §5): msgspec Structs deriving from
+:class:`marketplace.messages.kinds.Body`, each naming its wire kind.
 
 Flow: every party says ``hello``; once all are present the curator sends ``sketch_request`` (the
 public map's fingerprint) to every owner; each owner answers once with its ``sketch_release`` (the
@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 import numpy as np
 
 from marketplace.messages.arrays import Array, ArraySpec
-from marketplace.messages.kinds import PartyName, kind
+from marketplace.messages.kinds import Body, PartyName
 from marketplace.schema import Length, Range
 
 Fingerprint = Annotated[str, Length(min=64, max=64)]
@@ -28,24 +28,26 @@ Delta = Annotated[float, Range(min=0.0, max=1.0, max_open=True)]
 Mechanism = Literal["laplace", "gaussian", "none"]
 
 
-def _array(*dims: str) -> object:
-    return Annotated[np.ndarray, Array, ArraySpec(("<f8",), dims)]
+Numerator = Annotated[np.ndarray, Array, ArraySpec(("<f8",), ("m",))]
+"""One sketch's numerator: m coordinates of the public map."""
+PerOwner = Annotated[np.ndarray, Array, ArraySpec(("<f8",), ("k",))]
+"""One number per owner whose release is published (k owners)."""
+Numerators = Annotated[np.ndarray, Array, ArraySpec(("<f8",), ("k", "m"))]
+"""Every published owner's numerator, one row each."""
 
 
-@kind("sketch_request")
-class SketchRequest:
+class SketchRequest(Body, kind="sketch_request", frozen=True):
     """The curator asks an owner for its one release, naming the public map it must use."""
 
     map_fingerprint: Fingerprint
     n_features: Annotated[int, Range(min=1)]
 
 
-@kind("sketch_release")
-class SketchReleaseBody:
+class SketchReleaseBody(Body, kind="sketch_release", frozen=True):
     """An owner's DP sketch: sum_i Phi(x_i) + xi and n + zeta, the variances of one coordinate of
     xi and of zeta, and the guarantee it was released under."""
 
-    numerator: _array("m")
+    numerator: Numerator
     count: float
     numerator_variance: Variance
     count_variance: Variance
@@ -55,21 +57,20 @@ class SketchReleaseBody:
     mechanism: Mechanism
 
 
-@kind("sketch_publication")
-class SketchPublication:
+class SketchPublication(Body, kind="sketch_publication", frozen=True):
     """The curator's publication to the consumer: every accepted release (row i is ``owners[i]``'s)
     and their merge (numerators and counts added; ``merged_*`` must equal those sums)."""
 
     owners: Annotated[tuple[PartyName, ...], Length(min=1)]
-    numerators: _array("k", "m")
-    counts: _array("k")
-    numerator_variances: _array("k")
-    count_variances: _array("k")
+    numerators: Numerators
+    counts: PerOwner
+    numerator_variances: PerOwner
+    count_variances: PerOwner
     epsilons: tuple[Epsilon, ...]
     deltas: tuple[Delta, ...]
     mechanisms: tuple[Mechanism, ...]
     map_fingerprint: Fingerprint
-    merged_numerator: _array("m")
+    merged_numerator: Numerator
     merged_count: float
 
 

@@ -14,28 +14,25 @@ from typing import Annotated, Literal
 import numpy as np
 
 from marketplace.messages.arrays import Array, ArraySpec
-from marketplace.messages.kinds import PartyName, kind
+from marketplace.messages.kinds import Body, PartyName
 from marketplace.schema import Length, Range
 
 Points = Annotated[np.ndarray, Array, ArraySpec(("<f8",), ("m", "dim"))]
 
 
-@kind("stc_target")
-class StcTarget:
+class StcTarget(Body, kind="stc_target", frozen=True):
     """The consumer's target points T (or their coreset), in the data's own units."""
 
     points: Points
 
 
-@kind("stc_request")
-class StcRequest:
+class StcRequest(Body, kind="stc_request", frozen=True):
     """The curator asks an owner for its release S' computed against these target points."""
 
     points: Points
 
 
-@kind("stc_release")
-class StcRelease:
+class StcRelease(Body, kind="stc_release", frozen=True):
     """An owner's private release S' (points in the public scaled space, radius 1/2) and its cost."""
 
     centers: Annotated[np.ndarray, Array, ArraySpec(("<f8",), ("c", "dim"))]
@@ -45,8 +42,7 @@ class StcRelease:
     """eps under dp, rho under zcdp."""
 
 
-@kind("stc_releases")
-class StcReleases:
+class StcReleases(Body, kind="stc_releases", frozen=True):
     """Every release the curator received, stacked: ``counts[i]`` rows of ``centers`` came from
     ``owners[i]``, in that order."""
 

@@ -23,10 +23,14 @@ from typing import Annotated
 import numpy as np
 
 from marketplace.messages.arrays import Array, ArraySpec
-from marketplace.messages.kinds import Count, PublicKey, RoundNo, SealedBytes, kind, vector
+from marketplace.messages.kinds import Body, Count, PublicKey, RoundNo, SealedBytes
 from marketplace.protocols.summarize.identity import COMMITMENT_BYTES, KEY_BYTES
 from marketplace.schema import Length, Range
 
+Embedding = Annotated[np.ndarray, Array, ArraySpec(("<f8",), ("d",))]
+"""A vector of the h1-embedding space (d coordinates)."""
+Features = Annotated[np.ndarray, Array, ArraySpec(("<f8",), ("dim",))]
+"""One point's features (dim coordinates)."""
 ContentKey = Annotated[bytes, Length(min=KEY_BYTES, max=KEY_BYTES)]
 """A sealed point's content key (:func:`~marketplace.protocols.summarize.identity.sealed_point_key`)."""
 Commitment = Annotated[bytes, Length(min=COMMITMENT_BYTES, max=COMMITMENT_BYTES)]
@@ -34,41 +38,36 @@ Commitment = Annotated[bytes, Length(min=COMMITMENT_BYTES, max=COMMITMENT_BYTES)
 (:func:`~marketplace.protocols.summarize.identity.secret_commitment`)."""
 
 
-@kind("validation_set")
-class ValidationSet:
+class ValidationSet(Body, kind="validation_set", frozen=True):
     """The consumer's D_v, features only (the labels stay with the consumer)."""
 
     X: Annotated[np.ndarray, Array, ArraySpec(("<f8",), ("m", "dim"))]
 
 
-@kind("validation_embedding")
-class ValidationEmbedding:
+class ValidationEmbedding(Body, kind="validation_embedding", frozen=True):
     """Less-trusted curator: h1 of each row of D_v (never the rows), and the consumer's public key."""
 
     phi: Annotated[np.ndarray, Array, ArraySpec(("<f8",), ("m", "d"))]
     consumer_key: PublicKey
 
 
-@kind("target_embedding")
-class TargetEmbedding:
+class TargetEmbedding(Body, kind="target_embedding", frozen=True):
     """g~: the mean h1-embedding of D_v, broadcast once to every owner; with a less-trusted curator
     also the consumer's public key, to which owners seal the points they send."""
 
-    mean: vector("d")
+    mean: Embedding
     consumer_key: PublicKey | None = None
 
 
-@kind("round_open")
-class RoundOpen:
+class RoundOpen(Body, kind="round_open", frozen=True):
     """Round l: the mean h1-embedding g_l of the current summary, which holds q points."""
 
     round: RoundNo
-    summary_mean: vector("d")
+    summary_mean: Embedding
     q: Annotated[int, Range(min=0)]
 
 
-@kind("bid")
-class Bid:
+class Bid(Body, kind="bid", frozen=True):
     """An owner's best value (g~ - q/(q+1) g_l) . h1(x) over its unsent points, for one round."""
 
     round: RoundNo
@@ -76,8 +75,7 @@ class Bid:
     available: bool
 
 
-@kind("terms")
-class Terms:
+class Terms(Body, kind="terms", frozen=True):
     """An owner's sale terms for this run, sent once right after its hello (before its first bid):
     its posted price per point handed over, and the most points it hands over in this run (what its
     lifetime ledger reserved under its terms; None: no cap beyond the run's rounds)."""
@@ -86,27 +84,24 @@ class Terms:
     points: Annotated[int, Range(min=0)] | None = None
 
 
-@kind("request")
-class Request:
+class Request(Body, kind="request", frozen=True):
     """The curator asks an owner for the point behind its bid in this round."""
 
     round: RoundNo
 
 
-@kind("point")
-class Point:
+class Point(Body, kind="point", frozen=True):
     """An owner's point for a round: features, label and the point's serial in ``row``: k for the k-th
     point its owner hands over in this run (0, 1, 2, ...), never the owner's row index, which stays
     with the owner (the field keeps its name on the wire)."""
 
     round: RoundNo
-    x: vector("dim")
+    x: Features
     y: int
     row: Count
 
 
-@kind("summary")
-class Summary:
+class Summary(Body, kind="summary", frozen=True):
     """The finished summary D_s (seed set excluded), with the owners' labels, for the consumer."""
 
     X: Annotated[np.ndarray, Array, ArraySpec(("<f8",), ("p", "dim"))]
@@ -114,8 +109,7 @@ class Summary:
     rounds: Count
 
 
-@kind("sealed_point")
-class SealedPoint:
+class SealedPoint(Body, kind="sealed_point", frozen=True):
     """Less-trusted curator: the requested point's h1 embedding (checked against the bid), the point
     itself sealed for the consumer (fixed length, unreadable by the curator), the point's content key
     (what the curator tells the owner's points apart by) and the commitment to the secret that key
@@ -123,15 +117,14 @@ class SealedPoint:
     is the point's serial, as in :class:`Point`, never the owner's row index."""
 
     round: RoundNo
-    phi: vector("d")
+    phi: Embedding
     row: Count
     sealed: SealedBytes
     key: ContentKey | None = None
     commitment: Commitment | None = None
 
 
-@kind("sealed_summary")
-class SealedSummary:
+class SealedSummary(Body, kind="sealed_summary", frozen=True):
     """Less-trusted curator: D_s as the embeddings the curator verified, the sealed points, and the
     content key and commitment each point came with, in summary order; the consumer opens each and
     checks it against its embedding, its key and its commitment."""

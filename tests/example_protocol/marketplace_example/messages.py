@@ -10,27 +10,24 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from marketplace.messages.kinds import PartyName, kind
+from marketplace.messages.kinds import Body, PartyName
 from marketplace.schema import Length, Range
 
 
-@kind("count_request")
-class CountRequest:
+class CountRequest(Body, kind="count_request", frozen=True):
     """The curator asks an owner for its noisy count of rows of class ``label``."""
 
     label: Annotated[int, Range(min=0)]
 
 
-@kind("count_release")
-class CountRelease:
+class CountRelease(Body, kind="count_release", frozen=True):
     """An owner's count plus Laplace noise, and the epsilon the release cost it."""
 
     value: float
     epsilon: Annotated[float, Range(min=0.0, min_open=True)]
 
 
-@kind("count_total")
-class CountTotal:
+class CountTotal(Body, kind="count_total", frozen=True):
     """The sum of the owners' noisy counts, and which owners it adds up."""
 
     total: float
