@@ -1,13 +1,19 @@
-"""Availability under hostile and broken peers: one connected peer, hostile or broken, must never stop
-or freeze the others.
+"""Availability under hostile and broken peers, over real processes: one connected peer, hostile or
+broken, must never stop or freeze the others.
 
 Each test starts a real run (every party its own process, on 127.0.0.1, CURVE unless said) and
-attacks it from one peer. The legitimate run must complete, with the selection of a clean run (or,
-where the hostile party is dropped, of the in-process run of the same hostile role: the in-process
-driver drops a party that cannot progress when nothing is left to deliver), within a bound of the
-clean run's wall time: clean + 2 x heartbeat timeout, plus the progress deadline where a party has
-to be dropped, plus a little for process start-up on a busy 2-core machine. Heartbeats are short
-(timeout 2 s) and so is the progress deadline (4 s), so every test takes seconds.
+attacks it from one peer. The legitimate run must complete, with the selection of the clean run (the
+in-process run of the same scenario: the drivers agree), or, where the hostile party is dropped, of
+the in-process run of the same hostile role, and the report names whom it dropped and why.
+
+No test here bounds a wall time, so they run beside any other test. When things happen is decided by
+the link policy and tested with times given as numbers (tests/transport/test_link_policy.py, "hostile
+peers": a flood is quarantined within refusal_budget + 1 refused frames and the honest parties'
+deadlines are unaffected, a party that does not progress is lost at its progress deadline, a reader
+that does not read at send_timeout_s); what happens to each hostile role, and the driver's answer to
+a peer that never reads, in process (tests/transport/test_hostile_inprocess.py). What stays here is
+what needs the real thing: floods over real sockets, identities from CURVE keys, a curator's memory,
+exit statuses, 200 owner processes closing at once.
 
 The numbered sections follow the list of failures these tests guard against (docs/reliability.md).
 """
@@ -25,11 +31,11 @@ import msgpack
 import numpy as np
 import pytest
 from conftest import run_cli, tiny_raw
-from hostile import HEARTBEAT_TIMEOUT_S, PROGRESS_TIMEOUT_S, Attacker, LocalRun, hostile_scenario, rss_kib
-from hostile_roles import data_with_huge_values, make_hostile
+from hostile import Attacker, LocalRun, hostile_scenario, rss_kib
+from hostile_roles import make_hostile
 
 from marketplace.messages import PROTOCOL_VERSION, Envelope, encode
-from marketplace.messages.kinds import Heartbeat, Hello
+from marketplace.messages.kinds import Hello
 from marketplace.parties import build_role, make_world, party_ids
 from marketplace.runner.run import run_scenario
 from marketplace.scenario import parse_scenario
@@ -37,30 +43,29 @@ from marketplace.transport.curve import CurveKeys
 from marketplace.transport.inprocess import run_inprocess
 from marketplace.transport.node import Node
 
-pytestmark = [pytest.mark.slow, pytest.mark.alone]  # wall times of a clean and an attacked run compared
+pytestmark = pytest.mark.slow
 
 ROUNDS = 400
-SLACK_S = 3.0
-"""Allowed beyond the protocol's own bound: starting five Python processes on a loaded machine."""
+PATIENT = {"heartbeat_timeout_s": 10.0, "progress_timeout_s": 30.0}
+"""Deadlines no legitimate party misses on a loaded machine, for the runs where nobody is meant to be
+dropped by one (the tests of a deadline keep the harness's short ones: heartbeat 2 s, progress 4 s)."""
 
 
-def scenario(**changes) -> dict:
+def scenario(*, patient: bool = True, **transport) -> dict:
     raw = hostile_scenario(tiny_raw(), rounds=ROUNDS)
-    for key, value in changes.items():
-        raw[key] = value
+    raw["transport"].update({**(PATIENT if patient else {}), **transport})
     return raw
 
 
 @pytest.fixture(scope="module")
 def clean(tmp_path_factory) -> dict:
-    """The clean run: its wall time (started by hand, CURVE) and its selection."""
-    run = LocalRun(tmp_path_factory.mktemp("clean"), scenario())
-    run.everyone()
-    codes = run.wait()
-    assert set(codes.values()) == {0}, codes
-    report = run.assemble()
-    assert report["status"] == "completed"
-    return {"wall_s": run.wall_s, "selection": report["selection"], "metrics": report["metrics"]}
+    """The clean run's selection and metrics, from the in-process driver (no attack, nothing timed)."""
+    folder = tmp_path_factory.mktemp("clean")
+    report = run_scenario(
+        parse_scenario(scenario(), source="clean", base_dir=folder), folder / "run", driver="inprocess"
+    )
+    assert report["status"] == "completed", report["failures"]
+    return {"selection": report["selection"], "metrics": report["metrics"]}
 
 
 def reference(raw: dict, tmp_path: Path, hostile: dict[str, object] | None = None) -> dict:
@@ -74,10 +79,6 @@ def reference(raw: dict, tmp_path: Path, hostile: dict[str, object] | None = Non
     nodes = [Node(r, run_id="ref", max_message_bytes=1 << 26) for r in roles]
     run_inprocess(nodes)
     return roles[0].result()
-
-
-def bound(clean: dict, *, dropped: bool = False) -> float:
-    return clean["wall_s"] + 2 * HEARTBEAT_TIMEOUT_S + (PROGRESS_TIMEOUT_S if dropped else 0.0) + SLACK_S
 
 
 def completed(run: LocalRun, codes: dict, *, owners_ok: bool = True, consistent: bool = True) -> dict:
@@ -96,14 +97,12 @@ def frame(sender: str, body, msg_id: int, *, run_id: str = "hostile", receiver: 
 
 
 # --- 1. heartbeat starvation, and 2. a reader that never reads -------------------------------------
+# (valid heartbeats from a stranger, and error replies never read: test_hostile_inprocess.py; the
+# quarantine's and the deadlines' numbers: test_link_policy.py)
 
 
-def flooded_run(
-    tmp_path: Path, clean: dict, *, curve: bool, attacker, transport: dict | None = None
-) -> tuple[LocalRun, dict, int]:
-    raw = scenario()
-    raw["transport"].update(transport or {})
-    run = LocalRun(tmp_path / "run", raw, curve=curve)
+def flooded_run(tmp_path: Path, *, curve: bool, attacker) -> tuple[LocalRun, dict, int]:
+    run = LocalRun(tmp_path / "run", scenario(), curve=curve)
     run.curator()
     attack = attacker(run)
     try:
@@ -118,12 +117,11 @@ def test_a_flood_of_refused_frames_from_a_stranger_does_not_starve_the_run(tmp_p
     garbage = b"\x00not msgpack at all"
     run, codes, sent = flooded_run(
         tmp_path,
-        clean,
         curve=False,
         attacker=lambda run: Attacker(run.endpoint, identity=b"mallory").flood(lambda i: garbage, seconds=120),
     )
     report = completed(run, codes)
-    assert report["selection"] == clean["selection"] and run.wall_s <= bound(clean), (run.wall_s, clean["wall_s"])
+    assert report["selection"] == clean["selection"] and not report["dropouts"]
     assert sent > 10_000  # a flood indeed
     curator = run.curator_report()
     assert sum(curator["driver"]["quarantined"].values()) > 0  # most of it dropped unread
@@ -137,44 +135,14 @@ def test_a_key_holder_flooding_under_another_partys_identity_does_not_starve_the
         impostor = frame("owner-2", Hello(role="owner", protocol="summarize", scenario="tiny"), 1)
         return Attacker(run.endpoint, keys=CurveKeys(run.keys, "owner-3")).flood(lambda i: impostor, seconds=120)
 
-    run, codes, sent = flooded_run(tmp_path, clean, curve=True, attacker=attacker)
+    run, codes, sent = flooded_run(tmp_path, curve=True, attacker=attacker)
     report = completed(run, codes, consistent=False)
-    assert report["selection"] == clean["selection"] and run.wall_s <= bound(clean), (run.wall_s, clean["wall_s"])
+    assert report["selection"] == clean["selection"]
     assert sent > 10_000 and not report["dropouts"]
     # the curator's error replies went to the connection holding owner-3's key, not to the real
     # owner-3: the counts show that someone else speaks with owner-3's key
     mismatches = report["messages"]["consistency"]["mismatches"]
     assert mismatches and all((m["receiver"], m["kind"], m["received"]) == ("owner-3", "error", 0) for m in mismatches)
-
-
-def test_valid_heartbeats_from_a_stranger_keep_nobody_alive_and_starve_nothing(tmp_path, clean):
-    beat = frame("mallory", Heartbeat(), 1)
-    run, codes, sent = flooded_run(
-        tmp_path,
-        clean,
-        curve=False,
-        attacker=lambda run: Attacker(run.endpoint, identity=b"mallory").flood(lambda i: beat, seconds=120),
-    )
-    report = completed(run, codes)
-    assert report["selection"] == clean["selection"] and run.wall_s <= bound(clean)
-    assert sent > 10_000
-
-
-def test_a_peer_that_never_reads_its_error_replies_blocks_nobody(tmp_path, clean):
-    """Small high-water marks, so that the curator's queue to the attacker fills within the run."""
-    garbage = b"\xc1"
-    run, codes, sent = flooded_run(
-        tmp_path,
-        clean,
-        curve=False,
-        attacker=lambda run: Attacker(run.endpoint, identity=b"mallory", read=False).flood(
-            lambda i: garbage, seconds=120
-        ),
-        transport={"high_water_mark": 20, "refusal_budget": 100_000},
-    )
-    report = completed(run, codes)
-    assert report["selection"] == clean["selection"] and run.wall_s <= bound(clean)
-    assert run.curator_report()["driver"]["replies_dropped"] > 0  # never queued, never waited for
 
 
 # --- 3. decode amplification -------------------------------------------------------------------------
@@ -203,7 +171,7 @@ def test_a_63_mib_frame_of_nested_arrays_costs_the_curator_no_more_than_twice_it
     finally:
         attacker.close()
     report = completed(run, codes)
-    assert report["selection"] == clean["selection"] and run.wall_s <= bound(clean)
+    assert report["selection"] == clean["selection"] and not report["dropouts"]
     assert (peak - before) * 1024 <= 2 * size, (
         f"the curator grew by {(peak - before) / 1024:.0f} MiB for a 63 MiB frame"
     )
@@ -211,72 +179,24 @@ def test_a_63_mib_frame_of_nested_arrays_costs_the_curator_no_more_than_twice_it
 
 
 # --- 4. no progress deadline, and 5. a bye in mid-round -------------------------------------------------
+# (the other ways to stop progressing, and owners and consumers of another configuration, in process:
+# test_hostile_inprocess.py; when the deadline falls: test_link_policy.py)
 
 
-@pytest.mark.parametrize("behaviour", ["never_bids", "refuses_target", "bye_mid_round", "nan_bids"])
-def test_a_party_that_stops_progressing_is_dropped_with_the_reason_and_the_run_completes(tmp_path, clean, behaviour):
-    raw = scenario()
+def test_a_party_that_stays_connected_but_never_bids_is_dropped_with_the_reason_and_the_run_completes(tmp_path):
+    """Over the real driver, the progress deadline (8 s here) is what drops it: it heartbeats throughout."""
+    raw = scenario(patient=False, progress_timeout_s=8.0)
     run = LocalRun(tmp_path / "run", raw)
-    run.everyone(hostile={"owner-2": behaviour})
+    run.everyone(hostile={"owner-2": "never_bids"})
     codes = run.wait()
     report = completed(run, codes, owners_ok=False)
-    change = data_with_huge_values if behaviour == "nan_bids" else (lambda role: make_hostile(role, behaviour))
-    expected = reference(raw, tmp_path, {"owner-2": change})
-    assert report["selection"] == expected["selection"] and run.wall_s <= bound(clean, dropped=True), run.wall_s
-    reason = report["dropouts"]["owner-2"]["reason"]
-    assert {
-        "never_bids": "no a bid for round",
-        "refuses_target": "refused the curator's 'target_embedding'",
-        "bye_mid_round": "no a bid for round",
-        "nan_bids": "sent a bid that could not be read",
-    }[behaviour] in reason
-    if behaviour == "bye_mid_round":
-        assert "no shutdown was sent to this party" in (report["party_details"]["curator"]["errors"] or [""])[0]
-    else:  # still connected when the run ended: told it was dropped, so its own status says so
-        assert (
-            codes["owner-2"] == 3 and next(p for p in report["parties"] if p["id"] == "owner-2")["status"] == "failed"
-        )
+    expected = reference(raw, tmp_path, {"owner-2": lambda role: make_hostile(role, "never_bids")})
+    assert report["selection"] == expected["selection"]
+    assert list(report["dropouts"]) == ["owner-2"]
+    assert "no a bid for round 1 within progress_timeout_s=8" in report["dropouts"]["owner-2"]["reason"]
+    # still connected when the run ended: told it was dropped, so its own status says so
+    assert codes["owner-2"] == 3 and next(p for p in report["parties"] if p["id"] == "owner-2")["status"] == "failed"
     assert report["checks"]["central_replay"]["matches"], report["checks"]["central_replay"]
-
-
-@pytest.mark.parametrize("mismatch", ["seed", "features", "run_id"])
-def test_an_owner_of_another_configuration_is_dropped_at_once_naming_what_differs(tmp_path, clean, mismatch):
-    raw = scenario()
-    run = LocalRun(tmp_path / "run", raw)
-    args = {
-        "seed": ("--set", "seed=12"),
-        "features": ("--set", "summarize.features=31"),
-        "run_id": ("--run-id", "another-run"),
-    }[mismatch]
-    started = time.monotonic()
-    run.everyone(args={"owner-2": args})
-    codes = run.wait()
-    report = completed(run, codes, owners_ok=False)
-    reason = report["dropouts"]["owner-2"]["reason"]
-    expected = {
-        "seed": "seed (curator: 11, this party: 12)",
-        "features": "summarize section",
-        "run_id": "no hello within progress_timeout_s",
-    }[mismatch]
-    assert expected in reason, reason
-    assert codes["owner-2"] != 0  # it was told, and says so
-    assert time.monotonic() - started <= bound(clean, dropped=True)
-    if mismatch == "run_id":
-        assert "another seed, scenario or --run-id" in reason
-
-
-def test_a_consumer_of_another_configuration_fails_the_run_fast_naming_what_differs(tmp_path, clean):
-    run = LocalRun(tmp_path / "run", scenario())
-    run.everyone(args={"consumer": ("--set", "seed=12")})
-    run.procs["curator"].wait(timeout=60)
-    curator_done = time.monotonic() - run.started
-    for owner in ("owner-1", "owner-2", "owner-3"):  # an owner that connects after the curator left waits in vain
-        run.procs[owner].kill()
-    codes = run.wait()
-    assert codes["curator"] == 3 and codes["consumer"] == 3
-    assert curator_done <= bound(clean)
-    failure = run.curator_report()["failure"]
-    assert "the consumer was refused at hello" in failure and "seed (curator: 11, this party: 12)" in failure
 
 
 # --- 6. CURVE name squatting ---------------------------------------------------------------------------
@@ -329,7 +249,7 @@ def test_sixty_thousand_long_error_frames_cost_bounded_memory(tmp_path, clean):
     assert (max(peaks) - before) < 40 * 1024, f"grew by {(max(peaks) - before) / 1024:.0f} MiB"
 
 
-def test_a_huge_run_id_is_not_echoed_into_logs_or_replies(tmp_path, clean):
+def test_a_huge_run_id_is_not_echoed_into_logs_or_replies(tmp_path):
     run = LocalRun(tmp_path / "run", scenario(), curve=False)
     run.curator()
     attacker = Attacker(run.endpoint, identity=b"owner-1")
@@ -372,7 +292,7 @@ def test_row_numbers_are_an_owners_labels_and_evaluation_uses_the_points_receive
     assert report["checks"]["central_replay"]["matches"]
 
 
-def test_an_owner_with_its_own_data_file_is_evaluated_on_what_it_sold(tmp_path, clean):
+def test_an_owner_with_its_own_data_file_is_evaluated_on_what_it_sold(tmp_path):
     raw = scenario()
     config = parse_scenario(copy.deepcopy(raw), source="s", base_dir=tmp_path).config
     own = make_world(config).owners[0]
@@ -388,7 +308,7 @@ def test_an_owner_with_its_own_data_file_is_evaluated_on_what_it_sold(tmp_path, 
     assert replay["applicable"] is False and "owner-1" in replay["reason"]
 
 
-def test_a_point_sold_twice_under_another_row_number_is_refused(tmp_path, clean):
+def test_a_point_sold_twice_under_another_row_number_is_refused(tmp_path):
     raw = scenario()
     run = LocalRun(tmp_path / "run", raw)
     run.everyone(hostile={"owner-1": "resells"})
@@ -405,8 +325,8 @@ def test_a_point_sold_twice_under_another_row_number_is_refused(tmp_path, clean)
 # --- 9. an honest exit status ---------------------------------------------------------------------------
 
 
-def test_a_summary_never_confirmed_by_the_consumer_fails_the_run(tmp_path, clean):
-    run = LocalRun(tmp_path / "run", scenario())
+def test_a_summary_never_confirmed_by_the_consumer_fails_the_run(tmp_path):
+    run = LocalRun(tmp_path / "run", scenario(patient=False))
     run.everyone()
     run.wait_for_log("curator", "round 350/")
     os.kill(run.procs["consumer"].pid, signal.SIGSTOP)  # alive, then silent: it never confirms
@@ -420,8 +340,8 @@ def test_a_summary_never_confirmed_by_the_consumer_fails_the_run(tmp_path, clean
     assert "consumer" in curator["failure"]
 
 
-def test_a_run_that_loses_every_owner_fails(tmp_path, clean):
-    run = LocalRun(tmp_path / "run", scenario())
+def test_a_run_that_loses_every_owner_fails(tmp_path):
+    run = LocalRun(tmp_path / "run", scenario(patient=False))
     run.everyone()
     run.wait_for_log("curator", "round 20/")
     for owner in ("owner-1", "owner-2", "owner-3"):

@@ -382,3 +382,152 @@ def test_a_dropped_reader_leaves_nothing_waiting_even_for_a_flush_under_way():
     assert queues.backlog == {} and list(waiting.frames) == []
     queues.push("owner-1", "b", 3.0)  # a fresh queue, not the dropped one
     assert queues.backlog["owner-1"] is not waiting and queues.backlog["owner-1"].stuck_since == 3.0
+
+
+# --- hostile peers: the bounds tests/transport/test_hostile.py used to time, with numbers ---------
+# A run under attack used to be timed against a clean one (wall clocks, a quiet machine needed). The
+# bounds are these rules; the real multi-process attacks there check completion and selection only.
+
+
+def flood(link: LinkPolicy, route: bytes, party: str | None, start: float, seconds: float, per_s: int) -> int:
+    """``per_s`` refused frames a second from connection ``route`` for ``seconds`` from ``start``: how
+    many were read past the quarantine (each of them decoded and refused by the node)."""
+    decoded = 0
+    for i in range(int(seconds * per_s)):
+        at = start + i / per_s
+        conn = link.quarantine.admit(route, party, at)
+        if conn is not None:
+            decoded += 1
+            link.refused(conn, at, party)
+    return decoded
+
+
+def honest_round(link: LinkPolicy, at: float, parties=("owner-1", "owner-2", "owner-3")) -> list[tuple[str, str]]:
+    """Every party bids at ``at`` (after a round opened 0.5 s earlier): the losses a check then finds."""
+    progress(link, at - 0.5, {party: "bid" for party in parties})
+    for party in parties:
+        heard(link, party, at=at)
+    link.drained(at)
+    return progress(link, at, {}) + liveness(link, at, expected=parties)
+
+
+def test_a_strangers_flood_is_read_at_most_budget_plus_one_frames_per_quarantine_and_the_honest_run_goes_on():
+    """10,000 refused frames a second for 60 s from a stranger: the node sees refusal_budget + 1 of
+    them at the start of each quarantine_s, the rest are dropped unread (a read each, no decode); the
+    honest parties, bidding every second, keep their deadlines and nobody is lost."""
+    link = policy(refusal_budget=4, quarantine_s=2.0)
+    for party in ("owner-1", "owner-2", "owner-3"):
+        heard(link, party, at=0.0)
+    decoded, losses = 0, []
+    for second in range(60):
+        decoded += flood(link, b"\x00mallory", None, start=second, seconds=1.0, per_s=10_000)
+        losses += honest_round(link, at=second + 0.99)
+    assert decoded <= (4 + 1) * (60 / 2.0 + 1), decoded  # 155 at most, of 600,000
+    assert link.stats.quarantined["unidentified connection b'\\x00mallory'"] == 600_000 - decoded
+    assert losses == [] and link.stats.lost_peers == {} and link.stats.arrivals == 3
+
+
+def test_a_strangers_frames_keep_nobody_alive_so_a_party_that_never_came_is_still_lost_at_its_start_deadline():
+    """Valid heartbeats from a stranger are refused (it is no party of the run): they connect nobody,
+    and the start deadline of a party that never came falls as it would without them."""
+    link = policy(start_timeout_s=30.0)
+    heard(link, "owner-1", at=5.0)  # the last arrival
+    flood(link, b"mallory", None, start=5.0, seconds=40.0, per_s=1_000)
+    link.drained(35.0)
+    assert liveness(link, 35.0, expected=("owner-2",)) == []  # exactly the deadline
+    assert [party for party, _ in liveness(link, 35.01, expected=("owner-2",))] == ["owner-2"]
+    assert set(link.peers) == {"owner-1"} and link.stats.arrivals == 1
+
+
+def test_a_key_holder_flooding_as_a_party_is_quarantined_on_its_own_connection_and_that_party_keeps_its_deadlines():
+    """Owner-3's key on a second connection, every frame refused: that connection is quarantined; the
+    real owner-3, bidding on its own connection every second, is read throughout and never lost."""
+    link = policy(refusal_budget=4, quarantine_s=2.0)
+    for party in ("owner-1", "owner-2", "owner-3"):
+        heard(link, party, at=0.0)
+    losses = []
+    for second in range(30):
+        flood(link, b"impostor", "owner-3", start=second, seconds=1.0, per_s=5_000)
+        assert link.quarantine.admit(b"owner-3", "owner-3", second + 0.98) is not None  # its own connection
+        losses += honest_round(link, at=second + 0.99)
+    assert losses == [] and link.peers["owner-3"].route == b"owner-3"
+    assert link.stats.quarantined["owner-3"] >= 30 * 5_000 - (4 + 1) * (30 / 2.0 + 1)
+
+
+def test_a_party_that_heartbeats_but_never_bids_is_lost_at_its_progress_deadline_and_the_others_at_none():
+    """Its heartbeats are accepted frames, but they deliver nothing the role waits for: the wait that
+    started when the round opened ends at the deadline, while the others bid and stay."""
+    link = policy(progress_timeout_s=4.0)
+    for party in ("owner-1", "owner-2", "owner-3"):
+        heard(link, party, at=0.0)
+    wanted = {party: "bid for round 2" for party in ("owner-1", "owner-2", "owner-3")}
+    assert progress(link, 10.0, wanted) == []  # round 2 opens at 10
+    lost = []
+    for tick in range(1, 81):  # every 0.1 s until 18
+        at = 10.0 + tick / 10
+        heard(link, "owner-2", at=at)  # a heartbeat
+        link.drained(at)
+        if at >= 11.0:  # owner-1 and owner-3 bid at 11 and are no longer waited for
+            wanted = {"owner-2": "bid for round 2"}
+        lost += [(at, party, reason) for party, reason in progress(link, at, wanted)]
+        if lost:
+            break
+    assert [(round(at, 1), party) for at, party, _ in lost] == [(14.1, "owner-2")]
+    assert lost[0][2] == "no bid for round 2 within progress_timeout_s=4"
+
+
+def test_a_party_of_another_run_is_lost_at_its_progress_deadline_from_its_first_frame_not_the_start_deadline():
+    """Every frame it sends is refused (another run id): it is contact, never an arrival, so the wait
+    for its hello counts from its first frame and ends progress_timeout_s later, naming the refusal,
+    long before start_timeout_s after the last arrival."""
+    link = policy(progress_timeout_s=4.0, start_timeout_s=30.0)
+    heard(link, "owner-1", at=0.5)
+    conn = link.quarantine.admit(b"owner-2", "owner-2", 1.0)
+    link.refused(conn, 1.0, "owner-2")
+    why = {"owner-2": "field 'run_id' expected 'hostile' (this run; another seed, scenario or --run-id?)"}
+    wanted = {"owner-2": "hello"}
+    assert progress(link, 1.0, wanted) == []
+    link.drained(5.0)
+    assert progress(link, 5.0, wanted) == []
+    link.drained(5.01)
+    assert progress(link, 5.01, wanted, refusals=why) == [
+        ("owner-2", f"no hello within progress_timeout_s=4 (its last refused frame: {why['owner-2']})")
+    ]
+
+
+def test_a_bye_in_mid_round_ends_the_partys_liveness_checks_but_not_its_progress_deadline():
+    """A ``bye`` nobody asked for, then silence and a closed connection: liveness no longer judges a
+    party whose bye was taken, but the role still waits for its bid, so the deadline drops it."""
+    link = policy(progress_timeout_s=4.0)
+    heard(link, "owner-2", at=0.0)
+    progress(link, 1.0, {"owner-2": "bid for round 2"})
+    link.connection_closed("owner-2", 1.5, b"owner-2")
+    link.drained(10.0)
+    assert liveness(link, 10.0, expected=("owner-2",), finished={"owner-2"}) == []
+    assert progress(link, 5.0, {"owner-2": "bid for round 2"}) == []
+    assert progress(link, 5.01, {"owner-2": "bid for round 2"}) == [
+        ("owner-2", "no bid for round 2 within progress_timeout_s=4")
+    ]
+
+
+def test_a_reader_that_never_reads_protocol_frames_is_dropped_at_send_timeout_and_the_others_queues_flow():
+    """A party whose frames stay queued is dropped send_timeout_s after its first one stuck, and its
+    queue is its own: the frames for the others leave as they come."""
+    link = policy(send_timeout_s=5.0, max_queued_frames=100)
+    queues = link.queues
+    reasons = []
+    for tick in range(100):  # a frame for each every 0.1 s; owner-1's never leave
+        at = tick / 10
+        for party in ("owner-1", "owner-2"):
+            if party not in link.lost:  # the driver sends nothing to a lost party
+                assert queues.push(party, tick, at) is None
+        for waiting in queues.waiting():
+            if waiting.party == "owner-2":
+                while waiting.frames:
+                    queues.sent(waiting, at)
+            elif (reason := queues.blocked(waiting, at)) is not None:
+                reasons.append((at, reason))
+                link.lose("owner-1", reason)
+                break
+    assert [at for at, _ in reasons] == [5.1] and reasons[0][1].startswith("did not read for send_timeout_s=5")
+    assert not queues.holds("owner-1") and not queues.holds("owner-2")
