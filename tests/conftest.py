@@ -117,87 +117,19 @@ def every_report_follows_the_schema(tmp_path_factory):
         )
 
 
-# --- tests that must run with no other test beside them --------------------------------------------
-# The suite runs on two workers (pytest-xdist). A module marked `alone` compares wall times of runs
-# made at different moments (a run under attack against a clean one); another test on the other
-# worker would load one run and not the other. Its tests hold an exclusive lock for the whole module,
-# every other test a shared one, so while an `alone` module runs, nothing else does.
-#
-# The locks are taken around a test's whole run (pytest_runtest_protocol, below), before its timeout
-# and the backstop start: a wait for an `alone` module is not the test's time (it can be longer than
-# a test's timeout), and has a deadline of its own.
-
 import contextlib  # noqa: E402
 import faulthandler  # noqa: E402
-import fcntl  # noqa: E402
 import gc  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Iterator  # noqa: E402
 
 from marketplace.transport.context import contexts_made, new_context, open_contexts  # noqa: E402
 
-LOCK_WAIT_S = 3600.0
-"""The longest a test waits for an `alone` module on the other worker to finish (a whole module of
-runs: minutes on a busy machine, longer than one test's timeout, which starts after the wait)."""
-
-_late_for_lock = pytest.StashKey[str]()
-_alone_held: list[contextlib.ExitStack] = []
-"""The exclusive lock of the `alone` module this worker is running (none, or one)."""
-
-
-@contextlib.contextmanager
-def _session_lock(config: pytest.Config, mode: int) -> Iterator[bool]:
-    """flock on a file the workers of this session share (nothing to do without workers); yields
-    whether the lock was taken within LOCK_WAIT_S (polled: the wait has a deadline of its own)."""
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
-        yield True
-        return
-    path = Path(config.getoption("basetemp")).parent / "alone.lock"  # a worker's basetemp is the session's/gwN
-    with open(path, "a") as handle:
-        deadline = time.monotonic() + LOCK_WAIT_S
-        while True:
-            try:
-                fcntl.flock(handle, mode | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    yield False
-                    return
-                time.sleep(0.2)
-        try:
-            yield True
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-@contextlib.contextmanager
-def _beside_others_or_alone(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    """A test's shared lock for its run, or its `alone` module's exclusive lock, from the module's first
-    test to the end of its last (when the next test is in another file, or there is none)."""
-    alone = item.get_closest_marker("alone") is not None
-    with contextlib.ExitStack() as mine:
-        if not alone:
-            took = mine.enter_context(_session_lock(item.config, fcntl.LOCK_SH))
-        elif not _alone_held:
-            held = contextlib.ExitStack()
-            took = held.enter_context(_session_lock(item.config, fcntl.LOCK_EX))
-            _alone_held.append(held)
-        else:
-            took = True
-        if not took:
-            item.stash[_late_for_lock] = f"waited {LOCK_WAIT_S:.0f} s for the other worker's `alone` module to finish"
-        try:
-            yield
-        finally:
-            if alone and (nextitem is None or nextitem.path != item.path):
-                _alone_held.pop().close()
-
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    for refusal in (_late_for_lock, _not_run_again):
-        if message := item.stash.get(refusal, None):
-            pytest.fail(message, pytrace=False)
+    if message := item.stash.get(_not_run_again, None):
+        pytest.fail(message, pytrace=False)
 
 
 # --- no test can hang the suite -------------------------------------------------------------------
@@ -288,10 +220,9 @@ def _running(item: pytest.Item) -> Iterator[None]:
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
-    """Around each test's run (setup, call, teardown and their reports): its lock first (the wait is
-    not timed), then the backstop, then, inside, pytest-timeout's timer (tryfirst: this wrapper is
-    outside pytest-timeout's)."""
-    with _beside_others_or_alone(item, nextitem), _running(item):
+    """Around each test's run (setup, call, teardown and their reports): the backstop, then, inside,
+    pytest-timeout's timer (tryfirst: this wrapper is outside pytest-timeout's)."""
+    with _running(item):
         timeout = _timeout_s(item)
         if timeout <= 0 or item.config.getoption("usepdb", False) or item.config.getoption("trace", False):
             yield  # no timeout, or a debugger: a person is watching
