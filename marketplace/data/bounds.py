@@ -13,11 +13,19 @@ value: an owner's refusal may reach other parties (a served owner's decline reas
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 
 LARGEST = float(np.sqrt(np.finfo(np.float64).max))
 """No coordinate may reach this: its square alone would overflow a float64."""
+
+
+class RowNames(Protocol):
+    """Names of a matrix's rows: ``rows[i]`` names row ``i`` (a list of names, or an object that
+    makes each name when asked)."""
+
+    def __getitem__(self, i: int, /) -> str: ...
 
 
 BLOCK_VALUES = 1 << 20
@@ -26,7 +34,7 @@ however large the matrix."""
 
 
 def check_rows(
-    X: np.ndarray, source: str, *, rows: Sequence[str] | None = None, columns: Sequence[str] | None = None
+    X: np.ndarray, source: str, *, rows: RowNames | None = None, columns: Sequence[str] | None = None
 ) -> None:
     """Raise ValueError naming ``source``, the row and the column of the first value of ``X`` that
     is not finite (NaN, inf) or whose row's squared norm overflows (a coordinate of magnitude near
@@ -54,7 +62,7 @@ class RowCheck:
         """Rows found so far whose values are not finite or whose squared norm overflows."""
         self._first: tuple[str, np.ndarray] | None = None
 
-    def add(self, block: np.ndarray, start: int, rows: Sequence[str] | None = None) -> None:
+    def add(self, block: np.ndarray, start: int, rows: RowNames | None = None) -> None:
         """Check ``block``, the rows ``start``, ``start + 1``, ... of the matrix; ``rows`` names
         the matrix's rows (``rows[start]`` is the block's first), as in :func:`check_rows`."""
         block = np.asarray(block, dtype=np.float64)

@@ -6,8 +6,8 @@ share, so a container needs nothing but the scenario file (see :func:`marketplac
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, make_dataclass
-from typing import Annotated, Any, Literal
+from dataclasses import Field, dataclass, field, make_dataclass
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from marketplace.data.public_schema import DataSchema
 from marketplace.data.sources import DEFAULT_KIND, SOURCES
@@ -51,17 +51,32 @@ def _schema_check(values: dict[str, Any], path: str) -> None:
         )
 
 
-SourceConfig = make_dataclass(
-    "SourceConfig",
-    _source_fields(),
-    frozen=True,
-    namespace={
-        "__post_init__": _check_section,
-        "__schema_check__": staticmethod(_schema_check),
-        "__module__": __name__,
-    },
-)
-SourceConfig.__doc__ = """Where the rows come from: ``kind`` picks a source (one module per kind in
+if TYPE_CHECKING:
+
+    class SourceConfig:
+        """The type checker's view of the dataclass built below: ``kind`` and one section per source
+        kind, each holding the options class its source declares; the kinds (a protocol plug-in may
+        add some) are found when :mod:`marketplace.data.sources` is imported, so a section's type
+        is known only then."""
+
+        __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
+        kind: str
+
+        def __init__(self, *, kind: str = ..., **sections: Any) -> None: ...
+        def __getattr__(self, kind: str) -> Any: ...
+
+else:
+    SourceConfig = make_dataclass(
+        "SourceConfig",
+        _source_fields(),
+        frozen=True,
+        namespace={
+            "__post_init__": _check_section,
+            "__schema_check__": staticmethod(_schema_check),
+            "__module__": __name__,
+        },
+    )
+    SourceConfig.__doc__ = """Where the rows come from: ``kind`` picks a source (one module per kind in
 :mod:`marketplace.data.sources`), and the section named after it holds that source's options."""
 
 

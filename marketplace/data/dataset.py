@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import overload
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -17,7 +18,7 @@ from numpy.typing import ArrayLike
 
 def _frozen_array(values: ArrayLike, dtype: type, ndim: int, name: str) -> np.ndarray:
     """A read-only, C-contiguous copy of ``values`` with the given dtype and number of dimensions."""
-    array = np.array(values, dtype=dtype, order="C", copy=True)
+    array: np.ndarray = np.array(values, dtype=dtype, order="C", copy=True)
     if array.ndim != ndim:
         raise ValueError(f"Dataset.{name} must have {ndim} dimension(s), got shape {array.shape}")
     array.setflags(write=False)
@@ -90,7 +91,7 @@ class Dataset:
         return np.bincount(self.group, minlength=len(self.group_names))
 
 
-class SparseParts(Sequence):
+class SparseParts(Sequence[Dataset]):
     """K owners' parts of which a party holds at most a few: a read-only sequence that stores only
     those (by index) and answers ``empty`` for every other owner.
 
@@ -109,7 +110,11 @@ class SparseParts(Sequence):
     def __len__(self) -> int:
         return self._n
 
-    def __getitem__(self, index: int | slice) -> Dataset | tuple[Dataset, ...]:  # type: ignore[override]
+    @overload
+    def __getitem__(self, index: int) -> Dataset: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Dataset, ...]: ...
+    def __getitem__(self, index: int | slice) -> Dataset | tuple[Dataset, ...]:
         if isinstance(index, slice):
             return tuple(self[i] for i in range(*index.indices(self._n)))
         i = index + self._n if index < 0 else index

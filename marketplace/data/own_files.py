@@ -35,8 +35,9 @@ from pathlib import Path
 
 import numpy as np
 
+from marketplace.data.bounds import RowNames
 from marketplace.data.dataset import Dataset
-from marketplace.data.public_schema import DataSchema
+from marketplace.data.public_schema import DataSchema, as_text
 from marketplace.data.sources.csv_file import (
     MAX_BYTES,
     MAX_FIELD_CHARS,
@@ -179,7 +180,7 @@ def _outside(X: np.ndarray, schema: DataSchema) -> np.ndarray:
     return ~np.isfinite(X) | (X < schema.lower) | (X > schema.upper)
 
 
-def _check_ranges(X: np.ndarray, schema: DataSchema, where: str, lines) -> np.ndarray:
+def _check_ranges(X: np.ndarray, schema: DataSchema, where: str, lines: RowNames) -> np.ndarray:
     """``X`` with every value in its range (clipped into it in place, ``outside: clip``); refused at
     the first value outside it (or not finite), named by its row in ``lines``."""
     bad = _outside(X, schema)
@@ -387,7 +388,7 @@ def _label_groups(y: np.ndarray, schema: DataSchema) -> np.ndarray:
     """Without a group column the groups are the classes: the position of each row's class."""
     codes = schema.class_codes()
     group = np.zeros(len(y), dtype=np.int64)
-    for position, name in enumerate(schema.label.classes):
+    for position, name in enumerate(as_text(schema.label.classes)):
         group[y == codes[name]] = position
     return group
 

@@ -52,6 +52,12 @@ class Feature:
             )
 
 
+def as_text(values: tuple[str | int, ...]) -> tuple[str, ...]:
+    """Classes or group values as text: a file's YAML may give them as integers, which the schema
+    holds as text from ``__post_init__`` on (so this returns them unchanged)."""
+    return tuple(str(v) for v in values)
+
+
 @dataclass(frozen=True)
 class Label:
     """The label column and its classes (as they are written in the files)."""
@@ -60,7 +66,7 @@ class Label:
     name: Name = "label"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "classes", tuple(str(c) for c in self.classes))
+        object.__setattr__(self, "classes", as_text(self.classes))
         if len(set(self.classes)) != len(self.classes):
             raise ValueError(f"label.classes: each class once, got {list(self.classes)}")
 
@@ -73,7 +79,7 @@ class Group:
     values: Annotated[tuple[str | int, ...], Length(min=1, max=10_000)]
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "values", tuple(str(v) for v in self.values))
+        object.__setattr__(self, "values", as_text(self.values))
         if len(set(self.values)) != len(self.values):
             raise ValueError(f"group.values: each value once, got {list(self.values)}")
 
@@ -118,12 +124,12 @@ class DataSchema:
     @property
     def group_names(self) -> tuple[str, ...]:
         """The group names every part of the world uses: the group values, else the classes."""
-        return self.group.values if self.group is not None else self.label.classes
+        return as_text(self.group.values if self.group is not None else self.label.classes)
 
     def class_codes(self) -> dict[str, int]:
         """Class text -> the integer label the protocols see: the class itself when every class is an
         integer (labels keep their meaning), else its position in ``classes``."""
-        classes = self.label.classes
+        classes = as_text(self.label.classes)
         if all(is_number(c) and float(c) == int(float(c)) for c in classes):
             return {c: int(float(c)) for c in classes}
         return {c: i for i, c in enumerate(classes)}

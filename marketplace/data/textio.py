@@ -7,8 +7,15 @@ import gzip
 import io
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
+
+    _Inner = gzip.GzipFile | bz2.BZ2File | io.FileIO
+    """What :func:`open_bounded` reads from: a decompressing file or the file itself."""
 
 MISSING_VALUES = frozenset({"", "?"})
 """Text values read as missing."""
@@ -28,6 +35,7 @@ def open_bounded(path: Path, max_bytes: int, too_large: Callable[[], Exception])
     ends in ``.gz`` or ``.bz2``. Reading more than ``max_bytes`` (after decompression) raises
     ``too_large()``, so a small file that inflates without end is stopped after ``max_bytes``."""
     name = str(path)
+    inner: _Inner
     if name.endswith(".gz"):
         inner = gzip.open(path, "rb")
     elif name.endswith(".bz2"):
@@ -40,14 +48,14 @@ def open_bounded(path: Path, max_bytes: int, too_large: Callable[[], Exception])
 class _Bounded(io.RawIOBase):
     """A binary stream that raises ``too_large()`` once more than ``max_bytes`` were read from it."""
 
-    def __init__(self, inner, max_bytes: int, too_large: Callable[[], Exception]) -> None:
+    def __init__(self, inner: _Inner, max_bytes: int, too_large: Callable[[], Exception]) -> None:
         self._inner, self._max_bytes, self._too_large = inner, max_bytes, too_large
         self.read_bytes = 0
 
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer) -> int:
+    def readinto(self, buffer: WriteableBuffer) -> int:
         n = self._inner.readinto(buffer)
         self.read_bytes += n
         if self.read_bytes > self._max_bytes:

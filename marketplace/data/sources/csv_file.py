@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from operator import itemgetter
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal, overload
 
 import numpy as np
 
@@ -116,7 +116,7 @@ class CsvRows:
         self.line = 0
         """Lines read so far (the csv reader's line_num)."""
         self._row_chars = 0
-        self._closing: list = []
+        self._closing: list[Callable[[], object]] = []
 
     def __enter__(self) -> CsvRows:
         try:
@@ -126,7 +126,7 @@ class CsvRows:
             raise
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         while self._closing:
             self._closing.pop()()
 
@@ -271,8 +271,10 @@ def _survey(path: Path, cfg: CsvSource) -> _Survey:
             named_at = [header.index(cfg.label), *([header.index(cfg.group)] if cfg.group is not None else [])]
             others = [i for i in dict.fromkeys(named_at) if i not in candidates]
         width = len(header)
-        missing, first_missing = [0] * width, [None] * width
-        text, first_text = [0] * width, [None] * width
+        # per column: how many cells are missing, and text, and the (line, cell) of the first of each
+        first_missing: list[tuple[int, str] | None] = [None] * width
+        first_text: list[tuple[int, str] | None] = [None] * width
+        missing, text = [0] * width, [0] * width
         first_bad: list[tuple[int, str] | None] = [None] * width  # not a finite number (text included)
         large = [False] * width
         # no row can overflow when every value of it is below this (d values below LARGEST / (2 sqrt(d)))
@@ -323,7 +325,7 @@ def _survey(path: Path, cfg: CsvSource) -> _Survey:
             if present and not text[i]:
                 feature_names.append(header[i])
             elif present > text[i]:
-                line, cell = first_text[i]
+                line, cell = _first(first_text[i])
                 raise ValueError(
                     f"{path}: line {line}, column {header[i]!r}: {cell} is not a number, but the column's "
                     f"other values are; fix the value, or name the feature columns "
@@ -332,25 +334,32 @@ def _survey(path: Path, cfg: CsvSource) -> _Survey:
     if not feature_names:
         raise ValueError(f"{path}: no numeric feature column besides the label and group; header: {_names(header)}")
     used = [header.index(name) for name in dict.fromkeys((*feature_names, cfg.label, cfg.group)) if name is not None]
-    found = [(first_missing[i][0], k, i) for k, i in enumerate(used) if first_missing[i] is not None]
+    found = [(at[0], k, i, at) for k, i in enumerate(used) if (at := first_missing[i]) is not None]
     if found:
-        _, _, i = min(found)
+        _, _, i, (line, cell) = min(found)  # the first line, then the first column used
         count = sum(missing[i] for i in used)
         more = f" ({count} missing cells in the columns used)" if count > 1 else ""
         raise ValueError(
-            f"{path}: line {first_missing[i][0]}, column {header[i]!r}: missing value {first_missing[i][1]!r}"
+            f"{path}: line {line}, column {header[i]!r}: missing value {cell!r}"
             f"{more}; every used column (features, label, group) needs a value in every row: fill it in "
             f"or remove the row"
         )
     positions = [header.index(name) for name in feature_names]
-    bad = [(first_bad[i][0], j, i) for j, i in enumerate(positions) if first_bad[i] is not None]
+    bad = [(at[0], j, i, at) for j, i in enumerate(positions) if (at := first_bad[i]) is not None]
     if bad:
-        line, _, i = min(bad)
+        line, _, i, (_, cell) = min(bad)
         raise ValueError(
-            f"{path}: column {header[i]!r}, line {line}: {first_bad[i][1]} is not a finite number "
+            f"{path}: column {header[i]!r}, line {line}: {cell} is not a finite number "
             f"(feature columns must be numeric; name the features in {OPTIONS}.features)"
         )
     return _Survey(header=header, rows=n, feature_names=feature_names, may_overflow=any(large[i] for i in positions))
+
+
+def _first(seen: tuple[int, str] | None) -> tuple[int, str]:
+    """The (line, cell) :func:`_survey` kept for a kind of cell it counted (so saw at least once)."""
+    if seen is None:
+        raise AssertionError("a kind of cell was counted without its first (line, cell)")
+    return seen
 
 
 def _require_columns(path: Path, header: list[str], names: list[str]) -> None:
@@ -392,6 +401,10 @@ class LineNames:
         return f"line {self._lines[r]}"
 
 
+@overload
+def _read_matrix(path: Path, cfg: CsvSource, survey: _Survey, *, keep: Literal[True]) -> Dataset: ...
+@overload
+def _read_matrix(path: Path, cfg: CsvSource, survey: _Survey, *, keep: Literal[False]) -> None: ...
 def _read_matrix(path: Path, cfg: CsvSource, survey: _Survey, *, keep: bool) -> Dataset | None:
     """Read the file again, now known to be good, and build its Dataset (``keep``), or only check
     its rows' values block by block (:class:`~marketplace.data.bounds.RowCheck`) and keep nothing."""
