@@ -34,10 +34,11 @@ import numpy as np
 
 from marketplace import plugins
 from marketplace.data.dataset import Dataset, SparseParts, World
+from marketplace.messages import Envelope
 from marketplace.parties import build_role, owner_number, party_ids, share_of
 from marketplace.privacy.coupling import Coupling, coupled
 from marketplace.privacy.view import Seen, covering
-from marketplace.roles import CONSUMER, CURATOR
+from marketplace.roles import CONSUMER, CURATOR, Send
 from marketplace.runner.json_files import json_default
 from marketplace.scenario import Scenario
 from marketplace.transport.inprocess import run_inprocess
@@ -123,7 +124,9 @@ def session(scenario: Scenario, shares: dict[str, World], coupling: Coupling, *,
     with coupled(coupling):
         for party in parties:
             role = build_role(config, party, world=shares[party], exchange=exchange)
-            role.handle = _recording(received.messages[party], role.handle)  # type: ignore[method-assign]
+            # Recording replaces the instance's handle on purpose (method-assign); mypy compares the
+            # replacement with the unbound method, self included, so it also reports an assignment.
+            role.handle = _recording(received.messages[party], role.handle)  # type: ignore[method-assign, assignment]
             nodes.append(
                 Node(
                     role,
@@ -149,8 +152,10 @@ def session(scenario: Scenario, shares: dict[str, World], coupling: Coupling, *,
     return received
 
 
-def _recording(into: list[tuple[str, str, Any]], handle: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    def recorded(message: Any) -> Any:
+def _recording(
+    into: list[tuple[str, str, Any]], handle: Callable[[Envelope[Any]], list[Send]]
+) -> Callable[[Envelope[Any]], list[Send]]:
+    def recorded(message: Envelope[Any]) -> list[Send]:
         into.append((message.sender, message.kind, msgspec.to_builtins(message.body, enc_hook=json_default)))
         return handle(message)
 

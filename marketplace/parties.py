@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,7 @@ import numpy as np
 from marketplace import plugins
 from marketplace.data.bounds import check_rows
 from marketplace.data.dataset import Dataset, SparseParts
-from marketplace.data.own_files import OWNER_FILE_MAX_BYTES, check_owner_file_size
+from marketplace.data.own_files import OWNER_FILE_MAX_BYTES, ReadLimits, check_owner_file_size
 from marketplace.data.world import World, build_world
 from marketplace.plugins import Exchange
 from marketplace.privacy.accountant import PrivacyLedger
@@ -94,10 +95,11 @@ def make_world(config: ScenarioConfig, exchange: Exchange | None = None) -> Worl
     ``exchange`` is the scenario's exchange, when the caller resolved it already. A
     schema-only marketplace (``data.schema``) has no such world: every part is empty (each party
     adds its own rows, :func:`with_own_rows`), and nobody holds everyone's rows."""
-    if config.data.schema_only:
+    schema = config.data.schema
+    if schema is not None:  # config.data.schema_only
         from marketplace.data.public_schema import schema_world
 
-        return schema_world(config.data.schema, config.parties.owners)
+        return schema_world(schema, config.parties.owners)
     own = (exchange or plugins.exchange(config.protocol)).make_world(config)
     if own is not None:
         return own
@@ -190,7 +192,7 @@ def ledgers_of(role: Role) -> list[PrivacyLedger]:
 _last_fingerprint: list[tuple[ScenarioConfig, dict[str, str]]] = []
 
 
-def _fingerprint_of(config: ScenarioConfig, fingerprint) -> dict[str, str]:
+def _fingerprint_of(config: ScenarioConfig, fingerprint: Callable[[ScenarioConfig], dict[str, str]]) -> dict[str, str]:
     """The configuration fingerprint, computed once per config object (it serialises the whole data
     and protocol sections: about 0.5 ms, which every one of K roles built in one process would pay)."""
     if not _last_fingerprint or _last_fingerprint[0][0] is not config:
@@ -267,7 +269,12 @@ def load_owner_file(path: str, max_bytes: int = OWNER_FILE_MAX_BYTES, option: st
 
 
 def own_rows(
-    config: ScenarioConfig, party: str, *, data: str | Path | None = None, test: str | Path | None = None, limits=None
+    config: ScenarioConfig,
+    party: str,
+    *,
+    data: str | Path | None = None,
+    test: str | Path | None = None,
+    limits: ReadLimits | None = None,
 ) -> dict[str, Dataset]:
     """The rows ``party`` brings of its own, read from its files: ``{"owner": rows}`` for an owner,
     ``{"validation": D_v, "test": test set}`` for the consumer (the test set optional), ``{}`` when

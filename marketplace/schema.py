@@ -20,9 +20,13 @@ import math
 import types
 import typing
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+T = TypeVar("T", bound="DataclassInstance")
+"""A dataclass :func:`build` makes."""
 
 
 class SchemaError(ValueError):
@@ -274,7 +278,7 @@ def _compile_plain(hint: Any, *, allow_nonfinite: bool = False, finite: str = "a
             return value
 
         return number
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return lambda value, path: build(hint, value, path)
     if hasattr(hint, "__schema_build__"):
         return hint.__schema_build__
@@ -386,7 +390,7 @@ def key_is_known(cls: type, key: str) -> bool:
     hint: Any = cls
     for part in key.split("."):
         hint = _inner(hint)
-        if dataclasses.is_dataclass(hint):
+        if isinstance(hint, type) and dataclasses.is_dataclass(hint):
             hints = _plan(hint)[0]
             if part not in hints:
                 return False
@@ -406,7 +410,7 @@ def dotted_keys(cls: type, prefix: str = "") -> list[str]:
         path = _join(prefix, name)
         out.append(path)
         inner = _inner(hint)
-        if dataclasses.is_dataclass(inner):
+        if isinstance(inner, type) and dataclasses.is_dataclass(inner):
             out.extend(dotted_keys(inner, path))
     return out
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from marketplace.messages.errors import cut
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 def fmt(value: Any, digits: int = 4) -> str:
@@ -35,7 +38,7 @@ def mean_sd(row: dict[str, Any], column: str, spec: str, *, sd: bool = True) -> 
     return f"{mean:{spec}}±{spread:{spec}}" if sd and spread else f"{mean:{spec}}"
 
 
-def sweep_table_head(title: str, caption: str, keys: list[str]):
+def sweep_table_head(title: str, caption: str, keys: list[str]) -> Table:
     """A sweep's summary table with one column per swept key (its last dotted part); each protocol
     adds its own columns and rows."""
     from rich.table import Table

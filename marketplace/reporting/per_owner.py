@@ -193,7 +193,8 @@ def _ledger_line(entry: Any) -> str:
     name = entry.get("ledger", "?")
     if entry.get("eps") is None:
         return f"{name}: no figure ({entry.get('note', 'none stated')})"
-    relation = entry.get("neighbouring") if isinstance(entry.get("neighbouring"), dict) else {}
+    neighbouring = entry.get("neighbouring")
+    relation = neighbouring if isinstance(neighbouring, dict) else {}
     text = (
         f"{name}: eps = {fmt(entry.get('eps'))}, delta = {fmt(entry.get('delta'))} "
         f"({entry.get('accountant') or 'accountant not stated'}; "

@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from marketplace.privacy.lifetime import Charge, zcdp_budget
+from marketplace.privacy.lifetime.filters import counted
 
 Amounts = Mapping[str, float]
 """A budget, a charge or a spend in the filter's dimensions: ``{"eps": .., "delta": ..}`` (basic) or ``{"rho": ..}``
@@ -53,7 +54,7 @@ def amounts(charge: Charge) -> dict[str, float]:
     """A ledger :class:`~marketplace.privacy.lifetime.Charge` as the dimensions its filter counts."""
     if charge.rho is not None:
         return {"rho": charge.rho}
-    return {"eps": charge.eps, "delta": charge.delta}
+    return {"eps": counted(charge, "eps", "basic"), "delta": counted(charge, "delta", "basic")}
 
 
 def filter_budget(filter: str, epsilon: float, delta: float) -> dict[str, float]:
