@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from marketplace import plugins
-from marketplace.data import world_summary
+from marketplace.data import World, world_summary
 from marketplace.messages import PROTOCOL_VERSION
 from marketplace.parties import make_world, party_ids, role_of
 from marketplace.plugins import Exchange
@@ -27,13 +27,13 @@ from marketplace.runner.party_reports import find_party_reports
 from marketplace.runner.per_owner import owner_section
 from marketplace.runner.publication import OWN, PARTS, SIMULATION_DRIVERS, published
 from marketplace.runner.report import message_summary, timing_summary, write_messages_csv
-from marketplace.scenario import Scenario
+from marketplace.scenario import Scenario, ScenarioConfig
 from marketplace.version import __version__
 
 
 def assemble_report(
     scenario: Scenario,
-    world,
+    world: World,
     driver: str,
     parties: list[dict[str, Any]],
     failure: str | list[str] | None,
@@ -155,7 +155,7 @@ def _as_published(protocol: str, party: dict[str, Any], *, keep_own: bool) -> di
     return out
 
 
-def deployment_section(config) -> dict[str, str]:
+def deployment_section(config: ScenarioConfig) -> dict[str, str]:
     """Whose rows the run's parties held: ``simulated`` (every party's rows built from one dataset,
     ``data.source``, and the seed, so a reader of the report could rebuild any party's data, and the
     central references are computed), or ``own`` (a marketplace described by its public schema: each
@@ -174,7 +174,7 @@ def deployment_section(config) -> dict[str, str]:
     }
 
 
-def data_section(config, world) -> dict[str, Any]:
+def data_section(config: ScenarioConfig, world: World) -> dict[str, Any]:
     """The report's ``data``: the size, group and label counts of every part of a simulation's
     world; for a marketplace described by its public schema (``world.central`` False), the schema
     alone (feature names and ranges, classes, groups) and no row counts, which nobody there holds
@@ -197,7 +197,7 @@ def data_section(config, world) -> dict[str, Any]:
 
 
 def noise_summary(
-    config, parties: list[dict[str, Any]], privacy: dict[str, Any], request_id: str | None = None
+    config: ScenarioConfig, parties: list[dict[str, Any]], privacy: dict[str, Any], request_id: str | None = None
 ) -> dict[str, Any]:
     """Who could strip each party's privacy noise (from each party's own report), and one line
     that says it for the whole run: the report's ``noise`` section. The line follows each party's
@@ -347,7 +347,7 @@ def assemble_from_reports(
     if world is None:
         world = make_world(config, exchange)
     wall_s = max(((p.get("timing") or {}).get("wall_s") or 0.0) for p in parties)
-    run_id = next((p.get("run_id") for p in parties if p.get("run_id")), default_run_id(scenario))
+    run_id = next((p["run_id"] for p in parties if p.get("run_id")), default_run_id(scenario))
     return assemble_report(scenario, world, driver, parties, "; ".join(failures) or None, wall_s, 0.0, run_id, exchange)
 
 

@@ -6,8 +6,9 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -42,7 +43,7 @@ class RunProgress:
         self._ticker: threading.Thread | None = None
 
     def __call__(self, done: int, total: int) -> None:
-        if self._progress is not None:
+        if self._progress is not None and self._task is not None:  # both set, or neither
             self._progress.update(self._task, completed=done, total=total)
         elif done >= self._next_round or done == total:
             print(f"{self.label}: round {done}/{total}", file=sys.stderr, flush=True)
@@ -50,7 +51,7 @@ class RunProgress:
 
     def phase(self, text: str) -> None:
         self._phase_started = time.monotonic()
-        if self._progress is not None:
+        if self._progress is not None and self._task is not None:
             self._progress.update(self._task, description=f"{self.label}: {text}", total=None, completed=0)
             return
         print(f"{self.label}: {text}...", file=sys.stderr, flush=True)
@@ -183,7 +184,7 @@ PARTY_ROWS = 24
 come first and the rest are counted in one row (every party is in report.json)."""
 
 
-def _party_rows(parties: list[dict[str, Any]]) -> tuple[list[dict[str, Any] | None], list[dict[str, Any]]]:
+def _party_rows(parties: list[dict[str, Any]]) -> tuple[Sequence[dict[str, Any] | None], list[dict[str, Any]]]:
     """(rows to show, owners left out): all parties when they fit in :data:`PARTY_ROWS`; else the
     curator, every owner that did not complete (as many as fit), the first owners, None where the
     rest are counted, and the consumer."""
@@ -209,7 +210,7 @@ def _lifetime_line(life: dict[str, Any]) -> str:
     return f"request {life.get('request_id')}: {life['summary']}{least}"
 
 
-def print_summary(console: Console, report: dict[str, Any], out_dir: str) -> None:
+def print_summary(console: Console, report: dict[str, Any], out_dir: str | Path) -> None:
     for table in summary_tables(report):
         console.print(table)
     console.print(

@@ -50,12 +50,15 @@ def runner_main() -> dict[str, str]:
         return {}
     from multiprocessing import process
 
-    if not os.path.isabs(path) and process.ORIGINAL_DIR is not None:
-        path = os.path.join(process.ORIGINAL_DIR, path)
+    # typeshed's multiprocessing.process omits ORIGINAL_DIR (the working directory at start-up,
+    # which multiprocessing's own spawn preparation reads the same way)
+    original_dir: str | None = process.ORIGINAL_DIR  # type: ignore[attr-defined]
+    if not os.path.isabs(path) and original_dir is not None:
+        path = os.path.join(original_dir, path)
     return {"path": os.path.normpath(path)}
 
 
-def forkserver_context() -> multiprocessing.context.BaseContext:
+def forkserver_context() -> multiprocessing.context.ForkServerContext:
     """The runner's forkserver, started once per runner process with the libraries preloaded.
 
     Call it early (before building the world): the server imports in parallel with the runner.

@@ -46,7 +46,7 @@ def lifetime_section(config: Any, parties: list[dict[str, Any]], declined: dict[
         summary = f"{len(declined_ids)} of {config.parties.owners} owners declined (lifetime budget): {named}"
     else:
         summary = f"no owner declined; {sum(1 for r in owners.values() if r.get('state') == 'committed')} charged"
-    first = next(iter(records.values()), {})
+    first: dict[str, Any] = next(iter(records.values()), {})
     return {
         "request_id": first.get("request_id", life.request_id),
         "consumer": life.consumer,

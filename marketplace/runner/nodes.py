@@ -7,10 +7,11 @@ party is the same whichever way it is started.
 
 from __future__ import annotations
 
-from types import ModuleType
+from pathlib import Path
 
 from marketplace.data.dataset import Dataset, World
 from marketplace.parties import build_role, party_ids
+from marketplace.plugins import Exchange
 from marketplace.privacy import noise as noise_keys
 from marketplace.scenario import Scenario, ScenarioConfig
 from marketplace.transport.node import Node
@@ -25,7 +26,7 @@ def noise_origin(config: ScenarioConfig, party: str) -> noise_keys.NoiseOrigin:
     """Where ``party``'s noise comes from under ``config.noise``, for a party started alone or by
     the runner (which has resolved ``auto``): its key file in ``noise.keys`` or its CURVE key folder,
     else a fresh key."""
-    folders = [config.noise.keys, config.transport.curve_keys]
+    folders: list[str | Path | None] = [config.noise.keys, config.transport.curve_keys]
     return noise_keys.resolve(config.noise.source, party, folders, started_alone=True)
 
 
@@ -35,7 +36,7 @@ def build_node(
     *,
     world: World,
     run_id: str,
-    exchange: ModuleType,
+    exchange: Exchange,
     owner_data: Dataset | None = None,
     parties: frozenset[str] | None = None,
 ) -> Node:

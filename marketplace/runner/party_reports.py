@@ -169,7 +169,7 @@ def _scan(folder: Path, wanted: set[str]) -> tuple[dict[str, dict[str, Any]], di
                 continue  # not a party of this scenario (another file in the folder)
             found = [(path.stem, data)]
         else:
-            found = [(rep.get("id"), rep) for rep in hosted if rep.get("id") in wanted]
+            found = [(rep["id"], rep) for rep in hosted if rep.get("id") in wanted]
         for party, rep in found:
             if party in reports:
                 raise ReportMismatch(

@@ -19,7 +19,8 @@ def owner_section(config: Any, report: dict[str, Any], exchange: Any = None) -> 
 
     exchange = exchange or plugins.exchange(config.protocol)
     owners = [p for p in party_ids(config) if p.startswith("owner-")]
-    privacy = report.get("privacy") if isinstance(report.get("privacy"), dict) else {}
+    stated = report.get("privacy")
+    privacy = stated if isinstance(stated, dict) else {}
     try:
         exposures = exchange.owner_exposure(config, report)
     except (KeyError, TypeError, ValueError, AttributeError) as err:

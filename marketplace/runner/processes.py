@@ -229,19 +229,24 @@ def run_processes(
     endpoint_file.unlink(missing_ok=True)
     try:
 
-        def start(party: str, endpoint: str, **extra) -> Child:
+        def share(party: str) -> World:
+            if world is None:  # checked before the first party starts
+                raise ValueError("launch='forkserver' needs the world to hand each party its share")
+            return share_of(world, party)
+
+        def start(party: str, endpoint: str, *, endpoint_file: Path | None = None) -> Child:
             report, own = report_dir / f"{party}.json", own_dir / f"{party}.json"
             if launch == "forkserver":
                 return _fork(
                     scenario,
                     [party],
-                    {party: share_of(world, party)},
+                    {party: share(party)},
                     endpoint,
                     report,
                     run_id,
                     log_dir,
                     own_report_to=own,
-                    **extra,
+                    endpoint_file=endpoint_file,
                 )
             role = role_of(party)
             cmd = party_command(
@@ -252,7 +257,7 @@ def run_processes(
                 own_report=own,
                 run_id=run_id,
                 id=party if role == "owner" else None,
-                endpoint_file=extra.get("endpoint_file"),
+                endpoint_file=endpoint_file,
             )
             return _spawn(cmd, party, log_dir)
 
@@ -276,7 +281,7 @@ def run_processes(
                     _fork(
                         scenario,
                         group,
-                        {o: share_of(world, o) for o in group},
+                        {o: share(o) for o in group},
                         endpoint,
                         report_dir,
                         run_id,
@@ -410,12 +415,13 @@ def _wait_for_an_exit(alive: list[Child], timeout_s: float) -> None:
 
 def _still_computing(child: Child, ticks: dict[int, tuple[int, float]], now: float, window_s: float = 2.0) -> bool:
     """Whether ``child`` used CPU within the last ``window_s`` (a stopped or blocked one does not)."""
-    used = cpu_ticks(child.proc.pid)
-    if used is None:
+    pid = child.proc.pid
+    used = cpu_ticks(pid) if pid is not None else None  # a process not started has no pid
+    if pid is None or used is None:
         return False
-    last = ticks.get(child.proc.pid)
+    last = ticks.get(pid)
     if last is None or used > last[0]:
-        ticks[child.proc.pid] = (used, now)
+        ticks[pid] = (used, now)
         return True
     return now - last[1] <= window_s
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from marketplace import plugins
 
@@ -282,7 +282,7 @@ def _restricted(account: dict[str, Any], keys: frozenset[str]) -> dict[str, Any]
     }
 
 
-def _known(protocol: str | None) -> bool:
+def _known(protocol: str | None) -> TypeGuard[str]:
     return protocol is not None and protocol in plugins.protocols()
 
 

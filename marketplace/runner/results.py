@@ -104,8 +104,8 @@ class Report:
         return list(self.raw.get("failures") or [])
 
     @property
-    def scenario(self) -> str:
-        """The scenario's name."""
+    def scenario(self) -> str | None:
+        """The scenario's name (None in a report that states none)."""
         return self.raw.get("scenario")
 
     @property

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from marketplace import plugins
+from marketplace.data.dataset import World
 from marketplace.parties import make_world, party_ids, role_of
 from marketplace.plugins import Exchange
 from marketplace.privacy import noise as noise_keys
@@ -26,10 +27,10 @@ from marketplace.runner.losses import excluded_owners
 from marketplace.runner.nodes import build_node, default_run_id
 from marketplace.runner.party_process import EXIT_OK, EXIT_RUN_FAILED
 from marketplace.runner.party_reports import OWN_REPORTS, party_report, read_reports
-from marketplace.runner.processes import Launch, last_line, run_processes
+from marketplace.runner.processes import Child, Launch, ProcessRun, last_line, run_processes
 from marketplace.runner.report import write_messages_csv
 from marketplace.runner.scheduling import single_threaded_blas
-from marketplace.scenario import Scenario, ScenarioError
+from marketplace.scenario import Scenario, ScenarioConfig, ScenarioError
 from marketplace.transport.inprocess import StalledRun, run_inprocess
 
 log = logging.getLogger(__name__)
@@ -72,7 +73,9 @@ def default_run_folder(name: str, kind: str = "") -> Path:
     return candidate
 
 
-def prepare_world(scenario: Scenario, exchange: Exchange | None = None, *, build: Any = None):
+def prepare_world(
+    scenario: Scenario, exchange: Exchange | None = None, *, build: Callable[[Scenario], World] | None = None
+) -> World:
     """Build the world of ``scenario`` and run the checks that need the data (what ``run`` does
     before it starts anything, and ``validate`` too). ``exchange`` is the scenario's exchange, when
     the caller resolved it already; ``build(scenario)`` gives the world instead of building it (a
@@ -128,12 +131,18 @@ def run_scenario(
     )
 
 
-def check_driver(driver: str, launch: str) -> None:
-    """ValueError unless ``driver`` and ``launch`` name a driver and a way to start parties."""
+_DRIVERS: dict[str, Driver] = {"processes": "processes", "inprocess": "inprocess"}
+_LAUNCHES: dict[str, Launch] = {"forkserver": "forkserver", "exec": "exec"}
+
+
+def check_driver(driver: str, launch: str) -> tuple[Driver, Launch]:
+    """``driver`` and ``launch`` as the driver and the way to start parties they name; ValueError
+    unless they name one."""
     if driver not in ("processes", "inprocess"):
         raise ValueError(f"driver: expected 'processes' or 'inprocess', got {driver!r}")
     if launch not in ("forkserver", "exec"):
         raise ValueError(f"launch: expected 'forkserver' or 'exec', got {launch!r}")
+    return _DRIVERS[driver], _LAUNCHES[launch]
 
 
 def run_in_folder(
@@ -171,6 +180,7 @@ def run_in_folder(
     resolved.write_text(scenario.dump_yaml())
     run_id = default_run_id(scenario)
     started = time.perf_counter()
+    failure: str | list[str] | None
     if driver == "inprocess":
         parties, failure, extra_transport = _run_inprocess(scenario, world, run_id, on_round, exchange)
     else:
@@ -189,7 +199,7 @@ def run_in_folder(
     return report
 
 
-def evaluation_phase(config) -> str:
+def evaluation_phase(config: ScenarioConfig) -> str:
     """What the runner does after the protocol's rounds, for progress displays."""
     section = getattr(config, config.protocol, None)
     baselines = [str(b) for b in (getattr(section, "baselines", None) or ())]
@@ -234,7 +244,7 @@ def with_noise_keys(scenario: Scenario, out: Path) -> Scenario:
 
 
 def _run_inprocess(
-    scenario: Scenario, world, run_id: str, on_round, exchange: Exchange
+    scenario: Scenario, world: World, run_id: str, on_round: Callable[[int, int], None] | None, exchange: Exchange
 ) -> tuple[list[dict[str, Any]], str | None, float]:
     config = scenario.config
     parties = frozenset(party_ids(config))
@@ -266,8 +276,14 @@ def _run_inprocess(
 
 
 def _run_processes(
-    scenario: Scenario, resolved: Path, out: Path, run_id: str, on_round, launch: Launch, world
-) -> tuple[list[dict[str, Any]], str | None]:
+    scenario: Scenario,
+    resolved: Path,
+    out: Path,
+    run_id: str,
+    on_round: Callable[[int, int], None] | None,
+    launch: Launch,
+    world: World,
+) -> tuple[list[dict[str, Any]], list[str]]:
     run = run_processes(scenario, resolved, out, run_id, on_round=on_round, launch=launch, world=world)
     parties = []
     for child in run.children:
@@ -293,7 +309,7 @@ def _run_processes(
     return parties, _process_failures(run, parties)
 
 
-def _written_reports(folder: Path, label: str) -> dict[str, dict[str, Any]]:
+def _written_reports(folder: Path, label: str) -> dict[str | None, dict[str, Any]]:
     """The reports a party (or an owner host, ``label``) wrote: its own report file in ``folder/own``
     (what it published and what it kept to itself: the runner of a simulation holds every party's
     data anyway), else the one it published in ``folder``; empty when neither can be read."""
@@ -305,7 +321,7 @@ def _written_reports(folder: Path, label: str) -> dict[str, dict[str, Any]]:
     return {}
 
 
-def _exit_code_of(rep: dict[str, Any], child) -> int | None:
+def _exit_code_of(rep: dict[str, Any], child: Child) -> int | None:
     """A party's exit status. An owner host exits 3 when the run failed for any of its owners; each
     hosted owner's own status then comes from its report (0 completed, 3 failed). Any other status
     of the host (an internal error, killed) is every hosted owner's."""
@@ -314,7 +330,7 @@ def _exit_code_of(rep: dict[str, Any], child) -> int | None:
     return EXIT_OK if rep.get("status") == "completed" else EXIT_RUN_FAILED
 
 
-def _process_failures(run, parties: list[dict[str, Any]]) -> list[str]:
+def _process_failures(run: ProcessRun, parties: list[dict[str, Any]]) -> list[str]:
     """Why a party process failed the run, if one did. An owner the curator excluded (a dropout:
     crashed, hung; or flagged) does not by itself: the protocol went on with the others, the
     report lists the loss (``owners_lost``), and :func:`assemble_report` fails a run that lost

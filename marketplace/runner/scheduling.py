@@ -19,6 +19,10 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from threadpoolctl import threadpool_limits
 
 
 def batch_scheduling() -> bool:
@@ -58,7 +62,7 @@ def start_as_party() -> None:
     batch_scheduling()
 
 
-def single_threaded_blas():
+def single_threaded_blas() -> threadpool_limits:
     """One BLAS thread per party. The marketplace's parallelism is one process per party; BLAS
     threads on top of that fight over the cores, and an owner's bid (one matrix-vector product over
     its rows) measured 10-40x slower with two OpenBLAS threads than with one on a 2-core machine."""

@@ -82,7 +82,7 @@ def plan_sweep(scenario: Scenario, axes: dict[str, list[Any]], repeats: int) -> 
     base.pop("sweep", None)
     base_seed = int(base.get("seed", 0))
     keys = list(axes)
-    points = []
+    points: list[SweepPoint] = []
     for combo in itertools.product(*(axes[k] for k in keys)) if keys else [()]:
         values = dict(zip(keys, combo))
         for repeat in range(repeats):
@@ -166,12 +166,12 @@ def run_sweep(
     both checked here once, before the first run."""
     from marketplace.runner.run import check_driver, check_run_folder, run_in_folder
 
-    check_driver(driver, launch)
+    checked_driver, checked_launch = check_driver(driver, launch)
     out = check_run_folder(out)
     out.mkdir(parents=True, exist_ok=True)
     rows = []
     for point in points:  # each run in a new folder of its own under out
-        report = run_in_folder(point.scenario, run_folder(out, point), driver=driver, launch=launch)
+        report = run_in_folder(point.scenario, run_folder(out, point), driver=checked_driver, launch=checked_launch)
         rows.append(row_of(point, report))
         write_csv(out / "runs.csv", rows)  # rewritten after every run: an interrupted sweep keeps what it did
         if on_run is not None:
@@ -196,8 +196,8 @@ def run_sweep(
     return rows
 
 
-def _mean_sd(values: list[float]) -> tuple[float | None, float | None]:
-    values = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+def _mean_sd(column: list[float | None]) -> tuple[float | None, float | None]:
+    values = [v for v in column if v is not None and not (isinstance(v, float) and math.isnan(v))]
     if not values:
         return None, None
     mean = sum(values) / len(values)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, make_dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from dataclasses import Field, dataclass, field, make_dataclass
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from marketplace import plugins
 from marketplace.data.config import DataConfig
@@ -255,6 +255,7 @@ if TYPE_CHECKING:
         """What a type checker knows of the scenario built below: its generic keys, and any protocol's section
         by name (the registered protocols are known only when the program runs)."""
 
+        __dataclass_fields__: ClassVar[dict[str, Field[Any]]]  # a dataclass: dataclasses.replace takes it
         name: str
         protocol: str
         seed: int
