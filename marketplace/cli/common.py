@@ -14,9 +14,9 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_RUN_FAILED = 0, 1, 2, 3
 
 
-def add_set(parser: argparse.ArgumentParser, **extra: str) -> None:
+def add_set(parser: argparse.ArgumentParser, *, help: str | None = None) -> None:
     """``--set KEY.PATH=VALUE`` (repeatable), collected in ``args.overrides``."""
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", **extra)
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE", help=help)
 
 
 def scenario_of(args: argparse.Namespace) -> Scenario | None:

@@ -7,9 +7,13 @@ import argparse
 import logging
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from marketplace.cli.common import EXIT_USAGE, add_set, scenario_of
 from marketplace.data.own_files import ReadLimits
+
+if TYPE_CHECKING:
+    from marketplace.scenario import Scenario
 
 ROLES = (
     ("curator", "run the curator (binds a ROUTER at --endpoint)"),
@@ -155,7 +159,7 @@ def add_owners_parser(sub: argparse._SubParsersAction) -> None:
     hosts.set_defaults(func=owners_command)
 
 
-def _scenario_and_endpoint(args: argparse.Namespace):
+def _scenario_and_endpoint(args: argparse.Namespace) -> Scenario | None:
     """The scenario, after checking that both it and the curator's endpoint were given; None after saying why."""
     if args.scenario is not None and not args.endpoint:
         print(

@@ -7,6 +7,7 @@ import argparse
 import logging
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from marketplace.cli.common import (
     EXIT_OK,
@@ -15,6 +16,9 @@ from marketplace.cli.common import (
     add_set,
     scenario_of,
 )
+
+if TYPE_CHECKING:
+    from marketplace.scenario import Scenario
 
 
 def add_run_parser(sub: argparse._SubParsersAction) -> None:
@@ -140,7 +144,7 @@ def validate_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _out(args: argparse.Namespace, scenario, kind: str = "") -> Path:
+def _out(args: argparse.Namespace, scenario: Scenario, kind: str = "") -> Path:
     """--out, or a fresh default folder ``runs/<name>[-kind]-<timestamp>`` (the API checks it)."""
     from marketplace.runner.run import default_run_folder
 
@@ -152,7 +156,7 @@ def _folder_refused(args: argparse.Namespace, err: Exception) -> int:
     return EXIT_USAGE
 
 
-def _run(args: argparse.Namespace, scenario) -> int:
+def _run(args: argparse.Namespace, scenario: Scenario) -> int:
     from rich.console import Console
 
     from marketplace.api import RunFailed, run
@@ -191,7 +195,7 @@ def _run(args: argparse.Namespace, scenario) -> int:
     return EXIT_OK
 
 
-def _sweep(args: argparse.Namespace, scenario) -> int:
+def _sweep(args: argparse.Namespace, scenario: Scenario) -> int:
     from rich.console import Console
 
     from marketplace.api import sweep

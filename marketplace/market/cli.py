@@ -5,6 +5,11 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from marketplace.market.player import Outcome
+    from marketplace.market.spec import MarketSpec
 
 EXIT_OK, EXIT_USAGE, EXIT_RUN_FAILED = 0, 2, 3
 
@@ -45,7 +50,7 @@ def market_command(args: argparse.Namespace) -> int:
     return _play(args, spec)
 
 
-def _play(args: argparse.Namespace, spec) -> int:
+def _play(args: argparse.Namespace, spec: MarketSpec) -> int:
     from rich.console import Console
 
     from marketplace.market.run import play
@@ -58,7 +63,7 @@ def _play(args: argparse.Namespace, spec) -> int:
     if not console.is_terminal:
         console = Console(stderr=False, width=200)
 
-    def shown(rule: str, outcome) -> None:
+    def shown(rule: str, outcome: Outcome) -> None:
         r = outcome.request
         if outcome.status == "not granted":
             text = outcome.reason or "not granted"
@@ -79,6 +84,7 @@ def _play(args: argparse.Namespace, spec) -> int:
     if not args.quiet:
         print_tables(console, report.raw)
     plays = f" ({report.repeats} repeats: repeat-0/ ... repeat-{report.repeats - 1}/)" if report.repeats > 1 else ""
-    sales = ", sales.png" if (report.folder / "sales.png").exists() else ""
-    print(f"{report.folder}/market.json, market.md, budget.png, quality.png{sales}{plays}")
+    folder = report.folder  # play() wrote the report there
+    sales = ", sales.png" if folder is not None and (folder / "sales.png").exists() else ""
+    print(f"{folder}/market.json, market.md, budget.png, quality.png{sales}{plays}")
     return EXIT_OK

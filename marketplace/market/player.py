@@ -15,13 +15,16 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from marketplace.market.spec import MarketSpec, Request
 from marketplace.privacy import noise
 from marketplace.privacy.lifetime import COUNTED, LifetimeLedger, ledger_file
 from marketplace.scheduling.costs import declared_costs
 from marketplace.scheduling.rules import Amounts, Demand, amounts, filter_budget, make_rule
+
+if TYPE_CHECKING:
+    from marketplace.api import Driver, Launch
 
 NOISE_KEY_PERSON = b"market-noise-key"
 
@@ -119,10 +122,10 @@ class Play:
     seconds: float = 0.0
 
 
-RunRequest = Callable[[Any, Path, str, str], Mapping[str, Any]]
+RunRequest = Callable[[Any, Path, "Driver", "Launch"], Mapping[str, Any]]
 
 
-def run_request(scenario: Any, folder: Path, driver: str, launch: str) -> Mapping[str, Any]:
+def run_request(scenario: Any, folder: Path, driver: Driver, launch: Launch) -> Mapping[str, Any]:
     """Run one request's scenario to its end and return its report (a failed run's too)."""
     from marketplace.api import run
 
@@ -151,8 +154,8 @@ def play_rule(
     rule: str,
     out: Path,
     *,
-    driver: str,
-    launch: str = "forkserver",
+    driver: Driver,
+    launch: Launch = "forkserver",
     runner: RunRequest = run_request,
     on_request: Callable[[str, Outcome], None] | None = None,
     where: str | None = None,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from marketplace.market.spread import mean_sd
@@ -15,7 +16,7 @@ from marketplace.market.spread import mean_sd
 _MARKERS = {"fcfs": "o", "dpf": "s"}
 
 
-def _pyplot():
+def _pyplot() -> ModuleType:
     import matplotlib
 
     matplotlib.use("Agg")

@@ -5,19 +5,22 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from marketplace.market.player import Outcome, play_rule
 from marketplace.market.report import MarketReport, build_report
 from marketplace.market.spec import MarketSpec, check_worlds, read_market
+
+if TYPE_CHECKING:
+    from marketplace.api import Driver, Launch
 
 
 def play(
     source: str | Path | Mapping[str, Any] | MarketSpec,
     out: str | Path | None = None,
     *,
-    driver: str = "processes",
-    launch: str = "forkserver",
+    driver: Driver = "processes",
+    launch: Launch = "forkserver",
     seed: int | None = None,
     repeats: int | None = None,
     progress: Callable[[str, Outcome], None] | None = None,

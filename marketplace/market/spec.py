@@ -43,6 +43,8 @@ from marketplace.scenario import Scenario, ScenarioError
 from marketplace.scenario.config import LIFETIME_EPSILON
 from marketplace.schema import describe_value
 
+_EPSILON_LOW = LIFETIME_EPSILON.min if LIFETIME_EPSILON.min is not None else 0.0
+"""The least eps of a budget (LIFETIME_EPSILON states one; number()'s own floor otherwise)."""
 RULES = ("fcfs", "dpf")
 RELATIONS = BUDGET_RELATIONS
 FILTERS = ("basic", "zcdp")
@@ -247,7 +249,7 @@ class _Checker:
         return dict(value)
 
     def integer(self, value: Any, path: str, low: int, high: int = 2**63 - 1) -> int:
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not low <= value <= high:
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not low <= int(value) <= high:
             raise self.fail(path, f"a whole number from {low} to {high}", value)
         return int(value)
 
@@ -284,13 +286,12 @@ class _Checker:
 
     def budget(self, value: Any, path: str, default: Budget | None = None) -> Budget:
         value = self.mapping(value, path, ("epsilon", "delta"))
-        if "epsilon" not in value and default is None:
+        if "epsilon" in value:
+            eps = self.number(value["epsilon"], f"{path}.epsilon", low=_EPSILON_LOW, high=LIFETIME_EPSILON.max)
+        elif default is not None:
+            eps = default.epsilon
+        else:
             raise MarketError(self.source, f"{path}.epsilon", "missing; a budget needs its epsilon")
-        eps = (
-            self.number(value["epsilon"], f"{path}.epsilon", low=LIFETIME_EPSILON.min, high=LIFETIME_EPSILON.max)
-            if "epsilon" in value
-            else default.epsilon
-        )
         delta = (
             self.number(value["delta"], f"{path}.delta", high=1.0, high_open=True)
             if "delta" in value

@@ -27,7 +27,7 @@ def stat(values: Sequence[float | None]) -> dict[str, Any]:
     present = [float(v) for v in values if v is not None]
     n = len(present)
     mean = math.fsum(present) / n if n else None
-    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in present) / (n - 1)) if n > 1 else None
+    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in present) / (n - 1)) if n > 1 and mean is not None else None
     return {"mean": mean, "sd": sd, "n": n, "values": list(values)}
 
 
