@@ -114,7 +114,7 @@ def _specs(names: list[str]) -> list[DatasetSpec]:
     return [dataset(name) for name in dict.fromkeys(names)]
 
 
-def _human(size: int) -> str:
+def _human(size: float) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if size < 1000 or unit == "GB":
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"

@@ -22,10 +22,13 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from marketplace.datasets.cache import data_home
 from marketplace.datasets.registry import DatasetSpec, FileSpec
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 ENV_MIRROR = "MARKETPLACE_DATA_MIRROR"
 """Environment variable holding the default mirror base URL."""
@@ -234,7 +237,7 @@ class RichBar:
         self._progress.stop()
 
 
-def _stderr_console():
+def _stderr_console() -> Console:
     from rich.console import Console
 
     return Console(stderr=True)

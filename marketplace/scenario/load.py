@@ -387,11 +387,12 @@ def parse_scenario(
             check_source_available(config.data.source, "data.source")
         check_privacy_plan(config)
     except SchemaError as err:
-        assignment = override_for(err.path, given)
-        where = f"override {assignment}" if assignment is not None else None
-        if where is None:
-            assignment = override_for(err.path, overrides)
-            where = f"--set {assignment}" if assignment is not None else source
+        value_set = override_for(err.path, given)  # a value given in Python (values), else a --set
+        if value_set is not None:
+            where = f"override {value_set}"
+        else:
+            flag_set = override_for(err.path, overrides)
+            where = f"--set {flag_set}" if flag_set is not None else source
         raise ScenarioError(where, err.path, _refusal(err, raw)) from None
     except DatasetMissing as err:
         raise ScenarioDataMissing(source, "data.source", err) from None
