@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_serve import Market
+from test_serve import MARKET, Market
 
 from marketplace.privacy.lifetime import LifetimeLedger, ledger_file
 
@@ -25,8 +25,19 @@ from proctree import tree  # noqa: E402
 pytestmark = pytest.mark.slow
 
 OWNERS = ("owner-1", "owner-2", "owner-3")
-SAMPLES = "sketch.samples=3000000"
-"""A session long enough (tens of seconds) to be stalled in the middle."""
+LONG_MARKET = {
+    **MARKET,
+    "data": {
+        **MARKET["data"],
+        "source": {
+            "kind": "covariate_shift",
+            "covariate_shift": {"dim": 3, "components": 4, "rows_per_component": 60000},
+        },
+    },
+}
+"""Owners with 80,000 rows each: a session whose owners compute their sketches for seconds, holding their
+reservations, so it can be stalled in the middle (the consumer's own work comes after its part ends)."""
+FEATURES = "sketch.map.features=1500"
 SETTLE_S = 60.0
 """How long after the stall (or after its session ended) a reservation may stay ``reserved``."""
 
@@ -94,10 +105,10 @@ def settled_within(market: Market, owners: tuple[str, ...], since: float) -> flo
 
 
 def test_an_agent_stalled_past_its_heartbeat_settles_its_owners_reservation_once_back(tmp_path):
-    market = Market(tmp_path, "--owners-per-process", "1", "--log-level", "INFO")
+    market = Market(tmp_path, "--owners-per-process", "1", "--log-level", "INFO", market=LONG_MARKET)
     try:
         wait_for(lambda: market_ready(market), why="the owners never connected")
-        request = market.request("alice", "out", SAMPLES)
+        request = market.request("alice", "out", FEATURES)
         wait_for(lambda: joined(market, "owner-1"), why="owner-1 never joined the session")
         assert every_owner_reserved(market)
         resumed = stall(agent_of(market, "owner-1"), 8.0)  # past the 5 s heartbeat, under the 15 s silence
@@ -113,10 +124,10 @@ def test_an_agent_stalled_past_its_heartbeat_settles_its_owners_reservation_once
 
 
 def test_a_stalled_server_leaves_no_reservation_once_back(tmp_path):
-    market = Market(tmp_path, "--owners-per-process", "1", "--log-level", "INFO")
+    market = Market(tmp_path, "--owners-per-process", "1", "--log-level", "INFO", market=LONG_MARKET)
     try:
         wait_for(lambda: market_ready(market), why="the owners never connected")
-        request = market.request("alice", "out", SAMPLES)
+        request = market.request("alice", "out", FEATURES)
         wait_for(lambda: all(joined(market, o) for o in OWNERS), why="the owners never joined the session")
         assert every_owner_reserved(market)
         resumed = stall(market.proc.pid, 6.0)  # the server only: its agents see its connections time out
