@@ -135,21 +135,8 @@ class OwnerAgent:
         self._stopping = True
 
     def run(self) -> int:
-        server = load_public(self.keys / f"{SERVER}.key")
         ctx = new_context()
-        poller = zmq.Poller()
-        by_socket: dict[zmq.Socket, str] = {}
-        for owner in self.owners:
-            public, secret = load_pair(self.keys / f"{owner}.key_secret")
-            sock = ctx.socket(zmq.DEALER)
-            control.socket_options(sock)
-            sock.setsockopt(zmq.LINGER, 2000)
-            sock.curve_secretkey, sock.curve_publickey, sock.curve_serverkey = secret, public, server
-            sock.connect(self.market)
-            sock.send(control.encode(control.OwnerJoin(party=owner)))
-            self.socks[owner] = sock
-            by_socket[sock] = owner
-            poller.register(sock, zmq.POLLIN)
+        poller, by_socket = self._connect(ctx)
         self.work.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.ledgers.mkdir(parents=True, exist_ok=True, mode=0o700)
         log.info("agent of %d owners connecting to %s", len(self.owners), self.market)
@@ -159,40 +146,12 @@ class OwnerAgent:
             while True:
                 now = time.monotonic()
                 if now - last_ping >= PING_S:
-                    for sock in self.socks.values():
-                        try:
-                            sock.send(control.encode(control.Ping()), zmq.NOBLOCK)
-                        except zmq.Again:
-                            pass
+                    self._ping()
                     last_ping = now
                 touched: set[tuple[str, str]] = set()
                 wait = 5 if any(loop.backlog for loop, _, _ in self.loops.values()) else POLL_MS
                 for sock, _ in poller.poll(wait):
-                    owner = by_socket[sock]
-                    for _ in range(1024):
-                        try:
-                            frame = sock.recv(zmq.NOBLOCK)
-                        except zmq.Again:
-                            break
-                        if owner not in self.heard:  # the server answered: its handshake admitted the key
-                            log.info("%s connected to %s", owner, self.market)
-                        self.heard[owner] = time.monotonic()
-                        try:
-                            message = control.decode(frame)
-                        except control.ControlError as err:
-                            log.warning("%s: %s", owner, err)
-                            continue
-                        if isinstance(message, control.SessionFrame):
-                            entry = self.loops.get((message.session, owner))
-                            if entry is not None:
-                                entry[0].put(b"", CURATOR, message.frame)
-                                touched.add((message.session, owner))
-                        elif isinstance(message, control.OwnerSessions):
-                            self.lists[owner] = (frozenset(message.sessions), time.monotonic())
-                        elif isinstance(message, control.SessionInvite):
-                            self._join(owner, message)
-                        elif isinstance(message, control.Stop):
-                            stopping = True
+                    stopping = self._read(sock, by_socket[sock], touched) or stopping
                 for key in touched:
                     entry = self.loops.get(key)
                     if entry is not None:
@@ -208,6 +167,61 @@ class OwnerAgent:
             for sock in self.socks.values():
                 sock.close()
             ctx.term()
+
+    def _connect(self, ctx: zmq.Context) -> tuple[zmq.Poller, dict[zmq.Socket, str]]:
+        """One CURVE connection to the server per owner, each announcing its owner."""
+        server = load_public(self.keys / f"{SERVER}.key")
+        poller = zmq.Poller()
+        by_socket: dict[zmq.Socket, str] = {}
+        for owner in self.owners:
+            public, secret = load_pair(self.keys / f"{owner}.key_secret")
+            sock = ctx.socket(zmq.DEALER)
+            control.socket_options(sock)
+            sock.setsockopt(zmq.LINGER, 2000)
+            sock.curve_secretkey, sock.curve_publickey, sock.curve_serverkey = secret, public, server
+            sock.connect(self.market)
+            sock.send(control.encode(control.OwnerJoin(party=owner)))
+            self.socks[owner] = sock
+            by_socket[sock] = owner
+            poller.register(sock, zmq.POLLIN)
+        return poller, by_socket
+
+    def _ping(self) -> None:
+        """Every owner's "still here" (a full queue skips one: the connection is busy, not gone)."""
+        for sock in self.socks.values():
+            try:
+                sock.send(control.encode(control.Ping()), zmq.NOBLOCK)
+            except zmq.Again:
+                pass
+
+    def _read(self, sock: zmq.Socket, owner: str, touched: set[tuple[str, str]]) -> bool:
+        """Read what waits on ``owner``'s connection (in a bounded batch); True when the server said stop."""
+        stop = False
+        for _ in range(1024):
+            try:
+                frame = sock.recv(zmq.NOBLOCK)
+            except zmq.Again:
+                break
+            if owner not in self.heard:  # the server answered: its handshake admitted the key
+                log.info("%s connected to %s", owner, self.market)
+            self.heard[owner] = time.monotonic()
+            try:
+                message = control.decode(frame)
+            except control.ControlError as err:
+                log.warning("%s: %s", owner, err)
+                continue
+            if isinstance(message, control.SessionFrame):
+                entry = self.loops.get((message.session, owner))
+                if entry is not None:
+                    entry[0].put(b"", CURATOR, message.frame)
+                    touched.add((message.session, owner))
+            elif isinstance(message, control.OwnerSessions):
+                self.lists[owner] = (frozenset(message.sessions), time.monotonic())
+            elif isinstance(message, control.SessionInvite):
+                self._join(owner, message)
+            elif isinstance(message, control.Stop):
+                stop = True
+        return stop
 
     # --- sessions
 

@@ -127,22 +127,17 @@ def request(
         raise ValueError("request: give either a scenario to request, or the session to resume (resume=...)")
     say = on_event or (lambda text: None)
     keys = Path(keys)
-    if own is not None:
-        own = OwnTarget(Path(own.data).resolve(), Path(own.test).resolve() if own.test else None, own.limits)
-        market_file = market_file or (keys / "market.yaml" if (keys / "market.yaml").is_file() else None)
-        if market_file is not None:
-            rows = own.check(Path(market_file))
-            say(f"own target: {rows} rows in {own.data}, checked against the marketplace's schema")
-    name, secret_path = find_own_key(keys)
-    public, secret = load_pair(secret_path)
-    server = load_public(keys / f"{SERVER}.key")
+    own = _checked_own(own, keys, market_file, say)
     out = Path(out).resolve()  # the consumer runs in it: every path handed to it must not depend on the cwd
     out.mkdir(parents=True, exist_ok=True)
+    name, secret_path = find_own_key(keys)
     ctx = new_context()
     sock = ctx.socket(zmq.DEALER)
     control.socket_options(sock)
     sock.setsockopt(zmq.LINGER, 2000)
-    sock.curve_secretkey, sock.curve_publickey, sock.curve_serverkey = secret, public, server
+    public, secret = load_pair(secret_path)
+    sock.curve_secretkey, sock.curve_publickey = secret, public
+    sock.curve_serverkey = load_public(keys / f"{SERVER}.key")
     monitor = sock.get_monitor_socket(
         zmq.EVENT_HANDSHAKE_SUCCEEDED
         | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
@@ -153,49 +148,66 @@ def request(
     link = _Link(sock, monitor, market, name, wait_s)
     try:
         sock.connect(market)
-        if resume is not None:
-            sock.send(control.encode(control.SessionResume(session=resume)))
-            link.resuming = True
-        else:
-            sock.send(control.encode(control.SessionOpen(scenario=scenario_text or "")))
-        deadline = time.monotonic() + wait_s
-        session = resume or ""
-        consumer: _Consumer | None = None
-        while True:
-            message = link.next(deadline, session, consumer)
-            if isinstance(message, control.SessionRefused):
-                raise RequestRefused(f"the marketplace refused the request: {message.reason}")
-            if isinstance(message, control.SessionQueued) and resume is not None:
-                say(f"session {session} is still ending: its outputs come when it has ended")
-            elif isinstance(message, control.SessionQueued):
-                session = message.session
-                say(f"queued as session {session}" + (f" ({message.position} ahead)" if message.position else ""))
-            elif isinstance(message, control.SessionReady) and consumer is None and resume in (None, message.session):
-                session = message.session
-                again = " again on what the session released" if resume else ""
-                say(f"session {session}: running the consumer{again}")
-                consumer = _Consumer(message, sock, out, own)
-                link.started = True
-            elif isinstance(message, control.SessionFrame) and consumer is not None and message.session == session:
-                consumer.put(message.frame)
-            elif isinstance(message, control.SessionReport) and message.session == session:
-                report = json.loads(message.report)
-                if consumer is not None:
-                    consumer.conclude()
-                    report = consumer.own_copy(report, message.parties, say)
-                _write_run_files(report, out)
-                return RequestResult(session, report, out, resumed=resume is not None)
-            if consumer is not None and consumer.step() and resume is None:
-                sock.send(
-                    control.encode(control.PartyReport(session=session, party="consumer", report=consumer.report))
-                )
-                say(f"session {session}: waiting for the run report")
-                consumer.reported = True
+        link.resuming = resume is not None
+        first = control.SessionResume(session=resume) if resume is not None else None
+        sock.send(control.encode(first or control.SessionOpen(scenario=scenario_text or "")))
+        return _see_through(link, sock, out, own, say, resume)
     finally:
         sock.disable_monitor()
         monitor.close(linger=0)
         sock.close(linger=0)
         ctx.term()
+
+
+def _checked_own(
+    own: OwnTarget | None, keys: Path, market_file: Path | None, say: Callable[[str], None]
+) -> OwnTarget | None:
+    """The consumer's own files with absolute paths, checked against the marketplace's schema (its
+    file, or ``market.yaml`` in the kit) when there is one, before anything is sent."""
+    if own is None:
+        return None
+    own = OwnTarget(Path(own.data).resolve(), Path(own.test).resolve() if own.test else None, own.limits)
+    market_file = market_file or (keys / "market.yaml" if (keys / "market.yaml").is_file() else None)
+    if market_file is not None:
+        rows = own.check(Path(market_file))
+        say(f"own target: {rows} rows in {own.data}, checked against the marketplace's schema")
+    return own
+
+
+def _see_through(
+    link: _Link, sock: zmq.Socket, out: Path, own: OwnTarget | None, say: Callable[[str], None], resume: str | None
+) -> RequestResult:
+    """Follow the request (or the resumed session) on the connection until its run report."""
+    deadline = time.monotonic() + link.wait_s
+    session = resume or ""
+    consumer: _Consumer | None = None
+    while True:
+        message = link.next(deadline, session, consumer)
+        if isinstance(message, control.SessionRefused):
+            raise RequestRefused(f"the marketplace refused the request: {message.reason}")
+        if isinstance(message, control.SessionQueued) and resume is not None:
+            say(f"session {session} is still ending: its outputs come when it has ended")
+        elif isinstance(message, control.SessionQueued):
+            session = message.session
+            say(f"queued as session {session}" + (f" ({message.position} ahead)" if message.position else ""))
+        elif isinstance(message, control.SessionReady) and consumer is None and resume in (None, message.session):
+            session = message.session
+            say(f"session {session}: running the consumer" + (" again on what the session released" if resume else ""))
+            consumer = _Consumer(message, sock, out, own)
+            link.started = True
+        elif isinstance(message, control.SessionFrame) and consumer is not None and message.session == session:
+            consumer.put(message.frame)
+        elif isinstance(message, control.SessionReport) and message.session == session:
+            report = json.loads(message.report)
+            if consumer is not None:
+                consumer.conclude()
+                report = consumer.own_copy(report, message.parties, say)
+            _write_run_files(report, out)
+            return RequestResult(session, report, out, resumed=resume is not None)
+        if consumer is not None and consumer.step() and resume is None:
+            sock.send(control.encode(control.PartyReport(session=session, party="consumer", report=consumer.report)))
+            say(f"session {session}: waiting for the run report")
+            consumer.reported = True
 
 
 def _write_run_files(report: dict[str, Any], out: Path) -> None:

@@ -304,25 +304,30 @@ class MarketServer:
                 self._send(routing, control.SessionRefused(reason=cut(f"refused a control frame: {err}", 1900)))
             return
         if who.startswith("owner-"):
-            if self.present.get(who) != routing:
-                log.info("owner %s present", who)
-                self.present[who] = routing
-                self._write_status()
-            if isinstance(message, control.SessionFrame):
-                s = self.sessions.get(message.session)
-                if s is not None and s.loop is not None and who in s.invited:
-                    s.loop.put(routing, who, message.frame)
-                    touched.add(s.id)
-            elif isinstance(message, control.PartyReport):
-                self._on_report(who, message)
-            elif isinstance(message, control.SessionDeclined):
-                s = self.sessions.get(message.session)
-                if s is not None and s.loop is not None and who in s.invited and s.state == "running":
-                    s.loop.lose_now(who, f"its agent could not take part: {message.reason}")
-            return
-        if not who.startswith("consumer:"):
-            return
-        consumer = who.split(":", 1)[1]
+            self._on_owner(routing, who, message, touched)
+        elif who.startswith("consumer:"):
+            self._on_consumer(routing, who.split(":", 1)[1], message, touched)
+
+    def _on_owner(self, routing: bytes, who: str, message: Any, touched: set[str]) -> None:
+        """A control message from owner ``who`` (its key), on connection ``routing``."""
+        if self.present.get(who) != routing:
+            log.info("owner %s present", who)
+            self.present[who] = routing
+            self._write_status()
+        if isinstance(message, control.SessionFrame):
+            s = self.sessions.get(message.session)
+            if s is not None and s.loop is not None and who in s.invited:
+                s.loop.put(routing, who, message.frame)
+                touched.add(s.id)
+        elif isinstance(message, control.PartyReport):
+            self._on_report(who, message)
+        elif isinstance(message, control.SessionDeclined):
+            s = self.sessions.get(message.session)
+            if s is not None and s.loop is not None and who in s.invited and s.state == "running":
+                s.loop.lose_now(who, f"its agent could not take part: {message.reason}")
+
+    def _on_consumer(self, routing: bytes, consumer: str, message: Any, touched: set[str]) -> None:
+        """A control message from consumer ``consumer`` (its key), on connection ``routing``."""
         if isinstance(message, control.SessionFrame):
             s = self.sessions.get(message.session)
             if s is not None and s.loop is not None and s.consumer == consumer:

@@ -87,7 +87,18 @@ def serve_owners(nodes: list[Node], endpoint: str, settings: LinkSettings) -> di
 
 
 def _run_all(loops: list[DealerLoop]) -> None:
-    """Run every loop until its role is done, in this thread.
+    """Run every loop until its role is done, in this thread (:class:`_HostRun`)."""
+    run = _HostRun(loops)
+    try:
+        run.serve()
+    finally:
+        run.epoll.close()
+    for loop in loops:
+        loop.stats.idle_s += run.idle / len(loops)
+
+
+class _HostRun:
+    """The loops of one host, driven in one thread until every role is done.
 
     Readiness comes from epoll over the sockets' ZMQ_FD, so a wake-up costs O(sockets with news),
     not O(sockets) as a ``zmq_poll`` over hundreds of them would. ZMQ_FD only says that a socket's
@@ -98,95 +109,112 @@ def _run_all(loops: list[DealerLoop]) -> None:
     of system calls per owner and round). Loops with timers due, or with queued sends, are ticked
     on every pass; connection events are read at each liveness check.
     """
-    epoll = select.epoll()
-    by_fd: dict[int, DealerLoop] = {}
-    for loop in loops:
-        fd = loop.sock.get(zmq.FD)
-        by_fd[fd] = loop
-        epoll.register(fd, select.EPOLLIN)
-        loop.begin()
-    pending: set[DealerLoop] = set(loops)  # sockets that may have frames waiting
-    backlogged: set[DealerLoop] = set()  # loops with frames waiting to be sent
-    finished: set[DealerLoop] = set()
-    active = list(loops)
-    interval = min(loop.settings.heartbeat_interval_s for loop in loops) if loops else 1.0
-    # every owner's checks run in one burst: like the curator's, they come less often as owners grow
-    check_every = max(HOST_CHECK_S, interval / 4, check_interval(len(loops), interval))
-    next_drain_mark = 0.0
-    next_timer = 0.0  # the earliest timer of any loop: before it, only loops with a backlog are ticked
-    idle = 0.0
 
-    def after(loop: DealerLoop, sent: int) -> None:
-        """Note what an operation on ``loop`` changed: a send, a backlog, the end of its role."""
-        if loop.frames_sent != sent:
-            pending.add(loop)  # a send may have taken the socket's read signal
-        if loop.backlog:
-            backlogged.add(loop)
-        else:
-            backlogged.discard(loop)
-        if loop.node.done:
-            finished.add(loop)
+    def __init__(self, loops: list[DealerLoop]) -> None:
+        self.epoll = select.epoll()
+        self.by_fd: dict[int, DealerLoop] = {}
+        for loop in loops:
+            fd = loop.sock.get(zmq.FD)
+            self.by_fd[fd] = loop
+            self.epoll.register(fd, select.EPOLLIN)
+            loop.begin()
+        self.pending: set[DealerLoop] = set(loops)  # sockets that may have frames waiting
+        self.backlogged: set[DealerLoop] = set()  # loops with frames waiting to be sent
+        self.finished: set[DealerLoop] = set()
+        self.active = list(loops)
+        interval = min(loop.settings.heartbeat_interval_s for loop in loops) if loops else 1.0
+        # every owner's checks run in one burst: like the curator's, they come less often as owners grow
+        self.check_every = max(HOST_CHECK_S, interval / 4, check_interval(len(loops), interval))
+        self.next_drain_mark = 0.0
+        self.next_timer = 0.0  # the earliest timer of any loop: before it, only loops with a backlog are ticked
+        self.idle = 0.0
 
-    try:
+    def serve(self) -> None:
+        """Pass after pass until every loop is closed."""
         while True:
             now = time.monotonic()
-            if now >= next_drain_mark:  # before the liveness checks: whose socket has nothing waiting
-                for loop in active:
-                    if loop.sock.get(EVENTS) & POLLIN:
-                        pending.add(loop)
-                    else:
-                        loop.drained_at = now
-                next_drain_mark = now + check_every
-            if now >= next_timer:
-                next_timer = next_drain_mark
-                for loop in active:
-                    if not loop.node.done:
-                        sent = loop.frames_sent
-                        next_timer = min(next_timer, loop.tick(now, check_every=check_every))
-                        after(loop, sent)
+            if now >= self.next_drain_mark:
+                self._mark_drained(now)
+            self._tick(now)
+            self._read_pending()
+            if self.finished and not self._close_finished():
+                return
+            self._wait()
+
+    def _after(self, loop: DealerLoop, sent: int) -> None:
+        """Note what an operation on ``loop`` changed: a send, a backlog, the end of its role."""
+        if loop.frames_sent != sent:
+            self.pending.add(loop)  # a send may have taken the socket's read signal
+        if loop.backlog:
+            self.backlogged.add(loop)
+        else:
+            self.backlogged.discard(loop)
+        if loop.node.done:
+            self.finished.add(loop)
+
+    def _mark_drained(self, now: float) -> None:
+        """Before the liveness checks: whose socket has nothing waiting (drained now), whose has."""
+        for loop in self.active:
+            if loop.sock.get(EVENTS) & POLLIN:
+                self.pending.add(loop)
             else:
-                for loop in list(backlogged):
-                    if not loop.node.done:
-                        sent = loop.frames_sent
-                        loop.tick(now, check_every=check_every)
-                        after(loop, sent)
-            for loop in list(pending):
-                # no ZMQ_EVENTS check first: a socket here was signalled, and almost always has a frame
-                # waiting; when it has none the batch's first read says so (one failed read instead
-                # of a check that costs as much on every socket that does have one)
-                if loop.closed or loop.node.done:
-                    pending.discard(loop)
-                    continue
-                sent = loop.frames_sent
-                if loop._read_batch(ask_events=True):
-                    # it ended on an empty socket, asked after its last send: nothing to re-check
-                    pending.discard(loop)
+                loop.drained_at = now
+        self.next_drain_mark = now + self.check_every
+
+    def _tick(self, now: float) -> None:
+        """Every loop's timers when the earliest is due; else only the loops with sends waiting."""
+        if now >= self.next_timer:
+            self.next_timer = self.next_drain_mark
+            for loop in self.active:
+                if not loop.node.done:
                     sent = loop.frames_sent
-                after(loop, sent)
-            if finished:
-                for loop in finished:
-                    if not loop.closed:
-                        epoll.unregister(loop.sock.get(zmq.FD))
-                        pending.discard(loop)
-                        backlogged.discard(loop)
-                        loop.close()  # its bye leaves
-                finished.clear()
-                active = [loop for loop in active if not loop.closed]
-                if not active:
-                    break
-            wait = next_timer - time.monotonic()
-            if backlogged:
-                wait = min(wait, 0.005)  # retry stuck sends soon
-            if pending:
-                wait = 0.0  # frames still waiting somewhere: check the timers, then read on
-            t0 = time.perf_counter()
-            events = epoll.poll(max(0.0, wait))
-            idle += time.perf_counter() - t0
-            for fd, _ in events:
-                loop = by_fd.get(fd)
-                if loop is not None and not loop.closed:
-                    pending.add(loop)
-    finally:
-        epoll.close()
-    for loop in loops:
-        loop.stats.idle_s += idle / len(loops)
+                    self.next_timer = min(self.next_timer, loop.tick(now, check_every=self.check_every))
+                    self._after(loop, sent)
+            return
+        for loop in list(self.backlogged):
+            if not loop.node.done:
+                sent = loop.frames_sent
+                loop.tick(now, check_every=self.check_every)
+                self._after(loop, sent)
+
+    def _read_pending(self) -> None:
+        for loop in list(self.pending):
+            # no ZMQ_EVENTS check first: a socket here was signalled, and almost always has a frame
+            # waiting; when it has none the batch's first read says so (one failed read instead
+            # of a check that costs as much on every socket that does have one)
+            if loop.closed or loop.node.done:
+                self.pending.discard(loop)
+                continue
+            sent = loop.frames_sent
+            if loop._read_batch(ask_events=True):
+                # it ended on an empty socket, asked after its last send: nothing to re-check
+                self.pending.discard(loop)
+                sent = loop.frames_sent
+            self._after(loop, sent)
+
+    def _close_finished(self) -> bool:
+        """Close the loops whose roles are done (their bye leaves); False once none is left."""
+        for loop in self.finished:
+            if not loop.closed:
+                self.epoll.unregister(loop.sock.get(zmq.FD))
+                self.pending.discard(loop)
+                self.backlogged.discard(loop)
+                loop.close()  # its bye leaves
+        self.finished.clear()
+        self.active = [loop for loop in self.active if not loop.closed]
+        return bool(self.active)
+
+    def _wait(self) -> None:
+        """Sleep in epoll until the next timer, a retry of stuck sends, or news on a socket."""
+        wait = self.next_timer - time.monotonic()
+        if self.backlogged:
+            wait = min(wait, 0.005)  # retry stuck sends soon
+        if self.pending:
+            wait = 0.0  # frames still waiting somewhere: check the timers, then read on
+        t0 = time.perf_counter()
+        events = self.epoll.poll(max(0.0, wait))
+        self.idle += time.perf_counter() - t0
+        for fd, _ in events:
+            loop = self.by_fd.get(fd)
+            if loop is not None and not loop.closed:
+                self.pending.add(loop)

@@ -35,6 +35,7 @@ level where no attribute fits ends the growth, its nodes becoming leaves.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -149,6 +150,123 @@ def _candidates(lo: np.ndarray, hi: np.ndarray, t: int, rng: np.random.Generator
     return np.clip(drawn, np.nextafter(lo, hi)[:, None], np.nextafter(hi, lo)[:, None])
 
 
+def _draw_thresholds(
+    cuts: np.ndarray,
+    a: int,
+    chosen: np.ndarray,
+    region: tuple[np.ndarray, np.ndarray],
+    live_rows: tuple[np.ndarray, np.ndarray, np.ndarray],
+    t: int,
+    mechanism: Exponential,
+    rng: np.random.Generator,
+    n_classes: int,
+) -> None:
+    """The thresholds of the frontier's nodes that split on numeric attribute ``a``, into ``cuts``:
+    ``t`` candidates drawn inside each node's region (``region``: lo, hi), one chosen by the exponential
+    mechanism over their utilities on the rows still on the frontier (``live_rows``: their values, label
+    codes and frontier-local node)."""
+    lo, hi = region
+    rows, codes, local = live_rows
+    nodes = np.flatnonzero(chosen == a)
+    candidates = _candidates(lo[nodes, a], hi[nodes, a], t, rng)
+    position = np.full(chosen.size, -1, dtype=np.int64)
+    position[nodes] = np.arange(nodes.size)
+    inside = position[local] >= 0
+    utilities = _utilities(rows[inside, a], codes[inside], position[local[inside]], candidates, n_classes)
+    for i, at in enumerate(nodes):
+        cuts[at] = candidates[i, mechanism.randomise(utilities[i])]
+
+
+def _next_frontier(
+    lo: np.ndarray,
+    hi: np.ndarray,
+    available: np.ndarray,
+    children: np.ndarray,
+    first: np.ndarray,
+    column: np.ndarray,
+    cuts: np.ndarray,
+    is_cat: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The next frontier's regions and available attributes: every child inherits its parent's region,
+    narrowed by the split (a numeric cut bounds the left child above and the right one below; a
+    categorical attribute is used up)."""
+    parent = np.repeat(np.arange(children.size), children)
+    offset = np.arange(parent.size) - first[parent]
+    lo, hi, available = lo[parent], hi[parent], available[parent]
+    a, child = column[parent], np.arange(parent.size)
+    numeric_child = ~is_cat[a]
+    left, right = numeric_child & (offset == 0), numeric_child & (offset == 1)
+    hi[child[left], a[left]] = cuts[parent[left]]
+    lo[child[right], a[right]] = cuts[parent[right]]
+    available[child[~numeric_child], a[~numeric_child]] = False
+    return lo, hi, available
+
+
+def _noisy_leaf_counts(
+    n_children: np.ndarray, node: np.ndarray, codes: np.ndarray, n_classes: int, laplace: Laplace
+) -> np.ndarray:
+    """Every leaf's class counts of the rows that end in it (``node``: each row's node id), with
+    Laplace noise: a (leaves, classes) array."""
+    leaf_index = np.cumsum(n_children == 0) - 1
+    true_counts = np.bincount(leaf_index[node] * n_classes + codes, minlength=int((n_children == 0).sum()) * n_classes)
+    return laplace.randomise(true_counts.astype(np.float64)).reshape(-1, n_classes)
+
+
+@dataclass
+class _Levels:
+    """The tree as it grows, level by level: each node's split attribute (-1: a leaf), threshold (NaN:
+    none) and number of children."""
+
+    attribute: list[np.ndarray] = field(default_factory=list)
+    threshold: list[np.ndarray] = field(default_factory=list)
+    n_children: list[np.ndarray] = field(default_factory=list)
+
+    def add(self, attribute: np.ndarray, threshold: np.ndarray, n_children: np.ndarray) -> None:
+        self.attribute.append(attribute)
+        self.threshold.append(threshold)
+        self.n_children.append(n_children)
+
+
+def _checked_rows(X: Any, y: Any, schema: PublicSchema, where: str) -> tuple[np.ndarray, np.ndarray]:
+    """The rows checked against ``schema`` and their labels' codes, one per row."""
+    if not isinstance(schema, PublicSchema):
+        raise TypeError(
+            f"The 'schema' parameter of {where} must be a PublicSchema. Got {type(schema).__name__} instead."
+        )
+    rows = schema.check_rows(X, "X", where)
+    codes = schema.encode_labels(y)
+    if codes.shape[0] != rows.shape[0]:
+        raise ValueError(
+            f"The 'y' parameter of {where} must have one label per row of X ({rows.shape[0]}). "
+            f"Got {codes.shape[0]} instead."
+        )
+    return rows, codes
+
+
+def _follow_splits(
+    rows: np.ndarray,
+    node: np.ndarray,
+    active: np.ndarray,
+    frontier_rows: tuple[np.ndarray, np.ndarray],
+    split: np.ndarray,
+    first: np.ndarray,
+    column: np.ndarray,
+    cuts: np.ndarray,
+    is_cat: np.ndarray,
+    next_start: int,
+) -> int:
+    """Rows follow their node's split into its children (``node``, in place); rows of a node that
+    stopped stay in that leaf (no longer ``active``). Returns the next frontier's first node id."""
+    live, local = frontier_rows
+    moving = split[local]
+    at, where_rows = local[moving], live[moving]
+    value = rows[where_rows, column[at]]
+    step = np.where(is_cat[column[at]], value, value >= cuts[at]).astype(np.int64)
+    node[where_rows] = next_start + first[at] + step
+    active[live[~moving]] = False
+    return next_start
+
+
 def grow_tree(
     X: Any,
     y: Any,
@@ -180,10 +298,6 @@ def grow_tree(
     Everything after a release reads its output as ``released`` returns it.
     """
     where = "grow_tree"
-    if not isinstance(schema, PublicSchema):
-        raise TypeError(
-            f"The 'schema' parameter of {where} must be a PublicSchema. Got {type(schema).__name__} instead."
-        )
     h_max = int_at_least(h_max, 1, "h_max", where)
     level_epsilon = per_level_epsilon(epsilon, level_epsilon, h_max, where)
     t = int_at_least(t, 1, "t", where)
@@ -191,20 +305,14 @@ def grow_tree(
     per_level = choice(attribute_choice, ATTRIBUTE_CHOICES, "attribute_choice", where) == "level"
     sensitivity = count_sensitivity(neighbours, where)  # 1 (add/remove) or 2 (replace): see the module docstring
     rng, secure = noise_generator(rng, secure, where)
-    rows = schema.check_rows(X, "X", where)
-    codes = schema.encode_labels(y)
-    if codes.shape[0] != rows.shape[0]:
-        raise ValueError(
-            f"The 'y' parameter of {where} must have one label per row of X ({rows.shape[0]}). "
-            f"Got {codes.shape[0]} instead."
-        )
+    rows, codes = _checked_rows(X, y, schema, where)
 
     n_classes, is_cat, branching = schema.n_codes, schema.is_categorical, schema.branching
-    attribute, threshold, n_children, spends = [], [], [], []
+    levels, spends = _Levels(), []
     lo, hi = schema.lower[None, :].copy(), schema.upper[None, :].copy()  # the frontier's regions
     available = np.ones((1, schema.d), dtype=bool)
-    node = np.zeros(rows.shape[0], dtype=np.int64)  # global node id of each row
-    active = np.ones(rows.shape[0], dtype=bool)  # rows whose node is on the frontier
+    # each row's global node id, and whether its node is still on the frontier
+    node, active = np.zeros(rows.shape[0], dtype=np.int64), np.ones(rows.shape[0], dtype=bool)
     start, finished = 0, 0  # first node id of the frontier; leaves closed on earlier levels
     level = 1
     while level < h_max:
@@ -215,77 +323,44 @@ def grow_tree(
         if not split.any():
             break
         column = np.where(split, chosen, 0)
-        cuts = np.full(frontier, np.nan)
         live = np.flatnonzero(active)
         local = node[live] - start
         numeric_columns = np.unique(chosen[split & ~is_cat[column]])
+        cuts = np.full(frontier, np.nan)
         if numeric_columns.size:
             split_epsilon = positive_real(level_epsilon("tree.split", level), "level_epsilon", where)
             mechanism = Exponential(
                 epsilon=split_epsilon, sensitivity=MAX_OPERATOR_SENSITIVITY * sensitivity, rng=rng, secure=secure
             )
+            live_rows = (rows[live], codes[live], local)
             for a in numeric_columns:
-                nodes = np.flatnonzero(chosen == a)
-                candidates = _candidates(lo[nodes, a], hi[nodes, a], t, rng)
-                position = np.full(frontier, -1, dtype=np.int64)
-                position[nodes] = np.arange(nodes.size)
-                inside = position[local] >= 0
-                utilities = _utilities(
-                    rows[live[inside], a], codes[live[inside]], position[local[inside]], candidates, n_classes
-                )
-                for i, at in enumerate(nodes):
-                    cuts[at] = candidates[i, mechanism.randomise(utilities[i])]
+                _draw_thresholds(cuts, int(a), chosen, (lo, hi), live_rows, t, mechanism, rng, n_classes)
             cuts = np.asarray(released(release_name("tree.split", level), cuts), dtype=np.float64)
             spends.append(Spend("tree.split", level, split_epsilon, "exponential"))
         children = np.where(split, branching[column], 0)
-        attribute.append(np.where(split, chosen, -1))
-        threshold.append(cuts)
-        n_children.append(children)
+        levels.add(np.where(split, chosen, -1), cuts, children)
         finished += int((~split).sum())
 
-        # The next frontier: every child inherits its parent's region, narrowed by the split.
-        parent = np.repeat(np.arange(frontier), children)
         first = np.cumsum(children) - children
-        offset = np.arange(parent.size) - first[parent]
-        lo, hi, available = lo[parent], hi[parent], available[parent]
-        a, child = column[parent], np.arange(parent.size)
-        numeric_child = ~is_cat[a]
-        left, right = numeric_child & (offset == 0), numeric_child & (offset == 1)
-        hi[child[left], a[left]] = cuts[parent[left]]
-        lo[child[right], a[right]] = cuts[parent[right]]
-        available[child[~numeric_child], a[~numeric_child]] = False
-
-        # Rows follow their node's split; rows of a node that stopped stay in that leaf.
-        next_start = start + frontier
-        moving = split[local]
-        at, where_rows = local[moving], live[moving]
-        value = rows[where_rows, column[at]]
-        step = np.where(is_cat[column[at]], value, value >= cuts[at]).astype(np.int64)
-        node[where_rows] = next_start + first[at] + step
-        active[live[~moving]] = False
-        start = next_start
+        lo, hi, available = _next_frontier(lo, hi, available, children, first, column, cuts, is_cat)
+        start = _follow_splits(rows, node, active, (live, local), split, first, column, cuts, is_cat, start + frontier)
         level += 1
 
-    frontier = lo.shape[0]
-    attribute.append(np.full(frontier, -1))
-    threshold.append(np.full(frontier, np.nan))
-    n_children.append(np.zeros(frontier, dtype=np.int64))
-    n_children_all = np.concatenate(n_children)
-    leaf_index = np.cumsum(n_children_all == 0) - 1
-    true_counts = np.bincount(
-        leaf_index[node] * n_classes + codes, minlength=int((n_children_all == 0).sum()) * n_classes
-    )
+    frontier = lo.shape[0]  # the last level: leaves only
+    levels.add(np.full(frontier, -1), np.full(frontier, np.nan), np.zeros(frontier, dtype=np.int64))
+    n_children_all = np.concatenate(levels.n_children)
     leaves_epsilon = positive_real(level_epsilon("tree.leaves", level), "level_epsilon", where)
     laplace = Laplace(epsilon=leaves_epsilon, sensitivity=sensitivity, rng=rng, secure=secure)
-    noisy = laplace.randomise(true_counts.astype(np.float64)).reshape(-1, n_classes)
-    noisy = np.asarray(released(release_name("tree.leaves", level), noisy), dtype=np.float64)
+    noisy = released(
+        release_name("tree.leaves", level), _noisy_leaf_counts(n_children_all, node, codes, n_classes, laplace)
+    )
     spends.append(Spend("tree.leaves", level, leaves_epsilon, "laplace"))
     return PrivateTree(
         schema=schema,
-        attribute=np.concatenate(attribute),
-        threshold=np.concatenate(threshold),
+        attribute=np.concatenate(levels.attribute),
+        threshold=np.concatenate(levels.threshold),
         n_children=n_children_all,
-        counts=noisy,
+        counts=np.asarray(noisy, dtype=np.float64),
         h_max=h_max,
         t=t,
         spends=tuple(spends),
