@@ -109,101 +109,12 @@ class PrivateTree:
 
     def _check_structure(self) -> None:
         schema, attribute, threshold, n_children = self.schema, self.attribute, self.threshold, self.n_children
-        size = attribute.shape[0] if attribute.ndim == 1 else -1
-        for name, array in (("attribute", attribute), ("threshold", threshold), ("n_children", n_children)):
-            if array.ndim != 1 or array.shape[0] != size or size < 1:
-                raise MalformedPlain(
-                    f"$.{name}",
-                    "a non-empty list with one entry per node (as many as attribute)",
-                    f"shape {array.shape}",
-                )
-        _first_bad("n_children", n_children < 0, n_children, "a non-negative number of children")
-        if 1 + int(n_children.sum()) != size:
-            raise MalformedPlain(
-                "$.n_children", f"numbers of children adding up to {size - 1} (nodes - 1)", int(n_children.sum())
-            )
-        leaf = n_children == 0
-        _first_bad("attribute", leaf & (attribute != -1), attribute, "-1 at a leaf (a node with no children)")
-        _first_bad(
-            "attribute",
-            ~leaf & ((attribute < 0) | (attribute >= schema.d)),
-            attribute,
-            f"the column (0..{schema.d - 1}) of a public attribute",
-        )
-        column = np.where(leaf, 0, attribute)
-        categorical = ~leaf & schema.is_categorical[column]
-        numeric = ~leaf & ~categorical
-        _first_bad("threshold", ~numeric & ~np.isnan(threshold), threshold, "null (no threshold) off numeric splits")
-        _first_bad("threshold", numeric & ~np.isfinite(threshold), threshold, "a finite threshold at a numeric split")
-        _first_bad("n_children", numeric & (n_children != 2), n_children, "2 children at a numeric split")
-        _first_bad(
-            "n_children",
-            categorical & (n_children != schema.branching[column]),
-            n_children,
-            "one child per public value at a categorical split",
-        )
+        size, leaf, column, categorical, numeric = _check_nodes(schema, attribute, threshold, n_children)
         first_child = np.where(leaf, -1, 1 + np.cumsum(n_children) - n_children)
-
-        # Walk the levels: node i's children follow those of node i - 1, so levels are contiguous.
-        levels, start, end = [], 0, 1
-        while start < end:
-            levels.append((start, end))
-            start, end = end, end + int(n_children[start:end].sum())
-        if end != size or start != size:
-            raise MalformedPlain(
-                "$.n_children", "a tree in which every node is reachable from the root", "unreachable nodes"
-            )
-        if len(levels) > self.h_max:
-            raise MalformedPlain("$.h_max", f"at least the depth of the tree ({len(levels)})", self.h_max)
-
-        # Public regions: a numeric interval per attribute, a fixed value code per categorical one.
-        lo, hi = schema.lower[None, :].copy(), schema.upper[None, :].copy()
-        fixed = np.full((1, schema.d), -1, dtype=np.int64)
-        leaf_parts = []
-        for start, end in levels:
-            nodes = np.arange(start, end)
-            a = column[nodes]
-            rows = np.arange(nodes.size)
-            inside = (lo[rows, a] < threshold[nodes]) & (threshold[nodes] < hi[rows, a])
-            _first_bad(
-                "threshold",
-                _scatter(size, nodes, numeric[nodes] & ~inside),
-                threshold,
-                "a threshold strictly inside the node's public interval",
-            )
-            _first_bad(
-                "attribute",
-                _scatter(size, nodes, categorical[nodes] & (fixed[rows, a] >= 0)),
-                attribute,
-                "a categorical attribute not already used above this node",
-            )
-            leaf_parts.append((lo[leaf[nodes]], hi[leaf[nodes]], fixed[leaf[nodes]]))
-            parent = np.repeat(rows, n_children[nodes])
-            if parent.size == 0:
-                break
-            offset = np.arange(parent.size) - np.repeat(
-                np.cumsum(n_children[nodes]) - n_children[nodes], n_children[nodes]
-            )
-            lo, hi, fixed = lo[parent], hi[parent], fixed[parent]
-            pa, child = a[parent], np.arange(parent.size)
-            is_num = numeric[nodes][parent]
-            cut = threshold[nodes][parent]
-            left, right = is_num & (offset == 0), is_num & (offset == 1)
-            hi[child[left], pa[left]] = cut[left]
-            lo[child[right], pa[right]] = cut[right]
-            is_cat = categorical[nodes][parent]
-            fixed[child[is_cat], pa[is_cat]] = offset[is_cat]
-
+        levels = _walk_levels(n_children, size, self.h_max)
+        leaf_parts = _leaf_regions(schema, levels, (attribute, threshold, n_children), column, categorical, numeric)
         leaves = np.flatnonzero(leaf)
-        counts = self.counts
-        if counts.ndim != 2 or counts.shape != (leaves.size, schema.n_codes):
-            raise MalformedPlain(
-                "$.counts",
-                f"{leaves.size} x {schema.n_codes} noisy counts (leaves x label codes)",
-                f"shape {counts.shape}",
-            )
-        if not np.isfinite(counts).all():
-            raise MalformedPlain("$.counts", "finite counts", "NaN or infinity")
+        _check_counts(self.counts, leaves.size, schema.n_codes)
         leaf_index = np.full(size, -1, dtype=np.int64)
         leaf_index[leaves] = np.arange(leaves.size)
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -368,6 +279,126 @@ class PrivateTree:
             spends=spends,
             neighbours=plain["neighbours"],
         )
+
+
+def _check_nodes(
+    schema: PublicSchema, attribute: np.ndarray, threshold: np.ndarray, n_children: np.ndarray
+) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each node's fields on their own: one entry per node, children adding up, a leaf's attribute -1,
+    a split's a public column, thresholds exactly at numeric splits, children per split kind. Returns
+    the node count and, per node, whether it is a leaf, its column (0 at leaves) and whether it splits
+    on a categorical or a numeric attribute."""
+    size = attribute.shape[0] if attribute.ndim == 1 else -1
+    for name, array in (("attribute", attribute), ("threshold", threshold), ("n_children", n_children)):
+        if array.ndim != 1 or array.shape[0] != size or size < 1:
+            raise MalformedPlain(
+                f"$.{name}",
+                "a non-empty list with one entry per node (as many as attribute)",
+                f"shape {array.shape}",
+            )
+    _first_bad("n_children", n_children < 0, n_children, "a non-negative number of children")
+    if 1 + int(n_children.sum()) != size:
+        raise MalformedPlain(
+            "$.n_children", f"numbers of children adding up to {size - 1} (nodes - 1)", int(n_children.sum())
+        )
+    leaf = n_children == 0
+    _first_bad("attribute", leaf & (attribute != -1), attribute, "-1 at a leaf (a node with no children)")
+    _first_bad(
+        "attribute",
+        ~leaf & ((attribute < 0) | (attribute >= schema.d)),
+        attribute,
+        f"the column (0..{schema.d - 1}) of a public attribute",
+    )
+    column = np.where(leaf, 0, attribute)
+    categorical = ~leaf & schema.is_categorical[column]
+    numeric = ~leaf & ~categorical
+    _first_bad("threshold", ~numeric & ~np.isnan(threshold), threshold, "null (no threshold) off numeric splits")
+    _first_bad("threshold", numeric & ~np.isfinite(threshold), threshold, "a finite threshold at a numeric split")
+    _first_bad("n_children", numeric & (n_children != 2), n_children, "2 children at a numeric split")
+    _first_bad(
+        "n_children",
+        categorical & (n_children != schema.branching[column]),
+        n_children,
+        "one child per public value at a categorical split",
+    )
+    return size, leaf, column, categorical, numeric
+
+
+def _walk_levels(n_children: np.ndarray, size: int, h_max: int) -> list[tuple[int, int]]:
+    """The levels as (first, end) node ranges: node i's children follow those of node i - 1, so levels
+    are contiguous. Every node must be reachable from the root, within ``h_max`` levels."""
+    levels, start, end = [], 0, 1
+    while start < end:
+        levels.append((start, end))
+        start, end = end, end + int(n_children[start:end].sum())
+    if end != size or start != size:
+        raise MalformedPlain(
+            "$.n_children", "a tree in which every node is reachable from the root", "unreachable nodes"
+        )
+    if len(levels) > h_max:
+        raise MalformedPlain("$.h_max", f"at least the depth of the tree ({len(levels)})", h_max)
+    return levels
+
+
+def _leaf_regions(
+    schema: PublicSchema,
+    levels: list[tuple[int, int]],
+    nodes_fields: tuple[np.ndarray, np.ndarray, np.ndarray],
+    column: np.ndarray,
+    categorical: np.ndarray,
+    numeric: np.ndarray,
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Each level's leaves' public regions (a numeric interval per attribute, a fixed value code per
+    categorical one), checking on the way that every threshold lies strictly inside its node's interval
+    and that no categorical attribute is used twice on a path."""
+    attribute, threshold, n_children = nodes_fields
+    size = attribute.shape[0]
+    leaf = n_children == 0
+    lo, hi = schema.lower[None, :].copy(), schema.upper[None, :].copy()
+    fixed = np.full((1, schema.d), -1, dtype=np.int64)
+    leaf_parts = []
+    for start, end in levels:
+        nodes = np.arange(start, end)
+        a = column[nodes]
+        rows = np.arange(nodes.size)
+        inside = (lo[rows, a] < threshold[nodes]) & (threshold[nodes] < hi[rows, a])
+        _first_bad(
+            "threshold",
+            _scatter(size, nodes, numeric[nodes] & ~inside),
+            threshold,
+            "a threshold strictly inside the node's public interval",
+        )
+        _first_bad(
+            "attribute",
+            _scatter(size, nodes, categorical[nodes] & (fixed[rows, a] >= 0)),
+            attribute,
+            "a categorical attribute not already used above this node",
+        )
+        leaf_parts.append((lo[leaf[nodes]], hi[leaf[nodes]], fixed[leaf[nodes]]))
+        parent = np.repeat(rows, n_children[nodes])
+        if parent.size == 0:
+            break
+        offset = np.arange(parent.size) - np.repeat(np.cumsum(n_children[nodes]) - n_children[nodes], n_children[nodes])
+        lo, hi, fixed = lo[parent], hi[parent], fixed[parent]
+        pa, child = a[parent], np.arange(parent.size)
+        is_num = numeric[nodes][parent]
+        cut = threshold[nodes][parent]
+        left, right = is_num & (offset == 0), is_num & (offset == 1)
+        hi[child[left], pa[left]] = cut[left]
+        lo[child[right], pa[right]] = cut[right]
+        is_cat = categorical[nodes][parent]
+        fixed[child[is_cat], pa[is_cat]] = offset[is_cat]
+    return leaf_parts
+
+
+def _check_counts(counts: np.ndarray, leaves: int, n_codes: int) -> None:
+    """One finite noisy count per leaf and label code."""
+    if counts.ndim != 2 or counts.shape != (leaves, n_codes):
+        raise MalformedPlain(
+            "$.counts", f"{leaves} x {n_codes} noisy counts (leaves x label codes)", f"shape {counts.shape}"
+        )
+    if not np.isfinite(counts).all():
+        raise MalformedPlain("$.counts", "finite counts", "NaN or infinity")
 
 
 def _scatter(size: int, nodes: np.ndarray, mask: np.ndarray) -> np.ndarray:
