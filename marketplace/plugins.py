@@ -66,7 +66,7 @@ class ProtocolSpec:
     """Where the protocol's :class:`Exchange` is, as ``module:attribute``: an Exchange subclass
     (built with no arguments) or instance (:func:`exchange` imports it on first use)."""
     messages: str | None = None
-    """Dotted path of the module declaring the protocol's message kinds (:func:`marketplace.messages.kinds.kind`);
+    """Dotted path of the module declaring the protocol's message kinds (:class:`marketplace.messages.kinds.Body`);
     imported with the exchange, so every kind a run uses is known before its first frame is decoded."""
     summary: str = ""
     """One line that ``marketplace protocols`` shows."""

@@ -53,7 +53,7 @@ def test_mypy_passes_on_the_package():
     assert "Success" in result.stdout
 
 
-ALLOWED_MODULES = 131
+ALLOWED_MODULES = 68
 """Modules whose type errors are still allowed ([[tool.mypy.overrides]] ignore_errors): lower it as
 modules are fixed; it never grows, and the allowance goes when it reaches 0."""
 
