@@ -30,23 +30,23 @@ class _Message(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag_fiel
     pass
 
 
-class Ping(_Message, tag="ping"):
+class Ping(_Message, tag="ping", frozen=True):
     """An owner agent's "still here", every few seconds."""
 
 
-class OwnerJoin(_Message, tag="owner_join"):
+class OwnerJoin(_Message, tag="owner_join", frozen=True):
     """An owner's connection announces itself (the server checks the claim against its key)."""
 
     party: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
 
 
-class SessionOpen(_Message, tag="session_open"):
+class SessionOpen(_Message, tag="session_open", frozen=True):
     """A consumer asks for a session: its request, a scenario (protocol, settings, its target)."""
 
     scenario: Yaml
 
 
-class SessionResume(_Message, tag="session_resume"):
+class SessionResume(_Message, tag="session_resume", frozen=True):
     """A consumer asks again for what one of its sessions released to it (after a lost connection or
     a close that timed out): the server answers as it did for the session itself (:class:`SessionReady`,
     the curator's frames to the consumer, :class:`SessionReport`), from what it kept; a session that is
@@ -55,19 +55,19 @@ class SessionResume(_Message, tag="session_resume"):
     session: SessionId
 
 
-class SessionQueued(_Message, tag="session_queued"):
+class SessionQueued(_Message, tag="session_queued", frozen=True):
     session: SessionId
     position: int
 
 
-class SessionRefused(_Message, tag="session_refused"):
+class SessionRefused(_Message, tag="session_refused", frozen=True):
     """The request will not run (bad scenario, the marketplace is stopping, ...); nothing was charged."""
 
     reason: Text
     session: str = ""
 
 
-class SessionInvite(_Message, tag="session_invite"):
+class SessionInvite(_Message, tag="session_invite", frozen=True):
     """The server to each invited owner's connection: a session starts, with this run id and
     scenario. The session's frames then travel on the same connection (:class:`SessionFrame`)."""
 
@@ -75,7 +75,7 @@ class SessionInvite(_Message, tag="session_invite"):
     scenario: Yaml
 
 
-class SessionReady(_Message, tag="session_ready"):
+class SessionReady(_Message, tag="session_ready", frozen=True):
     """The server to the consumer that asked: its session starts (run id, scenario); its frames
     travel on the consumer's own connection."""
 
@@ -83,7 +83,7 @@ class SessionReady(_Message, tag="session_ready"):
     scenario: Yaml
 
 
-class SessionFrame(_Message, tag="session_frame"):
+class SessionFrame(_Message, tag="session_frame", frozen=True):
     """One protocol frame of a running session, on a shared connection. Who sent it is the key of
     the connection it came on; the server passes it only between that session's parties."""
 
@@ -91,7 +91,7 @@ class SessionFrame(_Message, tag="session_frame"):
     frame: bytes
 
 
-class SessionDeclined(_Message, tag="session_declined"):
+class SessionDeclined(_Message, tag="session_declined", frozen=True):
     """An owner's agent to the server: this owner cannot take part in the session (its node could
     not be built: a broken ledger, a file that no longer reads); the session goes on without it."""
 
@@ -99,7 +99,7 @@ class SessionDeclined(_Message, tag="session_declined"):
     reason: Text
 
 
-class PartyReport(_Message, tag="party_report"):
+class PartyReport(_Message, tag="party_report", frozen=True):
     """A party's own report of a session (JSON text), sent back to the server for the run report."""
 
     session: SessionId
@@ -107,7 +107,7 @@ class PartyReport(_Message, tag="party_report"):
     report: bytes
 
 
-class SessionReport(_Message, tag="session_report"):
+class SessionReport(_Message, tag="session_report", frozen=True):
     """The session's run report (JSON text), to the consumer that asked for it, and to nobody else;
     ``parties`` (JSON text: the parties' reports as the server received them, why any is missing, the
     session's failure) lets the consumer assemble its own copy with what it kept to itself."""
@@ -122,7 +122,7 @@ MAX_HELD = 4096
 """The most sessions one :class:`OwnerSessions` names."""
 
 
-class OwnerSessions(_Message, tag="owner_sessions"):
+class OwnerSessions(_Message, tag="owner_sessions", frozen=True):
     """The server to an owner's connection, every second: the sessions it still holds the owner in
     (running or collecting its report, the owner neither lost nor gone). The owner's agent ends its part
     of any other session it is in (:mod:`marketplace.service.held`)."""
@@ -130,7 +130,7 @@ class OwnerSessions(_Message, tag="owner_sessions"):
     sessions: Annotated[list[SessionId], msgspec.Meta(max_length=MAX_HELD)]
 
 
-class Stop(_Message, tag="stop"):
+class Stop(_Message, tag="stop", frozen=True):
     """The server is stopping: an agent leaves once its current session is over."""
 
     reason: Text
