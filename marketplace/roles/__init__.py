@@ -9,13 +9,17 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from marketplace.messages import Envelope
 from marketplace.messages.kinds import Bye, Hello
 
 CURATOR = "curator"
 CONSUMER = "consumer"
+PeerRole = Literal["owner", "consumer"]
+"""The role a party other than the curator announces in its ``hello``."""
+RoleName = Literal["curator", "owner", "consumer"]
+"""A role's :attr:`Role.role_name`."""
 MAX_ERRORS_KEPT = 100
 """Error messages a role keeps from its peers; past that only ``errors_received_dropped`` grows."""
 
@@ -42,7 +46,7 @@ class Role(ABC):
     """
 
     party_id: str
-    role_name: str
+    role_name: RoleName
     scenario_name: str = ""
     config_fingerprint: dict[str, str] = {}
     """What this party's scenario says about the parts every party must agree on (set by
@@ -79,10 +83,13 @@ class Role(ABC):
 
     def hello(self, protocol: str) -> Send:
         """This party's ``hello`` to the curator: its role, protocol, scenario and configuration fingerprint."""
+        role = self.role_name
+        if role == "curator":
+            raise TypeError("the curator sends no hello: it is the party the others greet")
         return Send(
             CURATOR,
             Hello(
-                role=self.role_name,
+                role=role,
                 protocol=protocol,
                 scenario=self.scenario_name,
                 config=dict(self.config_fingerprint),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from enum import StrEnum
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from marketplace.messages import Envelope, ProtocolError
 from marketplace.messages.errors import cut
@@ -20,6 +20,10 @@ log = logging.getLogger("marketplace.curator")
 
 NOT_REFUSALS = frozenset({None, "error", "heartbeat", "shutdown", "bye"})
 """Kinds whose refusal by a party says nothing about whether it can take part."""
+RunStatus = Literal["completed", "failed"]
+"""How a run ended, as its ``shutdown`` tells every party."""
+CLOSING = "closing"
+"""The value of every curator ``Phase``'s ``CLOSING`` member."""
 
 
 class CuratorPhase(StrEnum):
@@ -68,9 +72,14 @@ class CuratorBase(Role):
         self.lost: set[str] = set()
         self.waiting_bye: set[str] = set()
         self.end_reason = ""
-        self.closing_status = ""
+        self.closing_status: RunStatus | Literal[""] = ""
         self.owners_told = True
         self.late_byes: list[str] = []
+
+    @property
+    def closing_phase(self) -> StrEnum:
+        """This curator's ``Phase.CLOSING`` (every ``Phase`` has that member, valued ``"closing"``)."""
+        return self.Phase(CLOSING)
 
     def members(self) -> tuple[str, ...]:
         """The data-holding parties of the run (owners; pfds calls them sharers)."""
@@ -85,14 +94,14 @@ class CuratorBase(Role):
         return cached
 
     def expected_peers(self) -> tuple[str, ...]:
-        if self.phase == self.Phase.CLOSING:
+        if self.phase == self.closing_phase:
             return tuple(sorted(self.waiting_bye))
         return (*self.active, CONSUMER)
 
     # --- waiting, and what happens when a party does not deliver ---------------------------
 
     def awaited(self) -> dict[str, str]:
-        if self.phase == self.Phase.CLOSING:
+        if self.phase == self.closing_phase:
             return {p: "bye" for p in self.waiting_bye}
         out = {p: "hello" for p in (*self.active, CONSUMER) if p not in self.present}
         out.update(self._awaited_in_phase())
@@ -141,11 +150,11 @@ class CuratorBase(Role):
         super().on_error(message)
         body: Error = message.body
         sender = message.sender
-        if body.about_kind == DECLINED and self.phase != self.Phase.CLOSING:
+        if body.about_kind == DECLINED and self.phase != self.closing_phase:
             if sender == CONSUMER:
                 return self._close(status="failed", reason=f"the consumer {cut(body.detail, 1500)}")
             return self.exclude(sender, body.detail, declined=True)
-        if body.about_kind in NOT_REFUSALS or self.phase == self.Phase.CLOSING:
+        if body.about_kind in NOT_REFUSALS or self.phase == self.closing_phase:
             return []
         reason = f"refused the curator's {body.about_kind!r}: {cut(body.detail, 200)}"
         if sender == CONSUMER:
@@ -204,12 +213,12 @@ class CuratorBase(Role):
 
     # --- the end --------------------------------------------------------------------------------
 
-    def _close(self, *, status: str, reason: str) -> list[Send]:
+    def _close(self, *, status: RunStatus, reason: str) -> list[Send]:
         """End the run: ``shutdown`` to every party not lost, then wait for their ``bye``. A
         ``completed`` run becomes final only with the consumer's bye (see the class doc): the
         consumer is shut down first, and the owners are told how the run ended once it has confirmed
         (or been lost), so every party's exit status tells the same story."""
-        self.phase = self.Phase.CLOSING
+        self.phase = self.closing_phase
         self.end_reason = reason
         self.closing_status = status
         if status == "failed":
@@ -230,7 +239,7 @@ class CuratorBase(Role):
     def _tell_owners(self) -> list[Send]:
         """The consumer confirmed (or was lost): shut the owners down with the run's final status."""
         self.owners_told = True
-        status = "failed" if self.failure else "completed"
+        status: RunStatus = "failed" if self.failure else "completed"
         reason = self.failure or self.end_reason
         targets = [p for p in self.members() if p not in self.lost]
         self.waiting_bye |= set(targets)
@@ -249,7 +258,7 @@ class CuratorBase(Role):
             return f"flagged and excluded from the run: {flagged}"
         return None
 
-    def _shutdown(self, party: str, status: str, reason: str) -> Send:
+    def _shutdown(self, party: str, status: RunStatus, reason: str) -> Send:
         """The ``shutdown`` that ends ``party``'s session. An owner the run went on without is told
         so, as ``failed`` with the reason it was excluded, whatever became of the others: its own
         report and exit status must not say it completed its part."""
@@ -266,10 +275,10 @@ class CuratorBase(Role):
 
     def _on_bye(self, message: Envelope) -> list[Send]:
         sender = message.sender
-        if self.phase == self.Phase.CLOSING and sender in self.lost and sender not in self.waiting_bye:
+        if self.phase == self.closing_phase and sender in self.lost and sender not in self.waiting_bye:
             self.late_byes.append(sender)  # given up on while its bye was on the way: no harm done
             return []
-        if self.phase != self.Phase.CLOSING or sender not in self.waiting_bye:
+        if self.phase != self.closing_phase or sender not in self.waiting_bye:
             raise ProtocolError(party=sender, kind="bye", reason="no shutdown was sent to this party")
         self.waiting_bye.discard(sender)
         if sender == CONSUMER and not self.owners_told:
@@ -281,7 +290,7 @@ class CuratorBase(Role):
         """Record a lost peer; True when the run is already closing (then it is simply not waited for).
         Losing the consumer before its bye turns a completed run into a failed one."""
         self.lost.add(peer)
-        if self.phase != self.Phase.CLOSING:
+        if self.phase != self.closing_phase:
             return False
         if peer == CONSUMER and peer in self.waiting_bye and self.closing_status == "completed":
             self.failure = self.failure or (

@@ -57,7 +57,7 @@ from marketplace.privacy.lifetime.ledger import LedgerMismatch, ledger_error
 from marketplace.privacy.lifetime.storage import is_blank
 from marketplace.privacy.lifetime.terms import SaleTerms
 from marketplace.privacy.neighbouring import budget_relation_text
-from marketplace.roles import CONSUMER, CURATOR, Role, Send
+from marketplace.roles import CONSUMER, CURATOR, PeerRole, Role, Send
 
 log = logging.getLogger(__name__)
 
@@ -260,24 +260,26 @@ def _reserve(ledger: LifetimeLedger, admission: Admission, config: Any, party: s
         admission.after = _standing(ledger)
         return admission
     try:
-        if declared.cost is None:
+        cost = declared.cost
+        if cost is None:  # recorded as declined; decline raises BudgetDeclined
             ledger.decline(request_id, consumer=life.consumer, what=declared.what, reason=declared.unbounded)
-        quota = life.consumer_quota if party != CONSUMER else None
-        ledger.reserve(
-            request_id,
-            declared.cost,
-            consumer=life.consumer,
-            what=declared.what,
-            relation=declared.relation,
-            fresh=True,
-            quota=None if quota is None else (quota.epsilon, quota.delta),
-            points=most,
-            terms=terms,
-        )
-        admission.state = "reserved"
-        sale = ledger.sale(request_id) if most is not None else None
-        if sale is not None:
-            admission.points, admission.price = sale.reserved, sale.price
+        else:
+            quota = life.consumer_quota if party != CONSUMER else None
+            ledger.reserve(
+                request_id,
+                cost,
+                consumer=life.consumer,
+                what=declared.what,
+                relation=declared.relation,
+                fresh=True,
+                quota=None if quota is None else (quota.epsilon, quota.delta),
+                points=most,
+                terms=terms,
+            )
+            admission.state = "reserved"
+            sale = ledger.sale(request_id) if most is not None else None
+            if sale is not None:
+                admission.points, admission.price = sale.reserved, sale.price
     except BudgetDeclined as err:
         admission.state, admission.reason = "declined", err.reason
     except AlreadyCharged as err:
@@ -366,7 +368,7 @@ class DeclinedParty(Role):
     why (an ``error`` about ``lifetime``), answers anything else with a refusal, and leaves when the
     curator shuts it down. It holds no data and releases nothing."""
 
-    def __init__(self, *, party_id: str, role_name: str, scenario_name: str, protocol: str, reason: str) -> None:
+    def __init__(self, *, party_id: str, role_name: PeerRole, scenario_name: str, protocol: str, reason: str) -> None:
         super().__init__()
         self.party_id, self.role_name, self.scenario_name = party_id, role_name, scenario_name
         self.protocol, self.reason = protocol, reason

@@ -47,7 +47,9 @@ class ActiveOwners:
             return list(self._ids) == list(other)
         return NotImplemented
 
-    __hash__ = None  # mutable, like the list it replaces
+    # mutable, like the list it replaces; typeshed types object.__hash__ as a method only, though the
+    # data model documents None as how a class declares itself unhashable
+    __hash__ = None  # type: ignore[assignment]
 
     def remove(self, owner: str) -> None:
         """Drop ``owner``; ``ValueError`` if it is not active (as ``list.remove``)."""

@@ -21,7 +21,7 @@ from marketplace.messages.kinds import Bye, Hello, RuntimeMessage
 from marketplace.protocols.stc.config import StcConfig
 from marketplace.protocols.stc.messages import StcMessage, StcRelease, StcReleases, StcRequest, StcTarget
 from marketplace.roles import CONSUMER, Send
-from marketplace.roles.curator import CuratorBase, CuratorPhase
+from marketplace.roles.curator import CuratorBase, CuratorPhase, RunStatus
 from marketplace.roles.parsimony import ParsimonyLedger
 
 log = logging.getLogger("marketplace.protocols.stc.curator")
@@ -142,7 +142,7 @@ class StcCurator(CuratorBase):
             if len(owners) == len(self.owners)
             else f"{len(owners)} of {len(self.owners)} owners released"
         )
-        status = "completed" if owners else "failed"
+        status: RunStatus = "completed" if owners else "failed"
         return [Send(CONSUMER, StcReleases(centers=centers, counts=counts, owners=owners))] + self._close(
             status=status, reason=reason
         )

@@ -50,7 +50,7 @@ from marketplace.protocols.summarize.payments import Purse
 from marketplace.protocols.summarize.publication import BID_MISMATCH, SOLD_TWICE
 from marketplace.protocols.summarize.sealing import sealed_size
 from marketplace.roles import CONSUMER, Send
-from marketplace.roles.curator import CuratorBase
+from marketplace.roles.curator import CuratorBase, RunStatus
 from marketplace.roles.parsimony import ParsimonyLedger
 
 log = logging.getLogger(__name__)
@@ -531,7 +531,7 @@ class SummarizeCurator(CuratorBase):
         return []
 
     # --- ending ----------------------------------------------------------------------------
-    def _finish(self, reason: str, status: str = "completed") -> list[Send]:
+    def _finish(self, reason: str, status: RunStatus = "completed") -> list[Send]:
         if self.less_trusted:
             d = self.features.n_features
             sealed = SealedSummary(
