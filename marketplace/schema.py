@@ -217,44 +217,74 @@ NON_FINITE_TEXTS = frozenset({"nan", "+nan", "-nan", "inf", "+inf", "-inf", "inf
 
 def _compile_plain(hint: Any, *, allow_nonfinite: bool = False, finite: str = "a finite number") -> Checker:
     """The checker of a hint without ``Annotated`` metadata. ``finite`` is what a float field that
-    refuses NaN and infinities expects (with its range, when it has one)."""
+    refuses NaN and infinities expects (with its range, when it has one).
+
+    Generic hints (unions, literals, lists, mappings) are told apart by their origin first, then
+    the plain types, then dataclasses and types that build themselves; anything else is a bug in a
+    schema, refused when its checker is compiled rather than when a value arrives."""
     origin = get_origin(hint)
     if origin in (typing.Union, types.UnionType):
         return _compile_union(get_args(hint))
     if origin is Literal:
-        allowed = get_args(hint)
-
-        def literal(value: Any, path: str) -> Any:
-            if value not in allowed or isinstance(value, bool) != any(
-                isinstance(a, bool) for a in allowed if a == value
-            ):
-                raise SchemaError(path, f"one of {list(allowed)}", describe_value(value))
-            return value
-
-        return literal
+        return _compile_literal(get_args(hint))
     if origin is tuple:
-        item = compile_hint(get_args(hint)[0])
-
-        def sequence(value: Any, path: str) -> Any:
-            if not isinstance(value, (list, tuple)):
-                raise SchemaError(path, "a list", describe_value(value))
-            return tuple(item(v, _join(path, i)) for i, v in enumerate(value))
-
-        return sequence
+        return _compile_sequence(compile_hint(get_args(hint)[0]))
     if origin is dict:
-        item = compile_hint(get_args(hint)[1])
+        return _compile_mapping(compile_hint(get_args(hint)[1]))
+    scalar = _compile_scalar(hint, allow_nonfinite=allow_nonfinite, finite=finite)
+    if scalar is not None:
+        return scalar
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return lambda value, path: build(hint, value, path)
+    if hasattr(hint, "__schema_build__"):
+        return hint.__schema_build__
+    raise TypeError(f"schema: unsupported type hint {hint!r}")
 
-        def mapping(value: Any, path: str) -> Any:
-            if not isinstance(value, dict):
-                raise SchemaError(path, "a mapping", describe_value(value))
-            out = {}
-            for k, v in value.items():
-                if not isinstance(k, str):
-                    raise SchemaError(path, "string keys", describe_value(k))
-                out[k] = item(v, _join(path, k))
-            return out
 
-        return mapping
+def _compile_literal(allowed: tuple[Any, ...]) -> Checker:
+    """The checker of ``Literal[...]``: the value must be one of ``allowed``, and a boolean only
+    where a boolean is allowed (``True == 1``, so a plain ``in`` would let ``1`` pass for ``True``)."""
+
+    def literal(value: Any, path: str) -> Any:
+        if value not in allowed or isinstance(value, bool) != any(isinstance(a, bool) for a in allowed if a == value):
+            raise SchemaError(path, f"one of {list(allowed)}", describe_value(value))
+        return value
+
+    return literal
+
+
+def _compile_sequence(item: Checker) -> Checker:
+    """The checker of ``tuple[X, ...]``: a list (or tuple) whose items each pass ``item``, built
+    as a tuple; an item's errors name its index."""
+
+    def sequence(value: Any, path: str) -> Any:
+        if not isinstance(value, (list, tuple)):
+            raise SchemaError(path, "a list", describe_value(value))
+        return tuple(item(v, _join(path, i)) for i, v in enumerate(value))
+
+    return sequence
+
+
+def _compile_mapping(item: Checker) -> Checker:
+    """The checker of ``dict[str, X]``: a mapping of string keys whose values each pass ``item``;
+    a value's errors name its key."""
+
+    def mapping(value: Any, path: str) -> Any:
+        if not isinstance(value, dict):
+            raise SchemaError(path, "a mapping", describe_value(value))
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise SchemaError(path, "string keys", describe_value(k))
+            out[k] = item(v, _join(path, k))
+        return out
+
+    return mapping
+
+
+def _compile_scalar(hint: Any, *, allow_nonfinite: bool, finite: str) -> Checker | None:
+    """The checker of ``Any`` or a plain type (bool, int, str, bytes, float), or None when ``hint``
+    is none of them. An int field refuses booleans; bytes accept a bytearray (built as bytes)."""
     if hint is Any:
         return lambda value, path: value
     if hint is bool:
@@ -266,23 +296,26 @@ def _compile_plain(hint: Any, *, allow_nonfinite: bool = False, finite: str = "a
     if hint is bytes:
         return _simple((bytes, bytearray), "bytes", convert=bytes)
     if hint is float:
+        return _compile_float(allow_nonfinite=allow_nonfinite, finite=finite)
+    return None
 
-        def number(value: Any, path: str) -> float:
-            if not allow_nonfinite and isinstance(value, str) and value.strip().lower() in NON_FINITE_TEXTS:
-                raise SchemaError(path, finite, describe_value(value))
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise SchemaError(path, "a number", describe_value(value))
-            value = float(value)
-            if not allow_nonfinite and not math.isfinite(value):
-                raise SchemaError(path, finite, describe_value(value))
-            return value
 
-        return number
-    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-        return lambda value, path: build(hint, value, path)
-    if hasattr(hint, "__schema_build__"):
-        return hint.__schema_build__
-    raise TypeError(f"schema: unsupported type hint {hint!r}")
+def _compile_float(*, allow_nonfinite: bool, finite: str) -> Checker:
+    """The checker of a float field: any int or float but a boolean, built as a float. Unless
+    ``allow_nonfinite``, NaN and the infinities are refused as not ``finite``, and so is a text
+    that would read as one (``--set key=nan``), before the "a number" check would call it text."""
+
+    def number(value: Any, path: str) -> float:
+        if not allow_nonfinite and isinstance(value, str) and value.strip().lower() in NON_FINITE_TEXTS:
+            raise SchemaError(path, finite, describe_value(value))
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise SchemaError(path, "a number", describe_value(value))
+        value = float(value)
+        if not allow_nonfinite and not math.isfinite(value):
+            raise SchemaError(path, finite, describe_value(value))
+        return value
+
+    return number
 
 
 def _compile_union(options: tuple[Any, ...]) -> Checker:
