@@ -53,7 +53,7 @@ _ARRAY = {0xDC: 2, 0xDD: 4}
 _MAP = {0xDE: 2, 0xDF: 4}
 
 
-def check_structure(frame: bytes, *, max_tokens: int = MAX_TOKENS, max_depth: int = MAX_DEPTH) -> str | None:
+def check_structure(frame: bytes | memoryview, *, max_tokens: int = MAX_TOKENS, max_depth: int = MAX_DEPTH) -> str | None:
     """None when ``frame`` is one msgpack object within the limits; otherwise why it is not (a short
     text for the error reply). Runs in time proportional to its tokens, at most ``max_tokens``."""
     data = memoryview(frame)
@@ -82,30 +82,47 @@ def check_structure(frame: bytes, *, max_tokens: int = MAX_TOKENS, max_depth: in
             n = b & 0x0F
         elif b <= 0xBF:
             i += b & 0x1F
-        elif b in _FIXED:
-            i += _FIXED[b]
-        elif b in _SIZED:
-            width = _SIZED[b]
-            i += width + int.from_bytes(data[i : i + width], "big")
-        elif b in _EXT:
-            width = _EXT[b]
-            i += width + 1 + int.from_bytes(data[i : i + width], "big")
-        elif b in _ARRAY:
-            width = _ARRAY[b]
-            n = int.from_bytes(data[i : i + width], "big")
-            i += width
-        elif b in _MAP:
-            width = _MAP[b]
-            n = 2 * int.from_bytes(data[i : i + width], "big")
-            i += width
         else:
-            return f"the byte 0x{b:02x} at offset {i - 1}, which starts no msgpack object"
+            header = _header(b, data, i)
+            if header is None:
+                return f"the byte 0x{b:02x} at offset {i - 1}, which starts no msgpack object"
+            i, n = header
         if n > 0:
             if n > size - i:
                 return f"a container that declares {n} elements with {max(size - i, 0)} bytes left"
             if len(stack) > max_depth:
                 return f"containers nested deeper than {max_depth}"
             stack.append(n)
+    return _ending(i, size)
+
+
+def _header(b: int, data: memoryview, i: int) -> tuple[int, int] | None:
+    """The rest of the header of an object whose first byte ``b`` (0xC0 to 0xDF) is not one of the
+    fix* kinds, read at offset ``i`` (just past ``b``): the offset past what can be skipped of it
+    (its header, and the payload of a number, a ``bin``, a ``str`` or an ``ext``) and how many
+    children it declares (-1 for none: only arrays and maps have them). None when ``b`` starts no
+    msgpack object. Kept out of :func:`check_structure`'s loop, which handles the one-byte kinds
+    (the most frequent) inline."""
+    if b in _FIXED:
+        return i + _FIXED[b], -1
+    if b in _SIZED:
+        width = _SIZED[b]
+        return i + width + int.from_bytes(data[i : i + width], "big"), -1
+    if b in _EXT:
+        width = _EXT[b]
+        return i + width + 1 + int.from_bytes(data[i : i + width], "big"), -1
+    if b in _ARRAY:
+        width = _ARRAY[b]
+        return i + width, int.from_bytes(data[i : i + width], "big")
+    if b in _MAP:
+        width = _MAP[b]
+        return i + width, 2 * int.from_bytes(data[i : i + width], "big")
+    return None
+
+
+def _ending(i: int, size: int) -> str | None:
+    """Once the root object is read, ending at offset ``i`` of a ``size``-byte frame: None when it
+    ends the frame exactly; otherwise why not (a payload running past the end, or bytes left over)."""
     if i > size:
         return "a truncated msgpack object"
     if i < size:
