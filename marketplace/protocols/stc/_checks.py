@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 
@@ -64,6 +64,10 @@ def weights(value: Any, n: int, where: str) -> np.ndarray:
     return array
 
 
+@overload
+def generator(value: Any, name: str, where: str, *, optional: Literal[False] = False) -> np.random.Generator: ...
+@overload
+def generator(value: Any, name: str, where: str, *, optional: bool) -> np.random.Generator | None: ...
 def generator(value: Any, name: str, where: str, *, optional: bool = False) -> np.random.Generator | None:
     if value is None and optional:
         return None
@@ -78,8 +82,9 @@ def generator(value: Any, name: str, where: str, *, optional: bool = False) -> n
     return value
 
 
-def one_budget(eps: Any, rho: Any, where: str) -> tuple[float | None, float | None]:
-    """Exactly one of eps (pure DP, Laplace noise) and rho (zCDP, Gaussian noise), checked."""
+def one_budget(eps: Any, rho: Any, where: str) -> tuple[float, None] | tuple[None, float]:
+    """Exactly one of eps (pure DP, Laplace noise) and rho (zCDP, Gaussian noise), checked: a
+    caller that tests ``budget[0] is not None`` has the other one as a float."""
     if (eps is None) == (rho is None):
         raise ValueError(
             f"{where} needs exactly one of 'eps' (pure DP, Laplace noise) and 'rho' (zCDP, "

@@ -116,7 +116,7 @@ class StcConsumer(Role):
         if self.own_evaluation:
             self.own = self.own_figures(body.centers, solution.indices)
 
-    def own_figures(self, centers: np.ndarray, indices) -> dict[str, Any]:
+    def own_figures(self, centers: np.ndarray, indices: np.ndarray) -> dict[str, Any]:
         """The costs the consumer computes from T and the owners' releases S' alone, beside its
         ``estimated_cost`` Cost(T, S' ∪ T_k), for the report when nobody holds the true S:
         ``released_only_cost``, Cost(T, S') (the releases alone, k = 0: the estimate of S alone),

@@ -88,7 +88,10 @@ def kdtree_coreset(target: np.ndarray, C: float = DEFAULT_C) -> Coreset:
     for cell, rows in enumerate(cells):
         assignment[rows] = cell
     weights = np.bincount(assignment, minlength=len(cells))
-    means = np.stack([np.bincount(assignment, weights=X[:, j], minlength=len(cells)) for j in range(d)], axis=1)
+    # np.bincount's stub says intp even with float weights: the sums are float64
+    means: np.ndarray = np.stack(
+        [np.bincount(assignment, weights=X[:, j], minlength=len(cells)) for j in range(d)], axis=1
+    )
     means /= weights[:, None]
     spread = np.linalg.norm(X - means[assignment], axis=1)
     order = np.lexsort((np.arange(n), spread, assignment))  # by cell, then distance to its mean

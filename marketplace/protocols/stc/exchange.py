@@ -19,7 +19,7 @@ releases are ``secure``.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -39,8 +39,11 @@ from marketplace.roles import CONSUMER, CURATOR, Role
 from marketplace.scenario.config import ScenarioConfig
 from marketplace.schema import SchemaError
 
+if TYPE_CHECKING:
+    from marketplace.protocols.stc.scaling import PublicScaling
 
-def scaling_of(config: ScenarioConfig, dim: int):
+
+def scaling_of(config: ScenarioConfig, dim: int) -> PublicScaling:
     """The public map into the ball of radius 1/2, from the scenario's box ``stc.domain``."""
     from marketplace.protocols.stc import PublicScaling
 
@@ -149,7 +152,7 @@ def check_plan(config: ScenarioConfig) -> None:
             )
 
 
-def public_defaults(raw_section: dict[str, Any] | None, schema) -> dict[str, Any]:
+def public_defaults(section: dict[str, Any] | None, schema: Any) -> dict[str, Any]:
     """The ``stc:`` section of a request (raw, as written) for a marketplace described by its public
     schema ``schema`` (a :class:`~marketplace.data.public_schema.DataSchema`, or its raw mapping):
     the public box ``domain`` taken from the schema's feature ranges (``low``: every lower bound,
@@ -159,12 +162,12 @@ def public_defaults(raw_section: dict[str, Any] | None, schema) -> dict[str, Any
     from marketplace.data.public_schema import DataSchema
     from marketplace.schema import build
 
-    section = dict(raw_section or {})
+    filled = dict(section or {})
     if not isinstance(schema, DataSchema):
         schema = build(DataSchema, dict(schema), "data.schema")
-    if not section.get("domain"):
-        section["domain"] = {"low": [float(v) for v in schema.lower], "high": [float(v) for v in schema.upper]}
-    return section
+    if not filled.get("domain"):
+        filled["domain"] = {"low": [float(v) for v in schema.lower], "high": [float(v) for v in schema.upper]}
+    return filled
 
 
 def progress(config: ScenarioConfig, curator: Role) -> tuple[int, int]:

@@ -24,6 +24,7 @@ from marketplace.protocols.stc import PublicScaling, nas_release, nna_release
 from marketplace.protocols.stc.config import StcConfig
 from marketplace.protocols.stc.messages import StcMessage, StcRelease, StcRequest
 from marketplace.protocols.stc.plan import ACCOUNT, at_target, summary_release
+from marketplace.protocols.stc.release import NasRelease, NnaRelease
 from marketplace.roles import Role, Send
 
 
@@ -92,6 +93,7 @@ class StcOwner(Role):
             self.fail(str(err))
             return []
         budget = {"eps": planned.eps} if planned.eps is not None else {"rho": planned.rho}
+        release: NasRelease | NnaRelease
         if s.release == "nas":
             release = nas_release(
                 self.source,
@@ -114,6 +116,8 @@ class StcOwner(Role):
             )
         centers = plan.released(planned.name, np.asarray(release.centers, dtype=np.float64))
         cost = planned.eps if planned.eps is not None else planned.rho
+        if cost is None:  # a planned release's ledger step has one of them (checked when it was planned)
+            raise ValueError(f"release {planned.name!r} states neither eps nor rho")
         self.released = {"centers": len(centers), "targets": len(target)}
         body = StcRelease(centers=centers, method=s.release, notion=privacy.notion, cost=cost)
         return [Send(message.sender, body, reply_to=message.msg_id)]

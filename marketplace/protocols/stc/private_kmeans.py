@@ -157,17 +157,19 @@ def private_kmeans(
     over ``iterations`` rounds (see the module docstring). ``rng`` draws the start and, unless
     ``secure``, the noise (``secure=True``: OpenDP's exact samplers, as in :mod:`.release`)."""
     where = "private_kmeans"
-    eps, rho = _checks.one_budget(eps, rho, where)
+    budget = _checks.one_budget(eps, rho, where)
+    eps, rho = budget
     S = check_in_ball(source, "source", where)
     k = _checks.positive_int(k, "k", where)
     iterations = _checks.positive_int(iterations, "iterations", where)
     rng = _checks.generator(rng, "rng", where)
     d = S.shape[1]
-    if eps is not None:
-        mech = Laplace(epsilon=eps / iterations, sensitivity=math.sqrt(d) + 1.0, rng=rng, secure=secure)
+    mech: Laplace | GaussianZCDP
+    if budget[0] is not None:
+        mech = Laplace(epsilon=budget[0] / iterations, sensitivity=math.sqrt(d) + 1.0, rng=rng, secure=secure)
         scale = mech.scale
     else:
-        mech = GaussianZCDP(rho=rho / iterations, sensitivity=NNA_L2_SENSITIVITY, rng=rng, secure=secure)
+        mech = GaussianZCDP(rho=budget[1] / iterations, sensitivity=NNA_L2_SENSITIVITY, rng=rng, secure=secure)
         scale = mech.sigma
     initial = uniform_in_ball(k, d, rng)
     centers = initial.copy()

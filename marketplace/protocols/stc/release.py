@@ -270,7 +270,8 @@ def nas_release(
     plausible |S|. ``sensitivity``: the one a release plan calibrates the noise to (default: the
     release's own, :func:`nas_sensitivity`; a given one must cover it)."""
     where = "nas_release"
-    eps, rho = _checks.one_budget(eps, rho, where)
+    budget = _checks.one_budget(eps, rho, where)
+    eps, rho = budget
     S = check_in_ball(source, "source", where)
     T = _checks.points(target, "target", where, d=S.shape[1])
     t = _check_t(t, S.shape[0], where)
@@ -278,11 +279,12 @@ def nas_release(
     n, d = T.shape
     norm = "L1" if eps is not None else "L2"
     calibrated = _calibrated(sensitivity, nas_sensitivity(n=n, d=d, t=t, norm=norm), where)
-    if eps is not None:
-        mech = Laplace(epsilon=eps, sensitivity=calibrated, rng=rng, secure=secure)
+    mech: Laplace | GaussianZCDP
+    if budget[0] is not None:
+        mech = Laplace(epsilon=budget[0], sensitivity=calibrated, rng=rng, secure=secure)
         scale = mech.scale
     else:
-        mech = GaussianZCDP(rho=rho, sensitivity=calibrated, rng=rng, secure=secure)
+        mech = GaussianZCDP(rho=budget[1], sensitivity=calibrated, rng=rng, secure=secure)
         scale = mech.sigma
     return NasRelease(
         centers=mech.randomise(means),
@@ -316,10 +318,10 @@ def nna_threshold(*, d: int, gamma: float = DEFAULT_GAMMA, eps: float | None = N
     where = "nna_threshold"
     d = _checks.positive_int(d, "d", where)
     gamma = _checks.probability(gamma, "gamma", where)
-    eps, rho = _checks.one_budget(eps, rho, where)
-    if eps is not None:
-        return 1.0 + math.log((math.sqrt(d) + 1.0) / gamma) / eps
-    sigma = NNA_L2_SENSITIVITY / math.sqrt(2.0 * rho)
+    budget = _checks.one_budget(eps, rho, where)
+    if budget[0] is not None:
+        return 1.0 + math.log((math.sqrt(d) + 1.0) / gamma) / budget[0]
+    sigma = NNA_L2_SENSITIVITY / math.sqrt(2.0 * budget[1])
     return 1.0 + sigma * math.sqrt(2.0 * math.log(1.0 / gamma))
 
 
@@ -341,12 +343,14 @@ def nna_release(
     ``sensitivity``: the one a release plan calibrates the noise to (default: the paper's,
     :func:`nna_sensitivity`; a given one must cover it)."""
     where = "nna_release"
-    eps, rho = _checks.one_budget(eps, rho, where)
+    budget = _checks.one_budget(eps, rho, where)
+    eps, rho = budget
     S = check_in_ball(source, "source", where)
     T = _checks.points(target, "target", where, d=S.shape[1])
     n, d = T.shape
+    kept_gamma: float | None  # the gamma a default threshold was drawn for; None for a given threshold
     if threshold is None:
-        gamma = _checks.probability(gamma, "gamma", where)
+        gamma = kept_gamma = _checks.probability(gamma, "gamma", where)
         threshold = nna_threshold(d=d, gamma=gamma, eps=eps, rho=rho)
     else:
         if not _checks.is_real(threshold) or not math.isfinite(threshold):
@@ -357,18 +361,19 @@ def nna_release(
                 "a finite real number or None",
                 threshold,
             )
-        threshold, gamma = float(threshold), None
+        threshold, kept_gamma = float(threshold), None
     labels = nna_partition(S, T)
     exact = np.empty((n, d + 1))
     exact[:, 0] = np.bincount(labels, minlength=n)
     for j in range(d):
         exact[:, j + 1] = np.bincount(labels, weights=S[:, j], minlength=n)
     calibrated = _calibrated(sensitivity, nna_sensitivity(d=d, norm="L1" if eps is not None else "L2"), where)
-    if eps is not None:
-        mech = Laplace(epsilon=eps, sensitivity=calibrated, rng=rng, secure=secure)
+    mech: Laplace | GaussianZCDP
+    if budget[0] is not None:
+        mech = Laplace(epsilon=budget[0], sensitivity=calibrated, rng=rng, secure=secure)
         scale = mech.scale
     else:
-        mech = GaussianZCDP(rho=rho, sensitivity=calibrated, rng=rng, secure=secure)
+        mech = GaussianZCDP(rho=budget[1], sensitivity=calibrated, rng=rng, secure=secure)
         scale = mech.sigma
     noisy = mech.randomise(exact)
     counts, sums = noisy[:, 0], noisy[:, 1:]
@@ -385,5 +390,5 @@ def nna_release(
         noisy_counts=counts,
         noisy_sums=sums,
         threshold=threshold,
-        gamma=gamma,
+        gamma=kept_gamma,
     )

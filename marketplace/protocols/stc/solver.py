@@ -65,6 +65,7 @@ import itertools
 import math
 import numbers
 from dataclasses import dataclass
+from typing import TypedDict, Unpack
 
 import numpy as np
 from scipy import sparse
@@ -136,7 +137,7 @@ def selection_cost(
     return stc_cost(target, np.vstack([fixed, target[chosen]]), weights=weights)
 
 
-def _indices(value, n: int, where: str, name: str = "indices") -> np.ndarray:
+def _indices(value: object, n: int, where: str, name: str = "indices") -> np.ndarray:
     array = np.asarray(value)
     if array.ndim != 1 or (array.size and not np.issubdtype(array.dtype, np.integer)):
         raise ValueError(
@@ -414,6 +415,17 @@ def _swap_phase(medoids: _Medoids, order: np.ndarray, max_passes: int) -> tuple[
     return swaps, evaluated / len(blocks), True
 
 
+class SolveOptions(TypedDict, total=False):
+    """The keyword options of :func:`solve_stc`, which the baselines pass on."""
+
+    weights: np.ndarray | None
+    candidates: np.ndarray | None
+    max_candidates: int | None
+    rng: np.random.Generator | None
+    max_passes: int
+    exhaustive_limit: int
+
+
 def solve_stc(
     target: np.ndarray,
     fixed: np.ndarray | None,
@@ -499,13 +511,13 @@ def solve_stc(
     )
 
 
-def cluster_t(target: np.ndarray, k: int, **options) -> StcSolution:
+def cluster_t(target: np.ndarray, k: int, **options: Unpack[SolveOptions]) -> StcSolution:
     """The ClusterT baseline: ignore the source, k-medoids on T alone (:func:`solve_stc` with no
     free centres; same options)."""
     return solve_stc(target, None, k, **options)
 
 
-def nonprivate_stc(source: np.ndarray, target: np.ndarray, k: int, **options) -> StcSolution:
+def nonprivate_stc(source: np.ndarray, target: np.ndarray, k: int, **options: Unpack[SolveOptions]) -> StcSolution:
     """The non-private STC reference: the true source S as free centres (:func:`solve_stc`)."""
     target = _checks.points(target, "target", "nonprivate_stc")
     source = _checks.points(source, "source", "nonprivate_stc", d=target.shape[1])

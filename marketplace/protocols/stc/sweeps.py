@@ -4,6 +4,7 @@ privacy setting. Reads reports and sweep summaries only."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from rich.table import Table
@@ -73,7 +74,7 @@ def sweep_table(summary: list[dict[str, Any]], keys: list[str], title: str) -> T
     return table
 
 
-def plot_sweep(summary: list[dict[str, Any]], keys: list[str], path, *, title: str) -> None:
+def plot_sweep(summary: list[dict[str, Any]], keys: list[str], path: Path, *, title: str) -> None:
     """The protocol's cost and the references' against the first swept key, or against the eps an
     owner's release actually cost when that key is a privacy setting (``stc.privacy.*``)."""
     from marketplace.reporting.plots import spent_axis, sweep_figure
