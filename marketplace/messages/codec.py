@@ -143,7 +143,7 @@ def _decoder() -> msgspec.msgpack.Decoder:
     return _DECODER[1]
 
 
-def decode_fast(frame: bytes, peer: str | None = None) -> Envelope | None:
+def decode_fast(frame: bytes | memoryview, peer: str | None = None) -> Envelope | None:
     """The envelope in ``frame`` if it passes every check, else None (then :func:`decode_precise`
     says why). Never raises. Call it on a frame that passed :func:`_check_size`."""
     try:
@@ -161,7 +161,9 @@ def decode_fast(frame: bytes, peer: str | None = None) -> Envelope | None:
 # --- the precise path ------------------------------------------------------------------------------
 
 
-def decode(frame: bytes, *, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, peer: str | None = None) -> Envelope:
+def decode(
+    frame: bytes | memoryview, *, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, peer: str | None = None
+) -> Envelope:
     """Parse and validate one frame. ``peer`` is the transport-level identity of the sender, if known:
     a frame whose envelope claims another sender is refused."""
     if len(frame) > SCAN_ABOVE or len(frame) > max_bytes:
@@ -170,7 +172,7 @@ def decode(frame: bytes, *, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, peer: st
     return envelope if envelope is not None else decode_precise(frame, max_bytes=max_bytes, peer=peer)
 
 
-def _check_size(frame: bytes, max_bytes: int, peer: str | None) -> None:
+def _check_size(frame: bytes | memoryview, max_bytes: int, peer: str | None) -> None:
     """Refuse a frame above ``max_bytes``, or a large one whose structure would expand (limits)."""
     party = peer or "unknown party"
     if len(frame) > max_bytes:
@@ -189,7 +191,9 @@ def _check_size(frame: bytes, max_bytes: int, peer: str | None) -> None:
             )
 
 
-def decode_precise(frame: bytes, *, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, peer: str | None = None) -> Envelope:
+def decode_precise(
+    frame: bytes | memoryview, *, max_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, peer: str | None = None
+) -> Envelope:
     """:func:`decode` by the precise path alone (plain msgpack and the schema, check by check): the
     frame's envelope, or the MessageError for the first thing wrong in it. Call it on a frame that
     passed :func:`_check_size`."""

@@ -53,7 +53,9 @@ _ARRAY = {0xDC: 2, 0xDD: 4}
 _MAP = {0xDE: 2, 0xDF: 4}
 
 
-def check_structure(frame: bytes | memoryview, *, max_tokens: int = MAX_TOKENS, max_depth: int = MAX_DEPTH) -> str | None:
+def check_structure(
+    frame: bytes | memoryview, *, max_tokens: int = MAX_TOKENS, max_depth: int = MAX_DEPTH
+) -> str | None:
     """None when ``frame`` is one msgpack object within the limits; otherwise why it is not (a short
     text for the error reply). Runs in time proportional to its tokens, at most ``max_tokens``."""
     data = memoryview(frame)

@@ -81,15 +81,18 @@ class CurveKeys:
 
     def own(self) -> tuple[bytes, bytes]:
         """This party's (public, secret) key pair."""
-        public, secret = _load(self.directory / f"{self.party}.key_secret", secret=True)
-        return public, secret  # type: ignore[return-value]
+        path = self.directory / f"{self.party}.key_secret"
+        public, secret = _load(path, secret=True)
+        if secret is None:  # _load(secret=True) already refused it: narrows the type
+            raise CurveError(f"{path}: holds no secret key")
+        return public, secret
 
     def curator_public(self) -> bytes:
         return _load(self.directory / f"{CURATOR}.key", secret=False)[0]
 
     def allowlist(self) -> dict[bytes, str]:
         """z85 public key -> party id, for every client key in the folder (the curator's excluded)."""
-        keys = {}
+        keys: dict[bytes, str] = {}
         for path in sorted(self.directory.glob("*.key")):
             party = path.stem
             if party == CURATOR:

@@ -35,6 +35,7 @@ import zmq
 from marketplace.transport.context import new_context
 from marketplace.transport.link_settings import DriverStats, LinkSettings
 from marketplace.transport.node import Node
+from marketplace.transport.sockets import int_option
 from marketplace.transport.tuning import check_interval, frozen_heap, io_threads, raise_open_files_limit
 from marketplace.transport.zmq_driver import EVENTS, POLLIN, DealerLoop, connect_dealer
 
@@ -114,7 +115,7 @@ class _HostRun:
         self.epoll = select.epoll()
         self.by_fd: dict[int, DealerLoop] = {}
         for loop in loops:
-            fd = loop.sock.get(zmq.FD)
+            fd = int_option(loop.sock, zmq.FD)
             self.by_fd[fd] = loop
             self.epoll.register(fd, select.EPOLLIN)
             loop.begin()
@@ -155,7 +156,7 @@ class _HostRun:
     def _mark_drained(self, now: float) -> None:
         """Before the liveness checks: whose socket has nothing waiting (drained now), whose has."""
         for loop in self.active:
-            if loop.sock.get(EVENTS) & POLLIN:
+            if int_option(loop.sock, EVENTS) & POLLIN:
                 self.pending.add(loop)
             else:
                 loop.drained_at = now
@@ -196,7 +197,7 @@ class _HostRun:
         """Close the loops whose roles are done (their bye leaves); False once none is left."""
         for loop in self.finished:
             if not loop.closed:
-                self.epoll.unregister(loop.sock.get(zmq.FD))
+                self.epoll.unregister(int_option(loop.sock, zmq.FD))
                 self.pending.discard(loop)
                 self.backlogged.discard(loop)
                 loop.close()  # its bye leaves

@@ -50,7 +50,7 @@ def run_inprocess(
     stats = InProcessStats()
     lost: dict[str, set[str]] = {n.party_id: set() for n in nodes}
 
-    def post(sender: Node, outgoing) -> None:
+    def post(sender: Node, outgoing: list[Outgoing]) -> None:
         for out in outgoing:
             sender.record_sent(out)
             queue.append((sender.party_id, out))

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
+from marketplace.transport.sockets import int_option
+
 log = logging.getLogger("marketplace.transport.zmq_driver")
 
 WATCHED = (
@@ -69,10 +71,10 @@ def open_monitor(sock: zmq.Socket, poller: zmq.Poller | None) -> zmq.Socket:
 def read_events(monitor: zmq.Socket, limit: int = 256) -> list[tuple[int, int]]:
     """The events waiting on ``monitor`` (at most ``limit``: bounded work per wake-up, however many
     connections a flood opens), as (event, value) pairs, without blocking."""
-    events = []
+    events: list[tuple[int, int]] = []
     # ZMQ_EVENTS, not monitor.poll(0): an owner host asks hundreds of monitors at every check, and
     # pyzmq's poll builds a Poller each time (ten times the cost)
-    while len(events) < limit and monitor.get(EVENTS) & POLLIN:
+    while len(events) < limit and int_option(monitor, EVENTS) & POLLIN:
         message = recv_monitor_message(monitor)
         events.append((int(message["event"]), int(message["value"])))
     return events
@@ -111,7 +113,9 @@ class ConnectionWatch:
         elif event in FAILED_HANDSHAKE:
             self.failed_handshakes += 1
             self.consecutive_failures += 1
-            return self._client_failure(event, value) if self.side == "client" else self._server_failure(event, value)
+            if self.side == "client":
+                return self._client_failure(event, value)
+            self._server_failure(event, value)
         elif event == zmq.EVENT_DISCONNECTED:
             self.disconnects += 1
             if self.linked or self.side == "server":

@@ -134,7 +134,7 @@ class Node:
         """The driver handed ``out`` to the transport."""
         self.counters.record_sent(self.party_id, out.receiver, out.kind, len(out.frame))
 
-    def receive(self, frame: bytes, peer: str | None) -> Delivery:
+    def receive(self, frame: bytes | memoryview, peer: str | None) -> Delivery:
         """Handle one frame that arrived from the transport identity ``peer`` (None: not known yet;
         then the envelope's own claim names the sender)."""
         t0 = time.perf_counter()

@@ -85,17 +85,19 @@ class SharedLinkLoop(_Loop):
     def gone(self, party: str, route: bytes | None = None) -> None:
         """``party``'s shared connection closed (or it left the marketplace): the policy loses it
         once the inbox is drained past now, as for a closed socket."""
-        peer = self.peers.get(party)
-        self.link.connection_closed(party, time.monotonic(), route if route is not None else (peer and peer.route))
+        if route is None:
+            peer = self.peers.get(party)
+            route = peer.route if peer is not None else None
+        self.link.connection_closed(party, time.monotonic(), route)
 
     def lose_now(self, party: str, reason: str) -> None:
         """Lose ``party`` at once, with ``reason`` in the report (an owner not present when the
         session started, say)."""
         self._lose(party, reason)
 
-    def _read(self) -> tuple[bytes | None, str | None, bytes | None]:
+    def _read(self) -> tuple[bytes, str | None, bytes | memoryview | None] | None:
         if not self.inbox:
-            return None, None, None
+            return None
         return self.inbox.popleft()
 
     def _send_raw(self, route: bytes | None, frame: bytes) -> None:

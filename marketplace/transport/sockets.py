@@ -38,3 +38,12 @@ def configure_socket(sock: zmq.Socket, settings: LinkSettings) -> None:
     sock.setsockopt(zmq.MAXMSGSIZE, settings.max_message_bytes)
     sock.setsockopt(zmq.SNDHWM, settings.high_water_mark)
     sock.setsockopt(zmq.RCVHWM, settings.high_water_mark)
+
+
+def int_option(sock: zmq.Socket, option: int) -> int:
+    """The value of an integer socket option (``ZMQ_EVENTS``, ``ZMQ_FD``): pyzmq types every
+    ``Socket.get`` as ``int | bytes``, for the options that hold bytes (an identity, a key)."""
+    value = sock.get(option)
+    if not isinstance(value, int):
+        raise TypeError(f"ZeroMQ socket option {option} holds {value!r}, not an integer")
+    return value

@@ -63,7 +63,7 @@ from marketplace.transport.link_settings import DriverStats, LinkSettings
 from marketplace.transport.monitor import ConnectionWatch, open_monitor, read_events
 from marketplace.transport.node import UNKNOWN, Node, Outgoing
 from marketplace.transport.quarantine import ConnectionState
-from marketplace.transport.sockets import configure_socket, plaintext_identity
+from marketplace.transport.sockets import configure_socket, int_option, plaintext_identity
 from marketplace.transport.tuning import (
     check_interval,
     frozen_heap,
@@ -123,9 +123,10 @@ class _Loop(ABC):
 
     # --- per socket type --------------------------------------------------------------------
     @abstractmethod
-    def _read(self) -> tuple[bytes | None, str | None, bytes | None]:
+    def _read(self) -> tuple[bytes, str | None, bytes | memoryview | None] | None:
         """One waiting message as (route, party, frame): party None when its identity is unknown;
-        (None, None, None) when nothing is waiting; frame None for a message with the wrong framing."""
+        frame None for a message with the wrong framing (a large frame may be read in place, a
+        memoryview); None when nothing is waiting."""
 
     @abstractmethod
     def _send_raw(self, route: bytes | None, frame: bytes) -> None:
@@ -148,9 +149,9 @@ class _Loop(ABC):
     def tick(self, now: float, *, check_every: float | None = None) -> float:
         """Run every timer that is due (heartbeats, liveness, progress, queued sends); return the
         time of the next one. Called on every iteration, so no stream of frames can starve them."""
-        link = self.link
-        if self.monitor is not None and link.check_due(now):
-            self._drain_monitor()  # first, so that the checks below see a connection closed by now
+        link, monitor = self.link, self.monitor
+        if monitor is not None and link.check_due(now):
+            self._drain_monitor(monitor)  # first, so that the checks below see a connection closed by now
         if link.heartbeat_due(now):
             for party in link.heartbeats(now, self._heartbeat_targets()):
                 self._dispatch([self.node.heartbeat(party)])
@@ -165,6 +166,9 @@ class _Loop(ABC):
         return link.next_timer()
 
     def run(self) -> DriverStats:
+        poller = self.poller
+        if poller is None:
+            raise RuntimeError(f"{self.node.party_id}: this loop has no poller of its own; its owner host runs it")
         self.begin()
         while not self.node.done:
             wake = self.tick(time.monotonic())
@@ -174,10 +178,11 @@ class _Loop(ABC):
             if self.backlog:
                 wait = min(wait, 0.005)  # retry stuck sends soon
             t0 = time.perf_counter()
-            ready = dict(self.poller.poll(max(0, int(1000 * wait))))
+            ready = dict(poller.poll(max(0, int(1000 * wait))))
             self.stats.idle_s += time.perf_counter() - t0
-            if self.monitor is not None and self.monitor in ready:
-                self._drain_monitor()
+            monitor = self.monitor
+            if monitor is not None and monitor in ready:
+                self._drain_monitor(monitor)
             if self.sock in ready:
                 self._read_batch()
             else:
@@ -199,13 +204,14 @@ class _Loop(ABC):
         count = 0
         drained = False
         while count < budget and not self.node.done:
-            if count and ask_events and not self.sock.get(EVENTS) & POLLIN:
+            if count and ask_events and not int_option(self.sock, EVENTS) & POLLIN:
                 drained = True
                 break
-            route, party, frame = self._read()
-            if route is None and frame is None:
+            read = self._read()
+            if read is None:
                 drained = True
                 break
+            route, party, frame = read
             count += 1
             self._handle(route, party, frame)
             if time.perf_counter() > deadline:
@@ -215,7 +221,7 @@ class _Loop(ABC):
         self.stats.max_batch = max(self.stats.max_batch, count)
         return drained
 
-    def _handle(self, route: bytes, party: str | None, frame: bytes | None) -> None:
+    def _handle(self, route: bytes, party: str | None, frame: bytes | memoryview | None) -> None:
         now = time.monotonic()
         conn = self.link.quarantine.admit(route, party, now)
         if conn is None:  # its connection is quarantined: dropped unread (one call per frame of a flood)
@@ -295,18 +301,18 @@ class _Loop(ABC):
             if receiver in lost:
                 continue
             peer = peers.get(receiver)
-            fast = peer is not None and not out.best_effort and receiver not in backlog
-            route = self._fast_route(peer) if fast else None
-            if route is not None:
-                try:
-                    send(route, out.frame)
-                except zmq.ZMQError:
-                    pass  # full, or gone: the careful path below sees the same and acts on it
-                else:
-                    record(me, receiver, out.kind, len(out.frame))
-                    sent += 1
-                    peer.last_sent = now  # the policy's record, written here once per frame (LinkPolicy.sent)
-                    continue
+            if peer is not None and not out.best_effort and receiver not in backlog:
+                route = self._fast_route(peer)
+                if route is not None:
+                    try:
+                        send(route, out.frame)
+                    except zmq.ZMQError:
+                        pass  # full, or gone: the careful path below sees the same and acts on it
+                    else:
+                        record(me, receiver, out.kind, len(out.frame))
+                        sent += 1
+                        peer.last_sent = now  # the policy's record, written here once per frame (LinkPolicy.sent)
+                        continue
             self._dispatch_one(out, reply_route)
         self.frames_sent += sent
         self.stats.io_s = io_before + (time.perf_counter() - t0)  # the careful path's own timing is inside it
@@ -393,9 +399,9 @@ class _Loop(ABC):
         )
         self.monitor = open_monitor(self.sock, self.poller)
 
-    def _drain_monitor(self, *, final: bool = False) -> None:
+    def _drain_monitor(self, monitor: zmq.Socket, *, final: bool = False) -> None:
         closed = self.watch.links_closed
-        for event, value in read_events(self.monitor):
+        for event, value in read_events(monitor):
             refused = self.watch.on_event(event, value)
             if refused and not self.node.done:
                 self.node.role.fail(refused)
@@ -408,11 +414,12 @@ class _Loop(ABC):
     def close(self) -> None:
         if self.node.done:
             self.flush_before_close(self.settings.close_linger_s)
-        if self.monitor is not None:
-            self._drain_monitor(final=True)
+        monitor = self.monitor
+        if monitor is not None:
+            self._drain_monitor(monitor, final=True)
             self.watch.summary()
             self.sock.disable_monitor()
-            self.monitor.close(linger=0)
+            monitor.close(linger=0)
         linger = int(self.settings.close_linger_s * 1000) if self.node.done else 0
         self.sock.close(linger=linger)
         self.closed = True
@@ -426,13 +433,13 @@ class _RouterLoop(_Loop):
         super().__init__(node, sock, settings)
         self.curve = settings.curve_keys is not None
 
-    def _read(self) -> tuple[bytes | None, str | None, bytes | None]:
+    def _read(self) -> tuple[bytes, str | None, bytes | memoryview | None] | None:
         t0 = time.perf_counter()
         try:
             route = self.sock.recv(NOBLOCK)
         except zmq.Again:
             self.stats.io_s += time.perf_counter() - t0
-            return None, None, None
+            return None
         # the rest of this message: a ROUTER gives it whole, its routing id and at least one frame,
         # so the frames themselves say whether more follow (no ZMQ_RCVMORE query per frame)
         parts = [self.sock.recv(NOBLOCK, copy=False)]
@@ -441,7 +448,8 @@ class _RouterLoop(_Loop):
         self.stats.io_s += time.perf_counter() - t0
         last = parts[-1] if parts else None
         if self.curve:
-            party = (last.get("User-Id") if last is not None else None) or None
+            user = last.get("User-Id") if last is not None else None
+            party = user if isinstance(user, str) and user else None  # the ZAP handler's party id, a str
         else:
             party = route.decode("utf-8", errors="replace") if route and not route.startswith(b"\x00") else None
             if party is not None and self.node.parties is not None and party not in self.node.parties:
@@ -484,7 +492,7 @@ class _RouterLoop(_Loop):
 class DealerLoop(_Loop):
     """An owner's or the consumer's side: one connection, to the curator."""
 
-    def _handle(self, route: bytes, party: str | None, frame: bytes | None) -> None:
+    def _handle(self, route: bytes, party: str | None, frame: bytes | memoryview | None) -> None:
         super()._handle(route, party, frame)
         curator = self.peers.get(CURATOR)
         theirs = self.node.foreign_run.get(CURATOR)
@@ -495,12 +503,12 @@ class DealerLoop(_Loop):
                 f"(another seed, scenario or --run-id?)"
             )
 
-    def _read(self) -> tuple[bytes | None, str | None, bytes | None]:
+    def _read(self) -> tuple[bytes, str | None, bytes | memoryview | None] | None:
         t0 = time.perf_counter()
         try:
             parts = [self.sock.recv(NOBLOCK)]
         except zmq.Again:
-            return None, None, None
+            return None
         finally:
             self.stats.io_s += time.perf_counter() - t0
         while self.sock.get(RCVMORE):
