@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from marketplace.scheduling.rules import Amounts, Demand, amounts, filter_budget, make_rule
+from marketplace.scheduling.rules import Amounts, Demand, Dpf, amounts, filter_budget, make_rule
 
 MAX_QUEUED_PER_CONSUMER = 8
 """Requests one consumer may have waiting; more are refused."""
@@ -111,18 +111,19 @@ class Admission:
         return chosen.item
 
     def _grant(self, eligible: set[str]) -> Waiting | None:
-        if self.rule == "fcfs":
+        rule = self._rule
+        if not isinstance(rule, Dpf):  # fcfs
             return next((w for w in self.waiting if w.session in eligible), None)
         # dpf: the rule picks among the eligible (others are set aside and put back, in order)
-        aside = [d for d in self._rule.pending if d.id not in eligible]
-        self._rule.pending = [d for d in self._rule.pending if d.id in eligible]
+        aside = [d for d in rule.pending if d.id not in eligible]
+        rule.pending = [d for d in rule.pending if d.id in eligible]
         try:
-            demand = self._rule.next_grant(self.spent)
+            demand = rule.next_grant(self.spent)
         finally:
-            self._rule.pending = sorted([*self._rule.pending, *aside], key=lambda d: d.index)
-        for dropped, _reason in self._rule.dropped:
+            rule.pending = sorted([*rule.pending, *aside], key=lambda d: d.index)
+        for dropped, _reason in rule.dropped:
             self._drop_from_waiting(dropped.id)
-        self._rule.dropped.clear()
+        rule.dropped.clear()
         if demand is None:
             return None
         return next(w for w in self.waiting if w.session == demand.id)
@@ -139,7 +140,7 @@ class Admission:
         for w in gone:
             self.waiting.remove(w)
         ids = {w.session for w in gone}
-        if self.rule == "dpf":
+        if isinstance(self._rule, Dpf):  # dpf
             self._rule.pending = [d for d in self._rule.pending if d.id not in ids]
         return [w.item for w in gone]
 
@@ -157,7 +158,7 @@ def owner_charges(config: Any, owners: list[str], relation: str, filter: str) ->
 def budgets_of(market: Any, owners: list[str]) -> dict[str, Amounts]:
     """Each owner's lifetime budget in its filter's dimensions, from the marketplace's ``lifetime`` section."""
     life = market.config.lifetime
-    out = {}
+    out: dict[str, Amounts] = {}
     for owner in owners:
         budget = life.budget_of(owner)
         out[owner] = filter_budget(life.filter, budget.epsilon, budget.delta)

@@ -59,7 +59,7 @@ from marketplace.service.held import sessions_to_end
 from marketplace.service.keys import SERVER, load_pair, load_public
 from marketplace.service.worlds import OwnRowsCache, WorldCache
 from marketplace.transport.context import new_context
-from marketplace.transport.shared_link import SharedLinkLoop
+from marketplace.transport.shared_link import Send, SharedLinkLoop
 
 log = logging.getLogger("marketplace.agent")
 
@@ -254,13 +254,10 @@ class OwnerAgent:
                 own[owner] = self.own_rows.get(scenario, owner, self.data[owner], self.limits)
             world = None if owner in self.data and scenario.config.data.schema_only else self.worlds.get(scenario)
             (node,) = host_nodes(scenario, [owner], run_id=message.session, world=world, own=own)
-            sock = self.socks[owner]
             loop = SharedLinkLoop(
                 node,
                 link_settings(scenario),
-                send=lambda route, frame, sid=message.session, sock=sock: sock.send(
-                    control.encode(control.SessionFrame(session=sid, frame=frame)), zmq.NOBLOCK
-                ),
+                send=_frame_sender(self.socks[owner], message.session),
                 route_of=lambda party: b"",
                 connected=[CURATOR],
             )
@@ -431,6 +428,16 @@ class OwnerAgent:
         except PermissionError:
             return True
         return True
+
+
+def _frame_sender(sock: zmq.Socket, session: str) -> Send:
+    """How a session's loop sends a frame: in a :class:`~.control.SessionFrame` of ``session`` on the
+    owner's shared connection ``sock``, without blocking (there is one route, the server)."""
+
+    def send(route: bytes | None, frame: bytes) -> None:
+        sock.send(control.encode(control.SessionFrame(session=session, frame=frame)), zmq.NOBLOCK)
+
+    return send
 
 
 def own_terms(market: SaleTerms | None, given: Mapping[str, Any]) -> SaleTerms:

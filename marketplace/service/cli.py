@@ -7,9 +7,12 @@ import argparse
 import logging
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from marketplace.data.own_files import ReadLimits
+
+if TYPE_CHECKING:
+    from marketplace.scenario import Scenario
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_RUN_FAILED = 0, 1, 2, 3
 
@@ -365,7 +368,7 @@ def ignore_stop_signals() -> None:
         signal.signal(sig, signal.SIG_IGN)
 
 
-def _init(args: argparse.Namespace, market, consumers: tuple[str, ...]) -> int:
+def _init(args: argparse.Namespace, market: Scenario, consumers: tuple[str, ...]) -> int:
     import os
 
     from marketplace.provision import parse_owner

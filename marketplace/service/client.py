@@ -257,7 +257,7 @@ class _Link:
             wait = POLL_MS if consumer is None or consumer.reported else 5 if consumer.loop.backlog else 20
             ready = dict(self.poller.poll(wait))
             if self.monitor in ready:
-                self._event(recv_monitor_message(self.monitor), session)
+                self._event(recv_monitor_message(self.monitor)["event"], session)
             if self.sock in ready:
                 self.connected = True  # the server answered: whatever the monitor has still to tell
                 try:
@@ -280,8 +280,8 @@ class _Link:
             "running? is the endpoint right?)" + self._charged(session)
         )
 
-    def _event(self, event: dict[str, Any], session: str) -> None:
-        kind = event["event"]
+    def _event(self, kind: int, session: str) -> None:
+        """A connection event of the monitor (``zmq.EVENT_*``)."""
         if kind in FAILED_HANDSHAKE:
             self.failed += 1
             # the server's ZAP handler said no (AUTH), or twice we could not agree on keys: retrying cannot help

@@ -56,10 +56,11 @@ class ServeOptions:
 def data_banner(market: Scenario) -> str:
     """What ``serve`` says about whose rows its owners hold."""
     data = market.config.data
-    if data.schema_only:
+    schema = data.schema
+    if schema is not None:  # data.schema_only
         return (
-            f"parties bring their own data: the public schema of {data.schema.dim} features and "
-            f"{len(data.schema.label.classes)} classes; this server holds no party's rows"
+            f"parties bring their own data: the public schema of {schema.dim} features and "
+            f"{len(schema.label.classes)} classes; this server holds no party's rows"
         )
     return (
         f"a simulation: every owner's rows are built from one dataset ({data.source.kind}) and the seed, and "
