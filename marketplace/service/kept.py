@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Annotated
+from typing import Literal
 
 import msgspec
 
@@ -43,7 +43,7 @@ class Kept(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The session's scenario as YAML, as its parties got it."""
     frames: list[bytes]
     """The curator's frames to the consumer, in the order they were sent."""
-    status: Annotated[str, msgspec.Meta(pattern="^(completed|failed)$")]
+    status: Literal["completed", "failed"]
     report: bytes
     """The run report (JSON) as the server assembled it."""
     parties: bytes

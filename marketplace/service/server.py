@@ -295,7 +295,8 @@ class MarketServer:
         if len(parts) != 2:
             return
         routing, frame = parts[0].bytes, parts[1]
-        who = frame.get("User-Id") or ""
+        user = frame.get("User-Id")  # int | str in pyzmq's stub: the ZAP handler sets a str
+        who = user if isinstance(user, str) else ""
         try:
             message = control.decode(frame.bytes)
         except control.ControlError as err:
@@ -434,10 +435,10 @@ class MarketServer:
         self.admission.never_granted.clear()
         while not self.stopping():
             now = time.monotonic()
-            s = self.policy.next_start(self._running(now), len(self.present), now)
-            if s is None:
+            chosen: Session | None = self.policy.next_start(self._running(now), len(self.present), now)
+            if chosen is None:
                 break
-            self._start(s)
+            self._start(chosen)
 
     def _running(self, now: float) -> list[Running]:
         """What the policy sees of the sessions held now (:class:`~.market_policy.Running`)."""
@@ -489,8 +490,8 @@ class MarketServer:
             s.loop = start_curator(
                 s,
                 self.worlds,
-                send=lambda route, frame, s=s: self._send_frame(route, s, frame),
-                route_of=lambda party, s=s: s.routing if party == CONSUMER else self.present.get(party),
+                send=lambda route, frame: self._send_frame(route, s, frame),
+                route_of=lambda party: s.routing if party == CONSUMER else self.present.get(party),
             )
         except Exception as err:  # noqa: BLE001 - nothing was sent to any owner yet
             log.exception("session %s: its curator could not start", s.id)
@@ -610,11 +611,18 @@ class MarketServer:
 
     # --- helpers
 
+    @property
+    def _bound_sock(self) -> zmq.Socket:
+        """The control socket, once :meth:`serve` has opened it."""
+        if self._sock is None:
+            raise RuntimeError("the marketplace's control socket is not open yet (serve opens it)")
+        return self._sock
+
     def _send(self, routing: bytes, message: Any) -> Delivery:
         """Send a control message without blocking, and say what became of it (:data:`Delivery`): the
         caller learns from the return value alone whether the peer's connection is gone or only busy."""
         try:
-            self._sock.send_multipart([routing, control.encode(message)], zmq.NOBLOCK)
+            self._bound_sock.send_multipart([routing, control.encode(message)], zmq.NOBLOCK)
             return "sent"
         except zmq.ZMQError as err:  # the peer is gone (ROUTER_MANDATORY), or not reading
             return "unreachable" if err.errno == errno.EHOSTUNREACH else "busy"
@@ -626,7 +634,9 @@ class MarketServer:
             s.to_consumer.append(frame)
         if route is None:
             raise zmq.ZMQError(errno.EHOSTUNREACH)
-        self._sock.send_multipart([route, control.encode(control.SessionFrame(session=s.id, frame=frame))], zmq.NOBLOCK)
+        self._bound_sock.send_multipart(
+            [route, control.encode(control.SessionFrame(session=s.id, frame=frame))], zmq.NOBLOCK
+        )
 
     def _control_for_agents(self) -> str:
         host, port = self.endpoint.split("://", 1)[1].rsplit(":", 1)
