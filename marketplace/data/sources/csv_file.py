@@ -16,8 +16,8 @@ import sys
 import threading
 import zlib
 from array import array
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from operator import itemgetter
 from pathlib import Path
 from typing import Annotated, Literal, overload
@@ -259,28 +259,72 @@ def _survey(path: Path, cfg: CsvSource) -> _Survey:
     value in a used column, a feature value that is not a finite number."""
     with CsvRows(path, cfg) as reader:
         header = reader.header
-        named = [cfg.label, *([cfg.group] if cfg.group is not None else []), *cfg.features]
-        known = all(name in header for name in named)
-        if not known:  # refused below, once every row's width was checked
-            candidates, others = [], []
-        elif cfg.features:
-            candidates = list(dict.fromkeys(header.index(name) for name in cfg.features))
-        else:
-            candidates = [i for i, name in enumerate(header) if name not in {cfg.label, cfg.group}]
-        if known:  # the label and group columns, when they are not candidates: checked for missing cells only
-            named_at = [header.index(cfg.label), *([header.index(cfg.group)] if cfg.group is not None else [])]
-            others = [i for i in dict.fromkeys(named_at) if i not in candidates]
-        width = len(header)
-        # per column: how many cells are missing, and text, and the (line, cell) of the first of each
-        first_missing: list[tuple[int, str] | None] = [None] * width
-        first_text: list[tuple[int, str] | None] = [None] * width
-        missing, text = [0] * width, [0] * width
-        first_bad: list[tuple[int, str] | None] = [None] * width  # not a finite number (text included)
-        large = [False] * width
+        columns = _columns(header, cfg)
         # no row can overflow when every value of it is below this (d values below LARGEST / (2 sqrt(d)))
-        small = LARGEST / (2 * math.sqrt(max(1, len(candidates), len(cfg.features))))
+        small = LARGEST / (2 * math.sqrt(max(1, len(columns.candidates), len(cfg.features))))
+        tally = _Tally(len(header), small)
+        tally.count(reader, columns)  # a row of the wrong width is refused here, before any column
+    _require_columns(path, header, columns.named)
+    feature_names = list(cfg.features) if cfg.features else _numeric_columns(path, header, columns.candidates, tally)
+    if not feature_names:
+        raise ValueError(f"{path}: no numeric feature column besides the label and group; header: {_names(header)}")
+    _refuse_missing(path, header, cfg, feature_names, tally)
+    positions = [header.index(name) for name in feature_names]
+    _refuse_not_finite(path, header, positions, tally)
+    return _Survey(
+        header=header, rows=tally.rows, feature_names=feature_names, may_overflow=any(tally.large[i] for i in positions)
+    )
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """The columns the first pass looks at, by their index in the header."""
+
+    named: list[str]
+    """The label, the group and the named features: each must be in the header."""
+    candidates: list[int]
+    """The feature columns (named ones), or every column that may be one (besides label and group):
+    each of their cells is read as a number. Empty when a named column is not in the header (the
+    file is refused once every row's width was checked)."""
+    others: list[int]
+    """The label and group columns that are not candidates: checked for missing cells only."""
+
+
+def _columns(header: list[str], cfg: CsvSource) -> _Columns:
+    """Which columns of ``header`` the first pass reads as numbers, and which only for missing cells."""
+    named = [cfg.label, *([cfg.group] if cfg.group is not None else []), *cfg.features]
+    if not all(name in header for name in named):  # refused below, once every row's width was checked
+        return _Columns(named=named, candidates=[], others=[])
+    if cfg.features:
+        candidates = list(dict.fromkeys(header.index(name) for name in cfg.features))
+    else:
+        candidates = [i for i, name in enumerate(header) if name not in {cfg.label, cfg.group}]
+    named_at = [header.index(cfg.label), *([header.index(cfg.group)] if cfg.group is not None else [])]
+    others = [i for i in dict.fromkeys(named_at) if i not in candidates]
+    return _Columns(named=named, candidates=candidates, others=others)
+
+
+class _Tally:
+    """What the first pass keeps of the file's cells, per column: how many are missing and how many
+    are text, the (line, cell) of the first of each and of the first that is not a finite number
+    (text included), and whether a value is at least ``small`` (its row's squared norm might
+    overflow); and how many rows there are. A few numbers a column, however long the file."""
+
+    def __init__(self, width: int, small: float) -> None:
+        self.small = small
+        self.rows = 0
+        self.missing, self.text = [0] * width, [0] * width
+        self.first_missing: list[tuple[int, str] | None] = [None] * width
+        self.first_text: list[tuple[int, str] | None] = [None] * width
+        self.first_bad: list[tuple[int, str] | None] = [None] * width
+        self.large = [False] * width
+
+    def count(self, rows: Iterable[tuple[int, list[str]]], columns: _Columns) -> None:
+        """Count every row's cells of ``columns``: the candidates' as numbers, the others' for a
+        missing value only. A cell well inside the range (the most of them) costs one float()."""
+        candidates, others, small, large = columns.candidates, columns.others, self.small, self.large
         n = 0
-        for line, row in reader:
+        for line, row in rows:
             n += 1
             for i in candidates:
                 cell = row[i].strip()
@@ -288,71 +332,86 @@ def _survey(path: Path, cfg: CsvSource) -> _Survey:
                     value = float(cell)
                 except ValueError:
                     if cell.lower() in MISSING:
-                        missing[i] += 1
-                        if first_missing[i] is None:
-                            first_missing[i] = (line, cell)
+                        self._missing(i, line, cell)
                     else:
-                        text[i] += 1
-                        if first_text[i] is None:
-                            first_text[i] = (line, _shown(cell))
-                        if first_bad[i] is None:
-                            first_bad[i] = (line, _shown(cell))
+                        self._text(i, line, cell)
                     continue
                 if -small < value < small:
                     continue
-                if value != value and cell.lower() in MISSING:
-                    missing[i] += 1
-                    if first_missing[i] is None:
-                        first_missing[i] = (line, cell)
+                if value != value and cell.lower() in MISSING:  # "nan" reads as a float, and means missing
+                    self._missing(i, line, cell)
                 elif not math.isfinite(value):
-                    if first_bad[i] is None:
-                        first_bad[i] = (line, _shown(cell))
+                    self._bad(i, line, cell)
                 else:
                     large[i] = True
             for i in others:
                 cell = row[i].strip()
                 if cell.lower() in MISSING:
-                    missing[i] += 1
-                    if first_missing[i] is None:
-                        first_missing[i] = (line, cell)
-    _require_columns(path, header, named)
-    if cfg.features:
-        feature_names = list(cfg.features)
-    else:
-        feature_names = []
-        for i in candidates:
-            present = n - missing[i]
-            if present and not text[i]:
-                feature_names.append(header[i])
-            elif present > text[i]:
-                line, cell = _first(first_text[i])
-                raise ValueError(
-                    f"{path}: line {line}, column {header[i]!r}: {cell} is not a number, but the column's "
-                    f"other values are; fix the value, or name the feature columns "
-                    f"({OPTIONS}.features) to leave this column out"
-                )
-    if not feature_names:
-        raise ValueError(f"{path}: no numeric feature column besides the label and group; header: {_names(header)}")
+                    self._missing(i, line, cell)
+        self.rows = n
+
+    def _missing(self, i: int, line: int, cell: str) -> None:
+        self.missing[i] += 1
+        if self.first_missing[i] is None:
+            self.first_missing[i] = (line, cell)
+
+    def _text(self, i: int, line: int, cell: str) -> None:
+        """A cell that is not a number: text, so not a finite number either."""
+        self.text[i] += 1
+        if self.first_text[i] is None:
+            self.first_text[i] = (line, _shown(cell))
+        self._bad(i, line, cell)
+
+    def _bad(self, i: int, line: int, cell: str) -> None:
+        if self.first_bad[i] is None:
+            self.first_bad[i] = (line, _shown(cell))
+
+
+def _numeric_columns(path: Path, header: list[str], candidates: list[int], tally: _Tally) -> list[str]:
+    """Without named features: the candidate columns that hold numbers (a value, and no text), in
+    header order. A column of numbers with some text is refused at its first text (a mistake in
+    the file, or a column to leave out by naming the features); a column of text is left out."""
+    feature_names = []
+    for i in candidates:
+        present = tally.rows - tally.missing[i]
+        if present and not tally.text[i]:
+            feature_names.append(header[i])
+        elif present > tally.text[i]:
+            line, cell = _first(tally.first_text[i])
+            raise ValueError(
+                f"{path}: line {line}, column {header[i]!r}: {cell} is not a number, but the column's "
+                f"other values are; fix the value, or name the feature columns "
+                f"({OPTIONS}.features) to leave this column out"
+            )
+    return feature_names
+
+
+def _refuse_missing(path: Path, header: list[str], cfg: CsvSource, feature_names: list[str], tally: _Tally) -> None:
+    """Refuse a missing value in a used column (a feature, the label, the group): the first by line,
+    then by the order of the columns used, saying how many there are in all."""
     used = [header.index(name) for name in dict.fromkeys((*feature_names, cfg.label, cfg.group)) if name is not None]
-    found = [(at[0], k, i, at) for k, i in enumerate(used) if (at := first_missing[i]) is not None]
+    found = [(at[0], k, i, at) for k, i in enumerate(used) if (at := tally.first_missing[i]) is not None]
     if found:
         _, _, i, (line, cell) = min(found)  # the first line, then the first column used
-        count = sum(missing[i] for i in used)
+        count = sum(tally.missing[i] for i in used)
         more = f" ({count} missing cells in the columns used)" if count > 1 else ""
         raise ValueError(
             f"{path}: line {line}, column {header[i]!r}: missing value {cell!r}"
             f"{more}; every used column (features, label, group) needs a value in every row: fill it in "
             f"or remove the row"
         )
-    positions = [header.index(name) for name in feature_names]
-    bad = [(at[0], j, i, at) for j, i in enumerate(positions) if (at := first_bad[i]) is not None]
+
+
+def _refuse_not_finite(path: Path, header: list[str], positions: list[int], tally: _Tally) -> None:
+    """Refuse a feature value that is not a finite number (text, an infinity): the first by line,
+    then by the order of the features."""
+    bad = [(at[0], j, i, at) for j, i in enumerate(positions) if (at := tally.first_bad[i]) is not None]
     if bad:
         line, _, i, (_, cell) = min(bad)
         raise ValueError(
             f"{path}: column {header[i]!r}, line {line}: {cell} is not a finite number "
             f"(feature columns must be numeric; name the features in {OPTIONS}.features)"
         )
-    return _Survey(header=header, rows=n, feature_names=feature_names, may_overflow=any(large[i] for i in positions))
 
 
 def _first(seen: tuple[int, str] | None) -> tuple[int, str]:
@@ -413,12 +472,10 @@ def _read_matrix(path: Path, cfg: CsvSource, survey: _Survey, *, keep: bool) -> 
     pick = itemgetter(*(header.index(name) for name in names))
     label_at = header.index(cfg.label)
     group_at = header.index(cfg.group) if cfg.group is not None else None
-    values, lines = array("d"), array("q")
-    labels, groups = array("q"), array("q")
-    label_ids: dict[str, int] = {}
-    group_ids: dict[str, int] = {}
-    check = RowCheck(str(path), columns=names)
-    block, block_lines, block_rows = array("d"), [], max(1, (1 << 16) // d)
+    kept = _Kept()
+    values, lines, labels, groups = kept.values, kept.lines, kept.labels, kept.groups  # the loop's, as locals
+    label_ids, group_ids = kept.label_ids, kept.group_ids
+    blocks = _BlockCheck(path, names)
     changed = ValueError(f"{path}: the file changed while it was read; read it again once it is written")
     n = 0
     with CsvRows(path, cfg) as reader:
@@ -437,30 +494,73 @@ def _read_matrix(path: Path, cfg: CsvSource, survey: _Survey, *, keep: bool) -> 
                 if group_at is not None:
                     groups.append(group_ids.setdefault(row[group_at].strip(), len(group_ids)))
                 continue
-            block.extend(row_values)
-            block_lines.append(f"line {line}")
-            if len(block_lines) == block_rows:
-                check.add(np.frombuffer(block, dtype=np.float64).reshape(-1, d), 0, block_lines)
-                block, block_lines = array("d"), []
+            blocks.add(line, row_values)
     if n != survey.rows:
         raise changed
     if not keep:
-        if block_lines:
-            check.add(np.frombuffer(block, dtype=np.float64).reshape(-1, d), 0, block_lines)
-        check.done()
+        blocks.done()
         return None
-    X = np.frombuffer(values, dtype=np.float64).reshape(n, d) if n else np.empty((0, d), dtype=np.float64)
-    check_rows(X, str(path), rows=LineNames(lines), columns=names)
-    label_values = list(label_ids)
-    label_index = _indices(labels)
-    y = label_codes(label_values)[label_index]
-    if group_at is None:
-        group_codes, group_names = codes(label_values)
-        group = group_codes[label_index]
-    else:
-        group_codes, group_names = codes(list(group_ids))
-        group = group_codes[_indices(groups)]
-    return Dataset(X=X, y=y, group=group, feature_names=tuple(names), group_names=group_names, name=path.stem)
+    return kept.dataset(path, names, n, grouped=group_at is not None)
+
+
+class _BlockCheck:
+    """The rows of a file that only has its values checked (:func:`_read_matrix` without ``keep``):
+    gathered in blocks of about 64 Ki values, each checked as it fills, so nothing of the file is
+    kept beyond one block."""
+
+    def __init__(self, path: Path, names: list[str]) -> None:
+        self._d = len(names)
+        self._check = RowCheck(str(path), columns=names)
+        self._block, self._rows = array("d"), max(1, (1 << 16) // self._d)
+        self._lines: list[str] = []
+
+    def add(self, line: int, row_values: list[float]) -> None:
+        self._block.extend(row_values)
+        self._lines.append(f"line {line}")
+        if len(self._lines) == self._rows:
+            self._flush()
+
+    def done(self) -> None:
+        """Check the last, partial block, then the whole (raises on the first row out of bounds)."""
+        if self._lines:
+            self._flush()
+        self._check.done()
+
+    def _flush(self) -> None:
+        self._check.add(np.frombuffer(self._block, dtype=np.float64).reshape(-1, self._d), 0, self._lines)
+        self._block, self._lines = array("d"), []
+
+
+@dataclass
+class _Kept:
+    """What :func:`_read_matrix` keeps of each row to build the Dataset: its feature values and
+    line, and the codes of its label and group in the order they first appear (made the sorted
+    codes by :meth:`dataset`); compact arrays, not Python lists of numbers."""
+
+    values: array = field(default_factory=lambda: array("d"))
+    lines: array = field(default_factory=lambda: array("q"))
+    labels: array = field(default_factory=lambda: array("q"))
+    groups: array = field(default_factory=lambda: array("q"))
+    label_ids: dict[str, int] = field(default_factory=dict)
+    group_ids: dict[str, int] = field(default_factory=dict)
+
+    def dataset(self, path: Path, names: list[str], n: int, *, grouped: bool) -> Dataset:
+        """The Dataset of the ``n`` rows kept, once their values are checked (:func:`check_rows`,
+        naming rows by line). Labels get :func:`label_codes`; groups the codes of the group
+        column's values (``grouped``), or of the labels."""
+        d = len(names)
+        X = np.frombuffer(self.values, dtype=np.float64).reshape(n, d) if n else np.empty((0, d), dtype=np.float64)
+        check_rows(X, str(path), rows=LineNames(self.lines), columns=names)
+        label_values = list(self.label_ids)
+        label_index = _indices(self.labels)
+        y = label_codes(label_values)[label_index]
+        if not grouped:
+            group_codes, group_names = codes(label_values)
+            group = group_codes[label_index]
+        else:
+            group_codes, group_names = codes(list(self.group_ids))
+            group = group_codes[_indices(self.groups)]
+        return Dataset(X=X, y=y, group=group, feature_names=tuple(names), group_names=group_names, name=path.stem)
 
 
 def _indices(values: array) -> np.ndarray:
