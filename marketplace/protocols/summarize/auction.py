@@ -67,9 +67,10 @@ from __future__ import annotations
 import functools
 import math
 import numbers
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -82,6 +83,9 @@ from .request_schedule import (
     permutation,
     two_sided_schedule,
 )
+
+if TYPE_CHECKING:
+    from .curator import SealedContent
 
 __all__ = [
     "RULES",
@@ -103,9 +107,10 @@ def _fail(kind: type[Exception], name: str, where: str, expected: str, value: ob
 def _eps(value: object, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise _fail(TypeError, "eps_auc", where, "a real number", value)
-    if not (math.isfinite(value) and value >= 0):
+    number = float(value)
+    if not (math.isfinite(number) and number >= 0):
         raise _fail(ValueError, "eps_auc", where, "a finite number >= 0", value)
-    return float(value)
+    return number
 
 
 def _count(value: object, name: str, where: str, minimum: int) -> int:
@@ -345,7 +350,7 @@ class PoolEntry:
     phi: np.ndarray
     claimed: float
     round: int
-    content: tuple[np.ndarray, int] | tuple[bytes, bytes, bytes]
+    content: tuple[np.ndarray, int] | SealedContent
     ident: str = ""
     key: tuple[str, str] = field(init=False, repr=False)
 
@@ -363,8 +368,8 @@ class Pool:
 
     def __init__(self, owners: Iterable[str]) -> None:
         self.index = {o: i for i, o in enumerate(owners)}
-        self._entries: dict[tuple[str, int], PoolEntry] = {}
-        self._seen: set[tuple[str, int]] = set()
+        self._entries: dict[tuple[str, str], PoolEntry] = {}
+        self._seen: set[tuple[str, str]] = set()
         self._stack: tuple[list[PoolEntry], np.ndarray] | None = None  # sorted entries, their phi
 
     def __len__(self) -> int:
@@ -373,7 +378,7 @@ class Pool:
     def __contains__(self, entry: PoolEntry) -> bool:
         return self._entries.get(entry.key) is entry
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[PoolEntry]:
         return iter(self._sorted()[0])
 
     def seen(self, owner: str, ident: str) -> bool:

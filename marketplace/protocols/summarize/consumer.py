@@ -79,7 +79,7 @@ class SummarizeConsumer(Role):
             )
         self.features = features
         self.key = ConsumerKey.generate() if self.less_trusted else None
-        self.metrics: dict[str, float] | None = None
+        self.metrics: dict[str, float | None] | None = None
         self.received: tuple[np.ndarray, np.ndarray] | None = None
         """The summary as received and checked (X, y), evaluated in :meth:`finish`."""
         self.summary_size = 0
@@ -94,8 +94,9 @@ class SummarizeConsumer(Role):
     def start(self) -> list[Send]:
         hello = self.hello("summarize")
         if self.less_trusted:
-            phi = self.features.transform(self.validation.X)
-            return [hello, Send("curator", ValidationEmbedding(phi=phi, consumer_key=self.key.public))]
+            features, key = self._sealing()
+            phi = features.transform(self.validation.X)
+            return [hello, Send("curator", ValidationEmbedding(phi=phi, consumer_key=key.public))]
         return [hello, Send("curator", ValidationSet(X=self.validation.X))]
 
     def handle(self, message: Envelope[SummarizeMessage | RuntimeMessage]) -> list[Send]:
@@ -117,7 +118,8 @@ class SummarizeConsumer(Role):
             )
         if self.received is not None:
             raise ProtocolError(party=message.sender, kind=message.kind, reason="the summary already arrived")
-        X, y = self._open(message) if self.less_trusted else (message.body.X, message.body.y)
+        body = message.body  # the form this run's trust level calls for (checked above)
+        X, y = self._open(message) if isinstance(body, SealedSummary) else (body.X, body.y)
         if X.shape[0] and X.shape[1] != self.validation.X.shape[1]:
             raise ProtocolError(
                 party=message.sender,
@@ -134,11 +136,11 @@ class SummarizeConsumer(Role):
             return
         X, y = self.received
         wait_for_background_imports()  # never import scikit-learn beside the loading thread
-        self.metrics = evaluate_summary(
+        self.metrics = metrics = evaluate_summary(
             X, y, self.validation, self.test, gamma=self.gamma, svm_c=self.svm_c, svm_seed=self.svm_seed
         )
         both = np.vstack([self.seed_set, X]) if len(self.seed_set) else X
-        self.metrics["mmd2_with_seed_set"] = float(mmd2(both, self.validation.X, self.gamma)) if len(both) else None
+        metrics["mmd2_with_seed_set"] = float(mmd2(both, self.validation.X, self.gamma)) if len(both) else None
         if self.own_evaluation:
             self.own = self.own_figures()
 
@@ -147,6 +149,8 @@ class SummarizeConsumer(Role):
         the exact-kernel MMD^2 to D_v of the summary after each round (the summary arrives in
         selection order; a sealed point it rejected leaves the summary as it was), and ``absent``,
         the figures it could not compute and why."""
+        if self.received is None:  # finish evaluates only a summary that arrived
+            raise RuntimeError("no summary arrived: there is nothing to evaluate")
         X, _ = self.received
         rejected = {int(r["position"]) for r in self.rejected}
         rounds = len(X) + len(rejected)
@@ -160,6 +164,12 @@ class SummarizeConsumer(Role):
             )
         return {"mmd2_by_round": by_round, "absent": absent}
 
+    def _sealing(self) -> tuple[RandomFourierFeatures, ConsumerKey]:
+        """The public h1 map and this consumer's key, which a less-trusted consumer is built with."""
+        if self.features is None or self.key is None:
+            raise RuntimeError("only a less-trusted consumer (built with the h1 map and a key) handles sealed points")
+        return self.features, self.key
+
     def _open(self, message: Envelope) -> tuple[np.ndarray, np.ndarray]:
         """Open every sealed point; keep those that are what the curator verified and the owner named."""
         body: SealedSummary = message.body
@@ -171,10 +181,11 @@ class SummarizeConsumer(Role):
                 f"keys and {len(body.commitments)} commitments",
             )
         dim = self.validation.X.shape[1]
+        _, consumer_key = self._sealing()
         kept_x, kept_y = [], []
         for i, (blob, phi, key, commitment) in enumerate(zip(body.sealed, body.phi, body.keys, body.commitments)):
             try:
-                x, y, secret = self.key.open_point(blob, dim=dim)
+                x, y, secret = consumer_key.open_point(blob, dim=dim)
             except SealingError as exc:
                 self.rejected.append({"position": i, "reason": str(exc)})
                 continue
@@ -194,8 +205,9 @@ class SummarizeConsumer(Role):
             return "the opened point is not the one its content key names (a point sold twice under two keys?)"
         if not np.isfinite(x).all():
             return "the opened point has a non-finite feature"
-        gap = np.abs(self.features.transform(x[None, :])[0] - phi)
-        allowed = 2.0 * self.features.transform_error(x[None, :])[0]  # two honest evaluations of h1
+        features, _ = self._sealing()
+        gap = np.abs(features.transform(x[None, :])[0] - phi)
+        allowed = 2.0 * features.transform_error(x[None, :])[0]  # two honest evaluations of h1
         if not (gap <= allowed).all():
             worst = int(np.argmax(gap - allowed))
             return (
@@ -214,7 +226,7 @@ class SummarizeConsumer(Role):
 
 
 def evaluate_summary(
-    X, y, validation: Dataset, test: Dataset, *, gamma: float, svm_c: float, svm_seed: int
+    X: np.ndarray, y: np.ndarray, validation: Dataset, test: Dataset, *, gamma: float, svm_c: float, svm_seed: int
 ) -> dict[str, float | None]:
     """Exact-kernel MMD^2 of a summary to D_v, and accuracy on the test set of a linear SVM trained on it
     (None without a test set: a consumer of a schema-only marketplace need not bring one)."""

@@ -253,7 +253,7 @@ class SummarizeCurator(CuratorBase):
         self.phase = SummarizePhase.BIDDING
         self.bids = {}
         summary_mean = self._release_summary()
-        self.direction = bid_direction(self.target_mean, summary_mean, self.q)
+        self.direction = bid_direction(self._target(), summary_mean, self.q)
         body = RoundOpen(round=self.round, summary_mean=summary_mean, q=self.q)
         return [Send(o, body) for o in self.active]
 
@@ -392,7 +392,7 @@ class SummarizeCurator(CuratorBase):
     def content_key(self, point: Point | SealedPoint) -> str:
         """A received point's identity, as its owner counts its points (features and label): a hash
         of the point, or, for a less-trusted curator, the content key the owner named it by."""
-        return bytes(point.key).hex() if isinstance(point, SealedPoint) else point_key(point.x, point.y)
+        return sealed_names(point)[0].hex() if isinstance(point, SealedPoint) else point_key(point.x, point.y)
 
     def _verify(self, owner: str, point: Point | SealedPoint) -> str | None:
         """Why a received point cannot be accepted, in public form, or None: the wrong form for this
@@ -424,7 +424,7 @@ class SummarizeCurator(CuratorBase):
             return SOLD_TWICE
         self.received[owner][key] = point.row
         claimed = self.bids[owner].value
-        actual = bid_value(self._phi(point), self.direction)
+        actual = bid_value(self._phi(point), self._direction())
         allowed = self.tolerance * max(1.0, abs(claimed)) + self._rounding(point)
         if not abs(actual - claimed) <= allowed:
             log.warning(
@@ -458,9 +458,21 @@ class SummarizeCurator(CuratorBase):
         curator recomputes h1 of the point (the owner's h1 of it may differ by twice its error
         bound); a less-trusted one dots the very embedding the owner dotted."""
         if isinstance(point, SealedPoint):
-            return bid_rounding(point.phi, self.direction)
+            return bid_rounding(point.phi, self._direction())
         error = self.features.transform_error(point.x[None, :])[0]
-        return bid_rounding(self._phi(point), self.direction, error)
+        return bid_rounding(self._phi(point), self._direction(), error)
+
+    def _target(self) -> np.ndarray:
+        """The target's released mean embedding (rounds open only once it is released)."""
+        if self.target_mean is None:
+            raise RuntimeError("the target's mean embedding is not released yet: no round can be open")
+        return self.target_mean
+
+    def _direction(self) -> np.ndarray:
+        """This round's bid direction (drawn when the round opened)."""
+        if self.direction is None:
+            raise RuntimeError("no round has opened yet: there is no bid direction")
+        return self.direction
 
     def _phi(self, point: Point | SealedPoint) -> np.ndarray:
         """h1 of a received point, computed once per point (verification and acceptance share it);
@@ -481,7 +493,7 @@ class SummarizeCurator(CuratorBase):
         ``content`` is the point as (x, y), or sealed with a less-trusted curator. The selection
         names the point by the serial its owner sent it as (the k-th point that owner handed over,
         never its row) and by a hash of (x, y), or of the embedding a less-trusted curator verified."""
-        gain = rff_objective_gain(self.target_mean, self.summary_sum, self.diag_excess, self.q, phi)
+        gain = rff_objective_gain(self._target(), self.summary_sum, self.diag_excess, self.q, phi)
         self.value[owner] += gain
         self.summary_sum = self.summary_sum + phi
         self.diag_excess += 1.0 - float(phi @ phi)
@@ -579,5 +591,14 @@ class SealedContent(NamedTuple):
 def payload(point: Point | SealedPoint) -> tuple[np.ndarray, int] | SealedContent:
     """What of a received point goes into D_s: (x, y), or the point sealed for the consumer."""
     if isinstance(point, SealedPoint):
-        return SealedContent(bytes(point.sealed), bytes(point.key), bytes(point.commitment))
+        key, commitment = sealed_names(point)
+        return SealedContent(bytes(point.sealed), key, commitment)
     return (point.x, int(point.y))
+
+
+def sealed_names(point: SealedPoint) -> tuple[bytes, bytes]:
+    """A sealed point's content key and commitment (a curator refuses a sealed point without them
+    before it names or keeps it: :meth:`SummarizeCurator._verify`)."""
+    if point.key is None or point.commitment is None:
+        raise ValueError("a sealed point without its content key and commitment cannot be named or kept")
+    return bytes(point.key), bytes(point.commitment)

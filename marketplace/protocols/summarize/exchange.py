@@ -70,7 +70,10 @@ def build_role(
             trust=s.curator,
             own_evaluation=config.data.schema_only,
         )
-    index = party_index(config, party) - 1  # O(1), so building K owners stays O(K); parties.build_role checked the id
+    number = party_index(config, party)  # O(1), so building K owners stays O(K)
+    if number is None:  # parties.build_role checked the id
+        raise ValueError(f"{party!r} is not a party of this run")
+    index = number - 1
     data = owner_data if owner_data is not None else world.owners[index]
     if data.X.shape[1] != world.dim:
         raise ValueError(f"{party}: data file has {data.X.shape[1]} features, the scenario's data has {world.dim}")

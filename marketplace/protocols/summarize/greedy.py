@@ -213,6 +213,6 @@ def uniform_selection(owner_sizes: Sequence[int], p: int, rng: np.random.Generat
     _check_p(p, sum(sizes))
     picks: list[tuple[int, int]] = []
     for owner, (size, quota) in enumerate(zip(sizes, _uniform_quotas(sizes, p))):
-        rows = np.sort(rng.choice(size, size=quota, replace=False)) if quota else []
+        rows: np.ndarray | list[int] = np.sort(rng.choice(size, size=quota, replace=False)) if quota else []
         picks.extend((owner, int(row)) for row in rows)
     return picks

@@ -360,7 +360,7 @@ def _is_positive_real(value: Any) -> bool:
         isinstance(value, numbers.Real)
         and not isinstance(value, (bool, np.bool_))
         and math.isfinite(value)
-        and value > 0
+        and float(value) > 0
     )
 
 
@@ -421,6 +421,8 @@ def _noise(
         for _ in range(T):
             yield None, None
         return
+    if rng is None:  # the mechanisms refuse a simulation without a generator before any draw
+        raise ValueError("simulated noise needs a numpy.random.Generator (rng)")
     for start in range(0, T, _NOISE_BLOCK):
         size = min(_NOISE_BLOCK, T - start)
         gumbel = rng.gumbel(size=(size, d))
@@ -497,7 +499,7 @@ def h2_release(
     *,
     T: int,
     eps: float | None = None,
-    rng: np.random.Generator | None,
+    rng: np.random.Generator,
     state: MwemState | None = None,
     eta: float | None = None,
     split: tuple[float, float] | str = DEFAULT_SPLIT,

@@ -197,13 +197,16 @@ class SummarizeOwner(Role):
         serial = len(self.sent_rows)  # the k-th point handed over in this run: what the curator learns, not the row
         self.sent_rows.append(row)
         x, y = self.data.X[row], int(self.data.y[row])
+        body: Point | SealedPoint
         if self.less_trusted:
-            secret = self.point_secret
+            secret, consumer_key = self.point_secret, self.consumer_key
+            if consumer_key is None:  # a less-trusted run's g~ comes with it (refused otherwise)
+                raise RuntimeError("a less-trusted owner seals points only after the consumer's key arrived")
             body = SealedPoint(
                 round=round_no,
                 phi=self._phi64(row),
                 row=serial,
-                sealed=seal_point(x, y, self.consumer_key, secret=secret),
+                sealed=seal_point(x, y, consumer_key, secret=secret),
                 key=sealed_point_key(secret, x, y),
                 commitment=secret_commitment(secret),
             )

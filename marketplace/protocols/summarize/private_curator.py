@@ -717,7 +717,7 @@ class PrivateSummarizeCurator(SummarizeCurator):
         return self._open_round()
 
     def _select_from_pool(self) -> list[Send]:
-        entry = self.pool.best(self.direction)
+        entry = self.pool.best(self._direction())
         if entry is None:
             return self._open_round_again()
         self.pool.remove(entry)

@@ -119,6 +119,12 @@ class RequestSchedule:
     multiplier: int = 0
     weights: tuple[int, ...] = ()
 
+    def exact_requests(self) -> int:
+        """``requests``, for a rule that asks an exact number of owners (every rule but ``paper``)."""
+        if self.requests is None:
+            raise ValueError(f"RequestSchedule: the {self.rule!r} rule asks no fixed number of owners")
+        return self.requests
+
     def sample(self, rng: np.random.Generator) -> list[int]:
         """The ranks (0-based, ascending) asked in one round."""
         return self.sample_many(rng, 1)[0]
@@ -140,7 +146,7 @@ class RequestSchedule:
         out = []
         for i in range(draws):
             u = int.from_bytes(raw[i * width : (i + 1) * width], "little")
-            out.append([bisect.bisect_right(self.thresholds, u + k * one) for k in range(self.requests)])
+            out.append([bisect.bisect_right(self.thresholds, u + k * one) for k in range(self.exact_requests())])
         return out
 
     def _composed_draw(self, rng: np.random.Generator) -> list[int]:
@@ -151,7 +157,7 @@ class RequestSchedule:
         while u >= self.weights[k]:
             u -= self.weights[k]
             k += 1
-        c, m = self.top, self.requests
+        c, m = self.top, self.exact_requests()
         top = permutation(rng, c)[:k]
         rest = [c + r for r in permutation(rng, self.n - c)[: m - k]]
         return sorted(top + rest)
@@ -184,7 +190,7 @@ class RequestSchedule:
             cuts = sorted({0, *(t % one for t in self.thresholds)})
             law: dict[tuple[int, ...], Fraction] = {}
             for lo, hi in zip(cuts, [*cuts[1:], one]):
-                chosen = tuple(bisect.bisect_right(self.thresholds, lo + k * one) for k in range(self.requests))
+                chosen = tuple(bisect.bisect_right(self.thresholds, lo + k * one) for k in range(self.exact_requests()))
                 law[chosen] = law.get(chosen, Fraction(0)) + Fraction(hi - lo, one)
             return law
         if self.n > 20:
@@ -195,7 +201,7 @@ class RequestSchedule:
                 "at most 20 ranked owners (it enumerates sets)",
                 self.n,
             )
-        sizes = range(self.n + 1) if self.rule == "paper" else (self.requests,)
+        sizes = range(self.n + 1) if self.rule == "paper" else (self.exact_requests(),)
         law = {}
         for size in sizes:
             for chosen in itertools.combinations(range(self.n), size):

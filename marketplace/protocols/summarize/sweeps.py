@@ -4,6 +4,7 @@ of the sweep's points and Figure 1's plot. Reads reports and sweep summaries onl
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from rich.table import Table
@@ -31,7 +32,7 @@ def sweep_row(report: dict[str, Any]) -> dict[str, Any]:
     totals, ``eps[D_s]`` the one ``summarize.privacy.total_epsilon`` sets."""
     metrics = report.get("metrics") or {}
     baselines = metrics.get("baselines") or {}
-    greedy = baselines.get("non_private_greedy") if "non_private_greedy" in baselines else metrics
+    greedy = baselines["non_private_greedy"] if "non_private_greedy" in baselines else metrics
     uniform = baselines.get("uniform") or {}
     exact = baselines.get("exact_greedy") or {}
     parsimony = report.get("parsimony") or {}
@@ -126,7 +127,7 @@ def sweep_table(summary: list[dict[str, Any]], keys: list[str], title: str) -> T
     return table
 
 
-def plot_sweep(summary: list[dict[str, Any]], keys: list[str], path, *, title: str) -> None:
+def plot_sweep(summary: list[dict[str, Any]], keys: list[str], path: Path, *, title: str) -> None:
     """Figure 1's layout: % increase in MMD^2 of seed set + summary over greedy's seed set + summary
     (left; the objective greedy minimizes, like with like) and accuracy (right) against the first
     swept key, or against the eps an owner gave up (``eps_spent``: the ``D_s`` and ``auction``
