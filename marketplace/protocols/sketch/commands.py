@@ -11,9 +11,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from marketplace.protocols.sketch.release import SketchRelease
 
 EXIT_OK, EXIT_USAGE = 0, 2
 
@@ -122,7 +125,7 @@ class _UsageError(ValueError):
     pass
 
 
-def _info(args: argparse.Namespace, release) -> int:
+def _info(args: argparse.Namespace, release: SketchRelease) -> int:
     data = {
         "file": args.file,
         "n_features": release.n_features,
@@ -159,7 +162,7 @@ def _count_box(text: str, d: int) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
-def _query(args: argparse.Namespace, release) -> dict[str, Any]:
+def _query(args: argparse.Namespace, release: SketchRelease) -> dict[str, Any]:
     from marketplace import seeds
     from marketplace.protocols.sketch import M2MDesign, Prior
     from marketplace.protocols.sketch.consumer import QueryPlan, answer_queries

@@ -287,7 +287,7 @@ class SketchConsumer(Role):
                     numerator_variance=float(body.numerator_variances[i]),
                     count_variance=float(body.count_variances[i]),
                     map_fingerprint=body.map_fingerprint,
-                    epsilon=math.inf if body.epsilons[i] is None else body.epsilons[i],
+                    epsilon=_stated(body.epsilons[i]),
                     delta=body.deltas[i],
                     mechanism=body.mechanisms[i],
                 )
@@ -343,7 +343,7 @@ class SketchConsumer(Role):
                 "order": [owners[i] for i in ranking.order],
             }
         lr = (self.estimates or {}).get("logistic_regression")
-        if lr is not None and self.test_X is not None and len(np.unique(self.test_y)) == 2:
+        if lr is not None and self.test_X is not None and self.test_y is not None and len(np.unique(self.test_y)) == 2:
             from sklearn.metrics import roc_auc_score
 
             scores = self.test_X @ np.array(lr["coef"]) + lr["intercept"]
@@ -384,3 +384,8 @@ class SketchConsumer(Role):
             **({"own_evaluation": self.own} if self.own_evaluation else {}),
             "end_status": self.end_status,
         }
+
+
+def _stated(epsilon: float | None) -> float:
+    """A published release's guarantee: its eps, or math.inf for an exact (non-private) one."""
+    return math.inf if epsilon is None else epsilon

@@ -22,7 +22,7 @@ from marketplace.messages import Envelope, ProtocolError
 from marketplace.messages.kinds import Bye, Hello, RuntimeMessage
 from marketplace.protocols.sketch import FeatureMap, SketchRelease, merge_sketches
 from marketplace.protocols.sketch.messages import SketchMessage, SketchPublication, SketchReleaseBody, SketchRequest
-from marketplace.protocols.sketch.wire import release_of
+from marketplace.protocols.sketch.wire import release_of, wire_mechanism
 from marketplace.roles import CONSUMER, Send
 from marketplace.roles.curator import CuratorBase, CuratorPhase
 
@@ -102,18 +102,16 @@ class SketchCurator(CuratorBase):
         if self.phase != CuratorPhase.COLLECTING or sender not in self.active:
             raise ProtocolError(party=sender, kind="sketch_release", reason="no sketch was requested from this party")
         problem = self._problem(message.body)
-        release = None
         if problem is None:
             try:
-                release = release_of(message.body)
+                self.releases[sender] = release_of(message.body)
             except (TypeError, ValueError) as err:
                 problem = str(err)
-        if release is None:
+        if problem is not None:
             self.flagged[sender] = problem
             self.active.remove(sender)
             log.warning("owner %s flagged and excluded: %s", sender, problem)
             return self._maybe_publish()
-        self.releases[sender] = release
         log.info("round %d/%d done: sketch received from %s", len(self.releases), len(self.owners), sender)
         return self._maybe_publish()
 
@@ -174,7 +172,7 @@ class SketchCurator(CuratorBase):
             count_variances=np.array([p.count_variance for p in parts]),
             epsilons=tuple(p.epsilon if p.is_private else None for p in parts),
             deltas=tuple(p.delta for p in parts),
-            mechanisms=tuple(p.mechanism for p in parts),
+            mechanisms=tuple(wire_mechanism(p.mechanism) for p in parts),
             map_fingerprint=self.feature_map.fingerprint,
             merged_numerator=np.array(merged.numerator),
             merged_count=merged.count,

@@ -138,20 +138,21 @@ class Prior:
                     f"The 'discrete' parameter of Prior must name attributes below {self.box.dim}. "
                     f"Got attribute {attribute} instead."
                 )
-            values = np.unique(as_finite_array("Prior", "discrete", values, ndim=1))
+            unique = np.unique(as_finite_array("Prior", "discrete", values, ndim=1))
             lo, hi = self.box.lower[attribute], self.box.upper[attribute]
-            if values.size == 0 or values.min() < lo or values.max() > hi:
+            if unique.size == 0 or unique.min() < lo or unique.max() > hi:
                 raise ValueError(
                     f"The 'discrete' parameter of Prior must give, for attribute {attribute}, a non-empty "
-                    f"set of values inside [{float(lo)!r}, {float(hi)!r}]. Got {values.tolist()} instead."
+                    f"set of values inside [{float(lo)!r}, {float(hi)!r}]. Got {unique.tolist()} instead."
                 )
-            values.setflags(write=False)
-            checked[attribute] = values
+            unique.setflags(write=False)
+            checked[attribute] = unique
         object.__setattr__(self, "discrete", checked)
 
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """n synthetic points from the prior."""
         points = self.box.uniform(n, rng)
         for attribute, values in self.discrete.items():
-            points[:, attribute] = values[rng.integers(0, values.size, size=points.shape[0])]
+            choices = np.asarray(values)  # the read-only array __post_init__ kept (no copy)
+            points[:, attribute] = choices[rng.integers(0, choices.size, size=points.shape[0])]
         return points

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -66,7 +67,9 @@ served marketplace evaluates session after session on the same world, and embedd
 rows again each time was a third of its CPU per request."""
 
 
-def _true_embeddings(config: ScenarioConfig, world: World, fmap: Any, mean_embedding: Any):
+def _true_embeddings(
+    config: ScenarioConfig, world: World, fmap: Any, mean_embedding: Any
+) -> tuple[np.ndarray, Callable[[str], np.ndarray]]:
     """D_v's mean embedding under ``fmap``, and a function giving an owner's, both kept per (world, map, bounds)."""
     key = (
         id(world),
@@ -110,7 +113,7 @@ def logistic_baselines(config: ScenarioConfig, world: World, owners: list[str]) 
     from sklearn.linear_model import LogisticRegression
 
     plain = LogisticRegression(C=1e4, max_iter=2000).fit(X, y)
-    out = {
+    out: dict[str, float | str] = {
         "non_private_auc": float(roc_auc_score(yt, plain.decision_function(Xt))),
         "non_private_erm_auc": float(
             roc_auc_score(

@@ -142,7 +142,7 @@ def check_world(config: ScenarioConfig, world: World) -> None:
         if s.include_label and not set(schema.class_codes().values()) <= {0, 1}:
             raise ValueError(
                 f"sketch.include_label: the schema's classes are not 0/1 (data.schema.label.classes: "
-                f"{', '.join(schema.label.classes)})"
+                f"{', '.join(str(c) for c in schema.label.classes)})"
             )
         if not s.clip:
             wider = [f.name for f, lo, hi in zip(schema.features, s.lower, s.upper) if f.lower < lo or f.upper > hi]
@@ -165,7 +165,7 @@ def check_world(config: ScenarioConfig, world: World) -> None:
                 )
 
 
-def public_defaults(raw_section: dict[str, Any] | None, schema) -> dict[str, Any]:
+def public_defaults(section: dict[str, Any] | None, schema: Any) -> dict[str, Any]:
     """The ``sketch:`` section of a request (raw, as written) for a marketplace described by its
     public schema ``schema`` (a :class:`~marketplace.data.public_schema.DataSchema`, or its raw
     mapping): the public box ``lower``/``upper`` taken from the schema's feature ranges when the
@@ -175,13 +175,13 @@ def public_defaults(raw_section: dict[str, Any] | None, schema) -> dict[str, Any
     from marketplace.data.public_schema import DataSchema
     from marketplace.schema import build
 
-    section = dict(raw_section or {})
+    filled = dict(section or {})
     if not isinstance(schema, DataSchema):
         schema = build(DataSchema, dict(schema), "data.schema")
-    if not section.get("lower") and not section.get("upper"):
-        section["lower"] = [float(v) for v in schema.lower]
-        section["upper"] = [float(v) for v in schema.upper]
-    return section
+    if not filled.get("lower") and not filled.get("upper"):
+        filled["lower"] = [float(v) for v in schema.lower]
+        filled["upper"] = [float(v) for v in schema.upper]
+    return filled
 
 
 def progress(config: ScenarioConfig, curator: Role) -> tuple[int, int]:
@@ -318,7 +318,7 @@ def _report_without_world(
 
 def _privacy(config: ScenarioConfig, results: dict[str, dict[str, Any]], owners: list[str]) -> dict[str, Any]:
     """Each owner's ledger for its one release (or that the release was not private)."""
-    privacy = {}
+    privacy: dict[str, dict[str, Any]] = {}
     for owner in party_ids(config)[1:-1]:
         if config.sketch.epsilon is None:
             privacy[owner] = {
@@ -372,15 +372,15 @@ def nothing_released(config: ScenarioConfig, results: dict[str, dict[str, Any]])
     return None
 
 
-def artifacts(report: dict[str, Any], out: Path) -> None:
-    """Save the consumer's sketches as .npz files in ``out/sketches/`` (merged.npz and one per owner),
+def artifacts(report: dict[str, Any], out_dir: Path) -> None:
+    """Save the consumer's sketches as .npz files in ``out_dir/sketches/`` (merged.npz and one per owner),
     for ``marketplace sketch query``; their paths go into ``report["files"]``."""
     from marketplace.protocols.sketch.consumer import release_from_dict
 
     sketches = (((report.get("party_details") or {}).get(CONSUMER) or {}).get("result") or {}).get("sketches")
     if not sketches:
         return
-    folder = Path(out) / SKETCH_FILES
+    folder = Path(out_dir) / SKETCH_FILES
     folder.mkdir(parents=True, exist_ok=True)
     files = {"merged": str(release_from_dict(sketches["merged"]).save(folder / "merged.npz"))}
     for owner, data in sketches["owners"].items():

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -50,7 +50,7 @@ def _seeded(owner: str, seed: Any) -> np.random.Generator:
     return np.random.default_rng(check_int(owner, "seed", seed, minimum=0))
 
 
-def _read_only(array: Any, dtype=np.float64) -> np.ndarray:
+def _read_only(array: Any, dtype: type[np.generic] = np.float64) -> np.ndarray:
     array = np.array(array, dtype=dtype, order="C")
     array.setflags(write=False)
     return array
@@ -150,7 +150,7 @@ class FeatureMap:
         return out
 
 
-def _check_values(fmap: FeatureMap, X: np.ndarray, values) -> np.ndarray:
+def _check_values(fmap: FeatureMap, X: np.ndarray, values: ArrayLike) -> np.ndarray:
     values = np.asarray(values, dtype=np.float64)
     if values.ndim not in (1, 2) or values.shape[0] != X.shape[0]:
         raise ValueError(
@@ -160,7 +160,7 @@ def _check_values(fmap: FeatureMap, X: np.ndarray, values) -> np.ndarray:
     return values
 
 
-def _check_coef(fmap: FeatureMap, coef) -> np.ndarray:
+def _check_coef(fmap: FeatureMap, coef: ArrayLike) -> np.ndarray:
     coef = np.asarray(coef, dtype=np.float64)
     if coef.ndim not in (1, 2) or coef.shape[0] != fmap.n_features:
         raise ValueError(
@@ -185,6 +185,7 @@ class RFF(FeatureMap):
     box: Box
     frequencies: np.ndarray
     sigma: float
+    _omega_t64: np.ndarray = field(init=False, repr=False, compare=False)  # Omega^T, set in __post_init__
 
     def __post_init__(self) -> None:
         if not isinstance(self.box, Box):
@@ -290,6 +291,7 @@ class _OneHotMap(FeatureMap):
     it is stored as (n, n_groups) column indices: sums are bincounts, Phi(X) @ coef is a gather."""
 
     dense: ClassVar[bool] = False
+    _group_start: np.ndarray  # each group's first column (set by the subclass's __post_init__)
 
     @property
     def n_groups(self) -> int:
@@ -375,6 +377,7 @@ class RACE(_OneHotMap):
     offsets: np.ndarray
     buckets: int
     bandwidth: float
+    _low: np.ndarray = field(init=False, repr=False, compare=False)  # each repetition's lowest projection of the box
 
     def __post_init__(self) -> None:
         if not isinstance(self.box, Box):

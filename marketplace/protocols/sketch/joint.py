@@ -47,6 +47,7 @@ Answers already consistent (within :data:`FEASIBILITY_TOLERANCE`) are returned u
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -84,10 +85,12 @@ def _vector(name: str, value: ArrayLike, d: int | None) -> np.ndarray:
     return array
 
 
-def _inputs(mean, second, covariance, lower, upper):
-    mean = _vector("mean", mean, None)
-    d = mean.size
-    second = None if second is None else _vector("second", second, d)
+def _inputs(
+    mean: ArrayLike, second: ArrayLike | None, covariance: ArrayLike | None, lower: ArrayLike, upper: ArrayLike
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, np.ndarray, np.ndarray]:
+    m = _vector("mean", mean, None)
+    d = m.size
+    m2 = None if second is None else _vector("second", second, d)
     lo = _vector("lower", np.broadcast_to(np.asarray(lower, dtype=np.float64), (d,)), d)
     hi = _vector("upper", np.broadcast_to(np.asarray(upper, dtype=np.float64), (d,)), d)
     if not np.all(lo <= hi):
@@ -96,14 +99,13 @@ def _inputs(mean, second, covariance, lower, upper):
             f"The 'upper' parameter of project_jointly must be >= 'lower' in every attribute. "
             f"Got lower[{bad}] = {lo[bad]!r} > upper[{bad}] = {hi[bad]!r} instead."
         )
-    if covariance is not None:
-        covariance = np.array(covariance, dtype=np.float64)
-        if covariance.shape != (d, d) or not np.isfinite(covariance).all():
-            raise ValueError(
-                f"The 'covariance' parameter of project_jointly must be a finite ({d}, {d}) matrix. "
-                f"Got shape {covariance.shape} instead."
-            )
-    return mean, second, covariance, lo, hi
+    C = None if covariance is None else np.array(covariance, dtype=np.float64)
+    if C is not None and (C.shape != (d, d) or not np.isfinite(C).all()):
+        raise ValueError(
+            f"The 'covariance' parameter of project_jointly must be a finite ({d}, {d}) matrix. "
+            f"Got shape {C.shape} instead."
+        )
+    return m, m2, C, lo, hi
 
 
 def _scale(lo: np.ndarray, hi: np.ndarray) -> float:
@@ -137,7 +139,9 @@ def consistency_gaps(
     return gaps
 
 
-def _nearest_in_region(a: np.ndarray, beta: np.ndarray, k: int, lo: np.ndarray, hi: np.ndarray):
+def _nearest_in_region(
+    a: np.ndarray, beta: np.ndarray, k: int, lo: np.ndarray, hi: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Per attribute, the point (m, s) of {lo <= m <= hi, 0 <= s <= (hi - m)(m - lo)} nearest to
     (a, beta) in (m - a)^2 + k (s - beta)^2, k >= 1."""
     centre, radius = (lo + hi) / 2, (hi - lo) / 2
@@ -189,12 +193,14 @@ def _feasible_covariance(C: np.ndarray, bound: np.ndarray) -> np.ndarray:
     return C
 
 
-def _dual(C_hat: np.ndarray, a: np.ndarray, b: np.ndarray, lo: np.ndarray, hi: np.ndarray):
+def _dual(
+    C_hat: np.ndarray, a: np.ndarray, b: np.ndarray, lo: np.ndarray, hi: np.ndarray
+) -> Callable[[np.ndarray], tuple[float, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]]:
     """The Lagrange dual of the constraint v = diag C, as a function of its multipliers y, to be
     minimised (its negative): value, gradient and the inner minimisers (m, v, C)."""
     squared = float(np.sum(C_hat**2))
 
-    def evaluate(y: np.ndarray):
+    def evaluate(y: np.ndarray) -> tuple[float, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
         C = _psd(C_hat + np.diag(y / 2))
         m, v = _nearest_in_region(a, b - y / 2, 1, lo, hi)
         value = squared - float(np.sum(C**2)) + float(np.sum((m - a) ** 2 + (v - b) ** 2 + y * v))
@@ -235,7 +241,8 @@ def project_jointly(
         m, v = _nearest_in_region(m_hat, m2_hat - m_hat**2, 1, lo, hi)
         variance = np.clip(v, 0.0, np.maximum((hi - m) * (m - lo), 0.0))
         return JointProjection(m, variance + m**2, variance, None, 1, True)
-    m_hat, m2_hat, C_hat = (None if a is None else _flush_subnormals(a) for a in (m_hat, m2_hat, C_hat))
+    m_hat, C_hat = _flush_subnormals(m_hat), _flush_subnormals(C_hat)
+    m2_hat = None if m2_hat is None else _flush_subnormals(m2_hat)
     C_sym = (C_hat + C_hat.T) / 2
     b = m2_hat - m_hat**2 if m2_hat is not None else np.diag(C_sym).copy()
     evaluate = _dual(C_sym, m_hat, b, lo, hi)

@@ -178,7 +178,7 @@ class M2MDesign:
     def regularization(self, release: SketchRelease, rule: str | float = "summed") -> float:
         """lambda (of the averaged loss) for ``release`` under ``rule`` (module docstring), floored."""
         floor = LAMBDA_FLOOR * float(np.trace(self.gram)) / self.gram.shape[0]
-        if is_real(rule):
+        if is_real(rule) and not isinstance(rule, str):  # a number (a str never is one)
             if not rule >= 0 or not np.isfinite(rule):
                 raise ValueError(
                     f"The 'regularization' parameter of M2MDesign.fit must be a rule name or a finite "
@@ -215,7 +215,7 @@ class M2MDesign:
         return A
 
 
-def _factorise(A: np.ndarray):
+def _factorise(A: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
     """Cholesky of the SPD system; if rounding made it indefinite, an eigendecomposition."""
     try:
         factor = linalg.cho_factor(A, lower=True, check_finite=False)
@@ -274,8 +274,11 @@ class M2MFit:
     def mean(self, f: Callable[[np.ndarray], np.ndarray]) -> float | np.ndarray:
         """The estimate of mean_i f(x_i); f maps an (n, d) array to (n,) or (n, q) values."""
         values = self._values(f, "M2MFit.mean")
-        estimate = self.weights @ values / self.design.n_samples
+        estimate = self._weighted_mean(values)
         return float(estimate) if values.ndim == 1 else estimate
+
+    def _weighted_mean(self, values: np.ndarray) -> np.ndarray:
+        return self.weights @ values / self.design.n_samples
 
     def coefficients(self, f: Callable[[np.ndarray], np.ndarray]) -> tuple[np.ndarray, float | np.ndarray]:
         """Explicit M²M: (a, a0) with mean f ~ a0 + <a, z> (a0 = 0 without an intercept). Applies to
@@ -294,7 +297,7 @@ class M2MFit:
     def moments(self, order: int = 1) -> np.ndarray:
         """mean_i x_ij^order for every attribute j: a (d,) array."""
         order = check_int("M2MFit.moments", "order", order)
-        return self.mean(lambda X: X**order)
+        return self._weighted_mean(self._values(lambda X: X**order, "M2MFit.mean"))  # (n, d) values
 
     def cdf(self, points: ArrayLike) -> np.ndarray:
         """mean_i 1{x_ij <= t} for every attribute j and point t: a (d, p) array. ``points`` is a
@@ -322,7 +325,7 @@ class M2MFit:
         centred = self.samples - mu
         return (centred * self.weights[:, None]).T @ centred / self.design.n_samples
 
-    def _ranges(self, lower, upper, owner: str) -> tuple[np.ndarray, np.ndarray]:
+    def _ranges(self, lower: ArrayLike, upper: ArrayLike, owner: str) -> tuple[np.ndarray, np.ndarray]:
         d = self.design.feature_map.dim
         arrays = []
         for name, value in (("lower", lower), ("upper", upper)):

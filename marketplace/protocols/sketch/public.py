@@ -5,11 +5,17 @@ run seed) and the consumer's query plan (:func:`query_plan`, random counting que
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from marketplace import seeds
 from marketplace.data.dataset import Dataset
 from marketplace.scenario.config import ScenarioConfig
+
+if TYPE_CHECKING:
+    from marketplace.protocols.sketch.consumer import QueryPlan
+    from marketplace.protocols.sketch.feature_maps import FeatureMap
 
 
 def record_dim(config: ScenarioConfig) -> int:
@@ -37,7 +43,7 @@ def unit_records(config: ScenarioConfig, data: Dataset, *, party: str = "a party
     return np.ascontiguousarray(U)
 
 
-def public_map(config: ScenarioConfig):
+def public_map(config: ScenarioConfig) -> FeatureMap:
     """The public feature map on the unit box, its randomness drawn from the run seed."""
     from marketplace.protocols.sketch import RACE, RFF, Box, Histogram
 
@@ -51,7 +57,7 @@ def public_map(config: ScenarioConfig):
     return Histogram(box=box, bins=m.bins)
 
 
-def query_plan(config: ScenarioConfig):
+def query_plan(config: ScenarioConfig) -> QueryPlan:
     """The consumer's queries, with the random counting queries drawn from the run seed."""
     from marketplace.protocols.sketch.consumer import QueryPlan
 

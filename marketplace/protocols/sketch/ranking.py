@@ -41,7 +41,7 @@ def mean_embedding(feature_map: FeatureMap, X: ArrayLike, *, precision: str = "f
     return feature_map.sum_features(X, precision=precision) / X.shape[0]
 
 
-def _check_embedding(owner: str, feature_map: FeatureMap, embedding) -> np.ndarray:
+def _check_embedding(owner: str, feature_map: FeatureMap, embedding: ArrayLike) -> np.ndarray:
     embedding = as_finite_array(owner, "target_embedding", embedding, ndim=1)
     if embedding.size != feature_map.n_features:
         raise ValueError(

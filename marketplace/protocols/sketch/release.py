@@ -216,7 +216,7 @@ class SketchRelease:
             raise SketchFileError(f"{str(path)!r} holds an invalid sketch: {exc}") from None
 
 
-def _check_map(owner: str, feature_map) -> FeatureMap:
+def _check_map(owner: str, feature_map: object) -> FeatureMap:
     if not isinstance(feature_map, FeatureMap):
         raise TypeError(
             f"The 'feature_map' parameter of {owner} must be a FeatureMap (RFF, RACE, Histogram). "
@@ -315,7 +315,7 @@ def private_sketch(
         numerator=numerator,
         count=count,
         epsilon=epsilon,
-        delta=0.0 if mechanism == "laplace" else float(delta),
+        delta=0.0 if mechanism == "laplace" or delta is None else float(delta),  # gaussian: checked above
         rng=rng,
         secure=secure,
         precision=precision,
@@ -356,7 +356,10 @@ def noisy_sketch(
             )
     if count.mechanism != "laplace" or count.eps is None or count.delta:
         raise ValueError(f"The 'count' parameter of {owner} must be a pure eps-DP Laplace release. Got {count!r}.")
+    if numerator.eps is None:
+        raise ValueError(f"The 'numerator' parameter of {owner} must be an eps-DP release. Got {numerator!r}.")
     X = fmap.check(X, owner=owner)
+    numerator_noise: Laplace | Gaussian
     if mechanism == "laplace":
         numerator_noise = Laplace(epsilon=numerator.eps, sensitivity=numerator.sensitivity, rng=rng, secure=secure)
         numerator_variance = 2.0 * numerator_noise.scale**2

@@ -4,6 +4,7 @@ swept key is a privacy setting. Reads reports and sweep summaries only."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from rich.table import Table
@@ -31,7 +32,7 @@ def sweep_row(report: dict[str, Any]) -> dict[str, Any]:
     baselines = metrics.get("logistic_baselines") or {}
     check = (report.get("ranking") or {}).get("check") or {}
     privacy = report.get("privacy") or {}
-    eps = [e.get("eps") for e in privacy.values() if isinstance(e, dict) and e.get("eps") is not None]
+    eps = [e["eps"] for e in privacy.values() if isinstance(e, dict) and e.get("eps") is not None]
     row = {column: errors.get(column) for column in SWEEP_COLUMNS}
     row.update(eps_spent({party: [ledger] for party, ledger in privacy.items() if party.startswith("owner-")}))
     row.update(
@@ -59,7 +60,6 @@ def sweep_table(summary: list[dict[str, Any]], keys: list[str], title: str) -> T
         keys,
     )
     shown = [
-        ("ok", None),
         ("eps spent", "eps_spent"),
         ("mom1 MRE", "moment1_mre"),
         ("CDF MAE", "cdf_mae"),
@@ -69,15 +69,15 @@ def sweep_table(summary: list[dict[str, Any]], keys: list[str], title: str) -> T
         ("DP-ERM AUC", "dp_erm_auc"),
         ("rank rho", "ranking_spearman"),
     ]
-    for name, _ in shown:
+    for name in ("ok", *(name for name, _ in shown)):
         table.add_column(name, justify="right", no_wrap=True)
     for row in summary:
-        cells = [f"{row['completed']}/{row['runs']}"] + [mean_sd(row, column, ".3g") for _, column in shown[1:]]
+        cells = [f"{row['completed']}/{row['runs']}"] + [mean_sd(row, column, ".3g") for _, column in shown]
         table.add_row(*(fmt(row.get(k)) for k in keys), *cells)
     return table
 
 
-def plot_sweep(summary: list[dict[str, Any]], keys: list[str], path, *, title: str) -> None:
+def plot_sweep(summary: list[dict[str, Any]], keys: list[str], path: Path, *, title: str) -> None:
     """One panel per task (error against the first swept key, log-log when it spans decades), one
     line per value of the second swept key (e.g. the map kind); plus AUC when it was measured.
     When the first swept key is a privacy setting (``PRIVACY_KEYS``), x is the eps an owner's
@@ -128,9 +128,9 @@ def plot_sweep(summary: list[dict[str, Any]], keys: list[str], path, *, title: s
         if column == "logistic_auc":
             for name, style in (("dp_erm_auc", "s--"), ("non_private_auc", "k:")):
                 rows = sorted(next(iter(groups.values()), []), key=lambda r: r[x_key])
-                pts = [(r[x_key], r.get(f"{name}_mean")) for r in rows if r.get(f"{name}_mean") is not None]
-                if pts:
-                    axis.plot(*zip(*pts), style, label=name.replace("_auc", "").replace("_", " "))
+                refs = [(r[x_key], r.get(f"{name}_mean")) for r in rows if r.get(f"{name}_mean") is not None]
+                if refs:
+                    axis.plot(*zip(*refs), style, label=name.replace("_auc", "").replace("_", " "))
         elif all(r.get(f"{column}_mean") is None or r[f"{column}_mean"] > 0 for r in summary):
             axis.set_yscale("log")
         if log_x:

@@ -29,6 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.isotonic import IsotonicRegression
 
 from .joint import project_jointly
@@ -83,7 +84,7 @@ gap of 1e-10 times the box's scale. A move that small is no change: it counts in
 every supported library release. The report states the threshold (``round_off``)."""
 
 
-def change(raw: np.ndarray, projected: np.ndarray, *, axis_name: str = "attributes") -> dict[str, Any]:
+def change(raw: ArrayLike, projected: ArrayLike, *, axis_name: str = "attributes") -> dict[str, Any]:
     """How a projection moved an answer: ``changed`` (a value moved by more than round-off),
     ``max_change`` (the largest such move, 0 when none), ``axis_name`` (the rows with such a move:
     attributes, or count queries; rows being the first axis of ``raw``) and ``round_off`` (the
@@ -98,6 +99,13 @@ def change(raw: np.ndarray, projected: np.ndarray, *, axis_name: str = "attribut
         axis_name: [int(j) for j in np.flatnonzero(rows > 0)],
         "round_off": ROUND_OFF,
     }
+
+
+def _asked(answer: np.ndarray | None, what: str) -> np.ndarray:
+    """A part of a joint projection that was asked for (project_jointly answers every part it is given)."""
+    if answer is None:
+        raise ValueError(f"project_jointly gave no {what}, though they were given to it")
+    return answer
 
 
 def project_moment_answers(
@@ -133,7 +141,7 @@ def project_moment_answers(
     if moments:
         projected = {"1": joint.mean.tolist()}
         if asked_second:
-            projected["2"] = joint.second.tolist()
+            projected["2"] = _asked(joint.second, "second moments").tolist()
         higher = {k: v for k, v in moments.items() if int(k) > 2}
         if higher:
             if np.any(np.asarray(lower) < 0) or np.any(np.asarray(upper) > 1):
@@ -141,7 +149,7 @@ def project_moment_answers(
                     "project_moment_answers: moments of order 3 and more are projected for attributes in "
                     f"[0, 1] only; got the box lower={np.asarray(lower).tolist()}, upper={np.asarray(upper).tolist()}"
                 )
-            projected.update(project_higher_moments(joint.second, higher))
+            projected.update(project_higher_moments(_asked(joint.second, "second moments"), higher))
         answers["moments"] = {k: projected[k] for k in sorted(moments, key=int)}
         orders = {k: change(moments[k], answers["moments"][k]) for k in answers["moments"]}
         moved["moments"] = {
@@ -156,10 +164,11 @@ def project_moment_answers(
         raw_variance = np.diag(covariance) if covariance is not None else np.asarray(second) - mean**2
         moved["variances"] = change(raw_variance, joint.variance)
     if covariance is not None:
-        answers["covariance"] = joint.covariance.tolist()
+        projected_covariance = _asked(joint.covariance, "covariance")
+        answers["covariance"] = projected_covariance.tolist()
         symmetric = (np.asarray(covariance) + np.asarray(covariance).T) / 2
         moved["covariance"] = {
-            **change(covariance, joint.covariance),
+            **change(covariance, projected_covariance),
             "raw_min_eigenvalue": float(np.linalg.eigvalsh(symmetric).min()),
             "iterations": joint.iterations,
             "converged": joint.converged,

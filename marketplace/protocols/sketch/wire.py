@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from marketplace.protocols.sketch.messages import SketchReleaseBody
+from marketplace.protocols.sketch.messages import Mechanism, SketchReleaseBody
 from marketplace.protocols.sketch.release import SketchRelease
 
 
@@ -19,7 +19,7 @@ def release_body(release: SketchRelease) -> SketchReleaseBody:
         map_fingerprint=release.map_fingerprint,
         epsilon=release.epsilon if release.is_private else None,
         delta=release.delta,
-        mechanism=release.mechanism,
+        mechanism=wire_mechanism(release.mechanism),
     )
 
 
@@ -35,3 +35,11 @@ def release_of(body: SketchReleaseBody) -> SketchRelease:
         delta=body.delta,
         mechanism=body.mechanism,
     )
+
+
+def wire_mechanism(mechanism: str) -> Mechanism:
+    """A single release's mechanism as the wire names it; a merge's ("gaussian+laplace") has no wire form."""
+    match mechanism:
+        case "laplace" | "gaussian" | "none":
+            return mechanism
+    raise ValueError(f"a release under {mechanism!r} has no wire form: one owner's release has one mechanism")
