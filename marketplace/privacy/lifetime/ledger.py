@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -167,60 +168,21 @@ class LifetimeLedger:
         default) or ``"zcdp"``. Reopening checks whatever is given against what is stored and raises
         :class:`LedgerMismatch`, naming both, if it differs: a ledger keeps one owner, budget,
         relation and filter for life."""
-        where = "LifetimeLedger.open"
-        owner = _text(owner, "owner", where)
-        if budget is not None:
-            if not isinstance(budget, (tuple, list)) or len(budget) != 2:
-                raise fail("budget", where, "a pair (eps, delta)", budget)
-            budget = (positive(budget[0], "budget[0] (eps)", where), probability(budget[1], "budget[1] (delta)", where))
-        relation = None if relation is None else _relation(relation, where)
-        filter = None if filter is None else check_filter(filter, where)
-        if budget is not None and filter == "zcdp":
-            Limits("zcdp", *budget)  # a zcdp filter needs delta > 0: say so before touching the disk
+        wanted = _Wanted.checked(owner, budget, relation, filter)
         path = Path(path)
         record = known(path)  # before the file: a record is written only after its ledger is on disk
         if record is not None and not path.exists():
             raise refuse_gone(path, record, "missing")
-        if not path.exists() and (budget is None or relation is None):
-            _refuse_incomplete(path, owner, budget, relation)
+        if not path.exists() and (wanted.budget is None or wanted.relation is None):
+            _refuse_incomplete(path, wanted.owner, wanted.budget, wanted.relation)
         new = create_private(path)
-        try:
-            if not new:
-                if record is not None and is_blank(path):
-                    raise refuse_gone(path, record, "empty (it holds no table)")
-                refuse_foreign(path)
-            db = connect(path, create=True)
-        except sqlite3.Error as err:
-            raise ledger_error(path, err) from None
-        try:
-            db.execute("BEGIN IMMEDIATE")
-            for statement in SCHEMA.split(";"):
-                if statement.strip():
-                    db.execute(statement)
-            meta = db.execute("SELECT * FROM ledger").fetchone()
-            if meta is None:
-                if record is not None:
-                    raise refuse_gone(path, record, "empty (it holds no budget)")
-                if budget is None or relation is None:  # a file left by a process killed while creating it
-                    _refuse_incomplete(path, owner, budget, relation)
-                meta = (1, SCHEMA_VERSION, owner, filter or "basic", budget[0], budget[1], relation, now())
-                db.execute("INSERT INTO ledger VALUES (?, ?, ?, ?, ?, ?, ?, ?)", meta)
-            db.execute("COMMIT")
-        except BaseException as err:
-            if db.in_transaction:
-                try:
-                    db.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass  # the error being raised says what is wrong with the file
-            db.close()
-            if isinstance(err, sqlite3.Error):
-                raise ledger_error(path, err) from None
-            raise
+        db = _connect_file(path, record, new)
+        meta = _stored_meta(db, path, record, wanted)
         if new:
             sync_folder(path.parent)
         ledger = cls(path, db, meta)
         try:
-            ledger._check_same(owner=owner, budget=budget, relation=relation, filter=filter)
+            ledger._check_same(owner=wanted.owner, budget=wanted.budget, relation=wanted.relation, filter=wanted.filter)
             remember_once(path, ledger.owner, ledger.created)
         except BaseException:
             db.close()
@@ -356,6 +318,26 @@ class LifetimeLedger:
         selling.check_sale(points, terms, where)
         if not isinstance(cost, Cost):
             raise fail("cost", where, "a Cost (Cost.pure, Cost.zcdp, Cost.gaussian, Cost.of)", cost)
+        cost, charge = self._priced(request_id, cost, relation, consumer=consumer, what=what)
+        request = _Request(request_id, consumer, what, cost, charge, quota, points, terms)
+        with self._write():
+            row = self._row(request_id)
+            if row is not None and row.state in COUNTED:
+                return self._reserved_again(row, request, fresh=fresh)
+            decision = self._decide(request)
+            self._record(row, request, decision)
+            declined = self._declined(request, decision)
+        if declined is not None:
+            raise declined
+        return self._stored_row(request_id)
+
+    def _priced(
+        self, request_id: str, cost: Cost, relation: str | None, *, consumer: str, what: str
+    ) -> tuple[Cost, Charge]:
+        """``cost`` restated under the ledger's relation, and what the ledger's filter charges for
+        it. A cost the ledger cannot take (a relation it cannot restate, a cost the filter cannot
+        charge) is declined instead (:meth:`decline` records it and raises), before the write that
+        would reserve it."""
         declared = cost
         problem = self._restate(cost, relation)
         if isinstance(problem, Cost):
@@ -367,94 +349,131 @@ class LifetimeLedger:
                 problem = str(err)
         if problem is not None:
             self.decline(request_id, consumer=consumer, what=what, reason=problem, cost=declared)
-        declined: BudgetDeclined | None = None
-        with self._write():
-            row = self._row(request_id)
-            if row is not None and row.state in COUNTED:
-                if fresh:
-                    raise AlreadyCharged(
-                        f"{self.owner}: request {request_id!r} is already charged here ({row.state} at "
-                        f"{row.reserved_at}): an earlier attempt may have released, so this one releases nothing "
-                        "(a new noisy draw would not be charged)",
-                        row,
-                    )
-                if row.cost != cost or row.consumer != consumer:
-                    raise LedgerInputError(
-                        f"{self.owner}: request {request_id!r} was reserved for {row.consumer!r} at "
-                        f"{'no declared cost' if row.cost is None else row.cost.describe()}; "
-                        f"a retry must declare the same, got {consumer!r} at {cost.describe()}"
-                    )
-                if row.state == "reserved":
-                    hold(self._db, request_id, fresh=False)  # the retrying process holds it now
-                return row
-            rows = self._counted()
-            counted = [c for _, c in rows]
-            state = "reserved" if self.limits.fits(counted, charge) else "declined"
-            quota_limits = None if quota is None else Limits(self.filter, *quota)
-            over_quota = (
-                state == "reserved"
-                and quota_limits is not None
-                and not quota_limits.fits([c for who, c in rows if who == consumer], charge)
+        return cost, charge
+
+    def _reserved_again(self, row: Reservation, request: _Request, *, fresh: bool) -> Reservation:
+        """Inside the write: a request id the ledger already counts, reserved again (a retry). Its
+        reservation, unchanged, when the retry declares the same consumer and cost (a reservation
+        still open is held by the retrying process from now on); refused when it declares others,
+        or when the caller would draw fresh noise (``fresh``: :class:`AlreadyCharged`)."""
+        if fresh:
+            raise AlreadyCharged(
+                f"{self.owner}: request {request.request_id!r} is already charged here ({row.state} at "
+                f"{row.reserved_at}): an earlier attempt may have released, so this one releases nothing "
+                "(a new noisy draw would not be charged)",
+                row,
             )
-            if over_quota:
-                state = "declined"
-            cap = 0 if terms is None or state != "reserved" else selling.cap(self._db, consumer, points or 0, terms)
-            sold_out = terms is not None and state == "reserved" and cap <= 0 < (points or 0)
-            state = "declined" if sold_out else state
-            values = (consumer, what, cost.eps, cost.delta, cost.rho, *charge, state, now())
-            if state == "reserved":
-                hold(self._db, request_id, fresh=True)
-            if row is None:
-                self._db.execute(
-                    "INSERT INTO charges (consumer, what, eps, delta, rho, charged_eps, charged_delta, "
-                    "charged_rho, state, reserved_at, request_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (*values, request_id),
-                )
-            else:
-                self._db.execute(
-                    "UPDATE charges SET consumer = ?, what = ?, eps = ?, delta = ?, rho = ?, charged_eps = ?, "
-                    "charged_delta = ?, charged_rho = ?, state = ?, reserved_at = ?, settled_at = NULL "
-                    "WHERE request_id = ?",
-                    (*values, request_id),
-                )
-            if terms is not None:
-                selling.record(self._db, request_id, consumer, terms, max(cap, 0), state)
-            if sold_out and terms is not None:
-                left = self.limits.remaining(self.limits.spent(counted))
-                declined = selling.terms_declined(
-                    self._db, self.owner, request_id, what, consumer, points or 0, terms, cost, left, self.filter
-                )
-            elif over_quota and quota_limits is not None:
-                mine = quota_limits.spent(c for who, c in rows if who == consumer)
-                declined = BudgetDeclined(
-                    f"{self.owner}: declined request {request_id!r} ({what}, for {consumer}): it costs "
-                    f"{cost.describe()}, "
-                    f"charged as {amount(charge)}, and {amount(quota_limits.remaining(mine))} is left of {consumer}'s "
-                    f"quota "
-                    f"(eps={quota_limits.eps:g}, delta={quota_limits.delta:g}) "
-                    f"under the filter {self.limits.describe()}",
-                    owner=self.owner,
-                    request_id=request_id,
-                    cost=cost,
-                    remaining=quota_limits.remaining(mine),
-                    filter=self.filter,
-                )
-            elif state == "declined":
-                left = self.limits.remaining(self.limits.spent(counted))
-                declined = BudgetDeclined(
-                    f"{self.owner}: declined request {request_id!r} ({what}, for {consumer}): it costs "
-                    f"{cost.describe()}, "
-                    f"charged as {amount(charge)}, and {amount(left)} is left of the budget "
-                    f"(eps={self.budget[0]:g}, delta={self.budget[1]:g}) under the filter {self.limits.describe()}",
-                    owner=self.owner,
-                    request_id=request_id,
-                    cost=cost,
-                    remaining=left,
-                    filter=self.filter,
-                )
-        if declined is not None:
-            raise declined
-        return self._stored_row(request_id)
+        if row.cost != request.cost or row.consumer != request.consumer:
+            raise LedgerInputError(
+                f"{self.owner}: request {request.request_id!r} was reserved for {row.consumer!r} at "
+                f"{'no declared cost' if row.cost is None else row.cost.describe()}; "
+                f"a retry must declare the same, got {request.consumer!r} at {request.cost.describe()}"
+            )
+        if row.state == "reserved":
+            hold(self._db, request.request_id, fresh=False)  # the retrying process holds it now
+        return row
+
+    def _decide(self, request: _Request) -> _Decision:
+        """Inside the write: whether the request is reserved or declined, reading every row that
+        counts: the global budget first, then the consumer's quota, then (when it buys points) the
+        sale terms, whose cap is read only for a request that fits the budget and the quota."""
+        consumer, charge, terms, points = request.consumer, request.charge, request.terms, request.points
+        rows = self._counted()
+        counted = [c for _, c in rows]
+        state = "reserved" if self.limits.fits(counted, charge) else "declined"
+        quota_limits = None if request.quota is None else Limits(self.filter, *request.quota)
+        over_quota = (
+            state == "reserved"
+            and quota_limits is not None
+            and not quota_limits.fits([c for who, c in rows if who == consumer], charge)
+        )
+        if over_quota:
+            state = "declined"
+        cap = 0 if terms is None or state != "reserved" else selling.cap(self._db, consumer, points or 0, terms)
+        sold_out = terms is not None and state == "reserved" and cap <= 0 < (points or 0)
+        state = "declined" if sold_out else state
+        return _Decision(state=state, rows=rows, quota=quota_limits, over_quota=over_quota, cap=cap, sold_out=sold_out)
+
+    def _record(self, row: Reservation | None, request: _Request, decision: _Decision) -> None:
+        """Inside the write: the request's row, reserved (and held by this process) or declined; a
+        new row, or the row of an earlier attempt that was aborted or declined, rewritten; and its
+        sale row when it buys points under terms."""
+        cost, state = request.cost, decision.state
+        values = (request.consumer, request.what, cost.eps, cost.delta, cost.rho, *request.charge, state, now())
+        if state == "reserved":
+            hold(self._db, request.request_id, fresh=True)
+        if row is None:
+            self._db.execute(
+                "INSERT INTO charges (consumer, what, eps, delta, rho, charged_eps, charged_delta, "
+                "charged_rho, state, reserved_at, request_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (*values, request.request_id),
+            )
+        else:
+            self._db.execute(
+                "UPDATE charges SET consumer = ?, what = ?, eps = ?, delta = ?, rho = ?, charged_eps = ?, "
+                "charged_delta = ?, charged_rho = ?, state = ?, reserved_at = ?, settled_at = NULL "
+                "WHERE request_id = ?",
+                (*values, request.request_id),
+            )
+        if request.terms is not None:
+            selling.record(self._db, request.request_id, request.consumer, request.terms, max(decision.cap, 0), state)
+
+    def _declined(self, request: _Request, decision: _Decision) -> BudgetDeclined | None:
+        """Inside the write: the error of a declined request, saying what declined it (the sale
+        terms, the consumer's quota, or the budget) and what is left of it; None when it was
+        reserved. Raised by :meth:`reserve` once the decline is on disk."""
+        request_id, consumer, what, cost, charge = (
+            request.request_id,
+            request.consumer,
+            request.what,
+            request.cost,
+            request.charge,
+        )
+        counted = [c for _, c in decision.rows]
+        quota_limits = decision.quota
+        if decision.sold_out and request.terms is not None:
+            left = self.limits.remaining(self.limits.spent(counted))
+            return selling.terms_declined(
+                self._db,
+                self.owner,
+                request_id,
+                what,
+                consumer,
+                request.points or 0,
+                request.terms,
+                cost,
+                left,
+                self.filter,
+            )
+        if decision.over_quota and quota_limits is not None:
+            mine = quota_limits.spent(c for who, c in decision.rows if who == consumer)
+            return BudgetDeclined(
+                f"{self.owner}: declined request {request_id!r} ({what}, for {consumer}): it costs "
+                f"{cost.describe()}, "
+                f"charged as {amount(charge)}, and {amount(quota_limits.remaining(mine))} is left of {consumer}'s "
+                f"quota "
+                f"(eps={quota_limits.eps:g}, delta={quota_limits.delta:g}) "
+                f"under the filter {self.limits.describe()}",
+                owner=self.owner,
+                request_id=request_id,
+                cost=cost,
+                remaining=quota_limits.remaining(mine),
+                filter=self.filter,
+            )
+        if decision.state == "declined":
+            left = self.limits.remaining(self.limits.spent(counted))
+            return BudgetDeclined(
+                f"{self.owner}: declined request {request_id!r} ({what}, for {consumer}): it costs "
+                f"{cost.describe()}, "
+                f"charged as {amount(charge)}, and {amount(left)} is left of the budget "
+                f"(eps={self.budget[0]:g}, delta={self.budget[1]:g}) under the filter {self.limits.describe()}",
+                owner=self.owner,
+                request_id=request_id,
+                cost=cost,
+                remaining=left,
+                filter=self.filter,
+            )
+        return None
 
     def _restate(self, cost: Cost, relation: str | None) -> Cost | str | None:
         """``cost`` restated under the ledger's relation (a Cost), None when it already is, or why it
@@ -648,3 +667,112 @@ class LifetimeLedger:
 def _refuse_incomplete(path: Path, owner: str, budget: Any, relation: Any) -> NoReturn:
     missing = " and ".join(n for n, v in (("budget", budget), ("relation", relation)) if v is None)
     raise LedgerInputError(f"{path}: no lifetime ledger there yet; creating one for {owner!r} needs its {missing}.")
+
+
+@dataclass(frozen=True)
+class _Wanted:
+    """What a caller of :meth:`LifetimeLedger.open` asks of the ledger, checked: its owner, and its
+    budget, relation and filter (None: whatever the ledger holds; a new ledger needs the budget and
+    relation, and takes the filter ``basic`` by default)."""
+
+    owner: str
+    budget: tuple[float, float] | None
+    relation: str | None
+    filter: str | None
+
+    @classmethod
+    def checked(cls, owner: Any, budget: Any, relation: Any, filter: Any) -> _Wanted:
+        """The arguments of :meth:`LifetimeLedger.open` checked, before the disk is touched: a bad
+        one is refused naming it, as is a zcdp budget without a delta."""
+        where = "LifetimeLedger.open"
+        owner = _text(owner, "owner", where)
+        if budget is not None:
+            if not isinstance(budget, (tuple, list)) or len(budget) != 2:
+                raise fail("budget", where, "a pair (eps, delta)", budget)
+            budget = (positive(budget[0], "budget[0] (eps)", where), probability(budget[1], "budget[1] (delta)", where))
+        relation = None if relation is None else _relation(relation, where)
+        filter = None if filter is None else check_filter(filter, where)
+        if budget is not None and filter == "zcdp":
+            Limits("zcdp", *budget)  # a zcdp filter needs delta > 0: say so before touching the disk
+        return cls(owner=owner, budget=budget, relation=relation, filter=filter)
+
+
+def _connect_file(path: Path, record: dict[str, Any] | None, new: bool) -> sqlite3.Connection:
+    """A connection to the ledger file at ``path`` (``new``: just created, empty, by this process).
+    A file that was there already is refused when it is a ledger known to have been emptied
+    (``record``: the record of a ledger once there) or is not an SQLite file of this marketplace."""
+    try:
+        if not new:
+            if record is not None and is_blank(path):
+                raise refuse_gone(path, record, "empty (it holds no table)")
+            refuse_foreign(path)
+        return connect(path, create=True)
+    except sqlite3.Error as err:
+        raise ledger_error(path, err) from None
+
+
+def _stored_meta(db: sqlite3.Connection, path: Path, record: dict[str, Any] | None, wanted: _Wanted) -> Any:
+    """In one ``BEGIN IMMEDIATE`` transaction: the ledger's tables made if they are not there yet,
+    and its row of metadata read, or written for a new ledger from what is ``wanted``. On any error
+    the transaction is rolled back and ``db`` closed; an SQLite error says what is wrong with the
+    file (:func:`ledger_error`)."""
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        for statement in SCHEMA.split(";"):
+            if statement.strip():
+                db.execute(statement)
+        meta = db.execute("SELECT * FROM ledger").fetchone()
+        if meta is None:
+            budget, relation = wanted.budget, wanted.relation
+            if record is not None:
+                raise refuse_gone(path, record, "empty (it holds no budget)")
+            if budget is None or relation is None:  # a file left by a process killed while creating it
+                _refuse_incomplete(path, wanted.owner, budget, relation)
+            meta = (1, SCHEMA_VERSION, wanted.owner, wanted.filter or "basic", budget[0], budget[1], relation, now())
+            db.execute("INSERT INTO ledger VALUES (?, ?, ?, ?, ?, ?, ?, ?)", meta)
+        db.execute("COMMIT")
+    except BaseException as err:
+        if db.in_transaction:
+            try:
+                db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass  # the error being raised says what is wrong with the file
+        db.close()
+        if isinstance(err, sqlite3.Error):
+            raise ledger_error(path, err) from None
+        raise
+    return meta
+
+
+@dataclass(frozen=True)
+class _Request:
+    """One call of :meth:`LifetimeLedger.reserve`, its arguments checked and its cost priced: what
+    the steps of its write transaction share."""
+
+    request_id: str
+    consumer: str
+    what: str
+    cost: Cost
+    """The declared cost, restated under the ledger's relation."""
+    charge: Charge
+    """What the ledger's filter charges for ``cost``."""
+    quota: tuple[float, float] | None
+    points: int | None
+    terms: SaleTerms | None
+
+
+@dataclass(frozen=True)
+class _Decision:
+    """What :meth:`LifetimeLedger.reserve` decided for a request inside its write, and what it read
+    to decide (the errors of a decline say what is left)."""
+
+    state: str
+    """``reserved`` or ``declined``."""
+    rows: list[tuple[str, Charge]]
+    """(consumer, charge) of every row counted before this request."""
+    quota: Limits | None
+    """The consumer's quota as a filter, when it has one."""
+    over_quota: bool
+    cap: int
+    """The most points the sale terms let the request reserve (0 without terms, or once declined)."""
+    sold_out: bool
