@@ -138,14 +138,15 @@ class PfdsAgent(Role):
         """The label phase: nothing to do for an agent that does not share."""
         return []
 
-    def train(self, shared: list[tuple[np.ndarray, np.ndarray]]) -> None:
-        """Fit the model on the agent's own rows plus every shared synthetic record."""
+    def train(self, shared: list[tuple[np.ndarray, np.ndarray]]) -> Fitted:
+        """Fit the model on the agent's own rows plus every shared synthetic record (kept as ``fitted``)."""
         X = np.vstack([self.X, *(x for x, _ in shared)])
         y = np.concatenate([self.y.astype(np.float64), *(labels for _, labels in shared)])
         if isinstance(self.schema.label, ClassLabels):
             y = y.astype(np.int64)
-        self.fitted = fit_model(self.model, self.schema, X, y, seed=self.model_seed)
+        self.fitted = fitted = fit_model(self.model, self.schema, X, y, seed=self.model_seed)
         self.shared_rows = sum(int(x.shape[0]) for x, _ in shared)  # the records received, never its own rows
+        return fitted
 
     def result(self) -> dict[str, Any]:
         return {

@@ -88,7 +88,9 @@ def _coefficient_ranges(x_bounds: np.ndarray, y_bounds: np.ndarray) -> np.ndarra
     return np.array(linear + quadratic)
 
 
-def _regression_bounds(x_bounds, y_bounds, fit_intercept, where, count=None):
+def _regression_bounds(
+    x_bounds: Any, y_bounds: Any, fit_intercept: bool, where: str, count: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     xb = _bounds(x_bounds, "x_bounds", where, count)
     yb = _bounds([y_bounds] if np.ndim(y_bounds) == 1 else y_bounds, "y_bounds", where, 1)[0]
     if not isinstance(fit_intercept, bool):
@@ -111,7 +113,9 @@ def _ridge_solve(quadratic: np.ndarray, linear: np.ndarray, n: int, regularizati
     return vectors[:, keep] @ ((vectors[:, keep].T @ (linear / n)) / values[keep])
 
 
-def _regression_inputs(X, y, x_bounds, y_bounds, fit_intercept, where):
+def _regression_inputs(
+    X: Any, y: Any, x_bounds: Any, y_bounds: Any, fit_intercept: bool, where: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     rows = real_matrix(X, "X", where)
     labels = real_vector(y, "y", where, size=rows.shape[0])
     xb, yb = _regression_bounds(x_bounds, y_bounds, fit_intercept, where, rows.shape[1])
@@ -169,10 +173,10 @@ def erm_regressor(
     return _linear_model(w, fit_intercept, epsilon=math.inf, mechanism="none")
 
 
-def _linear_model(w: np.ndarray, fit_intercept: bool, **fields) -> LinearModel:
+def _linear_model(w: np.ndarray, fit_intercept: bool, *, epsilon: float, mechanism: str) -> LinearModel:
     if fit_intercept:
-        return LinearModel(coef=w[:-1], intercept=float(w[-1]), task="regression", **fields)
-    return LinearModel(coef=w, intercept=0.0, task="regression", **fields)
+        return LinearModel(coef=w[:-1], intercept=float(w[-1]), task="regression", epsilon=epsilon, mechanism=mechanism)
+    return LinearModel(coef=w, intercept=0.0, task="regression", epsilon=epsilon, mechanism=mechanism)
 
 
 # ---------------------------------------------------------------------------------------------

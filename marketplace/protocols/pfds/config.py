@@ -27,7 +27,8 @@ Epsilon = Annotated[
         "below 0.01; DP-Pred's objective perturbation takes expm1(eps/4), which overflows past 2839",
     ),
 ]
-BASELINES = ("np_agt", "dp_pred", "pfds_s", "pfds_minus", "np_pred")
+Baseline = Literal["np_agt", "dp_pred", "pfds_s", "pfds_minus", "np_pred"]
+BASELINES: tuple[Baseline, ...] = ("np_agt", "dp_pred", "pfds_s", "pfds_minus", "np_pred")
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ class PfdsConfig:
     """Stratified folds of the table (the paper: 10)."""
     fold: Annotated[int, Range(min=0, max=99)] = 0
     """The fold held out as every agent's test set in this run."""
-    baselines: tuple[Literal["np_agt", "dp_pred", "pfds_s", "pfds_minus", "np_pred"], ...] = BASELINES
+    baselines: tuple[Baseline, ...] = BASELINES
     """Computed by the runner in the same run (it sees the whole world; for evaluation only)."""
     baseline_agents: Annotated[int, Range(min=0, max=100_000)] = 0
     """Evaluate the baselines on the consumer and the first this-many sharers (0: every agent)."""

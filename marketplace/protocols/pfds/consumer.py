@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from marketplace.protocols.pfds.agent import PfdsAgent
-from marketplace.protocols.pfds.models import model_error
+from marketplace.protocols.pfds.models import Fitted, model_error
 from marketplace.roles import CONSUMER, Send
 
 
@@ -27,9 +27,10 @@ class PfdsConsumer(PfdsAgent):
     def start(self) -> list[Send]:
         return [self.hello("pfds")]
 
-    def train(self, shared: list[tuple[np.ndarray, np.ndarray]]) -> None:
-        super().train(shared)
-        self.error = model_error(self.fitted, self.schema, self.test_X, self.test_y) if len(self.test_y) else None
+    def train(self, shared: list[tuple[np.ndarray, np.ndarray]]) -> Fitted:
+        fitted = super().train(shared)
+        self.error = model_error(fitted, self.schema, self.test_X, self.test_y) if len(self.test_y) else None
+        return fitted
 
     def result(self) -> dict[str, Any]:
         out = super().result()

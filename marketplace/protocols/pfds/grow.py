@@ -77,7 +77,9 @@ def _utilities(
     return (left.max(axis=2) + (total - left).max(axis=2)).astype(np.float64)
 
 
-def _node_inputs(values: Any, labels: Any, candidates: Any, n_classes: Any, where: str):
+def _node_inputs(
+    values: Any, labels: Any, candidates: Any, n_classes: Any, where: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     n_classes = int_at_least(n_classes, 1, "n_classes", where)
     values = np.asarray(values, dtype=np.float64)
     labels = np.asarray(labels)

@@ -16,7 +16,7 @@ Only private releases leave a sharer: its rows never appear in a message.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -27,6 +27,17 @@ from marketplace.protocols.pfds.messages import PfdsData, PfdsTree
 from marketplace.protocols.pfds.plan import SHARER, level_epsilon
 from marketplace.protocols.pfds.wire import tree_fields
 from marketplace.roles import CURATOR, Send
+
+
+class TreeParams(TypedDict):
+    """The settings of a sharer's tree that :func:`share_predictor` takes from the scenario."""
+
+    h_max: int
+    t: int
+    max_leaves: int
+    attribute_choice: str
+    neighbours: str
+    secure: bool
 
 
 class PfdsReceiver(PfdsAgent):
@@ -66,7 +77,7 @@ class PfdsSharer(PfdsAgent):
     ) -> None:
         super().__init__(**common)
         self.plan = plan
-        self.params = dict(
+        self.params = TreeParams(
             h_max=h_max,
             t=t,
             max_leaves=max_leaves,

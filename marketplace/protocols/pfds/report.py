@@ -11,7 +11,8 @@ step differs. ``fidelity`` compares the synthetic dataset sizes with the true on
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,6 +22,9 @@ from marketplace.parties import party_ids
 from marketplace.protocols.pfds.world import labels_of, schema_of, sharers_of, tree_seeds
 from marketplace.roles import CONSUMER, CURATOR
 from marketplace.scenario.config import ScenarioConfig
+
+if TYPE_CHECKING:  # pragma: no cover
+    from marketplace.protocols.pfds import PrivateTree, PublicSchema
 
 
 def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -157,8 +161,8 @@ def _not_the_protocols(summary: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _summary(errors: dict[str, float | None], evaluated: list[str]) -> dict[str, Any]:
-    values = [errors[a] for a in evaluated if errors.get(a) is not None]
+def _summary(errors: Mapping[str, float | None], evaluated: list[str]) -> dict[str, Any]:
+    values = [e for a in evaluated if (e := errors.get(a)) is not None]
     every = [e for e in errors.values() if e is not None]
     return {
         "mean": float(np.mean(values)) if values else None,
@@ -193,7 +197,7 @@ class Baselines:
         self,
         config: ScenarioConfig,
         world: World,
-        schema,
+        schema: PublicSchema,
         sharers: list[str],
         own: dict[str, Dataset],
         evaluated: list[str],
@@ -208,7 +212,7 @@ class Baselines:
         )
         self.test_X, self.test_y = world.test.X, labels_of(schema, world.test)
         self.minus_sizes: dict[str, int] = {}
-        self._trees = None
+        self._trees: dict[str, PrivateTree] | None = None
 
     def _fit_error(self, X: np.ndarray, y: np.ndarray, party: str) -> float:
         from marketplace.protocols.pfds.models import fit_model, model_error

@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, Literal, TypeVar
 
 import numpy as np
 
@@ -126,7 +126,7 @@ class NumericAttribute:
     lo: float
     hi: float
 
-    kind = "numeric"
+    kind: ClassVar[Literal["numeric"]] = "numeric"
 
     def __post_init__(self) -> None:
         _name(self.name, "NumericAttribute")
@@ -146,7 +146,7 @@ class CategoricalAttribute:
     name: str
     values: tuple
 
-    kind = "categorical"
+    kind: ClassVar[Literal["categorical"]] = "categorical"
 
     def __post_init__(self) -> None:
         _name(self.name, "CategoricalAttribute")
@@ -432,6 +432,7 @@ class PublicSchema:
             else {"name": a.name, "kind": "categorical", "values": list(a.values)}
             for a in self.attributes
         ]
+        label: dict[str, Any]
         if isinstance(self.label, ClassLabels):
             label = {"kind": "classes", "values": list(self.label.values)}
         else:
@@ -445,7 +446,7 @@ class PublicSchema:
         items = plain["attributes"]
         if not isinstance(items, list) or not items:
             raise MalformedPlain(f"{path}.attributes", "a non-empty list", items)
-        attributes = []
+        attributes: list[Attribute] = []
         for i, item in enumerate(items):
             where = f"{path}.attributes[{i}]"
             if not isinstance(item, dict) or item.get("kind") not in ("numeric", "categorical"):
@@ -460,6 +461,7 @@ class PublicSchema:
         where = f"{path}.label"
         if not isinstance(label, dict) or label.get("kind") not in ("classes", "regression"):
             raise MalformedPlain(where, "a map with kind 'classes' or 'regression'", label)
+        labels: Labels
         if label["kind"] == "classes":
             _keys(label, {"kind", "values"}, where)
             labels = _build(ClassLabels, where, label["values"])
@@ -480,7 +482,10 @@ def _keys(plain: Any, keys: set[str], path: str) -> None:
         raise MalformedPlain(path, f"a map with keys {', '.join(sorted(keys))}", detail)
 
 
-def _build(factory, path: str, *args):
+T = TypeVar("T")
+
+
+def _build(factory: type[T], path: str, *args: Any) -> T:
     try:
         return factory(*args)
     except (TypeError, ValueError) as exc:

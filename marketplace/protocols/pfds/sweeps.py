@@ -3,6 +3,7 @@ the sweep's points and its plot. Reads reports and sweep summaries only."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from rich.table import Table
@@ -65,7 +66,7 @@ def sweep_table(summary: list[dict[str, Any]], keys: list[str], title: str) -> T
     return table
 
 
-def plot_sweep(summary: list[dict[str, Any]], keys: list[str], path, *, title: str) -> None:
+def plot_sweep(summary: list[dict[str, Any]], keys: list[str], path: Path, *, title: str) -> None:
     """Error of every method (left) and the synthetic size error of PFDS and PFDS^- (right)
     against the first swept key, or against the eps a sharer actually spent (its ledger) when
     that key is ``pfds.epsilon``."""

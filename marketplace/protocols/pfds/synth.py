@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 from scipy.optimize import nnls
 from scipy.sparse.linalg import spsolve
 
@@ -216,7 +217,14 @@ class ConsistentCounts:
         )
 
 
-def weighted_distance(node_values, leaf_values, node_reference, leaf_reference, node_weights, leaf_weight) -> float:
+def weighted_distance(
+    node_values: ArrayLike,
+    leaf_values: ArrayLike,
+    node_reference: np.ndarray,
+    leaf_reference: np.ndarray,
+    node_weights: np.ndarray,
+    leaf_weight: float,
+) -> float:
     """The weighted squared distance of the consistency objective between two sets of counts."""
     return float(
         np.sum(node_weights * (np.asarray(node_values) - node_reference) ** 2)
@@ -312,7 +320,9 @@ def consistent_counts(
     )
 
 
-def _solve_nnls(noisy, group, ancestors, node_weights, leaf_weight) -> tuple[np.ndarray, int]:
+def _solve_nnls(
+    noisy: NoisyCounts, group: np.ndarray, ancestors: sp.csr_matrix, node_weights: np.ndarray, leaf_weight: float
+) -> tuple[np.ndarray, int]:
     leaves = noisy.leaf_values.size
     if leaves > NNLS_MAX_LEAVES:
         raise ValueError(
@@ -326,7 +336,15 @@ def _solve_nnls(noisy, group, ancestors, node_weights, leaf_weight) -> tuple[np.
     return np.maximum(solution, 0.0), 0
 
 
-def _solve_dual_newton(noisy, group, ancestors, node_weights, leaf_weight, tol, max_iter) -> tuple[np.ndarray, int]:
+def _solve_dual_newton(
+    noisy: NoisyCounts,
+    group: np.ndarray,
+    ancestors: sp.csr_matrix,
+    node_weights: np.ndarray,
+    leaf_weight: float,
+    tol: float,
+    max_iter: int,
+) -> tuple[np.ndarray, int]:
     """Maximise the dual D(nu) = sum_j [lam_L (x_j - c_j)^2 + t_j x_j] - sum_k [nu_k^2/(4 lam_k) + nu_k c_k],
     x_j = max(c_j - t_j/(2 lam_L), 0), t = sums of nu over counted ancestors; grad_k = S_k - c_k - nu_k/(2 lam_k)."""
     c_nodes, c_leaves, size = noisy.values, noisy.leaf_values, noisy.values.size
@@ -334,7 +352,7 @@ def _solve_dual_newton(noisy, group, ancestors, node_weights, leaf_weight, tol, 
         return np.maximum(c_leaves, 0.0), 0
     ancestors_t = ancestors.T.tocsr()
 
-    def evaluate(nu):
+    def evaluate(nu: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
         t = (ancestors_t @ nu)[group]
         x = np.maximum(c_leaves - t / (2 * leaf_weight), 0.0)
         sums = ancestors @ np.bincount(group, weights=x, minlength=size)

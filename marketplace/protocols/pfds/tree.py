@@ -10,7 +10,7 @@ public schema and the spends. :meth:`PrivateTree.from_plain` checks all of it an
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -41,7 +41,7 @@ _PLAIN_KEYS = {
 # The tree.
 
 
-def _array(value: Any, dtype, name: str) -> np.ndarray:
+def _array(value: Any, dtype: type[np.generic], name: str) -> np.ndarray:
     """A read-only copy; integers must be whole numbers (no silent truncation)."""
     try:
         array = np.array(value, dtype=np.float64, copy=True)
@@ -75,6 +75,14 @@ class PrivateTree:
     t: int
     spends: tuple[Spend, ...]
     neighbours: str = "add_remove"
+    # the structure derived from the fields, set by _check_structure
+    _first_child: np.ndarray = field(init=False, repr=False, compare=False)
+    _levels: tuple[tuple[int, int], ...] = field(init=False, repr=False, compare=False)
+    _leaves: np.ndarray = field(init=False, repr=False, compare=False)
+    _leaf_index: np.ndarray = field(init=False, repr=False, compare=False)
+    _leaf_lo: np.ndarray = field(init=False, repr=False, compare=False)
+    _leaf_hi: np.ndarray = field(init=False, repr=False, compare=False)
+    _leaf_fixed: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.schema, PublicSchema):

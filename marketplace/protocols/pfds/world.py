@@ -9,6 +9,8 @@ builds the roles from it, and the report scores the agents and the baselines on 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from marketplace import seeds
@@ -20,8 +22,11 @@ from marketplace.roles import CONSUMER
 from marketplace.scenario.config import ScenarioConfig
 from marketplace.schema import SchemaError
 
+if TYPE_CHECKING:  # pragma: no cover
+    from marketplace.protocols.pfds import PublicSchema
 
-def schema_of(config: ScenarioConfig):
+
+def schema_of(config: ScenarioConfig) -> PublicSchema:
     """The public schema of the run: the built-in one of the table source. A marketplace described
     by its public schema (``data.schema``) is refused (SchemaError naming ``data.schema``)."""
     from marketplace.protocols.pfds.tables import public_schema
@@ -94,7 +99,7 @@ def make_world(config: ScenarioConfig) -> World:
     )
 
 
-def labels_of(schema, dataset: Dataset) -> np.ndarray:
+def labels_of(schema: PublicSchema, dataset: Dataset) -> np.ndarray:
     """A dataset's labels as the schema reads them (class values, or real regression labels)."""
     from marketplace.protocols.pfds import ClassLabels
 

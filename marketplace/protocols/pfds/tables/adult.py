@@ -4,11 +4,14 @@ a-priori bounds (values outside are clipped). Reads the registered dataset ``adu
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from marketplace.protocols.pfds.tables.base import Table, encode, schema_from_layout, text
+
+if TYPE_CHECKING:  # pragma: no cover
+    from marketplace.protocols.pfds import PublicSchema
 
 DATASET = "adult"
 ADULT_CATEGORIES = {
@@ -120,7 +123,7 @@ ADULT_LAYOUT = (  # (column of adult.data, public domain): numeric (lo, hi) or a
 )  # fmt: skip
 
 
-def schema(source: Any):
+def schema(source: Any) -> PublicSchema:
     from marketplace.protocols.pfds import ClassLabels
 
     return schema_from_layout(ADULT_LAYOUT, ADULT_CATEGORIES, ClassLabels((0, 1)))

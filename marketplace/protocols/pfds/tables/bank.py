@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from marketplace.protocols.pfds.tables.base import Table, encode, schema_from_layout, text
+
+if TYPE_CHECKING:  # pragma: no cover
+    from marketplace.protocols.pfds import PublicSchema
 
 DATASET = "bank_marketing"
 BANK_CATEGORIES = {
@@ -45,7 +48,7 @@ BANK_LAYOUT = (
 )  # fmt: skip
 
 
-def schema(source: Any):
+def schema(source: Any) -> PublicSchema:
     from marketplace.protocols.pfds import ClassLabels
 
     return schema_from_layout(BANK_LAYOUT, BANK_CATEGORIES, ClassLabels((0, 1)))

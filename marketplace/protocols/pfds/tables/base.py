@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -10,6 +10,7 @@ import numpy as np
 
 if TYPE_CHECKING:  # pragma: no cover
     from marketplace.protocols.pfds import PublicSchema
+    from marketplace.protocols.pfds.schema import Labels
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ class Table:
     clip: bool = True
 
 
-def schema_from_layout(layout: tuple, categories: dict[str, tuple], label) -> PublicSchema:
+def schema_from_layout(layout: tuple, categories: dict[str, tuple], label: Labels) -> PublicSchema:
     """A schema from (column, numeric (lo, hi) or None) pairs, None columns taking ``categories``."""
     from marketplace.protocols.pfds import CategoricalAttribute, NumericAttribute, PublicSchema
 
@@ -43,7 +44,7 @@ def schema_from_layout(layout: tuple, categories: dict[str, tuple], label) -> Pu
     return PublicSchema(tuple(attributes), label)
 
 
-def encode(schema: PublicSchema, columns: dict[str, list]) -> np.ndarray:
+def encode(schema: PublicSchema, columns: Mapping[str, Sequence[Any] | np.ndarray]) -> np.ndarray:
     """Rows from text columns: numeric parsed, categorical looked up in the public value list."""
     out = []
     for attribute in schema.attributes:

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from marketplace.protocols.pfds.tables.base import Table, encode, text
+
+if TYPE_CHECKING:  # pragma: no cover
+    from marketplace.protocols.pfds import PublicSchema
 
 DATASET = "bike_sharing"
 BIKE_LAYOUT = (  # hour.csv (Readme.txt): categorical codes as documented, normalised weather in [0, 1]
@@ -23,7 +26,7 @@ BIKE_COUNT_RANGE = (0, 1000)
 """Public range of cnt, rentals per hour (a-priori bound; the documentation gives none)."""
 
 
-def schema(source: Any):
+def schema(source: Any) -> PublicSchema:
     from marketplace.protocols.pfds import CategoricalAttribute, NumericAttribute, PublicSchema, RegressionLabels
 
     attributes = [

@@ -3,11 +3,14 @@ from the UCI documentation. Reads the registered dataset ``diabetic_retinopathy_
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from marketplace.protocols.pfds.tables.base import Table, encode, text
+
+if TYPE_CHECKING:  # pragma: no cover
+    from marketplace.protocols.pfds import PublicSchema
 
 DATASET = "diabetic_retinopathy_debrecen"
 DIABETES_LAYOUT = (  # messidor_features.arff, attribute i (UCI documentation)
@@ -19,7 +22,7 @@ DIABETES_LAYOUT = (  # messidor_features.arff, attribute i (UCI documentation)
 DIABETES_BINARY = {"quality", "prescreen", "am_fm"}
 
 
-def schema(source: Any):
+def schema(source: Any) -> PublicSchema:
     from marketplace.protocols.pfds import CategoricalAttribute, ClassLabels, NumericAttribute, PublicSchema
 
     attributes = [

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import numpy as np
 
 from marketplace.protocols.pfds.tables.base import Table
 from marketplace.schema import Range
+
+if TYPE_CHECKING:  # pragma: no cover
+    from marketplace.protocols.pfds import PublicSchema
+    from marketplace.protocols.pfds.schema import Attribute
 
 
 @dataclass(frozen=True)
@@ -25,7 +29,7 @@ class SyntheticTable:
     """Standard deviation of the noise added to the score before it becomes a label."""
 
 
-def schema(source: Any):
+def schema(source: Any) -> PublicSchema:
     from marketplace.protocols.pfds import (
         CategoricalAttribute,
         ClassLabels,
@@ -35,7 +39,7 @@ def schema(source: Any):
     )
 
     s = source.synthetic
-    attributes = [NumericAttribute(f"x{i}", 0.0, 1.0) for i in range(s.numeric)]
+    attributes: list[Attribute] = [NumericAttribute(f"x{i}", 0.0, 1.0) for i in range(s.numeric)]
     attributes += [CategoricalAttribute(f"c{i}", tuple(range(s.values))) for i in range(s.categorical)]
     label = ClassLabels((0, 1)) if s.task == "classification" else RegressionLabels(0, 1000)
     return PublicSchema(tuple(attributes), label)
