@@ -90,21 +90,24 @@ def test_heavy_concurrent_requests_on_a_busy_machine_are_delivered_for_every_cha
 def test_a_consumer_that_left_after_the_release_resumes_and_gets_its_results(tmp_path):
     market = Market(tmp_path, consumers="alice,bob")
     try:
-        alice = market.request("alice", "out-alice", "sketch.samples=1000000")
-        session = ""
+        alice = market.request("alice", "out-alice", "sketch.samples=3000000")
         deadline = time.monotonic() + 120
-        while not session:  # the owners released and alice received the sketches: alice is fitting
+        session = ""
+        while not session:  # the owners released, alice confirmed she has the sketches: now she fits for seconds
             assert time.monotonic() < deadline and alice.poll() is None, "alice's session never got going"
             running = json.loads((market.state / "server.json").read_text())["running"]
-            for sid in running:
-                if (tmp_path / "out-alice" / "scenario.yaml").exists() and committed_by_all(market.state, sid):
-                    session = sid
-            time.sleep(0.1)
+            if (
+                running
+                and (tmp_path / "out-alice" / "scenario.yaml").exists()
+                and committed_by_all(market.state, running[0])
+            ):
+                session = running[0]
+            time.sleep(0.05)
         os.killpg(alice.pid, signal.SIGKILL)
         alice.communicate(timeout=60)
         status = ""
         while status == "":  # the server ends the session without alice's report
-            assert time.monotonic() < deadline + 120
+            assert time.monotonic() < deadline + 240
             finished = json.loads((market.state / "server.json").read_text())["sessions"]
             status = next((s["status"] for s in finished if s["session"] == session), "")
             time.sleep(0.1)
@@ -140,16 +143,25 @@ def test_a_consumer_that_left_after_the_release_resumes_and_gets_its_results(tmp
             str(tmp_path / "resumed"),
         )
         out, err = proc.communicate(timeout=300)
-        assert proc.returncode == 0, (out, err)
         resumed = report(tmp_path / "resumed")
-        assert resumed["run_id"] == session and resumed["status"] == "completed", resumed.get("failures")
+        assert resumed["run_id"] == session
+        assert proc.returncode == (0 if resumed["status"] == "completed" else 3), (out, err)
         consumer = resumed["party_details"]["consumer"]["result"]
         assert consumer["estimates"] and consumer["sketches"]["merged"]
+        # the session's own status stays: completed if alice had confirmed before she froze, else failed
+        # saying she never confirmed (she did not, in the session); the estimates are hers either way
+        failures = " ".join(resumed.get("failures") or [])
+        assert resumed["status"] == "completed" or "never confirmed it received the results" in failures, failures
 
         # and from Python, again: the same report, nothing charged again
         again = marketplace.resume(
-            session, market=market.endpoint, keys=market.state / "consumers" / "alice", out=tmp_path / "again"
+            session,
+            market=market.endpoint,
+            keys=market.state / "consumers" / "alice",
+            out=tmp_path / "again",
+            check=False,
         )
+        assert again.raw["status"] == resumed["status"]
         assert again.raw["party_details"]["consumer"]["result"]["estimates"] == consumer["estimates"]
         after = {o: [r for r in ledger_rows(market.state, o) if r.request_id == session] for o in OWNERS}
         assert after == charged

@@ -70,7 +70,7 @@ import numbers
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import NamedTuple
 
 import numpy as np
 
@@ -84,9 +84,6 @@ from .request_schedule import (
     two_sided_schedule,
 )
 
-if TYPE_CHECKING:
-    from .curator import SealedContent
-
 __all__ = [
     "RULES",
     "AuctionRound",
@@ -97,6 +94,15 @@ __all__ = [
     "request_probabilities",
     "verify",
 ]
+
+
+class SealedContent(NamedTuple):
+    """A point as a less-trusted curator keeps it for D_s: the sealed bytes it cannot read, and the
+    content key and commitment the owner named it by (the consumer checks both when it opens it)."""
+
+    sealed: bytes
+    key: bytes
+    commitment: bytes
 
 
 def _fail(kind: type[Exception], name: str, where: str, expected: str, value: object) -> Exception:

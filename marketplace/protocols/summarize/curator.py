@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 from enum import StrEnum
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -30,6 +30,7 @@ from marketplace.messages import Envelope, ProtocolError
 from marketplace.messages.errors import cut
 from marketplace.messages.kinds import Bye, Error, Hello, RuntimeMessage
 from marketplace.protocols.summarize import RandomFourierFeatures, bid_direction, bid_value, rff_objective_gain
+from marketplace.protocols.summarize.auction import SealedContent
 from marketplace.protocols.summarize.bid import bid_rounding
 from marketplace.protocols.summarize.identity import embedding_key, point_key
 from marketplace.protocols.summarize.messages import (
@@ -577,15 +578,6 @@ class SummarizeCurator(CuratorBase):
             "rounds": list(self.history),
             **({"sale": self.purse.report()} if self.purse.in_use else {}),
         }
-
-
-class SealedContent(NamedTuple):
-    """A point as a less-trusted curator keeps it for D_s: the sealed bytes it cannot read, and the
-    content key and commitment the owner named it by (the consumer checks both when it opens it)."""
-
-    sealed: bytes
-    key: bytes
-    commitment: bytes
 
 
 def payload(point: Point | SealedPoint) -> tuple[np.ndarray, int] | SealedContent:
