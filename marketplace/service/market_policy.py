@@ -163,6 +163,12 @@ class MarketPolicy:
         """A stop was asked (a signal, or the API): no request starts any more."""
         self.stop_asked = True
 
+    @property
+    def agents_told(self) -> bool:
+        """Whether the agents were told to stop: an owner that connects after that is told at once (an
+        agent still starting when the stop came would otherwise be waited for until the grace ends)."""
+        return self.stop_by is not None
+
     def stop_step(self, now: float, sessions: int, agents_alive: bool) -> StopStep:
         """What a stop does next at ``now``, with ``sessions`` still held and the agents alive or not:
         keep serving (no stop asked), let the sessions finish, tell the agents to stop (once), wait for

@@ -315,6 +315,8 @@ class MarketServer:
             log.info("owner %s present", who)
             self.present[who] = routing
             self._write_status()
+            if self.policy.agents_told:  # the agents were told to stop before this one came
+                self._send(routing, control.Stop(reason="the marketplace is stopping"))
         if isinstance(message, control.SessionFrame):
             s = self.sessions.get(message.session)
             if s is not None and s.loop is not None and who in s.invited:

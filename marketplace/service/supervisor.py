@@ -106,10 +106,12 @@ class AgentSupervisor:
         return sum(a.restarts for a in self.agents)
 
     def end_all(self, grace_s: float) -> None:
-        """Let every agent end within ``grace_s``; then terminate it, then kill it."""
+        """Let every agent end within ``grace_s`` (one deadline for all of them, not one each); then
+        terminate it, then kill it."""
+        deadline = time.monotonic() + grace_s
         for agent in self.agents:
             if agent.proc is not None:
-                _end(agent.proc, grace_s)
+                _end(agent.proc, max(0.0, deadline - time.monotonic()))
 
 
 def _end(proc: subprocess.Popen, grace_s: float) -> None:

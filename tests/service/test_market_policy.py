@@ -100,6 +100,14 @@ def test_a_stopping_marketplace_starts_nothing_and_steps_through_its_stop():
     assert p.stop_step(7.0, sessions=0, agents_alive=False) == "exit"
 
 
+def test_an_owner_that_connects_after_the_agents_were_told_is_told_too():
+    p = policy()
+    p.stop()
+    assert not p.agents_told
+    assert p.stop_step(0.0, sessions=0, agents_alive=True) == "tell_agents"
+    assert p.agents_told  # the server tells every owner that connects from now on (a stop at start-up took 70 s)
+
+
 def test_agents_that_never_leave_are_waited_for_only_the_grace():
     p = policy()
     p.stop()
