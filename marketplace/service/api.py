@@ -21,6 +21,7 @@ from marketplace.data.own_files import ReadLimits
 if TYPE_CHECKING:
     from marketplace.runner.results import Report
     from marketplace.scenario import Scenario
+    from marketplace.service.client import OwnTarget
 
 
 class Marketplace:
@@ -170,21 +171,13 @@ def request(
     sent (default: ``market.yaml`` in the kit, when there)."""
     from marketplace.api import RunFailed, load, output_folder
     from marketplace.runner.results import Report
-    from marketplace.service.client import OwnTarget
     from marketplace.service.client import request as send
 
     if test is not None and data is None:
         raise ValueError("test: the consumer's own test set needs its own target too (data=...)")
     loaded = load(scenario, overrides)
     folder = output_folder(loaded, out, "request")
-    own = None
-    if data is not None:
-        folder.mkdir(parents=True, exist_ok=True)
-        own = OwnTarget(
-            _own_file(data, folder, "own-target"),
-            None if test is None else _own_file(test, folder, "own-test"),
-            limits or ReadLimits(),
-        )
+    own = _own_target(data, test, limits, folder)
     result = send(
         loaded.dump_yaml(),
         market=market,
@@ -226,20 +219,12 @@ def resume(
     from marketplace.api import RunFailed
     from marketplace.runner.results import Report
     from marketplace.runner.run import check_run_folder, default_run_folder
-    from marketplace.service.client import OwnTarget
     from marketplace.service.client import request as send
 
     if test is not None and data is None:
         raise ValueError("test: the consumer's own test set needs its own target too (data=...)")
     folder = check_run_folder(out) if out is not None else default_run_folder(session, "resume")
-    own = None
-    if data is not None:
-        folder.mkdir(parents=True, exist_ok=True)
-        own = OwnTarget(
-            _own_file(data, folder, "own-target"),
-            None if test is None else _own_file(test, folder, "own-test"),
-            limits or ReadLimits(),
-        )
+    own = _own_target(data, test, limits, folder)
     result = send(
         None, market=market, keys=Path(keys), out=folder, wait_s=wait_s, on_event=on_event, own=own, resume=session
     )
@@ -247,6 +232,20 @@ def resume(
     if check and not report.completed:
         raise RunFailed(report)
     return report
+
+
+def _own_target(
+    data: OwnRows | None, test: OwnRows | None, limits: ReadLimits | None, folder: Path
+) -> OwnTarget | None:
+    """The consumer's own target and test set as files its consumer reads (arrays written into
+    ``folder``), or None when it brings none (a simulated marketplace builds its share)."""
+    from marketplace.service.client import OwnTarget
+
+    if data is None:
+        return None
+    folder.mkdir(parents=True, exist_ok=True)
+    own_test = None if test is None else _own_file(test, folder, "own-test")
+    return OwnTarget(_own_file(data, folder, "own-target"), own_test, limits or ReadLimits())
 
 
 def _own_file(rows: OwnRows, folder: Path, name: str) -> Path:
