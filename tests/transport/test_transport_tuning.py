@@ -153,5 +153,12 @@ def test_a_curator_of_many_parties_spreads_their_connections_over_io_threads(tmp
     from marketplace.transport.tuning import io_threads
 
     with bound_curator(tmp_path, "parties.owners=4500", "data.partition.scheme=even") as (proc, _):
-        names = [Path(task, "comm").read_text().strip() for task in Path(f"/proc/{proc.pid}/task").iterdir()]
-        assert sum(name.startswith("ZMQbg/IO/") for name in names) == io_threads(4502) == 3, names
+        # each I/O thread names itself once it runs, which may come after the bind: poll the names
+        deadline = time.monotonic() + 30
+        while True:
+            names = [Path(task, "comm").read_text().strip() for task in Path(f"/proc/{proc.pid}/task").iterdir()]
+            io = sum(name.startswith("ZMQbg/IO/") for name in names)
+            if io >= 3 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert io == io_threads(4502) == 3, names
