@@ -454,7 +454,8 @@ def _fmt(value: float | None, spec: str) -> str:
     return "n/a" if value is None else format(value, spec)
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
+    """The command line: which K values, engines and repeats, and the worker's hidden options."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--owners", default="16,256,1000", help="comma-separated K values")
     parser.add_argument("--rounds", type=int, default=20)
@@ -465,6 +466,64 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", metavar="PATH", help="write every run's figures here")
     parser.add_argument("--one", choices=ENGINES, help=argparse.SUPPRESS)  # worker: run this engine here
     parser.add_argument("--result", help=argparse.SUPPRESS)
+    return parser
+
+
+def _runs_for_k(
+    k: int, engines: list[str], args: argparse.Namespace, runs: list[dict[str, Any]], mismatches: list[str]
+) -> dict[str, list[dict[str, Any]]]:
+    """Run every engine ``args.repeats`` times at K = ``k``, paired (each repeat runs every engine
+    in turn); append each run to ``runs``, and to ``mismatches`` each run whose selection differs from
+    the first completed one. Returns the runs by engine, for the table."""
+    reference: list[Any] | None = None
+    by_engine: dict[str, list[dict[str, Any]]] = {e: [] for e in engines}
+    for repeat in range(args.repeats):
+        for engine in engines:
+            run = {**measured_run(engine, k, args.rounds, args.timeout), "repeat": repeat}
+            runs.append(run)
+            by_engine[engine].append(run)
+            if run["status"] != "completed":
+                print(f"  K={k} {engine} run {repeat + 1}: FAILED {run['error'][-800:]}", flush=True)
+                continue
+            if reference is None:
+                reference = run["selection"]
+            run["selection_matches"] = run["selection"] == reference
+            if not run["selection_matches"]:
+                mismatches.append(f"K={k} {engine} run {repeat + 1}")
+    return by_engine
+
+
+def _print_table(k: int, by_engine: dict[str, list[dict[str, Any]]]) -> None:
+    """One K's table: each engine's medians over its completed runs."""
+    print(f"\nK = {k:,}")
+    print(
+        f"  {'engine':<18} {'ms/round':>10} {'CPU s (tree)':>13} {'peak PSS MB':>12} {'peak RSS MB':>12} "
+        f"{'processes':>10} {'wall s':>8} {'completed':>10}"
+    )
+    for engine, done in by_engine.items():
+        ok = [r for r in done if r["status"] == "completed"]
+        print(
+            f"  {engine:<18} {_fmt(_median(ok, 'ms_per_round'), '10.1f')} {_fmt(_median(ok, 'cpu_s'), '13.1f')} "
+            f"{_fmt(_median(ok, 'peak_pss_mb'), '12.0f')} {_fmt(_median(ok, 'peak_rss_mb'), '12.0f')} "
+            f"{_fmt(_median(ok, 'processes'), '10.0f')} {_fmt(_median(ok, 'wall_s'), '8.1f')} "
+            f"{len(ok):>5}/{len(done)}",
+            flush=True,
+        )
+
+
+def _print_agreement(runs: list[dict[str, Any]], mismatches: list[str]) -> None:
+    """Whether every completed run selected the same owners, and which did not."""
+    compared = sum(1 for r in runs if "selection_matches" in r)
+    print(
+        f"\nselection identical across engines: {'yes' if not mismatches else 'NO'} "
+        f"({compared - len(mismatches)} of {compared} completed runs match)"
+    )
+    if mismatches:
+        print("  differs: " + ", ".join(mismatches))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
     args = parser.parse_args(argv)
     if args.one:
         result = run_one(args.one, int(args.owners), args.rounds, args.timeout)
@@ -490,42 +549,8 @@ def main(argv: list[str] | None = None) -> int:
     runs: list[dict[str, Any]] = []
     mismatches: list[str] = []
     for k in owners:
-        reference: list[Any] | None = None
-        by_engine: dict[str, list[dict[str, Any]]] = {e: [] for e in engines}
-        for repeat in range(args.repeats):
-            for engine in engines:
-                run = {**measured_run(engine, k, args.rounds, args.timeout), "repeat": repeat}
-                runs.append(run)
-                by_engine[engine].append(run)
-                if run["status"] != "completed":
-                    print(f"  K={k} {engine} run {repeat + 1}: FAILED {run['error'][-800:]}", flush=True)
-                    continue
-                if reference is None:
-                    reference = run["selection"]
-                run["selection_matches"] = run["selection"] == reference
-                if not run["selection_matches"]:
-                    mismatches.append(f"K={k} {engine} run {repeat + 1}")
-        print(f"\nK = {k:,}")
-        print(
-            f"  {'engine':<18} {'ms/round':>10} {'CPU s (tree)':>13} {'peak PSS MB':>12} {'peak RSS MB':>12} "
-            f"{'processes':>10} {'wall s':>8} {'completed':>10}"
-        )
-        for engine, done in by_engine.items():
-            ok = [r for r in done if r["status"] == "completed"]
-            print(
-                f"  {engine:<18} {_fmt(_median(ok, 'ms_per_round'), '10.1f')} {_fmt(_median(ok, 'cpu_s'), '13.1f')} "
-                f"{_fmt(_median(ok, 'peak_pss_mb'), '12.0f')} {_fmt(_median(ok, 'peak_rss_mb'), '12.0f')} "
-                f"{_fmt(_median(ok, 'processes'), '10.0f')} {_fmt(_median(ok, 'wall_s'), '8.1f')} "
-                f"{len(ok):>5}/{len(done)}",
-                flush=True,
-            )
-    compared = sum(1 for r in runs if "selection_matches" in r)
-    print(
-        f"\nselection identical across engines: {'yes' if not mismatches else 'NO'} "
-        f"({compared - len(mismatches)} of {compared} completed runs match)"
-    )
-    if mismatches:
-        print("  differs: " + ", ".join(mismatches))
+        _print_table(k, _runs_for_k(k, engines, args, runs, mismatches))
+    _print_agreement(runs, mismatches)
     if args.json:
         Path(args.json).write_text(json.dumps({"args": vars(args), "cores": os.cpu_count(), "runs": runs}, indent=1))
     failed = any(r["status"] != "completed" for r in runs)

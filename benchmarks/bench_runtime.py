@@ -275,13 +275,15 @@ def _per_round_stats(rounds: list[tuple[int, float]]) -> dict[str, Any]:
     }
 
 
-def worker(spec_path: str) -> int:
-    spec = json.loads(Path(spec_path).read_text())
+def _run_watched(
+    spec: dict[str, Any], scenario: Any, clock: _RoundClock, sampler: _ChildSampler | None
+) -> tuple[dict[str, Any], dict[str, float], float]:
+    """Run the scenario with the clocks on: the end of wall_s marked where the runner assembles its
+    report, the in-process curator's records timed by ``clock``, the party processes sampled by
+    ``sampler``, and the in-process run profiled if the spec asks. Returns the report, the wall_s
+    end marks (perf_counter and epoch) and the seconds the call took."""
     import marketplace.runner.run as runmod
-    from marketplace.scenario import parse_scenario
 
-    scenario = parse_scenario(spec["scenario"], source="bench_runtime", base_dir=Path.cwd())
-    out = Path(spec["out"])
     driver = spec["driver"]
     marks: dict[str, float] = {}
     original_assemble = runmod.assemble_report
@@ -292,10 +294,7 @@ def worker(spec_path: str) -> int:
         return original_assemble(*args, **kwargs)
 
     runmod.assemble_report = assemble
-    clock = _RoundClock()
     logger = logging.getLogger(CURATOR_LOGGER)
-    parties = scenario.config.parties.owners + 2
-    sampler = _ChildSampler(out / "logs", scenario.config.summarize.rounds, parties) if driver == "processes" else None
     profile = cProfile.Profile() if spec.get("profile") and driver == "inprocess" else None
     if driver == "inprocess":
         logger.setLevel(logging.INFO)
@@ -306,7 +305,7 @@ def worker(spec_path: str) -> int:
     try:
         if profile:
             profile.enable()
-        report = runmod.run_scenario(scenario, out, driver=driver, launch=spec["launch"] or "forkserver")
+        report = runmod.run_scenario(scenario, Path(spec["out"]), driver=driver, launch=spec["launch"] or "forkserver")
     finally:
         if profile:
             profile.disable()
@@ -315,21 +314,21 @@ def worker(spec_path: str) -> int:
             sampler.stop.set()
             sampler.join()
         logger.removeHandler(clock)
-    t_return = time.perf_counter()
+    return report, marks, time.perf_counter() - t_call
 
+
+def _report_figures(report: dict[str, Any], scenario: Any, driver: str, call_s: float) -> dict[str, Any]:
+    """What a run's report says: status, wall time, rows, messages and every party's timings."""
     timing = report["timing"]
-    wall_s = timing["wall_s"]
-    wall_start_perf = marks["wall_end_perf"] - wall_s
-    rounds_planned = scenario.config.summarize.rounds
-    result: dict[str, Any] = {
+    return {
         "driver": driver,
         "launch": report.get("launch"),
         "owners": scenario.config.parties.owners,
-        "rounds": rounds_planned,
+        "rounds": scenario.config.summarize.rounds,
         "status": report["status"],
         "failures": report["failures"][:3],
-        "wall_s": wall_s,
-        "worker_call_s": t_return - t_call,
+        "wall_s": timing["wall_s"],
+        "worker_call_s": call_s,
         "owner_rows": [part["rows"] for part in report["data"]["owners"]],
         "messages": {
             "total": report["messages"]["total"],
@@ -344,49 +343,96 @@ def worker(spec_path: str) -> int:
         },
         "party_pid": {p["id"]: p.get("pid") for p in report.get("parties", [])},
     }
-    if driver == "inprocess":
-        rounds = [(r, t) for r, t, _ in clock.rounds]
-        result["per_round"] = _per_round_stats(rounds)
-        if len(clock.rounds) >= 2:
-            (r0, _, c0), (r1, _, c1) = clock.rounds[0], clock.rounds[-1]
-            result["cpu_ms_per_round"] = (c1 - c0) / (r1 - r0) * 1e3
-        first, last = (clock.rounds[0][1], clock.rounds[-1][1]) if clock.rounds else (None, None)
-        present = clock.present
-        to_rel = lambda t: None if t is None else t - wall_start_perf  # noqa: E731
-    else:
-        parsed = _parse_curator_log(out / "logs" / "curator.log")
-        rounds = parsed["rounds"]
-        result["per_round"] = _per_round_stats(rounds)
-        first, last = (rounds[0][1], rounds[-1][1]) if rounds else (None, None)
-        present = parsed["present"]
-        wall_start_epoch = marks["wall_end_epoch"] - wall_s
-        to_rel = lambda t: None if t is None else t - wall_start_epoch  # noqa: E731
-        result["curator_started_s"] = to_rel(parsed["curator_started"])
-        samples = [s for s in sampler.samples if 2 <= s["round"] < rounds_planned and s["procs"] == parties]
-        if len(samples) >= 2 and samples[-1]["round"] > samples[0]["round"]:
-            a, b = samples[0], samples[-1]
-            n = b["round"] - a["round"]
-            result["cpu_ms_per_round"] = (b["cpu_s"] - a["cpu_s"]) / n * 1e3
-            result["ctx_switches_per_round"] = {
-                "voluntary": (b["vcs"] - a["vcs"]) / n,
-                "involuntary": (b["ivcs"] - a["ivcs"]) / n,
-            }
-            result["cpu_sample_rounds"] = n
-            party_cpu = {p: (b["party_cpu_s"][p] - a["party_cpu_s"].get(p, 0.0)) / n * 1e3 for p in b["party_cpu_s"]}
-            owners_cpu = [v for p, v in party_cpu.items() if p.startswith("owner-")]
-            result["party_cpu_ms_per_round"] = {
-                "curator": party_cpu.get("curator"),
-                "owners_sum": sum(owners_cpu),
-                "owner_max": max(owners_cpu) if owners_cpu else None,
-                "consumer": party_cpu.get("consumer"),
-            }
-    p_present, p_first, p_last = to_rel(present), to_rel(first), to_rel(last)
-    result["phases_s"] = {
+
+
+def _since(t: float | None, start: float) -> float | None:
+    return None if t is None else t - start
+
+
+_Marks = tuple[float | None, float | None, float | None]  # every party present, first round, last round (s)
+
+
+def _inprocess_rounds(clock: _RoundClock, wall_start_perf: float, result: dict[str, Any]) -> _Marks:
+    """The in-process run's rounds, from the curator's records: per-round latency and CPU time into
+    ``result``; returns when the parties were present and the first and last rounds done."""
+    rounds = [(r, t) for r, t, _ in clock.rounds]
+    result["per_round"] = _per_round_stats(rounds)
+    if len(clock.rounds) >= 2:
+        (r0, _, c0), (r1, _, c1) = clock.rounds[0], clock.rounds[-1]
+        result["cpu_ms_per_round"] = (c1 - c0) / (r1 - r0) * 1e3
+    first, last = (clock.rounds[0][1], clock.rounds[-1][1]) if clock.rounds else (None, None)
+    return _since(clock.present, wall_start_perf), _since(first, wall_start_perf), _since(last, wall_start_perf)
+
+
+def _processes_rounds(curator_log: Path, wall_start_epoch: float, result: dict[str, Any]) -> _Marks:
+    """The processes run's rounds, from the curator's log: per-round latency and the curator's start
+    into ``result``; returns when the parties were present and the first and last rounds done."""
+    parsed = _parse_curator_log(curator_log)
+    rounds = parsed["rounds"]
+    result["per_round"] = _per_round_stats(rounds)
+    first, last = (rounds[0][1], rounds[-1][1]) if rounds else (None, None)
+    result["curator_started_s"] = _since(parsed["curator_started"], wall_start_epoch)
+    return _since(parsed["present"], wall_start_epoch), _since(first, wall_start_epoch), _since(last, wall_start_epoch)
+
+
+def _sampled_cpu(samples: list[dict[str, Any]], rounds_planned: int, parties: int) -> dict[str, Any]:
+    """CPU time and context switches per round of the party processes, between the first and the
+    last sample taken while every party ran (none if fewer than two such samples)."""
+    samples = [s for s in samples if 2 <= s["round"] < rounds_planned and s["procs"] == parties]
+    if len(samples) < 2 or samples[-1]["round"] <= samples[0]["round"]:
+        return {}
+    a, b = samples[0], samples[-1]
+    n = b["round"] - a["round"]
+    party_cpu = {p: (b["party_cpu_s"][p] - a["party_cpu_s"].get(p, 0.0)) / n * 1e3 for p in b["party_cpu_s"]}
+    owners_cpu = [v for p, v in party_cpu.items() if p.startswith("owner-")]
+    return {
+        "cpu_ms_per_round": (b["cpu_s"] - a["cpu_s"]) / n * 1e3,
+        "ctx_switches_per_round": {
+            "voluntary": (b["vcs"] - a["vcs"]) / n,
+            "involuntary": (b["ivcs"] - a["ivcs"]) / n,
+        },
+        "cpu_sample_rounds": n,
+        "party_cpu_ms_per_round": {
+            "curator": party_cpu.get("curator"),
+            "owners_sum": sum(owners_cpu),
+            "owner_max": max(owners_cpu) if owners_cpu else None,
+            "consumer": party_cpu.get("consumer"),
+        },
+    }
+
+
+def _phases(marks: _Marks, wall_s: float) -> dict[str, float | None]:
+    """wall_s cut at the moments of ``marks`` (seconds from its start)."""
+    p_present, p_first, p_last = marks
+    return {
         "setup": p_present,  # wall start -> every party present (start, [imports, world,] h1, connect)
         "first_round": None if p_first is None or p_present is None else p_first - p_present,
         "rounds": None if p_last is None or p_first is None else p_last - p_first,
         "closing": None if p_last is None else wall_s - p_last,  # summary, consumer evaluation, shutdown, exits
     }
+
+
+def worker(spec_path: str) -> int:
+    """One measured run, in this fresh process: run the spec's scenario, then write its figures."""
+    spec = json.loads(Path(spec_path).read_text())
+    from marketplace.scenario import parse_scenario
+
+    scenario = parse_scenario(spec["scenario"], source="bench_runtime", base_dir=Path.cwd())
+    out = Path(spec["out"])
+    driver = spec["driver"]
+    clock = _RoundClock()
+    parties = scenario.config.parties.owners + 2
+    rounds_planned = scenario.config.summarize.rounds
+    sampler = _ChildSampler(out / "logs", rounds_planned, parties) if driver == "processes" else None
+    report, wall_end, call_s = _run_watched(spec, scenario, clock, sampler)
+    result = _report_figures(report, scenario, driver, call_s)
+    wall_s = result["wall_s"]
+    if driver == "inprocess":
+        marks = _inprocess_rounds(clock, wall_end["wall_end_perf"] - wall_s, result)
+    else:
+        marks = _processes_rounds(out / "logs" / "curator.log", wall_end["wall_end_epoch"] - wall_s, result)
+        result.update(_sampled_cpu(sampler.samples, rounds_planned, parties))
+    result["phases_s"] = _phases(marks, wall_s)
     Path(spec["result"]).write_text(json.dumps(result, indent=1))
     return 0
 
@@ -537,12 +583,34 @@ def summarize_rounds(k: int, name: str, runs: list[dict[str, Any]]) -> dict[str,
     return row
 
 
-def part_overhead(args: argparse.Namespace, workdir: Path, out: dict[str, Any]) -> None:
-    k = args.overhead_owners
-    launch = args.launches[0]
-    print(f"\n== 2. transport overhead per round at K = {k}, launch {launch}")
-    data = data_section(max(args.owners), args.rows_per_owner, args.dim, args.components, args.partition)
-    raw = scenario_raw(f"bench-rounds-k{k}", k, data, args.rounds, args.features, args.seed, args.set)
+def _curator_and_max_owner(run: dict[str, Any], key: str) -> tuple[float, float, float]:
+    """Curator, critical owner process, all owners. Owners that share an OS process (an owner
+    host) compute one after the other, so the critical owner figure is the largest sum over the
+    owners of one process (one owner per process: the largest owner's)."""
+    per = _per_round_party(run, key)
+    pids = run.get("party_pid") or {}
+    by_process: dict[Any, float] = {}
+    for p, v in per.items():
+        if p.startswith("owner-"):
+            key_ = pids.get(p) if pids.get(p) is not None else p
+            by_process[key_] = by_process.get(key_, 0.0) + v
+    owners = [v for p, v in per.items() if p.startswith("owner-")]
+    return per.get("curator", 0.0), max(by_process.values()), sum(owners)
+
+
+def _cpu_per_round(runs: list[dict[str, Any]]) -> list[float]:
+    """The CPU time per round of the runs that measured it."""
+    return [x["cpu_ms_per_round"] for x in runs if x.get("cpu_ms_per_round") is not None]
+
+
+def _party_cpu(runs: list[dict[str, Any]], key: str) -> list[float | None]:
+    return [(r.get("party_cpu_ms_per_round") or {}).get(key) for r in runs]
+
+
+def _overhead_runs(
+    args: argparse.Namespace, workdir: Path, out: dict[str, Any], raw: dict[str, Any], k: int, launch: str
+) -> dict[str, list[dict[str, Any]]]:
+    """The completed K = ``k`` runs of each driver: part 1's if it made them, else new ones."""
     by_driver: dict[str, list[dict[str, Any]]] = {}
     for driver in ("processes", "inprocess"):
         reuse = [
@@ -559,6 +627,13 @@ def part_overhead(args: argparse.Namespace, workdir: Path, out: dict[str, Any]) 
             reuse = [run_one(args, workdir, f"rounds-k{k}", raw, driver, r, launch) for r in range(args.repeats)]
             out["runs"].extend(reuse)
         by_driver[driver] = [r for r in reuse if r["status"] == "completed"]
+    return by_driver
+
+
+def _floor_runs(
+    args: argparse.Namespace, workdir: Path, out: dict[str, Any], k: int, launch: str
+) -> list[dict[str, Any]]:
+    """The completed floor runs: processes driver, K = ``k``, ``--floor-rows`` rows per owner (compute ~ 0)."""
     floor_raw = scenario_raw(
         f"bench-floor-k{k}",
         k,
@@ -570,30 +645,14 @@ def part_overhead(args: argparse.Namespace, workdir: Path, out: dict[str, Any]) 
     )
     floor = [run_one(args, workdir, f"floor-k{k}", floor_raw, "processes", r, launch) for r in range(args.repeats)]
     out["runs"].extend(floor)
-    floor = [r for r in floor if r["status"] == "completed"]
+    return [r for r in floor if r["status"] == "completed"]
 
-    proc, inproc = by_driver["processes"], by_driver["inprocess"]
-    if not proc or not inproc:
-        out["overhead"] = {"error": "missing completed runs"}
-        return
 
-    def curator_and_max_owner(run: dict[str, Any], key: str) -> tuple[float, float, float]:
-        """Curator, critical owner process, all owners. Owners that share an OS process (an owner
-        host) compute one after the other, so the critical owner figure is the largest sum over the
-        owners of one process (one owner per process: the largest owner's)."""
-        per = _per_round_party(run, key)
-        pids = run.get("party_pid") or {}
-        by_process: dict[Any, float] = {}
-        for p, v in per.items():
-            if p.startswith("owner-"):
-                key_ = pids.get(p) if pids.get(p) is not None else p
-                by_process[key_] = by_process.get(key_, 0.0) + v
-        owners = [v for p, v in per.items() if p.startswith("owner-")]
-        return per.get("curator", 0.0), max(by_process.values()), sum(owners)
-
-    inproc_crit_med = statistics.median([sum(curator_and_max_owner(r, "compute_s")[:2]) for r in inproc])
-    inproc_cpu = [x["cpu_ms_per_round"] for x in inproc if x.get("cpu_ms_per_round") is not None]
-    eff = out["machine"]["effective_cores"]
+def _processes_figures(proc: list[dict[str, Any]], inproc: list[dict[str, Any]], eff: float) -> dict[str, list[float]]:
+    """Per processes run: latency, compute, codec, I/O and CPU per round, and the transport
+    estimates (latency minus the critical compute, its own or the in-process runs' median)."""
+    inproc_crit_med = statistics.median([sum(_curator_and_max_owner(r, "compute_s")[:2]) for r in inproc])
+    inproc_cpu = _cpu_per_round(inproc)
     rows: dict[str, list[float]] = {
         k2: []
         for k2 in (
@@ -613,7 +672,7 @@ def part_overhead(args: argparse.Namespace, workdir: Path, out: dict[str, Any]) 
     }
     for r in proc:
         lat = r["per_round"]["latency_ms"]
-        cur, mx, sm = curator_and_max_owner(r, "compute_s")
+        cur, mx, sm = _curator_and_max_owner(r, "compute_s")
         codec = _per_round_party(r, "codec_s")
         owners_codec = [v for p, v in codec.items() if p.startswith("owner-")]
         rows["proc_latency"].append(lat)
@@ -630,34 +689,39 @@ def part_overhead(args: argparse.Namespace, workdir: Path, out: dict[str, Any]) 
             rows["cpu_bound"].append(r["cpu_ms_per_round"] / eff)
             if inproc_cpu:
                 rows["extra_cpu_processes"].append(r["cpu_ms_per_round"] - statistics.median(inproc_cpu))
+    return rows
 
-    def party_cpu(runs: list[dict[str, Any]], key: str) -> list[float | None]:
-        return [(r.get("party_cpu_ms_per_round") or {}).get(key) for r in runs]
 
-    in_rows = {
+def _other_figures(
+    proc: list[dict[str, Any]], inproc: list[dict[str, Any]], floor: list[dict[str, Any]]
+) -> dict[str, list[Any]]:
+    """Per in-process and floor run: latency, compute, codec and CPU per round; and the CPU per round
+    of the curator and owner processes in the processes and floor runs."""
+    return {
         "inproc_latency": [r["per_round"]["latency_ms"] for r in inproc],
-        "inproc_curator_compute": [curator_and_max_owner(r, "compute_s")[0] for r in inproc],
-        "inproc_max_owner_compute": [curator_and_max_owner(r, "compute_s")[1] for r in inproc],
-        "inproc_sum_owner_compute": [curator_and_max_owner(r, "compute_s")[2] for r in inproc],
+        "inproc_curator_compute": [_curator_and_max_owner(r, "compute_s")[0] for r in inproc],
+        "inproc_max_owner_compute": [_curator_and_max_owner(r, "compute_s")[1] for r in inproc],
+        "inproc_sum_owner_compute": [_curator_and_max_owner(r, "compute_s")[2] for r in inproc],
         "inproc_codec_sum": [sum(_per_round_party(r, "codec_s").values()) for r in inproc],
-        "inproc_cpu_per_round": inproc_cpu,
+        "inproc_cpu_per_round": _cpu_per_round(inproc),
         "floor_proc_latency": [r["per_round"]["latency_ms"] for r in floor],
         "floor_codec_sum": [sum(_per_round_party(r, "codec_s").values()) for r in floor],
         "floor_cpu_per_round": [r.get("cpu_ms_per_round") for r in floor],
-        "proc_curator_cpu": party_cpu(proc, "curator"),
-        "proc_owners_cpu": party_cpu(proc, "owners_sum"),
-        "floor_curator_cpu": party_cpu(floor, "curator"),
-        "floor_owners_cpu": party_cpu(floor, "owners_sum"),
+        "proc_curator_cpu": _party_cpu(proc, "curator"),
+        "proc_owners_cpu": _party_cpu(proc, "owners_sum"),
+        "floor_curator_cpu": _party_cpu(floor, "curator"),
+        "floor_owners_cpu": _party_cpu(floor, "owners_sum"),
     }
-    result: dict[str, Any] = {name: stats(v) for name, v in {**rows, **in_rows}.items()}
-    result["owners"] = k
-    result["launch"] = launch
-    result["floor_owner_rows"] = floor[0]["owner_rows"][0] if floor else None
-    result["target_ms"] = TARGET_TRANSPORT_MS
-    # three estimates of the same quantity: the floor run measures it (a round with compute ~ 0 is
-    # transport, plus a little codec); the subtractions derive it from a run with compute, where two
-    # hosts, the curator and their I/O threads share two cores and slow each other's compute, which
-    # the subtraction with the processes run's own (contended) compute books as transport
+
+
+def _transport_verdicts(result: dict[str, Any]) -> dict[str, dict[str, Any] | None]:
+    """Each transport estimate's median against the target.
+
+    Three estimates of the same quantity: the floor run measures it (a round with compute ~ 0 is
+    transport, plus a little codec); the subtractions derive it from a run with compute, where two
+    hosts, the curator and their I/O threads share two cores and slow each other's compute, which
+    the subtraction with the processes run's own (contended) compute books as transport.
+    """
     verdicts = {}
     for name, key in (
         ("measured (floor run, compute ~ 0)", "floor_proc_latency"),
@@ -666,6 +730,32 @@ def part_overhead(args: argparse.Namespace, workdir: Path, out: dict[str, Any]) 
     ):
         est = result.get(key)
         verdicts[name] = None if not est else {"median": est["median"], "met": est["median"] <= TARGET_TRANSPORT_MS}
+    return verdicts
+
+
+def part_overhead(args: argparse.Namespace, workdir: Path, out: dict[str, Any]) -> None:
+    k = args.overhead_owners
+    launch = args.launches[0]
+    print(f"\n== 2. transport overhead per round at K = {k}, launch {launch}")
+    data = data_section(max(args.owners), args.rows_per_owner, args.dim, args.components, args.partition)
+    raw = scenario_raw(f"bench-rounds-k{k}", k, data, args.rounds, args.features, args.seed, args.set)
+    by_driver = _overhead_runs(args, workdir, out, raw, k, launch)
+    floor = _floor_runs(args, workdir, out, k, launch)
+
+    proc, inproc = by_driver["processes"], by_driver["inprocess"]
+    if not proc or not inproc:
+        out["overhead"] = {"error": "missing completed runs"}
+        return
+    figures = {
+        **_processes_figures(proc, inproc, out["machine"]["effective_cores"]),
+        **_other_figures(proc, inproc, floor),
+    }
+    result: dict[str, Any] = {name: stats(v) for name, v in figures.items()}
+    result["owners"] = k
+    result["launch"] = launch
+    result["floor_owner_rows"] = floor[0]["owner_rows"][0] if floor else None
+    result["target_ms"] = TARGET_TRANSPORT_MS
+    verdicts = _transport_verdicts(result)
     result["target_by_estimate"] = verdicts
     floor_est = verdicts["measured (floor run, compute ~ 0)"]
     result["target_met"] = bool(floor_est and floor_est["met"])
@@ -820,7 +910,8 @@ def _int_list(text: str) -> list[int]:
     return [int(x) for x in text.split(",") if x.strip()]
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
+    """The command line: which parts, how many runs, the worlds' sizes, and the worker's hidden option."""
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -872,20 +963,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", help="where runs are written (default: a temporary folder, removed)")
     parser.add_argument("--keep-runs", action="store_true", help="keep every run's output folder (logs, report.json)")
     parser.add_argument("--worker", metavar="SPEC", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if args.worker:
-        return worker(args.worker)
-    args.drivers = [d for d in args.drivers.split(",") if d]
-    args.launches = ["forkserver", "exec"] if args.launch == "both" else [args.launch]
-    parts = set(_int_list(args.parts))
-    workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="bench_runtime-"))
-    workdir.mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
+    return parser
+
+
+def _header(args: argparse.Namespace) -> dict[str, Any]:
+    """The figures' header: the command, its settings, the library versions and the machine's parallelism."""
     import msgpack
     import numpy
     import zmq
 
-    out: dict[str, Any] = {
+    return {
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "settings": {k: v for k, v in vars(args).items() if k != "worker"},
         "versions": {
@@ -898,6 +985,19 @@ def main(argv: list[str] | None = None) -> int:
         "machine": calibrate_cores(),
         "runs": [],
     }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.worker:
+        return worker(args.worker)
+    args.drivers = [d for d in args.drivers.split(",") if d]
+    args.launches = ["forkserver", "exec"] if args.launch == "both" else [args.launch]
+    parts = set(_int_list(args.parts))
+    workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="bench_runtime-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    out = _header(args)
     print(
         f"machine: {out['machine']['cpu_count']} CPUs, effective {out['machine']['effective_cores']:.2f}; runs in "
         f"{workdir}"

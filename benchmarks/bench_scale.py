@@ -190,16 +190,9 @@ sys.exit(code)
 processes driver, so ``round_ms`` means the same for both."""
 
 
-def run_point(
-    owners: int,
-    driver: str,
-    rounds: int,
-    extra: list[str],
-    workdir: Path,
-    repeat: int = 0,
-    memory_every_s: float = 0.25,
-) -> dict:
-    out = workdir / f"{driver}-k{owners}-r{repeat}"
+def _command(owners: int, driver: str, rounds: int, extra: list[str], out: Path, clock: Path) -> list[str]:
+    """``marketplace run`` of the quickstart at K = ``owners`` with ``driver``, without baselines,
+    even partition; the in-process driver's wrapped in ROUND_CLOCK, which writes its rounds' ends to ``clock``."""
     args = [
         "run",
         str(QUICKSTART),
@@ -219,11 +212,15 @@ def run_point(
     ]
     for item in extra:
         args += ["--set", item]
-    clock = workdir / f"{driver}-k{owners}-r{repeat}.rounds.json"
     if driver == "inprocess":
-        cmd = [sys.executable, "-c", ROUND_CLOCK, str(clock), *args]
-    else:
-        cmd = [sys.executable, "-m", "marketplace", *args]
+        return [sys.executable, "-c", ROUND_CLOCK, str(clock), *args]
+    return [sys.executable, "-m", "marketplace", *args]
+
+
+def _measured(cmd: list[str], memory_every_s: float) -> tuple[int, str, float, float, TreeSampler]:
+    """Run ``cmd`` to its end, its process tree sampled every ``memory_every_s`` (0: never).
+    Returns its exit code, its stderr, the wall seconds, the CPU seconds of the children it
+    reaped, and the sampler."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -237,13 +234,61 @@ def run_point(
         sampler.join()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return proc.returncode, stderr, wall, cpu, sampler
+
+
+def _host_figures(report: dict, sampler: TreeSampler, owners: int, memory_every_s: float, out: Path) -> dict:
+    """The processes driver's: process count, whether the parties' message counts agree, the owner
+    hosts' peak memory, and the curator's phases from its log."""
+    owner_pids = {p["pid"] for p in report["parties"] if p.get("role") == "owner"}
+    host_pss = sum(sampler.peak_by_pid.get(pid, 0) for pid in owner_pids) / 1024
+    figures = {"processes": len(owner_pids) + 2, "consistency": report["messages"]["consistency"]["agree"]}
+    if memory_every_s > 0:
+        figures.update(owner_host_pss_mb=round(host_pss, 1), per_hosted_owner_mb=round(host_pss / owners, 3))
+    figures.update(curator_phases(out / "logs" / "curator.log") if (out / "logs" / "curator.log").exists() else {})
+    return figures
+
+
+def _rounds_cpu(sampler: TreeSampler, span: tuple[float, float, int], report: dict, owners: int) -> dict:
+    """The CPU of the rounds alone (set-up and evaluation left out), per owner and round: in all,
+    and split by party role and thread kind."""
+    figures = {}
+    start, end, rounds = span
+    cpu = sampler.cpu_between(start, end)
+    if cpu is not None:
+        figures["rounds_cpu_us_per_owner_round"] = round(1e6 * cpu / (owners * (rounds - 1)), 1)
+    split = sampler.thread_cpu_between(start, end)
+    if split and report:
+        role = {p["pid"]: ("hosts" if p.get("role") == "owner" else p.get("role", "?")) for p in report["parties"]}
+        where: dict[str, float] = {}
+        for (pid, kind), seconds in split.items():
+            name = f"{role.get(pid, 'runner')} {kind}"
+            where[name] = where.get(name, 0.0) + seconds
+        figures["rounds_cpu_split_us_per_owner_round"] = {
+            name: round(1e6 * sec / (owners * (rounds - 1)), 1) for name, sec in sorted(where.items()) if sec > 0
+        }
+    return figures
+
+
+def run_point(
+    owners: int,
+    driver: str,
+    rounds: int,
+    extra: list[str],
+    workdir: Path,
+    repeat: int = 0,
+    memory_every_s: float = 0.25,
+) -> dict:
+    out = workdir / f"{driver}-k{owners}-r{repeat}"
+    clock = workdir / f"{driver}-k{owners}-r{repeat}.rounds.json"
+    code, stderr, wall, cpu, sampler = _measured(_command(owners, driver, rounds, extra, out, clock), memory_every_s)
     report = json.loads((out / "report.json").read_text()) if (out / "report.json").exists() else {}
     row = {
         "owners": owners,
         "driver": driver,
         "repeat": repeat,
         "rounds": rounds,
-        "exit": proc.returncode,
+        "exit": code,
         "status": report.get("status"),
         "wall_s": round(wall, 3),
         "run_wall_s": round(report.get("timing", {}).get("wall_s", float("nan")), 3),
@@ -256,33 +301,16 @@ def run_point(
         row.update(peak_rss_mb=None, peak_pss_mb=None)
     row["rounds_per_s"] = round(rounds / row["run_wall_s"], 2) if row["run_wall_s"] == row["run_wall_s"] else None
     if driver == "processes" and report:
-        owner_pids = {p["pid"] for p in report["parties"] if p.get("role") == "owner"}
-        host_pss = sum(sampler.peak_by_pid.get(pid, 0) for pid in owner_pids) / 1024
-        row.update(processes=len(owner_pids) + 2, consistency=report["messages"]["consistency"]["agree"])
-        if memory_every_s > 0:
-            row.update(owner_host_pss_mb=round(host_pss, 1), per_hosted_owner_mb=round(host_pss / owners, 3))
-        row.update(curator_phases(out / "logs" / "curator.log") if (out / "logs" / "curator.log").exists() else {})
+        row.update(_host_figures(report, sampler, owners, memory_every_s, out))
+    span = None
     if driver == "inprocess" and clock.exists():
         ends = json.loads(clock.read_text())
         if len(ends) >= 2:
             row["round_ms"] = round(1000 * (ends[-1] - ends[0]) / (len(ends) - 1), 2)
-            row["_rounds_span"] = (ends[0], ends[-1], len(ends))
-    span = row.pop("_rounds_span", None)
-    if span is not None and memory_every_s > 0:  # the CPU of the rounds alone: set-up and evaluation left out
-        cpu = sampler.cpu_between(span[0], span[1])
-        if cpu is not None:
-            row["rounds_cpu_us_per_owner_round"] = round(1e6 * cpu / (owners * (span[2] - 1)), 1)
-        split = sampler.thread_cpu_between(span[0], span[1])
-        if split and report:
-            role = {p["pid"]: ("hosts" if p.get("role") == "owner" else p.get("role", "?")) for p in report["parties"]}
-            where: dict[str, float] = {}
-            for (pid, kind), seconds in split.items():
-                name = f"{role.get(pid, 'runner')} {kind}"
-                where[name] = where.get(name, 0.0) + seconds
-            row["rounds_cpu_split_us_per_owner_round"] = {
-                name: round(1e6 * sec / (owners * (span[2] - 1)), 1) for name, sec in sorted(where.items()) if sec > 0
-            }
-    if proc.returncode != 0:
+            span = (ends[0], ends[-1], len(ends))
+    if span is not None and memory_every_s > 0:
+        row.update(_rounds_cpu(sampler, span, report, owners))
+    if code != 0:
         row["stderr"] = stderr[-2000:]
     return row
 

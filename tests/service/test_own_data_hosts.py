@@ -129,8 +129,9 @@ def own_folder(root: Path, name: str, *files: Path) -> Path:
     return folder
 
 
-def test_three_machines_each_with_only_its_own_files_serve_three_requests(hosts, tmp_path):
-    # a simulation's parties as files, only to have files to bring; from here on nobody simulates anything
+def write_parties_files(tmp_path: Path) -> Path:
+    """A simulation's parties as files, only to have files to bring (from here on nobody simulates
+    anything), and a market file with a lifetime budget. Returns the folder they are in."""
     made = subprocess.run(
         [
             sys.executable,
@@ -151,8 +152,15 @@ def test_three_machines_each_with_only_its_own_files_serve_three_requests(hosts,
     market = yaml.safe_load(market_file.read_text())
     market["lifetime"] = {"budget": {"epsilon": 2.0}}
     market_file.write_text(yaml.safe_dump(market, sort_keys=False))
-    # each machine's folder holds its own files only
-    server_home = own_folder(tmp_path, "server", market_file)
+    return written
+
+
+def give_each_machine_its_own_files(tmp_path: Path, written: Path) -> tuple[Path, dict, Path]:
+    """The server's folder (the market file, its state made by ``serve --init``), each agent's (its
+    owners' CSVs and kits) and the consumer's (its target and test CSVs, its scenario and kit); the
+    kits are then removed from where ``--init`` wrote them. Returns the server's home, agent ->
+    (home, owners), and the consumer's home."""
+    server_home = own_folder(tmp_path, "server", written / "market.yaml")
     init = subprocess.run(
         [
             sys.executable,
@@ -192,8 +200,13 @@ def test_three_machines_each_with_only_its_own_files_serve_three_requests(hosts,
     )
     shutil.copytree(kits / "consumers" / "alice", consumer_home / "kit")
     shutil.rmtree(kits)  # every kit is now only where its party is
-    endpoint = f"tcp://{SERVER_IP}:7700"
+    return server_home, homes, consumer_home
 
+
+def start_server_and_agents(
+    hosts: Hosts, server_home: Path, homes: dict, endpoint: str
+) -> tuple[subprocess.Popen, list[subprocess.Popen]]:
+    """The server, without owners of its own, on its machine; each agent, with its owners' files, on its own."""
     server = start(
         hosts,
         "server",
@@ -225,60 +238,68 @@ def test_three_machines_each_with_only_its_own_files_serve_three_requests(hosts,
         )
         for agent, (home, owners) in homes.items()
     ]
-    try:
-        deadline = time.monotonic() + 120
-        log = server_home / "state" / "server.json"
-        while not log.exists():
-            assert server.poll() is None, server.communicate()
-            assert time.monotonic() < deadline
-            time.sleep(0.2)
-        while json.loads(log.read_text())["owners_present"] < 4:  # the agents check their files, connect, ping
-            assert server.poll() is None, server.communicate()
-            assert time.monotonic() < deadline, "the agents' owners never came"
-            time.sleep(0.1)
-        reports = []
-        for i in range(3):
-            request = start(
-                hosts,
-                "consumer",
-                consumer_home,
-                "request",
-                "sketch-quickstart.yaml",
-                "--market",
-                endpoint,
-                "--keys",
-                "kit",
-                "--data",
-                "target.csv",
-                "--test",
-                "test.csv",
-                "--out",
-                f"out-{i}",
-                "--quiet",
-                "--wait",
-                "300",
-                "--set",
-                f"sketch.epsilon={EPS}",
-                "--set",
-                "sketch.samples=2000",
-            )
-            out, err = request.communicate(timeout=400)
-            assert request.returncode == 0, (out, err, [a.poll() for a in agents])
-            reports.append(json.loads((consumer_home / f"out-{i}" / "report.json").read_text()))
-        for report in reports:
-            assert report["status"] == "completed" and report["deployment"]["data"] == "own"
-            assert not report["lifetime"]["declined"]
-        for home, owners in homes.values():
-            for owner in owners:
-                with LifetimeLedger.read(ledger_file(home / "kit", owner)) as ledger:
-                    assert ledger.spent().eps == pytest.approx(3 * EPS)
-                    assert [r.state for r in ledger.history()] == ["committed"] * 3
-    finally:
-        server.send_signal(signal.SIGTERM)
-        server.communicate(timeout=120)
-        for agent in agents:
-            agent.communicate(timeout=60)
-    # nothing the server keeps holds a row of anybody's: look for every value written in the parties' files
+    return server, agents
+
+
+def wait_for_every_owner(server: subprocess.Popen, server_home: Path) -> None:
+    """Until the server's state says its four owners are present (the agents check their files,
+    connect, ping), the server still running, within two minutes."""
+    deadline = time.monotonic() + 120
+    log = server_home / "state" / "server.json"
+    while not log.exists():
+        assert server.poll() is None, server.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    while json.loads(log.read_text())["owners_present"] < 4:
+        assert server.poll() is None, server.communicate()
+        assert time.monotonic() < deadline, "the agents' owners never came"
+        time.sleep(0.1)
+
+
+def request_from_the_consumer(
+    hosts: Hosts, consumer_home: Path, endpoint: str, i: int, agents: list[subprocess.Popen]
+) -> dict:
+    """Request ``i``, from the consumer's machine with its own files; returns its report."""
+    request = start(
+        hosts,
+        "consumer",
+        consumer_home,
+        "request",
+        "sketch-quickstart.yaml",
+        "--market",
+        endpoint,
+        "--keys",
+        "kit",
+        "--data",
+        "target.csv",
+        "--test",
+        "test.csv",
+        "--out",
+        f"out-{i}",
+        "--quiet",
+        "--wait",
+        "300",
+        "--set",
+        f"sketch.epsilon={EPS}",
+        "--set",
+        "sketch.samples=2000",
+    )
+    out, err = request.communicate(timeout=400)
+    assert request.returncode == 0, (out, err, [a.poll() for a in agents])
+    return json.loads((consumer_home / f"out-{i}" / "report.json").read_text())
+
+
+def check_owner_ledgers(homes: dict) -> None:
+    """Every owner's ledger, in its agent's kit, charged the three requests and committed them."""
+    for home, owners in homes.values():
+        for owner in owners:
+            with LifetimeLedger.read(ledger_file(home / "kit", owner)) as ledger:
+                assert ledger.spent().eps == pytest.approx(3 * EPS)
+                assert [r.state for r in ledger.history()] == ["committed"] * 3
+
+
+def check_no_row_in_the_servers_files(written: Path, server_home: Path) -> None:
+    """Nothing the server keeps holds a row of anybody's: look for every value written in the parties' files."""
     values = set()
     for path in written.glob("*.csv"):
         for line in path.read_text().splitlines()[1:]:
@@ -290,3 +311,23 @@ def test_three_machines_each_with_only_its_own_files_serve_three_requests(hosts,
     assert len(values) > 10_000 and kept  # the server's files do hold numbers (reports): none of them a row's
     leaked = sorted(values & kept)
     assert not leaked, f"{len(leaked)} of the parties' values are in the server's files, e.g. {leaked[:3]}"
+
+
+def test_three_machines_each_with_only_its_own_files_serve_three_requests(hosts, tmp_path):
+    written = write_parties_files(tmp_path)
+    server_home, homes, consumer_home = give_each_machine_its_own_files(tmp_path, written)
+    endpoint = f"tcp://{SERVER_IP}:7700"
+    server, agents = start_server_and_agents(hosts, server_home, homes, endpoint)
+    try:
+        wait_for_every_owner(server, server_home)
+        reports = [request_from_the_consumer(hosts, consumer_home, endpoint, i, agents) for i in range(3)]
+        for report in reports:
+            assert report["status"] == "completed" and report["deployment"]["data"] == "own"
+            assert not report["lifetime"]["declined"]
+        check_owner_ledgers(homes)
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.communicate(timeout=120)
+        for agent in agents:
+            agent.communicate(timeout=60)
+    check_no_row_in_the_servers_files(written, server_home)

@@ -149,102 +149,123 @@ def send(endpoint: str, state: Path, consumer: str, out: Path):
         return err
 
 
-def test_agents_killed_at_random_moments_under_racing_requests_leave_every_ledger_sound(tmp_path):
-    """Three consumers send requests one after another while a seeded killer SIGKILLs an agent, at a
-    random moment while sessions run, seven times; then a final request, SIGTERM, and every ledger."""
+def consume(name: str, endpoint: str, state: Path, tmp: Path, killing: threading.Event, results: dict) -> None:
+    """One consumer's requests, one after another: two at least, and more while the kills go on."""
+    for i in range(MAX_REQUESTS):
+        if not killing.is_set() and i >= 2:
+            return
+        results[name, i] = send(endpoint, state, name, tmp / f"out-{name}-{i}")
+
+
+def kill_agents(serve: int, state: Path, rng: random.Random, kills: list[int], killing: threading.Event) -> None:
+    """KILLS times: once the last agent killed is back, at a moment while a session runs (when there
+    is one) and a random while later, SIGKILL one of ``serve``'s live agents, chosen at random; then
+    clear ``killing``."""
+    try:
+        for _ in range(KILLS):
+            deadline = time.monotonic() + 60  # the last agent killed is back, or the checks below say so
+            while not (restarted(state, len(kills)) and owners_present(state)) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            deadline = time.monotonic() + 20  # a moment while a session runs, when there is one
+            while not running(state) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(rng.uniform(0.0, 1.5))
+            agents = live_agents(serve)
+            if agents:
+                victim = rng.choice(agents)
+                os.kill(victim, signal.SIGKILL)
+                kills.append(victim)
+    finally:
+        killing.clear()
+
+
+def run_campaign(serve: subprocess.Popen, state: Path, endpoint: str, tmp: Path) -> tuple[dict, list[int]]:
+    """The consumers' requests racing the seeded killer, to their end; every thread must end within
+    its requests' deadlines. Returns each request's report or error, by (consumer, number), and the
+    agents killed."""
     rng = random.Random(SEED)
-    serve, state, endpoint = start_serve(tmp_path)
     results: dict[tuple[str, int], object] = {}
     kills: list[int] = []
     killing = threading.Event()
     killing.set()
-
-    def consumer(name: str) -> None:
-        for i in range(MAX_REQUESTS):
-            if not killing.is_set() and i >= 2:
-                return
-            results[name, i] = send(endpoint, state, name, tmp_path / f"out-{name}-{i}")
-
-    def killer() -> None:
-        try:
-            for _ in range(KILLS):
-                deadline = time.monotonic() + 60  # the last agent killed is back, or the checks below say so
-                while not (restarted(state, len(kills)) and owners_present(state)) and time.monotonic() < deadline:
-                    time.sleep(0.05)
-                deadline = time.monotonic() + 20  # a moment while a session runs, when there is one
-                while not running(state) and time.monotonic() < deadline:
-                    time.sleep(0.05)
-                time.sleep(rng.uniform(0.0, 1.5))
-                agents = live_agents(serve.pid)
-                if agents:
-                    victim = rng.choice(agents)
-                    os.kill(victim, signal.SIGKILL)
-                    kills.append(victim)
-        finally:
-            killing.clear()
-
-    threads = [threading.Thread(target=consumer, args=(c,)) for c in CONSUMERS] + [threading.Thread(target=killer)]
+    threads = [
+        threading.Thread(target=consume, args=(c, endpoint, state, tmp, killing, results)) for c in CONSUMERS
+    ] + [threading.Thread(target=kill_agents, args=(serve.pid, state, rng, kills, killing))]
     for t in threads:
         t.start()
     for t in threads:  # each request is bounded by its wait_s: a thread still alive here hung
         t.join(timeout=MAX_REQUESTS * (WAIT_S + 30))
     assert not any(t.is_alive() for t in threads), "a request outlived its deadline"
-    assert len(kills) == KILLS, kills
-    errors = {key: r for key, r in results.items() if isinstance(r, Exception)}
-    # a request that failed without a report says so with the client's own errors, never with a crash of the client
-    assert all(isinstance(e, (RequestFailed, RequestRefused)) for e in errors.values()), errors
+    return results, kills
 
-    # the marketplace serves on: the killed agents are back and a final request completes
+
+def final_request_completes(serve: subprocess.Popen, state: Path, endpoint: str, tmp: Path, kills: list[int]):
+    """The marketplace serves on: the killed agents are back and a final request completes. Returns its report."""
     wait_for(lambda: restarted(state, len(kills)), serve, "the killed agents were not started again")
     wait_for(lambda: owners_present(state), serve, "the restarted agents' owners did not come back")
-    final = send(endpoint, state, "c0", tmp_path / "out-final")
+    final = send(endpoint, state, "c0", tmp / "out-final")
     assert not isinstance(final, Exception), final
     assert final.status == "completed", final.raw.get("failures")
     assert "owner-4" in final.raw["released"]  # its budget never runs out
-    results["c0", "final"] = final
+    return final
 
+
+def stop_the_server(serve: subprocess.Popen, state: Path, tmp: Path) -> set[str]:
+    """SIGTERM: the server exits cleanly and its agents with it. Returns every session the server ran."""
     agents = live_agents(serve.pid)
     serve.send_signal(signal.SIGTERM)
-    assert serve.wait(timeout=120) == 0, (tmp_path / "serve.log").read_text()[-3000:]
+    assert serve.wait(timeout=120) == 0, (tmp / "serve.log").read_text()[-3000:]
     assert not [pid for pid in agents if Path(f"/proc/{pid}").exists()], "agents outlived the server"
-    sessions = {s["session"] for s in status(state)["sessions"]}  # every session the server ran
+    return {s["session"] for s in status(state)["sessions"]}
 
-    reports = {key: r for key, r in results.items() if not isinstance(r, Exception)}
+
+def check_reports(reports: dict, sessions: set[str]) -> None:
+    """Every report ended, under a session of the server; a completed one released some owner's sketch."""
     for key, r in reports.items():
         assert r.status in ("completed", "failed"), (key, r.status)
         assert r.raw["run_id"] in sessions, key
     for r in reports.values():  # a completed sketch request merged at least one owner's sketch
         assert r.status != "completed" or r.raw["released"], r.raw["run_id"]
 
-    declined, settled = 0, {"rolled_back": 0, "kept": 0}
-    for owner in OWNERS:
-        with LifetimeLedger.read(ledger_file(state / "owners", owner)) as ledger:  # as `marketplace ledger reconcile`
-            done = ledger.reconcile()
-            history, spent = ledger.history(), ledger.spent().eps
-            holders = {r.request_id: ledger.holder(r.request_id) for r in history}
-            assert ledger.budget[0] == BUDGETS[owner], (owner, ledger.budget)
-        assert not done["untouched"], (owner, done)  # every holder is gone: nothing may stay held
-        states = {r.request_id: r.state for r in history}
-        assert len(states) == len(history), f"{owner}: a request id charged twice"
-        assert set(states) <= sessions, f"{owner}: a charge under no session of the server"
-        assert [i for i, s in states.items() if s == "reserved"] == [], owner
-        counted = [r for r in history if r.state == "committed"]
-        assert all(r.charged.eps == EPSILON for r in counted), owner
-        assert spent == math.fsum(r.charged.eps for r in counted) <= BUDGETS[owner] + 1e-12, owner
-        for r in counted:  # counted only when something of it may have left the owner
-            assert holders[r.request_id] is not None and holders[r.request_id].left_at is not None, (owner, r)
-        declined += sum(1 for s in states.values() if s == "declined")
-        settled = {k: n + len(done[k]) for k, n in settled.items()}
-        for r in reports.values():
-            request_id = r.raw["run_id"]
-            # a sketch the curator received and merged left the owner: it stays spent, whatever killed whom after
-            if owner in (r.raw.get("released") or []):
-                assert states.get(request_id) == "committed", (owner, request_id, states.get(request_id))
-            # an owner that reported its part settled its ledger before it reported, as its report says
-            own = ((r.raw.get("lifetime") or {}).get("owners") or {}).get(owner)
-            if own is not None and own["state"] in ("committed", "aborted", "declined"):
-                assert states.get(request_id) == own["state"], (owner, request_id, own, states.get(request_id))
-    assert declined >= 1, "no request was declined: the budgets were never exceeded"
+
+def check_ledger(owner: str, state: Path, sessions: set[str]) -> tuple[dict, dict[str, str]]:
+    """``owner``'s ledger, reconciled as by `marketplace ledger reconcile`: its budget, nothing left
+    held or reserved, no request charged twice or outside a session, every charge one request's
+    epsilon, the sum within budget, and counted only what left the owner. Returns what the
+    reconcile did, and each request's state."""
+    with LifetimeLedger.read(ledger_file(state / "owners", owner)) as ledger:  # as `marketplace ledger reconcile`
+        done = ledger.reconcile()
+        history, spent = ledger.history(), ledger.spent().eps
+        holders = {r.request_id: ledger.holder(r.request_id) for r in history}
+        assert ledger.budget[0] == BUDGETS[owner], (owner, ledger.budget)
+    assert not done["untouched"], (owner, done)  # every holder is gone: nothing may stay held
+    states = {r.request_id: r.state for r in history}
+    assert len(states) == len(history), f"{owner}: a request id charged twice"
+    assert set(states) <= sessions, f"{owner}: a charge under no session of the server"
+    assert [i for i, s in states.items() if s == "reserved"] == [], owner
+    counted = [r for r in history if r.state == "committed"]
+    assert all(r.charged.eps == EPSILON for r in counted), owner
+    assert spent == math.fsum(r.charged.eps for r in counted) <= BUDGETS[owner] + 1e-12, owner
+    for r in counted:  # counted only when something of it may have left the owner
+        assert holders[r.request_id] is not None and holders[r.request_id].left_at is not None, (owner, r)
+    return done, states
+
+
+def check_ledger_against_reports(owner: str, states: dict[str, str], reports: dict) -> None:
+    """What each report says of ``owner`` is what its ledger holds."""
+    for r in reports.values():
+        request_id = r.raw["run_id"]
+        # a sketch the curator received and merged left the owner: it stays spent, whatever killed whom after
+        if owner in (r.raw.get("released") or []):
+            assert states.get(request_id) == "committed", (owner, request_id, states.get(request_id))
+        # an owner that reported its part settled its ledger before it reported, as its report says
+        own = ((r.raw.get("lifetime") or {}).get("owners") or {}).get(owner)
+        if own is not None and own["state"] in ("committed", "aborted", "declined"):
+            assert states.get(request_id) == own["state"], (owner, request_id, own, states.get(request_id))
+
+
+def print_summary(results: dict, kills: list[int], declined: int, settled: dict[str, int], state: Path) -> None:
+    """What the campaign did: kills, requests by outcome, declines, and what restarts and reconciles settled."""
     statuses = collections.Counter(getattr(r, "status", type(r).__name__) for r in results.values())
     by_agents = re.findall(
         r"(\d+) reservation\(s\) left by a process that is gone rolled back .*?, (\d+) kept", logs(state)
@@ -254,6 +275,30 @@ def test_agents_killed_at_random_moments_under_racing_requests_leave_every_ledge
         f"rolled back {sum(int(a) for a, _ in by_agents)} reservations and kept {sum(int(b) for _, b in by_agents)}; "
         f"the final reconcile: {settled}"
     )
+
+
+def test_agents_killed_at_random_moments_under_racing_requests_leave_every_ledger_sound(tmp_path):
+    """Three consumers send requests one after another while a seeded killer SIGKILLs an agent, at a
+    random moment while sessions run, seven times; then a final request, SIGTERM, and every ledger."""
+    serve, state, endpoint = start_serve(tmp_path)
+    results, kills = run_campaign(serve, state, endpoint, tmp_path)
+    assert len(kills) == KILLS, kills
+    errors = {key: r for key, r in results.items() if isinstance(r, Exception)}
+    # a request that failed without a report says so with the client's own errors, never with a crash of the client
+    assert all(isinstance(e, (RequestFailed, RequestRefused)) for e in errors.values()), errors
+    results["c0", "final"] = final_request_completes(serve, state, endpoint, tmp_path, kills)
+    sessions = stop_the_server(serve, state, tmp_path)
+
+    reports = {key: r for key, r in results.items() if not isinstance(r, Exception)}
+    check_reports(reports, sessions)
+    declined, settled = 0, {"rolled_back": 0, "kept": 0}
+    for owner in OWNERS:
+        done, states = check_ledger(owner, state, sessions)
+        declined += sum(1 for s in states.values() if s == "declined")
+        settled = {k: n + len(done[k]) for k, n in settled.items()}
+        check_ledger_against_reports(owner, states, reports)
+    assert declined >= 1, "no request was declined: the budgets were never exceeded"
+    print_summary(results, kills, declined, settled, state)
 
 
 def logs(state: Path) -> str:
