@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 
 from marketplace import plugins
-from marketplace.data.bounds import check_rows
 from marketplace.data.dataset import Dataset, SparseParts
-from marketplace.data.own_files import OWNER_FILE_MAX_BYTES, ReadLimits, check_owner_file_size
+from marketplace.data.npz_file import OWNER_FILE_MAX_BYTES, read_npz
+from marketplace.data.own_files import ReadLimits
 from marketplace.data.world import World, build_world
 from marketplace.plugins import Exchange
 from marketplace.privacy.accountant import PrivacyLedger
@@ -202,67 +202,18 @@ def _fingerprint_of(config: ScenarioConfig, fingerprint: Callable[[ScenarioConfi
 
 def load_owner_file(path: str, max_bytes: int = OWNER_FILE_MAX_BYTES, option: str | None = None) -> Dataset:
     """An owner's own data: a ``.npz`` archive (``numpy.savez``) with arrays X (n, dim), finite
-    numbers small enough that the bids computed from them stay finite
-    (:func:`marketplace.data.bounds.check_rows`), and y (n,), integer class labels. Anything else
-    is refused with a ValueError that names the file, and the row and column of a bad value, never
-    the value (the party then exits with status 2). So is a file larger than ``max_bytes``, or whose
-    arrays would take more (:func:`check_owner_file_size`, read from the archive's headers before any
-    array is loaded; ``option``, the flag that raises the limit, is named by its error)."""
-    import zipfile
-
-    check_owner_file_size(path, max_bytes, option)
-    try:
-        archive = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise ValueError(f"{path}: no such file") from None
-    except (EOFError, OSError, zipfile.BadZipFile, ValueError) as err:
-        size = Path(path).stat().st_size if Path(path).exists() else 0
-        what = "an empty file" if size == 0 else f"not a .npz archive written by numpy.savez ({type(err).__name__})"
-        raise ValueError(f"{path}: expected a .npz archive with arrays X and y, got {what}") from None
-    if not isinstance(archive, np.lib.npyio.NpzFile):
-        raise ValueError(f"{path}: expected a .npz archive with arrays X and y, got a single .npy array")
-    with archive as f:
-        if "X" not in f or "y" not in f:
-            raise ValueError(f"{path}: expected arrays 'X' and 'y', found {sorted(f.files)}")
-        try:
-            X_raw, y_raw = f["X"], f["y"]
-        except ValueError as err:  # object arrays: refused, they could carry code
-            raise ValueError(f"{path}: arrays must be plain numbers, not Python objects ({err})") from None
-    if X_raw.dtype.kind not in "biuf":
-        raise ValueError(
-            f"{path}: X must hold numbers, got dtype {X_raw.dtype} (text? convert the features to numbers first)"
-        )
-    X = np.asarray(X_raw, dtype=np.float64)
-    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
-        raise ValueError(
-            f"{path}: X must be an (n, dim) array with at least one row and one column, got shape {X.shape}"
-        )
-    check_rows(X, f"{path}: X")
-    if y_raw.shape != (len(X),):
-        raise ValueError(f"{path}: y must be an ({len(X)},) array, one label per row of X, got shape {y_raw.shape}")
-    if y_raw.dtype.kind not in "biuf":
-        raise ValueError(
-            f"{path}: y must hold integer class labels, got dtype {y_raw.dtype} (string labels? map them to 0, 1, ...)"
-        )
-    if y_raw.dtype.kind == "f":
-        nan = np.flatnonzero(~np.isfinite(y_raw))
-        if nan.size:
-            raise ValueError(f"{path}: y must hold integer class labels; row {nan[0]} holds a value that is not finite")
-        fractional = np.flatnonzero(y_raw != np.round(y_raw))
-        if fractional.size:
-            raise ValueError(
-                f"{path}: y must hold integer class labels; row {fractional[0]} holds a value that is not a "
-                "whole number"
-            )
-        if np.abs(y_raw).max() >= 2**62:
-            raise ValueError(f"{path}: y must hold integer class labels that fit in 64 bits")
-    y = y_raw.astype(np.int64)
-    names = tuple(f"f{i}" for i in range(X.shape[1]))
+    numbers small enough that the bids computed from them stay finite, and y (n,), integer class
+    labels, read and checked by :func:`marketplace.data.npz_file.read_npz`. Anything else is refused
+    with a ValueError that names the file, the array, what was expected and what was found (for a
+    bad value its row and column, never the value; the party then exits with status 2). So is a
+    file larger than ``max_bytes``, or whose arrays would take more (read from the archive's headers
+    before any array is loaded; ``option``, the flag that raises the limit, is named by its error)."""
+    rows = read_npz(path, max_bytes=max_bytes, option=option)
     return Dataset(
-        X=np.ascontiguousarray(X),
-        y=y,
-        group=np.zeros(len(X), dtype=np.int64),
-        feature_names=names,
+        X=rows.X,
+        y=rows.y,
+        group=np.zeros(len(rows.X), dtype=np.int64),
+        feature_names=tuple(f"f{i}" for i in range(rows.X.shape[1])),
         group_names=("all",),
         name=path,
     )

@@ -21,13 +21,13 @@ Two formats, by the file's name:
   row and keeps nothing, so a file over a limit or with a bad value is refused with little memory
   however large it is; only a file that passed is read again into arrays of its size.
 * ``.npz`` (``numpy.savez``): arrays ``X`` (n, dim) in the schema's feature order, ``y`` (n,) the
-  classes (as written in the schema, or integer labels), optionally ``group`` (n,).
+  classes (as written in the schema, or integer labels), optionally ``group`` (n,); read by
+  :func:`marketplace.data.npz_file.read_npz`, as a simulated marketplace's owner file is.
 """
 
 from __future__ import annotations
 
 import argparse
-import zipfile
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -37,6 +37,7 @@ import numpy as np
 
 from marketplace.data.bounds import RowNames
 from marketplace.data.dataset import Dataset
+from marketplace.data.npz_file import read_npz
 from marketplace.data.public_schema import DataSchema, as_text
 from marketplace.data.sources.csv_file import (
     MAX_BYTES,
@@ -49,10 +50,8 @@ from marketplace.data.sources.csv_file import (
 )
 
 __all__ = [
-    "OWNER_FILE_MAX_BYTES",
     "OwnDataError",
     "ReadLimits",
-    "check_owner_file_size",
     "load_own_rows",
     "parse_data_files",
 ]
@@ -203,21 +202,6 @@ def _range_error(schema: DataSchema, where: str, row: str, j: int, count: int) -
         f"(the schema's range), found one outside it{more}; fix the value, or set data.schema.outside: "
         f"clip to clip values into their ranges"
     )
-
-
-def _codes(values: np.ndarray, lookup: dict[str, int], column: str, what: str, where: str) -> np.ndarray:
-    """The codes of an array's values (each distinct value looked up once); refused at the first row
-    whose value is not one of ``lookup``'s."""
-    distinct, inverse = np.unique(values, return_inverse=True)
-    table = np.array([lookup.get(_text(value), -1) for value in distinct.tolist()], dtype=np.int64)
-    out = table[inverse.reshape(-1)]
-    if (out < 0).any():
-        shown = list(lookup)[:20]
-        raise OwnDataError(
-            f"{where}: row {int(np.argmax(out < 0))}, column {column!r}: expected one of the schema's {what} "
-            f"{shown}{' ...' if len(lookup) > 20 else ''}, found a value that is not one of them"
-        )
-    return out
 
 
 # --- CSV ---------------------------------------------------------------------------------------------
@@ -399,58 +383,23 @@ def _label_groups(y: np.ndarray, schema: DataSchema) -> np.ndarray:
 def _read_npz(
     path: Path, schema: DataSchema, where: str, limits: ReadLimits
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    size = path.stat().st_size
+    """The rows of an ``.npz``, read and checked by :func:`marketplace.data.npz_file.read_npz` (sized
+    from its headers, no pickle, X finite and bounded, y the schema's classes, group its values);
+    then every value in its schema range (or clipped into it)."""
     try:
-        check_owner_file_size(str(path), limits.max_bytes, "--max-bytes")
-    except ValueError as err:
-        raise OwnDataError(f"{where.split(':', 1)[0]}: {err}") from None
-    try:
-        archive = np.load(path, allow_pickle=False)
-    except (EOFError, OSError, zipfile.BadZipFile, ValueError) as err:
-        raise OwnDataError(
-            f"{where}: expected a .npz archive (numpy.savez) with arrays X and y, found "
-            f"{'an empty file' if size == 0 else f'something else ({type(err).__name__})'}"
-        ) from None
-    if not isinstance(archive, np.lib.npyio.NpzFile):
-        raise OwnDataError(f"{where}: expected a .npz archive with arrays X and y, found a single .npy array")
-    with archive as f:
-        absent = [name for name in ("X", "y") if name not in f.files]
-        if absent:
-            raise OwnDataError(
-                f"{where}: expected arrays 'X' and 'y' (and optionally 'group'), found {sorted(f.files)}"
-            )
-        try:
-            X, y_raw = f["X"], f["y"]
-            group_raw = f["group"] if "group" in f.files else None
-        except ValueError as err:
-            raise OwnDataError(
-                f"{where}: expected arrays of plain numbers or text, found Python objects ({err})"
-            ) from None
-    if X.dtype.kind not in "biuf" or X.ndim != 2 or X.shape[1] != schema.dim:
-        raise OwnDataError(
-            f"{where}: array X: expected numbers of shape (n, {schema.dim}) (the schema's features "
-            f"{list(schema.feature_names)[:10]}), found dtype {X.dtype} and shape {X.shape}"
+        rows = read_npz(
+            path,
+            source=where,
+            schema=schema,
+            max_bytes=limits.max_bytes,
+            option=FLAGS["max_bytes"],
+            max_rows=limits.max_rows,
+            rows_option=FLAGS["max_rows"],
         )
-    n = X.shape[0]
-    if n > limits.max_rows:
-        raise OwnDataError(f"{where}: {n:,} rows, more than {limits.max_rows:,}; raise the limit with --max-rows")
-    for name, arr in (("y", y_raw), ("group", group_raw)):
-        if arr is not None and arr.shape != (n,):
-            raise OwnDataError(
-                f"{where}: array {name}: expected shape ({n},), one value per row of X, found {arr.shape}"
-            )
-    y = _codes(y_raw, schema.class_codes(), "y", "classes", where)
-    if schema.group is not None:
-        if group_raw is None:
-            raise OwnDataError(
-                f"{where}: expected an array 'group' (the schema has a group column "
-                f"{schema.group.name!r}), found {sorted(f.files)}"
-            )
-        group = _codes(group_raw, schema.group_codes(), "group", "group values", where)
-    else:
-        group = _label_groups(y, schema)
-    X = np.asarray(X, dtype=np.float64)
-    return _check_ranges(X, schema, where, _RowNames()), y, group
+    except ValueError as err:
+        raise OwnDataError(str(err)) from None
+    group = rows.group if rows.group is not None else _label_groups(rows.y, schema)
+    return _check_ranges(rows.X, schema, where, _RowNames()), rows.y, group
 
 
 class _RowNames:
@@ -458,74 +407,6 @@ class _RowNames:
 
     def __getitem__(self, i: int) -> str:
         return f"row {i}"
-
-
-def _text(value: object) -> str:
-    """An array element as the schema writes it: integers without a decimal point."""
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-
-# --- the size of an npz, from its headers -------------------------------------------------------
-
-
-OWNER_FILE_MAX_BYTES = MAX_BYTES
-"""The default limit on an owner's own data file (``--data``): its size on disk, and the bytes its
-arrays take in memory (as float64 for X)."""
-
-
-def check_owner_file_size(path: str, max_bytes: int = OWNER_FILE_MAX_BYTES, option: str | None = None) -> None:
-    """Refuse, before anything is loaded, an owner file (``--data``) larger than ``max_bytes`` on
-    disk, a single ``.npy`` array, or an archive whose arrays X and y, by the shapes and types
-    their headers state, would take more than ``max_bytes`` in memory (X as float64). Reads only
-    the file's size and the arrays' headers; other problems are left to :func:`load_owner_file`.
-    ``option`` is how the user raises the limit (a command-line flag), named by the error."""
-    import zipfile
-
-    from numpy.lib import format as npy
-
-    file = Path(path)
-    if not file.is_file():
-        return
-    size = file.stat().st_size
-    if size > max_bytes:
-        raise ValueError(f"{path}: the file is {size} bytes, more than the limit of {max_bytes} bytes{_raise(option)}")
-    with file.open("rb") as f:
-        if f.read(6) == npy.MAGIC_PREFIX:
-            raise ValueError(f"{path}: expected a .npz archive with arrays X and y, got a single .npy array")
-    if not zipfile.is_zipfile(file):
-        return
-    need, shapes = 0, []
-    try:
-        with zipfile.ZipFile(file) as archive:
-            for name in ("X", "y", "group"):
-                if f"{name}.npy" not in archive.namelist():
-                    continue
-                with archive.open(f"{name}.npy") as member:
-                    version = npy.read_magic(member)
-                    if version == (1, 0):
-                        shape, _, dtype = npy.read_array_header_1_0(member)
-                    elif version == (2, 0):
-                        shape, _, dtype = npy.read_array_header_2_0(member)
-                    else:
-                        return  # left to np.load, which refuses what it cannot read
-                count = 1
-                for length in shape:
-                    count *= int(length)
-                need += count * max(dtype.itemsize, 8 if name == "X" else dtype.itemsize)
-                shapes.append(f"{name} {tuple(shape)} of {dtype}")
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile):
-        return  # a damaged archive: load_owner_file says what it is
-    if need > max_bytes:
-        raise ValueError(
-            f"{path}: its arrays ({', '.join(shapes)}) would take {need} bytes in memory, more than the "
-            f"limit of {max_bytes} bytes{_raise(option)}"
-        )
-
-
-def _raise(option: str | None) -> str:
-    return f"; raise it with {option} to read it" if option else ""
 
 
 # --- which file is whose -----------------------------------------------------------------------------

@@ -44,18 +44,21 @@ def test_an_owner_can_read_its_own_npz_file(tiny_scenario, tmp_path):
 @pytest.mark.parametrize(
     ("arrays", "message"),
     [
-        ({"X": np.zeros((4, 3))}, "expected arrays 'X' and 'y'"),
-        ({"X": np.zeros((4, 3)), "y": np.zeros(3)}, "y must be an (4,) array, one label per row of X"),
-        ({"X": np.full((4, 3), np.nan), "y": np.zeros(4)}, "X: row 0, column 0 holds a value that is not finite"),
+        ({"X": np.zeros((4, 3))}, "expected arrays 'X', 'y', found arrays ['X']"),
+        (
+            {"X": np.zeros((4, 3)), "y": np.zeros(3)},
+            "array y: expected shape (4,), one value per row of X, found shape (3,)",
+        ),
+        ({"X": np.full((4, 3), np.nan), "y": np.zeros(4)}, "array X: row 0, column 0 holds a value that is not finite"),
         (
             {"X": np.array([[1.0, 2.0], [3.0, -np.inf]]), "y": np.zeros(2)},
-            "X: row 1, column 1 holds a value that is not finite",
+            "array X: row 1, column 1 holds a value that is not finite",
         ),
         (
             {"X": np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 1e308]]), "y": np.zeros(3)},
-            "X: row 2, column 1 holds a value too large (its row's squared norm overflows",
+            "array X: row 2, column 1 holds a value too large (its row's squared norm overflows",
         ),
-        ({"X": np.array([[1.0, 1e160, 2.0]]), "y": np.zeros(1)}, "X: row 0, column 1 holds a value too large"),
+        ({"X": np.array([[1.0, 1e160, 2.0]]), "y": np.zeros(1)}, "array X: row 0, column 1 holds a value too large"),
     ],
 )
 def test_a_bad_owner_file_is_refused_with_a_clear_error(tmp_path, arrays, message):
@@ -100,7 +103,7 @@ def test_an_owner_whose_file_holds_1e308_is_refused_before_the_run_starts_with_e
         timeout=120,
     )
     assert result.returncode == 2, result.stderr
-    assert f"{tmp_path / 'huge.npz'}: X: row 4, column 2 holds a value too large" in result.stderr
+    assert f"{tmp_path / 'huge.npz'}: array X: row 4, column 2 holds a value too large" in result.stderr
     assert "1e+308" not in result.stderr
 
 
@@ -177,6 +180,7 @@ def test_an_owner_file_whose_arrays_would_be_too_large_is_refused_from_their_hea
 def test_a_single_npy_array_is_refused_before_it_is_loaded(tmp_path):
     np.save(tmp_path / "own.npy", np.zeros((4, 3)))
     with pytest.raises(
-        ValueError, match=r"own\.npy: expected a \.npz archive with arrays X and y, got a single \.npy array"
+        ValueError,
+        match=r"own\.npy: expected a \.npz archive \(numpy\.savez\) with arrays X and y, found a single \.npy array",
     ):
         load_owner_file(str(tmp_path / "own.npy"))

@@ -66,7 +66,7 @@ def test_serve_and_request_with_the_parties_own_files_and_arrays(tmp_path):
             data={"X": target, "y": labels, "group": groups},
             out=tmp_path / "by-arrays",
         )
-        with pytest.raises(OwnDataError, match=r"consumer \(target\): .*array X: expected numbers of shape \(n, 5\)"):
+        with pytest.raises(OwnDataError, match=r"consumer \(target\): .*array X: expected shape \(n, 5\)"):
             marketplace.request(
                 SKETCH,
                 market=market.endpoint,

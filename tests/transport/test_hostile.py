@@ -359,14 +359,17 @@ def test_a_run_that_loses_every_owner_fails(tmp_path):
 @pytest.mark.parametrize(
     "content, message",
     [
-        (b"", "got an empty file"),
-        (b"x,y\n1,2\n", "not a .npz archive"),
+        (b"", "own.npz: expected a .npz archive (numpy.savez) with arrays X and y, found an empty file"),
+        (b"x,y\n1,2\n", "found a file numpy cannot read as one"),
         (
             {"X": np.ones((3, 3)), "y": np.array([0.0, np.nan, 1.0])},
-            "y must hold integer class labels; row 1 holds a value that is not finite",
+            "array y: row 1: expected an integer class label, found a value that is not finite",
         ),
-        ({"X": np.ones((3, 3)), "y": np.array(["a", "b", "c"])}, "y must hold integer class labels, got dtype <U1"),
-        ({"X": np.array([["a", "b", "c"]]), "y": np.array([0])}, "X must hold numbers"),
+        (
+            {"X": np.ones((3, 3)), "y": np.array(["a", "b", "c"])},
+            "array y: expected integer class labels, found dtype <U1",
+        ),
+        ({"X": np.array([["a", "b", "c"]]), "y": np.array([0])}, "array X: expected numbers, found dtype <U1"),
         ({"X": np.ones((3, 2)), "y": np.array([0, 1, 1])}, "2 features, the scenario's data has 3"),
     ],
 )
