@@ -1,10 +1,14 @@
 """The `marketplace` command line: the top-level parser, and ``main``.
 
 Each command registers its own parser and handler (``set_defaults(func=...)``) from the module of
-its group: :mod:`.run` (run, validate), :mod:`.parties` (curator, owner, consumer, owners),
-:mod:`.assemble`, :mod:`.tools` (shares, protocols, probe, keys), and the commands other packages
-own (privacy, ledger, serve, agent, request, provision, data, and a protocol's own). Every handler
-calls the Python API (:mod:`marketplace.api`, :mod:`marketplace.service.api`) or the runner.
+its group: :mod:`.run` (run, validate; a market file through :mod:`.market`), :mod:`.privacy`
+(privacy compose, privacy calibrate), :mod:`.ledger`, :mod:`.serve` (serve, keys consumer),
+:mod:`.agent`, :mod:`.request`, :mod:`.assemble`, :mod:`.provision`, :mod:`.tools` (shares, protocols,
+probe, keys), :mod:`.datasets` (data), :mod:`.parties` (curator, owner, consumer, owners), and the
+subcommands a protocol plug-in adds (:func:`marketplace.plugins.add_commands`). Every handler calls
+the library it drives: the Python API (:mod:`marketplace.api`, :mod:`marketplace.service.api`), the
+runner, the accountant, the ledgers, the dataset cache. Nothing of the library imports this package
+(an import-linter contract in ``pyproject.toml``): only ``python -m marketplace`` does.
 """
 
 from __future__ import annotations
@@ -50,11 +54,20 @@ Exit status: 0 completed, 2 bad scenario or arguments (nothing started), 3 the r
 
 def _parser() -> argparse.ArgumentParser:
     """The whole command line; ``--help`` lists the commands in the order they are added here."""
-    from marketplace import plugins, provision_cli
-    from marketplace.cli import assemble, parties, run, tools
-    from marketplace.datasets import cli as data_cli
-    from marketplace.privacy import compose_cli, ledger_cli
-    from marketplace.service import cli as service_cli
+    from marketplace import plugins
+    from marketplace.cli import (
+        agent,
+        assemble,
+        datasets,
+        ledger,
+        parties,
+        privacy,
+        provision,
+        request,
+        run,
+        serve,
+        tools,
+    )
 
     parser = argparse.ArgumentParser(
         prog="marketplace", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -63,17 +76,19 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     run.add_run_parser(sub)
     run.add_validate_parser(sub)
-    compose_cli.add_parser(sub)
-    ledger_cli.add_parser(sub)
-    service_cli.add_parsers(sub)
+    privacy.add_parser(sub)
+    ledger.add_parser(sub)
+    serve.add_serve_parser(sub)
+    agent.add_agent_parser(sub)
+    request.add_request_parser(sub)
     assemble.add_assemble_parser(sub)
-    provision_cli.add_parser(sub)
+    provision.add_parser(sub)
     tools.add_shares_parser(sub)
     tools.add_protocols_parser(sub)
     tools.add_probe_parser(sub)
     tools.add_keys_parser(sub)
     plugins.add_commands(sub)
-    data_cli.add_parser(sub)
+    datasets.add_parser(sub)
     parties.add_party_parsers(sub)
     parties.add_owners_parser(sub)
     return parser

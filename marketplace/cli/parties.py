@@ -9,8 +9,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from marketplace.cli.common import EXIT_USAGE, add_set, scenario_of
-from marketplace.data.own_files import ReadLimits
+from marketplace.cli.common import EXIT_USAGE, add_read_limits, add_set, read_limits, scenario_of
 
 if TYPE_CHECKING:
     from marketplace.scenario import Scenario
@@ -89,7 +88,7 @@ def add_party_parsers(sub: argparse._SubParsersAction) -> None:
                 "marketplace's public schema (data.schema); in a simulated "
                 "scenario, an .npz (arrays X and y) instead of its generated share",
             )
-            ReadLimits.add_arguments(p)
+            add_read_limits(p)
         if role == "consumer":
             p.add_argument(
                 "--data",
@@ -98,7 +97,7 @@ def add_party_parsers(sub: argparse._SubParsersAction) -> None:
                 "the marketplace's public schema (data.schema)",
             )
             p.add_argument("--test", metavar="FILE", help="the consumer's own test set (same format as --data)")
-            ReadLimits.add_arguments(p)
+            add_read_limits(p)
         if role == "curator":
             p.add_argument("--endpoint-file", help="write the bound endpoint here once listening")
         p.set_defaults(func=party_command)
@@ -155,7 +154,7 @@ def add_owners_parser(sub: argparse._SubParsersAction) -> None:
         help="each owner's own rows, checked against the marketplace's public "
         "schema: owner-1=a.csv,owner-2=b.csv, or a folder of <owner>.csv",
     )
-    ReadLimits.add_arguments(hosts)
+    add_read_limits(hosts)
     hosts.set_defaults(func=owners_command)
 
 
@@ -201,7 +200,7 @@ def party_command(args: argparse.Namespace) -> int:
             endpoint_file=getattr(args, "endpoint_file", None),
             data_files={party: data} if data else None,
             test_file=getattr(args, "test", None),
-            limits=ReadLimits.from_args(args) if hasattr(args, "max_bytes") else None,
+            limits=read_limits(args) if hasattr(args, "max_bytes") else None,
         )
     except (ValueError, OSError) as err:
         print(f"marketplace {party}: cannot start: {err}", file=sys.stderr)
@@ -237,7 +236,7 @@ def owners_command(args: argparse.Namespace) -> int:
             report_to=None if args.no_report else args.report_dir,
             own_report_to=args.own_report_dir,
             data_files=files,
-            limits=ReadLimits.from_args(args),
+            limits=read_limits(args),
         )
     except (ValueError, OSError) as err:
         print(f"marketplace owners: cannot start: {err}", file=sys.stderr)

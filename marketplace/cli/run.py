@@ -14,6 +14,7 @@ from marketplace.cli.common import (
     EXIT_RUN_FAILED,
     EXIT_USAGE,
     add_set,
+    positive_int,
     scenario_of,
 )
 
@@ -90,17 +91,6 @@ def add_validate_parser(sub: argparse._SubParsersAction) -> None:
     val.set_defaults(func=validate_command)
 
 
-def positive_int(text: str) -> int:
-    """argparse type: a whole number >= 1 (``--repeats 0`` would run nothing and say it did)."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
-    return value
-
-
 def _market_file(args: argparse.Namespace) -> bool:
     from marketplace.market.spec import is_market_file
 
@@ -110,7 +100,7 @@ def _market_file(args: argparse.Namespace) -> bool:
 def run_command(args: argparse.Namespace) -> int:
     """``marketplace run``: a market file is played, a scenario with a sweep swept, any other run once."""
     if _market_file(args):
-        from marketplace.market.cli import market_command
+        from marketplace.cli.market import market_command
 
         return market_command(args)
     scenario = scenario_of(args)
@@ -125,7 +115,7 @@ def validate_command(args: argparse.Namespace) -> int:
     """Build the world as `run` would (the data-dependent checks), then print the scenario's own
     sections resolved; a summary of the parties' shares goes to stderr."""
     if _market_file(args):
-        from marketplace.market.cli import market_command
+        from marketplace.cli.market import market_command
 
         return market_command(args)
     scenario = scenario_of(args)

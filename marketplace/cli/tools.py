@@ -1,6 +1,6 @@
 """The small commands: ``shares`` (a simulation's parties as files), ``protocols`` (what is
 registered), ``probe`` (a container healthcheck) and ``keys`` (CURVE certificates for a run; its
-``consumer`` action, a served marketplace's new consumer, is :mod:`marketplace.service.cli`'s)."""
+``consumer`` action, a served marketplace's new consumer, is :mod:`.serve`'s)."""
 
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ def add_keys_parser(sub: argparse._SubParsersAction) -> None:
     generate.add_argument("--force", action="store_true", help="overwrite existing keys")
     keys.set_defaults(func=lambda args: keys.parse_args(["--help"]))  # `marketplace keys` alone: its help
     generate.set_defaults(func=keys_generate_command)
-    from marketplace.service.cli import add_keys_consumer_parser
+    from marketplace.cli.serve import add_keys_consumer_parser
 
     add_keys_consumer_parser(keys_sub)
 

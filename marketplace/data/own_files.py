@@ -27,7 +27,6 @@ Two formats, by the file's name:
 
 from __future__ import annotations
 
-import argparse
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -65,39 +64,13 @@ class OwnDataError(ValueError):
 @dataclass(frozen=True)
 class ReadLimits:
     """The most of a party's file that is read: bytes (after decompression), rows, and bytes in one
-    field. A file over a limit is refused, naming the limit and the option that raises it."""
+    field. A file over a limit is refused, naming the limit and the option that raises it (the
+    command line's flags: :func:`marketplace.cli.common.add_read_limits`)."""
 
     max_bytes: int = MAX_BYTES
     max_rows: int = MAX_ROWS
     max_field_chars: int = MAX_FIELD_CHARS
     max_row_chars: int = MAX_ROW_CHARS
-
-    @staticmethod
-    def add_arguments(parser: argparse.ArgumentParser) -> None:
-        """``--max-bytes``, ``--max-rows`` and ``--max-field-bytes`` on a command that reads a party's file."""
-        d = ReadLimits()
-        for flag, value, what in (
-            (
-                "--max-bytes",
-                d.max_bytes,
-                "bytes of a data file (on disk, after decompression, and its features in memory)",
-            ),
-            ("--max-rows", d.max_rows, "rows of a data file"),
-            ("--max-field-chars", d.max_field_chars, "characters in one CSV field"),
-            ("--max-row-chars", d.max_row_chars, "characters in one CSV row"),
-        ):
-            parser.add_argument(
-                flag, type=_at_least_one, default=value, metavar="N", help=f"read at most N {what} (default {value:,})"
-            )
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> ReadLimits:
-        return cls(
-            max_bytes=args.max_bytes,
-            max_rows=args.max_rows,
-            max_field_chars=args.max_field_chars,
-            max_row_chars=args.max_row_chars,
-        )
 
     def arguments(self) -> list[str]:
         """The flags that give a party's command these limits."""
@@ -111,16 +84,6 @@ class ReadLimits:
             "--max-row-chars",
             str(self.max_row_chars),
         ]
-
-
-def _at_least_one(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
-    return value
 
 
 SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".tsv", ".npz")

@@ -4,7 +4,7 @@ SHA-256), the local cache they are read from, and downloading from upstream or a
 * :mod:`.registry`: every dataset declared once;
 * :mod:`.cache`: the cache folder (``$MARKETPLACE_DATA``) and checked reads from it;
 * :mod:`.fetch`: downloads with pooch (atomic, verified, retried), from upstream or a mirror;
-* :mod:`.cli`: ``marketplace data list|info|fetch|verify|path``.
+* ``marketplace data list|info|fetch|verify|path`` is :mod:`marketplace.cli.datasets`.
 """
 
 from marketplace.datasets.cache import ChecksumMismatch, DatasetMissing, data_home, fetch_command, read_bytes, require

@@ -57,6 +57,7 @@ from marketplace.service import control
 from marketplace.service.declines import declared_reason
 from marketplace.service.held import sessions_to_end
 from marketplace.service.keys import SERVER, load_pair, load_public
+from marketplace.service.options import AgentOptions
 from marketplace.service.worlds import OwnRowsCache, WorldCache
 from marketplace.transport.context import new_context
 from marketplace.transport.shared_link import Send, SharedLinkLoop
@@ -77,42 +78,36 @@ component, never ``..``."""
 class OwnerAgent:
     """The agent (module docstring): ``run()`` serves until the server stops or :meth:`stop`.
 
-    ``data`` maps each hosted owner to its own file (:func:`marketplace.data.own_files.parse_data_files`).
-    With ``market`` (the marketplace's file, public: its data schema) every file is read and checked
-    against the schema here, before anything connects: bad data refuses the agent, and nothing is sent.
+    ``options.data`` maps each hosted owner to its own file (:func:`marketplace.data.own_files.parse_data_files`).
+    Every file is read and checked against the marketplace's file (``options.schema``, or ``market.yaml``
+    in the kit; public: its data schema) here, before anything connects: bad data, or data without the
+    marketplace's file, refuses the agent, and nothing is sent.
     """
 
-    def __init__(
-        self,
-        market: str,
-        keys: Path,
-        owners: list[str],
-        *,
-        work: Path,
-        ledgers: Path | None = None,
-        data: dict[str, Path] | None = None,
-        exit_with: int | None = None,
-        market_file: Path | None = None,
-        limits: ReadLimits | None = None,
-        terms: Mapping[str, Any] | None = None,
-    ) -> None:
-        self.market, self.keys, self.owners = market, Path(keys).resolve(), owners
-        self.terms = dict(terms or {})
+    def __init__(self, options: AgentOptions) -> None:
+        self.market, self.keys, self.owners = options.market, Path(options.keys).resolve(), list(options.owners)
+        given = {owner: Path(path) for owner, path in (options.data or {}).items()}
+        market_file = _market_file(Path(options.keys), options.schema)
+        if given and market_file is None:
+            raise ValueError(
+                "--data needs the marketplace's file to check the rows against: --schema MARKET.yaml "
+                "(or market.yaml in the kit)"
+            )
+        self.terms = options.terms()
         """The fields of the hosted owners' sale terms they set themselves (``price``, ``points``,
         ``points_per_consumer``): each replaces that field of the marketplace's terms for the owner, the
         others stay the marketplace's (:func:`own_terms`)."""
         own_terms(None, self.terms)  # a bad field is refused now, naming it, before anything connects
-        given = {owner: Path(path) for owner, path in (data or {}).items()}
-        self.limits = limits or ReadLimits()
+        self.limits = options.limits
         for owner, path in given.items():
             if not path.is_file():
                 raise ValueError(f"--data: {owner}: {path}: no such file")
         if given and market_file is not None:
             check_own_files(market_file, given, self.limits)
         self.data = {owner: path.resolve() for owner, path in given.items()}
-        self.work = Path(work).resolve()
-        self.exit_with = exit_with
-        self.ledgers = Path(ledgers).resolve() if ledgers is not None else self.keys
+        self.work = Path(options.work if options.work is not None else Path(options.keys) / "sessions").resolve()
+        self.exit_with = options.exit_with
+        self.ledgers = Path(options.ledgers).resolve() if options.ledgers is not None else self.keys
         self._stopping = False
         """Set by :meth:`stop` (from a signal handler too: one assignment, no lock to re-enter)."""
         self.sessions_done = 0
@@ -471,33 +466,18 @@ def check_own_files(market_file: Path, files: dict[str, Path], limits: ReadLimit
         log.info("%s: %d rows of its own in %s, checked against the marketplace's schema", owner, len(rows), path)
 
 
-def serve_agent(
-    market: str,
-    keys: Path,
-    owners: list[str],
-    *,
-    work: Path,
-    ledgers: Path | None = None,
-    data: dict[str, Path] | None = None,
-    exit_with: int | None = None,
-    market_file: Path | None = None,
-    limits: ReadLimits | None = None,
-    terms: Mapping[str, Any] | None = None,
-) -> int:
+def _market_file(keys: Path, schema: Path | None) -> Path | None:
+    """The marketplace's file the owners' rows are checked against: ``schema``, else ``market.yaml`` in
+    the owners' kit when there, else None."""
+    if schema is not None:
+        return Path(schema)
+    return keys / "market.yaml" if (keys / "market.yaml").is_file() else None
+
+
+def serve_agent(options: AgentOptions) -> int:
     """Run an agent in this process until the server stops it, SIGTERM/SIGINT arrives, or the
-    process ``exit_with`` is gone."""
-    agent = OwnerAgent(
-        market,
-        keys,
-        owners,
-        work=work,
-        ledgers=ledgers,
-        data=data,
-        exit_with=exit_with,
-        market_file=market_file,
-        limits=limits,
-        terms=terms,
-    )
+    process ``options.exit_with`` is gone."""
+    agent = OwnerAgent(options)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: agent.stop())
     return agent.run()

@@ -1,4 +1,6 @@
-"""``marketplace.serve`` and ``marketplace.request``: the marketplace that stays open, from Python.
+"""``marketplace.serve`` and ``marketplace.request``: the marketplace that stays open, from Python
+(and :func:`agent`, an owner agent in this process). The commands ``serve`` and ``agent`` call
+:func:`open_market` and :func:`run_agent` with the options they build from their flags.
 
 import marketplace
 
@@ -12,7 +14,7 @@ with marketplace.serve("scenarios/market-serve.yaml", state="market", consumers=
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
     from marketplace.runner.results import Report
     from marketplace.scenario import Scenario
     from marketplace.service.client import OwnTarget
+    from marketplace.service.options import AgentOptions, ServeOptions
 
 
 class Marketplace:
@@ -109,10 +112,7 @@ def serve(
     marketplace as :meth:`Marketplace.stop_soon` does, however many come and whenever they come
     (:mod:`marketplace.service.stop_signals`)."""
     from marketplace.api import load
-    from marketplace.service.keys import check_consumer_name
     from marketplace.service.options import ServeOptions
-    from marketplace.service.server import MarketServer
-    from marketplace.service.stop_signals import StopSignals
 
     market = load(scenario)
     options = ServeOptions(
@@ -120,15 +120,29 @@ def serve(
         endpoint=endpoint,
         session_port=session_port,
         advertise=advertise,
-        consumers=tuple(check_consumer_name(c) for c in consumers),
+        consumers=tuple(consumers),
         start_owners=start_owners,
         owners_per_process=owners_per_process,
-        owner_data=Path(owner_data).resolve() if owner_data is not None else None,
+        owner_data=Path(owner_data) if owner_data is not None else None,
         max_sessions=max_sessions,
         ramp=ramp,
         rule=rule or "fcfs",
         unlock_steps=unlock_steps,
     )
+    return open_market(market, options, stop_on_signals=stop_on_signals)
+
+
+def open_market(
+    scenario: Scenario | str | Path | Mapping[str, Any], options: ServeOptions, *, stop_on_signals: bool = False
+) -> Marketplace:
+    """:func:`serve` with its options already gathered (what ``marketplace serve`` builds from its
+    flags): start the marketplace ``scenario`` describes in a background thread and return once it
+    listens."""
+    from marketplace.api import load
+    from marketplace.service.server import MarketServer
+    from marketplace.service.stop_signals import StopSignals
+
+    market = load(scenario)
     signals = StopSignals().install() if stop_on_signals else None
     handle = Marketplace(MarketServer(market, options, signals=signals))
     handle._thread.start()
@@ -136,6 +150,54 @@ def serve(
     if handle.error is not None:
         raise handle.error
     return handle
+
+
+def agent(
+    market: str,
+    keys: str | Path,
+    owners: Sequence[str],
+    *,
+    work: str | Path | None = None,
+    ledgers: str | Path | None = None,
+    data: Mapping[str, str | Path] | None = None,
+    exit_with: int | None = None,
+    schema: str | Path | None = None,
+    limits: ReadLimits | None = None,
+    price: float | None = None,
+    points: int | None = None,
+    points_per_consumer: int | None = None,
+) -> int:
+    """Host the data owners ``owners`` (their secret keys and the server's ``server.key`` in ``keys``)
+    for the marketplace at ``market`` in this process, taking part in every session the server invites
+    them to, until it stops, SIGTERM or SIGINT arrives, or the process ``exit_with`` is gone; returns
+    the exit status. See ``marketplace agent --help``: ``data`` maps each owner to its own file, checked
+    against ``schema`` (default: ``market.yaml`` in ``keys``) before anything connects; ``price``,
+    ``points`` and ``points_per_consumer`` replace those fields of the marketplace's sale terms.
+    Raises ValueError for options that cannot host these owners (nothing connected)."""
+    from marketplace.service.options import AgentOptions
+
+    options = AgentOptions(
+        market=market,
+        keys=Path(keys),
+        owners=list(owners),
+        work=Path(work) if work is not None else None,
+        ledgers=Path(ledgers) if ledgers is not None else None,
+        data={owner: Path(path) for owner, path in data.items()} if data is not None else None,
+        exit_with=exit_with,
+        schema=Path(schema) if schema is not None else None,
+        limits=limits or ReadLimits(),
+        price=price,
+        points=points,
+        points_per_consumer=points_per_consumer,
+    )
+    return run_agent(options)
+
+
+def run_agent(options: AgentOptions) -> int:
+    """:func:`agent` with its options already gathered (what ``marketplace agent`` builds from its flags)."""
+    from marketplace.service.agent import serve_agent
+
+    return serve_agent(options)
 
 
 OwnRows = str | Path | tuple[Any, Any] | Mapping[str, Any]

@@ -10,7 +10,8 @@ import math
 import numpy as np
 import pytest
 
-from marketplace.privacy import accountant, compose_cli
+from marketplace.cli import privacy as privacy_cli
+from marketplace.privacy import accountant
 from marketplace.privacy.accountant import (
     BudgetExceeded,
     Guarantee,
@@ -57,7 +58,7 @@ def test_advanced_composition_gives_the_papers_figure_for_the_summary_for_any_p(
 
 
 def test_cli_prints_the_papers_figure_for_the_validation_set(capsys):
-    code = compose_cli.main(["privacy", "compose", "--epsilon", "0.01", "--count", "1656", "--delta", "0.01"])
+    code = privacy_cli.main(["privacy", "compose", "--epsilon", "0.01", "--count", "1656", "--delta", "0.01"])
 
     assert code == 0
     assert capsys.readouterr().out.strip() == (
@@ -66,7 +67,7 @@ def test_cli_prints_the_papers_figure_for_the_validation_set(capsys):
 
 
 def test_cli_prints_the_papers_figure_for_the_summary_from_an_expression(capsys):
-    code = compose_cli.main(
+    code = privacy_cli.main(
         [
             "privacy",
             "compose",
@@ -96,24 +97,24 @@ def test_cli_run_takes_a_namespace_as_wired_into_the_main_parser(capsys):
         json=True,
     )
 
-    assert compose_cli.run(args) == 0
+    assert privacy_cli.run(args) == 0
     out = capsys.readouterr().out
     assert '"theorem": "advanced"' in out and '"epsilon": 0.0430' in out
 
 
 def test_add_parser_adds_a_privacy_command_with_compose_and_calibrate():
     parser = argparse.ArgumentParser()
-    compose_cli.add_parser(parser.add_subparsers(dest="command"))
+    privacy_cli.add_parser(parser.add_subparsers(dest="command"))
 
     args = parser.parse_args(
         ["privacy", "calibrate", "--total-epsilon", "1.4", "--count", "1656", "--delta", "0.01", "--theorem", "optimal"]
     )
 
-    assert args.func is compose_cli.run and args.privacy_command == "calibrate"
+    assert args.func is privacy_cli.run and args.privacy_command == "calibrate"
 
 
 def test_cli_calibrate_prints_the_step_epsilon(capsys):
-    code = compose_cli.main(
+    code = privacy_cli.main(
         [
             "privacy",
             "calibrate",
@@ -151,7 +152,7 @@ def test_cli_calibrate_prints_the_step_epsilon(capsys):
     ],
 )
 def test_cli_refuses_bad_input_with_exit_2_and_a_clear_message(capsys, argv, message):
-    code = compose_cli.main(["privacy", "compose", *argv])
+    code = privacy_cli.main(["privacy", "compose", *argv])
 
     assert code == 2
     captured = capsys.readouterr()
@@ -159,7 +160,7 @@ def test_cli_refuses_bad_input_with_exit_2_and_a_clear_message(capsys, argv, mes
 
 
 def test_cli_without_a_privacy_command_exits_2(capsys):
-    assert compose_cli.main(["privacy"]) == 2
+    assert privacy_cli.main(["privacy"]) == 2
     assert "choose a command" in capsys.readouterr().err
 
 

@@ -67,12 +67,12 @@ def _contracts() -> dict[str, dict]:
 def test_the_architecture_contracts_are_kept():
     result = _lint(ROOT)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    assert "5 kept, 0 broken" in result.stdout
+    assert "6 kept, 0 broken" in result.stdout
 
 
-def test_the_contracts_are_the_five_rules():
+def test_the_contracts_are_the_six_rules():
     contracts = _contracts()
-    assert set(contracts) == {"acyclic", "layers", "runtime", "independent", "cores"}
+    assert set(contracts) == {"acyclic", "layers", "commands", "runtime", "independent", "cores"}
     assert contracts["acyclic"]["type"] == "acyclic_siblings" and contracts["acyclic"]["ancestors"] == ["marketplace"]
     runtime = set(contracts["runtime"]["source_modules"])
     assert {"marketplace.runner", "marketplace.transport", "marketplace.messages", "marketplace.scenario"} <= runtime
@@ -92,6 +92,19 @@ def test_the_layers_put_every_top_level_module_in_the_stack_below_the_service():
         if (path.suffix == ".py" and path.stem != "__init__") or (path / "__init__.py").is_file()
     }
     assert top_level == set(row_of), "every top-level module or package of marketplace has exactly one layer"
+
+
+def test_nothing_but_the_entry_point_imports_the_command_line():
+    """The commands contract names every top-level module of marketplace as a source, but the command
+    line itself and ``__main__``: a new module is under it as soon as it is added."""
+    commands = _contracts()["commands"]
+    assert commands["type"] == "forbidden" and commands["forbidden_modules"] == ["marketplace.cli"]
+    top_level = {
+        path.stem if path.is_file() else path.name
+        for path in (ROOT / "marketplace").iterdir()
+        if (path.suffix == ".py" and path.stem != "__init__") or (path / "__init__.py").is_file()
+    }
+    assert set(commands["source_modules"]) == {f"marketplace.{name}" for name in top_level - {"cli", "__main__"}}
 
 
 def test_every_core_module_of_a_shipped_protocol_is_under_the_cores_contract():
@@ -140,6 +153,7 @@ def _broken_copy(tmp_path: Path, module: str, line: str) -> Path:
         ("marketplace/transport/counters.py", "import marketplace.runner.report  # noqa", "No import cycles"),
         ("marketplace/protocols/stc/exchange.py", "import marketplace.runner.report  # noqa", "The stack is layered"),
         ("marketplace/privacy/rng.py", "import marketplace.scenario.fingerprint  # noqa", "The stack is layered"),
+        ("marketplace/service/server.py", "import marketplace.cli.serve  # noqa", "The command line is the top"),
     ],
     ids=[
         "runtime-imports-a-protocol",
@@ -148,6 +162,7 @@ def _broken_copy(tmp_path: Path, module: str, line: str) -> Path:
         "cycle",
         "protocol-imports-the-runner",
         "privacy-imports-the-scenario",
+        "service-imports-the-command-line",
     ],
 )
 def test_a_broken_rule_fails_the_check(tmp_path, module, line, broken):

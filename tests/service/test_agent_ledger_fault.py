@@ -29,6 +29,7 @@ from marketplace.roles.lifetime import DeclinedParty, gate
 from marketplace.scenario import Scenario
 from marketplace.service import agent as agent_module
 from marketplace.service import control
+from marketplace.service.options import AgentOptions
 from marketplace.service.sessions import session_scenario
 from marketplace.transport.node import RUNTIME_KINDS
 
@@ -78,7 +79,9 @@ def market() -> Scenario:
 def agent(tmp_path: Path) -> agent_module.OwnerAgent:
     """An agent of three owners whose connections are stand-ins (it never runs its loop here)."""
     made = agent_module.OwnerAgent(
-        "tcp://127.0.0.1:9", tmp_path / "keys", OWNERS, work=tmp_path / "work", ledgers=tmp_path / "ledgers"
+        AgentOptions(
+            "tcp://127.0.0.1:9", tmp_path / "keys", OWNERS, work=tmp_path / "work", ledgers=tmp_path / "ledgers"
+        )
     )
     made.socks = {owner: Connection() for owner in OWNERS}  # type: ignore[misc]
     return made
@@ -255,7 +258,9 @@ def test_served_one_owners_ledger_fails_mid_session_and_its_agent_serves_its_oth
         endpoint=f"tcp://127.0.0.1:{free_port()}",
     ) as market:
         agent = agent_module.OwnerAgent(
-            market.endpoint, state / "owners", OWNERS, work=tmp_path / "agent" / "sessions", ledgers=ledgers
+            AgentOptions(
+                market.endpoint, state / "owners", OWNERS, work=tmp_path / "agent" / "sessions", ledgers=ledgers
+            )
         )
         raised: list[BaseException] = []
 

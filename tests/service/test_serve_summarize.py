@@ -149,9 +149,12 @@ def test_an_agents_price_alone_keeps_the_marketplaces_limits_on_points(tmp_path)
     consumer); each option given replaces its own field only, and a bad one is refused naming it."""
     from marketplace.service import control
     from marketplace.service.agent import OwnerAgent
+    from marketplace.service.options import AgentOptions
 
     def terms_under(given: dict) -> dict:
-        agent = OwnerAgent("tcp://127.0.0.1:9", tmp_path, ["owner-1", "owner-3"], work=tmp_path / "w", terms=given)
+        agent = OwnerAgent(
+            AgentOptions("tcp://127.0.0.1:9", tmp_path, ["owner-1", "owner-3"], work=tmp_path / "w", **given)
+        )
         invite = control.SessionInvite(session="s0001-test", scenario=yaml.safe_dump(SUMMARIZE_MARKET))
         lifetime = agent._scenario(invite).config.lifetime
         return {o: lifetime.terms_of(o).to_dict() for o in ("owner-1", "owner-2", "owner-3")}

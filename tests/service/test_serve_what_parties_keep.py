@@ -20,6 +20,7 @@ import yaml
 
 import marketplace
 from marketplace.service import agent as agent_module
+from marketplace.service.options import AgentOptions
 
 pytestmark = pytest.mark.slow
 
@@ -121,13 +122,15 @@ class Served:
             endpoint=f"tcp://127.0.0.1:{free_port()}",
         ) as market:
             agent = agent_module.OwnerAgent(
-                market.endpoint,
-                self.state / "owners",
-                list(sizes),
-                work=self.agent_folder / "sessions",
-                ledgers=self.agent_folder / "ledgers",
-                data=files,
-                market_file=tmp / "market.yaml",
+                AgentOptions(
+                    market.endpoint,
+                    self.state / "owners",
+                    list(sizes),
+                    work=self.agent_folder / "sessions",
+                    ledgers=self.agent_folder / "ledgers",
+                    data=files,
+                    schema=tmp / "market.yaml",
+                )
             )
             thread = threading.Thread(target=agent.run, name="owner-agent", daemon=True)
             thread.start()

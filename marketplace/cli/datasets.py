@@ -1,12 +1,7 @@
 """`marketplace data list|info|fetch|verify|path`: the public datasets from the command line.
 
-Wiring into the main parser is two lines, like the other sub-commands::
-
-    from marketplace.datasets import cli as data_cli
-    data_cli.add_parser(sub)
-    ...
-    if args.command == "data":
-        return args.func(args)
+:func:`add_parser` adds ``data`` and its actions to the main parser (:mod:`marketplace.cli`); each
+sets ``func``.
 
 Exit status: 0 done; 2 bad arguments (an unknown dataset, a malformed mirror URL); 3 a fetch or
 a verification failed.

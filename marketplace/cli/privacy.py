@@ -1,12 +1,7 @@
 """`marketplace privacy compose|calibrate`: the accountant from the command line.
 
-Wiring into the main parser is two lines::
-
-    from marketplace.privacy import compose_cli
-    compose_cli.add_parser(sub)            # adds `privacy compose` and `privacy calibrate`
-    ...
-    if args.command == "privacy":
-        return args.func(args)             # before any scenario is loaded
+:func:`add_parser` adds ``privacy compose`` and ``privacy calibrate`` to the main parser
+(:mod:`marketplace.cli`); each sets ``func``, which reads no scenario.
 
 Numbers may be written as small arithmetic expressions (``0.01/sqrt(5*200)``, ``5*200``): they
 are parsed with :mod:`ast` and only numbers, ``+ - * / **``, parentheses, ``sqrt``, ``log``,
@@ -264,7 +259,7 @@ def _calibrate(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m marketplace.privacy.compose_cli privacy compose ...`` (also used by the tests)."""
+    """``python -m marketplace.cli.privacy privacy compose ...`` (also used by the tests)."""
     parser = argparse.ArgumentParser(prog="marketplace")
     add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
