@@ -29,6 +29,8 @@ from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Message, RecordD
 from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
 
+from marketplace import plugins
+
 ENV = "FLOWER_BENCH"
 SCENARIO = Path(__file__).resolve().parent.parent / "scenarios" / "quickstart.yaml"
 
@@ -60,7 +62,7 @@ def world_and_features(owners: int, rounds: int, scenario: str) -> tuple[Any, An
     from marketplace.protocols.summarize.public import public_features
 
     config = marketplace.load(scenario, scenario_overrides(owners, rounds)).config
-    world = make_world(config)
+    world = make_world(config, plugins.exchange(config.protocol))
     return world, public_features(config, world.dim)
 
 

@@ -142,10 +142,11 @@ def validate(scenario: Scenario | str | Path | Mapping[str, Any], *, seed: int |
     """Check ``scenario`` as :func:`run` would before starting anything: every value, the privacy
     plan, and the data (the dataset is in the cache, the world builds and splits among the
     parties). ``seed`` replaces the scenario's. Raises :class:`ScenarioError`."""
+    from marketplace import plugins
     from marketplace.runner.run import prepare_world
 
     scenario = _scenario(scenario, seed)
-    world = prepare_world(scenario)
+    world = prepare_world(scenario, plugins.exchange(scenario.config.protocol))
     return Validation(
         scenario,
         len(world.owners),

@@ -67,7 +67,7 @@ def run_shares(scenario: Scenario) -> dict[str, World]:
     """Each party's share of the simulator's world (:func:`marketplace.parties.share_of`)."""
     from marketplace.parties import make_world
 
-    world = make_world(scenario.config)
+    world = make_world(scenario.config, plugins.exchange(scenario.config.protocol))
     return {party: share_of(world, party) for party in party_ids(scenario.config)}
 
 
@@ -146,7 +146,7 @@ def session(scenario: Scenario, shares: dict[str, World], coupling: Coupling, *,
                 )
                 for node in nodes
             }
-            report = assemble_from_reports(scenario, handed, {}, driver="coupled")
+            report = assemble_from_reports(scenario, handed, {}, driver="coupled", exchange=exchange)
             received.report = json.loads(json.dumps(_without_clock(report)))
             received.status = str(report.get("status"))
     return received

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 
-from marketplace import plugins
 from marketplace.data.dataset import Dataset, SparseParts
 from marketplace.data.npz_file import OWNER_FILE_MAX_BYTES, read_npz
 from marketplace.data.own_files import ReadLimits
@@ -90,9 +89,9 @@ def owner_number(party: str, owners: int) -> int | None:
     return int(number)
 
 
-def make_world(config: ScenarioConfig, exchange: Exchange | None = None) -> World:
+def make_world(config: ScenarioConfig, exchange: Exchange) -> World:
     """The world of the run: the exchange's own (its ``make_world``) or :func:`build_world`.
-    ``exchange`` is the scenario's exchange, when the caller resolved it already. A
+    ``exchange`` is the scenario's exchange (:func:`marketplace.plugins.exchange`). A
     schema-only marketplace (``data.schema``) has no such world: every part is empty (each party
     adds its own rows, :func:`with_own_rows`), and nobody holds everyone's rows."""
     schema = config.data.schema
@@ -100,7 +99,7 @@ def make_world(config: ScenarioConfig, exchange: Exchange | None = None) -> Worl
         from marketplace.data.public_schema import schema_world
 
         return schema_world(schema, config.parties.owners)
-    own = (exchange or plugins.exchange(config.protocol)).make_world(config)
+    own = exchange.make_world(config)
     if own is not None:
         return own
     return build_world(config.data, config.parties.owners, config.seed)
@@ -145,7 +144,7 @@ def build_role(
     world: World | None = None,
     owner_data: Dataset | None = None,
     noise: NoiseOrigin | None = None,
-    exchange: Exchange | None = None,
+    exchange: Exchange,
 ) -> Role:
     """The role of ``party`` for this scenario. ``owner_data`` replaces an owner's generated share
     (an owner that reads its own data file). ``noise`` is where the party's privacy noise comes from
@@ -154,7 +153,6 @@ def build_role(
         raise ValueError(
             f"unknown party {party!r}: this scenario has curator, owner-1 ... owner-{config.parties.owners}, consumer"
         )
-    exchange = exchange or plugins.exchange(config.protocol)
     world = world if world is not None else make_world(config, exchange)
     from marketplace.scenario.fingerprint import fingerprint
 

@@ -8,9 +8,12 @@ the entry-point group ``marketplace.protocols``, in its ``pyproject.toml``::
     stc = "marketplace.protocols.stc.plugin:PROTOCOL"
 
 The spec is light on purpose: its name, its scenario section (a frozen dataclass that the
-scenario schema takes as the section named after the protocol) and where its *exchange* is, as
-``module:attribute``. The exchange, an :class:`Exchange` that builds the roles and the report, is
-imported only when a run of that protocol needs it (:func:`exchange`), and checked then: an
+scenario schema takes as the section named after the protocol), where its *exchange* is, as
+``module:attribute``, and, optionally, where its :class:`ScenarioRules` are (``scenario``): the checks,
+release plans and public defaults that reading a scenario needs, in a module that imports no role, so
+that reading a scenario imports neither the exchange nor the roles (:func:`scenario_rules`; without
+them the exchange answers, as it always did). The exchange, an :class:`Exchange` that builds the
+roles and the report, is imported only when a run of that protocol needs it (:func:`exchange`), and checked then: an
 object that is not an Exchange, or a subclass that leaves a required method out, is refused with a
 :class:`PluginError` naming the entry point and the missing methods, before any run starts.
 Loading every spec to build the scenario schema stays cheap.
@@ -65,6 +68,11 @@ class ProtocolSpec:
     exchange: str
     """Where the protocol's :class:`Exchange` is, as ``module:attribute``: an Exchange subclass
     (built with no arguments) or instance (:func:`exchange` imports it on first use)."""
+    scenario: str | None = None
+    """Where the protocol's :class:`ScenarioRules` are, as ``module:attribute`` (a subclass, built with
+    no arguments, or an instance): what reading a scenario asks of the protocol (its checks, release
+    plans and public defaults), from a module light enough to import without the roles. None: the
+    exchange answers for them (:func:`scenario_rules`), which imports the exchange while a scenario is read."""
     messages: str | None = None
     """Dotted path of the module declaring the protocol's message kinds (:class:`marketplace.messages.kinds.Body`);
     imported with the exchange, so every kind a run uses is known before its first frame is decoded."""
@@ -93,7 +101,32 @@ class ProtocolSpec:
     it); None: the whole result."""
 
 
-class Exchange(abc.ABC):
+class ScenarioRules:
+    """What reading a scenario asks of a protocol: the part of its contract that needs no role.
+
+    Reading and validating a scenario (:func:`marketplace.scenario.parse_scenario`) calls these three,
+    and nothing else of the protocol. A protocol may name a subclass in its spec (``scenario =
+    "package.rules:MyRules"``) from a module that imports no role, so that reading a scenario stays
+    cheap; without one its :class:`Exchange`, which is a ScenarioRules too, answers. ``config`` is the
+    whole scenario (:class:`marketplace.scenario.config.ScenarioConfig`).
+    """
+
+    def check_plan(self, config: Any) -> None:
+        """Refuse, before anything starts, a run whose settings cannot work or whose privacy plan exceeds a
+        configured budget: raise :class:`marketplace.schema.SchemaError` naming the key. Default: none."""
+
+    def release_plan(self, config: Any, party: str) -> ReleasePlan | None:
+        """Every release of ``party``'s data a run may make (:meth:`Exchange.release_plan`). Default: None."""
+        return None
+
+    def public_defaults(self, section: dict[str, Any] | None, schema: Any) -> dict[str, Any] | None:
+        """For a marketplace described by its public schema (``data.schema``), the protocol's section
+        with the bounds it leaves out filled from the schema's ranges (a new dict), or None to leave it
+        as it is. Default: None."""
+        return None
+
+
+class Exchange(ScenarioRules, abc.ABC):
     """What the runtime calls for everything protocol-specific: the contract of a protocol's exchange.
 
     A protocol subclasses it and names the subclass in its :class:`ProtocolSpec` (``exchange =
@@ -214,12 +247,6 @@ class Exchange(abc.ABC):
         from the scenario's ``data:``. Default: None."""
         return None
 
-    def public_defaults(self, section: dict[str, Any] | None, schema: Any) -> dict[str, Any] | None:
-        """For a marketplace described by its public schema (``data.schema``), the protocol's section
-        with the bounds it leaves out filled from the schema's ranges (a new dict), or None to leave it
-        as it is. Default: None."""
-        return None
-
 
 def _undeclared(config: Any, who: str) -> Any:
     """The declaration of a protocol that states no lifetime cost: an unbounded release."""
@@ -258,8 +285,19 @@ def _check(spec: Any, where: str) -> ProtocolSpec:
             f"{where}: exchange must be 'module:attribute' naming a marketplace.plugins.Exchange "
             f"subclass or instance, got {spec.exchange!r}"
         )
+    if spec.scenario is not None and not _is_reference(spec.scenario):
+        raise PluginError(
+            f"{where}: scenario must be 'module:attribute' naming a marketplace.plugins.ScenarioRules "
+            f"subclass or instance, or None, got {spec.scenario!r}"
+        )
     _check_publication(spec, where)
     return spec
+
+
+def _is_reference(text: Any) -> bool:
+    """Whether ``text`` reads as ``module:attribute``."""
+    module, sep, attribute = text.partition(":") if isinstance(text, str) else ("", "", "")
+    return bool(sep and module and attribute.isidentifier())
 
 
 def _check_publication(spec: ProtocolSpec, where: str) -> None:
@@ -382,6 +420,37 @@ def exchange(name: str) -> Exchange:
     except (ImportError, AttributeError) as err:
         raise PluginError(f"{where} could not be loaded ({type(err).__name__}: {err})") from err
     return checked_exchange(found, where)
+
+
+@functools.cache
+def scenario_rules(name: str) -> ScenarioRules:
+    """What reading a scenario of protocol ``name`` asks of it (:class:`ScenarioRules`): the object its
+    spec names as ``scenario``, imported on first use without the exchange or the roles, or, when the
+    spec names none, its :func:`exchange`. :class:`PluginError` naming the entry point when the object
+    cannot be imported or is not a ScenarioRules."""
+    chosen = spec(name)
+    if chosen.scenario is None:
+        return exchange(name)
+    module, _, attribute = chosen.scenario.partition(":")
+    where = f"{_where(name)}: scenario {chosen.scenario!r}"
+    try:
+        found = getattr(importlib.import_module(module), attribute)
+    except (ImportError, AttributeError) as err:
+        raise PluginError(f"{where} could not be loaded ({type(err).__name__}: {err})") from err
+    cls = found if isinstance(found, type) else type(found)
+    if not issubclass(cls, ScenarioRules):
+        raise PluginError(
+            f"{where}: expected a subclass or instance of marketplace.plugins.ScenarioRules, got "
+            f"{'class' if isinstance(found, type) else 'a'} {cls.__module__}.{cls.__qualname__}"
+        )
+    if not isinstance(found, type):
+        return found
+    try:
+        return found()
+    except Exception as err:  # any failure means the class cannot serve as the rules
+        raise PluginError(
+            f"{where}: {cls.__qualname__}() must build with no arguments ({type(err).__name__}: {err})"
+        ) from err
 
 
 def checked_exchange(found: Any, where: str) -> Exchange:

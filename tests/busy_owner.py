@@ -21,6 +21,7 @@ import os
 import sys
 import time
 
+from marketplace import plugins
 from marketplace.messages import Envelope
 from marketplace.parties import build_role, make_world, share_of
 from marketplace.protocols.summarize.owner import SummarizeOwner
@@ -65,7 +66,12 @@ def main() -> int:
         level=logging.INFO, format=f"%(asctime)s {args.id} %(levelname)s %(message)s", stream=sys.stderr
     )
     scenario = load_scenario(args.scenario)
-    role = build_role(scenario.config, args.id, world=share_of(make_world(scenario.config), args.id))
+    role = build_role(
+        scenario.config,
+        args.id,
+        world=share_of(make_world(scenario.config, plugins.exchange(scenario.config.protocol)), args.id),
+        exchange=plugins.exchange(scenario.config.protocol),
+    )
     role.__class__ = BusyOwner  # the same state, the hanging handler
     role.busy_from = args.busy_from
     role.busy_for = args.busy_for

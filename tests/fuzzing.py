@@ -50,9 +50,14 @@ class Delivery:
 
 
 def nodes_for(config: ScenarioConfig, world=None) -> list[Node]:
-    world = world if world is not None else make_world(config)
+    world = world if world is not None else make_world(config, plugins.exchange(config.protocol))
     return [
-        Node(build_role(config, p, world=world), run_id=RUN_ID, max_message_bytes=MAX_BYTES) for p in party_ids(config)
+        Node(
+            build_role(config, p, world=world, exchange=plugins.exchange(config.protocol)),
+            run_id=RUN_ID,
+            max_message_bytes=MAX_BYTES,
+        )
+        for p in party_ids(config)
     ]
 
 
@@ -656,7 +661,7 @@ def fuzz_run(
     """Run ``config`` in-process; before every honest delivery to a target party, slip in
     ``per_delivery`` hostile frames. Returns the nodes (to check the run still completed) and the tally.
     ``clean`` is the honest run's traffic (recorded here when not given)."""
-    world = world if world is not None else make_world(config)
+    world = world if world is not None else make_world(config, plugins.exchange(config.protocol))
     clean = clean if clean is not None else run_recorded(nodes_for(config, world))
     honest: dict[str, list[Delivery]] = {}
     for d in clean:

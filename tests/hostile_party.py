@@ -12,6 +12,8 @@ import logging
 import sys
 from pathlib import Path
 
+from marketplace import plugins
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hostile_roles import BEHAVIOURS, data_with_huge_values, make_hostile  # noqa: E402
@@ -40,7 +42,12 @@ def main() -> int:
     overrides = ["transport.security=none"] if args.insecure else [f"transport.curve_keys={Path(args.keys).resolve()}"]
     scenario = load_scenario(args.scenario, overrides)
     config = scenario.config
-    role = build_role(config, args.id, world=share_of(make_world(config), args.id))
+    role = build_role(
+        config,
+        args.id,
+        world=share_of(make_world(config, plugins.exchange(config.protocol)), args.id),
+        exchange=plugins.exchange(config.protocol),
+    )
     role = data_with_huge_values(role) if args.behaviour == "nan_bids" else make_hostile(role, args.behaviour)
     node = Node(
         role,

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from marketplace import plugins
 from marketplace.parties import make_world, party_ids
 from marketplace.privacy import noise
 from marketplace.protocols.sketch.exchange import public_map, unit_records
@@ -40,7 +41,7 @@ def attack(run_dir: Path, scenario: Scenario, owner: str, origin: noise.NoiseOri
     is from the owner's true count and sums (0 and ~1e-12: the attack succeeded)."""
     released = SketchRelease.load(run_dir / "sketches" / f"{owner}.npz")
     guess = recompute_noise(scenario, owner, origin)
-    world = make_world(scenario.config)
+    world = make_world(scenario.config, plugins.exchange(scenario.config.protocol))
     rows = unit_records(scenario.config, world.owners[party_ids(scenario.config).index(owner) - 1])
     true_sums = public_map(scenario.config).sum_features(rows, precision="float64")
     count = released.count - guess.count

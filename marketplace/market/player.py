@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from marketplace import plugins
 from marketplace.market.spec import MarketSpec, Request
 from marketplace.privacy import noise
 from marketplace.privacy.lifetime import COUNTED, LifetimeLedger, ledger_file
@@ -137,7 +138,7 @@ def demands(spec: MarketSpec) -> dict[str, Demand]:
     out = {}
     for request in spec.requests:
         config = spec.scenario(request).config
-        costs = declared_costs(config, spec.owner_ids, spec.relation, spec.filter)
+        costs = declared_costs(config, spec.owner_ids, spec.relation, spec.filter, plugins.exchange(config.protocol))
         out[request.id] = Demand(
             request.id, request.index, {o: amounts(c[1]) for o, c in costs.items() if c is not None}
         )

@@ -490,7 +490,8 @@ def _check_scenarios(spec: MarketSpec) -> None:
         except ScenarioError as err:
             raise _locate(spec.source, where, request.protocol, err) from None
         try:
-            declared_costs(scenario.config, spec.owner_ids, spec.relation, spec.filter)
+            exchange = plugins.exchange(request.protocol)  # each request's protocol, resolved as it is checked
+            declared_costs(scenario.config, spec.owner_ids, spec.relation, spec.filter, exchange)
         except NoOwnerCost as err:
             raise MarketError(spec.source, f"{where}.protocol", str(err)) from None
 
@@ -547,7 +548,7 @@ def check_worlds(spec: MarketSpec) -> None:
         seen.add(request.entry)
         where = f"requests[{request.entry}]"
         try:
-            prepare_world(spec.scenario(request))
+            prepare_world(spec.scenario(request), plugins.exchange(request.protocol))
         except ScenarioError as err:
             if "data" in request.values and (err.path or "").startswith("data"):  # the request set its consumer's data
                 text, prefix = str(err), f"{err.source}: {err.path}: "

@@ -40,18 +40,17 @@ def assemble_report(
     wall_s: float,
     extra_transport_s: float,
     run_id: str,
-    exchange: Exchange | None = None,
+    exchange: Exchange,
 ) -> dict[str, Any]:
     """The run report from every party's own report (``parties``) and what the driver saw go
     wrong (``failure``). The run is ``failed`` when a party that was not excluded failed, when it
     lost every owner, or when nothing of the owners reached its result (the exchange's
     ``nothing_released``): ``failures`` then says why, and ``owners_lost`` names every lost owner.
-    ``exchange`` is the scenario's exchange, when the caller resolved it already. For a world
+    ``exchange`` is the scenario's exchange, resolved once where the run starts. For a world
     that does not hold every party's rows (``world.central`` False: a marketplace described by its
     public schema), ``data`` holds the schema and no row counts, and ``references_absent`` names
     every figure the report lacks and why (:mod:`marketplace.reporting.absent`)."""
     config = scenario.config
-    exchange = exchange or plugins.exchange(config.protocol)
     simulation = driver in SIMULATION_DRIVERS
     parties = [_as_published(config.protocol, p, keep_own=simulation) for p in parties]
     by_id = {p["id"]: p for p in parties}
@@ -306,7 +305,8 @@ def assemble_from_party_reports(
     ``marketplace serve``).
     """
     read, paths, problems = find_party_reports(parties_dir, party_ids(scenario.config), wait_s=wait_s)
-    report = assemble_from_reports(scenario, read, problems, paths=paths, driver=driver)
+    exchange = plugins.exchange(scenario.config.protocol)  # resolved once, and passed along
+    report = assemble_from_reports(scenario, read, problems, paths=paths, driver=driver, exchange=exchange)
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "report.json", report)
     write_messages_csv(report, out / "messages.csv")
@@ -322,11 +322,13 @@ def assemble_from_reports(
     paths: dict[str, Path] | None = None,
     world: Any = None,
     driver: str = "compose",
+    exchange: Exchange,
 ) -> dict[str, Any]:
     """The run report from the parties' own reports held in memory (``read``: party id -> report;
     ``problems``: why each missing one is missing), as :func:`assemble_from_party_reports` makes it
     from files (``paths`` names where each came from, for its errors). ``world`` is the scenario's
-    world when the caller keeps it (a marketplace that serves many sessions), else it is rebuilt."""
+    world when the caller keeps it (a marketplace that serves many sessions), else it is rebuilt.
+    ``exchange`` is the scenario's exchange, resolved once by the caller."""
     config = scenario.config
     paths = paths or {party: Path(f"<{party}'s report>") for party in read}
     parties, missing = [], {}
@@ -343,7 +345,6 @@ def assemble_from_reports(
     # nothing) whose own report went missing (its process died after) does not fail the run
     declined = set(declined_owners(curator))
     failures = [text for party, text in missing.items() if party not in dropped | declined]
-    exchange = plugins.exchange(config.protocol)  # resolved once, and passed along
     if world is None:
         world = make_world(config, exchange)
     wall_s = max(((p.get("timing") or {}).get("wall_s") or 0.0) for p in parties)

@@ -30,6 +30,7 @@ from marketplace.parties import (
     share_of,
     with_own_rows,
 )
+from marketplace.plugins import Exchange
 from marketplace.roles import CURATOR
 from marketplace.runner.identity import scenario_identity
 from marketplace.runner.json_files import write_json
@@ -89,8 +90,16 @@ def run_host(
     started = time.perf_counter()
     settings = link_settings(scenario)
     check_own_keys(scenario, settings, parties)
+    exchange = plugins.exchange(scenario.config.protocol)  # resolved once for the process, and passed along
     nodes = host_nodes(
-        scenario, parties, run_id=run_id, shares=shares, data_files=data_files, test_file=test_file, limits=limits
+        scenario,
+        parties,
+        run_id=run_id,
+        exchange=exchange,
+        shares=shares,
+        data_files=data_files,
+        test_file=test_file,
+        limits=limits,
     )
     # after the roles are built (see marketplace.warm_imports)
     load_in_background(tuple(dict.fromkeys(name for node in nodes for name in node.role.warm_imports)))
@@ -172,6 +181,7 @@ def host_nodes(
     parties: list[str],
     *,
     run_id: str | None,
+    exchange: Exchange,
     shares: Mapping[str, World] | None = None,
     world: World | None = None,
     data_files: Mapping[str, str | Path] | None = None,
@@ -183,14 +193,14 @@ def host_nodes(
     the launcher has them, else the shares of ``world`` (a marketplace that keeps its world between
     sessions), else of the world rebuilt from the scenario. ``data_files`` (and the consumer's
     ``test_file``) are the parties' own rows, read within ``limits`` and checked against the schema;
-    ``own`` holds them already read, for the parties it names."""
+    ``own`` holds them already read, for the parties it names. ``exchange`` is the scenario's exchange,
+    resolved once where the process or the session starts."""
     config = scenario.config
     own = {
         party: (own or {}).get(party)
         or own_rows(config, party, data=(data_files or {}).get(party), test=test_file, limits=limits)
         for party in parties
     }
-    exchange = plugins.exchange(config.protocol)  # resolved once for every node, and passed along
     if shares is None:
         whole = world if world is not None else make_world(config, exchange)
         shares = {party: share_of(whole, party) for party in parties}

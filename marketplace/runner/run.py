@@ -74,17 +74,16 @@ def default_run_folder(name: str, kind: str = "") -> Path:
 
 
 def prepare_world(
-    scenario: Scenario, exchange: Exchange | None = None, *, build: Callable[[Scenario], World] | None = None
+    scenario: Scenario, exchange: Exchange, *, build: Callable[[Scenario, Exchange], World] | None = None
 ) -> World:
     """Build the world of ``scenario`` and run the checks that need the data (what ``run`` does
-    before it starts anything, and ``validate`` too). ``exchange`` is the scenario's exchange, when
-    the caller resolved it already; ``build(scenario)`` gives the world instead of building it (a
+    before it starts anything, and ``validate`` too). ``exchange`` is the scenario's exchange, resolved
+    once where the run starts; ``build(scenario, exchange)`` gives the world instead of building it (a
     served marketplace keeps its worlds). Raises :class:`ScenarioError` naming the key when the data
     cannot be built or split as described."""
     config = scenario.config
-    exchange = exchange or plugins.exchange(config.protocol)
     try:
-        world = build(scenario) if build is not None else make_world(config, exchange)
+        world = build(scenario, exchange) if build is not None else make_world(config, exchange)
     except (ValueError, OSError) as err:
         key, sep, text = str(err).partition(": ")
         if sep and _is_key_path(key):

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from marketplace import plugins
 from marketplace.data.dataset import Dataset
 from marketplace.parties import make_world
 from marketplace.scenario import Scenario
@@ -44,7 +45,7 @@ def write_shares(scenario: Scenario, out: str | Path) -> dict[str, Path]:
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ValueError(f"--out {out}: expected a new or empty folder")
-    world = make_world(config)
+    world = make_world(config, plugins.exchange(config.protocol))
     out.mkdir(parents=True, exist_ok=True)
     parts = [*world.owners, world.validation, world.test]
     classes = sorted({int(v) for part in parts for v in np.unique(part.y)})

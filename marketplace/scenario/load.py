@@ -334,12 +334,13 @@ def _refuse_folder_paths(raw: dict[str, Any], source: str) -> None:
 def check_privacy_plan(config: ScenarioConfig) -> None:
     """Refuse a run whose settings cannot work, or whose release plan passes a configured budget,
     before anything starts: the protocol's own checks, then each party's plan (once per distinct
-    plan: the owners of a run usually share one)."""
-    exchange = plugins.exchange(config.protocol)
-    exchange.check_plan(config)
+    plan: the owners of a run usually share one). The protocol answers from its
+    :class:`~marketplace.plugins.ScenarioRules` (:func:`marketplace.plugins.scenario_rules`), which import no role."""
+    rules = plugins.scenario_rules(config.protocol)
+    rules.check_plan(config)
     checked: set[tuple[Any, ...]] = set()
     for party in [*(f"owner-{i}" for i in range(1, config.parties.owners + 1)), "consumer"]:
-        plan = exchange.release_plan(config, party)
+        plan = rules.release_plan(config, party)
         if plan is None:
             continue
         shape = (tuple((a.name, a.theorem, a.delta, a.budget, a.gaussian) for a in plan.accounts), plan.releases)
@@ -427,7 +428,8 @@ def _refusal(err: SchemaError, raw: dict[str, Any]) -> str:
 def _public_defaults(raw: dict[str, Any]) -> None:
     """In a marketplace described by its public schema (``data.schema``), the protocol's public
     bounds that the scenario leaves out (a sketch's box, stc's domain) come from the schema's ranges:
-    the exchange's ``public_defaults(section, schema)`` hook (None: the section stays). A schema that does not
+    the protocol's ``public_defaults(section, schema)`` (:func:`marketplace.plugins.scenario_rules`; None: the
+    section stays). A schema that does not
     build is left for the scenario's own validation to name."""
     from marketplace.data.public_schema import DataSchema
 
@@ -439,7 +441,9 @@ def _public_defaults(raw: dict[str, Any]) -> None:
     except SchemaError:
         return
     section = raw.get(protocol)
-    filled = plugins.exchange(protocol).public_defaults(dict(section) if isinstance(section, dict) else None, schema)
+    filled = plugins.scenario_rules(protocol).public_defaults(
+        dict(section) if isinstance(section, dict) else None, schema
+    )
     if filled is not None:
         raw[protocol] = filled
 

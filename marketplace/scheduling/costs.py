@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from marketplace import plugins
 from marketplace.privacy.lifetime import Charge, Cost, LedgerInputError, restate
 from marketplace.privacy.neighbouring import BUDGET_RELATIONS as MARKET_RELATIONS
 from marketplace.privacy.neighbouring import budget_relation_name
@@ -22,11 +21,12 @@ class NoOwnerCost(ValueError):
     its cost cannot be charged under the owners' relation and filter (the message says which)."""
 
 
-def owner_cost(config: Any, party: str, relation: str) -> Cost | None:
+def owner_cost(config: Any, party: str, relation: str, exchange: Any) -> Cost | None:
     """``party``'s declared cost for a run of ``config``, stated under ``relation`` (the ledgers'),
     or None when the run releases nothing of its data. Raises :class:`NoOwnerCost` when the
-    protocol declares no finite cost, or one that cannot be restated under ``relation``."""
-    declared = declared_release(config, party, plugins.exchange(config.protocol))
+    protocol declares no finite cost, or one that cannot be restated under ``relation``. ``exchange`` is
+    the request's protocol's (:func:`marketplace.plugins.exchange`), resolved by the caller."""
+    declared = declared_release(config, party, exchange)
     if declared is None:
         return None
     if declared.cost is None:
@@ -53,13 +53,15 @@ def owner_cost(config: Any, party: str, relation: str) -> Cost | None:
         ) from None
 
 
-def declared_costs(config: Any, owners: list[str], relation: str, filter: str) -> dict[str, tuple[Cost, Charge] | None]:
+def declared_costs(
+    config: Any, owners: list[str], relation: str, filter: str, exchange: Any
+) -> dict[str, tuple[Cost, Charge] | None]:
     """Each owner's declared cost in a run of ``config`` under ``relation``, and what ``filter``
     charges for it (None for an owner that releases nothing). Raises :class:`NoOwnerCost` when no
     owner releases, or for a cost the relation or the filter cannot take."""
     out: dict[str, tuple[Cost, Charge] | None] = {}
     for owner in owners:
-        cost = owner_cost(config, owner, relation)
+        cost = owner_cost(config, owner, relation, exchange)
         if cost is None:
             out[owner] = None
             continue

@@ -145,13 +145,13 @@ class Admission:
         return [w.item for w in gone]
 
 
-def owner_charges(config: Any, owners: list[str], relation: str, filter: str) -> dict[str, Amounts]:
+def owner_charges(config: Any, owners: list[str], relation: str, filter: str, exchange: Any) -> dict[str, Amounts]:
     """What a request of ``config`` declares it costs each owner, in the ledgers' filter (owners it
     releases nothing of are left out). Raises :class:`~marketplace.scheduling.costs.NoOwnerCost` for a
     protocol with no finite cost."""
     from marketplace.scheduling.costs import declared_costs
 
-    costs = declared_costs(config, owners, relation, filter)
+    costs = declared_costs(config, owners, relation, filter, exchange)
     return {o: amounts(c[1]) for o, c in costs.items() if c is not None}
 
 

@@ -40,6 +40,7 @@ from typing import Any
 
 import zmq
 
+from marketplace import plugins
 from marketplace.data.own_files import ReadLimits
 from marketplace.parties import owner_number
 from marketplace.privacy.lifetime.terms import SaleTerms
@@ -247,8 +248,10 @@ class OwnerAgent:
             own = {}
             if owner in self.data:
                 own[owner] = self.own_rows.get(scenario, owner, self.data[owner], self.limits)
-            world = None if owner in self.data and scenario.config.data.schema_only else self.worlds.get(scenario)
-            (node,) = host_nodes(scenario, [owner], run_id=message.session, world=world, own=own)
+            exchange = plugins.exchange(scenario.config.protocol)  # the owner's side of the session starts
+            own_schema = owner in self.data and scenario.config.data.schema_only
+            world = None if own_schema else self.worlds.get(scenario, exchange)
+            (node,) = host_nodes(scenario, [owner], run_id=message.session, exchange=exchange, world=world, own=own)
             loop = SharedLinkLoop(
                 node,
                 link_settings(scenario),

@@ -321,6 +321,7 @@ class _Consumer:
     marketplace's world), driven over our control connection."""
 
     def __init__(self, ready: control.SessionReady, sock: zmq.Socket, out: Path, own: OwnTarget | None) -> None:
+        from marketplace import plugins
         from marketplace.roles import CONSUMER, CURATOR
         from marketplace.runner.links import link_settings
         from marketplace.runner.party_process import host_nodes
@@ -333,11 +334,13 @@ class _Consumer:
         self.started = time.monotonic()
         self.out = out
         own_schema = own is not None and self.scenario.config.data.schema_only
+        exchange = plugins.exchange(self.scenario.config.protocol)  # the consumer's side of the session starts
         (node,) = host_nodes(
             self.scenario,
             [CONSUMER],
             run_id=ready.session,
-            world=None if own_schema else _WORLDS.get(self.scenario),
+            exchange=exchange,
+            world=None if own_schema else _WORLDS.get(self.scenario, exchange),
             data_files={CONSUMER: own.data} if own is not None else None,
             test_file=own.test if own is not None else None,
             limits=own.limits if own is not None else None,

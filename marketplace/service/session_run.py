@@ -87,7 +87,10 @@ def start_curator(
     s: Session, worlds: WorldCache, send: Callable[[bytes | None, bytes], None], route_of: Callable[[str], Any]
 ) -> SharedLinkLoop:
     """Build the session's curator from the public share of the world and start it on the live links."""
-    (node,) = host_nodes(s.scenario, [CURATOR], run_id=s.id, world=worlds.get(s.scenario))
+    from marketplace import plugins
+
+    exchange = plugins.exchange(s.scenario.config.protocol)  # the curator's side of the session starts
+    (node,) = host_nodes(s.scenario, [CURATOR], run_id=s.id, exchange=exchange, world=worlds.get(s.scenario, exchange))
     loop = SharedLinkLoop(node, link_settings(s.scenario), send, route_of)
     loop.stats.endpoint = "the marketplace's control connections"
     loop.begin()
@@ -160,11 +163,15 @@ def assemble_session(
     """A session's run report from its parties' reports (``missing``: why each absent one is absent)
     and the session's own ``failure``: what the server archives, and what the consumer assembles again
     with its whole report in place of the one it handed over (:func:`handed_back`)."""
+    from marketplace import plugins
     from marketplace.runner.assemble import assemble_from_reports
 
     try:
-        world = worlds.get(scenario)
-        report = assemble_from_reports(scenario, dict(reports), missing, world=world, driver="market")
+        exchange = plugins.exchange(scenario.config.protocol)  # the session's report is assembled once, here
+        world = worlds.get(scenario, exchange)
+        report = assemble_from_reports(
+            scenario, dict(reports), missing, world=world, driver="market", exchange=exchange
+        )
         if failure:
             report["status"], report["failures"] = "failed", [failure, *report["failures"]]
     except Exception as err:  # noqa: BLE001 - the consumer is told why; it writes no report.json of this

@@ -72,12 +72,14 @@ def prepare_request(
     session: str,
     consumer: str,
     owners: list[str],
-    build: Callable[[Scenario], Any],
+    build: Callable[[Scenario, Any], Any],
 ) -> tuple[Scenario, dict[str, Any]] | str:
     """A request checked as it arrives: the session's scenario (:func:`session_scenario`), its world
-    built (``build``, the server's world cache: what needs the data is refused now, not mid-session)
+    built (``build(scenario, exchange)``, the server's world cache: what needs the data is refused now, not
+    mid-session)
     and what it declares it costs each owner; or, when it cannot run on this marketplace, the
     refusal to send the consumer (nothing is queued, nothing charged)."""
+    from marketplace import plugins
     from marketplace.messages.errors import cut
     from marketplace.runner.run import prepare_world
     from marketplace.service.admission import owner_charges
@@ -86,9 +88,10 @@ def prepare_request(
         scenario = session_scenario(
             market, request_text, session=session, consumer=consumer, source=f"{consumer}'s request"
         )
-        prepare_world(scenario, build=build)
+        exchange = plugins.exchange(scenario.config.protocol)  # the session starts: resolved once here
+        prepare_world(scenario, exchange, build=build)
         life = market.config.lifetime
-        return scenario, owner_charges(scenario.config, owners, life.relation, life.filter)
+        return scenario, owner_charges(scenario.config, owners, life.relation, life.filter, exchange)
     except ScenarioError as err:
         return cut(str(err), 1900)
     except (ValueError, OSError, ArithmeticError) as err:  # the data could not be built for it, say

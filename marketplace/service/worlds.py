@@ -17,12 +17,14 @@ import json
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from marketplace import plugins
 from marketplace.data.dataset import World
 from marketplace.parties import make_world
 from marketplace.scenario import Scenario
+
+if TYPE_CHECKING:
+    from marketplace.plugins import Exchange
 
 NOT_THE_WORLD = ("name", "description", "lifetime", "noise", "transport", "sweep")
 """Scenario keys that do not change what the world holds."""
@@ -45,15 +47,15 @@ class WorldCache:
         self.built = 0
         """How many worlds were built (a figure for the benchmarks)."""
 
-    def get(self, scenario: Scenario) -> World:
-        """The world of ``scenario``, built unless kept."""
+    def get(self, scenario: Scenario, exchange: Exchange) -> World:
+        """The world of ``scenario``, built (by its ``exchange``) unless kept."""
         key = world_key(scenario)
         with self._lock:
             world = self._worlds.get(key)
             if world is not None:
                 self._worlds.move_to_end(key)
                 return world
-        world = make_world(scenario.config, plugins.exchange(scenario.config.protocol))
+        world = make_world(scenario.config, exchange)
         with self._lock:
             self._worlds[key] = world
             self.built += 1

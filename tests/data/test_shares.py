@@ -7,6 +7,7 @@ import pickle
 import pytest
 from conftest import tiny_raw
 
+from marketplace import plugins
 from marketplace.parties import make_world, share_of
 from marketplace.scenario import parse_scenario
 
@@ -20,7 +21,10 @@ def test_a_partys_share_stays_small_whatever_the_number_of_owners(tmp_path):
         raw["parties"] = {"owners": k}
         raw["data"]["source"]["covariate_shift"]["rows_per_component"] = 3000
         raw["data"]["partition"] = {"scheme": "even"}
-        world = make_world(parse_scenario(raw, source="k", base_dir=tmp_path).config)
+        world = make_world(
+            parse_scenario(raw, source="k", base_dir=tmp_path).config,
+            plugins.exchange(parse_scenario(raw, source="k", base_dir=tmp_path).config.protocol),
+        )
         share = share_of(world, "owner-3")
         assert len(share.owners) == k
         assert share.owners[2] is world.owners[2] and share.owners[-1] is share.owners[0] and len(share.owners[0]) == 0

@@ -142,11 +142,10 @@ def test_a_cost_declared_under_replace_one_is_refused_for_add_remove_one_ledgers
 
     # a protocol declaring its owners' cost under replace-one (as pfds does with neighbours: replace)
     protocol = types.SimpleNamespace(owner_cost=lambda config, party: Declared("x", Cost.pure(0.1), "replace-one"))
-    monkeypatch.setattr(costs.plugins, "exchange", lambda name: protocol)
     config = types.SimpleNamespace(protocol="mine")
     with pytest.raises(costs.NoOwnerCost, match="declared under 'replace-one'.*set market.relation to 'replace-one'"):
-        costs.owner_cost(config, "owner-1", "add/remove-one")
-    assert costs.owner_cost(config, "owner-1", "replace-one") == Cost.pure(0.1)
+        costs.owner_cost(config, "owner-1", "add/remove-one", protocol)
+    assert costs.owner_cost(config, "owner-1", "replace-one", protocol) == Cost.pure(0.1)
 
 
 def test_ledgers_kept_under_replace_one_are_charged_a_restated_cost():

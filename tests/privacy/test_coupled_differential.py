@@ -27,7 +27,7 @@ def own_shares(scenario, folder):
     """Each party's share of a marketplace described by its public schema: its own rows, from its files."""
     config = scenario.config
     files = party_files(folder)
-    world = make_world(config)
+    world = make_world(config, plugins.exchange(config.protocol))
     shares = {}
     for party in party_ids(config):
         own = own_rows(config, party, **files.get(party, {}))

@@ -615,8 +615,7 @@ def test_a_market_takes_a_cost_declared_under_the_distinct_points_relation_only_
 
     declared = Declared("w", Cost.pure(0.1), DISTINCT)
     monkeypatch.setattr(costs, "declared_release", lambda config, party, exchange: declared)
-    monkeypatch.setattr(costs.plugins, "exchange", lambda name: None)
     for relation in ("replace-one", "add/remove-one"):  # the market may state its budgets under that relation
         with pytest.raises(costs.NoOwnerCost, match="set market.relation to 'replace-one-distinct'"):
-            costs.owner_cost(SimpleNamespace(protocol="x"), "owner-1", relation)
-    assert costs.owner_cost(SimpleNamespace(protocol="x"), "owner-1", "replace-one-distinct") == Cost.pure(0.1)
+            costs.owner_cost(SimpleNamespace(protocol="x"), "owner-1", relation, None)
+    assert costs.owner_cost(SimpleNamespace(protocol="x"), "owner-1", "replace-one-distinct", None) == Cost.pure(0.1)

@@ -28,6 +28,7 @@ import msgspec
 import numpy as np
 import pytest
 
+from marketplace import plugins
 from marketplace.parties import build_role, make_world, own_rows, party_ids, share_of, with_own_rows
 from marketplace.runner.assemble import assemble_from_reports
 from marketplace.runner.nodes import noise_origin
@@ -112,7 +113,7 @@ class Session:
     def __init__(self, scenario: Scenario, files: dict[str, dict[str, Path]], *, altered=None) -> None:
         """``altered``: party -> a function that changes its role once built (a cheating owner)."""
         config = scenario.config
-        world = make_world(config)
+        world = make_world(config, plugins.exchange(config.protocol))
         parties = frozenset(party_ids(config))
         self.scenario = scenario
         self.received: list[tuple[str, str, Any]] = []
@@ -125,6 +126,7 @@ class Session:
                 world=with_own_rows(share_of(world, party), own),
                 owner_data=own.get("owner"),
                 noise=noise_origin(config, party),
+                exchange=plugins.exchange(config.protocol),
             )
             role = (altered or {}).get(party, lambda role: role)(role)
             if not party.startswith("owner-"):
@@ -142,7 +144,13 @@ class Session:
             for node in nodes
         ]
         self.handed = {rep["id"]: json.loads(json.dumps(rep)) for rep in handed}
-        self.report = json.loads(json.dumps(assemble_from_reports(scenario, self.handed, {}, driver="market")))
+        self.report = json.loads(
+            json.dumps(
+                assemble_from_reports(
+                    scenario, self.handed, {}, driver="market", exchange=plugins.exchange(scenario.config.protocol)
+                )
+            )
+        )
         assert self.report["status"] == "completed", self.report["failures"]
         assert report_problems(self.report) == []
 
@@ -418,7 +426,9 @@ def test_a_pfds_owner_keeps_its_row_count_its_model_and_timings_to_itself():
             "pfds": {"epsilon": 1.0, "h_max": 4, "t": 5, "p": 2, "model": "logistic", "baselines": []},
         }
     )
-    nodes = host_nodes(scenario, party_ids(scenario.config), run_id="s-1")
+    nodes = host_nodes(
+        scenario, party_ids(scenario.config), run_id="s-1", exchange=plugins.exchange(scenario.config.protocol)
+    )
     run_inprocess(nodes)
     owners = {n.party_id: n for n in nodes if n.party_id.startswith("owner-")}
     secret = {o: n.role.result() | n.timing() for o, n in owners.items()}
@@ -428,7 +438,13 @@ def test_a_pfds_owner_keeps_its_row_count_its_model_and_timings_to_itself():
         )
         for n in nodes
     }
-    report = json.loads(json.dumps(assemble_from_reports(scenario, handed, {}, driver="compose")))
+    report = json.loads(
+        json.dumps(
+            assemble_from_reports(
+                scenario, handed, {}, driver="compose", exchange=plugins.exchange(scenario.config.protocol)
+            )
+        )
+    )
     assert report["status"] == "completed", report["failures"]
     for owner in owners:
         assert secret[owner]["rows"] > 0 and secret[owner]["model"] is not None

@@ -33,6 +33,7 @@ ROLE_MODULES = {
     "agent",
     "exchange",
     "plan",
+    "rules",
     "evaluate",
     "public",
     "commands",
@@ -43,8 +44,8 @@ ROLE_MODULES = {
     "sweeps",
 }
 """A protocol package's modules that are not pure cores: its registration, section, wire, what its
-roles publish, roles, exchange, release plan and view (read from the scenario's settings), data
-source, world, report, terminal display and sweeps. Every other
+roles publish, roles, exchange, release plan and view and what reading a scenario asks of it (rules; both
+read from the scenario's settings), data source, world, report, terminal display and sweeps. Every other
 module of the package is a core, and must be in the contract."""
 
 

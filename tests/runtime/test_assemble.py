@@ -13,6 +13,7 @@ import pytest
 import yaml
 from conftest import ROOT, run_cli, tiny_raw
 
+from marketplace import plugins
 from marketplace.runner.run import run_scenario
 from marketplace.scenario import parse_scenario
 
@@ -219,8 +220,18 @@ def test_an_owner_that_declined_and_then_sent_no_report_does_not_fail_the_run(tm
     read, _, problems = find_party_reports(tmp_path / "run" / "parties", [p["id"] for p in report["parties"]])
     assert not problems
     without_decliner = {p: r for p, r in read.items() if p != "owner-3"}
-    kept = assemble_from_reports(scenario, without_decliner, {"owner-3": "owner-3 sent no report of session s1"})
+    kept = assemble_from_reports(
+        scenario,
+        without_decliner,
+        {"owner-3": "owner-3 sent no report of session s1"},
+        exchange=plugins.exchange(scenario.config.protocol),
+    )
     assert kept["status"] == "completed" and kept["failures"] == []
     without_owner = {p: r for p, r in read.items() if p != "owner-1"}
-    failed = assemble_from_reports(scenario, without_owner, {"owner-1": "owner-1 sent no report of session s1"})
+    failed = assemble_from_reports(
+        scenario,
+        without_owner,
+        {"owner-1": "owner-1 sent no report of session s1"},
+        exchange=plugins.exchange(scenario.config.protocol),
+    )
     assert failed["status"] == "failed" and any("owner-1 sent no report" in f for f in failed["failures"])

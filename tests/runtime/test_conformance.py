@@ -196,7 +196,7 @@ def test_an_owner_cost_that_reads_the_data_fails(monkeypatch):
         def owner_cost(self, config: Any, party: str) -> Any:
             from marketplace.parties import make_world
 
-            make_world(config)
+            make_world(config, plugins.exchange(config.protocol))
             return super().owner_cost(config, party)
 
     scenario = _small("stc")

@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from marketplace import plugins
 from marketplace.parties import party_ids
 from marketplace.runner.assemble import assemble_from_reports
 from marketplace.runner.party_process import host_nodes
@@ -45,7 +46,9 @@ def session(request):
         {"name": f"handover-{protocol}", "protocol": protocol, "seed": 7, "parties": {"owners": 3}, "data": data}
         | {protocol: section}
     )
-    nodes = host_nodes(scenario, party_ids(scenario.config), run_id="s-1")
+    nodes = host_nodes(
+        scenario, party_ids(scenario.config), run_id="s-1", exchange=plugins.exchange(scenario.config.protocol)
+    )
     run_inprocess(nodes)
     reports = {
         n.party_id: json.loads(
@@ -70,9 +73,15 @@ def test_a_consumer_hands_the_server_how_its_part_ended_and_nothing_it_computed(
 def test_the_server_assembles_a_run_report_without_the_consumers_figures(session):
     protocol, scenario, reports = session
     archived = assemble_from_reports(
-        scenario, reports | {"consumer": consumer_handover(reports["consumer"])}, {}, driver="market"
+        scenario,
+        reports | {"consumer": consumer_handover(reports["consumer"])},
+        {},
+        driver="market",
+        exchange=plugins.exchange(scenario.config.protocol),
     )
-    mine = assemble_from_reports(scenario, reports, {}, driver="market")
+    mine = assemble_from_reports(
+        scenario, reports, {}, driver="market", exchange=plugins.exchange(scenario.config.protocol)
+    )
     assert archived["status"] == mine["status"] == "completed", (archived["failures"], mine["failures"])
     assert archived["party_details"]["consumer"]["result"] == {"end_status": "completed"}
     assert mine["party_details"]["consumer"]["result"] == reports["consumer"]["result"]

@@ -17,6 +17,7 @@ import zmq
 from conftest import ROOT
 from liveness_roles import PARTIES, PARTY, RUN, AskingCurator, Silent
 
+from marketplace import plugins
 from marketplace.messages import PROTOCOL_VERSION, Envelope
 from marketplace.messages.kinds import Shutdown
 from marketplace.protocols.summarize.messages import Summary
@@ -233,7 +234,12 @@ def test_the_consumer_confirms_its_summary_before_it_evaluates_it(tmp_path):
     from marketplace.scenario import parse_scenario
 
     config = parse_scenario(tiny_raw(), source="t", base_dir=tmp_path).config
-    consumer = build_role(config, "consumer", world=make_world(config))
+    consumer = build_role(
+        config,
+        "consumer",
+        world=make_world(config, plugins.exchange(config.protocol)),
+        exchange=plugins.exchange(config.protocol),
+    )
     summary = Summary(X=np.ascontiguousarray(consumer.validation.X[:2], dtype=np.float64), y=np.array([0, 1]), rounds=2)
     assert consumer.handle(Envelope(PROTOCOL_VERSION, "t", 1, CURATOR, "consumer", "summary", None, summary)) == []
     assert consumer.metrics is None  # received and checked, not yet evaluated

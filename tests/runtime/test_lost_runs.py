@@ -14,6 +14,7 @@ from rich.console import Console
 
 import marketplace.runner.nodes as nodes
 import marketplace.runner.run as runner
+from marketplace import plugins
 from marketplace.cli import main
 from marketplace.messages import ProtocolError
 from marketplace.messages.kinds import Shutdown
@@ -189,7 +190,7 @@ def test_the_central_replay_still_catches_a_selection_that_ignores_a_dropout(tin
     from marketplace.protocols.summarize.evaluate import central_replay
 
     config = parse_scenario(tiny_scenario, source="t", base_dir=tmp_path).config
-    world = make_world(config)
+    world = make_world(config, plugins.exchange(config.protocol))
     honest = run_scenario(
         parse_scenario(tiny_scenario, source="t", base_dir=tmp_path), tmp_path / "run", driver="inprocess"
     )

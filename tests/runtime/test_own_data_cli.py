@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
+from marketplace import plugins
 from marketplace.api import load
 from marketplace.data.own_files import load_own_rows
 from marketplace.parties import make_world
@@ -36,7 +37,7 @@ def shares(tmp_path_factory) -> Path:
 
 
 def test_shares_writes_every_partys_rows_and_a_market_file_of_their_schema(shares):
-    simulated = make_world(load(SKETCH).config)
+    simulated = make_world(load(SKETCH).config, plugins.exchange(load(SKETCH).config.protocol))
     market = load(shares / "market.yaml").config
     assert market.data.schema_only and market.data.schema.dim == simulated.dim
     for i, rows in enumerate(simulated.owners):

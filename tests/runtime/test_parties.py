@@ -9,6 +9,7 @@ import pytest
 import yaml
 from conftest import run_cli
 
+from marketplace import plugins
 from marketplace.parties import build_role, load_owner_file, make_world, party_ids
 from marketplace.protocols.summarize.public import public_features
 from marketplace.scenario import parse_scenario
@@ -27,8 +28,8 @@ def test_party_ids_are_curator_owners_consumer(tiny_scenario, tmp_path):
 
 def test_each_party_keeps_only_its_share(tiny_scenario, tmp_path):
     config = parse_scenario(tiny_scenario, source="tiny", base_dir=tmp_path).config
-    world = make_world(config)
-    owner = build_role(config, "owner-2", world=world)
+    world = make_world(config, plugins.exchange(config.protocol))
+    owner = build_role(config, "owner-2", world=world, exchange=plugins.exchange(config.protocol))
     assert np.array_equal(owner.data.X, world.owners[1].X)
     assert not hasattr(owner, "validation")
 
@@ -37,7 +38,12 @@ def test_an_owner_can_read_its_own_npz_file(tiny_scenario, tmp_path):
     config = parse_scenario(tiny_scenario, source="tiny", base_dir=tmp_path).config
     X = np.arange(30, dtype=float).reshape(10, 3)
     np.savez(tmp_path / "own.npz", X=X, y=np.arange(10) % 2)
-    owner = build_role(config, "owner-1", owner_data=load_owner_file(str(tmp_path / "own.npz")))
+    owner = build_role(
+        config,
+        "owner-1",
+        owner_data=load_owner_file(str(tmp_path / "own.npz")),
+        exchange=plugins.exchange(config.protocol),
+    )
     assert np.array_equal(owner.data.X, X) and owner.phi.shape == (10, 30)
 
 
@@ -71,13 +77,18 @@ def test_an_owner_file_with_the_wrong_width_is_refused(tiny_scenario, tmp_path):
     config = parse_scenario(tiny_scenario, source="tiny", base_dir=tmp_path).config
     np.savez(tmp_path / "wide.npz", X=np.zeros((5, 7)), y=np.zeros(5))
     with pytest.raises(ValueError, match="7 features"):
-        build_role(config, "owner-1", owner_data=load_owner_file(str(tmp_path / "wide.npz")))
+        build_role(
+            config,
+            "owner-1",
+            owner_data=load_owner_file(str(tmp_path / "wide.npz")),
+            exchange=plugins.exchange(config.protocol),
+        )
 
 
 def test_unknown_party_is_refused(tiny_scenario, tmp_path):
     config = parse_scenario(tiny_scenario, source="tiny", base_dir=tmp_path).config
     with pytest.raises(ValueError, match="unknown party 'owner-7'"):
-        build_role(config, "owner-7")
+        build_role(config, "owner-7", exchange=plugins.exchange(config.protocol))
 
 
 def test_an_owner_whose_file_holds_1e308_is_refused_before_the_run_starts_with_exit_2(tiny_scenario, tmp_path):
@@ -127,7 +138,10 @@ def test_a_data_source_with_values_that_overflow_is_refused_naming_the_key_row_a
         "summarize": {"rounds": 2, "features": 10, "baselines": []},
     }
     with pytest.raises(ScenarioError, match=r"big.csv: line 62, column 'b' holds a value too large"):
-        prepare_world(parse_scenario(raw, source="s", base_dir=tmp_path))
+        prepare_world(
+            parse_scenario(raw, source="s", base_dir=tmp_path),
+            plugins.exchange(parse_scenario(raw, source="s", base_dir=tmp_path).config.protocol),
+        )
 
 
 # --- an owner file's size is bounded before it is loaded ---------------------------------------------

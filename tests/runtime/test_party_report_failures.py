@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from marketplace import plugins
 from marketplace.parties import party_ids
 from marketplace.runner.assemble import assemble_from_reports
 from marketplace.runner.party_process import host_nodes
@@ -97,7 +98,9 @@ def test_an_internal_error_names_where_and_in_which_phase_it_happened():
 
 def test_a_failed_owners_report_publishes_the_declared_text_and_keeps_the_whole_to_itself():
     scenario = Scenario.from_dict(SCENARIO)
-    nodes = host_nodes(scenario, party_ids(scenario.config), run_id="r-1")
+    nodes = host_nodes(
+        scenario, party_ids(scenario.config), run_id="r-1", exchange=plugins.exchange(scenario.config.protocol)
+    )
     run_inprocess(nodes)
     owner = next(node for node in nodes if node.party_id == "owner-2")
     owner.role.fail(internal_failure(ValueError(f"row 17 holds {SECRET}"), where="agent", phase="finishing"))
@@ -110,10 +113,14 @@ def test_a_failed_owners_report_publishes_the_declared_text_and_keeps_the_whole_
     assert handed["owner-2"]["status"] == "failed"
     assert handed["owner-2"]["failure"] == "internal error (ValueError) in its agent while finishing"
     assert SECRET not in json.dumps(handed)
-    report = assemble_from_reports(scenario, handed, {}, driver="market")
+    report = assemble_from_reports(
+        scenario, handed, {}, driver="market", exchange=plugins.exchange(scenario.config.protocol)
+    )
     assert "owner-2: internal error (ValueError) in its agent while finishing" in report["failures"]
     assert SECRET not in json.dumps(report)
     own = party_report(owner, role_name="owner", wall_s=1.0, driver={}, scenario=scenario, own=True)
     assert own["failure"] == handed["owner-2"]["failure"] and SECRET in own["own"]["failure"]
-    handed_more = assemble_from_reports(scenario, handed | {"owner-2": own}, {}, driver="market")
+    handed_more = assemble_from_reports(
+        scenario, handed | {"owner-2": own}, {}, driver="market", exchange=plugins.exchange(scenario.config.protocol)
+    )
     assert SECRET not in json.dumps(handed_more)  # a deployment's report, whatever a party handed over

@@ -4,6 +4,7 @@ that reason; the runtime resolves a run's exchange once and passes it along."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 import json
 import os
@@ -65,6 +66,7 @@ def _registry(monkeypatch, *real: importlib.metadata.EntryPoint, shipped: bool =
     monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: [p for p in points if p.group == group])
     plugins._registry.cache_clear()
     plugins.exchange.cache_clear()
+    plugins.scenario_rules.cache_clear()
 
 
 def _missing_module(monkeypatch) -> None:
@@ -421,3 +423,76 @@ def test_reading_a_scenario_loads_the_protocol_specs_not_their_libraries():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+ROLE_MODULES = re.compile(r"^marketplace\.protocols\.\w+\.(exchange|curator|private_curator|owner|consumer|agent)$")
+"""The shipped protocols' exchanges and role modules (pfds's agent is its owners' and consumer's base)."""
+
+
+def test_reading_a_scenario_imports_no_exchange_and_no_role_of_any_protocol():
+    """What reading a scenario asks of a protocol (its checks, release plans, public defaults) comes from its
+    ScenarioRules, which import neither its exchange nor its roles: every shipped scenario of each shipped
+    protocol is read in a fresh process, which then holds none of those modules."""
+    code = (
+        "import json, sys, yaml\n"
+        "from pathlib import Path\n"
+        "from marketplace.datasets import DatasetMissing\n"
+        "from marketplace.scenario import load_scenario\n"
+        "read = []\n"
+        "for path in sorted(Path('scenarios').glob('*.yaml')):\n"
+        "    protocol = (yaml.safe_load(path.read_text()) or {}).get('protocol')\n"
+        "    if protocol is None:\n"
+        "        continue  # a market file, not a scenario\n"
+        "    try:\n"
+        "        load_scenario(path)\n"
+        "    except DatasetMissing:\n"
+        "        continue  # its dataset is not in this data cache\n"
+        "    read.append(protocol)\n"
+        "print(json.dumps({'read': sorted(set(read)), 'modules': sorted(sys.modules)}))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out["read"] == list(SHIPPED), out["read"]  # a scenario of every protocol was read
+    assert "marketplace.protocols.summarize.private_schedule" in out["modules"]  # its plans were checked
+    assert [m for m in out["modules"] if ROLE_MODULES.match(m)] == []
+
+
+def test_the_shipped_protocols_name_their_scenario_rules():
+    for name in SHIPPED:
+        rules = plugins.scenario_rules(name)
+        assert isinstance(rules, plugins.ScenarioRules) and not isinstance(rules, plugins.Exchange)
+        assert plugins.spec(name).scenario == f"marketplace.protocols.{name}.rules:{name.capitalize()}Rules"
+
+
+def test_a_spec_without_scenario_rules_has_its_exchange_answer_for_them(monkeypatch):
+    """The plug-in contract before ScenarioRules: a spec that names none still works, its exchange
+    (a ScenarioRules too) answering what reading a scenario asks."""
+    _registry(monkeypatch, toy=GOOD)
+    assert GOOD.scenario is None
+    assert plugins.scenario_rules("toy") is plugins.exchange("toy")
+
+
+class _ToyRules(plugins.ScenarioRules):
+    def public_defaults(self, section, schema):
+        return {"rounds": 9}
+
+
+def test_a_spec_naming_scenario_rules_gets_them_without_its_exchange(monkeypatch):
+    module = types.ModuleType("fake_rules")
+    module.__dict__.update(Rules=_ToyRules, NotRules=object)
+    monkeypatch.setitem(sys.modules, "fake_rules", module)
+    spec = ProtocolSpec(name="toy", config=_Section, exchange="missing_mod:Toy", scenario="fake_rules:Rules")
+    _registry(monkeypatch, toy=spec)
+    rules = plugins.scenario_rules("toy")  # the exchange's module is missing: never imported here
+    assert isinstance(rules, _ToyRules) and rules.public_defaults(None, None) == {"rounds": 9}
+    assert rules.release_plan(None, "owner-1") is None and rules.check_plan(None) is None  # the defaults
+    _registry(monkeypatch, toy=dataclasses.replace(spec, scenario="fake_rules:NotRules"))
+    with pytest.raises(PluginError, match=r"scenario 'fake_rules:NotRules': expected a subclass or instance of "):
+        plugins.scenario_rules("toy")
+
+
+def test_a_scenario_rules_reference_that_is_not_module_attribute_leaves_the_plugin_out(monkeypatch):
+    _registry(monkeypatch, shipped=True, toy=dataclasses.replace(GOOD, scenario="no_colon"))
+    assert "toy" not in plugins.names()
+    assert "scenario must be 'module:attribute'" in plugins.broken()["toy"]

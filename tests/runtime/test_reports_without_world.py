@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from rich.console import Console
 
+from marketplace import plugins
 from marketplace.parties import build_role, make_world, own_rows, party_ids, share_of, with_own_rows
 from marketplace.reporting.absent import REFERENCES_ABSENT, absent_line, is_absent
 from marketplace.runner.assemble import assemble_from_party_reports, data_section
@@ -83,7 +84,7 @@ def party_files(
 def served_run(scenario: Scenario, files: dict[str, dict[str, Path]], tmp_path: Path) -> dict:
     """Run ``scenario`` as a served session would (module docstring) and return its report."""
     config = scenario.config
-    world = make_world(config)
+    world = make_world(config, plugins.exchange(config.protocol))
     assert not world.central
     parties = frozenset(party_ids(config))
     nodes = []
@@ -95,6 +96,7 @@ def served_run(scenario: Scenario, files: dict[str, dict[str, Path]], tmp_path: 
             world=with_own_rows(share_of(world, party), own),
             owner_data=own.get("owner"),
             noise=noise_origin(config, party),
+            exchange=plugins.exchange(config.protocol),
         )
         nodes.append(
             Node(role, run_id="served-1", max_message_bytes=config.transport.max_message_bytes, parties=parties)
@@ -136,7 +138,7 @@ def check_common(report: dict, protocol: str) -> None:
 
 def test_a_share_of_a_schema_world_holds_no_rows_and_says_it_is_not_central():
     config = market("summarize", {"rounds": 3}).config
-    world = make_world(config)
+    world = make_world(config, plugins.exchange(config.protocol))
     for party in party_ids(config):
         share = share_of(world, party)
         assert not share.central
@@ -152,7 +154,7 @@ def test_the_data_section_of_a_schema_world_is_the_schema_and_no_row_counts():
             "data": {"schema": {**schema(("no", "yes")), "group": {"name": "site", "values": ["a", "b"]}}},
         }
     ).config
-    section = data_section(config, make_world(config))
+    section = data_section(config, make_world(config, plugins.exchange(config.protocol)))
     assert section["label"] == {"name": "label", "classes": ["no", "yes"]}
     assert section["group"] == {"name": "site", "values": ["a", "b"]}
     assert section["group_names"] == ["a", "b"] and section["dim"] == DIM
@@ -276,12 +278,12 @@ def test_sketch_checks_a_schema_world_against_the_schema():
     box = {"lower": [-12] * DIM, "upper": [12] * DIM}
     config = market("sketch", {**box, "include_label": True}).config  # classes 0..5
     with pytest.raises(ValueError, match=r"^sketch.include_label: the schema's classes are not 0/1"):
-        check_world(config, make_world(config))
+        check_world(config, make_world(config, plugins.exchange(config.protocol)))
     config = market("sketch", {"lower": [-6] * DIM, "upper": [12] * DIM, "clip": False}).config
     with pytest.raises(ValueError, match=r"^sketch.clip: .*x0, x1, x2, x3 reach outside the box"):
-        check_world(config, make_world(config))
+        check_world(config, make_world(config, plugins.exchange(config.protocol)))
     config = market("sketch", {**box, "clip": False}).config
-    check_world(config, make_world(config))
+    check_world(config, make_world(config, plugins.exchange(config.protocol)))
 
 
 # --- stc ---------------------------------------------------------------------------------------
@@ -312,12 +314,18 @@ def test_stc_nas_is_checked_by_each_owner_on_its_own_rows_when_the_world_holds_n
     from marketplace.runner.run import prepare_world
 
     scenario = market("stc", {**STC, "release": "nas", "t": 150})
-    prepare_world(scenario)  # nobody's rows to count here: no refusal
+    prepare_world(scenario, plugins.exchange(scenario.config.protocol))  # nobody's rows to count here: no refusal
     config = scenario.config
     files = party_files(tmp_path, scenario, rows=100)
     own = own_rows(config, "owner-2", **files["owner-2"])
     with pytest.raises(ValueError, match=r"^owner-2: stc.t = 150: NAS averages .* owner-2 holds 100 rows"):
-        build_role(config, "owner-2", world=share_of(make_world(config), "owner-2"), owner_data=own["owner"])
+        build_role(
+            config,
+            "owner-2",
+            world=share_of(make_world(config, plugins.exchange(config.protocol)), "owner-2"),
+            owner_data=own["owner"],
+            exchange=plugins.exchange(config.protocol),
+        )
 
 
 def test_stc_public_defaults_fill_the_domain_from_the_schema_ranges_and_keep_a_given_one():

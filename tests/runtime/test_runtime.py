@@ -9,6 +9,7 @@ import pytest
 import yaml
 from conftest import QUICKSTART, run_cli
 
+from marketplace import plugins
 from marketplace.parties import make_world
 from marketplace.protocols.summarize import rff_greedy_bruteforce
 from marketplace.protocols.summarize.public import public_features
@@ -125,7 +126,7 @@ def selected_rows(report: dict) -> list[list]:
 
 def _bruteforce_selection(scenario) -> list[list]:
     config = scenario.config
-    world = make_world(config)
+    world = make_world(config, plugins.exchange(config.protocol))
     h1 = public_features(config, world.dim)
     picks = rff_greedy_bruteforce(
         [h1.transform(o.X) for o in world.owners],
@@ -203,7 +204,7 @@ def test_mmd2_with_seed_set_is_the_objective_of_the_whole_summary(tiny_scenario,
 
     scenario = parse_scenario(tiny_scenario, source="tiny", base_dir=tmp_path)
     report = run_scenario(scenario, tmp_path / "run", driver="inprocess")
-    world = make_world(scenario.config)
+    world = make_world(scenario.config, plugins.exchange(scenario.config.protocol))
     chosen = np.stack([world.owners[int(o.split("-")[1]) - 1].X[r] for o, r in selected_rows(report)])
     gamma = scenario.config.summarize.gamma
     assert report["metrics"]["mmd2"] == pytest.approx(mmd2(chosen, world.validation.X, gamma), rel=1e-12)

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, needs_data
 
+from marketplace import plugins
 from marketplace.market.spec import is_market_file
 from marketplace.runner.run import prepare_world, run_scenario
 from marketplace.scenario import load_scenario
@@ -30,7 +31,9 @@ def test_shipped_scenario_validates(path: Path):
         pytest.skip(f"{path.name} needs {absent}: {fetch_command(absent)}")
     scenario = load_scenario(path)
     assert scenario.config.name == path.stem
-    world = prepare_world(scenario)  # what `marketplace validate` and `run` check before starting
+    world = prepare_world(
+        scenario, plugins.exchange(scenario.config.protocol)
+    )  # what `marketplace validate` and `run` check before starting
     assert len(world.owners) == scenario.config.parties.owners and all(len(owner) for owner in world.owners)
 
 

@@ -9,6 +9,7 @@ import sys
 
 from conftest import tiny_raw
 
+from marketplace import plugins
 from marketplace.parties import build_role, make_world, party_ids, share_of
 from marketplace.scenario import parse_scenario
 
@@ -33,9 +34,12 @@ def test_waiting_returns_once_the_modules_are_loaded():
 
 def test_only_the_summarize_consumer_asks_for_warm_imports(tmp_path):
     scenario = parse_scenario(tiny_raw(), source="tiny", base_dir=tmp_path)
-    world = make_world(scenario.config)
+    world = make_world(scenario.config, plugins.exchange(scenario.config.protocol))
     wants = {
-        p: build_role(scenario.config, p, world=share_of(world, p)).warm_imports for p in party_ids(scenario.config)
+        p: build_role(
+            scenario.config, p, world=share_of(world, p), exchange=plugins.exchange(scenario.config.protocol)
+        ).warm_imports
+        for p in party_ids(scenario.config)
     }
     assert wants.pop("consumer") == (
         "sklearn.svm",

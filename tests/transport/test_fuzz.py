@@ -25,6 +25,7 @@ from conftest import tiny_raw
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from marketplace import plugins
 from marketplace.messages import PROTOCOL_VERSION, Envelope, MessageError, decode, encode
 from marketplace.messages.kinds import Error, Hello
 from marketplace.parties import make_world
@@ -66,7 +67,7 @@ SCENARIOS = {"summarize": tiny_raw(), "summarize-less-trusted": tiny_raw(curator
 def prepared(name: str):
     """(config, world, clean traffic, clean nodes) of a scenario, built once per test session."""
     config = parse_scenario(SCENARIOS[name], source=name, base_dir=".").config
-    world = make_world(config)
+    world = make_world(config, plugins.exchange(config.protocol))
     nodes = fuzzing.nodes_for(config, world)
     clean = fuzzing.run_recorded(nodes)
     assert all(n.done and not n.role.failure for n in nodes)

@@ -34,6 +34,7 @@ from conftest import run_cli, tiny_raw
 from hostile import Attacker, LocalRun, hostile_scenario, rss_kib
 from hostile_roles import make_hostile
 
+from marketplace import plugins
 from marketplace.messages import PROTOCOL_VERSION, Envelope, encode
 from marketplace.messages.kinds import Hello
 from marketplace.parties import build_role, make_world, party_ids
@@ -71,8 +72,8 @@ def clean(tmp_path_factory) -> dict:
 def reference(raw: dict, tmp_path: Path, hostile: dict[str, object] | None = None) -> dict:
     """The in-process run of ``raw`` with the same hostile roles (callables that change a role)."""
     config = parse_scenario(copy.deepcopy(raw), source="ref", base_dir=tmp_path).config
-    world = make_world(config)
-    roles = [build_role(config, p, world=world) for p in party_ids(config)]
+    world = make_world(config, plugins.exchange(config.protocol))
+    roles = [build_role(config, p, world=world, exchange=plugins.exchange(config.protocol)) for p in party_ids(config)]
     for i, role in enumerate(roles):
         if hostile and role.party_id in hostile:
             roles[i] = hostile[role.party_id](role)
@@ -295,7 +296,7 @@ def test_row_numbers_are_an_owners_labels_and_evaluation_uses_the_points_receive
 def test_an_owner_with_its_own_data_file_is_evaluated_on_what_it_sold(tmp_path):
     raw = scenario()
     config = parse_scenario(copy.deepcopy(raw), source="s", base_dir=tmp_path).config
-    own = make_world(config).owners[0]
+    own = make_world(config, plugins.exchange(config.protocol)).owners[0]
     rng = np.random.default_rng(0)
     order = rng.permutation(len(own))
     np.savez(tmp_path / "own.npz", X=own.X[order] + 0.01, y=own.y[order])

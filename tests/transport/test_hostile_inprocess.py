@@ -20,6 +20,7 @@ from conftest import tiny_raw
 from hostile import hostile_scenario
 from hostile_roles import data_with_huge_values, make_hostile
 
+from marketplace import plugins
 from marketplace.messages import PROTOCOL_VERSION, Envelope, encode
 from marketplace.messages.kinds import Heartbeat
 from marketplace.parties import build_role, make_world, party_ids
@@ -49,7 +50,7 @@ def run(
     """The in-process run of ``raw``: ``hostile`` changes a party's role; ``other`` builds a party from
     another configuration (a change to the scenario) and run id."""
     config = parse_scenario(copy.deepcopy(raw), source="s", base_dir=tmp_path).config
-    world = make_world(config)
+    world = make_world(config, plugins.exchange(config.protocol))
     nodes = []
     for party in party_ids(config):
         run_id = RUN
@@ -58,9 +59,14 @@ def run(
             theirs = copy.deepcopy(raw)
             change(theirs)
             own = parse_scenario(theirs, source="s", base_dir=tmp_path).config
-            role = build_role(own, party, world=make_world(own))
+            role = build_role(
+                own,
+                party,
+                world=make_world(own, plugins.exchange(own.protocol)),
+                exchange=plugins.exchange(own.protocol),
+            )
         else:
-            role = build_role(config, party, world=world)
+            role = build_role(config, party, world=world, exchange=plugins.exchange(config.protocol))
         if hostile and party in hostile:
             role = hostile[party](role)
         nodes.append(Node(role, run_id=run_id, max_message_bytes=1 << 26))
@@ -161,7 +167,16 @@ class StuckRouter(_RouterLoop):
 @pytest.fixture
 def curator_loop(tmp_path, zmq_context):
     config = parse_scenario(scenario(), source="s", base_dir=tmp_path).config
-    node = Node(build_role(config, "curator", world=make_world(config)), run_id=RUN, max_message_bytes=1 << 26)
+    node = Node(
+        build_role(
+            config,
+            "curator",
+            world=make_world(config, plugins.exchange(config.protocol)),
+            exchange=plugins.exchange(config.protocol),
+        ),
+        run_id=RUN,
+        max_message_bytes=1 << 26,
+    )
     sock = zmq_context.socket(zmq.ROUTER)
     loop = StuckRouter(node, sock)
     yield loop

@@ -10,6 +10,7 @@ import copy
 
 import pytest
 
+from marketplace import plugins
 from marketplace.messages import decode
 from marketplace.messages.kinds import Error
 from marketplace.parties import build_role, make_world, party_ids
@@ -37,12 +38,12 @@ class NotifyingCurator(SummarizeCurator):
 
 def views(config, swap: bool, curator_class=None) -> dict[str, list[tuple[str, int]]]:
     """Each owner's received (kind, byte length) sequence, with owners 1 and 2's data swapped if asked."""
-    world = make_world(config)
+    world = make_world(config, plugins.exchange(config.protocol))
     if swap:
         owners = list(world.owners)
         owners[0], owners[1] = owners[1], owners[0]
         world = type(world)(owners=tuple(owners), validation=world.validation, test=world.test, seed_set=world.seed_set)
-    roles = [build_role(config, p, world=world) for p in party_ids(config)]
+    roles = [build_role(config, p, world=world, exchange=plugins.exchange(config.protocol)) for p in party_ids(config)]
     if curator_class is not None:
         honest = roles[0]
         roles[0] = curator_class(
@@ -106,8 +107,8 @@ def test_a_curator_that_notifies_the_winner_is_caught(config):
 
 def test_message_ids_count_per_receiver_so_they_reveal_nothing_about_other_owners(config):
     """Every owner's ids run 1, 2, 3, ... over what it received, whatever the curator sent others."""
-    world = make_world(config)
-    roles = [build_role(config, p, world=world) for p in party_ids(config)]
+    world = make_world(config, plugins.exchange(config.protocol))
+    roles = [build_role(config, p, world=world, exchange=plugins.exchange(config.protocol)) for p in party_ids(config)]
     nodes = [Node(r, run_id="t", max_message_bytes=1 << 24) for r in roles]
     ids: dict[str, list[int]] = {}
     for node in nodes[1:-1]:

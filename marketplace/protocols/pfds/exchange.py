@@ -21,32 +21,23 @@ from marketplace.data.dataset import Dataset, World
 from marketplace.parties import party_ids
 from marketplace.plugins import Exchange
 from marketplace.privacy.noise import NoiseOrigin
-from marketplace.privacy.plan import ReleasePlan
 from marketplace.privacy.view import Seen
 from marketplace.protocols.pfds.display import head_rows, tables
-from marketplace.protocols.pfds.plan import declared_view, nothing_plan, sharer_plan
+from marketplace.protocols.pfds.plan import declared_view
 from marketplace.protocols.pfds.report import nothing_released, report
+from marketplace.protocols.pfds.rules import check_plan, release_plan
 from marketplace.protocols.pfds.sweeps import plot_sweep, sweep_headline, sweep_row, sweep_table
 from marketplace.protocols.pfds.world import (
-    is_sharer,
     labels_of,
     make_world,
-    partition_attribute,
     schema_of,
     sharers_of,
     tree_seeds,
 )
 from marketplace.roles import CONSUMER, CURATOR, Role
 from marketplace.scenario.config import ScenarioConfig
-from marketplace.schema import SchemaError
 
 # --- roles ---------------------------------------------------------------------------------
-
-
-def release_plan(config: ScenarioConfig, party: str) -> ReleasePlan:
-    """Every release of ``party``'s rows in a run (:mod:`marketplace.protocols.pfds.plan`): a sharer's
-    tree levels and counted levels; nothing for an owner that only receives, or for the consumer."""
-    return sharer_plan(config, party) if is_sharer(config, party) else nothing_plan(config, party)
 
 
 def build_role(
@@ -98,32 +89,6 @@ def build_role(
         **tree_seeds(config, party, noise),
         **common,
     )
-
-
-def check_plan(config: ScenarioConfig) -> None:
-    """Refuse, before anything starts, a run that cannot work. Each sharer's spend is checked against
-    ``pfds.budget`` from its release plan (:func:`release_plan`)."""
-    from marketplace.protocols.pfds import ClassLabels
-
-    schema = schema_of(config)
-    c = config.pfds
-    classification = isinstance(schema.label, ClassLabels)
-    if classification == (c.model == "linear"):
-        task = "classification" if classification else "regression"
-        wanted = "'logistic' or 'svm'" if classification else "'linear'"
-        raise SchemaError(
-            "pfds.model", f"{wanted} for the {task} table {config.data.source.table.dataset!r}", repr(c.model)
-        )
-    if c.sharers is not None and c.sharers > config.parties.owners:
-        raise SchemaError(
-            "pfds.sharers", f"at most parties.owners = {config.parties.owners} (the sharers are owners)", str(c.sharers)
-        )
-    attribute = partition_attribute(config)
-    numeric = [a.name for a in schema.attributes if a.kind == "numeric"]
-    if attribute not in numeric:
-        raise SchemaError(
-            "pfds.partition_attribute", f"a numeric attribute of the table ({', '.join(numeric)})", repr(attribute)
-        )
 
 
 def progress(config: ScenarioConfig, curator: Role) -> tuple[int, int]:

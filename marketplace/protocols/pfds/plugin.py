@@ -7,6 +7,7 @@ PROTOCOL = ProtocolSpec(
     name="pfds",
     config=PfdsConfig,
     exchange="marketplace.protocols.pfds.exchange:PfdsExchange",
+    scenario="marketplace.protocols.pfds.rules:PfdsRules",
     messages="marketplace.protocols.pfds.messages",
     report_schema="marketplace.protocols.pfds:report.schema.json",
     data_sources=("marketplace.protocols.pfds.source",),

@@ -32,11 +32,11 @@ from marketplace.protocols.sketch.display import head_rows, tables
 from marketplace.protocols.sketch.evaluate import logistic_baselines, ranking_check, statistic_errors, truth
 from marketplace.protocols.sketch.plan import declared_view, release_plan
 from marketplace.protocols.sketch.public import public_map, query_plan, record_dim, unit_records
+from marketplace.protocols.sketch.rules import check_plan, public_defaults
 from marketplace.protocols.sketch.sweeps import plot_sweep, sweep_headline, sweep_row, sweep_table
 from marketplace.reporting.absent import REFERENCES_ABSENT, absent, why_absent
 from marketplace.roles import CONSUMER, CURATOR, Role
 from marketplace.scenario.config import ScenarioConfig
-from marketplace.schema import SchemaError
 
 SKETCH_FILES = "sketches"
 """Folder of a run directory where the consumer's sketches are saved (merged.npz, owner-K.npz)."""
@@ -100,32 +100,6 @@ def build_role(
     )
 
 
-def check_plan(config: ScenarioConfig) -> None:
-    """Refuse, before anything starts, a scenario without a public box, or that asks for a logistic
-    regression on an unsketched label. Whether each owner's one release fits its budget is its
-    release plan's check (:func:`marketplace.protocols.sketch.plan.release_plan`)."""
-    s = config.sketch
-    if not s.lower:
-        raise SchemaError(
-            "sketch.lower",
-            "the public box of the records: one lower bound per attribute "
-            "(and sketch.upper), never fitted on the data"
-            + (
-                " (in a marketplace described by its public schema, a request served there without a box "
-                "gets the schema's feature ranges)"
-                if config.data.schema_only
-                else ""
-            ),
-            "nothing",
-        )
-    if s.queries.logistic_regression and not s.include_label:
-        raise SchemaError(
-            "sketch.queries.logistic_regression",
-            "sketch.include_label: true (the label must be sketched)",
-            "include_label false",
-        )
-
-
 def check_world(config: ScenarioConfig, world: World) -> None:
     """The box must have one bound per attribute of the data; the label must be 0/1 if sketched;
     without clipping, every record must lie in the box. In a marketplace described by its public
@@ -163,25 +137,6 @@ def check_world(config: ScenarioConfig, world: World) -> None:
                     f"sketch.clip: false, but {int(outside.sum())} rows of {p.name} lie outside the box "
                     f"sketch.lower/sketch.upper; widen the box or set sketch.clip: true"
                 )
-
-
-def public_defaults(section: dict[str, Any] | None, schema: Any) -> dict[str, Any]:
-    """The ``sketch:`` section of a request (raw, as written) for a marketplace described by its
-    public schema ``schema`` (a :class:`~marketplace.data.public_schema.DataSchema`, or its raw
-    mapping): the public box ``lower``/``upper`` taken from the schema's feature ranges when the
-    request leaves both out or empty. The ranges are public (nobody's rows went into them), so the
-    box stays public. A box the request gives is kept as it is (the checks then judge it). The
-    section given is not changed: a new one is returned."""
-    from marketplace.data.public_schema import DataSchema
-    from marketplace.schema import build
-
-    filled = dict(section or {})
-    if not isinstance(schema, DataSchema):
-        schema = build(DataSchema, dict(schema), "data.schema")
-    if not filled.get("lower") and not filled.get("upper"):
-        filled["lower"] = [float(v) for v in schema.lower]
-        filled["upper"] = [float(v) for v in schema.upper]
-    return filled
 
 
 def progress(config: ScenarioConfig, curator: Role) -> tuple[int, int]:

@@ -7,6 +7,7 @@ PROTOCOL = ProtocolSpec(
     name="sketch",
     config=SketchConfig,
     exchange="marketplace.protocols.sketch.exchange:SketchExchange",
+    scenario="marketplace.protocols.sketch.rules:SketchRules",
     messages="marketplace.protocols.sketch.messages",
     report_schema="marketplace.protocols.sketch:report.schema.json",
     commands="marketplace.protocols.sketch.commands:add_parser",

@@ -32,12 +32,12 @@ from marketplace.privacy import noise as noise_streams
 from marketplace.privacy.noise import NoiseOrigin
 from marketplace.privacy.view import Seen
 from marketplace.protocols.stc.display import head_rows, tables
-from marketplace.protocols.stc.plan import VIEW, release_plan, summary_release
+from marketplace.protocols.stc.plan import VIEW, release_plan
+from marketplace.protocols.stc.rules import check_plan, public_defaults
 from marketplace.protocols.stc.sweeps import plot_sweep, sweep_headline, sweep_row, sweep_table
 from marketplace.reporting.absent import REFERENCES_ABSENT, absent, why_absent
 from marketplace.roles import CONSUMER, CURATOR, Role
 from marketplace.scenario.config import ScenarioConfig
-from marketplace.schema import SchemaError
 
 if TYPE_CHECKING:
     from marketplace.protocols.stc.scaling import PublicScaling
@@ -118,56 +118,6 @@ def build_role(
         plan=release_plan(config, party),
         seed=noise_streams.derive(config.seed, f"stc.noise.{party}", noise),
     )
-
-
-def check_plan(config: ScenarioConfig) -> None:
-    """The box must be given. Whether each owner's one release fits its budget is its release
-    plan's check (:func:`marketplace.protocols.stc.plan.release_plan`), but for a rho budget (notion
-    zcdp), which no ledger holds: checked here, against the plan's rho."""
-    s = config.stc
-    if config.protocol != "stc":
-        return
-    if s.domain is None:
-        raise SchemaError(
-            "stc.domain",
-            "the public box {low: [...], high: [...]} of the data"
-            + (
-                " (in a marketplace described by its public schema, a request served there without one gets "
-                "the schema's feature ranges)"
-                if config.data.schema_only
-                else ""
-            ),
-            "nothing",
-        )
-    privacy = s.privacy
-    if privacy.notion == "zcdp" and privacy.budget is not None:
-        # a rho budget is not an (eps, delta) budget a ledger (and so the release plan's check)
-        # holds: it is checked here, against the rho the plan declares
-        rho = release_plan(config, party_ids(config)[1]).release(summary_release(s)).rho or 0.0
-        if rho > privacy.budget:
-            raise SchemaError(
-                "stc.privacy.budget",
-                f"a budget of at least the release's rho = {rho:g}",
-                f"{privacy.budget:g}: each owner's one release would exceed it",
-            )
-
-
-def public_defaults(section: dict[str, Any] | None, schema: Any) -> dict[str, Any]:
-    """The ``stc:`` section of a request (raw, as written) for a marketplace described by its public
-    schema ``schema`` (a :class:`~marketplace.data.public_schema.DataSchema`, or its raw mapping):
-    the public box ``domain`` taken from the schema's feature ranges (``low``: every lower bound,
-    ``high``: every upper bound) when the request gives none. The ranges are public, so the scaling
-    the noise is calibrated for stays public. A domain the request gives is kept as it is. The
-    section given is not changed: a new one is returned."""
-    from marketplace.data.public_schema import DataSchema
-    from marketplace.schema import build
-
-    filled = dict(section or {})
-    if not isinstance(schema, DataSchema):
-        schema = build(DataSchema, dict(schema), "data.schema")
-    if not filled.get("domain"):
-        filled["domain"] = {"low": [float(v) for v in schema.lower], "high": [float(v) for v in schema.upper]}
-    return filled
 
 
 def progress(config: ScenarioConfig, curator: Role) -> tuple[int, int]:

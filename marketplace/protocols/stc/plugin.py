@@ -7,6 +7,7 @@ PROTOCOL = ProtocolSpec(
     name="stc",
     config=StcConfig,
     exchange="marketplace.protocols.stc.exchange:StcExchange",
+    scenario="marketplace.protocols.stc.rules:StcRules",
     messages="marketplace.protocols.stc.messages",
     report_schema="marketplace.protocols.stc:report.schema.json",
     data_sources=("marketplace.protocols.stc.source",),

@@ -5,8 +5,6 @@ the pure cores are its other modules."""
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 from typing import TYPE_CHECKING, Any
 
 from marketplace import seeds
@@ -19,6 +17,7 @@ from marketplace.privacy.noise import NoiseOrigin
 from marketplace.protocols.summarize.display import head_rows, tables
 from marketplace.protocols.summarize.metrics import increase_pct
 from marketplace.protocols.summarize.public import public_features
+from marketplace.protocols.summarize.rules import check_plan, release_plan, schedule_of
 from marketplace.protocols.summarize.sweeps import owner_ledgers, plot_sweep, sweep_headline, sweep_row, sweep_table
 from marketplace.reporting.absent import REFERENCES_ABSENT, absent, why_absent
 from marketplace.roles import CONSUMER, CURATOR, Role
@@ -26,7 +25,6 @@ from marketplace.scenario.config import ScenarioConfig
 
 if TYPE_CHECKING:
     from marketplace.privacy.view import Seen
-    from marketplace.protocols.summarize.plan import SummarizePlan
 
 
 def build_role(
@@ -97,67 +95,6 @@ def _request_cap(terms: Any, rounds: int) -> int | None:
     return cap if cap < rounds else None
 
 
-@functools.lru_cache(maxsize=16)
-def schedule_of(privacy: Any, features: int, rounds: int, seed_set_size: int) -> Any:
-    """The run's resolved :class:`PrivateSchedule`: tens of milliseconds (the Gaussian release's
-    calibration), so resolved once per setting rather than once per owner and request."""
-    from marketplace.protocols.summarize.private_curator import PrivateSchedule
-
-    return PrivateSchedule.resolve(privacy, features=features, rounds=rounds, seed_set_size=seed_set_size)
-
-
-@functools.lru_cache(maxsize=16)
-def _private_plans(
-    privacy: Any, features: int, rounds: int, seed_set_size: int, owners: int, scenario: str
-) -> tuple[Any, Any]:
-    """The plans of a private run, an owner's with ``{owner}`` for its name: one per setting (10,000
-    owners share it)."""
-    return schedule_of(privacy, features, rounds, seed_set_size).plans(
-        rounds=rounds,
-        seed_set_size=seed_set_size,
-        owners=owners,
-        owner="{owner}",
-        scenario=scenario,
-        budget_validation=privacy.budget_validation,
-        budget_summary=privacy.budget_summary,
-    )
-
-
-def release_plan(config: ScenarioConfig, party: str) -> SummarizePlan:
-    """Every release of ``party``'s data (an owner's id, or ``"consumer"``) that a run of ``config``
-    may make, declared once (:meth:`PrivateSchedule.plans
-    <marketplace.protocols.summarize.private_curator.PrivateSchedule.plans>`, which says what an
-    owner's cost covers and what it does not): the auction's R selections and D_s's g_l releases for
-    an owner, g~ for the consumer. Its budget check names ``summarize.privacy.budget_summary`` or
-    ``budget_validation``. The non-private form has no finite cost: it broadcasts D_s's exact mean
-    embedding, asks the exact best bidder and sends D_v's mean embedding in the clear; a ledger
-    declines it."""
-    from marketplace.privacy.neighbouring import REPLACE_ONE, REPLACE_ONE_DISTINCT
-    from marketplace.protocols.summarize.plan import NON_PRIVATE_CONSUMER, NON_PRIVATE_OWNER, SummarizePlan
-
-    s = config.summarize
-    if not s.privacy.enabled:
-        if party == CONSUMER:
-            return SummarizePlan(
-                party=party,
-                what=f"summarize: g~, the release of D_v ({config.name})",
-                relation=REPLACE_ONE,
-                unbounded=NON_PRIVATE_CONSUMER,
-            )
-        return SummarizePlan(
-            party=party,
-            what=f"summarize: {party}'s points ({config.name})",
-            relation=REPLACE_ONE_DISTINCT,
-            unbounded=NON_PRIVATE_OWNER,
-        )
-    owner_plan, consumer_plan = _private_plans(
-        s.privacy, s.features, s.rounds, config.data.seed_set.size, config.parties.owners, config.name
-    )
-    if party == CONSUMER:
-        return consumer_plan
-    return dataclasses.replace(owner_plan, party=party, what=owner_plan.what.replace("{owner}", party))
-
-
 def declared_view(config: ScenarioConfig) -> tuple[Seen, ...]:
     """What the curator, the consumer and the other owners receive of an owner's data in a run of
     ``config``, each field public, a release or a disclosure
@@ -174,16 +111,6 @@ def points_for_sale(config: ScenarioConfig, party: str) -> int:
     selection); the non-private form runs such a round again, so there an owner's own cap, not the
     rounds, bounds what it sells."""
     return config.summarize.rounds
-
-
-def check_plan(config: ScenarioConfig) -> None:
-    """Refuse, before anything starts, a private run whose settings cannot be resolved into a
-    schedule (a delta at which the Gaussian release would have no eps to match: a SchemaError naming
-    it). The budgets are checked against each party's :func:`release_plan` by the runtime
-    (:meth:`ReleasePlan.check <marketplace.privacy.plan.ReleasePlan.check>`)."""
-    s = config.summarize
-    if s.privacy.enabled:
-        schedule_of(s.privacy, s.features, s.rounds, config.data.seed_set.size)
 
 
 def progress(config: ScenarioConfig, curator: Role) -> tuple[int, int]:

@@ -7,6 +7,7 @@ PROTOCOL = ProtocolSpec(
     name="summarize",
     config=SummarizeConfig,
     exchange="marketplace.protocols.summarize.exchange:SummarizeExchange",
+    scenario="marketplace.protocols.summarize.rules:SummarizeRules",
     messages="marketplace.protocols.summarize.messages",
     report_schema="marketplace.protocols.summarize:report.schema.json",
     # what of an owner's result may reach another party: how many points it handed over and rounds it

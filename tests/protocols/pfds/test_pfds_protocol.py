@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from conftest import run_cli
 
+from marketplace import plugins
 from marketplace.messages import PROTOCOL_VERSION, Envelope, ProtocolError, decode, encode
 from marketplace.messages.kinds import Hello
 from marketplace.parties import build_role, make_world, party_ids
@@ -49,8 +50,10 @@ def envelope(sender, receiver, body, msg_id=1):
 
 
 def roles_of(config):
-    world = make_world(config)
-    return {p: build_role(config, p, world=world) for p in party_ids(config)}, world
+    world = make_world(config, plugins.exchange(config.protocol))
+    return {
+        p: build_role(config, p, world=world, exchange=plugins.exchange(config.protocol)) for p in party_ids(config)
+    }, world
 
 
 def started_curator(config):
@@ -145,7 +148,7 @@ def test_a_sweep_over_folds_writes_the_pfds_columns(pfds_scenario, tmp_path):
 
 def test_no_agent_ever_receives_another_agents_raw_record(pfds_scenario, tmp_path, monkeypatch):
     config = config_of(pfds_scenario, tmp_path)
-    world = make_world(config)
+    world = make_world(config, plugins.exchange(config.protocol))
     received: dict[str, list] = {}
     original = Node.receive
 
@@ -154,7 +157,14 @@ def test_no_agent_ever_receives_another_agents_raw_record(pfds_scenario, tmp_pat
         return original(self, frame, peer)
 
     monkeypatch.setattr(Node, "receive", spy)
-    nodes = [Node(build_role(config, p, world=world), run_id="r", max_message_bytes=1 << 26) for p in party_ids(config)]
+    nodes = [
+        Node(
+            build_role(config, p, world=world, exchange=plugins.exchange(config.protocol)),
+            run_id="r",
+            max_message_bytes=1 << 26,
+        )
+        for p in party_ids(config)
+    ]
     run_inprocess(nodes)
     rows = {"consumer": world.validation.X, **{f"owner-{i + 1}": o.X for i, o in enumerate(world.owners)}}
     for agent, messages in received.items():
@@ -337,7 +347,7 @@ def test_a_non_table_source_is_refused_naming_the_key(pfds_scenario, tmp_path):
 
 def test_the_world_holds_a_stratified_test_fold_and_disjoint_shares(pfds_scenario, tmp_path):
     config = config_of(pfds_scenario, tmp_path)
-    world = make_world(config)
+    world = make_world(config, plugins.exchange(config.protocol))
     sizes = [len(o) for o in world.owners] + [len(world.validation), len(world.test)]
     assert sum(sizes) == 900 and len(world.test) == 180
     assert abs(world.test.y.mean() - 0.5) < 0.01

@@ -185,7 +185,12 @@ def test_each_level_draws_its_noise_at_the_plans_eps(pfds_raw, tmp_path, monkeyp
     monkeypatch.setattr(grow, "Exponential", recording(grow.Exponential, "tree.split"))
     monkeypatch.setattr(grow, "Laplace", recording(grow.Laplace, "tree.leaves"))
     monkeypatch.setattr(synth, "Laplace", recording(synth.Laplace, "synth.counts"))
-    sharer = build_role(config, "owner-3", world=make_world(config))
+    sharer = build_role(
+        config,
+        "owner-3",
+        world=make_world(config, plugins.exchange(config.protocol)),
+        exchange=plugins.exchange(config.protocol),
+    )
     sharer.start()
     sharer.label([])
     steps = sharer.ledger.steps
@@ -206,7 +211,7 @@ def test_every_release_leaves_the_sharer_through_its_plan(pfds_raw, tmp_path):
     from marketplace.privacy.coupling import Coupling, coupled
 
     config = config_of(pfds_raw, tmp_path)
-    world = make_world(config)
+    world = make_world(config, plugins.exchange(config.protocol))
 
     def sent(sharer) -> list:
         out = [send.body for send in sharer.start() if send.to == "curator"]
@@ -215,7 +220,7 @@ def test_every_release_leaves_the_sharer_through_its_plan(pfds_raw, tmp_path):
 
     record = Coupling("record")
     with coupled(record):
-        sharer = build_role(config, "owner-3", world=world)
+        sharer = build_role(config, "owner-3", world=world, exchange=plugins.exchange(config.protocol))
         first = sent(sharer)
     assert list(record.tape) == [("owner-3", step.mechanism) for step in sharer.ledger.steps]
     assert all(len(outputs) == 1 for outputs in record.tape.values())
@@ -225,7 +230,7 @@ def test_every_release_leaves_the_sharer_through_its_plan(pfds_raw, tmp_path):
     data = world.owners[index]
     fewer = dataclasses.replace(world, owners=[*world.owners[:index], data.take(list(range(len(data) - 1)))])
     with coupled(replay):
-        second = sent(build_role(config, "owner-3", world=fewer))
+        second = sent(build_role(config, "owner-3", world=fewer, exchange=plugins.exchange(config.protocol)))
     assert not replay.missing and not replay.unused()
     for a, b in zip(first, second, strict=True):
         assert a.keys() == b.keys()

@@ -15,6 +15,7 @@ import pytest
 import yaml
 from conftest import ROOT, run_cli
 
+from marketplace import plugins
 from marketplace.messages import PROTOCOL_VERSION, Envelope, ProtocolError, encode
 from marketplace.parties import build_role, make_world, party_ids
 from marketplace.protocols.sketch import SketchRelease, exact_sketch
@@ -139,8 +140,15 @@ def test_more_queries_send_no_more_messages(sketch_scenario, tmp_path):
     assert many["messages"]["by_kind"] == few["messages"]["by_kind"]
     # and asking the consumer role directly afterwards sends nothing either
     config = parse_scenario(sketch_scenario, source="t", base_dir=tmp_path).config
-    world = make_world(config)
-    nodes = [Node(build_role(config, p, world=world), run_id="t", max_message_bytes=1 << 24) for p in party_ids(config)]
+    world = make_world(config, plugins.exchange(config.protocol))
+    nodes = [
+        Node(
+            build_role(config, p, world=world, exchange=plugins.exchange(config.protocol)),
+            run_id="t",
+            max_message_bytes=1 << 24,
+        )
+        for p in party_ids(config)
+    ]
     run_inprocess(nodes)
     consumer = nodes[-1]
     sent_before = (consumer.next_msg_id, consumer.counters.to_dict())
@@ -303,9 +311,11 @@ def envelope(body, sender, receiver="curator", msg_id=1):
 def started(sketch_scenario, tmp_path):
     """A curator that has every hello and has sent its requests, and the owners' honest releases."""
     config = parse_scenario(sketch_scenario, source="t", base_dir=tmp_path).config
-    world = make_world(config)
-    curator = build_role(config, "curator", world=world)
-    roles = {p: build_role(config, p, world=world) for p in party_ids(config)[1:]}
+    world = make_world(config, plugins.exchange(config.protocol))
+    curator = build_role(config, "curator", world=world, exchange=plugins.exchange(config.protocol))
+    roles = {
+        p: build_role(config, p, world=world, exchange=plugins.exchange(config.protocol)) for p in party_ids(config)[1:]
+    }
     requests = []
     for party, role in roles.items():
         for send in role.start():
@@ -347,7 +357,16 @@ def test_a_sketch_sent_twice_is_refused_and_the_first_stands(started):
 def test_a_nan_in_a_sketch_is_refused_by_the_decoder_naming_the_field(started, sketch_scenario, tmp_path):
     _, _, releases = started
     config = parse_scenario(sketch_scenario, source="t", base_dir=tmp_path).config
-    node = Node(build_role(config, "curator", world=make_world(config)), run_id="t", max_message_bytes=1 << 24)
+    node = Node(
+        build_role(
+            config,
+            "curator",
+            world=make_world(config, plugins.exchange(config.protocol)),
+            exchange=plugins.exchange(config.protocol),
+        ),
+        run_id="t",
+        max_message_bytes=1 << 24,
+    )
     bad = replace(releases["owner-1"], numerator=np.full_like(releases["owner-1"].numerator, np.nan))
     frame = encode(envelope(bad, "owner-1"))
     (reply,) = node.receive(frame, peer="owner-1")
@@ -402,7 +421,7 @@ def test_the_consumer_refuses_a_merge_that_is_not_the_sum_of_the_parts(started, 
 def test_merging_the_published_sketches_equals_sketching_the_union(started, sketch_scenario, tmp_path):
     sketch_scenario["sketch"]["epsilon"] = None
     config = parse_scenario(sketch_scenario, source="t", base_dir=tmp_path).config
-    world = make_world(config)
+    world = make_world(config, plugins.exchange(config.protocol))
     from marketplace.protocols.sketch import merge_sketches
     from marketplace.protocols.sketch.exchange import public_map, unit_records
 
@@ -423,7 +442,7 @@ def test_the_uniform_source_gives_the_owners_exactly_their_rows(tmp_path):
     from marketplace.scenario import load_scenario
 
     config = load_scenario(ROOT / "scenarios" / "sketch-uniform.yaml").config
-    world = make_world(config)
+    world = make_world(config, plugins.exchange(config.protocol))
     assert sum(len(o) for o in world.owners) == 27_000 and world.dim == 10
     assert 0.0 <= world.owners[0].X.min() and world.owners[0].X.max() <= 1.0
 
@@ -449,4 +468,4 @@ def test_the_shipped_data_scenarios_fit_their_public_boxes():
 
     for name in ("sketch-lifesci.yaml", "sketch-occupancy.yaml"):
         config = load_scenario(ROOT / "scenarios" / name, ["sketch.clip=false"]).config
-        check_world(config, make_world(config))  # no row outside the box
+        check_world(config, make_world(config, plugins.exchange(config.protocol)))  # no row outside the box

@@ -53,8 +53,15 @@ def config_of(tmp_path, **sketch):
 
 
 def run_nodes(config):
-    world = make_world(config)
-    nodes = [Node(build_role(config, p, world=world), run_id="t", max_message_bytes=1 << 24) for p in party_ids(config)]
+    world = make_world(config, plugins.exchange(config.protocol))
+    nodes = [
+        Node(
+            build_role(config, p, world=world, exchange=plugins.exchange(config.protocol)),
+            run_id="t",
+            max_message_bytes=1 << 24,
+        )
+        for p in party_ids(config)
+    ]
     run_inprocess(nodes)
     return {node.party_id: node.role for node in nodes}
 

@@ -10,6 +10,7 @@ import pytest
 import yaml
 from conftest import run_cli
 
+from marketplace import plugins
 from marketplace.messages import PROTOCOL_VERSION, Envelope, ProtocolError
 from marketplace.parties import build_role, make_world, party_ids
 from marketplace.privacy.gdp import gaussian_eps
@@ -47,7 +48,7 @@ def scaled_world(raw, tmp_path):
     from marketplace.protocols.stc.exchange import scaling_of
 
     config = parse_scenario(raw, source="t", base_dir=tmp_path).config
-    world = make_world(config)
+    world = make_world(config, plugins.exchange(config.protocol))
     scaling = scaling_of(config, world.dim)
     T = scaling.apply(world.validation.X, clip=True)
     S = scaling.apply(np.concatenate([o.X for o in world.owners]), clip=True)
@@ -90,7 +91,7 @@ def test_zcdp_releases_are_recorded_as_rho(stc_scenario, tmp_path):
 
 def test_no_source_row_travels_in_any_message(stc_scenario, tmp_path):
     config, world, _, S = scaled_world(stc_scenario, tmp_path)
-    roles = [build_role(config, p, world=world) for p in party_ids(config)]
+    roles = [build_role(config, p, world=world, exchange=plugins.exchange(config.protocol)) for p in party_ids(config)]
     nodes = [Node(r, run_id="t", max_message_bytes=1 << 24) for r in roles]
     frames = []
     for node in nodes:
@@ -166,10 +167,10 @@ def envelope(body, sender, receiver="curator", msg_id=1):
 
 def started_curator(stc_scenario, tmp_path):
     config = parse_scenario(stc_scenario, source="t", base_dir=tmp_path).config
-    world = make_world(config)
-    curator = build_role(config, "curator", world=world)
+    world = make_world(config, plugins.exchange(config.protocol))
+    curator = build_role(config, "curator", world=world, exchange=plugins.exchange(config.protocol))
     for party in party_ids(config)[1:]:
-        role = build_role(config, party, world=world)
+        role = build_role(config, party, world=world, exchange=plugins.exchange(config.protocol))
         for send in role.start():
             curator.handle(envelope(send.body, party))
     return curator
@@ -207,16 +208,24 @@ def test_an_owner_releases_once(stc_scenario, tmp_path):
     from marketplace.protocols.stc.messages import StcRequest
 
     config = parse_scenario(stc_scenario, source="t", base_dir=tmp_path).config
-    owner = build_role(config, "owner-1", world=make_world(config))
+    owner = build_role(
+        config,
+        "owner-1",
+        world=make_world(config, plugins.exchange(config.protocol)),
+        exchange=plugins.exchange(config.protocol),
+    )
     request = StcRequest(points=np.full((4, 2), 0.5))
     first = owner.handle(envelope(request, "curator", "owner-1"))
     assert type(first[0].body).KIND == "stc_release"
     with pytest.raises(ProtocolError, match="already released"):
         owner.handle(envelope(request, "curator", "owner-1", msg_id=2))
     with pytest.raises(ProtocolError, match=r"expected a non-empty \(m, 2\) array"):
-        build_role(config, "owner-2", world=make_world(config)).handle(
-            envelope(StcRequest(points=np.zeros((4, 3))), "curator", "owner-2")
-        )
+        build_role(
+            config,
+            "owner-2",
+            world=make_world(config, plugins.exchange(config.protocol)),
+            exchange=plugins.exchange(config.protocol),
+        ).handle(envelope(StcRequest(points=np.zeros((4, 3))), "curator", "owner-2"))
 
 
 def test_the_coreset_sends_fewer_points_and_still_chooses_from_all_of_t(stc_scenario, tmp_path):
@@ -309,7 +318,7 @@ def test_private_kmeans_is_reproducible_from_the_seed_and_depends_on_it(stc_scen
     for seed in (5, 5, 6):
         stc_scenario["seed"] = seed
         config = parse_scenario(stc_scenario, source="t", base_dir=tmp_path).config
-        refs = stc_report(config, make_world(config), {})["metrics"]["baselines"]
+        refs = stc_report(config, make_world(config, plugins.exchange(config.protocol)), {})["metrics"]["baselines"]
         assert set(refs) == {"source_only", "private_kmeans"}
         costs.append(refs["private_kmeans"]["cost"])
     assert costs[0] == costs[1] and costs[2] != costs[0]

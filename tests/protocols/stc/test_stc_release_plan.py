@@ -59,8 +59,15 @@ def run_nodes(config, monkeypatch):
             return release
 
         monkeypatch.setattr(stc_owner, name, spy)
-    world = make_world(config)
-    nodes = [Node(build_role(config, p, world=world), run_id="t", max_message_bytes=1 << 24) for p in party_ids(config)]
+    world = make_world(config, plugins.exchange(config.protocol))
+    nodes = [
+        Node(
+            build_role(config, p, world=world, exchange=plugins.exchange(config.protocol)),
+            run_id="t",
+            max_message_bytes=1 << 24,
+        )
+        for p in party_ids(config)
+    ]
     run_inprocess(nodes)
     return {node.party_id: node.role for node in nodes}, list(made.values())
 

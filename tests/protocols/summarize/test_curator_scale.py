@@ -9,6 +9,7 @@ from conftest import ROOT
 
 import marketplace.parties as parties
 import marketplace.protocols.summarize.exchange as summarize_exchange
+from marketplace import plugins
 from marketplace.parties import build_role, make_world, party_ids, party_index
 from marketplace.roles.members import ActiveOwners
 from marketplace.runner.run import run_scenario
@@ -59,7 +60,7 @@ def test_party_index_is_the_position_in_party_ids():
 
 def test_building_an_owner_role_does_not_list_every_party(monkeypatch):
     config = parse_scenario(many_owners_raw(200), source="test", base_dir=ROOT).config
-    world = make_world(config)
+    world = make_world(config, plugins.exchange(config.protocol))
     calls = []
 
     def counting(config):
@@ -68,11 +69,13 @@ def test_building_an_owner_role_does_not_list_every_party(monkeypatch):
 
     monkeypatch.setattr(parties, "party_ids", counting)
     monkeypatch.setattr(summarize_exchange, "party_ids", counting)
-    roles = [build_role(config, f"owner-{i}", world=world) for i in (1, 77, 200)]
+    roles = [
+        build_role(config, f"owner-{i}", world=world, exchange=plugins.exchange(config.protocol)) for i in (1, 77, 200)
+    ]
     assert [r.party_id for r in roles] == ["owner-1", "owner-77", "owner-200"]
     assert calls == []
     with pytest.raises(ValueError, match="unknown party 'owner-201'"):
-        build_role(config, "owner-201", world=world)
+        build_role(config, "owner-201", world=world, exchange=plugins.exchange(config.protocol))
 
 
 @pytest.mark.parametrize("private", [False, True], ids=["greedy", "private"])

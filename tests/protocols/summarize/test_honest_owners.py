@@ -14,6 +14,7 @@ import copy
 import numpy as np
 import pytest
 
+from marketplace import plugins
 from marketplace.data.dataset import Dataset
 from marketplace.parties import build_role, make_world, party_ids
 from marketplace.scenario import parse_scenario
@@ -53,14 +54,16 @@ def run(tiny_scenario, tmp_path, case: str, trust: str, private: bool) -> dict:
     if private:
         raw["summarize"]["privacy"] = dict(PRIVATE)
     config = parse_scenario(raw, source="honest", base_dir=tmp_path).config
-    world = make_world(config)
+    world = make_world(config, plugins.exchange(config.protocol))
     roles = []
     for party in party_ids(config):
         data = None
         if party.startswith("owner-"):
             k = int(party.split("-")[1]) - 1
             data = CASES[case](world.owners[k], k)
-        roles.append(build_role(config, party, world=world, owner_data=data))
+        roles.append(
+            build_role(config, party, world=world, owner_data=data, exchange=plugins.exchange(config.protocol))
+        )
     run_inprocess([Node(r, run_id="t", max_message_bytes=1 << 24) for r in roles])
     return {r.party_id: r for r in roles}
 
@@ -86,9 +89,9 @@ def test_the_one_ulp_rows_have_one_embedding_and_are_two_points(tiny_scenario, t
     """The precondition of the one-ulp case: the two rows differ in their bytes (the owner counts
     them as two points) and h1 maps them to one embedding, bit for bit."""
     config = parse_scenario(tiny_scenario, source="honest", base_dir=tmp_path).config
-    world = make_world(config)
+    world = make_world(config, plugins.exchange(config.protocol))
     rows = one_ulp_apart(world.owners[0], 0)
-    features = build_role(config, "curator", world=world).features
+    features = build_role(config, "curator", world=world, exchange=plugins.exchange(config.protocol)).features
     assert rows.X[0].tobytes() != rows.X[1].tobytes()
     assert np.array_equal(features.transform(rows.X[:1]), features.transform(rows.X[1:]))
 

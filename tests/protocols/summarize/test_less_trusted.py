@@ -8,6 +8,7 @@ import copy
 import numpy as np
 import pytest
 
+from marketplace import plugins
 from marketplace.messages import PROTOCOL_VERSION, Envelope, ProtocolError
 from marketplace.parties import build_role, make_world, party_ids
 from marketplace.protocols.summarize.identity import sealed_point_key
@@ -118,8 +119,8 @@ def _frames_seen_by(nodes, party):
 
 def test_no_byte_of_an_owners_or_the_consumers_raw_rows_reaches_the_less_trusted_curator(scenario, tmp_path):
     config = parse_scenario(with_trust(scenario, "less_trusted"), source="t", base_dir=tmp_path).config
-    world = make_world(config)
-    roles = [build_role(config, p, world=world) for p in party_ids(config)]
+    world = make_world(config, plugins.exchange(config.protocol))
+    roles = [build_role(config, p, world=world, exchange=plugins.exchange(config.protocol)) for p in party_ids(config)]
     nodes = [Node(r, run_id="t", max_message_bytes=1 << 24) for r in roles]
     frames = _frames_seen_by(nodes, "curator")
     run_inprocess(nodes)
@@ -169,16 +170,18 @@ class RawOwner(SummarizeOwner):
 
 
 def run_roles(config, replace: dict[str, type]):
-    world = make_world(config)
+    world = make_world(config, plugins.exchange(config.protocol))
     roles = []
     for party in party_ids(config):
-        role = build_role(config, party, world=world)
+        role = build_role(config, party, world=world, exchange=plugins.exchange(config.protocol))
         if party in replace:
             role = replace[party](
                 party_id=party,
                 scenario_name=config.name,
                 data=role.data,
-                features=build_role(config, "curator", world=world).features,
+                features=build_role(
+                    config, "curator", world=world, exchange=plugins.exchange(config.protocol)
+                ).features,
                 trust="less_trusted",
             )
             role.config_fingerprint = fingerprint(config)
@@ -240,12 +243,12 @@ class TwoSecretsOwner(ForgingOwner):
 
 def run_with_one_record_twice(config, cheat: type[SummarizeOwner]):
     """Every owner holds one record twice; owner-1 is ``cheat``. Three owners, six rounds."""
-    world = make_world(config)
+    world = make_world(config, plugins.exchange(config.protocol))
     roles = []
     for party in party_ids(config):
         k = int(party.split("-")[1]) - 1 if party.startswith("owner-") else None
         data = None if k is None else world.owners[k].take([0, 0])
-        role = build_role(config, party, world=world, owner_data=data)
+        role = build_role(config, party, world=world, owner_data=data, exchange=plugins.exchange(config.protocol))
         if party == "owner-1":
             role = cheat(
                 party_id=party, scenario_name=config.name, data=data, features=role.features, trust="less_trusted"
@@ -286,7 +289,12 @@ def test_honest_owners_holding_a_record_twice_sell_it_once(scenario, tmp_path):
 
 def curator_for(scenario, trust, tmp_path):
     config = parse_scenario(with_trust(scenario, trust), source="t", base_dir=tmp_path).config
-    return build_role(config, "curator", world=make_world(config))
+    return build_role(
+        config,
+        "curator",
+        world=make_world(config, plugins.exchange(config.protocol)),
+        exchange=plugins.exchange(config.protocol),
+    )
 
 
 def from_consumer(body):
@@ -322,7 +330,12 @@ def test_a_less_trusted_owner_refuses_g_tilde_without_the_consumers_key(scenario
     from marketplace.protocols.summarize.messages import TargetEmbedding
 
     config = parse_scenario(with_trust(scenario, "less_trusted"), source="t", base_dir=tmp_path).config
-    owner = build_role(config, "owner-1", world=make_world(config))
+    owner = build_role(
+        config,
+        "owner-1",
+        world=make_world(config, plugins.exchange(config.protocol)),
+        exchange=plugins.exchange(config.protocol),
+    )
     message = Envelope(
         PROTOCOL_VERSION, "t", 1, "curator", "owner-1", "target_embedding", None, TargetEmbedding(mean=np.zeros(30))
     )
@@ -334,7 +347,12 @@ def test_the_sealed_summary_is_only_accepted_by_a_less_trusted_consumer(scenario
     from marketplace.protocols.summarize.messages import SealedSummary
 
     config = parse_scenario(with_trust(scenario, "trusted"), source="t", base_dir=tmp_path).config
-    consumer = build_role(config, "consumer", world=make_world(config))
+    consumer = build_role(
+        config,
+        "consumer",
+        world=make_world(config, plugins.exchange(config.protocol)),
+        exchange=plugins.exchange(config.protocol),
+    )
     body = SealedSummary(phi=np.zeros((0, 30)), sealed=(), rounds=0)
     with pytest.raises(ProtocolError, match="comes as 'summary'"):
         consumer.handle(Envelope(PROTOCOL_VERSION, "t", 1, "curator", "consumer", "sealed_summary", None, body))

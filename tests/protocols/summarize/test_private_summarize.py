@@ -7,6 +7,7 @@ import copy
 
 import pytest
 
+from marketplace import plugins
 from marketplace.runner.run import run_scenario
 from marketplace.scenario import ScenarioError, parse_scenario
 
@@ -129,8 +130,8 @@ def test_a_lying_owner_is_caught_in_the_private_auction(private_scenario, tmp_pa
     from marketplace.transport.node import Node
 
     config = parse_scenario(private_scenario, source="private", base_dir=tmp_path).config
-    world = make_world(config)
-    roles = [build_role(config, p, world=world) for p in party_ids(config)]
+    world = make_world(config, plugins.exchange(config.protocol))
+    roles = [build_role(config, p, world=world, exchange=plugins.exchange(config.protocol)) for p in party_ids(config)]
     honest = roles[1]
     roles[1] = CheatingOwner(
         party_id="owner-1", scenario_name=config.name, data=honest.data, features=roles[0].features

@@ -9,6 +9,7 @@ import copy
 
 import pytest
 
+from marketplace import plugins
 from marketplace.parties import build_role, make_world, party_ids
 from marketplace.privacy.lifetime import LifetimeLedger, ledger_file
 from marketplace.protocols.summarize.messages import Point, SealedPoint
@@ -69,8 +70,10 @@ def dishonest_for_its_second_point(role) -> None:
 @pytest.mark.parametrize("trust", ["trusted", "less_trusted"])
 def test_the_bill_equals_the_ledgers_sales_when_a_point_is_refused(tiny_scenario, tmp_path, trust):
     config = parse_scenario(scenario(tiny_scenario, tmp_path, trust), source="refused", base_dir=tmp_path).config
-    world = make_world(config)
-    roles = {p: build_role(config, p, world=world) for p in party_ids(config)}
+    world = make_world(config, plugins.exchange(config.protocol))
+    roles = {
+        p: build_role(config, p, world=world, exchange=plugins.exchange(config.protocol)) for p in party_ids(config)
+    }
     dishonest_for_its_second_point(roles["owner-1"])
     run_inprocess([Node(r, run_id="t", max_message_bytes=1 << 24) for r in roles.values()])
     records = {p: settle(r) for p, r in roles.items() if p.startswith("owner-")}
@@ -94,14 +97,16 @@ def test_a_refused_point_uses_none_of_the_owners_cap(tiny_scenario, tmp_path):
     raw = scenario(tiny_scenario, tmp_path, "trusted")
     raw["lifetime"]["terms"]["points"] = 2
     config = parse_scenario(raw, source="refused", base_dir=tmp_path).config
-    world = make_world(config)
-    roles = {p: build_role(config, p, world=world) for p in party_ids(config)}
+    world = make_world(config, plugins.exchange(config.protocol))
+    roles = {
+        p: build_role(config, p, world=world, exchange=plugins.exchange(config.protocol)) for p in party_ids(config)
+    }
     dishonest_for_its_second_point(roles["owner-1"])
     run_inprocess([Node(r, run_id="t", max_message_bytes=1 << 24) for r in roles.values()])
     settle(roles["owner-1"])
     again = parse_scenario(
         {**raw, "lifetime": {**raw["lifetime"], "request_id": "second"}}, source="r", base_dir=tmp_path
     )
-    role = build_role(again.config, "owner-1", world=world)
+    role = build_role(again.config, "owner-1", world=world, exchange=plugins.exchange(again.config.protocol))
     assert role.lifetime.admitted, role.lifetime.reason  # before: declined, its two points counted as sold
     assert role.cap == 1

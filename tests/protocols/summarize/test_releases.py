@@ -10,6 +10,7 @@ import math
 import numpy as np
 import pytest
 
+from marketplace import plugins
 from marketplace.privacy.accountant import PrivacyLedger, calibrate_zcdp, zcdp_to_dp
 from marketplace.privacy.gdp import calibrate_mu, gaussian_eps
 from marketplace.privacy.neighbouring import replace_one
@@ -169,8 +170,8 @@ def test_a_round_reopened_after_a_lying_winner_spends_nothing_beyond_the_plan(pr
 
     private_scenario["summarize"]["privacy"].update(eps_auction=50.0, tau=1000)  # only rank 1 is ever asked
     config = parse_scenario(private_scenario, source="private", base_dir=tmp_path).config
-    world = make_world(config)
-    roles = [build_role(config, p, world=world) for p in party_ids(config)]
+    world = make_world(config, plugins.exchange(config.protocol))
+    roles = [build_role(config, p, world=world, exchange=plugins.exchange(config.protocol)) for p in party_ids(config)]
     for i in range(1, 4):  # every owner lies: each reopened round finds an empty pool
         fingerprint = roles[i].config_fingerprint
         roles[i] = CheatingOwner(

@@ -8,6 +8,7 @@ import copy
 
 import pytest
 
+from marketplace import plugins
 from marketplace.parties import build_role, make_world, party_ids
 from marketplace.protocols.summarize.messages import Request
 from marketplace.protocols.summarize.private_curator import AUCTION, SUMMARY
@@ -57,8 +58,8 @@ def crash_when_first_asked(roles: list) -> dict:
 
 def run(raw, tmp_path):
     config = parse_scenario(raw, source="reopen", base_dir=tmp_path).config
-    world = make_world(config)
-    roles = [build_role(config, p, world=world) for p in party_ids(config)]
+    world = make_world(config, plugins.exchange(config.protocol))
+    roles = [build_role(config, p, world=world, exchange=plugins.exchange(config.protocol)) for p in party_ids(config)]
     crashed = crash_when_first_asked(roles)
     run_inprocess([Node(r, run_id="t", max_message_bytes=1 << 24) for r in roles])
     charged = {r.party_id: settle(r) for r in roles if r.party_id.startswith("owner-")}

@@ -7,6 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from marketplace import plugins
 from marketplace.messages import PROTOCOL_VERSION, Envelope, ProtocolError
 from marketplace.messages.kinds import Hello
 from marketplace.parties import build_role, make_world, party_ids
@@ -42,17 +43,19 @@ def config(tiny_scenario, tmp_path):
 
 
 def run_with(config, replace: dict[str, type] | None = None):
-    world = make_world(config)
+    world = make_world(config, plugins.exchange(config.protocol))
     roles = []
     for party in party_ids(config):
-        role = build_role(config, party, world=world)
+        role = build_role(config, party, world=world, exchange=plugins.exchange(config.protocol))
         if replace and party in replace:
             honest = role
             role = replace[party](
                 party_id=party,
                 scenario_name=config.name,
                 data=honest.data,
-                features=build_role(config, "curator", world=world).features,
+                features=build_role(
+                    config, "curator", world=world, exchange=plugins.exchange(config.protocol)
+                ).features,
             )
             role.config_fingerprint = honest.config_fingerprint
         roles.append(role)
@@ -84,8 +87,8 @@ def test_the_curator_asks_only_the_best_bidder(config):
 
 
 def test_an_owner_bids_its_best_unsent_point_and_never_offers_it_again(config):
-    world = make_world(config)
-    owner = build_role(config, "owner-1", world=world)
+    world = make_world(config, plugins.exchange(config.protocol))
+    owner = build_role(config, "owner-1", world=world, exchange=plugins.exchange(config.protocol))
     d = owner.phi.shape[1]
     owner.handle(envelope(TargetEmbedding(mean=np.full(d, 0.05)), sender="curator", receiver="owner-1"))
     seen = []
@@ -109,13 +112,23 @@ def test_an_owner_bids_its_best_unsent_point_and_never_offers_it_again(config):
 
 
 def test_an_owner_refuses_a_request_for_a_round_it_did_not_bid_in(config):
-    owner = build_role(config, "owner-1", world=make_world(config))
+    owner = build_role(
+        config,
+        "owner-1",
+        world=make_world(config, plugins.exchange(config.protocol)),
+        exchange=plugins.exchange(config.protocol),
+    )
     with pytest.raises(ProtocolError, match="no offer is open for round 3"):
         owner.handle(envelope(Request(round=3), sender="curator", receiver="owner-1"))
 
 
 def test_the_curator_refuses_a_stranger_a_duplicate_bid_and_an_unrequested_point(config):
-    curator = build_role(config, "curator", world=make_world(config))
+    curator = build_role(
+        config,
+        "curator",
+        world=make_world(config, plugins.exchange(config.protocol)),
+        exchange=plugins.exchange(config.protocol),
+    )
     with pytest.raises(ProtocolError, match="not a party of this run"):
         curator.handle(envelope(Hello(role="owner", protocol="summarize", scenario="tiny"), sender="owner-9"))
     with pytest.raises(ProtocolError, match="no bid expected"):
@@ -125,7 +138,12 @@ def test_the_curator_refuses_a_stranger_a_duplicate_bid_and_an_unrequested_point
 
 
 def test_a_party_of_the_run_whose_hello_is_wrong_is_refused_and_dropped_at_once(config):
-    curator = build_role(config, "curator", world=make_world(config))
+    curator = build_role(
+        config,
+        "curator",
+        world=make_world(config, plugins.exchange(config.protocol)),
+        exchange=plugins.exchange(config.protocol),
+    )
     (refusal, *_) = curator.handle(
         envelope(
             Hello(role="consumer", protocol="summarize", scenario="tiny", config=fingerprint(config)), sender="owner-1"
@@ -142,8 +160,8 @@ def test_a_party_of_the_run_whose_hello_is_wrong_is_refused_and_dropped_at_once(
 
 
 def test_an_owner_lost_while_bidding_is_dropped_and_the_round_goes_on(config):
-    world = make_world(config)
-    curator = build_role(config, "curator", world=world)
+    world = make_world(config, plugins.exchange(config.protocol))
+    curator = build_role(config, "curator", world=world, exchange=plugins.exchange(config.protocol))
     for party in party_ids(config)[1:]:
         role = "consumer" if party == "consumer" else "owner"
         curator.handle(
@@ -163,7 +181,12 @@ def test_an_owner_lost_while_bidding_is_dropped_and_the_round_goes_on(config):
 def test_a_party_whose_hello_is_refused_stops_with_the_reason(config):
     from marketplace.messages.kinds import Error
 
-    owner = build_role(config, "owner-1", world=make_world(config))
+    owner = build_role(
+        config,
+        "owner-1",
+        world=make_world(config, plugins.exchange(config.protocol)),
+        exchange=plugins.exchange(config.protocol),
+    )
     refusal = Error(code="protocol", detail="expected scenario 'tiny', got 'other'", about_kind="hello", about_msg_id=1)
     owner.on_error(envelope(refusal, sender="curator", receiver="owner-1"))
     assert owner.done and "refused our hello" in owner.failure and "'other'" in owner.failure
@@ -173,8 +196,8 @@ def test_a_party_with_another_scenario_is_refused_end_to_end(config, tiny_scenar
     """Over the in-process driver: the curator refuses owner-2's hello and owner-2 stops; the
     driver's liveness emulation then tells the curator owner-2 is lost (as heartbeats would over
     ZeroMQ), and the run completes without it."""
-    world = make_world(config)
-    roles = [build_role(config, p, world=world) for p in party_ids(config)]
+    world = make_world(config, plugins.exchange(config.protocol))
+    roles = [build_role(config, p, world=world, exchange=plugins.exchange(config.protocol)) for p in party_ids(config)]
     roles[2].scenario_name = "another-scenario"
     nodes = [Node(r, run_id="t", max_message_bytes=1 << 24) for r in roles]
     stats = run_inprocess(nodes)
@@ -187,8 +210,8 @@ def test_a_party_with_another_scenario_is_refused_end_to_end(config, tiny_scenar
 def test_parties_that_never_say_hello_are_dropped_when_nothing_is_left_to_deliver(config):
     """In process, the progress deadline has no clock: a connected party the curator still waits for
     when nothing is left to deliver would never deliver, and is dropped, as over ZeroMQ."""
-    world = make_world(config)
-    roles = [build_role(config, p, world=world) for p in party_ids(config)]
+    world = make_world(config, plugins.exchange(config.protocol))
+    roles = [build_role(config, p, world=world, exchange=plugins.exchange(config.protocol)) for p in party_ids(config)]
     nodes = [Node(r, run_id="t", max_message_bytes=1 << 24) for r in roles]
     for node in nodes[1:]:  # the owners and the consumer never start (no hello): all stay alive
         node.start = lambda: []
@@ -228,5 +251,9 @@ def test_owners_with_float32_features_bid_exactly_what_the_curator_recomputes(ti
         reports[dtype] = run_scenario(scenario, tmp_path / dtype, driver="inprocess")
     assert reports["float32"]["flagged"] == {}  # every float32 bid passed the curator's float64 check
     assert reports["float32"]["selection"] == reports["float64"]["selection"]
-    owner = build_role(parse_scenario(tiny_scenario, source="t", base_dir=tmp_path).config, "owner-1")
+    owner = build_role(
+        parse_scenario(tiny_scenario, source="t", base_dir=tmp_path).config,
+        "owner-1",
+        exchange=plugins.exchange(parse_scenario(tiny_scenario, source="t", base_dir=tmp_path).config.protocol),
+    )
     assert owner.phi.dtype == np.float32
