@@ -125,6 +125,44 @@ from collections.abc import Iterator  # noqa: E402
 
 from marketplace.transport.context import contexts_made, new_context, open_contexts  # noqa: E402
 
+# --- the longest files first -----------------------------------------------------------------------
+# pytest-xdist (`--dist loadfile`, addopts) gives each of the two workers whole test files, in the
+# order they were collected, so a file's module fixtures (a Docker engine, a shared run) are set up
+# once. A long file that comes last would keep one worker busy while the other idles; so the files
+# go out longest first (the longest-processing-time rule), and the short ones fill in at the end. The
+# seconds each file took in a measured run are in tests/file_seconds.json (only the order depends on
+# them: a file missing from it counts 10 s per slow test); `python tests/file_seconds.py JUNIT.xml`
+# writes it anew from a run's `--junitxml` report. (`--dist loadgroup` would hand out single tests,
+# but with pytest 9 pytest-xdist 3.8 cannot tag a test's group, so every group is ignored.)
+
+FILE_SECONDS = Path(__file__).with_name("file_seconds.json")
+
+
+def _expected_seconds(items: list[pytest.Item]) -> dict[str, float]:
+    import json
+
+    measured: dict[str, float] = json.loads(FILE_SECONDS.read_text()) if FILE_SECONDS.exists() else {}
+    expected: dict[str, float] = {}
+    for item in items:
+        path = item.nodeid.split("::", 1)[0]
+        if path in measured:
+            expected[path] = measured[path]
+        else:
+            expected[path] = expected.get(path, 0.0) + (10.0 if item.get_closest_marker("slow") else 0.05)
+    return expected
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    expected = _expected_seconds(items)
+    first_seen = {path: index for index, path in reversed(list(enumerate(i.nodeid.split("::", 1)[0] for i in items)))}
+
+    def order(item: pytest.Item) -> tuple[float, int]:
+        path = item.nodeid.split("::", 1)[0]
+        return (-expected[path], first_seen[path])
+
+    items.sort(key=order)  # stable: a file's tests keep their order, and stay together
+
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
