@@ -19,7 +19,6 @@ from marketplace.data.dataset import Dataset, SparseParts
 from marketplace.data.own_files import OWNER_FILE_MAX_BYTES, ReadLimits, check_owner_file_size
 from marketplace.data.world import World, build_world
 from marketplace.plugins import Exchange
-from marketplace.privacy.accountant import PrivacyLedger
 from marketplace.privacy.noise import NoiseOrigin
 from marketplace.privacy.noise import describe as describe_noise
 from marketplace.roles import CONSUMER, CURATOR, Role, owner_id
@@ -165,28 +164,10 @@ def build_role(
 
     role = gate(config, party, exchange, lambda: exchange.build_role(config, party, world, owner_data, noise))
     role.config_fingerprint = _fingerprint_of(config, fingerprint)
-    role.noise = describe_noise(noise, party, secure=secure_noise(config))
-    for ledger in ledgers_of(role):
+    role.noise = describe_noise(noise, party, secure=exchange.secure_noise(config))
+    for ledger in role.ledgers():
         ledger.noise = role.noise
     return role
-
-
-def secure_noise(config: ScenarioConfig) -> bool:
-    """Whether the scenario's protocol draws its noise in ``secure`` mode (OpenDP, OS entropy)."""
-    section = getattr(config, config.protocol)
-    privacy = getattr(section, "privacy", None)
-    return bool(getattr(section, "secure", False) or getattr(privacy, "secure", False))
-
-
-def ledgers_of(role: Role) -> list[PrivacyLedger]:
-    """The privacy ledgers a role keeps (attributes holding a ledger, or a dict of them)."""
-    found = []
-    for value in vars(role).values():
-        if isinstance(value, PrivacyLedger):
-            found.append(value)
-        elif isinstance(value, dict):
-            found.extend(v for v in value.values() if isinstance(v, PrivacyLedger))
-    return found
 
 
 _last_fingerprint: list[tuple[ScenarioConfig, dict[str, str]]] = []

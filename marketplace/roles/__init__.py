@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from marketplace.messages import Envelope
 from marketplace.messages.kinds import Bye, Hello
+
+if TYPE_CHECKING:
+    from marketplace.privacy.accountant import PrivacyLedger
 
 CURATOR = "curator"
 CONSUMER = "consumer"
@@ -162,6 +165,17 @@ class Role(ABC):
         never reached :meth:`handle`. Default: nothing (the sender got an ``error``). A role that is
         waiting for that frame decides whether the peer should still be waited for."""
         return []
+
+    def ledgers(self) -> tuple[PrivacyLedger, ...]:
+        """The privacy ledgers this role keeps (each records what it releases from one account): the
+        party marks each with where its noise comes from, and the report reads them. Default: none."""
+        return ()
+
+    def progress(self) -> int:
+        """How far the run has come as this role sees it, in the units its exchange's ``progress``
+        counts (rounds done, owners' releases received): a curator's answer drives the in-process
+        driver's progress bar. Default: 0."""
+        return 0
 
     def finish(self) -> None:
         """Local work once the party is done and its last messages (its ``bye``) are sent: nothing

@@ -562,6 +562,10 @@ class SummarizeCurator(CuratorBase):
         )
         return [Send(CONSUMER, summary)] + self._close(status=status, reason=reason)
 
+    def progress(self) -> int:
+        """Rounds whose owner was selected (the in-process driver's progress bar)."""
+        return len(self.selection)
+
     def result(self) -> dict[str, Any]:
         return {
             "end_reason": self.end_reason,

@@ -180,5 +180,5 @@ def test_a_round_reopened_after_a_lying_winner_spends_nothing_beyond_the_plan(pr
     run_inprocess([Node(r, run_id="t", max_message_bytes=1 << 24) for r in roles])
     curator = roles[0]
     assert len(curator.flagged) == 3 and not curator.selection
-    spent = sum(s["count"] for s in curator.ledgers["D_s"].to_dict()["steps"])
+    spent = sum(s["count"] for s in curator.account_ledgers["D_s"].to_dict()["steps"])
     assert spent == 0  # D_s never held a private row: no release was charged, however often round 1 reopened

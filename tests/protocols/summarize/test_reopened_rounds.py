@@ -70,7 +70,7 @@ def test_an_asked_owner_that_crashes_costs_no_uncharged_auction_draw(tiny_scenar
     curator, crashed, charged = run(scenario(tiny_scenario, tmp_path, seed), tmp_path)
     assert crashed["owner"] in curator.dropouts
     assert curator.auction.round <= ROUNDS  # every draw of the auction is one of the rounds charged
-    auction, summary = curator.ledgers[AUCTION].total(), curator.ledgers[SUMMARY].total()
+    auction, summary = curator.account_ledgers[AUCTION].total(), curator.account_ledgers[SUMMARY].total()
     assert auction.eps <= ROUNDS * curator.schedule.eps_auction * (1 + 1e-12)
     for owner, record in charged.items():  # each owner's lifetime charge covers what the run's ledgers record
         assert record["state"] == "committed", owner
