@@ -22,6 +22,7 @@ from marketplace.plugins import Exchange
 from marketplace.privacy.noise import NoiseOrigin
 from marketplace.privacy.noise import describe as describe_noise
 from marketplace.roles import CONSUMER, CURATOR, Role, owner_id
+from marketplace.roles.identity import Identity
 from marketplace.scenario import ScenarioConfig
 
 
@@ -163,10 +164,16 @@ def build_role(
     from marketplace.roles.lifetime import gate
 
     role = gate(config, party, exchange, lambda: exchange.build_role(config, party, world, owner_data, noise))
-    role.config_fingerprint = _fingerprint_of(config, fingerprint)
-    role.noise = describe_noise(noise, party, secure=exchange.secure_noise(config))
+    identity = Identity(
+        party_id=party,
+        role_name=role.role_name,
+        scenario_name=role.scenario_name,
+        config_fingerprint=_fingerprint_of(config, fingerprint),
+        noise=describe_noise(noise, party, secure=exchange.secure_noise(config)),
+    )
+    role.join(identity)
     for ledger in role.ledgers():
-        ledger.noise = role.noise
+        ledger.noise = identity.noise
     return role
 
 

@@ -19,8 +19,9 @@ from marketplace import plugins
 from marketplace.messages import PROTOCOL_VERSION, Envelope, encode
 from marketplace.parties import build_role, make_world, share_of
 from marketplace.privacy.lifetime import LifetimeLedger, ledger_file
+from marketplace.roles.identity import RUNTIME_KINDS
 from marketplace.roles.lifetime import settle
-from marketplace.transport.node import RUNTIME_KINDS, Node
+from marketplace.transport.node import Node
 
 SCENARIO = os.path.join(os.path.dirname(__file__), "..", "scenarios", "sketch-quickstart.yaml")
 OWNER = "owner-1"

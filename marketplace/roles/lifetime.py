@@ -426,7 +426,7 @@ def settle(role: Role) -> dict[str, Any] | None:
     admission: Admission | None = getattr(role, "lifetime", None)
     if admission is None:
         return None
-    return admission.settle(role.protocol_messages_sent > 0, sold=role.points_sold)
+    return admission.settle(role.traffic.protocol_messages_sent > 0, sold=role.points_sold)
 
 
 __all__ = [

@@ -77,7 +77,7 @@ def party_report(
         "status": "failed" if role.failure else "completed",
         "failure": shown["failure"],
         "result": shown["result"],
-        **({"noise": role.noise} if role.noise is not None else {}),
+        **({"noise": node.party.noise} if node.party.noise is not None else {}),
         **({"lifetime": lifetime} if lifetime is not None else {}),
         "counters": node.counters.to_dict(),
         "timing": shown["timing"],

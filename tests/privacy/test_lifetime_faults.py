@@ -31,9 +31,10 @@ from marketplace.cli import main
 from marketplace.messages import PROTOCOL_VERSION, Envelope, encode
 from marketplace.parties import build_role, make_world, share_of
 from marketplace.privacy.lifetime import Cost, LedgerInputError, LifetimeLedger, ledger_file
+from marketplace.roles.identity import RUNTIME_KINDS
 from marketplace.roles.lifetime import admit, settle
 from marketplace.runner.report_schema import report_problems
-from marketplace.transport.node import RUNTIME_KINDS, Node
+from marketplace.transport.node import Node
 
 SKETCH = ROOT / "scenarios" / "sketch-quickstart.yaml"
 RELATION = "add/remove-one (a row of owner-1's data)"
@@ -168,7 +169,7 @@ def test_the_left_record_is_on_disk_before_the_first_protocol_frame_is_returned(
     real = LifetimeLedger.mark_left
 
     def spy(self, request_id):
-        marks.append(role.protocol_messages_sent)
+        marks.append(role.traffic.protocol_messages_sent)
         return real(self, request_id)
 
     monkeypatch.setattr(LifetimeLedger, "mark_left", spy)

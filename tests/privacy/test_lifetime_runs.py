@@ -285,12 +285,12 @@ def test_two_charged_requests_of_one_seed_draw_different_noise(tmp_path):
     assert not np.allclose(*draws)
     world = make_world(first)
     roles = [build_role(c, "owner-1", world=world) for c in (first, second)]
-    assert [r.noise["source"] for r in roles] == [
+    assert [r.identity.noise["source"] for r in roles] == [
         "the run seed and the request id (req-a)",
         "the run seed and the request id (req-b)",
     ]
     plain = sketch(tmp_path / "l", **{"lifetime.ledgers": None}).config
-    assert build_role(plain, "owner-2", world=world).noise["source"] == "the run seed"
+    assert build_role(plain, "owner-2", world=world).identity.noise["source"] == "the run seed"
     a = run(sketch(tmp_path / "r", **{"lifetime.request_id": "req-1"}), tmp_path, "a")
     b = run(sketch(tmp_path / "r2", **{"lifetime.request_id": "req-2"}), tmp_path, "b")
     assert a["metrics"] != b["metrics"]  # same seed and data, other requests: other noise

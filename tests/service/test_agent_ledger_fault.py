@@ -25,12 +25,12 @@ from test_serve import MARKET, REQUEST, free_port
 import marketplace
 from marketplace import plugins
 from marketplace.privacy.lifetime import LifetimeLedger, ledger_file
+from marketplace.roles.identity import RUNTIME_KINDS
 from marketplace.roles.lifetime import DeclinedParty, gate
 from marketplace.scenario import Scenario
 from marketplace.service import agent as agent_module
 from marketplace.service import control
 from marketplace.service.sessions import session_scenario
-from marketplace.transport.node import RUNTIME_KINDS
 
 OWNERS = ["owner-1", "owner-2", "owner-3"]
 FAULTY = "owner-2"
@@ -123,7 +123,7 @@ def test_a_ledger_that_cannot_mark_a_release_as_left_fails_that_owners_session_a
     # what the owner's node does before its first frame of the protocol leaves (transport.node)
     agent._guarded(key, node.role.lifetime.mark_left, "handling a message")
     assert key not in agent.loops  # its part is over
-    assert node.role.protocol_messages_sent == 0
+    assert node.party.traffic.protocol_messages_sent == 0
     assert {row["kind"] for row in node.counters.to_dict()["sent"]} <= RUNTIME_KINDS  # its hello, no more
     assert node.role.failure.startswith("internal error in its agent while handling a message: LedgerFault: ")
     path = ledger_file(agent.ledgers, FAULTY)

@@ -524,8 +524,8 @@ class SummarizeCurator(CuratorBase):
                 "summary_size": len(self.selection),
                 "owners_active": len(self.active),
                 **self._round_privacy(),
-                "messages_sent": self.messages_sent,
-                "bytes_sent": self.bytes_sent,
+                "messages_sent": self.traffic.messages_sent,
+                "bytes_sent": self.traffic.bytes_sent,
             }
         )
         self.requests_since_record = 0

@@ -54,7 +54,7 @@ def run_with(config, replace: dict[str, type] | None = None):
                 data=honest.data,
                 features=build_role(config, "curator", world=world).features,
             )
-            role.config_fingerprint = honest.config_fingerprint
+            role.join(honest.identity)
         roles.append(role)
     nodes = [Node(r, run_id="t", max_message_bytes=1 << 24) for r in roles]
     run_inprocess(nodes)
