@@ -147,9 +147,12 @@ def build_role(
     noise: NoiseOrigin | None = None,
     exchange: Exchange | None = None,
 ) -> Role:
-    """The role of ``party`` for this scenario. ``owner_data`` replaces an owner's generated share
-    (an owner that reads its own data file). ``noise`` is where the party's privacy noise comes from
-    (:mod:`marketplace.privacy.noise`; None: the run seed); every ledger the role keeps says so."""
+    """The role of ``party`` for this scenario, given its identity (:class:`~marketplace.roles.identity.Identity`:
+    the configuration fingerprint its hello states, its noise description). ``owner_data`` replaces an
+    owner's generated share (an owner that reads its own data file). ``noise`` is where the party's
+    privacy noise comes from (:mod:`marketplace.privacy.noise`; None: the run seed); every ledger the
+    role keeps says so. Building charges no lifetime ledger: that is a step of starting the party
+    (:func:`marketplace.roles.lifetime.admit_party`)."""
     if party_index(config, party) is None:
         raise ValueError(
             f"unknown party {party!r}: this scenario has curator, owner-1 ... owner-{config.parties.owners}, consumer"
@@ -161,9 +164,7 @@ def build_role(
     noise = noise or NoiseOrigin.seed()
     if config.lifetime.ledgers is not None and config.lifetime.request_id:
         noise = dataclasses.replace(noise, request=config.lifetime.request_id)  # fresh noise per charged request
-    from marketplace.roles.lifetime import gate
-
-    role = gate(config, party, exchange, lambda: exchange.build_role(config, party, world, owner_data, noise))
+    role: Role = exchange.build_role(config, party, world, owner_data, noise)
     identity = Identity(
         party_id=party,
         role_name=role.role_name,

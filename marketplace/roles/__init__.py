@@ -60,8 +60,6 @@ class Role(ABC):
     :class:`~marketplace.roles.party.Party` counts and hands it over (:meth:`join`); a role that records
     it (a curator's per-round history) reads it here."""
     _identity: Identity | None = None
-    lifetime: Any = None
-    """This party's :class:`marketplace.roles.lifetime.Admission` under its lifetime ledger, or None."""
     points_sold: int | None = None
     """Points of the party's own data it handed over in this run (a protocol that sells points, as
     ``summarize`` does): what its lifetime ledger records as sold. None: it sells none."""
@@ -176,6 +174,11 @@ class Role(ABC):
         never reached :meth:`handle`. Default: nothing (the sender got an ``error``). A role that is
         waiting for that frame decides whether the peer should still be waited for."""
         return []
+
+    def reserved(self, points: int | None) -> None:
+        """The party's lifetime ledger reserved this run before it started
+        (:func:`marketplace.roles.lifetime.admit_party`): ``points`` is how many of its own points the
+        run may hand over under its sale terms (None: the protocol sells none). Default: nothing."""
 
     def ledgers(self) -> tuple[PrivacyLedger, ...]:
         """The privacy ledgers this role keeps (each records what it releases from one account): the

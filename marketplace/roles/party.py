@@ -11,23 +11,32 @@ role; the role reads its identity and traffic through the read-only views its pa
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from marketplace.roles import Role
 from marketplace.roles.identity import RUNTIME_KINDS, Identity, Traffic
 
-if TYPE_CHECKING:
-    from marketplace.roles.lifetime import Admission
+
+class Standing(Protocol):
+    """What a party uses of its standing under its lifetime ledger
+    (:class:`~marketplace.roles.lifetime.Admission`, which imports this module)."""
+
+    state: str
+    points: int | None
+
+    def mark_left(self) -> None: ...
+
+    def settle(self, released: bool, sold: int | None = None) -> dict[str, Any]: ...
 
 
 class Party:
     """``role`` as it runs (module docstring). Its identity is the one the role was built with
     (:meth:`Role.join`); ``admission`` is its standing under its lifetime ledger, if it keeps one."""
 
-    def __init__(self, role: Role, *, admission: Admission | None = None) -> None:
+    def __init__(self, role: Role, *, admission: Standing | None = None) -> None:
         self.role = role
         self.traffic = Traffic()
-        self.admission = admission if admission is not None else role.lifetime
+        self.admission = admission
         role.join(traffic=self.traffic)
 
     @property

@@ -55,7 +55,7 @@ def party_report(
     an owner host writes hundreds of reports), so that ``marketplace assemble`` can refuse reports
     of another run."""
     role = node.role
-    lifetime = settle_lifetime(role)
+    lifetime = settle_lifetime(node.party)
     timing = node.timing() | {"io_s": driver.get("io_s", 0.0), "idle_s": driver.get("idle_s", 0.0), "wall_s": wall_s}
     if identity is None and scenario is not None:
         identity = scenario_identity(scenario)

@@ -32,7 +32,8 @@ from marketplace.messages import PROTOCOL_VERSION, Envelope, encode
 from marketplace.parties import build_role, make_world, share_of
 from marketplace.privacy.lifetime import Cost, LedgerInputError, LifetimeLedger, ledger_file
 from marketplace.roles.identity import RUNTIME_KINDS
-from marketplace.roles.lifetime import admit, settle
+from marketplace.roles.lifetime import admit, admit_party, settle
+from marketplace.roles.party import Party
 from marketplace.runner.report_schema import report_problems
 from marketplace.transport.node import Node
 
@@ -174,7 +175,8 @@ def test_the_left_record_is_on_disk_before_the_first_protocol_frame_is_returned(
 
     monkeypatch.setattr(LifetimeLedger, "mark_left", spy)
     role = build_role(scenario.config, "owner-1", world=share, exchange=exchange)
-    node = Node(role, run_id="req-1", max_message_bytes=1 << 26)
+    party = admit_party(scenario.config, Party(role), exchange)
+    node = Node(party, run_id="req-1", max_message_bytes=1 << 26)
     assert not [o for o in node.start() if o.kind not in RUNTIME_KINDS]
     db = ledger_file(tmp_path, "owner-1")
     with LifetimeLedger.read(db) as ledger:
@@ -184,7 +186,7 @@ def test_the_left_record_is_on_disk_before_the_first_protocol_frame_is_returned(
     assert "sketch_release" in sent and marks == [0]  # marked once, before the first frame was counted
     with LifetimeLedger.read(db) as ledger:
         assert ledger.holder("req-1").left_at is not None
-    assert settle(role)["state"] == "committed"
+    assert settle(party)["state"] == "committed"
 
 
 # --- ledgers that cannot be used
