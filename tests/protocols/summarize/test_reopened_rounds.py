@@ -8,10 +8,12 @@ import copy
 
 import pytest
 
+from marketplace import plugins
 from marketplace.parties import build_role, make_world, party_ids
 from marketplace.protocols.summarize.messages import Request
 from marketplace.protocols.summarize.private_curator import AUCTION, SUMMARY
-from marketplace.roles.lifetime import settle
+from marketplace.roles.lifetime import admit_party, settle
+from marketplace.roles.party import Party
 from marketplace.scenario import parse_scenario
 from marketplace.transport.inprocess import run_inprocess
 from marketplace.transport.node import Node
@@ -58,10 +60,12 @@ def crash_when_first_asked(roles: list) -> dict:
 def run(raw, tmp_path):
     config = parse_scenario(raw, source="reopen", base_dir=tmp_path).config
     world = make_world(config)
-    roles = [build_role(config, p, world=world) for p in party_ids(config)]
+    exchange = plugins.exchange(config.protocol)
+    parties = [admit_party(config, Party(build_role(config, p, world=world)), exchange) for p in party_ids(config)]
+    roles = [party.role for party in parties]
     crashed = crash_when_first_asked(roles)
-    run_inprocess([Node(r, run_id="t", max_message_bytes=1 << 24) for r in roles])
-    charged = {r.party_id: settle(r) for r in roles if r.party_id.startswith("owner-")}
+    run_inprocess([Node(party, run_id="t", max_message_bytes=1 << 24) for party in parties])
+    charged = {party.party_id: settle(party) for party in parties if party.party_id.startswith("owner-")}
     return roles[0], crashed, charged
 
 
