@@ -38,7 +38,7 @@ from marketplace.messages import Envelope
 from marketplace.parties import build_role, owner_number, party_ids, share_of
 from marketplace.privacy.coupling import Coupling, coupled
 from marketplace.privacy.view import Seen, covering
-from marketplace.roles import CONSUMER, CURATOR, Send
+from marketplace.roles import CONSUMER, CURATOR
 from marketplace.runner.json_files import json_default
 from marketplace.scenario import Scenario
 from marketplace.transport.inprocess import run_inprocess
@@ -124,15 +124,13 @@ def session(scenario: Scenario, shares: dict[str, World], coupling: Coupling, *,
     with coupled(coupling):
         for party in parties:
             role = build_role(config, party, world=shares[party], exchange=exchange)
-            # Recording replaces the instance's handle on purpose (method-assign); mypy compares the
-            # replacement with the unbound method, self included, so it also reports an assignment.
-            role.handle = _recording(received.messages[party], role.handle)  # type: ignore[method-assign, assignment]
             nodes.append(
                 Node(
                     role,
                     run_id="coupled",
                     max_message_bytes=config.transport.max_message_bytes,
                     parties=frozenset(parties),
+                    on_message=_recording(received.messages[party]),
                 )
             )
         run_inprocess(nodes)
@@ -152,12 +150,11 @@ def session(scenario: Scenario, shares: dict[str, World], coupling: Coupling, *,
     return received
 
 
-def _recording(
-    into: list[tuple[str, str, Any]], handle: Callable[[Envelope[Any]], list[Send]]
-) -> Callable[[Envelope[Any]], list[Send]]:
-    def recorded(message: Envelope[Any]) -> list[Send]:
+def _recording(into: list[tuple[str, str, Any]]) -> Callable[[Envelope[Any]], None]:
+    """A node's ``on_message`` hook that keeps, in ``into``, every message its role handles."""
+
+    def recorded(message: Envelope[Any]) -> None:
         into.append((message.sender, message.kind, msgspec.to_builtins(message.body, enc_hook=json_default)))
-        return handle(message)
 
     return recorded
 

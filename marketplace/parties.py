@@ -18,10 +18,10 @@ from marketplace.data.npz_file import OWNER_FILE_MAX_BYTES, read_npz
 from marketplace.data.own_files import ReadLimits
 from marketplace.data.world import World, build_world
 from marketplace.plugins import Exchange
-from marketplace.privacy.accountant import PrivacyLedger
 from marketplace.privacy.noise import NoiseOrigin
 from marketplace.privacy.noise import describe as describe_noise
 from marketplace.roles import CONSUMER, CURATOR, Role, owner_id
+from marketplace.roles.identity import Identity
 from marketplace.scenario import ScenarioConfig
 
 
@@ -146,9 +146,12 @@ def build_role(
     noise: NoiseOrigin | None = None,
     exchange: Exchange,
 ) -> Role:
-    """The role of ``party`` for this scenario. ``owner_data`` replaces an owner's generated share
-    (an owner that reads its own data file). ``noise`` is where the party's privacy noise comes from
-    (:mod:`marketplace.privacy.noise`; None: the run seed); every ledger the role keeps says so."""
+    """The role of ``party`` for this scenario, given its identity (:class:`~marketplace.roles.identity.Identity`:
+    the configuration fingerprint its hello states, its noise description). ``owner_data`` replaces an
+    owner's generated share (an owner that reads its own data file). ``noise`` is where the party's
+    privacy noise comes from (:mod:`marketplace.privacy.noise`; None: the run seed); every ledger the
+    role keeps says so. Building charges no lifetime ledger: that is a step of starting the party
+    (:func:`marketplace.roles.lifetime.admit_party`)."""
     if party_index(config, party) is None:
         raise ValueError(
             f"unknown party {party!r}: this scenario has curator, owner-1 ... owner-{config.parties.owners}, consumer"
@@ -159,32 +162,18 @@ def build_role(
     noise = noise or NoiseOrigin.seed()
     if config.lifetime.ledgers is not None and config.lifetime.request_id:
         noise = dataclasses.replace(noise, request=config.lifetime.request_id)  # fresh noise per charged request
-    from marketplace.roles.lifetime import gate
-
-    role = gate(config, party, exchange, lambda: exchange.build_role(config, party, world, owner_data, noise))
-    role.config_fingerprint = _fingerprint_of(config, fingerprint)
-    role.noise = describe_noise(noise, party, secure=secure_noise(config))
-    for ledger in ledgers_of(role):
-        ledger.noise = role.noise
+    role: Role = exchange.build_role(config, party, world, owner_data, noise)
+    identity = Identity(
+        party_id=party,
+        role_name=role.role_name,
+        scenario_name=role.scenario_name,
+        config_fingerprint=_fingerprint_of(config, fingerprint),
+        noise=describe_noise(noise, party, secure=exchange.secure_noise(config)),
+    )
+    role.join(identity)
+    for ledger in role.ledgers():
+        ledger.noise = identity.noise
     return role
-
-
-def secure_noise(config: ScenarioConfig) -> bool:
-    """Whether the scenario's protocol draws its noise in ``secure`` mode (OpenDP, OS entropy)."""
-    section = getattr(config, config.protocol)
-    privacy = getattr(section, "privacy", None)
-    return bool(getattr(section, "secure", False) or getattr(privacy, "secure", False))
-
-
-def ledgers_of(role: Role) -> list[PrivacyLedger]:
-    """The privacy ledgers a role keeps (attributes holding a ledger, or a dict of them)."""
-    found = []
-    for value in vars(role).values():
-        if isinstance(value, PrivacyLedger):
-            found.append(value)
-        elif isinstance(value, dict):
-            found.extend(v for v in value.values() if isinstance(v, PrivacyLedger))
-    return found
 
 
 _last_fingerprint: list[tuple[ScenarioConfig, dict[str, str]]] = []

@@ -158,7 +158,8 @@ class Exchange(ScenarioRules, abc.ABC):
 
     @abc.abstractmethod
     def progress(self, config: Any, curator: Any) -> tuple[int, int]:
-        """``(done, total)`` of the run from its curator role, for the in-process driver's progress bar."""
+        """``(done, total)`` of the run from its curator role (``done`` is usually the role's
+        :meth:`~marketplace.roles.Role.progress`), for the in-process driver's progress bar."""
 
     @abc.abstractmethod
     def report(self, config: Any, world: Any, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -238,6 +239,11 @@ class Exchange(ScenarioRules, abc.ABC):
         terms: its ledger reserves them before anything leaves), from the settings alone; None when
         the protocol sells no points. Default: None."""
         return None
+
+    def secure_noise(self, config: Any) -> bool:
+        """Whether a run of ``config`` draws its noise in ``secure`` mode (OS entropy, OpenDP's exact
+        samplers: not reproducible from the seed), as each party's noise description says. Default: False."""
+        return False
 
     def artifacts(self, report: dict[str, Any], out_dir: Path) -> None:
         """Write files of the protocol's own into the run folder. Default: none."""

@@ -1,12 +1,13 @@
 """A real `sketch` owner serving one request after another, for the lifetime crash test (a script).
 
 ``python owner_crash_worker.py LEDGERS WIRE``: loop over requests req-0, req-1, ...: build owner-1's
-role for the request exactly as a run does (:func:`marketplace.parties.build_role`, which charges
-its lifetime ledger first, or declines), hand it the curator's real ``sketch_request`` frame, append
-every frame of the protocol it sends to WIRE (one ``<request id> <kind> <bytes>`` line, fsynced:
-that is what *left* the owner), then settle its ledger as the end of a run does. Restarted after a
-kill, it carries on from the first request its ledger does not hold. Prints ``ready`` once the
-scenario is loaded, and ``declined <id>`` for a request its ledger refused.
+party for the request exactly as a run does (:func:`marketplace.parties.build_role`, then
+:func:`marketplace.roles.lifetime.admit_party`, which charges its lifetime ledger first, or
+declines), hand it the curator's real ``sketch_request`` frame, append every frame of the protocol
+it sends to WIRE (one ``<request id> <kind> <bytes>`` line, fsynced: that is what *left* the
+owner), then settle its ledger as the end of a run does. Restarted after a kill, it carries on from
+the first request its ledger does not hold. Prints ``ready`` once the scenario is loaded, and
+``declined <id>`` for a request its ledger refused.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from marketplace import plugins
 from marketplace.messages import PROTOCOL_VERSION, Envelope, encode
 from marketplace.parties import build_role, make_world, share_of
 from marketplace.privacy.lifetime import LifetimeLedger, ledger_file
-from marketplace.roles.lifetime import settle
-from marketplace.transport.node import RUNTIME_KINDS, Node
+from marketplace.roles.identity import RUNTIME_KINDS
+from marketplace.roles.lifetime import admit_party, settle
+from marketplace.roles.party import Party
+from marketplace.transport.node import Node
 
 SCENARIO = os.path.join(os.path.dirname(__file__), "..", "scenarios", "sketch-quickstart.yaml")
 OWNER = "owner-1"
@@ -62,8 +65,9 @@ def main(ledgers: str, wire: str) -> int:
     for i in range(start, start + 100_000):
         request_id = f"req-{i}"
         config = base.with_overrides({"lifetime.request_id": request_id}).config
-        role = build_role(config, OWNER, world=share, exchange=exchange)  # charges the ledger, or declines
-        node = Node(role, run_id=request_id, max_message_bytes=1 << 26)
+        role = build_role(config, OWNER, world=share, exchange=exchange)
+        party = admit_party(config, Party(role), exchange)  # charges the ledger, or declines
+        node = Node(party, run_id=request_id, max_message_bytes=1 << 26)
         out = list(node.start())
         frame = encode(Envelope(PROTOCOL_VERSION, request_id, 1, "curator", OWNER, "sketch_request", None, request))
         out += node.receive(frame, "curator").outgoing
@@ -71,9 +75,9 @@ def main(ledgers: str, wire: str) -> int:
             if sent.kind not in RUNTIME_KINDS:
                 os.write(fd, f"{request_id} {sent.kind} {len(sent.frame)}\n".encode())
                 os.fsync(fd)
-        if role.lifetime is not None and role.lifetime.state == "declined":
+        if party.admission is not None and party.admission.state == "declined":
             print(f"declined {request_id}", flush=True)
-        settle(role)
+        settle(party)
     return 0
 
 

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from marketplace.messages import Envelope
 from marketplace.messages.kinds import Bye, Hello
+from marketplace.roles.identity import NO_TRAFFIC, Identity, Traffic
+
+if TYPE_CHECKING:
+    from marketplace.privacy.accountant import PrivacyLedger
 
 CURATOR = "curator"
 CONSUMER = "consumer"
@@ -48,29 +52,14 @@ class Role(ABC):
     party_id: str
     role_name: RoleName
     scenario_name: str = ""
-    config_fingerprint: dict[str, str] = {}
-    """What this party's scenario says about the parts every party must agree on (set by
-    :func:`marketplace.parties.build_role`); sent in ``hello`` and checked by the curator."""
     warm_imports: tuple[str, ...] = ()
-    noise: dict[str, Any] | None = None
-    """Where this party's privacy noise comes from and who could strip it (set when the role is
-    built, :func:`marketplace.privacy.noise.describe`); reported with the party."""
     """Modules this role imports only near its end; a party process loads them in the background
     during the rounds, and the role waits for that before importing them (:mod:`marketplace.warm_imports`)."""
-    messages_sent: int = 0
-    """Protocol messages sent so far on this role's behalf (every frame its driver's node encoded
-    for it but heartbeats, whose number follows the wall clock, and ``error`` answers to frames it
-    refused, whose number follows what others send): kept by
-    :class:`marketplace.transport.node.Node`, read by a role that records them (a curator's
-    per-round history). During a call to the role it counts what was sent before that call."""
-    bytes_sent: int = 0
-    """The bytes of those frames, envelope included (what :attr:`messages_sent` counts)."""
-    lifetime: Any = None
-    """This party's :class:`marketplace.roles.lifetime.Admission` under its lifetime ledger, or None."""
-    protocol_messages_sent: int = 0
-    """Messages of the protocol's own kinds sent on this role's behalf (not hello, heartbeat, error,
-    shutdown or bye): zero means nothing derived from the party's data left it, so a lifetime
-    reservation may be rolled back (:mod:`marketplace.roles.lifetime`)."""
+    traffic: Traffic = NO_TRAFFIC
+    """What this party has sent so far (:class:`~marketplace.roles.identity.Traffic`), read-only: its
+    :class:`~marketplace.roles.party.Party` counts and hands it over (:meth:`join`); a role that records
+    it (a curator's per-round history) reads it here."""
+    _identity: Identity | None = None
     points_sold: int | None = None
     """Points of the party's own data it handed over in this run (a protocol that sells points, as
     ``summarize`` does): what its lifetime ledger records as sold. None: it sells none."""
@@ -80,6 +69,29 @@ class Role(ABC):
         self.failure: str | None = None
         self.errors_received: list[dict[str, Any]] = []
         self.errors_received_dropped = 0
+
+    @property
+    def identity(self) -> Identity:
+        """Who this party is (:class:`~marketplace.roles.identity.Identity`): the one it was given
+        when built (:meth:`join`), else its id, role and scenario alone."""
+        if self._identity is None:
+            return Identity(self.party_id, self.role_name, self.scenario_name)
+        return self._identity
+
+    @property
+    def config_fingerprint(self) -> dict[str, str]:
+        """What this party's scenario says about the parts every party must agree on: sent in
+        ``hello`` and checked by the curator (empty: nothing to check)."""
+        return dict(self.identity.config_fingerprint)
+
+    def join(self, identity: Identity | None = None, *, traffic: Traffic | None = None) -> None:
+        """Take the ``identity`` this role was built with (:func:`marketplace.parties.build_role`) and
+        the read-only ``traffic`` of the :class:`~marketplace.roles.party.Party` that runs it: the two
+        things a role is handed rather than computing (a party that runs it again hands a fresh count)."""
+        if identity is not None:
+            self._identity = identity
+        if traffic is not None:
+            self.traffic = traffic
 
     def hello(self, protocol: str) -> Send:
         """This party's ``hello`` to the curator: its role, protocol, scenario and configuration fingerprint."""
@@ -162,6 +174,22 @@ class Role(ABC):
         never reached :meth:`handle`. Default: nothing (the sender got an ``error``). A role that is
         waiting for that frame decides whether the peer should still be waited for."""
         return []
+
+    def reserved(self, points: int | None) -> None:
+        """The party's lifetime ledger reserved this run before it started
+        (:func:`marketplace.roles.lifetime.admit_party`): ``points`` is how many of its own points the
+        run may hand over under its sale terms (None: the protocol sells none). Default: nothing."""
+
+    def ledgers(self) -> tuple[PrivacyLedger, ...]:
+        """The privacy ledgers this role keeps (each records what it releases from one account): the
+        party marks each with where its noise comes from, and the report reads them. Default: none."""
+        return ()
+
+    def progress(self) -> int:
+        """How far the run has come as this role sees it, in the units its exchange's ``progress``
+        counts (rounds done, owners' releases received): a curator's answer drives the in-process
+        driver's progress bar. Default: 0."""
+        return 0
 
     def finish(self) -> None:
         """Local work once the party is done and its last messages (its ``bye``) are sent: nothing

@@ -1,18 +1,21 @@
 """A party's admission to a run under its lifetime ledger: charge the run's declared cost first,
 or decline and stay out of the run.
 
-When the scenario names a ledger folder (``lifetime.ledgers``), every owner's role is built only
-after :func:`admit` has reserved, on the owner's own ledger, what the run's protocol declares the
-run may release about the owner's data (``owner_cost`` of its exchange, from the scenario alone).
-The reservation is on disk before the role exists, so before anything can leave. If it does not fit
-(or the release has no finite cost, or this request was already charged), the owner is built as a
-:class:`DeclinedParty`: it says hello, tells the curator why it declines, and releases nothing;
+When the scenario names a ledger folder (``lifetime.ledgers``), every owner is started only after
+:func:`admit` has reserved, on the owner's own ledger, what the run's protocol declares the run may
+release about the owner's data (``owner_cost`` of its exchange, from the scenario alone). Building
+its role reserves nothing: reserving is a step of starting the party (:func:`admit_party`, done
+where parties are started, :func:`marketplace.runner.nodes.build_node`), so the reservation is on
+disk before the party runs, and so before anything can leave. If it does not fit (or the release
+has no finite cost, or this request was already charged), the party runs a :class:`DeclinedParty`
+instead of its role: it says hello, tells the curator why it declines, and releases nothing;
 the curator takes it out of the run and goes on. A ledger that cannot be used (a folder or file
 that cannot be written, a file that is not a lifetime ledger) declines the same way, its reason
 naming the party, the ledger and what is wrong: the party ends cleanly and the run goes on.
 
 Just before the first message of the protocol leaves the party, :meth:`Admission.mark_left` records
-so on the ledger (the transport's node calls it). When the party ends, :meth:`Admission.settle`
+so on the ledger (its party calls it as the node encodes that message:
+:meth:`~marketplace.roles.party.Party.sent`). When the party ends, :meth:`Admission.settle`
 commits the reservation if any message of the protocol left the party, and rolls it back if
 nothing did. A party that dies in between leaves it reserved, which counts as spent until the next
 process to open the ledger reconciles it (:meth:`LifetimeLedger.reconcile`: rolled back if nothing
@@ -22,8 +25,8 @@ this process opens it.
 A ledger that fails after the admission (a full disk, an SQLite error) fails that party only, never
 the process that hosts it: :meth:`Admission.mark_left` raises :class:`LedgerFault` (nothing leaves,
 and the party's record says why), and :meth:`Admission.settle` never raises (a reservation it
-cannot settle stays reserved, counted as spent, for a later settle or the reconcile). A role that
-cannot be built after its reservation rolls the reservation back (:func:`gate`).
+cannot settle stays reserved, counted as spent, for a later settle or the reconcile). A party that
+cannot be started after its reservation rolls the reservation back (:func:`admitted`).
 
 A consumer that keeps a ledger (``lifetime.consumer_budget``) is admitted the same way for what the
 run releases about its target data (``consumer_cost``); a declining consumer ends the run as failed
@@ -36,6 +39,8 @@ import logging
 import os
 import sqlite3
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,6 +63,7 @@ from marketplace.privacy.lifetime.storage import is_blank
 from marketplace.privacy.lifetime.terms import SaleTerms
 from marketplace.privacy.neighbouring import budget_relation_text
 from marketplace.roles import CONSUMER, CURATOR, PeerRole, Role, Send
+from marketplace.roles.party import Party
 
 log = logging.getLogger(__name__)
 
@@ -394,39 +400,51 @@ class DeclinedParty(Role):
         return {"declined": self.reason, "released": False}
 
 
-def gate(config: Any, party: str, exchange: Exchange, build: Any) -> Role:
-    """``party``'s role for this run: ``build()`` if its lifetime ledger admits the run (or it
-    keeps none), a :class:`DeclinedParty` otherwise. The admission rides on the role
-    (``role.lifetime``) until :func:`settle` reads it. When ``build()`` raises, the reservation it was
-    made for is rolled back (nothing of the party's data can have left without a role) and the error
-    goes on to the caller."""
-    admission = admit(config, party, exchange)
-    if admission is not None and not admission.admitted:
-        role: Role = DeclinedParty(
-            party_id=party,
-            role_name="consumer" if party == CONSUMER else "owner",
+def admit_party(config: Any, party: Party, exchange: Exchange) -> Party:
+    """The step that starts ``party`` under its lifetime ledger: reserve its declared cost for this
+    run (:func:`admit`) before anything can leave it. Returns the party to run: ``party`` itself when
+    it keeps no ledger, ``party`` holding its admission when the ledger admits the run (its role is
+    told the points reserved, :meth:`Role.reserved`), or a party of the same identity whose role is
+    a :class:`DeclinedParty` when the ledger declines it. :func:`settle` reads the admission when the
+    party ends; :func:`admitted` also rolls it back when starting the party fails."""
+    admission = admit(config, party.party_id, exchange)
+    if admission is None:
+        return party
+    if not admission.admitted:
+        declined = DeclinedParty(
+            party_id=party.party_id,
+            role_name="consumer" if party.party_id == CONSUMER else "owner",
             scenario_name=config.name,
             protocol=config.protocol,
             reason=admission.reason or "",
         )
-    else:
-        try:
-            role = build()
-        except BaseException:
-            if admission is not None:  # no role, so nothing of its data left: the reservation rolls back
-                admission.settle(False)
-            raise
-    role.lifetime = admission
-    return role
+        declined.join(party.identity)
+        return Party(declined, admission=admission)
+    party.admission = admission
+    party.role.reserved(admission.points)
+    return party
 
 
-def settle(role: Role) -> dict[str, Any] | None:
-    """Settle ``role``'s lifetime reservation once it ended (commit if anything of the protocol left
+@contextmanager
+def admitted(config: Any, party: Party, exchange: Exchange) -> Iterator[Party]:
+    """:func:`admit_party`, for the block that starts the party: when the block raises, the
+    reservation is settled at once (rolled back, since nothing of the protocol can have left a party
+    that never started; committed if something did) and the error goes on to the caller."""
+    started = admit_party(config, party, exchange)
+    try:
+        yield started
+    except BaseException:
+        settle(started)
+        raise
+
+
+def settle(party: Party) -> dict[str, Any] | None:
+    """Settle ``party``'s lifetime reservation once it ended (commit if anything of the protocol left
     it, roll back otherwise) and return the report's record; None when it keeps no ledger."""
-    admission: Admission | None = getattr(role, "lifetime", None)
+    admission = party.admission
     if admission is None:
         return None
-    return admission.settle(role.protocol_messages_sent > 0, sold=role.points_sold)
+    return admission.settle(party.traffic.protocol_messages_sent > 0, sold=party.role.points_sold)
 
 
 __all__ = [
@@ -435,8 +453,9 @@ __all__ = [
     "DeclinedParty",
     "LedgerFault",
     "admit",
+    "admit_party",
+    "admitted",
     "declared_release",
-    "gate",
     "ledger_folder",
     "new_request_id",
     "request_id_of",

@@ -13,6 +13,8 @@ from marketplace.data.dataset import Dataset, World
 from marketplace.parties import build_role, party_ids
 from marketplace.plugins import Exchange
 from marketplace.privacy import noise as noise_keys
+from marketplace.roles.lifetime import admitted
+from marketplace.roles.party import Party
 from marketplace.scenario import Scenario, ScenarioConfig
 from marketplace.transport.node import Node
 
@@ -40,15 +42,18 @@ def build_node(
     owner_data: Dataset | None = None,
     parties: frozenset[str] | None = None,
 ) -> Node:
-    """``party``'s role built from ``world`` (its share, or the whole world) with its noise origin,
-    in a node of run ``run_id``. ``owner_data`` replaces an owner's generated share (its own rows);
-    ``parties`` is the run's party ids, when the caller builds many nodes and computed them once."""
+    """``party`` started in a node of run ``run_id``: its role built from ``world`` (its share, or the
+    whole world) with its noise origin, then admitted under its lifetime ledger, if it keeps one
+    (:func:`marketplace.roles.lifetime.admitted`: reserved, or declined). ``owner_data`` replaces an
+    owner's generated share (its own rows); ``parties`` is the run's party ids, when the caller builds
+    many nodes and computed them once."""
     role = build_role(
         config, party, world=world, owner_data=owner_data, noise=noise_origin(config, party), exchange=exchange
     )
-    return Node(
-        role,
-        run_id=run_id,
-        max_message_bytes=config.transport.max_message_bytes,
-        parties=parties if parties is not None else frozenset(party_ids(config)),
-    )
+    with admitted(config, Party(role), exchange) as started:
+        return Node(
+            started,
+            run_id=run_id,
+            max_message_bytes=config.transport.max_message_bytes,
+            parties=parties if parties is not None else frozenset(party_ids(config)),
+        )

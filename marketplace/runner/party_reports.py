@@ -55,7 +55,7 @@ def party_report(
     an owner host writes hundreds of reports), so that ``marketplace assemble`` can refuse reports
     of another run."""
     role = node.role
-    lifetime = settle_lifetime(role)
+    lifetime = settle_lifetime(node.party)
     timing = node.timing() | {"io_s": driver.get("io_s", 0.0), "idle_s": driver.get("idle_s", 0.0), "wall_s": wall_s}
     if identity is None and scenario is not None:
         identity = scenario_identity(scenario)
@@ -77,7 +77,7 @@ def party_report(
         "status": "failed" if role.failure else "completed",
         "failure": shown["failure"],
         "result": shown["result"],
-        **({"noise": role.noise} if role.noise is not None else {}),
+        **({"noise": node.party.noise} if node.party.noise is not None else {}),
         **({"lifetime": lifetime} if lifetime is not None else {}),
         "counters": node.counters.to_dict(),
         "timing": shown["timing"],

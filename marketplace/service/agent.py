@@ -44,9 +44,10 @@ from marketplace import plugins
 from marketplace.data.own_files import ReadLimits
 from marketplace.parties import owner_number
 from marketplace.privacy.lifetime.terms import SaleTerms
-from marketplace.roles import CURATOR, Role
+from marketplace.roles import CURATOR
 from marketplace.roles.lifetime import LedgerFault
 from marketplace.roles.lifetime import settle as settle_lifetime
+from marketplace.roles.party import Party
 from marketplace.runner.identity import scenario_identity
 from marketplace.runner.json_files import json_default
 from marketplace.runner.links import link_settings
@@ -122,7 +123,7 @@ class OwnerAgent:
         self.lists: dict[str, tuple[frozenset[str], float]] = {}
         """Owner -> the sessions the server said it holds the owner in, and when that list came: the
         latest list of each owner not yet looked at (:meth:`_let_go`)."""
-        self.unsettled: dict[str, list[Role]] = {}
+        self.unsettled: dict[str, list[Party]] = {}
         """Owner -> the roles of its ended sessions whose reservation its ledger could not settle (a full
         disk): settled again before the owner's next session (:meth:`_settle_again`). Until then each
         counts as spent, and if the agent dies first, the ledger's reconcile settles it."""
@@ -264,7 +265,7 @@ class OwnerAgent:
         except Exception as err:  # noqa: BLE001 - this owner cannot take part; the agent serves on
             log.exception("session %s: %s could not take part", message.session, owner)
             if node is not None:  # its reservation is made: settled now (nothing left, unless marked so)
-                settle_lifetime(node.role)
+                settle_lifetime(node.party)
             # a ledger's fault names the owner, its ledger file and the error; any other error's details
             # stay in this log
             self._decline(owner, message.session, str(err) if isinstance(err, LedgerFault) else declared_reason(err))
@@ -339,7 +340,8 @@ class OwnerAgent:
         breaks this owner's report of this session only."""
         session, owner = key
         loop, scenario, started = self.loops.pop(key)
-        role = loop.node.role
+        party = loop.node.party
+        role = party.role
         try:
             loop.close()
         except Exception:  # noqa: BLE001 - its last frames stay unsent; the server loses it as it would anyway
@@ -360,12 +362,12 @@ class OwnerAgent:
             )
         except Exception as err:  # noqa: BLE001 - a report of its failure instead; the agent serves on
             log.exception("session %s: %s's report could not be made", session, owner)
-            settle_lifetime(role)  # never raises; a no-op once settled
+            settle_lifetime(party)  # never raises; a no-op once settled
             role.fail(internal_failure(err, where="agent", phase="reporting"))
             own = {"id": owner, "run_id": session, "role": "owner", "status": "failed", "failure": role.failure}
-        admission = getattr(role, "lifetime", None)
+        admission = party.admission
         if admission is not None and admission.state == "reserved":  # its ledger could not settle it
-            self.unsettled.setdefault(owner, []).append(role)
+            self.unsettled.setdefault(owner, []).append(party)
         report = {k: v for k, v in own.items() if k != OWN}  # what it publishes
         try:
             self.socks[owner].send(
@@ -386,12 +388,12 @@ class OwnerAgent:
         before its next session reserves on the same ledger. One that still cannot be settled stays
         reserved, counted as spent, for the next try or the ledger's reconcile: never lost, never
         counted twice."""
-        roles = self.unsettled.pop(owner, [])
-        left = [role for role in roles if (settle_lifetime(role) or {}).get("state") == "reserved"]
+        parties = self.unsettled.pop(owner, [])
+        left = [party for party in parties if (settle_lifetime(party) or {}).get("state") == "reserved"]
         if left:
             self.unsettled[owner] = left
-        if len(left) < len(roles):
-            settled = len(roles) - len(left)
+        if len(left) < len(parties):
+            settled = len(parties) - len(left)
             log.info("%s: %d reservation(s) its ledger could not settle before are settled now", owner, settled)
 
     def _keep(self, session: str, owner: str, report: dict[str, Any]) -> None:

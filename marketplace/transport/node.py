@@ -1,12 +1,14 @@
-"""A role plus its codec: frames in, frames out. Both drivers wrap every role in a Node, so decoding,
-validation, error replies, replay protection, counting and timing happen in one place."""
+"""A party plus its codec: frames in, frames out. Both drivers wrap every party (a role as it runs,
+:class:`~marketplace.roles.party.Party`) in a Node, so decoding, validation, error replies, replay
+protection, counting and timing happen in one place."""
 
 from __future__ import annotations
 
 import logging
 import time
 from collections import Counter
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from marketplace.messages import (
     PROTOCOL_VERSION,
@@ -21,10 +23,8 @@ from marketplace.messages import (
 from marketplace.messages.errors import cut
 from marketplace.messages.kinds import Bye, Error, Heartbeat
 from marketplace.roles import Role, Send
+from marketplace.roles.party import Party
 from marketplace.transport.counters import HEARTBEAT, Counters
-
-RUNTIME_KINDS = frozenset({"hello", "heartbeat", "error", "shutdown", "bye"})
-"""Kinds every party sends whatever its protocol: none carries anything derived from its data."""
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ class Delivery(list):
 
 
 class Node:
-    """Runs one role: decodes and checks incoming frames, calls the role, encodes its answers.
+    """Runs one party's role: decodes and checks incoming frames, calls the role, encodes its answers.
 
     Message ids count per receiver (1, 2, 3, ... for each peer), so the ids a party sees depend only
     on the messages it received itself: a global counter would tell an owner how many messages the
@@ -80,17 +80,29 @@ class Node:
 
     Counting: a frame counts as *sent* when the driver hands it to the transport
     (:meth:`record_sent`), so frames a driver drops on purpose (to a lost peer, an error reply to
-    a peer that does not read) are not counted as sent.
+    a peer that does not read) are not counted as sent. What the party sent on its role's behalf is
+    counted by the party (:meth:`Party.sent <marketplace.roles.party.Party.sent>`) as each frame is encoded.
+
+    ``party`` is the party to run, or a bare role (then run as a party of its own, with the identity
+    it was built with). ``on_message``, when given, sees every validated message before the role
+    handles it (``error`` messages, which go to :meth:`Role.on_error`, excepted): a recorder's hook.
     """
 
     def __init__(
-        self, role: Role, *, run_id: str, max_message_bytes: int, parties: frozenset[str] | None = None
+        self,
+        party: Party | Role,
+        *,
+        run_id: str,
+        max_message_bytes: int,
+        parties: frozenset[str] | None = None,
+        on_message: Callable[[Envelope[Any]], None] | None = None,
     ) -> None:
-        self.role = role
+        self.party = party if isinstance(party, Party) else Party(party)
+        self.on_message = on_message
         self.parties = parties
         """The run's party ids, when known: a frame from anyone else is refused before the role sees it
         (and leaves no per-sender state behind)."""
-        self.party_id = role.party_id
+        self.party_id = self.party.party_id
         self.run_id = run_id
         self.max_message_bytes = max_message_bytes
         self.counters = Counters()
@@ -108,6 +120,11 @@ class Node:
         self.finished_peers: set[str] = set()
         """Peers whose ``bye`` the role accepted: no more heartbeats to them, and their closing connection is
         expected."""
+
+    @property
+    def role(self) -> Role:
+        """The party's role (its protocol state machine)."""
+        return self.party.role
 
     @property
     def done(self) -> bool:
@@ -158,7 +175,7 @@ class Node:
         self.counters.record_received(sender, self.party_id, message.kind, len(frame))
         t1 = time.perf_counter()
         try:
-            sends = self.role.on_error(message) if isinstance(message.body, Error) else self.role.handle(message)
+            sends = self.role.on_error(message) if isinstance(message.body, Error) else self._handle(message)
         except ProtocolError as err:
             self.compute_s += time.perf_counter() - t1
             self.counters.record_rejected("protocol")
@@ -172,6 +189,11 @@ class Node:
         if isinstance(message.body, Bye):  # only once the role took it: a refused bye changes nothing
             self.finished_peers.add(sender)
         return Delivery(self._encode_all(sends), True)
+
+    def _handle(self, message: Envelope[Any]) -> list[Send]:
+        if self.on_message is not None:
+            self.on_message(message)
+        return self.role.handle(message)
 
     def peer_lost(self, peer: str, reason: str = "") -> list[Outgoing]:
         t0 = time.perf_counter()
@@ -277,17 +299,11 @@ class Node:
                 Envelope(PROTOCOL_VERSION, self.run_id, msg_id, self.party_id, send.to, kind, send.reply_to, None), body
             )
         self.codec_s += time.perf_counter() - t0
-        if not isinstance(
-            send.body, (Heartbeat, Error)
-        ):  # what the role sent so far in the protocol, for its history: not
-            self.role.messages_sent += 1  # heartbeats (they follow the clock) nor answers to refused frames
-            self.role.bytes_sent += len(frame)
-            if kind not in RUNTIME_KINDS:
-                if self.role.protocol_messages_sent == 0 and self.role.lifetime is not None:
-                    # its lifetime ledger records that the release left, durably, before this first frame
-                    # of the protocol is handed to the transport (marketplace.roles.lifetime)
-                    self.role.lifetime.mark_left()
-                self.role.protocol_messages_sent += 1
+        if not isinstance(send.body, (Heartbeat, Error)):
+            # what the party sent so far in the protocol, for its history: not heartbeats (they follow
+            # the clock) nor answers to refused frames. Before its first frame of the protocol's own
+            # kinds, its lifetime ledger records, durably, that the release left (Party.sent)
+            self.party.sent(kind, len(frame))
         return Outgoing(send.to, kind, frame, best_effort)
 
     def timing(self) -> dict[str, float]:

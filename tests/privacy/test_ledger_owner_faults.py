@@ -16,7 +16,9 @@ from conftest import ROOT
 import marketplace
 from marketplace import plugins
 from marketplace.privacy.lifetime import LifetimeLedger, ledger_file
+from marketplace.roles import Role
 from marketplace.roles.lifetime import LedgerFault, admit, settle
+from marketplace.roles.party import Party
 
 SKETCH = ROOT / "scenarios" / "sketch-quickstart.yaml"
 
@@ -99,8 +101,14 @@ def test_a_run_whose_one_owner_cannot_settle_completes_and_reports_why(tmp_path,
     assert str(ledger_file(ledgers, "owner-2")) in owners["owner-2"]["reason"]
 
 
-def test_settle_of_a_role_without_a_ledger_is_none():
-    class Bare:
-        pass
+def test_settle_of_a_party_without_a_ledger_is_none():
+    class Bare(Role):
+        party_id, role_name = "owner-1", "owner"
 
-    assert settle(Bare()) is None
+        def start(self):
+            return []
+
+        def handle(self, message):
+            return []
+
+    assert settle(Party(Bare())) is None

@@ -31,9 +31,11 @@ from marketplace.cli import main
 from marketplace.messages import PROTOCOL_VERSION, Envelope, encode
 from marketplace.parties import build_role, make_world, share_of
 from marketplace.privacy.lifetime import Cost, LedgerInputError, LifetimeLedger, ledger_file
-from marketplace.roles.lifetime import admit, settle
+from marketplace.roles.identity import RUNTIME_KINDS
+from marketplace.roles.lifetime import admit, admit_party, settle
+from marketplace.roles.party import Party
 from marketplace.runner.report_schema import report_problems
-from marketplace.transport.node import RUNTIME_KINDS, Node
+from marketplace.transport.node import Node
 
 SKETCH = ROOT / "scenarios" / "sketch-quickstart.yaml"
 RELATION = "add/remove-one (a row of owner-1's data)"
@@ -168,12 +170,13 @@ def test_the_left_record_is_on_disk_before_the_first_protocol_frame_is_returned(
     real = LifetimeLedger.mark_left
 
     def spy(self, request_id):
-        marks.append(role.protocol_messages_sent)
+        marks.append(role.traffic.protocol_messages_sent)
         return real(self, request_id)
 
     monkeypatch.setattr(LifetimeLedger, "mark_left", spy)
     role = build_role(scenario.config, "owner-1", world=share, exchange=exchange)
-    node = Node(role, run_id="req-1", max_message_bytes=1 << 26)
+    party = admit_party(scenario.config, Party(role), exchange)
+    node = Node(party, run_id="req-1", max_message_bytes=1 << 26)
     assert not [o for o in node.start() if o.kind not in RUNTIME_KINDS]
     db = ledger_file(tmp_path, "owner-1")
     with LifetimeLedger.read(db) as ledger:
@@ -183,7 +186,7 @@ def test_the_left_record_is_on_disk_before_the_first_protocol_frame_is_returned(
     assert "sketch_release" in sent and marks == [0]  # marked once, before the first frame was counted
     with LifetimeLedger.read(db) as ledger:
         assert ledger.holder("req-1").left_at is not None
-    assert settle(role)["state"] == "committed"
+    assert settle(party)["state"] == "committed"
 
 
 # --- ledgers that cannot be used

@@ -285,13 +285,13 @@ def test_two_charged_requests_of_one_seed_draw_different_noise(tmp_path):
     assert not np.allclose(*draws)
     world = make_world(first, plugins.exchange(first.protocol))
     roles = [build_role(c, "owner-1", world=world, exchange=plugins.exchange(c.protocol)) for c in (first, second)]
-    assert [r.noise["source"] for r in roles] == [
+    assert [r.identity.noise["source"] for r in roles] == [
         "the run seed and the request id (req-a)",
         "the run seed and the request id (req-b)",
     ]
     plain = sketch(tmp_path / "l", **{"lifetime.ledgers": None}).config
     assert (
-        build_role(plain, "owner-2", world=world, exchange=plugins.exchange(plain.protocol)).noise["source"]
+        build_role(plain, "owner-2", world=world, exchange=plugins.exchange(plain.protocol)).identity.noise["source"]
         == "the run seed"
     )
     a = run(sketch(tmp_path / "r", **{"lifetime.request_id": "req-1"}), tmp_path, "a")

@@ -236,8 +236,8 @@ def test_node_counts_protocol_frames_for_the_role_but_no_heartbeat():
     node = Node(Sender(), run_id="r", max_message_bytes=1 << 20)
     frames = node.start()
     node.heartbeat(CURATOR)
-    assert node.role.messages_sent == 2
-    assert node.role.bytes_sent == sum(len(f.frame) for f in frames)
+    assert node.party.traffic.messages_sent == 2
+    assert node.party.traffic.bytes_sent == sum(len(f.frame) for f in frames)
 
 
 def test_golden_view_leaves_the_history_out():

@@ -24,14 +24,16 @@ from test_serve import MARKET, REQUEST, free_port
 
 import marketplace
 from marketplace import plugins
+from marketplace.parties import build_role, make_world, share_of
 from marketplace.privacy.lifetime import LifetimeLedger, ledger_file
-from marketplace.roles.lifetime import DeclinedParty, gate
+from marketplace.roles.identity import RUNTIME_KINDS
+from marketplace.roles.lifetime import DeclinedParty, admitted
+from marketplace.roles.party import Party
 from marketplace.scenario import Scenario
 from marketplace.service import agent as agent_module
 from marketplace.service import control
 from marketplace.service.options import AgentOptions
 from marketplace.service.sessions import session_scenario
-from marketplace.transport.node import RUNTIME_KINDS
 
 OWNERS = ["owner-1", "owner-2", "owner-3"]
 FAULTY = "owner-2"
@@ -112,7 +114,8 @@ def test_a_ledger_that_cannot_reserve_declines_that_owner_alone_naming_the_ledge
     path = ledger_file(agent.ledgers, FAULTY)
     assert roles[FAULTY].reason == f"{FAULTY}: the ledger {path} is not writable: {DISK_FULL}"
     for owner in ("owner-1", "owner-3"):
-        assert roles[owner].lifetime.state == "reserved" and not isinstance(roles[owner], DeclinedParty)
+        admission = agent.loops[("s0001-aaaa", owner)][0].node.party.admission
+        assert admission.state == "reserved" and not isinstance(roles[owner], DeclinedParty)
     assert history(agent.ledgers, FAULTY) == []  # nothing charged
 
 
@@ -124,9 +127,9 @@ def test_a_ledger_that_cannot_mark_a_release_as_left_fails_that_owners_session_a
     key = ("s0001-aaaa", FAULTY)
     node = agent.loops[key][0].node
     # what the owner's node does before its first frame of the protocol leaves (transport.node)
-    agent._guarded(key, node.role.lifetime.mark_left, "handling a message")
+    agent._guarded(key, node.party.admission.mark_left, "handling a message")
     assert key not in agent.loops  # its part is over
-    assert node.role.protocol_messages_sent == 0
+    assert node.party.traffic.protocol_messages_sent == 0
     assert {row["kind"] for row in node.counters.to_dict()["sent"]} <= RUNTIME_KINDS  # its hello, no more
     assert node.role.failure.startswith("internal error in its agent while handling a message: LedgerFault: ")
     path = ledger_file(agent.ledgers, FAULTY)
@@ -144,13 +147,13 @@ def test_later_sessions_of_an_owner_whose_disk_stays_full_are_declined_and_the_o
     join_all(agent, invite(market, "s0001-aaaa"))
     disk_full(monkeypatch, "mark_left", "reserve", "abort", "commit")
     key = ("s0001-aaaa", FAULTY)
-    agent._guarded(key, agent.loops[key][0].node.role.lifetime.mark_left, "handling a message")
+    agent._guarded(key, agent.loops[key][0].node.party.admission.mark_left, "handling a message")
     join_all(agent, invite(market, "s0002-bbbb"))
-    later = {owner: agent.loops[("s0002-bbbb", owner)][0].node.role for owner in OWNERS}
+    later = {owner: agent.loops[("s0002-bbbb", owner)][0].node.party for owner in OWNERS}
     path = ledger_file(agent.ledgers, FAULTY)
-    assert later[FAULTY].reason == f"{FAULTY}: the ledger {path} is not writable: {DISK_FULL}"
+    assert later[FAULTY].role.reason == f"{FAULTY}: the ledger {path} is not writable: {DISK_FULL}"
     for owner in ("owner-1", "owner-3"):
-        assert later[owner].lifetime.state == "reserved"
+        assert later[owner].admission.state == "reserved"
     assert history(agent.ledgers, FAULTY) == [("s0001-aaaa", "reserved")]  # counted as spent, not lost
 
 
@@ -184,8 +187,8 @@ def test_a_ledger_fault_before_the_owner_joins_declines_it_naming_the_ledger_and
 
     class FirstFrameOfTheProtocolAtStart(agent_module.SharedLinkLoop):
         def begin(self) -> None:
-            if self.node.role.lifetime is not None:
-                self.node.role.lifetime.mark_left()
+            if self.node.party.admission is not None:
+                self.node.party.admission.mark_left()
             super().begin()
 
     monkeypatch.setattr(agent_module, "SharedLinkLoop", FirstFrameOfTheProtocolAtStart)
@@ -223,15 +226,16 @@ def test_an_owners_report_that_cannot_be_made_fails_that_report_only(agent, mark
     assert all(len(conn(agent, owner).of(control.PartyReport)) == 1 for owner in OWNERS)
 
 
-def test_a_role_that_cannot_be_built_after_its_reservation_rolls_it_back(tmp_path, market):
+def test_a_party_that_cannot_be_started_after_its_reservation_rolls_it_back(tmp_path, market):
     scenario = session_scenario(market, yaml.safe_dump(REQUEST), session="s0001-aaaa", consumer="alice")
     config = scenario.with_overrides({"lifetime.ledgers": str(tmp_path)}).config
+    exchange = plugins.exchange(config.protocol)
+    role = build_role(config, "owner-1", world=share_of(make_world(config, exchange), "owner-1"), exchange=exchange)
+    assert not ledger_file(tmp_path, "owner-1").exists()  # building a role reserves nothing
 
-    def build():
-        raise ValueError("owner-1: its rows could not be read")
-
-    with pytest.raises(ValueError, match="its rows could not be read"):
-        gate(config, "owner-1", plugins.exchange(config.protocol), build)
+    with pytest.raises(ValueError, match="its connection could not be made"), admitted(config, Party(role), exchange):
+        assert history(tmp_path, "owner-1") == [("s0001-aaaa", "reserved")]
+        raise ValueError("owner-1: its connection could not be made")
     assert history(tmp_path, "owner-1") == [("s0001-aaaa", "aborted")]
 
 

@@ -238,6 +238,10 @@ class PfdsCurator(CuratorBase):
         return sends + self._close(status="completed", reason="every live sharer's release was forwarded")
 
     # --- ending ----------------------------------------------------------------------------
+    def progress(self) -> int:
+        """Phases done: 0 while trees are gathered, 1 while records are, 2 once closing."""
+        return {"trees": 0, "data": 1, "closing": 2}.get(str(self.phase), 0)
+
     def result(self) -> dict[str, Any]:
         return {
             "end_reason": self.end_reason,

@@ -92,7 +92,7 @@ def build_role(
 
 
 def progress(config: ScenarioConfig, curator: Role) -> tuple[int, int]:
-    return {"trees": 0, "data": 1, "closing": 2}.get(getattr(curator, "phase", "trees"), 0), 2
+    return curator.progress(), 2
 
 
 # --- what each owner gives up (docs/privacy.md, "pfds") ------------------------------------------
@@ -120,6 +120,10 @@ def owner_exposure(config: ScenarioConfig, report: dict[str, Any]) -> dict[str, 
 
 class PfdsExchange(Exchange):
     """The runtime's entry to ``pfds`` (:class:`marketplace.plugins.Exchange`): this module's functions."""
+
+    def secure_noise(self, config: ScenarioConfig) -> bool:
+        """Whether the run draws its noise in ``secure`` mode (``pfds.secure``)."""
+        return bool(config.pfds.secure)
 
     build_role = staticmethod(build_role)
     check_plan = staticmethod(check_plan)

@@ -20,6 +20,7 @@ from typing import Any, TypedDict
 
 import numpy as np
 
+from marketplace.privacy.accountant import PrivacyLedger
 from marketplace.privacy.plan import PlanExceeded, ReleasePlan
 from marketplace.protocols.pfds import PrivateTree, Spend, share_data, share_predictor
 from marketplace.protocols.pfds.agent import PfdsAgent
@@ -133,6 +134,9 @@ class PfdsSharer(PfdsAgent):
         self.released_rows = int(labelled.X.shape[0])
         y = np.asarray(labelled.y, dtype=np.float64)
         return [Send(CURATOR, PfdsData(X=labelled.X, y=y, epsilon=float(labelled.epsilon)))]
+
+    def ledgers(self) -> tuple[PrivacyLedger, ...]:
+        return (self.ledger,)
 
     def result(self) -> dict[str, Any]:
         out = super().result()

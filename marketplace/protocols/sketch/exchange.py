@@ -140,7 +140,7 @@ def check_world(config: ScenarioConfig, world: World) -> None:
 
 
 def progress(config: ScenarioConfig, curator: Role) -> tuple[int, int]:
-    return len(getattr(curator, "releases", {})), config.parties.owners
+    return curator.progress(), config.parties.owners
 
 
 # --- the report --------------------------------------------------------------------------------
@@ -367,6 +367,10 @@ def owner_exposure(config: ScenarioConfig, report: dict[str, Any]) -> dict[str, 
 
 class SketchExchange(Exchange):
     """The runtime's entry to ``sketch`` (:class:`marketplace.plugins.Exchange`): this module's functions."""
+
+    def secure_noise(self, config: ScenarioConfig) -> bool:
+        """Whether the run draws its noise in ``secure`` mode (``sketch.secure``)."""
+        return bool(config.sketch.secure)
 
     build_role = staticmethod(build_role)
     check_plan = staticmethod(check_plan)

@@ -17,6 +17,7 @@ import numpy as np
 
 from marketplace.messages import Envelope, ProtocolError
 from marketplace.messages.kinds import RuntimeMessage, Shutdown
+from marketplace.privacy.accountant import PrivacyLedger
 from marketplace.privacy.plan import ReleasePlan
 from marketplace.protocols.sketch import FeatureMap, SketchRelease, exact_sketch
 from marketplace.protocols.sketch.messages import SketchMessage, SketchRequest
@@ -111,6 +112,9 @@ class SketchOwner(Role):
             )
         self.released = release
         return [Send(message.sender, release_body(release), reply_to=message.msg_id)]
+
+    def ledgers(self) -> tuple[PrivacyLedger, ...]:
+        return (self.ledger,)
 
     def result(self) -> dict[str, Any]:
         return {

@@ -164,6 +164,10 @@ class StcCurator(CuratorBase):
             )
 
     # --- ending ------------------------------------------------------------------------------
+    def progress(self) -> int:
+        """Owners whose release arrived (the in-process driver's progress bar)."""
+        return len(self.releases)
+
     def result(self) -> dict[str, Any]:
         return {
             "end_reason": self.end_reason,

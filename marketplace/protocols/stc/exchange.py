@@ -121,7 +121,7 @@ def build_role(
 
 
 def progress(config: ScenarioConfig, curator: Role) -> tuple[int, int]:
-    return len(getattr(curator, "releases", {})), config.parties.owners
+    return curator.progress(), config.parties.owners
 
 
 # --- the report --------------------------------------------------------------------------------
@@ -365,6 +365,10 @@ def owner_exposure(config: ScenarioConfig, report: dict[str, Any]) -> dict[str, 
 
 class StcExchange(Exchange):
     """The runtime's entry to ``stc`` (:class:`marketplace.plugins.Exchange`): this module's functions."""
+
+    def secure_noise(self, config: ScenarioConfig) -> bool:
+        """Whether the run draws its noise in ``secure`` mode (``stc.privacy.secure``)."""
+        return bool(config.stc.privacy.secure)
 
     build_role = staticmethod(build_role)
     check_plan = staticmethod(check_plan)

@@ -17,7 +17,7 @@ import numpy as np
 from marketplace.data.dataset import Dataset
 from marketplace.messages import Envelope, ProtocolError
 from marketplace.messages.kinds import RuntimeMessage, Shutdown
-from marketplace.privacy.accountant import BudgetExceeded
+from marketplace.privacy.accountant import BudgetExceeded, PrivacyLedger
 from marketplace.privacy.plan import ReleasePlan
 from marketplace.privacy.rng import make_rng
 from marketplace.protocols.stc import PublicScaling, nas_release, nna_release
@@ -121,6 +121,9 @@ class StcOwner(Role):
         self.released = {"centers": len(centers), "targets": len(target)}
         body = StcRelease(centers=centers, method=s.release, notion=privacy.notion, cost=cost)
         return [Send(message.sender, body, reply_to=message.msg_id)]
+
+    def ledgers(self) -> tuple[PrivacyLedger, ...]:
+        return (self.ledger,)
 
     def result(self) -> dict[str, Any]:
         return {

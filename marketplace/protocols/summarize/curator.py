@@ -524,8 +524,8 @@ class SummarizeCurator(CuratorBase):
                 "summary_size": len(self.selection),
                 "owners_active": len(self.active),
                 **self._round_privacy(),
-                "messages_sent": self.messages_sent,
-                "bytes_sent": self.bytes_sent,
+                "messages_sent": self.traffic.messages_sent,
+                "bytes_sent": self.traffic.bytes_sent,
             }
         )
         self.requests_since_record = 0
@@ -561,6 +561,10 @@ class SummarizeCurator(CuratorBase):
             rounds=len(self.selection),
         )
         return [Send(CONSUMER, summary)] + self._close(status=status, reason=reason)
+
+    def progress(self) -> int:
+        """Rounds whose owner was selected (the in-process driver's progress bar)."""
+        return len(self.selection)
 
     def result(self) -> dict[str, Any]:
         return {

@@ -114,7 +114,7 @@ def points_for_sale(config: ScenarioConfig, party: str) -> int:
 
 
 def progress(config: ScenarioConfig, curator: Role) -> tuple[int, int]:
-    return len(getattr(curator, "selection", ())), config.summarize.rounds
+    return curator.progress(), config.summarize.rounds
 
 
 # --- the report --------------------------------------------------------------------------------
@@ -364,6 +364,10 @@ def owner_exposure(config: ScenarioConfig, report: dict[str, Any]) -> dict[str, 
 
 class SummarizeExchange(Exchange):
     """The runtime's entry to ``summarize`` (:class:`marketplace.plugins.Exchange`): this module's functions."""
+
+    def secure_noise(self, config: ScenarioConfig) -> bool:
+        """Whether the run draws its noise in ``secure`` mode (``summarize.privacy.secure``)."""
+        return bool(config.summarize.privacy.secure)
 
     build_role = staticmethod(build_role)
     check_plan = staticmethod(check_plan)

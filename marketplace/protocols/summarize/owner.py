@@ -98,6 +98,8 @@ class SummarizeOwner(Role):
         self.price = price
         self.sale_cap = sale_cap
         """The most points this run may take (its terms without a ledger); a ledger's reservation wins."""
+        self.reserved_points: int | None = None
+        """The points its lifetime ledger reserved for this run under its terms (:meth:`reserved`), if any."""
 
     def start(self) -> list[Send]:
         sends = [self.hello("summarize")]
@@ -109,9 +111,12 @@ class SummarizeOwner(Role):
     @property
     def cap(self) -> int | None:
         """How many points this owner sells in this run: what its lifetime ledger reserved under its
-        terms (:class:`marketplace.roles.lifetime.Admission`), else its terms' cap, else None (no cap)."""
-        reserved = None if self.lifetime is None else self.lifetime.points
-        return reserved if reserved is not None else self.sale_cap
+        terms (:meth:`reserved`), else its terms' cap, else None (no cap)."""
+        return self.reserved_points if self.reserved_points is not None else self.sale_cap
+
+    def reserved(self, points: int | None) -> None:
+        """Keep the points the lifetime ledger reserved for this run: the most it sells (:attr:`cap`)."""
+        self.reserved_points = points
 
     @property
     def points_sold(self) -> int:  # type: ignore[override]

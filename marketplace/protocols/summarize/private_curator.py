@@ -47,6 +47,7 @@ import numpy as np
 
 from marketplace.messages import Envelope, ProtocolError
 from marketplace.privacy import coupling
+from marketplace.privacy.accountant import PrivacyLedger
 from marketplace.privacy.rng import make_rng
 from marketplace.protocols.summarize import Pool, PoolEntry, PrivAuction, h2_release
 from marketplace.protocols.summarize.curator import SummarizeCurator, SummarizePhase, payload
@@ -97,7 +98,7 @@ class PrivateSummarizeCurator(SummarizeCurator):
         )
         self.plans = {VALIDATION: self.consumer_plan, SUMMARY: self.owner_plan, AUCTION: self.owner_plan}
         # no budget on the run's ledgers: the plans were checked against the budgets before the run
-        self.ledgers = {name: plan.ledger(name, budget=False) for name, plan in self.plans.items()}
+        self.account_ledgers = {name: plan.ledger(name, budget=False) for name, plan in self.plans.items()}
         self.auction = PrivAuction(
             owners=self.owners,
             eps_auc=schedule.eps_auction,
@@ -162,7 +163,7 @@ class PrivateSummarizeCurator(SummarizeCurator):
         plan declares it (before any noise is drawn) and calibrated to the plan's rho."""
         plan = self.plans[account]
         release = plan.release(GAUSSIAN_MECHANISM)
-        plan.spend(self.ledgers[account], release.name, 1)
+        plan.spend(self.account_ledgers[account], release.name, 1)
         noisy = gaussian_mean_release(rows, rho=release.rho or 0.0, rng=self.rng, secure=self.schedule.secure)
         return plan.released(release.name, noisy)
 
@@ -172,7 +173,7 @@ class PrivateSummarizeCurator(SummarizeCurator):
         """T MWEM iterations on ``rows`` (h2), recorded on ``account``'s ledger as its plan declares
         them (T ``h2.select`` and T ``h2.measure``, before any noise is drawn), each step calibrated to
         the plan's eps. ``first``: D_s's first private release when it has no public seed set."""
-        plan, ledger = self.plans[account], self.ledgers[account]
+        plan, ledger = self.plans[account], self.account_ledgers[account]
         names = (H2_SELECT, H2_MEASURE)
         if first and account == SUMMARY and not self.seed_size:
             names = (f"{H2_SELECT} ({FIRST_RELEASE})", f"{H2_MEASURE} ({FIRST_RELEASE})")
@@ -212,7 +213,7 @@ class PrivateSummarizeCurator(SummarizeCurator):
             # every round that ranked anybody is charged the run's per-round guarantee (the schedule
             # for all K owners, what the plan assumed); a round with fewer owners ranked is no worse.
             # A plan without the release: a round costs nothing (eps_auction 0, or everyone asked)
-            self.owner_plan.spend(self.ledgers[AUCTION], selection, 1)
+            self.owner_plan.spend(self.account_ledgers[AUCTION], selection, 1)
         self.asked_per_round.append(len(asked))
         self.requests_since_record += len(asked)
         self.awaiting = set(asked)
@@ -316,7 +317,7 @@ class PrivateSummarizeCurator(SummarizeCurator):
 
     def _round_privacy(self) -> dict[str, float]:
         """Each ledger's eps after this round (its releases included), as the ledger composes it."""
-        return {f"eps[{name}]": float(ledger.total().eps) for name, ledger in self.ledgers.items()}
+        return {f"eps[{name}]": float(ledger.total().eps) for name, ledger in self.account_ledgers.items()}
 
     def _progress_after_loss(self, peer: str) -> list[Send]:
         if self.phase == SummarizePhase.ACQUIRING:
@@ -324,9 +325,13 @@ class PrivateSummarizeCurator(SummarizeCurator):
             return self._select_from_pool() if not self.awaiting else []
         return super()._progress_after_loss(peer)
 
+    def ledgers(self) -> tuple[PrivacyLedger, ...]:
+        """One ledger per account: D_v (the consumer's), D_s (the summary) and the auction (the owners')."""
+        return tuple(self.account_ledgers.values())
+
     def result(self) -> dict[str, Any]:
         out = super().result()
-        out["privacy"] = {name: ledger.to_dict() for name, ledger in self.ledgers.items()}
+        out["privacy"] = {name: ledger.to_dict() for name, ledger in self.account_ledgers.items()}
         declared = [r for r in self.owner_plan.releases if r.name == AUCTION_MECHANISM[self.schedule.auction]]
         eps, delta = (declared[0].eps, declared[0].delta) if declared else self.schedule.auction_round(len(self.owners))
         out["auction"] = {

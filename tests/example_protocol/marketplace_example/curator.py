@@ -98,5 +98,9 @@ class NoisyCountCurator(CuratorBase):
         )
         return [Send(CONSUMER, total)] + self._close(status="completed" if owners else "failed", reason=reason)
 
+    def progress(self) -> int:
+        """Owners whose release arrived (the in-process driver's progress bar)."""
+        return len(self.releases)
+
     def result(self) -> dict[str, Any]:
         return {"end_reason": self.end_reason, "released": sorted(self.releases), "dropouts": dict(self.dropouts)}

@@ -41,6 +41,10 @@ from marketplace_example.plan import NAME, VIEW, release_plan
 class NoisyCountExchange(Exchange):
     """Each owner releases a Laplace-noised count of its rows of one class; the curator adds them up."""
 
+    def secure_noise(self, config: Any) -> bool:
+        """Whether the run draws its noise in ``secure`` mode (``noisy_count.secure``)."""
+        return bool(config.noisy_count.secure)
+
     def build_role(
         self, config: Any, party: str, world: World, owner_data: Dataset | None, noise: NoiseOrigin | None = None
     ) -> Role:
@@ -88,7 +92,7 @@ class NoisyCountExchange(Exchange):
 
     def progress(self, config: Any, curator: Role) -> tuple[int, int]:
         """(releases received, owners): the in-process driver's progress bar."""
-        return len(getattr(curator, "releases", {})), config.parties.owners
+        return curator.progress(), config.parties.owners
 
     def nothing_released(self, config: Any, results: dict[str, dict[str, Any]]) -> str | None:
         """Why the run ended with no owner's release in the total, or None."""

@@ -15,7 +15,7 @@ import numpy as np
 from marketplace.data.dataset import Dataset
 from marketplace.messages import Envelope, ProtocolError
 from marketplace.messages.kinds import RuntimeMessage, Shutdown
-from marketplace.privacy.accountant import BudgetExceeded
+from marketplace.privacy.accountant import BudgetExceeded, PrivacyLedger
 from marketplace.privacy.mechanisms import Laplace
 from marketplace.privacy.plan import ReleasePlan
 from marketplace.privacy.rng import make_rng
@@ -88,6 +88,10 @@ class NoisyCountOwner(Role):
         value = self.plan.released(COUNT, mechanism.randomise(float(np.count_nonzero(self.labels == s.label))))
         self.released = True
         return [Send(message.sender, CountRelease(value=value, epsilon=release.eps), reply_to=message.msg_id)]
+
+    def ledgers(self) -> tuple[PrivacyLedger, ...]:
+        """The owner's one ledger: the party marks it with where the owner's noise comes from."""
+        return (self.ledger,)
 
     def result(self) -> dict[str, Any]:
         """The owner's part of the report: its ledger (the true count stays with it)."""

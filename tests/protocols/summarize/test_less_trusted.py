@@ -18,7 +18,6 @@ from marketplace.protocols.summarize.sealing import ConsumerKey, SealingError, s
 from marketplace.roles import Send
 from marketplace.runner.run import run_scenario
 from marketplace.scenario import parse_scenario
-from marketplace.scenario.fingerprint import fingerprint
 from marketplace.transport.inprocess import run_inprocess
 from marketplace.transport.node import Node
 
@@ -175,6 +174,7 @@ def run_roles(config, replace: dict[str, type]):
     for party in party_ids(config):
         role = build_role(config, party, world=world, exchange=plugins.exchange(config.protocol))
         if party in replace:
+            identity = role.identity
             role = replace[party](
                 party_id=party,
                 scenario_name=config.name,
@@ -184,7 +184,7 @@ def run_roles(config, replace: dict[str, type]):
                 ).features,
                 trust="less_trusted",
             )
-            role.config_fingerprint = fingerprint(config)
+            role.join(identity)
         roles.append(role)
     run_inprocess([Node(r, run_id="t", max_message_bytes=1 << 24) for r in roles])
     return {r.party_id: r for r in roles}
@@ -250,10 +250,11 @@ def run_with_one_record_twice(config, cheat: type[SummarizeOwner]):
         data = None if k is None else world.owners[k].take([0, 0])
         role = build_role(config, party, world=world, owner_data=data, exchange=plugins.exchange(config.protocol))
         if party == "owner-1":
+            identity = role.identity
             role = cheat(
                 party_id=party, scenario_name=config.name, data=data, features=role.features, trust="less_trusted"
             )
-            role.config_fingerprint = fingerprint(config)
+            role.join(identity)
         roles.append(role)
     run_inprocess([Node(r, run_id="t", max_message_bytes=1 << 24) for r in roles])
     return {r.party_id: r for r in roles}

@@ -136,7 +136,7 @@ def test_a_lying_owner_is_caught_in_the_private_auction(private_scenario, tmp_pa
     roles[1] = CheatingOwner(
         party_id="owner-1", scenario_name=config.name, data=honest.data, features=roles[0].features
     )
-    roles[1].config_fingerprint = honest.config_fingerprint
+    roles[1].join(honest.identity)
     run_inprocess([Node(r, run_id="t", max_message_bytes=1 << 24) for r in roles])
     curator = roles[0]
     asked_owner_1 = roles[1].result()["points_sent"] > 0

@@ -15,7 +15,8 @@ from marketplace.privacy.lifetime import LifetimeLedger, ledger_file
 from marketplace.protocols.summarize.messages import Point, SealedPoint
 from marketplace.protocols.summarize.sealing import seal_point
 from marketplace.roles import Send
-from marketplace.roles.lifetime import settle
+from marketplace.roles.lifetime import admit_party, settle
+from marketplace.roles.party import Party
 from marketplace.scenario import parse_scenario
 from marketplace.transport.inprocess import run_inprocess
 from marketplace.transport.node import Node
@@ -67,16 +68,29 @@ def dishonest_for_its_second_point(role) -> None:
     role._send_point = send
 
 
+def exchange_of(config):
+    return plugins.exchange(config.protocol)
+
+
+def started(config, world) -> dict[str, Party]:
+    """Every party of the run, built and admitted under its lifetime ledger as a run starts them."""
+    return {
+        p: admit_party(
+            config, Party(build_role(config, p, world=world, exchange=exchange_of(config))), exchange_of(config)
+        )
+        for p in party_ids(config)
+    }
+
+
 @pytest.mark.parametrize("trust", ["trusted", "less_trusted"])
 def test_the_bill_equals_the_ledgers_sales_when_a_point_is_refused(tiny_scenario, tmp_path, trust):
     config = parse_scenario(scenario(tiny_scenario, tmp_path, trust), source="refused", base_dir=tmp_path).config
-    world = make_world(config, plugins.exchange(config.protocol))
-    roles = {
-        p: build_role(config, p, world=world, exchange=plugins.exchange(config.protocol)) for p in party_ids(config)
-    }
+    world = make_world(config, exchange_of(config))
+    parties = started(config, world)
+    roles = {p: party.role for p, party in parties.items()}
     dishonest_for_its_second_point(roles["owner-1"])
-    run_inprocess([Node(r, run_id="t", max_message_bytes=1 << 24) for r in roles.values()])
-    records = {p: settle(r) for p, r in roles.items() if p.startswith("owner-")}
+    run_inprocess([Node(party, run_id="t", max_message_bytes=1 << 24) for party in parties.values()])
+    records = {p: settle(party) for p, party in parties.items() if p.startswith("owner-")}
     curator, cheat = roles["curator"], roles["owner-1"]
     assert "owner-1" in curator.flagged and cheat.result()["points_sent"] == 2  # it handed over two points
     bill = curator.purse.report()
@@ -97,16 +111,18 @@ def test_a_refused_point_uses_none_of_the_owners_cap(tiny_scenario, tmp_path):
     raw = scenario(tiny_scenario, tmp_path, "trusted")
     raw["lifetime"]["terms"]["points"] = 2
     config = parse_scenario(raw, source="refused", base_dir=tmp_path).config
-    world = make_world(config, plugins.exchange(config.protocol))
-    roles = {
-        p: build_role(config, p, world=world, exchange=plugins.exchange(config.protocol)) for p in party_ids(config)
-    }
-    dishonest_for_its_second_point(roles["owner-1"])
-    run_inprocess([Node(r, run_id="t", max_message_bytes=1 << 24) for r in roles.values()])
-    settle(roles["owner-1"])
+    world = make_world(config, exchange_of(config))
+    parties = started(config, world)
+    dishonest_for_its_second_point(parties["owner-1"].role)
+    run_inprocess([Node(party, run_id="t", max_message_bytes=1 << 24) for party in parties.values()])
+    settle(parties["owner-1"])
     again = parse_scenario(
         {**raw, "lifetime": {**raw["lifetime"], "request_id": "second"}}, source="r", base_dir=tmp_path
     )
-    role = build_role(again.config, "owner-1", world=world, exchange=plugins.exchange(again.config.protocol))
-    assert role.lifetime.admitted, role.lifetime.reason  # before: declined, its two points counted as sold
-    assert role.cap == 1
+    party = admit_party(
+        again.config,
+        Party(build_role(again.config, "owner-1", world=world, exchange=exchange_of(again.config))),
+        exchange_of(again.config),
+    )
+    assert party.admission.admitted, party.admission.reason  # before: declined, its two points counted as sold
+    assert party.role.cap == 1

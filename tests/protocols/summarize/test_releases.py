@@ -173,13 +173,13 @@ def test_a_round_reopened_after_a_lying_winner_spends_nothing_beyond_the_plan(pr
     world = make_world(config, plugins.exchange(config.protocol))
     roles = [build_role(config, p, world=world, exchange=plugins.exchange(config.protocol)) for p in party_ids(config)]
     for i in range(1, 4):  # every owner lies: each reopened round finds an empty pool
-        fingerprint = roles[i].config_fingerprint
+        identity = roles[i].identity
         roles[i] = CheatingOwner(
             party_id=roles[i].party_id, scenario_name=config.name, data=roles[i].data, features=roles[0].features
         )
-        roles[i].config_fingerprint = fingerprint
+        roles[i].join(identity)
     run_inprocess([Node(r, run_id="t", max_message_bytes=1 << 24) for r in roles])
     curator = roles[0]
     assert len(curator.flagged) == 3 and not curator.selection
-    spent = sum(s["count"] for s in curator.ledgers["D_s"].to_dict()["steps"])
+    spent = sum(s["count"] for s in curator.account_ledgers["D_s"].to_dict()["steps"])
     assert spent == 0  # D_s never held a private row: no release was charged, however often round 1 reopened

@@ -12,7 +12,8 @@ from marketplace import plugins
 from marketplace.parties import build_role, make_world, party_ids
 from marketplace.protocols.summarize.messages import Request
 from marketplace.protocols.summarize.private_curator import AUCTION, SUMMARY
-from marketplace.roles.lifetime import settle
+from marketplace.roles.lifetime import admit_party, settle
+from marketplace.roles.party import Party
 from marketplace.scenario import parse_scenario
 from marketplace.transport.inprocess import run_inprocess
 from marketplace.transport.node import Node
@@ -58,11 +59,16 @@ def crash_when_first_asked(roles: list) -> dict:
 
 def run(raw, tmp_path):
     config = parse_scenario(raw, source="reopen", base_dir=tmp_path).config
-    world = make_world(config, plugins.exchange(config.protocol))
-    roles = [build_role(config, p, world=world, exchange=plugins.exchange(config.protocol)) for p in party_ids(config)]
+    exchange = plugins.exchange(config.protocol)
+    world = make_world(config, exchange)
+    parties = [
+        admit_party(config, Party(build_role(config, p, world=world, exchange=exchange)), exchange)
+        for p in party_ids(config)
+    ]
+    roles = [party.role for party in parties]
     crashed = crash_when_first_asked(roles)
-    run_inprocess([Node(r, run_id="t", max_message_bytes=1 << 24) for r in roles])
-    charged = {r.party_id: settle(r) for r in roles if r.party_id.startswith("owner-")}
+    run_inprocess([Node(party, run_id="t", max_message_bytes=1 << 24) for party in parties])
+    charged = {party.party_id: settle(party) for party in parties if party.party_id.startswith("owner-")}
     return roles[0], crashed, charged
 
 
@@ -71,7 +77,7 @@ def test_an_asked_owner_that_crashes_costs_no_uncharged_auction_draw(tiny_scenar
     curator, crashed, charged = run(scenario(tiny_scenario, tmp_path, seed), tmp_path)
     assert crashed["owner"] in curator.dropouts
     assert curator.auction.round <= ROUNDS  # every draw of the auction is one of the rounds charged
-    auction, summary = curator.ledgers[AUCTION].total(), curator.ledgers[SUMMARY].total()
+    auction, summary = curator.account_ledgers[AUCTION].total(), curator.account_ledgers[SUMMARY].total()
     assert auction.eps <= ROUNDS * curator.schedule.eps_auction * (1 + 1e-12)
     for owner, record in charged.items():  # each owner's lifetime charge covers what the run's ledgers record
         assert record["state"] == "committed", owner

@@ -57,7 +57,7 @@ def run_with(config, replace: dict[str, type] | None = None):
                     config, "curator", world=world, exchange=plugins.exchange(config.protocol)
                 ).features,
             )
-            role.config_fingerprint = honest.config_fingerprint
+            role.join(honest.identity)
         roles.append(role)
     nodes = [Node(r, run_id="t", max_message_bytes=1 << 24) for r in roles]
     run_inprocess(nodes)
