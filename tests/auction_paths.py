@@ -76,6 +76,13 @@ def bids(unsent: dict[str, list[tuple[float, ...]]], rnd: int) -> tuple[dict[str
     return values, which
 
 
+def fork(auction: PrivAuction) -> PrivAuction:
+    """A copy of ``auction`` to follow one outcome from: its state deep-copied, but its generator (never
+    drawn from by ``outcomes`` and ``advance``) and its last round's record (frozen, and replaced
+    rather than changed) shared, which deep-copying each branch spent most of the enumeration on."""
+    return copy.deepcopy(auction, {id(auction.rng): auction.rng, id(auction.last): auction.last})
+
+
 def paths(auction: PrivAuction, w: World, rounds: int) -> Iterator[tuple[Path, Fraction]]:
     """Every selection path over ``rounds`` rounds with its exact probability (they sum to 1)."""
     return lifetime_paths([(auction, rounds)], w)
@@ -101,18 +108,18 @@ def lifetime_paths(
             if k + 1 == len(requests):
                 yield path, p
                 return
-            yield from walk(k + 1, copy.deepcopy(requests[k + 1][0]), unsent if carry else fresh(), rnd, path, p)
+            yield from walk(k + 1, fork(requests[k + 1][0]), unsent if carry else fresh(), rnd, path, p)
             return
         offer, which = bids(unsent, rnd)
         for asked, q in a.outcomes(offer).items():
-            nxt = copy.deepcopy(a)
+            nxt = fork(a)
             nxt.advance(offer, asked)
             left = {
                 o: [pt for i, pt in enumerate(pts) if not (o in asked and i == which[o])] for o, pts in unsent.items()
             }
             yield from walk(k, nxt, left, rnd + 1, path + (asked,), p * q)
 
-    yield from walk(0, copy.deepcopy(requests[0][0]), fresh(), 0, (), Fraction(1))
+    yield from walk(0, fork(requests[0][0]), fresh(), 0, (), Fraction(1))
 
 
 def view_law(auction: PrivAuction, w: World, rounds: int, view: Callable[[Path], object]) -> dict[object, Fraction]:

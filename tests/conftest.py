@@ -11,6 +11,15 @@ import pytest
 import zmq
 from hypothesis import HealthCheck, settings
 
+# One BLAS thread per test process and in every process it starts (the CLI, the parties), set before
+# numpy loads (nothing imported above loads it): the suite's parallelism is its two xdist workers,
+# and OpenBLAS threads on top of them fight over the cores. On the 2-core machine under the suite's
+# load, a pfds run's model fits (many small L-BFGS steps, each a few BLAS calls) took 5-10x longer
+# with two OpenBLAS threads than with one; the runner gives its parties one thread for the same
+# reason (runner/scheduling.py).
+for _blas in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_blas, "1")
+
 ROOT = Path(__file__).resolve().parents[1]
 QUICKSTART = ROOT / "scenarios" / "quickstart.yaml"
 PREFILLED_DATA = ROOT.parent / "shared" / "data"
