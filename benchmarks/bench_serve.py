@@ -22,7 +22,7 @@ open; both must be 0, or the script exits 1 (no charge without delivery).
 
     python benchmarks/bench_serve.py --json serve.json                     # sketch, 4 owners, 1/4/8/16 consumers
     python benchmarks/bench_serve.py --owners 16 --levels 1,4,16 --json serve16.json
-    python benchmarks/bench_serve.py --smoke --json smoke.json             # seconds: 2 owners, 2 consumers x 2
+    python benchmarks/bench_serve.py --smoke --json smoke.json             # seconds: 2 owners, 2 consumers x 1
     python benchmarks/bench_serve.py --levels 8 --requests 1 --busy 4 --json busy.json  # 8 at once, 4 busy loops
     python benchmarks/bench_serve.py --protocol summarize --owners 16 --levels 1,4 --json points.json
 
@@ -268,13 +268,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-sessions", type=int, default=16)
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--protocol", choices=sorted(REQUESTS), default="sketch", help="what every request asks for")
-    parser.add_argument("--smoke", action="store_true", help="2 owners, 2 consumers, 2 requests each: seconds")
+    parser.add_argument("--smoke", action="store_true", help="2 owners, 2 consumers, 1 timed request each: seconds")
     parser.add_argument("--busy", type=int, default=0, metavar="N", help="run beside N busy loops (a loaded machine)")
     parser.add_argument("--json", metavar="FILE")
     args = parser.parse_args(argv)
     levels = [int(x) for x in args.levels.split(",")]
     if args.smoke:
-        levels, args.requests, args.owners = [2], 2, 2
+        levels, args.requests, args.owners = [2], 1, 2
     overrides = {k: yaml.safe_load(v) for k, v in (s.split("=", 1) for s in args.sets)}
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-serve-") as tmp:
