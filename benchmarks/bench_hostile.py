@@ -20,7 +20,8 @@ the run ends. Reported per flood: frames sent, the flood's length, whether every
 whether the selection equals the clean run's, the run's wall time against the clean run's, and what
 the curator dropped unread (quarantine) or did not queue (replies).
 
-``--smoke`` runs one flood with a one-second delay and 40 rounds (seconds), for the test suite.
+``--smoke`` runs one flood against two owners, with a quarter-second delay and 10 rounds (seconds),
+for the test suite.
 """
 
 from __future__ import annotations
@@ -63,16 +64,16 @@ def attacker_for(kind: str, run: LocalRun, seconds: float) -> Attacker:
     raise ValueError(f"unknown flood {kind!r}: expected one of {', '.join(FLOODS)}")
 
 
-def scenario(rounds: int, kind: str | None) -> dict:
-    raw = hostile_scenario(tiny_raw(), rounds=rounds)
+def scenario(rounds: int, kind: str | None, owners: int = 3) -> dict:
+    raw = hostile_scenario(tiny_raw(), rounds=rounds, owners=owners)
     if kind == "unread_errors":
         raw["transport"].update(high_water_mark=20, refusal_budget=100_000)
     return raw
 
 
-def one_run(folder: Path, rounds: int, kind: str | None, delay_s: float) -> dict:
+def one_run(folder: Path, rounds: int, kind: str | None, delay_s: float, owners: int = 3) -> dict:
     curve = kind == "curve_wrong_identity"
-    run = LocalRun(folder, scenario(rounds, kind), curve=curve)
+    run = LocalRun(folder, scenario(rounds, kind, owners), curve=curve)
     run.curator()
     attack = attacker_for(kind, run, seconds=600) if kind else None
     flood_started = time.monotonic()
@@ -106,17 +107,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--floods", nargs="+", default=list(FLOODS), choices=FLOODS)
     parser.add_argument("--delay", type=float, default=25.0, help="seconds between the owners and the consumer joining")
     parser.add_argument("--rounds", type=int, default=400)
+    parser.add_argument(
+        "--owners", type=int, default=3, help="owners of every run (curve_wrong_identity needs owner-3: at least 3)"
+    )
     parser.add_argument("--json", help="also write the rows here")
-    parser.add_argument("--smoke", action="store_true", help="one flood, one-second delay, 40 rounds")
+    parser.add_argument("--smoke", action="store_true", help="one flood, two owners, quarter-second delay, 10 rounds")
     args = parser.parse_args(argv)
     if args.smoke:
-        args.floods, args.delay, args.rounds = ["refused"], 1.0, 40
+        args.floods, args.delay, args.rounds, args.owners = ["refused"], 0.25, 10, 2
+    least = 3 if "curve_wrong_identity" in args.floods else 1  # that flood holds owner-3's key
+    if args.owners < least:
+        parser.error(
+            f"--owners: expected an integer >= {least} with the floods {' '.join(args.floods)}, got {args.owners}"
+        )
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-hostile-") as tmp:
-        clean = one_run(Path(tmp) / "clean", args.rounds, None, args.delay)
+        clean = one_run(Path(tmp) / "clean", args.rounds, None, args.delay, args.owners)
         print(json.dumps({k: v for k, v in clean.items() if k != "selection"}), flush=True)
         for kind in args.floods:
-            row = one_run(Path(tmp) / kind, args.rounds, kind, args.delay)
+            row = one_run(Path(tmp) / kind, args.rounds, kind, args.delay, args.owners)
             row["same_selection"] = row.pop("selection") == clean["selection"]
             row["wall_over_clean_s"] = round(row["wall_s"] - clean["wall_s"], 2)
             rows.append(row)

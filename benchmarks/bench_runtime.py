@@ -43,8 +43,13 @@ afterwards and are *not* in wall_s; the benchmark disables the baselines (``summ
 ``both``, parts 1 and 2 use forkserver and part 3 reports the ratio for each launch mode.
 
 Every run happens in a fresh Python process (``--worker``), so imports are cold for both drivers,
-exactly as with ``marketplace run``. ``--set key.path=value`` overrides the scenario of every run;
-``--profile`` writes a cProfile of each in-process run (all parties in one process) to its folder.
+exactly as with ``marketplace run``. A run whose scenario (its name aside), driver, launch and repeat
+equal one already made is made once: the later part reuses it (as part 2 reuses part 1's K runs).
+``--set key.path=value`` overrides the scenario of every run; ``--profile`` writes a cProfile of each
+in-process run (all parties in one process) to its folder.
+
+``--smoke`` (the test suite's run, seconds; its figures mean nothing) runs every part once at K = 2,
+p = 5 on the smallest world, so that the floor and ratio runs are part 1's, with a short calibration.
 """
 
 from __future__ import annotations
@@ -76,6 +81,20 @@ STARTING_MSG = re.compile(r"\(pid (\d+)\) starting")
 TARGET_TRANSPORT_MS = 2.0
 TARGET_RATIO = 1.3
 VALIDATION, TEST, SEED_SET = 200, 500, 50
+SMOKE = {
+    "owners": [2],
+    "rounds": 5,
+    "repeats": 1,
+    "rows_per_owner": 100,
+    "overhead_owners": 2,
+    "floor_rows": 100,
+    "ratio_owners": 2,
+    "ratio_rows": 100,
+    "ratio_rounds": 5,
+}
+"""What ``--smoke`` sets: one configuration for every part, so its two runs serve all three."""
+_MADE: dict[str, dict[str, Any]] = {}
+"""The runs this process made, by configuration (see ``_configuration``): a repeated one is reused."""
 
 
 # ----------------------------------------------------------------------------------- scenarios
@@ -444,6 +463,13 @@ def run_name(driver: str, launch: str | None) -> str:
     return f"processes-{launch}" if driver == "processes" else driver
 
 
+def _configuration(raw: dict[str, Any], driver: str, launch: str | None, repeat: int) -> str:
+    """What makes a run: its scenario without its name (a label), the driver, the launch (the
+    processes driver's only) and the repeat."""
+    scenario = {k: v for k, v in raw.items() if k != "name"}
+    return json.dumps([scenario, driver, launch if driver == "processes" else None, repeat], sort_keys=True)
+
+
 def run_one(
     args: argparse.Namespace,
     workdir: Path,
@@ -453,7 +479,13 @@ def run_one(
     repeat: int,
     launch: str | None = None,
 ) -> dict[str, Any]:
+    """One run in a fresh worker process, or the same configuration's earlier run again (relabelled)."""
     name = run_name(driver, launch)
+    config = _configuration(raw, driver, launch, repeat)
+    if config in _MADE:
+        made = _MADE[config]
+        print(f"  {label:<14} {name:<20} #{repeat + 1}  the same run as {made['label']}'s: reused", flush=True)
+        return {**made, "label": label, "reused_from": made["label"]}
     run_dir = workdir / f"{label}-{name}-r{repeat}"
     if run_dir.exists():
         shutil.rmtree(run_dir)
@@ -496,6 +528,7 @@ def run_one(
         print(f"      failures: {result.get('failures')}", flush=True)
     if not args.keep_runs:
         shutil.rmtree(run_dir / "out", ignore_errors=True)
+    _MADE[config] = result
     return result
 
 
@@ -962,6 +995,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--workdir", help="where runs are written (default: a temporary folder, removed)")
     parser.add_argument("--keep-runs", action="store_true", help="keep every run's output folder (logs, report.json)")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="every part once at K = 2, p = 5, smallest world, short calibration: seconds (the test suite's run)",
+    )
     parser.add_argument("--worker", metavar="SPEC", help=argparse.SUPPRESS)
     return parser
 
@@ -982,7 +1020,7 @@ def _header(args: argparse.Namespace) -> dict[str, Any]:
             "libzmq": zmq.zmq_version(),
             "msgpack": ".".join(map(str, msgpack.version)),
         },
-        "machine": calibrate_cores(),
+        "machine": calibrate_cores(args.calibrate_s),
         "runs": [],
     }
 
@@ -991,6 +1029,9 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.worker:
         return worker(args.worker)
+    if args.smoke:
+        vars(args).update(SMOKE)
+    args.calibrate_s = 0.02 if args.smoke else 0.4
     args.drivers = [d for d in args.drivers.split(",") if d]
     args.launches = ["forkserver", "exec"] if args.launch == "both" else [args.launch]
     parts = set(_int_list(args.parts))
@@ -1010,7 +1051,7 @@ def main(argv: list[str] | None = None) -> int:
         if 3 in parts:
             part_ratio(args, workdir, out)
     finally:
-        out["machine_after"] = calibrate_cores()
+        out["machine_after"] = calibrate_cores(args.calibrate_s)
         out["elapsed_s"] = time.perf_counter() - started
         if args.json:
             Path(args.json).write_text(json.dumps(out, indent=1))

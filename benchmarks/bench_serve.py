@@ -15,13 +15,14 @@ the package and builds its share of the world once). Measured:
 Every request must complete: a level where one did not is reported as failed, and the script exits 1.
 
 ``--busy N`` runs the same levels beside N processes that each keep a core busy (other work on the
-machine). After the levels every owner's ledger is read: ``charged_undelivered`` counts the requests
-an owner's ledger committed whose report no consumer received, and ``reserved_left`` the reservations
-still open; both must be 0, or the script exits 1 (no charge without delivery).
+machine), started once a level's consumers are warm and stopped when its requests are done. After
+the levels every owner's ledger is read: ``charged_undelivered`` counts the requests an owner's
+ledger committed whose report no consumer received, and ``reserved_left`` the reservations still
+open; both must be 0, or the script exits 1 (no charge without delivery).
 
     python benchmarks/bench_serve.py --json serve.json                     # sketch, 4 owners, 1/4/8/16 consumers
     python benchmarks/bench_serve.py --owners 16 --levels 1,4,16 --json serve16.json
-    python benchmarks/bench_serve.py --smoke --json smoke.json             # seconds: 2 consumers, 2 requests
+    python benchmarks/bench_serve.py --smoke --json smoke.json             # seconds: 2 owners, 2 consumers x 1
     python benchmarks/bench_serve.py --levels 8 --requests 1 --busy 4 --json busy.json  # 8 at once, 4 busy loops
     python benchmarks/bench_serve.py --protocol summarize --owners 16 --levels 1,4 --json points.json
 
@@ -160,10 +161,18 @@ def ticks(pids: list[int]) -> int:
 
 
 def run_level(
-    endpoint: str, state: Path, server: int, level: int, count: int, overrides: dict, request: Path = REQUEST
+    endpoint: str,
+    state: Path,
+    server: int,
+    level: int,
+    count: int,
+    overrides: dict,
+    request: Path = REQUEST,
+    busy: int = 0,
 ) -> dict:
     """``level`` consumer processes at once, each warmed up by one untimed request in the same
-    process that then sends the ``count`` timed ones (so no timed request pays a process's start)."""
+    process that then sends the ``count`` timed ones (so no timed request pays a process's start),
+    beside ``busy`` busy loops from the end of the warm-ups to the end of the timed requests."""
     ctx = multiprocessing.get_context("spawn")
     ready, go, results = ctx.Barrier(level + 1), ctx.Barrier(level + 1), ctx.Queue()
     procs = [
@@ -188,10 +197,16 @@ def run_level(
     for proc in procs:
         proc.start()
     ready.wait(timeout=1200)  # every consumer warm
-    agents = agents_of(server)
-    before_agents, before_server = ticks(agents), cpu_ticks(server) or 0
-    go.wait(timeout=60)
-    collected = [results.get(timeout=3600) for _ in procs]
+    loops = busy_loops(busy)
+    try:
+        agents = agents_of(server)
+        before_agents, before_server = ticks(agents), cpu_ticks(server) or 0
+        go.wait(timeout=60)
+        collected = [results.get(timeout=3600) for _ in procs]
+    finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()
     for proc in procs:
         proc.join(timeout=60)
     agent_s = (ticks(agents) - before_agents) / CLOCK_TICK
@@ -253,22 +268,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-sessions", type=int, default=16)
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--protocol", choices=sorted(REQUESTS), default="sketch", help="what every request asks for")
-    parser.add_argument("--smoke", action="store_true", help="2 consumers, 2 requests each: seconds")
+    parser.add_argument("--smoke", action="store_true", help="2 owners, 2 consumers, 1 timed request each: seconds")
     parser.add_argument("--busy", type=int, default=0, metavar="N", help="run beside N busy loops (a loaded machine)")
     parser.add_argument("--json", metavar="FILE")
     args = parser.parse_args(argv)
     levels = [int(x) for x in args.levels.split(",")]
     if args.smoke:
-        levels, args.requests = [2], 2
+        levels, args.requests, args.owners = [2], 1, 2
     overrides = {k: yaml.safe_load(v) for k, v in (s.split("=", 1) for s in args.sets)}
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-serve-") as tmp:
         state = Path(tmp) / "state"
         proc, endpoint = start_market(state, args.owners, max(levels), args.max_sessions, args.protocol)
-        loops = busy_loops(args.busy)
         try:
             for level in levels:
-                row = run_level(endpoint, state, proc.pid, level, args.requests, overrides, REQUESTS[args.protocol]) | {
+                request = REQUESTS[args.protocol]
+                row = run_level(endpoint, state, proc.pid, level, args.requests, overrides, request, args.busy) | {
                     "owners": args.owners,
                     "protocol": args.protocol,
                     "cpus": os.cpu_count(),
@@ -285,9 +300,6 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
         finally:
-            for loop in loops:
-                loop.kill()
-                loop.wait()
             os.killpg(proc.pid, signal.SIGTERM)
             try:
                 proc.wait(timeout=60)

@@ -132,31 +132,7 @@ def test_bench_inprocess_scale_smoke(tmp_path):
 @pytest.mark.slow
 def test_bench_runtime_smoke(tmp_path):
     path = tmp_path / "runtime.json"
-    out = run_benchmark(
-        "bench_runtime.py",
-        "--parts",
-        "1,2,3",
-        "--owners",
-        "2",
-        "--rounds",
-        "5",
-        "--repeats",
-        "1",
-        "--rows-per-owner",
-        "100",
-        "--overhead-owners",
-        "2",
-        "--floor-rows",
-        "50",
-        "--ratio-owners",
-        "2",
-        "--ratio-rows",
-        "100",
-        "--ratio-rounds",
-        "5",
-        "--json",
-        str(path),
-    ).stdout
+    out = run_benchmark("bench_runtime.py", "--smoke", "--json", str(path)).stdout  # every part, K = 2, p = 5
     assert "1. Per-round latency" in out and "2. Transport overhead" in out and "3. Wall time" in out
     figures = json.loads(path.read_text())
     assert {r["driver"] for r in figures["rounds"]} == {"processes-forkserver", "inprocess"}
@@ -170,6 +146,12 @@ def test_bench_runtime_smoke(tmp_path):
     }
     assert figures["overhead"]["target_met"] == verdicts["measured (floor run, compute ~ 0)"]["met"]
     assert "measured (floor run, compute ~ 0)" in out
+    # one configuration for every part: the floor run and both ratio runs are part 1's, made once
+    assert sorted(r["label"] for r in figures["runs"] if r.get("reused_from") == "rounds-k2") == [
+        "floor-k2",
+        "ratio-k2",
+        "ratio-k2",
+    ]
 
 
 @pytest.mark.slow
