@@ -157,23 +157,44 @@ def build_role(
             f"unknown party {party!r}: this scenario has curator, owner-1 ... owner-{config.parties.owners}, consumer"
         )
     world = world if world is not None else make_world(config, exchange)
-    from marketplace.scenario.fingerprint import fingerprint
-
-    noise = noise or NoiseOrigin.seed()
-    if config.lifetime.ledgers is not None and config.lifetime.request_id:
-        noise = dataclasses.replace(noise, request=config.lifetime.request_id)  # fresh noise per charged request
+    noise = _request_noise(config, noise)
     role: Role = exchange.build_role(config, party, world, owner_data, noise)
-    identity = Identity(
-        party_id=party,
-        role_name=role.role_name,
-        scenario_name=role.scenario_name,
-        config_fingerprint=_fingerprint_of(config, fingerprint),
-        noise=describe_noise(noise, party, secure=exchange.secure_noise(config)),
-    )
+    identity = party_identity(config, party, exchange, noise, role_name=role.role_name, scenario=role.scenario_name)
     role.join(identity)
     for ledger in role.ledgers():
         ledger.noise = identity.noise
     return role
+
+
+def _request_noise(config: ScenarioConfig, noise: NoiseOrigin | None) -> NoiseOrigin:
+    """Where the party's noise comes from (None: the run seed), fresh per charged request."""
+    noise = noise or NoiseOrigin.seed()
+    if config.lifetime.ledgers is not None and config.lifetime.request_id:
+        noise = dataclasses.replace(noise, request=config.lifetime.request_id)
+    return noise
+
+
+def party_identity(
+    config: ScenarioConfig,
+    party: str,
+    exchange: Exchange,
+    noise: NoiseOrigin | None = None,
+    *,
+    role_name: str | None = None,
+    scenario: str | None = None,
+) -> Identity:
+    """``party`` as the scenario names it (:class:`~marketplace.roles.identity.Identity`), known
+    without building its role: what a party whose ledger declined the run states in its hello."""
+    from marketplace.scenario.fingerprint import fingerprint
+
+    noise = _request_noise(config, noise)
+    return Identity(
+        party_id=party,
+        role_name=role_name or role_of(party),
+        scenario_name=config.name if scenario is None else scenario,
+        config_fingerprint=_fingerprint_of(config, fingerprint),
+        noise=describe_noise(noise, party, secure=exchange.secure_noise(config)),
+    )
 
 
 _last_fingerprint: list[tuple[ScenarioConfig, dict[str, str]]] = []

@@ -39,7 +39,7 @@ import logging
 import os
 import sqlite3
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +63,7 @@ from marketplace.privacy.lifetime.storage import is_blank
 from marketplace.privacy.lifetime.terms import SaleTerms
 from marketplace.privacy.neighbouring import budget_relation_text
 from marketplace.roles import CONSUMER, CURATOR, PeerRole, Role, Send
+from marketplace.roles.identity import Identity
 from marketplace.roles.party import Party
 
 log = logging.getLogger(__name__)
@@ -411,18 +412,47 @@ def admit_party(config: Any, party: Party, exchange: Exchange) -> Party:
     if admission is None:
         return party
     if not admission.admitted:
-        declined = DeclinedParty(
-            party_id=party.party_id,
-            role_name="consumer" if party.party_id == CONSUMER else "owner",
-            scenario_name=config.name,
-            protocol=config.protocol,
-            reason=admission.reason or "",
-        )
-        declined.join(party.identity)
-        return Party(declined, admission=admission)
+        return _declined(config, party.identity, admission)
+    return _holding(party, admission)
+
+
+def _declined(config: Any, identity: Identity, admission: Admission) -> Party:
+    """A party of ``identity`` whose ledger declined the run: it runs a :class:`DeclinedParty`."""
+    declined = DeclinedParty(
+        party_id=identity.party_id,
+        role_name="consumer" if identity.party_id == CONSUMER else "owner",
+        scenario_name=config.name,
+        protocol=config.protocol,
+        reason=admission.reason or "",
+    )
+    declined.join(identity)
+    return Party(declined, admission=admission)
+
+
+def _holding(party: Party, admission: Admission) -> Party:
+    """``party`` holding the reservation its ledger made (its role told the points reserved)."""
     party.admission = admission
     party.role.reserved(admission.points)
     return party
+
+
+def start_party(config: Any, party_id: str, exchange: Exchange, identity: Identity, build: Callable[[], Role]) -> Party:
+    """Start ``party_id`` under its lifetime ledger: reserve first (:func:`admit`), then ``build()``
+    its role only when the ledger admits the run. A declined party builds nothing: it runs a
+    :class:`DeclinedParty` of ``identity`` at once, so its hello and its decline reach the curator
+    together, before the curator can start the protocol with it (a role built first, as long as an
+    admitted one takes, could say hello last, and the curator would start on that hello). When
+    ``build()`` raises, the reservation rolls back (nothing can have left a party without a role)."""
+    admission = admit(config, party_id, exchange)
+    if admission is not None and not admission.admitted:
+        return _declined(config, identity, admission)
+    try:
+        role = build()
+    except BaseException:
+        if admission is not None:
+            admission.settle(False)
+        raise
+    return Party(role) if admission is None else _holding(Party(role), admission)
 
 
 @contextmanager
@@ -460,4 +490,5 @@ __all__ = [
     "new_request_id",
     "request_id_of",
     "settle",
+    "start_party",
 ]

@@ -10,11 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from marketplace.data.dataset import Dataset, World
-from marketplace.parties import build_role, party_ids
+from marketplace.parties import build_role, party_identity, party_ids
 from marketplace.plugins import Exchange
 from marketplace.privacy import noise as noise_keys
-from marketplace.roles.lifetime import admitted
-from marketplace.roles.party import Party
+from marketplace.roles.lifetime import settle, start_party
 from marketplace.scenario import Scenario, ScenarioConfig
 from marketplace.transport.node import Node
 
@@ -42,18 +41,26 @@ def build_node(
     owner_data: Dataset | None = None,
     parties: frozenset[str] | None = None,
 ) -> Node:
-    """``party`` started in a node of run ``run_id``: its role built from ``world`` (its share, or the
-    whole world) with its noise origin, then admitted under its lifetime ledger, if it keeps one
-    (:func:`marketplace.roles.lifetime.admitted`: reserved, or declined). ``owner_data`` replaces an
-    owner's generated share (its own rows); ``parties`` is the run's party ids, when the caller builds
-    many nodes and computed them once."""
-    role = build_role(
-        config, party, world=world, owner_data=owner_data, noise=noise_origin(config, party), exchange=exchange
+    """``party`` started in a node of run ``run_id``: admitted under its lifetime ledger, if it keeps
+    one, then its role built from ``world`` (its share, or the whole world) with its noise origin
+    (:func:`marketplace.roles.lifetime.start_party`: reserved and built, or declined and not built).
+    ``owner_data`` replaces an owner's generated share (its own rows); ``parties`` is the run's party
+    ids, when the caller builds many nodes and computed them once."""
+    noise = noise_origin(config, party)
+    started = start_party(
+        config,
+        party,
+        exchange,
+        party_identity(config, party, exchange, noise),
+        lambda: build_role(config, party, world=world, owner_data=owner_data, noise=noise, exchange=exchange),
     )
-    with admitted(config, Party(role), exchange) as started:
+    try:
         return Node(
             started,
             run_id=run_id,
             max_message_bytes=config.transport.max_message_bytes,
             parties=parties if parties is not None else frozenset(party_ids(config)),
         )
+    except BaseException:
+        settle(started)  # nothing of the protocol left a party that never ran: rolled back
+        raise
