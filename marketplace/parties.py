@@ -151,7 +151,7 @@ def build_role(
     owner's generated share (an owner that reads its own data file). ``noise`` is where the party's
     privacy noise comes from (:mod:`marketplace.privacy.noise`; None: the run seed); every ledger the
     role keeps says so. Building charges no lifetime ledger: that is a step of starting the party
-    (:func:`marketplace.roles.lifetime.admit_party`)."""
+    (:func:`marketplace.roles.lifetime.start_party`)."""
     if party_index(config, party) is None:
         raise ValueError(
             f"unknown party {party!r}: this scenario has curator, owner-1 ... owner-{config.parties.owners}, consumer"

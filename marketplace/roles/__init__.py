@@ -177,7 +177,7 @@ class Role(ABC):
 
     def reserved(self, points: int | None) -> None:
         """The party's lifetime ledger reserved this run before it started
-        (:func:`marketplace.roles.lifetime.admit_party`): ``points`` is how many of its own points the
+        (:func:`marketplace.roles.lifetime.start_party`): ``points`` is how many of its own points the
         run may hand over under its sale terms (None: the protocol sells none). Default: nothing."""
 
     def ledgers(self) -> tuple[PrivacyLedger, ...]:
