@@ -135,14 +135,15 @@ from collections.abc import Iterator  # noqa: E402
 from marketplace.transport.context import contexts_made, new_context, open_contexts  # noqa: E402
 
 # --- the longest files first -----------------------------------------------------------------------
-# pytest-xdist (`--dist loadfile`, addopts) gives each of the two workers whole test files, in the
-# order they were collected, so a file's module fixtures (a Docker engine, a shared run) are set up
-# once. A long file that comes last would keep one worker busy while the other idles; so the files
-# go out longest first (the longest-processing-time rule), and the short ones fill in at the end. The
-# seconds each file took in a measured run are in tests/file_seconds.json (only the order depends on
-# them: a file missing from it counts 10 s per slow test); `python tests/file_seconds.py JUNIT.xml`
-# writes it anew from a run's `--junitxml` report. (`--dist loadgroup` would hand out single tests,
-# but with pytest 9 pytest-xdist 3.8 cannot tag a test's group, so every group is ignored.)
+# pytest-xdist (`--dist loadfile --no-loadscope-reorder`, addopts) gives each of the two workers whole
+# test files, in the order they were collected (without the flag, files with most tests first), so a
+# file's module fixtures (a Docker engine, a shared run) are set up once. A long file that comes last
+# would keep one worker busy while the other idles; so the files go out longest first (the
+# longest-processing-time rule), and the short ones fill in at the end. The seconds each file took in
+# a measured run are in tests/file_seconds.json (only the order depends on them: a file missing from
+# it counts 10 s per slow test); `python tests/file_seconds.py JUNIT.xml` writes it anew from a run's
+# `--junitxml` report. (`--dist loadgroup` would hand out single tests, but with pytest 9
+# pytest-xdist 3.8 cannot tag a test's group, so every group is ignored.)
 
 FILE_SECONDS = Path(__file__).with_name("file_seconds.json")
 
