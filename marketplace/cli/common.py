@@ -8,7 +8,7 @@ import argparse
 import logging
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from marketplace.data.own_files import ReadLimits
 
@@ -95,8 +95,21 @@ def log_at(level: str) -> None:
 def ignore_stop_signals() -> None:
     """Ignore SIGTERM and SIGINT from here on: the process has stopped and only exits. (The interpreter
     puts back the default action of a signal it handled when it shuts down, so a late signal of a burst
-    would kill it with a status that says it was killed; an ignored signal stays ignored.)"""
+    would kill it with a status that says it was killed; an ignored signal stays ignored.)
+
+    A signal of a burst that lands while its handler is being replaced is noted by CPython's C handler
+    and then finds no Python handler: CPython writes it to stderr as an unraisable "OSError: Signal 15
+    ignored due to race condition", traceback and all (bpo-43406). Ignoring it is what this process
+    asked for, so from here on that one report is left out (any other unraisable error still shows)."""
     import signal
 
+    report = sys.unraisablehook
+
+    def quiet(unraisable: Any) -> None:
+        if isinstance(unraisable.exc_value, OSError) and "ignored due to race condition" in str(unraisable.exc_value):
+            return
+        report(unraisable)
+
+    sys.unraisablehook = quiet
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, signal.SIG_IGN)

@@ -89,3 +89,25 @@ def test_stop_signals_are_recorded_and_their_pipe_left_empty():
         assert select.select([signals.fileno()], [], [], 0)[0] == []
     finally:
         signals.uninstall()
+
+
+def test_a_signal_caught_mid_replacement_is_not_reported_as_an_error_once_stopped():
+    """CPython reports a signal that lands while its handler is replaced as an unraisable OSError
+    "ignored due to race condition" (bpo-43406), traceback and all; once a stopped process ignores the
+    stop signals that report is left out, and any other unraisable error is still reported."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, types\n"
+        "from marketplace.cli.common import ignore_stop_signals\n"
+        "seen = []\n"
+        "sys.unraisablehook = lambda u: seen.append(str(u.exc_value))\n"
+        "ignore_stop_signals()\n"
+        "sys.unraisablehook(types.SimpleNamespace(exc_value=OSError('Signal 15 ignored due to race condition')))\n"
+        "sys.unraisablehook(types.SimpleNamespace(exc_value=ValueError('anything else')))\n"
+        "print(seen)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "['anything else']"
