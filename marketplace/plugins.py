@@ -36,7 +36,7 @@ import importlib.metadata
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 if TYPE_CHECKING:  # types only: the plan's module imports the privacy package, which a spec need not load
     from marketplace.privacy.plan import ReleasePlan
@@ -443,42 +443,35 @@ def scenario_rules(name: str) -> ScenarioRules:
         found = getattr(importlib.import_module(module), attribute)
     except (ImportError, AttributeError) as err:
         raise PluginError(f"{where} could not be loaded ({type(err).__name__}: {err})") from err
-    cls = found if isinstance(found, type) else type(found)
-    if not issubclass(cls, ScenarioRules):
-        raise PluginError(
-            f"{where}: expected a subclass or instance of marketplace.plugins.ScenarioRules, got "
-            f"{'class' if isinstance(found, type) else 'a'} {cls.__module__}.{cls.__qualname__}"
-        )
-    if not isinstance(found, type):
-        return found
-    try:
-        return found()
-    except Exception as err:  # any failure means the class cannot serve as the rules
-        raise PluginError(
-            f"{where}: {cls.__qualname__}() must build with no arguments ({type(err).__name__}: {err})"
-        ) from err
+    return cast(ScenarioRules, _instance(found, ScenarioRules, where))
 
 
 def checked_exchange(found: Any, where: str) -> Exchange:
     """``found`` as an :class:`Exchange` instance (a subclass is built with no arguments), or
     :class:`PluginError` saying, after ``where``, what it is instead or which methods it lacks."""
     cls = found if isinstance(found, type) else type(found)
-    if not issubclass(cls, Exchange):
-        raise PluginError(
-            f"{where}: expected a subclass or instance of marketplace.plugins.Exchange, got "
-            f"{'class' if isinstance(found, type) else 'a'} {cls.__module__}.{cls.__qualname__}"
-        )
-    missing = missing_methods(cls)
-    if missing:
+    if issubclass(cls, Exchange) and (missing := missing_methods(cls)):
         raise PluginError(
             f"{where}: {cls.__qualname__} leaves the required method{'s' if len(missing) > 1 else ''} "
             f"{', '.join(missing)} unimplemented"
+        )
+    return cast(Exchange, _instance(found, Exchange, where))
+
+
+def _instance(found: Any, base: type, where: str) -> Any:
+    """``found`` as an instance of ``base`` (a subclass is built with no arguments), or
+    :class:`PluginError` saying, after ``where``, what it is instead or why it cannot be built."""
+    cls = found if isinstance(found, type) else type(found)
+    if not issubclass(cls, base):
+        raise PluginError(
+            f"{where}: expected a subclass or instance of marketplace.plugins.{base.__name__}, got "
+            f"{'class' if isinstance(found, type) else 'a'} {cls.__module__}.{cls.__qualname__}"
         )
     if not isinstance(found, type):
         return found
     try:
         return found()
-    except Exception as err:  # any failure means the class cannot serve as the exchange
+    except Exception as err:  # any failure means the class cannot serve as the plug-in's part
         raise PluginError(
             f"{where}: {cls.__qualname__}() must build with no arguments ({type(err).__name__}: {err})"
         ) from err
