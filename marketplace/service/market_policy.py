@@ -28,6 +28,11 @@ imports ZeroMQ, so every rule is tested with times given as numbers
   dead) until the session's run deadline (``transport.run_timeout_s`` from its start) and at least
   ``collect_s``; from one on its connection that the session lost (it declined, or missed a
   deadline), ``collect_s``; from a party whose connection is gone, not at all.
+  The server asks :meth:`MarketPolicy.session_ends` with what it sees of each collecting session
+  (:class:`Collecting`): which invited owners are still on the connection they were invited on.
+* **Refusals.** A new request is refused at once while the marketplace stops, or when the queue
+  (the consumer's or the whole) is full; nothing was charged for it. Once a stop is asked, every
+  request still queued is refused (:meth:`MarketPolicy.queued_to_refuse`).
 * **Probes.** Every :data:`PROBE_S` the server probes its connections (a gone one answers at once).
 * **Stopping.** Once a stop is asked, queued requests are refused, running sessions finish, then the
   agents are told to stop, and the server exits when they have, or :data:`STOP_GRACE_S` later.
@@ -35,10 +40,11 @@ imports ZeroMQ, so every rule is tested with times given as numbers
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from marketplace.roles import CONSUMER
 from marketplace.service.admission import Admission
 
 PRESSED = 0.5
@@ -66,6 +72,21 @@ class Running:
     started: float
     collecting: bool = False
     pressure: float = 0.0
+
+
+@dataclass(frozen=True)
+class Collecting:
+    """What the policy sees of a session whose curator is done, collecting its parties' reports:
+    the connection each invited owner was invited on, whether its consumer's connection is gone, the
+    parties the session lost, the parties that reported, and until when it waits (``deadline`` for the
+    parties it kept to the end, ``grace_end`` for those it lost)."""
+
+    invited_on: Mapping[str, bytes]
+    consumer_gone: bool
+    lost: Iterable[str]
+    reported: Iterable[str]
+    deadline: float
+    grace_end: float
 
 
 @dataclass
@@ -124,7 +145,27 @@ class MarketPolicy:
         self.held = ""
         return chosen
 
+    def refusal(self, consumer: str) -> str | None:
+        """Why a new request of ``consumer`` is refused at once (the marketplace stops, or the queue is
+        full: :meth:`.admission.Admission.refusal`), or None when it may wait in the queue."""
+        if self.stop_asked:
+            return "the marketplace is stopping; nothing was charged"
+        why = self.admission.refusal(consumer)
+        return None if why is None else why + "; nothing was charged: try again later"
+
+    def queued_to_refuse(self) -> list[Any]:
+        """Once a stop is asked: every request still queued (what the server queued with it), taken out
+        of the queue for the server to refuse (nothing of theirs ran, nothing was charged); else none."""
+        return self.admission.remove(lambda w: False) if self.stop_asked else []
+
     # --- sessions -------------------------------------------------------------------------------
+    @classmethod
+    def collecting(cls, started: float, run_timeout_s: float, now: float, collect_s: float) -> tuple[float, float]:
+        """A session whose curator is done at ``now`` waits for its parties' reports: returns until when
+        it waits for those it kept to the end (:meth:`collecting_deadline`) and for those it lost
+        (``collect_s`` from now), ``(deadline, grace_end)``."""
+        return cls.collecting_deadline(started, run_timeout_s, now, collect_s), now + collect_s
+
     @staticmethod
     def collecting_deadline(started: float, run_timeout_s: float, now: float, collect_s: float) -> float:
         """Until when a session whose curator is done at ``now`` waits for its parties' reports."""
@@ -149,6 +190,17 @@ class MarketPolicy:
         if not set(took_part) <= reported:
             return False
         return set(lost) <= reported or now > grace_end
+
+    @classmethod
+    def session_ends(cls, session: Collecting, present: Mapping[str, bytes], now: float) -> bool:
+        """Whether the collecting ``session`` ends at ``now``, with ``present`` the owners' live
+        connections: the parties still on the connection they took part on (an owner on the one it was
+        invited on, the consumer unless gone) are waited for (:meth:`reports_in`); a party whose
+        connection is gone is not."""
+        on = {o for o, routing in session.invited_on.items() if present.get(o) == routing}
+        on |= set() if session.consumer_gone else {CONSUMER}
+        lost = set(session.lost)
+        return cls.reports_in(on - lost, on & lost, session.reported, now, session.deadline, session.grace_end)
 
     # --- liveness -------------------------------------------------------------------------------
     def probe_due(self, now: float) -> bool:

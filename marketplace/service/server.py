@@ -11,8 +11,11 @@ connection after its key, so who is speaking comes from the key, never from a me
   the shared connections tagged with its id. The server passes a session's frames only between that
   session's curator and its parties, by the key of the connection they came on.
 * **Decisions** (:mod:`.market_policy`). This module is the ZeroMQ loop around a sans-I/O policy
-  that makes every decision with the time passed in: which request starts when, when a session's
-  reports are in, when to probe, how a stop ends.
+  that makes every decision with the time passed in: which request is refused at once and which
+  starts when, when a session's reports are in, when to probe, how a stop ends. What is not the
+  loop has its own module: sending on the control socket (:mod:`.outbox`), the sessions' records and
+  what an ended session leaves (:mod:`.session_book`), ``server.json`` (:mod:`.status`), and the
+  options refused before serving (:mod:`.preflight`).
 * **Admission by capacity** (:mod:`.admission`, :mod:`.market_policy`). A request is checked at once
   (a request that cannot run on this marketplace is refused, naming the key) and queued; up to
   ``max_sessions`` sessions run at once, admitted in the order of the marketplace's scheduling rule
@@ -37,14 +40,12 @@ connection after its key, so who is speaking comes from the key, never from a me
 
 from __future__ import annotations
 
-import errno
-import json
 import logging
 import os
 import threading
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import zmq
 
@@ -53,23 +54,17 @@ from marketplace.roles import CONSUMER
 from marketplace.scenario import Scenario
 from marketplace.service import control
 from marketplace.service.admission import Admission, budgets_of
-from marketplace.service.kept import Kept, keep, kept_for
-from marketplace.service.keys import SERVER, AllowlistReloader, allowlist, init_keys, load_pair, owners_with_kits
-from marketplace.service.market_policy import MarketPolicy, Running
+from marketplace.service.kept import kept_for
+from marketplace.service.keys import SERVER, AllowlistReloader, allowlist, init_keys, load_pair
+from marketplace.service.market_policy import MarketPolicy
 from marketplace.service.options import ServeOptions, ServeOptionsError, data_banner
-from marketplace.service.session_run import (
-    Session,
-    archive,
-    assemble,
-    curator_report,
-    handed_back,
-    start_curator,
-    take_report,
-    write_session_files,
-)
-from marketplace.service.sessions import new_session_id, prepare_request
+from marketplace.service.outbox import Outbox
+from marketplace.service.preflight import refuse_unservable
+from marketplace.service.session_book import SessionBook, as_collecting, as_running, conclude, held_by_owner
+from marketplace.service.session_run import Session, curator_report, start_curator, take_report, write_session_files
+from marketplace.service.sessions import prepare_request
 from marketplace.service.state_lock import StateLock
-from marketplace.service.status import KEPT_SESSIONS, STATUS_FILE, write_status
+from marketplace.service.status import KEPT_SESSIONS, StatusFile
 from marketplace.service.stop_signals import StopSignals
 from marketplace.service.supervisor import AgentSupervisor
 from marketplace.service.worlds import WorldCache
@@ -79,9 +74,6 @@ from marketplace.transport.curve import PartyAuthenticator
 log = logging.getLogger("marketplace.serve")
 
 POLL_MS = 100
-Delivery = Literal["sent", "busy", "unreachable"]
-"""What became of a control message sent without blocking: it left; it could not leave for another reason
-than a lost peer (a full queue: the peer is not reading); the peer's connection is gone (``EHOSTUNREACH``)."""
 
 
 class MarketServer:
@@ -114,41 +106,22 @@ class MarketServer:
         """Every decision of the loop (:mod:`.market_policy`): admission by capacity, reports, probes, stopping."""
         self.present: dict[str, bytes] = {}
         """Owner -> the routing id of its live control connection."""
-        self.finished: list[dict[str, Any]] = []
+        self.book = SessionBook()
+        """The sessions numbered, the most that ran at once, and every ended one (:mod:`.session_book`)."""
         self.agents = AgentSupervisor(self.state, owner_data=options.owner_data)
-        self.number = 0
         self.endpoint = ""
         self.failure: str | None = None
         self.worlds = WorldCache()
         self.lock: StateLock | None = None
-        self._sock: zmq.Socket | None = None
+        self._out: Outbox | None = None
         self.started_at = time.monotonic()
-        self.max_running = 0
-        """The most sessions that ran at once so far."""
-        self.status_problem: str | None = None
-        kits = owners_with_kits(self.state, len(self.owners)) if options.start_owners else []
-        if kits:
-            few = ", ".join(kits[:5]) + (f" and {len(kits) - 5} more" if len(kits) > 5 else "")
-            raise ServeOptionsError(
-                f"{options.state}: the keys of {few} are in their own kits (made by serve --init --kits), not in "
-                "the state: expected --no-owners (start_owners=False), with each owner's agent started from its "
-                "kit (marketplace agent --keys KIT), not agents started by serve"
-            )
-        data = market.config.data
-        if options.owner_data is not None:
-            if not data.schema_only:
-                raise ServeOptionsError(
-                    "--owner-data gives owners their own files, for a marketplace described by its public "
-                    "schema (data.schema); this one simulates its owners' rows from data.source"
-                )
-            if not Path(options.owner_data).is_dir():
-                raise ServeOptionsError(f"--owner-data {options.owner_data}: expected a folder of <owner>.csv files")
-        elif data.schema_only and options.start_owners:
-            raise ServeOptionsError(
-                "this marketplace is described by its public schema (data.schema): its owners bring their "
-                "own rows. Give the agents serve starts a folder of <owner>.csv files (--owner-data DIR), "
-                "or start none (--no-owners) and run `marketplace agent --data` on each owner's machine"
-            )
+        self.status_file = StatusFile(self.state)
+        refuse_unservable(market, options, len(self.owners))
+
+    @property
+    def finished(self) -> list[dict[str, Any]]:
+        """Every session that ended so far, oldest first (:class:`~.session_book.SessionBook`)."""
+        return self.book.finished
 
     # --- life cycle
 
@@ -197,7 +170,7 @@ class MarketServer:
         sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
         public, secret = load_pair(self.state / "keys" / f"{SERVER}.key_secret")
         sock.curve_secretkey, sock.curve_publickey, sock.curve_server = secret, public, True
-        self._sock = sock
+        self._out = Outbox(sock)
         try:
             sock.bind(self.options.endpoint)
             self.endpoint = sock.getsockopt(zmq.LAST_ENDPOINT).decode()
@@ -231,8 +204,8 @@ class MarketServer:
             poller.register(self.signals.fileno(), zmq.POLLIN)  # a signal wakes the loop at once
         while True:
             if self.stopping():
-                for queued in self.admission.remove(lambda w: False):
-                    self._send(
+                for queued in self.policy.queued_to_refuse():
+                    self.out.send(
                         queued.routing,
                         control.SessionRefused(
                             session=queued.id,
@@ -243,7 +216,7 @@ class MarketServer:
             step = self.policy.stop_step(time.monotonic(), len(self.sessions), self.agents.alive())
             if step == "tell_agents":
                 for routing in self.present.values():
-                    self._send(routing, control.Stop(reason="the marketplace is stopping"))
+                    self.out.send(routing, control.Stop(reason="the marketplace is stopping"))
             elif step == "exit":
                 return
             touched: set[str] = set()
@@ -302,7 +275,7 @@ class MarketServer:
         except control.ControlError as err:
             log.warning("%s: %s", who or "?", err)
             if who.startswith("consumer:"):
-                self._send(routing, control.SessionRefused(reason=cut(f"refused a control frame: {err}", 1900)))
+                self.out.send(routing, control.SessionRefused(reason=cut(f"refused a control frame: {err}", 1900)))
             return
         if who.startswith("owner-"):
             self._on_owner(routing, who, message, touched)
@@ -316,7 +289,7 @@ class MarketServer:
             self.present[who] = routing
             self._write_status()
             if self.policy.agents_told:  # the agents were told to stop before this one came
-                self._send(routing, control.Stop(reason="the marketplace is stopping"))
+                self.out.send(routing, control.Stop(reason="the marketplace is stopping"))
         if isinstance(message, control.SessionFrame):
             s = self.sessions.get(message.session)
             if s is not None and s.loop is not None and who in s.invited:
@@ -344,24 +317,23 @@ class MarketServer:
             self._on_report(f"consumer:{consumer}", message, consumer=consumer)
 
     def _on_open(self, routing: bytes, consumer: str, message: control.SessionOpen) -> None:
-        if self._stop.is_set():
-            self._send(routing, control.SessionRefused(reason="the marketplace is stopping; nothing was charged"))
-            return
-        why = self.admission.refusal(consumer)
+        """A new request of ``consumer``: refused at once (:meth:`.market_policy.MarketPolicy.refusal`), or
+        checked and queued."""
+        self.stopping()  # a stop asked since the loop last looked refuses this request too
+        why = self.policy.refusal(consumer)
         if why is not None:
-            self._send(routing, control.SessionRefused(reason=why + "; nothing was charged: try again later"))
+            self.out.send(routing, control.SessionRefused(reason=why))
             return
-        self.number += 1
-        session = new_session_id(self.number)
+        session = self.book.new_id()
         prepared = prepare_request(self.market, message.scenario, session, consumer, self.owners, self.worlds.get)
         if isinstance(prepared, str):
-            self._send(routing, control.SessionRefused(session=session, reason=prepared))
+            self.out.send(routing, control.SessionRefused(session=session, reason=prepared))
             return
         scenario, charges = prepared
         s = Session(session, consumer, routing, scenario, self.state / "sessions" / session)
         ahead = self.admission.add(session, consumer, charges, s) + len(self.sessions)
         log.info("request of %s queued as %s (%d ahead)", consumer, session, ahead)
-        self._send(routing, control.SessionQueued(session=session, position=ahead))
+        self.out.send(routing, control.SessionQueued(session=session, position=ahead))
         self._write_status()
 
     def _on_resume(self, routing: bytes, consumer: str, session: str) -> None:
@@ -371,11 +343,11 @@ class MarketServer:
         s = self.sessions.get(session)
         if s is not None and s.consumer == consumer:
             s.resumers.append(routing)
-            self._send(routing, control.SessionQueued(session=session, position=0))
+            self.out.send(routing, control.SessionQueued(session=session, position=0))
             return
         kept = kept_for(self.state, session, consumer)
         if kept is None:
-            self._send(
+            self.out.send(
                 routing,
                 control.SessionRefused(
                     session=session,
@@ -384,24 +356,7 @@ class MarketServer:
             )
             return
         log.info("session %s: its outputs sent again to %s (%d frames)", session, consumer, len(kept.frames))
-        self._send_kept(routing, kept)
-
-    def _send_kept(self, routing: bytes, kept: Kept) -> None:
-        """A session as its consumer saw it: ready, the curator's frames to it, the run report."""
-        messages: list[Any] = [
-            control.SessionReady(session=kept.session, scenario=kept.scenario),
-            *(control.SessionFrame(session=kept.session, frame=f) for f in kept.frames),
-            control.SessionReport(
-                session=kept.session,
-                status="completed" if kept.status == "completed" else "failed",
-                report=kept.report,
-                parties=kept.parties,
-            ),
-        ]
-        for message in messages:
-            if self._send(routing, message) != "sent":
-                log.warning("session %s: its consumer's connection took not all it asked again", kept.session)
-                return
+        self.out.send_kept(routing, kept)
 
     def _on_report(self, sender: str, message: control.PartyReport, *, consumer: str | None = None) -> None:
         s = self.sessions.get(message.session)
@@ -424,43 +379,25 @@ class MarketServer:
                 self._guarded(s, lambda s=s: s.loop.tick(time.monotonic()))
                 if s.state == "running" and s.loop.node.done:
                     self._guarded(s, lambda s=s: self._curator_done(s))
-            if s.state == "collecting":
-                on = {o for o in s.invited if self.present.get(o) == s.invited_on[o]}  # still on its connection
-                on |= set() if s.consumer_gone else {CONSUMER}
-                lost = s.loop.lost if s.loop is not None else set()
-                if self.policy.reports_in(
-                    on - set(lost), on & set(lost), s.reports, time.monotonic(), s.deadline, s.grace_end
-                ):
-                    self._finish(s)
+            if s.state == "collecting" and self.policy.session_ends(as_collecting(s), self.present, time.monotonic()):
+                self._finish(s)
         for item, why in self.admission.never_granted:
-            self._send(item.routing, control.SessionRefused(session=item.id, reason=f"not granted: {why}"))
+            self.out.send(item.routing, control.SessionRefused(session=item.id, reason=f"not granted: {why}"))
         self.admission.never_granted.clear()
         while not self.stopping():
             now = time.monotonic()
-            chosen: Session | None = self.policy.next_start(self._running(now), len(self.present), now)
+            chosen: Session | None = self.policy.next_start(
+                as_running(self.sessions.values(), now), len(self.present), now
+            )
             if chosen is None:
                 break
             self._start(chosen)
 
-    def _running(self, now: float) -> list[Running]:
-        """What the policy sees of the sessions held now (:class:`~.market_policy.Running`)."""
-        return [
-            Running(
-                session=s.id,
-                consumer=s.consumer,
-                started=s.started,
-                collecting=s.state != "running",
-                pressure=s.loop.link.pressure(now) if s.loop is not None and s.state == "running" else 0.0,
-            )
-            for s in self.sessions.values()
-        ]
-
     def _curator_done(self, s: Session) -> None:
         s.reports["curator"] = curator_report(s)
-        now = time.monotonic()
-        s.state, s.grace_end = "collecting", now + self.options.collect_s
-        s.deadline = self.policy.collecting_deadline(
-            s.started, s.scenario.config.transport.run_timeout_s, now, self.options.collect_s
+        s.state = "collecting"
+        s.deadline, s.grace_end = self.policy.collecting(
+            s.started, s.scenario.config.transport.run_timeout_s, time.monotonic(), self.options.collect_s
         )
 
     def _start(self, s: Session) -> None:
@@ -469,7 +406,7 @@ class MarketServer:
             write_session_files(s)
         except OSError as err:
             log.error("session %s: its files could not be written: %s", s.id, err)
-            self._send(
+            self.out.send(
                 s.routing,
                 control.SessionRefused(
                     session=s.id,
@@ -485,14 +422,14 @@ class MarketServer:
         s.started = time.monotonic()
         s.state = "running"
         self.sessions[s.id] = s
-        self.max_running = max(self.max_running, len(self.sessions))
+        self.book.running(len(self.sessions))
         self._write_status()
         present = dict(self.present)
         try:
             s.loop = start_curator(
                 s,
                 self.worlds,
-                send=lambda route, frame: self._send_frame(route, s, frame),
+                send=lambda route, frame: self.out.send_frame(route, s, frame),
                 route_of=lambda party: s.routing if party == CONSUMER else self.present.get(party),
             )
         except Exception as err:  # noqa: BLE001 - nothing was sent to any owner yet
@@ -502,10 +439,10 @@ class MarketServer:
         invite = control.SessionInvite(session=s.id, scenario=s.text)
         for owner in self.owners:
             routing = present.get(owner)
-            if routing is not None and self._send(routing, invite) == "sent":
+            if routing is not None and self.out.send(routing, invite) == "sent":
                 s.invited.add(owner)
                 s.invited_on[owner] = routing
-        if self._send(s.routing, control.SessionReady(session=s.id, scenario=s.text)) != "sent":
+        if self.out.send(s.routing, control.SessionReady(session=s.id, scenario=s.text)) != "sent":
             s.consumer_gone = True
             s.loop.gone(CONSUMER, s.routing)
         for owner in self.owners:
@@ -523,49 +460,20 @@ class MarketServer:
         )
 
     def _finish(self, s: Session, failure: str | None = None) -> None:
-        if s.loop is not None and not s.loop.closed:
-            s.loop.close()
-        report = assemble(s, self.worlds, failure)
-        s.status = report.get("status", "failed")
-        problem = archive(s, report)
-        kept = Kept(
-            session=s.id,
-            consumer=s.consumer,
-            scenario=s.text,
-            frames=s.to_consumer,
-            status="completed" if s.status == "completed" else "failed",
-            report=json.dumps(report).encode(),
-            parties=handed_back(s, failure),
-        )
-        try:
-            keep(s.folder, kept)
-        except OSError as err:  # the consumer connected now still gets it; only a later --resume cannot
-            log.error("session %s: could not keep its outputs for its consumer: %s", s.id, err)
-            problem = problem or f"{s.folder}: {err.strerror or err}"
-        self._send(
+        kept, problem = conclude(s, self.worlds, failure)
+        self.out.send(
             s.routing,
             control.SessionReport(session=s.id, status=kept.status, report=kept.report, parties=kept.parties),
         )
         for routing in s.resumers:
-            self._send_kept(routing, kept)
+            self.out.send_kept(routing, kept)
         s.state = "done"
         self.sessions.pop(s.id, None)
         self._record(s, s.status, failure=problem and f"its files could not be written: {problem}")
         log.info("session %s for %s: %s", s.id, s.consumer, s.status)
 
     def _record(self, s: Session, status: str, failure: str | None = None) -> None:
-        self.finished.append(
-            {
-                "session": s.id,
-                "consumer": s.consumer,
-                "protocol": s.scenario.config.protocol,
-                "status": status,
-                "wall_s": s.wall_s(),
-                "wait_s": round((s.started or time.monotonic()) - s.queued_at, 3),
-                "owners_invited": len(s.invited),
-                **({"problem": failure} if failure else {}),
-            }
-        )
+        self.book.record(s, status, failure)
         self._write_status()
 
     # --- liveness
@@ -575,16 +483,11 @@ class MarketServer:
         answers EHOSTUNREACH (module docstring). What an owner's connection gets names the sessions the
         server still holds that owner in (:class:`~marketplace.service.control.OwnerSessions`): its agent
         ends its part of every other one, so no reservation outlives its session (:mod:`.held`)."""
-        held: dict[str, list[str]] = {}
-        for s in self.sessions.values():
-            if s.loop is not None and s.state in ("running", "collecting"):
-                for owner in s.invited:
-                    if owner not in s.loop.lost:
-                        held.setdefault(owner, []).append(s.id)
+        held = held_by_owner(self.sessions.values())
         for owner, routing in list(self.present.items()):
             sessions = sorted(held.get(owner, ()))
             probe = control.OwnerSessions(sessions=sessions) if len(sessions) <= control.MAX_HELD else control.Ping()
-            if self._send(routing, probe) == "unreachable":
+            if self.out.send(routing, probe) == "unreachable":
                 log.warning("owner %s: its connection is gone", owner)
                 del self.present[owner]
                 self._write_status()
@@ -594,7 +497,7 @@ class MarketServer:
         routings = {w.item.routing for w in self.admission.waiting} | {
             s.routing for s in self.sessions.values() if not s.consumer_gone
         }
-        gone = {r for r in routings if self._send(r, control.Ping()) == "unreachable"}
+        gone = {r for r in routings if self.out.send(r, control.Ping()) == "unreachable"}
         if not gone:
             return
         for dropped in self.admission.remove(lambda w: w.item.routing not in gone):
@@ -614,31 +517,11 @@ class MarketServer:
     # --- helpers
 
     @property
-    def _bound_sock(self) -> zmq.Socket:
-        """The control socket, once :meth:`serve` has opened it."""
-        if self._sock is None:
+    def out(self) -> Outbox:
+        """What the server sends on its control socket, once :meth:`run` has opened it (:mod:`.outbox`)."""
+        if self._out is None:
             raise RuntimeError("the marketplace's control socket is not open yet (serve opens it)")
-        return self._sock
-
-    def _send(self, routing: bytes, message: Any) -> Delivery:
-        """Send a control message without blocking, and say what became of it (:data:`Delivery`): the
-        caller learns from the return value alone whether the peer's connection is gone or only busy."""
-        try:
-            self._bound_sock.send_multipart([routing, control.encode(message)], zmq.NOBLOCK)
-            return "sent"
-        except zmq.ZMQError as err:  # the peer is gone (ROUTER_MANDATORY), or not reading
-            return "unreachable" if err.errno == errno.EHOSTUNREACH else "busy"
-
-    def _send_frame(self, route: bytes | None, s: Session, frame: bytes) -> None:
-        """A session frame out, raising as a socket would (what the session's loop expects). A frame
-        to the consumer is kept first, whether or not it can leave (:mod:`.kept`)."""
-        if route is not None and route == s.routing:
-            s.to_consumer.append(frame)
-        if route is None:
-            raise zmq.ZMQError(errno.EHOSTUNREACH)
-        self._bound_sock.send_multipart(
-            [route, control.encode(control.SessionFrame(session=s.id, frame=frame))], zmq.NOBLOCK
-        )
+        return self._out
 
     def _control_for_agents(self) -> str:
         host, port = self.endpoint.split("://", 1)[1].rsplit(":", 1)
@@ -655,11 +538,8 @@ class MarketServer:
             "running": sorted(self.sessions),
             "queued": [w.session for w in self.admission.waiting],
             "held": self.policy.held,
-            "max_running": self.max_running,
+            "max_running": self.book.max_running,
             "agent_restarts": self.agents.restarts(),
             "sessions": self.finished[-KEPT_SESSIONS:],
         }
-        problem = write_status(self.state, status)  # a full disk costs the status file, not the marketplace
-        if problem is not None and self.status_problem is None:
-            log.error("could not write %s: %s", self.state / STATUS_FILE, problem)
-        self.status_problem = problem
+        self.status_file.write(status)  # a full disk costs the status file, not the marketplace

@@ -11,9 +11,12 @@ never sees half of it; a disk that refuses it costs the file, never the marketpl
 from __future__ import annotations
 
 import json
+import logging
 import os
 from pathlib import Path
 from typing import Any
+
+log = logging.getLogger("marketplace.serve")
 
 STATUS_FILE = "server.json"
 KEPT_SESSIONS = 200
@@ -29,3 +32,19 @@ def write_status(state: Path, status: dict[str, Any]) -> str | None:
     except OSError as err:
         return str(err)
     return None
+
+
+class StatusFile:
+    """``state/server.json``, rewritten whole on every :meth:`write`. A write the disk refuses is
+    logged once, until one succeeds again (:attr:`problem`: why the last one failed, or None)."""
+
+    def __init__(self, state: Path) -> None:
+        self.state = state
+        self.problem: str | None = None
+
+    def write(self, status: dict[str, Any]) -> None:
+        """Write ``status``: a full disk costs the status file, not the marketplace."""
+        problem = write_status(self.state, status)
+        if problem is not None and self.problem is None:
+            log.error("could not write %s: %s", self.state / STATUS_FILE, problem)
+        self.problem = problem

@@ -2,7 +2,8 @@
 checks can fail.
 
 ruff lints and format-checks the package, the tests and the benchmarks; mypy checks the whole package
-strictly (every function typed), no module excused.
+strictly (every function typed), no module excused; no module of the package is longer than
+:data:`MAX_LINES` lines (a longer one holds more than one responsibility: split it by them).
 """
 
 from __future__ import annotations
@@ -37,6 +38,31 @@ def test_ruff_lint_passes():
 def test_ruff_format_is_kept():
     result = _run("ruff", "format", "--check", "--no-cache", *PARTS)
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
+
+
+MAX_LINES = 600
+"""The most lines a module of the package may have (the tests and benchmarks are not held to it)."""
+
+
+def too_long(package: Path, most: int = MAX_LINES) -> dict[str, int]:
+    """Every ``.py`` file under ``package`` longer than ``most`` lines, by its path, with its length."""
+    lengths = {path: len(path.read_text(encoding="utf-8").splitlines()) for path in sorted(package.rglob("*.py"))}
+    return {str(path.relative_to(package.parent)): n for path, n in lengths.items() if n > most}
+
+
+def test_no_module_of_the_package_is_longer_than_the_limit():
+    offenders = too_long(ROOT / "marketplace")
+    assert offenders == {}, f"modules over {MAX_LINES} lines (split each by responsibility): " + ", ".join(
+        f"{path} ({n} lines)" for path, n in offenders.items()
+    )
+
+
+def test_the_line_limit_names_each_offender_with_its_length(tmp_path):
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "short.py").write_text("x = 1\n" * MAX_LINES)
+    (package / "sub" / "long.py").write_text("x = 1\n" * (MAX_LINES + 1))
+    assert too_long(package) == {"pkg/sub/long.py": MAX_LINES + 1}
 
 
 def test_ruff_catches_an_unused_import_and_a_long_line(tmp_path):

@@ -6,8 +6,16 @@ from __future__ import annotations
 
 import pytest
 
-from marketplace.service.admission import Admission
-from marketplace.service.market_policy import PRESSED, RAMP, SETTLE_S, STOP_GRACE_S, MarketPolicy, Running
+from marketplace.service.admission import MAX_QUEUED_PER_CONSUMER, Admission
+from marketplace.service.market_policy import (
+    PRESSED,
+    RAMP,
+    SETTLE_S,
+    STOP_GRACE_S,
+    Collecting,
+    MarketPolicy,
+    Running,
+)
 from marketplace.transport.link_policy import LinkPolicy
 from marketplace.transport.link_settings import LinkSettings
 
@@ -137,6 +145,65 @@ def test_a_party_the_session_lost_is_waited_for_only_the_grace():
     assert not MarketPolicy.reports_in(kept, lost, kept, now=120.0, deadline=1800.0, grace_end=130.0)
     assert MarketPolicy.reports_in(kept, lost, kept, now=130.5, deadline=1800.0, grace_end=130.0)
     assert not MarketPolicy.reports_in(kept, lost, lost, now=130.5, deadline=1800.0, grace_end=130.0)
+
+
+def test_a_done_curator_waits_its_run_deadline_for_the_parties_it_kept_and_collect_s_for_the_lost():
+    assert MarketPolicy.collecting(started=0.0, run_timeout_s=1800.0, now=100.0, collect_s=30.0) == (1800.0, 130.0)
+    assert MarketPolicy.collecting(started=0.0, run_timeout_s=60.0, now=100.0, collect_s=30.0) == (130.0, 130.0)
+
+
+def collecting(
+    reported: set[str], lost: frozenset[str] | set[str] = frozenset(), consumer_gone: bool = False
+) -> Collecting:
+    """A session that invited owner-1 and owner-2 on connections b"1" and b"2", collecting until 1800.0
+    from the parties it kept and until 130.0 from those it lost."""
+    invited_on = {"owner-1": b"1", "owner-2": b"2"}
+    return Collecting(invited_on, consumer_gone, lost, reported, deadline=1800.0, grace_end=130.0)
+
+
+def test_a_session_ends_once_every_party_still_on_its_connection_reported():
+    present = {"owner-1": b"1", "owner-2": b"2"}
+    assert not MarketPolicy.session_ends(collecting({"owner-1", "consumer"}), present, now=500.0)
+    assert MarketPolicy.session_ends(collecting({"owner-1", "owner-2", "consumer"}), present, now=500.0)
+    assert MarketPolicy.session_ends(collecting(set()), present, now=1800.5)  # the run deadline passed
+
+
+def test_a_party_whose_connection_is_gone_or_new_is_not_waited_for():
+    """owner-2 came back on a new connection (its agent started again) and never knew the session;
+    the consumer has gone: only owner-1 is waited for."""
+    present = {"owner-1": b"1", "owner-2": b"2-again"}
+    assert MarketPolicy.session_ends(collecting({"owner-1"}, consumer_gone=True), present, now=500.0)
+    assert not MarketPolicy.session_ends(collecting({"owner-2"}, consumer_gone=True), present, now=500.0)
+
+
+def test_a_lost_owner_on_its_connection_holds_the_session_only_until_the_grace_ends():
+    present = {"owner-1": b"1", "owner-2": b"2"}
+    kept = {"owner-1", "consumer"}
+    assert not MarketPolicy.session_ends(collecting(kept, lost={"owner-2"}), present, now=120.0)
+    assert MarketPolicy.session_ends(collecting(kept, lost={"owner-2"}), present, now=130.5)
+
+
+def test_a_request_is_refused_at_once_while_stopping_or_when_its_consumers_queue_is_full():
+    p = policy()
+    assert p.refusal("alice") is None
+    queue(p, *[(f"s{i}", "alice") for i in range(MAX_QUEUED_PER_CONSUMER)])
+    assert p.refusal("alice") == (
+        f"alice already has {MAX_QUEUED_PER_CONSUMER} requests waiting (at most {MAX_QUEUED_PER_CONSUMER}); "
+        "nothing was charged: try again later"
+    )
+    assert p.refusal("bob") is None
+    p.stop()
+    assert p.refusal("bob") == "the marketplace is stopping; nothing was charged"
+
+
+def test_a_stop_takes_every_queued_request_out_to_be_refused_and_only_a_stop():
+    p = policy()
+    queue(p, ("s1", "alice"), ("s2", "bob"))
+    assert p.queued_to_refuse() == [] and len(p.admission.waiting) == 2
+    p.stop()
+    assert p.queued_to_refuse() == ["s1", "s2"]
+    assert p.admission.waiting == [] and p.queued_to_refuse() == []
+    assert p.next_start([], present=3, now=100.0) is None
 
 
 @pytest.mark.parametrize(("now", "expected"), [(0.0, 0.0), (5.0, 0.5), (10.0, 1.0)])

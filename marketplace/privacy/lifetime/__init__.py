@@ -4,7 +4,9 @@
   or a mechanism of :mod:`marketplace.privacy.mechanisms`), and what each filter charges for it;
 * :mod:`.filters`: the two privacy filters, ``basic`` and ``zcdp``, with their references;
 * :mod:`.ledger`: :class:`LifetimeLedger`, one SQLite file per owner (reserve, mark_left, commit, abort,
-  reconcile);
+  reconcile), around :mod:`.opening` (the file opened and its metadata checked), :mod:`.decision` (what a
+  reservation decides, without I/O), :mod:`.relations` (the neighbouring relations a cost is restated
+  under) and :mod:`.errors`;
 * :mod:`.reconcile`: crash recovery: which process holds each reservation, its "left" record, and
   settling what dead processes left reserved;
 * :mod:`.terms`: :class:`SaleTerms`, an owner's price per data point and how many points it sells;

@@ -22,114 +22,66 @@ only the declared cost and the rows of the ledger; the owner's data never reache
 
 Several processes may share one file: each reserve runs in a ``BEGIN IMMEDIATE`` transaction, so
 two reservations are serialised and the filter sees every earlier one.
+
+The pieces around the class: :mod:`.opening` (the file opened, its metadata checked),
+:mod:`.decision` (what a reservation decides, without I/O), :mod:`.relations` (the neighbouring
+relations and restating a cost), :mod:`.errors`; their public names are importable from here too.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from marketplace.privacy.lifetime import sales as selling
-from marketplace.privacy.lifetime.cost import (
-    BudgetDeclined,
-    Charge,
-    Cost,
-    LedgerInputError,
-    check_filter,
-    fail,
-    positive,
-    probability,
-    restate,
+from marketplace.privacy.lifetime.cost import BudgetDeclined, Charge, Cost, LedgerInputError, fail
+from marketplace.privacy.lifetime.decision import Decision, Request, decide, declined, left_of
+from marketplace.privacy.lifetime.errors import (
+    ACCESS_ERRORS,
+    AlreadyCharged,
+    LedgerMismatch,
+    LedgerUnavailable,
+    ledger_error,
 )
 from marketplace.privacy.lifetime.filters import Limits, amount
 from marketplace.privacy.lifetime.known import known, record_of, refuse_gone, remember_once, set_aside
+from marketplace.privacy.lifetime.opening import (
+    LEDGER_SUFFIX,
+    Wanted,
+    check_same,
+    ledger_file,
+    open_file,
+    read_file,
+    text_arg,
+)
 from marketplace.privacy.lifetime.reconcile import hold, holder_of, record_left, settle_gone
+from marketplace.privacy.lifetime.relations import RELATION_WORDS, relation_kind, restated
 from marketplace.privacy.lifetime.sales import Sale
 from marketplace.privacy.lifetime.storage import (
     COUNTED,
-    SCHEMA,
     SCHEMA_VERSION,
     Holder,
     Reservation,
     Transaction,
-    connect,
-    create_private,
-    is_blank,
     now,
-    refuse_foreign,
     reservation_of,
-    sync_folder,
 )
 from marketplace.privacy.lifetime.terms import SaleTerms
-from marketplace.privacy.neighbouring import ADD_REMOVE_ONE, REPLACE_ONE, REPLACE_ONE_DISTINCT
 
-LEDGER_SUFFIX = ".ledger.sqlite"
-
-
-def ledger_file(folder: str | os.PathLike, party: str) -> Path:
-    """Where a party's kit folder keeps its lifetime ledger: ``<folder>/<party>.ledger.sqlite``."""
-    return Path(folder) / f"{party}{LEDGER_SUFFIX}"
-
-
-class AlreadyCharged(Exception):
-    """A request id this ledger already counts, reserved with ``fresh=True``: the earlier attempt may
-    have released, so this one must not release again (a fresh noisy draw would go uncharged)."""
-
-    def __init__(self, reason: str, reservation: Reservation) -> None:
-        super().__init__(reason)
-        self.reason, self.reservation = reason, reservation
-
-
-class LedgerUnavailable(OSError):
-    """A ledger file that cannot be opened or written (a read-only or immutable file or folder, a
-    folder that is a file, a full disk, a lock held too long): nothing was charged."""
-
-
-ACCESS_ERRORS = ("unable to open", "readonly database", "disk i/o error", "database is locked", "disk is full")
-"""Words of an ``sqlite3.OperationalError`` about reaching the file rather than what it holds."""
-
-
-def ledger_error(path: Path, err: sqlite3.Error) -> Exception:
-    """What an SQLite error on the ledger at ``path`` means: :class:`LedgerUnavailable` when the file
-    cannot be reached or written, else a :class:`LedgerInputError` saying it is not a lifetime ledger
-    (random bytes, a truncated file, a database of another schema)."""
-    text = str(err)
-    if isinstance(err, sqlite3.OperationalError) and any(word in text.lower() for word in ACCESS_ERRORS):
-        return LedgerUnavailable(f"{path}: {text}")
-    return LedgerInputError(f"{path}: not a lifetime ledger ({text})")
-
-
-class LedgerMismatch(ValueError):
-    """An existing ledger was opened with an owner, budget, relation or filter other than its own."""
-
-
-RELATION_WORDS = (ADD_REMOVE_ONE, REPLACE_ONE, REPLACE_ONE_DISTINCT)
-"""The relations a ledger's budget, and a declared cost, may be stated under
-(:mod:`marketplace.privacy.neighbouring`); :func:`.cost.restate` says which converts to which."""
-
-
-def relation_kind(text: str) -> str | None:
-    """The relation a ledger's relation text states (one of :data:`RELATION_WORDS`), or None when
-    the text starts with none of them. The longest match wins: "replace-one keeping the owner's
-    number of distinct points (...)" is that narrower relation, never plain replace-one."""
-    for word in sorted(RELATION_WORDS, key=len, reverse=True):
-        if text == word or text.startswith(word + " "):
-            return word
-    return None
-
-
-def _text(value: Any, name: str, where: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise fail(name, where, "a non-empty string", value)
-    return value
-
-
-def _relation(value: Any, where: str) -> str:
-    short = getattr(value, "short", None)  # a marketplace.privacy.neighbouring.Neighbouring
-    return _text(short() if callable(short) else value, "relation", where)
+__all__ = [
+    "ACCESS_ERRORS",
+    "LEDGER_SUFFIX",
+    "RELATION_WORDS",
+    "AlreadyCharged",
+    "LedgerMismatch",
+    "LedgerUnavailable",
+    "LifetimeLedger",
+    "ledger_error",
+    "ledger_file",
+    "relation_kind",
+]
 
 
 class LifetimeLedger:
@@ -168,21 +120,12 @@ class LifetimeLedger:
         default) or ``"zcdp"``. Reopening checks whatever is given against what is stored and raises
         :class:`LedgerMismatch`, naming both, if it differs: a ledger keeps one owner, budget,
         relation and filter for life."""
-        wanted = _Wanted.checked(owner, budget, relation, filter)
+        wanted = Wanted.checked(owner, budget, relation, filter)
         path = Path(path)
-        record = known(path)  # before the file: a record is written only after its ledger is on disk
-        if record is not None and not path.exists():
-            raise refuse_gone(path, record, "missing")
-        if not path.exists() and (wanted.budget is None or wanted.relation is None):
-            _refuse_incomplete(path, wanted.owner, wanted.budget, wanted.relation)
-        new = create_private(path)
-        db = _connect_file(path, record, new)
-        meta = _stored_meta(db, path, record, wanted)
-        if new:
-            sync_folder(path.parent)
+        db, meta = open_file(path, wanted)
         ledger = cls(path, db, meta)
         try:
-            ledger._check_same(owner=wanted.owner, budget=wanted.budget, relation=wanted.relation, filter=wanted.filter)
+            check_same(path, Wanted(ledger.owner, ledger.budget, ledger.relation, ledger.filter), wanted)
             remember_once(path, ledger.owner, ledger.created)
         except BaseException:
             db.close()
@@ -224,23 +167,7 @@ class LifetimeLedger:
     def read(cls, path: str | os.PathLike) -> LifetimeLedger:
         """Open an existing ledger as it is (for ``marketplace ledger show``); never creates one."""
         path = Path(path)
-        if not path.is_file():
-            record = known(path)
-            if record is not None and not path.exists():
-                raise refuse_gone(path, record, "missing")
-            raise FileNotFoundError(f"{path}: no such ledger file")
-        db = None
-        try:
-            refuse_foreign(path)
-            db = connect(path, create=False)
-            meta = db.execute("SELECT * FROM ledger").fetchone()
-        except sqlite3.Error as err:
-            if db is not None:
-                db.close()
-            raise ledger_error(path, err) from None
-        if meta is None:
-            db.close()
-            raise LedgerInputError(f"{path}: not a lifetime ledger (it holds no budget)")
+        db, meta = read_file(path)
         try:
             return cls(path, db, meta)
         except (TypeError, ValueError) as err:  # a table named ledger with other columns
@@ -248,28 +175,6 @@ class LifetimeLedger:
             if isinstance(err, LedgerInputError):
                 raise
             raise LedgerInputError(f"{path}: not a lifetime ledger (its ledger table holds {meta!r})") from None
-
-    def _check_same(
-        self, *, owner: str, budget: tuple[float, float] | None, relation: str | None, filter: str | None
-    ) -> None:
-        differs = []
-        if owner != self.owner:
-            differs.append(f"owner {owner!r} (the ledger's is {self.owner!r})")
-        if budget is not None and tuple(budget) != tuple(self.budget):
-            differs.append(
-                f"budget (eps={budget[0]!r}, delta={budget[1]!r}) (the ledger's is "
-                f"(eps={self.budget[0]!r}, delta={self.budget[1]!r}))"
-            )
-        if relation is not None and relation != self.relation:
-            differs.append(f"relation {relation!r} (the ledger's is {self.relation!r})")
-        if filter is not None and filter != self.filter:
-            differs.append(f"filter {filter!r} (the ledger's is {self.filter!r})")
-        if differs:
-            raise LedgerMismatch(
-                f"{self.path}: refusing to reopen the lifetime ledger with "
-                + "; ".join(differs)
-                + ". A ledger keeps one owner, budget, neighbouring relation and filter for its whole life."
-            )
 
     def close(self) -> None:
         """Close the file (everything is already on disk)."""
@@ -313,13 +218,13 @@ class LifetimeLedger:
         the owner's sale ``terms`` reserves, in the same transaction, at most what they leave, or is
         declined with :class:`.sales.TermsDeclined` when they leave none (:mod:`.sales`)."""
         where = "LifetimeLedger.reserve"
-        request_id = _text(request_id, "request_id", where)
-        consumer, what = _text(consumer, "consumer", where), _text(what, "what", where)
+        request_id = text_arg(request_id, "request_id", where)
+        consumer, what = text_arg(consumer, "consumer", where), text_arg(what, "what", where)
         selling.check_sale(points, terms, where)
         if not isinstance(cost, Cost):
             raise fail("cost", where, "a Cost (Cost.pure, Cost.zcdp, Cost.gaussian, Cost.of)", cost)
         cost, charge = self._priced(request_id, cost, relation, consumer=consumer, what=what)
-        request = _Request(request_id, consumer, what, cost, charge, quota, points, terms)
+        request = Request(request_id, consumer, what, cost, charge, quota, points, terms)
         with self._write():
             row = self._row(request_id)
             if row is not None and row.state in COUNTED:
@@ -339,7 +244,7 @@ class LifetimeLedger:
         charge) is declined instead (:meth:`decline` records it and raises), before the write that
         would reserve it."""
         declared = cost
-        problem = self._restate(cost, relation)
+        problem = restated(cost, relation, self.owner, self.relation)
         if isinstance(problem, Cost):
             cost, problem = problem, None
         if problem is None:
@@ -351,7 +256,7 @@ class LifetimeLedger:
             self.decline(request_id, consumer=consumer, what=what, reason=problem, cost=declared)
         return cost, charge
 
-    def _reserved_again(self, row: Reservation, request: _Request, *, fresh: bool) -> Reservation:
+    def _reserved_again(self, row: Reservation, request: Request, *, fresh: bool) -> Reservation:
         """Inside the write: a request id the ledger already counts, reserved again (a retry). Its
         reservation, unchanged, when the retry declares the same consumer and cost (a reservation
         still open is held by the retrying process from now on); refused when it declares others,
@@ -373,28 +278,17 @@ class LifetimeLedger:
             hold(self._db, request.request_id, fresh=False)  # the retrying process holds it now
         return row
 
-    def _decide(self, request: _Request) -> _Decision:
-        """Inside the write: whether the request is reserved or declined, reading every row that
-        counts: the global budget first, then the consumer's quota, then (when it buys points) the
-        sale terms, whose cap is read only for a request that fits the budget and the quota."""
-        consumer, charge, terms, points = request.consumer, request.charge, request.terms, request.points
-        rows = self._counted()
-        counted = [c for _, c in rows]
-        state = "reserved" if self.limits.fits(counted, charge) else "declined"
-        quota_limits = None if request.quota is None else Limits(self.filter, *request.quota)
-        over_quota = (
-            state == "reserved"
-            and quota_limits is not None
-            and not quota_limits.fits([c for who, c in rows if who == consumer], charge)
-        )
-        if over_quota:
-            state = "declined"
-        cap = 0 if terms is None or state != "reserved" else selling.cap(self._db, consumer, points or 0, terms)
-        sold_out = terms is not None and state == "reserved" and cap <= 0 < (points or 0)
-        state = "declined" if sold_out else state
-        return _Decision(state=state, rows=rows, quota=quota_limits, over_quota=over_quota, cap=cap, sold_out=sold_out)
+    def _decide(self, request: Request) -> Decision:
+        """Inside the write: whether the request is reserved or declined (:func:`.decision.decide`),
+        reading every row that counts, and the sale terms' cap only when it is asked for."""
+        return decide(self.limits, request, self._counted(), lambda: self._sale_cap(request))
 
-    def _record(self, row: Reservation | None, request: _Request, decision: _Decision) -> None:
+    def _sale_cap(self, request: Request) -> int:
+        """Inside the write: the most points the sale terms let ``request`` reserve (:func:`.sales.cap`)."""
+        terms = request.terms
+        return 0 if terms is None else selling.cap(self._db, request.consumer, request.points or 0, terms)
+
+    def _record(self, row: Reservation | None, request: Request, decision: Decision) -> None:
         """Inside the write: the request's row, reserved (and held by this process) or declined; a
         new row, or the row of an earlier attempt that was aborted or declined, rewritten; and its
         sale row when it buys points under terms."""
@@ -418,91 +312,35 @@ class LifetimeLedger:
         if request.terms is not None:
             selling.record(self._db, request.request_id, request.consumer, request.terms, max(decision.cap, 0), state)
 
-    def _declined(self, request: _Request, decision: _Decision) -> BudgetDeclined | None:
+    def _declined(self, request: Request, decision: Decision) -> BudgetDeclined | None:
         """Inside the write: the error of a declined request, saying what declined it (the sale
-        terms, the consumer's quota, or the budget) and what is left of it; None when it was
-        reserved. Raised by :meth:`reserve` once the decline is on disk."""
-        request_id, consumer, what, cost, charge = (
-            request.request_id,
-            request.consumer,
-            request.what,
-            request.cost,
-            request.charge,
-        )
-        counted = [c for _, c in decision.rows]
-        quota_limits = decision.quota
+        terms, the consumer's quota, or the budget: :func:`.decision.declined`) and what is left of
+        it; None when it was reserved. Raised by :meth:`reserve` once the decline is on disk."""
         if decision.sold_out and request.terms is not None:
-            left = self.limits.remaining(self.limits.spent(counted))
             return selling.terms_declined(
                 self._db,
                 self.owner,
-                request_id,
-                what,
-                consumer,
+                request.request_id,
+                request.what,
+                request.consumer,
                 request.points or 0,
                 request.terms,
-                cost,
-                left,
+                request.cost,
+                left_of(self.limits, decision),
                 self.filter,
             )
-        if decision.over_quota and quota_limits is not None:
-            mine = quota_limits.spent(c for who, c in decision.rows if who == consumer)
-            return BudgetDeclined(
-                f"{self.owner}: declined request {request_id!r} ({what}, for {consumer}): it costs "
-                f"{cost.describe()}, "
-                f"charged as {amount(charge)}, and {amount(quota_limits.remaining(mine))} is left of {consumer}'s "
-                f"quota "
-                f"(eps={quota_limits.eps:g}, delta={quota_limits.delta:g}) "
-                f"under the filter {self.limits.describe()}",
-                owner=self.owner,
-                request_id=request_id,
-                cost=cost,
-                remaining=quota_limits.remaining(mine),
-                filter=self.filter,
-            )
-        if decision.state == "declined":
-            left = self.limits.remaining(self.limits.spent(counted))
-            return BudgetDeclined(
-                f"{self.owner}: declined request {request_id!r} ({what}, for {consumer}): it costs "
-                f"{cost.describe()}, "
-                f"charged as {amount(charge)}, and {amount(left)} is left of the budget "
-                f"(eps={self.budget[0]:g}, delta={self.budget[1]:g}) under the filter {self.limits.describe()}",
-                owner=self.owner,
-                request_id=request_id,
-                cost=cost,
-                remaining=left,
-                filter=self.filter,
-            )
-        return None
-
-    def _restate(self, cost: Cost, relation: str | None) -> Cost | str | None:
-        """``cost`` restated under the ledger's relation (a Cost), None when it already is, or why it
-        cannot be (a reason)."""
-        if relation is None:
-            return None
-        if relation not in RELATION_WORDS:
-            raise fail("relation", "LifetimeLedger.reserve", f"one of {list(RELATION_WORDS)} or None", relation)
-        try:
-            restated = restate(cost, relation, relation_kind(self.relation))
-        except LedgerInputError as err:
-            hint = (
-                " (a ledger created with lifetime.relation: replace-one-distinct takes it)"
-                if relation == REPLACE_ONE_DISTINCT
-                else ""
-            )
-            return f"{self.owner}: this ledger's budget is stated under {self.relation!r}, and {err}{hint}"
-        return None if restated is cost else restated
+        return declined(self.owner, self.limits, self.budget, request, decision)
 
     def decline(self, request_id: str, *, consumer: str, what: str, reason: str, cost: Cost | None = None) -> None:
         """Record that request ``request_id`` was declined for ``reason`` without charging anything
         (a release with no finite declared cost, a relation the ledger cannot take), then raise
         :class:`BudgetDeclined` with that reason. An id the ledger already counts is left as it is."""
         where = "LifetimeLedger.decline"
-        request_id = _text(request_id, "request_id", where)
+        request_id = text_arg(request_id, "request_id", where)
         consumer, what, reason = (
-            _text(consumer, "consumer", where),
-            _text(what, "what", where),
-            _text(reason, "reason", where),
+            text_arg(consumer, "consumer", where),
+            text_arg(what, "what", where),
+            text_arg(reason, "reason", where),
         )
         with self._write():
             row = self._row(request_id)
@@ -554,7 +392,7 @@ class LifetimeLedger:
         Idempotent (the first time is kept). Raises :class:`LedgerInputError` when the request is not
         reserved or committed here: then nothing of it may leave (a reconcile rolled it back, say)."""
         where = "LifetimeLedger.mark_left"
-        request_id = _text(request_id, "request_id", where)
+        request_id = text_arg(request_id, "request_id", where)
         with self._write():
             row = self._row(request_id)
             if row is None or row.state not in COUNTED:
@@ -585,7 +423,7 @@ class LifetimeLedger:
             return settle_gone(self._db)
 
     def _settle(self, request_id: str, state: str, where: str, sold: int | None = None) -> Reservation:
-        request_id = _text(request_id, "request_id", where)
+        request_id = text_arg(request_id, "request_id", where)
         with self._write():
             row = self._row(request_id)
             if row is None:
@@ -662,117 +500,3 @@ class LifetimeLedger:
     def __repr__(self) -> str:
         spent = amount(self.spent())
         return f"LifetimeLedger({str(self.path)!r}, owner={self.owner!r}, filter={self.filter!r}, spent={spent})"
-
-
-def _refuse_incomplete(path: Path, owner: str, budget: Any, relation: Any) -> NoReturn:
-    missing = " and ".join(n for n, v in (("budget", budget), ("relation", relation)) if v is None)
-    raise LedgerInputError(f"{path}: no lifetime ledger there yet; creating one for {owner!r} needs its {missing}.")
-
-
-@dataclass(frozen=True)
-class _Wanted:
-    """What a caller of :meth:`LifetimeLedger.open` asks of the ledger, checked: its owner, and its
-    budget, relation and filter (None: whatever the ledger holds; a new ledger needs the budget and
-    relation, and takes the filter ``basic`` by default)."""
-
-    owner: str
-    budget: tuple[float, float] | None
-    relation: str | None
-    filter: str | None
-
-    @classmethod
-    def checked(cls, owner: Any, budget: Any, relation: Any, filter: Any) -> _Wanted:
-        """The arguments of :meth:`LifetimeLedger.open` checked, before the disk is touched: a bad
-        one is refused naming it, as is a zcdp budget without a delta."""
-        where = "LifetimeLedger.open"
-        owner = _text(owner, "owner", where)
-        if budget is not None:
-            if not isinstance(budget, (tuple, list)) or len(budget) != 2:
-                raise fail("budget", where, "a pair (eps, delta)", budget)
-            budget = (positive(budget[0], "budget[0] (eps)", where), probability(budget[1], "budget[1] (delta)", where))
-        relation = None if relation is None else _relation(relation, where)
-        filter = None if filter is None else check_filter(filter, where)
-        if budget is not None and filter == "zcdp":
-            Limits("zcdp", *budget)  # a zcdp filter needs delta > 0: say so before touching the disk
-        return cls(owner=owner, budget=budget, relation=relation, filter=filter)
-
-
-def _connect_file(path: Path, record: dict[str, Any] | None, new: bool) -> sqlite3.Connection:
-    """A connection to the ledger file at ``path`` (``new``: just created, empty, by this process).
-    A file that was there already is refused when it is a ledger known to have been emptied
-    (``record``: the record of a ledger once there) or is not an SQLite file of this marketplace."""
-    try:
-        if not new:
-            if record is not None and is_blank(path):
-                raise refuse_gone(path, record, "empty (it holds no table)")
-            refuse_foreign(path)
-        return connect(path, create=True)
-    except sqlite3.Error as err:
-        raise ledger_error(path, err) from None
-
-
-def _stored_meta(db: sqlite3.Connection, path: Path, record: dict[str, Any] | None, wanted: _Wanted) -> Any:
-    """In one ``BEGIN IMMEDIATE`` transaction: the ledger's tables made if they are not there yet,
-    and its row of metadata read, or written for a new ledger from what is ``wanted``. On any error
-    the transaction is rolled back and ``db`` closed; an SQLite error says what is wrong with the
-    file (:func:`ledger_error`)."""
-    try:
-        db.execute("BEGIN IMMEDIATE")
-        for statement in SCHEMA.split(";"):
-            if statement.strip():
-                db.execute(statement)
-        meta = db.execute("SELECT * FROM ledger").fetchone()
-        if meta is None:
-            budget, relation = wanted.budget, wanted.relation
-            if record is not None:
-                raise refuse_gone(path, record, "empty (it holds no budget)")
-            if budget is None or relation is None:  # a file left by a process killed while creating it
-                _refuse_incomplete(path, wanted.owner, budget, relation)
-            meta = (1, SCHEMA_VERSION, wanted.owner, wanted.filter or "basic", budget[0], budget[1], relation, now())
-            db.execute("INSERT INTO ledger VALUES (?, ?, ?, ?, ?, ?, ?, ?)", meta)
-        db.execute("COMMIT")
-    except BaseException as err:
-        if db.in_transaction:
-            try:
-                db.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass  # the error being raised says what is wrong with the file
-        db.close()
-        if isinstance(err, sqlite3.Error):
-            raise ledger_error(path, err) from None
-        raise
-    return meta
-
-
-@dataclass(frozen=True)
-class _Request:
-    """One call of :meth:`LifetimeLedger.reserve`, its arguments checked and its cost priced: what
-    the steps of its write transaction share."""
-
-    request_id: str
-    consumer: str
-    what: str
-    cost: Cost
-    """The declared cost, restated under the ledger's relation."""
-    charge: Charge
-    """What the ledger's filter charges for ``cost``."""
-    quota: tuple[float, float] | None
-    points: int | None
-    terms: SaleTerms | None
-
-
-@dataclass(frozen=True)
-class _Decision:
-    """What :meth:`LifetimeLedger.reserve` decided for a request inside its write, and what it read
-    to decide (the errors of a decline say what is left)."""
-
-    state: str
-    """``reserved`` or ``declined``."""
-    rows: list[tuple[str, Charge]]
-    """(consumer, charge) of every row counted before this request."""
-    quota: Limits | None
-    """The consumer's quota as a filter, when it has one."""
-    over_quota: bool
-    cap: int
-    """The most points the sale terms let the request reserve (0 without terms, or once declined)."""
-    sold_out: bool
