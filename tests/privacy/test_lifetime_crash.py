@@ -106,6 +106,19 @@ def copy_of(db: Path, to: Path) -> Path:
     return to
 
 
+def lines_of(path: Path) -> int:
+    """The whole lines written to ``path`` so far (read while the worker may be appending one)."""
+    return path.read_bytes().count(b"\n") if path.exists() else 0
+
+
+def wait_for_a_release(child: subprocess.Popen, wire_path: Path, *, since: int, deadline_s: float = 120.0) -> None:
+    """Poll until the worker has written a release past the first ``since`` wire lines (or has ended)."""
+    end = time.monotonic() + deadline_s
+    while lines_of(wire_path) <= since and child.poll() is None:
+        assert time.monotonic() < end, f"the owner released nothing in {deadline_s} s"
+        time.sleep(0.01)
+
+
 @pytest.mark.slow
 def test_sigkill_of_a_real_owner_at_random_points(tmp_path):
     ledgers, wire_path = tmp_path / "ledgers", tmp_path / "wire.log"
@@ -123,6 +136,8 @@ def test_sigkill_of_a_real_owner_at_random_points(tmp_path):
             text=True,
         )
         assert child.stdout.readline().strip() == "ready", child.stderr.read()
+        if kill % 4 < 2:  # half the kills land after the restarted owner released something, however slow the machine
+            wait_for_a_release(child, wire_path, since=lines_of(wire_path))
         time.sleep(rng.uniform(0.0, 0.2))
         child.send_signal(signal.SIGKILL)
         out, err = child.communicate(timeout=60)
