@@ -6,10 +6,16 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import zmq
 from hypothesis import HealthCheck, settings
+
+from scenarios import tiny_raw
+
+if TYPE_CHECKING:
+    from run_cache import RunCache
 
 # One BLAS thread per test process and in every process it starts (the CLI, the parties), set before
 # numpy loads (nothing imported above loads it): the suite's parallelism is its two xdist workers,
@@ -75,44 +81,33 @@ def round_plots(monkeypatch):
 
 @pytest.fixture
 def tiny_scenario() -> dict:
-    """A scenario small enough for brute force: 3 owners, 2-D mixture, few rows."""
+    """A scenario small enough for brute force: 3 owners, 2-D mixture, few rows (scenarios.tiny_raw)."""
     return tiny_raw()
 
 
-def tiny_raw(**summarize) -> dict:
-    """The tiny scenario as a fresh dict (``summarize`` options override its section); for code
-    outside fixtures (the fuzz harness, the fault benchmark)."""
-    raw = {
-        "name": "tiny",
-        "protocol": "summarize",
-        "seed": 11,
-        "parties": {"owners": 3},
-        "data": {
-            "source": {
-                "kind": "covariate_shift",
-                "covariate_shift": {"dim": 3, "components": 4, "rows_per_component": 40},
-            },
-            "partition": {"scheme": "by_group", "skew": 0.7},
-            "consumer": {"target_groups": [0], "target_share": 0.5, "validation_size": 8, "test_size": 10},
-            "seed_set": {"groups": [3], "size": 4},
-        },
-        "summarize": {"rounds": 6, "gamma": 0.5, "features": 30, "baselines": [], **summarize},
-        "transport": {"heartbeat_interval_s": 0.2, "heartbeat_timeout_s": 5.0, "start_timeout_s": 30.0},
-    }
-    return raw
+@pytest.fixture(scope="session")
+def run_cache(tmp_path_factory) -> RunCache:
+    """The session's shared runs (tests/run_cache.py): ``run_cache.run(raw).report`` is the report of
+    one run of ``raw`` made for the whole session, across the xdist workers; the run's folder
+    (``.folder``) is read only. For tests that only read a report other tests read too."""
+    from run_cache import RunCache, shared_root
+
+    return RunCache(shared_root(tmp_path_factory.getbasetemp(), os.environ.get("PYTEST_XDIST_WORKER")))
 
 
 @pytest.fixture(scope="session", autouse=True)
-def every_report_follows_the_schema(tmp_path_factory):
+def every_report_follows_the_schema(tmp_path_factory, run_cache):
     """After the whole session, check every report.json the suite wrote (in-process runs, CLI
-    subprocesses, sweeps, assembled compose runs) against marketplace/report.schema.json."""
+    subprocesses, sweeps, assembled compose runs, and the shared runs this process made) against
+    marketplace/report.schema.json."""
     yield
     import json
 
     from marketplace.runner.report_schema import report_problems
 
     checked, bad = 0, []
-    for path in sorted(tmp_path_factory.getbasetemp().rglob("report.json")):
+    shared = [path for folder in run_cache.made for path in folder.rglob("report.json")]
+    for path in sorted(tmp_path_factory.getbasetemp().rglob("report.json")) + shared:
         try:
             report = json.loads(path.read_text())
         except ValueError as err:

@@ -320,7 +320,9 @@ def schema_example() -> tuple[Block, list[Block]]:
     return scenario, own
 
 
-def test_the_schema_examples_own_files_fit_its_schema_and_the_quoted_refusal_is_what_a_party_is_told(tmp_path):
+def test_the_schema_examples_own_files_fit_its_schema_and_the_quoted_refusal_is_what_a_party_is_told(
+    tmp_path, monkeypatch
+):
     from marketplace.api import load
     from marketplace.data.own_files import OwnDataError, load_own_rows
 
@@ -342,9 +344,7 @@ def test_the_schema_examples_own_files_fit_its_schema_and_the_quoted_refusal_is_
     cells[header.index(column)] = value
     rows[int(line) - 1] = ",".join(cells)
     (tmp_path / file).write_text("\n".join(rows) + "\n")
-    import os
-
-    os.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path)  # the quoted refusal names the file as given, relative to where the party runs
     with pytest.raises(OwnDataError) as err:
         load_own_rows(Path(file), schema, party="owner-1")
     assert str(err.value) == quoted

@@ -21,17 +21,12 @@ from marketplace.privacy.accountant import zcdp_to_dp
 from marketplace.privacy.gdp import gaussian_eps
 from marketplace.runner.display import summary_tables
 from marketplace.runner.run import run_scenario
-from marketplace.scenario import load_scenario, parse_scenario
-
-TRANSPORT = {"heartbeat_interval_s": 0.2, "heartbeat_timeout_s": 5.0, "start_timeout_s": 30.0}
+from marketplace.scenario import load_scenario
+from scenarios import pfds_raw, run_raw, stc_raw
 
 
 def run_file(tmp_path, name: str, overrides: list[str]) -> dict:
     return run_scenario(load_scenario(ROOT / "scenarios" / name, overrides), tmp_path / "run", driver="inprocess")
-
-
-def run_raw(tmp_path, raw: dict) -> dict:
-    return run_scenario(parse_scenario(raw, source="t", base_dir=tmp_path), tmp_path / "run", driver="inprocess")
 
 
 def terminal(report: dict) -> str:
@@ -107,20 +102,7 @@ def test_sketch_ledgers_name_basic_composition(tmp_path, mechanism):
 
 @pytest.fixture
 def stc_tiny() -> dict:
-    return {
-        "name": "stc-tiny",
-        "protocol": "stc",
-        "seed": 5,
-        "parties": {"owners": 2},
-        "data": {
-            "source": {"kind": "stc_synthetic", "stc_synthetic": {"which": 2, "n_source": 400, "n_target": 300}},
-            "partition": {"scheme": "even", "groups": [0]},
-            "consumer": {"target_groups": [1], "target_share": 0.99, "validation_size": 280, "test_size": 5},
-            "seed_set": {"size": 0},
-        },
-        "stc": {"release": "nna", "k": 6, "domain": {"low": [0.0], "high": [1.0]}},
-        "transport": TRANSPORT,
-    }
+    return stc_raw()
 
 
 @pytest.mark.parametrize(
@@ -133,7 +115,7 @@ def stc_tiny() -> dict:
 )
 def test_stc_ledgers_name_their_accountant(tmp_path, stc_tiny, privacy, label):
     stc_tiny["stc"]["privacy"] = privacy
-    report = run_raw(tmp_path, stc_tiny)
+    report = run_raw(stc_tiny, tmp_path, source="t")
     found = ledgers(report)
     assert set(found) == {"owner-1", "owner-2"}
     text = terminal(report)
@@ -152,16 +134,8 @@ def test_stc_ledgers_name_their_accountant(tmp_path, stc_tiny, privacy, label):
 
 
 def test_pfds_ledgers_name_basic_composition(tmp_path):
-    raw = {
-        "name": "pfds-tiny",
-        "protocol": "pfds",
-        "seed": 4,
-        "parties": {"owners": 3},
-        "data": {"source": {"kind": "table", "table": {"dataset": "synthetic", "synthetic": {"rows": 900}}}},
-        "pfds": {"epsilon": 1.0, "h_max": 5, "folds": 5, "max_leaves": 256, "sharers": 2},
-        "transport": TRANSPORT,
-    }
-    report = run_raw(tmp_path, raw)
+    raw = pfds_raw(sharers=2)
+    report = run_raw(raw, tmp_path, source="t")
     found = ledgers(report)
     assert set(found) == {"owner-2", "owner-3"}  # the last two owners share
     for name, ledger in found.items():

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,7 +22,6 @@ from golden.view import DRIVERS, HERE, OVERRIDES, golden_path, golden_view, tole
 
 from marketplace import plugins
 from marketplace.market.spec import is_market_file
-from marketplace.runner.run import run_scenario
 from marketplace.scenario import load_scenario
 
 SHIPPED = sorted(path.name for path in (ROOT / "scenarios").glob("*.yaml") if not is_market_file(path))
@@ -96,9 +94,10 @@ def _short(value: Any, limit: int = 160) -> str:
 
 
 @pytest.mark.parametrize("name, driver", golden_cases())
-def test_report_matches_golden(name: str, driver: str, tmp_path: Path):
+def test_report_matches_golden(name: str, driver: str, run_cache):
     assert name in OVERRIDES, f"{name}: a golden file but no shipped scenario with overrides in golden/view.py"
-    report = run_scenario(load_scenario(ROOT / "scenarios" / name, OVERRIDES[name]), tmp_path / "run", driver=driver)
+    scenario = load_scenario(ROOT / "scenarios" / name, OVERRIDES[name])
+    report = run_cache.run_scenario(scenario, driver=driver).report  # the session's run (others read it too)
     got = json.loads(json.dumps(golden_view(report)))  # as stored: JSON types, floats round-trip exactly
     want = json.loads(golden_path(name).read_text())
     found = differences(got, want)

@@ -6,11 +6,11 @@ import copy
 import csv
 
 import pytest
-import yaml
 from conftest import run_cli
 
 from marketplace.runner.sweep import parse_axis, plan_sweep, summarize_rows
 from marketplace.scenario import ScenarioError, parse_scenario
+from scenarios import write_scenario
 
 
 def test_an_axis_is_a_key_and_its_values_parsed_as_yaml():
@@ -61,12 +61,6 @@ def test_summary_rows_average_the_repeats():
     assert summary[0]["completed"] == 2 and summary[1]["completed"] == 0 and summary[1]["mmd2_mean"] is None
 
 
-def write_scenario(tmp_path, raw) -> str:
-    path = tmp_path / "tiny.yaml"
-    path.write_text(yaml.safe_dump(raw))
-    return str(path)
-
-
 def read_csv(path):
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
@@ -76,7 +70,7 @@ def test_the_cli_sweep_writes_runs_summary_and_plot(tiny_scenario, tmp_path):
     out = tmp_path / "out"
     result = run_cli(
         "run",
-        write_scenario(tmp_path, tiny_scenario),
+        str(write_scenario(tmp_path, tiny_scenario)),
         "--driver",
         "inprocess",
         "--sweep",
@@ -104,7 +98,7 @@ def test_a_yaml_sweep_section_runs_the_sweep(tiny_scenario, tmp_path):
     raw = copy.deepcopy(tiny_scenario)
     raw["sweep"] = {"vary": {"summarize.rounds": [2, 3]}, "repeats": 1}
     out = tmp_path / "out"
-    result = run_cli("run", write_scenario(tmp_path, raw), "--driver", "inprocess", "--quiet", "--out", str(out))
+    result = run_cli("run", str(write_scenario(tmp_path, raw)), "--driver", "inprocess", "--quiet", "--out", str(out))
     assert result.returncode == 0, result.stderr
     assert [r["summarize.rounds"] for r in read_csv(out / "runs.csv")] == ["2", "3"]
 
@@ -113,7 +107,7 @@ def test_a_bad_cli_sweep_exits_2_and_runs_nothing(tiny_scenario, tmp_path):
     out = tmp_path / "out"
     result = run_cli(
         "run",
-        write_scenario(tmp_path, tiny_scenario),
+        str(write_scenario(tmp_path, tiny_scenario)),
         "--driver",
         "inprocess",
         "--sweep",
@@ -132,7 +126,7 @@ def test_a_point_whose_world_cannot_be_built_ends_the_sweep_with_a_clear_error_a
     size = tiny_scenario["data"]["consumer"]["validation_size"]
     result = run_cli(
         "run",
-        write_scenario(tmp_path, tiny_scenario),
+        str(write_scenario(tmp_path, tiny_scenario)),
         "--driver",
         "inprocess",
         "--quiet",

@@ -20,29 +20,14 @@ from marketplace.runner.run import run_scenario
 from marketplace.scenario import ScenarioError, parse_scenario
 from marketplace.transport.inprocess import run_inprocess
 from marketplace.transport.node import Node
+from scenarios import config_of, pfds_raw, run_raw, write_scenario
 
 TIMING_KEYS = {"timing", "parties", "driver", "run_id", "party_details", "pid_of_runner", "launch"}
 
 
 @pytest.fixture
 def pfds_scenario() -> dict:
-    return {
-        "name": "pfds-tiny",
-        "protocol": "pfds",
-        "seed": 4,
-        "parties": {"owners": 3},
-        "data": {"source": {"kind": "table", "table": {"dataset": "synthetic", "synthetic": {"rows": 900}}}},
-        "pfds": {"epsilon": 1.0, "h_max": 5, "folds": 5, "max_leaves": 256},
-        "transport": {"heartbeat_interval_s": 0.2, "heartbeat_timeout_s": 5.0, "start_timeout_s": 30.0},
-    }
-
-
-def config_of(raw, tmp_path):
-    return parse_scenario(raw, source="t", base_dir=tmp_path).config
-
-
-def run(raw, tmp_path, name="run", driver="inprocess"):
-    return run_scenario(parse_scenario(raw, source=name, base_dir=tmp_path), tmp_path / name, driver=driver)
+    return pfds_raw()
 
 
 def envelope(sender, receiver, body, msg_id=1):
@@ -69,8 +54,8 @@ def started_curator(config):
 # --- end to end ------------------------------------------------------------------------------
 
 
-def test_a_run_trains_every_agent_and_reports_every_method(pfds_scenario, tmp_path):
-    report = run(pfds_scenario, tmp_path)
+def test_a_run_trains_every_agent_and_reports_every_method(pfds_scenario, run_cache):
+    report = run_cache.run(pfds_scenario).report
     assert report["status"] == "completed", report["failures"]
     metrics = report["metrics"]
     assert set(metrics) == {"pfds", "np_agt", "dp_pred", "pfds_s", "pfds_minus", "np_pred"}
@@ -84,8 +69,8 @@ def test_a_run_trains_every_agent_and_reports_every_method(pfds_scenario, tmp_pa
     assert report["parsimony"]["points_seen"] == 0
 
 
-def test_privacy_is_recorded_per_sharer_and_never_exceeds_its_epsilon(pfds_scenario, tmp_path):
-    report = run(pfds_scenario, tmp_path)
+def test_privacy_is_recorded_per_sharer_and_never_exceeds_its_epsilon(pfds_scenario, run_cache):
+    report = run_cache.run(pfds_scenario).report
     for sharer in ("owner-1", "owner-2", "owner-3"):
         ledger = report["privacy"][sharer]
         assert 0 < ledger["eps"] <= 1.0 + 1e-12
@@ -95,14 +80,14 @@ def test_privacy_is_recorded_per_sharer_and_never_exceeds_its_epsilon(pfds_scena
     assert report["privacy"]["consumer"]["guarantee"] == "none"
 
 
-def test_the_same_seed_gives_the_same_report_in_process_twice(pfds_scenario, tmp_path):
-    a, b = run(pfds_scenario, tmp_path, "a"), run(pfds_scenario, tmp_path, "b")
+def test_the_same_seed_gives_the_same_report_in_process_twice(pfds_scenario, tmp_path, run_cache):
+    a, b = run_cache.run(pfds_scenario).report, run_raw(pfds_scenario, tmp_path, "b")  # two runs all the same
     assert {k: v for k, v in a.items() if k not in TIMING_KEYS} == {k: v for k, v in b.items() if k not in TIMING_KEYS}
 
 
 @pytest.mark.slow
-def test_processes_and_in_process_give_the_same_report(pfds_scenario, tmp_path):
-    a, b = run(pfds_scenario, tmp_path, "inproc"), run(pfds_scenario, tmp_path, "procs", driver="processes")
+def test_processes_and_in_process_give_the_same_report(pfds_scenario, tmp_path, run_cache):
+    a, b = run_cache.run(pfds_scenario).report, run_raw(pfds_scenario, tmp_path, "procs", driver="processes")
     assert b["status"] == "completed", b["failures"]
     strip = lambda r: {k: v for k, v in r.items() if k not in TIMING_KEYS}  # noqa: E731
     a_msgs, b_msgs = a["messages"], b["messages"]
@@ -116,7 +101,7 @@ def test_processes_and_in_process_give_the_same_report(pfds_scenario, tmp_path):
 def test_a_regression_table_runs_with_linear_regression(pfds_scenario, tmp_path):
     pfds_scenario["data"]["source"]["table"]["synthetic"]["task"] = "regression"
     pfds_scenario["pfds"]["model"] = "linear"
-    report = run(pfds_scenario, tmp_path)
+    report = run_raw(pfds_scenario, tmp_path)
     assert report["status"] == "completed", report["failures"]
     assert report["task"] == "regression"
     assert report["metrics"]["np_pred"]["mean"] <= report["metrics"]["np_agt"]["mean"] + 0.05
@@ -247,7 +232,7 @@ def test_owners_beyond_pfds_sharers_receive_and_train_but_release_nothing(pfds_s
     raw = copy.deepcopy(pfds_scenario)
     raw["parties"]["owners"] = 4
     raw["pfds"]["sharers"] = 2
-    report = run(raw, tmp_path)
+    report = run_raw(raw, tmp_path)
     assert report["status"] == "completed", report["failures"]
     assert report["trees"]["voters"] == ["owner-3", "owner-4"]  # the last two owners share
     assert report["agents"]["sharers"] == 2 and report["agents"]["receivers"] == 2
@@ -321,11 +306,9 @@ def test_the_curator_refuses_a_hello_for_another_protocol(pfds_scenario, tmp_pat
 
 
 def test_a_budget_below_the_planned_spend_is_refused_before_start_from_the_cli(pfds_scenario, tmp_path):
-    import yaml
 
     pfds_scenario["pfds"]["budget"] = 0.5
-    path = tmp_path / "s.yaml"
-    path.write_text(yaml.safe_dump(pfds_scenario))
+    path = write_scenario(tmp_path, pfds_scenario, "s.yaml")
     result = run_cli("run", str(path), "--driver", "inprocess", "--out", str(tmp_path / "out"))
     assert result.returncode == 2
     assert "pfds.budget" in result.stderr + result.stdout
@@ -382,7 +365,7 @@ def test_pfds_ledgers_follow_the_configured_relation(pfds_scenario, tmp_path):
     for neighbours, relation in (("add_remove", "add/remove-one"), ("replace", "replace-one")):
         raw = copy.deepcopy(pfds_scenario)
         raw["pfds"]["neighbours"] = neighbours
-        report = run(raw, tmp_path, neighbours)
+        report = run_raw(raw, tmp_path, neighbours)
         found = {n: e for n, e in report["privacy"].items() if isinstance(e, dict) and e.get("eps") is not None}
         assert found
         for name, entry in found.items():

@@ -19,42 +19,27 @@ from marketplace.protocols.pfds.exchange import release_plan
 from marketplace.protocols.pfds.plan import OTHER_OWNERS, SHARER, PfdsReleasePlan, level_epsilon
 from marketplace.runner.run import run_scenario
 from marketplace.scenario import ScenarioError, parse_scenario
+from scenarios import config_of, pfds_raw
 
 EPSILON, H_MAX, P = 1.0, 5, 4
 
 
 @pytest.fixture
-def pfds_raw() -> dict:
-    return {
-        "name": "pfds-plan",
-        "protocol": "pfds",
-        "seed": 4,
-        "parties": {"owners": 3},
-        "data": {"source": {"kind": "table", "table": {"dataset": "synthetic", "synthetic": {"rows": 600}}}},
-        "pfds": {
-            "epsilon": EPSILON,
-            "h_max": H_MAX,
-            "p": P,
-            "sharers": 2,
-            "folds": 5,
-            "max_leaves": 256,
-            "baselines": [],
-        },
-        "transport": {"heartbeat_interval_s": 0.2, "heartbeat_timeout_s": 5.0, "start_timeout_s": 30.0},
-    }
+def pfds_plan() -> dict:
+    return pfds_raw("pfds-plan", rows=600, epsilon=EPSILON, h_max=H_MAX, p=P, sharers=2, baselines=[])
 
 
-def config_of(raw, tmp_path, **pfds):
-    raw = {**raw, "pfds": {**raw["pfds"], **pfds}}
-    return parse_scenario(raw, source="t", base_dir=tmp_path).config
+def plan_config(raw, tmp_path, **pfds):
+    """The configuration of ``raw`` with ``pfds`` options overriding its section."""
+    return config_of({**raw, "pfds": {**raw["pfds"], **pfds}}, tmp_path)
 
 
 def tree_names(kind: str, levels) -> list[str]:
     return [f"pfds.tree.{kind}.level{i}" for i in levels]
 
 
-def test_a_sharers_plan_lists_its_tree_levels_and_counted_levels(pfds_raw, tmp_path):
-    config = config_of(pfds_raw, tmp_path)
+def test_a_sharers_plan_lists_its_tree_levels_and_counted_levels(pfds_plan, tmp_path):
+    config = plan_config(pfds_plan, tmp_path)
     plan = release_plan(config, "owner-3")
     budget = split_budget(EPSILON, h_max=H_MAX, p=P)
     by_name = {release.name: release for release in plan.releases}
@@ -93,8 +78,8 @@ def test_a_sharers_plan_lists_its_tree_levels_and_counted_levels(pfds_raw, tmp_p
     assert declared.relation == "add/remove-one"
 
 
-def test_replace_one_doubles_every_sensitivity_and_pfds_minus_has_no_counts(pfds_raw, tmp_path):
-    plan = release_plan(config_of(pfds_raw, tmp_path, neighbours="replace", consistency=False), "owner-2")
+def test_replace_one_doubles_every_sensitivity_and_pfds_minus_has_no_counts(pfds_plan, tmp_path):
+    plan = release_plan(plan_config(pfds_plan, tmp_path, neighbours="replace", consistency=False), "owner-2")
     assert {release.sensitivity for release in plan.releases} == {2.0}
     assert not [release for release in plan.releases if release.name.startswith("pfds.synth.")]
     declared = plan.declared()
@@ -102,8 +87,8 @@ def test_replace_one_doubles_every_sensitivity_and_pfds_minus_has_no_counts(pfds
     assert declared.relation == "replace-one" and plan.accounts[0].neighbouring.relation == "replace-one"
 
 
-def test_receivers_and_the_consumer_release_nothing(pfds_raw, tmp_path):
-    config = config_of(pfds_raw, tmp_path)
+def test_receivers_and_the_consumer_release_nothing(pfds_plan, tmp_path):
+    config = plan_config(pfds_plan, tmp_path)
     pfds = plugins.exchange("pfds")
     for party in ("owner-1", "consumer"):  # owner-1 only receives (pfds.sharers = 2 of 3)
         assert release_plan(config, party).releases == ()
@@ -113,18 +98,18 @@ def test_receivers_and_the_consumer_release_nothing(pfds_raw, tmp_path):
 
 
 @pytest.mark.parametrize("budget", [EPSILON * 0.99, EPSILON / 2])
-def test_a_budget_below_the_plan_is_refused_naming_the_key(pfds_raw, tmp_path, budget):
+def test_a_budget_below_the_plan_is_refused_naming_the_key(pfds_plan, tmp_path, budget):
     with pytest.raises(ScenarioError, match=r"pfds\.budget: expected a budget that covers owner-\d's planned"):
-        config_of(pfds_raw, tmp_path, budget=budget)
+        plan_config(pfds_plan, tmp_path, budget=budget)
 
 
-def test_a_budget_of_exactly_the_plan_runs_and_pfds_minus_needs_half(pfds_raw, tmp_path):
-    config_of(pfds_raw, tmp_path, budget=EPSILON)
-    config_of(pfds_raw, tmp_path, budget=EPSILON / 2, consistency=False)
+def test_a_budget_of_exactly_the_plan_runs_and_pfds_minus_needs_half(pfds_plan, tmp_path):
+    plan_config(pfds_plan, tmp_path, budget=EPSILON)
+    plan_config(pfds_plan, tmp_path, budget=EPSILON / 2, consistency=False)
 
 
-def test_each_sharers_ledger_stays_within_its_plan(pfds_raw, tmp_path):
-    scenario = parse_scenario(pfds_raw, source="t", base_dir=tmp_path)
+def test_each_sharers_ledger_stays_within_its_plan(pfds_plan, tmp_path):
+    scenario = parse_scenario(pfds_plan, source="t", base_dir=tmp_path)
     report = run_scenario(scenario, tmp_path / "run", driver="inprocess")
     config = scenario.config
     for owner in ("owner-2", "owner-3"):
@@ -148,8 +133,8 @@ def test_each_sharers_ledger_stays_within_its_plan(pfds_raw, tmp_path):
     assert "owner-1" not in report["privacy"] or not report["privacy"]["owner-1"].get("steps")
 
 
-def test_the_plan_refuses_a_second_release_of_a_level(pfds_raw, tmp_path):
-    plan = release_plan(config_of(pfds_raw, tmp_path), "owner-3")
+def test_the_plan_refuses_a_second_release_of_a_level(pfds_plan, tmp_path):
+    plan = release_plan(plan_config(pfds_plan, tmp_path), "owner-3")
     ledger = plan.ledger(SHARER)
     plan.spend(ledger, "pfds.tree.split.level1")
     with pytest.raises(PlanExceeded, match="planned 1 time"):
@@ -162,10 +147,10 @@ def test_the_plan_refuses_a_second_release_of_a_level(pfds_raw, tmp_path):
         level_epsilon(plan)("synth.counts", P)
 
 
-def test_each_level_draws_its_noise_at_the_plans_eps(pfds_raw, tmp_path, monkeypatch):
+def test_each_level_draws_its_noise_at_the_plans_eps(pfds_plan, tmp_path, monkeypatch):
     """The sharer's noise follows its plan: a plan with a distinct eps per level (not what split_budget
     gives) makes each level's mechanism calibrated to that eps and its ledger record it."""
-    config = config_of(pfds_raw, tmp_path)
+    config = plan_config(pfds_plan, tmp_path)
     planned = release_plan(config, "owner-3")
     odd = {release.name: 0.01 * (k + 1) for k, release in enumerate(planned.releases)}
     plan = dataclasses.replace(
@@ -203,14 +188,14 @@ def test_each_level_draws_its_noise_at_the_plans_eps(pfds_raw, tmp_path, monkeyp
     assert np.isclose(sharer.ledger.total().eps, sum(odd[name] for name in levels))
 
 
-def test_every_release_leaves_the_sharer_through_its_plan(pfds_raw, tmp_path):
+def test_every_release_leaves_the_sharer_through_its_plan(pfds_plan, tmp_path):
     """Each level's output (a split level's thresholds, the leaves' noisy counts, a counted level's
     noisy counts) passes through the plan's released() as it is drawn, once per ledger step; given
     back to a sharer with one row less, everything it sends is the same (the coupled differential
     test of marketplace.differential replays them so)."""
     from marketplace.privacy.coupling import Coupling, coupled
 
-    config = config_of(pfds_raw, tmp_path)
+    config = plan_config(pfds_plan, tmp_path)
     world = make_world(config, plugins.exchange(config.protocol))
 
     def sent(sharer) -> list:

@@ -10,33 +10,21 @@ import pytest
 from rich.console import Console
 
 from marketplace.protocols.pfds import exchange
-from marketplace.runner.run import run_scenario
 from marketplace.runner.sweep import plan_sweep, run_sweep, summarize_rows
 from marketplace.scenario import ScenarioError, parse_scenario
+from scenarios import pfds_raw, run_raw
 
 
 @pytest.fixture
-def pfds_raw() -> dict:
-    return {
-        "name": "pfds-budget",
-        "protocol": "pfds",
-        "seed": 4,
-        "parties": {"owners": 2},
-        "data": {"source": {"kind": "table", "table": {"dataset": "synthetic", "synthetic": {"rows": 600}}}},
-        "pfds": {"epsilon": 1.0, "h_max": 5, "folds": 5, "max_leaves": 256, "baselines": []},
-        "transport": {"heartbeat_interval_s": 0.2, "heartbeat_timeout_s": 5.0, "start_timeout_s": 30.0},
-    }
-
-
-def run(raw, tmp_path, name="run"):
-    return run_scenario(parse_scenario(raw, source=name, base_dir=tmp_path), tmp_path / name, driver="inprocess")
+def pfds_budget() -> dict:
+    return pfds_raw("pfds-budget", owners=2, rows=600, baselines=[])
 
 
 @pytest.mark.parametrize("epsilon", [0.5, 4.0])
-def test_each_sharers_ledger_is_epsilon_less_the_levels_that_read_no_data(pfds_raw, epsilon, tmp_path):
-    pfds_raw["pfds"]["epsilon"] = epsilon
-    h_max = pfds_raw["pfds"]["h_max"]
-    report = run(pfds_raw, tmp_path)
+def test_each_sharers_ledger_is_epsilon_less_the_levels_that_read_no_data(pfds_budget, epsilon, tmp_path):
+    pfds_budget["pfds"]["epsilon"] = epsilon
+    h_max = pfds_budget["pfds"]["h_max"]
+    report = run_raw(pfds_budget, tmp_path)
     for sharer in ("owner-1", "owner-2"):
         ledger = report["privacy"][sharer]
         tree_levels = sum(step["count"] for step in ledger["steps"] if step["mechanism"].startswith("pfds.tree."))
@@ -49,14 +37,14 @@ def test_each_sharers_ledger_is_epsilon_less_the_levels_that_read_no_data(pfds_r
 
 
 @pytest.mark.parametrize("value", [0, -1.0])
-def test_a_bad_budget_is_refused_naming_the_key(pfds_raw, value, tmp_path):
-    pfds_raw["pfds"]["epsilon"] = value
+def test_a_bad_budget_is_refused_naming_the_key(pfds_budget, value, tmp_path):
+    pfds_budget["pfds"]["epsilon"] = value
     with pytest.raises(ScenarioError, match=r"pfds.epsilon: expected"):
-        parse_scenario(pfds_raw, source="t", base_dir=tmp_path)
+        parse_scenario(pfds_budget, source="t", base_dir=tmp_path)
 
 
-def test_a_sweep_over_the_budget_shows_the_eps_spent(pfds_raw, tmp_path):
-    scenario = parse_scenario(pfds_raw, source="t", base_dir=tmp_path)
+def test_a_sweep_over_the_budget_shows_the_eps_spent(pfds_budget, tmp_path):
+    scenario = parse_scenario(pfds_budget, source="t", base_dir=tmp_path)
     rows = run_sweep(plan_sweep(scenario, {"pfds.epsilon": [0.5, 2.0]}, repeats=1), tmp_path / "out")
     assert all(r["status"] == "completed" and 0 < r["eps_spent"] <= r["pfds.epsilon"] for r in rows)
     with open(tmp_path / "out" / "runs.csv", newline="") as f:

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 from conftest import ROOT, run_cli
 
 from marketplace import plugins
@@ -20,42 +19,15 @@ from marketplace.messages import PROTOCOL_VERSION, Envelope, ProtocolError, enco
 from marketplace.parties import build_role, make_world, party_ids
 from marketplace.protocols.sketch import SketchRelease, exact_sketch
 from marketplace.protocols.sketch.messages import SketchPublication, SketchReleaseBody, SketchRequest
-from marketplace.runner.run import run_scenario
 from marketplace.scenario import ScenarioError, parse_scenario
 from marketplace.transport.inprocess import run_inprocess
 from marketplace.transport.node import Node
+from scenarios import run_raw, sketch_raw, write_scenario
 
 
 @pytest.fixture
 def sketch_scenario() -> dict:
-    return {
-        "name": "sketch-tiny",
-        "protocol": "sketch",
-        "seed": 3,
-        "parties": {"owners": 3},
-        "data": {
-            "source": {
-                "kind": "covariate_shift",
-                "covariate_shift": {"dim": 3, "components": 4, "rows_per_component": 300},
-            },
-            "partition": {"scheme": "by_group", "skew": 0.8},
-            "consumer": {"target_groups": [0], "validation_size": 50, "test_size": 30},
-            "seed_set": {"size": 0},
-        },
-        "sketch": {
-            "lower": [-10, -10, -10],
-            "upper": [10, 10, 10],
-            "map": {"kind": "rff", "features": 60, "sigma": 0.5},
-            "epsilon": 2.0,
-            "samples": 3000,
-            "queries": {"moments": 2, "random_counts": 4},
-        },
-        "transport": {"heartbeat_interval_s": 0.2, "heartbeat_timeout_s": 5.0, "start_timeout_s": 30.0},
-    }
-
-
-def run(raw, tmp_path, name="run", driver="inprocess"):
-    return run_scenario(parse_scenario(raw, source=name, base_dir=tmp_path), tmp_path / name, driver=driver)
+    return sketch_raw()
 
 
 def without_timing(report: dict) -> dict:
@@ -77,8 +49,8 @@ def without_timing(report: dict) -> dict:
 # --- end to end -------------------------------------------------------------------------------------
 
 
-def test_a_run_publishes_every_sketch_and_the_consumer_answers_every_query(sketch_scenario, tmp_path):
-    report = run(sketch_scenario, tmp_path)
+def test_a_run_publishes_every_sketch_and_the_consumer_answers_every_query(sketch_scenario, run_cache):
+    report = run_cache.run(sketch_scenario).report
     assert report["status"] == "completed", report["failures"]
     assert report["released"] == ["owner-1", "owner-2", "owner-3"]
     est, true = report["estimates"], report["truth"]
@@ -94,14 +66,14 @@ def test_a_run_publishes_every_sketch_and_the_consumer_answers_every_query(sketc
 
 def test_without_noise_the_estimates_match_the_truth_closely(sketch_scenario, tmp_path):
     sketch_scenario["sketch"].update(epsilon=None, map={"kind": "rff", "features": 100, "sigma": 1.0})
-    report = run(sketch_scenario, tmp_path)
+    report = run_raw(sketch_scenario, tmp_path)
     assert report["metrics"]["errors"]["moment1_mre"] < 1e-2
     assert report["metrics"]["errors"]["count_total_rel"] == 0.0
     assert report["privacy"]["owner-1"]["guarantee"] == "none"
 
 
 def test_a_release_the_noise_swamps_is_flagged_on_the_report_the_terminal_and_has_no_market_quality(
-    sketch_scenario, tmp_path
+    sketch_scenario, tmp_path, run_cache
 ):
     """At eps = 0.001 the merged count's noise is larger than the rows: the report says the release
     collapsed (and why), the terminal shows it, and a market request has no quality from it (its
@@ -109,12 +81,12 @@ def test_a_release_the_noise_swamps_is_flagged_on_the_report_the_terminal_and_ha
     from marketplace.market.report import collapsed, quality_of
     from marketplace.protocols.sketch.display import head_rows
 
-    report = run(sketch_scenario, tmp_path)
+    report = run_cache.run(sketch_scenario).report
     assert report["metrics"]["signal"]["collapsed"] is False and report["metrics"]["signal"]["count_snr"] > 3
     assert quality_of("sketch", report)[1] == report["metrics"]["errors"]["moment1_mre"]
     assert not collapsed("sketch", report) and "COLLAPSED" not in dict(head_rows(report))
     sketch_scenario["sketch"]["epsilon"] = 0.001
-    swamped = run(sketch_scenario, tmp_path, name="swamped")
+    swamped = run_raw(sketch_scenario, tmp_path, name="swamped")
     assert swamped["status"] == "completed" and swamped["metrics"]["errors"]["moment1_mre"] is not None
     assert swamped["metrics"]["signal"]["collapsed"] is True and "noise" in swamped["metrics"]["signal"]["why"]
     assert "noise swamps" in dict(head_rows(swamped))["COLLAPSED"]
@@ -123,7 +95,7 @@ def test_a_release_the_noise_swamps_is_flagged_on_the_report_the_terminal_and_ha
 
 def test_each_owner_records_its_one_release_on_its_own_ledger(sketch_scenario, tmp_path):
     sketch_scenario["sketch"].update(mechanism="gaussian", delta=1e-6, numerator_share=0.9)
-    report = run(sketch_scenario, tmp_path)
+    report = run_raw(sketch_scenario, tmp_path)
     for owner in ("owner-1", "owner-2", "owner-3"):
         entry = report["privacy"][owner]
         assert entry["eps"] == pytest.approx(2.0) and entry["delta"] == pytest.approx(1e-6)
@@ -132,10 +104,10 @@ def test_each_owner_records_its_one_release_on_its_own_ledger(sketch_scenario, t
         assert sum(s["eps"] * s["count"] for s in entry["steps"]) == pytest.approx(2.0)
 
 
-def test_more_queries_send_no_more_messages(sketch_scenario, tmp_path):
-    few = run(sketch_scenario, tmp_path, "few")
+def test_more_queries_send_no_more_messages(sketch_scenario, tmp_path, run_cache):
+    few = run_cache.run(sketch_scenario).report
     sketch_scenario["sketch"]["queries"] = {"moments": 4, "random_counts": 50, "cdf_points": [0.1, 0.2, 0.3, 0.9]}
-    many = run(sketch_scenario, tmp_path, "many")
+    many = run_raw(sketch_scenario, tmp_path, "many")
     assert many["queries"] > few["queries"]
     assert many["messages"]["by_kind"] == few["messages"]["by_kind"]
     # and asking the consumer role directly afterwards sends nothing either
@@ -161,19 +133,20 @@ def test_more_queries_send_no_more_messages(sketch_scenario, tmp_path):
 
 def test_the_consumer_ranks_owners_and_the_report_checks_the_ranking(sketch_scenario, tmp_path):
     sketch_scenario["sketch"]["epsilon"] = 50.0
-    report = run(sketch_scenario, tmp_path)
+    report = run_raw(sketch_scenario, tmp_path)
     ranking = report["ranking"]
     assert sorted(ranking["order"]) == ["owner-1", "owner-2", "owner-3"]
     check = ranking["check"]
     assert len(check["true_mmd2"]) == 3 and check["spearman"] is not None and check["spearman"] > 0
 
 
-def test_the_run_saves_sketch_files_that_the_cli_answers_from(sketch_scenario, tmp_path):
-    report = run(sketch_scenario, tmp_path)
+def test_the_run_saves_sketch_files_that_the_cli_answers_from(sketch_scenario, run_cache):
+    shared = run_cache.run(sketch_scenario)  # the CLI only reads the run's files
+    report = shared.report
     merged = Path(report["files"]["sketches"]["merged"])
     assert merged.is_file() and SketchRelease.load(merged).parts == 3
     result = run_cli(
-        "sketch", "query", str(merged), "--scenario", str(tmp_path / "run" / "scenario.resolved.yaml"), "--json"
+        "sketch", "query", str(merged), "--scenario", str(shared.folder / "scenario.resolved.yaml"), "--json"
     )
     assert result.returncode == 0, result.stderr
     answers = json.loads(result.stdout)
@@ -186,7 +159,7 @@ def test_the_run_saves_sketch_files_that_the_cli_answers_from(sketch_scenario, t
         "query",
         str(merged),
         "--scenario",
-        str(tmp_path / "run" / "scenario.resolved.yaml"),
+        str(shared.folder / "scenario.resolved.yaml"),
         "--moments",
         "1",
         "--count",
@@ -198,7 +171,7 @@ def test_the_run_saves_sketch_files_that_the_cli_answers_from(sketch_scenario, t
         "query",
         str(merged),
         "--scenario",
-        str(tmp_path / "run" / "scenario.resolved.yaml"),
+        str(shared.folder / "scenario.resolved.yaml"),
         "--set",
         "seed=4",
     )
@@ -206,9 +179,9 @@ def test_the_run_saves_sketch_files_that_the_cli_answers_from(sketch_scenario, t
 
 
 @pytest.mark.slow
-def test_processes_and_in_process_give_the_same_report(sketch_scenario, tmp_path):
-    a = run(sketch_scenario, tmp_path, "a")
-    b = run(sketch_scenario, tmp_path, "b", driver="processes")
+def test_processes_and_in_process_give_the_same_report(sketch_scenario, tmp_path, run_cache):
+    a = run_cache.run(sketch_scenario).report
+    b = run_raw(sketch_scenario, tmp_path, "b", driver="processes")
     assert b["status"] == "completed", b["failures"]
     left, right = without_timing(a), without_timing(b)
     assert left["messages"]["by_kind"] == right["messages"]["by_kind"]
@@ -221,8 +194,7 @@ def test_an_owner_that_never_shows_up_is_a_dropout_over_real_processes(sketch_sc
     # 30 s for the others to connect: on a busy machine four Python processes took longer than 10 s to
     # start, and every party was then a dropout; the missing owner costs the test this wait, asleep
     sketch_scenario["transport"].update(start_timeout_s=30.0, heartbeat_interval_s=0.2, heartbeat_timeout_s=1.0)
-    path = tmp_path / "s.yaml"
-    path.write_text(yaml.safe_dump(sketch_scenario))
+    path = write_scenario(tmp_path, sketch_scenario, "s.yaml")
     endpoint_file = tmp_path / "endpoint"
     base = [sys.executable, "-m", "marketplace"]
     insecure = ["--insecure"]  # no CURVE keys for this loopback test
@@ -291,13 +263,12 @@ def test_a_scenario_without_a_public_box_is_refused(sketch_scenario, tmp_path):
 def test_a_box_of_the_wrong_width_is_named(sketch_scenario, tmp_path):
     sketch_scenario["sketch"].update(lower=[0, 0], upper=[1, 1])
     with pytest.raises(ScenarioError, match=r"sketch.lower: expected 3 bounds"):
-        run(sketch_scenario, tmp_path)
+        run_raw(sketch_scenario, tmp_path)
 
 
 def test_a_budget_below_one_release_is_refused_before_start_from_the_cli(sketch_scenario, tmp_path):
     sketch_scenario["sketch"].update(epsilon=2.0, budget_epsilon=1.0)
-    path = tmp_path / "s.yaml"
-    path.write_text(yaml.safe_dump(sketch_scenario))
+    path = write_scenario(tmp_path, sketch_scenario, "s.yaml")
     result = run_cli("run", str(path), "--driver", "inprocess", "--out", str(tmp_path / "out"))
     assert result.returncode == 2
     assert "sketch.budget_epsilon" in result.stderr and not (tmp_path / "out").exists()

@@ -5,8 +5,6 @@ sensitivities."""
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 import pytest
 
@@ -16,40 +14,29 @@ from marketplace.privacy.mechanisms import Gaussian
 from marketplace.protocols.sketch.plan import release_plan
 from marketplace.protocols.sketch.public import public_map
 from marketplace.protocols.sketch.release import COUNT, sum_release
-from marketplace.scenario import ScenarioError, parse_scenario
+from marketplace.scenario import ScenarioError
 from marketplace.transport.inprocess import run_inprocess
 from marketplace.transport.node import Node
-
-RAW = {
-    "name": "sketch-plan",
-    "protocol": "sketch",
-    "seed": 3,
-    "parties": {"owners": 2},
-    "data": {
-        "source": {
-            "kind": "covariate_shift",
-            "covariate_shift": {"dim": 2, "components": 3, "rows_per_component": 300},
-        },
-        "partition": {"scheme": "by_group", "skew": 0.8},
-        "consumer": {"target_groups": [0], "validation_size": 40, "test_size": 20},
-        "seed_set": {"size": 0},
-    },
-    "sketch": {
-        "lower": [-10, -10],
-        "upper": [10, 10],
-        "map": {"kind": "rff", "features": 40, "sigma": 0.5},
-        "epsilon": 2.0,
-        "numerator_share": 0.9,
-        "samples": 500,
-        "queries": {"moments": 1, "random_counts": 1},
-    },
-}
+from scenarios import config_of, sketch_raw
 
 
-def config_of(tmp_path, **sketch):
-    raw = copy.deepcopy(RAW)
+def plan_config(tmp_path, **sketch):
+    """The configuration of the plan tests' sketch scenario, ``sketch`` options overriding its section."""
+    raw = sketch_raw(
+        "sketch-plan",
+        owners=2,
+        dim=2,
+        components=3,
+        validation_size=40,
+        test_size=20,
+        features=40,
+        transport=False,
+        numerator_share=0.9,
+        samples=500,
+        queries={"moments": 1, "random_counts": 1},
+    )
     raw["sketch"].update(sketch)
-    return parse_scenario(raw, source="t", base_dir=tmp_path).config
+    return config_of(raw, tmp_path)
 
 
 def run_nodes(config):
@@ -68,7 +55,7 @@ def run_nodes(config):
 
 @pytest.mark.parametrize("mechanism", ["laplace", "gaussian"])
 def test_the_plan_lists_each_owners_two_releases_and_the_consumer_releases_nothing(mechanism, tmp_path):
-    config = config_of(tmp_path, mechanism=mechanism, delta=1e-6)
+    config = plan_config(tmp_path, mechanism=mechanism, delta=1e-6)
     plan = release_plan(config, "owner-1")
     fmap = public_map(config)
     total, count = plan.releases
@@ -84,14 +71,14 @@ def test_the_plan_lists_each_owners_two_releases_and_the_consumer_releases_nothi
 
 
 def test_a_null_epsilon_plans_an_unbounded_release(tmp_path):
-    plan = release_plan(config_of(tmp_path, epsilon=None), "owner-2")
+    plan = release_plan(plan_config(tmp_path, epsilon=None), "owner-2")
     assert plan.releases == () and "sketch.epsilon is null" in plan.unbounded
     assert plan.declared().cost is None and plan.declared().unbounded == plan.unbounded
 
 
 @pytest.mark.parametrize("mechanism", ["laplace", "gaussian"])
 def test_each_owners_ledger_records_the_plans_steps_and_its_lifetime_charge_is_the_plans(mechanism, tmp_path):
-    config = config_of(tmp_path, mechanism=mechanism, delta=1e-6)
+    config = plan_config(tmp_path, mechanism=mechanism, delta=1e-6)
     roles = run_nodes(config)
     exchange = plugins.exchange("sketch")
     for owner in party_ids(config)[1:-1]:
@@ -106,7 +93,7 @@ def test_each_owners_ledger_records_the_plans_steps_and_its_lifetime_charge_is_t
 
 @pytest.mark.parametrize("mechanism", ["laplace", "gaussian"])
 def test_the_owners_noise_is_calibrated_to_the_plans_releases(mechanism, tmp_path):
-    config = config_of(tmp_path, mechanism=mechanism, delta=1e-6)
+    config = plan_config(tmp_path, mechanism=mechanism, delta=1e-6)
     roles = run_nodes(config)
     plan = release_plan(config, "owner-1")
     released = roles["owner-1"].released
@@ -131,7 +118,7 @@ def test_the_owners_noise_is_calibrated_to_the_plans_releases(mechanism, tmp_pat
 )
 def test_a_budget_below_the_plan_is_refused_naming_its_key(settings, key, tmp_path):
     with pytest.raises(ScenarioError, match=key) as err:
-        config_of(tmp_path, **settings)
+        plan_config(tmp_path, **settings)
     assert "planned releases" in str(err.value)
     # a budget that covers the plan is accepted
-    release_plan(config_of(tmp_path, budget_epsilon=2.0, budget_delta=1e-5), "owner-1").check()
+    release_plan(plan_config(tmp_path, budget_epsilon=2.0, budget_delta=1e-5), "owner-1").check()

@@ -10,49 +10,32 @@ import pytest
 from rich.console import Console
 
 from marketplace.protocols.sketch import sweeps
-from marketplace.runner.run import run_scenario
 from marketplace.runner.sweep import plan_sweep, run_sweep, summarize_rows
 from marketplace.scenario import ScenarioError, parse_scenario
+from scenarios import run_raw, sketch_raw
 
 
 @pytest.fixture
-def sketch_raw() -> dict:
-    return {
-        "name": "sketch-budget",
-        "protocol": "sketch",
-        "seed": 3,
-        "parties": {"owners": 2},
-        "data": {
-            "source": {
-                "kind": "covariate_shift",
-                "covariate_shift": {"dim": 2, "components": 3, "rows_per_component": 300},
-            },
-            "partition": {"scheme": "by_group", "skew": 0.8},
-            "consumer": {"target_groups": [0], "validation_size": 40, "test_size": 20},
-            "seed_set": {"size": 0},
-        },
-        "sketch": {
-            "lower": [-10, -10],
-            "upper": [10, 10],
-            "map": {"kind": "rff", "features": 20, "sigma": 0.5},
-            "epsilon": 2.0,
-            "samples": 500,
-            "queries": {"moments": 1, "random_counts": 2, "rank_owners": False},
-        },
-        "transport": {"heartbeat_interval_s": 0.2, "heartbeat_timeout_s": 5.0, "start_timeout_s": 30.0},
-    }
-
-
-def run(raw, tmp_path, name="run"):
-    return run_scenario(parse_scenario(raw, source=name, base_dir=tmp_path), tmp_path / name, driver="inprocess")
+def sketch_budget() -> dict:
+    return sketch_raw(
+        "sketch-budget",
+        owners=2,
+        dim=2,
+        components=3,
+        validation_size=40,
+        test_size=20,
+        features=20,
+        samples=500,
+        queries={"moments": 1, "random_counts": 2, "rank_owners": False},
+    )
 
 
 @pytest.mark.parametrize(
     "mechanism, epsilon, share", [("laplace", 0.3, 0.98), ("laplace", 5.0, 0.5), ("gaussian", 1.5, 0.9)]
 )
-def test_each_owners_ledger_states_exactly_sketch_epsilon(sketch_raw, mechanism, epsilon, share, tmp_path):
-    sketch_raw["sketch"].update(mechanism=mechanism, epsilon=epsilon, numerator_share=share, delta=1e-6)
-    report = run(sketch_raw, tmp_path)
+def test_each_owners_ledger_states_exactly_sketch_epsilon(sketch_budget, mechanism, epsilon, share, tmp_path):
+    sketch_budget["sketch"].update(mechanism=mechanism, epsilon=epsilon, numerator_share=share, delta=1e-6)
+    report = run_raw(sketch_budget, tmp_path)
     for owner in ("owner-1", "owner-2"):
         ledger = report["privacy"][owner]
         assert ledger["eps"] == pytest.approx(epsilon, rel=1e-12) and ledger["eps"] <= epsilon * (1 + 1e-15)
@@ -65,14 +48,14 @@ def test_each_owners_ledger_states_exactly_sketch_epsilon(sketch_raw, mechanism,
 
 
 @pytest.mark.parametrize("value", [0, -0.5, "x"])
-def test_a_bad_budget_is_refused_naming_the_key(sketch_raw, value, tmp_path):
-    sketch_raw["sketch"]["epsilon"] = value
+def test_a_bad_budget_is_refused_naming_the_key(sketch_budget, value, tmp_path):
+    sketch_budget["sketch"]["epsilon"] = value
     with pytest.raises(ScenarioError, match=r"sketch.epsilon: expected"):
-        parse_scenario(sketch_raw, source="t", base_dir=tmp_path)
+        parse_scenario(sketch_budget, source="t", base_dir=tmp_path)
 
 
-def test_a_sweep_over_the_budget_shows_the_eps_spent(sketch_raw, tmp_path):
-    scenario = parse_scenario(sketch_raw, source="t", base_dir=tmp_path)
+def test_a_sweep_over_the_budget_shows_the_eps_spent(sketch_budget, tmp_path):
+    scenario = parse_scenario(sketch_budget, source="t", base_dir=tmp_path)
     rows = run_sweep(plan_sweep(scenario, {"sketch.epsilon": [0.5, 2.0]}, repeats=1), tmp_path / "out")
     assert [r["eps_spent"] for r in rows] == pytest.approx([0.5, 2.0], rel=1e-12)
     with open(tmp_path / "out" / "runs.csv", newline="") as f:

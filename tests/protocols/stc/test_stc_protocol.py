@@ -7,7 +7,6 @@ import copy
 
 import numpy as np
 import pytest
-import yaml
 from conftest import run_cli
 
 from marketplace import plugins
@@ -16,32 +15,15 @@ from marketplace.parties import build_role, make_world, party_ids
 from marketplace.privacy.gdp import gaussian_eps
 from marketplace.protocols.stc import selection_cost
 from marketplace.protocols.stc.messages import StcRelease, StcTarget
-from marketplace.runner.run import run_scenario
 from marketplace.scenario import ScenarioError, parse_scenario
 from marketplace.transport.inprocess import run_inprocess
 from marketplace.transport.node import Node
+from scenarios import run_raw, stc_raw, write_scenario
 
 
 @pytest.fixture
 def stc_scenario() -> dict:
-    return {
-        "name": "stc-tiny",
-        "protocol": "stc",
-        "seed": 5,
-        "parties": {"owners": 2},
-        "data": {
-            "source": {"kind": "stc_synthetic", "stc_synthetic": {"which": 2, "n_source": 400, "n_target": 300}},
-            "partition": {"scheme": "even", "groups": [0]},
-            "consumer": {"target_groups": [1], "target_share": 0.99, "validation_size": 280, "test_size": 5},
-            "seed_set": {"size": 0},
-        },
-        "stc": {"release": "nna", "k": 6, "domain": {"low": [0.0], "high": [1.0]}},
-        "transport": {"heartbeat_interval_s": 0.2, "heartbeat_timeout_s": 5.0, "start_timeout_s": 30.0},
-    }
-
-
-def run(raw, tmp_path, name="run", driver="inprocess"):
-    return run_scenario(parse_scenario(raw, source=name, base_dir=tmp_path), tmp_path / name, driver=driver)
+    return stc_raw()
 
 
 def scaled_world(raw, tmp_path):
@@ -55,8 +37,8 @@ def scaled_world(raw, tmp_path):
     return config, world, T, S
 
 
-def test_a_run_chooses_k_target_points_and_scores_them_with_the_true_sources(stc_scenario, tmp_path):
-    report = run(stc_scenario, tmp_path)
+def test_a_run_chooses_k_target_points_and_scores_them_with_the_true_sources(stc_scenario, tmp_path, run_cache):
+    report = run_cache.run(stc_scenario).report
     assert report["status"] == "completed", report["failures"]
     choice = report["choice"]
     assert len(choice) == len(set(choice)) == 6
@@ -66,8 +48,8 @@ def test_a_run_chooses_k_target_points_and_scores_them_with_the_true_sources(stc
     assert refs["nonprivate_stc"]["cost"] <= refs["cluster_t"]["cost"]  # knowing S can only help the exact objective
 
 
-def test_each_owner_records_exactly_one_release_of_its_budget(stc_scenario, tmp_path):
-    report = run(stc_scenario, tmp_path)
+def test_each_owner_records_exactly_one_release_of_its_budget(stc_scenario, run_cache):
+    report = run_cache.run(stc_scenario).report
     for owner in ("owner-1", "owner-2"):
         ledger = report["privacy"][owner]
         assert ledger["eps"] == pytest.approx(3.0)
@@ -80,7 +62,7 @@ def test_zcdp_releases_are_recorded_as_rho(stc_scenario, tmp_path):
     stc_scenario["stc"]["privacy"] = {"notion": "zcdp", "rho": 0.5}
     stc_scenario["stc"]["release"] = "nas"
     stc_scenario["stc"]["t"] = 20
-    report = run(stc_scenario, tmp_path)
+    report = run_raw(stc_scenario, tmp_path)
     assert report["status"] == "completed"
     ledger = report["privacy"]["owner-1"]
     assert ledger["steps"] == [{"mechanism": "stc.nas", "rho": 0.5, "mu": 1.0, "count": 1}]
@@ -112,7 +94,7 @@ def test_no_source_row_travels_in_any_message(stc_scenario, tmp_path):
 def test_with_a_huge_budget_the_private_choice_is_as_good_as_the_non_private_one(stc_scenario, tmp_path):
     stc_scenario["stc"]["privacy"] = {"epsilon": 1e7}
     stc_scenario["stc"]["release"] = "nna"
-    report = run(stc_scenario, tmp_path)
+    report = run_raw(stc_scenario, tmp_path)
     nonprivate = report["metrics"]["baselines"]["nonprivate_stc"]["cost"]
     # NNA at huge eps keeps each cell's mean, not S itself: close to, not equal to, knowing S
     assert report["metrics"]["cost"] <= 1.25 * nonprivate
@@ -120,9 +102,9 @@ def test_with_a_huge_budget_the_private_choice_is_as_good_as_the_non_private_one
 
 
 @pytest.mark.slow
-def test_processes_and_in_process_give_the_same_report(stc_scenario, tmp_path):
-    a = run(stc_scenario, tmp_path, "a")
-    b = run(stc_scenario, tmp_path, "b", driver="processes")
+def test_processes_and_in_process_give_the_same_report(stc_scenario, tmp_path, run_cache):
+    a = run_cache.run(stc_scenario).report
+    b = run_raw(stc_scenario, tmp_path, "b", driver="processes")
     assert b["status"] == "completed", b["failures"]
     for key in ("choice", "metrics", "privacy", "parsimony"):
         assert a[key] == b[key], key
@@ -142,14 +124,13 @@ def test_nas_with_t_above_an_owners_rows_is_refused_before_start_naming_the_owne
     stc_scenario["stc"]["release"] = "nas"
     stc_scenario["stc"]["t"] = 100_000
     with pytest.raises(ScenarioError, match=r"stc.t: .*owner-1 \(\d+\)") as err:
-        run(stc_scenario, tmp_path)
+        run_raw(stc_scenario, tmp_path)
     assert not (tmp_path / "run" / "report.json").exists(), err.value
 
 
 def test_a_budget_below_one_release_is_refused_before_start_from_the_cli(stc_scenario, tmp_path):
     stc_scenario["stc"]["privacy"] = {"epsilon": 3.0, "budget": 1.0}
-    path = tmp_path / "s.yaml"
-    path.write_text(yaml.safe_dump(stc_scenario))
+    path = write_scenario(tmp_path, stc_scenario, "s.yaml")
     result = run_cli("run", str(path), "--driver", "inprocess", "--out", str(tmp_path / "out"))
     assert result.returncode == 2
     assert "stc.privacy.budget" in result.stderr and not (tmp_path / "out").exists()
@@ -158,7 +139,7 @@ def test_a_budget_below_one_release_is_refused_before_start_from_the_cli(stc_sce
 def test_a_box_of_the_wrong_width_is_named(stc_scenario, tmp_path):
     stc_scenario["stc"]["domain"] = {"low": [0.0, 0.0, 0.0], "high": [1.0, 1.0, 1.0]}
     with pytest.raises(ScenarioError, match=r"stc.domain: low and high must have 1 or 2 values"):
-        run(stc_scenario, tmp_path)
+        run_raw(stc_scenario, tmp_path)
 
 
 def envelope(body, sender, receiver="curator", msg_id=1):
@@ -230,19 +211,19 @@ def test_an_owner_releases_once(stc_scenario, tmp_path):
 
 def test_the_coreset_sends_fewer_points_and_still_chooses_from_all_of_t(stc_scenario, tmp_path):
     stc_scenario["stc"]["coreset"] = 0.05
-    report = run(stc_scenario, tmp_path)
+    report = run_raw(stc_scenario, tmp_path)
     consumer = report["party_details"]["consumer"]["result"]
     assert consumer["sent_points"] < consumer["target_size"] == 280
     assert report["messages"]["by_kind"]["stc_target"]["bytes"] < 280 * 16
     assert max(report["choice"]) < 280 and len(report["choice"]) == 6
 
 
-def test_the_shipped_synthetic_scenario_beats_ignoring_the_source(tmp_path):
+def test_the_shipped_synthetic_scenario_beats_ignoring_the_source(run_cache):
     from conftest import ROOT
 
     from marketplace.scenario import load_scenario
 
-    report = run_scenario(load_scenario(ROOT / "scenarios" / "stc-synthetic.yaml"), tmp_path, driver="inprocess")
+    report = run_cache.run_scenario(load_scenario(ROOT / "scenarios" / "stc-synthetic.yaml")).report
     assert report["status"] == "completed"
     assert report["metrics"]["cost"] < report["metrics"]["baselines"]["cluster_t"]["cost"]
 
@@ -253,8 +234,7 @@ def sweep_k(raw: dict, tmp_path) -> list[dict]:
 
     raw = copy.deepcopy(raw)
     raw["sweep"] = {"vary": {"stc.k": [2, 4]}, "repeats": 1}
-    path = tmp_path / "s.yaml"
-    path.write_text(yaml.safe_dump(raw))
+    path = write_scenario(tmp_path, raw, "s.yaml")
     result = run_cli("run", str(path), "--driver", "inprocess", "--quiet", "--out", str(tmp_path / "out"))
     assert result.returncode == 0, result.stderr
     return list(csv.DictReader(open(tmp_path / "out" / "runs.csv")))
@@ -294,7 +274,7 @@ def test_private_kmeans_is_reported_when_asked_and_scored_with_the_true_sources(
     stc_scenario["stc"]["privacy"] = privacy
     stc_scenario["stc"]["kmeans_iterations"] = 3
     stc_scenario["stc"]["kmeans_clusters"] = None  # k clusters (the default is the paper's 100)
-    report = run(stc_scenario, tmp_path)
+    report = run_raw(stc_scenario, tmp_path)
     assert report["status"] == "completed", report["failures"]
     refs = report["metrics"]["baselines"]
     assert set(refs) == {"source_only", "cluster_t", "nonprivate_stc", "private_kmeans"}
@@ -334,16 +314,16 @@ def rendered(table) -> str:
     return out.getvalue()
 
 
-def test_private_kmeans_is_absent_unless_asked_and_in_the_table_when_asked(stc_scenario, tmp_path):
+def test_private_kmeans_is_absent_unless_asked_and_in_the_table_when_asked(stc_scenario, tmp_path, run_cache):
     from marketplace.protocols.stc.display import tables
     from marketplace.protocols.stc.sweeps import sweep_row
 
-    report = run(stc_scenario, tmp_path, "default")
+    report = run_cache.run(stc_scenario).report
     assert "private_kmeans" not in report["metrics"]["baselines"]
     assert "private_kmeans_cost" not in sweep_row(report)
     assert "PrivateKmeans" not in rendered(tables(report)[0])
     stc_scenario["stc"]["baselines"] = ALL_BASELINES
-    report = run(stc_scenario, tmp_path, "asked")
+    report = run_raw(stc_scenario, tmp_path, "asked")
     assert sweep_row(report)["private_kmeans_cost"] == report["metrics"]["baselines"]["private_kmeans"]["cost"]
     assert "PrivateKmeans (DP k-means of S as S')" in rendered(tables(report)[0])
 
@@ -389,12 +369,12 @@ def test_the_non_private_references_are_computed_once_per_world_and_k_and_equal_
     real = stc_core.cluster_t
     monkeypatch.setattr(stc_core, "cluster_t", lambda *a, **kw: calls.append(1) or real(*a, **kw))
     exchange_stc._REFERENCES.clear()
-    dp = run(stc_scenario, tmp_path, "dp")
+    dp = run_raw(stc_scenario, tmp_path, "dp")
     stc_scenario["stc"]["privacy"] = {"notion": "zcdp", "rho": 0.5}
-    zcdp = run(stc_scenario, tmp_path, "zcdp")
+    zcdp = run_raw(stc_scenario, tmp_path, "zcdp")
     assert len(calls) == 1  # the privacy setting does not change the world, k or the seed
     exchange_stc._REFERENCES.clear()
-    fresh = run(stc_scenario, tmp_path, "fresh")
+    fresh = run_raw(stc_scenario, tmp_path, "fresh")
     assert len(calls) == 2
     for name in ("cluster_t", "nonprivate_stc"):
         assert (

@@ -5,7 +5,6 @@ its sensitivity for the target points sent."""
 
 from __future__ import annotations
 
-import copy
 import math
 
 import pytest
@@ -14,23 +13,10 @@ from marketplace import plugins
 from marketplace.parties import build_role, make_world, party_ids
 from marketplace.protocols.stc import owner as stc_owner
 from marketplace.protocols.stc.plan import REPORT_DELTA, at_target, release_plan, summary_release
-from marketplace.scenario import ScenarioError, parse_scenario
+from marketplace.scenario import ScenarioError
 from marketplace.transport.inprocess import run_inprocess
 from marketplace.transport.node import Node
-
-RAW = {
-    "name": "stc-plan",
-    "protocol": "stc",
-    "seed": 5,
-    "parties": {"owners": 2},
-    "data": {
-        "source": {"kind": "stc_synthetic", "stc_synthetic": {"which": 2, "n_source": 400, "n_target": 300}},
-        "partition": {"scheme": "even", "groups": [0]},
-        "consumer": {"target_groups": [1], "target_share": 0.99, "validation_size": 280, "test_size": 5},
-        "seed_set": {"size": 0},
-    },
-    "stc": {"release": "nna", "k": 6, "t": 20, "domain": {"low": [0.0], "high": [1.0]}},
-}
+from scenarios import config_of, stc_raw
 
 SETTINGS = [
     ("nna", {"notion": "dp", "epsilon": 2.0}),
@@ -41,10 +27,9 @@ SETTINGS = [
 ]
 
 
-def config_of(tmp_path, release="nna", **privacy):
-    raw = copy.deepcopy(RAW)
-    raw["stc"].update(release=release, privacy=privacy)
-    return parse_scenario(raw, source="t", base_dir=tmp_path).config
+def plan_config(tmp_path, release="nna", **privacy):
+    """The configuration of the plan tests' stc scenario with ``release`` and ``privacy``."""
+    return config_of(stc_raw("stc-plan", t=20, release=release, privacy=privacy, transport=False), tmp_path)
 
 
 def run_nodes(config, monkeypatch):
@@ -74,7 +59,7 @@ def run_nodes(config, monkeypatch):
 
 @pytest.mark.parametrize("release, privacy", SETTINGS)
 def test_the_plan_lists_each_owners_one_summary_and_the_consumers_points_in_the_clear(release, privacy, tmp_path):
-    config = config_of(tmp_path, release, **privacy)
+    config = plan_config(tmp_path, release, **privacy)
     plan = release_plan(config, "owner-2")
     (summary,) = plan.releases
     assert summary.name == f"stc.{release}" and summary.to == ("curator", "consumer")
@@ -96,7 +81,7 @@ def test_the_plan_lists_each_owners_one_summary_and_the_consumers_points_in_the_
 def test_each_owners_ledger_records_the_plans_step_and_its_lifetime_charge_is_the_plans(
     release, privacy, tmp_path, monkeypatch
 ):
-    config = config_of(tmp_path, release, **privacy)
+    config = plan_config(tmp_path, release, **privacy)
     roles, _ = run_nodes(config, monkeypatch)
     exchange = plugins.exchange("stc")
     for owner in party_ids(config)[1:-1]:
@@ -116,7 +101,7 @@ def test_each_owners_ledger_records_the_plans_step_and_its_lifetime_charge_is_th
 def test_the_owners_noise_is_calibrated_to_the_plans_release_for_the_points_sent(
     release, privacy, tmp_path, monkeypatch
 ):
-    config = config_of(tmp_path, release, **privacy)
+    config = plan_config(tmp_path, release, **privacy)
     _, made = run_nodes(config, monkeypatch)
     assert len(made) == 2  # one release per owner
     for shape, kwargs, made_release in made:
@@ -133,6 +118,6 @@ def test_the_owners_noise_is_calibrated_to_the_plans_release_for_the_points_sent
 @pytest.mark.parametrize("privacy", [{"notion": "dp", "epsilon": 3.0}, {"notion": "zcdp", "rho": 3.0}])
 def test_a_budget_below_the_plan_is_refused_naming_its_key(privacy, tmp_path):
     with pytest.raises(ScenarioError, match=r"stc\.privacy\.budget"):
-        config_of(tmp_path, **privacy, budget=1.0)
-    config = config_of(tmp_path, **privacy, budget=3.0)  # a budget that covers the plan is accepted
+        plan_config(tmp_path, **privacy, budget=1.0)
+    config = plan_config(tmp_path, **privacy, budget=3.0)  # a budget that covers the plan is accepted
     release_plan(config, "owner-1").check()

@@ -11,46 +11,29 @@ from rich.console import Console
 
 from marketplace.privacy.gdp import gaussian_eps
 from marketplace.protocols.stc import sweeps
-from marketplace.runner.run import run_scenario
 from marketplace.runner.sweep import plan_sweep, run_sweep, summarize_rows
 from marketplace.scenario import ScenarioError, parse_scenario
+from scenarios import run_raw, stc_raw
 
 
 @pytest.fixture
-def stc_raw() -> dict:
-    return {
-        "name": "stc-budget",
-        "protocol": "stc",
-        "seed": 5,
-        "parties": {"owners": 2},
-        "data": {
-            "source": {"kind": "stc_synthetic", "stc_synthetic": {"which": 2, "n_source": 300, "n_target": 200}},
-            "partition": {"scheme": "even", "groups": [0]},
-            "consumer": {"target_groups": [1], "target_share": 0.99, "validation_size": 180, "test_size": 5},
-            "seed_set": {"size": 0},
-        },
-        "stc": {"release": "nna", "k": 4, "domain": {"low": [0.0], "high": [1.0]}},
-        "transport": {"heartbeat_interval_s": 0.2, "heartbeat_timeout_s": 5.0, "start_timeout_s": 30.0},
-    }
-
-
-def run(raw, tmp_path, name="run"):
-    return run_scenario(parse_scenario(raw, source=name, base_dir=tmp_path), tmp_path / name, driver="inprocess")
+def stc_budget() -> dict:
+    return stc_raw("stc-budget", n_source=300, n_target=200, validation_size=180, k=4)
 
 
 @pytest.mark.parametrize("epsilon", [0.5, 7.0])
-def test_each_owners_ledger_states_exactly_stc_privacy_epsilon(stc_raw, epsilon, tmp_path):
-    stc_raw["stc"]["privacy"] = {"epsilon": epsilon}
-    report = run(stc_raw, tmp_path)
+def test_each_owners_ledger_states_exactly_stc_privacy_epsilon(stc_budget, epsilon, tmp_path):
+    stc_budget["stc"]["privacy"] = {"epsilon": epsilon}
+    report = run_raw(stc_budget, tmp_path)
     for owner in ("owner-1", "owner-2"):
         assert report["privacy"][owner]["eps"] == epsilon and report["privacy"][owner]["delta"] == 0.0
     row = sweeps.sweep_row(report)
     assert row["eps_spent"] == epsilon and row["delta_spent"] == 0.0
 
 
-def test_under_zcdp_the_ledger_states_rho_and_its_exact_eps(stc_raw, tmp_path):
-    stc_raw["stc"].update(release="nas", t=20, privacy={"notion": "zcdp", "rho": 0.5})
-    report = run(stc_raw, tmp_path)
+def test_under_zcdp_the_ledger_states_rho_and_its_exact_eps(stc_budget, tmp_path):
+    stc_budget["stc"].update(release="nas", t=20, privacy={"notion": "zcdp", "rho": 0.5})
+    report = run_raw(stc_budget, tmp_path)
     ledger = report["privacy"]["owner-1"]
     assert sum(step["rho"] * step["count"] for step in ledger["steps"]) == 0.5
     row = sweeps.sweep_row(report)
@@ -59,14 +42,14 @@ def test_under_zcdp_the_ledger_states_rho_and_its_exact_eps(stc_raw, tmp_path):
 
 
 @pytest.mark.parametrize("key, value", [("epsilon", 0), ("epsilon", -1), ("rho", 0)])
-def test_a_bad_budget_is_refused_naming_the_key(stc_raw, key, value, tmp_path):
-    stc_raw["stc"]["privacy"] = {key: value}
+def test_a_bad_budget_is_refused_naming_the_key(stc_budget, key, value, tmp_path):
+    stc_budget["stc"]["privacy"] = {key: value}
     with pytest.raises(ScenarioError, match=rf"stc.privacy.{key}: expected"):
-        parse_scenario(stc_raw, source="t", base_dir=tmp_path)
+        parse_scenario(stc_budget, source="t", base_dir=tmp_path)
 
 
-def test_a_sweep_over_the_budget_shows_the_eps_spent(stc_raw, tmp_path):
-    scenario = parse_scenario(stc_raw, source="t", base_dir=tmp_path)
+def test_a_sweep_over_the_budget_shows_the_eps_spent(stc_budget, tmp_path):
+    scenario = parse_scenario(stc_budget, source="t", base_dir=tmp_path)
     rows = run_sweep(plan_sweep(scenario, {"stc.privacy.epsilon": [1.0, 4.0]}, repeats=1), tmp_path / "out")
     assert [r["eps_spent"] for r in rows] == [1.0, 4.0]
     with open(tmp_path / "out" / "runs.csv", newline="") as f:

@@ -16,10 +16,10 @@ from marketplace.protocols.summarize.messages import Point, SealedPoint, Validat
 from marketplace.protocols.summarize.owner import SummarizeOwner
 from marketplace.protocols.summarize.sealing import ConsumerKey, SealingError, seal_point, sealed_size
 from marketplace.roles import Send
-from marketplace.runner.run import run_scenario
 from marketplace.scenario import parse_scenario
 from marketplace.transport.inprocess import run_inprocess
 from marketplace.transport.node import Node
+from scenarios import run_raw
 
 # --- sealing ------------------------------------------------------------------------------------
 
@@ -74,14 +74,10 @@ def with_trust(raw: dict, trust: str, private: bool = False) -> dict:
     return raw
 
 
-def run(raw, tmp_path, name, driver="inprocess"):
-    return run_scenario(parse_scenario(raw, source=name, base_dir=tmp_path), tmp_path / name, driver=driver)
-
-
 @pytest.mark.parametrize("private", [False, True], ids=["non-private", "private"])
 def test_the_less_trusted_run_selects_and_scores_exactly_like_the_trusted_run(scenario, tmp_path, private):
-    trusted = run(with_trust(scenario, "trusted", private), tmp_path, "trusted")
-    less = run(with_trust(scenario, "less_trusted", private), tmp_path, "less")
+    trusted = run_raw(with_trust(scenario, "trusted", private), tmp_path, "trusted")
+    less = run_raw(with_trust(scenario, "less_trusted", private), tmp_path, "less")
     assert less["status"] == trusted["status"] == "completed"
     assert [s[:2] for s in less["selection"]] == [
         s[:2] for s in trusted["selection"]
@@ -93,7 +89,7 @@ def test_the_less_trusted_run_selects_and_scores_exactly_like_the_trusted_run(sc
 
 
 def test_the_less_trusted_curator_receives_no_raw_point_and_no_row_of_d_v(scenario, tmp_path):
-    report = run(with_trust(scenario, "less_trusted"), tmp_path, "less")
+    report = run_raw(with_trust(scenario, "less_trusted"), tmp_path, "less")
     kinds = set(report["messages"]["by_kind"])  # every kind sent in the run, by anyone
     assert {"point", "validation_set", "summary"}.isdisjoint(kinds)
     assert {"sealed_point", "validation_embedding", "sealed_summary"} <= kinds
@@ -362,8 +358,8 @@ def test_the_sealed_summary_is_only_accepted_by_a_less_trusted_consumer(scenario
 @pytest.mark.slow
 def test_a_less_trusted_private_run_over_processes_matches_the_in_process_run(scenario, tmp_path):
     raw = with_trust(scenario, "less_trusted", private=True)
-    processes = run(raw, tmp_path, "processes", driver="processes")
-    inprocess = run(raw, tmp_path, "inprocess")
+    processes = run_raw(raw, tmp_path, "processes", driver="processes")
+    inprocess = run_raw(raw, tmp_path, "inprocess")
     assert processes["status"] == "completed"
     assert processes["selection"] == inprocess["selection"]
     assert processes["metrics"]["mmd2"] == inprocess["metrics"]["mmd2"]

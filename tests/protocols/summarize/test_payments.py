@@ -4,7 +4,6 @@ cannot pay for; every point handed over is paid at its owner's price; the report
 
 from __future__ import annotations
 
-import copy
 import math
 
 import msgspec
@@ -12,8 +11,8 @@ import numpy as np
 import pytest
 
 from marketplace.protocols.summarize.payments import Purse
-from marketplace.runner.run import run_scenario
 from marketplace.scenario import ScenarioError, parse_scenario
+from scenarios import private_tiny_raw, run_raw
 
 # --- the purse ------------------------------------------------------------------------------------
 
@@ -57,27 +56,18 @@ def test_a_budget_that_is_not_a_finite_number_at_least_zero_is_refused(bad):
 
 
 @pytest.fixture
-def priced(tiny_scenario):
-    raw = copy.deepcopy(tiny_scenario)
-    raw["data"]["source"]["covariate_shift"]["rows_per_component"] = 120
-    raw["data"]["consumer"].update(validation_size=30, test_size=20)
-    raw["summarize"].update(
-        rounds=8, features=40, privacy={"enabled": True, "t_init": 200, "t_sub": 5, "eps_auction": 0.5, "tau": 3}
-    )
+def priced():
+    raw = private_tiny_raw()
     raw["lifetime"] = {"terms": {"price": 2.0}, "owner_terms": {"owner-2": {"price": 3.0}}}
     return raw
-
-
-def run(raw, tmp_path, name="run", driver="inprocess"):
-    return run_scenario(parse_scenario(raw, source="priced", base_dir=tmp_path), tmp_path / name, driver=driver)
 
 
 def owners_of(report):
     return {p: r for p, r in report["party_details"].items() if p.startswith("owner-")}
 
 
-def test_every_point_handed_over_is_paid_at_its_owners_posted_price(priced, tmp_path):
-    report = run(priced, tmp_path)
+def test_every_point_handed_over_is_paid_at_its_owners_posted_price(priced, run_cache):
+    report = run_cache.run(priced).report
     sale = report["sale"]
     assert report["status"] == "completed" and sale["spending_budget"] is None
     assert sale["prices"] == {"owner-1": 2.0, "owner-2": 3.0, "owner-3": 2.0}
@@ -92,7 +82,7 @@ def test_every_point_handed_over_is_paid_at_its_owners_posted_price(priced, tmp_
 
 def test_the_curator_never_spends_past_the_consumers_budget_and_says_why_it_ended(priced, tmp_path):
     priced["summarize"]["spending_budget"] = 9.0  # at most 4 points at 2, 3 at 3
-    report = run(priced, tmp_path)
+    report = run_raw(priced, tmp_path)
     sale = report["sale"]
     assert sale["paid"] <= 9.0 + 1e-9
     assert len(report["selection"]) < 8
@@ -102,7 +92,7 @@ def test_the_curator_never_spends_past_the_consumers_budget_and_says_why_it_ende
 
 def test_a_zero_budget_buys_nothing_and_the_run_ends_before_any_point(priced, tmp_path):
     priced["summarize"]["spending_budget"] = 0.0
-    report = run(priced, tmp_path)
+    report = run_raw(priced, tmp_path)
     assert report["sale"]["points_bought"] == 0 and report["sale"]["paid"] == 0.0
     assert "spending budget" in report["end_reason"]
 
@@ -110,13 +100,13 @@ def test_a_zero_budget_buys_nothing_and_the_run_ends_before_any_point(priced, tm
 def test_free_points_under_a_zero_budget_are_still_taken(priced, tmp_path):
     priced["lifetime"] = {"terms": {"price": 0.0}}
     priced["summarize"]["spending_budget"] = 0.0
-    report = run(priced, tmp_path)
+    report = run_raw(priced, tmp_path)
     assert len(report["selection"]) == 8 and report["sale"]["paid"] == 0.0
 
 
 def test_an_owners_cap_stops_its_bids_and_its_points_sold(priced, tmp_path):
     priced["lifetime"] = {"terms": {"price": 1.0, "points_per_consumer": 1}}
-    report = run(priced, tmp_path)
+    report = run_raw(priced, tmp_path)
     for result in owners_of(report).values():
         assert result["result"]["points_sent"] <= 1 and result["result"]["sale"]["cap"] == 1
     assert len(report["selection"]) <= 3  # three owners, one point each
@@ -124,8 +114,8 @@ def test_an_owners_cap_stops_its_bids_and_its_points_sold(priced, tmp_path):
 
 def test_prices_and_budgets_give_the_same_report_with_either_driver(priced, tmp_path):
     priced["summarize"]["spending_budget"] = 11.0
-    a = run(priced, tmp_path, "a", "inprocess")
-    b = run(priced, tmp_path, "b", "processes")
+    a = run_raw(priced, tmp_path, "a", driver="inprocess")
+    b = run_raw(priced, tmp_path, "b", driver="processes")
     assert a["sale"] == b["sale"] and a["selection"] == b["selection"] and a["end_reason"] == b["end_reason"]
 
 
@@ -164,8 +154,8 @@ def check_terms(price):
     return msgspec.msgpack.decode(msgspec.msgpack.encode({"price": price, "points": None}), type=Terms)
 
 
-def test_owners_hand_over_no_point_twice_under_prices(priced, tmp_path):
-    report = run(priced, tmp_path)
+def test_owners_hand_over_no_point_twice_under_prices(priced, run_cache):
+    report = run_cache.run(priced).report
     keys = [k for _, _, k in report["selection"]]
     assert len(keys) == len(set(keys))
     assert np.isfinite(report["sale"]["paid"])

@@ -8,28 +8,18 @@ import copy
 import pytest
 
 from marketplace import plugins
-from marketplace.runner.run import run_scenario
 from marketplace.scenario import ScenarioError, parse_scenario
+from scenarios import private_tiny_raw, run_raw
 
 
 @pytest.fixture
-def private_scenario(tiny_scenario):
-    scenario = copy.deepcopy(tiny_scenario)
-    scenario["data"]["source"]["covariate_shift"]["rows_per_component"] = 120
-    scenario["data"]["consumer"].update(validation_size=30, test_size=20)
-    scenario["summarize"].update(
-        rounds=8, features=40, privacy={"enabled": True, "t_init": 200, "t_sub": 5, "eps_auction": 0.5, "tau": 3}
-    )
-    return scenario
+def private_scenario():
+    return private_tiny_raw()
 
 
-def run(raw, tmp_path, name="run", driver="inprocess"):
-    return run_scenario(parse_scenario(raw, source="private", base_dir=tmp_path), tmp_path / name, driver=driver)
-
-
-def test_a_private_run_reports_a_ledger_per_protected_dataset(private_scenario, tmp_path):
+def test_a_private_run_reports_a_ledger_per_protected_dataset(private_scenario, run_cache):
     private_scenario["summarize"]["privacy"]["release"] = "mwem_paper"  # MWEM: counts per iteration
-    report = run(private_scenario, tmp_path)
+    report = run_cache.run(private_scenario).report
     assert report["status"] == "completed"
     privacy = report["privacy"]
     assert set(privacy) == {"consumer:D_v", "D_s", "auction"}
@@ -47,15 +37,15 @@ def test_a_private_run_reports_a_ledger_per_protected_dataset(private_scenario, 
     assert "mmd2_increase_over_greedy_pct" not in m  # the old name did not say which MMD^2 it compared
 
 
-def test_a_private_run_is_reproducible_from_its_seed(private_scenario, tmp_path):
-    a, b = run(private_scenario, tmp_path, "a"), run(private_scenario, tmp_path, "b")
+def test_a_private_run_is_reproducible_from_its_seed(private_scenario, tmp_path, run_cache):
+    a, b = run_cache.run(private_scenario).report, run_raw(private_scenario, tmp_path, "b")  # two runs all the same
     assert a["selection"] == b["selection"] and a["metrics"] == b["metrics"]
 
 
 @pytest.mark.slow
-def test_a_private_run_gives_the_same_report_with_either_driver(private_scenario, tmp_path):
-    inprocess = run(private_scenario, tmp_path, "inproc")
-    processes = run(private_scenario, tmp_path, "proc", driver="processes")
+def test_a_private_run_gives_the_same_report_with_either_driver(private_scenario, tmp_path, run_cache):
+    inprocess = run_cache.run(private_scenario).report
+    processes = run_raw(private_scenario, tmp_path, "proc", driver="processes")
     assert processes["status"] == "completed", processes["failures"]
     for key in ("selection", "metrics", "value", "parsimony", "privacy"):
         assert processes[key] == inprocess[key], key
@@ -72,10 +62,10 @@ def test_with_huge_eps_the_private_run_selects_what_the_non_private_one_does(pri
         t_init=3000,
         t_sub=400,
     )
-    private = run(huge, tmp_path, "private")
+    private = run_raw(huge, tmp_path, "private")
     plain = copy.deepcopy(huge)
     plain["summarize"]["privacy"] = {"enabled": False}
-    public = run(plain, tmp_path, "public")
+    public = run_raw(plain, tmp_path, "public")
     same = len(set(map(tuple, private["selection"])) & set(map(tuple, public["selection"])))
     # h2 keeps its quantization noise at any eps, so "nearly": most picks shared, quality within 10%
     assert same >= 4, (private["selection"], public["selection"])
@@ -83,8 +73,8 @@ def test_with_huge_eps_the_private_run_selects_what_the_non_private_one_does(pri
     assert private["parsimony"]["rho"] == pytest.approx(1.0)  # eps_auc huge: only rank 1 is asked
 
 
-def test_owners_learn_only_whether_they_were_asked(private_scenario, tmp_path):
-    report = run(private_scenario, tmp_path)
+def test_owners_learn_only_whether_they_were_asked(private_scenario, run_cache):
+    report = run_cache.run(private_scenario).report
     for party, details in report["party_details"].items():
         if party.startswith("owner-"):
             assert details["result"]["rounds_seen"] == 8
@@ -106,7 +96,7 @@ def test_a_budget_smaller_than_the_plan_is_refused_before_anything_starts(privat
     assert "planned total" in str(err.value)
 
 
-def test_the_plan_checked_before_start_is_what_the_run_spends(private_scenario, tmp_path):
+def test_the_plan_checked_before_start_is_what_the_run_spends(private_scenario, tmp_path, run_cache):
     from marketplace.protocols.summarize.private_curator import PrivateSchedule
 
     config = parse_scenario(private_scenario, source="private", base_dir=tmp_path).config
@@ -117,7 +107,7 @@ def test_the_plan_checked_before_start_is_what_the_run_spends(private_scenario, 
     schedule.plan(
         planned, config.summarize.rounds, seed_set_size=config.data.seed_set.size, owners=config.parties.owners
     )
-    report = run(private_scenario, tmp_path)
+    report = run_cache.run(private_scenario).report
     for name, ledger in planned.items():
         assert report["privacy"][name]["eps"] == pytest.approx(ledger.to_dict()["eps"], rel=1e-12), name
 
@@ -147,7 +137,7 @@ def test_a_lying_owner_is_caught_in_the_private_auction(private_scenario, tmp_pa
 def test_the_private_summary_has_no_duplicate_and_owners_never_resend(private_scenario, tmp_path):
     private_scenario["summarize"]["rounds"] = 20
     private_scenario["summarize"]["privacy"].update(eps_auction=0.05, tau=2)  # many requests: a big pool
-    report = run(private_scenario, tmp_path)
+    report = run_raw(private_scenario, tmp_path)
     selection = [tuple(s) for s in report["selection"]]
     assert len(selection) == len(set(selection)) == 20
     for party, details in report["party_details"].items():

@@ -27,6 +27,7 @@ from marketplace.protocols.summarize.private_curator import (
 )
 from marketplace.runner.run import run_scenario
 from marketplace.scenario import ScenarioError, parse_scenario
+from scenarios import config_of
 
 
 def private(tiny_scenario, **privacy):
@@ -39,12 +40,8 @@ def private(tiny_scenario, **privacy):
     return raw
 
 
-def config_of(raw, tmp_path):
-    return parse_scenario(raw, source="plan", base_dir=tmp_path).config
-
-
 def test_an_owners_plan_lists_the_auctions_selections_and_the_g_l_releases(tiny_scenario, tmp_path):
-    config = config_of(private(tiny_scenario), tmp_path)
+    config = config_of(private(tiny_scenario), tmp_path, "plan")
     plan = release_plan(config, "owner-2")
     assert plan.party == "owner-2" and plan.relation == REPLACE_ONE_DISTINCT and plan.min_eps == 1e-12
     assert [a.name for a in plan.accounts] == [AUCTION, SUMMARY]
@@ -65,7 +62,7 @@ def test_an_owners_plan_lists_the_auctions_selections_and_the_g_l_releases(tiny_
 def test_mwem_releases_are_declared_per_step_and_the_first_of_an_empty_seed_set_apart(tiny_scenario, tmp_path):
     raw = private(tiny_scenario, release="mwem_last")
     raw["data"]["seed_set"]["size"] = 0
-    config = config_of(raw, tmp_path)
+    config = config_of(raw, tmp_path, "plan")
     plan = release_plan(config, "owner-1")
     d_s = [r for r in plan.releases if r.account == SUMMARY]
     assert [(r.step().mechanism, r.count) for r in d_s] == [
@@ -83,10 +80,10 @@ def test_mwem_releases_are_declared_per_step_and_the_first_of_an_empty_seed_set_
 
 
 def test_the_non_private_form_and_the_auctions_that_do_not_compose_declare_no_finite_cost(tiny_scenario, tmp_path):
-    config = config_of(copy.deepcopy(tiny_scenario), tmp_path)
+    config = config_of(copy.deepcopy(tiny_scenario), tmp_path, "plan")
     assert release_plan(config, "owner-1").declared().cost is None
     assert release_plan(config, "consumer").declared().cost is None
-    config = config_of(private(tiny_scenario, auction="paper"), tmp_path)
+    config = config_of(private(tiny_scenario, auction="paper"), tmp_path, "plan")
     plan = release_plan(config, "owner-1")
     assert plan.declared().cost is None and "the paper's auction" in plan.unbounded
     assert plan.release(AUCTION_MECHANISM["paper"]).delta > 0  # still what the curator records
@@ -153,12 +150,12 @@ def test_a_budget_below_the_plan_is_refused_naming_its_key(tiny_scenario, tmp_pa
     with pytest.raises(ScenarioError, match=f"summarize.privacy.{key}") as err:
         parse_scenario(raw, source="plan", base_dir=tmp_path)
     assert "planned total" in str(err.value)
-    config = config_of(private(tiny_scenario, **{key: 1e6}), tmp_path)  # a budget above the plan passes
+    config = config_of(private(tiny_scenario, **{key: 1e6}), tmp_path, "plan")  # a budget above the plan passes
     assert release_plan(config, "owner-1").declared().cost.eps > 0
 
 
 def test_a_release_beyond_the_plan_is_refused(tiny_scenario, tmp_path):
-    plan = release_plan(config_of(private(tiny_scenario), tmp_path), "owner-1")
+    plan = release_plan(config_of(private(tiny_scenario), tmp_path, "plan"), "owner-1")
     ledger = plan.ledger(AUCTION, budget=False)
     plan.spend(ledger, AUCTION_MECHANISM["composed"], 6)
     with pytest.raises(PlanExceeded, match="planned 6"):
@@ -168,7 +165,7 @@ def test_a_release_beyond_the_plan_is_refused(tiny_scenario, tmp_path):
 def test_a_run_without_a_noisy_release_of_an_owner_still_charges_the_floor(tiny_scenario, tmp_path):
     raw = private(tiny_scenario, eps_auction=0.0)
     raw["summarize"]["rounds"] = 1
-    declared = release_plan(config_of(raw, tmp_path), "owner-1").declared()
+    declared = release_plan(config_of(raw, tmp_path, "plan"), "owner-1").declared()
     assert declared.cost.eps == 1e-12 and "not covered: the points sold" in declared.what
 
 
@@ -209,7 +206,7 @@ SETTINGS = [
 def test_the_zcdp_statement_is_the_hand_formulas(tiny_scenario, tmp_path, settings, seed_set):
     raw = private(tiny_scenario, **settings)
     raw["data"]["seed_set"]["size"] = seed_set
-    config = config_of(raw, tmp_path)
+    config = config_of(raw, tmp_path, "plan")
     s = config.summarize
     schedule = PrivateSchedule.resolve(s.privacy, features=s.features, rounds=s.rounds, seed_set_size=seed_set)
     declared = release_plan(config, "owner-1").declared()
@@ -226,7 +223,7 @@ def test_mwem_releases_state_the_tighter_zcdp_figure_of_their_two_steps(tiny_sce
     step, eps^2/2; the plan declares its two steps, each (eps/2)^2/2: half the figure, still valid."""
     raw = private(tiny_scenario, release="mwem_paper")
     raw["data"]["seed_set"]["size"] = seed_set
-    config = config_of(raw, tmp_path)
+    config = config_of(raw, tmp_path, "plan")
     s = config.summarize
     schedule = PrivateSchedule.resolve(s.privacy, features=s.features, rounds=s.rounds, seed_set_size=seed_set)
     auction = s.rounds * schedule.auction_round(config.parties.owners)[0] ** 2 / 2

@@ -18,8 +18,8 @@ from marketplace.privacy.rng import make_rng
 from marketplace.protocols.summarize.features import RandomFourierFeatures
 from marketplace.protocols.summarize.gaussian_release import SUM_L2_SENSITIVITY, gaussian_mean_release, james_stein
 from marketplace.protocols.summarize.private_curator import GAUSSIAN_MECHANISM, PrivateSchedule
-from marketplace.runner.run import run_scenario
 from marketplace.scenario import parse_scenario
+from scenarios import private_tiny_raw, run_raw
 
 ROW = replace_one("a row")
 
@@ -98,18 +98,8 @@ def test_calibrate_zcdp_finds_the_largest_rho_within_the_target(eps, delta):
 
 
 @pytest.fixture
-def private_scenario(tiny_scenario):
-    scenario = copy.deepcopy(tiny_scenario)
-    scenario["data"]["source"]["covariate_shift"]["rows_per_component"] = 120
-    scenario["data"]["consumer"].update(validation_size=30, test_size=20)
-    scenario["summarize"].update(
-        rounds=8, features=40, privacy={"enabled": True, "t_init": 200, "t_sub": 5, "eps_auction": 0.5, "tau": 3}
-    )
-    return scenario
-
-
-def run(raw, tmp_path, name):
-    return run_scenario(parse_scenario(raw, source=name, base_dir=tmp_path), tmp_path / name, driver="inprocess")
+def private_scenario():
+    return private_tiny_raw()
 
 
 def with_release(raw, release):
@@ -118,9 +108,9 @@ def with_release(raw, release):
     return raw
 
 
-def test_every_release_ends_a_run_at_the_same_guarantee_per_protected_dataset(private_scenario, tmp_path):
+def test_every_release_ends_a_run_at_the_same_guarantee_per_protected_dataset(private_scenario, run_cache):
     reports = {
-        r: run(with_release(private_scenario, r), tmp_path, r)
+        r: run_cache.run(with_release(private_scenario, r)).report
         for r in ("mwem_paper", "mwem_call_average", "mwem_last", "gaussian")
     }
     reference = reports["mwem_paper"]["privacy"]
@@ -154,10 +144,10 @@ def test_with_huge_eps_the_gaussian_run_selects_what_the_non_private_one_does(pr
     huge["summarize"]["privacy"].update(
         eps_validation=1e4, eps_first_round=1e4, eps_later_rounds=1e4, eps_auction=50.0, tau=1000
     )
-    private = run(huge, tmp_path, "private")
+    private = run_raw(huge, tmp_path, "private")
     plain = copy.deepcopy(huge)
     plain["summarize"]["privacy"] = {"enabled": False}
-    public = run(plain, tmp_path, "public")
+    public = run_raw(plain, tmp_path, "public")
     assert private["selection"] == public["selection"]
 
 

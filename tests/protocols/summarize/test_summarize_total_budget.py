@@ -8,13 +8,12 @@ import csv
 import dataclasses
 
 import pytest
-import yaml
 from conftest import run_cli, tiny_raw
 
 from marketplace.protocols.summarize.config import SummarizePrivacy
 from marketplace.protocols.summarize.private_curator import PrivateSchedule
-from marketplace.runner.run import run_scenario
 from marketplace.scenario import ScenarioError, parse_scenario
+from scenarios import run_raw, write_scenario
 
 KEY = "summarize.privacy.total_epsilon"
 
@@ -23,10 +22,6 @@ def private_raw(seed_set: int = 4, **privacy) -> dict:
     raw = tiny_raw(privacy={"enabled": True, "t_init": 20, **privacy})
     raw["data"]["seed_set"]["size"] = seed_set
     return raw
-
-
-def run(raw, tmp_path, name="run"):
-    return run_scenario(parse_scenario(raw, source=name, base_dir=tmp_path), tmp_path / name, driver="inprocess")
 
 
 @pytest.mark.parametrize(
@@ -54,7 +49,7 @@ def run(raw, tmp_path, name="run"):
 )
 @pytest.mark.parametrize("total", [0.3, 4.0])
 def test_the_ds_ledger_states_exactly_the_total_budget(privacy, seed_set, total, tmp_path):
-    report = run(private_raw(seed_set, total_epsilon=total, **privacy), tmp_path)
+    report = run_raw(private_raw(seed_set, total_epsilon=total, **privacy), tmp_path)
     assert report["status"] == "completed" and len(report["selection"]) == 6  # every round released
     ledger = report["privacy"]["D_s"]
     assert ledger["eps"] == pytest.approx(total, rel=1e-9)
@@ -63,8 +58,8 @@ def test_the_ds_ledger_states_exactly_the_total_budget(privacy, seed_set, total,
 
 
 def test_the_auction_and_dv_ledgers_do_not_move_with_the_total(tmp_path):
-    a = run(private_raw(total_epsilon=0.5), tmp_path, "a")["privacy"]
-    b = run(private_raw(total_epsilon=5.0), tmp_path, "b")["privacy"]
+    a = run_raw(private_raw(total_epsilon=0.5), tmp_path, "a")["privacy"]
+    b = run_raw(private_raw(total_epsilon=5.0), tmp_path, "b")["privacy"]
     assert a["auction"]["eps"] == b["auction"]["eps"] == pytest.approx(6 * 0.1)
     assert a["consumer:D_v"]["eps"] == b["consumer:D_v"]["eps"]
     assert a["D_s"]["eps"] == pytest.approx(0.5) and b["D_s"]["eps"] == pytest.approx(5.0)
@@ -142,15 +137,13 @@ def test_the_plan_counts_the_first_private_mwem_release_when_the_seed_set_is_emp
 
 
 def test_the_cli_refuses_a_bad_total_with_exit_2(tmp_path):
-    path = tmp_path / "s.yaml"
-    path.write_text(yaml.safe_dump(private_raw()))
+    path = write_scenario(tmp_path, private_raw(), "s.yaml")
     result = run_cli("run", str(path), "--driver", "inprocess", "--set", f"{KEY}=-2", "--out", str(tmp_path / "out"))
     assert result.returncode == 2 and KEY in result.stderr and "Traceback" not in result.stderr
 
 
 def test_a_sweep_over_the_total_reports_tabulates_and_plots_the_eps_spent(tmp_path):
-    path = tmp_path / "s.yaml"
-    path.write_text(yaml.safe_dump(private_raw()))
+    path = write_scenario(tmp_path, private_raw(), "s.yaml")
     out = tmp_path / "out"
     result = run_cli("run", str(path), "--driver", "inprocess", "--sweep", f"{KEY}=1,2", "--out", str(out))
     assert result.returncode == 0, result.stderr
