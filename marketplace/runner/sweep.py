@@ -186,9 +186,10 @@ def run_sweep(
 ) -> list[dict[str, Any]]:
     """Run every point (in order), write ``runs.csv`` and ``summary.csv`` (and ``sweep.png`` when a
     numeric key is swept) under ``out``; returns the per-run rows. ``out`` must be new or empty
-    (:class:`~marketplace.runner.run.RunFolderError`), and ``driver`` and ``launch`` valid (ValueError),
+    (:class:`~marketplace.runtime.run_folder.RunFolderError`), and ``driver`` and ``launch`` valid (ValueError),
     both checked here once, before the first run."""
-    from marketplace.runner.run import check_driver, check_run_folder, run_in_folder
+    from marketplace.runner.run import check_driver, run_in_folder
+    from marketplace.runtime.run_folder import check_run_folder
 
     checked_driver, checked_launch = check_driver(driver, launch)
     out = check_run_folder(out)
