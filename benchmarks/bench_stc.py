@@ -10,7 +10,7 @@ Run: python benchmarks/bench_stc.py [--blas-threads N] [--quick]
   swap candidates cut to a random 2,000 (``max_candidates``), to show what the option trades;
 * the kd-tree coreset (C = 0.05) of 10,000 2-D target points.
 
-BLAS runs with one thread by default, as in a party process (``runner.party_process``): on two
+BLAS runs with one thread by default, as in a party process (``runtime.party_process``): on two
 cores the skinny products of the solver are much slower with two OpenBLAS threads when anything
 else runs. ``--blas-threads 0`` leaves BLAS as it is. The solver rows also print the CPU time of
 their last run, a steadier figure than wall time on a shared machine.

@@ -35,9 +35,9 @@ from .datasets import DatasetMissing as DatasetMissing
 from .market import MarketError as MarketError
 from .market import MarketReport as MarketReport
 from .market import play_market as play_market
-from .runner.results import Report as Report
-from .runner.results import SweepResult as SweepResult
-from .runner.run import RunFolderError as RunFolderError
+from .runner.sweep import SweepResult as SweepResult
+from .runtime.results import Report as Report
+from .runtime.run_folder import RunFolderError as RunFolderError
 from .scenario import Scenario as Scenario
 from .scenario import ScenarioError as ScenarioError
 from .service.api import Marketplace as Marketplace

@@ -33,7 +33,7 @@ an unknown key the closest valid ones), :class:`DatasetMissing` for a dataset no
 :class:`RunFailed` for a run that did not complete (``err.report`` is its :class:`Report`).
 
 A script calling :func:`run` needs no ``if __name__ == "__main__":`` guard, under either driver
-(see :mod:`marketplace.runner.forkserver`).
+(see :mod:`marketplace.runtime.forkserver`).
 """
 
 from __future__ import annotations
@@ -47,8 +47,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from marketplace.runner.results import Report, SweepResult
-    from marketplace.runner.sweep import SweepPoint
+    from marketplace.runner.sweep import SweepPoint, SweepResult
+    from marketplace.runtime import Report
     from marketplace.scenario import Scenario
 
 __all__ = ["RunFailed", "RunHandle", "Validation", "load", "plan", "run", "start", "sweep", "validate"]
@@ -143,7 +143,7 @@ def validate(scenario: Scenario | str | Path | Mapping[str, Any], *, seed: int |
     plan, and the data (the dataset is in the cache, the world builds and splits among the
     parties). ``seed`` replaces the scenario's. Raises :class:`ScenarioError`."""
     from marketplace import plugins
-    from marketplace.runner.run import prepare_world
+    from marketplace.runtime import prepare_world
 
     scenario = _scenario(scenario, seed)
     world = prepare_world(scenario, plugins.exchange(scenario.config.protocol))
@@ -162,7 +162,7 @@ def validate(scenario: Scenario | str | Path | Mapping[str, Any], *, seed: int |
 def output_folder(scenario: Scenario, out: str | Path | None, kind: str = "") -> Path:
     """``out`` if it is new or empty (:class:`RunFolderError` otherwise), else a fresh default
     folder ``runs/<name>[-kind]-<timestamp>``."""
-    from marketplace.runner.run import check_run_folder, default_run_folder
+    from marketplace.runtime import check_run_folder, default_run_folder
 
     return check_run_folder(out) if out is not None else default_run_folder(scenario.config.name, kind)
 
@@ -199,8 +199,8 @@ def _run_in(
     scenario: Scenario, folder: Path, *, driver: Driver, launch: Launch, progress: Progress | bool | None, check: bool
 ) -> Report:
     """:func:`run` in ``folder``, once the folder and the driver are checked."""
-    from marketplace.runner.results import Report
     from marketplace.runner.run import run_in_folder
+    from marketplace.runtime import Report
 
     if progress is True:
         from rich.console import Console
@@ -328,9 +328,8 @@ def sweep(
     ``runs/<name>-sweep-<timestamp>``). ``on_run(point, row)`` is called as each run finishes;
     ``progress=True`` prints a line per finished run (and a progress bar on a terminal). A run
     that fails is a row with its status, not an exception."""
-    from marketplace.runner.results import SweepResult
-    from marketplace.runner.run import default_run_folder
-    from marketplace.runner.sweep import run_folder, run_sweep, summarize_rows
+    from marketplace.runner.sweep import SweepResult, run_folder, run_sweep, summarize_rows
+    from marketplace.runtime import default_run_folder
 
     points = plan(scenario, vary, repeats=repeats, seed=seed)
     # the folder and the driver are checked by run_sweep, before its first run

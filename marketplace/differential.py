@@ -14,7 +14,7 @@ declared disclosure, or that the protocol does not declare at all.
 The sessions run every party in one process with the in-process driver (the coupling is held in a
 context variable): a *run* session holds the simulator's world, each party given its share; a
 *served* one is shaped as a deployment (each party its own rows, the consumer handed the run report
-assembled from what each party publishes, as :mod:`marketplace.runner.party_reports` hands it over).
+assembled from what each party publishes, as :mod:`marketplace.runtime.party_reports` hands it over).
 Timings are left out of the report compared: the clock decides them (an owner's own timings never
 leave it in a deployment).
 """
@@ -39,7 +39,7 @@ from marketplace.parties import build_role, owner_number, party_ids, share_of
 from marketplace.privacy.coupling import Coupling, coupled
 from marketplace.privacy.view import Seen, covering
 from marketplace.roles import CONSUMER, CURATOR
-from marketplace.runner.json_files import json_default
+from marketplace.runtime import json_default
 from marketplace.scenario import Scenario
 from marketplace.transport.inprocess import run_inprocess
 from marketplace.transport.node import Node
@@ -113,8 +113,7 @@ def holding(share: World, owner: str, rows: Dataset) -> World:
 def session(scenario: Scenario, shares: dict[str, World], coupling: Coupling, *, served: bool) -> Received:
     """Run ``scenario`` in one process, each party holding its share, every release coupled through
     ``coupling``; what each party received (and, ``served``, the run report the consumer gets)."""
-    from marketplace.runner.assemble import assemble_from_reports
-    from marketplace.runner.party_reports import party_report
+    from marketplace.runtime import assemble_from_reports, party_report
 
     config = scenario.config
     exchange = plugins.exchange(config.protocol)

@@ -93,7 +93,7 @@ class ProtocolSpec:
     session, or parties that run on their own for ``marketplace assemble``): public values and the
     accounts of its declared releases, such as its privacy ledger. Every other key stays in the
     owner's own report, and so do its timings: a key not listed here never reaches another party
-    (:mod:`marketplace.runner.publication`). A simulation's report shows the rest as the simulator's
+    (:mod:`marketplace.runtime.publication`). A simulation's report shows the rest as the simulator's
     view."""
     curator_publishes: str | None = None
     """``module:function`` giving the curator's ``result()`` as it may leave the curator in a

@@ -46,7 +46,7 @@ import zmq.auth
 from marketplace.parties import party_ids, role_of
 from marketplace.privacy import noise as noise_keys
 from marketplace.roles import CURATOR
-from marketplace.runner.identity import scenario_identity
+from marketplace.runtime import scenario_identity
 from marketplace.scenario import Scenario
 from marketplace.version import __version__
 

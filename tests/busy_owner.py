@@ -25,8 +25,8 @@ from marketplace import plugins
 from marketplace.messages import Envelope
 from marketplace.parties import build_role, make_world, share_of
 from marketplace.protocols.summarize.owner import SummarizeOwner
-from marketplace.runner.links import link_settings
-from marketplace.runner.nodes import default_run_id
+from marketplace.runtime.links import link_settings
+from marketplace.runtime.nodes import default_run_id
 from marketplace.scenario import load_scenario
 from marketplace.transport.node import Node
 from marketplace.transport.zmq_driver import serve_party

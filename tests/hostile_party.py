@@ -19,9 +19,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hostile_roles import BEHAVIOURS, data_with_huge_values, make_hostile  # noqa: E402
 
 from marketplace.parties import build_role, make_world, party_ids, share_of  # noqa: E402
-from marketplace.runner.json_files import write_json  # noqa: E402
-from marketplace.runner.links import link_settings  # noqa: E402
-from marketplace.runner.party_reports import party_report  # noqa: E402
+from marketplace.runtime.json_files import write_json  # noqa: E402
+from marketplace.runtime.links import link_settings  # noqa: E402
+from marketplace.runtime.party_reports import party_report  # noqa: E402
 from marketplace.scenario import load_scenario  # noqa: E402
 from marketplace.transport.node import Node  # noqa: E402
 from marketplace.transport.zmq_driver import serve_party  # noqa: E402

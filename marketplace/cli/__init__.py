@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None = None) -> int:
-    from marketplace.runner.forkserver import forkserver_running
+    from marketplace.runtime import forkserver_running
 
     argv = sys.argv[1:] if argv is None else argv
     # a run that forks its parties starts the server first: its imports (half a second or more) run

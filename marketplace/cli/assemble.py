@@ -57,7 +57,7 @@ def assemble_command(args: argparse.Namespace) -> int:
     scenario = scenario_of(args)
     if scenario is None:
         return EXIT_USAGE
-    from marketplace.runner.assemble import assemble_from_party_reports
+    from marketplace.runtime import assemble_from_party_reports
 
     if not Path(args.parties).is_dir() and args.wait <= 0:
         print(

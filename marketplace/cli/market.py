@@ -17,7 +17,7 @@ EXIT_OK, EXIT_USAGE, EXIT_RUN_FAILED = 0, 2, 3
 def market_command(args: argparse.Namespace) -> int:
     """Validate or play the market file ``args.scenario`` (a ``run`` or ``validate`` namespace);
     ``--seed`` replaces ``market.seed`` and ``--repeats`` ``market.repeats``. The command line stops
-    the forkserver on every way out (:func:`marketplace.runner.forkserver.forkserver_running`)."""
+    the forkserver on every way out (:func:`marketplace.runtime.forkserver.forkserver_running`)."""
     from marketplace.market.spec import MarketError, check_worlds, describe, read_market
 
     unsupported = [
@@ -55,7 +55,7 @@ def _play(args: argparse.Namespace, spec: MarketSpec) -> int:
 
     from marketplace.market.run import play
     from marketplace.market.tables import print_tables
-    from marketplace.runner.run import RunFolderError
+    from marketplace.runtime import RunFolderError
 
     # an owner declining a request is the market at work, not a warning: each request's line says who declined
     logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")

@@ -1,5 +1,5 @@
 """``marketplace curator|owner|consumer|owners``: one party, or an owner host of many owners, in
-this process (what each container runs), through :func:`marketplace.runner.party_process.run_host`."""
+this process (what each container runs), through :func:`marketplace.runtime.party_process.run_host`."""
 
 from __future__ import annotations
 
@@ -175,7 +175,7 @@ def party_command(args: argparse.Namespace) -> int:
     if scenario is None:
         return EXIT_USAGE
     from marketplace.parties import party_ids
-    from marketplace.runner.party_process import run_host
+    from marketplace.runtime import run_host
 
     party = {"curator": "curator", "consumer": "consumer"}.get(args.command) or args.id
     logging.basicConfig(
@@ -214,7 +214,7 @@ def owners_command(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     from marketplace.data.own_files import parse_data_files
     from marketplace.parties import host_label, parse_owner_ids
-    from marketplace.runner.party_process import run_host
+    from marketplace.runtime import run_host
 
     try:
         owners = parse_owner_ids(args.ids, scenario.config.parties.owners)

@@ -68,7 +68,7 @@ def request_command(args: argparse.Namespace) -> int:
     to the owner of ``--chown-like``). ``--out`` must be new or empty, as for ``marketplace run``."""
     from marketplace.api import load
     from marketplace.data.own_files import OwnDataError
-    from marketplace.runner.run import RunFolderError, default_run_folder
+    from marketplace.runtime import RunFolderError, default_run_folder
     from marketplace.scenario import ScenarioError
     from marketplace.service.api import request, resume
     from marketplace.service.client import RequestFailed, RequestRefused

@@ -136,7 +136,7 @@ def validate_command(args: argparse.Namespace) -> int:
 
 def _out(args: argparse.Namespace, scenario: Scenario, kind: str = "") -> Path:
     """--out, or a fresh default folder ``runs/<name>[-kind]-<timestamp>`` (the API checks it)."""
-    from marketplace.runner.run import default_run_folder
+    from marketplace.runtime import default_run_folder
 
     return Path(args.out) if args.out else default_run_folder(scenario.config.name, kind)
 
@@ -152,7 +152,7 @@ def _run(args: argparse.Namespace, scenario: Scenario) -> int:
     from marketplace.api import RunFailed, run
     from marketplace.reporting.format import shorten
     from marketplace.runner.display import print_summary, round_progress
-    from marketplace.runner.run import RunFolderError
+    from marketplace.runtime import RunFolderError
     from marketplace.scenario import ScenarioError
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -191,8 +191,8 @@ def _sweep(args: argparse.Namespace, scenario: Scenario) -> int:
     from marketplace.api import sweep
     from marketplace.plugins import exchange
     from marketplace.reporting.format import plural
-    from marketplace.runner.run import RunFolderError
     from marketplace.runner.sweep import parse_axis
+    from marketplace.runtime import RunFolderError
     from marketplace.scenario import ScenarioError
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")

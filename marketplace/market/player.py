@@ -60,7 +60,7 @@ def seed_derived_noise(report: Mapping[str, Any], folder: Path | None = None) ->
         }
         out["noise"] = noise_section | {"summary": SEED_DERIVED, "parties": parties}
         if folder is not None and (folder / "report.json").is_file():
-            from marketplace.runner.json_files import write_json
+            from marketplace.runtime import write_json
 
             write_json(folder / "report.json", out)
     return out

@@ -36,7 +36,7 @@ def play(
     called as each request is settled (``rule`` reads ``repeat-<i>/<rule>`` when N > 1). Raises
     :class:`~marketplace.market.spec.MarketError` before anything runs if the file, or the data of
     one of its requests under any repeat's seed, is invalid."""
-    from marketplace.runner.run import check_run_folder, default_run_folder
+    from marketplace.runtime import check_run_folder, default_run_folder
 
     if driver not in ("processes", "inprocess"):
         raise ValueError(f"The 'driver' parameter of play must be 'processes' or 'inprocess'. Got {driver!r} instead.")

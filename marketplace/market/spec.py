@@ -539,7 +539,7 @@ def check_worlds(spec: MarketSpec) -> None:
     """Build the data of every list entry's request as a run would before starting (the dataset is
     in the cache, the world builds and splits among the parties), so that no request fails on its
     data mid-stream. Raises :class:`MarketError` naming the request."""
-    from marketplace.runner.run import prepare_world
+    from marketplace.runtime import prepare_world
 
     seen: set[int] = set()
     for request in spec.requests:

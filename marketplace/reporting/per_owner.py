@@ -1,5 +1,5 @@
 """What each owner gave up over a run, and to whom: the report's ``privacy_per_owner`` section and
-its terminal table (the runner finds a run's exposures with :func:`marketplace.runner.per_owner.owner_section`).
+its terminal table (the runner finds a run's exposures with :func:`marketplace.runtime.per_owner.owner_section`).
 
 The ledgers are kept per protected dataset (``D_s``, ``auction``, an owner's rows); an owner wants
 to know, for each party that observes something of its data (the consumer, the curator, the other

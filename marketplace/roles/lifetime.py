@@ -5,7 +5,7 @@ When the scenario names a ledger folder (``lifetime.ledgers``), every owner is s
 :func:`admit` has reserved, on the owner's own ledger, what the run's protocol declares the run may
 release about the owner's data (``owner_cost`` of its exchange, from the scenario alone). Building
 its role reserves nothing: reserving is a step of starting the party (:func:`admit_party`, done
-where parties are started, :func:`marketplace.runner.nodes.build_node`), so the reservation is on
+where parties are started, :func:`marketplace.runtime.nodes.build_node`), so the reservation is on
 disk before the party runs, and so before anything can leave. If it does not fit (or the release
 has no finite cost, or this request was already charged), the party runs a :class:`DeclinedParty`
 instead of its role: it says hello, tells the curator why it declines, and releases nothing;

@@ -35,11 +35,11 @@ from marketplace.data.dataset import World
 from marketplace.messages.errors import cut
 from marketplace.parties import host_label, party_ids, role_of, share_of
 from marketplace.roles import CURATOR
-from marketplace.runner.command_line import party_command
-from marketplace.runner.forkserver import BLAS_ENV, forkserver_context
-from marketplace.runner.links import link_settings
-from marketplace.runner.party_reports import OWN_REPORTS
-from marketplace.runner.scheduling import start_as_party
+from marketplace.runtime.command_line import party_command
+from marketplace.runtime.forkserver import BLAS_ENV, forkserver_context
+from marketplace.runtime.links import link_settings
+from marketplace.runtime.party_reports import OWN_REPORTS
+from marketplace.runtime.scheduling import start_as_party
 from marketplace.scenario import Scenario
 from marketplace.transport.host import FILES_PER_OWNER, HOST_SPARE_FILES
 
@@ -170,7 +170,7 @@ def _fork(
     own_report_to: Path | None = None,
 ) -> Child:
     """A party (or, ``hosted``, an owner host) forked from the forkserver and handed its shares."""
-    from marketplace.runner.party_process import forked_main
+    from marketplace.runtime.party_process import forked_main
 
     label = host_label(parties)
     log_path = log_dir / f"{label}.log"

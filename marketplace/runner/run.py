@@ -13,93 +13,30 @@ from typing import Any, Literal
 
 from marketplace import plugins
 from marketplace.data.dataset import World
-from marketplace.parties import make_world, party_ids, role_of
+from marketplace.parties import party_ids, role_of
 from marketplace.plugins import Exchange
 from marketplace.privacy import noise as noise_keys
 from marketplace.reporting.history import write_history_files
 from marketplace.roles import CURATOR
-from marketplace.runner.assemble import assemble_report
 from marketplace.runner.blame import failure_lines
-from marketplace.runner.forkserver import forkserver_context
-from marketplace.runner.json_files import write_json
-from marketplace.runner.lifetime import with_request_id
-from marketplace.runner.losses import excluded_owners
-from marketplace.runner.nodes import build_node, default_run_id
-from marketplace.runner.party_process import EXIT_OK, EXIT_RUN_FAILED
-from marketplace.runner.party_reports import OWN_REPORTS, party_report, read_reports
 from marketplace.runner.processes import Child, Launch, ProcessRun, last_line, run_processes
-from marketplace.runner.report import write_messages_csv
-from marketplace.runner.scheduling import single_threaded_blas
+from marketplace.runtime.assemble import assemble_report
+from marketplace.runtime.forkserver import forkserver_context
+from marketplace.runtime.json_files import write_json
+from marketplace.runtime.lifetime import with_request_id
+from marketplace.runtime.losses import excluded_owners
+from marketplace.runtime.nodes import build_node, default_run_id
+from marketplace.runtime.party_process import EXIT_OK, EXIT_RUN_FAILED
+from marketplace.runtime.party_reports import OWN_REPORTS, party_report, read_reports
+from marketplace.runtime.report import write_messages_csv
+from marketplace.runtime.run_folder import check_run_folder
+from marketplace.runtime.scheduling import single_threaded_blas
+from marketplace.runtime.world import prepare_world
 from marketplace.scenario import Scenario, ScenarioConfig, ScenarioError
 from marketplace.transport.inprocess import StalledRun, run_inprocess
 
 log = logging.getLogger(__name__)
 Driver = Literal["processes", "inprocess"]
-
-
-class RunFolderError(ValueError):
-    """The output folder is a file, or already holds files (an earlier run's): nothing was started."""
-
-
-def check_run_folder(out_dir: str | Path) -> Path:
-    """``out_dir`` as a Path if a run may write there: a new folder or an empty one.
-
-    A file, or a folder that already holds files (say, an earlier run's), is refused with
-    :class:`RunFolderError`: two runs' reports, logs and keys would otherwise mix.
-    """
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise RunFolderError(f"{out} is a file; a run writes a folder (give a new or an empty one)")
-    if out.is_dir():
-        held = sorted(p.name + ("/" if p.is_dir() else "") for p in out.iterdir())
-        if held:
-            shown = ", ".join(held[:5]) + (", ..." if len(held) > 5 else "")
-            raise RunFolderError(
-                f"{out} already holds files ({shown}), perhaps from an earlier run; give a new "
-                "folder, or remove this one, so that two runs' files do not mix"
-            )
-    return out
-
-
-def default_run_folder(name: str, kind: str = "") -> Path:
-    """``runs/<name>[-kind]-<timestamp>``, with ``-2``, ``-3``, ... when that folder already exists."""
-    from datetime import datetime
-
-    base = Path("runs") / f"{name}{'-' + kind if kind else ''}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
-    candidate, n = base, 1
-    while candidate.exists():
-        n += 1
-        candidate = base.with_name(f"{base.name}-{n}")
-    return candidate
-
-
-def prepare_world(
-    scenario: Scenario, exchange: Exchange, *, build: Callable[[Scenario, Exchange], World] | None = None
-) -> World:
-    """Build the world of ``scenario`` and run the checks that need the data (what ``run`` does
-    before it starts anything, and ``validate`` too). ``exchange`` is the scenario's exchange, resolved
-    once where the run starts; ``build(scenario, exchange)`` gives the world instead of building it (a
-    served marketplace keeps its worlds). Raises :class:`ScenarioError` naming the key when the data
-    cannot be built or split as described."""
-    config = scenario.config
-    try:
-        world = build(scenario, exchange) if build is not None else make_world(config, exchange)
-    except (ValueError, OSError) as err:
-        key, sep, text = str(err).partition(": ")
-        if sep and _is_key_path(key):
-            raise ScenarioError(scenario.source, key, text) from None
-        raise ScenarioError(scenario.source, "data", str(err)) from None
-    try:  # settings that can only be checked against the data's shape
-        exchange.check_world(config, world)
-    except ValueError as err:
-        key, _, text = str(err).partition(": ")
-        raise ScenarioError(scenario.source, key, text) from None
-    return world
-
-
-def _is_key_path(text: str) -> bool:
-    """Whether ``text`` looks like a scenario key path (``data.consumer.validation_size``)."""
-    return bool(text) and "." in text and all(part.isidentifier() for part in text.split("."))
 
 
 def run_scenario(
@@ -119,10 +56,10 @@ def run_scenario(
     run moves on to work that has no rounds (the evaluation and the baselines, which can take a
     minute after the last round).
 
-    Raises :class:`RunFolderError` if ``out_dir`` is a file or already holds files, ValueError for
-    an unknown ``driver`` or ``launch``, and :class:`ScenarioError` if the data cannot be built as
-    described (all before anything starts). Returns the report; its ``status`` says whether the run
-    completed.
+    Raises :class:`~marketplace.runtime.run_folder.RunFolderError` if ``out_dir`` is a file or already
+    holds files, ValueError for an unknown ``driver`` or ``launch``, and :class:`ScenarioError` if the
+    data cannot be built as described (all before anything starts). Returns the report; its
+    ``status`` says whether the run completed.
     """
     check_driver(driver, launch)
     return run_in_folder(
@@ -154,8 +91,8 @@ def run_in_folder(
     on_phase: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """:func:`run_scenario` in ``out``, a new or empty folder, with ``driver`` and ``launch`` both
-    already checked (:func:`check_run_folder`, :func:`check_driver`): for callers that check them
-    before they start the run (a run in the background, a sweep)."""
+    already checked (:func:`~marketplace.runtime.run_folder.check_run_folder`, :func:`check_driver`): for
+    callers that check them before they start the run (a run in the background, a sweep)."""
     config = scenario.config
     if config.data.schema_only:
         raise ScenarioError(

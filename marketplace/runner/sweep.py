@@ -23,10 +23,11 @@ import itertools
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from marketplace.runtime.results import Report
 from marketplace.scenario import Scenario, ScenarioError, parse_scenario
 from marketplace.scenario.config import ScenarioConfig
 from marketplace.scenario.load import parse_value, set_path, unknown_key_message
@@ -34,6 +35,7 @@ from marketplace.schema import key_is_known
 
 __all__ = [
     "SweepPoint",
+    "SweepResult",
     "parse_axis",
     "plan_sweep",
     "result_line",
@@ -59,6 +61,28 @@ class SweepPoint:
     def label(self) -> str:
         parts = [f"{key.rsplit('.', 1)[-1]}={value}" for key, value in self.values.items()]
         return re.sub(r"[^A-Za-z0-9_.=-]+", "_", "-".join(parts + [f"r{self.repeat}"]))
+
+
+@dataclass
+class SweepResult:
+    """A finished sweep: ``rows`` (one per run, as in ``runs.csv``), ``summary`` (mean and sd over
+    repeats per point, as in ``summary.csv``), the swept ``keys``, the sweep folder ``out`` and
+    each run's own folder (``run_folders``, in the order of ``rows``)."""
+
+    rows: list[dict[str, Any]]
+    summary: list[dict[str, Any]]
+    keys: list[str]
+    out: Path
+    run_folders: list[Path] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[dict[str, Any]]:
+        """The rows of the runs that did not complete."""
+        return [row for row in self.rows if row.get("status") != "completed"]
+
+    def report(self, index: int) -> Report:
+        """The full report of run ``index`` (a row's ``point``), read from its folder."""
+        return Report.load(self.run_folders[index])
 
 
 def parse_axis(text: str) -> tuple[str, list[Any]]:
@@ -162,9 +186,10 @@ def run_sweep(
 ) -> list[dict[str, Any]]:
     """Run every point (in order), write ``runs.csv`` and ``summary.csv`` (and ``sweep.png`` when a
     numeric key is swept) under ``out``; returns the per-run rows. ``out`` must be new or empty
-    (:class:`~marketplace.runner.run.RunFolderError`), and ``driver`` and ``launch`` valid (ValueError),
+    (:class:`~marketplace.runtime.run_folder.RunFolderError`), and ``driver`` and ``launch`` valid (ValueError),
     both checked here once, before the first run."""
-    from marketplace.runner.run import check_driver, check_run_folder, run_in_folder
+    from marketplace.runner.run import check_driver, run_in_folder
+    from marketplace.runtime.run_folder import check_run_folder
 
     checked_driver, checked_launch = check_driver(driver, launch)
     out = check_run_folder(out)

@@ -13,7 +13,7 @@ session's frames travel inside control frames tagged with the session id
 (:class:`~marketplace.transport.shared_link.SharedLinkLoop`). An owner may be in many sessions at
 once; each has its own node, noise key and request id. When a session ends the agent sends each
 owner's report back on that owner's connection: what the owner publishes only
-(:mod:`marketplace.runner.publication`). What it kept to itself stays here: its own report (the
+(:mod:`marketplace.runtime.publication`). What it kept to itself stays here: its own report (the
 published one, and under ``own`` its row count, its timings, the whole text of its failure) is written
 to ``WORK/<session>/<owner>.json`` (``--work``), readable by the agent's user only.
 
@@ -48,12 +48,15 @@ from marketplace.roles import CURATOR
 from marketplace.roles.lifetime import LedgerFault
 from marketplace.roles.lifetime import settle as settle_lifetime
 from marketplace.roles.party import Party
-from marketplace.runner.identity import scenario_identity
-from marketplace.runner.json_files import json_default
-from marketplace.runner.links import link_settings
-from marketplace.runner.party_process import host_nodes
-from marketplace.runner.party_reports import party_report
-from marketplace.runner.publication import OWN, internal_failure
+from marketplace.runtime import (
+    OWN,
+    host_nodes,
+    internal_failure,
+    json_default,
+    link_settings,
+    party_report,
+    scenario_identity,
+)
 from marketplace.scenario import Scenario
 from marketplace.service import control
 from marketplace.service.declines import declared_reason
@@ -284,7 +287,7 @@ class OwnerAgent:
     def _guarded(self, key: tuple[str, str], step: Any, phase: str) -> None:
         """Run ``step`` of one owner's session (``phase``: what it does, for its failure); an error
         fails that owner's session only. The error's text stays in this log and the owner's own report:
-        the owner publishes its kind and the phase (:func:`~marketplace.runner.publication.public_failure`)."""
+        the owner publishes its kind and the phase (:func:`~marketplace.runtime.publication.public_failure`)."""
         try:
             step()
         except Exception as err:  # noqa: BLE001 - one owner's session breaks; the others go on

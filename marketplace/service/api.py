@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from marketplace.data.own_files import ReadLimits
 
 if TYPE_CHECKING:
-    from marketplace.runner.results import Report
+    from marketplace.runtime import Report
     from marketplace.scenario import Scenario
     from marketplace.service.client import OwnTarget
     from marketplace.service.options import AgentOptions, ServeOptions
@@ -221,7 +221,7 @@ def request(
     limits: ReadLimits | None = None,
 ) -> Report:
     """Send one request to the marketplace at ``market`` with the consumer kit ``keys``, and return
-    the session's :class:`~marketplace.runner.results.Report` (its folder holds ``report.json``).
+    the session's :class:`~marketplace.runtime.results.Report` (its folder holds ``report.json``).
     Raises :class:`~marketplace.service.client.RequestRefused` when the marketplace refuses the
     request or the key, :class:`~marketplace.data.own_files.OwnDataError` when ``data`` or ``test``
     do not fit the marketplace's schema (nothing was sent), and :class:`~marketplace.api.RunFailed`
@@ -232,7 +232,7 @@ def request(
     with the consumer). ``schema`` is the marketplace's file to check them against before anything is
     sent (default: ``market.yaml`` in the kit, when there)."""
     from marketplace.api import RunFailed, load, output_folder
-    from marketplace.runner.results import Report
+    from marketplace.runtime import Report
     from marketplace.service.client import request as send
 
     if test is not None and data is None:
@@ -271,7 +271,7 @@ def resume(
 ) -> Report:
     """Fetch again what session ``session`` of this consumer (the kit ``keys``) released to it, after
     a lost connection or a close that timed out, and return the session's
-    :class:`~marketplace.runner.results.Report`, assembled as the session would have let the consumer
+    :class:`~marketplace.runtime.results.Report`, assembled as the session would have let the consumer
     assemble it (:mod:`marketplace.service.kept`). The consumer runs its part again here, on the
     curator's frames the marketplace kept, with its own ``data`` and ``test`` when the marketplace
     is described by its public schema (the same as the request's). Nothing runs at the owners and
@@ -279,8 +279,7 @@ def resume(
     marketplace keeps no such session of this consumer, and :class:`~marketplace.api.RunFailed` for a
     session that failed (unless ``check=False``)."""
     from marketplace.api import RunFailed
-    from marketplace.runner.results import Report
-    from marketplace.runner.run import check_run_folder, default_run_folder
+    from marketplace.runtime import Report, check_run_folder, default_run_folder
     from marketplace.service.client import request as send
 
     if test is not None and data is None:

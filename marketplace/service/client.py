@@ -5,7 +5,7 @@ The consumer connects to the server's control endpoint with its own CURVE key (i
 the queue. When its session starts it runs the session's consumer in this process, over the same
 connection (the session's frames travel inside control frames tagged with its id; the server passes
 them only between this consumer and its session's curator), and sends the server what it needs of
-its party report (:func:`~marketplace.runner.publication.consumer_handover`: how its part ended, not
+its party report (:func:`~marketplace.runtime.publication.consumer_handover`: how its part ended, not
 the figures it computed from its own rows). The server assembles and archives the run report from
 that and sends it back with the parties' reports; the consumer assembles its own copy again with its
 whole report (:func:`~marketplace.service.session_run.assemble_session`), and writes it and its whole
@@ -213,7 +213,7 @@ def _see_through(
 def _write_run_files(report: dict[str, Any], out: Path) -> None:
     """``report.json`` (as the runner writes it), and for a full report ``messages.csv`` and the
     history files, as in any run folder."""
-    from marketplace.runner.json_files import write_json
+    from marketplace.runtime import write_json
 
     if "protocol" not in report:  # not a run report: the session ended before one could be assembled
         write_json(out / "failure.json", report)
@@ -221,7 +221,7 @@ def _write_run_files(report: dict[str, Any], out: Path) -> None:
     write_json(out / "report.json", report)
     if "messages" in report and "history" in report:
         from marketplace.reporting.history import write_history_files
-        from marketplace.runner.report import write_messages_csv
+        from marketplace.runtime import write_messages_csv
 
         write_messages_csv(report, out / "messages.csv")
         write_history_files(report, out)
@@ -323,8 +323,7 @@ class _Consumer:
     def __init__(self, ready: control.SessionReady, sock: zmq.Socket, out: Path, own: OwnTarget | None) -> None:
         from marketplace import plugins
         from marketplace.roles import CONSUMER, CURATOR
-        from marketplace.runner.links import link_settings
-        from marketplace.runner.party_process import host_nodes
+        from marketplace.runtime import host_nodes, link_settings
         from marketplace.scenario import Scenario
         from marketplace.transport.shared_link import SharedLinkLoop
 
@@ -393,10 +392,7 @@ class _Consumer:
 
     def _end(self) -> None:
         """Our local work and our report (kept whole here; what the server needs of it, to send)."""
-        from marketplace.runner.identity import scenario_identity
-        from marketplace.runner.json_files import write_json
-        from marketplace.runner.party_reports import party_report
-        from marketplace.runner.publication import consumer_handover
+        from marketplace.runtime import consumer_handover, party_report, scenario_identity, write_json
 
         self.loop.close()
         self.loop.node.finish()

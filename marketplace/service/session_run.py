@@ -6,7 +6,7 @@ owner's rows), drives it with a :class:`~marketplace.transport.shared_link.Share
 frames travel on the owners' and the consumer's control connections, tagged with the session id,
 and invites every present owner. When the curator is done it gathers the parties' reports, each as its
 party hands it over (the owners' through their agents: what they publish; the consumer's from its
-client: only what the server needs, :func:`~marketplace.runner.publication.consumer_handover`),
+client: only what the server needs, :func:`~marketplace.runtime.publication.consumer_handover`),
 assembles the run report in memory and hands it, with those reports (:func:`handed_back`), to the
 consumer that asked, and to nobody else; the consumer assembles its own copy again with its whole
 report (:func:`assemble_session`). The session's files (scenario, party reports, report) are written
@@ -26,10 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from marketplace.roles import CONSUMER, CURATOR
-from marketplace.runner.identity import scenario_identity
-from marketplace.runner.links import link_settings
-from marketplace.runner.party_process import host_nodes
-from marketplace.runner.party_reports import party_report
+from marketplace.runtime import host_nodes, link_settings, party_report, scenario_identity
 from marketplace.scenario import Scenario
 from marketplace.service.worlds import WorldCache
 from marketplace.transport.shared_link import SharedLinkLoop
@@ -164,7 +161,7 @@ def assemble_session(
     and the session's own ``failure``: what the server archives, and what the consumer assembles again
     with its whole report in place of the one it handed over (:func:`handed_back`)."""
     from marketplace import plugins
-    from marketplace.runner.assemble import assemble_from_reports
+    from marketplace.runtime import assemble_from_reports
 
     try:
         exchange = plugins.exchange(scenario.config.protocol)  # the session's report is assembled once, here
@@ -190,7 +187,7 @@ def handed_back(s: Session, failure: str | None) -> bytes:
 def archive(s: Session, report: dict[str, Any]) -> str | None:
     """Write the parties' reports and the run report into the session's folder; returns why it
     could not (a full disk, say), or None. The consumer's copy does not depend on it."""
-    from marketplace.runner.json_files import write_json
+    from marketplace.runtime import write_json
 
     try:
         for party, data in s.reports.items():

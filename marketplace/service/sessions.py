@@ -81,7 +81,7 @@ def prepare_request(
     refusal to send the consumer (nothing is queued, nothing charged)."""
     from marketplace import plugins
     from marketplace.messages.errors import cut
-    from marketplace.runner.run import prepare_world
+    from marketplace.runtime import prepare_world
     from marketplace.service.admission import owner_charges
 
     try:

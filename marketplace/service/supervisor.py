@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from marketplace.runner.command_line import party_command
+from marketplace.runtime import party_command
 
 log = logging.getLogger("marketplace.serve")
 

@@ -304,7 +304,7 @@ def test_the_lifetime_section_names_where_the_owners_ledgers_are_not_the_scenari
     says so from the owners' records, not from the scenario's ``lifetime.ledgers``."""
     from types import SimpleNamespace
 
-    from marketplace.runner.lifetime import lifetime_section
+    from marketplace.runtime.lifetime import lifetime_section
 
     life = SimpleNamespace(ledgers="/market/ledgers", request_id="r1", consumer="alice")
     config = SimpleNamespace(lifetime=life, parties=SimpleNamespace(owners=2))

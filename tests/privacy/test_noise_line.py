@@ -97,7 +97,7 @@ def test_the_noise_line_is_right_for_every_source_and_ledger_setting(tmp_path, p
 
 def test_the_noise_line_follows_each_partys_origin_in_a_mixed_run():
     from marketplace.privacy.noise import NoiseOrigin, describe, origin_of
-    from marketplace.runner.assemble import noise_line
+    from marketplace.runtime.assemble import noise_line
 
     seeded = describe(NoiseOrigin("seed", request="req-1"), "owner-1", secure=False)
     keyed = describe(NoiseOrigin.from_key(bytes(32), "/kits/owner-2/owner-2.noise_key"), "owner-2", secure=False)

@@ -4,7 +4,7 @@ its timings or which of its rows it handed over.
 Each session here runs the way a session of ``marketplace serve`` runs, or parties that run on their
 own for ``marketplace assemble``: every owner builds its role from its own file, the in-process driver
 moves the messages, each party hands over the report an agent sends its server
-(:func:`marketplace.runner.party_reports.party_report`), and the run report the consumer gets is
+(:func:`marketplace.runtime.party_reports.party_report`), and the run report the consumer gets is
 assembled from those. Two checks per protocol:
 
 * nothing another party receives (the owners' reports as handed over, the run report, the messages
@@ -30,10 +30,10 @@ import pytest
 
 from marketplace import plugins
 from marketplace.parties import build_role, make_world, own_rows, party_ids, share_of, with_own_rows
-from marketplace.runner.assemble import assemble_from_reports
-from marketplace.runner.nodes import noise_origin
-from marketplace.runner.party_reports import party_report
 from marketplace.runner.report_schema import report_problems
+from marketplace.runtime.assemble import assemble_from_reports
+from marketplace.runtime.nodes import noise_origin
+from marketplace.runtime.party_reports import party_report
 from marketplace.scenario import Scenario
 from marketplace.transport.inprocess import run_inprocess
 from marketplace.transport.node import Node
@@ -412,7 +412,7 @@ def test_a_pfds_owner_keeps_its_row_count_its_model_and_timings_to_itself():
     """pfds reads a simulated table (it is not served from a schema): each owner is built from its own
     share of the world, and the report is assembled from what the parties hand over, as ``marketplace
     assemble`` does. An owner's model, fitted on its own rows with no privacy, stays with it too."""
-    from marketplace.runner.party_process import host_nodes
+    from marketplace.runtime.party_process import host_nodes
 
     table = {"dataset": "synthetic", "synthetic": {"rows": 900, "numeric": 3, "categorical": 1, "values": 3}}
     scenario = Scenario.from_dict(

@@ -18,8 +18,8 @@ from conftest import QUICKSTART, ROOT, run_cli, tiny_raw
 from golden.view import golden_view
 
 import marketplace
-import marketplace.runner.nodes as nodes
 import marketplace.runner.run as runner
+import marketplace.runtime.nodes as nodes
 
 
 def tiny(**summarize) -> marketplace.Scenario:
@@ -426,13 +426,13 @@ def test_a_script_without_a_main_guard_runs_once_with_the_processes_driver(tmp_p
 def test_without_the_runners_main_module_adopted_the_forked_party_would_rerun_the_script(tmp_path, monkeypatch):
     """The mechanism the script test relies on: the forkserver's guard module gives the server's
     __main__ the runner's identity, which is what multiprocessing checks before re-running it."""
-    from marketplace.runner import forkserver
+    from marketplace.runtime import forkserver
 
     script = tmp_path / "probe.py"
     script.write_text(
         textwrap.dedent("""\
         import json, os, sys
-        from marketplace.runner.forkserver import MAIN_ENV, runner_main
+        from marketplace.runtime.forkserver import MAIN_ENV, runner_main
         print(json.dumps(runner_main()))
     """)
     )
@@ -446,7 +446,7 @@ def test_without_the_runners_main_module_adopted_the_forked_party_would_rerun_th
     )
     assert json.loads(out.stdout) == {}
     guard = subprocess.run(
-        [sys.executable, "-c", "import marketplace.runner.forkserver_guard, __main__; print(__main__.__file__)"],
+        [sys.executable, "-c", "import marketplace.runtime.forkserver_guard, __main__; print(__main__.__file__)"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -2,9 +2,10 @@
 
 The rules: no import cycles between sibling packages or modules; the stack is layered (each layer
 of docs/design.md imports only the layers below it, and every top-level module has its layer); the
-runtime (runner, service, transport, wire, scenario, roles, data, privacy, reporting, CLI) names no
-protocol; protocol packages are independent of each other; a protocol's pure cores import no
-transport, wire, roles, runner or scenario.
+runtime (runner, runtime, service, transport, wire, scenario, roles, data, privacy, reporting, CLI)
+names no protocol; a served marketplace and a market import nothing of the runner (they run parties
+through marketplace.runtime); protocol packages are independent of each other; a protocol's pure
+cores import no transport, wire, roles, runner, runtime or scenario.
 """
 
 from __future__ import annotations
@@ -68,16 +69,25 @@ def _contracts() -> dict[str, dict]:
 def test_the_architecture_contracts_are_kept():
     result = _lint(ROOT)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    assert "6 kept, 0 broken" in result.stdout
+    assert "7 kept, 0 broken" in result.stdout
 
 
-def test_the_contracts_are_the_six_rules():
+def test_the_contracts_are_the_seven_rules():
     contracts = _contracts()
-    assert set(contracts) == {"acyclic", "layers", "commands", "runtime", "independent", "cores"}
+    assert set(contracts) == {"acyclic", "layers", "commands", "runtime", "services", "independent", "cores"}
     assert contracts["acyclic"]["type"] == "acyclic_siblings" and contracts["acyclic"]["ancestors"] == ["marketplace"]
     runtime = set(contracts["runtime"]["source_modules"])
-    assert {"marketplace.runner", "marketplace.transport", "marketplace.messages", "marketplace.scenario"} <= runtime
+    assert {
+        "marketplace.runner",
+        "marketplace.runtime",
+        "marketplace.transport",
+        "marketplace.messages",
+        "marketplace.scenario",
+    } <= runtime
     assert contracts["runtime"]["forbidden_modules"] == ["marketplace.protocols"]
+    services = contracts["services"]
+    assert set(services["source_modules"]) == {"marketplace.service", "marketplace.market"}
+    assert services["forbidden_modules"] == ["marketplace.runner"]
 
 
 def test_the_layers_put_every_top_level_module_in_the_stack_below_the_service():
@@ -85,7 +95,8 @@ def test_the_layers_put_every_top_level_module_in_the_stack_below_the_service():
     assert layers["type"] == "layers" and layers["containers"] == ["marketplace"] and layers["exhaustive"] is True
     rows = [{name.strip() for name in row.split("|")} for row in layers["layers"]]
     row_of = {name: i for i, row in enumerate(rows) for name in row}
-    assert row_of["service"] < row_of["api"] < row_of["runner"] < row_of["protocols"] < row_of["reporting"]
+    assert row_of["service"] < row_of["api"] < row_of["runner"] < row_of["runtime"] < row_of["protocols"]
+    assert row_of["protocols"] < row_of["reporting"]
     assert row_of["market"] < row_of["runner"] and row_of["reporting"] < row_of["roles"] < row_of["privacy"]
     top_level = {
         path.stem if path.is_file() else path.name
@@ -137,7 +148,7 @@ def _broken_copy(tmp_path: Path, module: str, line: str) -> Path:
     "module, line, broken",
     [
         (
-            "marketplace/runner/report.py",
+            "marketplace/runtime/report.py",
             "import marketplace.protocols.stc.exchange  # noqa",
             "The runtime names no protocol",
         ),
@@ -151,10 +162,12 @@ def _broken_copy(tmp_path: Path, module: str, line: str) -> Path:
             "import marketplace.transport.node  # noqa",
             "Pure cores import no transport",
         ),
-        ("marketplace/transport/counters.py", "import marketplace.runner.report  # noqa", "No import cycles"),
-        ("marketplace/protocols/stc/exchange.py", "import marketplace.runner.report  # noqa", "The stack is layered"),
+        ("marketplace/transport/counters.py", "import marketplace.runtime.report  # noqa", "No import cycles"),
+        ("marketplace/protocols/stc/exchange.py", "import marketplace.runner.blame  # noqa", "The stack is layered"),
+        ("marketplace/protocols/stc/exchange.py", "import marketplace.runtime.report  # noqa", "The stack is layered"),
         ("marketplace/privacy/rng.py", "import marketplace.scenario.fingerprint  # noqa", "The stack is layered"),
         ("marketplace/service/server.py", "import marketplace.cli.serve  # noqa", "The command line is the top"),
+        ("marketplace/market/player.py", "import marketplace.runner.blame  # noqa", "A served marketplace"),
     ],
     ids=[
         "runtime-imports-a-protocol",
@@ -162,8 +175,10 @@ def _broken_copy(tmp_path: Path, module: str, line: str) -> Path:
         "core-imports-transport",
         "cycle",
         "protocol-imports-the-runner",
+        "protocol-imports-the-runtime",
         "privacy-imports-the-scenario",
         "service-imports-the-command-line",
+        "market-imports-the-runner",
     ],
 )
 def test_a_broken_rule_fails_the_check(tmp_path, module, line, broken):

@@ -135,7 +135,7 @@ def test_a_missing_folder_exits_2(finished, tmp_path):
 
 
 def test_wait_takes_reports_that_arrive_later(finished, tmp_path):
-    from marketplace.runner.assemble import assemble_from_party_reports
+    from marketplace.runtime.assemble import assemble_from_party_reports
 
     scenario_file, parties = copy_parties(finished, tmp_path)
     late = (parties / "consumer.json").read_text()
@@ -208,8 +208,8 @@ def test_an_owner_that_declined_and_then_sent_no_report_does_not_fail_the_run(tm
     """A served session's owner that declined (its ledger refused: it released nothing, was charged
     nothing) and whose process then died before its report left: the run stands; an owner that took
     part and sent no report still fails it, named."""
-    from marketplace.runner.assemble import assemble_from_reports
-    from marketplace.runner.party_reports import find_party_reports
+    from marketplace.runtime.assemble import assemble_from_reports
+    from marketplace.runtime.party_reports import find_party_reports
     from marketplace.scenario import load_scenario
 
     market = ROOT / "scenarios" / "market-serve.yaml"

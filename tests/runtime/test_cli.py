@@ -316,7 +316,7 @@ def test_request_refuses_an_out_folder_that_holds_files_as_run_and_the_python_ap
     """`marketplace request --out` and `marketplace.request(out=...)` refuse the same folder, before
     anything is sent (no marketplace listens at the endpoint: nothing got that far)."""
     import marketplace
-    from marketplace.runner.run import RunFolderError
+    from marketplace.runtime import RunFolderError
 
     out = tmp_path / "earlier"
     out.mkdir()
@@ -355,7 +355,7 @@ def test_an_empty_out_folder_is_used(tmp_path):
 
 
 def test_default_run_folders_never_collide(tmp_path, monkeypatch):
-    from marketplace.runner.run import default_run_folder
+    from marketplace.runtime import default_run_folder
 
     monkeypatch.chdir(tmp_path)
     first = default_run_folder("qs")
@@ -484,7 +484,7 @@ def test_party_command_lines_parse_as_the_commands_they_start(tmp_path):
     import sys
 
     from marketplace.cli import _parser
-    from marketplace.runner.command_line import party_command
+    from marketplace.runtime.command_line import party_command
 
     owners = party_command(
         "owners",

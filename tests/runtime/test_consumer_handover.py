@@ -11,10 +11,10 @@ import pytest
 
 from marketplace import plugins
 from marketplace.parties import party_ids
-from marketplace.runner.assemble import assemble_from_reports
-from marketplace.runner.party_process import host_nodes
-from marketplace.runner.party_reports import party_report
-from marketplace.runner.publication import CONSUMER_HANDS_OVER, consumer_handover
+from marketplace.runtime.assemble import assemble_from_reports
+from marketplace.runtime.party_process import host_nodes
+from marketplace.runtime.party_reports import party_report
+from marketplace.runtime.publication import CONSUMER_HANDS_OVER, consumer_handover
 from marketplace.scenario import Scenario
 from marketplace.transport.inprocess import run_inprocess
 

@@ -12,16 +12,16 @@ import yaml
 from hostile_roles import make_hostile
 from rich.console import Console
 
-import marketplace.runner.nodes as nodes
 import marketplace.runner.run as runner
+import marketplace.runtime.nodes as nodes
 from marketplace import plugins
 from marketplace.cli import main
 from marketplace.messages import ProtocolError
 from marketplace.messages.kinds import Shutdown
 from marketplace.protocols.pfds.curator import PfdsCurator
 from marketplace.runner.display import summary_tables
-from marketplace.runner.losses import loss_failures, owners_lost
 from marketplace.runner.run import run_scenario
+from marketplace.runtime.losses import loss_failures, owners_lost
 from marketplace.scenario import parse_scenario
 
 
@@ -134,7 +134,7 @@ def test_a_dropped_owner_is_told_its_report_is_not_completed_and_the_run_names_i
 
 
 def test_the_owner_learns_why_it_was_dropped(monkeypatch, tiny_scenario, tmp_path):
-    from marketplace.runner import party_reports
+    from marketplace.runtime import party_reports
 
     seen = {}
     honest_report = party_reports.party_report

@@ -119,7 +119,7 @@ def test_an_owner_whose_file_holds_1e308_is_refused_before_the_run_starts_with_e
 
 
 def test_a_data_source_with_values_that_overflow_is_refused_naming_the_key_row_and_column(tmp_path):
-    from marketplace.runner.run import prepare_world
+    from marketplace.runtime import prepare_world
     from marketplace.scenario import ScenarioError
 
     csv = tmp_path / "big.csv"

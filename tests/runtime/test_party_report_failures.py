@@ -10,10 +10,10 @@ import pytest
 
 from marketplace import plugins
 from marketplace.parties import party_ids
-from marketplace.runner.assemble import assemble_from_reports
-from marketplace.runner.party_process import host_nodes
-from marketplace.runner.party_reports import party_report
-from marketplace.runner.publication import UNLISTED_FAILURE, internal_failure, public_failure
+from marketplace.runtime.assemble import assemble_from_reports
+from marketplace.runtime.party_process import host_nodes
+from marketplace.runtime.party_reports import party_report
+from marketplace.runtime.publication import UNLISTED_FAILURE, internal_failure, public_failure
 from marketplace.scenario import Scenario
 from marketplace.transport.inprocess import run_inprocess
 

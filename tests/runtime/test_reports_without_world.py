@@ -6,7 +6,7 @@ states every reference that needs everyone's rows absent (``references_absent``,
 Each run here is served the way a session of ``marketplace serve`` is: every party builds its role
 from its own share of the empty world plus its own files (:func:`marketplace.parties.own_rows`),
 the in-process driver moves the messages, each party writes its own report, and the report is
-assembled from those (:func:`marketplace.runner.assemble.assemble_from_party_reports`), with the world
+assembled from those (:func:`marketplace.runtime.assemble.assemble_from_party_reports`), with the world
 the server has: no rows at all."""
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ from rich.console import Console
 from marketplace import plugins
 from marketplace.parties import build_role, make_world, own_rows, party_ids, share_of, with_own_rows
 from marketplace.reporting.absent import REFERENCES_ABSENT, absent_line, is_absent
-from marketplace.runner.assemble import assemble_from_party_reports, data_section
 from marketplace.runner.display import summary_tables
-from marketplace.runner.json_files import write_json
-from marketplace.runner.nodes import noise_origin
-from marketplace.runner.party_reports import party_report
 from marketplace.runner.report_schema import report_problems
+from marketplace.runtime.assemble import assemble_from_party_reports, data_section
+from marketplace.runtime.json_files import write_json
+from marketplace.runtime.nodes import noise_origin
+from marketplace.runtime.party_reports import party_report
 from marketplace.scenario import Scenario
 from marketplace.transport.inprocess import run_inprocess
 from marketplace.transport.node import Node
@@ -311,7 +311,7 @@ def test_stc_reports_the_consumers_own_costs_and_states_those_needing_the_true_s
 
 
 def test_stc_nas_is_checked_by_each_owner_on_its_own_rows_when_the_world_holds_none(tmp_path):
-    from marketplace.runner.run import prepare_world
+    from marketplace.runtime import prepare_world
 
     scenario = market("stc", {**STC, "release": "nas", "t": 150})
     prepare_world(scenario, plugins.exchange(scenario.config.protocol))  # nobody's rows to count here: no refusal

@@ -9,7 +9,8 @@ from conftest import ROOT, needs_data
 
 from marketplace import plugins
 from marketplace.market.spec import is_market_file
-from marketplace.runner.run import prepare_world, run_scenario
+from marketplace.runner.run import run_scenario
+from marketplace.runtime import prepare_world
 from marketplace.scenario import load_scenario
 
 SHIPPED = sorted(path for path in (ROOT / "scenarios").glob("*.yaml") if not is_market_file(path))

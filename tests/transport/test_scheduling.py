@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "SCHED_BATCH"), reason="SCHED_BA
 
 THREADS = """
 import json, os, zmq
-from marketplace.runner.scheduling import batch_scheduling, scheduling_policy
+from marketplace.runtime.scheduling import batch_scheduling, scheduling_policy
 from marketplace.transport.context import new_context
 before = scheduling_policy()
 on = batch_scheduling() if {batch} else False

@@ -126,7 +126,7 @@ def test_link_settings_carry_the_stretched_heartbeats_of_the_whole_run(tmp_path)
     """Every party derives its heartbeats from the run's party count, so both ends of a connection agree."""
     from conftest import tiny_raw
 
-    from marketplace.runner.links import link_settings
+    from marketplace.runtime.links import link_settings
     from marketplace.scenario import parse_scenario
 
     raw = tiny_raw()

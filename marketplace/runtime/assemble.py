@@ -1,6 +1,6 @@
 """The run report, assembled from every party's own report: the common sections (deployment, data, noise,
 privacy per owner, lifetime, history, messages and timing) around the protocol's own, whether the parties
-ran under this runner (:mod:`marketplace.runner.run`) or on their own and left their reports in a folder
+ran under ``marketplace run`` (:mod:`marketplace.runner.run`) or on their own and left their reports in a folder
 (:func:`assemble_from_party_reports`, for ``marketplace assemble`` and ``marketplace serve``)."""
 
 from __future__ import annotations
@@ -18,15 +18,15 @@ from marketplace.privacy import noise as noise_keys
 from marketplace.reporting.absent import REFERENCES_ABSENT, absent, why_absent
 from marketplace.reporting.history import empty_history, history_section, write_history_files
 from marketplace.roles import CURATOR
-from marketplace.runner.identity import check_reports
-from marketplace.runner.json_files import write_json
-from marketplace.runner.lifetime import lifetime_section
-from marketplace.runner.losses import declined_owners, excluded_owners, loss_failures, owners_lost
-from marketplace.runner.nodes import default_run_id
-from marketplace.runner.party_reports import find_party_reports
-from marketplace.runner.per_owner import owner_section
-from marketplace.runner.publication import OWN, PARTS, SIMULATION_DRIVERS, published
-from marketplace.runner.report import message_summary, timing_summary, write_messages_csv
+from marketplace.runtime.identity import check_reports
+from marketplace.runtime.json_files import write_json
+from marketplace.runtime.lifetime import lifetime_section
+from marketplace.runtime.losses import declined_owners, excluded_owners, loss_failures, owners_lost
+from marketplace.runtime.nodes import default_run_id
+from marketplace.runtime.party_reports import find_party_reports
+from marketplace.runtime.per_owner import owner_section
+from marketplace.runtime.publication import OWN, PARTS, SIMULATION_DRIVERS, published
+from marketplace.runtime.report import message_summary, timing_summary, write_messages_csv
 from marketplace.scenario import Scenario, ScenarioConfig
 from marketplace.version import __version__
 
@@ -144,7 +144,7 @@ itself (what a deployment's report never holds)."""
 
 def _as_published(protocol: str, party: dict[str, Any], *, keep_own: bool) -> dict[str, Any]:
     """A party's report as the run report may use it: only what the party may publish
-    (:func:`marketplace.runner.publication.published`, applied again here: a deployment's report never
+    (:func:`marketplace.runtime.publication.published`, applied again here: a deployment's report never
     holds more, whatever a party handed over), and, in a simulation (``keep_own``), what it kept to
     itself under ``own``. Its own, the report as read, is not changed."""
     shown = published(protocol, party.get("role"), {k: party.get(k) for k in PARTS})

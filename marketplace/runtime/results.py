@@ -1,5 +1,5 @@
-"""What a run and a sweep give back to Python: :class:`Report` (a typed view of ``report.json``)
-and :class:`SweepResult` (the rows of ``runs.csv`` and ``summary.csv``).
+"""What a run gives back to Python: :class:`Report`, a typed view of ``report.json`` (a sweep's
+:class:`~marketplace.runner.sweep.SweepResult` holds one per run).
 
 A :class:`Report` holds the report exactly as ``report.json`` stores it (``report.raw``, plain
 JSON values) and names its sections: ``status``, ``metrics``, ``parsimony``, ``privacy``, ``messages``
@@ -11,7 +11,7 @@ same bytes the runner writes, with the same function; ``Report.load`` reads one 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -30,7 +30,7 @@ def common_keys() -> frozenset[str]:
 
 def _plain(report: dict[str, Any]) -> dict[str, Any]:
     """``report`` as ``report.json`` holds it (numpy values as JSON numbers and lists)."""
-    from marketplace.runner.json_files import json_default
+    from marketplace.runtime.json_files import json_default
 
     return json.loads(json.dumps(report, default=json_default))
 
@@ -71,7 +71,7 @@ class Report:
     def save(self, path: str | Path) -> Path:
         """Write the report as ``report.json`` exactly as the runner writes it (same function, same
         bytes). ``path`` is a file, or a folder to write ``report.json`` into; returns the file."""
-        from marketplace.runner.json_files import write_json
+        from marketplace.runtime.json_files import write_json
 
         p = Path(path)
         file = p / REPORT_FILE if p.is_dir() or not p.suffix else p
@@ -191,25 +191,3 @@ class Report:
     def config(self) -> dict[str, Any]:
         """The resolved scenario the run used."""
         return self.raw.get("config") or {}
-
-
-@dataclass
-class SweepResult:
-    """A finished sweep: ``rows`` (one per run, as in ``runs.csv``), ``summary`` (mean and sd over
-    repeats per point, as in ``summary.csv``), the swept ``keys``, the sweep folder ``out`` and
-    each run's own folder (``run_folders``, in the order of ``rows``)."""
-
-    rows: list[dict[str, Any]]
-    summary: list[dict[str, Any]]
-    keys: list[str]
-    out: Path
-    run_folders: list[Path] = field(default_factory=list)
-
-    @property
-    def failed(self) -> list[dict[str, Any]]:
-        """The rows of the runs that did not complete."""
-        return [row for row in self.rows if row.get("status") != "completed"]
-
-    def report(self, index: int) -> Report:
-        """The full report of run ``index`` (a row's ``point``), read from its folder."""
-        return Report.load(self.run_folders[index])

@@ -8,8 +8,8 @@ to SIGKILL, killing the runner takes the server down, and every party with it (S
 stopped process too). Nothing else may import this module: it would tie that process to its parent.
 
 It also gives the server's ``__main__`` the identity of the runner's main module
-(:data:`marketplace.runner.forkserver.MAIN_ENV`), so that multiprocessing does not run the runner's
-script again in every party it forks (see :mod:`marketplace.runner.forkserver`).
+(:data:`marketplace.runtime.forkserver.MAIN_ENV`), so that multiprocessing does not run the runner's
+script again in every party it forks (see :mod:`marketplace.runtime.forkserver`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import os
 import signal
 import sys
 
-from marketplace.runner.forkserver import MAIN_ENV
+from marketplace.runtime.forkserver import MAIN_ENV
 
 PR_SET_PDEATHSIG = 1
 

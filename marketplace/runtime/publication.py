@@ -1,6 +1,6 @@
 """What of a party's account of a run may leave it, and what it keeps to itself.
 
-A party's report (:func:`marketplace.runner.party_reports.party_report`) is what it hands to whoever
+A party's report (:func:`marketplace.runtime.party_reports.party_report`) is what it hands to whoever
 assembles the run report: the server of ``marketplace serve``, or the step that runs ``marketplace
 assemble``. The run report goes to the consumer, so a party's report holds only what the party may
 publish, public values and declared releases:
@@ -248,7 +248,7 @@ def published(protocol: str | None, role: str | None, account: dict[str, Any]) -
 
 def consumer_handover(report: dict[str, Any]) -> dict[str, Any]:
     """What the consumer of a served session hands the server that assembles and archives the run
-    report (``marketplace request``): its report (:func:`~marketplace.runner.party_reports.party_report`)
+    report (``marketplace request``): its report (:func:`~marketplace.runtime.party_reports.party_report`)
     with its parts published as an owner's are, by an allow-list: of its result only
     :data:`CONSUMER_HANDS_OVER`, none of its timings (they grow with its rows), of its driver how it was
     connected, of the error replies it received who sent them and their code, and its failure in a

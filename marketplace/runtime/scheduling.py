@@ -54,7 +54,7 @@ PR_SET_PDEATHSIG = 1
 def start_as_party() -> None:
     """The first act of every party the runner starts, exec'd (between fork and exec) or forked from
     the forkserver: die with its parent (the runner, or the forkserver, which exits with the runner),
-    and run as a batch job before any thread of its own starts (:mod:`marketplace.runner.scheduling`)."""
+    and run as a batch job before any thread of its own starts (:mod:`marketplace.runtime.scheduling`)."""
     try:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     except OSError:  # not Linux: the runner's own cleanup still applies

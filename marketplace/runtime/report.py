@@ -93,7 +93,7 @@ def message_summary(
 def timing_summary(parties: list[dict[str, Any]], wall_s: float, extra_transport_s: float = 0.0) -> dict[str, Any]:
     """Wall time, and the parties' time split into protocol compute and transport (codec + socket I/O),
     over the parties whose reports state their timings (in a deployment an owner keeps its own: its
-    compute time grows with its rows; see :mod:`marketplace.runner.publication`)."""
+    compute time grows with its rows; see :mod:`marketplace.runtime.publication`)."""
     per_party = {}
     compute = transport = 0.0
     for p in parties:

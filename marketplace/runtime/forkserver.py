@@ -29,7 +29,7 @@ from contextlib import contextmanager
 BLAS_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 # what every forked party would otherwise import on its own (scikit-learn is left out: only the
 # consumer needs it, and it loads it in the background while the rounds run)
-FORKSERVER_PRELOAD = ["marketplace.runner.forkserver_guard", "marketplace.runner.party_process"]
+FORKSERVER_PRELOAD = ["marketplace.runtime.forkserver_guard", "marketplace.runtime.party_process"]
 """Imported once by the forkserver: the guard ties the server's life to the runner's (and adopts the
 runner's main module, see :data:`MAIN_ENV`), then the libraries every party needs."""
 MAIN_ENV = "MARKETPLACE_RUNNER_MAIN"

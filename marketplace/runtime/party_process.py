@@ -32,16 +32,16 @@ from marketplace.parties import (
 )
 from marketplace.plugins import Exchange
 from marketplace.roles import CURATOR
-from marketplace.runner.identity import scenario_identity
-from marketplace.runner.json_files import write_json
-from marketplace.runner.links import check_own_keys, link_settings
-from marketplace.runner.nodes import build_node, default_run_id
-from marketplace.runner.party_reports import (
+from marketplace.runtime.identity import scenario_identity
+from marketplace.runtime.json_files import write_json
+from marketplace.runtime.links import check_own_keys, link_settings
+from marketplace.runtime.nodes import build_node, default_run_id
+from marketplace.runtime.party_reports import (
     host_bundle,
     host_reports_path,
     party_report,
 )
-from marketplace.runner.scheduling import scheduling_policy, single_threaded_blas
+from marketplace.runtime.scheduling import scheduling_policy, single_threaded_blas
 from marketplace.scenario import Scenario
 from marketplace.transport.host import serve_owners
 from marketplace.transport.link_settings import DriverStats, LinkSettings
@@ -75,9 +75,9 @@ def run_host(
 
     ``hosted`` serves owners as an owner host (:func:`~marketplace.transport.host.serve_owners`),
     whose reports go to one file, ``report_to/<first>..<last>.json``
-    (:mod:`marketplace.runner.party_reports`); otherwise ``parties`` is one party, served alone,
+    (:mod:`marketplace.runtime.party_reports`); otherwise ``parties`` is one party, served alone,
     and ``report_to`` is its report file. ``None``: no report. That report holds only what the
-    party may publish (:mod:`marketplace.runner.publication`): it is what ``marketplace assemble``
+    party may publish (:mod:`marketplace.runtime.publication`): it is what ``marketplace assemble``
     reads. ``own_report_to`` (a file, or for a host a folder, as ``report_to``) also writes the
     party's own report: that and what it kept to itself (an owner's row count, its timings), for
     the party alone or a simulation's runner.
@@ -279,7 +279,7 @@ def _child_setup(log_path: str, label: str) -> None:
     """A forked child: set up as every party the runner starts, then log to ``log_path``."""
     import sys
 
-    from marketplace.runner.scheduling import start_as_party
+    from marketplace.runtime.scheduling import start_as_party
 
     start_as_party()
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from marketplace.parties import host_label
 from marketplace.roles.lifetime import settle as settle_lifetime
-from marketplace.runner.identity import ReportMismatch, scenario_identity
-from marketplace.runner.publication import OWN, split
+from marketplace.runtime.identity import ReportMismatch, scenario_identity
+from marketplace.runtime.publication import OWN, split
 
 if TYPE_CHECKING:
     from marketplace.scenario import Scenario
@@ -48,7 +48,7 @@ def party_report(
     own: bool = False,
 ) -> dict[str, Any]:
     """This party's part of the run report: what it hands to whoever assembles the run report, so
-    only what it may publish (:mod:`marketplace.runner.publication`: an owner's result keys that its
+    only what it may publish (:mod:`marketplace.runtime.publication`: an owner's result keys that its
     protocol lists, none of its timings, and its failure in a declared form only). ``own``: also
     what it keeps to itself, under ``own``, for its own report file or a simulation's runner. It
     names the run and the scenario (``scenario``, or its :func:`scenario_identity` already computed:
@@ -124,7 +124,7 @@ def find_party_reports(
     Returns (reports, paths, problems): each found party's report and the file it came from, and
     for each party not found, why (no file, or the file that should hold it was unreadable).
     ``<party>.json`` is that party's file, whatever the report inside says its id is (so that
-    :func:`~marketplace.runner.identity.check_reports` can refuse one filed under another's name);
+    :func:`~marketplace.runtime.identity.check_reports` can refuse one filed under another's name);
     any other ``*.json`` file is read as an owner host's. ``wait_s`` waits that long, reading the
     folder again every second, for reports that are still to come.
 
