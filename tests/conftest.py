@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 # and OpenBLAS threads on top of them fight over the cores. On the 2-core machine under the suite's
 # load, a pfds run's model fits (many small L-BFGS steps, each a few BLAS calls) took 5-10x longer
 # with two OpenBLAS threads than with one; the runner gives its parties one thread for the same
-# reason (runner/scheduling.py).
+# reason (runtime/scheduling.py).
 for _blas in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_blas, "1")
 
