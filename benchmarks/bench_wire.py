@@ -42,7 +42,14 @@ from marketplace.runner.processes import owner_hosts  # noqa: E402
 from marketplace.transport.context import new_context  # noqa: E402
 from marketplace.transport.curve import CurveKeys, PartyAuthenticator, generate_keys, party_names  # noqa: E402
 from marketplace.transport.link_settings import LinkSettings  # noqa: E402
-from marketplace.transport.sockets import configure_socket, plaintext_identity  # noqa: E402
+from marketplace.transport.sockets import (  # noqa: E402
+    EVENTS,
+    NOBLOCK,
+    NOBLOCK_MORE,
+    POLLIN,
+    configure_socket,
+    plaintext_identity,
+)
 from marketplace.transport.tuning import (  # noqa: E402  # noqa: E402
     io_threads,
     listen_backlog,
@@ -50,7 +57,6 @@ from marketplace.transport.tuning import (  # noqa: E402  # noqa: E402
     scaled_heartbeats,
     spread_order,
 )
-from marketplace.transport.zmq_driver import EVENTS, NOBLOCK, NOBLOCK_MORE, POLLIN  # noqa: E402
 
 ROUND_OPEN_BYTES, BID_BYTES, HELLO_BYTES = 1277, 132, 261
 """Frame sizes of the quickstart scenario (140 features, 16 owners), from its report's

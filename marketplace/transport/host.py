@@ -37,7 +37,7 @@ from marketplace.transport.link_settings import DriverStats, LinkSettings
 from marketplace.transport.node import Node
 from marketplace.transport.sockets import int_option
 from marketplace.transport.tuning import check_interval, frozen_heap, io_threads, raise_open_files_limit
-from marketplace.transport.zmq_driver import EVENTS, POLLIN, DealerLoop, connect_dealer
+from marketplace.transport.zmq_driver import SocketLoop, connect_dealer, dealer_loop
 
 log = logging.getLogger(__name__)
 
@@ -65,16 +65,15 @@ def serve_owners(nodes: list[Node], endpoint: str, settings: LinkSettings) -> di
         )
     ctx = new_context(io_threads(len(nodes)))
     ctx.set(zmq.MAX_SOCKETS, max(ctx.get(zmq.MAX_SOCKETS), SOCKETS_PER_OWNER * len(nodes) + 16))
-    loops: list[DealerLoop] = []
+    loops: list[SocketLoop] = []
     try:
         for node in nodes:
-            loop = DealerLoop(
-                node, connect_dealer(ctx, node, endpoint, settings, connect=False), settings, own_poller=False
-            )
+            sock = connect_dealer(ctx, node, endpoint, settings, connect=False)
+            loop = dealer_loop(node, sock, settings, own_poller=False)
             loops.append(loop)
             loop.stats.endpoint = endpoint
             loop.watch_connections("client")  # before connecting, so that no handshake goes unseen
-            loop.sock.connect(endpoint)
+            sock.connect(endpoint)
         with frozen_heap():
             _run_all(loops)
     finally:
@@ -87,7 +86,7 @@ def serve_owners(nodes: list[Node], endpoint: str, settings: LinkSettings) -> di
     return {loop.node.party_id: loop.stats for loop in loops}
 
 
-def _run_all(loops: list[DealerLoop]) -> None:
+def _run_all(loops: list[SocketLoop]) -> None:
     """Run every loop until its role is done, in this thread (:class:`_HostRun`)."""
     run = _HostRun(loops)
     try:
@@ -111,17 +110,17 @@ class _HostRun:
     on every pass; connection events are read at each liveness check.
     """
 
-    def __init__(self, loops: list[DealerLoop]) -> None:
+    def __init__(self, loops: list[SocketLoop]) -> None:
         self.epoll = select.epoll()
-        self.by_fd: dict[int, DealerLoop] = {}
+        self.by_fd: dict[int, SocketLoop] = {}
         for loop in loops:
-            fd = int_option(loop.sock, zmq.FD)
+            fd = int_option(loop.socket, zmq.FD)
             self.by_fd[fd] = loop
             self.epoll.register(fd, select.EPOLLIN)
             loop.begin()
-        self.pending: set[DealerLoop] = set(loops)  # sockets that may have frames waiting
-        self.backlogged: set[DealerLoop] = set()  # loops with frames waiting to be sent
-        self.finished: set[DealerLoop] = set()
+        self.pending: set[SocketLoop] = set(loops)  # sockets that may have frames waiting
+        self.backlogged: set[SocketLoop] = set()  # loops with frames waiting to be sent
+        self.finished: set[SocketLoop] = set()
         self.active = list(loops)
         interval = min(loop.settings.heartbeat_interval_s for loop in loops) if loops else 1.0
         # every owner's checks run in one burst: like the curator's, they come less often as owners grow
@@ -142,7 +141,7 @@ class _HostRun:
                 return
             self._wait()
 
-    def _after(self, loop: DealerLoop, sent: int) -> None:
+    def _after(self, loop: SocketLoop, sent: int) -> None:
         """Note what an operation on ``loop`` changed: a send, a backlog, the end of its role."""
         if loop.frames_sent != sent:
             self.pending.add(loop)  # a send may have taken the socket's read signal
@@ -156,7 +155,7 @@ class _HostRun:
     def _mark_drained(self, now: float) -> None:
         """Before the liveness checks: whose socket has nothing waiting (drained now), whose has."""
         for loop in self.active:
-            if int_option(loop.sock, EVENTS) & POLLIN:
+            if loop.side.waiting():
                 self.pending.add(loop)
             else:
                 loop.drained_at = now
@@ -187,7 +186,7 @@ class _HostRun:
                 self.pending.discard(loop)
                 continue
             sent = loop.frames_sent
-            if loop._read_batch(ask_events=True):
+            if loop.read_batch(ask_events=True):
                 # it ended on an empty socket, asked after its last send: nothing to re-check
                 self.pending.discard(loop)
                 sent = loop.frames_sent
@@ -197,7 +196,7 @@ class _HostRun:
         """Close the loops whose roles are done (their bye leaves); False once none is left."""
         for loop in self.finished:
             if not loop.closed:
-                self.epoll.unregister(int_option(loop.sock, zmq.FD))
+                self.epoll.unregister(int_option(loop.socket, zmq.FD))
                 self.pending.discard(loop)
                 self.backlogged.discard(loop)
                 loop.close()  # its bye leaves

@@ -1,9 +1,11 @@
 """The ZeroMQ driver: one party per OS process, a ROUTER at the curator and DEALERs elsewhere.
 
-This module does the I/O: it reads and writes the sockets, and tells the link policy
-(:class:`~marketplace.transport.link_policy.LinkPolicy`, a pure state machine with time passed in)
-what happened and when; the policy decides who is lost, who gets a heartbeat, what is dropped unread
-or queued. Together they make sure that no single peer, hostile or broken, can stop the others:
+This module does the I/O: one loop (:class:`SocketLoop`), given the side of its socket
+(:mod:`marketplace.transport.sides`: the curator's ROUTER, a party's DEALER), reads and writes the
+socket, and tells the link policy (:class:`~marketplace.transport.link_policy.LinkPolicy`, a pure
+state machine with time passed in) what happened and when; the policy decides who is lost, who gets
+a heartbeat, what is dropped unread or queued, and the side how frames are framed and routed.
+Together they make sure that no single peer, hostile or broken, can stop the others:
 
 * **Fair and timed.** Each wake-up reads a bounded batch of frames (ZeroMQ queues each connection
   apart and reads them in turn), and every timer (heartbeats, liveness, progress deadlines, the run
@@ -47,30 +49,27 @@ from __future__ import annotations
 import errno
 import logging
 import time
-from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
 
 import zmq
 
-from marketplace.messages.limits import SCAN_ABOVE
-from marketplace.roles import CURATOR
 from marketplace.transport.context import new_context
 from marketplace.transport.counters import HEARTBEAT
 from marketplace.transport.curve import CurveKeys, PartyAuthenticator
-from marketplace.transport.link_policy import LinkPolicy, PeerState
+from marketplace.transport.link_policy import LinkPolicy
 from marketplace.transport.link_settings import DriverStats, LinkSettings
 from marketplace.transport.monitor import ConnectionWatch, open_monitor, read_events
 from marketplace.transport.node import UNKNOWN, Node, Outgoing
 from marketplace.transport.quarantine import ConnectionState
-from marketplace.transport.sockets import configure_socket, int_option, plaintext_identity
+from marketplace.transport.sides import DealerSide, RouterSide, Side
+from marketplace.transport.sockets import configure_socket, plaintext_identity
 from marketplace.transport.tuning import (
     check_interval,
     frozen_heap,
     io_threads,
     listen_backlog,
     raise_open_files_limit,
-    spread_receivers,
 )
 
 log = logging.getLogger(__name__)
@@ -79,12 +78,6 @@ MIN_BATCH = 64
 connection with data waiting is read from on every wake-up."""
 BATCH_TIME_S = 0.05
 """A wake-up stops reading after this long, so the timers run at least this often."""
-NOBLOCK, NOBLOCK_MORE, RCVMORE = int(zmq.NOBLOCK), int(zmq.NOBLOCK | zmq.SNDMORE), int(zmq.RCVMORE)
-EVENTS, POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)
-"""Plain ints: pyzmq's flag enums cost about a microsecond per operation, per frame."""
-_SEND = getattr(zmq.backend, "Socket", zmq.Socket).send
-"""pyzmq's own socket send, under its Python wrapper (which handles routing ids, groups and
-zero-copy thresholds the driver never uses): a microsecond or more saved per frame."""
 
 
 def _policy_field(name: str) -> property:
@@ -93,52 +86,51 @@ def _policy_field(name: str) -> property:
     return property(lambda loop: getattr(loop.link, name), lambda loop, value: setattr(loop.link, name, value))
 
 
-class _Loop(ABC):
-    """The event loop shared by both socket types: it moves frames between the socket and the node
-    and tells the link policy (:class:`LinkPolicy`) what happened and when; the policy decides who
-    is lost, who gets a heartbeat, what is dropped unread or queued. Subclasses say how frames are
-    framed and routed."""
+def new_link(node: Node, settings: LinkSettings) -> LinkPolicy:
+    """A fresh link policy for ``node``'s loop, starting now, with fresh driver statistics."""
+    return LinkPolicy(settings, parties=len(node.parties or ()), now=time.monotonic(), stats=DriverStats())
+
+
+class SocketLoop:
+    """The event loop of one party: it moves frames between its side (:class:`~.sides.Side`: a
+    ROUTER, a DEALER, a session on a shared connection) and the node, and tells the link policy
+    (:class:`LinkPolicy`) what happened and when; the policy decides who is lost, who gets a
+    heartbeat, what is dropped unread or queued; the side says how frames are read, framed and
+    routed. ``sock`` is the socket this loop owns and closes (None: its side's connection is
+    someone else's); with ``own_poller`` the loop waits for it itself (:meth:`run`), else an owner
+    host waits for it (epoll)."""
 
     started = _policy_field("started")
     last_arrival = _policy_field("last_arrival")
     drained_at = _policy_field("drained_at")
 
-    def __init__(self, node: Node, sock: zmq.Socket, settings: LinkSettings, *, own_poller: bool = True) -> None:
+    def __init__(
+        self, node: Node, side: Side, link: LinkPolicy, sock: zmq.Socket | None, *, own_poller: bool = True
+    ) -> None:
         self.node = node
+        self.side = side
+        self.link = link
         self.sock = sock
-        self.settings = settings
-        self.stats = DriverStats()
-        self.link = LinkPolicy(settings, parties=len(node.parties or ()), now=time.monotonic(), stats=self.stats)
-        self.peers = self.link.peers  # by party id
-        self.lost = self.link.lost
-        self.backlog = self.link.queues.backlog
+        self.settings = link.settings
+        self.stats = link.stats
+        self.peers = link.peers  # by party id
+        self.lost = link.lost
+        self.backlog = link.queues.backlog
         """Peers with frames waiting in their queue (so a flush costs O(waiting), not O(K))."""
-        self.poller: zmq.Poller | None = None  # None: an owner host waits for this loop's socket (epoll)
+        self.poller: zmq.Poller | None = None
         if own_poller:
             self.poller = zmq.Poller()
-            self.poller.register(sock, zmq.POLLIN)
+            self.poller.register(self.socket, zmq.POLLIN)
         self.monitor: zmq.Socket | None = None
         self.closed = False
         self.frames_sent = 0
 
-    # --- per socket type --------------------------------------------------------------------
-    @abstractmethod
-    def _read(self) -> tuple[bytes, str | None, bytes | memoryview | None] | None:
-        """One waiting message as (route, party, frame): party None when its identity is unknown;
-        frame None for a message with the wrong framing (a large frame may be read in place, a
-        memoryview); None when nothing is waiting."""
-
-    @abstractmethod
-    def _send_raw(self, route: bytes | None, frame: bytes) -> None:
-        """Send one frame without blocking (raises zmq.Again when it would block)."""
-
-    @abstractmethod
-    def _route_of(self, party: str) -> bytes | None:
-        """Where frames to ``party`` go (None: the only peer)."""
-
-    @abstractmethod
-    def _heartbeat_targets(self) -> list[str]:
-        """Parties to send a heartbeat to now."""
+    @property
+    def socket(self) -> zmq.Socket:
+        """The socket this loop owns (a loop on a shared connection has none)."""
+        if self.sock is None:
+            raise RuntimeError(f"{self.node.party_id}: this loop has no socket of its own")
+        return self.sock
 
     # --- the loop -----------------------------------------------------------------------------
     def begin(self) -> None:
@@ -153,7 +145,7 @@ class _Loop(ABC):
         if monitor is not None and link.check_due(now):
             self._drain_monitor(monitor)  # first, so that the checks below see a connection closed by now
         if link.heartbeat_due(now):
-            for party in link.heartbeats(now, self._heartbeat_targets()):
+            for party in link.heartbeats(now, self.side.heartbeat_targets()):
                 self._dispatch([self.node.heartbeat(party)])
         if link.check_due(now):  # O(K) per check, not per frame
             self._check_liveness(now)
@@ -169,6 +161,7 @@ class _Loop(ABC):
         poller = self.poller
         if poller is None:
             raise RuntimeError(f"{self.node.party_id}: this loop has no poller of its own; its owner host runs it")
+        sock = self.socket
         self.begin()
         while not self.node.done:
             wake = self.tick(time.monotonic())
@@ -183,13 +176,13 @@ class _Loop(ABC):
             monitor = self.monitor
             if monitor is not None and monitor in ready:
                 self._drain_monitor(monitor)
-            if self.sock in ready:
-                self._read_batch()
+            if sock in ready:
+                self.read_batch()
             else:
                 self.link.drained(time.monotonic())  # nothing waiting: no frame of anyone is queued
         return self.stats
 
-    def _read_batch(self, *, ask_events: bool = False) -> bool:
+    def read_batch(self, *, ask_events: bool = False) -> bool:
         """Read at most a batch of frames (and for at most BATCH_TIME_S), handling each; True when
         the batch ended because nothing more was waiting.
 
@@ -201,17 +194,18 @@ class _Loop(ABC):
         meanwhile is either seen here or signalled again on ``ZMQ_FD``."""
         budget = max(MIN_BATCH, 2 * len(self.peers))
         deadline = time.perf_counter() + BATCH_TIME_S
+        read, waiting = self.side.read, self.side.waiting
         count = 0
         drained = False
         while count < budget and not self.node.done:
-            if count and ask_events and not int_option(self.sock, EVENTS) & POLLIN:
+            if count and ask_events and not waiting():
                 drained = True
                 break
-            read = self._read()
-            if read is None:
+            message = read()
+            if message is None:
                 drained = True
                 break
-            route, party, frame = read
+            route, party, frame = message
             count += 1
             self._handle(route, party, frame)
             if time.perf_counter() > deadline:
@@ -231,22 +225,25 @@ class _Loop(ABC):
             return
         # a connection of unknown identity can speak only as "unknown party", which no role accepts
         delivery = self.node.receive(frame, peer=party if party is not None else UNKNOWN)
-        if not delivery.accepted:
-            self._refused(conn, now, party)
-        elif party is not None and self.link.accepted(party, route, now):
-            self._first_contact(party)
+        if delivery.accepted:
+            if party is not None and self.link.accepted(party, route, now):
+                self._first_contact(party)
+            if delivery:
+                self._dispatch(delivery, reply_route=route)
+            return
+        self._refused(conn, now, party)
         if delivery:
             self._dispatch(delivery, reply_route=route)
+        failure = self.side.refusal_failure()
+        if failure is not None and not self.node.done:
+            self.node.role.fail(failure)
 
     def _first_contact(self, party: str) -> None:
-        """A party's first accepted frame (the curator answers at once)."""
-
-    def _links_closed(self, now: float) -> None:
-        """The monitor saw a connection close. A ROUTER cannot tell whose: its next heartbeat round
-        (at its usual time, so that strangers opening and closing connections cannot make it send
-        more often) goes to every connected peer, and the closed route answers ``EHOSTUNREACH``. A
-        DEALER's only connection is to the curator (:class:`DealerLoop`)."""
-        self.link.unnamed_connection_closed()
+        """A party's first accepted frame: the curator's side answers it at once, so the party hears
+        from it even if the curator then hangs before its next heartbeat tick (else the party could
+        only time out at start_timeout_s)."""
+        if self.side.answers_first_contact and party not in self.lost:
+            self._dispatch([self.node.heartbeat(party)])
 
     def _refused(self, conn: ConnectionState, now: float, party: str | None) -> None:
         if self.link.refused(conn, now, party):
@@ -270,15 +267,16 @@ class _Loop(ABC):
         for party, reason in self.link.liveness_losses(
             now, node.role.expected_peers(), node.finished_peers, node.last_refusal
         ):
-            self._lose(party, reason)
+            self.lose(party, reason)
 
     def _check_progress(self, now: float) -> None:
         """Drop a connected party that does not deliver what the role waits for in time."""
         role, node = self.node.role, self.node
         for party, reason in self.link.progress_losses(now, role.awaited(), role.progress_scale, node.last_refusal):
-            self._lose(party, reason)
+            self.lose(party, reason)
 
-    def _lose(self, party: str, reason: str) -> None:
+    def lose(self, party: str, reason: str) -> None:
+        """Lose ``party`` for ``reason`` (once): its role hears of it, and its answers go out."""
         if not self.link.lose(party, reason):
             return
         log.warning("%s: peer %s lost: %s", self.node.party_id, party, reason)
@@ -286,23 +284,24 @@ class _Loop(ABC):
 
     # --- sending ------------------------------------------------------------------------------
     def _dispatch(self, outgoing: list[Outgoing], *, reply_route: bytes | None = None) -> None:
-        """Send each frame, or queue it behind its receiver's waiting frames.
+        """Send each frame (in the side's order), or queue it behind its receiver's waiting frames.
 
         The common case (a protocol frame to a known peer on an open connection with nothing
         queued for it) goes straight to the socket, with one clock reading for the whole batch: a
         round opened to 10,000 owners is 10,000 of them. Anything else, and any send that does not
         go through at once, takes :meth:`_try_send`'s careful path, in the same order."""
-        lost, peers, backlog, send = self.lost, self.peers, self.backlog, self._send_raw
+        side = self.side
+        lost, peers, backlog, send, fast_route = self.lost, self.peers, self.backlog, side.send, side.fast_route
         record, me, sent = self.node.counters.record_sent, self.node.party_id, 0
         io_before, t0 = self.stats.io_s, time.perf_counter()
         now = time.monotonic()
-        for out in outgoing:
+        for out in side.order(outgoing):
             receiver = out.receiver
             if receiver in lost:
                 continue
             peer = peers.get(receiver)
             if peer is not None and not out.best_effort and receiver not in backlog:
-                route = self._fast_route(peer)
+                route = fast_route(peer)
                 if route is not None:
                     try:
                         send(route, out.frame)
@@ -317,18 +316,14 @@ class _Loop(ABC):
         self.frames_sent += sent
         self.stats.io_s = io_before + (time.perf_counter() - t0)  # the careful path's own timing is inside it
 
-    def _fast_route(self, peer: PeerState) -> bytes | None:
-        """Where frames to ``peer`` go without a second look (None: take the careful path)."""
-        return peer.route
-
     def _dispatch_one(self, out: Outgoing, reply_route: bytes | None) -> None:
-        receiver = out.receiver
+        receiver, route_of = out.receiver, self.side.route_of
         if out.best_effort:  # an error reply, to the connection the refused frame came from
-            self._try_send(reply_route if reply_route is not None else self._route_of(receiver), out)
+            self._try_send(reply_route if reply_route is not None else route_of(receiver), out)
             return
         if receiver not in self.peers:
-            self.link.peer(receiver, self._route_of(receiver))
-        if self.link.queues.holds(receiver) or not self._try_send(self._route_of(receiver), out, party=receiver):
+            self.link.peer(receiver, route_of(receiver))
+        if self.link.queues.holds(receiver) or not self._try_send(route_of(receiver), out, party=receiver):
             self._enqueue(receiver, out)
 
     def _try_send(self, route: bytes | None, out: Outgoing, *, party: str | None = None) -> bool:
@@ -336,7 +331,7 @@ class _Loop(ABC):
         ``party`` is who the frame is for, when it is a protocol frame."""
         t0 = time.perf_counter()
         try:
-            self._send_raw(route, out.frame)
+            self.side.send(route, out.frame)
         except zmq.Again:
             self.stats.io_s += time.perf_counter() - t0
             if out.best_effort:
@@ -350,7 +345,7 @@ class _Loop(ABC):
             if out.kind == HEARTBEAT:
                 self.link.heartbeat_unreachable(out.receiver, route, time.monotonic())
             elif party is not None and not out.best_effort:
-                self._lose(party, f"unreachable when sending {out.kind}")
+                self.lose(party, f"unreachable when sending {out.kind}")
             else:
                 self.stats.replies_dropped += 1
             return True
@@ -364,17 +359,17 @@ class _Loop(ABC):
     def _enqueue(self, party: str, out: Outgoing) -> None:
         reason = self.link.queues.push(party, out, time.monotonic())
         if reason is not None:
-            self._lose(party, reason)
+            self.lose(party, reason)
 
     def _flush_queues(self, now: float) -> None:
-        queues = self.link.queues
+        queues, route_of = self.link.queues, self.side.route_of
         for waiting in queues.waiting():
             party = waiting.party
             while waiting.frames and party not in self.lost:
-                if not self._try_send(self._route_of(party), waiting.frames[0], party=party):
+                if not self._try_send(route_of(party), waiting.frames[0], party=party):
                     reason = queues.blocked(waiting, now)
                     if reason is not None:
-                        self._lose(party, reason)
+                        self.lose(party, reason)
                     break
                 queues.sent(waiting, now)
 
@@ -397,7 +392,7 @@ class _Loop(ABC):
             self.settings.max_message_bytes,
             keys_dir=self.settings.curve_keys,
         )
-        self.monitor = open_monitor(self.sock, self.poller)
+        self.monitor = open_monitor(self.socket, self.poller)
 
     def _drain_monitor(self, monitor: zmq.Socket, *, final: bool = False) -> None:
         closed = self.watch.links_closed
@@ -406,132 +401,37 @@ class _Loop(ABC):
             if refused and not self.node.done:
                 self.node.role.fail(refused)
         if self.watch.links_closed != closed and not self.node.done:
-            self._links_closed(time.monotonic())
+            self.side.links_closed(time.monotonic())
         if not self.node.done or final:
             self.watch.check_drops(len(self.node.finished_peers | self.lost), final=final)
         self.stats.dropped_connections = self.watch.warned_drops
 
     def close(self) -> None:
+        sock = self.socket
         if self.node.done:
             self.flush_before_close(self.settings.close_linger_s)
         monitor = self.monitor
         if monitor is not None:
             self._drain_monitor(monitor, final=True)
             self.watch.summary()
-            self.sock.disable_monitor()
+            sock.disable_monitor()
             monitor.close(linger=0)
         linger = int(self.settings.close_linger_s * 1000) if self.node.done else 0
-        self.sock.close(linger=linger)
+        sock.close(linger=linger)
         self.closed = True
 
 
-class _RouterLoop(_Loop):
-    """The curator's side. Under CURVE a frame's sender is the party its key belongs to (User-Id);
-    in plaintext mode, the DEALER's routing id, which is its party id."""
-
-    def __init__(self, node: Node, sock: zmq.Socket, settings: LinkSettings) -> None:
-        super().__init__(node, sock, settings)
-        self.curve = settings.curve_keys is not None
-
-    def _read(self) -> tuple[bytes, str | None, bytes | memoryview | None] | None:
-        t0 = time.perf_counter()
-        try:
-            route = self.sock.recv(NOBLOCK)
-        except zmq.Again:
-            self.stats.io_s += time.perf_counter() - t0
-            return None
-        # the rest of this message: a ROUTER gives it whole, its routing id and at least one frame,
-        # so the frames themselves say whether more follow (no ZMQ_RCVMORE query per frame)
-        parts = [self.sock.recv(NOBLOCK, copy=False)]
-        while parts[-1].more:
-            parts.append(self.sock.recv(NOBLOCK, copy=False))
-        self.stats.io_s += time.perf_counter() - t0
-        last = parts[-1] if parts else None
-        if self.curve:
-            user = last.get("User-Id") if last is not None else None
-            party = user if isinstance(user, str) and user else None  # the ZAP handler's party id, a str
-        else:
-            party = route.decode("utf-8", errors="replace") if route and not route.startswith(b"\x00") else None
-            if party is not None and self.node.parties is not None and party not in self.node.parties:
-                party = None  # a name that is no party of the run: an unidentified connection
-        if len(parts) != 1:
-            self.node.counters.record_rejected("bad_framing")
-            return route, party, None
-        body = parts[0]
-        # a large frame is read in place (no copy): a hostile one then costs its own size once
-        return route, party, (body.buffer if len(body) > SCAN_ABOVE else body.bytes)
-
-    def _dispatch(self, outgoing: list[Outgoing], *, reply_route: bytes | None = None) -> None:
-        """A broadcast (a round opened to every owner) leaves in :func:`~.tuning.spread_order`: owners that
-        share an owner host are usually numbered in one block, and sent block by block the last host would start
-        its round only once every other host's frames had left."""
-        super()._dispatch(spread_receivers(outgoing), reply_route=reply_route)
-
-    def _send_raw(self, route: bytes | None, frame: bytes) -> None:
-        if route is None:
-            raise zmq.ZMQError(errno.EHOSTUNREACH)
-        _SEND(self.sock, route, NOBLOCK_MORE)
-        _SEND(self.sock, frame, NOBLOCK)
-
-    def _route_of(self, party: str) -> bytes | None:
-        peer = self.peers.get(party)
-        if peer is not None and peer.route is not None:
-            return peer.route
-        return None if self.curve else party.encode()
-
-    def _first_contact(self, party: str) -> None:
-        # answer a party at once, so it hears from the curator even if the curator then hangs
-        # before its next heartbeat tick (else it could only time out at start_timeout_s)
-        if party not in self.lost:
-            self._dispatch([self.node.heartbeat(party)])
-
-    def _heartbeat_targets(self) -> list[str]:
-        return self.link.open_peers(self.node.finished_peers)
+def router_loop(node: Node, sock: zmq.Socket, settings: LinkSettings) -> SocketLoop:
+    """The curator's loop over its ROUTER ``sock``."""
+    link = new_link(node, settings)
+    return SocketLoop(node, RouterSide(sock, node, link, curve=settings.curve_keys is not None), link, sock)
 
 
-class DealerLoop(_Loop):
-    """An owner's or the consumer's side: one connection, to the curator."""
-
-    def _handle(self, route: bytes, party: str | None, frame: bytes | memoryview | None) -> None:
-        super()._handle(route, party, frame)
-        curator = self.peers.get(CURATOR)
-        theirs = self.node.foreign_run.get(CURATOR)
-        if theirs is not None and (curator is None or curator.heard is None) and not self.node.done:
-            # the curator speaks for another run: nothing it sends will ever be accepted here
-            self.node.role.fail(
-                f"the curator runs another run: its run id is {theirs!r}, ours {self.node.run_id!r} "
-                f"(another seed, scenario or --run-id?)"
-            )
-
-    def _read(self) -> tuple[bytes, str | None, bytes | memoryview | None] | None:
-        t0 = time.perf_counter()
-        try:
-            parts = [self.sock.recv(NOBLOCK)]
-        except zmq.Again:
-            return None
-        finally:
-            self.stats.io_s += time.perf_counter() - t0
-        while self.sock.get(RCVMORE):
-            parts.append(self.sock.recv(NOBLOCK))
-        if len(parts) != 1:
-            self.node.counters.record_rejected("bad_framing")
-            return b"", CURATOR, None
-        return b"", CURATOR, parts[0]
-
-    def _send_raw(self, route: bytes | None, frame: bytes) -> None:
-        _SEND(self.sock, frame, NOBLOCK)
-
-    def _route_of(self, party: str) -> bytes | None:
-        return b""
-
-    def _fast_route(self, peer: PeerState) -> bytes | None:
-        return b""
-
-    def _links_closed(self, now: float) -> None:
-        self.link.connection_closed(CURATOR, now, b"")  # its only connection; every frame comes on route b""
-
-    def _heartbeat_targets(self) -> list[str]:
-        return [] if CURATOR in self.lost else [CURATOR]
+def dealer_loop(node: Node, sock: zmq.Socket, settings: LinkSettings, *, own_poller: bool = True) -> SocketLoop:
+    """An owner's or the consumer's loop over its DEALER ``sock``, one connection to the curator
+    (``own_poller`` false: an owner host waits for it)."""
+    link = new_link(node, settings)
+    return SocketLoop(node, DealerSide(sock, node, link), link, sock, own_poller=own_poller)
 
 
 def serve_curator(
@@ -558,7 +458,7 @@ def serve_curator(
         sock.bind(endpoint)
     if on_bound is not None:
         on_bound(endpoint)
-    loop = _RouterLoop(node, sock, settings)
+    loop = router_loop(node, sock, settings)
     loop.stats.endpoint = endpoint
     loop.watch_connections("server")
     try:
@@ -594,10 +494,11 @@ def connect_dealer(
 def serve_party(node: Node, endpoint: str, settings: LinkSettings) -> DriverStats:
     """Connect a DEALER to the curator at ``endpoint`` and run ``node``."""
     ctx = new_context()
-    loop = DealerLoop(node, connect_dealer(ctx, node, endpoint, settings, connect=False), settings)
+    sock = connect_dealer(ctx, node, endpoint, settings, connect=False)
+    loop = dealer_loop(node, sock, settings)
     loop.stats.endpoint = endpoint
     loop.watch_connections("client")  # before connecting: a handshake the monitor missed would hide the
-    loop.sock.connect(endpoint)  # later close of that connection (the curator would never be lost)
+    sock.connect(endpoint)  # later close of that connection (the curator would never be lost)
     try:
         with frozen_heap():
             stats = loop.run()

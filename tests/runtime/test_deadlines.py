@@ -20,7 +20,7 @@ from marketplace.transport.deadlines import missed_text, step_deadline
 from marketplace.transport.link_settings import LinkSettings
 from marketplace.transport.node import Node
 from marketplace.transport.sockets import configure_socket
-from marketplace.transport.zmq_driver import DealerLoop
+from marketplace.transport.zmq_driver import SocketLoop, dealer_loop
 
 # --- the arithmetic ----------------------------------------------------------------------------
 
@@ -138,7 +138,7 @@ class Stuck(Role):
 def make_loop(zmq_context):
     made = []
 
-    def make(scale: float, run_timeout_s: float = 1e9) -> DealerLoop:
+    def make(scale: float, run_timeout_s: float = 1e9) -> SocketLoop:
         sock = zmq_context.socket(zmq.DEALER)
         configure_socket(sock, LinkSettings())
         settings = LinkSettings(
@@ -148,7 +148,7 @@ def make_loop(zmq_context):
             start_timeout_s=1e9,
             run_timeout_s=run_timeout_s,
         )
-        loop = DealerLoop(Node(Stuck(scale), run_id=RUN, max_message_bytes=1 << 20), sock, settings)
+        loop = dealer_loop(Node(Stuck(scale), run_id=RUN, max_message_bytes=1 << 20), sock, settings)
         loop.started = 0.0
         frame = Node(AskingCurator(), run_id=RUN, max_message_bytes=1 << 20).heartbeat("consumer").frame
         loop._handle(b"", CURATOR, frame)  # the curator is connected
@@ -160,7 +160,7 @@ def make_loop(zmq_context):
         sock.close(linger=0)
 
 
-def check(loop: DealerLoop, at: float) -> list[tuple[str, str]]:
+def check(loop: SocketLoop, at: float) -> list[tuple[str, str]]:
     loop.drained_at = at  # the socket was read up to now: nothing the party sent is waiting unread
     loop._check_progress(at)
     return loop.node.role.lost
@@ -205,7 +205,7 @@ def test_the_curators_driver_gives_pfds_round_2_of_100_sharers_ten_deadlines_and
     """The real pfds curator under the curator's driver: 100 sharers in round 2, one of which never
     sends its records; the others delivered. Dropped at ten times the base deadline, not before."""
     from marketplace.transport.link_policy import PeerState
-    from marketplace.transport.zmq_driver import _RouterLoop
+    from marketplace.transport.zmq_driver import router_loop
 
     curator = pfds_curator(100)
     curator.present = {*curator.sharers, "consumer"}
@@ -220,10 +220,10 @@ def test_the_curators_driver_gives_pfds_round_2_of_100_sharers_ten_deadlines_and
         start_timeout_s=1e9,
         run_timeout_s=1e9,
     )
-    loop = _RouterLoop(Node(curator, run_id=RUN, max_message_bytes=1 << 20), sock, settings)
+    loop = router_loop(Node(curator, run_id=RUN, max_message_bytes=1 << 20), sock, settings)
     loop.peers["owner-1"] = PeerState("owner-1", contact=0.0, heard=0.0)
     dropped: list[tuple[str, str]] = []
-    loop._lose = lambda party, reason: dropped.append((party, reason))
+    loop.lose = lambda party, reason: dropped.append((party, reason))
     for at in (1.0, 1.0 + 15.0, 1.0 + 99.0):
         loop.drained_at = at
         loop._check_progress(at)
@@ -253,12 +253,12 @@ def test_the_start_deadline_counts_from_the_last_arrival_so_slow_handshakes_are_
     """Parties arriving one every 0.8 start deadlines keep the wait going (thousands of CURVE
     handshakes queue up like this); one that never comes is lost a start deadline after the last
     arrival, not before."""
-    from marketplace.transport.zmq_driver import _RouterLoop
+    from marketplace.transport.zmq_driver import router_loop
 
     sock = zmq_context.socket(zmq.ROUTER)
     configure_socket(sock, LinkSettings())
     settings = LinkSettings(heartbeat_interval_s=0.1, heartbeat_timeout_s=0.5, start_timeout_s=10.0, run_timeout_s=1e9)
-    loop = _RouterLoop(Node(Gathering(), run_id=RUN, max_message_bytes=1 << 20), sock, settings)
+    loop = router_loop(Node(Gathering(), run_id=RUN, max_message_bytes=1 << 20), sock, settings)
     loop.started = loop.last_arrival = 0.0
     sender = Node(AskingCurator(), run_id=RUN, max_message_bytes=1 << 20)
     for at, party in ((8.0, "consumer"), (16.0, "owner-1"), (24.0, "owner-2")):

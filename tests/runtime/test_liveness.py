@@ -27,7 +27,7 @@ from marketplace.transport.link_settings import LinkSettings
 from marketplace.transport.monitor import ConnectionWatch
 from marketplace.transport.node import Node
 from marketplace.transport.sockets import configure_socket
-from marketplace.transport.zmq_driver import DealerLoop, serve_curator
+from marketplace.transport.zmq_driver import SocketLoop, dealer_loop, serve_curator
 
 INTERVAL_S, TIMEOUT_S = 0.1, 0.5
 
@@ -93,13 +93,13 @@ def loop(zmq_context):
         start_timeout_s=1e9,
         run_timeout_s=1e9,
     )
-    dealer = DealerLoop(Node(Waiting(), run_id=RUN, max_message_bytes=1 << 20), sock, settings)
+    dealer = dealer_loop(Node(Waiting(), run_id=RUN, max_message_bytes=1 << 20), sock, settings)
     dealer.started = 0.0
     yield dealer
     sock.close(linger=0)
 
 
-def heard_from_curator(loop: DealerLoop, at: float) -> None:
+def heard_from_curator(loop: SocketLoop, at: float) -> None:
     frame = Node(AskingCurator(), run_id=RUN, max_message_bytes=1 << 20).heartbeat("consumer").frame
     loop.drained_at = 0.0
     loop._handle(b"", CURATOR, frame)
@@ -117,7 +117,7 @@ def test_silence_alone_never_loses_a_peer(loop):
 
 def test_a_closed_connection_loses_the_peer_once_the_socket_was_drained_after_it(loop):
     heard_from_curator(loop, at=1.0)
-    loop._links_closed(2.0)  # what the monitor's disconnect event does
+    loop.side.links_closed(2.0)  # what the monitor's disconnect event does
     loop.drained_at = 1.5  # frames of it may still be queued (its bye, say)
     loop._check_liveness(2.1)
     assert not loop.lost
@@ -131,7 +131,7 @@ def test_a_closed_connection_loses_the_peer_once_the_socket_was_drained_after_it
 
 def test_frames_read_after_the_connection_closed_do_not_bring_the_peer_back(loop):
     """The monitor's event can come before the frames queued ahead of it (here: the very first)."""
-    loop._links_closed(1.0)
+    loop.side.links_closed(1.0)
     heard_from_curator(loop, at=1.05)  # sent before the close, read after it
     loop.drained_at = 1.1
     loop._check_liveness(1.1)

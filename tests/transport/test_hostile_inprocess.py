@@ -29,7 +29,8 @@ from marketplace.scenario import parse_scenario
 from marketplace.transport.inprocess import run_inprocess
 from marketplace.transport.link_settings import LinkSettings
 from marketplace.transport.node import Node
-from marketplace.transport.zmq_driver import _RouterLoop
+from marketplace.transport.sides import RouterSide
+from marketplace.transport.zmq_driver import SocketLoop, new_link
 
 RUN = "hostile"
 
@@ -149,16 +150,16 @@ def test_a_consumer_of_another_configuration_fails_the_run_at_its_hello_naming_w
 # --- strangers and readers that never read, at the curator's driver ----------------------------------
 
 
-class StuckRouter(_RouterLoop):
-    """The curator's loop over a socket that takes every frame but those for the routes in ``stuck``
+class StuckRouter(RouterSide):
+    """The curator's side of a socket that takes every frame but those for the routes in ``stuck``
     (their readers never read: ZeroMQ answers EAGAIN)."""
 
-    def __init__(self, node: Node, sock: zmq.Socket) -> None:
-        super().__init__(node, sock, LinkSettings(refusal_budget=10**9))
+    def __init__(self, sock: zmq.Socket, node: Node, link) -> None:
+        super().__init__(sock, node, link, curve=False)
         self.stuck: set[bytes] = set()
         self.wire: list[tuple[bytes | None, bytes]] = []
 
-    def _send_raw(self, route: bytes | None, frame: bytes) -> None:
+    def send(self, route: bytes | None, frame: bytes) -> None:
         if route in self.stuck:
             raise zmq.Again()
         self.wire.append((route, frame))
@@ -178,7 +179,8 @@ def curator_loop(tmp_path, zmq_context):
         max_message_bytes=1 << 26,
     )
     sock = zmq_context.socket(zmq.ROUTER)
-    loop = StuckRouter(node, sock)
+    link = new_link(node, LinkSettings(refusal_budget=10**9))
+    loop = SocketLoop(node, StuckRouter(sock, node, link), link, sock)
     yield loop
     sock.close(linger=0)
 
@@ -190,12 +192,12 @@ def beat_from(sender: str, msg_id: int) -> bytes:
 def test_error_replies_to_a_connection_that_never_reads_are_dropped_never_queued(curator_loop):
     """A stranger sending refused frames and reading none of the error replies: every reply is
     dropped at once (counted), nothing waits in a queue, nobody is lost."""
-    curator_loop.stuck.add(b"\x00mallory")
+    curator_loop.side.stuck.add(b"\x00mallory")
     for _ in range(1000):
         curator_loop._handle(b"\x00mallory", None, b"\xc1")
     stats = curator_loop.stats
     assert stats.replies_dropped == 1000 and not curator_loop.backlog and not curator_loop.lost
-    assert curator_loop.wire == []
+    assert curator_loop.side.wire == []
 
 
 def test_a_strangers_valid_heartbeats_are_refused_and_make_nobody_known(curator_loop):
