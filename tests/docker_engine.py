@@ -2,6 +2,10 @@
 folder, and stopped and removed afterwards. It uses the overlay2 storage driver where the kernel and
 the filesystem allow it, else vfs (slower: every layer and every container is a full copy).
 
+With overlay2 and memory to spare, its data (images, layers, containers, volumes: about 0.6 GiB
+after the compose tests) lives in a tmpfs of its own, so builds write to memory and stopping the
+engine frees it at once: on a busy disk, removing those files one by one took over a minute.
+
 The engine leaves the host's network settings alone: no iptables rules, no IP forwarding or
 masquerading, no default bridge. Containers on its networks reach each other, and nothing they send
 is forwarded off the machine. Builds use the host's network (``--network host``) to reach the
@@ -20,6 +24,10 @@ from pathlib import Path
 
 from system_tools import missing_tools
 
+MEMORY_DATA_BYTES = 4 << 30
+"""The size of the tmpfs that holds an overlay2 engine's data; it is only used where the machine has
+twice that available, and only what is stored takes memory."""
+
 
 class EngineUnavailable(RuntimeError):
     """No Docker engine could be started here; the message says exactly why (the test skips)."""
@@ -33,6 +41,7 @@ class DockerEngine:
         self.proc: subprocess.Popen | None = None
         self.log = self.root / "dockerd.log"
         self.driver = ""
+        self.in_memory = False
 
     def start(self, timeout_s: float = 60.0) -> None:
         if os.geteuid() != 0:
@@ -50,10 +59,26 @@ class DockerEngine:
             except EngineUnavailable as err:
                 failures.append(f"{driver}: {err}")
                 self._stop_daemon()
+                self.in_memory = False
+                self._unmount_below(self.root / "data")
                 shutil.rmtree(self.root / "data", ignore_errors=True)
         raise EngineUnavailable("; ".join(failures))
 
+    def _data_in_memory(self) -> bool:
+        """Mount a tmpfs as the engine's data root if the machine has memory to spare; whether it did."""
+        if available_memory_bytes() < 2 * MEMORY_DATA_BYTES:
+            return False
+        data = self.root / "data"
+        data.mkdir(exist_ok=True)
+        mounted = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={MEMORY_DATA_BYTES},mode=0711", "mkt-engine-data", str(data)],
+            capture_output=True,
+        )
+        return mounted.returncode == 0
+
     def _start(self, driver: str, timeout_s: float) -> None:
+        if driver == "overlay2":  # vfs copies every layer whole: it stays on disk
+            self.in_memory = self._data_in_memory()
         command = [
             "dockerd",
             f"--storage-driver={driver}",
@@ -109,14 +134,19 @@ class DockerEngine:
     def stop(self) -> None:
         """Stop the engine (its containers go with it) and remove everything it stored."""
         self._stop_daemon()
+        self._unmount_below(self.root)  # leftovers of a killed engine (netns, shm, overlays), and the data's tmpfs
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    @staticmethod
+    def _unmount_below(folder: Path) -> None:
+        """Unmount everything mounted at or below ``folder``, innermost first."""
         mounts = [
             line.split()[1]
             for line in Path("/proc/mounts").read_text().splitlines()
-            if len(line.split()) > 1 and line.split()[1].startswith(str(self.root))
+            if len(line.split()) > 1 and (line.split()[1] + "/").startswith(f"{folder}/")
         ]
-        for mount in sorted(mounts, key=len, reverse=True):  # leftovers of a killed engine (netns, shm, overlays)
+        for mount in sorted(mounts, key=len, reverse=True):
             subprocess.run(["umount", "-l", mount], capture_output=True)
-        shutil.rmtree(self.root, ignore_errors=True)
 
     def _stop_daemon(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -126,6 +156,17 @@ class DockerEngine:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(10)
+
+
+def available_memory_bytes() -> int:
+    """MemAvailable of /proc/meminfo (0 where it cannot be read)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 def compose_command() -> list[str]:

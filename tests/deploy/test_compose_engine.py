@@ -185,7 +185,7 @@ def test_compose_runs_the_quickstart_on_a_real_engine_as_any_host_user(engine, h
         # the images stay for the next test of this module; the engine's teardown removes everything it stored
         timed("clean up", lambda: engine.run([*up, "down", "--volumes"], env=env, cwd=project, check=False))
     print(
-        f"\nreal engine ({engine.driver} storage, {base} base): "
+        f"\nreal engine ({engine.driver} storage{' in memory' if engine.in_memory else ''}, {base} base): "
         + ", ".join(f"{k} {v:.0f} s" for k, v in times.items())
     )
 
@@ -308,7 +308,7 @@ def test_compose_keeps_a_marketplace_up_and_its_ledgers_across_a_restart(engine,
     consumers' requests arrive with `compose run --rm consumer`; owner-3's small budget runs out;
     `compose restart` keeps every key and ledger, and a fourth request is charged on top."""
     compose = compose_command()
-    project = project_owned_by(0, host_folder)
+    project = project_owned_by(HOST_UID, host_folder)  # as the first test's: its image build is reused whole
     name = f"mktup{os.getpid()}"
     up = [
         *compose,
@@ -425,7 +425,7 @@ def test_compose_serves_the_parties_own_csv_files_each_mounted_where_its_party_i
     mounts its own CSV only, the consumer its own target and test set, the server no data at all;
     two requests complete, each owner's ledger charges both, and the server's files hold no row."""
     compose = compose_command()
-    project = project_owned_by(0, host_folder)
+    project = project_owned_by(HOST_UID, host_folder)  # as the first test's: its image build is reused whole
     made = subprocess.run(
         [
             sys.executable,
