@@ -1,10 +1,10 @@
 """Markets: a stream of consumer requests against owners with lifetime privacy budgets.
 
 A market file (YAML with a top-level ``market:``) names the marketplace (owners, their data and
-their lifetime budgets) and a stream of requests (sketch, stc or pfds runs, each for a consumer).
-:func:`play` runs the stream once per scheduling rule (``fcfs``, ``dpf``: :mod:`.rules`), every
-rule from fresh owner ledgers, ``market.repeats`` times (seeds seed, seed+1, ...), and returns a
-:class:`MarketReport`::
+their lifetime budgets) and a stream of requests (sketch, stc, pfds or summarize runs, each for a
+consumer). :func:`play` runs the stream once per scheduling rule (``fcfs``, ``dpf``:
+:mod:`marketplace.scheduling.rules`), every rule from fresh owner ledgers, ``market.repeats`` times
+(seeds seed, seed+1, ...), and returns a :class:`MarketReport`::
 
     import marketplace
 
@@ -12,11 +12,12 @@ rule from fresh owner ledgers, ``market.repeats`` times (seeds seed, seed+1, ...
     report.summary("dpf")["served_total"], report.statuses("fcfs")
 
 * :mod:`.spec`: the market file, read and checked (:class:`MarketError`);
-* :mod:`.costs`: each request's declared cost per owner;
-* :mod:`.rules`: the scheduling rules;
+* :mod:`marketplace.scheduling.costs`: each request's declared cost per owner;
+* :mod:`marketplace.scheduling.rules`: the scheduling rules;
 * :mod:`.player`: plays the stream under one rule; :mod:`.run`: under each rule, then the report;
 * :mod:`.report`, :mod:`.tables`, :mod:`.plots`: ``market.json``, ``market.md``, the figures;
-  :mod:`.spread`: each figure's mean, sd and n over the repeats.
+  :mod:`.spread`: each figure's mean, sd and n over the repeats; :mod:`.sales`: what was bought and
+  paid; :mod:`.quality`: which way each quality figure points.
 
 The names above are imported on first use, so that telling a market file from a scenario stays light.
 """

@@ -11,6 +11,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from marketplace.market.quality import quality_label
 from marketplace.market.spread import mean_sd
 
 _MARKERS = {"fcfs": "o", "dpf": "s"}
@@ -63,6 +64,7 @@ def plot_budget(raw: Mapping[str, Any], path: str | Path) -> None:
         else:
             axis.set_title(f"{rule}: {summary['served_total']} of {summary['requests']} requests served")
         axis.set_xlabel("requests arrived")
+        axis.xaxis.set_major_locator(_whole())
         axis.set_ylabel(f"{dim} spent (lifetime ledger)" + (", mean ± sd" if _repeats(raw) > 1 else ""))
         axis.legend(fontsize=8, loc="upper left")
         axis.grid(alpha=0.3)
@@ -104,9 +106,19 @@ def _common_budget(raw: Mapping[str, Any]) -> Any:
 
 
 def plot_quality(raw: Mapping[str, Any], path: str | Path) -> None:
-    """Each request's quality (its protocol's headline metric) against its place in the stream,
-    one panel per protocol, one series per rule; requests with no quality (not served, or collapsed)
-    are left out. Over several repeats: each repeat's value faint, the mean with a one-sd error bar."""
+    """Draw :func:`quality_figure` into ``path``."""
+    plt = _pyplot()
+    fig = quality_figure(raw)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def quality_figure(raw: Mapping[str, Any]) -> Any:
+    """Each request's quality (the metric that measures its protocol: ``market.quality``, by default
+    the headline) against its place in the stream, one panel per protocol, one series per rule, the
+    y axis named with the metric and which way is better; requests with no quality (not served, or
+    collapsed) are left out. Over several repeats: each repeat's value faint, the mean with a one-sd
+    error bar. The caller closes the figure."""
     plt = _pyplot()
     plays = raw["plays"]
     protocols = list(dict.fromkeys(s["protocol"] for s in raw["stream"]))
@@ -142,23 +154,43 @@ def plot_quality(raw: Mapping[str, Any], path: str | Path) -> None:
             )
         axis.set_title(protocol)
         axis.set_xlabel("request (stream order)")
-        axis.set_ylabel(f"{metric or 'quality'} (lower is better)")
+        axis.set_ylabel(quality_label(metric))
         axis.set_xlim(0.5, len(raw["stream"]) + 0.5)
+        axis.xaxis.set_major_locator(_whole())
         axis.grid(alpha=0.3)
         if axis.get_legend_handles_labels()[0]:
             axis.legend(fontsize=8)
     fig.suptitle(f"{raw['market']}: quality delivered per request{_over(raw)}")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    return fig
+
+
+def _whole() -> Any:
+    """A tick locator that puts ticks on whole numbers only: for an axis of counts."""
+    from matplotlib.ticker import MaxNLocator
+
+    return MaxNLocator(integer=True)
 
 
 def plot_sales(raw: Mapping[str, Any], path: str | Path) -> bool:
-    """Each owner's points sold and earnings after each request of the stream (stream order), one
-    column per rule, the first repeat's play; False (and nothing drawn) when nothing was sold."""
+    """Draw :func:`sales_figure` into ``path``; False (and nothing drawn) when nothing was sold."""
+    fig = sales_figure(raw)
+    if fig is None:
+        return False
+    plt = _pyplot()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def sales_figure(raw: Mapping[str, Any]) -> Any:
+    """Each owner's points sold and earnings, in all after each request of the stream (stream order),
+    one column per rule, the first repeat's play: points (whole numbers) above, earnings in the unit
+    of the owners' posted prices (``market.terms.price`` is per point) below. None when nothing was
+    sold. The caller closes the figure."""
     plays = raw["plays"]
     if not any(e.get("points_sold") for play in plays.values() for e in play["owners"].values()):
-        return False
+        return None
     plt = _pyplot()
     fig, axes = plt.subplots(2, len(plays), figsize=(6 * len(plays), 7.0), squeeze=False, sharex=True)
     for k, (rule, play) in enumerate(plays.items()):
@@ -168,14 +200,16 @@ def plot_sales(raw: Mapping[str, Any], path: str | Path) -> bool:
             (line,) = axes[0][k].step(xs, points, where="post", label=owner if entry.get("points_sold") else None)
             axes[1][k].step(xs, money, where="post", color=line.get_color())
         axes[0][k].set_title(f"{rule}: points sold")
+        axes[0][k].set_ylabel("points sold so far (count)")
+        axes[0][k].yaxis.set_major_locator(_whole())
         axes[1][k].set_title(f"{rule}: earnings (posted prices)")
-        axes[1][k].set_xlabel("requests of the stream")
+        axes[1][k].set_ylabel("earned so far (price units: price x points)")
+        axes[1][k].set_xlabel("requests of the stream (stream order)")
         for axis in (axes[0][k], axes[1][k]):
+            axis.xaxis.set_major_locator(_whole())
             axis.grid(alpha=0.3)
         axes[0][k].legend(fontsize=7, loc="upper left", ncol=2)
     extra = " (the first repeat)" if _repeats(raw) > 1 else ""
     fig.suptitle(f"{raw['market']}: what each owner sold and earned over the stream{extra}")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True
+    return fig

@@ -3,7 +3,8 @@
 ``market.json`` (every figure; wall-clock times only under ``timing``), ``market.md`` (the same
 tables as the terminal), ``budget.png`` and ``quality.png``. Quality is the protocol's headline
 metric as its sweeps print it (the first of its exchange's ``sweep_headline``, from the request's
-report.json); for the shipped sketch, stc and pfds it is an error, lower is better.
+report.json), or the column ``market.quality`` names: an error or a distance for every headline (lower
+is better), a score such as summarize's ``accuracy`` (higher is better); :mod:`.quality` tells which.
 
 A market played N times (``market.repeats``) keeps the first repeat's play under ``plays`` and sets
 each figure's spread over the N repeats beside it (``summary.spread``, ``owners.<owner>.spread``,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from marketplace.market.quality import direction, quality_label
 from marketplace.market.spread import mean_sd
 from marketplace.reporting.format import fmt
 
@@ -64,7 +65,8 @@ def rule_table(raw: Mapping[str, Any]) -> Table:
             else:
                 gone = f", {q['collapsed']} collapsed" if q.get("collapsed") else ""
                 cells.append(f"{fmt(q.get('mean'))} ({q.get('requests', 0)}{gone})")
-        rows.append([f"mean {protocol} {metric} (served)", *cells])
+        words = direction(metric)
+        rows.append([f"mean {protocol} {metric} (served{'; ' + words if words else ''})", *cells])
     title = f"{raw['market']}: {len(raw['stream'])} requests, {raw['owners']} owners, filter {raw['filter']}"
     if n > 1:
         seeds = raw.get("seeds") or [raw["seed"]]
@@ -80,6 +82,17 @@ def _statuses(counts: Mapping[str, int]) -> str:
     if len(counts) == 1:
         return next(iter(counts))
     return ", ".join(f"{status} x{k}" for status, k in counts.items())
+
+
+def _measures(raw: Mapping[str, Any]) -> str:
+    """What measures each protocol's requests, with the way it points: ``"sketch moment1_mre (lower is
+    better), summarize accuracy (higher is better)"`` (the metric named on the requests' rows)."""
+    metrics: dict[str, str | None] = {}
+    for play in raw["plays"].values():
+        for row in play["requests"]:
+            if not metrics.get(row["protocol"]):
+                metrics[row["protocol"]] = row.get("metric")
+    return ", ".join(f"{protocol} {quality_label(metric)}" for protocol, metric in metrics.items())
 
 
 def request_table(raw: Mapping[str, Any]) -> Table:
@@ -108,13 +121,13 @@ def request_table(raw: Mapping[str, Any]) -> Table:
             row += [status, fmt(q["order"]), quality, str(len(q["declined"])) if q["declined"] else "-"]
         rows.append(row)
     title = (
-        "Requests (quality: the protocol's headline error, lower is better, or `collapsed` where the noise swamped "
-        "the release, which has none; run: the order it ran in)"
+        f"Requests (quality: {_measures(raw)}; `collapsed` where the noise swamped the release, which has none; "
+        "run: the order it ran in)"
     )
     if n > 1:
         title = (
-            f"Requests over {n} repeats (quality: the protocol's headline error, lower is better, mean±sd over the "
-            "repeats that served it without a collapse; run and declined: the first repeat's)"
+            f"Requests over {n} repeats (quality: {_measures(raw)}; mean±sd over the repeats that served it without a "
+            "collapse; run and declined: the first repeat's)"
         )
     return (title, header, rows)
 
@@ -230,19 +243,58 @@ def markdown(raw: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def print_tables(console: Any, raw: Mapping[str, Any]) -> None:
-    """The tables on a rich console, then each rule's summary line."""
-    from rich.table import Table as RichTable
+ID_COLUMNS = ("request", "owner", "consumer")
+"""The columns of ids, shown whole however narrow the terminal (the other columns wrap)."""
 
+
+def print_tables(console: Any, raw: Mapping[str, Any]) -> None:
+    """The tables on a rich console, then each rule's summary line. A table too wide for the console
+    is shown once per rule (its shared columns, then that rule's), and its ids are never cut."""
     for title, header, rows in tables(raw):
-        table = RichTable(title=title, title_justify="left")
-        for name in header:
-            table.add_column(name, no_wrap=True)
-        for row in rows:
-            table.add_row(*row)
-        console.print(table)
+        for part in _fitted(console, (title, header, rows), list(raw["plays"])):
+            console.print(_rich_table(*part))
     for rule, play in raw["plays"].items():
         if _repeated(raw) > 1:
             console.print(f"{rule}: {play['summary']['spread']['text']}; first repeat: {play['summary']['text']}")
         else:
             console.print(f"{rule}: {play['summary']['text']}")
+
+
+def _rich_table(title: str, header: list[str], rows: list[list[str]]) -> Any:
+    """A rich table of (title, header, rows): an id column as wide as its longest id and never
+    wrapped, every other column wrapped (folded inside a word only when a word does not fit)."""
+    from rich.table import Table as RichTable
+
+    table = RichTable(title=title, title_justify="left")
+    for k, name in enumerate(header):
+        if name in ID_COLUMNS:
+            table.add_column(name, no_wrap=True, min_width=max(len(name), *(len(row[k]) for row in rows)))
+        else:
+            table.add_column(name, overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def _fitted(console: Any, table: Table, rules: list[str]) -> list[Table]:
+    """``table``, or, when it cannot fit the console without cutting its words and it has columns per
+    rule (``<rule> status``, ...), one table per rule: the shared columns, then that rule's."""
+    title, header, rows = table
+    shared = [k for k, name in enumerate(header) if not name.startswith(tuple(f"{r} " for r in rules))]
+    if len(shared) == len(header) or _unbroken_width(header, rows) <= console.width:
+        return [table]
+    parts = []
+    for rule in rules:
+        keep = shared + [k for k, name in enumerate(header) if name.startswith(f"{rule} ")]
+        parts.append((f"{title}: {rule}", [header[k] for k in keep], [[row[k] for k in keep] for row in rows]))
+    return parts
+
+
+def _unbroken_width(header: list[str], rows: list[list[str]]) -> int:
+    """The narrowest the table can be drawn with no word cut: each column's longest word, its padding
+    (one space each side) and a border per column, plus the closing border."""
+    words = [
+        max(len(word) for cell in (name, *(row[k] for row in rows)) for word in cell.split() or [""])
+        for k, name in enumerate(header)
+    ]
+    return sum(w + 3 for w in words) + 1
