@@ -40,3 +40,4 @@ def test_every_block_of_the_python_guide_runs_and_draws_the_history(tmp_path):
     assert "did you mean summarize.rounds?" in result.stdout
     assert (tmp_path / "quickstart-report.json").is_file()
     assert any((tmp_path / "runs").glob("quickstart-private-sweep-*/sweep.png"))
+    assert "rounds; MMD² after the last:" in result.stdout  # a sweep run's report and history, read back
