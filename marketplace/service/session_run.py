@@ -52,6 +52,8 @@ class Session:
     """The control connection each invited owner was invited on: only that connection can report its part
     (an agent started again after a crash connects anew and never knew the session)."""
     reports: dict[str, dict[str, Any]] = field(default_factory=dict)
+    declined: dict[str, str] = field(default_factory=dict)
+    """Invited owner -> why its agent declined the session: it takes no part and sends no report."""
     queued_at: float = field(default_factory=time.monotonic)
     started: float = 0.0
     deadline: float = 0.0
@@ -128,6 +130,21 @@ def take_report(s: Session, sender: str, party: str, text: bytes, *, consumer: s
     return None
 
 
+def ended_early(s: Session, party: str) -> str | None:
+    """Why the curator of session ``s`` loses owner ``party`` now that it reported, or None. An owner's
+    agent reports once the owner's part is over; one that reports *failed* while the curator still
+    waits for it (neither its ``bye`` came nor was it lost: its part broke in its agent, a ledger that
+    failed mid-session, say) will send nothing more, and its connection stays open for its other
+    sessions, so nothing else would tell the curator before its progress deadline. Call it once the
+    frames the owner sent before its report were handed to the curator (its ``bye`` among them)."""
+    report = s.reports.get(party)
+    if s.state != "running" or s.loop is None or report is None or report.get("status") != "failed":
+        return None
+    if party in s.loop.lost or party in s.loop.node.finished_peers:
+        return None
+    return f"its part ended in its agent: {report.get('failure') or 'failed'}"
+
+
 def missing_reports(s: Session) -> dict[str, str]:
     """Why each party of session ``s`` that sent no report sent none."""
     from marketplace.parties import party_ids
@@ -136,7 +153,9 @@ def missing_reports(s: Session) -> dict[str, str]:
     for party in party_ids(s.scenario.config):
         if party in s.reports:
             continue
-        if party in (CURATOR, CONSUMER) or party in s.invited:
+        if party in s.declined:
+            missing[party] = f"{party} declined session {s.id}: its agent could not take part: {s.declined[party]}"
+        elif party in (CURATOR, CONSUMER) or party in s.invited:
             missing[party] = f"{party} sent no report of session {s.id}" + (
                 " (the consumer left)" if party == CONSUMER and s.consumer_gone else ""
             )
