@@ -340,6 +340,7 @@ class MarketServer:
             return
         scenario, charges = prepared
         s = Session(session, consumer, routing, scenario, self.state / "sessions" / session)
+        s.references = self.options.references or message.references
         ahead = self.admission.add(session, consumer, charges, s) + len(self.sessions)
         log.info("request of %s queued as %s (%d ahead)", consumer, session, ahead)
         self.out.send(routing, control.SessionQueued(session=session, position=ahead))

@@ -52,6 +52,9 @@ class Session:
     """The control connection each invited owner was invited on: only that connection can report its part
     (an agent started again after a crash connects anew and never knew the session)."""
     reports: dict[str, dict[str, Any]] = field(default_factory=dict)
+    references: bool = False
+    """Whether its report holds the central references of a simulated marketplace (serve
+    ``--references``, or the request asked): computing them costs the server the protocol's work again."""
     declined: dict[str, str] = field(default_factory=dict)
     """Invited owner -> why its agent declined the session: it takes no part and sends no report."""
     queued_at: float = field(default_factory=time.monotonic)
@@ -166,7 +169,7 @@ def missing_reports(s: Session) -> dict[str, str]:
 
 def assemble(s: Session, worlds: WorldCache, failure: str | None) -> dict[str, Any]:
     """The session's run report from the reports gathered (a party that sent none is named)."""
-    return assemble_session(s.scenario, s.reports, missing_reports(s), failure, worlds)
+    return assemble_session(s.scenario, s.reports, missing_reports(s), failure, worlds, references=s.references)
 
 
 def assemble_session(
@@ -175,10 +178,14 @@ def assemble_session(
     missing: dict[str, str],
     failure: str | None,
     worlds: WorldCache,
+    *,
+    references: bool = True,
 ) -> dict[str, Any]:
     """A session's run report from its parties' reports (``missing``: why each absent one is absent)
     and the session's own ``failure``: what the server archives, and what the consumer assembles again
-    with its whole report in place of the one it handed over (:func:`handed_back`)."""
+    with its whole report in place of the one it handed over (:func:`handed_back`). ``references``:
+    whether it holds the central references of a simulated marketplace
+    (:func:`~marketplace.runtime.assemble.assemble_report`)."""
     from marketplace import plugins
     from marketplace.runtime import assemble_from_reports
 
@@ -186,7 +193,7 @@ def assemble_session(
         exchange = plugins.exchange(scenario.config.protocol)  # the session's report is assembled once, here
         world = worlds.get(scenario, exchange)
         report = assemble_from_reports(
-            scenario, dict(reports), missing, world=world, driver="market", exchange=exchange
+            scenario, dict(reports), missing, world=world, driver="market", exchange=exchange, references=references
         )
         if failure:
             report["status"], report["failures"] = "failed", [failure, *report["failures"]]
@@ -199,8 +206,10 @@ def assemble_session(
 def handed_back(s: Session, failure: str | None) -> bytes:
     """What the consumer of session ``s`` gets besides the run report, to assemble its own copy
     (:func:`assemble_session`) with what it kept to itself: the parties' reports as the server
-    received them (each as its party published it), why any is missing, and the session's failure."""
-    return json.dumps({"reports": s.reports, "missing": missing_reports(s), "failure": failure}).encode()
+    received them (each as its party published it), why any is missing, the session's failure, and
+    whether the report holds the central references (the consumer's copy holds what the server's does)."""
+    given = {"reports": s.reports, "missing": missing_reports(s), "failure": failure, "references": s.references}
+    return json.dumps(given).encode()
 
 
 def archive(s: Session, report: dict[str, Any]) -> str | None:
