@@ -191,6 +191,15 @@ class Exchange(ScenarioRules, abc.ABC):
     def check_world(self, config: Any, world: Any) -> None:
         """Settings that need the data: raise ``ValueError("key.path: what is wrong")``. Default: none."""
 
+    def report_without_references(
+        self, config: Any, world: Any, results: dict[str, dict[str, Any]]
+    ) -> dict[str, Any] | None:
+        """The protocol's report sections without the references computed on the whole world (a served
+        session that did not ask for them): each reference left out stated in ``references_absent``
+        (:mod:`marketplace.reporting.absent`, :data:`~marketplace.reporting.absent.NOT_ASKED`). Default:
+        None, the protocol has no such form and :meth:`report` computes them."""
+        return None
+
     def nothing_released(self, config: Any, results: dict[str, dict[str, Any]]) -> str | None:
         """Why the run ended with nothing from the owners (the run then fails), or None. Default: None."""
         return None

@@ -53,6 +53,13 @@ def add_request_parser(sub: argparse._SubParsersAction) -> None:
         help="the marketplace's file, to check --data against before "
         "the request is sent (default: market.yaml in --keys, if there)",
     )
+    req.add_argument(
+        "--references",
+        action="store_true",
+        help="ask for the central references of a simulated marketplace in the report (baselines, central "
+        "replays, computed by the server on everyone's rows); without it they are absent, each named in "
+        "references_absent",
+    )
     add_read_limits(req)
     req.add_argument("--quiet", action="store_true", help="print only the report's path and status")
     req.add_argument(
@@ -122,6 +129,7 @@ def request_command(args: argparse.Namespace) -> int:
                 test=args.test,
                 schema=args.schema,
                 limits=limits,
+                references=args.references,
             )
     except RunFolderError as err:
         print(f"marketplace request: --out: {err}", file=sys.stderr)

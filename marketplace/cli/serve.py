@@ -113,6 +113,13 @@ def add_serve_options(serve: argparse.ArgumentParser) -> None:
         "the pace at which the machine shows it copes; 0 lifts the ramp (up to --max-sessions at once)",
     )
     serve.add_argument(
+        "--references",
+        action="store_true",
+        help="compute the central references of a simulated marketplace (baselines, central replays, the "
+        "truth on everyone's rows) for every session; by default only for a request that asks "
+        "(marketplace request --references): they cost the server the protocol's work again",
+    )
+    serve.add_argument(
         "--rule",
         choices=("fcfs", "dpf"),
         default=None,
@@ -165,6 +172,7 @@ def serve_options(args: argparse.Namespace) -> ServeOptions:
         ramp=args.ramp,
         rule=args.rule or "fcfs",
         unlock_steps=args.unlock_steps,
+        references=args.references,
     )
 
 

@@ -14,7 +14,10 @@ way for every protocol:
 * at the figure's own place, a section (an object) is replaced by ``{"absent": why}``, and a number
   is null.
 
-A report of a simulation has no ``references_absent`` key, and nothing in it is absent.
+A report of a simulation has no ``references_absent`` key, and nothing in it is absent, unless it is
+the report of a served session that did not ask for the references (:data:`NOT_ASKED`): a served
+marketplace computes them only when asked, since they cost the server the protocol's work again on
+everyone's rows. Such a report states the references it lacks in the same shape.
 """
 
 from __future__ import annotations
@@ -29,6 +32,13 @@ NO_ROWS = (
     "each owner and the consumer keep their own, and the server assembling the report holds none"
 )
 """Why a figure that needs everyone's rows cannot be computed."""
+
+
+NOT_ASKED = (
+    "not computed: a served marketplace computes the central references of a simulation only when asked "
+    "(marketplace serve --references, or a request's references: true in marketplace request --references)"
+)
+"""Why a reference a simulation could compute is absent from a served session's report: nobody asked."""
 
 
 def why_absent(needs: str) -> str:

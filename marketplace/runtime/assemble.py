@@ -41,6 +41,8 @@ def assemble_report(
     extra_transport_s: float,
     run_id: str,
     exchange: Exchange,
+    *,
+    references: bool = True,
 ) -> dict[str, Any]:
     """The run report from every party's own report (``parties``) and what the driver saw go
     wrong (``failure``). The run is ``failed`` when a party that was not excluded failed, when it
@@ -49,7 +51,10 @@ def assemble_report(
     ``exchange`` is the scenario's exchange, resolved once where the run starts. For a world
     that does not hold every party's rows (``world.central`` False: a marketplace described by its
     public schema), ``data`` holds the schema and no row counts, and ``references_absent`` names
-    every figure the report lacks and why (:mod:`marketplace.reporting.absent`)."""
+    every figure the report lacks and why (:mod:`marketplace.reporting.absent`). ``references`` False
+    (a served session that did not ask for them) leaves out the references the exchange would compute
+    on the whole world, where it has a form without them
+    (:meth:`~marketplace.plugins.Exchange.report_without_references`), and ``references_absent`` names them."""
     config = scenario.config
     simulation = driver in SIMULATION_DRIVERS
     parties = [_as_published(config.protocol, p, keep_own=simulation) for p in parties]
@@ -74,7 +79,9 @@ def assemble_report(
         lost, exchange.nothing_released(config, results) if by_id.get(CURATOR) else None, len(declined)
     )
     status = "failed" if failures else "completed"
-    sections = exchange.report(config, world, results)
+    sections = (None if references else exchange.report_without_references(config, world, results)) or exchange.report(
+        config, world, results
+    )
     history = _history(sections.pop("history", None))
     lifetime = lifetime_section(config, parties, declined)
     report: dict[str, Any] = {
@@ -323,12 +330,14 @@ def assemble_from_reports(
     world: Any = None,
     driver: str = "compose",
     exchange: Exchange,
+    references: bool = True,
 ) -> dict[str, Any]:
     """The run report from the parties' own reports held in memory (``read``: party id -> report;
     ``problems``: why each missing one is missing), as :func:`assemble_from_party_reports` makes it
     from files (``paths`` names where each came from, for its errors). ``world`` is the scenario's
     world when the caller keeps it (a marketplace that serves many sessions), else it is rebuilt.
-    ``exchange`` is the scenario's exchange, resolved once by the caller."""
+    ``exchange`` is the scenario's exchange, resolved once by the caller; ``references`` as for
+    :func:`assemble_report`."""
     config = scenario.config
     paths = paths or {party: Path(f"<{party}'s report>") for party in read}
     parties, missing = [], {}
@@ -349,7 +358,18 @@ def assemble_from_reports(
         world = make_world(config, exchange)
     wall_s = max(((p.get("timing") or {}).get("wall_s") or 0.0) for p in parties)
     run_id = next((p["run_id"] for p in parties if p.get("run_id")), default_run_id(scenario))
-    return assemble_report(scenario, world, driver, parties, "; ".join(failures) or None, wall_s, 0.0, run_id, exchange)
+    return assemble_report(
+        scenario,
+        world,
+        driver,
+        parties,
+        "; ".join(failures) or None,
+        wall_s,
+        0.0,
+        run_id,
+        exchange,
+        references=references,
+    )
 
 
 def _history(section: dict[str, Any] | None) -> dict[str, Any]:

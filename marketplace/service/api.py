@@ -99,6 +99,7 @@ def serve(
     rule: str | None = None,
     unlock_steps: int | None = None,
     stop_on_signals: bool = False,
+    references: bool = False,
 ) -> Marketplace:
     """Start the marketplace ``scenario`` describes, in a background thread (its owner agents are
     processes of their own; sessions run in them and in this process, over live connections), and
@@ -110,7 +111,8 @@ def serve(
     ``session_port`` and ``advertise`` are accepted and unused. ``stop_on_signals``
     (from the main thread only; what ``marketplace serve`` does): SIGTERM and SIGINT stop the
     marketplace as :meth:`Marketplace.stop_soon` does, however many come and whenever they come
-    (:mod:`marketplace.service.stop_signals`)."""
+    (:mod:`marketplace.service.stop_signals`). ``references``: compute the central references of a
+    simulated marketplace for every session (by default only for a request that asks)."""
     from marketplace.api import load
     from marketplace.service.options import ServeOptions
 
@@ -128,6 +130,7 @@ def serve(
         ramp=ramp,
         rule=rule or "fcfs",
         unlock_steps=unlock_steps,
+        references=references,
     )
     return open_market(market, options, stop_on_signals=stop_on_signals)
 
@@ -219,6 +222,7 @@ def request(
     test: OwnRows | None = None,
     schema: str | Path | None = None,
     limits: ReadLimits | None = None,
+    references: bool = False,
 ) -> Report:
     """Send one request to the marketplace at ``market`` with the consumer kit ``keys``, and return
     the session's :class:`~marketplace.runtime.results.Report` (its folder holds ``report.json``).
@@ -230,7 +234,9 @@ def request(
     ``data`` and ``test`` are the consumer's own target D_v and test set, for a marketplace described
     by its public schema: a file, or arrays (written to an ``.npz`` in the output folder, which stays
     with the consumer). ``schema`` is the marketplace's file to check them against before anything is
-    sent (default: ``market.yaml`` in the kit, when there)."""
+    sent (default: ``market.yaml`` in the kit, when there). ``references``: ask for the central
+    references of a simulated marketplace in the report (the baselines and checks the server computes
+    on everyone's rows; left out by default, each named in ``references_absent``)."""
     from marketplace.api import RunFailed, load, output_folder
     from marketplace.runtime import Report
     from marketplace.service.client import request as send
@@ -249,6 +255,7 @@ def request(
         on_event=on_event,
         own=own,
         market_file=Path(schema) if schema is not None else None,
+        references=references,
     )
     report = Report.from_dict(result.report, folder)
     if check and not report.completed:

@@ -111,6 +111,7 @@ def request(
     own: OwnTarget | None = None,
     market_file: Path | None = None,
     resume: str | None = None,
+    references: bool = False,
 ) -> RequestResult:
     """Send one request and see it through (module docstring). ``on_event`` is told each step
     ("queued: 1 ahead", "session s0003-...: running the consumer", ...). ``own`` is the consumer's
@@ -122,7 +123,9 @@ def request(
     this consumer released to it (:mod:`marketplace.service.kept`): after a lost connection or a close
     that timed out, the consumer runs its part again on the curator's frames the server kept, and
     assembles the session's report as the session itself would have let it. Nothing runs at the
-    owners and nothing is charged."""
+    owners and nothing is charged. ``references``: ask for the central references of a simulated
+    marketplace in the report (the server computes them on everyone's rows; a marketplace served with
+    ``--references`` computes them for every request)."""
     if (scenario_text is None) == (resume is None):
         raise ValueError("request: give either a scenario to request, or the session to resume (resume=...)")
     say = on_event or (lambda text: None)
@@ -150,7 +153,7 @@ def request(
         sock.connect(market)
         link.resuming = resume is not None
         first = control.SessionResume(session=resume) if resume is not None else None
-        sock.send(control.encode(first or control.SessionOpen(scenario=scenario_text or "")))
+        sock.send(control.encode(first or control.SessionOpen(scenario=scenario_text or "", references=references)))
         return _see_through(link, sock, out, own, say, resume)
     finally:
         sock.disable_monitor()
@@ -422,7 +425,14 @@ class _Consumer:
             given = json.loads(parties)
             reports = {**given["reports"], CONSUMER: self.whole}
             missing = {p: why for p, why in given["missing"].items() if p != CONSUMER}  # ours is here now
-            mine = assemble_session(self.scenario, reports, missing, given["failure"], _WORLDS)
+            mine = assemble_session(
+                self.scenario,
+                reports,
+                missing,
+                given["failure"],
+                _WORLDS,
+                references=bool(given.get("references", True)),  # a server that does not say computed them
+            )
         except (ValueError, KeyError, TypeError) as err:
             mine = {"failures": [f"{type(err).__name__}: {err}"]}
         if "protocol" not in mine:  # assemble_session says why in the failures of a report it could not make

@@ -41,9 +41,12 @@ class OwnerJoin(_Message, tag="owner_join", frozen=True):
 
 
 class SessionOpen(_Message, tag="session_open", frozen=True):
-    """A consumer asks for a session: its request, a scenario (protocol, settings, its target)."""
+    """A consumer asks for a session: its request, a scenario (protocol, settings, its target), and
+    whether its report should hold the central references of a simulated marketplace (computed by
+    the server on everyone's rows; without them by default, unless the marketplace serves them to all)."""
 
     scenario: Yaml
+    references: bool = False
 
 
 class SessionResume(_Message, tag="session_resume", frozen=True):

@@ -26,8 +26,10 @@ imports ZeroMQ, so every rule is tested with times given as numbers
 * **Reports.** Once a session's curator is done the server waits for the parties' reports: from a
   party still on its connection that the session kept to its end (computing its own local work, not
   dead) until the session's run deadline (``transport.run_timeout_s`` from its start) and at least
-  ``collect_s``; from one on its connection that the session lost (it declined, or missed a
-  deadline), ``collect_s``; from a party whose connection is gone, not at all.
+  ``collect_s``; from one on its connection that the session lost (it missed a deadline, or its
+  part ended in its agent), ``collect_s``; from a party whose connection is gone, or one whose agent
+  declined the session (it said it takes no part: it has nothing to report), not at all. So a session
+  whose only missing reports are those of declined or gone parties ends as soon as its curator is done.
   The server asks :meth:`MarketPolicy.session_ends` with what it sees of each collecting session
   (:class:`Collecting`): which invited owners are still on the connection they were invited on.
 * **Refusals.** A new request is refused at once while the marketplace stops, or when the queue
@@ -78,8 +80,9 @@ class Running:
 class Collecting:
     """What the policy sees of a session whose curator is done, collecting its parties' reports:
     the connection each invited owner was invited on, whether its consumer's connection is gone, the
-    parties the session lost, the parties that reported, and until when it waits (``deadline`` for the
-    parties it kept to the end, ``grace_end`` for those it lost)."""
+    parties the session lost, the parties that reported, until when it waits (``deadline`` for the
+    parties it kept to the end, ``grace_end`` for those it lost), and the owners whose agents declined
+    the session (they built no part of it, so no report of theirs will come)."""
 
     invited_on: Mapping[str, bytes]
     consumer_gone: bool
@@ -87,6 +90,7 @@ class Collecting:
     reported: Iterable[str]
     deadline: float
     grace_end: float
+    declined: Iterable[str] = ()
 
 
 @dataclass
@@ -196,9 +200,11 @@ class MarketPolicy:
         """Whether the collecting ``session`` ends at ``now``, with ``present`` the owners' live
         connections: the parties still on the connection they took part on (an owner on the one it was
         invited on, the consumer unless gone) are waited for (:meth:`reports_in`); a party whose
-        connection is gone is not."""
+        connection is gone is not, nor an owner whose agent declined the session (it has no part to
+        report on: waiting for it would hold the consumer's report ``collect_s`` for nothing)."""
         on = {o for o, routing in session.invited_on.items() if present.get(o) == routing}
         on |= set() if session.consumer_gone else {CONSUMER}
+        on -= set(session.declined)
         lost = set(session.lost)
         return cls.reports_in(on - lost, on & lost, session.reported, now, session.deadline, session.grace_end)
 

@@ -41,6 +41,10 @@ class ServeOptions:
     owners_per_process: int | None = None
     collect_s: float = 30.0
     """After a session's curator ends, how long to wait for the parties' reports."""
+    references: bool = False
+    """Compute the central references of a simulated marketplace for every session (``--references``);
+    otherwise only for a request that asks (``marketplace request --references``): they cost the server
+    the protocol's work again on everyone's rows."""
     owner_data: Path | None = None
     """A folder of ``<owner>.csv`` (or ``.npz``) files, one per owner: the agents ``serve`` starts
     give each owner its own file (a marketplace described by its public schema, on one machine)."""

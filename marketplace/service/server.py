@@ -61,7 +61,14 @@ from marketplace.service.options import ServeOptions, ServeOptionsError, data_ba
 from marketplace.service.outbox import Outbox
 from marketplace.service.preflight import refuse_unservable
 from marketplace.service.session_book import SessionBook, as_collecting, as_running, conclude, held_by_owner
-from marketplace.service.session_run import Session, curator_report, start_curator, take_report, write_session_files
+from marketplace.service.session_run import (
+    Session,
+    curator_report,
+    ended_early,
+    start_curator,
+    take_report,
+    write_session_files,
+)
 from marketplace.service.sessions import prepare_request
 from marketplace.service.state_lock import StateLock
 from marketplace.service.status import KEPT_SESSIONS, StatusFile
@@ -299,8 +306,10 @@ class MarketServer:
             self._on_report(who, message)
         elif isinstance(message, control.SessionDeclined):
             s = self.sessions.get(message.session)
-            if s is not None and s.loop is not None and who in s.invited and s.state == "running":
-                s.loop.lose_now(who, f"its agent could not take part: {message.reason}")
+            if s is not None and s.loop is not None and who in s.invited and s.state in ("running", "collecting"):
+                s.declined[who] = message.reason  # no report of its part will come (market_policy)
+                if s.state == "running":
+                    s.loop.lose_now(who, f"its agent could not take part: {message.reason}")
 
     def _on_consumer(self, routing: bytes, consumer: str, message: Any, touched: set[str]) -> None:
         """A control message from consumer ``consumer`` (its key), on connection ``routing``."""
@@ -331,6 +340,7 @@ class MarketServer:
             return
         scenario, charges = prepared
         s = Session(session, consumer, routing, scenario, self.state / "sessions" / session)
+        s.references = self.options.references or message.references
         ahead = self.admission.add(session, consumer, charges, s) + len(self.sessions)
         log.info("request of %s queued as %s (%d ahead)", consumer, session, ahead)
         self.out.send(routing, control.SessionQueued(session=session, position=ahead))
@@ -365,6 +375,12 @@ class MarketServer:
         why = take_report(s, sender, message.party, message.report, consumer=consumer)
         if why is not None:
             log.warning("%s: ignored", why)
+            return
+        if consumer is None and s.state == "running" and s.loop is not None:
+            self._guarded(s, s.loop.pump)  # what the owner sent before its report (its bye) is read first
+            lose = ended_early(s, sender)
+            if lose is not None:
+                s.loop.lose_now(sender, lose)
 
     # --- sessions
 

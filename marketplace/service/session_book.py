@@ -89,7 +89,13 @@ def as_collecting(s: Session) -> Collecting:
     (:class:`~.market_policy.Collecting`)."""
     lost = s.loop.lost if s.loop is not None else set()
     return Collecting(
-        {o: s.invited_on[o] for o in s.invited}, s.consumer_gone, lost, s.reports, s.deadline, s.grace_end
+        {o: s.invited_on[o] for o in s.invited},
+        s.consumer_gone,
+        lost,
+        s.reports,
+        s.deadline,
+        s.grace_end,
+        declined=s.declined,
     )
 
 

@@ -52,6 +52,11 @@ class Session:
     """The control connection each invited owner was invited on: only that connection can report its part
     (an agent started again after a crash connects anew and never knew the session)."""
     reports: dict[str, dict[str, Any]] = field(default_factory=dict)
+    references: bool = False
+    """Whether its report holds the central references of a simulated marketplace (serve
+    ``--references``, or the request asked): computing them costs the server the protocol's work again."""
+    declined: dict[str, str] = field(default_factory=dict)
+    """Invited owner -> why its agent declined the session: it takes no part and sends no report."""
     queued_at: float = field(default_factory=time.monotonic)
     started: float = 0.0
     deadline: float = 0.0
@@ -128,6 +133,21 @@ def take_report(s: Session, sender: str, party: str, text: bytes, *, consumer: s
     return None
 
 
+def ended_early(s: Session, party: str) -> str | None:
+    """Why the curator of session ``s`` loses owner ``party`` now that it reported, or None. An owner's
+    agent reports once the owner's part is over; one that reports *failed* while the curator still
+    waits for it (neither its ``bye`` came nor was it lost: its part broke in its agent, a ledger that
+    failed mid-session, say) will send nothing more, and its connection stays open for its other
+    sessions, so nothing else would tell the curator before its progress deadline. Call it once the
+    frames the owner sent before its report were handed to the curator (its ``bye`` among them)."""
+    report = s.reports.get(party)
+    if s.state != "running" or s.loop is None or report is None or report.get("status") != "failed":
+        return None
+    if party in s.loop.lost or party in s.loop.node.finished_peers:
+        return None
+    return f"its part ended in its agent: {report.get('failure') or 'failed'}"
+
+
 def missing_reports(s: Session) -> dict[str, str]:
     """Why each party of session ``s`` that sent no report sent none."""
     from marketplace.parties import party_ids
@@ -136,7 +156,9 @@ def missing_reports(s: Session) -> dict[str, str]:
     for party in party_ids(s.scenario.config):
         if party in s.reports:
             continue
-        if party in (CURATOR, CONSUMER) or party in s.invited:
+        if party in s.declined:
+            missing[party] = f"{party} declined session {s.id}: its agent could not take part: {s.declined[party]}"
+        elif party in (CURATOR, CONSUMER) or party in s.invited:
             missing[party] = f"{party} sent no report of session {s.id}" + (
                 " (the consumer left)" if party == CONSUMER and s.consumer_gone else ""
             )
@@ -147,7 +169,7 @@ def missing_reports(s: Session) -> dict[str, str]:
 
 def assemble(s: Session, worlds: WorldCache, failure: str | None) -> dict[str, Any]:
     """The session's run report from the reports gathered (a party that sent none is named)."""
-    return assemble_session(s.scenario, s.reports, missing_reports(s), failure, worlds)
+    return assemble_session(s.scenario, s.reports, missing_reports(s), failure, worlds, references=s.references)
 
 
 def assemble_session(
@@ -156,10 +178,14 @@ def assemble_session(
     missing: dict[str, str],
     failure: str | None,
     worlds: WorldCache,
+    *,
+    references: bool = True,
 ) -> dict[str, Any]:
     """A session's run report from its parties' reports (``missing``: why each absent one is absent)
     and the session's own ``failure``: what the server archives, and what the consumer assembles again
-    with its whole report in place of the one it handed over (:func:`handed_back`)."""
+    with its whole report in place of the one it handed over (:func:`handed_back`). ``references``:
+    whether it holds the central references of a simulated marketplace
+    (:func:`~marketplace.runtime.assemble.assemble_report`)."""
     from marketplace import plugins
     from marketplace.runtime import assemble_from_reports
 
@@ -167,7 +193,7 @@ def assemble_session(
         exchange = plugins.exchange(scenario.config.protocol)  # the session's report is assembled once, here
         world = worlds.get(scenario, exchange)
         report = assemble_from_reports(
-            scenario, dict(reports), missing, world=world, driver="market", exchange=exchange
+            scenario, dict(reports), missing, world=world, driver="market", exchange=exchange, references=references
         )
         if failure:
             report["status"], report["failures"] = "failed", [failure, *report["failures"]]
@@ -180,8 +206,10 @@ def assemble_session(
 def handed_back(s: Session, failure: str | None) -> bytes:
     """What the consumer of session ``s`` gets besides the run report, to assemble its own copy
     (:func:`assemble_session`) with what it kept to itself: the parties' reports as the server
-    received them (each as its party published it), why any is missing, and the session's failure."""
-    return json.dumps({"reports": s.reports, "missing": missing_reports(s), "failure": failure}).encode()
+    received them (each as its party published it), why any is missing, the session's failure, and
+    whether the report holds the central references (the consumer's copy holds what the server's does)."""
+    given = {"reports": s.reports, "missing": missing_reports(s), "failure": failure, "references": s.references}
+    return json.dumps(given).encode()
 
 
 def archive(s: Session, report: dict[str, Any]) -> str | None:

@@ -140,7 +140,8 @@ def test_reports_are_waited_for_from_connected_parties_until_the_run_deadline():
 
 
 def test_a_party_the_session_lost_is_waited_for_only_the_grace():
-    """A declined owner still on its connection may never report: it holds the session only ``collect_s``."""
+    """An owner the session lost while it stayed on its connection (it missed a deadline) reports once
+    its agent hears the session no longer holds it; it holds the session at most ``collect_s``."""
     kept, lost = {"consumer", "owner-1"}, {"owner-2"}
     assert not MarketPolicy.reports_in(kept, lost, kept, now=120.0, deadline=1800.0, grace_end=130.0)
     assert MarketPolicy.reports_in(kept, lost, kept, now=130.5, deadline=1800.0, grace_end=130.0)
@@ -153,12 +154,15 @@ def test_a_done_curator_waits_its_run_deadline_for_the_parties_it_kept_and_colle
 
 
 def collecting(
-    reported: set[str], lost: frozenset[str] | set[str] = frozenset(), consumer_gone: bool = False
+    reported: set[str],
+    lost: frozenset[str] | set[str] = frozenset(),
+    consumer_gone: bool = False,
+    declined: frozenset[str] | set[str] = frozenset(),
 ) -> Collecting:
     """A session that invited owner-1 and owner-2 on connections b"1" and b"2", collecting until 1800.0
     from the parties it kept and until 130.0 from those it lost."""
     invited_on = {"owner-1": b"1", "owner-2": b"2"}
-    return Collecting(invited_on, consumer_gone, lost, reported, deadline=1800.0, grace_end=130.0)
+    return Collecting(invited_on, consumer_gone, lost, reported, deadline=1800.0, grace_end=130.0, declined=declined)
 
 
 def test_a_session_ends_once_every_party_still_on_its_connection_reported():
@@ -181,6 +185,23 @@ def test_a_lost_owner_on_its_connection_holds_the_session_only_until_the_grace_e
     kept = {"owner-1", "consumer"}
     assert not MarketPolicy.session_ends(collecting(kept, lost={"owner-2"}), present, now=120.0)
     assert MarketPolicy.session_ends(collecting(kept, lost={"owner-2"}), present, now=130.5)
+
+
+def test_a_session_whose_only_missing_report_is_a_declined_owners_ends_at_once():
+    """owner-2's agent declined the session (a file that no longer reads, a broken ledger): it built no
+    part and sends no report, though it stays connected for its other sessions. The curator lost it;
+    the session ends as soon as the parties it kept reported, not ``collect_s`` later."""
+    present = {"owner-1": b"1", "owner-2": b"2"}
+    kept = {"owner-1", "consumer"}
+    declined = collecting(kept, lost={"owner-2"}, declined={"owner-2"})
+    assert MarketPolicy.session_ends(declined, present, now=100.1)
+    # one still missing a live party's report waits: the lost owner until the grace ends, a kept one
+    # (computing its own local work) until the run's deadline
+    assert not MarketPolicy.session_ends(collecting(kept, lost={"owner-2"}), present, now=100.1)
+    assert not MarketPolicy.session_ends(
+        collecting({"owner-1"}, lost={"owner-2"}, declined={"owner-2"}), present, 500.0
+    )
+    assert MarketPolicy.session_ends(collecting({"owner-1"}, lost={"owner-2"}, declined={"owner-2"}), present, 1800.5)
 
 
 def test_a_request_is_refused_at_once_while_stopping_or_when_its_consumers_queue_is_full():

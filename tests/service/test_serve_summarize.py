@@ -12,6 +12,7 @@ import yaml
 from test_serve import MARKET, Market, cli, free_port, report
 
 from marketplace.privacy.lifetime import LifetimeLedger, ledger_file
+from marketplace.reporting.absent import NOT_ASKED, REFERENCES_ABSENT
 
 pytestmark = pytest.mark.slow
 
@@ -129,6 +130,13 @@ def test_an_agents_own_price_wins_over_the_marketplaces(tmp_path):
                 keys=tmp_path / "state" / "consumers" / "alice",
                 out=tmp_path / "out",
             )
+            asked = marketplace.request(
+                tmp_path / "request.yaml",
+                market=served.endpoint,
+                keys=tmp_path / "state" / "consumers" / "alice",
+                out=tmp_path / "out-asked",
+                references=True,
+            )
         finally:
             served.stop()
             out, err = agent.communicate(timeout=60)
@@ -136,6 +144,19 @@ def test_an_agents_own_price_wins_over_the_marketplaces(tmp_path):
     assert result.status == "completed"
     assert set(result.raw["sale"]["prices"].values()) == {7.5}
     assert result.raw["sale"]["paid"] == pytest.approx(7.5 * result.raw["sale"]["points_bought"])
+    # a served simulation computes no central references unless the request asks, and says which it lacks
+    absent = result.raw[REFERENCES_ABSENT]
+    assert absent["metrics.baselines"] == absent["history.mmd2"] == NOT_ASKED
+    assert result.raw["metrics"]["baselines"] == {"absent": NOT_ASKED}
+    assert (
+        json.loads((tmp_path / "state" / "sessions" / result.raw["run_id"] / "report.json").read_text())[
+            REFERENCES_ABSENT
+        ]
+        == absent
+    )  # the server's copy says the same
+    assert asked.status == "completed" and REFERENCES_ABSENT not in asked.raw
+    assert "non_private_greedy" in asked.raw["metrics"]["baselines"]
+    assert all(row["mmd2"] is not None for row in asked.raw["history"]["rounds"])
 
 
 def test_an_agent_refuses_bad_terms_naming_them(tmp_path):

@@ -19,7 +19,7 @@ from marketplace.protocols.summarize.metrics import increase_pct
 from marketplace.protocols.summarize.public import public_features
 from marketplace.protocols.summarize.rules import check_plan, release_plan, schedule_of
 from marketplace.protocols.summarize.sweeps import owner_ledgers, plot_sweep, sweep_headline, sweep_row, sweep_table
-from marketplace.reporting.absent import REFERENCES_ABSENT, absent, why_absent
+from marketplace.reporting.absent import NOT_ASKED, REFERENCES_ABSENT, absent, why_absent
 from marketplace.roles import CONSUMER, CURATOR, Role
 from marketplace.scenario.config import ScenarioConfig
 
@@ -154,6 +154,37 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
         central_replay(config, world, selection, exclusion_rounds(curator)),
         history(curator.get("rounds") or [], *mmd2_by_round(config, world, selection, _sent_rows(results))),
     )
+
+
+def report_without_references(
+    config: ScenarioConfig, world: World, results: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """The report of a served session that did not ask for the central references
+    (:meth:`marketplace.plugins.Exchange.report_without_references`): the summary's quality as the
+    consumer measured it, and, stated absent (:data:`~marketplace.reporting.absent.NOT_ASKED`), what
+    :func:`report` computes on the whole world: the baselines (with a private run's non-private greedy
+    and the increases over it), the central replay of a non-private run and the MMD^2 after each round."""
+    if not world.central:  # nobody holds every row: the figures are absent for that reason
+        return report(config, world, results)
+    curator = results.get(CURATOR) or {}
+    consumer = results.get(CONSUMER) or {}
+    selection = curator.get("selection", [])
+    metrics = dict(consumer.get("metrics") or {"mmd2": None, "accuracy": None, "mmd2_with_seed_set": None})
+    missing = {"metrics.baselines": NOT_ASKED}
+    metrics["baselines"] = absent(NOT_ASKED)
+    if config.summarize.privacy.enabled:
+        for key in ("mmd2_with_seed_set_increase_over_greedy_pct", "mmd2_alone_increase_over_greedy_pct"):
+            missing[f"metrics.{key}"] = "not computed: it compares with the non-private greedy (metrics.baselines)"
+        replay = {
+            "applicable": False,
+            "reason": "a private run's releases are noisy; no replay of its rule can match them",
+        }
+    else:
+        missing["checks.central_replay"] = NOT_ASKED
+        replay = {"applicable": False, "reason": NOT_ASKED}
+    missing["history.mmd2"] = NOT_ASKED
+    rows = history(curator.get("rounds") or [], [None] * len(selection), NOT_ASKED)
+    return {**_sections(config, curator, metrics, replay, rows), REFERENCES_ABSENT: missing}
 
 
 def _sent_rows(results: dict[str, dict[str, Any]]) -> dict[str, list[int]]:
@@ -373,6 +404,7 @@ class SummarizeExchange(Exchange):
     check_plan = staticmethod(check_plan)
     progress = staticmethod(progress)
     report = staticmethod(report)
+    report_without_references = staticmethod(report_without_references)
     head_rows = staticmethod(head_rows)
     tables = staticmethod(tables)
     sweep_row = staticmethod(sweep_row)
