@@ -96,6 +96,12 @@ class Admission:
     sale: Any = None
     """After :meth:`settle`: the ledger's record of this run's sale (:class:`~marketplace.privacy.lifetime.sales.Sale`:
     the points sold and what they earned), when it sold points."""
+    ledger_relation: str | None = None
+    """The relation the party's ledger keeps its budget under (its text, as the ledger stores it), once opened."""
+    charged: dict[str, float] | None = None
+    """What the ledger's filter charged for this run, as it recorded it (eps and delta under ``basic``, rho
+    under ``zcdp``), after restating the declared cost under the ledger's relation; None when nothing was
+    reserved."""
 
     @property
     def admitted(self) -> bool:
@@ -175,6 +181,8 @@ class Admission:
             "what": None if self.declared is None else self.declared.what,
             "cost": cost,
             "relation": None if self.declared is None else self.declared.relation,
+            "ledger_relation": self.ledger_relation,
+            "charged": self.charged,
             "reason": self.reason,
             "ledger": str(self.path),
             **self.after,
@@ -263,6 +271,7 @@ def _reserve(ledger: LifetimeLedger, admission: Admission, config: Any, party: s
     life, declared, request_id = config.lifetime, admission.declared, admission.request_id
     most = exchange.points_for_sale(config, party) if party != CONSUMER else None
     terms = None if most is None else life.terms_of(party) or SaleTerms()
+    admission.ledger_relation = ledger.relation
     if declared is None:
         admission.after = _standing(ledger)
         return admission
@@ -272,7 +281,7 @@ def _reserve(ledger: LifetimeLedger, admission: Admission, config: Any, party: s
             ledger.decline(request_id, consumer=life.consumer, what=declared.what, reason=declared.unbounded)
         else:
             quota = life.consumer_quota if party != CONSUMER else None
-            ledger.reserve(
+            row = ledger.reserve(
                 request_id,
                 cost,
                 consumer=life.consumer,
@@ -284,6 +293,7 @@ def _reserve(ledger: LifetimeLedger, admission: Admission, config: Any, party: s
                 terms=terms,
             )
             admission.state = "reserved"
+            admission.charged = {k: v for k, v in row.charged._asdict().items() if v is not None}
             sale = ledger.sale(request_id) if most is not None else None
             if sale is not None:
                 admission.points, admission.price = sale.reserved, sale.price

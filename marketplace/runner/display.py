@@ -120,7 +120,10 @@ def summary_tables(report: dict[str, Any]) -> list[Table]:
     if life.get("summary"):
         head.add_row("lifetime budgets", escape(shorten(_lifetime_line(life), 600)))
     rows = exchange.head_rows(report)
-    for name, text in rows[:2]:
+    first = 2  # the protocol's first two rows come before the run's traffic, with the charges that follow them
+    while first < len(rows) and rows[first][0] == "charged":
+        first += 1
+    for name, text in rows[:first]:
         head.add_row(name, text)
     msgs = report["messages"]
     head.add_row(
@@ -135,7 +138,7 @@ def summary_tables(report: dict[str, Any]) -> list[Table]:
         f"wall {t['wall_s']:.2f} s; compute {t['compute_s']:.2f} s, transport {t['transport_s']:.3f} s "
         f"(summed over parties){connect}",
     )
-    for name, text in rows[2:]:
+    for name, text in rows[first:]:
         head.add_row(name, text)
     missing = absent_line(report)
     if missing:  # a marketplace described by its schema: the references that need everyone's rows

@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.table import Table
 
+from marketplace.reporting.charge import charge_rows
 from marketplace.reporting.format import accountant_text, fmt, plural, relation_text
 
 METHODS = ("pfds", "np_agt", "dp_pred", "pfds_s", "pfds_minus", "np_pred")
@@ -34,7 +35,8 @@ def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
             f"error = {report.get('error_measure', '-')}",
         )
     ]
-    ledgers = [p for p in (report.get("privacy") or {}).values() if isinstance(p, dict) and p.get("eps") is not None]
+    spent = {k: p for k, p in (report.get("privacy") or {}).items() if isinstance(p, dict) and p.get("eps") is not None}
+    ledgers = list(spent.values())
     if ledgers:
         eps = [p["eps"] for p in ledgers]
         delta = max((p.get("delta") or 0.0) for p in ledgers)
@@ -46,6 +48,7 @@ def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
                 f"{'= 0 (pure DP)' if delta == 0 else f'up to {fmt(delta)}'} ({how}; {relation_text(ledgers[0])})",
             )
         )
+        rows += charge_rows(report, {k: p["eps"] for k, p in spent.items()}, stated_as="what it spent")
     fidelity = report.get("fidelity") or {}
     for name, f in fidelity.items():
         if f.get("mean_abs_size_error") is not None:

@@ -1,6 +1,7 @@
-"""How a `sketch` report reads on the terminal: its head rows (map, parsimony, each owner's ledger,
-the ranking) and its tables (the merged sketch's errors, or its gap to the consumer's own target when
-nobody holds the truth, and the logistic model's AUC). Reads the report only, never a world."""
+"""How a `sketch` report reads on the terminal: its head rows (map, parsimony, each owner's ledger and
+what its lifetime ledger was charged, the ranking) and its tables (the merged sketch's errors, or its
+gap to the consumer's own target when nobody holds the truth, and the logistic model's AUC). Reads the
+report only, never a world."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 from rich.table import Table
 
 from marketplace.reporting.absent import is_absent
+from marketplace.reporting.charge import charge_rows
 from marketplace.reporting.format import fmt, ledger_text, plural
 
 
@@ -29,8 +31,9 @@ def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
         )
     )
     for name, entry in (report.get("privacy") or {}).items():
-        if isinstance(entry, dict) and entry.get("eps") is not None:
+        if _spent(entry):
             rows.append(("privacy", ledger_text(name, entry, mechanism=entry.get("mechanism"))))
+    rows += charge_rows(report, {k: e["eps"] for k, e in (report.get("privacy") or {}).items() if _spent(e)})
     ranking = report.get("ranking") or {}
     check = ranking.get("check") or {}
     if ranking and is_absent(check):  # nobody holds the owners' rows: no true order to compare with
@@ -68,6 +71,11 @@ def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     if report.get("files"):
         rows.append(("sketch file", report["files"]["sketches"]["merged"]))
     return rows
+
+
+def _spent(entry: Any) -> bool:
+    """Whether a ``privacy`` entry is a ledger that states an eps."""
+    return isinstance(entry, dict) and entry.get("eps") is not None
 
 
 ERROR_METRICS = {

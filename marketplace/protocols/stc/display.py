@@ -1,6 +1,6 @@
-"""How an `stc` report reads on the terminal: its head rows (the task, parsimony, each owner's ledger)
-and the table of the protocol's cost next to the references', or the consumer's own scores with S' when
-nobody holds the true S. Reads the report only, never a world."""
+"""How an `stc` report reads on the terminal: its head rows (the task, parsimony, each owner's ledger and
+what its lifetime ledger was charged) and the table of the protocol's cost next to the references', or the
+consumer's own scores with S' when nobody holds the true S. Reads the report only, never a world."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 from rich.table import Table
 
 from marketplace.reporting.absent import REFERENCES_ABSENT, is_absent
+from marketplace.reporting.charge import charge_rows
 from marketplace.reporting.format import accountant_text, fmt, relation_text
 
 
@@ -27,6 +28,8 @@ def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
         ),
         ("parsimony", "the curator saw no source row (T and private releases only)"),
     ]
+    stated: dict[str, float | None] = {}
+    rhos: dict[str, float | None] = {}
     for party, ledger in (report.get("privacy") or {}).items():
         if isinstance(ledger, dict) and "eps" in ledger:
             steps = ledger.get("steps") or []
@@ -38,7 +41,8 @@ def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
                 else f"eps = {fmt(ledger['eps'])} ({how})"
             )
             rows.append(("privacy", f"{party}: {cost}; {relation_text(ledger)}"))
-    return rows
+            stated[party], rhos[party] = ledger["eps"], rho or None
+    return rows + charge_rows(report, stated, rhos)
 
 
 def tables(report: dict[str, Any]) -> list[Table]:

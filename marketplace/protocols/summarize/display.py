@@ -1,6 +1,6 @@
 """How a `summarize` report reads on the terminal: its head rows (rounds, parsimony, the central replay
-check, each ledger of a private run) and the table of the summary's quality next to the baselines'.
-Reads the report only, never a world."""
+check, each ledger of a private run and what the parties' lifetime ledgers were charged) and the table
+of the summary's quality next to the baselines'. Reads the report only, never a world."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 from rich.table import Table
 
 from marketplace.reporting.absent import is_absent
+from marketplace.reporting.charge import charge_rows
 from marketplace.reporting.format import fmt, ledger_text
 
 
@@ -47,6 +48,7 @@ def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
         for name, ledger in report.get("privacy", {}).items():
             if isinstance(ledger, dict) and "eps" in ledger:
                 rows.append(("privacy", ledger_text(name, ledger)))
+        rows += lifetime_rows(report)
         auction = report.get("auction") or {}
         if auction.get("warning"):
             rows.append(("[bold red]warning[/]", f"[red]{auction['warning']}[/]"))
@@ -55,6 +57,32 @@ def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     if report.get("flagged"):
         rows.append(("flagged", ", ".join(report["flagged"])))
     return rows
+
+
+OWNER_LEDGERS = ("auction", "D_s")
+"""The run's ledgers an owner's lifetime charge covers, added up (basic composition across them)."""
+CONSUMER_LEDGER = "consumer:D_v"
+"""The run's ledger the consumer's own lifetime charge covers."""
+
+
+def lifetime_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
+    """What each owner's and the consumer's lifetime ledger was charged, beside what the run's ledgers
+    state: an owner's charge covers the auction and D_s together, declared before the run for all its
+    rounds (the report's ``auction.declared``)."""
+    privacy = report.get("privacy") or {}
+    spent = [privacy.get(name, {}).get("eps") for name in OWNER_LEDGERS]
+    declared = (report.get("auction") or {}).get("declared") or {}
+    plan = (
+        f" (the auction over {declared['rounds']} rounds, eps {fmt(declared['auction']['eps'], 6)}, and D_s's g_l "
+        f"releases, eps {fmt(declared['D_s']['eps'], 6)}, added up)"
+        if declared
+        else ""
+    )
+    owners = (report.get("lifetime") or {}).get("owners") or {}
+    stated = sum(spent) if all(isinstance(e, (int, float)) for e in spent) else None
+    rows = charge_rows(report, dict.fromkeys(owners, stated), stated_as="the auction and D_s rows added up", plan=plan)
+    consumer = privacy.get(CONSUMER_LEDGER) or {}
+    return rows + charge_rows(report, {"consumer": consumer.get("eps")})
 
 
 def sale_text(sale: dict[str, Any]) -> str:

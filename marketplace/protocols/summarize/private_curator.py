@@ -329,6 +329,17 @@ class PrivateSummarizeCurator(SummarizeCurator):
         """One ledger per account: D_v (the consumer's), D_s (the summary) and the auction (the owners')."""
         return tuple(self.account_ledgers.values())
 
+    def _declared_per_owner(self) -> dict[str, Any]:
+        """What every owner's lifetime ledger is charged for the run, declared before it: the auction
+        over all the planned rounds and D_s's g_l releases, as their ledgers compose them (their sum
+        is the owner's declared cost). The run's own ledgers state what its releases spent: less when
+        it ends before its last round, which the charge does not wait for."""
+        totals = self.owner_plan.totals()
+        out: dict[str, Any] = {"rounds": self.rounds}
+        for name in (AUCTION, SUMMARY):
+            out[name] = {"eps": float(totals[name].eps), "delta": float(totals[name].delta)}
+        return out
+
     def result(self) -> dict[str, Any]:
         out = super().result()
         out["privacy"] = {name: ledger.to_dict() for name, ledger in self.account_ledgers.items()}
@@ -345,5 +356,7 @@ class PrivateSummarizeCurator(SummarizeCurator):
         }
         if self.schedule.auction in AUCTION_WARNING:
             out["auction"]["warning"] = AUCTION_WARNING[self.schedule.auction]
+        else:
+            out["auction"]["declared"] = self._declared_per_owner()
         out["schedule"] = self.schedule.__dict__.copy()
         return out
