@@ -151,8 +151,14 @@ class Scenario:
 
     def dump_yaml(self, *, protocol_only: bool = False) -> str:
         """The resolved scenario as YAML; ``protocol_only`` leaves out the sections of the other
-        protocols and of the data sources not chosen (reading it back gives the same config)."""
-        return yaml.safe_dump(protocol_sections(self.raw) if protocol_only else self.raw, sort_keys=False)
+        protocols and of the data sources not chosen, and keeps every other key at its value or
+        default, ``lifetime`` whole (what ``marketplace validate`` prints; reading it back gives the
+        same config)."""
+        if not protocol_only:
+            return yaml.safe_dump(self.raw, sort_keys=False)
+        out = protocol_sections(self.raw)
+        out["lifetime"] = to_plain(self.config.lifetime)  # its terms too, left out of raw when none are set
+        return yaml.safe_dump(out, sort_keys=False)
 
 
 def _values(overrides: Mapping[str, Any] | None, fields: Mapping[str, Any]) -> dict[str, Any]:
@@ -168,15 +174,22 @@ def _values(overrides: Mapping[str, Any] | None, fields: Mapping[str, Any]) -> d
 
 
 def protocol_sections(raw: dict[str, Any]) -> dict[str, Any]:
-    """``raw`` without the other protocols' sections, the unchosen data sources' options, an
-    empty sweep and lifetime settings without ledgers: what matters to this scenario. Every key left
-    out holds its default."""
+    """``raw`` without the other protocols' sections and the unchosen data sources' options: every
+    key that matters to this scenario (each generic section, the protocol's own)."""
     protocol = raw.get("protocol")
     sections = plugins.names()
     out = {k: copy.deepcopy(v) for k, v in raw.items() if k not in sections or k == protocol}
     source = (out.get("data") or {}).get("source")
     if isinstance(source, dict) and "kind" in source:
         out["data"]["source"] = {k: v for k, v in source.items() if k in ("kind", source["kind"])}
+    return out
+
+
+def without_unused_settings(raw: dict[str, Any]) -> dict[str, Any]:
+    """:func:`protocol_sections`, without an empty sweep and lifetime settings without ledgers (a
+    file written for others to read, such as ``marketplace shares``' ``market.yaml``). Every key left
+    out holds its default."""
+    out = protocol_sections(raw)
     sweep = out.get("sweep")
     if isinstance(sweep, dict) and not sweep.get("vary"):
         out.pop("sweep")
