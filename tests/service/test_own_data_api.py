@@ -85,6 +85,7 @@ def test_serve_and_request_with_the_parties_own_files_and_arrays(tmp_path):
         )
         sessions = market.sessions
     assert boxless.completed and boxless.raw["config"]["sketch"]["lower"] == [-12.0] * 5
+    assert boxless.raw["map"]["attributes"] == ["f0", "f1", "f2", "f3", "f4"]  # the schema's columns name them
     for report in (by_path, by_arrays):
         assert report.completed and report.raw["deployment"]["data"] == "own"
         assert report.raw["lifetime"]["consumer"] == "alice"
