@@ -4,7 +4,8 @@ The Python API (:mod:`marketplace.api`) is importable from here: ``load``, ``val
 ``start``, ``plan``, ``sweep``, and for a marketplace that stays open ``serve``, ``request`` and
 ``resume`` (:mod:`marketplace.service.api`) and ``add_consumer`` (:mod:`marketplace.service.keys`); the types
 ``Scenario``, ``Report``, ``SweepResult``, ``RunHandle``, ``Validation``; the errors ``ScenarioError``,
-``RunFailed``, ``RunFolderError``, ``DatasetMissing``, ``RequestRefused``; and for a market played from a
+``RunFailed``, ``RunFolderError``, ``DatasetMissing``, ``RequestRefused``, ``RequestFailed`` (a
+``RunFailed``); and for a market played from a
 file (:mod:`marketplace.market`) ``play_market``, ``MarketReport``, ``MarketError``.
 They are imported when first used, so ``import marketplace`` stays light (the command line's start).
 """

@@ -44,6 +44,7 @@ from .service.api import Marketplace as Marketplace
 from .service.api import request as request
 from .service.api import resume as resume
 from .service.api import serve as serve
+from .service.client import RequestFailed as RequestFailed
 from .service.client import RequestRefused as RequestRefused
 from .service.keys import add_consumer as add_consumer
 

@@ -61,7 +61,11 @@ Progress = Callable[[int, int], None]
 
 
 class RunFailed(RuntimeError):
-    """A run that ended ``failed``; ``report`` is its :class:`Report` (written to its folder too)."""
+    """A run that ended ``failed``; ``report`` is its :class:`Report` (written to its folder too).
+    A request to a served marketplace that could not be seen through raises its subclass
+    :class:`~marketplace.service.client.RequestFailed`, whose ``report`` is None (no report came)."""
+
+    report: Report | None
 
     def __init__(self, report: Report) -> None:
         self.report = report

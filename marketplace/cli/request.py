@@ -73,11 +73,10 @@ def add_request_parser(sub: argparse._SubParsersAction) -> None:
 def request_command(args: argparse.Namespace) -> int:
     """``marketplace request``: :func:`marketplace.request`, its report shown (and its files given
     to the owner of ``--chown-like``). ``--out`` must be new or empty, as for ``marketplace run``."""
-    from marketplace.api import load
     from marketplace.data.own_files import OwnDataError
     from marketplace.runtime import RunFolderError, default_run_folder
     from marketplace.scenario import ScenarioError
-    from marketplace.service.api import request, resume
+    from marketplace.service.api import load_request, request, resume
     from marketplace.service.client import RequestFailed, RequestRefused
 
     if (args.scenario is None) == (args.resume is None):
@@ -112,7 +111,7 @@ def request_command(args: argparse.Namespace) -> int:
             )
         else:
             try:
-                scenario = load(args.scenario, sets=args.overrides)
+                scenario = load_request(args.scenario, sets=args.overrides, keys=args.keys, schema=args.schema)
             except ScenarioError as err:
                 print(f"marketplace request: bad scenario: {err}", file=sys.stderr)
                 return EXIT_USAGE

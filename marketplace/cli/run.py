@@ -165,6 +165,8 @@ def _run(args: argparse.Namespace, scenario: Scenario) -> int:
             with round_progress(console, scenario.config.name) as progress:
                 report = run(scenario, out, driver=args.driver, launch=args.launch, seed=args.seed, progress=progress)
     except RunFailed as err:
+        if err.report is None:  # a run always has its report; only a served request's failure has none
+            raise
         report = err.report
     except RunFolderError as err:
         return _folder_refused(args, err)

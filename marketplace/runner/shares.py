@@ -28,7 +28,7 @@ from marketplace import plugins
 from marketplace.data.dataset import Dataset
 from marketplace.parties import make_world
 from marketplace.scenario import Scenario
-from marketplace.scenario.load import protocol_sections
+from marketplace.scenario.load import without_unused_settings
 
 __all__ = ["write_shares"]
 
@@ -67,7 +67,7 @@ def write_shares(scenario: Scenario, out: str | Path) -> dict[str, Path]:
         schema["group"] = {"name": group, "values": list(world.validation.group_names)}
     if any(len(p) and ((p.X < lower).any() or (p.X > upper).any()) for p in parts):
         schema["outside"] = "clip"  # the public box is narrower than some rows: clip them, as the protocol would
-    raw = protocol_sections(copy.deepcopy(scenario.raw))
+    raw = without_unused_settings(copy.deepcopy(scenario.raw))
     raw["data"] = {"schema": schema, "consumer": raw["data"].get("consumer", {}), "seed_set": {"size": 0}}
     raw.pop("sweep", None)
     raw["description"] = (

@@ -151,8 +151,14 @@ class Scenario:
 
     def dump_yaml(self, *, protocol_only: bool = False) -> str:
         """The resolved scenario as YAML; ``protocol_only`` leaves out the sections of the other
-        protocols and of the data sources not chosen (reading it back gives the same config)."""
-        return yaml.safe_dump(protocol_sections(self.raw) if protocol_only else self.raw, sort_keys=False)
+        protocols and of the data sources not chosen, and keeps every other key at its value or
+        default, ``lifetime`` whole (what ``marketplace validate`` prints; reading it back gives the
+        same config)."""
+        if not protocol_only:
+            return yaml.safe_dump(self.raw, sort_keys=False)
+        out = protocol_sections(self.raw)
+        out["lifetime"] = to_plain(self.config.lifetime)  # its terms too, left out of raw when none are set
+        return yaml.safe_dump(out, sort_keys=False)
 
 
 def _values(overrides: Mapping[str, Any] | None, fields: Mapping[str, Any]) -> dict[str, Any]:
@@ -168,15 +174,22 @@ def _values(overrides: Mapping[str, Any] | None, fields: Mapping[str, Any]) -> d
 
 
 def protocol_sections(raw: dict[str, Any]) -> dict[str, Any]:
-    """``raw`` without the other protocols' sections, the unchosen data sources' options, an
-    empty sweep and lifetime settings without ledgers: what matters to this scenario. Every key left
-    out holds its default."""
+    """``raw`` without the other protocols' sections and the unchosen data sources' options: every
+    key that matters to this scenario (each generic section, the protocol's own)."""
     protocol = raw.get("protocol")
     sections = plugins.names()
     out = {k: copy.deepcopy(v) for k, v in raw.items() if k not in sections or k == protocol}
     source = (out.get("data") or {}).get("source")
     if isinstance(source, dict) and "kind" in source:
         out["data"]["source"] = {k: v for k, v in source.items() if k in ("kind", source["kind"])}
+    return out
+
+
+def without_unused_settings(raw: dict[str, Any]) -> dict[str, Any]:
+    """:func:`protocol_sections`, without an empty sweep and lifetime settings without ledgers (a
+    file written for others to read, such as ``marketplace shares``' ``market.yaml``). Every key left
+    out holds its default."""
+    out = protocol_sections(raw)
     sweep = out.get("sweep")
     if isinstance(sweep, dict) and not sweep.get("vary"):
         out.pop("sweep")
@@ -356,12 +369,15 @@ def parse_scenario(
     base_dir: Path,
     overrides: list[str] | tuple[str, ...] = (),
     values: Mapping[str, Any] | None = None,
+    public_schema: Mapping[str, Any] | None = None,
 ) -> Scenario:
     """Validate an already-parsed mapping (from YAML or Python) into a :class:`Scenario`.
 
     ``overrides`` are ``key.path=value`` texts (the command line's ``--set``), applied first;
     ``values`` maps key paths to Python values (see :func:`apply_value`), applied next. An error in
-    a value either set names the override, as ``--set`` does."""
+    a value either set names the override, as ``--set`` does. ``public_schema`` (raw, as in a
+    marketplace's ``data.schema``) is the schema of the marketplace a request is sent to: the
+    protocol's public bounds the request leaves out come from it, as from a scenario's own schema."""
     if raw is None:
         raise ScenarioError(
             source,
@@ -381,8 +397,8 @@ def parse_scenario(
         apply_value(raw, key, value, f"override {assignment}")
     _refuse_folder_paths(raw, source)
     _resolve_paths(raw, base_dir)
-    _public_defaults(raw)
     try:
+        _public_defaults(raw, public_schema)
         config = build(ScenarioConfig, raw)
         if not config.data.schema_only:
             check_source_available(config.data.source, "data.source")
@@ -425,19 +441,22 @@ def _refusal(err: SchemaError, raw: dict[str, Any]) -> str:
     return f"{message} (installed but cannot be loaded: {list(plugins.broken())}; `marketplace protocols` says why)"
 
 
-def _public_defaults(raw: dict[str, Any]) -> None:
-    """In a marketplace described by its public schema (``data.schema``), the protocol's public
-    bounds that the scenario leaves out (a sketch's box, stc's domain) come from the schema's ranges:
-    the protocol's ``public_defaults(section, schema)`` (:func:`marketplace.plugins.scenario_rules`; None: the
-    section stays). A schema that does not
-    build is left for the scenario's own validation to name."""
+def _public_defaults(raw: dict[str, Any], public_schema: Mapping[str, Any] | None = None) -> None:
+    """In a marketplace described by its public schema (``data.schema``, or ``public_schema``: the
+    schema of the marketplace a request is sent to), the protocol's public bounds that the scenario
+    leaves out (a sketch's box, stc's domain) come from the schema's ranges: the protocol's
+    ``public_defaults(section, schema)`` (:func:`marketplace.plugins.scenario_rules`; None: the
+    section stays), which may refuse bounds that disagree with the schema (a
+    :class:`~marketplace.schema.SchemaError`). A schema that does not build is left for the
+    scenario's own validation to name."""
     from marketplace.data.public_schema import DataSchema
 
     data, protocol = raw.get("data"), raw.get("protocol")
-    if not isinstance(data, dict) or not isinstance(data.get("schema"), dict) or protocol not in plugins.names():
+    given = public_schema if public_schema is not None else (data.get("schema") if isinstance(data, dict) else None)
+    if not isinstance(given, Mapping) or protocol not in plugins.names():
         return
     try:
-        schema = build(DataSchema, data["schema"], "data.schema")
+        schema = build(DataSchema, dict(given), "data.schema")
     except SchemaError:
         return
     section = raw.get(protocol)
@@ -459,8 +478,11 @@ def read_scenario_text(text: str, source: str) -> Any:
         raise ScenarioError(source, "", f"not valid YAML{where}: {getattr(err, 'problem', err)}") from None
 
 
-def load_scenario(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> Scenario:
-    """Read and validate the scenario file at ``path``, applying ``key.path=value`` overrides."""
+def load_scenario(
+    path: str | Path, overrides: list[str] | tuple[str, ...] = (), *, public_schema: Mapping[str, Any] | None = None
+) -> Scenario:
+    """Read and validate the scenario file at ``path``, applying ``key.path=value`` overrides
+    (``public_schema``: as for :func:`parse_scenario`)."""
     p = Path(path)
     if not p.is_file():
         raise ScenarioError(str(p), "", "scenario file not found" if not p.exists() else "not a regular file")
@@ -469,5 +491,9 @@ def load_scenario(path: str | Path, overrides: list[str] | tuple[str, ...] = ())
     except UnicodeDecodeError as err:
         raise ScenarioError(str(p), "", f"not UTF-8 text ({err})") from None
     return parse_scenario(
-        read_scenario_text(text, str(p)), source=str(p), base_dir=p.resolve().parent, overrides=overrides
+        read_scenario_text(text, str(p)),
+        source=str(p),
+        base_dir=p.resolve().parent,
+        overrides=overrides,
+        public_schema=public_schema,
     )

@@ -237,13 +237,13 @@ def request(
     sent (default: ``market.yaml`` in the kit, when there). ``references``: ask for the central
     references of a simulated marketplace in the report (the baselines and checks the server computes
     on everyone's rows; left out by default, each named in ``references_absent``)."""
-    from marketplace.api import RunFailed, load, output_folder
+    from marketplace.api import RunFailed, output_folder
     from marketplace.runtime import Report
     from marketplace.service.client import request as send
 
     if test is not None and data is None:
         raise ValueError("test: the consumer's own test set needs its own target too (data=...)")
-    loaded = load(scenario, overrides)
+    loaded = load_request(scenario, overrides, keys=keys, schema=schema)
     folder = output_folder(loaded, out, "request")
     own = _own_target(data, test, limits, folder)
     result = send(
@@ -261,6 +261,59 @@ def request(
     if check and not report.completed:
         raise RunFailed(report)
     return report
+
+
+def load_request(
+    scenario: Scenario | str | Path | Mapping[str, Any],
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    sets: list[str] | tuple[str, ...] = (),
+    keys: str | Path,
+    schema: str | Path | None = None,
+) -> Scenario:
+    """The request ``scenario`` (a file, a mapping or a scenario, with ``sets``, the command line's
+    ``--set`` texts, then ``overrides``) validated as the marketplace will take it. When the
+    marketplace's file (``schema``, else ``market.yaml`` in the consumer's kit ``keys``, when there)
+    describes it by its public schema, the protocol's public bounds the request leaves out (a
+    sketch's box) come from that schema, as the marketplace fills them in, and bounds that disagree
+    with it are refused here (:class:`~marketplace.scenario.ScenarioError` naming the field, what the
+    schema has and what the request gives), before anything is sent. Otherwise as
+    :func:`marketplace.load`."""
+    import copy
+
+    from marketplace.api import load
+    from marketplace.scenario import Scenario
+    from marketplace.scenario.load import load_scenario, parse_scenario
+
+    public = _market_schema(Path(schema) if schema is not None else Path(keys) / "market.yaml", schema is not None)
+    if public is None:
+        return load(scenario, overrides, sets=sets)
+    values = dict(overrides or {})
+    if isinstance(scenario, (str, Path)):
+        loaded = load_scenario(scenario, sets, public_schema=public)
+        return loaded.with_overrides(values) if values else loaded
+    if isinstance(scenario, Scenario):
+        raw, source = copy.deepcopy(scenario.raw), scenario.source
+    elif isinstance(scenario, Mapping):
+        raw, source = copy.deepcopy(dict(scenario)), "<dict>"
+    else:
+        return load(scenario, overrides, sets=sets)  # load names what it expected
+    return parse_scenario(
+        raw, source=source, base_dir=Path.cwd(), overrides=tuple(sets), values=values, public_schema=public
+    )
+
+
+def _market_schema(market_file: Path, given: bool) -> Mapping[str, Any] | None:
+    """The raw ``data.schema`` of the marketplace's file ``market_file``, or None when it describes a
+    simulation (or, not ``given`` but looked for in the kit, when there is no such file)."""
+    from marketplace.scenario.load import read_scenario_text
+
+    if not given and not market_file.is_file():
+        return None
+    market = read_scenario_text(market_file.read_text(encoding="utf-8"), str(market_file))
+    data = market.get("data") if isinstance(market, dict) else None
+    found = data.get("schema") if isinstance(data, dict) else None
+    return found if isinstance(found, Mapping) else None
 
 
 def resume(

@@ -30,6 +30,7 @@ from typing import Any
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
+from marketplace.api import RunFailed
 from marketplace.data.own_files import ReadLimits
 from marketplace.service import control
 from marketplace.service.keys import SERVER, find_own_key, load_pair, load_public
@@ -52,8 +53,15 @@ class RequestRefused(RuntimeError):
     """The marketplace refused the request (or the consumer's key); nothing ran, nothing was charged."""
 
 
-class RequestFailed(RuntimeError):
-    """The request could not be completed (the marketplace vanished, a deadline passed)."""
+class RequestFailed(RunFailed):
+    """The request could not be completed (the marketplace vanished, a deadline passed): a
+    :class:`~marketplace.api.RunFailed` with no report (``report`` is None), so that ``except
+    marketplace.RunFailed`` catches every request that did not complete. ``str(err)`` says why and
+    whether the session had started (only then may owners have been charged)."""
+
+    def __init__(self, message: str) -> None:
+        self.report = None
+        RuntimeError.__init__(self, message)
 
 
 @dataclass

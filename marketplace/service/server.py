@@ -222,6 +222,7 @@ class MarketServer:
                     )
             step = self.policy.stop_step(time.monotonic(), len(self.sessions), self.agents.alive())
             if step == "tell_agents":
+                log.info("stopping: the agents of the %d owners connected were told to stop", len(self.present))
                 for routing in self.present.values():
                     self.out.send(routing, control.Stop(reason="the marketplace is stopping"))
             elif step == "exit":
@@ -504,7 +505,10 @@ class MarketServer:
             sessions = sorted(held.get(owner, ()))
             probe = control.OwnerSessions(sessions=sessions) if len(sessions) <= control.MAX_HELD else control.Ping()
             if self.out.send(routing, probe) == "unreachable":
-                log.warning("owner %s: its connection is gone", owner)
+                if self.policy.agents_told:  # it left as told (the operator's stop): nothing is lost
+                    log.debug("owner %s: its agent has left (told to stop)", owner)
+                else:
+                    log.warning("owner %s: its connection is gone", owner)
                 del self.present[owner]
                 self._write_status()
                 for s in self.sessions.values():

@@ -262,15 +262,24 @@ def test_validate_refuses_owners_left_without_rows_naming_them():
     assert "parties.owners: owner-142, owner-230, owner-380 would receive no rows" in result.stderr
 
 
-def test_validate_prints_only_the_protocols_own_sections_and_they_read_back_the_same(tmp_path, capsys):
-    from marketplace.scenario import load_scenario
+def test_validate_prints_every_key_but_the_other_protocols_sections_and_they_read_back_the_same(tmp_path, capsys):
+    """Every top-level key of the scenario schema is printed (``lifetime`` and ``sweep`` at their
+    defaults too, ``lifetime`` with its terms), but for the sections of the protocols not chosen."""
+    from dataclasses import fields
+
+    from marketplace import plugins
+    from marketplace.scenario import ScenarioConfig, load_scenario
+    from marketplace.schema import to_plain
 
     assert main(["validate", str(QUICKSTART)]) == 0
     captured = capsys.readouterr()
     printed = yaml.safe_load(captured.out)
-    assert {"summarize", "data", "transport"} <= set(printed) and not {"stc", "sketch", "pfds", "sweep"} & set(printed)
+    others = set(plugins.names()) - {"summarize"}
+    assert set(printed) == {f.name for f in fields(ScenarioConfig)} - others
+    assert printed["lifetime"] == to_plain(load_scenario(QUICKSTART).config.lifetime)
+    assert {"budget", "relation", "filter", "ledgers", "terms", "owner_terms"} <= set(printed["lifetime"])
     assert set(printed["data"]["source"]) == {"kind", "covariate_shift"}
-    assert len(captured.out.splitlines()) < 100
+    assert len(captured.out.splitlines()) < 130
     assert "valid (summarize; 4 owners holding" in captured.err
     again = load_scenario(write(tmp_path, captured.out))
     assert again.raw == load_scenario(QUICKSTART).raw

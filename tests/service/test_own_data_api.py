@@ -75,9 +75,19 @@ def test_serve_and_request_with_the_parties_own_files_and_arrays(tmp_path):
                 data=(target[:, :3], labels),
                 out=tmp_path / "refused",
             )
+        boxless = marketplace.request(  # a request that leaves out its box: the market's schema gives it
+            {"name": "ask", "protocol": "sketch", "sketch": {"map": {"kind": "rff", "features": 200, "sigma": 0.5}}},
+            market=market.endpoint,
+            keys=kit,
+            overrides=SETTINGS,
+            data=own / "target.csv",
+            out=tmp_path / "boxless",
+        )
         sessions = market.sessions
+    assert boxless.completed and boxless.raw["config"]["sketch"]["lower"] == [-12.0] * 5
+    assert boxless.raw["map"]["attributes"] == ["f0", "f1", "f2", "f3", "f4"]  # the schema's columns name them
     for report in (by_path, by_arrays):
         assert report.completed and report.raw["deployment"]["data"] == "own"
         assert report.raw["lifetime"]["consumer"] == "alice"
-    assert len(sessions) == 2  # the refused target never reached the marketplace
+    assert len(sessions) == 3  # the refused target never reached the marketplace
     assert (tmp_path / "by-arrays" / "own-target.npz").stat().st_mode & 0o077 == 0  # the consumer's rows: its own

@@ -93,6 +93,28 @@ def test_a_request_queued_and_never_started_says_so_not_that_nobody_answered(sta
     assert "(--wait)" in text and "nothing was charged" in text, text
 
 
+def test_a_request_that_fails_is_a_run_failed_with_no_report(state, tmp_path):
+    """``except marketplace.RunFailed`` catches a request the Python API could not see through:
+    ``marketplace.RequestFailed`` is exported and is a ``RunFailed`` whose ``report`` is None."""
+    import marketplace
+
+    assert marketplace.RequestFailed is RequestFailed and issubclass(RequestFailed, marketplace.RunFailed)
+    market = StandIn(state)
+    try:
+        with pytest.raises(marketplace.RunFailed) as err:
+            marketplace.request(
+                ROOT / "scenarios" / "sketch-quickstart.yaml",
+                market=market.endpoint,
+                keys=state / "consumers" / "alice",
+                out=tmp_path / "out",
+                wait_s=WAIT_S,
+            )
+    finally:
+        market.close()
+    assert isinstance(err.value, marketplace.RequestFailed) and err.value.report is None
+    assert "did not start within the wait" in str(err.value), err.value
+
+
 def agent(state: Path, endpoint: str, log: Path) -> subprocess.Popen:
     with open(log, "w") as out:
         return subprocess.Popen(

@@ -5,13 +5,17 @@ without starting again any agent that left because of it."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import time
 from pathlib import Path
 
 import pytest
-from test_serve import STARTED, Market, no_process_left  # noqa: F401 - the fixture kills what a test leaves
+from conftest import ROOT
+from test_serve import STARTED, Market, free_port, no_process_left  # noqa: F401 - the fixture kills what a test leaves
+
+import marketplace
 
 pytestmark = pytest.mark.slow
 
@@ -111,3 +115,27 @@ def test_a_signal_caught_mid_replacement_is_not_reported_as_an_error_once_stoppe
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "['anything else']"
+
+
+def test_a_normal_stop_of_the_python_api_says_nothing_of_lost_connections(tmp_path, caplog, capfd):
+    """``marketplace.serve(...)`` started and stopped as usual (its owners all connected): the agents
+    leave because they were told to, so nothing is said of a connection gone (that line is for a
+    real loss), and the log says once that the agents were told to stop."""
+    caplog.set_level(logging.INFO, logger="marketplace.serve")
+    state = tmp_path / "market"
+    with marketplace.serve(
+        ROOT / "scenarios" / "market-serve.yaml",
+        state=state,
+        consumers=["alice"],
+        endpoint=f"tcp://127.0.0.1:{free_port()}",
+        session_port=free_port(),
+    ):
+        deadline = time.monotonic() + 120
+        while status(state).get("owners_present") != 4:
+            assert time.monotonic() < deadline, "the marketplace did not come up with its 4 owners"
+            time.sleep(0.1)
+    out, err = capfd.readouterr()
+    lines = [r.getMessage() for r in caplog.records if r.name == "marketplace.serve"]
+    assert "connection is gone" not in out + err and not [m for m in lines if "connection is gone" in m], lines
+    told = [m for m in lines if "told to stop" in m]
+    assert told == ["stopping: the agents of the 4 owners connected were told to stop"], lines

@@ -28,6 +28,8 @@ examples:
       --moments 3 --cdf 0.25,0.5,0.75 --covariance --count 0:0:0.5 --count 0:0.2:0.6,3:0.5:1 --json
 
 Every value is in unit-box coordinates: x -> (x - sketch.lower) / (sketch.upper - sketch.lower).
+Attributes are called by the data's column names, which a run saves in its sketch files (or the
+scenario's data.schema gives); without names, x0, x1, ... in order. --count takes a name or an index.
 Every answer is one a dataset in the box could give: a CDF never decreases and stays in [0, 1];
 means, second moments, variances and the covariance agree with each other (covariance positive
 semi-definite, its diagonal = second moment - mean^2 = the variances, 0 <= variance <=
@@ -85,8 +87,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         action="append",
         default=[],
         metavar="A:LO:HI[,A:LO:HI...]",
-        help="a counting query: records with LO <= x[A] <= HI for every listed attribute A "
-        "(repeatable: one query each)",
+        help="a counting query: records with LO <= x[A] <= HI for every listed attribute A, "
+        "a column name or an index from 0 (repeatable: one query each)",
     )
     query.add_argument(
         "--logistic",
@@ -137,6 +139,7 @@ def _info(args: argparse.Namespace, release: SketchRelease) -> int:
         "map_fingerprint": release.map_fingerprint,
         "numerator_variance": release.numerator_variance,
         "count_variance": release.count_variance,
+        "attributes": list(release.attributes) or None,
     }
     if args.json:
         print(json.dumps(data, indent=2))
@@ -146,20 +149,41 @@ def _info(args: argparse.Namespace, release: SketchRelease) -> int:
     return EXIT_OK
 
 
-def _count_box(text: str, d: int) -> tuple[np.ndarray, np.ndarray]:
+def _count_box(text: str, d: int, names: tuple[str, ...] = ()) -> tuple[np.ndarray, np.ndarray]:
+    """The box of one ``--count``: each term's attribute (a name in ``names`` or an index) between LO and HI."""
     lo, hi = np.full(d, -np.inf), np.full(d, np.inf)
     for term in text.split(","):
-        parts = term.strip().split(":")
+        parts = term.strip().rsplit(":", 2)
         try:
-            attribute, low, high = int(parts[0]), float(parts[1]), float(parts[2])
+            low, high = float(parts[1]), float(parts[2])
         except (ValueError, IndexError):
             raise _UsageError(
                 f"--count: expected A:LO:HI terms separated by commas (e.g. 0:0.2:0.6), got {term!r}"
             ) from None
-        if not 0 <= attribute < d or len(parts) != 3 or low > high:
-            raise _UsageError(f"--count: expected an attribute in 0..{d - 1} and LO <= HI, got {term!r}")
+        attribute = names.index(parts[0]) if parts[0] in names else _index(parts[0])
+        if not 0 <= attribute < d or low > high:
+            which = f"one of {', '.join(names)} or " if names else ""
+            raise _UsageError(
+                f"--count: expected an attribute ({which}an index in 0..{d - 1}) and LO <= HI, got {term!r}"
+            )
         lo[attribute], hi[attribute] = low, high
     return lo, hi
+
+
+def _index(text: str) -> int:
+    """An attribute given by its index, or -1 (no attribute) for anything else."""
+    try:
+        return int(text)
+    except ValueError:
+        return -1
+
+
+def _names(release: SketchRelease, config: Any, d: int) -> tuple[str, ...]:
+    """The attributes' names: those the file keeps, else the scenario's schema's, else none."""
+    from marketplace.protocols.sketch.public import attribute_names
+
+    names = release.attributes or attribute_names(config) or ()
+    return tuple(names) if len(names) == d else ()
 
 
 def _query(args: argparse.Namespace, release: SketchRelease) -> dict[str, Any]:
@@ -182,6 +206,7 @@ def _query(args: argparse.Namespace, release: SketchRelease) -> dict[str, Any]:
             f"{args.scenario} gives map {fmap.fingerprint[:12]}... (another seed or sketch.map / box?)"
         )
     d = fmap.dim
+    names = _names(release, config, d)
     asked = args.moments is not None or args.cdf or args.covariance or args.count or args.logistic
     if not asked:
         plan = query_plan(config)
@@ -198,7 +223,7 @@ def _query(args: argparse.Namespace, release: SketchRelease) -> dict[str, Any]:
             moments=args.moments or 0,
             cdf_points=points,
             covariance=args.covariance,
-            count_boxes=tuple(_count_box(t, d) for t in args.count),
+            count_boxes=tuple(_count_box(t, d, names) for t in args.count),
             logistic_label=d - 1 if args.logistic else None,
             logistic_l2=config.sketch.queries.logistic_l2,
         )
@@ -210,24 +235,28 @@ def _query(args: argparse.Namespace, release: SketchRelease) -> dict[str, Any]:
         fmap, rng=seeds.rng(config.seed, "sketch.m2m"), n_samples=samples, prior=Prior(fmap.box, discrete=discrete)
     )
     fit = design.fit(release, regularization=config.sketch.regularization, intercept=config.sketch.intercept)
-    return {"file": args.file, "map": fmap.describe(), **answer_queries(fit, plan)}
+    named = {"attributes": list(names)} if names else {}
+    return {"file": args.file, "map": fmap.describe(), **named, **answer_queries(fit, plan)}
 
 
 def _print(answers: dict[str, Any], as_json: bool) -> None:
-    from marketplace.protocols.sketch.consumer import projection_notes
+    from marketplace.protocols.sketch.consumer import attribute_name, projection_notes
 
     if as_json:
         print(json.dumps(answers, indent=2))
         return
+    names = answers.get("attributes")
     print(
         f"sketch {answers['file']}: {answers['map']}, n ~ {answers['n_estimate']:.6g}, lambda = {answers['lambda']:.3g}"
     )
+    if names:
+        print("attributes, in the order of every row below: " + ", ".join(names))
     for order, values in (answers.get("moments") or {}).items():
         print(f"moment {order}: " + " ".join(f"{v:.4g}" for v in values))
     if "cdf" in answers:
         print("CDF at " + ", ".join(f"{t:g}" for t in answers["cdf"]["points"]) + " (one row per attribute):")
         for j, row in enumerate(answers["cdf"]["values"]):
-            print(f"  x{j}: " + " ".join(f"{v:.4f}" for v in row))
+            print(f"  {attribute_name(names, j)}: " + " ".join(f"{v:.4f}" for v in row))
     if "variances" in answers:
         print("variances: " + " ".join(f"{v:.4g}" for v in answers["variances"]))
     if "covariance" in answers:
@@ -237,7 +266,7 @@ def _print(answers: dict[str, Any], as_json: bool) -> None:
     if "counts" in answers:
         for i, (f, c) in enumerate(zip(answers["counts"]["fractions"], answers["counts"]["counts"])):
             print(f"count query {i + 1}: {c:.6g} records ({f:.4f} of them)")
-    notes = projection_notes(answers.get("projections") or {})
+    notes = projection_notes(answers.get("projections") or {}, names)
     if notes:
         print(
             "note: projected onto the answers a dataset in the box could give (see 'marketplace sketch query --help'):"

@@ -9,6 +9,7 @@ function the ``marketplace sketch query`` command runs on a saved sketch file).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -156,9 +157,16 @@ def statistic_errors(estimates: dict[str, Any], true: dict[str, Any]) -> dict[st
     return errors
 
 
-def projection_notes(projections: dict[str, Any]) -> list[str]:
+def attribute_name(names: Sequence[str] | None, j: int) -> str:
+    """Attribute ``j``'s name in ``names`` (the data's columns:
+    :func:`~marketplace.protocols.sketch.public.attribute_names`), or the generic ``x<j>`` without one."""
+    return str(names[j]) if names and 0 <= j < len(names) else f"x{j}"
+
+
+def projection_notes(projections: dict[str, Any], names: Sequence[str] | None = None) -> list[str]:
     """One line per statistic that a projection moved: the orders (moments), the attributes (or
-    count queries) it moved and the largest change."""
+    count queries) it moved and the largest change. Attributes are called by ``names`` (the data's
+    columns, :func:`~marketplace.protocols.sketch.public.attribute_names`), else x0, x1, ..."""
     lines = []
     for name, moved in projections.items():
         if not moved.get("changed"):
@@ -166,7 +174,7 @@ def projection_notes(projections: dict[str, Any]) -> list[str]:
         orders = [k for k, o in (moved.get("orders") or {}).items() if o["changed"]]
         what = name + (f" of order{'s' if len(orders) > 1 else ''} {', '.join(orders)}" if orders else "")
         if moved.get("attributes"):
-            what += " in " + ", ".join(f"x{j}" for j in moved["attributes"])
+            what += " in " + ", ".join(attribute_name(names, j) for j in moved["attributes"])
         elif moved.get("queries"):
             what += (
                 " of count quer"

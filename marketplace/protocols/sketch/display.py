@@ -55,7 +55,8 @@ def head_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
         )
     from marketplace.protocols.sketch.consumer import projection_notes
 
-    for line in projection_notes((report.get("estimates") or {}).get("projections") or {}):
+    projections = (report.get("estimates") or {}).get("projections") or {}
+    for line in projection_notes(projections, (report.get("map") or {}).get("attributes")):
         rows.append(("projected", line))
     signal = (report.get("metrics") or {}).get("signal") or {}
     if signal.get("collapsed"):

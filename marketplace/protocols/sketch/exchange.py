@@ -31,7 +31,7 @@ from marketplace.privacy.view import Seen
 from marketplace.protocols.sketch.display import head_rows, tables
 from marketplace.protocols.sketch.evaluate import logistic_baselines, ranking_check, statistic_errors, truth
 from marketplace.protocols.sketch.plan import declared_view, release_plan
-from marketplace.protocols.sketch.public import public_map, query_plan, record_dim, unit_records
+from marketplace.protocols.sketch.public import attribute_names, public_map, query_plan, record_dim, unit_records
 from marketplace.protocols.sketch.rules import check_plan, public_defaults
 from marketplace.protocols.sketch.sweeps import plot_sweep, sweep_headline, sweep_row, sweep_table
 from marketplace.reporting.absent import REFERENCES_ABSENT, absent, why_absent
@@ -152,7 +152,7 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
     owners = list(curator.get("released") or [])
     estimates = consumer.get("estimates") or {}
     if not world.central:
-        return _report_without_world(config, results, curator, consumer, owners, estimates)
+        return _report_without_world(config, world, results, curator, consumer, owners, estimates)
     true = truth(config, world, owners)
     privacy = _privacy(config, results, owners)
     privacy[CONSUMER] = {
@@ -169,7 +169,7 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
     return {
         "privacy": privacy,
         "parsimony": {**(curator.get("parsimony") or {"points_seen": 0}), "rho": 0.0},
-        "map": _map_section(config),
+        "map": _map_section(config, world),
         "estimates": estimates,
         "truth": true,
         "metrics": metrics,
@@ -191,17 +191,23 @@ def _signal(consumer: dict[str, Any]) -> dict[str, Any]:
     return {"signal": signal} if isinstance(signal, dict) else {}
 
 
-def _map_section(config: ScenarioConfig) -> dict[str, Any]:
+def _map_section(config: ScenarioConfig, world: World) -> dict[str, Any]:
+    """``map``: the public feature map, and ``attributes``, the names of the sketched attributes (the
+    data's columns: :func:`~marketplace.protocols.sketch.public.attribute_names`) when the data name
+    them; every per-attribute estimate is in that order."""
+    names = attribute_names(config, world)
     return {
         "kind": config.sketch.map.kind,
         "n_features": public_map(config).n_features,
         "dim": record_dim(config),
         "coordinates": "unit box: (x - sketch.lower) / (sketch.upper - sketch.lower)",
+        **({"attributes": list(names)} if names is not None else {}),
     }
 
 
 def _report_without_world(
     config: ScenarioConfig,
+    world: World,
     results: dict[str, dict[str, Any]],
     curator: dict[str, Any],
     consumer: dict[str, Any],
@@ -257,7 +263,7 @@ def _report_without_world(
     return {
         "privacy": privacy,
         "parsimony": {**(curator.get("parsimony") or {"points_seen": 0}), "rho": 0.0},
-        "map": _map_section(config),
+        "map": _map_section(config, world),
         "estimates": estimates,
         "truth": absent(missing["truth"]),
         "metrics": metrics,
@@ -329,7 +335,8 @@ def nothing_released(config: ScenarioConfig, results: dict[str, dict[str, Any]])
 
 def artifacts(report: dict[str, Any], out_dir: Path) -> None:
     """Save the consumer's sketches as .npz files in ``out_dir/sketches/`` (merged.npz and one per owner),
-    for ``marketplace sketch query``; their paths go into ``report["files"]``."""
+    for ``marketplace sketch query``, each with the names of its attributes when the report has them
+    (``map.attributes``); their paths go into ``report["files"]``."""
     from marketplace.protocols.sketch.consumer import release_from_dict
 
     sketches = (((report.get("party_details") or {}).get(CONSUMER) or {}).get("result") or {}).get("sketches")
@@ -337,9 +344,14 @@ def artifacts(report: dict[str, Any], out_dir: Path) -> None:
         return
     folder = Path(out_dir) / SKETCH_FILES
     folder.mkdir(parents=True, exist_ok=True)
-    files = {"merged": str(release_from_dict(sketches["merged"]).save(folder / "merged.npz"))}
+    names = tuple((report.get("map") or {}).get("attributes") or ())
+
+    def save(data: dict[str, Any], name: str) -> str:
+        return str(release_from_dict({**data, "attributes": names}).save(folder / f"{name}.npz"))
+
+    files = {"merged": save(sketches["merged"], "merged")}
     for owner, data in sketches["owners"].items():
-        files[owner] = str(release_from_dict(data).save(folder / f"{owner}.npz"))
+        files[owner] = save(data, owner)
     report["files"] = {"sketches": files}
 
 

@@ -5,7 +5,7 @@ run seed) and the consumer's query plan (:func:`query_plan`, random counting que
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,6 +21,24 @@ if TYPE_CHECKING:
 def record_dim(config: ScenarioConfig) -> int:
     """d of the sketched records: the box's attributes, plus one for the label if it is sketched."""
     return len(config.sketch.lower) + int(config.sketch.include_label)
+
+
+def attribute_names(config: ScenarioConfig, world: Any = None) -> tuple[str, ...] | None:
+    """The names of the sketched attributes, in order: the data's columns (the schema's features in a
+    marketplace described by its public schema, else the columns of ``world``'s data), then the
+    label's name when it is sketched; None when neither names them (the results then say x0, x1, ...).
+    Public: a column's name is part of the schema, not of anybody's rows."""
+    schema = config.data.schema
+    validation = getattr(world, "validation", None)
+    if schema is not None:
+        columns, label = tuple(schema.feature_names), schema.label.name
+    elif isinstance(validation, Dataset):
+        columns, label = tuple(validation.feature_names), "label"
+    else:
+        return None
+    if len(columns) != len(config.sketch.lower):
+        return None
+    return (*columns, label) if config.sketch.include_label else columns
 
 
 def unit_records(config: ScenarioConfig, data: Dataset, *, party: str = "a party") -> np.ndarray:

@@ -63,7 +63,9 @@ class SketchRelease:
     ``count_variance`` are the variances of one coordinate of xi and of zeta (0 for an exact
     sketch); ``map_fingerprint`` identifies the public feature map; ``epsilon``/``delta`` is the
     guarantee towards every record (``math.inf``/0 for an exact, non-private sketch); ``parts`` is
-    how many releases were merged into this one.
+    how many releases were merged into this one; ``attributes`` names the sketched attributes in
+    order (the data's columns; empty: unnamed), metadata that a saved file keeps for ``marketplace
+    sketch`` and that no estimate depends on.
     """
 
     numerator: np.ndarray
@@ -75,6 +77,7 @@ class SketchRelease:
     delta: float
     mechanism: str
     parts: int = 1
+    attributes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         owner = "SketchRelease"
@@ -107,6 +110,12 @@ class SketchRelease:
                     f"The '{name}' parameter of {owner} must be a non-empty str. Got {getattr(self, name)!r} instead."
                 )
         object.__setattr__(self, "parts", check_int(owner, "parts", self.parts))
+        names = self.attributes
+        if isinstance(names, (str, bytes)) or not all(isinstance(n, str) and n for n in names):
+            raise TypeError(
+                f"The 'attributes' parameter of {owner} must be a sequence of non-empty str. Got {names!r} instead."
+            )
+        object.__setattr__(self, "attributes", tuple(names))
 
     def __repr__(self) -> str:
         return (
@@ -165,6 +174,7 @@ class SketchRelease:
                 delta=np.array(self.delta),
                 mechanism=np.array(self.mechanism),
                 parts=np.array(self.parts),
+                attributes=np.array(self.attributes, dtype=str),  # empty: unnamed (a file without it: the same)
             )
         return path
 
@@ -211,7 +221,8 @@ class SketchRelease:
             raise SketchFileError(f"{str(path)!r} is not a complete sketch file: missing {', '.join(missing)}.")
         try:
             scalars = {name: fields[name].item() for name in names if name != "numerator"}
-            return cls(numerator=fields["numerator"], **scalars)
+            attributes = tuple(str(a) for a in fields["attributes"].tolist()) if "attributes" in fields else ()
+            return cls(numerator=fields["numerator"], **scalars, attributes=attributes)
         except (TypeError, ValueError) as exc:
             raise SketchFileError(f"{str(path)!r} holds an invalid sketch: {exc}") from None
 

@@ -45,8 +45,9 @@ def public_defaults(section: dict[str, Any] | None, schema: Any) -> dict[str, An
     public schema ``schema`` (a :class:`~marketplace.data.public_schema.DataSchema`, or its raw
     mapping): the public box ``lower``/``upper`` taken from the schema's feature ranges when the
     request leaves both out or empty. The ranges are public (nobody's rows went into them), so the
-    box stays public. A box the request gives is kept as it is (the checks then judge it). The
-    section given is not changed: a new one is returned."""
+    box stays public. A box the request gives must be the schema's: one that disagrees raises
+    :class:`~marketplace.schema.SchemaError` naming the field, the schema's bounds and the request's.
+    The section given is not changed: a new one is returned."""
     from marketplace.data.public_schema import DataSchema
     from marketplace.schema import build
 
@@ -56,7 +57,27 @@ def public_defaults(section: dict[str, Any] | None, schema: Any) -> dict[str, An
     if not filled.get("lower") and not filled.get("upper"):
         filled["lower"] = [float(v) for v in schema.lower]
         filled["upper"] = [float(v) for v in schema.upper]
+        return filled
+    for key, bounds in (("lower", schema.lower), ("upper", schema.upper)):
+        _check_bounds(key, filled.get(key), [float(v) for v in bounds], schema.feature_names)
     return filled
+
+
+def _check_bounds(key: str, given: Any, expected: list[float], columns: tuple[str, ...]) -> None:
+    """Refuse ``sketch.<key>`` when it is not the schema's bounds ``expected`` (one per column)."""
+    try:
+        same = [float(v) for v in given] == expected
+    except (TypeError, ValueError):
+        same = False
+    if same:
+        return
+    shown = "[" + ", ".join(f"{v:g}" for v in expected) + "]"
+    raise SchemaError(
+        f"sketch.{key}",
+        f"the {key} bounds of the marketplace's schema, {shown} (data.schema's ranges of "
+        f"{', '.join(columns)}), or no box at all (the sketch then takes the schema's)",
+        repr(given) if not isinstance(given, list) else "[" + ", ".join(str(v) for v in given) + "]",
+    )
 
 
 class SketchRules(ScenarioRules):
