@@ -144,7 +144,7 @@ def test_sketch_query_returns_only_valid_answers_and_says_what_it_projected(tmp_
         "--covariance",
     )
     assert "note: projected onto the answers a dataset in the box could give" in text.stdout
-    assert "covariance in x" in text.stdout
+    assert "covariance in f0, f1, f2, f3, f4" in text.stdout  # the data's column names
 
 
 def test_a_move_of_round_off_is_no_change_and_the_report_says_so():
