@@ -219,6 +219,7 @@ def request(
     test: OwnRows | None = None,
     schema: str | Path | None = None,
     limits: ReadLimits | None = None,
+    plots: bool = True,
 ) -> Report:
     """Send one request to the marketplace at ``market`` with the consumer kit ``keys``, and return
     the session's :class:`~marketplace.runtime.results.Report` (its folder holds ``report.json``).
@@ -230,7 +231,8 @@ def request(
     ``data`` and ``test`` are the consumer's own target D_v and test set, for a marketplace described
     by its public schema: a file, or arrays (written to an ``.npz`` in the output folder, which stays
     with the consumer). ``schema`` is the marketplace's file to check them against before anything is
-    sent (default: ``market.yaml`` in the kit, when there)."""
+    sent (default: ``market.yaml`` in the kit, when there). ``plots=False`` leaves ``rounds.png`` out
+    (:func:`~marketplace.reporting.history.write_round_plot` draws it afterwards)."""
     from marketplace.api import RunFailed, load, output_folder
     from marketplace.runtime import Report
     from marketplace.service.client import request as send
@@ -249,6 +251,7 @@ def request(
         on_event=on_event,
         own=own,
         market_file=Path(schema) if schema is not None else None,
+        plots=plots,
     )
     report = Report.from_dict(result.report, folder)
     if check and not report.completed:
@@ -268,6 +271,7 @@ def resume(
     data: OwnRows | None = None,
     test: OwnRows | None = None,
     limits: ReadLimits | None = None,
+    plots: bool = True,
 ) -> Report:
     """Fetch again what session ``session`` of this consumer (the kit ``keys``) released to it, after
     a lost connection or a close that timed out, and return the session's
@@ -277,7 +281,7 @@ def resume(
     is described by its public schema (the same as the request's). Nothing runs at the owners and
     nothing is charged. Raises :class:`~marketplace.service.client.RequestRefused` when the
     marketplace keeps no such session of this consumer, and :class:`~marketplace.api.RunFailed` for a
-    session that failed (unless ``check=False``)."""
+    session that failed (unless ``check=False``). ``plots`` as for :func:`request`."""
     from marketplace.api import RunFailed
     from marketplace.runtime import Report, check_run_folder, default_run_folder
     from marketplace.service.client import request as send
@@ -287,7 +291,15 @@ def resume(
     folder = check_run_folder(out) if out is not None else default_run_folder(session, "resume")
     own = _own_target(data, test, limits, folder)
     result = send(
-        None, market=market, keys=Path(keys), out=folder, wait_s=wait_s, on_event=on_event, own=own, resume=session
+        None,
+        market=market,
+        keys=Path(keys),
+        out=folder,
+        wait_s=wait_s,
+        on_event=on_event,
+        own=own,
+        resume=session,
+        plots=plots,
     )
     report = Report.from_dict(result.report, folder)
     if check and not report.completed:
