@@ -48,7 +48,9 @@ def one_request(endpoint: str, keys: Path, out: Path, pythonpath: str | None) ->
     command = [sys.executable, "-m", "marketplace", "request", str(REQUESTS["sketch"])]
     command += ["--market", endpoint, "--keys", str(keys), "--out", str(out)]
     t0 = time.perf_counter()
-    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(  # not run from a checkout: ``python -m`` puts the cwd before PYTHONPATH
+        command, env=env, cwd=out.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     connected = None
     assert proc.stderr is not None
     lines = []
