@@ -62,7 +62,9 @@ def one_request(endpoint: str, keys: Path, out: Path, pythonpath: str | None) ->
     wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(exit_status)
     report = out / "report.json"
-    status = json.loads(report.read_text()).get("status") if report.exists() else f"exit {proc.returncode}"
+    status = json.loads(report.read_text()).get("status") if report.exists() else "no report"
+    if proc.returncode != 0:  # a completed run exits 0: anything else failed after its report (its summary, its plot)
+        status = f"{status}, exit {proc.returncode}"
     return {
         "wall_s": round(wall, 4),
         "connected_s": None if connected is None else round(connected, 4),

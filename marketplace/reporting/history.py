@@ -101,6 +101,9 @@ def plot_rounds(history: Mapping[str, Any], path: str | Path, *, title: str) -> 
     panels = [(c, pts) for c in history.get("plot") or [] if (pts := _numbers(history, c))]
     if not panels:
         return False
+    from marketplace.warm_imports import wait_for_background_imports
+
+    wait_for_background_imports()  # matplotlib.use reads a pyplot another thread may be halfway through importing
     import matplotlib
 
     matplotlib.use("Agg")
