@@ -44,6 +44,13 @@ settings.load_profile("any-machine")
 os.environ.pop("MARKETPLACE_DATA_MIRROR", None)  # tests name their mirrors explicitly
 os.environ["MARKETPLACE_ROUND_PLOTS"] = "off"  # no rounds.png per run (0.15-0.5 s each, hundreds of runs); the
 # tests of the per-round history and of the run folder's files turn it back on (fixture round_plots)
+if not os.environ.get("MARKETPLACE_DESIGN_CACHE"):  # sketch consumers keep their M2M designs here, not in ~/.cache
+    import atexit  # noqa: E402
+    import shutil  # noqa: E402
+    import tempfile  # noqa: E402
+
+    os.environ["MARKETPLACE_DESIGN_CACHE"] = tempfile.mkdtemp(prefix="marketplace-designs-")
+    atexit.register(shutil.rmtree, os.environ["MARKETPLACE_DESIGN_CACHE"], True)
 if not os.environ.get("MARKETPLACE_DATA") and PREFILLED_DATA.is_dir():
     os.environ["MARKETPLACE_DATA"] = str(PREFILLED_DATA)  # inherited by every CLI subprocess too
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from marketplace.cli.common import EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, add_read_limits, read_limits
 from marketplace.cli.serve import SERVE_EXAMPLES
@@ -72,7 +73,8 @@ def add_request_parser(sub: argparse._SubParsersAction) -> None:
 
 def request_command(args: argparse.Namespace) -> int:
     """``marketplace request``: :func:`marketplace.request`, its report shown (and its files given
-    to the owner of ``--chown-like``). ``--out`` must be new or empty, as for ``marketplace run``."""
+    to the owner of ``--chown-like``), then ``rounds.png`` drawn: report.json, the summary and the
+    exit status do not wait for matplotlib. ``--out`` must be new or empty, as for ``marketplace run``."""
     from marketplace.data.own_files import OwnDataError
     from marketplace.runtime import RunFolderError, default_run_folder
     from marketplace.scenario import ScenarioError
@@ -108,6 +110,7 @@ def request_command(args: argparse.Namespace) -> int:
                 data=args.data,
                 test=args.test,
                 limits=limits,
+                plots=False,
             )
         else:
             try:
@@ -129,6 +132,7 @@ def request_command(args: argparse.Namespace) -> int:
                 schema=args.schema,
                 limits=limits,
                 references=args.references,
+                plots=False,
             )
     except RunFolderError as err:
         print(f"marketplace request: --out: {err}", file=sys.stderr)
@@ -154,4 +158,18 @@ def request_command(args: argparse.Namespace) -> int:
         print(f"{out}/{'report' if 'protocol' in report else 'failure'}.json: {report.get('status')}")
     for failure in report.get("failures") or []:
         print(f"marketplace request: run failed: {failure}", file=sys.stderr)
+    _draw_after(report, out, args.chown_like)
     return EXIT_OK if report.get("status") == "completed" else EXIT_RUN_FAILED
+
+
+def _draw_after(report: dict[str, Any], out: Path, chown_like: str | None) -> None:
+    """``rounds.png`` of a full run report, drawn once the report is on disk and shown (unless
+    ``MARKETPLACE_ROUND_PLOTS`` is off), and given to the owner of ``--chown-like`` too."""
+    if "messages" not in report or "history" not in report:
+        return
+    from marketplace.reporting.history import PLOT_FILE, write_round_plot
+
+    if write_round_plot(report, out) and chown_like:
+        from marketplace.provision import chown_like as give
+
+        give(out / PLOT_FILE, Path(chown_like))

@@ -33,7 +33,6 @@ from typing import NamedTuple, overload
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import gammaln
 
 from marketplace.privacy.params import fail, nonnegative, nonnegative_int, one_of, positive, probability
 
@@ -113,6 +112,8 @@ def _kov_log_delta(eps: float, log_weight: np.ndarray, loss: np.ndarray) -> floa
 def _kov_terms(eps0: float, k: int) -> tuple[np.ndarray, np.ndarray]:
     """log C(k, l) e^((k-l) eps0) / (1 + e^eps0)^k and the loss (k - 2l) eps0, for l <= k/2
     (only losses > eps >= 0 ever contribute)."""
+    from scipy.special import gammaln  # here, not at import: importing marketplace.privacy stays light
+
     ell = np.arange(k // 2 + 1, dtype=np.float64)
     log_weight = (
         gammaln(k + 1) - gammaln(ell + 1) - gammaln(k - ell + 1) + (k - ell) * eps0 - k * np.logaddexp(0.0, eps0)

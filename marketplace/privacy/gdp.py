@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import math
 
-from scipy.special import log_ndtr
-
 from marketplace.checks import fail, is_real
 
 __all__ = ["calibrate_mu", "gaussian_delta", "gaussian_eps"]
@@ -54,6 +52,8 @@ def gaussian_delta(*, mu: float, eps: float) -> float:
     mu = _positive(mu, "mu", "gaussian_delta")
     if not is_real(eps) or not (math.isfinite(eps) and eps >= 0):
         raise fail(ValueError, "eps", "gaussian_delta", "a finite number >= 0", eps)
+    from scipy.special import log_ndtr  # here, not at import: importing marketplace.privacy stays light
+
     log_a = float(log_ndtr(mu / 2 - eps / mu))
     log_b = eps + float(log_ndtr(-mu / 2 - eps / mu))
     if log_b >= log_a:

@@ -62,7 +62,6 @@ from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 import numpy.typing as npt
-from scipy.special import log_ndtr, ndtr
 
 from marketplace.privacy.rng import SecureGenerator
 
@@ -218,6 +217,8 @@ def gaussian_delta(*, sigma: float, epsilon: float, sensitivity: float) -> float
     delta = Phi(D/(2 sigma) - eps sigma/D) - e^eps Phi(-D/(2 sigma) - eps sigma/D), D the L2
     sensitivity (Balle & Wang 2018, Theorem 8).
     """
+    from scipy.special import log_ndtr, ndtr  # here, not at import: importing marketplace.privacy stays light
+
     a, b = sensitivity / (2 * sigma), epsilon * sigma / sensitivity
     return float(ndtr(a - b) - math.exp(epsilon + log_ndtr(-a - b)))
 

@@ -101,6 +101,9 @@ def plot_rounds(history: Mapping[str, Any], path: str | Path, *, title: str) -> 
     panels = [(c, pts) for c in history.get("plot") or [] if (pts := _numbers(history, c))]
     if not panels:
         return False
+    from marketplace.warm_imports import wait_for_background_imports
+
+    wait_for_background_imports()  # matplotlib.use reads a pyplot another thread may be halfway through importing
     import matplotlib
 
     matplotlib.use("Agg")
@@ -135,15 +138,25 @@ def round_plots_wanted() -> bool:
     return os.environ.get(PLOTS_ENV, "on").strip().lower() not in ("off", "0", "no", "false")
 
 
-def write_history_files(report: Mapping[str, Any], out: str | Path) -> list[str]:
-    """Write ``rounds.csv`` (always) and ``rounds.png`` (when there is something to plot, unless
-    :data:`PLOTS_ENV` is off) from the report's ``history`` into the run folder ``out``; returns the
-    names written."""
+def write_history_files(report: Mapping[str, Any], out: str | Path, *, plot: bool = True) -> list[str]:
+    """Write ``rounds.csv`` (always) and, with ``plot``, ``rounds.png`` (:func:`write_round_plot`)
+    from the report's ``history`` into the run folder ``out``; returns the names written."""
     history = report.get("history") or empty_history()
     out = Path(out)
     write_rounds_csv(history, out / CSV_FILE)
     written = [CSV_FILE]
-    title = f"{report.get('scenario', '')} ({report.get('protocol', '')}): per-round history"
-    if round_plots_wanted() and plot_rounds(history, out / PLOT_FILE, title=title):
+    if plot and write_round_plot(report, out):
         written.append(PLOT_FILE)
     return written
+
+
+def write_round_plot(report: Mapping[str, Any], out: str | Path) -> bool:
+    """``rounds.png`` from the report's ``history`` into the run folder ``out``, when there is
+    something to plot, unless :data:`PLOTS_ENV` is off; returns whether it was written. Apart from
+    :func:`write_history_files` for a command that shows its report before drawing (matplotlib's
+    import is the slowest part of a short command's end)."""
+    if not round_plots_wanted():
+        return False
+    history = report.get("history") or empty_history()
+    title = f"{report.get('scenario', '')} ({report.get('protocol', '')}): per-round history"
+    return plot_rounds(history, Path(out) / PLOT_FILE, title=title)

@@ -223,6 +223,7 @@ def request(
     schema: str | Path | None = None,
     limits: ReadLimits | None = None,
     references: bool = False,
+    plots: bool = True,
 ) -> Report:
     """Send one request to the marketplace at ``market`` with the consumer kit ``keys``, and return
     the session's :class:`~marketplace.runtime.results.Report` (its folder holds ``report.json``).
@@ -236,7 +237,9 @@ def request(
     with the consumer). ``schema`` is the marketplace's file to check them against before anything is
     sent (default: ``market.yaml`` in the kit, when there). ``references``: ask for the central
     references of a simulated marketplace in the report (the baselines and checks the server computes
-    on everyone's rows; left out by default, each named in ``references_absent``)."""
+    on everyone's rows; left out by default, each named in ``references_absent``). ``plots=False``
+    leaves ``rounds.png`` out (:func:`~marketplace.reporting.history.write_round_plot` draws it
+    afterwards)."""
     from marketplace.api import RunFailed, output_folder
     from marketplace.runtime import Report
     from marketplace.service.client import request as send
@@ -256,6 +259,7 @@ def request(
         own=own,
         market_file=Path(schema) if schema is not None else None,
         references=references,
+        plots=plots,
     )
     report = Report.from_dict(result.report, folder)
     if check and not report.completed:
@@ -328,6 +332,7 @@ def resume(
     data: OwnRows | None = None,
     test: OwnRows | None = None,
     limits: ReadLimits | None = None,
+    plots: bool = True,
 ) -> Report:
     """Fetch again what session ``session`` of this consumer (the kit ``keys``) released to it, after
     a lost connection or a close that timed out, and return the session's
@@ -337,7 +342,7 @@ def resume(
     is described by its public schema (the same as the request's). Nothing runs at the owners and
     nothing is charged. Raises :class:`~marketplace.service.client.RequestRefused` when the
     marketplace keeps no such session of this consumer, and :class:`~marketplace.api.RunFailed` for a
-    session that failed (unless ``check=False``)."""
+    session that failed (unless ``check=False``). ``plots`` as for :func:`request`."""
     from marketplace.api import RunFailed
     from marketplace.runtime import Report, check_run_folder, default_run_folder
     from marketplace.service.client import request as send
@@ -347,7 +352,15 @@ def resume(
     folder = check_run_folder(out) if out is not None else default_run_folder(session, "resume")
     own = _own_target(data, test, limits, folder)
     result = send(
-        None, market=market, keys=Path(keys), out=folder, wait_s=wait_s, on_event=on_event, own=own, resume=session
+        None,
+        market=market,
+        keys=Path(keys),
+        out=folder,
+        wait_s=wait_s,
+        on_event=on_event,
+        own=own,
+        resume=session,
+        plots=plots,
     )
     report = Report.from_dict(result.report, folder)
     if check and not report.completed:

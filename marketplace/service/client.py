@@ -120,6 +120,7 @@ def request(
     market_file: Path | None = None,
     resume: str | None = None,
     references: bool = False,
+    plots: bool = True,
 ) -> RequestResult:
     """Send one request and see it through (module docstring). ``on_event`` is told each step
     ("queued: 1 ahead", "session s0003-...: running the consumer", ...). ``own`` is the consumer's
@@ -133,7 +134,10 @@ def request(
     assembles the session's report as the session itself would have let it. Nothing runs at the
     owners and nothing is charged. ``references``: ask for the central references of a simulated
     marketplace in the report (the server computes them on everyone's rows; a marketplace served with
-    ``--references`` computes them for every request)."""
+    ``--references`` computes them for every request).
+
+    ``plots=False`` leaves ``rounds.png`` out of the output folder, for a caller that shows the
+    report first and draws it afterwards (:func:`~marketplace.reporting.history.write_round_plot`)."""
     if (scenario_text is None) == (resume is None):
         raise ValueError("request: give either a scenario to request, or the session to resume (resume=...)")
     say = on_event or (lambda text: None)
@@ -162,7 +166,7 @@ def request(
         link.resuming = resume is not None
         first = control.SessionResume(session=resume) if resume is not None else None
         sock.send(control.encode(first or control.SessionOpen(scenario=scenario_text or "", references=references)))
-        return _see_through(link, sock, out, own, say, resume)
+        return _see_through(link, sock, out, own, say, resume, plots)
     finally:
         sock.disable_monitor()
         monitor.close(linger=0)
@@ -186,7 +190,13 @@ def _checked_own(
 
 
 def _see_through(
-    link: _Link, sock: zmq.Socket, out: Path, own: OwnTarget | None, say: Callable[[str], None], resume: str | None
+    link: _Link,
+    sock: zmq.Socket,
+    out: Path,
+    own: OwnTarget | None,
+    say: Callable[[str], None],
+    resume: str | None,
+    plots: bool,
 ) -> RequestResult:
     """Follow the request (or the resumed session) on the connection until its run report."""
     deadline = time.monotonic() + link.wait_s
@@ -213,17 +223,28 @@ def _see_through(
             if consumer is not None:
                 consumer.conclude()
                 report = consumer.own_copy(report, message.parties, say)
-            _write_run_files(report, out)
+            _write_run_files(report, out, plots)
             return RequestResult(session, report, out, resumed=resume is not None)
         if consumer is not None and consumer.step() and resume is None:
             sock.send(control.encode(control.PartyReport(session=session, party="consumer", report=consumer.report)))
             say(f"session {session}: waiting for the run report")
             consumer.reported = True
+            _warm_plotting()  # rounds.png is drawn next, here or by the caller (plots=False)
 
 
-def _write_run_files(report: dict[str, Any], out: Path) -> None:
+def _warm_plotting() -> None:
+    """Import matplotlib on a background thread while the server assembles the run report (our
+    consumer is done: nothing of it imports beside the thread), when runs draw ``rounds.png``."""
+    from marketplace.reporting.history import round_plots_wanted
+    from marketplace.warm_imports import load_in_background
+
+    if round_plots_wanted():
+        load_in_background(("matplotlib.pyplot",))
+
+
+def _write_run_files(report: dict[str, Any], out: Path, plots: bool = True) -> None:
     """``report.json`` (as the runner writes it), and for a full report ``messages.csv`` and the
-    history files, as in any run folder."""
+    history files (``rounds.png`` only with ``plots``), as in any run folder."""
     from marketplace.runtime import write_json
 
     if "protocol" not in report:  # not a run report: the session ended before one could be assembled
@@ -235,7 +256,7 @@ def _write_run_files(report: dict[str, Any], out: Path) -> None:
         from marketplace.runtime import write_messages_csv
 
         write_messages_csv(report, out / "messages.csv")
-        write_history_files(report, out)
+        write_history_files(report, out, plot=plots)
 
 
 class _Link:
@@ -337,6 +358,7 @@ class _Consumer:
         from marketplace.runtime import host_nodes, link_settings
         from marketplace.scenario import Scenario
         from marketplace.transport.shared_link import SharedLinkLoop
+        from marketplace.warm_imports import load_in_background
 
         (out / "scenario.yaml").write_text(ready.scenario)
         self.scenario = Scenario.from_yaml(ready.scenario, source=f"session {ready.session}")
@@ -355,6 +377,7 @@ class _Consumer:
             test_file=own.test if own is not None else None,
             limits=own.limits if own is not None else None,
         )
+        load_in_background(node.role.warm_imports)  # after the role is built (see marketplace.warm_imports)
         self.loop = SharedLinkLoop(
             node,
             link_settings(self.scenario),

@@ -91,3 +91,12 @@ def test_bench_serve_summarize_smoke(tmp_path):
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     (row,) = json.loads(out.read_text())
     assert row["protocol"] == "summarize" and row["requests"] == row["completed"] == 2
+
+
+def test_bench_request_shell_smoke(tmp_path):
+    out = tmp_path / "shell.json"
+    result = bench("bench_request_shell.py", "--smoke", "--json", str(out))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    (row,) = json.loads(out.read_text())
+    assert row["variant"] == "this" and row["requests"] == row["completed"] == 2
+    assert 0 < row["median_connected_s"] < row["median_wall_s"]

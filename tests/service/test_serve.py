@@ -234,7 +234,9 @@ def test_strangers_bad_requests_and_a_vanishing_consumer_end_only_their_own_requ
         assert sorted((s["consumer"], s["status"]) for s in sessions) == [("alice", "failed"), ("bob", "completed")]
         alice_session = next(s for s in sessions if s["consumer"] == "alice")
         alice_report = json.loads((market.state / "sessions" / alice_session["session"] / "report.json").read_text())
-        assert "consumer was lost" in " ".join(alice_report["failures"]), alice_report["failures"]
+        # it vanished before its bye (the curator lost it) or after, in its own work before its report
+        failures = " ".join(alice_report["failures"])
+        assert "consumer was lost" in failures or "(the consumer left)" in failures, alice_report["failures"]
     finally:
         status, err = market.stop()
         assert status == 0, err

@@ -32,6 +32,7 @@ from marketplace.protocols.sketch.messages import SketchMessage, SketchPublicati
 from marketplace.protocols.sketch.signal import release_signal
 from marketplace.protocols.sketch.valid import change, project_cdf, project_counts, project_moment_answers
 from marketplace.roles import CONSUMER, Role, Send
+from marketplace.warm_imports import wait_for_background_imports
 
 MERGE_TOLERANCE = 1e-9
 """Largest relative gap accepted between the published merge and the sum of the published parts."""
@@ -208,6 +209,9 @@ def release_from_dict(data: dict[str, Any]) -> SketchRelease:
 
 class SketchConsumer(Role):
     role_name = "consumer"
+    warm_imports: tuple[str, ...] = ("scipy.linalg", "sklearn.isotonic")
+    """What the estimates import once the sketches have come (the M²M fit's Cholesky, the counts'
+    projection), loaded while the owners sketch; a logistic plan adds its solver and its score."""
 
     def __init__(
         self,
@@ -249,6 +253,8 @@ class SketchConsumer(Role):
         then also measures the merged sketch against its own records (:meth:`own_figures`)."""
         self.own: dict[str, Any] | None = None
         self.end_status = ""
+        if plan.logistic_label is not None:
+            self.warm_imports = (*self.warm_imports, "scipy.optimize", "sklearn.metrics")
 
     def start(self) -> list[Send]:
         return [self.hello("sketch")]
@@ -321,6 +327,7 @@ class SketchConsumer(Role):
         give the consumer up and fail a run whose owners had already released. Post-processing only."""
         if self.merged is None or self.estimates is not None:
             return
+        wait_for_background_imports()  # never import scikit-learn or SciPy beside the loading thread
         self.estimates = self.answer(self.plan)
         self._rank_and_score()
         if self.own_evaluation:
@@ -336,6 +343,7 @@ class SketchConsumer(Role):
         only: any number of calls sends nothing and spends nothing."""
         if self.merged is None:
             raise RuntimeError("The sketch consumer has no sketch yet: answer() needs the curator's publication first.")
+        wait_for_background_imports()
         if self.fit is None:
             self.fit = self._design().fit(self.merged, regularization=self.regularization, intercept=self.intercept)
         return answer_queries(self.fit, plan)

@@ -52,7 +52,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import optimize
 
 __all__ = ["FEASIBILITY_TOLERANCE", "JointProjection", "consistency_gaps", "project_jointly"]
 
@@ -246,6 +245,8 @@ def project_jointly(
     C_sym = (C_hat + C_hat.T) / 2
     b = m2_hat - m_hat**2 if m2_hat is not None else np.diag(C_sym).copy()
     evaluate = _dual(C_sym, m_hat, b, lo, hi)
+    from scipy import optimize  # here, not at import: scipy.optimize costs ~0.3 s, needed only here
+
     solution = optimize.minimize(
         lambda y: evaluate(y)[:2],
         np.zeros(m_hat.size),

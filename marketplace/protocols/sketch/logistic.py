@@ -20,8 +20,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.optimize import minimize
-from scipy.special import expit
 
 from ._checks import as_finite_array, check_int, check_positive
 
@@ -49,6 +47,8 @@ class LogisticModel:
 
     def predict_proba(self, X: ArrayLike) -> np.ndarray:
         """P(y = 1 | x) for every row."""
+        from scipy.special import expit
+
         return expit(self.decision_function(X))
 
     def predict(self, X: ArrayLike) -> np.ndarray:
@@ -75,6 +75,8 @@ def weighted_logistic_regression(
     l2 = check_positive(owner, "l2", l2)
     max_iter = check_int(owner, "max_iter", max_iter)
     n, d = X.shape
+    from scipy.optimize import minimize  # here, not at import: scipy.optimize costs ~0.3 s, needed only here
+    from scipy.special import expit
 
     def objective(params: np.ndarray) -> tuple[float, np.ndarray]:
         beta, b = params[:d], params[d]

@@ -49,8 +49,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import linalg
 
+from . import design_cache
 from ._checks import as_finite_array, check_choice, check_generator, check_int, is_real
 from .domain import Prior
 from .feature_maps import FeatureMap
@@ -152,12 +152,35 @@ class M2MDesign:
             if design is not None:
                 _SHARED.move_to_end(key)
                 return design
-        design = cls.build(feature_map, rng=np.random.default_rng(seed), n_samples=n_samples, prior=prior)
+        design = cls._kept(key, feature_map)
+        if design is None:
+            design = cls.build(feature_map, rng=np.random.default_rng(seed), n_samples=n_samples, prior=prior)
+            design_cache.write(key, feature_map, design._arrays())
         with _SHARED_LOCK:
             _SHARED[key] = design
             while len(_SHARED) > SHARED_DESIGNS:
                 _SHARED.popitem(last=False)
         return design
+
+    @classmethod
+    def _kept(cls, key: tuple[object, ...], feature_map: FeatureMap) -> M2MDesign | None:
+        """The design ``key`` as an earlier process built it (:mod:`.design_cache`), or None."""
+        arrays = design_cache.read(key, feature_map)
+        if arrays is None:
+            return None
+        design = cls.__new__(cls)
+        design.feature_map = feature_map
+        design.samples, design.gram = arrays["samples"], arrays["gram"]
+        design.feature_mean, design._features = arrays["feature_mean"], arrays.get("features")
+        design.columns = np.ascontiguousarray(design.samples.T)
+        for array in (design.samples, design.columns, design.gram):
+            array.setflags(write=False)
+        return design
+
+    def _arrays(self) -> dict[str, np.ndarray]:
+        """What :meth:`_kept` restores the design from."""
+        arrays = {"samples": self.samples, "gram": self.gram, "feature_mean": self.feature_mean}
+        return arrays | ({"features": self._features} if self._features is not None else {})
 
     @property
     def n_samples(self) -> int:
@@ -217,6 +240,8 @@ class M2MDesign:
 
 def _factorise(A: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
     """Cholesky of the SPD system; if rounding made it indefinite, an eigendecomposition."""
+    from scipy import linalg  # here, not at import: the consumer needs it only once its sketch has come
+
     try:
         factor = linalg.cho_factor(A, lower=True, check_finite=False)
         return lambda b: linalg.cho_solve(factor, b, check_finite=False)
