@@ -1,7 +1,8 @@
 """A sketch request to a marketplace described by its public schema may leave out its box: the box
 is the schema's ranges, filled in by the consumer's side (from the marketplace's file in its kit, or
-``--schema``) and by the server alike; a box that disagrees with the schema is refused on either
-side, naming the field, what the schema has and what the request gave."""
+``--schema``) and by the server alike. A box the request gives is its own public choice and is kept,
+but one that does not give a bound per column of the schema is refused on either side, naming the
+field, the schema's columns and what the request gave."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ MARKET = {
 }
 BOXLESS = {"name": "ask", "protocol": "sketch", "sketch": {"epsilon": 0.5, "samples": 2000}}
 WRONG_WIDTH = {**BOXLESS, "sketch": {"lower": [0], "upper": [100]}}
-WRONG_BOUND = {**BOXLESS, "sketch": {"lower": [0, 60], "upper": [100, 200]}}
+ONE_UPPER = {**BOXLESS, "sketch": {"lower": [0, 60], "upper": [100]}}
+OWN_BOX = {**BOXLESS, "sketch": {"lower": [18, 80], "upper": [90, 200]}}
 DOC = ROOT / "docs" / "serve.md"
 
 
@@ -67,6 +69,14 @@ def test_a_request_without_a_box_takes_the_schemas_on_both_sides(kit, tmp_path):
     assert same.config.sketch.upper == (100.0, 220.0)  # the schema's own box, written out, is the box
 
 
+def test_a_box_of_the_requests_own_is_kept_on_both_sides(kit):
+    """A narrower box is the consumer's public choice (the owners' records are clipped to it)."""
+    loaded = load_request(OWN_BOX, keys=kit)
+    assert (loaded.config.sketch.lower, loaded.config.sketch.upper) == ((18.0, 80.0), (90.0, 200.0))
+    served = session_scenario(market(), yaml.safe_dump(OWN_BOX), session="s0001-x", consumer="alice")
+    assert (served.config.sketch.lower, served.config.sketch.upper) == ((18.0, 80.0), (90.0, 200.0))
+
+
 def test_without_the_marketplaces_file_a_boxless_request_is_refused_as_before(tmp_path):
     with pytest.raises(ScenarioError, match=r"sketch\.lower: expected the public box of the records"):
         load_request(BOXLESS, keys=tmp_path)
@@ -74,11 +84,12 @@ def test_without_the_marketplaces_file_a_boxless_request_is_refused_as_before(tm
 
 @pytest.mark.parametrize(
     ("request_", "field", "got"),
-    [(WRONG_WIDTH, "sketch.lower", "got [0]"), (WRONG_BOUND, "sketch.upper", "got [100, 200]")],
-    ids=["too-few-bounds", "another-bound"],
+    [(WRONG_WIDTH, "sketch.lower", "got [0]"), (ONE_UPPER, "sketch.upper", "got [100]")],
+    ids=["too-few-bounds", "one-upper-bound"],
 )
-def test_a_box_that_disagrees_with_the_schema_is_refused_naming_field_expected_and_got(kit, request_, field, got):
-    expected = "[0, 60]" if field.endswith("lower") else "[100, 220]"
+def test_a_box_without_a_bound_per_column_is_refused_naming_field_expected_and_got(kit, request_, field, got):
+    side = field.split(".")[1]
+    ranges = "[0, 60]" if side == "lower" else "[100, 220]"
     for refuse in (
         lambda: load_request(request_, keys=kit),
         lambda: session_scenario(market(), yaml.safe_dump(request_), session="s0001-x", consumer="alice"),
@@ -86,12 +97,12 @@ def test_a_box_that_disagrees_with_the_schema_is_refused_naming_field_expected_a
         with pytest.raises(ScenarioError) as err:
             refuse()
         text = str(err.value)
-        assert f"{field}: expected the {field.split('.')[1]} bounds of the marketplace's schema, {expected}" in text
-        assert "(data.schema's ranges of age, systolic)" in text and text.endswith(got), text
+        assert f"{field}: expected one {side} bound per column of the marketplace's schema (2: age, systolic)" in text
+        assert f"the schema's ranges, {side} {ranges})" in text and text.endswith(got), text
 
 
-def test_the_request_command_refuses_a_disagreeing_box_before_connecting_as_docs_serve_quotes(kit, tmp_path):
-    path = write(tmp_path, "ask.yaml", WRONG_BOUND)
+def test_the_request_command_refuses_a_box_too_narrow_before_connecting_as_docs_serve_quotes(kit, tmp_path):
+    path = write(tmp_path, "ask.yaml", ONE_UPPER)
     result = run_cli("request", str(path), "--market", "tcp://127.0.0.1:9", "--keys", str(kit), "--out", str(tmp_path))
     assert result.returncode == 2, result.stderr
     printed = result.stderr.strip().replace(str(path), "ask.yaml")

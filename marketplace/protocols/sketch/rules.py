@@ -6,6 +6,7 @@ so that reading a scenario stays cheap; the exchange answers with the same funct
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from marketplace.plugins import ScenarioRules
@@ -45,9 +46,11 @@ def public_defaults(section: dict[str, Any] | None, schema: Any) -> dict[str, An
     public schema ``schema`` (a :class:`~marketplace.data.public_schema.DataSchema`, or its raw
     mapping): the public box ``lower``/``upper`` taken from the schema's feature ranges when the
     request leaves both out or empty. The ranges are public (nobody's rows went into them), so the
-    box stays public. A box the request gives must be the schema's: one that disagrees raises
-    :class:`~marketplace.schema.SchemaError` naming the field, the schema's bounds and the request's.
-    The section given is not changed: a new one is returned."""
+    box stays public. A box the request gives is the consumer's own public choice (a narrower one
+    clips the owners' records to it, or refuses them under ``clip: false``) and is kept, but it must
+    give one bound per column of the schema on each side: one that does not raises
+    :class:`~marketplace.schema.SchemaError` naming the field, the schema's columns and the request's
+    bounds. The section given is not changed: a new one is returned."""
     from marketplace.data.public_schema import DataSchema
     from marketplace.schema import build
 
@@ -59,23 +62,28 @@ def public_defaults(section: dict[str, Any] | None, schema: Any) -> dict[str, An
         filled["upper"] = [float(v) for v in schema.upper]
         return filled
     for key, bounds in (("lower", schema.lower), ("upper", schema.upper)):
-        _check_bounds(key, filled.get(key), [float(v) for v in bounds], schema.feature_names)
+        _check_width(key, filled.get(key), [float(v) for v in bounds], schema.feature_names)
     return filled
 
 
-def _check_bounds(key: str, given: Any, expected: list[float], columns: tuple[str, ...]) -> None:
-    """Refuse ``sketch.<key>`` when it is not the schema's bounds ``expected`` (one per column)."""
+def _check_width(key: str, given: Any, ranges: list[float], columns: tuple[str, ...]) -> None:
+    """Refuse ``sketch.<key>`` unless it is one finite number per column of the schema (``ranges`` are the
+    schema's own bounds, quoted in the error as what leaving the box out gives)."""
     try:
-        same = [float(v) for v in given] == expected
+        fits = (
+            isinstance(given, list | tuple)
+            and len(given) == len(columns)
+            and all(math.isfinite(float(v)) for v in given)
+        )
     except (TypeError, ValueError):
-        same = False
-    if same:
+        fits = False
+    if fits:
         return
-    shown = "[" + ", ".join(f"{v:g}" for v in expected) + "]"
+    shown = "[" + ", ".join(f"{v:g}" for v in ranges) + "]"
     raise SchemaError(
         f"sketch.{key}",
-        f"the {key} bounds of the marketplace's schema, {shown} (data.schema's ranges of "
-        f"{', '.join(columns)}), or no box at all (the sketch then takes the schema's)",
+        f"one {key} bound per column of the marketplace's schema ({len(columns)}: {', '.join(columns)}), "
+        f"or no box at all (the sketch then takes the schema's ranges, {key} {shown})",
         repr(given) if not isinstance(given, list) else "[" + ", ".join(str(v) for v in given) + "]",
     )
 
