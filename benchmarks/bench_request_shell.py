@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -35,6 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_serve import REQUESTS, start_market  # noqa: E402
+from proctree import stop_group  # noqa: E402
 
 CONNECTED = "queued as session"
 """The line ``marketplace request`` prints once the marketplace has answered its request."""
@@ -131,12 +131,7 @@ def main(argv: list[str] | None = None) -> int:
                         flush=True,
                     )
         finally:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+            stop_group(proc)
     rows = [summary(label, runs[label]) for label, _ in variants]
     for row in rows:
         print(

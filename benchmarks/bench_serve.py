@@ -37,7 +37,6 @@ import argparse
 import json
 import multiprocessing
 import os
-import signal
 import socket
 import statistics
 import subprocess
@@ -51,7 +50,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from proctree import CLOCK_TICK, cpu_ticks, tree  # noqa: E402
+from proctree import CLOCK_TICK, cpu_ticks, stop_group, tree  # noqa: E402
 
 MARKET = ROOT / "scenarios" / "market-serve.yaml"
 REQUESTS = {
@@ -300,12 +299,7 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
         finally:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+            stop_group(proc)
         audit = ledger_audit(state, args.owners, {run for row in rows for run in row["delivered"]})
     for row in rows:
         row.update(audit)

@@ -8,6 +8,8 @@ them, from outside, without touching the processes measured.
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 
 CLOCK_TICK = os.sysconf("SC_CLK_TCK")
 """Clock ticks per second of /proc/PID/stat's CPU times."""
@@ -103,3 +105,14 @@ def interpolate(points: list[tuple[float, float]], t: float) -> float:
         if x0 <= t <= x1:
             return c0 if x1 == x0 else c0 + (c1 - c0) * (t - x0) / (x1 - x0)
     return points[-1][1]
+
+
+def stop_group(proc: subprocess.Popen, *, grace_s: float = 60.0) -> None:
+    """Stop the process group ``proc`` leads (a marketplace and everything it started): SIGTERM, then
+    SIGKILL after ``grace_s`` if it has not ended."""
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
