@@ -144,87 +144,40 @@ def test_the_run_saves_sketch_files_that_the_cli_answers_from(sketch_scenario, r
     report = shared.report
     merged = Path(report["files"]["sketches"]["merged"])
     assert merged.is_file() and SketchRelease.load(merged).parts == 3
-    result = run_cli(
-        "sketch", "query", str(merged), "--scenario", str(shared.folder / "scenario.resolved.yaml"), "--json"
-    )
+    result = query(shared, merged, "--json")
     assert result.returncode == 0, result.stderr
     answers = json.loads(result.stdout)
     assert answers["moments"]["1"] == pytest.approx(report["estimates"]["moments"]["1"], rel=1e-9, abs=1e-12)
     assert answers["counts"]["fractions"] == pytest.approx(
         report["estimates"]["counts"]["fractions"], rel=1e-9, abs=1e-12
     )
-    custom = run_cli(
-        "sketch",
-        "query",
-        str(merged),
-        "--scenario",
-        str(shared.folder / "scenario.resolved.yaml"),
-        "--moments",
-        "1",
-        "--count",
-        "0:0:0.5,2:0.1:0.9",
-    )
+    custom = query(shared, merged, "--moments", "1", "--count", "0:0:0.5,2:0.1:0.9")
     assert custom.returncode == 0 and "count query 1" in custom.stdout
     assert report["map"]["attributes"] == ["f0", "f1", "f2"]  # the data's columns name the attributes
     assert SketchRelease.load(merged).attributes == ("f0", "f1", "f2")  # and the files keep them
-    named = run_cli(
-        "sketch",
-        "query",
-        str(merged),
-        "--scenario",
-        str(shared.folder / "scenario.resolved.yaml"),
-        "--cdf",
-        "0.5",
-        "--count",
-        "f0:0:0.5,2:0.1:0.9",
-        "--json",
-    )
+    named = query(shared, merged, "--cdf", "0.5", "--count", "f0:0:0.5,2:0.1:0.9", "--json")
     assert named.returncode == 0, named.stderr
     by_name = json.loads(named.stdout)
     assert by_name["attributes"] == ["f0", "f1", "f2"]
     assert by_name["counts"]["fractions"] == pytest.approx(
         json.loads(custom_json(shared, merged))["counts"]["fractions"]
     )
-    printed = run_cli(
-        "sketch", "query", str(merged), "--scenario", str(shared.folder / "scenario.resolved.yaml"), "--cdf", "0.5"
-    )
+    printed = query(shared, merged, "--cdf", "0.5")
     assert "  f1: " in printed.stdout and "x1" not in printed.stdout, printed.stdout
-    unknown = run_cli(
-        "sketch",
-        "query",
-        str(merged),
-        "--scenario",
-        str(shared.folder / "scenario.resolved.yaml"),
-        "--count",
-        "age:0:1",
-    )
+    unknown = query(shared, merged, "--count", "age:0:1")
     assert unknown.returncode == 2 and "one of f0, f1, f2 or an index in 0..2" in unknown.stderr, unknown.stderr
-    wrong = run_cli(
-        "sketch",
-        "query",
-        str(merged),
-        "--scenario",
-        str(shared.folder / "scenario.resolved.yaml"),
-        "--set",
-        "seed=4",
-    )
+    wrong = query(shared, merged, "--set", "seed=4")
     assert wrong.returncode == 2 and "map" in wrong.stderr
+
+
+def query(shared, merged: Path, *args: str):
+    """``marketplace sketch query MERGED --scenario <the run's resolved scenario> ARGS``."""
+    return run_cli("sketch", "query", str(merged), "--scenario", str(shared.folder / "scenario.resolved.yaml"), *args)
 
 
 def custom_json(shared, merged: Path) -> str:
     """The same count query as the named one, with the attribute given by its index."""
-    result = run_cli(
-        "sketch",
-        "query",
-        str(merged),
-        "--scenario",
-        str(shared.folder / "scenario.resolved.yaml"),
-        "--cdf",
-        "0.5",
-        "--count",
-        "0:0:0.5,2:0.1:0.9",
-        "--json",
-    )
+    result = query(shared, merged, "--cdf", "0.5", "--count", "0:0:0.5,2:0.1:0.9", "--json")
     assert result.returncode == 0, result.stderr
     return result.stdout
 
