@@ -16,25 +16,36 @@ from __future__ import annotations
 import importlib
 import threading
 
-_loading: threading.Thread | None = None
+_lock = threading.Lock()
+_loaders: list[threading.Thread] = []
+"""The loading threads started in this process and not yet seen finished (a process that sends
+several requests at once, from several threads, starts one per request)."""
 
 
 def load_in_background(modules: tuple[str, ...]) -> None:
-    """Import ``modules`` on a daemon thread of this process (nothing when ``modules`` is empty)."""
-    global _loading
+    """Import ``modules`` on a daemon thread of this process (nothing when ``modules`` is empty). A
+    loader started while another runs waits for it first: two loaders never import at once."""
     if not modules:
         return
+    with _lock:
+        _loaders[:] = [t for t in _loaders if t.is_alive()]
+        earlier = tuple(_loaders)
 
-    def load() -> None:
-        for name in modules:
-            importlib.import_module(name)
+        def load() -> None:
+            for thread in earlier:
+                thread.join()
+            for name in modules:
+                importlib.import_module(name)
 
-    _loading = threading.Thread(target=load, name="warm-imports", daemon=True)
-    _loading.start()
+        loader = threading.Thread(target=load, name="warm-imports", daemon=True)
+        loader.start()  # started before anyone can see it: a thread waiting never joins an unstarted one
+        _loaders.append(loader)
 
 
 def wait_for_background_imports() -> None:
-    """Return once no background import is running in this process (at once if none was started:
-    the in-process driver, a test)."""
-    if _loading is not None and _loading is not threading.current_thread():
-        _loading.join()
+    """Return once no background import started so far is running in this process (at once if none
+    was started: the in-process driver, a test)."""
+    with _lock:
+        running = [t for t in _loaders if t is not threading.current_thread()]
+    for thread in running:
+        thread.join()

@@ -48,3 +48,42 @@ def test_only_the_summarize_consumer_asks_for_warm_imports(tmp_path):
         "sklearn.metrics.pairwise",
     )
     assert set(wants.values()) == {()}
+
+
+def test_loaders_started_from_many_threads_run_one_at_a_time_and_every_wait_returns(monkeypatch):
+    """A client sending requests from several threads starts a loader per request: each waits for the
+    ones before it (two never import at once), and a wait never meets a loader not yet started."""
+    import importlib
+    import threading
+    import time
+
+    from marketplace import warm_imports
+
+    inside, overlaps, errors = [0], [], []
+    lock = threading.Lock()
+
+    def slow_import(name: str):
+        with lock:
+            inside[0] += 1
+            overlaps.append(inside[0])
+        time.sleep(0.002)
+        with lock:
+            inside[0] -= 1
+
+    monkeypatch.setattr(importlib, "import_module", slow_import)
+
+    def request() -> None:
+        try:
+            warm_imports.load_in_background(("a", "b"))
+            warm_imports.wait_for_background_imports()
+        except Exception as err:  # the race this guards against raised RuntimeError from join()
+            errors.append(err)
+
+    threads = [threading.Thread(target=request) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    warm_imports.wait_for_background_imports()
+    assert errors == []
+    assert len(overlaps) == 32 and max(overlaps) == 1
