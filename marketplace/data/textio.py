@@ -87,13 +87,23 @@ def codes(values: list[str]) -> tuple[np.ndarray, tuple[str, ...]]:
     return np.array([lookup[v] for v in values], dtype=np.int64), names
 
 
+EXACT_INTEGERS = 2.0**53
+"""The integers a float64 holds exactly: a label beyond them read as a number could merge with another."""
+
+
 def label_codes(values: list[str]) -> np.ndarray:
-    """Integer labels as they are; anything else as codes of the sorted distinct values."""
+    """Integer labels as they are; anything else as codes of the sorted distinct values. A label
+    read as a number is kept only when it is a whole number a float64 holds exactly: ``inf`` or
+    ``1e300`` would not survive the cast to int64, and two 20-digit labels could become one."""
     try:
         numbers = np.array([float(v) for v in values], dtype=np.float64)
     except ValueError:
         numbers = None
-    if numbers is not None and np.all(numbers == np.round(numbers)):
+    if (
+        numbers is not None
+        and np.all(np.abs(numbers) <= EXACT_INTEGERS)  # False for inf and nan too
+        and np.all(numbers == np.round(numbers))
+    ):
         return numbers.astype(np.int64)
     return codes(values)[0]
 
