@@ -75,6 +75,8 @@ class CuratorBase(Role):
         self.closing_status: RunStatus | Literal[""] = ""
         self.owners_told = True
         self.late_byes: list[str] = []
+        self.declined: set[str] = set()
+        """The parties whose lifetime ledger declined the run (their decline precedes their hello)."""
 
     @property
     def closing_phase(self) -> StrEnum:
@@ -150,6 +152,8 @@ class CuratorBase(Role):
         super().on_error(message)
         body: Error = message.body
         sender = message.sender
+        if body.about_kind == DECLINED:
+            self.declined.add(sender)
         if body.about_kind == DECLINED and self.phase != self.closing_phase:
             if sender == CONSUMER:
                 return self._close(status="failed", reason=f"the consumer {cut(body.detail, 1500)}")
@@ -165,7 +169,8 @@ class CuratorBase(Role):
 
     def admit(self, message: Envelope, *, open_: bool = True) -> list[Send] | None:
         """Check a ``hello``: a party of this run, the right role, protocol, scenario and
-        configuration fingerprint, once. Records the sender as present and returns None; for a
+        configuration fingerprint, once. Records the sender as present and returns None; for a party
+        that declined the run before its hello, records it and returns no message; for a
         party of the run whose hello is wrong, returns the refusal (an ``error`` that ends that
         party) and takes it out of the run at once. Raises ProtocolError for a stranger or a repeat."""
         hello: Hello = message.body
@@ -179,6 +184,9 @@ class CuratorBase(Role):
                 reason=f"not a party of this run (owners: {', '.join(members[:5])}"
                 f"{', ...' if len(members) > 5 else ''}, consumer)",
             )
+        if sender in self.declined and sender not in self.present:
+            self.present.add(sender)  # its decline came first and took it out of the run already
+            return []
         if not open_ or sender in self.present:
             raise ProtocolError(
                 party=sender,

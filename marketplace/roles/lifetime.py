@@ -381,8 +381,8 @@ def _open_existing(path: Path) -> LifetimeLedger:
 
 
 class DeclinedParty(Role):
-    """The role of a party whose lifetime ledger declined the run: it says hello, tells the curator
-    why (an ``error`` about ``lifetime``), answers anything else with a refusal, and leaves when the
+    """The role of a party whose lifetime ledger declined the run: it tells the curator why (an
+    ``error`` about ``lifetime``), then says hello, answers anything else with a refusal, and leaves when the
     curator shuts it down. It holds no data and releases nothing."""
 
     def __init__(self, *, party_id: str, role_name: PeerRole, scenario_name: str, protocol: str, reason: str) -> None:
@@ -392,9 +392,12 @@ class DeclinedParty(Role):
         self.end_status = ""
 
     def start(self) -> list[Send]:
+        # The decline goes first: a party's frames arrive in order, so the curator has excluded this
+        # party before its hello can complete the set it starts the protocol on. Hello first, a
+        # driver that reads the two frames in separate batches could start with this party.
         return [
-            self.hello(self.protocol),
             Send(CURATOR, Error(code="refused", detail=cut(f"declined: {self.reason}", 2000), about_kind=DECLINED)),
+            self.hello(self.protocol),
         ]
 
     def handle(self, message: Envelope) -> list[Send]:

@@ -18,6 +18,7 @@ from marketplace.messages import PROTOCOL_VERSION, Envelope, ProtocolError, enco
 from marketplace.parties import build_role, make_world, party_ids
 from marketplace.protocols.sketch import SketchRelease, exact_sketch
 from marketplace.protocols.sketch.messages import SketchPublication, SketchReleaseBody, SketchRequest
+from marketplace.roles.lifetime import DeclinedParty
 from marketplace.scenario import ScenarioError, parse_scenario
 from marketplace.transport.inprocess import run_inprocess
 from marketplace.transport.node import Node
@@ -458,3 +459,27 @@ def test_the_shipped_data_scenarios_fit_their_public_boxes():
     for name in ("sketch-lifesci.yaml", "sketch-occupancy.yaml"):
         config = load_scenario(ROOT / "scenarios" / name, ["sketch.clip=false"]).config
         check_world(config, make_world(config, plugins.exchange(config.protocol)))  # no row outside the box
+
+
+def test_an_owner_whose_ledger_declined_is_never_asked_for_a_sketch_whenever_its_hello_comes(sketch_scenario, tmp_path):
+    """A declined party sends its decline, then its hello, on one ordered connection. The curator
+    excludes it on the decline, so the other parties' hellos start the protocol without it, and its
+    hello, read after the start, is taken quietly (no refusal, no request): the processes driver,
+    which may read the two frames in separate batches, counts the same messages as in-process."""
+    config = parse_scenario(sketch_scenario, source="t", base_dir=tmp_path).config
+    world = make_world(config, plugins.exchange(config.protocol))
+    curator = build_role(config, "curator", world=world, exchange=plugins.exchange(config.protocol))
+    declined = DeclinedParty(
+        party_id="owner-2", role_name="owner", scenario_name=config.name, protocol=config.protocol, reason="budget"
+    )
+    decline, hello = declined.start()
+    assert decline.body.about_kind == "lifetime" and hello.body.KIND == "hello"
+    assert curator.on_error(envelope(decline.body, "owner-2")) == []
+    requests = []
+    for party in ("owner-1", "owner-3", "consumer"):
+        role = build_role(config, party, world=world, exchange=plugins.exchange(config.protocol))
+        for send in role.start():
+            requests += curator.handle(envelope(send.body, party))
+    assert curator.phase == "collecting" and sorted(s.to for s in requests) == ["owner-1", "owner-3"]
+    assert curator.handle(envelope(hello.body, "owner-2", msg_id=2)) == []
+    assert curator.result()["dropouts"]["owner-2"]["declined"] is True
