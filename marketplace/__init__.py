@@ -1,8 +1,9 @@
 """marketplace: a privacy-preserving AI data marketplace.
 
 The Python API (:mod:`marketplace.api`) is importable from here: ``load``, ``validate``, ``run``,
-``start``, ``plan``, ``sweep``, and for a marketplace that stays open ``serve``, ``request`` and
-``resume`` (:mod:`marketplace.service.api`) and ``add_consumer`` (:mod:`marketplace.service.keys`); the types
+``start``, ``plan``, ``sweep``, and for a marketplace that stays open ``serve``, ``request``,
+``resume`` and ``connect`` (a ``Client`` sending many requests on one connection;
+:mod:`marketplace.service.api`) and ``add_consumer`` (:mod:`marketplace.service.keys`); the types
 ``Scenario``, ``Report``, ``SweepResult``, ``RunHandle``, ``Validation``; the errors ``ScenarioError``,
 ``RunFailed``, ``RunFolderError``, ``DatasetMissing``, ``RequestRefused``, ``RequestFailed`` (a
 ``RunFailed``); and for a market played from a

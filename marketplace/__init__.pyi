@@ -40,7 +40,9 @@ from .runtime.results import Report as Report
 from .runtime.run_folder import RunFolderError as RunFolderError
 from .scenario import Scenario as Scenario
 from .scenario import ScenarioError as ScenarioError
+from .service.api import Client as Client
 from .service.api import Marketplace as Marketplace
+from .service.api import connect as connect
 from .service.api import request as request
 from .service.api import resume as resume
 from .service.api import serve as serve

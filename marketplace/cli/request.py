@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 from marketplace.cli.common import EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, add_read_limits, read_limits
 from marketplace.cli.serve import SERVE_EXAMPLES
@@ -61,6 +60,15 @@ def add_request_parser(sub: argparse._SubParsersAction) -> None:
         "replays, computed by the server on everyone's rows); without it they are absent, each named in "
         "references_absent",
     )
+    req.add_argument(
+        "--repeat",
+        type=_repeat_count,
+        default=None,
+        metavar="N",
+        help="send the same request N times, one after another on one connection (one handshake, one start): "
+        "report i goes to OUT/i (OUT/1, OUT/2, ...); one line per request with its latency, then p50/p95 "
+        "latency and requests per minute; the exit status is 0 only if every request completed",
+    )
     add_read_limits(req)
     req.add_argument("--quiet", action="store_true", help="print only the report's path and status")
     req.add_argument(
@@ -91,6 +99,11 @@ def request_command(args: argparse.Namespace) -> int:
     if args.resume is not None and args.overrides:
         print("marketplace request: --set changes a new request; --resume fetches a session as it ran", file=sys.stderr)
         return EXIT_USAGE
+    if args.repeat is not None and args.resume is not None:
+        print(
+            "marketplace request: --repeat sends a new request N times; --resume fetches one session", file=sys.stderr
+        )
+        return EXIT_USAGE
     if args.test and not args.data:
         print("marketplace request: --test needs --data (your target D_v) too", file=sys.stderr)
         return EXIT_USAGE
@@ -119,6 +132,10 @@ def request_command(args: argparse.Namespace) -> int:
                 print(f"marketplace request: bad scenario: {err}", file=sys.stderr)
                 return EXIT_USAGE
             out = Path(args.out) if args.out else default_run_folder(scenario.config.name, "request")
+            if args.repeat is not None:
+                from marketplace.cli.request_repeat import repeat_request
+
+                return repeat_request(args, scenario, out, say)
             result = request(
                 scenario,
                 market=args.market,
@@ -158,18 +175,18 @@ def request_command(args: argparse.Namespace) -> int:
         print(f"{out}/{'report' if 'protocol' in report else 'failure'}.json: {report.get('status')}")
     for failure in report.get("failures") or []:
         print(f"marketplace request: run failed: {failure}", file=sys.stderr)
-    _draw_after(report, out, args.chown_like)
+    from marketplace.cli.request_repeat import draw_after
+
+    draw_after(report, out, args.chown_like)
     return EXIT_OK if report.get("status") == "completed" else EXIT_RUN_FAILED
 
 
-def _draw_after(report: dict[str, Any], out: Path, chown_like: str | None) -> None:
-    """``rounds.png`` of a full run report, drawn once the report is on disk and shown (unless
-    ``MARKETPLACE_ROUND_PLOTS`` is off), and given to the owner of ``--chown-like`` too."""
-    if "messages" not in report or "history" not in report:
-        return
-    from marketplace.reporting.history import PLOT_FILE, write_round_plot
-
-    if write_round_plot(report, out) and chown_like:
-        from marketplace.provision import chown_like as give
-
-        give(out / PLOT_FILE, Path(chown_like))
+def _repeat_count(text: str) -> int:
+    """``--repeat``'s value: a whole number of requests, at least 1 (argparse names the flag)."""
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of requests, 1 or more, got {text!r}")
+    return count

@@ -23,7 +23,7 @@ from marketplace.data.own_files import ReadLimits
 if TYPE_CHECKING:
     from marketplace.runtime import Report
     from marketplace.scenario import Scenario
-    from marketplace.service.client import OwnTarget
+    from marketplace.service.client import Connection, OwnTarget
     from marketplace.service.options import AgentOptions, ServeOptions
 
 
@@ -240,31 +240,118 @@ def request(
     on everyone's rows; left out by default, each named in ``references_absent``). ``plots=False``
     leaves ``rounds.png`` out (:func:`~marketplace.reporting.history.write_round_plot` draws it
     afterwards)."""
-    from marketplace.api import RunFailed, output_folder
-    from marketplace.runtime import Report
-    from marketplace.service.client import request as send
+    from marketplace.api import output_folder
+    from marketplace.service.client import Connection
 
     if test is not None and data is None:
         raise ValueError("test: the consumer's own test set needs its own target too (data=...)")
-    loaded = load_request(scenario, overrides, keys=keys, schema=schema)
-    folder = output_folder(loaded, out, "request")
-    own = _own_target(data, test, limits, folder)
-    result = send(
-        loaded.dump_yaml(),
-        market=market,
-        keys=Path(keys),
-        out=folder,
-        wait_s=wait_s,
-        on_event=on_event,
-        own=own,
-        market_file=Path(schema) if schema is not None else None,
-        references=references,
-        plots=plots,
-    )
-    report = Report.from_dict(result.report, folder)
-    if check and not report.completed:
-        raise RunFailed(report)
-    return report
+    loaded = load_request(scenario, overrides, keys=keys, schema=schema)  # refused before anything connects,
+    folder = output_folder(loaded, out, "request")  # as a folder that is not new or empty
+    with Connection(market, Path(keys)) as connection:
+        return Client(connection).request(
+            loaded,
+            out=folder,
+            wait_s=wait_s,
+            check=check,
+            on_event=on_event,
+            data=data,
+            test=test,
+            schema=schema,
+            limits=limits,
+            references=references,
+            plots=plots,
+        )
+
+
+def connect(market: str, keys: str | Path) -> Client:
+    """A :class:`Client` of the marketplace at ``market`` with the consumer kit ``keys``: one
+    connection (one CURVE handshake) for every request it sends, one after another. Use it as a
+    context manager, or :meth:`Client.close` it::
+
+        with marketplace.connect(market.endpoint, "market/consumers/alice") as client:
+            reports = [client.request("request.yaml", overrides={"sketch.epsilon": e}) for e in (0.2, 0.4)]
+
+    A marketplace that is not there is noticed by the first request (within 30 s), not here."""
+    from marketplace.service.client import Connection
+
+    return Client(Connection(market, Path(keys)))
+
+
+class Client:
+    """A consumer's open connection to a marketplace (:func:`connect`): :meth:`request` as
+    :func:`marketplace.request` does, without connecting again; ``handshakes`` (the CURVE
+    handshakes made so far: 1 unless the marketplace dropped the connection) and ``sent`` (the
+    requests sent) say what it cost. Not for several threads at once: each thread its own client."""
+
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+
+    @property
+    def market(self) -> str:
+        return self._connection.market
+
+    @property
+    def keys(self) -> Path:
+        return self._connection.keys
+
+    @property
+    def handshakes(self) -> int:
+        return self._connection.handshakes
+
+    @property
+    def sent(self) -> int:
+        return self._connection.sent
+
+    def request(
+        self,
+        scenario: Scenario | str | Path | Mapping[str, Any],
+        *,
+        overrides: Mapping[str, Any] | None = None,
+        out: str | Path | None = None,
+        wait_s: float = 3600.0,
+        check: bool = True,
+        on_event: Callable[[str], None] | None = None,
+        data: OwnRows | None = None,
+        test: OwnRows | None = None,
+        schema: str | Path | None = None,
+        limits: ReadLimits | None = None,
+        references: bool = False,
+        plots: bool = True,
+    ) -> Report:
+        """One request on this connection: the arguments, the report and the errors of
+        :func:`request`. A request that fails leaves the connection open for the next."""
+        from marketplace.api import RunFailed, output_folder
+        from marketplace.runtime import Report
+
+        if test is not None and data is None:
+            raise ValueError("test: the consumer's own test set needs its own target too (data=...)")
+        loaded = load_request(scenario, overrides, keys=self.keys, schema=schema)
+        folder = output_folder(loaded, out, "request")
+        own = _own_target(data, test, limits, folder)
+        result = self._connection.send(
+            loaded.dump_yaml(),
+            out=folder,
+            wait_s=wait_s,
+            on_event=on_event,
+            own=own,
+            market_file=Path(schema) if schema is not None else None,
+            references=references,
+            plots=plots,
+        )
+        report = Report.from_dict(result.report, folder)
+        if check and not report.completed:
+            raise RunFailed(report)
+        return report
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        self._connection.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def load_request(

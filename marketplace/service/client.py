@@ -140,38 +140,103 @@ def request(
     report first and draws it afterwards (:func:`~marketplace.reporting.history.write_round_plot`)."""
     if (scenario_text is None) == (resume is None):
         raise ValueError("request: give either a scenario to request, or the session to resume (resume=...)")
-    say = on_event or (lambda text: None)
-    keys = Path(keys)
-    own = _checked_own(own, keys, market_file, say)
-    out = Path(out).resolve()  # the consumer runs in it: every path handed to it must not depend on the cwd
-    out.mkdir(parents=True, exist_ok=True)
-    name, secret_path = find_own_key(keys)
-    ctx = new_context()
-    sock = ctx.socket(zmq.DEALER)
-    control.socket_options(sock)
-    sock.setsockopt(zmq.LINGER, 2000)
-    public, secret = load_pair(secret_path)
-    sock.curve_secretkey, sock.curve_publickey = secret, public
-    sock.curve_serverkey = load_public(keys / f"{SERVER}.key")
-    monitor = sock.get_monitor_socket(
-        zmq.EVENT_HANDSHAKE_SUCCEEDED
-        | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
-        | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
-        | zmq.EVENT_HANDSHAKE_FAILED_AUTH
-        | zmq.EVENT_DISCONNECTED
-    )
-    link = _Link(sock, monitor, market, name, wait_s)
-    try:
-        sock.connect(market)
-        link.resuming = resume is not None
+    with Connection(market, keys) as connection:
+        return connection.send(
+            scenario_text,
+            out=out,
+            wait_s=wait_s,
+            on_event=on_event,
+            own=own,
+            market_file=market_file,
+            resume=resume,
+            references=references,
+            plots=plots,
+        )
+
+
+class Connection:
+    """A consumer's control connection to the marketplace at ``market`` (its kit ``keys``), kept open
+    for any number of requests one after another: one socket, one CURVE handshake (``handshakes``
+    counts those this connection made; ZeroMQ makes another only after the marketplace dropped it),
+    the simulated worlds and imports of this process built once. :func:`request` opens one for a
+    single request; a client that sends many keeps one (:func:`marketplace.service.api.connect`)."""
+
+    def __init__(self, market: str, keys: Path) -> None:
+        self.market, self.keys = market, Path(keys)
+        self.name, secret_path = find_own_key(self.keys)
+        self.ctx = new_context()
+        self.sock = self.ctx.socket(zmq.DEALER)
+        control.socket_options(self.sock)
+        self.sock.setsockopt(zmq.LINGER, 2000)
+        public, secret = load_pair(secret_path)
+        self.sock.curve_secretkey, self.sock.curve_publickey = secret, public
+        self.sock.curve_serverkey = load_public(self.keys / f"{SERVER}.key")
+        self.monitor = self.sock.get_monitor_socket(
+            zmq.EVENT_HANDSHAKE_SUCCEEDED
+            | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
+            | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+            | zmq.EVENT_HANDSHAKE_FAILED_AUTH
+            | zmq.EVENT_DISCONNECTED
+        )
+        self.link = _Link(self.sock, self.monitor, market, self.name, 0.0)
+        self.sent = 0
+        """Requests (and resumes) sent on this connection."""
+        self.closed = False
+        try:
+            self.sock.connect(market)
+        except zmq.ZMQError:
+            self.close()
+            raise
+
+    @property
+    def handshakes(self) -> int:
+        """CURVE handshakes this connection has made so far (1 for a connection that was never dropped)."""
+        return self.link.handshakes
+
+    def send(
+        self,
+        scenario_text: str | None,
+        *,
+        out: Path,
+        wait_s: float = 3600.0,
+        on_event: Callable[[str], None] | None = None,
+        own: OwnTarget | None = None,
+        market_file: Path | None = None,
+        resume: str | None = None,
+        references: bool = False,
+        plots: bool = True,
+    ) -> RequestResult:
+        """One request (or ``resume``) on this connection, seen through as :func:`request` does."""
+        if self.closed:
+            raise ValueError(f"the connection to {self.market} is closed: open another to send a request")
+        if (scenario_text is None) == (resume is None):
+            raise ValueError("request: give either a scenario to request, or the session to resume (resume=...)")
+        say = on_event or (lambda text: None)
+        own = _checked_own(own, self.keys, market_file, say)
+        out = Path(out).resolve()  # the consumer runs in it: every path handed to it must not depend on the cwd
+        out.mkdir(parents=True, exist_ok=True)
+        self.link.begin(wait_s, resuming=resume is not None)
         first = control.SessionResume(session=resume) if resume is not None else None
-        sock.send(control.encode(first or control.SessionOpen(scenario=scenario_text or "", references=references)))
-        return _see_through(link, sock, out, own, say, resume, plots)
-    finally:
-        sock.disable_monitor()
-        monitor.close(linger=0)
-        sock.close(linger=0)
-        ctx.term()
+        opening = first or control.SessionOpen(scenario=scenario_text or "", references=references)
+        self.sock.send(control.encode(opening))
+        self.sent += 1
+        return _see_through(self.link, self.sock, out, own, say, resume, plots)
+
+    def close(self) -> None:
+        """Close the connection (a session still running for it loses its consumer)."""
+        if self.closed:
+            return
+        self.closed = True
+        self.sock.disable_monitor()
+        self.monitor.close(linger=0)
+        self.sock.close(linger=0)
+        self.ctx.term()
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _checked_own(
@@ -276,6 +341,21 @@ class _Link:
         """Whether our session started (then owners may have been charged for it)."""
         self.resuming = False
         """Whether we ask again for an earlier session's outputs (nothing runs, nothing is charged)."""
+        self.handshakes = 0
+        """CURVE handshakes made on this connection so far."""
+
+    def begin(self, wait_s: float, *, resuming: bool) -> None:
+        """Ready for the next request on this connection: its wait, whether it resumes, nothing of it
+        started yet. What the marketplace sent since the last request (its probes, a finished
+        session's late frames) is dropped unread, and what the monitor told since is taken in (a
+        connection dropped meanwhile is waited for again, as a new one)."""
+        self.wait_s, self.resuming, self.started = wait_s, resuming, False
+        while self.monitor.poll(0):
+            self._event(recv_monitor_message(self.monitor)["event"], "", idle=True)
+        while self.sock.poll(0):
+            self.sock.recv()
+        if not self.connected:
+            self.opened = time.monotonic()
 
     def next(self, deadline: float, session: str, consumer: _Consumer | None) -> Any:
         """The next control message, or None when the consumer has work due; raises when the key is
@@ -312,9 +392,12 @@ class _Link:
             "running? is the endpoint right?)" + self._charged(session)
         )
 
-    def _event(self, kind: int, session: str) -> None:
-        """A connection event of the monitor (``zmq.EVENT_*``)."""
-        if kind in FAILED_HANDSHAKE:
+    def _event(self, kind: int, session: str, *, idle: bool = False) -> None:
+        """A connection event of the monitor (``zmq.EVENT_*``); ``idle``: it came between requests,
+        where a dropped connection only means the next request waits for ZeroMQ to connect again."""
+        if kind == zmq.EVENT_DISCONNECTED and idle:
+            self.connected = False
+        elif kind in FAILED_HANDSHAKE:
             self.failed += 1
             # the server's ZAP handler said no (AUTH), or twice we could not agree on keys: retrying cannot help
             if kind == zmq.EVENT_HANDSHAKE_FAILED_AUTH or self.failed >= 2:
@@ -324,6 +407,7 @@ class _Link:
                 )
         elif kind == zmq.EVENT_HANDSHAKE_SUCCEEDED:
             self.failed, self.connected = 0, True
+            self.handshakes += 1
         elif kind == zmq.EVENT_DISCONNECTED and self.connected and not session:
             raise RequestFailed(
                 f"the marketplace at {self.market} closed the connection before it answered (it stopped or "
