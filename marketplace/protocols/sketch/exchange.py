@@ -34,7 +34,7 @@ from marketplace.protocols.sketch.plan import declared_view, release_plan
 from marketplace.protocols.sketch.public import attribute_names, public_map, query_plan, record_dim, unit_records
 from marketplace.protocols.sketch.rules import check_plan, public_defaults
 from marketplace.protocols.sketch.sweeps import plot_sweep, sweep_headline, sweep_row, sweep_table
-from marketplace.reporting.absent import REFERENCES_ABSENT, absent, why_absent
+from marketplace.reporting.absent import NOT_ASKED, REFERENCES_ABSENT, absent, why_absent
 from marketplace.roles import CONSUMER, CURATOR, Role
 from marketplace.scenario.config import ScenarioConfig
 
@@ -181,6 +181,53 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
         "flagged": curator.get("flagged", {}),
         "end_reason": curator.get("end_reason"),
         "history": history(curator.get("rounds") or []),
+    }
+
+
+def report_without_references(
+    config: ScenarioConfig, world: World, results: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """The report of a served session that did not ask for the central references
+    (:meth:`marketplace.plugins.Exchange.report_without_references`): the estimates, the ranking, the
+    AUC and the signal as the consumer found them, and, stated absent
+    (:data:`~marketplace.reporting.absent.NOT_ASKED`), what :func:`report` computes on the owners' rows:
+    the truth and the errors against it, the centralized logistic baselines and the ranking's check."""
+    if not world.central:  # nobody holds the owners' rows: the figures are absent for that reason
+        return report(config, world, results)
+    curator = results.get(CURATOR) or {}
+    consumer = results.get(CONSUMER) or {}
+    owners = list(curator.get("released") or [])
+    ranking = consumer.get("ranking")
+    missing = {"truth": NOT_ASKED, "metrics.errors": NOT_ASKED}
+    if config.sketch.queries.logistic_regression and owners:
+        missing["metrics.logistic_baselines"] = NOT_ASKED
+    if ranking:
+        missing["ranking.check"] = NOT_ASKED
+    privacy = _privacy(config, results, owners)
+    privacy[CONSUMER] = {
+        "guarantee": "none",
+        "note": "the consumer's data never leave it (used for its own ranking and AUC)",
+    }
+    metrics: dict[str, Any] = {
+        "errors": absent(NOT_ASKED),
+        "logistic_auc": consumer.get("logistic_auc"),
+        "logistic_baselines": absent(NOT_ASKED) if "metrics.logistic_baselines" in missing else None,
+        **_signal(consumer),
+    }
+    return {
+        "privacy": privacy,
+        "parsimony": {**(curator.get("parsimony") or {"points_seen": 0}), "rho": 0.0},
+        "map": _map_section(config, world),
+        "estimates": consumer.get("estimates") or {},
+        "truth": absent(NOT_ASKED),
+        "metrics": metrics,
+        "queries": consumer.get("queries"),
+        "ranking": {**ranking, "check": absent(NOT_ASKED)} if ranking else None,
+        "released": owners,
+        "flagged": curator.get("flagged", {}),
+        "end_reason": curator.get("end_reason"),
+        "history": history(curator.get("rounds") or []),
+        REFERENCES_ABSENT: missing,
     }
 
 
@@ -388,6 +435,7 @@ class SketchExchange(Exchange):
     check_plan = staticmethod(check_plan)
     progress = staticmethod(progress)
     report = staticmethod(report)
+    report_without_references = staticmethod(report_without_references)
     head_rows = staticmethod(head_rows)
     tables = staticmethod(tables)
     sweep_row = staticmethod(sweep_row)

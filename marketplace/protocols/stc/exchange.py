@@ -35,7 +35,7 @@ from marketplace.protocols.stc.display import head_rows, tables
 from marketplace.protocols.stc.plan import VIEW, release_plan
 from marketplace.protocols.stc.rules import check_plan, public_defaults
 from marketplace.protocols.stc.sweeps import plot_sweep, sweep_headline, sweep_row, sweep_table
-from marketplace.reporting.absent import REFERENCES_ABSENT, absent, why_absent
+from marketplace.reporting.absent import NOT_ASKED, REFERENCES_ABSENT, absent, why_absent
 from marketplace.roles import CONSUMER, CURATOR, Role
 from marketplace.scenario.config import ScenarioConfig
 
@@ -135,23 +135,15 @@ def _scaled(config: ScenarioConfig, world: World) -> tuple[np.ndarray, np.ndarra
 
 
 def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    from marketplace.protocols.stc import selection_cost, stc_cost
+    from marketplace.protocols.stc import stc_cost
 
     if not world.central:
         return _report_without_world(config, results)
     s = config.stc
     T, S = _scaled(config, world)
     k = min(s.k, len(T))
-    choice = (results.get(CONSUMER) or {}).get("choice")
     options = {"max_candidates": s.max_candidates}
-    metrics: dict[str, Any] = {
-        "k": k,
-        "target_size": len(T),
-        "source_size": len(S),
-        "cost": None if choice is None else float(selection_cost(T, S, np.array(choice["indices"]))),
-        "estimated_cost": None if choice is None else choice["estimated_cost"],
-        "released_centers": None if choice is None else choice["released_centers"],
-    }
+    metrics = _scored_choice(config, T, S, results)
     refs: dict[str, Any] = {"source_only": {"cost": float(stc_cost(T, S))}}
     if "cluster_t" in s.baselines:
         refs["cluster_t"] = _nonprivate_reference("cluster_t", config.seed, T, S, k, options)
@@ -160,6 +152,45 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
     if "private_kmeans" in s.baselines:
         refs["private_kmeans"] = _private_kmeans_reference(config, T, S, k, options)
     metrics["baselines"] = refs
+    return _sections(config, results, metrics)
+
+
+def report_without_references(
+    config: ScenarioConfig, world: World, results: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """The report of a served session that did not ask for the central references
+    (:meth:`marketplace.plugins.Exchange.report_without_references`): the choice scored with the true
+    S as :func:`report` scores it (one nearest-centre pass), and the references (source_only,
+    cluster_t, nonprivate_stc, private_kmeans: each a solver run on everyone's rows) stated absent
+    (:data:`~marketplace.reporting.absent.NOT_ASKED`)."""
+    if not world.central:  # nobody holds the true S: the figures are absent for that reason
+        return report(config, world, results)
+    T, S = _scaled(config, world)
+    metrics = _scored_choice(config, T, S, results)
+    metrics["baselines"] = absent(NOT_ASKED)
+    return {**_sections(config, results, metrics), REFERENCES_ABSENT: {"metrics.baselines": NOT_ASKED}}
+
+
+def _scored_choice(
+    config: ScenarioConfig, T: np.ndarray, S: np.ndarray, results: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """``metrics`` without its baselines: the consumer's choice scored with the true S."""
+    from marketplace.protocols.stc import selection_cost
+
+    choice = (results.get(CONSUMER) or {}).get("choice")
+    return {
+        "k": min(config.stc.k, len(T)),
+        "target_size": len(T),
+        "source_size": len(S),
+        "cost": None if choice is None else float(selection_cost(T, S, np.array(choice["indices"]))),
+        "estimated_cost": None if choice is None else choice["estimated_cost"],
+        "released_centers": None if choice is None else choice["released_centers"],
+    }
+
+
+def _sections(config: ScenarioConfig, results: dict[str, dict[str, Any]], metrics: dict[str, Any]) -> dict[str, Any]:
+    """The report's sections around ``metrics`` (its figures set aside when no owner released)."""
+    choice = (results.get(CONSUMER) or {}).get("choice")
     curator = results.get(CURATOR) or {}
     _set_aside_without_releases(metrics, choice, curator)
     return {
@@ -374,6 +405,7 @@ class StcExchange(Exchange):
     check_plan = staticmethod(check_plan)
     progress = staticmethod(progress)
     report = staticmethod(report)
+    report_without_references = staticmethod(report_without_references)
     head_rows = staticmethod(head_rows)
     tables = staticmethod(tables)
     sweep_row = staticmethod(sweep_row)
