@@ -11,6 +11,10 @@ sends one untimed request so the marketplace is warm, then runs ``python -m mark
 * **connected**: from the process's start to its first ``queued as session`` line (the marketplace
   answered: the process imported what it needs, read its kit and connected).
 
+``--repeat N`` (default 5; 0: none) then runs one ``marketplace request --repeat N`` process (this
+checkout): N requests on one connection, and reports each request's latency as the command prints it
+(median, p95), the process's wall time and requests per minute over the whole process.
+
 ``--variant LABEL=PYTHONPATH`` (repeatable) runs the command with that ``PYTHONPATH`` too (another
 checkout of the package, say the code before a change), the variants' requests taking turns so that a
 shared machine's load falls on each alike; the marketplace itself is always this checkout's.
@@ -75,6 +79,32 @@ def one_request(endpoint: str, keys: Path, out: Path, pythonpath: str | None) ->
     }
 
 
+def repeat_series(endpoint: str, keys: Path, out: Path, count: int) -> dict:
+    """One ``marketplace request --repeat count`` process: each request's latency as it printed it
+    (``request i/N: completed in X s``), their median and p95, the process's wall time and its rate."""
+    command = [sys.executable, "-m", "marketplace", "request", str(REQUESTS["sketch"]), "--repeat", str(count)]
+    command += ["--market", endpoint, "--keys", str(keys), "--out", str(out), "--quiet"]
+    t0 = time.perf_counter()
+    done = subprocess.run(command, cwd=out.parent, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - t0
+    latencies = [
+        float(line.split(" in ", 1)[1].split(" s", 1)[0])
+        for line in done.stdout.splitlines()
+        if line.startswith("request ") and " in " in line
+    ]
+    ranked = sorted(latencies)
+    return {
+        "repeat": count,
+        "exit_status": done.returncode,
+        "latencies_s": latencies,
+        "median_latency_s": round(statistics.median(ranked), 3) if ranked else None,
+        "p95_latency_s": ranked[max(0, -(-95 * len(ranked) // 100) - 1)] if ranked else None,
+        "wall_s": round(wall, 3),
+        "requests_per_min": round(60.0 * len(latencies) / wall, 1),
+        "summary_line": done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-300:],
+    }
+
+
 def summary(label: str, rows: list[dict]) -> dict:
     """A variant's medians (and its every measurement)."""
     walls = [r["wall_s"] for r in rows]
@@ -105,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
         metavar="LABEL=PYTHONPATH",
         help="also time the command with this PYTHONPATH (another checkout); the variants take turns",
     )
+    parser.add_argument(
+        "--repeat", type=int, default=5, help="then one `request --repeat N` process (0: none), per-request latency"
+    )
     parser.add_argument("--smoke", action="store_true", help="2 owners, 2 timed requests: seconds")
     parser.add_argument("--json", metavar="FILE")
     args = parser.parse_args(argv)
@@ -113,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     variants: list[tuple[str, str | None]] = [("this", None)]
     variants += [(v.split("=", 1)[0], v.split("=", 1)[1]) for v in args.variant]
     runs: dict[str, list[dict]] = {label: [] for label, _ in variants}
+    series: dict | None = None
     with tempfile.TemporaryDirectory(prefix="bench-request-shell-") as tmp:
         state = Path(tmp) / "state"
         proc, endpoint = start_market(state, args.owners, 1, 1)
@@ -130,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
                         f"CPU {row['cpu_s']:.3f} s) {row['status']}",
                         flush=True,
                     )
+            series = repeat_series(endpoint, keys, Path(tmp) / "repeat", args.repeat) if args.repeat > 0 else None
         finally:
             stop_group(proc)
     rows = [summary(label, runs[label]) for label, _ in variants]
@@ -141,9 +176,17 @@ def main(argv: list[str] | None = None) -> int:
             f"{row['completed']}/{row['requests']} completed ({args.owners} owners, load {row['load_1min']})",
             flush=True,
         )
+    if series is not None:
+        print(
+            f"request --repeat {series['repeat']}: per request median {series['median_latency_s']} s, p95 "
+            f"{series['p95_latency_s']} s; whole process {series['wall_s']} s, {series['requests_per_min']} "
+            f"requests/min (exit {series['exit_status']})",
+            flush=True,
+        )
+        rows.append({"variant": "repeat", **series})
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
-    return 0 if all(r["completed"] == r["requests"] for r in rows) else 1
+    return 0 if all(r.get("completed") == r.get("requests") or r.get("exit_status") == 0 for r in rows) else 1
 
 
 if __name__ == "__main__":
