@@ -1,5 +1,5 @@
 """A served simulation's session that did not ask for the central references
-(:meth:`marketplace.plugins.Exchange.report_without_references`): sketch and stc leave out what
+(:meth:`marketplace.plugins.Exchange.report_without_references`): sketch, stc and pfds leave out what
 they would compute on everyone's rows, and the report names each figure it lacks
 (``references_absent``, ``{"absent": why}`` in place) instead of leaving blanks."""
 
@@ -10,7 +10,7 @@ import pytest
 import marketplace
 from marketplace import plugins
 from marketplace.parties import make_world
-from marketplace.reporting.absent import NOT_ASKED, REFERENCES_ABSENT
+from marketplace.reporting.absent import NOT_ASKED, REFERENCES_ABSENT, is_absent
 from marketplace.runtime.assemble import assemble_report
 
 SKETCH = {
@@ -38,14 +38,15 @@ SKETCH = {
 }
 
 
-def without_references(scenario: marketplace.Scenario, tmp_path) -> dict:
-    """The run's report assembled again, as a served session that did not ask for the references."""
+def without_references(scenario: marketplace.Scenario, tmp_path, *, references: bool = False) -> dict:
+    """The run's report assembled again, as a served session that did not ask for the references
+    (``references``: that did ask)."""
     ran = marketplace.run(scenario, tmp_path / "run", driver="inprocess")
     config = scenario.config
     exchange = plugins.exchange(config.protocol)
     world = make_world(config, exchange)
     parties = [ran.raw["party_details"][p] | {"id": p} for p in ran.raw["party_details"]]
-    return assemble_report(scenario, world, "market", parties, None, 1.0, 0.0, "r1", exchange, references=False)
+    return assemble_report(scenario, world, "market", parties, None, 1.0, 0.0, "r1", exchange, references=references)
 
 
 def test_a_sketch_report_without_references_says_what_it_lacks(tmp_path):
@@ -66,3 +67,15 @@ def test_an_stc_report_without_references_says_what_it_lacks(tmp_path):
     assert report["metrics"]["cost"] == pytest.approx(
         marketplace.run(scenario, tmp_path / "full", driver="inprocess").raw["metrics"]["cost"]
     )
+
+
+def test_a_pfds_report_without_references_says_what_it_lacks(tmp_path):
+    scenario = marketplace.load("scenarios/pfds-synthetic.yaml")
+    report = without_references(scenario, tmp_path)
+    assert report["status"] == "completed"
+    baselines = scenario.config.pfds.baselines
+    assert baselines and report[REFERENCES_ABSENT] == {f"metrics.{name}": NOT_ASKED for name in baselines}
+    assert all(report["metrics"][name] == {"absent": NOT_ASKED} for name in baselines)
+    full = without_references(scenario, tmp_path / "full", references=True)
+    assert REFERENCES_ABSENT not in full and all(not is_absent(full["metrics"][name]) for name in baselines)
+    assert report["metrics"]["pfds"] == full["metrics"]["pfds"]  # the protocol's own figures are all there

@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.table import Table
 
+from marketplace.reporting.absent import is_absent
 from marketplace.reporting.charge import charge_rows
 from marketplace.reporting.format import accountant_text, fmt, plural, relation_text
 
@@ -74,7 +75,7 @@ def tables(report: dict[str, Any]) -> list[Table]:
     table.add_column("consumer", justify="right")
     for name in METHODS:
         m = (report.get("metrics") or {}).get(name)
-        if m:
+        if m and not is_absent(m):  # a reference a served session did not ask for has no row
             table.add_row(LABELS[name], fmt(m.get("mean")), fmt(m.get("consumer")))
             if m.get("note"):
                 table.caption = f"{LABELS[name]}: {m['note']}"

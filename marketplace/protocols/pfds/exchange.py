@@ -24,7 +24,7 @@ from marketplace.privacy.noise import NoiseOrigin
 from marketplace.privacy.view import Seen
 from marketplace.protocols.pfds.display import head_rows, tables
 from marketplace.protocols.pfds.plan import declared_view
-from marketplace.protocols.pfds.report import nothing_released, report
+from marketplace.protocols.pfds.report import nothing_released, report, report_without_references
 from marketplace.protocols.pfds.rules import check_plan, release_plan
 from marketplace.protocols.pfds.sweeps import plot_sweep, sweep_headline, sweep_row, sweep_table
 from marketplace.protocols.pfds.world import (
@@ -129,6 +129,7 @@ class PfdsExchange(Exchange):
     check_plan = staticmethod(check_plan)
     progress = staticmethod(progress)
     report = staticmethod(report)
+    report_without_references = staticmethod(report_without_references)
     head_rows = staticmethod(head_rows)
     tables = staticmethod(tables)
     sweep_row = staticmethod(sweep_row)

@@ -30,7 +30,31 @@ if TYPE_CHECKING:  # pragma: no cover
 def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The protocol's sections of the run report: privacy, metrics (PFDS and each baseline asked for in
     ``pfds.baselines``), fidelity, the agents, the trees, the checks and the history."""
+    return _report(config, world, results, baselines_asked=True)
+
+
+def report_without_references(
+    config: ScenarioConfig, world: World, results: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """The report of a served session that did not ask for the central references
+    (:meth:`marketplace.plugins.Exchange.report_without_references`): every agent's model scored on
+    the test fold as :func:`report` scores it, and each baseline of ``pfds.baselines`` (models fitted
+    again on the agents' rows, or on everyone's) stated absent
+    (:data:`~marketplace.reporting.absent.NOT_ASKED`), with the fidelity of PFDS^- it would give."""
+    from marketplace.reporting.absent import NOT_ASKED, REFERENCES_ABSENT
+
+    if not world.central:  # nobody holds the agents' rows: report() says what that leaves out
+        return report(config, world, results)
+    sections = _report(config, world, results, baselines_asked=False)
+    return {**sections, REFERENCES_ABSENT: {f"metrics.{name}": NOT_ASKED for name in config.pfds.baselines}}
+
+
+def _report(
+    config: ScenarioConfig, world: World, results: dict[str, dict[str, Any]], *, baselines_asked: bool
+) -> dict[str, Any]:
+    """:func:`report`; without ``baselines_asked`` each baseline is an absent section (not computed)."""
     from marketplace.protocols.pfds.models import Fitted, model_error
+    from marketplace.reporting.absent import NOT_ASKED, absent
 
     schema = schema_of(config)
     owners = party_ids(config)[1:-1]
@@ -50,7 +74,7 @@ def report(config: ScenarioConfig, world: World, results: dict[str, dict[str, An
         metrics["pfds"] = _not_the_protocols(metrics["pfds"])
     baselines = Baselines(config, world, schema, sharers, own, evaluated)
     for name in config.pfds.baselines:
-        metrics[name] = getattr(baselines, name)()
+        metrics[name] = getattr(baselines, name)() if baselines_asked else absent(NOT_ASKED)
     sizes = {s: len(own[s]) for s in sharers}
     fidelity = {"pfds": _size_error(curator.get("synthetic_rows") or {}, sizes)}
     if baselines.minus_sizes:
