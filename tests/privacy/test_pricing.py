@@ -185,3 +185,23 @@ def test_a_run_priced_over_its_spending_budget_is_refused_before_any_owner_reser
     with pytest.raises(ScenarioError, match=r"lifetime\.spending_budget: refused before anything was reserved"):
         marketplace.run(scenario, tmp_path / "run", driver="inprocess")
     assert not (tmp_path / "ledgers").exists() or not any((tmp_path / "ledgers").iterdir())
+
+
+def test_ledger_show_and_check_cover_privacy_prices(tmp_path, capsys):
+    from marketplace.cli import main
+
+    with open_ledger(tmp_path) as ledger:
+        ledger.reserve("a", Cost.pure(0.5), consumer="alice", what="sketch", terms=SaleTerms(price_per_eps=4.0))
+        ledger.commit("a")
+    path = ledger_file(tmp_path, "owner-1")
+    assert main(["ledger", "show", str(path)]) == 0
+    assert "privacy:   2 of those earnings paid for privacy loss" in capsys.readouterr().out
+    assert main(["ledger", "check", str(path)]) == 0
+    import sqlite3
+
+    db = sqlite3.connect(path)
+    with db:
+        db.execute("UPDATE sales SET privacy_price = -1")
+    db.close()
+    assert main(["ledger", "check", str(path)]) != 0
+    assert "sale 'a': negative or not a number: privacy_price" in capsys.readouterr().out
