@@ -74,6 +74,13 @@ def add_agent_options(agent: argparse.ArgumentParser) -> None:
         metavar="N",
         help="the most points each hosted owner sells to any one consumer",
     )
+    agent.add_argument(
+        "--price-per-eps",
+        type=float,
+        metavar="P",
+        help="the hosted owners' price per unit eps of privacy loss (under their ledgers' neighbouring relation), "
+        "paid by every release (sketch, stc, pfds, summarize), instead of the marketplace's",
+    )
     add_read_limits(agent)
 
 
@@ -101,6 +108,7 @@ def agent_options(args: argparse.Namespace) -> AgentOptions:
         price=args.price,
         points=args.points,
         points_per_consumer=args.points_per_consumer,
+        price_per_eps=args.price_per_eps,
     )
 
 

@@ -244,6 +244,12 @@ def render_sales(sales: list[dict[str, Any]], standing: dict[str, Any]) -> list[
         f"sold:      {standing['sold']} points, earning {standing['earnings']:g}; {standing['reserved']} reserved "
         f"and not settled (counted against the terms); {left}"
     )
+    if any(s.get("privacy_price") for s in sales):  # a line only for a ledger that priced privacy
+        lines.append(
+            f"privacy:   {standing.get('privacy_earnings', 0.0):g} of those earnings paid for privacy loss (each "
+            "sale's price_per_eps times the eps charged; reserved, not yet earned: "
+            f"{sum(s['privacy_price'] for s in sales if s['state'] in ('reserved', 'kept')):g})"
+        )
     kept = standing.get("kept") or {}
     if kept.get("sales"):
         lines.append(

@@ -21,6 +21,7 @@ from marketplace import plugins
 from marketplace.market.spec import MarketSpec, Request
 from marketplace.privacy import noise
 from marketplace.privacy.lifetime import COUNTED, LifetimeLedger, ledger_file
+from marketplace.roles.pricing import refusal
 from marketplace.scheduling.costs import declared_costs
 from marketplace.scheduling.rules import Amounts, Demand, amounts, filter_budget, make_rule
 
@@ -187,9 +188,14 @@ def play_rule(
             )
             folder = out / granted.id
             began = time.perf_counter()
-            report = seed_derived_noise(runner(scenario, folder, driver, launch), folder)
-            outcome = classify(granted, report, set(asked[granted.id].charges))
-            outcome.order, outcome.folder = len(outcomes) + 1, f"{where or rule}/{granted.id}"
+            refused = refusal(scenario.config, plugins.exchange(granted.protocol), spec.owner_ids)
+            if refused is not None:  # over the consumer's spending budget: it runs nothing, reserves nothing
+                outcome = Outcome(granted, "refused", reason=refused)
+            else:
+                report = seed_derived_noise(runner(scenario, folder, driver, launch), folder)
+                outcome = classify(granted, report, set(asked[granted.id].charges))
+                outcome.folder = f"{where or rule}/{granted.id}"
+            outcome.order = len(outcomes) + 1
             outcome.seconds = time.perf_counter() - began
             outcome.charged = request_charges(ledgers, spec.owner_ids, granted.id)
             outcomes[granted.id] = outcome

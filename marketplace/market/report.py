@@ -29,7 +29,7 @@ from marketplace.reporting.format import plural
 from marketplace.scheduling.rules import fits
 
 SERVED = ("served", "partial")
-STATUSES = ("served", "partial", "declined", "failed", "not granted")
+STATUSES = ("served", "partial", "declined", "failed", "not granted", "refused")
 NOISE_TEXT = (
     "The market runner derived every party's noise key for every request from (market seed, rule, request "
     "id, party) and held them all, so whoever holds the market seed can recompute and strip every release's "
@@ -334,7 +334,12 @@ def summary_text(summary: Mapping[str, Any]) -> str:
     parts = [f"{summary['served_total']} of {plural(summary['requests'], 'request')} served"]
     if summary["partial"]:
         parts.append(f"{summary['partial']} of them by some owners only")
-    for key, word in (("declined", "declined by every owner"), ("failed", "failed"), ("not_granted", "not granted")):
+    for key, word in (
+        ("declined", "declined by every owner"),
+        ("failed", "failed"),
+        ("not_granted", "not granted"),
+        ("refused", "refused over the spending budget"),
+    ):
         if summary[key]:
             parts.append(f"{summary[key]} {word}")
     exhausted = summary["owners_exhausted"]

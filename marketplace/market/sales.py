@@ -2,9 +2,11 @@
 
 A protocol that sells points (``summarize``) reports its bill in its report's ``sale`` section: the
 consumer's spending budget, what it paid in all and to each owner, and the points it bought (every
-point an asked owner handed over, at that owner's posted price). Each owner's own ledger records
-the points it sold and what it earned, in the report's ``lifetime.owners.<owner>.sale``. A request
-of a protocol that sells nothing pays nothing.
+point an asked owner handed over, at that owner's posted price). Every request, whatever its
+protocol, also pays each owner with a ``price_per_eps`` for the privacy its ledger charged
+(:mod:`marketplace.privacy.lifetime.pricing`). Each owner's own ledger records the points it sold, the
+privacy price and what it earned in all, in the report's ``lifetime.owners.<owner>.sale``. A request no
+owner priced pays nothing.
 
 Quality per unit paid divides a consumer's summed quality by what it paid in all; it reads as value
 for money only for a figure where higher is better (an accuracy). For an error, a lower figure per
@@ -19,17 +21,22 @@ from typing import Any
 
 
 def request_sale(report: Mapping[str, Any] | None) -> dict[str, Any]:
-    """One request's bill: ``paid``, ``points_bought``, ``sold`` (owner -> points, from the owners'
-    ledgers when they kept them, else the curator's bill) and ``earned`` (owner -> what it earned)."""
+    """One request's bill: ``paid`` (for points and for privacy), ``privacy_paid`` (the part paid for the
+    owners' privacy, as their ledgers recorded it), ``points_bought``, ``sold`` (owner -> points, from
+    the owners' ledgers when they kept them, else the curator's bill) and ``earned`` (owner -> what it
+    earned, points and privacy)."""
     sale = (report or {}).get("sale") or {}
     owners = (((report or {}).get("lifetime") or {}).get("owners")) or {}
-    sold = {o: r["sale"]["sold"] for o, r in owners.items() if isinstance(r.get("sale"), Mapping)}
-    earned = {o: r["sale"]["earnings"] for o, r in owners.items() if isinstance(r.get("sale"), Mapping)}
+    sales = {o: r["sale"] for o, r in owners.items() if isinstance(r.get("sale"), Mapping)}
+    sold = {o: s["sold"] for o, s in sales.items()}
+    earned = {o: s["earnings"] for o, s in sales.items()}
+    privacy = math.fsum(float(s.get("privacy_earnings") or 0.0) for s in sales.values())
     for owner, n in (sale.get("bought") or {}).items():  # no ledger record: the curator's bill says it
         sold.setdefault(owner, n)
         earned.setdefault(owner, (sale.get("paid_to") or {}).get(owner, 0.0))
     return {
-        "paid": float(sale.get("paid") or 0.0),
+        "paid": float(sale.get("paid") or 0.0) + privacy,
+        "privacy_paid": privacy,
         "points_bought": int(sale.get("points_bought") or 0),
         "sold": {o: n for o, n in sold.items() if n},
         "earned": {o: e for o, e in earned.items() if e},

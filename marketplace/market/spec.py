@@ -15,13 +15,14 @@ A market file is YAML with three top-level keys::
       unlock_steps: null         # dpf: 1/N of each budget unlocks per arriving request (default N: the stream)
       quality: {pfds: pfds_consumer_error}   # what measures a request (default: the protocol's headline figure)
       repeats: 1                 # plays of the whole stream, with seeds seed, seed+1, ... (each from fresh ledgers)
-      terms: {price: 1.0, points: 100, points_per_consumer: 20}   # what owners sell points at (summarize)
-      owner_terms: {owner-2: {price: 3.0}}                         # ... or their own
+      terms: {price: 1.0, points: 100, points_per_consumer: 20, price_per_eps: 2.0}  # owners' prices: per point
+      owner_terms: {owner-2: {price: 3.0}}     # (summarize), per unit eps of privacy (every protocol); or their own
     scenario:                    # what every request starts from: data, transport, shared protocol settings
       data: {...}
       sketch: {lower: [...], upper: [...]}
     requests:
       - {consumer: alice, protocol: sketch, sketch: {epsilon: 0.5}, repeat: 4, arrival: 0, every: 1}
+      - {consumer: bob, protocol: sketch, spending_budget: 20.0}   # its money for the owners' privacy prices
 
 Every problem raises :class:`MarketError` naming the file, the key path (``requests[2].protocol``),
 what was expected and what came.
@@ -64,9 +65,9 @@ MARKET_KEYS = (
     "owner_terms",
     "repeats",
 )
-TERMS_KEYS = ("price", "points", "points_per_consumer")
+TERMS_KEYS = ("price", "points", "points_per_consumer", "price_per_eps")
 """An owner's sale terms (the scenario's ``lifetime.terms``)."""
-REQUEST_KEYS = ("consumer", "protocol", "arrival", "repeat", "every", "data")
+REQUEST_KEYS = ("consumer", "protocol", "arrival", "repeat", "every", "data", "spending_budget")
 MARKET_OWNED = ("name", "protocol", "seed", "noise", "sweep", "lifetime")
 """Scenario keys the market sets for every request: a market file's ``scenario`` cannot hold them."""
 MAX_REQUESTS = 10_000
@@ -103,6 +104,9 @@ class Request:
     values: Mapping[str, Any]
     arrival: float
     entry: int
+    spending_budget: float | None = None
+    """The consumer's money for the owners' privacy prices of this request (the scenario's
+    ``lifetime.spending_budget``): priced above it, the request is refused before anything is reserved."""
 
 
 @dataclass(frozen=True)
@@ -158,6 +162,7 @@ class MarketSpec:
             "consumer": request.consumer,
             **({"terms": dict(self.terms)} if self.terms is not None else {}),
             **({"owner_terms": {o: dict(t) for o, t in self.owner_terms.items()}} if self.owner_terms else {}),
+            **({"spending_budget": request.spending_budget} if request.spending_budget is not None else {}),
         }
 
     def scenario_mapping(
@@ -341,8 +346,8 @@ def parse_market(
         )
     budget = check.budget(market.get("budget", {"epsilon": 1.0, "delta": 0.0}), "market.budget")
     owner_budgets = _per_owner(check, market, "owner_budgets", owners, lambda v, at: check.budget(v, at, budget))
-    terms = check.mapping(market["terms"], "market.terms", TERMS_KEYS) if market.get("terms") is not None else None
-    owner_terms = _per_owner(check, market, "owner_terms", owners, lambda v, at: check.mapping(v, at, TERMS_KEYS))
+    terms = _terms(check, market["terms"], "market.terms") if market.get("terms") is not None else None
+    owner_terms = _per_owner(check, market, "owner_terms", owners, lambda v, at: _terms(check, v, at))
     relation = check.choice(market.get("relation", "add/remove-one"), "market.relation", RELATIONS)
     filter_ = check.choice(market.get("filter", "basic"), "market.filter", FILTERS)
     rules = _rules(check, market.get("rules", list(RULES)))
@@ -429,11 +434,20 @@ def _base(check: _Checker, value: Any) -> dict[str, Any]:
     return copy.deepcopy(base)
 
 
+def _terms(check: _Checker, value: Any, path: str) -> dict[str, Any]:
+    """An owner's sale terms: known keys, and its prices (per point, per unit eps) finite and >= 0."""
+    terms = check.mapping(value, path, TERMS_KEYS)
+    for key in ("price", "price_per_eps"):
+        if key in terms:
+            terms[key] = check.number(terms[key], f"{path}.{key}")
+    return terms
+
+
 def _requests(check: _Checker, value: Any) -> tuple[Request, ...]:
     if not isinstance(value, list) or not value:
         raise check.fail("requests", "a non-empty list of requests", value)
     protocols = plugins.names()
-    expanded: list[tuple[float, int, int, str, str, dict[str, Any]]] = []
+    expanded: list[tuple[float, int, int, str, str, dict[str, Any], float | None]] = []
     last = 0.0
     for i, entry in enumerate(value):
         where = f"requests[{i}]"
@@ -462,15 +476,17 @@ def _requests(check: _Checker, value: Any) -> tuple[Request, ...]:
         arrival = check.number(entry["arrival"], f"{where}.arrival") if "arrival" in entry else last
         repeat = check.integer(entry.get("repeat", 1), f"{where}.repeat", 1, MAX_REQUESTS)
         every = check.number(entry.get("every", 0.0), f"{where}.every")
+        money = entry.get("spending_budget")
+        spending = None if money is None else check.number(money, f"{where}.spending_budget")
         for k in range(repeat):
-            expanded.append((arrival + k * every, len(expanded), i, consumer, protocol, values))
+            expanded.append((arrival + k * every, len(expanded), i, consumer, protocol, values, spending))
         last = arrival + (repeat - 1) * every
         if len(expanded) > MAX_REQUESTS:
             raise check.fail("requests", f"at most {MAX_REQUESTS} requests once repeated", f"{len(expanded)} or more")
     expanded.sort(key=lambda r: (r[0], r[1]))
     return tuple(
-        Request(id=f"req-{n:04d}", index=n - 1, consumer=c, protocol=p, values=v, arrival=a, entry=i)
-        for n, (a, _, i, c, p, v) in enumerate(expanded, start=1)
+        Request(id=f"req-{n:04d}", index=n - 1, consumer=c, protocol=p, values=v, arrival=a, entry=i, spending_budget=b)
+        for n, (a, _, i, c, p, v, b) in enumerate(expanded, start=1)
     )
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from marketplace.reporting.format import plural
 
-COUNTS = ("served_total", "served", "partial", "declined", "failed", "not_granted")
+COUNTS = ("served_total", "served", "partial", "declined", "failed", "not_granted", "refused")
 """The summary's request counts that get a spread (``requests`` is the stream's length, the same in every repeat)."""
 
 
@@ -91,7 +91,12 @@ def attach(section: dict[str, Any], spread: Mapping[str, Any]) -> None:
 def spread_text(spread: Mapping[str, Any], requests: int, repeats: int) -> str:
     """One line of a rule's spread over ``repeats`` plays: requests served, declined, not granted."""
     parts = [f"over {plural(repeats, 'repeat')}: {mean_sd(spread['served_total'])} of {requests} requests served"]
-    for key, word in (("declined", "declined by every owner"), ("failed", "failed"), ("not_granted", "not granted")):
+    for key, word in (
+        ("declined", "declined by every owner"),
+        ("failed", "failed"),
+        ("not_granted", "not granted"),
+        ("refused", "refused over the spending budget"),
+    ):
         if any(spread[key]["values"]):
             parts.append(f"{mean_sd(spread[key])} {word}")
     return "; ".join(parts) + " (mean±sd)"

@@ -42,7 +42,10 @@ def rule_table(raw: Mapping[str, Any]) -> Table:
         ("declined", "declined by every owner"),
         ("failed", "failed"),
         ("not_granted", "not granted"),
+        ("refused", "refused over the spending budget"),
     ):
+        if key == "refused" and not any(plays[r]["summary"].get(key) for r in rules):
+            continue  # a row only for a market where a request was refused for its price
         if n > 1:
             rows.append([label, *(mean_sd(plays[r]["summary"]["spread"][key]) for r in rules)])
         else:

@@ -93,9 +93,16 @@ class Admission:
     owner's sale terms; None when it sells none."""
     price: float = 0.0
     """The owner's posted price per point for this run (its terms)."""
+    priced: bool = False
+    """Whether the ledger recorded a sale for this run: the owner has sale terms (a price per point, a
+    price per unit eps of privacy loss), whatever the protocol."""
+    price_per_eps: float = 0.0
+    """The owner's posted price per unit eps of privacy loss (its terms)."""
+    privacy_price: float = 0.0
+    """What this run's charge costs at that price (:func:`marketplace.privacy.lifetime.pricing.price`)."""
     sale: Any = None
     """After :meth:`settle`: the ledger's record of this run's sale (:class:`~marketplace.privacy.lifetime.sales.Sale`:
-    the points sold and what they earned), when it sold points."""
+    the points sold, the privacy price, and what they earned), when it was priced."""
     ledger_relation: str | None = None
     """The relation the party's ledger keeps its budget under (its text, as the ledger stores it), once opened."""
     charged: dict[str, float] | None = None
@@ -164,7 +171,7 @@ class Admission:
                 row = ledger.commit(self.request_id)
             self.state = row.state
             self.after = _standing(ledger)
-            if self.points is not None:
+            if self.priced:
                 self.sale = ledger.sale(self.request_id)
 
     def record(self) -> dict[str, Any]:
@@ -186,18 +193,22 @@ class Admission:
             "reason": self.reason,
             "ledger": str(self.path),
             **self.after,
-            **({"sale": self._sale()} if self.points is not None else {}),
+            **({"sale": self._sale()} if self.priced else {}),
         }
 
     def _sale(self) -> dict[str, Any]:
-        """The report's record of this run's sale: price, points reserved, and, once settled, sold and
-        earned as the ledger recorded them."""
+        """The report's record of this run's sale: price, points reserved, the privacy price (per unit
+        eps, and for this run's charge), and, once settled, sold and earned (points and privacy) as the
+        ledger recorded them."""
         sale = self.sale
         return {
             "price": self.price,
             "reserved": self.points,
             "sold": None if sale is None else sale.sold,
             "earnings": None if sale is None else sale.earnings,
+            "price_per_eps": self.price_per_eps,
+            "privacy_price": self.privacy_price,
+            "privacy_earnings": None if sale is None else (sale.privacy_price if sale.state == "committed" else 0.0),
         }
 
 
@@ -266,11 +277,14 @@ def admit(config: Any, party: str, exchange: Exchange, *, request_id: str | None
 
 
 def _reserve(ledger: LifetimeLedger, admission: Admission, config: Any, party: str, exchange: Exchange) -> Admission:
-    """Reserve ``admission``'s declared cost on ``ledger`` (open), with the points the run may take
-    under the owner's sale terms when its protocol sells points, or record why it declines."""
+    """Reserve ``admission``'s declared cost on ``ledger`` (open), priced under the owner's sale terms
+    (when it has some, or its protocol sells points), with the points the run may take when its protocol
+    sells points, or record why it declines."""
     life, declared, request_id = config.lifetime, admission.declared, admission.request_id
     most = exchange.points_for_sale(config, party) if party != CONSUMER else None
-    terms = None if most is None else life.terms_of(party) or SaleTerms()
+    terms = None if party == CONSUMER else life.terms_of(party)
+    if terms is None and most is not None:
+        terms = SaleTerms()
     admission.ledger_relation = ledger.relation
     if declared is None:
         admission.after = _standing(ledger)
@@ -294,9 +308,11 @@ def _reserve(ledger: LifetimeLedger, admission: Admission, config: Any, party: s
             )
             admission.state = "reserved"
             admission.charged = {k: v for k, v in row.charged._asdict().items() if v is not None}
-            sale = ledger.sale(request_id) if most is not None else None
+            sale = ledger.sale(request_id) if terms is not None else None
             if sale is not None:
-                admission.points, admission.price = sale.reserved, sale.price
+                admission.priced, admission.price = True, sale.price
+                admission.price_per_eps, admission.privacy_price = sale.price_per_eps, sale.privacy_price
+                admission.points = sale.reserved if most is not None else None
     except BudgetDeclined as err:
         admission.state, admission.reason = "declined", err.reason
     except AlreadyCharged as err:

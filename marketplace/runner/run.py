@@ -18,6 +18,7 @@ from marketplace.plugins import Exchange
 from marketplace.privacy import noise as noise_keys
 from marketplace.reporting.history import write_history_files
 from marketplace.roles import CURATOR
+from marketplace.roles.pricing import refusal
 from marketplace.runner.blame import failure_lines
 from marketplace.runner.processes import Child, Launch, ProcessRun, last_line, run_processes
 from marketplace.runtime.assemble import assemble_report
@@ -104,6 +105,9 @@ def run_in_folder(
             "run` simulates a dataset (data.source)",
         )
     exchange = plugins.exchange(config.protocol)  # resolved once for the run, and passed along
+    refused = refusal(config, exchange) if config.lifetime.spending_budget is not None else None
+    if refused is not None:  # its price is over the consumer's spending budget: nothing is reserved
+        raise ScenarioError(scenario.source, "lifetime.spending_budget", refused)
     if driver == "processes" and launch == "forkserver":
         forkserver_context()  # imports its libraries while we build the world
     world = prepare_world(scenario, exchange)

@@ -138,7 +138,8 @@ class BudgetConfig:
 @dataclass(frozen=True)
 class SaleTermsConfig:
     """An owner's sale terms (docs/privacy.md, "Sale terms"): what a protocol that sells data points
-    (summarize) may buy of its data, recorded on its lifetime ledger beside the privacy charges."""
+    (summarize) may buy of its data, and what every release pays for the privacy it costs the owner,
+    recorded on its lifetime ledger beside the privacy charges."""
 
     price: Annotated[float, Range(min=0.0, max=1e12)] = 0.0
     """The price of one data point sold."""
@@ -146,10 +147,19 @@ class SaleTermsConfig:
     """The points the owner sells over its whole life, to every consumer together. None: no limit."""
     points_per_consumer: Annotated[int, Range(min=0, max=1e12)] | None = None
     """The points it sells to any one consumer (by the consumer's name). None: no limit."""
+    price_per_eps: Annotated[float, Range(min=0.0, max=1e12)] = 0.0
+    """The price of one unit of eps of privacy loss, under the ledger's neighbouring relation
+    (``lifetime.relation``): every release (sketch, stc, pfds, summarize) pays it times the eps its
+    ledger charged (docs/privacy.md, "Privacy prices")."""
 
     def sale_terms(self) -> SaleTerms:
         """These terms, as the lifetime ledger takes them."""
-        return SaleTerms(price=self.price, points=self.points, points_per_consumer=self.points_per_consumer)
+        return SaleTerms(
+            price=self.price,
+            points=self.points,
+            points_per_consumer=self.points_per_consumer,
+            price_per_eps=self.price_per_eps,
+        )
 
 
 @dataclass(frozen=True)
@@ -191,6 +201,10 @@ class LifetimeConfig:
     sells points records no sale)."""
     owner_terms: dict[str, SaleTermsConfig] = field(default_factory=dict)
     """Owner id -> its own sale terms, instead of ``terms``."""
+    spending_budget: Annotated[float, Range(min=0.0, max=1e12)] | None = None
+    """The consumer's money for this request's privacy prices (every owner's ``price_per_eps`` times the
+    eps its ledger would charge): a request priced above it is refused before any owner reserves
+    anything. None: no limit. (``summarize.spending_budget`` bounds what the auction pays for points.)"""
 
     def __post_init__(self) -> None:
         if self.filter == "zcdp":

@@ -445,13 +445,13 @@ def _frame_sender(sock: zmq.Socket, session: str) -> Send:
 
 def own_terms(market: SaleTerms | None, given: Mapping[str, Any]) -> SaleTerms:
     """An owner's sale terms when its agent sets the fields ``given`` (``price``, ``points``,
-    ``points_per_consumer``): each given field replaces the marketplace's (``market``, the terms the
+    ``points_per_consumer``, ``price_per_eps``): each given field replaces the marketplace's (``market``, the terms the
     marketplace gives that owner; None: none), every other field stays the marketplace's. So ``--price``
     alone changes the price and keeps the marketplace's limits on points. ValueError names a bad field."""
     try:
         return SaleTerms.from_dict({**(market.to_dict() if market is not None else {}), **given})
     except ValueError as err:  # LedgerInputError names the key
-        raise ValueError(f"sale terms (--price, --points, --points-per-consumer): {err}") from None
+        raise ValueError(f"sale terms (--price, --points, --points-per-consumer, --price-per-eps): {err}") from None
 
 
 def check_own_files(market_file: Path, files: dict[str, Path], limits: ReadLimits) -> None:

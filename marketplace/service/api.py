@@ -169,13 +169,15 @@ def agent(
     price: float | None = None,
     points: int | None = None,
     points_per_consumer: int | None = None,
+    price_per_eps: float | None = None,
 ) -> int:
     """Host the data owners ``owners`` (their secret keys and the server's ``server.key`` in ``keys``)
     for the marketplace at ``market`` in this process, taking part in every session the server invites
     them to, until it stops, SIGTERM or SIGINT arrives, or the process ``exit_with`` is gone; returns
     the exit status. See ``marketplace agent --help``: ``data`` maps each owner to its own file, checked
     against ``schema`` (default: ``market.yaml`` in ``keys``) before anything connects; ``price``,
-    ``points`` and ``points_per_consumer`` replace those fields of the marketplace's sale terms.
+    ``points``, ``points_per_consumer`` and ``price_per_eps`` replace those fields of the marketplace's sale
+    terms.
     Raises ValueError for options that cannot host these owners (nothing connected)."""
     from marketplace.service.options import AgentOptions
 
@@ -192,6 +194,7 @@ def agent(
         price=price,
         points=points,
         points_per_consumer=points_per_consumer,
+        price_per_eps=price_per_eps,
     )
     return run_agent(options)
 

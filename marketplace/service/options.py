@@ -103,12 +103,20 @@ class AgentOptions:
     """The most points each hosted owner sells in its lifetime (None: the marketplace's limit)."""
     points_per_consumer: int | None = None
     """The most points each hosted owner sells to any one consumer (None: the marketplace's limit)."""
+    price_per_eps: float | None = None
+    """The hosted owners' price per unit eps of privacy loss under their ledgers' relation, paid by every
+    release (None: the marketplace's)."""
 
     def terms(self) -> dict[str, Any]:
         """The fields of the hosted owners' sale terms given here: each replaces that field of the
         marketplace's terms, the others stay the marketplace's (:func:`marketplace.service.agent.own_terms`,
         which refuses a bad value naming it)."""
-        given = {"price": self.price, "points": self.points, "points_per_consumer": self.points_per_consumer}
+        given = {
+            "price": self.price,
+            "points": self.points,
+            "points_per_consumer": self.points_per_consumer,
+            "price_per_eps": self.price_per_eps,
+        }
         return {name: value for name, value in given.items() if value is not None}
 
 

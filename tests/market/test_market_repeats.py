@@ -148,6 +148,7 @@ def test_a_market_played_once_keeps_its_report_and_adds_spreads_of_one_value(tmp
         "declined",
         "failed",
         "not_granted",
+        "refused",
         "served_total",
         "owners_exhausted",
         "mean_quality",

@@ -58,7 +58,12 @@ def test_sale_terms_describe_and_round_trip():
     terms = SaleTerms(price=2, points=100, points_per_consumer=20)
     assert terms.describe() == "price 2 per point, 100 points in its lifetime, 20 per consumer"
     assert SaleTerms.from_dict(terms.to_dict()) == terms
-    assert json.loads(json.dumps(terms.to_dict())) == {"price": 2.0, "points": 100, "points_per_consumer": 20}
+    assert json.loads(json.dumps(terms.to_dict())) == {
+        "price": 2.0,
+        "points": 100,
+        "points_per_consumer": 20,
+        "price_per_eps": 0.0,
+    }
     assert SaleTerms.from_dict(None) == SaleTerms() == SaleTerms.from_dict({})
     assert SaleTerms().describe() == "price 0 per point, no lifetime limit on points, no limit per consumer"
 
@@ -166,14 +171,15 @@ def test_points_and_terms_come_together(tmp_path):
     with new_ledger(tmp_path) as ledger:
         with pytest.raises(LedgerInputError, match="'terms' parameter of LifetimeLedger.reserve must be given with"):
             ledger.reserve("r", Cost.pure(0.1), consumer="c", what="w", points=3)
-        with pytest.raises(LedgerInputError, match="'points' parameter of LifetimeLedger.reserve must be given with"):
-            ledger.reserve("r", Cost.pure(0.1), consumer="c", what="w", terms=SaleTerms())
         for bad in (-1, True, 2.5):
             with pytest.raises(LedgerInputError, match="'points' parameter of LifetimeLedger.reserve must be an int"):
                 ledger.reserve("r", Cost.pure(0.1), consumer="c", what="w", points=bad, terms=SaleTerms())
         with pytest.raises(LedgerInputError, match="'terms' parameter of LifetimeLedger.reserve must be a SaleTerms"):
             ledger.reserve("r", Cost.pure(0.1), consumer="c", what="w", points=1, terms={"price": 1})
         assert ledger.history() == [] and ledger.sales() == []
+        # terms alone price a request that sells no points: its privacy only
+        ledger.reserve("r", Cost.pure(0.1), consumer="c", what="w", terms=SaleTerms())
+        assert [(s.reserved, s.privacy_price) for s in ledger.sales()] == [(0, 0.0)]
 
 
 # --- settling
@@ -389,7 +395,7 @@ def test_scenario_terms_are_read_per_owner():
     assert life.terms_of("owner-1") == SaleTerms(price=2, points=100, points_per_consumer=20)
     assert life.terms_of("owner-2") == SaleTerms(price=0.5)
     assert scenario.raw["lifetime"]["owner_terms"] == {
-        "owner-2": {"price": 0.5, "points": None, "points_per_consumer": None}
+        "owner-2": {"price": 0.5, "points": None, "points_per_consumer": None, "price_per_eps": 0.0}
     }
     assert (
         "terms" not in marketplace.load(SKETCH).raw["lifetime"]

@@ -180,12 +180,29 @@ def test_an_agents_price_alone_keeps_the_marketplaces_limits_on_points(tmp_path)
         lifetime = agent._scenario(invite).config.lifetime
         return {o: lifetime.terms_of(o).to_dict() for o in ("owner-1", "owner-2", "owner-3")}
 
-    assert terms_under({"price": 7.5}) == {
+    def without_privacy_price(terms: dict) -> dict:  # the points fields; price_per_eps is asserted below
+        return {k: v for k, v in terms.items() if k != "price_per_eps"}
+
+    assert {o: without_privacy_price(t) for o, t in terms_under({"price": 7.5}).items()} == {
         "owner-1": {"price": 7.5, "points": 5, "points_per_consumer": 3},  # the marketplace's limits
         "owner-2": {"price": 2.0, "points": 5, "points_per_consumer": 3},  # not hosted here: the marketplace's
         "owner-3": {"price": 7.5, "points": None, "points_per_consumer": None},  # its own terms set no limits
     }
-    assert terms_under({"points_per_consumer": 1})["owner-1"] == {"price": 2.0, "points": 5, "points_per_consumer": 1}
-    assert terms_under({})["owner-1"] == {"price": 2.0, "points": 5, "points_per_consumer": 3}
-    with pytest.raises(ValueError, match=r"sale terms \(--price, --points, --points-per-consumer\): .*points"):
+    assert without_privacy_price(terms_under({"points_per_consumer": 1})["owner-1"]) == {
+        "price": 2.0,
+        "points": 5,
+        "points_per_consumer": 1,
+    }
+    assert terms_under({})["owner-1"] == {"price": 2.0, "points": 5, "points_per_consumer": 3, "price_per_eps": 0.0}
+    # --price-per-eps sets the privacy price of the hosted owners only, and keeps everything else
+    assert terms_under({"price_per_eps": 6.0})["owner-1"] == {
+        "price": 2.0,
+        "points": 5,
+        "points_per_consumer": 3,
+        "price_per_eps": 6.0,
+    }
+    assert terms_under({"price_per_eps": 6.0})["owner-2"]["price_per_eps"] == 0.0
+    with pytest.raises(ValueError, match=r"sale terms \(--price, --points, --points-per-consumer, --price-per-eps\)"):
         terms_under({"points": -1})
+    with pytest.raises(ValueError, match=r"'price_per_eps' parameter of SaleTerms.from_dict must be a finite number"):
+        terms_under({"price_per_eps": float("inf")})

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from marketplace.privacy.lifetime.cost import FILTERS, Charge, LedgerInputError
 from marketplace.privacy.lifetime.filters import Limits
+from marketplace.privacy.lifetime.sales import PRICING_COLUMNS
 from marketplace.privacy.lifetime.storage import COUNTED, NEEDED_TABLES, OWN_TABLES, SCHEMA_VERSION, STATES
 
 CHARGE_COLUMNS = ("eps", "delta", "rho", "charged_eps", "charged_delta", "charged_rho")
@@ -137,4 +138,17 @@ def _sales(db: sqlite3.Connection) -> list[str]:
             found.append(f"sale {request_id!r} sold {sold} points of the {reserved} it reserved")
         if state in ("reserved", "committed", "kept") and states[request_id] not in COUNTED:
             found.append(f"sale {request_id!r} is {state} but its request is {states[request_id]}")
-    return found
+    return found + _privacy_prices(db)
+
+
+def _privacy_prices(db: sqlite3.Connection) -> list[str]:
+    """A sale's privacy price (:mod:`.pricing`) and its price per eps are numbers >= 0 (a table from
+    before privacy prices has neither column: nothing to check)."""
+    have = {row[1] for row in db.execute("PRAGMA table_info(sales)")}
+    if not set(PRICING_COLUMNS) <= have:
+        return []
+    return [
+        f"sale {request_id!r}: negative or not a number: {', '.join(bad)}"
+        for request_id, *values in db.execute(f"SELECT request_id, {', '.join(PRICING_COLUMNS)} FROM sales")
+        if (bad := [n for n, v in zip(PRICING_COLUMNS, values) if not (v is not None and v >= 0)])
+    ]

@@ -56,6 +56,7 @@ from marketplace.privacy.lifetime.opening import (
     read_file,
     text_arg,
 )
+from marketplace.privacy.lifetime.pricing import price
 from marketplace.privacy.lifetime.reconcile import hold, holder_of, record_left, settle_gone
 from marketplace.privacy.lifetime.relations import RELATION_WORDS, relation_kind, restated
 from marketplace.privacy.lifetime.sales import Sale
@@ -216,7 +217,10 @@ class LifetimeLedger:
         :class:`BudgetDeclined` if the cost does not fit (nothing is charged; the decline is recorded).
         ``points`` and ``terms`` (both or neither): a request that sells up to ``points`` data points under
         the owner's sale ``terms`` reserves, in the same transaction, at most what they leave, or is
-        declined with :class:`.sales.TermsDeclined` when they leave none (:mod:`.sales`)."""
+        declined with :class:`.sales.TermsDeclined` when they leave none (:mod:`.sales`). ``terms``
+        alone (a protocol that sells no points) prices the request's privacy only. Under terms, the
+        sale row also records, in the same transaction, the price of the privacy charged
+        (``terms.price_per_eps`` per unit eps: :func:`.pricing.price`), earned once committed."""
         where = "LifetimeLedger.reserve"
         request_id = text_arg(request_id, "request_id", where)
         consumer, what = text_arg(consumer, "consumer", where), text_arg(what, "what", where)
@@ -309,8 +313,16 @@ class LifetimeLedger:
                 "WHERE request_id = ?",
                 (*values, request.request_id),
             )
-        if request.terms is not None:
-            selling.record(self._db, request.request_id, request.consumer, request.terms, max(decision.cap, 0), state)
+        if request.terms is not None:  # priced: the charge, its price and the sale in this one transaction
+            selling.record(
+                self._db,
+                request.request_id,
+                request.consumer,
+                request.terms,
+                max(decision.cap, 0),
+                state,
+                privacy_price=price(request.charge, request.terms.price_per_eps),
+            )
 
     def _declined(self, request: Request, decision: Decision) -> BudgetDeclined | None:
         """Inside the write: the error of a declined request, saying what declined it (the sale

@@ -12,9 +12,15 @@ A request counts, towards those limits, its ``reserved`` points while it is rese
 reconcile kept a dead process's reservation as spent: what it sold is unknown), what it ``sold`` once
 committed, and nothing once aborted or declined.
 
+Every request charged under terms, whatever its protocol, is also priced for the privacy it costs the
+owner: ``privacy_price``, the terms' ``price_per_eps`` times the eps the ledger charged
+(:func:`.pricing.price`), fixed in the transaction that charges it. A request that sells no points
+(sketch, stc, pfds) has a sale row with 0 points reserved, so that its privacy price is on the same
+record. Once committed, a sale earns ``sold * price + privacy_price``; aborted or declined, nothing.
+
 A ``kept`` sale's ``sold`` and ``earnings`` stay unknown (None): the process that knew them is gone, and
 the only record of them is the consumer's report. What the ledger does know is a bound: the sale sold at
-most its reserved points, earning at most their price. :attr:`Sale.sold_at_most` and
+most its reserved points, earning at most their price and its privacy price. :attr:`Sale.sold_at_most` and
 :attr:`Sale.earnings_at_most` say so for every sale (equal to ``sold`` and ``earnings`` once they are
 known), and :func:`standing` totals the kept sales' bounds apart (``kept``), so that a ledger whose
 agent was killed mid-sale shows what it may have earned instead of nothing.
@@ -57,8 +63,14 @@ SALES = """CREATE TABLE IF NOT EXISTS sales (
     state TEXT NOT NULL CHECK (state IN ('reserved', 'committed', 'aborted', 'declined', 'kept')),
     terms TEXT NOT NULL,
     reserved_at TEXT NOT NULL,
-    settled_at TEXT
+    settled_at TEXT,
+    price_per_eps REAL NOT NULL DEFAULT 0.0,
+    privacy_price REAL NOT NULL DEFAULT 0.0
 )"""
+
+PRICING_COLUMNS = ("price_per_eps", "privacy_price")
+"""The columns a ledger whose ``sales`` table predates privacy prices lacks: a writer adds them (as 0,
+what such a sale earned for its privacy), a reader reads 0 for them."""
 
 COUNTS = "CASE state WHEN 'committed' THEN sold WHEN 'reserved' THEN reserved WHEN 'kept' THEN reserved ELSE 0 END"
 """What one sale row counts towards the terms' limits (module docstring)."""
@@ -80,6 +92,10 @@ class Sale:
     terms: SaleTerms
     reserved_at: str
     settled_at: str | None
+    price_per_eps: float = 0.0
+    """The owner's price per unit eps of privacy loss under its terms (:mod:`.pricing`)."""
+    privacy_price: float = 0.0
+    """What the privacy this request was charged costs at that price, earned once committed."""
 
     @property
     def sold_at_most(self) -> int:
@@ -91,8 +107,8 @@ class Sale:
     @property
     def earnings_at_most(self) -> float:
         """The most this sale can have earned: ``earnings`` once known, else :attr:`sold_at_most`
-        times the price."""
-        return self.earnings if self.earnings is not None else self.sold_at_most * self.price
+        times the price, plus the privacy price."""
+        return self.earnings if self.earnings is not None else self.sold_at_most * self.price + self.privacy_price
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (for ``marketplace ledger show --json``). ``sold`` and ``earnings`` are None
@@ -107,6 +123,8 @@ class Sale:
             "sold_at_most": self.sold_at_most,
             "earnings_at_most": float(self.earnings_at_most),
             "state": self.state,
+            "price_per_eps": self.price_per_eps,
+            "privacy_price": self.privacy_price,
             "terms": self.terms.to_dict(),
             "time": self.reserved_at,
             "settled": self.settled_at,
@@ -126,10 +144,10 @@ class TermsDeclined(BudgetDeclined):
 
 
 def check_sale(points: Any, terms: Any, where: str) -> None:
-    """Both ``points`` (an integer >= 0) and ``terms`` (a :class:`SaleTerms`), or neither."""
-    if (points is None) != (terms is None):
-        given, missing = ("points", "terms") if terms is None else ("terms", "points")
-        raise LedgerInputError(f"The {missing!r} parameter of {where} must be given with {given!r}, or neither.")
+    """``points`` (an integer >= 0) only with ``terms`` (a :class:`SaleTerms`); ``terms`` alone prices a
+    request that sells no points (its privacy only)."""
+    if points is not None and terms is None:
+        raise LedgerInputError(f"The 'terms' parameter of {where} must be given with 'points', or neither.")
     if points is not None and (isinstance(points, bool) or not isinstance(points, numbers.Integral) or points < 0):
         raise fail("points", where, "an integer >= 0", points)
     if terms is not None and not isinstance(terms, SaleTerms):
@@ -150,10 +168,19 @@ def counted(db: sqlite3.Connection, consumer: str | None = None) -> int:
     return db.execute(f"SELECT COALESCE(SUM({COUNTS}), 0) FROM sales WHERE consumer = ?", (consumer,)).fetchone()[0]
 
 
+def create(db: sqlite3.Connection) -> None:
+    """Inside a write: the ``sales`` table, created, or given the :data:`PRICING_COLUMNS` it lacks."""
+    db.execute(SALES)
+    have = {row[1] for row in db.execute("PRAGMA table_info(sales)")}
+    for column in PRICING_COLUMNS:
+        if column not in have:
+            db.execute(f"ALTER TABLE sales ADD COLUMN {column} REAL NOT NULL DEFAULT 0.0")
+
+
 def cap(db: sqlite3.Connection, consumer: str, points: int, terms: SaleTerms) -> int:
     """Inside a write: the most points a request of ``consumer`` asking for ``points`` may reserve under
     ``terms`` (it may be <= 0: nothing left)."""
-    db.execute(SALES)
+    create(db)
     return terms.cap(
         points,
         counted(db) if terms.points is not None else 0,
@@ -161,16 +188,26 @@ def cap(db: sqlite3.Connection, consumer: str, points: int, terms: SaleTerms) ->
     )
 
 
-def record(db: sqlite3.Connection, request_id: str, consumer: str, terms: SaleTerms, reserved: int, state: str) -> None:
+def record(
+    db: sqlite3.Connection,
+    request_id: str,
+    consumer: str,
+    terms: SaleTerms,
+    reserved: int,
+    state: str,
+    privacy_price: float = 0.0,
+) -> None:
     """Inside a write: request ``request_id``'s sale row, ``reserved`` (its cap) or ``declined`` (it
-    reserves nothing), replacing an earlier aborted or declined one."""
-    db.execute(SALES)
+    reserves nothing), replacing an earlier aborted or declined one, with the ``privacy_price`` of what
+    it is charged (:func:`.pricing.price`; 0 once declined: nothing is charged)."""
+    create(db)
     db.execute(
         "INSERT INTO sales (request_id, consumer, price, reserved, sold, earnings, state, terms, reserved_at, "
-        "settled_at) VALUES (?, ?, ?, ?, NULL, NULL, ?, ?, ?, NULL) ON CONFLICT (request_id) DO UPDATE SET "
+        "settled_at, price_per_eps, privacy_price) VALUES (?, ?, ?, ?, NULL, NULL, ?, ?, ?, NULL, ?, ?) "
+        "ON CONFLICT (request_id) DO UPDATE SET "
         "consumer = excluded.consumer, price = excluded.price, reserved = excluded.reserved, sold = NULL, "
         "earnings = NULL, state = excluded.state, terms = excluded.terms, reserved_at = excluded.reserved_at, "
-        "settled_at = NULL",
+        "settled_at = NULL, price_per_eps = excluded.price_per_eps, privacy_price = excluded.privacy_price",
         (
             request_id,
             consumer,
@@ -179,6 +216,8 @@ def record(db: sqlite3.Connection, request_id: str, consumer: str, terms: SaleTe
             state,
             json.dumps(terms.to_dict()),
             now(),
+            terms.price_per_eps,
+            privacy_price if state == "reserved" else 0.0,
         ),
     )
 
@@ -221,7 +260,8 @@ def terms_declined(
 
 def settle(db: sqlite3.Connection, owner: str, request_id: str, state: str, sold: Any, where: str) -> None:
     """Inside the write that commits or aborts request ``request_id``: its sale row, if it has one,
-    ``committed`` with ``sold`` points (required: 0 <= sold <= reserved) earning ``sold * price``, or
+    ``committed`` with ``sold`` points (0 <= sold <= reserved; None counts as 0 for a sale that reserved
+    none, one of a protocol that sells no points) earning ``sold * price + privacy_price``, or
     ``aborted`` (0 sold, 0 earned). :class:`LedgerInputError` for a ``sold`` that is missing, out of
     range, or given for a request that reserved no points."""
     found = sale_of(db, request_id)
@@ -235,6 +275,8 @@ def settle(db: sqlite3.Connection, owner: str, request_id: str, state: str, sold
             (now(), request_id),
         )
         return
+    if sold is None and found.reserved == 0:
+        sold = 0
     whole = not isinstance(sold, bool) and isinstance(sold, numbers.Integral)
     if not whole or not 0 <= int(sold) <= found.reserved:
         raise fail(
@@ -246,7 +288,7 @@ def settle(db: sqlite3.Connection, owner: str, request_id: str, state: str, sold
         )
     db.execute(
         "UPDATE sales SET state = 'committed', sold = ?, earnings = ?, settled_at = ? WHERE request_id = ?",
-        (int(sold), int(sold) * found.price, now(), request_id),
+        (int(sold), int(sold) * found.price + found.privacy_price, now(), request_id),
     )
 
 
@@ -264,7 +306,7 @@ def settle_gone(db: sqlite3.Connection, request_id: str, *, kept: bool) -> None:
 
 
 def _sale(row: tuple) -> Sale:
-    request_id, consumer, price, reserved, sold, earnings, state, terms, reserved_at, settled_at = row
+    request_id, consumer, price, reserved, sold, earnings, state, terms, reserved_at, settled_at, per_eps, privacy = row
     return Sale(
         request_id,
         consumer,
@@ -276,17 +318,26 @@ def _sale(row: tuple) -> Sale:
         SaleTerms.from_dict(json.loads(terms)),
         reserved_at,
         settled_at,
+        per_eps,
+        privacy,
     )
 
 
 COLUMNS = "request_id, consumer, price, reserved, sold, earnings, state, terms, reserved_at, settled_at"
 
 
+def _columns(db: sqlite3.Connection) -> str:
+    """What a reader selects: :data:`COLUMNS`, then the :data:`PRICING_COLUMNS` (0.0 for a table that
+    predates them)."""
+    have = {row[1] for row in db.execute("PRAGMA table_info(sales)")}
+    return ", ".join([COLUMNS, *(c if c in have else "0.0" for c in PRICING_COLUMNS)])
+
+
 def sale_of(db: sqlite3.Connection, request_id: str) -> Sale | None:
     """Request ``request_id``'s sale, or None (no such request, or one that reserved no points)."""
     if not has_sales(db):
         return None
-    found = db.execute(f"SELECT {COLUMNS} FROM sales WHERE request_id = ?", (request_id,)).fetchone()
+    found = db.execute(f"SELECT {_columns(db)} FROM sales WHERE request_id = ?", (request_id,)).fetchone()
     return None if found is None else _sale(found)
 
 
@@ -294,13 +345,14 @@ def all_sales(db: sqlite3.Connection) -> list[Sale]:
     """Every sale, in the order it was first reserved."""
     if not has_sales(db):
         return []
-    return [_sale(row) for row in db.execute(f"SELECT {COLUMNS} FROM sales ORDER BY rowid")]
+    return [_sale(row) for row in db.execute(f"SELECT {_columns(db)} FROM sales ORDER BY rowid")]
 
 
 def standing(db: sqlite3.Connection, consumer: str | None = None) -> dict[str, Any]:
     """Where the owner's sales stand, as a JSON-ready dict::
 
-        {"sold": points sold (committed), "earnings": what they earned,
+        {"sold": points sold (committed), "earnings": what they earned (points and privacy),
+         "privacy_earnings": the part of it paid for privacy loss,
          "reserved": points reserved and not settled (reserved and kept sales),
          "counted": what the terms' lifetime limit counts (sold + reserved),
          "kept": {"sales": sales a reconcile kept (what they sold unknown),
@@ -337,6 +389,7 @@ def _totals(sales: list[Sale]) -> dict[str, Any]:
     return {
         "sold": sold,
         "earnings": float(sum(s.earnings or 0.0 for s in sales if s.state == "committed")),
+        "privacy_earnings": float(sum(s.privacy_price for s in sales if s.state == "committed")),
         "reserved": reserved,
         "counted": sold + reserved,
         "kept": {
