@@ -117,6 +117,7 @@ def _one(
             limits=read_limits(args) if args.data else None,
             references=args.references,
             plots=False,
+            max_price=args.max_price,
         ).raw
     except (RequestRefused, RequestFailed, OwnDataError, OSError, ValueError) as err:
         series.stopped = f"request {i}/{series.total}: {err}; the series stops here"
