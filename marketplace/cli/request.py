@@ -10,7 +10,7 @@ from pathlib import Path
 
 from marketplace.cli.common import EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, add_read_limits, read_limits
 from marketplace.cli.serve import SERVE_EXAMPLES
-from marketplace.cli.shop import max_price
+from marketplace.cli.shop import max_price, refusal
 
 
 def add_request_parser(sub: argparse._SubParsersAction) -> None:
@@ -160,7 +160,7 @@ def request_command(args: argparse.Namespace) -> int:
         print(f"marketplace request: --out: {err}", file=sys.stderr)
         return EXIT_USAGE
     except (RequestRefused, OwnDataError) as err:
-        print(f"marketplace request: {err}", file=sys.stderr)
+        print(f"marketplace request: {refusal(err)}", file=sys.stderr)
         return EXIT_USAGE
     except (RequestFailed, OSError, ValueError) as err:
         print(f"marketplace request: {err}", file=sys.stderr)

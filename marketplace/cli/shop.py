@@ -56,6 +56,13 @@ def max_price(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}") from None
 
 
+def refusal(err: BaseException) -> str:
+    """A request's refusal as the command line says it: a price over ``--max-price`` names the flag."""
+    from marketplace.service.asking import MaxPriceExceeded
+
+    return err.named("--max-price") if isinstance(err, MaxPriceExceeded) else str(err)
+
+
 def catalogue_command(args: argparse.Namespace) -> int:
     """``marketplace catalogue``: the catalogue, as text or ``--json``."""
     from marketplace.service.api import catalogue

@@ -24,8 +24,21 @@ request's check does)."""
 
 
 class MaxPriceExceeded(RequestRefused):
-    """``request --max-price`` (``max_price=``): the request's quoted price is above it; nothing was sent,
-    reserved or charged."""
+    """``request --max-price`` (``max_price=``): the request's quoted price (``quoted``) is above the
+    limit (``limit``); nothing was sent, reserved or charged. ``str(err)`` names ``max_price``;
+    :meth:`named` the command line's flag."""
+
+    def __init__(self, limit: float, quoted: float, priced: str = "") -> None:
+        self.limit, self.quoted, self.priced = limit, quoted, priced
+        super().__init__(self.named("max_price"))
+
+    def named(self, name: str) -> str:
+        """The refusal, naming the limit as ``name`` (``--max-price`` on the command line)."""
+        priced = f" ({self.priced})" if self.priced else ""
+        return (
+            f"{name}: expected a request quoted at most {self.limit:g}, got a quote of {self.quoted:g}{priced}; "
+            "nothing was sent, reserved or charged"
+        )
 
 
 def ask(
@@ -70,15 +83,12 @@ def check_max_price(value: Any, name: str = "max_price") -> float:
     return price
 
 
-def within_max_price(quoted: Mapping[str, Any], max_price: float, name: str = "max_price") -> None:
-    """Raise :class:`MaxPriceExceeded` naming ``name``, the limit and the quoted price when the
-    quote's money (``money.at_most``, :func:`.quote.quote_money`) is above ``max_price``."""
+def within_max_price(quoted: Mapping[str, Any], max_price: float) -> None:
+    """Raise :class:`MaxPriceExceeded` when the quote's money (``money.at_most``,
+    :func:`.quote.quote_money`) is above ``max_price``, or is not a price at all (NaN counts as above)."""
     money = quoted.get("money") or {}
     at_most = money.get("at_most")
     if not isinstance(at_most, int | float) or not math.isfinite(at_most):
-        raise MaxPriceExceeded(f"{name}: the marketplace's quote has no price to compare with ({money!r})")
+        raise MaxPriceExceeded(max_price, math.nan, f"the marketplace's quote has no price to compare with: {money!r}")
     if at_most > max_price:
-        raise MaxPriceExceeded(
-            f"{name}: expected a request quoted at most {max_price:g}, got a quote of {at_most:g} "
-            f"({money.get('priced')}); nothing was sent, reserved or charged"
-        )
+        raise MaxPriceExceeded(max_price, float(at_most), str(money.get("priced") or ""))

@@ -175,7 +175,11 @@ def test_max_price_checks():
         with pytest.raises(ValueError, match="max_price: expected a finite number >= 0"):
             check_max_price(bad)
     within_max_price({"money": {"at_most": 3.0}}, 3.0)
-    with pytest.raises(MaxPriceExceeded, match=r"--max-price: expected a request quoted at most 2, got a quote of 3"):
-        within_max_price({"money": {"at_most": 3.0, "priced": "per point"}}, 2.0, "--max-price")
+    with pytest.raises(
+        MaxPriceExceeded, match=r"^max_price: expected a request quoted at most 2, got a quote of 3"
+    ) as e:
+        within_max_price({"money": {"at_most": 3.0, "priced": "per point"}}, 2.0)
+    assert e.value.named("--max-price").startswith("--max-price: expected a request quoted at most 2, got a quote of 3")
+    assert (e.value.limit, e.value.quoted) == (2.0, 3.0)
     with pytest.raises(MaxPriceExceeded, match="no price"):
         within_max_price({"money": {"at_most": math.nan}}, 2.0)
