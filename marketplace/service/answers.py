@@ -5,6 +5,7 @@ request's quote (:mod:`.quote`), each as JSON text in one control message, bound
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -12,6 +13,8 @@ from marketplace.scenario import Scenario
 from marketplace.service import control
 from marketplace.service.catalogue import MarketView, catalogue
 from marketplace.service.quote import quote
+
+log = logging.getLogger("marketplace.serve")
 
 
 def answer(
@@ -22,14 +25,19 @@ def answer(
 ) -> control.Catalogue | control.Quote | control.SessionRefused:
     """The server's answer to a consumer's :class:`~.control.CatalogueAsk` or :class:`~.control.QuoteAsk`
     (:mod:`.quote`): the JSON text, or a refusal saying why (a request that cannot run here, an answer
-    over :data:`~.control.MAX_ANSWER`). ``build``: the server's world cache, as a request's check uses it."""
+    over :data:`~.control.MAX_ANSWER`, an error of its own: named by its kind, its text in the server's log).
+    ``build``: the server's world cache, as a request's check uses it."""
     from marketplace import plugins
     from marketplace.messages.errors import cut
 
-    if isinstance(message, control.CatalogueAsk):
-        body: dict[str, Any] | str = catalogue(view, plugins.protocols())
-    else:
-        body = quote(view, message.scenario, consumer, build)
+    try:
+        if isinstance(message, control.CatalogueAsk):
+            body: dict[str, Any] | str = catalogue(view, plugins.protocols())
+        else:
+            body = quote(view, message.scenario, consumer, build)
+    except Exception as err:  # noqa: BLE001 - a question that breaks is refused; the marketplace serves on
+        log.exception("%s's %s broke", consumer, type(message).__name__)
+        return control.SessionRefused(reason=cut(f"the marketplace could not answer: {type(err).__name__}", 1900))
     if isinstance(body, str):
         return control.SessionRefused(reason=cut(f"no quote: {body}", 1900))
     text = json.dumps(body, default=str).encode()

@@ -130,6 +130,15 @@ def test_a_quote_of_a_request_that_cannot_run_says_why():
     assert isinstance(refused, control.SessionRefused) and refused.reason.startswith("no quote:")
 
 
+def test_a_question_that_breaks_is_refused_and_the_server_serves_on():
+    def broken(scenario, exchange):
+        raise RuntimeError("a secret path /home/x")
+
+    refused = answer(view(), control.QuoteAsk(scenario=yaml.safe_dump(REQUEST)), "alice", broken)
+    assert isinstance(refused, control.SessionRefused)
+    assert refused.reason == "the marketplace could not answer: RuntimeError"
+
+
 def test_sale_terms_that_sell_nothing_decline_and_a_quota_too():
     market = copy.deepcopy(MARKET)
     market["lifetime"]["owner_terms"] = {"owner-3": {"price": 5.0, "points": 0}}
