@@ -181,7 +181,7 @@ class OwnerAgent:
             sock.curve_secretkey, sock.curve_publickey, sock.curve_serverkey = secret, public, server
             sock.connect(self.market)
             sock.send(control.encode(control.OwnerJoin(party=owner)))
-            sock.send(control.encode(control.OwnerTerms(**self.terms)))  # posted for the catalogue
+            sock.send(control.encode(control.owner_terms_message(self.terms)))  # posted for the catalogue
             self.socks[owner] = sock
             by_socket[sock] = owner
             poller.register(sock, zmq.POLLIN)
@@ -193,7 +193,7 @@ class OwnerAgent:
         for sock in self.socks.values():
             try:
                 sock.send(control.encode(control.Ping()), zmq.NOBLOCK)
-                sock.send(control.encode(control.OwnerTerms(**self.terms)), zmq.NOBLOCK)
+                sock.send(control.encode(control.owner_terms_message(self.terms)), zmq.NOBLOCK)
             except zmq.Again:
                 pass
 

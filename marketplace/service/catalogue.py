@@ -71,7 +71,7 @@ class MarketView:
 
 def posted_terms(message: control.OwnerTerms) -> dict[str, Any]:
     """The fields of an owner's sale terms its agent set (:class:`~.control.OwnerTerms`)."""
-    given = {"price": message.price, "points": message.points, "points_per_consumer": message.points_per_consumer}
+    given = {name: getattr(message, name) for name in message.__struct_fields__}
     return {name: value for name, value in given.items() if value is not None}
 
 
@@ -80,7 +80,8 @@ def owner_terms(view: MarketView, owner: str) -> SaleTerms | None:
     marketplace's (as :func:`marketplace.service.agent.own_terms` does in the agent); None when
     neither sets any."""
     market = view.market.config.lifetime.terms_of(owner)
-    given = view.posted.get(owner) or {}
+    fields = {f.name for f in dataclasses.fields(SaleTerms)}  # a posted field these terms do not have is left out
+    given = {name: value for name, value in (view.posted.get(owner) or {}).items() if name in fields}
     if not given:
         return market
     return SaleTerms.from_dict({**(market.to_dict() if market is not None else {}), **given})

@@ -9,6 +9,7 @@ authenticated with.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -147,6 +148,13 @@ class OwnerTerms(_Message, tag="owner_terms", frozen=True):
     price: Price | None = None
     points: Points | None = None
     points_per_consumer: Points | None = None
+    price_per_eps: Price | None = None
+
+
+def owner_terms_message(given: Mapping[str, Any]) -> OwnerTerms:
+    """The :class:`OwnerTerms` an agent posts for the fields ``given`` of its owners' terms
+    (:meth:`~.options.AgentOptions.terms`); a field this message does not carry is left out."""
+    return OwnerTerms(**{name: value for name, value in given.items() if name in OwnerTerms.__struct_fields__})
 
 
 class CatalogueAsk(_Message, tag="catalogue_ask", frozen=True):

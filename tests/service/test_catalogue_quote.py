@@ -93,6 +93,9 @@ def test_an_agents_posted_fields_replace_only_those_of_the_marketplaces_terms():
     assert owner_terms(v, "owner-1") == SaleTerms(price=2.0, points=5, points_per_consumer=3)
     assert posted_terms(control.OwnerTerms(price=1.5)) == {"price": 1.5}
     assert posted_terms(control.OwnerTerms()) == {}
+    assert control.owner_terms_message({"price": 1.0, "points": 4, "not_a_field": 3}) == control.OwnerTerms(
+        price=1.0, points=4
+    )
 
 
 def test_bounds_walk_nested_settings_and_stop_at_a_non_dataclass():
