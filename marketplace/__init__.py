@@ -2,11 +2,12 @@
 
 The Python API (:mod:`marketplace.api`) is importable from here: ``load``, ``validate``, ``run``,
 ``start``, ``plan``, ``sweep``, and for a marketplace that stays open ``serve``, ``request``,
-``resume`` and ``connect`` (a ``Client`` sending many requests on one connection;
+``resume``, ``connect`` (a ``Client`` sending many requests on one connection), ``catalogue`` and
+``quote`` (what a served marketplace sells, and what a request would cost, before buying;
 :mod:`marketplace.service.api`) and ``add_consumer`` (:mod:`marketplace.service.keys`); the types
 ``Scenario``, ``Report``, ``SweepResult``, ``RunHandle``, ``Validation``; the errors ``ScenarioError``,
 ``RunFailed``, ``RunFolderError``, ``DatasetMissing``, ``RequestRefused``, ``RequestFailed`` (a
-``RunFailed``); and for a market played from a
+``RunFailed``), ``MaxPriceExceeded`` (a ``RequestRefused``); and for a market played from a
 file (:mod:`marketplace.market`) ``play_market``, ``MarketReport``, ``MarketError``.
 They are imported when first used, so ``import marketplace`` stays light (the command line's start).
 """

@@ -42,10 +42,13 @@ from .scenario import Scenario as Scenario
 from .scenario import ScenarioError as ScenarioError
 from .service.api import Client as Client
 from .service.api import Marketplace as Marketplace
+from .service.api import catalogue as catalogue
 from .service.api import connect as connect
+from .service.api import quote as quote
 from .service.api import request as request
 from .service.api import resume as resume
 from .service.api import serve as serve
+from .service.asking import MaxPriceExceeded as MaxPriceExceeded
 from .service.client import RequestFailed as RequestFailed
 from .service.client import RequestRefused as RequestRefused
 from .service.keys import add_consumer as add_consumer

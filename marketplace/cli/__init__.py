@@ -3,10 +3,10 @@
 Each command registers its own parser and handler (``set_defaults(func=...)``) from the module of
 its group: :mod:`.run` (run, validate; a market file through :mod:`.market`), :mod:`.privacy`
 (privacy compose, privacy calibrate), :mod:`.ledger`, :mod:`.serve` (serve, keys consumer),
-:mod:`.agent`, :mod:`.request`, :mod:`.assemble`, :mod:`.provision`, :mod:`.tools` (shares, protocols,
-probe, keys), :mod:`.datasets` (data), :mod:`.parties` (curator, owner, consumer, owners), and the
-subcommands a protocol plug-in adds (:func:`marketplace.plugins.add_commands`). Every handler calls
-the library it drives: the Python API (:mod:`marketplace.api`, :mod:`marketplace.service.api`), the
+:mod:`.agent`, :mod:`.request`, :mod:`.shop` (catalogue, quote), :mod:`.assemble`, :mod:`.provision`,
+:mod:`.tools` (shares, protocols, probe, keys), :mod:`.datasets` (data), :mod:`.parties` (curator, owner,
+consumer, owners), and the subcommands a protocol plug-in adds (:func:`marketplace.plugins.add_commands`).
+Every handler calls the library it drives: the Python API (:mod:`marketplace.api`, :mod:`marketplace.service.api`), the
 runner, the accountant, the ledgers, the dataset cache. Nothing of the library imports this package
 (an import-linter contract in ``pyproject.toml``): only ``python -m marketplace`` does.
 """
@@ -47,6 +47,8 @@ A marketplace that stays up (docs/serve.md), and market workloads (docs/market.m
   marketplace serve scenarios/market-serve.yaml --state market --consumers alice,bob,carol
   marketplace request scenarios/sketch-quickstart.yaml --market tcp://127.0.0.1:7700 --keys market/consumers/alice
   marketplace keys consumer dave --market market   another consumer's kit, admitted while it serves
+  marketplace catalogue --market tcp://127.0.0.1:7700 --keys market/consumers/alice   what it sells
+  marketplace quote scenarios/sketch-quickstart.yaml --market tcp://127.0.0.1:7700 --keys market/consumers/alice
 
 Exit status: 0 completed, 2 bad scenario or arguments (nothing started), 3 the run failed, 1 internal error.
 """
@@ -66,6 +68,7 @@ def _parser() -> argparse.ArgumentParser:
         request,
         run,
         serve,
+        shop,
         tools,
     )
 
@@ -81,6 +84,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_serve_parser(sub)
     agent.add_agent_parser(sub)
     request.add_request_parser(sub)
+    shop.add_shop_parsers(sub)
     assemble.add_assemble_parser(sub)
     provision.add_parser(sub)
     tools.add_shares_parser(sub)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from marketplace.cli.common import EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, add_read_limits, read_limits
 from marketplace.cli.serve import SERVE_EXAMPLES
+from marketplace.cli.shop import max_price, refusal
 
 
 def add_request_parser(sub: argparse._SubParsersAction) -> None:
@@ -69,6 +70,13 @@ def add_request_parser(sub: argparse._SubParsersAction) -> None:
         "report i goes to OUT/i (OUT/1, OUT/2, ...); one line per request with its latency, then p50/p95 "
         "latency and requests per minute; the exit status is 0 only if every request completed",
     )
+    req.add_argument(
+        "--max-price",
+        type=max_price,
+        metavar="X",
+        help="quote the request first (marketplace quote) and refuse to send it when its quoted money is above X; "
+        "nothing is then reserved or charged",
+    )
     add_read_limits(req)
     req.add_argument("--quiet", action="store_true", help="print only the report's path and status")
     req.add_argument(
@@ -96,13 +104,9 @@ def request_command(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
-    if args.resume is not None and args.overrides:
-        print("marketplace request: --set changes a new request; --resume fetches a session as it ran", file=sys.stderr)
-        return EXIT_USAGE
-    if args.repeat is not None and args.resume is not None:
-        print(
-            "marketplace request: --repeat sends a new request N times; --resume fetches one session", file=sys.stderr
-        )
+    conflict = _resume_conflict(args)
+    if conflict is not None:
+        print(f"marketplace request: {conflict}", file=sys.stderr)
         return EXIT_USAGE
     if args.test and not args.data:
         print("marketplace request: --test needs --data (your target D_v) too", file=sys.stderr)
@@ -150,12 +154,13 @@ def request_command(args: argparse.Namespace) -> int:
                 limits=limits,
                 references=args.references,
                 plots=False,
+                max_price=args.max_price,
             )
     except RunFolderError as err:
         print(f"marketplace request: --out: {err}", file=sys.stderr)
         return EXIT_USAGE
     except (RequestRefused, OwnDataError) as err:
-        print(f"marketplace request: {err}", file=sys.stderr)
+        print(f"marketplace request: {refusal(err)}", file=sys.stderr)
         return EXIT_USAGE
     except (RequestFailed, OSError, ValueError) as err:
         print(f"marketplace request: {err}", file=sys.stderr)
@@ -179,6 +184,19 @@ def request_command(args: argparse.Namespace) -> int:
 
     draw_after(report, out, args.chown_like)
     return EXIT_OK if report.get("status") == "completed" else EXIT_RUN_FAILED
+
+
+def _resume_conflict(args: argparse.Namespace) -> str | None:
+    """Why the flags given do not go with ``--resume`` (they shape a new request), or None."""
+    if args.resume is None:
+        return None
+    if args.overrides:
+        return "--set changes a new request; --resume fetches a session as it ran"
+    if args.repeat is not None:
+        return "--repeat sends a new request N times; --resume fetches one session"
+    if args.max_price is not None:
+        return "--max-price limits what a new request may cost; --resume fetches a session (nothing is charged)"
+    return None
 
 
 def _repeat_count(text: str) -> int:

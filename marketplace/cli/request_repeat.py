@@ -99,6 +99,7 @@ def _one(
     say: Callable[[str], None],
 ) -> bool:
     """Request ``i`` of the series into ``out/i``, its line printed; False when the series must stop."""
+    from marketplace.cli.shop import refusal
     from marketplace.data.own_files import OwnDataError
     from marketplace.service.client import RequestFailed, RequestRefused
 
@@ -117,9 +118,10 @@ def _one(
             limits=read_limits(args) if args.data else None,
             references=args.references,
             plots=False,
+            max_price=args.max_price,
         ).raw
     except (RequestRefused, RequestFailed, OwnDataError, OSError, ValueError) as err:
-        series.stopped = f"request {i}/{series.total}: {err}; the series stops here"
+        series.stopped = f"request {i}/{series.total}: {refusal(err)}; the series stops here"
         series.refused_first = i == 1 and isinstance(err, (RequestRefused, OwnDataError))
         return False
     latency = time.monotonic() - began

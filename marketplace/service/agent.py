@@ -181,16 +181,19 @@ class OwnerAgent:
             sock.curve_secretkey, sock.curve_publickey, sock.curve_serverkey = secret, public, server
             sock.connect(self.market)
             sock.send(control.encode(control.OwnerJoin(party=owner)))
+            sock.send(control.encode(control.owner_terms_message(self.terms)))  # posted for the catalogue
             self.socks[owner] = sock
             by_socket[sock] = owner
             poller.register(sock, zmq.POLLIN)
         return poller, by_socket
 
     def _ping(self) -> None:
-        """Every owner's "still here" (a full queue skips one: the connection is busy, not gone)."""
+        """Every owner's "still here", and its posted terms again (a server started since has them too;
+        a full queue skips one: the connection is busy, not gone)."""
         for sock in self.socks.values():
             try:
                 sock.send(control.encode(control.Ping()), zmq.NOBLOCK)
+                sock.send(control.encode(control.owner_terms_message(self.terms)), zmq.NOBLOCK)
             except zmq.Again:
                 pass
 

@@ -227,6 +227,7 @@ def request(
     limits: ReadLimits | None = None,
     references: bool = False,
     plots: bool = True,
+    max_price: float | None = None,
 ) -> Report:
     """Send one request to the marketplace at ``market`` with the consumer kit ``keys``, and return
     the session's :class:`~marketplace.runtime.results.Report` (its folder holds ``report.json``).
@@ -242,7 +243,9 @@ def request(
     references of a simulated marketplace in the report (the baselines and checks the server computes
     on everyone's rows; left out by default, each named in ``references_absent``). ``plots=False``
     leaves ``rounds.png`` out (:func:`~marketplace.reporting.history.write_round_plot` draws it
-    afterwards)."""
+    afterwards). ``max_price``: the request is quoted first (:func:`quote`) and, when the quoted money is
+    above it, refused with :class:`~marketplace.service.asking.MaxPriceExceeded` (a ``RequestRefused``)
+    before anything is sent, reserved or charged."""
     from marketplace.api import output_folder
     from marketplace.service.client import Connection
 
@@ -263,7 +266,45 @@ def request(
             limits=limits,
             references=references,
             plots=plots,
+            max_price=max_price,
         )
+
+
+def catalogue(market: str, keys: str | Path, *, wait_s: float = 60.0) -> dict[str, Any]:
+    """What the marketplace at ``market`` sells, asked with the consumer kit ``keys`` before buying:
+    its schema, the protocols it serves with their settings and bounds, the owners present with their
+    posted terms and public budget standing, and what it does not show and why
+    (:mod:`marketplace.service.catalogue`). Nothing is queued or charged. Raises
+    :class:`~marketplace.service.client.RequestRefused` or :class:`~marketplace.service.client.RequestFailed`."""
+    from marketplace.service.asking import ask
+    from marketplace.service.client import Connection
+    from marketplace.service.control import CatalogueAsk
+
+    with Connection(market, Path(keys)) as connection:
+        return ask(connection, CatalogueAsk(), wait_s)
+
+
+def quote(
+    scenario: Scenario | str | Path | Mapping[str, Any],
+    *,
+    market: str,
+    keys: str | Path,
+    overrides: Mapping[str, Any] | None = None,
+    schema: str | Path | None = None,
+    wait_s: float = 60.0,
+) -> dict[str, Any]:
+    """What the request ``scenario`` (as :func:`request` takes it) would cost at the marketplace at
+    ``market``, asked with the consumer kit ``keys``, before anything is reserved or charged: each
+    owner's declared privacy charge, the money at most, and the owners that would decline and why
+    (:mod:`marketplace.service.quote`). Nothing is queued, reserved, charged or recorded. Raises
+    :class:`~marketplace.scenario.ScenarioError` for a request that does not read (nothing is sent)
+    and :class:`~marketplace.service.client.RequestRefused` for one the marketplace cannot run."""
+    from marketplace.service.asking import quote_on
+    from marketplace.service.client import Connection
+
+    loaded = load_request(scenario, overrides, keys=keys, schema=schema)
+    with Connection(market, Path(keys)) as connection:
+        return quote_on(connection, loaded, wait_s)
 
 
 def connect(market: str, keys: str | Path) -> Client:
@@ -320,15 +361,20 @@ class Client:
         limits: ReadLimits | None = None,
         references: bool = False,
         plots: bool = True,
+        max_price: float | None = None,
     ) -> Report:
         """One request on this connection: the arguments, the report and the errors of
         :func:`request`. A request that fails leaves the connection open for the next."""
         from marketplace.api import RunFailed, output_folder
         from marketplace.runtime import Report
+        from marketplace.service.asking import check_max_price, quote_on, within_max_price
 
         if test is not None and data is None:
             raise ValueError("test: the consumer's own test set needs its own target too (data=...)")
+        limit = None if max_price is None else check_max_price(max_price)
         loaded = load_request(scenario, overrides, keys=self.keys, schema=schema)
+        if limit is not None:  # quoted on this connection; refused before anything is sent or reserved
+            within_max_price(quote_on(self._connection, loaded), limit)
         folder = output_folder(loaded, out, "request")
         own = _own_target(data, test, limits, folder)
         result = self._connection.send(

@@ -9,6 +9,7 @@ authenticated with.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -133,6 +134,53 @@ class OwnerSessions(_Message, tag="owner_sessions", frozen=True):
     sessions: Annotated[list[SessionId], msgspec.Meta(max_length=MAX_HELD)]
 
 
+MAX_ANSWER = 1 << 20
+"""The largest catalogue or quote (JSON text) a consumer reads."""
+Price = Annotated[float, msgspec.Meta(ge=0.0, le=1e12)]
+Points = Annotated[int, msgspec.Meta(ge=0, le=10**12)]
+
+
+class OwnerTerms(_Message, tag="owner_terms", frozen=True):
+    """An owner's agent to the server, with its join and every ping: the fields of the owner's sale
+    terms its agent sets itself (``--price``, ``--points``, ``--points-per-consumer``; None: the
+    marketplace's), posted for the catalogue (:mod:`.catalogue`). The owner's ledger applies them."""
+
+    price: Price | None = None
+    points: Points | None = None
+    points_per_consumer: Points | None = None
+    price_per_eps: Price | None = None
+
+
+def owner_terms_message(given: Mapping[str, Any]) -> OwnerTerms:
+    """The :class:`OwnerTerms` an agent posts for the fields ``given`` of its owners' terms
+    (:meth:`~.options.AgentOptions.terms`); a field this message does not carry is left out."""
+    return OwnerTerms(**{name: value for name, value in given.items() if name in OwnerTerms.__struct_fields__})
+
+
+class CatalogueAsk(_Message, tag="catalogue_ask", frozen=True):
+    """A consumer asks what the marketplace sells (:mod:`.catalogue`); nothing is queued or charged."""
+
+
+class QuoteAsk(_Message, tag="quote_ask", frozen=True):
+    """A consumer asks what a request would cost before sending it (:mod:`.quote`); nothing is
+    queued, reserved, charged or recorded."""
+
+    scenario: Yaml
+
+
+class Catalogue(_Message, tag="catalogue", frozen=True):
+    """The server's answer to :class:`CatalogueAsk`: the catalogue as JSON text."""
+
+    catalogue: Annotated[bytes, msgspec.Meta(max_length=MAX_ANSWER)]
+
+
+class Quote(_Message, tag="quote", frozen=True):
+    """The server's answer to :class:`QuoteAsk`: the quote as JSON text (a request that cannot run
+    here is answered with :class:`SessionRefused` instead)."""
+
+    quote: Annotated[bytes, msgspec.Meta(max_length=MAX_ANSWER)]
+
+
 class Stop(_Message, tag="stop", frozen=True):
     """The server is stopping: an agent leaves once its current session is over."""
 
@@ -153,6 +201,11 @@ Message = (
     | PartyReport
     | SessionReport
     | OwnerSessions
+    | OwnerTerms
+    | CatalogueAsk
+    | QuoteAsk
+    | Catalogue
+    | Quote
     | Stop
 )
 

@@ -54,6 +54,8 @@ from marketplace.roles import CONSUMER
 from marketplace.scenario import Scenario
 from marketplace.service import control
 from marketplace.service.admission import Admission, budgets_of
+from marketplace.service.answers import answer
+from marketplace.service.catalogue import MarketView, posted_terms
 from marketplace.service.kept import kept_for
 from marketplace.service.keys import SERVER, AllowlistReloader, allowlist, init_keys, load_pair
 from marketplace.service.market_policy import MarketPolicy
@@ -113,6 +115,8 @@ class MarketServer:
         """Every decision of the loop (:mod:`.market_policy`): admission by capacity, reports, probes, stopping."""
         self.present: dict[str, bytes] = {}
         """Owner -> the routing id of its live control connection."""
+        self.posted: dict[str, dict[str, Any]] = {}
+        """Owner -> the fields of its sale terms its agent posted (:mod:`.catalogue`)."""
         self.book = SessionBook()
         """The sessions numbered, the most that ran at once, and every ended one (:mod:`.session_book`)."""
         self.agents = AgentSupervisor(self.state, owner_data=options.owner_data)
@@ -303,6 +307,8 @@ class MarketServer:
             if s is not None and s.loop is not None and who in s.invited:
                 s.loop.put(routing, who, message.frame)
                 touched.add(s.id)
+        elif isinstance(message, control.OwnerTerms):
+            self.posted[who] = posted_terms(message)
         elif isinstance(message, control.PartyReport):
             self._on_report(who, message)
         elif isinstance(message, control.SessionDeclined):
@@ -325,6 +331,11 @@ class MarketServer:
             self._on_resume(routing, consumer, message.session)
         elif isinstance(message, control.PartyReport):
             self._on_report(f"consumer:{consumer}", message, consumer=consumer)
+        elif isinstance(message, control.CatalogueAsk | control.QuoteAsk):  # nothing queued, nothing charged
+            view = MarketView(
+                self.market, self.owners, frozenset(self.present), self.posted, self.admission.spent, self.options.rule
+            )
+            self.out.send(routing, answer(view, message, consumer, self.worlds.get))
 
     def _on_open(self, routing: bytes, consumer: str, message: control.SessionOpen) -> None:
         """A new request of ``consumer``: refused at once (:meth:`.market_policy.MarketPolicy.refusal`), or
