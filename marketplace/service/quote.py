@@ -7,8 +7,9 @@ queueing it, says:
 * **privacy**: what each owner's ledger would be charged, the declared cost of the request's
   protocol (:func:`marketplace.scheduling.costs.declared_costs`, the one place the admission and the
   ledgers read it), restated under the ledgers' relation and charged as their filter charges it;
-* **money**: what the consumer would pay at most, from the owners' posted terms
-  (:func:`quote_money`, the one place a quote prices a request);
+* **money**: what the consumer would pay at most, from the owners' posted terms: points at their
+  price per point, and the privacy each ledger would be charged at its price per unit eps, by the
+  ledgers' own price function (:func:`quote_money`, the one place a quote prices a request);
 * **declines**: which owners would not take part, and why, as far as public figures decide it. An
   owner that is not connected is not invited. An owner whose ledger would decline the request even
   if it had spent nothing (the charge alone is over its budget or the consumer quota; its terms sell
@@ -37,7 +38,8 @@ LEDGER_DECIDES = (
     "has spent (which only its agent holds); the catalogue's admitted figures say what this server has started"
 )
 NOT_PRICED = (
-    "this protocol sells no points, and nothing else is priced yet: it costs the owners privacy, the consumer no money"
+    "this protocol sells no points and no owner taking part posted a price per unit eps (price_per_eps): "
+    "it costs the owners privacy, the consumer no money"
 )
 QUOTE_SESSION = "quote"
 """The request id a quoted scenario is read under (no ledger ever sees it)."""
@@ -91,7 +93,11 @@ def quote(
         "filter": life.filter,
         "owners": owners,
         "money": quote_money(
-            points, terms, spending_budget(config), taking_part=[o for o in view.owners if not owners[o]["declines"]]
+            points,
+            terms,
+            spending_budget(config),
+            taking_part=[o for o in view.owners if not owners[o]["declines"]],
+            privacy_prices=privacy_prices(costs, terms),
         ),
         "notes": {"declines": LEDGER_DECIDES},
         "reserved": False,
@@ -138,31 +144,58 @@ def spending_budget(config: Any) -> float | None:
     return None if value is None else float(value)
 
 
+def privacy_prices(costs: Mapping[str, Any], terms: Mapping[str, SaleTerms | None]) -> dict[str, float]:
+    """Owner -> what its ledger would price the charge of its declared cost (``costs``: owner ->
+    (declared cost, charge)) at its posted ``price_per_eps``: the ledger's own price function
+    (:func:`marketplace.privacy.lifetime.pricing.price`), so the quote and the sale agree."""
+    from marketplace.privacy.lifetime.pricing import price
+
+    out: dict[str, float] = {}
+    for owner, cost in costs.items():
+        owner_terms_ = terms.get(owner)
+        if cost is not None and owner_terms_ is not None and owner_terms_.price_per_eps:
+            out[owner] = price(cost[1], owner_terms_.price_per_eps)
+    return out
+
+
 def quote_money(
     points: Mapping[str, int | None],
     terms: Mapping[str, SaleTerms | None],
     budget: float | None = None,
     *,
     taking_part: Iterable[str] | None = None,
+    privacy_prices: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     """What the request costs the consumer in money, at most: for each owner taking part (``taking_part``;
     None: every owner in ``points``), its posted price per point times the most points the request may
     buy of it (``points``: the protocol's ``points_for_sale``, None when it sells none), within what the
-    owner's terms sell on an empty record; in all, their sum, within the consumer's own ``budget`` when
-    it set one. The one place a quote prices a request (and what ``request --max-price`` compares
-    with): a price per unit of privacy loss, once the marketplace sets one, is added here."""
+    owner's terms sell on an empty record, plus the price of the privacy its ledger would be charged
+    (``privacy_prices``, :func:`privacy_prices`); in all, their sum, the points' part within the
+    consumer's own ``budget`` when it set one (a protocol's ``spending_budget`` bounds what it pays for
+    points). The one place a quote prices a request, and what ``request --max-price`` compares with."""
     part = set(points) if taking_part is None else set(taking_part)
-    per_owner: dict[str, float] = {}
+    for_points: dict[str, float] = {}
     for owner, most in points.items():
         owner_terms_ = terms.get(owner)
         if most is None or owner_terms_ is None or owner not in part:
             continue
-        per_owner[owner] = owner_terms_.price * max(0, owner_terms_.cap(most))
-    total = math.fsum(per_owner.values())
-    priced = any(most is not None for most in points.values())
+        for_points[owner] = owner_terms_.price * max(0, owner_terms_.cap(most))
+    for_privacy = {o: p for o, p in (privacy_prices or {}).items() if o in part and p > 0}
+    points_total, privacy_total = math.fsum(for_points.values()), math.fsum(for_privacy.values())
+    kinds = [
+        name
+        for name, priced in (
+            ("per point", any(most is not None for most in points.values())),
+            ("per unit eps of privacy loss", bool(for_privacy)),
+        )
+        if priced
+    ]
     return {
-        "priced": "per point" if priced else NOT_PRICED,
-        "per_owner": per_owner,
-        "at_most": total if budget is None else min(total, budget),
+        "priced": " and ".join(kinds) if kinds else NOT_PRICED,
+        "per_owner": {
+            o: math.fsum((for_points.get(o, 0.0), for_privacy.get(o, 0.0))) for o in sorted({*for_points, *for_privacy})
+        },
+        "privacy": for_privacy,
+        "at_most": (points_total if budget is None else min(points_total, budget)) + privacy_total,
         "spending_budget": budget,
     }

@@ -14,13 +14,14 @@ import yaml
 
 from marketplace import plugins
 from marketplace.api import load
+from marketplace.privacy.lifetime.cost import Charge
 from marketplace.privacy.lifetime.terms import SaleTerms
 from marketplace.scheduling.costs import declared_costs
 from marketplace.service import control
 from marketplace.service.answers import answer
 from marketplace.service.asking import MaxPriceExceeded, check_max_price, within_max_price
 from marketplace.service.catalogue import NOT_PUBLIC, MarketView, bounds_of, catalogue, owner_terms, posted_terms
-from marketplace.service.quote import NOT_PRICED, quote, quote_money
+from marketplace.service.quote import NOT_PRICED, privacy_prices, quote, quote_money
 from marketplace.service.worlds import WorldCache
 
 OWNERS = ["owner-1", "owner-2", "owner-3"]
@@ -168,6 +169,24 @@ def test_quote_money():
     assert free["at_most"] == 0.0 and free["priced"] == NOT_PRICED
     sold = quote_money({"a": 4}, {"a": SaleTerms(price=2.0, points=0)})
     assert sold["at_most"] == 0.0  # never a negative price for terms that sell nothing
+
+
+def test_quote_money_adds_each_owners_privacy_price_at_its_ledgers_price_function():
+    terms = {"a": SaleTerms(price=2.0, price_per_eps=4.0), "b": SaleTerms(price_per_eps=10.0), "c": None}
+    costs = {
+        "a": (None, Charge(0.5, 0.0, None)),
+        "b": (None, Charge(None, None, 0.125)),
+        "c": (None, Charge(1, 0, None)),
+    }
+    prices = privacy_prices(costs, terms)
+    assert prices == {"a": pytest.approx(2.0), "b": pytest.approx(5.0)}  # sqrt(2 * 0.125) = 0.5 eps under zcdp
+    money = quote_money({"a": 3, "b": None, "c": None}, terms, 1.0, privacy_prices=prices)
+    assert money["per_owner"] == {"a": pytest.approx(8.0), "b": pytest.approx(5.0)}
+    # a spending budget bounds what is paid for points (1 of 6), never the privacy prices (2 + 5)
+    assert money["at_most"] == pytest.approx(8.0) and money["privacy"] == prices
+    assert money["priced"] == "per point and per unit eps of privacy loss"
+    declined = quote_money({"a": None, "b": None}, terms, taking_part=["b"], privacy_prices=prices)
+    assert declined["per_owner"] == {"b": pytest.approx(5.0)} and declined["priced"] == "per unit eps of privacy loss"
 
 
 def test_the_catalogue_answer_and_its_messages_are_bounded():

@@ -77,6 +77,8 @@ def market(tmp_path_factory):
                 "owner-1..owner-2",
                 "--price",
                 "7.5",
+                "--price-per-eps",
+                "2",
                 "--work",
                 str(root / "agent"),
             ],
@@ -108,8 +110,14 @@ def test_the_catalogue_lists_the_schema_protocols_and_the_present_owners_terms(m
     assert "summarize" in cat["protocols"] and "rounds" in cat["protocols"]["summarize"]["bounds"]
     owners = {o["owner"]: o for o in cat["owners"]}
     assert set(owners) == {"owner-1", "owner-2"}  # owner-3 has no agent
-    for owner in owners.values():  # the agent's --price, the marketplace's limits on points
-        assert owner["terms"] == {**owner["terms"], "price": 7.5, "points": 5, "points_per_consumer": 3}
+    for owner in owners.values():  # the agent's --price and --price-per-eps, the marketplace's limits on points
+        assert owner["terms"] == {
+            **owner["terms"],
+            "price": 7.5,
+            "price_per_eps": 2.0,
+            "points": 5,
+            "points_per_consumer": 3,
+        }
         assert owner["terms_from"] == "agent" and owner["budget"] == {"epsilon": 20.0, "delta": 0.01}
     assert "not shown" in cat["notes"]["not_public"]
     shown = market.ask("catalogue")
@@ -130,16 +138,22 @@ def test_a_quote_charges_nothing_and_says_what_the_request_would_cost(market):
     assert owners["owner-3"]["declines"].startswith("not connected")
     for owner in ("owner-1", "owner-2"):
         assert owners[owner]["declines"] is None and owners[owner]["privacy"]["charge"]["eps"] > 0
-    # 4 rounds, at most 3 points to one consumer, at 7.5 each, from each of the two owners present
-    assert quoted["money"]["per_owner"] == {"owner-1": 22.5, "owner-2": 22.5}
-    assert quoted["money"]["at_most"] == 45.0 and quoted["reserved"] is False
+    # 4 rounds, at most 3 points to one consumer, at 7.5 each, from each of the two owners present, and
+    # the privacy each ledger is charged at 2 per unit eps
+    privacy = {o: 2.0 * owners[o]["privacy"]["charge"]["eps"] for o in ("owner-1", "owner-2")}
+    assert quoted["money"]["privacy"] == pytest.approx(privacy)
+    assert quoted["money"]["per_owner"] == pytest.approx({o: 22.5 + p for o, p in privacy.items()})
+    at_most = quoted["money"]["at_most"]
+    assert at_most == pytest.approx(45.0 + sum(privacy.values())) and quoted["reserved"] is False
     shown = market.ask("quote", str(market.request))
     assert shown.returncode == 0, shown.stderr
-    assert "money: at most 45" in shown.stdout and "nothing was reserved, charged or recorded" in shown.stdout
+    assert f"money: at most {at_most:g}" in shown.stdout and "nothing was reserved, charged or recorded" in shown.stdout
     assert market.ledger_files() == before  # nothing reserved, charged or recorded
     assert len(market.served.sessions) == sessions
     with LifetimeLedger.read(ledger_file(market.ledgers, "owner-1")) as ledger:
         assert [r.request_id for r in ledger.history()] == [first.raw["run_id"]]
+        (sale,) = ledger.sales()  # the first purchase earned the owner its privacy price, as quoted
+        assert sale.state == "committed" and sale.privacy_price == pytest.approx(privacy["owner-1"])
     # the catalogue now shows what this server admitted for each owner
     admitted = {o["owner"]: o["admitted"] for o in marketplace.catalogue(market.endpoint, market.alice)["owners"]}
     assert admitted["owner-1"]["eps"] == pytest.approx(owners["owner-1"]["privacy"]["charge"]["eps"])
@@ -161,18 +175,19 @@ def test_bad_quotes_are_refused_clearly(market):
 def test_max_price_refuses_a_request_quoted_above_it_before_anything_is_reserved(market):
     before, finished = market.ledger_files(), len(market.served.sessions)
     request = ("request", str(market.request), "--market", market.endpoint, "--keys", str(market.alice), "--quiet")
+    quoted = marketplace.quote(market.request, market=market.endpoint, keys=market.alice)["money"]["at_most"]
     refused = run_cli(*request, "--out", str(market.root / "too-dear"), "--max-price", "10")
     assert refused.returncode == 2, refused.stderr
-    assert "--max-price: expected a request quoted at most 10, got a quote of 45" in refused.stderr
+    assert f"--max-price: expected a request quoted at most 10, got a quote of {quoted:g}" in refused.stderr
     assert "nothing was sent, reserved or charged" in refused.stderr
     assert market.ledger_files() == before and len(market.served.sessions) == finished
     for bad in ("-1", "nan", "inf", "cheap"):
         usage = run_cli(*request, "--out", str(market.root / "bad"), "--max-price", bad)
         assert usage.returncode == 2 and "--max-price" in usage.stderr and "finite number >= 0" in usage.stderr
-    with pytest.raises(marketplace.MaxPriceExceeded, match="max_price: expected a request quoted at most 44.9"):
-        marketplace.request(
-            market.request, market=market.endpoint, keys=market.alice, out=market.root / "api", max_price=44.9
+    with pytest.raises(marketplace.MaxPriceExceeded, match="max_price: expected a request quoted at most 45"):
+        marketplace.request(  # the points alone (45) do not cover the privacy prices
+            market.request, market=market.endpoint, keys=market.alice, out=market.root / "api", max_price=45.0
         )
     assert market.ledger_files() == before
-    paid = run_cli(*request, "--out", str(market.root / "affordable"), "--max-price", "45")
+    paid = run_cli(*request, "--out", str(market.root / "affordable"), "--max-price", repr(quoted))
     assert paid.returncode == 0, paid.stderr
