@@ -28,6 +28,7 @@ reservation settles within seconds (:mod:`.held`).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -44,7 +45,7 @@ from marketplace import plugins
 from marketplace.data.own_files import ReadLimits
 from marketplace.parties import owner_number
 from marketplace.privacy.lifetime.terms import SaleTerms
-from marketplace.roles import CURATOR
+from marketplace.roles import CURATOR, open_ledgers
 from marketplace.roles.lifetime import LedgerFault
 from marketplace.roles.lifetime import settle as settle_lifetime
 from marketplace.roles.party import Party
@@ -57,13 +58,14 @@ from marketplace.runtime import (
     party_report,
     scenario_identity,
 )
+from marketplace.runtime.scheduling import single_threaded_blas
 from marketplace.scenario import Scenario
 from marketplace.service import control
 from marketplace.service.declines import declared_reason
 from marketplace.service.held import sessions_to_end
 from marketplace.service.keys import SERVER, load_pair, load_public
 from marketplace.service.options import AgentOptions
-from marketplace.service.worlds import OwnRowsCache, WorldCache
+from marketplace.service.worlds import OwnRowsCache, SessionScenarios, WorldCache, session_key
 from marketplace.transport.context import new_context
 from marketplace.transport.shared_link import Send, SharedLinkLoop
 
@@ -119,6 +121,8 @@ class OwnerAgent:
         self.loops: dict[tuple[str, str], tuple[SharedLinkLoop, Scenario, float]] = {}
         """(session, owner) -> the owner's loop in that session, its scenario and when it started."""
         self.scenarios: dict[str, Scenario] = {}
+        self.parsed = SessionScenarios()
+        """Each distinct request's scenario, parsed once: a later session of it differs in its request id only."""
         self.worlds = WorldCache(size=2)
         self.own_rows = OwnRowsCache()
         self.socks: dict[str, zmq.Socket] = {}
@@ -140,6 +144,7 @@ class OwnerAgent:
         self.work.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.ledgers.mkdir(parents=True, exist_ok=True, mode=0o700)
         log.info("agent of %d owners connecting to %s", len(self.owners), self.market)
+        open_ledgers.keep_open()  # each owner's ledger opened once, not three times a session
         stopping = False
         last_ping = 0.0
         try:
@@ -164,6 +169,7 @@ class OwnerAgent:
                         self.loops[key][0].node.role.fail("the owner's agent was stopped")
                         self._end(key)
         finally:
+            open_ledgers.close_all()
             for sock in self.socks.values():
                 sock.close()
             ctx.term()
@@ -226,20 +232,27 @@ class OwnerAgent:
     # --- sessions
 
     def _scenario(self, message: control.SessionInvite) -> Scenario:
-        """The session's scenario, with this agent's ledger folder (parsed once per session)."""
+        """The session's scenario, with this agent's ledger folder: parsed once per distinct request
+        (:class:`~.worlds.SessionScenarios`), and once per session when its text is not the server's."""
         scenario = self.scenarios.get(message.session)
         if scenario is None:
-            overrides: dict[str, Any] = {"lifetime.ledgers": str(self.ledgers)}
-            scenario = Scenario.from_yaml(message.scenario, source=f"session {message.session}")
-            if self.terms:  # this agent's owners sell under their own terms, whatever the session says
-                lifetime = scenario.config.lifetime
-                overrides["lifetime.owner_terms"] = {
-                    **{owner: terms.sale_terms().to_dict() for owner, terms in lifetime.owner_terms.items()},
-                    **{owner: own_terms(lifetime.terms_of(owner), self.terms).to_dict() for owner in self.owners},
-                }
-            scenario = scenario.with_overrides(overrides)
+            key = session_key(message.scenario, message.session)
+            parse = functools.partial(self._parse, message)
+            scenario = parse() if key is None else self.parsed.get(key, message.session, parse)
             self.scenarios[message.session] = scenario
         return scenario
+
+    def _parse(self, message: control.SessionInvite) -> Scenario:
+        """The session's scenario parsed from its text, with this agent's ledger folder and its owners' terms."""
+        overrides: dict[str, Any] = {"lifetime.ledgers": str(self.ledgers)}
+        scenario = Scenario.from_yaml(message.scenario, source=f"session {message.session}")
+        if self.terms:  # this agent's owners sell under their own terms, whatever the session says
+            lifetime = scenario.config.lifetime
+            overrides["lifetime.owner_terms"] = {
+                **{owner: terms.sale_terms().to_dict() for owner, terms in lifetime.owner_terms.items()},
+                **{owner: own_terms(lifetime.terms_of(owner), self.terms).to_dict() for owner in self.owners},
+            }
+        return scenario.with_overrides(overrides)
 
     def _join(self, owner: str, message: control.SessionInvite) -> None:
         key = (message.session, owner)
@@ -488,4 +501,7 @@ def serve_agent(options: AgentOptions) -> int:
     agent = OwnerAgent(options)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: agent.stop())
-    return agent.run()
+    # one BLAS thread, as every party process has: the agent's parallelism is its sessions and the
+    # other agents, and a second OpenBLAS thread on busy cores made an owner's sketch 3-4x the CPU
+    with single_threaded_blas():
+        return agent.run()
