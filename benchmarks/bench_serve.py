@@ -242,20 +242,22 @@ OWNER_FACTOR, OWNER_EXTRA_S, SERVER_TARGET_S = 3.0, 0.002, 0.010
 2 ms per owner, the server's at most 10 ms per session."""
 
 
-def inprocess_owner_compute(market_file: Path, request: Path, tmp: Path, repeats: int = 3) -> float:
+def inprocess_owner_compute(market_file: Path, request: Path, overrides: dict, tmp: Path, repeats: int = 3) -> float:
     """The owners' compute (seconds, summed over the owners: each party's ``compute_s``) for one request
     run in-process on the session's own scenario (the marketplace's owners and data, the request's
-    protocol; ledgers in ``tmp``): the protocol's own work, the floor a served request is measured
-    against. The least of ``repeats`` runs after a first, untimed one (imports, the world)."""
+    protocol, with the consumers' ``overrides``; ledgers in ``tmp``): the protocol's own work, the floor
+    a served request is measured against. The least of ``repeats`` runs after a first, untimed one
+    (imports, the world)."""
     os.environ["MARKETPLACE_ROUND_PLOTS"] = "off"
     import marketplace
     from marketplace.scenario import Scenario
     from marketplace.service.sessions import session_scenario
 
     market = Scenario.from_file(market_file)
+    text = Scenario.from_file(request, overrides).dump_yaml() if overrides else request.read_text()
     sums = []
     for i in range(repeats + 1):
-        scenario = session_scenario(market, request.read_text(), session=f"inprocess-{i}", consumer="c0")
+        scenario = session_scenario(market, text, session=f"inprocess-{i}", consumer="c0")
         scenario = scenario.with_overrides({"lifetime.ledgers": str(tmp / "inprocess-ledgers")})
         report = marketplace.run(scenario, out=tmp / f"inprocess-{i}", driver="inprocess", check=False)
         by_party = report.raw.get("timing", {}).get("by_party", {})
@@ -323,7 +325,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-serve-") as tmp:
         state = Path(tmp) / "state"
         proc, endpoint = start_market(state, args.owners, max(levels), args.max_sessions, args.protocol)
-        compute_s = inprocess_owner_compute(state.parent / "market.yaml", REQUESTS[args.protocol], Path(tmp))
+        compute_s = inprocess_owner_compute(
+            state.parent / "market.yaml", REQUESTS[args.protocol], overrides, Path(tmp), repeats=1 if args.smoke else 3
+        )
         try:
             for level in levels:
                 request = REQUESTS[args.protocol]

@@ -8,7 +8,8 @@ process per session) from the session's scenario: from its own file (``--data``;
 against the marketplace's schema when the agent starts, read again only when it changes) or, in a
 simulated marketplace, from its own share of the world generated from the scenario (kept between
 sessions). The owner charges its lifetime ledger (kept in ``--ledgers``, by default the keys folder,
-one ``<owner>.ledger.sqlite`` each) before anything leaves, and takes part over its connection: the
+one ``<owner>.ledger.sqlite`` each, and kept open between sessions: :mod:`marketplace.roles.open_ledgers`)
+before anything leaves, and takes part over its connection: the
 session's frames travel inside control frames tagged with the session id
 (:class:`~marketplace.transport.shared_link.SharedLinkLoop`). An owner may be in many sessions at
 once; each has its own node, noise key and request id. When a session ends the agent sends each
