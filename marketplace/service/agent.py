@@ -122,6 +122,8 @@ class OwnerAgent:
         self.loops: dict[tuple[str, str], tuple[SharedLinkLoop, Scenario, float]] = {}
         """(session, owner) -> the owner's loop in that session, its scenario and when it started."""
         self.scenarios: dict[str, Scenario] = {}
+        self.identities: dict[str, dict[str, Any]] = {}
+        """Session -> what its owners' reports record about its scenario (:meth:`_identity`)."""
         self.parsed = SessionScenarios()
         """Each distinct request's scenario, parsed once: a later session of it differs in its request id only."""
         self.worlds = WorldCache(size=2)
@@ -374,7 +376,7 @@ class OwnerAgent:
                 role_name="owner",
                 wall_s=time.monotonic() - started,
                 driver=loop.stats.to_dict() | {"shared_links": True},
-                identity=scenario_identity(scenario),
+                identity=self._identity(session, scenario),
                 own=True,
             )
         except Exception as err:  # noqa: BLE001 - a report of its failure instead; the agent serves on
@@ -396,8 +398,17 @@ class OwnerAgent:
         self._keep(session, owner, own)
         if not any(k[0] == session for k in self.loops):
             self.scenarios.pop(session, None)
+            self.identities.pop(session, None)
             self.sessions_done += 1
         log.info("session %s: %s done (%s)", session, owner, report["status"])
+
+    def _identity(self, session: str, scenario: Scenario) -> dict[str, Any]:
+        """What the owners' reports of ``session`` record about its scenario (:func:`scenario_identity`:
+        a fingerprint of its configuration), made once per session for all the owners here."""
+        identity = self.identities.get(session)
+        if identity is None:
+            identity = self.identities[session] = scenario_identity(scenario)
+        return dict(identity)
 
     def _settle_again(self, owner: str) -> None:
         """Settle again the reservations ``owner``'s ledger could not settle when their sessions ended
