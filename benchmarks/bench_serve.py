@@ -10,7 +10,9 @@ the package and builds its share of the world once). Measured:
   (the consumer draws no ``rounds.png``: that is its own post-processing, not the marketplace's);
 * **throughput**: requests completed per minute over the level's wall time;
 * **CPU per request** of the owner agents and of the server (user + system, from /proc), over the
-  level's requests.
+  level's requests, against their targets: the owners' at most 3x their compute for the same request
+  run in-process (each owner's ``compute_s``, summed; measured once before the levels) plus 2 ms per
+  owner, the server's at most 10 ms (printed as ratios: 1 or less meets the target).
 
 Every request must complete: a level where one did not is reported as failed, and the script exits 1.
 
@@ -235,6 +237,50 @@ def run_level(
     }
 
 
+OWNER_FACTOR, OWNER_EXTRA_S, SERVER_TARGET_S = 3.0, 0.002, 0.010
+"""The targets a served request is held to: the owners' CPU at most 3x their compute in-process plus
+2 ms per owner, the server's at most 10 ms per session."""
+
+
+def inprocess_owner_compute(market_file: Path, request: Path, overrides: dict, tmp: Path, repeats: int = 3) -> float:
+    """The owners' compute (seconds, summed over the owners: each party's ``compute_s``) for one request
+    run in-process on the session's own scenario (the marketplace's owners and data, the request's
+    protocol, with the consumers' ``overrides``; ledgers in ``tmp``): the protocol's own work, the floor
+    a served request is measured against. The least of ``repeats`` runs after a first, untimed one
+    (imports, the world)."""
+    os.environ["MARKETPLACE_ROUND_PLOTS"] = "off"
+    import marketplace
+    from marketplace.scenario import Scenario
+    from marketplace.service.sessions import session_scenario
+
+    market = Scenario.from_file(market_file)
+    text = Scenario.from_file(request, overrides).dump_yaml() if overrides else request.read_text()
+    sums = []
+    for i in range(repeats + 1):
+        scenario = session_scenario(market, text, session=f"inprocess-{i}", consumer="c0")
+        scenario = scenario.with_overrides({"lifetime.ledgers": str(tmp / "inprocess-ledgers")})
+        report = marketplace.run(scenario, out=tmp / f"inprocess-{i}", driver="inprocess", check=False)
+        by_party = report.raw.get("timing", {}).get("by_party", {})
+        sums.append(sum(t.get("compute_s", 0.0) for p, t in by_party.items() if p.startswith("owner")))
+    return min(sums[1:])
+
+
+def targets_line(row: dict, owners: int, compute_s: float) -> str:
+    """The level's CPU per request against its targets (``OWNER_FACTOR`` x the owners' in-process compute
+    + ``OWNER_EXTRA_S`` per owner; ``SERVER_TARGET_S``), as ratios (<= 1: met)."""
+    owner_target = OWNER_FACTOR * compute_s + OWNER_EXTRA_S * owners
+    row["owner_cpu_target_s"], row["server_cpu_target_s"] = round(owner_target, 4), SERVER_TARGET_S
+    row["inprocess_owner_compute_s"] = round(compute_s, 4)
+    row["owner_cpu_vs_target"] = round(row["owner_cpu_s_per_request"] / owner_target, 2)
+    row["server_cpu_vs_target"] = round(row["server_cpu_s_per_request"] / SERVER_TARGET_S, 2)
+    return (
+        f"    owners' CPU {row['owner_cpu_s_per_request'] * 1000:.1f} ms vs target {owner_target * 1000:.1f} ms "
+        f"({OWNER_FACTOR:g} x in-process compute {compute_s * 1000:.1f} ms + {OWNER_EXTRA_S * 1000:g} ms x {owners} "
+        f"owners): {row['owner_cpu_vs_target']:.2f}x;  server CPU {row['server_cpu_s_per_request'] * 1000:.1f} ms vs "
+        f"target {SERVER_TARGET_S * 1000:g} ms: {row['server_cpu_vs_target']:.2f}x"
+    )
+
+
 def busy_loops(n: int) -> list[subprocess.Popen]:
     """``n`` processes that each keep a core busy until killed."""
     return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
@@ -279,6 +325,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-serve-") as tmp:
         state = Path(tmp) / "state"
         proc, endpoint = start_market(state, args.owners, max(levels), args.max_sessions, args.protocol)
+        compute_s = inprocess_owner_compute(
+            state.parent / "market.yaml", REQUESTS[args.protocol], overrides, Path(tmp), repeats=1 if args.smoke else 3
+        )
         try:
             for level in levels:
                 request = REQUESTS[args.protocol]
@@ -298,6 +347,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"completed {row['completed']}/{row['requests']}",
                     flush=True,
                 )
+                print(targets_line(row, args.owners, compute_s), flush=True)
         finally:
             stop_group(proc)
         audit = ledger_audit(state, args.owners, {run for row in rows for run in row["delivered"]})

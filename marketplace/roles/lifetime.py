@@ -64,6 +64,7 @@ from marketplace.privacy.lifetime.terms import SaleTerms
 from marketplace.privacy.neighbouring import budget_relation_text
 from marketplace.roles import CONSUMER, CURATOR, PeerRole, Role, Send
 from marketplace.roles.identity import Identity
+from marketplace.roles.open_ledgers import ledger_at
 from marketplace.roles.party import Party
 
 log = logging.getLogger(__name__)
@@ -122,7 +123,7 @@ class Admission:
         if self.state != "reserved" or self.left:
             return
         try:
-            with _open_existing(self.path) as ledger:
+            with ledger_at(self.path, lambda: _open_existing(self.path)) as ledger:
                 ledger.mark_left(self.request_id)
         except (OSError, sqlite3.Error, LedgerInputError) as err:
             text = str(err).removeprefix(f"{self.path}: ") or type(err).__name__
@@ -162,7 +163,7 @@ class Admission:
         return self.record()
 
     def _settle(self, released: bool, sold: int | None) -> None:
-        with _open_existing(self.path) as ledger:
+        with ledger_at(self.path, lambda: _open_existing(self.path)) as ledger:
             if not released:
                 row = ledger.abort(self.request_id)
             elif self.points is not None:
@@ -250,30 +251,32 @@ def admit(config: Any, party: str, exchange: Exchange, *, request_id: str | None
     path = ledger_file(folder, name)
     record = f"a row of {name}'s data" if party != CONSUMER else f"a row of {name}'s target data"
     admission = Admission(party, path, request_id, life.consumer, declared, "nothing")
+    opened = False
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        # an existing ledger keeps the budget, relation and filter it was created with; a blank file is
-        # one whose creator was killed before its first transaction, created again
-        settings = (
-            {}
-            if path.exists() and not is_blank(path)
-            else {
-                "budget": (budget.epsilon, budget.delta),
-                "filter": life.filter,
-                "relation": f"{budget_relation_text(life.relation)} ({record})",
-            }
-        )
-        ledger = LifetimeLedger.open(path, owner=name, **settings)
-    except (OSError, sqlite3.Error, LedgerInputError, LedgerMismatch) as err:
-        return _unusable(admission, err)
-    with ledger:
-        try:
+
+        def opener() -> LifetimeLedger:
+            # an existing ledger keeps the budget, relation and filter it was created with; a blank file
+            # is one whose creator was killed before its first transaction, created again
+            settings = (
+                {}
+                if path.exists() and not is_blank(path)
+                else {
+                    "budget": (budget.epsilon, budget.delta),
+                    "filter": life.filter,
+                    "relation": f"{budget_relation_text(life.relation)} ({record})",
+                }
+            )
+            return LifetimeLedger.open(path, owner=name, **settings)
+
+        with ledger_at(path, opener) as ledger:  # kept open between sessions by an agent (.open_ledgers)
+            opened = True
             _reconcile_once(ledger, party)
             return _reserve(ledger, admission, config, party, exchange)
-        except (OSError, sqlite3.Error) as err:
-            return _unusable(admission, err)
-        except LedgerInputError as err:  # a request id it holds otherwise (another consumer, another cost)
-            return _unusable(admission, err, problem="refuses the reservation")
+    except (OSError, sqlite3.Error, LedgerInputError, LedgerMismatch) as err:
+        # once open, a LedgerInputError is a request id it holds otherwise (another consumer, another cost)
+        refused = opened and isinstance(err, LedgerInputError)
+        return _unusable(admission, err, problem="refuses the reservation" if refused else None)
 
 
 def _reserve(ledger: LifetimeLedger, admission: Admission, config: Any, party: str, exchange: Exchange) -> Admission:

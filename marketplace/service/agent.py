@@ -8,7 +8,8 @@ process per session) from the session's scenario: from its own file (``--data``;
 against the marketplace's schema when the agent starts, read again only when it changes) or, in a
 simulated marketplace, from its own share of the world generated from the scenario (kept between
 sessions). The owner charges its lifetime ledger (kept in ``--ledgers``, by default the keys folder,
-one ``<owner>.ledger.sqlite`` each) before anything leaves, and takes part over its connection: the
+one ``<owner>.ledger.sqlite`` each, and kept open between sessions: :mod:`marketplace.roles.open_ledgers`)
+before anything leaves, and takes part over its connection: the
 session's frames travel inside control frames tagged with the session id
 (:class:`~marketplace.transport.shared_link.SharedLinkLoop`). An owner may be in many sessions at
 once; each has its own node, noise key and request id. When a session ends the agent sends each
@@ -28,6 +29,7 @@ reservation settles within seconds (:mod:`.held`).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -44,7 +46,7 @@ from marketplace import plugins
 from marketplace.data.own_files import ReadLimits
 from marketplace.parties import owner_number
 from marketplace.privacy.lifetime.terms import SaleTerms
-from marketplace.roles import CURATOR
+from marketplace.roles import CURATOR, open_ledgers
 from marketplace.roles.lifetime import LedgerFault
 from marketplace.roles.lifetime import settle as settle_lifetime
 from marketplace.roles.party import Party
@@ -57,13 +59,14 @@ from marketplace.runtime import (
     party_report,
     scenario_identity,
 )
+from marketplace.runtime.scheduling import single_threaded_blas
 from marketplace.scenario import Scenario
 from marketplace.service import control
 from marketplace.service.declines import declared_reason
 from marketplace.service.held import sessions_to_end
 from marketplace.service.keys import SERVER, load_pair, load_public
 from marketplace.service.options import AgentOptions
-from marketplace.service.worlds import OwnRowsCache, WorldCache
+from marketplace.service.worlds import OwnRowsCache, SessionScenarios, WorldCache, session_key
 from marketplace.transport.context import new_context
 from marketplace.transport.shared_link import Send, SharedLinkLoop
 
@@ -119,6 +122,10 @@ class OwnerAgent:
         self.loops: dict[tuple[str, str], tuple[SharedLinkLoop, Scenario, float]] = {}
         """(session, owner) -> the owner's loop in that session, its scenario and when it started."""
         self.scenarios: dict[str, Scenario] = {}
+        self.identities: dict[str, dict[str, Any]] = {}
+        """Session -> what its owners' reports record about its scenario (:meth:`_identity`)."""
+        self.parsed = SessionScenarios()
+        """Each distinct request's scenario, parsed once: a later session of it differs in its request id only."""
         self.worlds = WorldCache(size=2)
         self.own_rows = OwnRowsCache()
         self.socks: dict[str, zmq.Socket] = {}
@@ -140,6 +147,7 @@ class OwnerAgent:
         self.work.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.ledgers.mkdir(parents=True, exist_ok=True, mode=0o700)
         log.info("agent of %d owners connecting to %s", len(self.owners), self.market)
+        open_ledgers.keep_open()  # each owner's ledger opened once, not three times a session
         stopping = False
         last_ping = 0.0
         try:
@@ -164,6 +172,7 @@ class OwnerAgent:
                         self.loops[key][0].node.role.fail("the owner's agent was stopped")
                         self._end(key)
         finally:
+            open_ledgers.close_all()
             for sock in self.socks.values():
                 sock.close()
             ctx.term()
@@ -229,20 +238,27 @@ class OwnerAgent:
     # --- sessions
 
     def _scenario(self, message: control.SessionInvite) -> Scenario:
-        """The session's scenario, with this agent's ledger folder (parsed once per session)."""
+        """The session's scenario, with this agent's ledger folder: parsed once per distinct request
+        (:class:`~.worlds.SessionScenarios`), and once per session when its text is not the server's."""
         scenario = self.scenarios.get(message.session)
         if scenario is None:
-            overrides: dict[str, Any] = {"lifetime.ledgers": str(self.ledgers)}
-            scenario = Scenario.from_yaml(message.scenario, source=f"session {message.session}")
-            if self.terms:  # this agent's owners sell under their own terms, whatever the session says
-                lifetime = scenario.config.lifetime
-                overrides["lifetime.owner_terms"] = {
-                    **{owner: terms.sale_terms().to_dict() for owner, terms in lifetime.owner_terms.items()},
-                    **{owner: own_terms(lifetime.terms_of(owner), self.terms).to_dict() for owner in self.owners},
-                }
-            scenario = scenario.with_overrides(overrides)
+            key = session_key(message.scenario, message.session)
+            parse = functools.partial(self._parse, message)
+            scenario = parse() if key is None else self.parsed.get(key, message.session, parse)
             self.scenarios[message.session] = scenario
         return scenario
+
+    def _parse(self, message: control.SessionInvite) -> Scenario:
+        """The session's scenario parsed from its text, with this agent's ledger folder and its owners' terms."""
+        overrides: dict[str, Any] = {"lifetime.ledgers": str(self.ledgers)}
+        scenario = Scenario.from_yaml(message.scenario, source=f"session {message.session}")
+        if self.terms:  # this agent's owners sell under their own terms, whatever the session says
+            lifetime = scenario.config.lifetime
+            overrides["lifetime.owner_terms"] = {
+                **{owner: terms.sale_terms().to_dict() for owner, terms in lifetime.owner_terms.items()},
+                **{owner: own_terms(lifetime.terms_of(owner), self.terms).to_dict() for owner in self.owners},
+            }
+        return scenario.with_overrides(overrides)
 
     def _join(self, owner: str, message: control.SessionInvite) -> None:
         key = (message.session, owner)
@@ -363,7 +379,7 @@ class OwnerAgent:
                 role_name="owner",
                 wall_s=time.monotonic() - started,
                 driver=loop.stats.to_dict() | {"shared_links": True},
-                identity=scenario_identity(scenario),
+                identity=self._identity(session, scenario),
                 own=True,
             )
         except Exception as err:  # noqa: BLE001 - a report of its failure instead; the agent serves on
@@ -385,8 +401,17 @@ class OwnerAgent:
         self._keep(session, owner, own)
         if not any(k[0] == session for k in self.loops):
             self.scenarios.pop(session, None)
+            self.identities.pop(session, None)
             self.sessions_done += 1
         log.info("session %s: %s done (%s)", session, owner, report["status"])
+
+    def _identity(self, session: str, scenario: Scenario) -> dict[str, Any]:
+        """What the owners' reports of ``session`` record about its scenario (:func:`scenario_identity`:
+        a fingerprint of its configuration), made once per session for all the owners here."""
+        identity = self.identities.get(session)
+        if identity is None:
+            identity = self.identities[session] = scenario_identity(scenario)
+        return dict(identity)
 
     def _settle_again(self, owner: str) -> None:
         """Settle again the reservations ``owner``'s ledger could not settle when their sessions ended
@@ -491,4 +516,7 @@ def serve_agent(options: AgentOptions) -> int:
     agent = OwnerAgent(options)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: agent.stop())
-    return agent.run()
+    # one BLAS thread, as every party process has: the agent's parallelism is its sessions and the
+    # other agents, and a second OpenBLAS thread on busy cores made an owner's sketch 3-4x the CPU
+    with single_threaded_blas():
+        return agent.run()

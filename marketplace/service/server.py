@@ -51,6 +51,7 @@ import zmq
 
 from marketplace.messages.errors import cut
 from marketplace.roles import CONSUMER
+from marketplace.runtime.scheduling import single_threaded_blas
 from marketplace.scenario import Scenario
 from marketplace.service import control
 from marketplace.service.admission import Admission, budgets_of
@@ -76,7 +77,7 @@ from marketplace.service.state_lock import StateLock
 from marketplace.service.status import KEPT_SESSIONS, StatusFile
 from marketplace.service.stop_signals import StopSignals
 from marketplace.service.supervisor import AgentSupervisor
-from marketplace.service.worlds import WorldCache
+from marketplace.service.worlds import ScenarioTexts, SessionScenarios, WorldCache
 from marketplace.transport.context import new_context
 from marketplace.transport.curve import PartyAuthenticator
 
@@ -123,6 +124,10 @@ class MarketServer:
         self.endpoint = ""
         self.failure: str | None = None
         self.worlds = WorldCache()
+        self.parsed = SessionScenarios()
+        """Each consumer's distinct requests, parsed and checked once (a later session differs in its id only)."""
+        self.texts = ScenarioTexts()
+        """The sessions' scenarios as sent to their parties, each distinct one written once."""
         self.lock: StateLock | None = None
         self._out: Outbox | None = None
         self.started_at = time.monotonic()
@@ -159,7 +164,8 @@ class MarketServer:
         except OSError as err:
             raise ServeOptionsError(str(err)) from None
         try:
-            return self._run_locked()
+            with single_threaded_blas():  # as every party process: the sessions are the parallelism
+                return self._run_locked()
         finally:
             self.lock.release()
 
@@ -346,7 +352,9 @@ class MarketServer:
             self.out.send(routing, control.SessionRefused(reason=why))
             return
         session = self.book.new_id()
-        prepared = prepare_request(self.market, message.scenario, session, consumer, self.owners, self.worlds.get)
+        prepared = prepare_request(
+            self.market, message.scenario, session, consumer, self.owners, self.worlds.get, self.parsed
+        )
         if isinstance(prepared, str):
             self.out.send(routing, control.SessionRefused(session=session, reason=prepared))
             return
@@ -429,7 +437,7 @@ class MarketServer:
         )
 
     def _start(self, s: Session) -> None:
-        s.text = s.scenario.dump_yaml()
+        s.text = self.texts.text(s.scenario)
         try:
             write_session_files(s)
         except OSError as err:

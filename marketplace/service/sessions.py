@@ -26,6 +26,7 @@ from typing import Any
 
 from marketplace.scenario import Scenario, ScenarioError
 from marketplace.scenario.load import parse_scenario, read_scenario_text
+from marketplace.service.worlds import SessionScenarios
 
 FROM_MARKET = ("seed", "parties", "transport")
 
@@ -73,10 +74,11 @@ def prepare_request(
     consumer: str,
     owners: list[str],
     build: Callable[[Scenario, Any], Any],
+    parsed: SessionScenarios | None = None,
 ) -> tuple[Scenario, dict[str, Any]] | str:
-    """A request checked as it arrives: the session's scenario (:func:`session_scenario`), its world
-    built (``build(scenario, exchange)``, the server's world cache: what needs the data is refused now, not
-    mid-session)
+    """A request checked as it arrives: the session's scenario (:func:`session_scenario`; with ``parsed``,
+    each distinct request of a consumer parsed once), its world built (``build(scenario, exchange)``,
+    the server's world cache: what needs the data is refused now, not mid-session)
     and what it declares it costs each owner; or, when it cannot run on this marketplace, the
     refusal to send the consumer (nothing is queued, nothing charged)."""
     from marketplace import plugins
@@ -85,9 +87,14 @@ def prepare_request(
     from marketplace.service.admission import owner_charges
 
     try:
-        scenario = session_scenario(
-            market, request_text, session=session, consumer=consumer, source=f"{consumer}'s request"
-        )
+
+        def parse() -> Scenario:
+            return session_scenario(
+                market, request_text, session=session, consumer=consumer, source=f"{consumer}'s request"
+            )
+
+        # the session id sets the request id only: the same text of the same consumer is the same scenario
+        scenario = parse() if parsed is None else parsed.get(f"{consumer}\x00{request_text}", session, parse)
         exchange = plugins.exchange(scenario.config.protocol)  # the session starts: resolved once here
         prepare_world(scenario, exchange, build=build)
         life = market.config.lifetime

@@ -15,6 +15,7 @@ import json
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ import marketplace
 from marketplace import plugins
 from marketplace.parties import build_role, make_world, share_of
 from marketplace.privacy.lifetime import LifetimeLedger, ledger_file
+from marketplace.roles import open_ledgers
 from marketplace.roles.identity import RUNTIME_KINDS
 from marketplace.roles.lifetime import DeclinedParty, admitted
 from marketplace.roles.party import Party
@@ -77,16 +79,23 @@ def market() -> Scenario:
     return Scenario.from_yaml(yaml.safe_dump(MARKET), source="the test's marketplace")
 
 
-@pytest.fixture
-def agent(tmp_path: Path) -> agent_module.OwnerAgent:
-    """An agent of three owners whose connections are stand-ins (it never runs its loop here)."""
+@pytest.fixture(params=["kept open", "opened per use"])
+def agent(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[agent_module.OwnerAgent]:
+    """An agent of three owners whose connections are stand-ins (it never runs its loop here), its
+    owners' ledgers kept open between uses as its loop keeps them (:mod:`marketplace.roles.open_ledgers`),
+    or opened for each use as a party process does: the same faults, the same outcomes."""
     made = agent_module.OwnerAgent(
         AgentOptions(
             "tcp://127.0.0.1:9", tmp_path / "keys", OWNERS, work=tmp_path / "work", ledgers=tmp_path / "ledgers"
         )
     )
     made.socks = {owner: Connection() for owner in OWNERS}  # type: ignore[misc]
-    return made
+    if request.param == "kept open":
+        open_ledgers.keep_open()
+    try:
+        yield made
+    finally:
+        open_ledgers.close_all()
 
 
 def invite(market: Scenario, session: str) -> control.SessionInvite:

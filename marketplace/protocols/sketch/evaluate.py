@@ -8,6 +8,7 @@ The runner computes these, and it may see all data; no party of the protocol doe
 
 from __future__ import annotations
 
+import copy
 import math
 import weakref
 from collections.abc import Callable
@@ -21,16 +22,29 @@ from marketplace.parties import party_ids
 from marketplace.protocols.sketch.public import public_map, query_plan, record_dim, unit_records
 from marketplace.scenario.config import ScenarioConfig
 
+_TRUTHS: dict[tuple[int, str, tuple[str, ...]], dict[str, Any]] = {}
+"""The exact statistics of a world's owners (:func:`truth`), while that world lives: a served
+marketplace evaluates session after session of one request on the same world and the same owners."""
+TRUTHS_KEPT = 256
+
 
 def truth(config: ScenarioConfig, world: World, owners: list[str]) -> dict[str, Any]:
     """The exact statistics of the union of ``owners``' data (unit coordinates), as the consumer's
-    plan asks for them."""
+    plan asks for them (computed once per world, seed, sketch settings and owners; a copy each time)."""
     from marketplace.protocols.sketch.consumer import plan_statistics
 
-    ids = party_ids(config)[1:-1]
-    parts = [unit_records(config, world.owners[ids.index(o)]) for o in owners]
-    U = np.vstack(parts) if parts else np.zeros((0, record_dim(config)))
-    return plan_statistics(U, query_plan(config))
+    key = (id(world), repr((config.seed, config.sketch, record_dim(config))), tuple(owners))
+    kept = _TRUTHS.get(key)
+    if kept is None:
+        ids = party_ids(config)[1:-1]
+        parts = [unit_records(config, world.owners[ids.index(o)]) for o in owners]
+        U = np.vstack(parts) if parts else np.zeros((0, record_dim(config)))
+        kept = plan_statistics(U, query_plan(config))
+        while len(_TRUTHS) >= TRUTHS_KEPT:
+            _TRUTHS.pop(next(iter(_TRUTHS)))
+        _TRUTHS[key] = kept
+        weakref.finalize(world, _TRUTHS.pop, key, None)
+    return copy.deepcopy(kept)
 
 
 def statistic_errors(estimates: dict[str, Any], true: dict[str, Any]) -> dict[str, Any]:
