@@ -54,9 +54,9 @@ def parse_address(text: str) -> tuple[str, int]:
     try:
         number = int(port)
     except ValueError:
-        raise ConsoleAddressError(f"--console: expected HOST:PORT (say 127.0.0.1:8080), got {text!r}") from None
+        raise ConsoleAddressError(f"a console's address: expected HOST:PORT got {text!r}") from None
     if not 0 <= number <= 65535:
-        raise ConsoleAddressError(f"--console: expected a port in [0, 65535], got {number}")
+        raise ConsoleAddressError(f"a console's address: expected a port in [0, 65535], got {number}")
     return host, number
 
 

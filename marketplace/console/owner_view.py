@@ -118,17 +118,20 @@ def owner_page(ledgers: Path, owners: Sequence[str]) -> dict[str, Any]:
 def plot_svg(
     series: Sequence[dict[str, Any]], keys: Sequence[str], title: str, ylabel: str, limit: float | None
 ) -> bytes:
-    """A step plot of ``keys`` of ``series`` against the request's position, as SVG (matplotlib, Agg);
+    """A line plot of ``keys`` of ``series`` against the request's position, as SVG (matplotlib, Agg);
     ``limit``: a dashed line at the budget."""
     from matplotlib.figure import Figure  # no pyplot: no global backend, safe in the web server's thread
+    from matplotlib.ticker import MaxNLocator
 
-    fig = Figure(figsize=(6.4, 2.8), layout="constrained")
+    fig = Figure(figsize=(5.2, 2.6), layout="constrained")
     ax = fig.add_subplot()
     x = list(range(1, len(series) + 1))
     for key in keys:
-        ax.step(x, [point[key] for point in series], where="post", marker="o", markersize=3, label=key)
+        ax.plot(x, [point[key] for point in series], marker="o", markersize=3, label=key)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     if limit is not None and math.isfinite(limit):
         ax.axhline(limit, linestyle="--", color="grey", label="budget")
+    ax.set_ylim(bottom=0)  # after the budget's line, which the axis then shows
     ax.set_title(title, fontsize=10)
     ax.set_xlabel("request (in order)")
     ax.set_ylabel(ylabel)

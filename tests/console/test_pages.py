@@ -221,7 +221,7 @@ def test_console_addresses(text, expected):
 
 @pytest.mark.parametrize("bad", ["host:port", "1.2.3.4:70000"])
 def test_a_bad_console_address_is_refused(bad):
-    with pytest.raises(access.ConsoleAddressError, match="--console"):
+    with pytest.raises(access.ConsoleAddressError, match="console.s address"):
         access.parse_address(bad)
 
 
