@@ -3,9 +3,10 @@
 Each command registers its own parser and handler (``set_defaults(func=...)``) from the module of
 its group: :mod:`.run` (run, validate; a market file through :mod:`.market`), :mod:`.privacy`
 (privacy compose, privacy calibrate), :mod:`.ledger`, :mod:`.serve` (serve, keys consumer),
-:mod:`.agent`, :mod:`.request`, :mod:`.shop` (catalogue, quote), :mod:`.assemble`, :mod:`.provision`,
-:mod:`.tools` (shares, protocols, probe, keys), :mod:`.datasets` (data), :mod:`.parties` (curator, owner,
-consumer, owners), and the subcommands a protocol plug-in adds (:func:`marketplace.plugins.add_commands`).
+:mod:`.agent`, :mod:`.request`, :mod:`.shop` (catalogue, quote), :mod:`.console` (the web consoles),
+:mod:`.assemble`, :mod:`.provision`, :mod:`.tools` (shares, protocols, probe, keys), :mod:`.datasets` (data),
+:mod:`.parties` (curator, owner, consumer, owners), and the subcommands a protocol plug-in adds
+(:func:`marketplace.plugins.add_commands`).
 Every handler calls the library it drives: the Python API (:mod:`marketplace.api`, :mod:`marketplace.service.api`), the
 runner, the accountant, the ledgers, the dataset cache. Nothing of the library imports this package
 (an import-linter contract in ``pyproject.toml``): only ``python -m marketplace`` does.
@@ -49,6 +50,7 @@ A marketplace that stays up (docs/serve.md), and market workloads (docs/market.m
   marketplace keys consumer dave --market market   another consumer's kit, admitted while it serves
   marketplace catalogue --market tcp://127.0.0.1:7700 --keys market/consumers/alice   what it sells
   marketplace quote scenarios/sketch-quickstart.yaml --market tcp://127.0.0.1:7700 --keys market/consumers/alice
+  marketplace console --reports runs               a consumer's purchases in the browser (serve/agent: --console)
 
 Exit status: 0 completed, 2 bad scenario or arguments (nothing started), 3 the run failed, 1 internal error.
 """
@@ -60,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     from marketplace.cli import (
         agent,
         assemble,
+        console,
         datasets,
         ledger,
         parties,
@@ -85,6 +88,7 @@ def _parser() -> argparse.ArgumentParser:
     agent.add_agent_parser(sub)
     request.add_request_parser(sub)
     shop.add_shop_parsers(sub)
+    console.add_console_parser(sub)
     assemble.add_assemble_parser(sub)
     provision.add_parser(sub)
     tools.add_shares_parser(sub)

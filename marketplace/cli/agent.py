@@ -8,7 +8,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from marketplace.cli import console
 from marketplace.cli.common import EXIT_USAGE, add_read_limits, ignore_stop_signals, log_at, read_limits
+from marketplace.cli.console import add_console_flags
 from marketplace.service.options import AgentOptions
 
 
@@ -24,6 +26,7 @@ def add_agent_parser(sub: argparse._SubParsersAction) -> None:
     )
     add_agent_options(agent)
     agent.add_argument("--log-level", default="INFO")
+    add_console_flags(agent, "the hosted owners' ledgers (spent, sales, earnings, declines, with plots)")
     agent.set_defaults(func=agent_command)
 
 
@@ -118,10 +121,17 @@ def agent_command(args: argparse.Namespace) -> int:
     from marketplace.service.api import run_agent
 
     log_at(args.log_level)
+    shown = None
     try:
-        status = run_agent(agent_options(args))
+        options = agent_options(args)
+        ledgers = options.ledgers if options.ledgers is not None else options.keys
+        shown = console.start(args, console.owner_app(ledgers, list(options.owners)), "agent")
+        status = run_agent(options)
     except ValueError as err:
         print(f"marketplace agent: {err}", file=sys.stderr)
         return EXIT_USAGE
+    finally:
+        if shown is not None:
+            shown.stop()
     ignore_stop_signals()
     return status

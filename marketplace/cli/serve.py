@@ -13,7 +13,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from marketplace.cli import console
 from marketplace.cli.common import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, ignore_stop_signals, log_at
+from marketplace.cli.console import add_console_flags
 from marketplace.service.options import ServeOptions
 
 if TYPE_CHECKING:
@@ -79,6 +81,7 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
     )
     serve.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
     serve.add_argument("--log-level", default="INFO")
+    add_console_flags(serve, "the marketplace for its operator (sessions, latency, owners, /metrics)")
     serve.set_defaults(func=serve_command)
 
 
@@ -262,11 +265,20 @@ def serve_command(args: argparse.Namespace) -> int:
         print(f"marketplace serve: {type(err).__name__}: {err}", file=sys.stderr)
         return EXIT_INTERNAL
     try:
+        shown = console.start(args, console.operator_app(options.state), "serve")
+    except ValueError as err:  # its address cannot be bound: the marketplace stops as on SIGTERM
+        print(f"marketplace serve: {err}", file=sys.stderr)
+        served.stop()
+        ignore_stop_signals()
+        return EXIT_USAGE
+    try:
         return served.wait()
     except Exception as err:  # noqa: BLE001 - the server failed while serving
         print(f"marketplace serve: {type(err).__name__}: {err}", file=sys.stderr)
         return EXIT_INTERNAL
     finally:
+        if shown is not None:
+            shown.stop()
         ignore_stop_signals()
 
 

@@ -44,6 +44,7 @@ import logging
 import os
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -580,5 +581,10 @@ class MarketServer:
             "max_running": self.book.max_running,
             "agent_restarts": self.agents.restarts(),
             "sessions": self.finished[-KEPT_SESSIONS:],
+            # public figures for the operator's console (marketplace.console): no ledger's, no row's
+            "present": sorted(self.present),
+            "posted": self.posted,
+            "admitted": self.admission.spent,
+            "ended": dict(Counter(s["status"] for s in self.finished)),
         }
         self.status_file.write(status)  # a full disk costs the status file, not the marketplace
