@@ -4,7 +4,8 @@ A driver holding many parties (the in-process driver, an owner host) collects th
 about to deliver, lets :func:`prepare` decode each for its node (:meth:`Node.peek
 <marketplace.transport.node.Node.peek>`) and hand the decoded messages of each cohort
 (:mod:`marketplace.roles.cohort`) to it at once, then delivers every frame as before, each to its
-own node, with the envelope already decoded. What each party receives, answers, counts and sends
+own node, with the envelope already decoded. The frames of a broadcast share their body's bytes:
+that body is decoded and checked once, each frame's own head apart. What each party receives, answers, counts and sends
 is what it would have without the batch; only the roles' shared work is done once.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from marketplace.messages import Envelope
+from marketplace.messages import Envelope, encode_body
 from marketplace.roles import Role
 from marketplace.roles.cohort import Cohort, cohorts_of
 from marketplace.transport.node import Node
@@ -34,12 +35,19 @@ class Cohorts:
         cohorts prepared for theirs."""
         decoded: list[Envelope[Any] | None] = []
         groups: dict[int, tuple[Cohort, list[tuple[Role, Envelope[Any]]]]] = {}
+        like: tuple[Envelope[Any], bytes] | None = None  # the last body decoded in full, and its bytes
         for node, frame, peer in batch:
             cohort = self.of_role.get(id(node.role))
-            message = node.peek(frame, peer) if cohort is not None else None
+            if cohort is None:
+                decoded.append(None)
+                continue
+            message = node.peek(frame, peer, like)
             decoded.append(message)
-            if cohort is not None and message is not None:
-                groups.setdefault(id(cohort), (cohort, []))[1].append((node.role, message))
+            if message is None:
+                continue
+            if like is None or message.body is not like[0].body:
+                like = (message, encode_body(message.body))
+            groups.setdefault(id(cohort), (cohort, []))[1].append((node.role, message))
         for cohort, deliveries in groups.values():
             if len(deliveries) > 1:
                 cohort.prepare(deliveries)

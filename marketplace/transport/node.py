@@ -16,6 +16,7 @@ from marketplace.messages import (
     MessageError,
     ProtocolError,
     decode,
+    decode_sharing,
     encode,
     encode_body,
     encode_framed,
@@ -151,14 +152,20 @@ class Node:
         """The driver handed ``out`` to the transport."""
         self.counters.record_sent(self.party_id, out.receiver, out.kind, len(out.frame))
 
-    def peek(self, frame: bytes | memoryview, peer: str | None) -> Envelope[Any] | None:
+    def peek(
+        self, frame: bytes | memoryview, peer: str | None, like: tuple[Envelope[Any], bytes] | None = None
+    ) -> Envelope[Any] | None:
         """``frame`` decoded and checked as :meth:`receive` would, without receiving it (nothing is
         counted or remembered); None when :meth:`receive` would refuse it. A driver peeks at a batch
         to let the roles' cohort prepare it (:mod:`marketplace.roles.cohort`), then hands each
-        envelope to :meth:`receive`, which does not decode it again."""
+        envelope to :meth:`receive`, which does not decode it again. ``like``: an envelope already
+        accepted from another frame and its body's bytes; a frame with that same body (a broadcast)
+        gets that very body, only its own head decoded (:func:`~marketplace.messages.decode_sharing`)."""
         t0 = time.perf_counter()
         try:
-            message = decode(frame, max_bytes=self.max_message_bytes, peer=peer)
+            message = decode_sharing(frame, like[0], like[1], peer) if like is not None else None
+            if message is None:
+                message = decode(frame, max_bytes=self.max_message_bytes, peer=peer)
             self._check_routing(message)
         except MessageError:
             return None
