@@ -95,6 +95,18 @@ class OwnerCohort(Cohort):
         dtypes = {owner.phi.dtype for owner in usable}
         self.stack = Stack(usable) if len(dtypes) == 1 and len(usable) > 1 else None
         self.index = {id(owner): i for i, owner in enumerate(self.stack.owners)} if self.stack else {}
+        self.same_target: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        """Owner -> (its g~, the batch's g~) once found equal: g~ arrives once, so each owner's is compared once."""
+
+    def _same_target(self, i: int, mine: np.ndarray, batch: np.ndarray | None) -> bool:
+        """Whether owner ``i``'s g~ is the batch's, bit for bit (remembered for the same two arrays)."""
+        known = self.same_target.get(i)
+        if known is not None and known[0] is mine and known[1] is batch:
+            return True
+        if batch is None or not _same_array(mine, batch):
+            return False
+        self.same_target[i] = (mine, batch)
+        return True
 
     def prepare(self, deliveries: Sequence[tuple[Any, Envelope]]) -> None:
         stack = self.stack
@@ -110,7 +122,7 @@ class OwnerCohort(Cohort):
                 continue
             if first is None:
                 first, target = body, owner.target_mean
-            elif not _same_round(body, first) or not _same_array(owner.target_mean, target):
+            elif not _same_round(body, first) or not self._same_target(i, owner.target_mean, target):
                 continue  # not this batch's broadcast: that owner bids alone
             if body.summary_mean.shape != owner.target_mean.shape:
                 continue  # the owner refuses it itself
@@ -138,6 +150,4 @@ def _same_array(a: np.ndarray, b: np.ndarray | None) -> bool:
     """Equal bit for bit (a signed zero is not the other zero: the bid would differ in its last bits)."""
     if a is b:
         return True
-    if b is None or a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    return bool(np.array_equal(np.ascontiguousarray(a).view(np.uint8), np.ascontiguousarray(b).view(np.uint8)))
+    return b is not None and a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
