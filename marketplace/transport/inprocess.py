@@ -70,7 +70,12 @@ def run_inprocess(
                 if stats.delivered >= max_steps:
                     raise StalledRun(f"in-process run exceeded {max_steps} deliveries")
                 stats.delivered += 1
-                post(receiver, receiver.receive(frame, peer=sender, decoded=message).outgoing)
+                delivery = (
+                    receiver.receive(frame, peer=sender)  # (the plain call, for parties not prepared together)
+                    if message is None
+                    else receiver.receive(frame, peer=sender, decoded=message)
+                )
+                post(receiver, delivery.outgoing)
                 if after_delivery is not None:
                     after_delivery()
         silent = _ended_peers(nodes, by_id, lost) or _stuck_peers(nodes, lost)

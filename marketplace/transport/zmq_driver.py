@@ -256,7 +256,8 @@ class SocketLoop:
             self._refused(conn, now, party)
             return
         # a connection of unknown identity can speak only as "unknown party", which no role accepts
-        delivery = self.node.receive(frame, peer=party if party is not None else UNKNOWN, decoded=decoded)
+        peer = party if party is not None else UNKNOWN
+        delivery = self.node.receive(frame, peer=peer) if decoded is None else self.node.receive(frame, peer, decoded)
         if delivery.accepted:
             if party is not None and self.link.accepted(party, route, now):
                 self._first_contact(party)
