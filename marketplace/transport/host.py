@@ -49,6 +49,10 @@ FILES_PER_OWNER = 4
 """Its TCP connection and three socket mailboxes."""
 HOST_SPARE_FILES = 256
 """Descriptors a host keeps for itself beyond its owners' (its context, log, imports, reports)."""
+GATHER_PASSES = 4
+"""Owners prepared together read their sockets in up to this many passes before handling: each
+pass asks epoll (without waiting) for sockets whose frames came meanwhile, so that a round's
+broadcast, which reaches the host's sockets over a few milliseconds, is prepared in few batches."""
 HOST_CHECK_S = 0.1
 """How often each hosted owner's liveness and progress are checked (a single party: every 50 ms)."""
 
@@ -206,12 +210,19 @@ class _HostRun:
         socket. A socket that sent asks once more whether frames wait (its read check came before
         its sends)."""
         reads: list[tuple[SocketLoop, list[Read], bool]] = []
-        for loop in list(self.pending):
-            if loop.closed or loop.node.done:
-                self.pending.discard(loop)
-                continue
-            frames, drained = loop.read_frames(ask_events=True)
-            reads.append((loop, frames, drained))
+        seen: set[SocketLoop] = set()
+        for _ in range(GATHER_PASSES):
+            fresh = [loop for loop in self.pending if loop not in seen]
+            if not fresh:
+                break
+            for loop in fresh:
+                seen.add(loop)
+                if loop.closed or loop.node.done:
+                    self.pending.discard(loop)
+                    continue
+                frames, drained = loop.read_frames(ask_events=True)
+                reads.append((loop, frames, drained))
+            self._poll_ready()  # sockets that got frames meanwhile join this batch (a broadcast arrives over time)
         # only frames of an identified connection are decoded ahead, for that party exactly as
         # the loop's own handling would (a frame of an unknown one takes the loop's careful path)
         batch = [
@@ -233,6 +244,13 @@ class _HostRun:
                     self.pending.discard(loop)
                     sent = loop.frames_sent
             self._after(loop, sent)
+
+    def _poll_ready(self) -> None:
+        """Add the sockets epoll says have news now to ``pending``, without waiting."""
+        for fd, _ in self.epoll.poll(0):
+            loop = self.by_fd.get(fd)
+            if loop is not None and not loop.closed:
+                self.pending.add(loop)
 
     def _close_finished(self) -> bool:
         """Close the loops whose roles are done (their bye leaves); False once none is left."""

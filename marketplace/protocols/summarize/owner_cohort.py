@@ -60,9 +60,9 @@ class Stack:
         self.owners = list(owners)
         self.features = np.concatenate([owner.phi for owner in self.owners])
         self.available = np.concatenate([owner.available for owner in self.owners])
-        sizes = np.array([len(owner.phi) for owner in self.owners], dtype=np.intp)
-        self.starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.intp)
-        for owner, start, size in zip(self.owners, self.starts, sizes, strict=True):
+        self.sizes = np.array([len(owner.phi) for owner in self.owners], dtype=np.intp)
+        self.starts = np.concatenate([[0], np.cumsum(self.sizes)[:-1]]).astype(np.intp)
+        for owner, start, size in zip(self.owners, self.starts, self.sizes, strict=True):
             owner.phi = self.features[start : start + size]
             owner.available = self.available[start : start + size]
         norms = np.linalg.norm(self.features.astype(np.float64, copy=False), axis=1)
@@ -72,18 +72,31 @@ class Stack:
 def prepared_offers(stack: Stack, members: Sequence[int], direction: np.ndarray) -> list[Offer]:
     """Each listed owner's :func:`best_offer` for ``direction`` (owners by index into the stack):
     bit for bit what it computes alone, from one product over the whole stack."""
-    rows, certain = stacked_best_rows(stack.features, stack.starts, stack.available, direction, stack.row_norm)
+    if len(members) == len(stack.owners) and list(members) == list(range(len(stack.owners))):
+        rows, certain = stacked_best_rows(stack.features, stack.starts, stack.available, direction, stack.row_norm)
+    else:  # some of the owners (an owner host's socket reads bring part of a round): their rows gathered
+        rows, certain = _members_best_rows(stack, members, direction)
     offers: list[Offer] = []
-    for i in members:
+    for k, i in enumerate(members):
         owner = stack.owners[i]
-        if not certain[i]:
+        if not certain[k]:
             offers.append(best_offer(owner.phi, direction, owner.available))
-        elif rows[i] < 0:
+        elif rows[k] < 0:
             offers.append(None)
         else:
-            row = int(rows[i])
+            row = int(rows[k])
             offers.append((row, bid_value(owner.phi[row], direction)))
     return offers
+
+
+def _members_best_rows(stack: Stack, members: Sequence[int], direction: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`stacked_best_rows` over the listed owners' rows alone (gathered, in the listed order),
+    so that a part of a round costs its own rows, not the whole stack's."""
+    index = np.asarray(members, dtype=np.intp)
+    sizes = stack.sizes[index]
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.intp)
+    rows = np.arange(int(sizes.sum()), dtype=np.intp) + np.repeat(stack.starts[index] - offsets, sizes)
+    return stacked_best_rows(stack.features[rows], offsets, stack.available[rows], direction, stack.row_norm)
 
 
 class OwnerCohort(Cohort):

@@ -38,6 +38,8 @@ def test_stacked_offers_equal_each_owners_own(dtype: str) -> None:
         stack = Stack(owners)
         together = prepared_offers(stack, list(range(len(owners))), direction)
         assert together == alone, trial  # rows and bids, bit for bit (floats compare exactly)
+        some = [int(i) for i in rng.permutation(len(owners))[:7]]  # part of a round, in any order
+        assert prepared_offers(stack, some, direction) == [alone[i] for i in some], trial
 
 
 def test_a_near_tie_is_not_certain() -> None:
