@@ -182,7 +182,8 @@ def stacked_best_rows(
     best = np.maximum.reduceat(scores, starts)
     lengths = np.diff(np.append(starts, n))
     first = np.minimum.reduceat(np.where(scores == np.repeat(best, lengths), np.arange(n), n), starts)
-    scores[first] = -np.inf
+    found = first < n  # no row equals its owner's best only when a score is NaN: left to best_offer
+    scores[first[found]] = -np.inf
     runner = np.maximum.reduceat(scores, starts)
     eps = float(np.finfo(features.dtype).eps) / 2.0
     d = features.shape[1]
@@ -190,6 +191,6 @@ def stacked_best_rows(
     slack = 8.0 * (nu / (1.0 - nu)) * row_norm * float(np.linalg.norm(product_direction.astype(np.float64)))
     none = np.isneginf(best)
     with np.errstate(invalid="ignore"):
-        certain = none | np.isneginf(runner) | (best - runner > slack)
-    rows = np.where(none, -1, first - starts)
+        certain = found & (none | np.isneginf(runner) | (best - runner > slack))
+    rows = np.where(none | ~found, -1, first - starts)
     return rows, certain

@@ -104,9 +104,14 @@ class OwnerCohort(Cohort):
     rows once, and before a batch of ``round_open`` messages, prepares each owner's choice."""
 
     def __init__(self, owners: Sequence[Any]) -> None:
-        usable = [owner for owner in owners if len(owner.phi) > 0]
-        dtypes = {owner.phi.dtype for owner in usable}
-        self.stack = Stack(usable) if len(dtypes) == 1 and len(usable) > 1 else None
+        # owners with rows, of the process's most common feature layout (an owner of another
+        # configuration, with other features, bids alone and is refused as before)
+        layouts: dict[tuple[np.dtype, int], list[Any]] = {}
+        for owner in owners:
+            if owner.phi.ndim == 2 and len(owner.phi) > 0:
+                layouts.setdefault((owner.phi.dtype, owner.phi.shape[1]), []).append(owner)
+        usable = max(layouts.values(), key=len, default=[])
+        self.stack = Stack(usable) if len(usable) > 1 else None
         self.index = {id(owner): i for i, owner in enumerate(self.stack.owners)} if self.stack else {}
         self.same_target: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         """Owner -> (its g~, the batch's g~) once found equal: g~ arrives once, so each owner's is compared once."""

@@ -63,3 +63,14 @@ def test_the_cohort_prepares_each_owner_its_own_offer() -> None:
     for owner in owners:
         assert owner.prepared is not None and owner.prepared.body is body
         assert owner.prepared.offer == best_offer(owner.phi, direction, owner.available)
+
+
+def test_an_owner_with_unreadable_features_bids_as_alone() -> None:
+    rng = np.random.default_rng(5)
+    owners = _owners(rng, 6, 8, "float64")
+    owners[2].phi[0] = np.nan  # a broken owner's rows: best_offer decides, as it did alone
+    owners[2].available[:] = True
+    direction = rng.normal(size=8)
+    alone = [best_offer(o.phi, direction, o.available) for o in owners]
+    together = prepared_offers(Stack(owners), list(range(6)), direction)
+    assert repr(together) == repr(alone)  # (0, nan) for the broken owner either way: nan != nan
