@@ -302,7 +302,7 @@ def run_point(
     row["rounds_per_s"] = round(rounds / row["run_wall_s"], 2) if row["run_wall_s"] == row["run_wall_s"] else None
     if driver == "processes" and report:
         row.update(_host_figures(report, sampler, owners, memory_every_s, out))
-    span = None
+    span = row.pop("_rounds_span", None)  # the processes driver's, from the curator's log
     if driver == "inprocess" and clock.exists():
         ends = json.loads(clock.read_text())
         if len(ends) >= 2:

@@ -158,6 +158,52 @@ def decode_fast(frame: bytes | memoryview, peer: str | None = None) -> Envelope 
     return Envelope(wire.version, wire.run_id, wire.msg_id, wire.sender, wire.receiver, body.KIND, wire.reply_to, body)
 
 
+# --- a broadcast's frames: the shared body decoded once ------------------------------------------
+
+
+class _Head(msgspec.Struct, forbid_unknown_fields=True, frozen=True, gc=False):
+    """An envelope whose body was cut off and replaced by nil (:func:`decode_sharing`)."""
+
+    version: int
+    run_id: str
+    msg_id: Annotated[int, msgspec.Meta(ge=1)]
+    sender: str
+    receiver: str
+    kind: str
+    reply_to: int | None
+    body: None
+
+
+_HEAD_DECODER = msgspec.msgpack.Decoder(_Head)
+
+
+def decode_sharing(
+    frame: bytes | memoryview, shared: Envelope, body: bytes, peer: str | None = None
+) -> Envelope | None:
+    """``frame``'s envelope, holding ``shared``'s very body object, when the frame ends with
+    ``body`` (the bytes of ``shared.body``, which :func:`decode` already accepted in another frame)
+    and its kind is ``shared``'s: only the envelope's head is decoded and checked. None otherwise
+    (then :func:`decode` it whole; it gives the same verdict).
+
+    The frames of one broadcast carry the same body bytes behind each receiver's own head
+    (:func:`encode_framed`): an owner host decodes and checks that body once, not once per owner.
+    The verdict is :func:`decode`'s: msgpack objects are self-delimiting, so when the head followed
+    by nil parses as a whole envelope, the head followed by ``body`` is the envelope whose body is
+    ``body``'s one object; and checks on a body depend on its bytes and its kind alone."""
+    n = len(body)
+    if len(frame) <= n or len(frame) > SCAN_ABOVE or frame[-n:] != body:
+        return None
+    try:
+        head = _HEAD_DECODER.decode(bytes(frame[:-n]) + b"\xc0")
+    except Exception:  # noqa: BLE001 - any refusal: the whole frame goes to decode
+        return None
+    if head.version != PROTOCOL_VERSION or head.kind != shared.kind or (peer is not None and head.sender != peer):
+        return None
+    return Envelope(
+        head.version, head.run_id, head.msg_id, head.sender, head.receiver, head.kind, head.reply_to, shared.body
+    )
+
+
 # --- the precise path ------------------------------------------------------------------------------
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from marketplace.messages import Envelope
 from marketplace.messages.kinds import Bye, Hello
@@ -17,6 +17,7 @@ from marketplace.roles.identity import NO_TRAFFIC, Identity, Traffic
 
 if TYPE_CHECKING:
     from marketplace.privacy.accountant import PrivacyLedger
+    from marketplace.roles.cohort import Cohort
 
 CURATOR = "curator"
 CONSUMER = "consumer"
@@ -59,6 +60,9 @@ class Role(ABC):
     """What this party has sent so far (:class:`~marketplace.roles.identity.Traffic`), read-only: its
     :class:`~marketplace.roles.party.Party` counts and hands it over (:meth:`join`); a role that records
     it (a curator's per-round history) reads it here."""
+    cohort: ClassVar[type[Cohort] | None] = None
+    """Builds the :class:`~marketplace.roles.cohort.Cohort` of this class's roles in one process
+    (they prepare a broadcast together, :mod:`marketplace.roles.cohort`); None: each role alone."""
     _identity: Identity | None = None
     points_sold: int | None = None
     """Points of the party's own data it handed over in this run (a protocol that sells points, as

@@ -32,9 +32,11 @@ import time
 
 import zmq
 
+from marketplace.transport.cohorts import Cohorts
 from marketplace.transport.context import new_context
 from marketplace.transport.link_settings import DriverStats, LinkSettings
 from marketplace.transport.node import Node
+from marketplace.transport.sides import Read
 from marketplace.transport.sockets import int_option
 from marketplace.transport.tuning import check_interval, frozen_heap, io_threads, raise_open_files_limit
 from marketplace.transport.zmq_driver import SocketLoop, connect_dealer, dealer_loop
@@ -47,6 +49,10 @@ FILES_PER_OWNER = 4
 """Its TCP connection and three socket mailboxes."""
 HOST_SPARE_FILES = 256
 """Descriptors a host keeps for itself beyond its owners' (its context, log, imports, reports)."""
+GATHER_PASSES = 4
+"""Owners prepared together read their sockets in up to this many passes before handling: each
+pass asks epoll (without waiting) for sockets whose frames came meanwhile, so that a round's
+broadcast, which reaches the host's sockets over a few milliseconds, is prepared in few batches."""
 HOST_CHECK_S = 0.1
 """How often each hosted owner's liveness and progress are checked (a single party: every 50 ms)."""
 
@@ -118,6 +124,7 @@ class _HostRun:
             self.by_fd[fd] = loop
             self.epoll.register(fd, select.EPOLLIN)
             loop.begin()
+        self.cohorts = Cohorts([loop.node for loop in loops])
         self.pending: set[SocketLoop] = set(loops)  # sockets that may have frames waiting
         self.backlogged: set[SocketLoop] = set()  # loops with frames waiting to be sent
         self.finished: set[SocketLoop] = set()
@@ -178,6 +185,9 @@ class _HostRun:
                 self._after(loop, sent)
 
     def _read_pending(self) -> None:
+        if self.cohorts:
+            self._read_together()
+            return
         for loop in list(self.pending):
             # no ZMQ_EVENTS check first: a socket here was signalled, and almost always has a frame
             # waiting; when it has none the batch's first read says so (one failed read instead
@@ -191,6 +201,56 @@ class _HostRun:
                 self.pending.discard(loop)
                 sent = loop.frames_sent
             self._after(loop, sent)
+
+    def _read_together(self) -> None:
+        """:meth:`_read_pending` for owners whose roles prepare a broadcast together (a cohort,
+        :mod:`marketplace.roles.cohort`): read every signalled socket's frames first, let the
+        cohort prepare them all at once (every owner's bid of a round in one matrix product), then
+        handle each owner's frames in order, on its own loop, and send its answers from its own
+        socket. A socket that sent asks once more whether frames wait (its read check came before
+        its sends)."""
+        reads: list[tuple[SocketLoop, list[Read], bool]] = []
+        seen: set[SocketLoop] = set()
+        for _ in range(GATHER_PASSES):
+            fresh = [loop for loop in self.pending if loop not in seen]
+            if not fresh:
+                break
+            for loop in fresh:
+                seen.add(loop)
+                if loop.closed or loop.node.done:
+                    self.pending.discard(loop)
+                    continue
+                frames, drained = loop.read_frames(ask_events=True)
+                reads.append((loop, frames, drained))
+            self._poll_ready()  # sockets that got frames meanwhile join this batch (a broadcast arrives over time)
+        # only frames of an identified connection are decoded ahead, for that party exactly as
+        # the loop's own handling would (a frame of an unknown one takes the loop's careful path)
+        batch = [
+            (loop.node, frame, party)
+            for loop, frames, _ in reads
+            for _, party, frame in frames
+            if frame is not None and party is not None
+        ]
+        decoded = iter(self.cohorts.prepare(batch))
+        for loop, frames, drained in reads:
+            sent = loop.frames_sent
+            for route, party, frame in frames:
+                message = next(decoded) if frame is not None and party is not None else None
+                if not loop.node.done:
+                    loop.handle(route, party, frame, message)
+            if drained:
+                loop.link.drained(time.monotonic())
+                if loop.frames_sent == sent or not loop.side.waiting():
+                    self.pending.discard(loop)
+                    sent = loop.frames_sent
+            self._after(loop, sent)
+
+    def _poll_ready(self) -> None:
+        """Add the sockets epoll says have news now to ``pending``, without waiting."""
+        for fd, _ in self.epoll.poll(0):
+            loop = self.by_fd.get(fd)
+            if loop is not None and not loop.closed:
+                self.pending.add(loop)
 
     def _close_finished(self) -> bool:
         """Close the loops whose roles are done (their bye leaves); False once none is left."""

@@ -20,6 +20,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from marketplace.transport.cohorts import Cohorts
 from marketplace.transport.node import Node, Outgoing
 
 
@@ -55,23 +56,28 @@ def run_inprocess(
             sender.record_sent(out)
             queue.append((sender.party_id, out))
 
+    cohorts = Cohorts(nodes)
     for node in nodes:
         post(node, node.start())
     while True:
         while queue:
-            if stats.delivered >= max_steps:
-                raise StalledRun(f"in-process run exceeded {max_steps} deliveries")
             t0 = time.perf_counter()
-            sender, out = queue.popleft()
-            receiver = by_id.get(out.receiver)
+            batch = _next_batch(queue, by_id, cohorts)
             stats.transport_s += time.perf_counter() - t0
-            if receiver is None or receiver.done or sender in lost[receiver.party_id]:
-                stats.undeliverable.append(f"{out.kind} from {sender} to {out.receiver}")
-                continue
-            stats.delivered += 1
-            post(receiver, receiver.receive(out.frame, peer=sender).outgoing)
-            if after_delivery is not None:
-                after_delivery()
+            deliverable = _deliverable(batch, by_id, lost, stats)
+            decoded = cohorts.prepare(deliverable) if len(deliverable) > 1 else [None] * len(deliverable)
+            for (receiver, frame, sender), message in zip(deliverable, decoded, strict=True):
+                if stats.delivered >= max_steps:
+                    raise StalledRun(f"in-process run exceeded {max_steps} deliveries")
+                stats.delivered += 1
+                delivery = (
+                    receiver.receive(frame, peer=sender)  # (the plain call, for parties not prepared together)
+                    if message is None
+                    else receiver.receive(frame, peer=sender, decoded=message)
+                )
+                post(receiver, delivery.outgoing)
+                if after_delivery is not None:
+                    after_delivery()
         silent = _ended_peers(nodes, by_id, lost) or _stuck_peers(nodes, lost)
         if not silent:
             break
@@ -86,6 +92,43 @@ def run_inprocess(
     for node in nodes:
         node.finish()
     return stats
+
+
+def _deliverable(
+    batch: list[tuple[str, Outgoing]], by_id: dict[str, Node], lost: dict[str, set[str]], stats: InProcessStats
+) -> list[tuple[Node, bytes, str]]:
+    """(receiver, frame, sender) of each frame of ``batch`` that can be delivered; the others noted."""
+    deliverable = []
+    for sender, out in batch:
+        receiver = by_id.get(out.receiver)
+        if receiver is None or receiver.done or sender in lost[receiver.party_id]:
+            stats.undeliverable.append(f"{out.kind} from {sender} to {out.receiver}")
+        else:
+            deliverable.append((receiver, out.frame, sender))
+    return deliverable
+
+
+def _next_batch(
+    queue: deque[tuple[str, Outgoing]], by_id: dict[str, Node], cohorts: Cohorts
+) -> list[tuple[str, Outgoing]]:
+    """The frame at the head of the queue, with the frames right behind it of the same sender and
+    kind to other parties of the same cohort (a broadcast: every owner's ``round_open``), taken off
+    the queue together. Delivered in this order, one after another, they are delivered exactly as
+    one by one: the answers each party posts go behind them either way."""
+    head = queue.popleft()
+    first = by_id.get(head[1].receiver)
+    cohort = cohorts.of_role.get(id(first.role)) if first is not None and cohorts else None
+    if cohort is None:
+        return [head]
+    batch = [head]
+    sender, kind = head[0], head[1].kind
+    while queue:
+        nxt_sender, nxt = queue[0]
+        node = by_id.get(nxt.receiver)
+        if nxt_sender != sender or nxt.kind != kind or node is None or cohorts.of_role.get(id(node.role)) is not cohort:
+            break
+        batch.append(queue.popleft())
+    return batch
 
 
 def _ended_peers(nodes: list[Node], by_id: dict[str, Node], lost: dict[str, set[str]]) -> list[tuple[Node, str, str]]:

@@ -16,6 +16,7 @@ from marketplace.messages import (
     MessageError,
     ProtocolError,
     decode,
+    decode_sharing,
     encode,
     encode_body,
     encode_framed,
@@ -151,17 +152,42 @@ class Node:
         """The driver handed ``out`` to the transport."""
         self.counters.record_sent(self.party_id, out.receiver, out.kind, len(out.frame))
 
-    def receive(self, frame: bytes | memoryview, peer: str | None) -> Delivery:
-        """Handle one frame that arrived from the transport identity ``peer`` (None: not known yet;
-        then the envelope's own claim names the sender)."""
+    def peek(
+        self, frame: bytes | memoryview, peer: str | None, like: tuple[Envelope[Any], bytes] | None = None
+    ) -> Envelope[Any] | None:
+        """``frame`` decoded and checked as :meth:`receive` would, without receiving it (nothing is
+        counted or remembered); None when :meth:`receive` would refuse it. A driver peeks at a batch
+        to let the roles' cohort prepare it (:mod:`marketplace.roles.cohort`), then hands each
+        envelope to :meth:`receive`, which does not decode it again. ``like``: an envelope already
+        accepted from another frame and its body's bytes; a frame with that same body (a broadcast)
+        gets that very body, only its own head decoded (:func:`~marketplace.messages.decode_sharing`)."""
         t0 = time.perf_counter()
         try:
-            message = decode(frame, max_bytes=self.max_message_bytes, peer=peer)
+            message = decode_sharing(frame, like[0], like[1], peer) if like is not None else None
+            if message is None:
+                message = decode(frame, max_bytes=self.max_message_bytes, peer=peer)
             self._check_routing(message)
-        except MessageError as err:
+        except MessageError:
+            return None
+        finally:
             self.codec_s += time.perf_counter() - t0
-            return self._reject(err, peer or UNKNOWN, about_kind=err.kind, about_id=err.msg_id)
-        self.codec_s += time.perf_counter() - t0
+        return message
+
+    def receive(self, frame: bytes | memoryview, peer: str | None, decoded: Envelope[Any] | None = None) -> Delivery:
+        """Handle one frame that arrived from the transport identity ``peer`` (None: not known yet;
+        then the envelope's own claim names the sender). ``decoded``: what :meth:`peek` made of this
+        very frame (it is not decoded again)."""
+        if decoded is not None:
+            message = decoded
+        else:
+            t0 = time.perf_counter()
+            try:
+                message = decode(frame, max_bytes=self.max_message_bytes, peer=peer)
+                self._check_routing(message)
+            except MessageError as err:
+                self.codec_s += time.perf_counter() - t0
+                return self._reject(err, peer or UNKNOWN, about_kind=err.kind, about_id=err.msg_id)
+            self.codec_s += time.perf_counter() - t0
         sender = message.sender
         if isinstance(message.body, Heartbeat):
             self.counters.record_received(sender, self.party_id, HEARTBEAT, len(frame))

@@ -51,9 +51,11 @@ import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import zmq
 
+from marketplace.messages import Envelope
 from marketplace.transport.context import new_context
 from marketplace.transport.counters import HEARTBEAT
 from marketplace.transport.curve import CurveKeys, PartyAuthenticator
@@ -62,7 +64,7 @@ from marketplace.transport.link_settings import DriverStats, LinkSettings
 from marketplace.transport.monitor import ConnectionWatch, open_monitor, read_events
 from marketplace.transport.node import UNKNOWN, Node, Outgoing
 from marketplace.transport.quarantine import ConnectionState
-from marketplace.transport.sides import DealerSide, RouterSide, Side
+from marketplace.transport.sides import DealerSide, Read, RouterSide, Side
 from marketplace.transport.sockets import configure_socket, plaintext_identity
 from marketplace.transport.tuning import (
     check_interval,
@@ -215,7 +217,37 @@ class SocketLoop:
         self.stats.max_batch = max(self.stats.max_batch, count)
         return drained
 
-    def _handle(self, route: bytes, party: str | None, frame: bytes | memoryview | None) -> None:
+    def read_frames(self, *, ask_events: bool = False) -> tuple[list[Read], bool]:
+        """Read at most a batch of frames without handling them (an owner host handles the frames of
+        all its owners together, :mod:`marketplace.transport.host`); True when the batch ended
+        because nothing more was waiting. The last check was made before the frames' answers are
+        sent: a caller that sends asks again (:meth:`Side.waiting`) before it trusts it."""
+        budget = max(MIN_BATCH, 2 * len(self.peers))
+        read, waiting = self.side.read, self.side.waiting
+        frames: list[Read] = []
+        drained = False
+        while len(frames) < budget:
+            if frames and ask_events and not waiting():
+                drained = True
+                break
+            message = read()
+            if message is None:
+                drained = True
+                break
+            frames.append(message)
+        self.stats.max_batch = max(self.stats.max_batch, len(frames))
+        return frames, drained
+
+    def handle(
+        self, route: bytes, party: str | None, frame: bytes | memoryview | None, decoded: Envelope[Any] | None = None
+    ) -> None:
+        """Handle one frame read from this loop's side (``decoded``: :meth:`Node.peek
+        <marketplace.transport.node.Node.peek>`'s envelope of it, when the caller decoded it)."""
+        self._handle(route, party, frame, decoded)
+
+    def _handle(
+        self, route: bytes, party: str | None, frame: bytes | memoryview | None, decoded: Envelope[Any] | None = None
+    ) -> None:
         now = time.monotonic()
         conn = self.link.quarantine.admit(route, party, now)
         if conn is None:  # its connection is quarantined: dropped unread (one call per frame of a flood)
@@ -224,7 +256,8 @@ class SocketLoop:
             self._refused(conn, now, party)
             return
         # a connection of unknown identity can speak only as "unknown party", which no role accepts
-        delivery = self.node.receive(frame, peer=party if party is not None else UNKNOWN)
+        peer = party if party is not None else UNKNOWN
+        delivery = self.node.receive(frame, peer=peer) if decoded is None else self.node.receive(frame, peer, decoded)
         if delivery.accepted:
             if party is not None and self.link.accepted(party, route, now):
                 self._first_contact(party)

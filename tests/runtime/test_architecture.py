@@ -30,6 +30,7 @@ ROLE_MODULES = {
     "curator",
     "private_curator",
     "owner",
+    "owner_cohort",
     "consumer",
     "agent",
     "exchange",

@@ -60,9 +60,9 @@ def views(config, swap: bool, curator_class=None) -> dict[str, list[tuple[str, i
     for node in nodes:
         original = node.receive
 
-        def receive(frame, peer, original=original, party=node.party_id):
+        def receive(frame, peer, decoded=None, original=original, party=node.party_id):
             seen[party].append((decode(frame, max_bytes=1 << 24, peer=peer).kind, len(frame)))
-            return original(frame, peer)
+            return original(frame, peer, decoded)
 
         node.receive = receive
     run_inprocess(nodes)
@@ -114,11 +114,11 @@ def test_message_ids_count_per_receiver_so_they_reveal_nothing_about_other_owner
     for node in nodes[1:-1]:
         original = node.receive
 
-        def receive(frame, peer, original=original, party=node.party_id):
+        def receive(frame, peer, decoded=None, original=original, party=node.party_id):
             message = decode(frame, max_bytes=1 << 24, peer=peer)
             if message.kind != "heartbeat":
                 ids.setdefault(party, []).append(message.msg_id)
-            return original(frame, peer)
+            return original(frame, peer, decoded)
 
         node.receive = receive
     run_inprocess(nodes)

@@ -37,6 +37,9 @@ from .bid import (
 from .bid import (
     rff_objective_gain as rff_objective_gain,
 )
+from .bid import (
+    stacked_best_rows as stacked_best_rows,
+)
 from .features import (
     RandomFourierFeatures as RandomFourierFeatures,
 )

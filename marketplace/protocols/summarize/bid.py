@@ -152,3 +152,45 @@ def rff_objective_gain(
     phi = np.asarray(phi, dtype=np.float64)
     after = rff_objective(target_mean, summary_sum + phi, diag_excess + 1.0 - float(np.dot(phi, phi)), q + 1)
     return after - rff_objective(target_mean, summary_sum, diag_excess, q)
+
+
+def stacked_best_rows(
+    features: np.ndarray, starts: np.ndarray, available: np.ndarray, direction: np.ndarray, row_norm: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`best_offer`'s choice for many owners at once: their feature rows stacked in one matrix
+    (owner i holds rows ``starts[i]`` up to the next start, every owner at least one), one
+    matrix-vector product and a segmented argmax instead of one product per owner.
+
+    Returns, per owner, the chosen row within its own rows (-1: none available) and whether that
+    choice is *certain*: a product over a different stack of rows may round each score differently
+    in its last bits (BLAS blocks rows in groups), so when an owner's best and runner-up scores are
+    closer than rounding can move them (at most ``4 gamma_d |row| |direction|`` apart between two
+    evaluations, ``row_norm`` bounding every row's 2-norm; doubled here), the choice is not certain
+    and the caller must ask :func:`best_offer` on that owner's own rows, which is what it would have
+    got alone. Ties are never certain, so the lowest-row rule stays :func:`best_offer`'s.
+
+    >>> f = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5], [0.2, 0.0]])
+    >>> rows, certain = stacked_best_rows(f, np.array([0, 2]), np.ones(4, bool), np.array([1.0, 2.0]), 1.0)
+    >>> rows.tolist(), certain.tolist()
+    ([1, 0], [True, True])
+    """
+    direction = np.asarray(direction, dtype=np.float64)
+    product_direction = direction.astype(np.float32) if features.dtype == np.float32 else direction
+    n = features.shape[0]
+    scores = features @ product_direction
+    np.copyto(scores, -np.inf, where=~available)
+    best = np.maximum.reduceat(scores, starts)
+    lengths = np.diff(np.append(starts, n))
+    first = np.minimum.reduceat(np.where(scores == np.repeat(best, lengths), np.arange(n), n), starts)
+    found = first < n  # no row equals its owner's best only when a score is NaN: left to best_offer
+    scores[first[found]] = -np.inf
+    runner = np.maximum.reduceat(scores, starts)
+    eps = float(np.finfo(features.dtype).eps) / 2.0
+    d = features.shape[1]
+    nu = d * eps
+    slack = 8.0 * (nu / (1.0 - nu)) * row_norm * float(np.linalg.norm(product_direction.astype(np.float64)))
+    none = np.isneginf(best)
+    with np.errstate(invalid="ignore"):
+        certain = found & (none | np.isneginf(runner) | (best - runner > slack))
+    rows = np.where(none | ~found, -1, first - starts)
+    return rows, certain

@@ -46,6 +46,7 @@ from marketplace.protocols.summarize.messages import (
     TargetEmbedding,
     Terms,
 )
+from marketplace.protocols.summarize.owner_cohort import Offer, OwnerCohort, Prepared, same_round
 from marketplace.protocols.summarize.sealing import seal_point
 from marketplace.roles import CURATOR, Role, Send
 
@@ -55,6 +56,7 @@ POINT_KINDS = frozenset({Point.KIND, SealedPoint.KIND})
 
 class SummarizeOwner(Role):
     role_name = "owner"
+    cohort = OwnerCohort
 
     def __init__(
         self,
@@ -88,6 +90,10 @@ class SummarizeOwner(Role):
         """Row -> group of identical rows, when the data hold duplicates: a point is offered once."""
         self.target_mean: np.ndarray | None = None
         self.offer: tuple[int, int, float] | None = None  # (round, row, value) of the current bid
+        self.prepared: Prepared | None = None
+        """This owner's choice for a round, prepared with the other owners of its process
+        (:class:`~marketplace.protocols.summarize.owner_cohort.OwnerCohort`), used once: for that
+        round's message only, and only if no point left since (its rows' availability is unchanged)."""
         self.sent_rows: list[int] = []
         """The row of each point handed over, by serial: the k-th point sent (sent as serial k) is row
         ``sent_rows[k]``. Private: it stays with the owner (``owner_publishes`` does not list it)."""
@@ -175,10 +181,17 @@ class SummarizeOwner(Role):
                 ),
             )
         self.rounds_seen += 1
-        direction = bid_direction(self.target_mean, body.summary_mean, body.q)
+        prepared, self.prepared = self.prepared, None
+        if prepared is not None and (not same_round(body, prepared.body) or prepared.sent != len(self.sent_rows)):
+            prepared = None  # prepared for another message, or before a point left: computed here, alone
+        if prepared is not None:
+            direction = prepared.direction
+        else:
+            direction = bid_direction(self.target_mean, body.summary_mean, body.q)
         cap = self.cap
-        sold_out = cap is not None and self.points_sold >= cap
-        best = None if sold_out else best_offer(self.phi, direction, self.available)
+        best: Offer = None
+        if cap is None or self.points_sold < cap:  # not sold out
+            best = prepared.offer if prepared is not None else best_offer(self.phi, direction, self.available)
         if best is None:
             self.offer = None
             return [Send(message.sender, Bid(round=body.round, value=0.0, available=False), reply_to=message.msg_id)]

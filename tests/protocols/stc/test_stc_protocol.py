@@ -79,9 +79,9 @@ def test_no_source_row_travels_in_any_message(stc_scenario, tmp_path):
     for node in nodes:
         original = node.receive
 
-        def receive(frame, peer, original=original):
+        def receive(frame, peer, decoded=None, original=original):
             frames.append(bytes(frame))
-            return original(frame, peer)
+            return original(frame, peer, decoded)
 
         node.receive = receive
     run_inprocess(nodes)

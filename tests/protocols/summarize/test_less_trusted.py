@@ -104,9 +104,9 @@ def _frames_seen_by(nodes, party):
     node = next(n for n in nodes if n.party_id == party)
     original = node.receive
 
-    def receive(frame, peer):
+    def receive(frame, peer, decoded=None):
         seen.append(bytes(frame))
-        return original(frame, peer)
+        return original(frame, peer, decoded)
 
     node.receive = receive
     return seen
