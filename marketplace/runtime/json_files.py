@@ -7,16 +7,34 @@ import os
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 
 def write_json(path: str | Path, data: Any, *, indent: int | None = 2) -> None:
     """Write ``data`` as JSON, whole: to a temporary file first, then renamed into place, so that a
     reader waiting for the file never sees half of it. (``indent=None`` for large files read by
-    programs: the compact form is written by the C encoder, several times faster.)"""
+    programs: the compact form, without the indenting pass.)"""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=indent, default=json_default))
+    tmp.write_text(json_text(data, indent))
     os.replace(tmp, path)
+
+
+def json_text(data: Any, indent: int | None = 2) -> str:
+    """``json.dumps(data, indent=indent, default=json_default)``, the same text byte for byte, but fast:
+    ``json`` writes an indented text with its pure-Python encoder, so the compact text is written by its
+    C encoder and indented by ``msgspec.json.format`` (C too), which keeps every token as it is (the
+    floats' digits, the ``\\u`` escapes of ``ensure_ascii``, the keys' order) and lays the text out as
+    ``json`` does. A text ``msgspec`` does not read (``NaN`` or ``Infinity``, which ``json`` writes and
+    JSON has not; an escaped lone surrogate) is indented by ``json`` itself, as before."""
+    compact = json.dumps(data, default=json_default)
+    if indent is None:
+        return compact
+    try:
+        return msgspec.json.format(compact, indent=indent)
+    except msgspec.DecodeError:
+        return json.dumps(data, indent=indent, default=json_default)
 
 
 def json_default(value: Any) -> Any:

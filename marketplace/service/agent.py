@@ -54,7 +54,7 @@ from marketplace.runtime import (
     OWN,
     host_nodes,
     internal_failure,
-    json_default,
+    json_text,
     link_settings,
     party_report,
     scenario_identity,
@@ -442,7 +442,7 @@ class OwnerAgent:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w") as f:
                 os.fchmod(f.fileno(), 0o600)  # whatever the umask, and a file left from before
-                json.dump(report, f, indent=1, default=json_default)
+                f.write(json_text(report, 1))
             os.replace(tmp, path)
         except (OSError, TypeError, ValueError) as err:  # a full disk; a value JSON cannot hold
             log.error("session %s: %s's own report could not be written to %s: %s", session, owner, path, err)

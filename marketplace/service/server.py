@@ -193,7 +193,7 @@ class MarketServer:
             sock.bind(self.options.endpoint)
             self.endpoint = sock.getsockopt(zmq.LAST_ENDPOINT).decode()
             self.started_at = self.policy.started_at = time.monotonic()
-            self._write_status()
+            self.status_file.write(self._status())  # before ready: the endpoint is read from it
             if self.options.start_owners:
                 self.agents.start(self.owners, self._control_for_agents(), self.options.owners_per_process)
             self.ready.set()
@@ -206,6 +206,8 @@ class MarketServer:
             )
             log.info("%s", data_banner(self.market))
             self._loop(sock)
+            if self.status_file.due:  # what changed in the last turn
+                self.status_file.write(self._status())
         finally:
             self.agents.end_all(30.0)
             sock.close(linger=0)
@@ -259,6 +261,7 @@ class MarketServer:
             if empty:
                 self._drained(time.monotonic())
             self._progress()
+            self.status_file.flush(self._status, time.monotonic())  # once a turn at most (:mod:`.status`)
 
     def _drained(self, now: float) -> None:
         """The shared socket was read until empty and every session's inbox handed to its curator:
@@ -306,7 +309,7 @@ class MarketServer:
         if self.present.get(who) != routing:
             log.info("owner %s present", who)
             self.present[who] = routing
-            self._write_status()
+            self.status_file.changed()
             if self.policy.agents_told:  # the agents were told to stop before this one came
                 self.out.send(routing, control.Stop(reason="the marketplace is stopping"))
         if isinstance(message, control.SessionFrame):
@@ -365,7 +368,7 @@ class MarketServer:
         ahead = self.admission.add(session, consumer, charges, s) + len(self.sessions)
         log.info("request of %s queued as %s (%d ahead)", consumer, session, ahead)
         self.out.send(routing, control.SessionQueued(session=session, position=ahead))
-        self._write_status()
+        self.status_file.changed()
 
     def _on_resume(self, routing: bytes, consumer: str, session: str) -> None:
         """``consumer`` asks again for what session ``session`` released to it (:mod:`.kept`): a
@@ -460,7 +463,7 @@ class MarketServer:
         s.state = "running"
         self.sessions[s.id] = s
         self.book.running(len(self.sessions))
-        self._write_status()
+        self.status_file.changed()
         present = dict(self.present)
         try:
             s.loop = start_curator(
@@ -511,7 +514,7 @@ class MarketServer:
 
     def _record(self, s: Session, status: str, failure: str | None = None) -> None:
         self.book.record(s, status, failure)
-        self._write_status()
+        self.status_file.changed(ended=True)
 
     # --- liveness
 
@@ -530,7 +533,7 @@ class MarketServer:
                 else:
                     log.warning("owner %s: its connection is gone", owner)
                 del self.present[owner]
-                self._write_status()
+                self.status_file.changed()
                 for s in self.sessions.values():
                     if owner in s.invited and s.loop is not None and s.state == "running":
                         s.loop.gone(owner, routing)
@@ -567,8 +570,9 @@ class MarketServer:
         host, port = self.endpoint.split("://", 1)[1].rsplit(":", 1)
         return f"tcp://{'127.0.0.1' if host in ('0.0.0.0', '*') else host}:{port}"
 
-    def _write_status(self) -> None:
-        status = {
+    def _status(self) -> dict[str, Any]:
+        """What ``server.json`` says now (:mod:`.status`)."""
+        return {
             "endpoint": self.endpoint,
             "pid": os.getpid(),
             "owners": len(self.owners),
@@ -587,4 +591,3 @@ class MarketServer:
             "admitted": self.admission.spent,
             "ended": dict(Counter(s["status"] for s in self.finished)),
         }
-        self.status_file.write(status)  # a full disk costs the status file, not the marketplace

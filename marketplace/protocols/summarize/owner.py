@@ -31,7 +31,6 @@ from marketplace.messages import Envelope, ProtocolError
 from marketplace.messages.kinds import RuntimeMessage, Shutdown
 from marketplace.protocols.summarize import RandomFourierFeatures, best_offer, bid_direction, bid_value
 from marketplace.protocols.summarize.identity import (
-    duplicate_groups,
     new_secret,
     sealed_point_key,
     secret_commitment,
@@ -47,6 +46,7 @@ from marketplace.protocols.summarize.messages import (
     Terms,
 )
 from marketplace.protocols.summarize.owner_cohort import Offer, OwnerCohort, Prepared, same_round
+from marketplace.protocols.summarize.owner_rows import owner_rows
 from marketplace.protocols.summarize.sealing import seal_point
 from marketplace.roles import CURATOR, Role, Send
 
@@ -84,10 +84,10 @@ class SummarizeOwner(Role):
         self.party_id = party_id
         self.scenario_name = scenario_name
         self.data = data
-        self.phi = features.transform(data.X).astype(feature_dtype, copy=False)
+        self.phi, self.same_content = owner_rows(data, features, feature_dtype)  # once per process (read-only)
+        """h1 of every row; and row -> group of identical rows, when the data hold duplicates: a point
+        is offered once."""
         self.available = np.ones(len(data), dtype=bool)
-        self.same_content = duplicate_groups(data.X, data.y)
-        """Row -> group of identical rows, when the data hold duplicates: a point is offered once."""
         self.target_mean: np.ndarray | None = None
         self.offer: tuple[int, int, float] | None = None  # (round, row, value) of the current bid
         self.prepared: Prepared | None = None
