@@ -27,6 +27,10 @@ open; both must be 0, or the script exits 1 (no charge without delivery).
     python benchmarks/bench_serve.py --smoke --json smoke.json             # seconds: 2 owners, 2 consumers x 1
     python benchmarks/bench_serve.py --levels 8 --requests 1 --busy 4 --json busy.json  # 8 at once, 4 busy loops
     python benchmarks/bench_serve.py --protocol summarize --owners 16 --levels 1,4 --json points.json
+    python benchmarks/bench_serve.py --owners 1000 --owners-per-agent 250 --levels 1 --requests 5   # 4 agents of 250
+    python benchmarks/bench_serve.py --owners 1000 --owners-per-agent 250 --levels 1 --requests 3 --protocol summarize
+
+Past 64 owners the market's rows are dealt evenly (``partition: even``), at least 40 to each owner.
 
 ``--protocol summarize`` serves private ``summarize`` requests (``scenarios/summarize-buy.yaml``): the
 owners keep their ledgers under the auction's relation (replace-one-distinct) and sell their points at
@@ -121,19 +125,43 @@ def consumer_worker(args: tuple[str, str, str, int, str, dict], ready: Any, go: 
     results.put((rows, start, time.time(), delivered))
 
 
-def start_market(
-    state: Path, owners: int, consumers: int, max_sessions: int, protocol: str = "sketch"
-) -> tuple[subprocess.Popen, str]:
+LARGE = 64
+"""From this many owners on, the market's rows are dealt evenly (``by_group`` leaves some owners none)."""
+ROWS_PER_OWNER = 40
+"""With more than :data:`LARGE` owners, the rows each owner holds at least."""
+
+
+def market_for(owners: int, protocol: str) -> dict[str, Any]:
+    """The benchmark's market: ``scenarios/market-serve.yaml`` with ``owners`` owners and budgets no
+    request exhausts; past :data:`LARGE` owners its rows are dealt evenly, enough for every owner to
+    hold :data:`ROWS_PER_OWNER` (a skewed deal of the file's 12,000 rows leaves some of 1,000 owners none)."""
     market = yaml.safe_load(MARKET.read_text())
     market["parties"] = {"owners": owners}
     market["lifetime"] = LIFETIME[protocol]
+    if owners > LARGE:
+        shift = market["data"]["source"]["covariate_shift"]
+        needed = -(-owners * ROWS_PER_OWNER // shift["components"])  # rounded up
+        shift["rows_per_component"] = max(shift["rows_per_component"], needed)
+        market["data"]["partition"] = {"scheme": "even"}
+    return market
+
+
+def start_market(
+    state: Path,
+    owners: int,
+    consumers: int,
+    max_sessions: int,
+    protocol: str = "sketch",
+    owners_per_agent: int | None = None,
+) -> tuple[subprocess.Popen, str]:
     market_file = state.parent / "market.yaml"
-    market_file.write_text(yaml.safe_dump(market))
+    market_file.write_text(yaml.safe_dump(market_for(owners, protocol)))
     endpoint = f"tcp://127.0.0.1:{free_port()}"
     names = ",".join(f"c{i}" for i in range(consumers))
+    per_agent = [] if owners_per_agent is None else ["--owners-per-process", str(owners_per_agent)]
     proc = subprocess.Popen(
         [sys.executable, "-m", "marketplace", "serve", str(market_file), "--state", str(state), "--endpoint", endpoint]
-        + ["--consumers", names, "--max-sessions", str(max_sessions), "--log-level", "WARNING"],
+        + ["--consumers", names, "--max-sessions", str(max_sessions), "--log-level", "WARNING", *per_agent],
         stdout=subprocess.DEVNULL,
         stderr=open(state.parent / "serve.log", "w"),  # noqa: SIM115 - the child writes it
         start_new_session=True,
@@ -308,6 +336,12 @@ def ledger_audit(state: Path, owners: int, delivered: set[str]) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--owners", type=int, default=4)
+    parser.add_argument(
+        "--owners-per-agent",
+        type=int,
+        metavar="N",
+        help="owners each agent process hosts (marketplace serve --owners-per-process; default: two agents)",
+    )
     parser.add_argument("--levels", default="1,4,8,16", help="concurrent consumers, comma-separated")
     parser.add_argument("--requests", type=int, default=8, help="timed requests per consumer (after a warm-up one)")
     parser.add_argument("--max-sessions", type=int, default=16)
@@ -324,7 +358,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-serve-") as tmp:
         state = Path(tmp) / "state"
-        proc, endpoint = start_market(state, args.owners, max(levels), args.max_sessions, args.protocol)
+        proc, endpoint = start_market(
+            state, args.owners, max(levels), args.max_sessions, args.protocol, args.owners_per_agent
+        )
         compute_s = inprocess_owner_compute(
             state.parent / "market.yaml", REQUESTS[args.protocol], overrides, Path(tmp), repeats=1 if args.smoke else 3
         )
