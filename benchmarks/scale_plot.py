@@ -39,12 +39,14 @@ K_LABEL = "owners K"
 @dataclass(frozen=True)
 class Series:
     """One line of the figure: its label, its panel (``latency`` or ``cpu``), its (K, value) points,
-    and whether it is served (drawn dashed) or one-shot (solid)."""
+    whether it is served (drawn dashed) or one-shot (solid), and what it measures (``source``: the
+    lines of one source share a colour across the panels)."""
 
     label: str
     panel: str
     points: tuple[tuple[int, float], ...]
     served: bool = False
+    source: str = ""
 
 
 def read_rows(paths: list[str]) -> list[dict[str, Any]]:
@@ -132,11 +134,16 @@ def scale_series(curve: list[dict[str, Any]]) -> list[Series]:
         rows = sorted((r for r in curve if r["engine"] == engine), key=lambda r: r["owners"])
         name = _engine_name(engine)
         series.append(
-            Series(f"one-shot round: {name}", "latency", tuple((r["owners"], r["ms_per_round"]) for r in rows))
+            Series(
+                f"one-shot round: {name}",
+                "latency",
+                tuple((r["owners"], r["ms_per_round"]) for r in rows),
+                source=engine,
+            )
         )
         cpu = tuple((r["owners"], r["cpu_us_per_owner_round"]) for r in rows if r["cpu_us_per_owner_round"] is not None)
         if cpu:
-            series.append(Series(f"one-shot, per round: {name}", "cpu", cpu))
+            series.append(Series(f"one-shot, per round: {name}", "cpu", cpu, source=engine))
     return series
 
 
@@ -159,15 +166,15 @@ def serve_series(rows: list[dict[str, Any]]) -> list[Series]:
     series = []
     for (protocol, consumers), by_k in sorted(groups.items()):
         name = f"{protocol}, {consumers} consumer{'s' if consumers != 1 else ''}"
-        for panel, label, key, scale, per_owner in (
-            ("latency", f"served request p50: {name}", "p50_s", 1e3, False),
-            ("cpu", f"served, per request: owners ({name})", "owner_cpu_s_per_request", 1e6, True),
-            ("cpu", f"served, per request: server ({name})", "server_cpu_s_per_request", 1e6, True),
+        for panel, label, key, scale, per_owner, source in (
+            ("latency", f"served request p50: {name}", "p50_s", 1e3, False, name),
+            ("cpu", f"served, per request: owners ({name})", "owner_cpu_s_per_request", 1e6, True, name),
+            ("cpu", f"served, per request: server ({name})", "server_cpu_s_per_request", 1e6, True, f"server {name}"),
         ):
             points = [(k, _served_point(by_k[k], key, scale, per_owner)) for k in sorted(by_k)]
             kept = tuple((k, v) for k, v in points if v is not None and v > 0)
             if kept:
-                series.append(Series(label, panel, kept, served=True))
+                series.append(Series(label, panel, kept, served=True, source=source))
     return series
 
 
@@ -176,6 +183,7 @@ def figure(series: list[Series], title: str | None = None) -> Figure:
     :class:`~matplotlib.figure.Figure` of its own (no pyplot state), to save or inspect."""
     fig = Figure(figsize=(12, 4.8))
     left, right = fig.subplots(1, 2)
+    colours = {source: f"C{i % 10}" for i, source in enumerate(dict.fromkeys(line.source for line in series))}
     for line in series:
         ax = left if line.panel == "latency" else right
         ax.plot(
@@ -184,6 +192,7 @@ def figure(series: list[Series], title: str | None = None) -> Figure:
             marker="s" if line.served else "o",
             linestyle="--" if line.served else "-",
             label=line.label,
+            color=colours[line.source],
         )
     left.set(xscale="log", yscale="log", xlabel=K_LABEL, ylabel=LATENCY_LABEL, title="Latency: a round, a request")
     right.set(xscale="log", yscale="log", xlabel=K_LABEL, ylabel=CPU_LABEL, title="CPU per owner: a round, a request")

@@ -78,6 +78,12 @@ def test_the_figure_draws_latency_and_cpu_per_owner_against_k(scale_plot: Module
         "served, per request: owners (sketch, 1 consumer)": [(4, 10_000.0), (16, 10_000.0)],  # 40 ms / 4, 160 ms / 16
         "served, per request: server (sketch, 1 consumer)": [(4, 2_500.0), (16, 1_000.0)],
     }
+    colour = {line.get_label(): line.get_color() for ax in (latency, cpu) for line in ax.lines}
+    assert colour["one-shot round: inprocess"] == colour["one-shot, per round: inprocess"]  # one source, one colour
+    assert (
+        colour["served request p50: sketch, 1 consumer"] == colour["served, per request: owners (sketch, 1 consumer)"]
+    )
+    assert len(set(colour.values())) == 5  # inprocess, processes, Flower, served, server
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
