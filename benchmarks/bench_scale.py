@@ -45,7 +45,9 @@ Reported per point:
 The scale curve: after the runs (or from earlier ``--json`` files with ``--from-json``, with
 Flower's engines from ``bench_flower.py --json`` files given to ``--peers``) a table per K and
 engine of run wall, ms per round, CPU and CPU per owner-round, and peak PSS; ``--plot PNG`` draws
-ms per round and CPU per owner-round against K.
+ms per round and CPU per owner-round against K (``scale_plot.py``, shared with ``bench_serve.py``;
+``bench_serve.py --json`` files given to ``--from-json`` join the figure as served lines, not the
+table). ``--owners`` takes K values apart or comma-separated (``--owners 64,256,1000``).
 
 ``--smoke`` runs K = 4 with 5 rounds under both drivers (seconds), for the test suite; it samples
 memory every 20 ms at most, since its owner hosts can live less than one 0.25 s interval.
@@ -74,6 +76,7 @@ from proctree import (
     thread_kind_ticks,
     tree,
 )  # a script's own folder is on sys.path
+from scale_plot import draw, read_peers, read_rows, scale_curve
 
 ROOT = Path(__file__).resolve().parent.parent
 QUICKSTART = ROOT / "scenarios" / "quickstart.yaml"
@@ -347,86 +350,16 @@ def ratio_row(owners: int, rounds: int, pairs: list[tuple[dict, dict]]) -> dict:
     return row
 
 
-def scale_curve(rows: list[dict], peers: list[dict] | None = None) -> list[dict]:
-    """One line per (K, engine): the medians of its runs' run wall, ms per round, CPU, CPU per
-    owner-round (of the rounds alone) and peak PSS; ``peers`` adds other engines' rows
-    (``bench_flower.py --json`` records: ``engine``, ``owners``, ``ms_per_round``, ``cpu_s``,
-    ``peak_pss_mb``; their CPU covers the whole run, so no per-round figure is derived from it)."""
-    groups: dict[tuple[int, str], list[dict]] = {}
-    for row in rows:
-        if "driver" in row and row.get("exit") == 0:
-            groups.setdefault((row["owners"], row["driver"]), []).append(row)
-    curve = []
-    for (owners, driver), runs in sorted(groups.items()):
-        med = lambda key: statistics.median(r[key] for r in runs)  # noqa: B023, E731
-        ms = [r["round_ms"] for r in runs if "round_ms" in r] or [1000 * r["run_wall_s"] / r["rounds"] for r in runs]
-        curve.append(
-            {
-                "owners": owners,
-                "engine": driver,
-                "runs": len(runs),
-                "run_wall_s": round(med("run_wall_s"), 2),
-                "ms_per_round": round(statistics.median(ms), 2),
-                "cpu_s": round(med("cpu_s"), 1),
-                "cpu_us_per_owner_round": round(statistics.median(r["rounds_cpu_us_per_owner_round"] for r in runs), 1)
-                if all("rounds_cpu_us_per_owner_round" in r for r in runs)
-                else None,
-                "peak_pss_mb": round(med("peak_pss_mb"), 0) if all(r.get("peak_pss_mb") for r in runs) else None,
-            }
-        )
-    by_peer: dict[tuple[int, str], list[dict]] = {}
-    for row in peers or []:
-        if row.get("ms_per_round") is not None:
-            by_peer.setdefault((row["owners"], row["engine"]), []).append(row)
-    for (owners, engine), runs in sorted(by_peer.items()):
-        pss = [r["peak_pss_mb"] for r in runs if r.get("peak_pss_mb")]
-        cpu = [r["cpu_s"] for r in runs if r.get("cpu_s")]
-        curve.append(
-            {
-                "owners": owners,
-                "engine": engine,
-                "runs": len(runs),
-                "run_wall_s": None,
-                "ms_per_round": round(statistics.median(r["ms_per_round"] for r in runs), 2),
-                "cpu_s": round(statistics.median(cpu), 1) if cpu else None,
-                "cpu_us_per_owner_round": None,  # bench_flower.py's CPU is the whole run's, set-up included
-                "peak_pss_mb": round(statistics.median(pss), 0) if pss else None,
-            }
-        )
-    return curve
-
-
-def plot_curve(curve: list[dict], path: Path) -> None:
-    """Milliseconds per round and CPU per owner-round against K, log-log, one line per engine."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    for engine in dict.fromkeys(row["engine"] for row in curve):
-        points = sorted(
-            (r["owners"], r["ms_per_round"], r["cpu_us_per_owner_round"]) for r in curve if r["engine"] == engine
-        )
-        left.plot([k for k, _, _ in points], [ms for _, ms, _ in points], marker="o", label=engine)
-        cpu = [(k, c) for k, _, c in points if c is not None]
-        if cpu:
-            right.plot([k for k, _ in cpu], [c for _, c in cpu], marker="o", label=engine)
-    left.set(xscale="log", yscale="log", xlabel="owners K", ylabel="ms per round", title="Round time")
-    right.set(
-        xscale="log", yscale="log", xlabel="owners K", ylabel="CPU µs per owner and round", title="CPU per owner-round"
-    )
-    for ax in (left, right):
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+def _counts(text: str) -> list[int]:
+    """One ``--owners`` word: a K, or several comma-separated."""
+    return [int(k) for k in text.split(",") if k]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--owners", type=int, nargs="+", default=[16, 64, 256, 1000])
+    parser.add_argument(
+        "--owners", type=_counts, nargs="+", default=[[16, 64, 256, 1000]], help="K values: 64 256 or 64,256"
+    )
     parser.add_argument("--drivers", nargs="+", default=["inprocess", "processes"], choices=["inprocess", "processes"])
     parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.PATH=VALUE")
@@ -462,8 +395,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--plot", metavar="PNG", help="draw the scale curve (ms per round, CPU per owner-round) here")
     args = parser.parse_args(argv)
+    args.owners = [k for counts in args.owners for k in counts]
     if args.from_json:
-        rows = [row for name in args.from_json for row in json.loads(Path(name).read_text())]
+        rows = read_rows(args.from_json)
         return _curve(rows, args)
     if args.smoke:
         args.owners, args.rounds, args.drivers = [4], 5, ["inprocess", "processes"]
@@ -497,14 +431,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _curve(rows: list[dict], args: argparse.Namespace) -> int:
     """Print the scale curve of ``rows`` (and the peers' rows) as a table; draw it with ``--plot``."""
-    peers = []
-    for name in args.peers:  # bench_flower.py writes {"runs": [...]}
-        data = json.loads(Path(name).read_text())
-        peers += [
-            row
-            for row in (data.get("runs", []) if isinstance(data, dict) else data)
-            if row.get("engine", "").startswith("flower") and row.get("ok", True)
-        ]
+    peers = read_peers(args.peers)
     curve = scale_curve(rows, peers)
     print(
         f"{'K':>7} {'engine':<16} {'runs':>4} {'run wall s':>10} {'ms/round':>9} {'CPU s':>7} "
@@ -523,7 +450,7 @@ def _curve(rows: list[dict], args: argparse.Namespace) -> int:
         ]
         print(" ".join(cells))
     if args.plot:
-        plot_curve(curve, Path(args.plot))
+        draw(rows, Path(args.plot), peers)
         print(f"scale curve drawn: {args.plot}")
     return 0
 

@@ -30,6 +30,13 @@ open; both must be 0, or the script exits 1 (no charge without delivery).
     python benchmarks/bench_serve.py --owners 1000 --owners-per-agent 250 --levels 1 --requests 5   # 4 agents of 250
     python benchmarks/bench_serve.py --owners 1000 --owners-per-agent 250 --levels 1 --requests 3 --protocol summarize
 
+``--plot PNG`` draws the p50 latency and the owners' and the server's CPU per request, per owner,
+against the number of owners (``scale_plot.py``, shared with ``bench_scale.py``); one run serves one
+number of owners, so ``--from-json`` draws from earlier ``--json`` files instead of running (a
+``bench_scale.py --json`` file among them adds its one-shot rounds):
+
+    python benchmarks/bench_serve.py --from-json serve-4.json serve-64.json serve-256.json --plot served.png
+
 Past 64 owners the market's rows are dealt evenly (``partition: even``), at least 40 to each owner.
 
 ``--protocol summarize`` serves private ``summarize`` requests (``scenarios/summarize-buy.yaml``): the
@@ -57,6 +64,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from proctree import CLOCK_TICK, cpu_ticks, stop_group, tree  # noqa: E402
+from scale_plot import draw, read_rows  # noqa: E402
 
 MARKET = ROOT / "scenarios" / "market-serve.yaml"
 REQUESTS = {
@@ -350,7 +358,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--smoke", action="store_true", help="2 owners, 2 consumers, 1 timed request each: seconds")
     parser.add_argument("--busy", type=int, default=0, metavar="N", help="run beside N busy loops (a loaded machine)")
     parser.add_argument("--json", metavar="FILE")
+    parser.add_argument("--plot", metavar="PNG", help="draw latency and CPU per owner against owners here")
+    parser.add_argument(
+        "--from-json",
+        nargs="+",
+        default=[],
+        metavar="JSON",
+        help="run nothing: draw --plot from the rows of earlier --json files (several numbers of owners)",
+    )
     args = parser.parse_args(argv)
+    if args.from_json:
+        if not args.plot:
+            parser.error("--from-json draws a figure: give --plot PNG")
+        draw(read_rows(args.from_json), Path(args.plot))
+        print(f"scale figure drawn: {args.plot}")
+        return 0
     levels = [int(x) for x in args.levels.split(",")]
     if args.smoke:
         levels, args.requests, args.owners = [2], 1, 2
@@ -396,6 +418,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
+    if args.plot:
+        draw(rows, Path(args.plot))
+        print(f"scale figure drawn: {args.plot}", flush=True)
     delivered_all = all(r["completed"] == r["requests"] for r in rows)
     return 0 if delivered_all and not audit["charged_undelivered"] and not audit["reserved_left"] else 1
 

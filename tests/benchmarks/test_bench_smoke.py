@@ -73,14 +73,19 @@ def test_bench_hostile_smoke(tmp_path):
 
 def test_bench_serve_smoke(tmp_path):
     out = tmp_path / "serve.json"
-    result = bench("bench_serve.py", "--smoke", "--busy", "1", "--json", str(out))
+    figure = tmp_path / "served.png"
+    result = bench("bench_serve.py", "--smoke", "--busy", "1", "--json", str(out), "--plot", str(figure))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert figure.read_bytes()[:4] == b"\x89PNG" and f"scale figure drawn: {figure}" in result.stdout
     (row,) = json.loads(out.read_text())
     assert row["consumers"] == 2 and row["requests"] == row["completed"] == 2 and row["busy"] == 1
     assert len(row["delivered"]) == 4 and row["charged_undelivered"] == [] and row["reserved_left"] == []
     assert 0 < row["p50_s"] <= row["p95_s"] <= row["p99_s"] and row["requests_per_min"] > 0
     assert row["owner_cpu_s_per_request"] > 0 and row["server_cpu_s_per_request"] > 0
     assert len(row["latencies_s"]) == 2 and max(row["latencies_s"]) == pytest.approx(row["max_s"], abs=1e-3)
+    # the figure again from the JSON alone, as from several runs' files
+    again = bench("bench_serve.py", "--from-json", str(out), "--plot", str(tmp_path / "again.png"))
+    assert again.returncode == 0 and (tmp_path / "again.png").read_bytes()[:4] == b"\x89PNG", again.stderr[-3000:]
 
 
 def test_bench_serve_summarize_smoke(tmp_path):
