@@ -247,26 +247,26 @@ def request(
     above it, refused with :class:`~marketplace.service.asking.MaxPriceExceeded` (a ``RequestRefused``)
     before anything is sent, reserved or charged."""
     from marketplace.api import output_folder
+    from marketplace.service.asking import check_max_price
     from marketplace.service.client import Connection
 
     if test is not None and data is None:
         raise ValueError("test: the consumer's own test set needs its own target too (data=...)")
+    limit = None if max_price is None else check_max_price(max_price)
     loaded = load_request(scenario, overrides, keys=keys, schema=schema)  # refused before anything connects,
-    folder = output_folder(loaded, out, "request")  # as a folder that is not new or empty
+    folder = output_folder(loaded, out, "request")  # as a folder that is not new or empty,
+    own = _checked_own_target(data, test, limits, folder, Path(keys), schema, on_event)  # as a target off the schema
     with Connection(market, Path(keys)) as connection:
-        return Client(connection).request(
+        return Client(connection).send(
             loaded,
-            out=folder,
+            folder,
+            own,
             wait_s=wait_s,
             check=check,
             on_event=on_event,
-            data=data,
-            test=test,
-            schema=schema,
-            limits=limits,
             references=references,
             plots=plots,
-            max_price=max_price,
+            max_price=limit,
         )
 
 
@@ -365,25 +365,56 @@ class Client:
     ) -> Report:
         """One request on this connection: the arguments, the report and the errors of
         :func:`request`. A request that fails leaves the connection open for the next."""
-        from marketplace.api import RunFailed, output_folder
-        from marketplace.runtime import Report
-        from marketplace.service.asking import check_max_price, quote_on, within_max_price
+        from marketplace.api import output_folder
+        from marketplace.service.asking import check_max_price
 
         if test is not None and data is None:
             raise ValueError("test: the consumer's own test set needs its own target too (data=...)")
         limit = None if max_price is None else check_max_price(max_price)
         loaded = load_request(scenario, overrides, keys=self.keys, schema=schema)
-        if limit is not None:  # quoted on this connection; refused before anything is sent or reserved
-            within_max_price(quote_on(self._connection, loaded), limit)
         folder = output_folder(loaded, out, "request")
-        own = _own_target(data, test, limits, folder)
+        own = _checked_own_target(data, test, limits, folder, self.keys, schema, on_event)
+        return self.send(
+            loaded,
+            folder,
+            own,
+            wait_s=wait_s,
+            check=check,
+            on_event=on_event,
+            references=references,
+            plots=plots,
+            max_price=limit,
+        )
+
+    def send(
+        self,
+        loaded: Scenario,
+        folder: Path,
+        own: OwnTarget | None,
+        *,
+        wait_s: float,
+        check: bool,
+        on_event: Callable[[str], None] | None,
+        references: bool,
+        plots: bool,
+        max_price: float | None,
+    ) -> Report:
+        """:meth:`request` once its request is loaded, its folder chosen and the consumer's own files
+        checked (``own``, :func:`_checked_own_target`): quoted first when there is a ``max_price``
+        (refused before anything is sent or reserved), then sent and seen through."""
+        from marketplace.api import RunFailed
+        from marketplace.runtime import Report
+        from marketplace.service.asking import quote_on, within_max_price
+
+        if max_price is not None:  # quoted on this connection; refused before anything is sent or reserved
+            within_max_price(quote_on(self._connection, loaded), max_price)
         result = self._connection.send(
             loaded.dump_yaml(),
             out=folder,
             wait_s=wait_s,
             on_event=on_event,
             own=own,
-            market_file=Path(schema) if schema is not None else None,
+            own_checked=True,
             references=references,
             plots=plots,
         )
@@ -502,6 +533,24 @@ def resume(
     if check and not report.completed:
         raise RunFailed(report)
     return report
+
+
+def _checked_own_target(
+    data: OwnRows | None,
+    test: OwnRows | None,
+    limits: ReadLimits | None,
+    folder: Path,
+    keys: Path,
+    schema: str | Path | None,
+    on_event: Callable[[str], None] | None,
+) -> OwnTarget | None:
+    """:func:`_own_target`, checked against the marketplace's schema (``schema``, else ``market.yaml``
+    in the kit ``keys``) before anything is sent (:func:`marketplace.service.client.checked_own`)."""
+    from marketplace.service.client import checked_own
+
+    own = _own_target(data, test, limits, folder)
+    market_file = Path(schema) if schema is not None else None
+    return checked_own(own, Path(keys), market_file, on_event or (lambda text: None))
 
 
 def _own_target(

@@ -140,6 +140,7 @@ def request(
     report first and draws it afterwards (:func:`~marketplace.reporting.history.write_round_plot`)."""
     if (scenario_text is None) == (resume is None):
         raise ValueError("request: give either a scenario to request, or the session to resume (resume=...)")
+    own = checked_own(own, Path(keys), market_file, on_event or (lambda text: None))  # before connecting
     with Connection(market, keys) as connection:
         return connection.send(
             scenario_text,
@@ -147,6 +148,7 @@ def request(
             wait_s=wait_s,
             on_event=on_event,
             own=own,
+            own_checked=True,
             market_file=market_file,
             resume=resume,
             references=references,
@@ -201,18 +203,21 @@ class Connection:
         wait_s: float = 3600.0,
         on_event: Callable[[str], None] | None = None,
         own: OwnTarget | None = None,
+        own_checked: bool = False,
         market_file: Path | None = None,
         resume: str | None = None,
         references: bool = False,
         plots: bool = True,
     ) -> RequestResult:
-        """One request (or ``resume``) on this connection, seen through as :func:`request` does."""
+        """One request (or ``resume``) on this connection, seen through as :func:`request` does
+        (``own_checked``: ``own`` was already checked against the schema, :func:`request`)."""
         if self.closed:
             raise ValueError(f"the connection to {self.market} is closed: open another to send a request")
         if (scenario_text is None) == (resume is None):
             raise ValueError("request: give either a scenario to request, or the session to resume (resume=...)")
         say = on_event or (lambda text: None)
-        own = _checked_own(own, self.keys, market_file, say)
+        if not own_checked:
+            own = checked_own(own, self.keys, market_file, say)
         out = Path(out).resolve()  # the consumer runs in it: every path handed to it must not depend on the cwd
         out.mkdir(parents=True, exist_ok=True)
         self.link.begin(wait_s, resuming=resume is not None)
@@ -239,11 +244,13 @@ class Connection:
         self.close()
 
 
-def _checked_own(
+def checked_own(
     own: OwnTarget | None, keys: Path, market_file: Path | None, say: Callable[[str], None]
 ) -> OwnTarget | None:
     """The consumer's own files with absolute paths, checked against the marketplace's schema (its
-    file, or ``market.yaml`` in the kit) when there is one, before anything is sent."""
+    file, or ``market.yaml`` in the kit) when there is one, before anything is sent: a caller that
+    checks before it opens its :class:`Connection` refuses a bad target before the kit's key is read
+    or anything connects."""
     if own is None:
         return None
     own = OwnTarget(Path(own.data).resolve(), Path(own.test).resolve() if own.test else None, own.limits)

@@ -102,6 +102,8 @@ def test_bench_request_shell_smoke(tmp_path):
     out = tmp_path / "shell.json"
     result = bench("bench_request_shell.py", "--smoke", "--json", str(out))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    (row,) = json.loads(out.read_text())
+    row, series = json.loads(out.read_text())  # a process per request, then one `request --repeat N` process
     assert row["variant"] == "this" and row["requests"] == row["completed"] == 2
     assert 0 < row["median_connected_s"] < row["median_wall_s"]
+    assert series["variant"] == "repeat" and series["exit_status"] == 0
+    assert len(series["latencies_s"]) == series["repeat"] and 0 < series["median_latency_s"] < series["wall_s"]
