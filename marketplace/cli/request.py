@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from marketplace.cli.common import EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, add_read_limits, read_limits
+from marketplace.cli.common import EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, add_read_limits, positive_int, read_limits
 from marketplace.cli.serve import SERVE_EXAMPLES
 from marketplace.cli.shop import max_price, refusal
 
@@ -63,7 +63,7 @@ def add_request_parser(sub: argparse._SubParsersAction) -> None:
     )
     req.add_argument(
         "--repeat",
-        type=_repeat_count,
+        type=positive_int,
         default=None,
         metavar="N",
         help="send the same request N times, one after another on one connection (one handshake, one start): "
@@ -197,14 +197,3 @@ def _resume_conflict(args: argparse.Namespace) -> str | None:
     if args.max_price is not None:
         return "--max-price limits what a new request may cost; --resume fetches a session (nothing is charged)"
     return None
-
-
-def _repeat_count(text: str) -> int:
-    """``--repeat``'s value: a whole number of requests, at least 1 (argparse names the flag)."""
-    try:
-        count = int(text)
-    except ValueError:
-        count = 0
-    if count < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of requests, 1 or more, got {text!r}")
-    return count

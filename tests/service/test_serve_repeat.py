@@ -67,7 +67,7 @@ def test_repeat_sends_the_request_n_times_each_report_in_its_own_folder(market):
 def test_repeat_refuses_a_count_below_one_naming_the_flag(market, value):
     done = repeat(market, f"bad{value}", "--repeat", value)
     assert done.returncode == 2
-    assert "--repeat" in done.stderr and "1 or more" in done.stderr and repr(value) in done.stderr
+    assert "--repeat" in done.stderr and "a whole number of at least 1" in done.stderr and repr(value) in done.stderr
     assert not (market.tmp / f"bad{value}").exists()
 
 
