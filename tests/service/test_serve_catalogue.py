@@ -1,6 +1,7 @@
 """A consumer asks a served marketplace what it sells (`marketplace catalogue`) and what a request would
-cost (`marketplace quote`), and limits what it pays (`request --max-price`): one served summarize
-marketplace for the module, two of its three owners hosted by an agent that posts its own price."""
+cost (`marketplace quote`), and limits what it pays (`request --max-price`), then buys a summarize
+purchase and a sketch within their quotes: one served summarize marketplace for the module, two of its
+three owners hosted by an agent that posts its own prices (per point and per unit eps)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import ROOT
+from test_serve import REQUEST as SKETCH_REQUEST
 from test_serve import free_port
 from test_serve_summarize import REQUEST, SUMMARIZE_MARKET
 
@@ -191,3 +193,24 @@ def test_max_price_refuses_a_request_quoted_above_it_before_anything_is_reserved
     assert market.ledger_files() == before
     paid = run_cli(*request, "--out", str(market.root / "affordable"), "--max-price", repr(quoted))
     assert paid.returncode == 0, paid.stderr
+
+
+def test_a_sketch_bought_within_its_quote_pays_each_owner_its_quoted_privacy_price(market):
+    """A release that sells no points is priced too: the consumer quotes a sketch, buys it with the
+    quote as its --max-price, and each owner's ledger records, for that session, the privacy price
+    the quote named (its agent's 2 per unit eps on the charge under the ledger's relation)."""
+    sketch = market.root / "sketch.yaml"
+    sketch.write_text(yaml.safe_dump(SKETCH_REQUEST))
+    quoted = marketplace.quote(sketch, market=market.endpoint, keys=market.alice)
+    money = quoted["money"]
+    assert money["priced"] == "per unit eps of privacy loss" and set(money["privacy"]) == {"owner-1", "owner-2"}
+    bought = marketplace.request(
+        sketch, market=market.endpoint, keys=market.alice, out=market.root / "sketch", max_price=money["at_most"]
+    )
+    assert bought.status == "completed" and set(bought.raw["released"]) == {"owner-1", "owner-2"}
+    for owner in ("owner-1", "owner-2"):
+        with LifetimeLedger.read(ledger_file(market.ledgers, owner)) as ledger:
+            (sale,) = [s for s in ledger.sales() if s.request_id == bought.raw["run_id"]]
+        charge = quoted["owners"][owner]["privacy"]["charge"]["eps"]
+        assert sale.state == "committed" and sale.privacy_price == pytest.approx(money["privacy"][owner])
+        assert sale.privacy_price == pytest.approx(2.0 * charge) and sale.earnings == pytest.approx(sale.privacy_price)
