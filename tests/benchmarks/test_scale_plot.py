@@ -4,6 +4,9 @@ lines land in the right panels with the right points, and the file written is a 
 from __future__ import annotations
 
 import importlib
+import json
+import subprocess
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -95,3 +98,25 @@ def test_flowers_failed_runs_and_other_engines_are_left_out(scale_plot: ModuleTy
         ' {"engine": "ours-inprocess", "owners": 4, "status": "completed", "ms_per_round": 1.0}]}'
     )
     assert [(r["engine"], r["owners"]) for r in scale_plot.read_peers([str(peers)])] == [("flower-sim", 4)]
+
+
+def test_the_command_draws_from_json_files(tmp_path: Path) -> None:
+    """``python benchmarks/scale_plot.py PNG JSON...``: the figure from the benchmarks' --json files."""
+    rows = [one_shot(64, "inprocess", 5.0, 60.0), one_shot(256, "inprocess", 18.0, 45.0)]
+    (tmp_path / "scale.json").write_text(json.dumps(rows))
+    (tmp_path / "serve.json").write_text(json.dumps([served(64, 0.6, 0.25, 0.13)]))
+    png = tmp_path / "figure.png"
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "scale_plot.py"),
+            str(png),
+            *(str(tmp_path / n) for n in ("scale.json", "serve.json")),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
