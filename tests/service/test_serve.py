@@ -230,7 +230,13 @@ def test_strangers_bad_requests_and_a_vanishing_consumer_end_only_their_own_requ
         assert bob.returncode == 0, (out, err)
         assert report(tmp_path / "out-bob")["status"] == "completed"
         assert not (tmp_path / "out-bob" / "report.json").read_text().count("alice")  # bob sees nothing of alice's
-        sessions = json.loads((market.state / "server.json").read_text())["sessions"]
+        # alice's session ends once its curator has lost her, which may come after bob's report
+        deadline = time.monotonic() + 120
+        while True:
+            sessions = json.loads((market.state / "server.json").read_text())["sessions"]
+            if len(sessions) == 2 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
         assert sorted((s["consumer"], s["status"]) for s in sessions) == [("alice", "failed"), ("bob", "completed")]
         alice_session = next(s for s in sessions if s["consumer"] == "alice")
         alice_report = json.loads((market.state / "sessions" / alice_session["session"] / "report.json").read_text())
