@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from marketplace.data.own_files import ReadLimits
 
@@ -246,27 +246,14 @@ def request(
     afterwards). ``max_price``: the request is quoted first (:func:`quote`) and, when the quoted money is
     above it, refused with :class:`~marketplace.service.asking.MaxPriceExceeded` (a ``RequestRefused``)
     before anything is sent, reserved or charged."""
-    from marketplace.api import output_folder
-    from marketplace.service.asking import check_max_price
     from marketplace.service.client import Connection
 
-    if test is not None and data is None:
-        raise ValueError("test: the consumer's own test set needs its own target too (data=...)")
-    limit = None if max_price is None else check_max_price(max_price)
-    loaded = load_request(scenario, overrides, keys=keys, schema=schema)  # refused before anything connects,
-    folder = output_folder(loaded, out, "request")  # as a folder that is not new or empty,
-    own = _checked_own_target(data, test, limits, folder, Path(keys), schema, on_event)  # as a target off the schema
+    # the request, its folder and the consumer's own files are checked before the kit's key is read
+    # or anything connects
+    prepared = _prepare(scenario, overrides, out, Path(keys), data, test, schema, limits, on_event, max_price)
     with Connection(market, Path(keys)) as connection:
         return Client(connection).send(
-            loaded,
-            folder,
-            own,
-            wait_s=wait_s,
-            check=check,
-            on_event=on_event,
-            references=references,
-            plots=plots,
-            max_price=limit,
+            prepared, wait_s=wait_s, check=check, on_event=on_event, references=references, plots=plots
         )
 
 
@@ -365,60 +352,38 @@ class Client:
     ) -> Report:
         """One request on this connection: the arguments, the report and the errors of
         :func:`request`. A request that fails leaves the connection open for the next."""
-        from marketplace.api import output_folder
-        from marketplace.service.asking import check_max_price
-
-        if test is not None and data is None:
-            raise ValueError("test: the consumer's own test set needs its own target too (data=...)")
-        limit = None if max_price is None else check_max_price(max_price)
-        loaded = load_request(scenario, overrides, keys=self.keys, schema=schema)
-        folder = output_folder(loaded, out, "request")
-        own = _checked_own_target(data, test, limits, folder, self.keys, schema, on_event)
-        return self.send(
-            loaded,
-            folder,
-            own,
-            wait_s=wait_s,
-            check=check,
-            on_event=on_event,
-            references=references,
-            plots=plots,
-            max_price=limit,
-        )
+        prepared = _prepare(scenario, overrides, out, self.keys, data, test, schema, limits, on_event, max_price)
+        return self.send(prepared, wait_s=wait_s, check=check, on_event=on_event, references=references, plots=plots)
 
     def send(
         self,
-        loaded: Scenario,
-        folder: Path,
-        own: OwnTarget | None,
+        prepared: Prepared,
         *,
         wait_s: float,
         check: bool,
         on_event: Callable[[str], None] | None,
         references: bool,
         plots: bool,
-        max_price: float | None,
     ) -> Report:
-        """:meth:`request` once its request is loaded, its folder chosen and the consumer's own files
-        checked (``own``, :func:`_checked_own_target`): quoted first when there is a ``max_price``
-        (refused before anything is sent or reserved), then sent and seen through."""
+        """:meth:`request` once it is ``prepared`` (:func:`_prepare`): quoted first when there is a
+        ``max_price`` (refused before anything is sent or reserved), then sent and seen through."""
         from marketplace.api import RunFailed
         from marketplace.runtime import Report
         from marketplace.service.asking import quote_on, within_max_price
 
-        if max_price is not None:  # quoted on this connection; refused before anything is sent or reserved
-            within_max_price(quote_on(self._connection, loaded), max_price)
+        if prepared.max_price is not None:  # quoted on this connection; refused before anything is sent
+            within_max_price(quote_on(self._connection, prepared.request), prepared.max_price)
         result = self._connection.send(
-            loaded.dump_yaml(),
-            out=folder,
+            prepared.request.dump_yaml(),
+            out=prepared.folder,
             wait_s=wait_s,
             on_event=on_event,
-            own=own,
+            own=prepared.own,
             own_checked=True,
             references=references,
             plots=plots,
         )
-        report = Report.from_dict(result.report, folder)
+        report = Report.from_dict(result.report, prepared.folder)
         if check and not report.completed:
             raise RunFailed(report)
         return report
@@ -535,22 +500,45 @@ def resume(
     return report
 
 
-def _checked_own_target(
+class Prepared(NamedTuple):
+    """A request ready to send: loaded and validated, its output folder chosen, the consumer's own
+    files checked against the schema, its price limit checked."""
+
+    request: Scenario
+    folder: Path
+    own: OwnTarget | None
+    max_price: float | None
+
+
+def _prepare(
+    scenario: Scenario | str | Path | Mapping[str, Any],
+    overrides: Mapping[str, Any] | None,
+    out: str | Path | None,
+    keys: Path,
     data: OwnRows | None,
     test: OwnRows | None,
-    limits: ReadLimits | None,
-    folder: Path,
-    keys: Path,
     schema: str | Path | None,
+    limits: ReadLimits | None,
     on_event: Callable[[str], None] | None,
-) -> OwnTarget | None:
-    """:func:`_own_target`, checked against the marketplace's schema (``schema``, else ``market.yaml``
-    in the kit ``keys``) before anything is sent (:func:`marketplace.service.client.checked_own`)."""
+    max_price: float | None,
+) -> Prepared:
+    """Everything :func:`request` checks before a word reaches the marketplace (its arguments): the
+    price limit, the request (:func:`load_request`), its folder (new or empty), and the consumer's own
+    target and test set, checked against the marketplace's schema (``schema``, else ``market.yaml``
+    in the kit, :func:`marketplace.service.client.checked_own`)."""
+    from marketplace.api import output_folder
+    from marketplace.service.asking import check_max_price
     from marketplace.service.client import checked_own
 
+    if test is not None and data is None:
+        raise ValueError("test: the consumer's own test set needs its own target too (data=...)")
+    limit = None if max_price is None else check_max_price(max_price)
+    loaded = load_request(scenario, overrides, keys=keys, schema=schema)
+    folder = output_folder(loaded, out, "request")
     own = _own_target(data, test, limits, folder)
     market_file = Path(schema) if schema is not None else None
-    return checked_own(own, Path(keys), market_file, on_event or (lambda text: None))
+    own = checked_own(own, keys, market_file, on_event or (lambda text: None))
+    return Prepared(loaded, folder, own, limit)
 
 
 def _own_target(
