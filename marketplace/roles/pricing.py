@@ -17,16 +17,12 @@ from typing import Any
 from marketplace.plugins import Exchange
 from marketplace.privacy.lifetime import LedgerInputError, restate
 from marketplace.privacy.lifetime.pricing import price
+from marketplace.roles import owner_id
 from marketplace.roles.lifetime import declared_release
 
 SLACK = 1e-9
 """Relative slack on the budget comparison, so that prices summing to the budget exactly (in decimal)
 are not refused for a rounding error of the floats."""
-
-
-def owners_of(config: Any) -> list[str]:
-    """The owners of a run of ``config``: owner-1 ... owner-K."""
-    return [f"owner-{i}" for i in range(1, config.parties.owners + 1)]
 
 
 def quote(config: Any, exchange: Exchange, owners: list[str] | None = None) -> dict[str, float]:
@@ -35,7 +31,7 @@ def quote(config: Any, exchange: Exchange, owners: list[str] | None = None) -> d
     of. An owner whose declared cost its ledger could not take (it would decline) is left out."""
     life = config.lifetime
     out: dict[str, float] = {}
-    for owner in owners_of(config) if owners is None else owners:
+    for owner in [owner_id(i) for i in range(config.parties.owners)] if owners is None else owners:
         terms = life.terms_of(owner)
         declared = declared_release(config, owner, exchange)
         if terms is None or not terms.price_per_eps or declared is None or declared.cost is None:
