@@ -321,7 +321,10 @@ def run_ours(
     report = marketplace.run(scenario, workdir / "run", driver=driver)
     logger.removeHandler(clock.handler)
     ends = clock.times if driver == "inprocess" else _curator_log_round_ends(workdir / "run" / "logs" / "curator.log")
-    selection = [[o, int(r)] for o, r, *_ in report["selection"]]
+    # The report names each point by its serial (the k-th point its owner handed over), never its row;
+    # the simulator's view of the owner, which only a simulation holds, maps serial k to the row sent.
+    details = report["party_details"]
+    selection = [[o, int(details[o]["simulator_view"]["result"]["sent_rows"][k])] for o, k, *_ in report["selection"]]
     return {"selection": selection, "ms_per_round": _gaps_ms(ends)}
 
 
