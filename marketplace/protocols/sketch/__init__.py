@@ -5,6 +5,7 @@
 * :mod:`.release`: an owner's DP sketch (noisy sum and count), merging, save/load (.npz).
 * :mod:`.m2m`: the consumer's estimates from a sketch (moments, CDF, covariance, counts, any f).
 * :mod:`.design_cache`: M²M designs kept on disk between processes (public: built from public settings).
+* :mod:`.isotonic`: bounded isotonic regression (the projections' CDFs and moments) without scikit-learn.
 * :mod:`.logistic`: logistic regression on signed weights (implicit M²M).
 * :mod:`.ranking`: MMD^2 between a target and each owner's sketch, ranking, Spearman agreement.
 """

@@ -209,9 +209,11 @@ def release_from_dict(data: dict[str, Any]) -> SketchRelease:
 
 class SketchConsumer(Role):
     role_name = "consumer"
-    warm_imports: tuple[str, ...] = ("scipy.linalg", "sklearn.isotonic")
-    """What the estimates import once the sketches have come (the M²M fit's Cholesky, the counts'
-    projection), loaded while the owners sketch; a logistic plan adds its solver and its score."""
+    warm_imports: tuple[str, ...] = ("scipy.linalg",)
+    """What the estimates import once the sketches have come (the M²M fit's Cholesky), loaded while
+    the owners sketch; a plan of second moments or a covariance adds the joint projection's solver,
+    a logistic plan its solver and its score. The projections need no scikit-learn
+    (:mod:`~marketplace.protocols.sketch.isotonic`)."""
 
     def __init__(
         self,
@@ -253,8 +255,10 @@ class SketchConsumer(Role):
         then also measures the merged sketch against its own records (:meth:`own_figures`)."""
         self.own: dict[str, Any] | None = None
         self.end_status = ""
+        if plan.covariance or plan.moments >= 2 or plan.logistic_label is not None:
+            self.warm_imports = (*self.warm_imports, "scipy.optimize")
         if plan.logistic_label is not None:
-            self.warm_imports = (*self.warm_imports, "scipy.optimize", "sklearn.metrics")
+            self.warm_imports = (*self.warm_imports, "sklearn.metrics")
 
     def start(self) -> list[Send]:
         return [self.hello("sketch")]

@@ -8,7 +8,8 @@ only bring the answer closer (in the projection's own norm) to every valid truth
 included. Records live in the unit box, so:
 
 * a CDF, for each attribute, is non-decreasing in t and lies in [0, 1]: the least-squares
-  projection is isotonic regression bounded to [0, 1] (scikit-learn's ``IsotonicRegression``);
+  projection is isotonic regression bounded to [0, 1] (:mod:`.isotonic`: scikit-learn's
+  ``IsotonicRegression`` to the bit, without importing scikit-learn);
 * means, second moments, variances and the covariance are projected together
   (:mod:`.joint`): mean in the box, covariance positive semi-definite, its diagonal equal to
   second moment - mean^2, and 0 <= variance <= (hi - mean)(mean - lo);
@@ -31,6 +32,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .isotonic import isotonic_fit_transform
 from .joint import project_jointly
 
 __all__ = [
@@ -45,9 +47,7 @@ __all__ = [
 
 
 def _isotonic(y: np.ndarray, x: np.ndarray, *, increasing: bool) -> np.ndarray:
-    from sklearn.isotonic import IsotonicRegression  # here, not at import: scikit-learn costs ~0.3 s
-
-    return IsotonicRegression(y_min=0.0, y_max=1.0, increasing=increasing).fit_transform(x, y)
+    return isotonic_fit_transform(x, y, y_min=0.0, y_max=1.0, increasing=increasing)
 
 
 def project_cdf(values: np.ndarray, points: np.ndarray) -> tuple[np.ndarray, float]:
@@ -67,11 +67,9 @@ def project_higher_moments(second: np.ndarray, higher: dict[str, list[float]]) -
     orders = sorted(higher, key=int)
     table = np.array([higher[k] for k in orders], dtype=np.float64)  # (orders, d)
     x = np.array([int(k) for k in orders], dtype=np.float64)
-    from sklearn.isotonic import IsotonicRegression  # here, not at import: scikit-learn costs ~0.3 s
-
     projected = np.column_stack(
         [
-            IsotonicRegression(y_min=0.0, y_max=float(max(top, 0.0)), increasing=False).fit_transform(x, table[:, j])
+            isotonic_fit_transform(x, table[:, j], y_min=0.0, y_max=float(max(top, 0.0)), increasing=False)
             for j, top in enumerate(np.asarray(second, dtype=np.float64))
         ]
     )
@@ -80,11 +78,12 @@ def project_higher_moments(second: np.ndarray, higher: dict[str, list[float]]) -
 
 ROUND_OFF = 1e-12
 """A projection moves a value by at most ``ROUND_OFF * max(1, |value|)`` through floating-point
-round-off alone: scikit-learn's isotonic regression returns an already valid CDF row either unchanged or
-off by one ulp (1.1e-16), depending on the release, and the joint projection's solver stops at a
-gap of 1e-10 times the box's scale. A move that small is no change: it counts in neither ``changed``,
-``max_change`` nor the rows named, so which attributes a report says were moved is the same under
-every supported library release. The report states the threshold (``round_off``)."""
+round-off alone: isotonic regression (scikit-learn's, and :mod:`.isotonic`) returns an already
+valid CDF row either unchanged or off by one ulp (1.1e-16), depending on the release, and the joint
+projection's solver stops at a gap of 1e-10 times the box's scale. A move that small is no change:
+it counts in neither ``changed``, ``max_change`` nor the rows named, so which attributes a report
+says were moved is the same under every supported library release. The report states the
+threshold (``round_off``)."""
 
 
 def change(raw: ArrayLike, projected: ArrayLike, *, axis_name: str = "attributes") -> dict[str, Any]:
