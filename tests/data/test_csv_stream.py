@@ -426,12 +426,14 @@ def test_a_sparse_2_gb_file_is_refused_at_exit_2_with_little_memory(tmp_path):
 
 @pytest.mark.slow
 def test_a_gzip_file_that_inflates_past_max_bytes_is_refused_at_exit_2_with_little_memory(tmp_path):
-    """1.1 GiB of blank lines (1 KiB each) in a gzip file of about 7 MB."""
+    """1.1 GiB of blank lines (1 KiB each) in a gzip file of about 7 MB: one 16 MiB chunk compressed
+    once and written as a gzip member again and again (a reader inflates the members one after
+    another, as it would one long member), so the test spends no seconds compressing."""
     bomb = tmp_path / "bomb.csv.gz"
-    chunk = (b" " * 1023 + b"\n") * (1 << 14)  # 16 MiB
-    with gzip.open(bomb, "wb", compresslevel=1) as f:
-        f.write(b"a,b,label\n1,2,0\n")
-        for _ in range(MAX_BYTES // len(chunk) + 8):
+    chunk = gzip.compress((b" " * 1023 + b"\n") * (1 << 14), compresslevel=1, mtime=0)  # 16 MiB inflated
+    with bomb.open("wb") as f:
+        f.write(gzip.compress(b"a,b,label\n1,2,0\n", mtime=0))
+        for _ in range(MAX_BYTES // (1 << 24) + 8):
             f.write(chunk)
     assert bomb.stat().st_size < 20 << 20
     result = validate_measured(str(csv_scenario(tmp_path, "bomb.csv.gz")))

@@ -27,6 +27,7 @@ from test_serve import STARTED, free_port, no_process_left  # noqa: F401 - the f
 
 from marketplace.privacy.lifetime import LifetimeLedger, ledger_file
 from marketplace.service.client import RequestFailed, RequestRefused
+from marketplace.service.status import KEPT_SESSIONS
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from proctree import tree  # noqa: E402
@@ -43,8 +44,11 @@ runs out, so the final request has an owner to release."""
 KILLS = 7
 """Agents killed, one at a time: each is back (started again, connected) before the next kill."""
 SEED = 20261128
-MAX_REQUESTS = 40
-"""Requests one consumer sends at most (one after another, until the kills are over)."""
+MAX_REQUESTS = 400
+"""Requests one consumer sends at most (one after another, until the kills are over): a bound on a
+runaway loop, well above what the kills take. A request takes about half a second once most owners
+are out of budget, so a bound of 40 ran out before the fifth kill, and the last kills waited out
+their 20 s for a session that never came and hit no session."""
 WAIT_S = 120.0
 """Each request's deadline (``wait_s``): a request that outlived it would have hung."""
 
@@ -211,12 +215,18 @@ def final_request_completes(serve: subprocess.Popen, state: Path, endpoint: str,
 
 
 def stop_the_server(serve: subprocess.Popen, state: Path, tmp: Path) -> set[str]:
-    """SIGTERM: the server exits cleanly and its agents with it. Returns every session the server ran."""
+    """SIGTERM: the server exits cleanly and its agents with it. Returns every session the server ran:
+    those server.json lists (the newest 200 only, and the campaign may run more) and every session
+    folder (one for each session started), no more than it counts ended."""
     agents = live_agents(serve.pid)
     serve.send_signal(signal.SIGTERM)
     assert serve.wait(timeout=120) == 0, (tmp / "serve.log").read_text()[-3000:]
     assert not [pid for pid in agents if Path(f"/proc/{pid}").exists()], "agents outlived the server"
-    return {s["session"] for s in status(state)["sessions"]}
+    final = status(state)
+    listed = {s["session"] for s in final["sessions"]}
+    ran = listed | {path.name for path in (state / "sessions").iterdir() if path.is_dir()}
+    assert len(listed) == min(len(ran), KEPT_SESSIONS) and len(ran) <= sum(final["ended"].values()), final["ended"]
+    return ran
 
 
 def check_reports(reports: dict, sessions: set[str]) -> None:
