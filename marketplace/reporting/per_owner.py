@@ -89,8 +89,8 @@ def _observer(owner: str, exposure: Exposure, privacy: dict[str, Any]) -> dict[s
 
 def _generic(value: Any, owner: str) -> Any:
     """``value`` with the owner's own id written as ``<owner>`` (``owner-1`` but not ``owner-12``)."""
-    if isinstance(value, str):
-        return re.sub(rf"{re.escape(owner)}(?!\d)", OWNER, value)
+    if isinstance(value, str):  # most hold no owner id: no pattern to build (K owners x their rows)
+        return re.sub(rf"{re.escape(owner)}(?!\d)", OWNER, value) if owner in value else value
     if isinstance(value, dict):
         return {k: _generic(v, owner) for k, v in value.items()}
     if isinstance(value, list):
