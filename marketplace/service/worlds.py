@@ -12,7 +12,8 @@ from one session to the next is kept, so a request costs its protocol's work, no
 * **A session's scenario**: sessions of one request differ only in their request id (the session
   id), so each distinct request is parsed and validated once, and every later session of it takes
   that scenario with its own request id (:class:`SessionScenarios`), and its YAML text, sent to
-  every party of the session, is written once per request too (:class:`ScenarioTexts`).
+  every party of the session, is written once per request too (:class:`ScenarioTexts`), as is
+  what it declares it costs each owner (:meth:`SessionScenarios.derived`).
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ import dataclasses
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from marketplace.data.dataset import World
 from marketplace.parties import make_world
@@ -31,6 +32,8 @@ from marketplace.scenario import Scenario
 
 if TYPE_CHECKING:
     from marketplace.plugins import Exchange
+
+T = TypeVar("T")
 
 NOT_THE_WORLD = ("name", "description", "lifetime", "noise", "transport", "sweep")
 """Scenario keys that do not change what the world holds."""
@@ -112,6 +115,7 @@ class SessionScenarios:
     def __init__(self, size: int = 8) -> None:
         self.size = size
         self._scenarios: OrderedDict[str, Scenario] = OrderedDict()
+        self._derived: OrderedDict[Hashable, Any] = OrderedDict()
         self._lock = threading.Lock()
         self.parsed = 0
         """How many scenarios were parsed (a figure for the tests and benchmarks)."""
@@ -134,6 +138,21 @@ class SessionScenarios:
                 while len(self._scenarios) > self.size:
                     self._scenarios.popitem(last=False)
         return scenario
+
+    def derived(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """``compute()``, once per ``key`` among the last ``size`` keys asked for: what a request's
+        scenario determines whatever its request id (``key`` holds everything it depends on)."""
+        with self._lock:
+            if key in self._derived:
+                self._derived.move_to_end(key)
+                kept: T = self._derived[key]
+                return kept
+        value = compute()
+        with self._lock:
+            self._derived[key] = value
+            while len(self._derived) > self.size:
+                self._derived.popitem(last=False)
+        return value
 
 
 def session_key(text: str, session: str) -> str | None:
