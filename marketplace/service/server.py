@@ -44,7 +44,6 @@ import logging
 import os
 import threading
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -589,5 +588,5 @@ class MarketServer:
             "present": sorted(self.present),
             "posted": self.posted,
             "admitted": self.admission.spent,
-            "ended": dict(Counter(s["status"] for s in self.finished)),
+            "ended": dict(self.book.ended),
         }
