@@ -89,7 +89,10 @@ def _observer(owner: str, exposure: Exposure, privacy: dict[str, Any]) -> dict[s
 
 def _generic(value: Any, owner: str) -> Any:
     """``value`` with the owner's own id written as ``<owner>`` (``owner-1`` but not ``owner-12``)."""
-    if isinstance(value, str):  # most hold no owner id: no pattern to build (K owners x their rows)
+    kind = type(value)  # the plain types first, without isinstance's walk (K owners x their rows)
+    if kind is float or kind is int or kind is bool or value is None:
+        return value
+    if isinstance(value, str):  # most hold no owner id: no pattern to build
         return re.sub(rf"{re.escape(owner)}(?!\d)", OWNER, value) if owner in value else value
     if isinstance(value, dict):
         return {k: _generic(v, owner) for k, v in value.items()}
