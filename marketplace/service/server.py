@@ -423,7 +423,7 @@ class MarketServer:
         for item, why in self.admission.never_granted:
             self.out.send(item.routing, control.SessionRefused(session=item.id, reason=f"not granted: {why}"))
         self.admission.never_granted.clear()
-        while not self.stopping():
+        while not self.stopping() and self.admission.waiting:  # none waits: no view of the sessions to make
             now = time.monotonic()
             chosen: Session | None = self.policy.next_start(
                 as_running(self.sessions.values(), now), len(self.present), now
