@@ -8,6 +8,7 @@ of owners leaves the generated rows, the consumer's sets and the seed set as the
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import numpy as np
@@ -156,8 +157,40 @@ def _partition(
     return shares
 
 
+_SUMMARIES: dict[int, tuple[weakref.ref[World], dict[str, Any]]] = {}
+"""The summaries of the worlds last summarised, by world (a served marketplace reports the same
+world's counts in every session's report: counting every owner's rows again made the report cost
+more with every owner). A world is read only once built; an entry whose world is gone is never read."""
+SUMMARIES_KEPT = 8
+
+
 def world_summary(world: World) -> dict[str, Any]:
-    """Sizes and per-group / per-label row counts of every part, as plain data for reports."""
+    """Sizes and per-group / per-label row counts of every part, as plain data for reports (a copy of
+    the one counted the first time ``world`` was summarised, which the caller may change)."""
+    kept = _SUMMARIES.get(id(world))
+    if kept is None or kept[0]() is not world:
+        if len(_SUMMARIES) >= SUMMARIES_KEPT:
+            _SUMMARIES.clear()
+        kept = (weakref.ref(world), _summary(world))
+        _SUMMARIES[id(world)] = kept
+    return _copy_summary(kept[1])
+
+
+def _copy_summary(summary: dict[str, Any]) -> dict[str, Any]:
+    parts = ("validation", "test", "seed_set")
+    return {
+        **summary,
+        "group_names": list(summary["group_names"]),
+        "owners": [_copy_part(part) for part in summary["owners"]],
+        **{name: _copy_part(summary[name]) for name in parts},
+    }
+
+
+def _copy_part(part: dict[str, Any]) -> dict[str, Any]:
+    return {"rows": part["rows"], "groups": dict(part["groups"]), "labels": dict(part["labels"])}
+
+
+def _summary(world: World) -> dict[str, Any]:
     return {
         "dim": world.dim,
         "group_names": list(world.validation.group_names),

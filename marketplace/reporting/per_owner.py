@@ -87,10 +87,19 @@ def _observer(owner: str, exposure: Exposure, privacy: dict[str, Any]) -> dict[s
     return _generic(row, owner)
 
 
+PLAIN = frozenset({int, float, bool, type(None)})
+"""Values :func:`_generic` keeps as they are without a look (the rows' numbers: K owners x their rows)."""
+
+
 def _generic(value: Any, owner: str) -> Any:
     """``value`` with the owner's own id written as ``<owner>`` (``owner-1`` but not ``owner-12``)."""
-    if isinstance(value, str):
-        return re.sub(rf"{re.escape(owner)}(?!\d)", OWNER, value)
+    kind = type(value)
+    if kind is dict:
+        return {k: v if type(v) in PLAIN else _generic(v, owner) for k, v in value.items()}
+    if kind is list:
+        return [v if type(v) in PLAIN else _generic(v, owner) for v in value]
+    if isinstance(value, str):  # most hold no owner id: no pattern to build
+        return re.sub(rf"{re.escape(owner)}(?!\d)", OWNER, value) if owner in value else value
     if isinstance(value, dict):
         return {k: _generic(v, owner) for k, v in value.items()}
     if isinstance(value, list):

@@ -27,7 +27,7 @@ contract in ``pyproject.toml``), and import them from this package:
 
 * hosting a party: ``host_nodes``, ``link_settings``, ``scenario_identity``, ``party_command``;
 * its report: ``party_report``, ``OWN``, ``internal_failure``, ``consumer_handover``,
-  ``write_json``, ``json_text``, ``json_default``;
+  ``write_json``, ``json_text``, ``json_default``, ``json_indented``, ``write_text_whole``;
 * the run's report: ``assemble_from_reports``, ``write_messages_csv``, ``Report``;
 * before a run: ``prepare_world``, ``check_run_folder``, ``default_run_folder``, ``RunFolderError``.
 

@@ -7,8 +7,10 @@ from .command_line import party_command as party_command
 from .forkserver import forkserver_running as forkserver_running
 from .identity import scenario_identity as scenario_identity
 from .json_files import json_default as json_default
+from .json_files import json_indented as json_indented
 from .json_files import json_text as json_text
 from .json_files import write_json as write_json
+from .json_files import write_text_whole as write_text_whole
 from .links import link_settings as link_settings
 from .party_process import host_nodes as host_nodes
 from .party_process import run_host as run_host

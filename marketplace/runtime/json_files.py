@@ -16,8 +16,15 @@ def write_json(path: str | Path, data: Any, *, indent: int | None = 2) -> None:
     programs: the compact form, without the indenting pass.)"""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_whole(path, json_text(data, indent))
+
+
+def write_text_whole(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) as ``path``, whole, in a folder that exists: to a temporary file first,
+    then renamed into place (:func:`write_json` for a text already written)."""
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json_text(data, indent))
+    with open(tmp, "w", encoding="utf-8") as out:
+        out.write(text)
     os.replace(tmp, path)
 
 
@@ -28,7 +35,12 @@ def json_text(data: Any, indent: int | None = 2) -> str:
     floats' digits, the ``\\u`` escapes of ``ensure_ascii``, the keys' order) and lays the text out as
     ``json`` does. A text ``msgspec`` does not read (``NaN`` or ``Infinity``, which ``json`` writes and
     JSON has not; an escaped lone surrogate) is indented by ``json`` itself, as before."""
-    compact = json.dumps(data, default=json_default)
+    return json_indented(json.dumps(data, default=json_default), data, indent)
+
+
+def json_indented(compact: str, data: Any, indent: int | None = 2) -> str:
+    """:func:`json_text` of ``data`` from its compact text ``compact`` (``json.dumps(data,
+    default=json_default)``), when that is needed too: ``data`` is written once."""
     if indent is None:
         return compact
     try:

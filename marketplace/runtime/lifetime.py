@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -62,12 +63,18 @@ def _ledgers_folder(owners: dict[str, dict[str, Any]], configured: Any) -> str:
     """Where the owners' ledgers are, from the owners' own records: in a served marketplace each
     agent keeps its owners' ledgers in its own folder, whatever the scenario's ``lifetime.ledgers``
     says (the scenario's folder only when no owner said)."""
-    folders = sorted({str(Path(r["ledger"]).parent) for r in owners.values() if isinstance(r.get("ledger"), str)})
+    folders = sorted({_parent(r["ledger"]) for r in owners.values() if isinstance(r.get("ledger"), str)})
     if not folders:
         return str(configured)
     if len(folders) == 1:
         return folders[0]
     return f"each owner's own ({len(folders)} folders: see each owner's ledger)"
+
+
+@functools.lru_cache(maxsize=4096)
+def _parent(path: str) -> str:
+    """``str(Path(path).parent)``, kept: each owner's ledger is the same file from session to session."""
+    return str(Path(path).parent)
 
 
 def _owner_order(party: str) -> tuple[int, str]:

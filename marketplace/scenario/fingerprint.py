@@ -38,7 +38,30 @@ def _without_locations(value: Any, key: str = "") -> Any:
     return value
 
 
+_DIGESTS: dict[int, tuple[Any, str]] = {}
+"""Digests of the frozen sections last fingerprinted, by the section object (kept alive here, so its id
+is not reused): a served marketplace fingerprints every session's scenario several times (the curator's
+hello, its report, the report check), and its sessions share their data and protocol sections."""
+DIGESTS_KEPT = 16
+
+
 def _digest(value: Any) -> str:
+    """:func:`_section_digest` of ``value``, computed once per frozen section object (a built
+    scenario's configuration is read only, as every cache of it assumes)."""
+    params = getattr(type(value), "__dataclass_params__", None)  # a dataclass instance's
+    if params is None or not params.frozen:
+        return _section_digest(value)
+    kept = _DIGESTS.get(id(value))
+    if kept is not None and kept[0] is value:
+        return kept[1]
+    digest = _section_digest(value)
+    if len(_DIGESTS) >= DIGESTS_KEPT:
+        _DIGESTS.clear()
+    _DIGESTS[id(value)] = (value, digest)
+    return digest
+
+
+def _section_digest(value: Any) -> str:
     text = json.dumps(_without_locations(to_plain(value)), sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 

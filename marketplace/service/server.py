@@ -44,7 +44,6 @@ import logging
 import os
 import threading
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -424,7 +423,7 @@ class MarketServer:
         for item, why in self.admission.never_granted:
             self.out.send(item.routing, control.SessionRefused(session=item.id, reason=f"not granted: {why}"))
         self.admission.never_granted.clear()
-        while not self.stopping():
+        while not self.stopping() and self.admission.waiting:  # none waits: no view of the sessions to make
             now = time.monotonic()
             chosen: Session | None = self.policy.next_start(
                 as_running(self.sessions.values(), now), len(self.present), now
@@ -589,5 +588,5 @@ class MarketServer:
             "present": sorted(self.present),
             "posted": self.posted,
             "admitted": self.admission.spent,
-            "ended": dict(Counter(s["status"] for s in self.finished)),
+            "ended": dict(self.book.ended),
         }

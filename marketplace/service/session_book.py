@@ -11,12 +11,14 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
+from marketplace.runtime import json_default
 from marketplace.service.kept import Kept, keep
 from marketplace.service.market_policy import Collecting, Running
-from marketplace.service.session_run import Session, archive, assemble, handed_back
+from marketplace.service.session_run import Session, archive, assemble, handed_back, report_texts
 from marketplace.service.sessions import new_session_id
 from marketplace.service.worlds import WorldCache
 
@@ -32,6 +34,10 @@ class SessionBook:
         """The most sessions that ran at once so far."""
         self.finished: list[dict[str, Any]] = []
         """Every session that ended (refused, dropped, completed or failed), oldest first."""
+        self.ended: Counter[str] = Counter()
+        """How many of :attr:`finished` ended with each status (first status first), kept as they end:
+        ``server.json`` shows it at every rewrite, which a count over every session ever ended would
+        make cost more with each session served."""
 
     def new_id(self) -> str:
         """The id of the next request (:func:`.sessions.new_session_id`)."""
@@ -56,6 +62,7 @@ class SessionBook:
                 **({"problem": failure} if failure else {}),
             }
         )
+        self.ended[status] += 1
 
 
 def held_by_owner(sessions: Iterable[Session]) -> dict[str, list[str]]:
@@ -107,15 +114,16 @@ def conclude(s: Session, worlds: WorldCache, failure: str | None) -> tuple[Kept,
         s.loop.close()
     report = assemble(s, worlds, failure)
     s.status = report.get("status", "failed")
-    problem = archive(s, report)
+    text, texts = json.dumps(report, default=json_default), report_texts(s.reports)  # each written once
+    problem = archive(s, report, text, texts)
     kept = Kept(
         session=s.id,
         consumer=s.consumer,
         scenario=s.text,
         frames=s.to_consumer,
         status="completed" if s.status == "completed" else "failed",
-        report=json.dumps(report).encode(),
-        parties=handed_back(s, failure),
+        report=text.encode(),
+        parties=handed_back(s, failure, texts),
     )
     try:
         keep(s.folder, kept)

@@ -203,24 +203,39 @@ def assemble_session(
     return report
 
 
-def handed_back(s: Session, failure: str | None) -> bytes:
+def handed_back(s: Session, failure: str | None, texts: dict[str, str] | None = None) -> bytes:
     """What the consumer of session ``s`` gets besides the run report, to assemble its own copy
     (:func:`assemble_session`) with what it kept to itself: the parties' reports as the server
     received them (each as its party published it), why any is missing, the session's failure, and
-    whether the report holds the central references (the consumer's copy holds what the server's does)."""
-    given = {"reports": s.reports, "missing": missing_reports(s), "failure": failure, "references": s.references}
-    return json.dumps(given).encode()
+    whether the report holds the central references (the consumer's copy holds what the server's does).
+    ``json.dumps`` of them, the reports' own texts taken from ``texts`` (:func:`report_texts`) when given."""
+    if texts is None:
+        texts = report_texts(s.reports)
+    reports = "{" + ", ".join(f"{json.dumps(party)}: {texts[party]}" for party in s.reports) + "}"
+    rest = json.dumps({"missing": missing_reports(s), "failure": failure, "references": s.references})
+    return f'{{"reports": {reports}, {rest[1:]}'.encode()
 
 
-def archive(s: Session, report: dict[str, Any]) -> str | None:
-    """Write the parties' reports and the run report into the session's folder; returns why it
+def report_texts(reports: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """Each report as compact JSON (``json.dumps``): written once, for the consumer and for the
+    session's files (:func:`archive`)."""
+    from marketplace.runtime import json_default
+
+    return {party: json.dumps(data, default=json_default) for party, data in reports.items()}
+
+
+def archive(s: Session, report: dict[str, Any], text: str, texts: dict[str, str]) -> str | None:
+    """Write the parties' reports and the run report ``report`` into the session's folder, each
+    indented from its compact text (``text``, and :func:`report_texts`' ``texts``); returns why it
     could not (a full disk, say), or None. The consumer's copy does not depend on it."""
-    from marketplace.runtime import write_json
+    from marketplace.runtime import json_indented, write_text_whole
 
     try:
+        parties = s.folder / "parties"
+        parties.mkdir(parents=True, exist_ok=True, mode=0o700)
         for party, data in s.reports.items():
-            write_json(s.folder / "parties" / f"{party}.json", data)
-        write_json(s.folder / "report.json", report)
+            write_text_whole(parties / f"{party}.json", json_indented(texts[party], data))
+        write_text_whole(s.folder / "report.json", json_indented(text, report))
     except OSError as err:
         log.error("session %s: could not write its files to %s: %s", s.id, s.folder, err)
         return f"{s.folder}: {err.strerror or err}"

@@ -98,7 +98,15 @@ def prepare_request(
         exchange = plugins.exchange(scenario.config.protocol)  # the session starts: resolved once here
         prepare_world(scenario, exchange, build=build)
         life = market.config.lifetime
-        return scenario, owner_charges(scenario.config, owners, life.relation, life.filter, exchange)
+
+        def charges() -> dict[str, Any]:
+            return owner_charges(scenario.config, owners, life.relation, life.filter, exchange)
+
+        if parsed is None:
+            return scenario, charges()
+        # as its scenario, what a request declares it costs each owner depends on its text, not its session
+        kept = parsed.derived((consumer, request_text, tuple(owners), life.relation, life.filter), charges)
+        return scenario, {owner: dict(charge) for owner, charge in kept.items()}
     except ScenarioError as err:
         return cut(str(err), 1900)
     except (ValueError, OSError, ArithmeticError) as err:  # the data could not be built for it, say

@@ -12,7 +12,8 @@ from one session to the next is kept, so a request costs its protocol's work, no
 * **A session's scenario**: sessions of one request differ only in their request id (the session
   id), so each distinct request is parsed and validated once, and every later session of it takes
   that scenario with its own request id (:class:`SessionScenarios`), and its YAML text, sent to
-  every party of the session, is written once per request too (:class:`ScenarioTexts`).
+  every party of the session, is written once per request too (:class:`ScenarioTexts`), as is
+  what it declares it costs each owner (:meth:`SessionScenarios.derived`).
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ import dataclasses
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from marketplace.data.dataset import World
 from marketplace.parties import make_world
@@ -32,15 +33,33 @@ from marketplace.scenario import Scenario
 if TYPE_CHECKING:
     from marketplace.plugins import Exchange
 
+T = TypeVar("T")
+
 NOT_THE_WORLD = ("name", "description", "lifetime", "noise", "transport", "sweep")
 """Scenario keys that do not change what the world holds."""
 
 
+_KEYS: dict[tuple[tuple[str, int], ...], tuple[list[Any], str]] = {}
+"""The world keys last written, by the identities of the plain values they were written from: the
+sessions of one request share them (:func:`with_request_id`), and a session's world is looked up three
+times (its request checked, its curator built, its report assembled). Kept alive here, so an id is not
+reused while kept; a scenario's plain form is read only."""
+KEYS_KEPT = 16
+
+
 def world_key(scenario: Scenario) -> str:
     """What the world of ``scenario`` depends on, as text: its data, seed, parties and protocol
-    (with its section, which a protocol's own world may read)."""
-    raw = {k: v for k, v in scenario.raw.items() if k not in NOT_THE_WORLD}
-    return json.dumps(raw, sort_keys=True, default=str)
+    (with its section, which a protocol's own world may read); written once per set of values."""
+    parts = [(k, v) for k, v in scenario.raw.items() if k not in NOT_THE_WORLD]
+    ident = tuple((k, id(v)) for k, v in parts)
+    kept = _KEYS.get(ident)
+    if kept is not None and all(a is b for a, (_, b) in zip(kept[0], parts, strict=True)):
+        return kept[1]
+    key = json.dumps(dict(parts), sort_keys=True, default=str)
+    if len(_KEYS) >= KEYS_KEPT:
+        _KEYS.clear()
+    _KEYS[ident] = ([v for _, v in parts], key)
+    return key
 
 
 class WorldCache:
@@ -112,6 +131,7 @@ class SessionScenarios:
     def __init__(self, size: int = 8) -> None:
         self.size = size
         self._scenarios: OrderedDict[str, Scenario] = OrderedDict()
+        self._derived: OrderedDict[Hashable, Any] = OrderedDict()
         self._lock = threading.Lock()
         self.parsed = 0
         """How many scenarios were parsed (a figure for the tests and benchmarks)."""
@@ -134,6 +154,21 @@ class SessionScenarios:
                 while len(self._scenarios) > self.size:
                     self._scenarios.popitem(last=False)
         return scenario
+
+    def derived(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """``compute()``, once per ``key`` among the last ``size`` keys asked for: what a request's
+        scenario determines whatever its request id (``key`` holds everything it depends on)."""
+        with self._lock:
+            if key in self._derived:
+                self._derived.move_to_end(key)
+                kept: T = self._derived[key]
+                return kept
+        value = compute()
+        with self._lock:
+            self._derived[key] = value
+            while len(self._derived) > self.size:
+                self._derived.popitem(last=False)
+        return value
 
 
 def session_key(text: str, session: str) -> str | None:
