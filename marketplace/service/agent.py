@@ -71,6 +71,7 @@ from marketplace.service.options import AgentOptions
 from marketplace.service.worlds import OwnRowsCache, SessionScenarios, WorldCache, session_key
 from marketplace.transport.context import new_context
 from marketplace.transport.shared_link import Send, SharedLinkLoop
+from marketplace.transport.tuning import frozen_heap
 
 log = logging.getLogger("marketplace.agent")
 
@@ -213,10 +214,11 @@ class OwnerAgent:
     def _ping(self) -> None:
         """Every owner's "still here", and its posted terms again (a server started since has them too;
         a full queue skips one: the connection is busy, not gone)."""
-        for sock in self.socks.values():
+        ping, terms = control.encode(control.Ping()), control.encode(control.owner_terms_message(self.terms))
+        for sock in self.socks.values():  # the same two frames for every owner: encoded once
             try:
-                sock.send(control.encode(control.Ping()), zmq.NOBLOCK)
-                sock.send(control.encode(control.owner_terms_message(self.terms)), zmq.NOBLOCK)
+                sock.send(ping, zmq.NOBLOCK)
+                sock.send(terms, zmq.NOBLOCK)
             except zmq.Again:
                 pass
 
@@ -561,6 +563,7 @@ def serve_agent(options: AgentOptions) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: agent.stop())
     # one BLAS thread, as every party process has: the agent's parallelism is its sessions and the
-    # other agents, and a second OpenBLAS thread on busy cores made an owner's sketch 3-4x the CPU
-    with single_threaded_blas():
+    # other agents, and a second OpenBLAS thread on busy cores made an owner's sketch 3-4x the CPU;
+    # what is built by now (the imported modules, above all) is kept out of the collector's full walks
+    with single_threaded_blas(), frozen_heap():
         return agent.run()
