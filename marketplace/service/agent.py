@@ -173,6 +173,7 @@ class OwnerAgent:
                 wait = 5 if any(loop.backlog for loop, _, _ in self.loops.values()) else POLL_MS
                 for sock, _ in poller.poll(wait):
                     stopping = self._read(sock, by_socket[sock], touched) or stopping
+                self._say()  # who joined, logged before their parts run (which may take seconds)
                 for key in touched:
                     entry = self.loops.get(key)
                     if entry is not None:
