@@ -352,12 +352,23 @@ _RECONCILED: set[Path] = set()
 
 
 def _reconcile_once(ledger: LifetimeLedger, party: str) -> None:
-    """Reconcile ``ledger`` if this process has not yet (see :meth:`LifetimeLedger.reconcile`)."""
-    key = ledger.path.resolve()
-    if key in _RECONCILED:
+    """Reconcile ``ledger`` if this process has not yet (see :meth:`LifetimeLedger.reconcile`). An
+    absolute path as given is looked up first: an agent admits each owner every session, and resolving
+    the path costs a system call per folder of it."""
+    given = ledger.path if ledger.path.is_absolute() else None
+    if given is not None and given in _RECONCILED:
         return
-    done = ledger.reconcile()
-    _RECONCILED.add(key)
+    key = ledger.path.resolve()
+    if key not in _RECONCILED:
+        done = ledger.reconcile()
+        _RECONCILED.add(key)
+        _log_reconciled(done, ledger, party)
+    if given is not None:
+        _RECONCILED.add(given)
+
+
+def _log_reconciled(done: dict[str, list[str]], ledger: LifetimeLedger, party: str) -> None:
+    """Say what a reconcile settled, when it settled something."""
     if done["rolled_back"] or done["kept"]:
         log.info(
             "%s: reconciled its ledger %s: %d reservation(s) left by a process that is gone rolled back (nothing "

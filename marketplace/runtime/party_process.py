@@ -188,13 +188,15 @@ def host_nodes(
     test_file: str | Path | None = None,
     limits: ReadLimits | None = None,
     own: Mapping[str, dict[str, Any]] | None = None,
+    run_parties: frozenset[str] | None = None,
 ) -> list[Node]:
     """The nodes of ``parties``, each built from its own share of the world only: ``shares`` when
     the launcher has them, else the shares of ``world`` (a marketplace that keeps its world between
     sessions), else of the world rebuilt from the scenario. ``data_files`` (and the consumer's
     ``test_file``) are the parties' own rows, read within ``limits`` and checked against the schema;
     ``own`` holds them already read, for the parties it names. ``exchange`` is the scenario's exchange,
-    resolved once where the process or the session starts."""
+    resolved once where the process or the session starts. ``run_parties`` is the run's party ids when
+    the caller has them (an agent finds them once per session for all its owners: O(owners) each time)."""
     config = scenario.config
     own = {
         party: (own or {}).get(party)
@@ -205,7 +207,7 @@ def host_nodes(
         whole = world if world is not None else make_world(config, exchange)
         shares = {party: share_of(whole, party) for party in parties}
         del whole
-    ids = frozenset(party_ids(config))  # one set for every node
+    ids = run_parties if run_parties is not None else frozenset(party_ids(config))  # one set for every node
     rid = run_id or default_run_id(scenario)
     return [
         build_node(

@@ -44,7 +44,9 @@ import zmq
 
 from marketplace import plugins
 from marketplace.data.own_files import ReadLimits
-from marketplace.parties import owner_number
+from marketplace.data.world import World
+from marketplace.parties import owner_number, party_ids
+from marketplace.plugins import Exchange
 from marketplace.privacy.lifetime.terms import SaleTerms
 from marketplace.roles import CURATOR, open_ledgers
 from marketplace.roles.lifetime import LedgerFault
@@ -69,6 +71,7 @@ from marketplace.service.options import AgentOptions
 from marketplace.service.worlds import OwnRowsCache, SessionScenarios, WorldCache, session_key
 from marketplace.transport.context import new_context
 from marketplace.transport.shared_link import Send, SharedLinkLoop
+from marketplace.transport.tuning import frozen_heap
 
 log = logging.getLogger("marketplace.agent")
 
@@ -124,6 +127,9 @@ class OwnerAgent:
         self.scenarios: dict[str, Scenario] = {}
         self.identities: dict[str, dict[str, Any]] = {}
         """Session -> what its owners' reports record about its scenario (:meth:`_identity`)."""
+        self.shared: dict[str, tuple[frozenset[str], World | None]] = {}
+        """Session -> its party ids and its world (None until an owner needs it), found once for all
+        the owners here (:meth:`_shared`): each costs O(owners of the marketplace) to find again."""
         self.parsed = SessionScenarios()
         """Each distinct request's scenario, parsed once: a later session of it differs in its request id only."""
         self.worlds = WorldCache(size=2)
@@ -133,6 +139,13 @@ class OwnerAgent:
         self.lists: dict[str, tuple[frozenset[str], float]] = {}
         """Owner -> the sessions the server said it holds the owner in, and when that list came: the
         latest list of each owner not yet looked at (:meth:`_let_go`)."""
+        self.to_keep: list[tuple[str, str, dict[str, Any]]] = []
+        """(session, owner, its own report) of the owners whose part ended in this turn of the loop,
+        written (:meth:`_keep`) once every report of the turn is sent: the server hears of them all
+        first, and no owner's report waits for another's file."""
+        self.said: dict[tuple[str, str], list[str]] = {}
+        """(session, what happened) -> the owners it happened to in this turn of the loop: logged as one
+        line per session when the turn ends (:meth:`_say`), not one line per owner."""
         self.unsettled: dict[str, list[Party]] = {}
         """Owner -> the roles of its ended sessions whose reservation its ledger could not settle (a full
         disk): settled again before the owner's next session (:meth:`_settle_again`). Until then each
@@ -160,11 +173,13 @@ class OwnerAgent:
                 wait = 5 if any(loop.backlog for loop, _, _ in self.loops.values()) else POLL_MS
                 for sock, _ in poller.poll(wait):
                     stopping = self._read(sock, by_socket[sock], touched) or stopping
+                self._say()  # who joined, logged before their parts run (which may take seconds)
                 for key in touched:
                     entry = self.loops.get(key)
                     if entry is not None:
                         self._guarded(key, entry[0].pump, "handling a message")
                 self._progress()
+                self._after_turn()
                 if not self.loops and (stopping or self._stopping or not self._parent_alive()):
                     return 0
                 if self._stopping or not self._parent_alive():
@@ -172,6 +187,7 @@ class OwnerAgent:
                         self.loops[key][0].node.role.fail("the owner's agent was stopped")
                         self._end(key)
         finally:
+            self._after_turn()
             open_ledgers.close_all()
             for sock in self.socks.values():
                 sock.close()
@@ -199,10 +215,11 @@ class OwnerAgent:
     def _ping(self) -> None:
         """Every owner's "still here", and its posted terms again (a server started since has them too;
         a full queue skips one: the connection is busy, not gone)."""
-        for sock in self.socks.values():
+        ping, terms = control.encode(control.Ping()), control.encode(control.owner_terms_message(self.terms))
+        for sock in self.socks.values():  # the same two frames for every owner: encoded once
             try:
-                sock.send(control.encode(control.Ping()), zmq.NOBLOCK)
-                sock.send(control.encode(control.owner_terms_message(self.terms)), zmq.NOBLOCK)
+                sock.send(ping, zmq.NOBLOCK)
+                sock.send(terms, zmq.NOBLOCK)
             except zmq.Again:
                 pass
 
@@ -273,8 +290,10 @@ class OwnerAgent:
                 own[owner] = self.own_rows.get(scenario, owner, self.data[owner], self.limits)
             exchange = plugins.exchange(scenario.config.protocol)  # the owner's side of the session starts
             own_schema = owner in self.data and scenario.config.data.schema_only
-            world = None if own_schema else self.worlds.get(scenario, exchange)
-            (node,) = host_nodes(scenario, [owner], run_id=message.session, exchange=exchange, world=world, own=own)
+            parties, world = self._shared(message.session, scenario, exchange, need_world=not own_schema)
+            (node,) = host_nodes(
+                scenario, [owner], run_id=message.session, exchange=exchange, world=world, own=own, run_parties=parties
+            )
             loop = SharedLinkLoop(
                 node,
                 link_settings(scenario),
@@ -293,7 +312,18 @@ class OwnerAgent:
             self._decline(owner, message.session, str(err) if isinstance(err, LedgerFault) else declared_reason(err))
             return
         self.loops[key] = (loop, scenario, time.monotonic())
-        log.info("session %s: %s joined", message.session, owner)
+        self.said.setdefault((message.session, "joined"), []).append(owner)
+
+    def _shared(
+        self, session: str, scenario: Scenario, exchange: Exchange, *, need_world: bool
+    ) -> tuple[frozenset[str], World | None]:
+        """``session``'s party ids and, when ``need_world``, its world (:class:`~.worlds.WorldCache`),
+        found for its first owner here and kept for the others until the session ends here."""
+        parties, world = self.shared.get(session) or (frozenset(party_ids(scenario.config)), None)
+        if need_world and world is None:
+            world = self.worlds.get(scenario, exchange)
+        self.shared[session] = (parties, world)
+        return parties, (world if need_world else None)
 
     def _decline(self, owner: str, session: str, reason: str) -> None:
         try:
@@ -398,12 +428,29 @@ class OwnerAgent:
             )
         except zmq.Again:
             log.warning("session %s: %s's report could not be sent (the connection is full)", session, owner)
-        self._keep(session, owner, own)
+        self.to_keep.append((session, owner, own))
         if not any(k[0] == session for k in self.loops):
             self.scenarios.pop(session, None)
             self.identities.pop(session, None)
+            self.shared.pop(session, None)
             self.sessions_done += 1
-        log.info("session %s: %s done (%s)", session, owner, report["status"])
+        self.said.setdefault((session, f"done ({report['status']})"), []).append(owner)
+
+    def _after_turn(self) -> None:
+        """What waits for the end of a turn of the loop: the own reports of the owners whose part ended
+        (:attr:`to_keep`), then the log of what happened (:meth:`_say`)."""
+        kept, self.to_keep = self.to_keep, []
+        for session, owner, own in kept:
+            self._keep(session, owner, own)
+        self._say()
+
+    def _say(self) -> None:
+        """Log what happened to the owners in this turn of the loop: per session, the owners that joined
+        it, and those whose part ended, by status (a line per owner costs as much as its ledger's
+        transaction, when an agent hosts hundreds)."""
+        for (session, what), owners in self.said.items():
+            log.info("session %s: %s %s", session, ", ".join(owners), what)
+        self.said.clear()
 
     def _identity(self, session: str, scenario: Scenario) -> dict[str, Any]:
         """What the owners' reports of ``session`` record about its scenario (:func:`scenario_identity`:
@@ -517,6 +564,7 @@ def serve_agent(options: AgentOptions) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: agent.stop())
     # one BLAS thread, as every party process has: the agent's parallelism is its sessions and the
-    # other agents, and a second OpenBLAS thread on busy cores made an owner's sketch 3-4x the CPU
-    with single_threaded_blas():
+    # other agents, and a second OpenBLAS thread on busy cores made an owner's sketch 3-4x the CPU;
+    # what is built by now (the imported modules, above all) is kept out of the collector's full walks
+    with single_threaded_blas(), frozen_heap():
         return agent.run()

@@ -23,14 +23,14 @@ import numpy as np
 from marketplace import seeds
 from marketplace.data.dataset import Dataset
 from marketplace.data.world import World
-from marketplace.parties import party_ids
+from marketplace.parties import owner_number, party_ids
 from marketplace.plugins import Exchange
 from marketplace.privacy import noise as noise_streams
 from marketplace.privacy.noise import NoiseOrigin
 from marketplace.privacy.view import Seen
 from marketplace.protocols.sketch.display import head_rows, tables
 from marketplace.protocols.sketch.evaluate import logistic_baselines, ranking_check, statistic_errors, truth
-from marketplace.protocols.sketch.plan import declared_view, release_plan
+from marketplace.protocols.sketch.plan import declared_view, owner_cost, release_plan
 from marketplace.protocols.sketch.public import attribute_names, public_map, query_plan, record_dim, unit_records
 from marketplace.protocols.sketch.rules import check_plan, public_defaults
 from marketplace.protocols.sketch.sweeps import plot_sweep, sweep_headline, sweep_row, sweep_table
@@ -52,13 +52,12 @@ def build_role(
     from marketplace.protocols.sketch.curator import SketchCurator
     from marketplace.protocols.sketch.owner import SketchOwner
 
-    ids = party_ids(config)
     s = config.sketch
     fmap = public_map(config)
     if party == CURATOR:
         return SketchCurator(
             scenario_name=config.name,
-            owners=tuple(ids[1:-1]),
+            owners=tuple(party_ids(config)[1:-1]),
             feature_map=fmap,
             epsilon=s.epsilon,
             mechanism=s.mechanism,
@@ -83,7 +82,12 @@ def build_role(
             rank=s.queries.rank_owners,
             own_evaluation=config.data.schema_only,
         )
-    index = ids.index(party) - 1
+    number = owner_number(party, config.parties.owners)  # O(1): an agent builds one owner role per owner
+    if number is None:
+        raise ValueError(
+            f"unknown party {party!r}: expected curator, consumer or owner-1 ... owner-{config.parties.owners}"
+        )
+    index = number - 1
     data = owner_data if owner_data is not None else world.owners[index]
     rng = None if s.secure else np.random.default_rng(noise_streams.derive(config.seed, f"sketch.noise.{party}", noise))
     return SketchOwner(
@@ -445,6 +449,7 @@ class SketchExchange(Exchange):
     nothing_released = staticmethod(nothing_released)
     owner_exposure = staticmethod(owner_exposure)
     release_plan = staticmethod(release_plan)
+    owner_cost = staticmethod(owner_cost)
     artifacts = staticmethod(artifacts)
     public_defaults = staticmethod(public_defaults)
     sweep_headline = sweep_headline

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from marketplace.privacy.lifetime.declared import Declared
 from marketplace.privacy.neighbouring import add_remove_one
 from marketplace.privacy.plan import Account, ReleasePlan
 from marketplace.privacy.view import REPORT, RUNTIME, Seen
@@ -50,10 +51,55 @@ def _sensitivities(config: Any) -> tuple[float, float]:
     return _SENSITIVITIES[key]
 
 
+_PLANS: dict[tuple[str, str, str, int], tuple[ReleasePlan, Declared | None]] = {}
+"""Memo of each party's plan and its declared cost, by what they are made of (the party, the run's name,
+its sketch settings and seed): an agent admits and builds each of its owners every session, under
+the same settings but for the request id, and a plan (immutable) costs more to make than to keep."""
+_PLANS_KEPT = 4096
+
+
+def owner_cost(config: Any, party: str) -> Declared | None:
+    """What a run of ``config`` may release about owner ``party``'s data at most: the declaration of
+    its :func:`release_plan` (kept with it)."""
+    return _planned(config, party)[1]
+
+
 def release_plan(config: Any, party: str) -> ReleasePlan:
     """The releases of ``party``'s data in a run of ``config``: an owner's one sketch (two releases on
     its ledger), or an unbounded release when ``sketch.epsilon`` is null (the exact sketch leaves);
     nothing for the consumer."""
+    return _planned(config, party)[0]
+
+
+def _planned(config: Any, party: str) -> tuple[ReleasePlan, Declared | None]:
+    """``party``'s plan and its declared cost, made once per distinct settings (:data:`_PLANS`)."""
+    key = (party, config.name, _settings_text(config.sketch), config.seed)
+    kept = _PLANS.get(key)
+    if kept is None:
+        plan = _release_plan(config, party)
+        if len(_PLANS) >= _PLANS_KEPT:
+            _PLANS.clear()
+        kept = _PLANS[key] = (plan, plan.declared())
+    return kept
+
+
+_TEXTS: dict[int, tuple[object, str]] = {}
+"""Each sketch section seen lately (kept, so that its id names it alone while here) and its text: one
+session's owners share one section, and its text costs more to make than a plan to look up."""
+
+
+def _settings_text(sketch: object) -> str:
+    """``repr(sketch)``, made once per section object (:data:`_TEXTS`)."""
+    kept = _TEXTS.get(id(sketch))
+    if kept is None:
+        if len(_TEXTS) >= 64:
+            _TEXTS.clear()
+        kept = _TEXTS[id(sketch)] = (sketch, repr(sketch))
+    return kept[1]
+
+
+def _release_plan(config: Any, party: str) -> ReleasePlan:
+    """:func:`release_plan`, made."""
     if party == CONSUMER:
         return ReleasePlan(
             party=party, what=f"sketch: nothing of the consumer's ({config.name})", relation="add/remove-one"

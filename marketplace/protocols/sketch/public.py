@@ -61,29 +61,27 @@ def unit_records(config: ScenarioConfig, data: Dataset, *, party: str = "a party
     return np.ascontiguousarray(U)
 
 
-_MAPS: dict[tuple[int, int], tuple[Any, FeatureMap]] = {}
-"""The feature maps last drawn, by (sketch section object, seed): a process that hosts sessions (the
-server's curators, an agent's owners) draws the same map for every session of a request, whose
-sketch section and seed they share. A map is frozen; the section is kept alive with it (its id is
-not reused while kept)."""
-MAPS_KEPT = 8
+_MAPS: dict[tuple[str, int, int], FeatureMap] = {}
+"""Memo of the public maps drawn, by their settings (the map's, d and the run seed): an agent builds
+one owner role per hosted owner per session, all of the same map. A map is immutable (its arrays are
+read-only), so one drawn map serves them all."""
+_MAPS_KEPT = 16
 
 
 def public_map(config: ScenarioConfig) -> FeatureMap:
     """The public feature map on the unit box, its randomness drawn from the run seed (drawn once per
-    sketch section and seed)."""
-    key = (id(config.sketch), int(config.seed))
-    kept = _MAPS.get(key)
-    if kept is not None and kept[0] is config.sketch:
-        return kept[1]
-    fmap = _draw_map(config)
-    if len(_MAPS) >= MAPS_KEPT:
-        _MAPS.clear()
-    _MAPS[key] = (config.sketch, fmap)
+    distinct settings in a process: :data:`_MAPS`)."""
+    key = (repr(config.sketch.map), record_dim(config), config.seed)
+    fmap = _MAPS.get(key)
+    if fmap is None:
+        if len(_MAPS) >= _MAPS_KEPT:
+            _MAPS.clear()
+        fmap = _MAPS[key] = _draw_map(config)
     return fmap
 
 
 def _draw_map(config: ScenarioConfig) -> FeatureMap:
+    """The public feature map of ``config``, drawn (:func:`public_map` keeps it)."""
     from marketplace.protocols.sketch import RACE, RFF, Box, Histogram
 
     m = config.sketch.map
