@@ -89,6 +89,18 @@ def owner_number(party: str, owners: int) -> int | None:
     return int(number)
 
 
+def owner_position(config: ScenarioConfig, party: str) -> int:
+    """Where owner ``party``'s part is in the world's owners (0 for owner-1), in O(1): an agent builds one
+    owner role per hosted owner every session, and looking each up in :func:`party_ids` made that
+    O(K^2) per session. Raises ValueError naming the ids a run has for any other id."""
+    number = owner_number(party, config.parties.owners)
+    if number is None:
+        raise ValueError(
+            f"unknown party {party!r}: expected curator, consumer or owner-1 ... owner-{config.parties.owners}"
+        )
+    return number - 1
+
+
 def make_world(config: ScenarioConfig, exchange: Exchange) -> World:
     """The world of the run: the exchange's own (its ``make_world``) or :func:`build_world`.
     ``exchange`` is the scenario's exchange (:func:`marketplace.plugins.exchange`). A

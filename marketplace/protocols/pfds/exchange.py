@@ -18,7 +18,7 @@ from typing import Any
 
 from marketplace import seeds
 from marketplace.data.dataset import Dataset, World
-from marketplace.parties import party_ids
+from marketplace.parties import owner_position
 from marketplace.plugins import Exchange
 from marketplace.privacy.noise import NoiseOrigin
 from marketplace.privacy.view import Seen
@@ -47,7 +47,6 @@ def build_role(
     from marketplace.protocols.pfds.curator import PfdsCurator
     from marketplace.protocols.pfds.owner import PfdsReceiver, PfdsSharer
 
-    ids = party_ids(config)
     sharers, receivers = sharers_of(config)
     schema = schema_of(config)
     c = config.pfds
@@ -68,7 +67,7 @@ def build_role(
             test_y=labels_of(schema, world.test),
             **common,
         )
-    data = owner_data if owner_data is not None else world.owners[ids.index(party) - 1]
+    data = owner_data if owner_data is not None else world.owners[owner_position(config, party)]
     if data.X.shape[1] != schema.d:
         raise ValueError(f"{party}: data has {data.X.shape[1]} columns, the public schema has {schema.d} attributes")
     if party in receivers:

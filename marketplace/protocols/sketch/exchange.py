@@ -23,7 +23,7 @@ import numpy as np
 from marketplace import seeds
 from marketplace.data.dataset import Dataset
 from marketplace.data.world import World
-from marketplace.parties import owner_number, party_ids
+from marketplace.parties import owner_position, party_ids
 from marketplace.plugins import Exchange
 from marketplace.privacy import noise as noise_streams
 from marketplace.privacy.noise import NoiseOrigin
@@ -82,12 +82,7 @@ def build_role(
             rank=s.queries.rank_owners,
             own_evaluation=config.data.schema_only,
         )
-    number = owner_number(party, config.parties.owners)  # O(1): an agent builds one owner role per owner
-    if number is None:
-        raise ValueError(
-            f"unknown party {party!r}: expected curator, consumer or owner-1 ... owner-{config.parties.owners}"
-        )
-    index = number - 1
+    index = owner_position(config, party)
     data = owner_data if owner_data is not None else world.owners[index]
     rng = None if s.secure else np.random.default_rng(noise_streams.derive(config.seed, f"sketch.noise.{party}", noise))
     return SketchOwner(

@@ -26,7 +26,7 @@ import numpy as np
 from marketplace import seeds
 from marketplace.data.dataset import Dataset
 from marketplace.data.world import World
-from marketplace.parties import party_ids
+from marketplace.parties import owner_position, party_ids
 from marketplace.plugins import Exchange
 from marketplace.privacy import noise as noise_streams
 from marketplace.privacy.noise import NoiseOrigin
@@ -88,9 +88,10 @@ def build_role(
     from marketplace.protocols.stc.curator import StcCurator
     from marketplace.protocols.stc.owner import StcOwner
 
-    ids = party_ids(config)
     if party == CURATOR:
-        return StcCurator(scenario_name=config.name, owners=tuple(ids[1:-1]), dim=world.dim, settings=config.stc)
+        return StcCurator(
+            scenario_name=config.name, owners=tuple(party_ids(config)[1:-1]), dim=world.dim, settings=config.stc
+        )
     scaling = scaling_of(config, world.dim)
     if party == CONSUMER:
         return StcConsumer(
@@ -101,7 +102,7 @@ def build_role(
             solver_seed=seeds.derive_int(config.seed, "stc.solver"),
             own_evaluation=config.data.schema_only,
         )
-    data = owner_data if owner_data is not None else world.owners[ids.index(party) - 1]
+    data = owner_data if owner_data is not None else world.owners[owner_position(config, party)]
     if data.X.shape[1] != world.dim:
         raise ValueError(f"{party}: data file has {data.X.shape[1]} features, the scenario's data has {world.dim}")
     if config.stc.release == "nas" and len(data) < config.stc.t:

@@ -10,7 +10,7 @@ from conftest import ROOT
 import marketplace.parties as parties
 import marketplace.protocols.summarize.exchange as summarize_exchange
 from marketplace import plugins
-from marketplace.parties import build_role, make_world, party_ids, party_index
+from marketplace.parties import build_role, make_world, owner_position, party_ids, party_index
 from marketplace.roles.members import ActiveOwners
 from marketplace.runner.run import run_scenario
 from marketplace.scenario import parse_scenario
@@ -56,6 +56,17 @@ def test_party_index_is_the_position_in_party_ids():
     assert [party_index(config, p) for p in ids] == list(range(len(ids)))
     for stranger in ("owner-0", "owner-13", "owner-08", "owner-", "owner", "owner-1x", "Owner-1", "stranger", ""):
         assert party_index(config, stranger) is None, stranger
+
+
+def test_owner_position_is_where_the_owner_s_part_is_and_names_the_ids_for_a_stranger():
+    config = parse_scenario(many_owners_raw(12), source="test", base_dir=ROOT).config
+    owners = party_ids(config)[1:-1]
+    assert [owner_position(config, o) for o in owners] == list(range(12))
+    for stranger in ("curator", "consumer", "owner-0", "owner-13", "owner-08", "stranger"):
+        with pytest.raises(
+            ValueError, match=rf"unknown party '{stranger}': expected curator, consumer or owner-1 ... owner-12"
+        ):
+            owner_position(config, stranger)
 
 
 def test_building_an_owner_role_does_not_list_every_party(monkeypatch):
