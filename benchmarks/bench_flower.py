@@ -321,11 +321,15 @@ def run_ours(
     report = marketplace.run(scenario, workdir / "run", driver=driver)
     logger.removeHandler(clock.handler)
     ends = clock.times if driver == "inprocess" else _curator_log_round_ends(workdir / "run" / "logs" / "curator.log")
-    # The report names each point by its serial (the k-th point its owner handed over), never its row;
-    # the simulator's view of the owner, which only a simulation holds, maps serial k to the row sent.
+    return {"selection": selection_rows(report), "ms_per_round": _gaps_ms(ends)}
+
+
+def selection_rows(report: dict[str, Any]) -> list[list[Any]]:
+    """[owner, row] of each point a simulated run's summary took, in order: what Flower's app reports.
+    The report names each point by its serial (the k-th point its owner handed over), never its row;
+    the simulator's view of the owner, which only a simulation holds, maps serial k to the row sent."""
     details = report["party_details"]
-    selection = [[o, int(details[o]["simulator_view"]["result"]["sent_rows"][k])] for o, k, *_ in report["selection"]]
-    return {"selection": selection, "ms_per_round": _gaps_ms(ends)}
+    return [[o, int(details[o]["simulator_view"]["result"]["sent_rows"][k])] for o, k, *_ in report["selection"]]
 
 
 def run_one(engine: str, owners: int, rounds: int, timeout: float) -> dict[str, Any]:

@@ -250,6 +250,31 @@ def test_bench_flower_smoke(tmp_path):
     )
 
 
+def test_bench_flower_compares_the_rows_ours_selected_with_flowers(tmp_path, monkeypatch):
+    """bench_flower.py compares the (owner, row) points Flower's app picks with ours. A report names each
+    point by its serial, never its row, so the script maps serials to rows; each mapped row's features
+    and label must hash to the content key the report gives that point. Runs without Flower (the smoke
+    run above needs it), so that a report change cannot make the script compare serials with rows."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import bench_flower
+
+    import marketplace
+    from marketplace import plugins
+    from marketplace.parties import make_world, owner_position
+    from marketplace.protocols.summarize.identity import point_key
+
+    overrides = {"parties.owners": 6, "data.partition.scheme": "even", "summarize.rounds": 8, "summarize.baselines": []}
+    scenario = marketplace.load(ROOT / "scenarios" / "quickstart.yaml", overrides)
+    report = marketplace.run(scenario, tmp_path / "run", driver="inprocess")
+    rows = bench_flower.selection_rows(report)
+    world = make_world(scenario.config, plugins.exchange("summarize"))
+    assert len(rows) == len(report["selection"]) == 8
+    for (owner, row), (named, _serial, key) in zip(rows, report["selection"], strict=True):
+        data = world.owners[owner_position(scenario.config, owner)]
+        assert owner == named and point_key(data.X[row], int(data.y[row])) == key, (owner, row)
+    assert [row for _, row in rows] != [serial for _, serial, _ in report["selection"]]
+
+
 def test_bench_flower_serve_smoke(tmp_path):
     """Runs submitted to a SuperLink that is already up: every run writes its result, the figures are there."""
     try:
