@@ -21,6 +21,7 @@ import json
 from pathlib import PurePath
 from typing import Any
 
+from marketplace.memo import IdentityMemo
 from marketplace.schema import to_plain
 
 __all__ = ["differences", "fingerprint"]
@@ -38,11 +39,10 @@ def _without_locations(value: Any, key: str = "") -> Any:
     return value
 
 
-_DIGESTS: dict[int, tuple[Any, str]] = {}
-"""Digests of the frozen sections last fingerprinted, by the section object (kept alive here, so its id
-is not reused): a served marketplace fingerprints every session's scenario several times (the curator's
-hello, its report, the report check), and its sessions share their data and protocol sections."""
-DIGESTS_KEPT = 16
+_DIGESTS: IdentityMemo[str] = IdentityMemo(16)
+"""Digests of the frozen sections last fingerprinted: a served marketplace fingerprints every session's
+scenario several times (the curator's hello, its report, the report check), and its sessions share
+their data and protocol sections."""
 
 
 def _digest(value: Any) -> str:
@@ -51,14 +51,7 @@ def _digest(value: Any) -> str:
     params = getattr(type(value), "__dataclass_params__", None)  # a dataclass instance's
     if params is None or not params.frozen:
         return _section_digest(value)
-    kept = _DIGESTS.get(id(value))
-    if kept is not None and kept[0] is value:
-        return kept[1]
-    digest = _section_digest(value)
-    if len(_DIGESTS) >= DIGESTS_KEPT:
-        _DIGESTS.clear()
-    _DIGESTS[id(value)] = (value, digest)
-    return digest
+    return _DIGESTS.get((value,), lambda: _section_digest(value))
 
 
 def _section_digest(value: Any) -> str:

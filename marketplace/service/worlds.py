@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from marketplace.data.dataset import World
+from marketplace.memo import IdentityMemo
 from marketplace.parties import make_world
 from marketplace.scenario import Scenario
 
@@ -39,27 +40,17 @@ NOT_THE_WORLD = ("name", "description", "lifetime", "noise", "transport", "sweep
 """Scenario keys that do not change what the world holds."""
 
 
-_KEYS: dict[tuple[tuple[str, int], ...], tuple[list[Any], str]] = {}
-"""The world keys last written, by the identities of the plain values they were written from: the
-sessions of one request share them (:func:`with_request_id`), and a session's world is looked up three
-times (its request checked, its curator built, its report assembled). Kept alive here, so an id is not
-reused while kept; a scenario's plain form is read only."""
-KEYS_KEPT = 16
+_KEYS: IdentityMemo[str] = IdentityMemo(16)
+"""The world keys last written, by the plain values they were written from: the sessions of one request
+share them (:func:`with_request_id`), and a session's world is looked up three times (its request
+checked, its curator built, its report assembled)."""
 
 
 def world_key(scenario: Scenario) -> str:
     """What the world of ``scenario`` depends on, as text: its data, seed, parties and protocol
     (with its section, which a protocol's own world may read); written once per set of values."""
-    parts = [(k, v) for k, v in scenario.raw.items() if k not in NOT_THE_WORLD]
-    ident = tuple((k, id(v)) for k, v in parts)
-    kept = _KEYS.get(ident)
-    if kept is not None and all(a is b for a, (_, b) in zip(kept[0], parts, strict=True)):
-        return kept[1]
-    key = json.dumps(dict(parts), sort_keys=True, default=str)
-    if len(_KEYS) >= KEYS_KEPT:
-        _KEYS.clear()
-    _KEYS[ident] = ([v for _, v in parts], key)
-    return key
+    parts = {k: v for k, v in scenario.raw.items() if k not in NOT_THE_WORLD}
+    return _KEYS.get((*parts, *parts.values()), lambda: json.dumps(parts, sort_keys=True, default=str))
 
 
 class WorldCache:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from marketplace.memo import IdentityMemo
 from marketplace.privacy.lifetime.declared import Declared
 from marketplace.privacy.neighbouring import add_remove_one
 from marketplace.privacy.plan import Account, ReleasePlan
@@ -83,19 +84,14 @@ def _planned(config: Any, party: str) -> tuple[ReleasePlan, Declared | None]:
     return kept
 
 
-_TEXTS: dict[int, tuple[object, str]] = {}
-"""Each sketch section seen lately (kept, so that its id names it alone while here) and its text: one
-session's owners share one section, and its text costs more to make than a plan to look up."""
+_TEXTS: IdentityMemo[str] = IdentityMemo(64)
+"""Each sketch section's text, made once per section object: one session's owners share one section,
+and its text costs more to make than a plan to look up."""
 
 
 def _settings_text(sketch: object) -> str:
     """``repr(sketch)``, made once per section object (:data:`_TEXTS`)."""
-    kept = _TEXTS.get(id(sketch))
-    if kept is None:
-        if len(_TEXTS) >= 64:
-            _TEXTS.clear()
-        kept = _TEXTS[id(sketch)] = (sketch, repr(sketch))
-    return kept[1]
+    return _TEXTS.get((sketch,), lambda: repr(sketch))
 
 
 def _release_plan(config: Any, party: str) -> ReleasePlan:
