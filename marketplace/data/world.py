@@ -157,23 +157,20 @@ def _partition(
     return shares
 
 
-_SUMMARIES: dict[int, tuple[weakref.ref[World], dict[str, Any]]] = {}
-"""The summaries of the worlds last summarised, by world (a served marketplace reports the same
-world's counts in every session's report: counting every owner's rows again made the report cost
-more with every owner). A world is read only once built; an entry whose world is gone is never read."""
-SUMMARIES_KEPT = 8
+_SUMMARIES: dict[int, dict[str, Any]] = {}
+"""The summary of each world summarised, while that world lives (a served marketplace reports the same
+world's counts in every session's report: counting every owner's rows again made the report cost more
+with every owner). A world is read only once built."""
 
 
 def world_summary(world: World) -> dict[str, Any]:
     """Sizes and per-group / per-label row counts of every part, as plain data for reports (a copy of
     the one counted the first time ``world`` was summarised, which the caller may change)."""
     kept = _SUMMARIES.get(id(world))
-    if kept is None or kept[0]() is not world:
-        if len(_SUMMARIES) >= SUMMARIES_KEPT:
-            _SUMMARIES.clear()
-        kept = (weakref.ref(world), _summary(world))
-        _SUMMARIES[id(world)] = kept
-    return _copy_summary(kept[1])
+    if kept is None:
+        kept = _SUMMARIES[id(world)] = _summary(world)
+        weakref.finalize(world, _SUMMARIES.pop, id(world), None)
+    return _copy_summary(kept)
 
 
 def _copy_summary(summary: dict[str, Any]) -> dict[str, Any]:

@@ -18,7 +18,7 @@ import numpy as np
 
 from marketplace import seeds
 from marketplace.data.world import World
-from marketplace.parties import party_ids
+from marketplace.parties import owner_position
 from marketplace.protocols.sketch.public import public_map, query_plan, record_dim, unit_records
 from marketplace.scenario.config import ScenarioConfig
 
@@ -36,8 +36,7 @@ def truth(config: ScenarioConfig, world: World, owners: list[str]) -> dict[str, 
     key = (id(world), repr((config.seed, config.sketch, record_dim(config))), tuple(owners))
     kept = _TRUTHS.get(key)
     if kept is None:
-        ids = party_ids(config)[1:-1]
-        parts = [unit_records(config, world.owners[ids.index(o)]) for o in owners]
+        parts = [unit_records(config, world.owners[owner_position(config, o)]) for o in owners]
         U = np.vstack(parts) if parts else np.zeros((0, record_dim(config)))
         kept = plan_statistics(U, query_plan(config))
         while len(_TRUTHS) >= TRUTHS_KEPT:
@@ -94,11 +93,10 @@ def _true_embeddings(
         kept = _EMBEDDINGS[key] = (mean_embedding(fmap, unit_records(config, world.validation)), {})
         weakref.finalize(world, _EMBEDDINGS.pop, key, None)
     target, owners = kept
-    ids = party_ids(config)[1:-1]
 
     def owner_embedding(owner: str) -> np.ndarray:
         if owner not in owners:
-            owners[owner] = mean_embedding(fmap, unit_records(config, world.owners[ids.index(owner)]))
+            owners[owner] = mean_embedding(fmap, unit_records(config, world.owners[owner_position(config, owner)]))
         return owners[owner]
 
     return target, owner_embedding
@@ -115,8 +113,7 @@ def logistic_baselines(config: ScenarioConfig, world: World, owners: list[str]) 
 
     from marketplace.privacy.erm import erm_classifier, objective_perturbation
 
-    ids = party_ids(config)[1:-1]
-    U = np.vstack([unit_records(config, world.owners[ids.index(o)]) for o in owners])
+    U = np.vstack([unit_records(config, world.owners[owner_position(config, o)]) for o in owners])
     X, y = U[:, :-1], np.where(U[:, -1] > 0.5, 1.0, -1.0)
     T = unit_records(config, world.test)
     Xt, yt = T[:, :-1], T[:, -1]
