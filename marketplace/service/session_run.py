@@ -203,14 +203,12 @@ def assemble_session(
     return report
 
 
-def handed_back(s: Session, failure: str | None, texts: dict[str, str] | None = None) -> bytes:
+def handed_back(s: Session, failure: str | None, texts: dict[str, str]) -> bytes:
     """What the consumer of session ``s`` gets besides the run report, to assemble its own copy
     (:func:`assemble_session`) with what it kept to itself: the parties' reports as the server
     received them (each as its party published it), why any is missing, the session's failure, and
     whether the report holds the central references (the consumer's copy holds what the server's does).
-    ``json.dumps`` of them, the reports' own texts taken from ``texts`` (:func:`report_texts`) when given."""
-    if texts is None:
-        texts = report_texts(s.reports)
+    ``json.dumps`` of them, the reports' own texts taken from ``texts`` (:func:`report_texts`)."""
     reports = "{" + ", ".join(f"{json.dumps(party)}: {texts[party]}" for party in s.reports) + "}"
     rest = json.dumps({"missing": missing_reports(s), "failure": failure, "references": s.references})
     return f'{{"reports": {reports}, {rest[1:]}'.encode()
